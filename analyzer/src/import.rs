@@ -1,0 +1,373 @@
+//! The only reader of trace files.
+//!
+//! Per-rank files are read event by event: a file whose end is missing (no closing
+//! bracket, a half-written last event, no footer) still yields every event before the
+//! cut, and the cut is reported with its event index and line. Problems that make a file
+//! unusable as a whole (not a JSON array, not an overlap trace, another format version,
+//! no header) are errors naming the file and the reason.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use overlap_instrument::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
+use overlap_instrument::schema::{
+    CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header, MergedInfo, Op,
+    FORMAT_NAME, FORMAT_VERSION,
+};
+use serde_json::Value;
+
+use crate::model::{Flow, MergedTrace, Point, RankTrace, ReadProblem, RequestSpan};
+use crate::{Error, Result};
+
+type RawEvent<'a> = WireEvent<'a, Value>;
+
+/// Converts a complete (`X`) event into a typed event.
+fn complete_event(raw: &RawEvent<'_>) -> std::result::Result<Event, String> {
+    let start = raw.ts.ok_or("complete event without \"ts\"")?.0;
+    let dur = raw.dur.ok_or("complete event without \"dur\"")?.0;
+    let end = start + dur;
+    match raw.cat {
+        Some(Category::Mpi) => {
+            let op = Op::from_mpi_name(&raw.name)
+                .ok_or_else(|| format!("unknown MPI call {:?}", raw.name))?;
+            let args: CallArgs = match &raw.args {
+                Some(v) => serde_json::from_value(v.clone())
+                    .map_err(|e| format!("{}: bad args: {e}", raw.name))?,
+                None => CallArgs::default(),
+            };
+            Ok(Event::Call(CallEvent {
+                tid: raw.tid,
+                start,
+                end,
+                op,
+                args,
+            }))
+        }
+        Some(Category::Compute) => Ok(Event::Compute(ComputeEvent {
+            tid: raw.tid,
+            start,
+            end,
+            name: raw.name.to_string(),
+        })),
+        other => Err(format!(
+            "complete event {:?} has category {other:?}, expected mpi or compute",
+            raw.name
+        )),
+    }
+}
+
+fn meta_args<T: serde::de::DeserializeOwned>(raw: &RawEvent<'_>) -> std::result::Result<T, String> {
+    let v = raw
+        .args
+        .clone()
+        .ok_or_else(|| format!("{} without args", raw.name))?;
+    serde_json::from_value(v).map_err(|e| format!("{}: bad args: {e}", raw.name))
+}
+
+fn check_header(path: &Path, header: &Header) -> Result<()> {
+    if header.format != FORMAT_NAME {
+        return Err(Error::NotATrace {
+            path: path.to_path_buf(),
+            reason: format!("format is {:?}, not {FORMAT_NAME:?}", header.format),
+        });
+    }
+    if header.format_version != FORMAT_VERSION {
+        return Err(Error::Version {
+            path: path.to_path_buf(),
+            found: header.format_version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    Ok(())
+}
+
+fn skip_whitespace(buf: &[u8], mut pos: usize) -> usize {
+    while pos < buf.len() && buf[pos].is_ascii_whitespace() {
+        pos += 1;
+    }
+    pos
+}
+
+fn line_of(buf: &[u8], pos: usize) -> u64 {
+    1 + buf[..pos.min(buf.len())].iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// Reads a per-rank trace file.
+pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
+    let buf = std::fs::read(path).map_err(|source| Error::Io {
+        what: "reading",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_rank_trace(path, &buf)
+}
+
+/// Parses the bytes of a per-rank trace file (`path` is for messages).
+pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
+    let not_a_trace = |reason: String| Error::NotATrace {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let mut pos = skip_whitespace(buf, 0);
+    match buf.get(pos) {
+        Some(b'[') => pos += 1,
+        Some(_) => {
+            return Err(not_a_trace(
+                "it does not start with '[' (a per-rank trace is a JSON array of events)"
+                    .into(),
+            ))
+        }
+        None => return Err(not_a_trace("the file is empty".into())),
+    }
+    let mut header: Option<Header> = None;
+    let mut threads = BTreeMap::new();
+    let mut syncs: Vec<ClockSync> = Vec::new();
+    let mut events = Vec::new();
+    let mut footer: Option<Footer> = None;
+    let mut problem: Option<ReadProblem> = None;
+    let mut index: u64 = 0;
+    let mut closed = false;
+
+    loop {
+        pos = skip_whitespace(buf, pos);
+        if buf.get(pos) == Some(&b',') && index > 0 {
+            pos = skip_whitespace(buf, pos + 1);
+        }
+        match buf.get(pos) {
+            None => break,
+            Some(b']') => {
+                closed = true;
+                break;
+            }
+            Some(_) => {}
+        }
+        let line = line_of(buf, pos);
+        let mut stream = serde_json::Deserializer::from_slice(&buf[pos..]).into_iter::<RawEvent>();
+        let raw = match stream.next() {
+            Some(Ok(raw)) => raw,
+            Some(Err(e)) => {
+                let reason = if e.is_eof() {
+                    "the file ends in the middle of this event (the writer was cut off)".into()
+                } else if header.is_none() && index == 0 {
+                    return Err(not_a_trace(format!("first value is not a trace event: {e}")));
+                } else {
+                    format!("not a valid trace event: {e}")
+                };
+                problem = Some(ReadProblem {
+                    event_index: index,
+                    line,
+                    reason,
+                });
+                break;
+            }
+            None => break,
+        };
+        pos += stream.byte_offset();
+        let step: std::result::Result<(), String> = (|| {
+            match raw.ph {
+                Phase::Metadata => match MetaName::from_wire_name(&raw.name) {
+                    Some(MetaName::Header) => {
+                        let h: Header = meta_args(&raw)?;
+                        check_header(path, &h).map_err(|e| e.to_string())?;
+                        header = Some(h);
+                    }
+                    Some(MetaName::ThreadName) => {
+                        let n: NameArgs = meta_args(&raw)?;
+                        threads.insert(raw.tid, n.name);
+                    }
+                    Some(MetaName::ClockSync) => syncs.push(meta_args(&raw)?),
+                    Some(MetaName::Footer) => footer = Some(meta_args(&raw)?),
+                    // Names and sort indexes are rebuilt by the merge; metadata of other
+                    // tools is not ours to interpret.
+                    _ => {}
+                },
+                Phase::Complete => {
+                    if header.is_none() {
+                        return Err("event before the overlap_header record".into());
+                    }
+                    events.push(complete_event(&raw)?);
+                }
+                other => return Err(format!("unexpected phase {other:?} in a per-rank file")),
+            }
+            Ok(())
+        })();
+        if let Err(reason) = step {
+            // A header that is there but wrong makes the whole file unusable.
+            if header.is_none() {
+                if let Some(e) = header_error(path, &raw) {
+                    return Err(e);
+                }
+            }
+            problem = Some(ReadProblem {
+                event_index: index,
+                line,
+                reason,
+            });
+            break;
+        }
+        index += 1;
+    }
+
+    let header = header.ok_or_else(|| Error::NoHeader {
+        path: path.to_path_buf(),
+    })?;
+    if problem.is_none() && closed && footer.is_none() {
+        problem = Some(ReadProblem {
+            event_index: index,
+            line: line_of(buf, pos),
+            reason: "the array is closed but has no overlap_footer record".into(),
+        });
+    }
+    Ok(RankTrace {
+        path: path.to_path_buf(),
+        header,
+        threads,
+        syncs,
+        events,
+        footer,
+        problem,
+    })
+}
+
+/// The whole-file error a bad header record means, if `raw` is one.
+fn header_error(path: &Path, raw: &RawEvent<'_>) -> Option<Error> {
+    if raw.ph != Phase::Metadata || MetaName::from_wire_name(&raw.name) != Some(MetaName::Header) {
+        return None;
+    }
+    match meta_args::<Header>(raw) {
+        Ok(h) => check_header(path, &h).err(),
+        Err(reason) => {
+            // Tell a newer or older version apart from a broken header.
+            let found = raw
+                .args
+                .as_ref()
+                .and_then(|a| a.get("format_version"))
+                .and_then(Value::as_u64);
+            Some(match found {
+                Some(v) if v != u64::from(FORMAT_VERSION) => Error::Version {
+                    path: path.to_path_buf(),
+                    found: v as u32,
+                    supported: FORMAT_VERSION,
+                },
+                _ => Error::NotATrace {
+                    path: path.to_path_buf(),
+                    reason,
+                },
+            })
+        }
+    }
+}
+
+/// Every `*.json` file of a directory, sorted by name.
+pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
+        what: "listing",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// `otherData` plus events, as a merged file holds them.
+#[derive(serde::Deserialize)]
+struct MergedFile<'a> {
+    #[serde(rename = "otherData")]
+    other_data: MergedInfo,
+    #[serde(rename = "traceEvents", borrow)]
+    trace_events: Vec<WireEvent<'a, Value>>,
+}
+
+/// Reads a merged trace written by `overlap merge`.
+pub fn read_merged(path: &Path) -> Result<MergedTrace> {
+    let buf = std::fs::read(path).map_err(|source| Error::Io {
+        what: "reading",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bad = |reason: String| Error::BadMerged {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let file: MergedFile = serde_json::from_slice(&buf).map_err(|e| bad(e.to_string()))?;
+    if file.other_data.format != FORMAT_NAME {
+        return Err(bad(format!("format is {:?}", file.other_data.format)));
+    }
+    if file.other_data.format_version != FORMAT_VERSION {
+        return Err(Error::Version {
+            path: path.to_path_buf(),
+            found: file.other_data.format_version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let mut events: BTreeMap<u32, Vec<Event>> = BTreeMap::new();
+    let mut process_names = BTreeMap::new();
+    let mut flows: BTreeMap<u64, Flow> = BTreeMap::new();
+    let mut requests: BTreeMap<u64, RequestSpan> = BTreeMap::new();
+    for (index, raw) in file.trace_events.iter().enumerate() {
+        let at = |reason: String| bad(format!("event {index}: {reason}"));
+        let ns = raw.ts.map(|t| t.0 .0);
+        let point = || {
+            Some(Point {
+                rank: raw.pid,
+                tid: raw.tid,
+                ns: ns?,
+            })
+        };
+        match raw.ph {
+            Phase::Complete => events
+                .entry(raw.pid)
+                .or_default()
+                .push(complete_event(raw).map_err(at)?),
+            Phase::Metadata if MetaName::from_wire_name(&raw.name) == Some(MetaName::ProcessName) => {
+                let n: NameArgs = meta_args(raw).map_err(at)?;
+                process_names.insert(raw.pid, n.name);
+            }
+            Phase::FlowStart => {
+                let id = raw.id.ok_or_else(|| at("flow without id".into()))?;
+                let from = point().ok_or_else(|| at("flow without ts".into()))?;
+                flows.insert(id, Flow { id, from, to: None });
+            }
+            Phase::FlowEnd => {
+                let id = raw.id.ok_or_else(|| at("flow without id".into()))?;
+                let flow = flows
+                    .get_mut(&id)
+                    .ok_or_else(|| at(format!("flow end {id} before its start")))?;
+                flow.to = point();
+            }
+            Phase::AsyncBegin => {
+                let id = raw.id.ok_or_else(|| at("async slice without id".into()))?;
+                let begin_ns = ns.ok_or_else(|| at("async slice without ts".into()))?;
+                requests.insert(
+                    id,
+                    RequestSpan {
+                        id,
+                        name: raw.name.to_string(),
+                        rank: raw.pid,
+                        begin_ns,
+                        end_ns: None,
+                    },
+                );
+            }
+            Phase::AsyncEnd => {
+                let id = raw.id.ok_or_else(|| at("async slice without id".into()))?;
+                if let Some(r) = requests.get_mut(&id) {
+                    r.end_ns = ns;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(MergedTrace {
+        path: path.to_path_buf(),
+        info: file.other_data,
+        events,
+        process_names,
+        flows: flows.into_values().collect(),
+        requests: requests.into_values().collect(),
+    })
+}

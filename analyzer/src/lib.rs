@@ -1,0 +1,90 @@
+//! overlap-analyzer: reads overlap traces and makes sense of them.
+//!
+//! - [`import`]: the only reader of trace files (per-rank and merged), tolerant of files
+//!   cut short, with errors that name the file, the event and the reason.
+//! - [`model`]: the typed traces the importer produces.
+//! - [`merge`]: per-rank files onto one timeline (clock alignment, message matching) and
+//!   the merged Perfetto trace.
+//! - [`summary`]: where each rank's time went.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! let outcome = overlap_analyzer::merge::merge_dir(Path::new("run.ranks")).unwrap();
+//! overlap_analyzer::merge::write_merged(&outcome.merged, Path::new("run.json")).unwrap();
+//! print!("{}", overlap_analyzer::summary::summarize(&outcome.merged).to_table());
+//! ```
+
+pub mod import;
+pub mod merge;
+pub mod model;
+pub mod summary;
+
+use std::path::PathBuf;
+
+/// Errors of the analyzer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file or directory could not be read or written.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not an overlap trace.
+    #[error("{}: not an overlap trace: {reason}", path.display())]
+    NotATrace {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The file has no header record before its first event.
+    #[error("{}: no overlap_header record before the first event", path.display())]
+    NoHeader {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The file was written in another format version.
+    #[error(
+        "{}: trace format version {found}, but this overlap reads version {supported}",
+        path.display()
+    )]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// Version in the file.
+        found: u32,
+        /// Version this build reads.
+        supported: u32,
+    },
+    /// A merged trace that cannot be read.
+    #[error("{}: not a readable merged trace: {reason}", path.display())]
+    BadMerged {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A directory without a single usable rank file.
+    #[error(
+        "{}: no usable per-rank trace file{}{}",
+        dir.display(),
+        if problems.is_empty() { "" } else { ":\n  " },
+        problems.join("\n  ")
+    )]
+    NoRanks {
+        /// The directory.
+        dir: PathBuf,
+        /// What was wrong with each file.
+        problems: Vec<String>,
+    },
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,408 @@
+//! Time: the monotonic nanosecond clock every event is stamped with, the estimate of
+//! each rank's offset to rank 0 (Score-P's ping-pong method), and the linear model that
+//! maps a rank's local times onto rank 0's clock between two such estimates.
+//!
+//! The estimation protocol is written against [`SyncTransport`], so it is tested with
+//! threads and run over MPI by the traced communicator.
+
+use crate::schema::{ClockSync, SyncPhase};
+
+/// `CLOCK_MONOTONIC` in nanoseconds. All ranks on one host share this clock.
+#[inline]
+pub fn monotonic_now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// One ping-pong between the reference rank (0) and another rank: the reference sent at
+/// `t0` and got the answer back at `t1` (its clock); the other rank read `t_remote` (its
+/// clock) in between. All absolute `CLOCK_MONOTONIC` ns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PingPong {
+    /// Reference clock when the ping left.
+    pub t0: u64,
+    /// Remote clock when the ping arrived.
+    pub t_remote: u64,
+    /// Reference clock when the pong came back.
+    pub t1: u64,
+}
+
+/// The offset estimate taken from the ping-pong with the smallest round trip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OffsetEstimate {
+    /// Reference clock minus remote clock, ns.
+    pub offset_ns: i64,
+    /// Half the best round trip: the remote read happened somewhere inside it.
+    pub error_ns: u64,
+    /// The best round trip, ns.
+    pub rtt_ns: u64,
+    /// Remote clock at the best ping-pong (absolute ns).
+    pub at_remote_ns: u64,
+    /// Ping-pongs made.
+    pub rounds: u32,
+}
+
+/// Keeps the ping-pong with the smallest round trip and assumes the remote read its clock
+/// half-way through it: `offset = (t0 + rtt/2) - t_remote`, error `rtt/2`.
+/// Returns `None` for no samples.
+pub fn estimate_offset(samples: &[PingPong]) -> Option<OffsetEstimate> {
+    let best = samples.iter().min_by_key(|s| s.t1.saturating_sub(s.t0))?;
+    let rtt = best.t1.saturating_sub(best.t0);
+    let midpoint = best.t0 as i128 + (rtt / 2) as i128;
+    Some(OffsetEstimate {
+        offset_ns: (midpoint - best.t_remote as i128) as i64,
+        error_ns: rtt.div_ceil(2),
+        rtt_ns: rtt,
+        at_remote_ns: best.t_remote,
+        rounds: samples.len() as u32,
+    })
+}
+
+/// What the synchronisation protocol needs from the communication layer: small
+/// blocking messages of four words between rank 0 and each other rank.
+pub trait SyncTransport {
+    /// This rank.
+    fn rank(&self) -> u32;
+    /// Number of ranks.
+    fn size(&self) -> u32;
+    /// Blocking send of four words to `to`.
+    fn send(&self, to: u32, words: [u64; 4]);
+    /// Blocking receive of four words from `from`.
+    fn recv(&self, from: u32) -> [u64; 4];
+    /// Returns once a message from `from` is ready to be received, without keeping a core
+    /// busy meanwhile (ranks waiting for their turn must not steal the CPU from the pair
+    /// being measured when ranks outnumber cores). The default returns at once.
+    fn await_message(&self, _from: u32) {}
+}
+
+/// The identity of this machine's `CLOCK_MONOTONIC`: the kernel's boot id, or empty
+/// when it cannot be read.
+pub fn clock_domain() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Runs the ping-pong protocol on every rank (collectively): rank 0 makes `rounds`
+/// ping-pongs with each other rank in turn, estimates its offset and sends it back.
+/// Returns this rank's estimate (rank 0's is zero offset, zero error, at `now()`).
+pub fn synchronize<T: SyncTransport>(
+    transport: &T,
+    rounds: u32,
+    now: impl Fn() -> u64,
+) -> OffsetEstimate {
+    let rounds = rounds.max(1);
+    if transport.rank() == 0 {
+        let mut samples = Vec::with_capacity(rounds as usize);
+        for peer in 1..transport.size() {
+            samples.clear();
+            for _ in 0..rounds {
+                let t0 = now();
+                transport.send(peer, [t0, 0, 0, 0]);
+                let reply = transport.recv(peer);
+                let t1 = now();
+                samples.push(PingPong {
+                    t0,
+                    t_remote: reply[0],
+                    t1,
+                });
+            }
+            let est = estimate_offset(&samples).expect("rounds >= 1, so there are samples");
+            transport.send(
+                peer,
+                [
+                    est.offset_ns as u64,
+                    est.error_ns,
+                    est.rtt_ns,
+                    est.at_remote_ns,
+                ],
+            );
+        }
+        OffsetEstimate {
+            offset_ns: 0,
+            error_ns: 0,
+            rtt_ns: 0,
+            at_remote_ns: now(),
+            rounds: 0,
+        }
+    } else {
+        transport.await_message(0);
+        for _ in 0..rounds {
+            transport.recv(0);
+            let t = now();
+            transport.send(0, [t, 0, 0, 0]);
+        }
+        let [offset, error, rtt, at] = transport.recv(0);
+        OffsetEstimate {
+            offset_ns: offset as i64,
+            error_ns: error,
+            rtt_ns: rtt,
+            at_remote_ns: at,
+            rounds,
+        }
+    }
+}
+
+/// Maps one rank's local times onto rank 0's clock: the offset is interpolated linearly
+/// between the init and final estimates (and extrapolated along the same line outside
+/// them); with only the init estimate, the offset is constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockModel {
+    init: ClockSync,
+    last: Option<ClockSync>,
+}
+
+impl ClockModel {
+    /// A model from the init estimate and, when the rank finalised, the final one.
+    pub fn new(init: ClockSync, last: Option<ClockSync>) -> ClockModel {
+        let last = last.filter(|f| f.phase == SyncPhase::Final && f.local_ns > init.local_ns);
+        ClockModel { init, last }
+    }
+
+    /// The identity: for rank 0, or a rank that has no estimate.
+    pub fn identity() -> ClockModel {
+        ClockModel::new(
+            ClockSync {
+                phase: SyncPhase::Init,
+                local_ns: 0,
+                offset_ns: 0,
+                error_ns: 0,
+                rtt_ns: 0,
+                rounds: 0,
+            },
+            None,
+        )
+    }
+
+    /// The init estimate.
+    pub fn init(&self) -> ClockSync {
+        self.init
+    }
+
+    /// The final estimate, when there is a usable one.
+    pub fn last(&self) -> Option<ClockSync> {
+        self.last
+    }
+
+    fn fraction(&self, local_ns: u64) -> Option<f64> {
+        let last = self.last?;
+        let span = (last.local_ns - self.init.local_ns) as f64;
+        Some((local_ns as f64 - self.init.local_ns as f64) / span)
+    }
+
+    /// Rank 0's clock minus this rank's at local time `local_ns`, ns (rounded).
+    pub fn offset_at(&self, local_ns: u64) -> i64 {
+        match (self.fraction(local_ns), self.last) {
+            (Some(f), Some(last)) => {
+                let a = self.init.offset_ns as f64;
+                let b = last.offset_ns as f64;
+                (a + (b - a) * f).round() as i64
+            }
+            _ => self.init.offset_ns,
+        }
+    }
+
+    /// Error bound of [`ClockModel::offset_at`]: interpolated between the two estimates'
+    /// bounds, and the larger of them outside.
+    pub fn error_at(&self, local_ns: u64) -> u64 {
+        match (self.fraction(local_ns), self.last) {
+            (Some(f), Some(last)) if (0.0..=1.0).contains(&f) => {
+                let a = self.init.error_ns as f64;
+                let b = last.error_ns as f64;
+                (a + (b - a) * f).ceil() as u64
+            }
+            (_, Some(last)) => self.init.error_ns.max(last.error_ns),
+            _ => self.init.error_ns,
+        }
+    }
+
+    /// Largest error bound over the whole run.
+    pub fn max_error(&self) -> u64 {
+        self.last
+            .map_or(self.init.error_ns, |l| l.error_ns.max(self.init.error_ns))
+    }
+
+    /// Drift against rank 0 in parts per billion, when both estimates exist.
+    pub fn drift_ppb(&self) -> Option<f64> {
+        let last = self.last?;
+        let dt = (last.local_ns - self.init.local_ns) as f64;
+        Some((last.offset_ns - self.init.offset_ns) as f64 / dt * 1e9)
+    }
+
+    /// Rank 0's absolute clock at this rank's local time `local_ns` (relative to the
+    /// rank's absolute `epoch_ns`).
+    pub fn to_reference(&self, epoch_ns: u64, local_ns: u64) -> i128 {
+        epoch_ns as i128 + local_ns as i128 + self.offset_at(local_ns) as i128
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+
+    fn sync(phase: SyncPhase, local_ns: u64, offset_ns: i64, error_ns: u64) -> ClockSync {
+        ClockSync {
+            phase,
+            local_ns,
+            offset_ns,
+            error_ns,
+            rtt_ns: 2 * error_ns,
+            rounds: 10,
+        }
+    }
+
+    #[test]
+    fn best_round_trip_wins() {
+        // Remote clock runs 1000 ns behind the reference. The second ping-pong is the
+        // fastest (rtt 40): remote read 20 ns after t0 = 5000, at remote time 4020.
+        let samples = [
+            PingPong {
+                t0: 1000,
+                t_remote: 100,
+                t1: 1300,
+            },
+            PingPong {
+                t0: 5000,
+                t_remote: 4020,
+                t1: 5040,
+            },
+            PingPong {
+                t0: 9000,
+                t_remote: 8090,
+                t1: 9100,
+            },
+        ];
+        let est = estimate_offset(&samples).expect("three samples");
+        assert_eq!(est.offset_ns, 1000);
+        assert_eq!(est.error_ns, 20);
+        assert_eq!(est.rtt_ns, 40);
+        assert_eq!(est.at_remote_ns, 4020);
+        assert_eq!(est.rounds, 3);
+        assert_eq!(estimate_offset(&[]), None);
+    }
+
+    #[test]
+    fn interpolation_is_linear_between_estimates_and_extrapolates() {
+        //  local ns:    1_000                      1_001_000
+        //  offset:       +500 ---------------------->  +1500   (1000 ns per ms: 1e6 ppb)
+        //  error:          10 ---------------------->     30
+        let m = ClockModel::new(
+            sync(SyncPhase::Init, 1_000, 500, 10),
+            Some(sync(SyncPhase::Final, 1_001_000, 1_500, 30)),
+        );
+        assert_eq!(m.offset_at(1_000), 500);
+        assert_eq!(m.offset_at(501_000), 1_000);
+        assert_eq!(m.offset_at(1_001_000), 1_500);
+        assert_eq!(m.offset_at(1_501_000), 2_000);
+        assert_eq!(m.error_at(501_000), 20);
+        assert_eq!(m.error_at(2_000_000), 30);
+        assert_eq!(m.max_error(), 30);
+        assert_eq!(m.drift_ppb(), Some(1e6));
+        assert_eq!(m.to_reference(10_000, 501_000), 10_000 + 501_000 + 1_000);
+    }
+
+    #[test]
+    fn without_final_estimate_offset_is_constant() {
+        let m = ClockModel::new(sync(SyncPhase::Init, 0, -250, 7), None);
+        assert_eq!(m.offset_at(0), -250);
+        assert_eq!(m.offset_at(10_000_000_000), -250);
+        assert_eq!(m.error_at(5), 7);
+        assert_eq!(m.drift_ppb(), None);
+        // A "final" estimate taken before the init one is ignored.
+        let m = ClockModel::new(
+            sync(SyncPhase::Init, 100, 5, 1),
+            Some(sync(SyncPhase::Final, 50, 9, 1)),
+        );
+        assert_eq!(m.offset_at(1_000), 5);
+    }
+
+    /// Threads standing in for ranks, each with its own clock: rank r's clock reads
+    /// `true_time - r * 1_000_000`.
+    struct ThreadTransport {
+        rank: u32,
+        size: u32,
+        senders: Vec<mpsc::Sender<(u32, [u64; 4])>>,
+        inbox: Mutex<mpsc::Receiver<(u32, [u64; 4])>>,
+        pending: Mutex<Vec<(u32, [u64; 4])>>,
+    }
+
+    impl SyncTransport for ThreadTransport {
+        fn rank(&self) -> u32 {
+            self.rank
+        }
+        fn size(&self) -> u32 {
+            self.size
+        }
+        fn send(&self, to: u32, words: [u64; 4]) {
+            self.senders[to as usize]
+                .send((self.rank, words))
+                .expect("peer alive");
+        }
+        fn recv(&self, from: u32) -> [u64; 4] {
+            let mut pending = self.pending.lock().expect("not poisoned");
+            if let Some(i) = pending.iter().position(|(f, _)| *f == from) {
+                return pending.remove(i).1;
+            }
+            loop {
+                let (f, w) = self
+                    .inbox
+                    .lock()
+                    .expect("not poisoned")
+                    .recv()
+                    .expect("peer alive");
+                if f == from {
+                    return w;
+                }
+                pending.push((f, w));
+            }
+        }
+    }
+
+    #[test]
+    fn protocol_recovers_known_offsets_within_the_bound() {
+        let size = 3u32;
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..size).map(|_| mpsc::channel()).unzip();
+        let start = std::time::Instant::now();
+        let handles: Vec<_> = receivers
+            .into_iter()
+            .enumerate()
+            .map(|(rank, inbox)| {
+                let t = ThreadTransport {
+                    rank: rank as u32,
+                    size,
+                    senders: senders.clone(),
+                    inbox: Mutex::new(inbox),
+                    pending: Mutex::new(Vec::new()),
+                };
+                std::thread::spawn(move || {
+                    let skew = rank as u64 * 1_000_000;
+                    let now = || 10_000_000 + start.elapsed().as_nanos() as u64 - skew;
+                    synchronize(&t, 20, now)
+                })
+            })
+            .collect();
+        let results: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().expect("no panic"))
+            .collect();
+        assert_eq!(results[0].offset_ns, 0);
+        for (rank, est) in results.iter().enumerate().skip(1) {
+            let truth = rank as i64 * 1_000_000;
+            let err = (est.offset_ns - truth).unsigned_abs();
+            assert!(
+                err <= est.error_ns,
+                "rank {rank}: offset {} vs truth {truth}, bound {}",
+                est.offset_ns,
+                est.error_ns
+            );
+            assert_eq!(est.rounds, 20);
+        }
+    }
+}

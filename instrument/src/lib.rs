@@ -1,0 +1,76 @@
+//! overlap-instrument: what overlap records and how.
+//!
+//! - [`schema`]: the trace format (typed events, Chrome Trace Event JSON on the wire).
+//! - [`clock`]: the nanosecond clock and cross-rank offset estimation.
+//! - [`recorder`]: per-thread rings and the streaming, crash-tolerant writer.
+//! - [`mpi`] (feature `mpi`, on by default): [`mpi::TracedComm`], a communicator over the
+//!   `mpi` crate whose calls are recorded, and [`mpi::TraceSession`], which sets up a
+//!   rank's trace file and its clock alignment.
+//! - [`layer`]: a `tracing_subscriber::Layer` turning ordinary `tracing` spans into
+//!   compute spans.
+//!
+//! The analyzer depends on this crate with default features off: it needs the schema
+//! and the clock model, not MPI.
+//!
+//! ```
+//! use overlap_instrument::recorder::{MemorySink, Recorder, RecorderConfig};
+//!
+//! let sink = MemorySink::new();
+//! let rec = Recorder::new(sink.clone(), RecorderConfig::default()).unwrap();
+//! {
+//!     let _span = rec.compute("stencil");
+//!     // ... work ...
+//! }
+//! rec.finish().unwrap();
+//! assert_eq!(sink.recorded().events.len(), 1);
+//! ```
+
+pub mod clock;
+pub mod layer;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod recorder;
+pub mod schema;
+
+use std::path::PathBuf;
+
+/// Errors of the recorder and the traced communicator. The hot path never fails: errors
+/// come only from setting up and finishing a recording.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file could not be created or written.
+    #[error("{what} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The writer failed while streaming events.
+    #[error("writing trace events: {source}")]
+    Write {
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The writer thread could not be started.
+    #[error("starting the trace writer thread: {source}")]
+    Thread {
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The writer thread panicked.
+    #[error("the trace writer thread panicked")]
+    WriterPanicked,
+    /// `finish` was called twice.
+    #[error("the recording was already finished")]
+    AlreadyFinished,
+}
+
+/// Result with this crate's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;

@@ -1,0 +1,555 @@
+//! The traced communicator over the `mpi` crate, and the per-rank trace session.
+//!
+//! [`TraceSession::start`] creates the rank's trace file, writes its header and aligns
+//! its clock with rank 0; [`TraceSession::comm`] wraps a communicator in a
+//! [`TracedComm`] whose calls (isend, irecv, send, recv, sendrecv, wait, wait_all, test,
+//! barrier, all_reduce) are recorded with entry and exit times and their arguments;
+//! [`TraceSession::finish`] aligns the clock again and closes the file.
+//!
+//! Non-blocking calls return a [`TracedRequest`], which remembers the request id it was
+//! recorded under, so the call that completes it can name it.
+
+use std::mem::{size_of_val, MaybeUninit};
+use std::path::PathBuf;
+
+use mpi::collective::{CommunicatorCollectives, Operation};
+use mpi::datatype::Equivalence;
+use mpi::ffi;
+use mpi::point_to_point::{Destination, Source, Status};
+use mpi::request::{Request, Scope, StaticScope};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use smallvec::SmallVec;
+
+use crate::clock::{clock_domain, monotonic_now_ns, synchronize, SyncTransport};
+use crate::recorder::{CallData, ChromeJsonSink, FinishReport, Recorder, RecorderConfig, Transfer};
+use crate::schema::{
+    ClockSync, CommId, Completion, Header, Nanos, Op, Params, RequestId, SyncPhase, FORMAT_NAME,
+    FORMAT_VERSION,
+};
+use crate::Result;
+
+/// The per-rank file name inside a trace directory.
+pub fn rank_file_name(rank: u32) -> String {
+    format!("rank-{rank}.json")
+}
+
+/// How a rank's trace is set up.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct TraceConfig {
+    /// Directory that receives one file per rank.
+    pub dir: PathBuf,
+    /// What is being run, for the header.
+    pub program: String,
+    /// The run's parameters, for the header.
+    pub params: Params,
+    /// Buffering and flushing.
+    pub recorder: RecorderConfig,
+    /// Ping-pongs per rank for each clock alignment.
+    pub sync_rounds: u32,
+}
+
+impl TraceConfig {
+    /// A config writing to `dir` for `program`, with default buffering and 20 ping-pongs.
+    pub fn new(dir: impl Into<PathBuf>, program: impl Into<String>) -> TraceConfig {
+        TraceConfig {
+            dir: dir.into(),
+            program: program.into(),
+            params: Params::new(),
+            recorder: RecorderConfig::default(),
+            sync_rounds: 20,
+        }
+    }
+}
+
+/// One rank's recording: its file, its recorder, and a private communicator for clock
+/// alignment (so it never matches the program's own messages).
+pub struct TraceSession {
+    recorder: Recorder,
+    sync_comm: SimpleCommunicator,
+    rounds: u32,
+    path: PathBuf,
+}
+
+struct MpiTransport<'c>(&'c SimpleCommunicator);
+
+const SYNC_TAG: i32 = 0x5c10c;
+
+impl SyncTransport for MpiTransport<'_> {
+    fn rank(&self) -> u32 {
+        self.0.rank() as u32
+    }
+    fn size(&self) -> u32 {
+        self.0.size() as u32
+    }
+    fn send(&self, to: u32, words: [u64; 4]) {
+        self.0
+            .process_at_rank(to as i32)
+            .send_with_tag(&words[..], SYNC_TAG);
+    }
+    fn recv(&self, from: u32) -> [u64; 4] {
+        let mut words = [0u64; 4];
+        self.0
+            .process_at_rank(from as i32)
+            .receive_into_with_tag(&mut words[..], SYNC_TAG);
+        words
+    }
+    fn await_message(&self, from: u32) {
+        let source = self.0.process_at_rank(from as i32);
+        while source.immediate_probe_with_tag(SYNC_TAG).is_none() {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+}
+
+impl TraceSession {
+    /// Collective over `world`: creates `dir/rank-N.json`, writes the header, and aligns
+    /// this rank's clock with rank 0's.
+    pub fn start(world: &SimpleCommunicator, config: TraceConfig) -> Result<TraceSession> {
+        let rank = world.rank() as u32;
+        let epoch_ns = monotonic_now_ns();
+        let header = Header {
+            format: FORMAT_NAME.to_string(),
+            format_version: FORMAT_VERSION,
+            rank,
+            size: world.size() as u32,
+            host: mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into()),
+            os_pid: std::process::id(),
+            epoch_ns,
+            clock_domain: clock_domain(),
+            program: config.program.clone(),
+            params: config.params.clone(),
+        };
+        let path = config.dir.join(rank_file_name(rank));
+        let sink = ChromeJsonSink::create(&path, &header)?;
+        let recorder = Recorder::with_epoch(sink, config.recorder, epoch_ns)?;
+        let session = TraceSession {
+            recorder,
+            sync_comm: world.duplicate(),
+            rounds: config.sync_rounds,
+            path,
+        };
+        session.align_clock(SyncPhase::Init);
+        Ok(session)
+    }
+
+    fn align_clock(&self, phase: SyncPhase) {
+        let est = synchronize(&MpiTransport(&self.sync_comm), self.rounds, monotonic_now_ns);
+        let epoch = self.recorder.epoch_ns();
+        self.recorder.record_clock_sync(ClockSync {
+            phase,
+            local_ns: est.at_remote_ns.saturating_sub(epoch),
+            offset_ns: est.offset_ns,
+            error_ns: est.error_ns,
+            rtt_ns: est.rtt_ns,
+            rounds: est.rounds,
+        });
+    }
+
+    /// The recorder, for compute spans (`session.recorder().compute("name")`) and for a
+    /// [`crate::layer::ComputeLayer`].
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// The file this rank writes.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// `comm` with its calls recorded, under communicator id `id` (use
+    /// [`CommId::WORLD`] for the world communicator).
+    pub fn comm<'a, C: Communicator>(&'a self, comm: &'a C, id: CommId) -> TracedComm<'a, C> {
+        TracedComm {
+            comm,
+            recorder: &self.recorder,
+            id,
+        }
+    }
+
+    /// Collective: aligns the clock again, writes the footer and closes the file.
+    pub fn finish(self) -> Result<FinishReport> {
+        self.align_clock(SyncPhase::Final);
+        self.recorder.finish()
+    }
+}
+
+/// A request posted through a [`TracedComm`]. Complete it with the same communicator's
+/// `wait`, `wait_all` or `test`, so the completion is recorded.
+#[must_use = "a request must be completed with wait, wait_all or test"]
+pub struct TracedRequest<'b, D: ?Sized, S: Scope<'b>> {
+    inner: Request<'b, D, S>,
+    id: RequestId,
+    receive: bool,
+}
+
+impl<'b, D: ?Sized, S: Scope<'b>> TracedRequest<'b, D, S> {
+    /// The id the post was recorded under.
+    pub fn id(&self) -> RequestId {
+        self.id
+    }
+}
+
+/// A request that owns its buffer: the buffer goes to MPI when the request is posted and
+/// comes back when it completes. Lets a program keep a send in flight across code that
+/// reuses other buffers (the deferred-wait pattern) without borrowing across scopes.
+/// Dropping it before completion waits for it (untraced), so the buffer is never freed
+/// while MPI may still use it.
+#[must_use = "a request must be completed with wait_owned or wait_all_owned"]
+pub struct OwnedRequest<T: Equivalence + 'static> {
+    traced: Option<TracedRequest<'static, [T], StaticScope>>,
+    buf: Vec<T>,
+}
+
+impl<T: Equivalence + 'static> OwnedRequest<T> {
+    /// The id the post was recorded under.
+    pub fn id(&self) -> Option<RequestId> {
+        self.traced.as_ref().map(TracedRequest::id)
+    }
+}
+
+impl<T: Equivalence + 'static> Drop for OwnedRequest<T> {
+    fn drop(&mut self) {
+        if let Some(r) = self.traced.take() {
+            r.inner.wait_without_status();
+        }
+    }
+}
+
+/// A communicator whose calls are recorded. Its methods mirror the `mpi` crate's.
+pub struct TracedComm<'a, C: Communicator> {
+    comm: &'a C,
+    recorder: &'a Recorder,
+    id: CommId,
+}
+
+fn transfer<T>(peer: i32, tag: i32, comm: CommId, buf: &[T]) -> Transfer {
+    let len = size_of_val(buf) as u64;
+    Transfer {
+        peer,
+        tag,
+        bytes: len,
+        comm,
+        buf: buf.as_ptr() as u64,
+        buf_len: len,
+    }
+}
+
+fn received(request: Option<RequestId>, status: &Status) -> Completion {
+    let count = status.count(u8::equivalent_datatype());
+    Completion {
+        request: request.map(|r| r.0),
+        source: Some(status.source_rank()),
+        tag: Some(status.tag()),
+        bytes: u64::try_from(count).ok(),
+    }
+}
+
+fn sent(request: RequestId) -> Completion {
+    Completion {
+        request: Some(request.0),
+        source: None,
+        tag: None,
+        bytes: None,
+    }
+}
+
+impl<'a, C: Communicator> TracedComm<'a, C> {
+    /// This rank in the communicator.
+    pub fn rank(&self) -> i32 {
+        self.comm.rank()
+    }
+
+    /// Size of the communicator.
+    pub fn size(&self) -> i32 {
+        self.comm.size()
+    }
+
+    /// The untraced communicator.
+    pub fn raw(&self) -> &C {
+        self.comm
+    }
+
+    fn now(&self) -> Nanos {
+        self.recorder.now()
+    }
+
+    /// `MPI_Isend` of `buf` to `dest`.
+    pub fn isend<'b, T: Equivalence, S: Scope<'b>>(
+        &self,
+        scope: S,
+        dest: i32,
+        tag: i32,
+        buf: &'b [T],
+    ) -> TracedRequest<'b, [T], S> {
+        let id = self.recorder.next_request_id();
+        let t = transfer(dest, tag, self.id, buf);
+        let start = self.now();
+        let inner = self
+            .comm
+            .process_at_rank(dest)
+            .immediate_send_with_tag(scope, buf, tag);
+        let end = self.now();
+        let data = CallData::Post {
+            transfer: t,
+            request: id,
+        };
+        self.recorder.record_call(Op::Isend, start, end, data, &[]);
+        TracedRequest {
+            inner,
+            id,
+            receive: false,
+        }
+    }
+
+    /// `MPI_Irecv` into `buf` from `source`.
+    pub fn irecv<'b, T: Equivalence, S: Scope<'b>>(
+        &self,
+        scope: S,
+        source: i32,
+        tag: i32,
+        buf: &'b mut [T],
+    ) -> TracedRequest<'b, [T], S> {
+        let id = self.recorder.next_request_id();
+        let t = transfer(source, tag, self.id, buf);
+        let start = self.now();
+        let inner = self
+            .comm
+            .process_at_rank(source)
+            .immediate_receive_into_with_tag(scope, buf, tag);
+        let end = self.now();
+        let data = CallData::Post {
+            transfer: t,
+            request: id,
+        };
+        self.recorder.record_call(Op::Irecv, start, end, data, &[]);
+        TracedRequest {
+            inner,
+            id,
+            receive: true,
+        }
+    }
+
+    /// `MPI_Isend` of an owned buffer; [`TracedComm::wait_owned`] or
+    /// [`TracedComm::wait_all_owned`] give it back.
+    pub fn isend_owned<T: Equivalence + 'static>(&self, dest: i32, tag: i32, buf: Vec<T>) -> OwnedRequest<T> {
+        // SAFETY: the slice points into `buf`'s heap block, which the returned request
+        // owns and neither touches nor frees until MPI has completed the request (on
+        // wait, or in its Drop). Moving a Vec does not move its heap block.
+        let view: &'static [T] = unsafe { std::slice::from_raw_parts(buf.as_ptr(), buf.len()) };
+        let traced = self.isend(StaticScope, dest, tag, view);
+        OwnedRequest {
+            traced: Some(traced),
+            buf,
+        }
+    }
+
+    /// `MPI_Irecv` into an owned buffer; [`TracedComm::wait_owned`] or
+    /// [`TracedComm::wait_all_owned`] give it back, filled.
+    pub fn irecv_owned<T: Equivalence + 'static>(
+        &self,
+        source: i32,
+        tag: i32,
+        mut buf: Vec<T>,
+    ) -> OwnedRequest<T> {
+        // SAFETY: as in `isend_owned`; nothing reads `buf` until the receive completed.
+        let view: &'static mut [T] =
+            unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr(), buf.len()) };
+        let traced = self.irecv(StaticScope, source, tag, view);
+        OwnedRequest {
+            traced: Some(traced),
+            buf,
+        }
+    }
+
+    /// `MPI_Wait` on an owned request: its buffer and status.
+    pub fn wait_owned<T: Equivalence + 'static>(&self, mut request: OwnedRequest<T>) -> (Vec<T>, Status) {
+        let traced = request.traced.take().expect("an OwnedRequest is pending until waited");
+        let status = self.wait(traced);
+        (std::mem::take(&mut request.buf), status)
+    }
+
+    /// `MPI_Waitall` on owned requests, which are left empty; their buffers are appended
+    /// to `buffers` in order.
+    pub fn wait_all_owned<T: Equivalence + 'static>(
+        &self,
+        requests: &mut Vec<OwnedRequest<T>>,
+        buffers: &mut Vec<Vec<T>>,
+    ) {
+        let mut traced = Vec::with_capacity(requests.len());
+        let mut taken = Vec::with_capacity(requests.len());
+        for mut r in requests.drain(..) {
+            traced.push(r.traced.take().expect("an OwnedRequest is pending until waited"));
+            taken.push(std::mem::take(&mut r.buf));
+        }
+        self.wait_all(&mut traced);
+        buffers.append(&mut taken);
+    }
+
+    /// `MPI_Send` of `buf` to `dest`.
+    pub fn send<T: Equivalence>(&self, dest: i32, tag: i32, buf: &[T]) {
+        let t = transfer(dest, tag, self.id, buf);
+        let start = self.now();
+        self.comm.process_at_rank(dest).send_with_tag(buf, tag);
+        let end = self.now();
+        let data = CallData::Blocking { transfer: t };
+        self.recorder.record_call(Op::Send, start, end, data, &[]);
+    }
+
+    /// `MPI_Recv` into `buf` from `source`.
+    pub fn recv<T: Equivalence>(&self, source: i32, tag: i32, buf: &mut [T]) -> Status {
+        let t = transfer(source, tag, self.id, buf);
+        let start = self.now();
+        let status = self
+            .comm
+            .process_at_rank(source)
+            .receive_into_with_tag(buf, tag);
+        let end = self.now();
+        let data = CallData::Blocking { transfer: t };
+        let done = [received(None, &status)];
+        self.recorder.record_call(Op::Recv, start, end, data, &done);
+        status
+    }
+
+    /// `MPI_Sendrecv`: sends `send` to `dest` and receives `recv` from `source`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn sendrecv<T: Equivalence, U: Equivalence>(
+        &self,
+        dest: i32,
+        send_tag: i32,
+        send: &[T],
+        source: i32,
+        recv_tag: i32,
+        recv: &mut [U],
+    ) -> Status {
+        let data = CallData::Sendrecv {
+            send: transfer(dest, send_tag, self.id, send),
+            recv: transfer(source, recv_tag, self.id, recv),
+        };
+        let start = self.now();
+        let status = mpi::point_to_point::send_receive_into_with_tags(
+            send,
+            &self.comm.process_at_rank(dest),
+            send_tag,
+            recv,
+            &self.comm.process_at_rank(source),
+            recv_tag,
+        );
+        let end = self.now();
+        let done = [received(None, &status)];
+        self.recorder
+            .record_call(Op::Sendrecv, start, end, data, &done);
+        status
+    }
+
+    /// `MPI_Wait` on one request.
+    pub fn wait<'b, D: ?Sized, S: Scope<'b>>(&self, request: TracedRequest<'b, D, S>) -> Status {
+        let TracedRequest { inner, id, receive } = request;
+        let start = self.now();
+        let status = inner.wait();
+        let end = self.now();
+        let done = [if receive {
+            received(Some(id), &status)
+        } else {
+            sent(id)
+        }];
+        let data = CallData::Complete { flag: None };
+        self.recorder.record_call(Op::Wait, start, end, data, &done);
+        status
+    }
+
+    /// `MPI_Waitall` on every request of `requests`, which is left empty.
+    pub fn wait_all<'b, D: ?Sized, S: Scope<'b>>(
+        &self,
+        requests: &mut Vec<TracedRequest<'b, D, S>>,
+    ) {
+        let n = requests.len();
+        let mut raw: SmallVec<[ffi::MPI_Request; 8]> = SmallVec::with_capacity(n);
+        let mut meta: SmallVec<[(RequestId, bool); 8]> = SmallVec::with_capacity(n);
+        let mut statuses: SmallVec<[MaybeUninit<ffi::MPI_Status>; 8]> =
+            (0..n).map(|_| MaybeUninit::uninit()).collect();
+        for r in requests.drain(..) {
+            // SAFETY: the raw request is completed by MPI_Waitall below, before the
+            // buffers it refers to (borrowed for 'b) can be released.
+            let (handle, _, _) = unsafe { r.inner.into_raw() };
+            raw.push(handle);
+            meta.push((r.id, r.receive));
+        }
+        let start = self.now();
+        // SAFETY: `raw` holds `n` active requests and `statuses` room for `n` statuses.
+        unsafe {
+            ffi::MPI_Waitall(
+                n as i32,
+                raw.as_mut_ptr(),
+                statuses.as_mut_ptr().cast::<ffi::MPI_Status>(),
+            );
+        }
+        let end = self.now();
+        let data = CallData::Complete { flag: None };
+        self.recorder
+            .record_call_with(Op::Waitall, start, end, data, n, |i| {
+                let (id, receive) = meta[i];
+                if receive {
+                    // SAFETY: MPI_Waitall filled every status.
+                    let status = Status::from_raw(unsafe { statuses[i].assume_init() });
+                    received(Some(id), &status)
+                } else {
+                    sent(id)
+                }
+            });
+    }
+
+    /// `MPI_Test` on one request: its status when it completed, the request otherwise.
+    pub fn test<'b, D: ?Sized, S: Scope<'b>>(
+        &self,
+        request: TracedRequest<'b, D, S>,
+    ) -> std::result::Result<Status, TracedRequest<'b, D, S>> {
+        let TracedRequest { inner, id, receive } = request;
+        let start = self.now();
+        let outcome = inner.test();
+        let end = self.now();
+        match outcome {
+            Ok(status) => {
+                let done = [if receive {
+                    received(Some(id), &status)
+                } else {
+                    sent(id)
+                }];
+                let data = CallData::Complete { flag: Some(true) };
+                self.recorder.record_call(Op::Test, start, end, data, &done);
+                Ok(status)
+            }
+            Err(inner) => {
+                let data = CallData::Complete { flag: Some(false) };
+                self.recorder.record_call(Op::Test, start, end, data, &[]);
+                Err(TracedRequest { inner, id, receive })
+            }
+        }
+    }
+
+    /// `MPI_Barrier`.
+    pub fn barrier(&self) {
+        let start = self.now();
+        self.comm.barrier();
+        let end = self.now();
+        let data = CallData::Collective {
+            comm: self.id,
+            bytes: 0,
+        };
+        self.recorder
+            .record_call(Op::Barrier, start, end, data, &[]);
+    }
+
+    /// `MPI_Allreduce` of `send` into `recv` with `op`.
+    pub fn all_reduce_into<T: Equivalence, O: Operation>(&self, send: &[T], recv: &mut [T], op: O) {
+        let start = self.now();
+        self.comm.all_reduce_into(send, recv, op);
+        let end = self.now();
+        let data = CallData::Collective {
+            comm: self.id,
+            bytes: size_of_val(send) as u64,
+        };
+        self.recorder
+            .record_call(Op::Allreduce, start, end, data, &[]);
+    }
+}

@@ -1,0 +1,483 @@
+//! The recorder: per-thread rings, span guards, and the streaming writer.
+//!
+//! Recording an event costs two clock reads and an append to the calling thread's ring:
+//! no allocation, lock or formatting (a thread's first event registers its ring, once).
+//! A background thread drains the rings every flush interval and streams the events to
+//! a [`Sink`], normally a per-rank file, so a rank that dies leaves everything up to the
+//! last flush. Memory is bounded: each thread's ring has a fixed capacity, and a thread
+//! that fills its ring waits for the writer (counted as a stall in the footer) rather
+//! than drop events or grow.
+
+mod record;
+mod ring;
+mod sink;
+mod writer;
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::{JoinHandle, Thread};
+use std::time::Duration;
+
+pub use record::{CallData, Transfer};
+pub use sink::{ChromeJsonSink, MemorySink, NullSink, Recorded, Sink};
+
+use crate::clock::monotonic_now_ns;
+use crate::schema::{ClockSync, Completion, Footer, Nanos, Op, RequestId};
+use crate::{Error, Result};
+use record::Record;
+use ring::{PushOutcome, Ring};
+
+/// How a recorder buffers and flushes.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct RecorderConfig {
+    /// Records each thread's ring holds (rounded up to a power of two). One record is
+    /// about 100 bytes, so the default 16384 is ~1.6 MB per thread.
+    pub ring_capacity: usize,
+    /// How often the writer drains the rings and flushes to the file: the most a rank
+    /// that dies can lose.
+    pub flush_interval: Duration,
+}
+
+impl Default for RecorderConfig {
+    fn default() -> Self {
+        RecorderConfig {
+            ring_capacity: 16 * 1024,
+            flush_interval: Duration::from_millis(50),
+        }
+    }
+}
+
+/// What finishing a recorder reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FinishReport {
+    /// Call and compute events written.
+    pub events: u64,
+    /// Threads that recorded.
+    pub threads: u32,
+    /// Times a thread waited for room in its ring.
+    pub buffer_stalls: u64,
+}
+
+/// State shared by the recording threads and the writer thread.
+pub(crate) struct Shared {
+    id: u64,
+    epoch_ns: u64,
+    ring_capacity: usize,
+    rings: Mutex<Vec<Arc<Ring>>>,
+    stop: AtomicBool,
+    finished: AtomicBool,
+    next_request: AtomicU64,
+    writer_thread: OnceLock<Thread>,
+}
+
+impl Shared {
+    fn lock_rings(&self) -> MutexGuard<'_, Vec<Arc<Ring>>> {
+        self.rings.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn rings_snapshot(&self) -> Vec<Arc<Ring>> {
+        self.lock_rings().clone()
+    }
+
+    fn wake_writer(&self) {
+        if let Some(t) = self.writer_thread.get() {
+            t.unpark();
+        }
+    }
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    writer: Mutex<Option<JoinHandle<writer::WriterOutcome>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Err(e) = finish_inner(self) {
+            if !matches!(e, Error::AlreadyFinished) {
+                eprintln!("overlap: finishing the trace: {e}");
+            }
+        }
+    }
+}
+
+/// Records calls and compute spans of one rank. Cheap to clone: clones share the rings
+/// and the writer. Dropping the last clone finishes the recording.
+#[derive(Clone)]
+pub struct Recorder {
+    inner: Arc<Inner>,
+}
+
+static NEXT_RECORDER_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's rings, one per live recorder, most recently used first.
+    static LOCAL_RINGS: RefCell<Vec<(u64, Arc<Ring>)>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Recorder {
+    /// Starts a recorder whose writer thread streams to `sink`. The epoch is now.
+    pub fn new(sink: impl Sink, config: RecorderConfig) -> Result<Recorder> {
+        Recorder::with_epoch(sink, config, monotonic_now_ns())
+    }
+
+    /// Starts a recorder with a given epoch (absolute `CLOCK_MONOTONIC` ns), e.g. the one
+    /// written in the trace header.
+    pub fn with_epoch(sink: impl Sink, config: RecorderConfig, epoch_ns: u64) -> Result<Recorder> {
+        let shared = Arc::new(Shared {
+            id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
+            epoch_ns,
+            ring_capacity: config.ring_capacity,
+            rings: Mutex::new(Vec::new()),
+            stop: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            next_request: AtomicU64::new(1),
+            writer_thread: OnceLock::new(),
+        });
+        let for_writer = Arc::clone(&shared);
+        let interval = config.flush_interval;
+        let handle = std::thread::Builder::new()
+            .name("overlap-writer".into())
+            .spawn(move || writer::run(sink, for_writer, interval))
+            .map_err(|source| Error::Thread { source })?;
+        let _ = shared.writer_thread.set(handle.thread().clone());
+        Ok(Recorder {
+            inner: Arc::new(Inner {
+                shared,
+                writer: Mutex::new(Some(handle)),
+            }),
+        })
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.inner.shared
+    }
+
+    /// Absolute `CLOCK_MONOTONIC` ns at which this recorder's time is zero.
+    pub fn epoch_ns(&self) -> u64 {
+        self.shared().epoch_ns
+    }
+
+    /// Now, relative to the epoch.
+    #[inline]
+    pub fn now(&self) -> Nanos {
+        Nanos(monotonic_now_ns().saturating_sub(self.shared().epoch_ns))
+    }
+
+    /// A fresh request id, unique within this recorder.
+    #[inline]
+    pub fn next_request_id(&self) -> RequestId {
+        RequestId(self.shared().next_request.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Runs `f` with this thread's ring, registering it on first use.
+    #[inline]
+    fn with_ring(&self, f: impl FnOnce(&Ring)) {
+        let shared = self.shared();
+        LOCAL_RINGS.with(|cell| {
+            let rings = cell.borrow();
+            if let Some((id, ring)) = rings.first() {
+                if *id == shared.id {
+                    return f(ring);
+                }
+            }
+            drop(rings);
+            let ring = self.register_thread();
+            f(&ring)
+        })
+    }
+
+    #[cold]
+    fn register_thread(&self) -> Arc<Ring> {
+        let shared = self.shared();
+        LOCAL_RINGS.with(|cell| {
+            let mut rings = cell.borrow_mut();
+            if let Some(pos) = rings.iter().position(|(id, _)| *id == shared.id) {
+                let entry = rings.remove(pos);
+                rings.insert(0, entry);
+            } else {
+                let mut all = shared.lock_rings();
+                let tid = all.len() as u32;
+                let name = std::thread::current()
+                    .name()
+                    .map_or_else(|| format!("thread {tid}"), str::to_string);
+                let ring = Arc::new(Ring::new(shared.ring_capacity, tid, name));
+                all.push(Arc::clone(&ring));
+                // Forget rings of recorders that have finished.
+                rings.retain(|(_, r)| Arc::strong_count(r) > 1);
+                rings.insert(0, (shared.id, ring));
+            }
+            Arc::clone(&rings[0].1)
+        })
+    }
+
+    #[inline]
+    fn push(&self, n: usize, make: impl FnMut(usize) -> Record) {
+        let shared = self.shared();
+        if shared.finished.load(Ordering::Relaxed) {
+            return;
+        }
+        self.with_ring(|ring| {
+            let outcome = ring.push_group(n, make, || {
+                shared.wake_writer();
+                std::thread::yield_now();
+                !shared.stop.load(Ordering::Relaxed)
+            });
+            if outcome == PushOutcome::AppendedWakeWriter {
+                shared.wake_writer();
+            }
+        });
+    }
+
+    /// Records an MPI call with the requests or statuses it completed.
+    ///
+    /// A call that completed more requests than half a ring holds keeps only that many.
+    #[inline]
+    pub fn record_call(
+        &self,
+        op: Op,
+        start: Nanos,
+        end: Nanos,
+        data: CallData,
+        completed: &[Completion],
+    ) {
+        self.record_call_with(op, start, end, data, completed.len(), |i| completed[i]);
+    }
+
+    /// Like [`Recorder::record_call`], with the completions produced by `completion(i)`
+    /// for `i` in `0..count`, so callers need not build a slice.
+    #[inline]
+    pub fn record_call_with(
+        &self,
+        op: Op,
+        start: Nanos,
+        end: Nanos,
+        data: CallData,
+        count: usize,
+        mut completion: impl FnMut(usize) -> Completion,
+    ) {
+        let count = count.min(self.shared().ring_capacity / 2);
+        self.push(1 + count, |i| {
+            if i == 0 {
+                Record::Call {
+                    op,
+                    start,
+                    end,
+                    data,
+                    follow: count as u32,
+                }
+            } else {
+                Record::Completed(completion(i - 1))
+            }
+        });
+    }
+
+    /// Records a compute span that has already happened.
+    #[inline]
+    pub fn record_compute(&self, name: &'static str, start: Nanos, end: Nanos) {
+        self.push(1, |_| Record::Compute { name, start, end });
+    }
+
+    /// Starts a compute span that ends when the guard is dropped.
+    #[inline]
+    pub fn compute(&self, name: &'static str) -> ComputeGuard<'_> {
+        ComputeGuard {
+            recorder: self,
+            name,
+            start: self.now(),
+        }
+    }
+
+    /// Starts a compute span that ends with [`DetachedSpan::finish`], for spans that do
+    /// not fit one lexical scope.
+    #[inline]
+    pub fn start_compute(&self, name: &'static str) -> DetachedSpan {
+        DetachedSpan {
+            name,
+            start: self.now(),
+        }
+    }
+
+    /// Records a clock synchronisation result.
+    pub fn record_clock_sync(&self, sync: ClockSync) {
+        self.push(1, |_| Record::Sync(sync));
+    }
+
+    /// Stops recording, writes everything still buffered, the footer, and closes the
+    /// sink. Later records are dropped. Fails if called twice.
+    pub fn finish(&self) -> Result<FinishReport> {
+        finish_inner(&self.inner)
+    }
+}
+
+fn finish_inner(inner: &Inner) -> Result<FinishReport> {
+    let handle = inner
+        .writer
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take()
+        .ok_or(Error::AlreadyFinished)?;
+    inner.shared.stop.store(true, Ordering::Release);
+    inner.shared.wake_writer();
+    let outcome = handle.join().map_err(|_| Error::WriterPanicked)?;
+    inner.shared.finished.store(true, Ordering::Relaxed);
+    if let Some(source) = outcome.error {
+        return Err(Error::Write { source });
+    }
+    let Footer {
+        events,
+        threads,
+        buffer_stalls,
+    } = outcome.footer;
+    Ok(FinishReport {
+        events,
+        threads,
+        buffer_stalls,
+    })
+}
+
+/// Ends a compute span when dropped.
+#[must_use = "the span ends when the guard is dropped"]
+pub struct ComputeGuard<'r> {
+    recorder: &'r Recorder,
+    name: &'static str,
+    start: Nanos,
+}
+
+impl Drop for ComputeGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        let end = self.recorder.now();
+        self.recorder.record_compute(self.name, self.start, end);
+    }
+}
+
+/// A compute span started with [`Recorder::start_compute`].
+#[must_use = "call finish() to record the span"]
+pub struct DetachedSpan {
+    name: &'static str,
+    start: Nanos,
+}
+
+impl DetachedSpan {
+    /// Ends the span now and records it.
+    pub fn finish(self, recorder: &Recorder) {
+        recorder.record_compute(self.name, self.start, recorder.now());
+    }
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Recorder>();
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{CommId, Event, SyncPhase};
+
+    fn config() -> RecorderConfig {
+        RecorderConfig {
+            ring_capacity: 64,
+            flush_interval: Duration::from_millis(5),
+        }
+    }
+
+    #[test]
+    fn calls_keep_their_completions_and_order() {
+        let sink = MemorySink::new();
+        let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+        let transfer = Transfer {
+            peer: 1,
+            tag: 7,
+            bytes: 64,
+            comm: CommId::WORLD,
+            buf: 0x1000,
+            buf_len: 64,
+        };
+        let r1 = rec.next_request_id();
+        let r2 = rec.next_request_id();
+        rec.record_call(
+            Op::Isend,
+            Nanos(10),
+            Nanos(20),
+            CallData::Post {
+                transfer,
+                request: r1,
+            },
+            &[],
+        );
+        {
+            let _g = rec.compute("pack");
+        }
+        let done = [r1, r2].map(|r| Completion {
+            request: Some(r.0),
+            source: None,
+            tag: None,
+            bytes: None,
+        });
+        rec.record_call(
+            Op::Waitall,
+            Nanos(30),
+            Nanos(40),
+            CallData::Complete { flag: None },
+            &done,
+        );
+        let report = rec.finish().expect("finish");
+        assert_eq!(report.events, 3);
+        assert!(matches!(rec.finish(), Err(Error::AlreadyFinished)));
+        let got = sink.recorded();
+        assert_eq!(got.events.len(), 3);
+        assert_eq!(got.threads.len(), 1);
+        let Event::Call(waitall) = &got.events[2] else {
+            panic!("third event is the Waitall")
+        };
+        assert_eq!(waitall.op, Op::Waitall);
+        assert_eq!(waitall.args.completed.len(), 2);
+        assert_eq!(waitall.args.completed[1].request, Some(2));
+        assert!(matches!(&got.events[1], Event::Compute(c) if c.name == "pack"));
+        assert_eq!(got.footer.map(|f| f.events), Some(3));
+    }
+
+    #[test]
+    fn many_events_through_a_small_ring_from_several_threads() {
+        let sink = MemorySink::new();
+        let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    for i in 0..2_000u64 {
+                        rec.record_compute("work", Nanos(i), Nanos(i + 1));
+                    }
+                });
+            }
+        });
+        rec.record_clock_sync(ClockSync {
+            phase: SyncPhase::Final,
+            local_ns: 5,
+            offset_ns: -3,
+            error_ns: 1,
+            rtt_ns: 2,
+            rounds: 4,
+        });
+        let report = rec.finish().expect("finish");
+        assert_eq!(report.events, 16_000);
+        // Eight workers, plus the test thread that recorded the clock sync.
+        assert_eq!(report.threads, 9);
+        let got = sink.recorded();
+        assert_eq!(got.syncs.len(), 1);
+        for tid in 0..8 {
+            let starts: Vec<u64> = got
+                .events
+                .iter()
+                .filter(|e| e.tid() == tid)
+                .map(|e| e.start().0)
+                .collect();
+            assert_eq!(starts, (0..2_000).collect::<Vec<_>>(), "thread {tid}");
+        }
+        // Recording after finish is dropped, not blocked.
+        rec.record_compute("late", Nanos(0), Nanos(1));
+    }
+}

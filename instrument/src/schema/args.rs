@@ -1,0 +1,179 @@
+//! The `args` objects of the wire format: what a call carries, and the metadata records
+//! (header, clock synchronisation, footer) that make a per-rank file self-describing.
+//!
+//! Changing any struct here changes the wire format: bump `FORMAT_VERSION`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Arguments of an MPI call event. Absent fields do not apply to the call.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallArgs {
+    /// Destination rank of a send, or requested source of a receive (`-2` is
+    /// `MPI_ANY_SOURCE` in MPICH), in the communicator `comm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<i32>,
+    /// Message tag (requested tag for a receive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<i32>,
+    /// Message size in bytes (for a receive: the buffer's capacity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// Communicator id (0 is `MPI_COMM_WORLD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comm: Option<u32>,
+    /// Address of the send (or receive) buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buf: Option<u64>,
+    /// Length of that buffer in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buf_len: Option<u64>,
+    /// The request a post (Isend, Irecv) created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
+    /// Sendrecv only: the source the receive half named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_peer: Option<i32>,
+    /// Sendrecv only: the tag the receive half named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_tag: Option<i32>,
+    /// Sendrecv only: address of the receive buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_buf: Option<u64>,
+    /// Sendrecv only: length of the receive buffer in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_buf_len: Option<u64>,
+    /// Reductions: bytes contributed by this rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_bytes: Option<u64>,
+    /// Test only: whether the request had completed (1) or not (0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flag: Option<u8>,
+    /// Requests this call completed (Wait, Waitall, Test), or for a blocking receive
+    /// (Recv, Sendrecv) the status of the message it received, without a request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completed: Vec<Completion>,
+}
+
+/// One request completed by a call, with the status MPI returned for it.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Completion {
+    /// The request, as numbered by the post that created it. Absent for the receive
+    /// half of a blocking call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<u64>,
+    /// Receives only: the rank the message actually came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<i32>,
+    /// Receives only: the message's actual tag.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tag: Option<i32>,
+    /// Receives only: the bytes actually received.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+}
+
+/// A run parameter as the program reported it (kernel options, command line).
+///
+/// Wire type: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ParamValue {
+    /// A whole number.
+    Int(i64),
+    /// A real number.
+    Float(f64),
+    /// Text.
+    Text(String),
+}
+
+/// The run's parameters, by name.
+pub type Params = BTreeMap<String, ParamValue>;
+
+/// First record of every per-rank file: who wrote it and against which clock.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// Always [`super::FORMAT_NAME`].
+    pub format: String,
+    /// The [`super::FORMAT_VERSION`] the file was written with.
+    pub format_version: u32,
+    /// This rank in `MPI_COMM_WORLD`.
+    pub rank: u32,
+    /// Size of `MPI_COMM_WORLD`.
+    pub size: u32,
+    /// Host name (`MPI_Get_processor_name`).
+    pub host: String,
+    /// Operating-system process id.
+    pub os_pid: u32,
+    /// The rank's epoch: `CLOCK_MONOTONIC` in ns when recording started. Every `ts` in the
+    /// file is relative to it.
+    pub epoch_ns: u64,
+    /// Identifies the clock `epoch_ns` was read from: the kernel's boot id on Linux.
+    /// Ranks with the same non-empty domain read the very same `CLOCK_MONOTONIC`, so
+    /// their offset is exactly zero whatever the ping-pong measured.
+    #[serde(default)]
+    pub clock_domain: String,
+    /// What was run (kernel or program name).
+    pub program: String,
+    /// The run's parameters.
+    #[serde(default)]
+    pub params: Params,
+}
+
+/// When a clock synchronisation was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncPhase {
+    /// At initialisation, before the program's first traced call.
+    Init,
+    /// At finalisation, after its last traced call.
+    Final,
+}
+
+/// One estimate of this rank's clock offset to rank 0 (Score-P's ping-pong method).
+///
+/// At local time `local_ns` (relative to this rank's epoch), rank 0's `CLOCK_MONOTONIC`
+/// read `epoch_ns + local_ns + offset_ns`, give or take `error_ns`.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSync {
+    /// Init or final.
+    pub phase: SyncPhase,
+    /// Local time of the estimate, ns since this rank's epoch.
+    pub local_ns: u64,
+    /// Rank 0's absolute clock minus this rank's absolute clock, in ns.
+    pub offset_ns: i64,
+    /// Bound on the error of `offset_ns`: half the best round trip, in ns.
+    pub error_ns: u64,
+    /// The best (smallest) round trip seen, in ns.
+    pub rtt_ns: u64,
+    /// How many ping-pongs were made.
+    pub rounds: u32,
+}
+
+/// Last record of a per-rank file that was closed properly. A file without it was cut
+/// short (the rank died or was killed).
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Footer {
+    /// Call and compute events written.
+    pub events: u64,
+    /// Threads that recorded.
+    pub threads: u32,
+    /// Times a thread found its buffer full and waited for the writer.
+    pub buffer_stalls: u64,
+}

@@ -1,0 +1,125 @@
+//! The `otherData` of a merged trace and the args of the events only a merge writes:
+//! what the merge found about clocks, messages and missing data.
+//!
+//! Changing any struct here changes the wire format: bump `FORMAT_VERSION`.
+
+use serde::{Deserialize, Serialize};
+
+use super::Params;
+
+/// `otherData` of a merged trace.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergedInfo {
+    /// Always [`super::FORMAT_NAME`].
+    pub format: String,
+    /// The [`super::FORMAT_VERSION`] the file was written with.
+    pub format_version: u32,
+    /// What was run.
+    pub program: String,
+    /// The run's parameters (from rank 0's header, or the first header found).
+    pub params: Params,
+    /// Size of `MPI_COMM_WORLD`.
+    pub world_size: u32,
+    /// Per rank: where it ran and how its clock was aligned.
+    pub ranks: Vec<RankClock>,
+    /// The largest clock error bound of any rank, in ns: differences between ranks below
+    /// this cannot be trusted.
+    pub max_clock_error_ns: u64,
+    /// Messages matched from a send to the call that completed the receive.
+    pub messages: u64,
+    /// Sends no receive in the trace matched.
+    pub unmatched_sends: u64,
+    /// Receives no send in the trace matched.
+    pub unmatched_receives: u64,
+    /// Messages whose receive completed before their send was posted once clocks were
+    /// aligned: drawn as an instant on the receiver, not as a backward arrow.
+    pub clock_suspect: Vec<SuspectMessage>,
+    /// Ranks whose file ended early or could not be read in full.
+    pub incomplete: Vec<IncompleteRank>,
+    /// Ranks of `MPI_COMM_WORLD` with no file at all.
+    pub missing_ranks: Vec<u32>,
+}
+
+/// How one rank's clock was mapped onto rank 0's.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RankClock {
+    /// The rank.
+    pub rank: u32,
+    /// Its host.
+    pub host: String,
+    /// True when the rank shares rank 0's clock (same clock domain): its times are used
+    /// as they are, with no error, and the offsets below are what the ping-pong measured.
+    pub shared_clock: bool,
+    /// Offset to rank 0 at initialisation, ns.
+    pub init_offset_ns: i64,
+    /// Error bound of that offset, ns.
+    pub init_error_ns: u64,
+    /// Offset to rank 0 at finalisation, ns (absent when the rank did not finalise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_offset_ns: Option<i64>,
+    /// Error bound of that offset, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_error_ns: Option<u64>,
+    /// Drift of this rank's clock against rank 0's, in parts per billion (ns per s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_ppb: Option<f64>,
+}
+
+/// A message flagged because its receive completed before its send was posted.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuspectMessage {
+    /// Sending rank.
+    pub send_rank: u32,
+    /// Receiving rank.
+    pub recv_rank: u32,
+    /// Tag.
+    pub tag: i32,
+    /// When the send was posted, ns since the run's start.
+    pub send_ns: u64,
+    /// When the receive completed, ns since the run's start.
+    pub recv_complete_ns: u64,
+    /// How far backwards the message would go, ns.
+    pub backwards_ns: u64,
+}
+
+/// A rank whose data is incomplete.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IncompleteRank {
+    /// The rank.
+    pub rank: u32,
+    /// Why: the reader's message.
+    pub reason: String,
+    /// Events that were read and merged.
+    pub events_read: u64,
+}
+
+/// Args of a request's async slice (post to completion) in a merged trace.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestArgs {
+    /// The request, as numbered on its rank.
+    pub request: u64,
+    /// The peer rank.
+    pub peer: i32,
+    /// The tag.
+    pub tag: i32,
+    /// Bytes.
+    pub bytes: u64,
+    /// The call that completed it (absent when none did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_by: Option<String>,
+}

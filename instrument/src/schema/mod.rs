@@ -1,0 +1,92 @@
+//! The trace format: the typed event model and its wire form (Chrome Trace Event JSON).
+//!
+//! This module is the only place that says what a trace file looks like. The recorder
+//! writes through it, `overlap-analyzer`'s importer reads through it, and the merged
+//! trace is written with it. `docs/trace-format.md` is the prose version of this module;
+//! change both together.
+//!
+//! Inside the program every time is a [`Nanos`]; the wire format's microseconds appear
+//! only in [`wire::Micros`]. Every struct that reaches the wire carries a comment saying
+//! that changing it means bumping [`FORMAT_VERSION`].
+
+mod args;
+mod ids;
+mod merged;
+mod op;
+pub mod wire;
+
+pub use args::{CallArgs, ClockSync, Completion, Footer, Header, ParamValue, Params, SyncPhase};
+pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
+pub use merged::{IncompleteRank, MergedInfo, RankClock, RequestArgs, SuspectMessage};
+pub use op::{Op, OpClass};
+
+/// Name of the format, written in every header so a reader can tell our files apart.
+pub const FORMAT_NAME: &str = "overlap-trace";
+
+/// Version of the wire format. Bump it whenever a wire struct changes meaning or shape.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One thing that happened on one thread of one rank, in the rank's own clock.
+///
+/// This is the typed form of an event; [`wire::WireEvent`] is its JSON form.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// An MPI call, from entry to exit.
+    Call(CallEvent),
+    /// A span of user computation, from a guard or a `tracing` span.
+    Compute(ComputeEvent),
+}
+
+impl Event {
+    /// The thread the event happened on.
+    pub fn tid(&self) -> u32 {
+        match self {
+            Event::Call(c) => c.tid,
+            Event::Compute(c) => c.tid,
+        }
+    }
+
+    /// Entry time.
+    pub fn start(&self) -> Nanos {
+        match self {
+            Event::Call(c) => c.start,
+            Event::Compute(c) => c.start,
+        }
+    }
+
+    /// Exit time.
+    pub fn end(&self) -> Nanos {
+        match self {
+            Event::Call(c) => c.end,
+            Event::Compute(c) => c.end,
+        }
+    }
+}
+
+/// An MPI call with its arguments.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallEvent {
+    /// Recording thread (0 is the first thread that recorded).
+    pub tid: u32,
+    /// Entry into the call.
+    pub start: Nanos,
+    /// Exit from the call.
+    pub end: Nanos,
+    /// Which MPI function.
+    pub op: Op,
+    /// Its arguments and, for completing calls, what it completed.
+    pub args: CallArgs,
+}
+
+/// A compute span with its user-given name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComputeEvent {
+    /// Recording thread.
+    pub tid: u32,
+    /// Start of the span.
+    pub start: Nanos,
+    /// End of the span.
+    pub end: Nanos,
+    /// The name the user gave the span.
+    pub name: String,
+}
