@@ -160,7 +160,11 @@ fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
     };
     let outcome = launch_kernel(&launch)?;
     let merged = merge_dir(&ranks_dir);
-    match (outcome.failure(), merged) {
+    let failure = outcome.failure(|pid| {
+        let m = merged.as_ref().ok()?;
+        m.merged.ranks.iter().find(|r| r.os_pid == pid).map(|r| r.rank)
+    });
+    match (failure, merged) {
         (None, Ok(m)) => {
             report_merge(&m, &ranks_dir, &a.out)?;
             Ok(ExitCode::SUCCESS)

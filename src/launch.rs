@@ -18,21 +18,44 @@ pub struct KernelLaunch {
     pub trace_dir: PathBuf,
 }
 
+/// A process the launcher reported as ended badly (MPICH's hydra prints
+/// `PID <pid> RUNNING AT <host>` then `EXIT CODE: <code>`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadExit {
+    pub os_pid: u32,
+    pub host: String,
+    pub code: i32,
+}
+
 /// How it ended.
 pub struct LaunchOutcome {
     status: ExitStatus,
     rank_errors: Vec<String>,
+    bad_exits: Vec<BadExit>,
     command: String,
 }
 
 impl LaunchOutcome {
-    /// `None` when the run succeeded, else a message with the ranks' errors.
-    pub fn failure(&self) -> Option<String> {
+    /// `None` when the run succeeded, else a message with the ranks' errors. `rank_of`
+    /// maps an OS process id to its rank (from the trace headers).
+    pub fn failure(&self, rank_of: impl Fn(u32) -> Option<u32>) -> Option<String> {
         if self.status.success() {
             return None;
         }
-        let mut msg = format!("the kernel run failed ({})\n  command: {}", self.status, self.command);
-        if self.rank_errors.is_empty() {
+        let mut msg = format!(
+            "the kernel run failed ({})\n  command: {}",
+            self.status, self.command
+        );
+        for b in &self.bad_exits {
+            let who = rank_of(b.os_pid).map_or_else(|| "a process".to_string(), |r| format!("rank {r}"));
+            let how = if b.code > 128 || b.code == 9 {
+                format!("was killed (exit code {}: signal {})", b.code, if b.code > 128 { b.code - 128 } else { b.code })
+            } else {
+                format!("exited with code {}", b.code)
+            };
+            msg.push_str(&format!("\n  {who} (pid {} on {}) {how}", b.os_pid, b.host));
+        }
+        if self.rank_errors.is_empty() && self.bad_exits.is_empty() {
             msg.push_str("\n  no rank reported an error: a rank was probably killed");
         }
         for line in &self.rank_errors {
@@ -41,6 +64,28 @@ impl LaunchOutcome {
         }
         Some(msg)
     }
+}
+
+/// Reads hydra's report of a bad termination from the launcher's output lines.
+fn parse_bad_exits(lines: &[String]) -> Vec<BadExit> {
+    let mut found = Vec::new();
+    let mut current: Option<(u32, String)> = None;
+    for line in lines {
+        let text = line.trim_start_matches(['=', ' ']).trim();
+        if let Some(rest) = text.strip_prefix("PID ") {
+            let mut words = rest.split_whitespace();
+            let pid = words.next().and_then(|w| w.parse().ok());
+            let host = rest.split(" RUNNING AT ").nth(1).map(str::trim);
+            if let (Some(pid), Some(host)) = (pid, host) {
+                current = Some((pid, host.to_string()));
+            }
+        } else if let Some(code) = text.strip_prefix("EXIT CODE:") {
+            if let (Some((os_pid, host)), Ok(code)) = (current.take(), code.trim().parse()) {
+                found.push(BadExit { os_pid, host, code });
+            }
+        }
+    }
+    found
 }
 
 fn kernels_binary(given: Option<&Path>) -> Result<PathBuf> {
@@ -87,7 +132,7 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
         .arg("--trace-dir")
         .arg(&l.trace_dir)
         .stdin(Stdio::null())
-        .stdout(Stdio::inherit())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let command = format!("{cmd:?}").replace('"', "");
     let mut child = cmd.spawn().with_context(|| {
@@ -96,15 +141,29 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
             l.mpiexec
         )
     })?;
+    let stdout = child.stdout.take().context("capturing the ranks' stdout")?;
     let stderr = child.stderr.take().context("capturing the ranks' stderr")?;
+    // Pass both streams through as they come, keeping what tells how the run ended.
+    let out_thread = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+            println!("{line}");
+            lines.push(line);
+        }
+        lines
+    });
     let mut rank_errors = Vec::new();
+    let mut err_lines = Vec::new();
     for line in BufReader::new(stderr).lines() {
         let line = line.context("reading the ranks' stderr")?;
         eprintln!("{line}");
         if line.contains("error") || line.contains("overlap-kernels:") {
-            rank_errors.push(line);
+            rank_errors.push(line.clone());
         }
+        err_lines.push(line);
     }
+    let mut all_lines = out_thread.join().unwrap_or_default();
+    all_lines.extend(err_lines);
     let status = child.wait().context("waiting for mpiexec")?;
     if !status.success() && rank_errors.is_empty() && !kernels.exists() && kernels.components().count() > 1 {
         bail!("{} does not exist", kernels.display());
@@ -112,6 +171,34 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
     Ok(LaunchOutcome {
         status,
         rank_errors,
+        bad_exits: parse_bad_exits(&all_lines),
         command,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_hydras_bad_termination_report() {
+        let lines: Vec<String> = [
+            "===================================================================================",
+            "=   BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES",
+            "=   PID 10840 RUNNING AT vm",
+            "=   EXIT CODE: 9",
+            "=   CLEANING UP REMAINING PROCESSES",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            parse_bad_exits(&lines),
+            vec![BadExit {
+                os_pid: 10840,
+                host: "vm".into(),
+                code: 9
+            }]
+        );
+        assert!(parse_bad_exits(&["EXIT CODE: 3".to_string()]).is_empty());
+    }
 }

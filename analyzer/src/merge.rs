@@ -48,6 +48,8 @@ pub struct AlignedRank {
     pub rank: u32,
     /// Its host.
     pub host: String,
+    /// Its operating-system process id.
+    pub os_pid: u32,
     /// Thread names by tid.
     pub threads: BTreeMap<u32, String>,
     /// Calls and compute spans, ns since the run's start, sorted by start.
@@ -303,6 +305,7 @@ fn align_rank(t: &RankTrace, model: &ClockModel, run_start: i128) -> AlignedRank
     AlignedRank {
         rank: t.rank(),
         host: t.header.host.clone(),
+        os_pid: t.header.os_pid,
         threads: t.threads.clone(),
         events,
         complete: t.is_complete(),

@@ -1,1 +1,6 @@
+//! Behaviour of the `overlap` binary: real MPI runs under `mpiexec`, merging, and the
+//! errors a user sees.
 
+mod merge;
+mod run;
+mod util;

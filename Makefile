@@ -1,0 +1,35 @@
+# The two commands of the README: `make demo` and `make test`. Both install what is
+# missing first (scripts/bootstrap.sh).
+
+CARGO ?= cargo
+RANKS ?= 4
+DEMO_DIR := traces/demo
+
+.PHONY: setup build demo test bench clean
+
+setup:
+	@scripts/bootstrap.sh
+
+build: setup
+	$(CARGO) build --release --workspace
+
+demo: build
+	./target/release/overlap run false-overlap --ranks $(RANKS) --variant naive --out $(DEMO_DIR)/false-overlap-naive.json
+	@echo
+	./target/release/overlap run false-overlap --ranks $(RANKS) --variant fixed --out $(DEMO_DIR)/false-overlap-fixed.json
+	@echo
+	@echo "Open the traces in Perfetto: go to https://ui.perfetto.dev, choose 'Open trace file'"
+	@echo "and pick $(DEMO_DIR)/false-overlap-naive.json, then $(DEMO_DIR)/false-overlap-fixed.json."
+	@echo "Each rank is a process; click an MPI_Isend to follow its arrow to the call that"
+	@echo "completed the receive. Nothing leaves your machine: the UI runs in the browser."
+
+test: setup
+	$(CARGO) build --workspace --bins
+	$(CARGO) test --workspace
+
+bench: setup
+	$(CARGO) bench -p overlap-instrument --bench overhead
+
+clean:
+	$(CARGO) clean
+	rm -rf $(DEMO_DIR)

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs the system packages overlap needs, when they are missing:
+#   - MPICH (mpiexec, mpicc, libmpich): the MPI the kernels and tests run on;
+#   - libclang: the `mpi` crate generates its bindings with it at build time.
+# Debian/Ubuntu get them through apt-get (with sudo when not root); elsewhere the
+# script says what to install. It changes nothing when everything is there.
+set -euo pipefail
+
+packages=(mpich libmpich-dev libclang-dev)
+
+have_package() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
+}
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "bootstrap: cargo not found: install Rust (https://rustup.rs) first" >&2
+  exit 1
+fi
+
+if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  missing=()
+  for p in "${packages[@]}"; do
+    have_package "$p" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "bootstrap: installing ${missing[*]}"
+    sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+      if command -v sudo >/dev/null 2>&1; then sudo="sudo"; else
+        echo "bootstrap: need root or sudo to install ${missing[*]}" >&2
+        exit 1
+      fi
+    fi
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+else
+  for tool in mpiexec mpicc; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+      echo "bootstrap: $tool not found: install MPICH and libclang with your package manager" >&2
+      exit 1
+    fi
+  done
+fi
+
+if ! mpiexec --version 2>/dev/null | grep -qi "hydra\|mpich"; then
+  echo "bootstrap: warning: mpiexec is not MPICH's; overlap is tested with MPICH" >&2
+fi

@@ -1,0 +1,91 @@
+//! Running the binaries. MPI runs are serialised: the machine has few cores, and runs
+//! that share them would only slow each other down.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard};
+
+static MPI_RUNS: Mutex<()> = Mutex::new(());
+
+/// Held while an MPI job runs.
+pub fn mpi_lock() -> MutexGuard<'static, ()> {
+    MPI_RUNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+pub fn overlap_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_overlap"))
+}
+
+/// The kernels binary built next to `overlap` (by `make test`, or by `cargo test
+/// --workspace`, which builds it for the kernels package's own tests).
+pub fn kernels_bin() -> PathBuf {
+    let p = overlap_bin().with_file_name("overlap-kernels");
+    assert!(
+        p.is_file(),
+        "{} is not built: run `make test` (or `cargo build --workspace --bins` first)",
+        p.display()
+    );
+    p
+}
+
+pub struct Run {
+    pub output: Output,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+    pub fn success(&self) -> bool {
+        self.output.status.success()
+    }
+    pub fn describe(&self) -> String {
+        format!(
+            "status {}\n--- stdout\n{}\n--- stderr\n{}",
+            self.output.status,
+            self.stdout(),
+            self.stderr()
+        )
+    }
+}
+
+/// Runs `overlap ARGS`.
+pub fn overlap(args: &[&str]) -> Run {
+    let output = Command::new(overlap_bin())
+        .args(args)
+        .env("OVERLAP_KERNELS", kernels_bin())
+        .output()
+        .expect("overlap runs");
+    Run { output }
+}
+
+/// `overlap run false-overlap` with small, fast sizes and the given extra options.
+pub fn run_false_overlap(ranks: u32, variant: &str, iters: u32, out: &Path, extra: &[&str]) -> Run {
+    let _guard = mpi_lock();
+    let ranks = ranks.to_string();
+    let iters = iters.to_string();
+    let out = out.to_str().expect("utf-8 temp path");
+    let mut args = vec![
+        "run",
+        "false-overlap",
+        "--ranks",
+        &ranks,
+        "--variant",
+        variant,
+        "--iters",
+        &iters,
+        "--out",
+        out,
+    ];
+    // Small, fast defaults unless the test sets them.
+    for (flag, value) in [("--size", "512"), ("--ratio", "4"), ("--compute", "20")] {
+        if !extra.contains(&flag) {
+            args.extend([flag, value]);
+        }
+    }
+    args.extend_from_slice(extra);
+    overlap(&args)
+}
