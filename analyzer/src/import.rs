@@ -88,10 +88,6 @@ fn skip_whitespace(buf: &[u8], mut pos: usize) -> usize {
     pos
 }
 
-fn line_of(buf: &[u8], pos: usize) -> u64 {
-    1 + buf[..pos.min(buf.len())].iter().filter(|&&b| b == b'\n').count() as u64
-}
-
 /// Reads a per-rank trace file.
 pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
     let buf = std::fs::read(path).map_err(|source| Error::Io {
@@ -102,7 +98,46 @@ pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
     parse_rank_trace(path, &buf)
 }
 
+/// Counts lines incrementally, so locating each event costs only the bytes since the
+/// previous one.
+struct LineCounter {
+    pos: usize,
+    line: u64,
+}
+
+impl LineCounter {
+    fn line_at(&mut self, buf: &[u8], pos: usize) -> u64 {
+        let pos = pos.min(buf.len());
+        if pos >= self.pos {
+            self.line += buf[self.pos..pos].iter().filter(|&&b| b == b'\n').count() as u64;
+            self.pos = pos;
+        }
+        self.line
+    }
+}
+
+/// What is wrong with one value of a per-rank file.
+enum Unusable {
+    /// This event cannot be used; the rest of the file may.
+    Event(String),
+    /// The whole file cannot be used.
+    File(Error),
+}
+
+/// Where the next event may start after an unusable one: the next line that opens an
+/// object (the writer puts one event per line).
+fn resync(buf: &[u8], from: usize) -> Option<usize> {
+    buf[from..]
+        .windows(2)
+        .position(|w| w == b"\n{")
+        .map(|i| from + i + 1)
+}
+
 /// Parses the bytes of a per-rank trace file (`path` is for messages).
+///
+/// An event that cannot be used (corrupt JSON, unknown call, bad args) is reported and
+/// skipped: reading goes on at the next line, so everything readable is kept. A file
+/// that ends in the middle of an event keeps everything before it.
 pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
     let not_a_trace = |reason: String| Error::NotATrace {
         path: path.to_path_buf(),
@@ -119,12 +154,13 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
         }
         None => return Err(not_a_trace("the file is empty".into())),
     }
+    let mut lines = LineCounter { pos: 0, line: 1 };
     let mut header: Option<Header> = None;
     let mut threads = BTreeMap::new();
     let mut syncs: Vec<ClockSync> = Vec::new();
     let mut events = Vec::new();
     let mut footer: Option<Footer> = None;
-    let mut problem: Option<ReadProblem> = None;
+    let mut problems: Vec<ReadProblem> = Vec::new();
     let mut index: u64 = 0;
     let mut closed = false;
 
@@ -141,69 +177,83 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
             }
             Some(_) => {}
         }
-        let line = line_of(buf, pos);
+        let line = lines.line_at(buf, pos);
         let mut stream = serde_json::Deserializer::from_slice(&buf[pos..]).into_iter::<RawEvent>();
-        let raw = match stream.next() {
-            Some(Ok(raw)) => raw,
-            Some(Err(e)) => {
-                let reason = if e.is_eof() {
-                    "the file ends in the middle of this event (the writer was cut off)".into()
-                } else if header.is_none() && index == 0 {
-                    return Err(not_a_trace(format!("first value is not a trace event: {e}")));
-                } else {
-                    format!("not a valid trace event: {e}")
-                };
-                problem = Some(ReadProblem {
+        let parsed = match stream.next() {
+            Some(Ok(raw)) => Ok(raw),
+            Some(Err(e)) if e.is_eof() => {
+                problems.push(ReadProblem {
+                    event_index: index,
+                    line,
+                    reason: "the file ends in the middle of this event (the writer was cut off)"
+                        .into(),
+                });
+                break;
+            }
+            Some(Err(e)) if header.is_none() && index == 0 => {
+                return Err(not_a_trace(format!("first value is not a trace event: {e}")));
+            }
+            Some(Err(e)) => Err(format!("not a valid trace event: {e}")),
+            None => break,
+        };
+        let step: std::result::Result<usize, Unusable> = match parsed {
+            Err(reason) => Err(Unusable::Event(reason)),
+            Ok(raw) => {
+                let consumed = stream.byte_offset();
+                let r: std::result::Result<(), String> = (|| {
+                    match raw.ph {
+                        Phase::Metadata => match MetaName::from_wire_name(&raw.name) {
+                            Some(MetaName::Header) => {
+                                let h: Header = meta_args(&raw)?;
+                                check_header(path, &h).map_err(|e| e.to_string())?;
+                                header = Some(h);
+                            }
+                            Some(MetaName::ThreadName) => {
+                                let n: NameArgs = meta_args(&raw)?;
+                                threads.insert(raw.tid, n.name);
+                            }
+                            Some(MetaName::ClockSync) => syncs.push(meta_args(&raw)?),
+                            Some(MetaName::Footer) => footer = Some(meta_args(&raw)?),
+                            // Names and sort indexes are rebuilt by the merge; metadata
+                            // of other tools is not ours to interpret.
+                            _ => {}
+                        },
+                        Phase::Complete => {
+                            if header.is_none() {
+                                return Err("event before the overlap_header record".into());
+                            }
+                            events.push(complete_event(&raw)?);
+                        }
+                        other => {
+                            return Err(format!("unexpected phase {other:?} in a per-rank file"))
+                        }
+                    }
+                    Ok(())
+                })();
+                match r {
+                    Ok(()) => Ok(consumed),
+                    // A header that is there but wrong makes the whole file unusable.
+                    Err(reason) => match header.is_none().then(|| header_error(path, &raw)).flatten() {
+                        Some(fatal) => Err(Unusable::File(fatal)),
+                        None => Err(Unusable::Event(reason)),
+                    },
+                }
+            }
+        };
+        match step {
+            Ok(consumed) => pos += consumed,
+            Err(Unusable::File(e)) => return Err(e),
+            Err(Unusable::Event(reason)) => {
+                problems.push(ReadProblem {
                     event_index: index,
                     line,
                     reason,
                 });
-                break;
-            }
-            None => break,
-        };
-        pos += stream.byte_offset();
-        let step: std::result::Result<(), String> = (|| {
-            match raw.ph {
-                Phase::Metadata => match MetaName::from_wire_name(&raw.name) {
-                    Some(MetaName::Header) => {
-                        let h: Header = meta_args(&raw)?;
-                        check_header(path, &h).map_err(|e| e.to_string())?;
-                        header = Some(h);
-                    }
-                    Some(MetaName::ThreadName) => {
-                        let n: NameArgs = meta_args(&raw)?;
-                        threads.insert(raw.tid, n.name);
-                    }
-                    Some(MetaName::ClockSync) => syncs.push(meta_args(&raw)?),
-                    Some(MetaName::Footer) => footer = Some(meta_args(&raw)?),
-                    // Names and sort indexes are rebuilt by the merge; metadata of other
-                    // tools is not ours to interpret.
-                    _ => {}
-                },
-                Phase::Complete => {
-                    if header.is_none() {
-                        return Err("event before the overlap_header record".into());
-                    }
-                    events.push(complete_event(&raw)?);
-                }
-                other => return Err(format!("unexpected phase {other:?} in a per-rank file")),
-            }
-            Ok(())
-        })();
-        if let Err(reason) = step {
-            // A header that is there but wrong makes the whole file unusable.
-            if header.is_none() {
-                if let Some(e) = header_error(path, &raw) {
-                    return Err(e);
+                match resync(buf, pos) {
+                    Some(next) => pos = next,
+                    None => break,
                 }
             }
-            problem = Some(ReadProblem {
-                event_index: index,
-                line,
-                reason,
-            });
-            break;
         }
         index += 1;
     }
@@ -211,10 +261,10 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
     let header = header.ok_or_else(|| Error::NoHeader {
         path: path.to_path_buf(),
     })?;
-    if problem.is_none() && closed && footer.is_none() {
-        problem = Some(ReadProblem {
+    if closed && footer.is_none() {
+        problems.push(ReadProblem {
             event_index: index,
-            line: line_of(buf, pos),
+            line: lines.line_at(buf, pos),
             reason: "the array is closed but has no overlap_footer record".into(),
         });
     }
@@ -225,7 +275,7 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
         syncs,
         events,
         footer,
-        problem,
+        problems,
     })
 }
 

@@ -45,8 +45,9 @@ pub struct RankTrace {
     pub events: Vec<Event>,
     /// The footer, when the file was closed properly.
     pub footer: Option<Footer>,
-    /// Set when the events stop early: truncated, corrupt, or unknown content.
-    pub problem: Option<ReadProblem>,
+    /// Events that could not be used (corrupt, unknown call, bad args), and a cut-off
+    /// end, in file order. Everything else was read.
+    pub problems: Vec<ReadProblem>,
 }
 
 impl RankTrace {
@@ -55,22 +56,30 @@ impl RankTrace {
         self.header.rank
     }
 
-    /// True when the file was read to a proper end.
+    /// True when the file was read to a proper end with nothing skipped.
     pub fn is_complete(&self) -> bool {
-        self.problem.is_none() && self.footer.is_some()
+        self.problems.is_empty() && self.footer.is_some()
     }
 
     /// Why the file is incomplete, if it is.
     pub fn incompleteness(&self) -> Option<String> {
-        match (&self.problem, &self.footer) {
-            (Some(p), _) => Some(p.to_string()),
-            (None, None) => Some(
+        let mut parts: Vec<String> = Vec::new();
+        match self.problems.as_slice() {
+            [] => {}
+            [one] => parts.push(one.to_string()),
+            [first, rest @ ..] => parts.push(format!(
+                "{first}; and {} more unusable event(s), skipped",
+                rest.len()
+            )),
+        }
+        if self.footer.is_none() {
+            parts.push(
                 "the file ends without its footer: the rank died or was killed before \
                  finishing its trace"
                     .to_string(),
-            ),
-            (None, Some(_)) => None,
+            );
         }
+        (!parts.is_empty()).then(|| parts.join("; "))
     }
 
     /// The model mapping this rank's times onto rank 0's clock.

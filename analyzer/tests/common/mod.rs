@@ -1,0 +1,148 @@
+//! Builders for hand-made per-rank traces.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+use overlap_analyzer::model::RankTrace;
+use overlap_instrument::schema::wire::{event_to_wire, ArrayWriter, MetaName, NameArgs, WireEvent};
+use overlap_instrument::schema::{
+    CallArgs, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos, Op,
+    Params, SyncPhase, FORMAT_NAME, FORMAT_VERSION,
+};
+
+pub fn header(rank: u32, size: u32, epoch_ns: u64, clock_domain: &str) -> Header {
+    Header {
+        format: FORMAT_NAME.into(),
+        format_version: FORMAT_VERSION,
+        rank,
+        size,
+        host: format!("node{rank}"),
+        os_pid: 1000 + rank,
+        epoch_ns,
+        clock_domain: clock_domain.into(),
+        program: "hand-built".into(),
+        params: Params::new(),
+    }
+}
+
+pub fn sync(phase: SyncPhase, local_ns: u64, offset_ns: i64, error_ns: u64) -> ClockSync {
+    ClockSync {
+        phase,
+        local_ns,
+        offset_ns,
+        error_ns,
+        rtt_ns: 2 * error_ns,
+        rounds: 10,
+    }
+}
+
+fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
+    Event::Call(CallEvent {
+        tid: 0,
+        start: Nanos(start),
+        end: Nanos(end),
+        op,
+        args,
+    })
+}
+
+fn p2p(peer: i32, tag: i32, bytes: u64) -> CallArgs {
+    CallArgs {
+        peer: Some(peer),
+        tag: Some(tag),
+        bytes: Some(bytes),
+        comm: Some(0),
+        buf: Some(0x1000),
+        buf_len: Some(bytes),
+        ..CallArgs::default()
+    }
+}
+
+pub fn isend(start: u64, end: u64, peer: i32, tag: i32, bytes: u64, request: u64) -> Event {
+    call(Op::Isend, start, end, CallArgs { request: Some(request), ..p2p(peer, tag, bytes) })
+}
+
+pub fn irecv(start: u64, end: u64, peer: i32, tag: i32, bytes: u64, request: u64) -> Event {
+    call(Op::Irecv, start, end, CallArgs { request: Some(request), ..p2p(peer, tag, bytes) })
+}
+
+pub fn send(start: u64, end: u64, peer: i32, tag: i32, bytes: u64) -> Event {
+    call(Op::Send, start, end, p2p(peer, tag, bytes))
+}
+
+pub fn recv(start: u64, end: u64, peer: i32, tag: i32, bytes: u64) -> Event {
+    let status = Completion { request: None, source: Some(peer), tag: Some(tag), bytes: Some(bytes) };
+    call(Op::Recv, start, end, CallArgs { completed: vec![status], ..p2p(peer, tag, bytes) })
+}
+
+/// A completion call (Wait or Waitall) completing `(request, Some(source))` for receives
+/// and `(request, None)` for sends.
+pub fn complete(op: Op, start: u64, end: u64, done: &[(u64, Option<(i32, i32)>)]) -> Event {
+    let completed = done
+        .iter()
+        .map(|(r, src)| Completion {
+            request: Some(*r),
+            source: src.map(|s| s.0),
+            tag: src.map(|s| s.1),
+            bytes: src.map(|_| 8),
+        })
+        .collect();
+    call(op, start, end, CallArgs { completed, ..CallArgs::default() })
+}
+
+pub fn compute(start: u64, end: u64, name: &str) -> Event {
+    Event::Compute(ComputeEvent { tid: 0, start: Nanos(start), end: Nanos(end), name: name.into() })
+}
+
+pub fn barrier(start: u64, end: u64) -> Event {
+    call(Op::Barrier, start, end, CallArgs { comm: Some(0), ..CallArgs::default() })
+}
+
+pub fn footer(events: u64) -> Footer {
+    Footer { events, threads: 1, buffer_stalls: 0 }
+}
+
+/// A rank trace as the importer would produce it from a complete file.
+pub fn rank_trace(header: Header, syncs: Vec<ClockSync>, events: Vec<Event>) -> RankTrace {
+    let n = events.len() as u64;
+    RankTrace {
+        path: PathBuf::from(format!("rank-{}.json", header.rank)),
+        header,
+        threads: [(0, "main".to_string())].into(),
+        syncs,
+        events,
+        footer: Some(footer(n)),
+        problems: Vec::new(),
+    }
+}
+
+/// Writes a per-rank file the way the recorder does; `closed` adds the footer and `]`.
+pub fn write_rank_file(dir: &Path, t: &RankTrace, closed: bool) -> PathBuf {
+    let path = dir.join(format!("rank-{}.json", t.header.rank));
+    let mut w = ArrayWriter::new(Vec::new()).expect("vec");
+    let pid = t.header.rank;
+    let name = NameArgs { name: format!("rank {pid} ({})", t.header.host) };
+    w.write(&WireEvent::meta(MetaName::ProcessName, pid, 0, name)).expect("vec");
+    w.write(&WireEvent::meta(MetaName::Header, pid, 0, &t.header)).expect("vec");
+    w.write(&WireEvent::meta(MetaName::ThreadName, pid, 0, NameArgs { name: "main".into() }))
+        .expect("vec");
+    for s in t.syncs.iter().filter(|s| s.phase == SyncPhase::Init) {
+        w.write(&WireEvent::meta(MetaName::ClockSync, pid, 0, s)).expect("vec");
+    }
+    for e in &t.events {
+        w.write(&event_to_wire(pid, e)).expect("vec");
+    }
+    let bytes = if closed {
+        for s in t.syncs.iter().filter(|s| s.phase == SyncPhase::Final) {
+            w.write(&WireEvent::meta(MetaName::ClockSync, pid, 0, s)).expect("vec");
+        }
+        w.write(&WireEvent::meta(MetaName::Footer, pid, 0, footer(t.events.len() as u64)))
+            .expect("vec");
+        w.finish().expect("vec")
+    } else {
+        std::mem::take(w.get_mut())
+    };
+    std::fs::write(&path, bytes).expect("write");
+    path
+}

@@ -1,0 +1,146 @@
+//! Reading per-rank files: what a cut-short file still gives, and the errors for files
+//! that cannot be used, each naming the file, the place and the reason.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use overlap_analyzer::import::{parse_rank_trace, read_rank_file};
+use overlap_analyzer::Error;
+use overlap_instrument::schema::{Op, SyncPhase};
+
+fn sample() -> overlap_analyzer::model::RankTrace {
+    rank_trace(
+        header(0, 2, 42, "A"),
+        vec![sync(SyncPhase::Init, 0, 0, 0), sync(SyncPhase::Final, 500, 0, 0)],
+        vec![
+            isend(10, 20, 1, 3, 64, 1),
+            compute(20, 200, "compute"),
+            complete(Op::Waitall, 200, 300, &[(1, None)]),
+        ],
+    )
+}
+
+fn written(closed: bool) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = write_rank_file(dir.path(), &sample(), closed);
+    let text = std::fs::read_to_string(path).expect("read");
+    (dir, text)
+}
+
+fn parse(text: &str) -> overlap_analyzer::Result<overlap_analyzer::model::RankTrace> {
+    parse_rank_trace(Path::new("rank-0.json"), text.as_bytes())
+}
+
+#[test]
+fn a_complete_file_round_trips() {
+    let (dir, _) = written(true);
+    let t = read_rank_file(&dir.path().join("rank-0.json")).expect("reads");
+    let expected = sample();
+    assert_eq!(t.header, expected.header);
+    assert_eq!(t.events, expected.events);
+    assert_eq!(t.syncs, expected.syncs);
+    assert!(t.is_complete());
+    assert_eq!(t.threads[&0], "main");
+}
+
+#[test]
+fn a_file_without_footer_or_bracket_keeps_every_event() {
+    let (_d, text) = written(false);
+    let t = parse(&text).expect("reads");
+    assert_eq!(t.events.len(), 3);
+    assert!(t.problems.is_empty());
+    assert!(!t.is_complete());
+    assert!(t.incompleteness().expect("incomplete").contains("without its footer"));
+}
+
+#[test]
+fn a_half_written_last_event_is_cut_and_reported() {
+    let (_d, text) = written(false);
+    // Cut the last event (the Waitall) in the middle.
+    let cut = text.rfind("MPI_Waitall").expect("present") + 5;
+    let t = parse(&text[..cut]).expect("reads the prefix");
+    assert_eq!(t.events.len(), 2);
+    let p = &t.problems[0];
+    assert_eq!(p.event_index, 6, "process_name, header, thread_name, sync, 2 events, then it");
+    assert_eq!(p.line, 8);
+    assert!(p.reason.contains("ends in the middle of this event"), "{p}");
+}
+
+#[test]
+fn an_unknown_call_is_skipped_and_named() {
+    let (_d, text) = written(true);
+    let text = text.replacen("MPI_Waitall", "MPI_Frobnicate", 1);
+    let t = parse(&text).expect("reads the rest");
+    assert_eq!(t.events.len(), 2);
+    assert_eq!(t.problems.len(), 1);
+    let p = &t.problems[0];
+    assert!(p.to_string().contains("event 6 (line 8): unknown MPI call \"MPI_Frobnicate\""), "{p}");
+    // What follows the bad event is still read.
+    assert!(t.footer.is_some());
+    assert_eq!(t.syncs.len(), 2);
+    assert!(!t.is_complete());
+}
+
+#[test]
+fn a_corrupt_line_is_reported_with_its_place_and_skipped() {
+    let (_d, text) = written(true);
+    let text = text.replacen("{\"name\":\"compute\"", "{\"name\" \"compute\"", 1);
+    let t = parse(&text).expect("reads the rest");
+    assert_eq!(t.events.len(), 2, "the Isend before and the Waitall after");
+    let p = &t.problems[0];
+    assert!(p.to_string().starts_with("event 5 (line 7): not a valid trace event"), "{p}");
+    assert!(t.incompleteness().expect("incomplete").contains("event 5 (line 7)"));
+}
+
+#[test]
+fn bad_args_are_reported() {
+    let (_d, text) = written(true);
+    let text = text.replacen("\"peer\":1", "\"peer\":\"one\"", 1);
+    let t = parse(&text).expect("reads");
+    let p = &t.problems[0];
+    assert!(p.reason.contains("MPI_Isend: bad args"), "{p}");
+    assert_eq!(t.events.len(), 2);
+}
+
+#[test]
+fn not_json_is_not_a_trace() {
+    let err = parse("hello world").expect_err("refused");
+    assert!(matches!(err, Error::NotATrace { .. }));
+    assert_eq!(
+        err.to_string(),
+        "rank-0.json: not an overlap trace: it does not start with '[' (a per-rank trace is a JSON array of events)"
+    );
+    let err = parse("").expect_err("refused");
+    assert!(err.to_string().contains("the file is empty"));
+    let err = parse("[ 42, 43 ]").expect_err("refused");
+    assert!(err.to_string().contains("first value is not a trace event"), "{err}");
+}
+
+#[test]
+fn another_format_version_is_refused() {
+    let (_d, text) = written(true);
+    let text = text.replacen("\"format_version\":1", "\"format_version\":99", 1);
+    let err = parse(&text).expect_err("refused");
+    assert!(matches!(err, Error::Version { found: 99, supported: 1, .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "rank-0.json: trace format version 99, but this overlap reads version 1"
+    );
+}
+
+#[test]
+fn another_format_is_refused() {
+    let (_d, text) = written(true);
+    let text = text.replacen("\"format\":\"overlap-trace\"", "\"format\":\"something-else\"", 1);
+    let err = parse(&text).expect_err("refused");
+    assert!(err.to_string().contains("format is \"something-else\""), "{err}");
+}
+
+#[test]
+fn events_before_the_header_are_refused() {
+    let text = "[\n{\"name\":\"MPI_Barrier\",\"cat\":\"mpi\",\"ph\":\"X\",\"ts\":1.0,\"dur\":1.0,\"pid\":0,\"tid\":0,\"args\":{}}\n]";
+    let err = parse(text).expect_err("refused");
+    assert!(matches!(err, Error::NoHeader { .. }), "{err:?}");
+}
