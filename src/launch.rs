@@ -48,12 +48,18 @@ impl LaunchOutcome {
         );
         for b in &self.bad_exits {
             let who = rank_of(b.os_pid).map_or_else(|| "a process".to_string(), |r| format!("rank {r}"));
-            let how = if b.code > 128 || b.code == 9 {
-                format!("was killed (exit code {}: signal {})", b.code, if b.code > 128 { b.code - 128 } else { b.code })
-            } else {
-                format!("exited with code {}", b.code)
+            // Hydra reports a signal as the exit code (9) or as 128 + signal.
+            let how = match b.code {
+                c if c > 128 => format!("killed by signal {}", c - 128),
+                9 => "killed by signal 9".to_string(),
+                c => format!("exited with code {c}"),
             };
-            msg.push_str(&format!("\n  {who} (pid {} on {}) {how}", b.os_pid, b.host));
+            // When one rank dies, mpiexec kills the others: the rank it names is the
+            // first it saw end, not necessarily the one that died first.
+            msg.push_str(&format!(
+                "\n  mpiexec reported {who} (pid {} on {}) {how}",
+                b.os_pid, b.host
+            ));
         }
         if self.rank_errors.is_empty() && self.bad_exits.is_empty() {
             msg.push_str("\n  no rank reported an error: a rank was probably killed");

@@ -193,8 +193,14 @@ pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
 /// Aligns and matches the given per-rank traces (at least one).
 pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
     traces.sort_by_key(RankTrace::rank);
-    // Ranks that read the reference rank's very clock need no correction at all.
-    let reference_domain = traces[0].header.clock_domain.clone();
+    // Offsets were measured against rank 0; ranks that read rank 0's very clock need no
+    // correction at all. Without rank 0's file, its clock domain is unknown and every
+    // rank keeps its measured offset (still consistent: all refer to rank 0's clock).
+    let reference_domain = traces
+        .iter()
+        .find(|t| t.rank() == 0)
+        .map(|t| t.header.clock_domain.clone())
+        .unwrap_or_default();
     let shares_clock =
         |t: &RankTrace| !reference_domain.is_empty() && t.header.clock_domain == reference_domain;
     let measured: Vec<ClockModel> = traces.iter().map(RankTrace::clock_model).collect();
@@ -480,8 +486,16 @@ fn suspect_record(merged: &Merged, m: &Message) -> Option<SuspectMessage> {
     })
 }
 
-fn midpoint(e: &Event) -> Nanos {
-    Nanos(e.start().0 + (e.end().0 - e.start().0) / 2)
+/// Where a flow leaves a slice: just inside its start, so that an arrow from a send to
+/// a completion that ended after it never points backwards.
+fn flow_out_point(e: &Event) -> Nanos {
+    Nanos(e.start().0 + (e.end().0 - e.start().0).min(1))
+}
+
+/// Where a flow enters a slice: just inside its end (the moment the receive was known
+/// to be complete).
+fn flow_in_point(e: &Event) -> Nanos {
+    Nanos(e.end().0 - (e.end().0 - e.start().0).min(1))
 }
 
 /// Id of a request's async slice: unique across ranks.
@@ -554,13 +568,13 @@ fn write_events<W: std::io::Write>(merged: &Merged, w: &mut ObjectWriter<W>) -> 
         let mut s: WireEvent<'_, ()> = WireEvent::new("message", Phase::FlowStart, m.send.rank, send.tid());
         s.cat = Some(Category::Message);
         s.id = Some(m.id);
-        s.ts = Some(Micros(midpoint(send)));
+        s.ts = Some(Micros(flow_out_point(send)));
         w.write(&s)?;
         let mut f: WireEvent<'_, ()> = WireEvent::new("message", Phase::FlowEnd, done.rank, done_ev.tid());
         f.cat = Some(Category::Message);
         f.id = Some(m.id);
         f.bp = Some(FlowBinding::Enclosing);
-        f.ts = Some(Micros(midpoint(done_ev)));
+        f.ts = Some(Micros(flow_in_point(done_ev)));
         w.write(&f)?;
     }
     Ok(())

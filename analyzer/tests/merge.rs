@@ -10,7 +10,7 @@ use overlap_analyzer::summary::summarize;
 use overlap_instrument::schema::{Event, Nanos, Op, SyncPhase};
 
 /// Two ranks on different clocks. Rank 1's clock reads 1000 ns less than rank 0's
-/// (offset +1000) and its epoch is 9_000 on its clock, i.e. 10_000 on rank 0's, the same
+/// (offset -1000) and its epoch is 9_000 on its clock, i.e. 10_000 on rank 0's, the same
 /// instant as rank 0's epoch. So after alignment both ranks' local times are the run's
 /// times. Run start = 10_000 (reference clock).
 ///
@@ -44,7 +44,7 @@ fn two_ranks() -> Vec<overlap_analyzer::model::RankTrace> {
     );
     let r1 = rank_trace(
         header(1, 2, 9_000, "clock-B"),
-        vec![sync(SyncPhase::Init, 0, 1000, 40), sync(SyncPhase::Final, 800, 1000, 60)],
+        vec![sync(SyncPhase::Init, 0, -1000, 40), sync(SyncPhase::Final, 800, -1000, 60)],
         vec![
             recv(20, 30, 0, 11, 8),
             irecv(50, 60, 0, 5, 8, 1),
@@ -121,9 +121,14 @@ fn merged_file_has_flows_requests_and_metadata() {
     assert_eq!(t.process_names[&1], "rank 1 (node1)");
     // The suspect message is an instant, not an arrow: 3 flows.
     assert_eq!(t.flows.len(), 3);
-    let tag9 = t.flows.iter().find(|f| f.from.ns == 330).expect("flow from Send@300-360");
+    // Arrows leave just inside the send's start and enter just inside the end of the
+    // call that completed the receive.
+    let tag9 = t.flows.iter().find(|f| f.from.ns == 301).expect("flow from Send@300-360");
     let to = tag9.to.expect("has an end");
-    assert_eq!((to.rank, to.ns), (1, 265), "midpoint of Recv 150-380");
+    assert_eq!((to.rank, to.ns), (1, 379), "end of Recv 150-380");
+    for f in &t.flows {
+        assert!(f.to.expect("end").ns >= f.from.ns, "no arrow points back: {f:?}");
+    }
     assert_eq!(t.requests.len(), 5);
     let isend1 = t.requests.iter().find(|r| r.rank == 0 && r.begin_ns == 100).expect("Isend req 1");
     assert_eq!(isend1.name, "Isend → 1");
@@ -138,8 +143,8 @@ fn merged_file_has_flows_requests_and_metadata() {
 
 #[test]
 fn offsets_are_interpolated_between_init_and_final() {
-    // Rank 1's offset grows from +1000 at local 0 to +2000 at local 1_000_000.
-    // Its Send at local 500_000 lands at 500_000 + 1500 on rank 0's clock.
+    // Rank 1's clock falls behind: its offset goes from -1000 at local 0 to -2000 at
+    // local 1_000_000. Its Send at local 500_000 lands at 500_000 + 1500 on rank 0's clock.
     //   rank 0 (epoch 1_000):  |Recv 400_000 ... 600_000|
     //   rank 1 (epoch 0):              |Send local 500_000..500_100|
     let r0 = rank_trace(
@@ -149,7 +154,7 @@ fn offsets_are_interpolated_between_init_and_final() {
     );
     let r1 = rank_trace(
         header(1, 2, 0, "B"),
-        vec![sync(SyncPhase::Init, 0, 1000, 10), sync(SyncPhase::Final, 1_000_000, 2000, 10)],
+        vec![sync(SyncPhase::Init, 0, -1000, 10), sync(SyncPhase::Final, 1_000_000, -2000, 10)],
         vec![send(500_000, 500_100, 0, 3, 8)],
     );
     let m = merge(vec![r0, r1]);
@@ -159,7 +164,7 @@ fn offsets_are_interpolated_between_init_and_final() {
     assert_eq!(m.ranks[0].events[0].start(), Nanos(400_000));
     assert_eq!(m.messages.len(), 1);
     assert!(!m.messages[0].clock_suspect);
-    assert_eq!(m.info.ranks[1].drift_ppb, Some(1e6));
+    assert_eq!(m.info.ranks[1].drift_ppb, Some(-1e6), "rank 1's clock runs slow");
 }
 
 #[test]

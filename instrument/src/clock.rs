@@ -35,7 +35,7 @@ pub struct PingPong {
 /// The offset estimate taken from the ping-pong with the smallest round trip.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OffsetEstimate {
-    /// Reference clock minus remote clock, ns.
+    /// Remote clock minus reference clock, ns (Score-P's sign).
     pub offset_ns: i64,
     /// Half the best round trip: the remote read happened somewhere inside it.
     pub error_ns: u64,
@@ -48,14 +48,14 @@ pub struct OffsetEstimate {
 }
 
 /// Keeps the ping-pong with the smallest round trip and assumes the remote read its clock
-/// half-way through it: `offset = (t0 + rtt/2) - t_remote`, error `rtt/2`.
+/// half-way through it: `offset = t_remote - (t0 + rtt/2)`, error `rtt/2` (rounded up).
 /// Returns `None` for no samples.
 pub fn estimate_offset(samples: &[PingPong]) -> Option<OffsetEstimate> {
     let best = samples.iter().min_by_key(|s| s.t1.saturating_sub(s.t0))?;
     let rtt = best.t1.saturating_sub(best.t0);
     let midpoint = best.t0 as i128 + (rtt / 2) as i128;
     Some(OffsetEstimate {
-        offset_ns: (midpoint - best.t_remote as i128) as i64,
+        offset_ns: (best.t_remote as i128 - midpoint) as i64,
         error_ns: rtt.div_ceil(2),
         rtt_ns: rtt,
         at_remote_ns: best.t_remote,
@@ -195,7 +195,7 @@ impl ClockModel {
         Some((local_ns as f64 - self.init.local_ns as f64) / span)
     }
 
-    /// Rank 0's clock minus this rank's at local time `local_ns`, ns (rounded).
+    /// This rank's clock minus rank 0's at local time `local_ns`, ns (rounded).
     pub fn offset_at(&self, local_ns: u64) -> i64 {
         match (self.fraction(local_ns), self.last) {
             (Some(f), Some(last)) => {
@@ -227,7 +227,8 @@ impl ClockModel {
             .map_or(self.init.error_ns, |l| l.error_ns.max(self.init.error_ns))
     }
 
-    /// Drift against rank 0 in parts per billion, when both estimates exist.
+    /// Drift against rank 0 in parts per billion (positive: this clock runs fast), when
+    /// both estimates exist.
     pub fn drift_ppb(&self) -> Option<f64> {
         let last = self.last?;
         let dt = (last.local_ns - self.init.local_ns) as f64;
@@ -237,7 +238,7 @@ impl ClockModel {
     /// Rank 0's absolute clock at this rank's local time `local_ns` (relative to the
     /// rank's absolute `epoch_ns`).
     pub fn to_reference(&self, epoch_ns: u64, local_ns: u64) -> i128 {
-        epoch_ns as i128 + local_ns as i128 + self.offset_at(local_ns) as i128
+        epoch_ns as i128 + local_ns as i128 - self.offset_at(local_ns) as i128
     }
 }
 
@@ -280,7 +281,7 @@ mod tests {
             },
         ];
         let est = estimate_offset(&samples).expect("three samples");
-        assert_eq!(est.offset_ns, 1000);
+        assert_eq!(est.offset_ns, -1000);
         assert_eq!(est.error_ns, 20);
         assert_eq!(est.rtt_ns, 40);
         assert_eq!(est.at_remote_ns, 4020);
@@ -291,7 +292,7 @@ mod tests {
     #[test]
     fn interpolation_is_linear_between_estimates_and_extrapolates() {
         //  local ns:    1_000                      1_001_000
-        //  offset:       +500 ---------------------->  +1500   (1000 ns per ms: 1e6 ppb)
+        //  offset:       +500 ---------------------->  +1500   (1000 ns per ms: 1e6 ppb fast)
         //  error:          10 ---------------------->     30
         let m = ClockModel::new(
             sync(SyncPhase::Init, 1_000, 500, 10),
@@ -305,7 +306,7 @@ mod tests {
         assert_eq!(m.error_at(2_000_000), 30);
         assert_eq!(m.max_error(), 30);
         assert_eq!(m.drift_ppb(), Some(1e6));
-        assert_eq!(m.to_reference(10_000, 501_000), 10_000 + 501_000 + 1_000);
+        assert_eq!(m.to_reference(10_000, 501_000), 10_000 + 501_000 - 1_000);
     }
 
     #[test]
@@ -324,7 +325,7 @@ mod tests {
     }
 
     /// Threads standing in for ranks, each with its own clock: rank r's clock reads
-    /// `true_time - r * 1_000_000`.
+    /// `true_time - r * 1_000_000`, so its offset is `-r * 1_000_000`.
     struct ThreadTransport {
         rank: u32,
         size: u32,
@@ -394,7 +395,7 @@ mod tests {
             .collect();
         assert_eq!(results[0].offset_ns, 0);
         for (rank, est) in results.iter().enumerate().skip(1) {
-            let truth = rank as i64 * 1_000_000;
+            let truth = -(rank as i64) * 1_000_000;
             let err = (est.offset_ns - truth).unsigned_abs();
             assert!(
                 err <= est.error_ns,

@@ -17,7 +17,7 @@ use mpi::datatype::Equivalence;
 use mpi::ffi;
 use mpi::point_to_point::{Destination, Source, Status};
 use mpi::request::{Request, Scope, StaticScope};
-use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::topology::{Communicator, Group, SimpleCommunicator};
 use smallvec::SmallVec;
 
 use crate::clock::{clock_domain, monotonic_now_ns, synchronize, SyncTransport};
@@ -157,13 +157,24 @@ impl TraceSession {
         &self.path
     }
 
-    /// `comm` with its calls recorded, under communicator id `id` (use
-    /// [`CommId::WORLD`] for the world communicator).
+    /// `comm` with its calls recorded under communicator id `id`: [`CommId::WORLD`] for
+    /// the world communicator, and for others an id every rank gives the same
+    /// communicator. Peers are recorded as world ranks, so messages on any communicator
+    /// line up with the merged trace's processes.
     pub fn comm<'a, C: Communicator>(&'a self, comm: &'a C, id: CommId) -> TracedComm<'a, C> {
+        let ranks: Vec<i32> = (0..comm.size()).collect();
+        let to_world = comm
+            .group()
+            .translate_ranks(&ranks, &self.sync_comm.group())
+            .into_iter()
+            .zip(&ranks)
+            .map(|(w, r)| w.unwrap_or(*r))
+            .collect();
         TracedComm {
             comm,
             recorder: &self.recorder,
             id,
+            to_world,
         }
     }
 
@@ -221,28 +232,8 @@ pub struct TracedComm<'a, C: Communicator> {
     comm: &'a C,
     recorder: &'a Recorder,
     id: CommId,
-}
-
-fn transfer<T>(peer: i32, tag: i32, comm: CommId, buf: &[T]) -> Transfer {
-    let len = size_of_val(buf) as u64;
-    Transfer {
-        peer,
-        tag,
-        bytes: len,
-        comm,
-        buf: buf.as_ptr() as u64,
-        buf_len: len,
-    }
-}
-
-fn received(request: Option<RequestId>, status: &Status) -> Completion {
-    let count = status.count(u8::equivalent_datatype());
-    Completion {
-        request: request.map(|r| r.0),
-        source: Some(status.source_rank()),
-        tag: Some(status.tag()),
-        bytes: u64::try_from(count).ok(),
-    }
+    /// World rank of each rank of `comm`.
+    to_world: Vec<i32>,
 }
 
 fn sent(request: RequestId) -> Completion {
@@ -255,6 +246,37 @@ fn sent(request: RequestId) -> Completion {
 }
 
 impl<'a, C: Communicator> TracedComm<'a, C> {
+    /// The world rank of `rank` of this communicator; wildcards and null ranks (negative)
+    /// stay as they are.
+    fn world_rank(&self, rank: i32) -> i32 {
+        usize::try_from(rank)
+            .ok()
+            .and_then(|i| self.to_world.get(i).copied())
+            .unwrap_or(rank)
+    }
+
+    fn transfer<T>(&self, peer: i32, tag: i32, buf: &[T]) -> Transfer {
+        let len = size_of_val(buf) as u64;
+        Transfer {
+            peer: self.world_rank(peer),
+            tag,
+            bytes: len,
+            comm: self.id,
+            buf: buf.as_ptr() as u64,
+            buf_len: len,
+        }
+    }
+
+    fn received(&self, request: Option<RequestId>, status: &Status) -> Completion {
+        let count = status.count(u8::equivalent_datatype());
+        Completion {
+            request: request.map(|r| r.0),
+            source: Some(self.world_rank(status.source_rank())),
+            tag: Some(status.tag()),
+            bytes: u64::try_from(count).ok(),
+        }
+    }
+
     /// This rank in the communicator.
     pub fn rank(&self) -> i32 {
         self.comm.rank()
@@ -283,7 +305,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         buf: &'b [T],
     ) -> TracedRequest<'b, [T], S> {
         let id = self.recorder.next_request_id();
-        let t = transfer(dest, tag, self.id, buf);
+        let t = self.transfer(dest, tag, buf);
         let start = self.now();
         let inner = self
             .comm
@@ -311,7 +333,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         buf: &'b mut [T],
     ) -> TracedRequest<'b, [T], S> {
         let id = self.recorder.next_request_id();
-        let t = transfer(source, tag, self.id, buf);
+        let t = self.transfer(source, tag, buf);
         let start = self.now();
         let inner = self
             .comm
@@ -388,7 +410,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Send` of `buf` to `dest`.
     pub fn send<T: Equivalence>(&self, dest: i32, tag: i32, buf: &[T]) {
-        let t = transfer(dest, tag, self.id, buf);
+        let t = self.transfer(dest, tag, buf);
         let start = self.now();
         self.comm.process_at_rank(dest).send_with_tag(buf, tag);
         let end = self.now();
@@ -398,7 +420,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Recv` into `buf` from `source`.
     pub fn recv<T: Equivalence>(&self, source: i32, tag: i32, buf: &mut [T]) -> Status {
-        let t = transfer(source, tag, self.id, buf);
+        let t = self.transfer(source, tag, buf);
         let start = self.now();
         let status = self
             .comm
@@ -406,7 +428,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
             .receive_into_with_tag(buf, tag);
         let end = self.now();
         let data = CallData::Blocking { transfer: t };
-        let done = [received(None, &status)];
+        let done = [self.received(None, &status)];
         self.recorder.record_call(Op::Recv, start, end, data, &done);
         status
     }
@@ -423,8 +445,8 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         recv: &mut [U],
     ) -> Status {
         let data = CallData::Sendrecv {
-            send: transfer(dest, send_tag, self.id, send),
-            recv: transfer(source, recv_tag, self.id, recv),
+            send: self.transfer(dest, send_tag, send),
+            recv: self.transfer(source, recv_tag, recv),
         };
         let start = self.now();
         let status = mpi::point_to_point::send_receive_into_with_tags(
@@ -436,7 +458,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
             recv_tag,
         );
         let end = self.now();
-        let done = [received(None, &status)];
+        let done = [self.received(None, &status)];
         self.recorder
             .record_call(Op::Sendrecv, start, end, data, &done);
         status
@@ -449,7 +471,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let status = inner.wait();
         let end = self.now();
         let done = [if receive {
-            received(Some(id), &status)
+            self.received(Some(id), &status)
         } else {
             sent(id)
         }];
@@ -492,7 +514,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
                 if receive {
                     // SAFETY: MPI_Waitall filled every status.
                     let status = Status::from_raw(unsafe { statuses[i].assume_init() });
-                    received(Some(id), &status)
+                    self.received(Some(id), &status)
                 } else {
                     sent(id)
                 }
@@ -511,7 +533,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         match outcome {
             Ok(status) => {
                 let done = [if receive {
-                    received(Some(id), &status)
+                    self.received(Some(id), &status)
                 } else {
                     sent(id)
                 }];

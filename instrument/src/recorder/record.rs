@@ -7,7 +7,7 @@ use crate::schema::{CallArgs, ClockSync, CommId, Completion, Nanos, Op, RequestI
 /// One side of a point-to-point transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Transfer {
-    /// Destination (send) or requested source (receive).
+    /// Destination (send) or requested source (receive), as a world rank.
     pub peer: i32,
     /// Tag (requested tag for a receive).
     pub tag: i32,

@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CallArgs {
-    /// Destination rank of a send, or requested source of a receive (`-2` is
-    /// `MPI_ANY_SOURCE` in MPICH), in the communicator `comm`.
+    /// Destination of a send, or requested source of a receive, as a rank of
+    /// `MPI_COMM_WORLD` whatever the communicator (negative values are MPI's wildcards
+    /// and null rank: `-2` is `MPI_ANY_SOURCE` in MPICH).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<i32>,
     /// Message tag (requested tag for a receive).
@@ -35,7 +36,7 @@ pub struct CallArgs {
     /// The request a post (Isend, Irecv) created.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<u64>,
-    /// Sendrecv only: the source the receive half named.
+    /// Sendrecv only: the source the receive half named (world rank).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_peer: Option<i32>,
     /// Sendrecv only: the tag the receive half named.
@@ -69,7 +70,7 @@ pub struct Completion {
     /// half of a blocking call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<u64>,
-    /// Receives only: the rank the message actually came from.
+    /// Receives only: the world rank the message actually came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<i32>,
     /// Receives only: the message's actual tag.
@@ -143,7 +144,7 @@ pub enum SyncPhase {
 /// One estimate of this rank's clock offset to rank 0 (Score-P's ping-pong method).
 ///
 /// At local time `local_ns` (relative to this rank's epoch), rank 0's `CLOCK_MONOTONIC`
-/// read `epoch_ns + local_ns + offset_ns`, give or take `error_ns`.
+/// read `epoch_ns + local_ns - offset_ns`, give or take `error_ns`.
 ///
 /// Wire struct: a change means bumping `FORMAT_VERSION`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -153,7 +154,7 @@ pub struct ClockSync {
     pub phase: SyncPhase,
     /// Local time of the estimate, ns since this rank's epoch.
     pub local_ns: u64,
-    /// Rank 0's absolute clock minus this rank's absolute clock, in ns.
+    /// This rank's absolute clock minus rank 0's, in ns (Score-P's sign).
     pub offset_ns: i64,
     /// Bound on the error of `offset_ns`: half the best round trip, in ns.
     pub error_ns: u64,

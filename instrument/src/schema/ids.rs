@@ -57,7 +57,7 @@ impl fmt::Display for Rank {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Tag(pub i32);
 
-/// A communicator, numbered per rank in the order the program created them
+/// A communicator: an id the program gives it, the same on every rank
 /// (`MPI_COMM_WORLD` is 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CommId(pub u32);
