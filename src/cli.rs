@@ -162,7 +162,11 @@ fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
     let merged = merge_dir(&ranks_dir);
     let failure = outcome.failure(|pid| {
         let m = merged.as_ref().ok()?;
-        m.merged.ranks.iter().find(|r| r.os_pid == pid).map(|r| r.rank)
+        m.merged
+            .ranks
+            .iter()
+            .find(|r| r.os_pid == pid)
+            .map(|r| r.rank)
     });
     match (failure, merged) {
         (None, Ok(m)) => {
@@ -171,7 +175,10 @@ fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
         }
         (Some(failure), Ok(m)) => {
             report_merge(&m, &ranks_dir, &a.out)?;
-            bail!("{failure}\nwhat was recorded is merged in {}", a.out.display())
+            bail!(
+                "{failure}\nwhat was recorded is merged in {}",
+                a.out.display()
+            )
         }
         (None, Err(e)) => Err(e).context("merging the trace"),
         (Some(failure), Err(e)) => bail!("{failure}\nand nothing could be merged: {e}"),

@@ -47,7 +47,8 @@ impl LaunchOutcome {
             self.status, self.command
         );
         for b in &self.bad_exits {
-            let who = rank_of(b.os_pid).map_or_else(|| "a process".to_string(), |r| format!("rank {r}"));
+            let who =
+                rank_of(b.os_pid).map_or_else(|| "a process".to_string(), |r| format!("rank {r}"));
             // Hydra reports a signal as the exit code (9) or as 128 + signal.
             let how = match b.code {
                 c if c > 128 => format!("killed by signal {}", c - 128),
@@ -152,7 +153,10 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
     // Pass both streams through as they come, keeping what tells how the run ended.
     let out_thread = std::thread::spawn(move || {
         let mut lines = Vec::new();
-        for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+        for line in BufReader::new(stdout)
+            .lines()
+            .map_while(std::result::Result::ok)
+        {
             println!("{line}");
             lines.push(line);
         }
@@ -171,7 +175,11 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
     let mut all_lines = out_thread.join().unwrap_or_default();
     all_lines.extend(err_lines);
     let status = child.wait().context("waiting for mpiexec")?;
-    if !status.success() && rank_errors.is_empty() && !kernels.exists() && kernels.components().count() > 1 {
+    if !status.success()
+        && rank_errors.is_empty()
+        && !kernels.exists()
+        && kernels.components().count() > 1
+    {
         bail!("{} does not exist", kernels.display());
     }
     Ok(LaunchOutcome {

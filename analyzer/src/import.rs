@@ -148,8 +148,7 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
         Some(b'[') => pos += 1,
         Some(_) => {
             return Err(not_a_trace(
-                "it does not start with '[' (a per-rank trace is a JSON array of events)"
-                    .into(),
+                "it does not start with '[' (a per-rank trace is a JSON array of events)".into(),
             ))
         }
         None => return Err(not_a_trace("the file is empty".into())),
@@ -191,7 +190,9 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
                 break;
             }
             Some(Err(e)) if header.is_none() && index == 0 => {
-                return Err(not_a_trace(format!("first value is not a trace event: {e}")));
+                return Err(not_a_trace(format!(
+                    "first value is not a trace event: {e}"
+                )));
             }
             Some(Err(e)) => Err(format!("not a valid trace event: {e}")),
             None => break,
@@ -233,10 +234,12 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
                 match r {
                     Ok(()) => Ok(consumed),
                     // A header that is there but wrong makes the whole file unusable.
-                    Err(reason) => match header.is_none().then(|| header_error(path, &raw)).flatten() {
-                        Some(fatal) => Err(Unusable::File(fatal)),
-                        None => Err(Unusable::Event(reason)),
-                    },
+                    Err(reason) => {
+                        match header.is_none().then(|| header_error(path, &raw)).flatten() {
+                            Some(fatal) => Err(Unusable::File(fatal)),
+                            None => Err(Unusable::Event(reason)),
+                        }
+                    }
                 }
             }
         };
@@ -373,7 +376,9 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
                 .entry(raw.pid)
                 .or_default()
                 .push(complete_event(raw).map_err(at)?),
-            Phase::Metadata if MetaName::from_wire_name(&raw.name) == Some(MetaName::ProcessName) => {
+            Phase::Metadata
+                if MetaName::from_wire_name(&raw.name) == Some(MetaName::ProcessName) =>
+            {
                 let n: NameArgs = meta_args(raw).map_err(at)?;
                 process_names.insert(raw.pid, n.name);
             }

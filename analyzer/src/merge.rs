@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use overlap_instrument::clock::ClockModel;
 use overlap_instrument::schema::wire::{
-    event_to_wire, Category, FlowBinding, InstantScope, Micros, MetaName, NameArgs, ObjectWriter,
+    event_to_wire, Category, FlowBinding, InstantScope, MetaName, Micros, NameArgs, ObjectWriter,
     Phase, SortIndexArgs, WireEvent,
 };
 use overlap_instrument::schema::{
@@ -207,7 +207,13 @@ pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
     let models: Vec<ClockModel> = traces
         .iter()
         .zip(&measured)
-        .map(|(t, m)| if shares_clock(t) { ClockModel::identity() } else { *m })
+        .map(|(t, m)| {
+            if shares_clock(t) {
+                ClockModel::identity()
+            } else {
+                *m
+            }
+        })
         .collect();
     let run_start = traces
         .iter()
@@ -352,7 +358,9 @@ fn requests_and_receives(merged: &Merged) -> (Vec<RequestLife>, Vec<Receive>) {
             let comm = c.args.comm.unwrap_or(0);
             match c.op {
                 Op::Isend | Op::Irecv => {
-                    let Some(request) = c.args.request else { continue };
+                    let Some(request) = c.args.request else {
+                        continue;
+                    };
                     let done = completed.get(&request).copied();
                     lives.push(RequestLife {
                         rank: a.rank,
@@ -406,12 +414,17 @@ fn match_messages(merged: &Merged, receives: &[Receive]) -> (Vec<Message>, u64, 
             let (Some(peer), Some(tag)) = (c.args.peer, c.args.tag) else {
                 continue;
             };
-            let Ok(dest) = u32::try_from(peer) else { continue };
+            let Ok(dest) = u32::try_from(peer) else {
+                continue;
+            };
             let key = (a.rank, dest, tag, c.args.comm.unwrap_or(0));
-            sends
-                .entry(key)
-                .or_default()
-                .push((EventRef { rank: a.rank, index }, c.args.bytes.unwrap_or(0)));
+            sends.entry(key).or_default().push((
+                EventRef {
+                    rank: a.rank,
+                    index,
+                },
+                c.args.bytes.unwrap_or(0),
+            ));
         }
     }
     let mut recvs: BTreeMap<MatchKey, Vec<&Receive>> = BTreeMap::new();
@@ -437,9 +450,9 @@ fn match_messages(merged: &Merged, receives: &[Receive]) -> (Vec<Message>, u64, 
                 unmatched_sends += 1;
                 continue;
             };
-            let suspect = r.completion.is_some_and(|c| {
-                end_of(merged, c) < start_of(merged, *send)
-            });
+            let suspect = r
+                .completion
+                .is_some_and(|c| end_of(merged, c) < start_of(merged, *send));
             messages.push(Message {
                 id: 0,
                 send: *send,
@@ -514,15 +527,18 @@ pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
         std::fs::create_dir_all(dir).map_err(io_err)?;
     }
     let file = File::create(path).map_err(io_err)?;
-    let mut w = ObjectWriter::new(BufWriter::with_capacity(1 << 16, file), &merged.info)
-        .map_err(io_err)?;
+    let mut w =
+        ObjectWriter::new(BufWriter::with_capacity(1 << 16, file), &merged.info).map_err(io_err)?;
     write_events(merged, &mut w).map_err(io_err)?;
     let n = w.written();
     w.finish().map_err(io_err)?;
     Ok(n)
 }
 
-fn write_events<W: std::io::Write>(merged: &Merged, w: &mut ObjectWriter<W>) -> std::io::Result<()> {
+fn write_events<W: std::io::Write>(
+    merged: &Merged,
+    w: &mut ObjectWriter<W>,
+) -> std::io::Result<()> {
     for a in &merged.ranks {
         let pid = a.rank;
         let name = NameArgs {
@@ -554,10 +570,19 @@ fn write_events<W: std::io::Write>(merged: &Merged, w: &mut ObjectWriter<W>) -> 
         let (Some(send), Some(done)) = (merged.event(m.send), m.completion) else {
             continue;
         };
-        let Some(done_ev) = merged.event(done) else { continue };
+        let Some(done_ev) = merged.event(done) else {
+            continue;
+        };
         if m.clock_suspect {
-            let Some(args) = suspect_record(merged, m) else { continue };
-            let mut ev = WireEvent::new("clock-suspect message", Phase::Instant, done.rank, done_ev.tid());
+            let Some(args) = suspect_record(merged, m) else {
+                continue;
+            };
+            let mut ev = WireEvent::new(
+                "clock-suspect message",
+                Phase::Instant,
+                done.rank,
+                done_ev.tid(),
+            );
             ev.cat = Some(Category::Clock);
             ev.ts = Some(Micros(done_ev.end()));
             ev.s = Some(InstantScope::Thread);
@@ -565,12 +590,14 @@ fn write_events<W: std::io::Write>(merged: &Merged, w: &mut ObjectWriter<W>) -> 
             w.write(&ev)?;
             continue;
         }
-        let mut s: WireEvent<'_, ()> = WireEvent::new("message", Phase::FlowStart, m.send.rank, send.tid());
+        let mut s: WireEvent<'_, ()> =
+            WireEvent::new("message", Phase::FlowStart, m.send.rank, send.tid());
         s.cat = Some(Category::Message);
         s.id = Some(m.id);
         s.ts = Some(Micros(flow_out_point(send)));
         w.write(&s)?;
-        let mut f: WireEvent<'_, ()> = WireEvent::new("message", Phase::FlowEnd, done.rank, done_ev.tid());
+        let mut f: WireEvent<'_, ()> =
+            WireEvent::new("message", Phase::FlowEnd, done.rank, done_ev.tid());
         f.cat = Some(Category::Message);
         f.id = Some(m.id);
         f.bp = Some(FlowBinding::Enclosing);
@@ -629,7 +656,8 @@ fn write_request<W: std::io::Write>(
     b.ts = Some(Micros(post.start));
     b.args = Some(args);
     w.write(&b)?;
-    let mut e: WireEvent<'_, ()> = WireEvent::new(name.as_str(), Phase::AsyncEnd, life.rank, post.tid);
+    let mut e: WireEvent<'_, ()> =
+        WireEvent::new(name.as_str(), Phase::AsyncEnd, life.rank, post.tid);
     e.cat = Some(Category::Request);
     e.id = Some(id);
     e.ts = Some(Micros(end));

@@ -166,7 +166,15 @@ mod tests {
         let waiting: Vec<Op> = Op::ALL.into_iter().filter(|o| is_waiting(*o)).collect();
         assert_eq!(
             waiting,
-            vec![Op::Send, Op::Recv, Op::Sendrecv, Op::Wait, Op::Waitall, Op::Test, Op::Barrier]
+            vec![
+                Op::Send,
+                Op::Recv,
+                Op::Sendrecv,
+                Op::Wait,
+                Op::Waitall,
+                Op::Test,
+                Op::Barrier
+            ]
         );
     }
 }

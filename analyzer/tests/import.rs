@@ -13,7 +13,10 @@ use overlap_instrument::schema::{Op, SyncPhase};
 fn sample() -> overlap_analyzer::model::RankTrace {
     rank_trace(
         header(0, 2, 42, "A"),
-        vec![sync(SyncPhase::Init, 0, 0, 0), sync(SyncPhase::Final, 500, 0, 0)],
+        vec![
+            sync(SyncPhase::Init, 0, 0, 0),
+            sync(SyncPhase::Final, 500, 0, 0),
+        ],
         vec![
             isend(10, 20, 1, 3, 64, 1),
             compute(20, 200, "compute"),
@@ -52,7 +55,10 @@ fn a_file_without_footer_or_bracket_keeps_every_event() {
     assert_eq!(t.events.len(), 3);
     assert!(t.problems.is_empty());
     assert!(!t.is_complete());
-    assert!(t.incompleteness().expect("incomplete").contains("without its footer"));
+    assert!(t
+        .incompleteness()
+        .expect("incomplete")
+        .contains("without its footer"));
 }
 
 #[test]
@@ -63,7 +69,10 @@ fn a_half_written_last_event_is_cut_and_reported() {
     let t = parse(&text[..cut]).expect("reads the prefix");
     assert_eq!(t.events.len(), 2);
     let p = &t.problems[0];
-    assert_eq!(p.event_index, 6, "process_name, header, thread_name, sync, 2 events, then it");
+    assert_eq!(
+        p.event_index, 6,
+        "process_name, header, thread_name, sync, 2 events, then it"
+    );
     assert_eq!(p.line, 8);
     assert!(p.reason.contains("ends in the middle of this event"), "{p}");
 }
@@ -76,7 +85,11 @@ fn an_unknown_call_is_skipped_and_named() {
     assert_eq!(t.events.len(), 2);
     assert_eq!(t.problems.len(), 1);
     let p = &t.problems[0];
-    assert!(p.to_string().contains("event 6 (line 8): unknown MPI call \"MPI_Frobnicate\""), "{p}");
+    assert!(
+        p.to_string()
+            .contains("event 6 (line 8): unknown MPI call \"MPI_Frobnicate\""),
+        "{p}"
+    );
     // What follows the bad event is still read.
     assert!(t.footer.is_some());
     assert_eq!(t.syncs.len(), 2);
@@ -90,8 +103,15 @@ fn a_corrupt_line_is_reported_with_its_place_and_skipped() {
     let t = parse(&text).expect("reads the rest");
     assert_eq!(t.events.len(), 2, "the Isend before and the Waitall after");
     let p = &t.problems[0];
-    assert!(p.to_string().starts_with("event 5 (line 7): not a valid trace event"), "{p}");
-    assert!(t.incompleteness().expect("incomplete").contains("event 5 (line 7)"));
+    assert!(
+        p.to_string()
+            .starts_with("event 5 (line 7): not a valid trace event"),
+        "{p}"
+    );
+    assert!(t
+        .incompleteness()
+        .expect("incomplete")
+        .contains("event 5 (line 7)"));
 }
 
 #[test]
@@ -115,7 +135,10 @@ fn not_json_is_not_a_trace() {
     let err = parse("").expect_err("refused");
     assert!(err.to_string().contains("the file is empty"));
     let err = parse("[ 42, 43 ]").expect_err("refused");
-    assert!(err.to_string().contains("first value is not a trace event"), "{err}");
+    assert!(
+        err.to_string().contains("first value is not a trace event"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -123,7 +146,17 @@ fn another_format_version_is_refused() {
     let (_d, text) = written(true);
     let text = text.replacen("\"format_version\":1", "\"format_version\":99", 1);
     let err = parse(&text).expect_err("refused");
-    assert!(matches!(err, Error::Version { found: 99, supported: 1, .. }), "{err:?}");
+    assert!(
+        matches!(
+            err,
+            Error::Version {
+                found: 99,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
     assert_eq!(
         err.to_string(),
         "rank-0.json: trace format version 99, but this overlap reads version 1"
@@ -133,9 +166,16 @@ fn another_format_version_is_refused() {
 #[test]
 fn another_format_is_refused() {
     let (_d, text) = written(true);
-    let text = text.replacen("\"format\":\"overlap-trace\"", "\"format\":\"something-else\"", 1);
+    let text = text.replacen(
+        "\"format\":\"overlap-trace\"",
+        "\"format\":\"something-else\"",
+        1,
+    );
     let err = parse(&text).expect_err("refused");
-    assert!(err.to_string().contains("format is \"something-else\""), "{err}");
+    assert!(
+        err.to_string().contains("format is \"something-else\""),
+        "{err}"
+    );
 }
 
 #[test]

@@ -32,7 +32,10 @@ use overlap_instrument::schema::{Event, Nanos, Op, SyncPhase};
 fn two_ranks() -> Vec<overlap_analyzer::model::RankTrace> {
     let r0 = rank_trace(
         header(0, 2, 10_000, "clock-A"),
-        vec![sync(SyncPhase::Init, 0, 0, 0), sync(SyncPhase::Final, 800, 0, 0)],
+        vec![
+            sync(SyncPhase::Init, 0, 0, 0),
+            sync(SyncPhase::Final, 800, 0, 0),
+        ],
         vec![
             isend(100, 110, 1, 5, 8, 1),
             isend(120, 130, 1, 5, 8, 2),
@@ -44,7 +47,10 @@ fn two_ranks() -> Vec<overlap_analyzer::model::RankTrace> {
     );
     let r1 = rank_trace(
         header(1, 2, 9_000, "clock-B"),
-        vec![sync(SyncPhase::Init, 0, -1000, 40), sync(SyncPhase::Final, 800, -1000, 60)],
+        vec![
+            sync(SyncPhase::Init, 0, -1000, 40),
+            sync(SyncPhase::Final, 800, -1000, 60),
+        ],
         vec![
             recv(20, 30, 0, 11, 8),
             irecv(50, 60, 0, 5, 8, 1),
@@ -67,7 +73,10 @@ fn op_at(m: &Merged, r: EventRef) -> (Op, u64) {
 #[test]
 fn matches_in_non_overtaking_order_and_flags_clock_suspects() {
     let m = merge(two_ranks());
-    assert_eq!(m.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(), vec![0, 1]);
+    assert_eq!(
+        m.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
     // Both ranks align onto the same times.
     assert_eq!(m.ranks[1].events[0].start(), Nanos(20));
     assert_eq!(m.ranks[0].events[0].start(), Nanos(100));
@@ -88,10 +97,34 @@ fn matches_in_non_overtaking_order_and_flags_clock_suspects() {
     assert_eq!(
         got,
         vec![
-            (5, (Op::Isend, 100), (Op::Irecv, 50), Some((Op::Wait, 430)), false),
-            (5, (Op::Isend, 120), (Op::Irecv, 70), Some((Op::Wait, 390)), false),
-            (9, (Op::Send, 300), (Op::Recv, 150), Some((Op::Recv, 150)), false),
-            (11, (Op::Send, 600), (Op::Recv, 20), Some((Op::Recv, 20)), true),
+            (
+                5,
+                (Op::Isend, 100),
+                (Op::Irecv, 50),
+                Some((Op::Wait, 430)),
+                false
+            ),
+            (
+                5,
+                (Op::Isend, 120),
+                (Op::Irecv, 70),
+                Some((Op::Wait, 390)),
+                false
+            ),
+            (
+                9,
+                (Op::Send, 300),
+                (Op::Recv, 150),
+                Some((Op::Recv, 150)),
+                false
+            ),
+            (
+                11,
+                (Op::Send, 600),
+                (Op::Recv, 20),
+                Some((Op::Recv, 20)),
+                true
+            ),
         ]
     );
     assert_eq!(m.info.messages, 4);
@@ -100,12 +133,19 @@ fn matches_in_non_overtaking_order_and_flags_clock_suspects() {
     assert_eq!(m.info.clock_suspect.len(), 1);
     let s = &m.info.clock_suspect[0];
     assert_eq!((s.send_rank, s.recv_rank, s.tag), (0, 1, 11));
-    assert_eq!((s.send_ns, s.recv_complete_ns, s.backwards_ns), (600, 30, 570));
+    assert_eq!(
+        (s.send_ns, s.recv_complete_ns, s.backwards_ns),
+        (600, 30, 570)
+    );
     assert_eq!(m.info.max_clock_error_ns, 60);
     assert!(!m.info.ranks[1].shared_clock);
     // Request lifetimes: three posts on rank 0, two on rank 1.
     assert_eq!(m.requests.len(), 5);
-    let never: Vec<_> = m.requests.iter().filter(|r| r.completion.is_none()).collect();
+    let never: Vec<_> = m
+        .requests
+        .iter()
+        .filter(|r| r.completion.is_none())
+        .collect();
     assert_eq!(never.len(), 1);
     assert_eq!((never[0].rank, never[0].request), (0, 3));
 }
@@ -123,22 +163,44 @@ fn merged_file_has_flows_requests_and_metadata() {
     assert_eq!(t.flows.len(), 3);
     // Arrows leave just inside the send's start and enter just inside the end of the
     // call that completed the receive.
-    let tag9 = t.flows.iter().find(|f| f.from.ns == 301).expect("flow from Send@300-360");
+    let tag9 = t
+        .flows
+        .iter()
+        .find(|f| f.from.ns == 301)
+        .expect("flow from Send@300-360");
     let to = tag9.to.expect("has an end");
     assert_eq!((to.rank, to.ns), (1, 379), "end of Recv 150-380");
     for f in &t.flows {
-        assert!(f.to.expect("end").ns >= f.from.ns, "no arrow points back: {f:?}");
+        assert!(
+            f.to.expect("end").ns >= f.from.ns,
+            "no arrow points back: {f:?}"
+        );
     }
     assert_eq!(t.requests.len(), 5);
-    let isend1 = t.requests.iter().find(|r| r.rank == 0 && r.begin_ns == 100).expect("Isend req 1");
+    let isend1 = t
+        .requests
+        .iter()
+        .find(|r| r.rank == 0 && r.begin_ns == 100)
+        .expect("Isend req 1");
     assert_eq!(isend1.name, "Isend → 1");
-    assert_eq!(isend1.end_ns, Some(500), "completed by the Waitall ending at 500");
-    let never = t.requests.iter().find(|r| r.name.ends_with("(never completed)")).expect("req 3");
+    assert_eq!(
+        isend1.end_ns,
+        Some(500),
+        "completed by the Waitall ending at 500"
+    );
+    let never = t
+        .requests
+        .iter()
+        .find(|r| r.name.ends_with("(never completed)"))
+        .expect("req 3");
     assert_eq!(never.end_ns, Some(710));
     assert_eq!(t.info, m.info);
     let text = std::fs::read_to_string(&out).expect("read");
     assert!(text.starts_with("{\"otherData\":"));
-    assert!(text.contains("\"ph\":\"i\""), "clock-suspect instant written");
+    assert!(
+        text.contains("\"ph\":\"i\""),
+        "clock-suspect instant written"
+    );
 }
 
 #[test]
@@ -154,7 +216,10 @@ fn offsets_are_interpolated_between_init_and_final() {
     );
     let r1 = rank_trace(
         header(1, 2, 0, "B"),
-        vec![sync(SyncPhase::Init, 0, -1000, 10), sync(SyncPhase::Final, 1_000_000, -2000, 10)],
+        vec![
+            sync(SyncPhase::Init, 0, -1000, 10),
+            sync(SyncPhase::Final, 1_000_000, -2000, 10),
+        ],
         vec![send(500_000, 500_100, 0, 3, 8)],
     );
     let m = merge(vec![r0, r1]);
@@ -164,18 +229,33 @@ fn offsets_are_interpolated_between_init_and_final() {
     assert_eq!(m.ranks[0].events[0].start(), Nanos(400_000));
     assert_eq!(m.messages.len(), 1);
     assert!(!m.messages[0].clock_suspect);
-    assert_eq!(m.info.ranks[1].drift_ppb, Some(-1e6), "rank 1's clock runs slow");
+    assert_eq!(
+        m.info.ranks[1].drift_ppb,
+        Some(-1e6),
+        "rank 1's clock runs slow"
+    );
 }
 
 #[test]
 fn ranks_sharing_rank_0s_clock_are_not_corrected() {
     // Same clock domain: the measured offset (+777 ± 50) is noise and is not applied.
-    let r0 = rank_trace(header(0, 2, 5_000, "boot-1"), vec![sync(SyncPhase::Init, 0, 0, 0)], vec![send(10, 20, 1, 0, 8)]);
-    let r1 = rank_trace(header(1, 2, 5_000, "boot-1"), vec![sync(SyncPhase::Init, 0, 777, 50)], vec![recv(15, 30, 0, 0, 8)]);
+    let r0 = rank_trace(
+        header(0, 2, 5_000, "boot-1"),
+        vec![sync(SyncPhase::Init, 0, 0, 0)],
+        vec![send(10, 20, 1, 0, 8)],
+    );
+    let r1 = rank_trace(
+        header(1, 2, 5_000, "boot-1"),
+        vec![sync(SyncPhase::Init, 0, 777, 50)],
+        vec![recv(15, 30, 0, 0, 8)],
+    );
     let m = merge(vec![r0, r1]);
     assert_eq!(m.ranks[1].events[0].start(), Nanos(15));
     assert!(m.info.ranks[1].shared_clock);
-    assert_eq!(m.info.ranks[1].init_offset_ns, 777, "the measurement is still reported");
+    assert_eq!(
+        m.info.ranks[1].init_offset_ns, 777,
+        "the measurement is still reported"
+    );
     assert_eq!(m.info.max_clock_error_ns, 0);
 }
 
@@ -210,7 +290,10 @@ fn summary_splits_compute_mpi_and_waiting() {
     );
     let s = summarize(&merge(vec![r0]));
     let r = &s.ranks[0];
-    assert_eq!((r.wall, r.compute, r.in_mpi, r.waiting), (Nanos(400), Nanos(290), Nanos(110), Nanos(100)));
+    assert_eq!(
+        (r.wall, r.compute, r.in_mpi, r.waiting),
+        (Nanos(400), Nanos(290), Nanos(110), Nanos(100))
+    );
     assert_eq!(r.calls[&Op::Isend], 1);
     assert!(s.to_table().contains("72.5%"), "{}", s.to_table());
 }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use overlap_analyzer::import::read_rank_file;
+use overlap_instrument::clock::{ClockSource, Stamp};
 use overlap_instrument::recorder::{CallData, ChromeJsonSink, Recorder, RecorderConfig, Transfer};
 use overlap_instrument::schema::{
     CallArgs, CallEvent, ClockSync, CommId, Completion, ComputeEvent, Event, Header, Nanos, Op,
@@ -30,27 +31,63 @@ fn record_sequence(rec: &Recorder, thread: u64, n: u64) -> Vec<Event> {
     let mut expected = Vec::new();
     for i in 0..n {
         let t = thread * 1_000_000_000 + i * 1000;
-        let transfer = Transfer { peer: 1, tag: i as i32, bytes: 8 * i, comm: CommId::WORLD, buf: 0xdead_b000 + i, buf_len: 8 * i };
+        let transfer = Transfer {
+            peer: 1,
+            tag: i as i32,
+            bytes: 8 * i,
+            comm: CommId::WORLD,
+            buf: 0xdead_b000 + i,
+            buf_len: 8 * i,
+        };
         let request = RequestId(thread * 1_000_000 + i);
-        rec.record_call(Op::Isend, Nanos(t), Nanos(t + 10), CallData::Post { transfer, request }, &[]);
-        rec.record_compute("step", Nanos(t + 10), Nanos(t + 500));
-        let done = [Completion { request: Some(request.0), source: None, tag: None, bytes: None }];
-        rec.record_call(Op::Wait, Nanos(t + 500), Nanos(t + 900), CallData::Complete { flag: None }, &done);
+        let at = |ns: u64| Stamp::from_nanos(Nanos(ns));
+        rec.record_call(
+            Op::Isend,
+            at(t),
+            at(t + 10),
+            CallData::Post { transfer, request },
+            &[],
+        );
+        rec.record_compute("step", at(t + 10), at(t + 500));
+        let done = [Completion {
+            request: Some(request.0),
+            source: None,
+            tag: None,
+            bytes: None,
+        }];
+        rec.record_call(
+            Op::Wait,
+            at(t + 500),
+            at(t + 900),
+            CallData::Complete { flag: None },
+            &done,
+        );
         let tid = thread as u32;
         expected.push(Event::Call(CallEvent {
             tid,
             start: Nanos(t),
             end: Nanos(t + 10),
             op: Op::Isend,
-            args: CallArgs { request: Some(request.0), ..CallData::Post { transfer, request }.to_args(vec![]) },
+            args: CallArgs {
+                request: Some(request.0),
+                ..CallData::Post { transfer, request }.to_args(vec![])
+            },
         }));
-        expected.push(Event::Compute(ComputeEvent { tid, start: Nanos(t + 10), end: Nanos(t + 500), name: "step".into() }));
+        expected.push(Event::Compute(ComputeEvent {
+            tid,
+            start: Nanos(t + 10),
+            end: Nanos(t + 500),
+            name: "step".into(),
+        }));
         expected.push(Event::Call(CallEvent {
             tid,
             start: Nanos(t + 500),
             end: Nanos(t + 900),
             op: Op::Wait,
-            args: CallArgs { completed: done.to_vec(), ..CallArgs::default() },
+            args: CallArgs {
+                completed: done.to_vec(),
+                ..CallArgs::default()
+            },
         }));
     }
     expected
@@ -63,8 +100,16 @@ fn roundtrip(threads: u64) {
     let mut config = RecorderConfig::default();
     config.ring_capacity = 256;
     config.flush_interval = Duration::from_millis(2);
+    config.clock = ClockSource::Monotonic;
     let rec = Recorder::with_epoch(sink, config, header().epoch_ns).expect("recorder");
-    let sync = ClockSync { phase: SyncPhase::Init, local_ns: 5, offset_ns: -12, error_ns: 300, rtt_ns: 600, rounds: 20 };
+    let sync = ClockSync {
+        phase: SyncPhase::Init,
+        local_ns: 5,
+        offset_ns: -12,
+        error_ns: 300,
+        rtt_ns: 600,
+        rounds: 20,
+    };
     rec.record_clock_sync(sync);
     // Thread k gets tid k: the main thread registered first (the sync), so spawn
     // threads one after another to keep registration order fixed.
@@ -90,7 +135,12 @@ fn roundtrip(threads: u64) {
     assert_eq!(t.footer.map(|f| f.events), Some(threads * 2100));
     assert_eq!(t.threads.len() as u64, threads);
     for (tid, exp) in expected.iter().enumerate() {
-        let got: Vec<Event> = t.events.iter().filter(|e| e.tid() == tid as u32).cloned().collect();
+        let got: Vec<Event> = t
+            .events
+            .iter()
+            .filter(|e| e.tid() == tid as u32)
+            .cloned()
+            .collect();
         assert_eq!(&got, exp, "thread {tid}");
     }
     if threads > 1 {

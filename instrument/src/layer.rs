@@ -13,14 +13,14 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
+use crate::clock::Stamp;
 use crate::recorder::Recorder;
-use crate::schema::Nanos;
 
 /// Spans nested deeper than this on one thread are not recorded.
 const MAX_DEPTH: usize = 64;
 
 struct OpenSpans {
-    stack: [(u64, Nanos); MAX_DEPTH],
+    stack: [(u64, Stamp); MAX_DEPTH],
     depth: usize,
     /// Enters beyond `MAX_DEPTH` that were not recorded, so their exits are skipped too.
     overflow: usize,
@@ -28,7 +28,7 @@ struct OpenSpans {
 
 thread_local! {
     static OPEN: RefCell<OpenSpans> = const {
-        RefCell::new(OpenSpans { stack: [(0, Nanos(0)); MAX_DEPTH], depth: 0, overflow: 0 })
+        RefCell::new(OpenSpans { stack: [(0, Stamp::ZERO); MAX_DEPTH], depth: 0, overflow: 0 })
     };
 }
 
@@ -64,7 +64,7 @@ where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     fn on_enter(&self, id: &span::Id, _ctx: Context<'_, S>) {
-        let now = self.recorder.now();
+        let now = self.recorder.stamp();
         OPEN.with(|open| {
             let mut open = open.borrow_mut();
             if open.depth < MAX_DEPTH {
@@ -78,7 +78,7 @@ where
     }
 
     fn on_exit(&self, id: &span::Id, ctx: Context<'_, S>) {
-        let now = self.recorder.now();
+        let now = self.recorder.stamp();
         let start = OPEN.with(|open| {
             let mut open = open.borrow_mut();
             if open.overflow > 0 {

@@ -20,10 +20,10 @@ use mpi::request::{Request, Scope, StaticScope};
 use mpi::topology::{Communicator, Group, SimpleCommunicator};
 use smallvec::SmallVec;
 
-use crate::clock::{clock_domain, monotonic_now_ns, synchronize, SyncTransport};
+use crate::clock::{clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport};
 use crate::recorder::{CallData, ChromeJsonSink, FinishReport, Recorder, RecorderConfig, Transfer};
 use crate::schema::{
-    ClockSync, CommId, Completion, Header, Nanos, Op, Params, RequestId, SyncPhase, FORMAT_NAME,
+    ClockSync, CommId, Completion, Header, Op, Params, RequestId, SyncPhase, FORMAT_NAME,
     FORMAT_VERSION,
 };
 use crate::Result;
@@ -134,7 +134,11 @@ impl TraceSession {
     }
 
     fn align_clock(&self, phase: SyncPhase) {
-        let est = synchronize(&MpiTransport(&self.sync_comm), self.rounds, monotonic_now_ns);
+        let est = synchronize(
+            &MpiTransport(&self.sync_comm),
+            self.rounds,
+            monotonic_now_ns,
+        );
         let epoch = self.recorder.epoch_ns();
         self.recorder.record_clock_sync(ClockSync {
             phase,
@@ -292,8 +296,9 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         self.comm
     }
 
-    fn now(&self) -> Nanos {
-        self.recorder.now()
+    #[inline]
+    fn now(&self) -> Stamp {
+        self.recorder.stamp()
     }
 
     /// `MPI_Isend` of `buf` to `dest`.
@@ -354,7 +359,12 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Isend` of an owned buffer; [`TracedComm::wait_owned`] or
     /// [`TracedComm::wait_all_owned`] give it back.
-    pub fn isend_owned<T: Equivalence + 'static>(&self, dest: i32, tag: i32, buf: Vec<T>) -> OwnedRequest<T> {
+    pub fn isend_owned<T: Equivalence + 'static>(
+        &self,
+        dest: i32,
+        tag: i32,
+        buf: Vec<T>,
+    ) -> OwnedRequest<T> {
         // SAFETY: the slice points into `buf`'s heap block, which the returned request
         // owns and neither touches nor frees until MPI has completed the request (on
         // wait, or in its Drop). Moving a Vec does not move its heap block.
@@ -385,8 +395,14 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Wait` on an owned request: its buffer and status.
-    pub fn wait_owned<T: Equivalence + 'static>(&self, mut request: OwnedRequest<T>) -> (Vec<T>, Status) {
-        let traced = request.traced.take().expect("an OwnedRequest is pending until waited");
+    pub fn wait_owned<T: Equivalence + 'static>(
+        &self,
+        mut request: OwnedRequest<T>,
+    ) -> (Vec<T>, Status) {
+        let traced = request
+            .traced
+            .take()
+            .expect("an OwnedRequest is pending until waited");
         let status = self.wait(traced);
         (std::mem::take(&mut request.buf), status)
     }
@@ -401,7 +417,11 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let mut traced = Vec::with_capacity(requests.len());
         let mut taken = Vec::with_capacity(requests.len());
         for mut r in requests.drain(..) {
-            traced.push(r.traced.take().expect("an OwnedRequest is pending until waited"));
+            traced.push(
+                r.traced
+                    .take()
+                    .expect("an OwnedRequest is pending until waited"),
+            );
             taken.push(std::mem::take(&mut r.buf));
         }
         self.wait_all(&mut traced);

@@ -224,7 +224,9 @@ impl Kernel for FalseOverlap {
         let rank = comm.rank();
         let peer = neighbour(rank, comm.size());
         let large = o.size * o.ratio;
-        let mut data: Vec<f64> = (0..o.size).map(|j| (rank as f64) + j as f64 * 1e-3).collect();
+        let mut data: Vec<f64> = (0..o.size)
+            .map(|j| (rank as f64) + j as f64 * 1e-3)
+            .collect();
         let mut send_buf = vec![0u64; large];
         let mut recv_buf = vec![0u64; large];
         let mut pending_sends: Vec<OwnedRequest<u64>> = Vec::new();
@@ -339,6 +341,9 @@ mod tests {
         let k = FalseOverlap::default();
         assert!(k.verify(&buf, 3, 5, 1).is_ok());
         let err = k.verify(&bad, 3, 5, 1).expect_err("corrupt");
-        assert!(err.to_string().contains("payload from rank 3 is corrupt"), "{err}");
+        assert!(
+            err.to_string().contains("payload from rank 3 is corrupt"),
+            "{err}"
+        );
     }
 }

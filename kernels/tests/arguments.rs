@@ -23,7 +23,13 @@ fn bad_values_name_the_flag() {
     let out = kernels(&["false-overlap", "--trace-dir", "/tmp/x", "--iters", "many"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--iters: 'many' is not a valid number"));
-    let out = kernels(&["false-overlap", "--trace-dir", "/tmp/x", "--variant", "clever"]);
+    let out = kernels(&[
+        "false-overlap",
+        "--trace-dir",
+        "/tmp/x",
+        "--variant",
+        "clever",
+    ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("'clever' is not naive or fixed"));
     let out = kernels(&["false-overlap"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--trace-dir is required"));

@@ -31,8 +31,16 @@ fn run_and_read(ranks: u32, variant: &str) -> MergedTrace {
     let out = dir.path().join(format!("fo-{variant}-{ranks}.json"));
     let run = run_false_overlap(ranks, variant, ITERS, &out, &[]);
     assert!(run.success(), "{}", run.describe());
-    assert!(run.stdout().contains("payloads verified"), "{}", run.describe());
-    assert!(run.stdout().contains("waiting"), "summary table printed: {}", run.describe());
+    assert!(
+        run.stdout().contains("payloads verified"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.stdout().contains("waiting"),
+        "summary table printed: {}",
+        run.describe()
+    );
     read_merged(&out).expect("merged trace reads back")
 }
 
@@ -45,12 +53,27 @@ fn check_counts(trace: &MergedTrace, ranks: u32) {
     assert_eq!(trace.process_names.len(), ranks as usize);
     assert_eq!(trace.events.len(), ranks as usize);
     for rank in 0..ranks {
-        assert_eq!(trace.process_names[&rank], format!("rank {rank} ({})", trace.info.ranks[rank as usize].host));
+        assert_eq!(
+            trace.process_names[&rank],
+            format!("rank {rank} ({})", trace.info.ranks[rank as usize].host)
+        );
         let partnered = rank % 2 == 1 || rank + 1 < ranks;
         let per_half = usize::from(partnered);
-        assert_eq!(count(trace, rank, Op::Isend), 2 * it * per_half, "rank {rank} Isend");
-        assert_eq!(count(trace, rank, Op::Irecv), 2 * it * per_half, "rank {rank} Irecv");
-        assert_eq!(count(trace, rank, Op::Waitall), 4 * it * per_half, "rank {rank} Waitall");
+        assert_eq!(
+            count(trace, rank, Op::Isend),
+            2 * it * per_half,
+            "rank {rank} Isend"
+        );
+        assert_eq!(
+            count(trace, rank, Op::Irecv),
+            2 * it * per_half,
+            "rank {rank} Irecv"
+        );
+        assert_eq!(
+            count(trace, rank, Op::Waitall),
+            4 * it * per_half,
+            "rank {rank} Waitall"
+        );
         assert_eq!(count(trace, rank, Op::Barrier), it, "rank {rank} Barrier");
         let computes = trace.events[&rank]
             .iter()
@@ -70,18 +93,33 @@ fn check_flows(trace: &MergedTrace, ranks: u32) {
     assert_eq!(trace.flows.len(), sends);
     for f in &trace.flows {
         let to = f.to.expect("every flow has an end");
-        let partner = if f.from.rank % 2 == 0 { f.from.rank + 1 } else { f.from.rank - 1 };
+        let partner = if f.from.rank % 2 == 0 {
+            f.from.rank + 1
+        } else {
+            f.from.rank - 1
+        };
         assert_eq!(to.rank, partner, "flow {f:?}");
         // The arrow ends inside a Waitall of the receiver that completed a receive.
         let hit = calls(trace, to.rank).into_iter().any(|c| {
-            c.op == Op::Waitall && c.start.0 <= to.ns && to.ns <= c.end.0 && c.args.completed.iter().any(|d| d.source.is_some())
+            c.op == Op::Waitall
+                && c.start.0 <= to.ns
+                && to.ns <= c.end.0
+                && c.args.completed.iter().any(|d| d.source.is_some())
         });
-        assert!(hit, "flow {f:?} does not end in a receive-completing Waitall");
+        assert!(
+            hit,
+            "flow {f:?} does not end in a receive-completing Waitall"
+        );
     }
     // Request lifetimes: one async slice per post, each completed.
-    let posts: usize = (0..ranks).map(|r| count(trace, r, Op::Isend) + count(trace, r, Op::Irecv)).sum();
+    let posts: usize = (0..ranks)
+        .map(|r| count(trace, r, Op::Isend) + count(trace, r, Op::Irecv))
+        .sum();
     assert_eq!(trace.requests.len(), posts);
-    assert!(trace.requests.iter().all(|r| r.end_ns.is_some_and(|e| e >= r.begin_ns)));
+    assert!(trace
+        .requests
+        .iter()
+        .all(|r| r.end_ns.is_some_and(|e| e >= r.begin_ns)));
 }
 
 /// For each Isend: (start of the Waitall that completed it, end of the first compute span
@@ -109,7 +147,9 @@ fn send_wait_vs_compute(trace: &MergedTrace, rank: u32) -> Vec<(u64, u64)> {
             let compute_end = events
                 .iter()
                 .find_map(|e| match e {
-                    Event::Compute(c) if c.name == "compute" && c.start >= isend.end => Some(c.end.0),
+                    Event::Compute(c) if c.name == "compute" && c.start >= isend.end => {
+                        Some(c.end.0)
+                    }
                     _ => None,
                 })
                 .expect("a compute span follows every Isend");
@@ -122,8 +162,14 @@ fn check_placement(trace: &MergedTrace, ranks: u32, variant: &str) {
     for rank in 0..ranks {
         for (wait, compute_end) in send_wait_vs_compute(trace, rank) {
             match variant {
-                "fixed" => assert!(wait >= compute_end, "rank {rank}: send Waitall at {wait} before compute ends at {compute_end}"),
-                _ => assert!(wait < compute_end, "rank {rank}: naive send Waitall at {wait} after compute ends at {compute_end}"),
+                "fixed" => assert!(
+                    wait >= compute_end,
+                    "rank {rank}: send Waitall at {wait} before compute ends at {compute_end}"
+                ),
+                _ => assert!(
+                    wait < compute_end,
+                    "rank {rank}: naive send Waitall at {wait} after compute ends at {compute_end}"
+                ),
             }
         }
     }
@@ -179,18 +225,42 @@ fn a_killed_rank_still_merges_and_is_named() {
         "naive",
         40,
         &out,
-        &["--compute", "2000", "--flush-ms", "10", "--kill-rank", "1", "--kill-at-iteration", "20"],
+        &[
+            "--compute",
+            "2000",
+            "--flush-ms",
+            "10",
+            "--kill-rank",
+            "1",
+            "--kill-at-iteration",
+            "20",
+        ],
     );
     assert!(!run.success(), "{}", run.describe());
     let err = run.stderr();
     assert!(err.contains("the kernel run failed"), "{}", run.describe());
-    assert!(err.contains("rank 1: trace cut short"), "{}", run.describe());
-    assert!(err.contains("killed by signal 9"), "how the run ended is told: {}", run.describe());
+    assert!(
+        err.contains("rank 1: trace cut short"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        err.contains("killed by signal 9"),
+        "how the run ended is told: {}",
+        run.describe()
+    );
     let t = read_merged(&out).expect("what was recorded is merged");
     assert_eq!(t.events.len(), 2, "both ranks merged");
-    assert!(t.info.incomplete.iter().any(|i| i.rank == 1), "{:?}", t.info.incomplete);
+    assert!(
+        t.info.incomplete.iter().any(|i| i.rank == 1),
+        "{:?}",
+        t.info.incomplete
+    );
     let isends = count(&t, 1, Op::Isend);
-    assert!(isends > 0 && isends < 80, "rank 1 kept a prefix: {isends} Isends");
+    assert!(
+        isends > 0 && isends < 80,
+        "rank 1 kept a prefix: {isends} Isends"
+    );
     assert!(t.flows.len() > 0);
 }
 
@@ -206,6 +276,10 @@ fn a_failing_rank_fails_the_command_with_its_error() {
         "{}",
         run.describe()
     );
-    assert!(err.contains("overlap: error: the kernel run failed"), "{}", run.describe());
+    assert!(
+        err.contains("overlap: error: the kernel run failed"),
+        "{}",
+        run.describe()
+    );
     assert!(out.is_file(), "what was recorded is still merged");
 }

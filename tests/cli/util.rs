@@ -9,7 +9,9 @@ static MPI_RUNS: Mutex<()> = Mutex::new(());
 
 /// Held while an MPI job runs.
 pub fn mpi_lock() -> MutexGuard<'static, ()> {
-    MPI_RUNS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    MPI_RUNS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 pub fn overlap_bin() -> PathBuf {

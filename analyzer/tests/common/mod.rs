@@ -60,11 +60,27 @@ fn p2p(peer: i32, tag: i32, bytes: u64) -> CallArgs {
 }
 
 pub fn isend(start: u64, end: u64, peer: i32, tag: i32, bytes: u64, request: u64) -> Event {
-    call(Op::Isend, start, end, CallArgs { request: Some(request), ..p2p(peer, tag, bytes) })
+    call(
+        Op::Isend,
+        start,
+        end,
+        CallArgs {
+            request: Some(request),
+            ..p2p(peer, tag, bytes)
+        },
+    )
 }
 
 pub fn irecv(start: u64, end: u64, peer: i32, tag: i32, bytes: u64, request: u64) -> Event {
-    call(Op::Irecv, start, end, CallArgs { request: Some(request), ..p2p(peer, tag, bytes) })
+    call(
+        Op::Irecv,
+        start,
+        end,
+        CallArgs {
+            request: Some(request),
+            ..p2p(peer, tag, bytes)
+        },
+    )
 }
 
 pub fn send(start: u64, end: u64, peer: i32, tag: i32, bytes: u64) -> Event {
@@ -72,8 +88,21 @@ pub fn send(start: u64, end: u64, peer: i32, tag: i32, bytes: u64) -> Event {
 }
 
 pub fn recv(start: u64, end: u64, peer: i32, tag: i32, bytes: u64) -> Event {
-    let status = Completion { request: None, source: Some(peer), tag: Some(tag), bytes: Some(bytes) };
-    call(Op::Recv, start, end, CallArgs { completed: vec![status], ..p2p(peer, tag, bytes) })
+    let status = Completion {
+        request: None,
+        source: Some(peer),
+        tag: Some(tag),
+        bytes: Some(bytes),
+    };
+    call(
+        Op::Recv,
+        start,
+        end,
+        CallArgs {
+            completed: vec![status],
+            ..p2p(peer, tag, bytes)
+        },
+    )
 }
 
 /// A completion call (Wait or Waitall) completing `(request, Some(source))` for receives
@@ -88,19 +117,44 @@ pub fn complete(op: Op, start: u64, end: u64, done: &[(u64, Option<(i32, i32)>)]
             bytes: src.map(|_| 8),
         })
         .collect();
-    call(op, start, end, CallArgs { completed, ..CallArgs::default() })
+    call(
+        op,
+        start,
+        end,
+        CallArgs {
+            completed,
+            ..CallArgs::default()
+        },
+    )
 }
 
 pub fn compute(start: u64, end: u64, name: &str) -> Event {
-    Event::Compute(ComputeEvent { tid: 0, start: Nanos(start), end: Nanos(end), name: name.into() })
+    Event::Compute(ComputeEvent {
+        tid: 0,
+        start: Nanos(start),
+        end: Nanos(end),
+        name: name.into(),
+    })
 }
 
 pub fn barrier(start: u64, end: u64) -> Event {
-    call(Op::Barrier, start, end, CallArgs { comm: Some(0), ..CallArgs::default() })
+    call(
+        Op::Barrier,
+        start,
+        end,
+        CallArgs {
+            comm: Some(0),
+            ..CallArgs::default()
+        },
+    )
 }
 
 pub fn footer(events: u64) -> Footer {
-    Footer { events, threads: 1, buffer_stalls: 0 }
+    Footer {
+        events,
+        threads: 1,
+        buffer_stalls: 0,
+    }
 }
 
 /// A rank trace as the importer would produce it from a complete file.
@@ -122,23 +176,41 @@ pub fn write_rank_file(dir: &Path, t: &RankTrace, closed: bool) -> PathBuf {
     let path = dir.join(format!("rank-{}.json", t.header.rank));
     let mut w = ArrayWriter::new(Vec::new()).expect("vec");
     let pid = t.header.rank;
-    let name = NameArgs { name: format!("rank {pid} ({})", t.header.host) };
-    w.write(&WireEvent::meta(MetaName::ProcessName, pid, 0, name)).expect("vec");
-    w.write(&WireEvent::meta(MetaName::Header, pid, 0, &t.header)).expect("vec");
-    w.write(&WireEvent::meta(MetaName::ThreadName, pid, 0, NameArgs { name: "main".into() }))
+    let name = NameArgs {
+        name: format!("rank {pid} ({})", t.header.host),
+    };
+    w.write(&WireEvent::meta(MetaName::ProcessName, pid, 0, name))
         .expect("vec");
+    w.write(&WireEvent::meta(MetaName::Header, pid, 0, &t.header))
+        .expect("vec");
+    w.write(&WireEvent::meta(
+        MetaName::ThreadName,
+        pid,
+        0,
+        NameArgs {
+            name: "main".into(),
+        },
+    ))
+    .expect("vec");
     for s in t.syncs.iter().filter(|s| s.phase == SyncPhase::Init) {
-        w.write(&WireEvent::meta(MetaName::ClockSync, pid, 0, s)).expect("vec");
+        w.write(&WireEvent::meta(MetaName::ClockSync, pid, 0, s))
+            .expect("vec");
     }
     for e in &t.events {
         w.write(&event_to_wire(pid, e)).expect("vec");
     }
     let bytes = if closed {
         for s in t.syncs.iter().filter(|s| s.phase == SyncPhase::Final) {
-            w.write(&WireEvent::meta(MetaName::ClockSync, pid, 0, s)).expect("vec");
+            w.write(&WireEvent::meta(MetaName::ClockSync, pid, 0, s))
+                .expect("vec");
         }
-        w.write(&WireEvent::meta(MetaName::Footer, pid, 0, footer(t.events.len() as u64)))
-            .expect("vec");
+        w.write(&WireEvent::meta(
+            MetaName::Footer,
+            pid,
+            0,
+            footer(t.events.len() as u64),
+        ))
+        .expect("vec");
         w.finish().expect("vec")
     } else {
         std::mem::take(w.get_mut())

@@ -13,7 +13,7 @@ mod ring;
 mod sink;
 mod writer;
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{JoinHandle, Thread};
@@ -22,8 +22,8 @@ use std::time::Duration;
 pub use record::{CallData, Transfer};
 pub use sink::{ChromeJsonSink, MemorySink, NullSink, Recorded, Sink};
 
-use crate::clock::monotonic_now_ns;
-use crate::schema::{ClockSync, Completion, Footer, Nanos, Op, RequestId};
+use crate::clock::{monotonic_now_ns, ClockSource, Stamp, Timebase};
+use crate::schema::{ClockSync, Completion, Footer, Op, RequestId};
 use crate::{Error, Result};
 use record::Record;
 use ring::{PushOutcome, Ring};
@@ -32,12 +32,21 @@ use ring::{PushOutcome, Ring};
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct RecorderConfig {
-    /// Records each thread's ring holds (rounded up to a power of two). One record is
-    /// about 100 bytes, so the default 16384 is ~1.6 MB per thread.
+    /// Records each thread's ring holds (rounded up to a power of two); see
+    /// [`RecorderConfig::ring_bytes`] for what that costs in memory.
     pub ring_capacity: usize,
     /// How often the writer drains the rings and flushes to the file: the most a rank
     /// that dies can lose.
     pub flush_interval: Duration,
+    /// The clock events are stamped with.
+    pub clock: ClockSource,
+}
+
+impl RecorderConfig {
+    /// Memory one thread's ring takes, in bytes: the bound on a thread's buffering.
+    pub fn ring_bytes(&self) -> usize {
+        self.ring_capacity.max(64).next_power_of_two() * std::mem::size_of::<Record>()
+    }
 }
 
 impl Default for RecorderConfig {
@@ -45,6 +54,7 @@ impl Default for RecorderConfig {
         RecorderConfig {
             ring_capacity: 16 * 1024,
             flush_interval: Duration::from_millis(50),
+            clock: ClockSource::Auto,
         }
     }
 }
@@ -64,6 +74,7 @@ pub struct FinishReport {
 pub(crate) struct Shared {
     id: u64,
     epoch_ns: u64,
+    timebase: Timebase,
     ring_capacity: usize,
     rings: Mutex<Vec<Arc<Ring>>>,
     stop: AtomicBool,
@@ -115,6 +126,9 @@ static NEXT_RECORDER_ID: AtomicU64 = AtomicU64::new(1);
 thread_local! {
     /// This thread's rings, one per live recorder, most recently used first.
     static LOCAL_RINGS: RefCell<Vec<(u64, Arc<Ring>)>> = const { RefCell::new(Vec::new()) };
+    /// The ring last used on this thread and its recorder's id (0: none): the hot path's
+    /// one-compare lookup.
+    static LAST_RING: Cell<(u64, *const Ring)> = const { Cell::new((0, std::ptr::null())) };
 }
 
 impl Recorder {
@@ -126,9 +140,12 @@ impl Recorder {
     /// Starts a recorder with a given epoch (absolute `CLOCK_MONOTONIC` ns), e.g. the one
     /// written in the trace header.
     pub fn with_epoch(sink: impl Sink, config: RecorderConfig, epoch_ns: u64) -> Result<Recorder> {
+        let timebase = Timebase::new(config.clock, epoch_ns);
+        let converter = timebase.converter(epoch_ns);
         let shared = Arc::new(Shared {
             id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
             epoch_ns,
+            timebase,
             ring_capacity: config.ring_capacity,
             rings: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
@@ -140,7 +157,7 @@ impl Recorder {
         let interval = config.flush_interval;
         let handle = std::thread::Builder::new()
             .name("overlap-writer".into())
-            .spawn(move || writer::run(sink, for_writer, interval))
+            .spawn(move || writer::run(sink, converter, for_writer, interval))
             .map_err(|source| Error::Thread { source })?;
         let _ = shared.writer_thread.set(handle.thread().clone());
         Ok(Recorder {
@@ -160,10 +177,15 @@ impl Recorder {
         self.shared().epoch_ns
     }
 
-    /// Now, relative to the epoch.
+    /// Now, as a stamp of this recorder's clock (converted to nanoseconds by the writer).
     #[inline]
-    pub fn now(&self) -> Nanos {
-        Nanos(monotonic_now_ns().saturating_sub(self.shared().epoch_ns))
+    pub fn stamp(&self) -> Stamp {
+        self.shared().timebase.stamp()
+    }
+
+    /// True when this recorder stamps with the TSC.
+    pub fn uses_tsc(&self) -> bool {
+        matches!(self.shared().timebase, Timebase::Tsc)
     }
 
     /// A fresh request id, unique within this recorder.
@@ -175,18 +197,15 @@ impl Recorder {
     /// Runs `f` with this thread's ring, registering it on first use.
     #[inline]
     fn with_ring(&self, f: impl FnOnce(&Ring)) {
-        let shared = self.shared();
-        LOCAL_RINGS.with(|cell| {
-            let rings = cell.borrow();
-            if let Some((id, ring)) = rings.first() {
-                if *id == shared.id {
-                    return f(ring);
-                }
-            }
-            drop(rings);
-            let ring = self.register_thread();
-            f(&ring)
-        })
+        let (id, ring) = LAST_RING.get();
+        if id == self.shared().id {
+            // SAFETY: recorder ids are never reused, so the ring belongs to this
+            // recorder, whose registry holds it (an Arc) for as long as `self` lives.
+            return f(unsafe { &*ring });
+        }
+        let ring = self.register_thread();
+        LAST_RING.set((self.shared().id, Arc::as_ptr(&ring)));
+        f(&ring)
     }
 
     #[cold]
@@ -238,8 +257,8 @@ impl Recorder {
     pub fn record_call(
         &self,
         op: Op,
-        start: Nanos,
-        end: Nanos,
+        start: Stamp,
+        end: Stamp,
         data: CallData,
         completed: &[Completion],
     ) {
@@ -252,8 +271,8 @@ impl Recorder {
     pub fn record_call_with(
         &self,
         op: Op,
-        start: Nanos,
-        end: Nanos,
+        start: Stamp,
+        end: Stamp,
         data: CallData,
         count: usize,
         mut completion: impl FnMut(usize) -> Completion,
@@ -276,7 +295,7 @@ impl Recorder {
 
     /// Records a compute span that has already happened.
     #[inline]
-    pub fn record_compute(&self, name: &'static str, start: Nanos, end: Nanos) {
+    pub fn record_compute(&self, name: &'static str, start: Stamp, end: Stamp) {
         self.push(1, |_| Record::Compute { name, start, end });
     }
 
@@ -286,7 +305,7 @@ impl Recorder {
         ComputeGuard {
             recorder: self,
             name,
-            start: self.now(),
+            start: self.stamp(),
         }
     }
 
@@ -296,7 +315,7 @@ impl Recorder {
     pub fn start_compute(&self, name: &'static str) -> DetachedSpan {
         DetachedSpan {
             name,
-            start: self.now(),
+            start: self.stamp(),
         }
     }
 
@@ -343,13 +362,13 @@ fn finish_inner(inner: &Inner) -> Result<FinishReport> {
 pub struct ComputeGuard<'r> {
     recorder: &'r Recorder,
     name: &'static str,
-    start: Nanos,
+    start: Stamp,
 }
 
 impl Drop for ComputeGuard<'_> {
     #[inline]
     fn drop(&mut self) {
-        let end = self.recorder.now();
+        let end = self.recorder.stamp();
         self.recorder.record_compute(self.name, self.start, end);
     }
 }
@@ -358,13 +377,13 @@ impl Drop for ComputeGuard<'_> {
 #[must_use = "call finish() to record the span"]
 pub struct DetachedSpan {
     name: &'static str,
-    start: Nanos,
+    start: Stamp,
 }
 
 impl DetachedSpan {
     /// Ends the span now and records it.
     pub fn finish(self, recorder: &Recorder) {
-        recorder.record_compute(self.name, self.start, recorder.now());
+        recorder.record_compute(self.name, self.start, recorder.stamp());
     }
 }
 
@@ -376,13 +395,18 @@ const _: () = {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{CommId, Event, SyncPhase};
+    use crate::schema::{CommId, Event, Nanos, SyncPhase};
 
     fn config() -> RecorderConfig {
         RecorderConfig {
             ring_capacity: 64,
             flush_interval: Duration::from_millis(5),
+            clock: ClockSource::Monotonic,
         }
+    }
+
+    fn at(ns: u64) -> Stamp {
+        Stamp::from_nanos(Nanos(ns))
     }
 
     #[test]
@@ -401,8 +425,8 @@ mod tests {
         let r2 = rec.next_request_id();
         rec.record_call(
             Op::Isend,
-            Nanos(10),
-            Nanos(20),
+            at(10),
+            at(20),
             CallData::Post {
                 transfer,
                 request: r1,
@@ -420,8 +444,8 @@ mod tests {
         });
         rec.record_call(
             Op::Waitall,
-            Nanos(30),
-            Nanos(40),
+            at(30),
+            at(40),
             CallData::Complete { flag: None },
             &done,
         );
@@ -449,7 +473,7 @@ mod tests {
             for _ in 0..8 {
                 s.spawn(|| {
                     for i in 0..2_000u64 {
-                        rec.record_compute("work", Nanos(i), Nanos(i + 1));
+                        rec.record_compute("work", at(i), at(i + 1));
                     }
                 });
             }
@@ -478,6 +502,6 @@ mod tests {
             assert_eq!(starts, (0..2_000).collect::<Vec<_>>(), "thread {tid}");
         }
         // Recording after finish is dropped, not blocked.
-        rec.record_compute("late", Nanos(0), Nanos(1));
+        rec.record_compute("late", at(0), at(1));
     }
 }

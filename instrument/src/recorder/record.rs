@@ -2,7 +2,8 @@
 //! so appending it is a memcpy. The writer thread turns records into [`crate::schema`]
 //! events.
 
-use crate::schema::{CallArgs, ClockSync, CommId, Completion, Nanos, Op, RequestId};
+use crate::clock::Stamp;
+use crate::schema::{CallArgs, ClockSync, CommId, Completion, Op, RequestId};
 
 /// One side of a point-to-point transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,8 +104,8 @@ pub(crate) enum Record {
     /// An MPI call; `follow` completion records come right after it in the same group.
     Call {
         op: Op,
-        start: Nanos,
-        end: Nanos,
+        start: Stamp,
+        end: Stamp,
         data: CallData,
         follow: u32,
     },
@@ -113,8 +114,8 @@ pub(crate) enum Record {
     /// A compute span.
     Compute {
         name: &'static str,
-        start: Nanos,
-        end: Nanos,
+        start: Stamp,
+        end: Stamp,
     },
     /// A clock synchronisation result.
     Sync(ClockSync),

@@ -131,20 +131,21 @@ impl Ring {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::Stamp;
     use crate::schema::Nanos;
     use std::sync::Arc;
 
     fn compute(i: u64) -> Record {
         Record::Compute {
             name: "x",
-            start: Nanos(i),
-            end: Nanos(i + 1),
+            start: Stamp::from_nanos(Nanos(i)),
+            end: Stamp::from_nanos(Nanos(i + 1)),
         }
     }
 
-    fn start_of(r: &Record) -> u64 {
+    fn start_of(r: &Record) -> Stamp {
         match r {
-            Record::Compute { start, .. } => start.0,
+            Record::Compute { start, .. } => *start,
             _ => unreachable!("only compute records pushed"),
         }
     }
@@ -163,7 +164,8 @@ mod tests {
             }
         }
         ring.drain(|r| seen.push(start_of(r)));
-        assert_eq!(seen, (0..next).collect::<Vec<_>>());
+        let expected: Vec<Stamp> = (0..next).map(|i| Stamp::from_nanos(Nanos(i))).collect();
+        assert_eq!(seen, expected);
         assert_eq!(ring.stalls(), 0);
     }
 
@@ -192,6 +194,7 @@ mod tests {
             );
         }
         let seen = consumer.join().expect("consumer ok");
-        assert_eq!(seen, (0..10_000).collect::<Vec<_>>());
+        let expected: Vec<Stamp> = (0..10_000).map(|i| Stamp::from_nanos(Nanos(i))).collect();
+        assert_eq!(seen, expected);
     }
 }

@@ -7,7 +7,9 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::schema::wire::{event_to_wire, ArrayWriter, MetaName, NameArgs, SortIndexArgs, WireEvent};
+use crate::schema::wire::{
+    event_to_wire, ArrayWriter, MetaName, NameArgs, SortIndexArgs, WireEvent,
+};
 use crate::schema::{ClockSync, Event, Footer, Header};
 use crate::{Error, Result};
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 use super::record::Record;
 use super::sink::Sink;
 use super::Shared;
+use crate::clock::StampConverter;
 use crate::schema::{CallEvent, Completion, ComputeEvent, Event, Footer};
 
 /// What the writer reports when it ends.
@@ -29,6 +30,7 @@ struct PendingCall {
 
 struct Writer<S: Sink> {
     sink: S,
+    clock: StampConverter,
     error: Option<io::Error>,
     events: u64,
     announced: Vec<bool>,
@@ -72,8 +74,8 @@ impl<S: Sink> Writer<S> {
                 let p = PendingCall {
                     event: CallEvent {
                         tid,
-                        start,
-                        end,
+                        start: self.clock.to_nanos(start),
+                        end: self.clock.to_nanos(end),
                         op,
                         args: Default::default(),
                     },
@@ -97,18 +99,22 @@ impl<S: Sink> Writer<S> {
                     }
                 }
             }
-            Record::Compute { name, start, end } => self.emit(Event::Compute(ComputeEvent {
-                tid,
-                start,
-                end,
-                name: name.to_string(),
-            })),
+            Record::Compute { name, start, end } => {
+                let (start, end) = (self.clock.to_nanos(start), self.clock.to_nanos(end));
+                self.emit(Event::Compute(ComputeEvent {
+                    tid,
+                    start,
+                    end,
+                    name: name.to_string(),
+                }))
+            }
             Record::Sync(sync) => self.attempt(|s| s.clock_sync(&sync)),
         }
     }
 
     /// Drains every ring once; returns the records drained.
     fn drain_all(&mut self, shared: &Shared) -> usize {
+        self.clock.refresh();
         let rings = shared.rings_snapshot();
         let mut drained = 0;
         for ring in rings {
@@ -127,9 +133,15 @@ impl<S: Sink> Writer<S> {
 }
 
 /// The writer thread's body.
-pub(crate) fn run<S: Sink>(sink: S, shared: Arc<Shared>, interval: Duration) -> WriterOutcome {
+pub(crate) fn run<S: Sink>(
+    sink: S,
+    clock: StampConverter,
+    shared: Arc<Shared>,
+    interval: Duration,
+) -> WriterOutcome {
     let mut w = Writer {
         sink,
+        clock,
         error: None,
         events: 0,
         announced: Vec::new(),

@@ -400,7 +400,15 @@ mod tests {
 
     #[test]
     fn micros_are_exact_nanoseconds() {
-        for ns in [0u64, 1, 999, 1000, 1_234_567, 12_345_678_901, 86_400_000_000_123] {
+        for ns in [
+            0u64,
+            1,
+            999,
+            1000,
+            1_234_567,
+            12_345_678_901,
+            86_400_000_000_123,
+        ] {
             let text = serde_json::to_string(&Micros(Nanos(ns))).expect("serializes");
             let back: Micros = serde_json::from_str(&text).expect("parses");
             assert_eq!(back.0, Nanos(ns), "{text}");

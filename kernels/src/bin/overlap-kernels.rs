@@ -52,9 +52,7 @@ fn parse(mut argv: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut trace_dir = None;
     let mut flush = Duration::from_millis(50);
     while let Some(flag) = argv.next() {
-        let value = argv
-            .next()
-            .ok_or_else(|| format!("{flag} needs a value"))?;
+        let value = argv.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--trace-dir" => trace_dir = Some(PathBuf::from(value)),
             "--variant" => {
