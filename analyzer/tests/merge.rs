@@ -23,12 +23,15 @@ use overlap_instrument::schema::{Event, Nanos, Op, SyncPhase};
 /// ```
 ///
 /// Messages (non-overtaking per source, destination, tag, comm):
-/// - tag 5: Isend(req 1) -> Irecv(req 1, posted first) completed by Wait(1) @ 430-450
-///          Isend(req 2) -> Irecv(req 2)                completed by Wait(2) @ 390-420
-/// - tag 9: Send @ 300 -> Recv @ 150-380
-/// - tag 11: Send @ 600 -> Recv @ 20-30: completes 570 ns before the send is posted:
-///   clock-suspect (backwards by 600 - 30 = 570)
-/// - tag 77: Isend(req 3) @ 700: never received: unmatched send
+///
+/// ```text
+/// tag 5:  Isend(req 1) -> Irecv(req 1, posted first), completed by Wait(1) @ 430-450
+///         Isend(req 2) -> Irecv(req 2),               completed by Wait(2) @ 390-420
+/// tag 9:  Send @ 300 -> Recv @ 150-380
+/// tag 11: Send @ 600 -> Recv @ 20-30: completes 570 ns before the send is posted:
+///         clock-suspect (backwards by 600 - 30 = 570)
+/// tag 77: Isend(req 3) @ 700: never received: unmatched send
+/// ```
 fn two_ranks() -> Vec<overlap_analyzer::model::RankTrace> {
     let r0 = rank_trace(
         header(0, 2, 10_000, "clock-A"),

@@ -261,7 +261,7 @@ fn a_killed_rank_still_merges_and_is_named() {
         isends > 0 && isends < 80,
         "rank 1 kept a prefix: {isends} Isends"
     );
-    assert!(t.flows.len() > 0);
+    assert!(!t.flows.is_empty());
 }
 
 #[test]
