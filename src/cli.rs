@@ -200,8 +200,8 @@ fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<()> {
     }
     for inc in &info.incomplete {
         eprintln!(
-            "warning: rank {}: trace cut short ({} events kept): {}",
-            inc.rank, inc.events_read, inc.reason
+            "warning: rank {}: trace cut short ({} events kept from {}): {}",
+            inc.rank, inc.events_read, inc.file, inc.reason
         );
     }
     if !info.clock_suspect.is_empty() {

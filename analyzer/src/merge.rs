@@ -261,6 +261,7 @@ pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
             .filter_map(|t| {
                 Some(IncompleteRank {
                     rank: t.rank(),
+                    file: t.path.display().to_string(),
                     reason: t.incompleteness()?,
                     events_read: t.events.len() as u64,
                 })

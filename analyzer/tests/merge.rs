@@ -320,6 +320,7 @@ fn truncated_and_missing_ranks_are_reported_and_the_rest_merged() {
     assert_eq!(m.info.missing_ranks, vec![2]);
     assert_eq!(m.info.incomplete.len(), 1);
     assert_eq!(m.info.incomplete[0].rank, 1);
+    assert!(m.info.incomplete[0].file.ends_with("rank-1.json"));
     assert_eq!(m.info.incomplete[0].events_read, 6);
     assert!(m.info.incomplete[0].reason.contains("without its footer"));
     assert_eq!(outcome.unreadable.len(), 1);

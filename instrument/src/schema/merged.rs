@@ -99,6 +99,8 @@ pub struct SuspectMessage {
 pub struct IncompleteRank {
     /// The rank.
     pub rank: u32,
+    /// The per-rank file it was read from.
+    pub file: String,
     /// Why: the reader's message.
     pub reason: String,
     /// Events that were read and merged.
