@@ -311,7 +311,15 @@ fn header_error(path: &Path, raw: &RawEvent<'_>) -> Option<Error> {
     }
 }
 
-/// Every `*.json` file of a directory, sorted by name.
+/// True for the per-rank file names a trace directory holds: `rank-<N>.json`.
+pub fn is_rank_file_name(name: &str) -> bool {
+    name.strip_prefix("rank-")
+        .and_then(|rest| rest.strip_suffix(".json"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The per-rank files (`rank-<N>.json`) of a directory, sorted by name. Other files,
+/// such as a merged trace written next to them, are not per-rank files.
 pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
         what: "listing",
@@ -320,7 +328,12 @@ pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
     })?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json") && p.is_file())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_rank_file_name)
+                && p.is_file()
+        })
         .collect();
     files.sort();
     Ok(files)
@@ -425,4 +438,19 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
         flows: flows.into_values().collect(),
         requests: requests.into_values().collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_rank_file_name;
+
+    #[test]
+    fn rank_file_names() {
+        assert!(is_rank_file_name("rank-0.json"));
+        assert!(is_rank_file_name("rank-1023.json"));
+        assert!(!is_rank_file_name("rank-.json"));
+        assert!(!is_rank_file_name("rank-1.json.bak"));
+        assert!(!is_rank_file_name("out.json"));
+        assert!(!is_rank_file_name("rank-x.json"));
+    }
 }

@@ -148,7 +148,7 @@ pub struct MergeOutcome {
     pub unreadable: Vec<Unreadable>,
 }
 
-/// Reads every `*.json` of `dir` as a per-rank file and merges what can be read.
+/// Reads every per-rank file (`rank-<N>.json`) of `dir` and merges what can be read.
 /// Fails only when no file at all could be used.
 pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
     let mut traces: Vec<RankTrace> = Vec::new();

@@ -313,7 +313,8 @@ fn truncated_and_missing_ranks_are_reported_and_the_rest_merged() {
     r1.header.size = 3;
     write_rank_file(dir.path(), &r0, true);
     write_rank_file(dir.path(), &r1, false);
-    std::fs::write(dir.path().join("notes.json"), "not a trace").expect("write");
+    std::fs::write(dir.path().join("rank-9.json"), "not a trace").expect("write");
+    std::fs::write(dir.path().join("merged.json"), "{}").expect("not a rank file: ignored");
     let outcome = merge_dir(dir.path()).expect("merges what it can");
     let m = &outcome.merged;
     assert_eq!(m.ranks.len(), 2);
@@ -324,6 +325,6 @@ fn truncated_and_missing_ranks_are_reported_and_the_rest_merged() {
     assert_eq!(m.info.incomplete[0].events_read, 6);
     assert!(m.info.incomplete[0].reason.contains("without its footer"));
     assert_eq!(outcome.unreadable.len(), 1);
-    assert!(outcome.unreadable[0].path.ends_with("notes.json"));
+    assert!(outcome.unreadable[0].path.ends_with("rank-9.json"));
     assert_eq!(m.info.messages, 4);
 }

@@ -1,17 +1,28 @@
 //! `overlap merge` on directories that are not a clean run.
 
-use crate::util::overlap;
+use std::path::Path;
+
+use overlap_analyzer::import::read_merged;
+
+use crate::util::{overlap, run_false_overlap, Run};
+
+/// `overlap merge DIR --out DIR/out.json [extra]`.
+fn merge(dir: &Path, extra: &[&str]) -> Run {
+    let out = dir.join("out.json");
+    let mut args = vec![
+        "merge",
+        dir.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ];
+    args.extend_from_slice(extra);
+    overlap(&args)
+}
 
 #[test]
 fn merging_an_empty_directory_explains_itself() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let out = dir.path().join("out.json");
-    let run = overlap(&[
-        "merge",
-        dir.path().to_str().expect("utf-8"),
-        "--out",
-        out.to_str().expect("utf-8"),
-    ]);
+    let run = merge(dir.path(), &[]);
     assert!(!run.success());
     assert!(
         run.stderr().contains("no usable per-rank trace file"),
@@ -24,13 +35,7 @@ fn merging_an_empty_directory_explains_itself() {
 fn merging_garbage_names_the_file_and_the_reason() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::write(dir.path().join("rank-0.json"), "hello").expect("write");
-    let out = dir.path().join("out.json");
-    let run = overlap(&[
-        "merge",
-        dir.path().to_str().expect("utf-8"),
-        "--out",
-        out.to_str().expect("utf-8"),
-    ]);
+    let run = merge(dir.path(), &[]);
     assert!(!run.success());
     let err = run.stderr();
     assert!(
@@ -66,5 +71,44 @@ fn run_help_lists_each_kernel_with_what_it_shows() {
             .contains("false-overlap  Pairs exchanging imbalanced messages"),
         "{}",
         run.describe()
+    );
+}
+
+#[test]
+fn merging_a_recorded_run_again_and_strict_mode() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let first = dir.path().join("run.json");
+    let run = run_false_overlap(2, "fixed", 3, &first, &[]);
+    assert!(run.success(), "{}", run.describe());
+    let ranks = dir.path().join("run.ranks");
+
+    let again = merge(&ranks, &["--strict"]);
+    assert!(again.success(), "{}", again.describe());
+    let a = read_merged(&first).expect("first merge");
+    let b = read_merged(&ranks.join("out.json")).expect("second merge");
+    assert_eq!(a.info, b.info);
+    assert_eq!(a.events, b.events);
+    std::fs::remove_file(ranks.join("out.json")).expect("remove");
+
+    // Cut rank 1's file in the middle of its last event.
+    let rank1 = ranks.join("rank-1.json");
+    let text = std::fs::read_to_string(&rank1).expect("read");
+    std::fs::write(&rank1, &text[..text.len() - 120]).expect("write");
+    let lenient = merge(&ranks, &[]);
+    assert!(lenient.success(), "{}", lenient.describe());
+    assert!(
+        lenient
+            .stderr()
+            .contains("warning: rank 1: trace cut short")
+            && lenient.stderr().contains("rank-1.json"),
+        "{}",
+        lenient.describe()
+    );
+    let strict = merge(&ranks, &["--strict"]);
+    assert!(!strict.success(), "{}", strict.describe());
+    assert!(
+        strict.stderr().contains("--strict: 1 rank file(s)"),
+        "{}",
+        strict.describe()
     );
 }
