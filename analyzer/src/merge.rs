@@ -512,11 +512,6 @@ fn flow_in_point(e: &Event) -> Nanos {
     Nanos(e.end().0 - (e.end().0 - e.start().0).min(1))
 }
 
-/// Id of a request's async slice: unique across ranks.
-fn request_slice_id(rank: u32, request: u64) -> u64 {
-    ((u64::from(rank) + 1) << 40) | request
-}
-
 /// Writes the merged trace; returns the number of events written.
 pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
     let io_err = |source| Error::Io {
@@ -564,8 +559,8 @@ fn write_events<W: std::io::Write>(
             w.write(&event_to_wire(pid, e))?;
         }
     }
-    for life in &merged.requests {
-        write_request(merged, life, w)?;
+    for (index, life) in merged.requests.iter().enumerate() {
+        write_request(merged, life, index as u64 + 1, w)?;
     }
     for m in &merged.messages {
         let (Some(send), Some(done)) = (merged.event(m.send), m.completion) else {
@@ -611,6 +606,7 @@ fn write_events<W: std::io::Write>(
 fn write_request<W: std::io::Write>(
     merged: &Merged,
     life: &RequestLife,
+    id: u64,
     w: &mut ObjectWriter<W>,
 ) -> std::io::Result<()> {
     let post_ref = EventRef {
@@ -643,7 +639,6 @@ fn write_request<W: std::io::Write>(
                 .unwrap_or(post.end)
         }
     };
-    let id = request_slice_id(life.rank, life.request);
     let args = RequestArgs {
         request: life.request,
         peer,

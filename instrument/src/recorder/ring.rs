@@ -20,6 +20,8 @@ pub(crate) struct Ring {
     stalls: AtomicU64,
     /// Set when the producer asked the writer to drain early, cleared by the writer.
     wake_pending: AtomicBool,
+    /// Requests this thread has numbered (producer only; atomic just to be `Sync`).
+    requests: AtomicU64,
     /// Index of the thread within the recorder.
     pub(crate) tid: u32,
     /// The thread's name when it registered.
@@ -57,6 +59,7 @@ impl Ring {
             tail: AtomicUsize::new(0),
             stalls: AtomicU64::new(0),
             wake_pending: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
             tid,
             thread_name,
         }
@@ -120,6 +123,15 @@ impl Ring {
         self.tail.store(head, Ordering::Release);
         self.wake_pending.store(false, Ordering::Relaxed);
         n
+    }
+
+    /// The next request id of this thread: `(tid << 40) + n` for its n-th request
+    /// (from 1). Only the owning thread may call this.
+    #[inline]
+    pub(crate) fn next_request_id(&self) -> u64 {
+        let n = self.requests.load(Ordering::Relaxed) + 1;
+        self.requests.store(n, Ordering::Relaxed);
+        (u64::from(self.tid) << 40) + n
     }
 
     /// Times the producer waited for room.

@@ -67,7 +67,8 @@ impl CommId {
     pub const WORLD: CommId = CommId(0);
 }
 
-/// A non-blocking request, numbered per rank from 1 in the order it was posted.
-/// Unlike an `MPI_Request` handle, it is never reused within a run.
+/// A non-blocking request, numbered per recording thread in the order it was posted: the
+/// rank's first recording thread numbers 1, 2, 3..., thread `t` from `(t << 40) + 1`.
+/// Unlike an `MPI_Request` handle, it is never reused within a rank's run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RequestId(pub u64);
