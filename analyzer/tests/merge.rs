@@ -328,3 +328,11 @@ fn truncated_and_missing_ranks_are_reported_and_the_rest_merged() {
     assert!(outcome.unreadable[0].path.ends_with("rank-9.json"));
     assert_eq!(m.info.messages, 4);
 }
+
+#[test]
+fn nothing_to_merge_is_an_empty_run_not_a_panic() {
+    let m = merge(Vec::new());
+    assert!(m.ranks.is_empty());
+    assert_eq!((m.info.world_size, m.info.messages), (0, 0));
+    assert_eq!(summarize(&m).wall, Nanos(0));
+}

@@ -1,0 +1,188 @@
+//! The merged trace on disk: per-rank metadata and events, request lifetimes on async
+//! tracks, message flows, and clock-suspect instants, all through the schema's writer.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+
+use overlap_instrument::schema::wire::{
+    event_to_wire, Category, FlowBinding, InstantScope, MetaName, Micros, NameArgs, ObjectWriter,
+    Phase, SortIndexArgs, WireEvent,
+};
+use overlap_instrument::schema::{Event, Nanos, Op, RequestArgs};
+
+use super::matching::suspect_record;
+use super::{call_at, AlignedRank, EventRef, Merged, RequestLife};
+use crate::{Error, Result};
+
+/// Where a flow leaves a slice: just inside its start, so that an arrow from a send to
+/// a completion that ended after it never points backwards.
+fn flow_out_point(e: &Event) -> Nanos {
+    Nanos(e.start().0 + (e.end().0 - e.start().0).min(1))
+}
+
+/// Where a flow enters a slice: just inside its end (the moment the receive was known
+/// to be complete).
+fn flow_in_point(e: &Event) -> Nanos {
+    Nanos(e.end().0 - (e.end().0 - e.start().0).min(1))
+}
+
+/// Writes the merged trace; returns the number of events written.
+pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
+    let io_err = |source| Error::Io {
+        what: "writing",
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io_err)?;
+    }
+    let file = File::create(path).map_err(io_err)?;
+    let mut w =
+        ObjectWriter::new(BufWriter::with_capacity(1 << 16, file), &merged.info).map_err(io_err)?;
+    write_events(merged, &mut w).map_err(io_err)?;
+    let n = w.written();
+    w.finish().map_err(io_err)?;
+    Ok(n)
+}
+
+fn write_events<W: std::io::Write>(
+    merged: &Merged,
+    w: &mut ObjectWriter<W>,
+) -> std::io::Result<()> {
+    for a in &merged.ranks {
+        let pid = a.rank;
+        let name = NameArgs {
+            name: format!("rank {} ({})", a.rank, a.host),
+        };
+        w.write(&WireEvent::meta(MetaName::ProcessName, pid, 0, name))?;
+        let sort = SortIndexArgs {
+            sort_index: i64::from(pid),
+        };
+        w.write(&WireEvent::meta(MetaName::ProcessSortIndex, pid, 0, sort))?;
+        for (tid, tname) in &a.threads {
+            let n = NameArgs {
+                name: tname.clone(),
+            };
+            w.write(&WireEvent::meta(MetaName::ThreadName, pid, *tid, n))?;
+            let s = SortIndexArgs {
+                sort_index: i64::from(*tid),
+            };
+            w.write(&WireEvent::meta(MetaName::ThreadSortIndex, pid, *tid, s))?;
+        }
+        for e in &a.events {
+            w.write(&event_to_wire(pid, e))?;
+        }
+    }
+    // Where a request that never completed ends: its rank's last moment.
+    let last_end: BTreeMap<u32, Nanos> = merged
+        .ranks
+        .iter()
+        .map(|a| {
+            (
+                a.rank,
+                a.events.iter().map(Event::end).max().unwrap_or_default(),
+            )
+        })
+        .collect();
+    for (index, life) in merged.requests.iter().enumerate() {
+        let rank_end = last_end.get(&life.rank).copied().unwrap_or_default();
+        write_request(&merged.ranks, life, index as u64 + 1, rank_end, w)?;
+    }
+    for m in &merged.messages {
+        let (Some(send), Some(done)) = (merged.event(m.send), m.completion) else {
+            continue;
+        };
+        let Some(done_ev) = merged.event(done) else {
+            continue;
+        };
+        if m.clock_suspect {
+            let Some(args) = suspect_record(&merged.ranks, m) else {
+                continue;
+            };
+            let mut ev = WireEvent::new(
+                "clock-suspect message",
+                Phase::Instant,
+                done.rank,
+                done_ev.tid(),
+            );
+            ev.cat = Some(Category::Clock);
+            ev.ts = Some(Micros(done_ev.end()));
+            ev.s = Some(InstantScope::Thread);
+            ev.args = Some(args);
+            w.write(&ev)?;
+            continue;
+        }
+        let mut s: WireEvent<'_, ()> =
+            WireEvent::new("message", Phase::FlowStart, m.send.rank, send.tid());
+        s.cat = Some(Category::Message);
+        s.id = Some(m.id);
+        s.ts = Some(Micros(flow_out_point(send)));
+        w.write(&s)?;
+        let mut f: WireEvent<'_, ()> =
+            WireEvent::new("message", Phase::FlowEnd, done.rank, done_ev.tid());
+        f.cat = Some(Category::Message);
+        f.id = Some(m.id);
+        f.bp = Some(FlowBinding::Enclosing);
+        f.ts = Some(Micros(flow_in_point(done_ev)));
+        w.write(&f)?;
+    }
+    Ok(())
+}
+
+fn write_request<W: std::io::Write>(
+    ranks: &[AlignedRank],
+    life: &RequestLife,
+    id: u64,
+    rank_end: Nanos,
+    w: &mut ObjectWriter<W>,
+) -> std::io::Result<()> {
+    let post_ref = EventRef {
+        rank: life.rank,
+        index: life.post,
+    };
+    let Some(post) = call_at(ranks, post_ref) else {
+        return Ok(());
+    };
+    let peer = post.args.peer.unwrap_or(-1);
+    let mut name = match post.op {
+        Op::Isend => format!("Isend → {peer}"),
+        _ => format!("Irecv ← {peer}"),
+    };
+    let completion = life.completion.and_then(|i| {
+        call_at(
+            ranks,
+            EventRef {
+                rank: life.rank,
+                index: i,
+            },
+        )
+    });
+    let end = match completion {
+        Some(c) => c.end,
+        None => {
+            name.push_str(" (never completed)");
+            rank_end.max(post.end)
+        }
+    };
+    let args = RequestArgs {
+        request: life.request,
+        peer,
+        tag: post.args.tag.unwrap_or(-1),
+        bytes: post.args.bytes.unwrap_or(0),
+        completed_by: completion.map(|c| c.op.mpi_name().to_string()),
+    };
+    let mut b = WireEvent::new(name.as_str(), Phase::AsyncBegin, life.rank, post.tid);
+    b.cat = Some(Category::Request);
+    b.id = Some(id);
+    b.ts = Some(Micros(post.start));
+    b.args = Some(args);
+    w.write(&b)?;
+    let mut e: WireEvent<'_, ()> =
+        WireEvent::new(name.as_str(), Phase::AsyncEnd, life.rank, post.tid);
+    e.cat = Some(Category::Request);
+    e.id = Some(id);
+    e.ts = Some(Micros(end));
+    w.write(&e)
+}
