@@ -18,13 +18,15 @@ pub struct KernelLaunch {
     pub trace_dir: PathBuf,
 }
 
-/// A process the launcher reported as ended badly (MPICH's hydra prints
-/// `PID <pid> RUNNING AT <host>` then `EXIT CODE: <code>`).
+/// A process the launcher reported as ended badly. MPICH's hydra prints
+/// `PID <pid> RUNNING AT <host>`, `EXIT CODE: <code>`, and for a signal
+/// `... EXIT STRING: Killed (signal <n>)`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BadExit {
     pub os_pid: u32,
     pub host: String,
     pub code: i32,
+    pub signal: Option<i32>,
 }
 
 /// How it ended.
@@ -49,11 +51,9 @@ impl LaunchOutcome {
         for b in &self.bad_exits {
             let who =
                 rank_of(b.os_pid).map_or_else(|| "a process".to_string(), |r| format!("rank {r}"));
-            // Hydra reports a signal as the exit code (9) or as 128 + signal.
-            let how = match b.code {
-                c if c > 128 => format!("killed by signal {}", c - 128),
-                9 => "killed by signal 9".to_string(),
-                c => format!("exited with code {c}"),
+            let how = match b.signal {
+                Some(sig) => format!("killed by signal {sig}"),
+                None => format!("exited with code {}", b.code),
             };
             // When one rank dies, mpiexec kills the others: the rank it names is the
             // first it saw end, not necessarily the one that died first.
@@ -88,28 +88,46 @@ fn parse_bad_exits(lines: &[String]) -> Vec<BadExit> {
             }
         } else if let Some(code) = text.strip_prefix("EXIT CODE:") {
             if let (Some((os_pid, host)), Ok(code)) = (current.take(), code.trim().parse()) {
-                found.push(BadExit { os_pid, host, code });
+                found.push(BadExit {
+                    os_pid,
+                    host,
+                    code,
+                    signal: None,
+                });
+            }
+        } else if let Some(pos) = text.find("(signal ") {
+            let sig = text[pos + "(signal ".len()..]
+                .trim_end_matches(')')
+                .trim()
+                .parse()
+                .ok();
+            if let Some(last) = found.last_mut() {
+                last.signal = last.signal.or(sig);
             }
         }
     }
     found
 }
 
+/// The kernels binary: the one given, else the one next to this binary, else the name
+/// alone for `mpiexec` to find on PATH.
 fn kernels_binary(given: Option<&Path>) -> Result<PathBuf> {
-    if let Some(p) = given {
-        return Ok(p.to_path_buf());
-    }
     let name = "overlap-kernels";
-    if let Ok(exe) = std::env::current_exe() {
-        if let Some(dir) = exe.parent() {
-            for candidate in [dir.join(name), dir.join("..").join(name)] {
-                if candidate.is_file() {
-                    return Ok(candidate);
-                }
-            }
-        }
+    let Some(p) = given else {
+        let beside = std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.join(name)))
+            .filter(|p| p.is_file());
+        return Ok(beside.unwrap_or_else(|| PathBuf::from(name)));
+    };
+    if !p.is_file() {
+        bail!(
+            "the kernels binary {} does not exist (build it with `cargo build --release \
+             --workspace`, or set OVERLAP_KERNELS)",
+            p.display()
+        );
     }
-    Ok(PathBuf::from(name))
+    Ok(p.to_path_buf())
 }
 
 /// Removes the per-rank files of an earlier run, so they cannot be merged by mistake.
@@ -175,13 +193,6 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
     let mut all_lines = out_thread.join().unwrap_or_default();
     all_lines.extend(err_lines);
     let status = child.wait().context("waiting for mpiexec")?;
-    if !status.success()
-        && rank_errors.is_empty()
-        && !kernels.exists()
-        && kernels.components().count() > 1
-    {
-        bail!("{} does not exist", kernels.display());
-    }
     Ok(LaunchOutcome {
         status,
         rank_errors,
@@ -202,6 +213,9 @@ mod tests {
             "=   PID 10840 RUNNING AT vm",
             "=   EXIT CODE: 9",
             "=   CLEANING UP REMAINING PROCESSES",
+            "=   YOU CAN IGNORE THE BELOW CLEANUP MESSAGES",
+            "===================================================================================",
+            "YOUR APPLICATION TERMINATED WITH THE EXIT STRING: Killed (signal 9)",
         ]
         .map(String::from)
         .to_vec();
@@ -210,9 +224,15 @@ mod tests {
             vec![BadExit {
                 os_pid: 10840,
                 host: "vm".into(),
-                code: 9
+                code: 9,
+                signal: Some(9),
             }]
         );
+        // An exit code alone is an exit code, not a signal.
+        let lines: Vec<String> = ["=   PID 7 RUNNING AT n1", "=   EXIT CODE: 9"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(parse_bad_exits(&lines)[0].signal, None);
         assert!(parse_bad_exits(&["EXIT CODE: 3".to_string()]).is_empty());
     }
 }

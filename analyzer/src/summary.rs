@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use overlap_instrument::schema::{Event, Nanos, Op, OpClass};
 
-use crate::merge::Merged;
+use crate::merge::{AlignedRank, Merged};
 
 /// One rank's time budget.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,50 +59,57 @@ pub fn is_waiting(op: Op) -> bool {
     ) || op == Op::Barrier
 }
 
+/// First start and last end of a rank's events, if it has any.
+fn span(events: &[Event]) -> Option<(Nanos, Nanos)> {
+    let start = events.iter().map(Event::start).min()?;
+    let end = events.iter().map(Event::end).max()?;
+    Some((start, end))
+}
+
+fn summarize_rank(a: &AlignedRank) -> RankSummary {
+    let mut s = RankSummary {
+        rank: a.rank,
+        host: a.host.clone(),
+        wall: span(&a.events).map_or(Nanos::ZERO, |(st, en)| en - st),
+        compute: Nanos::ZERO,
+        in_mpi: Nanos::ZERO,
+        waiting: Nanos::ZERO,
+        calls: BTreeMap::new(),
+        complete: a.complete,
+    };
+    for e in &a.events {
+        let d = e.end() - e.start();
+        match e {
+            Event::Compute(_) => s.compute = s.compute + d,
+            Event::Call(c) => {
+                s.in_mpi = s.in_mpi + d;
+                if is_waiting(c.op) {
+                    s.waiting = s.waiting + d;
+                }
+                *s.calls.entry(c.op).or_default() += 1;
+            }
+        }
+    }
+    s
+}
+
 /// Summarises a merged run.
 pub fn summarize(merged: &Merged) -> RunSummary {
-    let mut first = u64::MAX;
-    let mut last = 0;
-    let ranks = merged
+    let spans: Vec<(Nanos, Nanos)> = merged
         .ranks
         .iter()
-        .map(|a| {
-            let mut s = RankSummary {
-                rank: a.rank,
-                host: a.host.clone(),
-                wall: Nanos::ZERO,
-                compute: Nanos::ZERO,
-                in_mpi: Nanos::ZERO,
-                waiting: Nanos::ZERO,
-                calls: BTreeMap::new(),
-                complete: a.complete,
-            };
-            let start = a.events.iter().map(|e| e.start().0).min();
-            let end = a.events.iter().map(|e| e.end().0).max();
-            if let (Some(st), Some(en)) = (start, end) {
-                s.wall = Nanos(en - st);
-                first = first.min(st);
-                last = last.max(en);
-            }
-            for e in &a.events {
-                let d = e.end() - e.start();
-                match e {
-                    Event::Compute(_) => s.compute = s.compute + d,
-                    Event::Call(c) => {
-                        s.in_mpi = s.in_mpi + d;
-                        if is_waiting(c.op) {
-                            s.waiting = s.waiting + d;
-                        }
-                        *s.calls.entry(c.op).or_default() += 1;
-                    }
-                }
-            }
-            s
-        })
+        .filter_map(|a| span(&a.events))
         .collect();
+    let wall = match (
+        spans.iter().map(|s| s.0).min(),
+        spans.iter().map(|s| s.1).max(),
+    ) {
+        (Some(first), Some(last)) => last - first,
+        _ => Nanos::ZERO,
+    };
     RunSummary {
-        ranks,
-        wall: Nanos(last.saturating_sub(first.min(last))),
+        ranks: merged.ranks.iter().map(summarize_rank).collect(),
+        wall,
         clock_error: Nanos(merged.info.max_clock_error_ns),
         shared_clock: merged.info.ranks.iter().all(|r| r.shared_clock),
     }

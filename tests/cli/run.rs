@@ -283,3 +283,24 @@ fn a_failing_rank_fails_the_command_with_its_error() {
     );
     assert!(out.is_file(), "what was recorded is still merged");
 }
+
+#[test]
+fn a_missing_kernels_binary_is_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("x.json");
+    let run = crate::util::overlap(&[
+        "run",
+        "false-overlap",
+        "--kernels",
+        "/nonexistent/overlap-kernels",
+        "--out",
+        out.to_str().expect("utf-8"),
+    ]);
+    assert!(!run.success());
+    assert!(
+        run.stderr()
+            .contains("the kernels binary /nonexistent/overlap-kernels does not exist"),
+        "{}",
+        run.describe()
+    );
+}
