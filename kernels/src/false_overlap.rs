@@ -164,9 +164,11 @@ fn compute(data: &mut [f64], units: u64) -> f64 {
     std::hint::black_box(acc)
 }
 
-struct Exchange {
-    receives: Vec<OwnedRequest<u64>>,
-    sends: Vec<OwnedRequest<u64>>,
+/// `buf` resized to `words` (within its capacity: buffers are allocated at the largest
+/// message size once).
+fn sized(mut buf: Vec<u64>, words: usize) -> Vec<u64> {
+    buf.resize(words, 0);
+    buf
 }
 
 impl FalseOverlap {
@@ -227,10 +229,15 @@ impl Kernel for FalseOverlap {
         let mut data: Vec<f64> = (0..o.size)
             .map(|j| (rank as f64) + j as f64 * 1e-3)
             .collect();
-        let mut send_buf = vec![0u64; large];
         let mut recv_buf = vec![0u64; large];
-        let mut pending_sends: Vec<OwnedRequest<u64>> = Vec::new();
-        let mut back: Vec<Vec<u64>> = Vec::with_capacity(2);
+        // The send buffer is in MPI's hands (`None`) from its Isend to its Waitall.
+        let mut send_buf = Some(vec![0u64; large]);
+        let mut sends: Vec<OwnedRequest<u64>> = Vec::with_capacity(1);
+        let mut back: Vec<Vec<u64>> = Vec::with_capacity(1);
+        let mut wait_sends = |sends: &mut Vec<OwnedRequest<u64>>| {
+            comm.wait_all_owned(sends, &mut back);
+            sized(back.pop().expect("one send per half"), large)
+        };
         let mut report = KernelReport::default();
         const TAG: i32 = 17;
 
@@ -241,38 +248,29 @@ impl Kernel for FalseOverlap {
             }
             for half in 0..2 {
                 let (recv_words, send_words) = message_words(rank, iteration, half, o);
-                if !pending_sends.is_empty() {
-                    // fixed: the send buffer is about to be packed again.
-                    comm.wait_all_owned(&mut pending_sends, &mut back);
-                    send_buf = back.pop().expect("one send per half");
-                    send_buf.resize(large, 0);
-                }
+                // fixed: the send still in flight is waited for only now, just before
+                // its buffer is packed again.
+                let mut sbuf = match send_buf.take() {
+                    Some(b) => b,
+                    None => wait_sends(&mut sends),
+                };
                 {
                     let _g = rec.compute("pack");
-                    pack(&data, &mut send_buf[..send_words], rank, iteration, half);
+                    pack(&data, &mut sbuf[..send_words], rank, iteration, half);
                 }
                 let Some(peer) = peer else {
+                    send_buf = Some(sbuf);
                     let _g = rec.compute("compute");
                     compute(&mut data, o.compute);
                     continue;
                 };
-                let mut rbuf = std::mem::take(&mut recv_buf);
-                rbuf.truncate(recv_words);
-                let mut sbuf = std::mem::take(&mut send_buf);
-                sbuf.truncate(send_words);
-                let mut x = Exchange {
-                    receives: vec![comm.irecv_owned(peer, TAG, rbuf)],
-                    sends: vec![comm.isend_owned(peer, TAG, sbuf)],
-                };
-                comm.wait_all_owned(&mut x.receives, &mut back);
-                let mut rbuf = back.pop().expect("one receive per half");
-                match o.variant {
-                    Variant::Naive => {
-                        comm.wait_all_owned(&mut x.sends, &mut back);
-                        send_buf = back.pop().expect("one send per half");
-                        send_buf.resize(large, 0);
-                    }
-                    Variant::Fixed => pending_sends = std::mem::take(&mut x.sends),
+                let mut receives = vec![comm.irecv_owned(peer, TAG, sized(recv_buf, recv_words))];
+                sends.push(comm.isend_owned(peer, TAG, sized(sbuf, send_words)));
+                let mut received = Vec::with_capacity(1);
+                comm.wait_all_owned(&mut receives, &mut received);
+                let rbuf = received.pop().expect("one receive per half");
+                if o.variant == Variant::Naive {
+                    send_buf = Some(wait_sends(&mut sends));
                 }
                 self.verify(&rbuf, peer, iteration, half)?;
                 report.messages_verified += 1;
@@ -285,13 +283,12 @@ impl Kernel for FalseOverlap {
                     let _g = rec.compute("compute");
                     compute(&mut data, o.compute);
                 }
-                rbuf.resize(large, 0);
-                recv_buf = rbuf;
+                recv_buf = sized(rbuf, large);
             }
             comm.barrier();
         }
-        if !pending_sends.is_empty() {
-            comm.wait_all_owned(&mut pending_sends, &mut back);
+        if send_buf.is_none() {
+            wait_sends(&mut sends);
         }
         Ok(report)
     }

@@ -24,11 +24,7 @@ fn merging_an_empty_directory_explains_itself() {
     let dir = tempfile::tempdir().expect("temp dir");
     let run = merge(dir.path(), &[]);
     assert!(!run.success());
-    assert!(
-        run.stderr().contains("no usable per-rank trace file"),
-        "{}",
-        run.describe()
-    );
+    run.assert_stderr_has("no usable per-rank trace file");
 }
 
 #[test]
@@ -37,28 +33,15 @@ fn merging_garbage_names_the_file_and_the_reason() {
     std::fs::write(dir.path().join("rank-0.json"), "hello").expect("write");
     let run = merge(dir.path(), &[]);
     assert!(!run.success());
-    let err = run.stderr();
-    assert!(
-        err.contains("rank-0.json: not an overlap trace"),
-        "{}",
-        run.describe()
-    );
-    assert!(
-        err.contains("does not start with '['"),
-        "{}",
-        run.describe()
-    );
+    run.assert_stderr_has("rank-0.json: not an overlap trace");
+    run.assert_stderr_has("does not start with '['");
 }
 
 #[test]
 fn a_missing_directory_is_an_error_not_a_panic() {
     let run = overlap(&["merge", "/nonexistent/overlap-dir", "--out", "/tmp/x.json"]);
     assert!(!run.success());
-    assert!(
-        run.stderr().contains("listing /nonexistent/overlap-dir"),
-        "{}",
-        run.describe()
-    );
+    run.assert_stderr_has("listing /nonexistent/overlap-dir");
     assert!(!run.stderr().contains("panicked"));
 }
 
@@ -106,9 +89,5 @@ fn merging_a_recorded_run_again_and_strict_mode() {
     );
     let strict = merge(&ranks, &["--strict"]);
     assert!(!strict.success(), "{}", strict.describe());
-    assert!(
-        strict.stderr().contains("--strict: 1 rank file(s)"),
-        "{}",
-        strict.describe()
-    );
+    strict.assert_stderr_has("--strict: 1 rank file(s)");
 }

@@ -44,6 +44,15 @@ impl Run {
     pub fn success(&self) -> bool {
         self.output.status.success()
     }
+    /// Panics, showing the whole run, unless stderr contains `needle`.
+    pub fn assert_stderr_has(&self, needle: &str) {
+        assert!(
+            self.stderr().contains(needle),
+            "stderr lacks {needle:?}:\n{}",
+            self.describe()
+        );
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "status {}\n--- stdout\n{}\n--- stderr\n{}",

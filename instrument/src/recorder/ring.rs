@@ -110,8 +110,8 @@ impl Ring {
     }
 
     /// Hands every published record to `f`, oldest first, then frees their slots.
-    /// Only the writer thread may call this. Returns how many were drained.
-    pub(crate) fn drain(&self, mut f: impl FnMut(&Record)) -> usize {
+    /// Only the writer thread may call this.
+    pub(crate) fn drain(&self, mut f: impl FnMut(&Record)) {
         let tail = self.tail.load(Ordering::Relaxed);
         let head = self.head.load(Ordering::Acquire);
         let n = head.wrapping_sub(tail);
@@ -122,7 +122,6 @@ impl Ring {
         }
         self.tail.store(head, Ordering::Release);
         self.wake_pending.store(false, Ordering::Relaxed);
-        n
     }
 
     /// The next request id of this thread: `(tid << 40) + n` for its n-th request

@@ -112,12 +112,10 @@ impl<S: Sink> Writer<S> {
         }
     }
 
-    /// Drains every ring once; returns the records drained.
-    fn drain_all(&mut self, shared: &Shared) -> usize {
+    /// Drains every ring once.
+    fn drain_all(&mut self, shared: &Shared) {
         self.clock.refresh();
-        let rings = shared.rings_snapshot();
-        let mut drained = 0;
-        for ring in rings {
+        for ring in shared.rings_snapshot() {
             let tid = ring.tid as usize;
             if self.announced.len() <= tid {
                 self.announced.resize(tid + 1, false);
@@ -126,9 +124,8 @@ impl<S: Sink> Writer<S> {
                 self.announced[tid] = true;
                 self.attempt(|s| s.thread(ring.tid, &ring.thread_name));
             }
-            drained += ring.drain(|r| self.record(ring.tid, r));
+            ring.drain(|r| self.record(ring.tid, r));
         }
-        drained
     }
 }
 

@@ -88,11 +88,6 @@ impl Op {
     pub fn sends(self) -> bool {
         matches!(self, Op::Send | Op::Isend | Op::Sendrecv)
     }
-
-    /// True for calls that receive a message (blocking or not, alone or paired).
-    pub fn receives(self) -> bool {
-        matches!(self, Op::Recv | Op::Irecv | Op::Sendrecv)
-    }
 }
 
 #[cfg(test)]
