@@ -18,6 +18,12 @@ demo: build
 	@echo
 	./target/release/overlap run false-overlap --ranks $(RANKS) --variant fixed --out $(DEMO_DIR)/false-overlap-fixed.json
 	@echo
+	./target/release/overlap diff $(DEMO_DIR)/false-overlap-naive.json $(DEMO_DIR)/false-overlap-fixed.json
+	@echo
+	./target/release/overlap baseline $(DEMO_DIR)/false-overlap-fixed.json --out $(DEMO_DIR)/baseline-fixed.json
+	@echo "The CI gate, naive against the fixed baseline (it must fail, exit 1):"
+	-./target/release/overlap check $(DEMO_DIR)/false-overlap-naive.json --baseline $(DEMO_DIR)/baseline-fixed.json --tolerance 25
+	@echo
 	@echo "Open the traces in Perfetto: go to https://ui.perfetto.dev, choose 'Open trace file'"
 	@echo "and pick $(DEMO_DIR)/false-overlap-naive.json, then $(DEMO_DIR)/false-overlap-fixed.json."
 	@echo "Each rank is a process; click an MPI_Isend to follow its arrow to the call that"
@@ -26,9 +32,11 @@ demo: build
 test: setup
 	$(CARGO) build --workspace --bins
 	$(CARGO) test --workspace
+	scripts/ci-gate.sh
 
 bench: setup
 	$(CARGO) bench -p overlap-instrument --bench overhead
+	$(CARGO) bench -p overlap-analyzer --bench analyze
 
 clean:
 	$(CARGO) clean

@@ -6,7 +6,11 @@ use std::process::ExitCode;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use overlap_analyzer::merge::{merge_dir, write_merged, MergeOutcome};
+use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
+use overlap_analyzer::report::{render, Style};
 use overlap_analyzer::summary::summarize;
+use overlap_analyzer::tables::{tables, write_tables, TableFormat};
+use overlap_instrument::schema::Nanos;
 
 use crate::launch::{launch_kernel, KernelLaunch};
 
@@ -20,10 +24,105 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Run a bundled kernel under mpiexec, traced, then merge and summarise its trace.
+    /// Run a bundled kernel under mpiexec, traced, then merge and analyze its trace.
     Run(RunArgs),
     /// Merge a directory of per-rank trace files into one Perfetto trace.
     Merge(MergeArgs),
+    /// Analyze a trace: time per rank, wait states, overlap per request, false overlap, POP.
+    Analyze(AnalyzeArgs),
+    /// Compare two traces side by side, with deltas.
+    Diff(DiffArgs),
+    /// Save the gated metrics of a trace as a baseline for `overlap check`.
+    Baseline(BaselineArgs),
+    /// Check a trace against a baseline: exit 0 within tolerance, 1 on regression,
+    /// 2 on unusable input.
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct DiffArgs {
+    /// The first trace (merged file or directory of per-rank files).
+    a: PathBuf,
+    /// The second trace.
+    b: PathBuf,
+    /// Print the rows as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+#[derive(Debug, Args)]
+struct BaselineArgs {
+    /// The trace (merged file or directory of per-rank files).
+    trace: PathBuf,
+    /// The baseline file to write.
+    #[arg(long)]
+    out: PathBuf,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// The trace to check (merged file or directory of per-rank files).
+    trace: PathBuf,
+    /// The baseline (from `overlap baseline`).
+    #[arg(long)]
+    baseline: PathBuf,
+    /// How far a metric may move the wrong way, in percent of its baseline value.
+    #[arg(long, default_value_t = 5.0)]
+    tolerance: f64,
+    /// Also write the result as JUnit XML.
+    #[arg(long)]
+    junit: Option<PathBuf>,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+#[derive(Debug, Args)]
+struct AnalyzeArgs {
+    /// A merged trace, or a directory of per-rank files (rank-N.json).
+    trace: PathBuf,
+    /// Print the report as JSON (stable keys, see docs/metrics.md).
+    #[arg(long)]
+    json: bool,
+    /// Write the tables (ranks, calls, requests, messages, wait_states) as CSV here.
+    #[arg(long, value_name = "DIR")]
+    csv: Option<PathBuf>,
+    /// Write the same tables as Parquet here.
+    #[arg(long, value_name = "DIR")]
+    parquet: Option<PathBuf>,
+    /// Record the analyzer's own phases as a Chrome trace (open it in Perfetto).
+    #[arg(long, value_name = "FILE")]
+    self_trace: Option<PathBuf>,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+/// Thresholds of the analysis.
+#[derive(Debug, Args)]
+struct AnalysisArgs {
+    /// Instances listed per wait state, and worst requests.
+    #[arg(long, default_value_t = 5)]
+    worst: usize,
+    /// False-overlap losses (and the independent work that could hide them) shorter
+    /// than this many microseconds are not reported.
+    #[arg(long, default_value_t = 1.0)]
+    min_wait_us: f64,
+}
+
+impl AnalysisArgs {
+    fn options(&self) -> Result<Options> {
+        if !(self.min_wait_us >= 0.0 && self.min_wait_us.is_finite()) {
+            bail!("--min-wait-us must be a non-negative number");
+        }
+        Ok(Options {
+            worst: self.worst,
+            min_wait: Nanos((self.min_wait_us * 1000.0).round() as u64),
+            ..Options::default()
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -112,6 +211,10 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             kernel: Kernel::FalseOverlap(a),
         }) => run_false_overlap(a),
         Command::Merge(a) => merge(a),
+        Command::Analyze(a) => analyze(a),
+        Command::Diff(a) => diff(a),
+        Command::Baseline(a) => make_baseline(a),
+        Command::Check(a) => check(a),
     }
 }
 
@@ -171,6 +274,10 @@ fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
     match (failure, merged) {
         (None, Ok(m)) => {
             report_merge(&m, &ranks_dir, &a.out)?;
+            let trace = m.merged.to_trace(&a.out);
+            let (report, _) = analyze_trace(&trace, &Options::default());
+            println!();
+            print!("{}", render(&report, style()));
             Ok(ExitCode::SUCCESS)
         }
         (Some(failure), Ok(m)) => {
@@ -236,4 +343,169 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
         bail!("--strict: {problems} rank file(s) missing, cut short or unreadable");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Loads a trace for analysis, with a progress bar on stderr when it takes a while,
+/// and prints what could not be used.
+fn load_trace(path: &Path) -> Result<overlap_analyzer::model::Trace> {
+    let mut bar = crate::progress::Bar::new(&format!("reading {}", path.display()));
+    let loaded = overlap_analyzer::import::load(path, &mut |done, total| bar.update(done, total));
+    bar.finish();
+    let loaded = loaded?;
+    for u in &loaded.unreadable {
+        eprintln!("warning: {}: skipped: {}", u.path.display(), u.reason);
+    }
+    for p in &loaded.problems {
+        eprintln!("warning: {}: {p}", path.display());
+    }
+    for inc in &loaded.trace.info.incomplete {
+        eprintln!(
+            "warning: rank {}: trace cut short ({} events kept from {}): {}",
+            inc.rank, inc.events_read, inc.file, inc.reason
+        );
+    }
+    Ok(loaded.trace)
+}
+
+/// Colour for stdout: only on a terminal, and never when NO_COLOR is set.
+fn style() -> Style {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    Style {
+        color: !no_color && std::io::stdout().is_terminal(),
+    }
+}
+
+fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
+    let opts = a.analysis.options()?;
+    let _guard = match &a.self_trace {
+        Some(file) => Some(crate::selftrace::start(file)?),
+        None => None,
+    };
+    let trace = load_trace(&a.trace)?;
+    let (report, details) = analyze_trace(&trace, &opts);
+    {
+        let _s = tracing::info_span!("report").entered();
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            print!("{}", render(&report, style()));
+        }
+    }
+    for (dir, format) in [
+        (&a.csv, TableFormat::Csv),
+        (&a.parquet, TableFormat::Parquet),
+    ] {
+        if let Some(dir) = dir {
+            let mut t = tables(&trace, &report, &details)?;
+            let files = write_tables(&mut t, dir, format)?;
+            eprintln!("wrote {} tables to {}", files.len(), dir.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn report_of(path: &Path, analysis: &AnalysisArgs) -> Result<overlap_analyzer::metrics::Report> {
+    let opts = analysis.options()?;
+    let trace = load_trace(path)?;
+    Ok(analyze_trace(&trace, &opts).0)
+}
+
+fn diff(a: DiffArgs) -> Result<ExitCode> {
+    let ra = report_of(&a.a, &a.analysis)?;
+    let rb = report_of(&a.b, &a.analysis)?;
+    let rows = overlap_analyzer::check::diff(&ra, &rb);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        print!(
+            "{}",
+            overlap_analyzer::check::diff_table(&rows, &label(&a.a), &label(&a.b))
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn make_baseline(a: BaselineArgs) -> Result<ExitCode> {
+    let r = report_of(&a.trace, &a.analysis)?;
+    let b = overlap_analyzer::check::baseline(&r);
+    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let text = serde_json::to_string_pretty(&b)? + "\n";
+    std::fs::write(&a.out, text).with_context(|| format!("writing {}", a.out.display()))?;
+    println!(
+        "baseline of {} metrics written to {}",
+        b.metrics.len(),
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `overlap check`: exit 0 within tolerance, 1 on regression, 2 on unusable input.
+fn check(a: CheckArgs) -> Result<ExitCode> {
+    use overlap_analyzer::check::{compare, comparison_table, junit, read_baseline, Verdict};
+    let unusable = |e: anyhow::Error| {
+        eprintln!("overlap: error: {e:#}");
+        Ok(ExitCode::from(2))
+    };
+    if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
+        return unusable(anyhow::anyhow!(
+            "--tolerance must be a non-negative percentage"
+        ));
+    }
+    let base = match read_baseline(&a.baseline) {
+        Ok(b) => b,
+        Err(e) => return unusable(e.into()),
+    };
+    let report = match report_of(&a.trace, &a.analysis) {
+        Ok(r) => r,
+        Err(e) => return unusable(e),
+    };
+    if report.run.program != base.program || report.run.params != base.params {
+        eprintln!(
+            "warning: the baseline was made from {} {}, this trace is {} {}",
+            base.program,
+            serde_json::to_string(&base.params)?,
+            report.run.program,
+            serde_json::to_string(&report.run.params)?
+        );
+    }
+    let rows = compare(&base, &report, a.tolerance);
+    print!("{}", comparison_table(&rows));
+    if let Some(path) = &a.junit {
+        let suite = format!("overlap check {}", a.trace.display());
+        if let Err(e) = std::fs::write(path, junit(&rows, &suite)) {
+            return unusable(anyhow::anyhow!("writing {}: {e}", path.display()));
+        }
+    }
+    let regressed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::Regressed)
+        .map(|r| r.name.as_str())
+        .collect();
+    if regressed.is_empty() {
+        println!(
+            "within tolerance ({}%) of {}",
+            a.tolerance,
+            a.baseline.display()
+        );
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!(
+            "{} metric(s) regressed beyond {}%: {}",
+            regressed.len(),
+            a.tolerance,
+            regressed.join(", ")
+        );
+        Ok(ExitCode::from(1))
+    }
+}
+
+/// A short name for a trace in a table header: its file name.
+fn label(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }

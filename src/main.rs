@@ -3,6 +3,8 @@
 
 mod cli;
 mod launch;
+mod progress;
+mod selftrace;
 
 use std::process::ExitCode;
 

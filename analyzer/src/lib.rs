@@ -14,10 +14,16 @@
 //! print!("{}", overlap_analyzer::summary::summarize(&outcome.merged).to_table());
 //! ```
 
+pub mod check;
+mod fastparse;
+mod fxhash;
 pub mod import;
 pub mod merge;
+pub mod metrics;
 pub mod model;
+pub mod report;
 pub mod summary;
+pub mod tables;
 
 use std::path::PathBuf;
 
@@ -32,8 +38,7 @@ pub enum Error {
         what: &'static str,
         /// The path.
         path: PathBuf,
-        /// The cause.
-        #[source]
+        /// The cause (shown in the message, so not chained again).
         source: std::io::Error,
     },
     /// The file is not an overlap trace.
@@ -68,6 +73,20 @@ pub enum Error {
     BadMerged {
         /// The file.
         path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A baseline file that cannot be used.
+    #[error("{}: not a usable baseline: {reason}", path.display())]
+    BadBaseline {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A table could not be built or written.
+    #[error("table: {reason}")]
+    Table {
         /// Why.
         reason: String,
     },

@@ -6,7 +6,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 use overlap_instrument::clock::ClockModel;
-use overlap_instrument::schema::{ClockSync, Event, Footer, Header, MergedInfo, SyncPhase};
+use overlap_instrument::schema::{
+    ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, SyncPhase,
+};
 
 /// Why a file's events stop before its end: what was read before still counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,9 +32,10 @@ impl fmt::Display for ReadProblem {
     }
 }
 
-/// One rank's file, read.
+/// One rank's file, read; its events go into `E` (all of them as [`Event`]s by default,
+/// or a compact [`Timeline`] for analysis).
 #[derive(Clone, Debug, PartialEq)]
-pub struct RankTrace {
+pub struct RankTrace<E = Vec<Event>> {
     /// The file.
     pub path: PathBuf,
     /// Its header.
@@ -42,7 +45,7 @@ pub struct RankTrace {
     /// Clock synchronisations, in file order.
     pub syncs: Vec<ClockSync>,
     /// Calls and compute spans, in file order (per thread: recording order).
-    pub events: Vec<Event>,
+    pub events: E,
     /// The footer, when the file was closed properly.
     pub footer: Option<Footer>,
     /// Events that could not be used (corrupt, unknown call, bad args), and a cut-off
@@ -50,7 +53,7 @@ pub struct RankTrace {
     pub problems: Vec<ReadProblem>,
 }
 
-impl RankTrace {
+impl<E> RankTrace<E> {
     /// The rank.
     pub fn rank(&self) -> u32 {
         self.header.rank
@@ -149,4 +152,316 @@ pub struct RequestSpan {
     pub begin_ns: u64,
     /// Completion time, ns.
     pub end_ns: Option<u64>,
+}
+
+// ---------------------------------------------------------------------------------------
+// The analysis model: every rank on the run's timeline, compact enough for traces of
+// tens of millions of events, with messages matched and request lifetimes resolved.
+// ---------------------------------------------------------------------------------------
+
+/// An event of a rank: `ranks[rank].spans[index]` of a [`Trace`] (the same index as in
+/// the rank's events of a [`crate::merge::Merged`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventRef {
+    /// Rank.
+    pub rank: u32,
+    /// Index in that rank's events.
+    pub index: usize,
+}
+
+/// A message matched from its send to its receive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Message {
+    /// Id, from 1, in order of matching.
+    pub id: u64,
+    /// The call that sent it.
+    pub send: EventRef,
+    /// The call that posted the receive.
+    pub recv_post: EventRef,
+    /// The call that completed the receive, when one did.
+    pub completion: Option<EventRef>,
+    /// Tag.
+    pub tag: i32,
+    /// Bytes sent.
+    pub bytes: u64,
+    /// True when the receive completed before the send was posted.
+    pub clock_suspect: bool,
+}
+
+/// A non-blocking request from its post to its completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestLife {
+    /// Rank.
+    pub rank: u32,
+    /// Request id on that rank.
+    pub request: u64,
+    /// The post (Isend, Irecv): index in the rank's events.
+    pub post: usize,
+    /// The completing call, when there was one.
+    pub completion: Option<usize>,
+}
+
+/// What a span of a [`Timeline`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum What {
+    /// A compute span; the name is `names[.0]` of its timeline.
+    Compute(u32),
+    /// An MPI call; its arguments are `calls[.1]` of its timeline.
+    Call(Op, u32),
+}
+
+/// A call or compute span, ns since the run's start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// Start.
+    pub start: Nanos,
+    /// End (never before the start).
+    pub end: Nanos,
+    /// Recording thread.
+    pub tid: u32,
+    /// What it is.
+    pub what: What,
+}
+
+impl Span {
+    /// Its duration.
+    pub fn duration(&self) -> Nanos {
+        self.end - self.start
+    }
+
+    /// The MPI call, if it is one.
+    pub fn op(&self) -> Option<Op> {
+        match self.what {
+            What::Call(op, _) => Some(op),
+            What::Compute(_) => None,
+        }
+    }
+}
+
+/// A buffer an MPI call named: `[addr, addr + len)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    /// Start address.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+impl Buffer {
+    /// True when the two byte ranges share a byte (an empty buffer shares none).
+    pub fn overlaps(&self, other: &Buffer) -> bool {
+        self.len > 0
+            && other.len > 0
+            && self.addr < other.addr.saturating_add(other.len)
+            && other.addr < self.addr.saturating_add(self.len)
+    }
+}
+
+/// The receive half of a Sendrecv.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvHalf {
+    /// Requested source (world rank; negative: wildcard).
+    pub peer: Option<i32>,
+    /// Requested tag.
+    pub tag: Option<i32>,
+    /// The receive buffer.
+    pub buf: Option<Buffer>,
+}
+
+/// The arguments of an MPI call that analysis uses (see
+/// [`CallArgs`](overlap_instrument::schema::CallArgs) for their meaning).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallInfo {
+    /// Peer (world rank) of a point-to-point call.
+    pub peer: Option<i32>,
+    /// Tag.
+    pub tag: Option<i32>,
+    /// Communicator id (0 when not recorded).
+    pub comm: u32,
+    /// Bytes sent, or a receive's capacity.
+    pub bytes: Option<u64>,
+    /// The request a post created.
+    pub request: Option<u64>,
+    /// The (send) buffer.
+    pub buf: Option<Buffer>,
+    /// Sendrecv's receive half.
+    pub recv: Option<Box<RecvHalf>>,
+    /// Requests this call completed: `done[completed.0 .. completed.0 + completed.1]` of
+    /// its timeline.
+    pub completed: (u32, u32),
+}
+
+/// A completion a call recorded.
+pub type Done = Completion;
+
+/// One rank on the run's timeline, in compact form.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    /// The rank.
+    pub rank: u32,
+    /// Its host.
+    pub host: String,
+    /// Its operating-system process id (0 when unknown).
+    pub os_pid: u32,
+    /// Thread names by tid.
+    pub threads: BTreeMap<u32, String>,
+    /// False when the rank's file was cut short.
+    pub complete: bool,
+    /// Calls and compute spans, sorted by start.
+    pub spans: Vec<Span>,
+    /// Arguments of the calls.
+    pub calls: Vec<CallInfo>,
+    /// Completions of the calls.
+    pub done: Vec<Done>,
+    /// Compute span names.
+    pub names: Vec<String>,
+    name_ids: crate::fxhash::FxHashMap<String, u32>,
+}
+
+impl Timeline {
+    /// An empty timeline for `rank`.
+    pub fn new(rank: u32) -> Self {
+        Timeline {
+            rank,
+            complete: true,
+            ..Timeline::default()
+        }
+    }
+
+    /// Appends an event (times as they are; sort with [`Timeline::sort`] afterwards).
+    pub fn push(&mut self, e: &Event) {
+        match e {
+            Event::Compute(c) => {
+                let id = match self.name_ids.get(c.name.as_str()) {
+                    Some(id) => *id,
+                    None => {
+                        let id = self.names.len() as u32;
+                        self.names.push(c.name.clone());
+                        self.name_ids.insert(c.name.clone(), id);
+                        id
+                    }
+                };
+                self.spans.push(Span {
+                    start: c.start,
+                    end: c.end.max(c.start),
+                    tid: c.tid,
+                    what: What::Compute(id),
+                });
+            }
+            Event::Call(c) => {
+                let a = &c.args;
+                let first = self.done.len() as u32;
+                self.done.extend_from_slice(&a.completed);
+                let buffer = |addr: Option<u64>, len: Option<u64>| {
+                    addr.map(|addr| Buffer {
+                        addr,
+                        len: len.unwrap_or(0),
+                    })
+                };
+                let recv = (a.recv_peer.is_some() || a.recv_tag.is_some() || a.recv_buf.is_some())
+                    .then(|| {
+                        Box::new(RecvHalf {
+                            peer: a.recv_peer,
+                            tag: a.recv_tag,
+                            buf: buffer(a.recv_buf, a.recv_buf_len),
+                        })
+                    });
+                let id = self.calls.len() as u32;
+                self.calls.push(CallInfo {
+                    peer: a.peer,
+                    tag: a.tag,
+                    comm: a.comm.unwrap_or(0),
+                    bytes: a.bytes,
+                    request: a.request,
+                    buf: buffer(a.buf, a.buf_len),
+                    recv,
+                    completed: (first, a.completed.len() as u32),
+                });
+                self.spans.push(Span {
+                    start: c.start,
+                    end: c.end.max(c.start),
+                    tid: c.tid,
+                    what: What::Call(c.op, id),
+                });
+            }
+        }
+    }
+
+    /// Sorts the spans by start (then thread), as every analysis expects. Stable: spans
+    /// that start together keep their recording order.
+    pub fn sort(&mut self) {
+        self.spans.sort_by_key(|s| (s.start, s.tid));
+    }
+
+    /// The call behind a span, if it is one.
+    pub fn call(&self, index: usize) -> Option<(Op, &CallInfo)> {
+        match self.spans.get(index)?.what {
+            What::Call(op, id) => Some((op, self.calls.get(id as usize)?)),
+            What::Compute(_) => None,
+        }
+    }
+
+    /// The completions a call recorded.
+    pub fn completions(&self, call: &CallInfo) -> &[Done] {
+        let (first, n) = (call.completed.0 as usize, call.completed.1 as usize);
+        self.done.get(first..first + n).unwrap_or(&[])
+    }
+
+    /// The name of a compute span.
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("?", String::as_str)
+    }
+
+    /// First start and last end, if the rank has any span.
+    pub fn extent(&self) -> Option<(Nanos, Nanos)> {
+        let start = self.spans.first()?.start;
+        let end = self.spans.iter().map(|s| s.end).max()?;
+        Some((start, end))
+    }
+}
+
+/// A whole run ready for analysis: every rank on one timeline, messages matched,
+/// request lifetimes resolved. Built by [`crate::import::load`] from a merged trace or a
+/// directory of per-rank files, or from a [`crate::merge::Merged`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    /// Where it was read from.
+    pub source: PathBuf,
+    /// Run description, clock bounds, what was missing or cut short.
+    pub info: MergedInfo,
+    /// Ranks, sorted by rank.
+    pub ranks: Vec<Timeline>,
+    /// Matched messages.
+    pub messages: Vec<Message>,
+    /// Request lifetimes.
+    pub requests: Vec<RequestLife>,
+}
+
+impl Trace {
+    /// The timeline of a rank.
+    pub fn rank(&self, rank: u32) -> Option<&Timeline> {
+        self.ranks
+            .binary_search_by_key(&rank, |t| t.rank)
+            .ok()
+            .and_then(|i| self.ranks.get(i))
+    }
+
+    /// The span behind a reference.
+    pub fn span(&self, r: EventRef) -> Option<&Span> {
+        self.rank(r.rank)?.spans.get(r.index)
+    }
+
+    /// The clock error bound of a rank, ns (0 when it reads rank 0's clock).
+    pub fn clock_error(&self, rank: u32) -> Nanos {
+        self.info.ranks.iter().find(|r| r.rank == rank).map_or(
+            Nanos(self.info.max_clock_error_ns),
+            |r| {
+                if r.shared_clock {
+                    Nanos::ZERO
+                } else {
+                    Nanos(r.init_error_ns.max(r.final_error_ns.unwrap_or(0)))
+                }
+            },
+        )
+    }
 }

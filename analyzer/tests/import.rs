@@ -184,3 +184,120 @@ fn events_before_the_header_are_refused() {
     let err = parse(text).expect_err("refused");
     assert!(matches!(err, Error::NoHeader { .. }), "{err:?}");
 }
+
+mod load {
+    //! Loading for analysis: merged files streamed, directories merged, both tolerant.
+    // A failed step of a test is a failed test: unwrap says where.
+    #![allow(clippy::unwrap_used)]
+
+    use std::io::Write;
+
+    use super::common::*;
+    use overlap_analyzer::import::{load, load_dir, load_merged};
+    use overlap_analyzer::merge::{merge, write_merged};
+    use overlap_analyzer::metrics::{analyze, Options};
+    use overlap_instrument::schema::{Op, SyncPhase};
+
+    fn two_ranks() -> Vec<overlap_analyzer::model::RankTrace> {
+        // rank 0  |c 0-10|Isend 10-11|Wait 11-12|Barrier 12-20|
+        // rank 1  |Irecv 0-1|Wait 1 ------ 15|Barrier 15-20|
+        let size = 2;
+        vec![
+            rank_trace(
+                header(0, size, 0, "b"),
+                vec![sync(SyncPhase::Init, 0, 0, 0)],
+                vec![
+                    compute(0, 10, "c"),
+                    isend(10, 11, 1, 0, 8, 1),
+                    complete(Op::Wait, 11, 12, &[(1, None)]),
+                    barrier(12, 20),
+                ],
+            ),
+            rank_trace(
+                header(1, size, 0, "b"),
+                vec![sync(SyncPhase::Init, 0, 0, 0)],
+                vec![
+                    irecv(0, 1, 0, 0, 8, 1),
+                    complete(Op::Wait, 1, 15, &[(1, Some((0, 0)))]),
+                    barrier(15, 20),
+                ],
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_merged_file_and_its_directory_give_the_same_analysis() {
+        let dir = tempfile::tempdir().unwrap();
+        let ranks = dir.path().join("run.ranks");
+        std::fs::create_dir_all(&ranks).unwrap();
+        for t in two_ranks() {
+            write_rank_file(&ranks, &t, true);
+        }
+        let merged_path = dir.path().join("run.json");
+        write_merged(&merge(two_ranks()), &merged_path).unwrap();
+        let from_dir = load_dir(&ranks, &mut |_, _| {}).unwrap();
+        let from_file = load(&merged_path, &mut |_, _| {}).unwrap();
+        assert!(from_file.problems.is_empty(), "{:?}", from_file.problems);
+        let a = analyze(&from_dir.trace, &Options::default()).0;
+        let mut b = analyze(&from_file.trace, &Options::default()).0;
+        b.run.source = a.run.source.clone();
+        assert_eq!(a, b);
+        // rank 1 waited 10 - 1 = 9 for the sender.
+        assert_eq!(a.wait_states.kinds[0].total_ns, 9);
+        assert_eq!(from_file.trace.messages.len(), 1);
+    }
+
+    #[test]
+    fn a_merged_file_cut_short_with_a_corrupt_line_keeps_everything_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        write_merged(&merge(two_ranks()), &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut lines: Vec<String> = text.lines().map(String::from).collect();
+        // Corrupt rank 0's Isend line, and drop the closing "]" and "}".
+        let isend = lines.iter().position(|l| l.contains("MPI_Isend")).unwrap();
+        lines[isend] = "{\"name\":\"MPI_Isend\",\"ph\":\"X\",garbage".into();
+        while lines
+            .last()
+            .is_some_and(|l| l.trim() == "]" || l.trim() == "}")
+        {
+            lines.pop();
+        }
+        let mut f = std::fs::File::create(&path).unwrap();
+        writeln!(f, "{}", lines.join("\n")).unwrap();
+        drop(f);
+        let loaded = load_merged(&path, &mut |_, _| {}).unwrap();
+        assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
+        assert_eq!(loaded.problems[0].line, isend as u64 + 1);
+        assert!(loaded.problems[0]
+            .reason
+            .contains("not a valid trace event"));
+        let events: usize = loaded.trace.ranks.iter().map(|t| t.spans.len()).sum();
+        assert_eq!(events, 6, "all but the corrupt Isend");
+        // The message lost its send: the receive is unmatched.
+        assert_eq!(loaded.trace.messages.len(), 0);
+    }
+
+    #[test]
+    fn a_directory_with_a_rank_cut_short_is_analysed_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ts = two_ranks();
+        write_rank_file(dir.path(), &ts[0], true);
+        ts[1].events.truncate(2);
+        write_rank_file(dir.path(), &ts[1], false);
+        let loaded = load_dir(dir.path(), &mut |_, _| {}).unwrap();
+        let r = analyze(&loaded.trace, &Options::default()).0;
+        assert_eq!(r.run.incomplete_ranks, vec![1]);
+        assert_eq!(loaded.trace.info.incomplete[0].events_read, 2);
+        assert_eq!(r.wait_states.kinds[0].total_ns, 9);
+    }
+
+    #[test]
+    fn not_a_merged_trace_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.json");
+        std::fs::write(&path, "{\"hello\": 1}\n").unwrap();
+        let e = load(&path, &mut |_, _| {}).unwrap_err().to_string();
+        assert!(e.contains("x.json") && e.contains("traceEvents"), "{e}");
+    }
+}

@@ -1,6 +1,7 @@
 //! Behaviour of the `overlap` binary: real MPI runs under `mpiexec`, merging, and the
 //! errors a user sees.
 
+mod analyze;
 mod merge;
 mod run;
 mod util;

@@ -1,14 +1,17 @@
 //! Which send went to which receive (MPI's non-overtaking order), and which call
-//! completed each request.
+//! completed each request. Works on [`Timeline`]s, so that the merge and the analysis of
+//! any trace share one matcher.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use overlap_instrument::schema::{Event, Nanos, Op, SuspectMessage};
+use crate::fxhash::FxHashMap;
 
-use super::{event_at, AlignedRank, EventRef, Message, RequestLife};
+use overlap_instrument::schema::{Nanos, Op, SuspectMessage};
+
+use crate::model::{EventRef, Message, RequestLife, Timeline};
 
 /// A receive, as matching needs it.
-pub(super) struct Receive {
+pub(crate) struct Receive {
     post: EventRef,
     completion: Option<EventRef>,
     source: Option<i32>,
@@ -16,64 +19,63 @@ pub(super) struct Receive {
     comm: u32,
 }
 
-pub(super) fn requests_and_receives(ranks: &[AlignedRank]) -> (Vec<RequestLife>, Vec<Receive>) {
+/// Request lifetimes and receives of every rank.
+pub(crate) fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>) {
     let mut lives = Vec::new();
     let mut receives = Vec::new();
-    for a in ranks {
+    for t in ranks {
         // request id -> (index of the completing call, its status)
-        let mut completed: HashMap<u64, (usize, Option<i32>, Option<i32>)> = HashMap::new();
-        for (i, e) in a.events.iter().enumerate() {
-            if let Event::Call(c) = e {
-                for done in &c.args.completed {
-                    if let Some(r) = done.request {
-                        completed.entry(r).or_insert((i, done.source, done.tag));
-                    }
+        let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> = FxHashMap::default();
+        for i in 0..t.spans.len() {
+            let Some((_, c)) = t.call(i) else { continue };
+            for done in t.completions(c) {
+                if let Some(r) = done.request {
+                    completed.entry(r).or_insert((i, done.source, done.tag));
                 }
             }
         }
         let at = |index| EventRef {
-            rank: a.rank,
+            rank: t.rank,
             index,
         };
         let requested = |v: Option<i32>| v.filter(|x| *x >= 0);
-        for (i, e) in a.events.iter().enumerate() {
-            let Event::Call(c) = e else { continue };
-            let comm = c.args.comm.unwrap_or(0);
-            match c.op {
+        for i in 0..t.spans.len() {
+            let Some((op, c)) = t.call(i) else { continue };
+            match op {
                 Op::Isend | Op::Irecv => {
-                    let Some(request) = c.args.request else {
+                    let Some(request) = c.request else {
                         continue;
                     };
                     let done = completed.get(&request).copied();
                     lives.push(RequestLife {
-                        rank: a.rank,
+                        rank: t.rank,
                         request,
                         post: i,
                         completion: done.map(|d| d.0),
                     });
-                    if c.op == Op::Irecv {
+                    if op == Op::Irecv {
                         receives.push(Receive {
                             post: at(i),
                             completion: done.map(|d| at(d.0)),
-                            source: done.and_then(|d| d.1).or(requested(c.args.peer)),
-                            tag: done.and_then(|d| d.2).or(requested(c.args.tag)),
-                            comm,
+                            source: done.and_then(|d| d.1).or(requested(c.peer)),
+                            tag: done.and_then(|d| d.2).or(requested(c.tag)),
+                            comm: c.comm,
                         });
                     }
                 }
                 Op::Recv | Op::Sendrecv => {
-                    let status = c.args.completed.first();
-                    let (peer, tag) = if c.op == Op::Recv {
-                        (c.args.peer, c.args.tag)
-                    } else {
-                        (c.args.recv_peer, c.args.recv_tag)
+                    let status = t.completions(c).first();
+                    let (peer, tag) = match (op, &c.recv) {
+                        (Op::Sendrecv, Some(half)) => (half.peer, half.tag),
+                        (Op::Sendrecv, None) => (None, None),
+                        _ => (c.peer, c.tag),
                     };
                     receives.push(Receive {
                         post: at(i),
                         completion: Some(at(i)),
                         source: status.and_then(|s| s.source).or(requested(peer)),
                         tag: status.and_then(|s| s.tag).or(requested(tag)),
-                        comm,
+                        comm: c.comm,
                     });
                 }
                 _ => {}
@@ -86,34 +88,37 @@ pub(super) fn requests_and_receives(ranks: &[AlignedRank]) -> (Vec<RequestLife>,
 type MatchKey = (u32, u32, i32, u32); // (source, destination, tag, comm)
 
 /// Messages matched, and what was left over.
-pub(super) struct Matched {
-    pub(super) messages: Vec<Message>,
-    pub(super) unmatched_sends: u64,
-    pub(super) unmatched_receives: u64,
+pub(crate) struct Matched {
+    pub(crate) messages: Vec<Message>,
+    pub(crate) unmatched_sends: u64,
+    pub(crate) unmatched_receives: u64,
 }
 
-pub(super) fn match_messages(ranks: &[AlignedRank], receives: &[Receive]) -> Matched {
-    // Sends per key, in post order (events are sorted by start within a rank).
+/// Matches every send with its receive.
+pub(crate) fn match_messages(ranks: &[Timeline], receives: &[Receive]) -> Matched {
+    // Sends per key, in post order (spans are sorted by start within a rank).
     let mut sends: BTreeMap<MatchKey, Vec<(EventRef, u64)>> = BTreeMap::new();
-    for a in ranks {
-        for (index, e) in a.events.iter().enumerate() {
-            let Event::Call(c) = e else { continue };
-            if !c.op.sends() {
+    for t in ranks {
+        for index in 0..t.spans.len() {
+            let Some((op, c)) = t.call(index) else {
+                continue;
+            };
+            if !op.sends() {
                 continue;
             }
-            let (Some(peer), Some(tag)) = (c.args.peer, c.args.tag) else {
+            let (Some(peer), Some(tag)) = (c.peer, c.tag) else {
                 continue;
             };
             let Ok(dest) = u32::try_from(peer) else {
                 continue;
             };
-            let key = (a.rank, dest, tag, c.args.comm.unwrap_or(0));
+            let key = (t.rank, dest, tag, c.comm);
             sends.entry(key).or_default().push((
                 EventRef {
-                    rank: a.rank,
+                    rank: t.rank,
                     index,
                 },
-                c.args.bytes.unwrap_or(0),
+                c.bytes.unwrap_or(0),
             ));
         }
     }
@@ -171,25 +176,38 @@ pub(super) fn match_messages(ranks: &[AlignedRank], receives: &[Receive]) -> Mat
     }
 }
 
-fn start_of(ranks: &[AlignedRank], r: EventRef) -> Nanos {
-    event_at(ranks, r).map_or(Nanos::ZERO, Event::start)
+fn span_at(ranks: &[Timeline], r: EventRef) -> Option<&crate::model::Span> {
+    let i = ranks.binary_search_by_key(&r.rank, |t| t.rank).ok()?;
+    ranks.get(i)?.spans.get(r.index)
 }
 
-fn end_of(ranks: &[AlignedRank], r: EventRef) -> Nanos {
-    event_at(ranks, r).map_or(Nanos::ZERO, Event::end)
+fn start_of(ranks: &[Timeline], r: EventRef) -> Nanos {
+    span_at(ranks, r).map_or(Nanos::ZERO, |s| s.start)
+}
+
+fn end_of(ranks: &[Timeline], r: EventRef) -> Nanos {
+    span_at(ranks, r).map_or(Nanos::ZERO, |s| s.end)
 }
 
 /// The record of a clock-suspect message (`None` when its receive never completed).
-pub(crate) fn suspect_record(ranks: &[AlignedRank], m: &Message) -> Option<SuspectMessage> {
+pub(crate) fn suspect_record(ranks: &[Timeline], m: &Message) -> Option<SuspectMessage> {
     let completion = m.completion?;
-    let send_ns = start_of(ranks, m.send).0;
-    let recv_complete_ns = end_of(ranks, completion).0;
-    Some(SuspectMessage {
+    Some(suspect_between(
+        m,
+        start_of(ranks, m.send),
+        end_of(ranks, completion),
+    ))
+}
+
+/// The record of a clock-suspect message whose send started at `send` and whose receive
+/// completed at `recv_complete`.
+pub(crate) fn suspect_between(m: &Message, send: Nanos, recv_complete: Nanos) -> SuspectMessage {
+    SuspectMessage {
         send_rank: m.send.rank,
-        recv_rank: completion.rank,
+        recv_rank: m.completion.map_or(m.recv_post.rank, |c| c.rank),
         tag: m.tag,
-        send_ns,
-        recv_complete_ns,
-        backwards_ns: send_ns.saturating_sub(recv_complete_ns),
-    })
+        send_ns: send.0,
+        recv_complete_ns: recv_complete.0,
+        backwards_ns: send.0.saturating_sub(recv_complete.0),
+    }
 }

@@ -33,10 +33,13 @@ use overlap_instrument::schema::{
     CallEvent, Event, IncompleteRank, MergedInfo, Nanos, RankClock, FORMAT_NAME, FORMAT_VERSION,
 };
 
+pub(crate) use matching::{match_messages, requests_and_receives, suspect_record, Matched};
 pub use write::write_merged;
 
-use crate::import::{rank_files, read_rank_file};
-use crate::model::RankTrace;
+pub use crate::model::{EventRef, Message, RequestLife};
+
+use crate::import::{rank_files, read_rank_file_into, EventSink};
+use crate::model::{RankTrace, Timeline};
 use crate::{Error, Result};
 
 /// One rank's events on the run's timeline.
@@ -56,45 +59,19 @@ pub struct AlignedRank {
     pub complete: bool,
 }
 
-/// An event of a rank: `ranks[rank].events[index]` of a [`Merged`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct EventRef {
-    /// Rank.
-    pub rank: u32,
-    /// Index in that rank's events.
-    pub index: usize,
-}
-
-/// A message matched from its send to its receive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Message {
-    /// Id, from 1, in order of matching.
-    pub id: u64,
-    /// The call that sent it.
-    pub send: EventRef,
-    /// The call that posted the receive.
-    pub recv_post: EventRef,
-    /// The call that completed the receive, when one did.
-    pub completion: Option<EventRef>,
-    /// Tag.
-    pub tag: i32,
-    /// Bytes sent.
-    pub bytes: u64,
-    /// True when the receive completed before the send was posted.
-    pub clock_suspect: bool,
-}
-
-/// A non-blocking request from its post to its completion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RequestLife {
-    /// Rank.
-    pub rank: u32,
-    /// Request id on that rank.
-    pub request: u64,
-    /// The post (Isend, Irecv).
-    pub post: usize,
-    /// The completing call, when there was one.
-    pub completion: Option<usize>,
+impl AlignedRank {
+    /// The same rank in the compact form analysis uses (same event order).
+    pub fn timeline(&self) -> Timeline {
+        let mut t = Timeline::new(self.rank);
+        t.host.clone_from(&self.host);
+        t.os_pid = self.os_pid;
+        t.threads.clone_from(&self.threads);
+        t.complete = self.complete;
+        for e in &self.events {
+            t.push(e);
+        }
+        t
+    }
 }
 
 /// The merged run.
@@ -114,6 +91,17 @@ impl Merged {
     /// The event behind a reference.
     pub fn event(&self, r: EventRef) -> Option<&Event> {
         event_at(&self.ranks, r)
+    }
+
+    /// The run in the compact form analysis uses.
+    pub fn to_trace(&self, source: &Path) -> crate::model::Trace {
+        crate::model::Trace {
+            source: source.to_path_buf(),
+            info: self.info.clone(),
+            ranks: self.ranks.iter().map(AlignedRank::timeline).collect(),
+            messages: self.messages.clone(),
+            requests: self.requests.clone(),
+        }
     }
 }
 
@@ -149,13 +137,20 @@ pub struct MergeOutcome {
     pub unreadable: Vec<Unreadable>,
 }
 
-/// Reads every per-rank file (`rank-<N>.json`) of `dir` and merges what can be read.
-/// Fails only when no file at all could be used.
-pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
-    let mut traces: Vec<RankTrace> = Vec::new();
+/// Reads every per-rank file (`rank-<N>.json`) of `dir` into `S`, skipping files that
+/// cannot be used and second files for one rank. Fails only when no file at all could
+/// be used. `each` is told about every file once it is read (for progress reports).
+pub(crate) fn read_dir_into<S: EventSink>(
+    dir: &Path,
+    mut each: impl FnMut(&Path),
+) -> Result<(Vec<RankTrace<S>>, Vec<Unreadable>)> {
+    let mut traces: Vec<RankTrace<S>> = Vec::new();
     let mut unreadable = Vec::new();
     for path in rank_files(dir)? {
-        match read_rank_file(&path) {
+        let _span = tracing::info_span!("import rank file", file = %path.display()).entered();
+        let read = read_rank_file_into::<S>(&path);
+        each(&path);
+        match read {
             Ok(t) => {
                 if let Some(first) = traces.iter().find(|o| o.rank() == t.rank()) {
                     unreadable.push(Unreadable {
@@ -185,102 +180,159 @@ pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
                 .collect(),
         });
     }
+    traces.sort_by_key(RankTrace::rank);
+    Ok((traces, unreadable))
+}
+
+/// Reads every per-rank file (`rank-<N>.json`) of `dir` and merges what can be read.
+/// Fails only when no file at all could be used.
+pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
+    let (traces, unreadable) = read_dir_into::<Vec<Event>>(dir, |_| {})?;
     Ok(MergeOutcome {
         merged: merge(traces),
         unreadable,
     })
 }
 
+/// How each rank's clock maps onto the run's timeline.
+pub(crate) struct ClockPlan {
+    /// Measured models, by position in the rank list.
+    measured: Vec<ClockModel>,
+    /// Models used (identity for ranks that read rank 0's very clock).
+    models: Vec<ClockModel>,
+    /// Which ranks read rank 0's very clock.
+    shared: Vec<bool>,
+    /// The run's start on rank 0's clock.
+    run_start: i128,
+}
+
+impl ClockPlan {
+    /// Plans the alignment of `traces` (sorted by rank).
+    pub(crate) fn new<S>(traces: &[RankTrace<S>]) -> ClockPlan {
+        // Offsets were measured against rank 0; ranks that read rank 0's very clock need
+        // no correction at all. Without rank 0's file, its clock domain is unknown and
+        // every rank keeps its measured offset (still consistent: all refer to rank 0).
+        let reference_domain = traces
+            .iter()
+            .find(|t| t.rank() == 0)
+            .map(|t| t.header.clock_domain.clone())
+            .unwrap_or_default();
+        let shared: Vec<bool> = traces
+            .iter()
+            .map(|t| !reference_domain.is_empty() && t.header.clock_domain == reference_domain)
+            .collect();
+        let measured: Vec<ClockModel> = traces.iter().map(RankTrace::clock_model).collect();
+        let models: Vec<ClockModel> = measured
+            .iter()
+            .zip(&shared)
+            .map(|(m, s)| if *s { ClockModel::identity() } else { *m })
+            .collect();
+        let run_start = traces
+            .iter()
+            .zip(&models)
+            .map(|(t, m)| m.to_reference(t.header.epoch_ns, 0))
+            .min()
+            .unwrap_or(0);
+        ClockPlan {
+            measured,
+            models,
+            shared,
+            run_start,
+        }
+    }
+
+    /// Maps a time of the `i`-th rank (ns since its epoch) onto the run's timeline.
+    pub(crate) fn aligner<S>(&self, i: usize, t: &RankTrace<S>) -> impl Fn(Nanos) -> Nanos {
+        let model = self
+            .models
+            .get(i)
+            .copied()
+            .unwrap_or_else(ClockModel::identity);
+        let epoch = t.header.epoch_ns;
+        let run_start = self.run_start;
+        move |n: Nanos| Nanos((model.to_reference(epoch, n.0) - run_start).max(0) as u64)
+    }
+
+    /// The `otherData` of the run.
+    pub(crate) fn info<S: EventSink>(
+        &self,
+        traces: &[RankTrace<S>],
+        timelines: &[Timeline],
+        matched: &Matched,
+    ) -> MergedInfo {
+        let world_size = traces.iter().map(|t| t.header.size).max().unwrap_or(0);
+        let present: Vec<u32> = traces.iter().map(RankTrace::rank).collect();
+        MergedInfo {
+            format: FORMAT_NAME.to_string(),
+            format_version: FORMAT_VERSION,
+            program: traces
+                .first()
+                .map(|t| t.header.program.clone())
+                .unwrap_or_default(),
+            params: traces
+                .first()
+                .map(|t| t.header.params.clone())
+                .unwrap_or_default(),
+            world_size,
+            ranks: traces
+                .iter()
+                .zip(&self.measured)
+                .zip(&self.shared)
+                .map(|((t, m), shared)| RankClock {
+                    rank: t.rank(),
+                    host: t.header.host.clone(),
+                    shared_clock: *shared,
+                    init_offset_ns: m.init().offset_ns,
+                    init_error_ns: m.init().error_ns,
+                    final_offset_ns: m.last().map(|l| l.offset_ns),
+                    final_error_ns: m.last().map(|l| l.error_ns),
+                    drift_ppb: m.drift_ppb(),
+                })
+                .collect(),
+            max_clock_error_ns: self
+                .models
+                .iter()
+                .map(ClockModel::max_error)
+                .max()
+                .unwrap_or(0),
+            messages: matched.messages.len() as u64,
+            unmatched_sends: matched.unmatched_sends,
+            unmatched_receives: matched.unmatched_receives,
+            clock_suspect: matched
+                .messages
+                .iter()
+                .filter(|m| m.clock_suspect)
+                .filter_map(|m| suspect_record(timelines, m))
+                .collect(),
+            incomplete: traces
+                .iter()
+                .filter_map(|t| {
+                    Some(IncompleteRank {
+                        rank: t.rank(),
+                        file: t.path.display().to_string(),
+                        reason: t.incompleteness()?,
+                        events_read: t.events.len() as u64,
+                    })
+                })
+                .collect(),
+            missing_ranks: (0..world_size).filter(|r| !present.contains(r)).collect(),
+        }
+    }
+}
+
 /// Aligns and matches the given per-rank traces.
 pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
     traces.sort_by_key(RankTrace::rank);
-    // Offsets were measured against rank 0; ranks that read rank 0's very clock need no
-    // correction at all. Without rank 0's file, its clock domain is unknown and every
-    // rank keeps its measured offset (still consistent: all refer to rank 0's clock).
-    let reference_domain = traces
-        .iter()
-        .find(|t| t.rank() == 0)
-        .map(|t| t.header.clock_domain.clone())
-        .unwrap_or_default();
-    let shares_clock =
-        |t: &RankTrace| !reference_domain.is_empty() && t.header.clock_domain == reference_domain;
-    let measured: Vec<ClockModel> = traces.iter().map(RankTrace::clock_model).collect();
-    let models: Vec<ClockModel> = traces
-        .iter()
-        .zip(&measured)
-        .map(|(t, m)| {
-            if shares_clock(t) {
-                ClockModel::identity()
-            } else {
-                *m
-            }
-        })
-        .collect();
-    let run_start = traces
-        .iter()
-        .zip(&models)
-        .map(|(t, m)| m.to_reference(t.header.epoch_ns, 0))
-        .min()
-        .unwrap_or(0);
+    let plan = ClockPlan::new(&traces);
     let ranks: Vec<AlignedRank> = traces
         .iter()
-        .zip(&models)
-        .map(|(t, m)| align_rank(t, m, run_start))
+        .enumerate()
+        .map(|(i, t)| align_rank(t, plan.aligner(i, t)))
         .collect();
-
-    let (requests, receives) = matching::requests_and_receives(&ranks);
-    let matched = matching::match_messages(&ranks, &receives);
-    let world_size = traces.iter().map(|t| t.header.size).max().unwrap_or(0);
-    let present: Vec<u32> = traces.iter().map(RankTrace::rank).collect();
-    let info = MergedInfo {
-        format: FORMAT_NAME.to_string(),
-        format_version: FORMAT_VERSION,
-        program: traces
-            .first()
-            .map(|t| t.header.program.clone())
-            .unwrap_or_default(),
-        params: traces
-            .first()
-            .map(|t| t.header.params.clone())
-            .unwrap_or_default(),
-        world_size,
-        ranks: traces
-            .iter()
-            .zip(&measured)
-            .map(|(t, m)| RankClock {
-                rank: t.rank(),
-                host: t.header.host.clone(),
-                shared_clock: shares_clock(t),
-                init_offset_ns: m.init().offset_ns,
-                init_error_ns: m.init().error_ns,
-                final_offset_ns: m.last().map(|l| l.offset_ns),
-                final_error_ns: m.last().map(|l| l.error_ns),
-                drift_ppb: m.drift_ppb(),
-            })
-            .collect(),
-        max_clock_error_ns: models.iter().map(ClockModel::max_error).max().unwrap_or(0),
-        messages: matched.messages.len() as u64,
-        unmatched_sends: matched.unmatched_sends,
-        unmatched_receives: matched.unmatched_receives,
-        clock_suspect: matched
-            .messages
-            .iter()
-            .filter(|m| m.clock_suspect)
-            .filter_map(|m| matching::suspect_record(&ranks, m))
-            .collect(),
-        incomplete: traces
-            .iter()
-            .filter_map(|t| {
-                Some(IncompleteRank {
-                    rank: t.rank(),
-                    file: t.path.display().to_string(),
-                    reason: t.incompleteness()?,
-                    events_read: t.events.len() as u64,
-                })
-            })
-            .collect(),
-        missing_ranks: (0..world_size).filter(|r| !present.contains(r)).collect(),
-    };
+    let timelines: Vec<Timeline> = ranks.iter().map(AlignedRank::timeline).collect();
+    let (requests, receives) = requests_and_receives(&timelines);
+    let matched = match_messages(&timelines, &receives);
+    let info = plan.info(&traces, &timelines, &matched);
     Merged {
         info,
         ranks,
@@ -289,9 +341,7 @@ pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
     }
 }
 
-fn align_rank(t: &RankTrace, model: &ClockModel, run_start: i128) -> AlignedRank {
-    let epoch = t.header.epoch_ns;
-    let align = |n: Nanos| Nanos((model.to_reference(epoch, n.0) - run_start).max(0) as u64);
+fn align_rank(t: &RankTrace, align: impl Fn(Nanos) -> Nanos) -> AlignedRank {
     let mut events: Vec<Event> = t
         .events
         .iter()

@@ -12,7 +12,7 @@ use overlap_instrument::schema::wire::{
 };
 use overlap_instrument::schema::{Event, Nanos, Op, RequestArgs};
 
-use super::matching::suspect_record;
+use super::matching::suspect_between;
 use super::{call_at, AlignedRank, EventRef, Merged, RequestLife};
 use crate::{Error, Result};
 
@@ -98,9 +98,7 @@ fn write_events<W: std::io::Write>(
             continue;
         };
         if m.clock_suspect {
-            let Some(args) = suspect_record(&merged.ranks, m) else {
-                continue;
-            };
+            let args = suspect_between(m, send.start(), done_ev.end());
             let mut ev = WireEvent::new(
                 "clock-suspect message",
                 Phase::Instant,

@@ -218,3 +218,43 @@ pub fn write_rank_file(dir: &Path, t: &RankTrace, closed: bool) -> PathBuf {
     std::fs::write(&path, bytes).expect("write");
     path
 }
+
+/// The same call with its buffer at `addr`.
+pub fn with_buf(mut e: Event, addr: u64) -> Event {
+    if let Event::Call(c) = &mut e {
+        c.args.buf = Some(addr);
+    }
+    e
+}
+
+pub fn allreduce(start: u64, end: u64) -> Event {
+    call(
+        Op::Allreduce,
+        start,
+        end,
+        CallArgs {
+            comm: Some(0),
+            send_bytes: Some(8),
+            bytes: Some(8),
+            ..CallArgs::default()
+        },
+    )
+}
+
+/// Ranks 0.. with the given events, all on one clock (times are the run's times),
+/// merged and ready for analysis.
+pub fn run(ranks: Vec<Vec<Event>>) -> overlap_analyzer::model::Trace {
+    let size = ranks.len() as u32;
+    let traces = ranks
+        .into_iter()
+        .enumerate()
+        .map(|(r, events)| {
+            rank_trace(
+                header(r as u32, size, 0, "boot-1"),
+                vec![sync(SyncPhase::Init, 0, 0, 0)],
+                events,
+            )
+        })
+        .collect();
+    overlap_analyzer::merge::merge(traces).to_trace(Path::new("hand-built"))
+}

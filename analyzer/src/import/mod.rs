@@ -6,26 +6,41 @@
 //! unusable as a whole (not a JSON array, not an overlap trace, another format version,
 //! no header) are errors naming the file and the reason.
 
+mod load;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use overlap_instrument::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_instrument::schema::{
-    CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header, MergedInfo, Op,
+    CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header, MergedInfo, Nanos, Op,
     FORMAT_NAME, FORMAT_VERSION,
 };
 use serde_json::Value;
 
-use crate::model::{Flow, MergedTrace, Point, RankTrace, ReadProblem, RequestSpan};
+pub use load::{load, load_dir, load_merged, Loaded, Progress};
+
+use crate::model::{Flow, MergedTrace, Point, RankTrace, ReadProblem, RequestSpan, Timeline};
 use crate::{Error, Result};
 
-type RawEvent<'a> = WireEvent<'a, Value>;
+pub(crate) type RawEvent<'a> = WireEvent<'a, Value>;
+
+/// The fast path for a complete event laid out as overlap's writer lays it out: the
+/// event and the bytes it took, or `None` to take the general path.
+fn fast_complete(buf: &[u8]) -> Option<(u32, Event, usize)> {
+    crate::fastparse::parse_complete(buf).map(|(e, n)| (e.pid, e.event, n))
+}
 
 /// Converts a complete (`X`) event into a typed event.
-fn complete_event(raw: &RawEvent<'_>) -> std::result::Result<Event, String> {
+pub(crate) fn complete_event(raw: &RawEvent<'_>) -> std::result::Result<Event, String> {
     let start = raw.ts.ok_or("complete event without \"ts\"")?.0;
     let dur = raw.dur.ok_or("complete event without \"dur\"")?.0;
-    let end = start + dur;
+    let end = Nanos(
+        start
+            .0
+            .checked_add(dur.0)
+            .ok_or("complete event ends past the largest time")?,
+    );
     match raw.cat {
         Some(Category::Mpi) => {
             let op = Op::from_mpi_name(&raw.name)
@@ -56,7 +71,9 @@ fn complete_event(raw: &RawEvent<'_>) -> std::result::Result<Event, String> {
     }
 }
 
-fn meta_args<T: serde::de::DeserializeOwned>(raw: &RawEvent<'_>) -> std::result::Result<T, String> {
+pub(crate) fn meta_args<T: serde::de::DeserializeOwned>(
+    raw: &RawEvent<'_>,
+) -> std::result::Result<T, String> {
     let v = raw
         .args
         .clone()
@@ -88,14 +105,49 @@ fn skip_whitespace(buf: &[u8], mut pos: usize) -> usize {
     pos
 }
 
+/// Where the events of a file go as they are read.
+pub trait EventSink: Default {
+    /// Takes one event.
+    fn push(&mut self, e: Event);
+    /// Events taken so far.
+    fn len(&self) -> usize;
+    /// True when no event was taken.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl EventSink for Vec<Event> {
+    fn push(&mut self, e: Event) {
+        Vec::push(self, e);
+    }
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+}
+
+impl EventSink for Timeline {
+    fn push(&mut self, e: Event) {
+        Timeline::push(self, &e);
+    }
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
+}
+
 /// Reads a per-rank trace file.
 pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
+    read_rank_file_into(path)
+}
+
+/// Reads a per-rank trace file, its events into `S`.
+pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
     let buf = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
         source,
     })?;
-    parse_rank_trace(path, &buf)
+    parse_rank_trace_into(path, &buf)
 }
 
 /// Counts lines incrementally, so locating each event costs only the bytes since the
@@ -139,6 +191,11 @@ fn resync(buf: &[u8], from: usize) -> Option<usize> {
 /// skipped: reading goes on at the next line, so everything readable is kept. A file
 /// that ends in the middle of an event keeps everything before it.
 pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
+    parse_rank_trace_into(path, buf)
+}
+
+/// [`parse_rank_trace`], with the events going into `S`.
+pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
     let not_a_trace = |reason: String| Error::NotATrace {
         path: path.to_path_buf(),
         reason,
@@ -157,7 +214,7 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
     let mut header: Option<Header> = None;
     let mut threads = BTreeMap::new();
     let mut syncs: Vec<ClockSync> = Vec::new();
-    let mut events = Vec::new();
+    let mut events = S::default();
     let mut footer: Option<Footer> = None;
     let mut problems: Vec<ReadProblem> = Vec::new();
     let mut index: u64 = 0;
@@ -175,6 +232,14 @@ pub fn parse_rank_trace(path: &Path, buf: &[u8]) -> Result<RankTrace> {
                 break;
             }
             Some(_) => {}
+        }
+        if header.is_some() {
+            if let Some((_, event, consumed)) = fast_complete(&buf[pos..]) {
+                events.push(event);
+                pos += consumed;
+                index += 1;
+                continue;
+            }
         }
         let line = lines.line_at(buf, pos);
         let mut stream = serde_json::Deserializer::from_slice(&buf[pos..]).into_iter::<RawEvent>();

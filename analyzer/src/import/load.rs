@@ -1,0 +1,356 @@
+//! Loading a run for analysis: a merged trace (read as a stream, one event per line, so
+//! that files far larger than memory's comfort are fine and a missing closing bracket
+//! is too) or a directory of per-rank files (aligned and matched like `overlap merge`
+//! does), into the compact [`Trace`].
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use overlap_instrument::schema::wire::{MetaName, NameArgs, Phase};
+use overlap_instrument::schema::{MergedInfo, FORMAT_NAME, FORMAT_VERSION};
+
+use super::{complete_event, fast_complete, meta_args, RawEvent};
+use crate::merge::{match_messages, read_dir_into, requests_and_receives, ClockPlan, Unreadable};
+use crate::model::{ReadProblem, Timeline, Trace};
+use crate::{Error, Result};
+
+/// A run loaded for analysis, and what could not be used.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The run.
+    pub trace: Trace,
+    /// Per-rank files of a directory that could not be used at all.
+    pub unreadable: Vec<Unreadable>,
+    /// Events of a merged file that could not be used (skipped), and a cut-off end.
+    pub problems: Vec<ReadProblem>,
+}
+
+/// Progress of a load: bytes read so far and in all.
+pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Loads a merged trace file or a directory of per-rank files.
+pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
+    let _span = tracing::info_span!("import", path = %path.display()).entered();
+    if path.is_dir() {
+        load_dir(path, progress)
+    } else {
+        load_merged(path, progress)
+    }
+}
+
+/// Loads a directory of per-rank files: reads each into a compact timeline, aligns the
+/// clocks and matches messages.
+pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
+    let files = super::rank_files(dir)?;
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let mut done = 0u64;
+    let (traces, unreadable) = read_dir_into::<Timeline>(dir, |p| {
+        done += std::fs::metadata(p).map_or(0, |m| m.len());
+        progress(done, total);
+    })?;
+    let plan = ClockPlan::new(&traces);
+    let mut timelines: Vec<Timeline> = Vec::with_capacity(traces.len());
+    let mut metas = Vec::with_capacity(traces.len());
+    for (i, mut t) in traces.into_iter().enumerate() {
+        let mut tl = std::mem::take(&mut t.events);
+        let align = plan.aligner(i, &t);
+        for s in &mut tl.spans {
+            s.start = align(s.start);
+            s.end = align(s.end).max(s.start);
+        }
+        tl.sort();
+        tl.rank = t.rank();
+        tl.host.clone_from(&t.header.host);
+        tl.os_pid = t.header.os_pid;
+        tl.threads = std::mem::take(&mut t.threads);
+        tl.complete = t.is_complete();
+        metas.push(t);
+        timelines.push(tl);
+    }
+    let _m = tracing::info_span!("match messages").entered();
+    let (requests, receives) = requests_and_receives(&timelines);
+    let matched = match_messages(&timelines, &receives);
+    let mut info = plan.info(&metas, &timelines, &matched);
+    // The events went to the timelines: count them there.
+    for inc in &mut info.incomplete {
+        if let Ok(i) = timelines.binary_search_by_key(&inc.rank, |t| t.rank) {
+            inc.events_read = timelines[i].spans.len() as u64;
+        }
+    }
+    Ok(Loaded {
+        trace: Trace {
+            source: dir.to_path_buf(),
+            info,
+            ranks: timelines,
+            messages: matched.messages,
+            requests,
+        },
+        unreadable,
+        problems: Vec::new(),
+    })
+}
+
+/// The opening of a merged file, up to its events.
+#[derive(serde::Deserialize)]
+struct Opening {
+    #[serde(rename = "otherData")]
+    other_data: MergedInfo,
+}
+
+/// Loads a merged trace, streaming its events.
+pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
+    let bad = |reason: String| Error::BadMerged {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let io = |source| Error::Io {
+        what: "reading",
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(io)?;
+    let total = file.metadata().map_or(0, |m| m.len());
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+
+    // The opening: everything up to `"traceEvents":[`, which overlap writes after
+    // `otherData`. A file laid out otherwise is read whole.
+    let mut opening: Vec<u8> = Vec::new();
+    let mut line_no: u64 = 0;
+    let events_at = loop {
+        let before = opening.len();
+        let n = reader.read_until(b'\n', &mut opening).map_err(io)?;
+        line_no += 1;
+        if n == 0 {
+            return Err(bad(
+                "no \"traceEvents\" array (a merged trace is an object with otherData and \
+                 traceEvents)"
+                    .into(),
+            ));
+        }
+        if let Some(i) = find(&opening[before.saturating_sub(16)..], b"\"traceEvents\"") {
+            break before.saturating_sub(16) + i;
+        }
+        if opening.len() > 64 << 20 {
+            return Err(bad("no \"traceEvents\" array in the first 64 MiB".into()));
+        }
+    };
+    let head = &opening[..events_at];
+    let trimmed = trim_end(head);
+    let trimmed = trimmed.strip_suffix(b",").unwrap_or(trimmed);
+    let mut head_json = trimmed.to_vec();
+    head_json.push(b'}');
+    let info = match serde_json::from_slice::<Opening>(&head_json) {
+        Ok(o) => o.other_data,
+        Err(_) => {
+            // Not overlap's layout (otherData after the events, or another tool's file):
+            // fall back to reading the whole file.
+            drop(reader);
+            return load_merged_whole(path);
+        }
+    };
+    if info.format != FORMAT_NAME {
+        return Err(Error::NotATrace {
+            path: path.to_path_buf(),
+            reason: format!("format is {:?}, not {FORMAT_NAME:?}", info.format),
+        });
+    }
+    if info.format_version != FORMAT_VERSION {
+        return Err(Error::Version {
+            path: path.to_path_buf(),
+            found: info.format_version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    // The rest of the opening line, after `"traceEvents":`, up to and including `[`.
+    let rest = &opening[events_at + b"\"traceEvents\"".len()..];
+    let rest = trim_start(rest);
+    let rest = rest.strip_prefix(b":").map(trim_start).unwrap_or(rest);
+    let Some(rest) = rest.strip_prefix(b"[") else {
+        return Err(bad("\"traceEvents\" is not an array".into()));
+    };
+    let mut pending: Vec<u8> = trim_start(rest).to_vec();
+
+    let mut ranks: BTreeMap<u32, Timeline> = BTreeMap::new();
+    let mut problems: Vec<ReadProblem> = Vec::new();
+    let mut index: u64 = 0;
+    let mut read: u64 = opening.len() as u64;
+    let mut line: Vec<u8> = Vec::with_capacity(512);
+    let mut last_report = 0u64;
+    let mut event_line = line_no + 1;
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(io)?;
+        read += n as u64;
+        if read - last_report > 8 << 20 {
+            progress(read, total);
+            last_report = read;
+        }
+        if n == 0 && pending.is_empty() {
+            break;
+        }
+        if pending.is_empty() {
+            event_line = line_no + 1;
+        }
+        line_no += 1;
+        pending.extend_from_slice(&line);
+        let text = trim_start(&pending);
+        let text = text.strip_prefix(b",").map(trim_start).unwrap_or(text);
+        if text.is_empty() {
+            pending.clear();
+            if n == 0 {
+                break;
+            }
+            continue;
+        }
+        if text[0] == b']' {
+            break;
+        }
+        if let Some((pid, event, _)) = fast_complete(text) {
+            ranks
+                .entry(pid)
+                .or_insert_with(|| Timeline::new(pid))
+                .push(&event);
+            pending.clear();
+            index += 1;
+            continue;
+        }
+        let mut stream = serde_json::Deserializer::from_slice(text).into_iter::<RawEvent>();
+        match stream.next() {
+            Some(Ok(raw)) => {
+                if let Err(reason) = take_event(&raw, &mut ranks) {
+                    problems.push(ReadProblem {
+                        event_index: index,
+                        line: event_line,
+                        reason,
+                    });
+                }
+                pending.clear();
+                index += 1;
+            }
+            Some(Err(e)) if e.is_eof() && n > 0 => {
+                // An event spread over several lines: read on.
+                continue;
+            }
+            Some(Err(e)) if e.is_eof() => {
+                problems.push(ReadProblem {
+                    event_index: index,
+                    line: event_line,
+                    reason: "the file ends in the middle of this event".into(),
+                });
+                break;
+            }
+            Some(Err(e)) => {
+                problems.push(ReadProblem {
+                    event_index: index,
+                    line: event_line,
+                    reason: format!("not a valid trace event: {e}"),
+                });
+                pending.clear();
+                index += 1;
+            }
+            None => pending.clear(),
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    progress(total, total);
+    let trace = assemble(path.to_path_buf(), info, ranks);
+    Ok(Loaded {
+        trace,
+        unreadable: Vec::new(),
+        problems,
+    })
+}
+
+/// Takes one general-path event of a merged file into its rank's timeline.
+fn take_event(
+    raw: &RawEvent<'_>,
+    ranks: &mut BTreeMap<u32, Timeline>,
+) -> std::result::Result<(), String> {
+    match raw.ph {
+        Phase::Complete => {
+            let e = complete_event(raw)?;
+            ranks
+                .entry(raw.pid)
+                .or_insert_with(|| Timeline::new(raw.pid))
+                .push(&e);
+        }
+        Phase::Metadata if MetaName::from_wire_name(&raw.name) == Some(MetaName::ThreadName) => {
+            let n: NameArgs = meta_args(raw)?;
+            ranks
+                .entry(raw.pid)
+                .or_insert_with(|| Timeline::new(raw.pid))
+                .threads
+                .insert(raw.tid, n.name);
+        }
+        // Flows, request slices and instants are rebuilt from the calls.
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A merged file not laid out as overlap writes it, read whole.
+fn load_merged_whole(path: &Path) -> Result<Loaded> {
+    let merged = super::read_merged(path)?;
+    let mut ranks: BTreeMap<u32, Timeline> = BTreeMap::new();
+    for (rank, events) in &merged.events {
+        let t = ranks.entry(*rank).or_insert_with(|| Timeline::new(*rank));
+        for e in events {
+            t.push(e);
+        }
+    }
+    Ok(Loaded {
+        trace: assemble(path.to_path_buf(), merged.info, ranks),
+        unreadable: Vec::new(),
+        problems: Vec::new(),
+    })
+}
+
+/// Sorts the timelines, fills in what `otherData` says of each rank, and matches.
+fn assemble(source: PathBuf, info: MergedInfo, ranks: BTreeMap<u32, Timeline>) -> Trace {
+    let _span = tracing::info_span!("match messages").entered();
+    let mut timelines: Vec<Timeline> = ranks.into_values().collect();
+    for t in &mut timelines {
+        t.sort();
+        if let Some(r) = info.ranks.iter().find(|r| r.rank == t.rank) {
+            t.host.clone_from(&r.host);
+        }
+        t.complete = !info.incomplete.iter().any(|i| i.rank == t.rank);
+    }
+    let (requests, receives) = requests_and_receives(&timelines);
+    let matched = match_messages(&timelines, &receives);
+    Trace {
+        source,
+        info,
+        ranks: timelines,
+        messages: matched.messages,
+        requests,
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+fn trim_start(b: &[u8]) -> &[u8] {
+    let i = b
+        .iter()
+        .position(|c| !c.is_ascii_whitespace())
+        .unwrap_or(b.len());
+    &b[i..]
+}
+
+fn trim_end(b: &[u8]) -> &[u8] {
+    let i = b
+        .iter()
+        .rposition(|c| !c.is_ascii_whitespace())
+        .map_or(0, |i| i + 1);
+    &b[..i]
+}

@@ -1,0 +1,122 @@
+//! Where each rank's time goes: its wall time split into useful time (outside MPI),
+//! traced compute, time inside MPI and, of that, time in calls that wait.
+//!
+//! ```text
+//!  rank 0  |compute 6|Isend 1|Waitall 3|compute 4|      wall 14, in MPI 4, useful 10,
+//!                                                        compute 10, waiting 3
+//! ```
+
+use std::collections::BTreeMap;
+
+use overlap_instrument::schema::{Nanos, Op};
+use serde::Serialize;
+
+use crate::model::{Trace, What};
+use crate::summary::is_waiting;
+
+/// One rank's time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RankBudget {
+    /// Rank.
+    pub rank: u32,
+    /// Host.
+    pub host: String,
+    /// False when the rank's trace was cut short.
+    pub complete: bool,
+    /// First event's start, ns since the run's start.
+    pub start_ns: u64,
+    /// Last event's end to first event's start, ns.
+    pub wall_ns: u64,
+    /// Wall time outside MPI calls (POP's useful time), ns.
+    pub useful_ns: u64,
+    /// Time in traced compute spans, ns.
+    pub compute_ns: u64,
+    /// Time inside MPI calls, ns.
+    pub in_mpi_ns: u64,
+    /// Time inside calls that wait (Wait*, Test, Barrier, blocking point-to-point), ns.
+    pub waiting_ns: u64,
+    /// Calls by MPI function.
+    pub calls: BTreeMap<&'static str, u64>,
+}
+
+/// The run's time.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunBudget {
+    /// Earliest start to latest end over all ranks, ns.
+    pub wall_ns: u64,
+    /// Sum over ranks of useful time, ns.
+    pub useful_ns: u64,
+    /// Sum over ranks of time in MPI, ns.
+    pub in_mpi_ns: u64,
+    /// Sum over ranks of waiting time, ns.
+    pub waiting_ns: u64,
+    /// Waiting time over the ranks' summed wall time (0..1).
+    pub waiting_fraction: f64,
+}
+
+/// Budgets of every rank and of the run.
+pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
+    let mut ranks = Vec::with_capacity(trace.ranks.len());
+    for t in &trace.ranks {
+        let (start, end) = t.extent().unwrap_or((Nanos::ZERO, Nanos::ZERO));
+        let mut b = RankBudget {
+            rank: t.rank,
+            host: t.host.clone(),
+            complete: t.complete,
+            start_ns: start.0,
+            wall_ns: end.saturating_sub(start).0,
+            useful_ns: 0,
+            compute_ns: 0,
+            in_mpi_ns: 0,
+            waiting_ns: 0,
+            calls: BTreeMap::new(),
+        };
+        let mut counts: BTreeMap<Op, u64> = BTreeMap::new();
+        for s in &t.spans {
+            let d = s.duration().0;
+            match s.what {
+                What::Compute(_) => b.compute_ns += d,
+                What::Call(op, _) => {
+                    b.in_mpi_ns += d;
+                    if is_waiting(op) {
+                        b.waiting_ns += d;
+                    }
+                    *counts.entry(op).or_default() += 1;
+                }
+            }
+        }
+        b.useful_ns = b.wall_ns.saturating_sub(b.in_mpi_ns);
+        b.calls = counts
+            .into_iter()
+            .map(|(op, n)| (op.mpi_name(), n))
+            .collect();
+        ranks.push(b);
+    }
+    let extents: Vec<(Nanos, Nanos)> = trace.ranks.iter().filter_map(|t| t.extent()).collect();
+    let wall = match (
+        extents.iter().map(|e| e.0).min(),
+        extents.iter().map(|e| e.1).max(),
+    ) {
+        (Some(a), Some(b)) => b.saturating_sub(a).0,
+        _ => 0,
+    };
+    let sum_wall: u64 = ranks.iter().map(|r| r.wall_ns).sum();
+    let waiting: u64 = ranks.iter().map(|r| r.waiting_ns).sum();
+    let run = RunBudget {
+        wall_ns: wall,
+        useful_ns: ranks.iter().map(|r| r.useful_ns).sum(),
+        in_mpi_ns: ranks.iter().map(|r| r.in_mpi_ns).sum(),
+        waiting_ns: waiting,
+        waiting_fraction: fraction(waiting, sum_wall),
+    };
+    (ranks, run)
+}
+
+/// `part / whole`, 0 when `whole` is 0.
+pub fn fraction(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}

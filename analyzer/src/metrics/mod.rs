@@ -1,0 +1,273 @@
+//! The figures an engineer acts on, computed from a [`Trace`]: where each rank's time
+//! goes, the wait states that waste it (Scalasca's catalogue), how much each
+//! non-blocking request overlapped, which waits are false overlap, and the POP
+//! efficiencies of the run. Every figure is defined in `docs/metrics.md`.
+//!
+//! Each part is its own module; [`analyze`] runs them all and assembles the
+//! [`Report`], whose field names are the stable keys of `overlap analyze --json`.
+
+pub mod budget;
+pub mod false_overlap;
+pub mod ideal;
+pub mod pop;
+pub mod requests;
+pub mod wait_states;
+
+use std::collections::BTreeMap;
+
+use overlap_instrument::schema::{Nanos, Op, ParamValue};
+use serde::Serialize;
+
+use crate::model::Trace;
+
+pub use budget::{RankBudget, RunBudget};
+pub use false_overlap::Finding;
+pub use pop::Pop;
+pub use requests::{RequestMetrics, RequestSummary, TransferModel};
+pub use wait_states::{WaitInstance, WaitKind, WaitStates};
+
+/// Version of the report's JSON layout; bumped when a key changes meaning or goes away.
+pub const REPORT_VERSION: u32 = 1;
+
+/// Thresholds of the analysis.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Options {
+    /// How many worst instances to list per wait state, and worst requests.
+    pub worst: usize,
+    /// A false-overlap loss (or the independent work after it) shorter than this is not
+    /// worth reporting. Wait states count every positive wait.
+    pub min_wait: Nanos,
+    /// A request's window counts as empty when the compute inside it is less than this
+    /// share of the time its wait lost.
+    pub empty_window_share: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            worst: 5,
+            min_wait: Nanos(1_000),
+            empty_window_share: 0.1,
+        }
+    }
+}
+
+/// An MPI call of a rank, as reports name it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CallRef {
+    /// Rank.
+    pub rank: u32,
+    /// Index of the call among the rank's events.
+    pub index: usize,
+    /// MPI function.
+    pub call: &'static str,
+    /// Start, ns since the run's start.
+    pub start_ns: u64,
+    /// Duration, ns.
+    pub duration_ns: u64,
+}
+
+impl CallRef {
+    /// The call of `rank` at `index`, if that event is a call.
+    pub fn of(trace: &Trace, rank: u32, index: usize) -> Option<CallRef> {
+        let s = trace.rank(rank)?.spans.get(index)?;
+        Some(CallRef {
+            rank,
+            index,
+            call: s.op()?.mpi_name(),
+            start_ns: s.start.0,
+            duration_ns: s.duration().0,
+        })
+    }
+}
+
+/// The clock: how far apart ranks' times may be, and what that makes uncertain.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClockReport {
+    /// True when every rank read rank 0's own clock (exact alignment).
+    pub shared_clock: bool,
+    /// Largest error bound of any rank, ns.
+    pub max_error_ns: u64,
+    /// Per rank: error bound, measured offset and drift.
+    pub ranks: Vec<RankClockReport>,
+    /// Messages whose receive completed before their send (after alignment).
+    pub suspect_messages: u64,
+    /// Wait-state instances shorter than the clock error bound, counted apart.
+    pub indeterminate_waits: u64,
+    /// Their total, ns.
+    pub indeterminate_wait_ns: u64,
+}
+
+/// One rank's clock.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RankClockReport {
+    /// Rank.
+    pub rank: u32,
+    /// Error bound used for this rank, ns (0 when it reads rank 0's clock).
+    pub error_ns: u64,
+    /// Offset to rank 0 measured at init, ns.
+    pub init_offset_ns: i64,
+    /// Drift against rank 0, parts per billion (none without a final sync).
+    pub drift_ppb: Option<f64>,
+}
+
+/// What is in the trace and what is missing from it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RunInfo {
+    /// The trace analysed.
+    pub source: String,
+    /// The program (kernel name or executable).
+    pub program: String,
+    /// Its parameters.
+    pub params: BTreeMap<String, ParamValue>,
+    /// Size of `MPI_COMM_WORLD`.
+    pub world_size: u32,
+    /// Ranks with a trace.
+    pub ranks_traced: u32,
+    /// Ranks without any trace.
+    pub missing_ranks: Vec<u32>,
+    /// Ranks whose trace was cut short.
+    pub incomplete_ranks: Vec<u32>,
+    /// Events analysed.
+    pub events: u64,
+    /// Messages matched.
+    pub messages: u64,
+    /// Sends without a receive.
+    pub unmatched_sends: u64,
+    /// Receives without a send.
+    pub unmatched_receives: u64,
+}
+
+/// Everything `overlap analyze` reports. Field names are the stable JSON keys.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Report {
+    /// Always "overlap-report".
+    pub report: &'static str,
+    /// [`REPORT_VERSION`].
+    pub version: u32,
+    /// The run.
+    pub run: RunInfo,
+    /// Time per rank, and for the run.
+    pub ranks: Vec<RankBudget>,
+    /// The run's totals.
+    pub totals: RunBudget,
+    /// Wait states.
+    pub wait_states: WaitStates,
+    /// Per-request overlap, summarised.
+    pub requests: RequestSummary,
+    /// False-overlap findings, largest loss first.
+    pub false_overlap: Vec<Finding>,
+    /// POP efficiencies.
+    pub pop: Pop,
+    /// Clock bounds and what they make uncertain.
+    pub clock: ClockReport,
+}
+
+/// Every per-instance figure behind a [`Report`] (the tables of `--csv`/`--parquet`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Details {
+    /// Every wait-state instance (indeterminate ones included, flagged).
+    pub waits: Vec<WaitInstance>,
+    /// Every request.
+    pub requests: Vec<RequestMetrics>,
+}
+
+/// Runs every analysis on `trace`.
+pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
+    let _span = tracing::info_span!("metrics").entered();
+    let (ranks, totals) = {
+        let _s = tracing::info_span!("time budget").entered();
+        budget::budgets(trace)
+    };
+    let waits = {
+        let _s = tracing::info_span!("wait states").entered();
+        wait_states::instances(trace)
+    };
+    let wait_states = wait_states::summarize(trace, &waits, opts);
+    let (model, requests) = {
+        let _s = tracing::info_span!("requests").entered();
+        let model = requests::TransferModel::fit(trace);
+        let r = requests::per_request(trace, &model);
+        (model, r)
+    };
+    let request_summary = requests::summarize(trace, &requests, &model, opts);
+    let false_overlap = {
+        let _s = tracing::info_span!("false overlap").entered();
+        let ls = false_overlap::late_sender_by_call(&waits);
+        false_overlap::findings(trace, &requests, &ls, opts)
+    };
+    let replayed = {
+        let _s = tracing::info_span!("ideal replay").entered();
+        ideal::replay(trace)
+    };
+    let pop = pop::efficiencies(&ranks, &totals, &wait_states.per_rank_ns, replayed);
+    let (indeterminate_waits, indeterminate_wait_ns) = waits
+        .iter()
+        .filter(|w| w.indeterminate)
+        .fold((0u64, 0u64), |(n, t), w| (n + 1, t + w.amount_ns));
+    let clock = ClockReport {
+        shared_clock: trace.info.ranks.iter().all(|r| r.shared_clock),
+        max_error_ns: trace
+            .ranks
+            .iter()
+            .map(|t| trace.clock_error(t.rank).0)
+            .max()
+            .unwrap_or(0),
+        ranks: trace
+            .info
+            .ranks
+            .iter()
+            .map(|r| RankClockReport {
+                rank: r.rank,
+                error_ns: trace.clock_error(r.rank).0,
+                init_offset_ns: r.init_offset_ns,
+                drift_ppb: r.drift_ppb,
+            })
+            .collect(),
+        suspect_messages: trace.messages.iter().filter(|m| m.clock_suspect).count() as u64,
+        indeterminate_waits,
+        indeterminate_wait_ns,
+    };
+    let info = &trace.info;
+    let run = RunInfo {
+        source: trace.source.display().to_string(),
+        program: info.program.clone(),
+        params: info.params.clone(),
+        world_size: info.world_size,
+        ranks_traced: trace.ranks.len() as u32,
+        missing_ranks: info.missing_ranks.clone(),
+        incomplete_ranks: trace
+            .ranks
+            .iter()
+            .filter(|t| !t.complete)
+            .map(|t| t.rank)
+            .collect(),
+        events: trace.ranks.iter().map(|t| t.spans.len() as u64).sum(),
+        messages: trace.messages.len() as u64,
+        unmatched_sends: info.unmatched_sends,
+        unmatched_receives: info.unmatched_receives,
+    };
+    let report = Report {
+        report: "overlap-report",
+        version: REPORT_VERSION,
+        run,
+        ranks,
+        totals,
+        wait_states,
+        requests: request_summary,
+        false_overlap,
+        pop,
+        clock,
+    };
+    (report, Details { waits, requests })
+}
+
+/// True for calls that block until something happens elsewhere (wait states are
+/// charged to them): blocking point-to-point and the waiting completion calls. A Test
+/// never blocks.
+pub fn blocks(op: Op) -> bool {
+    matches!(
+        op,
+        Op::Send | Op::Recv | Op::Sendrecv | Op::Wait | Op::Waitall
+    )
+}

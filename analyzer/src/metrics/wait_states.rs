@@ -1,0 +1,335 @@
+//! Wait states, after Scalasca's pattern catalogue (`E` = enter, `X` = exit of a call):
+//!
+//! - Late Sender, charged to the receiver: `min(E(send), X(recv)) - E(recv)`, where
+//!   `recv` is the blocking receive or the Wait* that completed the Irecv. A call that
+//!   completed several receives counts its largest wait once.
+//! - Late Receiver, charged to the sender: `E(recv post) - E(send completion)`, when the
+//!   send's completion (blocking send, or the Wait* that completed the Isend) began
+//!   before the receive was posted and ended after it: it had to wait for the receiver.
+//!   A send completion that ended before the receive was posted went eagerly and
+//!   waited for no one.
+//! - Wait at Barrier and Wait at NxN (Allreduce and the other all-to-all collectives):
+//!   `min(max_j E_j, X_self) - E_self` over the members of one collective instance (the
+//!   k-th collective call of each rank on one communicator).
+//!
+//! Only positive waits count. A remote time after the local exit (clock error) is
+//! clipped to the exit and the instance is flagged clock-suspect. An instance no longer
+//! than the clock error bound of the ranks involved is indeterminate: kept apart, not
+//! in the totals.
+//!
+//! ```text
+//!  rank 0        |Isend|.............................
+//!  rank 1  |Recv ------------- 5 -------|             Late Sender: E(send) - E(recv) = 5
+//!          ^E(recv)=0    ^E(send)=5     ^X(recv)=8
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::fxhash::FxHashMap;
+
+use overlap_instrument::schema::{Nanos, Op, OpClass};
+use serde::Serialize;
+
+use super::{blocks, CallRef, Options};
+use crate::model::{EventRef, Trace};
+
+/// The kinds of wait state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    /// A receive waited for its message to be sent.
+    LateSender,
+    /// A send's completion waited for the receive to be posted.
+    LateReceiver,
+    /// A barrier waited for the last rank to arrive.
+    WaitAtBarrier,
+    /// An all-to-all collective waited for the last rank to arrive.
+    WaitAtNxN,
+}
+
+impl WaitKind {
+    /// Every kind, in report order.
+    pub const ALL: [WaitKind; 4] = [
+        WaitKind::LateSender,
+        WaitKind::LateReceiver,
+        WaitKind::WaitAtBarrier,
+        WaitKind::WaitAtNxN,
+    ];
+
+    /// The name in reports.
+    pub fn title(self) -> &'static str {
+        match self {
+            WaitKind::LateSender => "Late Sender",
+            WaitKind::LateReceiver => "Late Receiver",
+            WaitKind::WaitAtBarrier => "Wait at Barrier",
+            WaitKind::WaitAtNxN => "Wait at NxN",
+        }
+    }
+
+    /// The key in JSON and tables.
+    pub fn key(self) -> &'static str {
+        match self {
+            WaitKind::LateSender => "late_sender",
+            WaitKind::LateReceiver => "late_receiver",
+            WaitKind::WaitAtBarrier => "wait_at_barrier",
+            WaitKind::WaitAtNxN => "wait_at_nxn",
+        }
+    }
+}
+
+/// One wait.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WaitInstance {
+    /// Kind.
+    pub kind: WaitKind,
+    /// The rank that waited.
+    pub rank: u32,
+    /// The call it waited in: index among the rank's events.
+    pub index: usize,
+    /// That call's MPI function.
+    pub call: &'static str,
+    /// When it entered the call, ns since the run's start.
+    pub start_ns: u64,
+    /// The rank it waited for (the sender, the receiver, or the last to arrive).
+    pub peer: Option<u32>,
+    /// How long it waited, ns.
+    pub amount_ns: u64,
+    /// The clock error bound of the ranks involved, ns.
+    pub error_bound_ns: u64,
+    /// True when `amount_ns` is within the error bound: counted apart.
+    pub indeterminate: bool,
+    /// True when the remote time fell after the local exit and was clipped.
+    pub clock_suspect: bool,
+}
+
+/// One kind's totals.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KindSummary {
+    /// Kind.
+    pub kind: WaitKind,
+    /// Total wait, ns (determinate instances).
+    pub total_ns: u64,
+    /// Instances (determinate).
+    pub count: u64,
+    /// Share of the ranks' summed wall time (0..1).
+    pub fraction: f64,
+    /// Instances within the clock error bound.
+    pub indeterminate_count: u64,
+    /// Their total, ns.
+    pub indeterminate_ns: u64,
+    /// Clock-suspect instances.
+    pub clock_suspect: u64,
+    /// The largest instances, largest first.
+    pub worst: Vec<WaitInstance>,
+}
+
+/// Every kind's totals.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WaitStates {
+    /// Sum of every determinate wait, ns.
+    pub total_ns: u64,
+    /// Share of the ranks' summed wall time (0..1).
+    pub fraction: f64,
+    /// Per kind, in [`WaitKind::ALL`] order.
+    pub kinds: Vec<KindSummary>,
+    /// Per rank: determinate wait charged to it, ns.
+    pub per_rank_ns: BTreeMap<u32, u64>,
+}
+
+struct Candidate {
+    kind: WaitKind,
+    at: EventRef,
+    peer: u32,
+    amount: Nanos,
+    suspect: bool,
+}
+
+/// Every wait-state instance of the trace, sorted by rank and time.
+pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
+    let mut best: FxHashMap<(EventRef, WaitKind), Candidate> = FxHashMap::default();
+    let mut keep = |c: Candidate| {
+        let key = (c.at, c.kind);
+        match best.get(&key) {
+            Some(b) if b.amount >= c.amount => {}
+            _ => {
+                best.insert(key, c);
+            }
+        }
+    };
+    // Which call completed each send request.
+    let completion_of: FxHashMap<EventRef, usize> = trace
+        .requests
+        .iter()
+        .filter_map(|r| {
+            Some((
+                EventRef {
+                    rank: r.rank,
+                    index: r.post,
+                },
+                r.completion?,
+            ))
+        })
+        .collect();
+    for m in &trace.messages {
+        let Some(send) = trace.span(m.send) else {
+            continue;
+        };
+        // Late Sender.
+        if let Some(c) = m.completion {
+            if let Some(recv) = trace.span(c).filter(|s| s.op().is_some_and(blocks)) {
+                let remote = send.start;
+                let amount = remote.min(recv.end).saturating_sub(recv.start);
+                if amount > Nanos::ZERO {
+                    keep(Candidate {
+                        kind: WaitKind::LateSender,
+                        at: c,
+                        peer: m.send.rank,
+                        amount,
+                        suspect: remote > recv.end,
+                    });
+                }
+            }
+        }
+        // Late Receiver.
+        let send_done = match send.op() {
+            Some(Op::Isend) => completion_of.get(&m.send).map(|i| EventRef {
+                rank: m.send.rank,
+                index: *i,
+            }),
+            Some(_) => Some(m.send),
+            None => None,
+        };
+        let (Some(done_ref), Some(post)) = (send_done, trace.span(m.recv_post)) else {
+            continue;
+        };
+        let Some(done) = trace.span(done_ref).filter(|s| s.op().is_some_and(blocks)) else {
+            continue;
+        };
+        if done.start < post.start && done.end >= post.start {
+            keep(Candidate {
+                kind: WaitKind::LateReceiver,
+                at: done_ref,
+                peer: m.recv_post.rank,
+                amount: post.start - done.start,
+                suspect: false,
+            });
+        }
+    }
+    // Collectives: the k-th collective of each rank on one communicator.
+    let mut instances: BTreeMap<(u32, u64), Vec<EventRef>> = BTreeMap::new();
+    for t in &trace.ranks {
+        let mut seq: HashMap<u32, u64> = HashMap::new();
+        for i in 0..t.spans.len() {
+            let Some((op, c)) = t.call(i) else { continue };
+            if op.class() != OpClass::Collective {
+                continue;
+            }
+            let k = seq.entry(c.comm).or_default();
+            instances.entry((c.comm, *k)).or_default().push(EventRef {
+                rank: t.rank,
+                index: i,
+            });
+            *k += 1;
+        }
+    }
+    for members in instances.values() {
+        if members.len() < 2 {
+            continue;
+        }
+        let spans: Vec<_> = members
+            .iter()
+            .filter_map(|r| Some((*r, trace.span(*r)?)))
+            .collect();
+        let Some(&(last, last_span)) = spans.iter().max_by_key(|(r, s)| (s.start, r.rank)) else {
+            continue;
+        };
+        for (r, s) in &spans {
+            let amount = last_span.start.min(s.end).saturating_sub(s.start);
+            if amount == Nanos::ZERO {
+                continue;
+            }
+            let kind = match s.op() {
+                Some(Op::Barrier) => WaitKind::WaitAtBarrier,
+                _ => WaitKind::WaitAtNxN,
+            };
+            keep(Candidate {
+                kind,
+                at: *r,
+                peer: last.rank,
+                amount,
+                suspect: last_span.start > s.end,
+            });
+        }
+    }
+    let mut out: Vec<WaitInstance> = best
+        .into_values()
+        .filter_map(|c| {
+            let call = CallRef::of(trace, c.at.rank, c.at.index)?;
+            let bound = trace.clock_error(c.at.rank) + trace.clock_error(c.peer);
+            Some(WaitInstance {
+                kind: c.kind,
+                rank: c.at.rank,
+                index: c.at.index,
+                call: call.call,
+                start_ns: call.start_ns,
+                peer: Some(c.peer),
+                amount_ns: c.amount.0,
+                error_bound_ns: bound.0,
+                indeterminate: c.amount <= bound,
+                clock_suspect: c.suspect,
+            })
+        })
+        .collect();
+    out.sort_by_key(|w| (w.rank, w.index, w.kind));
+    out
+}
+
+/// Totals per kind and per rank, with the worst instances.
+pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitStates {
+    let sum_wall: u64 = trace
+        .ranks
+        .iter()
+        .filter_map(|t| t.extent())
+        .map(|(a, b)| b.saturating_sub(a).0)
+        .sum();
+    let mut per_rank: BTreeMap<u32, u64> = trace.ranks.iter().map(|t| (t.rank, 0)).collect();
+    let mut kinds = Vec::new();
+    for kind in WaitKind::ALL {
+        let mut k = KindSummary {
+            kind,
+            total_ns: 0,
+            count: 0,
+            fraction: 0.0,
+            indeterminate_count: 0,
+            indeterminate_ns: 0,
+            clock_suspect: 0,
+            worst: Vec::new(),
+        };
+        let mut mine: Vec<&WaitInstance> = Vec::new();
+        for w in waits.iter().filter(|w| w.kind == kind) {
+            if w.clock_suspect {
+                k.clock_suspect += 1;
+            }
+            if w.indeterminate {
+                k.indeterminate_count += 1;
+                k.indeterminate_ns += w.amount_ns;
+                continue;
+            }
+            k.count += 1;
+            k.total_ns += w.amount_ns;
+            *per_rank.entry(w.rank).or_default() += w.amount_ns;
+            mine.push(w);
+        }
+        mine.sort_by_key(|w| (std::cmp::Reverse(w.amount_ns), w.rank, w.index));
+        k.worst = mine.into_iter().take(opts.worst).cloned().collect();
+        k.fraction = super::budget::fraction(k.total_ns, sum_wall);
+        kinds.push(k);
+    }
+    let total: u64 = kinds.iter().map(|k| k.total_ns).sum();
+    WaitStates {
+        total_ns: total,
+        fraction: super::budget::fraction(total, sum_wall),
+        kinds,
+        per_rank_ns: per_rank,
+    }
+}

@@ -1,0 +1,385 @@
+//! The human report of `overlap analyze`: tables that fit a 100-column terminal, worst
+//! offenders first, colour only when asked for (the CLI asks when stdout is a terminal
+//! and `NO_COLOR` is unset).
+
+use std::fmt::Write as _;
+
+use crate::metrics::false_overlap::Limit;
+use crate::metrics::{Finding, Report, WaitKind};
+
+/// How to render.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Style {
+    /// ANSI colours and bold.
+    pub color: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.color {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+    fn bold(&self, text: &str) -> String {
+        self.paint("1", text)
+    }
+    /// Green at or above 0.8 (POP's threshold), yellow above 0.6, red below.
+    fn efficiency(&self, v: f64, text: &str) -> String {
+        let code = if v >= 0.8 {
+            "32"
+        } else if v >= 0.6 {
+            "33"
+        } else {
+            "31"
+        };
+        self.paint(code, text)
+    }
+}
+
+/// A duration for people: ns, µs, ms or s with 3 significant-ish digits.
+pub fn duration(ns: u64) -> String {
+    let n = ns as f64;
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else if ns < 1_000_000 {
+        format!("{:.1} us", n / 1e3)
+    } else if ns < 1_000_000_000 {
+        format!("{:.2} ms", n / 1e6)
+    } else {
+        format!("{:.3} s", n / 1e9)
+    }
+}
+
+/// A point in time of the run, in seconds.
+fn at(ns: u64) -> String {
+    format!("{:.6} s", ns as f64 / 1e9)
+}
+
+fn pct(f: f64) -> String {
+    format!("{:5.1}%", f * 100.0)
+}
+
+fn share(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "    - ".into()
+    } else {
+        pct(part as f64 / whole as f64)
+    }
+}
+
+fn bytes(b: u64) -> String {
+    if b >= 1 << 20 {
+        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
+    } else if b >= 1 << 10 {
+        format!("{:.1} KiB", b as f64 / 1024.0)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Renders the report.
+pub fn render(r: &Report, style: Style) -> String {
+    let mut o = String::new();
+    let run = &r.run;
+    let variant = run
+        .params
+        .get("variant")
+        .map(|v| match v {
+            overlap_instrument::schema::ParamValue::Text(t) => format!(" ({t})"),
+            other => format!(" ({other:?})"),
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        o,
+        "{}",
+        style.bold(&format!(
+            "{}{variant}: {} of {} ranks traced, {} events, {} messages, run {}",
+            if run.program.is_empty() {
+                "run"
+            } else {
+                &run.program
+            },
+            run.ranks_traced,
+            run.world_size,
+            run.events,
+            run.messages,
+            duration(r.totals.wall_ns)
+        ))
+    );
+    if !run.missing_ranks.is_empty() {
+        let _ = writeln!(o, "  missing ranks (no trace): {:?}", run.missing_ranks);
+    }
+    if !run.incomplete_ranks.is_empty() {
+        let _ = writeln!(o, "  cut short: ranks {:?}", run.incomplete_ranks);
+    }
+    if run.unmatched_sends + run.unmatched_receives > 0 {
+        let _ = writeln!(
+            o,
+            "  unmatched: {} send(s), {} receive(s)",
+            run.unmatched_sends, run.unmatched_receives
+        );
+    }
+
+    // Time per rank, most waiting first.
+    let _ = writeln!(o, "\n{}", style.bold("Time per rank (most waiting first)"));
+    let _ = writeln!(
+        o,
+        "{:>5}  {:<12} {:>10}  {:>17}  {:>17}  {:>17}  {:>10}",
+        "rank", "host", "wall", "useful", "in MPI", "waiting", "wait st."
+    );
+    let mut ranks: Vec<_> = r.ranks.iter().collect();
+    ranks.sort_by_key(|b| (std::cmp::Reverse(b.waiting_ns), b.rank));
+    for b in ranks {
+        let host: String = b.host.chars().take(12).collect();
+        let ws = r.wait_states.per_rank_ns.get(&b.rank).copied().unwrap_or(0);
+        let _ = writeln!(
+            o,
+            "{:>5}  {:<12} {:>10}  {:>10} {}  {:>10} {}  {:>10} {}  {:>10}{}",
+            b.rank,
+            host,
+            duration(b.wall_ns),
+            duration(b.useful_ns),
+            share(b.useful_ns, b.wall_ns),
+            duration(b.in_mpi_ns),
+            share(b.in_mpi_ns, b.wall_ns),
+            duration(b.waiting_ns),
+            share(b.waiting_ns, b.wall_ns),
+            duration(ws),
+            if b.complete { "" } else { "  cut short" }
+        );
+    }
+
+    // Wait states.
+    let ws = &r.wait_states;
+    let _ = writeln!(
+        o,
+        "\n{}",
+        style.bold(&format!(
+            "Wait states: {} ({} of all rank time)",
+            duration(ws.total_ns),
+            pct(ws.fraction).trim()
+        ))
+    );
+    let _ = writeln!(
+        o,
+        "  {:<16} {:>10} {:>8} {:>7}  {:>14}",
+        "kind", "total", "count", "share", "indeterminate"
+    );
+    for k in &ws.kinds {
+        let _ = writeln!(
+            o,
+            "  {:<16} {:>10} {:>8} {:>7}  {:>14}",
+            k.kind.title(),
+            duration(k.total_ns),
+            k.count,
+            pct(k.fraction),
+            if k.indeterminate_count == 0 {
+                "-".to_string()
+            } else {
+                format!(
+                    "{} ({})",
+                    k.indeterminate_count,
+                    duration(k.indeterminate_ns)
+                )
+            }
+        );
+    }
+    let mut worst: Vec<_> = ws.kinds.iter().flat_map(|k| k.worst.iter()).collect();
+    worst.sort_by_key(|w| std::cmp::Reverse(w.amount_ns));
+    if !worst.is_empty() {
+        let _ = writeln!(o, "  worst:");
+    }
+    for w in worst.iter().take(5) {
+        let whom = match w.kind {
+            WaitKind::LateSender => "for the sender, rank",
+            WaitKind::LateReceiver => "for the receiver, rank",
+            _ => "for the last to arrive, rank",
+        };
+        let _ = writeln!(
+            o,
+            "    {:>10}  rank {:<4} {:<13} at {}  {} {}{}",
+            duration(w.amount_ns),
+            w.rank,
+            w.call,
+            at(w.start_ns),
+            whom,
+            w.peer.map_or("?".into(), |p| p.to_string()),
+            if w.clock_suspect {
+                "  (clock-suspect)"
+            } else {
+                ""
+            }
+        );
+    }
+
+    // Requests.
+    let q = &r.requests;
+    let _ = writeln!(
+        o,
+        "\n{}",
+        style.bold(&format!(
+            "Requests: {} ({} sends, {} receives); mean overlap {}; {} overlapped nothing",
+            q.count,
+            q.sends,
+            q.receives,
+            pct(q.mean_overlap).trim(),
+            q.zero_overlap
+        ))
+    );
+    let m = &q.transfer_model;
+    let _ = writeln!(
+        o,
+        "  exposed wait {}; transfer model from {} size class(es): latency {}, bandwidth {}",
+        duration(q.exposed_wait_ns),
+        m.classes.len(),
+        duration(m.latency_ns.round() as u64),
+        if m.bandwidth_bytes_per_s > 0.0 {
+            format!("{:.2} GB/s", m.bandwidth_bytes_per_s / 1e9)
+        } else {
+            "unknown".into()
+        }
+    );
+    if q.never_completed > 0 {
+        let _ = writeln!(o, "  {} request(s) never completed", q.never_completed);
+    }
+
+    // False overlap.
+    let fo = &r.false_overlap;
+    let lost: u64 = fo.iter().map(|f| f.lost_ns).sum();
+    let hideable: u64 = fo.iter().map(|f| f.hideable_ns).sum();
+    let title = if fo.is_empty() {
+        "False overlap: none found".to_string()
+    } else {
+        format!(
+            "False overlap: {} wait(s) lost {}; moving them could hide up to {}",
+            fo.len(),
+            duration(lost),
+            duration(hideable)
+        )
+    };
+    let _ = writeln!(
+        o,
+        "\n{}",
+        if fo.is_empty() {
+            style.paint("32;1", &title)
+        } else {
+            style.paint("31;1", &title)
+        }
+    );
+    for f in fo.iter().take(5) {
+        finding(&mut o, f);
+    }
+    if fo.len() > 5 {
+        let _ = writeln!(o, "  ... and {} more (see --json)", fo.len() - 5);
+    }
+
+    // POP.
+    let p = &r.pop;
+    let _ = writeln!(o, "\n{}", style.bold("POP efficiencies"));
+    let line = |o: &mut String, name: &str, v: f64| {
+        let _ = writeln!(o, "  {:<30} {}", name, style.efficiency(v, &pct(v)));
+    };
+    line(&mut o, "parallel efficiency", p.parallel_efficiency);
+    line(&mut o, "  load balance", p.load_balance);
+    line(
+        &mut o,
+        "  communication efficiency",
+        p.communication_efficiency,
+    );
+    line(
+        &mut o,
+        "    serialization efficiency",
+        p.serialization_efficiency,
+    );
+    line(&mut o, "    transfer efficiency", p.transfer_efficiency);
+    let _ = writeln!(
+        o,
+        "  (T {}; T_ideal {} by {}{})",
+        duration(p.runtime_ns),
+        duration(p.t_ideal_ns),
+        if p.t_ideal_method == "replay" {
+            "ideal-network replay"
+        } else {
+            "subtraction of non-waiting MPI time"
+        },
+        if p.t_ideal_method == "replay" {
+            format!(", {} by subtraction", duration(p.t_ideal_subtraction_ns))
+        } else {
+            String::new()
+        }
+    );
+
+    // Clock.
+    let c = &r.clock;
+    let _ = writeln!(
+        o,
+        "\nclock: {}; {} clock-suspect message(s); {} wait(s) within the error bound ({})",
+        if c.shared_clock {
+            "all ranks read one clock (exact)".to_string()
+        } else {
+            format!("error bound up to {}", duration(c.max_error_ns))
+        },
+        c.suspect_messages,
+        c.indeterminate_waits,
+        duration(c.indeterminate_wait_ns)
+    );
+    o
+}
+
+fn finding(o: &mut String, f: &Finding) {
+    let req = f
+        .requests
+        .iter()
+        .map(|q| {
+            format!(
+                "{} req {} to rank {} ({})",
+                q.post.call.trim_start_matches("MPI_"),
+                q.request,
+                q.peer.map_or("?".into(), |p| p.to_string()),
+                bytes(q.bytes)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let _ = writeln!(
+        o,
+        "  rank {}: {} at {} lost {} waiting for {}",
+        f.rank,
+        f.wait.call,
+        at(f.wait.start_ns),
+        duration(f.lost_ns),
+        req
+    );
+    let names = if f.independent_names.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", f.independent_names.join(", "))
+    };
+    let _ = writeln!(
+        o,
+        "      then {} of compute in {} span(s){} did not need it;",
+        duration(f.independent_work_ns),
+        f.independent_spans,
+        names
+    );
+    let target = match (&f.move_before, f.limit) {
+        (Some(c), Limit::BufferReuse) => format!(
+            "just before {} at {} (its buffer's next use; and before any write to it)",
+            c.call,
+            at(c.start_ns)
+        ),
+        (Some(c), _) => format!(
+            "just before {} at {} (next send to the same peer and tag)",
+            c.call,
+            at(c.start_ns)
+        ),
+        (None, _) => "to the end of the rank's work".to_string(),
+    };
+    let _ = writeln!(
+        o,
+        "      move the wait {target}: up to {} hidden",
+        duration(f.hideable_ns)
+    );
+}

@@ -1,0 +1,290 @@
+//! The figures behind a report as tables, for people who want to slice them further
+//! (pandas, polars, DuckDB, a spreadsheet): ranks, calls, requests, messages and wait
+//! states, as polars DataFrames written to CSV or Parquet. Polars stays inside this
+//! module: the rest of the analyzer hands out plain structs.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
+
+use crate::metrics::{Details, Report};
+use crate::model::{Trace, What};
+use crate::{Error, Result};
+
+/// The file format of the tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TableFormat {
+    /// Comma-separated values with a header line.
+    Csv,
+    /// Apache Parquet (zstd).
+    Parquet,
+}
+
+impl TableFormat {
+    fn extension(self) -> &'static str {
+        match self {
+            TableFormat::Csv => "csv",
+            TableFormat::Parquet => "parquet",
+        }
+    }
+}
+
+fn col<T>(name: &str, values: Vec<T>) -> Column
+where
+    polars::prelude::Series: polars::prelude::NamedFrom<Vec<T>, [T]>,
+{
+    Column::new(name.into(), values)
+}
+
+fn frame(height: usize, columns: Vec<Column>) -> Result<DataFrame> {
+    DataFrame::new(height, columns).map_err(|e| Error::Table {
+        reason: e.to_string(),
+    })
+}
+
+/// Every table of a run, by name.
+pub fn tables(
+    trace: &Trace,
+    report: &Report,
+    details: &Details,
+) -> Result<Vec<(String, DataFrame)>> {
+    let _span = tracing::info_span!("tables").entered();
+    Ok(vec![
+        ("ranks".into(), ranks(report)?),
+        ("calls".into(), calls(trace)?),
+        ("requests".into(), requests(details)?),
+        ("messages".into(), messages(trace)?),
+        ("wait_states".into(), wait_states(details)?),
+    ])
+}
+
+fn ranks(report: &Report) -> Result<DataFrame> {
+    let r = &report.ranks;
+    let ws = &report.wait_states.per_rank_ns;
+    frame(
+        r.len(),
+        vec![
+            col("rank", r.iter().map(|b| b.rank).collect()),
+            col("host", r.iter().map(|b| b.host.clone()).collect()),
+            col("complete", r.iter().map(|b| b.complete).collect()),
+            col("start_ns", r.iter().map(|b| b.start_ns).collect()),
+            col("wall_ns", r.iter().map(|b| b.wall_ns).collect()),
+            col("useful_ns", r.iter().map(|b| b.useful_ns).collect()),
+            col("compute_ns", r.iter().map(|b| b.compute_ns).collect()),
+            col("in_mpi_ns", r.iter().map(|b| b.in_mpi_ns).collect()),
+            col("waiting_ns", r.iter().map(|b| b.waiting_ns).collect()),
+            col(
+                "wait_states_ns",
+                r.iter()
+                    .map(|b| ws.get(&b.rank).copied().unwrap_or(0))
+                    .collect(),
+            ),
+        ],
+    )
+}
+
+fn calls(trace: &Trace) -> Result<DataFrame> {
+    let n: usize = trace.ranks.iter().map(|t| t.spans.len()).sum();
+    let mut rank = Vec::with_capacity(n);
+    let mut index = Vec::with_capacity(n);
+    let mut kind: Vec<&str> = Vec::with_capacity(n);
+    let mut name: Vec<String> = Vec::with_capacity(n);
+    let mut tid = Vec::with_capacity(n);
+    let mut start = Vec::with_capacity(n);
+    let mut end = Vec::with_capacity(n);
+    let mut peer: Vec<Option<i32>> = Vec::with_capacity(n);
+    let mut tag: Vec<Option<i32>> = Vec::with_capacity(n);
+    let mut comm: Vec<Option<u32>> = Vec::with_capacity(n);
+    let mut bytes: Vec<Option<u64>> = Vec::with_capacity(n);
+    let mut request: Vec<Option<u64>> = Vec::with_capacity(n);
+    let mut completed: Vec<u32> = Vec::with_capacity(n);
+    for t in &trace.ranks {
+        for (i, s) in t.spans.iter().enumerate() {
+            rank.push(t.rank);
+            index.push(i as u64);
+            tid.push(s.tid);
+            start.push(s.start.0);
+            end.push(s.end.0);
+            match s.what {
+                What::Compute(id) => {
+                    kind.push("compute");
+                    name.push(t.name(id).to_string());
+                    peer.push(None);
+                    tag.push(None);
+                    comm.push(None);
+                    bytes.push(None);
+                    request.push(None);
+                    completed.push(0);
+                }
+                What::Call(op, _) => {
+                    kind.push("mpi");
+                    name.push(op.mpi_name().to_string());
+                    let c = t.call(i).map(|(_, c)| c);
+                    peer.push(c.and_then(|c| c.peer));
+                    tag.push(c.and_then(|c| c.tag));
+                    comm.push(c.map(|c| c.comm));
+                    bytes.push(c.and_then(|c| c.bytes));
+                    request.push(c.and_then(|c| c.request));
+                    completed.push(c.map_or(0, |c| c.completed.1));
+                }
+            }
+        }
+    }
+    frame(
+        n,
+        vec![
+            col("rank", rank),
+            col("index", index),
+            col("kind", kind),
+            col("name", name),
+            col("tid", tid),
+            col("start_ns", start),
+            col("end_ns", end),
+            col("peer", peer),
+            col("tag", tag),
+            col("comm", comm),
+            col("bytes", bytes),
+            col("request", request),
+            col("completed", completed),
+        ],
+    )
+}
+
+fn requests(d: &Details) -> Result<DataFrame> {
+    let r = &d.requests;
+    frame(
+        r.len(),
+        vec![
+            col("rank", r.iter().map(|q| q.rank).collect()),
+            col("request", r.iter().map(|q| q.request).collect()),
+            col(
+                "kind",
+                r.iter()
+                    .map(|q| if q.is_send { "send" } else { "receive" })
+                    .collect::<Vec<&str>>(),
+            ),
+            col("peer", r.iter().map(|q| q.peer).collect()),
+            col("tag", r.iter().map(|q| q.tag).collect()),
+            col("bytes", r.iter().map(|q| q.bytes).collect()),
+            col(
+                "post_index",
+                r.iter().map(|q| q.post.index as u64).collect(),
+            ),
+            col("post_ns", r.iter().map(|q| q.post.start_ns).collect()),
+            col(
+                "completion_call",
+                r.iter()
+                    .map(|q| q.completion.as_ref().map(|c| c.call))
+                    .collect::<Vec<Option<&str>>>(),
+            ),
+            col(
+                "completion_index",
+                r.iter()
+                    .map(|q| q.completion.as_ref().map(|c| c.index as u64))
+                    .collect::<Vec<Option<u64>>>(),
+            ),
+            col(
+                "wait_start_ns",
+                r.iter()
+                    .map(|q| q.completion.as_ref().map(|c| c.start_ns))
+                    .collect::<Vec<Option<u64>>>(),
+            ),
+            col("window_ns", r.iter().map(|q| q.window_ns).collect()),
+            col("cpu_ns", r.iter().map(|q| q.cpu_ns).collect()),
+            col(
+                "exposed_wait_ns",
+                r.iter().map(|q| q.exposed_wait_ns).collect(),
+            ),
+            col("t_ovrl_ns", r.iter().map(|q| q.t_ovrl_ns).collect()),
+            col("t_pure_ns", r.iter().map(|q| q.t_pure_ns).collect()),
+            col("overlap", r.iter().map(|q| q.overlap).collect()),
+        ],
+    )
+}
+
+fn messages(trace: &Trace) -> Result<DataFrame> {
+    let m = &trace.messages;
+    let start = |r| trace.span(r).map(|s| s.start.0);
+    let end = |r| trace.span(r).map(|s| s.end.0);
+    frame(
+        m.len(),
+        vec![
+            col("id", m.iter().map(|x| x.id).collect()),
+            col("send_rank", m.iter().map(|x| x.send.rank).collect()),
+            col("recv_rank", m.iter().map(|x| x.recv_post.rank).collect()),
+            col("tag", m.iter().map(|x| x.tag).collect()),
+            col("bytes", m.iter().map(|x| x.bytes).collect()),
+            col("send_ns", m.iter().map(|x| start(x.send)).collect()),
+            col(
+                "recv_post_ns",
+                m.iter().map(|x| start(x.recv_post)).collect(),
+            ),
+            col(
+                "recv_complete_ns",
+                m.iter()
+                    .map(|x| x.completion.and_then(end))
+                    .collect::<Vec<Option<u64>>>(),
+            ),
+            col("clock_suspect", m.iter().map(|x| x.clock_suspect).collect()),
+        ],
+    )
+}
+
+fn wait_states(d: &Details) -> Result<DataFrame> {
+    let w = &d.waits;
+    frame(
+        w.len(),
+        vec![
+            col(
+                "kind",
+                w.iter().map(|x| x.kind.key()).collect::<Vec<&str>>(),
+            ),
+            col("rank", w.iter().map(|x| x.rank).collect()),
+            col("index", w.iter().map(|x| x.index as u64).collect()),
+            col("call", w.iter().map(|x| x.call).collect::<Vec<&str>>()),
+            col("start_ns", w.iter().map(|x| x.start_ns).collect()),
+            col("peer", w.iter().map(|x| x.peer).collect()),
+            col("amount_ns", w.iter().map(|x| x.amount_ns).collect()),
+            col(
+                "error_bound_ns",
+                w.iter().map(|x| x.error_bound_ns).collect(),
+            ),
+            col("indeterminate", w.iter().map(|x| x.indeterminate).collect()),
+            col("clock_suspect", w.iter().map(|x| x.clock_suspect).collect()),
+        ],
+    )
+}
+
+/// Writes each table as `DIR/<name>.<csv|parquet>`; returns the files written.
+pub fn write_tables(
+    tables: &mut [(String, DataFrame)],
+    dir: &Path,
+    format: TableFormat,
+) -> Result<Vec<PathBuf>> {
+    let _span = tracing::info_span!("write tables").entered();
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        what: "creating",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut written = Vec::new();
+    for (name, df) in tables.iter_mut() {
+        let path = dir.join(format!("{name}.{}", format.extension()));
+        let io = |source| Error::Io {
+            what: "writing",
+            path: path.clone(),
+            source,
+        };
+        let file = File::create(&path).map_err(io)?;
+        let result = match format {
+            TableFormat::Csv => CsvWriter::new(std::io::BufWriter::new(file)).finish(df),
+            TableFormat::Parquet => ParquetWriter::new(file).finish(df).map(|_| ()),
+        };
+        result.map_err(|e| Error::Table {
+            reason: format!("{}: {e}", path.display()),
+        })?;
+        written.push(path);
+    }
+    Ok(written)
+}

@@ -1,0 +1,445 @@
+//! The metrics on hand-built traces whose answers were worked out by hand; each test
+//! draws its timeline (times in ns, all ranks on one clock unless said otherwise).
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use overlap_analyzer::metrics::false_overlap::Limit;
+use overlap_analyzer::metrics::{analyze, Options, Report, WaitKind};
+use overlap_analyzer::model::Trace;
+use overlap_instrument::schema::{Nanos, Op, SyncPhase};
+
+fn opts() -> Options {
+    Options {
+        worst: 5,
+        min_wait: Nanos(1),
+        empty_window_share: 0.1,
+    }
+}
+
+fn report(t: &Trace) -> Report {
+    analyze(t, &opts()).0
+}
+
+/// (total, count) of one kind.
+fn kind(r: &Report, k: WaitKind) -> (u64, u64) {
+    let s = r.wait_states.kinds.iter().find(|x| x.kind == k).unwrap();
+    (s.total_ns, s.count)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+#[test]
+fn late_sender_on_a_blocking_receive() {
+    // rank 0  |compute 0-10|Send 10-11|compute 11-20|
+    // rank 1  |compute 0-4|Recv 4 ------ 12|compute 12-20|
+    //                       ^E(recv)=4  ^E(send)=10: Late Sender 10 - 4 = 6, peer 0
+    let t = run(vec![
+        vec![
+            compute(0, 10, "c"),
+            send(10, 11, 1, 7, 64),
+            compute(11, 20, "c"),
+        ],
+        vec![
+            compute(0, 4, "c"),
+            recv(4, 12, 0, 7, 64),
+            compute(12, 20, "c"),
+        ],
+    ]);
+    let r = report(&t);
+    assert_eq!(kind(&r, WaitKind::LateSender), (6, 1));
+    assert_eq!(kind(&r, WaitKind::LateReceiver), (0, 0));
+    let w = &r.wait_states.kinds[0].worst[0];
+    assert_eq!(
+        (w.rank, w.peer, w.call, w.start_ns),
+        (1, Some(0), "MPI_Recv", 4)
+    );
+    assert_eq!(r.wait_states.per_rank_ns[&1], 6);
+
+    // POP: T = 20, Useful = 19 (rank 0) and 12 (rank 1).
+    // LB = 15.5 / 19, CommE = 19 / 20, PE = 31 / 40.
+    // Replay: rank 0 computes 10, sends at 10, computes 9: 19. Rank 1 computes 4, its
+    // Recv waits for the send (10), computes 8: 18. T_ideal = 19: SerE 1, TE 0.95.
+    // Subtraction: max(19 + 0, 12 + 6) = 19.
+    let p = &r.pop;
+    assert!(close(p.load_balance, 15.5 / 19.0), "{p:?}");
+    assert!(close(p.communication_efficiency, 0.95));
+    assert!(close(p.parallel_efficiency, 0.775));
+    assert_eq!(p.t_ideal_replay_ns, Some(19));
+    assert_eq!(p.t_ideal_subtraction_ns, 19);
+    assert_eq!(p.t_ideal_method, "replay");
+    assert!(close(p.serialization_efficiency, 1.0));
+    assert!(close(p.transfer_efficiency, 0.95));
+    assert!(r.false_overlap.is_empty());
+}
+
+#[test]
+fn late_receiver_only_when_the_send_waited_for_the_post() {
+    // rank 0  |Isend 0-1|Wait 1 ---------------- 10|
+    // rank 1  |compute 0-6|Irecv 6-7|Wait 7-10|
+    //            the send's Wait began at 1, the receive was posted at 6: 5, peer 1
+    let t = run(vec![
+        vec![
+            isend(0, 1, 1, 3, 1 << 20, 1),
+            complete(Op::Wait, 1, 10, &[(1, None)]),
+        ],
+        vec![
+            compute(0, 6, "c"),
+            irecv(6, 7, 0, 3, 1 << 20, 1),
+            complete(Op::Wait, 7, 10, &[(1, Some((0, 3)))]),
+        ],
+    ]);
+    let r = report(&t);
+    assert_eq!(kind(&r, WaitKind::LateReceiver), (5, 1));
+    assert_eq!(kind(&r, WaitKind::LateSender), (0, 0));
+    let w = &r.wait_states.kinds[1].worst[0];
+    assert_eq!((w.rank, w.peer, w.call), (0, Some(1), "MPI_Wait"));
+
+    // An eager send: its Wait (1-2) ended before the receive was posted (6).
+    let t = run(vec![
+        vec![
+            isend(0, 1, 1, 3, 8, 1),
+            complete(Op::Wait, 1, 2, &[(1, None)]),
+        ],
+        vec![
+            compute(0, 6, "c"),
+            irecv(6, 7, 0, 3, 8, 1),
+            complete(Op::Wait, 7, 10, &[(1, Some((0, 3)))]),
+        ],
+    ]);
+    assert_eq!(kind(&report(&t), WaitKind::LateReceiver), (0, 0));
+}
+
+#[test]
+fn wait_at_barrier_and_at_nxn() {
+    // rank 0  |c 0-2|Barrier 2 --------- 10|c|Allreduce 12 ---- 20|
+    // rank 1  |c 0-5|Barrier 5 ---- 10|c 10-17|Allreduce 17 - 20|
+    // rank 2  |c 0-9|Barrier 9-10|c 10-11|Allreduce 11 ------ 20|
+    // Barrier: last in at 9 -> waits 7, 4, 0. Allreduce: last in at 17 -> 5, 0, 6.
+    let t = run(vec![
+        vec![
+            compute(0, 2, "c"),
+            barrier(2, 10),
+            compute(10, 12, "c"),
+            allreduce(12, 20),
+        ],
+        vec![
+            compute(0, 5, "c"),
+            barrier(5, 10),
+            compute(10, 17, "c"),
+            allreduce(17, 20),
+        ],
+        vec![
+            compute(0, 9, "c"),
+            barrier(9, 10),
+            compute(10, 11, "c"),
+            allreduce(11, 20),
+        ],
+    ]);
+    let r = report(&t);
+    assert_eq!(kind(&r, WaitKind::WaitAtBarrier), (11, 2));
+    assert_eq!(kind(&r, WaitKind::WaitAtNxN), (11, 2));
+    let b = &r.wait_states.kinds[2].worst;
+    assert_eq!((b[0].rank, b[0].amount_ns, b[0].peer), (0, 7, Some(2)));
+    assert_eq!((b[1].rank, b[1].amount_ns), (1, 4));
+    let n = &r.wait_states.kinds[3].worst;
+    assert_eq!((n[0].rank, n[0].amount_ns, n[0].peer), (2, 6, Some(1)));
+    assert_eq!((n[1].rank, n[1].amount_ns), (0, 5));
+    // Replay: barrier leaves at 9, allreduce entered at 11, 16, 10 -> all leave at 16.
+    assert_eq!(r.pop.t_ideal_replay_ns, Some(16));
+}
+
+#[test]
+fn a_waitall_over_mixed_requests_counts_its_largest_late_sender_once() {
+    // rank 0  |Irecv(1) 0-1|compute 1-10|Isend(1) 10-11|Waitall 11 ------- 21|
+    // rank 1  |Irecv(0) 0-1|Irecv(2) 1-2|Isend(0) 2-3|Waitall 3 ------------ 20|
+    // rank 2  |compute 0-15|Isend(1) 15-16|Wait 16-17|
+    // rank 1's Waitall: from rank 0 (sent 10): 7; from rank 2 (sent 15): 12 -> 12 once.
+    let t = run(vec![
+        vec![
+            irecv(0, 1, 1, 0, 8, 1),
+            compute(1, 10, "c"),
+            isend(10, 11, 1, 0, 8, 2),
+            complete(Op::Waitall, 11, 21, &[(1, Some((1, 0))), (2, None)]),
+        ],
+        vec![
+            irecv(0, 1, 0, 0, 8, 1),
+            irecv(1, 2, 2, 0, 8, 2),
+            isend(2, 3, 0, 0, 8, 3),
+            complete(
+                Op::Waitall,
+                3,
+                20,
+                &[(1, Some((0, 0))), (2, Some((2, 0))), (3, None)],
+            ),
+        ],
+        vec![
+            compute(0, 15, "c"),
+            isend(15, 16, 1, 0, 8, 1),
+            complete(Op::Wait, 16, 17, &[(1, None)]),
+        ],
+    ]);
+    let r = report(&t);
+    assert_eq!(kind(&r, WaitKind::LateSender), (12, 1));
+    let w = &r.wait_states.kinds[0].worst[0];
+    assert_eq!((w.rank, w.peer, w.call), (1, Some(2), "MPI_Waitall"));
+    assert_eq!(kind(&r, WaitKind::LateReceiver), (0, 0));
+    assert_eq!(r.requests.count, 6);
+    assert_eq!(r.requests.never_completed, 0);
+    // Nothing runs after any of the waits: no false overlap.
+    assert!(r.false_overlap.is_empty());
+}
+
+/// Rank 0 of the false-overlap pattern; rank 1 mirrors it. S = send buffer 0x1000,
+/// R = receive buffer 0x2000.
+fn pattern(me: i32, fixed: bool) -> Vec<Ev> {
+    let peer = 1 - me;
+    let s = |e| with_buf(e, 0x1000);
+    let r = |e| with_buf(e, 0x2000);
+    if !fixed {
+        // |Irecv 0-1|Isend 1-2|Waitall(r) 2-4|Waitall(s) 4-10|unpack 10-12|compute 12-30|
+        // |Irecv 30-31|Isend(S again) 31-32|Waitall(r) 32-33|Waitall(s) 33-34|
+        vec![
+            r(irecv(0, 1, peer, 5, 100, 1)),
+            s(isend(1, 2, peer, 5, 100, 2)),
+            complete(Op::Waitall, 2, 4, &[(1, Some((peer, 5)))]),
+            complete(Op::Waitall, 4, 10, &[(2, None)]),
+            compute(10, 12, "unpack"),
+            compute(12, 30, "compute"),
+            r(irecv(30, 31, peer, 5, 100, 3)),
+            s(isend(31, 32, peer, 5, 100, 4)),
+            complete(Op::Waitall, 32, 33, &[(3, Some((peer, 5)))]),
+            complete(Op::Waitall, 33, 34, &[(4, None)]),
+        ]
+    } else {
+        // |Irecv 0-1|Isend 1-2|Waitall(r) 2-4|unpack 4-6|compute 6-24|Waitall(s) 24-25|
+        // |Irecv 25-26|Isend 26-27|Waitall(r) 27-28|Waitall(s) 28-29|
+        vec![
+            r(irecv(0, 1, peer, 5, 100, 1)),
+            s(isend(1, 2, peer, 5, 100, 2)),
+            complete(Op::Waitall, 2, 4, &[(1, Some((peer, 5)))]),
+            compute(4, 6, "unpack"),
+            compute(6, 24, "compute"),
+            complete(Op::Waitall, 24, 25, &[(2, None)]),
+            r(irecv(25, 26, peer, 5, 100, 3)),
+            s(isend(26, 27, peer, 5, 100, 4)),
+            complete(Op::Waitall, 27, 28, &[(3, Some((peer, 5)))]),
+            complete(Op::Waitall, 28, 29, &[(4, None)]),
+        ]
+    }
+}
+
+type Ev = overlap_instrument::schema::Event;
+
+#[test]
+fn false_overlap_is_found_on_the_early_send_wait_and_not_once_deferred() {
+    let naive = report(&run(vec![pattern(0, false), pattern(1, false)]));
+    // Per rank: the send Waitall at 4-10 lost 6 with an empty window (2-4: a Waitall);
+    // unpack (2) and compute (18) ran after it until the send buffer's next use by the
+    // Isend at 31: 20 independent, hideable min(6, 20) = 6. The last send Waitall
+    // (33-34) has nothing after it.
+    assert_eq!(naive.false_overlap.len(), 2, "{:#?}", naive.false_overlap);
+    for (f, rank) in naive.false_overlap.iter().zip([0, 1]) {
+        assert_eq!(f.rank, rank);
+        assert_eq!(
+            (f.wait.call, f.wait.start_ns, f.wait.index),
+            ("MPI_Waitall", 4, 3)
+        );
+        assert_eq!(f.lost_ns, 6);
+        assert_eq!(f.requests.len(), 1);
+        assert_eq!((f.requests[0].request, f.requests[0].bytes), (2, 100));
+        assert_eq!(f.requests[0].window_cpu_ns, 0);
+        assert_eq!((f.independent_work_ns, f.independent_spans), (20, 2));
+        assert_eq!(f.independent_names, vec!["unpack", "compute"]);
+        let to = f.move_before.as_ref().unwrap();
+        assert_eq!((to.call, to.start_ns, to.index), ("MPI_Isend", 31, 7));
+        assert_eq!(f.limit, Limit::BufferReuse);
+        assert_eq!(f.hideable_ns, 6);
+        assert!(!f.mixed);
+    }
+    let fixed = report(&run(vec![pattern(0, true), pattern(1, true)]));
+    // The deferred Waitall (24-25) has 20 of compute in its window (2-24).
+    assert!(fixed.false_overlap.is_empty(), "{:#?}", fixed.false_overlap);
+}
+
+#[test]
+fn per_request_overlap_follows_the_imb_formula() {
+    // rank 0  |Isend 0-1|compute 1-11|Wait 11-13|
+    // rank 1  |Irecv 0-1|Wait 1 ------------- 13|
+    // The one message: observed transfer 13 - max(0, 0) = 13 = t_pure (64 B class).
+    // Send: window 1-11, t_cpu 10, t_ovrl 13 -> (13 + 10 - 13) / min(13, 10) = 1.
+    // Receive: window empty -> 0.
+    let t = run(vec![
+        vec![
+            isend(0, 1, 1, 0, 64, 1),
+            compute(1, 11, "c"),
+            complete(Op::Wait, 11, 13, &[(1, None)]),
+        ],
+        vec![
+            irecv(0, 1, 0, 0, 64, 1),
+            complete(Op::Wait, 1, 13, &[(1, Some((0, 0)))]),
+        ],
+    ]);
+    let (r, d) = analyze(&t, &opts());
+    assert_eq!(r.requests.transfer_model.classes.len(), 1);
+    assert_eq!(r.requests.transfer_model.classes[0].min_ns, 13);
+    let send = d.requests.iter().find(|q| q.is_send).unwrap();
+    assert_eq!(
+        (
+            send.window_ns,
+            send.cpu_ns,
+            send.t_ovrl_ns,
+            send.t_pure_ns,
+            send.exposed_wait_ns
+        ),
+        (10, 10, 13, 13, 2)
+    );
+    assert_eq!(send.overlap, Some(1.0));
+    let recv = d.requests.iter().find(|q| !q.is_send).unwrap();
+    assert_eq!(
+        (recv.window_ns, recv.cpu_ns, recv.overlap),
+        (0, 0, Some(0.0))
+    );
+    assert!(close(r.requests.mean_overlap, 0.5));
+    assert_eq!(r.requests.zero_overlap, 1);
+}
+
+#[test]
+fn zero_length_and_never_completed_requests_and_an_unmatched_send() {
+    // rank 0  |Isend(1) 0-0|Wait 0-0|Isend(1, tag 9) 1-2|       (the second never waited)
+    // rank 1  |Irecv(0) 0-0|Wait 0-5|                          (no receive for tag 9)
+    let t = run(vec![
+        vec![
+            isend(0, 0, 1, 0, 8, 1),
+            complete(Op::Wait, 0, 0, &[(1, None)]),
+            isend(1, 2, 1, 9, 8, 2),
+        ],
+        vec![
+            irecv(0, 0, 0, 0, 8, 1),
+            complete(Op::Wait, 0, 5, &[(1, Some((0, 0)))]),
+        ],
+    ]);
+    let (r, d) = analyze(&t, &opts());
+    assert_eq!(r.run.unmatched_sends, 1);
+    assert_eq!(r.requests.never_completed, 1);
+    let zero = d
+        .requests
+        .iter()
+        .find(|q| q.rank == 0 && q.request == 1)
+        .unwrap();
+    assert_eq!((zero.window_ns, zero.t_ovrl_ns), (0, 0));
+    assert_eq!(kind(&r, WaitKind::LateSender), (0, 0));
+}
+
+#[test]
+fn a_single_rank() {
+    // rank 0  |compute 0-30|Barrier 30-31|compute 31-40|
+    let t = run(vec![vec![
+        compute(0, 30, "c"),
+        barrier(30, 31),
+        compute(31, 40, "c"),
+    ]]);
+    let r = report(&t);
+    assert_eq!(r.wait_states.total_ns, 0);
+    assert!(close(r.pop.parallel_efficiency, 39.0 / 40.0));
+    assert!(close(r.pop.load_balance, 1.0));
+    assert_eq!(r.pop.t_ideal_replay_ns, Some(39));
+}
+
+#[test]
+fn clock_suspect_and_indeterminate_waits() {
+    // Two hosts: rank 1's clock is known to within 50 ns of rank 0's.
+    // rank 0  |compute 0-1200|Send 1200-1201|compute|Send 2050-2051|
+    // rank 1  |Recv 0 ---- 1000|compute 1000-2000|Recv 2000 - 2080|
+    // First: the send (1200) lands after the receive's end (1000): clock-suspect, the
+    // wait is clipped to 1000 - 0 = 1000. Second: 2050 - 2000 = 50 <= 0 + 50: within
+    // the error bound, indeterminate.
+    let h0 = header(0, 2, 0, "host-a");
+    let h1 = header(1, 2, 0, "host-b");
+    let s1 = vec![
+        sync(SyncPhase::Init, 0, 0, 50),
+        sync(SyncPhase::Final, 3000, 0, 50),
+    ];
+    let r0 = rank_trace(
+        h0,
+        vec![sync(SyncPhase::Init, 0, 0, 0)],
+        vec![
+            compute(0, 1200, "c"),
+            send(1200, 1201, 1, 1, 8),
+            compute(1201, 2050, "c"),
+            send(2050, 2051, 1, 1, 8),
+        ],
+    );
+    let r1 = rank_trace(
+        h1,
+        s1,
+        vec![
+            recv(0, 1000, 0, 1, 8),
+            compute(1000, 2000, "c"),
+            recv(2000, 2080, 0, 1, 8),
+        ],
+    );
+    let t = overlap_analyzer::merge::merge(vec![r0, r1]).to_trace(std::path::Path::new("x"));
+    let r = report(&t);
+    let ls = &r.wait_states.kinds[0];
+    assert_eq!((ls.total_ns, ls.count), (1000, 1));
+    assert_eq!((ls.indeterminate_count, ls.indeterminate_ns), (1, 50));
+    assert_eq!(ls.clock_suspect, 1);
+    assert!(ls.worst[0].clock_suspect);
+    assert_eq!(r.clock.suspect_messages, 1);
+    assert_eq!((r.clock.indeterminate_waits, r.clock.max_error_ns), (1, 50));
+    assert!(!r.clock.shared_clock);
+}
+
+#[test]
+fn a_sendrecv_exchange_replays_and_nested_compute_counts_once() {
+    // rank 0  |compute 0-10|Sendrecv(1) 10-14|
+    // rank 1  |compute 0-4|Sendrecv(0) 4 ---- 14|
+    // Rank 1 waits for rank 0's send (10): Late Sender 6. Replay: rank 0 enters at 10,
+    // rank 1 at 4 and leaves when rank 0's send is posted (10): T_ideal = 10.
+    let sr = |start, end, peer: i32| {
+        let mut e = send(start, end, peer, 0, 8);
+        if let overlap_instrument::schema::Event::Call(c) = &mut e {
+            c.op = Op::Sendrecv;
+            c.args.recv_peer = Some(peer);
+            c.args.recv_tag = Some(0);
+            c.args.completed = vec![overlap_instrument::schema::Completion {
+                request: None,
+                source: Some(peer),
+                tag: Some(0),
+                bytes: Some(8),
+            }];
+        }
+        e
+    };
+    let t = run(vec![
+        vec![compute(0, 10, "c"), sr(10, 14, 1)],
+        vec![compute(0, 4, "c"), sr(4, 14, 0)],
+    ]);
+    let r = report(&t);
+    assert_eq!(kind(&r, WaitKind::LateSender), (6, 1));
+    assert_eq!(r.pop.t_ideal_replay_ns, Some(10));
+
+    // rank 0  |outer 0 ---------------- 100|      (inner 10-20 nested inside)
+    //         |Isend 0-1|... Wait 50-51|          window 1-50: covered 49, not 49 + 10
+    let t = run(vec![
+        vec![
+            isend(0, 1, 1, 0, 8, 1),
+            compute(0, 100, "outer"),
+            compute(10, 20, "inner"),
+            complete(Op::Wait, 50, 51, &[(1, None)]),
+        ],
+        vec![
+            irecv(0, 1, 0, 0, 8, 1),
+            complete(Op::Wait, 1, 60, &[(1, Some((0, 0)))]),
+        ],
+    ]);
+    let (_, d) = analyze(&t, &opts());
+    let send = d.requests.iter().find(|q| q.is_send).unwrap();
+    assert_eq!(send.cpu_ns, 49);
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The CI gate: run the false-overlap kernel (fixed variant, 4 ranks) and check its
+# metrics against the baseline committed under traces/baselines/. Only metrics that do
+# not flake on a noisy 2-core machine are gated (finding counts, efficiencies with a
+# wide tolerance; never absolute times). Exit status: that of `overlap check`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PROFILE_DIR=${PROFILE_DIR:-target/debug}
+OUT=target/ci
+mkdir -p "$OUT"
+"$PROFILE_DIR/overlap" run false-overlap --ranks 4 --variant fixed \
+    --out "$OUT/false-overlap-fixed.json" >"$OUT/run.txt"
+"$PROFILE_DIR/overlap" check "$OUT/false-overlap-fixed.json" \
+    --baseline traces/baselines/false-overlap-fixed.json \
+    --tolerance "${OVERLAP_TOLERANCE:-40}" --junit "$OUT/overlap-check.xml"

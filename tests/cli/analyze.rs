@@ -1,0 +1,178 @@
+//! `overlap analyze`, `diff`, `baseline` and `check` on real runs of the false-overlap
+//! kernel (4 ranks, the demo's sizes) and on broken input.
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::util::{overlap, run_false_overlap};
+
+/// Runs both variants once (4 ranks, the demo's sizes) into a temporary directory.
+fn both_variants(dir: &Path) -> (PathBuf, PathBuf) {
+    let mut out = Vec::new();
+    for variant in ["naive", "fixed"] {
+        let path = dir.join(format!("{variant}.json"));
+        let sizes = ["--size", "16384", "--ratio", "8", "--compute", "2000"];
+        let run = run_false_overlap(4, variant, 20, &path, &sizes);
+        assert!(run.success(), "{}", run.describe());
+        out.push(path);
+    }
+    (out[0].clone(), out[1].clone())
+}
+
+fn report(path: &Path) -> Value {
+    let run = overlap(&["analyze", path.to_str().unwrap(), "--json"]);
+    assert!(run.success(), "{}", run.describe());
+    serde_json::from_str(&run.stdout()).expect("analyze --json prints JSON")
+}
+
+#[test]
+fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (naive, fixed) = both_variants(dir.path());
+    let rn = report(&naive);
+    let rf = report(&fixed);
+    for key in [
+        "ranks",
+        "wait_states",
+        "requests",
+        "false_overlap",
+        "pop",
+        "clock",
+    ] {
+        assert!(rn.get(key).is_some(), "report lacks {key}");
+    }
+    // Naive: findings, all on Waitalls of sends.
+    let findings = rn["false_overlap"].as_array().unwrap();
+    assert!(!findings.is_empty(), "naive has false overlap");
+    for f in findings {
+        assert_eq!(f["wait"]["call"], "MPI_Waitall");
+        for q in f["requests"].as_array().unwrap() {
+            assert_eq!(q["post"]["call"], "MPI_Isend");
+        }
+    }
+    // Fixed: none.
+    assert_eq!(rf["false_overlap"].as_array().unwrap().len(), 0);
+    // Deferring the send wait shows up in transfer efficiency.
+    let te = |r: &Value| r["pop"]["transfer_efficiency"].as_f64().unwrap();
+    assert!(
+        te(&rf) > te(&rn),
+        "TE fixed {} > naive {}",
+        te(&rf),
+        te(&rn)
+    );
+    for r in [&rn, &rf] {
+        for k in [
+            "parallel_efficiency",
+            "load_balance",
+            "communication_efficiency",
+            "serialization_efficiency",
+            "transfer_efficiency",
+        ] {
+            let v = r["pop"][k].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&v), "{k} = {v}");
+        }
+    }
+
+    // A baseline from the fixed run; naive fails against it, fixed passes.
+    let base = dir.path().join("base.json");
+    let b = overlap(&[
+        "baseline",
+        fixed.to_str().unwrap(),
+        "--out",
+        base.to_str().unwrap(),
+    ]);
+    assert!(b.success(), "{}", b.describe());
+    let junit = dir.path().join("check.xml");
+    let bad = overlap(&[
+        "check",
+        naive.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+        "--tolerance",
+        "50",
+        "--junit",
+        junit.to_str().unwrap(),
+    ]);
+    assert_eq!(bad.output.status.code(), Some(1), "{}", bad.describe());
+    assert!(bad.stdout().contains("regressed"), "{}", bad.describe());
+    assert!(bad.stdout().contains("false_overlap.findings"));
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(xml.contains("<failure") && xml.contains("false_overlap.findings"));
+    let good = overlap(&[
+        "check",
+        fixed.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(good.output.status.code(), Some(0), "{}", good.describe());
+
+    // The same run read from its per-rank directory.
+    let ranks_dir = naive.with_extension("ranks");
+    let from_dir = report(&ranks_dir);
+    assert_eq!(
+        from_dir["false_overlap"].as_array().unwrap().len(),
+        findings.len()
+    );
+
+    // Side by side.
+    let d = overlap(&["diff", naive.to_str().unwrap(), fixed.to_str().unwrap()]);
+    assert!(d.success(), "{}", d.describe());
+    assert!(d.stdout().contains("pop.transfer_efficiency"));
+
+    // Tables and the analyzer's own trace.
+    let csv = dir.path().join("csv");
+    let pq = dir.path().join("pq");
+    let selft = dir.path().join("self.json");
+    let t = overlap(&[
+        "analyze",
+        naive.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--parquet",
+        pq.to_str().unwrap(),
+        "--self-trace",
+        selft.to_str().unwrap(),
+    ]);
+    assert!(t.success(), "{}", t.describe());
+    assert!(t.stdout().contains("False overlap"));
+    for name in ["ranks", "calls", "requests", "messages", "wait_states"] {
+        let c = std::fs::read_to_string(csv.join(format!("{name}.csv"))).unwrap();
+        assert!(c.lines().count() > 1, "{name}.csv has rows");
+        let p = std::fs::read(pq.join(format!("{name}.parquet"))).unwrap();
+        assert_eq!(&p[..4], b"PAR1", "{name}.parquet is Parquet");
+    }
+    let s = std::fs::read_to_string(&selft).unwrap();
+    assert!(s.contains("\"import\"") && s.contains("\"metrics\""), "{s}");
+}
+
+#[test]
+fn check_exits_2_on_unusable_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base.json");
+    std::fs::write(&base, "{\"format\": \"something else\"}").unwrap();
+    let trace = dir.path().join("t.json");
+    std::fs::write(&trace, "not json").unwrap();
+    let r = overlap(&[
+        "check",
+        trace.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(r.output.status.code(), Some(2), "{}", r.describe());
+    r.assert_stderr_has("base.json");
+    let missing = dir.path().join("missing.json");
+    let r = overlap(&[
+        "check",
+        missing.to_str().unwrap(),
+        "--baseline",
+        base.to_str().unwrap(),
+    ]);
+    assert_eq!(r.output.status.code(), Some(2), "{}", r.describe());
+    let a = overlap(&["analyze", trace.to_str().unwrap()]);
+    assert!(!a.success());
+    a.assert_stderr_has("t.json");
+}
