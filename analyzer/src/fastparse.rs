@@ -61,9 +61,15 @@ pub(crate) fn parse_complete(buf: &[u8]) -> Option<(FastEvent, usize)> {
     let dur = micros(&mut s)?;
     eat(&mut s, b",\"pid\":")?;
     let pid = u32::try_from(unsigned(&mut s)?).ok()?;
-    eat(&mut s, b",\"tid\":")?;
-    let tid = u32::try_from(unsigned(&mut s)?).ok()?;
-    eat(&mut s, b",\"args\":{")?;
+    // Thread 0 (the only one of most programs) in one comparison.
+    let tid = if eat(&mut s, b",\"tid\":0,\"args\":{").is_some() {
+        0
+    } else {
+        eat(&mut s, b",\"tid\":")?;
+        let tid = u32::try_from(unsigned(&mut s)?).ok()?;
+        eat(&mut s, b",\"args\":{")?;
+        tid
+    };
     let start = Nanos(start);
     let end = Nanos(start.0.checked_add(dur)?);
     let event = match call {

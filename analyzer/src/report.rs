@@ -274,6 +274,12 @@ pub fn render(r: &Report, style: Style) -> String {
     if fo.len() > 5 {
         let _ = writeln!(o, "  ... and {} more (see --json)", fo.len() - 5);
     }
+    if !fo.is_empty() {
+        let _ = writeln!(
+            o,
+            "  (a trace cannot see writes to a send buffer, e.g. packing: the wait goes before them)"
+        );
+    }
 
     // POP.
     let p = &r.pop;
@@ -345,7 +351,7 @@ fn finding(o: &mut String, f: &Finding) {
         .join(", ");
     let _ = writeln!(
         o,
-        "  rank {}: {} at {} lost {} waiting for {}",
+        "  rank {}: {} at {} lost {} on {}",
         f.rank,
         f.wait.call,
         at(f.wait.start_ns),
@@ -366,12 +372,12 @@ fn finding(o: &mut String, f: &Finding) {
     );
     let target = match (&f.move_before, f.limit) {
         (Some(c), Limit::BufferReuse) => format!(
-            "just before {} at {} (its buffer's next use; and before any write to it)",
+            "before {} at {} (next use of the buffer)",
             c.call,
             at(c.start_ns)
         ),
         (Some(c), _) => format!(
-            "just before {} at {} (next send to the same peer and tag)",
+            "before {} at {} (next send, same peer and tag)",
             c.call,
             at(c.start_ns)
         ),

@@ -248,6 +248,27 @@ mod load {
     }
 
     #[test]
+    fn a_merged_file_laid_out_otherwise_reads_the_same() {
+        // One line for everything, and pretty-printed (events over many lines).
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        write_merged(&merge(two_ranks()), &path).unwrap();
+        let expected = load_merged(&path, &mut |_, _| {}).unwrap().trace;
+        let value: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        for text in [
+            serde_json::to_string(&value).unwrap(),
+            serde_json::to_string_pretty(&value).unwrap(),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let got = load_merged(&path, &mut |_, _| {}).unwrap();
+            assert!(got.problems.is_empty(), "{:?}", got.problems);
+            assert_eq!(got.trace.ranks, expected.ranks);
+            assert_eq!(got.trace.messages, expected.messages);
+        }
+    }
+
+    #[test]
     fn a_merged_file_cut_short_with_a_corrupt_line_keeps_everything_else() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.json");

@@ -194,69 +194,85 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         if n == 0 && pending.is_empty() {
             break;
         }
-        if pending.is_empty() {
-            event_line = line_no + 1;
-        }
         line_no += 1;
         pending.extend_from_slice(&line);
-        let text = trim_start(&pending);
-        let text = text.strip_prefix(b",").map(trim_start).unwrap_or(text);
-        if text.is_empty() {
-            pending.clear();
-            if n == 0 {
-                break;
+        // Every event the buffer holds (overlap writes one per line; others may not).
+        let mut at = 0usize;
+        let mut finished = false;
+        loop {
+            let rest = &pending[at..];
+            let text = trim_start(rest);
+            let text = text.strip_prefix(b",").map(trim_start).unwrap_or(text);
+            let skipped = rest.len() - text.len();
+            match text.first() {
+                None => {
+                    at = pending.len();
+                    break;
+                }
+                Some(b']') => {
+                    finished = true;
+                    break;
+                }
+                Some(_) => {}
             }
-            continue;
-        }
-        if text[0] == b']' {
-            break;
-        }
-        if let Some((pid, event, _)) = fast_complete(text) {
-            ranks
-                .entry(pid)
-                .or_insert_with(|| Timeline::new(pid))
-                .push(&event);
-            pending.clear();
-            index += 1;
-            continue;
-        }
-        let mut stream = serde_json::Deserializer::from_slice(text).into_iter::<RawEvent>();
-        match stream.next() {
-            Some(Ok(raw)) => {
-                if let Err(reason) = take_event(&raw, &mut ranks) {
+            if let Some((pid, event, used)) = fast_complete(text) {
+                ranks
+                    .entry(pid)
+                    .or_insert_with(|| Timeline::new(pid))
+                    .push(&event);
+                at += skipped + used;
+                index += 1;
+                event_line = line_no;
+                continue;
+            }
+            let mut stream = serde_json::Deserializer::from_slice(text).into_iter::<RawEvent>();
+            match stream.next() {
+                Some(Ok(raw)) => {
+                    if let Err(reason) = take_event(&raw, &mut ranks) {
+                        problems.push(ReadProblem {
+                            event_index: index,
+                            line: event_line,
+                            reason,
+                        });
+                    }
+                    at += skipped + stream.byte_offset();
+                    index += 1;
+                    event_line = line_no;
+                }
+                // An event spread over several lines: read on.
+                Some(Err(e)) if e.is_eof() && n > 0 => break,
+                Some(Err(e)) if e.is_eof() => {
                     problems.push(ReadProblem {
                         event_index: index,
                         line: event_line,
-                        reason,
+                        reason: "the file ends in the middle of this event".into(),
                     });
+                    finished = true;
+                    break;
                 }
-                pending.clear();
-                index += 1;
+                Some(Err(e)) => {
+                    problems.push(ReadProblem {
+                        event_index: index,
+                        line: event_line,
+                        reason: format!("not a valid trace event: {e}"),
+                    });
+                    // The rest of the line is lost with it; go on at the next line.
+                    at = pending.len();
+                    index += 1;
+                    break;
+                }
+                None => {
+                    at = pending.len();
+                    break;
+                }
             }
-            Some(Err(e)) if e.is_eof() && n > 0 => {
-                // An event spread over several lines: read on.
-                continue;
-            }
-            Some(Err(e)) if e.is_eof() => {
-                problems.push(ReadProblem {
-                    event_index: index,
-                    line: event_line,
-                    reason: "the file ends in the middle of this event".into(),
-                });
-                break;
-            }
-            Some(Err(e)) => {
-                problems.push(ReadProblem {
-                    event_index: index,
-                    line: event_line,
-                    reason: format!("not a valid trace event: {e}"),
-                });
-                pending.clear();
-                index += 1;
-            }
-            None => pending.clear(),
         }
-        if n == 0 {
+        pending.drain(..at.min(pending.len()));
+        if pending.iter().all(u8::is_ascii_whitespace) {
+            pending.clear();
+            event_line = line_no + 1;
+        }
+        if finished || n == 0 {
             break;
         }
     }
