@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use overlap_analyzer::merge::{merge_dir, write_merged, MergeOutcome};
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
+use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{render, Style};
 use overlap_analyzer::summary::summarize;
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
@@ -273,15 +274,15 @@ fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
     });
     match (failure, merged) {
         (None, Ok(m)) => {
-            report_merge(&m, &ranks_dir, &a.out)?;
-            let trace = m.merged.to_trace(&a.out);
+            let trace = report_merge(&m, &ranks_dir, &a.out)?;
             let (report, _) = analyze_trace(&trace, &Options::default());
             println!();
             print!("{}", render(&report, style()));
             Ok(ExitCode::SUCCESS)
         }
         (Some(failure), Ok(m)) => {
-            report_merge(&m, &ranks_dir, &a.out)?;
+            let trace = report_merge(&m, &ranks_dir, &a.out)?;
+            print!("{}", summarize(&trace).to_table());
             bail!(
                 "{failure}\nwhat was recorded is merged in {}",
                 a.out.display()
@@ -292,7 +293,8 @@ fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
     }
 }
 
-fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<()> {
+/// Writes the merged trace, reports what was missing, and returns the run for analysis.
+fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<Trace> {
     let written = write_merged(&m.merged, out)
         .with_context(|| format!("writing the merged trace {}", out.display()))?;
     let info = &m.merged.info;
@@ -330,13 +332,13 @@ fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<()> {
         written,
         size as f64 / 1024.0
     );
-    print!("{}", summarize(&m.merged).to_table());
-    Ok(())
+    Ok(m.merged.to_trace(out))
 }
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
     let m = merge_dir(&a.dir)?;
-    report_merge(&m, &a.dir, &a.out)?;
+    let trace = report_merge(&m, &a.dir, &a.out)?;
+    print!("{}", summarize(&trace).to_table());
     let info = &m.merged.info;
     let problems = m.unreadable.len() + info.missing_ranks.len() + info.incomplete.len();
     if a.strict && problems > 0 {
@@ -347,7 +349,7 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
 
 /// Loads a trace for analysis, with a progress bar on stderr when it takes a while,
 /// and prints what could not be used.
-fn load_trace(path: &Path) -> Result<overlap_analyzer::model::Trace> {
+fn load_trace(path: &Path) -> Result<Trace> {
     let mut bar = crate::progress::Bar::new(&format!("reading {}", path.display()));
     let loaded = overlap_analyzer::import::load(path, &mut |done, total| bar.update(done, total));
     bar.finish();
@@ -392,14 +394,16 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
             print!("{}", render(&report, style()));
         }
     }
-    for (dir, format) in [
-        (&a.csv, TableFormat::Csv),
-        (&a.parquet, TableFormat::Parquet),
-    ] {
-        if let Some(dir) = dir {
-            let mut t = tables(&trace, &report, &details)?;
-            let files = write_tables(&mut t, dir, format)?;
-            eprintln!("wrote {} tables to {}", files.len(), dir.display());
+    if a.csv.is_some() || a.parquet.is_some() {
+        let mut t = tables(&trace, &report, &details)?;
+        for (dir, format) in [
+            (&a.csv, TableFormat::Csv),
+            (&a.parquet, TableFormat::Parquet),
+        ] {
+            if let Some(dir) = dir {
+                let files = write_tables(&mut t, dir, format)?;
+                eprintln!("wrote {} tables to {}", files.len(), dir.display());
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -37,6 +37,8 @@ pub enum Unit {
     Count,
     /// A fraction, 0..1.
     Fraction,
+    /// A duration in ns (shown by `diff`; never gated).
+    Nanos,
 }
 
 /// One gated metric.
@@ -187,6 +189,8 @@ pub enum Verdict {
 pub struct Comparison {
     /// Metric name.
     pub name: String,
+    /// Its unit.
+    pub unit: Unit,
     /// Baseline value.
     pub baseline: Option<f64>,
     /// Current value.
@@ -224,6 +228,7 @@ pub fn compare(base: &Baseline, current: &Report, tolerance_pct: f64) -> Vec<Com
         };
         out.push(Comparison {
             name: b.name.clone(),
+            unit: b.unit,
             baseline: Some(b.value),
             current: c.map(|c| c.value),
             allowed,
@@ -233,6 +238,7 @@ pub fn compare(base: &Baseline, current: &Report, tolerance_pct: f64) -> Vec<Com
     for c in now {
         if !base.metrics.iter().any(|b| b.name == c.name) {
             out.push(Comparison {
+                unit: c.unit,
                 name: c.name,
                 baseline: None,
                 current: Some(c.value),
@@ -245,18 +251,30 @@ pub fn compare(base: &Baseline, current: &Report, tolerance_pct: f64) -> Vec<Com
 }
 
 fn value(v: Option<f64>, unit: Unit) -> String {
-    match (v, unit) {
-        (None, _) => "-".into(),
-        (Some(v), Unit::Count) => format!("{v:.0}"),
-        (Some(v), Unit::Fraction) => format!("{:.1}%", v * 100.0),
+    match v {
+        None => "-".into(),
+        Some(v) => number(v, unit, false),
     }
 }
 
-fn unit_of(name: &str) -> Unit {
-    if name.ends_with("findings") {
-        Unit::Count
-    } else {
-        Unit::Fraction
+/// A value (or, `signed`, a change) in its unit: counts whole, fractions in percent
+/// (changes in points), durations for people.
+fn number(v: f64, unit: Unit, signed: bool) -> String {
+    let sign = if signed && v > 0.0 { "+" } else { "" };
+    match unit {
+        Unit::Count => format!("{sign}{v:.0}"),
+        Unit::Fraction if signed => format!("{sign}{:.1}pt", v * 100.0),
+        Unit::Fraction => format!("{:.1}%", v * 100.0),
+        Unit::Nanos if v < 0.0 => format!("-{}", duration((-v) as u64)),
+        Unit::Nanos => format!("{sign}{}", duration(v as u64)),
+    }
+}
+
+/// How far a metric may move, in its unit: `±16.1pt`, `±0.0`.
+fn allowance(allowed: f64, unit: Unit) -> String {
+    match unit {
+        Unit::Fraction => format!("±{:.1}pt", allowed * 100.0),
+        _ => format!("±{allowed:.1}"),
     }
 }
 
@@ -269,17 +287,13 @@ pub fn comparison_table(rows: &[Comparison]) -> String {
         "metric", "baseline", "current", "allowed"
     );
     for r in rows {
-        let unit = unit_of(&r.name);
         let _ = writeln!(
             o,
             "{:<32} {:>10} {:>10} {:>10}  {}",
             r.name,
-            value(r.baseline, unit),
-            value(r.current, unit),
-            match unit {
-                Unit::Count => format!("±{:.1}", r.allowed),
-                Unit::Fraction => format!("±{:.1}pt", r.allowed * 100.0),
-            },
+            value(r.baseline, r.unit),
+            value(r.current, r.unit),
+            allowance(r.allowed, r.unit),
             match r.verdict {
                 Verdict::Ok => "ok",
                 Verdict::Improved => "improved",
@@ -318,7 +332,6 @@ pub fn junit(rows: &[Comparison], suite: &str) -> String {
         rows.len()
     );
     for r in rows {
-        let unit = unit_of(&r.name);
         let _ = write!(
             o,
             "    <testcase classname=\"overlap.check\" name=\"{}\"",
@@ -331,12 +344,9 @@ pub fn junit(rows: &[Comparison], suite: &str) -> String {
                     o,
                     "      <failure message=\"{} regressed: {} (baseline {}, allowed {})\"/>",
                     xml_escape(&r.name),
-                    value(r.current, unit),
-                    value(r.baseline, unit),
-                    match unit {
-                        Unit::Count => format!("{:.1}", r.allowed),
-                        Unit::Fraction => format!("{:.1} points", r.allowed * 100.0),
-                    }
+                    value(r.current, r.unit),
+                    value(r.baseline, r.unit),
+                    allowance(r.allowed, r.unit)
                 );
                 let _ = writeln!(o, "    </testcase>");
             }
@@ -366,25 +376,29 @@ pub struct DiffRow {
     pub b: f64,
     /// `b - a`.
     pub delta: f64,
-    /// How to print it: "ns", "count" or "fraction".
-    pub unit: &'static str,
+    /// Its unit.
+    pub unit: Unit,
 }
 
 /// Two runs side by side.
 pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
-    let rows = |r: &Report| -> Vec<(String, f64, &'static str)> {
+    let rows = |r: &Report| -> Vec<(String, f64, Unit)> {
         let mut v = vec![
-            ("run.wall".to_string(), r.totals.wall_ns as f64, "ns"),
-            ("run.waiting".into(), r.totals.waiting_ns as f64, "ns"),
+            ("run.wall".to_string(), r.totals.wall_ns as f64, Unit::Nanos),
+            (
+                "run.waiting".into(),
+                r.totals.waiting_ns as f64,
+                Unit::Nanos,
+            ),
             (
                 "run.waiting_fraction".into(),
                 r.totals.waiting_fraction,
-                "fraction",
+                Unit::Fraction,
             ),
             (
                 "wait_states.total".into(),
                 r.wait_states.total_ns as f64,
-                "ns",
+                Unit::Nanos,
             ),
         ];
         for k in WaitKind::ALL {
@@ -394,27 +408,27 @@ pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
                 .iter()
                 .find(|x| x.kind == k)
                 .map_or(0, |x| x.total_ns);
-            v.push((format!("wait_states.{}", k.key()), t as f64, "ns"));
+            v.push((format!("wait_states.{}", k.key()), t as f64, Unit::Nanos));
         }
         v.push((
             "false_overlap.findings".into(),
             r.false_overlap.len() as f64,
-            "count",
+            Unit::Count,
         ));
         v.push((
             "false_overlap.lost".into(),
             r.false_overlap.iter().map(|f| f.lost_ns).sum::<u64>() as f64,
-            "ns",
+            Unit::Nanos,
         ));
         v.push((
             "requests.mean_overlap".into(),
             r.requests.mean_overlap,
-            "fraction",
+            Unit::Fraction,
         ));
         v.push((
             "requests.exposed_wait".into(),
             r.requests.exposed_wait_ns as f64,
-            "ns",
+            Unit::Nanos,
         ));
         let p = &r.pop;
         for (n, x) in [
@@ -424,7 +438,7 @@ pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
             ("pop.serialization_efficiency", p.serialization_efficiency),
             ("pop.transfer_efficiency", p.transfer_efficiency),
         ] {
-            v.push((n.into(), x, "fraction"));
+            v.push((n.into(), x, Unit::Fraction));
         }
         v
     };
@@ -443,15 +457,6 @@ pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
 
 /// A diff as a table.
 pub fn diff_table(rows: &[DiffRow], a_name: &str, b_name: &str) -> String {
-    let fmt = |v: f64, unit: &str, signed: bool| -> String {
-        let sign = if signed && v > 0.0 { "+" } else { "" };
-        match unit {
-            "ns" if v < 0.0 => format!("-{}", duration((-v) as u64)),
-            "ns" => format!("{sign}{}", duration(v as u64)),
-            "count" => format!("{sign}{v:.0}"),
-            _ => format!("{sign}{:.1}{}", v * 100.0, if signed { "pt" } else { "%" }),
-        }
-    };
     let mut o = String::new();
     let short = |s: &str| -> String {
         let c: Vec<char> = s.chars().collect();
@@ -474,9 +479,9 @@ pub fn diff_table(rows: &[DiffRow], a_name: &str, b_name: &str) -> String {
             o,
             "{:<32} {:>14} {:>14} {:>12}",
             r.name,
-            fmt(r.a, r.unit, false),
-            fmt(r.b, r.unit, false),
-            fmt(r.delta, r.unit, true)
+            number(r.a, r.unit, false),
+            number(r.b, r.unit, false),
+            number(r.delta, r.unit, true)
         );
     }
     o

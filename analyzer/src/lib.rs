@@ -5,13 +5,19 @@
 //! - [`model`]: the typed traces the importer produces.
 //! - [`merge`]: per-rank files onto one timeline (clock alignment, message matching) and
 //!   the merged Perfetto trace.
-//! - [`summary`]: where each rank's time went.
+//! - [`metrics`]: wait states, per-request overlap, false overlap, POP efficiencies.
+//! - [`report`], [`tables`], [`check`]: the report for people, the tables behind it,
+//!   baselines, regression checks and diffs.
+//! - [`summary`]: where each rank's time went, as `overlap merge` prints it.
 //!
 //! ```no_run
 //! use std::path::Path;
 //! let outcome = overlap_analyzer::merge::merge_dir(Path::new("run.ranks")).unwrap();
 //! overlap_analyzer::merge::write_merged(&outcome.merged, Path::new("run.json")).unwrap();
-//! print!("{}", overlap_analyzer::summary::summarize(&outcome.merged).to_table());
+//! let trace = outcome.merged.to_trace(Path::new("run.json"));
+//! print!("{}", overlap_analyzer::summary::summarize(&trace).to_table());
+//! let (report, _) = overlap_analyzer::metrics::analyze(&trace, &Default::default());
+//! print!("{}", overlap_analyzer::report::render(&report, Default::default()));
 //! ```
 
 pub mod check;

@@ -291,9 +291,6 @@ pub struct CallInfo {
     pub completed: (u32, u32),
 }
 
-/// A completion a call recorded.
-pub type Done = Completion;
-
 /// One rank on the run's timeline, in compact form.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Timeline {
@@ -312,7 +309,7 @@ pub struct Timeline {
     /// Arguments of the calls.
     pub calls: Vec<CallInfo>,
     /// Completions of the calls.
-    pub done: Vec<Done>,
+    pub done: Vec<Completion>,
     /// Compute span names.
     pub names: Vec<String>,
     name_ids: crate::fxhash::FxHashMap<String, u32>,
@@ -402,7 +399,7 @@ impl Timeline {
     }
 
     /// The completions a call recorded.
-    pub fn completions(&self, call: &CallInfo) -> &[Done] {
+    pub fn completions(&self, call: &CallInfo) -> &[Completion] {
         let (first, n) = (call.completed.0 as usize, call.completed.1 as usize);
         self.done.get(first..first + n).unwrap_or(&[])
     }

@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::metrics::false_overlap::Limit;
+use crate::metrics::pop::TIdealMethod;
 use crate::metrics::{Finding, Report, WaitKind};
 
 /// How to render.
@@ -61,7 +62,8 @@ fn pct(f: f64) -> String {
     format!("{:5.1}%", f * 100.0)
 }
 
-fn share(part: u64, whole: u64) -> String {
+/// `part` as a percentage of `whole`, 6 columns wide.
+pub fn share(part: u64, whole: u64) -> String {
     if whole == 0 {
         "    - ".into()
     } else {
@@ -305,15 +307,14 @@ pub fn render(r: &Report, style: Style) -> String {
         "  (T {}; T_ideal {} by {}{})",
         duration(p.runtime_ns),
         duration(p.t_ideal_ns),
-        if p.t_ideal_method == "replay" {
-            "ideal-network replay"
-        } else {
-            "subtraction of non-waiting MPI time"
+        match p.t_ideal_method {
+            TIdealMethod::Replay => "ideal-network replay",
+            TIdealMethod::Subtraction => "subtraction of non-waiting MPI time",
         },
-        if p.t_ideal_method == "replay" {
-            format!(", {} by subtraction", duration(p.t_ideal_subtraction_ns))
-        } else {
-            String::new()
+        match p.t_ideal_method {
+            TIdealMethod::Replay =>
+                format!(", {} by subtraction", duration(p.t_ideal_subtraction_ns)),
+            TIdealMethod::Subtraction => String::new(),
         }
     );
 

@@ -271,9 +271,9 @@ fn a_single_rank_merges_alone() {
     );
     let m = merge(vec![r0]);
     assert_eq!(m.messages.len(), 0);
-    let s = summarize(&m);
-    assert_eq!(s.ranks[0].compute, Nanos(100));
-    assert_eq!(s.ranks[0].waiting, Nanos(10));
+    let s = summarize(&m.to_trace(std::path::Path::new("x")));
+    assert_eq!(s.ranks[0].compute_ns, 100);
+    assert_eq!(s.ranks[0].waiting_ns, 10);
     assert_eq!(s.wall, Nanos(110));
 }
 
@@ -291,11 +291,11 @@ fn summary_splits_compute_mpi_and_waiting() {
             complete(Op::Waitall, 300, 400, &[(1, None)]),
         ],
     );
-    let s = summarize(&merge(vec![r0]));
+    let s = summarize(&merge(vec![r0]).to_trace(std::path::Path::new("x")));
     let r = &s.ranks[0];
     assert_eq!(
-        (r.wall, r.compute, r.in_mpi, r.waiting),
-        (Nanos(400), Nanos(290), Nanos(110), Nanos(100))
+        (r.wall_ns, r.compute_ns, r.in_mpi_ns, r.waiting_ns),
+        (400, 290, 110, 100)
     );
     assert_eq!(r.calls[&Op::Isend], 1);
     assert!(s.to_table().contains("72.5%"), "{}", s.to_table());
@@ -334,5 +334,8 @@ fn nothing_to_merge_is_an_empty_run_not_a_panic() {
     let m = merge(Vec::new());
     assert!(m.ranks.is_empty());
     assert_eq!((m.info.world_size, m.info.messages), (0, 0));
-    assert_eq!(summarize(&m).wall, Nanos(0));
+    assert_eq!(
+        summarize(&m.to_trace(std::path::Path::new("x"))).wall,
+        Nanos(0)
+    );
 }

@@ -8,6 +8,7 @@ mod common;
 
 use common::*;
 use overlap_analyzer::metrics::false_overlap::Limit;
+use overlap_analyzer::metrics::pop::TIdealMethod;
 use overlap_analyzer::metrics::{analyze, Options, Report, WaitKind};
 use overlap_analyzer::model::Trace;
 use overlap_instrument::schema::{Nanos, Op, SyncPhase};
@@ -72,7 +73,7 @@ fn late_sender_on_a_blocking_receive() {
     assert!(close(p.parallel_efficiency, 0.775));
     assert_eq!(p.t_ideal_replay_ns, Some(19));
     assert_eq!(p.t_ideal_subtraction_ns, 19);
-    assert_eq!(p.t_ideal_method, "replay");
+    assert_eq!(p.t_ideal_method, TIdealMethod::Replay);
     assert!(close(p.serialization_efficiency, 1.0));
     assert!(close(p.transfer_efficiency, 0.95));
     assert!(r.false_overlap.is_empty());

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use overlap_instrument::schema::wire::{MetaName, NameArgs, Phase};
 use overlap_instrument::schema::{MergedInfo, FORMAT_NAME, FORMAT_VERSION};
 
-use super::{complete_event, fast_complete, meta_args, RawEvent};
-use crate::merge::{match_messages, read_dir_into, requests_and_receives, ClockPlan, Unreadable};
+use super::{complete_event, meta_args, RawEvent};
+use crate::fastparse::parse_complete;
+use crate::merge::{match_all, read_files_into, ClockPlan, Unreadable};
 use crate::model::{ReadProblem, Timeline, Trace};
 use crate::{Error, Result};
 
@@ -44,14 +45,14 @@ pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
 /// clocks and matches messages.
 pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let files = super::rank_files(dir)?;
-    let total: u64 = files
+    let sizes: Vec<u64> = files
         .iter()
-        .filter_map(|f| std::fs::metadata(f).ok())
-        .map(|m| m.len())
-        .sum();
+        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
+        .collect();
+    let total: u64 = sizes.iter().sum();
     let mut done = 0u64;
-    let (traces, unreadable) = read_dir_into::<Timeline>(dir, |p| {
-        done += std::fs::metadata(p).map_or(0, |m| m.len());
+    let (traces, unreadable) = read_files_into::<Timeline>(dir, files, |i| {
+        done += sizes.get(i).copied().unwrap_or(0);
         progress(done, total);
     })?;
     let plan = ClockPlan::new(&traces);
@@ -74,8 +75,7 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
         timelines.push(tl);
     }
     let _m = tracing::info_span!("match messages").entered();
-    let (requests, receives) = requests_and_receives(&timelines);
-    let matched = match_messages(&timelines, &receives);
+    let (requests, matched) = match_all(&timelines);
     let mut info = plan.info(&metas, &timelines, &matched);
     // The events went to the timelines: count them there.
     for inc in &mut info.incomplete {
@@ -215,11 +215,11 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                 }
                 Some(_) => {}
             }
-            if let Some((pid, event, used)) = fast_complete(text) {
+            if let Some((fast, used)) = parse_complete(text) {
                 ranks
-                    .entry(pid)
-                    .or_insert_with(|| Timeline::new(pid))
-                    .push(&event);
+                    .entry(fast.pid)
+                    .or_insert_with(|| Timeline::new(fast.pid))
+                    .push(&fast.event);
                 at += skipped + used;
                 index += 1;
                 event_line = line_no;
@@ -340,8 +340,7 @@ fn assemble(source: PathBuf, info: MergedInfo, ranks: BTreeMap<u32, Timeline>) -
         }
         t.complete = !info.incomplete.iter().any(|i| i.rank == t.rank);
     }
-    let (requests, receives) = requests_and_receives(&timelines);
-    let matched = match_messages(&timelines, &receives);
+    let (requests, matched) = match_all(&timelines);
     Trace {
         source,
         info,

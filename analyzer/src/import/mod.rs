@@ -8,6 +8,8 @@
 
 mod load;
 
+use crate::fastparse::parse_complete;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -24,12 +26,6 @@ use crate::model::{Flow, MergedTrace, Point, RankTrace, ReadProblem, RequestSpan
 use crate::{Error, Result};
 
 pub(crate) type RawEvent<'a> = WireEvent<'a, Value>;
-
-/// The fast path for a complete event laid out as overlap's writer lays it out: the
-/// event and the bytes it took, or `None` to take the general path.
-fn fast_complete(buf: &[u8]) -> Option<(u32, Event, usize)> {
-    crate::fastparse::parse_complete(buf).map(|(e, n)| (e.pid, e.event, n))
-}
 
 /// Converts a complete (`X`) event into a typed event.
 pub(crate) fn complete_event(raw: &RawEvent<'_>) -> std::result::Result<Event, String> {
@@ -234,8 +230,9 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
             Some(_) => {}
         }
         if header.is_some() {
-            if let Some((_, event, consumed)) = fast_complete(&buf[pos..]) {
-                events.push(event);
+            // The fast path for events laid out as overlap's writer lays them out.
+            if let Some((fast, consumed)) = parse_complete(&buf[pos..]) {
+                events.push(fast.event);
                 pos += consumed;
                 index += 1;
                 continue;

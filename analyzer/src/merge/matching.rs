@@ -11,7 +11,7 @@ use overlap_instrument::schema::{Nanos, Op, SuspectMessage};
 use crate::model::{EventRef, Message, RequestLife, Timeline};
 
 /// A receive, as matching needs it.
-pub(crate) struct Receive {
+struct Receive {
     post: EventRef,
     completion: Option<EventRef>,
     source: Option<i32>,
@@ -19,8 +19,14 @@ pub(crate) struct Receive {
     comm: u32,
 }
 
+/// Request lifetimes of every rank, and its messages matched.
+pub(crate) fn match_all(ranks: &[Timeline]) -> (Vec<RequestLife>, Matched) {
+    let (requests, receives) = requests_and_receives(ranks);
+    (requests, match_messages(ranks, &receives))
+}
+
 /// Request lifetimes and receives of every rank.
-pub(crate) fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>) {
+fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>) {
     let mut lives = Vec::new();
     let mut receives = Vec::new();
     for t in ranks {
@@ -95,7 +101,7 @@ pub(crate) struct Matched {
 }
 
 /// Matches every send with its receive.
-pub(crate) fn match_messages(ranks: &[Timeline], receives: &[Receive]) -> Matched {
+fn match_messages(ranks: &[Timeline], receives: &[Receive]) -> Matched {
     // Sends per key, in post order (spans are sorted by start within a rank).
     let mut sends: BTreeMap<MatchKey, Vec<(EventRef, u64)>> = BTreeMap::new();
     for t in ranks {

@@ -33,7 +33,7 @@ use overlap_instrument::schema::{
     CallEvent, Event, IncompleteRank, MergedInfo, Nanos, RankClock, FORMAT_NAME, FORMAT_VERSION,
 };
 
-pub(crate) use matching::{match_messages, requests_and_receives, suspect_record, Matched};
+pub(crate) use matching::{match_all, suspect_record, Matched};
 pub use write::write_merged;
 
 pub use crate::model::{EventRef, Message, RequestLife};
@@ -137,19 +137,21 @@ pub struct MergeOutcome {
     pub unreadable: Vec<Unreadable>,
 }
 
-/// Reads every per-rank file (`rank-<N>.json`) of `dir` into `S`, skipping files that
-/// cannot be used and second files for one rank. Fails only when no file at all could
-/// be used. `each` is told about every file once it is read (for progress reports).
-pub(crate) fn read_dir_into<S: EventSink>(
+/// Reads the per-rank `files` of `dir` (from [`rank_files`]) into `S`, skipping files
+/// that cannot be used and second files for one rank. Fails only when no file at all
+/// could be used. `each` is told the position of every file once it is read (for
+/// progress reports).
+pub(crate) fn read_files_into<S: EventSink>(
     dir: &Path,
-    mut each: impl FnMut(&Path),
+    files: Vec<PathBuf>,
+    mut each: impl FnMut(usize),
 ) -> Result<(Vec<RankTrace<S>>, Vec<Unreadable>)> {
     let mut traces: Vec<RankTrace<S>> = Vec::new();
     let mut unreadable = Vec::new();
-    for path in rank_files(dir)? {
+    for (i, path) in files.into_iter().enumerate() {
         let _span = tracing::info_span!("import rank file", file = %path.display()).entered();
         let read = read_rank_file_into::<S>(&path);
-        each(&path);
+        each(i);
         match read {
             Ok(t) => {
                 if let Some(first) = traces.iter().find(|o| o.rank() == t.rank()) {
@@ -187,7 +189,7 @@ pub(crate) fn read_dir_into<S: EventSink>(
 /// Reads every per-rank file (`rank-<N>.json`) of `dir` and merges what can be read.
 /// Fails only when no file at all could be used.
 pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
-    let (traces, unreadable) = read_dir_into::<Vec<Event>>(dir, |_| {})?;
+    let (traces, unreadable) = read_files_into::<Vec<Event>>(dir, rank_files(dir)?, |_| {})?;
     Ok(MergeOutcome {
         merged: merge(traces),
         unreadable,
@@ -330,8 +332,7 @@ pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
         .map(|(i, t)| align_rank(t, plan.aligner(i, t)))
         .collect();
     let timelines: Vec<Timeline> = ranks.iter().map(AlignedRank::timeline).collect();
-    let (requests, receives) = requests_and_receives(&timelines);
-    let matched = match_messages(&timelines, &receives);
+    let (requests, matched) = match_all(&timelines);
     let info = plan.info(&traces, &timelines, &matched);
     Merged {
         info,

@@ -8,11 +8,25 @@
 
 use std::collections::BTreeMap;
 
-use overlap_instrument::schema::{Nanos, Op};
-use serde::Serialize;
+use overlap_instrument::schema::{Nanos, Op, OpClass};
+use serde::{Serialize, Serializer};
 
 use crate::model::{Trace, What};
-use crate::summary::is_waiting;
+
+/// True for calls counted as waiting: those whose job is to wait for a transfer or for
+/// other ranks (Wait, Waitall, Test, Barrier, and the blocking Send, Recv, Sendrecv).
+/// Posting (Isend, Irecv) and Allreduce are in MPI but not waiting.
+pub fn is_waiting(op: Op) -> bool {
+    matches!(
+        op.class(),
+        OpClass::Completion | OpClass::BlockingPointToPoint
+    ) || op == Op::Barrier
+}
+
+/// Call counts keyed by MPI function name in JSON.
+fn calls_by_name<S: Serializer>(calls: &BTreeMap<Op, u64>, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(calls.iter().map(|(op, n)| (op.mpi_name(), n)))
+}
 
 /// One rank's time.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -36,7 +50,8 @@ pub struct RankBudget {
     /// Time inside calls that wait (Wait*, Test, Barrier, blocking point-to-point), ns.
     pub waiting_ns: u64,
     /// Calls by MPI function.
-    pub calls: BTreeMap<&'static str, u64>,
+    #[serde(serialize_with = "calls_by_name")]
+    pub calls: BTreeMap<Op, u64>,
 }
 
 /// The run's time.
@@ -71,7 +86,6 @@ pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
             waiting_ns: 0,
             calls: BTreeMap::new(),
         };
-        let mut counts: BTreeMap<Op, u64> = BTreeMap::new();
         for s in &t.spans {
             let d = s.duration().0;
             match s.what {
@@ -81,15 +95,11 @@ pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
                     if is_waiting(op) {
                         b.waiting_ns += d;
                     }
-                    *counts.entry(op).or_default() += 1;
+                    *b.calls.entry(op).or_default() += 1;
                 }
             }
         }
         b.useful_ns = b.wall_ns.saturating_sub(b.in_mpi_ns);
-        b.calls = counts
-            .into_iter()
-            .map(|(op, n)| (op.mpi_name(), n))
-            .collect();
         ranks.push(b);
     }
     let extents: Vec<(Nanos, Nanos)> = trace.ranks.iter().filter_map(|t| t.extent()).collect();
@@ -118,5 +128,27 @@ pub fn fraction(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiting_calls_are_the_blocking_and_completing_ones() {
+        let waiting: Vec<Op> = Op::ALL.into_iter().filter(|o| is_waiting(*o)).collect();
+        assert_eq!(
+            waiting,
+            vec![
+                Op::Send,
+                Op::Recv,
+                Op::Sendrecv,
+                Op::Wait,
+                Op::Waitall,
+                Op::Test,
+                Op::Barrier
+            ]
+        );
     }
 }

@@ -7,8 +7,8 @@
 //!
 //! - a call that completes a receive (Recv, Sendrecv, Wait*, Test) waits for the
 //!   matching send to have been posted;
-//! - a collective waits for every member of its instance (the k-th collective of each
-//!   rank on one communicator) to have entered it.
+//! - a collective waits for every member of its instance ([`super::collectives`]) to
+//!   have entered it.
 //!
 //! Sends are posted when the call is entered and complete at once (an ideal network
 //! buffers everything), so a Sendrecv exchange never waits on itself. Waits that an ideal
@@ -21,13 +21,9 @@
 //!            r1 |c 5|Irecv|Wait 2|c 4|                  r1 |c 5|Irecv|c 4|
 //! ```
 
-use std::collections::BTreeMap;
-
-use overlap_instrument::schema::OpClass;
-
 use crate::model::{Trace, What};
 
-const NONE: u32 = u32::MAX;
+use super::collectives::NONE;
 const NOT_YET: u64 = u64::MAX;
 
 /// The replayed runtime, ns, or `None` when the replay cannot finish (a dependence on
@@ -54,32 +50,9 @@ pub fn replay(trace: &Trace) -> Option<u64> {
     for d in &mut deps {
         d.sort_unstable();
     }
-    // Collective instances: the k-th collective of each rank on one communicator.
-    let mut instance: Vec<Vec<u32>> = Vec::with_capacity(n);
-    let mut members: Vec<u32> = Vec::new();
-    let mut ids: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for t in &trace.ranks {
-        let mut mine = vec![NONE; t.spans.len()];
-        let mut seq: BTreeMap<u32, usize> = BTreeMap::new();
-        for (i, slot) in mine.iter_mut().enumerate() {
-            let Some((op, c)) = t.call(i) else { continue };
-            if op.class() != OpClass::Collective {
-                continue;
-            }
-            let k = seq.entry(c.comm).or_default();
-            let list = ids.entry(c.comm).or_default();
-            if list.len() <= *k {
-                list.push(members.len() as u32);
-                members.push(0);
-            }
-            let id = list[*k];
-            members[id as usize] += 1;
-            *slot = id;
-            *k += 1;
-        }
-        instance.push(mine);
-    }
-    let mut entered: Vec<(u32, u64)> = vec![(0, 0); members.len()];
+    let collectives = super::collectives::instances(trace);
+    let (instance, members) = (&collectives.of, &collectives.members);
+    let mut entered: Vec<(usize, u64)> = vec![(0, 0); members.len()];
     let mut pos = vec![0usize; n];
     let mut dep_at = vec![0usize; n];
     let mut arrived_at: Vec<Option<usize>> = vec![None; n];
@@ -136,7 +109,7 @@ pub fn replay(trace: &Trace) -> Option<u64> {
                             e.0 += 1;
                             e.1 = e.1.max(at);
                         }
-                        if e.0 < members[id as usize] {
+                        if e.0 < members[id as usize].len() {
                             // Wait here until every member is in.
                             clock[r] = at;
                             last_end[r] = s.start.0;

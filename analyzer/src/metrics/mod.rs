@@ -7,6 +7,7 @@
 //! [`Report`], whose field names are the stable keys of `overlap analyze --json`.
 
 pub mod budget;
+pub mod collectives;
 pub mod false_overlap;
 pub mod ideal;
 pub mod pop;
@@ -190,7 +191,7 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         let r = requests::per_request(trace, &model);
         (model, r)
     };
-    let request_summary = requests::summarize(trace, &requests, &model, opts);
+    let request_summary = requests::summarize(&requests, &model, opts);
     let false_overlap = {
         let _s = tracing::info_span!("false overlap").entered();
         let ls = false_overlap::late_sender_by_call(&waits);

@@ -26,6 +26,16 @@ use serde::Serialize;
 use super::budget::{RankBudget, RunBudget};
 use std::collections::BTreeMap;
 
+/// How `T_ideal` was estimated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TIdealMethod {
+    /// The ideal-network replay ([`super::ideal`]).
+    Replay,
+    /// `max_i(Useful_i + WaitStates_i)`, when the replay could not finish.
+    Subtraction,
+}
+
 /// The efficiencies, as fractions (0..1).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pop {
@@ -41,8 +51,8 @@ pub struct Pop {
     pub transfer_efficiency: f64,
     /// The estimated ideal-network runtime, ns.
     pub t_ideal_ns: u64,
-    /// How `t_ideal_ns` was obtained: "replay" or "subtraction".
-    pub t_ideal_method: &'static str,
+    /// How `t_ideal_ns` was obtained.
+    pub t_ideal_method: TIdealMethod,
     /// The replay's estimate, ns (none when the replay could not finish).
     pub t_ideal_replay_ns: Option<u64>,
     /// The subtraction estimate, ns.
@@ -73,8 +83,8 @@ pub fn efficiencies(
     }
     let subtraction = ideal;
     let (ideal, method) = match replayed {
-        Some(r) => (r, "replay"),
-        None => (subtraction, "subtraction"),
+        Some(r) => (r, TIdealMethod::Replay),
+        None => (subtraction, TIdealMethod::Subtraction),
     };
     let ideal = (ideal as f64).clamp(max_u, t.max(max_u));
     let ratio = |a: f64, b: f64| {

@@ -373,12 +373,7 @@ pub struct RequestSummary {
 }
 
 /// Summarises the requests.
-pub fn summarize(
-    _trace: &Trace,
-    reqs: &[RequestMetrics],
-    model: &TransferModel,
-    opts: &Options,
-) -> RequestSummary {
+pub fn summarize(reqs: &[RequestMetrics], model: &TransferModel, opts: &Options) -> RequestSummary {
     let with: Vec<f64> = reqs.iter().filter_map(|r| r.overlap).collect();
     let mut waits: Vec<(u32, usize, u64)> = reqs
         .iter()

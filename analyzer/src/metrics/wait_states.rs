@@ -23,11 +23,11 @@
 //!          ^E(recv)=0    ^E(send)=5     ^X(recv)=8
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap;
 
-use overlap_instrument::schema::{Nanos, Op, OpClass};
+use overlap_instrument::schema::{Nanos, Op};
 use serde::Serialize;
 
 use super::{blocks, CallRef, Options};
@@ -215,24 +215,8 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             });
         }
     }
-    // Collectives: the k-th collective of each rank on one communicator.
-    let mut instances: BTreeMap<(u32, u64), Vec<EventRef>> = BTreeMap::new();
-    for t in &trace.ranks {
-        let mut seq: HashMap<u32, u64> = HashMap::new();
-        for i in 0..t.spans.len() {
-            let Some((op, c)) = t.call(i) else { continue };
-            if op.class() != OpClass::Collective {
-                continue;
-            }
-            let k = seq.entry(c.comm).or_default();
-            instances.entry((c.comm, *k)).or_default().push(EventRef {
-                rank: t.rank,
-                index: i,
-            });
-            *k += 1;
-        }
-    }
-    for members in instances.values() {
+    // Collectives: every member waits for the last to arrive.
+    for members in &super::collectives::instances(trace).members {
         if members.len() < 2 {
             continue;
         }

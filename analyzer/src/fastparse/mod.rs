@@ -1,0 +1,524 @@
+//! A hand-written reader for the complete (`X`) events that overlap's own writer emits,
+//! so the importer's hot path does not build a `serde_json::Value` for every event.
+//!
+//! Almost every line of a trace is an MPI call or a compute span, and the writer lays them
+//! out the same way every time: `serde_json` output of
+//! [`overlap_instrument::schema::wire::WireEvent`] with the fields in declaration order
+//! (`name`, `cat`, `ph`, `ts`, `dur`, `pid`, `tid`, `args`), no whitespace, times as
+//! microseconds with at most three decimals. [`parse_complete`] reads exactly that layout
+//! and nothing else: on anything unexpected it gives up and returns `None`, and the caller
+//! reads the event again through the general serde path, which either accepts it (the
+//! layout was merely unusual) or produces the precise error. Whenever the fast path does
+//! return an event, it is the very event the serde path would produce (the tests compare
+//! the two on many lines, on the writer's own output and on mutated lines).
+//!
+//! Times are read as exact integers (`ts` of `12.34` is 12 340 ns), which agrees with the
+//! serde path's `(us * 1000.0).round()` for every time below 2^51 ns (26 days); above that
+//! the fast path declines.
+
+use overlap_instrument::schema::{CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op};
+
+/// A complete (`X`) event read by the fast path, with the process it belongs to.
+pub(crate) struct FastEvent {
+    /// The event's `pid`: the rank.
+    pub(crate) pid: u32,
+    /// The typed event.
+    pub(crate) event: Event,
+}
+
+/// Times at or above this many nanoseconds are left to the serde path.
+///
+/// Below it, the serde path's float arithmetic is exact: reading `<us>.<ddd>` gives the
+/// correctly rounded f64 of `ns / 1000` (relative error at most 2^-53), so multiplying by
+/// 1000 lands within 0.25 + 0.125 of `ns` and rounds back to it.
+const MAX_EXACT_NS: u64 = 1 << 51;
+
+/// Parses one complete event of category "mpi" or "compute" laid out as overlap's writer lays
+/// it out, starting at `buf[0]` == b'{'. Returns the event and the number of bytes consumed
+/// (up to and including the closing '}' of the event object). Returns None whenever anything
+/// differs from that layout (other phase or category, other key order, unknown key, string
+/// escapes, exponents, negative times, more than 3 decimals, overflow, unknown MPI name, ...)
+/// so the caller falls back to the general serde path, which produces the precise error.
+// Always inlined into the caller's loop (one or two call sites): a call costs about a
+// tenth more, mostly in copying the 200-byte result.
+#[inline(always)]
+pub(crate) fn parse_complete(buf: &[u8]) -> Option<(FastEvent, usize)> {
+    let mut s = buf;
+    eat(&mut s, b"{\"name\":\"")?;
+    // An MPI call's name, category and phase are read in one go; anything else must be a
+    // compute span.
+    let call = call_head(&mut s);
+    let name = match call {
+        Some(_) => &[][..],
+        None => {
+            let name = string_body(&mut s)?;
+            eat(&mut s, b",\"cat\":\"compute\",\"ph\":\"X\",\"ts\":")?;
+            name
+        }
+    };
+    let start = micros(&mut s)?;
+    eat(&mut s, b",\"dur\":")?;
+    let dur = micros(&mut s)?;
+    eat(&mut s, b",\"pid\":")?;
+    let pid = u32::try_from(unsigned(&mut s)?).ok()?;
+    // Thread 0 (the only one of most programs) in one comparison.
+    let tid = if eat(&mut s, b",\"tid\":0,\"args\":{").is_some() {
+        0
+    } else {
+        eat(&mut s, b",\"tid\":")?;
+        let tid = u32::try_from(unsigned(&mut s)?).ok()?;
+        eat(&mut s, b",\"args\":{")?;
+        tid
+    };
+    let start = Nanos(start);
+    let end = Nanos(start.0.checked_add(dur)?);
+    let event = match call {
+        Some(op) => {
+            let mut call = CallEvent {
+                tid,
+                start,
+                end,
+                op,
+                args: CallArgs::default(),
+            };
+            call_args(&mut s, &mut call.args)?;
+            eat(&mut s, b"}")?;
+            Event::Call(call)
+        }
+        None => {
+            eat(&mut s, b"}}")?;
+            let name = std::str::from_utf8(name).ok()?;
+            Event::Compute(ComputeEvent {
+                tid,
+                start,
+                end,
+                name: name.to_owned(),
+            })
+        }
+    };
+    Some((FastEvent { pid, event }, buf.len() - s.len()))
+}
+
+/// Consumes the literal `lit` at the start of `s`.
+#[inline(always)]
+fn eat<const N: usize>(s: &mut &[u8], lit: &[u8; N]) -> Option<()> {
+    match s.split_first_chunk::<N>() {
+        Some((head, rest)) if head == lit => {
+            *s = rest;
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+/// Consumes a `,` (returning true) or the closing byte `close` (returning false).
+#[inline(always)]
+fn comma_or(s: &mut &[u8], close: u8) -> Option<bool> {
+    match s.split_first() {
+        Some((&b, rest)) if b == b',' || b == close => {
+            *s = rest;
+            Some(b == b',')
+        }
+        _ => None,
+    }
+}
+
+/// A byte repeated in every byte of a u64 (SWAR, eight bytes at a time: byte `i` of the
+/// input is byte `i` of a little-endian u64).
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// The top bit of every byte.
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Marks (with its top bit) each byte of `x` that ends a plain string body: `"`, `\` or a
+/// control character. Bytes after the first marked one may be marked wrongly; the first
+/// marked byte is always right.
+#[inline(always)]
+fn string_stops(x: u64) -> u64 {
+    let below = |v: u64, n: u64| v.wrapping_sub(n * ONES) & !v & HIGHS;
+    below(x ^ (u64::from(b'"') * ONES), 1)
+        | below(x ^ (u64::from(b'\\') * ONES), 1)
+        | below(x, 0x20)
+}
+
+/// Consumes the body of a string whose opening quote is already consumed, and its
+/// closing quote; returns the body. Declines escapes and control characters (which JSON
+/// forbids unescaped); the body is not checked to be UTF-8.
+#[inline(always)]
+fn string_body<'a>(s: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let mut len = 0;
+    loop {
+        let rest = s.get(len..)?;
+        match rest.first_chunk::<8>() {
+            Some(chunk) => {
+                let stops = string_stops(u64::from_le_bytes(*chunk));
+                if stops != 0 {
+                    len += (stops.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                len += 8;
+            }
+            None => {
+                len += rest
+                    .iter()
+                    .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+                break;
+            }
+        }
+    }
+    let (body, rest) = s.split_at_checked(len)?;
+    match rest.split_first() {
+        Some((b'"', rest)) => {
+            *s = rest;
+            Some(body)
+        }
+        _ => None,
+    }
+}
+
+/// Consumes the rest of the head of an MPI call, after `{"name":"`, up to the `ts` value:
+/// `MPI_Irecv","cat":"mpi","ph":"X","ts":`, and returns the op, as `Op::from_mpi_name`
+/// would find it; or consumes nothing.
+#[inline(always)]
+fn call_head(s: &mut &[u8]) -> Option<Op> {
+    let mut rest = s.strip_prefix(b"MPI_")?;
+    let r = &mut rest;
+    // Each name is checked whole with its closing quote, so `MPI_Send` does not take the
+    // start of `MPI_Sendrecv`. `every_op_is_read` keeps these names and `Op::mpi_name`
+    // in step.
+    let op = match r.first()? {
+        b'S' if eat(r, b"Send\"").is_some() => Op::Send,
+        b'S' if eat(r, b"Sendrecv\"").is_some() => Op::Sendrecv,
+        b'R' if eat(r, b"Recv\"").is_some() => Op::Recv,
+        b'I' if eat(r, b"Irecv\"").is_some() => Op::Irecv,
+        b'I' if eat(r, b"Isend\"").is_some() => Op::Isend,
+        b'W' if eat(r, b"Wait\"").is_some() => Op::Wait,
+        b'W' if eat(r, b"Waitall\"").is_some() => Op::Waitall,
+        b'T' if eat(r, b"Test\"").is_some() => Op::Test,
+        b'B' if eat(r, b"Barrier\"").is_some() => Op::Barrier,
+        b'A' if eat(r, b"Allreduce\"").is_some() => Op::Allreduce,
+        _ => return None,
+    };
+    eat(r, b",\"cat\":\"mpi\",\"ph\":\"X\",\"ts\":")?;
+    *s = rest;
+    Some(op)
+}
+
+/// How many of the bytes of `x` are ASCII digits before the first one that is not (8 if
+/// all are).
+#[inline(always)]
+fn digit_run(x: u64) -> usize {
+    // A digit is 0x30..=0x39: its high nibble is 3, and still 3 after adding 6. A carry
+    // out of a byte only happens for bytes >= 0xFA, and only spoils later bytes.
+    let high = x & (0xF0 * ONES);
+    let high_plus_6 = x.wrapping_add(6 * ONES) & (0xF0 * ONES);
+    let not_digit = (high | (high_plus_6 >> 4)) ^ (0x33 * ONES);
+    (not_digit.trailing_zeros() / 8) as usize
+}
+
+/// The value of the first `n` (1 to 8) bytes of `x`, which are ASCII digits.
+#[inline(always)]
+fn digits_value(x: u64, n: usize) -> u64 {
+    // Digits to 0..=9 (a borrow only spoils the bytes after them), and the bytes after
+    // them shifted out, which leaves leading zeros in front.
+    let v = x.wrapping_sub(0x30 * ONES) << (8 * (8 - n));
+    // Pairs, then fours, then the eight (Lemire's unrolled conversion).
+    let v = v.wrapping_mul(10).wrapping_add(v >> 8);
+    let pairs = 0x0000_00FF_0000_00FF;
+    let low = (v & pairs).wrapping_mul(100 + (1_000_000 << 32));
+    let high = ((v >> 16) & pairs).wrapping_mul(1 + (10_000 << 32));
+    low.wrapping_add(high) >> 32
+}
+
+/// Powers of ten for 0 to 8 digits.
+const POW10: [u64; 9] = [
+    1,
+    10,
+    100,
+    1_000,
+    10_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// Consumes a JSON unsigned integer (no sign, no leading zero, no fraction or exponent
+/// consumed) that fits in a u64.
+#[inline(always)]
+fn unsigned(s: &mut &[u8]) -> Option<u64> {
+    // One digit (pids, tids, communicators, small requests) is the common case.
+    match *s {
+        [d @ b'0'..=b'9', rest @ ..] if !rest.first().is_some_and(u8::is_ascii_digit) => {
+            *s = rest;
+            Some(u64::from(d - b'0'))
+        }
+        _ => long_unsigned(s),
+    }
+}
+
+/// [`unsigned`] for the numbers of more than one digit (and the malformed ones).
+#[inline(always)]
+fn long_unsigned(s: &mut &[u8]) -> Option<u64> {
+    let (value, len) = match s.first_chunk::<8>() {
+        Some(chunk) => {
+            let x = u64::from_le_bytes(*chunk);
+            let n = digit_run(x);
+            if n == 0 {
+                return None;
+            }
+            let value = digits_value(x, n);
+            if n < 8 {
+                (value, n)
+            } else {
+                more_digits(s, value)?
+            }
+        }
+        None => digits_bytewise(s)?,
+    };
+    // At least one digit, and no leading zero.
+    if len == 0 || (len > 1 && s.first() == Some(&b'0')) {
+        return None;
+    }
+    *s = s.get(len..)?;
+    Some(value)
+}
+
+/// The value and length of the digits at the start of `s`, whose first eight bytes are
+/// digits worth `value`.
+#[inline]
+fn more_digits(s: &[u8], mut value: u64) -> Option<(u64, usize)> {
+    let mut len = 8;
+    loop {
+        let rest = s.get(len..)?;
+        let (more, n) = match rest.first_chunk::<8>() {
+            Some(chunk) => {
+                let x = u64::from_le_bytes(*chunk);
+                let n = digit_run(x);
+                if n == 0 {
+                    break;
+                }
+                (digits_value(x, n), n)
+            }
+            None => digits_bytewise(rest)?,
+        };
+        if n == 0 {
+            break;
+        }
+        value = value.checked_mul(*POW10.get(n)?)?.checked_add(more)?;
+        len += n;
+        if n < 8 {
+            break;
+        }
+    }
+    Some((value, len))
+}
+
+/// The value and length of the digits at the start of `s`, a byte at a time (for the
+/// end of the buffer, where eight bytes cannot be read at once).
+#[inline(never)]
+fn digits_bytewise(s: &[u8]) -> Option<(u64, usize)> {
+    let mut value: u64 = 0;
+    let mut len = 0;
+    while let Some(&b) = s.get(len) {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+        len += 1;
+    }
+    Some((value, len))
+}
+
+/// Consumes a JSON integer that fits in an i32. `-0` is declined: serde_json reads it as a
+/// float, which is not an integer.
+#[inline(always)]
+fn signed(s: &mut &[u8]) -> Option<i32> {
+    match s.split_first() {
+        Some((b'-', rest)) => {
+            let mut rest = rest;
+            let magnitude = unsigned(&mut rest)?;
+            if magnitude == 0 {
+                return None;
+            }
+            let value = i32::try_from(-i64::try_from(magnitude).ok()?).ok()?;
+            *s = rest;
+            Some(value)
+        }
+        _ => i32::try_from(unsigned(s)?).ok(),
+    }
+}
+
+/// Consumes a time in microseconds with at most three decimals and returns it in
+/// nanoseconds, if below [`MAX_EXACT_NS`].
+#[inline(always)]
+fn micros(s: &mut &[u8]) -> Option<u64> {
+    // Times seldom have a single digit: straight to the long form.
+    let whole = long_unsigned(s)?;
+    if whole > MAX_EXACT_NS / 1000 {
+        return None;
+    }
+    let mut ns = whole * 1000;
+    if let Some((b'.', rest)) = s.split_first() {
+        // A complete event goes on for more than eight bytes after a time, so the
+        // decimals can be read eight bytes at a time.
+        let x = u64::from_le_bytes(*rest.first_chunk::<8>()?);
+        // At least one decimal, and at most three.
+        let n = digit_run(x);
+        if !(1..=3).contains(&n) {
+            return None;
+        }
+        ns += digits_value(x, n) * POW10.get(3 - n)?;
+        *s = rest.get(n..)?;
+    }
+    (ns < MAX_EXACT_NS).then_some(ns)
+}
+
+/// Reads the members of a call's `args` object into `args`, after its `{`, up to and
+/// including its `}`. Keys may come in any order; an unknown or repeated key is declined.
+// Inlined so that `args` can live in registers and be stored once, straight into the
+// returned event: copying an event that was just written field by field is slow.
+#[inline(always)]
+fn call_args(s: &mut &[u8], args: &mut CallArgs) -> Option<()> {
+    if eat(s, b"}").is_some() {
+        return Some(());
+    }
+    let mut completed = false;
+    loop {
+        // Each key is told by its first letter and checked whole with its quotes and
+        // colon, which also declines keys that merely start like a known one.
+        match s.get(1)? {
+            b'p' => {
+                eat(s, b"\"peer\":")?;
+                set(&mut args.peer, signed(s)?)?;
+            }
+            b't' => {
+                eat(s, b"\"tag\":")?;
+                set(&mut args.tag, signed(s)?)?;
+            }
+            b'b' => {
+                if eat(s, b"\"bytes\":").is_some() {
+                    set(&mut args.bytes, unsigned(s)?)?;
+                } else if eat(s, b"\"buf\":").is_some() {
+                    set(&mut args.buf, unsigned(s)?)?;
+                } else {
+                    eat(s, b"\"buf_len\":")?;
+                    set(&mut args.buf_len, unsigned(s)?)?;
+                }
+            }
+            b'c' => {
+                if eat(s, b"\"comm\":").is_some() {
+                    set(&mut args.comm, u32::try_from(unsigned(s)?).ok()?)?;
+                } else {
+                    eat(s, b"\"completed\":")?;
+                    if completed {
+                        return None;
+                    }
+                    completed = true;
+                    let (list, rest) = completions(s)?;
+                    args.completed = list;
+                    *s = rest;
+                }
+            }
+            b'r' => {
+                if eat(s, b"\"request\":").is_some() {
+                    set(&mut args.request, unsigned(s)?)?;
+                } else if eat(s, b"\"recv_peer\":").is_some() {
+                    set(&mut args.recv_peer, signed(s)?)?;
+                } else if eat(s, b"\"recv_tag\":").is_some() {
+                    set(&mut args.recv_tag, signed(s)?)?;
+                } else if eat(s, b"\"recv_buf\":").is_some() {
+                    set(&mut args.recv_buf, unsigned(s)?)?;
+                } else {
+                    eat(s, b"\"recv_buf_len\":")?;
+                    set(&mut args.recv_buf_len, unsigned(s)?)?;
+                }
+            }
+            b's' => {
+                eat(s, b"\"send_bytes\":")?;
+                set(&mut args.send_bytes, unsigned(s)?)?;
+            }
+            b'f' => {
+                eat(s, b"\"flag\":")?;
+                set(&mut args.flag, u8::try_from(unsigned(s)?).ok()?)?;
+            }
+            _ => return None,
+        }
+        if !comma_or(s, b'}')? {
+            return Some(());
+        }
+    }
+}
+
+/// Fills `slot` with `value`, unless it is already filled (a repeated key).
+#[inline(always)]
+fn set<T>(slot: &mut Option<T>, value: T) -> Option<()> {
+    match slot {
+        Some(_) => None,
+        None => {
+            *slot = Some(value);
+            Some(())
+        }
+    }
+}
+
+/// Reads the `completed` array, `[` to `]`, at the start of `s`; returns it and the bytes
+/// after it. (Out of line, and not through `&mut &[u8]`, which would keep the caller's
+/// slice in memory rather than in registers.)
+#[inline(never)]
+fn completions(mut s: &[u8]) -> Option<(Vec<Completion>, &[u8])> {
+    let s = &mut s;
+    eat(s, b"[")?;
+    let mut list = Vec::new();
+    if eat(s, b"]").is_some() {
+        return Some((list, *s));
+    }
+    loop {
+        eat(s, b"{")?;
+        list.push(completion(s)?);
+        if !comma_or(s, b']')? {
+            return Some((list, *s));
+        }
+    }
+}
+
+/// Consumes the members of one completion after its `{`, up to and including its `}`.
+#[inline(always)]
+fn completion(s: &mut &[u8]) -> Option<Completion> {
+    let mut c = Completion {
+        request: None,
+        source: None,
+        tag: None,
+        bytes: None,
+    };
+    if eat(s, b"}").is_some() {
+        return Some(c);
+    }
+    loop {
+        match s.get(1)? {
+            b'r' => {
+                eat(s, b"\"request\":")?;
+                set(&mut c.request, unsigned(s)?)?;
+            }
+            b's' => {
+                eat(s, b"\"source\":")?;
+                set(&mut c.source, signed(s)?)?;
+            }
+            b't' => {
+                eat(s, b"\"tag\":")?;
+                set(&mut c.tag, signed(s)?)?;
+            }
+            b'b' => {
+                eat(s, b"\"bytes\":")?;
+                set(&mut c.bytes, unsigned(s)?)?;
+            }
+            _ => return None,
+        }
+        if !comma_or(s, b'}')? {
+            return Some(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
