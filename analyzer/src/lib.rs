@@ -63,7 +63,7 @@ pub enum Error {
     },
     /// The file was written in another format version.
     #[error(
-        "{}: trace format version {found}, but this overlap reads version {supported}",
+        "{}: trace format version {found}, but this overlap reads versions 1 to {supported}",
         path.display()
     )]
     Version {

@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use overlap_instrument::clock::ClockModel;
 use overlap_instrument::schema::{
-    ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, SyncPhase,
+    ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, RequestKind, Started,
+    SyncPhase,
 };
 
 /// Why a file's events stop before its end: what was read before still counts.
@@ -195,8 +196,13 @@ pub struct RequestLife {
     pub rank: u32,
     /// Request id on that rank.
     pub request: u64,
-    /// The post (Isend, Irecv): index in the rank's events.
+    /// What the request does.
+    pub kind: RequestKind,
+    /// The post (Isend, Irecv, Start...): index in the rank's events.
     pub post: usize,
+    /// The call whose arguments describe the transfer: the post itself, or for a
+    /// started persistent request its Send_init or Recv_init.
+    pub args: usize,
     /// The completing call, when there was one.
     pub completion: Option<usize>,
 }
@@ -289,6 +295,10 @@ pub struct CallInfo {
     /// Requests this call completed: `done[completed.0 .. completed.0 + completed.1]` of
     /// its timeline.
     pub completed: (u32, u32),
+    /// Start / Startall: the requests it started, `starts[started.0 ..][.. started.1]`.
+    pub started: (u32, u32),
+    /// Rooted collectives: the root (world rank).
+    pub root: Option<i32>,
 }
 
 /// One rank on the run's timeline, in compact form.
@@ -310,6 +320,8 @@ pub struct Timeline {
     pub calls: Vec<CallInfo>,
     /// Completions of the calls.
     pub done: Vec<Completion>,
+    /// Requests started by Start / Startall calls.
+    pub starts: Vec<Started>,
     /// Compute span names.
     pub names: Vec<String>,
     name_ids: crate::fxhash::FxHashMap<String, u32>,
@@ -349,6 +361,8 @@ impl Timeline {
                 let a = &c.args;
                 let first = self.done.len() as u32;
                 self.done.extend_from_slice(&a.completed);
+                let first_start = self.starts.len() as u32;
+                self.starts.extend_from_slice(&a.started);
                 let buffer = |addr: Option<u64>, len: Option<u64>| {
                     addr.map(|addr| Buffer {
                         addr,
@@ -373,6 +387,8 @@ impl Timeline {
                     buf: buffer(a.buf, a.buf_len),
                     recv,
                     completed: (first, a.completed.len() as u32),
+                    started: (first_start, a.started.len() as u32),
+                    root: a.root,
                 });
                 self.spans.push(Span {
                     start: c.start,
@@ -402,6 +418,12 @@ impl Timeline {
     pub fn completions(&self, call: &CallInfo) -> &[Completion] {
         let (first, n) = (call.completed.0 as usize, call.completed.1 as usize);
         self.done.get(first..first + n).unwrap_or(&[])
+    }
+
+    /// The requests a Start or Startall started.
+    pub fn started(&self, call: &CallInfo) -> &[Started] {
+        let (first, n) = (call.started.0 as usize, call.started.1 as usize);
+        self.starts.get(first..first + n).unwrap_or(&[])
     }
 
     /// The name of a compute span.

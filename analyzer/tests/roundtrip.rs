@@ -70,7 +70,7 @@ fn record_sequence(rec: &Recorder, thread: u64, n: u64) -> Vec<Event> {
             op: Op::Isend,
             args: CallArgs {
                 request: Some(request.0),
-                ..CallData::Post { transfer, request }.to_args(vec![])
+                ..CallData::Post { transfer, request }.to_args(0, vec![], vec![])
             },
         }));
         expected.push(Event::Compute(ComputeEvent {

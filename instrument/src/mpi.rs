@@ -21,7 +21,9 @@ use mpi::topology::{Communicator, Group, SimpleCommunicator};
 use smallvec::SmallVec;
 
 use crate::clock::{clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport};
-use crate::recorder::{CallData, ChromeJsonSink, FinishReport, Recorder, RecorderConfig, Transfer};
+use crate::recorder::{
+    CallData, ChromeJsonSink, Collective, FinishReport, Recorder, RecorderConfig, Transfer,
+};
 use crate::schema::{
     ClockSync, CommId, Completion, Header, Op, Params, RequestId, SyncPhase, FORMAT_NAME,
     FORMAT_VERSION,
@@ -574,10 +576,12 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let start = self.now();
         self.comm.barrier();
         let end = self.now();
-        let data = CallData::Collective {
+        let data = CallData::Collective(Collective {
             comm: self.id,
-            bytes: 0,
-        };
+            send_bytes: 0,
+            recv_bytes: 0,
+            root: None,
+        });
         self.recorder
             .record_call(Op::Barrier, start, end, data, &[]);
     }
@@ -587,10 +591,12 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let start = self.now();
         self.comm.all_reduce_into(send, recv, op);
         let end = self.now();
-        let data = CallData::Collective {
+        let data = CallData::Collective(Collective {
             comm: self.id,
-            bytes: size_of_val(send) as u64,
-        };
+            send_bytes: size_of_val(send) as u64,
+            recv_bytes: size_of_val(recv) as u64,
+            root: None,
+        });
         self.recorder
             .record_call(Op::Allreduce, start, end, data, &[]);
     }

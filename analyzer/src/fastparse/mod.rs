@@ -16,7 +16,9 @@
 //! serde path's `(us * 1000.0).round()` for every time below 2^51 ns (26 days); above that
 //! the fast path declines.
 
-use overlap_instrument::schema::{CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op};
+use overlap_instrument::schema::{
+    CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, Started,
+};
 
 /// A complete (`X`) event read by the fast path, with the process it belongs to.
 pub(crate) struct FastEvent {
@@ -180,25 +182,11 @@ fn string_body<'a>(s: &mut &'a [u8]) -> Option<&'a [u8]> {
 /// would find it; or consumes nothing.
 #[inline(always)]
 fn call_head(s: &mut &[u8]) -> Option<Op> {
-    let mut rest = s.strip_prefix(b"MPI_")?;
-    let r = &mut rest;
-    // Each name is checked whole with its closing quote, so `MPI_Send` does not take the
-    // start of `MPI_Sendrecv`. `every_op_is_read` keeps these names and `Op::mpi_name`
-    // in step.
-    let op = match r.first()? {
-        b'S' if eat(r, b"Send\"").is_some() => Op::Send,
-        b'S' if eat(r, b"Sendrecv\"").is_some() => Op::Sendrecv,
-        b'R' if eat(r, b"Recv\"").is_some() => Op::Recv,
-        b'I' if eat(r, b"Irecv\"").is_some() => Op::Irecv,
-        b'I' if eat(r, b"Isend\"").is_some() => Op::Isend,
-        b'W' if eat(r, b"Wait\"").is_some() => Op::Wait,
-        b'W' if eat(r, b"Waitall\"").is_some() => Op::Waitall,
-        b'T' if eat(r, b"Test\"").is_some() => Op::Test,
-        b'B' if eat(r, b"Barrier\"").is_some() => Op::Barrier,
-        b'A' if eat(r, b"Allreduce\"").is_some() => Op::Allreduce,
-        _ => return None,
-    };
-    eat(r, b",\"cat\":\"mpi\",\"ph\":\"X\",\"ts\":")?;
+    // MPI names are short: the closing quote is within the first 32 bytes.
+    let quote = s.iter().take(32).position(|&b| b == b'"')?;
+    let op = Op::from_mpi_name(std::str::from_utf8(&s[..quote]).ok()?)?;
+    let mut rest = &s[quote + 1..];
+    eat(&mut rest, b",\"cat\":\"mpi\",\"ph\":\"X\",\"ts\":")?;
     *s = rest;
     Some(op)
 }
@@ -384,6 +372,7 @@ fn call_args(s: &mut &[u8], args: &mut CallArgs) -> Option<()> {
         return Some(());
     }
     let mut completed = false;
+    let mut started = false;
     loop {
         // Each key is told by its first letter and checked whole with its quotes and
         // colon, which also declines keys that merely start like a known one.
@@ -429,14 +418,30 @@ fn call_args(s: &mut &[u8], args: &mut CallArgs) -> Option<()> {
                     set(&mut args.recv_tag, signed(s)?)?;
                 } else if eat(s, b"\"recv_buf\":").is_some() {
                     set(&mut args.recv_buf, unsigned(s)?)?;
+                } else if eat(s, b"\"recv_bytes\":").is_some() {
+                    set(&mut args.recv_bytes, unsigned(s)?)?;
+                } else if eat(s, b"\"root\":").is_some() {
+                    set(&mut args.root, signed(s)?)?;
                 } else {
                     eat(s, b"\"recv_buf_len\":")?;
                     set(&mut args.recv_buf_len, unsigned(s)?)?;
                 }
             }
             b's' => {
-                eat(s, b"\"send_bytes\":")?;
-                set(&mut args.send_bytes, unsigned(s)?)?;
+                if eat(s, b"\"site\":").is_some() {
+                    set(&mut args.site, unsigned(s)?)?;
+                } else if eat(s, b"\"started\":").is_some() {
+                    if started {
+                        return None;
+                    }
+                    started = true;
+                    let (list, rest) = starts(s)?;
+                    args.started = list;
+                    *s = rest;
+                } else {
+                    eat(s, b"\"send_bytes\":")?;
+                    set(&mut args.send_bytes, unsigned(s)?)?;
+                }
             }
             b'f' => {
                 eat(s, b"\"flag\":")?;
@@ -516,6 +521,40 @@ fn completion(s: &mut &[u8]) -> Option<Completion> {
         }
         if !comma_or(s, b'}')? {
             return Some(c);
+        }
+    }
+}
+
+/// Reads the `started` array, `[` to `]`, at the start of `s`; returns it and the bytes
+/// after it. Both members of each entry are required.
+#[inline(never)]
+fn starts(mut s: &[u8]) -> Option<(Vec<Started>, &[u8])> {
+    let s = &mut s;
+    eat(s, b"[")?;
+    let mut list = Vec::new();
+    if eat(s, b"]").is_some() {
+        return Some((list, *s));
+    }
+    loop {
+        eat(s, b"{")?;
+        let (mut request, mut persistent) = (None, None);
+        loop {
+            if eat(s, b"\"request\":").is_some() {
+                set(&mut request, unsigned(s)?)?;
+            } else {
+                eat(s, b"\"persistent\":")?;
+                set(&mut persistent, unsigned(s)?)?;
+            }
+            if !comma_or(s, b'}')? {
+                break;
+            }
+        }
+        list.push(Started {
+            request: request?,
+            persistent: persistent?,
+        });
+        if !comma_or(s, b']')? {
+            return Some((list, *s));
         }
     }
 }

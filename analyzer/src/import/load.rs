@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use overlap_instrument::schema::wire::{MetaName, NameArgs, Phase};
-use overlap_instrument::schema::{MergedInfo, FORMAT_NAME, FORMAT_VERSION};
+use overlap_instrument::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
 
 use super::{complete_event, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
@@ -160,7 +160,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
             reason: format!("format is {:?}, not {FORMAT_NAME:?}", info.format),
         });
     }
-    if info.format_version != FORMAT_VERSION {
+    if !readable_version(info.format_version) {
         return Err(Error::Version {
             path: path.to_path_buf(),
             found: info.format_version,

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use overlap_instrument::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_instrument::schema::{
     CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header, MergedInfo, Nanos, Op,
-    FORMAT_NAME, FORMAT_VERSION,
+    readable_version, FORMAT_NAME, FORMAT_VERSION,
 };
 use serde_json::Value;
 
@@ -84,7 +84,7 @@ fn check_header(path: &Path, header: &Header) -> Result<()> {
             reason: format!("format is {:?}, not {FORMAT_NAME:?}", header.format),
         });
     }
-    if header.format_version != FORMAT_VERSION {
+    if !readable_version(header.format_version) {
         return Err(Error::Version {
             path: path.to_path_buf(),
             found: header.format_version,
@@ -359,9 +359,9 @@ fn header_error(path: &Path, raw: &RawEvent<'_>) -> Option<Error> {
                 .and_then(|a| a.get("format_version"))
                 .and_then(Value::as_u64);
             Some(match found {
-                Some(v) if v != u64::from(FORMAT_VERSION) => Error::Version {
+                Some(v) if !u32::try_from(v).is_ok_and(readable_version) => Error::Version {
                     path: path.to_path_buf(),
-                    found: v as u32,
+                    found: u32::try_from(v).unwrap_or(u32::MAX),
                     supported: FORMAT_VERSION,
                 },
                 _ => Error::NotATrace {
@@ -425,7 +425,7 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
     if file.other_data.format != FORMAT_NAME {
         return Err(bad(format!("format is {:?}", file.other_data.format)));
     }
-    if file.other_data.format_version != FORMAT_VERSION {
+    if !readable_version(file.other_data.format_version) {
         return Err(Error::Version {
             path: path.to_path_buf(),
             found: file.other_data.format_version,

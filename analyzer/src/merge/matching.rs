@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap;
 
-use overlap_instrument::schema::{Nanos, Op, SuspectMessage};
+use overlap_instrument::schema::{Nanos, Op, OpClass, RequestKind, SuspectMessage};
 
 use crate::model::{EventRef, Message, RequestLife, Timeline};
 
@@ -25,6 +25,54 @@ pub(crate) fn match_all(ranks: &[Timeline]) -> (Vec<RequestLife>, Matched) {
     (requests, match_messages(ranks, &receives))
 }
 
+/// Persistent requests of a rank (the `request` its Send_init / Recv_init recorded) ->
+/// the index of that init call.
+fn persistent_inits(t: &Timeline) -> FxHashMap<u64, usize> {
+    let mut inits = FxHashMap::default();
+    for i in 0..t.spans.len() {
+        if let Some((Op::SendInit | Op::RecvInit, c)) = t.call(i) {
+            if let Some(p) = c.request {
+                // A persistent handle id is unique within a rank's run: the latest wins
+                // only if the recorder reused one, which it never does.
+                inits.insert(p, i);
+            }
+        }
+    }
+    inits
+}
+
+/// The requests a call posted: `(request, kind, index of the call describing the
+/// transfer)`. An Isend or Irecv posts one, described by itself; a Start or Startall
+/// posts one per persistent request it started, described by that request's init.
+/// They are written to `out`, cleared first, so one buffer serves a whole rank.
+fn posted(t: &Timeline, index: usize, inits: &FxHashMap<u64, usize>, out: &mut Posts) {
+    out.clear();
+    let Some((op, c)) = t.call(index) else {
+        return;
+    };
+    match op {
+        Op::Start | Op::Startall => {
+            for s in t.started(c) {
+                let Some(&init) = inits.get(&s.persistent) else {
+                    continue;
+                };
+                if let Some(kind) = t.call(init).and_then(|(op, _)| op.request_kind()) {
+                    out.push((s.request, kind, init));
+                }
+            }
+        }
+        _ if op.class() == OpClass::Post => {
+            if let (Some(request), Some(kind)) = (c.request, op.request_kind()) {
+                out.push((request, kind, index));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What [`posted`] finds: `(request, kind, index of the call describing the transfer)`.
+type Posts = Vec<(u64, RequestKind, usize)>;
+
 /// Request lifetimes and receives of every rank.
 fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>) {
     let mut lives = Vec::new();
@@ -40,51 +88,53 @@ fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>)
                 }
             }
         }
+        let inits = persistent_inits(t);
         let at = |index| EventRef {
             rank: t.rank,
             index,
         };
         let requested = |v: Option<i32>| v.filter(|x| *x >= 0);
+        let mut posts = Posts::new();
         for i in 0..t.spans.len() {
             let Some((op, c)) = t.call(i) else { continue };
-            match op {
-                Op::Isend | Op::Irecv => {
-                    let Some(request) = c.request else {
+            posted(t, i, &inits, &mut posts);
+            for &(request, kind, args) in &posts {
+                let done = completed.get(&request).copied();
+                lives.push(RequestLife {
+                    rank: t.rank,
+                    request,
+                    kind,
+                    post: i,
+                    args,
+                    completion: done.map(|d| d.0),
+                });
+                if kind == RequestKind::Recv {
+                    let Some((_, described)) = t.call(args) else {
                         continue;
-                    };
-                    let done = completed.get(&request).copied();
-                    lives.push(RequestLife {
-                        rank: t.rank,
-                        request,
-                        post: i,
-                        completion: done.map(|d| d.0),
-                    });
-                    if op == Op::Irecv {
-                        receives.push(Receive {
-                            post: at(i),
-                            completion: done.map(|d| at(d.0)),
-                            source: done.and_then(|d| d.1).or(requested(c.peer)),
-                            tag: done.and_then(|d| d.2).or(requested(c.tag)),
-                            comm: c.comm,
-                        });
-                    }
-                }
-                Op::Recv | Op::Sendrecv => {
-                    let status = t.completions(c).first();
-                    let (peer, tag) = match (op, &c.recv) {
-                        (Op::Sendrecv, Some(half)) => (half.peer, half.tag),
-                        (Op::Sendrecv, None) => (None, None),
-                        _ => (c.peer, c.tag),
                     };
                     receives.push(Receive {
                         post: at(i),
-                        completion: Some(at(i)),
-                        source: status.and_then(|s| s.source).or(requested(peer)),
-                        tag: status.and_then(|s| s.tag).or(requested(tag)),
-                        comm: c.comm,
+                        completion: done.map(|d| at(d.0)),
+                        source: done.and_then(|d| d.1).or(requested(described.peer)),
+                        tag: done.and_then(|d| d.2).or(requested(described.tag)),
+                        comm: described.comm,
                     });
                 }
-                _ => {}
+            }
+            if op.receives_blocking() {
+                let status = t.completions(c).first();
+                let (peer, tag) = match (op.is_sendrecv(), &c.recv) {
+                    (true, Some(half)) => (half.peer, half.tag),
+                    (true, None) => (None, None),
+                    (false, _) => (c.peer, c.tag),
+                };
+                receives.push(Receive {
+                    post: at(i),
+                    completion: Some(at(i)),
+                    source: status.and_then(|s| s.source).or(requested(peer)),
+                    tag: status.and_then(|s| s.tag).or(requested(tag)),
+                    comm: c.comm,
+                });
             }
         }
     }
@@ -105,27 +155,40 @@ fn match_messages(ranks: &[Timeline], receives: &[Receive]) -> Matched {
     // Sends per key, in post order (spans are sorted by start within a rank).
     let mut sends: BTreeMap<MatchKey, Vec<(EventRef, u64)>> = BTreeMap::new();
     for t in ranks {
+        let inits = persistent_inits(t);
+        let mut described = Posts::new();
         for index in 0..t.spans.len() {
-            let Some((op, c)) = t.call(index) else {
+            let Some((op, _)) = t.call(index) else {
                 continue;
             };
-            if !op.sends() {
+            // The calls describing what this one sends: itself, or the inits of the
+            // persistent sends it started.
+            if op.sends() {
+                described.clear();
+                described.push((0, RequestKind::Send, index));
+            } else if matches!(op, Op::Start | Op::Startall) {
+                posted(t, index, &inits, &mut described);
+                described.retain(|p| p.1 == RequestKind::Send);
+            } else {
                 continue;
             }
-            let (Some(peer), Some(tag)) = (c.peer, c.tag) else {
-                continue;
-            };
-            let Ok(dest) = u32::try_from(peer) else {
-                continue;
-            };
-            let key = (t.rank, dest, tag, c.comm);
-            sends.entry(key).or_default().push((
-                EventRef {
-                    rank: t.rank,
-                    index,
-                },
-                c.bytes.unwrap_or(0),
-            ));
+            for &(_, _, args) in &described {
+                let Some((_, c)) = t.call(args) else { continue };
+                let (Some(peer), Some(tag)) = (c.peer, c.tag) else {
+                    continue;
+                };
+                let Ok(dest) = u32::try_from(peer) else {
+                    continue;
+                };
+                let key = (t.rank, dest, tag, c.comm);
+                sends.entry(key).or_default().push((
+                    EventRef {
+                        rank: t.rank,
+                        index,
+                    },
+                    c.bytes.unwrap_or(0),
+                ));
+            }
         }
     }
     let mut recvs: BTreeMap<MatchKey, Vec<&Receive>> = BTreeMap::new();

@@ -10,7 +10,7 @@ use overlap_instrument::schema::wire::{
     event_to_wire, Category, FlowBinding, InstantScope, MetaName, Micros, NameArgs, ObjectWriter,
     Phase, SortIndexArgs, WireEvent,
 };
-use overlap_instrument::schema::{Event, Nanos, Op, RequestArgs};
+use overlap_instrument::schema::{Event, Nanos, Op, RequestArgs, RequestKind};
 
 use super::matching::suspect_between;
 use super::{call_at, AlignedRank, EventRef, Merged, RequestLife};
@@ -143,10 +143,20 @@ fn write_request<W: std::io::Write>(
     let Some(post) = call_at(ranks, post_ref) else {
         return Ok(());
     };
-    let peer = post.args.peer.unwrap_or(-1);
-    let mut name = match post.op {
-        Op::Isend => format!("Isend → {peer}"),
-        _ => format!("Irecv ← {peer}"),
+    let described = call_at(
+        ranks,
+        EventRef {
+            rank: life.rank,
+            index: life.args,
+        },
+    )
+    .unwrap_or(post);
+    let peer = described.args.peer.unwrap_or(-1);
+    let short = |op: Op| op.mpi_name().trim_start_matches("MPI_");
+    let mut name = match life.kind {
+        RequestKind::Send => format!("{} → {peer}", short(post.op)),
+        RequestKind::Recv => format!("{} ← {peer}", short(post.op)),
+        RequestKind::Collective => short(post.op).to_string(),
     };
     let completion = life.completion.and_then(|i| {
         call_at(

@@ -8,19 +8,20 @@
 
 use std::collections::BTreeMap;
 
-use overlap_instrument::schema::{Nanos, Op, OpClass};
+use overlap_instrument::schema::{CollectivePattern, Nanos, Op, OpClass};
 use serde::{Serialize, Serializer};
 
 use crate::model::{Trace, What};
 
 /// True for calls counted as waiting: those whose job is to wait for a transfer or for
-/// other ranks (Wait, Waitall, Test, Barrier, and the blocking Send, Recv, Sendrecv).
-/// Posting (Isend, Irecv) and Allreduce are in MPI but not waiting.
+/// other ranks (the Wait and Test families, Barrier, and the blocking point-to-point
+/// calls and Probe). Posting (Isend, Start...), local calls, Init/Finalize and the
+/// data-moving collectives (Allreduce, Bcast...) are in MPI but not waiting.
 pub fn is_waiting(op: Op) -> bool {
     matches!(
         op.class(),
         OpClass::Completion | OpClass::BlockingPointToPoint
-    ) || op == Op::Barrier
+    ) || op.collective_pattern() == Some(CollectivePattern::Barrier)
 }
 
 /// Call counts keyed by MPI function name in JSON.
@@ -137,16 +138,26 @@ mod tests {
 
     #[test]
     fn waiting_calls_are_the_blocking_and_completing_ones() {
-        let waiting: Vec<Op> = Op::ALL.into_iter().filter(|o| is_waiting(*o)).collect();
+        let waiting: Vec<Op> = Op::ALL.iter().copied().filter(|o| is_waiting(*o)).collect();
         assert_eq!(
             waiting,
             vec![
                 Op::Send,
+                Op::Ssend,
+                Op::Bsend,
+                Op::Rsend,
                 Op::Recv,
                 Op::Sendrecv,
+                Op::SendrecvReplace,
+                Op::Probe,
                 Op::Wait,
                 Op::Waitall,
+                Op::Waitany,
+                Op::Waitsome,
                 Op::Test,
+                Op::Testall,
+                Op::Testany,
+                Op::Testsome,
                 Op::Barrier
             ]
         );

@@ -210,7 +210,7 @@ pub fn findings(
         // The earliest dependence limit of its sends.
         let mut limit: (Option<usize>, Limit) = (None, Limit::EndOfTrace);
         for r in &sends {
-            let Some((_, post)) = t.call(r.post.index) else {
+            let Some((_, post)) = t.call(r.args_index) else {
                 continue;
             };
             let next = match (post.buf, post.peer, post.tag) {

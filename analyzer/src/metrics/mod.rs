@@ -16,7 +16,7 @@ pub mod wait_states;
 
 use std::collections::BTreeMap;
 
-use overlap_instrument::schema::{Nanos, Op, ParamValue};
+use overlap_instrument::schema::{Nanos, Op, OpClass, ParamValue};
 use serde::Serialize;
 
 use crate::model::Trace;
@@ -267,8 +267,9 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
 /// charged to them): blocking point-to-point and the waiting completion calls. A Test
 /// never blocks.
 pub fn blocks(op: Op) -> bool {
-    matches!(
-        op,
-        Op::Send | Op::Recv | Op::Sendrecv | Op::Wait | Op::Waitall
-    )
+    match op.class() {
+        OpClass::BlockingPointToPoint => true,
+        OpClass::Completion => !op.is_test(),
+        _ => false,
+    }
 }

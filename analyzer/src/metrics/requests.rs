@@ -15,7 +15,7 @@
 //!  0       1             11     13    (4 + 10 - 13) / min(4, 10) = 0.25
 //! ```
 
-use overlap_instrument::schema::{Nanos, Op};
+use overlap_instrument::schema::{Nanos, RequestKind};
 use serde::Serialize;
 
 use super::{CallRef, Options};
@@ -240,6 +240,10 @@ pub struct RequestMetrics {
     pub post: CallRef,
     /// True for a send.
     pub is_send: bool,
+    /// The call whose arguments describe the transfer (the post, or a started
+    /// persistent request's init): index among the rank's events.
+    #[serde(skip)]
+    pub args_index: usize,
     /// Peer (world rank), when known.
     pub peer: Option<i32>,
     /// Tag.
@@ -282,13 +286,18 @@ pub fn per_request(trace: &Trace, model: &TransferModel) -> Vec<RequestMetrics> 
         let Some((_, cpu)) = index.as_ref() else {
             continue;
         };
-        let Some((op, call)) = t.call(r.post) else {
+        // Non-blocking collectives have no peer nor transfer model: their requests are
+        // counted in the budget and the timeline, not here.
+        if r.kind == RequestKind::Collective {
+            continue;
+        }
+        let Some((_, call)) = t.call(r.args) else {
             continue;
         };
         let Some(post) = CallRef::of(trace, r.rank, r.post) else {
             continue;
         };
-        let is_send = op == Op::Isend;
+        let is_send = r.kind == RequestKind::Send;
         let bytes = if is_send {
             call.bytes.unwrap_or(0)
         } else {
@@ -307,6 +316,7 @@ pub fn per_request(trace: &Trace, model: &TransferModel) -> Vec<RequestMetrics> 
             rank: r.rank,
             request: r.request,
             is_send,
+            args_index: r.args,
             peer: call.peer,
             tag: call.tag,
             bytes,

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap;
 
-use overlap_instrument::schema::{Nanos, Op};
+use overlap_instrument::schema::{CollectivePattern, Nanos, Op, OpClass};
 use serde::Serialize;
 
 use super::{blocks, CallRef, Options};
@@ -45,15 +45,21 @@ pub enum WaitKind {
     WaitAtBarrier,
     /// An all-to-all collective waited for the last rank to arrive.
     WaitAtNxN,
+    /// A one-to-all collective (Bcast, Scatter) waited for its root to arrive.
+    LateBroadcast,
+    /// The root of an all-to-one collective (Reduce, Gather) waited for the last rank.
+    EarlyReduce,
 }
 
 impl WaitKind {
     /// Every kind, in report order.
-    pub const ALL: [WaitKind; 4] = [
+    pub const ALL: [WaitKind; 6] = [
         WaitKind::LateSender,
         WaitKind::LateReceiver,
         WaitKind::WaitAtBarrier,
         WaitKind::WaitAtNxN,
+        WaitKind::LateBroadcast,
+        WaitKind::EarlyReduce,
     ];
 
     /// The name in reports.
@@ -63,6 +69,8 @@ impl WaitKind {
             WaitKind::LateReceiver => "Late Receiver",
             WaitKind::WaitAtBarrier => "Wait at Barrier",
             WaitKind::WaitAtNxN => "Wait at NxN",
+            WaitKind::LateBroadcast => "Late Broadcast",
+            WaitKind::EarlyReduce => "Early Reduce",
         }
     }
 
@@ -73,6 +81,8 @@ impl WaitKind {
             WaitKind::LateReceiver => "late_receiver",
             WaitKind::WaitAtBarrier => "wait_at_barrier",
             WaitKind::WaitAtNxN => "wait_at_nxn",
+            WaitKind::LateBroadcast => "late_broadcast",
+            WaitKind::EarlyReduce => "early_reduce",
         }
     }
 }
@@ -192,7 +202,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
         }
         // Late Receiver.
         let send_done = match send.op() {
-            Some(Op::Isend) => completion_of.get(&m.send).map(|i| EventRef {
+            Some(op) if op.class() == OpClass::Post => completion_of.get(&m.send).map(|i| EventRef {
                 rank: m.send.rank,
                 index: *i,
             }),
@@ -227,22 +237,74 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
         let Some(&(last, last_span)) = spans.iter().max_by_key(|(r, s)| (s.start, r.rank)) else {
             continue;
         };
-        for (r, s) in &spans {
-            let amount = last_span.start.min(s.end).saturating_sub(s.start);
-            if amount == Nanos::ZERO {
-                continue;
+        let first = spans[0].0;
+        let pattern = trace
+            .span(first)
+            .and_then(|s| s.op())
+            .and_then(Op::collective_pattern);
+        // The root of a rooted collective, as recorded by its first member.
+        let root = trace
+            .rank(first.rank)
+            .and_then(|t| t.call(first.index))
+            .and_then(|(_, c)| c.root)
+            .and_then(|root| spans.iter().find(|(r, _)| i64::from(r.rank) == i64::from(root)));
+        match (pattern, root) {
+            (Some(CollectivePattern::OneToAll), Some(&(root, root_span))) => {
+                // Late Broadcast: a rank that entered before the root waits for it.
+                for (r, s) in spans.iter().filter(|(r, _)| *r != root) {
+                    let amount = root_span.start.min(s.end).saturating_sub(s.start);
+                    if amount > Nanos::ZERO {
+                        keep(Candidate {
+                            kind: WaitKind::LateBroadcast,
+                            at: *r,
+                            peer: root.rank,
+                            amount,
+                            suspect: root_span.start > s.end,
+                        });
+                    }
+                }
             }
-            let kind = match s.op() {
-                Some(Op::Barrier) => WaitKind::WaitAtBarrier,
-                _ => WaitKind::WaitAtNxN,
-            };
-            keep(Candidate {
-                kind,
-                at: *r,
-                peer: last.rank,
-                amount,
-                suspect: last_span.start > s.end,
-            });
+            (Some(CollectivePattern::AllToOne), Some(&(root, root_span))) => {
+                // Early Reduce: the root waits for the last of the others to enter.
+                let others = spans.iter().filter(|(r, _)| *r != root);
+                if let Some(&(latest, latest_span)) = others.max_by_key(|(r, s)| (s.start, r.rank))
+                {
+                    let amount = latest_span
+                        .start
+                        .min(root_span.end)
+                        .saturating_sub(root_span.start);
+                    if amount > Nanos::ZERO {
+                        keep(Candidate {
+                            kind: WaitKind::EarlyReduce,
+                            at: root,
+                            peer: latest.rank,
+                            amount,
+                            suspect: latest_span.start > root_span.end,
+                        });
+                    }
+                }
+            }
+            _ => {
+                // Every member waits for the last to arrive (also the rooted ones whose
+                // root was not recorded).
+                let kind = match pattern {
+                    Some(CollectivePattern::Barrier) => WaitKind::WaitAtBarrier,
+                    _ => WaitKind::WaitAtNxN,
+                };
+                for (r, s) in &spans {
+                    let amount = last_span.start.min(s.end).saturating_sub(s.start);
+                    if amount == Nanos::ZERO {
+                        continue;
+                    }
+                    keep(Candidate {
+                        kind,
+                        at: *r,
+                        peer: last.rank,
+                        amount,
+                        suspect: last_span.start > s.end,
+                    });
+                }
+            }
         }
     }
     let mut out: Vec<WaitInstance> = best

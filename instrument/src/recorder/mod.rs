@@ -19,11 +19,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
-pub use record::{CallData, Transfer};
+pub use record::{CallData, Collective, Transfer};
 pub use sink::{ChromeJsonSink, MemorySink, NullSink, Recorded, Sink};
 
 use crate::clock::{monotonic_now_ns, ClockSource, Stamp, Timebase};
-use crate::schema::{ClockSync, Completion, Footer, Op, RequestId};
+use crate::schema::{ClockSync, Completion, Footer, Op, RequestId, Started};
 use crate::{Error, Result};
 use record::Record;
 use ring::{PushOutcome, Ring};
@@ -277,6 +277,23 @@ impl Recorder {
         end: Stamp,
         data: CallData,
         count: usize,
+        completion: impl FnMut(usize) -> Completion,
+    ) {
+        self.record_call_from(op, start, end, 0, data, count, completion);
+    }
+
+    /// Like [`Recorder::record_call_with`], for a call made from address `site` (the
+    /// caller's return address; 0 when unknown).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_call_from(
+        &self,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        data: CallData,
+        count: usize,
         mut completion: impl FnMut(usize) -> Completion,
     ) {
         let count = count.min(self.shared().ring_capacity / 2);
@@ -286,11 +303,41 @@ impl Recorder {
                     op,
                     start,
                     end,
+                    site,
                     data,
                     follow: count as u32,
                 }
             } else {
                 Record::Completed(completion(i - 1))
+            }
+        });
+    }
+
+    /// Records a Start or Startall made from `site`, with the requests it started
+    /// produced by `started(i)` for `i` in `0..count`.
+    #[inline]
+    pub fn record_start(
+        &self,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        count: usize,
+        mut started: impl FnMut(usize) -> Started,
+    ) {
+        let count = count.min(self.shared().ring_capacity / 2);
+        self.push(1 + count, |i| {
+            if i == 0 {
+                Record::Call {
+                    op,
+                    start,
+                    end,
+                    site,
+                    data: CallData::Start,
+                    follow: count as u32,
+                }
+            } else {
+                Record::Started(started(i - 1))
             }
         });
     }

@@ -3,7 +3,7 @@
 //! events.
 
 use crate::clock::Stamp;
-use crate::schema::{CallArgs, ClockSync, CommId, Completion, Op, RequestId};
+use crate::schema::{CallArgs, ClockSync, CommId, Completion, Op, RequestId, Started};
 
 /// One side of a point-to-point transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,21 +49,62 @@ pub enum CallData {
         /// Test only: whether it completed.
         flag: Option<bool>,
     },
-    /// Barrier / Allreduce.
-    Collective {
-        /// Communicator.
-        comm: CommId,
-        /// Bytes contributed by this rank (0 for a barrier).
-        bytes: u64,
+    /// A blocking collective.
+    Collective(Collective),
+    /// A non-blocking collective (Ibarrier, Iallreduce) and the request it created.
+    CollectivePost {
+        /// The collective.
+        collective: Collective,
+        /// The request created.
+        request: RequestId,
     },
+    /// Iprobe: the transfer asked about and whether a message was there (its status
+    /// follows as a completion when it was).
+    Query {
+        /// The transfer asked about.
+        transfer: Transfer,
+        /// Whether a matching message was there.
+        flag: bool,
+    },
+    /// Request_free: the request let go.
+    Free {
+        /// The request.
+        request: RequestId,
+    },
+    /// Start / Startall: the started requests follow as [`Started`] records.
+    Start,
+    /// A call with no arguments worth recording (Init, Finalize).
+    Plain,
+}
+
+/// One rank's part in a collective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Collective {
+    /// Communicator.
+    pub comm: CommId,
+    /// Bytes contributed by this rank (0 for a barrier).
+    pub send_bytes: u64,
+    /// Bytes this rank receives (0 when it receives nothing).
+    pub recv_bytes: u64,
+    /// Rooted collectives: the root as a world rank.
+    pub root: Option<i32>,
 }
 
 impl CallData {
-    /// The wire arguments, with the completions that followed the call.
-    pub fn to_args(&self, completed: Vec<Completion>) -> CallArgs {
+    /// The wire arguments, with the completions and starts that followed the call and
+    /// the call site (0: unknown).
+    pub fn to_args(&self, site: u64, completed: Vec<Completion>, started: Vec<Started>) -> CallArgs {
         let mut args = CallArgs {
             completed,
+            started,
+            site: (site != 0).then_some(site),
             ..CallArgs::default()
+        };
+        let put_collective = |args: &mut CallArgs, c: &Collective| {
+            args.comm = Some(c.comm.0);
+            args.send_bytes = (c.send_bytes > 0).then_some(c.send_bytes);
+            args.recv_bytes = (c.recv_bytes > 0).then_some(c.recv_bytes);
+            args.root = c.root;
         };
         let put = |args: &mut CallArgs, t: &Transfer| {
             args.peer = Some(t.peer);
@@ -87,12 +128,20 @@ impl CallData {
                 args.recv_buf_len = Some(recv.buf_len);
             }
             CallData::Complete { flag } => args.flag = flag.map(u8::from),
-            CallData::Collective { comm, bytes } => {
-                args.comm = Some(comm.0);
-                if *bytes > 0 {
-                    args.send_bytes = Some(*bytes);
-                }
+            CallData::Collective(c) => put_collective(&mut args, c),
+            CallData::CollectivePost {
+                collective,
+                request,
+            } => {
+                put_collective(&mut args, collective);
+                args.request = Some(request.0);
             }
+            CallData::Query { transfer, flag } => {
+                put(&mut args, transfer);
+                args.flag = Some(u8::from(*flag));
+            }
+            CallData::Free { request } => args.request = Some(request.0),
+            CallData::Start | CallData::Plain => {}
         }
         args
     }
@@ -101,16 +150,20 @@ impl CallData {
 /// One slot of a ring.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Record {
-    /// An MPI call; `follow` completion records come right after it in the same group.
+    /// An MPI call; `follow` completion or start records come right after it in the
+    /// same group.
     Call {
         op: Op,
         start: Stamp,
         end: Stamp,
+        site: u64,
         data: CallData,
         follow: u32,
     },
     /// A completion belonging to the call before it.
     Completed(Completion),
+    /// A persistent request started by the call before it.
+    Started(Started),
     /// A compute span.
     Compute {
         name: &'static str,

@@ -11,7 +11,7 @@ use super::record::Record;
 use super::sink::Sink;
 use super::Shared;
 use crate::clock::StampConverter;
-use crate::schema::{CallEvent, Completion, ComputeEvent, Event, Footer};
+use crate::schema::{CallEvent, Completion, ComputeEvent, Event, Footer, Started};
 
 /// What the writer reports when it ends.
 #[derive(Debug)]
@@ -24,8 +24,10 @@ pub(crate) struct WriterOutcome {
 struct PendingCall {
     event: CallEvent,
     data: super::record::CallData,
+    site: u64,
     remaining: u32,
     completed: Vec<Completion>,
+    started: Vec<Started>,
 }
 
 struct Writer<S: Sink> {
@@ -55,10 +57,12 @@ impl<S: Sink> Writer<S> {
         let PendingCall {
             mut event,
             data,
+            site,
             completed,
+            started,
             ..
         } = p;
-        event.args = data.to_args(completed);
+        event.args = data.to_args(site, completed, started);
         self.emit(Event::Call(event));
     }
 
@@ -68,6 +72,7 @@ impl<S: Sink> Writer<S> {
                 op,
                 start,
                 end,
+                site,
                 data,
                 follow,
             } => {
@@ -80,8 +85,10 @@ impl<S: Sink> Writer<S> {
                         args: Default::default(),
                     },
                     data,
+                    site,
                     remaining: follow,
-                    completed: Vec::with_capacity(follow as usize),
+                    completed: Vec::new(),
+                    started: Vec::new(),
                 };
                 if follow == 0 {
                     self.finish_call(p);
@@ -89,16 +96,8 @@ impl<S: Sink> Writer<S> {
                     self.pending = Some(p);
                 }
             }
-            Record::Completed(c) => {
-                if let Some(p) = self.pending.as_mut() {
-                    p.completed.push(c);
-                    p.remaining -= 1;
-                    if p.remaining == 0 {
-                        let p = self.pending.take().expect("just matched");
-                        self.finish_call(p);
-                    }
-                }
-            }
+            Record::Completed(c) => self.follow(|p| p.completed.push(c)),
+            Record::Started(s) => self.follow(|p| p.started.push(s)),
             Record::Compute { name, start, end } => {
                 let (start, end) = (self.clock.to_nanos(start), self.clock.to_nanos(end));
                 self.emit(Event::Compute(ComputeEvent {
@@ -109,6 +108,19 @@ impl<S: Sink> Writer<S> {
                 }))
             }
             Record::Sync(sync) => self.attempt(|s| s.clock_sync(&sync)),
+        }
+    }
+
+    /// Adds a follow record to the pending call, and emits the call after its last one.
+    fn follow(&mut self, add: impl FnOnce(&mut PendingCall)) {
+        if let Some(p) = self.pending.as_mut() {
+            add(p);
+            p.remaining -= 1;
+            if p.remaining == 0 {
+                if let Some(p) = self.pending.take() {
+                    self.finish_call(p);
+                }
+            }
         }
     }
 

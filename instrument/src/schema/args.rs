@@ -48,9 +48,19 @@ pub struct CallArgs {
     /// Sendrecv only: length of the receive buffer in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recv_buf_len: Option<u64>,
-    /// Reductions: bytes contributed by this rank.
+    /// Collectives: bytes contributed by this rank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_bytes: Option<u64>,
+    /// Collectives that deliver data to this rank: the bytes it receives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recv_bytes: Option<u64>,
+    /// Rooted collectives (Bcast, Reduce, Gather, Scatter): the root, as a world rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<i32>,
+    /// The address the program called from (the return address of the MPI call), when
+    /// the recording layer could see it: the preload records it, the Rust layer does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub site: Option<u64>,
     /// Test only: whether the request had completed (1) or not (0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flag: Option<u8>,
@@ -58,6 +68,25 @@ pub struct CallArgs {
     /// (Recv, Sendrecv) the status of the message it received, without a request.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub completed: Vec<Completion>,
+    /// Start / Startall: the requests this call started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub started: Vec<Started>,
+}
+
+/// One persistent request started by `MPI_Start` or `MPI_Startall`.
+///
+/// A persistent request is created once (Send_init / Recv_init record it under
+/// `persistent`) and may be started many times; each start is a fresh `request`, which
+/// the completing call names like any other.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Started {
+    /// The request this start created.
+    pub request: u64,
+    /// The persistent request started: the `request` its Send_init or Recv_init recorded.
+    pub persistent: u64,
 }
 
 /// One request completed by a call, with the status MPI returned for it.

@@ -15,16 +15,30 @@ mod merged;
 mod op;
 pub mod wire;
 
-pub use args::{CallArgs, ClockSync, Completion, Footer, Header, ParamValue, Params, SyncPhase};
+pub use args::{
+    CallArgs, ClockSync, Completion, Footer, Header, ParamValue, Params, Started, SyncPhase,
+};
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use merged::{IncompleteRank, MergedInfo, RankClock, RequestArgs, SuspectMessage};
-pub use op::{Op, OpClass};
+pub use op::{CollectivePattern, Op, OpClass, RequestKind};
 
 /// Name of the format, written in every header so a reader can tell our files apart.
 pub const FORMAT_NAME: &str = "overlap-trace";
 
 /// Version of the wire format. Bump it whenever a wire struct changes meaning or shape.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// Version 2 added the preload's calls (Ssend, Waitany, persistent requests, more
+/// collectives...) and the `site`, `root`, `recv_bytes` and `started` arguments.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest version readers still accept: every version since only added names and
+/// optional fields, so an older file reads as it always did.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
+
+/// True when a file written with format `version` can be read by this build.
+pub fn readable_version(version: u32) -> bool {
+    (OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version)
+}
 
 /// One thing that happened on one thread of one rank, in the rank's own clock.
 ///

@@ -289,14 +289,14 @@ fn declined_where_serde_fails_too() {
 #[test]
 fn every_op_is_read() {
     let tail = r#"","cat":"mpi","ph":"X","ts":5"#;
-    for op in Op::ALL {
+    for &op in Op::ALL {
         let text = format!("{}{tail}", op.mpi_name());
         let mut s = text.as_bytes();
         assert_eq!(call_head(&mut s), Some(op), "{text}");
         assert_eq!(s, b"5");
     }
     for name in [
-        "MPI_Sendrecv_replace",
+        "MPI_Sendrecv_replacement",
         "MPI_Sen",
         "MPI_",
         "MPI",

@@ -3,6 +3,7 @@
 
 use super::*;
 use overlap_instrument::schema::wire::{event_to_wire, Phase};
+
 use serde_json::Value;
 
 use crate::import::{complete_event, RawEvent};
@@ -120,7 +121,11 @@ fn reads_every_field() {
         recv_buf: Some(u64::MAX),
         recv_buf_len: Some(0),
         send_bytes: None,
+        recv_bytes: None,
+        root: None,
+        site: None,
         flag: None,
+        started: vec![],
         completed: vec![Completion {
             request: None,
             source: Some(0),
@@ -240,8 +245,17 @@ fn random_args(rng: &mut Rng) -> CallArgs {
         recv_buf: rng.opt(Rng::u64),
         recv_buf_len: rng.opt(Rng::u64),
         send_bytes: rng.opt(Rng::u64),
+        recv_bytes: rng.opt(Rng::u64),
+        root: rng.opt(Rng::i32),
+        site: rng.opt(Rng::u64),
         flag: rng.opt(|r| r.u64() as u8),
         completed,
+        started: (0..[0, 0, 0, 1, 3][rng.below(5) as usize])
+            .map(|_| Started {
+                request: rng.u64(),
+                persistent: rng.u64(),
+            })
+            .collect(),
     }
 }
 
