@@ -88,18 +88,22 @@ fn read_tsc() -> u64 {
     }
 }
 
-/// Takes stamps on the hot path.
+/// Takes stamps on the hot path. A [`crate::recorder::Recorder`] owns one; a caller
+/// that must stamp before its recorder exists makes one and hands it over.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Timebase {
+pub enum Timebase {
     /// Nanoseconds of `CLOCK_MONOTONIC` since `epoch_ns`.
-    Monotonic { epoch_ns: u64 },
+    Monotonic {
+        /// The epoch, absolute `CLOCK_MONOTONIC` ns.
+        epoch_ns: u64,
+    },
     /// TSC ticks.
     Tsc,
 }
 
 impl Timebase {
     /// The timebase for a source, with `epoch_ns` the recorder's epoch.
-    pub(crate) fn new(source: ClockSource, epoch_ns: u64) -> Timebase {
+    pub fn new(source: ClockSource, epoch_ns: u64) -> Timebase {
         let source = match (source, std::env::var("OVERLAP_CLOCK").as_deref()) {
             (ClockSource::Auto, Ok("monotonic")) => ClockSource::Monotonic,
             (ClockSource::Auto, Ok("tsc")) => ClockSource::Tsc,
@@ -119,7 +123,7 @@ impl Timebase {
 
     /// Now, as a stamp.
     #[inline]
-    pub(crate) fn stamp(&self) -> Stamp {
+    pub fn stamp(&self) -> Stamp {
         match *self {
             Timebase::Monotonic { epoch_ns } => Stamp(monotonic_now_ns().saturating_sub(epoch_ns)),
             Timebase::Tsc => Stamp(read_tsc()),

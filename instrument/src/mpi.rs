@@ -30,10 +30,7 @@ use crate::schema::{
 };
 use crate::Result;
 
-/// The per-rank file name inside a trace directory.
-pub fn rank_file_name(rank: u32) -> String {
-    format!("rank-{rank}.json")
-}
+pub use crate::schema::rank_file_name;
 
 /// How a rank's trace is set up.
 #[derive(Clone, Debug)]

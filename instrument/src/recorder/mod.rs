@@ -139,7 +139,18 @@ impl Recorder {
     /// Starts a recorder with a given epoch (absolute `CLOCK_MONOTONIC` ns), e.g. the one
     /// written in the trace header.
     pub fn with_epoch(sink: impl Sink, config: RecorderConfig, epoch_ns: u64) -> Result<Recorder> {
-        let timebase = Timebase::new(config.clock, epoch_ns);
+        Recorder::with_timebase(sink, config, Timebase::new(config.clock, epoch_ns), epoch_ns)
+    }
+
+    /// Starts a recorder stamping with `timebase`, made for `epoch_ns` beforehand so that
+    /// stamps taken before the recorder existed (an `MPI_Init` in progress) can still be
+    /// recorded. `config.clock` is not used.
+    pub fn with_timebase(
+        sink: impl Sink,
+        config: RecorderConfig,
+        timebase: Timebase,
+        epoch_ns: u64,
+    ) -> Result<Recorder> {
         let converter = timebase.converter(epoch_ns);
         let shared = Arc::new(Shared {
             id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),

@@ -40,6 +40,11 @@ pub fn readable_version(version: u32) -> bool {
     (OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version)
 }
 
+/// The per-rank file name inside a trace directory.
+pub fn rank_file_name(rank: u32) -> String {
+    format!("rank-{rank}.json")
+}
+
 /// One thing that happened on one thread of one rank, in the rank's own clock.
 ///
 /// This is the typed form of an event; [`wire::WireEvent`] is its JSON form.

@@ -1,0 +1,199 @@
+//! Init, Finalize, Abort, and the communicator constructors.
+//!
+//! `MPI_Init` starts the recording once MPI works; `MPI_Finalize` aligns the clocks a
+//! last time while MPI still works and closes the trace; `MPI_Abort` closes this rank's
+//! trace before MPI kills the job, so the rank that gave up leaves a complete file.
+//! The constructors agree on the new communicator's id (see [`crate::handles`]).
+
+use std::ffi::{c_char, c_int};
+
+use mpi_sys::*;
+use overlap_instrument::clock::{monotonic_now_ns, ClockSource, Timebase};
+use overlap_instrument::recorder::{CallData, Collective};
+use overlap_instrument::schema::{CommId, Op};
+
+use super::nothing;
+use crate::entry::site;
+use crate::tracer::{self, guarded, tracer, InitCall};
+
+/// Forwards an init and starts the recording.
+fn init_with(op: Op, forward: impl FnOnce() -> c_int, provided: impl FnOnce() -> Option<c_int>) -> c_int {
+    if tracer().is_some() {
+        return forward();
+    }
+    let site = site();
+    let epoch_ns = monotonic_now_ns();
+    let timebase = Timebase::new(ClockSource::Auto, epoch_ns);
+    let start = timebase.stamp();
+    let rc = forward();
+    let end = timebase.stamp();
+    if rc == 0 {
+        guarded(|| {
+            tracer::start(InitCall {
+                op,
+                site,
+                epoch_ns,
+                timebase,
+                start,
+                end,
+                thread_level: provided(),
+            })
+        });
+    }
+    rc
+}
+
+pub(crate) unsafe extern "C" fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    // SAFETY: the program's arguments, passed on unchanged.
+    init_with(Op::Init, || unsafe { PMPI_Init(argc, argv) }, || None)
+}
+
+pub(crate) unsafe extern "C" fn init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    init_with(
+        Op::InitThread,
+        // SAFETY: the program's arguments, passed on unchanged.
+        || unsafe { PMPI_Init_thread(argc, argv, required, provided) },
+        // SAFETY: MPI wrote the provided level.
+        || Some(unsafe { *provided }),
+    )
+}
+
+pub(crate) unsafe extern "C" fn finalize() -> c_int {
+    let Some(t) = tracer() else {
+        // SAFETY: no arguments.
+        return unsafe { PMPI_Finalize() };
+    };
+    let site = site();
+    guarded(|| tracer::before_finalize(t));
+    let start = t.stamp();
+    // SAFETY: no arguments.
+    let rc = unsafe { PMPI_Finalize() };
+    let end = t.stamp();
+    guarded(|| {
+        t.recorder
+            .record_call_from(Op::Finalize, start, end, site, CallData::Plain, 0, nothing);
+    });
+    tracer::stop();
+    rc
+}
+
+pub(crate) unsafe extern "C" fn abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
+    if let Some(t) = tracer() {
+        let site = site();
+        let now = t.stamp();
+        guarded(|| {
+            let c = t.comms.info(comm);
+            let data = CallData::Collective(Collective {
+                comm: CommId(c.id),
+                send_bytes: 0,
+                recv_bytes: 0,
+                root: None,
+            });
+            t.recorder
+                .record_call_from(Op::Abort, now, now, site, data, 0, nothing);
+        });
+        // Everything reaches the file before MPI kills the job.
+        tracer::stop();
+    }
+    // SAFETY: the program's arguments, passed on unchanged.
+    unsafe { PMPI_Abort(comm, errorcode) }
+}
+
+/// Forwards a constructor of `*newcomm` over `parent` and agrees on the new id.
+fn created(parent: MPI_Comm, newcomm: *mut MPI_Comm, forward: impl FnOnce() -> c_int) -> c_int {
+    let rc = forward();
+    if rc == 0 {
+        if let Some(t) = tracer() {
+            // SAFETY: MPI wrote the new handle (maybe MPI_COMM_NULL).
+            let new = unsafe { *newcomm };
+            guarded(|| t.comms.created(parent, new));
+        }
+    }
+    rc
+}
+
+pub(crate) unsafe extern "C" fn comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
+    // SAFETY (all forwards below): the program's arguments, passed on unchanged.
+    created(comm, newcomm, || unsafe { PMPI_Comm_dup(comm, newcomm) })
+}
+
+pub(crate) unsafe extern "C" fn comm_dup_with_info(
+    comm: MPI_Comm,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    created(comm, newcomm, || unsafe {
+        PMPI_Comm_dup_with_info(comm, info, newcomm)
+    })
+}
+
+pub(crate) unsafe extern "C" fn comm_split(
+    comm: MPI_Comm,
+    color: c_int,
+    key: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    created(comm, newcomm, || unsafe {
+        PMPI_Comm_split(comm, color, key, newcomm)
+    })
+}
+
+pub(crate) unsafe extern "C" fn comm_split_type(
+    comm: MPI_Comm,
+    split_type: c_int,
+    key: c_int,
+    info: MPI_Info,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    created(comm, newcomm, || unsafe {
+        PMPI_Comm_split_type(comm, split_type, key, info, newcomm)
+    })
+}
+
+pub(crate) unsafe extern "C" fn comm_create(
+    comm: MPI_Comm,
+    group: MPI_Group,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    created(comm, newcomm, || unsafe {
+        PMPI_Comm_create(comm, group, newcomm)
+    })
+}
+
+pub(crate) unsafe extern "C" fn cart_create(
+    comm: MPI_Comm,
+    ndims: c_int,
+    dims: *const c_int,
+    periods: *const c_int,
+    reorder: c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    created(comm, newcomm, || unsafe {
+        PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm)
+    })
+}
+
+pub(crate) unsafe extern "C" fn cart_sub(
+    comm: MPI_Comm,
+    remain_dims: *const c_int,
+    newcomm: *mut MPI_Comm,
+) -> c_int {
+    created(comm, newcomm, || unsafe {
+        PMPI_Cart_sub(comm, remain_dims, newcomm)
+    })
+}
+
+pub(crate) unsafe extern "C" fn comm_free(comm: *mut MPI_Comm) -> c_int {
+    if let Some(t) = tracer() {
+        // SAFETY: read before MPI nulls it.
+        let handle = unsafe { *comm };
+        guarded(|| t.comms.freed(handle));
+    }
+    // SAFETY: the program's argument, passed on unchanged.
+    unsafe { PMPI_Comm_free(comm) }
+}

@@ -1,0 +1,219 @@
+//! Small helpers over the PMPI interface: the MPI constants the wrappers compare with,
+//! handle keys, datatype sizes and statuses. Everything here calls `PMPI_*` directly, so
+//! nothing the preload does for itself is ever recorded.
+
+use std::ffi::{c_int, c_void};
+use std::mem::{size_of, MaybeUninit};
+
+use mpi_sys::*;
+
+/// The constants of the MPI library the preload was built against, read once (they are
+/// link-time objects of `mpi-sys`'s shim, not compile-time values).
+#[derive(Clone, Copy)]
+pub(crate) struct Constants {
+    pub(crate) comm_world: MPI_Comm,
+    pub(crate) comm_null: MPI_Comm,
+    pub(crate) status_ignore: *mut MPI_Status,
+    pub(crate) statuses_ignore: *mut MPI_Status,
+    pub(crate) byte: MPI_Datatype,
+    pub(crate) u64_type: MPI_Datatype,
+    pub(crate) op_max: MPI_Op,
+}
+
+// The raw pointers are MPI's sentinels, never dereferenced by the preload.
+unsafe impl Send for Constants {}
+unsafe impl Sync for Constants {}
+
+impl Constants {
+    /// Reads the constants.
+    pub(crate) fn read() -> Constants {
+        // SAFETY: plain reads of initialised statics of the MPI shim.
+        unsafe {
+            Constants {
+                comm_world: RSMPI_COMM_WORLD,
+                comm_null: RSMPI_COMM_NULL,
+                status_ignore: RSMPI_STATUS_IGNORE,
+                statuses_ignore: RSMPI_STATUSES_IGNORE,
+                byte: RSMPI_UINT8_T,
+                u64_type: RSMPI_UINT64_T,
+                op_max: RSMPI_MAX,
+            }
+        }
+    }
+}
+
+/// A handle (an `int` in MPICH, a pointer in Open MPI) as a map key.
+#[inline]
+pub(crate) fn key<T: Copy>(handle: T) -> u64 {
+    const { assert!(size_of::<T>() <= 8) };
+    let mut k = 0u64;
+    // SAFETY: copies the handle's bytes (at most 8) into a u64.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            (&raw const handle).cast::<u8>(),
+            (&raw mut k).cast::<u8>(),
+            size_of::<T>(),
+        );
+    }
+    k
+}
+
+/// True when two handles are the same.
+#[inline]
+pub(crate) fn same<T: Copy>(a: T, b: T) -> bool {
+    key(a) == key(b)
+}
+
+/// Message bytes and buffer span of `count` elements of `datatype`: `(count * size,
+/// count * extent)`; zeros when MPI does not know the type.
+#[inline]
+pub(crate) fn sizes(count: c_int, datatype: MPI_Datatype) -> (u64, u64) {
+    let count = u64::try_from(count).unwrap_or(0);
+    if count == 0 {
+        return (0, 0);
+    }
+    let mut size: c_int = 0;
+    let (mut lb, mut extent): (MPI_Aint, MPI_Aint) = (0, 0);
+    // SAFETY: out-pointers to locals.
+    unsafe {
+        if PMPI_Type_size(datatype, &mut size) != 0 {
+            return (0, 0);
+        }
+        if PMPI_Type_get_extent(datatype, &mut lb, &mut extent) != 0 {
+            extent = size as MPI_Aint;
+        }
+    }
+    let size = u64::try_from(size).unwrap_or(0);
+    let extent = u64::try_from(extent).unwrap_or(size);
+    (count * size, count * extent)
+}
+
+/// Bytes of `count` elements of `datatype`.
+#[inline]
+pub(crate) fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
+    sizes(count, datatype).0
+}
+
+/// A buffer address as recorded.
+#[inline]
+pub(crate) fn addr(buf: *const c_void) -> u64 {
+    buf as u64
+}
+
+/// What a status says about a received message: `(source, tag, bytes)` with the source
+/// as the communicator's rank.
+#[inline]
+pub(crate) fn status_fields(status: &MPI_Status, byte: MPI_Datatype) -> (c_int, c_int, u64) {
+    let mut count: c_int = 0;
+    // SAFETY: a status MPI filled in; out-pointer to a local.
+    let ok = unsafe { PMPI_Get_count(status, byte, &mut count) } == 0;
+    let bytes = if ok {
+        u64::try_from(count).unwrap_or(0)
+    } else {
+        0
+    };
+    (status.MPI_SOURCE, status.MPI_TAG, bytes)
+}
+
+/// A status for MPI to fill in.
+#[inline]
+pub(crate) fn blank_status() -> MPI_Status {
+    // SAFETY: MPI_Status is plain integers; all zeros is a valid value.
+    unsafe { MaybeUninit::zeroed().assume_init() }
+}
+
+/// The world ranks of the members of `comm`'s group (the remote group for an
+/// intercommunicator, whose point-to-point ranks name the remote side), or `None`.
+pub(crate) fn world_ranks(comm: MPI_Comm, world: MPI_Comm) -> Option<Vec<c_int>> {
+    // SAFETY: out-pointers to locals; groups are freed before returning.
+    unsafe {
+        let mut inter: c_int = 0;
+        if PMPI_Comm_test_inter(comm, &mut inter) != 0 {
+            return None;
+        }
+        let mut group = MaybeUninit::<MPI_Group>::uninit();
+        let rc = if inter != 0 {
+            PMPI_Comm_remote_group(comm, group.as_mut_ptr())
+        } else {
+            PMPI_Comm_group(comm, group.as_mut_ptr())
+        };
+        if rc != 0 {
+            return None;
+        }
+        let mut group = group.assume_init();
+        let mut world_group = MaybeUninit::<MPI_Group>::uninit();
+        if PMPI_Comm_group(world, world_group.as_mut_ptr()) != 0 {
+            PMPI_Group_free(&mut group);
+            return None;
+        }
+        let mut world_group = world_group.assume_init();
+        let mut n: c_int = 0;
+        PMPI_Group_size(group, &mut n);
+        let ranks: Vec<c_int> = (0..n).collect();
+        let mut out = vec![0 as c_int; ranks.len()];
+        let rc = PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
+        PMPI_Group_free(&mut group);
+        PMPI_Group_free(&mut world_group);
+        (rc == 0).then_some(out)
+    }
+}
+
+/// This process's rank in `comm` (-1 if MPI refuses).
+pub(crate) fn rank_in(comm: MPI_Comm) -> c_int {
+    let mut rank: c_int = -1;
+    // SAFETY: out-pointer to a local.
+    unsafe { PMPI_Comm_rank(comm, &mut rank) };
+    rank
+}
+
+/// The size of `comm` (0 if MPI refuses).
+pub(crate) fn size_of_comm(comm: MPI_Comm) -> c_int {
+    let mut size: c_int = 0;
+    // SAFETY: out-pointer to a local.
+    unsafe { PMPI_Comm_size(comm, &mut size) };
+    size
+}
+
+/// The MPI library's version string (`MPI_Get_library_version`).
+pub(crate) fn library_version() -> String {
+    let mut buf = vec![0u8; 8192];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer is larger than MPI_MAX_LIBRARY_VERSION_STRING in both MPICH
+    // (8192) and Open MPI (256).
+    let rc = unsafe { PMPI_Get_library_version(buf.as_mut_ptr().cast(), &mut len) };
+    if rc != 0 {
+        return String::new();
+    }
+    buf.truncate(usize::try_from(len).unwrap_or(0));
+    String::from_utf8_lossy(&buf)
+        .trim_end_matches('\0')
+        .trim()
+        .to_string()
+}
+
+/// `MPI_Get_processor_name`.
+pub(crate) fn processor_name() -> String {
+    let mut buf = vec![0u8; 1024];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer exceeds MPI_MAX_PROCESSOR_NAME in MPICH and Open MPI.
+    let rc = unsafe { PMPI_Get_processor_name(buf.as_mut_ptr().cast(), &mut len) };
+    if rc != 0 {
+        return "unknown".into();
+    }
+    buf.truncate(usize::try_from(len).unwrap_or(0));
+    String::from_utf8_lossy(&buf).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_of_ints_and_pointers() {
+        assert_eq!(key(0x4400_0000_i32), 0x4400_0000);
+        assert_eq!(key(-1_i32), 0xffff_ffff);
+        let p = 0x1234_5678_9abc_usize as *const u8;
+        assert_eq!(key(p), 0x1234_5678_9abc);
+        assert!(same(3_i32, 3) && !same(3_i32, 4));
+    }
+}

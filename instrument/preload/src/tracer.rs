@@ -1,0 +1,339 @@
+//! The rank's recording: set up in `MPI_Init` once MPI works, ended in `MPI_Finalize`,
+//! `MPI_Abort`, or at exit for a program that never finalizes. Until it is set up, and
+//! after it ends, every wrapper only forwards.
+//!
+//! The trace directory comes from `OVERLAP_TRACE_DIR` (set by `overlap trace`, or by
+//! hand in a batch script); without it rank 0 picks `overlap-trace-<pid>` in its working
+//! directory and tells the others. Whether to trace is decided by all ranks together,
+//! so one rank that cannot create its file never leaves the others waiting in the clock
+//! alignment: they all run untraced, and each says why on stderr.
+
+use std::ffi::{c_int, c_void};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+use mpi_sys::*;
+use overlap_instrument::clock::{clock_domain, synchronize, monotonic_now_ns, Stamp, SyncTransport, Timebase};
+use overlap_instrument::recorder::{CallData, ChromeJsonSink, Recorder, RecorderConfig};
+use overlap_instrument::schema::{
+    rank_file_name, ClockSync, Header, Op, ParamValue, Params, SyncPhase, FORMAT_NAME,
+    FORMAT_VERSION,
+};
+
+use crate::handles::{CommTable, RequestTable};
+use crate::pmpi::{self, Constants};
+
+/// Environment variable naming the directory that receives `rank-N.json`.
+pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
+
+/// One rank's recording.
+pub(crate) struct Tracer {
+    pub(crate) recorder: Recorder,
+    pub(crate) k: Constants,
+    pub(crate) requests: RequestTable,
+    pub(crate) comms: CommTable,
+    /// A private duplicate of `MPI_COMM_WORLD` for the clock alignment.
+    sync_comm: MPI_Comm,
+    rank: c_int,
+}
+
+// MPI handles are plain values; MPI itself serialises their use.
+unsafe impl Send for Tracer {}
+unsafe impl Sync for Tracer {}
+
+static TRACER: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
+static WARNED: AtomicBool = AtomicBool::new(false);
+
+/// The recording, while there is one.
+#[inline]
+pub(crate) fn tracer() -> Option<&'static Tracer> {
+    // SAFETY: the pointer is null or a leaked Box that is never freed.
+    unsafe { TRACER.load(Ordering::Acquire).as_ref() }
+}
+
+impl Tracer {
+    /// Now, on the recorder's clock.
+    #[inline]
+    pub(crate) fn stamp(&self) -> Stamp {
+        self.recorder.stamp()
+    }
+
+    fn align_clock(&self, phase: SyncPhase) {
+        let transport = PmpiTransport {
+            comm: self.sync_comm,
+            rank: self.rank,
+            size: pmpi::size_of_comm(self.sync_comm),
+        };
+        let est = synchronize(&transport, 20, monotonic_now_ns);
+        self.recorder.record_clock_sync(ClockSync {
+            phase,
+            local_ns: est.at_remote_ns.saturating_sub(self.recorder.epoch_ns()),
+            offset_ns: est.offset_ns,
+            error_ns: est.error_ns,
+            rtt_ns: est.rtt_ns,
+            rounds: est.rounds,
+        });
+    }
+}
+
+/// Runs recording code; a panic in it (a bug of ours) stops the tracing and is reported
+/// once, and never unwinds into the program.
+#[inline]
+pub(crate) fn guarded(record: impl FnOnce()) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(record)).is_err() {
+        disable("an internal error in the recording (reported above)");
+    }
+}
+
+/// Stops tracing for the rest of the run, keeping what was recorded.
+pub(crate) fn disable(why: &str) {
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        eprintln!("overlap-preload: tracing stopped: {why}; the program goes on untraced");
+    }
+    stop();
+}
+
+/// What `MPI_Init` or `MPI_Init_thread` saw.
+pub(crate) struct InitCall {
+    pub(crate) op: Op,
+    pub(crate) site: u64,
+    pub(crate) epoch_ns: u64,
+    pub(crate) timebase: Timebase,
+    pub(crate) start: Stamp,
+    pub(crate) end: Stamp,
+    /// `MPI_Init_thread`'s provided level.
+    pub(crate) thread_level: Option<c_int>,
+}
+
+/// Sets up the recording after a successful `MPI_Init`. Collective over the world.
+pub(crate) fn start(init: InitCall) {
+    if tracer().is_some() {
+        return;
+    }
+    let k = Constants::read();
+    let world = k.comm_world;
+    let rank = pmpi::rank_in(world);
+    let size = pmpi::size_of_comm(world);
+    let dir = trace_dir(rank, world);
+    let header = Header {
+        format: FORMAT_NAME.to_string(),
+        format_version: FORMAT_VERSION,
+        rank: u32::try_from(rank).unwrap_or(0),
+        size: u32::try_from(size).unwrap_or(0),
+        host: pmpi::processor_name(),
+        os_pid: std::process::id(),
+        epoch_ns: init.epoch_ns,
+        clock_domain: clock_domain(),
+        program: program_name(),
+        params: params(init.thread_level),
+    };
+    let path = dir.join(rank_file_name(header.rank));
+    let recorder = ChromeJsonSink::create(&path, &header)
+        .and_then(|sink| {
+            Recorder::with_timebase(sink, RecorderConfig::default(), init.timebase, init.epoch_ns)
+        })
+        .map_err(|e| e.to_string());
+    // Everyone traces, or no one does.
+    let failed_here = c_int::from(recorder.is_err());
+    let mut failed_anywhere = failed_here;
+    // SAFETY: one int each way over the world, which every rank is in.
+    unsafe {
+        PMPI_Allreduce(
+            (&raw const failed_here).cast::<c_void>(),
+            (&raw mut failed_anywhere).cast::<c_void>(),
+            1,
+            RSMPI_INT32_T,
+            k.op_max,
+            world,
+        )
+    };
+    let recorder = match recorder {
+        Ok(r) if failed_anywhere == 0 => r,
+        Ok(r) => {
+            let _ = r.finish();
+            let _ = std::fs::remove_file(&path);
+            eprintln!("overlap-preload: rank {rank}: another rank cannot trace, so none does");
+            return;
+        }
+        Err(e) => {
+            eprintln!("overlap-preload: rank {rank}: cannot trace: {e}");
+            return;
+        }
+    };
+    let mut sync_comm = k.comm_null;
+    // SAFETY: out-pointer to a local; collective over the world.
+    unsafe { PMPI_Comm_dup(world, &mut sync_comm) };
+    let tracer = Box::leak(Box::new(Tracer {
+        recorder,
+        k,
+        requests: RequestTable::default(),
+        comms: CommTable::new(k, size),
+        sync_comm,
+        rank,
+    }));
+    tracer.align_clock(SyncPhase::Init);
+    tracer.recorder.record_call_from(
+        init.op,
+        init.start,
+        init.end,
+        init.site,
+        CallData::Plain,
+        0,
+        |_| unreachable!("no completions"),
+    );
+    TRACER.store(tracer, Ordering::Release);
+    // SAFETY: registers a plain extern "C" function.
+    unsafe { libc::atexit(at_exit) };
+}
+
+/// Before `MPI_Finalize`: the last clock alignment, while MPI still works. Collective.
+pub(crate) fn before_finalize(t: &Tracer) {
+    t.align_clock(SyncPhase::Final);
+    let mut comm = t.sync_comm;
+    // SAFETY: the private communicator, freed once.
+    unsafe { PMPI_Comm_free(&mut comm) };
+}
+
+/// Ends the recording: everything buffered reaches the file, with the footer.
+pub(crate) fn stop() {
+    let t = TRACER.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    // SAFETY: as in `tracer`; the Tracer stays leaked, so other threads still inside a
+    // wrapper keep a valid reference (their records are dropped).
+    if let Some(t) = unsafe { t.as_ref() } {
+        if let Err(e) = t.recorder.finish() {
+            eprintln!("overlap-preload: rank {}: finishing the trace: {e}", t.rank);
+        }
+    }
+}
+
+extern "C" fn at_exit() {
+    // A program that exits without MPI_Finalize: keep what it did.
+    stop();
+}
+
+/// The trace directory, the same on every rank. Collective over `world`.
+fn trace_dir(rank: c_int, world: MPI_Comm) -> PathBuf {
+    if let Some(dir) = std::env::var_os(TRACE_DIR_ENV).filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    // Rank 0 names it and tells the others.
+    let mut name = [0u8; 4096];
+    if rank == 0 {
+        let chosen = format!("overlap-trace-{}", std::process::id());
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let full = cwd.join(chosen).to_string_lossy().into_owned();
+        let n = full.len().min(name.len() - 1);
+        name[..n].copy_from_slice(&full.as_bytes()[..n]);
+        eprintln!("overlap-preload: {TRACE_DIR_ENV} is not set; tracing to {full}");
+    }
+    // SAFETY: a fixed-size byte buffer, broadcast from rank 0 over the world.
+    unsafe {
+        PMPI_Bcast(
+            name.as_mut_ptr().cast(),
+            name.len() as c_int,
+            RSMPI_UINT8_T,
+            0,
+            world,
+        )
+    };
+    let len = name.iter().position(|b| *b == 0).unwrap_or(name.len());
+    PathBuf::from(String::from_utf8_lossy(&name[..len]).into_owned())
+}
+
+/// The program's command line, from `/proc/self/cmdline`.
+fn command_line() -> Vec<String> {
+    std::fs::read("/proc/self/cmdline")
+        .map(|raw| {
+            raw.split(|b| *b == 0)
+                .filter(|a| !a.is_empty())
+                .map(|a| String::from_utf8_lossy(a).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn program_name() -> String {
+    command_line()
+        .first()
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn params(thread_level: Option<c_int>) -> Params {
+    let mut p = Params::new();
+    p.insert("command".into(), ParamValue::Text(command_line().join(" ")));
+    p.insert("recorded_by".into(), ParamValue::Text("overlap-preload".into()));
+    let library = pmpi::library_version();
+    let first_line = library.lines().next().unwrap_or("").trim().to_string();
+    p.insert("mpi_library".into(), ParamValue::Text(first_line));
+    if let Some(level) = thread_level {
+        p.insert("thread_level".into(), ParamValue::Int(i64::from(level)));
+    }
+    p
+}
+
+/// The clock alignment's messages, over the private communicator through PMPI.
+struct PmpiTransport {
+    comm: MPI_Comm,
+    rank: c_int,
+    size: c_int,
+}
+
+const SYNC_TAG: c_int = 0x5c10c;
+
+impl SyncTransport for PmpiTransport {
+    fn rank(&self) -> u32 {
+        u32::try_from(self.rank).unwrap_or(0)
+    }
+    fn size(&self) -> u32 {
+        u32::try_from(self.size).unwrap_or(0)
+    }
+    fn send(&self, to: u32, words: [u64; 4]) {
+        // SAFETY: four u64 from a local array.
+        unsafe {
+            PMPI_Send(
+                words.as_ptr().cast(),
+                4,
+                RSMPI_UINT64_T,
+                to as c_int,
+                SYNC_TAG,
+                self.comm,
+            )
+        };
+    }
+    fn recv(&self, from: u32) -> [u64; 4] {
+        let mut words = [0u64; 4];
+        // SAFETY: four u64 into a local array; the status is ignored.
+        unsafe {
+            PMPI_Recv(
+                words.as_mut_ptr().cast(),
+                4,
+                RSMPI_UINT64_T,
+                from as c_int,
+                SYNC_TAG,
+                self.comm,
+                RSMPI_STATUS_IGNORE,
+            )
+        };
+        words
+    }
+    fn await_message(&self, from: u32) {
+        loop {
+            let mut flag: c_int = 0;
+            // SAFETY: out-pointer to a local; the status is ignored.
+            unsafe {
+                PMPI_Iprobe(
+                    from as c_int,
+                    SYNC_TAG,
+                    self.comm,
+                    &mut flag,
+                    RSMPI_STATUS_IGNORE,
+                )
+            };
+            if flag != 0 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
+    }
+}
