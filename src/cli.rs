@@ -27,6 +27,8 @@ pub struct Cli {
 enum Command {
     /// Run a bundled kernel under mpiexec, traced, then merge and analyze its trace.
     Run(RunArgs),
+    /// Trace any MPI program unchanged: `overlap trace -- mpiexec -n 4 ./app args`.
+    Trace(TraceArgs),
     /// Merge a directory of per-rank trace files into one Perfetto trace.
     Merge(MergeArgs),
     /// Analyze a trace: time per rank, wait states, overlap per request, false overlap, POP.
@@ -194,6 +196,20 @@ struct LaunchArgs {
 }
 
 #[derive(Debug, Args)]
+struct TraceArgs {
+    /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/".
+    #[arg(long, default_value = "overlap-trace.json")]
+    out: PathBuf,
+    /// The preload library (default: liboverlap_preload.so beside this binary).
+    #[arg(long, env = "OVERLAP_PRELOAD")]
+    preload: Option<PathBuf>,
+    /// The launch command, after `--`: `mpiexec -n 4 ./app`, `srun -n 4 ./app`,
+    /// `mpirun -n 4 ./app` (Open MPI: the environment is exported with -x for you).
+    #[arg(last = true, required = true, value_name = "LAUNCH")]
+    command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
 struct MergeArgs {
     /// Directory holding the per-rank files (rank-N.json).
     dir: PathBuf,
@@ -211,6 +227,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Run(RunArgs {
             kernel: Kernel::FalseOverlap(a),
         }) => run_false_overlap(a),
+        Command::Trace(a) => trace(a),
         Command::Merge(a) => merge(a),
         Command::Analyze(a) => analyze(a),
         Command::Diff(a) => diff(a),
@@ -274,14 +291,16 @@ fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
     });
     match (failure, merged) {
         (None, Ok(m)) => {
-            let trace = report_merge(&m, &ranks_dir, &a.out)?;
+            let (trace, line) = report_merge(&m, &ranks_dir, &a.out)?;
+            println!("{line}");
             let (report, _) = analyze_trace(&trace, &Options::default());
             println!();
             print!("{}", render(&report, style()));
             Ok(ExitCode::SUCCESS)
         }
         (Some(failure), Ok(m)) => {
-            let trace = report_merge(&m, &ranks_dir, &a.out)?;
+            let (trace, line) = report_merge(&m, &ranks_dir, &a.out)?;
+            println!("{line}");
             print!("{}", summarize(&trace).to_table());
             bail!(
                 "{failure}\nwhat was recorded is merged in {}",
@@ -293,8 +312,9 @@ fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
     }
 }
 
-/// Writes the merged trace, reports what was missing, and returns the run for analysis.
-fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<Trace> {
+/// Writes the merged trace, reports what was missing on stderr, and returns the run for
+/// analysis with the line saying what was merged.
+fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(Trace, String)> {
     let written = write_merged(&m.merged, out)
         .with_context(|| format!("writing the merged trace {}", out.display()))?;
     let info = &m.merged.info;
@@ -321,7 +341,7 @@ fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<Trace> {
         );
     }
     let size = std::fs::metadata(out).map(|md| md.len()).unwrap_or(0);
-    println!(
+    let line = format!(
         "merged {} rank(s), {} messages ({} unmatched sends, {} unmatched receives) into {} \
          ({} events, {:.1} KiB)",
         m.merged.ranks.len(),
@@ -332,12 +352,42 @@ fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<Trace> {
         written,
         size as f64 / 1024.0
     );
-    Ok(m.merged.to_trace(out))
+    Ok((m.merged.to_trace(out), line))
+}
+
+fn trace(a: TraceArgs) -> Result<ExitCode> {
+    let preload = crate::trace::find_preload(a.preload.as_deref())?;
+    let ranks_dir = ranks_dir_for(&a.out);
+    crate::launch::clear_trace_dir(&ranks_dir)?;
+    let status = crate::trace::run_traced(&a.command, &preload, &ranks_dir)?;
+    let command = a.command.join(" ");
+    let merged = merge_dir(&ranks_dir).with_context(|| {
+        format!(
+            "`{command}` ({status}) left no readable trace in {}: was it an MPI program \
+             built against the MPI overlap was built with? (Fortran programs using the \
+             mpi_f08 module are not traced: see docs/preload.md)",
+            ranks_dir.display()
+        )
+    })?;
+    let (trace, line) = report_merge(&merged, &ranks_dir, &a.out)?;
+    eprintln!("{line}");
+    eprint!("{}", summarize(&trace).to_table());
+    if status.success() {
+        eprintln!("analyze it with `overlap analyze {}`", a.out.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!(
+        "overlap: `{command}` failed ({status}); what the ranks recorded is merged in {}",
+        a.out.display()
+    );
+    let code = status.code().and_then(|c| u8::try_from(c).ok()).filter(|c| *c != 0);
+    Ok(ExitCode::from(code.unwrap_or(1)))
 }
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
     let m = merge_dir(&a.dir)?;
-    let trace = report_merge(&m, &a.dir, &a.out)?;
+    let (trace, line) = report_merge(&m, &a.dir, &a.out)?;
+    println!("{line}");
     print!("{}", summarize(&trace).to_table());
     let info = &m.merged.info;
     let problems = m.unreadable.len() + info.missing_ranks.len() + info.incomplete.len();

@@ -131,7 +131,7 @@ fn kernels_binary(given: Option<&Path>) -> Result<PathBuf> {
 }
 
 /// Removes the per-rank files of an earlier run, so they cannot be merged by mistake.
-fn clear_trace_dir(dir: &Path) -> Result<()> {
+pub fn clear_trace_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
             let path = entry?.path();

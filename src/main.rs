@@ -5,6 +5,7 @@ mod cli;
 mod launch;
 mod progress;
 mod selftrace;
+mod trace;
 
 use std::process::ExitCode;
 

@@ -431,11 +431,21 @@ impl Timeline {
         self.names.get(id as usize).map_or("?", String::as_str)
     }
 
-    /// First start and last end, if the rank has any span.
+    /// The part of the run analysed: first start to last end, except that a recorded
+    /// `MPI_Init` (or `MPI_Init_thread`) moves the start to its end and a recorded
+    /// `MPI_Finalize` moves the end to its start, so that setting MPI up and down (and
+    /// the tracer's clock alignment inside them) counts as neither useful nor waiting.
     pub fn extent(&self) -> Option<(Nanos, Nanos)> {
-        let start = self.spans.first()?.start;
-        let end = self.spans.iter().map(|s| s.end).max()?;
-        Some((start, end))
+        let mut start = self.spans.first()?.start;
+        let mut end = self.spans.iter().map(|s| s.end).max()?;
+        for s in &self.spans {
+            match s.op() {
+                Some(Op::Init | Op::InitThread) => start = start.max(s.end),
+                Some(Op::Finalize) => end = end.min(s.start),
+                _ => {}
+            }
+        }
+        Some((start, end.max(start)))
     }
 }
 

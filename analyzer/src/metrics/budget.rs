@@ -92,7 +92,10 @@ pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
             match s.what {
                 What::Compute(_) => b.compute_ns += d,
                 What::Call(op, _) => {
-                    b.in_mpi_ns += d;
+                    // Init and Finalize lie outside the analysed part (see `extent`).
+                    if !matches!(op, Op::Init | Op::InitThread | Op::Finalize) {
+                        b.in_mpi_ns += d;
+                    }
                     if is_waiting(op) {
                         b.waiting_ns += d;
                     }

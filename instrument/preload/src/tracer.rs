@@ -93,14 +93,13 @@ pub(crate) fn disable(why: &str) {
     stop();
 }
 
-/// What `MPI_Init` or `MPI_Init_thread` saw.
+/// What `MPI_Init` or `MPI_Init_thread` saw, entering.
 pub(crate) struct InitCall {
     pub(crate) op: Op,
     pub(crate) site: u64,
     pub(crate) epoch_ns: u64,
     pub(crate) timebase: Timebase,
     pub(crate) start: Stamp,
-    pub(crate) end: Stamp,
     /// `MPI_Init_thread`'s provided level.
     pub(crate) thread_level: Option<c_int>,
 }
@@ -172,10 +171,11 @@ pub(crate) fn start(init: InitCall) {
         rank,
     }));
     tracer.align_clock(SyncPhase::Init);
+    // The program is in MPI_Init until the tracer is ready: the span covers both.
     tracer.recorder.record_call_from(
         init.op,
         init.start,
-        init.end,
+        init.timebase.stamp(),
         init.site,
         CallData::Plain,
         0,

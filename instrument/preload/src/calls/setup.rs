@@ -26,7 +26,6 @@ fn init_with(op: Op, forward: impl FnOnce() -> c_int, provided: impl FnOnce() ->
     let timebase = Timebase::new(ClockSource::Auto, epoch_ns);
     let start = timebase.stamp();
     let rc = forward();
-    let end = timebase.stamp();
     if rc == 0 {
         guarded(|| {
             tracer::start(InitCall {
@@ -35,7 +34,6 @@ fn init_with(op: Op, forward: impl FnOnce() -> c_int, provided: impl FnOnce() ->
                 epoch_ns,
                 timebase,
                 start,
-                end,
                 thread_level: provided(),
             })
         });

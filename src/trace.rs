@@ -1,0 +1,152 @@
+//! `overlap trace -- LAUNCH...`: runs any MPI program with the preload injected into
+//! every rank, then merges what the ranks wrote.
+//!
+//! The preload reaches the ranks through the environment: `LD_PRELOAD` names it and
+//! `OVERLAP_TRACE_DIR` says where the ranks write. MPICH's `mpiexec` (hydra) and
+//! Slurm's `srun` pass the whole environment on; Open MPI's `mpirun` passes only what
+//! `-x` names, so for it the two `-x` options are added. Everything the program prints
+//! goes through untouched; what `overlap` says goes to stderr.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+use anyhow::{bail, Context, Result};
+
+/// The preload's file name, as cargo builds it.
+pub const PRELOAD_FILE: &str = "liboverlap_preload.so";
+/// Environment variable naming the preload explicitly.
+pub const PRELOAD_ENV: &str = "OVERLAP_PRELOAD";
+/// Environment variable the preload reads its trace directory from.
+pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
+
+/// The preload library: the one given, else the one beside this binary (where cargo
+/// builds both), else the installed layout `../lib/overlap/`.
+pub fn find_preload(given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = given {
+        if !p.is_file() {
+            bail!("the preload library {} does not exist", p.display());
+        }
+        return Ok(p.to_path_buf());
+    }
+    let exe = std::env::current_exe().context("finding this program's own path")?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [
+        dir.join(PRELOAD_FILE),
+        dir.join("..").join("lib").join("overlap").join(PRELOAD_FILE),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "{PRELOAD_FILE} was not found beside {} nor in ../lib/overlap: build it with \
+                 `cargo build --workspace` (or `make build`), or name it with --preload or \
+                 {PRELOAD_ENV}",
+                exe.display()
+            )
+        })
+}
+
+/// True when `launcher` is Open MPI's `mpirun`/`mpiexec`, which passes on only the
+/// environment variables named with `-x`.
+fn is_open_mpi_launcher(launcher: &str) -> bool {
+    let name = Path::new(launcher)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    if !matches!(name, "mpirun" | "mpiexec" | "orterun" | "prterun") {
+        return false;
+    }
+    Command::new(launcher)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .output()
+        .map(|o| {
+            let text = String::from_utf8_lossy(&o.stdout) + String::from_utf8_lossy(&o.stderr);
+            text.contains("Open MPI") || text.contains("OpenRTE")
+        })
+        .unwrap_or(false)
+}
+
+/// The launch command with what Open MPI needs to pass the preload on.
+pub fn with_open_mpi_exports(command: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(command.len() + 4);
+    out.push(command[0].clone());
+    for var in ["LD_PRELOAD", TRACE_DIR_ENV] {
+        out.push("-x".into());
+        out.push(var.into());
+    }
+    out.extend(command[1..].iter().cloned());
+    out
+}
+
+/// `LD_PRELOAD` with the preload first, keeping what the user already preloads.
+pub fn ld_preload(preload: &Path, existing: Option<OsString>) -> OsString {
+    let mut value = preload.as_os_str().to_os_string();
+    if let Some(old) = existing.filter(|o| !o.is_empty()) {
+        value.push(":");
+        value.push(old);
+    }
+    value
+}
+
+/// Runs `command` with the preload, the ranks writing into `dir`, stdio passed through.
+pub fn run_traced(command: &[String], preload: &Path, dir: &Path) -> Result<ExitStatus> {
+    let Some(launcher) = command.first() else {
+        bail!("nothing to run: give the launch command after `--`, e.g. `overlap trace -- mpiexec -n 4 ./app`");
+    };
+    let command = if is_open_mpi_launcher(launcher) {
+        with_open_mpi_exports(command)
+    } else {
+        command.to_vec()
+    };
+    let dir = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
+    let preload = std::path::absolute(preload)
+        .with_context(|| format!("resolving {}", preload.display()))?;
+    let status = Command::new(&command[0])
+        .args(&command[1..])
+        .env(
+            "LD_PRELOAD",
+            ld_preload(&preload, std::env::var_os("LD_PRELOAD")),
+        )
+        .env(TRACE_DIR_ENV, &dir)
+        .status()
+        .with_context(|| format!("starting {launcher}"))?;
+    Ok(status)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn open_mpi_gets_the_variables_exported() {
+        let cmd: Vec<String> = ["mpirun", "-n", "4", "./app", "x"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            with_open_mpi_exports(&cmd),
+            ["mpirun", "-x", "LD_PRELOAD", "-x", "OVERLAP_TRACE_DIR", "-n", "4", "./app", "x"]
+        );
+    }
+
+    #[test]
+    fn the_preload_goes_first_and_keeps_the_users() {
+        let p = Path::new("/x/liboverlap_preload.so");
+        assert_eq!(ld_preload(p, None), "/x/liboverlap_preload.so");
+        assert_eq!(ld_preload(p, Some("".into())), "/x/liboverlap_preload.so");
+        assert_eq!(
+            ld_preload(p, Some("/y/libasan.so".into())),
+            "/x/liboverlap_preload.so:/y/libasan.so"
+        );
+    }
+
+    #[test]
+    fn mpich_and_srun_are_not_open_mpi() {
+        assert!(!is_open_mpi_launcher("srun"));
+        assert!(!is_open_mpi_launcher("/no/such/mpirun"));
+    }
+}
