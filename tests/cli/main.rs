@@ -4,4 +4,5 @@
 mod analyze;
 mod merge;
 mod run;
+mod trace;
 mod util;

@@ -1,0 +1,320 @@
+//! `overlap trace` on unmodified C and Fortran programs (tests/programs), compiled with
+//! mpicc / mpif90 and run under real `mpiexec`: the merged trace holds every call the
+//! program issued, messages and requests all match, the program prints the same as
+//! without tracing, and a rank that calls MPI_Abort still leaves a merged trace.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use overlap_analyzer::import::read_merged;
+use overlap_analyzer::model::MergedTrace;
+use overlap_instrument::schema::{Event, Op};
+
+use crate::util::{mpi_lock, overlap_bin, Run};
+
+/// The test programs, compiled once per test run into a directory that lives as long.
+fn programs() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
+        let compile = |compiler: &str, source: &str, out: &str, extra: &[&str]| {
+            let status = Command::new(compiler)
+                .args(["-g", "-O1"])
+                .args(extra)
+                .arg(src.join(source))
+                .arg("-o")
+                .arg(dir.path().join(out))
+                .status()
+                .unwrap_or_else(|e| panic!("{compiler} runs (run `make setup`): {e}"));
+            assert!(status.success(), "{compiler} {source} failed");
+        };
+        // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
+        compile("mpicc", "calls.c", "calls", &["-Wno-stringop-overflow"]);
+        compile("mpicc", "abort.c", "abort", &["-Wno-stringop-overflow"]);
+        compile("mpif90", "ring.f90", "ring", &[]);
+        dir
+    })
+    .path()
+}
+
+fn program(name: &str) -> PathBuf {
+    programs().join(name)
+}
+
+/// `overlap trace --out OUT -- mpiexec -n RANKS PROGRAM`.
+fn trace(ranks: u32, program: &Path, out: &Path) -> Run {
+    let _guard = mpi_lock();
+    let output = Command::new(overlap_bin())
+        .arg("trace")
+        .arg("--out")
+        .arg(out)
+        .args(["--", "mpiexec", "-n", &ranks.to_string()])
+        .arg(program)
+        .output()
+        .expect("overlap runs");
+    Run { output }
+}
+
+/// `mpiexec -n RANKS PROGRAM`, untraced.
+fn untraced(ranks: u32, program: &Path) -> Run {
+    let _guard = mpi_lock();
+    let output = Command::new("mpiexec")
+        .args(["-n", &ranks.to_string()])
+        .arg(program)
+        .output()
+        .expect("mpiexec runs");
+    Run { output }
+}
+
+/// Calls per op on each rank.
+fn counts(trace: &MergedTrace) -> BTreeMap<u32, BTreeMap<Op, usize>> {
+    let mut out: BTreeMap<u32, BTreeMap<Op, usize>> = BTreeMap::new();
+    for (rank, events) in &trace.events {
+        let per = out.entry(*rank).or_default();
+        for e in events {
+            if let Event::Call(c) = e {
+                *per.entry(c.op).or_default() += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The counts the program reported on stderr for its polling loops, by rank.
+fn reported(run: &Run) -> BTreeMap<u32, (usize, usize)> {
+    run.stderr()
+        .lines()
+        .filter_map(|l| l.strip_prefix("issued "))
+        .map(|l| {
+            let field = |name: &str| -> usize {
+                let v = l
+                    .split_whitespace()
+                    .find_map(|w| w.strip_prefix(name))
+                    .unwrap_or_else(|| panic!("{name} in {l}"));
+                v.parse().expect("a count")
+            };
+            (field("rank=") as u32, (field("MPI_Testsome="), field("MPI_Iprobe=")))
+        })
+        .collect()
+}
+
+/// What tests/programs/calls.c issues on `rank` (ITERS = 3), with its reported polls.
+fn expected_calls(rank: u32, testsome: usize, iprobe: usize) -> BTreeMap<Op, usize> {
+    let even = rank % 2 == 0;
+    let mut e: BTreeMap<Op, usize> = [
+        (Op::Init, 1),
+        (Op::Finalize, 1),
+        (Op::Irecv, 5),
+        (Op::Isend, 5),
+        (Op::Waitall, 6),
+        (Op::Waitany, 2),
+        (Op::Testsome, testsome),
+        (Op::RecvInit, 1),
+        (Op::SendInit, 1),
+        (Op::Startall, 3),
+        (Op::Start, 2),
+        (Op::Wait, 4),
+        (Op::RequestFree, 2),
+        (Op::Send, 2),
+        (Op::Recv, if even { 2 } else { 3 }),
+        (Op::Ssend, if even { 1 } else { 0 }),
+        (Op::Probe, if even { 0 } else { 1 }),
+        (Op::Iprobe, iprobe),
+        (Op::Sendrecv, 1),
+        (Op::SendrecvReplace, 1),
+        (Op::Barrier, 2),
+        (Op::Bcast, 1),
+        (Op::Reduce, 2),
+        (Op::Allreduce, 2),
+        (Op::Allgather, 1),
+        (Op::Allgatherv, 1),
+        (Op::Alltoall, 1),
+        (Op::Alltoallv, 1),
+        (Op::Gather, 1),
+        (Op::Gatherv, 1),
+        (Op::Scatter, 1),
+        (Op::Scatterv, 1),
+        (Op::Ibarrier, 1),
+        (Op::Iallreduce, 1),
+    ]
+    .into_iter()
+    .collect();
+    e.retain(|_, n| *n > 0);
+    e
+}
+
+fn check_calls_program(ranks: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("calls.json");
+    let plain = untraced(ranks, &program("calls"));
+    assert!(plain.success(), "{}", plain.describe());
+    let run = trace(ranks, &program("calls"), &out);
+    assert!(run.success(), "{}", run.describe());
+    assert_eq!(run.stdout(), plain.stdout(), "the program's output is unchanged");
+    assert!(
+        run.stdout().contains(&format!("calls: {ranks} ranks, checksum")),
+        "{}",
+        run.describe()
+    );
+    let t = read_merged(&out).expect("merged trace reads back");
+    assert_eq!(t.info.world_size, ranks);
+    assert_eq!(t.info.program, "calls");
+    let polls = reported(&run);
+    let got = counts(&t);
+    assert_eq!(got.len(), ranks as usize);
+    for (rank, per) in &got {
+        let (testsome, iprobe) = polls[rank];
+        assert_eq!(
+            *per,
+            expected_calls(*rank, testsome, iprobe),
+            "rank {rank}\n{}",
+            run.describe()
+        );
+    }
+    // Per rank: 3 ring + 1 Waitany + 1 Testsome + 4 persistent + 1 Sendrecv + 1
+    // Sendrecv_replace messages, and per pair 5 blocking ones.
+    assert_eq!(t.info.messages, u64::from(11 * ranks + 5 * ranks / 2));
+    assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
+    // Every request completed: 5 Irecv, 5 Isend, 8 persistent starts (Startall thrice
+    // with two requests, Start twice with one), Ibarrier and Iallreduce.
+    let per_rank_requests = 5 + 5 + (3 * 2 + 2) + 2;
+    assert_eq!(t.requests.len(), (per_rank_requests * ranks) as usize);
+    assert!(t.requests.iter().all(|r| r.end_ns.is_some()), "all completed");
+    let persistent = t.requests.iter().filter(|r| r.name.starts_with("Start")).count();
+    assert_eq!(persistent, (8 * ranks) as usize, "starts are named as such");
+    check_sites_and_comms(&t, ranks);
+}
+
+/// Every call carries its call site, the same for every pass through a loop; the
+/// parity communicator's collectives carry one id per half, not world's.
+fn check_sites_and_comms(t: &MergedTrace, ranks: u32) {
+    let mut half_ids: BTreeMap<u32, u32> = BTreeMap::new();
+    for (rank, events) in &t.events {
+        let mut ring_sites = Vec::new();
+        let mut allreduce_comms = Vec::new();
+        for e in events {
+            let Event::Call(c) = e else { continue };
+            assert!(
+                c.args.site.is_some_and(|s| s > 0),
+                "rank {rank}: {:?} has no call site",
+                c.op
+            );
+            if c.op == Op::Isend && c.args.tag == Some(10) {
+                ring_sites.push(c.args.site);
+            }
+            if c.op == Op::Allreduce {
+                allreduce_comms.push(c.args.comm);
+            }
+        }
+        assert_eq!(ring_sites.len(), 3);
+        assert!(ring_sites.windows(2).all(|w| w[0] == w[1]), "one loop, one site");
+        assert_eq!(allreduce_comms[0], Some(0), "the first Allreduce is on world");
+        let half = allreduce_comms[1].expect("comm recorded");
+        assert_ne!(half, 0, "rank {rank}: the split communicator is not world");
+        half_ids.insert(*rank, half);
+    }
+    for r in 0..ranks {
+        for s in 0..ranks {
+            assert_eq!(
+                half_ids[&r] == half_ids[&s],
+                r % 2 == s % 2,
+                "ranks {r} and {s}: {half_ids:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn c_program_on_2_ranks() {
+    check_calls_program(2);
+}
+
+#[test]
+fn c_program_on_4_ranks() {
+    check_calls_program(4);
+}
+
+fn check_fortran(ranks: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("ring.json");
+    let plain = untraced(ranks, &program("ring"));
+    let run = trace(ranks, &program("ring"), &out);
+    assert!(run.success(), "{}", run.describe());
+    assert_eq!(run.stdout(), plain.stdout(), "the program's output is unchanged");
+    let t = read_merged(&out).expect("merged trace reads back");
+    let expected: BTreeMap<Op, usize> = [
+        (Op::Init, 1),
+        (Op::Irecv, 4),
+        (Op::Isend, 4),
+        (Op::Waitall, 4),
+        (Op::Allreduce, 1),
+        (Op::Barrier, 1),
+        (Op::Finalize, 1),
+    ]
+    .into_iter()
+    .collect();
+    for (rank, per) in counts(&t) {
+        assert_eq!(per, expected, "rank {rank}");
+    }
+    assert_eq!(t.info.messages, u64::from(4 * ranks));
+    assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
+}
+
+#[test]
+fn fortran_program_on_2_and_4_ranks() {
+    check_fortran(2);
+    check_fortran(4);
+}
+
+#[test]
+fn a_rank_that_aborts_still_leaves_a_merged_trace() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("abort.json");
+    let run = trace(2, &program("abort"), &out);
+    assert_eq!(run.output.status.code(), Some(3), "{}", run.describe());
+    run.assert_stderr_has("what the ranks recorded is merged in");
+    let t = read_merged(&out).expect("merged trace reads back");
+    let got = counts(&t);
+    assert_eq!(got.len(), 2, "{}", run.describe());
+    for (rank, per) in &got {
+        for op in [Op::Init, Op::Irecv, Op::Isend, Op::Waitall] {
+            assert_eq!(per.get(&op), Some(&1), "rank {rank} {op:?}");
+        }
+    }
+    // The rank that gave up closed its file itself, the abort recorded.
+    assert_eq!(got[&1].get(&Op::Abort), Some(&1));
+    assert!(t.info.incomplete.iter().all(|i| i.rank != 1), "{:?}", t.info.incomplete);
+    assert_eq!(t.info.messages, 2);
+}
+
+#[test]
+fn a_missing_preload_is_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(overlap_bin())
+        .args(["trace", "--preload", "/no/such/liboverlap_preload.so", "--out"])
+        .arg(dir.path().join("x.json"))
+        .args(["--", "true"])
+        .output()
+        .expect("overlap runs");
+    let run = Run { output };
+    assert!(!run.success());
+    run.assert_stderr_has("the preload library /no/such/liboverlap_preload.so does not exist");
+}
+
+#[test]
+fn a_program_that_records_nothing_is_explained() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = Command::new(overlap_bin())
+        .args(["trace", "--out"])
+        .arg(dir.path().join("x.json"))
+        .args(["--", "true"])
+        .output()
+        .expect("overlap runs");
+    let run = Run { output };
+    assert!(!run.success());
+    run.assert_stderr_has("left no readable trace");
+    run.assert_stderr_has("was it an MPI program");
+}
