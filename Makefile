@@ -30,7 +30,7 @@ demo: build
 	@echo "completed the receive. Nothing leaves your machine: the UI runs in the browser."
 
 test: setup
-	$(CARGO) build --workspace --bins
+	$(CARGO) build --workspace
 	$(CARGO) test --workspace
 	scripts/ci-gate.sh
 

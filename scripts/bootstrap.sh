@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the system packages overlap needs, when they are missing:
-#   - MPICH (mpiexec, mpicc, libmpich): the MPI the kernels and tests run on;
+#   - MPICH (mpiexec, mpicc, mpif90, libmpich) and gfortran: the MPI the kernels and
+#     tests run on, and the compilers of the C and Fortran programs the preload traces;
 #   - libclang: the `mpi` crate generates its bindings with it at build time.
 # Debian/Ubuntu get them through apt-get (with sudo when not root); elsewhere the
 # script says what to install. It changes nothing when everything is there.
 set -euo pipefail
 
-packages=(mpich libmpich-dev libclang-dev)
+packages=(mpich libmpich-dev gfortran libclang-dev)
 
 have_package() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
@@ -35,7 +36,7 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   fi
 else
-  for tool in mpiexec mpicc; do
+  for tool in mpiexec mpicc mpif90; do
     if ! command -v "$tool" >/dev/null 2>&1; then
       echo "bootstrap: $tool not found: install MPICH and libclang with your package manager" >&2
       exit 1

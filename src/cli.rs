@@ -380,7 +380,10 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         "overlap: `{command}` failed ({status}); what the ranks recorded is merged in {}",
         a.out.display()
     );
-    let code = status.code().and_then(|c| u8::try_from(c).ok()).filter(|c| *c != 0);
+    let code = status
+        .code()
+        .and_then(|c| u8::try_from(c).ok())
+        .filter(|c| *c != 0);
     Ok(ExitCode::from(code.unwrap_or(1)))
 }
 

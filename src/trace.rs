@@ -33,7 +33,10 @@ pub fn find_preload(given: Option<&Path>) -> Result<PathBuf> {
     let dir = exe.parent().unwrap_or(Path::new("."));
     let candidates = [
         dir.join(PRELOAD_FILE),
-        dir.join("..").join("lib").join("overlap").join(PRELOAD_FILE),
+        dir.join("..")
+            .join("lib")
+            .join("overlap")
+            .join(PRELOAD_FILE),
     ];
     candidates
         .iter()
@@ -103,8 +106,8 @@ pub fn run_traced(command: &[String], preload: &Path, dir: &Path) -> Result<Exit
         command.to_vec()
     };
     let dir = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
-    let preload = std::path::absolute(preload)
-        .with_context(|| format!("resolving {}", preload.display()))?;
+    let preload =
+        std::path::absolute(preload).with_context(|| format!("resolving {}", preload.display()))?;
     let status = Command::new(&command[0])
         .args(&command[1..])
         .env(
@@ -129,7 +132,17 @@ mod tests {
             .collect();
         assert_eq!(
             with_open_mpi_exports(&cmd),
-            ["mpirun", "-x", "LD_PRELOAD", "-x", "OVERLAP_TRACE_DIR", "-n", "4", "./app", "x"]
+            [
+                "mpirun",
+                "-x",
+                "LD_PRELOAD",
+                "-x",
+                "OVERLAP_TRACE_DIR",
+                "-n",
+                "4",
+                "./app",
+                "x"
+            ]
         );
     }
 

@@ -96,7 +96,10 @@ fn reported(run: &Run) -> BTreeMap<u32, (usize, usize)> {
                     .unwrap_or_else(|| panic!("{name} in {l}"));
                 v.parse().expect("a count")
             };
-            (field("rank=") as u32, (field("MPI_Testsome="), field("MPI_Iprobe=")))
+            (
+                field("rank=") as u32,
+                (field("MPI_Testsome="), field("MPI_Iprobe=")),
+            )
         })
         .collect()
 }
@@ -153,9 +156,14 @@ fn check_calls_program(ranks: u32) {
     assert!(plain.success(), "{}", plain.describe());
     let run = trace(ranks, &program("calls"), &out);
     assert!(run.success(), "{}", run.describe());
-    assert_eq!(run.stdout(), plain.stdout(), "the program's output is unchanged");
+    assert_eq!(
+        run.stdout(),
+        plain.stdout(),
+        "the program's output is unchanged"
+    );
     assert!(
-        run.stdout().contains(&format!("calls: {ranks} ranks, checksum")),
+        run.stdout()
+            .contains(&format!("calls: {ranks} ranks, checksum")),
         "{}",
         run.describe()
     );
@@ -182,8 +190,15 @@ fn check_calls_program(ranks: u32) {
     // with two requests, Start twice with one), Ibarrier and Iallreduce.
     let per_rank_requests = 5 + 5 + (3 * 2 + 2) + 2;
     assert_eq!(t.requests.len(), (per_rank_requests * ranks) as usize);
-    assert!(t.requests.iter().all(|r| r.end_ns.is_some()), "all completed");
-    let persistent = t.requests.iter().filter(|r| r.name.starts_with("Start")).count();
+    assert!(
+        t.requests.iter().all(|r| r.end_ns.is_some()),
+        "all completed"
+    );
+    let persistent = t
+        .requests
+        .iter()
+        .filter(|r| r.name.starts_with("Start"))
+        .count();
     assert_eq!(persistent, (8 * ranks) as usize, "starts are named as such");
     check_sites_and_comms(&t, ranks);
 }
@@ -210,8 +225,15 @@ fn check_sites_and_comms(t: &MergedTrace, ranks: u32) {
             }
         }
         assert_eq!(ring_sites.len(), 3);
-        assert!(ring_sites.windows(2).all(|w| w[0] == w[1]), "one loop, one site");
-        assert_eq!(allreduce_comms[0], Some(0), "the first Allreduce is on world");
+        assert!(
+            ring_sites.windows(2).all(|w| w[0] == w[1]),
+            "one loop, one site"
+        );
+        assert_eq!(
+            allreduce_comms[0],
+            Some(0),
+            "the first Allreduce is on world"
+        );
         let half = allreduce_comms[1].expect("comm recorded");
         assert_ne!(half, 0, "rank {rank}: the split communicator is not world");
         half_ids.insert(*rank, half);
@@ -243,7 +265,11 @@ fn check_fortran(ranks: u32) {
     let plain = untraced(ranks, &program("ring"));
     let run = trace(ranks, &program("ring"), &out);
     assert!(run.success(), "{}", run.describe());
-    assert_eq!(run.stdout(), plain.stdout(), "the program's output is unchanged");
+    assert_eq!(
+        run.stdout(),
+        plain.stdout(),
+        "the program's output is unchanged"
+    );
     let t = read_merged(&out).expect("merged trace reads back");
     let expected: BTreeMap<Op, usize> = [
         (Op::Init, 1),
@@ -286,7 +312,11 @@ fn a_rank_that_aborts_still_leaves_a_merged_trace() {
     }
     // The rank that gave up closed its file itself, the abort recorded.
     assert_eq!(got[&1].get(&Op::Abort), Some(&1));
-    assert!(t.info.incomplete.iter().all(|i| i.rank != 1), "{:?}", t.info.incomplete);
+    assert!(
+        t.info.incomplete.iter().all(|i| i.rank != 1),
+        "{:?}",
+        t.info.incomplete
+    );
     assert_eq!(t.info.messages, 2);
 }
 
@@ -294,7 +324,12 @@ fn a_rank_that_aborts_still_leaves_a_merged_trace() {
 fn a_missing_preload_is_named() {
     let dir = tempfile::tempdir().expect("temp dir");
     let output = Command::new(overlap_bin())
-        .args(["trace", "--preload", "/no/such/liboverlap_preload.so", "--out"])
+        .args([
+            "trace",
+            "--preload",
+            "/no/such/liboverlap_preload.so",
+            "--out",
+        ])
         .arg(dir.path().join("x.json"))
         .args(["--", "true"])
         .output()

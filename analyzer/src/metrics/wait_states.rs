@@ -202,10 +202,12 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
         }
         // Late Receiver.
         let send_done = match send.op() {
-            Some(op) if op.class() == OpClass::Post => completion_of.get(&m.send).map(|i| EventRef {
-                rank: m.send.rank,
-                index: *i,
-            }),
+            Some(op) if op.class() == OpClass::Post => {
+                completion_of.get(&m.send).map(|i| EventRef {
+                    rank: m.send.rank,
+                    index: *i,
+                })
+            }
             Some(_) => Some(m.send),
             None => None,
         };
@@ -247,7 +249,11 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             .rank(first.rank)
             .and_then(|t| t.call(first.index))
             .and_then(|(_, c)| c.root)
-            .and_then(|root| spans.iter().find(|(r, _)| i64::from(r.rank) == i64::from(root)));
+            .and_then(|root| {
+                spans
+                    .iter()
+                    .find(|(r, _)| i64::from(r.rank) == i64::from(root))
+            });
         match (pattern, root) {
             (Some(CollectivePattern::OneToAll), Some(&(root, root_span))) => {
                 // Late Broadcast: a rank that entered before the root waits for it.

@@ -127,7 +127,10 @@ impl CommTable {
         // SAFETY: out-pointer to a local.
         unsafe { PMPI_Comm_test_inter(parent, &mut inter) };
         let round = if inter == 0 {
-            let mine = *self.next_round.lock().unwrap_or_else(PoisonError::into_inner);
+            let mine = *self
+                .next_round
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             let mut agreed = mine;
             // SAFETY: one u64 each way; every member of `parent` is in this call.
             let rc = unsafe {
@@ -145,7 +148,10 @@ impl CommTable {
             None
         };
         if let Some(round) = round {
-            *self.next_round.lock().unwrap_or_else(PoisonError::into_inner) = round + 1;
+            *self
+                .next_round
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = round + 1;
         }
         if pmpi::same(new, self.k.comm_null) {
             return;
@@ -232,7 +238,13 @@ impl RequestTable {
     }
 
     /// A persistent init created `persistent` under `handle`.
-    pub(crate) fn persistent(&self, handle: u64, persistent: u64, kind: RequestKind, comm: CommInfo) {
+    pub(crate) fn persistent(
+        &self,
+        handle: u64,
+        persistent: u64,
+        kind: RequestKind,
+        comm: CommInfo,
+    ) {
         self.lock().insert(
             handle,
             Tracked::Persistent {

@@ -151,7 +151,8 @@ pub(crate) fn world_ranks(comm: MPI_Comm, world: MPI_Comm) -> Option<Vec<c_int>>
         PMPI_Group_size(group, &mut n);
         let ranks: Vec<c_int> = (0..n).collect();
         let mut out = vec![0 as c_int; ranks.len()];
-        let rc = PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
+        let rc =
+            PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
         PMPI_Group_free(&mut group);
         PMPI_Group_free(&mut world_group);
         (rc == 0).then_some(out)

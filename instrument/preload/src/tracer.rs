@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 
 use mpi_sys::*;
-use overlap_instrument::clock::{clock_domain, synchronize, monotonic_now_ns, Stamp, SyncTransport, Timebase};
+use overlap_instrument::clock::{
+    clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport, Timebase,
+};
 use overlap_instrument::recorder::{CallData, ChromeJsonSink, Recorder, RecorderConfig};
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Header, Op, ParamValue, Params, SyncPhase, FORMAT_NAME,
@@ -129,7 +131,7 @@ pub(crate) fn start(init: InitCall) {
     let path = dir.join(rank_file_name(header.rank));
     let recorder = ChromeJsonSink::create(&path, &header)
         .and_then(|sink| {
-            Recorder::with_timebase(sink, RecorderConfig::default(), init.timebase, init.epoch_ns)
+            Recorder::with_timebase(sink, recorder_config(), init.timebase, init.epoch_ns)
         })
         .map_err(|e| e.to_string());
     // Everyone traces, or no one does.
@@ -211,6 +213,38 @@ extern "C" fn at_exit() {
     stop();
 }
 
+/// Environment variable: how often the writer flushes, ms.
+pub const FLUSH_MS_ENV: &str = "OVERLAP_FLUSH_MS";
+/// Environment variable: records each thread's buffer holds.
+pub const BUFFER_ENV: &str = "OVERLAP_BUFFER_EVENTS";
+
+/// Records per thread buffered by default: 256 Ki records, 32 MiB of buffer per thread.
+const DEFAULT_BUFFER_EVENTS: usize = 256 * 1024;
+/// Flush interval by default, ms.
+const DEFAULT_FLUSH_MS: u64 = 100;
+
+/// Buffering, from the environment (defaults: see `docs/preload.md`).
+fn recorder_config() -> RecorderConfig {
+    let mut config = RecorderConfig::default();
+    config.idle_writer = true;
+    config.ring_capacity = DEFAULT_BUFFER_EVENTS;
+    config.flush_interval = std::time::Duration::from_millis(DEFAULT_FLUSH_MS);
+    let number = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    if let Some(ms) = number(FLUSH_MS_ENV) {
+        config.flush_interval = std::time::Duration::from_millis(ms.max(1));
+    }
+    if let Some(n) = number(BUFFER_ENV) {
+        config.ring_capacity = usize::try_from(n)
+            .unwrap_or(usize::MAX)
+            .clamp(1024, 1 << 24);
+    }
+    config
+}
+
 /// The trace directory, the same on every rank. Collective over `world`.
 fn trace_dir(rank: c_int, world: MPI_Comm) -> PathBuf {
     if let Some(dir) = std::env::var_os(TRACE_DIR_ENV).filter(|d| !d.is_empty()) {
@@ -262,7 +296,10 @@ fn program_name() -> String {
 fn params(thread_level: Option<c_int>) -> Params {
     let mut p = Params::new();
     p.insert("command".into(), ParamValue::Text(command_line().join(" ")));
-    p.insert("recorded_by".into(), ParamValue::Text("overlap-preload".into()));
+    p.insert(
+        "recorded_by".into(),
+        ParamValue::Text("overlap-preload".into()),
+    );
     let library = pmpi::library_version();
     let first_line = library.lines().next().unwrap_or("").trim().to_string();
     p.insert("mpi_library".into(), ParamValue::Text(first_line));

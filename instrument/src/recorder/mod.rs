@@ -40,6 +40,12 @@ pub struct RecorderConfig {
     pub flush_interval: Duration,
     /// The clock events are stamped with.
     pub clock: ClockSource,
+    /// Run the writer thread at the lowest priority (nice 19 on Linux): it then formats
+    /// and writes mostly on CPU time nobody else wants, and a program that keeps every
+    /// core busy (MPI ranks spinning in their progress loops) is barely slowed by it.
+    /// Buffers fill meanwhile; a thread that finds its buffer full sleeps briefly so
+    /// that the writer runs.
+    pub idle_writer: bool,
 }
 
 impl RecorderConfig {
@@ -55,6 +61,7 @@ impl Default for RecorderConfig {
             ring_capacity: 16 * 1024,
             flush_interval: Duration::from_millis(50),
             clock: ClockSource::Auto,
+            idle_writer: false,
         }
     }
 }
@@ -139,7 +146,12 @@ impl Recorder {
     /// Starts a recorder with a given epoch (absolute `CLOCK_MONOTONIC` ns), e.g. the one
     /// written in the trace header.
     pub fn with_epoch(sink: impl Sink, config: RecorderConfig, epoch_ns: u64) -> Result<Recorder> {
-        Recorder::with_timebase(sink, config, Timebase::new(config.clock, epoch_ns), epoch_ns)
+        Recorder::with_timebase(
+            sink,
+            config,
+            Timebase::new(config.clock, epoch_ns),
+            epoch_ns,
+        )
     }
 
     /// Starts a recorder stamping with `timebase`, made for `epoch_ns` beforehand so that
@@ -164,9 +176,15 @@ impl Recorder {
         });
         let for_writer = Arc::clone(&shared);
         let interval = config.flush_interval;
+        let idle_writer = config.idle_writer;
         let handle = std::thread::Builder::new()
             .name("overlap-writer".into())
-            .spawn(move || writer::run(sink, converter, for_writer, interval))
+            .spawn(move || {
+                if idle_writer {
+                    writer::lower_priority();
+                }
+                writer::run(sink, converter, for_writer, interval)
+            })
             .map_err(|source| Error::Thread { source })?;
         let _ = shared.writer_thread.set(handle.thread().clone());
         Ok(Recorder {
@@ -254,7 +272,9 @@ impl Recorder {
         self.with_ring(|ring| {
             let outcome = ring.push_group(n, make, || {
                 shared.wake_writer();
-                std::thread::yield_now();
+                // Sleep rather than yield: an idle-priority writer runs only when this
+                // thread really gives its core up.
+                std::thread::sleep(Duration::from_micros(20));
                 !shared.stop.load(Ordering::Relaxed)
             });
             if outcome == PushOutcome::AppendedWakeWriter {

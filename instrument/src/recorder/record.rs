@@ -93,7 +93,12 @@ pub struct Collective {
 impl CallData {
     /// The wire arguments, with the completions and starts that followed the call and
     /// the call site (0: unknown).
-    pub fn to_args(&self, site: u64, completed: Vec<Completion>, started: Vec<Started>) -> CallArgs {
+    pub fn to_args(
+        &self,
+        site: u64,
+        completed: Vec<Completion>,
+        started: Vec<Started>,
+    ) -> CallArgs {
         let mut args = CallArgs {
             completed,
             started,

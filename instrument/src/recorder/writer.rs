@@ -141,6 +141,20 @@ impl<S: Sink> Writer<S> {
     }
 }
 
+/// Gives the calling thread the lowest priority of the normal class (nice 19, Linux
+/// threads have their own): it still gets a small share of a busy core (so a trace keeps
+/// reaching its file while every core spins in MPI), and all the time nobody else wants.
+pub(crate) fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions; setpriority changes this thread only.
+        unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 19);
+        }
+    }
+}
+
 /// The writer thread's body.
 pub(crate) fn run<S: Sink>(
     sink: S,

@@ -262,7 +262,10 @@ mod tests {
                 "{op:?}"
             );
             if op.request_kind().is_some() {
-                assert!(matches!(op.class(), OpClass::Post | OpClass::Local), "{op:?}");
+                assert!(
+                    matches!(op.class(), OpClass::Post | OpClass::Local),
+                    "{op:?}"
+                );
             }
         }
     }

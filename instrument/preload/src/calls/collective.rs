@@ -71,7 +71,12 @@ fn am_root(comm: MPI_Comm, root: c_int) -> bool {
 /// Forwards a blocking collective on `comm` and records it with the part `part()`
 /// computes afterwards.
 #[inline(always)]
-fn blocking(op: Op, comm: MPI_Comm, forward: impl FnOnce() -> c_int, part: impl FnOnce() -> Part) -> c_int {
+fn blocking(
+    op: Op,
+    comm: MPI_Comm,
+    forward: impl FnOnce() -> c_int,
+    part: impl FnOnce() -> Part,
+) -> c_int {
     let Some(t) = tracer() else { return forward() };
     let site = site();
     let start = t.stamp();
@@ -88,7 +93,12 @@ fn blocking(op: Op, comm: MPI_Comm, forward: impl FnOnce() -> c_int, part: impl 
 
 pub(crate) unsafe extern "C" fn barrier(comm: MPI_Comm) -> c_int {
     // SAFETY (all forwards below): the program's arguments, passed on unchanged.
-    blocking(Op::Barrier, comm, || unsafe { PMPI_Barrier(comm) }, || Part::of(0, 0))
+    blocking(
+        Op::Barrier,
+        comm,
+        || unsafe { PMPI_Barrier(comm) },
+        || Part::of(0, 0),
+    )
 }
 
 pub(crate) unsafe extern "C" fn bcast(
@@ -200,7 +210,9 @@ pub(crate) unsafe extern "C" fn allgatherv(
         Op::Allgatherv,
         comm,
         || unsafe {
-            PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)
+            PMPI_Allgatherv(
+                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
+            )
         },
         || {
             let n = pmpi::size_of_comm(comm);
@@ -235,7 +247,12 @@ pub(crate) unsafe extern "C" fn alltoallv(
         || {
             let n = pmpi::size_of_comm(comm);
             // SAFETY: every rank passes the communicator's size of counts, both ways.
-            unsafe { Part::of(total(sendcounts, n, sendtype), total(recvcounts, n, recvtype)) }
+            unsafe {
+                Part::of(
+                    total(sendcounts, n, sendtype),
+                    total(recvcounts, n, recvtype),
+                )
+            }
         },
     )
 }

@@ -34,7 +34,12 @@ unsafe fn copy_keys(count: c_int, requests: *const MPI_Request) -> Keys {
 
 /// Where MPI writes `count` statuses: the program's array, or a local one when it
 /// passed `MPI_STATUSES_IGNORE`.
-fn status_array(t: &Tracer, program: *mut MPI_Status, count: c_int, local: &mut Statuses) -> *mut MPI_Status {
+fn status_array(
+    t: &Tracer,
+    program: *mut MPI_Status,
+    count: c_int,
+    local: &mut Statuses,
+) -> *mut MPI_Status {
     if program.is_null() || program == t.k.statuses_ignore {
         local.resize(usize::try_from(count).unwrap_or(0).max(1), blank_status());
         local.as_mut_ptr()
@@ -90,7 +95,18 @@ pub(crate) unsafe extern "C" fn wait(request: *mut MPI_Request, status: *mut MPI
     let rc = unsafe { PMPI_Wait(request, slot) };
     let end = t.stamp();
     if rc == 0 {
-        guarded(|| record(t, Op::Wait, start, end, site, None, &keys, [(0, slot.cast_const())].into_iter()));
+        guarded(|| {
+            record(
+                t,
+                Op::Wait,
+                start,
+                end,
+                site,
+                None,
+                &keys,
+                [(0, slot.cast_const())].into_iter(),
+            )
+        });
     }
     rc
 }
@@ -118,7 +134,16 @@ pub(crate) unsafe extern "C" fn test(
             // SAFETY: MPI wrote the flag.
             let done = unsafe { *flag } != 0;
             let completed = done.then_some((0, slot.cast_const()));
-            record(t, Op::Test, start, end, site, Some(done), &keys, completed.into_iter());
+            record(
+                t,
+                Op::Test,
+                start,
+                end,
+                site,
+                Some(done),
+                &keys,
+                completed.into_iter(),
+            );
         });
     }
     rc
@@ -208,7 +233,16 @@ pub(crate) unsafe extern "C" fn waitany(
             // SAFETY: MPI wrote the index (MPI_UNDEFINED when nothing was active).
             let which = usize::try_from(unsafe { *index }).ok();
             let completed = which.map(|i| (i, slot.cast_const()));
-            record(t, Op::Waitany, start, end, site, None, &keys, completed.into_iter());
+            record(
+                t,
+                Op::Waitany,
+                start,
+                end,
+                site,
+                None,
+                &keys,
+                completed.into_iter(),
+            );
         });
     }
     rc
@@ -239,7 +273,16 @@ pub(crate) unsafe extern "C" fn testany(
             // SAFETY: MPI wrote the flag and the index.
             let (done, which) = unsafe { (*flag != 0, usize::try_from(*index).ok()) };
             let completed = which.filter(|_| done).map(|i| (i, slot.cast_const()));
-            record(t, Op::Testany, start, end, site, Some(done), &keys, completed.into_iter());
+            record(
+                t,
+                Op::Testany,
+                start,
+                end,
+                site,
+                Some(done),
+                &keys,
+                completed.into_iter(),
+            );
         });
     }
     rc

@@ -190,8 +190,8 @@ pub(crate) unsafe extern "C" fn sendrecv(
         // SAFETY: the program's arguments, passed on unchanged.
         unsafe {
             PMPI_Sendrecv(
-                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,
-                source, recvtag, comm, status,
+                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
+                recvtag, comm, status,
             )
         }
     };
@@ -377,7 +377,9 @@ pub(crate) unsafe extern "C" fn startall(count: c_int, requests: *mut MPI_Reques
                 })
                 .collect();
             t.recorder
-                .record_start(Op::Startall, start, end, site, started.len(), |i| started[i]);
+                .record_start(Op::Startall, start, end, site, started.len(), |i| {
+                    started[i]
+                });
         });
     }
     rc

@@ -17,7 +17,11 @@ use crate::entry::site;
 use crate::tracer::{self, guarded, tracer, InitCall};
 
 /// Forwards an init and starts the recording.
-fn init_with(op: Op, forward: impl FnOnce() -> c_int, provided: impl FnOnce() -> Option<c_int>) -> c_int {
+fn init_with(
+    op: Op,
+    forward: impl FnOnce() -> c_int,
+    provided: impl FnOnce() -> Option<c_int>,
+) -> c_int {
     if tracer().is_some() {
         return forward();
     }
