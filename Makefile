@@ -37,6 +37,8 @@ test: setup
 bench: setup
 	$(CARGO) bench -p overlap-instrument --bench overhead
 	$(CARGO) bench -p overlap-analyzer --bench analyze
+	$(CARGO) build --release -p overlap-preload
+	scripts/bench-preload.sh
 
 clean:
 	$(CARGO) clean

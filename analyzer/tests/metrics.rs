@@ -11,7 +11,7 @@ use overlap_analyzer::metrics::false_overlap::Limit;
 use overlap_analyzer::metrics::pop::TIdealMethod;
 use overlap_analyzer::metrics::{analyze, Options, Report, WaitKind};
 use overlap_analyzer::model::Trace;
-use overlap_instrument::schema::{Nanos, Op, SyncPhase};
+use overlap_instrument::schema::{CallArgs, CallEvent, Event, Nanos, Op, SyncPhase};
 
 fn opts() -> Options {
     Options {
@@ -153,6 +153,60 @@ fn wait_at_barrier_and_at_nxn() {
     assert_eq!((n[1].rank, n[1].amount_ns), (0, 5));
     // Replay: barrier leaves at 9, allreduce entered at 11, 16, 10 -> all leave at 16.
     assert_eq!(r.pop.t_ideal_replay_ns, Some(16));
+}
+
+/// A rooted collective on world with its root, as the preload records it.
+fn rooted(op: Op, start: u64, end: u64, root: i32) -> Event {
+    Event::Call(CallEvent {
+        tid: 0,
+        start: Nanos(start),
+        end: Nanos(end),
+        op,
+        args: CallArgs {
+            comm: Some(0),
+            root: Some(root),
+            ..CallArgs::default()
+        },
+    })
+}
+
+#[test]
+fn late_broadcast_and_early_reduce() {
+    // rank 0 (root) |c 0-6|Bcast 6-8|        |Reduce 9 ------------- 15|
+    // rank 1        |c 0-2|Bcast 2 ------ 8|c 8-13        |Reduce 13-15|
+    // rank 2        |c 0-4|Bcast 4 ---- 8|c 8-10|Reduce 10 ------- 15|
+    // Bcast: the non-roots wait for the root's entry at 6: rank 1 4, rank 2 2; the
+    // root waits for nobody. Reduce (root 0): the root waits for the last other entry,
+    // rank 1 at 13: 13 − 9 = 4; the others wait for nobody.
+    let t = run(vec![
+        vec![
+            compute(0, 6, "c"),
+            rooted(Op::Bcast, 6, 8, 0),
+            compute(8, 9, "c"),
+            rooted(Op::Reduce, 9, 15, 0),
+        ],
+        vec![
+            compute(0, 2, "c"),
+            rooted(Op::Bcast, 2, 8, 0),
+            compute(8, 13, "c"),
+            rooted(Op::Reduce, 13, 15, 0),
+        ],
+        vec![
+            compute(0, 4, "c"),
+            rooted(Op::Bcast, 4, 8, 0),
+            compute(8, 10, "c"),
+            rooted(Op::Reduce, 10, 15, 0),
+        ],
+    ]);
+    let r = report(&t);
+    assert_eq!(kind(&r, WaitKind::LateBroadcast), (6, 2));
+    assert_eq!(kind(&r, WaitKind::EarlyReduce), (4, 1));
+    assert_eq!(kind(&r, WaitKind::WaitAtNxN), (0, 0));
+    let b = &r.wait_states.kinds[4].worst;
+    assert_eq!((b[0].rank, b[0].amount_ns, b[0].peer), (1, 4, Some(0)));
+    assert_eq!((b[1].rank, b[1].amount_ns, b[1].peer), (2, 2, Some(0)));
+    let e = &r.wait_states.kinds[5].worst;
+    assert_eq!((e[0].rank, e[0].amount_ns, e[0].peer), (0, 4, Some(1)));
 }
 
 #[test]

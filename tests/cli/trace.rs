@@ -106,7 +106,7 @@ fn reported(run: &Run) -> BTreeMap<u32, (usize, usize)> {
 
 /// What tests/programs/calls.c issues on `rank` (ITERS = 3), with its reported polls.
 fn expected_calls(rank: u32, testsome: usize, iprobe: usize) -> BTreeMap<Op, usize> {
-    let even = rank % 2 == 0;
+    let even = rank.is_multiple_of(2);
     let mut e: BTreeMap<Op, usize> = [
         (Op::Init, 1),
         (Op::Finalize, 1),

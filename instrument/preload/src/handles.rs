@@ -188,6 +188,8 @@ impl CommTable {
 /// The fallback id of a communicator with these members (world ranks, in order).
 fn fallback_id(members: &[c_int]) -> u32 {
     let mut h = FxHasher::default();
+    // The length first: FxHash of a leading 0 is 0, which would make [0, 1] hash as [1].
+    h.write_u64(members.len() as u64);
     for m in members {
         h.write_u64(u64::from(m.unsigned_abs()));
     }

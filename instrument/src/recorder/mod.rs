@@ -482,6 +482,9 @@ mod tests {
             ring_capacity: 64,
             flush_interval: Duration::from_millis(5),
             clock: ClockSource::Monotonic,
+            // The stalls of the tiny ring exercise the sleep that lets a low-priority
+            // writer run.
+            idle_writer: true,
         }
     }
 

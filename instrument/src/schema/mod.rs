@@ -49,6 +49,9 @@ pub fn rank_file_name(rank: u32) -> String {
 ///
 /// This is the typed form of an event; [`wire::WireEvent`] is its JSON form.
 #[derive(Clone, Debug, PartialEq)]
+// Calls are the bulk of the events: boxing them would cost an allocation per call on the
+// import path to save memory on the rarer compute spans.
+#[allow(clippy::large_enum_variant)]
 pub enum Event {
     /// An MPI call, from entry to exit.
     Call(CallEvent),
