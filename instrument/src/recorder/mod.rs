@@ -327,20 +327,8 @@ impl Recorder {
         count: usize,
         mut completion: impl FnMut(usize) -> Completion,
     ) {
-        let count = count.min(self.shared().ring_capacity / 2);
-        self.push(1 + count, |i| {
-            if i == 0 {
-                Record::Call {
-                    op,
-                    start,
-                    end,
-                    site,
-                    data,
-                    follow: count as u32,
-                }
-            } else {
-                Record::Completed(completion(i - 1))
-            }
+        self.push_call(op, start, end, site, data, count, |i| {
+            Record::Completed(completion(i))
         });
     }
 
@@ -356,6 +344,24 @@ impl Recorder {
         count: usize,
         mut started: impl FnMut(usize) -> Started,
     ) {
+        self.push_call(op, start, end, site, CallData::Start, count, |i| {
+            Record::Started(started(i))
+        });
+    }
+
+    /// Appends a call and the `count` records that follow it (at most half a ring).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn push_call(
+        &self,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        data: CallData,
+        count: usize,
+        mut follow: impl FnMut(usize) -> Record,
+    ) {
         let count = count.min(self.shared().ring_capacity / 2);
         self.push(1 + count, |i| {
             if i == 0 {
@@ -364,11 +370,11 @@ impl Recorder {
                     start,
                     end,
                     site,
-                    data: CallData::Start,
+                    data,
                     follow: count as u32,
                 }
             } else {
-                Record::Started(started(i - 1))
+                follow(i - 1)
             }
         });
     }

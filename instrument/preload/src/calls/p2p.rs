@@ -48,19 +48,21 @@ blocking_send! {
     rsend => PMPI_Rsend, Op::Rsend;
 }
 
-macro_rules! post_send {
-    ($($wrapper:ident => $pmpi:ident, $op:expr, $persistent:expr;)+) => {$(
+/// Posts (and persistent inits) of one direction: `$buf` is the buffer pointer type,
+/// `$kind` the request kind, `$persistent` whether the request is a persistent one.
+macro_rules! post {
+    ($($wrapper:ident => $pmpi:ident, $op:expr, $buf:ty, $kind:expr, $persistent:expr;)+) => {$(
         pub(crate) unsafe extern "C" fn $wrapper(
-            buf: *const c_void,
+            buf: $buf,
             count: c_int,
             datatype: MPI_Datatype,
-            dest: c_int,
+            peer: c_int,
             tag: c_int,
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
             // SAFETY: the program's arguments, passed on unchanged.
-            let forward = || unsafe { $pmpi(buf, count, datatype, dest, tag, comm, request) };
+            let forward = || unsafe { $pmpi(buf, count, datatype, peer, tag, comm, request) };
             let Some(t) = tracer() else { return forward() };
             let site = site();
             let start = t.stamp();
@@ -69,14 +71,14 @@ macro_rules! post_send {
             if rc == 0 {
                 guarded(|| {
                     let c = t.comms.info(comm);
-                    let transfer = transfer(&c, dest, tag, buf, count, datatype);
+                    let transfer = transfer(&c, peer, tag, buf, count, datatype);
                     let id = t.recorder.next_request_id();
                     // SAFETY: MPI just wrote the new handle there.
                     let handle = key(unsafe { *request });
                     if $persistent {
-                        t.requests.persistent(handle, id.0, RequestKind::Send, c);
+                        t.requests.persistent(handle, id.0, $kind, c);
                     } else {
-                        t.requests.posted(handle, id.0, RequestKind::Send, c);
+                        t.requests.posted(handle, id.0, $kind, c);
                     }
                     let data = CallData::Post { transfer, request: id };
                     t.recorder.record_call_from($op, start, end, site, data, 0, nothing);
@@ -87,56 +89,14 @@ macro_rules! post_send {
     )+};
 }
 
-post_send! {
-    isend => PMPI_Isend, Op::Isend, false;
-    issend => PMPI_Issend, Op::Issend, false;
-    ibsend => PMPI_Ibsend, Op::Ibsend, false;
-    irsend => PMPI_Irsend, Op::Irsend, false;
-    send_init => PMPI_Send_init, Op::SendInit, true;
-}
-
-macro_rules! post_recv {
-    ($($wrapper:ident => $pmpi:ident, $op:expr, $persistent:expr;)+) => {$(
-        pub(crate) unsafe extern "C" fn $wrapper(
-            buf: *mut c_void,
-            count: c_int,
-            datatype: MPI_Datatype,
-            source: c_int,
-            tag: c_int,
-            comm: MPI_Comm,
-            request: *mut MPI_Request,
-        ) -> c_int {
-            // SAFETY: the program's arguments, passed on unchanged.
-            let forward = || unsafe { $pmpi(buf, count, datatype, source, tag, comm, request) };
-            let Some(t) = tracer() else { return forward() };
-            let site = site();
-            let start = t.stamp();
-            let rc = forward();
-            let end = t.stamp();
-            if rc == 0 {
-                guarded(|| {
-                    let c = t.comms.info(comm);
-                    let transfer = transfer(&c, source, tag, buf, count, datatype);
-                    let id = t.recorder.next_request_id();
-                    // SAFETY: MPI just wrote the new handle there.
-                    let handle = key(unsafe { *request });
-                    if $persistent {
-                        t.requests.persistent(handle, id.0, RequestKind::Recv, c);
-                    } else {
-                        t.requests.posted(handle, id.0, RequestKind::Recv, c);
-                    }
-                    let data = CallData::Post { transfer, request: id };
-                    t.recorder.record_call_from($op, start, end, site, data, 0, nothing);
-                });
-            }
-            rc
-        }
-    )+};
-}
-
-post_recv! {
-    irecv => PMPI_Irecv, Op::Irecv, false;
-    recv_init => PMPI_Recv_init, Op::RecvInit, true;
+post! {
+    isend => PMPI_Isend, Op::Isend, *const c_void, RequestKind::Send, false;
+    issend => PMPI_Issend, Op::Issend, *const c_void, RequestKind::Send, false;
+    ibsend => PMPI_Ibsend, Op::Ibsend, *const c_void, RequestKind::Send, false;
+    irsend => PMPI_Irsend, Op::Irsend, *const c_void, RequestKind::Send, false;
+    send_init => PMPI_Send_init, Op::SendInit, *const c_void, RequestKind::Send, true;
+    irecv => PMPI_Irecv, Op::Irecv, *mut c_void, RequestKind::Recv, false;
+    recv_init => PMPI_Recv_init, Op::RecvInit, *mut c_void, RequestKind::Recv, true;
 }
 
 pub(crate) unsafe extern "C" fn recv(
