@@ -254,6 +254,7 @@ fn write_merged(path: &Path, iterations: u64) -> std::io::Result<u64> {
                 final_offset_ns: Some(0),
                 final_error_ns: Some(0),
                 drift_ppb: Some(0.0),
+                code_maps: None,
             })
             .collect(),
         max_clock_error_ns: 0,

@@ -225,6 +225,11 @@ fn check_sites_and_comms(t: &MergedTrace, ranks: u32) {
             }
         }
         assert_eq!(ring_sites.len(), 3);
+        let site = ring_sites[0].expect("site");
+        assert!(
+            in_program_code(t, *rank, site),
+            "rank {rank}: site {site:#x} is not in the program's code"
+        );
         assert!(
             ring_sites.windows(2).all(|w| w[0] == w[1]),
             "one loop, one site"
@@ -247,6 +252,35 @@ fn check_sites_and_comms(t: &MergedTrace, ranks: u32) {
             );
         }
     }
+}
+
+/// True when `site` lies in an executable mapping of the `calls` program on `rank`, as
+/// its `code_maps` list them (`start-end offset path` per line).
+fn in_program_code(t: &MergedTrace, rank: u32, site: u64) -> bool {
+    let clock = t
+        .info
+        .ranks
+        .iter()
+        .find(|r| r.rank == rank)
+        .expect("rank listed");
+    let maps = clock
+        .code_maps
+        .as_deref()
+        .expect("the preload lists code maps");
+    maps.lines().any(|l| {
+        let mut f = l.split_whitespace();
+        let (Some(range), Some(_), Some(path)) = (f.next(), f.next(), f.next()) else {
+            return false;
+        };
+        let Some((a, b)) = range.split_once('-') else {
+            return false;
+        };
+        let (a, b) = (
+            u64::from_str_radix(a, 16).unwrap_or(u64::MAX),
+            u64::from_str_radix(b, 16).unwrap_or(0),
+        );
+        path.ends_with("/calls") && (a..b).contains(&site)
+    })
 }
 
 #[test]

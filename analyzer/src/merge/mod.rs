@@ -30,7 +30,8 @@ use std::path::{Path, PathBuf};
 
 use overlap_instrument::clock::ClockModel;
 use overlap_instrument::schema::{
-    CallEvent, Event, IncompleteRank, MergedInfo, Nanos, RankClock, FORMAT_NAME, FORMAT_VERSION,
+    CallEvent, Event, IncompleteRank, MergedInfo, Nanos, ParamValue, RankClock, FORMAT_NAME,
+    FORMAT_VERSION,
 };
 
 pub(crate) use matching::{match_all, suspect_record, Matched};
@@ -289,6 +290,10 @@ impl ClockPlan {
                     final_offset_ns: m.last().map(|l| l.offset_ns),
                     final_error_ns: m.last().map(|l| l.error_ns),
                     drift_ppb: m.drift_ppb(),
+                    code_maps: match t.header.params.get("code_maps") {
+                        Some(ParamValue::Text(maps)) => Some(maps.clone()),
+                        _ => None,
+                    },
                 })
                 .collect(),
             max_clock_error_ns: self

@@ -306,7 +306,25 @@ fn params(thread_level: Option<c_int>) -> Params {
     if let Some(level) = thread_level {
         p.insert("thread_level".into(), ParamValue::Int(i64::from(level)));
     }
+    p.insert("code_maps".into(), ParamValue::Text(code_maps()));
     p
+}
+
+/// The executable mappings of the process (`/proc/self/maps` lines with `x`, as `start-end
+/// offset path`, one per line): what turns a call `site` into a file offset for
+/// `addr2line`, whatever address the program and its libraries were loaded at.
+fn code_maps() -> String {
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    maps.lines()
+        .filter_map(|line| {
+            let mut f = line.split_whitespace();
+            let (range, perms, offset) = (f.next()?, f.next()?, f.next()?);
+            let path = f.nth(2)?;
+            (perms.contains('x') && path.starts_with('/'))
+                .then(|| format!("{range} {offset} {path}"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The clock alignment's messages, over the private communicator through PMPI.

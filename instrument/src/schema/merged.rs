@@ -69,6 +69,12 @@ pub struct RankClock {
     /// Drift of this rank's clock against rank 0's, in parts per billion (ns per s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_ppb: Option<f64>,
+    /// The rank's executable mappings (`start-end offset path` per line), when its
+    /// recorder listed them (the preload does, as the header's `code_maps` param): each
+    /// process is loaded at its own addresses, so a call `site` is symbolized with its
+    /// own rank's maps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_maps: Option<String>,
 }
 
 /// A message flagged because its receive completed before its send was posted.
