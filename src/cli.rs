@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::merge::{merge_dir, write_merged, MergeOutcome};
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
 use overlap_analyzer::model::Trace;
@@ -13,7 +13,7 @@ use overlap_analyzer::summary::summarize;
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
-use crate::launch::{launch_kernel, KernelLaunch};
+use crate::run::RunArgs;
 
 /// Record, merge and analyze what MPI non-blocking communication really does.
 #[derive(Debug, Parser)]
@@ -129,73 +129,6 @@ impl AnalysisArgs {
 }
 
 #[derive(Debug, Args)]
-struct RunArgs {
-    #[command(subcommand)]
-    kernel: Kernel,
-}
-
-#[derive(Debug, Subcommand)]
-enum Kernel {
-    /// Pairs exchanging imbalanced messages; shows false overlap (send Waitall too early).
-    FalseOverlap(FalseOverlapArgs),
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum Variant {
-    /// Wait for the sends right after the receives, before computing.
-    Naive,
-    /// Defer the send Waitall until the send buffer is packed again.
-    Fixed,
-}
-
-#[derive(Debug, Args)]
-struct FalseOverlapArgs {
-    /// MPI ranks (an odd count leaves the last rank without a partner).
-    #[arg(long, short = 'n', default_value_t = 4)]
-    ranks: u32,
-    /// Where the send Waitall goes.
-    #[arg(long, value_enum, default_value_t = Variant::Naive)]
-    variant: Variant,
-    /// Small message size in 8-byte words.
-    #[arg(long, default_value_t = 16384)]
-    size: u64,
-    /// The large message is SIZE*RATIO words.
-    #[arg(long, default_value_t = 8)]
-    ratio: u64,
-    /// Iterations (each: two exchanges and a barrier).
-    #[arg(long, default_value_t = 20)]
-    iters: u64,
-    /// Work per compute phase, in units of 1024 multiply-adds.
-    #[arg(long, default_value_t = 2000)]
-    compute: u64,
-    /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/".
-    #[arg(long)]
-    out: PathBuf,
-    #[command(flatten)]
-    launch: LaunchArgs,
-}
-
-/// How kernels are launched.
-#[derive(Debug, Args)]
-struct LaunchArgs {
-    /// The MPI launcher.
-    #[arg(long, env = "OVERLAP_MPIEXEC", default_value = "mpiexec")]
-    mpiexec: String,
-    /// The overlap-kernels binary (default: next to this one, then PATH).
-    #[arg(long, env = "OVERLAP_KERNELS")]
-    kernels: Option<PathBuf>,
-    /// How often ranks flush trace data to their files, ms.
-    #[arg(long, default_value_t = 50)]
-    flush_ms: u64,
-    /// Testing aid: this rank kills itself ...
-    #[arg(long, hide = true)]
-    kill_rank: Option<u32>,
-    /// ... at the start of this iteration.
-    #[arg(long, hide = true, default_value_t = 0)]
-    kill_at_iteration: u64,
-}
-
-#[derive(Debug, Args)]
 struct TraceArgs {
     /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/".
     #[arg(long, default_value = "overlap-trace.json")]
@@ -224,9 +157,7 @@ struct MergeArgs {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
-        Command::Run(RunArgs {
-            kernel: Kernel::FalseOverlap(a),
-        }) => run_false_overlap(a),
+        Command::Run(a) => crate::run::run(a),
         Command::Trace(a) => trace(a),
         Command::Merge(a) => merge(a),
         Command::Analyze(a) => analyze(a),
@@ -236,85 +167,13 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn ranks_dir_for(out: &Path) -> PathBuf {
+pub(crate) fn ranks_dir_for(out: &Path) -> PathBuf {
     out.with_extension("ranks")
-}
-
-fn run_false_overlap(a: FalseOverlapArgs) -> Result<ExitCode> {
-    if a.ranks == 0 {
-        bail!("--ranks must be at least 1");
-    }
-    let variant = match a.variant {
-        Variant::Naive => "naive",
-        Variant::Fixed => "fixed",
-    };
-    let mut kernel_args: Vec<String> = vec![
-        "--variant".into(),
-        variant.into(),
-        "--size".into(),
-        a.size.to_string(),
-        "--ratio".into(),
-        a.ratio.to_string(),
-        "--iters".into(),
-        a.iters.to_string(),
-        "--compute".into(),
-        a.compute.to_string(),
-        "--flush-ms".into(),
-        a.launch.flush_ms.to_string(),
-    ];
-    if let Some(r) = a.launch.kill_rank {
-        kernel_args.extend([
-            "--kill-rank".into(),
-            r.to_string(),
-            "--kill-at-iteration".into(),
-            a.launch.kill_at_iteration.to_string(),
-        ]);
-    }
-    let ranks_dir = ranks_dir_for(&a.out);
-    let launch = KernelLaunch {
-        mpiexec: a.launch.mpiexec,
-        kernels: a.launch.kernels,
-        ranks: a.ranks,
-        kernel: "false-overlap".into(),
-        kernel_args,
-        trace_dir: ranks_dir.clone(),
-    };
-    let outcome = launch_kernel(&launch)?;
-    let merged = merge_dir(&ranks_dir);
-    let failure = outcome.failure(|pid| {
-        let m = merged.as_ref().ok()?;
-        m.merged
-            .ranks
-            .iter()
-            .find(|r| r.os_pid == pid)
-            .map(|r| r.rank)
-    });
-    match (failure, merged) {
-        (None, Ok(m)) => {
-            let (trace, line) = report_merge(&m, &ranks_dir, &a.out)?;
-            println!("{line}");
-            let (report, _) = analyze_trace(&trace, &Options::default());
-            println!();
-            print!("{}", render(&report, style()));
-            Ok(ExitCode::SUCCESS)
-        }
-        (Some(failure), Ok(m)) => {
-            let (trace, line) = report_merge(&m, &ranks_dir, &a.out)?;
-            println!("{line}");
-            print!("{}", summarize(&trace).to_table());
-            bail!(
-                "{failure}\nwhat was recorded is merged in {}",
-                a.out.display()
-            )
-        }
-        (None, Err(e)) => Err(e).context("merging the trace"),
-        (Some(failure), Err(e)) => bail!("{failure}\nand nothing could be merged: {e}"),
-    }
 }
 
 /// Writes the merged trace, reports what was missing on stderr, and returns the run for
 /// analysis with the line saying what was merged.
-fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(Trace, String)> {
+pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(Trace, String)> {
     let written = write_merged(&m.merged, out)
         .with_context(|| format!("writing the merged trace {}", out.display()))?;
     let info = &m.merged.info;
@@ -423,7 +282,7 @@ fn load_trace(path: &Path) -> Result<Trace> {
 }
 
 /// Colour for stdout: only on a terminal, and never when NO_COLOR is set.
-fn style() -> Style {
+pub(crate) fn style() -> Style {
     use std::io::IsTerminal;
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     Style {

@@ -4,6 +4,7 @@
 mod cli;
 mod launch;
 mod progress;
+mod run;
 mod selftrace;
 mod trace;
 

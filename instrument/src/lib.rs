@@ -8,6 +8,8 @@
 //!   rank's trace file and its clock alignment.
 //! - [`layer`]: a `tracing_subscriber::Layer` turning ordinary `tracing` spans into
 //!   compute spans.
+//! - [`network_model`]: the network model file (latency and bandwidth per message size)
+//!   that the `pingpong` kernel writes and the analyzer can read.
 //!
 //! The analyzer depends on this crate with default features off: it needs the schema
 //! and the clock model, not MPI.
@@ -29,6 +31,7 @@ pub mod clock;
 pub mod layer;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod network_model;
 pub mod recorder;
 pub mod schema;
 

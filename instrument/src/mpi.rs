@@ -8,6 +8,11 @@
 //!
 //! Non-blocking calls return a [`TracedRequest`], which remembers the request id it was
 //! recorded under, so the call that completes it can name it.
+//!
+//! Point-to-point calls accept [`proc_null`] as a peer, as MPI does: such a call
+//! returns at once and moves no data (codes like MIDAPACK use it for the missing
+//! neighbours at the ends of a line of ranks). It is recorded like any other call, with
+//! the null rank as its peer.
 
 use std::mem::{size_of_val, MaybeUninit};
 use std::path::PathBuf;
@@ -17,7 +22,7 @@ use mpi::datatype::Equivalence;
 use mpi::ffi;
 use mpi::point_to_point::{Destination, Source, Status};
 use mpi::request::{Request, Scope, StaticScope};
-use mpi::topology::{Communicator, Group, SimpleCommunicator};
+use mpi::topology::{AsCommunicator, Communicator, Group, Rank, SimpleCommunicator};
 use smallvec::SmallVec;
 
 use crate::clock::{clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport};
@@ -31,6 +36,43 @@ use crate::schema::{
 use crate::Result;
 
 pub use crate::schema::rank_file_name;
+
+/// `MPI_PROC_NULL`: the peer of a send or receive that has no partner. Its value
+/// depends on the MPI implementation (-1 in MPICH).
+pub fn proc_null() -> Rank {
+    // SAFETY: reads a constant the MPI library exports; no MPI call is made.
+    unsafe { ffi::RSMPI_PROC_NULL }
+}
+
+/// One end of a point-to-point call: a rank of a communicator, or [`proc_null`]. The
+/// `mpi` crate's `Process` cannot name the null rank, so the traced calls go through
+/// this instead.
+struct Peer<'c, C: Communicator> {
+    comm: &'c C,
+    rank: Rank,
+}
+
+impl<C: Communicator> AsCommunicator for Peer<'_, C> {
+    type Out = C;
+    fn as_communicator(&self) -> &C {
+        self.comm
+    }
+}
+
+// SAFETY: `source_rank` is a rank of the communicator or MPI_PROC_NULL (checked in
+// `TracedComm::peer`, the only place a `Peer` is made), both valid sources for MPI.
+unsafe impl<C: Communicator> Source for Peer<'_, C> {
+    fn source_rank(&self) -> Rank {
+        self.rank
+    }
+}
+
+impl<C: Communicator> Destination for Peer<'_, C> {
+    fn destination_rank(&self) -> Rank {
+        self.rank
+    }
+}
+
 
 /// How a rank's trace is set up.
 #[derive(Clone, Debug)]
@@ -280,6 +322,20 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         }
     }
 
+    /// `rank` of this communicator (or [`proc_null`]) as an end of a call; panics, as
+    /// `Communicator::process_at_rank` does, on any other rank.
+    fn peer(&self, rank: Rank) -> Peer<'a, C> {
+        let size = self.to_world.len();
+        assert!(
+            usize::try_from(rank).is_ok_and(|r| r < size) || rank == proc_null(),
+            "rank {rank} is neither a rank of the communicator (size {size}) nor MPI_PROC_NULL"
+        );
+        Peer {
+            comm: self.comm,
+            rank,
+        }
+    }
+
     /// This rank in the communicator.
     pub fn rank(&self) -> i32 {
         self.comm.rank()
@@ -311,10 +367,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let id = self.recorder.next_request_id();
         let t = self.transfer(dest, tag, buf);
         let start = self.now();
-        let inner = self
-            .comm
-            .process_at_rank(dest)
-            .immediate_send_with_tag(scope, buf, tag);
+        let inner = self.peer(dest).immediate_send_with_tag(scope, buf, tag);
         let end = self.now();
         let data = CallData::Post {
             transfer: t,
@@ -340,8 +393,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let t = self.transfer(source, tag, buf);
         let start = self.now();
         let inner = self
-            .comm
-            .process_at_rank(source)
+            .peer(source)
             .immediate_receive_into_with_tag(scope, buf, tag);
         let end = self.now();
         let data = CallData::Post {
@@ -431,7 +483,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     pub fn send<T: Equivalence>(&self, dest: i32, tag: i32, buf: &[T]) {
         let t = self.transfer(dest, tag, buf);
         let start = self.now();
-        self.comm.process_at_rank(dest).send_with_tag(buf, tag);
+        self.peer(dest).send_with_tag(buf, tag);
         let end = self.now();
         let data = CallData::Blocking { transfer: t };
         self.recorder.record_call(Op::Send, start, end, data, &[]);
@@ -441,10 +493,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     pub fn recv<T: Equivalence>(&self, source: i32, tag: i32, buf: &mut [T]) -> Status {
         let t = self.transfer(source, tag, buf);
         let start = self.now();
-        let status = self
-            .comm
-            .process_at_rank(source)
-            .receive_into_with_tag(buf, tag);
+        let status = self.peer(source).receive_into_with_tag(buf, tag);
         let end = self.now();
         let data = CallData::Blocking { transfer: t };
         let done = [self.received(None, &status)];
@@ -470,10 +519,10 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let start = self.now();
         let status = mpi::point_to_point::send_receive_into_with_tags(
             send,
-            &self.comm.process_at_rank(dest),
+            &self.peer(dest),
             send_tag,
             recv,
-            &self.comm.process_at_rank(source),
+            &self.peer(source),
             recv_tag,
         );
         let end = self.now();

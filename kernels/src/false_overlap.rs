@@ -197,6 +197,8 @@ impl FalseOverlap {
 }
 
 impl Kernel for FalseOverlap {
+    type Output = KernelReport;
+
     fn name(&self) -> &'static str {
         "false-overlap"
     }

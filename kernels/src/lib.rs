@@ -3,13 +3,25 @@
 //! Each kernel is one module behind the [`Kernel`] trait, with a plain options struct
 //! that the `overlap-kernels` binary (or any caller) fills in; kernels never parse a
 //! command line. Every kernel checks its own results, so a run is also a correctness
-//! test: a wrong payload fails the run loudly.
+//! test: a wrong payload or product fails the run loudly. Every MPI call a kernel makes
+//! goes through the traced communicator of its [`KernelContext`].
 //!
 //! - [`false_overlap`]: pairs of ranks exchanging imbalanced messages, with the send
 //!   Waitall either right after the receive Waitall (`naive`) or deferred until the send
 //!   buffer is needed again (`fixed`).
+//! - [`toeplitz`]: MIDAPACK's halo exchange for a distributed band Toeplitz product,
+//!   blocking, non-blocking (false overlap) or overlapped with the interior product.
+//! - [`pingpong`], [`sync`], [`halo3d`]: the micro-benchmark suite (latency and
+//!   bandwidth per message size, synchronisation overhead, 3-D halo swaps), whose
+//!   figures [`stats`] makes stable and [`results`] prints and saves.
 
 pub mod false_overlap;
+pub mod halo3d;
+pub mod pingpong;
+pub mod results;
+pub mod stats;
+pub mod sync;
+pub mod toeplitz;
 
 use mpi::topology::SimpleCommunicator;
 use overlap_instrument::mpi::TracedComm;
@@ -24,7 +36,7 @@ pub struct KernelContext<'a> {
     pub recorder: &'a Recorder,
 }
 
-/// What a kernel reports from one rank.
+/// What the false-overlap kernel reports from one rank.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelReport {
     /// Messages this rank received and verified.
@@ -56,6 +68,66 @@ pub enum KernelError {
         /// Bytes received.
         bytes: u64,
     },
+    /// The distributed Toeplitz product differs from the serial product.
+    #[error(
+        "the Toeplitz product differs from the serial product: relative error \
+         {relative_error:.3e} exceeds {limit:e} (largest difference on this rank: \
+         {local_difference:.3e} at row {local_row}, vector {vector})"
+    )]
+    Verification {
+        /// `max |y - y_ref| / max |y_ref|` over all ranks.
+        relative_error: f64,
+        /// The tolerance.
+        limit: f64,
+        /// This rank's largest `|y - y_ref|`.
+        local_difference: f64,
+        /// Global row where it is.
+        local_row: usize,
+        /// Vector where it is.
+        vector: usize,
+    },
+    /// An iteration that multiplied the same data gave a different product.
+    #[error(
+        "iteration {iteration}: row {row}, vector {vector} differs from iteration 0's, \
+         though every iteration multiplies the same data"
+    )]
+    Inconsistent {
+        /// Iteration.
+        iteration: usize,
+        /// Global row.
+        row: usize,
+        /// Vector.
+        vector: usize,
+    },
+    /// A micro-benchmark message did not carry what was sent.
+    #[error("{what}: received data differs from what was sent (first at byte {offset})")]
+    CorruptMessage {
+        /// Which measurement.
+        what: String,
+        /// First differing byte.
+        offset: usize,
+    },
+    /// A halo cell of the 3-D halo swap holds the wrong value.
+    #[error(
+        "halo3d {edge}^3: halo cell ({x}, {y}, {z}) holds {got}, expected {expected} \
+         (the value of global cell {global:?})"
+    )]
+    WrongHalo {
+        /// Local edge length.
+        edge: usize,
+        /// Cell, in local coordinates with the halo (0 and edge+1 are halo).
+        x: usize,
+        /// See `x`.
+        y: usize,
+        /// See `x`.
+        z: usize,
+        /// Value found.
+        got: f64,
+        /// Value expected.
+        expected: f64,
+        /// Global cell it should hold.
+        global: [usize; 3],
+    },
     /// Options that cannot run.
     #[error("invalid option: {0}")]
     InvalidOption(String),
@@ -63,10 +135,12 @@ pub enum KernelError {
 
 /// A bundled kernel.
 pub trait Kernel {
+    /// What a run reports.
+    type Output;
     /// The name `overlap run` knows it by.
     fn name(&self) -> &'static str;
     /// Its parameters, for the trace header.
     fn params(&self) -> Params;
     /// Runs on one rank (collectively, on every rank).
-    fn run(&self, ctx: &KernelContext<'_>) -> Result<KernelReport, KernelError>;
+    fn run(&self, ctx: &KernelContext<'_>) -> Result<Self::Output, KernelError>;
 }

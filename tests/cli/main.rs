@@ -3,6 +3,9 @@
 
 mod analyze;
 mod merge;
+mod microbench;
 mod run;
+mod toeplitz;
 mod trace;
+mod traces;
 mod util;

@@ -100,3 +100,13 @@ pub fn run_false_overlap(ranks: u32, variant: &str, iters: u32, out: &Path, extr
     args.extend_from_slice(extra);
     overlap(&args)
 }
+
+/// `overlap run KERNEL --ranks RANKS --out OUT` with `extra` options.
+pub fn run_kernel(kernel: &str, ranks: u32, out: &Path, extra: &[&str]) -> Run {
+    let _guard = mpi_lock();
+    let ranks = ranks.to_string();
+    let out = out.to_str().expect("utf-8 temp path");
+    let mut args = vec!["run", kernel, "--ranks", &ranks, "--out", out];
+    args.extend_from_slice(extra);
+    overlap(&args)
+}

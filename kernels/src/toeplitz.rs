@@ -1,0 +1,637 @@
+//! MIDAPACK's halo exchange for a distributed symmetric band Toeplitz product.
+//!
+//! The matrix `T` is `n x n` with `T[i][j] = t[|i - j|]` for `|i - j| <= lambda` and zero
+//! elsewhere; it multiplies `m` vectors (an `n x m` matrix `X`, `m_rowwise` in MIDAPACK).
+//! Rows are distributed by blocks over the ranks. To compute its rows of `T X`, a rank
+//! needs the `lambda` rows just before its block (from its left neighbour) and the
+//! `lambda` just after (from its right neighbour); the first and last ranks have no
+//! neighbour on one side and talk to `MPI_PROC_NULL` there, as MIDAPACK does.
+//!
+//! - `blocking`: `MPI_Sendrecv` to the left, then to the right (MIDAPACK with
+//!   `FLAG_BLOCKINGCOMM`).
+//! - `nonblocking`: `MPI_Irecv`/`MPI_Isend` to the left and to the right, then the four
+//!   `MPI_Wait`s, then the product (MIDAPACK's default). Nothing runs between the posts
+//!   and the waits: the overlap is false.
+//! - `overlapped`: the same posts, then the interior rows (whose band lies in the local
+//!   block) are computed, then the four waits, then the `lambda` rows at each end.
+//!
+//! ```text
+//!  blocking:     Sendrecv(left) Sendrecv(right) | product
+//!  nonblocking:  Irecv Isend Irecv Isend | Wait Wait Wait Wait | product
+//!  overlapped:   Irecv Isend Irecv Isend | interior | Wait Wait Wait Wait | boundary
+//! ```
+//!
+//! Every run checks its result: the first iteration's rows against a serial product of
+//! the same data (computed from the formulas that generate `t` and `X`, over global
+//! indices, without any halo), to a relative error of [`TOLERANCE`]; every later
+//! iteration, which multiplies the same data, must reproduce the first bit for bit.
+//! Halos are filled with NaN before every exchange, so a halo that was not received
+//! cannot go unnoticed.
+
+mod product;
+mod verify;
+
+use std::ops::Range;
+use std::time::Instant;
+
+use mpi::collective::SystemOperation;
+use mpi::request::scope;
+use overlap_instrument::mpi::proc_null;
+use overlap_instrument::schema::{ParamValue, Params};
+
+pub use product::{fft_len, BandProduct, Method};
+pub use verify::{deviation, serial_rows, Deviation};
+
+use crate::{Kernel, KernelContext, KernelError};
+
+/// Largest relative error (max norm) of the product against the serial product.
+pub const TOLERANCE: f64 = 1e-12;
+/// `auto` computes the product by FFT from this half-bandwidth on.
+pub const FFT_FROM_LAMBDA: usize = 32;
+/// The tag of every halo message (`MPI_USER_TAG` in MIDAPACK).
+const TAG: i32 = 555;
+
+/// How the halo is exchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// Two `MPI_Sendrecv`.
+    Blocking,
+    /// `MPI_Irecv`/`MPI_Isend` both ways, then four `MPI_Wait` (false overlap).
+    Nonblocking,
+    /// The interior product runs between the posts and the waits.
+    Overlapped,
+}
+
+impl Variant {
+    /// Every variant.
+    pub const ALL: [Variant; 3] = [Variant::Blocking, Variant::Nonblocking, Variant::Overlapped];
+
+    /// The name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Blocking => "blocking",
+            Variant::Nonblocking => "nonblocking",
+            Variant::Overlapped => "overlapped",
+        }
+    }
+
+    /// The variant with that name.
+    pub fn from_name(name: &str) -> Option<Variant> {
+        Variant::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+/// Which product to use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProductChoice {
+    /// FFT from [`FFT_FROM_LAMBDA`] on, direct below.
+    Auto,
+    /// Always this one.
+    Fixed(Method),
+}
+
+impl ProductChoice {
+    /// The choice with that name (`auto`, `direct`, `fft`).
+    pub fn from_name(name: &str) -> Option<ProductChoice> {
+        match name {
+            "auto" => Some(ProductChoice::Auto),
+            "direct" => Some(ProductChoice::Fixed(Method::Direct)),
+            "fft" => Some(ProductChoice::Fixed(Method::Fft)),
+            _ => None,
+        }
+    }
+
+    /// The method for half-bandwidth `lambda`.
+    pub fn method(self, lambda: usize) -> Method {
+        match self {
+            ProductChoice::Fixed(m) => m,
+            ProductChoice::Auto if lambda >= FFT_FROM_LAMBDA => Method::Fft,
+            ProductChoice::Auto => Method::Direct,
+        }
+    }
+}
+
+/// Options of the Toeplitz kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// How the halo is exchanged.
+    pub variant: Variant,
+    /// Global size `n` (rows of the matrix and of each vector).
+    pub size: usize,
+    /// Half-bandwidth `lambda`.
+    pub lambda: usize,
+    /// Number of vectors `m`.
+    pub vectors: usize,
+    /// Iterations (one exchange and one product each).
+    pub iterations: usize,
+    /// Direct or FFT product.
+    pub product: ProductChoice,
+    /// Testing aid: this rank corrupts one received halo value in every iteration.
+    pub fault_rank: Option<i32>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            variant: Variant::Nonblocking,
+            size: 1 << 18,
+            lambda: 1024,
+            vectors: 8,
+            iterations: 20,
+            product: ProductChoice::Auto,
+            fault_rank: None,
+        }
+    }
+}
+
+impl Options {
+    /// Why these options cannot run on `ranks` ranks, naming the option.
+    pub fn check(&self, ranks: usize) -> Result<(), String> {
+        if self.lambda == 0 {
+            return Err("--lambda must be at least 1".into());
+        }
+        if self.vectors == 0 {
+            return Err("--vectors must be at least 1".into());
+        }
+        if self.iterations == 0 {
+            return Err("--iters must be at least 1".into());
+        }
+        if self.size <= self.lambda {
+            return Err(format!(
+                "--size ({}) must be larger than --lambda ({})",
+                self.size, self.lambda
+            ));
+        }
+        let smallest = self.size / ranks;
+        if ranks > 1 && smallest < self.lambda {
+            return Err(format!(
+                "--lambda ({}) is larger than the smallest block of rows ({} = {} rows / {} \
+                 ranks): each rank must hold at least lambda rows, so that a halo comes from \
+                 one neighbour",
+                self.lambda, smallest, self.size, ranks
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The band: `t[d]` for `d` in `0..=lambda`, positive and decreasing (like the noise
+/// correlations MIDAPACK works with).
+pub fn coefficient(d: usize) -> f64 {
+    1.0 / (1.0 + d as f64)
+}
+
+/// Entry `(row, vector)` of `X`: between 0.5 and 1.5.
+pub fn value(row: usize, vector: usize) -> f64 {
+    1.0 + 0.5 * (row as f64 * 0.618_033_988_75 + vector as f64 * 0.75).sin()
+}
+
+/// The rows of `rank` among `ranks` for `n` rows: blocks of `n / ranks`, the first
+/// `n % ranks` ranks one row more.
+pub fn block(n: usize, ranks: usize, rank: usize) -> Range<usize> {
+    let base = n / ranks;
+    let extra = n % ranks;
+    let start = rank * base + rank.min(extra);
+    start..start + base + usize::from(rank < extra)
+}
+
+/// What a run of the Toeplitz kernel reports (the same on every rank).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToeplitzReport {
+    /// The product used.
+    pub method: Method,
+    /// Its FFT length (on rank 0), when by FFT.
+    pub fft_len: Option<usize>,
+    /// Per iteration, the slowest rank's time, seconds.
+    pub iteration_s: Vec<f64>,
+    /// Mean time per iteration inside the exchange's MPI calls, slowest rank, seconds.
+    pub exchange_s: f64,
+    /// Mean time per iteration in the product, slowest rank, seconds.
+    pub compute_s: f64,
+    /// `max |y - y_ref| / max |y_ref|` over all ranks.
+    pub relative_error: f64,
+    /// Halo messages received, all ranks and iterations.
+    pub messages: u64,
+    /// Halo bytes received, all ranks and iterations.
+    pub bytes: u64,
+}
+
+/// The kernel.
+#[derive(Clone, Debug, Default)]
+pub struct Toeplitz {
+    /// Its options.
+    pub options: Options,
+}
+
+/// One rank's share: its rows, and the `(n_local + 2*lambda) x m` extended block with
+/// the halos at either end.
+struct Block {
+    rows: Range<usize>,
+    lambda: usize,
+    m: usize,
+    ext: Vec<f64>,
+    left: Option<i32>,
+    right: Option<i32>,
+}
+
+impl Block {
+    fn local_rows(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Splits the extended block into (left halo, local rows, right halo); a halo with
+    /// no neighbour is empty, so nothing is received into it.
+    fn split(&mut self) -> (&mut [f64], &mut [f64], &mut [f64]) {
+        let halo = self.lambda * self.m;
+        let local = self.local_rows() * self.m;
+        let (left, rest) = self.ext.split_at_mut(halo);
+        let (mid, right) = rest.split_at_mut(local);
+        let left = if self.left.is_some() {
+            left
+        } else {
+            &mut left[..0]
+        };
+        let right = if self.right.is_some() {
+            right
+        } else {
+            &mut right[..0]
+        };
+        (left, mid, right)
+    }
+
+    /// Fills the halos that have a neighbour with NaN.
+    fn poison_halos(&mut self) {
+        let (left, _, right) = self.split();
+        left.fill(f64::NAN);
+        right.fill(f64::NAN);
+    }
+
+    /// What goes to each side: the first and the last `lambda` local rows, or nothing
+    /// where there is no neighbour.
+    fn outgoing(local: &[f64], halo: usize, left: bool, right: bool) -> (&[f64], &[f64]) {
+        let to_left = if left { &local[..halo] } else { &[][..] };
+        let to_right = if right {
+            &local[local.len() - halo..]
+        } else {
+            &[][..]
+        };
+        (to_left, to_right)
+    }
+}
+
+/// The products a rank applies: to its whole block (or interior), and to the `3*lambda`
+/// rows around each end of it (the overlapped variant's boundary), each with FFT blocks
+/// sized for its segments.
+struct Products {
+    whole: BandProduct,
+    boundary: BandProduct,
+}
+
+/// Where the time of one iteration went on this rank.
+#[derive(Clone, Copy, Default)]
+struct IterationTime {
+    exchange: f64,
+    compute: f64,
+}
+
+impl Toeplitz {
+    fn exchange_blocking(&self, ctx: &KernelContext<'_>, b: &mut Block) {
+        let comm = &ctx.comm;
+        let (left, right) = (
+            b.left.unwrap_or(proc_null()),
+            b.right.unwrap_or(proc_null()),
+        );
+        let (has_left, has_right) = (b.left.is_some(), b.right.is_some());
+        let halo = b.lambda * b.m;
+        let (left_halo, local, right_halo) = b.split();
+        let (to_left, to_right) = Block::outgoing(local, halo, has_left, has_right);
+        // To the left: send my first rows left, receive my right halo from the right.
+        comm.sendrecv(left, TAG, to_left, right, TAG, right_halo);
+        // To the right: send my last rows right, receive my left halo from the left.
+        comm.sendrecv(right, TAG, to_right, left, TAG, left_halo);
+    }
+
+    /// The non-blocking exchange; `between` runs after the posts, before the waits, with
+    /// the local rows (the overlapped variant computes the interior there).
+    fn exchange_nonblocking(
+        &self,
+        ctx: &KernelContext<'_>,
+        b: &mut Block,
+        between: impl FnOnce(&[f64]),
+    ) {
+        let comm = &ctx.comm;
+        let (left, right) = (
+            b.left.unwrap_or(proc_null()),
+            b.right.unwrap_or(proc_null()),
+        );
+        let (has_left, has_right) = (b.left.is_some(), b.right.is_some());
+        let halo = b.lambda * b.m;
+        let (left_halo, local, right_halo) = b.split();
+        let local: &[f64] = local;
+        let (to_left, to_right) = Block::outgoing(local, halo, has_left, has_right);
+        scope(|s| {
+            // The seed's order: to the left (Irecv from right, Isend to left), then to
+            // the right (Irecv from left, Isend to right).
+            let left_r = comm.irecv(s, right, TAG, right_halo);
+            let left_s = comm.isend(s, left, TAG, to_left);
+            let right_r = comm.irecv(s, left, TAG, left_halo);
+            let right_s = comm.isend(s, right, TAG, to_right);
+            between(local);
+            comm.wait(left_r);
+            comm.wait(left_s);
+            comm.wait(right_r);
+            comm.wait(right_s);
+        });
+    }
+
+    /// Testing aid: corrupts the first received halo value.
+    fn inject_fault(&self, ctx: &KernelContext<'_>, b: &mut Block) {
+        if self.options.fault_rank != Some(ctx.comm.rank()) {
+            return;
+        }
+        let (left, _, right) = b.split();
+        if let Some(v) = left.first_mut().or(right.first_mut()) {
+            *v += 1.0;
+        }
+    }
+
+    /// One iteration: exchange and product into `y`.
+    fn iteration(
+        &self,
+        ctx: &KernelContext<'_>,
+        b: &mut Block,
+        products: &mut Products,
+        y: &mut [f64],
+    ) -> IterationTime {
+        let rec = ctx.recorder;
+        let (lambda, m, nl) = (b.lambda, b.m, b.local_rows());
+        b.poison_halos();
+        let t0 = Instant::now();
+        let mut interior_s = 0.0;
+        match self.options.variant {
+            Variant::Blocking => self.exchange_blocking(ctx, b),
+            Variant::Nonblocking => self.exchange_nonblocking(ctx, b, |_| {}),
+            Variant::Overlapped if nl >= 2 * lambda => {
+                let interior = &mut y[lambda * m..(nl - lambda) * m];
+                self.exchange_nonblocking(ctx, b, |local| {
+                    let t = Instant::now();
+                    let _g = rec.compute("interior");
+                    products.whole.apply(local, interior);
+                    interior_s = t.elapsed().as_secs_f64();
+                });
+            }
+            // Blocks under 2*lambda rows have no interior: all of it waits for the halo.
+            Variant::Overlapped => self.exchange_nonblocking(ctx, b, |_| {}),
+        }
+        let exchanged = t0.elapsed().as_secs_f64();
+        self.inject_fault(ctx, b);
+        let t1 = Instant::now();
+        match self.options.variant {
+            Variant::Overlapped if nl >= 2 * lambda => {
+                let _g = rec.compute("boundary");
+                let (head, rest) = y.split_at_mut(lambda * m);
+                let tail = &mut rest[(nl - 2 * lambda) * m..];
+                products.boundary.apply(&b.ext[..3 * lambda * m], head);
+                products.boundary.apply(&b.ext[(nl - lambda) * m..], tail);
+            }
+            _ => {
+                let _g = rec.compute("product");
+                products.whole.apply(&b.ext, y);
+            }
+        }
+        let compute = t1.elapsed().as_secs_f64();
+        IterationTime {
+            exchange: exchanged - interior_s,
+            compute: compute + interior_s,
+        }
+    }
+}
+
+impl Kernel for Toeplitz {
+    type Output = ToeplitzReport;
+
+    fn name(&self) -> &'static str {
+        "toeplitz"
+    }
+
+    fn params(&self) -> Params {
+        let o = &self.options;
+        let mut p = Params::new();
+        p.insert("kernel".into(), ParamValue::Text(self.name().into()));
+        p.insert("variant".into(), ParamValue::Text(o.variant.name().into()));
+        p.insert("size".into(), ParamValue::Int(o.size as i64));
+        p.insert("lambda".into(), ParamValue::Int(o.lambda as i64));
+        p.insert("vectors".into(), ParamValue::Int(o.vectors as i64));
+        p.insert("iterations".into(), ParamValue::Int(o.iterations as i64));
+        let method = o.product.method(o.lambda).name();
+        p.insert("product".into(), ParamValue::Text(method.into()));
+        p
+    }
+
+    fn run(&self, ctx: &KernelContext<'_>) -> Result<ToeplitzReport, KernelError> {
+        let o = &self.options;
+        let comm = &ctx.comm;
+        let (rank, ranks) = (comm.rank(), comm.size());
+        o.check(ranks as usize)
+            .map_err(KernelError::InvalidOption)?;
+        let (lambda, m) = (o.lambda, o.vectors);
+        let rows = block(o.size, ranks as usize, rank as usize);
+        let nl = rows.len();
+        let mut b = Block {
+            rows: rows.clone(),
+            lambda,
+            m,
+            ext: vec![0.0; (nl + 2 * lambda) * m],
+            left: (rank > 0).then(|| rank - 1),
+            right: (rank + 1 < ranks).then(|| rank + 1),
+        };
+        for (i, row) in b.ext.chunks_exact_mut(m).skip(lambda).take(nl).enumerate() {
+            for (k, x) in row.iter_mut().enumerate() {
+                *x = value(rows.start + i, k);
+            }
+        }
+        let method = o.product.method(lambda);
+        let band: Vec<f64> = (0..=lambda).map(coefficient).collect();
+        let mut products = Products {
+            whole: BandProduct::new(band.clone(), m, method, nl + 2 * lambda),
+            boundary: BandProduct::new(band, m, method, 3 * lambda),
+        };
+        let mut y = vec![0.0; nl * m];
+        let mut first = Vec::new();
+        let mut times = Vec::with_capacity(o.iterations);
+        comm.barrier();
+        for iteration in 0..o.iterations {
+            times.push(self.iteration(ctx, &mut b, &mut products, &mut y));
+            let _g = ctx.recorder.compute("check");
+            if iteration == 0 {
+                first.clone_from(&y);
+            } else if let Some(i) = (0..y.len()).find(|&i| y[i].to_bits() != first[i].to_bits()) {
+                return Err(KernelError::Inconsistent {
+                    iteration,
+                    row: rows.start + i / m,
+                    vector: i % m,
+                });
+            }
+        }
+        let local = {
+            let _g = ctx.recorder.compute("verify");
+            deviation(&first, &serial_rows(o.size, lambda, m, rows.clone()), m)
+        };
+        let received = u64::from(b.left.is_some()) + u64::from(b.right.is_some());
+        let per_iteration =
+            |f: fn(&IterationTime) -> f64| times.iter().map(f).sum::<f64>() / times.len() as f64;
+        let mut wide = vec![
+            local.max_difference,
+            local.max_reference,
+            per_iteration(|t| t.exchange),
+            per_iteration(|t| t.compute),
+        ];
+        wide.extend(times.iter().map(|t| t.exchange + t.compute));
+        let mut slowest = vec![0.0; wide.len()];
+        comm.all_reduce_into(&wide[..], &mut slowest[..], SystemOperation::max());
+        let counts = [received * o.iterations as u64];
+        let mut messages = [0u64];
+        comm.all_reduce_into(&counts[..], &mut messages[..], SystemOperation::sum());
+        let relative_error = slowest[0] / slowest[1];
+        // A NaN error (a NaN in the reference) fails too.
+        if relative_error.is_nan() || relative_error > TOLERANCE {
+            let (row, vector) = local.worst;
+            return Err(KernelError::Verification {
+                relative_error,
+                limit: TOLERANCE,
+                local_row: rows.start + row,
+                vector,
+                local_difference: local.max_difference,
+            });
+        }
+        Ok(ToeplitzReport {
+            method,
+            fft_len: products.whole.fft_len(),
+            iteration_s: slowest[4..].to_vec(),
+            exchange_s: slowest[2],
+            compute_s: slowest[3],
+            relative_error,
+            messages: messages[0],
+            bytes: messages[0] * (lambda * m * 8) as u64,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn blocks_cover_the_rows_once() {
+        for (n, p) in [(10, 3), (12, 4), (7, 7), (100, 1)] {
+            let mut next = 0;
+            for r in 0..p {
+                let b = block(n, p, r);
+                assert_eq!(b.start, next);
+                assert!(b.len() == n / p || b.len() == n / p + 1);
+                next = b.end;
+            }
+            assert_eq!(next, n);
+        }
+    }
+
+    #[test]
+    fn options_are_checked_against_the_rank_count() {
+        let o = Options {
+            size: 100,
+            lambda: 30,
+            ..Options::default()
+        };
+        assert!(o.check(3).is_ok());
+        let err = o.check(4).unwrap_err();
+        assert!(
+            err.contains("--lambda (30) is larger than the smallest block"),
+            "{err}"
+        );
+        let zero = Options {
+            lambda: 0,
+            ..o.clone()
+        };
+        assert!(zero.check(2).unwrap_err().contains("--lambda"));
+        let small = Options { size: 30, ..o };
+        assert!(small.check(1).unwrap_err().contains("--size (30)"));
+        assert_eq!(ProductChoice::Auto.method(FFT_FROM_LAMBDA), Method::Fft);
+        assert_eq!(ProductChoice::Auto.method(3), Method::Direct);
+    }
+
+    /// The halo exchange done by hand for `ranks` blocks: each block's extended rows
+    /// copied from its neighbours' local rows, as the messages would bring them.
+    fn blocks_after_exchange(n: usize, lambda: usize, m: usize, ranks: usize) -> Vec<Block> {
+        (0..ranks)
+            .map(|r| {
+                let rows = block(n, ranks, r);
+                let nl = rows.len();
+                let mut ext = vec![0.0; (nl + 2 * lambda) * m];
+                let lo = rows.start as isize - lambda as isize;
+                for (e, row) in ext.chunks_exact_mut(m).enumerate() {
+                    let g = lo + e as isize;
+                    if g >= 0 && (g as usize) < n {
+                        for (k, x) in row.iter_mut().enumerate() {
+                            *x = value(g as usize, k);
+                        }
+                    }
+                }
+                Block {
+                    rows,
+                    lambda,
+                    m,
+                    ext,
+                    left: (r > 0).then(|| r as i32 - 1),
+                    right: (r + 1 < ranks).then(|| r as i32 + 1),
+                }
+            })
+            .collect()
+    }
+
+    fn local_product(b: &Block, method: Method) -> Vec<f64> {
+        let t = (0..=b.lambda).map(coefficient).collect();
+        let mut p = BandProduct::new(t, b.m, method, b.ext.len() / b.m);
+        let mut y = vec![0.0; b.local_rows() * b.m];
+        p.apply(&b.ext, &mut y);
+        y
+    }
+
+    #[test]
+    fn distributed_products_match_the_serial_product() {
+        let (n, lambda, m) = (97, 5, 3);
+        for ranks in [1, 2, 4] {
+            for method in [Method::Direct, Method::Fft] {
+                for b in blocks_after_exchange(n, lambda, m, ranks) {
+                    let y = local_product(&b, method);
+                    let d = deviation(&y, &serial_rows(n, lambda, m, b.rows.clone()), m);
+                    assert!(
+                        d.max_difference / d.max_reference < TOLERANCE,
+                        "{ranks} ranks, {method:?}: {d:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_corrupt_or_missing_halo_value_fails_the_check() {
+        let (n, lambda, m) = (64, 4, 2);
+        let mut blocks = blocks_after_exchange(n, lambda, m, 2);
+        let b = &mut blocks[1];
+        let reference = serial_rows(n, lambda, m, b.rows.clone());
+        // One value of rank 1's left halo, slightly wrong.
+        b.ext[m + 1] += 1e-6;
+        let d = deviation(&local_product(b, Method::Direct), &reference, m);
+        assert!(d.max_difference / d.max_reference > TOLERANCE, "{d:?}");
+        assert!(
+            d.worst.0 < lambda,
+            "the damage is within lambda rows of the edge"
+        );
+        // A halo never received (still NaN) is an infinite error, not a skipped one.
+        b.poison_halos();
+        let d = deviation(&local_product(b, Method::Fft), &reference, m);
+        assert_eq!(d.max_difference, f64::INFINITY);
+    }
+}
