@@ -145,35 +145,41 @@ struct ToeplitzArgs {
     launch: LaunchArgs,
 }
 
-/// How many repetitions a micro-benchmark figure takes (see docs/kernels.md).
+/// How many repetitions a micro-benchmark figure takes (see docs/kernels.md). Unset
+/// options keep the kernel's defaults.
 #[derive(Debug, Args)]
 struct RepetitionArgs {
-    /// Fewest samples per figure.
-    #[arg(long, default_value_t = 5)]
-    min_samples: u32,
-    /// Most samples per figure.
-    #[arg(long, default_value_t = 20)]
-    max_samples: u32,
-    /// Target relative standard error of each figure's median, percent.
-    #[arg(long, default_value_t = 2.0)]
-    rse: f64,
-    /// Duration one sample aims at, ms (sets the repetitions per sample).
-    #[arg(long, default_value_t = 0.2)]
-    sample_ms: f64,
-    /// Time budget per figure, seconds (at least --min-samples are taken).
-    #[arg(long, default_value_t = 1.0)]
-    point_seconds: f64,
+    /// Fewest samples per figure [default: 5].
+    #[arg(long)]
+    min_samples: Option<u32>,
+    /// Most samples per figure [default: 20; sync: 50].
+    #[arg(long)]
+    max_samples: Option<u32>,
+    /// Target relative standard error of each figure's median, percent [default: 2].
+    #[arg(long)]
+    rse: Option<f64>,
+    /// Duration one sample aims at, ms (sets the repetitions per sample) [default: 0.2].
+    #[arg(long)]
+    sample_ms: Option<f64>,
+    /// Time budget per figure, seconds (at least --min-samples are taken) [default: 1].
+    #[arg(long)]
+    point_seconds: Option<f64>,
 }
 
 impl RepetitionArgs {
     fn kernel_args(&self) -> Vec<String> {
-        flags(&[
-            ("--min-samples", self.min_samples.to_string()),
-            ("--max-samples", self.max_samples.to_string()),
-            ("--rse", self.rse.to_string()),
-            ("--sample-ms", self.sample_ms.to_string()),
-            ("--point-seconds", self.point_seconds.to_string()),
-        ])
+        let set = [
+            ("--min-samples", self.min_samples.map(|v| v.to_string())),
+            ("--max-samples", self.max_samples.map(|v| v.to_string())),
+            ("--rse", self.rse.map(|v| v.to_string())),
+            ("--sample-ms", self.sample_ms.map(|v| v.to_string())),
+            ("--point-seconds", self.point_seconds.map(|v| v.to_string())),
+        ];
+        let given: Vec<(&str, String)> = set
+            .into_iter()
+            .filter_map(|(flag, value)| Some((flag, value?)))
+            .collect();
+        flags(&given)
     }
 }
 

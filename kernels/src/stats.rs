@@ -227,24 +227,26 @@ pub fn seconds_since(t0: Instant) -> f64 {
 
 /// Measures one figure, collectively over `comm`: `batch(reps)` runs `reps` repetitions
 /// on this rank (ranks with no part in the pattern return a zero [`BatchTime`]). Each
-/// batch starts after a barrier; its time is the largest over ranks, less the largest
-/// baseline over ranks. The result is in seconds per repetition.
+/// batch starts after a barrier; its time is the largest over ranks of the rank's time
+/// less the rank's own baseline (each rank's delay loop cancels its own speed). The
+/// result is in seconds per repetition.
 pub fn measure(
     comm: &TracedComm<'_, SimpleCommunicator>,
     s: &Stability,
     mut batch: impl FnMut(u64) -> BatchTime,
 ) -> Measurement {
-    // (time the batch took, time it spent in all, both the slowest over ranks)
+    // (the batch's time less its baseline, the time it spent in all), each the
+    // largest over ranks
     let mut timed = |reps: u64| -> (f64, f64) {
         comm.barrier();
         let local = batch(reps);
         let mut slowest = [0.0f64; 2];
         comm.all_reduce_into(
-            &[local.total, local.baseline][..],
+            &[local.total - local.baseline, local.total + local.baseline][..],
             &mut slowest[..],
             SystemOperation::max(),
         );
-        (slowest[0] - slowest[1], slowest[0] + slowest[1])
+        (slowest[0], slowest[1])
     };
     // Warm-up and calibration: double the batch until it would last half a sample at
     // the fastest time per repetition seen (a batch slowed down by the scheduler does
