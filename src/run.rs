@@ -5,7 +5,7 @@
 //! them again, against the rank count); this module only parses and forwards them, so
 //! the CLI never links MPI.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
@@ -427,6 +427,8 @@ fn run_kernel(kernel: &str, mut kernel_args: Vec<String>, l: LaunchArgs) -> Resu
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::path::Path;
+
     use super::*;
 
     #[test]

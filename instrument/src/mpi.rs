@@ -73,7 +73,6 @@ impl<C: Communicator> Destination for Peer<'_, C> {
     }
 }
 
-
 /// How a rank's trace is set up.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

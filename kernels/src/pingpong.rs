@@ -69,7 +69,7 @@ impl Pattern {
     pub fn fits(self, ranks: usize) -> bool {
         match self {
             Pattern::Single => ranks >= 2,
-            Pattern::Multiple | Pattern::Crossing => ranks >= 4 && ranks % 2 == 0,
+            Pattern::Multiple | Pattern::Crossing => ranks >= 4 && ranks.is_multiple_of(2),
         }
     }
 }
