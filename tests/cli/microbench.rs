@@ -270,3 +270,17 @@ fn options_that_cannot_run_are_refused_by_name() {
     );
     assert!(!dir.path().join("y.ranks").exists(), "nothing was launched");
 }
+
+#[test]
+fn run_help_lists_every_kernel_with_what_it_shows() {
+    let run = crate::util::overlap(&["run", "--help"]);
+    assert!(run.success(), "{}", run.describe());
+    for line in [
+        "toeplitz       MIDAPACK's Toeplitz halo exchange",
+        "pingpong       Ping-pong latency and bandwidth per message size",
+        "sync           Synchronisation overhead",
+        "halo3d         Halo swaps of a 3-D array",
+    ] {
+        assert!(run.stdout().contains(line), "{line}\n{}", run.describe());
+    }
+}
