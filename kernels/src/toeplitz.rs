@@ -201,7 +201,7 @@ pub fn block(n: usize, ranks: usize, rank: usize) -> Range<usize> {
 pub struct ToeplitzReport {
     /// The product used.
     pub method: Method,
-    /// Its FFT length (on rank 0), when by FFT.
+    /// Its FFT length on this rank (blocks are sized to the rank's rows), when by FFT.
     pub fft_len: Option<usize>,
     /// Per iteration, the slowest rank's time, seconds.
     pub iteration_s: Vec<f64>,
