@@ -210,6 +210,46 @@ fn late_broadcast_and_early_reduce() {
 }
 
 #[test]
+fn transfers_with_mpi_proc_null_are_not_messages_nor_requests() {
+    // The ends of a chain talk to MPI_PROC_NULL (-1), as MIDAPACK does:
+    // rank 0  |Irecv(-1) 0-1|Isend(-1) 1-2|Waitall 2-3 (recv status source -1)|
+    // rank 1  |Recv(-1) 0-1 (status source -1)|c 1-3|
+    // No message, nothing unmatched, and no request in the overlap figures.
+    let t = run(vec![
+        vec![
+            irecv(0, 1, -1, 5, 8, 1),
+            isend(1, 2, -1, 5, 8, 2),
+            complete(Op::Waitall, 2, 3, &[(1, Some((-1, -1))), (2, None)]),
+        ],
+        vec![
+            Event::Call(CallEvent {
+                tid: 0,
+                start: Nanos(0),
+                end: Nanos(1),
+                op: Op::Recv,
+                args: CallArgs {
+                    peer: Some(-1),
+                    tag: Some(5),
+                    comm: Some(0),
+                    completed: vec![overlap_instrument::schema::Completion {
+                        request: None,
+                        source: Some(-1),
+                        tag: Some(-1),
+                        bytes: Some(0),
+                    }],
+                    ..CallArgs::default()
+                },
+            }),
+            compute(1, 3, "c"),
+        ],
+    ]);
+    assert!(t.messages.is_empty());
+    assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
+    let r = report(&t);
+    assert_eq!(r.requests.count, 0, "{:?}", r.requests);
+}
+
+#[test]
 fn a_waitall_over_mixed_requests_counts_its_largest_late_sender_once() {
     // rank 0  |Irecv(1) 0-1|compute 1-10|Isend(1) 10-11|Waitall 11 ------- 21|
     // rank 1  |Irecv(0) 0-1|Irecv(2) 1-2|Isend(0) 2-3|Waitall 3 ------------ 20|

@@ -108,7 +108,10 @@ fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>)
                     args,
                     completion: done.map(|d| d.0),
                 });
-                if kind == RequestKind::Recv {
+                // A receive completed from MPI_PROC_NULL (a negative source in its
+                // status: a completed wildcard always names a real rank) carries no
+                // message.
+                if kind == RequestKind::Recv && !done.is_some_and(|d| d.1.is_some_and(|s| s < 0)) {
                     let Some((_, described)) = t.call(args) else {
                         continue;
                     };
@@ -123,6 +126,9 @@ fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>)
             }
             if op.receives_blocking() {
                 let status = t.completions(c).first();
+                if status.is_some_and(|s| s.source.is_some_and(|src| src < 0)) {
+                    continue; // from MPI_PROC_NULL: no message
+                }
                 let (peer, tag) = match (op.is_sendrecv(), &c.recv) {
                     (true, Some(half)) => (half.peer, half.tag),
                     (true, None) => (None, None),

@@ -294,6 +294,18 @@ pub fn per_request(trace: &Trace, model: &TransferModel) -> Vec<RequestMetrics> 
         let Some((_, call)) = t.call(r.args) else {
             continue;
         };
+        // A send to or receive from MPI_PROC_NULL (a negative peer that is not the
+        // any-source wildcard of a receive that got a message) moves nothing.
+        let from_nobody = r.kind == RequestKind::Recv
+            && r.completion.is_some()
+            && !received.contains_key(&EventRef {
+                rank: r.rank,
+                index: r.post,
+            })
+            && call.peer.is_some_and(|p| p < 0);
+        if (r.kind == RequestKind::Send && call.peer.is_some_and(|p| p < 0)) || from_nobody {
+            continue;
+        }
         let Some(post) = CallRef::of(trace, r.rank, r.post) else {
             continue;
         };
