@@ -111,7 +111,8 @@ fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>)
                 // A receive completed from MPI_PROC_NULL (a negative source in its
                 // status: a completed wildcard always names a real rank) carries no
                 // message.
-                if kind == RequestKind::Recv && !done.is_some_and(|d| d.1.is_some_and(|s| s < 0)) {
+                let from_proc_null = done.is_some_and(|d| d.1.is_some_and(|s| s < 0));
+                if kind == RequestKind::Recv && !from_proc_null {
                     let Some((_, described)) = t.call(args) else {
                         continue;
                     };
