@@ -22,7 +22,7 @@
 
 pub mod check;
 mod fastparse;
-mod fxhash;
+use overlap_instrument::fxhash;
 pub mod import;
 pub mod merge;
 pub mod metrics;

@@ -28,6 +28,7 @@
 //! ```
 
 pub mod clock;
+pub mod fxhash;
 pub mod layer;
 #[cfg(feature = "mpi")]
 pub mod mpi;

@@ -178,7 +178,12 @@ struct Grid {
 
 impl Grid {
     fn new(rank: i32, ranks: i32) -> Grid {
-        let dims = dims_3d(ranks);
+        Grid::with_dims(rank, dims_3d(ranks))
+    }
+
+    /// `rank`'s place on a periodic grid of `dims` and its six neighbours (-x, +x, -y,
+    /// +y, -z, +z).
+    fn with_dims(rank: i32, dims: [i32; 3]) -> Grid {
         let at = coords(rank, dims);
         let neighbour = std::array::from_fn(|dir| {
             let mut c = at;
@@ -385,17 +390,7 @@ mod tests {
     use super::*;
 
     fn grid(dims: [i32; 3], rank: i32) -> Grid {
-        let at = coords(rank, dims);
-        let neighbour = std::array::from_fn(|dir| {
-            let mut c = at;
-            c[dir / 2] += if dir % 2 == 1 { 1 } else { -1 };
-            rank_at(c, dims)
-        });
-        Grid {
-            dims,
-            at,
-            neighbour,
-        }
+        Grid::with_dims(rank, dims)
     }
 
     /// The swap done by hand on a whole grid of blocks: each halo face copied from the

@@ -6,25 +6,12 @@ use std::collections::BTreeMap;
 
 use overlap_analyzer::import::read_merged;
 use overlap_analyzer::model::MergedTrace;
-use overlap_instrument::schema::{CallEvent, Event, Op};
+use overlap_instrument::schema::{Event, Op};
 
+use crate::traces::{calls, count};
 use crate::util::run_false_overlap;
 
 const ITERS: u32 = 5;
-
-fn calls(trace: &MergedTrace, rank: u32) -> Vec<&CallEvent> {
-    trace.events[&rank]
-        .iter()
-        .filter_map(|e| match e {
-            Event::Call(c) => Some(c),
-            Event::Compute(_) => None,
-        })
-        .collect()
-}
-
-fn count(trace: &MergedTrace, rank: u32, op: Op) -> usize {
-    calls(trace, rank).iter().filter(|c| c.op == op).count()
-}
 
 fn run_and_read(ranks: u32, variant: &str) -> MergedTrace {
     let dir = tempfile::tempdir().expect("temp dir");

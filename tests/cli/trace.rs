@@ -12,6 +12,7 @@ use overlap_analyzer::import::read_merged;
 use overlap_analyzer::model::MergedTrace;
 use overlap_instrument::schema::{Event, Op};
 
+use crate::traces::counts;
 use crate::util::{mpi_lock, overlap_bin, Run};
 
 /// The test programs, compiled once per test run into a directory that lives as long.
@@ -67,20 +68,6 @@ fn untraced(ranks: u32, program: &Path) -> Run {
         .output()
         .expect("mpiexec runs");
     Run { output }
-}
-
-/// Calls per op on each rank.
-fn counts(trace: &MergedTrace) -> BTreeMap<u32, BTreeMap<Op, usize>> {
-    let mut out: BTreeMap<u32, BTreeMap<Op, usize>> = BTreeMap::new();
-    for (rank, events) in &trace.events {
-        let per = out.entry(*rank).or_default();
-        for e in events {
-            if let Event::Call(c) = e {
-                *per.entry(c.op).or_default() += 1;
-            }
-        }
-    }
-    out
 }
 
 /// The counts the program reported on stderr for its polling loops, by rank.

@@ -1,5 +1,7 @@
 //! Reading what a merged trace holds, per rank: calls by kind and compute spans by name.
 
+use std::collections::BTreeMap;
+
 use overlap_analyzer::model::MergedTrace;
 use overlap_instrument::schema::{CallEvent, Event, Op};
 
@@ -25,4 +27,19 @@ pub fn computes(trace: &MergedTrace, rank: u32, name: &str) -> usize {
         .iter()
         .filter(|e| matches!(e, Event::Compute(c) if c.name == name))
         .count()
+}
+
+/// Calls per op on each rank.
+pub fn counts(trace: &MergedTrace) -> BTreeMap<u32, BTreeMap<Op, usize>> {
+    trace
+        .events
+        .keys()
+        .map(|&rank| {
+            let mut per: BTreeMap<Op, usize> = BTreeMap::new();
+            for c in calls(trace, rank) {
+                *per.entry(c.op).or_default() += 1;
+            }
+            (rank, per)
+        })
+        .collect()
 }

@@ -471,7 +471,19 @@ fn set<T>(slot: &mut Option<T>, value: T) -> Option<()> {
 /// after it. (Out of line, and not through `&mut &[u8]`, which would keep the caller's
 /// slice in memory rather than in registers.)
 #[inline(never)]
-fn completions(mut s: &[u8]) -> Option<(Vec<Completion>, &[u8])> {
+fn completions(s: &[u8]) -> Option<(Vec<Completion>, &[u8])> {
+    list(s, completion)
+}
+
+/// Reads the `started` array of a Start or Startall, like [`completions`].
+#[inline(never)]
+fn starts(s: &[u8]) -> Option<(Vec<Started>, &[u8])> {
+    list(s, started)
+}
+
+/// Reads a JSON array of objects, `[` to `]`, each read by `item` after its `{`.
+#[inline(always)]
+fn list<T>(mut s: &[u8], item: impl Fn(&mut &[u8]) -> Option<T>) -> Option<(Vec<T>, &[u8])> {
     let s = &mut s;
     eat(s, b"[")?;
     let mut list = Vec::new();
@@ -480,9 +492,30 @@ fn completions(mut s: &[u8]) -> Option<(Vec<Completion>, &[u8])> {
     }
     loop {
         eat(s, b"{")?;
-        list.push(completion(s)?);
+        list.push(item(s)?);
         if !comma_or(s, b']')? {
             return Some((list, *s));
+        }
+    }
+}
+
+/// Consumes the members of one started request after its `{`, up to and including its
+/// `}`. Both members are required.
+#[inline(always)]
+fn started(s: &mut &[u8]) -> Option<Started> {
+    let (mut request, mut persistent) = (None, None);
+    loop {
+        if eat(s, b"\"request\":").is_some() {
+            set(&mut request, unsigned(s)?)?;
+        } else {
+            eat(s, b"\"persistent\":")?;
+            set(&mut persistent, unsigned(s)?)?;
+        }
+        if !comma_or(s, b'}')? {
+            return Some(Started {
+                request: request?,
+                persistent: persistent?,
+            });
         }
     }
 }
@@ -521,40 +554,6 @@ fn completion(s: &mut &[u8]) -> Option<Completion> {
         }
         if !comma_or(s, b'}')? {
             return Some(c);
-        }
-    }
-}
-
-/// Reads the `started` array, `[` to `]`, at the start of `s`; returns it and the bytes
-/// after it. Both members of each entry are required.
-#[inline(never)]
-fn starts(mut s: &[u8]) -> Option<(Vec<Started>, &[u8])> {
-    let s = &mut s;
-    eat(s, b"[")?;
-    let mut list = Vec::new();
-    if eat(s, b"]").is_some() {
-        return Some((list, *s));
-    }
-    loop {
-        eat(s, b"{")?;
-        let (mut request, mut persistent) = (None, None);
-        loop {
-            if eat(s, b"\"request\":").is_some() {
-                set(&mut request, unsigned(s)?)?;
-            } else {
-                eat(s, b"\"persistent\":")?;
-                set(&mut persistent, unsigned(s)?)?;
-            }
-            if !comma_or(s, b'}')? {
-                break;
-            }
-        }
-        list.push(Started {
-            request: request?,
-            persistent: persistent?,
-        });
-        if !comma_or(s, b']')? {
-            return Some((list, *s));
         }
     }
 }

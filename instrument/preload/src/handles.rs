@@ -10,35 +10,17 @@
 //! communicators that share a member were created in order on that member, so their
 //! rounds differ; two that share none have different lowest members.
 
-use std::collections::HashMap;
 use std::ffi::c_int;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use mpi_sys::*;
+use overlap_instrument::fxhash::{FxHashMap, FxHasher};
 use overlap_instrument::schema::RequestKind;
 
 use crate::pmpi::{self, key, Constants};
 
-/// FxHash: handles are small integers or pointers, the default SipHash is wasted on them.
-#[derive(Default)]
-pub(crate) struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.write_u64(u64::from(*b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type FxMap<V> = HashMap<u64, V, BuildHasherDefault<FxHasher>>;
+type FxMap<V> = FxHashMap<u64, V>;
 
 /// A communicator as the recorder names it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -18,10 +18,11 @@ use overlap_instrument::clock::{
 };
 use overlap_instrument::recorder::{CallData, ChromeJsonSink, Recorder, RecorderConfig};
 use overlap_instrument::schema::{
-    rank_file_name, ClockSync, Header, Op, ParamValue, Params, SyncPhase, FORMAT_NAME,
-    FORMAT_VERSION,
+    rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, Started, SyncPhase,
+    FORMAT_NAME, FORMAT_VERSION,
 };
 
+use crate::calls::Timed;
 use crate::handles::{CommTable, RequestTable};
 use crate::pmpi::{self, Constants};
 
@@ -58,6 +59,22 @@ impl Tracer {
     #[inline]
     pub(crate) fn stamp(&self) -> Stamp {
         self.recorder.stamp()
+    }
+
+    /// Records `op`, made at `at`, with what it completed.
+    #[inline]
+    pub(crate) fn record(&self, op: Op, at: Timed, data: CallData, completed: &[Completion]) {
+        self.recorder
+            .record_call_from(op, at.start, at.end, at.site, data, completed.len(), |i| {
+                completed[i]
+            });
+    }
+
+    /// Records a Start or Startall, made at `at`, with the requests it started.
+    #[inline]
+    pub(crate) fn record_started(&self, op: Op, at: Timed, started: &[Started]) {
+        self.recorder
+            .record_start(op, at.start, at.end, at.site, started.len(), |i| started[i]);
     }
 
     fn align_clock(&self, phase: SyncPhase) {
@@ -174,15 +191,12 @@ pub(crate) fn start(init: InitCall) {
     }));
     tracer.align_clock(SyncPhase::Init);
     // The program is in MPI_Init until the tracer is ready: the span covers both.
-    tracer.recorder.record_call_from(
-        init.op,
-        init.start,
-        init.timebase.stamp(),
-        init.site,
-        CallData::Plain,
-        0,
-        |_| unreachable!("no completions"),
-    );
+    let at = Timed {
+        start: init.start,
+        end: init.timebase.stamp(),
+        site: init.site,
+    };
+    tracer.record(init.op, at, CallData::Plain, &[]);
     TRACER.store(tracer, Ordering::Release);
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };

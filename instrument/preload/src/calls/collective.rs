@@ -9,11 +9,9 @@ use mpi_sys::*;
 use overlap_instrument::recorder::{CallData, Collective};
 use overlap_instrument::schema::{CommId, Op, RequestKind};
 
-use super::nothing;
-use crate::entry::site;
+use super::traced;
 use crate::handles::CommInfo;
 use crate::pmpi::{self, bytes, key};
-use crate::tracer::{guarded, tracer};
 
 /// The bytes this rank sends and receives, and the root (a rank of the communicator).
 #[derive(Clone, Copy)]
@@ -77,18 +75,10 @@ fn blocking(
     forward: impl FnOnce() -> c_int,
     part: impl FnOnce() -> Part,
 ) -> c_int {
-    let Some(t) = tracer() else { return forward() };
-    let site = site();
-    let start = t.stamp();
-    let rc = forward();
-    let end = t.stamp();
-    guarded(|| {
+    traced(forward, |t, at, _| {
         let c = t.comms.info(comm);
-        let data = CallData::Collective(part().record(&c));
-        t.recorder
-            .record_call_from(op, start, end, site, data, 0, nothing);
-    });
-    rc
+        t.record(op, at, CallData::Collective(part().record(&c)), &[]);
+    })
 }
 
 pub(crate) unsafe extern "C" fn barrier(comm: MPI_Comm) -> c_int {
@@ -371,28 +361,22 @@ fn posted(
     forward: impl FnOnce() -> c_int,
     part: impl FnOnce() -> Part,
 ) -> c_int {
-    let Some(t) = tracer() else { return forward() };
-    let site = site();
-    let start = t.stamp();
-    let rc = forward();
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            let c = t.comms.info(comm);
-            let collective = part().record(&c);
-            let id = t.recorder.next_request_id();
-            // SAFETY: MPI just wrote the new handle there.
-            let handle = key(unsafe { *request });
-            t.requests.posted(handle, id.0, RequestKind::Collective, c);
-            let data = CallData::CollectivePost {
-                collective,
-                request: id,
-            };
-            t.recorder
-                .record_call_from(op, start, end, site, data, 0, nothing);
-        });
-    }
-    rc
+    traced(forward, |t, at, rc| {
+        if rc != 0 {
+            return;
+        }
+        let c = t.comms.info(comm);
+        let collective = part().record(&c);
+        let id = t.recorder.next_request_id();
+        // SAFETY: MPI just wrote the new handle there.
+        let handle = key(unsafe { *request });
+        t.requests.posted(handle, id.0, RequestKind::Collective, c);
+        let data = CallData::CollectivePost {
+            collective,
+            request: id,
+        };
+        t.record(op, at, data, &[]);
+    })
 }
 
 pub(crate) unsafe extern "C" fn ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {

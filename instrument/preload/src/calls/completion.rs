@@ -6,21 +6,18 @@
 use std::ffi::c_int;
 
 use mpi_sys::*;
-use overlap_instrument::clock::Stamp;
 use overlap_instrument::recorder::CallData;
 use overlap_instrument::schema::{Completion, Op, RequestKind};
 use smallvec::SmallVec;
 
-use super::{finished, received, status_slot};
-use crate::entry::site;
+use super::{finished, received, traced_with, StatusSlot, Timed};
 use crate::pmpi::{blank_status, key};
-use crate::tracer::{guarded, tracer, Tracer};
+use crate::tracer::Tracer;
 
 /// Lists this long or shorter are copied on the stack.
 const ON_STACK: usize = 16;
 
 type Keys = SmallVec<[u64; ON_STACK]>;
-type Statuses = SmallVec<[MPI_Status; ON_STACK]>;
 
 /// The program's handles, copied.
 ///
@@ -32,31 +29,91 @@ unsafe fn copy_keys(count: c_int, requests: *const MPI_Request) -> Keys {
     (0..n).map(|i| key(unsafe { *requests.add(i) })).collect()
 }
 
-/// Where MPI writes `count` statuses: the program's array, or a local one when it
-/// passed `MPI_STATUSES_IGNORE`.
-fn status_array(
-    t: &Tracer,
+/// The handles of a one-status call, and its status.
+struct One {
+    keys: Keys,
+    status: StatusSlot,
+}
+
+impl One {
+    /// # Safety
+    /// `requests` points to `count` handles.
+    unsafe fn new(
+        t: &Tracer,
+        count: c_int,
+        requests: *const MPI_Request,
+        status: *mut MPI_Status,
+    ) -> One {
+        One {
+            // SAFETY: per the function's contract.
+            keys: unsafe { copy_keys(count, requests) },
+            status: StatusSlot::new(status, t),
+        }
+    }
+}
+
+/// The handles of a list call and the statuses MPI writes: the program's array, or a
+/// local one when it passed `MPI_STATUSES_IGNORE`.
+struct Many {
+    keys: Keys,
     program: *mut MPI_Status,
-    count: c_int,
-    local: &mut Statuses,
-) -> *mut MPI_Status {
-    if program.is_null() || program == t.k.statuses_ignore {
-        local.resize(usize::try_from(count).unwrap_or(0).max(1), blank_status());
-        local.as_mut_ptr()
-    } else {
-        program
+    local: SmallVec<[MPI_Status; ON_STACK]>,
+}
+
+impl Many {
+    /// # Safety
+    /// `requests` points to `count` handles.
+    unsafe fn new(
+        t: &Tracer,
+        count: c_int,
+        requests: *const MPI_Request,
+        statuses: *mut MPI_Status,
+    ) -> Many {
+        // SAFETY: per the function's contract.
+        let keys = unsafe { copy_keys(count, requests) };
+        let ignored = statuses.is_null() || statuses == t.k.statuses_ignore;
+        let local = if ignored {
+            SmallVec::from_elem(blank_status(), keys.len().max(1))
+        } else {
+            SmallVec::new()
+        };
+        Many {
+            keys,
+            program: if ignored {
+                std::ptr::null_mut()
+            } else {
+                statuses
+            },
+            local,
+        }
+    }
+
+    /// The statuses argument to forward: `program` when not tracing.
+    fn arg(many: Option<&mut Many>, program: *mut MPI_Status) -> *mut MPI_Status {
+        match many {
+            None => program,
+            Some(m) if m.program.is_null() => m.local.as_mut_ptr(),
+            Some(m) => m.program,
+        }
+    }
+
+    /// The `k`-th status MPI wrote.
+    fn status(&self, k: usize) -> *const MPI_Status {
+        if self.program.is_null() {
+            &self.local[k]
+        } else {
+            // SAFETY: k is below the count the program passed.
+            unsafe { self.program.add(k) }
+        }
     }
 }
 
 /// Records `op` with the requests at `completed` positions done: `(position in the
 /// handle list, that request's status)`.
-#[allow(clippy::too_many_arguments)]
 fn record(
     t: &Tracer,
     op: Op,
-    start: Stamp,
-    end: Stamp,
-    site: u64,
+    at: Timed,
     flag: Option<bool>,
     keys: &Keys,
     completed: impl Iterator<Item = (usize, *const MPI_Status)>,
@@ -75,40 +132,22 @@ fn record(
             RequestKind::Send | RequestKind::Collective => finished(done.id),
         });
     }
-    let data = CallData::Complete { flag };
-    t.recorder
-        .record_call_from(op, start, end, site, data, list.len(), |i| list[i]);
+    t.record(op, at, CallData::Complete { flag }, &list);
 }
 
 pub(crate) unsafe extern "C" fn wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Wait(request, status) };
-    };
-    let site = site();
-    // SAFETY: one handle.
-    let keys = unsafe { copy_keys(1, request) };
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with a status MPI may write.
-    let rc = unsafe { PMPI_Wait(request, slot) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            record(
-                t,
-                Op::Wait,
-                start,
-                end,
-                site,
-                None,
-                &keys,
-                [(0, slot.cast_const())].into_iter(),
-            )
-        });
-    }
-    rc
+    traced_with(
+        // SAFETY: one handle.
+        |t| unsafe { One::new(t, 1, request, status) },
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe { PMPI_Wait(request, StatusSlot::arg(s.map(|s| &mut s.status), status)) },
+        |t, at, rc, s| {
+            if rc == 0 {
+                let done = std::iter::once((0, s.status.get() as *const _));
+                record(t, Op::Wait, at, None, &s.keys, done);
+            }
+        },
+    )
 }
 
 pub(crate) unsafe extern "C" fn test(
@@ -116,97 +155,26 @@ pub(crate) unsafe extern "C" fn test(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Test(request, flag, status) };
-    };
-    let site = site();
-    // SAFETY: one handle.
-    let keys = unsafe { copy_keys(1, request) };
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with a status MPI may write.
-    let rc = unsafe { PMPI_Test(request, flag, slot) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            // SAFETY: MPI wrote the flag.
-            let done = unsafe { *flag } != 0;
-            let completed = done.then_some((0, slot.cast_const()));
-            record(
-                t,
-                Op::Test,
-                start,
-                end,
-                site,
-                Some(done),
-                &keys,
-                completed.into_iter(),
-            );
-        });
-    }
-    rc
-}
-
-pub(crate) unsafe extern "C" fn waitall(
-    count: c_int,
-    requests: *mut MPI_Request,
-    statuses: *mut MPI_Status,
-) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Waitall(count, requests, statuses) };
-    };
-    let site = site();
-    // SAFETY: `count` handles.
-    let keys = unsafe { copy_keys(count, requests) };
-    let mut local = Statuses::new();
-    let slots = status_array(t, statuses, count, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with `count` statuses MPI may write.
-    let rc = unsafe { PMPI_Waitall(count, requests, slots) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            // SAFETY: `count` statuses.
-            let all = (0..keys.len()).map(|i| (i, unsafe { slots.add(i) }.cast_const()));
-            record(t, Op::Waitall, start, end, site, None, &keys, all);
-        });
-    }
-    rc
-}
-
-pub(crate) unsafe extern "C" fn testall(
-    count: c_int,
-    requests: *mut MPI_Request,
-    flag: *mut c_int,
-    statuses: *mut MPI_Status,
-) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Testall(count, requests, flag, statuses) };
-    };
-    let site = site();
-    // SAFETY: `count` handles.
-    let keys = unsafe { copy_keys(count, requests) };
-    let mut local = Statuses::new();
-    let slots = status_array(t, statuses, count, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with `count` statuses MPI may write.
-    let rc = unsafe { PMPI_Testall(count, requests, flag, slots) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            // SAFETY: MPI wrote the flag.
-            let done = unsafe { *flag } != 0;
-            let n = if done { keys.len() } else { 0 };
-            // SAFETY: `count` statuses.
-            let all = (0..n).map(|i| (i, unsafe { slots.add(i) }.cast_const()));
-            record(t, Op::Testall, start, end, site, Some(done), &keys, all);
-        });
-    }
-    rc
+    traced_with(
+        // SAFETY: one handle.
+        |t| unsafe { One::new(t, 1, request, status) },
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe {
+            PMPI_Test(
+                request,
+                flag,
+                StatusSlot::arg(s.map(|s| &mut s.status), status),
+            )
+        },
+        |t, at, rc, s| {
+            if rc == 0 {
+                // SAFETY: MPI wrote the flag.
+                let done = unsafe { *flag } != 0;
+                let completed = done.then_some((0, s.status.get() as *const _));
+                record(t, Op::Test, at, Some(done), &s.keys, completed.into_iter());
+            }
+        },
+    )
 }
 
 pub(crate) unsafe extern "C" fn waitany(
@@ -215,37 +183,27 @@ pub(crate) unsafe extern "C" fn waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Waitany(count, requests, index, status) };
-    };
-    let site = site();
-    // SAFETY: `count` handles.
-    let keys = unsafe { copy_keys(count, requests) };
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with a status MPI may write.
-    let rc = unsafe { PMPI_Waitany(count, requests, index, slot) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            // SAFETY: MPI wrote the index (MPI_UNDEFINED when nothing was active).
-            let which = usize::try_from(unsafe { *index }).ok();
-            let completed = which.map(|i| (i, slot.cast_const()));
-            record(
-                t,
-                Op::Waitany,
-                start,
-                end,
-                site,
-                None,
-                &keys,
-                completed.into_iter(),
-            );
-        });
-    }
-    rc
+    traced_with(
+        // SAFETY: `count` handles.
+        |t| unsafe { One::new(t, count, requests, status) },
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe {
+            PMPI_Waitany(
+                count,
+                requests,
+                index,
+                StatusSlot::arg(s.map(|s| &mut s.status), status),
+            )
+        },
+        |t, at, rc, s| {
+            if rc == 0 {
+                // SAFETY: MPI wrote the index (MPI_UNDEFINED when nothing was active).
+                let which = usize::try_from(unsafe { *index }).ok();
+                let completed = which.map(|i| (i, s.status.get() as *const _));
+                record(t, Op::Waitany, at, None, &s.keys, completed.into_iter());
+            }
+        },
+    )
 }
 
 pub(crate) unsafe extern "C" fn testany(
@@ -255,37 +213,74 @@ pub(crate) unsafe extern "C" fn testany(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Testany(count, requests, index, flag, status) };
-    };
-    let site = site();
-    // SAFETY: `count` handles.
-    let keys = unsafe { copy_keys(count, requests) };
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with a status MPI may write.
-    let rc = unsafe { PMPI_Testany(count, requests, index, flag, slot) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            // SAFETY: MPI wrote the flag and the index.
-            let (done, which) = unsafe { (*flag != 0, usize::try_from(*index).ok()) };
-            let completed = which.filter(|_| done).map(|i| (i, slot.cast_const()));
-            record(
-                t,
-                Op::Testany,
-                start,
-                end,
-                site,
-                Some(done),
-                &keys,
-                completed.into_iter(),
-            );
-        });
-    }
-    rc
+    traced_with(
+        // SAFETY: `count` handles.
+        |t| unsafe { One::new(t, count, requests, status) },
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe {
+            let status = StatusSlot::arg(s.map(|s| &mut s.status), status);
+            PMPI_Testany(count, requests, index, flag, status)
+        },
+        |t, at, rc, s| {
+            if rc == 0 {
+                // SAFETY: MPI wrote the flag and the index.
+                let (done, which) = unsafe { (*flag != 0, usize::try_from(*index).ok()) };
+                let completed = which
+                    .filter(|_| done)
+                    .map(|i| (i, s.status.get() as *const _));
+                record(
+                    t,
+                    Op::Testany,
+                    at,
+                    Some(done),
+                    &s.keys,
+                    completed.into_iter(),
+                );
+            }
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn waitall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    traced_with(
+        // SAFETY: `count` handles.
+        |t| unsafe { Many::new(t, count, requests, statuses) },
+        // SAFETY: the program's arguments, passed on unchanged but for ignored statuses.
+        |m| unsafe { PMPI_Waitall(count, requests, Many::arg(m, statuses)) },
+        |t, at, rc, m| {
+            if rc == 0 {
+                let all = (0..m.keys.len()).map(|i| (i, m.status(i)));
+                record(t, Op::Waitall, at, None, &m.keys, all);
+            }
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn testall(
+    count: c_int,
+    requests: *mut MPI_Request,
+    flag: *mut c_int,
+    statuses: *mut MPI_Status,
+) -> c_int {
+    traced_with(
+        // SAFETY: `count` handles.
+        |t| unsafe { Many::new(t, count, requests, statuses) },
+        // SAFETY: the program's arguments, passed on unchanged but for ignored statuses.
+        |m| unsafe { PMPI_Testall(count, requests, flag, Many::arg(m, statuses)) },
+        |t, at, rc, m| {
+            if rc == 0 {
+                // SAFETY: MPI wrote the flag.
+                let done = unsafe { *flag } != 0;
+                let n = if done { m.keys.len() } else { 0 };
+                let all = (0..n).map(|i| (i, m.status(i)));
+                record(t, Op::Testall, at, Some(done), &m.keys, all);
+            }
+        },
+    )
 }
 
 macro_rules! some {
@@ -297,33 +292,28 @@ macro_rules! some {
             indices: *mut c_int,
             statuses: *mut MPI_Status,
         ) -> c_int {
-            let Some(t) = tracer() else {
-                // SAFETY: the program's arguments, passed on unchanged.
-                return unsafe { $pmpi(incount, requests, outcount, indices, statuses) };
-            };
-            let site = site();
-            // SAFETY: `incount` handles.
-            let keys = unsafe { copy_keys(incount, requests) };
-            let mut local = Statuses::new();
-            let slots = status_array(t, statuses, incount, &mut local);
-            let start = t.stamp();
-            // SAFETY: as above, with `incount` statuses MPI may write.
-            let rc = unsafe { $pmpi(incount, requests, outcount, indices, slots) };
-            let end = t.stamp();
-            if rc == 0 {
-                guarded(|| {
+            traced_with(
+                // SAFETY: `incount` handles.
+                |t| unsafe { Many::new(t, incount, requests, statuses) },
+                // SAFETY: the program's arguments, passed on unchanged but for ignored
+                // statuses.
+                |m| unsafe { $pmpi(incount, requests, outcount, indices, Many::arg(m, statuses)) },
+                |t, at, rc, m| {
+                    if rc != 0 {
+                        return;
+                    }
                     // SAFETY: MPI wrote `outcount` (MPI_UNDEFINED when nothing was
                     // active) indices and statuses, the k-th status for the k-th index.
                     let n = usize::try_from(unsafe { *outcount }).unwrap_or(0);
-                    let completed = (0..n).filter_map(|k| unsafe {
-                        let i = usize::try_from(*indices.add(k)).ok()?;
-                        Some((i, slots.add(k).cast_const()))
+                    let completed = (0..n).filter_map(|k| {
+                        // SAFETY: as above.
+                        let i = usize::try_from(unsafe { *indices.add(k) }).ok()?;
+                        Some((i, m.status(k)))
                     });
                     let flag = $flag.then_some(n > 0);
-                    record(t, $op, start, end, site, flag, &keys, completed);
-                });
-            }
-            rc
+                    record(t, $op, at, flag, &m.keys, completed);
+                },
+            )
         }
     )+};
 }

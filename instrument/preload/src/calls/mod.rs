@@ -17,11 +17,14 @@ pub(crate) mod setup;
 use std::ffi::{c_int, c_void};
 
 use mpi_sys::{MPI_Datatype, MPI_Status};
+use overlap_instrument::clock::Stamp;
 use overlap_instrument::recorder::Transfer;
 use overlap_instrument::schema::{CommId, Completion};
 
+use crate::entry::site;
 use crate::handles::CommInfo;
 use crate::pmpi;
+use crate::tracer::{guarded, tracer, Tracer};
 
 /// One side of a point-to-point transfer as recorded: the peer as a world rank, the
 /// message bytes and the buffer's span.
@@ -74,23 +77,83 @@ pub(crate) fn finished(request: u64) -> Completion {
     }
 }
 
-/// A completion function for calls that complete nothing.
-#[inline]
-pub(crate) fn nothing(_: usize) -> Completion {
-    finished(0)
+/// When a call ran and where the program called it from.
+#[derive(Clone, Copy)]
+pub(crate) struct Timed {
+    pub(crate) start: Stamp,
+    pub(crate) end: Stamp,
+    pub(crate) site: u64,
 }
 
-/// Where MPI should write a status: the program's, or `local` when it passed
-/// `MPI_STATUS_IGNORE` (the preload still needs the source and size).
-#[inline]
-pub(crate) fn status_slot(
+/// The shape of every wrapper. Not tracing: `forward(None)`, nothing else. Tracing:
+/// `before` reads what MPI will overwrite (request handles) and sets up what the call
+/// needs redirected (statuses the program ignores); the call is forwarded with that state
+/// between two stamps; `record` runs after it with MPI's return code, guarded.
+#[inline(always)]
+pub(crate) fn traced_with<S>(
+    before: impl FnOnce(&Tracer) -> S,
+    forward: impl FnOnce(Option<&mut S>) -> c_int,
+    record: impl FnOnce(&Tracer, Timed, c_int, &S),
+) -> c_int {
+    let Some(t) = tracer() else {
+        return forward(None);
+    };
+    let site = site();
+    let mut state = before(t);
+    let start = t.stamp();
+    let rc = forward(Some(&mut state));
+    let end = t.stamp();
+    guarded(|| record(t, Timed { start, end, site }, rc, &state));
+    rc
+}
+
+/// [`traced_with`] for calls with nothing to read or redirect.
+#[inline(always)]
+pub(crate) fn traced(
+    forward: impl FnOnce() -> c_int,
+    record: impl FnOnce(&Tracer, Timed, c_int),
+) -> c_int {
+    traced_with(|_| (), |_| forward(), |t, at, rc, _| record(t, at, rc))
+}
+
+/// The status a call writes: the program's, or the preload's own when the program
+/// passed `MPI_STATUS_IGNORE` (the source and size of a received message are recorded
+/// all the same).
+pub(crate) struct StatusSlot {
     program: *mut MPI_Status,
-    ignore: *mut MPI_Status,
-    local: &mut MPI_Status,
-) -> *mut MPI_Status {
-    if program.is_null() || program == ignore {
-        local
-    } else {
-        program
+    local: MPI_Status,
+}
+
+impl StatusSlot {
+    pub(crate) fn new(program: *mut MPI_Status, t: &Tracer) -> StatusSlot {
+        let ignored = program.is_null() || program == t.k.status_ignore;
+        StatusSlot {
+            program: if ignored {
+                std::ptr::null_mut()
+            } else {
+                program
+            },
+            local: pmpi::blank_status(),
+        }
+    }
+
+    /// The status argument to forward: `program` when not tracing, else the slot.
+    pub(crate) fn arg(slot: Option<&mut StatusSlot>, program: *mut MPI_Status) -> *mut MPI_Status {
+        match slot {
+            None => program,
+            Some(s) if s.program.is_null() => &mut s.local,
+            Some(s) => s.program,
+        }
+    }
+
+    /// The status, once MPI wrote it.
+    pub(crate) fn get(&self) -> &MPI_Status {
+        if self.program.is_null() {
+            &self.local
+        } else {
+            // SAFETY: the program's status, which MPI just wrote and the program still
+            // owns for the duration of its call.
+            unsafe { &*self.program }
+        }
     }
 }

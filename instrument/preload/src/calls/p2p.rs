@@ -6,12 +6,10 @@ use std::ffi::{c_int, c_void};
 
 use mpi_sys::*;
 use overlap_instrument::recorder::CallData;
-use overlap_instrument::schema::{Op, RequestKind, Started};
+use overlap_instrument::schema::{Op, RequestId, RequestKind, Started};
 
-use super::{nothing, received, status_slot, transfer};
-use crate::entry::site;
-use crate::pmpi::{blank_status, key};
-use crate::tracer::{guarded, tracer};
+use super::{received, traced, traced_with, transfer, StatusSlot};
+use crate::pmpi::key;
 
 macro_rules! blocking_send {
     ($($wrapper:ident => $pmpi:ident, $op:expr;)+) => {$(
@@ -23,20 +21,15 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-            // SAFETY: the program's arguments, passed on unchanged.
-            let forward = || unsafe { $pmpi(buf, count, datatype, dest, tag, comm) };
-            let Some(t) = tracer() else { return forward() };
-            let site = site();
-            let start = t.stamp();
-            let rc = forward();
-            let end = t.stamp();
-            guarded(|| {
-                let c = t.comms.info(comm);
-                let transfer = transfer(&c, dest, tag, buf, count, datatype);
-                let data = CallData::Blocking { transfer };
-                t.recorder.record_call_from($op, start, end, site, data, 0, nothing);
-            });
-            rc
+            traced(
+                // SAFETY: the program's arguments, passed on unchanged.
+                || unsafe { $pmpi(buf, count, datatype, dest, tag, comm) },
+                |t, at, _| {
+                    let c = t.comms.info(comm);
+                    let transfer = transfer(&c, dest, tag, buf, count, datatype);
+                    t.record($op, at, CallData::Blocking { transfer }, &[]);
+                },
+            )
         }
     )+};
 }
@@ -61,15 +54,13 @@ macro_rules! post {
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
-            // SAFETY: the program's arguments, passed on unchanged.
-            let forward = || unsafe { $pmpi(buf, count, datatype, peer, tag, comm, request) };
-            let Some(t) = tracer() else { return forward() };
-            let site = site();
-            let start = t.stamp();
-            let rc = forward();
-            let end = t.stamp();
-            if rc == 0 {
-                guarded(|| {
+            traced(
+                // SAFETY: the program's arguments, passed on unchanged.
+                || unsafe { $pmpi(buf, count, datatype, peer, tag, comm, request) },
+                |t, at, rc| {
+                    if rc != 0 {
+                        return;
+                    }
                     let c = t.comms.info(comm);
                     let transfer = transfer(&c, peer, tag, buf, count, datatype);
                     let id = t.recorder.next_request_id();
@@ -80,11 +71,9 @@ macro_rules! post {
                     } else {
                         t.requests.posted(handle, id.0, $kind, c);
                     }
-                    let data = CallData::Post { transfer, request: id };
-                    t.recorder.record_call_from($op, start, end, site, data, 0, nothing);
-                });
-            }
-            rc
+                    t.record($op, at, CallData::Post { transfer, request: id }, &[]);
+                },
+            )
         }
     )+};
 }
@@ -108,27 +97,27 @@ pub(crate) unsafe extern "C" fn recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Recv(buf, count, datatype, source, tag, comm, status) };
-    };
-    let site = site();
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with a status MPI may write.
-    let rc = unsafe { PMPI_Recv(buf, count, datatype, source, tag, comm, slot) };
-    let end = t.stamp();
-    guarded(|| {
-        let c = t.comms.info(comm);
-        let transfer = transfer(&c, source, tag, buf, count, datatype);
-        // SAFETY: MPI filled the status in.
-        let done = received(None, unsafe { &*slot }, &c, t.k.byte);
-        let data = CallData::Blocking { transfer };
-        t.recorder
-            .record_call_from(Op::Recv, start, end, site, data, 1, |_| done);
-    });
-    rc
+    traced_with(
+        |t| StatusSlot::new(status, t),
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe {
+            PMPI_Recv(
+                buf,
+                count,
+                datatype,
+                source,
+                tag,
+                comm,
+                StatusSlot::arg(s, status),
+            )
+        },
+        |t, at, _, s| {
+            let c = t.comms.info(comm);
+            let transfer = transfer(&c, source, tag, buf, count, datatype);
+            let done = received(None, s.get(), &c, t.k.byte);
+            t.record(Op::Recv, at, CallData::Blocking { transfer }, &[done]);
+        },
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -146,35 +135,33 @@ pub(crate) unsafe extern "C" fn sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let forward = |status| {
-        // SAFETY: the program's arguments, passed on unchanged.
-        unsafe {
+    traced_with(
+        |t| StatusSlot::new(status, t),
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe {
             PMPI_Sendrecv(
-                sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source,
-                recvtag, comm, status,
+                sendbuf,
+                sendcount,
+                sendtype,
+                dest,
+                sendtag,
+                recvbuf,
+                recvcount,
+                recvtype,
+                source,
+                recvtag,
+                comm,
+                StatusSlot::arg(s, status),
             )
-        }
-    };
-    let Some(t) = tracer() else {
-        return forward(status);
-    };
-    let site = site();
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    let rc = forward(slot);
-    let end = t.stamp();
-    guarded(|| {
-        let c = t.comms.info(comm);
-        let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
-        let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
-        // SAFETY: MPI filled the status in.
-        let done = received(None, unsafe { &*slot }, &c, t.k.byte);
-        let data = CallData::Sendrecv { send, recv };
-        t.recorder
-            .record_call_from(Op::Sendrecv, start, end, site, data, 1, |_| done);
-    });
-    rc
+        },
+        |t, at, _, s| {
+            let c = t.comms.info(comm);
+            let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
+            let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
+            let done = received(None, s.get(), &c, t.k.byte);
+            t.record(Op::Sendrecv, at, CallData::Sendrecv { send, recv }, &[done]);
+        },
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -189,34 +176,31 @@ pub(crate) unsafe extern "C" fn sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let forward = |status| {
-        // SAFETY: the program's arguments, passed on unchanged.
-        unsafe {
+    traced_with(
+        |t| StatusSlot::new(status, t),
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe {
             PMPI_Sendrecv_replace(
-                buf, count, datatype, dest, sendtag, source, recvtag, comm, status,
+                buf,
+                count,
+                datatype,
+                dest,
+                sendtag,
+                source,
+                recvtag,
+                comm,
+                StatusSlot::arg(s, status),
             )
-        }
-    };
-    let Some(t) = tracer() else {
-        return forward(status);
-    };
-    let site = site();
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    let rc = forward(slot);
-    let end = t.stamp();
-    guarded(|| {
-        let c = t.comms.info(comm);
-        let send = transfer(&c, dest, sendtag, buf, count, datatype);
-        let recv = transfer(&c, source, recvtag, buf, count, datatype);
-        // SAFETY: MPI filled the status in.
-        let done = received(None, unsafe { &*slot }, &c, t.k.byte);
-        let data = CallData::Sendrecv { send, recv };
-        t.recorder
-            .record_call_from(Op::SendrecvReplace, start, end, site, data, 1, |_| done);
-    });
-    rc
+        },
+        |t, at, _, s| {
+            let c = t.comms.info(comm);
+            let send = transfer(&c, dest, sendtag, buf, count, datatype);
+            let recv = transfer(&c, source, recvtag, buf, count, datatype);
+            let done = received(None, s.get(), &c, t.k.byte);
+            let data = CallData::Sendrecv { send, recv };
+            t.record(Op::SendrecvReplace, at, data, &[done]);
+        },
+    )
 }
 
 pub(crate) unsafe extern "C" fn probe(
@@ -225,27 +209,17 @@ pub(crate) unsafe extern "C" fn probe(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Probe(source, tag, comm, status) };
-    };
-    let site = site();
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with a status MPI may write.
-    let rc = unsafe { PMPI_Probe(source, tag, comm, slot) };
-    let end = t.stamp();
-    guarded(|| {
-        let c = t.comms.info(comm);
-        let transfer = transfer(&c, source, tag, std::ptr::null(), 0, t.k.byte);
-        // SAFETY: MPI filled the status in.
-        let done = received(None, unsafe { &*slot }, &c, t.k.byte);
-        let data = CallData::Blocking { transfer };
-        t.recorder
-            .record_call_from(Op::Probe, start, end, site, data, 1, |_| done);
-    });
-    rc
+    traced_with(
+        |t| StatusSlot::new(status, t),
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe { PMPI_Probe(source, tag, comm, StatusSlot::arg(s, status)) },
+        |t, at, _, s| {
+            let c = t.comms.info(comm);
+            let transfer = transfer(&c, source, tag, std::ptr::null(), 0, t.k.byte);
+            let done = received(None, s.get(), &c, t.k.byte);
+            t.record(Op::Probe, at, CallData::Blocking { transfer }, &[done]);
+        },
+    )
 }
 
 pub(crate) unsafe extern "C" fn iprobe(
@@ -255,118 +229,86 @@ pub(crate) unsafe extern "C" fn iprobe(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    let Some(t) = tracer() else {
-        // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Iprobe(source, tag, comm, flag, status) };
-    };
-    let site = site();
-    let mut local = blank_status();
-    let slot = status_slot(status, t.k.status_ignore, &mut local);
-    let start = t.stamp();
-    // SAFETY: as above, with a status MPI may write.
-    let rc = unsafe { PMPI_Iprobe(source, tag, comm, flag, slot) };
-    let end = t.stamp();
-    guarded(|| {
-        // SAFETY: MPI wrote the flag.
-        let found = rc == 0 && unsafe { *flag } != 0;
-        let c = t.comms.info(comm);
-        let transfer = transfer(&c, source, tag, std::ptr::null(), 0, t.k.byte);
-        let data = CallData::Query {
-            transfer,
-            flag: found,
-        };
-        // SAFETY: MPI filled the status in when it found a message.
-        let done = found.then(|| received(None, unsafe { &*slot }, &c, t.k.byte));
-        let done = done.as_slice();
-        t.recorder
-            .record_call_from(Op::Iprobe, start, end, site, data, done.len(), |i| done[i]);
-    });
-    rc
+    traced_with(
+        |t| StatusSlot::new(status, t),
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe { PMPI_Iprobe(source, tag, comm, flag, StatusSlot::arg(s, status)) },
+        |t, at, rc, s| {
+            // SAFETY: MPI wrote the flag.
+            let found = rc == 0 && unsafe { *flag } != 0;
+            let c = t.comms.info(comm);
+            let transfer = transfer(&c, source, tag, std::ptr::null(), 0, t.k.byte);
+            // The status means something only when a message was found.
+            let done = found.then(|| received(None, s.get(), &c, t.k.byte));
+            let data = CallData::Query {
+                transfer,
+                flag: found,
+            };
+            t.record(Op::Iprobe, at, data, done.as_slice());
+        },
+    )
+}
+
+/// Gives each persistent request of `handles` that the preload knows a fresh request id.
+fn start_all(t: &crate::tracer::Tracer, handles: impl Iterator<Item = u64>) -> Vec<Started> {
+    handles
+        .filter_map(|handle| {
+            let request = t.recorder.next_request_id().0;
+            let persistent = t.requests.started(handle, request)?;
+            Some(Started {
+                request,
+                persistent,
+            })
+        })
+        .collect()
 }
 
 pub(crate) unsafe extern "C" fn start(request: *mut MPI_Request) -> c_int {
-    let Some(t) = tracer() else {
+    traced(
         // SAFETY: the program's argument, passed on unchanged.
-        return unsafe { PMPI_Start(request) };
-    };
-    let site = site();
-    let start = t.stamp();
-    // SAFETY: as above.
-    let rc = unsafe { PMPI_Start(request) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            // SAFETY: the program's handle, still valid after a Start.
-            let handle = key(unsafe { *request });
-            let id = t.recorder.next_request_id().0;
-            let started = t.requests.started(handle, id).map(|persistent| Started {
-                request: id,
-                persistent,
-            });
-            let started = started.as_slice();
-            t.recorder
-                .record_start(Op::Start, start, end, site, started.len(), |i| started[i]);
-        });
-    }
-    rc
+        || unsafe { PMPI_Start(request) },
+        |t, at, rc| {
+            if rc == 0 {
+                // SAFETY: the program's handle, still valid after a Start.
+                let started = start_all(t, std::iter::once(key(unsafe { *request })));
+                t.record_started(Op::Start, at, &started);
+            }
+        },
+    )
 }
 
 pub(crate) unsafe extern "C" fn startall(count: c_int, requests: *mut MPI_Request) -> c_int {
-    let Some(t) = tracer() else {
+    traced(
         // SAFETY: the program's arguments, passed on unchanged.
-        return unsafe { PMPI_Startall(count, requests) };
-    };
-    let site = site();
-    let start = t.stamp();
-    // SAFETY: as above.
-    let rc = unsafe { PMPI_Startall(count, requests) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            let n = usize::try_from(count).unwrap_or(0);
-            let started: Vec<Started> = (0..n)
-                .filter_map(|i| {
-                    // SAFETY: `count` handles, still valid after a Start.
-                    let handle = key(unsafe { *requests.add(i) });
-                    let id = t.recorder.next_request_id().0;
-                    let persistent = t.requests.started(handle, id)?;
-                    Some(Started {
-                        request: id,
-                        persistent,
-                    })
-                })
-                .collect();
-            t.recorder
-                .record_start(Op::Startall, start, end, site, started.len(), |i| {
-                    started[i]
-                });
-        });
-    }
-    rc
+        || unsafe { PMPI_Startall(count, requests) },
+        |t, at, rc| {
+            if rc == 0 {
+                let n = usize::try_from(count).unwrap_or(0);
+                // SAFETY: `count` handles, still valid after a Start.
+                let handles = (0..n).map(|i| key(unsafe { *requests.add(i) }));
+                let started = start_all(t, handles);
+                t.record_started(Op::Startall, at, &started);
+            }
+        },
+    )
 }
 
 pub(crate) unsafe extern "C" fn request_free(request: *mut MPI_Request) -> c_int {
-    let Some(t) = tracer() else {
+    traced_with(
+        // SAFETY: read before MPI nulls it.
+        |_| key(unsafe { *request }),
         // SAFETY: the program's argument, passed on unchanged.
-        return unsafe { PMPI_Request_free(request) };
-    };
-    let site = site();
-    // SAFETY: read before MPI nulls it.
-    let handle = key(unsafe { *request });
-    let start = t.stamp();
-    // SAFETY: as above.
-    let rc = unsafe { PMPI_Request_free(request) };
-    let end = t.stamp();
-    if rc == 0 {
-        guarded(|| {
-            if let Some(id) = t.requests.freed(handle) {
-                let data = CallData::Free {
-                    request: overlap_instrument::schema::RequestId(id),
-                };
-                t.recorder
-                    .record_call_from(Op::RequestFree, start, end, site, data, 0, nothing);
+        |_| unsafe { PMPI_Request_free(request) },
+        |t, at, rc, handle| {
+            if rc != 0 {
+                return;
             }
-        });
-    }
-    rc
+            if let Some(id) = t.requests.freed(*handle) {
+                let data = CallData::Free {
+                    request: RequestId(id),
+                };
+                t.record(Op::RequestFree, at, data, &[]);
+            }
+        },
+    )
 }

@@ -12,7 +12,7 @@ use overlap_instrument::clock::{monotonic_now_ns, ClockSource, Timebase};
 use overlap_instrument::recorder::{CallData, Collective};
 use overlap_instrument::schema::{CommId, Op};
 
-use super::nothing;
+use super::{traced_with, Timed};
 use crate::entry::site;
 use crate::tracer::{self, guarded, tracer, InitCall};
 
@@ -66,28 +66,25 @@ pub(crate) unsafe extern "C" fn init_thread(
 }
 
 pub(crate) unsafe extern "C" fn finalize() -> c_int {
-    let Some(t) = tracer() else {
+    let rc = traced_with(
+        // The last clock alignment needs MPI: before forwarding.
+        |t| guarded(|| tracer::before_finalize(t)),
         // SAFETY: no arguments.
-        return unsafe { PMPI_Finalize() };
-    };
-    let site = site();
-    guarded(|| tracer::before_finalize(t));
-    let start = t.stamp();
-    // SAFETY: no arguments.
-    let rc = unsafe { PMPI_Finalize() };
-    let end = t.stamp();
-    guarded(|| {
-        t.recorder
-            .record_call_from(Op::Finalize, start, end, site, CallData::Plain, 0, nothing);
-    });
+        |_| unsafe { PMPI_Finalize() },
+        |t, at, _, _| t.record(Op::Finalize, at, CallData::Plain, &[]),
+    );
     tracer::stop();
     rc
 }
 
 pub(crate) unsafe extern "C" fn abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     if let Some(t) = tracer() {
-        let site = site();
         let now = t.stamp();
+        let at = Timed {
+            start: now,
+            end: now,
+            site: site(),
+        };
         guarded(|| {
             let c = t.comms.info(comm);
             let data = CallData::Collective(Collective {
@@ -96,8 +93,7 @@ pub(crate) unsafe extern "C" fn abort(comm: MPI_Comm, errorcode: c_int) -> c_int
                 recv_bytes: 0,
                 root: None,
             });
-            t.recorder
-                .record_call_from(Op::Abort, now, now, site, data, 0, nothing);
+            t.record(Op::Abort, at, data, &[]);
         });
         // Everything reaches the file before MPI kills the job.
         tracer::stop();

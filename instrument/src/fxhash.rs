@@ -1,6 +1,7 @@
-//! A fast, non-cryptographic hasher (the Fx hash of rustc and Firefox) for the maps of
-//! the analysis, whose keys are small integers: SipHash's defence against collision
-//! attacks is not needed for trace indexes and costs several times more per lookup.
+//! A fast, non-cryptographic hasher (the Fx hash of rustc and Firefox) for maps whose
+//! keys are small integers (the analyzer's trace indexes, the preload's MPI handles):
+//! SipHash's defence against collision attacks is not needed there and costs several
+//! times more per lookup.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
