@@ -21,8 +21,9 @@ struct Receive {
 
 /// Request lifetimes of every rank, and its messages matched.
 pub(crate) fn match_all(ranks: &[Timeline]) -> (Vec<RequestLife>, Matched) {
-    let (requests, receives) = requests_and_receives(ranks);
-    (requests, match_messages(ranks, &receives))
+    let inits: Vec<_> = ranks.iter().map(persistent_inits).collect();
+    let (requests, receives) = requests_and_receives(ranks, &inits);
+    (requests, match_messages(ranks, &inits, &receives))
 }
 
 /// Persistent requests of a rank (the `request` its Send_init / Recv_init recorded) ->
@@ -74,10 +75,14 @@ fn posted(t: &Timeline, index: usize, inits: &FxHashMap<u64, usize>, out: &mut P
 type Posts = Vec<(u64, RequestKind, usize)>;
 
 /// Request lifetimes and receives of every rank.
-fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>) {
+/// `inits[i]` is [`persistent_inits`] of `ranks[i]`.
+fn requests_and_receives(
+    ranks: &[Timeline],
+    inits: &[FxHashMap<u64, usize>],
+) -> (Vec<RequestLife>, Vec<Receive>) {
     let mut lives = Vec::new();
     let mut receives = Vec::new();
-    for t in ranks {
+    for (t, inits) in ranks.iter().zip(inits) {
         // request id -> (index of the completing call, its status)
         let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> = FxHashMap::default();
         for i in 0..t.spans.len() {
@@ -88,7 +93,6 @@ fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>)
                 }
             }
         }
-        let inits = persistent_inits(t);
         let at = |index| EventRef {
             rank: t.rank,
             index,
@@ -97,7 +101,7 @@ fn requests_and_receives(ranks: &[Timeline]) -> (Vec<RequestLife>, Vec<Receive>)
         let mut posts = Posts::new();
         for i in 0..t.spans.len() {
             let Some((op, c)) = t.call(i) else { continue };
-            posted(t, i, &inits, &mut posts);
+            posted(t, i, inits, &mut posts);
             for &(request, kind, args) in &posts {
                 let done = completed.get(&request).copied();
                 lives.push(RequestLife {
@@ -158,11 +162,14 @@ pub(crate) struct Matched {
 }
 
 /// Matches every send with its receive.
-fn match_messages(ranks: &[Timeline], receives: &[Receive]) -> Matched {
+fn match_messages(
+    ranks: &[Timeline],
+    inits: &[FxHashMap<u64, usize>],
+    receives: &[Receive],
+) -> Matched {
     // Sends per key, in post order (spans are sorted by start within a rank).
     let mut sends: BTreeMap<MatchKey, Vec<(EventRef, u64)>> = BTreeMap::new();
-    for t in ranks {
-        let inits = persistent_inits(t);
+    for (t, inits) in ranks.iter().zip(inits) {
         let mut described = Posts::new();
         for index in 0..t.spans.len() {
             let Some((op, _)) = t.call(index) else {
@@ -174,7 +181,7 @@ fn match_messages(ranks: &[Timeline], receives: &[Receive]) -> Matched {
                 described.clear();
                 described.push((0, RequestKind::Send, index));
             } else if matches!(op, Op::Start | Op::Startall) {
-                posted(t, index, &inits, &mut described);
+                posted(t, index, inits, &mut described);
                 described.retain(|p| p.1 == RequestKind::Send);
             } else {
                 continue;
