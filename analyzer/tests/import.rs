@@ -144,14 +144,14 @@ fn not_json_is_not_a_trace() {
 #[test]
 fn another_format_version_is_refused() {
     let (_d, text) = written(true);
-    let text = text.replacen("\"format_version\":2", "\"format_version\":99", 1);
+    let text = text.replacen("\"format_version\":3", "\"format_version\":99", 1);
     let err = parse(&text).expect_err("refused");
     assert!(
         matches!(
             err,
             Error::Version {
                 found: 99,
-                supported: 2,
+                supported: 3,
                 ..
             }
         ),
@@ -159,15 +159,21 @@ fn another_format_version_is_refused() {
     );
     assert_eq!(
         err.to_string(),
-        "rank-0.json: trace format version 99, but this overlap reads versions 1 to 2"
+        "rank-0.json: trace format version 99, but this overlap reads versions 1 to 3"
     );
 }
 
 #[test]
-fn a_version_1_file_still_reads() {
-    let (_d, text) = written(true);
-    let text = text.replacen("\"format_version\":2", "\"format_version\":1", 1);
-    parse(&text).expect("version 1 only lacked what version 2 added");
+fn older_versions_still_read() {
+    for old in 1..3 {
+        let (_d, text) = written(true);
+        let text = text.replacen(
+            "\"format_version\":3",
+            &format!("\"format_version\":{old}"),
+            1,
+        );
+        parse(&text).expect("older versions only lacked what later ones added");
+    }
 }
 
 #[test]

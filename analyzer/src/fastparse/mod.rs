@@ -447,6 +447,27 @@ fn call_args(s: &mut &[u8], args: &mut CallArgs) -> Option<()> {
                 eat(s, b"\"flag\":")?;
                 set(&mut args.flag, u8::try_from(unsigned(s)?).ok()?)?;
             }
+            b'w' => {
+                eat(s, b"\"win\":")?;
+                set(&mut args.win, u32::try_from(unsigned(s)?).ok()?)?;
+            }
+            b'e' => {
+                eat(s, b"\"exclusive\":")?;
+                set(&mut args.exclusive, u8::try_from(unsigned(s)?).ok()?)?;
+            }
+            b'g' => {
+                eat(s, b"\"group\":")?;
+                if !args.group.is_empty() {
+                    return None;
+                }
+                let (list, rest) = ranks(s)?;
+                // An empty list is never written (and would hide a repeated key).
+                if list.is_empty() {
+                    return None;
+                }
+                args.group = list;
+                *s = rest;
+            }
             _ => return None,
         }
         if !comma_or(s, b'}')? {
@@ -479,6 +500,23 @@ fn completions(s: &[u8]) -> Option<(Vec<Completion>, &[u8])> {
 #[inline(never)]
 fn starts(s: &[u8]) -> Option<(Vec<Started>, &[u8])> {
     list(s, started)
+}
+
+/// Reads a window group's array of world ranks, `[` to `]`, like [`completions`].
+#[inline(never)]
+fn ranks(mut s: &[u8]) -> Option<(Vec<i32>, &[u8])> {
+    let s = &mut s;
+    eat(s, b"[")?;
+    let mut list = Vec::new();
+    if eat(s, b"]").is_some() {
+        return Some((list, *s));
+    }
+    loop {
+        list.push(signed(s)?);
+        if !comma_or(s, b']')? {
+            return Some((list, *s));
+        }
+    }
 }
 
 /// Reads a JSON array of objects, `[` to `]`, each read by `item` after its `{`.

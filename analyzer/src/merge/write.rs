@@ -157,6 +157,7 @@ fn write_request<W: std::io::Write>(
         RequestKind::Send => format!("{} → {peer}", short(post.op)),
         RequestKind::Recv => format!("{} ← {peer}", short(post.op)),
         RequestKind::Collective => short(post.op).to_string(),
+        RequestKind::OneSided => format!("{} @ {peer}", short(post.op)),
     };
     let completion = life.completion.and_then(|i| {
         call_at(

@@ -61,6 +61,17 @@ pub struct CallArgs {
     /// the recording layer could see it: the preload records it, the Rust layer does not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site: Option<u64>,
+    /// Calls on a window (one-sided communication, synchronisation, creation): the
+    /// window's id, the same on every rank of its group (as communicator ids are).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub win: Option<u32>,
+    /// Win_start / Win_post: the world ranks of the group the epoch is opened to (the
+    /// targets of an access epoch, the origins of an exposure epoch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group: Vec<i32>,
+    /// Win_lock: whether the lock is exclusive (1) or shared (0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exclusive: Option<u8>,
     /// Test only: whether the request had completed (1) or not (0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flag: Option<u8>,

@@ -29,7 +29,10 @@ pub const FORMAT_NAME: &str = "overlap-trace";
 ///
 /// Version 2 added the preload's calls (Ssend, Waitany, persistent requests, more
 /// collectives...) and the `site`, `root`, `recv_bytes` and `started` arguments.
-pub const FORMAT_VERSION: u32 = 2;
+/// Version 3 added the remaining collectives (non-blocking, persistent, neighbourhood,
+/// scans), one-sided communication and synchronisation, and the `win`, `group` and
+/// `exclusive` arguments.
+pub const FORMAT_VERSION: u32 = 3;
 
 /// The oldest version readers still accept: every version since only added names and
 /// optional fields, so an older file reads as it always did.

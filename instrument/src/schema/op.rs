@@ -130,6 +130,170 @@ ops! {
     Ibarrier = "MPI_Ibarrier", Post;
     /// `MPI_Iallreduce`: posts an allreduce, completed later by a Wait or Test.
     Iallreduce = "MPI_Iallreduce", Post;
+    /// `MPI_Alltoallw`.
+    Alltoallw = "MPI_Alltoallw", Collective;
+    /// `MPI_Reduce_scatter`.
+    ReduceScatter = "MPI_Reduce_scatter", Collective;
+    /// `MPI_Reduce_scatter_block`.
+    ReduceScatterBlock = "MPI_Reduce_scatter_block", Collective;
+    /// `MPI_Scan`: inclusive prefix reduction.
+    Scan = "MPI_Scan", Collective;
+    /// `MPI_Exscan`: exclusive prefix reduction.
+    Exscan = "MPI_Exscan", Collective;
+    /// `MPI_Neighbor_allgather`: with the neighbours of a topology.
+    NeighborAllgather = "MPI_Neighbor_allgather", Collective;
+    /// `MPI_Neighbor_allgatherv`.
+    NeighborAllgatherv = "MPI_Neighbor_allgatherv", Collective;
+    /// `MPI_Neighbor_alltoall`.
+    NeighborAlltoall = "MPI_Neighbor_alltoall", Collective;
+    /// `MPI_Neighbor_alltoallv`.
+    NeighborAlltoallv = "MPI_Neighbor_alltoallv", Collective;
+    /// `MPI_Neighbor_alltoallw`.
+    NeighborAlltoallw = "MPI_Neighbor_alltoallw", Collective;
+    /// `MPI_Ibcast`: posts the collective, completed later by a Wait or Test.
+    Ibcast = "MPI_Ibcast", Post;
+    /// `MPI_Ireduce`: posts the collective, completed later by a Wait or Test.
+    Ireduce = "MPI_Ireduce", Post;
+    /// `MPI_Iallgather`: posts the collective, completed later by a Wait or Test.
+    Iallgather = "MPI_Iallgather", Post;
+    /// `MPI_Iallgatherv`: posts the collective, completed later by a Wait or Test.
+    Iallgatherv = "MPI_Iallgatherv", Post;
+    /// `MPI_Ialltoall`: posts the collective, completed later by a Wait or Test.
+    Ialltoall = "MPI_Ialltoall", Post;
+    /// `MPI_Ialltoallv`: posts the collective, completed later by a Wait or Test.
+    Ialltoallv = "MPI_Ialltoallv", Post;
+    /// `MPI_Ialltoallw`: posts the collective, completed later by a Wait or Test.
+    Ialltoallw = "MPI_Ialltoallw", Post;
+    /// `MPI_Igather`: posts the collective, completed later by a Wait or Test.
+    Igather = "MPI_Igather", Post;
+    /// `MPI_Igatherv`: posts the collective, completed later by a Wait or Test.
+    Igatherv = "MPI_Igatherv", Post;
+    /// `MPI_Iscatter`: posts the collective, completed later by a Wait or Test.
+    Iscatter = "MPI_Iscatter", Post;
+    /// `MPI_Iscatterv`: posts the collective, completed later by a Wait or Test.
+    Iscatterv = "MPI_Iscatterv", Post;
+    /// `MPI_Ireduce_scatter`: posts the collective, completed later by a Wait or Test.
+    IreduceScatter = "MPI_Ireduce_scatter", Post;
+    /// `MPI_Ireduce_scatter_block`: posts the collective, completed later by a Wait or Test.
+    IreduceScatterBlock = "MPI_Ireduce_scatter_block", Post;
+    /// `MPI_Iscan`: posts the collective, completed later by a Wait or Test.
+    Iscan = "MPI_Iscan", Post;
+    /// `MPI_Iexscan`: posts the collective, completed later by a Wait or Test.
+    Iexscan = "MPI_Iexscan", Post;
+    /// `MPI_Ineighbor_allgather`: posts the collective, completed later by a Wait or Test.
+    IneighborAllgather = "MPI_Ineighbor_allgather", Post;
+    /// `MPI_Ineighbor_allgatherv`: posts the collective, completed later by a Wait or Test.
+    IneighborAllgatherv = "MPI_Ineighbor_allgatherv", Post;
+    /// `MPI_Ineighbor_alltoall`: posts the collective, completed later by a Wait or Test.
+    IneighborAlltoall = "MPI_Ineighbor_alltoall", Post;
+    /// `MPI_Ineighbor_alltoallv`: posts the collective, completed later by a Wait or Test.
+    IneighborAlltoallv = "MPI_Ineighbor_alltoallv", Post;
+    /// `MPI_Ineighbor_alltoallw`: posts the collective, completed later by a Wait or Test.
+    IneighborAlltoallw = "MPI_Ineighbor_alltoallw", Post;
+    /// `MPI_Barrier_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    BarrierInit = "MPI_Barrier_init", Local;
+    /// `MPI_Bcast_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    BcastInit = "MPI_Bcast_init", Local;
+    /// `MPI_Reduce_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    ReduceInit = "MPI_Reduce_init", Local;
+    /// `MPI_Allreduce_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    AllreduceInit = "MPI_Allreduce_init", Local;
+    /// `MPI_Allgather_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    AllgatherInit = "MPI_Allgather_init", Local;
+    /// `MPI_Allgatherv_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    AllgathervInit = "MPI_Allgatherv_init", Local;
+    /// `MPI_Alltoall_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    AlltoallInit = "MPI_Alltoall_init", Local;
+    /// `MPI_Alltoallv_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    AlltoallvInit = "MPI_Alltoallv_init", Local;
+    /// `MPI_Alltoallw_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    AlltoallwInit = "MPI_Alltoallw_init", Local;
+    /// `MPI_Gather_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    GatherInit = "MPI_Gather_init", Local;
+    /// `MPI_Gatherv_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    GathervInit = "MPI_Gatherv_init", Local;
+    /// `MPI_Scatter_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    ScatterInit = "MPI_Scatter_init", Local;
+    /// `MPI_Scatterv_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    ScattervInit = "MPI_Scatterv_init", Local;
+    /// `MPI_Reduce_scatter_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    ReduceScatterInit = "MPI_Reduce_scatter_init", Local;
+    /// `MPI_Reduce_scatter_block_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    ReduceScatterBlockInit = "MPI_Reduce_scatter_block_init", Local;
+    /// `MPI_Scan_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    ScanInit = "MPI_Scan_init", Local;
+    /// `MPI_Exscan_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    ExscanInit = "MPI_Exscan_init", Local;
+    /// `MPI_Neighbor_allgather_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    NeighborAllgatherInit = "MPI_Neighbor_allgather_init", Local;
+    /// `MPI_Neighbor_allgatherv_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    NeighborAllgathervInit = "MPI_Neighbor_allgatherv_init", Local;
+    /// `MPI_Neighbor_alltoall_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    NeighborAlltoallInit = "MPI_Neighbor_alltoall_init", Local;
+    /// `MPI_Neighbor_alltoallv_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    NeighborAlltoallvInit = "MPI_Neighbor_alltoallv_init", Local;
+    /// `MPI_Neighbor_alltoallw_init` (MPI-4): creates an inactive persistent collective request, started by Start.
+    NeighborAlltoallwInit = "MPI_Neighbor_alltoallw_init", Local;
+    /// `MPI_Win_create`: collective over the communicator; creates a window.
+    WinCreate = "MPI_Win_create", Collective;
+    /// `MPI_Win_allocate`: collective; allocates memory and a window.
+    WinAllocate = "MPI_Win_allocate", Collective;
+    /// `MPI_Win_allocate_shared`: collective; a shared-memory window.
+    WinAllocateShared = "MPI_Win_allocate_shared", Collective;
+    /// `MPI_Win_create_dynamic`: collective; a window memory is attached to later.
+    WinCreateDynamic = "MPI_Win_create_dynamic", Collective;
+    /// `MPI_Win_free`: collective over the window's group.
+    WinFree = "MPI_Win_free", Collective;
+    /// `MPI_Win_fence`: collective synchronisation of a window (active target).
+    WinFence = "MPI_Win_fence", Collective;
+    /// `MPI_Put`: writes to a target's window; returns at once.
+    Put = "MPI_Put", OneSided;
+    /// `MPI_Get`: reads from a target's window; returns at once.
+    Get = "MPI_Get", OneSided;
+    /// `MPI_Accumulate`: combines into a target's window.
+    Accumulate = "MPI_Accumulate", OneSided;
+    /// `MPI_Get_accumulate`: fetches and combines.
+    GetAccumulate = "MPI_Get_accumulate", OneSided;
+    /// `MPI_Fetch_and_op`: one-element Get_accumulate.
+    FetchAndOp = "MPI_Fetch_and_op", OneSided;
+    /// `MPI_Compare_and_swap`: atomic compare and swap on a target.
+    CompareAndSwap = "MPI_Compare_and_swap", OneSided;
+    /// `MPI_Rput`: Put with a request, completed by a Wait or Test.
+    Rput = "MPI_Rput", Post;
+    /// `MPI_Rget`: Get with a request.
+    Rget = "MPI_Rget", Post;
+    /// `MPI_Raccumulate`: Accumulate with a request.
+    Raccumulate = "MPI_Raccumulate", Post;
+    /// `MPI_Rget_accumulate`: Get_accumulate with a request.
+    RgetAccumulate = "MPI_Rget_accumulate", Post;
+    /// `MPI_Win_start`: opens an access epoch to a group of targets (may wait for their Post).
+    WinStart = "MPI_Win_start", OneSidedSync;
+    /// `MPI_Win_complete`: closes an access epoch (may wait for its operations).
+    WinComplete = "MPI_Win_complete", OneSidedSync;
+    /// `MPI_Win_post`: opens an exposure epoch to a group of origins.
+    WinPost = "MPI_Win_post", OneSidedSync;
+    /// `MPI_Win_wait`: closes an exposure epoch, waiting for every origin's Complete.
+    WinWait = "MPI_Win_wait", OneSidedSync;
+    /// `MPI_Win_test`: Win_wait that does not block.
+    WinTest = "MPI_Win_test", OneSidedSync;
+    /// `MPI_Win_lock`: opens a passive-target epoch to one target.
+    WinLock = "MPI_Win_lock", OneSidedSync;
+    /// `MPI_Win_unlock`: closes it, completing its operations.
+    WinUnlock = "MPI_Win_unlock", OneSidedSync;
+    /// `MPI_Win_lock_all`: shared lock on every target.
+    WinLockAll = "MPI_Win_lock_all", OneSidedSync;
+    /// `MPI_Win_unlock_all`.
+    WinUnlockAll = "MPI_Win_unlock_all", OneSidedSync;
+    /// `MPI_Win_flush`: completes the operations to one target.
+    WinFlush = "MPI_Win_flush", OneSidedSync;
+    /// `MPI_Win_flush_all`: completes the operations to every target.
+    WinFlushAll = "MPI_Win_flush_all", OneSidedSync;
+    /// `MPI_Win_flush_local`: local completion to one target.
+    WinFlushLocal = "MPI_Win_flush_local", OneSidedSync;
+    /// `MPI_Win_flush_local_all`.
+    WinFlushLocalAll = "MPI_Win_flush_local_all", OneSidedSync;
+    /// `MPI_Win_sync`: synchronises the public and private copies of a window.
+    WinSync = "MPI_Win_sync", OneSidedSync;
 }
 
 /// What role a call plays for overlap.
@@ -146,8 +310,15 @@ pub enum OpClass {
     /// Point-to-point call that returns only when its own transfer is done, or, for
     /// Probe, when a message has arrived.
     BlockingPointToPoint,
-    /// A blocking call every rank of a communicator takes part in (Barrier, Allreduce...).
+    /// A blocking call every rank of a communicator takes part in (Barrier, Allreduce...,
+    /// and the window calls that are collective: Win_create, Win_free, Win_fence).
     Collective,
+    /// One-sided communication that returns at once (Put, Get, Accumulate...): its
+    /// transfer completes at the epoch's synchronisation.
+    OneSided,
+    /// One-sided synchronisation other than the fence (Win_start/complete/post/wait,
+    /// locks, flushes): may wait for other ranks or for pending operations.
+    OneSidedSync,
 }
 
 /// Who waits for whom in a blocking collective (Scalasca's collective wait states).
@@ -163,6 +334,11 @@ pub enum CollectivePattern {
     /// Every rank's data goes to the root (Reduce, Gather): the root waits for the last
     /// rank to enter.
     AllToOne,
+    /// Rank i needs the data of ranks 0..i (Scan, Exscan): Scalasca's Early Scan.
+    Prefix,
+    /// Each rank exchanges with its topology neighbours only (Neighbor_*): who waits
+    /// for whom depends on the topology, which is not recorded.
+    Neighborhood,
 }
 
 /// The kind of request a post or persistent init creates, as the completing call sees it.
@@ -174,6 +350,8 @@ pub enum RequestKind {
     Recv,
     /// A non-blocking collective.
     Collective,
+    /// A request-based one-sided operation (Rput, Rget, Raccumulate, Rget_accumulate).
+    OneSided,
 }
 
 impl Op {
@@ -213,9 +391,91 @@ impl Op {
                 Some(RequestKind::Send)
             }
             Op::Irecv | Op::RecvInit => Some(RequestKind::Recv),
-            Op::Ibarrier | Op::Iallreduce => Some(RequestKind::Collective),
+            Op::Rput | Op::Rget | Op::Raccumulate | Op::RgetAccumulate => {
+                Some(RequestKind::OneSided)
+            }
+            op if op.is_collective_post() || op.is_persistent_collective() => {
+                Some(RequestKind::Collective)
+            }
             _ => None,
         }
+    }
+
+    /// True for the non-blocking collectives (Ibarrier, Ibcast, Ineighbor_alltoall...).
+    pub fn is_collective_post(self) -> bool {
+        matches!(
+            self,
+            Op::Ibarrier
+                | Op::Iallreduce
+                | Op::Ibcast
+                | Op::Ireduce
+                | Op::Iallgather
+                | Op::Iallgatherv
+                | Op::Ialltoall
+                | Op::Ialltoallv
+                | Op::Ialltoallw
+                | Op::Igather
+                | Op::Igatherv
+                | Op::Iscatter
+                | Op::Iscatterv
+                | Op::IreduceScatter
+                | Op::IreduceScatterBlock
+                | Op::Iscan
+                | Op::Iexscan
+                | Op::IneighborAllgather
+                | Op::IneighborAllgatherv
+                | Op::IneighborAlltoall
+                | Op::IneighborAlltoallv
+                | Op::IneighborAlltoallw
+        )
+    }
+
+    /// True for the MPI-4 persistent collective inits (Barrier_init, Allreduce_init...).
+    pub fn is_persistent_collective(self) -> bool {
+        matches!(
+            self,
+            Op::BarrierInit
+                | Op::BcastInit
+                | Op::ReduceInit
+                | Op::AllreduceInit
+                | Op::AllgatherInit
+                | Op::AllgathervInit
+                | Op::AlltoallInit
+                | Op::AlltoallvInit
+                | Op::AlltoallwInit
+                | Op::GatherInit
+                | Op::GathervInit
+                | Op::ScatterInit
+                | Op::ScattervInit
+                | Op::ReduceScatterInit
+                | Op::ReduceScatterBlockInit
+                | Op::ScanInit
+                | Op::ExscanInit
+                | Op::NeighborAllgatherInit
+                | Op::NeighborAllgathervInit
+                | Op::NeighborAlltoallInit
+                | Op::NeighborAlltoallvInit
+                | Op::NeighborAlltoallwInit
+        )
+    }
+
+    /// True for the calls on a window: creation and freeing, the fence, one-sided
+    /// communication (with or without a request) and synchronisation.
+    pub fn is_window_call(self) -> bool {
+        matches!(self.class(), OpClass::OneSided | OpClass::OneSidedSync)
+            || matches!(
+                self,
+                Op::WinCreate
+                    | Op::WinAllocate
+                    | Op::WinAllocateShared
+                    | Op::WinCreateDynamic
+                    | Op::WinFree
+                    | Op::WinFence
+                    | Op::Rput
+                    | Op::Rget
+                    | Op::Raccumulate
+                    | Op::RgetAccumulate
+            )
     }
 
     /// True for completion calls that never block (the Test family).
@@ -227,11 +487,27 @@ impl Op {
     pub fn collective_pattern(self) -> Option<CollectivePattern> {
         match self {
             Op::Barrier => Some(CollectivePattern::Barrier),
-            Op::Allreduce | Op::Allgather | Op::Allgatherv | Op::Alltoall | Op::Alltoallv => {
-                Some(CollectivePattern::AllToAll)
-            }
+            Op::Allreduce
+            | Op::Allgather
+            | Op::Allgatherv
+            | Op::Alltoall
+            | Op::Alltoallv
+            | Op::Alltoallw
+            | Op::ReduceScatter
+            | Op::ReduceScatterBlock
+            | Op::WinCreate
+            | Op::WinAllocate
+            | Op::WinAllocateShared
+            | Op::WinCreateDynamic => Some(CollectivePattern::AllToAll),
+            Op::WinFree | Op::WinFence => Some(CollectivePattern::Barrier),
             Op::Bcast | Op::Scatter | Op::Scatterv => Some(CollectivePattern::OneToAll),
             Op::Reduce | Op::Gather | Op::Gatherv => Some(CollectivePattern::AllToOne),
+            Op::Scan | Op::Exscan => Some(CollectivePattern::Prefix),
+            Op::NeighborAllgather
+            | Op::NeighborAllgatherv
+            | Op::NeighborAlltoall
+            | Op::NeighborAlltoallv
+            | Op::NeighborAlltoallw => Some(CollectivePattern::Neighborhood),
             _ => None,
         }
     }
@@ -266,6 +542,17 @@ mod tests {
                     matches!(op.class(), OpClass::Post | OpClass::Local),
                     "{op:?}"
                 );
+            }
+            // Every post creates a request of a known kind, but Start/Startall, whose
+            // requests take the kind of what they start.
+            if op.class() == OpClass::Post && !matches!(op, Op::Start | Op::Startall) {
+                assert!(op.request_kind().is_some(), "{op:?}");
+            }
+            if op.is_persistent_collective() {
+                assert_eq!(op.class(), OpClass::Local, "{op:?}");
+            }
+            if op.is_collective_post() {
+                assert_eq!(op.class(), OpClass::Post, "{op:?}");
             }
         }
     }

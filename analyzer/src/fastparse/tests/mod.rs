@@ -124,6 +124,9 @@ fn reads_every_field() {
         recv_bytes: None,
         root: None,
         site: None,
+        win: None,
+        group: vec![],
+        exclusive: None,
         flag: None,
         started: vec![],
         completed: vec![Completion {
@@ -248,6 +251,11 @@ fn random_args(rng: &mut Rng) -> CallArgs {
         recv_bytes: rng.opt(Rng::u64),
         root: rng.opt(Rng::i32),
         site: rng.opt(Rng::u64),
+        win: rng.opt(|r| r.u64() as u32),
+        group: (0..[0, 0, 0, 1, 3][rng.below(5) as usize])
+            .map(|_| rng.i32())
+            .collect(),
+        exclusive: rng.opt(|r| r.u64() as u8),
         flag: rng.opt(|r| r.u64() as u8),
         completed,
         started: (0..[0, 0, 0, 1, 3][rng.below(5) as usize])

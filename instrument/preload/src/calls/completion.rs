@@ -129,7 +129,9 @@ fn record(
         list.push(match done.kind {
             // SAFETY: MPI filled in the status of the receive it completed.
             RequestKind::Recv => received(Some(done.id), unsafe { &*status }, &done.comm, t.k.byte),
-            RequestKind::Send | RequestKind::Collective => finished(done.id),
+            RequestKind::Send | RequestKind::Collective | RequestKind::OneSided => {
+                finished(done.id)
+            }
         });
     }
     t.record(op, at, CallData::Complete { flag }, &list);
