@@ -13,7 +13,12 @@
 //! interpolates between them, so the result is the same clock the header's epoch and the
 //! cross-rank alignment use.
 
+mod tsc;
+
 use crate::schema::{ClockSync, Nanos, SyncPhase};
+
+pub use tsc::tsc_usable;
+use tsc::{read_tsc, TscCalibration};
 
 /// `CLOCK_MONOTONIC` in nanoseconds. All ranks on one host share this clock.
 #[inline]
@@ -53,38 +58,6 @@ impl Stamp {
     /// A stamp for a recorder that uses [`ClockSource::Monotonic`]: `ns` after its epoch.
     pub fn from_nanos(ns: Nanos) -> Stamp {
         Stamp(ns.0)
-    }
-}
-
-/// True when the TSC is a sound clock here: x86-64, constant and non-stop (invariant)
-/// TSC, and the kernel trusts it as its own clock source (so it is synchronised across
-/// cores).
-pub fn tsc_usable() -> bool {
-    if !cfg!(target_arch = "x86_64") {
-        return false;
-    }
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let flags = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .unwrap_or_default();
-    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
-    let source =
-        std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-            .unwrap_or_default();
-    has("constant_tsc") && has("nonstop_tsc") && source.trim() == "tsc"
-}
-
-#[inline]
-fn read_tsc() -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: RDTSC has no preconditions on x86-64.
-        unsafe { core::arch::x86_64::_rdtsc() }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        monotonic_now_ns()
     }
 }
 
@@ -163,75 +136,6 @@ impl StampConverter {
             StampConverter::Monotonic => Nanos(stamp.0),
             StampConverter::Tsc(c) => c.to_nanos(stamp.0),
         }
-    }
-}
-
-/// Pairs of (TSC, `CLOCK_MONOTONIC`) readings taken as the run goes; a tick count is
-/// converted by linear interpolation between the two pairs around it (extrapolation
-/// along the nearest segment outside them).
-#[derive(Debug)]
-pub(crate) struct TscCalibration {
-    epoch_ns: u64,
-    /// (tsc, monotonic ns), increasing in both.
-    pairs: Vec<(u64, u64)>,
-}
-
-/// The first segment must span at least this much, so the tick rate is known to a few
-/// parts per million before anything is converted.
-const FIRST_SEGMENT_NS: u64 = 20_000_000;
-/// Later pairs are taken at most this often, so the list grows by 3600 pairs an hour.
-const PAIR_INTERVAL_NS: u64 = 1_000_000_000;
-
-impl TscCalibration {
-    fn new(epoch_ns: u64) -> TscCalibration {
-        TscCalibration {
-            epoch_ns,
-            pairs: vec![Self::pair()],
-        }
-    }
-
-    /// A TSC reading with the monotonic time it happened at: of five tries, the one whose
-    /// surrounding monotonic reads were closest together.
-    fn pair() -> (u64, u64) {
-        (0..5)
-            .map(|_| {
-                let a = monotonic_now_ns();
-                let t = read_tsc();
-                let b = monotonic_now_ns();
-                (b - a, t, a + (b - a) / 2)
-            })
-            .min()
-            .map(|(_, t, m)| (t, m))
-            .expect("five tries")
-    }
-
-    fn refresh(&mut self) {
-        let (_, last_mono) = *self.pairs.last().expect("never empty");
-        let since = monotonic_now_ns().saturating_sub(last_mono);
-        if self.pairs.len() == 1 && since < FIRST_SEGMENT_NS {
-            std::thread::sleep(std::time::Duration::from_nanos(FIRST_SEGMENT_NS - since));
-        } else if self.pairs.len() > 1 && since < PAIR_INTERVAL_NS {
-            return;
-        }
-        let p = Self::pair();
-        if p.0 > self.pairs.last().expect("never empty").0 {
-            self.pairs.push(p);
-        }
-    }
-
-    fn to_nanos(&self, tsc: u64) -> Nanos {
-        let pairs = &self.pairs;
-        if pairs.len() < 2 {
-            return Nanos(pairs[0].1.saturating_sub(self.epoch_ns));
-        }
-        let i = pairs
-            .partition_point(|p| p.0 <= tsc)
-            .clamp(1, pairs.len() - 1);
-        let (t0, m0) = pairs[i - 1];
-        let (t1, m1) = pairs[i];
-        let rate = (m1 - m0) as f64 / (t1 - t0) as f64;
-        let mono = m0 as f64 + (tsc as f64 - t0 as f64) * rate;
-        Nanos((mono.round() as i128 - self.epoch_ns as i128).max(0) as u64)
     }
 }
 
@@ -538,45 +442,6 @@ mod tests {
             Some(sync(SyncPhase::Final, 50, 9, 1)),
         );
         assert_eq!(m.offset_at(1_000), 5);
-    }
-
-    #[test]
-    fn tsc_stamps_convert_to_the_monotonic_clock() {
-        if !tsc_usable() {
-            return; // Nothing to check on this machine.
-        }
-        let epoch = monotonic_now_ns();
-        let tb = Timebase::new(ClockSource::Tsc, epoch);
-        let mut conv = tb.converter(epoch);
-        conv.refresh();
-        let before = monotonic_now_ns() - epoch;
-        let stamp = tb.stamp();
-        let after = monotonic_now_ns() - epoch;
-        let ns = conv.to_nanos(stamp).0;
-        // Within a microsecond of where the monotonic clock put it.
-        assert!(
-            ns + 1_000 >= before && ns <= after + 1_000,
-            "{before} <= {ns} <= {after}"
-        );
-    }
-
-    #[test]
-    fn monotonic_stamps_are_nanoseconds_since_the_epoch() {
-        let conv = Timebase::new(ClockSource::Monotonic, 0).converter(0);
-        assert_eq!(conv.to_nanos(Stamp::from_nanos(Nanos(1234))), Nanos(1234));
-        let calib = TscCalibration {
-            epoch_ns: 1_000,
-            pairs: vec![(100, 10_000), (200, 20_000), (300, 40_000)],
-        };
-        // 100 ticks = 10_000 ns on the first segment, 20_000 ns on the second.
-        assert_eq!(calib.to_nanos(150), Nanos(15_000 - 1_000));
-        assert_eq!(calib.to_nanos(250), Nanos(30_000 - 1_000));
-        assert_eq!(calib.to_nanos(350), Nanos(50_000 - 1_000), "extrapolated");
-        assert_eq!(
-            calib.to_nanos(50),
-            Nanos(5_000 - 1_000),
-            "extrapolated back"
-        );
     }
 
     /// Threads standing in for ranks, each with its own clock: rank r's clock reads
