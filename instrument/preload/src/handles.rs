@@ -54,23 +54,81 @@ impl CommInfo {
 /// Ids at or above this are local fallbacks, for communicators created by calls the
 /// preload does not wrap: derived from the members, so equal on every member, but not
 /// told apart from another communicator with the same members.
-const FALLBACK_IDS: u32 = 0x8000_0000;
+pub(crate) const FALLBACK_IDS: u32 = 0x8000_0000;
+
+/// Ids agreed across the members of a communicator: round `k` (the maximum over the
+/// members of their next round) and the lowest world rank give `k * world_size +
+/// lowest`. Communicators and windows each have their own rounds.
+pub(crate) struct Rounds {
+    k: Constants,
+    world_size: u64,
+    next: Mutex<u64>,
+}
+
+impl Rounds {
+    pub(crate) fn new(k: Constants, world_size: c_int) -> Rounds {
+        Rounds {
+            k,
+            world_size: u64::try_from(world_size).unwrap_or(1).max(1),
+            next: Mutex::new(1),
+        }
+    }
+
+    /// Agrees on the round with the other members of `parent` (an intracommunicator):
+    /// one `MPI_Allreduce` over it. `None` for an intercommunicator or when MPI fails.
+    pub(crate) fn agree(&self, parent: MPI_Comm) -> Option<u64> {
+        let mut inter: c_int = 0;
+        // SAFETY: out-pointer to a local.
+        unsafe { PMPI_Comm_test_inter(parent, &mut inter) };
+        if inter != 0 {
+            return None;
+        }
+        let mine = *self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut agreed = mine;
+        // SAFETY: one u64 each way; every member of `parent` is in this call.
+        let rc = unsafe {
+            PMPI_Allreduce(
+                (&raw const mine).cast(),
+                (&raw mut agreed).cast(),
+                1,
+                self.k.u64_type,
+                self.k.op_max,
+                parent,
+            )
+        };
+        if rc != 0 {
+            return None;
+        }
+        *self.next.lock().unwrap_or_else(PoisonError::into_inner) = agreed + 1;
+        Some(agreed)
+    }
+
+    /// The id of something created in `round` whose members are these world ranks (a
+    /// member-derived fallback without a round).
+    pub(crate) fn id(&self, round: Option<u64>, members: &[c_int]) -> u32 {
+        let lowest = members.iter().copied().min().unwrap_or(0);
+        round
+            .and_then(|r| r.checked_mul(self.world_size))
+            .and_then(|r| r.checked_add(u64::try_from(lowest).unwrap_or(0)))
+            .and_then(|id| u32::try_from(id).ok())
+            .filter(|id| *id < FALLBACK_IDS)
+            .unwrap_or_else(|| fallback_id(members))
+    }
+}
 
 /// The communicators seen so far.
 pub(crate) struct CommTable {
     k: Constants,
-    world_size: u64,
     map: RwLock<FxMap<CommInfo>>,
-    next_round: Mutex<u64>,
+    rounds: Rounds,
 }
 
 impl CommTable {
     pub(crate) fn new(k: Constants, world_size: c_int) -> CommTable {
         CommTable {
             k,
-            world_size: u64::try_from(world_size).unwrap_or(1).max(1),
             map: RwLock::new(FxMap::default()),
-            next_round: Mutex::new(1),
+            rounds: Rounds::new(k, world_size),
         }
     }
 
@@ -107,47 +165,12 @@ impl CommTable {
     /// After a wrapped constructor returned `new` (maybe `MPI_COMM_NULL` on this rank)
     /// on every member of `parent`: agrees on its id. Collective over `parent`.
     pub(crate) fn created(&self, parent: MPI_Comm, new: MPI_Comm) {
-        let mut inter: c_int = 0;
-        // SAFETY: out-pointer to a local.
-        unsafe { PMPI_Comm_test_inter(parent, &mut inter) };
-        let round = if inter == 0 {
-            let mine = *self
-                .next_round
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let mut agreed = mine;
-            // SAFETY: one u64 each way; every member of `parent` is in this call.
-            let rc = unsafe {
-                PMPI_Allreduce(
-                    (&raw const mine).cast(),
-                    (&raw mut agreed).cast(),
-                    1,
-                    self.k.u64_type,
-                    self.k.op_max,
-                    parent,
-                )
-            };
-            (rc == 0).then_some(agreed)
-        } else {
-            None
-        };
-        if let Some(round) = round {
-            *self
-                .next_round
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = round + 1;
-        }
+        let round = self.rounds.agree(parent);
         if pmpi::same(new, self.k.comm_null) {
             return;
         }
         let members = pmpi::world_ranks(new, self.k.comm_world).unwrap_or_default();
-        let lowest = members.iter().copied().min().unwrap_or(0);
-        let id = round
-            .and_then(|r| r.checked_mul(self.world_size))
-            .and_then(|r| r.checked_add(u64::try_from(lowest).unwrap_or(0)))
-            .and_then(|id| u32::try_from(id).ok())
-            .filter(|id| *id < FALLBACK_IDS)
-            .unwrap_or_else(|| fallback_id(&members));
+        let id = self.rounds.id(round, &members);
         self.map
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -170,7 +193,7 @@ impl CommTable {
 }
 
 /// The fallback id of a communicator with these members (world ranks, in order).
-fn fallback_id(members: &[c_int]) -> u32 {
+pub(crate) fn fallback_id(members: &[c_int]) -> u32 {
     let mut h = FxHasher::default();
     // The length first: FxHash of a leading 0 is 0, which would make [0, 1] hash as [1].
     h.write_u64(members.len() as u64);

@@ -25,6 +25,7 @@ use overlap_instrument::schema::{
 use crate::calls::Timed;
 use crate::handles::{CommTable, RequestTable};
 use crate::pmpi::{self, Constants};
+use crate::windows::WinTable;
 
 /// Environment variable naming the directory that receives `rank-N.json`.
 pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
@@ -35,6 +36,7 @@ pub(crate) struct Tracer {
     pub(crate) k: Constants,
     pub(crate) requests: RequestTable,
     pub(crate) comms: CommTable,
+    pub(crate) wins: WinTable,
     /// A private duplicate of `MPI_COMM_WORLD` for the clock alignment.
     sync_comm: MPI_Comm,
     rank: c_int,
@@ -75,6 +77,13 @@ impl Tracer {
     pub(crate) fn record_started(&self, op: Op, at: Timed, started: &[Started]) {
         self.recorder
             .record_start(op, at.start, at.end, at.site, started.len(), |i| started[i]);
+    }
+
+    /// Records a call on a group of world ranks (Win_start, Win_post), made at `at`.
+    #[inline]
+    pub(crate) fn record_group(&self, op: Op, at: Timed, data: CallData, group: &[c_int]) {
+        self.recorder
+            .record_group(op, at.start, at.end, at.site, data, group);
     }
 
     fn align_clock(&self, phase: SyncPhase) {
@@ -186,6 +195,7 @@ pub(crate) fn start(init: InitCall) {
         k,
         requests: RequestTable::default(),
         comms: CommTable::new(k, size),
+        wins: WinTable::new(k, size),
         sync_comm,
         rank,
     }));
