@@ -14,26 +14,35 @@ use overlap_instrument::schema::{CommId, Op, RequestKind};
 
 use super::{traced, traced_with};
 use crate::pmpi::{self, key};
-use crate::tracer::Tracer;
+use crate::tracer::{guarded, Tracer};
 use crate::windows::WinInfo;
 
 /// Forwards a constructor of `*win` over `comm`, agrees on the window's id and records
-/// the call.
+/// the call. The agreement (collective over `comm`) runs inside the call's span: the
+/// program spends that time in its `MPI_Win_create`, not in its own code.
 fn create(op: Op, comm: MPI_Comm, win: *mut MPI_Win, forward: impl FnOnce() -> c_int) -> c_int {
-    traced(forward, |t, at, rc| {
-        if rc != 0 {
-            return;
-        }
-        let c = t.comms.info(comm);
-        let comm_id = CommId(c.id);
-        // SAFETY: MPI wrote the new window there.
-        let w = t.wins.created(comm, c, unsafe { *win });
-        let data = CallData::WindowCollective {
-            win: w.id,
-            comm: comm_id,
-        };
-        t.record(op, at, data, &[]);
-    })
+    traced_with(
+        |_| None,
+        |agreed: Option<&mut Option<WinInfo>>| {
+            let rc = forward();
+            if let (Some(agreed), Some(t)) = (agreed, crate::tracer::tracer()) {
+                if rc == 0 {
+                    // SAFETY: MPI wrote the new window there.
+                    let new = unsafe { *win };
+                    guarded(|| *agreed = Some(t.wins.created(comm, t.comms.info(comm), new)));
+                }
+            }
+            rc
+        },
+        |t, at, _, agreed| {
+            let Some(w) = agreed else { return };
+            let data = CallData::WindowCollective {
+                win: w.id,
+                comm: CommId(w.comm.id),
+            };
+            t.record(op, at, data, &[]);
+        },
+    )
 }
 
 pub(crate) unsafe extern "C" fn win_create(
