@@ -3,6 +3,7 @@
 
 mod analyze;
 mod merge;
+mod preload_calls;
 mod microbench;
 mod run;
 mod toeplitz;

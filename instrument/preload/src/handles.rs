@@ -211,12 +211,14 @@ pub(crate) enum Tracked {
         id: u64,
         kind: RequestKind,
         comm: CommInfo,
+        proc_null: bool,
     },
     /// A persistent request, started (`active`) or not.
     Persistent {
         persistent: u64,
         kind: RequestKind,
         comm: CommInfo,
+        proc_null: bool,
         active: Option<u64>,
     },
 }
@@ -237,6 +239,9 @@ pub(crate) struct Done {
     pub(crate) id: u64,
     pub(crate) kind: RequestKind,
     pub(crate) comm: CommInfo,
+    /// A receive posted from `MPI_PROC_NULL` (MPICH does not always fill in the status
+    /// of one that completed at post time).
+    pub(crate) proc_null: bool,
 }
 
 /// The requests one handle stands for, oldest first. Nearly always one: MPI hands out a
@@ -310,9 +315,23 @@ impl RequestTable {
         }
     }
 
-    /// A post created request `id` under `handle`.
-    pub(crate) fn posted(&self, handle: u64, id: u64, kind: RequestKind, comm: CommInfo) {
-        self.add(handle, Tracked::Active { id, kind, comm });
+    /// A post created request `id` under `handle`; `proc_null`: a receive from
+    /// `MPI_PROC_NULL`.
+    pub(crate) fn posted(
+        &self,
+        handle: u64,
+        id: u64,
+        kind: RequestKind,
+        comm: CommInfo,
+        proc_null: bool,
+    ) {
+        let t = Tracked::Active {
+            id,
+            kind,
+            comm,
+            proc_null,
+        };
+        self.add(handle, t);
     }
 
     /// A persistent init created `persistent` under `handle`.
@@ -322,6 +341,7 @@ impl RequestTable {
         persistent: u64,
         kind: RequestKind,
         comm: CommInfo,
+        proc_null: bool,
     ) {
         self.add(
             handle,
@@ -329,6 +349,7 @@ impl RequestTable {
                 persistent,
                 kind,
                 comm,
+                proc_null,
                 active: None,
             },
         );
@@ -360,17 +381,32 @@ impl RequestTable {
         let slot = map.get_mut(&handle)?;
         let i = slot.position(Tracked::completable)?;
         if let Some(Tracked::Persistent {
-            kind, comm, active, ..
+            kind,
+            comm,
+            active,
+            proc_null,
+            ..
         }) = slot.get_mut(i)
         {
             return Some(Done {
                 id: active.take()?,
                 kind: *kind,
                 comm: comm.clone(),
+                proc_null: *proc_null,
             });
         }
         match take(&mut map, handle, i)? {
-            Tracked::Active { id, kind, comm } => Some(Done { id, kind, comm }),
+            Tracked::Active {
+                id,
+                kind,
+                comm,
+                proc_null,
+            } => Some(Done {
+                id,
+                kind,
+                comm,
+                proc_null,
+            }),
             Tracked::Persistent { .. } => None,
         }
     }
@@ -409,10 +445,10 @@ mod tests {
     #[test]
     fn a_reused_handle_names_the_new_request() {
         let t = RequestTable::default();
-        t.posted(7, 1, RequestKind::Send, CommInfo::WORLD);
+        t.posted(7, 1, RequestKind::Send, CommInfo::WORLD, false);
         assert_eq!(t.completed(7).map(|d| d.id), Some(1));
         assert_eq!(t.completed(7), None);
-        t.posted(7, 2, RequestKind::Recv, CommInfo::WORLD);
+        t.posted(7, 2, RequestKind::Recv, CommInfo::WORLD, false);
         let done = t.completed(7).expect("tracked");
         assert_eq!((done.id, done.kind), (2, RequestKind::Recv));
     }
@@ -420,7 +456,7 @@ mod tests {
     #[test]
     fn persistent_requests_complete_once_per_start() {
         let t = RequestTable::default();
-        t.persistent(9, 100, RequestKind::Send, CommInfo::WORLD);
+        t.persistent(9, 100, RequestKind::Send, CommInfo::WORLD, false);
         assert_eq!(t.completed(9), None, "inactive");
         assert_eq!(t.started(9, 101), Some(100));
         assert_eq!(t.completed(9).map(|d| d.id), Some(101));
@@ -434,12 +470,12 @@ mod tests {
     fn a_shared_handle_completes_its_requests_in_post_order() {
         let t = RequestTable::default();
         for id in 1..=3 {
-            t.posted(0x6c00_0001, id, RequestKind::Send, CommInfo::WORLD);
+            t.posted(0x6c00_0001, id, RequestKind::Send, CommInfo::WORLD, false);
         }
-        t.posted(0x6c00_0002, 9, RequestKind::Recv, CommInfo::WORLD);
+        t.posted(0x6c00_0002, 9, RequestKind::Recv, CommInfo::WORLD, false);
         assert_eq!(t.completed(0x6c00_0001).map(|d| d.id), Some(1));
         assert_eq!(t.freed(0x6c00_0001), Some(2));
-        t.posted(0x6c00_0001, 4, RequestKind::Collective, CommInfo::WORLD);
+        t.posted(0x6c00_0001, 4, RequestKind::Collective, CommInfo::WORLD, false);
         assert_eq!(t.completed(0x6c00_0001).map(|d| d.id), Some(3));
         let last = t.completed(0x6c00_0001).expect("the fourth");
         assert_eq!((last.id, last.kind), (4, RequestKind::Collective));
@@ -451,8 +487,8 @@ mod tests {
     #[test]
     fn an_inactive_persistent_request_lets_later_ones_complete_first() {
         let t = RequestTable::default();
-        t.persistent(5, 100, RequestKind::Collective, CommInfo::WORLD);
-        t.posted(5, 1, RequestKind::Send, CommInfo::WORLD);
+        t.persistent(5, 100, RequestKind::Collective, CommInfo::WORLD, false);
+        t.posted(5, 1, RequestKind::Send, CommInfo::WORLD, false);
         assert_eq!(t.completed(5).map(|d| d.id), Some(1), "the persistent one is idle");
         assert_eq!(t.started(5, 101), Some(100));
         assert_eq!(t.completed(5).map(|d| d.id), Some(101));

@@ -18,6 +18,8 @@ pub(crate) struct Constants {
     pub(crate) byte: MPI_Datatype,
     pub(crate) u64_type: MPI_Datatype,
     pub(crate) op_max: MPI_Op,
+    pub(crate) proc_null: c_int,
+    pub(crate) any_tag: c_int,
 }
 
 // The raw pointers are MPI's sentinels, never dereferenced by the preload.
@@ -37,6 +39,8 @@ impl Constants {
                 byte: RSMPI_UINT8_T,
                 u64_type: RSMPI_UINT64_T,
                 op_max: RSMPI_MAX,
+                proc_null: RSMPI_PROC_NULL,
+                any_tag: RSMPI_ANY_TAG,
             }
         }
     }

@@ -138,9 +138,10 @@ pub(crate) fn posted(
         let handle = key(unsafe { *request });
         if persistent {
             t.requests
-                .persistent(handle, id.0, RequestKind::Collective, c);
+                .persistent(handle, id.0, RequestKind::Collective, c, false);
         } else {
-            t.requests.posted(handle, id.0, RequestKind::Collective, c);
+            t.requests
+                .posted(handle, id.0, RequestKind::Collective, c, false);
         }
         let data = CallData::CollectivePost {
             collective,

@@ -167,7 +167,7 @@ fn record_access(
         // SAFETY: MPI just wrote the new handle there.
         let handle = key(unsafe { *handle });
         t.requests
-            .posted(handle, id.0, RequestKind::OneSided, w.comm.clone());
+            .posted(handle, id.0, RequestKind::OneSided, w.comm.clone(), false);
         id
     });
     t.record(op, at, CallData::OneSided { access, request }, &[]);
