@@ -3,8 +3,8 @@
 
 mod analyze;
 mod merge;
-mod preload_calls;
 mod microbench;
+mod preload_calls;
 mod run;
 mod toeplitz;
 mod trace;

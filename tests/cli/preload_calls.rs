@@ -37,7 +37,12 @@ fn reported(run: &Run, prefix: &str) -> BTreeMap<u32, BTreeMap<String, u64>> {
 pub(crate) fn never_completed(out: &Path) -> BTreeMap<u32, BTreeSet<u64>> {
     let loaded = load(out, &mut |_, _| {}).expect("the merged trace loads");
     let mut open: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
-    for r in loaded.trace.requests.iter().filter(|r| r.completion.is_none()) {
+    for r in loaded
+        .trace
+        .requests
+        .iter()
+        .filter(|r| r.completion.is_none())
+    {
         open.entry(r.rank).or_default().insert(r.request);
     }
     open
@@ -182,10 +187,15 @@ fn check_windows(t: &overlap_analyzer::model::MergedTrace, ranks: u32) {
     let allocated = &ids[&Op::WinAllocate];
     assert!(created[0].is_some() && allocated[0].is_some());
     assert!(created.iter().all(|w| *w == created[0]), "{created:?}");
-    assert!(allocated.iter().all(|w| *w == allocated[0]), "{allocated:?}");
+    assert!(
+        allocated.iter().all(|w| *w == allocated[0]),
+        "{allocated:?}"
+    );
     assert_ne!(created[0], allocated[0]);
     let events = t.events.values().flatten();
-    assert!(events.clone().any(|e| matches!(e, Event::Call(c) if c.op == Op::AllreduceInit)));
+    assert!(events
+        .clone()
+        .any(|e| matches!(e, Event::Call(c) if c.op == Op::AllreduceInit)));
 }
 
 #[test]

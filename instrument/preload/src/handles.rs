@@ -475,7 +475,13 @@ mod tests {
         t.posted(0x6c00_0002, 9, RequestKind::Recv, CommInfo::WORLD, false);
         assert_eq!(t.completed(0x6c00_0001).map(|d| d.id), Some(1));
         assert_eq!(t.freed(0x6c00_0001), Some(2));
-        t.posted(0x6c00_0001, 4, RequestKind::Collective, CommInfo::WORLD, false);
+        t.posted(
+            0x6c00_0001,
+            4,
+            RequestKind::Collective,
+            CommInfo::WORLD,
+            false,
+        );
         assert_eq!(t.completed(0x6c00_0001).map(|d| d.id), Some(3));
         let last = t.completed(0x6c00_0001).expect("the fourth");
         assert_eq!((last.id, last.kind), (4, RequestKind::Collective));
@@ -489,7 +495,11 @@ mod tests {
         let t = RequestTable::default();
         t.persistent(5, 100, RequestKind::Collective, CommInfo::WORLD, false);
         t.posted(5, 1, RequestKind::Send, CommInfo::WORLD, false);
-        assert_eq!(t.completed(5).map(|d| d.id), Some(1), "the persistent one is idle");
+        assert_eq!(
+            t.completed(5).map(|d| d.id),
+            Some(1),
+            "the persistent one is idle"
+        );
         assert_eq!(t.started(5, 101), Some(100));
         assert_eq!(t.completed(5).map(|d| d.id), Some(101));
         assert_eq!(t.freed(5), Some(100));

@@ -22,6 +22,8 @@ mod entry;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod handles;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod imports;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod pmpi;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod tracer;

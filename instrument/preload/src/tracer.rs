@@ -19,7 +19,7 @@ use overlap_instrument::clock::{
 use overlap_instrument::recorder::{CallData, ChromeJsonSink, Recorder, RecorderConfig};
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, Started, SyncPhase,
-    FORMAT_NAME, FORMAT_VERSION,
+    FORMAT_NAME, FORMAT_VERSION, UNRECORDED_CALLS_PARAM,
 };
 
 use crate::calls::Timed;
@@ -331,6 +331,10 @@ fn params(thread_level: Option<c_int>) -> Params {
         p.insert("thread_level".into(), ParamValue::Int(i64::from(level)));
     }
     p.insert("code_maps".into(), ParamValue::Text(code_maps()));
+    p.insert(
+        UNRECORDED_CALLS_PARAM.into(),
+        ParamValue::Text(crate::imports::unrecorded().join(",")),
+    );
     p
 }
 

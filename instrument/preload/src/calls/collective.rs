@@ -77,11 +77,7 @@ pub(crate) unsafe fn total(counts: *const c_int, n: c_int, datatype: MPI_Datatyp
 ///
 /// # Safety
 /// `counts` and `types` are null or point to `n` values.
-pub(crate) unsafe fn total_w(
-    counts: *const c_int,
-    types: *const MPI_Datatype,
-    n: c_int,
-) -> u64 {
+pub(crate) unsafe fn total_w(counts: *const c_int, types: *const MPI_Datatype, n: c_int) -> u64 {
     if counts.is_null() || types.is_null() {
         return 0;
     }

@@ -223,7 +223,12 @@ pub(crate) unsafe extern "C" fn session_init(
 
 /// This process's rank as the launcher told it (MPICH/hydra, PMIx, Open MPI, Slurm).
 fn launch_rank() -> Option<u32> {
-    ["PMI_RANK", "PMIX_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+    [
+        "PMI_RANK",
+        "PMIX_RANK",
+        "OMPI_COMM_WORLD_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
