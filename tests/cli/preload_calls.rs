@@ -76,6 +76,11 @@ fn check_handles(ranks: u32) {
         assert_eq!(open.get(rank), Some(&freed), "rank {rank}");
     }
     assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
+    assert!(
+        !run.stderr().contains("does not record"),
+        "every MPI call of the program is recorded or negligible\n{}",
+        run.describe()
+    );
 }
 
 #[test]
@@ -92,6 +97,11 @@ fn check_nbc_rma(ranks: u32) {
     let run = trace(ranks, &program("nbc_rma"), &out);
     assert!(run.success(), "{}", run.describe());
     assert_eq!(run.stdout(), plain.stdout(), "the output is unchanged");
+    // The communicator constructors are wrapped (for their ids) but not recorded.
+    run.assert_stderr_has(
+        "this program calls MPI functions overlap does not record: MPI_Cart_create, \
+         MPI_Comm_free; time inside them counts as computation",
+    );
     let issued = reported(&run, "issued ");
     let in_mpi = reported(&run, "in_mpi ");
     let t = read_merged(&out).expect("merged trace reads back");
@@ -206,4 +216,24 @@ fn every_collective_and_one_sided_call_is_recorded_on_2_ranks() {
 #[test]
 fn every_collective_and_one_sided_call_is_recorded_on_4_ranks() {
     check_nbc_rma(4);
+}
+
+#[test]
+fn a_program_that_starts_mpi_through_a_session_is_told_why_it_is_not_traced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("session.json");
+    let run = trace(2, &program("session"), &out);
+    assert!(!run.success(), "nothing to merge");
+    assert!(
+        run.stdout().contains("session: 2 ranks, sum 1"),
+        "{}",
+        run.describe()
+    );
+    run.assert_stderr_has("this program starts MPI through MPI_Session_init");
+    run.assert_stderr_has("only through MPI_Session_init, are not traced");
+    let told = run
+        .stderr()
+        .matches("starts MPI through MPI_Session_init")
+        .count();
+    assert_eq!(told, 1, "said once\n{}", run.describe());
 }

@@ -38,6 +38,7 @@ fn programs() -> &'static Path {
         compile("mpicc", "abort.c", "abort", &["-Wno-stringop-overflow"]);
         compile("mpicc", "handles.c", "handles", &["-Wno-stringop-overflow"]);
         compile("mpicc", "nbc_rma.c", "nbc_rma", &["-Wno-stringop-overflow"]);
+        compile("mpicc", "session.c", "session", &[]);
         compile("mpif90", "ring.f90", "ring", &[]);
         dir
     })

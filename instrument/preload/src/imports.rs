@@ -94,11 +94,14 @@ pub(crate) const NEGLIGIBLE_FAMILIES: &[&str] = &[
     "MPI_Win_free_keyval",
 ];
 
-/// True when overlap records `name` or its time is negligible.
+/// True when overlap records `name` or its time is negligible (the handle conversions
+/// between C and Fortran, `MPI_Comm_f2c` and the like, are too).
 fn accounted(name: &str) -> bool {
     Op::from_mpi_name(name).is_some()
         || NEGLIGIBLE.contains(&name)
         || NEGLIGIBLE_FAMILIES.iter().any(|f| name.starts_with(f))
+        || name.ends_with("_f2c")
+        || name.ends_with("_c2f")
 }
 
 /// The MPI functions the process's objects import that overlap does not account for,
@@ -292,6 +295,7 @@ mod tests {
     fn recorded_and_negligible_calls_are_accounted_for() {
         assert!(accounted("MPI_Put") && accounted("MPI_Ibcast"));
         assert!(accounted("MPI_Comm_rank") && accounted("MPI_Type_commit"));
+        assert!(accounted("MPI_Comm_f2c"));
         assert!(!accounted("MPI_File_write_all"));
         assert!(
             !accounted("MPI_Comm_split"),
