@@ -23,8 +23,9 @@ use overlap_instrument::schema::{
 };
 
 use crate::calls::Timed;
-use crate::handles::{CommTable, RequestTable};
+use crate::handles::CommTable;
 use crate::pmpi::{self, Constants};
+use crate::requests::RequestTable;
 use crate::windows::WinTable;
 
 /// Environment variable naming the directory that receives `rank-N.json`.
