@@ -292,6 +292,11 @@ fn check_fortran(ranks: u32) {
         plain.stdout(),
         "the program's output is unchanged"
     );
+    assert!(
+        !run.stderr().contains("does not record"),
+        "the Fortran names (mpi_isend_...) are read as the C calls they are\n{}",
+        run.describe()
+    );
     let t = read_merged(&out).expect("merged trace reads back");
     let expected: BTreeMap<Op, usize> = [
         (Op::Init, 1),
