@@ -224,13 +224,17 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         format!(
             "`{command}` ({status}) left no readable trace in {}: was it an MPI program \
              built against the MPI overlap was built with? (Fortran programs using the \
-             mpi_f08 module are not traced: see docs/preload.md)",
+             mpi_f08 module, and programs that start MPI only through MPI_Session_init, \
+             are not traced: see docs/preload.md)",
             ranks_dir.display()
         )
     })?;
     let (trace, line) = report_merge(&merged, &ranks_dir, &a.out)?;
     eprintln!("{line}");
     eprint!("{}", summarize(&trace).to_table());
+    if let Some(note) = crate::trace::unrecorded_note(&merged.merged.info.params) {
+        eprintln!("{note}");
+    }
     if status.success() {
         eprintln!("analyze it with `overlap analyze {}`", a.out.display());
         return Ok(ExitCode::SUCCESS);

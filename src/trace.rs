@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
 use anyhow::{bail, Context, Result};
+use overlap_instrument::schema::{ParamValue, Params, UNRECORDED_CALLS_PARAM};
 
 /// The preload's file name, as cargo builds it.
 pub const PRELOAD_FILE: &str = "liboverlap_preload.so";
@@ -120,9 +121,53 @@ pub fn run_traced(command: &[String], preload: &Path, dir: &Path) -> Result<Exit
     Ok(status)
 }
 
+/// What to tell the user, once, about the MPI functions the program calls that overlap
+/// does not record (the preload lists them in each rank's header; the merged trace
+/// keeps the first rank's): `None` when there are none.
+pub fn unrecorded_note(params: &Params) -> Option<String> {
+    let Some(ParamValue::Text(list)) = params.get(UNRECORDED_CALLS_PARAM) else {
+        return None;
+    };
+    let names: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "this program calls MPI functions overlap does not record: {}; time inside them \
+         counts as computation",
+        names.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unrecorded_calls_are_named_once_or_not_at_all() {
+        let mut p = Params::new();
+        assert_eq!(unrecorded_note(&p), None, "an older preload says nothing");
+        p.insert(
+            UNRECORDED_CALLS_PARAM.into(),
+            ParamValue::Text(String::new()),
+        );
+        assert_eq!(unrecorded_note(&p), None, "none");
+        p.insert(
+            UNRECORDED_CALLS_PARAM.into(),
+            ParamValue::Text("MPI_Comm_split,MPI_File_open".into()),
+        );
+        assert_eq!(
+            unrecorded_note(&p).as_deref(),
+            Some(
+                "this program calls MPI functions overlap does not record: MPI_Comm_split, \
+                 MPI_File_open; time inside them counts as computation"
+            )
+        );
+    }
 
     #[test]
     fn open_mpi_gets_the_variables_exported() {

@@ -4,6 +4,7 @@
 mod analyze;
 mod merge;
 mod microbench;
+mod preload_calls;
 mod run;
 mod toeplitz;
 mod trace;

@@ -12,6 +12,7 @@ use overlap_analyzer::import::read_merged;
 use overlap_analyzer::model::MergedTrace;
 use overlap_instrument::schema::{Event, Op};
 
+use crate::preload_calls::never_completed;
 use crate::traces::counts;
 use crate::util::{mpi_lock, overlap_bin, Run};
 
@@ -35,18 +36,21 @@ fn programs() -> &'static Path {
         // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
         compile("mpicc", "calls.c", "calls", &["-Wno-stringop-overflow"]);
         compile("mpicc", "abort.c", "abort", &["-Wno-stringop-overflow"]);
+        compile("mpicc", "handles.c", "handles", &["-Wno-stringop-overflow"]);
+        compile("mpicc", "nbc_rma.c", "nbc_rma", &["-Wno-stringop-overflow"]);
+        compile("mpicc", "session.c", "session", &[]);
         compile("mpif90", "ring.f90", "ring", &[]);
         dir
     })
     .path()
 }
 
-fn program(name: &str) -> PathBuf {
+pub(crate) fn program(name: &str) -> PathBuf {
     programs().join(name)
 }
 
 /// `overlap trace --out OUT -- mpiexec -n RANKS PROGRAM`.
-fn trace(ranks: u32, program: &Path, out: &Path) -> Run {
+pub(crate) fn trace(ranks: u32, program: &Path, out: &Path) -> Run {
     let _guard = mpi_lock();
     let output = Command::new(overlap_bin())
         .arg("trace")
@@ -60,7 +64,7 @@ fn trace(ranks: u32, program: &Path, out: &Path) -> Run {
 }
 
 /// `mpiexec -n RANKS PROGRAM`, untraced.
-fn untraced(ranks: u32, program: &Path) -> Run {
+pub(crate) fn untraced(ranks: u32, program: &Path) -> Run {
     let _guard = mpi_lock();
     let output = Command::new("mpiexec")
         .args(["-n", &ranks.to_string()])
@@ -177,10 +181,7 @@ fn check_calls_program(ranks: u32) {
     // with two requests, Start twice with one), Ibarrier and Iallreduce.
     let per_rank_requests = 5 + 5 + (3 * 2 + 2) + 2;
     assert_eq!(t.requests.len(), (per_rank_requests * ranks) as usize);
-    assert!(
-        t.requests.iter().all(|r| r.end_ns.is_some()),
-        "all completed"
-    );
+    assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
     let persistent = t
         .requests
         .iter()
@@ -291,6 +292,11 @@ fn check_fortran(ranks: u32) {
         plain.stdout(),
         "the program's output is unchanged"
     );
+    assert!(
+        !run.stderr().contains("does not record"),
+        "the Fortran names (mpi_isend_...) are read as the C calls they are\n{}",
+        run.describe()
+    );
     let t = read_merged(&out).expect("merged trace reads back");
     let expected: BTreeMap<Op, usize> = [
         (Op::Init, 1),
@@ -308,6 +314,8 @@ fn check_fortran(ranks: u32) {
     }
     assert_eq!(t.info.messages, u64::from(4 * ranks));
     assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
+    assert_eq!(t.requests.len(), (8 * ranks) as usize);
+    assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
 }
 
 #[test]
@@ -339,6 +347,8 @@ fn a_rank_that_aborts_still_leaves_a_merged_trace() {
         t.info.incomplete
     );
     assert_eq!(t.info.messages, 2);
+    assert_eq!(t.requests.len(), 4);
+    assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
 }
 
 #[test]

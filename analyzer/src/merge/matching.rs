@@ -26,12 +26,15 @@ pub(crate) fn match_all(ranks: &[Timeline]) -> (Vec<RequestLife>, Matched) {
     (requests, match_messages(ranks, &inits, &receives))
 }
 
-/// Persistent requests of a rank (the `request` its Send_init / Recv_init recorded) ->
+/// Persistent requests of a rank (the `request` its persistent init recorded) ->
 /// the index of that init call.
 fn persistent_inits(t: &Timeline) -> FxHashMap<u64, usize> {
     let mut inits = FxHashMap::default();
     for i in 0..t.spans.len() {
-        if let Some((Op::SendInit | Op::RecvInit, c)) = t.call(i) {
+        let Some((op, c)) = t.call(i) else { continue };
+        // The persistent inits: point-to-point (Send_init, Recv_init) and collective
+        // (MPI-4 Bcast_init, Allreduce_init...).
+        if op.class() == OpClass::Local && op.request_kind().is_some() {
             if let Some(p) = c.request {
                 // A persistent handle id is unique within a rank's run: the latest wins
                 // only if the recorder reused one, which it never does.

@@ -1,6 +1,5 @@
-//! What the preload remembers about MPI handles between calls: which of our request ids
-//! an `MPI_Request` handle stands for (handles are reused by MPI as soon as a request
-//! completes, ids never are), and which id and world ranks a communicator has.
+//! What the preload remembers about communicators between calls: which id and world
+//! ranks each has (requests are in [`crate::requests`], windows in [`crate::windows`]).
 //!
 //! Communicator ids must be the same on every member, so that the analyzer can group
 //! the k-th collective of a communicator across ranks. The preload wraps the calls that
@@ -16,7 +15,6 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use mpi_sys::*;
 use overlap_instrument::fxhash::{FxHashMap, FxHasher};
-use overlap_instrument::schema::RequestKind;
 
 use crate::pmpi::{self, key, Constants};
 
@@ -52,23 +50,81 @@ impl CommInfo {
 /// Ids at or above this are local fallbacks, for communicators created by calls the
 /// preload does not wrap: derived from the members, so equal on every member, but not
 /// told apart from another communicator with the same members.
-const FALLBACK_IDS: u32 = 0x8000_0000;
+pub(crate) const FALLBACK_IDS: u32 = 0x8000_0000;
+
+/// Ids agreed across the members of a communicator: round `k` (the maximum over the
+/// members of their next round) and the lowest world rank give `k * world_size +
+/// lowest`. Communicators and windows each have their own rounds.
+pub(crate) struct Rounds {
+    k: Constants,
+    world_size: u64,
+    next: Mutex<u64>,
+}
+
+impl Rounds {
+    pub(crate) fn new(k: Constants, world_size: c_int) -> Rounds {
+        Rounds {
+            k,
+            world_size: u64::try_from(world_size).unwrap_or(1).max(1),
+            next: Mutex::new(1),
+        }
+    }
+
+    /// Agrees on the round with the other members of `parent` (an intracommunicator):
+    /// one `MPI_Allreduce` over it. `None` for an intercommunicator or when MPI fails.
+    pub(crate) fn agree(&self, parent: MPI_Comm) -> Option<u64> {
+        let mut inter: c_int = 0;
+        // SAFETY: out-pointer to a local.
+        unsafe { PMPI_Comm_test_inter(parent, &mut inter) };
+        if inter != 0 {
+            return None;
+        }
+        let mine = *self.next.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut agreed = mine;
+        // SAFETY: one u64 each way; every member of `parent` is in this call.
+        let rc = unsafe {
+            PMPI_Allreduce(
+                (&raw const mine).cast(),
+                (&raw mut agreed).cast(),
+                1,
+                self.k.u64_type,
+                self.k.op_max,
+                parent,
+            )
+        };
+        if rc != 0 {
+            return None;
+        }
+        *self.next.lock().unwrap_or_else(PoisonError::into_inner) = agreed + 1;
+        Some(agreed)
+    }
+
+    /// The id of something created in `round` whose members are these world ranks (a
+    /// member-derived fallback without a round).
+    pub(crate) fn id(&self, round: Option<u64>, members: &[c_int]) -> u32 {
+        let lowest = members.iter().copied().min().unwrap_or(0);
+        round
+            .and_then(|r| r.checked_mul(self.world_size))
+            .and_then(|r| r.checked_add(u64::try_from(lowest).unwrap_or(0)))
+            .and_then(|id| u32::try_from(id).ok())
+            .filter(|id| *id < FALLBACK_IDS)
+            .unwrap_or_else(|| fallback_id(members))
+    }
+}
 
 /// The communicators seen so far.
 pub(crate) struct CommTable {
     k: Constants,
-    world_size: u64,
     map: RwLock<FxMap<CommInfo>>,
-    next_round: Mutex<u64>,
+    rounds: Rounds,
 }
 
 impl CommTable {
     pub(crate) fn new(k: Constants, world_size: c_int) -> CommTable {
         CommTable {
             k,
-            world_size: u64::try_from(world_size).unwrap_or(1).max(1),
             map: RwLock::new(FxMap::default()),
-            next_round: Mutex::new(1),
+            rounds: Rounds::new(k, world_size),
         }
     }
 
@@ -105,47 +161,12 @@ impl CommTable {
     /// After a wrapped constructor returned `new` (maybe `MPI_COMM_NULL` on this rank)
     /// on every member of `parent`: agrees on its id. Collective over `parent`.
     pub(crate) fn created(&self, parent: MPI_Comm, new: MPI_Comm) {
-        let mut inter: c_int = 0;
-        // SAFETY: out-pointer to a local.
-        unsafe { PMPI_Comm_test_inter(parent, &mut inter) };
-        let round = if inter == 0 {
-            let mine = *self
-                .next_round
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            let mut agreed = mine;
-            // SAFETY: one u64 each way; every member of `parent` is in this call.
-            let rc = unsafe {
-                PMPI_Allreduce(
-                    (&raw const mine).cast(),
-                    (&raw mut agreed).cast(),
-                    1,
-                    self.k.u64_type,
-                    self.k.op_max,
-                    parent,
-                )
-            };
-            (rc == 0).then_some(agreed)
-        } else {
-            None
-        };
-        if let Some(round) = round {
-            *self
-                .next_round
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = round + 1;
-        }
+        let round = self.rounds.agree(parent);
         if pmpi::same(new, self.k.comm_null) {
             return;
         }
         let members = pmpi::world_ranks(new, self.k.comm_world).unwrap_or_default();
-        let lowest = members.iter().copied().min().unwrap_or(0);
-        let id = round
-            .and_then(|r| r.checked_mul(self.world_size))
-            .and_then(|r| r.checked_add(u64::try_from(lowest).unwrap_or(0)))
-            .and_then(|id| u32::try_from(id).ok())
-            .filter(|id| *id < FALLBACK_IDS)
-            .unwrap_or_else(|| fallback_id(&members));
+        let id = self.rounds.id(round, &members);
         self.map
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -168,7 +189,7 @@ impl CommTable {
 }
 
 /// The fallback id of a communicator with these members (world ranks, in order).
-fn fallback_id(members: &[c_int]) -> u32 {
+pub(crate) fn fallback_id(members: &[c_int]) -> u32 {
     let mut h = FxHasher::default();
     // The length first: FxHash of a leading 0 is 0, which would make [0, 1] hash as [1].
     h.write_u64(members.len() as u64);
@@ -178,140 +199,9 @@ fn fallback_id(members: &[c_int]) -> u32 {
     FALLBACK_IDS | (h.finish() as u32 & !FALLBACK_IDS) | 1
 }
 
-/// A request the program holds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Tracked {
-    /// A non-blocking operation in flight.
-    Active {
-        id: u64,
-        kind: RequestKind,
-        comm: CommInfo,
-    },
-    /// A persistent request, started (`active`) or not.
-    Persistent {
-        persistent: u64,
-        kind: RequestKind,
-        comm: CommInfo,
-        active: Option<u64>,
-    },
-}
-
-/// A request that completed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Done {
-    pub(crate) id: u64,
-    pub(crate) kind: RequestKind,
-    pub(crate) comm: CommInfo,
-}
-
-/// The requests the program holds, by handle.
-#[derive(Default)]
-pub(crate) struct RequestTable {
-    map: Mutex<FxMap<Tracked>>,
-}
-
-impl RequestTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, FxMap<Tracked>> {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// A post created request `id` under `handle`.
-    pub(crate) fn posted(&self, handle: u64, id: u64, kind: RequestKind, comm: CommInfo) {
-        self.lock()
-            .insert(handle, Tracked::Active { id, kind, comm });
-    }
-
-    /// A persistent init created `persistent` under `handle`.
-    pub(crate) fn persistent(
-        &self,
-        handle: u64,
-        persistent: u64,
-        kind: RequestKind,
-        comm: CommInfo,
-    ) {
-        self.lock().insert(
-            handle,
-            Tracked::Persistent {
-                persistent,
-                kind,
-                comm,
-                active: None,
-            },
-        );
-    }
-
-    /// A Start made the persistent request under `handle` active as `id`; returns the
-    /// persistent id.
-    pub(crate) fn started(&self, handle: u64, id: u64) -> Option<u64> {
-        match self.lock().get_mut(&handle) {
-            Some(Tracked::Persistent {
-                persistent, active, ..
-            }) => {
-                *active = Some(id);
-                Some(*persistent)
-            }
-            _ => None,
-        }
-    }
-
-    /// The request under `handle` completed: forgets it (a persistent request becomes
-    /// inactive and stays).
-    pub(crate) fn completed(&self, handle: u64) -> Option<Done> {
-        let mut map = self.lock();
-        match map.get_mut(&handle)? {
-            Tracked::Persistent {
-                kind, comm, active, ..
-            } => Some(Done {
-                id: active.take()?,
-                kind: *kind,
-                comm: comm.clone(),
-            }),
-            Tracked::Active { .. } => match map.remove(&handle)? {
-                Tracked::Active { id, kind, comm } => Some(Done { id, kind, comm }),
-                Tracked::Persistent { .. } => None,
-            },
-        }
-    }
-
-    /// `MPI_Request_free` let go of `handle`: the id to record (the active operation's,
-    /// else the persistent request's).
-    pub(crate) fn freed(&self, handle: u64) -> Option<u64> {
-        match self.lock().remove(&handle)? {
-            Tracked::Active { id, .. } => Some(id),
-            Tracked::Persistent {
-                persistent, active, ..
-            } => Some(active.unwrap_or(persistent)),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_reused_handle_names_the_new_request() {
-        let t = RequestTable::default();
-        t.posted(7, 1, RequestKind::Send, CommInfo::WORLD);
-        assert_eq!(t.completed(7).map(|d| d.id), Some(1));
-        assert_eq!(t.completed(7), None);
-        t.posted(7, 2, RequestKind::Recv, CommInfo::WORLD);
-        let done = t.completed(7).expect("tracked");
-        assert_eq!((done.id, done.kind), (2, RequestKind::Recv));
-    }
-
-    #[test]
-    fn persistent_requests_complete_once_per_start() {
-        let t = RequestTable::default();
-        t.persistent(9, 100, RequestKind::Send, CommInfo::WORLD);
-        assert_eq!(t.completed(9), None, "inactive");
-        assert_eq!(t.started(9, 101), Some(100));
-        assert_eq!(t.completed(9).map(|d| d.id), Some(101));
-        assert_eq!(t.completed(9), None, "inactive again");
-        assert_eq!(t.started(9, 102), Some(100));
-        assert_eq!(t.freed(9), Some(102));
-        assert_eq!(t.started(9, 103), None, "gone");
-    }
 
     #[test]
     fn world_ranks_of_a_communicator() {

@@ -22,17 +22,24 @@ mod entry;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod handles;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod imports;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod pmpi;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod requests;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod tracer;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod windows;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod exported {
-    use crate::calls::{collective, completion, p2p, setup};
+    use crate::calls::{collective, completion, neighbor, p2p, reduction, rma, rma_sync, setup};
 
     crate::entry::entry! {
         MPI_Init => setup::init;
         MPI_Init_thread => setup::init_thread;
+        MPI_Session_init => setup::session_init;
         MPI_Finalize => setup::finalize;
         MPI_Abort => setup::abort;
         MPI_Comm_dup => setup::comm_dup;
@@ -71,18 +78,100 @@ mod exported {
         MPI_Testany => completion::testany;
         MPI_Testsome => completion::testsome;
         MPI_Barrier => collective::barrier;
-        MPI_Bcast => collective::bcast;
-        MPI_Reduce => collective::reduce;
-        MPI_Allreduce => collective::allreduce;
-        MPI_Allgather => collective::allgather;
-        MPI_Allgatherv => collective::allgatherv;
-        MPI_Alltoall => collective::alltoall;
-        MPI_Alltoallv => collective::alltoallv;
-        MPI_Gather => collective::gather;
-        MPI_Gatherv => collective::gatherv;
-        MPI_Scatter => collective::scatter;
-        MPI_Scatterv => collective::scatterv;
         MPI_Ibarrier => collective::ibarrier;
-        MPI_Iallreduce => collective::iallreduce;
+        MPI_Barrier_init => collective::barrier_init;
+        MPI_Bcast => collective::bcast;
+        MPI_Ibcast => collective::ibcast;
+        MPI_Bcast_init => collective::bcast_init;
+        MPI_Allgather => collective::allgather;
+        MPI_Iallgather => collective::iallgather;
+        MPI_Allgather_init => collective::allgather_init;
+        MPI_Alltoall => collective::alltoall;
+        MPI_Ialltoall => collective::ialltoall;
+        MPI_Alltoall_init => collective::alltoall_init;
+        MPI_Allgatherv => collective::allgatherv;
+        MPI_Iallgatherv => collective::iallgatherv;
+        MPI_Allgatherv_init => collective::allgatherv_init;
+        MPI_Alltoallv => collective::alltoallv;
+        MPI_Ialltoallv => collective::ialltoallv;
+        MPI_Alltoallv_init => collective::alltoallv_init;
+        MPI_Alltoallw => collective::alltoallw;
+        MPI_Ialltoallw => collective::ialltoallw;
+        MPI_Alltoallw_init => collective::alltoallw_init;
+        MPI_Gather => collective::gather;
+        MPI_Igather => collective::igather;
+        MPI_Gather_init => collective::gather_init;
+        MPI_Scatter => collective::scatter;
+        MPI_Iscatter => collective::iscatter;
+        MPI_Scatter_init => collective::scatter_init;
+        MPI_Gatherv => collective::gatherv;
+        MPI_Igatherv => collective::igatherv;
+        MPI_Gatherv_init => collective::gatherv_init;
+        MPI_Scatterv => collective::scatterv;
+        MPI_Iscatterv => collective::iscatterv;
+        MPI_Scatterv_init => collective::scatterv_init;
+        MPI_Reduce => reduction::reduce;
+        MPI_Ireduce => reduction::ireduce;
+        MPI_Reduce_init => reduction::reduce_init;
+        MPI_Allreduce => reduction::allreduce;
+        MPI_Iallreduce => reduction::iallreduce;
+        MPI_Allreduce_init => reduction::allreduce_init;
+        MPI_Scan => reduction::scan;
+        MPI_Iscan => reduction::iscan;
+        MPI_Scan_init => reduction::scan_init;
+        MPI_Exscan => reduction::exscan;
+        MPI_Iexscan => reduction::iexscan;
+        MPI_Exscan_init => reduction::exscan_init;
+        MPI_Reduce_scatter => reduction::reduce_scatter;
+        MPI_Ireduce_scatter => reduction::ireduce_scatter;
+        MPI_Reduce_scatter_init => reduction::reduce_scatter_init;
+        MPI_Reduce_scatter_block => reduction::reduce_scatter_block;
+        MPI_Ireduce_scatter_block => reduction::ireduce_scatter_block;
+        MPI_Reduce_scatter_block_init => reduction::reduce_scatter_block_init;
+        MPI_Neighbor_allgather => neighbor::neighbor_allgather;
+        MPI_Ineighbor_allgather => neighbor::ineighbor_allgather;
+        MPI_Neighbor_allgather_init => neighbor::neighbor_allgather_init;
+        MPI_Neighbor_alltoall => neighbor::neighbor_alltoall;
+        MPI_Ineighbor_alltoall => neighbor::ineighbor_alltoall;
+        MPI_Neighbor_alltoall_init => neighbor::neighbor_alltoall_init;
+        MPI_Neighbor_allgatherv => neighbor::neighbor_allgatherv;
+        MPI_Ineighbor_allgatherv => neighbor::ineighbor_allgatherv;
+        MPI_Neighbor_allgatherv_init => neighbor::neighbor_allgatherv_init;
+        MPI_Neighbor_alltoallv => neighbor::neighbor_alltoallv;
+        MPI_Ineighbor_alltoallv => neighbor::ineighbor_alltoallv;
+        MPI_Neighbor_alltoallv_init => neighbor::neighbor_alltoallv_init;
+        MPI_Neighbor_alltoallw => neighbor::neighbor_alltoallw;
+        MPI_Ineighbor_alltoallw => neighbor::ineighbor_alltoallw;
+        MPI_Neighbor_alltoallw_init => neighbor::neighbor_alltoallw_init;
+        MPI_Win_create => rma::win_create;
+        MPI_Win_allocate => rma::win_allocate;
+        MPI_Win_allocate_shared => rma::win_allocate_shared;
+        MPI_Win_create_dynamic => rma::win_create_dynamic;
+        MPI_Win_free => rma::win_free;
+        MPI_Win_fence => rma::win_fence;
+        MPI_Put => rma::put;
+        MPI_Get => rma::get;
+        MPI_Accumulate => rma::accumulate;
+        MPI_Get_accumulate => rma::get_accumulate;
+        MPI_Fetch_and_op => rma::fetch_and_op;
+        MPI_Compare_and_swap => rma::compare_and_swap;
+        MPI_Rput => rma::rput;
+        MPI_Rget => rma::rget;
+        MPI_Raccumulate => rma::raccumulate;
+        MPI_Rget_accumulate => rma::rget_accumulate;
+        MPI_Win_start => rma_sync::win_start;
+        MPI_Win_complete => rma_sync::win_complete;
+        MPI_Win_post => rma_sync::win_post;
+        MPI_Win_wait => rma_sync::win_wait;
+        MPI_Win_test => rma_sync::win_test;
+        MPI_Win_lock => rma_sync::win_lock;
+        MPI_Win_unlock => rma_sync::win_unlock;
+        MPI_Win_lock_all => rma_sync::win_lock_all;
+        MPI_Win_unlock_all => rma_sync::win_unlock_all;
+        MPI_Win_flush => rma_sync::win_flush;
+        MPI_Win_flush_all => rma_sync::win_flush_all;
+        MPI_Win_flush_local => rma_sync::win_flush_local;
+        MPI_Win_flush_local_all => rma_sync::win_flush_local_all;
+        MPI_Win_sync => rma_sync::win_sync;
     }
 }

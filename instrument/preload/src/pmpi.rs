@@ -18,6 +18,8 @@ pub(crate) struct Constants {
     pub(crate) byte: MPI_Datatype,
     pub(crate) u64_type: MPI_Datatype,
     pub(crate) op_max: MPI_Op,
+    pub(crate) proc_null: c_int,
+    pub(crate) any_tag: c_int,
 }
 
 // The raw pointers are MPI's sentinels, never dereferenced by the preload.
@@ -37,6 +39,8 @@ impl Constants {
                 byte: RSMPI_UINT8_T,
                 u64_type: RSMPI_UINT64_T,
                 op_max: RSMPI_MAX,
+                proc_null: RSMPI_PROC_NULL,
+                any_tag: RSMPI_ANY_TAG,
             }
         }
     }
@@ -141,9 +145,18 @@ pub(crate) fn world_ranks(comm: MPI_Comm, world: MPI_Comm) -> Option<Vec<c_int>>
             return None;
         }
         let mut group = group.assume_init();
+        let out = group_world_ranks(group, world);
+        PMPI_Group_free(&mut group);
+        out
+    }
+}
+
+/// The world ranks of the members of `group`, in group order, or `None`.
+pub(crate) fn group_world_ranks(group: MPI_Group, world: MPI_Comm) -> Option<Vec<c_int>> {
+    // SAFETY: out-pointers to locals; the world group is freed before returning.
+    unsafe {
         let mut world_group = MaybeUninit::<MPI_Group>::uninit();
         if PMPI_Comm_group(world, world_group.as_mut_ptr()) != 0 {
-            PMPI_Group_free(&mut group);
             return None;
         }
         let mut world_group = world_group.assume_init();
@@ -153,7 +166,6 @@ pub(crate) fn world_ranks(comm: MPI_Comm, world: MPI_Comm) -> Option<Vec<c_int>>
         let mut out = vec![0 as c_int; ranks.len()];
         let rc =
             PMPI_Group_translate_ranks(group, n, ranks.as_ptr(), world_group, out.as_mut_ptr());
-        PMPI_Group_free(&mut group);
         PMPI_Group_free(&mut world_group);
         (rc == 0).then_some(out)
     }

@@ -19,12 +19,14 @@ use overlap_instrument::clock::{
 use overlap_instrument::recorder::{CallData, ChromeJsonSink, Recorder, RecorderConfig};
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, Started, SyncPhase,
-    FORMAT_NAME, FORMAT_VERSION,
+    FORMAT_NAME, FORMAT_VERSION, UNRECORDED_CALLS_PARAM,
 };
 
 use crate::calls::Timed;
-use crate::handles::{CommTable, RequestTable};
+use crate::handles::CommTable;
 use crate::pmpi::{self, Constants};
+use crate::requests::RequestTable;
+use crate::windows::WinTable;
 
 /// Environment variable naming the directory that receives `rank-N.json`.
 pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
@@ -35,6 +37,7 @@ pub(crate) struct Tracer {
     pub(crate) k: Constants,
     pub(crate) requests: RequestTable,
     pub(crate) comms: CommTable,
+    pub(crate) wins: WinTable,
     /// A private duplicate of `MPI_COMM_WORLD` for the clock alignment.
     sync_comm: MPI_Comm,
     rank: c_int,
@@ -75,6 +78,13 @@ impl Tracer {
     pub(crate) fn record_started(&self, op: Op, at: Timed, started: &[Started]) {
         self.recorder
             .record_start(op, at.start, at.end, at.site, started.len(), |i| started[i]);
+    }
+
+    /// Records a call on a group of world ranks (Win_start, Win_post), made at `at`.
+    #[inline]
+    pub(crate) fn record_group(&self, op: Op, at: Timed, data: CallData, group: &[c_int]) {
+        self.recorder
+            .record_group(op, at.start, at.end, at.site, data, group);
     }
 
     fn align_clock(&self, phase: SyncPhase) {
@@ -186,6 +196,7 @@ pub(crate) fn start(init: InitCall) {
         k,
         requests: RequestTable::default(),
         comms: CommTable::new(k, size),
+        wins: WinTable::new(k, size),
         sync_comm,
         rank,
     }));
@@ -321,6 +332,10 @@ fn params(thread_level: Option<c_int>) -> Params {
         p.insert("thread_level".into(), ParamValue::Int(i64::from(level)));
     }
     p.insert("code_maps".into(), ParamValue::Text(code_maps()));
+    p.insert(
+        UNRECORDED_CALLS_PARAM.into(),
+        ParamValue::Text(crate::imports::unrecorded().join(",")),
+    );
     p
 }
 

@@ -19,13 +19,13 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
-pub use record::{CallData, Collective, Transfer};
+pub use record::{Access, CallData, Collective, Transfer};
 pub use sink::{ChromeJsonSink, MemorySink, NullSink, Recorded, Sink};
 
 use crate::clock::{monotonic_now_ns, ClockSource, Stamp, Timebase};
 use crate::schema::{ClockSync, Completion, Footer, Op, RequestId, Started};
 use crate::{Error, Result};
-use record::Record;
+use record::{Record, MEMBERS_PER_RECORD};
 use ring::{PushOutcome, Ring};
 
 /// How a recorder buffers and flushes.
@@ -349,6 +349,31 @@ impl Recorder {
         });
     }
 
+    /// Records a call made from `site` on a group of world ranks (Win_start, Win_post):
+    /// the members follow the call in [`Record::Members`] records.
+    #[inline]
+    pub fn record_group(
+        &self,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        data: CallData,
+        group: &[i32],
+    ) {
+        let count = group.len().div_ceil(MEMBERS_PER_RECORD);
+        self.push_call(op, start, end, site, data, count, |i| {
+            let from = (i * MEMBERS_PER_RECORD).min(group.len());
+            let chunk = &group[from..(from + MEMBERS_PER_RECORD).min(group.len())];
+            let mut ranks = [0; MEMBERS_PER_RECORD];
+            ranks[..chunk.len()].copy_from_slice(chunk);
+            Record::Members {
+                ranks,
+                len: chunk.len() as u8,
+            }
+        });
+    }
+
     /// Appends a call and the `count` records that follow it (at most half a ring).
     #[inline]
     #[allow(clippy::too_many_arguments)]
@@ -552,6 +577,47 @@ mod tests {
         assert_eq!(waitall.args.completed[1].request, Some(2));
         assert!(matches!(&got.events[1], Event::Compute(c) if c.name == "pack"));
         assert_eq!(got.footer.map(|f| f.events), Some(3));
+    }
+
+    #[test]
+    fn a_group_follows_its_call_in_order() {
+        let sink = MemorySink::new();
+        let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+        let group: Vec<i32> = (0..(MEMBERS_PER_RECORD as i32 * 2 + 3)).rev().collect();
+        let data = CallData::WindowSync {
+            win: 5,
+            target: None,
+            exclusive: None,
+            flag: None,
+        };
+        rec.record_group(Op::WinStart, at(10), at(20), 0x40, data, &group);
+        rec.record_group(Op::WinPost, at(30), at(40), 0x50, data, &[]);
+        let lock = CallData::WindowSync {
+            win: 5,
+            target: Some(3),
+            exclusive: Some(true),
+            flag: None,
+        };
+        rec.record_call(Op::WinLock, at(50), at(60), lock, &[]);
+        rec.finish().expect("finish");
+        let got = sink.recorded();
+        let calls: Vec<_> = got
+            .events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Call(c) => Some(c),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(calls.len(), 3);
+        assert_eq!(calls[0].args.group, group);
+        assert_eq!(calls[0].args.win, Some(5));
+        assert_eq!(calls[0].args.site, Some(0x40));
+        assert!(calls[1].args.group.is_empty());
+        assert_eq!(
+            (calls[2].args.peer, calls[2].args.exclusive),
+            (Some(3), Some(1))
+        );
     }
 
     #[test]

@@ -73,6 +73,34 @@ pub enum CallData {
     },
     /// Start / Startall: the started requests follow as [`Started`] records.
     Start,
+    /// One-sided communication (Put, Get, Accumulate...), with the request of the
+    /// request-based ones (Rput, Rget...).
+    OneSided {
+        /// What it accesses.
+        access: Access,
+        /// Rput, Rget, Raccumulate, Rget_accumulate: the request created.
+        request: Option<RequestId>,
+    },
+    /// A window call every rank of the window's group makes (Win_create, Win_allocate,
+    /// Win_free, Win_fence).
+    WindowCollective {
+        /// The window.
+        win: u32,
+        /// The communicator the window was created over.
+        comm: CommId,
+    },
+    /// One-sided synchronisation other than the fence. Win_start and Win_post's group
+    /// follows as [`Record::Members`] records.
+    WindowSync {
+        /// The window.
+        win: u32,
+        /// Win_lock, Win_unlock, Win_flush, Win_flush_local: the target, as a world rank.
+        target: Option<i32>,
+        /// Win_lock: whether the lock is exclusive.
+        exclusive: Option<bool>,
+        /// Win_test: whether the exposure epoch had ended.
+        flag: Option<bool>,
+    },
     /// A call with no arguments worth recording (Init, Finalize).
     Plain,
 }
@@ -88,6 +116,23 @@ pub struct Collective {
     pub recv_bytes: u64,
     /// Rooted collectives: the root as a world rank.
     pub root: Option<i32>,
+}
+
+/// What a one-sided operation accesses, from the origin's side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    /// The target, as a world rank.
+    pub target: i32,
+    /// Bytes of the origin buffer: written to the target (Put, Accumulate,
+    /// Get_accumulate's operand), or read into it (Get); Fetch_and_op and
+    /// Compare_and_swap: one element.
+    pub bytes: u64,
+    /// The window.
+    pub win: u32,
+    /// Origin buffer address.
+    pub buf: u64,
+    /// Origin buffer length in bytes.
+    pub buf_len: u64,
 }
 
 impl CallData {
@@ -146,11 +191,37 @@ impl CallData {
                 args.flag = Some(u8::from(*flag));
             }
             CallData::Free { request } => args.request = Some(request.0),
+            CallData::OneSided { access, request } => {
+                args.peer = Some(access.target);
+                args.bytes = Some(access.bytes);
+                args.win = Some(access.win);
+                args.buf = Some(access.buf);
+                args.buf_len = Some(access.buf_len);
+                args.request = request.map(|r| r.0);
+            }
+            CallData::WindowCollective { win, comm } => {
+                args.win = Some(*win);
+                args.comm = Some(comm.0);
+            }
+            CallData::WindowSync {
+                win,
+                target,
+                exclusive,
+                flag,
+            } => {
+                args.win = Some(*win);
+                args.peer = *target;
+                args.exclusive = exclusive.map(u8::from);
+                args.flag = flag.map(u8::from);
+            }
             CallData::Start | CallData::Plain => {}
         }
         args
     }
 }
+
+/// Group members one [`Record::Members`] carries (a record is no larger for it).
+pub(crate) const MEMBERS_PER_RECORD: usize = 16;
 
 /// One slot of a ring.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -169,6 +240,12 @@ pub(crate) enum Record {
     Completed(Completion),
     /// A persistent request started by the call before it.
     Started(Started),
+    /// Up to [`MEMBERS_PER_RECORD`] world ranks of the group of the call before it
+    /// (Win_start, Win_post), in group order.
+    Members {
+        ranks: [i32; MEMBERS_PER_RECORD],
+        len: u8,
+    },
     /// A compute span.
     Compute {
         name: &'static str,

@@ -28,6 +28,7 @@ struct PendingCall {
     remaining: u32,
     completed: Vec<Completion>,
     started: Vec<Started>,
+    group: Vec<i32>,
 }
 
 struct Writer<S: Sink> {
@@ -60,9 +61,11 @@ impl<S: Sink> Writer<S> {
             site,
             completed,
             started,
+            group,
             ..
         } = p;
         event.args = data.to_args(site, completed, started);
+        event.args.group = group;
         self.emit(Event::Call(event));
     }
 
@@ -89,6 +92,7 @@ impl<S: Sink> Writer<S> {
                     remaining: follow,
                     completed: Vec::new(),
                     started: Vec::new(),
+                    group: Vec::new(),
                 };
                 if follow == 0 {
                     self.finish_call(p);
@@ -98,6 +102,10 @@ impl<S: Sink> Writer<S> {
             }
             Record::Completed(c) => self.follow(|p| p.completed.push(c)),
             Record::Started(s) => self.follow(|p| p.started.push(s)),
+            Record::Members { ranks, len } => self.follow(|p| {
+                let n = usize::from(len).min(ranks.len());
+                p.group.extend_from_slice(&ranks[..n]);
+            }),
             Record::Compute { name, start, end } => {
                 let (start, end) = (self.clock.to_nanos(start), self.clock.to_nanos(end));
                 self.emit(Event::Compute(ComputeEvent {

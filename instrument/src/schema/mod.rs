@@ -25,6 +25,10 @@ pub use op::{CollectivePattern, Op, OpClass, RequestKind};
 /// Name of the format, written in every header so a reader can tell our files apart.
 pub const FORMAT_NAME: &str = "overlap-trace";
 
+/// Header parameter the preload writes: the MPI functions the program imports that
+/// overlap neither records nor counts as negligible, comma-separated (empty: none).
+pub const UNRECORDED_CALLS_PARAM: &str = "unrecorded_calls";
+
 /// Version of the wire format. Bump it whenever a wire struct changes meaning or shape.
 ///
 /// Version 2 added the preload's calls (Ssend, Waitany, persistent requests, more

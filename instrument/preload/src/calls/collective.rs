@@ -2,6 +2,17 @@
 //! contributes and receives, and the root (as a world rank) of rooted collectives.
 //! Arrays that MPI reads only at the root (Gatherv's receive counts, Scatterv's send
 //! counts) are read only there.
+//!
+//! A collective comes in up to three forms with the same arguments: blocking
+//! (`MPI_Bcast`), non-blocking (`MPI_Ibcast`, plus a request) and persistent (MPI-4
+//! `MPI_Bcast_init`, plus an info and a request). [`family!`] declares all the forms of
+//! one collective from one description of its part, so the three never differ. A
+//! non-blocking form records the request it created; a persistent init records the
+//! persistent request (as `MPI_Send_init` does), which `MPI_Start` / `MPI_Startall`
+//! start and a Wait or Test completes like any other.
+//!
+//! This file holds the helpers and the classic collectives; [`super::reduction`] the
+//! reductions and scans, [`super::neighbor`] the neighbourhood collectives.
 
 use std::ffi::{c_int, c_void};
 
@@ -15,14 +26,14 @@ use crate::pmpi::{self, bytes, key};
 
 /// The bytes this rank sends and receives, and the root (a rank of the communicator).
 #[derive(Clone, Copy)]
-struct Part {
+pub(crate) struct Part {
     send: u64,
     recv: u64,
     root: Option<c_int>,
 }
 
 impl Part {
-    fn of(send: u64, recv: u64) -> Part {
+    pub(crate) fn of(send: u64, recv: u64) -> Part {
         Part {
             send,
             recv,
@@ -30,7 +41,7 @@ impl Part {
         }
     }
 
-    fn rooted(self, root: c_int) -> Part {
+    pub(crate) fn rooted(self, root: c_int) -> Part {
         Part {
             root: Some(root),
             ..self
@@ -51,7 +62,7 @@ impl Part {
 ///
 /// # Safety
 /// `counts` is null or points to `n` ints.
-unsafe fn total(counts: *const c_int, n: c_int, datatype: MPI_Datatype) -> u64 {
+pub(crate) unsafe fn total(counts: *const c_int, n: c_int, datatype: MPI_Datatype) -> u64 {
     if counts.is_null() {
         return 0;
     }
@@ -62,14 +73,34 @@ unsafe fn total(counts: *const c_int, n: c_int, datatype: MPI_Datatype) -> u64 {
     bytes(elements, datatype)
 }
 
-fn am_root(comm: MPI_Comm, root: c_int) -> bool {
+/// Sum over `i < n` of `counts[i]` elements of `types[i]`.
+///
+/// # Safety
+/// `counts` and `types` are null or point to `n` values.
+pub(crate) unsafe fn total_w(counts: *const c_int, types: *const MPI_Datatype, n: c_int) -> u64 {
+    if counts.is_null() || types.is_null() {
+        return 0;
+    }
+    let n = usize::try_from(n).unwrap_or(0);
+    // SAFETY: per the function's contract.
+    (0..n)
+        .map(|i| unsafe { bytes(*counts.add(i), *types.add(i)) })
+        .sum()
+}
+
+/// The size of `comm` as a multiplier.
+pub(crate) fn members(comm: MPI_Comm) -> u64 {
+    u64::try_from(pmpi::size_of_comm(comm)).unwrap_or(0)
+}
+
+pub(crate) fn am_root(comm: MPI_Comm, root: c_int) -> bool {
     pmpi::rank_in(comm) == root
 }
 
 /// Forwards a blocking collective on `comm` and records it with the part `part()`
 /// computes afterwards.
 #[inline(always)]
-fn blocking(
+pub(crate) fn blocking(
     op: Op,
     comm: MPI_Comm,
     forward: impl FnOnce() -> c_int,
@@ -81,283 +112,14 @@ fn blocking(
     })
 }
 
-pub(crate) unsafe extern "C" fn barrier(comm: MPI_Comm) -> c_int {
-    // SAFETY (all forwards below): the program's arguments, passed on unchanged.
-    blocking(
-        Op::Barrier,
-        comm,
-        || unsafe { PMPI_Barrier(comm) },
-        || Part::of(0, 0),
-    )
-}
-
-pub(crate) unsafe extern "C" fn bcast(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    blocking(
-        Op::Bcast,
-        comm,
-        || unsafe { PMPI_Bcast(buf, count, datatype, root, comm) },
-        || {
-            let b = bytes(count, datatype);
-            if am_root(comm, root) {
-                Part::of(b, 0).rooted(root)
-            } else {
-                Part::of(0, b).rooted(root)
-            }
-        },
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn reduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    blocking(
-        Op::Reduce,
-        comm,
-        || unsafe { PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm) },
-        || {
-            let b = bytes(count, datatype);
-            let recv = if am_root(comm, root) { b } else { 0 };
-            Part::of(b, recv).rooted(root)
-        },
-    )
-}
-
-pub(crate) unsafe extern "C" fn allreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-) -> c_int {
-    blocking(
-        Op::Allreduce,
-        comm,
-        || unsafe { PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm) },
-        || {
-            let b = bytes(count, datatype);
-            Part::of(b, b)
-        },
-    )
-}
-
-macro_rules! all_to_all {
-    ($($wrapper:ident => $pmpi:ident, $op:expr, $send_per_peer:expr;)+) => {$(
-        #[allow(clippy::too_many_arguments)]
-        pub(crate) unsafe extern "C" fn $wrapper(
-            sendbuf: *const c_void,
-            sendcount: c_int,
-            sendtype: MPI_Datatype,
-            recvbuf: *mut c_void,
-            recvcount: c_int,
-            recvtype: MPI_Datatype,
-            comm: MPI_Comm,
-        ) -> c_int {
-            blocking(
-                $op,
-                comm,
-                || unsafe { $pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm) },
-                || {
-                    let n = u64::try_from(pmpi::size_of_comm(comm)).unwrap_or(0);
-                    let send = bytes(sendcount, sendtype) * if $send_per_peer { n } else { 1 };
-                    Part::of(send, bytes(recvcount, recvtype) * n)
-                },
-            )
-        }
-    )+};
-}
-
-all_to_all! {
-    allgather => PMPI_Allgather, Op::Allgather, false;
-    alltoall => PMPI_Alltoall, Op::Alltoall, true;
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn allgatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    blocking(
-        Op::Allgatherv,
-        comm,
-        || unsafe {
-            PMPI_Allgatherv(
-                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm,
-            )
-        },
-        || {
-            let n = pmpi::size_of_comm(comm);
-            // SAFETY: every rank passes the communicator's size of receive counts.
-            let recv = unsafe { total(recvcounts, n, recvtype) };
-            Part::of(bytes(sendcount, sendtype), recv)
-        },
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn alltoallv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    sdispls: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    rdispls: *const c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> c_int {
-    blocking(
-        Op::Alltoallv,
-        comm,
-        || unsafe {
-            PMPI_Alltoallv(
-                sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-                comm,
-            )
-        },
-        || {
-            let n = pmpi::size_of_comm(comm);
-            // SAFETY: every rank passes the communicator's size of counts, both ways.
-            unsafe {
-                Part::of(
-                    total(sendcounts, n, sendtype),
-                    total(recvcounts, n, recvtype),
-                )
-            }
-        },
-    )
-}
-
-macro_rules! rooted {
-    ($($wrapper:ident => $pmpi:ident, $op:expr, $gather:expr;)+) => {$(
-        #[allow(clippy::too_many_arguments)]
-        pub(crate) unsafe extern "C" fn $wrapper(
-            sendbuf: *const c_void,
-            sendcount: c_int,
-            sendtype: MPI_Datatype,
-            recvbuf: *mut c_void,
-            recvcount: c_int,
-            recvtype: MPI_Datatype,
-            root: c_int,
-            comm: MPI_Comm,
-        ) -> c_int {
-            blocking(
-                $op,
-                comm,
-                || unsafe {
-                    $pmpi(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
-                },
-                || {
-                    let n = u64::try_from(pmpi::size_of_comm(comm)).unwrap_or(0);
-                    let root_part = am_root(comm, root);
-                    let (send, recv) = if $gather {
-                        let recv = if root_part { bytes(recvcount, recvtype) * n } else { 0 };
-                        (bytes(sendcount, sendtype), recv)
-                    } else {
-                        let send = if root_part { bytes(sendcount, sendtype) * n } else { 0 };
-                        (send, bytes(recvcount, recvtype))
-                    };
-                    Part::of(send, recv).rooted(root)
-                },
-            )
-        }
-    )+};
-}
-
-rooted! {
-    gather => PMPI_Gather, Op::Gather, true;
-    scatter => PMPI_Scatter, Op::Scatter, false;
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn gatherv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcounts: *const c_int,
-    displs: *const c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    blocking(
-        Op::Gatherv,
-        comm,
-        || unsafe {
-            PMPI_Gatherv(
-                sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm,
-            )
-        },
-        || {
-            let recv = if am_root(comm, root) {
-                // SAFETY: the root passes the communicator's size of receive counts.
-                unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) }
-            } else {
-                0
-            };
-            Part::of(bytes(sendcount, sendtype), recv).rooted(root)
-        },
-    )
-}
-
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn scatterv(
-    sendbuf: *const c_void,
-    sendcounts: *const c_int,
-    displs: *const c_int,
-    sendtype: MPI_Datatype,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> c_int {
-    blocking(
-        Op::Scatterv,
-        comm,
-        || unsafe {
-            PMPI_Scatterv(
-                sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm,
-            )
-        },
-        || {
-            let send = if am_root(comm, root) {
-                // SAFETY: the root passes the communicator's size of send counts.
-                unsafe { total(sendcounts, pmpi::size_of_comm(comm), sendtype) }
-            } else {
-                0
-            };
-            Part::of(send, bytes(recvcount, recvtype)).rooted(root)
-        },
-    )
-}
-
-/// Forwards a non-blocking collective and records the request it created.
+/// Forwards a non-blocking collective (or, `persistent`, a persistent collective init)
+/// and records the request it created.
 #[inline(always)]
-fn posted(
+pub(crate) fn posted(
     op: Op,
     comm: MPI_Comm,
     request: *mut MPI_Request,
+    persistent: bool,
     forward: impl FnOnce() -> c_int,
     part: impl FnOnce() -> Part,
 ) -> c_int {
@@ -370,7 +132,13 @@ fn posted(
         let id = t.recorder.next_request_id();
         // SAFETY: MPI just wrote the new handle there.
         let handle = key(unsafe { *request });
-        t.requests.posted(handle, id.0, RequestKind::Collective, c);
+        if persistent {
+            t.requests
+                .persistent(handle, id.0, RequestKind::Collective, c, false);
+        } else {
+            t.requests
+                .posted(handle, id.0, RequestKind::Collective, c, false);
+        }
         let data = CallData::CollectivePost {
             collective,
             request: id,
@@ -379,34 +147,204 @@ fn posted(
     })
 }
 
-pub(crate) unsafe extern "C" fn ibarrier(comm: MPI_Comm, request: *mut MPI_Request) -> c_int {
-    posted(
-        Op::Ibarrier,
-        comm,
-        request,
-        || unsafe { PMPI_Ibarrier(comm, request) },
-        || Part::of(0, 0),
-    )
+/// Declares the forms of one collective: `(args) on comm => part;` then one line per
+/// form, `blocking wrapper = PMPI_function, Op;` (likewise `nonblocking`, `persistent`).
+/// `part` is evaluated after the call, with the arguments in scope.
+macro_rules! family {
+    ($args:tt on $comm:ident => $part:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
+        $( $crate::calls::collective::family!(@$form $wrapper $pmpi $op, $args $comm $part); )+
+    };
+    (@blocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident $part:expr) => {
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe extern "C" fn $wrapper($($arg: $ty),*) -> std::ffi::c_int {
+            $crate::calls::collective::blocking(
+                $op,
+                $comm,
+                // SAFETY: the program's arguments, passed on unchanged.
+                || unsafe { $pmpi($($arg),*) },
+                || $part,
+            )
+        }
+    };
+    (@nonblocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident $part:expr) => {
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe extern "C" fn $wrapper(
+            $($arg: $ty,)*
+            request: *mut MPI_Request,
+        ) -> std::ffi::c_int {
+            $crate::calls::collective::posted(
+                $op,
+                $comm,
+                request,
+                false,
+                // SAFETY: the program's arguments, passed on unchanged.
+                || unsafe { $pmpi($($arg,)* request) },
+                || $part,
+            )
+        }
+    };
+    (@persistent $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident $part:expr) => {
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe extern "C" fn $wrapper(
+            $($arg: $ty,)*
+            info: MPI_Info,
+            request: *mut MPI_Request,
+        ) -> std::ffi::c_int {
+            $crate::calls::collective::posted(
+                $op,
+                $comm,
+                request,
+                true,
+                // SAFETY: the program's arguments, passed on unchanged.
+                || unsafe { $pmpi($($arg,)* info, request) },
+                || $part,
+            )
+        }
+    };
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn iallreduce(
-    sendbuf: *const c_void,
-    recvbuf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    op: MPI_Op,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-) -> c_int {
-    posted(
-        Op::Iallreduce,
-        comm,
-        request,
-        || unsafe { PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request) },
-        || {
-            let b = bytes(count, datatype);
-            Part::of(b, b)
-        },
-    )
+pub(crate) use family;
+
+family! {
+    (comm: MPI_Comm) on comm => Part::of(0, 0);
+    blocking barrier = PMPI_Barrier, Op::Barrier;
+    nonblocking ibarrier = PMPI_Ibarrier, Op::Ibarrier;
+    persistent barrier_init = PMPI_Barrier_init, Op::BarrierInit;
+}
+
+family! {
+    (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+    on comm => {
+        let b = bytes(count, datatype);
+        if am_root(comm, root) {
+            Part::of(b, 0).rooted(root)
+        } else {
+            Part::of(0, b).rooted(root)
+        }
+    };
+    blocking bcast = PMPI_Bcast, Op::Bcast;
+    nonblocking ibcast = PMPI_Ibcast, Op::Ibcast;
+    persistent bcast_init = PMPI_Bcast_init, Op::BcastInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+    on comm => Part::of(bytes(sendcount, sendtype), bytes(recvcount, recvtype) * members(comm));
+    blocking allgather = PMPI_Allgather, Op::Allgather;
+    nonblocking iallgather = PMPI_Iallgather, Op::Iallgather;
+    persistent allgather_init = PMPI_Allgather_init, Op::AllgatherInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+    on comm => {
+        let n = members(comm);
+        Part::of(bytes(sendcount, sendtype) * n, bytes(recvcount, recvtype) * n)
+    };
+    blocking alltoall = PMPI_Alltoall, Op::Alltoall;
+    nonblocking ialltoall = PMPI_Ialltoall, Op::Ialltoall;
+    persistent alltoall_init = PMPI_Alltoall_init, Op::AlltoallInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+    on comm => {
+        // SAFETY: every rank passes the communicator's size of receive counts.
+        let recv = unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) };
+        Part::of(bytes(sendcount, sendtype), recv)
+    };
+    blocking allgatherv = PMPI_Allgatherv, Op::Allgatherv;
+    nonblocking iallgatherv = PMPI_Iallgatherv, Op::Iallgatherv;
+    persistent allgatherv_init = PMPI_Allgatherv_init, Op::AllgathervInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+     rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+    on comm => {
+        let n = pmpi::size_of_comm(comm);
+        // SAFETY: every rank passes the communicator's size of counts, both ways.
+        unsafe { Part::of(total(sendcounts, n, sendtype), total(recvcounts, n, recvtype)) }
+    };
+    blocking alltoallv = PMPI_Alltoallv, Op::Alltoallv;
+    nonblocking ialltoallv = PMPI_Ialltoallv, Op::Ialltoallv;
+    persistent alltoallv_init = PMPI_Alltoallv_init, Op::AlltoallvInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+     sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+     rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm)
+    on comm => {
+        let n = pmpi::size_of_comm(comm);
+        // SAFETY: every rank passes the communicator's size of counts and types.
+        unsafe { Part::of(total_w(sendcounts, sendtypes, n), total_w(recvcounts, recvtypes, n)) }
+    };
+    blocking alltoallw = PMPI_Alltoallw, Op::Alltoallw;
+    nonblocking ialltoallw = PMPI_Ialltoallw, Op::Ialltoallw;
+    persistent alltoallw_init = PMPI_Alltoallw_init, Op::AlltoallwInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+    on comm => {
+        let recv = if am_root(comm, root) { bytes(recvcount, recvtype) * members(comm) } else { 0 };
+        Part::of(bytes(sendcount, sendtype), recv).rooted(root)
+    };
+    blocking gather = PMPI_Gather, Op::Gather;
+    nonblocking igather = PMPI_Igather, Op::Igather;
+    persistent gather_init = PMPI_Gather_init, Op::GatherInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+    on comm => {
+        let send = if am_root(comm, root) { bytes(sendcount, sendtype) * members(comm) } else { 0 };
+        Part::of(send, bytes(recvcount, recvtype)).rooted(root)
+    };
+    blocking scatter = PMPI_Scatter, Op::Scatter;
+    nonblocking iscatter = PMPI_Iscatter, Op::Iscatter;
+    persistent scatter_init = PMPI_Scatter_init, Op::ScatterInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int,
+     comm: MPI_Comm)
+    on comm => {
+        let recv = if am_root(comm, root) {
+            // SAFETY: the root passes the communicator's size of receive counts.
+            unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) }
+        } else {
+            0
+        };
+        Part::of(bytes(sendcount, sendtype), recv).rooted(root)
+    };
+    blocking gatherv = PMPI_Gatherv, Op::Gatherv;
+    nonblocking igatherv = PMPI_Igatherv, Op::Igatherv;
+    persistent gatherv_init = PMPI_Gatherv_init, Op::GathervInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
+     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
+     root: c_int, comm: MPI_Comm)
+    on comm => {
+        let send = if am_root(comm, root) {
+            // SAFETY: the root passes the communicator's size of send counts.
+            unsafe { total(sendcounts, pmpi::size_of_comm(comm), sendtype) }
+        } else {
+            0
+        };
+        Part::of(send, bytes(recvcount, recvtype)).rooted(root)
+    };
+    blocking scatterv = PMPI_Scatterv, Op::Scatterv;
+    nonblocking iscatterv = PMPI_Iscatterv, Op::Iscatterv;
+    persistent scatterv_init = PMPI_Scatterv_init, Op::ScattervInit;
 }

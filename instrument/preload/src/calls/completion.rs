@@ -127,6 +127,14 @@ fn record(
             continue;
         };
         list.push(match done.kind {
+            // What the standard says the status of a receive from MPI_PROC_NULL holds,
+            // whether or not MPI wrote it.
+            RequestKind::Recv if done.proc_null => Completion {
+                request: Some(done.id),
+                source: Some(t.k.proc_null),
+                tag: Some(t.k.any_tag),
+                bytes: Some(0),
+            },
             // SAFETY: MPI filled in the status of the receive it completed.
             RequestKind::Recv => received(Some(done.id), unsafe { &*status }, &done.comm, t.k.byte),
             RequestKind::Send | RequestKind::Collective | RequestKind::OneSided => {

@@ -5,13 +5,19 @@
 //!
 //! - [`p2p`]: sends, receives, probes, posts and persistent requests.
 //! - [`completion`]: the Wait and Test families.
-//! - [`collective`]: blocking and non-blocking collectives.
+//! - [`collective`]: collectives in their blocking, non-blocking and persistent forms;
+//!   [`reduction`] the reductions and scans, [`neighbor`] the neighbourhood ones.
+//! - [`rma`]: windows and one-sided communication; [`rma_sync`] its synchronisation.
 //! - [`setup`]: Init, Finalize, Abort, and the communicator constructors whose ids the
 //!   preload keeps in step across ranks.
 
 pub(crate) mod collective;
 pub(crate) mod completion;
+pub(crate) mod neighbor;
 pub(crate) mod p2p;
+pub(crate) mod reduction;
+pub(crate) mod rma;
+pub(crate) mod rma_sync;
 pub(crate) mod setup;
 
 use std::ffi::{c_int, c_void};

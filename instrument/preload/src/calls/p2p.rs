@@ -66,10 +66,11 @@ macro_rules! post {
                     let id = t.recorder.next_request_id();
                     // SAFETY: MPI just wrote the new handle there.
                     let handle = key(unsafe { *request });
+                    let proc_null = $kind == RequestKind::Recv && peer == t.k.proc_null;
                     if $persistent {
-                        t.requests.persistent(handle, id.0, $kind, c);
+                        t.requests.persistent(handle, id.0, $kind, c, proc_null);
                     } else {
-                        t.requests.posted(handle, id.0, $kind, c);
+                        t.requests.posted(handle, id.0, $kind, c, proc_null);
                     }
                     t.record($op, at, CallData::Post { transfer, request: id }, &[]);
                 },

@@ -195,3 +195,40 @@ pub(crate) unsafe extern "C" fn comm_free(comm: *mut MPI_Comm) -> c_int {
     // SAFETY: the program's argument, passed on unchanged.
     unsafe { PMPI_Comm_free(comm) }
 }
+
+/// `MPI_Session_init` (MPI-4 Sessions): forwarded untraced. The recording is set up in
+/// `MPI_Init` / `MPI_Init_thread`: it numbers ranks, agrees on the trace directory and
+/// aligns clocks over `MPI_COMM_WORLD`, which a program that starts MPI only through a
+/// session does not have. Says so once per process (rank 0 of the launch only, when
+/// the launcher names the rank), so the user knows why such a program leaves no trace.
+pub(crate) unsafe extern "C" fn session_init(
+    info: MPI_Info,
+    errhandler: MPI_Errhandler,
+    session: *mut MPI_Session,
+) -> c_int {
+    static TOLD: std::sync::Once = std::sync::Once::new();
+    TOLD.call_once(|| {
+        if launch_rank().is_none_or(|r| r == 0) {
+            eprintln!(
+                "overlap-preload: this program starts MPI through MPI_Session_init (MPI \
+                 Sessions); overlap records only what follows MPI_Init or MPI_Init_thread, \
+                 because it numbers ranks and aligns clocks over MPI_COMM_WORLD: calls made \
+                 through sessions before or without MPI_Init are not recorded"
+            );
+        }
+    });
+    // SAFETY: the program's arguments, passed on unchanged.
+    unsafe { PMPI_Session_init(info, errhandler, session) }
+}
+
+/// This process's rank as the launcher told it (MPICH/hydra, PMIx, Open MPI, Slurm).
+fn launch_rank() -> Option<u32> {
+    [
+        "PMI_RANK",
+        "PMIX_RANK",
+        "OMPI_COMM_WORLD_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}

@@ -1,0 +1,112 @@
+//! Neighbourhood collectives in their blocking, non-blocking and persistent forms (see
+//! [`super::collective`]). A rank sends to its out-neighbours and receives from its
+//! in-neighbours in the communicator's topology (Cartesian: two per dimension; graph:
+//! its neighbours both ways; distributed graph: its in- and out-degree).
+
+use std::ffi::{c_int, c_void};
+
+use mpi_sys::*;
+use overlap_instrument::schema::Op;
+
+use super::collective::{family, total, total_w, Part};
+use crate::pmpi::bytes;
+
+/// This rank's `(in-degree, out-degree)` in `comm`'s topology; zeros without one.
+fn degrees(comm: MPI_Comm) -> (c_int, c_int) {
+    let mut kind: c_int = 0;
+    // SAFETY: out-pointers to locals; the topology constants are plain statics.
+    unsafe {
+        if PMPI_Topo_test(comm, &mut kind) != 0 {
+            return (0, 0);
+        }
+        if kind == RSMPI_CART {
+            let mut ndims: c_int = 0;
+            PMPI_Cartdim_get(comm, &mut ndims);
+            (2 * ndims, 2 * ndims)
+        } else if kind == RSMPI_GRAPH {
+            let mut rank: c_int = 0;
+            let mut n: c_int = 0;
+            PMPI_Comm_rank(comm, &mut rank);
+            PMPI_Graph_neighbors_count(comm, rank, &mut n);
+            (n, n)
+        } else if kind == RSMPI_DIST_GRAPH {
+            let (mut indegree, mut outdegree, mut weighted): (c_int, c_int, c_int) = (0, 0, 0);
+            PMPI_Dist_graph_neighbors_count(comm, &mut indegree, &mut outdegree, &mut weighted);
+            (indegree, outdegree)
+        } else {
+            (0, 0)
+        }
+    }
+}
+
+/// A degree as a multiplier.
+fn times(degree: c_int) -> u64 {
+    u64::try_from(degree).unwrap_or(0)
+}
+
+family! {
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+    on comm => {
+        let (indegree, outdegree) = degrees(comm);
+        Part::of(
+            bytes(sendcount, sendtype) * times(outdegree),
+            bytes(recvcount, recvtype) * times(indegree),
+        )
+    };
+    blocking neighbor_allgather = PMPI_Neighbor_allgather, Op::NeighborAllgather;
+    nonblocking ineighbor_allgather = PMPI_Ineighbor_allgather, Op::IneighborAllgather;
+    persistent neighbor_allgather_init = PMPI_Neighbor_allgather_init, Op::NeighborAllgatherInit;
+    blocking neighbor_alltoall = PMPI_Neighbor_alltoall, Op::NeighborAlltoall;
+    nonblocking ineighbor_alltoall = PMPI_Ineighbor_alltoall, Op::IneighborAlltoall;
+    persistent neighbor_alltoall_init = PMPI_Neighbor_alltoall_init, Op::NeighborAlltoallInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+    on comm => {
+        let (indegree, outdegree) = degrees(comm);
+        // SAFETY: one receive count per in-neighbour.
+        let recv = unsafe { total(recvcounts, indegree, recvtype) };
+        Part::of(bytes(sendcount, sendtype) * times(outdegree), recv)
+    };
+    blocking neighbor_allgatherv = PMPI_Neighbor_allgatherv, Op::NeighborAllgatherv;
+    nonblocking ineighbor_allgatherv = PMPI_Ineighbor_allgatherv, Op::IneighborAllgatherv;
+    persistent neighbor_allgatherv_init = PMPI_Neighbor_allgatherv_init, Op::NeighborAllgathervInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
+     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+     rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
+    on comm => {
+        let (indegree, outdegree) = degrees(comm);
+        // SAFETY: one count per out-neighbour to send, per in-neighbour to receive.
+        unsafe {
+            Part::of(total(sendcounts, outdegree, sendtype), total(recvcounts, indegree, recvtype))
+        }
+    };
+    blocking neighbor_alltoallv = PMPI_Neighbor_alltoallv, Op::NeighborAlltoallv;
+    nonblocking ineighbor_alltoallv = PMPI_Ineighbor_alltoallv, Op::IneighborAlltoallv;
+    persistent neighbor_alltoallv_init = PMPI_Neighbor_alltoallv_init, Op::NeighborAlltoallvInit;
+}
+
+family! {
+    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const MPI_Aint,
+     sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
+     rdispls: *const MPI_Aint, recvtypes: *const MPI_Datatype, comm: MPI_Comm)
+    on comm => {
+        let (indegree, outdegree) = degrees(comm);
+        // SAFETY: one count and type per out-neighbour to send, per in-neighbour to receive.
+        unsafe {
+            Part::of(
+                total_w(sendcounts, sendtypes, outdegree),
+                total_w(recvcounts, recvtypes, indegree),
+            )
+        }
+    };
+    blocking neighbor_alltoallw = PMPI_Neighbor_alltoallw, Op::NeighborAlltoallw;
+    nonblocking ineighbor_alltoallw = PMPI_Ineighbor_alltoallw, Op::IneighborAlltoallw;
+    persistent neighbor_alltoallw_init = PMPI_Neighbor_alltoallw_init, Op::NeighborAlltoallwInit;
+}

@@ -1,0 +1,72 @@
+//! Reductions and prefix reductions in their blocking, non-blocking and persistent
+//! forms (see [`super::collective`]): Reduce, Allreduce, Reduce_scatter(_block), Scan
+//! and Exscan. Each rank contributes its whole send vector; it receives the result
+//! (the root only for Reduce, its block for Reduce_scatter).
+
+use std::ffi::{c_int, c_void};
+
+use mpi_sys::*;
+use overlap_instrument::schema::Op;
+
+use super::collective::{am_root, family, members, Part};
+use crate::pmpi::{self, bytes};
+
+family! {
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+     op: MPI_Op, root: c_int, comm: MPI_Comm)
+    on comm => {
+        let b = bytes(count, datatype);
+        let recv = if am_root(comm, root) { b } else { 0 };
+        Part::of(b, recv).rooted(root)
+    };
+    blocking reduce = PMPI_Reduce, Op::Reduce;
+    nonblocking ireduce = PMPI_Ireduce, Op::Ireduce;
+    persistent reduce_init = PMPI_Reduce_init, Op::ReduceInit;
+}
+
+family! {
+    (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm)
+    on comm => {
+        let b = bytes(count, datatype);
+        Part::of(b, b)
+    };
+    blocking allreduce = PMPI_Allreduce, Op::Allreduce;
+    nonblocking iallreduce = PMPI_Iallreduce, Op::Iallreduce;
+    persistent allreduce_init = PMPI_Allreduce_init, Op::AllreduceInit;
+    blocking scan = PMPI_Scan, Op::Scan;
+    nonblocking iscan = PMPI_Iscan, Op::Iscan;
+    persistent scan_init = PMPI_Scan_init, Op::ScanInit;
+    blocking exscan = PMPI_Exscan, Op::Exscan;
+    nonblocking iexscan = PMPI_Iexscan, Op::Iexscan;
+    persistent exscan_init = PMPI_Exscan_init, Op::ExscanInit;
+}
+
+family! {
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int,
+     datatype: MPI_Datatype, op: MPI_Op, comm: MPI_Comm)
+    on comm => {
+        let n = pmpi::size_of_comm(comm);
+        // SAFETY: every rank passes the communicator's size of receive counts.
+        let send = unsafe { super::collective::total(recvcounts, n, datatype) };
+        let mine = usize::try_from(pmpi::rank_in(comm)).ok().filter(|_| !recvcounts.is_null());
+        // SAFETY: this rank's entry of the same array.
+        let recv = mine.map_or(0, |r| bytes(unsafe { *recvcounts.add(r) }, datatype));
+        Part::of(send, recv)
+    };
+    blocking reduce_scatter = PMPI_Reduce_scatter, Op::ReduceScatter;
+    nonblocking ireduce_scatter = PMPI_Ireduce_scatter, Op::IreduceScatter;
+    persistent reduce_scatter_init = PMPI_Reduce_scatter_init, Op::ReduceScatterInit;
+}
+
+family! {
+    (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: MPI_Datatype,
+     op: MPI_Op, comm: MPI_Comm)
+    on comm => {
+        let b = bytes(recvcount, datatype);
+        Part::of(b * members(comm), b)
+    };
+    blocking reduce_scatter_block = PMPI_Reduce_scatter_block, Op::ReduceScatterBlock;
+    nonblocking ireduce_scatter_block = PMPI_Ireduce_scatter_block, Op::IreduceScatterBlock;
+    persistent reduce_scatter_block_init = PMPI_Reduce_scatter_block_init, Op::ReduceScatterBlockInit;
+}

@@ -1,0 +1,306 @@
+//! Which MPI functions the program calls that overlap does not record, so that
+//! `overlap trace` can say so: the time inside them counts as the program's own.
+//!
+//! A call into MPI from the program (or from a library it loaded, such as PETSc) goes
+//! through a dynamic symbol the calling object imports. At `MPI_Init` the preload reads
+//! the undefined dynamic symbols (`.dynsym`) of the executable and of every shared
+//! object mapped into the process but MPI's own libraries (whose Fortran bindings import
+//! every C entry point) and the preload; it keeps the `MPI_*` names, and the Fortran
+//! ones (`mpi_send_` is `MPI_Send`), and takes away those it records ([`Op`]) and those
+//! whose time is negligible by design ([`NEGLIGIBLE`], [`NEGLIGIBLE_FAMILIES`]). What
+//! is left is listed in the rank's header as `unrecorded_calls`.
+//!
+//! Not seen: calls through `PMPI_` names, through libraries opened with `dlopen` after
+//! `MPI_Init`, or into an MPI linked statically.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use overlap_instrument::schema::Op;
+
+/// Local and query calls whose time is negligible: they do not communicate and return
+/// at once, so leaving them unrecorded does not move time from MPI to computation.
+pub(crate) const NEGLIGIBLE: &[&str] = &[
+    "MPI_Comm_rank",
+    "MPI_Comm_size",
+    "MPI_Comm_remote_size",
+    "MPI_Comm_test_inter",
+    "MPI_Comm_compare",
+    "MPI_Comm_group",
+    "MPI_Comm_remote_group",
+    "MPI_Comm_create_keyval",
+    "MPI_Comm_free_keyval",
+    "MPI_Wtime",
+    "MPI_Wtick",
+    "MPI_Initialized",
+    "MPI_Finalized",
+    "MPI_Query_thread",
+    "MPI_Is_thread_main",
+    "MPI_Get_processor_name",
+    "MPI_Get_version",
+    "MPI_Get_library_version",
+    "MPI_Get_count",
+    "MPI_Get_elements",
+    "MPI_Get_elements_x",
+    "MPI_Get_address",
+    "MPI_Address",
+    "MPI_Aint_add",
+    "MPI_Aint_diff",
+    "MPI_Error_string",
+    "MPI_Error_class",
+    "MPI_Pcontrol",
+    "MPI_Alloc_mem",
+    "MPI_Free_mem",
+    "MPI_Dims_create",
+    "MPI_Cart_coords",
+    "MPI_Cart_rank",
+    "MPI_Cart_shift",
+    "MPI_Cart_get",
+    "MPI_Cartdim_get",
+    "MPI_Topo_test",
+    "MPI_Graph_neighbors",
+    "MPI_Graph_neighbors_count",
+    "MPI_Dist_graph_neighbors",
+    "MPI_Dist_graph_neighbors_count",
+    "MPI_Pack_size",
+    "MPI_Keyval_create",
+    "MPI_Keyval_free",
+    "MPI_Attr_get",
+    "MPI_Attr_put",
+    "MPI_Test_cancelled",
+    "MPI_Win_shared_query",
+    "MPI_Win_attach",
+    "MPI_Win_detach",
+    "MPI_Buffer_attach",
+];
+
+/// Families of local calls (name prefixes) whose time is negligible: datatypes, groups,
+/// info objects, error handlers, user operations, statuses, attributes and names.
+pub(crate) const NEGLIGIBLE_FAMILIES: &[&str] = &[
+    "MPI_Type_",
+    "MPI_Group_",
+    "MPI_Info_",
+    "MPI_Errhandler_",
+    "MPI_Op_",
+    "MPI_Status_",
+    "MPI_Comm_get_",
+    "MPI_Comm_set_",
+    "MPI_Comm_call_errhandler",
+    "MPI_Win_get_",
+    "MPI_Win_set_",
+    "MPI_Win_create_keyval",
+    "MPI_Win_free_keyval",
+];
+
+/// True when overlap records `name` or its time is negligible (the handle conversions
+/// between C and Fortran, `MPI_Comm_f2c` and the like, are too).
+fn accounted(name: &str) -> bool {
+    Op::from_mpi_name(name).is_some()
+        || NEGLIGIBLE.contains(&name)
+        || NEGLIGIBLE_FAMILIES.iter().any(|f| name.starts_with(f))
+        || name.ends_with("_f2c")
+        || name.ends_with("_c2f")
+}
+
+/// The MPI functions the process's objects import that overlap does not account for,
+/// sorted.
+pub(crate) fn unrecorded() -> Vec<String> {
+    let mut names = BTreeSet::new();
+    for object in objects() {
+        // An object that cannot be read (gone, not ELF) imports nothing we can know.
+        let Some(symbols) = undefined_dynamic_symbols(&object) else {
+            continue;
+        };
+        names.extend(symbols.iter().filter_map(|s| mpi_name(s)));
+    }
+    names.into_iter().filter(|n| !accounted(n)).collect()
+}
+
+/// The executable and the shared objects mapped into this process, but MPI's own
+/// libraries and the preload.
+fn objects() -> Vec<PathBuf> {
+    let mut out = vec![PathBuf::from("/proc/self/exe")];
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
+    let mut seen = BTreeSet::new();
+    let exe = std::fs::read_link("/proc/self/exe").ok();
+    for line in maps.lines() {
+        let Some(path) = line.split_whitespace().nth(5) else {
+            continue;
+        };
+        let path = Path::new(path);
+        if !path.is_absolute() || exe.as_deref() == Some(path) || is_mpi_own(path) {
+            continue;
+        }
+        if seen.insert(path.to_path_buf()) {
+            out.push(path.to_path_buf());
+        }
+    }
+    out
+}
+
+/// MPI's own libraries (MPICH: libmpi, libmpich, libmpifort...; Open MPI: libmpi,
+/// libmpi_mpifh, libopen-pal...) and the preload.
+fn is_mpi_own(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    [
+        "libmpi",
+        "libpmpi",
+        "libopen-pal",
+        "libopen-rte",
+        "liboverlap_preload",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
+/// The C name of an imported MPI symbol: `MPI_Send` as is, the Fortran `mpi_send_` (or
+/// `mpi_send__`, `MPI_SEND`) as `MPI_Send`; `None` for anything else (including
+/// `PMPI_` names, `mpi_f08` names and the `MPIX_` extensions).
+fn mpi_name(symbol: &str) -> Option<String> {
+    if symbol.starts_with("MPI_") && symbol[4..].chars().any(|c| c.is_ascii_lowercase()) {
+        return Some(symbol.to_string());
+    }
+    let lower = symbol.to_ascii_lowercase();
+    let rest = lower.strip_prefix("mpi_")?.trim_end_matches('_');
+    if rest.is_empty()
+        || rest.contains("f08")
+        || !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    {
+        return None;
+    }
+    let mut name = String::from("MPI_");
+    let mut chars = rest.chars();
+    name.extend(chars.next().map(|c| c.to_ascii_uppercase()));
+    name.extend(chars);
+    Some(name)
+}
+
+/// Tables larger than this are not read (no real `.dynsym` comes near).
+const MAX_TABLE: u64 = 64 << 20;
+
+/// The names of the undefined symbols of a 64-bit little-endian ELF file's dynamic
+/// symbol table (the functions it imports), read from its section headers; `None` when
+/// the file cannot be read or is not such a file.
+pub(crate) fn undefined_dynamic_symbols(path: &Path) -> Option<Vec<String>> {
+    let f = File::open(path).ok()?;
+    let mut header = [0u8; 64];
+    f.read_exact_at(&mut header, 0).ok()?;
+    if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    let shoff = u64_at(&header, 0x28);
+    let shentsize = u64::from(u16_at(&header, 0x3a));
+    let shnum = u64::from(u16_at(&header, 0x3c));
+    if shentsize < 64 || shnum == 0 || shnum * shentsize > MAX_TABLE {
+        return None;
+    }
+    let sections = read(&f, shoff, shnum * shentsize)?;
+    let section = |i: u64| -> Option<&[u8]> {
+        let at = usize::try_from(i * shentsize).ok()?;
+        sections.get(at..at + 64)
+    };
+    const SHT_DYNSYM: u32 = 11;
+    let Some(dynsym) = (0..shnum)
+        .filter_map(section)
+        .find(|s| u32_at(s, 4) == SHT_DYNSYM)
+    else {
+        return Some(Vec::new()); // statically linked: imports nothing
+    };
+    let strtab = section(u64::from(u32_at(dynsym, 40)))?;
+    let (sym_off, sym_size, entsize) = (u64_at(dynsym, 24), u64_at(dynsym, 32), u64_at(dynsym, 56));
+    let (str_off, str_size) = (u64_at(strtab, 24), u64_at(strtab, 32));
+    if entsize < 24 || sym_size > MAX_TABLE || str_size > MAX_TABLE {
+        return None;
+    }
+    let symbols = read(&f, sym_off, sym_size)?;
+    let strings = read(&f, str_off, str_size)?;
+    let entsize = usize::try_from(entsize).ok()?;
+    let mut out = Vec::new();
+    for sym in symbols.chunks_exact(entsize) {
+        let (name, shndx) = (u32_at(sym, 0) as usize, u16_at(sym, 6));
+        if shndx != 0 || name == 0 {
+            continue;
+        }
+        let Some(tail) = strings.get(name..) else {
+            continue;
+        };
+        let end = tail.iter().position(|b| *b == 0).unwrap_or(tail.len());
+        if let Ok(s) = std::str::from_utf8(&tail[..end]) {
+            out.push(s.to_string());
+        }
+    }
+    Some(out)
+}
+
+fn read(f: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; usize::try_from(len).ok()?];
+    f.read_exact_at(&mut buf, offset).ok()?;
+    Some(buf)
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    let mut x = [0u8; 4];
+    x.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(x)
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_binary_imports_from_libc() {
+        let got = undefined_dynamic_symbols(Path::new("/proc/self/exe")).expect("reads");
+        assert!(got.iter().any(|s| s == "malloc" || s == "write"), "{got:?}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_elf_is_refused() {
+        let dir = std::env::temp_dir().join(format!("overlap-imports-{}", std::process::id()));
+        std::fs::write(&dir, [b'#'; 100]).expect("writes");
+        let got = undefined_dynamic_symbols(&dir);
+        let _ = std::fs::remove_file(&dir);
+        assert_eq!(got, None);
+        assert_eq!(undefined_dynamic_symbols(Path::new("/no/such/file")), None);
+    }
+
+    #[test]
+    fn fortran_names_become_c_names() {
+        assert_eq!(mpi_name("MPI_Put").as_deref(), Some("MPI_Put"));
+        assert_eq!(mpi_name("mpi_put_").as_deref(), Some("MPI_Put"));
+        assert_eq!(
+            mpi_name("mpi_comm_rank__").as_deref(),
+            Some("MPI_Comm_rank")
+        );
+        assert_eq!(mpi_name("MPI_FILE_OPEN").as_deref(), Some("MPI_File_open"));
+        assert_eq!(mpi_name("PMPI_Send"), None);
+        assert_eq!(mpi_name("MPIX_Query_cuda_support"), None);
+        assert_eq!(mpi_name("mpi_send_f08_"), None);
+        assert_eq!(mpi_name("malloc"), None);
+    }
+
+    #[test]
+    fn recorded_and_negligible_calls_are_accounted_for() {
+        assert!(accounted("MPI_Put") && accounted("MPI_Ibcast"));
+        assert!(accounted("MPI_Comm_rank") && accounted("MPI_Type_commit"));
+        assert!(accounted("MPI_Comm_f2c"));
+        assert!(!accounted("MPI_File_write_all"));
+        assert!(
+            !accounted("MPI_Comm_split"),
+            "collective: its time is not negligible"
+        );
+        assert!(!accounted("MPI_Request_get_status"), "it polls");
+    }
+}

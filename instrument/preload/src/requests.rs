@@ -1,0 +1,320 @@
+//! Which of the preload's request ids an `MPI_Request` handle stands for. MPI reuses a
+//! handle as soon as its request completes (ids are never reused), and may give several
+//! live requests one handle at once (MPICH's shared handle for requests complete at post
+//! time), so the table keeps, per handle, the requests posted under it in post order and
+//! completes them first in, first out.
+
+use std::collections::hash_map::Entry;
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
+
+use overlap_instrument::fxhash::FxHashMap;
+use overlap_instrument::schema::RequestKind;
+
+use crate::handles::CommInfo;
+
+type FxMap<V> = FxHashMap<u64, V>;
+
+/// A request the program holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Tracked {
+    /// A non-blocking operation in flight.
+    Active {
+        id: u64,
+        kind: RequestKind,
+        comm: CommInfo,
+        proc_null: bool,
+    },
+    /// A persistent request, started (`active`) or not.
+    Persistent {
+        persistent: u64,
+        kind: RequestKind,
+        comm: CommInfo,
+        proc_null: bool,
+        active: Option<u64>,
+    },
+}
+
+impl Tracked {
+    /// True when a completing call can complete it now.
+    fn completable(&self) -> bool {
+        match self {
+            Tracked::Active { .. } => true,
+            Tracked::Persistent { active, .. } => active.is_some(),
+        }
+    }
+}
+
+/// A request that completed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Done {
+    pub(crate) id: u64,
+    pub(crate) kind: RequestKind,
+    pub(crate) comm: CommInfo,
+    /// A receive posted from `MPI_PROC_NULL` (MPICH does not always fill in the status
+    /// of one that completed at post time).
+    pub(crate) proc_null: bool,
+}
+
+/// The requests one handle stands for, oldest first. Nearly always one: MPI hands out a
+/// fresh handle per live request, but an implementation may give every request that
+/// was complete at post time one shared handle (MPICH: sends that went out eagerly,
+/// receives from `MPI_PROC_NULL`), so a handle can stand for many; only those handles
+/// pay for a queue.
+#[derive(Debug)]
+enum Slot {
+    One(Tracked),
+    Many(VecDeque<Tracked>),
+}
+
+impl Slot {
+    /// Adds a request behind the others.
+    fn push(&mut self, t: Tracked) {
+        if let Slot::Many(q) = self {
+            q.push_back(t);
+            return;
+        }
+        let mut q = VecDeque::with_capacity(4);
+        if let Slot::One(first) = std::mem::replace(self, Slot::Many(VecDeque::new())) {
+            q.push_back(first);
+        }
+        q.push_back(t);
+        *self = Slot::Many(q);
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Tracked> {
+        let (one, many) = match self {
+            Slot::One(t) => (Some(t), None),
+            Slot::Many(q) => (None, Some(q.iter_mut())),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+
+    fn position(&self, pred: impl Fn(&Tracked) -> bool) -> Option<usize> {
+        match self {
+            Slot::One(t) => pred(t).then_some(0),
+            Slot::Many(q) => q.iter().position(pred),
+        }
+    }
+
+    fn get_mut(&mut self, i: usize) -> Option<&mut Tracked> {
+        match self {
+            Slot::One(t) => (i == 0).then_some(t),
+            Slot::Many(q) => q.get_mut(i),
+        }
+    }
+}
+
+/// The requests the program holds, by handle. A handle's requests complete in the order
+/// they were posted (the first that can complete: an active operation, or a persistent
+/// request that was started).
+#[derive(Default)]
+pub(crate) struct RequestTable {
+    map: Mutex<FxMap<Slot>>,
+}
+
+impl RequestTable {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FxMap<Slot>> {
+        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn add(&self, handle: u64, t: Tracked) {
+        match self.lock().entry(handle) {
+            Entry::Occupied(mut slot) => slot.get_mut().push(t),
+            Entry::Vacant(slot) => {
+                slot.insert(Slot::One(t));
+            }
+        }
+    }
+
+    /// A post created request `id` under `handle`; `proc_null`: a receive from
+    /// `MPI_PROC_NULL`.
+    pub(crate) fn posted(
+        &self,
+        handle: u64,
+        id: u64,
+        kind: RequestKind,
+        comm: CommInfo,
+        proc_null: bool,
+    ) {
+        let t = Tracked::Active {
+            id,
+            kind,
+            comm,
+            proc_null,
+        };
+        self.add(handle, t);
+    }
+
+    /// A persistent init created `persistent` under `handle`.
+    pub(crate) fn persistent(
+        &self,
+        handle: u64,
+        persistent: u64,
+        kind: RequestKind,
+        comm: CommInfo,
+        proc_null: bool,
+    ) {
+        self.add(
+            handle,
+            Tracked::Persistent {
+                persistent,
+                kind,
+                comm,
+                proc_null,
+                active: None,
+            },
+        );
+    }
+
+    /// A Start made a persistent request under `handle` active as `id` (the oldest
+    /// inactive one); returns the persistent id.
+    pub(crate) fn started(&self, handle: u64, id: u64) -> Option<u64> {
+        let mut map = self.lock();
+        let slot = map.get_mut(&handle)?;
+        let persistent = slot.iter_mut().find_map(|t| match t {
+            Tracked::Persistent {
+                persistent,
+                active: active @ None,
+                ..
+            } => {
+                *active = Some(id);
+                Some(*persistent)
+            }
+            _ => None,
+        });
+        persistent
+    }
+
+    /// A request under `handle` completed: the oldest that could. Forgets it (a
+    /// persistent request becomes inactive and stays).
+    pub(crate) fn completed(&self, handle: u64) -> Option<Done> {
+        let mut map = self.lock();
+        let slot = map.get_mut(&handle)?;
+        let i = slot.position(Tracked::completable)?;
+        if let Some(Tracked::Persistent {
+            kind,
+            comm,
+            active,
+            proc_null,
+            ..
+        }) = slot.get_mut(i)
+        {
+            return Some(Done {
+                id: active.take()?,
+                kind: *kind,
+                comm: comm.clone(),
+                proc_null: *proc_null,
+            });
+        }
+        match take(&mut map, handle, i)? {
+            Tracked::Active {
+                id,
+                kind,
+                comm,
+                proc_null,
+            } => Some(Done {
+                id,
+                kind,
+                comm,
+                proc_null,
+            }),
+            Tracked::Persistent { .. } => None,
+        }
+    }
+
+    /// `MPI_Request_free` let go of `handle`: the id to record (the active operation's,
+    /// else the persistent request's). Frees the oldest request under the handle.
+    pub(crate) fn freed(&self, handle: u64) -> Option<u64> {
+        match take(&mut self.lock(), handle, 0)? {
+            Tracked::Active { id, .. } => Some(id),
+            Tracked::Persistent {
+                persistent, active, ..
+            } => Some(active.unwrap_or(persistent)),
+        }
+    }
+}
+
+/// Takes the `i`-th request under `handle` out of `map`, and the handle with its last.
+fn take(map: &mut FxMap<Slot>, handle: u64, i: usize) -> Option<Tracked> {
+    if let Slot::Many(q) = map.get_mut(&handle)? {
+        let t = q.remove(i);
+        if q.is_empty() {
+            map.remove(&handle);
+        }
+        return t;
+    }
+    match map.remove(&handle)? {
+        Slot::One(t) => Some(t),
+        Slot::Many(_) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reused_handle_names_the_new_request() {
+        let t = RequestTable::default();
+        t.posted(7, 1, RequestKind::Send, CommInfo::WORLD, false);
+        assert_eq!(t.completed(7).map(|d| d.id), Some(1));
+        assert_eq!(t.completed(7), None);
+        t.posted(7, 2, RequestKind::Recv, CommInfo::WORLD, false);
+        let done = t.completed(7).expect("tracked");
+        assert_eq!((done.id, done.kind), (2, RequestKind::Recv));
+    }
+
+    #[test]
+    fn persistent_requests_complete_once_per_start() {
+        let t = RequestTable::default();
+        t.persistent(9, 100, RequestKind::Send, CommInfo::WORLD, false);
+        assert_eq!(t.completed(9), None, "inactive");
+        assert_eq!(t.started(9, 101), Some(100));
+        assert_eq!(t.completed(9).map(|d| d.id), Some(101));
+        assert_eq!(t.completed(9), None, "inactive again");
+        assert_eq!(t.started(9, 102), Some(100));
+        assert_eq!(t.freed(9), Some(102));
+        assert_eq!(t.started(9, 103), None, "gone");
+    }
+
+    #[test]
+    fn a_shared_handle_completes_its_requests_in_post_order() {
+        let t = RequestTable::default();
+        for id in 1..=3 {
+            t.posted(0x6c00_0001, id, RequestKind::Send, CommInfo::WORLD, false);
+        }
+        t.posted(0x6c00_0002, 9, RequestKind::Recv, CommInfo::WORLD, false);
+        assert_eq!(t.completed(0x6c00_0001).map(|d| d.id), Some(1));
+        assert_eq!(t.freed(0x6c00_0001), Some(2));
+        t.posted(
+            0x6c00_0001,
+            4,
+            RequestKind::Collective,
+            CommInfo::WORLD,
+            false,
+        );
+        assert_eq!(t.completed(0x6c00_0001).map(|d| d.id), Some(3));
+        let last = t.completed(0x6c00_0001).expect("the fourth");
+        assert_eq!((last.id, last.kind), (4, RequestKind::Collective));
+        assert_eq!(t.completed(0x6c00_0001), None, "all done");
+        assert!(!t.lock().contains_key(&0x6c00_0001), "the queue is gone");
+        assert_eq!(t.completed(0x6c00_0002).map(|d| d.id), Some(9));
+    }
+
+    #[test]
+    fn an_inactive_persistent_request_lets_later_ones_complete_first() {
+        let t = RequestTable::default();
+        t.persistent(5, 100, RequestKind::Collective, CommInfo::WORLD, false);
+        t.posted(5, 1, RequestKind::Send, CommInfo::WORLD, false);
+        assert_eq!(
+            t.completed(5).map(|d| d.id),
+            Some(1),
+            "the persistent one is idle"
+        );
+        assert_eq!(t.started(5, 101), Some(100));
+        assert_eq!(t.completed(5).map(|d| d.id), Some(101));
+        assert_eq!(t.freed(5), Some(100));
+        assert_eq!(t.completed(5), None);
+    }
+}

@@ -1,0 +1,239 @@
+//! `overlap trace` on the test programs that exercise what MPICH does with request
+//! handles (tests/programs/handles.c) and the calls beyond point-to-point and classic
+//! collectives (tests/programs/nbc_rma.c): every request posted is completed in the
+//! merged trace, every call is recorded as many times as the program issued it, window
+//! ids agree across ranks, and no time the program spent in MPI counts as useful.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use overlap_analyzer::import::{load, read_merged};
+use overlap_analyzer::metrics::budget::budgets;
+use overlap_instrument::schema::{Event, Op};
+
+use crate::trace::{program, trace, untraced};
+use crate::traces::{calls, counts};
+use crate::util::Run;
+
+/// `key=value` words of the stderr lines starting with `prefix`, by rank.
+fn reported(run: &Run, prefix: &str) -> BTreeMap<u32, BTreeMap<String, u64>> {
+    run.stderr()
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .map(|l| {
+            let fields: BTreeMap<String, u64> = l
+                .split_whitespace()
+                .filter_map(|w| w.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.parse().expect("a number")))
+                .collect();
+            (fields["rank"] as u32, fields)
+        })
+        .collect()
+}
+
+/// The requests of each rank that no call completed, from the analysis of the merged
+/// trace at `out` (the merged file draws those up to the rank's end, so its slices
+/// always end).
+pub(crate) fn never_completed(out: &Path) -> BTreeMap<u32, BTreeSet<u64>> {
+    let loaded = load(out, &mut |_, _| {}).expect("the merged trace loads");
+    let mut open: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+    for r in loaded
+        .trace
+        .requests
+        .iter()
+        .filter(|r| r.completion.is_none())
+    {
+        open.entry(r.rank).or_default().insert(r.request);
+    }
+    open
+}
+
+fn check_handles(ranks: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("handles.json");
+    let run = trace(ranks, &program("handles"), &out);
+    assert!(run.success(), "{}", run.describe());
+    let posted = reported(&run, "posted ");
+    assert_eq!(posted.len(), ranks as usize, "{}", run.describe());
+    assert!(
+        posted.values().all(|p| p["shared"] == 1),
+        "the MPI gave live requests one shared handle (the case under test): {posted:?}"
+    );
+    let t = read_merged(&out).expect("merged trace reads back");
+    let open = never_completed(&out);
+    for (rank, p) in &posted {
+        let mine = t.requests.iter().filter(|r| r.rank == *rank).count();
+        assert_eq!(mine as u64, p["requests"], "rank {rank}: every post");
+        // The two sends the program lets go with Request_free have no completion: the
+        // program never learns when they end. Every other request completed, the
+        // 200 windows of 64 sends included.
+        let freed: BTreeSet<u64> = calls(&t, *rank)
+            .iter()
+            .filter(|c| c.op == Op::RequestFree)
+            .filter_map(|c| c.args.request)
+            .collect();
+        assert_eq!(freed.len(), 2, "rank {rank}");
+        assert_eq!(open.get(rank), Some(&freed), "rank {rank}");
+    }
+    assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
+    assert!(
+        !run.stderr().contains("does not record"),
+        "every MPI call of the program is recorded or negligible\n{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn requests_sharing_a_handle_are_all_completed_on_2_and_4_ranks() {
+    check_handles(2);
+    check_handles(4);
+}
+
+fn check_nbc_rma(ranks: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("nbc_rma.json");
+    let plain = untraced(ranks, &program("nbc_rma"));
+    assert!(plain.success(), "{}", plain.describe());
+    let run = trace(ranks, &program("nbc_rma"), &out);
+    assert!(run.success(), "{}", run.describe());
+    assert_eq!(run.stdout(), plain.stdout(), "the output is unchanged");
+    // The communicator constructors are wrapped (for their ids) but not recorded.
+    run.assert_stderr_has(
+        "this program calls MPI functions overlap does not record: MPI_Cart_create, \
+         MPI_Comm_free; time inside them counts as computation",
+    );
+    let issued = reported(&run, "issued ");
+    let in_mpi = reported(&run, "in_mpi ");
+    let t = read_merged(&out).expect("merged trace reads back");
+
+    // Every call recorded, as many times as issued.
+    for (rank, got) in counts(&t) {
+        let mut want: BTreeMap<Op, usize> = issued[&rank]
+            .iter()
+            .filter(|(k, _)| *k != "rank")
+            .map(|(k, v)| {
+                let op = Op::from_mpi_name(k).unwrap_or_else(|| panic!("{k} is an Op"));
+                (op, *v as usize)
+            })
+            .collect();
+        want.insert(Op::Init, 1);
+        want.insert(Op::Finalize, 1);
+        assert_eq!(got, want, "rank {rank}\n{}", run.describe());
+    }
+
+    // Every request completed: 8 non-blocking collectives, 9 persistent starts, Rput,
+    // Rget and Raccumulate per rank.
+    assert_eq!(t.requests.len(), (20 * ranks) as usize);
+    assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
+
+    check_windows(&t, ranks);
+
+    // No MPI time counts as useful: the analysis' time in MPI of each rank is at least
+    // what the program measured around its calls, but for the recording's own cost
+    // (the program's clock also runs while the preload stamps and records).
+    let loaded = load(&out, &mut |_, _| {}).expect("loads");
+    let (per_rank, _) = budgets(&loaded.trace);
+    for b in &per_rank {
+        let program = &in_mpi[&b.rank];
+        let slack = 5_000_000 + 200_000 * program["calls"];
+        assert!(
+            b.in_mpi_ns + slack >= program["ns"],
+            "rank {}: {} ns in MPI in the analysis, {} ns measured by the program",
+            b.rank,
+            b.in_mpi_ns,
+            program["ns"]
+        );
+    }
+}
+
+/// Both windows have one id on every rank, different from each other; accesses name
+/// their window and their target as a world rank; Win_start and Win_post name their
+/// group; the exclusive lock says so.
+fn check_windows(t: &overlap_analyzer::model::MergedTrace, ranks: u32) {
+    let mut ids: BTreeMap<Op, Vec<Option<u32>>> = BTreeMap::new();
+    for rank in 0..ranks {
+        let right = ((rank + 1) % ranks) as i32;
+        let left = ((rank + ranks - 1) % ranks) as i32;
+        let cs = calls(t, rank);
+        let created = cs
+            .iter()
+            .find(|c| c.op == Op::WinCreate)
+            .and_then(|c| c.args.win);
+        let allocated = cs
+            .iter()
+            .find(|c| c.op == Op::WinAllocate)
+            .and_then(|c| c.args.win);
+        ids.entry(Op::WinCreate).or_default().push(created);
+        ids.entry(Op::WinAllocate).or_default().push(allocated);
+        let mut locks = 0;
+        for c in &cs {
+            let a = &c.args;
+            match c.op {
+                Op::Put | Op::Rput => {
+                    assert_eq!((a.win, a.peer, a.bytes), (created, Some(right), Some(4)));
+                }
+                Op::Rget => assert_eq!((a.win, a.peer), (created, Some(left))),
+                Op::GetAccumulate => assert_eq!((a.win, a.peer), (allocated, Some(right))),
+                Op::WinStart => assert_eq!(a.group, [right], "rank {rank}"),
+                Op::WinPost => assert_eq!(a.group, [left], "rank {rank}"),
+                Op::WinLock => {
+                    // The first lock is exclusive (to the right), the second shared.
+                    let exclusive = u8::from(locks == 0);
+                    let target = if locks == 0 { right } else { left };
+                    assert_eq!((a.exclusive, a.peer), (Some(exclusive), Some(target)));
+                    locks += 1;
+                }
+                Op::Ibcast => assert_eq!(a.root, Some(0)),
+                _ => {}
+            }
+            if c.op.is_window_call() {
+                assert!(a.win.is_some(), "rank {rank}: {:?} names its window", c.op);
+            }
+        }
+        let started = cs.iter().filter(|c| c.op == Op::Startall).count();
+        assert_eq!(started, 3);
+    }
+    let created = &ids[&Op::WinCreate];
+    let allocated = &ids[&Op::WinAllocate];
+    assert!(created[0].is_some() && allocated[0].is_some());
+    assert!(created.iter().all(|w| *w == created[0]), "{created:?}");
+    assert!(
+        allocated.iter().all(|w| *w == allocated[0]),
+        "{allocated:?}"
+    );
+    assert_ne!(created[0], allocated[0]);
+    let events = t.events.values().flatten();
+    assert!(events
+        .clone()
+        .any(|e| matches!(e, Event::Call(c) if c.op == Op::AllreduceInit)));
+}
+
+#[test]
+fn every_collective_and_one_sided_call_is_recorded_on_2_ranks() {
+    check_nbc_rma(2);
+}
+
+#[test]
+fn every_collective_and_one_sided_call_is_recorded_on_4_ranks() {
+    check_nbc_rma(4);
+}
+
+#[test]
+fn a_program_that_starts_mpi_through_a_session_is_told_why_it_is_not_traced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("session.json");
+    let run = trace(2, &program("session"), &out);
+    assert!(!run.success(), "nothing to merge");
+    assert!(
+        run.stdout().contains("session: 2 ranks, sum 1"),
+        "{}",
+        run.describe()
+    );
+    run.assert_stderr_has("this program starts MPI through MPI_Session_init");
+    run.assert_stderr_has("only through MPI_Session_init, are not traced");
+    let told = run
+        .stderr()
+        .matches("starts MPI through MPI_Session_init")
+        .count();
+    assert_eq!(told, 1, "said once\n{}", run.describe());
+}
