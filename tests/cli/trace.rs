@@ -133,6 +133,8 @@ fn expected_calls(rank: u32, testsome: usize, iprobe: usize) -> BTreeMap<Op, usi
         (Op::Scatterv, 1),
         (Op::Ibarrier, 1),
         (Op::Iallreduce, 1),
+        (Op::CommSplit, 1),
+        (Op::CommFree, 1),
     ]
     .into_iter()
     .collect();

@@ -120,14 +120,22 @@ int main(int argc, char **argv) {
     check += all[0];
     MPI_Comm ring;
     int dims[1] = {size}, periods[1] = {1};
-    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+    CALL(MPI_Cart_create, MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
     int nb[2] = {rank, rank}, got[2];
     CALL(MPI_Neighbor_alltoall, nb, 1, MPI_INT, got, 1, MPI_INT, ring);
     CALL(MPI_Neighbor_allgather, &rank, 1, MPI_INT, got, 1, MPI_INT, ring);
     check += got[0] + got[1];
     CALL(MPI_Ineighbor_alltoall, nb, 1, MPI_INT, got, 1, MPI_INT, ring, &r[0]);
     CALL(MPI_Wait, &r[0], MPI_STATUS_IGNORE);
-    MPI_Comm_free(&ring);
+    CALL(MPI_Comm_free, &ring);
+
+    /* Packing is not recorded: the trace tells the user so once, at the end. */
+    char packed[16];
+    int position = 0, unpacked = 0;
+    MPI_Pack(&rank, 1, MPI_INT, packed, sizeof packed, &position, MPI_COMM_WORLD);
+    position = 0;
+    MPI_Unpack(packed, sizeof packed, &position, &unpacked, 1, MPI_INT, MPI_COMM_WORLD);
+    check += unpacked - rank;
 
     /* One-sided: a window of one int per rank. */
     int *mem = calloc(size, sizeof(int));

@@ -234,6 +234,22 @@ ops! {
     NeighborAlltoallvInit = "MPI_Neighbor_alltoallv_init", Local;
     /// `MPI_Neighbor_alltoallw_init` (MPI-4): creates an inactive persistent collective request, started by Start.
     NeighborAlltoallwInit = "MPI_Neighbor_alltoallw_init", Local;
+    /// `MPI_Comm_dup`: collective over the communicator it copies.
+    CommDup = "MPI_Comm_dup", Collective;
+    /// `MPI_Comm_dup_with_info`: collective over the communicator it copies.
+    CommDupWithInfo = "MPI_Comm_dup_with_info", Collective;
+    /// `MPI_Comm_split`: collective over the parent communicator.
+    CommSplit = "MPI_Comm_split", Collective;
+    /// `MPI_Comm_split_type`: collective over the parent communicator.
+    CommSplitType = "MPI_Comm_split_type", Collective;
+    /// `MPI_Comm_create`: collective over the parent communicator.
+    CommCreate = "MPI_Comm_create", Collective;
+    /// `MPI_Cart_create`: collective over the parent communicator.
+    CartCreate = "MPI_Cart_create", Collective;
+    /// `MPI_Cart_sub`: collective over the Cartesian communicator.
+    CartSub = "MPI_Cart_sub", Collective;
+    /// `MPI_Comm_free`: marks a communicator for deallocation (no synchronisation).
+    CommFree = "MPI_Comm_free", Local;
     /// `MPI_Win_create`: collective over the communicator; creates a window.
     WinCreate = "MPI_Win_create", Collective;
     /// `MPI_Win_allocate`: collective; allocates memory and a window.
@@ -495,6 +511,13 @@ impl Op {
             | Op::Alltoallw
             | Op::ReduceScatter
             | Op::ReduceScatterBlock
+            | Op::CommDup
+            | Op::CommDupWithInfo
+            | Op::CommSplit
+            | Op::CommSplitType
+            | Op::CommCreate
+            | Op::CartCreate
+            | Op::CartSub
             | Op::WinCreate
             | Op::WinAllocate
             | Op::WinAllocateShared

@@ -102,22 +102,47 @@ pub(crate) unsafe extern "C" fn abort(comm: MPI_Comm, errorcode: c_int) -> c_int
     unsafe { PMPI_Abort(comm, errorcode) }
 }
 
-/// Forwards a constructor of `*newcomm` over `parent` and agrees on the new id.
-fn created(parent: MPI_Comm, newcomm: *mut MPI_Comm, forward: impl FnOnce() -> c_int) -> c_int {
+/// The record of a communicator call over `comm`: its id, nothing moved.
+fn over(t: &crate::tracer::Tracer, comm: MPI_Comm) -> CallData {
+    CallData::Collective(Collective {
+        comm: CommId(t.comms.info(comm).id),
+        send_bytes: 0,
+        recv_bytes: 0,
+        root: None,
+    })
+}
+
+/// Forwards a constructor of `*newcomm` over `parent`, agrees on the new id, and records
+/// the call over `parent` (the agreement's own collective is part of its time).
+fn created(
+    op: Op,
+    parent: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    forward: impl FnOnce() -> c_int,
+) -> c_int {
+    let Some(t) = tracer() else {
+        return forward();
+    };
+    let site = site();
+    let start = t.stamp();
     let rc = forward();
     if rc == 0 {
-        if let Some(t) = tracer() {
-            // SAFETY: MPI wrote the new handle (maybe MPI_COMM_NULL).
-            let new = unsafe { *newcomm };
-            guarded(|| t.comms.created(parent, new));
-        }
+        // SAFETY: MPI wrote the new handle (maybe MPI_COMM_NULL).
+        let new = unsafe { *newcomm };
+        guarded(|| t.comms.created(parent, new));
+    }
+    let end = t.stamp();
+    if rc == 0 {
+        guarded(|| t.record(op, Timed { start, end, site }, over(t, parent), &[]));
     }
     rc
 }
 
 pub(crate) unsafe extern "C" fn comm_dup(comm: MPI_Comm, newcomm: *mut MPI_Comm) -> c_int {
     // SAFETY (all forwards below): the program's arguments, passed on unchanged.
-    created(comm, newcomm, || unsafe { PMPI_Comm_dup(comm, newcomm) })
+    created(Op::CommDup, comm, newcomm, || unsafe {
+        PMPI_Comm_dup(comm, newcomm)
+    })
 }
 
 pub(crate) unsafe extern "C" fn comm_dup_with_info(
@@ -125,7 +150,7 @@ pub(crate) unsafe extern "C" fn comm_dup_with_info(
     info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    created(comm, newcomm, || unsafe {
+    created(Op::CommDupWithInfo, comm, newcomm, || unsafe {
         PMPI_Comm_dup_with_info(comm, info, newcomm)
     })
 }
@@ -136,7 +161,7 @@ pub(crate) unsafe extern "C" fn comm_split(
     key: c_int,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    created(comm, newcomm, || unsafe {
+    created(Op::CommSplit, comm, newcomm, || unsafe {
         PMPI_Comm_split(comm, color, key, newcomm)
     })
 }
@@ -148,7 +173,7 @@ pub(crate) unsafe extern "C" fn comm_split_type(
     info: MPI_Info,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    created(comm, newcomm, || unsafe {
+    created(Op::CommSplitType, comm, newcomm, || unsafe {
         PMPI_Comm_split_type(comm, split_type, key, info, newcomm)
     })
 }
@@ -158,7 +183,7 @@ pub(crate) unsafe extern "C" fn comm_create(
     group: MPI_Group,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    created(comm, newcomm, || unsafe {
+    created(Op::CommCreate, comm, newcomm, || unsafe {
         PMPI_Comm_create(comm, group, newcomm)
     })
 }
@@ -171,7 +196,7 @@ pub(crate) unsafe extern "C" fn cart_create(
     reorder: c_int,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    created(comm, newcomm, || unsafe {
+    created(Op::CartCreate, comm, newcomm, || unsafe {
         PMPI_Cart_create(comm, ndims, dims, periods, reorder, newcomm)
     })
 }
@@ -181,19 +206,32 @@ pub(crate) unsafe extern "C" fn cart_sub(
     remain_dims: *const c_int,
     newcomm: *mut MPI_Comm,
 ) -> c_int {
-    created(comm, newcomm, || unsafe {
+    created(Op::CartSub, comm, newcomm, || unsafe {
         PMPI_Cart_sub(comm, remain_dims, newcomm)
     })
 }
 
 pub(crate) unsafe extern "C" fn comm_free(comm: *mut MPI_Comm) -> c_int {
-    if let Some(t) = tracer() {
-        // SAFETY: read before MPI nulls it.
-        let handle = unsafe { *comm };
-        guarded(|| t.comms.freed(handle));
-    }
+    let Some(t) = tracer() else {
+        // SAFETY: the program's argument, passed on unchanged.
+        return unsafe { PMPI_Comm_free(comm) };
+    };
+    let site = site();
+    // SAFETY: read before MPI nulls it.
+    let handle = unsafe { *comm };
+    let mut data = None;
+    guarded(|| {
+        data = Some(over(t, handle));
+        t.comms.freed(handle);
+    });
+    let start = t.stamp();
     // SAFETY: the program's argument, passed on unchanged.
-    unsafe { PMPI_Comm_free(comm) }
+    let rc = unsafe { PMPI_Comm_free(comm) };
+    let end = t.stamp();
+    if let (0, Some(data)) = (rc, data) {
+        guarded(|| t.record(Op::CommFree, Timed { start, end, site }, data, &[]));
+    }
+    rc
 }
 
 /// `MPI_Session_init` (MPI-4 Sessions): forwarded untraced. The recording is set up in
