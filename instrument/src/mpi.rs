@@ -9,6 +9,9 @@
 //! Non-blocking calls return a [`TracedRequest`], which remembers the request id it was
 //! recorded under, so the call that completes it can name it.
 //!
+//! Every method that records is `#[track_caller]`: a call is recorded with the source
+//! line the program made it from (its `site`), which reports group findings by.
+//!
 //! Point-to-point calls accept [`proc_null`] as a peer, as MPI does: such a call
 //! returns at once and moves no data (codes like MIDAPACK use it for the missing
 //! neighbours at the ends of a line of ranks). It is recorded like any other call, with
@@ -356,6 +359,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Isend` of `buf` to `dest`.
+    #[track_caller]
     pub fn isend<'b, T: Equivalence, S: Scope<'b>>(
         &self,
         scope: S,
@@ -381,6 +385,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Irecv` into `buf` from `source`.
+    #[track_caller]
     pub fn irecv<'b, T: Equivalence, S: Scope<'b>>(
         &self,
         scope: S,
@@ -409,6 +414,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Isend` of an owned buffer; [`TracedComm::wait_owned`] or
     /// [`TracedComm::wait_all_owned`] give it back.
+    #[track_caller]
     pub fn isend_owned<T: Equivalence + 'static>(
         &self,
         dest: i32,
@@ -428,6 +434,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Irecv` into an owned buffer; [`TracedComm::wait_owned`] or
     /// [`TracedComm::wait_all_owned`] give it back, filled.
+    #[track_caller]
     pub fn irecv_owned<T: Equivalence + 'static>(
         &self,
         source: i32,
@@ -445,6 +452,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Wait` on an owned request: its buffer and status.
+    #[track_caller]
     pub fn wait_owned<T: Equivalence + 'static>(
         &self,
         mut request: OwnedRequest<T>,
@@ -459,6 +467,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Waitall` on owned requests, which are left empty; their buffers are appended
     /// to `buffers` in order.
+    #[track_caller]
     pub fn wait_all_owned<T: Equivalence + 'static>(
         &self,
         requests: &mut Vec<OwnedRequest<T>>,
@@ -479,6 +488,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Send` of `buf` to `dest`.
+    #[track_caller]
     pub fn send<T: Equivalence>(&self, dest: i32, tag: i32, buf: &[T]) {
         let t = self.transfer(dest, tag, buf);
         let start = self.now();
@@ -489,6 +499,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Recv` into `buf` from `source`.
+    #[track_caller]
     pub fn recv<T: Equivalence>(&self, source: i32, tag: i32, buf: &mut [T]) -> Status {
         let t = self.transfer(source, tag, buf);
         let start = self.now();
@@ -502,6 +513,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Sendrecv`: sends `send` to `dest` and receives `recv` from `source`.
     #[allow(clippy::too_many_arguments)]
+    #[track_caller]
     pub fn sendrecv<T: Equivalence, U: Equivalence>(
         &self,
         dest: i32,
@@ -532,6 +544,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Wait` on one request.
+    #[track_caller]
     pub fn wait<'b, D: ?Sized, S: Scope<'b>>(&self, request: TracedRequest<'b, D, S>) -> Status {
         let TracedRequest { inner, id, receive } = request;
         let start = self.now();
@@ -548,6 +561,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Waitall` on every request of `requests`, which is left empty.
+    #[track_caller]
     pub fn wait_all<'b, D: ?Sized, S: Scope<'b>>(
         &self,
         requests: &mut Vec<TracedRequest<'b, D, S>>,
@@ -589,6 +603,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Test` on one request: its status when it completed, the request otherwise.
+    #[track_caller]
     pub fn test<'b, D: ?Sized, S: Scope<'b>>(
         &self,
         request: TracedRequest<'b, D, S>,
@@ -617,6 +632,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Barrier`.
+    #[track_caller]
     pub fn barrier(&self) {
         let start = self.now();
         self.comm.barrier();
@@ -632,6 +648,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Allreduce` of `send` into `recv` with `op`.
+    #[track_caller]
     pub fn all_reduce_into<T: Equivalence, O: Operation>(&self, send: &[T], recv: &mut [T], op: O) {
         let start = self.now();
         self.comm.all_reduce_into(send, recv, op);
