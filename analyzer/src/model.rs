@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use overlap_instrument::clock::ClockModel;
 use overlap_instrument::schema::{
-    ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, RequestKind, Started,
-    SyncPhase,
+    ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, RequestKind, SourceSite,
+    Started, SyncPhase,
 };
 
 /// Why a file's events stop before its end: what was read before still counts.
@@ -46,6 +46,8 @@ pub struct RankTrace<E = Vec<Event>> {
     pub threads: BTreeMap<u32, String>,
     /// Clock synchronisations, in file order.
     pub syncs: Vec<ClockSync>,
+    /// Source locations the calls name by id in their `site` (Rust layer only).
+    pub sites: Vec<SourceSite>,
     /// Calls and compute spans, in file order (per thread: recording order).
     pub events: E,
     /// The footer, when the file was closed properly.
