@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 
 use overlap_instrument::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_instrument::schema::{
-    readable_version, CallArgs, SourceSite, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header,
-    MergedInfo, Nanos, Op, FORMAT_NAME, FORMAT_VERSION,
+    readable_version, CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header,
+    MergedInfo, Nanos, Op, SourceSite, FORMAT_NAME, FORMAT_VERSION,
 };
 use serde_json::Value;
 

@@ -102,7 +102,12 @@ fn groups(
 pub fn false_overlap(trace: &Trace, table: &SiteTable, findings: &[Finding]) -> Vec<SiteGroup> {
     let items = findings.iter().map(|f| {
         let site = table.id_of_call(trace, f.wait.rank, f.wait.index);
-        ((site, f.wait.call, None), f.wait.rank, f.wait.index, f.lost_ns)
+        (
+            (site, f.wait.call, None),
+            f.wait.rank,
+            f.wait.index,
+            f.lost_ns,
+        )
     });
     groups(table, items)
 }

@@ -45,7 +45,10 @@ pub fn parse(text: &str) -> Result<Vec<CodeMap>, MapsError> {
         if line.is_empty() {
             continue;
         }
-        let err = |reason: String| MapsError { line: i + 1, reason };
+        let err = |reason: String| MapsError {
+            line: i + 1,
+            reason,
+        };
         let (range, rest) = line
             .split_once(' ')
             .ok_or_else(|| err(format!("'{line}' is not 'start-end offset path'")))?;
@@ -75,7 +78,9 @@ pub fn parse(text: &str) -> Result<Vec<CodeMap>, MapsError> {
 
 /// The mapping holding `address`, and the file offset `address` is at in its object.
 pub fn locate(maps: &[CodeMap], address: u64) -> Option<(&CodeMap, u64)> {
-    let m = maps.iter().find(|m| m.start <= address && address < m.end)?;
+    let m = maps
+        .iter()
+        .find(|m| m.start <= address && address < m.end)?;
     Some((m, address - m.start + m.offset))
 }
 
@@ -143,19 +148,42 @@ mod tests {
         // The call's return address, 0x234 into the executable's code mapping.
         let (m, offset) = locate(&maps, 0x55d4_c2a0_1234).expect("mapped");
         assert_eq!((m.path.as_str(), offset), ("/tmp/run/calls", 0x1234));
-        assert!(locate(&maps, 0x55d4_c2a0_2000).is_none(), "end is exclusive");
+        assert!(
+            locate(&maps, 0x55d4_c2a0_2000).is_none(),
+            "end is exclusive"
+        );
         // A PIE: file offset 0x1000 is loaded at virtual address 0x1000.
         let pie = [
-            Segment { offset: 0, size: 0x6b8, address: 0 },
-            Segment { offset: 0x1000, size: 0x2f5, address: 0x1000 },
+            Segment {
+                offset: 0,
+                size: 0x6b8,
+                address: 0,
+            },
+            Segment {
+                offset: 0x1000,
+                size: 0x2f5,
+                address: 0x1000,
+            },
         ];
-        assert_eq!(virtual_address(&pie, 0x1234), None, "past the segment's file bytes");
+        assert_eq!(
+            virtual_address(&pie, 0x12f5),
+            None,
+            "past the segment's file bytes"
+        );
         assert_eq!(virtual_address(&pie, 0x1200), Some(0x1200));
         // A fixed-address executable: the same file offset at 0x401000.
-        let fixed = [Segment { offset: 0x1000, size: 0x2f5, address: 0x40_1000 }];
+        let fixed = [Segment {
+            offset: 0x1000,
+            size: 0x2f5,
+            address: 0x40_1000,
+        }];
         assert_eq!(virtual_address(&fixed, 0x1200), Some(0x40_1200));
         // A library whose text segment is not at its file offset.
-        let shifted = [Segment { offset: 0x28000, size: 0x195000, address: 0x29000 }];
+        let shifted = [Segment {
+            offset: 0x28000,
+            size: 0x195000,
+            address: 0x29000,
+        }];
         assert_eq!(virtual_address(&shifted, 0x28010), Some(0x29010));
     }
 }

@@ -154,7 +154,12 @@ impl SiteTable {
                 }
                 None => None,
             };
-            let mut raws: Vec<u64> = t.calls.iter().filter_map(|c| c.site).map(|s| s.get()).collect();
+            let mut raws: Vec<u64> = t
+                .calls
+                .iter()
+                .filter_map(|c| c.site)
+                .map(|s| s.get())
+                .collect();
             raws.sort_unstable();
             raws.dedup();
             for raw in raws {
@@ -182,7 +187,9 @@ impl SiteTable {
             }
         }
         for (object, why) in symbolizer.unreadable() {
-            table.notes.push(format!("{object}: symbolization unavailable: {why}"));
+            table
+                .notes
+                .push(format!("{object}: symbolization unavailable: {why}"));
         }
         if !no_maps.is_empty() {
             table.notes.push(format!(
@@ -221,7 +228,8 @@ impl SiteTable {
 
     /// The site of call `index` of `rank`, when it recorded one.
     pub fn of_call(&self, trace: &Trace, rank: u32, index: usize) -> Option<&Site> {
-        self.sites.get(self.id_of_call(trace, rank, index)? as usize)
+        self.sites
+            .get(self.id_of_call(trace, rank, index)? as usize)
     }
 
     /// The label of call `index` of `rank`'s site (see [`Site::label`]).
