@@ -136,7 +136,11 @@ fn roundtrip(threads: u64) {
     assert_eq!(t.header, header());
     assert_eq!(t.syncs, vec![sync]);
     let sites: Vec<(u64, &str)> = t.sites.iter().map(|s| (s.id, s.file.as_str())).collect();
-    assert_eq!(sites, [(1, file!()), (2, file!())], "two lines, listed once each");
+    assert_eq!(
+        sites,
+        [(1, file!()), (2, file!())],
+        "two lines, listed once each"
+    );
     assert!(t.sites[0].line < t.sites[1].line, "the Isend comes first");
     assert_eq!(t.footer.map(|f| f.events), Some(threads * 2100));
     assert_eq!(t.threads.len() as u64, threads);

@@ -50,11 +50,16 @@ fn check_kernel_sites(r: &Value) {
     let count: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
     assert_eq!(count, findings.len() as u64);
     let total: u64 = groups.iter().map(|g| g["total_ns"].as_u64().unwrap()).sum();
-    let lost: u64 = findings.iter().map(|f| f["lost_ns"].as_u64().unwrap()).sum();
+    let lost: u64 = findings
+        .iter()
+        .map(|f| f["lost_ns"].as_u64().unwrap())
+        .sum();
     assert_eq!(total, lost);
     for f in findings {
         assert_eq!(
-            f["wait"]["site"].as_str().map(|s| s.starts_with("kernels/src/")),
+            f["wait"]["site"]
+                .as_str()
+                .map(|s| s.starts_with("kernels/src/")),
             Some(true),
             "{f}"
         );
@@ -167,7 +172,14 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
     ]);
     assert!(t.success(), "{}", t.describe());
     assert!(t.stdout().contains("False overlap"));
-    for name in ["ranks", "calls", "requests", "messages", "wait_states", "sites"] {
+    for name in [
+        "ranks",
+        "calls",
+        "requests",
+        "messages",
+        "wait_states",
+        "sites",
+    ] {
         let c = std::fs::read_to_string(csv.join(format!("{name}.csv"))).unwrap();
         assert!(c.lines().count() > 1, "{name}.csv has rows");
         let p = std::fs::read(pq.join(format!("{name}.parquet"))).unwrap();

@@ -230,11 +230,19 @@ fn check_symbolized_sites(out: &Path, ranks: u32) {
         .find(|s| s.label == want)
         .expect("listed");
     assert!(
-        site.file.as_deref().is_some_and(|f| f.ends_with("tests/programs/calls.c")),
+        site.file
+            .as_deref()
+            .is_some_and(|f| f.ends_with("tests/programs/calls.c")),
         "{site:?}"
     );
-    assert_eq!(site.resolution, overlap_analyzer::sites::Resolution::DebugInfo);
-    assert!(site.object.as_deref().is_some_and(|o| o.ends_with("/calls")));
+    assert_eq!(
+        site.resolution,
+        overlap_analyzer::sites::Resolution::DebugInfo
+    );
+    assert!(site
+        .object
+        .as_deref()
+        .is_some_and(|o| o.ends_with("/calls")));
     let run = crate::util::overlap(&["analyze", out.to_str().expect("utf-8"), "--json"]);
     assert!(run.success(), "{}", run.describe());
     let report: serde_json::Value = serde_json::from_str(&run.stdout()).expect("JSON");
