@@ -204,7 +204,9 @@ fn open(path: &Path) -> Result<Loaded, String> {
 
 /// The separate debug file of an object without DWARF, where GDB would find it: by
 /// build-id under `/usr/lib/debug/.build-id/`, then by `.gnu_debuglink` name beside the
-/// object, in its `.debug/` folder, and under `/usr/lib/debug/<its folder>/`.
+/// object, in its `.debug/` folder, and under `/usr/lib/debug/<its folder>/`. A debug
+/// file whose build-id differs from the object's belongs to another build: it is not
+/// used, since its lines would be wrong.
 fn debug_file(path: &Path, obj: &object::File<'_>) -> Option<PathBuf> {
     let build_id = obj.build_id().ok().flatten().filter(|id| id.len() > 1);
     if let Some(id) = build_id {
@@ -229,5 +231,25 @@ fn debug_file(path: &Path, obj: &object::File<'_>) -> Option<PathBuf> {
     ];
     candidates
         .into_iter()
-        .find(|c| c.as_path() != path && c.is_file())
+        .find(|c| c.as_path() != path && c.is_file() && same_build(c, build_id))
+}
+
+/// True unless both the object and the file at `candidate` carry build-ids, and they
+/// differ.
+fn same_build(candidate: &Path, build_id: Option<&[u8]>) -> bool {
+    let Some(want) = build_id else {
+        return true;
+    };
+    let Ok(file) = File::open(candidate) else {
+        return false;
+    };
+    // SAFETY: read only, and dropped before returning.
+    let Ok(data) = (unsafe { memmap2::Mmap::map(&file) }) else {
+        return false;
+    };
+    match object::File::parse(&*data).map(|o| o.build_id()) {
+        Ok(Ok(Some(got))) => got == want,
+        Ok(Ok(None)) => true,
+        _ => false,
+    }
 }
