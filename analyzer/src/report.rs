@@ -443,8 +443,12 @@ fn by_site(o: &mut String, r: &Report, style: Style) {
                 duration(g.worst_ns)
             );
             let site = g.site.as_deref().unwrap_or("(no site recorded)");
-            let room = 98usize.saturating_sub(tail.chars().count()).max(12);
-            let _ = writeln!(o, "  {}{tail}", fit(site, room));
+            if site.chars().count() + tail.chars().count() <= 98 {
+                let _ = writeln!(o, "  {site}{tail}");
+            } else {
+                // A long label gets a line of its own.
+                let _ = writeln!(o, "  {}\n     {tail}", fit(site, 98));
+            }
         }
         if groups.len() > 5 {
             let _ = writeln!(
