@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use crate::fxhash::FxHashMap;
 use crate::model::Trace;
 pub use group::{BySite, SiteGroup};
 pub use symbolize::Symbolizer;
@@ -123,7 +124,7 @@ impl Site {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SiteTable {
     sites: Vec<Site>,
-    ids: HashMap<(u32, u64), u32>,
+    ids: FxHashMap<(u32, u64), u32>,
     notes: Vec<String>,
 }
 
@@ -154,14 +155,15 @@ impl SiteTable {
                 }
                 None => None,
             };
-            let mut raws: Vec<u64> = t
-                .calls
-                .iter()
-                .filter_map(|c| c.site)
-                .map(|s| s.get())
-                .collect();
+            // Distinct sites only: a run has millions of calls and a few hundred sites.
+            let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
+            for c in &t.calls {
+                if let Some(site) = c.site {
+                    seen.insert(site.get(), ());
+                }
+            }
+            let mut raws: Vec<u64> = seen.into_keys().collect();
             raws.sort_unstable();
-            raws.dedup();
             for raw in raws {
                 let site = match (recorded.get(&raw), &maps) {
                     (Some((file, line)), _) => Site::recorded(file, *line),
