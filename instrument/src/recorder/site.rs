@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::panic::Location;
 
+use crate::fxhash::FxHashMap;
 use crate::schema::SourceSite;
 
 /// Set on a word that holds a `&'static Location`. User-space code addresses never have
@@ -69,9 +70,13 @@ impl SiteWord {
 }
 
 /// The writer's table of source locations met so far: each distinct (file, line,
-/// column) gets the next id from 1.
+/// column) gets the next id from 1. Looked up by the location's address first (one
+/// call site is one static `Location`, so this is the lookup of nearly every call), then
+/// by value (a site compiled into several copies of a generic function has one
+/// `Location` per copy, and is still one site).
 #[derive(Debug, Default)]
 pub(crate) struct SourceSites {
+    by_address: FxHashMap<usize, u64>,
     ids: HashMap<(&'static str, u32, u32), u64>,
 }
 
@@ -83,12 +88,18 @@ impl SourceSites {
             SiteKind::Unknown => (None, None),
             SiteKind::Address(a) => (Some(a), None),
             SiteKind::Source(l) => {
-                let key = (l.file(), l.line(), l.column());
-                if let Some(id) = self.ids.get(&key) {
+                let address = std::ptr::from_ref(l) as usize;
+                if let Some(id) = self.by_address.get(&address) {
                     return (Some(*id), None);
+                }
+                let key = (l.file(), l.line(), l.column());
+                if let Some(id) = self.ids.get(&key).copied() {
+                    self.by_address.insert(address, id);
+                    return (Some(id), None);
                 }
                 let id = self.ids.len() as u64 + 1;
                 self.ids.insert(key, id);
+                self.by_address.insert(address, id);
                 let record = SourceSite {
                     id,
                     file: l.file().to_string(),
