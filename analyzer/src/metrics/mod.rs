@@ -200,14 +200,15 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         let r = requests::per_request(trace, &model);
         (model, r)
     };
-    let request_summary = requests::summarize(&requests, &model, opts);
+    let mut request_summary = requests::summarize(&requests, &model, opts);
     let mut false_overlap = {
         let _s = tracing::info_span!("false overlap").entered();
         let ls = false_overlap::late_sender_by_call(&waits);
         false_overlap::findings(trace, &requests, &ls, opts)
     };
     let sites = SiteTable::build(trace);
-    crate::sites::group::name_sites(trace, &sites, &mut false_overlap);
+    let worst = &mut request_summary.worst;
+    crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
     let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
     let replayed = {
         let _s = tracing::info_span!("ideal replay").entered();

@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde::Serialize;
 
 use super::{Site, SiteTable};
-use crate::metrics::{CallRef, Finding, WaitInstance, WaitKind};
+use crate::metrics::{CallRef, Finding, RequestMetrics, WaitInstance, WaitKind};
 use crate::model::Trace;
 
 /// The instances of one (site, call[, kind]), summed.
@@ -137,9 +137,14 @@ pub fn by_site(
     }
 }
 
-/// Names the site of every call a finding refers to (its wait, the posts of its
-/// requests, and where the wait may move).
-pub fn name_sites(trace: &Trace, table: &SiteTable, findings: &mut [Finding]) {
+/// Names the site of every call the report refers to: a finding's wait, the posts of its
+/// requests and where the wait may move; the worst requests' posts and completions.
+pub fn name_sites(
+    trace: &Trace,
+    table: &SiteTable,
+    findings: &mut [Finding],
+    requests: &mut [RequestMetrics],
+) {
     let name = |c: &mut CallRef| c.site = table.label_of_call(trace, c.rank, c.index);
     for f in findings {
         name(&mut f.wait);
@@ -148,6 +153,12 @@ pub fn name_sites(trace: &Trace, table: &SiteTable, findings: &mut [Finding]) {
         }
         if let Some(m) = f.move_before.as_mut() {
             name(m);
+        }
+    }
+    for r in requests {
+        name(&mut r.post);
+        if let Some(c) = r.completion.as_mut() {
+            name(c);
         }
     }
 }
