@@ -8,6 +8,7 @@
 //! - [`metrics`]: wait states, per-request overlap, false overlap, POP efficiencies.
 //! - [`report`], [`tables`], [`check`]: the report for people, the tables behind it,
 //!   baselines, regression checks and diffs.
+//! - [`sites`]: call sites symbolized to `file:line (function)`, findings grouped by them.
 //! - [`summary`]: where each rank's time went, as `overlap merge` prints it.
 //!
 //! ```no_run
@@ -28,6 +29,7 @@ pub mod merge;
 pub mod metrics;
 pub mod model;
 pub mod report;
+pub mod sites;
 pub mod summary;
 pub mod tables;
 

@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::num::NonZeroU64;
 use std::path::PathBuf;
 
 use overlap_instrument::clock::ClockModel;
 use overlap_instrument::schema::{
-    ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, RequestKind, Started,
-    SyncPhase,
+    ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, RequestKind, SourceSite,
+    Started, SyncPhase,
 };
 
 /// Why a file's events stop before its end: what was read before still counts.
@@ -45,6 +46,8 @@ pub struct RankTrace<E = Vec<Event>> {
     pub threads: BTreeMap<u32, String>,
     /// Clock synchronisations, in file order.
     pub syncs: Vec<ClockSync>,
+    /// Source locations the calls name by id in their `site` (Rust layer only).
+    pub sites: Vec<SourceSite>,
     /// Calls and compute spans, in file order (per thread: recording order).
     pub events: E,
     /// The footer, when the file was closed properly.
@@ -299,6 +302,10 @@ pub struct CallInfo {
     pub started: (u32, u32),
     /// Rooted collectives: the root (world rank).
     pub root: Option<i32>,
+    /// Where the program made the call: a code address (the preload), or an id of the
+    /// rank's source-site table (the Rust layer); see [`crate::sites`]. `None` when not
+    /// recorded. Non-zero on the wire, so it costs 8 bytes per call, not 16.
+    pub site: Option<NonZeroU64>,
 }
 
 /// One rank on the run's timeline, in compact form.
@@ -389,6 +396,7 @@ impl Timeline {
                     completed: (first, a.completed.len() as u32),
                     started: (first_start, a.started.len() as u32),
                     root: a.root,
+                    site: a.site.and_then(NonZeroU64::new),
                 });
                 self.spans.push(Span {
                     start: c.start,

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use crate::metrics::false_overlap::Limit;
 use crate::metrics::pop::TIdealMethod;
 use crate::metrics::{Finding, Report, WaitKind};
+use crate::sites::SiteGroup;
 
 /// How to render.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -283,6 +284,8 @@ pub fn render(r: &Report, style: Style) -> String {
         );
     }
 
+    by_site(&mut o, r, style);
+
     // POP.
     let p = &r.pop;
     let _ = writeln!(o, "\n{}", style.bold("POP efficiencies"));
@@ -389,4 +392,97 @@ fn finding(o: &mut String, f: &Finding) {
         "      move the wait {target}: up to {} hidden",
         duration(f.hideable_ns)
     );
+}
+
+/// A count with thin groups of three digits: `1 197`.
+fn count(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(' ');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `text` cut to `width` characters, ending in `...` when cut.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(3)).collect();
+    format!("{kept}...")
+}
+
+/// The by-site tables: what one line of source costs, summed over its instances.
+fn by_site(o: &mut String, r: &Report, style: Style) {
+    let b = &r.by_site;
+    let sections: [(&str, &[SiteGroup], &str); 2] = [
+        ("False overlap by call site", &b.false_overlap, "finding"),
+        ("Wait states by call site", &b.wait_states, "wait"),
+    ];
+    for (title, groups, noun) in sections {
+        if groups.is_empty() {
+            continue;
+        }
+        let _ = writeln!(o, "\n{}", style.bold(title));
+        for g in groups.iter().take(5) {
+            let what = match g.kind {
+                Some(k) => format!("{}, {}", g.call, k.title()),
+                None => g.call.to_string(),
+            };
+            let tail = format!(
+                " {what}: {} {noun}{} on {} rank{}, {} lost, worst {}",
+                count(g.count),
+                if g.count == 1 { "" } else { "s" },
+                g.ranks,
+                if g.ranks == 1 { "" } else { "s" },
+                duration(g.total_ns),
+                duration(g.worst_ns)
+            );
+            let site = g.site.as_deref().unwrap_or("(no site recorded)");
+            if site.chars().count() + tail.chars().count() <= 98 {
+                let _ = writeln!(o, "  {site}{tail}");
+            } else {
+                // A long label gets a line of its own.
+                let _ = writeln!(o, "  {}\n     {tail}", fit(site, 98));
+            }
+        }
+        if groups.len() > 5 {
+            let _ = writeln!(
+                o,
+                "  ... and {} more site(s) (see --json)",
+                groups.len() - 5
+            );
+        }
+    }
+    let shown = !b.false_overlap.is_empty() || !b.wait_states.is_empty();
+    if shown {
+        for note in b.notes.iter().take(3) {
+            let _ = writeln!(o, "  {}", fit(&format!("note: {note}"), 98));
+        }
+        if b.notes.len() > 3 {
+            let _ = writeln!(
+                o,
+                "  ... and {} more note(s) (see --json)",
+                b.notes.len() - 3
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod site_tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_fitting() {
+        assert_eq!(count(7), "7");
+        assert_eq!(count(1197), "1 197");
+        assert_eq!(count(1_234_567), "1 234 567");
+        assert_eq!(fit("calls.c:57 (main)", 40), "calls.c:57 (main)");
+        assert_eq!(fit("abcdefghij", 8), "abcde...");
+    }
 }

@@ -1,6 +1,6 @@
 //! The figures behind a report as tables, for people who want to slice them further
-//! (pandas, polars, DuckDB, a spreadsheet): ranks, calls, requests, messages and wait
-//! states, as polars DataFrames written to CSV or Parquet. Polars stays inside this
+//! (pandas, polars, DuckDB, a spreadsheet): ranks, calls, requests, messages, wait
+//! states and both by call site, as polars DataFrames written to CSV or Parquet. Polars stays inside this
 //! module: the rest of the analyzer hands out plain structs.
 
 use std::fs::File;
@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
 
-use crate::metrics::{Details, Report};
+use crate::metrics::{Details, Report, WaitInstance};
 use crate::model::{Trace, What};
+use crate::sites::{SiteGroup, SiteTable};
 use crate::{Error, Result};
 
 /// The file format of the tables.
@@ -52,10 +53,11 @@ pub fn tables(
     let _span = tracing::info_span!("tables").entered();
     Ok(vec![
         ("ranks".into(), ranks(report)?),
-        ("calls".into(), calls(trace)?),
+        ("calls".into(), calls(trace, &details.sites)?),
         ("requests".into(), requests(details)?),
         ("messages".into(), messages(trace)?),
-        ("wait_states".into(), wait_states(details)?),
+        ("wait_states".into(), wait_states(trace, details)?),
+        ("sites".into(), sites(report)?),
     ])
 }
 
@@ -84,7 +86,7 @@ fn ranks(report: &Report) -> Result<DataFrame> {
     )
 }
 
-fn calls(trace: &Trace) -> Result<DataFrame> {
+fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
     let n: usize = trace.ranks.iter().map(|t| t.spans.len()).sum();
     let mut rank = Vec::with_capacity(n);
     let mut index = Vec::with_capacity(n);
@@ -99,6 +101,7 @@ fn calls(trace: &Trace) -> Result<DataFrame> {
     let mut bytes: Vec<Option<u64>> = Vec::with_capacity(n);
     let mut request: Vec<Option<u64>> = Vec::with_capacity(n);
     let mut completed: Vec<u32> = Vec::with_capacity(n);
+    let mut site: Vec<Option<&str>> = Vec::with_capacity(n);
     for t in &trace.ranks {
         for (i, s) in t.spans.iter().enumerate() {
             rank.push(t.rank);
@@ -116,6 +119,7 @@ fn calls(trace: &Trace) -> Result<DataFrame> {
                     bytes.push(None);
                     request.push(None);
                     completed.push(0);
+                    site.push(None);
                 }
                 What::Call(op, _) => {
                     kind.push("mpi");
@@ -127,6 +131,10 @@ fn calls(trace: &Trace) -> Result<DataFrame> {
                     bytes.push(c.and_then(|c| c.bytes));
                     request.push(c.and_then(|c| c.request));
                     completed.push(c.map_or(0, |c| c.completed.1));
+                    let raw = c.and_then(|c| c.site);
+                    site.push(
+                        raw.and_then(|r| table.site(t.rank, r.get()).map(|s| s.label.as_str())),
+                    );
                 }
             }
         }
@@ -147,6 +155,7 @@ fn calls(trace: &Trace) -> Result<DataFrame> {
             col("bytes", bytes),
             col("request", request),
             col("completed", completed),
+            col("site", site),
         ],
     )
 }
@@ -231,8 +240,13 @@ fn messages(trace: &Trace) -> Result<DataFrame> {
     )
 }
 
-fn wait_states(d: &Details) -> Result<DataFrame> {
+fn wait_states(trace: &Trace, d: &Details) -> Result<DataFrame> {
     let w = &d.waits;
+    let site = |x: &WaitInstance| {
+        d.sites
+            .of_call(trace, x.rank, x.index)
+            .map(|s| s.label.as_str())
+    };
     frame(
         w.len(),
         vec![
@@ -252,6 +266,53 @@ fn wait_states(d: &Details) -> Result<DataFrame> {
             ),
             col("indeterminate", w.iter().map(|x| x.indeterminate).collect()),
             col("clock_suspect", w.iter().map(|x| x.clock_suspect).collect()),
+            col("site", w.iter().map(site).collect::<Vec<Option<&str>>>()),
+        ],
+    )
+}
+
+/// False overlap and wait states by call site: one row per (what, site, call, kind).
+fn sites(report: &Report) -> Result<DataFrame> {
+    let b = &report.by_site;
+    let rows: Vec<(&str, &SiteGroup)> = b
+        .false_overlap
+        .iter()
+        .map(|g| ("false_overlap", g))
+        .chain(b.wait_states.iter().map(|g| ("wait_state", g)))
+        .collect();
+    let get = |f: fn(&SiteGroup) -> u64| rows.iter().map(|(_, g)| f(g)).collect::<Vec<u64>>();
+    frame(
+        rows.len(),
+        vec![
+            col("what", rows.iter().map(|(w, _)| *w).collect::<Vec<&str>>()),
+            col(
+                "site",
+                rows.iter()
+                    .map(|(_, g)| g.site.as_deref())
+                    .collect::<Vec<Option<&str>>>(),
+            ),
+            col(
+                "call",
+                rows.iter().map(|(_, g)| g.call).collect::<Vec<&str>>(),
+            ),
+            col(
+                "kind",
+                rows.iter()
+                    .map(|(_, g)| g.kind.map(|k| k.key()))
+                    .collect::<Vec<Option<&str>>>(),
+            ),
+            col("count", get(|g| g.count)),
+            col(
+                "ranks",
+                rows.iter().map(|(_, g)| g.ranks).collect::<Vec<u32>>(),
+            ),
+            col("total_ns", get(|g| g.total_ns)),
+            col("worst_ns", get(|g| g.worst_ns)),
+            col(
+                "worst_rank",
+                rows.iter().map(|(_, g)| g.worst_rank).collect::<Vec<u32>>(),
+            ),
+            col("worst_index", get(|g| g.worst_index as u64)),
         ],
     )
 }

@@ -68,9 +68,11 @@ fn record_sequence(rec: &Recorder, thread: u64, n: u64) -> Vec<Event> {
             start: Nanos(t),
             end: Nanos(t + 10),
             op: Op::Isend,
+            // The recorder lists each source line once and gives it an id in order of
+            // first use: this Isend's line is 1, the Wait's 2.
             args: CallArgs {
                 request: Some(request.0),
-                ..CallData::Post { transfer, request }.to_args(0, vec![], vec![])
+                ..CallData::Post { transfer, request }.to_args(1, vec![], vec![])
             },
         }));
         expected.push(Event::Compute(ComputeEvent {
@@ -86,6 +88,7 @@ fn record_sequence(rec: &Recorder, thread: u64, n: u64) -> Vec<Event> {
             op: Op::Wait,
             args: CallArgs {
                 completed: done.to_vec(),
+                site: Some(2),
                 ..CallArgs::default()
             },
         }));
@@ -132,6 +135,13 @@ fn roundtrip(threads: u64) {
     assert!(t.is_complete(), "{:?}", t.problems);
     assert_eq!(t.header, header());
     assert_eq!(t.syncs, vec![sync]);
+    let sites: Vec<(u64, &str)> = t.sites.iter().map(|s| (s.id, s.file.as_str())).collect();
+    assert_eq!(
+        sites,
+        [(1, file!()), (2, file!())],
+        "two lines, listed once each"
+    );
+    assert!(t.sites[0].line < t.sites[1].line, "the Isend comes first");
     assert_eq!(t.footer.map(|f| f.events), Some(threads * 2100));
     assert_eq!(t.threads.len() as u64, threads);
     for (tid, exp) in expected.iter().enumerate() {

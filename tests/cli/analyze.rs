@@ -29,6 +29,43 @@ fn report(path: &Path) -> Value {
     serde_json::from_str(&run.stdout()).expect("analyze --json prints JSON")
 }
 
+/// The bundled kernel's findings are grouped at the line of kernels/src that waits (the
+/// Rust layer records each call's source line): every group names a line holding a
+/// `wait_all`, and the groups add up to the findings.
+fn check_kernel_sites(r: &Value) {
+    let findings = r["false_overlap"].as_array().unwrap();
+    let groups = r["by_site"]["false_overlap"].as_array().unwrap();
+    assert!(!groups.is_empty(), "findings are grouped");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for g in groups {
+        let site = g["site"].as_str().unwrap_or_else(|| panic!("a site: {g}"));
+        let (file, line) = site.rsplit_once(':').expect("file:line");
+        assert!(file.starts_with("kernels/src/"), "{site}");
+        let source = std::fs::read_to_string(root.join(file)).expect("the file is there");
+        let line: usize = line.parse().expect("a line number");
+        let text = source.lines().nth(line - 1).expect("the line is there");
+        assert!(text.contains("wait_all"), "{site} is `{}`", text.trim());
+        assert_eq!(g["call"], "MPI_Waitall");
+    }
+    let count: u64 = groups.iter().map(|g| g["count"].as_u64().unwrap()).sum();
+    assert_eq!(count, findings.len() as u64);
+    let total: u64 = groups.iter().map(|g| g["total_ns"].as_u64().unwrap()).sum();
+    let lost: u64 = findings
+        .iter()
+        .map(|f| f["lost_ns"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, lost);
+    for f in findings {
+        assert_eq!(
+            f["wait"]["site"]
+                .as_str()
+                .map(|s| s.starts_with("kernels/src/")),
+            Some(true),
+            "{f}"
+        );
+    }
+}
+
 #[test]
 fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
     let dir = tempfile::tempdir().unwrap();
@@ -54,6 +91,7 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
             assert_eq!(q["post"]["call"], "MPI_Isend");
         }
     }
+    check_kernel_sites(&rn);
     // Fixed: none.
     assert_eq!(rf["false_overlap"].as_array().unwrap().len(), 0);
     // Whether deferring the send wait raises transfer efficiency is a comparison of two
@@ -134,7 +172,14 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
     ]);
     assert!(t.success(), "{}", t.describe());
     assert!(t.stdout().contains("False overlap"));
-    for name in ["ranks", "calls", "requests", "messages", "wait_states"] {
+    for name in [
+        "ranks",
+        "calls",
+        "requests",
+        "messages",
+        "wait_states",
+        "sites",
+    ] {
         let c = std::fs::read_to_string(csv.join(format!("{name}.csv"))).unwrap();
         assert!(c.lines().count() > 1, "{name}.csv has rows");
         let p = std::fs::read(pq.join(format!("{name}.parquet"))).unwrap();

@@ -191,6 +191,76 @@ fn check_calls_program(ranks: u32) {
         .count();
     assert_eq!(persistent, (8 * ranks) as usize, "starts are named as such");
     check_sites_and_comms(&t, ranks);
+    check_symbolized_sites(&out, ranks);
+}
+
+/// The line of tests/programs/calls.c that holds `text` (found, not hard-coded, so the
+/// test follows edits of the program).
+fn calls_c_line(text: &str) -> u32 {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/calls.c");
+    let source = std::fs::read_to_string(src).expect("calls.c reads");
+    let found: Vec<usize> = (source.lines().enumerate())
+        .filter(|(_, l)| l.contains(text))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(found.len(), 1, "exactly one line of calls.c holds {text:?}");
+    found[0] as u32
+}
+
+/// The analyzer symbolizes each rank's sites with its own code maps and the program's
+/// debug info: the ring's Isend is named by its line of calls.c on every rank, and the
+/// report lists it among the run's sites.
+fn check_symbolized_sites(out: &Path, ranks: u32) {
+    let line = calls_c_line("MPI_Isend(&out, 1, MPI_DOUBLE, right, 10,");
+    let want = format!("calls.c:{line} (main)");
+    let trace = overlap_analyzer::import::load(out, &mut |_, _| {})
+        .expect("loads")
+        .trace;
+    let table = overlap_analyzer::sites::SiteTable::build(&trace);
+    for t in &trace.ranks {
+        let ring_isends: Vec<String> = (0..t.spans.len())
+            .filter(|&i| {
+                t.call(i)
+                    .is_some_and(|(op, c)| op == Op::Isend && c.tag == Some(10))
+            })
+            .map(|i| table.label_of_call(&trace, t.rank, i).expect("has a site"))
+            .collect();
+        assert_eq!(ring_isends, vec![want.clone(); 3], "rank {}", t.rank);
+    }
+    let site = table
+        .sites()
+        .iter()
+        .find(|s| s.label == want)
+        .expect("listed");
+    assert!(
+        site.file
+            .as_deref()
+            .is_some_and(|f| f.ends_with("tests/programs/calls.c")),
+        "{site:?}"
+    );
+    assert_eq!(
+        site.resolution,
+        overlap_analyzer::sites::Resolution::DebugInfo
+    );
+    assert!(site
+        .object
+        .as_deref()
+        .is_some_and(|o| o.ends_with("/calls")));
+    let run = crate::util::overlap(&["analyze", out.to_str().expect("utf-8"), "--json"]);
+    assert!(run.success(), "{}", run.describe());
+    let report: serde_json::Value = serde_json::from_str(&run.stdout()).expect("JSON");
+    let labels: Vec<&str> = report["by_site"]["sites"]
+        .as_array()
+        .expect("by_site.sites")
+        .iter()
+        .filter_map(|s| s["label"].as_str())
+        .collect();
+    assert!(labels.contains(&want.as_str()), "{ranks} ranks: {labels:?}");
+    // Every wait-state group names a site of calls.c (all calls are made in main).
+    for g in report["by_site"]["wait_states"].as_array().expect("groups") {
+        let site = g["site"].as_str().expect("a site");
+        assert!(site.starts_with("calls.c:"), "{g}");
+    }
 }
 
 /// Every call carries its call site, the same for every pass through a loop; the

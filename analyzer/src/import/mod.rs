@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use overlap_instrument::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_instrument::schema::{
     readable_version, CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header,
-    MergedInfo, Nanos, Op, FORMAT_NAME, FORMAT_VERSION,
+    MergedInfo, Nanos, Op, SourceSite, FORMAT_NAME, FORMAT_VERSION,
 };
 use serde_json::Value;
 
@@ -210,6 +210,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
     let mut header: Option<Header> = None;
     let mut threads = BTreeMap::new();
     let mut syncs: Vec<ClockSync> = Vec::new();
+    let mut sites: Vec<SourceSite> = Vec::new();
     let mut events = S::default();
     let mut footer: Option<Footer> = None;
     let mut problems: Vec<ReadProblem> = Vec::new();
@@ -276,6 +277,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
                                 threads.insert(raw.tid, n.name);
                             }
                             Some(MetaName::ClockSync) => syncs.push(meta_args(&raw)?),
+                            Some(MetaName::Site) => sites.push(meta_args(&raw)?),
                             Some(MetaName::Footer) => footer = Some(meta_args(&raw)?),
                             // Names and sort indexes are rebuilt by the merge; metadata
                             // of other tools is not ours to interpret.
@@ -338,6 +340,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
         header,
         threads,
         syncs,
+        sites,
         events,
         footer,
         problems,

@@ -294,6 +294,7 @@ impl ClockPlan {
                         Some(ParamValue::Text(maps)) => Some(maps.clone()),
                         _ => None,
                     },
+                    source_sites: t.sites.clone(),
                 })
                 .collect(),
             max_clock_error_ns: self

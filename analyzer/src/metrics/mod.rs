@@ -20,6 +20,7 @@ use overlap_instrument::schema::{Nanos, Op, OpClass, ParamValue};
 use serde::Serialize;
 
 use crate::model::Trace;
+use crate::sites::{BySite, SiteTable};
 
 pub use budget::{RankBudget, RunBudget};
 pub use false_overlap::Finding;
@@ -66,6 +67,9 @@ pub struct CallRef {
     pub start_ns: u64,
     /// Duration, ns.
     pub duration_ns: u64,
+    /// Where the program made the call (a [`crate::sites::Site`] label such as
+    /// `calls.c:57 (main)`); `None` when no site was recorded. Filled in by [`analyze`].
+    pub site: Option<String>,
 }
 
 impl CallRef {
@@ -78,6 +82,7 @@ impl CallRef {
             call: s.op()?.mpi_name(),
             start_ns: s.start.0,
             duration_ns: s.duration().0,
+            site: None,
         })
     }
 }
@@ -162,6 +167,8 @@ pub struct Report {
     pub pop: Pop,
     /// Clock bounds and what they make uncertain.
     pub clock: ClockReport,
+    /// False overlap and wait states grouped by call site, and every site of the run.
+    pub by_site: BySite,
 }
 
 /// Every per-instance figure behind a [`Report`] (the tables of `--csv`/`--parquet`).
@@ -171,6 +178,8 @@ pub struct Details {
     pub waits: Vec<WaitInstance>,
     /// Every request.
     pub requests: Vec<RequestMetrics>,
+    /// Every call site of the run, symbolized.
+    pub sites: SiteTable,
 }
 
 /// Runs every analysis on `trace`.
@@ -191,12 +200,16 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         let r = requests::per_request(trace, &model);
         (model, r)
     };
-    let request_summary = requests::summarize(&requests, &model, opts);
-    let false_overlap = {
+    let mut request_summary = requests::summarize(&requests, &model, opts);
+    let mut false_overlap = {
         let _s = tracing::info_span!("false overlap").entered();
         let ls = false_overlap::late_sender_by_call(&waits);
         false_overlap::findings(trace, &requests, &ls, opts)
     };
+    let sites = SiteTable::build(trace);
+    let worst = &mut request_summary.worst;
+    crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
+    let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
     let replayed = {
         let _s = tracing::info_span!("ideal replay").entered();
         ideal::replay(trace)
@@ -259,8 +272,14 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         false_overlap,
         pop,
         clock,
+        by_site,
     };
-    (report, Details { waits, requests })
+    let details = Details {
+        waits,
+        requests,
+        sites,
+    };
+    (report, details)
 }
 
 /// True for calls that block until something happens elsewhere (wait states are

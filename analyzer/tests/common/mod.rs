@@ -165,6 +165,7 @@ pub fn rank_trace(header: Header, syncs: Vec<ClockSync>, events: Vec<Event>) -> 
         header,
         threads: [(0, "main".to_string())].into(),
         syncs,
+        sites: Vec::new(),
         events,
         footer: Some(footer(n)),
         problems: Vec::new(),
@@ -194,6 +195,10 @@ pub fn write_rank_file(dir: &Path, t: &RankTrace, closed: bool) -> PathBuf {
     .expect("vec");
     for s in t.syncs.iter().filter(|s| s.phase == SyncPhase::Init) {
         w.write(&WireEvent::meta(MetaName::ClockSync, pid, 0, s))
+            .expect("vec");
+    }
+    for s in &t.sites {
+        w.write(&WireEvent::meta(MetaName::Site, pid, 0, s))
             .expect("vec");
     }
     for e in &t.events {

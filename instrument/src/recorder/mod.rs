@@ -11,6 +11,7 @@
 mod record;
 mod ring;
 mod sink;
+mod site;
 mod writer;
 
 use std::cell::{Cell, RefCell};
@@ -40,11 +41,9 @@ pub struct RecorderConfig {
     pub flush_interval: Duration,
     /// The clock events are stamped with.
     pub clock: ClockSource,
-    /// Run the writer thread at the lowest priority (nice 19 on Linux): it then formats
-    /// and writes mostly on CPU time nobody else wants, and a program that keeps every
-    /// core busy (MPI ranks spinning in their progress loops) is barely slowed by it.
-    /// Buffers fill meanwhile; a thread that finds its buffer full sleeps briefly so
-    /// that the writer runs.
+    /// Run the writer thread at nice 19 (Linux): it formats and writes on CPU time nobody
+    /// else wants, so ranks spinning in MPI on every core are barely slowed by it. A
+    /// thread that finds its buffer full sleeps briefly so that the writer runs.
     pub idle_writer: bool,
 }
 
@@ -283,10 +282,11 @@ impl Recorder {
         });
     }
 
-    /// Records an MPI call with the requests or statuses it completed.
-    ///
-    /// A call that completed more requests than half a ring holds keeps only that many.
+    /// Records an MPI call with the requests or statuses it completed (at most half a
+    /// ring's worth), made from the caller's source line (`#[track_caller]`, which a
+    /// `#[track_caller]` caller passes on, as [`crate::mpi::TracedComm`]'s methods do).
     #[inline]
+    #[track_caller]
     pub fn record_call(
         &self,
         op: Op,
@@ -301,6 +301,7 @@ impl Recorder {
     /// Like [`Recorder::record_call`], with the completions produced by `completion(i)`
     /// for `i` in `0..count`, so callers need not build a slice.
     #[inline]
+    #[track_caller]
     pub fn record_call_with(
         &self,
         op: Op,
@@ -308,12 +309,15 @@ impl Recorder {
         end: Stamp,
         data: CallData,
         count: usize,
-        completion: impl FnMut(usize) -> Completion,
+        mut completion: impl FnMut(usize) -> Completion,
     ) {
-        self.record_call_from(op, start, end, 0, data, count, completion);
+        let site = site::SiteWord::source(std::panic::Location::caller());
+        self.push_call(op, start, end, site, data, count, |i| {
+            Record::Completed(completion(i))
+        });
     }
 
-    /// Like [`Recorder::record_call_with`], for a call made from address `site` (the
+    /// Like [`Recorder::record_call_with`], for a call made from code address `site` (the
     /// caller's return address; 0 when unknown).
     #[inline]
     #[allow(clippy::too_many_arguments)]
@@ -332,8 +336,8 @@ impl Recorder {
         });
     }
 
-    /// Records a Start or Startall made from `site`, with the requests it started
-    /// produced by `started(i)` for `i` in `0..count`.
+    /// Records a Start or Startall made from code address `site`, with the requests it
+    /// started produced by `started(i)` for `i` in `0..count`.
     #[inline]
     pub fn record_start(
         &self,
@@ -382,12 +386,12 @@ impl Recorder {
         op: Op,
         start: Stamp,
         end: Stamp,
-        site: u64,
+        site: impl Into<site::SiteWord>,
         data: CallData,
         count: usize,
         mut follow: impl FnMut(usize) -> Record,
     ) {
-        let count = count.min(self.shared().ring_capacity / 2);
+        let (count, site) = (count.min(self.shared().ring_capacity / 2), site.into());
         self.push(1 + count, |i| {
             if i == 0 {
                 Record::Call {

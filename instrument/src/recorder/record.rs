@@ -2,6 +2,7 @@
 //! so appending it is a memcpy. The writer thread turns records into [`crate::schema`]
 //! events.
 
+use super::site::SiteWord;
 use crate::clock::Stamp;
 use crate::schema::{CallArgs, ClockSync, CommId, Completion, Op, RequestId, Started};
 
@@ -232,7 +233,7 @@ pub(crate) enum Record {
         op: Op,
         start: Stamp,
         end: Stamp,
-        site: u64,
+        site: SiteWord,
         data: CallData,
         follow: u32,
     },

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use crate::schema::wire::{
     event_to_wire, ArrayWriter, MetaName, NameArgs, SortIndexArgs, WireEvent,
 };
-use crate::schema::{ClockSync, Event, Footer, Header};
+use crate::schema::{ClockSync, Event, Footer, Header, SourceSite};
 use crate::{Error, Result};
 
 /// Receives the events of one rank, in the order each thread recorded them, from the
@@ -22,6 +22,8 @@ pub trait Sink: Send + 'static {
     fn event(&mut self, event: &Event) -> io::Result<()>;
     /// A clock synchronisation result.
     fn clock_sync(&mut self, sync: &ClockSync) -> io::Result<()>;
+    /// A source location later calls name by id (written before the first of them).
+    fn site(&mut self, site: &SourceSite) -> io::Result<()>;
     /// Make what was written so far durable (reach the file).
     fn flush(&mut self) -> io::Result<()>;
     /// Recording is over.
@@ -123,6 +125,12 @@ impl Sink for ChromeJsonSink {
             .write(&WireEvent::meta(MetaName::ClockSync, pid, 0, sync))
     }
 
+    fn site(&mut self, site: &SourceSite) -> io::Result<()> {
+        let pid = self.pid;
+        self.out()?
+            .write(&WireEvent::meta(MetaName::Site, pid, 0, site))
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         self.out()?.get_mut().flush()
     }
@@ -145,6 +153,8 @@ pub struct Recorded {
     pub events: Vec<Event>,
     /// Clock synchronisations.
     pub syncs: Vec<ClockSync>,
+    /// Source locations calls name by id, in order of first use.
+    pub sites: Vec<SourceSite>,
     /// The footer, once finished.
     pub footer: Option<Footer>,
 }
@@ -186,6 +196,10 @@ impl Sink for MemorySink {
         self.lock().syncs.push(*sync);
         Ok(())
     }
+    fn site(&mut self, site: &SourceSite) -> io::Result<()> {
+        self.lock().sites.push(site.clone());
+        Ok(())
+    }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -207,6 +221,9 @@ impl Sink for NullSink {
         Ok(())
     }
     fn clock_sync(&mut self, _: &ClockSync) -> io::Result<()> {
+        Ok(())
+    }
+    fn site(&mut self, _: &SourceSite) -> io::Result<()> {
         Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::record::Record;
 use super::sink::Sink;
+use super::site::{SiteWord, SourceSites};
 use super::Shared;
 use crate::clock::StampConverter;
 use crate::schema::{CallEvent, Completion, ComputeEvent, Event, Footer, Started};
@@ -24,7 +25,7 @@ pub(crate) struct WriterOutcome {
 struct PendingCall {
     event: CallEvent,
     data: super::record::CallData,
-    site: u64,
+    site: SiteWord,
     remaining: u32,
     completed: Vec<Completion>,
     started: Vec<Started>,
@@ -38,6 +39,7 @@ struct Writer<S: Sink> {
     events: u64,
     announced: Vec<bool>,
     pending: Option<PendingCall>,
+    sources: SourceSites,
 }
 
 impl<S: Sink> Writer<S> {
@@ -64,7 +66,11 @@ impl<S: Sink> Writer<S> {
             group,
             ..
         } = p;
-        event.args = data.to_args(site, completed, started);
+        let (site, new_site) = self.sources.wire(site);
+        if let Some(listed) = new_site {
+            self.attempt(|s| s.site(&listed));
+        }
+        event.args = data.to_args(site.unwrap_or(0), completed, started);
         event.args.group = group;
         self.emit(Event::Call(event));
     }
@@ -177,6 +183,7 @@ pub(crate) fn run<S: Sink>(
         events: 0,
         announced: Vec::new(),
         pending: None,
+        sources: SourceSites::default(),
     };
     loop {
         // Read the flag before draining: once it is set, one more full drain follows.

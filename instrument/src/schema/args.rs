@@ -57,8 +57,9 @@ pub struct CallArgs {
     /// Rooted collectives (Bcast, Reduce, Gather, Scatter): the root, as a world rank.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root: Option<i32>,
-    /// The address the program called from (the return address of the MPI call), when
-    /// the recording layer could see it: the preload records it, the Rust layer does not.
+    /// Where the program called from, when the recording layer could see it: the preload
+    /// records the code address (the return address of the MPI call); the Rust layer
+    /// records the id of a [`SourceSite`] its file lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site: Option<u64>,
     /// Calls on a window (one-sided communication, synchronisation, creation): the
@@ -217,4 +218,23 @@ pub struct Footer {
     pub threads: u32,
     /// Times a thread found its buffer full and waited for the writer.
     pub buffer_stalls: u64,
+}
+
+/// A source location calls were made from, as the Rust layer knows it (`#[track_caller]`):
+/// listed once per rank file (an `overlap_site` metadata record, written before the first
+/// call that names it), and named by id in each call's `site`.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceSite {
+    /// The id calls give as their `site` (from 1; unique within the rank's file).
+    pub id: u64,
+    /// Source file, as the compiler named it (relative to the workspace for a crate
+    /// built in it, e.g. `kernels/src/halo.rs`).
+    pub file: String,
+    /// Line, from 1.
+    pub line: u32,
+    /// Column, from 1.
+    pub column: u32,
 }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Params;
+use super::{Params, SourceSite};
 
 /// `otherData` of a merged trace.
 ///
@@ -75,6 +75,10 @@ pub struct RankClock {
     /// own rank's maps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_maps: Option<String>,
+    /// The source locations the rank's calls name by id in their `site` (the Rust layer
+    /// lists them; the preload records code addresses instead), by id.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_sites: Vec<SourceSite>,
 }
 
 /// A message flagged because its receive completed before its send was posted.

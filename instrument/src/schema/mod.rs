@@ -16,7 +16,8 @@ mod op;
 pub mod wire;
 
 pub use args::{
-    CallArgs, ClockSync, Completion, Footer, Header, ParamValue, Params, Started, SyncPhase,
+    CallArgs, ClockSync, Completion, Footer, Header, ParamValue, Params, SourceSite, Started,
+    SyncPhase,
 };
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use merged::{IncompleteRank, MergedInfo, RankClock, RequestArgs, SuspectMessage};

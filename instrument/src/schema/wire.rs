@@ -138,11 +138,13 @@ pub enum MetaName {
     ClockSync,
     /// `overlap_footer`, args [`super::Footer`].
     Footer,
+    /// `overlap_site`, args [`super::SourceSite`]: a source location calls name by id.
+    Site,
 }
 
 impl MetaName {
     /// Every metadata name.
-    pub const ALL: [MetaName; 7] = [
+    pub const ALL: [MetaName; 8] = [
         MetaName::ProcessName,
         MetaName::ProcessSortIndex,
         MetaName::ThreadName,
@@ -150,6 +152,7 @@ impl MetaName {
         MetaName::Header,
         MetaName::ClockSync,
         MetaName::Footer,
+        MetaName::Site,
     ];
 
     /// The `name` field on the wire.
@@ -162,6 +165,7 @@ impl MetaName {
             MetaName::Header => "overlap_header",
             MetaName::ClockSync => "overlap_clock_sync",
             MetaName::Footer => "overlap_footer",
+            MetaName::Site => "overlap_site",
         }
     }
 

@@ -9,33 +9,32 @@
 //! Non-blocking calls return a [`TracedRequest`], which remembers the request id it was
 //! recorded under, so the call that completes it can name it.
 //!
+//! Every method that records is `#[track_caller]`: a call is recorded with the source
+//! line the program made it from (its `site`), which reports group findings by.
+//!
 //! Point-to-point calls accept [`proc_null`] as a peer, as MPI does: such a call
 //! returns at once and moves no data (codes like MIDAPACK use it for the missing
 //! neighbours at the ends of a line of ranks). It is recorded like any other call, with
 //! the null rank as its peer.
 
 use std::mem::{size_of_val, MaybeUninit};
-use std::path::PathBuf;
 
 use mpi::collective::{CommunicatorCollectives, Operation};
 use mpi::datatype::Equivalence;
 use mpi::ffi;
 use mpi::point_to_point::{Destination, Source, Status};
 use mpi::request::{Request, Scope, StaticScope};
-use mpi::topology::{AsCommunicator, Communicator, Group, Rank, SimpleCommunicator};
+use mpi::topology::{AsCommunicator, Communicator, Rank};
 use smallvec::SmallVec;
 
-use crate::clock::{clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport};
-use crate::recorder::{
-    CallData, ChromeJsonSink, Collective, FinishReport, Recorder, RecorderConfig, Transfer,
-};
-use crate::schema::{
-    ClockSync, CommId, Completion, Header, Op, Params, RequestId, SyncPhase, FORMAT_NAME,
-    FORMAT_VERSION,
-};
-use crate::Result;
+use crate::clock::Stamp;
+use crate::recorder::{CallData, Collective, Recorder, Transfer};
+use crate::schema::{CommId, Completion, Op, RequestId};
+
+mod session;
 
 pub use crate::schema::rank_file_name;
+pub use session::{TraceConfig, TraceSession};
 
 /// `MPI_PROC_NULL`: the peer of a send or receive that has no partner. Its value
 /// depends on the MPI implementation (-1 in MPICH).
@@ -70,162 +69,6 @@ unsafe impl<C: Communicator> Source for Peer<'_, C> {
 impl<C: Communicator> Destination for Peer<'_, C> {
     fn destination_rank(&self) -> Rank {
         self.rank
-    }
-}
-
-/// How a rank's trace is set up.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct TraceConfig {
-    /// Directory that receives one file per rank.
-    pub dir: PathBuf,
-    /// What is being run, for the header.
-    pub program: String,
-    /// The run's parameters, for the header.
-    pub params: Params,
-    /// Buffering and flushing.
-    pub recorder: RecorderConfig,
-    /// Ping-pongs per rank for each clock alignment.
-    pub sync_rounds: u32,
-}
-
-impl TraceConfig {
-    /// A config writing to `dir` for `program`, with default buffering and 20 ping-pongs.
-    pub fn new(dir: impl Into<PathBuf>, program: impl Into<String>) -> TraceConfig {
-        TraceConfig {
-            dir: dir.into(),
-            program: program.into(),
-            params: Params::new(),
-            recorder: RecorderConfig::default(),
-            sync_rounds: 20,
-        }
-    }
-}
-
-/// One rank's recording: its file, its recorder, and a private communicator for clock
-/// alignment (so it never matches the program's own messages).
-pub struct TraceSession {
-    recorder: Recorder,
-    sync_comm: SimpleCommunicator,
-    rounds: u32,
-    path: PathBuf,
-}
-
-struct MpiTransport<'c>(&'c SimpleCommunicator);
-
-const SYNC_TAG: i32 = 0x5c10c;
-
-impl SyncTransport for MpiTransport<'_> {
-    fn rank(&self) -> u32 {
-        self.0.rank() as u32
-    }
-    fn size(&self) -> u32 {
-        self.0.size() as u32
-    }
-    fn send(&self, to: u32, words: [u64; 4]) {
-        self.0
-            .process_at_rank(to as i32)
-            .send_with_tag(&words[..], SYNC_TAG);
-    }
-    fn recv(&self, from: u32) -> [u64; 4] {
-        let mut words = [0u64; 4];
-        self.0
-            .process_at_rank(from as i32)
-            .receive_into_with_tag(&mut words[..], SYNC_TAG);
-        words
-    }
-    fn await_message(&self, from: u32) {
-        let source = self.0.process_at_rank(from as i32);
-        while source.immediate_probe_with_tag(SYNC_TAG).is_none() {
-            std::thread::sleep(std::time::Duration::from_micros(50));
-        }
-    }
-}
-
-impl TraceSession {
-    /// Collective over `world`: creates `dir/rank-N.json`, writes the header, and aligns
-    /// this rank's clock with rank 0's.
-    pub fn start(world: &SimpleCommunicator, config: TraceConfig) -> Result<TraceSession> {
-        let rank = world.rank() as u32;
-        let epoch_ns = monotonic_now_ns();
-        let header = Header {
-            format: FORMAT_NAME.to_string(),
-            format_version: FORMAT_VERSION,
-            rank,
-            size: world.size() as u32,
-            host: mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into()),
-            os_pid: std::process::id(),
-            epoch_ns,
-            clock_domain: clock_domain(),
-            program: config.program.clone(),
-            params: config.params.clone(),
-        };
-        let path = config.dir.join(rank_file_name(rank));
-        let sink = ChromeJsonSink::create(&path, &header)?;
-        let recorder = Recorder::with_epoch(sink, config.recorder, epoch_ns)?;
-        let session = TraceSession {
-            recorder,
-            sync_comm: world.duplicate(),
-            rounds: config.sync_rounds,
-            path,
-        };
-        session.align_clock(SyncPhase::Init);
-        Ok(session)
-    }
-
-    fn align_clock(&self, phase: SyncPhase) {
-        let est = synchronize(
-            &MpiTransport(&self.sync_comm),
-            self.rounds,
-            monotonic_now_ns,
-        );
-        let epoch = self.recorder.epoch_ns();
-        self.recorder.record_clock_sync(ClockSync {
-            phase,
-            local_ns: est.at_remote_ns.saturating_sub(epoch),
-            offset_ns: est.offset_ns,
-            error_ns: est.error_ns,
-            rtt_ns: est.rtt_ns,
-            rounds: est.rounds,
-        });
-    }
-
-    /// The recorder, for compute spans (`session.recorder().compute("name")`) and for a
-    /// [`crate::layer::ComputeLayer`].
-    pub fn recorder(&self) -> &Recorder {
-        &self.recorder
-    }
-
-    /// The file this rank writes.
-    pub fn path(&self) -> &std::path::Path {
-        &self.path
-    }
-
-    /// `comm` with its calls recorded under communicator id `id`: [`CommId::WORLD`] for
-    /// the world communicator, and for others an id every rank gives the same
-    /// communicator. Peers are recorded as world ranks, so messages on any communicator
-    /// line up with the merged trace's processes.
-    pub fn comm<'a, C: Communicator>(&'a self, comm: &'a C, id: CommId) -> TracedComm<'a, C> {
-        let ranks: Vec<i32> = (0..comm.size()).collect();
-        let to_world = comm
-            .group()
-            .translate_ranks(&ranks, &self.sync_comm.group())
-            .into_iter()
-            .zip(&ranks)
-            .map(|(w, r)| w.unwrap_or(*r))
-            .collect();
-        TracedComm {
-            comm,
-            recorder: &self.recorder,
-            id,
-            to_world,
-        }
-    }
-
-    /// Collective: aligns the clock again, writes the footer and closes the file.
-    pub fn finish(self) -> Result<FinishReport> {
-        self.align_clock(SyncPhase::Final);
-        self.recorder.finish()
     }
 }
 
@@ -356,6 +199,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Isend` of `buf` to `dest`.
+    #[track_caller]
     pub fn isend<'b, T: Equivalence, S: Scope<'b>>(
         &self,
         scope: S,
@@ -381,6 +225,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Irecv` into `buf` from `source`.
+    #[track_caller]
     pub fn irecv<'b, T: Equivalence, S: Scope<'b>>(
         &self,
         scope: S,
@@ -409,6 +254,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Isend` of an owned buffer; [`TracedComm::wait_owned`] or
     /// [`TracedComm::wait_all_owned`] give it back.
+    #[track_caller]
     pub fn isend_owned<T: Equivalence + 'static>(
         &self,
         dest: i32,
@@ -428,6 +274,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Irecv` into an owned buffer; [`TracedComm::wait_owned`] or
     /// [`TracedComm::wait_all_owned`] give it back, filled.
+    #[track_caller]
     pub fn irecv_owned<T: Equivalence + 'static>(
         &self,
         source: i32,
@@ -445,6 +292,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Wait` on an owned request: its buffer and status.
+    #[track_caller]
     pub fn wait_owned<T: Equivalence + 'static>(
         &self,
         mut request: OwnedRequest<T>,
@@ -459,6 +307,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Waitall` on owned requests, which are left empty; their buffers are appended
     /// to `buffers` in order.
+    #[track_caller]
     pub fn wait_all_owned<T: Equivalence + 'static>(
         &self,
         requests: &mut Vec<OwnedRequest<T>>,
@@ -479,6 +328,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Send` of `buf` to `dest`.
+    #[track_caller]
     pub fn send<T: Equivalence>(&self, dest: i32, tag: i32, buf: &[T]) {
         let t = self.transfer(dest, tag, buf);
         let start = self.now();
@@ -489,6 +339,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Recv` into `buf` from `source`.
+    #[track_caller]
     pub fn recv<T: Equivalence>(&self, source: i32, tag: i32, buf: &mut [T]) -> Status {
         let t = self.transfer(source, tag, buf);
         let start = self.now();
@@ -502,6 +353,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
 
     /// `MPI_Sendrecv`: sends `send` to `dest` and receives `recv` from `source`.
     #[allow(clippy::too_many_arguments)]
+    #[track_caller]
     pub fn sendrecv<T: Equivalence, U: Equivalence>(
         &self,
         dest: i32,
@@ -532,6 +384,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Wait` on one request.
+    #[track_caller]
     pub fn wait<'b, D: ?Sized, S: Scope<'b>>(&self, request: TracedRequest<'b, D, S>) -> Status {
         let TracedRequest { inner, id, receive } = request;
         let start = self.now();
@@ -548,6 +401,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Waitall` on every request of `requests`, which is left empty.
+    #[track_caller]
     pub fn wait_all<'b, D: ?Sized, S: Scope<'b>>(
         &self,
         requests: &mut Vec<TracedRequest<'b, D, S>>,
@@ -589,6 +443,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Test` on one request: its status when it completed, the request otherwise.
+    #[track_caller]
     pub fn test<'b, D: ?Sized, S: Scope<'b>>(
         &self,
         request: TracedRequest<'b, D, S>,
@@ -617,6 +472,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Barrier`.
+    #[track_caller]
     pub fn barrier(&self) {
         let start = self.now();
         self.comm.barrier();
@@ -632,6 +488,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     }
 
     /// `MPI_Allreduce` of `send` into `recv` with `op`.
+    #[track_caller]
     pub fn all_reduce_into<T: Equivalence, O: Operation>(&self, send: &[T], recv: &mut [T], op: O) {
         let start = self.now();
         self.comm.all_reduce_into(send, recv, op);

@@ -1,0 +1,164 @@
+//! Findings and wait states summed by call site: one line of source that waits in a loop
+//! makes thousands of instances, and what an engineer changes is the line. Each group is
+//! one (site, MPI call) — and for wait states one kind — with its count, total and worst.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use super::{Site, SiteTable};
+use crate::metrics::{CallRef, Finding, RequestMetrics, WaitInstance, WaitKind};
+use crate::model::Trace;
+
+/// The instances of one (site, call[, kind]), summed.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SiteGroup {
+    /// The site's label (see [`Site::label`]); `None` when the calls recorded no site.
+    pub site: Option<String>,
+    /// MPI function.
+    pub call: &'static str,
+    /// Wait states: the kind (absent for false overlap).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<WaitKind>,
+    /// Instances.
+    pub count: u64,
+    /// Ranks they happened on.
+    pub ranks: u32,
+    /// Time lost in all of them, ns.
+    pub total_ns: u64,
+    /// The largest single loss, ns.
+    pub worst_ns: u64,
+    /// Where the largest happened: rank.
+    pub worst_rank: u32,
+    /// ... and the call's index among that rank's events.
+    pub worst_index: usize,
+}
+
+/// Everything the report says by site.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct BySite {
+    /// False-overlap findings by (site, waiting call), largest total first.
+    pub false_overlap: Vec<SiteGroup>,
+    /// Wait-state instances (those beyond the clock error bound) by (site, call, kind),
+    /// largest total first.
+    pub wait_states: Vec<SiteGroup>,
+    /// Every distinct site of the run, with file, line, function, object and offset.
+    pub sites: Vec<Site>,
+    /// What could not be symbolized, and why.
+    pub notes: Vec<String>,
+}
+
+type Key = (Option<u32>, &'static str, Option<WaitKind>);
+
+struct Sum {
+    count: u64,
+    ranks: BTreeSet<u32>,
+    total: u64,
+    worst: (u64, u32, usize),
+}
+
+fn groups(
+    table: &SiteTable,
+    items: impl Iterator<Item = (Key, u32, usize, u64)>,
+) -> Vec<SiteGroup> {
+    let mut sums: HashMap<Key, Sum> = HashMap::new();
+    for (key, rank, index, lost) in items {
+        let s = sums.entry(key).or_insert_with(|| Sum {
+            count: 0,
+            ranks: BTreeSet::new(),
+            total: 0,
+            worst: (0, rank, index),
+        });
+        s.count += 1;
+        s.ranks.insert(rank);
+        s.total += lost;
+        if lost > s.worst.0 {
+            s.worst = (lost, rank, index);
+        }
+    }
+    let mut out: Vec<SiteGroup> = sums
+        .into_iter()
+        .map(|((site, call, kind), s)| SiteGroup {
+            site: site
+                .and_then(|id| table.sites().get(id as usize))
+                .map(|s| s.label.clone()),
+            call,
+            kind,
+            count: s.count,
+            ranks: s.ranks.len() as u32,
+            total_ns: s.total,
+            worst_ns: s.worst.0,
+            worst_rank: s.worst.1,
+            worst_index: s.worst.2,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        (b.total_ns, &a.site, a.call, a.kind).cmp(&(a.total_ns, &b.site, b.call, b.kind))
+    });
+    out
+}
+
+/// False-overlap findings by the site of their waiting call.
+pub fn false_overlap(trace: &Trace, table: &SiteTable, findings: &[Finding]) -> Vec<SiteGroup> {
+    let items = findings.iter().map(|f| {
+        let site = table.id_of_call(trace, f.wait.rank, f.wait.index);
+        (
+            (site, f.wait.call, None),
+            f.wait.rank,
+            f.wait.index,
+            f.lost_ns,
+        )
+    });
+    groups(table, items)
+}
+
+/// Wait-state instances by the site of the call that waited (instances within the clock
+/// error bound are left out, as in the totals).
+pub fn wait_states(trace: &Trace, table: &SiteTable, waits: &[WaitInstance]) -> Vec<SiteGroup> {
+    let items = waits.iter().filter(|w| !w.indeterminate).map(|w| {
+        let site = table.id_of_call(trace, w.rank, w.index);
+        ((site, w.call, Some(w.kind)), w.rank, w.index, w.amount_ns)
+    });
+    groups(table, items)
+}
+
+/// The by-site part of the report.
+pub fn by_site(
+    trace: &Trace,
+    table: &SiteTable,
+    findings: &[Finding],
+    waits: &[WaitInstance],
+) -> BySite {
+    BySite {
+        false_overlap: false_overlap(trace, table, findings),
+        wait_states: wait_states(trace, table, waits),
+        sites: table.sites().to_vec(),
+        notes: table.notes().to_vec(),
+    }
+}
+
+/// Names the site of every call the report refers to: a finding's wait, the posts of its
+/// requests and where the wait may move; the worst requests' posts and completions.
+pub fn name_sites(
+    trace: &Trace,
+    table: &SiteTable,
+    findings: &mut [Finding],
+    requests: &mut [RequestMetrics],
+) {
+    let name = |c: &mut CallRef| c.site = table.label_of_call(trace, c.rank, c.index);
+    for f in findings {
+        name(&mut f.wait);
+        for r in &mut f.requests {
+            name(&mut r.post);
+        }
+        if let Some(m) = f.move_before.as_mut() {
+            name(m);
+        }
+    }
+    for r in requests {
+        name(&mut r.post);
+        if let Some(c) = r.completion.as_mut() {
+            name(c);
+        }
+    }
+}

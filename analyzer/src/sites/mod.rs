@@ -1,0 +1,276 @@
+//! Call sites: where in the program each MPI call was made, as `file:line (function)`,
+//! so that reports name code rather than times and group the many findings one line of
+//! source causes. A call's `site` is either a code address (the preload), symbolized
+//! with the rank's own code maps and the object's debug info ([`symbolize`]), or the id
+//! of a source location the Rust layer listed (`#[track_caller]`). [`SiteTable`] does
+//! this once per distinct site of a run; [`group`] sums findings and waits by site.
+
+pub mod group;
+pub mod maps;
+pub mod symbolize;
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::Serialize;
+
+use crate::fxhash::FxHashMap;
+use crate::model::Trace;
+pub use group::{BySite, SiteGroup};
+pub use symbolize::Symbolizer;
+
+/// How a site's place in the source was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolution {
+    /// The recording layer gave file and line itself (the Rust layer).
+    Recorded,
+    /// File, line and function from the object's DWARF (or its separate debug file).
+    DebugInfo,
+    /// The function from the symbol table; no line information.
+    SymbolTable,
+    /// Nothing could be read: the site is an object and offset (or a bare address).
+    Unavailable,
+}
+
+/// A call site, as reports name it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Site {
+    /// How reports show it: `calls.c:57 (main)`, `kernels/src/halo.rs:88`,
+    /// `calls+0x1234 (main)` without line information, `calls+0x1234` or `0x7f…` when
+    /// symbolization was unavailable.
+    pub label: String,
+    /// Source file (as the debug info or the compiler names it).
+    pub file: Option<String>,
+    /// Line, from 1.
+    pub line: Option<u32>,
+    /// Function the call is in (the innermost one when inlined).
+    pub function: Option<String>,
+    /// Functions the innermost one was inlined into, innermost first.
+    pub inlined_into: Vec<String>,
+    /// The object file (executable or library) the code address is in.
+    pub object: Option<String>,
+    /// File offset of the call in that object.
+    pub offset: Option<u64>,
+    /// How the source place was found.
+    pub resolution: Resolution,
+    /// Why file and line are missing, when they are.
+    pub unavailable: Option<String>,
+}
+
+impl Site {
+    /// A site nothing could be learnt about beyond `label`.
+    pub(crate) fn unavailable(
+        label: String,
+        object: Option<String>,
+        offset: Option<u64>,
+        why: &str,
+    ) -> Site {
+        Site {
+            label,
+            file: None,
+            line: None,
+            function: None,
+            inlined_into: Vec::new(),
+            object,
+            offset,
+            resolution: Resolution::Unavailable,
+            unavailable: Some(why.to_string()),
+        }
+    }
+
+    /// A source location the recording layer listed.
+    pub(crate) fn recorded(file: &str, line: u32) -> Site {
+        Site {
+            label: format!("{file}:{line}"),
+            file: Some(file.to_string()),
+            line: Some(line),
+            function: None,
+            inlined_into: Vec::new(),
+            object: None,
+            offset: None,
+            resolution: Resolution::Recorded,
+            unavailable: None,
+        }
+    }
+
+    /// Fills in the label from the other fields.
+    pub(crate) fn labelled(mut self) -> Site {
+        let place = match (&self.file, self.line, &self.object, self.offset) {
+            (Some(file), Some(line), _, _) => {
+                // Debug info names files by absolute path: the base name reads better
+                // and the full path stays in `file`.
+                let shown = if file.starts_with('/') {
+                    symbolize::base_name(file)
+                } else {
+                    file
+                };
+                format!("{shown}:{line}")
+            }
+            (_, _, Some(object), Some(offset)) => {
+                format!("{}+{offset:#x}", symbolize::base_name(object))
+            }
+            _ => self.label.clone(),
+        };
+        self.label = match (&self.function, self.inlined_into.last()) {
+            (Some(f), Some(outer)) => format!("{place} ({f}, inlined in {outer})"),
+            (Some(f), None) => format!("{place} ({f})"),
+            (None, _) => place,
+        };
+        self
+    }
+}
+
+/// Every distinct call site of a run, symbolized once.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SiteTable {
+    sites: Vec<Site>,
+    ids: FxHashMap<(u32, u64), u32>,
+    notes: Vec<String>,
+}
+
+impl SiteTable {
+    /// Symbolizes every distinct site of `trace`: per rank, with that rank's code maps
+    /// or source-site list (each process has its own address layout).
+    pub fn build(trace: &Trace) -> SiteTable {
+        let _span = tracing::info_span!("symbolize sites").entered();
+        let mut table = SiteTable::default();
+        let mut symbolizer = Symbolizer::new();
+        let mut by_label: HashMap<String, u32> = HashMap::new();
+        let mut no_maps: Vec<u32> = Vec::new();
+        for t in &trace.ranks {
+            let info = trace.info.ranks.iter().find(|r| r.rank == t.rank);
+            let recorded: BTreeMap<u64, (&str, u32)> = info
+                .map(|r| {
+                    r.source_sites
+                        .iter()
+                        .map(|s| (s.id, (s.file.as_str(), s.line)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            let maps = match info.and_then(|r| r.code_maps.as_deref()).map(maps::parse) {
+                Some(Ok(m)) => Some(m),
+                Some(Err(e)) => {
+                    table.notes.push(format!("rank {}: {e}", t.rank));
+                    None
+                }
+                None => None,
+            };
+            // Distinct sites only: a run has millions of calls and a few hundred sites.
+            let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
+            for c in &t.calls {
+                if let Some(site) = c.site {
+                    seen.insert(site.get(), ());
+                }
+            }
+            let mut raws: Vec<u64> = seen.into_keys().collect();
+            raws.sort_unstable();
+            for raw in raws {
+                let site = match (recorded.get(&raw), &maps) {
+                    (Some((file, line)), _) => Site::recorded(file, *line),
+                    (None, Some(maps)) => symbolizer.symbolize(maps, raw),
+                    (None, None) => {
+                        if no_maps.last() != Some(&t.rank) {
+                            no_maps.push(t.rank);
+                        }
+                        Site::unavailable(
+                            format!("{raw:#x}"),
+                            None,
+                            None,
+                            "the rank's trace lists no code maps to symbolize it with",
+                        )
+                    }
+                };
+                let next = table.sites.len() as u32;
+                let id = *by_label.entry(site.label.clone()).or_insert(next);
+                if id == next {
+                    table.sites.push(site);
+                }
+                table.ids.insert((t.rank, raw), id);
+            }
+        }
+        for (object, why) in symbolizer.unreadable() {
+            table
+                .notes
+                .push(format!("{object}: symbolization unavailable: {why}"));
+        }
+        if !no_maps.is_empty() {
+            table.notes.push(format!(
+                "rank(s) {no_maps:?} recorded code addresses but no code maps: sites shown as addresses"
+            ));
+        }
+        table
+    }
+
+    /// Every distinct site, in order of first meeting.
+    pub fn sites(&self) -> &[Site] {
+        &self.sites
+    }
+
+    /// What could not be symbolized, and why.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    /// The index in [`SiteTable::sites`] of the site `raw` a call of `rank` recorded.
+    pub fn id(&self, rank: u32, raw: u64) -> Option<u32> {
+        self.ids.get(&(rank, raw)).copied()
+    }
+
+    /// The site `raw` (a call's recorded `site`) of `rank`: e.g. to name "move the wait
+    /// after call site X".
+    pub fn site(&self, rank: u32, raw: u64) -> Option<&Site> {
+        self.sites.get(self.id(rank, raw)? as usize)
+    }
+
+    /// The index of the site of call `index` of `rank`, when it recorded one.
+    pub fn id_of_call(&self, trace: &Trace, rank: u32, index: usize) -> Option<u32> {
+        let (_, call) = trace.rank(rank)?.call(index)?;
+        self.id(rank, call.site?.get())
+    }
+
+    /// The site of call `index` of `rank`, when it recorded one.
+    pub fn of_call(&self, trace: &Trace, rank: u32, index: usize) -> Option<&Site> {
+        self.sites
+            .get(self.id_of_call(trace, rank, index)? as usize)
+    }
+
+    /// The label of call `index` of `rank`'s site (see [`Site::label`]).
+    pub fn label_of_call(&self, trace: &Trace, rank: u32, index: usize) -> Option<String> {
+        self.of_call(trace, rank, index).map(|s| s.label.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        let inlined = Site {
+            label: String::new(),
+            file: Some("/src/app/calls.c".into()),
+            line: Some(57),
+            function: Some("post".into()),
+            inlined_into: vec!["exchange".into(), "main".into()],
+            object: Some("/src/app/calls".into()),
+            offset: Some(0x1234),
+            resolution: Resolution::DebugInfo,
+            unavailable: None,
+        }
+        .labelled();
+        assert_eq!(inlined.label, "calls.c:57 (post, inlined in main)");
+        let symbol_only = Site {
+            file: None,
+            line: None,
+            inlined_into: vec![],
+            resolution: Resolution::SymbolTable,
+            ..inlined.clone()
+        }
+        .labelled();
+        assert_eq!(symbol_only.label, "calls+0x1234 (post)");
+        assert_eq!(
+            Site::recorded("kernels/src/halo.rs", 88).label,
+            "kernels/src/halo.rs:88"
+        );
+    }
+}

@@ -1,0 +1,178 @@
+//! Where a call was made from, as it sits in a ring: one word that is either a code
+//! address (the preload's return addresses) or a source location (`#[track_caller]` in
+//! the Rust layer), so recording a site costs a store, not a lookup. The writer thread
+//! turns source locations into the small ids of the file's `overlap_site` records.
+
+use std::collections::HashMap;
+use std::panic::Location;
+
+use crate::fxhash::FxHashMap;
+use crate::schema::SourceSite;
+
+/// Set on a word that holds a `&'static Location`. User-space code addresses never have
+/// the top bit set (x86-64 and AArch64 user space ends far below 2^63).
+const SOURCE_TAG: u64 = 1 << 63;
+
+/// A call site, packed in one word. Only [`SiteWord::source`] sets the tag, and only
+/// from a `&'static Location`, which is what makes [`SiteWord::decode`] sound.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SiteWord(u64);
+
+impl From<u64> for SiteWord {
+    /// A code address: see [`SiteWord::address`].
+    fn from(address: u64) -> SiteWord {
+        SiteWord::address(address)
+    }
+}
+
+/// A [`SiteWord`], unpacked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SiteKind {
+    /// Not known.
+    Unknown,
+    /// A code address.
+    Address(u64),
+    /// A source location.
+    Source(&'static Location<'static>),
+}
+
+impl SiteWord {
+    /// A code address (0: unknown). An address with the top bit set cannot be a
+    /// user-space code address and is recorded as unknown.
+    #[inline]
+    pub(crate) fn address(address: u64) -> SiteWord {
+        SiteWord(if address & SOURCE_TAG == 0 {
+            address
+        } else {
+            0
+        })
+    }
+
+    /// A source location.
+    #[inline]
+    pub(crate) fn source(location: &'static Location<'static>) -> SiteWord {
+        SiteWord(std::ptr::from_ref(location) as usize as u64 | SOURCE_TAG)
+    }
+
+    /// What the word holds.
+    pub(crate) fn decode(self) -> SiteKind {
+        if self.0 & SOURCE_TAG != 0 {
+            let pointer = (self.0 & !SOURCE_TAG) as usize as *const Location<'static>;
+            // SAFETY: the tag is only set by `SiteWord::source`, from a `&'static
+            // Location`; clearing it gives that reference's address back unchanged.
+            SiteKind::Source(unsafe { &*pointer })
+        } else if self.0 == 0 {
+            SiteKind::Unknown
+        } else {
+            SiteKind::Address(self.0)
+        }
+    }
+}
+
+/// The writer's table of source locations met so far: each distinct (file, line,
+/// column) gets the next id from 1. Looked up by the location's address first (one
+/// call site is one static `Location`, so this is the lookup of nearly every call), then
+/// by value (a site compiled into several copies of a generic function has one
+/// `Location` per copy, and is still one site).
+#[derive(Debug, Default)]
+pub(crate) struct SourceSites {
+    by_address: FxHashMap<usize, u64>,
+    ids: HashMap<(&'static str, u32, u32), u64>,
+}
+
+impl SourceSites {
+    /// The wire `site` of a call made from `word`, and the [`SourceSite`] record to write
+    /// first when its location is new.
+    pub(crate) fn wire(&mut self, word: SiteWord) -> (Option<u64>, Option<SourceSite>) {
+        match word.decode() {
+            SiteKind::Unknown => (None, None),
+            SiteKind::Address(a) => (Some(a), None),
+            SiteKind::Source(l) => {
+                let address = std::ptr::from_ref(l) as usize;
+                if let Some(id) = self.by_address.get(&address) {
+                    return (Some(*id), None);
+                }
+                let key = (l.file(), l.line(), l.column());
+                if let Some(id) = self.ids.get(&key).copied() {
+                    self.by_address.insert(address, id);
+                    return (Some(id), None);
+                }
+                let id = self.ids.len() as u64 + 1;
+                self.ids.insert(key, id);
+                self.by_address.insert(address, id);
+                let record = SourceSite {
+                    id,
+                    file: l.file().to_string(),
+                    line: l.line(),
+                    column: l.column(),
+                };
+                (Some(id), Some(record))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_round_trip() {
+        assert_eq!(SiteWord::address(0).decode(), SiteKind::Unknown);
+        assert_eq!(
+            SiteWord::address(0x55d0_1234).decode(),
+            SiteKind::Address(0x55d0_1234)
+        );
+        assert_eq!(SiteWord::address(1 << 63 | 5).decode(), SiteKind::Unknown);
+        let here = Location::caller();
+        assert_eq!(SiteWord::source(here).decode(), SiteKind::Source(here));
+    }
+
+    #[test]
+    fn one_id_per_distinct_location() {
+        let mut t = SourceSites::default();
+        let a = Location::caller();
+        let b = Location::caller();
+        let (id_a, rec_a) = t.wire(SiteWord::source(a));
+        assert_eq!(id_a, Some(1));
+        let rec_a = rec_a.expect("first sight lists the site");
+        assert_eq!((rec_a.file.as_str(), rec_a.line), (file!(), a.line()));
+        assert_eq!(t.wire(SiteWord::source(a)), (Some(1), None));
+        let (id_b, rec_b) = t.wire(SiteWord::source(b));
+        assert_eq!((id_b, rec_b.map(|r| r.line)), (Some(2), Some(b.line())));
+        assert_eq!(t.wire(SiteWord::address(0x1000)), (Some(0x1000), None));
+    }
+
+    #[test]
+    fn recorded_calls_name_the_line_they_were_made_from() {
+        use crate::recorder::{CallData, MemorySink, Recorder, RecorderConfig};
+        use crate::schema::{Event, Op};
+        let sink = MemorySink::new();
+        let rec = Recorder::new(sink.clone(), RecorderConfig::default()).expect("recorder");
+        let mut lines = Vec::new();
+        for _ in 0..3 {
+            let t = rec.stamp();
+            lines.push(line!() + 1);
+            rec.record_call(Op::Barrier, t, t, CallData::Plain, &[]);
+            rec.record_call_from(Op::Barrier, t, t, 0x4242, CallData::Plain, 0, |_| {
+                unreachable!("no completions")
+            });
+        }
+        rec.finish().expect("finish");
+        let got = sink.recorded();
+        assert_eq!(got.sites.len(), 1, "one line, listed once: {:?}", got.sites);
+        assert_eq!(
+            (got.sites[0].file.as_str(), got.sites[0].line),
+            (file!(), lines[0])
+        );
+        let sites: Vec<Option<u64>> = got
+            .events
+            .iter()
+            .map(|e| match e {
+                Event::Call(c) => c.args.site,
+                Event::Compute(_) => None,
+            })
+            .collect();
+        assert_eq!(sites, [Some(1), Some(0x4242)].repeat(3));
+    }
+}
