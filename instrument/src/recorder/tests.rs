@@ -1,0 +1,155 @@
+//! Unit tests of the recorder: order, completions, stalls, spans, and the writer.
+use super::*;
+use crate::schema::{CommId, Event, Nanos, SyncPhase};
+
+fn config() -> RecorderConfig {
+    RecorderConfig {
+        ring_capacity: 64,
+        flush_interval: Duration::from_millis(5),
+        clock: ClockSource::Monotonic,
+        // The stalls of the tiny ring exercise the sleep that lets a low-priority
+        // writer run.
+        idle_writer: true,
+    }
+}
+
+fn at(ns: u64) -> Stamp {
+    Stamp::from_nanos(Nanos(ns))
+}
+
+#[test]
+fn calls_keep_their_completions_and_order() {
+    let sink = MemorySink::new();
+    let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+    let transfer = Transfer {
+        peer: 1,
+        tag: 7,
+        bytes: 64,
+        comm: CommId::WORLD,
+        buf: 0x1000,
+        buf_len: 64,
+    };
+    let r1 = rec.next_request_id();
+    let r2 = rec.next_request_id();
+    rec.record_call(
+        Op::Isend,
+        at(10),
+        at(20),
+        CallData::Post {
+            transfer,
+            request: r1,
+        },
+        &[],
+    );
+    {
+        let _g = rec.compute("pack");
+    }
+    let done = [r1, r2].map(|r| Completion {
+        request: Some(r.0),
+        source: None,
+        tag: None,
+        bytes: None,
+    });
+    rec.record_call(
+        Op::Waitall,
+        at(30),
+        at(40),
+        CallData::Complete { flag: None },
+        &done,
+    );
+    let report = rec.finish().expect("finish");
+    assert_eq!(report.events, 3);
+    assert!(matches!(rec.finish(), Err(Error::AlreadyFinished)));
+    let got = sink.recorded();
+    assert_eq!(got.events.len(), 3);
+    assert_eq!(got.threads.len(), 1);
+    let Event::Call(waitall) = &got.events[2] else {
+        panic!("third event is the Waitall")
+    };
+    assert_eq!(waitall.op, Op::Waitall);
+    assert_eq!(waitall.args.completed.len(), 2);
+    assert_eq!(waitall.args.completed[1].request, Some(2));
+    assert!(matches!(&got.events[1], Event::Compute(c) if c.name == "pack"));
+    assert_eq!(got.footer.map(|f| f.events), Some(3));
+}
+
+#[test]
+fn a_group_follows_its_call_in_order() {
+    let sink = MemorySink::new();
+    let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+    let group: Vec<i32> = (0..(MEMBERS_PER_RECORD as i32 * 2 + 3)).rev().collect();
+    let data = CallData::WindowSync {
+        win: 5,
+        target: None,
+        exclusive: None,
+        flag: None,
+    };
+    rec.record_group(Op::WinStart, at(10), at(20), 0x40, data, &group);
+    rec.record_group(Op::WinPost, at(30), at(40), 0x50, data, &[]);
+    let lock = CallData::WindowSync {
+        win: 5,
+        target: Some(3),
+        exclusive: Some(true),
+        flag: None,
+    };
+    rec.record_call(Op::WinLock, at(50), at(60), lock, &[]);
+    rec.finish().expect("finish");
+    let got = sink.recorded();
+    let calls: Vec<_> = got
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Call(c) => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls.len(), 3);
+    assert_eq!(calls[0].args.group, group);
+    assert_eq!(calls[0].args.win, Some(5));
+    assert_eq!(calls[0].args.site, Some(0x40));
+    assert!(calls[1].args.group.is_empty());
+    assert_eq!(
+        (calls[2].args.peer, calls[2].args.exclusive),
+        (Some(3), Some(1))
+    );
+}
+
+#[test]
+fn many_events_through_a_small_ring_from_several_threads() {
+    let sink = MemorySink::new();
+    let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for i in 0..2_000u64 {
+                    rec.record_compute("work", at(i), at(i + 1));
+                }
+            });
+        }
+    });
+    rec.record_clock_sync(ClockSync {
+        phase: SyncPhase::Final,
+        local_ns: 5,
+        offset_ns: -3,
+        error_ns: 1,
+        rtt_ns: 2,
+        rounds: 4,
+    });
+    let report = rec.finish().expect("finish");
+    assert_eq!(report.events, 16_000);
+    // Eight workers, plus the test thread that recorded the clock sync.
+    assert_eq!(report.threads, 9);
+    let got = sink.recorded();
+    assert_eq!(got.syncs.len(), 1);
+    for tid in 0..8 {
+        let starts: Vec<u64> = got
+            .events
+            .iter()
+            .filter(|e| e.tid() == tid)
+            .map(|e| e.start().0)
+            .collect();
+        assert_eq!(starts, (0..2_000).collect::<Vec<_>>(), "thread {tid}");
+    }
+    // Recording after finish is dropped, not blocked.
+    rec.record_compute("late", at(0), at(1));
+}
