@@ -79,7 +79,7 @@ pub fn gate_metrics(r: &Report) -> Vec<Metric> {
         unit,
         better,
     };
-    vec![
+    let mut v = vec![
         m(
             "false_overlap.findings",
             r.false_overlap.len() as f64,
@@ -122,13 +122,17 @@ pub fn gate_metrics(r: &Report) -> Vec<Metric> {
             Unit::Fraction,
             Better::Lower,
         ),
-        m(
+    ];
+    // Unknown when no request has an overlap figure: then not gated (reported missing).
+    if let Some(o) = r.requests.mean_overlap {
+        v.push(m(
             "requests.mean_overlap",
-            r.requests.mean_overlap,
+            o,
             Unit::Fraction,
             Better::Higher,
-        ),
-    ]
+        ));
+    }
+    v
 }
 
 /// A baseline made from a report.
@@ -422,7 +426,8 @@ pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
         ));
         v.push((
             "requests.mean_overlap".into(),
-            r.requests.mean_overlap,
+            // NaN (null in JSON) when unknown.
+            r.requests.mean_overlap.unwrap_or(f64::NAN),
             Unit::Fraction,
         ));
         v.push((
