@@ -8,8 +8,9 @@
 //!
 //! The wait that a late partner explains is no progress problem: the wait counted,
 //! `progress_wait`, is the completing call's duration less the part of it before the
-//! partner arrived (a receive's matching send, a send's matching receive post, the last
-//! member's post of a collective; none for one-sided operations):
+//! last partner of any request it completed arrived (a receive's matching send, a
+//! send's matching receive post, the last member's post of a collective; none for
+//! one-sided operations):
 //!
 //! ```text
 //! progress_wait = (X(wait) - E(wait)) - max(0, min(E(partner), X(wait)) - E(wait))
@@ -41,7 +42,7 @@ pub struct Progress {
     pub wait_start: Nanos,
     /// `X` of the completing call.
     pub wait_end: Nanos,
-    /// When the partner entered its side, if known.
+    /// When the last partner of the requests the call completed entered its side.
     pub partner: Option<Nanos>,
     /// Pure transfer time (0: unknown).
     pub t_pure: Nanos,

@@ -125,8 +125,34 @@ pub fn per_request(
             last_post.extend(members.iter().map(|&i| (i, last)));
         }
     }
-    let mut out = Vec::with_capacity(trace.requests.len());
+    // The latest partner arrival of every request a completion call completed: the
+    // call's wait until then is explained by a late partner, not by progress.
+    let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
+        let post = EventRef {
+            rank: r.rank,
+            index: r.post,
+        };
+        match r.kind {
+            RequestKind::Send => receiver.get(&post).copied(),
+            RequestKind::Recv => received.get(&post).map(|g| g.1),
+            RequestKind::Collective => last_post.get(&ri).copied(),
+            RequestKind::OneSided => None,
+        }
+    };
+    let mut partners: FxHashMap<EventRef, Nanos> = Default::default();
     for (ri, r) in trace.requests.iter().enumerate() {
+        if let (Some(c), Some(p)) = (r.completion, partner_of(ri, r)) {
+            let e = partners
+                .entry(EventRef {
+                    rank: r.rank,
+                    index: c,
+                })
+                .or_insert(p);
+            *e = (*e).max(p);
+        }
+    }
+    let mut out = Vec::with_capacity(trace.requests.len());
+    for r in trace.requests.iter() {
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             continue;
         };
@@ -151,24 +177,23 @@ pub fn per_request(
         let Some(post) = CallRef::of(trace, r.rank, r.post) else {
             continue;
         };
-        let (kind, bytes, t_pure, partner) = match r.kind {
+        let (kind, bytes, t_pure) = match r.kind {
             RequestKind::Send => {
                 let b = call.bytes.unwrap_or(0);
-                (RequestClass::Send, b, Some(model.pure(b)), receiver.get(&post_ref).copied())
+                (RequestClass::Send, b, Some(model.pure(b)))
             }
             RequestKind::Recv => {
                 let got = received.get(&post_ref);
                 let b = got.map(|g| g.0).or(call.bytes).unwrap_or(0);
-                (RequestClass::Receive, b, Some(model.pure(b)), got.map(|g| g.1))
+                (RequestClass::Receive, b, Some(model.pure(b)))
             }
             RequestKind::OneSided => {
                 let b = call.bytes.unwrap_or(0);
-                (RequestClass::OneSided, b, Some(model.pure(b)), None)
+                (RequestClass::OneSided, b, Some(model.pure(b)))
             }
             RequestKind::Collective => {
                 let b = call.bytes.unwrap_or(0);
-                let pure = collectives.pure(args_op, b);
-                (RequestClass::Collective, b, pure, last_post.get(&ri).copied())
+                (RequestClass::Collective, b, collectives.pure(args_op, b))
             }
         };
         let t_pure = t_pure.map_or(0, |p| p.0);
@@ -206,7 +231,14 @@ pub fn per_request(
                 blocking: span.op().is_some_and(blocks),
                 wait_start: span.start,
                 wait_end: span.end,
-                partner,
+                partner: r.completion.and_then(|c| {
+                    partners
+                        .get(&EventRef {
+                            rank: r.rank,
+                            index: c,
+                        })
+                        .copied()
+                }),
                 t_pure: Nanos(t_pure),
                 t_cpu: Nanos(m.cpu_ns),
             };
