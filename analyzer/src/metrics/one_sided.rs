@@ -9,7 +9,10 @@
 //! between; an exposure epoch from the Win_post to the next Win_wait.
 //!
 //! - Late Post (charged to the origin, peer = target): each of the Win_start, the first
-//!   operation to the target and the Win_complete waits `min(E(post), X(x)) - E(x)`.
+//!   operation to the target and the Win_complete that was still running when the
+//!   target entered its Win_post (`E(x) < E(post) <= X(x)`) waited `E(post) - E(x)`. A
+//!   call that returned before the post did not wait (MPI lets Win_start return at once
+//!   and defer the wait), as for a Late Receiver.
 //! - Early Wait (charged to the target, peer = the last origin to complete): in Win_wait,
 //!   `min(E(complete_last), X(wait)) - E(wait)`, where `complete_last` is the latest
 //!   entered Win_complete of the epoch's origins. Late Complete is its part after the
@@ -139,9 +142,10 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
             if !s.op().is_some_and(|op| blocks(op) || is_rma(op)) {
                 continue;
             }
-            let to = posted.min(s.end);
-            if to > s.start {
-                out.push(Candidate::new(WaitKind::LatePost, at, target, s.start, to, posted > s.end));
+            // It waited for the post only if it was still running when the post came
+            // (Win_start and the operations may return at once and defer the wait).
+            if s.start < posted && posted <= s.end {
+                out.push(Candidate::new(WaitKind::LatePost, at, target, s.start, posted, false));
             }
         }
     }
