@@ -9,3 +9,4 @@ mod toeplitz;
 mod trace;
 mod traces;
 mod util;
+mod verdicts;
