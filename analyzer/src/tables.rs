@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
 
+use crate::metrics::requests::RequestClass;
 use crate::metrics::{Details, Report};
 use crate::model::{Trace, What};
 use crate::{Error, Result};
@@ -161,7 +162,12 @@ fn requests(d: &Details) -> Result<DataFrame> {
             col(
                 "kind",
                 r.iter()
-                    .map(|q| if q.is_send { "send" } else { "receive" })
+                    .map(|q| match q.kind {
+                        RequestClass::Send => "send",
+                        RequestClass::Receive => "receive",
+                        RequestClass::Collective => "collective",
+                        RequestClass::OneSided => "one_sided",
+                    })
                     .collect::<Vec<&str>>(),
             ),
             col("peer", r.iter().map(|q| q.peer).collect()),
