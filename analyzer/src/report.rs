@@ -247,9 +247,11 @@ pub fn render(r: &Report, style: Style) -> String {
             "Requests: {} ({kinds}); mean overlap {}; {} overlapped nothing",
             q.count,
             q.mean_overlap
-                .map_or("unknown (no transfer time estimate)".to_string(), |m| pct(m)
-                    .trim()
-                    .to_string()),
+                .map_or("unknown (no transfer time estimate)".to_string(), |m| pct(
+                    m
+                )
+                .trim()
+                .to_string()),
             q.zero_overlap
         ))
     );
@@ -270,7 +272,8 @@ pub fn render(r: &Report, style: Style) -> String {
         let _ = writeln!(o, "  {} request(s) never completed", q.never_completed);
     }
     if let Some(c) = &q.nbc {
-        let opt_pct = |v: Option<f64>| v.map_or("unknown".to_string(), |v| pct(v).trim().to_string());
+        let opt_pct =
+            |v: Option<f64>| v.map_or("unknown".to_string(), |v| pct(v).trim().to_string());
         let _ = writeln!(
             o,
             "  non-blocking collectives: {} completed; mean overall {}, pure communication {}, \

@@ -109,7 +109,10 @@ fn gaps_are_compute_and_false_overlap_names_the_call_to_move_after() {
     assert_eq!((after.call, after.start_ns), ("MPI_Irecv", 100));
     assert!(f.caveat.contains("write to the send buffer"));
     assert_eq!(f.hideable_ns, 9);
-    assert_eq!((r.false_overlap[1].rank, r.false_overlap[1].lost_ns), (1, 8));
+    assert_eq!(
+        (r.false_overlap[1].rank, r.false_overlap[1].lost_ns),
+        (1, 8)
+    );
 
     // The requests' windows are empty: t_cpu 0 from the gaps too.
     assert!(d.requests.iter().all(|q| q.cpu_ns == 0));
@@ -215,7 +218,12 @@ fn non_blocking_collectives_get_imb_and_osu_figures() {
     assert_eq!(q(0, 2).written_not_achieved, Some(false));
     let c = r.requests.nbc.as_ref().unwrap();
     assert_eq!(
-        (c.completed, c.mean_overall_ns, c.mean_pure_ns, c.mean_cpu_ns),
+        (
+            c.completed,
+            c.mean_overall_ns,
+            c.mean_pure_ns,
+            c.mean_cpu_ns
+        ),
         (4, 14, Some(5), 8)
     );
     assert!(close(c.mean_osu_overlap.unwrap(), 0.15));
@@ -287,7 +295,13 @@ fn one_sided_wait_states() {
     assert_eq!(kind(&r, WaitKind::LatePost), (5, 1));
     assert_eq!(kind(&r, WaitKind::EarlyWait), (1, 1));
     assert_eq!(kind(&r, WaitKind::LateComplete), (3, 1));
-    let lp = &r.wait_states.kinds.iter().find(|k| k.kind == WaitKind::LatePost).unwrap().worst[0];
+    let lp = &r
+        .wait_states
+        .kinds
+        .iter()
+        .find(|k| k.kind == WaitKind::LatePost)
+        .unwrap()
+        .worst[0];
     assert_eq!((lp.rank, lp.call, lp.peer), (1, "MPI_Win_start", Some(0)));
     // No MPI time is useful: rank 0 is in MPI 10 + 1 + 9 + 1 + 10 = 31 of its 46.
     assert_eq!(r.ranks[0].in_mpi_ns, 31);
@@ -313,7 +327,11 @@ fn early_scan() {
             },
         )
     };
-    let t = run(vec![vec![scan(5, 10)], vec![scan(1, 10)], vec![scan(3, 10)]]);
+    let t = run(vec![
+        vec![scan(5, 10)],
+        vec![scan(1, 10)],
+        vec![scan(3, 10)],
+    ]);
     let (r, _) = both(&t);
     assert_eq!(kind(&r, WaitKind::EarlyScan), (6, 2));
     assert_eq!(kind(&r, WaitKind::WaitAtNxN), (0, 0));

@@ -52,7 +52,11 @@ fn traced(out: &Path, mode: &str, count: u32, env: &[(&str, &str)]) -> Value {
         Run { output }
     };
     assert!(run.success(), "{}", run.describe());
-    assert!(run.stdout().contains("twins: checksum"), "{}", run.describe());
+    assert!(
+        run.stdout().contains("twins: checksum"),
+        "{}",
+        run.describe()
+    );
     let report = overlap(&["analyze", out.to_str().unwrap(), "--json"]);
     assert!(report.success(), "{}", report.describe());
     serde_json::from_str(&report.stdout()).expect("analyze --json prints JSON")
@@ -80,21 +84,31 @@ fn false_overlap_and_its_twin_get_different_verdicts_from_the_preload_trace() {
 
     for r in [&early, &late] {
         assert_eq!(r["run"]["compute_source"], "gaps", "{r:#}");
-        assert_eq!(r["requests"]["count"], 20, "5 rounds x 2 requests x 2 ranks");
+        assert_eq!(
+            r["requests"]["count"], 20,
+            "5 rounds x 2 requests x 2 ranks"
+        );
         assert_eq!(r["requests"]["never_completed"], 0);
     }
     let findings = early["false_overlap"].as_array().unwrap();
     assert!(!findings.is_empty(), "the early wait is false overlap");
     for f in findings {
         assert_eq!(f["wait"]["call"], "MPI_Waitall", "{f:#}");
-        assert!(f["independent_work_ns"].as_u64().unwrap() >= 1_000_000, "{f:#}");
+        assert!(
+            f["independent_work_ns"].as_u64().unwrap() >= 1_000_000,
+            "{f:#}"
+        );
         // It may move to the next round's Isend of the same buffer, after its Irecv
         // (or, in the last round, to the end, after the Barrier).
         let after = f["move_after"]["call"].as_str().unwrap();
         assert!(["MPI_Irecv", "MPI_Barrier"].contains(&after), "{f:#}");
         assert!(f["caveat"].as_str().unwrap().contains("send buffer"));
     }
-    assert_eq!(late["false_overlap"].as_array().unwrap().len(), 0, "{late:#}");
+    assert_eq!(
+        late["false_overlap"].as_array().unwrap().len(),
+        0,
+        "{late:#}"
+    );
     let mean = |r: &Value| r["requests"]["mean_overlap"].as_f64().unwrap();
     assert!(
         mean(&late) > mean(&early),
@@ -112,7 +126,12 @@ fn a_large_message_waited_for_after_compute_is_overlap_written_not_achieved() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("late.json");
     // 4 MiB, no MPI call during the compute, no asynchronous progress.
-    let r = traced(&path, "late", 4 * MIB_DOUBLES, &[("MPICH_ASYNC_PROGRESS", "0")]);
+    let r = traced(
+        &path,
+        "late",
+        4 * MIB_DOUBLES,
+        &[("MPICH_ASYNC_PROGRESS", "0")],
+    );
     let na = &r["requests"]["written_not_achieved"];
     assert!(na["count"].as_u64().unwrap() >= 10, "{na:#}");
     let worst = &na["worst"][0];

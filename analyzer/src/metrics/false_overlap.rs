@@ -302,14 +302,12 @@ moves to (e.g. packing the next message) forbids the move: a trace cannot see su
 fn last_call_before(t: &Timeline, wait: usize, limit: usize) -> Option<usize> {
     let tid = t.spans.get(wait)?.tid;
     let end = limit.min(t.spans.len());
-    (wait + 1..end)
-        .rev()
-        .find(|&i| {
-            t.spans[i].tid == tid
-                && t.spans[i]
-                    .op()
-                    .is_some_and(|op| op.class() != OpClass::Environment)
-        })
+    (wait + 1..end).rev().find(|&i| {
+        t.spans[i].tid == tid
+            && t.spans[i]
+                .op()
+                .is_some_and(|op| op.class() != OpClass::Environment)
+    })
 }
 
 /// The Late Sender wait of each call, for [`findings`]: the whole of it, before any

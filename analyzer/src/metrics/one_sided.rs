@@ -44,21 +44,29 @@ struct Epoch {
 
 fn is_rma(op: Op) -> bool {
     op.class() == OpClass::OneSided
-        || matches!(op, Op::Rput | Op::Rget | Op::Raccumulate | Op::RgetAccumulate)
+        || matches!(
+            op,
+            Op::Rput | Op::Rget | Op::Raccumulate | Op::RgetAccumulate
+        )
 }
+
+/// An epoch pair's key: (window, one rank, the other rank, k).
+type PairKey = (u32, u32, u32, u32);
+
+/// Per (window, thread): the keys `(window, origin, k)` of the open Win_post's origins.
+type OpenPosts = FxHashMap<(u32, u32), Vec<(u32, u32, u32)>>;
 
 /// Every Late Post, Early Wait and Late Complete candidate of the trace.
 pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
     // (window, target, origin, k) -> the target's Win_post and its closing Win_wait.
-    let mut posts: FxHashMap<(u32, u32, u32, u32), (EventRef, Option<usize>)> =
-        FxHashMap::default();
+    let mut posts: FxHashMap<PairKey, (EventRef, Option<usize>)> = FxHashMap::default();
     // (window, origin, target, k) -> the origin's epoch.
-    let mut epochs: FxHashMap<(u32, u32, u32, u32), (u32, usize)> = FxHashMap::default();
+    let mut epochs: FxHashMap<PairKey, (u32, usize)> = FxHashMap::default();
     let mut all_epochs: Vec<Vec<Epoch>> = Vec::with_capacity(trace.ranks.len());
     for t in &trace.ranks {
         let mut seen: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut started: FxHashMap<(u32, u32), u32> = FxHashMap::default();
-        let mut open_post: FxHashMap<(u32, u32), Vec<(u32, u32, u32)>> = FxHashMap::default();
+        let mut open_post: OpenPosts = FxHashMap::default();
         let mut open: FxHashMap<(u32, u32), usize> = FxHashMap::default();
         let mut mine: Vec<Epoch> = Vec::new();
         for i in 0..t.spans.len() {
@@ -72,7 +80,16 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                         let Ok(o) = u32::try_from(o) else { continue };
                         let k = seen.entry((w, o)).or_default();
                         let key = (w, t.rank, o, *k);
-                        posts.insert(key, (EventRef { rank: t.rank, index: i }, None));
+                        posts.insert(
+                            key,
+                            (
+                                EventRef {
+                                    rank: t.rank,
+                                    index: i,
+                                },
+                                None,
+                            ),
+                        );
                         keys.push((w, o, *k));
                         *k += 1;
                     }
@@ -136,7 +153,10 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
             .iter()
             .find(|(_, p)| *p == i32::try_from(target).ok())
             .map(|(i, _)| *i);
-        for x in [Some(ep.start), first_op, ep.complete].into_iter().flatten() {
+        for x in [Some(ep.start), first_op, ep.complete]
+            .into_iter()
+            .flatten()
+        {
             let at = EventRef { rank, index: x };
             let Some(s) = trace.span(at) else { continue };
             if !s.op().is_some_and(|op| blocks(op) || is_rma(op)) {
@@ -145,7 +165,14 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
             // It waited for the post only if it was still running when the post came
             // (Win_start and the operations may return at once and defer the wait).
             if s.start < posted && posted <= s.end {
-                out.push(Candidate::new(WaitKind::LatePost, at, target, s.start, posted, false));
+                out.push(Candidate::new(
+                    WaitKind::LatePost,
+                    at,
+                    target,
+                    s.start,
+                    posted,
+                    false,
+                ));
             }
         }
     }
@@ -156,12 +183,20 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
             continue;
         };
         let Some(ep) = epoch(rank, e) else { continue };
-        let Some(complete) = ep.complete.and_then(|c| trace.span(EventRef { rank, index: c }))
+        let Some(complete) = ep
+            .complete
+            .and_then(|c| trace.span(EventRef { rank, index: c }))
         else {
             continue;
         };
         let last_op = ep.ops.last().map_or(ep.start, |o| o.0);
-        let Some(op_end) = trace.span(EventRef { rank, index: last_op }).map(|s| s.end) else {
+        let Some(op_end) = trace
+            .span(EventRef {
+                rank,
+                index: last_op,
+            })
+            .map(|s| s.end)
+        else {
             continue;
         };
         by_wait
@@ -187,10 +222,24 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
         let cut = op_end.clamp(s.start, end);
         let suspect = completed > s.end;
         if cut > s.start {
-            out.push(Candidate::new(WaitKind::EarlyWait, at, last, s.start, cut, suspect));
+            out.push(Candidate::new(
+                WaitKind::EarlyWait,
+                at,
+                last,
+                s.start,
+                cut,
+                suspect,
+            ));
         }
         if end > cut {
-            out.push(Candidate::new(WaitKind::LateComplete, at, last, cut, end, suspect));
+            out.push(Candidate::new(
+                WaitKind::LateComplete,
+                at,
+                last,
+                cut,
+                end,
+                suspect,
+            ));
         }
     }
     out

@@ -169,8 +169,8 @@ pub fn per_request(
             && r.completion.is_some()
             && !received.contains_key(&post_ref)
             && call.peer.is_some_and(|p| p < 0);
-        let to_nobody =
-            matches!(r.kind, RequestKind::Send | RequestKind::OneSided) && call.peer.is_some_and(|p| p < 0);
+        let to_nobody = matches!(r.kind, RequestKind::Send | RequestKind::OneSided)
+            && call.peer.is_some_and(|p| p < 0);
         if to_nobody || from_nobody {
             continue;
         }
@@ -218,7 +218,9 @@ pub fn per_request(
             written_not_achieved: None,
             post,
         };
-        let done = r.completion.and_then(|i| Some((CallRef::of(trace, r.rank, i)?, t.spans.get(i)?)));
+        let done = r
+            .completion
+            .and_then(|i| Some((CallRef::of(trace, r.rank, i)?, t.spans.get(i)?)));
         if let Some((c, span)) = done {
             let post_end = m.post.start_ns + m.post.duration_ns;
             m.window_ns = c.start_ns.saturating_sub(post_end);

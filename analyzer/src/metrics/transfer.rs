@@ -145,7 +145,6 @@ fn fit_line(classes: &[SizeClass]) -> (f64, f64) {
     }
 }
 
-
 /// One (operation, size class) of the collective model.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CollectiveClass {
@@ -185,32 +184,40 @@ impl CollectiveModel {
                 .iter()
                 .filter_map(|&i| {
                     let r = trace.requests.get(i)?;
-                    Some((r, trace.span(crate::model::EventRef { rank: r.rank, index: r.post })?))
+                    Some((
+                        r,
+                        trace.span(crate::model::EventRef {
+                            rank: r.rank,
+                            index: r.post,
+                        })?,
+                    ))
                 })
                 .collect();
             let Some(last) = posts.iter().map(|(_, s)| s.start).max() else {
                 continue;
             };
             for (r, _) in &posts {
-                let Some(t) = trace.rank(r.rank) else { continue };
-                let (Some((op, call)), Some(done)) = (
-                    t.call(r.args),
-                    r.completion.and_then(|c| t.spans.get(c)),
-                ) else {
+                let Some(t) = trace.rank(r.rank) else {
+                    continue;
+                };
+                let (Some((op, call)), Some(done)) =
+                    (t.call(r.args), r.completion.and_then(|c| t.spans.get(c)))
+                else {
                     continue;
                 };
                 if done.end < last {
                     continue;
                 }
                 let bytes = call.bytes.unwrap_or(0);
-                let e = classes
-                    .entry((op.mpi_name(), class_of(bytes)))
-                    .or_insert(CollectiveClass {
-                        call: op.mpi_name(),
-                        bytes,
-                        samples: 0,
-                        min_ns: u64::MAX,
-                    });
+                let e =
+                    classes
+                        .entry((op.mpi_name(), class_of(bytes)))
+                        .or_insert(CollectiveClass {
+                            call: op.mpi_name(),
+                            bytes,
+                            samples: 0,
+                            min_ns: u64::MAX,
+                        });
                 e.bytes = e.bytes.min(bytes);
                 e.samples += 1;
                 e.min_ns = e.min_ns.min((done.end - last).0);

@@ -370,7 +370,14 @@ fn collective(trace: &Trace, members: &[EventRef], keep: &mut impl FnMut(Candida
                     let to = entered.min(s.end);
                     if to > s.start {
                         let suspect = entered > s.end;
-                        keep(Candidate::new(WaitKind::EarlyScan, r, peer.rank, s.start, to, suspect));
+                        keep(Candidate::new(
+                            WaitKind::EarlyScan,
+                            r,
+                            peer.rank,
+                            s.start,
+                            to,
+                            suspect,
+                        ));
                     }
                 }
                 if latest.is_none_or(|l| s.start >= l.1) {
@@ -384,7 +391,14 @@ fn collective(trace: &Trace, members: &[EventRef], keep: &mut impl FnMut(Candida
                 let to = root_span.start.min(s.end);
                 if to > s.start {
                     let suspect = root_span.start > s.end;
-                    keep(Candidate::new(WaitKind::LateBroadcast, *r, root.rank, s.start, to, suspect));
+                    keep(Candidate::new(
+                        WaitKind::LateBroadcast,
+                        *r,
+                        root.rank,
+                        s.start,
+                        to,
+                        suspect,
+                    ));
                 }
             }
         }
@@ -413,7 +427,12 @@ fn collective(trace: &Trace, members: &[EventRef], keep: &mut impl FnMut(Candida
                 (Some(Op::WinFence), _) => WaitKind::WaitAtFence,
                 (Some(Op::WinFree), _) => WaitKind::WaitAtFree,
                 (
-                    Some(Op::WinCreate | Op::WinAllocate | Op::WinAllocateShared | Op::WinCreateDynamic),
+                    Some(
+                        Op::WinCreate
+                        | Op::WinAllocate
+                        | Op::WinAllocateShared
+                        | Op::WinCreateDynamic,
+                    ),
                     _,
                 ) => WaitKind::WaitAtCreate,
                 (_, Some(CollectivePattern::Barrier)) => WaitKind::WaitAtBarrier,
