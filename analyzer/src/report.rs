@@ -181,7 +181,12 @@ pub fn render(r: &Report, style: Style) -> String {
         "  {:<16} {:>10} {:>8} {:>7}  {:>14}",
         "kind", "total", "count", "share", "indeterminate"
     );
-    for k in &ws.kinds {
+    // The point-to-point and classic collective kinds always; the others (scans,
+    // windows, one-sided synchronisation) when they occurred.
+    let shown = ws.kinds.iter().filter(|k| {
+        WaitKind::ALL[..6].contains(&k.kind) || k.count > 0 || k.indeterminate_count > 0
+    });
+    for k in shown {
         let _ = writeln!(
             o,
             "  {:<16} {:>10} {:>8} {:>7}  {:>14}",
