@@ -79,18 +79,18 @@ pub struct RankCompute {
 impl RankCompute {
     /// The compute of a timeline (its spans sorted by start).
     pub fn of(t: &Timeline) -> RankCompute {
-        // Threads that recorded a compute span.
-        let mut with_spans: Vec<u32> = t
-            .spans
-            .iter()
-            .filter(|s| matches!(s.what, What::Compute(_)))
-            .map(|s| s.tid)
-            .collect();
-        with_spans.sort_unstable();
-        with_spans.dedup();
-        let mut threads: Vec<u32> = t.spans.iter().map(|s| s.tid).collect();
+        // The threads, and those that recorded a compute span (a rank has few threads).
+        let (mut threads, mut with_spans): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+        for s in &t.spans {
+            if !threads.contains(&s.tid) {
+                threads.push(s.tid);
+            }
+            if matches!(s.what, What::Compute(_)) && !with_spans.contains(&s.tid) {
+                with_spans.push(s.tid);
+            }
+        }
         threads.sort_unstable();
-        threads.dedup();
+        with_spans.sort_unstable();
         let mut intervals: Vec<(u64, u64)> = t
             .spans
             .iter()

@@ -99,8 +99,11 @@ pub fn per_request(
 ) -> Vec<RequestMetrics> {
     // Bytes actually received, and the matching send's entry, by receive post; the
     // matching receive post's entry by send.
-    let mut received: FxHashMap<EventRef, (u64, Nanos)> = Default::default();
-    let mut receiver: FxHashMap<EventRef, Nanos> = Default::default();
+    let n = trace.messages.len();
+    let mut received: FxHashMap<EventRef, (u64, Nanos)> =
+        FxHashMap::with_capacity_and_hasher(n, Default::default());
+    let mut receiver: FxHashMap<EventRef, Nanos> =
+        FxHashMap::with_capacity_and_hasher(n, Default::default());
     for m in &trace.messages {
         if let (Some(send), Some(post)) = (trace.span(m.send), trace.span(m.recv_post)) {
             received.insert(m.recv_post, (m.bytes, send.start));
@@ -139,20 +142,28 @@ pub fn per_request(
             RequestKind::OneSided => None,
         }
     };
-    let mut partners: FxHashMap<EventRef, Nanos> = Default::default();
-    for (ri, r) in trace.requests.iter().enumerate() {
-        if let (Some(c), Some(p)) = (r.completion, partner_of(ri, r)) {
-            let e = partners
-                .entry(EventRef {
-                    rank: r.rank,
-                    index: c,
-                })
-                .or_insert(p);
-            *e = (*e).max(p);
+    let partner: Vec<Option<Nanos>> = trace
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(ri, r)| partner_of(ri, r))
+        .collect();
+    let mut by_call: Vec<(u32, usize, usize)> = trace
+        .requests
+        .iter()
+        .enumerate()
+        .filter_map(|(ri, r)| Some((r.rank, r.completion?, ri)))
+        .collect();
+    by_call.sort_unstable();
+    let mut call_partner: Vec<Option<Nanos>> = vec![None; trace.requests.len()];
+    for same in by_call.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let latest = same.iter().filter_map(|g| partner[g.2]).max();
+        for g in same {
+            call_partner[g.2] = latest;
         }
     }
     let mut out = Vec::with_capacity(trace.requests.len());
-    for r in trace.requests.iter() {
+    for (ri, r) in trace.requests.iter().enumerate() {
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             continue;
         };
@@ -233,14 +244,7 @@ pub fn per_request(
                 blocking: span.op().is_some_and(blocks),
                 wait_start: span.start,
                 wait_end: span.end,
-                partner: r.completion.and_then(|c| {
-                    partners
-                        .get(&EventRef {
-                            rank: r.rank,
-                            index: c,
-                        })
-                        .copied()
-                }),
+                partner: call_partner[ri],
                 t_pure: Nanos(t_pure),
                 t_cpu: Nanos(m.cpu_ns),
             };
