@@ -37,6 +37,15 @@ pub enum ComputeSource {
 }
 
 impl ComputeSource {
+    /// The name in JSON and tables.
+    pub fn key(self) -> &'static str {
+        match self {
+            ComputeSource::Spans => "spans",
+            ComputeSource::Gaps => "gaps",
+            ComputeSource::Both => "both",
+        }
+    }
+
     /// True when some compute was inferred rather than recorded.
     pub fn is_inferred(self) -> bool {
         self != ComputeSource::Spans

@@ -73,6 +73,12 @@ fn ranks(report: &Report) -> Result<DataFrame> {
             col("wall_ns", r.iter().map(|b| b.wall_ns).collect()),
             col("useful_ns", r.iter().map(|b| b.useful_ns).collect()),
             col("compute_ns", r.iter().map(|b| b.compute_ns).collect()),
+            col(
+                "compute_source",
+                r.iter()
+                    .map(|b| b.compute_source.key().to_string())
+                    .collect(),
+            ),
             col("in_mpi_ns", r.iter().map(|b| b.in_mpi_ns).collect()),
             col("waiting_ns", r.iter().map(|b| b.waiting_ns).collect()),
             col(
@@ -205,6 +211,15 @@ fn requests(d: &Details) -> Result<DataFrame> {
             col("t_ovrl_ns", r.iter().map(|q| q.t_ovrl_ns).collect()),
             col("t_pure_ns", r.iter().map(|q| q.t_pure_ns).collect()),
             col("overlap", r.iter().map(|q| q.overlap).collect()),
+            col("osu_overlap", r.iter().map(|q| q.osu_overlap).collect()),
+            col(
+                "progress_wait_ns",
+                r.iter().map(|q| q.progress_wait_ns).collect(),
+            ),
+            col(
+                "written_not_achieved",
+                r.iter().map(|q| q.written_not_achieved).collect(),
+            ),
         ],
     )
 }
