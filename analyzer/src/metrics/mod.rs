@@ -14,6 +14,7 @@ pub mod one_sided;
 pub mod pop;
 pub mod progress;
 pub mod requests;
+pub mod split;
 pub mod transfer;
 pub mod wait_states;
 

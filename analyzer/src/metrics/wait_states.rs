@@ -12,7 +12,13 @@
 //!   `min(max_j E_j, X_self) - E_self` over the members of one collective instance (the
 //!   k-th collective call of each rank on one communicator).
 //!
-//! Only positive waits count. A remote time after the local exit (clock error) is
+//! - Early Scan (Scan, Exscan): rank i waits for the last of the ranks below it; Wait
+//!   at Fence / Create / Free: the window calls' barrier-like waits; none for the
+//!   neighbourhood collectives (the topology is not recorded).
+//! - Late Post, Early Wait, Late Complete: [`super::one_sided`].
+//!
+//! Waits of several kinds on one call share its time ([`super::split`]): none counts
+//! twice. Only positive waits count. A remote time after the local exit (clock error) is
 //! clipped to the exit and the instance is flagged clock-suspect. An instance no longer
 //! than the clock error bound of the ranks involved is indeterminate: kept apart, not
 //! in the totals.
@@ -306,7 +312,8 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     found.sort_by_key(|c| (c.at, c.kind));
     let mut out: Vec<WaitInstance> = Vec::with_capacity(found.len());
     for same_call in found.chunk_by(|a, b| a.at == b.at) {
-        let amounts = split(same_call);
+        let intervals: Vec<(Nanos, Nanos)> = same_call.iter().map(|c| (c.from, c.to)).collect();
+        let amounts = super::split::split(&intervals);
         for (c, amount) in same_call.iter().zip(amounts) {
             if amount == Nanos::ZERO {
                 continue;
@@ -447,36 +454,6 @@ fn collective(trace: &Trace, members: &[EventRef], keep: &mut impl FnMut(Candida
             }
         }
     }
-}
-
-/// The amounts of the waits of one call, split so that no nanosecond counts twice:
-/// the call's time is cut at every end of an interval, and each piece is shared
-/// equally among the intervals that cover it (the remainder of a division to the
-/// first of them, in kind order). Disjoint intervals keep their amounts.
-fn split(same_call: &[Candidate]) -> Vec<Nanos> {
-    if same_call.len() < 2 {
-        return same_call.iter().map(Candidate::amount).collect();
-    }
-    let mut cuts: Vec<Nanos> = same_call.iter().flat_map(|c| [c.from, c.to]).collect();
-    cuts.sort_unstable();
-    cuts.dedup();
-    let mut amounts = vec![Nanos::ZERO; same_call.len()];
-    for piece in cuts.windows(2) {
-        let (a, b) = (piece[0], piece[1]);
-        let covering: Vec<usize> = (0..same_call.len())
-            .filter(|&i| same_call[i].from <= a && same_call[i].to >= b)
-            .collect();
-        let Some(&first) = covering.first() else {
-            continue;
-        };
-        let n = covering.len() as u64;
-        let share = (b - a).0 / n;
-        for &i in &covering {
-            amounts[i] = amounts[i] + Nanos(share);
-        }
-        amounts[first] = amounts[first] + Nanos((b - a).0 - share * n);
-    }
-    amounts
 }
 
 /// Totals per kind and per rank, with the worst instances.
