@@ -264,6 +264,9 @@ fn value(v: Option<f64>, unit: Unit) -> String {
 /// A value (or, `signed`, a change) in its unit: counts whole, fractions in percent
 /// (changes in points), durations for people.
 fn number(v: f64, unit: Unit, signed: bool) -> String {
+    if v.is_nan() {
+        return "unknown".into();
+    }
     let sign = if signed && v > 0.0 { "+" } else { "" };
     match unit {
         Unit::Count => format!("{sign}{v:.0}"),
