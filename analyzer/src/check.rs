@@ -79,7 +79,7 @@ pub fn gate_metrics(r: &Report) -> Vec<Metric> {
         unit,
         better,
     };
-    vec![
+    let mut v = vec![
         m(
             "false_overlap.findings",
             r.false_overlap.len() as f64,
@@ -122,13 +122,17 @@ pub fn gate_metrics(r: &Report) -> Vec<Metric> {
             Unit::Fraction,
             Better::Lower,
         ),
-        m(
+    ];
+    // Unknown when no request has an overlap figure: then not gated (reported missing).
+    if let Some(o) = r.requests.mean_overlap {
+        v.push(m(
             "requests.mean_overlap",
-            r.requests.mean_overlap,
+            o,
             Unit::Fraction,
             Better::Higher,
-        ),
-    ]
+        ));
+    }
+    v
 }
 
 /// A baseline made from a report.
@@ -260,6 +264,9 @@ fn value(v: Option<f64>, unit: Unit) -> String {
 /// A value (or, `signed`, a change) in its unit: counts whole, fractions in percent
 /// (changes in points), durations for people.
 fn number(v: f64, unit: Unit, signed: bool) -> String {
+    if v.is_nan() {
+        return "unknown".into();
+    }
     let sign = if signed && v > 0.0 { "+" } else { "" };
     match unit {
         Unit::Count => format!("{sign}{v:.0}"),
@@ -422,7 +429,8 @@ pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
         ));
         v.push((
             "requests.mean_overlap".into(),
-            r.requests.mean_overlap,
+            // NaN (null in JSON) when unknown.
+            r.requests.mean_overlap.unwrap_or(f64::NAN),
             Unit::Fraction,
         ));
         v.push((

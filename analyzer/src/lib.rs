@@ -2,7 +2,8 @@
 //!
 //! - [`import`]: the only reader of trace files (per-rank and merged), tolerant of files
 //!   cut short, with errors that name the file, the event and the reason.
-//! - [`model`]: the typed traces the importer produces.
+//! - [`model`]: the typed traces the importer produces; [`compute`]: the compute
+//!   intervals every figure uses (recorded spans, or the gaps between MPI calls).
 //! - [`merge`]: per-rank files onto one timeline (clock alignment, message matching) and
 //!   the merged Perfetto trace.
 //! - [`metrics`]: wait states, per-request overlap, false overlap, POP efficiencies.
@@ -22,6 +23,7 @@
 //! ```
 
 pub mod check;
+pub mod compute;
 mod fastparse;
 use overlap_instrument::fxhash;
 pub mod import;

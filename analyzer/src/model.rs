@@ -7,6 +7,8 @@ use std::num::NonZeroU64;
 use std::path::PathBuf;
 
 use overlap_instrument::clock::ClockModel;
+
+use crate::compute::{ComputeSource, RankCompute};
 use overlap_instrument::schema::{
     ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, RequestKind, SourceSite,
     Started, SyncPhase,
@@ -306,6 +308,11 @@ pub struct CallInfo {
     /// rank's source-site table (the Rust layer); see [`crate::sites`]. `None` when not
     /// recorded. Non-zero on the wire, so it costs 8 bytes per call, not 16.
     pub site: Option<NonZeroU64>,
+    /// Calls on a window: its id (the same on every rank of its group).
+    pub win: Option<u32>,
+    /// Win_start / Win_post: the world ranks of the group,
+    /// `groups[group.0 ..][.. group.1]` of its timeline.
+    pub group: (u32, u32),
 }
 
 /// One rank on the run's timeline, in compact form.
@@ -329,6 +336,8 @@ pub struct Timeline {
     pub done: Vec<Completion>,
     /// Requests started by Start / Startall calls.
     pub starts: Vec<Started>,
+    /// Groups of Win_start / Win_post calls (world ranks).
+    pub groups: Vec<i32>,
     /// Compute span names.
     pub names: Vec<String>,
     name_ids: crate::fxhash::FxHashMap<String, u32>,
@@ -370,6 +379,8 @@ impl Timeline {
                 self.done.extend_from_slice(&a.completed);
                 let first_start = self.starts.len() as u32;
                 self.starts.extend_from_slice(&a.started);
+                let first_member = self.groups.len() as u32;
+                self.groups.extend_from_slice(&a.group);
                 let buffer = |addr: Option<u64>, len: Option<u64>| {
                     addr.map(|addr| Buffer {
                         addr,
@@ -397,6 +408,8 @@ impl Timeline {
                     started: (first_start, a.started.len() as u32),
                     root: a.root,
                     site: a.site.and_then(NonZeroU64::new),
+                    win: a.win,
+                    group: (first_member, a.group.len() as u32),
                 });
                 self.spans.push(Span {
                     start: c.start,
@@ -432,6 +445,12 @@ impl Timeline {
     pub fn started(&self, call: &CallInfo) -> &[Started] {
         let (first, n) = (call.started.0 as usize, call.started.1 as usize);
         self.starts.get(first..first + n).unwrap_or(&[])
+    }
+
+    /// The group of a Win_start or Win_post (world ranks).
+    pub fn group(&self, call: &CallInfo) -> &[i32] {
+        let (first, n) = (call.group.0 as usize, call.group.1 as usize);
+        self.groups.get(first..first + n).unwrap_or(&[])
     }
 
     /// The name of a compute span.
@@ -472,9 +491,44 @@ pub struct Trace {
     pub messages: Vec<Message>,
     /// Request lifetimes.
     pub requests: Vec<RequestLife>,
+    /// The compute of each rank (same order as `ranks`): the one notion of compute every
+    /// figure uses ([`crate::compute`]).
+    pub compute: Vec<RankCompute>,
 }
 
 impl Trace {
+    /// A trace of `ranks` (sorted by rank), with each rank's compute worked out once.
+    pub fn new(
+        source: PathBuf,
+        info: MergedInfo,
+        ranks: Vec<Timeline>,
+        messages: Vec<Message>,
+        requests: Vec<RequestLife>,
+    ) -> Trace {
+        let compute = ranks.iter().map(RankCompute::of).collect();
+        Trace {
+            source,
+            info,
+            ranks,
+            messages,
+            requests,
+            compute,
+        }
+    }
+
+    /// The compute of a rank.
+    pub fn compute(&self, rank: u32) -> Option<&RankCompute> {
+        self.ranks
+            .binary_search_by_key(&rank, |t| t.rank)
+            .ok()
+            .and_then(|i| self.compute.get(i))
+    }
+
+    /// Where the run's compute comes from, over every rank.
+    pub fn compute_source(&self) -> ComputeSource {
+        ComputeSource::combine(self.compute.iter().map(RankCompute::source))
+    }
+
     /// The timeline of a rank.
     pub fn rank(&self, rank: u32) -> Option<&Timeline> {
         self.ranks

@@ -4,9 +4,10 @@
 
 use std::fmt::Write as _;
 
+use crate::compute::ComputeSource;
 use crate::metrics::false_overlap::Limit;
 use crate::metrics::pop::TIdealMethod;
-use crate::metrics::{Finding, Report, WaitKind};
+use crate::metrics::{CallRef, Finding, Report, WaitKind};
 use crate::sites::SiteGroup;
 
 /// How to render.
@@ -117,6 +118,17 @@ pub fn render(r: &Report, style: Style) -> String {
     if !run.incomplete_ranks.is_empty() {
         let _ = writeln!(o, "  cut short: ranks {:?}", run.incomplete_ranks);
     }
+    if run.compute_source.is_inferred() {
+        let _ = writeln!(
+            o,
+            "  compute inferred from the gaps between MPI calls ({} ranks: no compute spans \
+             recorded); overlap and false overlap use it",
+            match run.compute_source {
+                ComputeSource::Gaps => "all",
+                _ => "some",
+            }
+        );
+    }
     if run.unmatched_sends + run.unmatched_receives > 0 {
         let _ = writeln!(
             o,
@@ -170,7 +182,12 @@ pub fn render(r: &Report, style: Style) -> String {
         "  {:<16} {:>10} {:>8} {:>7}  {:>14}",
         "kind", "total", "count", "share", "indeterminate"
     );
-    for k in &ws.kinds {
+    // The point-to-point and classic collective kinds always; the others (scans,
+    // windows, one-sided synchronisation) when they occurred.
+    let shown = ws.kinds.iter().filter(|k| {
+        WaitKind::ALL[..6].contains(&k.kind) || k.count > 0 || k.indeterminate_count > 0
+    });
+    for k in shown {
         let _ = writeln!(
             o,
             "  {:<16} {:>10} {:>8} {:>7}  {:>14}",
@@ -198,6 +215,9 @@ pub fn render(r: &Report, style: Style) -> String {
         let whom = match w.kind {
             WaitKind::LateSender => "for the sender, rank",
             WaitKind::LateReceiver => "for the receiver, rank",
+            WaitKind::LateBroadcast => "for the root, rank",
+            WaitKind::LatePost => "for the target's post, rank",
+            WaitKind::EarlyWait | WaitKind::LateComplete => "for the origin's complete, rank",
             _ => "for the last to arrive, rank",
         };
         let _ = writeln!(
@@ -219,15 +239,25 @@ pub fn render(r: &Report, style: Style) -> String {
 
     // Requests.
     let q = &r.requests;
+    let mut kinds = format!("{} sends, {} receives", q.sends, q.receives);
+    if q.collectives > 0 {
+        let _ = write!(kinds, ", {} collectives", q.collectives);
+    }
+    if q.one_sided > 0 {
+        let _ = write!(kinds, ", {} one-sided", q.one_sided);
+    }
     let _ = writeln!(
         o,
         "\n{}",
         style.bold(&format!(
-            "Requests: {} ({} sends, {} receives); mean overlap {}; {} overlapped nothing",
+            "Requests: {} ({kinds}); mean overlap {}; {} overlapped nothing",
             q.count,
-            q.sends,
-            q.receives,
-            pct(q.mean_overlap).trim(),
+            q.mean_overlap
+                .map_or("unknown (no transfer time estimate)".to_string(), |m| pct(
+                    m
+                )
+                .trim()
+                .to_string()),
             q.zero_overlap
         ))
     );
@@ -246,6 +276,59 @@ pub fn render(r: &Report, style: Style) -> String {
     );
     if q.never_completed > 0 {
         let _ = writeln!(o, "  {} request(s) never completed", q.never_completed);
+    }
+    if let Some(c) = &q.nbc {
+        let opt_pct =
+            |v: Option<f64>| v.map_or("unknown".to_string(), |v| pct(v).trim().to_string());
+        let _ = writeln!(
+            o,
+            "  non-blocking collectives: {} completed; mean overall {}, pure communication {}, \
+             compute in window {}; overlap {} (IMB), {} (OSU)",
+            c.completed,
+            duration(c.mean_overall_ns),
+            c.mean_pure_ns.map_or("unknown".to_string(), duration),
+            duration(c.mean_cpu_ns),
+            opt_pct(c.mean_overlap),
+            opt_pct(c.mean_osu_overlap)
+        );
+    }
+    let na = &q.written_not_achieved;
+    if na.count > 0 {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.paint(
+                "33;1",
+                &format!(
+                    "overlap written, not achieved: {} request(s) computed in their window yet \
+                     waited {} for their transfer afterwards",
+                    na.count,
+                    duration(na.wait_ns)
+                )
+            )
+        );
+        for q in &na.worst {
+            let _ = writeln!(
+                o,
+                "    rank {} {} req {} ({}): compute {} in the window, then {} in {}",
+                q.rank,
+                place(&q.post),
+                q.request,
+                bytes(q.bytes),
+                duration(q.cpu_ns),
+                duration(q.progress_wait_ns),
+                q.completion.as_ref().map_or("?".to_string(), place)
+            );
+        }
+        let _ = writeln!(o, "    hint: {}", na.hint);
+    }
+    if na.unknown > 0 {
+        let _ = writeln!(
+            o,
+            "  {} completed request(s): whether their overlap was achieved is unknown (no \
+             transfer time estimate)",
+            na.unknown
+        );
     }
 
     // False overlap.
@@ -278,10 +361,7 @@ pub fn render(r: &Report, style: Style) -> String {
         let _ = writeln!(o, "  ... and {} more (see --json)", fo.len() - 5);
     }
     if !fo.is_empty() {
-        let _ = writeln!(
-            o,
-            "  (a trace cannot see writes to a send buffer, e.g. packing: the wait goes before them)"
-        );
+        let _ = writeln!(o, "  ({})", crate::metrics::false_overlap::CAVEAT);
     }
 
     by_site(&mut o, r, style);
@@ -355,10 +435,9 @@ fn finding(o: &mut String, f: &Finding) {
         .join(", ");
     let _ = writeln!(
         o,
-        "  rank {}: {} at {} lost {} on {}",
+        "  rank {}: {} lost {} on {}",
         f.rank,
-        f.wait.call,
-        at(f.wait.start_ns),
+        place(&f.wait),
         duration(f.lost_ns),
         req
     );
@@ -369,29 +448,39 @@ fn finding(o: &mut String, f: &Finding) {
     };
     let _ = writeln!(
         o,
-        "      then {} of compute in {} span(s){} did not need it;",
+        "      then {} of compute in {} {}{} did not need it;",
         duration(f.independent_work_ns),
         f.independent_spans,
+        if f.independent_names.is_empty() {
+            "interval(s)"
+        } else {
+            "span(s)"
+        },
         names
     );
     let target = match (&f.move_before, f.limit) {
-        (Some(c), Limit::BufferReuse) => format!(
-            "before {} at {} (next use of the buffer)",
-            c.call,
-            at(c.start_ns)
-        ),
-        (Some(c), _) => format!(
-            "before {} at {} (next send, same peer and tag)",
-            c.call,
-            at(c.start_ns)
-        ),
+        (Some(c), Limit::BufferReuse) => format!("before {} (next use of the buffer)", place(c)),
+        (Some(c), _) => format!("before {} (next send, same peer and tag)", place(c)),
         (None, _) => "to the end of the rank's work".to_string(),
+    };
+    let after = match &f.move_after {
+        Some(c) => format!(", i.e. after {}", place(c)),
+        None => String::new(),
     };
     let _ = writeln!(
         o,
-        "      move the wait {target}: up to {} hidden",
+        "      move the wait {target}{after}: up to {} hidden, unless the program writes \
+         the send buffer in between",
         duration(f.hideable_ns)
     );
+}
+
+/// A call as the text names it: `MPI_Waitall at 1.203 ms`, and its source line when known.
+fn place(c: &CallRef) -> String {
+    match &c.site {
+        Some(site) => format!("{} at {} ({site})", c.call, at(c.start_ns)),
+        None => format!("{} at {}", c.call, at(c.start_ns)),
+    }
 }
 
 /// A count with thin groups of three digits: `1 197`.

@@ -56,6 +56,12 @@ impl RunSummary {
                 if r.complete { "" } else { "  (cut short)" }
             ));
         }
+        if self.ranks.iter().any(|r| r.compute_source.is_inferred()) {
+            out.push_str(
+                "compute: inferred from the gaps between MPI calls where no compute span was \
+                 recorded\n",
+            );
+        }
         let clock = if self.shared_clock {
             "all ranks read one clock (no alignment error)".to_string()
         } else {

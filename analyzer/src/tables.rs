@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
 
+use crate::metrics::requests::RequestClass;
 use crate::metrics::{Details, Report, WaitInstance};
 use crate::model::{Trace, What};
 use crate::sites::{SiteGroup, SiteTable};
@@ -74,6 +75,12 @@ fn ranks(report: &Report) -> Result<DataFrame> {
             col("wall_ns", r.iter().map(|b| b.wall_ns).collect()),
             col("useful_ns", r.iter().map(|b| b.useful_ns).collect()),
             col("compute_ns", r.iter().map(|b| b.compute_ns).collect()),
+            col(
+                "compute_source",
+                r.iter()
+                    .map(|b| b.compute_source.key().to_string())
+                    .collect(),
+            ),
             col("in_mpi_ns", r.iter().map(|b| b.in_mpi_ns).collect()),
             col("waiting_ns", r.iter().map(|b| b.waiting_ns).collect()),
             col(
@@ -170,7 +177,12 @@ fn requests(d: &Details) -> Result<DataFrame> {
             col(
                 "kind",
                 r.iter()
-                    .map(|q| if q.is_send { "send" } else { "receive" })
+                    .map(|q| match q.kind {
+                        RequestClass::Send => "send",
+                        RequestClass::Receive => "receive",
+                        RequestClass::Collective => "collective",
+                        RequestClass::OneSided => "one_sided",
+                    })
                     .collect::<Vec<&str>>(),
             ),
             col("peer", r.iter().map(|q| q.peer).collect()),
@@ -208,6 +220,15 @@ fn requests(d: &Details) -> Result<DataFrame> {
             col("t_ovrl_ns", r.iter().map(|q| q.t_ovrl_ns).collect()),
             col("t_pure_ns", r.iter().map(|q| q.t_pure_ns).collect()),
             col("overlap", r.iter().map(|q| q.overlap).collect()),
+            col("osu_overlap", r.iter().map(|q| q.osu_overlap).collect()),
+            col(
+                "progress_wait_ns",
+                r.iter().map(|q| q.progress_wait_ns).collect(),
+            ),
+            col(
+                "written_not_achieved",
+                r.iter().map(|q| q.written_not_achieved).collect(),
+            ),
         ],
     )
 }

@@ -400,7 +400,7 @@ fn per_request_overlap_follows_the_imb_formula() {
         (recv.window_ns, recv.cpu_ns, recv.overlap),
         (0, 0, Some(0.0))
     );
-    assert!(close(r.requests.mean_overlap, 0.5));
+    assert!(close(r.requests.mean_overlap.unwrap(), 0.5));
     assert_eq!(r.requests.zero_overlap, 1);
 }
 
@@ -495,8 +495,10 @@ fn clock_suspect_and_indeterminate_waits() {
 fn a_sendrecv_exchange_replays_and_nested_compute_counts_once() {
     // rank 0  |compute 0-10|Sendrecv(1) 10-14|
     // rank 1  |compute 0-4|Sendrecv(0) 4 ---- 14|
-    // Rank 1 waits for rank 0's send (10): Late Sender 6. Replay: rank 0 enters at 10,
-    // rank 1 at 4 and leaves when rank 0's send is posted (10): T_ideal = 10.
+    // Rank 1 waits for rank 0's send (10): Late Sender [4, 10); its own send waits for
+    // rank 0's receive, posted by the same call at 10: Late Receiver [4, 10). One wait,
+    // two causes: split evenly, 3 each (docs/metrics.md 3.4). Replay: rank 0 enters at
+    // 10, rank 1 at 4 and leaves when rank 0's send is posted (10): T_ideal = 10.
     let sr = |start, end, peer: i32| {
         let mut e = send(start, end, peer, 0, 8);
         if let overlap_instrument::schema::Event::Call(c) = &mut e {
@@ -517,7 +519,9 @@ fn a_sendrecv_exchange_replays_and_nested_compute_counts_once() {
         vec![compute(0, 4, "c"), sr(4, 14, 0)],
     ]);
     let r = report(&t);
-    assert_eq!(kind(&r, WaitKind::LateSender), (6, 1));
+    assert_eq!(kind(&r, WaitKind::LateSender), (3, 1));
+    assert_eq!(kind(&r, WaitKind::LateReceiver), (3, 1));
+    assert_eq!(r.wait_states.per_rank_ns[&1], 6);
     assert_eq!(r.pop.t_ideal_replay_ns, Some(10));
 
     // rank 0  |outer 0 ---------------- 100|      (inner 10-20 nested inside)

@@ -10,3 +10,4 @@ mod toeplitz;
 mod trace;
 mod traces;
 mod util;
+mod verdicts;

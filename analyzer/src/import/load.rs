@@ -84,13 +84,13 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
         }
     }
     Ok(Loaded {
-        trace: Trace {
-            source: dir.to_path_buf(),
+        trace: Trace::new(
+            dir.to_path_buf(),
             info,
-            ranks: timelines,
-            messages: matched.messages,
+            timelines,
+            matched.messages,
             requests,
-        },
+        ),
         unreadable,
         problems: Vec::new(),
     })
@@ -341,13 +341,7 @@ fn assemble(source: PathBuf, info: MergedInfo, ranks: BTreeMap<u32, Timeline>) -
         t.complete = !info.incomplete.iter().any(|i| i.rank == t.rank);
     }
     let (requests, matched) = match_all(&timelines);
-    Trace {
-        source,
-        info,
-        ranks: timelines,
-        messages: matched.messages,
-        requests,
-    }
+    Trace::new(source, info, timelines, matched.messages, requests)
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

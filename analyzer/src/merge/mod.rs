@@ -96,13 +96,13 @@ impl Merged {
 
     /// The run in the compact form analysis uses.
     pub fn to_trace(&self, source: &Path) -> crate::model::Trace {
-        crate::model::Trace {
-            source: source.to_path_buf(),
-            info: self.info.clone(),
-            ranks: self.ranks.iter().map(AlignedRank::timeline).collect(),
-            messages: self.messages.clone(),
-            requests: self.requests.clone(),
-        }
+        crate::model::Trace::new(
+            source.to_path_buf(),
+            self.info.clone(),
+            self.ranks.iter().map(AlignedRank::timeline).collect(),
+            self.messages.clone(),
+            self.requests.clone(),
+        )
     }
 }
 

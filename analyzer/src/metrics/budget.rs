@@ -11,17 +11,21 @@ use std::collections::BTreeMap;
 use overlap_instrument::schema::{CollectivePattern, Nanos, Op, OpClass};
 use serde::{Serialize, Serializer};
 
+use crate::compute::ComputeSource;
 use crate::model::{Trace, What};
 
 /// True for calls counted as waiting: those whose job is to wait for a transfer or for
-/// other ranks (the Wait and Test families, Barrier, and the blocking point-to-point
-/// calls and Probe). Posting (Isend, Start...), local calls, Init/Finalize and the
+/// other ranks (the Wait and Test families, Barrier and the barrier-like window calls
+/// Win_fence and Win_free, the blocking point-to-point calls and Probe, and the
+/// one-sided synchronisation calls but Win_post and Win_sync, Win_test counting like
+/// Test). Posting (Isend, Start, Put...), local calls, Init/Finalize and the
 /// data-moving collectives (Allreduce, Bcast...) are in MPI but not waiting.
 pub fn is_waiting(op: Op) -> bool {
-    matches!(
-        op.class(),
-        OpClass::Completion | OpClass::BlockingPointToPoint
-    ) || op.collective_pattern() == Some(CollectivePattern::Barrier)
+    match op.class() {
+        OpClass::Completion | OpClass::BlockingPointToPoint => true,
+        OpClass::OneSidedSync => !matches!(op, Op::WinPost | Op::WinSync),
+        _ => op.collective_pattern() == Some(CollectivePattern::Barrier),
+    }
 }
 
 /// Call counts keyed by MPI function name in JSON.
@@ -44,8 +48,11 @@ pub struct RankBudget {
     pub wall_ns: u64,
     /// Wall time outside MPI calls (POP's useful time), ns.
     pub useful_ns: u64,
-    /// Time in traced compute spans, ns.
+    /// Compute time, ns: covered by the rank's compute spans, or inferred from the gaps
+    /// between its MPI calls ([`crate::compute`]).
     pub compute_ns: u64,
+    /// Where `compute_ns` comes from.
+    pub compute_source: ComputeSource,
     /// Time inside MPI calls, ns.
     pub in_mpi_ns: u64,
     /// Time inside calls that wait (Wait*, Test, Barrier, blocking point-to-point), ns.
@@ -73,7 +80,7 @@ pub struct RunBudget {
 /// Budgets of every rank and of the run.
 pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
     let mut ranks = Vec::with_capacity(trace.ranks.len());
-    for t in &trace.ranks {
+    for (t, compute) in trace.ranks.iter().zip(&trace.compute) {
         let (start, end) = t.extent().unwrap_or((Nanos::ZERO, Nanos::ZERO));
         let mut b = RankBudget {
             rank: t.rank,
@@ -82,7 +89,8 @@ pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
             start_ns: start.0,
             wall_ns: end.saturating_sub(start).0,
             useful_ns: 0,
-            compute_ns: 0,
+            compute_ns: compute.total().0,
+            compute_source: compute.source(),
             in_mpi_ns: 0,
             waiting_ns: 0,
             calls: BTreeMap::new(),
@@ -90,7 +98,7 @@ pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
         for s in &t.spans {
             let d = s.duration().0;
             match s.what {
-                What::Compute(_) => b.compute_ns += d,
+                What::Compute(_) => {}
                 What::Call(op, _) => {
                     // Init and Finalize lie outside the analysed part (see `extent`).
                     if !matches!(op, Op::Init | Op::InitThread | Op::Finalize) {
@@ -161,7 +169,21 @@ mod tests {
                 Op::Testall,
                 Op::Testany,
                 Op::Testsome,
-                Op::Barrier
+                Op::Barrier,
+                Op::WinFree,
+                Op::WinFence,
+                Op::WinStart,
+                Op::WinComplete,
+                Op::WinWait,
+                Op::WinTest,
+                Op::WinLock,
+                Op::WinUnlock,
+                Op::WinLockAll,
+                Op::WinUnlockAll,
+                Op::WinFlush,
+                Op::WinFlushAll,
+                Op::WinFlushLocal,
+                Op::WinFlushLocalAll
             ]
         );
     }

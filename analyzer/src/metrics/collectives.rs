@@ -1,6 +1,11 @@
 //! Collective instances. MPI has every member of a communicator call its collectives in
 //! the same order, so the k-th collective call of each rank on one communicator belongs
 //! to one instance: the unit Wait at Barrier / Wait at NxN and the ideal replay work on.
+//! The collective calls on a window (Win_fence, Win_free) are ordered per window, not
+//! per communicator (several windows may share one), so they are numbered per window;
+//! window creation is a collective of the communicator and numbered with it.
+//! Non-blocking collectives are numbered apart ([`nonblocking`]): their posts do not
+//! block, so they are not members of blocking instances.
 //!
 //! ```text
 //!  rank 0  |Barrier|....|Allreduce|      instance 0: both Barriers (comm 0, k = 0)
@@ -9,14 +14,30 @@
 
 use std::collections::BTreeMap;
 
-use overlap_instrument::schema::OpClass;
+use overlap_instrument::schema::{Op, OpClass, RequestKind};
 
-use crate::model::{EventRef, Trace};
+use crate::model::{CallInfo, EventRef, Trace};
 
 /// No instance: the event is not a collective.
 pub const NONE: u32 = u32::MAX;
 
-/// Every collective instance of a trace.
+/// What a collective call is ordered within.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Scope {
+    /// A communicator (by id).
+    Comm(u32),
+    /// A window (by id): Win_fence and Win_free.
+    Window(u32),
+}
+
+fn scope(op: Op, c: &CallInfo) -> Scope {
+    match (op, c.win) {
+        (Op::WinFence | Op::WinFree, Some(w)) => Scope::Window(w),
+        _ => Scope::Comm(c.comm),
+    }
+}
+
+/// Every blocking collective instance of a trace.
 pub struct Instances {
     /// The member calls of each instance, in rank order.
     pub members: Vec<Vec<EventRef>>,
@@ -24,22 +45,23 @@ pub struct Instances {
     pub of: Vec<Vec<u32>>,
 }
 
-/// Groups the collective calls of `trace` into instances.
+/// Groups the blocking collective calls of `trace` into instances.
 pub fn instances(trace: &Trace) -> Instances {
     let mut members: Vec<Vec<EventRef>> = Vec::new();
-    // Instance ids by communicator, in call order.
-    let mut ids: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    // Instance ids by scope, in call order.
+    let mut ids: BTreeMap<Scope, Vec<u32>> = BTreeMap::new();
     let mut of = Vec::with_capacity(trace.ranks.len());
     for t in &trace.ranks {
         let mut mine = vec![NONE; t.spans.len()];
-        let mut seq: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut seq: BTreeMap<Scope, usize> = BTreeMap::new();
         for (i, slot) in mine.iter_mut().enumerate() {
             let Some((op, c)) = t.call(i) else { continue };
             if op.class() != OpClass::Collective {
                 continue;
             }
-            let k = seq.entry(c.comm).or_default();
-            let list = ids.entry(c.comm).or_default();
+            let key = scope(op, c);
+            let k = seq.entry(key).or_default();
+            let list = ids.entry(key).or_default();
             if list.len() <= *k {
                 list.push(members.len() as u32);
                 members.push(Vec::new());
@@ -55,4 +77,31 @@ pub fn instances(trace: &Trace) -> Instances {
         of.push(mine);
     }
     Instances { members, of }
+}
+
+/// The instances of the non-blocking collectives (Ibcast..., and started persistent
+/// collectives): the k-th collective request of each rank on one communicator (the
+/// communicator of its post, or of its persistent init), as indices into
+/// `trace.requests`, in rank order.
+pub fn nonblocking(trace: &Trace) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    let mut ids: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    let mut seq: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+    for (i, r) in trace.requests.iter().enumerate() {
+        if r.kind != RequestKind::Collective {
+            continue;
+        }
+        let Some((_, c)) = trace.rank(r.rank).and_then(|t| t.call(r.args)) else {
+            continue;
+        };
+        let k = seq.entry((r.rank, c.comm)).or_default();
+        let list = ids.entry(c.comm).or_default();
+        if list.len() <= *k {
+            list.push(out.len());
+            out.push(Vec::new());
+        }
+        out[list[*k]].push(i);
+        *k += 1;
+    }
+    out
 }

@@ -32,9 +32,10 @@ use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap as HashMap;
 
+use overlap_instrument::schema::OpClass;
 use serde::Serialize;
 
-use super::requests::{ComputeIndex, RequestMetrics};
+use super::requests::RequestMetrics;
 use super::wait_states::WaitKind;
 use super::{blocks, CallRef, Options};
 use crate::model::{Timeline, Trace, What};
@@ -89,6 +90,12 @@ pub struct Finding {
     pub independent_names: Vec<String>,
     /// The latest point the wait can move to: just before this call (none: the end).
     pub move_before: Option<CallRef>,
+    /// The same point named by the call after which the wait may go: the last MPI call
+    /// of the waiting thread before `move_before` (or before the end of the rank's
+    /// work); none when that is the wait itself (only compute lies between).
+    pub move_after: Option<CallRef>,
+    /// What a trace cannot see and would forbid the move.
+    pub caveat: &'static str,
     /// Why it cannot move further.
     pub limit: Limit,
     /// Time the move could hide: `min(lost, independent work)`, ns.
@@ -172,7 +179,7 @@ pub fn findings(
         .collect();
     by_wait.sort_by_key(|(k, _)| *k);
     let mut out = Vec::new();
-    let mut current: Option<(u32, ComputeIndex, UseIndex)> = None;
+    let mut current: Option<(u32, UseIndex)> = None;
     for chunk in by_wait.chunk_by(|a, b| a.0 == b.0) {
         let (rank, wait_index) = chunk[0].0;
         let group: Vec<&RequestMetrics> = chunk.iter().map(|(_, r)| *r).collect();
@@ -201,10 +208,13 @@ pub fn findings(
         if window_cpu as f64 >= opts.empty_window_share * lost as f64 {
             continue;
         }
+        let Some(cpu) = trace.compute(rank) else {
+            continue;
+        };
         if current.as_ref().is_none_or(|c| c.0 != rank) {
-            current = Some((rank, ComputeIndex::new(t), UseIndex::new(t)));
+            current = Some((rank, UseIndex::new(t)));
         }
-        let Some((_, cpu, uses)) = current.as_ref() else {
+        let Some((_, uses)) = current.as_ref() else {
             continue;
         };
         // The earliest dependence limit of its sends.
@@ -272,6 +282,9 @@ pub fn findings(
             independent_spans: spans as u64,
             independent_names: names,
             move_before: limit.0.and_then(|i| CallRef::of(trace, rank, i)),
+            move_after: last_call_before(t, wait_index, last)
+                .and_then(|i| CallRef::of(trace, rank, i)),
+            caveat: CAVEAT,
             limit: limit.1,
             hideable_ns: lost.min(independent.0),
         });
@@ -280,11 +293,30 @@ pub fn findings(
     out
 }
 
-/// The Late Sender wait of each call, for [`findings`].
+/// What every finding's move depends on, which a trace cannot see.
+pub const CAVEAT: &str = "a write to the send buffer between the wait and the point it \
+moves to (e.g. packing the next message) forbids the move: a trace cannot see such writes";
+
+/// The last MPI call of the waiting call's thread after `wait` and before event `limit`
+/// (MPI_Finalize excluded: the analysed part ends where it starts).
+fn last_call_before(t: &Timeline, wait: usize, limit: usize) -> Option<usize> {
+    let tid = t.spans.get(wait)?.tid;
+    let end = limit.min(t.spans.len());
+    (wait + 1..end).rev().find(|&i| {
+        t.spans[i].tid == tid
+            && t.spans[i]
+                .op()
+                .is_some_and(|op| op.class() != OpClass::Environment)
+    })
+}
+
+/// The Late Sender wait of each call, for [`findings`]: the whole of it, before any
+/// split with a Late Receiver of the same call (the receives alone would have cost that
+/// much, so that much of the wait cannot move with the sends).
 pub fn late_sender_by_call(waits: &[super::WaitInstance]) -> HashMap<(u32, usize), u64> {
     waits
         .iter()
         .filter(|w| w.kind == WaitKind::LateSender)
-        .map(|w| ((w.rank, w.index), w.amount_ns))
+        .map(|w| ((w.rank, w.index), w.split_from_ns.unwrap_or(w.amount_ns)))
         .collect()
 }

@@ -10,8 +10,12 @@ pub mod budget;
 pub mod collectives;
 pub mod false_overlap;
 pub mod ideal;
+pub mod one_sided;
 pub mod pop;
+pub mod progress;
 pub mod requests;
+pub mod split;
+pub mod transfer;
 pub mod wait_states;
 
 use std::collections::BTreeMap;
@@ -19,6 +23,7 @@ use std::collections::BTreeMap;
 use overlap_instrument::schema::{Nanos, Op, OpClass, ParamValue};
 use serde::Serialize;
 
+use crate::compute::ComputeSource;
 use crate::model::Trace;
 use crate::sites::{BySite, SiteTable};
 
@@ -142,6 +147,9 @@ pub struct RunInfo {
     pub unmatched_sends: u64,
     /// Receives without a send.
     pub unmatched_receives: u64,
+    /// Where the compute every figure uses comes from: `spans` (recorded), `gaps`
+    /// (inferred from the time between MPI calls) or `both` ([`crate::compute`]).
+    pub compute_source: ComputeSource,
 }
 
 /// Everything `overlap analyze` reports. Field names are the stable JSON keys.
@@ -194,20 +202,24 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         wait_states::instances(trace)
     };
     let wait_states = wait_states::summarize(trace, &waits, opts);
-    let (model, requests) = {
+    let (model, collective_model, requests) = {
         let _s = tracing::info_span!("requests").entered();
-        let model = requests::TransferModel::fit(trace);
-        let r = requests::per_request(trace, &model);
-        (model, r)
+        let model = transfer::TransferModel::fit(trace);
+        let collective_model = transfer::CollectiveModel::fit(trace);
+        let r = requests::per_request(trace, &model, &collective_model, opts);
+        (model, collective_model, r)
     };
-    let mut request_summary = requests::summarize(&requests, &model, opts);
+    let mut request_summary = requests::summarize(&requests, &model, &collective_model, opts);
     let mut false_overlap = {
         let _s = tracing::info_span!("false overlap").entered();
         let ls = false_overlap::late_sender_by_call(&waits);
         false_overlap::findings(trace, &requests, &ls, opts)
     };
     let sites = SiteTable::build(trace);
-    let worst = &mut request_summary.worst;
+    let worst: &mut [&mut [RequestMetrics]] = &mut [
+        &mut request_summary.worst,
+        &mut request_summary.written_not_achieved.worst,
+    ];
     crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
     let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
     let replayed = {
@@ -260,6 +272,7 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         messages: trace.messages.len() as u64,
         unmatched_sends: info.unmatched_sends,
         unmatched_receives: info.unmatched_receives,
+        compute_source: trace.compute_source(),
     };
     let report = Report {
         report: "overlap-report",
@@ -283,12 +296,15 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
 }
 
 /// True for calls that block until something happens elsewhere (wait states are
-/// charged to them): blocking point-to-point and the waiting completion calls. A Test
-/// never blocks.
+/// charged to them): blocking point-to-point, the waiting completion calls, and the
+/// one-sided synchronisation calls that may wait for other ranks or for pending
+/// operations (Win_start, Win_complete, Win_wait, locks, unlocks, flushes). A Test, a
+/// Win_test, a Win_post and a Win_sync never block.
 pub fn blocks(op: Op) -> bool {
     match op.class() {
         OpClass::BlockingPointToPoint => true,
         OpClass::Completion => !op.is_test(),
+        OpClass::OneSidedSync => !matches!(op, Op::WinTest | Op::WinPost | Op::WinSync),
         _ => false,
     }
 }

@@ -81,7 +81,9 @@ pub fn efficiencies(
         let w = waited.get(&r.rank).copied().unwrap_or(0);
         ideal = ideal.max(r.useful_ns + w);
     }
-    let subtraction = ideal;
+    // Wait states never exceed a rank's time in MPI, so this stays within the run's
+    // time; with several threads in MPI at once it could not, hence the bound.
+    let subtraction = ideal.min(run.wall_ns);
     let (ideal, method) = match replayed {
         Some(r) => (r, TIdealMethod::Replay),
         None => (subtraction, TIdealMethod::Subtraction),

@@ -2,231 +2,44 @@
 //! formula applied to one request of a trace:
 //!
 //! - window `[X(post), E(wait)]`: where the program could compute while the transfer
-//!   runs; `t_cpu` is the compute inside it;
+//!   runs; `t_cpu` is the compute inside it ([`crate::compute`]: recorded spans, or the
+//!   gaps between MPI calls);
 //! - exposed wait: the duration of the call that completed the request;
 //! - `t_ovrl = X(wait) - E(post)`;
-//! - `t_pure`: the transfer time of the request's size on its own, from a model fitted
-//!   to the trace's own messages ([`TransferModel`]);
+//! - `t_pure`: the transfer time of the request on its own ([`super::transfer`]: the
+//!   point-to-point model for messages and one-sided operations, the collective model
+//!   for non-blocking collectives); unknown (0) when there is no estimate;
 //! - `overlap = max(0, min(1, (t_pure + t_cpu - t_ovrl) / min(t_pure, t_cpu)))`,
-//!   0 when nothing was computed in the window, none when `t_pure` is 0.
+//!   0 when nothing was computed in the window, none when `t_pure` is unknown;
+//! - the OSU figure `osu_overlap = max(0, 1 - (t_ovrl - t_cpu) / t_pure)` next to it.
 //!
 //! ```text
 //!  |Isend 1|..compute 10..|Wait 2|     t_cpu 10, t_ovrl 13, t_pure 4:
-//!  0       1             11     13    (4 + 10 - 13) / min(4, 10) = 0.25
+//!  0       1             11     13    IMB (4 + 10 - 13) / min(4, 10) = 0.25
+//!                                      OSU 1 - (13 - 10) / 4 = 0.25
 //! ```
 
 use overlap_instrument::schema::{Nanos, RequestKind};
 use serde::Serialize;
 
-use super::{CallRef, Options};
-use crate::model::{EventRef, Timeline, Trace, What};
+use super::progress::{self, Progress};
+pub use super::transfer::{CollectiveModel, SizeClass, TransferModel};
+use super::{blocks, CallRef, Options};
+use crate::fxhash::FxHashMap;
+use crate::model::{EventRef, Trace};
 
-/// Compute spans of a rank, for sums over intervals in `O(log n)`.
-pub(crate) struct ComputeIndex {
-    /// (start, end) of each compute span, by start.
-    spans: Vec<(u64, u64)>,
-    /// `prefix[i]`: summed durations of `spans[..i]`.
-    prefix: Vec<u64>,
-    /// Largest end among `spans[..=i]`.
-    max_end: Vec<u64>,
-    /// True when some spans overlap (nested spans, or several threads): sums then
-    /// sweep the spans in the interval, counting covered time once.
-    overlapping: bool,
-}
-
-impl ComputeIndex {
-    pub(crate) fn new(t: &Timeline) -> ComputeIndex {
-        let spans: Vec<(u64, u64)> = t
-            .spans
-            .iter()
-            .filter(|s| matches!(s.what, What::Compute(_)))
-            .map(|s| (s.start.0, s.end.0))
-            .collect();
-        let mut prefix = Vec::with_capacity(spans.len() + 1);
-        let mut max_end = Vec::with_capacity(spans.len());
-        let (mut sum, mut hi) = (0u64, 0u64);
-        let mut overlapping = false;
-        prefix.push(0);
-        for (a, b) in &spans {
-            overlapping |= *a < hi;
-            sum += b - a;
-            hi = hi.max(*b);
-            prefix.push(sum);
-            max_end.push(hi);
-        }
-        ComputeIndex {
-            spans,
-            prefix,
-            max_end,
-            overlapping,
-        }
-    }
-
-    /// Compute time inside `[from, to)`, and how many spans touch it.
-    pub(crate) fn within(&self, from: Nanos, to: Nanos) -> (Nanos, usize) {
-        let (a, b) = (from.0, to.0);
-        if b <= a {
-            return (Nanos::ZERO, 0);
-        }
-        // Spans starting before `b`, minus those that ended by `a`.
-        let hi = self.spans.partition_point(|s| s.0 < b);
-        let lo = self.max_end[..hi].partition_point(|e| *e <= a);
-        if lo >= hi {
-            return (Nanos::ZERO, 0);
-        }
-        if self.overlapping {
-            // Time covered by any span (nested spans count once), by a sweep.
-            let (mut total, mut reach) = (0u64, a);
-            for &(s, e) in &self.spans[lo..hi] {
-                let (s, e) = (s.max(reach), e.min(b));
-                if e > s {
-                    total += e - s;
-                    reach = e;
-                }
-            }
-            return (Nanos(total), hi - lo);
-        }
-        let mut total = self.prefix[hi] - self.prefix[lo];
-        // Clip the spans that stick out of the interval.
-        for &(s, e) in &self.spans[lo..hi] {
-            if s >= a {
-                break;
-            }
-            total -= e.min(a) - s;
-        }
-        for &(s, e) in self.spans[lo..hi].iter().rev() {
-            if e <= b {
-                break;
-            }
-            total -= e - b.max(s);
-        }
-        (Nanos(total), hi - lo)
-    }
-}
-
-/// One size class of the transfer model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct SizeClass {
-    /// Smallest message of the class, bytes (classes are powers of two).
-    pub bytes: u64,
-    /// Messages observed.
-    pub messages: u64,
-    /// Shortest observed transfer, ns.
-    pub min_ns: u64,
-}
-
-/// Transfer time by message size, fitted to the trace's own messages.
-///
-/// A message's observed transfer is `X(completion) - max(E(send), E(recv post))`: from
-/// the moment both sides had asked for it to the moment the receive was known complete.
-/// That bounds the true transfer from above; the smallest observation in each
-/// power-of-two size class is taken as that class's pure transfer time, and a line
-/// `latency + bytes / bandwidth` is fitted through the classes (least squares, both
-/// terms kept non-negative) for sizes no message had.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct TransferModel {
-    /// Fitted latency, ns.
-    pub latency_ns: f64,
-    /// Fitted bandwidth, bytes per second (0 when unknown).
-    pub bandwidth_bytes_per_s: f64,
-    /// The classes observed.
-    pub classes: Vec<SizeClass>,
-}
-
-fn class_of(bytes: u64) -> u32 {
-    64 - bytes.leading_zeros()
-}
-
-impl TransferModel {
-    /// Fits the model to the messages of `trace`.
-    pub fn fit(trace: &Trace) -> TransferModel {
-        let mut classes: std::collections::BTreeMap<u32, SizeClass> = Default::default();
-        for m in trace.messages.iter().filter(|m| !m.clock_suspect) {
-            let (Some(c), Some(send), Some(post)) = (
-                m.completion.and_then(|c| trace.span(c)),
-                trace.span(m.send),
-                trace.span(m.recv_post),
-            ) else {
-                continue;
-            };
-            let observed = c.end.saturating_sub(send.start.max(post.start)).0;
-            let e = classes.entry(class_of(m.bytes)).or_insert(SizeClass {
-                bytes: m.bytes,
-                messages: 0,
-                min_ns: u64::MAX,
-            });
-            e.bytes = e.bytes.min(m.bytes);
-            e.messages += 1;
-            e.min_ns = e.min_ns.min(observed);
-        }
-        let classes: Vec<SizeClass> = classes.into_values().collect();
-        let (latency_ns, ns_per_byte) = fit_line(&classes);
-        TransferModel {
-            latency_ns,
-            bandwidth_bytes_per_s: if ns_per_byte > 0.0 {
-                1e9 / ns_per_byte
-            } else {
-                0.0
-            },
-            classes,
-        }
-    }
-
-    /// The pure transfer time of a message of `bytes`.
-    pub fn pure(&self, bytes: u64) -> Nanos {
-        let class = class_of(bytes);
-        if let Some(c) = self.classes.iter().find(|c| class_of(c.bytes) == class) {
-            return Nanos(c.min_ns);
-        }
-        let per_byte = if self.bandwidth_bytes_per_s > 0.0 {
-            1e9 / self.bandwidth_bytes_per_s
-        } else {
-            0.0
-        };
-        Nanos((self.latency_ns + per_byte * bytes as f64).max(0.0).round() as u64)
-    }
-}
-
-/// Least squares `t = a + b * bytes` with `a, b >= 0`.
-fn fit_line(classes: &[SizeClass]) -> (f64, f64) {
-    let pts: Vec<(f64, f64)> = classes
-        .iter()
-        .map(|c| (c.bytes as f64, c.min_ns as f64))
-        .collect();
-    match pts.as_slice() {
-        [] => (0.0, 0.0),
-        [(x, y)] => {
-            if *x > 0.0 {
-                (0.0, y / x)
-            } else {
-                (*y, 0.0)
-            }
-        }
-        _ => {
-            let n = pts.len() as f64;
-            let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
-            let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
-            let sxx: f64 = pts.iter().map(|p| (p.0 - mx) * (p.0 - mx)).sum();
-            let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-            let b = if sxx > 0.0 { (sxy / sxx).max(0.0) } else { 0.0 };
-            let a = my - b * mx;
-            if a >= 0.0 {
-                (a, b)
-            } else {
-                // Through the origin.
-                let sxy0: f64 = pts.iter().map(|p| p.0 * p.1).sum();
-                let sxx0: f64 = pts.iter().map(|p| p.0 * p.0).sum();
-                (
-                    0.0,
-                    if sxx0 > 0.0 {
-                        (sxy0 / sxx0).max(0.0)
-                    } else {
-                        0.0
-                    },
-                )
-            }
-        }
-    }
+/// What a request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestClass {
+    /// A point-to-point send (Isend, a started Send_init).
+    Send,
+    /// A point-to-point receive.
+    Receive,
+    /// A non-blocking collective (Ibcast..., a started persistent collective).
+    Collective,
+    /// A request-based one-sided operation (Rput, Rget, Raccumulate...).
+    OneSided,
 }
 
 /// One request's figures.
@@ -236,19 +49,22 @@ pub struct RequestMetrics {
     pub rank: u32,
     /// Request id on that rank.
     pub request: u64,
-    /// The post: `MPI_Isend` or `MPI_Irecv`.
+    /// The post (`MPI_Isend`, `MPI_Irecv`, `MPI_Ibcast`, `MPI_Rput`, `MPI_Start`...).
     pub post: CallRef,
-    /// True for a send.
+    /// True for a point-to-point send.
     pub is_send: bool,
+    /// What the request does.
+    pub kind: RequestClass,
     /// The call whose arguments describe the transfer (the post, or a started
     /// persistent request's init): index among the rank's events.
     #[serde(skip)]
     pub args_index: usize,
-    /// Peer (world rank), when known.
+    /// Peer (world rank; a one-sided operation's target), when known.
     pub peer: Option<i32>,
     /// Tag.
     pub tag: Option<i32>,
-    /// Bytes (sent, or received when known, else the buffer's capacity).
+    /// Bytes (sent, or received when known, else the buffer's capacity; a collective's
+    /// `bytes` argument; a one-sided operation's origin bytes).
     pub bytes: u64,
     /// The call that completed it, if one did.
     pub completion: Option<CallRef>,
@@ -258,76 +74,145 @@ pub struct RequestMetrics {
     pub cpu_ns: u64,
     /// Duration of the completing call, ns.
     pub exposed_wait_ns: u64,
-    /// `X(wait) - E(post)`, ns.
+    /// `X(wait) - E(post)`, ns: OSU's overall time.
     pub t_ovrl_ns: u64,
-    /// Estimated pure transfer time, ns.
+    /// Estimated pure transfer (communication) time, ns; 0 when unknown.
     pub t_pure_ns: u64,
-    /// Overlap (0..1) by the IMB formula; none when `t_pure` is 0 or the request never
-    /// completed.
+    /// Overlap (0..1) by the IMB formula; none when `t_pure` is unknown or the request
+    /// never completed.
     pub overlap: Option<f64>,
+    /// Overlap (0..1) by the OSU formula; none when the IMB one is none.
+    pub osu_overlap: Option<f64>,
+    /// The wait's part not explained by a late partner, ns (see [`super::progress`]).
+    pub progress_wait_ns: u64,
+    /// Overlap written (compute in the window) but not achieved (the wait still took
+    /// about the transfer): see [`super::progress`]; none when it cannot be told.
+    pub written_not_achieved: Option<bool>,
 }
 
 /// The figures of every request of the trace, in rank and post order.
-pub fn per_request(trace: &Trace, model: &TransferModel) -> Vec<RequestMetrics> {
-    // Bytes actually received, by receive post.
-    let mut received: crate::fxhash::FxHashMap<EventRef, u64> = Default::default();
+pub fn per_request(
+    trace: &Trace,
+    model: &TransferModel,
+    collectives: &CollectiveModel,
+    opts: &Options,
+) -> Vec<RequestMetrics> {
+    // Bytes actually received, and the matching send's entry, by receive post; the
+    // matching receive post's entry by send.
+    let n = trace.messages.len();
+    let mut received: FxHashMap<EventRef, (u64, Nanos)> =
+        FxHashMap::with_capacity_and_hasher(n, Default::default());
+    let mut receiver: FxHashMap<EventRef, Nanos> =
+        FxHashMap::with_capacity_and_hasher(n, Default::default());
     for m in &trace.messages {
-        received.insert(m.recv_post, m.bytes);
+        if let (Some(send), Some(post)) = (trace.span(m.send), trace.span(m.recv_post)) {
+            received.insert(m.recv_post, (m.bytes, send.start));
+            receiver.insert(m.send, post.start);
+        }
+    }
+    // The last member's post of each non-blocking collective, by request.
+    let mut last_post: FxHashMap<usize, Nanos> = Default::default();
+    for members in super::collectives::nonblocking(trace) {
+        let last = members
+            .iter()
+            .filter_map(|&i| {
+                let r = trace.requests.get(i)?;
+                trace.span(EventRef {
+                    rank: r.rank,
+                    index: r.post,
+                })
+            })
+            .map(|s| s.start)
+            .max();
+        if let Some(last) = last {
+            last_post.extend(members.iter().map(|&i| (i, last)));
+        }
+    }
+    // The latest partner arrival of every request a completion call completed: the
+    // call's wait until then is explained by a late partner, not by progress.
+    let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
+        let post = EventRef {
+            rank: r.rank,
+            index: r.post,
+        };
+        match r.kind {
+            RequestKind::Send => receiver.get(&post).copied(),
+            RequestKind::Recv => received.get(&post).map(|g| g.1),
+            RequestKind::Collective => last_post.get(&ri).copied(),
+            RequestKind::OneSided => None,
+        }
+    };
+    let partner: Vec<Option<Nanos>> = trace
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(ri, r)| partner_of(ri, r))
+        .collect();
+    let mut by_call: Vec<(u32, usize, usize)> = trace
+        .requests
+        .iter()
+        .enumerate()
+        .filter_map(|(ri, r)| Some((r.rank, r.completion?, ri)))
+        .collect();
+    by_call.sort_unstable();
+    let mut call_partner: Vec<Option<Nanos>> = vec![None; trace.requests.len()];
+    for same in by_call.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let latest = same.iter().filter_map(|g| partner[g.2]).max();
+        for g in same {
+            call_partner[g.2] = latest;
+        }
     }
     let mut out = Vec::with_capacity(trace.requests.len());
-    let mut index: Option<(u32, ComputeIndex)> = None;
-    for r in &trace.requests {
-        let Some(t) = trace.rank(r.rank) else {
+    for (ri, r) in trace.requests.iter().enumerate() {
+        let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             continue;
         };
-        if index.as_ref().is_none_or(|(rank, _)| *rank != r.rank) {
-            index = Some((r.rank, ComputeIndex::new(t)));
-        }
-        let Some((_, cpu)) = index.as_ref() else {
+        let Some((args_op, call)) = t.call(r.args) else {
             continue;
         };
-        // Non-blocking collectives have no peer nor transfer model: their requests are
-        // counted in the budget and the timeline, not here.
-        if r.kind == RequestKind::Collective {
-            continue;
-        }
-        let Some((_, call)) = t.call(r.args) else {
-            continue;
+        let post_ref = EventRef {
+            rank: r.rank,
+            index: r.post,
         };
         // A send to or receive from MPI_PROC_NULL (a negative peer that is not the
         // any-source wildcard of a receive that got a message) moves nothing.
         let from_nobody = r.kind == RequestKind::Recv
             && r.completion.is_some()
-            && !received.contains_key(&EventRef {
-                rank: r.rank,
-                index: r.post,
-            })
+            && !received.contains_key(&post_ref)
             && call.peer.is_some_and(|p| p < 0);
-        if (r.kind == RequestKind::Send && call.peer.is_some_and(|p| p < 0)) || from_nobody {
+        let to_nobody = matches!(r.kind, RequestKind::Send | RequestKind::OneSided)
+            && call.peer.is_some_and(|p| p < 0);
+        if to_nobody || from_nobody {
             continue;
         }
         let Some(post) = CallRef::of(trace, r.rank, r.post) else {
             continue;
         };
-        let is_send = r.kind == RequestKind::Send;
-        let bytes = if is_send {
-            call.bytes.unwrap_or(0)
-        } else {
-            received
-                .get(&EventRef {
-                    rank: r.rank,
-                    index: r.post,
-                })
-                .copied()
-                .or(call.bytes)
-                .unwrap_or(0)
+        let (kind, bytes, t_pure) = match r.kind {
+            RequestKind::Send => {
+                let b = call.bytes.unwrap_or(0);
+                (RequestClass::Send, b, Some(model.pure(b)))
+            }
+            RequestKind::Recv => {
+                let got = received.get(&post_ref);
+                let b = got.map(|g| g.0).or(call.bytes).unwrap_or(0);
+                (RequestClass::Receive, b, Some(model.pure(b)))
+            }
+            RequestKind::OneSided => {
+                let b = call.bytes.unwrap_or(0);
+                (RequestClass::OneSided, b, Some(model.pure(b)))
+            }
+            RequestKind::Collective => {
+                let b = call.bytes.unwrap_or(0);
+                (RequestClass::Collective, b, collectives.pure(args_op, b))
+            }
         };
-        let completion = r.completion.and_then(|i| CallRef::of(trace, r.rank, i));
-        let t_pure = model.pure(bytes);
+        let t_pure = t_pure.map_or(0, |p| p.0);
         let mut m = RequestMetrics {
             rank: r.rank,
             request: r.request,
-            is_send,
+            is_send: kind == RequestClass::Send,
+            kind,
             args_index: r.args,
             peer: call.peer,
             tag: call.tag,
@@ -337,18 +222,34 @@ pub fn per_request(trace: &Trace, model: &TransferModel) -> Vec<RequestMetrics> 
             cpu_ns: 0,
             exposed_wait_ns: 0,
             t_ovrl_ns: 0,
-            t_pure_ns: t_pure.0,
+            t_pure_ns: t_pure,
             overlap: None,
+            osu_overlap: None,
+            progress_wait_ns: 0,
+            written_not_achieved: None,
             post,
         };
-        if let Some(c) = completion {
+        let done = r
+            .completion
+            .and_then(|i| Some((CallRef::of(trace, r.rank, i)?, t.spans.get(i)?)));
+        if let Some((c, span)) = done {
             let post_end = m.post.start_ns + m.post.duration_ns;
-            let window = (Nanos(post_end), Nanos(c.start_ns));
             m.window_ns = c.start_ns.saturating_sub(post_end);
-            m.cpu_ns = cpu.within(window.0, window.1).0 .0;
+            m.cpu_ns = cpu.within(Nanos(post_end), Nanos(c.start_ns)).0 .0;
             m.exposed_wait_ns = c.duration_ns;
             m.t_ovrl_ns = (c.start_ns + c.duration_ns).saturating_sub(m.post.start_ns);
-            m.overlap = imb_overlap(t_pure.0, m.cpu_ns, m.t_ovrl_ns);
+            m.overlap = imb_overlap(t_pure, m.cpu_ns, m.t_ovrl_ns);
+            m.osu_overlap = osu_overlap(t_pure, m.cpu_ns, m.t_ovrl_ns);
+            let p = Progress {
+                blocking: span.op().is_some_and(blocks),
+                wait_start: span.start,
+                wait_end: span.end,
+                partner: call_partner[ri],
+                t_pure: Nanos(t_pure),
+                t_cpu: Nanos(m.cpu_ns),
+            };
+            m.progress_wait_ns = p.progress_wait().0;
+            m.written_not_achieved = p.verdict(opts);
             m.completion = Some(c);
         }
         out.push(m);
@@ -370,32 +271,108 @@ pub fn imb_overlap(t_pure: u64, t_cpu: u64, t_ovrl: u64) -> Option<f64> {
     Some((num / den).clamp(0.0, 1.0))
 }
 
+/// The OSU overlap of one operation (0..1), `t_test` being 0 (Test calls are MPI time,
+/// not compute): `max(0, 1 - (t_ovrl - t_cpu) / t_pure)`; none when `t_pure` is 0.
+pub fn osu_overlap(t_pure: u64, t_cpu: u64, t_ovrl: u64) -> Option<f64> {
+    if t_pure == 0 {
+        return None;
+    }
+    let exposed = t_ovrl as f64 - t_cpu as f64;
+    Some((1.0 - exposed / t_pure as f64).clamp(0.0, 1.0))
+}
+
 /// Requests summarised.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RequestSummary {
     /// Requests posted.
     pub count: u64,
-    /// Of which sends.
+    /// Of which point-to-point sends.
     pub sends: u64,
-    /// Of which receives.
+    /// Of which point-to-point receives.
     pub receives: u64,
+    /// Of which non-blocking collectives.
+    pub collectives: u64,
+    /// Of which one-sided operations with a request.
+    pub one_sided: u64,
     /// Requests that never completed.
     pub never_completed: u64,
-    /// Mean overlap of the requests that have one (0..1).
-    pub mean_overlap: f64,
+    /// Mean overlap of the requests that have one (0..1); none when no request has one.
+    pub mean_overlap: Option<f64>,
+    /// Requests that have an overlap figure.
+    pub with_overlap: u64,
     /// Requests that overlapped nothing (overlap 0).
     pub zero_overlap: u64,
     /// Summed exposed wait, ns (a call completing several requests counts once).
     pub exposed_wait_ns: u64,
-    /// The transfer model used for `t_pure`.
+    /// The transfer model used for `t_pure` of messages and one-sided operations.
     pub transfer_model: TransferModel,
+    /// The model used for `t_pure` of non-blocking collectives.
+    pub collective_model: CollectiveModel,
+    /// The non-blocking collectives' OSU-style figures; none without any.
+    pub nbc: Option<CollectiveFigures>,
+    /// Overlap written, not achieved ([`super::progress`]).
+    pub written_not_achieved: progress::NotAchieved,
     /// The completed requests with the least overlap, and among equals the largest
     /// exposed wait, worst first.
     pub worst: Vec<RequestMetrics>,
 }
 
+/// The non-blocking collectives together, as the OSU benchmarks report one operation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CollectiveFigures {
+    /// Completed non-blocking collective requests.
+    pub completed: u64,
+    /// Mean overall time `t_ovrl`, ns.
+    pub mean_overall_ns: u64,
+    /// Mean pure communication time of those that have an estimate, ns; none when none
+    /// has.
+    pub mean_pure_ns: Option<u64>,
+    /// Mean compute in the window, ns.
+    pub mean_cpu_ns: u64,
+    /// Mean OSU overlap (0..1) of those that have one.
+    pub mean_osu_overlap: Option<f64>,
+    /// Mean IMB overlap (0..1) of those that have one.
+    pub mean_overlap: Option<f64>,
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
+    let (n, sum) = v.fold((0u64, 0.0), |(n, s), x| (n + 1, s + x));
+    (n > 0).then(|| sum / n as f64)
+}
+
+fn collective_figures(reqs: &[RequestMetrics]) -> Option<CollectiveFigures> {
+    let done: Vec<&RequestMetrics> = reqs
+        .iter()
+        .filter(|r| r.kind == RequestClass::Collective && r.completion.is_some())
+        .collect();
+    if done.is_empty() {
+        return None;
+    }
+    let avg = |f: &dyn Fn(&RequestMetrics) -> u64| {
+        mean(done.iter().map(|r| f(r) as f64)).map_or(0, |m| m.round() as u64)
+    };
+    Some(CollectiveFigures {
+        completed: done.len() as u64,
+        mean_overall_ns: avg(&|r| r.t_ovrl_ns),
+        mean_pure_ns: mean(
+            done.iter()
+                .filter(|r| r.t_pure_ns > 0)
+                .map(|r| r.t_pure_ns as f64),
+        )
+        .map(|m| m.round() as u64),
+        mean_cpu_ns: avg(&|r| r.cpu_ns),
+        mean_osu_overlap: mean(done.iter().filter_map(|r| r.osu_overlap)),
+        mean_overlap: mean(done.iter().filter_map(|r| r.overlap)),
+    })
+}
+
 /// Summarises the requests.
-pub fn summarize(reqs: &[RequestMetrics], model: &TransferModel, opts: &Options) -> RequestSummary {
+pub fn summarize(
+    reqs: &[RequestMetrics],
+    model: &TransferModel,
+    collective_model: &CollectiveModel,
+    opts: &Options,
+) -> RequestSummary {
     let with: Vec<f64> = reqs.iter().filter_map(|r| r.overlap).collect();
     let mut waits: Vec<(u32, usize, u64)> = reqs
         .iter()
@@ -420,19 +397,22 @@ pub fn summarize(reqs: &[RequestMetrics], model: &TransferModel, opts: &Options)
             .then(ka.1.cmp(&kb.1))
             .then((a.rank, a.request).cmp(&(b.rank, b.request)))
     });
+    let count = |k: RequestClass| reqs.iter().filter(|r| r.kind == k).count() as u64;
     RequestSummary {
         count: reqs.len() as u64,
-        sends: reqs.iter().filter(|r| r.is_send).count() as u64,
-        receives: reqs.iter().filter(|r| !r.is_send).count() as u64,
+        sends: count(RequestClass::Send),
+        receives: count(RequestClass::Receive),
+        collectives: count(RequestClass::Collective),
+        one_sided: count(RequestClass::OneSided),
         never_completed: reqs.iter().filter(|r| r.completion.is_none()).count() as u64,
-        mean_overlap: if with.is_empty() {
-            0.0
-        } else {
-            with.iter().sum::<f64>() / with.len() as f64
-        },
+        mean_overlap: mean(with.iter().copied()),
+        with_overlap: with.len() as u64,
         zero_overlap: with.iter().filter(|o| **o == 0.0).count() as u64,
         exposed_wait_ns: waits.iter().map(|w| w.2).sum(),
         transfer_model: model.clone(),
+        collective_model: collective_model.clone(),
+        nbc: collective_figures(reqs),
+        written_not_achieved: progress::summarize(reqs, opts),
         worst: worst.into_iter().take(opts.worst).cloned().collect(),
     }
 }

@@ -12,7 +12,13 @@
 //!   `min(max_j E_j, X_self) - E_self` over the members of one collective instance (the
 //!   k-th collective call of each rank on one communicator).
 //!
-//! Only positive waits count. A remote time after the local exit (clock error) is
+//! - Early Scan (Scan, Exscan): rank i waits for the last of the ranks below it; Wait
+//!   at Fence / Create / Free: the window calls' barrier-like waits; none for the
+//!   neighbourhood collectives (the topology is not recorded).
+//! - Late Post, Early Wait, Late Complete: [`super::one_sided`].
+//!
+//! Waits of several kinds on one call share its time ([`super::split`]): none counts
+//! twice. Only positive waits count. A remote time after the local exit (clock error) is
 //! clipped to the exit and the instance is flagged clock-suspect. An instance no longer
 //! than the clock error bound of the ranks involved is indeterminate: kept apart, not
 //! in the totals.
@@ -49,17 +55,41 @@ pub enum WaitKind {
     LateBroadcast,
     /// The root of an all-to-one collective (Reduce, Gather) waited for the last rank.
     EarlyReduce,
+    /// A Scan or Exscan waited for the last of the lower ranks to arrive.
+    EarlyScan,
+    /// A Win_fence waited for the last rank of the window to arrive.
+    WaitAtFence,
+    /// A window creation (Win_create, Win_allocate...) waited for the last rank.
+    WaitAtCreate,
+    /// A Win_free waited for the last rank of the window.
+    WaitAtFree,
+    /// An origin's Win_start, first operation or Win_complete waited for the target's
+    /// Win_post.
+    LatePost,
+    /// A target's Win_wait waited for the last origin to enter Win_complete, up to that
+    /// origin's last operation.
+    EarlyWait,
+    /// The rest of that Win_wait: the last origin had finished its operations but had
+    /// not yet called Win_complete.
+    LateComplete,
 }
 
 impl WaitKind {
     /// Every kind, in report order.
-    pub const ALL: [WaitKind; 6] = [
+    pub const ALL: [WaitKind; 13] = [
         WaitKind::LateSender,
         WaitKind::LateReceiver,
         WaitKind::WaitAtBarrier,
         WaitKind::WaitAtNxN,
         WaitKind::LateBroadcast,
         WaitKind::EarlyReduce,
+        WaitKind::EarlyScan,
+        WaitKind::WaitAtFence,
+        WaitKind::WaitAtCreate,
+        WaitKind::WaitAtFree,
+        WaitKind::LatePost,
+        WaitKind::EarlyWait,
+        WaitKind::LateComplete,
     ];
 
     /// The name in reports.
@@ -71,6 +101,13 @@ impl WaitKind {
             WaitKind::WaitAtNxN => "Wait at NxN",
             WaitKind::LateBroadcast => "Late Broadcast",
             WaitKind::EarlyReduce => "Early Reduce",
+            WaitKind::EarlyScan => "Early Scan",
+            WaitKind::WaitAtFence => "Wait at Fence",
+            WaitKind::WaitAtCreate => "Wait at Create",
+            WaitKind::WaitAtFree => "Wait at Free",
+            WaitKind::LatePost => "Late Post",
+            WaitKind::EarlyWait => "Early Wait",
+            WaitKind::LateComplete => "Late Complete",
         }
     }
 
@@ -83,6 +120,13 @@ impl WaitKind {
             WaitKind::WaitAtNxN => "wait_at_nxn",
             WaitKind::LateBroadcast => "late_broadcast",
             WaitKind::EarlyReduce => "early_reduce",
+            WaitKind::EarlyScan => "early_scan",
+            WaitKind::WaitAtFence => "wait_at_fence",
+            WaitKind::WaitAtCreate => "wait_at_create",
+            WaitKind::WaitAtFree => "wait_at_free",
+            WaitKind::LatePost => "late_post",
+            WaitKind::EarlyWait => "early_wait",
+            WaitKind::LateComplete => "late_complete",
         }
     }
 }
@@ -110,6 +154,9 @@ pub struct WaitInstance {
     pub indeterminate: bool,
     /// True when the remote time fell after the local exit and was clipped.
     pub clock_suspect: bool,
+    /// When the call also carried a wait of another kind over some of the same time:
+    /// this instance's amount before the split (section 3.4 of docs/metrics.md).
+    pub split_from_ns: Option<u64>,
 }
 
 /// One kind's totals.
@@ -146,12 +193,38 @@ pub struct WaitStates {
     pub per_rank_ns: BTreeMap<u32, u64>,
 }
 
-struct Candidate {
+/// A wait found by one pattern: the interval `[from, to)` of call `at`.
+pub(crate) struct Candidate {
     kind: WaitKind,
     at: EventRef,
     peer: u32,
-    amount: Nanos,
+    from: Nanos,
+    to: Nanos,
     suspect: bool,
+}
+
+impl Candidate {
+    pub(crate) fn new(
+        kind: WaitKind,
+        at: EventRef,
+        peer: u32,
+        from: Nanos,
+        to: Nanos,
+        suspect: bool,
+    ) -> Candidate {
+        Candidate {
+            kind,
+            at,
+            peer,
+            from,
+            to: to.max(from),
+            suspect,
+        }
+    }
+
+    fn amount(&self) -> Nanos {
+        self.to - self.from
+    }
 }
 
 /// Every wait-state instance of the trace, sorted by rank and time.
@@ -160,7 +233,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     let mut keep = |c: Candidate| {
         let key = (c.at, c.kind);
         match best.get(&key) {
-            Some(b) if b.amount >= c.amount => {}
+            Some(b) if b.amount() >= c.amount() => {}
             _ => {
                 best.insert(key, c);
             }
@@ -188,15 +261,16 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
         if let Some(c) = m.completion {
             if let Some(recv) = trace.span(c).filter(|s| s.op().is_some_and(blocks)) {
                 let remote = send.start;
-                let amount = remote.min(recv.end).saturating_sub(recv.start);
-                if amount > Nanos::ZERO {
-                    keep(Candidate {
-                        kind: WaitKind::LateSender,
-                        at: c,
-                        peer: m.send.rank,
-                        amount,
-                        suspect: remote > recv.end,
-                    });
+                let to = remote.min(recv.end);
+                if to > recv.start {
+                    keep(Candidate::new(
+                        WaitKind::LateSender,
+                        c,
+                        m.send.rank,
+                        recv.start,
+                        to,
+                        remote > recv.end,
+                    ));
                 }
             }
         }
@@ -218,122 +292,168 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             continue;
         };
         if done.start < post.start && done.end >= post.start {
-            keep(Candidate {
-                kind: WaitKind::LateReceiver,
-                at: done_ref,
-                peer: m.recv_post.rank,
-                amount: post.start - done.start,
-                suspect: false,
-            });
+            keep(Candidate::new(
+                WaitKind::LateReceiver,
+                done_ref,
+                m.recv_post.rank,
+                done.start,
+                post.start,
+                false,
+            ));
         }
     }
-    // Collectives: every member waits for the last to arrive.
     for members in &super::collectives::instances(trace).members {
-        if members.len() < 2 {
-            continue;
-        }
-        let spans: Vec<_> = members
-            .iter()
-            .filter_map(|r| Some((*r, trace.span(*r)?)))
-            .collect();
-        let Some(&(last, last_span)) = spans.iter().max_by_key(|(r, s)| (s.start, r.rank)) else {
-            continue;
-        };
-        let first = spans[0].0;
-        let pattern = trace
-            .span(first)
-            .and_then(|s| s.op())
-            .and_then(Op::collective_pattern);
-        // The root of a rooted collective, as recorded by its first member.
-        let root = trace
-            .rank(first.rank)
-            .and_then(|t| t.call(first.index))
-            .and_then(|(_, c)| c.root)
-            .and_then(|root| {
-                spans
-                    .iter()
-                    .find(|(r, _)| i64::from(r.rank) == i64::from(root))
-            });
-        match (pattern, root) {
-            (Some(CollectivePattern::OneToAll), Some(&(root, root_span))) => {
-                // Late Broadcast: a rank that entered before the root waits for it.
-                for (r, s) in spans.iter().filter(|(r, _)| *r != root) {
-                    let amount = root_span.start.min(s.end).saturating_sub(s.start);
-                    if amount > Nanos::ZERO {
-                        keep(Candidate {
-                            kind: WaitKind::LateBroadcast,
-                            at: *r,
-                            peer: root.rank,
-                            amount,
-                            suspect: root_span.start > s.end,
-                        });
-                    }
-                }
-            }
-            (Some(CollectivePattern::AllToOne), Some(&(root, root_span))) => {
-                // Early Reduce: the root waits for the last of the others to enter.
-                let others = spans.iter().filter(|(r, _)| *r != root);
-                if let Some(&(latest, latest_span)) = others.max_by_key(|(r, s)| (s.start, r.rank))
-                {
-                    let amount = latest_span
-                        .start
-                        .min(root_span.end)
-                        .saturating_sub(root_span.start);
-                    if amount > Nanos::ZERO {
-                        keep(Candidate {
-                            kind: WaitKind::EarlyReduce,
-                            at: root,
-                            peer: latest.rank,
-                            amount,
-                            suspect: latest_span.start > root_span.end,
-                        });
-                    }
-                }
-            }
-            _ => {
-                // Every member waits for the last to arrive (also the rooted ones whose
-                // root was not recorded).
-                let kind = match pattern {
-                    Some(CollectivePattern::Barrier) => WaitKind::WaitAtBarrier,
-                    _ => WaitKind::WaitAtNxN,
-                };
-                for (r, s) in &spans {
-                    let amount = last_span.start.min(s.end).saturating_sub(s.start);
-                    if amount == Nanos::ZERO {
-                        continue;
-                    }
-                    keep(Candidate {
-                        kind,
-                        at: *r,
-                        peer: last.rank,
-                        amount,
-                        suspect: last_span.start > s.end,
-                    });
-                }
-            }
-        }
+        collective(trace, members, &mut keep);
     }
-    let mut out: Vec<WaitInstance> = best
-        .into_values()
-        .filter_map(|c| {
-            let call = CallRef::of(trace, c.at.rank, c.at.index)?;
+    for c in super::one_sided::candidates(trace) {
+        keep(c);
+    }
+    let mut found: Vec<Candidate> = best.into_values().collect();
+    found.sort_by_key(|c| (c.at, c.kind));
+    let mut out: Vec<WaitInstance> = Vec::with_capacity(found.len());
+    for same_call in found.chunk_by(|a, b| a.at == b.at) {
+        let intervals: Vec<(Nanos, Nanos)> = same_call.iter().map(|c| (c.from, c.to)).collect();
+        let amounts = super::split::split(&intervals);
+        for (c, amount) in same_call.iter().zip(amounts) {
+            if amount == Nanos::ZERO {
+                continue;
+            }
+            let Some(call) = CallRef::of(trace, c.at.rank, c.at.index) else {
+                continue;
+            };
             let bound = trace.clock_error(c.at.rank) + trace.clock_error(c.peer);
-            Some(WaitInstance {
+            out.push(WaitInstance {
                 kind: c.kind,
                 rank: c.at.rank,
                 index: c.at.index,
                 call: call.call,
                 start_ns: call.start_ns,
                 peer: Some(c.peer),
-                amount_ns: c.amount.0,
+                amount_ns: amount.0,
                 error_bound_ns: bound.0,
-                indeterminate: c.amount <= bound,
+                indeterminate: amount <= bound,
                 clock_suspect: c.suspect,
-            })
-        })
-        .collect();
+                split_from_ns: (amount != c.amount()).then_some(c.amount().0),
+            });
+        }
+    }
     out.sort_by_key(|w| (w.rank, w.index, w.kind));
     out
+}
+
+/// The collective waits of one instance (members in rank order).
+fn collective(trace: &Trace, members: &[EventRef], keep: &mut impl FnMut(Candidate)) {
+    if members.len() < 2 {
+        return;
+    }
+    let spans: Vec<_> = members
+        .iter()
+        .filter_map(|r| Some((*r, trace.span(*r)?)))
+        .collect();
+    let Some(&(last, last_span)) = spans.iter().max_by_key(|(r, s)| (s.start, r.rank)) else {
+        return;
+    };
+    let first = spans[0].0;
+    let op = trace.span(first).and_then(|s| s.op());
+    let pattern = op.and_then(Op::collective_pattern);
+    // The root of a rooted collective, as recorded by its first member.
+    let root = trace
+        .rank(first.rank)
+        .and_then(|t| t.call(first.index))
+        .and_then(|(_, c)| c.root)
+        .and_then(|root| {
+            spans
+                .iter()
+                .find(|(r, _)| i64::from(r.rank) == i64::from(root))
+        });
+    match (pattern, root) {
+        // Who waits for whom depends on the topology, which is not recorded.
+        (Some(CollectivePattern::Neighborhood), _) => {}
+        (Some(CollectivePattern::Prefix), _) => {
+            // Early Scan: rank i waits for the last of the ranks below it.
+            let mut latest: Option<(EventRef, Nanos)> = None;
+            for &(r, s) in &spans {
+                if let Some((peer, entered)) = latest {
+                    let to = entered.min(s.end);
+                    if to > s.start {
+                        let suspect = entered > s.end;
+                        keep(Candidate::new(
+                            WaitKind::EarlyScan,
+                            r,
+                            peer.rank,
+                            s.start,
+                            to,
+                            suspect,
+                        ));
+                    }
+                }
+                if latest.is_none_or(|l| s.start >= l.1) {
+                    latest = Some((r, s.start));
+                }
+            }
+        }
+        (Some(CollectivePattern::OneToAll), Some(&(root, root_span))) => {
+            // Late Broadcast: a rank that entered before the root waits for it.
+            for (r, s) in spans.iter().filter(|(r, _)| *r != root) {
+                let to = root_span.start.min(s.end);
+                if to > s.start {
+                    let suspect = root_span.start > s.end;
+                    keep(Candidate::new(
+                        WaitKind::LateBroadcast,
+                        *r,
+                        root.rank,
+                        s.start,
+                        to,
+                        suspect,
+                    ));
+                }
+            }
+        }
+        (Some(CollectivePattern::AllToOne), Some(&(root, root_span))) => {
+            // Early Reduce: the root waits for the last of the others to enter.
+            let others = spans.iter().filter(|(r, _)| *r != root);
+            if let Some(&(latest, latest_span)) = others.max_by_key(|(r, s)| (s.start, r.rank)) {
+                let to = latest_span.start.min(root_span.end);
+                if to > root_span.start {
+                    let suspect = latest_span.start > root_span.end;
+                    keep(Candidate::new(
+                        WaitKind::EarlyReduce,
+                        root,
+                        latest.rank,
+                        root_span.start,
+                        to,
+                        suspect,
+                    ));
+                }
+            }
+        }
+        _ => {
+            // Every member waits for the last to arrive (also the rooted ones whose
+            // root was not recorded).
+            let kind = match (op, pattern) {
+                (Some(Op::WinFence), _) => WaitKind::WaitAtFence,
+                (Some(Op::WinFree), _) => WaitKind::WaitAtFree,
+                (
+                    Some(
+                        Op::WinCreate
+                        | Op::WinAllocate
+                        | Op::WinAllocateShared
+                        | Op::WinCreateDynamic,
+                    ),
+                    _,
+                ) => WaitKind::WaitAtCreate,
+                (_, Some(CollectivePattern::Barrier)) => WaitKind::WaitAtBarrier,
+                _ => WaitKind::WaitAtNxN,
+            };
+            for (r, s) in &spans {
+                let to = last_span.start.min(s.end);
+                if to > s.start {
+                    let suspect = last_span.start > s.end;
+                    keep(Candidate::new(kind, *r, last.rank, s.start, to, suspect));
+                }
+            }
+        }
+    }
 }
 
 /// Totals per kind and per rank, with the worst instances.

@@ -143,7 +143,7 @@ pub fn name_sites(
     trace: &Trace,
     table: &SiteTable,
     findings: &mut [Finding],
-    requests: &mut [RequestMetrics],
+    requests: &mut [&mut [RequestMetrics]],
 ) {
     let name = |c: &mut CallRef| c.site = table.label_of_call(trace, c.rank, c.index);
     for f in findings {
@@ -151,11 +151,14 @@ pub fn name_sites(
         for r in &mut f.requests {
             name(&mut r.post);
         }
-        if let Some(m) = f.move_before.as_mut() {
+        for m in [f.move_before.as_mut(), f.move_after.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             name(m);
         }
     }
-    for r in requests {
+    for r in requests.iter_mut().flat_map(|list| list.iter_mut()) {
         name(&mut r.post);
         if let Some(c) = r.completion.as_mut() {
             name(c);

@@ -37,7 +37,8 @@ pub fn sync(phase: SyncPhase, local_ns: u64, offset_ns: i64, error_ns: u64) -> C
     }
 }
 
-fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
+/// Any call, with its arguments.
+pub fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
     Event::Call(CallEvent {
         tid: 0,
         start: Nanos(start),

@@ -1,0 +1,246 @@
+//! Wait states of one-sided communication in general active-target synchronisation
+//! (Post / Start / Complete / Wait), after Scalasca's RMA patterns. The fence's waits
+//! are collective ones ([`super::wait_states`], Wait at Fence).
+//!
+//! Epochs are matched by order: the k-th `MPI_Win_start` of origin `o` on window `w`
+//! whose group names target `t` goes with the k-th `MPI_Win_post` of `t` on `w` whose
+//! group names `o`. An access epoch runs from the Win_start to the next Win_complete of
+//! the same thread on the same window, and holds the one-sided operations on `w` in
+//! between; an exposure epoch from the Win_post to the next Win_wait.
+//!
+//! - Late Post (charged to the origin, peer = target): each of the Win_start, the first
+//!   operation to the target and the Win_complete that was still running when the
+//!   target entered its Win_post (`E(x) < E(post) <= X(x)`) waited `E(post) - E(x)`. A
+//!   call that returned before the post did not wait (MPI lets Win_start return at once
+//!   and defer the wait), as for a Late Receiver.
+//! - Early Wait (charged to the target, peer = the last origin to complete): in Win_wait,
+//!   `min(E(complete_last), X(wait)) - E(wait)`, where `complete_last` is the latest
+//!   entered Win_complete of the epoch's origins. Late Complete is its part after the
+//!   last origin's last operation ended (`X(op_last)`, or its Win_start's exit when it
+//!   issued none): the epoch closed later than its transfers needed. The two are
+//!   disjoint intervals of the same call, so they never count the same time twice.
+//!
+//! ```text
+//!  origin 1  |Start 0-1|Put 1-2|..compute 2-9..|Complete 9-10|
+//!  target 0  |Post 0-1|Wait 1 --------------------------- 10|
+//!  Early Wait [1, 2) = 1, Late Complete [2, 9) = 7 (both rank 0's Win_wait, peer 1)
+//! ```
+
+use crate::fxhash::FxHashMap;
+
+use overlap_instrument::schema::{Nanos, Op, OpClass};
+
+use super::blocks;
+use super::wait_states::{Candidate, WaitKind};
+use crate::model::{EventRef, Trace};
+
+/// An access epoch of an origin.
+struct Epoch {
+    start: usize,
+    /// One-sided operations in it: (index, target).
+    ops: Vec<(usize, Option<i32>)>,
+    complete: Option<usize>,
+}
+
+fn is_rma(op: Op) -> bool {
+    op.class() == OpClass::OneSided
+        || matches!(
+            op,
+            Op::Rput | Op::Rget | Op::Raccumulate | Op::RgetAccumulate
+        )
+}
+
+/// An epoch pair's key: (window, one rank, the other rank, k).
+type PairKey = (u32, u32, u32, u32);
+
+/// Per (window, thread): the keys `(window, origin, k)` of the open Win_post's origins.
+type OpenPosts = FxHashMap<(u32, u32), Vec<(u32, u32, u32)>>;
+
+/// Every Late Post, Early Wait and Late Complete candidate of the trace.
+pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
+    // (window, target, origin, k) -> the target's Win_post and its closing Win_wait.
+    let mut posts: FxHashMap<PairKey, (EventRef, Option<usize>)> = FxHashMap::default();
+    // (window, origin, target, k) -> the origin's epoch.
+    let mut epochs: FxHashMap<PairKey, (u32, usize)> = FxHashMap::default();
+    let mut all_epochs: Vec<Vec<Epoch>> = Vec::with_capacity(trace.ranks.len());
+    for t in &trace.ranks {
+        let mut seen: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut started: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut open_post: OpenPosts = FxHashMap::default();
+        let mut open: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+        let mut mine: Vec<Epoch> = Vec::new();
+        for i in 0..t.spans.len() {
+            let Some((op, c)) = t.call(i) else { continue };
+            let Some(w) = c.win else { continue };
+            let tid = t.spans[i].tid;
+            match op {
+                Op::WinPost => {
+                    let mut keys = Vec::new();
+                    for &o in t.group(c) {
+                        let Ok(o) = u32::try_from(o) else { continue };
+                        let k = seen.entry((w, o)).or_default();
+                        let key = (w, t.rank, o, *k);
+                        posts.insert(
+                            key,
+                            (
+                                EventRef {
+                                    rank: t.rank,
+                                    index: i,
+                                },
+                                None,
+                            ),
+                        );
+                        keys.push((w, o, *k));
+                        *k += 1;
+                    }
+                    open_post.insert((w, tid), keys);
+                }
+                Op::WinWait => {
+                    for (w, o, k) in open_post.remove(&(w, tid)).unwrap_or_default() {
+                        if let Some(p) = posts.get_mut(&(w, t.rank, o, k)) {
+                            p.1 = Some(i);
+                        }
+                    }
+                }
+                Op::WinStart => {
+                    let e = mine.len();
+                    mine.push(Epoch {
+                        start: i,
+                        ops: Vec::new(),
+                        complete: None,
+                    });
+                    open.insert((w, tid), e);
+                    for &target in t.group(c) {
+                        let Ok(target) = u32::try_from(target) else {
+                            continue;
+                        };
+                        let k = started.entry((w, target)).or_default();
+                        epochs.insert((w, t.rank, target, *k), (t.rank, e));
+                        *k += 1;
+                    }
+                }
+                Op::WinComplete => {
+                    if let Some(e) = open.remove(&(w, tid)) {
+                        mine[e].complete = Some(i);
+                    }
+                }
+                op if is_rma(op) => {
+                    if let Some(&e) = open.get(&(w, tid)) {
+                        mine[e].ops.push((i, c.peer));
+                    }
+                }
+                _ => {}
+            }
+        }
+        all_epochs.push(mine);
+    }
+    let epoch = |rank: u32, e: usize| -> Option<&Epoch> {
+        let slot = trace.ranks.binary_search_by_key(&rank, |t| t.rank).ok()?;
+        all_epochs.get(slot)?.get(e)
+    };
+    let mut out = Vec::new();
+    // Late Post: the origin's calls that waited for the target's post.
+    for (&(w, origin, target, k), &(rank, e)) in &epochs {
+        let (Some((post, _)), Some(ep)) = (posts.get(&(w, target, origin, k)), epoch(rank, e))
+        else {
+            continue;
+        };
+        let Some(posted) = trace.span(*post).map(|s| s.start) else {
+            continue;
+        };
+        let first_op = ep
+            .ops
+            .iter()
+            .find(|(_, p)| *p == i32::try_from(target).ok())
+            .map(|(i, _)| *i);
+        for x in [Some(ep.start), first_op, ep.complete]
+            .into_iter()
+            .flatten()
+        {
+            let at = EventRef { rank, index: x };
+            let Some(s) = trace.span(at) else { continue };
+            if !s.op().is_some_and(|op| blocks(op) || is_rma(op)) {
+                continue;
+            }
+            // It waited for the post only if it was still running when the post came
+            // (Win_start and the operations may return at once and defer the wait).
+            if s.start < posted && posted <= s.end {
+                out.push(Candidate::new(
+                    WaitKind::LatePost,
+                    at,
+                    target,
+                    s.start,
+                    posted,
+                    false,
+                ));
+            }
+        }
+    }
+    // Early Wait and Late Complete: the target's Win_wait.
+    let mut by_wait: FxHashMap<EventRef, Vec<(u32, Nanos, Nanos)>> = FxHashMap::default();
+    for (&(w, target, origin, k), &(_, wait)) in &posts {
+        let (Some(wait), Some(&(rank, e))) = (wait, epochs.get(&(w, origin, target, k))) else {
+            continue;
+        };
+        let Some(ep) = epoch(rank, e) else { continue };
+        let Some(complete) = ep
+            .complete
+            .and_then(|c| trace.span(EventRef { rank, index: c }))
+        else {
+            continue;
+        };
+        let last_op = ep.ops.last().map_or(ep.start, |o| o.0);
+        let Some(op_end) = trace
+            .span(EventRef {
+                rank,
+                index: last_op,
+            })
+            .map(|s| s.end)
+        else {
+            continue;
+        };
+        by_wait
+            .entry(EventRef {
+                rank: target,
+                index: wait,
+            })
+            .or_default()
+            .push((origin, complete.start, op_end));
+    }
+    for (at, origins) in by_wait {
+        let Some(s) = trace.span(at) else { continue };
+        if s.op() != Some(Op::WinWait) {
+            continue;
+        }
+        let Some(&(last, completed, op_end)) = origins.iter().max_by_key(|o| (o.1, o.0)) else {
+            continue;
+        };
+        let end = completed.min(s.end);
+        if end <= s.start {
+            continue;
+        }
+        let cut = op_end.clamp(s.start, end);
+        let suspect = completed > s.end;
+        if cut > s.start {
+            out.push(Candidate::new(
+                WaitKind::EarlyWait,
+                at,
+                last,
+                s.start,
+                cut,
+                suspect,
+            ));
+        }
+        if end > cut {
+            out.push(Candidate::new(
+                WaitKind::LateComplete,
+                at,
+                last,
+                cut,
+                end,
+                suspect,
+            ));
+        }
+    }
+    out
+}

@@ -1,0 +1,113 @@
+//! Overlap written, not achieved: a request whose window held enough compute to hide
+//! its whole transfer, yet whose completion still waited about as long as the transfer.
+//! The program was written to overlap, but the MPI library moved no data while it
+//! computed: MPICH's default without asynchronous progress, where a large
+//! (rendezvous) message moves only inside MPI calls. The cure is to give the library
+//! the CPU during the compute (call `MPI_Test` in the compute loop) or to turn on
+//! asynchronous progress (`MPICH_ASYNC_PROGRESS=1`).
+//!
+//! The wait that a late partner explains is no progress problem: the wait counted,
+//! `progress_wait`, is the completing call's duration less the part of it before the
+//! last partner of any request it completed arrived (a receive's matching send, a
+//! send's matching receive post, the last member's post of a collective; none for
+//! one-sided operations):
+//!
+//! ```text
+//! progress_wait = (X(wait) - E(wait)) - max(0, min(E(partner), X(wait)) - E(wait))
+//! written, not achieved  <=>  the completion blocks (not a Test)
+//!                             and t_pure > 0 (known)
+//!                             and t_cpu >= t_pure   (the window could hide the transfer)
+//!                             and progress_wait >= max(min_wait, SHARE * t_pure)
+//! unknown when the request never completed or t_pure is unknown; SHARE = 0.5
+//!
+//!  rank 0  |Isend 4 MiB|====== compute 30 ms ======|Wait 2 ms|   t_pure 2 ms:
+//!  rank 1  |Irecv 4 MiB|====== compute 30 ms ======|Wait 2 ms|   both written, not achieved
+//! ```
+
+use overlap_instrument::schema::Nanos;
+use serde::Serialize;
+
+use super::requests::RequestMetrics;
+use super::Options;
+
+/// The share of `t_pure` that a wait after a full window must reach to count as "about
+/// as long as its transfer".
+pub const SHARE: f64 = 0.5;
+
+/// What the verdict needs to know of one completed request.
+pub struct Progress {
+    /// The completing call blocks (a Wait, not a Test).
+    pub blocking: bool,
+    /// `E` and `X` of the completing call.
+    pub wait_start: Nanos,
+    /// `X` of the completing call.
+    pub wait_end: Nanos,
+    /// When the last partner of the requests the call completed entered its side.
+    pub partner: Option<Nanos>,
+    /// Pure transfer time (0: unknown).
+    pub t_pure: Nanos,
+    /// Compute in the window.
+    pub t_cpu: Nanos,
+}
+
+impl Progress {
+    /// The completing call's wait not explained by a late partner.
+    pub fn progress_wait(&self) -> Nanos {
+        let whole = self.wait_end.saturating_sub(self.wait_start);
+        let late = self.partner.map_or(Nanos::ZERO, |p| {
+            p.min(self.wait_end).saturating_sub(self.wait_start)
+        });
+        whole.saturating_sub(late)
+    }
+
+    /// The verdict: none when it cannot be told.
+    pub fn verdict(&self, opts: &Options) -> Option<bool> {
+        if self.t_pure == Nanos::ZERO {
+            return None;
+        }
+        let threshold = (SHARE * self.t_pure.0 as f64).max(opts.min_wait.0 as f64);
+        Some(
+            self.blocking
+                && self.t_cpu >= self.t_pure
+                && self.progress_wait().0 as f64 >= threshold,
+        )
+    }
+}
+
+/// The requests whose overlap was written, not achieved.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NotAchieved {
+    /// How many.
+    pub count: u64,
+    /// Completed requests for which it could not be told (no `t_pure`).
+    pub unknown: u64,
+    /// Their summed progress wait, ns.
+    pub wait_ns: u64,
+    /// The worst of them (largest progress wait first), with their call sites.
+    pub worst: Vec<RequestMetrics>,
+    /// What to do about them.
+    pub hint: &'static str,
+}
+
+/// The advice printed with them.
+pub const HINT: &str = "call MPI_Test on the request inside the compute loop, or enable \
+asynchronous progress (MPICH_ASYNC_PROGRESS=1)";
+
+/// Summarises the verdicts of `reqs`.
+pub fn summarize(reqs: &[RequestMetrics], opts: &Options) -> NotAchieved {
+    let mut hits: Vec<&RequestMetrics> = reqs
+        .iter()
+        .filter(|r| r.written_not_achieved == Some(true))
+        .collect();
+    hits.sort_by_key(|r| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request));
+    NotAchieved {
+        count: hits.len() as u64,
+        unknown: reqs
+            .iter()
+            .filter(|r| r.completion.is_some() && r.written_not_achieved.is_none())
+            .count() as u64,
+        wait_ns: hits.iter().map(|r| r.progress_wait_ns).sum(),
+        worst: hits.into_iter().take(opts.worst).cloned().collect(),
+        hint: HINT,
+    }
+}

@@ -1,0 +1,338 @@
+//! The verdicts on traces without compute spans (as the preload writes them), the split
+//! of a call's wait among its causes, overlap written but not achieved, non-blocking
+//! collectives and one-sided synchronisation, on hand-built traces whose answers were
+//! worked out by hand (times in ns, all ranks on one clock).
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use overlap_analyzer::compute::ComputeSource;
+use overlap_analyzer::metrics::false_overlap::Limit;
+use overlap_analyzer::metrics::requests::RequestClass;
+use overlap_analyzer::metrics::{analyze, Details, Options, Report, WaitKind};
+use overlap_analyzer::model::Trace;
+use overlap_instrument::schema::{CallArgs, Event, Nanos, Op};
+
+fn opts() -> Options {
+    Options {
+        worst: 5,
+        min_wait: Nanos(1),
+        empty_window_share: 0.1,
+    }
+}
+
+fn both(t: &Trace) -> (Report, Details) {
+    analyze(t, &opts())
+}
+
+/// (total, count) of one kind.
+fn kind(r: &Report, k: WaitKind) -> (u64, u64) {
+    let s = r.wait_states.kinds.iter().find(|x| x.kind == k).unwrap();
+    (s.total_ns, s.count)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+fn env(op: Op, start: u64, end: u64) -> Event {
+    call(op, start, end, CallArgs::default())
+}
+
+#[test]
+fn gaps_are_compute_and_false_overlap_names_the_call_to_move_after() {
+    // No compute spans: compute is the gaps between calls, inside Init and Finalize.
+    // S = send buffer 0x1000, R = receive buffer 0x2000.
+    // rank 0 |Init 0-10|Irecv R 10-11|Isend S 11-12|Waitall 12 ------- 40|..60..
+    //        |Irecv R 100-101|Isend S 101-102|Waitall 102-110|Finalize 110-120|
+    // rank 1 |Init 0-10|..20..|Irecv R 30-31|Isend S 31-32|Waitall 32-40|..60..
+    //        |Irecv R 100-101|Isend S 101-102|Waitall 102-110|Finalize 110-120|
+    // compute: rank 0 [40, 100) = 60; rank 1 [10, 30) + [40, 100) = 80
+    // rank 0's first Waitall: Late Sender [12, 31) (rank 1 sends at 31) and Late
+    // Receiver [12, 30) (rank 1 posts its receive at 30): split (3.4)
+    //   [12, 30) both: 9 each; [30, 31) Late Sender only: 1 -> LS 10, LR 9 (19 <= 28)
+    // false overlap, rank 0: lost = 28 - LS before the split 19 = 9; window empty;
+    //   next use of S: the Isend at 101 -> independent work [40, 101) = 60;
+    //   the wait may go after the Irecv at 100 (the last call before the Isend)
+    // rank 1's first Waitall: lost 8, the same independent work and limit
+    let round = |post: u64, wait: (u64, u64), reqs: (u64, u64), peer: i32| {
+        vec![
+            with_buf(irecv(post, post + 1, peer, 0, 8, reqs.0), 0x2000),
+            isend(post + 1, post + 2, peer, 0, 8, reqs.1),
+            complete(
+                Op::Waitall,
+                wait.0,
+                wait.1,
+                &[(reqs.0, Some((peer, 0))), (reqs.1, None)],
+            ),
+        ]
+    };
+    let rank = |first: u64, wait: (u64, u64), peer: i32| {
+        let mut e = vec![env(Op::Init, 0, 10)];
+        e.extend(round(first, wait, (1, 2), peer));
+        e.extend(round(100, (102, 110), (3, 4), peer));
+        e.push(env(Op::Finalize, 110, 120));
+        e
+    };
+    let t = run(vec![rank(10, (12, 40), 1), rank(30, (32, 40), 0)]);
+    let (r, d) = both(&t);
+    assert_eq!(r.run.compute_source, ComputeSource::Gaps);
+    assert_eq!(
+        (r.ranks[0].compute_ns, r.ranks[1].compute_ns),
+        (60, 80),
+        "{:?}",
+        r.ranks
+    );
+    assert_eq!(r.ranks[0].compute_source, ComputeSource::Gaps);
+    assert_eq!(r.ranks[0].in_mpi_ns, 40);
+
+    assert_eq!(kind(&r, WaitKind::LateSender), (10, 1));
+    assert_eq!(kind(&r, WaitKind::LateReceiver), (9, 1));
+    let ls = &r.wait_states.kinds[0].worst[0];
+    assert_eq!((ls.rank, ls.index, ls.split_from_ns), (0, 3, Some(19)));
+    for b in &r.ranks {
+        assert!(r.wait_states.per_rank_ns[&b.rank] <= b.in_mpi_ns);
+    }
+    assert!(r.pop.t_ideal_subtraction_ns <= r.pop.runtime_ns);
+
+    assert_eq!(r.false_overlap.len(), 2, "{:#?}", r.false_overlap);
+    let f = &r.false_overlap[0];
+    assert_eq!((f.rank, f.wait.index, f.lost_ns), (0, 3, 9));
+    assert_eq!((f.independent_work_ns, f.independent_spans), (60, 1));
+    assert_eq!(f.limit, Limit::BufferReuse);
+    let before = f.move_before.as_ref().unwrap();
+    assert_eq!((before.call, before.start_ns), ("MPI_Isend", 101));
+    let after = f.move_after.as_ref().unwrap();
+    assert_eq!((after.call, after.start_ns), ("MPI_Irecv", 100));
+    assert!(f.caveat.contains("write to the send buffer"));
+    assert_eq!(f.hideable_ns, 9);
+    assert_eq!(
+        (r.false_overlap[1].rank, r.false_overlap[1].lost_ns),
+        (1, 8)
+    );
+
+    // The requests' windows are empty: t_cpu 0 from the gaps too.
+    assert!(d.requests.iter().all(|q| q.cpu_ns == 0));
+    let text = overlap_analyzer::report::render(&r, Default::default());
+    assert!(text.contains("compute inferred from the gaps"), "{text}");
+    assert!(text.contains("after MPI_Irecv"), "{text}");
+}
+
+#[test]
+fn overlap_written_not_achieved() {
+    // A warm-up without compute gives the 1 MiB class its pure transfer: 20 - 10 = 10.
+    // rank 0 |Send 1 MiB 10-20|Isend 1 MiB 20-21|...compute 21-61...|Wait 61-71|Fin 71-80|
+    // rank 1 |Recv 1 MiB 10-20|Irecv 1 MiB 20-21|...compute 21-61...|Wait 61-71|Fin 71-80|
+    // Both requests: t_cpu 40 >= t_pure 10, partners posted at 20 (not late), yet each
+    // Wait took 10 >= 0.5 x 10: written, not achieved. IMB (10 + 40 - 51) / 10 < 0 -> 0.
+    const MIB: u64 = 1 << 20;
+    let t = run(vec![
+        vec![
+            send(10, 20, 1, 1, MIB),
+            isend(20, 21, 1, 2, MIB, 1),
+            complete(Op::Wait, 61, 71, &[(1, None)]),
+            env(Op::Finalize, 71, 80),
+        ],
+        vec![
+            recv(10, 20, 0, 1, MIB),
+            irecv(20, 21, 0, 2, MIB, 1),
+            complete(Op::Wait, 61, 71, &[(1, Some((0, 2)))]),
+            env(Op::Finalize, 71, 80),
+        ],
+    ]);
+    let (r, d) = both(&t);
+    for q in &d.requests {
+        assert_eq!((q.cpu_ns, q.t_pure_ns, q.progress_wait_ns), (40, 10, 10));
+        assert_eq!(q.written_not_achieved, Some(true));
+        assert_eq!(q.overlap, Some(0.0));
+    }
+    let na = &r.requests.written_not_achieved;
+    assert_eq!((na.count, na.wait_ns, na.unknown), (2, 20, 0));
+    assert_eq!(na.worst[0].completion.as_ref().unwrap().call, "MPI_Wait");
+    let text = overlap_analyzer::report::render(&r, Default::default());
+    assert!(text.contains("overlap written, not achieved: 2"), "{text}");
+    assert!(text.contains("MPICH_ASYNC_PROGRESS=1"), "{text}");
+}
+
+fn ibcast(start: u64, end: u64, request: u64) -> Event {
+    call(
+        Op::Ibcast,
+        start,
+        end,
+        CallArgs {
+            comm: Some(0),
+            bytes: Some(64),
+            root: Some(0),
+            request: Some(request),
+            ..CallArgs::default()
+        },
+    )
+}
+
+#[test]
+fn non_blocking_collectives_get_imb_and_osu_figures() {
+    // instance 1 (waited at once): last post at 0; observed 5 - 0 = 5, 6 - 0 = 6
+    // rank 0 |Ibcast 0-1|Wait 1-5|..|Ibcast 10-11|...compute 11-31...|Wait 31-32|..|Fin 40|
+    // rank 1 |Ibcast 0-1|Wait 1-6|..|Ibcast 10-11|.compute 11-21.|Wait 21 -- 33|..|Fin 40|
+    // instance 2: observed 22 and 23; t_pure(Ibcast, 64 B) = min = 5
+    // rank 0 req 2: t_cpu 20, t_ovrl 22: IMB (5 + 20 - 22) / 5 = 0.6, OSU 1 - 2/5 = 0.6
+    // rank 1 req 2: t_cpu 10, t_ovrl 23: both 0; waited 12 >= 2.5 after computing
+    //   10 >= 5: written, not achieved (rank 0's wait of 1 is not)
+    // requests 1: t_cpu 0: IMB 0; OSU 1 - 5/5 = 0 and 1 - 6/5 -> 0
+    let t = run(vec![
+        vec![
+            ibcast(0, 1, 1),
+            complete(Op::Wait, 1, 5, &[(1, None)]),
+            ibcast(10, 11, 2),
+            complete(Op::Wait, 31, 32, &[(2, None)]),
+            env(Op::Finalize, 40, 41),
+        ],
+        vec![
+            ibcast(0, 1, 1),
+            complete(Op::Wait, 1, 6, &[(1, None)]),
+            ibcast(10, 11, 2),
+            complete(Op::Wait, 21, 33, &[(2, None)]),
+            env(Op::Finalize, 40, 41),
+        ],
+    ]);
+    let (r, d) = both(&t);
+    assert_eq!(r.requests.collectives, 4);
+    assert!(d
+        .requests
+        .iter()
+        .all(|q| q.kind == RequestClass::Collective && q.t_pure_ns == 5));
+    let q = |rank: u32, req: u64| {
+        d.requests
+            .iter()
+            .find(|q| q.rank == rank && q.request == req)
+            .unwrap()
+    };
+    assert!(close(q(0, 2).overlap.unwrap(), 0.6));
+    assert!(close(q(0, 2).osu_overlap.unwrap(), 0.6));
+    assert_eq!(q(1, 2).overlap, Some(0.0));
+    assert_eq!(q(0, 1).osu_overlap, Some(0.0));
+    assert_eq!(q(1, 2).written_not_achieved, Some(true));
+    assert_eq!(q(0, 2).written_not_achieved, Some(false));
+    let c = r.requests.nbc.as_ref().unwrap();
+    assert_eq!(
+        (
+            c.completed,
+            c.mean_overall_ns,
+            c.mean_pure_ns,
+            c.mean_cpu_ns
+        ),
+        (4, 14, Some(5), 8)
+    );
+    assert!(close(c.mean_osu_overlap.unwrap(), 0.15));
+    assert!(close(r.requests.mean_overlap.unwrap(), 0.15));
+    // A non-blocking collective posts and never blocks: no wait state.
+    assert_eq!(r.wait_states.total_ns, 0);
+}
+
+fn win(op: Op, start: u64, end: u64, group: &[i32]) -> Event {
+    call(
+        op,
+        start,
+        end,
+        CallArgs {
+            comm: Some(0),
+            win: Some(7),
+            group: group.to_vec(),
+            ..CallArgs::default()
+        },
+    )
+}
+
+fn put(start: u64, end: u64, target: i32) -> Event {
+    call(
+        Op::Put,
+        start,
+        end,
+        CallArgs {
+            comm: Some(0),
+            win: Some(7),
+            peer: Some(target),
+            bytes: Some(8),
+            ..CallArgs::default()
+        },
+    )
+}
+
+#[test]
+fn one_sided_wait_states() {
+    // Fences on window 7 (a barrier over the window's group):
+    // rank 0 |Fence 0 ----- 10|Put→1 10-11|Fence 11-20|
+    // rank 1 |..|Fence 6-10|....|Fence 10 ---- 20|
+    //   first: rank 0 waits [0, 6) = 6 for rank 1; second: rank 1 waits [10, 11) = 1
+    // General active target, origin 1, target 0:
+    // rank 1 |Start 30 -- 36|Put→0 36-37|..|Complete 40-45|
+    // rank 0 |......|Post 35-36|Wait 36 ---------- 46|
+    //   Late Post: the Start ran when the post came (35): 35 - 30 = 5 (rank 1, peer 0)
+    //   Win_wait: the origin entered Complete at 40, its last operation ended at 37:
+    //   Early Wait [36, 37) = 1, Late Complete [37, 40) = 3 (rank 0, peer 1)
+    let t = run(vec![
+        vec![
+            win(Op::WinFence, 0, 10, &[]),
+            put(10, 11, 1),
+            win(Op::WinFence, 11, 20, &[]),
+            win(Op::WinPost, 35, 36, &[1]),
+            win(Op::WinWait, 36, 46, &[]),
+        ],
+        vec![
+            win(Op::WinFence, 6, 10, &[]),
+            win(Op::WinFence, 10, 20, &[]),
+            win(Op::WinStart, 30, 36, &[0]),
+            put(36, 37, 0),
+            win(Op::WinComplete, 40, 45, &[]),
+        ],
+    ]);
+    let (r, _) = both(&t);
+    assert_eq!(kind(&r, WaitKind::WaitAtFence), (7, 2));
+    assert_eq!(kind(&r, WaitKind::WaitAtBarrier), (0, 0));
+    assert_eq!(kind(&r, WaitKind::LatePost), (5, 1));
+    assert_eq!(kind(&r, WaitKind::EarlyWait), (1, 1));
+    assert_eq!(kind(&r, WaitKind::LateComplete), (3, 1));
+    let lp = &r
+        .wait_states
+        .kinds
+        .iter()
+        .find(|k| k.kind == WaitKind::LatePost)
+        .unwrap()
+        .worst[0];
+    assert_eq!((lp.rank, lp.call, lp.peer), (1, "MPI_Win_start", Some(0)));
+    // No MPI time is useful: rank 0 is in MPI 10 + 1 + 9 + 1 + 10 = 31 of its 46.
+    assert_eq!(r.ranks[0].in_mpi_ns, 31);
+    assert_eq!(r.ranks[0].useful_ns, 46 - 31);
+    // Waiting: the fences and the Win_wait, not the Put nor the Win_post.
+    assert_eq!(r.ranks[0].waiting_ns, 10 + 9 + 10);
+}
+
+#[test]
+fn early_scan() {
+    // rank 0       |Scan 5-10|          rank i waits for the last of ranks < i:
+    // rank 1 |Scan 1 ----- 10|          rank 1: 5 - 1 = 4 (peer 0)
+    // rank 2   |Scan 3 --- 10|          rank 2: max(5, 1) - 3 = 2 (peer 0)
+    let scan = |s, e| {
+        call(
+            Op::Scan,
+            s,
+            e,
+            CallArgs {
+                comm: Some(0),
+                bytes: Some(8),
+                ..CallArgs::default()
+            },
+        )
+    };
+    let t = run(vec![
+        vec![scan(5, 10)],
+        vec![scan(1, 10)],
+        vec![scan(3, 10)],
+    ]);
+    let (r, _) = both(&t);
+    assert_eq!(kind(&r, WaitKind::EarlyScan), (6, 2));
+    assert_eq!(kind(&r, WaitKind::WaitAtNxN), (0, 0));
+}

@@ -1,0 +1,143 @@
+//! Verdicts on unmodified C programs traced by the preload alone (no compute spans):
+//! compute comes from the gaps between MPI calls, so a program that waits right after
+//! posting (false overlap) and its twin that computes between post and wait get
+//! different verdicts, and a large message waited for after a compute without MPI
+//! calls is reported as overlap written, not achieved (tests/programs/twins.c).
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::util::{mpi_lock, overlap, overlap_bin, Run};
+
+/// tests/programs/twins.c, compiled once per test run.
+fn twins() -> PathBuf {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/twins.c");
+        let status = Command::new("mpicc")
+            .args(["-g", "-O1", "-Wno-stringop-overflow"])
+            .arg(&src)
+            .arg("-o")
+            .arg(dir.path().join("twins"))
+            .status()
+            .unwrap_or_else(|e| panic!("mpicc runs (run `make setup`): {e}"));
+        assert!(status.success(), "mpicc twins.c failed");
+        dir
+    });
+    dir.path().join("twins")
+}
+
+/// `overlap trace --out OUT -- mpiexec -n 2 twins MODE COUNT`, with `env` set, then
+/// `overlap analyze OUT --json`.
+fn traced(out: &Path, mode: &str, count: u32, env: &[(&str, &str)]) -> Value {
+    let run = {
+        let _guard = mpi_lock();
+        let output = Command::new(overlap_bin())
+            .arg("trace")
+            .arg("--out")
+            .arg(out)
+            .args(["--", "mpiexec", "-n", "2"])
+            .arg(twins())
+            .args([mode, &count.to_string()])
+            .envs(env.iter().copied())
+            .output()
+            .expect("overlap runs");
+        Run { output }
+    };
+    assert!(run.success(), "{}", run.describe());
+    assert!(
+        run.stdout().contains("twins: checksum"),
+        "{}",
+        run.describe()
+    );
+    let report = overlap(&["analyze", out.to_str().unwrap(), "--json"]);
+    assert!(report.success(), "{}", report.describe());
+    serde_json::from_str(&report.stdout()).expect("analyze --json prints JSON")
+}
+
+fn text(out: &Path) -> String {
+    let run = overlap(&["analyze", out.to_str().unwrap()]);
+    assert!(run.success(), "{}", run.describe());
+    run.stdout()
+}
+
+/// 1 MiB: a rendezvous message, whose transfer a wait right after posting loses.
+const MIB_DOUBLES: u32 = 131_072;
+
+#[test]
+fn false_overlap_and_its_twin_get_different_verdicts_from_the_preload_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    // Asynchronous progress, so that the twin's transfer can progress while it computes
+    // (without it MPICH moves a rendezvous message only inside MPI calls).
+    let env = [("MPICH_ASYNC_PROGRESS", "1")];
+    let early_path = dir.path().join("early.json");
+    let early = traced(&early_path, "early", MIB_DOUBLES, &env);
+    let late_path = dir.path().join("late.json");
+    let late = traced(&late_path, "late", MIB_DOUBLES, &env);
+
+    for r in [&early, &late] {
+        assert_eq!(r["run"]["compute_source"], "gaps", "{r:#}");
+        assert_eq!(
+            r["requests"]["count"], 20,
+            "5 rounds x 2 requests x 2 ranks"
+        );
+        assert_eq!(r["requests"]["never_completed"], 0);
+    }
+    let findings = early["false_overlap"].as_array().unwrap();
+    assert!(!findings.is_empty(), "the early wait is false overlap");
+    for f in findings {
+        assert_eq!(f["wait"]["call"], "MPI_Waitall", "{f:#}");
+        assert!(
+            f["independent_work_ns"].as_u64().unwrap() >= 1_000_000,
+            "{f:#}"
+        );
+        // It may move to the next round's Isend of the same buffer, after its Irecv
+        // (or, in the last round, to the end, after the Barrier).
+        let after = f["move_after"]["call"].as_str().unwrap();
+        assert!(["MPI_Irecv", "MPI_Barrier"].contains(&after), "{f:#}");
+        assert!(f["caveat"].as_str().unwrap().contains("send buffer"));
+    }
+    assert_eq!(
+        late["false_overlap"].as_array().unwrap().len(),
+        0,
+        "{late:#}"
+    );
+    let mean = |r: &Value| r["requests"]["mean_overlap"].as_f64().unwrap();
+    assert!(
+        mean(&late) > mean(&early),
+        "computing between post and wait overlaps more: {} vs {}",
+        mean(&late),
+        mean(&early)
+    );
+    let t = text(&early_path);
+    assert!(t.contains("compute inferred from the gaps"), "{t}");
+    assert!(t.contains("move the wait"), "{t}");
+}
+
+#[test]
+fn a_large_message_waited_for_after_compute_is_overlap_written_not_achieved() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("late.json");
+    // 4 MiB, no MPI call during the compute, no asynchronous progress.
+    let r = traced(
+        &path,
+        "late",
+        4 * MIB_DOUBLES,
+        &[("MPICH_ASYNC_PROGRESS", "0")],
+    );
+    let na = &r["requests"]["written_not_achieved"];
+    assert!(na["count"].as_u64().unwrap() >= 10, "{na:#}");
+    let worst = &na["worst"][0];
+    assert_eq!(worst["completion"]["call"], "MPI_Waitall", "{worst:#}");
+    assert!(worst["cpu_ns"].as_u64().unwrap() >= 10_000_000, "{worst:#}");
+    let t = text(&path);
+    assert!(t.contains("overlap written, not achieved"), "{t}");
+    assert!(t.contains("MPICH_ASYNC_PROGRESS=1"), "{t}");
+}
