@@ -459,20 +459,16 @@ fn finding(o: &mut String, f: &Finding) {
         names
     );
     let target = match (&f.move_before, f.limit) {
-        (Some(c), Limit::BufferReuse) => format!("before {} (next use of the buffer)", place(c)),
-        (Some(c), _) => format!("before {} (next send, same peer and tag)", place(c)),
+        (Some(c), Limit::BufferReuse) => format!("before {}, the next use of the buffer", place(c)),
+        (Some(c), _) => format!("before {}, the next send to that peer and tag", place(c)),
         (None, _) => "to the end of the rank's work".to_string(),
     };
+    let _ = writeln!(o, "      move the wait {target},");
     let after = match &f.move_after {
-        Some(c) => format!(", i.e. after {}", place(c)),
-        None => String::new(),
+        Some(c) => format!("i.e. right after {}", place(c)),
+        None => "i.e. before the end".to_string(),
     };
-    let _ = writeln!(
-        o,
-        "      move the wait {target}{after}: up to {} hidden, unless the program writes \
-         the send buffer in between",
-        duration(f.hideable_ns)
-    );
+    let _ = writeln!(o, "      {after}: up to {} hidden", duration(f.hideable_ns));
 }
 
 /// A call as the text names it: `MPI_Waitall at 1.203 ms`, and its source line when known.

@@ -39,6 +39,7 @@ fn programs() -> &'static Path {
         compile("mpicc", "handles.c", "handles", &["-Wno-stringop-overflow"]);
         compile("mpicc", "nbc_rma.c", "nbc_rma", &["-Wno-stringop-overflow"]);
         compile("mpicc", "session.c", "session", &[]);
+        compile("mpicc", "twins.c", "twins", &["-Wno-stringop-overflow"]);
         compile("mpif90", "ring.f90", "ring", &[]);
         dir
     })
@@ -51,6 +52,17 @@ pub(crate) fn program(name: &str) -> PathBuf {
 
 /// `overlap trace --out OUT -- mpiexec -n RANKS PROGRAM`.
 pub(crate) fn trace(ranks: u32, program: &Path, out: &Path) -> Run {
+    trace_with(ranks, program, &[], &[], out)
+}
+
+/// `overlap trace --out OUT -- mpiexec -n RANKS PROGRAM ARGS...`, with `env` set.
+pub(crate) fn trace_with(
+    ranks: u32,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    out: &Path,
+) -> Run {
     let _guard = mpi_lock();
     let output = Command::new(overlap_bin())
         .arg("trace")
@@ -58,6 +70,8 @@ pub(crate) fn trace(ranks: u32, program: &Path, out: &Path) -> Run {
         .arg(out)
         .args(["--", "mpiexec", "-n", &ranks.to_string()])
         .arg(program)
+        .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("overlap runs");
     Run { output }
@@ -194,16 +208,18 @@ fn check_calls_program(ranks: u32) {
     check_symbolized_sites(&out, ranks);
 }
 
-/// The line of tests/programs/calls.c that holds `text` (found, not hard-coded, so the
-/// test follows edits of the program).
-fn calls_c_line(text: &str) -> u32 {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/calls.c");
-    let source = std::fs::read_to_string(src).expect("calls.c reads");
+/// The line of tests/programs/FILE that holds `text` (found, not hard-coded, so tests
+/// follow edits of the program).
+pub(crate) fn program_line(file: &str, text: &str) -> u32 {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(file);
+    let source = std::fs::read_to_string(src).expect("the program's source reads");
     let found: Vec<usize> = (source.lines().enumerate())
         .filter(|(_, l)| l.contains(text))
         .map(|(i, _)| i + 1)
         .collect();
-    assert_eq!(found.len(), 1, "exactly one line of calls.c holds {text:?}");
+    assert_eq!(found.len(), 1, "exactly one line of {file} holds {text:?}");
     found[0] as u32
 }
 
@@ -211,7 +227,7 @@ fn calls_c_line(text: &str) -> u32 {
 /// debug info: the ring's Isend is named by its line of calls.c on every rank, and the
 /// report lists it among the run's sites.
 fn check_symbolized_sites(out: &Path, ranks: u32) {
-    let line = calls_c_line("MPI_Isend(&out, 1, MPI_DOUBLE, right, 10,");
+    let line = program_line("calls.c", "MPI_Isend(&out, 1, MPI_DOUBLE, right, 10,");
     let want = format!("calls.c:{line} (main)");
     let trace = overlap_analyzer::import::load(out, &mut |_, _| {})
         .expect("loads")

@@ -7,50 +7,18 @@
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::OnceLock;
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::{mpi_lock, overlap, overlap_bin, Run};
-
-/// tests/programs/twins.c, compiled once per test run.
-fn twins() -> PathBuf {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/twins.c");
-        let status = Command::new("mpicc")
-            .args(["-g", "-O1", "-Wno-stringop-overflow"])
-            .arg(&src)
-            .arg("-o")
-            .arg(dir.path().join("twins"))
-            .status()
-            .unwrap_or_else(|e| panic!("mpicc runs (run `make setup`): {e}"));
-        assert!(status.success(), "mpicc twins.c failed");
-        dir
-    });
-    dir.path().join("twins")
-}
+use crate::trace::{program, program_line, trace_with};
+use crate::util::overlap;
 
 /// `overlap trace --out OUT -- mpiexec -n 2 twins MODE COUNT`, with `env` set, then
 /// `overlap analyze OUT --json`.
 fn traced(out: &Path, mode: &str, count: u32, env: &[(&str, &str)]) -> Value {
-    let run = {
-        let _guard = mpi_lock();
-        let output = Command::new(overlap_bin())
-            .arg("trace")
-            .arg("--out")
-            .arg(out)
-            .args(["--", "mpiexec", "-n", "2"])
-            .arg(twins())
-            .args([mode, &count.to_string()])
-            .envs(env.iter().copied())
-            .output()
-            .expect("overlap runs");
-        Run { output }
-    };
+    let count = count.to_string();
+    let run = trace_with(2, &program("twins"), &[mode, &count], env, out);
     assert!(run.success(), "{}", run.describe());
     assert!(
         run.stdout().contains("twins: checksum"),
@@ -92,8 +60,19 @@ fn false_overlap_and_its_twin_get_different_verdicts_from_the_preload_trace() {
     }
     let findings = early["false_overlap"].as_array().unwrap();
     assert!(!findings.is_empty(), "the early wait is false overlap");
+    let early_wait = format!(
+        "twins.c:{} (main)",
+        program_line("twins.c", "/* the early wait */")
+    );
     for f in findings {
         assert_eq!(f["wait"]["call"], "MPI_Waitall", "{f:#}");
+        assert_eq!(f["wait"]["site"], early_wait.as_str(), "{f:#}");
+        assert!(
+            f["move_after"]["site"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("twins.c:")),
+            "{f:#}"
+        );
         assert!(
             f["independent_work_ns"].as_u64().unwrap() >= 1_000_000,
             "{f:#}"
@@ -119,6 +98,10 @@ fn false_overlap_and_its_twin_get_different_verdicts_from_the_preload_trace() {
     let t = text(&early_path);
     assert!(t.contains("compute inferred from the gaps"), "{t}");
     assert!(t.contains("move the wait"), "{t}");
+    assert!(
+        t.contains(&early_wait),
+        "findings name their source line\n{t}"
+    );
 }
 
 #[test]
@@ -136,8 +119,17 @@ fn a_large_message_waited_for_after_compute_is_overlap_written_not_achieved() {
     assert!(na["count"].as_u64().unwrap() >= 10, "{na:#}");
     let worst = &na["worst"][0];
     assert_eq!(worst["completion"]["call"], "MPI_Waitall", "{worst:#}");
+    let late_wait = format!(
+        "twins.c:{} (main)",
+        program_line("twins.c", "/* the late wait */")
+    );
+    assert_eq!(worst["completion"]["site"], late_wait.as_str(), "{worst:#}");
     assert!(worst["cpu_ns"].as_u64().unwrap() >= 10_000_000, "{worst:#}");
     let t = text(&path);
     assert!(t.contains("overlap written, not achieved"), "{t}");
     assert!(t.contains("MPICH_ASYNC_PROGRESS=1"), "{t}");
+    assert!(
+        t.contains(&late_wait),
+        "the requests name their source line\n{t}"
+    );
 }

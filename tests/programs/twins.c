@@ -55,11 +55,11 @@ int main(int argc, char **argv) {
         MPI_Irecv(in, count, MPI_DOUBLE, peer, 2, MPI_COMM_WORLD, &req[0]);
         MPI_Isend(out, count, MPI_DOUBLE, peer, 2, MPI_COMM_WORLD, &req[1]);
         if (early) {
-            MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+            MPI_Waitall(2, req, MPI_STATUSES_IGNORE); /* the early wait */
             compute(COMPUTE_MS);
         } else {
             compute(COMPUTE_MS);
-            MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+            MPI_Waitall(2, req, MPI_STATUSES_IGNORE); /* the late wait */
         }
         check += in[count - 1];
     }
