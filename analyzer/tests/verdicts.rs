@@ -228,8 +228,60 @@ fn non_blocking_collectives_get_imb_and_osu_figures() {
     );
     assert!(close(c.mean_osu_overlap.unwrap(), 0.15));
     assert!(close(r.requests.mean_overlap.unwrap(), 0.15));
-    // A non-blocking collective posts and never blocks: no wait state.
+    // Every member posted before any member waited: no wait state.
     assert_eq!(r.wait_states.total_ns, 0);
+}
+
+#[test]
+fn a_late_member_of_a_non_blocking_collective_makes_the_others_wait() {
+    // rank 0 ......|Ibarrier 6-7|Wait 7-8|..|Ibcast 10-11 (root)|Wait 11-12|....|Fin 20|
+    // rank 1 |Ibarrier 0-1|Wait 1 ---- 7|Ibcast 8-9|Wait 9 ----- 13|.........|Fin 20|
+    // Ibarrier: the last to enter posted at 6: rank 1's Wait waited min(6, 7) - 1 = 5
+    //   (Wait at Barrier); rank 0's Wait began after every post: nothing.
+    // Ibcast: the root posted at 10: rank 1's Wait waited min(10, 13) - 9 = 1 (Late
+    //   Broadcast).
+    let ibarrier = |start: u64, end: u64| {
+        call(
+            Op::Ibarrier,
+            start,
+            end,
+            CallArgs {
+                comm: Some(0),
+                request: Some(1),
+                ..CallArgs::default()
+            },
+        )
+    };
+    let t = run(vec![
+        vec![
+            ibarrier(6, 7),
+            complete(Op::Wait, 7, 8, &[(1, None)]),
+            ibcast(10, 11, 2),
+            complete(Op::Wait, 11, 12, &[(2, None)]),
+            env(Op::Finalize, 20, 21),
+        ],
+        vec![
+            ibarrier(0, 1),
+            complete(Op::Wait, 1, 7, &[(1, None)]),
+            ibcast(8, 9, 2),
+            complete(Op::Wait, 9, 13, &[(2, None)]),
+            env(Op::Finalize, 20, 21),
+        ],
+    ]);
+    let (r, d) = both(&t);
+    assert_eq!(kind(&r, WaitKind::WaitAtBarrier), (5, 1));
+    assert_eq!(kind(&r, WaitKind::LateBroadcast), (1, 1));
+    assert_eq!(r.wait_states.per_rank_ns.get(&0).copied().unwrap_or(0), 0);
+    assert_eq!(r.wait_states.per_rank_ns[&1], 6);
+    let barrier = d
+        .waits
+        .iter()
+        .find(|w| w.kind == WaitKind::WaitAtBarrier)
+        .unwrap();
+    assert_eq!(
+        (barrier.rank, barrier.call, barrier.peer),
+        (1, "MPI_Wait", Some(0))
+    );
 }
 
 fn win(op: Op, start: u64, end: u64, group: &[i32]) -> Event {

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use overlap_analyzer::import::{load, read_merged};
 use overlap_analyzer::metrics::budget::budgets;
+use overlap_analyzer::metrics::{analyze, Options, WaitKind};
 use overlap_instrument::schema::{Event, Op};
 
 use crate::trace::{program, trace, untraced};
@@ -142,6 +143,44 @@ fn check_nbc_rma(ranks: u32) {
             b.rank,
             b.in_mpi_ns,
             program["ns"]
+        );
+    }
+    check_waits_explained(&loaded.trace, &per_rank);
+}
+
+/// Rank 0 sleeps 30 ms before its Ibarrier, its first persistent Allreduce start, a
+/// fence, and each of its two exposure epochs (Win_post): the others' waits there are
+/// wait states of the right kind, each at least most of the sleep, and no rank's wait
+/// states exceed its time in MPI.
+fn check_waits_explained(
+    trace: &overlap_analyzer::model::Trace,
+    per_rank: &[overlap_analyzer::metrics::RankBudget],
+) {
+    let (report, _) = analyze(trace, &Options::default());
+    let total = |kind: WaitKind| {
+        let k = report.wait_states.kinds.iter().find(|k| k.kind == kind);
+        k.map_or(0, |k| k.total_ns)
+    };
+    let nap = 25_000_000;
+    for (kind, naps) in [
+        (WaitKind::WaitAtBarrier, 1),
+        (WaitKind::WaitAtNxN, 1),
+        (WaitKind::WaitAtFence, 1),
+        (WaitKind::LatePost, 2),
+    ] {
+        assert!(
+            total(kind) >= naps * nap,
+            "{kind:?}: {} ns, want at least {naps} x {nap}",
+            total(kind)
+        );
+    }
+    for b in per_rank {
+        let waits = report.wait_states.per_rank_ns.get(&b.rank).copied();
+        assert!(
+            waits.unwrap_or(0) <= b.in_mpi_ns,
+            "rank {}: wait states {waits:?} ns, in MPI {} ns",
+            b.rank,
+            b.in_mpi_ns
         );
     }
 }

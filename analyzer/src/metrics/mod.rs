@@ -7,6 +7,7 @@
 //! [`Report`], whose field names are the stable keys of `overlap analyze --json`.
 
 pub mod budget;
+mod collective_waits;
 pub mod collectives;
 pub mod false_overlap;
 pub mod ideal;

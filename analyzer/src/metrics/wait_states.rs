@@ -14,7 +14,9 @@
 //!
 //! - Early Scan (Scan, Exscan): rank i waits for the last of the ranks below it; Wait
 //!   at Fence / Create / Free: the window calls' barrier-like waits; none for the
-//!   neighbourhood collectives (the topology is not recorded).
+//!   neighbourhood collectives (the topology is not recorded). The collective patterns
+//!   apply to non-blocking and persistent collectives too, charged to the call that
+//!   waited for the request: [`super::collective_waits`].
 //! - Late Post, Early Wait, Late Complete: [`super::one_sided`].
 //!
 //! Waits of several kinds on one call share its time ([`super::split`]): none counts
@@ -33,7 +35,7 @@ use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap;
 
-use overlap_instrument::schema::{CollectivePattern, Nanos, Op, OpClass};
+use overlap_instrument::schema::{Nanos, OpClass};
 use serde::Serialize;
 
 use super::{blocks, CallRef, Options};
@@ -302,9 +304,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             ));
         }
     }
-    for members in &super::collectives::instances(trace).members {
-        collective(trace, members, &mut keep);
-    }
+    super::collective_waits::candidates(trace, &mut keep);
     for c in super::one_sided::candidates(trace) {
         keep(c);
     }
@@ -339,121 +339,6 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     }
     out.sort_by_key(|w| (w.rank, w.index, w.kind));
     out
-}
-
-/// The collective waits of one instance (members in rank order).
-fn collective(trace: &Trace, members: &[EventRef], keep: &mut impl FnMut(Candidate)) {
-    if members.len() < 2 {
-        return;
-    }
-    let spans: Vec<_> = members
-        .iter()
-        .filter_map(|r| Some((*r, trace.span(*r)?)))
-        .collect();
-    let Some(&(last, last_span)) = spans.iter().max_by_key(|(r, s)| (s.start, r.rank)) else {
-        return;
-    };
-    let first = spans[0].0;
-    let op = trace.span(first).and_then(|s| s.op());
-    let pattern = op.and_then(Op::collective_pattern);
-    // The root of a rooted collective, as recorded by its first member.
-    let root = trace
-        .rank(first.rank)
-        .and_then(|t| t.call(first.index))
-        .and_then(|(_, c)| c.root)
-        .and_then(|root| {
-            spans
-                .iter()
-                .find(|(r, _)| i64::from(r.rank) == i64::from(root))
-        });
-    match (pattern, root) {
-        // Who waits for whom depends on the topology, which is not recorded.
-        (Some(CollectivePattern::Neighborhood), _) => {}
-        (Some(CollectivePattern::Prefix), _) => {
-            // Early Scan: rank i waits for the last of the ranks below it.
-            let mut latest: Option<(EventRef, Nanos)> = None;
-            for &(r, s) in &spans {
-                if let Some((peer, entered)) = latest {
-                    let to = entered.min(s.end);
-                    if to > s.start {
-                        let suspect = entered > s.end;
-                        keep(Candidate::new(
-                            WaitKind::EarlyScan,
-                            r,
-                            peer.rank,
-                            s.start,
-                            to,
-                            suspect,
-                        ));
-                    }
-                }
-                if latest.is_none_or(|l| s.start >= l.1) {
-                    latest = Some((r, s.start));
-                }
-            }
-        }
-        (Some(CollectivePattern::OneToAll), Some(&(root, root_span))) => {
-            // Late Broadcast: a rank that entered before the root waits for it.
-            for (r, s) in spans.iter().filter(|(r, _)| *r != root) {
-                let to = root_span.start.min(s.end);
-                if to > s.start {
-                    let suspect = root_span.start > s.end;
-                    keep(Candidate::new(
-                        WaitKind::LateBroadcast,
-                        *r,
-                        root.rank,
-                        s.start,
-                        to,
-                        suspect,
-                    ));
-                }
-            }
-        }
-        (Some(CollectivePattern::AllToOne), Some(&(root, root_span))) => {
-            // Early Reduce: the root waits for the last of the others to enter.
-            let others = spans.iter().filter(|(r, _)| *r != root);
-            if let Some(&(latest, latest_span)) = others.max_by_key(|(r, s)| (s.start, r.rank)) {
-                let to = latest_span.start.min(root_span.end);
-                if to > root_span.start {
-                    let suspect = latest_span.start > root_span.end;
-                    keep(Candidate::new(
-                        WaitKind::EarlyReduce,
-                        root,
-                        latest.rank,
-                        root_span.start,
-                        to,
-                        suspect,
-                    ));
-                }
-            }
-        }
-        _ => {
-            // Every member waits for the last to arrive (also the rooted ones whose
-            // root was not recorded).
-            let kind = match (op, pattern) {
-                (Some(Op::WinFence), _) => WaitKind::WaitAtFence,
-                (Some(Op::WinFree), _) => WaitKind::WaitAtFree,
-                (
-                    Some(
-                        Op::WinCreate
-                        | Op::WinAllocate
-                        | Op::WinAllocateShared
-                        | Op::WinCreateDynamic,
-                    ),
-                    _,
-                ) => WaitKind::WaitAtCreate,
-                (_, Some(CollectivePattern::Barrier)) => WaitKind::WaitAtBarrier,
-                _ => WaitKind::WaitAtNxN,
-            };
-            for (r, s) in &spans {
-                let to = last_span.start.min(s.end);
-                if to > s.start {
-                    let suspect = last_span.start > s.end;
-                    keep(Candidate::new(kind, *r, last.rank, s.start, to, suspect));
-                }
-            }
-        }
-    }
 }
 
 /// Totals per kind and per rank, with the worst instances.

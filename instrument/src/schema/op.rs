@@ -446,6 +446,52 @@ impl Op {
         )
     }
 
+    /// The blocking collective that a non-blocking (Ibcast) or persistent
+    /// (Bcast_init) collective performs, and a blocking collective itself; `None` for
+    /// other calls. Its [`Op::collective_pattern`] says who waits for whom.
+    pub fn blocking_form(self) -> Option<Op> {
+        match self {
+            Op::Barrier | Op::Ibarrier | Op::BarrierInit => Some(Op::Barrier),
+            Op::Bcast | Op::Ibcast | Op::BcastInit => Some(Op::Bcast),
+            Op::Reduce | Op::Ireduce | Op::ReduceInit => Some(Op::Reduce),
+            Op::Allreduce | Op::Iallreduce | Op::AllreduceInit => Some(Op::Allreduce),
+            Op::Allgather | Op::Iallgather | Op::AllgatherInit => Some(Op::Allgather),
+            Op::Allgatherv | Op::Iallgatherv | Op::AllgathervInit => Some(Op::Allgatherv),
+            Op::Alltoall | Op::Ialltoall | Op::AlltoallInit => Some(Op::Alltoall),
+            Op::Alltoallv | Op::Ialltoallv | Op::AlltoallvInit => Some(Op::Alltoallv),
+            Op::Alltoallw | Op::Ialltoallw | Op::AlltoallwInit => Some(Op::Alltoallw),
+            Op::Gather | Op::Igather | Op::GatherInit => Some(Op::Gather),
+            Op::Gatherv | Op::Igatherv | Op::GathervInit => Some(Op::Gatherv),
+            Op::Scatter | Op::Iscatter | Op::ScatterInit => Some(Op::Scatter),
+            Op::Scatterv | Op::Iscatterv | Op::ScattervInit => Some(Op::Scatterv),
+            Op::ReduceScatter | Op::IreduceScatter | Op::ReduceScatterInit => {
+                Some(Op::ReduceScatter)
+            }
+            Op::ReduceScatterBlock | Op::IreduceScatterBlock | Op::ReduceScatterBlockInit => {
+                Some(Op::ReduceScatterBlock)
+            }
+            Op::Scan | Op::Iscan | Op::ScanInit => Some(Op::Scan),
+            Op::Exscan | Op::Iexscan | Op::ExscanInit => Some(Op::Exscan),
+            Op::NeighborAllgather | Op::IneighborAllgather | Op::NeighborAllgatherInit => {
+                Some(Op::NeighborAllgather)
+            }
+            Op::NeighborAllgatherv | Op::IneighborAllgatherv | Op::NeighborAllgathervInit => {
+                Some(Op::NeighborAllgatherv)
+            }
+            Op::NeighborAlltoall | Op::IneighborAlltoall | Op::NeighborAlltoallInit => {
+                Some(Op::NeighborAlltoall)
+            }
+            Op::NeighborAlltoallv | Op::IneighborAlltoallv | Op::NeighborAlltoallvInit => {
+                Some(Op::NeighborAlltoallv)
+            }
+            Op::NeighborAlltoallw | Op::IneighborAlltoallw | Op::NeighborAlltoallwInit => {
+                Some(Op::NeighborAlltoallw)
+            }
+            op if op.class() == OpClass::Collective => Some(op),
+            _ => None,
+        }
+    }
+
     /// True for the MPI-4 persistent collective inits (Barrier_init, Allreduce_init...).
     pub fn is_persistent_collective(self) -> bool {
         matches!(
@@ -576,6 +622,12 @@ mod tests {
             }
             if op.is_collective_post() {
                 assert_eq!(op.class(), OpClass::Post, "{op:?}");
+            }
+            // Every collective form has a blocking form with a pattern.
+            if op.is_collective_post() || op.is_persistent_collective() {
+                let blocking = op.blocking_form().expect("a blocking form");
+                assert_eq!(blocking.class(), OpClass::Collective, "{op:?}");
+                assert!(blocking.collective_pattern().is_some(), "{op:?}");
             }
         }
     }
