@@ -210,6 +210,9 @@ pub struct RequestLife {
     pub args: usize,
     /// The completing call, when there was one.
     pub completion: Option<usize>,
+    /// The `MPI_Request_free` that let go of the request before any call completed it:
+    /// the operation went on, but the program never learned when it ended.
+    pub freed: Option<usize>,
 }
 
 /// What a span of a [`Timeline`] is.

@@ -277,6 +277,14 @@ pub fn render(r: &Report, style: Style) -> String {
     if q.never_completed > 0 {
         let _ = writeln!(o, "  {} request(s) never completed", q.never_completed);
     }
+    if q.freed > 0 {
+        let _ = writeln!(
+            o,
+            "  {} request(s) let go with MPI_Request_free before completing: their end is \
+             unknown",
+            q.freed
+        );
+    }
     if let Some(c) = &q.nbc {
         let opt_pct =
             |v: Option<f64>| v.map_or("unknown".to_string(), |v| pct(v).trim().to_string());

@@ -32,21 +32,28 @@ fn reported(run: &Run, prefix: &str) -> BTreeMap<u32, BTreeMap<String, u64>> {
         .collect()
 }
 
-/// The requests of each rank that no call completed, from the analysis of the merged
-/// trace at `out` (the merged file draws those up to the rank's end, so its slices
-/// always end).
+/// The requests of each rank that no call completed and the program did not free, from
+/// the analysis of the merged trace at `out` (the merged file draws those up to the
+/// rank's end, so its slices always end).
 pub(crate) fn never_completed(out: &Path) -> BTreeMap<u32, BTreeSet<u64>> {
+    requests_where(out, |r| r.completion.is_none() && r.freed.is_none())
+}
+
+/// The requests of each rank that the program freed before any call completed them.
+fn freed(out: &Path) -> BTreeMap<u32, BTreeSet<u64>> {
+    requests_where(out, |r| r.freed.is_some())
+}
+
+fn requests_where(
+    out: &Path,
+    keep: impl Fn(&overlap_analyzer::model::RequestLife) -> bool,
+) -> BTreeMap<u32, BTreeSet<u64>> {
     let loaded = load(out, &mut |_, _| {}).expect("the merged trace loads");
-    let mut open: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
-    for r in loaded
-        .trace
-        .requests
-        .iter()
-        .filter(|r| r.completion.is_none())
-    {
-        open.entry(r.rank).or_default().insert(r.request);
+    let mut found: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
+    for r in loaded.trace.requests.iter().filter(|r| keep(r)) {
+        found.entry(r.rank).or_default().insert(r.request);
     }
-    open
+    found
 }
 
 fn check_handles(ranks: u32) {
@@ -61,20 +68,25 @@ fn check_handles(ranks: u32) {
         "the MPI gave live requests one shared handle (the case under test): {posted:?}"
     );
     let t = read_merged(&out).expect("merged trace reads back");
-    let open = never_completed(&out);
+    assert_eq!(
+        never_completed(&out),
+        BTreeMap::new(),
+        "all completed or freed"
+    );
+    let let_go = freed(&out);
     for (rank, p) in &posted {
         let mine = t.requests.iter().filter(|r| r.rank == *rank).count();
         assert_eq!(mine as u64, p["requests"], "rank {rank}: every post");
         // The two sends the program lets go with Request_free have no completion: the
-        // program never learns when they end. Every other request completed, the
-        // 200 windows of 64 sends included.
+        // program never learns when they end, and the analysis names them freed. Every
+        // other request completed, the 200 windows of 64 sends included.
         let freed: BTreeSet<u64> = calls(&t, *rank)
             .iter()
             .filter(|c| c.op == Op::RequestFree)
             .filter_map(|c| c.args.request)
             .collect();
         assert_eq!(freed.len(), 2, "rank {rank}");
-        assert_eq!(open.get(rank), Some(&freed), "rank {rank}");
+        assert_eq!(let_go.get(rank), Some(&freed), "rank {rank}");
     }
     assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
     assert!(

@@ -88,12 +88,17 @@ fn requests_and_receives(
     for (t, inits) in ranks.iter().zip(inits) {
         // request id -> (index of the completing call, its status)
         let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> = FxHashMap::default();
+        // request id -> the Request_free that let it go
+        let mut freed: FxHashMap<u64, usize> = FxHashMap::default();
         for i in 0..t.spans.len() {
-            let Some((_, c)) = t.call(i) else { continue };
+            let Some((op, c)) = t.call(i) else { continue };
             for done in t.completions(c) {
                 if let Some(r) = done.request {
                     completed.entry(r).or_insert((i, done.source, done.tag));
                 }
+            }
+            if let (Op::RequestFree, Some(r)) = (op, c.request) {
+                freed.entry(r).or_insert(i);
             }
         }
         let at = |index| EventRef {
@@ -114,6 +119,10 @@ fn requests_and_receives(
                     post: i,
                     args,
                     completion: done.map(|d| d.0),
+                    freed: done
+                        .is_none()
+                        .then(|| freed.get(&request).copied())
+                        .flatten(),
                 });
                 // A receive completed from MPI_PROC_NULL (a negative source in its
                 // status: a completed wildcard always names a real rank) carries no

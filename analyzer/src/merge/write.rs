@@ -171,7 +171,10 @@ fn write_request<W: std::io::Write>(
     let end = match completion {
         Some(c) => c.end,
         None => {
-            name.push_str(" (never completed)");
+            name.push_str(match life.freed {
+                Some(_) => " (freed: end unknown)",
+                None => " (never completed)",
+            });
             rank_end.max(post.end)
         }
     };

@@ -68,6 +68,9 @@ pub struct RequestMetrics {
     pub bytes: u64,
     /// The call that completed it, if one did.
     pub completion: Option<CallRef>,
+    /// The `MPI_Request_free` that let go of it before any call completed it (its end
+    /// is unknown to the program, and to the trace).
+    pub freed: Option<CallRef>,
     /// `E(wait) - X(post)`, ns (0 when the wait began inside the post).
     pub window_ns: u64,
     /// Compute inside the window, ns.
@@ -218,6 +221,7 @@ pub fn per_request(
             tag: call.tag,
             bytes,
             completion: None,
+            freed: r.freed.and_then(|i| CallRef::of(trace, r.rank, i)),
             window_ns: 0,
             cpu_ns: 0,
             exposed_wait_ns: 0,
@@ -294,8 +298,12 @@ pub struct RequestSummary {
     pub collectives: u64,
     /// Of which one-sided operations with a request.
     pub one_sided: u64,
-    /// Requests that never completed.
+    /// Requests that no call completed and the program did not free: lost from the
+    /// trace's view (the rank ended, or died, with them in flight).
     pub never_completed: u64,
+    /// Requests the program let go with `MPI_Request_free` before any call completed
+    /// them: their end is unknown, and they have no overlap figures.
+    pub freed: u64,
     /// Mean overlap of the requests that have one (0..1); none when no request has one.
     pub mean_overlap: Option<f64>,
     /// Requests that have an overlap figure.
@@ -404,7 +412,11 @@ pub fn summarize(
         receives: count(RequestClass::Receive),
         collectives: count(RequestClass::Collective),
         one_sided: count(RequestClass::OneSided),
-        never_completed: reqs.iter().filter(|r| r.completion.is_none()).count() as u64,
+        never_completed: reqs
+            .iter()
+            .filter(|r| r.completion.is_none() && r.freed.is_none())
+            .count() as u64,
+        freed: reqs.iter().filter(|r| r.freed.is_some()).count() as u64,
         mean_overlap: mean(with.iter().copied()),
         with_overlap: with.len() as u64,
         zero_overlap: with.iter().filter(|o| **o == 0.0).count() as u64,
