@@ -1,4 +1,4 @@
-//! Unit tests of the recorder: order, completions, stalls, spans, and the writer.
+//! Unit tests of the recorder: calls keep their completions and order, groups follow their call, and many threads share a small ring.
 use super::*;
 use crate::schema::{CommId, Event, Nanos, SyncPhase};
 
