@@ -68,9 +68,9 @@ pub struct RequestMetrics {
     pub bytes: u64,
     /// The call that completed it, if one did.
     pub completion: Option<CallRef>,
-    /// The `MPI_Request_free` that let go of it before any call completed it (its end
-    /// is unknown to the program, and to the trace).
-    pub freed: Option<CallRef>,
+    /// True when the program let go of it with `MPI_Request_free` before any call
+    /// completed it (its end is unknown to the program, and to the trace).
+    pub freed: bool,
     /// `E(wait) - X(post)`, ns (0 when the wait began inside the post).
     pub window_ns: u64,
     /// Compute inside the window, ns.
@@ -221,7 +221,7 @@ pub fn per_request(
             tag: call.tag,
             bytes,
             completion: None,
-            freed: r.freed.and_then(|i| CallRef::of(trace, r.rank, i)),
+            freed: r.freed.is_some(),
             window_ns: 0,
             cpu_ns: 0,
             exposed_wait_ns: 0,
@@ -414,9 +414,9 @@ pub fn summarize(
         one_sided: count(RequestClass::OneSided),
         never_completed: reqs
             .iter()
-            .filter(|r| r.completion.is_none() && r.freed.is_none())
+            .filter(|r| r.completion.is_none() && !r.freed)
             .count() as u64,
-        freed: reqs.iter().filter(|r| r.freed.is_some()).count() as u64,
+        freed: reqs.iter().filter(|r| r.freed).count() as u64,
         mean_overlap: mean(with.iter().copied()),
         with_overlap: with.len() as u64,
         zero_overlap: with.iter().filter(|o| **o == 0.0).count() as u64,
