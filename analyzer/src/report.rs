@@ -262,18 +262,26 @@ pub fn render(r: &Report, style: Style) -> String {
         ))
     );
     let m = &q.transfer_model;
-    let _ = writeln!(
-        o,
-        "  exposed wait {}; transfer model from {} size class(es): latency {}, bandwidth {}",
-        duration(q.exposed_wait_ns),
-        m.classes.len(),
-        duration(m.latency_ns.round() as u64),
-        if m.bandwidth_bytes_per_s > 0.0 {
-            format!("{:.2} GB/s", m.bandwidth_bytes_per_s / 1e9)
-        } else {
-            "unknown".into()
-        }
-    );
+    let bandwidth = if m.bandwidth_bytes_per_s > 0.0 {
+        format!("{:.2} GB/s", m.bandwidth_bytes_per_s / 1e9)
+    } else {
+        "unknown".into()
+    };
+    // Only a line through two or more classes measures a latency; through one class it
+    // is assumed 0 (or is that class's time, for 0-byte messages).
+    let model = match m.classes.as_slice() {
+        [] => "no point-to-point transfer model (no completed message to fit it to)".into(),
+        [one] if one.bytes > 0 => format!(
+            "transfer model from 1 size class: latency not measured (taken as 0), \
+             bandwidth {bandwidth}"
+        ),
+        classes => format!(
+            "transfer model from {} size class(es): latency {}, bandwidth {bandwidth}",
+            classes.len(),
+            duration(m.latency_ns.round() as u64),
+        ),
+    };
+    let _ = writeln!(o, "  exposed wait {}; {model}", duration(q.exposed_wait_ns));
     if q.never_completed > 0 {
         let _ = writeln!(o, "  {} request(s) never completed", q.never_completed);
     }
