@@ -16,10 +16,8 @@ use std::time::Instant;
 
 use overlap_analyzer::import::{load_dir, load_merged};
 use overlap_analyzer::metrics::{analyze, Options};
-use overlap_instrument::schema::wire::{
-    event_to_wire, ArrayWriter, MetaName, ObjectWriter, WireEvent,
-};
-use overlap_instrument::schema::{
+use overlap_format::schema::wire::{event_to_wire, ArrayWriter, MetaName, ObjectWriter, WireEvent};
+use overlap_format::schema::{
     CallArgs, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, MergedInfo,
     Nanos, Op, Params, RankClock, SyncPhase, FORMAT_NAME, FORMAT_VERSION,
 };

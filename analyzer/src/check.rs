@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use overlap_instrument::schema::ParamValue;
+use overlap_format::schema::ParamValue;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::{Report, WaitKind};

@@ -16,7 +16,7 @@
 //!                             ^ extent start 4           compute: [5, 9) (the gap)
 //! ```
 
-use overlap_instrument::schema::Nanos;
+use overlap_format::schema::Nanos;
 use serde::Serialize;
 
 use crate::model::{Timeline, What};
@@ -211,7 +211,7 @@ impl RankCompute {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use overlap_instrument::schema::{CallArgs, CallEvent, ComputeEvent, Event, Op};
+    use overlap_format::schema::{CallArgs, CallEvent, ComputeEvent, Event, Op};
 
     fn call(tid: u32, op: Op, start: u64, end: u64) -> Event {
         Event::Call(CallEvent {

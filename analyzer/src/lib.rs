@@ -25,7 +25,7 @@
 pub mod check;
 pub mod compute;
 mod fastparse;
-use overlap_instrument::fxhash;
+use overlap_format::fxhash;
 pub mod import;
 pub mod merge;
 pub mod metrics;

@@ -6,10 +6,10 @@ use std::fmt;
 use std::num::NonZeroU64;
 use std::path::PathBuf;
 
-use overlap_instrument::clock::ClockModel;
+use overlap_format::clock::ClockModel;
 
 use crate::compute::{ComputeSource, RankCompute};
-use overlap_instrument::schema::{
+use overlap_format::schema::{
     ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, RequestKind, SourceSite,
     Started, SyncPhase,
 };
@@ -283,7 +283,7 @@ pub struct RecvHalf {
 }
 
 /// The arguments of an MPI call that analysis uses (see
-/// [`CallArgs`](overlap_instrument::schema::CallArgs) for their meaning).
+/// [`CallArgs`](overlap_format::schema::CallArgs) for their meaning).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallInfo {
     /// Peer (world rank) of a point-to-point call.

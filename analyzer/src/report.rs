@@ -91,7 +91,7 @@ pub fn render(r: &Report, style: Style) -> String {
         .params
         .get("variant")
         .map(|v| match v {
-            overlap_instrument::schema::ParamValue::Text(t) => format!(" ({t})"),
+            overlap_format::schema::ParamValue::Text(t) => format!(" ({t})"),
             other => format!(" ({other:?})"),
         })
         .unwrap_or_default();

@@ -2,7 +2,7 @@
 //! computing, inside MPI and waiting, over the run's wall time, as a table. The figures
 //! are [`crate::metrics::budget`]'s; this module only lays them out.
 
-use overlap_instrument::schema::Nanos;
+use overlap_format::schema::Nanos;
 
 use crate::metrics::budget::{budgets, RankBudget};
 use crate::model::Trace;

@@ -28,13 +28,12 @@
 //! ```
 
 pub mod clock;
-pub mod fxhash;
 pub mod layer;
 #[cfg(feature = "mpi")]
 pub mod mpi;
-pub mod network_model;
 pub mod recorder;
-pub mod schema;
+
+pub use overlap_format::{fxhash, network_model, schema};
 
 use std::path::PathBuf;
 

@@ -3,7 +3,7 @@
 //!
 //! Almost every line of a trace is an MPI call or a compute span, and the writer lays them
 //! out the same way every time: `serde_json` output of
-//! [`overlap_instrument::schema::wire::WireEvent`] with the fields in declaration order
+//! [`overlap_format::schema::wire::WireEvent`] with the fields in declaration order
 //! (`name`, `cat`, `ph`, `ts`, `dur`, `pid`, `tid`, `args`), no whitespace, times as
 //! microseconds with at most three decimals. [`parse_complete`] reads exactly that layout
 //! and nothing else: on anything unexpected it gives up and returns `None`, and the caller
@@ -16,7 +16,7 @@
 //! serde path's `(us * 1000.0).round()` for every time below 2^51 ns (26 days); above that
 //! the fast path declines.
 
-use overlap_instrument::schema::{
+use overlap_format::schema::{
     CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, Started,
 };
 

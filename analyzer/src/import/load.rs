@@ -8,8 +8,8 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use overlap_instrument::schema::wire::{MetaName, NameArgs, Phase};
-use overlap_instrument::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
+use overlap_format::schema::wire::{MetaName, NameArgs, Phase};
+use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
 
 use super::{complete_event, meta_args, RawEvent};
 use crate::fastparse::parse_complete;

@@ -13,8 +13,8 @@ use crate::fastparse::parse_complete;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use overlap_instrument::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
-use overlap_instrument::schema::{
+use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
+use overlap_format::schema::{
     readable_version, CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header,
     MergedInfo, Nanos, Op, SourceSite, FORMAT_NAME, FORMAT_VERSION,
 };

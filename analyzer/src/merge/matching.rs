@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap;
 
-use overlap_instrument::schema::{Nanos, Op, OpClass, RequestKind, SuspectMessage};
+use overlap_format::schema::{Nanos, Op, OpClass, RequestKind, SuspectMessage};
 
 use crate::model::{EventRef, Message, RequestLife, Timeline};
 

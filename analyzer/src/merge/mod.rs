@@ -28,8 +28,8 @@ mod write;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use overlap_instrument::clock::ClockModel;
-use overlap_instrument::schema::{
+use overlap_format::clock::ClockModel;
+use overlap_format::schema::{
     CallEvent, Event, IncompleteRank, MergedInfo, Nanos, ParamValue, RankClock, FORMAT_NAME,
     FORMAT_VERSION,
 };

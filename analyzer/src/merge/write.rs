@@ -6,11 +6,11 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::Path;
 
-use overlap_instrument::schema::wire::{
+use overlap_format::schema::wire::{
     event_to_wire, Category, FlowBinding, InstantScope, MetaName, Micros, NameArgs, ObjectWriter,
     Phase, SortIndexArgs, WireEvent,
 };
-use overlap_instrument::schema::{Event, Nanos, Op, RequestArgs, RequestKind};
+use overlap_format::schema::{Event, Nanos, Op, RequestArgs, RequestKind};
 
 use super::matching::suspect_between;
 use super::{call_at, AlignedRank, EventRef, Merged, RequestLife};

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use overlap_instrument::schema::{CollectivePattern, Nanos, Op, OpClass};
+use overlap_format::schema::{CollectivePattern, Nanos, Op, OpClass};
 use serde::{Serialize, Serializer};
 
 use crate::compute::ComputeSource;

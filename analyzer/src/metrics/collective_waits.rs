@@ -15,7 +15,7 @@
 //!  Wait at Barrier on rank 1, charged to its Wait: min(6, 7) - 1 = 5
 //! ```
 
-use overlap_instrument::schema::{CollectivePattern, Nanos, Op, RequestKind};
+use overlap_format::schema::{CollectivePattern, Nanos, Op, RequestKind};
 
 use super::blocks;
 use super::wait_states::{Candidate, WaitKind};

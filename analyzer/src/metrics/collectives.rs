@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 
-use overlap_instrument::schema::{Op, OpClass, RequestKind};
+use overlap_format::schema::{Op, OpClass, RequestKind};
 
 use crate::model::{CallInfo, EventRef, Trace};
 

@@ -32,7 +32,7 @@ use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap as HashMap;
 
-use overlap_instrument::schema::OpClass;
+use overlap_format::schema::OpClass;
 use serde::Serialize;
 
 use super::requests::RequestMetrics;

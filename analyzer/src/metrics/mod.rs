@@ -21,7 +21,7 @@ pub mod wait_states;
 
 use std::collections::BTreeMap;
 
-use overlap_instrument::schema::{Nanos, Op, OpClass, ParamValue};
+use overlap_format::schema::{Nanos, Op, OpClass, ParamValue};
 use serde::Serialize;
 
 use crate::compute::ComputeSource;

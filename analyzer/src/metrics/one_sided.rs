@@ -28,7 +28,7 @@
 
 use crate::fxhash::FxHashMap;
 
-use overlap_instrument::schema::{Nanos, Op, OpClass};
+use overlap_format::schema::{Nanos, Op, OpClass};
 
 use super::blocks;
 use super::wait_states::{Candidate, WaitKind};

@@ -24,7 +24,7 @@
 //!  rank 1  |Irecv 4 MiB|====== compute 30 ms ======|Wait 2 ms|   both written, not achieved
 //! ```
 
-use overlap_instrument::schema::Nanos;
+use overlap_format::schema::Nanos;
 use serde::Serialize;
 
 use super::requests::RequestMetrics;

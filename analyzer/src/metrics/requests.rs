@@ -19,7 +19,7 @@
 //!                                      OSU 1 - (13 - 10) / 4 = 0.25
 //! ```
 
-use overlap_instrument::schema::{Nanos, RequestKind};
+use overlap_format::schema::{Nanos, RequestKind};
 use serde::Serialize;
 
 use super::progress::{self, Progress};

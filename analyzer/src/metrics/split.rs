@@ -12,7 +12,7 @@
 //!  pieces       [12, 30): both, 9 each; [30, 31): Late Sender, 1  -> 10 and 9
 //! ```
 
-use overlap_instrument::schema::Nanos;
+use overlap_format::schema::Nanos;
 
 /// The amounts of the intervals `[from, to)` of one call after the split, in order.
 pub fn split(intervals: &[(Nanos, Nanos)]) -> Vec<Nanos> {

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use overlap_instrument::schema::{Nanos, Op};
+use overlap_format::schema::{Nanos, Op};
 use serde::Serialize;
 
 use crate::model::Trace;

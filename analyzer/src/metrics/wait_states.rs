@@ -35,7 +35,7 @@ use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap;
 
-use overlap_instrument::schema::{Nanos, OpClass};
+use overlap_format::schema::{Nanos, OpClass};
 use serde::Serialize;
 
 use super::{blocks, CallRef, Options};

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
-pub use record::{Access, CallData, Collective, Transfer};
+pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
 pub use sink::{ChromeJsonSink, MemorySink, NullSink, Recorded, Sink};
 
 use crate::clock::{monotonic_now_ns, ClockSource, Stamp, Timebase};

@@ -24,7 +24,7 @@ pub(crate) struct WriterOutcome {
 /// A call waiting for the completion records that follow it.
 struct PendingCall {
     event: CallEvent,
-    data: super::record::CallData,
+    data: super::CallData,
     site: SiteWord,
     remaining: u32,
     completed: Vec<Completion>,

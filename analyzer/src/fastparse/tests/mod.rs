@@ -2,7 +2,7 @@
 //! output, key order and time limits. The malformed and edge inputs are in `edges`.
 
 use super::*;
-use overlap_instrument::schema::wire::{event_to_wire, Phase};
+use overlap_format::schema::wire::{event_to_wire, Phase};
 
 use serde_json::Value;
 
@@ -330,7 +330,7 @@ fn reads_a_whole_file_as_the_array_writer_writes_it() {
         .map(|_| (rng.below(4) as u32, random_event(&mut rng)))
         .filter(|(_, e)| !matches!(e, Event::Compute(c) if c.name.contains(['\t', '"'])))
         .collect();
-    let mut writer = overlap_instrument::schema::wire::ArrayWriter::new(Vec::new()).expect("vec");
+    let mut writer = overlap_format::schema::wire::ArrayWriter::new(Vec::new()).expect("vec");
     for (pid, event) in &events {
         writer.write(&event_to_wire(*pid, event)).expect("vec");
     }
