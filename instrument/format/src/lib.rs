@@ -18,3 +18,4 @@ pub mod clock;
 pub mod fxhash;
 pub mod network_model;
 pub mod schema;
+pub mod stream;

@@ -37,7 +37,13 @@ pub const UNRECORDED_CALLS_PARAM: &str = "unrecorded_calls";
 /// Version 3 added the remaining collectives (non-blocking, persistent, neighbourhood,
 /// scans), one-sided communication and synchronisation, and the `win`, `group` and
 /// `exclusive` arguments.
-pub const FORMAT_VERSION: u32 = 3;
+/// Version 4 made per-rank files binary streams ([`crate::stream`], `rank-N.ovlp`); the
+/// merged JSON trace is unchanged but for this number, and per-rank JSON files of
+/// versions 1 to 3 are still read.
+pub const FORMAT_VERSION: u32 = 4;
+
+/// The last version whose per-rank files are JSON (`rank-N.json`).
+pub const LAST_JSON_RANK_VERSION: u32 = 3;
 
 /// The oldest version readers still accept: every version since only added names and
 /// optional fields, so an older file reads as it always did.
@@ -48,10 +54,16 @@ pub fn readable_version(version: u32) -> bool {
     (OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version)
 }
 
-/// The per-rank file name inside a trace directory.
+/// The per-rank file name inside a trace directory (a binary stream).
 pub fn rank_file_name(rank: u32) -> String {
-    format!("rank-{rank}.json")
+    format!("rank-{rank}.{RANK_FILE_EXTENSION}")
 }
+
+/// The extension of binary per-rank files.
+pub const RANK_FILE_EXTENSION: &str = "ovlp";
+
+/// The extension of per-rank files of versions 1 to 3 (JSON), still read.
+pub const JSON_RANK_FILE_EXTENSION: &str = "json";
 
 /// One thing that happened on one thread of one rank, in the rank's own clock.
 ///

@@ -16,6 +16,18 @@ macro_rules! ops {
             /// Every op, in declaration order.
             pub const ALL: &'static [Op] = &[$(Op::$variant,)+];
 
+            /// The op's code in the binary stream: its place in this list. New ops go at
+            /// the end of the list, so that a code never changes meaning.
+            #[inline]
+            pub fn code(self) -> u16 {
+                self as u16
+            }
+
+            /// The op with that code, if this build knows it.
+            pub fn from_code(code: u16) -> Option<Op> {
+                Op::ALL.get(usize::from(code)).copied()
+            }
+
             /// The MPI function's name, which is the event's name on the wire.
             pub fn mpi_name(self) -> &'static str {
                 match self {
@@ -375,6 +387,20 @@ pub enum RequestKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The binary stream records ops by code: these must never change (new ops go at the
+    /// end of the list).
+    #[test]
+    fn codes_are_stable() {
+        assert_eq!(Op::Init.code(), 0);
+        assert_eq!(Op::Isend.code(), 13);
+        assert_eq!(Op::Irecv.code(), 17);
+        assert_eq!(Op::WinSync.code(), 134);
+        for (i, op) in Op::ALL.iter().enumerate() {
+            assert_eq!(Op::from_code(i as u16), Some(*op));
+        }
+        assert_eq!(Op::from_code(Op::ALL.len() as u16), None);
+    }
 
     #[test]
     fn names_round_trip_and_are_distinct() {

@@ -1,0 +1,652 @@
+//! The records of a thread's event stream, encoded as the hot path writes them and
+//! decoded as readers take them apart: one tag byte, then the fields of that kind of
+//! record in a fixed order, each integer in LEB128 (see [`super::varint`]).
+//!
+//! A record's end time is written as its duration (unsigned: stamps never run
+//! backwards within a record). Start times, call sites, buffer addresses and request ids are written as differences from
+//! the same field of the thread's previous record ([`Deltas`]), so a call of a loop takes
+//! a byte or two for each of them. A thread's records are therefore read in order from
+//! the thread's first one; a stream is never cut inside a record.
+
+use super::varint::{DecodeError, Reader, RecordBuf};
+use crate::call_data::{Access, CallData, Collective, Transfer};
+use crate::schema::{ClockSync, CommId, Completion, Op, RequestId, Started, SyncPhase};
+
+/// Group members one members record carries.
+pub const MEMBERS_PER_RECORD: usize = 16;
+
+/// Longest string a string definition carries; longer ones are cut there.
+pub const STRING_MAX: usize = 4096;
+
+/// What a record is: its first byte.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Tag {
+    /// A call without arguments ([`CallData::Plain`]).
+    CallPlain = 1,
+    /// [`CallData::Post`].
+    CallPost = 2,
+    /// [`CallData::Blocking`].
+    CallBlocking = 3,
+    /// [`CallData::Sendrecv`].
+    CallSendrecv = 4,
+    /// [`CallData::Complete`].
+    CallComplete = 5,
+    /// [`CallData::Collective`].
+    CallCollective = 6,
+    /// [`CallData::CollectivePost`].
+    CallCollectivePost = 7,
+    /// [`CallData::Query`].
+    CallQuery = 8,
+    /// [`CallData::Free`].
+    CallFree = 9,
+    /// [`CallData::Start`].
+    CallStart = 10,
+    /// [`CallData::OneSided`].
+    CallOneSided = 11,
+    /// [`CallData::WindowCollective`].
+    CallWindowCollective = 12,
+    /// [`CallData::WindowSync`].
+    CallWindowSync = 13,
+    /// A request completed by the call before it.
+    Completed = 32,
+    /// A persistent request started by the call before it.
+    Started = 33,
+    /// Members of the group of the call before it.
+    Members = 34,
+    /// A compute span.
+    Compute = 48,
+    /// A clock synchronisation.
+    Sync = 49,
+    /// A string later records name by id (compute-span names, source files).
+    StringDef = 50,
+    /// A source location later calls name by their site word.
+    SiteDef = 51,
+}
+
+impl Tag {
+    fn from_byte(b: u8) -> Option<Tag> {
+        use Tag::*;
+        Some(match b {
+            1 => CallPlain,
+            2 => CallPost,
+            3 => CallBlocking,
+            4 => CallSendrecv,
+            5 => CallComplete,
+            6 => CallCollective,
+            7 => CallCollectivePost,
+            8 => CallQuery,
+            9 => CallFree,
+            10 => CallStart,
+            11 => CallOneSided,
+            12 => CallWindowCollective,
+            13 => CallWindowSync,
+            32 => Completed,
+            33 => Started,
+            34 => Members,
+            48 => Compute,
+            49 => Sync,
+            50 => StringDef,
+            51 => SiteDef,
+            _ => return None,
+        })
+    }
+}
+
+/// The previous values the delta-coded fields are written against. The encoder and the
+/// decoder of a thread's stream each keep one, and update it alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Deltas {
+    /// Start time of the previous call or compute span.
+    pub start: u64,
+    /// Site word of the previous call.
+    pub site: u64,
+    /// Buffer address of the previous transfer or access.
+    pub buf: u64,
+    /// The previous request id written.
+    pub request: u64,
+}
+
+/// One decoded record. Times are raw stamps, sites raw site words.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Record<'a> {
+    /// A call, followed by `follow` completed, started or members records.
+    Call {
+        /// Which function.
+        op: Op,
+        /// Entry stamp.
+        start: u64,
+        /// Exit stamp.
+        end: u64,
+        /// Site word (0: unknown).
+        site: u64,
+        /// Its arguments.
+        data: CallData,
+        /// Records that follow and belong to it.
+        follow: u32,
+    },
+    /// A completion of the call before.
+    Completed(Completion),
+    /// A start of the call before.
+    Started(Started),
+    /// Group members of the call before, in group order.
+    Members(Vec<i32>),
+    /// A compute span named by string id.
+    Compute {
+        /// The name's string id.
+        name: u32,
+        /// Start stamp.
+        start: u64,
+        /// End stamp.
+        end: u64,
+    },
+    /// A clock synchronisation.
+    Sync(ClockSync),
+    /// A string definition.
+    StringDef {
+        /// Its id (from 1, per thread).
+        id: u32,
+        /// Its bytes (UTF-8 as written).
+        text: &'a [u8],
+    },
+    /// A source location.
+    SiteDef {
+        /// The site word calls made from it carry.
+        word: u64,
+        /// String id of the file name.
+        file: u32,
+        /// Line.
+        line: u32,
+        /// Column.
+        column: u32,
+    },
+}
+
+impl Record<'_> {
+    /// True for calls and compute spans: the events a footer counts.
+    pub fn is_event(&self) -> bool {
+        matches!(self, Record::Call { .. } | Record::Compute { .. })
+    }
+}
+
+fn tag_of(data: &CallData) -> Tag {
+    match data {
+        CallData::Plain => Tag::CallPlain,
+        CallData::Post { .. } => Tag::CallPost,
+        CallData::Blocking { .. } => Tag::CallBlocking,
+        CallData::Sendrecv { .. } => Tag::CallSendrecv,
+        CallData::Complete { .. } => Tag::CallComplete,
+        CallData::Collective(_) => Tag::CallCollective,
+        CallData::CollectivePost { .. } => Tag::CallCollectivePost,
+        CallData::Query { .. } => Tag::CallQuery,
+        CallData::Free { .. } => Tag::CallFree,
+        CallData::Start => Tag::CallStart,
+        CallData::OneSided { .. } => Tag::CallOneSided,
+        CallData::WindowCollective { .. } => Tag::CallWindowCollective,
+        CallData::WindowSync { .. } => Tag::CallWindowSync,
+    }
+}
+
+#[inline(always)]
+fn put_option_bool(out: &mut RecordBuf, v: Option<bool>) {
+    out.put_u8(match v {
+        None => 0,
+        Some(false) => 1,
+        Some(true) => 2,
+    });
+}
+
+#[inline(always)]
+fn put_option_i32(out: &mut RecordBuf, v: Option<i32>) {
+    match v {
+        None => out.put_u8(0),
+        Some(x) => {
+            out.put_u8(1);
+            out.put_signed(i64::from(x));
+        }
+    }
+}
+
+#[inline(always)]
+fn put_request(out: &mut RecordBuf, d: &mut Deltas, request: u64) {
+    out.put_delta(request, d.request);
+    d.request = request;
+}
+
+#[inline(always)]
+fn put_transfer(out: &mut RecordBuf, d: &mut Deltas, t: &Transfer) {
+    out.put_signed(i64::from(t.peer));
+    out.put_signed(i64::from(t.tag));
+    out.put_var(t.bytes);
+    out.put_var(u64::from(t.comm.0));
+    out.put_delta(t.buf, d.buf);
+    d.buf = t.buf;
+    out.put_delta(t.buf_len, t.bytes);
+}
+
+#[inline(always)]
+fn put_collective(out: &mut RecordBuf, c: &Collective) {
+    out.put_var(u64::from(c.comm.0));
+    out.put_var(c.send_bytes);
+    out.put_var(c.recv_bytes);
+    put_option_i32(out, c.root);
+}
+
+/// Encodes a call. `d` is updated as the decoder will update its own.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+pub fn encode_call(
+    out: &mut RecordBuf,
+    d: &mut Deltas,
+    op: Op,
+    start: u64,
+    end: u64,
+    site: u64,
+    data: &CallData,
+    follow: u32,
+) {
+    out.put_u8(tag_of(data) as u8);
+    out.put_var(u64::from(op.code()));
+    out.put_delta(start, d.start);
+    d.start = start;
+    out.put_var(end.wrapping_sub(start));
+    out.put_delta(site, d.site);
+    d.site = site;
+    out.put_var(u64::from(follow));
+    match data {
+        CallData::Plain | CallData::Start => {}
+        CallData::Post { transfer, request } => {
+            put_transfer(out, d, transfer);
+            put_request(out, d, request.0);
+        }
+        CallData::Blocking { transfer } => put_transfer(out, d, transfer),
+        CallData::Sendrecv { send, recv } => {
+            put_transfer(out, d, send);
+            put_transfer(out, d, recv);
+        }
+        CallData::Complete { flag } => put_option_bool(out, *flag),
+        CallData::Collective(c) => put_collective(out, c),
+        CallData::CollectivePost {
+            collective,
+            request,
+        } => {
+            put_collective(out, collective);
+            put_request(out, d, request.0);
+        }
+        CallData::Query { transfer, flag } => {
+            put_transfer(out, d, transfer);
+            out.put_u8(u8::from(*flag));
+        }
+        CallData::Free { request } => put_request(out, d, request.0),
+        CallData::OneSided { access, request } => {
+            out.put_signed(i64::from(access.target));
+            out.put_var(access.bytes);
+            out.put_var(u64::from(access.win));
+            out.put_delta(access.buf, d.buf);
+            d.buf = access.buf;
+            out.put_delta(access.buf_len, access.bytes);
+            match request {
+                None => out.put_u8(0),
+                Some(r) => {
+                    out.put_u8(1);
+                    put_request(out, d, r.0);
+                }
+            }
+        }
+        CallData::WindowCollective { win, comm } => {
+            out.put_var(u64::from(*win));
+            out.put_var(u64::from(comm.0));
+        }
+        CallData::WindowSync {
+            win,
+            target,
+            exclusive,
+            flag,
+        } => {
+            out.put_var(u64::from(*win));
+            put_option_i32(out, *target);
+            put_option_bool(out, *exclusive);
+            put_option_bool(out, *flag);
+        }
+    }
+}
+
+/// Encodes a completion of the call before.
+#[inline]
+pub fn encode_completion(out: &mut RecordBuf, d: &mut Deltas, c: &Completion) {
+    out.put_u8(Tag::Completed as u8);
+    let present = u8::from(c.request.is_some())
+        | u8::from(c.source.is_some()) << 1
+        | u8::from(c.tag.is_some()) << 2
+        | u8::from(c.bytes.is_some()) << 3;
+    out.put_u8(present);
+    if let Some(r) = c.request {
+        put_request(out, d, r);
+    }
+    if let Some(s) = c.source {
+        out.put_signed(i64::from(s));
+    }
+    if let Some(t) = c.tag {
+        out.put_signed(i64::from(t));
+    }
+    if let Some(b) = c.bytes {
+        out.put_var(b);
+    }
+}
+
+/// Encodes a start of the call before.
+#[inline]
+pub fn encode_started(out: &mut RecordBuf, d: &mut Deltas, s: &Started) {
+    out.put_u8(Tag::Started as u8);
+    put_request(out, d, s.request);
+    out.put_delta(s.persistent, s.request);
+}
+
+/// Encodes up to [`MEMBERS_PER_RECORD`] group members (more are left out: callers
+/// split larger groups).
+#[inline]
+pub fn encode_members(out: &mut RecordBuf, ranks: &[i32]) {
+    let ranks = &ranks[..ranks.len().min(MEMBERS_PER_RECORD)];
+    out.put_u8(Tag::Members as u8);
+    out.put_var(ranks.len() as u64);
+    for &r in ranks {
+        out.put_signed(i64::from(r));
+    }
+}
+
+/// Encodes a compute span whose name was defined as string `name`.
+#[inline]
+pub fn encode_compute(out: &mut RecordBuf, d: &mut Deltas, name: u32, start: u64, end: u64) {
+    out.put_u8(Tag::Compute as u8);
+    out.put_var(u64::from(name));
+    out.put_delta(start, d.start);
+    d.start = start;
+    out.put_var(end.wrapping_sub(start));
+}
+
+/// Encodes a clock synchronisation.
+pub fn encode_sync(out: &mut RecordBuf, s: &ClockSync) {
+    out.put_u8(Tag::Sync as u8);
+    out.put_u8(match s.phase {
+        SyncPhase::Init => 0,
+        SyncPhase::Final => 1,
+    });
+    out.put_var(s.local_ns);
+    out.put_signed(s.offset_ns);
+    out.put_var(s.error_ns);
+    out.put_var(s.rtt_ns);
+    out.put_var(u64::from(s.rounds));
+}
+
+/// Encodes the head of a string definition; the string's `len` bytes follow it
+/// (`len` at most [`STRING_MAX`]).
+pub fn encode_string_head(out: &mut RecordBuf, id: u32, len: usize) {
+    out.put_u8(Tag::StringDef as u8);
+    out.put_var(u64::from(id));
+    out.put_var(len.min(STRING_MAX) as u64);
+}
+
+/// Encodes a source location, its file defined as string `file`.
+pub fn encode_site(out: &mut RecordBuf, word: u64, file: u32, line: u32, column: u32) {
+    out.put_u8(Tag::SiteDef as u8);
+    out.put_var(word);
+    out.put_var(u64::from(file));
+    out.put_var(u64::from(line));
+    out.put_var(u64::from(column));
+}
+
+/// Why a record could not be decoded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RecordError {
+    /// The first byte is no known tag.
+    #[error("unknown record tag {0}")]
+    UnknownTag(u8),
+    /// A call names an op code this build does not know.
+    #[error("unknown call code {0}")]
+    UnknownOp(u64),
+    /// A field's value is not one the writer can produce.
+    #[error("bad value in a {0:?} record")]
+    BadValue(Tag),
+    /// The bytes end inside the record.
+    #[error("the record is cut short")]
+    Truncated,
+    /// An integer out of range.
+    #[error("an integer out of range")]
+    Overflow,
+}
+
+impl From<DecodeError> for RecordError {
+    fn from(e: DecodeError) -> Self {
+        match e {
+            DecodeError::Truncated => RecordError::Truncated,
+            DecodeError::Overflow => RecordError::Overflow,
+        }
+    }
+}
+
+fn option_bool(r: &mut Reader<'_>, tag: Tag) -> Result<Option<bool>, RecordError> {
+    match r.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(false)),
+        2 => Ok(Some(true)),
+        _ => Err(RecordError::BadValue(tag)),
+    }
+}
+
+fn option_i32(r: &mut Reader<'_>, tag: Tag) -> Result<Option<i32>, RecordError> {
+    match r.u8()? {
+        0 => Ok(None),
+        1 => Ok(Some(r.signed_i32()?)),
+        _ => Err(RecordError::BadValue(tag)),
+    }
+}
+
+fn request(r: &mut Reader<'_>, d: &mut Deltas) -> Result<u64, RecordError> {
+    let v = r.delta(d.request)?;
+    d.request = v;
+    Ok(v)
+}
+
+fn transfer(r: &mut Reader<'_>, d: &mut Deltas) -> Result<Transfer, RecordError> {
+    let peer = r.signed_i32()?;
+    let tag = r.signed_i32()?;
+    let bytes = r.var()?;
+    let comm = CommId(r.var_u32()?);
+    let buf = r.delta(d.buf)?;
+    d.buf = buf;
+    let buf_len = r.delta(bytes)?;
+    Ok(Transfer {
+        peer,
+        tag,
+        bytes,
+        comm,
+        buf,
+        buf_len,
+    })
+}
+
+fn collective(r: &mut Reader<'_>, tag: Tag) -> Result<Collective, RecordError> {
+    Ok(Collective {
+        comm: CommId(r.var_u32()?),
+        send_bytes: r.var()?,
+        recv_bytes: r.var()?,
+        root: option_i32(r, tag)?,
+    })
+}
+
+fn call_data(r: &mut Reader<'_>, d: &mut Deltas, tag: Tag) -> Result<CallData, RecordError> {
+    Ok(match tag {
+        Tag::CallPlain => CallData::Plain,
+        Tag::CallStart => CallData::Start,
+        Tag::CallPost => CallData::Post {
+            transfer: transfer(r, d)?,
+            request: RequestId(request(r, d)?),
+        },
+        Tag::CallBlocking => CallData::Blocking {
+            transfer: transfer(r, d)?,
+        },
+        Tag::CallSendrecv => CallData::Sendrecv {
+            send: transfer(r, d)?,
+            recv: transfer(r, d)?,
+        },
+        Tag::CallComplete => CallData::Complete {
+            flag: option_bool(r, tag)?,
+        },
+        Tag::CallCollective => CallData::Collective(collective(r, tag)?),
+        Tag::CallCollectivePost => CallData::CollectivePost {
+            collective: collective(r, tag)?,
+            request: RequestId(request(r, d)?),
+        },
+        Tag::CallQuery => CallData::Query {
+            transfer: transfer(r, d)?,
+            flag: match r.u8()? {
+                0 => false,
+                1 => true,
+                _ => return Err(RecordError::BadValue(tag)),
+            },
+        },
+        Tag::CallFree => CallData::Free {
+            request: RequestId(request(r, d)?),
+        },
+        Tag::CallOneSided => {
+            let target = r.signed_i32()?;
+            let bytes = r.var()?;
+            let win = r.var_u32()?;
+            let buf = r.delta(d.buf)?;
+            d.buf = buf;
+            let buf_len = r.delta(bytes)?;
+            let request = match r.u8()? {
+                0 => None,
+                1 => Some(RequestId(request(r, d)?)),
+                _ => return Err(RecordError::BadValue(tag)),
+            };
+            CallData::OneSided {
+                access: Access {
+                    target,
+                    bytes,
+                    win,
+                    buf,
+                    buf_len,
+                },
+                request,
+            }
+        }
+        Tag::CallWindowCollective => CallData::WindowCollective {
+            win: r.var_u32()?,
+            comm: CommId(r.var_u32()?),
+        },
+        Tag::CallWindowSync => CallData::WindowSync {
+            win: r.var_u32()?,
+            target: option_i32(r, tag)?,
+            exclusive: option_bool(r, tag)?,
+            flag: option_bool(r, tag)?,
+        },
+        _ => return Err(RecordError::BadValue(tag)),
+    })
+}
+
+/// Decodes the next record, updating `d` as the encoder did.
+pub fn decode<'a>(r: &mut Reader<'a>, d: &mut Deltas) -> Result<Record<'a>, RecordError> {
+    let byte = r.u8()?;
+    let tag = Tag::from_byte(byte).ok_or(RecordError::UnknownTag(byte))?;
+    Ok(match tag {
+        Tag::Completed => {
+            let present = r.u8()?;
+            if present > 0b1111 {
+                return Err(RecordError::BadValue(tag));
+            }
+            let request = if present & 1 != 0 {
+                Some(request(r, d)?)
+            } else {
+                None
+            };
+            let source = (present & 2 != 0).then(|| r.signed_i32()).transpose()?;
+            let ctag = (present & 4 != 0).then(|| r.signed_i32()).transpose()?;
+            let bytes = (present & 8 != 0).then(|| r.var()).transpose()?;
+            Record::Completed(Completion {
+                request,
+                source,
+                tag: ctag,
+                bytes,
+            })
+        }
+        Tag::Started => {
+            let request = request(r, d)?;
+            let persistent = r.delta(request)?;
+            Record::Started(Started {
+                request,
+                persistent,
+            })
+        }
+        Tag::Members => {
+            let n = r.var()?;
+            if n > MEMBERS_PER_RECORD as u64 {
+                return Err(RecordError::BadValue(tag));
+            }
+            let ranks = (0..n).map(|_| r.signed_i32()).collect::<Result<_, _>>()?;
+            Record::Members(ranks)
+        }
+        Tag::Compute => {
+            let name = r.var_u32()?;
+            let start = r.delta(d.start)?;
+            d.start = start;
+            let end = start.wrapping_add(r.var()?);
+            Record::Compute { name, start, end }
+        }
+        Tag::Sync => Record::Sync(ClockSync {
+            phase: match r.u8()? {
+                0 => SyncPhase::Init,
+                1 => SyncPhase::Final,
+                _ => return Err(RecordError::BadValue(tag)),
+            },
+            local_ns: r.var()?,
+            offset_ns: r.signed()?,
+            error_ns: r.var()?,
+            rtt_ns: r.var()?,
+            rounds: r.var_u32()?,
+        }),
+        Tag::StringDef => {
+            let id = r.var_u32()?;
+            let len = r.var()?;
+            if len > STRING_MAX as u64 {
+                return Err(RecordError::BadValue(tag));
+            }
+            Record::StringDef {
+                id,
+                text: r.take(len as usize)?,
+            }
+        }
+        Tag::SiteDef => Record::SiteDef {
+            word: r.var()?,
+            file: r.var_u32()?,
+            line: r.var_u32()?,
+            column: r.var_u32()?,
+        },
+        call => {
+            let code = r.var()?;
+            let op = u16::try_from(code)
+                .ok()
+                .and_then(Op::from_code)
+                .ok_or(RecordError::UnknownOp(code))?;
+            let start = r.delta(d.start)?;
+            d.start = start;
+            let end = start.wrapping_add(r.var()?);
+            let site = r.delta(d.site)?;
+            d.site = site;
+            let follow = r.var_u32()?;
+            let data = call_data(r, d, call)?;
+            Record::Call {
+                op,
+                start,
+                end,
+                site,
+                data,
+                follow,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+#[path = "codec_tests.rs"]
+mod tests;

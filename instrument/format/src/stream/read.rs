@@ -1,0 +1,527 @@
+//! Reading a stream back into events: frames are checked one by one (a frame cut short
+//! or failing its checksum ends the reading, with everything before it kept), then each
+//! thread's records are decoded in order, calls regrouped with the completions, starts
+//! and group members that follow them, stamps converted to nanoseconds since the epoch,
+//! and the Rust layer's source locations numbered as sites.
+
+use std::collections::HashMap;
+
+use super::codec::{decode, Deltas, Record};
+use super::varint::Reader;
+use super::{checksum, FrameKind, StampClock, FILE_HEADER_LEN, FRAME_HEADER_LEN, FRAME_MAX, MAGIC};
+use crate::clock::TscConversion;
+use crate::schema::{
+    readable_version, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos,
+    SourceSite, Started, FORMAT_NAME, FORMAT_VERSION,
+};
+
+/// Where the contents of a stream go as they are read.
+pub trait Visitor {
+    /// The header (first).
+    fn header(&mut self, header: Header);
+    /// A thread's name.
+    fn thread(&mut self, tid: u32, name: String);
+    /// A call or compute span, per thread in recording order.
+    fn event(&mut self, event: Event);
+    /// A clock synchronisation.
+    fn clock_sync(&mut self, sync: ClockSync);
+    /// A source location, before the first event that names it.
+    fn site(&mut self, site: SourceSite);
+    /// The footer, when the rank finished recording.
+    fn footer(&mut self, footer: Footer);
+}
+
+/// Why a stream cannot be read at all.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    /// Not a binary per-rank stream.
+    #[error("not an overlap per-rank stream: {0}")]
+    NotAStream(String),
+    /// Written by another version of the format.
+    #[error("format version {found} (this build reads up to {FORMAT_VERSION})")]
+    Version {
+        /// The version the file says.
+        found: u32,
+    },
+    /// The header frame is missing or unusable.
+    #[error("bad header at byte offset {offset}: {reason}")]
+    BadHeader {
+        /// Where.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// TSC stamps without the two calibration readings that give their rate.
+    #[error(
+        "the stamps are TSC ticks but the file holds {readings} usable calibration reading(s), \
+         two are needed (the rank stopped within its first flush)"
+    )]
+    NoCalibration {
+        /// Usable readings found.
+        readings: usize,
+    },
+}
+
+/// Something in a stream that could not be used; everything else was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Byte offset in the file of the frame (or record) concerned.
+    pub offset: u64,
+    /// Events read before it.
+    pub event_index: u64,
+    /// What is wrong.
+    pub reason: String,
+}
+
+struct Frame<'a> {
+    offset: usize,
+    kind: FrameKind,
+    tid: u32,
+    payload: &'a [u8],
+}
+
+fn le_u32(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Splits the file into frames, up to the first that is cut short or corrupt.
+fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> Vec<Frame<'a>> {
+    let mut out = Vec::new();
+    let mut at = FILE_HEADER_LEN;
+    while at < bytes.len() {
+        let left = bytes.len() - at;
+        let problem = |reason: String| Problem {
+            offset: at as u64,
+            event_index: 0,
+            reason,
+        };
+        if left < FRAME_HEADER_LEN {
+            problems.push(problem(format!(
+                "the file ends {left} byte(s) into a frame header (the writer was cut off)"
+            )));
+            break;
+        }
+        let len = le_u32(bytes, at) as usize;
+        let kind = FrameKind::from_byte(bytes[at + 4]);
+        let reserved_ok = bytes[at + 5..at + 8] == [0, 0, 0];
+        let Some(kind) = kind.filter(|_| reserved_ok && len <= FRAME_MAX) else {
+            problems.push(problem(format!(
+                "not a frame header (kind byte {}, length {len}): the rest of the file is \
+                 not readable",
+                bytes[at + 4]
+            )));
+            break;
+        };
+        if left - FRAME_HEADER_LEN < len {
+            problems.push(problem(format!(
+                "the last frame is cut short: {} of its {len} bytes are there (the writer was \
+                 cut off); it is left out",
+                left - FRAME_HEADER_LEN
+            )));
+            break;
+        }
+        let payload = &bytes[at + FRAME_HEADER_LEN..at + FRAME_HEADER_LEN + len];
+        if checksum(payload) != le_u32(bytes, at + 12) {
+            let last = at + FRAME_HEADER_LEN + len == bytes.len();
+            problems.push(problem(if last {
+                "the last frame fails its checksum (torn while being written); it is left out"
+                    .to_string()
+            } else {
+                "a frame fails its checksum: the rest of the file is not readable".to_string()
+            }));
+            break;
+        }
+        out.push(Frame {
+            offset: at,
+            kind,
+            tid: le_u32(bytes, at + 8),
+            payload,
+        });
+        at += FRAME_HEADER_LEN + len;
+    }
+    out
+}
+
+/// How stamps become nanoseconds since the epoch.
+enum Converter {
+    Monotonic,
+    Tsc { conv: TscConversion, epoch_ns: u64 },
+}
+
+impl Converter {
+    fn nanos(&self, stamp: u64) -> Nanos {
+        match self {
+            Converter::Monotonic => Nanos(stamp),
+            Converter::Tsc { conv, epoch_ns } => {
+                Nanos(conv.to_monotonic(stamp).saturating_sub(*epoch_ns))
+            }
+        }
+    }
+}
+
+/// Reads a whole stream, handing its contents to `v`. Returns what could not be used.
+pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamError> {
+    if bytes.len() < FILE_HEADER_LEN || &bytes[..8] != MAGIC {
+        let what = if bytes.is_empty() {
+            "the file is empty".to_string()
+        } else {
+            "it does not start with \"OVLPRANK\"".to_string()
+        };
+        return Err(StreamError::NotAStream(what));
+    }
+    let version = le_u32(bytes, 8);
+    if !readable_version(version) || version < 4 {
+        return Err(StreamError::Version { found: version });
+    }
+    let mut problems = Vec::new();
+    let frames = frames(bytes, &mut problems);
+    let header = match frames.first() {
+        Some(f) if f.kind == FrameKind::Header => serde_json::from_slice::<Header>(f.payload)
+            .map_err(|e| StreamError::BadHeader {
+                offset: f.offset as u64,
+                reason: e.to_string(),
+            })?,
+        _ => {
+            return Err(StreamError::BadHeader {
+                offset: FILE_HEADER_LEN as u64,
+                reason: problems
+                    .first()
+                    .map_or("the first frame is not the header".into(), |p| {
+                        p.reason.clone()
+                    }),
+            })
+        }
+    };
+    if header.format != FORMAT_NAME {
+        return Err(StreamError::BadHeader {
+            offset: FILE_HEADER_LEN as u64,
+            reason: format!("format is {:?}, not {FORMAT_NAME:?}", header.format),
+        });
+    }
+    let converter = converter(&frames, header.epoch_ns)?;
+    v.header(header);
+    let mut threads: HashMap<u32, ThreadState> = HashMap::new();
+    let mut sites = Sites::default();
+    let mut events = 0u64;
+    let mut footer_events = None;
+    for f in &frames[1..] {
+        match f.kind {
+            FrameKind::Header => problems.push(Problem {
+                offset: f.offset as u64,
+                event_index: events,
+                reason: "a second header frame, ignored".into(),
+            }),
+            FrameKind::Clock | FrameKind::Calibration => {}
+            FrameKind::Thread => {
+                v.thread(f.tid, String::from_utf8_lossy(f.payload).into_owned());
+            }
+            FrameKind::Footer => {
+                if f.payload.len() == 20 {
+                    let footer = Footer {
+                        events: le_u64(f.payload, 0),
+                        threads: le_u32(f.payload, 8),
+                        buffer_stalls: le_u64(f.payload, 12),
+                    };
+                    footer_events = Some(footer.events);
+                    v.footer(footer);
+                } else {
+                    problems.push(Problem {
+                        offset: f.offset as u64,
+                        event_index: events,
+                        reason: format!("a footer of {} bytes (20 expected)", f.payload.len()),
+                    });
+                }
+            }
+            FrameKind::Events => {
+                let state = threads.entry(f.tid).or_default();
+                let mut page = Page {
+                    tid: f.tid,
+                    converter: &converter,
+                    sites: &mut sites,
+                    events: &mut events,
+                };
+                if let Err((at, reason)) = page.read(state, f.payload, v) {
+                    problems.push(Problem {
+                        offset: (f.offset + FRAME_HEADER_LEN + at) as u64,
+                        event_index: events,
+                        reason: format!(
+                            "thread {}: {reason}; its later records are left out",
+                            f.tid
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    for (tid, state) in &mut threads {
+        if let Some(p) = state.pending.take() {
+            problems.push(Problem {
+                offset: bytes.len() as u64,
+                event_index: events,
+                reason: format!(
+                    "thread {tid}: the last call lacks {} of the records that follow it",
+                    p.remaining
+                ),
+            });
+        }
+    }
+    if let Some(n) = footer_events.filter(|&n| n != events) {
+        problems.push(Problem {
+            offset: bytes.len() as u64,
+            event_index: events,
+            reason: format!("the footer counts {n} events, the file holds {events}"),
+        });
+    }
+    Ok(problems)
+}
+
+fn converter(frames: &[Frame<'_>], epoch_ns: u64) -> Result<Converter, StreamError> {
+    let clock = frames
+        .iter()
+        .find(|f| f.kind == FrameKind::Clock)
+        .and_then(|f| f.payload.first().copied());
+    match clock {
+        Some(c) if c == StampClock::Tsc as u8 => {
+            let readings = frames
+                .iter()
+                .filter(|f| f.kind == FrameKind::Calibration)
+                .flat_map(|f| f.payload.chunks_exact(16))
+                .map(|c| (le_u64(c, 0), le_u64(c, 8)));
+            let readings: Vec<(u64, u64)> = readings.collect();
+            let n = readings.len();
+            let conv = TscConversion::new(readings)
+                .ok_or(StreamError::NoCalibration { readings: n.min(1) })?;
+            Ok(Converter::Tsc { conv, epoch_ns })
+        }
+        Some(c) if c == StampClock::Monotonic as u8 => Ok(Converter::Monotonic),
+        Some(c) => Err(StreamError::BadHeader {
+            offset: FILE_HEADER_LEN as u64,
+            reason: format!("unknown stamp clock {c}"),
+        }),
+        None => Err(StreamError::BadHeader {
+            offset: FILE_HEADER_LEN as u64,
+            reason: "no clock frame: the stamps cannot be read".into(),
+        }),
+    }
+}
+
+/// A call waiting for the records that follow it.
+struct PendingCall {
+    event: CallEvent,
+    data: crate::call_data::CallData,
+    site: u64,
+    remaining: u32,
+    completed: Vec<Completion>,
+    started: Vec<Started>,
+    group: Vec<i32>,
+}
+
+/// What decoding one thread's records needs to remember between its pages.
+#[derive(Default)]
+struct ThreadState {
+    deltas: Deltas,
+    strings: HashMap<u32, String>,
+    pending: Option<PendingCall>,
+    broken: bool,
+}
+
+/// The Rust layer's source locations: site words defined by the threads, and the ids
+/// given out by first use (one id per distinct file, line and column, as the schema says).
+#[derive(Default)]
+struct Sites {
+    defined: HashMap<u64, (String, u32, u32)>,
+    ids: HashMap<(String, u32, u32), u64>,
+    by_word: HashMap<u64, u64>,
+}
+
+/// Site words with this bit hold a source location, not a code address.
+const SOURCE_TAG: u64 = 1 << 63;
+
+impl Sites {
+    /// The wire `site` of a call made from `word`, and the site record to list first
+    /// when it is new.
+    fn wire(&mut self, word: u64) -> (Option<u64>, Option<SourceSite>) {
+        if word == 0 {
+            return (None, None);
+        }
+        if word & SOURCE_TAG == 0 {
+            return (Some(word), None);
+        }
+        if let Some(&id) = self.by_word.get(&word) {
+            return (Some(id), None);
+        }
+        let Some(key) = self.defined.get(&word).cloned() else {
+            return (None, None);
+        };
+        if let Some(&id) = self.ids.get(&key) {
+            self.by_word.insert(word, id);
+            return (Some(id), None);
+        }
+        let id = self.ids.len() as u64 + 1;
+        self.ids.insert(key.clone(), id);
+        self.by_word.insert(word, id);
+        let (file, line, column) = key;
+        (
+            Some(id),
+            Some(SourceSite {
+                id,
+                file,
+                line,
+                column,
+            }),
+        )
+    }
+}
+
+struct Page<'s> {
+    tid: u32,
+    converter: &'s Converter,
+    sites: &'s mut Sites,
+    events: &'s mut u64,
+}
+
+impl Page<'_> {
+    /// Decodes one page of a thread; on a bad record, the offset in the page and why.
+    fn read(
+        &mut self,
+        state: &mut ThreadState,
+        payload: &[u8],
+        v: &mut impl Visitor,
+    ) -> Result<(), (usize, String)> {
+        if state.broken {
+            return Ok(());
+        }
+        let mut r = Reader::new(payload);
+        while !r.is_empty() {
+            let at = r.pos();
+            let record = match decode(&mut r, &mut state.deltas) {
+                Ok(rec) => rec,
+                Err(e) => {
+                    state.broken = true;
+                    return Err((at, e.to_string()));
+                }
+            };
+            self.record(state, record, v);
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, state: &mut ThreadState, record: Record<'_>, v: &mut impl Visitor) {
+        let follows = matches!(
+            record,
+            Record::Completed(_) | Record::Started(_) | Record::Members(_)
+        );
+        if !follows {
+            // A call whose follow records never came (cannot happen with the recorder's
+            // groups): keep it with what it has.
+            if let Some(p) = state.pending.take() {
+                self.finish(p, v);
+            }
+        }
+        match record {
+            Record::Call {
+                op,
+                start,
+                end,
+                site,
+                data,
+                follow,
+            } => {
+                let (start, end) = (self.converter.nanos(start), self.converter.nanos(end));
+                let p = PendingCall {
+                    event: CallEvent {
+                        tid: self.tid,
+                        start,
+                        end: end.max(start),
+                        op,
+                        args: Default::default(),
+                    },
+                    data,
+                    site,
+                    remaining: follow,
+                    completed: Vec::new(),
+                    started: Vec::new(),
+                    group: Vec::new(),
+                };
+                if follow == 0 {
+                    self.finish(p, v);
+                } else {
+                    state.pending = Some(p);
+                }
+            }
+            Record::Completed(c) => self.follow(state, v, |p| p.completed.push(c)),
+            Record::Started(s) => self.follow(state, v, |p| p.started.push(s)),
+            Record::Members(m) => self.follow(state, v, |p| p.group.extend_from_slice(&m)),
+            Record::Compute { name, start, end } => {
+                let (start, end) = (self.converter.nanos(start), self.converter.nanos(end));
+                *self.events += 1;
+                v.event(Event::Compute(ComputeEvent {
+                    tid: self.tid,
+                    start,
+                    end: end.max(start),
+                    name: state.strings.get(&name).cloned().unwrap_or_default(),
+                }));
+            }
+            Record::Sync(s) => v.clock_sync(s),
+            Record::StringDef { id, text } => {
+                state
+                    .strings
+                    .insert(id, String::from_utf8_lossy(text).into_owned());
+            }
+            Record::SiteDef {
+                word,
+                file,
+                line,
+                column,
+            } => {
+                let file = state.strings.get(&file).cloned().unwrap_or_default();
+                self.sites.defined.insert(word, (file, line, column));
+            }
+        }
+    }
+
+    fn follow(
+        &mut self,
+        state: &mut ThreadState,
+        v: &mut impl Visitor,
+        add: impl FnOnce(&mut PendingCall),
+    ) {
+        if let Some(p) = state.pending.as_mut() {
+            add(p);
+            p.remaining = p.remaining.saturating_sub(1);
+            if p.remaining == 0 {
+                if let Some(p) = state.pending.take() {
+                    self.finish(p, v);
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, p: PendingCall, v: &mut impl Visitor) {
+        let PendingCall {
+            mut event,
+            data,
+            site,
+            completed,
+            started,
+            group,
+            ..
+        } = p;
+        let (site, new_site) = self.sites.wire(site);
+        if let Some(listed) = new_site {
+            v.site(listed);
+        }
+        event.args = data.to_args(site.unwrap_or(0), completed, started);
+        event.args.group = group;
+        *self.events += 1;
+        v.event(Event::Call(event));
+    }
+}

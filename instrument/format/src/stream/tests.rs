@@ -1,0 +1,259 @@
+//! Streams built by hand, read back: events regrouped and converted, and every way a
+//! file can be damaged reported with its offset, keeping what is before it.
+
+use super::codec::{encode_call, encode_completion, encode_compute, encode_string_head, Deltas};
+use super::varint::RecordBuf;
+use super::*;
+use crate::call_data::{CallData, Transfer};
+use crate::schema::{CommId, Completion, Event, Footer, Header, Op, RequestId};
+
+fn header() -> Header {
+    Header {
+        format: crate::schema::FORMAT_NAME.into(),
+        format_version: crate::schema::FORMAT_VERSION,
+        rank: 1,
+        size: 2,
+        host: "node7".into(),
+        os_pid: 4242,
+        epoch_ns: 1_000_000,
+        clock_domain: String::new(),
+        program: "ring".into(),
+        params: Default::default(),
+    }
+}
+
+/// One thread, stamps in TSC ticks at 2 ticks a nanosecond from tick 2_000_000 at the
+/// epoch (monotonic 1_000_000 ns):
+///
+/// ```text
+///  ns since epoch   100   150        400      600   700
+///  thread 0         |Isend|  [ pack ]        |  Wait  |
+///                   req 1                   completes 1
+/// ```
+fn stream(clock: StampClock) -> (Vec<u8>, Vec<usize>) {
+    let tick = |ns: u64| match clock {
+        StampClock::Tsc => 2_000_000 + 2 * ns,
+        StampClock::Monotonic => ns,
+    };
+    let mut out = file_start(&header());
+    let mut ends = vec![out.len()];
+    frame(&mut out, FrameKind::Clock, 0, &[&[clock as u8]]);
+    frame(
+        &mut out,
+        FrameKind::Calibration,
+        0,
+        &[&calibration_payload(&[
+            (2_000_000, 1_000_000),
+            (4_000_000, 2_000_000),
+        ])],
+    );
+    frame(&mut out, FrameKind::Thread, 0, &[b"main"]);
+    ends.push(out.len());
+    let mut d = Deltas::default();
+    let mut page = Vec::new();
+    let mut b = RecordBuf::default();
+    let transfer = Transfer {
+        peer: 0,
+        tag: 3,
+        bytes: 8,
+        comm: CommId::WORLD,
+        buf: 0x7000,
+        buf_len: 8,
+    };
+    let post = CallData::Post {
+        transfer,
+        request: RequestId(1),
+    };
+    encode_call(
+        &mut b,
+        &mut d,
+        Op::Isend,
+        tick(100),
+        tick(150),
+        0x4010,
+        &post,
+        0,
+    );
+    encode_string_head(&mut b, 1, 4);
+    page.extend_from_slice(b.as_bytes());
+    page.extend_from_slice(b"pack");
+    b.clear();
+    encode_compute(&mut b, &mut d, 1, tick(150), tick(400));
+    page.extend_from_slice(b.as_bytes());
+    frame(&mut out, FrameKind::Events, 0, &[&page]);
+    ends.push(out.len());
+    b.clear();
+    let wait = CallData::Complete { flag: None };
+    encode_call(
+        &mut b,
+        &mut d,
+        Op::Wait,
+        tick(600),
+        tick(700),
+        0x4020,
+        &wait,
+        1,
+    );
+    let done = Completion {
+        request: Some(1),
+        source: None,
+        tag: None,
+        bytes: None,
+    };
+    encode_completion(&mut b, &mut d, &done);
+    frame(&mut out, FrameKind::Events, 0, &[b.as_bytes()]);
+    ends.push(out.len());
+    let footer = Footer {
+        events: 3,
+        threads: 1,
+        buffer_stalls: 0,
+    };
+    frame(&mut out, FrameKind::Footer, 0, &[&footer_payload(&footer)]);
+    ends.push(out.len());
+    (out, ends)
+}
+
+fn times(c: &Collected) -> Vec<(u64, u64)> {
+    c.events.iter().map(|e| (e.start().0, e.end().0)).collect()
+}
+
+#[test]
+fn a_whole_stream_reads_back_as_events() {
+    for clock in [StampClock::Tsc, StampClock::Monotonic] {
+        let (bytes, _) = stream(clock);
+        let mut got = Collected::default();
+        let problems = read(&bytes, &mut got).expect("readable");
+        assert_eq!(problems, [], "{clock:?}");
+        assert_eq!(got.header.as_ref().map(|h| h.rank), Some(1));
+        assert_eq!(got.threads, [(0, "main".to_string())]);
+        assert_eq!(
+            times(&got),
+            [(100, 150), (150, 400), (600, 700)],
+            "{clock:?}"
+        );
+        let Event::Call(isend) = &got.events[0] else {
+            panic!("an Isend first")
+        };
+        assert_eq!(
+            (
+                isend.op,
+                isend.args.request,
+                isend.args.site,
+                isend.args.buf
+            ),
+            (Op::Isend, Some(1), Some(0x4010), Some(0x7000))
+        );
+        assert!(matches!(&got.events[1], Event::Compute(c) if c.name == "pack"));
+        let Event::Call(wait) = &got.events[2] else {
+            panic!("a Wait last")
+        };
+        assert_eq!(wait.args.completed.len(), 1);
+        assert_eq!(wait.args.completed[0].request, Some(1));
+        assert_eq!(got.footer.map(|f| f.events), Some(3));
+    }
+}
+
+#[test]
+fn a_file_cut_anywhere_keeps_every_whole_frame_before_the_cut() {
+    let (bytes, ends) = stream(StampClock::Tsc);
+    for cut in ends[1]..bytes.len() {
+        let mut got = Collected::default();
+        let problems = read(&bytes[..cut], &mut got).expect("readable up to the cut");
+        let whole = ends.iter().filter(|&&e| e <= cut).count();
+        // Frames end after: header, thread, first page, second page, footer.
+        let events = [0, 0, 2, 3, 3][whole - 1];
+        assert_eq!(got.events.len(), events, "cut at {cut}");
+        if ends.contains(&cut) {
+            assert!(problems.is_empty(), "cut at {cut}: {problems:?}");
+        } else {
+            assert_eq!(problems.len(), 1, "cut at {cut}: {problems:?}");
+            assert_eq!(
+                problems[0].offset,
+                *ends.iter().rfind(|&&e| e <= cut).expect("a frame") as u64
+            );
+            assert!(problems[0].reason.contains("cut"), "{}", problems[0].reason);
+        }
+        assert_eq!(got.footer.is_some(), cut == bytes.len());
+    }
+}
+
+#[test]
+fn garbage_appended_or_written_over_is_reported_with_its_offset() {
+    let (mut bytes, ends) = stream(StampClock::Monotonic);
+    let whole = bytes.len();
+    bytes.extend_from_slice(b"\x07garbage that is no frame at all");
+    let mut got = Collected::default();
+    let problems = read(&bytes, &mut got).expect("readable");
+    assert_eq!(got.events.len(), 3);
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].offset, whole as u64);
+    assert!(
+        problems[0].reason.contains("not a frame header"),
+        "{problems:?}"
+    );
+
+    // A byte flipped inside the first page: its checksum fails, nothing after it is read.
+    let (mut bytes, _) = stream(StampClock::Monotonic);
+    bytes[ends[2] - 3] ^= 0x40;
+    let mut got = Collected::default();
+    let problems = read(&bytes, &mut got).expect("readable");
+    assert_eq!(got.events.len(), 0);
+    assert_eq!(problems[0].offset, ends[1] as u64);
+    assert!(problems[0].reason.contains("checksum"), "{problems:?}");
+}
+
+#[test]
+fn files_that_are_no_stream_are_refused_clearly() {
+    let mut got = Collected::default();
+    assert!(matches!(
+        read(b"", &mut got),
+        Err(StreamError::NotAStream(_))
+    ));
+    assert!(matches!(
+        read(b"[{\"ph\":\"M\"}]", &mut got),
+        Err(StreamError::NotAStream(_))
+    ));
+    let (mut bytes, _) = stream(StampClock::Tsc);
+    bytes[8..12].copy_from_slice(&99u32.to_le_bytes());
+    assert_eq!(
+        read(&bytes, &mut got),
+        Err(StreamError::Version { found: 99 })
+    );
+    let (bytes, ends) = stream(StampClock::Tsc);
+    let mut no_header = bytes[..FILE_HEADER_LEN].to_vec();
+    no_header.extend_from_slice(&bytes[ends[0]..]);
+    let err = read(&no_header, &mut got).expect_err("no header");
+    assert!(
+        matches!(err, StreamError::BadHeader { offset: 16, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn tsc_stamps_need_two_calibration_readings() {
+    let mut out = file_start(&header());
+    frame(&mut out, FrameKind::Clock, 0, &[&[StampClock::Tsc as u8]]);
+    frame(
+        &mut out,
+        FrameKind::Calibration,
+        0,
+        &[&calibration_payload(&[(2_000_000, 1_000_000)])],
+    );
+    let mut got = Collected::default();
+    assert_eq!(
+        read(&out, &mut got),
+        Err(StreamError::NoCalibration { readings: 1 })
+    );
+}
+
+#[test]
+fn checksum_sees_every_byte() {
+    let data: Vec<u8> = (0..37u8).collect();
+    let base = checksum(&data);
+    for i in 0..data.len() {
+        let mut d = data.clone();
+        d[i] ^= 1;
+        assert_ne!(checksum(&d), base, "byte {i}");
+    }
+    assert_ne!(checksum(&data[..36]), base);
+}
