@@ -17,21 +17,39 @@ use overlap_format::schema::{
 /// Why a file's events stop before its end: what was read before still counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadProblem {
-    /// Index of the first event (counting every JSON value of the array from 0) that
-    /// could not be used; events before it were read.
+    /// Index of the first event that could not be used (in a JSON file, counting every
+    /// value of the array from 0; in a binary stream, the events read before it).
     pub event_index: u64,
-    /// Line of the file where it starts.
-    pub line: u64,
+    /// Where in the file it starts.
+    pub place: Place,
     /// What is wrong.
     pub reason: String,
+}
+
+/// A place in a trace file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// A line of a JSON file, from 1.
+    Line(u64),
+    /// A byte offset in a binary stream, from 0.
+    Offset(u64),
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Line(l) => write!(f, "line {l}"),
+            Place::Offset(o) => write!(f, "byte offset {o}"),
+        }
+    }
 }
 
 impl fmt::Display for ReadProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "event {} (line {}): {}",
-            self.event_index, self.line, self.reason
+            "event {} ({}): {}",
+            self.event_index, self.place, self.reason
         )
     }
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use overlap_analyzer::import::read_rank_file;
 use overlap_instrument::clock::{ClockSource, Stamp};
-use overlap_instrument::recorder::{CallData, ChromeJsonSink, Recorder, RecorderConfig, Transfer};
+use overlap_instrument::recorder::{CallData, RankFileSink, Recorder, RecorderConfig, Transfer};
 use overlap_instrument::schema::{
     CallArgs, CallEvent, ClockSync, CommId, Completion, ComputeEvent, Event, Header, Nanos, Op,
     Params, RequestId, SyncPhase, FORMAT_NAME, FORMAT_VERSION,
@@ -98,10 +98,10 @@ fn record_sequence(rec: &Recorder, thread: u64, n: u64) -> Vec<Event> {
 
 fn roundtrip(threads: u64) {
     let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("rank-3.json");
-    let sink = ChromeJsonSink::create(&path, &header()).expect("file");
+    let path = dir.path().join("rank-3.ovlp");
+    let sink = RankFileSink::create(&path, &header()).expect("file");
     let mut config = RecorderConfig::default();
-    config.ring_capacity = 256;
+    config.ring_bytes = 0;
     config.flush_interval = Duration::from_millis(2);
     config.clock = ClockSource::Monotonic;
     let rec = Recorder::with_epoch(sink, config, header().epoch_ns).expect("recorder");

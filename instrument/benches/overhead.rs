@@ -17,7 +17,7 @@ use mpi::request::scope;
 use mpi::topology::Communicator;
 use overlap_instrument::clock::monotonic_now_ns;
 use overlap_instrument::mpi::{TraceConfig, TraceSession};
-use overlap_instrument::recorder::{CallData, ChromeJsonSink, NullSink, Recorder, RecorderConfig};
+use overlap_instrument::recorder::{CallData, NullSink, RankFileSink, Recorder, RecorderConfig};
 use overlap_instrument::schema::{CommId, Header, Op, Params, FORMAT_NAME, FORMAT_VERSION};
 
 fn sustained_header() -> Header {
@@ -172,7 +172,7 @@ fn main() {
     // Sustained: calls faster than the writer formats them; the ring fills and the
     // recording thread waits. The rate below is the most a rank can log for long.
     let path = dir.join("sustained.json");
-    let sink = ChromeJsonSink::create(&path, &sustained_header()).expect("file");
+    let sink = RankFileSink::create(&path, &sustained_header()).expect("file");
     let rec = Recorder::new(sink, RecorderConfig::default()).expect("recorder");
     const N: u64 = 1_000_000;
     let t = Instant::now();
@@ -197,7 +197,7 @@ fn main() {
         report.events,
         bytes,
         bytes as f64 / report.events.max(1) as f64,
-        RecorderConfig::default().ring_bytes() / 1024
+        RecorderConfig::default().ring_bytes / 1024
     );
     println!(
         "buffer stalls (thread waited for the writer): {}",

@@ -14,7 +14,7 @@ use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_V
 use super::{complete_event, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
 use crate::merge::{match_all, read_files_into, ClockPlan, Unreadable};
-use crate::model::{ReadProblem, Timeline, Trace};
+use crate::model::{Place, ReadProblem, Timeline, Trace};
 use crate::{Error, Result};
 
 /// A run loaded for analysis, and what could not be used.
@@ -231,7 +231,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                     if let Err(reason) = take_event(&raw, &mut ranks) {
                         problems.push(ReadProblem {
                             event_index: index,
-                            line: event_line,
+                            place: Place::Line(event_line),
                             reason,
                         });
                     }
@@ -244,7 +244,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                 Some(Err(e)) if e.is_eof() => {
                     problems.push(ReadProblem {
                         event_index: index,
-                        line: event_line,
+                        place: Place::Line(event_line),
                         reason: "the file ends in the middle of this event".into(),
                     });
                     finished = true;
@@ -253,7 +253,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                 Some(Err(e)) => {
                     problems.push(ReadProblem {
                         event_index: index,
-                        line: event_line,
+                        place: Place::Line(event_line),
                         reason: format!("not a valid trace event: {e}"),
                     });
                     // The rest of the line is lost with it; go on at the next line.

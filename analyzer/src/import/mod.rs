@@ -1,12 +1,14 @@
 //! The only reader of trace files.
 //!
-//! Per-rank files are read event by event: a file whose end is missing (no closing
+//! Per-rank files are binary streams (format version 4 on, read by [`stream`] through
+//! the format crate) or JSON arrays (versions 1 to 3). JSON files are read event by event: a file whose end is missing (no closing
 //! bracket, a half-written last event, no footer) still yields every event before the
 //! cut, and the cut is reported with its event index and line. Problems that make a file
 //! unusable as a whole (not a JSON array, not an overlap trace, another format version,
 //! no header) are errors naming the file and the reason.
 
 mod load;
+mod stream;
 
 use crate::fastparse::parse_complete;
 
@@ -16,13 +18,16 @@ use std::path::{Path, PathBuf};
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_format::schema::{
     readable_version, CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header,
-    MergedInfo, Nanos, Op, SourceSite, FORMAT_NAME, FORMAT_VERSION,
+    MergedInfo, Nanos, Op, SourceSite, FORMAT_NAME, FORMAT_VERSION, JSON_RANK_FILE_EXTENSION,
+    RANK_FILE_EXTENSION,
 };
 use serde_json::Value;
 
 pub use load::{load, load_dir, load_merged, Loaded, Progress};
 
-use crate::model::{Flow, MergedTrace, Point, RankTrace, ReadProblem, RequestSpan, Timeline};
+use crate::model::{
+    Flow, MergedTrace, Place, Point, RankTrace, ReadProblem, RequestSpan, Timeline,
+};
 use crate::{Error, Result};
 
 pub(crate) type RawEvent<'a> = WireEvent<'a, Value>;
@@ -143,7 +148,17 @@ pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
         path: path.to_path_buf(),
         source,
     })?;
-    parse_rank_trace_into(path, &buf)
+    parse_rank_file_into(path, &buf)
+}
+
+/// Parses the bytes of a per-rank file of any readable version: a binary stream, or a
+/// JSON array (`path` is for messages).
+pub fn parse_rank_file_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
+    if stream::is_stream(buf) {
+        stream::parse_stream_into(path, buf)
+    } else {
+        parse_rank_trace_into(path, buf)
+    }
 }
 
 /// Counts lines incrementally, so locating each event costs only the bytes since the
@@ -246,7 +261,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
             Some(Err(e)) if e.is_eof() => {
                 problems.push(ReadProblem {
                     event_index: index,
-                    line,
+                    place: Place::Line(line),
                     reason: "the file ends in the middle of this event (the writer was cut off)"
                         .into(),
                 });
@@ -313,7 +328,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
             Err(Unusable::Event(reason)) => {
                 problems.push(ReadProblem {
                     event_index: index,
-                    line,
+                    place: Place::Line(line),
                     reason,
                 });
                 match resync(buf, pos) {
@@ -331,7 +346,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
     if closed && footer.is_none() {
         problems.push(ReadProblem {
             event_index: index,
-            line: lines.line_at(buf, pos),
+            place: Place::Line(lines.line_at(buf, pos)),
             reason: "the array is closed but has no overlap_footer record".into(),
         });
     }
@@ -376,15 +391,20 @@ fn header_error(path: &Path, raw: &RawEvent<'_>) -> Option<Error> {
     }
 }
 
-/// True for the per-rank file names a trace directory holds: `rank-<N>.json`.
+/// True for the per-rank file names a trace directory holds: `rank-<N>.ovlp` (binary
+/// streams) and `rank-<N>.json` (versions 1 to 3).
 pub fn is_rank_file_name(name: &str) -> bool {
-    name.strip_prefix("rank-")
-        .and_then(|rest| rest.strip_suffix(".json"))
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    let number = |ext: &str| {
+        name.strip_prefix("rank-")
+            .and_then(|rest| rest.strip_suffix(ext))
+            .and_then(|rest| rest.strip_suffix('.'))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    number(RANK_FILE_EXTENSION) || number(JSON_RANK_FILE_EXTENSION)
 }
 
-/// The per-rank files (`rank-<N>.json`) of a directory, sorted by name. Other files,
-/// such as a merged trace written next to them, are not per-rank files.
+/// The per-rank files (`rank-<N>.ovlp` or `.json`) of a directory, sorted by name. Other
+/// files, such as a merged trace written next to them, are not per-rank files.
 pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
         what: "listing",
@@ -512,6 +532,9 @@ mod tests {
     #[test]
     fn rank_file_names() {
         assert!(is_rank_file_name("rank-0.json"));
+        assert!(is_rank_file_name("rank-7.ovlp"));
+        assert!(!is_rank_file_name("rank-7ovlp"));
+        assert!(!is_rank_file_name("rank-7.ovlp.json"));
         assert!(is_rank_file_name("rank-1023.json"));
         assert!(!is_rank_file_name("rank-.json"));
         assert!(!is_rank_file_name("rank-1.json.bak"));

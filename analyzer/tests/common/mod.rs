@@ -8,13 +8,14 @@ use overlap_analyzer::model::RankTrace;
 use overlap_instrument::schema::wire::{event_to_wire, ArrayWriter, MetaName, NameArgs, WireEvent};
 use overlap_instrument::schema::{
     CallArgs, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos, Op,
-    Params, SyncPhase, FORMAT_NAME, FORMAT_VERSION,
+    Params, SyncPhase, FORMAT_NAME, LAST_JSON_RANK_VERSION,
 };
 
 pub fn header(rank: u32, size: u32, epoch_ns: u64, clock_domain: &str) -> Header {
     Header {
         format: FORMAT_NAME.into(),
-        format_version: FORMAT_VERSION,
+        // Hand-built per-rank files are JSON, which versions 1 to 3 wrote.
+        format_version: LAST_JSON_RANK_VERSION,
         rank,
         size,
         host: format!("node{rank}"),

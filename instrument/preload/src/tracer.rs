@@ -16,7 +16,7 @@ use mpi_sys::*;
 use overlap_instrument::clock::{
     clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport, Timebase,
 };
-use overlap_instrument::recorder::{CallData, ChromeJsonSink, Recorder, RecorderConfig};
+use overlap_instrument::recorder::{CallData, RankFileSink, Recorder, RecorderConfig};
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, Started, SyncPhase,
     FORMAT_NAME, FORMAT_VERSION, UNRECORDED_CALLS_PARAM,
@@ -156,7 +156,7 @@ pub(crate) fn start(init: InitCall) {
         params: params(init.thread_level),
     };
     let path = dir.join(rank_file_name(header.rank));
-    let recorder = ChromeJsonSink::create(&path, &header)
+    let recorder = RankFileSink::create(&path, &header)
         .and_then(|sink| {
             Recorder::with_timebase(sink, recorder_config(), init.timebase, init.epoch_ns)
         })
@@ -240,11 +240,11 @@ extern "C" fn at_exit() {
 
 /// Environment variable: how often the writer flushes, ms.
 pub const FLUSH_MS_ENV: &str = "OVERLAP_FLUSH_MS";
-/// Environment variable: records each thread's buffer holds.
-pub const BUFFER_ENV: &str = "OVERLAP_BUFFER_EVENTS";
+/// Environment variable: bytes of each thread's buffer.
+pub const BUFFER_ENV: &str = "OVERLAP_BUFFER_BYTES";
 
-/// Records per thread buffered by default: 256 Ki records, 32 MiB of buffer per thread.
-const DEFAULT_BUFFER_EVENTS: usize = 256 * 1024;
+/// Bytes buffered per thread by default: 8 MiB, about half a million calls.
+const DEFAULT_BUFFER_BYTES: usize = 8 << 20;
 /// Flush interval by default, ms.
 const DEFAULT_FLUSH_MS: u64 = 100;
 
@@ -252,7 +252,7 @@ const DEFAULT_FLUSH_MS: u64 = 100;
 fn recorder_config() -> RecorderConfig {
     let mut config = RecorderConfig::default();
     config.idle_writer = true;
-    config.ring_capacity = DEFAULT_BUFFER_EVENTS;
+    config.ring_bytes = DEFAULT_BUFFER_BYTES;
     config.flush_interval = std::time::Duration::from_millis(DEFAULT_FLUSH_MS);
     let number = |name: &str| {
         std::env::var(name)
@@ -263,9 +263,9 @@ fn recorder_config() -> RecorderConfig {
         config.flush_interval = std::time::Duration::from_millis(ms.max(1));
     }
     if let Some(n) = number(BUFFER_ENV) {
-        config.ring_capacity = usize::try_from(n)
+        config.ring_bytes = usize::try_from(n)
             .unwrap_or(usize::MAX)
-            .clamp(1024, 1 << 24);
+            .clamp(64 << 10, 1 << 30);
     }
     config
 }

@@ -7,19 +7,20 @@
 //!
 //! The hot path takes [`Stamp`]s, not nanoseconds: on x86-64 machines with an invariant
 //! TSC that the kernel itself uses as its clock source, a stamp is a TSC read (~17 ns
-//! here, against ~30 ns for `clock_gettime`); elsewhere it is `CLOCK_MONOTONIC`. The
-//! writer thread turns stamps into nanoseconds of `CLOCK_MONOTONIC` with a
-//! [`StampConverter`], which pairs TSC and monotonic readings as the run goes and
-//! interpolates between them, so the result is the same clock the header's epoch and the
-//! cross-rank alignment use.
+//! here, against ~30 ns for `clock_gettime`); elsewhere it is `CLOCK_MONOTONIC`. Stamps
+//! are stored raw; the writer thread adds calibration readings (TSC and monotonic taken
+//! together) to the stream as the run goes, and readers convert with them, so times end
+//! up on the same clock the header's epoch and the cross-rank alignment use.
 
 mod tsc;
 
 use crate::schema::Nanos;
 
 pub use overlap_format::clock::ClockModel;
+use overlap_format::stream::StampClock;
+use tsc::read_tsc;
 pub use tsc::tsc_usable;
-use tsc::{read_tsc, TscCalibration};
+pub(crate) use tsc::Calibrator;
 
 /// `CLOCK_MONOTONIC` in nanoseconds. All ranks on one host share this clock.
 #[inline]
@@ -48,7 +49,7 @@ pub enum ClockSource {
 }
 
 /// A raw time stamp as the hot path takes it. What its unit is depends on the
-/// recorder's clock source; only the recorder's writer turns it into [`Nanos`].
+/// recorder's clock source; readers of the stream turn it into [`Nanos`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stamp(u64);
 
@@ -59,6 +60,12 @@ impl Stamp {
     /// A stamp for a recorder that uses [`ClockSource::Monotonic`]: `ns` after its epoch.
     pub fn from_nanos(ns: Nanos) -> Stamp {
         Stamp(ns.0)
+    }
+
+    /// The raw value, as the stream records it.
+    #[inline]
+    pub fn raw(self) -> u64 {
+        self.0
     }
 }
 
@@ -104,38 +111,11 @@ impl Timebase {
         }
     }
 
-    /// A converter for stamps of this timebase (call on the recorder's creation).
-    pub(crate) fn converter(&self, epoch_ns: u64) -> StampConverter {
+    /// What its stamps count, as the stream says it.
+    pub fn stamp_clock(&self) -> StampClock {
         match self {
-            Timebase::Monotonic { .. } => StampConverter::Monotonic,
-            Timebase::Tsc => StampConverter::Tsc(TscCalibration::new(epoch_ns)),
-        }
-    }
-}
-
-/// Turns stamps into nanoseconds since the epoch, off the hot path.
-#[derive(Debug)]
-pub(crate) enum StampConverter {
-    /// Stamps are already nanoseconds since the epoch.
-    Monotonic,
-    /// Stamps are TSC ticks.
-    Tsc(TscCalibration),
-}
-
-impl StampConverter {
-    /// Called by the writer before each batch: keeps the calibration fresh, so every stamp
-    /// taken so far can be converted.
-    pub(crate) fn refresh(&mut self) {
-        if let StampConverter::Tsc(c) = self {
-            c.refresh();
-        }
-    }
-
-    /// The stamp in nanoseconds since the epoch.
-    pub(crate) fn to_nanos(&self, stamp: Stamp) -> Nanos {
-        match self {
-            StampConverter::Monotonic => Nanos(stamp.0),
-            StampConverter::Tsc(c) => c.to_nanos(stamp.0),
+            Timebase::Monotonic { .. } => StampClock::Monotonic,
+            Timebase::Tsc => StampClock::Tsc,
         }
     }
 }

@@ -10,7 +10,7 @@ use mpi::topology::{Communicator, Group, SimpleCommunicator};
 
 use super::{rank_file_name, TracedComm};
 use crate::clock::{clock_domain, monotonic_now_ns, synchronize, SyncTransport};
-use crate::recorder::{ChromeJsonSink, FinishReport, Recorder, RecorderConfig};
+use crate::recorder::{FinishReport, RankFileSink, Recorder, RecorderConfig};
 use crate::schema::{ClockSync, CommId, Header, Params, SyncPhase, FORMAT_NAME, FORMAT_VERSION};
 use crate::Result;
 
@@ -102,7 +102,7 @@ impl TraceSession {
             params: config.params.clone(),
         };
         let path = config.dir.join(rank_file_name(rank));
-        let sink = ChromeJsonSink::create(&path, &header)?;
+        let sink = RankFileSink::create(&path, &header)?;
         let recorder = Recorder::with_epoch(sink, config.recorder, epoch_ns)?;
         let session = TraceSession {
             recorder,

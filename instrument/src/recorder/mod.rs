@@ -1,14 +1,14 @@
 //! The recorder: per-thread rings, span guards, and the streaming writer.
 //!
-//! Recording an event costs two clock reads and an append to the calling thread's ring:
-//! no allocation, lock or formatting (a thread's first event registers its ring, once).
-//! A background thread drains the rings every flush interval and streams the events to
-//! a [`Sink`], normally a per-rank file, so a rank that dies leaves everything up to the
-//! last flush. Memory is bounded: each thread's ring has a fixed capacity, and a thread
-//! that fills its ring waits for the writer (counted as a stall in the footer) rather
-//! than drop events or grow.
+//! Recording an event costs two clock reads and the encoding of a record (a few bytes,
+//! see `overlap_format::stream::codec`) into the calling thread's ring: no allocation,
+//! lock or formatting (a thread's first event registers its ring, once). A background
+//! thread copies what the rings hold into pages of the rank's binary stream every flush
+//! interval, so a rank that dies leaves everything up to the last flush. Memory is
+//! bounded: each thread's ring has a fixed size, and a thread that fills its ring waits
+//! for the writer (counted as a stall in the footer) rather than drop events or grow.
 
-mod record;
+mod encode;
 mod ring;
 mod sink;
 mod site;
@@ -21,43 +21,45 @@ use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
-pub use sink::{ChromeJsonSink, MemorySink, NullSink, Recorded, Sink};
+pub use sink::{MemorySink, NullSink, RankFileSink, Recorded, Sink};
+
+use overlap_format::stream::codec::{
+    encode_call, encode_completion, encode_compute, encode_members, encode_started, encode_sync,
+    Deltas, MEMBERS_PER_RECORD,
+};
+use overlap_format::stream::varint::RecordBuf;
 
 use crate::clock::{monotonic_now_ns, ClockSource, Stamp, Timebase};
 use crate::schema::{ClockSync, Completion, Footer, Op, RequestId, Started};
 use crate::{Error, Result};
-use record::{Record, MEMBERS_PER_RECORD};
-use ring::{PushOutcome, Ring};
+use encode::{NewDefs, ThreadEncoder};
+use ring::{Group, PushOutcome, Ring};
+
+/// The most bytes a record that follows a call takes (a full members record).
+const FOLLOW_MAX: usize = 96;
 
 /// How a recorder buffers and flushes.
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub struct RecorderConfig {
-    /// Records each thread's ring holds (rounded up to a power of two); see
-    /// [`RecorderConfig::ring_bytes`] for what that costs in memory.
-    pub ring_capacity: usize,
+    /// Bytes of each thread's ring (rounded up to a power of two, at least 12 KiB): the
+    /// bound on a thread's buffering. A call takes 10 to 20 bytes, a completion 3 to 10.
+    pub ring_bytes: usize,
     /// How often the writer drains the rings and flushes to the file: the most a rank
     /// that dies can lose.
     pub flush_interval: Duration,
     /// The clock events are stamped with.
     pub clock: ClockSource,
-    /// Run the writer thread at nice 19 (Linux): it formats and writes on CPU time nobody
+    /// Run the writer thread at nice 19 (Linux): it copies and writes on CPU time nobody
     /// else wants, so ranks spinning in MPI on every core are barely slowed by it. A
     /// thread that finds its buffer full sleeps briefly so that the writer runs.
     pub idle_writer: bool,
 }
 
-impl RecorderConfig {
-    /// Memory one thread's ring takes, in bytes: the bound on a thread's buffering.
-    pub fn ring_bytes(&self) -> usize {
-        self.ring_capacity.max(64).next_power_of_two() * std::mem::size_of::<Record>()
-    }
-}
-
 impl Default for RecorderConfig {
     fn default() -> Self {
         RecorderConfig {
-            ring_capacity: 16 * 1024,
+            ring_bytes: 1 << 20,
             flush_interval: Duration::from_millis(50),
             clock: ClockSource::Auto,
             idle_writer: false,
@@ -81,7 +83,7 @@ pub(crate) struct Shared {
     id: u64,
     epoch_ns: u64,
     timebase: Timebase,
-    ring_capacity: usize,
+    ring_bytes: usize,
     rings: Mutex<Vec<Arc<Ring>>>,
     stop: AtomicBool,
     finished: AtomicBool,
@@ -162,12 +164,11 @@ impl Recorder {
         timebase: Timebase,
         epoch_ns: u64,
     ) -> Result<Recorder> {
-        let converter = timebase.converter(epoch_ns);
         let shared = Arc::new(Shared {
             id: NEXT_RECORDER_ID.fetch_add(1, Ordering::Relaxed),
             epoch_ns,
             timebase,
-            ring_capacity: config.ring_capacity,
+            ring_bytes: ring::ring_size(config.ring_bytes),
             rings: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             finished: AtomicBool::new(false),
@@ -182,7 +183,7 @@ impl Recorder {
                 if idle_writer {
                     writer::lower_priority();
                 }
-                writer::run(sink, converter, for_writer, interval)
+                writer::run(sink, timebase, for_writer, interval)
             })
             .map_err(|source| Error::Thread { source })?;
         let _ = shared.writer_thread.set(handle.thread().clone());
@@ -252,7 +253,7 @@ impl Recorder {
                 let name = std::thread::current()
                     .name()
                     .map_or_else(|| format!("thread {tid}"), str::to_string);
-                let ring = Arc::new(Ring::new(shared.ring_capacity, tid, name));
+                let ring = Arc::new(Ring::new(shared.ring_bytes, tid, name));
                 all.push(Arc::clone(&ring));
                 // Forget rings of recorders that have finished.
                 rings.retain(|(_, r)| Arc::strong_count(r) > 1);
@@ -262,22 +263,48 @@ impl Recorder {
         })
     }
 
+    /// Appends one group to this thread's ring: `body` encodes its records (with the
+    /// thread's encoder for definitions, and a copy of its deltas that is kept only if
+    /// the group is published). `events` is how many calls and spans the group holds.
     #[inline]
-    fn push(&self, n: usize, make: impl FnMut(usize) -> Record) {
+    fn push(
+        &self,
+        events: u64,
+        body: impl FnOnce(
+            &ThreadEncoder,
+            &mut Deltas,
+            &mut Group<'_, &mut dyn FnMut() -> bool>,
+            &mut NewDefs,
+        ),
+    ) {
         let shared = self.shared();
         if shared.finished.load(Ordering::Relaxed) {
             return;
         }
         self.with_ring(|ring| {
-            let outcome = ring.push_group(n, make, || {
+            // SAFETY: only the thread that owns the ring touches its encoder, and `with_ring`
+            // runs on that thread.
+            let encoder = unsafe { &mut *ring.encoder.get() };
+            let mut deltas = encoder.deltas;
+            let mut defs = NewDefs::default();
+            let mut wait = || {
                 shared.wake_writer();
                 // Sleep rather than yield: an idle-priority writer runs only when this
                 // thread really gives its core up.
                 std::thread::sleep(Duration::from_micros(20));
                 !shared.stop.load(Ordering::Relaxed)
-            });
-            if outcome == PushOutcome::AppendedWakeWriter {
-                shared.wake_writer();
+            };
+            let mut group = ring.group(&mut wait as &mut dyn FnMut() -> bool);
+            body(encoder, &mut deltas, &mut group, &mut defs);
+            match group.publish(events) {
+                PushOutcome::Dropped => {}
+                outcome => {
+                    encoder.deltas = deltas;
+                    encoder.commit(&defs);
+                    if outcome == PushOutcome::AppendedWakeWriter {
+                        shared.wake_writer();
+                    }
+                }
             }
         });
     }
@@ -312,8 +339,8 @@ impl Recorder {
         mut completion: impl FnMut(usize) -> Completion,
     ) {
         let site = site::SiteWord::source(std::panic::Location::caller());
-        self.push_call(op, start, end, site, data, count, |i| {
-            Record::Completed(completion(i))
+        self.push_call(op, start, end, site, data, count, |i, buf, d| {
+            encode_completion(buf, d, &completion(i));
         });
     }
 
@@ -331,8 +358,8 @@ impl Recorder {
         count: usize,
         mut completion: impl FnMut(usize) -> Completion,
     ) {
-        self.push_call(op, start, end, site, data, count, |i| {
-            Record::Completed(completion(i))
+        self.push_call(op, start, end, site, data, count, |i, buf, d| {
+            encode_completion(buf, d, &completion(i));
         });
     }
 
@@ -348,13 +375,13 @@ impl Recorder {
         count: usize,
         mut started: impl FnMut(usize) -> Started,
     ) {
-        self.push_call(op, start, end, site, CallData::Start, count, |i| {
-            Record::Started(started(i))
+        self.push_call(op, start, end, site, CallData::Start, count, |i, buf, d| {
+            encode_started(buf, d, &started(i));
         });
     }
 
     /// Records a call made from `site` on a group of world ranks (Win_start, Win_post):
-    /// the members follow the call in [`Record::Members`] records.
+    /// the members follow the call in members records.
     #[inline]
     pub fn record_group(
         &self,
@@ -366,19 +393,17 @@ impl Recorder {
         group: &[i32],
     ) {
         let count = group.len().div_ceil(MEMBERS_PER_RECORD);
-        self.push_call(op, start, end, site, data, count, |i| {
+        self.push_call(op, start, end, site, data, count, |i, buf, _| {
             let from = (i * MEMBERS_PER_RECORD).min(group.len());
-            let chunk = &group[from..(from + MEMBERS_PER_RECORD).min(group.len())];
-            let mut ranks = [0; MEMBERS_PER_RECORD];
-            ranks[..chunk.len()].copy_from_slice(chunk);
-            Record::Members {
-                ranks,
-                len: chunk.len() as u8,
-            }
+            encode_members(
+                buf,
+                &group[from..(from + MEMBERS_PER_RECORD).min(group.len())],
+            );
         });
     }
 
-    /// Appends a call and the `count` records that follow it (at most half a ring).
+    /// Appends a call and the `count` records that follow it (at most what half a ring
+    /// holds), `follow(i, buf, deltas)` encoding the i-th.
     #[inline]
     #[allow(clippy::too_many_arguments)]
     fn push_call(
@@ -389,21 +414,28 @@ impl Recorder {
         site: impl Into<site::SiteWord>,
         data: CallData,
         count: usize,
-        mut follow: impl FnMut(usize) -> Record,
+        mut follow: impl FnMut(usize, &mut RecordBuf, &mut Deltas),
     ) {
-        let (count, site) = (count.min(self.shared().ring_capacity / 2), site.into());
-        self.push(1 + count, |i| {
-            if i == 0 {
-                Record::Call {
-                    op,
-                    start,
-                    end,
-                    site,
-                    data,
-                    follow: count as u32,
-                }
-            } else {
-                follow(i - 1)
+        let max_follow = self.shared().ring_bytes / 2 / FOLLOW_MAX;
+        let (count, site) = (count.min(max_follow), site.into());
+        self.push(1, |encoder, deltas, group, defs| {
+            encoder.site(site, group, defs);
+            let mut buf = RecordBuf::default();
+            encode_call(
+                &mut buf,
+                deltas,
+                op,
+                start.raw(),
+                end.raw(),
+                site.word(),
+                &data,
+                count as u32,
+            );
+            group.put(buf.as_bytes());
+            for i in 0..count {
+                buf.clear();
+                follow(i, &mut buf, deltas);
+                group.put(buf.as_bytes());
             }
         });
     }
@@ -411,7 +443,12 @@ impl Recorder {
     /// Records a compute span that has already happened.
     #[inline]
     pub fn record_compute(&self, name: &'static str, start: Stamp, end: Stamp) {
-        self.push(1, |_| Record::Compute { name, start, end });
+        self.push(1, |encoder, deltas, group, defs| {
+            let id = encoder.name(name, group, defs);
+            let mut buf = RecordBuf::default();
+            encode_compute(&mut buf, deltas, id, start.raw(), end.raw());
+            group.put(buf.as_bytes());
+        });
     }
 
     /// Starts a compute span that ends when the guard is dropped.
@@ -436,7 +473,11 @@ impl Recorder {
 
     /// Records a clock synchronisation result.
     pub fn record_clock_sync(&self, sync: ClockSync) {
-        self.push(1, |_| Record::Sync(sync));
+        self.push(0, |_, _, group, _| {
+            let mut buf = RecordBuf::default();
+            encode_sync(&mut buf, &sync);
+            group.put(buf.as_bytes());
+        });
     }
 
     /// Stops recording, writes everything still buffered, the footer, and closes the

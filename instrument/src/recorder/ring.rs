@@ -1,37 +1,45 @@
-//! A fixed-size single-producer, single-consumer ring of records: the recording thread
-//! appends without locking or allocating, the writer thread drains.
+//! A fixed-size single-producer, single-consumer ring of bytes: the recording thread
+//! appends encoded records without locking or allocating, the writer thread copies what
+//! was published straight into a page of the file.
 //!
-//! A call and the completion records that belong to it are published together, so the
-//! writer never sees half a group.
+//! A call and the records that belong to it (completions, starts, group members, and
+//! the definitions of a new name or source line) are published together, so the writer
+//! never copies half a group and a page always ends between records.
 
 use std::cell::UnsafeCell;
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use super::record::Record;
+use overlap_format::stream::varint::RECORD_MAX;
+
+use super::encode::ThreadEncoder;
 
 /// The ring. `head` is written only by the owning thread, `tail` only by the writer.
 pub(crate) struct Ring {
-    slots: Box<[UnsafeCell<MaybeUninit<Record>>]>,
+    bytes: Box<[UnsafeCell<u8>]>,
     mask: usize,
     head: AtomicUsize,
     tail: AtomicUsize,
     /// Times the producer found the ring full and had to wait.
     stalls: AtomicU64,
+    /// Calls and compute spans published (producer only; atomic to be read at the end).
+    events: AtomicU64,
     /// Set when the producer asked the writer to drain early, cleared by the writer.
     wake_pending: AtomicBool,
     /// Requests this thread has numbered (producer only; atomic just to be `Sync`).
     requests: AtomicU64,
+    /// The producer's encoding state (producer only).
+    pub(crate) encoder: UnsafeCell<ThreadEncoder>,
     /// Index of the thread within the recorder.
     pub(crate) tid: u32,
     /// The thread's name when it registered.
     pub(crate) thread_name: String,
 }
 
-// SAFETY: slots in [tail, head) are only read by the single consumer, slots outside only
-// written by the single producer; `head`/`tail` publish them with Release/Acquire.
+// SAFETY: bytes in [tail, head) are only read by the single consumer, bytes outside only
+// written by the single producer; `head`/`tail` publish them with Release/Acquire. The
+// encoder is only touched by the producer.
 unsafe impl Sync for Ring {}
-// SAFETY: `Record` is `Send`, and the ring owns its slots.
+// SAFETY: the ring owns its bytes and its encoder, which hold no thread-bound data.
 unsafe impl Send for Ring {}
 
 /// What a push did, so the caller can wake the writer.
@@ -45,83 +53,149 @@ pub(crate) enum PushOutcome {
     Dropped,
 }
 
-impl Ring {
-    /// A ring holding at least `capacity` records (rounded up to a power of two, at least 64).
-    pub(crate) fn new(capacity: usize, tid: u32, thread_name: String) -> Ring {
-        let capacity = capacity.max(64).next_power_of_two();
-        let slots = (0..capacity)
-            .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-            .collect();
-        Ring {
-            slots,
-            mask: capacity - 1,
-            head: AtomicUsize::new(0),
-            tail: AtomicUsize::new(0),
-            stalls: AtomicU64::new(0),
-            wake_pending: AtomicBool::new(false),
-            requests: AtomicU64::new(0),
-            tid,
-            thread_name,
-        }
-    }
+/// A group being appended: records go in one by one, and are published together.
+pub(crate) struct Group<'r, W: FnMut() -> bool> {
+    ring: &'r Ring,
+    at: usize,
+    tail: usize,
+    wait: W,
+    dropped: bool,
+}
 
-    /// Number of slots.
-    pub(crate) fn capacity(&self) -> usize {
-        self.mask + 1
-    }
-
-    /// Appends `n` records made by `make(i)` as one group. Only the owning thread may call
-    /// this. When the ring lacks room, calls `wait` (which should wake the writer and
-    /// yield, and return false to give up) until it has room. `n` must not exceed the
-    /// capacity.
+impl<W: FnMut() -> bool> Group<'_, W> {
+    /// Appends one record's bytes (at most [`RECORD_MAX`] plus a string's; a group must
+    /// stay under half the ring), waiting for room if the ring is full.
     #[inline]
-    pub(crate) fn push_group(
-        &self,
-        n: usize,
-        mut make: impl FnMut(usize) -> Record,
-        mut wait: impl FnMut() -> bool,
-    ) -> PushOutcome {
-        debug_assert!(n <= self.capacity());
-        let head = self.head.load(Ordering::Relaxed);
-        let mut tail = self.tail.load(Ordering::Acquire);
-        if head.wrapping_sub(tail) + n > self.capacity() {
-            self.stalls.fetch_add(1, Ordering::Relaxed);
-            while head.wrapping_sub(tail) + n > self.capacity() {
-                if !wait() {
-                    return PushOutcome::Dropped;
+    pub(crate) fn put(&mut self, record: &[u8]) {
+        if self.dropped {
+            return;
+        }
+        let ring = self.ring;
+        let end = self.at.wrapping_add(record.len());
+        if end.wrapping_sub(self.tail) > ring.capacity() {
+            self.tail = ring.tail.load(Ordering::Acquire);
+            if end.wrapping_sub(self.tail) > ring.capacity() {
+                ring.stalls.fetch_add(1, Ordering::Relaxed);
+                while end.wrapping_sub(self.tail) > ring.capacity() {
+                    if !(self.wait)() {
+                        self.dropped = true;
+                        return;
+                    }
+                    self.tail = ring.tail.load(Ordering::Acquire);
                 }
-                tail = self.tail.load(Ordering::Acquire);
             }
         }
-        for i in 0..n {
-            let slot = &self.slots[head.wrapping_add(i) & self.mask];
-            // SAFETY: the slot is outside [tail, head): the consumer does not touch it.
-            unsafe { (*slot.get()).write(make(i)) };
+        ring.copy_in(self.at, record);
+        self.at = end;
+    }
+
+    /// Publishes the group; returns what happened.
+    #[inline]
+    pub(crate) fn publish(self, events: u64) -> PushOutcome {
+        let ring = self.ring;
+        if self.dropped {
+            return PushOutcome::Dropped;
         }
-        let new_head = head.wrapping_add(n);
-        self.head.store(new_head, Ordering::Release);
-        if new_head.wrapping_sub(tail) * 2 > self.capacity()
-            && !self.wake_pending.swap(true, Ordering::Relaxed)
+        ring.head.store(self.at, Ordering::Release);
+        ring.events.store(
+            ring.events.load(Ordering::Relaxed) + events,
+            Ordering::Relaxed,
+        );
+        if self.at.wrapping_sub(self.tail) * 2 > ring.capacity()
+            && !ring.wake_pending.swap(true, Ordering::Relaxed)
         {
             PushOutcome::AppendedWakeWriter
         } else {
             PushOutcome::Appended
         }
     }
+}
 
-    /// Hands every published record to `f`, oldest first, then frees their slots.
-    /// Only the writer thread may call this.
-    pub(crate) fn drain(&self, mut f: impl FnMut(&Record)) {
+/// The size of a ring asked to hold `bytes`: a power of two, at least 64 of the largest
+/// records.
+pub(crate) fn ring_size(bytes: usize) -> usize {
+    bytes.max(64 * RECORD_MAX).next_power_of_two()
+}
+
+impl Ring {
+    /// A ring of at least `capacity` bytes (rounded up to a power of two, at least 64
+    /// records of the largest size).
+    pub(crate) fn new(capacity: usize, tid: u32, thread_name: String) -> Ring {
+        let capacity = ring_size(capacity);
+        Ring {
+            bytes: (0..capacity).map(|_| UnsafeCell::new(0)).collect(),
+            mask: capacity - 1,
+            head: AtomicUsize::new(0),
+            tail: AtomicUsize::new(0),
+            stalls: AtomicU64::new(0),
+            events: AtomicU64::new(0),
+            wake_pending: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
+            encoder: UnsafeCell::new(ThreadEncoder::default()),
+            tid,
+            thread_name,
+        }
+    }
+
+    /// Bytes it holds.
+    pub(crate) fn capacity(&self) -> usize {
+        self.mask + 1
+    }
+
+    fn base(&self) -> *mut u8 {
+        // UnsafeCell<u8> has the layout of u8, so the slice is one run of bytes.
+        UnsafeCell::raw_get(self.bytes.as_ptr())
+    }
+
+    /// Copies `src` in at position `at` (wrapping). Producer only, outside [tail, head).
+    #[inline]
+    fn copy_in(&self, at: usize, src: &[u8]) {
+        let start = at & self.mask;
+        let first = src.len().min(self.capacity() - start);
+        // SAFETY: both ranges lie inside the ring's bytes; the producer owns them (they
+        // are outside [tail, head), which the caller checked) and `src` is not in the ring.
+        unsafe {
+            std::ptr::copy_nonoverlapping(src.as_ptr(), self.base().add(start), first);
+            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.base(), src.len() - first);
+        }
+    }
+
+    /// Starts a group. Only the owning thread may call this; `wait` is called while the
+    /// ring is full (it should wake the writer and sleep, and return false to give up).
+    #[inline]
+    pub(crate) fn group<W: FnMut() -> bool>(&self, wait: W) -> Group<'_, W> {
+        let head = self.head.load(Ordering::Relaxed);
+        Group {
+            ring: self,
+            at: head,
+            tail: self.tail.load(Ordering::Acquire),
+            wait,
+            dropped: false,
+        }
+    }
+
+    /// Hands every published byte to `f` (as one or two slices, oldest first), then frees
+    /// them. Only the writer thread may call this. Returns the bytes handed over.
+    pub(crate) fn drain(&self, f: impl FnOnce(&[u8], &[u8])) -> usize {
         let tail = self.tail.load(Ordering::Relaxed);
         let head = self.head.load(Ordering::Acquire);
         let n = head.wrapping_sub(tail);
-        for i in 0..n {
-            let slot = &self.slots[tail.wrapping_add(i) & self.mask];
-            // SAFETY: slots in [tail, head) were initialised and published by the producer.
-            f(unsafe { (*slot.get()).assume_init_ref() });
+        if n > 0 {
+            let start = tail & self.mask;
+            let first = n.min(self.capacity() - start);
+            // SAFETY: bytes in [tail, head) were written and published by the producer,
+            // which does not touch them until `tail` moves past them.
+            let (a, b) = unsafe {
+                (
+                    std::slice::from_raw_parts(self.base().add(start), first),
+                    std::slice::from_raw_parts(self.base(), n - first),
+                )
+            };
+            f(a, b);
         }
         self.tail.store(head, Ordering::Release);
         self.wake_pending.store(false, Ordering::Relaxed);
+        n
     }
 
     /// The next request id of this thread: `(tid << 40) + n` for its n-th request
@@ -137,75 +211,99 @@ impl Ring {
     pub(crate) fn stalls(&self) -> u64 {
         self.stalls.load(Ordering::Relaxed)
     }
+
+    /// Calls and compute spans published.
+    pub(crate) fn events(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Stamp;
-    use crate::schema::Nanos;
     use std::sync::Arc;
 
-    fn compute(i: u64) -> Record {
-        Record::Compute {
-            name: "x",
-            start: Stamp::from_nanos(Nanos(i)),
-            end: Stamp::from_nanos(Nanos(i + 1)),
+    fn push(ring: &Ring, records: &[&[u8]]) -> PushOutcome {
+        let mut g = ring.group(|| {
+            std::thread::yield_now();
+            true
+        });
+        for r in records {
+            g.put(r);
         }
+        g.publish(records.len() as u64)
     }
 
-    fn start_of(r: &Record) -> Stamp {
-        match r {
-            Record::Compute { start, .. } => *start,
-            _ => unreachable!("only compute records pushed"),
-        }
+    fn drained(ring: &Ring) -> Vec<u8> {
+        let mut out = Vec::new();
+        ring.drain(|a, b| {
+            out.extend_from_slice(a);
+            out.extend_from_slice(b);
+        });
+        out
     }
 
     #[test]
     fn groups_survive_wraparound_in_order() {
-        let ring = Ring::new(64, 0, "main".into());
-        let mut next = 0u64;
-        let mut seen = Vec::new();
-        for round in 0..50 {
-            let n = 1 + round % 7;
-            ring.push_group(n, |i| compute(next + i as u64), || panic!("never full"));
-            next += n as u64;
+        let ring = Ring::new(0, 0, "main".into());
+        let mut next = 0u8;
+        let (mut sent, mut seen) = (Vec::new(), Vec::new());
+        for round in 0..5_000usize {
+            let records: Vec<Vec<u8>> = (0..1 + round % 7)
+                .map(|i| {
+                    (0..1 + (round * 31 + i) % 150)
+                        .map(|_| {
+                            next = next.wrapping_add(1);
+                            next
+                        })
+                        .collect()
+                })
+                .collect();
+            let refs: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+            push(&ring, &refs);
+            sent.extend(records.concat());
             if round % 3 == 0 {
-                ring.drain(|r| seen.push(start_of(r)));
+                seen.extend(drained(&ring));
             }
         }
-        ring.drain(|r| seen.push(start_of(r)));
-        let expected: Vec<Stamp> = (0..next).map(|i| Stamp::from_nanos(Nanos(i))).collect();
-        assert_eq!(seen, expected);
+        seen.extend(drained(&ring));
+        assert_eq!(seen, sent);
         assert_eq!(ring.stalls(), 0);
     }
 
     #[test]
-    fn full_ring_waits_for_the_consumer_and_loses_nothing() {
-        let ring = Arc::new(Ring::new(64, 0, "main".into()));
+    fn a_full_ring_waits_for_the_consumer_and_loses_nothing() {
+        let ring = Arc::new(Ring::new(0, 0, "main".into()));
+        let total = 200_000usize;
         let consumer = {
             let ring = Arc::clone(&ring);
             std::thread::spawn(move || {
                 let mut seen = Vec::new();
-                while seen.len() < 10_000 {
-                    ring.drain(|r| seen.push(start_of(r)));
+                while seen.len() < total {
+                    seen.extend(drained(&ring));
                     std::thread::yield_now();
                 }
                 seen
             })
         };
-        for i in 0..10_000u64 {
-            ring.push_group(
-                1,
-                |_| compute(i),
-                || {
-                    std::thread::yield_now();
-                    true
-                },
-            );
+        let sent: Vec<u8> = (0..total).map(|i| (i % 251) as u8).collect();
+        for chunk in sent.chunks(10) {
+            assert_ne!(push(&ring, &[chunk]), PushOutcome::Dropped);
         }
-        let seen = consumer.join().expect("consumer ok");
-        let expected: Vec<Stamp> = (0..10_000).map(|i| Stamp::from_nanos(Nanos(i))).collect();
-        assert_eq!(seen, expected);
+        assert_eq!(consumer.join().expect("consumer ok"), sent);
+        assert!(ring.stalls() > 0, "the small ring filled up");
+    }
+
+    #[test]
+    fn a_group_that_gives_up_publishes_nothing() {
+        let ring = Ring::new(0, 0, "main".into());
+        let fill = vec![1u8; ring.capacity() - 10];
+        push(&ring, &[&fill]);
+        let mut g = ring.group(|| false);
+        g.put(&[2; 5]);
+        g.put(&[3; 20]);
+        assert_eq!(g.publish(1), PushOutcome::Dropped);
+        assert_eq!(drained(&ring), fill);
+        assert_eq!(ring.events(), 1);
     }
 }

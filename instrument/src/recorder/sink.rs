@@ -1,47 +1,38 @@
-//! Where recorded events go. The writer thread hands every event to a [`Sink`]:
-//! [`ChromeJsonSink`] streams a per-rank trace file, [`MemorySink`] keeps events for
-//! tests, [`NullSink`] drops them (the baseline for overhead measurements).
+//! Where the stream's bytes go. The writer thread hands whole frames to a [`Sink`]:
+//! [`RankFileSink`] writes a per-rank file, [`MemorySink`] keeps the bytes for tests and
+//! reads them back, [`NullSink`] drops them (the baseline for overhead measurements).
 
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::schema::wire::{
-    event_to_wire, ArrayWriter, MetaName, NameArgs, SortIndexArgs, WireEvent,
-};
-use crate::schema::{ClockSync, Event, Footer, Header, SourceSite};
+use overlap_format::stream::{self, Collected};
+
+use crate::schema::{Header, FORMAT_NAME, FORMAT_VERSION};
 use crate::{Error, Result};
 
-/// Receives the events of one rank, in the order each thread recorded them, from the
-/// writer thread. Errors stop the writing; they are reported by `Recorder::finish`.
+/// Receives one rank's stream, a run of whole frames at a time, from the writer thread.
+/// Errors stop the writing; they are reported by `Recorder::finish`.
 pub trait Sink: Send + 'static {
-    /// A thread recorded for the first time.
-    fn thread(&mut self, tid: u32, name: &str) -> io::Result<()>;
-    /// A call or compute event.
-    fn event(&mut self, event: &Event) -> io::Result<()>;
-    /// A clock synchronisation result.
-    fn clock_sync(&mut self, sync: &ClockSync) -> io::Result<()>;
-    /// A source location later calls name by id (written before the first of them).
-    fn site(&mut self, site: &SourceSite) -> io::Result<()>;
-    /// Make what was written so far durable (reach the file).
+    /// Whole frames, in order.
+    fn write(&mut self, frames: &[u8]) -> io::Result<()>;
+    /// Make what was written so far reach the file.
     fn flush(&mut self) -> io::Result<()>;
-    /// Recording is over.
-    fn finish(&mut self, footer: &Footer) -> io::Result<()>;
+    /// Recording is over (the footer was the last frame written).
+    fn finish(&mut self) -> io::Result<()>;
 }
 
-/// Streams a per-rank trace file: header first, then events as they are drained, the
-/// footer and the closing `]` at the end. What was flushed stays readable if the process
-/// dies.
-pub struct ChromeJsonSink {
+/// Writes a per-rank file: the opening and the header at once, then frames as the writer
+/// drains the rings. What was written stays readable if the process dies.
+pub struct RankFileSink {
     path: PathBuf,
-    pid: u32,
-    out: Option<ArrayWriter<BufWriter<File>>>,
+    file: Option<File>,
 }
 
-impl ChromeJsonSink {
-    /// Creates the file (and its directory) and writes the header records at once.
-    pub fn create(path: impl AsRef<Path>, header: &Header) -> Result<ChromeJsonSink> {
+impl RankFileSink {
+    /// Creates the file (and its directory) and writes the opening and header at once.
+    pub fn create(path: impl AsRef<Path>, header: &Header) -> Result<RankFileSink> {
         let path = path.as_ref().to_path_buf();
         let io_err = |what: &'static str| {
             let path = path.clone();
@@ -54,31 +45,12 @@ impl ChromeJsonSink {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io_err("creating the trace directory"))?;
         }
-        let file = File::create(&path).map_err(io_err("creating the trace file"))?;
-        let mut out = ArrayWriter::new(BufWriter::with_capacity(1 << 16, file))
+        let mut file = File::create(&path).map_err(io_err("creating the trace file"))?;
+        file.write_all(&stream::file_start(header))
             .map_err(io_err("writing the trace header"))?;
-        let pid = header.rank;
-        let name = NameArgs {
-            name: format!("rank {} ({})", header.rank, header.host),
-        };
-        (|| {
-            out.write(&WireEvent::meta(MetaName::ProcessName, pid, 0, name))?;
-            out.write(&WireEvent::meta(
-                MetaName::ProcessSortIndex,
-                pid,
-                0,
-                SortIndexArgs {
-                    sort_index: i64::from(pid),
-                },
-            ))?;
-            out.write(&WireEvent::meta(MetaName::Header, pid, 0, header))?;
-            out.get_mut().flush()
-        })()
-        .map_err(io_err("writing the trace header"))?;
-        Ok(ChromeJsonSink {
+        Ok(RankFileSink {
             path,
-            pid,
-            out: Some(out),
+            file: Some(file),
         })
     }
 
@@ -87,124 +59,97 @@ impl ChromeJsonSink {
         &self.path
     }
 
-    fn out(&mut self) -> io::Result<&mut ArrayWriter<BufWriter<File>>> {
-        self.out
+    fn file(&mut self) -> io::Result<&mut File> {
+        self.file
             .as_mut()
             .ok_or_else(|| io::Error::other("trace file already closed"))
     }
 }
 
-impl Sink for ChromeJsonSink {
-    fn thread(&mut self, tid: u32, name: &str) -> io::Result<()> {
-        let pid = self.pid;
-        let out = self.out()?;
-        out.write(&WireEvent::meta(
-            MetaName::ThreadName,
-            pid,
-            tid,
-            NameArgs { name: name.into() },
-        ))?;
-        out.write(&WireEvent::meta(
-            MetaName::ThreadSortIndex,
-            pid,
-            tid,
-            SortIndexArgs {
-                sort_index: i64::from(tid),
-            },
-        ))
-    }
-
-    fn event(&mut self, event: &Event) -> io::Result<()> {
-        let pid = self.pid;
-        self.out()?.write(&event_to_wire(pid, event))
-    }
-
-    fn clock_sync(&mut self, sync: &ClockSync) -> io::Result<()> {
-        let pid = self.pid;
-        self.out()?
-            .write(&WireEvent::meta(MetaName::ClockSync, pid, 0, sync))
-    }
-
-    fn site(&mut self, site: &SourceSite) -> io::Result<()> {
-        let pid = self.pid;
-        self.out()?
-            .write(&WireEvent::meta(MetaName::Site, pid, 0, site))
+impl Sink for RankFileSink {
+    fn write(&mut self, frames: &[u8]) -> io::Result<()> {
+        self.file()?.write_all(frames)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        self.out()?.get_mut().flush()
+        // Each page goes to the file in one write: nothing is buffered here.
+        Ok(())
     }
 
-    fn finish(&mut self, footer: &Footer) -> io::Result<()> {
-        let pid = self.pid;
-        self.out()?
-            .write(&WireEvent::meta(MetaName::Footer, pid, 0, footer))?;
-        let out = self.out.take().expect("checked above");
-        out.finish()?.get_ref().sync_data()
+    fn finish(&mut self) -> io::Result<()> {
+        let file = self.file.take();
+        match file {
+            Some(f) => f.sync_data(),
+            None => Ok(()),
+        }
     }
 }
 
-/// What a [`MemorySink`] received.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Recorded {
-    /// `(tid, name)` of each thread, in order of first recording.
-    pub threads: Vec<(u32, String)>,
-    /// Events, in drain order.
-    pub events: Vec<Event>,
-    /// Clock synchronisations.
-    pub syncs: Vec<ClockSync>,
-    /// Source locations calls name by id, in order of first use.
-    pub sites: Vec<SourceSite>,
-    /// The footer, once finished.
-    pub footer: Option<Footer>,
-}
+/// What a [`MemorySink`] received, read back.
+pub type Recorded = Collected;
 
-/// Keeps every event in memory; clone it before handing it to a recorder and read it after.
-#[derive(Clone, Debug, Default)]
+/// Keeps the stream in memory; clone it before handing it to a recorder and read it
+/// back after.
+#[derive(Clone, Debug)]
 pub struct MemorySink {
-    recorded: Arc<Mutex<Recorded>>,
+    bytes: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Default for MemorySink {
+    fn default() -> Self {
+        MemorySink::new()
+    }
 }
 
 impl MemorySink {
-    /// An empty sink.
+    /// An empty stream, with a header for rank 0 of 1.
     pub fn new() -> MemorySink {
-        MemorySink::default()
+        let header = Header {
+            format: FORMAT_NAME.into(),
+            format_version: FORMAT_VERSION,
+            rank: 0,
+            size: 1,
+            host: String::new(),
+            os_pid: std::process::id(),
+            epoch_ns: 0,
+            clock_domain: String::new(),
+            program: "memory".into(),
+            params: Default::default(),
+        };
+        MemorySink {
+            bytes: Arc::new(Mutex::new(stream::file_start(&header))),
+        }
     }
 
-    /// A copy of what was received so far.
-    pub fn recorded(&self) -> Recorded {
+    /// The stream's bytes so far.
+    pub fn bytes(&self) -> Vec<u8> {
         self.lock().clone()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Recorded> {
-        self.recorded
+    /// What was received so far, read back. A stream the reader cannot read at all (no
+    /// clock frame yet) reads as nothing.
+    pub fn recorded(&self) -> Recorded {
+        let mut out = Collected::default();
+        let _ = stream::read(&self.lock(), &mut out);
+        out
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.bytes
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
 impl Sink for MemorySink {
-    fn thread(&mut self, tid: u32, name: &str) -> io::Result<()> {
-        self.lock().threads.push((tid, name.to_string()));
-        Ok(())
-    }
-    fn event(&mut self, event: &Event) -> io::Result<()> {
-        self.lock().events.push(event.clone());
-        Ok(())
-    }
-    fn clock_sync(&mut self, sync: &ClockSync) -> io::Result<()> {
-        self.lock().syncs.push(*sync);
-        Ok(())
-    }
-    fn site(&mut self, site: &SourceSite) -> io::Result<()> {
-        self.lock().sites.push(site.clone());
+    fn write(&mut self, frames: &[u8]) -> io::Result<()> {
+        self.lock().extend_from_slice(frames);
         Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-    fn finish(&mut self, footer: &Footer) -> io::Result<()> {
-        self.lock().footer = Some(*footer);
+    fn finish(&mut self) -> io::Result<()> {
         Ok(())
     }
 }
@@ -214,22 +159,13 @@ impl Sink for MemorySink {
 pub struct NullSink;
 
 impl Sink for NullSink {
-    fn thread(&mut self, _: u32, _: &str) -> io::Result<()> {
-        Ok(())
-    }
-    fn event(&mut self, _: &Event) -> io::Result<()> {
-        Ok(())
-    }
-    fn clock_sync(&mut self, _: &ClockSync) -> io::Result<()> {
-        Ok(())
-    }
-    fn site(&mut self, _: &SourceSite) -> io::Result<()> {
+    fn write(&mut self, _: &[u8]) -> io::Result<()> {
         Ok(())
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
-    fn finish(&mut self, _: &Footer) -> io::Result<()> {
+    fn finish(&mut self) -> io::Result<()> {
         Ok(())
     }
 }

@@ -1,13 +1,9 @@
 //! Where a call was made from, as it sits in a ring: one word that is either a code
 //! address (the preload's return addresses) or a source location (`#[track_caller]` in
-//! the Rust layer), so recording a site costs a store, not a lookup. The writer thread
-//! turns source locations into the small ids of the file's `overlap_site` records.
+//! the Rust layer), so recording a site costs a store, not a lookup. A thread defines
+//! each source location once in its stream; readers number them as sites.
 
-use std::collections::HashMap;
 use std::panic::Location;
-
-use crate::fxhash::FxHashMap;
-use crate::schema::SourceSite;
 
 /// Set on a word that holds a `&'static Location`. User-space code addresses never have
 /// the top bit set (x86-64 and AArch64 user space ends far below 2^63).
@@ -54,6 +50,18 @@ impl SiteWord {
         SiteWord(std::ptr::from_ref(location) as usize as u64 | SOURCE_TAG)
     }
 
+    /// The word as the stream records it.
+    #[inline]
+    pub(crate) fn word(self) -> u64 {
+        self.0
+    }
+
+    /// True when the word holds a source location.
+    #[inline]
+    pub(crate) fn is_source(self) -> bool {
+        self.0 & SOURCE_TAG != 0
+    }
+
     /// What the word holds.
     pub(crate) fn decode(self) -> SiteKind {
         if self.0 & SOURCE_TAG != 0 {
@@ -65,49 +73,6 @@ impl SiteWord {
             SiteKind::Unknown
         } else {
             SiteKind::Address(self.0)
-        }
-    }
-}
-
-/// The writer's table of source locations met so far: each distinct (file, line,
-/// column) gets the next id from 1. Looked up by the location's address first (one
-/// call site is one static `Location`, so this is the lookup of nearly every call), then
-/// by value (a site compiled into several copies of a generic function has one
-/// `Location` per copy, and is still one site).
-#[derive(Debug, Default)]
-pub(crate) struct SourceSites {
-    by_address: FxHashMap<usize, u64>,
-    ids: HashMap<(&'static str, u32, u32), u64>,
-}
-
-impl SourceSites {
-    /// The wire `site` of a call made from `word`, and the [`SourceSite`] record to write
-    /// first when its location is new.
-    pub(crate) fn wire(&mut self, word: SiteWord) -> (Option<u64>, Option<SourceSite>) {
-        match word.decode() {
-            SiteKind::Unknown => (None, None),
-            SiteKind::Address(a) => (Some(a), None),
-            SiteKind::Source(l) => {
-                let address = std::ptr::from_ref(l) as usize;
-                if let Some(id) = self.by_address.get(&address) {
-                    return (Some(*id), None);
-                }
-                let key = (l.file(), l.line(), l.column());
-                if let Some(id) = self.ids.get(&key).copied() {
-                    self.by_address.insert(address, id);
-                    return (Some(id), None);
-                }
-                let id = self.ids.len() as u64 + 1;
-                self.ids.insert(key, id);
-                self.by_address.insert(address, id);
-                let record = SourceSite {
-                    id,
-                    file: l.file().to_string(),
-                    line: l.line(),
-                    column: l.column(),
-                };
-                (Some(id), Some(record))
-            }
         }
     }
 }
@@ -126,21 +91,6 @@ mod tests {
         assert_eq!(SiteWord::address(1 << 63 | 5).decode(), SiteKind::Unknown);
         let here = Location::caller();
         assert_eq!(SiteWord::source(here).decode(), SiteKind::Source(here));
-    }
-
-    #[test]
-    fn one_id_per_distinct_location() {
-        let mut t = SourceSites::default();
-        let a = Location::caller();
-        let b = Location::caller();
-        let (id_a, rec_a) = t.wire(SiteWord::source(a));
-        assert_eq!(id_a, Some(1));
-        let rec_a = rec_a.expect("first sight lists the site");
-        assert_eq!((rec_a.file.as_str(), rec_a.line), (file!(), a.line()));
-        assert_eq!(t.wire(SiteWord::source(a)), (Some(1), None));
-        let (id_b, rec_b) = t.wire(SiteWord::source(b));
-        assert_eq!((id_b, rec_b.map(|r| r.line)), (Some(2), Some(b.line())));
-        assert_eq!(t.wire(SiteWord::address(0x1000)), (Some(0x1000), None));
     }
 
     #[test]

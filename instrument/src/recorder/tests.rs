@@ -1,10 +1,11 @@
 //! Unit tests of the recorder: calls keep their completions and order, groups follow their call, and many threads share a small ring.
 use super::*;
 use crate::schema::{CommId, Event, Nanos, SyncPhase};
+use overlap_format::stream::codec::MEMBERS_PER_RECORD;
 
 fn config() -> RecorderConfig {
     RecorderConfig {
-        ring_capacity: 64,
+        ring_bytes: 0,
         flush_interval: Duration::from_millis(5),
         clock: ClockSource::Monotonic,
         // The stalls of the tiny ring exercise the sleep that lets a low-priority

@@ -1,18 +1,19 @@
-//! The writer thread: wakes every flush interval (or when a ring fills up), drains every
-//! thread's ring, turns records into events, hands them to the sink and flushes it. All
-//! formatting and I/O of the recorder happens here, off the recording threads.
+//! The writer thread: wakes every flush interval (or when a ring fills up), copies what
+//! each thread's ring holds into a page of the stream, adds a clock calibration reading
+//! when one is due, and hands the page to the sink. No record is decoded or formatted
+//! here: that happens when the stream is read.
 
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::record::Record;
+use overlap_format::stream::{calibration_payload, footer_payload, frame, FrameKind};
+
 use super::sink::Sink;
-use super::site::{SiteWord, SourceSites};
 use super::Shared;
-use crate::clock::StampConverter;
-use crate::schema::{CallEvent, Completion, ComputeEvent, Event, Footer, Started};
+use crate::clock::{Calibrator, Timebase};
+use crate::schema::Footer;
 
 /// What the writer reports when it ends.
 #[derive(Debug)]
@@ -21,126 +22,34 @@ pub(crate) struct WriterOutcome {
     pub(crate) error: Option<io::Error>,
 }
 
-/// A call waiting for the completion records that follow it.
-struct PendingCall {
-    event: CallEvent,
-    data: super::CallData,
-    site: SiteWord,
-    remaining: u32,
-    completed: Vec<Completion>,
-    started: Vec<Started>,
-    group: Vec<i32>,
-}
-
 struct Writer<S: Sink> {
     sink: S,
-    clock: StampConverter,
+    page: Vec<u8>,
+    calibrator: Option<Calibrator>,
     error: Option<io::Error>,
-    events: u64,
     announced: Vec<bool>,
-    pending: Option<PendingCall>,
-    sources: SourceSites,
 }
 
 impl<S: Sink> Writer<S> {
-    fn attempt(&mut self, f: impl FnOnce(&mut S) -> io::Result<()>) {
-        if self.error.is_none() {
-            if let Err(e) = f(&mut self.sink) {
+    /// Hands the page to the sink (unless an error stopped the writing).
+    fn write_page(&mut self) {
+        if self.error.is_none() && !self.page.is_empty() {
+            if let Err(e) = self.sink.write(&self.page) {
                 self.error = Some(e);
             }
         }
+        self.page.clear();
     }
 
-    fn emit(&mut self, event: Event) {
-        self.events += 1;
-        self.attempt(|s| s.event(&event));
-    }
-
-    fn finish_call(&mut self, p: PendingCall) {
-        let PendingCall {
-            mut event,
-            data,
-            site,
-            completed,
-            started,
-            group,
-            ..
-        } = p;
-        let (site, new_site) = self.sources.wire(site);
-        if let Some(listed) = new_site {
-            self.attempt(|s| s.site(&listed));
-        }
-        event.args = data.to_args(site.unwrap_or(0), completed, started);
-        event.args.group = group;
-        self.emit(Event::Call(event));
-    }
-
-    fn record(&mut self, tid: u32, record: &Record) {
-        match *record {
-            Record::Call {
-                op,
-                start,
-                end,
-                site,
-                data,
-                follow,
-            } => {
-                let p = PendingCall {
-                    event: CallEvent {
-                        tid,
-                        start: self.clock.to_nanos(start),
-                        end: self.clock.to_nanos(end),
-                        op,
-                        args: Default::default(),
-                    },
-                    data,
-                    site,
-                    remaining: follow,
-                    completed: Vec::new(),
-                    started: Vec::new(),
-                    group: Vec::new(),
-                };
-                if follow == 0 {
-                    self.finish_call(p);
-                } else {
-                    self.pending = Some(p);
-                }
-            }
-            Record::Completed(c) => self.follow(|p| p.completed.push(c)),
-            Record::Started(s) => self.follow(|p| p.started.push(s)),
-            Record::Members { ranks, len } => self.follow(|p| {
-                let n = usize::from(len).min(ranks.len());
-                p.group.extend_from_slice(&ranks[..n]);
-            }),
-            Record::Compute { name, start, end } => {
-                let (start, end) = (self.clock.to_nanos(start), self.clock.to_nanos(end));
-                self.emit(Event::Compute(ComputeEvent {
-                    tid,
-                    start,
-                    end,
-                    name: name.to_string(),
-                }))
-            }
-            Record::Sync(sync) => self.attempt(|s| s.clock_sync(&sync)),
+    fn calibrate(&mut self, force: bool) {
+        if let Some(reading) = self.calibrator.as_mut().and_then(|c| c.reading(force)) {
+            let payload = calibration_payload(&[reading]);
+            frame(&mut self.page, FrameKind::Calibration, 0, &[&payload]);
         }
     }
 
-    /// Adds a follow record to the pending call, and emits the call after its last one.
-    fn follow(&mut self, add: impl FnOnce(&mut PendingCall)) {
-        if let Some(p) = self.pending.as_mut() {
-            add(p);
-            p.remaining -= 1;
-            if p.remaining == 0 {
-                if let Some(p) = self.pending.take() {
-                    self.finish_call(p);
-                }
-            }
-        }
-    }
-
-    /// Drains every ring once.
-    fn drain_all(&mut self, shared: &Shared) {
-        self.clock.refresh();
+    /// Copies every ring once, then writes and flushes.
+    fn drain_all(&mut self, shared: &Shared, force_calibration: bool) {
         for ring in shared.rings_snapshot() {
             let tid = ring.tid as usize;
             if self.announced.len() <= tid {
@@ -148,9 +57,18 @@ impl<S: Sink> Writer<S> {
             }
             if !self.announced[tid] {
                 self.announced[tid] = true;
-                self.attempt(|s| s.thread(ring.tid, &ring.thread_name));
+                let name = ring.thread_name.as_bytes();
+                frame(&mut self.page, FrameKind::Thread, ring.tid, &[name]);
             }
-            ring.drain(|r| self.record(ring.tid, r));
+            let page = &mut self.page;
+            ring.drain(|a, b| frame(page, FrameKind::Events, ring.tid, &[a, b]));
+        }
+        self.calibrate(force_calibration);
+        self.write_page();
+        if self.error.is_none() {
+            if let Err(e) = self.sink.flush() {
+                self.error = Some(e);
+            }
         }
     }
 }
@@ -172,24 +90,25 @@ pub(crate) fn lower_priority() {
 /// The writer thread's body.
 pub(crate) fn run<S: Sink>(
     sink: S,
-    clock: StampConverter,
+    timebase: Timebase,
     shared: Arc<Shared>,
     interval: Duration,
 ) -> WriterOutcome {
+    let clock = timebase.stamp_clock();
     let mut w = Writer {
         sink,
-        clock,
+        page: Vec::with_capacity(1 << 16),
+        calibrator: matches!(timebase, Timebase::Tsc).then(Calibrator::default),
         error: None,
-        events: 0,
         announced: Vec::new(),
-        pending: None,
-        sources: SourceSites::default(),
     };
+    frame(&mut w.page, FrameKind::Clock, 0, &[&[clock as u8]]);
+    w.calibrate(false);
+    w.write_page();
     loop {
         // Read the flag before draining: once it is set, one more full drain follows.
         let stopping = shared.stop.load(Ordering::Acquire);
-        w.drain_all(&shared);
-        w.attempt(|s| s.flush());
+        w.drain_all(&shared, stopping);
         if stopping {
             break;
         }
@@ -197,11 +116,22 @@ pub(crate) fn run<S: Sink>(
     }
     let rings = shared.rings_snapshot();
     let footer = Footer {
-        events: w.events,
+        events: rings.iter().map(|r| r.events()).sum(),
         threads: rings.len() as u32,
         buffer_stalls: rings.iter().map(|r| r.stalls()).sum(),
     };
-    w.attempt(|s| s.finish(&footer));
+    frame(
+        &mut w.page,
+        FrameKind::Footer,
+        0,
+        &[&footer_payload(&footer)],
+    );
+    w.write_page();
+    if w.error.is_none() {
+        if let Err(e) = w.sink.finish() {
+            w.error = Some(e);
+        }
+    }
     WriterOutcome {
         footer,
         error: w.error,
