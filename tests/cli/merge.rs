@@ -73,17 +73,17 @@ fn merging_a_recorded_run_again_and_strict_mode() {
     assert_eq!(a.events, b.events);
     std::fs::remove_file(ranks.join("out.json")).expect("remove");
 
-    // Cut rank 1's file in the middle of its last event.
-    let rank1 = ranks.join("rank-1.json");
-    let text = std::fs::read_to_string(&rank1).expect("read");
-    std::fs::write(&rank1, &text[..text.len() - 120]).expect("write");
+    // Cut rank 1's file in the middle of its last frame (the footer's).
+    let rank1 = ranks.join("rank-1.ovlp");
+    let bytes = std::fs::read(&rank1).expect("read");
+    std::fs::write(&rank1, &bytes[..bytes.len() - 30]).expect("write");
     let lenient = merge(&ranks, &[]);
     assert!(lenient.success(), "{}", lenient.describe());
     assert!(
         lenient
             .stderr()
             .contains("warning: rank 1: trace cut short")
-            && lenient.stderr().contains("rank-1.json"),
+            && lenient.stderr().contains("rank-1.ovlp"),
         "{}",
         lenient.describe()
     );

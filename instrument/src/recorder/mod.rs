@@ -12,6 +12,7 @@ mod encode;
 mod ring;
 mod sink;
 mod site;
+mod thread;
 mod writer;
 
 use std::cell::{Cell, RefCell};
@@ -22,6 +23,7 @@ use std::time::Duration;
 
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
 pub use sink::{MemorySink, NullSink, RankFileSink, Recorded, Sink};
+pub use thread::ThreadRecorder;
 
 use overlap_format::stream::codec::{
     encode_call, encode_completion, encode_compute, encode_members, encode_started, encode_sync,
@@ -225,6 +227,13 @@ impl Recorder {
         id
     }
 
+    /// A handle on the calling thread's ring, for a caller that keeps one per thread in
+    /// a place it reaches faster than this crate's thread-local lookup (the preload's
+    /// initial-exec thread slot). Use it on this thread only.
+    pub fn for_this_thread(&self) -> ThreadRecorder {
+        ThreadRecorder::new(self.clone(), self.register_thread())
+    }
+
     /// Runs `f` with this thread's ring, registering it on first use.
     #[inline]
     fn with_ring(&self, f: impl FnOnce(&Ring)) {
@@ -263,12 +272,24 @@ impl Recorder {
         })
     }
 
-    /// Appends one group to this thread's ring: `body` encodes its records (with the
-    /// thread's encoder for definitions, and a copy of its deltas that is kept only if
-    /// the group is published). `events` is how many calls and spans the group holds.
+    /// Runs `f` with `ring` when the caller has it (a [`ThreadRecorder`]), else with
+    /// this thread's ring.
+    #[inline(always)]
+    fn on_ring(&self, ring: Option<&Ring>, f: impl FnOnce(&Ring)) {
+        match ring {
+            Some(r) => f(r),
+            None => self.with_ring(f),
+        }
+    }
+
+    /// Appends one group to this thread's ring (`ring`, or the one looked up): `body`
+    /// encodes its records (with the thread's encoder for definitions, and a copy of its
+    /// deltas that is kept only if the group is published). `events` is how many calls
+    /// and spans the group holds.
     #[inline]
     fn push(
         &self,
+        ring: Option<&Ring>,
         events: u64,
         body: impl FnOnce(
             &ThreadEncoder,
@@ -281,9 +302,9 @@ impl Recorder {
         if shared.finished.load(Ordering::Relaxed) {
             return;
         }
-        self.with_ring(|ring| {
-            // SAFETY: only the thread that owns the ring touches its encoder, and `with_ring`
-            // runs on that thread.
+        self.on_ring(ring, |ring| {
+            // SAFETY: only the thread that owns the ring touches its encoder, and rings
+            // are only handed to their own thread.
             let encoder = unsafe { &mut *ring.encoder.get() };
             let mut deltas = encoder.deltas;
             let mut defs = NewDefs::default();
@@ -339,7 +360,7 @@ impl Recorder {
         mut completion: impl FnMut(usize) -> Completion,
     ) {
         let site = site::SiteWord::source(std::panic::Location::caller());
-        self.push_call(op, start, end, site, data, count, |i, buf, d| {
+        self.push_call(None, op, start, end, site, data, count, |i, buf, d| {
             encode_completion(buf, d, &completion(i));
         });
     }
@@ -356,9 +377,25 @@ impl Recorder {
         site: u64,
         data: CallData,
         count: usize,
+        completion: impl FnMut(usize) -> Completion,
+    ) {
+        self.record_call_from_on(None, op, start, end, site, data, count, completion);
+    }
+
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_call_from_on(
+        &self,
+        ring: Option<&Ring>,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        data: CallData,
+        count: usize,
         mut completion: impl FnMut(usize) -> Completion,
     ) {
-        self.push_call(op, start, end, site, data, count, |i, buf, d| {
+        self.push_call(ring, op, start, end, site, data, count, |i, buf, d| {
             encode_completion(buf, d, &completion(i));
         });
     }
@@ -373,9 +410,24 @@ impl Recorder {
         end: Stamp,
         site: u64,
         count: usize,
+        started: impl FnMut(usize) -> Started,
+    ) {
+        self.record_start_on(None, op, start, end, site, count, started);
+    }
+
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_start_on(
+        &self,
+        ring: Option<&Ring>,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        count: usize,
         mut started: impl FnMut(usize) -> Started,
     ) {
-        self.push_call(op, start, end, site, CallData::Start, count, |i, buf, d| {
+        self.push_call(ring, op, start, end, site, CallData::Start, count, |i, buf, d| {
             encode_started(buf, d, &started(i));
         });
     }
@@ -392,8 +444,23 @@ impl Recorder {
         data: CallData,
         group: &[i32],
     ) {
+        self.record_group_on(None, op, start, end, site, data, group);
+    }
+
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn record_group_on(
+        &self,
+        ring: Option<&Ring>,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        data: CallData,
+        group: &[i32],
+    ) {
         let count = group.len().div_ceil(MEMBERS_PER_RECORD);
-        self.push_call(op, start, end, site, data, count, |i, buf, _| {
+        self.push_call(ring, op, start, end, site, data, count, |i, buf, _| {
             let from = (i * MEMBERS_PER_RECORD).min(group.len());
             encode_members(
                 buf,
@@ -408,6 +475,7 @@ impl Recorder {
     #[allow(clippy::too_many_arguments)]
     fn push_call(
         &self,
+        ring: Option<&Ring>,
         op: Op,
         start: Stamp,
         end: Stamp,
@@ -418,7 +486,7 @@ impl Recorder {
     ) {
         let max_follow = self.shared().ring_bytes / 2 / FOLLOW_MAX;
         let (count, site) = (count.min(max_follow), site.into());
-        self.push(1, |encoder, deltas, group, defs| {
+        self.push(ring, 1, |encoder, deltas, group, defs| {
             encoder.site(site, group, defs);
             let mut buf = RecordBuf::default();
             encode_call(
@@ -443,7 +511,7 @@ impl Recorder {
     /// Records a compute span that has already happened.
     #[inline]
     pub fn record_compute(&self, name: &'static str, start: Stamp, end: Stamp) {
-        self.push(1, |encoder, deltas, group, defs| {
+        self.push(None, 1, |encoder, deltas, group, defs| {
             let id = encoder.name(name, group, defs);
             let mut buf = RecordBuf::default();
             encode_compute(&mut buf, deltas, id, start.raw(), end.raw());
@@ -473,7 +541,7 @@ impl Recorder {
 
     /// Records a clock synchronisation result.
     pub fn record_clock_sync(&self, sync: ClockSync) {
-        self.push(0, |_, _, group, _| {
+        self.push(None, 0, |_, _, group, _| {
             let mut buf = RecordBuf::default();
             encode_sync(&mut buf, &sync);
             group.put(buf.as_bytes());

@@ -154,3 +154,42 @@ fn many_events_through_a_small_ring_from_several_threads() {
     // Recording after finish is dropped, not blocked.
     rec.record_compute("late", at(0), at(1));
 }
+
+#[test]
+fn a_thread_recorder_appends_to_its_threads_stream_in_order() {
+    let sink = MemorySink::new();
+    let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+    let mine = rec.for_this_thread();
+    let first = mine.next_request_id();
+    let second = rec.next_request_id();
+    assert_eq!((first.0, second.0), (1, 2), "one numbering per thread");
+    mine.record_call_from(Op::Barrier, at(1), at(2), 0x10, CallData::Plain, 0, |_| {
+        unreachable!("no completions")
+    });
+    rec.record_call(Op::Barrier, at(3), at(4), CallData::Plain, &[]);
+    mine.record_start(Op::Start, at(5), at(6), 0x20, 1, |_| Started {
+        request: 3,
+        persistent: 1,
+    });
+    std::thread::spawn({
+        let rec = rec.clone();
+        move || {
+            let other = rec.for_this_thread();
+            other.record_group(Op::WinPost, at(7), at(8), 0x30, CallData::Plain, &[1, 2]);
+        }
+    })
+    .join()
+    .expect("other thread");
+    rec.finish().expect("finish");
+    let got = sink.recorded();
+    let ops: Vec<(u32, u64)> = got.events.iter().map(|e| (e.tid(), e.start().0)).collect();
+    assert_eq!(ops, [(0, 1), (0, 3), (0, 5), (1, 7)]);
+    let Event::Call(start) = &got.events[2] else {
+        panic!("the Start")
+    };
+    assert_eq!(start.args.started[0].request, 3);
+    let Event::Call(post) = &got.events[3] else {
+        panic!("the Win_post")
+    };
+    assert_eq!(post.args.group, [1, 2]);
+}

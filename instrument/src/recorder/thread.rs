@@ -1,0 +1,93 @@
+//! [`ThreadRecorder`]: the recording methods of the preload's hot path, bound to one
+//! thread's ring, so that a call records without this crate's thread-local lookup (which
+//! in a shared library goes through `__tls_get_addr`).
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::ring::Ring;
+use super::{CallData, Recorder};
+use crate::clock::Stamp;
+use crate::schema::{Completion, Op, RequestId, Started};
+
+/// A recorder bound to the ring of the thread that made it ([`Recorder::for_this_thread`]).
+/// It is neither `Send` nor `Sync`: it records for its own thread only.
+pub struct ThreadRecorder {
+    recorder: Recorder,
+    ring: Arc<Ring>,
+    _this_thread: PhantomData<*const ()>,
+}
+
+impl ThreadRecorder {
+    pub(super) fn new(recorder: Recorder, ring: Arc<Ring>) -> ThreadRecorder {
+        ThreadRecorder {
+            recorder,
+            ring,
+            _this_thread: PhantomData,
+        }
+    }
+
+    /// The recorder it records for.
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    /// Now, as a stamp of the recorder's clock.
+    #[inline]
+    pub fn stamp(&self) -> Stamp {
+        self.recorder.stamp()
+    }
+
+    /// A fresh request id: see [`Recorder::next_request_id`].
+    #[inline]
+    pub fn next_request_id(&self) -> RequestId {
+        RequestId(self.ring.next_request_id())
+    }
+
+    /// [`Recorder::record_call_from`] on this thread's ring.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn record_call_from(
+        &self,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        data: CallData,
+        count: usize,
+        completion: impl FnMut(usize) -> Completion,
+    ) {
+        self.recorder
+            .record_call_from_on(Some(&self.ring), op, start, end, site, data, count, completion);
+    }
+
+    /// [`Recorder::record_start`] on this thread's ring.
+    #[inline]
+    pub fn record_start(
+        &self,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        count: usize,
+        started: impl FnMut(usize) -> Started,
+    ) {
+        self.recorder
+            .record_start_on(Some(&self.ring), op, start, end, site, count, started);
+    }
+
+    /// [`Recorder::record_group`] on this thread's ring.
+    #[inline]
+    pub fn record_group(
+        &self,
+        op: Op,
+        start: Stamp,
+        end: Stamp,
+        site: u64,
+        data: CallData,
+        group: &[i32],
+    ) {
+        self.recorder
+            .record_group_on(Some(&self.ring), op, start, end, site, data, group);
+    }
+}
