@@ -2,6 +2,7 @@
 //! errors a user sees.
 
 mod analyze;
+mod crash;
 mod merge;
 mod microbench;
 mod preload_calls;

@@ -40,6 +40,7 @@ fn programs() -> &'static Path {
         compile("mpicc", "nbc_rma.c", "nbc_rma", &["-Wno-stringop-overflow"]);
         compile("mpicc", "session.c", "session", &[]);
         compile("mpicc", "twins.c", "twins", &["-Wno-stringop-overflow"]);
+        compile("mpicc", "killed.c", "killed", &[]);
         compile("mpif90", "ring.f90", "ring", &[]);
         dir
     })

@@ -86,6 +86,8 @@ pub struct Merged {
     pub messages: Vec<Message>,
     /// Request lifetimes.
     pub requests: Vec<RequestLife>,
+    /// The ranks in the compact form analysis uses, built once by the merge.
+    pub timelines: Vec<Timeline>,
 }
 
 impl Merged {
@@ -99,7 +101,7 @@ impl Merged {
         crate::model::Trace::new(
             source.to_path_buf(),
             self.info.clone(),
-            self.ranks.iter().map(AlignedRank::timeline).collect(),
+            self.timelines.clone(),
             self.messages.clone(),
             self.requests.clone(),
         )
@@ -328,45 +330,54 @@ impl ClockPlan {
     }
 }
 
-/// Aligns and matches the given per-rank traces.
+/// Aligns and matches the given per-rank traces. Their events are moved, not copied,
+/// onto the run's timeline; the compact timelines analysis uses are built once, here.
 pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
     traces.sort_by_key(RankTrace::rank);
     let plan = ClockPlan::new(&traces);
     let ranks: Vec<AlignedRank> = traces
-        .iter()
+        .iter_mut()
         .enumerate()
-        .map(|(i, t)| align_rank(t, plan.aligner(i, t)))
+        .map(|(i, t)| {
+            let events = std::mem::take(&mut t.events);
+            align_rank(t, events, plan.aligner(i, t))
+        })
         .collect();
     let timelines: Vec<Timeline> = ranks.iter().map(AlignedRank::timeline).collect();
     let (requests, matched) = match_all(&timelines);
-    let info = plan.info(&traces, &timelines, &matched);
+    let mut info = plan.info(&traces, &timelines, &matched);
+    // The events went to the ranks: count them there.
+    for inc in &mut info.incomplete {
+        if let Some(r) = ranks.iter().find(|r| r.rank == inc.rank) {
+            inc.events_read = r.events.len() as u64;
+        }
+    }
     Merged {
         info,
         ranks,
         messages: matched.messages,
         requests,
+        timelines,
     }
 }
 
-fn align_rank(t: &RankTrace, align: impl Fn(Nanos) -> Nanos) -> AlignedRank {
-    let mut events: Vec<Event> = t
-        .events
-        .iter()
-        .map(|e| {
-            let mut e = e.clone();
-            match &mut e {
-                Event::Call(c) => {
-                    c.start = align(c.start);
-                    c.end = align(c.end).max(c.start);
-                }
-                Event::Compute(c) => {
-                    c.start = align(c.start);
-                    c.end = align(c.end).max(c.start);
-                }
+fn align_rank(
+    t: &RankTrace,
+    mut events: Vec<Event>,
+    align: impl Fn(Nanos) -> Nanos,
+) -> AlignedRank {
+    for e in &mut events {
+        match e {
+            Event::Call(c) => {
+                c.start = align(c.start);
+                c.end = align(c.end).max(c.start);
             }
-            e
-        })
-        .collect();
+            Event::Compute(c) => {
+                c.start = align(c.start);
+                c.end = align(c.end).max(c.start);
+            }
+        }
+    }
     events.sort_by_key(|e| (e.start(), e.tid()));
     AlignedRank {
         rank: t.rank(),

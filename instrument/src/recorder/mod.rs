@@ -427,9 +427,18 @@ impl Recorder {
         count: usize,
         mut started: impl FnMut(usize) -> Started,
     ) {
-        self.push_call(ring, op, start, end, site, CallData::Start, count, |i, buf, d| {
-            encode_started(buf, d, &started(i));
-        });
+        self.push_call(
+            ring,
+            op,
+            start,
+            end,
+            site,
+            CallData::Start,
+            count,
+            |i, buf, d| {
+                encode_started(buf, d, &started(i));
+            },
+        );
     }
 
     /// Records a call made from `site` on a group of world ranks (Win_start, Win_post):

@@ -57,8 +57,16 @@ impl ThreadRecorder {
         count: usize,
         completion: impl FnMut(usize) -> Completion,
     ) {
-        self.recorder
-            .record_call_from_on(Some(&self.ring), op, start, end, site, data, count, completion);
+        self.recorder.record_call_from_on(
+            Some(&self.ring),
+            op,
+            start,
+            end,
+            site,
+            data,
+            count,
+            completion,
+        );
     }
 
     /// [`Recorder::record_start`] on this thread's ring.
