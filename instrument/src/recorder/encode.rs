@@ -10,7 +10,6 @@ use std::panic::Location;
 
 use overlap_format::fxhash::FxHashMap;
 use overlap_format::stream::codec::{encode_site, encode_string_head, Deltas, STRING_MAX};
-use overlap_format::stream::varint::RecordBuf;
 
 use super::ring::Group;
 use super::site::{SiteKind, SiteWord};
@@ -71,9 +70,7 @@ impl ThreadEncoder {
             }
             text = &text[..cut];
         }
-        let mut head = RecordBuf::default();
-        encode_string_head(&mut head, id, text.len());
-        g.put(head.as_bytes());
+        g.record(|c| encode_string_head(c, id, text.len()));
         g.put(text.as_bytes());
         defs.strings[defs.n_strings] = (key, id);
         defs.n_strings += 1;
@@ -121,9 +118,7 @@ impl ThreadEncoder {
         defs: &mut NewDefs,
     ) {
         let file = self.string(l.file(), g, defs);
-        let mut rec = RecordBuf::default();
-        encode_site(&mut rec, word, file, l.line(), l.column());
-        g.put(rec.as_bytes());
+        g.record(|c| encode_site(c, word, file, l.line(), l.column()));
         defs.site = Some(word);
     }
 

@@ -29,13 +29,12 @@ use overlap_format::stream::codec::{
     encode_call, encode_completion, encode_compute, encode_members, encode_started, encode_sync,
     Deltas, MEMBERS_PER_RECORD,
 };
-use overlap_format::stream::varint::RecordBuf;
 
 use crate::clock::{monotonic_now_ns, ClockSource, Stamp, Timebase};
 use crate::schema::{ClockSync, Completion, Footer, Op, RequestId, Started};
 use crate::{Error, Result};
 use encode::{NewDefs, ThreadEncoder};
-use ring::{Group, PushOutcome, Ring};
+use ring::{Cursor, Group, PushOutcome, Ring};
 
 /// The most bytes a record that follows a call takes (a full members record).
 const FOLLOW_MAX: usize = 96;
@@ -491,28 +490,26 @@ impl Recorder {
         site: impl Into<site::SiteWord>,
         data: CallData,
         count: usize,
-        mut follow: impl FnMut(usize, &mut RecordBuf, &mut Deltas),
+        mut follow: impl FnMut(usize, &mut Cursor, &mut Deltas),
     ) {
         let max_follow = self.shared().ring_bytes / 2 / FOLLOW_MAX;
         let (count, site) = (count.min(max_follow), site.into());
         self.push(ring, 1, |encoder, deltas, group, defs| {
             encoder.site(site, group, defs);
-            let mut buf = RecordBuf::default();
-            encode_call(
-                &mut buf,
-                deltas,
-                op,
-                start.raw(),
-                end.raw(),
-                site.word(),
-                &data,
-                count as u32,
-            );
-            group.put(buf.as_bytes());
+            group.record(|c| {
+                encode_call(
+                    c,
+                    deltas,
+                    op,
+                    start.raw(),
+                    end.raw(),
+                    site.word(),
+                    &data,
+                    count as u32,
+                )
+            });
             for i in 0..count {
-                buf.clear();
-                follow(i, &mut buf, deltas);
-                group.put(buf.as_bytes());
+                group.record(|c| follow(i, c, deltas));
             }
         });
     }
@@ -522,9 +519,7 @@ impl Recorder {
     pub fn record_compute(&self, name: &'static str, start: Stamp, end: Stamp) {
         self.push(None, 1, |encoder, deltas, group, defs| {
             let id = encoder.name(name, group, defs);
-            let mut buf = RecordBuf::default();
-            encode_compute(&mut buf, deltas, id, start.raw(), end.raw());
-            group.put(buf.as_bytes());
+            group.record(|c| encode_compute(c, deltas, id, start.raw(), end.raw()));
         });
     }
 
@@ -551,9 +546,7 @@ impl Recorder {
     /// Records a clock synchronisation result.
     pub fn record_clock_sync(&self, sync: ClockSync) {
         self.push(None, 0, |_, _, group, _| {
-            let mut buf = RecordBuf::default();
-            encode_sync(&mut buf, &sync);
-            group.put(buf.as_bytes());
+            group.record(|c| encode_sync(c, &sync));
         });
     }
 

@@ -9,7 +9,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use overlap_format::stream::varint::RECORD_MAX;
+use overlap_format::stream::varint::{RecordOut, RECORD_MAX};
 
 use super::encode::ThreadEncoder;
 
@@ -62,31 +62,110 @@ pub(crate) struct Group<'r, W: FnMut() -> bool> {
     dropped: bool,
 }
 
+/// Encodes a record straight into the ring's memory (or a stack buffer, where the
+/// ring wraps). Writes past [`RECORD_MAX`] are dropped and spoil the record.
+pub(crate) struct Cursor {
+    at: *mut u8,
+    len: usize,
+}
+
+impl RecordOut for Cursor {
+    #[inline(always)]
+    fn put_u8(&mut self, b: u8) {
+        if self.len < RECORD_MAX {
+            // SAFETY: `at` points to RECORD_MAX writable bytes the producer owns.
+            unsafe { self.at.add(self.len).write(b) };
+        }
+        self.len += 1;
+    }
+}
+
 impl<W: FnMut() -> bool> Group<'_, W> {
-    /// Appends one record's bytes (at most [`RECORD_MAX`] plus a string's; a group must
-    /// stay under half the ring), waiting for room if the ring is full.
-    #[inline]
-    pub(crate) fn put(&mut self, record: &[u8]) {
+    /// Makes room for `n` more bytes, waiting for the writer when the ring is full.
+    /// False when the group was dropped.
+    #[inline(always)]
+    fn room(&mut self, n: usize) -> bool {
         if self.dropped {
+            return false;
+        }
+        let ring = self.ring;
+        let end = self.at.wrapping_add(n);
+        if end.wrapping_sub(self.tail) > ring.capacity() {
+            self.wait_for_room(end);
+        }
+        !self.dropped
+    }
+
+    #[cold]
+    fn wait_for_room(&mut self, end: usize) {
+        let ring = self.ring;
+        self.tail = ring.tail.load(Ordering::Acquire);
+        if end.wrapping_sub(self.tail) > ring.capacity() {
+            ring.stalls.fetch_add(1, Ordering::Relaxed);
+            while end.wrapping_sub(self.tail) > ring.capacity() {
+                if !(self.wait)() {
+                    self.dropped = true;
+                    return;
+                }
+                self.tail = ring.tail.load(Ordering::Acquire);
+            }
+        }
+    }
+
+    /// Appends one record encoded by `encode` (at most [`RECORD_MAX`] bytes).
+    #[inline(always)]
+    pub(crate) fn record(&mut self, encode: impl FnOnce(&mut Cursor)) {
+        if !self.room(RECORD_MAX) {
             return;
         }
         let ring = self.ring;
-        let end = self.at.wrapping_add(record.len());
-        if end.wrapping_sub(self.tail) > ring.capacity() {
-            self.tail = ring.tail.load(Ordering::Acquire);
-            if end.wrapping_sub(self.tail) > ring.capacity() {
-                ring.stalls.fetch_add(1, Ordering::Relaxed);
-                while end.wrapping_sub(self.tail) > ring.capacity() {
-                    if !(self.wait)() {
-                        self.dropped = true;
-                        return;
-                    }
-                    self.tail = ring.tail.load(Ordering::Acquire);
-                }
-            }
+        let start = self.at & ring.mask;
+        if start + RECORD_MAX <= ring.capacity() {
+            // SAFETY: [start, start + RECORD_MAX) is inside the ring and outside
+            // [tail, head): `room` checked it.
+            let mut c = Cursor {
+                at: unsafe { ring.base().add(start) },
+                len: 0,
+            };
+            encode(&mut c);
+            self.commit(c.len);
+        } else {
+            self.record_wrapping(encode);
         }
-        ring.copy_in(self.at, record);
-        self.at = end;
+    }
+
+    #[cold]
+    fn record_wrapping(&mut self, encode: impl FnOnce(&mut Cursor)) {
+        let mut scratch = [0u8; RECORD_MAX];
+        let mut c = Cursor {
+            at: scratch.as_mut_ptr(),
+            len: 0,
+        };
+        encode(&mut c);
+        if c.len <= RECORD_MAX {
+            self.ring.copy_in(self.at, &scratch[..c.len]);
+        }
+        self.commit(c.len);
+    }
+
+    #[inline(always)]
+    fn commit(&mut self, len: usize) {
+        if len > RECORD_MAX {
+            // An encoder bug: never publish a spoilt record.
+            self.dropped = true;
+        } else {
+            self.at = self.at.wrapping_add(len);
+        }
+    }
+
+    /// Appends raw bytes (a string definition's text), waiting for room as needed. A
+    /// group must stay under half the ring.
+    #[inline]
+    pub(crate) fn put(&mut self, bytes: &[u8]) {
+        if self.room(bytes.len()) {
+            self.ring.copy_in(self.at, bytes);
+            self.at = self.at.wrapping_add(bytes.len());
+        }
     }
 
     /// Publishes the group; returns what happened.
@@ -156,7 +235,13 @@ impl Ring {
         // are outside [tail, head), which the caller checked) and `src` is not in the ring.
         unsafe {
             std::ptr::copy_nonoverlapping(src.as_ptr(), self.base().add(start), first);
-            std::ptr::copy_nonoverlapping(src.as_ptr().add(first), self.base(), src.len() - first);
+            if first < src.len() {
+                std::ptr::copy_nonoverlapping(
+                    src.as_ptr().add(first),
+                    self.base(),
+                    src.len() - first,
+                );
+            }
         }
     }
 

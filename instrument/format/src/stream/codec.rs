@@ -8,7 +8,7 @@
 //! a byte or two for each of them. A thread's records are therefore read in order from
 //! the thread's first one; a stream is never cut inside a record.
 
-use super::varint::{DecodeError, Reader, RecordBuf};
+use super::varint::{DecodeError, Reader, RecordOut};
 use crate::call_data::{Access, CallData, Collective, Transfer};
 use crate::schema::{ClockSync, CommId, Completion, Op, RequestId, Started, SyncPhase};
 
@@ -188,7 +188,7 @@ fn tag_of(data: &CallData) -> Tag {
 }
 
 #[inline(always)]
-fn put_option_bool(out: &mut RecordBuf, v: Option<bool>) {
+fn put_option_bool(out: &mut impl RecordOut, v: Option<bool>) {
     out.put_u8(match v {
         None => 0,
         Some(false) => 1,
@@ -197,7 +197,7 @@ fn put_option_bool(out: &mut RecordBuf, v: Option<bool>) {
 }
 
 #[inline(always)]
-fn put_option_i32(out: &mut RecordBuf, v: Option<i32>) {
+fn put_option_i32(out: &mut impl RecordOut, v: Option<i32>) {
     match v {
         None => out.put_u8(0),
         Some(x) => {
@@ -208,13 +208,13 @@ fn put_option_i32(out: &mut RecordBuf, v: Option<i32>) {
 }
 
 #[inline(always)]
-fn put_request(out: &mut RecordBuf, d: &mut Deltas, request: u64) {
+fn put_request(out: &mut impl RecordOut, d: &mut Deltas, request: u64) {
     out.put_delta(request, d.request);
     d.request = request;
 }
 
 #[inline(always)]
-fn put_transfer(out: &mut RecordBuf, d: &mut Deltas, t: &Transfer) {
+fn put_transfer(out: &mut impl RecordOut, d: &mut Deltas, t: &Transfer) {
     out.put_signed(i64::from(t.peer));
     out.put_signed(i64::from(t.tag));
     out.put_var(t.bytes);
@@ -225,7 +225,7 @@ fn put_transfer(out: &mut RecordBuf, d: &mut Deltas, t: &Transfer) {
 }
 
 #[inline(always)]
-fn put_collective(out: &mut RecordBuf, c: &Collective) {
+fn put_collective(out: &mut impl RecordOut, c: &Collective) {
     out.put_var(u64::from(c.comm.0));
     out.put_var(c.send_bytes);
     out.put_var(c.recv_bytes);
@@ -236,7 +236,7 @@ fn put_collective(out: &mut RecordBuf, c: &Collective) {
 #[inline]
 #[allow(clippy::too_many_arguments)]
 pub fn encode_call(
-    out: &mut RecordBuf,
+    out: &mut impl RecordOut,
     d: &mut Deltas,
     op: Op,
     start: u64,
@@ -313,7 +313,7 @@ pub fn encode_call(
 
 /// Encodes a completion of the call before.
 #[inline]
-pub fn encode_completion(out: &mut RecordBuf, d: &mut Deltas, c: &Completion) {
+pub fn encode_completion(out: &mut impl RecordOut, d: &mut Deltas, c: &Completion) {
     out.put_u8(Tag::Completed as u8);
     let present = u8::from(c.request.is_some())
         | u8::from(c.source.is_some()) << 1
@@ -336,7 +336,7 @@ pub fn encode_completion(out: &mut RecordBuf, d: &mut Deltas, c: &Completion) {
 
 /// Encodes a start of the call before.
 #[inline]
-pub fn encode_started(out: &mut RecordBuf, d: &mut Deltas, s: &Started) {
+pub fn encode_started(out: &mut impl RecordOut, d: &mut Deltas, s: &Started) {
     out.put_u8(Tag::Started as u8);
     put_request(out, d, s.request);
     out.put_delta(s.persistent, s.request);
@@ -345,7 +345,7 @@ pub fn encode_started(out: &mut RecordBuf, d: &mut Deltas, s: &Started) {
 /// Encodes up to [`MEMBERS_PER_RECORD`] group members (more are left out: callers
 /// split larger groups).
 #[inline]
-pub fn encode_members(out: &mut RecordBuf, ranks: &[i32]) {
+pub fn encode_members(out: &mut impl RecordOut, ranks: &[i32]) {
     let ranks = &ranks[..ranks.len().min(MEMBERS_PER_RECORD)];
     out.put_u8(Tag::Members as u8);
     out.put_var(ranks.len() as u64);
@@ -356,7 +356,7 @@ pub fn encode_members(out: &mut RecordBuf, ranks: &[i32]) {
 
 /// Encodes a compute span whose name was defined as string `name`.
 #[inline]
-pub fn encode_compute(out: &mut RecordBuf, d: &mut Deltas, name: u32, start: u64, end: u64) {
+pub fn encode_compute(out: &mut impl RecordOut, d: &mut Deltas, name: u32, start: u64, end: u64) {
     out.put_u8(Tag::Compute as u8);
     out.put_var(u64::from(name));
     out.put_delta(start, d.start);
@@ -365,7 +365,7 @@ pub fn encode_compute(out: &mut RecordBuf, d: &mut Deltas, name: u32, start: u64
 }
 
 /// Encodes a clock synchronisation.
-pub fn encode_sync(out: &mut RecordBuf, s: &ClockSync) {
+pub fn encode_sync(out: &mut impl RecordOut, s: &ClockSync) {
     out.put_u8(Tag::Sync as u8);
     out.put_u8(match s.phase {
         SyncPhase::Init => 0,
@@ -380,14 +380,14 @@ pub fn encode_sync(out: &mut RecordBuf, s: &ClockSync) {
 
 /// Encodes the head of a string definition; the string's `len` bytes follow it
 /// (`len` at most [`STRING_MAX`]).
-pub fn encode_string_head(out: &mut RecordBuf, id: u32, len: usize) {
+pub fn encode_string_head(out: &mut impl RecordOut, id: u32, len: usize) {
     out.put_u8(Tag::StringDef as u8);
     out.put_var(u64::from(id));
     out.put_var(len.min(STRING_MAX) as u64);
 }
 
 /// Encodes a source location, its file defined as string `file`.
-pub fn encode_site(out: &mut RecordBuf, word: u64, file: u32, line: u32, column: u32) {
+pub fn encode_site(out: &mut impl RecordOut, word: u64, file: u32, line: u32, column: u32) {
     out.put_u8(Tag::SiteDef as u8);
     out.put_var(word);
     out.put_var(u64::from(file));

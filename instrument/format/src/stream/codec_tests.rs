@@ -1,6 +1,7 @@
 //! Round trips of every kind of record, their sizes, and garbage refused without a panic.
 
 use super::*;
+use crate::stream::varint::RecordBuf;
 
 fn transfer(peer: i32, buf: u64) -> Transfer {
     Transfer {

@@ -3,23 +3,33 @@
 //! (0, -1, 1, -2... become 0, 1, 2, 3...), so that small magnitudes take one byte.
 //! [`RecordBuf`] is where the hot path encodes a record; [`Reader`] takes it apart.
 
+use std::mem::MaybeUninit;
+
 /// Longest encoded record but a string definition's text: a Sendrecv call with every
 /// integer at its widest (10 bytes for 64 bits) fits with room to spare.
 pub const RECORD_MAX: usize = 192;
 
-/// A record being encoded, on the stack of the recording thread.
-#[derive(Clone, Debug)]
+/// A record being encoded, on the stack of the recording thread. Its bytes are left
+/// uninitialised until written, so making one costs nothing.
+#[derive(Clone, Copy)]
 pub struct RecordBuf {
-    bytes: [u8; RECORD_MAX],
+    bytes: [MaybeUninit<u8>; RECORD_MAX],
     len: usize,
 }
 
 impl Default for RecordBuf {
+    #[inline]
     fn default() -> Self {
         RecordBuf {
-            bytes: [0; RECORD_MAX],
+            bytes: [MaybeUninit::uninit(); RECORD_MAX],
             len: 0,
         }
+    }
+}
+
+impl std::fmt::Debug for RecordBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("RecordBuf").field(&self.as_bytes()).finish()
     }
 }
 
@@ -27,7 +37,9 @@ impl RecordBuf {
     /// The bytes encoded so far.
     #[inline]
     pub fn as_bytes(&self) -> &[u8] {
-        &self.bytes[..self.len]
+        // SAFETY: the first `len` bytes were written (`put_u8` is the only writer and
+        // advances `len` past what it wrote); MaybeUninit<u8> has u8's layout.
+        unsafe { std::slice::from_raw_parts(self.bytes.as_ptr().cast::<u8>(), self.len) }
     }
 
     /// Starts over.
@@ -39,13 +51,27 @@ impl RecordBuf {
     /// One byte.
     #[inline(always)]
     pub fn put_u8(&mut self, b: u8) {
-        self.bytes[self.len] = b;
+        self.bytes[self.len] = MaybeUninit::new(b);
         self.len += 1;
     }
+}
+
+impl RecordOut for RecordBuf {
+    #[inline(always)]
+    fn put_u8(&mut self, b: u8) {
+        RecordBuf::put_u8(self, b);
+    }
+}
+
+/// Where records are encoded: a [`RecordBuf`], or the recorder's ring itself. A record
+/// never takes more than [`RECORD_MAX`] bytes.
+pub trait RecordOut {
+    /// One byte.
+    fn put_u8(&mut self, b: u8);
 
     /// An unsigned LEB128 integer.
     #[inline(always)]
-    pub fn put_var(&mut self, mut v: u64) {
+    fn put_var(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.put_u8(v as u8 | 0x80);
             v >>= 7;
@@ -55,14 +81,14 @@ impl RecordBuf {
 
     /// A signed integer, zigzag then LEB128.
     #[inline(always)]
-    pub fn put_signed(&mut self, v: i64) {
+    fn put_signed(&mut self, v: i64) {
         self.put_var(zigzag(v));
     }
 
     /// The difference `v - base`, wrapping, as a signed integer: small when `v` is near
     /// `base`, whatever their magnitude.
     #[inline(always)]
-    pub fn put_delta(&mut self, v: u64, base: u64) {
+    fn put_delta(&mut self, v: u64, base: u64) {
         self.put_signed(v.wrapping_sub(base) as i64);
     }
 }
