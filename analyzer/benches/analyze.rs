@@ -2,10 +2,11 @@
 //! 5 M events/s or more on one core, at most 2 GB of peak memory).
 //!
 //! The trace: 16 ranks in pairs, each iteration `compute, Irecv, Isend, Waitall(recv),
-//! Waitall(send), compute, Barrier` (7 events), with jittered durations, written the way
-//! the recorder writes per-rank files, and once more as one merged file. Each layout is
-//! measured in a fresh process (peak memory is per process): `cargo bench --bench
-//! analyze` runs both; `-- dir|merged [EVENTS]` runs one.
+//! Waitall(send), compute, Barrier` (7 events), with jittered durations, written as the
+//! recorder writes per-rank files (binary streams, `dir`), as version-3 JSON per-rank
+//! files (`dir-json`, still read), and once more as one merged file (`merged`). Each
+//! layout is measured in a fresh process (peak memory is per process): `cargo bench
+//! --bench analyze` runs all three; `-- dir|dir-json|merged [EVENTS]` runs one.
 //!
 //! Generation is not timed. Timed: reading every event, aligning, matching, and all of
 //! `metrics::analyze` (single-threaded throughout).
@@ -16,11 +17,18 @@ use std::time::Instant;
 
 use overlap_analyzer::import::{load_dir, load_merged};
 use overlap_analyzer::metrics::{analyze, Options};
+use overlap_format::call_data::{CallData, Collective, Transfer};
 use overlap_format::schema::wire::{event_to_wire, ArrayWriter, MetaName, ObjectWriter, WireEvent};
 use overlap_format::schema::{
-    CallArgs, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, MergedInfo,
-    Nanos, Op, Params, RankClock, SyncPhase, FORMAT_NAME, FORMAT_VERSION,
+    CallArgs, CallEvent, ClockSync, CommId, Completion, ComputeEvent, Event, Footer, Header,
+    MergedInfo, Nanos, Op, Params, RankClock, RequestId, SyncPhase, FORMAT_NAME, FORMAT_VERSION,
+    LAST_JSON_RANK_VERSION,
 };
+use overlap_format::stream::codec::{
+    encode_call, encode_completion, encode_compute, encode_string_head, encode_sync, Deltas,
+};
+use overlap_format::stream::varint::RecordBuf;
+use overlap_format::stream::{file_start, footer_payload, frame, FrameKind, StampClock};
 
 const RANKS: u32 = 16;
 const PER_ITERATION: u64 = 7;
@@ -194,14 +202,136 @@ fn sync(phase: SyncPhase) -> ClockSync {
     }
 }
 
-fn write_dir(dir: &Path, iterations: u64) -> std::io::Result<u64> {
+/// The call data the recorder would have recorded for a generated call.
+fn call_data(c: &CallEvent) -> CallData {
+    let a = &c.args;
+    match c.op {
+        Op::Isend | Op::Irecv => CallData::Post {
+            transfer: Transfer {
+                peer: a.peer.unwrap_or(0),
+                tag: a.tag.unwrap_or(0),
+                bytes: a.bytes.unwrap_or(0),
+                comm: CommId(a.comm.unwrap_or(0)),
+                buf: a.buf.unwrap_or(0),
+                buf_len: a.buf_len.unwrap_or(0),
+            },
+            request: RequestId(a.request.unwrap_or(0)),
+        },
+        Op::Barrier => CallData::Collective(Collective {
+            comm: CommId(a.comm.unwrap_or(0)),
+            send_bytes: 0,
+            recv_bytes: 0,
+            root: None,
+        }),
+        _ => CallData::Complete { flag: None },
+    }
+}
+
+/// Per-rank binary streams, as the recorder writes them: pages of at most 64 KiB.
+fn write_stream_dir(dir: &Path, iterations: u64) -> std::io::Result<u64> {
+    std::fs::create_dir_all(dir)?;
+    let mut bytes = 0;
+    for rank in 0..RANKS {
+        let path = dir.join(format!("rank-{rank}.ovlp"));
+        let mut file = BufWriter::with_capacity(1 << 20, std::fs::File::create(&path)?);
+        let mut out = file_start(&header(rank));
+        frame(
+            &mut out,
+            FrameKind::Clock,
+            0,
+            &[&[StampClock::Monotonic as u8]],
+        );
+        frame(&mut out, FrameKind::Thread, 0, &[b"main"]);
+        let mut page: Vec<u8> = Vec::with_capacity(1 << 16);
+        let mut d = Deltas::default();
+        let mut names: Vec<String> = Vec::new();
+        let mut b = RecordBuf::default();
+        b.clear();
+        encode_sync(&mut b, &sync(SyncPhase::Init));
+        page.extend_from_slice(b.as_bytes());
+        let mut n = 0u64;
+        let mut err = Ok(());
+        rank_events(rank, iterations, |e| {
+            n += 1;
+            match e {
+                Event::Call(c) => {
+                    b.clear();
+                    let done = &c.args.completed;
+                    let (start, end) = (c.start.0, c.end.0);
+                    encode_call(
+                        &mut b,
+                        &mut d,
+                        c.op,
+                        start,
+                        end,
+                        0x40_1000,
+                        &call_data(c),
+                        done.len() as u32,
+                    );
+                    page.extend_from_slice(b.as_bytes());
+                    for x in done {
+                        b.clear();
+                        encode_completion(&mut b, &mut d, x);
+                        page.extend_from_slice(b.as_bytes());
+                    }
+                }
+                Event::Compute(c) => {
+                    let id = match names.iter().position(|n| *n == c.name) {
+                        Some(i) => i + 1,
+                        None => {
+                            names.push(c.name.clone());
+                            b.clear();
+                            encode_string_head(&mut b, names.len() as u32, c.name.len());
+                            page.extend_from_slice(b.as_bytes());
+                            page.extend_from_slice(c.name.as_bytes());
+                            names.len()
+                        }
+                    };
+                    b.clear();
+                    encode_compute(&mut b, &mut d, id as u32, c.start.0, c.end.0);
+                    page.extend_from_slice(b.as_bytes());
+                }
+            }
+            if page.len() >= 60 << 10 {
+                frame(&mut out, FrameKind::Events, 0, &[&page]);
+                page.clear();
+                if err.is_ok() {
+                    err = file.write_all(&out);
+                }
+                out.clear();
+            }
+        });
+        err?;
+        b.clear();
+        encode_sync(&mut b, &sync(SyncPhase::Final));
+        page.extend_from_slice(b.as_bytes());
+        frame(&mut out, FrameKind::Events, 0, &[&page]);
+        let footer = Footer {
+            events: n,
+            threads: 1,
+            buffer_stalls: 0,
+        };
+        frame(&mut out, FrameKind::Footer, 0, &[&footer_payload(&footer)]);
+        file.write_all(&out)?;
+        file.flush()?;
+        bytes += std::fs::metadata(&path)?.len();
+    }
+    Ok(bytes)
+}
+
+/// Per-rank JSON files, as versions 1 to 3 of the recorder wrote them.
+fn write_json_dir(dir: &Path, iterations: u64) -> std::io::Result<u64> {
     std::fs::create_dir_all(dir)?;
     let mut bytes = 0;
     for rank in 0..RANKS {
         let path = dir.join(format!("rank-{rank}.json"));
         let file = BufWriter::with_capacity(1 << 20, std::fs::File::create(&path)?);
         let mut w = ArrayWriter::new(file)?;
-        w.write(&WireEvent::meta(MetaName::Header, rank, 0, header(rank)))?;
+        let json_header = Header {
+            format_version: LAST_JSON_RANK_VERSION,
+            ..header(rank)
+        };
+        w.write(&WireEvent::meta(MetaName::Header, rank, 0, json_header))?;
         w.write(&WireEvent::meta(
             MetaName::ClockSync,
             rank,
@@ -299,7 +429,11 @@ fn run(layout: &str, events: u64) -> Result<(), Box<dyn std::error::Error>> {
     let (path, bytes): (PathBuf, u64) = match layout {
         "dir" => (
             tmp.join("ranks"),
-            write_dir(&tmp.join("ranks"), iterations)?,
+            write_stream_dir(&tmp.join("ranks"), iterations)?,
+        ),
+        "dir-json" => (
+            tmp.join("ranks"),
+            write_json_dir(&tmp.join("ranks"), iterations)?,
         ),
         _ => {
             std::fs::create_dir_all(&tmp)?;
@@ -310,7 +444,7 @@ fn run(layout: &str, events: u64) -> Result<(), Box<dyn std::error::Error>> {
     };
     let before = peak_rss();
     let t0 = Instant::now();
-    let loaded = if layout == "dir" {
+    let loaded = if layout.starts_with("dir") {
         load_dir(&path, &mut |_, _| {})?
     } else {
         load_merged(&path, &mut |_, _| {})?
@@ -320,10 +454,11 @@ fn run(layout: &str, events: u64) -> Result<(), Box<dyn std::error::Error>> {
     let t2 = Instant::now();
     let secs = (t2 - t0).as_secs_f64();
     println!(
-        "{layout:>6}: {total} events ({:.0} MiB of JSON): import {:.2} s + metrics {:.2} s = \
-         {:.2} s, {:.2} M events/s; peak memory {:.0} MiB (before import {:.0} MiB); \
-         {} messages, {} findings",
+        "{layout:>8}: {total} events ({:.0} MiB, {:.1} B/event): import {:.2} s + metrics \
+         {:.2} s = {:.2} s, {:.2} M events/s; peak memory {:.0} MiB (before import {:.0} \
+         MiB); {} messages, {} findings",
         bytes as f64 / (1 << 20) as f64,
+        bytes as f64 / total as f64,
         (t1 - t0).as_secs_f64(),
         (t2 - t1).as_secs_f64(),
         secs,
@@ -347,11 +482,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|a| a.parse().ok())
         .unwrap_or(10_000_000);
     match args.first().map(String::as_str) {
-        Some(layout @ ("dir" | "merged")) => run(layout, events),
+        Some(layout @ ("dir" | "dir-json" | "merged")) => run(layout, events),
         _ => {
             // Each layout in its own process, so that peak memory is its own.
             let me = std::env::current_exe()?;
-            for layout in ["dir", "merged"] {
+            for layout in ["dir", "dir-json", "merged"] {
                 let status = std::process::Command::new(&me)
                     .arg(layout)
                     .arg(events.to_string())
