@@ -131,7 +131,11 @@ impl Layer for TracedComm<'_, SimpleCommunicator> {
 /// osu_latency: one-way ns, on rank 0.
 fn latency_ns(l: &impl Layer, rank: i32, buf: &mut [u8]) -> f64 {
     let bytes = buf.len();
-    let (iters, skip) = if bytes > LARGE { (2000, 100) } else { (20000, 1000) };
+    let (iters, skip) = if bytes > LARGE {
+        (2000, 100)
+    } else {
+        (20000, 1000)
+    };
     l.barrier();
     let mut t0 = mpi::time();
     for i in 0..skip + iters {
@@ -151,7 +155,11 @@ fn latency_ns(l: &impl Layer, rank: i32, buf: &mut [u8]) -> f64 {
 
 /// osu_bw: MB/s (1e6 bytes), on rank 0. `buf` holds `WINDOW` messages of `bytes`.
 fn bandwidth_mbs(l: &impl Layer, rank: i32, buf: &mut [u8], bytes: usize) -> f64 {
-    let (iters, skip) = if bytes > LARGE { (100, 10) } else { (1000, 100) };
+    let (iters, skip) = if bytes > LARGE {
+        (100, 10)
+    } else {
+        (1000, 100)
+    };
     let mut ack = [0u8; 4];
     l.barrier();
     let mut t0 = mpi::time();
