@@ -34,11 +34,20 @@ test: setup
 	$(CARGO) test --workspace
 	scripts/ci-gate.sh
 
+# What tracing costs, side by side (docs/preload.md, "Cost"): the OSU loops untraced,
+# under the preload and through the Rust layer (RUNS alternating rounds, default 5;
+# MPIP_LIB=/path/libmpiP.so adds mpiP), bytes per event, the writer's throughput, the
+# per-call overhead of the Rust layer, then the analyzer's speed. Figures, not asserts.
 bench: setup
+	$(CARGO) build --release -p overlap -p overlap-preload
+	$(CARGO) build --release -p overlap-kernels --example osu
+	scripts/bench-mpi.sh
+	@echo
+	$(CARGO) bench -p overlap-instrument --bench writer
+	@echo
 	$(CARGO) bench -p overlap-instrument --bench overhead
+	@echo
 	$(CARGO) bench -p overlap-analyzer --bench analyze
-	$(CARGO) build --release -p overlap-preload
-	scripts/bench-preload.sh
 
 clean:
 	$(CARGO) clean

@@ -2,8 +2,8 @@
 //! (TracedComm), alternating batches, medians reported. A batch fits in the thread's
 //! ring and the writer drains between batches, as in a program that does something
 //! between its MPI calls; the rate the writer sustains when calls come faster than it
-//! can format them is measured apart. Also: the recorder alone (no MPI), the clock
-//! reads, the bytes per event on disk and the ring memory per thread.
+//! can write them is measured apart, by `benches/writer.rs`. Also: the recorder alone
+//! (no MPI), the clock reads, the bytes per event on disk and the ring memory per thread.
 //!
 //! Run with `make bench` (or `cargo bench -p overlap-instrument --bench overhead`); it
 //! initialises MPI as a singleton, so no `mpiexec` is needed.
@@ -17,23 +17,8 @@ use mpi::request::scope;
 use mpi::topology::Communicator;
 use overlap_instrument::clock::monotonic_now_ns;
 use overlap_instrument::mpi::{TraceConfig, TraceSession};
-use overlap_instrument::recorder::{CallData, NullSink, RankFileSink, Recorder, RecorderConfig};
-use overlap_instrument::schema::{CommId, Header, Op, Params, FORMAT_NAME, FORMAT_VERSION};
-
-fn sustained_header() -> Header {
-    Header {
-        format: FORMAT_NAME.into(),
-        format_version: FORMAT_VERSION,
-        rank: 0,
-        size: 1,
-        host: "bench".into(),
-        os_pid: std::process::id(),
-        epoch_ns: monotonic_now_ns(),
-        clock_domain: String::new(),
-        program: "bench-sustained".into(),
-        params: Params::new(),
-    }
-}
+use overlap_instrument::recorder::{CallData, NullSink, Recorder, RecorderConfig};
+use overlap_instrument::schema::{CommId, Op};
 
 /// Operations per batch: at most 5 records each, so a batch fits in the default ring.
 const BATCH: usize = 2_000;
@@ -169,29 +154,15 @@ fn main() {
     println!("{:<38} {mono:8.1} ns", "clock_gettime(CLOCK_MONOTONIC)");
     rec.finish().expect("finish");
 
-    // Sustained: calls faster than the writer formats them; the ring fills and the
-    // recording thread waits. The rate below is the most a rank can log for long.
-    let path = dir.join("sustained.json");
-    let sink = RankFileSink::create(&path, &sustained_header()).expect("file");
-    let rec = Recorder::new(sink, RecorderConfig::default()).expect("recorder");
-    const N: u64 = 1_000_000;
-    let t = Instant::now();
-    for _ in 0..N {
-        let s = rec.stamp();
-        rec.record_call(Op::Barrier, s, rec.stamp(), data, &[]);
-    }
-    let fin = rec.finish().expect("finish");
-    let secs = t.elapsed().as_secs_f64();
-    println!(
-        "{:<38} {:8.2} M events/s written ({} stalls)",
-        "sustained writer throughput",
-        N as f64 / secs / 1e6,
-        fin.buffer_stalls
-    );
-
     let report = session.finish().expect("finish");
-    let file = dir.join("rank-0.json");
-    let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
+    // The rank's file, whatever its format's extension.
+    let bytes: u64 = std::fs::read_dir(&dir)
+        .expect("the trace directory")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("rank-"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
     println!(
         "\ntrace file: {} events, {} bytes, {:.0} bytes/event; ring memory per thread: {} KiB",
         report.events,
