@@ -12,9 +12,10 @@ use super::EventSink;
 use crate::model::{Place, RankTrace, ReadProblem};
 use crate::{Error, Result};
 
-/// True when `buf` starts as a binary stream does.
+/// True when `buf` starts as a binary stream does (a file cut inside its magic too).
 pub(crate) fn is_stream(buf: &[u8]) -> bool {
-    buf.starts_with(stream::MAGIC)
+    let opening = &buf[..buf.len().min(stream::MAGIC.len())];
+    !buf.is_empty() && stream::MAGIC.starts_with(opening)
 }
 
 struct Collect<S> {

@@ -189,7 +189,7 @@ pub(crate) fn read_files_into<S: EventSink>(
     Ok((traces, unreadable))
 }
 
-/// Reads every per-rank file (`rank-<N>.json`) of `dir` and merges what can be read.
+/// Reads every per-rank file (`rank-<N>.ovlp`, or `.json` of versions 1 to 3) of `dir` and merges what can be read.
 /// Fails only when no file at all could be used.
 pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
     let (traces, unreadable) = read_files_into::<Vec<Event>>(dir, rank_files(dir)?, |_| {})?;

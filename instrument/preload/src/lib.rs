@@ -3,7 +3,7 @@
 //! Loaded with `LD_PRELOAD` (which `overlap trace` sets for every rank), this library
 //! defines the MPI entry points the program calls, forwards each to its `PMPI_` twin, and
 //! records the call through the same recorder and format as the Rust layer: one
-//! `rank-N.json` per rank in `$OVERLAP_TRACE_DIR`, streamed while the program runs, so a
+//! `rank-N.ovlp` per rank in `$OVERLAP_TRACE_DIR`, streamed while the program runs, so a
 //! program that aborts or never finalizes still leaves a readable trace. Each call also
 //! records the address it was made from, so findings can be grouped by call site.
 //!

@@ -28,7 +28,7 @@ use crate::pmpi::{self, Constants};
 use crate::requests::RequestTable;
 use crate::windows::WinTable;
 
-/// Environment variable naming the directory that receives `rank-N.json`.
+/// Environment variable naming the directory that receives `rank-N.ovlp`.
 pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
 
 /// One rank's recording.

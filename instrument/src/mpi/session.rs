@@ -84,7 +84,7 @@ impl SyncTransport for MpiTransport<'_> {
 }
 
 impl TraceSession {
-    /// Collective over `world`: creates `dir/rank-N.json`, writes the header, and aligns
+    /// Collective over `world`: creates `dir/rank-N.ovlp`, writes the header, and aligns
     /// this rank's clock with rank 0's.
     pub fn start(world: &SimpleCommunicator, config: TraceConfig) -> Result<TraceSession> {
         let rank = world.rank() as u32;

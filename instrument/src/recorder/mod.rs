@@ -564,10 +564,12 @@ fn finish_inner(inner: &Inner) -> Result<FinishReport> {
         .unwrap_or_else(PoisonError::into_inner)
         .take()
         .ok_or(Error::AlreadyFinished)?;
+    // Refuse new records first, so that the writer's last drain holds everything the
+    // footer counts (see the writer).
+    inner.shared.finished.store(true, Ordering::Relaxed);
     inner.shared.stop.store(true, Ordering::Release);
     inner.shared.wake_writer();
     let outcome = handle.join().map_err(|_| Error::WriterPanicked)?;
-    inner.shared.finished.store(true, Ordering::Relaxed);
     if let Some(source) = outcome.error {
         return Err(Error::Write { source });
     }

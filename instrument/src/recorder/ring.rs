@@ -176,9 +176,10 @@ impl<W: FnMut() -> bool> Group<'_, W> {
             return PushOutcome::Dropped;
         }
         ring.head.store(self.at, Ordering::Release);
+        // Release: whoever sees the count sees the bytes it counts.
         ring.events.store(
             ring.events.load(Ordering::Relaxed) + events,
-            Ordering::Relaxed,
+            Ordering::Release,
         );
         if self.at.wrapping_sub(self.tail) * 2 > ring.capacity()
             && !ring.wake_pending.swap(true, Ordering::Relaxed)
@@ -299,7 +300,7 @@ impl Ring {
 
     /// Calls and compute spans published.
     pub(crate) fn events(&self) -> u64 {
-        self.events.load(Ordering::Relaxed)
+        self.events.load(Ordering::Acquire)
     }
 }
 
@@ -363,6 +364,8 @@ mod tests {
         let consumer = {
             let ring = Arc::clone(&ring);
             std::thread::spawn(move || {
+                // Let the producer fill the ring first.
+                std::thread::sleep(std::time::Duration::from_millis(20));
                 let mut seen = Vec::new();
                 while seen.len() < total {
                     seen.extend(drained(&ring));

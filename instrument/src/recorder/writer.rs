@@ -114,12 +114,16 @@ pub(crate) fn run<S: Sink>(
         }
         std::thread::park_timeout(interval);
     }
+    // Count, then drain once more: a group published while finishing (it passed the
+    // `finished` check just before it was set) is counted only after its bytes are
+    // published, so everything counted is in the file.
     let rings = shared.rings_snapshot();
     let footer = Footer {
         events: rings.iter().map(|r| r.events()).sum(),
         threads: rings.len() as u32,
         buffer_stalls: rings.iter().map(|r| r.stalls()).sum(),
     };
+    w.drain_all(&shared, false);
     frame(
         &mut w.page,
         FrameKind::Footer,

@@ -169,7 +169,9 @@ impl Converter {
 
 /// Reads a whole stream, handing its contents to `v`. Returns what could not be used.
 pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamError> {
-    if bytes.len() < FILE_HEADER_LEN || &bytes[..8] != MAGIC {
+    // A file cut inside its opening still shows the magic's first bytes.
+    let opening = &bytes[..bytes.len().min(MAGIC.len())];
+    if bytes.is_empty() || !MAGIC.starts_with(opening) {
         let what = if bytes.is_empty() {
             "the file is empty".to_string()
         } else {
@@ -177,12 +179,19 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
         };
         return Err(StreamError::NotAStream(what));
     }
+    if bytes.len() < FILE_HEADER_LEN {
+        return Err(StreamError::NotAStream(format!(
+            "the file ends {} byte(s) into its 16-byte opening",
+            bytes.len()
+        )));
+    }
     let version = le_u32(bytes, 8);
     if !readable_version(version) || version < 4 {
         return Err(StreamError::Version { found: version });
     }
+    let mut framing = Vec::new();
+    let frames = frames(bytes, &mut framing);
     let mut problems = Vec::new();
-    let frames = frames(bytes, &mut problems);
     let header = match frames.first() {
         Some(f) if f.kind == FrameKind::Header => serde_json::from_slice::<Header>(f.payload)
             .map_err(|e| StreamError::BadHeader {
@@ -192,7 +201,7 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
         _ => {
             return Err(StreamError::BadHeader {
                 offset: FILE_HEADER_LEN as u64,
-                reason: problems
+                reason: framing
                     .first()
                     .map_or("the first frame is not the header".into(), |p| {
                         p.reason.clone()
@@ -261,17 +270,30 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
             }
         }
     }
-    for (tid, state) in &mut threads {
+    for (&tid, state) in &mut threads {
         if let Some(p) = state.pending.take() {
             problems.push(Problem {
                 offset: bytes.len() as u64,
                 event_index: events,
                 reason: format!(
-                    "thread {tid}: the last call lacks {} of the records that follow it",
+                    "thread {tid}: the last call lacks {} of the records that follow it; \
+                     it is kept with the others",
                     p.remaining
                 ),
             });
+            let mut page = Page {
+                tid,
+                converter: &converter,
+                sites: &mut sites,
+                events: &mut events,
+            };
+            page.finish(p, v);
         }
+    }
+    // A cut or a corrupt frame ends the file: every event read came before it.
+    for mut p in framing {
+        p.event_index = events;
+        problems.push(p);
     }
     if let Some(n) = footer_events.filter(|&n| n != events) {
         problems.push(Problem {

@@ -257,3 +257,37 @@ fn checksum_sees_every_byte() {
     }
     assert_ne!(checksum(&data[..36]), base);
 }
+
+/// A call whose completion never came (a writer bug, or a torn page): kept, and said.
+#[test]
+fn a_call_missing_its_follow_records_is_kept_and_reported() {
+    let mut out = file_start(&header());
+    frame(
+        &mut out,
+        FrameKind::Clock,
+        0,
+        &[&[StampClock::Monotonic as u8]],
+    );
+    let mut b = RecordBuf::default();
+    let wait = CallData::Complete { flag: None };
+    encode_call(
+        &mut b,
+        &mut Deltas::default(),
+        Op::Waitall,
+        10,
+        20,
+        0,
+        &wait,
+        2,
+    );
+    frame(&mut out, FrameKind::Events, 0, &[b.as_bytes()]);
+    let mut got = Collected::default();
+    let problems = read(&out, &mut got).expect("readable");
+    assert_eq!(got.events.len(), 1);
+    assert_eq!(problems.len(), 1);
+    assert!(problems[0].reason.contains("lacks 2"), "{problems:?}");
+    assert!(matches!(
+        read(b"OVLPRA", &mut got),
+        Err(StreamError::NotAStream(why)) if why.contains("6 byte(s)")
+    ));
+}
