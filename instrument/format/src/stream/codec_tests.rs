@@ -210,7 +210,7 @@ fn a_loop_of_isend_and_wait_is_small() {
     let mut b = RecordBuf::default();
     let mut sizes = Vec::new();
     for i in 0..3u64 {
-        let t = 1u64 << 50 | i * 3_000;
+        let t = (1u64 << 50) | (i * 3_000);
         b.clear();
         let data = CallData::Post {
             transfer: transfer(1, 0x7ffd_0000_1000),
