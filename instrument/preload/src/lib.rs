@@ -28,13 +28,20 @@ mod pmpi;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod requests;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod tables;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod thread;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod tracer;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod types;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod windows;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod exported {
     use crate::calls::{collective, completion, neighbor, p2p, reduction, rma, rma_sync, setup};
+    use crate::types;
 
     crate::entry::entry! {
         MPI_Init => setup::init;
@@ -173,5 +180,6 @@ mod exported {
         MPI_Win_flush_local => rma_sync::win_flush_local;
         MPI_Win_flush_local_all => rma_sync::win_flush_local_all;
         MPI_Win_sync => rma_sync::win_sync;
+        MPI_Type_free => types::type_free;
     }
 }

@@ -1,5 +1,5 @@
 //! Small helpers over the PMPI interface: the MPI constants the wrappers compare with,
-//! handle keys, datatype sizes and statuses. Everything here calls `PMPI_*` directly, so
+//! handle keys, datatype sizes (cached in [`crate::types`]) and statuses. Everything here calls `PMPI_*` directly, so
 //! nothing the preload does for itself is ever recorded.
 
 use std::ffi::{c_int, c_void};
@@ -13,6 +13,7 @@ use mpi_sys::*;
 pub(crate) struct Constants {
     pub(crate) comm_world: MPI_Comm,
     pub(crate) comm_null: MPI_Comm,
+    pub(crate) request_null: MPI_Request,
     pub(crate) status_ignore: *mut MPI_Status,
     pub(crate) statuses_ignore: *mut MPI_Status,
     pub(crate) byte: MPI_Datatype,
@@ -34,6 +35,7 @@ impl Constants {
             Constants {
                 comm_world: RSMPI_COMM_WORLD,
                 comm_null: RSMPI_COMM_NULL,
+                request_null: RSMPI_REQUEST_NULL,
                 status_ignore: RSMPI_STATUS_IGNORE,
                 statuses_ignore: RSMPI_STATUSES_IGNORE,
                 byte: RSMPI_UINT8_T,
@@ -68,34 +70,23 @@ pub(crate) fn same<T: Copy>(a: T, b: T) -> bool {
     key(a) == key(b)
 }
 
-/// Message bytes and buffer span of `count` elements of `datatype`: `(count * size,
-/// count * extent)`; zeros when MPI does not know the type.
-#[inline]
-pub(crate) fn sizes(count: c_int, datatype: MPI_Datatype) -> (u64, u64) {
-    let count = u64::try_from(count).unwrap_or(0);
-    if count == 0 {
-        return (0, 0);
-    }
+/// The size and extent of `datatype` (the extent is the size when MPI cannot say), or
+/// `None` when MPI does not know the type. Callers go through the cache in
+/// [`crate::types`].
+pub(crate) fn type_size_extent(datatype: MPI_Datatype) -> Option<(u64, u64)> {
     let mut size: c_int = 0;
     let (mut lb, mut extent): (MPI_Aint, MPI_Aint) = (0, 0);
     // SAFETY: out-pointers to locals.
     unsafe {
         if PMPI_Type_size(datatype, &mut size) != 0 {
-            return (0, 0);
+            return None;
         }
         if PMPI_Type_get_extent(datatype, &mut lb, &mut extent) != 0 {
             extent = size as MPI_Aint;
         }
     }
     let size = u64::try_from(size).unwrap_or(0);
-    let extent = u64::try_from(extent).unwrap_or(size);
-    (count * size, count * extent)
-}
-
-/// Bytes of `count` elements of `datatype`.
-#[inline]
-pub(crate) fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
-    sizes(count, datatype).0
+    Some((size, u64::try_from(extent).unwrap_or(size)))
 }
 
 /// A buffer address as recorded.

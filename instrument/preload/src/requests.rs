@@ -3,10 +3,12 @@
 //! live requests one handle at once (MPICH's shared handle for requests complete at post
 //! time), so the table keeps, per handle, the requests posted under it in post order and
 //! completes them first in, first out.
+//!
+//! One table belongs to one thread and takes no lock: [`crate::tables`] says which
+//! thread's table a call uses, and when a table is searched from another thread.
 
 use std::collections::hash_map::Entry;
 use std::collections::VecDeque;
-use std::sync::{Mutex, PoisonError};
 
 use overlap_instrument::fxhash::FxHashMap;
 use overlap_instrument::schema::RequestKind;
@@ -36,6 +38,12 @@ pub(crate) enum Tracked {
 }
 
 impl Tracked {
+    fn kind(&self) -> RequestKind {
+        match self {
+            Tracked::Active { kind, .. } | Tracked::Persistent { kind, .. } => *kind,
+        }
+    }
+
     /// True when a completing call can complete it now.
     fn completable(&self) -> bool {
         match self {
@@ -110,16 +118,29 @@ impl Slot {
 /// request that was started).
 #[derive(Default)]
 pub(crate) struct RequestTable {
-    map: Mutex<FxMap<Slot>>,
+    map: FxMap<Slot>,
+    /// Receives among the requests (active or persistent): while there are none, no
+    /// completing call can complete one, so statuses need not be looked at.
+    receives: usize,
 }
 
 impl RequestTable {
-    fn lock(&self) -> std::sync::MutexGuard<'_, FxMap<Slot>> {
-        self.map.lock().unwrap_or_else(PoisonError::into_inner)
+    /// True when no request is tracked.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty()
     }
 
-    fn add(&self, handle: u64, t: Tracked) {
-        match self.lock().entry(handle) {
+    /// True when a receive is among the requests.
+    #[inline]
+    pub(crate) fn has_receives(&self) -> bool {
+        self.receives > 0
+    }
+
+    fn add(&mut self, handle: u64, t: Tracked) {
+        if t.kind() == RequestKind::Recv {
+            self.receives += 1;
+        }
+        match self.map.entry(handle) {
             Entry::Occupied(mut slot) => slot.get_mut().push(t),
             Entry::Vacant(slot) => {
                 slot.insert(Slot::One(t));
@@ -130,7 +151,7 @@ impl RequestTable {
     /// A post created request `id` under `handle`; `proc_null`: a receive from
     /// `MPI_PROC_NULL`.
     pub(crate) fn posted(
-        &self,
+        &mut self,
         handle: u64,
         id: u64,
         kind: RequestKind,
@@ -148,7 +169,7 @@ impl RequestTable {
 
     /// A persistent init created `persistent` under `handle`.
     pub(crate) fn persistent(
-        &self,
+        &mut self,
         handle: u64,
         persistent: u64,
         kind: RequestKind,
@@ -169,9 +190,8 @@ impl RequestTable {
 
     /// A Start made a persistent request under `handle` active as `id` (the oldest
     /// inactive one); returns the persistent id.
-    pub(crate) fn started(&self, handle: u64, id: u64) -> Option<u64> {
-        let mut map = self.lock();
-        let slot = map.get_mut(&handle)?;
+    pub(crate) fn started(&mut self, handle: u64, id: u64) -> Option<u64> {
+        let slot = self.map.get_mut(&handle)?;
         let persistent = slot.iter_mut().find_map(|t| match t {
             Tracked::Persistent {
                 persistent,
@@ -188,9 +208,8 @@ impl RequestTable {
 
     /// A request under `handle` completed: the oldest that could. Forgets it (a
     /// persistent request becomes inactive and stays).
-    pub(crate) fn completed(&self, handle: u64) -> Option<Done> {
-        let mut map = self.lock();
-        let slot = map.get_mut(&handle)?;
+    pub(crate) fn completed(&mut self, handle: u64) -> Option<Done> {
+        let slot = self.map.get_mut(&handle)?;
         let i = slot.position(Tracked::completable)?;
         if let Some(Tracked::Persistent {
             kind,
@@ -207,7 +226,7 @@ impl RequestTable {
                 proc_null: *proc_null,
             });
         }
-        match take(&mut map, handle, i)? {
+        match self.take(handle, i)? {
             Tracked::Active {
                 id,
                 kind,
@@ -225,8 +244,8 @@ impl RequestTable {
 
     /// `MPI_Request_free` let go of `handle`: the id to record (the active operation's,
     /// else the persistent request's). Frees the oldest request under the handle.
-    pub(crate) fn freed(&self, handle: u64) -> Option<u64> {
-        match take(&mut self.lock(), handle, 0)? {
+    pub(crate) fn freed(&mut self, handle: u64) -> Option<u64> {
+        match self.take(handle, 0)? {
             Tracked::Active { id, .. } => Some(id),
             Tracked::Persistent {
                 persistent, active, ..
@@ -235,7 +254,17 @@ impl RequestTable {
     }
 }
 
-/// Takes the `i`-th request under `handle` out of `map`, and the handle with its last.
+impl RequestTable {
+    /// Takes the `i`-th request under `handle` out, and the handle with its last.
+    fn take(&mut self, handle: u64, i: usize) -> Option<Tracked> {
+        let t = take(&mut self.map, handle, i)?;
+        if t.kind() == RequestKind::Recv {
+            self.receives -= 1;
+        }
+        Some(t)
+    }
+}
+
 fn take(map: &mut FxMap<Slot>, handle: u64, i: usize) -> Option<Tracked> {
     if let Slot::Many(q) = map.get_mut(&handle)? {
         let t = q.remove(i);
@@ -256,7 +285,7 @@ mod tests {
 
     #[test]
     fn a_reused_handle_names_the_new_request() {
-        let t = RequestTable::default();
+        let mut t = RequestTable::default();
         t.posted(7, 1, RequestKind::Send, CommInfo::WORLD, false);
         assert_eq!(t.completed(7).map(|d| d.id), Some(1));
         assert_eq!(t.completed(7), None);
@@ -267,7 +296,7 @@ mod tests {
 
     #[test]
     fn persistent_requests_complete_once_per_start() {
-        let t = RequestTable::default();
+        let mut t = RequestTable::default();
         t.persistent(9, 100, RequestKind::Send, CommInfo::WORLD, false);
         assert_eq!(t.completed(9), None, "inactive");
         assert_eq!(t.started(9, 101), Some(100));
@@ -280,7 +309,7 @@ mod tests {
 
     #[test]
     fn a_shared_handle_completes_its_requests_in_post_order() {
-        let t = RequestTable::default();
+        let mut t = RequestTable::default();
         for id in 1..=3 {
             t.posted(0x6c00_0001, id, RequestKind::Send, CommInfo::WORLD, false);
         }
@@ -298,13 +327,13 @@ mod tests {
         let last = t.completed(0x6c00_0001).expect("the fourth");
         assert_eq!((last.id, last.kind), (4, RequestKind::Collective));
         assert_eq!(t.completed(0x6c00_0001), None, "all done");
-        assert!(!t.lock().contains_key(&0x6c00_0001), "the queue is gone");
+        assert!(!t.map.contains_key(&0x6c00_0001), "the queue is gone");
         assert_eq!(t.completed(0x6c00_0002).map(|d| d.id), Some(9));
     }
 
     #[test]
     fn an_inactive_persistent_request_lets_later_ones_complete_first() {
-        let t = RequestTable::default();
+        let mut t = RequestTable::default();
         t.persistent(5, 100, RequestKind::Collective, CommInfo::WORLD, false);
         t.posted(5, 1, RequestKind::Send, CommInfo::WORLD, false);
         assert_eq!(
@@ -316,5 +345,25 @@ mod tests {
         assert_eq!(t.completed(5).map(|d| d.id), Some(101));
         assert_eq!(t.freed(5), Some(100));
         assert_eq!(t.completed(5), None);
+    }
+
+    #[test]
+    fn receives_are_counted_while_tracked() {
+        let mut t = RequestTable::default();
+        t.posted(1, 1, RequestKind::Send, CommInfo::WORLD, false);
+        assert!(!t.has_receives());
+        t.posted(2, 2, RequestKind::Recv, CommInfo::WORLD, false);
+        t.persistent(3, 3, RequestKind::Recv, CommInfo::WORLD, false);
+        assert!(t.has_receives());
+        assert_eq!(t.completed(2).map(|d| d.id), Some(2));
+        assert!(t.has_receives(), "the persistent receive stays");
+        assert_eq!(t.started(3, 4), Some(3));
+        assert_eq!(t.completed(3).map(|d| d.id), Some(4));
+        assert!(t.has_receives(), "inactive, not freed");
+        assert_eq!(t.freed(3), Some(3));
+        assert!(!t.has_receives());
+        assert!(!t.is_empty(), "the send is still tracked");
+        assert_eq!(t.completed(1).map(|d| d.id), Some(1));
+        assert!(t.is_empty());
     }
 }

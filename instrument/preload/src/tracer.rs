@@ -25,7 +25,6 @@ use overlap_instrument::schema::{
 use crate::calls::Timed;
 use crate::handles::CommTable;
 use crate::pmpi::{self, Constants};
-use crate::requests::RequestTable;
 use crate::windows::WinTable;
 
 /// Environment variable naming the directory that receives `rank-N.ovlp`.
@@ -35,7 +34,6 @@ pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
 pub(crate) struct Tracer {
     pub(crate) recorder: Recorder,
     pub(crate) k: Constants,
-    pub(crate) requests: RequestTable,
     pub(crate) comms: CommTable,
     pub(crate) wins: WinTable,
     /// A private duplicate of `MPI_COMM_WORLD` for the clock alignment.
@@ -188,13 +186,18 @@ pub(crate) fn start(init: InitCall) {
             return;
         }
     };
+    // Request tables are locked only if MPI may run several threads' calls at once.
+    let mut level: c_int = 0;
+    // SAFETY: out-pointer to a local.
+    let queried = unsafe { PMPI_Query_thread(&mut level) } == 0;
+    // SAFETY: a constant of the MPI shim.
+    crate::tables::set_concurrent(!queried || level >= unsafe { RSMPI_THREAD_MULTIPLE });
     let mut sync_comm = k.comm_null;
     // SAFETY: out-pointer to a local; collective over the world.
     unsafe { PMPI_Comm_dup(world, &mut sync_comm) };
     let tracer = Box::leak(Box::new(Tracer {
         recorder,
         k,
-        requests: RequestTable::default(),
         comms: CommTable::new(k, size),
         wins: WinTable::new(k, size),
         sync_comm,

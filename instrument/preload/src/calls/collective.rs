@@ -22,7 +22,8 @@ use overlap_instrument::schema::{CommId, Op, RequestKind};
 
 use super::traced;
 use crate::handles::CommInfo;
-use crate::pmpi::{self, bytes, key};
+use crate::pmpi::{self, key};
+use crate::types::bytes;
 
 /// The bytes this rank sends and receives, and the root (a rank of the communicator).
 #[derive(Clone, Copy)]
@@ -133,11 +134,9 @@ pub(crate) fn posted(
         // SAFETY: MPI just wrote the new handle there.
         let handle = key(unsafe { *request });
         if persistent {
-            t.requests
-                .persistent(handle, id.0, RequestKind::Collective, c, false);
+            crate::tables::persistent(handle, id.0, RequestKind::Collective, c, false);
         } else {
-            t.requests
-                .posted(handle, id.0, RequestKind::Collective, c, false);
+            crate::tables::posted(handle, id.0, RequestKind::Collective, c, false);
         }
         let data = CallData::CollectivePost {
             collective,

@@ -8,25 +8,36 @@ use std::ffi::c_int;
 use mpi_sys::*;
 use overlap_instrument::recorder::CallData;
 use overlap_instrument::schema::{Completion, Op, RequestKind};
-use smallvec::SmallVec;
 
 use super::{finished, received, traced_with, StatusSlot, Timed};
-use crate::pmpi::{blank_status, key};
+use crate::pmpi::key;
+use crate::tables;
+use crate::thread::{self, ThreadState};
 use crate::tracer::Tracer;
 
-/// Lists this long or shorter are copied on the stack.
-const ON_STACK: usize = 16;
+/// The program's handles, copied into the thread's buffer (given back when dropped).
+struct Keys {
+    state: &'static ThreadState,
+    keys: Vec<u64>,
+}
 
-type Keys = SmallVec<[u64; ON_STACK]>;
+impl Keys {
+    /// # Safety
+    /// `requests` points to `count` handles.
+    unsafe fn copy(count: c_int, requests: *const MPI_Request) -> Keys {
+        let state = thread::current();
+        let mut keys = state.take_keys();
+        let n = usize::try_from(count).unwrap_or(0);
+        // SAFETY: per the function's contract.
+        keys.extend((0..n).map(|i| key(unsafe { *requests.add(i) })));
+        Keys { state, keys }
+    }
+}
 
-/// The program's handles, copied.
-///
-/// # Safety
-/// `requests` points to `count` handles.
-unsafe fn copy_keys(count: c_int, requests: *const MPI_Request) -> Keys {
-    let n = usize::try_from(count).unwrap_or(0);
-    // SAFETY: per the function's contract.
-    (0..n).map(|i| key(unsafe { *requests.add(i) })).collect()
+impl Drop for Keys {
+    fn drop(&mut self) {
+        self.state.give_keys(std::mem::take(&mut self.keys));
+    }
 }
 
 /// The handles of a one-status call, and its status.
@@ -46,18 +57,21 @@ impl One {
     ) -> One {
         One {
             // SAFETY: per the function's contract.
-            keys: unsafe { copy_keys(count, requests) },
-            status: StatusSlot::new(status, t),
+            keys: unsafe { Keys::copy(count, requests) },
+            status: StatusSlot::maybe(status, t, tables::may_complete_receive()),
         }
     }
 }
 
-/// The handles of a list call and the statuses MPI writes: the program's array, or a
-/// local one when it passed `MPI_STATUSES_IGNORE`.
+/// The handles of a list call and the statuses MPI writes: the program's array, or the
+/// thread's own when it passed `MPI_STATUSES_IGNORE` and a receive may complete.
 struct Many {
     keys: Keys,
+    /// The program's statuses; null when it ignores them.
     program: *mut MPI_Status,
-    local: SmallVec<[MPI_Status; ON_STACK]>,
+    /// The thread's status buffer, when redirected (empty otherwise).
+    local: Vec<MPI_Status>,
+    redirect: bool,
 }
 
 impl Many {
@@ -70,12 +84,13 @@ impl Many {
         statuses: *mut MPI_Status,
     ) -> Many {
         // SAFETY: per the function's contract.
-        let keys = unsafe { copy_keys(count, requests) };
+        let keys = unsafe { Keys::copy(count, requests) };
         let ignored = statuses.is_null() || statuses == t.k.statuses_ignore;
-        let local = if ignored {
-            SmallVec::from_elem(blank_status(), keys.len().max(1))
+        let redirect = ignored && tables::may_complete_receive();
+        let local = if redirect {
+            keys.state.take_statuses(keys.keys.len().max(1))
         } else {
-            SmallVec::new()
+            Vec::new()
         };
         Many {
             keys,
@@ -85,45 +100,58 @@ impl Many {
                 statuses
             },
             local,
+            redirect,
         }
     }
 
     /// The statuses argument to forward: `program` when not tracing.
     fn arg(many: Option<&mut Many>, program: *mut MPI_Status) -> *mut MPI_Status {
         match many {
-            None => program,
-            Some(m) if m.program.is_null() => m.local.as_mut_ptr(),
-            Some(m) => m.program,
+            Some(m) if m.redirect => m.local.as_mut_ptr(),
+            _ => program,
         }
     }
 
-    /// The `k`-th status MPI wrote.
-    fn status(&self, k: usize) -> *const MPI_Status {
-        if self.program.is_null() {
-            &self.local[k]
+    /// The `k`-th status MPI wrote, if the program or the preload kept it.
+    fn status(&self, k: usize) -> Option<&MPI_Status> {
+        if self.redirect {
+            self.local.get(k)
         } else {
-            // SAFETY: k is below the count the program passed.
-            unsafe { self.program.add(k) }
+            // SAFETY: null, or the program's array, of which k is below the count.
+            unsafe { self.program.add(k).as_ref() }
+        }
+    }
+}
+
+impl Drop for Many {
+    fn drop(&mut self) {
+        if self.redirect {
+            let local = std::mem::take(&mut self.local);
+            self.keys.state.give_statuses(local);
         }
     }
 }
 
 /// Records `op` with the requests at `completed` positions done: `(position in the
 /// handle list, that request's status)`.
-fn record(
+fn record<'s>(
     t: &Tracer,
     op: Op,
     at: Timed,
     flag: Option<bool>,
     keys: &Keys,
-    completed: impl Iterator<Item = (usize, *const MPI_Status)>,
+    completed: impl Iterator<Item = (usize, Option<&'s MPI_Status>)>,
 ) {
-    let mut list: SmallVec<[Completion; ON_STACK]> = SmallVec::new();
+    let null = key(t.k.request_null);
+    let mut list = keys.state.take_completions();
     for (position, status) in completed {
-        let Some(&handle) = keys.get(position) else {
+        let Some(&handle) = keys.keys.get(position) else {
             continue;
         };
-        let Some(done) = t.requests.completed(handle) else {
+        if handle == null {
+            continue;
+        }
+        let Some(done) = tables::completed(handle) else {
             continue;
         };
         list.push(match done.kind {
@@ -135,14 +163,14 @@ fn record(
                 tag: Some(t.k.any_tag),
                 bytes: Some(0),
             },
-            // SAFETY: MPI filled in the status of the receive it completed.
-            RequestKind::Recv => received(Some(done.id), unsafe { &*status }, &done.comm, t.k.byte),
+            RequestKind::Recv => received(Some(done.id), status, &done.comm, t.k.byte),
             RequestKind::Send | RequestKind::Collective | RequestKind::OneSided => {
                 finished(done.id)
             }
         });
     }
     t.record(op, at, CallData::Complete { flag }, &list);
+    keys.state.give_completions(list);
 }
 
 pub(crate) unsafe extern "C" fn wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
@@ -153,7 +181,7 @@ pub(crate) unsafe extern "C" fn wait(request: *mut MPI_Request, status: *mut MPI
         |s| unsafe { PMPI_Wait(request, StatusSlot::arg(s.map(|s| &mut s.status), status)) },
         |t, at, rc, s| {
             if rc == 0 {
-                let done = std::iter::once((0, s.status.get() as *const _));
+                let done = std::iter::once((0, s.status.get()));
                 record(t, Op::Wait, at, None, &s.keys, done);
             }
         },
@@ -180,7 +208,7 @@ pub(crate) unsafe extern "C" fn test(
             if rc == 0 {
                 // SAFETY: MPI wrote the flag.
                 let done = unsafe { *flag } != 0;
-                let completed = done.then_some((0, s.status.get() as *const _));
+                let completed = done.then_some((0, s.status.get()));
                 record(t, Op::Test, at, Some(done), &s.keys, completed.into_iter());
             }
         },
@@ -209,7 +237,7 @@ pub(crate) unsafe extern "C" fn waitany(
             if rc == 0 {
                 // SAFETY: MPI wrote the index (MPI_UNDEFINED when nothing was active).
                 let which = usize::try_from(unsafe { *index }).ok();
-                let completed = which.map(|i| (i, s.status.get() as *const _));
+                let completed = which.map(|i| (i, s.status.get()));
                 record(t, Op::Waitany, at, None, &s.keys, completed.into_iter());
             }
         },
@@ -235,9 +263,7 @@ pub(crate) unsafe extern "C" fn testany(
             if rc == 0 {
                 // SAFETY: MPI wrote the flag and the index.
                 let (done, which) = unsafe { (*flag != 0, usize::try_from(*index).ok()) };
-                let completed = which
-                    .filter(|_| done)
-                    .map(|i| (i, s.status.get() as *const _));
+                let completed = which.filter(|_| done).map(|i| (i, s.status.get()));
                 record(
                     t,
                     Op::Testany,
@@ -263,7 +289,7 @@ pub(crate) unsafe extern "C" fn waitall(
         |m| unsafe { PMPI_Waitall(count, requests, Many::arg(m, statuses)) },
         |t, at, rc, m| {
             if rc == 0 {
-                let all = (0..m.keys.len()).map(|i| (i, m.status(i)));
+                let all = (0..m.keys.keys.len()).map(|i| (i, m.status(i)));
                 record(t, Op::Waitall, at, None, &m.keys, all);
             }
         },
@@ -285,7 +311,7 @@ pub(crate) unsafe extern "C" fn testall(
             if rc == 0 {
                 // SAFETY: MPI wrote the flag.
                 let done = unsafe { *flag } != 0;
-                let n = if done { m.keys.len() } else { 0 };
+                let n = if done { m.keys.keys.len() } else { 0 };
                 let all = (0..n).map(|i| (i, m.status(i)));
                 record(t, Op::Testall, at, Some(done), &m.keys, all);
             }

@@ -21,15 +21,16 @@ pub(crate) mod rma_sync;
 pub(crate) mod setup;
 
 use std::ffi::{c_int, c_void};
+use std::mem::MaybeUninit;
 
 use mpi_sys::{MPI_Datatype, MPI_Status};
 use overlap_instrument::clock::Stamp;
 use overlap_instrument::recorder::Transfer;
 use overlap_instrument::schema::{CommId, Completion};
 
-use crate::entry::site;
 use crate::handles::CommInfo;
 use crate::pmpi;
+use crate::thread::site;
 use crate::tracer::{guarded, tracer, Tracer};
 
 /// One side of a point-to-point transfer as recorded: the peer as a world rank, the
@@ -43,7 +44,7 @@ pub(crate) fn transfer(
     count: c_int,
     datatype: MPI_Datatype,
 ) -> Transfer {
-    let (bytes, span) = pmpi::sizes(count, datatype);
+    let (bytes, span) = crate::types::sizes(count, datatype);
     Transfer {
         peer: comm.world(peer),
         tag,
@@ -55,14 +56,22 @@ pub(crate) fn transfer(
 }
 
 /// The completion of a receive (`request` is `None` for a blocking one), from its
-/// status.
+/// status (without one, source, tag and size are not known).
 #[inline]
 pub(crate) fn received(
     request: Option<u64>,
-    status: &MPI_Status,
+    status: Option<&MPI_Status>,
     comm: &CommInfo,
     byte: MPI_Datatype,
 ) -> Completion {
+    let Some(status) = status else {
+        return Completion {
+            request,
+            source: None,
+            tag: None,
+            bytes: None,
+        };
+    };
     let (source, tag, bytes) = pmpi::status_fields(status, byte);
     Completion {
         request,
@@ -123,43 +132,61 @@ pub(crate) fn traced(
 }
 
 /// The status a call writes: the program's, or the preload's own when the program
-/// passed `MPI_STATUS_IGNORE` (the source and size of a received message are recorded
-/// all the same).
+/// passed `MPI_STATUS_IGNORE` and the call may complete a receive (whose source and size
+/// are recorded all the same). A call that cannot complete a receive forwards the
+/// program's argument as it is and never reads the status.
 pub(crate) struct StatusSlot {
+    /// The program's status; null when it ignores it.
     program: *mut MPI_Status,
-    local: MPI_Status,
+    /// Written (zeros, then by MPI) only when `redirect`.
+    local: MaybeUninit<MPI_Status>,
+    redirect: bool,
 }
 
 impl StatusSlot {
+    /// The slot for a call that completes a receive when it returns.
     pub(crate) fn new(program: *mut MPI_Status, t: &Tracer) -> StatusSlot {
+        StatusSlot::maybe(program, t, true)
+    }
+
+    /// The slot for a call that may complete a receive only when `receive`.
+    #[inline]
+    pub(crate) fn maybe(program: *mut MPI_Status, t: &Tracer, receive: bool) -> StatusSlot {
         let ignored = program.is_null() || program == t.k.status_ignore;
+        let mut local = MaybeUninit::uninit();
+        let redirect = ignored && receive;
+        if redirect {
+            local.write(pmpi::blank_status());
+        }
         StatusSlot {
             program: if ignored {
                 std::ptr::null_mut()
             } else {
                 program
             },
-            local: pmpi::blank_status(),
+            local,
+            redirect,
         }
     }
 
     /// The status argument to forward: `program` when not tracing, else the slot.
     pub(crate) fn arg(slot: Option<&mut StatusSlot>, program: *mut MPI_Status) -> *mut MPI_Status {
         match slot {
-            None => program,
-            Some(s) if s.program.is_null() => &mut s.local,
-            Some(s) => s.program,
+            Some(s) if s.redirect => s.local.as_mut_ptr(),
+            _ => program,
         }
     }
 
-    /// The status, once MPI wrote it.
-    pub(crate) fn get(&self) -> &MPI_Status {
-        if self.program.is_null() {
-            &self.local
+    /// The status, once MPI wrote it; `None` when the program ignored it and the call
+    /// was not expected to complete a receive.
+    pub(crate) fn get(&self) -> Option<&MPI_Status> {
+        if self.redirect {
+            // SAFETY: initialised in `maybe`, then written by MPI.
+            Some(unsafe { self.local.assume_init_ref() })
         } else {
-            // SAFETY: the program's status, which MPI just wrote and the program still
-            // owns for the duration of its call.
-            unsafe { &*self.program }
+            // SAFETY: null, or the program's status, which MPI just wrote and the
+            // program still owns for the duration of its call.
+            unsafe { self.program.as_ref() }
         }
     }
 }

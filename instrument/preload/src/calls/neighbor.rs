@@ -9,7 +9,7 @@ use mpi_sys::*;
 use overlap_instrument::schema::Op;
 
 use super::collective::{family, total, total_w, Part};
-use crate::pmpi::bytes;
+use crate::types::bytes;
 
 /// This rank's `(in-degree, out-degree)` in `comm`'s topology; zeros without one.
 fn degrees(comm: MPI_Comm) -> (c_int, c_int) {

@@ -10,6 +10,7 @@ use overlap_instrument::schema::{Op, RequestId, RequestKind, Started};
 
 use super::{received, traced, traced_with, transfer, StatusSlot};
 use crate::pmpi::key;
+use crate::tables;
 
 macro_rules! blocking_send {
     ($($wrapper:ident => $pmpi:ident, $op:expr;)+) => {$(
@@ -21,13 +22,12 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-            traced(
+            traced_with(
+                |t| transfer(&t.comms.info(comm), dest, tag, buf, count, datatype),
                 // SAFETY: the program's arguments, passed on unchanged.
-                || unsafe { $pmpi(buf, count, datatype, dest, tag, comm) },
-                |t, at, _| {
-                    let c = t.comms.info(comm);
-                    let transfer = transfer(&c, dest, tag, buf, count, datatype);
-                    t.record($op, at, CallData::Blocking { transfer }, &[]);
+                |_| unsafe { $pmpi(buf, count, datatype, dest, tag, comm) },
+                |t, at, _, transfer| {
+                    t.record($op, at, CallData::Blocking { transfer: *transfer }, &[]);
                 },
             )
         }
@@ -43,6 +43,7 @@ blocking_send! {
 
 /// Posts (and persistent inits) of one direction: `$buf` is the buffer pointer type,
 /// `$kind` the request kind, `$persistent` whether the request is a persistent one.
+/// What the record needs but the new handle is worked out before the call.
 macro_rules! post {
     ($($wrapper:ident => $pmpi:ident, $op:expr, $buf:ty, $kind:expr, $persistent:expr;)+) => {$(
         pub(crate) unsafe extern "C" fn $wrapper(
@@ -54,25 +55,29 @@ macro_rules! post {
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
-            traced(
+            traced_with(
+                |t| {
+                    let c = t.comms.info(comm);
+                    let transfer = transfer(&c, peer, tag, buf, count, datatype);
+                    (c, transfer)
+                },
                 // SAFETY: the program's arguments, passed on unchanged.
-                || unsafe { $pmpi(buf, count, datatype, peer, tag, comm, request) },
-                |t, at, rc| {
+                |_| unsafe { $pmpi(buf, count, datatype, peer, tag, comm, request) },
+                |t, at, rc, (c, transfer)| {
                     if rc != 0 {
                         return;
                     }
-                    let c = t.comms.info(comm);
-                    let transfer = transfer(&c, peer, tag, buf, count, datatype);
                     let id = t.recorder.next_request_id();
                     // SAFETY: MPI just wrote the new handle there.
                     let handle = key(unsafe { *request });
                     let proc_null = $kind == RequestKind::Recv && peer == t.k.proc_null;
                     if $persistent {
-                        t.requests.persistent(handle, id.0, $kind, c, proc_null);
+                        tables::persistent(handle, id.0, $kind, c.clone(), proc_null);
                     } else {
-                        t.requests.posted(handle, id.0, $kind, c, proc_null);
+                        tables::posted(handle, id.0, $kind, c.clone(), proc_null);
                     }
-                    t.record($op, at, CallData::Post { transfer, request: id }, &[]);
+                    let data = CallData::Post { transfer: *transfer, request: id };
+                    t.record($op, at, data, &[]);
                 },
             )
         }
@@ -255,7 +260,7 @@ fn start_all(t: &crate::tracer::Tracer, handles: impl Iterator<Item = u64>) -> V
     handles
         .filter_map(|handle| {
             let request = t.recorder.next_request_id().0;
-            let persistent = t.requests.started(handle, request)?;
+            let persistent = tables::started(handle, request)?;
             Some(Started {
                 request,
                 persistent,
@@ -304,7 +309,7 @@ pub(crate) unsafe extern "C" fn request_free(request: *mut MPI_Request) -> c_int
             if rc != 0 {
                 return;
             }
-            if let Some(id) = t.requests.freed(*handle) {
+            if let Some(id) = tables::freed(*handle) {
                 let data = CallData::Free {
                     request: RequestId(id),
                 };

@@ -9,7 +9,8 @@ use mpi_sys::*;
 use overlap_instrument::schema::Op;
 
 use super::collective::{am_root, family, members, Part};
-use crate::pmpi::{self, bytes};
+use crate::pmpi;
+use crate::types::bytes;
 
 family! {
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,

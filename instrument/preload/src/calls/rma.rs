@@ -141,7 +141,7 @@ fn access(
     count: c_int,
     datatype: MPI_Datatype,
 ) -> Access {
-    let (bytes, span) = pmpi::sizes(count, datatype);
+    let (bytes, span) = crate::types::sizes(count, datatype);
     Access {
         target: w.comm.world(target),
         bytes,
@@ -166,8 +166,7 @@ fn record_access(
         let id = t.recorder.next_request_id();
         // SAFETY: MPI just wrote the new handle there.
         let handle = key(unsafe { *handle });
-        t.requests
-            .posted(handle, id.0, RequestKind::OneSided, w.comm.clone(), false);
+        crate::tables::posted(handle, id.0, RequestKind::OneSided, w.comm.clone(), false);
         id
     });
     t.record(op, at, CallData::OneSided { access, request }, &[]);

@@ -13,7 +13,7 @@ use overlap_instrument::recorder::{CallData, Collective};
 use overlap_instrument::schema::{CommId, Op};
 
 use super::{traced_with, Timed};
-use crate::entry::site;
+use crate::thread::site;
 use crate::tracer::{self, guarded, tracer, InitCall};
 
 /// Forwards an init and starts the recording.

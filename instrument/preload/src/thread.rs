@@ -1,0 +1,153 @@
+//! The preload's per-thread state, reached without `__tls_get_addr`: two words in
+//! initial-exec TLS declared by the C shim `thread.c` (a Rust `thread_local!` in a
+//! shared library calls `__tls_get_addr` on every access). The entry trampolines store
+//! the caller's return address in the first word; the second points to the thread's
+//! [`ThreadState`], made on the thread's first traced call and dropped when the thread
+//! exits (through an ordinary `thread_local!`, touched only then).
+
+use std::arch::asm;
+use std::cell::{Cell, OnceCell};
+use std::sync::Arc;
+
+use mpi_sys::MPI_Status;
+use overlap_instrument::schema::Completion;
+
+use crate::tables::{self, LocalTable};
+use crate::types::TypeCache;
+
+/// The layout of `struct overlap_preload_thread` in `thread.c`.
+#[repr(C)]
+struct Words {
+    site: u64,
+    state: *const ThreadState,
+}
+
+/// This thread's words: the thread pointer plus the variable's offset in the static
+/// TLS block, which the dynamic linker wrote into the GOT at load time.
+#[inline(always)]
+fn words() -> *mut Words {
+    let words: *mut Words;
+    // SAFETY: reads the thread pointer (%fs:0 holds its own address on x86-64 Linux) and
+    // the GOT entry the linker made for the initial-exec symbol; writes only `words`.
+    unsafe {
+        asm!(
+            "mov {w}, qword ptr fs:[0]",
+            "add {w}, qword ptr [rip + overlap_preload_thread@GOTTPOFF]",
+            w = out(reg) words,
+            options(pure, nomem, nostack),
+        );
+    }
+    words
+}
+
+/// The address the program called the current MPI function from (its return address,
+/// stored by the entry trampoline; 0 before any).
+#[inline]
+pub(crate) fn site() -> u64 {
+    // SAFETY: this thread's words, written only by this thread.
+    unsafe { (*words()).site }
+}
+
+/// What one thread keeps between its MPI calls.
+#[derive(Default)]
+pub(crate) struct ThreadState {
+    /// The requests this thread posted (see [`crate::tables`]), made on its first post.
+    pub(crate) requests: OnceCell<Arc<LocalTable>>,
+    /// Datatype sizes.
+    pub(crate) types: TypeCache,
+    /// Room for a list call's handles, lent to one call at a time.
+    keys: Cell<Vec<u64>>,
+    /// Room for statuses the program ignores but the preload reads.
+    statuses: Cell<Vec<MPI_Status>>,
+    /// Room for what a completing call completed.
+    completions: Cell<Vec<Completion>>,
+}
+
+impl ThreadState {
+    /// Borrows the handle buffer (empty; a nested call gets a fresh one).
+    pub(crate) fn take_keys(&self) -> Vec<u64> {
+        let mut v = self.keys.take();
+        v.clear();
+        v
+    }
+
+    /// Gives the handle buffer back.
+    pub(crate) fn give_keys(&self, v: Vec<u64>) {
+        self.keys.set(v);
+    }
+
+    /// Borrows the status buffer, `n` statuses long.
+    pub(crate) fn take_statuses(&self, n: usize) -> Vec<MPI_Status> {
+        let mut v = self.statuses.take();
+        if v.len() < n {
+            v.resize(n, crate::pmpi::blank_status());
+        }
+        v
+    }
+
+    /// Gives the status buffer back.
+    pub(crate) fn give_statuses(&self, v: Vec<MPI_Status>) {
+        self.statuses.set(v);
+    }
+
+    /// Borrows the completion buffer (empty).
+    pub(crate) fn take_completions(&self) -> Vec<Completion> {
+        let mut v = self.completions.take();
+        v.clear();
+        v
+    }
+
+    /// Gives the completion buffer back.
+    pub(crate) fn give_completions(&self, v: Vec<Completion>) {
+        self.completions.set(v);
+    }
+}
+
+/// The calling thread's state.
+#[inline]
+pub(crate) fn current() -> &'static ThreadState {
+    // SAFETY: this thread's words; `state` is null or points to this thread's live
+    // state, which is dropped only when the thread exits (after clearing the word).
+    unsafe {
+        match (*words()).state.as_ref() {
+            Some(state) => state,
+            None => adopt(),
+        }
+    }
+}
+
+/// Owns the thread's state; dropped when the thread exits.
+struct Owner(Cell<Option<Box<ThreadState>>>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        // SAFETY: this thread's words.
+        unsafe { (*words()).state = std::ptr::null() };
+        if let Some(state) = self.0.take() {
+            if let Some(table) = state.requests.into_inner() {
+                tables::retire(table);
+            }
+        }
+    }
+}
+
+thread_local! {
+    static OWNER: Owner = const { Owner(Cell::new(None)) };
+}
+
+/// Makes the calling thread's state.
+#[cold]
+fn adopt() -> &'static ThreadState {
+    let state = Box::new(ThreadState::default());
+    let mut at: *const ThreadState = &*state;
+    if OWNER.try_with(move |o| o.0.set(Some(state))).is_err() {
+        // The thread is exiting and its thread-locals are gone: the state of this late
+        // call lives on.
+        at = Box::leak(Box::default());
+    }
+    // SAFETY: this thread's words; `at` lives until the thread exits.
+    unsafe {
+        (*words()).state = at;
+        &*at
+    }
+}
