@@ -17,38 +17,32 @@ use crate::handles::CommInfo;
 
 type FxMap<V> = FxHashMap<u64, V>;
 
-/// A request the program holds.
+/// A request the program holds: a non-blocking operation in flight, or a persistent
+/// request, started or not.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Tracked {
-    /// A non-blocking operation in flight.
-    Active {
-        id: u64,
-        kind: RequestKind,
-        comm: CommInfo,
-        proc_null: bool,
-    },
-    /// A persistent request, started (`active`) or not.
-    Persistent {
-        persistent: u64,
-        kind: RequestKind,
-        comm: CommInfo,
-        proc_null: bool,
-        active: Option<u64>,
-    },
+pub(crate) struct Tracked {
+    /// The operation in flight, by id; `None` for a persistent request not started.
+    active: Option<u64>,
+    /// The persistent request's id; `None` for a one-off operation.
+    persistent: Option<u64>,
+    kind: RequestKind,
+    comm: CommInfo,
+    proc_null: bool,
 }
 
 impl Tracked {
-    fn kind(&self) -> RequestKind {
-        match self {
-            Tracked::Active { kind, .. } | Tracked::Persistent { kind, .. } => *kind,
-        }
-    }
-
     /// True when a completing call can complete it now.
     fn completable(&self) -> bool {
-        match self {
-            Tracked::Active { .. } => true,
-            Tracked::Persistent { active, .. } => active.is_some(),
+        self.active.is_some()
+    }
+
+    /// What completing its active operation gives.
+    fn done(&self, id: u64) -> Done {
+        Done {
+            id,
+            kind: self.kind,
+            comm: self.comm.clone(),
+            proc_null: self.proc_null,
         }
     }
 }
@@ -98,6 +92,7 @@ impl Slot {
         one.into_iter().chain(many.into_iter().flatten())
     }
 
+    #[inline]
     fn position(&self, pred: impl Fn(&Tracked) -> bool) -> Option<usize> {
         match self {
             Slot::One(t) => pred(t).then_some(0),
@@ -105,6 +100,7 @@ impl Slot {
         }
     }
 
+    #[inline]
     fn get_mut(&mut self, i: usize) -> Option<&mut Tracked> {
         match self {
             Slot::One(t) => (i == 0).then_some(t),
@@ -136,8 +132,9 @@ impl RequestTable {
         self.receives > 0
     }
 
+    #[inline]
     fn add(&mut self, handle: u64, t: Tracked) {
-        if t.kind() == RequestKind::Recv {
+        if t.kind == RequestKind::Recv {
             self.receives += 1;
         }
         match self.map.entry(handle) {
@@ -150,6 +147,7 @@ impl RequestTable {
 
     /// A post created request `id` under `handle`; `proc_null`: a receive from
     /// `MPI_PROC_NULL`.
+    #[inline]
     pub(crate) fn posted(
         &mut self,
         handle: u64,
@@ -158,8 +156,9 @@ impl RequestTable {
         comm: CommInfo,
         proc_null: bool,
     ) {
-        let t = Tracked::Active {
-            id,
+        let t = Tracked {
+            active: Some(id),
+            persistent: None,
             kind,
             comm,
             proc_null,
@@ -176,95 +175,92 @@ impl RequestTable {
         comm: CommInfo,
         proc_null: bool,
     ) {
-        self.add(
-            handle,
-            Tracked::Persistent {
-                persistent,
-                kind,
-                comm,
-                proc_null,
-                active: None,
-            },
-        );
+        let t = Tracked {
+            active: None,
+            persistent: Some(persistent),
+            kind,
+            comm,
+            proc_null,
+        };
+        self.add(handle, t);
     }
 
     /// A Start made a persistent request under `handle` active as `id` (the oldest
     /// inactive one); returns the persistent id.
     pub(crate) fn started(&mut self, handle: u64, id: u64) -> Option<u64> {
         let slot = self.map.get_mut(&handle)?;
-        let persistent = slot.iter_mut().find_map(|t| match t {
-            Tracked::Persistent {
-                persistent,
-                active: active @ None,
-                ..
-            } => {
-                *active = Some(id);
-                Some(*persistent)
-            }
-            _ => None,
-        });
-        persistent
+        let t = slot
+            .iter_mut()
+            .find(|t| t.persistent.is_some() && t.active.is_none())?;
+        t.active = Some(id);
+        t.persistent
     }
 
     /// A request under `handle` completed: the oldest that could. Forgets it (a
     /// persistent request becomes inactive and stays).
+    #[inline]
     pub(crate) fn completed(&mut self, handle: u64) -> Option<Done> {
-        let slot = self.map.get_mut(&handle)?;
-        let i = slot.position(Tracked::completable)?;
-        if let Some(Tracked::Persistent {
-            kind,
-            comm,
-            active,
-            proc_null,
-            ..
-        }) = slot.get_mut(i)
-        {
+        let Entry::Occupied(mut entry) = self.map.entry(handle) else {
+            return None;
+        };
+        // The common case: one operation under the handle, taken out with its entry.
+        if let Slot::One(t) = entry.get() {
+            let id = t.active?;
+            if t.persistent.is_some() {
+                let Slot::One(t) = entry.get_mut() else {
+                    return None;
+                };
+                t.active = None;
+                return Some(t.done(id));
+            }
+            let Slot::One(t) = entry.remove() else {
+                return None;
+            };
+            self.forget(&t);
             return Some(Done {
-                id: active.take()?,
-                kind: *kind,
-                comm: comm.clone(),
-                proc_null: *proc_null,
+                id,
+                kind: t.kind,
+                comm: t.comm,
+                proc_null: t.proc_null,
             });
         }
-        match self.take(handle, i)? {
-            Tracked::Active {
-                id,
-                kind,
-                comm,
-                proc_null,
-            } => Some(Done {
-                id,
-                kind,
-                comm,
-                proc_null,
-            }),
-            Tracked::Persistent { .. } => None,
+        let i = entry.get().position(Tracked::completable)?;
+        let t = entry.get_mut().get_mut(i)?;
+        let id = t.active.take()?;
+        let done = t.done(id);
+        if t.persistent.is_none() {
+            self.take(handle, i);
         }
+        Some(done)
     }
 
     /// `MPI_Request_free` let go of `handle`: the id to record (the active operation's,
     /// else the persistent request's). Frees the oldest request under the handle.
     pub(crate) fn freed(&mut self, handle: u64) -> Option<u64> {
-        match self.take(handle, 0)? {
-            Tracked::Active { id, .. } => Some(id),
-            Tracked::Persistent {
-                persistent, active, ..
-            } => Some(active.unwrap_or(persistent)),
+        let t = self.take(handle, 0)?;
+        t.active.or(t.persistent)
+    }
+
+    /// Counts a request gone.
+    #[inline]
+    fn forget(&mut self, t: &Tracked) {
+        if t.kind == RequestKind::Recv {
+            self.receives -= 1;
         }
     }
 }
 
 impl RequestTable {
     /// Takes the `i`-th request under `handle` out, and the handle with its last.
+    #[inline]
     fn take(&mut self, handle: u64, i: usize) -> Option<Tracked> {
         let t = take(&mut self.map, handle, i)?;
-        if t.kind() == RequestKind::Recv {
-            self.receives -= 1;
-        }
+        self.forget(&t);
         Some(t)
     }
 }
 
+#[inline]
 fn take(map: &mut FxMap<Slot>, handle: u64, i: usize) -> Option<Tracked> {
     if let Slot::Many(q) = map.get_mut(&handle)? {
         let t = q.remove(i);

@@ -234,7 +234,7 @@ mod tests {
         let send = RequestKind::Send;
         posted(0x10, 1, send, CommInfo::WORLD, false);
         posted(0x11, 2, RequestKind::Recv, CommInfo::WORLD, false);
-        std::thread::spawn(|| {
+        std::thread::spawn(move || {
             assert!(may_complete_receive(), "another thread's receive");
             let done = completed(0x11).expect("found in the poster's table");
             assert_eq!((done.id, done.kind), (2, RequestKind::Recv));

@@ -10,6 +10,7 @@ use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 
 use mpi_sys::MPI_Status;
+use overlap_instrument::recorder::ThreadRecorder;
 use overlap_instrument::schema::Completion;
 
 use crate::tables::{self, LocalTable};
@@ -53,6 +54,8 @@ pub(crate) fn site() -> u64 {
 pub(crate) struct ThreadState {
     /// The requests this thread posted (see [`crate::tables`]), made on its first post.
     pub(crate) requests: OnceCell<Arc<LocalTable>>,
+    /// The thread's handle on the recorder, made on its first record.
+    pub(crate) recorder: OnceCell<ThreadRecorder>,
     /// Datatype sizes.
     pub(crate) types: TypeCache,
     /// Room for a list call's handles, lent to one call at a time.

@@ -16,10 +16,12 @@ use mpi_sys::*;
 use overlap_instrument::clock::{
     clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport, Timebase,
 };
-use overlap_instrument::recorder::{CallData, RankFileSink, Recorder, RecorderConfig};
+use overlap_instrument::recorder::{
+    CallData, RankFileSink, Recorder, RecorderConfig, ThreadRecorder,
+};
 use overlap_instrument::schema::{
-    rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, Started, SyncPhase,
-    FORMAT_NAME, FORMAT_VERSION, UNRECORDED_CALLS_PARAM,
+    rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, RequestId, Started,
+    SyncPhase, FORMAT_NAME, FORMAT_VERSION, UNRECORDED_CALLS_PARAM,
 };
 
 use crate::calls::Timed;
@@ -62,10 +64,25 @@ impl Tracer {
         self.recorder.stamp()
     }
 
+    /// The calling thread's handle on the recorder, kept in its thread state (so that
+    /// recording never goes through the recorder's own thread-local lookup).
+    #[inline]
+    fn here(&self) -> &'static ThreadRecorder {
+        crate::thread::current()
+            .recorder
+            .get_or_init(|| self.recorder.for_this_thread())
+    }
+
+    /// A fresh request id, from this thread's ring.
+    #[inline]
+    pub(crate) fn next_request_id(&self) -> RequestId {
+        self.here().next_request_id()
+    }
+
     /// Records `op`, made at `at`, with what it completed.
     #[inline]
     pub(crate) fn record(&self, op: Op, at: Timed, data: CallData, completed: &[Completion]) {
-        self.recorder
+        self.here()
             .record_call_from(op, at.start, at.end, at.site, data, completed.len(), |i| {
                 completed[i]
             });
@@ -74,14 +91,14 @@ impl Tracer {
     /// Records a Start or Startall, made at `at`, with the requests it started.
     #[inline]
     pub(crate) fn record_started(&self, op: Op, at: Timed, started: &[Started]) {
-        self.recorder
+        self.here()
             .record_start(op, at.start, at.end, at.site, started.len(), |i| started[i]);
     }
 
     /// Records a call on a group of world ranks (Win_start, Win_post), made at `at`.
     #[inline]
     pub(crate) fn record_group(&self, op: Op, at: Timed, data: CallData, group: &[c_int]) {
-        self.recorder
+        self.here()
             .record_group(op, at.start, at.end, at.site, data, group);
     }
 

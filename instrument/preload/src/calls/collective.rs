@@ -130,7 +130,7 @@ pub(crate) fn posted(
         }
         let c = t.comms.info(comm);
         let collective = part().record(&c);
-        let id = t.recorder.next_request_id();
+        let id = t.next_request_id();
         // SAFETY: MPI just wrote the new handle there.
         let handle = key(unsafe { *request });
         if persistent {

@@ -40,13 +40,32 @@ impl Drop for Keys {
     }
 }
 
-/// The handles of a one-status call, and its status.
+/// The handle of a Wait or Test, and its status.
 struct One {
-    keys: Keys,
+    key: u64,
     status: StatusSlot,
 }
 
 impl One {
+    /// # Safety
+    /// `request` points to a handle.
+    #[inline]
+    unsafe fn new(t: &Tracer, request: *const MPI_Request, status: *mut MPI_Status) -> One {
+        One {
+            // SAFETY: per the function's contract.
+            key: key(unsafe { *request }),
+            status: StatusSlot::maybe(status, t, tables::may_complete_receive()),
+        }
+    }
+}
+
+/// The handles of a Waitany or Testany, and its status.
+struct Any {
+    keys: Keys,
+    status: StatusSlot,
+}
+
+impl Any {
     /// # Safety
     /// `requests` points to `count` handles.
     unsafe fn new(
@@ -54,8 +73,8 @@ impl One {
         count: c_int,
         requests: *const MPI_Request,
         status: *mut MPI_Status,
-    ) -> One {
-        One {
+    ) -> Any {
+        Any {
             // SAFETY: per the function's contract.
             keys: unsafe { Keys::copy(count, requests) },
             status: StatusSlot::maybe(status, t, tables::may_complete_receive()),
@@ -139,13 +158,14 @@ fn record<'s>(
     op: Op,
     at: Timed,
     flag: Option<bool>,
-    keys: &Keys,
+    keys: &[u64],
     completed: impl Iterator<Item = (usize, Option<&'s MPI_Status>)>,
 ) {
     let null = key(t.k.request_null);
-    let mut list = keys.state.take_completions();
+    let state = thread::current();
+    let mut list = state.take_completions();
     for (position, status) in completed {
-        let Some(&handle) = keys.keys.get(position) else {
+        let Some(&handle) = keys.get(position) else {
             continue;
         };
         if handle == null {
@@ -170,19 +190,19 @@ fn record<'s>(
         });
     }
     t.record(op, at, CallData::Complete { flag }, &list);
-    keys.state.give_completions(list);
+    state.give_completions(list);
 }
 
 pub(crate) unsafe extern "C" fn wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
     traced_with(
         // SAFETY: one handle.
-        |t| unsafe { One::new(t, 1, request, status) },
+        |t| unsafe { One::new(t, request, status) },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe { PMPI_Wait(request, StatusSlot::arg(s.map(|s| &mut s.status), status)) },
         |t, at, rc, s| {
             if rc == 0 {
                 let done = std::iter::once((0, s.status.get()));
-                record(t, Op::Wait, at, None, &s.keys, done);
+                record(t, Op::Wait, at, None, &[s.key], done);
             }
         },
     )
@@ -195,7 +215,7 @@ pub(crate) unsafe extern "C" fn test(
 ) -> c_int {
     traced_with(
         // SAFETY: one handle.
-        |t| unsafe { One::new(t, 1, request, status) },
+        |t| unsafe { One::new(t, request, status) },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             PMPI_Test(
@@ -209,7 +229,8 @@ pub(crate) unsafe extern "C" fn test(
                 // SAFETY: MPI wrote the flag.
                 let done = unsafe { *flag } != 0;
                 let completed = done.then_some((0, s.status.get()));
-                record(t, Op::Test, at, Some(done), &s.keys, completed.into_iter());
+                let keys = [s.key];
+                record(t, Op::Test, at, Some(done), &keys, completed.into_iter());
             }
         },
     )
@@ -223,7 +244,7 @@ pub(crate) unsafe extern "C" fn waitany(
 ) -> c_int {
     traced_with(
         // SAFETY: `count` handles.
-        |t| unsafe { One::new(t, count, requests, status) },
+        |t| unsafe { Any::new(t, count, requests, status) },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             PMPI_Waitany(
@@ -238,7 +259,8 @@ pub(crate) unsafe extern "C" fn waitany(
                 // SAFETY: MPI wrote the index (MPI_UNDEFINED when nothing was active).
                 let which = usize::try_from(unsafe { *index }).ok();
                 let completed = which.map(|i| (i, s.status.get()));
-                record(t, Op::Waitany, at, None, &s.keys, completed.into_iter());
+                let keys = &s.keys.keys;
+                record(t, Op::Waitany, at, None, keys, completed.into_iter());
             }
         },
     )
@@ -253,7 +275,7 @@ pub(crate) unsafe extern "C" fn testany(
 ) -> c_int {
     traced_with(
         // SAFETY: `count` handles.
-        |t| unsafe { One::new(t, count, requests, status) },
+        |t| unsafe { Any::new(t, count, requests, status) },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             let status = StatusSlot::arg(s.map(|s| &mut s.status), status);
@@ -269,7 +291,7 @@ pub(crate) unsafe extern "C" fn testany(
                     Op::Testany,
                     at,
                     Some(done),
-                    &s.keys,
+                    &s.keys.keys,
                     completed.into_iter(),
                 );
             }
@@ -290,7 +312,7 @@ pub(crate) unsafe extern "C" fn waitall(
         |t, at, rc, m| {
             if rc == 0 {
                 let all = (0..m.keys.keys.len()).map(|i| (i, m.status(i)));
-                record(t, Op::Waitall, at, None, &m.keys, all);
+                record(t, Op::Waitall, at, None, &m.keys.keys, all);
             }
         },
     )
@@ -313,7 +335,7 @@ pub(crate) unsafe extern "C" fn testall(
                 let done = unsafe { *flag } != 0;
                 let n = if done { m.keys.keys.len() } else { 0 };
                 let all = (0..n).map(|i| (i, m.status(i)));
-                record(t, Op::Testall, at, Some(done), &m.keys, all);
+                record(t, Op::Testall, at, Some(done), &m.keys.keys, all);
             }
         },
     )
@@ -347,7 +369,7 @@ macro_rules! some {
                         Some((i, m.status(k)))
                     });
                     let flag = $flag.then_some(n > 0);
-                    record(t, $op, at, flag, &m.keys, completed);
+                    record(t, $op, at, flag, &m.keys.keys, completed);
                 },
             )
         }

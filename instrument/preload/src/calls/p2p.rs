@@ -67,7 +67,7 @@ macro_rules! post {
                     if rc != 0 {
                         return;
                     }
-                    let id = t.recorder.next_request_id();
+                    let id = t.next_request_id();
                     // SAFETY: MPI just wrote the new handle there.
                     let handle = key(unsafe { *request });
                     let proc_null = $kind == RequestKind::Recv && peer == t.k.proc_null;
@@ -259,7 +259,7 @@ pub(crate) unsafe extern "C" fn iprobe(
 fn start_all(t: &crate::tracer::Tracer, handles: impl Iterator<Item = u64>) -> Vec<Started> {
     handles
         .filter_map(|handle| {
-            let request = t.recorder.next_request_id().0;
+            let request = t.next_request_id().0;
             let persistent = tables::started(handle, request)?;
             Some(Started {
                 request,
