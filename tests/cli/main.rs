@@ -6,6 +6,7 @@ mod crash;
 mod merge;
 mod microbench;
 mod preload_calls;
+mod preload_threads;
 mod run;
 mod toeplitz;
 mod trace;

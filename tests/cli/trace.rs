@@ -41,6 +41,12 @@ fn programs() -> &'static Path {
         compile("mpicc", "session.c", "session", &[]);
         compile("mpicc", "twins.c", "twins", &["-Wno-stringop-overflow"]);
         compile("mpicc", "killed.c", "killed", &[]);
+        compile(
+            "mpicc",
+            "threads.c",
+            "threads",
+            &["-Wno-stringop-overflow", "-pthread"],
+        );
         compile("mpif90", "ring.f90", "ring", &[]);
         dir
     })
