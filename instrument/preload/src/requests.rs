@@ -91,22 +91,6 @@ impl Slot {
         };
         one.into_iter().chain(many.into_iter().flatten())
     }
-
-    #[inline]
-    fn position(&self, pred: impl Fn(&Tracked) -> bool) -> Option<usize> {
-        match self {
-            Slot::One(t) => pred(t).then_some(0),
-            Slot::Many(q) => q.iter().position(pred),
-        }
-    }
-
-    #[inline]
-    fn get_mut(&mut self, i: usize) -> Option<&mut Tracked> {
-        match self {
-            Slot::One(t) => (i == 0).then_some(t),
-            Slot::Many(q) => q.get_mut(i),
-        }
-    }
 }
 
 /// The requests the program holds, by handle. A handle's requests complete in the order
@@ -118,12 +102,15 @@ pub(crate) struct RequestTable {
     /// Receives among the requests (active or persistent): while there are none, no
     /// completing call can complete one, so statuses need not be looked at.
     receives: usize,
+    /// Requests tracked (a handle that stood for several keeps its emptied queue, so
+    /// that MPICH's shared handle does not allocate one per burst of posts).
+    tracked: usize,
 }
 
 impl RequestTable {
     /// True when no request is tracked.
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.tracked == 0
     }
 
     /// True when a receive is among the requests.
@@ -134,6 +121,7 @@ impl RequestTable {
 
     #[inline]
     fn add(&mut self, handle: u64, t: Tracked) {
+        self.tracked += 1;
         if t.kind == RequestKind::Recv {
             self.receives += 1;
         }
@@ -224,14 +212,23 @@ impl RequestTable {
                 proc_null: t.proc_null,
             });
         }
-        let i = entry.get().position(Tracked::completable)?;
-        let t = entry.get_mut().get_mut(i)?;
+        let Slot::Many(q) = entry.into_mut() else {
+            return None;
+        };
+        let i = q.iter().position(Tracked::completable)?;
+        let t = q.get_mut(i)?;
         let id = t.active.take()?;
-        let done = t.done(id);
-        if t.persistent.is_none() {
-            self.take(handle, i);
+        if t.persistent.is_some() {
+            return Some(t.done(id));
         }
-        Some(done)
+        let t = q.remove(i)?;
+        self.forget(&t);
+        Some(Done {
+            id,
+            kind: t.kind,
+            comm: t.comm,
+            proc_null: t.proc_null,
+        })
     }
 
     /// `MPI_Request_free` let go of `handle`: the id to record (the active operation's,
@@ -244,6 +241,7 @@ impl RequestTable {
     /// Counts a request gone.
     #[inline]
     fn forget(&mut self, t: &Tracked) {
+        self.tracked -= 1;
         if t.kind == RequestKind::Recv {
             self.receives -= 1;
         }
@@ -263,11 +261,7 @@ impl RequestTable {
 #[inline]
 fn take(map: &mut FxMap<Slot>, handle: u64, i: usize) -> Option<Tracked> {
     if let Slot::Many(q) = map.get_mut(&handle)? {
-        let t = q.remove(i);
-        if q.is_empty() {
-            map.remove(&handle);
-        }
-        return t;
+        return q.remove(i);
     }
     match map.remove(&handle)? {
         Slot::One(t) => Some(t),
@@ -323,8 +317,13 @@ mod tests {
         let last = t.completed(0x6c00_0001).expect("the fourth");
         assert_eq!((last.id, last.kind), (4, RequestKind::Collective));
         assert_eq!(t.completed(0x6c00_0001), None, "all done");
-        assert!(!t.map.contains_key(&0x6c00_0001), "the queue is gone");
         assert_eq!(t.completed(0x6c00_0002).map(|d| d.id), Some(9));
+        assert!(
+            t.is_empty(),
+            "nothing is tracked (the emptied queue stays, for reuse)"
+        );
+        t.posted(0x6c00_0001, 5, RequestKind::Send, CommInfo::WORLD, false);
+        assert_eq!(t.completed(0x6c00_0001).map(|d| d.id), Some(5), "reused");
     }
 
     #[test]
