@@ -156,7 +156,7 @@ fn find<R>(mut f: impl FnMut(&mut RequestTable) -> Option<R>) -> Option<R> {
     if TABLES.load(Ordering::Relaxed) <= usize::from(own.is_some()) {
         return None;
     }
-    search(own.map(|t| Arc::as_ptr(t)), f)
+    search(own.map(Arc::as_ptr), f)
 }
 
 #[cold]
