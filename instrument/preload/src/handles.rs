@@ -8,10 +8,19 @@
 //! lowest world rank of the new communicator give id `k * world_size + lowest`. Two
 //! communicators that share a member were created in order on that member, so their
 //! rounds differ; two that share none have different lowest members.
+//!
+//! Every wrapped call over a communicator other than the world looks it up, so each
+//! thread keeps the last ones it met in a small cache ([`CommCache`]) emptied whenever
+//! the table changes, and a communicator's world ranks are interned: one copy per
+//! distinct member list for the whole run, shared by every record without reference
+//! counting.
 
+use std::cell::Cell;
+use std::collections::HashSet;
 use std::ffi::c_int;
 use std::hash::Hasher;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
 
 use mpi_sys::*;
 use overlap_instrument::fxhash::{FxHashMap, FxHasher};
@@ -21,12 +30,74 @@ use crate::pmpi::{self, key, Constants};
 type FxMap<V> = FxHashMap<u64, V>;
 
 /// A communicator as the recorder names it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CommInfo {
     /// The id recorded as `comm`.
     pub(crate) id: u32,
-    /// World rank of each rank of the communicator; `None` for `MPI_COMM_WORLD`.
-    pub(crate) to_world: Option<Arc<[c_int]>>,
+    /// World rank of each rank of the communicator ([`intern`]ed); `None` for
+    /// `MPI_COMM_WORLD`.
+    pub(crate) to_world: Option<&'static [c_int]>,
+}
+
+/// The one copy of a list of world ranks. The copies live until the process ends: one
+/// per distinct member list, however many communicators and windows have it.
+#[cold]
+pub(crate) fn intern(members: Vec<c_int>) -> &'static [c_int] {
+    static LISTS: Mutex<Option<HashSet<&'static [c_int]>>> = Mutex::new(None);
+    let mut lists = LISTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let lists = lists.get_or_insert_with(HashSet::new);
+    if let Some(found) = lists.get(members.as_slice()) {
+        return found;
+    }
+    let list: &'static [c_int] = Box::leak(members.into_boxed_slice());
+    lists.insert(list);
+    list
+}
+
+/// Bumped whenever a communicator handle is forgotten (freed): caches filled before are
+/// stale. Bumped before MPI may reuse the handle, so a thread that later meets the
+/// reused handle (which the program must have passed to it) sees the bump.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Slots of a thread's communicator cache (direct-mapped).
+const CACHED: usize = 16;
+
+/// One thread's recently met communicators.
+pub(crate) struct CommCache {
+    generation: Cell<u64>,
+    slots: [Cell<Option<(u64, CommInfo)>>; CACHED],
+}
+
+impl Default for CommCache {
+    fn default() -> CommCache {
+        CommCache {
+            generation: Cell::new(GENERATION.load(Ordering::Relaxed)),
+            slots: std::array::from_fn(|_| Cell::new(None)),
+        }
+    }
+}
+
+impl CommCache {
+    /// The info of handle key `key`, cached, or from `look_up`.
+    #[inline]
+    pub(crate) fn get(&self, key: u64, look_up: impl FnOnce() -> CommInfo) -> CommInfo {
+        let generation = GENERATION.load(Ordering::Relaxed);
+        if self.generation.get() != generation {
+            for s in &self.slots {
+                s.set(None);
+            }
+            self.generation.set(generation);
+        }
+        let slot = &self.slots[(key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize % CACHED];
+        if let Some((k, info)) = slot.get() {
+            if k == key {
+                return info;
+            }
+        }
+        let info = look_up();
+        slot.set(Some((key, info)));
+        info
+    }
 }
 
 impl CommInfo {
@@ -40,7 +111,7 @@ impl CommInfo {
     /// `MPI_PROC_NULL`) stay as they are.
     #[inline]
     pub(crate) fn world(&self, rank: c_int) -> c_int {
-        match (&self.to_world, usize::try_from(rank)) {
+        match (self.to_world, usize::try_from(rank)) {
             (Some(map), Ok(r)) => map.get(r).copied().unwrap_or(rank),
             _ => rank,
         }
@@ -134,6 +205,13 @@ impl CommTable {
         if pmpi::same(comm, self.k.comm_world) {
             return CommInfo::WORLD;
         }
+        crate::thread::current()
+            .comms
+            .get(key(comm), || self.look_up(comm))
+    }
+
+    /// `comm` in the table, learnt if it is not there.
+    fn look_up(&self, comm: MPI_Comm) -> CommInfo {
         let found = self
             .map
             .read()
@@ -149,12 +227,12 @@ impl CommTable {
         let members = pmpi::world_ranks(comm, self.k.comm_world).unwrap_or_default();
         let info = CommInfo {
             id: fallback_id(&members),
-            to_world: Some(members.into()),
+            to_world: Some(intern(members)),
         };
         self.map
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(key(comm), info.clone());
+            .insert(key(comm), info);
         info
     }
 
@@ -174,13 +252,17 @@ impl CommTable {
                 key(new),
                 CommInfo {
                     id,
-                    to_world: Some(members.into()),
+                    to_world: Some(intern(members)),
                 },
             );
+        // The handle may have been another communicator's, freed by a call the preload
+        // does not wrap.
+        GENERATION.fetch_add(1, Ordering::Release);
     }
 
     /// Before `MPI_Comm_free`: the handle may come back for another communicator.
     pub(crate) fn freed(&self, comm: MPI_Comm) {
+        GENERATION.fetch_add(1, Ordering::Release);
         self.map
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -207,12 +289,41 @@ mod tests {
     fn world_ranks_of_a_communicator() {
         let c = CommInfo {
             id: 5,
-            to_world: Some(vec![3, 1].into()),
+            to_world: Some(&[3, 1]),
         };
         assert_eq!(c.world(0), 3);
         assert_eq!(c.world(1), 1);
         assert_eq!(c.world(-2), -2, "wildcards stay");
         assert_eq!(CommInfo::WORLD.world(4), 4);
+    }
+
+    #[test]
+    fn a_cached_communicator_is_looked_up_again_after_one_is_freed() {
+        let cache = CommCache::default();
+        let looked_up = Cell::new(0);
+        let info = |id| {
+            looked_up.set(looked_up.get() + 1);
+            CommInfo {
+                id,
+                to_world: Some(intern(vec![1, 0])),
+            }
+        };
+        assert_eq!(cache.get(0x8400_0001, || info(5)).id, 5);
+        assert_eq!(cache.get(0x8400_0001, || info(6)).id, 5, "cached");
+        assert_eq!(looked_up.get(), 1);
+        GENERATION.fetch_add(1, Ordering::Release);
+        assert_eq!(
+            cache.get(0x8400_0001, || info(7)).id,
+            7,
+            "stale after a free"
+        );
+        assert!(std::ptr::eq(
+            intern(vec![1, 0]),
+            cache
+                .get(0x8400_0001, || info(8))
+                .to_world
+                .expect("members")
+        ));
     }
 
     #[test]

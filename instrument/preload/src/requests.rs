@@ -41,7 +41,7 @@ impl Tracked {
         Done {
             id,
             kind: self.kind,
-            comm: self.comm.clone(),
+            comm: self.comm,
             proc_null: self.proc_null,
         }
     }

@@ -13,6 +13,7 @@ use mpi_sys::MPI_Status;
 use overlap_instrument::recorder::ThreadRecorder;
 use overlap_instrument::schema::Completion;
 
+use crate::handles::CommCache;
 use crate::tables::{self, LocalTable};
 use crate::types::TypeCache;
 
@@ -56,6 +57,8 @@ pub(crate) struct ThreadState {
     pub(crate) requests: OnceCell<Arc<LocalTable>>,
     /// The thread's handle on the recorder, made on its first record.
     pub(crate) recorder: OnceCell<ThreadRecorder>,
+    /// Communicators met lately.
+    pub(crate) comms: CommCache,
     /// Datatype sizes.
     pub(crate) types: TypeCache,
     /// Room for a list call's handles, lent to one call at a time.

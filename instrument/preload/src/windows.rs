@@ -82,7 +82,7 @@ impl WinTable {
             id: fallback_id(&members),
             comm: CommInfo {
                 id: fallback_id(&members),
-                to_world: Some(members.into()),
+                to_world: Some(crate::handles::intern(members)),
             },
         };
         self.map

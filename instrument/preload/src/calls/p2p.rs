@@ -72,9 +72,9 @@ macro_rules! post {
                     let handle = key(unsafe { *request });
                     let proc_null = $kind == RequestKind::Recv && peer == t.k.proc_null;
                     if $persistent {
-                        tables::persistent(handle, id.0, $kind, c.clone(), proc_null);
+                        tables::persistent(handle, id.0, $kind, *c, proc_null);
                     } else {
-                        tables::posted(handle, id.0, $kind, c.clone(), proc_null);
+                        tables::posted(handle, id.0, $kind, *c, proc_null);
                     }
                     let data = CallData::Post { transfer: *transfer, request: id };
                     t.record($op, at, data, &[]);

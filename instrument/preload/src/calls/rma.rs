@@ -166,7 +166,7 @@ fn record_access(
         let id = t.next_request_id();
         // SAFETY: MPI just wrote the new handle there.
         let handle = key(unsafe { *handle });
-        crate::tables::posted(handle, id.0, RequestKind::OneSided, w.comm.clone(), false);
+        crate::tables::posted(handle, id.0, RequestKind::OneSided, w.comm, false);
         id
     });
     t.record(op, at, CallData::OneSided { access, request }, &[]);
