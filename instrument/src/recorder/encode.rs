@@ -3,13 +3,13 @@
 //! defined once per thread, in the same group as the first record that names it).
 //!
 //! Only the thread that owns the ring touches its encoder; a group that is dropped
-//! (the recorder finishing while the ring is full) leaves the encoder as it was, so the
-//! stream stays decodable.
+//! (the recorder finishing while the ring is full) leaves the encoder (and the ring's
+//! delta state) as it was, so the stream stays decodable.
 
 use std::panic::Location;
 
 use overlap_format::fxhash::FxHashMap;
-use overlap_format::stream::codec::{encode_site, encode_string_head, Deltas, STRING_MAX};
+use overlap_format::stream::codec::{encode_site, encode_string_head, STRING_MAX};
 
 use super::ring::Group;
 use super::site::{SiteKind, SiteWord};
@@ -20,8 +20,6 @@ const SITE_CACHE: usize = 32;
 /// A thread's encoding state.
 #[derive(Default)]
 pub(crate) struct ThreadEncoder {
-    /// The delta state after the last published group.
-    pub(crate) deltas: Deltas,
     /// Strings defined, by the address of their `&'static str`.
     strings: FxHashMap<usize, u32>,
     /// Source sites defined, by site word.

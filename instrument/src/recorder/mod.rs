@@ -85,6 +85,8 @@ pub(crate) struct Shared {
     epoch_ns: u64,
     timebase: Timebase,
     ring_bytes: usize,
+    /// The most records that may follow a call: what half a ring holds.
+    max_follow: usize,
     rings: Mutex<Vec<Arc<Ring>>>,
     stop: AtomicBool,
     finished: AtomicBool,
@@ -170,6 +172,7 @@ impl Recorder {
             epoch_ns,
             timebase,
             ring_bytes: ring::ring_size(config.ring_bytes),
+            max_follow: ring::ring_size(config.ring_bytes) / 2 / FOLLOW_MAX,
             rings: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
             finished: AtomicBool::new(false),
@@ -305,21 +308,25 @@ impl Recorder {
             // SAFETY: only the thread that owns the ring touches its encoder, and rings
             // are only handed to their own thread.
             let encoder = unsafe { &mut *ring.encoder.get() };
-            let mut deltas = encoder.deltas;
+            // SAFETY: as for the encoder. The deltas are encoded against in place (a copy
+            // updated field by field and then copied back whole would stall the store
+            // buffer). A group is dropped only once the recorder is finishing, when
+            // `finished` is already set: nothing is published after it, so the deltas it
+            // changed are never used.
+            let deltas = unsafe { &mut *ring.deltas.get() };
             let mut defs = NewDefs::default();
             let mut wait = || {
                 shared.wake_writer();
                 // Sleep rather than yield: an idle-priority writer runs only when this
                 // thread really gives its core up.
                 std::thread::sleep(Duration::from_micros(20));
-                !shared.stop.load(Ordering::Relaxed)
+                !shared.stop.load(Ordering::Acquire)
             };
             let mut group = ring.group(&mut wait as &mut dyn FnMut() -> bool);
-            body(encoder, &mut deltas, &mut group, &mut defs);
+            body(encoder, deltas, &mut group, &mut defs);
             match group.publish(events) {
                 PushOutcome::Dropped => {}
                 outcome => {
-                    encoder.deltas = deltas;
                     encoder.commit(&defs);
                     if outcome == PushOutcome::AppendedWakeWriter {
                         shared.wake_writer();
@@ -492,7 +499,7 @@ impl Recorder {
         count: usize,
         mut follow: impl FnMut(usize, &mut Cursor, &mut Deltas),
     ) {
-        let max_follow = self.shared().ring_bytes / 2 / FOLLOW_MAX;
+        let max_follow = self.shared().max_follow;
         let (count, site) = (count.min(max_follow), site.into());
         self.push(ring, 1, |encoder, deltas, group, defs| {
             encoder.site(site, group, defs);

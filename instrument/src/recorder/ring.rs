@@ -9,6 +9,7 @@
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
+use overlap_format::stream::codec::Deltas;
 use overlap_format::stream::varint::{RecordOut, RECORD_MAX};
 
 use super::encode::ThreadEncoder;
@@ -29,6 +30,8 @@ pub(crate) struct Ring {
     requests: AtomicU64,
     /// The producer's encoding state (producer only).
     pub(crate) encoder: UnsafeCell<ThreadEncoder>,
+    /// The delta state after the last published group (producer only).
+    pub(crate) deltas: UnsafeCell<Deltas>,
     /// Index of the thread within the recorder.
     pub(crate) tid: u32,
     /// The thread's name when it registered.
@@ -212,6 +215,7 @@ impl Ring {
             wake_pending: AtomicBool::new(false),
             requests: AtomicU64::new(0),
             encoder: UnsafeCell::new(ThreadEncoder::default()),
+            deltas: UnsafeCell::new(Deltas::default()),
             tid,
             thread_name,
         }

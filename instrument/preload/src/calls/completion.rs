@@ -159,38 +159,54 @@ fn record<'s>(
     at: Timed,
     flag: Option<bool>,
     keys: &[u64],
-    completed: impl Iterator<Item = (usize, Option<&'s MPI_Status>)>,
+    mut completed: impl Iterator<Item = (usize, Option<&'s MPI_Status>)>,
 ) {
     let null = key(t.k.request_null);
+    let data = CallData::Complete { flag };
+    if let [one] = keys {
+        // Wait and Test: at most one completion, no list (moving the thread's buffer in
+        // and out costs more than the rest of the call).
+        let done = completed.next().and_then(|(position, status)| {
+            completion(t, null, std::slice::from_ref(one), position, status)
+        });
+        t.record(op, at, data, done.as_slice());
+        return;
+    }
     let state = thread::current();
     let mut list = state.take_completions();
-    for (position, status) in completed {
-        let Some(&handle) = keys.get(position) else {
-            continue;
-        };
-        if handle == null {
-            continue;
-        }
-        let Some(done) = tables::completed(handle) else {
-            continue;
-        };
-        list.push(match done.kind {
-            // What the standard says the status of a receive from MPI_PROC_NULL holds,
-            // whether or not MPI wrote it.
-            RequestKind::Recv if done.proc_null => Completion {
-                request: Some(done.id),
-                source: Some(t.k.proc_null),
-                tag: Some(t.k.any_tag),
-                bytes: Some(0),
-            },
-            RequestKind::Recv => received(Some(done.id), status, &done.comm, t.k.byte),
-            RequestKind::Send | RequestKind::Collective | RequestKind::OneSided => {
-                finished(done.id)
-            }
-        });
-    }
-    t.record(op, at, CallData::Complete { flag }, &list);
+    list.extend(
+        completed.filter_map(|(position, status)| completion(t, null, keys, position, status)),
+    );
+    t.record(op, at, data, &list);
     state.give_completions(list);
+}
+
+/// What completing the request at `position` of `keys` records, if it is one of ours.
+#[inline]
+fn completion(
+    t: &Tracer,
+    null: u64,
+    keys: &[u64],
+    position: usize,
+    status: Option<&MPI_Status>,
+) -> Option<Completion> {
+    let &handle = keys.get(position)?;
+    if handle == null {
+        return None;
+    }
+    let done = tables::completed(handle)?;
+    Some(match done.kind {
+        // What the standard says the status of a receive from MPI_PROC_NULL holds,
+        // whether or not MPI wrote it.
+        RequestKind::Recv if done.proc_null => Completion {
+            request: Some(done.id),
+            source: Some(t.k.proc_null),
+            tag: Some(t.k.any_tag),
+            bytes: Some(0),
+        },
+        RequestKind::Recv => received(Some(done.id), status, &done.comm, t.k.byte),
+        RequestKind::Send | RequestKind::Collective | RequestKind::OneSided => finished(done.id),
+    })
 }
 
 pub(crate) unsafe extern "C" fn wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
