@@ -50,6 +50,7 @@ impl<S: Sink> Writer<S> {
 
     /// Copies every ring once, then writes and flushes.
     fn drain_all(&mut self, shared: &Shared, force_calibration: bool) {
+        let mut wrote_events = false;
         for ring in shared.rings_snapshot() {
             let tid = ring.tid as usize;
             if self.announced.len() <= tid {
@@ -61,9 +62,13 @@ impl<S: Sink> Writer<S> {
                 frame(&mut self.page, FrameKind::Thread, ring.tid, &[name]);
             }
             let page = &mut self.page;
-            ring.drain(|a, b| frame(page, FrameKind::Events, ring.tid, &[a, b]));
+            wrote_events |=
+                ring.drain(|a, b| frame(page, FrameKind::Events, ring.tid, &[a, b])) > 0;
         }
-        self.calibrate(force_calibration);
+        // A page of events goes out with a second reading if there is none yet (a flush
+        // interval under 10 ms), so that a file holding events can always be converted.
+        let lacks_rate = self.calibrator.as_ref().is_some_and(Calibrator::lacks_rate);
+        self.calibrate(force_calibration || (wrote_events && lacks_rate));
         self.write_page();
         if self.error.is_none() {
             if let Err(e) = self.sink.flush() {
