@@ -8,10 +8,12 @@
 //! bounded: each thread's ring has a fixed size, and a thread that fills its ring waits
 //! for the writer (counted as a stall in the footer) rather than drop events or grow.
 
+mod config;
 mod encode;
 mod ring;
 mod sink;
 mod site;
+mod span;
 mod thread;
 mod writer;
 
@@ -21,8 +23,10 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
+pub use config::{FinishReport, RecorderConfig};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
 pub use sink::{MemorySink, NullSink, RankFileSink, Recorded, Sink};
+pub use span::{ComputeGuard, DetachedSpan};
 pub use thread::ThreadRecorder;
 
 use overlap_format::stream::codec::{
@@ -30,7 +34,7 @@ use overlap_format::stream::codec::{
     Deltas, MEMBERS_PER_RECORD,
 };
 
-use crate::clock::{monotonic_now_ns, ClockSource, Stamp, Timebase};
+use crate::clock::{monotonic_now_ns, Stamp, Timebase};
 use crate::schema::{ClockSync, Completion, Footer, Op, RequestId, Started};
 use crate::{Error, Result};
 use encode::{NewDefs, ThreadEncoder};
@@ -38,46 +42,6 @@ use ring::{Cursor, Group, PushOutcome, Ring};
 
 /// The most bytes a record that follows a call takes (a full members record).
 const FOLLOW_MAX: usize = 96;
-
-/// How a recorder buffers and flushes.
-#[derive(Clone, Copy, Debug)]
-#[non_exhaustive]
-pub struct RecorderConfig {
-    /// Bytes of each thread's ring (rounded up to a power of two, at least 12 KiB): the
-    /// bound on a thread's buffering. A call takes 10 to 20 bytes, a completion 3 to 10.
-    pub ring_bytes: usize,
-    /// How often the writer drains the rings and flushes to the file: the most a rank
-    /// that dies can lose.
-    pub flush_interval: Duration,
-    /// The clock events are stamped with.
-    pub clock: ClockSource,
-    /// Run the writer thread at nice 19 (Linux): it copies and writes on CPU time nobody
-    /// else wants, so ranks spinning in MPI on every core are barely slowed by it. A
-    /// thread that finds its buffer full sleeps briefly so that the writer runs.
-    pub idle_writer: bool,
-}
-
-impl Default for RecorderConfig {
-    fn default() -> Self {
-        RecorderConfig {
-            ring_bytes: 1 << 20,
-            flush_interval: Duration::from_millis(50),
-            clock: ClockSource::Auto,
-            idle_writer: false,
-        }
-    }
-}
-
-/// What finishing a recorder reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FinishReport {
-    /// Call and compute events written.
-    pub events: u64,
-    /// Threads that recorded.
-    pub threads: u32,
-    /// Times a thread waited for room in its ring.
-    pub buffer_stalls: u64,
-}
 
 /// State shared by the recording threads and the writer thread.
 pub(crate) struct Shared {
@@ -590,36 +554,6 @@ fn finish_inner(inner: &Inner) -> Result<FinishReport> {
         threads,
         buffer_stalls,
     })
-}
-
-/// Ends a compute span when dropped.
-#[must_use = "the span ends when the guard is dropped"]
-pub struct ComputeGuard<'r> {
-    recorder: &'r Recorder,
-    name: &'static str,
-    start: Stamp,
-}
-
-impl Drop for ComputeGuard<'_> {
-    #[inline]
-    fn drop(&mut self) {
-        let end = self.recorder.stamp();
-        self.recorder.record_compute(self.name, self.start, end);
-    }
-}
-
-/// A compute span started with [`Recorder::start_compute`].
-#[must_use = "call finish() to record the span"]
-pub struct DetachedSpan {
-    name: &'static str,
-    start: Stamp,
-}
-
-impl DetachedSpan {
-    /// Ends the span now and records it.
-    pub fn finish(self, recorder: &Recorder) {
-        recorder.record_compute(self.name, self.start, recorder.stamp());
-    }
 }
 
 const _: () = {

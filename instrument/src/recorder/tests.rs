@@ -1,5 +1,6 @@
 //! Unit tests of the recorder: calls keep their completions and order, groups follow their call, and many threads share a small ring.
 use super::*;
+use crate::clock::ClockSource;
 use crate::schema::{CommId, Event, Nanos, SyncPhase};
 use overlap_format::stream::codec::MEMBERS_PER_RECORD;
 

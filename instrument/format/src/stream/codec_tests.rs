@@ -1,7 +1,9 @@
 //! Round trips of every kind of record, their sizes, and garbage refused without a panic.
 
 use super::*;
-use crate::stream::varint::RecordBuf;
+use crate::call_data::Access;
+use crate::schema::{CommId, RequestId};
+use crate::stream::varint::{Reader, RecordBuf};
 
 fn transfer(peer: i32, buf: u64) -> Transfer {
     Transfer {

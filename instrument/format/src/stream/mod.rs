@@ -16,6 +16,7 @@
 
 pub mod codec;
 mod collect;
+mod decode;
 mod read;
 pub mod varint;
 mod write;
