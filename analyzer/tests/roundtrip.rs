@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use overlap_analyzer::import::read_rank_file;
+use overlap_analyzer::model::Place;
 use overlap_instrument::clock::{ClockSource, Stamp};
 use overlap_instrument::recorder::{CallData, RankFileSink, Recorder, RecorderConfig, Transfer};
 use overlap_instrument::schema::{
@@ -166,4 +167,53 @@ fn one_thread() {
 #[test]
 fn eight_threads() {
     roundtrip(8);
+}
+
+/// A real file damaged the ways a disk or a crash damages files: garbage appended, cut
+/// in the middle of a page, an unknown version. Each is said with the file and the
+/// offset, and what is before the damage is read.
+#[test]
+fn a_damaged_file_is_read_up_to_the_damage_and_says_where() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("rank-3.ovlp");
+    let sink = RankFileSink::create(&path, &header()).expect("file");
+    let mut config = RecorderConfig::default();
+    config.clock = ClockSource::Monotonic;
+    let rec = Recorder::with_epoch(sink, config, header().epoch_ns).expect("recorder");
+    let expected = record_sequence(&rec, 0, 100);
+    rec.finish().expect("finish");
+    let whole = std::fs::read(&path).expect("read");
+
+    // Garbage appended: everything read, the garbage named at its offset.
+    let mut garbage = whole.clone();
+    garbage.extend_from_slice(b"\x09\x00\x00\x00 not a frame");
+    std::fs::write(&path, &garbage).expect("write");
+    let t = read_rank_file(&path).expect("reads");
+    assert_eq!(t.events, expected);
+    assert_eq!(t.problems.len(), 1, "{:?}", t.problems);
+    assert_eq!(t.problems[0].place, Place::Offset(whole.len() as u64));
+    assert!(t.problems[0].reason.contains("not a frame header"));
+
+    // Cut in the middle of the page of events: the page is lost, not the header.
+    std::fs::write(&path, &whole[..whole.len() - 100]).expect("write");
+    let t = read_rank_file(&path).expect("reads");
+    assert!(t.footer.is_none());
+    assert_eq!(t.problems.len(), 1, "{:?}", t.problems);
+    assert!(
+        t.problems[0].reason.contains("cut short"),
+        "{:?}",
+        t.problems
+    );
+    assert!(t.incompleteness().is_some());
+
+    // Another version: refused whole, naming the file.
+    let mut other = whole.clone();
+    other[8..12].copy_from_slice(&77u32.to_le_bytes());
+    std::fs::write(&path, &other).expect("write");
+    let err = read_rank_file(&path).expect_err("refused");
+    assert!(
+        err.to_string()
+            .contains("rank-3.ovlp: trace format version 77"),
+        "{err}"
+    );
 }
