@@ -107,7 +107,7 @@ fn skip_whitespace(buf: &[u8], mut pos: usize) -> usize {
 }
 
 /// Where the events of a file go as they are read.
-pub trait EventSink: Default {
+pub trait EventSink: Default + Extend<Event> {
     /// Takes one event.
     fn push(&mut self, e: Event);
     /// Events taken so far.
@@ -136,6 +136,14 @@ impl EventSink for Timeline {
     }
 }
 
+impl Extend<Event> for Timeline {
+    fn extend<I: IntoIterator<Item = Event>>(&mut self, events: I) {
+        for e in events {
+            Timeline::push(self, &e);
+        }
+    }
+}
+
 /// Reads a per-rank trace file.
 pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
     read_rank_file_into(path)
@@ -154,7 +162,7 @@ pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
 /// Parses the bytes of a per-rank file of any readable version: a binary stream, or a
 /// JSON array (`path` is for messages).
 pub fn parse_rank_file_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
-    if stream::is_stream(buf) {
+    if overlap_format::stream::is_stream(buf) {
         stream::parse_stream_into(path, buf)
     } else {
         parse_rank_trace_into(path, buf)

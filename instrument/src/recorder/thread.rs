@@ -27,11 +27,6 @@ impl ThreadRecorder {
         }
     }
 
-    /// The recorder it records for.
-    pub fn recorder(&self) -> &Recorder {
-        &self.recorder
-    }
-
     /// Now, as a stamp of the recorder's clock.
     #[inline]
     pub fn stamp(&self) -> Stamp {

@@ -34,12 +34,6 @@ impl TscConversion {
         &self.readings
     }
 
-    /// Ticks per second over the whole calibration.
-    pub fn ticks_per_second(&self) -> f64 {
-        let (first, last) = (self.readings[0], self.readings[self.readings.len() - 1]);
-        (last.0 - first.0) as f64 / (last.1 - first.1) as f64 * 1e9
-    }
-
     /// `tsc` as absolute monotonic ns (rounded; clamped at 0).
     pub fn to_monotonic(&self, tsc: u64) -> u64 {
         let r = &self.readings;
@@ -88,8 +82,6 @@ mod tests {
             "before the first: the first segment's"
         );
         assert_eq!(c.to_monotonic(0), 0);
-        // 200 ticks in 30 µs.
-        assert!((c.ticks_per_second() - 200.0 / 30e-6).abs() < 1e-3);
     }
 
     #[test]

@@ -162,13 +162,6 @@ pub enum Record<'a> {
     },
 }
 
-impl Record<'_> {
-    /// True for calls and compute spans: the events a footer counts.
-    pub fn is_event(&self) -> bool {
-        matches!(self, Record::Call { .. } | Record::Compute { .. })
-    }
-}
-
 fn tag_of(data: &CallData) -> Tag {
     match data {
         CallData::Plain => Tag::CallPlain,

@@ -4,15 +4,16 @@
 use super::Visitor;
 use crate::schema::{ClockSync, Event, Footer, Header, SourceSite};
 
-/// Everything read from a stream.
+/// Everything read from a stream; the events go into `E` (all of them, in a `Vec`, by
+/// default; the analyzer gives its compact timeline).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Collected {
+pub struct Collected<E = Vec<Event>> {
     /// The header.
     pub header: Option<Header>,
     /// `(tid, name)` of each thread, in file order.
     pub threads: Vec<(u32, String)>,
     /// Calls and compute spans, in file order.
-    pub events: Vec<Event>,
+    pub events: E,
     /// Clock synchronisations.
     pub syncs: Vec<ClockSync>,
     /// Source locations, in order of first use.
@@ -21,7 +22,14 @@ pub struct Collected {
     pub footer: Option<Footer>,
 }
 
-impl Visitor for Collected {
+impl Collected {
+    /// Nothing read yet, the events to go into a `Vec`.
+    pub fn new() -> Collected {
+        Collected::default()
+    }
+}
+
+impl<E: Extend<Event>> Visitor for Collected<E> {
     fn header(&mut self, header: Header) {
         self.header = Some(header);
     }
@@ -29,7 +37,7 @@ impl Visitor for Collected {
         self.threads.push((tid, name));
     }
     fn event(&mut self, event: Event) {
-        self.events.push(event);
+        self.events.extend(std::iter::once(event));
     }
     fn clock_sync(&mut self, sync: ClockSync) {
         self.syncs.push(sync);

@@ -28,6 +28,13 @@ pub use write::{calibration_payload, file_start, footer_payload, frame};
 /// The first 8 bytes of every binary per-rank file.
 pub const MAGIC: &[u8; 8] = b"OVLPRANK";
 
+/// True when `bytes` start as a binary stream does: with the magic, or with a part of it
+/// (a file cut inside its opening is still a stream, a damaged one).
+pub fn is_stream(bytes: &[u8]) -> bool {
+    let opening = &bytes[..bytes.len().min(MAGIC.len())];
+    !bytes.is_empty() && MAGIC.starts_with(opening)
+}
+
 /// Bytes before the first frame: magic, version, reserved.
 pub const FILE_HEADER_LEN: usize = 16;
 

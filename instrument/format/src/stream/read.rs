@@ -8,7 +8,9 @@ use std::collections::HashMap;
 
 use super::codec::{decode, Deltas, Record};
 use super::varint::Reader;
-use super::{checksum, FrameKind, StampClock, FILE_HEADER_LEN, FRAME_HEADER_LEN, FRAME_MAX, MAGIC};
+use super::{
+    checksum, is_stream, FrameKind, StampClock, FILE_HEADER_LEN, FRAME_HEADER_LEN, FRAME_MAX,
+};
 use crate::clock::TscConversion;
 use crate::schema::{
     readable_version, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos,
@@ -169,9 +171,7 @@ impl Converter {
 
 /// Reads a whole stream, handing its contents to `v`. Returns what could not be used.
 pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamError> {
-    // A file cut inside its opening still shows the magic's first bytes.
-    let opening = &bytes[..bytes.len().min(MAGIC.len())];
-    if bytes.is_empty() || !MAGIC.starts_with(opening) {
+    if !is_stream(bytes) {
         let what = if bytes.is_empty() {
             "the file is empty".to_string()
         } else {
@@ -256,8 +256,18 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
                     converter: &converter,
                     sites: &mut sites,
                     events: &mut events,
+                    at: 0,
+                    notes: Vec::new(),
                 };
-                if let Err((at, reason)) = page.read(state, f.payload, v) {
+                let outcome = page.read(state, f.payload, v);
+                for (at, reason) in std::mem::take(&mut page.notes) {
+                    problems.push(Problem {
+                        offset: (f.offset + FRAME_HEADER_LEN + at) as u64,
+                        event_index: events,
+                        reason: format!("thread {}: {reason}", f.tid),
+                    });
+                }
+                if let Err((at, reason)) = outcome {
                     problems.push(Problem {
                         offset: (f.offset + FRAME_HEADER_LEN + at) as u64,
                         event_index: events,
@@ -286,8 +296,17 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
                 converter: &converter,
                 sites: &mut sites,
                 events: &mut events,
+                at: 0,
+                notes: Vec::new(),
             };
             page.finish(p, v);
+            for (_, reason) in page.notes {
+                problems.push(Problem {
+                    offset: bytes.len() as u64,
+                    event_index: events,
+                    reason: format!("thread {tid}: {reason}"),
+                });
+            }
         }
     }
     // A cut or a corrupt frame ends the file: every event read came before it.
@@ -408,6 +427,11 @@ struct Page<'s> {
     converter: &'s Converter,
     sites: &'s mut Sites,
     events: &'s mut u64,
+    /// Where in the payload the record being read starts.
+    at: usize,
+    /// What could not be used of the records read (offset in the payload, why); the
+    /// records themselves are kept.
+    notes: Vec<(usize, String)>,
 }
 
 impl Page<'_> {
@@ -424,6 +448,7 @@ impl Page<'_> {
         let mut r = Reader::new(payload);
         while !r.is_empty() {
             let at = r.pos();
+            self.at = at;
             let record = match decode(&mut r, &mut state.deltas) {
                 Ok(rec) => rec,
                 Err(e) => {
@@ -442,9 +467,13 @@ impl Page<'_> {
             Record::Completed(_) | Record::Started(_) | Record::Members(_)
         );
         if !follows {
-            // A call whose follow records never came (cannot happen with the recorder's
-            // groups): keep it with what it has.
+            // A call whose follow records never came (the recorder publishes a call and
+            // its follow records together): keep it with what it has.
             if let Some(p) = state.pending.take() {
+                self.note(format!(
+                    "a call lacks {} of the records that follow it; it is kept with the others",
+                    p.remaining
+                ));
                 self.finish(p, v);
             }
         }
@@ -489,7 +518,7 @@ impl Page<'_> {
                     tid: self.tid,
                     start,
                     end: end.max(start),
-                    name: state.strings.get(&name).cloned().unwrap_or_default(),
+                    name: self.string(state, name, "a compute span's name"),
                 }));
             }
             Record::Sync(s) => v.clock_sync(s),
@@ -504,8 +533,26 @@ impl Page<'_> {
                 line,
                 column,
             } => {
-                let file = state.strings.get(&file).cloned().unwrap_or_default();
+                let file = self.string(state, file, "a source location's file");
                 self.sites.defined.insert(word, (file, line, column));
+            }
+        }
+    }
+
+    /// Notes something that could not be used, at the current record.
+    fn note(&mut self, reason: String) {
+        self.notes.push((self.at, reason));
+    }
+
+    /// String `id` of the thread; empty, and noted, when the thread never defined it.
+    fn string(&mut self, state: &ThreadState, id: u32, what: &str) -> String {
+        match state.strings.get(&id) {
+            Some(s) => s.clone(),
+            None => {
+                self.note(format!(
+                    "{what} is string {id}, which the thread never defined; it is left empty"
+                ));
+                String::new()
             }
         }
     }
@@ -537,7 +584,14 @@ impl Page<'_> {
             group,
             ..
         } = p;
-        let (site, new_site) = self.sites.wire(site);
+        let (wire, new_site) = self.sites.wire(site);
+        if wire.is_none() && site != 0 {
+            self.note(format!(
+                "a call names source location {site:#x}, which no thread defined; its site \
+                 is unknown"
+            ));
+        }
+        let site = wire;
         if let Some(listed) = new_site {
             v.site(listed);
         }

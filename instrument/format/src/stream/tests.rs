@@ -121,7 +121,7 @@ fn times(c: &Collected) -> Vec<(u64, u64)> {
 fn a_whole_stream_reads_back_as_events() {
     for clock in [StampClock::Tsc, StampClock::Monotonic] {
         let (bytes, _) = stream(clock);
-        let mut got = Collected::default();
+        let mut got = Collected::new();
         let problems = read(&bytes, &mut got).expect("readable");
         assert_eq!(problems, [], "{clock:?}");
         assert_eq!(got.header.as_ref().map(|h| h.rank), Some(1));
@@ -157,7 +157,7 @@ fn a_whole_stream_reads_back_as_events() {
 fn a_file_cut_anywhere_keeps_every_whole_frame_before_the_cut() {
     let (bytes, ends) = stream(StampClock::Tsc);
     for cut in ends[1]..bytes.len() {
-        let mut got = Collected::default();
+        let mut got = Collected::new();
         let problems = read(&bytes[..cut], &mut got).expect("readable up to the cut");
         let whole = ends.iter().filter(|&&e| e <= cut).count();
         // Frames end after: header, thread, first page, second page, footer.
@@ -182,7 +182,7 @@ fn garbage_appended_or_written_over_is_reported_with_its_offset() {
     let (mut bytes, ends) = stream(StampClock::Monotonic);
     let whole = bytes.len();
     bytes.extend_from_slice(b"\x07garbage that is no frame at all");
-    let mut got = Collected::default();
+    let mut got = Collected::new();
     let problems = read(&bytes, &mut got).expect("readable");
     assert_eq!(got.events.len(), 3);
     assert_eq!(problems.len(), 1);
@@ -195,7 +195,7 @@ fn garbage_appended_or_written_over_is_reported_with_its_offset() {
     // A byte flipped inside the first page: its checksum fails, nothing after it is read.
     let (mut bytes, _) = stream(StampClock::Monotonic);
     bytes[ends[2] - 3] ^= 0x40;
-    let mut got = Collected::default();
+    let mut got = Collected::new();
     let problems = read(&bytes, &mut got).expect("readable");
     assert_eq!(got.events.len(), 0);
     assert_eq!(problems[0].offset, ends[1] as u64);
@@ -204,7 +204,7 @@ fn garbage_appended_or_written_over_is_reported_with_its_offset() {
 
 #[test]
 fn files_that_are_no_stream_are_refused_clearly() {
-    let mut got = Collected::default();
+    let mut got = Collected::new();
     assert!(matches!(
         read(b"", &mut got),
         Err(StreamError::NotAStream(_))
@@ -239,7 +239,7 @@ fn tsc_stamps_need_two_calibration_readings() {
         0,
         &[&calibration_payload(&[(2_000_000, 1_000_000)])],
     );
-    let mut got = Collected::default();
+    let mut got = Collected::new();
     assert_eq!(
         read(&out, &mut got),
         Err(StreamError::NoCalibration { readings: 1 })
@@ -281,7 +281,7 @@ fn a_call_missing_its_follow_records_is_kept_and_reported() {
         2,
     );
     frame(&mut out, FrameKind::Events, 0, &[b.as_bytes()]);
-    let mut got = Collected::default();
+    let mut got = Collected::new();
     let problems = read(&out, &mut got).expect("readable");
     assert_eq!(got.events.len(), 1);
     assert_eq!(problems.len(), 1);
@@ -290,4 +290,52 @@ fn a_call_missing_its_follow_records_is_kept_and_reported() {
         read(b"OVLPRA", &mut got),
         Err(StreamError::NotAStream(why)) if why.contains("6 byte(s)")
     ));
+}
+
+/// Records naming strings or source locations the thread never defined (an encoder
+/// bug): the events are kept, and what could not be named is said, not left silent.
+#[test]
+fn names_never_defined_are_reported() {
+    let mut out = file_start(&header());
+    frame(
+        &mut out,
+        FrameKind::Clock,
+        0,
+        &[&[StampClock::Monotonic as u8]],
+    );
+    let mut b = RecordBuf::default();
+    let mut d = Deltas::default();
+    encode_compute(&mut b, &mut d, 5, 10, 20);
+    let call_at = b.as_bytes().len();
+    encode_call(
+        &mut b,
+        &mut d,
+        Op::Barrier,
+        30,
+        40,
+        1 << 63 | 0x99,
+        &CallData::Plain,
+        0,
+    );
+    let page_at = out.len() + FRAME_HEADER_LEN;
+    frame(&mut out, FrameKind::Events, 0, &[b.as_bytes()]);
+    let mut got = Collected::new();
+    let problems = read(&out, &mut got).expect("readable");
+    assert_eq!(got.events.len(), 2);
+    assert!(matches!(&got.events[0], Event::Compute(c) if c.name.is_empty()));
+    let Event::Call(call) = &got.events[1] else {
+        panic!("the Barrier")
+    };
+    assert_eq!(call.args.site, None, "unknown, not made up");
+    let places: Vec<u64> = problems.iter().map(|p| p.offset).collect();
+    assert_eq!(
+        places,
+        [page_at as u64, (page_at + call_at) as u64],
+        "{problems:?}"
+    );
+    assert!(problems[0].reason.contains("string 5"), "{problems:?}");
+    assert!(
+        problems[1].reason.contains("no thread defined"),
+        "{problems:?}"
+    );
 }

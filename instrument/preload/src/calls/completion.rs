@@ -159,25 +159,15 @@ fn record<'s>(
     at: Timed,
     flag: Option<bool>,
     keys: &[u64],
-    mut completed: impl Iterator<Item = (usize, Option<&'s MPI_Status>)>,
+    completed: impl Iterator<Item = (usize, Option<&'s MPI_Status>)>,
 ) {
     let null = key(t.k.request_null);
-    let data = CallData::Complete { flag };
-    if let [one] = keys {
-        // Wait and Test: at most one completion, no list (moving the thread's buffer in
-        // and out costs more than the rest of the call).
-        let done = completed.next().and_then(|(position, status)| {
-            completion(t, null, std::slice::from_ref(one), position, status)
-        });
-        t.record(op, at, data, done.as_slice());
-        return;
-    }
     let state = thread::current();
     let mut list = state.take_completions();
     list.extend(
         completed.filter_map(|(position, status)| completion(t, null, keys, position, status)),
     );
-    t.record(op, at, data, &list);
+    t.record(op, at, CallData::Complete { flag }, &list);
     state.give_completions(list);
 }
 
