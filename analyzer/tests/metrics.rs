@@ -392,7 +392,7 @@ fn per_request_overlap_follows_the_imb_formula() {
             send.t_pure_ns,
             send.exposed_wait_ns
         ),
-        (10, 10, 13, 13, 2)
+        (10, 10, 13, Some(13), 2)
     );
     assert_eq!(send.overlap, Some(1.0));
     let recv = d.requests.iter().find(|q| !q.is_send).unwrap();

@@ -44,8 +44,8 @@ pub struct Progress {
     pub wait_end: Nanos,
     /// When the last partner of the requests the call completed entered its side.
     pub partner: Option<Nanos>,
-    /// Pure transfer time (0: unknown).
-    pub t_pure: Nanos,
+    /// Pure transfer time; none when unknown.
+    pub t_pure: Option<Nanos>,
     /// Compute in the window.
     pub t_cpu: Nanos,
 }
@@ -62,15 +62,9 @@ impl Progress {
 
     /// The verdict: none when it cannot be told.
     pub fn verdict(&self, opts: &Options) -> Option<bool> {
-        if self.t_pure == Nanos::ZERO {
-            return None;
-        }
-        let threshold = (SHARE * self.t_pure.0 as f64).max(opts.min_wait.0 as f64);
-        Some(
-            self.blocking
-                && self.t_cpu >= self.t_pure
-                && self.progress_wait().0 as f64 >= threshold,
-        )
+        let t_pure = self.t_pure.filter(|p| *p > Nanos::ZERO)?;
+        let threshold = (SHARE * t_pure.0 as f64).max(opts.min_wait.0 as f64);
+        Some(self.blocking && self.t_cpu >= t_pure && self.progress_wait().0 as f64 >= threshold)
     }
 }
 

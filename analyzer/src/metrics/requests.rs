@@ -79,8 +79,9 @@ pub struct RequestMetrics {
     pub exposed_wait_ns: u64,
     /// `X(wait) - E(post)`, ns: OSU's overall time.
     pub t_ovrl_ns: u64,
-    /// Estimated pure transfer (communication) time, ns; 0 when unknown.
-    pub t_pure_ns: u64,
+    /// Estimated pure transfer (communication) time, ns; none when no model gives one
+    /// (a collective the collective model has no estimate for).
+    pub t_pure_ns: Option<u64>,
     /// Overlap (0..1) by the IMB formula; none when `t_pure` is unknown or the request
     /// never completed.
     pub overlap: Option<f64>,
@@ -210,7 +211,7 @@ pub fn per_request(
                 (RequestClass::Collective, b, collectives.pure(args_op, b))
             }
         };
-        let t_pure = t_pure.map_or(0, |p| p.0);
+        let t_pure = t_pure.map(|p| p.0);
         let mut m = RequestMetrics {
             rank: r.rank,
             request: r.request,
@@ -242,14 +243,14 @@ pub fn per_request(
             m.cpu_ns = cpu.within(Nanos(post_end), Nanos(c.start_ns)).0 .0;
             m.exposed_wait_ns = c.duration_ns;
             m.t_ovrl_ns = (c.start_ns + c.duration_ns).saturating_sub(m.post.start_ns);
-            m.overlap = imb_overlap(t_pure, m.cpu_ns, m.t_ovrl_ns);
-            m.osu_overlap = osu_overlap(t_pure, m.cpu_ns, m.t_ovrl_ns);
+            m.overlap = t_pure.and_then(|p| imb_overlap(p, m.cpu_ns, m.t_ovrl_ns));
+            m.osu_overlap = t_pure.and_then(|p| osu_overlap(p, m.cpu_ns, m.t_ovrl_ns));
             let p = Progress {
                 blocking: span.op().is_some_and(blocks),
                 wait_start: span.start,
                 wait_end: span.end,
                 partner: call_partner[ri],
-                t_pure: Nanos(t_pure),
+                t_pure: t_pure.map(Nanos),
                 t_cpu: Nanos(m.cpu_ns),
             };
             m.progress_wait_ns = p.progress_wait().0;
@@ -362,12 +363,8 @@ fn collective_figures(reqs: &[RequestMetrics]) -> Option<CollectiveFigures> {
     Some(CollectiveFigures {
         completed: done.len() as u64,
         mean_overall_ns: avg(&|r| r.t_ovrl_ns),
-        mean_pure_ns: mean(
-            done.iter()
-                .filter(|r| r.t_pure_ns > 0)
-                .map(|r| r.t_pure_ns as f64),
-        )
-        .map(|m| m.round() as u64),
+        mean_pure_ns: mean(done.iter().filter_map(|r| r.t_pure_ns).map(|p| p as f64))
+            .map(|m| m.round() as u64),
         mean_cpu_ns: avg(&|r| r.cpu_ns),
         mean_osu_overlap: mean(done.iter().filter_map(|r| r.osu_overlap)),
         mean_overlap: mean(done.iter().filter_map(|r| r.overlap)),
