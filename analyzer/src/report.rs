@@ -60,6 +60,18 @@ fn at(ns: u64) -> String {
     format!("{:.6} s", ns as f64 / 1e9)
 }
 
+/// A rate in bytes per second, in the unit that keeps it readable (an 8-byte class gives
+/// kB/s, a link GB/s).
+fn rate(bytes_per_s: f64) -> String {
+    let (value, unit) = match bytes_per_s {
+        b if b >= 1e9 => (b / 1e9, "GB/s"),
+        b if b >= 1e6 => (b / 1e6, "MB/s"),
+        b if b >= 1e3 => (b / 1e3, "kB/s"),
+        b => (b, "B/s"),
+    };
+    format!("{value:.2} {unit}")
+}
+
 fn pct(f: f64) -> String {
     format!("{:5.1}%", f * 100.0)
 }
@@ -262,18 +274,16 @@ pub fn render(r: &Report, style: Style) -> String {
         ))
     );
     let m = &q.transfer_model;
-    let bandwidth = if m.bandwidth_bytes_per_s > 0.0 {
-        format!("{:.2} GB/s", m.bandwidth_bytes_per_s / 1e9)
-    } else {
-        "unknown".into()
-    };
+    let bandwidth = m.bandwidth_bytes_per_s.map_or("unknown".into(), rate);
     // Only a line through two or more classes measures a latency; through one class it
     // is assumed 0 (or is that class's time, for 0-byte messages).
     let model = match m.classes.as_slice() {
         [] => "no point-to-point transfer model (no completed message to fit it to)".into(),
         [one] if one.bytes > 0 => format!(
-            "transfer model from 1 size class: latency not measured (taken as 0), \
-             bandwidth {bandwidth}"
+            "transfer model from 1 size class ({} B in {}, the fastest observed): latency \
+             not measured (taken as 0), other sizes scaled at {bandwidth}",
+            one.bytes,
+            duration(one.min_ns),
         ),
         classes => format!(
             "transfer model from {} size class(es): latency {}, bandwidth {bandwidth}",

@@ -383,6 +383,19 @@ fn per_request_overlap_follows_the_imb_formula() {
     let (r, d) = analyze(&t, &opts());
     assert_eq!(r.requests.transfer_model.classes.len(), 1);
     assert_eq!(r.requests.transfer_model.classes[0].min_ns, 13);
+    // One class: a line through the origin, 64 B in 13 ns.
+    let bandwidth = r
+        .requests
+        .transfer_model
+        .bandwidth_bytes_per_s
+        .expect("a slope");
+    assert!((bandwidth - 64e9 / 13.0).abs() < 1.0, "{bandwidth}");
+    let text = overlap_analyzer::report::render(&r, Default::default());
+    assert!(
+        text.contains("1 size class (64 B in 13 ns, the fastest observed)")
+            && text.contains("scaled at 4.92 GB/s"),
+        "{text}"
+    );
     let send = d.requests.iter().find(|q| q.is_send).unwrap();
     assert_eq!(
         (

@@ -43,8 +43,9 @@ pub struct SizeClass {
 pub struct TransferModel {
     /// Fitted latency, ns.
     pub latency_ns: f64,
-    /// Fitted bandwidth, bytes per second (0 when unknown).
-    pub bandwidth_bytes_per_s: f64,
+    /// Fitted bandwidth, bytes per second; none when the fit has no slope (no message,
+    /// or sizes whose times do not grow with them).
+    pub bandwidth_bytes_per_s: Option<f64>,
     /// The classes observed.
     pub classes: Vec<SizeClass>,
 }
@@ -79,11 +80,7 @@ impl TransferModel {
         let (latency_ns, ns_per_byte) = fit_line(&classes);
         TransferModel {
             latency_ns,
-            bandwidth_bytes_per_s: if ns_per_byte > 0.0 {
-                1e9 / ns_per_byte
-            } else {
-                0.0
-            },
+            bandwidth_bytes_per_s: (ns_per_byte > 0.0).then(|| 1e9 / ns_per_byte),
             classes,
         }
     }
@@ -94,11 +91,7 @@ impl TransferModel {
         if let Some(c) = self.classes.iter().find(|c| class_of(c.bytes) == class) {
             return Nanos(c.min_ns);
         }
-        let per_byte = if self.bandwidth_bytes_per_s > 0.0 {
-            1e9 / self.bandwidth_bytes_per_s
-        } else {
-            0.0
-        };
+        let per_byte = self.bandwidth_bytes_per_s.map_or(0.0, |b| 1e9 / b);
         Nanos((self.latency_ns + per_byte * bytes as f64).max(0.0).round() as u64)
     }
 }
