@@ -553,7 +553,7 @@ fn by_site(o: &mut String, r: &Report, style: Style) {
                 duration(g.total_ns),
                 duration(g.worst_ns)
             );
-            let site = g.site.as_deref().unwrap_or("(no site recorded)");
+            let site = g.site.as_deref().unwrap_or("(site unknown)");
             if site.chars().count() + tail.chars().count() <= 98 {
                 let _ = writeln!(o, "  {site}{tail}");
             } else {

@@ -128,6 +128,13 @@ pub struct SiteTable {
     notes: Vec<String>,
 }
 
+/// True for a shared object of the MPI implementation (MPICH's `libmpich*`, Open
+/// MPI's `libmpi*`), by its file name.
+fn is_mpi_library(object: &str) -> bool {
+    let name = object.rsplit('/').next().unwrap_or(object);
+    name.starts_with("libmpi")
+}
+
 impl SiteTable {
     /// Symbolizes every distinct site of `trace`: per rank, with that rank's code maps
     /// or source-site list (each process has its own address layout).
@@ -137,6 +144,7 @@ impl SiteTable {
         let mut symbolizer = Symbolizer::new();
         let mut by_label: HashMap<String, u32> = HashMap::new();
         let mut no_maps: Vec<u32> = Vec::new();
+        let mut inside_mpi: BTreeMap<u32, String> = BTreeMap::new();
         for t in &trace.ranks {
             let info = trace.info.ranks.iter().find(|r| r.rank == t.rank);
             let recorded: BTreeMap<u64, (&str, u32)> = info
@@ -180,6 +188,14 @@ impl SiteTable {
                         )
                     }
                 };
+                if let Some(library) = site.object.as_deref().filter(|o| is_mpi_library(o)) {
+                    // The caller was the MPI library itself (the Fortran bindings call the
+                    // C entry points): the program's own line is unknown, and grouping
+                    // by this address would lump every call of the function together.
+                    let name = library.rsplit('/').next().unwrap_or(library);
+                    inside_mpi.entry(t.rank).or_insert_with(|| name.to_string());
+                    continue;
+                }
                 let next = table.sites.len() as u32;
                 let id = *by_label.entry(site.label.clone()).or_insert(next);
                 if id == next {
@@ -192,6 +208,13 @@ impl SiteTable {
             table
                 .notes
                 .push(format!("{object}: symbolization unavailable: {why}"));
+        }
+        if !inside_mpi.is_empty() {
+            let ranks: Vec<u32> = inside_mpi.keys().copied().collect();
+            let library = inside_mpi.values().next().cloned().unwrap_or_default();
+            table.notes.push(format!(
+                "rank(s) {ranks:?}: calls from inside {library}: site unknown"
+            ));
         }
         if !no_maps.is_empty() {
             table.notes.push(format!(
@@ -243,6 +266,16 @@ impl SiteTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mpi_library_is_told_apart_from_the_program() {
+        assert!(is_mpi_library(
+            "/usr/lib/x86_64-linux-gnu/libmpichfort.so.12.2.2"
+        ));
+        assert!(is_mpi_library("libmpi_mpifh.so.40"));
+        assert!(!is_mpi_library("/home/u/ring"));
+        assert!(!is_mpi_library("/opt/app/libsolver.so"));
+    }
 
     #[test]
     fn labels() {
