@@ -160,6 +160,35 @@ fn overlap_written_not_achieved() {
     assert!(text.contains("MPICH_ASYNC_PROGRESS=1"), "{text}");
 }
 
+#[test]
+fn a_wait_far_longer_than_the_transfer_is_not_the_transfers() {
+    // As above, but each Wait takes 100 (61-161): ten times t_pure 10, past the
+    // ceiling 4 x 10 + min_wait 1 = 41. Not a transfer left to the wait (a partner
+    // descheduled, say): not counted as written, not achieved, and still known.
+    const MIB: u64 = 1 << 20;
+    let t = run(vec![
+        vec![
+            send(10, 20, 1, 1, MIB),
+            isend(20, 21, 1, 2, MIB, 1),
+            complete(Op::Wait, 61, 161, &[(1, None)]),
+            env(Op::Finalize, 161, 170),
+        ],
+        vec![
+            recv(10, 20, 0, 1, MIB),
+            irecv(20, 21, 0, 2, MIB, 1),
+            complete(Op::Wait, 61, 161, &[(1, Some((0, 2)))]),
+            env(Op::Finalize, 161, 170),
+        ],
+    ]);
+    let (r, d) = both(&t);
+    for q in &d.requests {
+        assert_eq!((q.t_pure_ns, q.progress_wait_ns), (Some(10), 100));
+        assert_eq!(q.written_not_achieved, Some(false));
+    }
+    let na = &r.requests.written_not_achieved;
+    assert_eq!((na.count, na.unknown), (0, 0));
+}
+
 fn ibcast(start: u64, end: u64, request: u64) -> Event {
     call(
         Op::Ibcast,
