@@ -139,7 +139,8 @@ bytes_per_event() {
   fi
   events=$(grep -o '"cat":"\(mpi\|compute\)"' "$work/merged.json" | wc -l)
   awk -v b="$bytes" -v e="$events" -v l="$label" -v n="$(ls "$dir"/rank-* | wc -l)" 'BEGIN {
-    printf "  %-12s %d rank files, %d bytes, %d events: %.1f bytes/event (goal <= 40)\n", l, n, b, e, e ? b / e : 0 }'
+    if (e) printf "  %-12s %d rank files, %d bytes, %d events: %.1f bytes/event (goal <= 40)\n", l, n, b, e, b / e
+    else printf "  %-12s %d rank files, %d bytes, no event merged: bytes/event unknown\n", l, n, b }'
   rm -f "$work/merged.json"
 }
 echo

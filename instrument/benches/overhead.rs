@@ -163,11 +163,14 @@ fn main() {
         .filter_map(|e| e.metadata().ok())
         .map(|m| m.len())
         .sum();
+    let per_event = match report.events {
+        0 => "unknown (no event written)".to_string(),
+        n => format!("{:.0}", bytes as f64 / n as f64),
+    };
     println!(
-        "\ntrace file: {} events, {} bytes, {:.0} bytes/event; ring memory per thread: {} KiB",
+        "\ntrace file: {} events, {} bytes, {per_event} bytes/event; ring memory per thread: {} KiB",
         report.events,
         bytes,
-        bytes as f64 / report.events.max(1) as f64,
         RecorderConfig::default().ring_bytes / 1024
     );
     println!(

@@ -112,7 +112,7 @@ fn run(target: Target, threads: usize, events: u64) -> Run {
         events: report.events,
         secs,
         stalls: report.buffer_stalls,
-        file_bytes: std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+        file_bytes: std::fs::metadata(&path).expect("the trace file").len(),
     }
 }
 
