@@ -38,7 +38,8 @@ struct Run {
     events: u64,
     secs: f64,
     stalls: u64,
-    file_bytes: u64,
+    /// Size of the file written (none into the null sink).
+    file_bytes: Option<u64>,
 }
 
 fn header() -> Header {
@@ -97,7 +98,9 @@ fn record(sink: impl Sink, threads: usize, per_thread: u64) -> (FinishReport, f6
 fn run(target: Target, threads: usize, events: u64) -> Run {
     let per_thread = events / threads as u64;
     let dir = tempfile::tempdir().expect("temporary directory");
-    let path = dir.path().join("rank-0.trace");
+    let path = dir
+        .path()
+        .join(overlap_instrument::schema::rank_file_name(0));
     let (report, secs) = match target {
         Target::File => record(file_sink(&path), threads, per_thread),
         Target::Null => record(NullSink, threads, per_thread),
@@ -112,7 +115,8 @@ fn run(target: Target, threads: usize, events: u64) -> Run {
         events: report.events,
         secs,
         stalls: report.buffer_stalls,
-        file_bytes: std::fs::metadata(&path).expect("the trace file").len(),
+        file_bytes: (target == Target::File)
+            .then(|| std::fs::metadata(&path).expect("the trace file").len()),
     }
 }
 
@@ -167,7 +171,9 @@ fn main() {
             Target::File => {
                 let b = median(
                     runs.iter()
-                        .map(|r| r.file_bytes as f64 / r.events as f64)
+                        .filter_map(|r| r.file_bytes)
+                        .zip(runs.iter().map(|r| r.events))
+                        .map(|(bytes, events)| bytes as f64 / events as f64)
                         .collect(),
                 );
                 ("per-rank file", format!("{b:.1}"))
