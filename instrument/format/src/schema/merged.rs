@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Params, SourceSite};
+use super::{InFlightDump, Params, SourceSite};
 
 /// `otherData` of a merged trace.
 ///
@@ -79,6 +79,10 @@ pub struct RankClock {
     /// lists them; the preload records code addresses instead), by id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_sites: Vec<SourceSite>,
+    /// The calls the rank was inside at its last in-flight dump (SIGUSR1 or a stall),
+    /// times on the run's timeline; absent when it never dumped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_flight: Option<InFlightDump>,
 }
 
 /// A message flagged because its receive completed before its send was posted.

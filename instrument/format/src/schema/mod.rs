@@ -11,6 +11,7 @@
 
 mod args;
 mod ids;
+mod inflight;
 mod merged;
 mod op;
 pub mod wire;
@@ -20,6 +21,7 @@ pub use args::{
     SyncPhase,
 };
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
+pub use inflight::{DumpReason, InFlightCall, InFlightDump};
 pub use merged::{IncompleteRank, MergedInfo, RankClock, RequestArgs, SuspectMessage};
 pub use op::{CollectivePattern, Op, OpClass, RequestKind};
 
@@ -40,7 +42,9 @@ pub const UNRECORDED_CALLS_PARAM: &str = "unrecorded_calls";
 /// Version 4 made per-rank files binary streams ([`crate::stream`], `rank-N.ovlp`); the
 /// merged JSON trace is unchanged but for this number, and per-rank JSON files of
 /// versions 1 to 3 are still read.
-pub const FORMAT_VERSION: u32 = 4;
+/// Version 5 added the stream's `InFlight` frame (the calls a rank was inside when it
+/// dumped) and the merged trace's per-rank `in_flight`.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The last version whose per-rank files are JSON (`rank-N.json`).
 pub const LAST_JSON_RANK_VERSION: u32 = 3;

@@ -2,7 +2,7 @@
 //! read whole (the recorder's memory sink).
 
 use super::Visitor;
-use crate::schema::{ClockSync, Event, Footer, Header, SourceSite};
+use crate::schema::{ClockSync, Event, Footer, Header, InFlightDump, SourceSite};
 
 /// Everything read from a stream; the events go into `E` (all of them, in a `Vec`, by
 /// default; the analyzer gives its compact timeline).
@@ -20,6 +20,8 @@ pub struct Collected<E = Vec<Event>> {
     pub sites: Vec<SourceSite>,
     /// The footer, when the rank finished.
     pub footer: Option<Footer>,
+    /// In-flight dumps, in file order.
+    pub in_flight: Vec<InFlightDump>,
 }
 
 impl Collected {
@@ -47,5 +49,8 @@ impl<E: Extend<Event>> Visitor for Collected<E> {
     }
     fn footer(&mut self, footer: Footer) {
         self.footer = Some(footer);
+    }
+    fn in_flight(&mut self, dump: InFlightDump) {
+        self.in_flight.push(dump);
     }
 }

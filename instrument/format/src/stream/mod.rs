@@ -9,14 +9,15 @@
 //! All integers in the framing are little-endian. The first frame is the header (JSON of
 //! [`crate::schema::Header`]), the second the clock the stamps are in; then, as the run
 //! goes, thread names, pages of events (each a run of records copied from one thread's
-//! ring, see [`codec`]), clock calibrations and, last, the footer. A frame is written
-//! whole or not at all, so a rank that dies leaves a file readable up to its last flushed
-//! frame; a frame cut short or failing its checksum ends the reading there, and says so.
+//! ring, see [`codec`]), clock calibrations, in-flight dumps ([`inflight`]) and, last,
+//! the footer. A frame is written whole or not at all, so a rank that dies leaves a file
+//! readable up to its last flushed frame; a frame cut short or failing its checksum ends the reading there, and says so.
 //! `docs/trace-format.md` specifies every byte.
 
 pub mod codec;
 mod collect;
 mod decode;
+pub mod inflight;
 mod read;
 pub mod varint;
 mod write;
@@ -63,6 +64,9 @@ pub enum FrameKind {
     /// The footer: events u64, threads u32, buffer stalls u64. Only a rank that finished
     /// recording writes it.
     Footer = 6,
+    /// An in-flight dump: the calls the rank's threads were inside when it was told to
+    /// dump or found itself stalled (see [`inflight`]).
+    InFlight = 7,
 }
 
 impl FrameKind {
@@ -74,6 +78,7 @@ impl FrameKind {
             4 => FrameKind::Events,
             5 => FrameKind::Calibration,
             6 => FrameKind::Footer,
+            7 => FrameKind::InFlight,
             _ => return None,
         })
     }

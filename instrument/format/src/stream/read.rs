@@ -13,8 +13,8 @@ use super::{
 };
 use crate::clock::TscConversion;
 use crate::schema::{
-    readable_version, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos,
-    SourceSite, Started, FORMAT_NAME, FORMAT_VERSION,
+    readable_version, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header,
+    InFlightDump, Nanos, SourceSite, Started, FORMAT_NAME, FORMAT_VERSION,
 };
 
 /// Where the contents of a stream go as they are read.
@@ -31,6 +31,8 @@ pub trait Visitor {
     fn site(&mut self, site: SourceSite);
     /// The footer, when the rank finished recording.
     fn footer(&mut self, footer: Footer);
+    /// An in-flight dump, in file order among the events (ignored by default).
+    fn in_flight(&mut self, _dump: InFlightDump) {}
 }
 
 /// Why a stream cannot be read at all.
@@ -249,6 +251,28 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
                     });
                 }
             }
+            FrameKind::InFlight => match super::inflight::decode(f.payload) {
+                Ok(raw) => {
+                    let nanos = |s| converter.nanos(s).0;
+                    let (dump, unknown) = super::inflight::convert(raw, nanos, |word| {
+                        let (id, new) = sites.wire(word);
+                        new.into_iter().for_each(|s| v.site(s));
+                        id
+                    });
+                    v.in_flight(dump);
+                    let at = f.offset as u64;
+                    problems.extend(unknown.into_iter().map(|reason| Problem {
+                        offset: at,
+                        event_index: events,
+                        reason,
+                    }));
+                }
+                Err(reason) => problems.push(Problem {
+                    offset: f.offset as u64,
+                    event_index: events,
+                    reason,
+                }),
+            },
             FrameKind::Events => {
                 let state = threads.entry(f.tid).or_default();
                 let mut page = Page {

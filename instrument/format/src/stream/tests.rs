@@ -339,3 +339,85 @@ fn names_never_defined_are_reported() {
         "{problems:?}"
     );
 }
+
+/// The stream of [`stream`] cut after its first page, then a dump taken at 900 ns while
+/// thread 0 is inside a Wait entered at 600 ns (its record never written: it hung):
+///
+/// ```text
+///  ns since epoch   100   150        400      600           900
+///  thread 0         |Isend|  [ pack ]        |Wait ......... dump
+/// ```
+fn hung_stream() -> (Vec<u8>, usize) {
+    let (bytes, ends) = stream(StampClock::Tsc);
+    let mut out = bytes[..ends[2]].to_vec();
+    let tick = |ns: u64| 2_000_000 + 2 * ns;
+    let dump = inflight::RawDump {
+        reason: crate::schema::DumpReason::Stalled,
+        at: tick(900),
+        unix_ns: 1_700_000_000_000_000_000,
+        threads: 1,
+        calls: vec![inflight::RawCall {
+            tid: 0,
+            op: Op::Wait.code(),
+            fields: inflight::fields::REQUESTS,
+            start: tick(600),
+            site: 0x4020,
+            requests: 1,
+            ..Default::default()
+        }],
+    };
+    let start = out.len();
+    frame(
+        &mut out,
+        FrameKind::InFlight,
+        0,
+        &[&inflight::payload(&dump)],
+    );
+    (out, start)
+}
+
+#[test]
+fn an_in_flight_frame_reads_back_with_its_times_converted() {
+    let (bytes, _) = hung_stream();
+    let mut got = Collected::new();
+    let problems = read(&bytes, &mut got).expect("readable");
+    assert_eq!(problems, []);
+    assert_eq!(times(&got), [(100, 150), (150, 400)]);
+    let [dump] = got.in_flight.as_slice() else {
+        panic!("one dump: {:?}", got.in_flight)
+    };
+    assert_eq!(dump.reason, crate::schema::DumpReason::Stalled);
+    assert_eq!(
+        (dump.at_ns, dump.unix_ns, dump.threads),
+        (900, 1_700_000_000_000_000_000, 1)
+    );
+    let call = &dump.calls[0];
+    assert_eq!(
+        (call.tid, call.call, call.start_ns, call.site, call.requests),
+        (0, Op::Wait, 600, Some(0x4020), Some(1))
+    );
+    assert_eq!((call.peer, call.tag, call.comm), (None, None, None));
+}
+
+#[test]
+fn a_file_cut_inside_the_in_flight_frame_keeps_the_events_before_it() {
+    let (bytes, start) = hung_stream();
+    for cut in start + 1..bytes.len() {
+        let mut got = Collected::new();
+        let problems = read(&bytes[..cut], &mut got).expect("readable up to the cut");
+        assert_eq!(got.events.len(), 2, "cut at {cut}");
+        assert!(got.in_flight.is_empty(), "cut at {cut}");
+        assert_eq!(problems.len(), 1, "cut at {cut}: {problems:?}");
+        assert_eq!(problems[0].offset, start as u64);
+    }
+    // A payload whose length is no whole number of calls is reported, not read.
+    let mut bad = bytes[..start].to_vec();
+    frame(&mut bad, FrameKind::InFlight, 0, &[&[0u8; 30]]);
+    let mut got = Collected::new();
+    let problems = read(&bad, &mut got).expect("readable");
+    assert!(got.in_flight.is_empty());
+    assert!(
+        problems[0].reason.contains("in-flight dump of 30 bytes"),
+        "{problems:?}"
+    );
+}
