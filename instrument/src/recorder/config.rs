@@ -20,6 +20,9 @@ pub struct RecorderConfig {
     /// else wants, so ranks spinning in MPI on every core are barely slowed by it. A
     /// thread that finds its buffer full sleeps briefly so that the writer runs.
     pub idle_writer: bool,
+    /// Dump the calls in flight (and mark the rank `stalled`) when no record reached any
+    /// ring for this long while a thread was inside a call (see `inflight`).
+    pub hang_timeout: Option<Duration>,
 }
 
 impl Default for RecorderConfig {
@@ -29,6 +32,7 @@ impl Default for RecorderConfig {
             flush_interval: Duration::from_millis(50),
             clock: ClockSource::Auto,
             idle_writer: false,
+            hang_timeout: None,
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod config;
 mod encode;
+mod inflight;
 mod ring;
 mod sink;
 mod site;
@@ -24,6 +25,7 @@ use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
 pub use config::{FinishReport, RecorderConfig};
+pub use inflight::{request_dump, WaitsOn};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
 pub use sink::{MemorySink, NullSink, RankFileSink, Recorded, Sink};
 pub use span::{ComputeGuard, DetachedSpan};
@@ -55,6 +57,8 @@ pub(crate) struct Shared {
     stop: AtomicBool,
     finished: AtomicBool,
     writer_thread: OnceLock<Thread>,
+    /// An in-flight dump asked of this recorder.
+    dump_asked: Arc<AtomicBool>,
 }
 
 impl Shared {
@@ -141,17 +145,19 @@ impl Recorder {
             stop: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             writer_thread: OnceLock::new(),
+            dump_asked: Arc::new(AtomicBool::new(false)),
         });
         let for_writer = Arc::clone(&shared);
         let interval = config.flush_interval;
         let idle_writer = config.idle_writer;
+        let hang_timeout = config.hang_timeout;
         let handle = std::thread::Builder::new()
             .name("overlap-writer".into())
             .spawn(move || {
                 if idle_writer {
                     writer::lower_priority();
                 }
-                writer::run(sink, timebase, for_writer, interval)
+                writer::run(sink, timebase, for_writer, interval, hang_timeout)
             })
             .map_err(|source| Error::Thread { source })?;
         let _ = shared.writer_thread.set(handle.thread().clone());
@@ -519,6 +525,12 @@ impl Recorder {
         self.push(None, 0, |_, _, group, _| {
             group.record(|c| encode_sync(c, &sync));
         });
+    }
+
+    /// Asks for an in-flight dump at the writer's next wake-up (which this hastens).
+    pub fn request_dump(&self) {
+        self.shared().dump_asked.store(true, Ordering::Relaxed);
+        self.shared().wake_writer();
     }
 
     /// Stops recording, writes everything still buffered, the footer, and closes the

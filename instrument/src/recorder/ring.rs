@@ -13,6 +13,7 @@ use overlap_format::stream::codec::Deltas;
 use overlap_format::stream::varint::{RecordOut, RECORD_MAX};
 
 use super::encode::ThreadEncoder;
+use super::inflight::Slot;
 
 /// The ring. `head` is written only by the owning thread, `tail` only by the writer.
 pub(crate) struct Ring {
@@ -36,6 +37,8 @@ pub(crate) struct Ring {
     pub(crate) tid: u32,
     /// The thread's name when it registered.
     pub(crate) thread_name: String,
+    /// The call the thread is inside (written by the producer, read by the writer).
+    pub(crate) in_flight: Slot,
 }
 
 // SAFETY: bytes in [tail, head) are only read by the single consumer, bytes outside only
@@ -218,6 +221,7 @@ impl Ring {
             deltas: UnsafeCell::new(Deltas::default()),
             tid,
             thread_name,
+            in_flight: Slot::default(),
         }
     }
 

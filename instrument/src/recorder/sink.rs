@@ -21,6 +21,11 @@ pub trait Sink: Send + 'static {
     fn flush(&mut self) -> io::Result<()>;
     /// Recording is over (the footer was the last frame written).
     fn finish(&mut self) -> io::Result<()>;
+    /// Where the in-flight dump marker goes (`rank-N.dump` beside a rank file); `None`:
+    /// no marker.
+    fn dump_marker(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// Writes a per-rank file: the opening and the header at once, then frames as the writer
@@ -74,6 +79,10 @@ impl Sink for RankFileSink {
     fn flush(&mut self) -> io::Result<()> {
         // Each page goes to the file in one write: nothing is buffered here.
         Ok(())
+    }
+
+    fn dump_marker(&self) -> Option<PathBuf> {
+        Some(super::inflight::marker_path(&self.path))
     }
 
     fn finish(&mut self) -> io::Result<()> {

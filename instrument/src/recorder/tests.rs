@@ -12,6 +12,7 @@ fn config() -> RecorderConfig {
         // The stalls of the tiny ring exercise the sleep that lets a low-priority
         // writer run.
         idle_writer: true,
+        hang_timeout: None,
     }
 }
 
@@ -193,4 +194,116 @@ fn a_thread_recorder_appends_to_its_threads_stream_in_order() {
         panic!("the Win_post")
     };
     assert_eq!(post.args.group, [1, 2]);
+}
+
+/// Waits (up to 10 s) until `f` holds.
+fn eventually(what: &str, mut f: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(10), "never: {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_dump_asked_for_holds_the_call_in_flight_after_what_was_recorded() {
+    let sink = MemorySink::new();
+    let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+    let here = rec.for_this_thread();
+    here.record_call_from(
+        Op::Barrier,
+        at(10),
+        at(20),
+        0x10,
+        CallData::Plain,
+        0,
+        |_| unreachable!(),
+    );
+    let waits = WaitsOn {
+        comm: Some(0),
+        peer: Some((1, 7)),
+        ..WaitsOn::default()
+    };
+    here.enter(Op::Recv, at(30), 0x4010, &waits);
+    rec.request_dump();
+    eventually("a dump", || !sink.recorded().in_flight.is_empty());
+    here.leave();
+    rec.finish().expect("finished");
+    let got = sink.recorded();
+    assert_eq!(got.events.len(), 1, "the Barrier, written before the dump");
+    let [dump] = got.in_flight.as_slice() else {
+        panic!("one dump: {:?}", got.in_flight)
+    };
+    assert_eq!(dump.reason, crate::schema::DumpReason::Signal);
+    assert_eq!(dump.threads, 1);
+    let call = &dump.calls[0];
+    assert_eq!(
+        (
+            call.call,
+            call.start_ns,
+            call.site,
+            call.peer,
+            call.tag,
+            call.comm
+        ),
+        (Op::Recv, 30, Some(0x4010), Some(1), Some(7), Some(0))
+    );
+}
+
+#[test]
+fn a_stalled_rank_dumps_once_marks_itself_and_unmarks_when_calls_complete() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("rank-0.ovlp");
+    let header = crate::schema::Header {
+        format: crate::schema::FORMAT_NAME.into(),
+        format_version: crate::schema::FORMAT_VERSION,
+        rank: 0,
+        size: 1,
+        host: String::new(),
+        os_pid: 1,
+        epoch_ns: 0,
+        clock_domain: String::new(),
+        program: "stall".into(),
+        params: Default::default(),
+    };
+    let sink = RankFileSink::create(&path, &header).expect("sink");
+    let mut cfg = config();
+    cfg.hang_timeout = Some(Duration::from_millis(50));
+    let rec = Recorder::new(sink, cfg).expect("recorder");
+    let here = rec.for_this_thread();
+    let marker = dir.path().join("rank-0.dump");
+    // Computing (no call in flight) for longer than the timeout is no stall.
+    std::thread::sleep(Duration::from_millis(150));
+    assert!(!marker.exists(), "no call in flight, no stall");
+    here.enter(Op::Wait, rec.stamp(), 0, &WaitsOn::default());
+    eventually("the stalled marker", || marker.exists());
+    let line = std::fs::read_to_string(&marker).expect("marker");
+    assert!(
+        line.starts_with("stalled ") && line.ends_with('\n'),
+        "{line:?}"
+    );
+    std::thread::sleep(Duration::from_millis(150));
+    here.leave();
+    here.record_call_from(
+        Op::Wait,
+        at(1),
+        at(2),
+        0,
+        CallData::Complete { flag: None },
+        0,
+        |_| unreachable!(),
+    );
+    eventually("the marker removed", || !marker.exists());
+    rec.finish().expect("finished");
+    let mut got = overlap_format::stream::Collected::new();
+    let bytes = std::fs::read(&path).expect("rank file");
+    overlap_format::stream::read(&bytes, &mut got).expect("readable");
+    assert_eq!(
+        got.in_flight.len(),
+        1,
+        "one dump per stall: {:?}",
+        got.in_flight
+    );
+    assert_eq!(got.in_flight[0].reason, crate::schema::DumpReason::Stalled);
+    assert_eq!(got.in_flight[0].calls[0].call, Op::Wait);
 }

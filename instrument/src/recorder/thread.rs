@@ -5,6 +5,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use super::inflight::WaitsOn;
 use super::ring::Ring;
 use super::{CallData, Recorder};
 use crate::clock::Stamp;
@@ -31,6 +32,19 @@ impl ThreadRecorder {
     #[inline]
     pub fn stamp(&self) -> Stamp {
         self.recorder.stamp()
+    }
+
+    /// Publishes that this thread entered `op` at `start`, called from `site`, waiting
+    /// on `waits` (read by an in-flight dump until [`ThreadRecorder::leave`]).
+    #[inline(always)]
+    pub fn enter(&self, op: Op, start: Stamp, site: u64, waits: &WaitsOn) {
+        self.ring.in_flight.enter(op, start.raw(), site, waits);
+    }
+
+    /// This thread left the call it entered.
+    #[inline(always)]
+    pub fn leave(&self) {
+        self.ring.in_flight.leave();
     }
 
     /// A fresh request id: see [`Recorder::next_request_id`].

@@ -8,12 +8,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use overlap_format::stream::{calibration_payload, footer_payload, frame, FrameKind};
+use overlap_format::stream::{calibration_payload, footer_payload, frame, inflight, FrameKind};
 
+use super::inflight::{snapshot, Watch};
 use super::sink::Sink;
 use super::Shared;
 use crate::clock::{Calibrator, Timebase};
-use crate::schema::Footer;
+use crate::schema::{DumpReason, Footer};
 
 /// What the writer reports when it ends.
 #[derive(Debug)]
@@ -78,6 +79,29 @@ impl<S: Sink> Writer<S> {
     }
 }
 
+impl<S: Sink> Writer<S> {
+    /// Writes an in-flight dump after everything recorded so far, flushed; its Unix time
+    /// when it reached the sink.
+    fn dump(&mut self, shared: &Shared, timebase: Timebase, reason: DumpReason) -> Option<u64> {
+        self.drain_all(shared, false);
+        let at = timebase.stamp().raw();
+        let dump = snapshot(&shared.rings_snapshot(), reason, at);
+        frame(
+            &mut self.page,
+            FrameKind::InFlight,
+            0,
+            &[&inflight::payload(&dump)],
+        );
+        self.write_page();
+        if self.error.is_none() {
+            if let Err(e) = self.sink.flush() {
+                self.error = Some(e);
+            }
+        }
+        self.error.is_none().then_some(dump.unix_ns)
+    }
+}
+
 /// Gives the calling thread the lowest priority of the normal class (nice 19, Linux
 /// threads have their own): it still gets a small share of a busy core (so a trace keeps
 /// reaching its file while every core spins in MPI), and all the time nobody else wants.
@@ -98,6 +122,7 @@ pub(crate) fn run<S: Sink>(
     timebase: Timebase,
     shared: Arc<Shared>,
     interval: Duration,
+    hang_timeout: Option<Duration>,
 ) -> WriterOutcome {
     let clock = timebase.stamp_clock();
     let mut w = Writer {
@@ -110,12 +135,23 @@ pub(crate) fn run<S: Sink>(
     frame(&mut w.page, FrameKind::Clock, 0, &[&[clock as u8]]);
     w.calibrate(false);
     w.write_page();
+    let mut watch = Watch::new(
+        hang_timeout,
+        w.sink.dump_marker(),
+        Arc::clone(&shared.dump_asked),
+    );
+    let interval = watch.interval(interval);
     loop {
         // Read the flag before draining: once it is set, one more full drain follows.
         let stopping = shared.stop.load(Ordering::Acquire);
         w.drain_all(&shared, stopping);
         if stopping {
             break;
+        }
+        if let Some(reason) = watch.due(&shared.rings_snapshot()) {
+            if let Some(unix_ns) = w.dump(&shared, timebase, reason) {
+                watch.mark(reason, unix_ns);
+            }
         }
         std::thread::park_timeout(interval);
     }
