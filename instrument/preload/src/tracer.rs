@@ -67,7 +67,7 @@ impl Tracer {
     /// The calling thread's handle on the recorder, kept in its thread state (so that
     /// recording never goes through the recorder's own thread-local lookup).
     #[inline]
-    fn here(&self) -> &'static ThreadRecorder {
+    pub(crate) fn here(&self) -> &'static ThreadRecorder {
         crate::thread::current()
             .recorder
             .get_or_init(|| self.recorder.for_this_thread())
@@ -146,6 +146,8 @@ pub(crate) struct InitCall {
     pub(crate) start: Stamp,
     /// `MPI_Init_thread`'s provided level.
     pub(crate) thread_level: Option<c_int>,
+    /// SIGUSR1 was at its default disposition before `PMPI_Init` (see [`crate::dump`]).
+    pub(crate) sigusr1_default: bool,
 }
 
 /// Sets up the recording after a successful `MPI_Init`. Collective over the world.
@@ -229,6 +231,7 @@ pub(crate) fn start(init: InitCall) {
     };
     tracer.record(init.op, at, CallData::Plain, &[]);
     TRACER.store(tracer, Ordering::Release);
+    crate::dump::install_handler(init.sigusr1_default);
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
 }
@@ -274,6 +277,7 @@ fn recorder_config() -> RecorderConfig {
     config.idle_writer = true;
     config.ring_bytes = DEFAULT_BUFFER_BYTES;
     config.flush_interval = std::time::Duration::from_millis(DEFAULT_FLUSH_MS);
+    config.hang_timeout = crate::dump::hang_timeout();
     let number = |name: &str| {
         std::env::var(name)
             .ok()

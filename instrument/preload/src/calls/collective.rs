@@ -17,10 +17,10 @@
 use std::ffi::{c_int, c_void};
 
 use mpi_sys::*;
-use overlap_instrument::recorder::{CallData, Collective};
+use overlap_instrument::recorder::{CallData, Collective, WaitsOn};
 use overlap_instrument::schema::{CommId, Op, RequestKind};
 
-use super::traced;
+use super::{traced, traced_in};
 use crate::handles::CommInfo;
 use crate::pmpi::{self, key};
 use crate::types::bytes;
@@ -107,10 +107,21 @@ pub(crate) fn blocking(
     forward: impl FnOnce() -> c_int,
     part: impl FnOnce() -> Part,
 ) -> c_int {
-    traced(forward, |t, at, _| {
-        let c = t.comms.info(comm);
-        t.record(op, at, CallData::Collective(part().record(&c)), &[]);
-    })
+    traced_in(
+        op,
+        |t| {
+            let c = t.comms.info(comm);
+            let waits = WaitsOn {
+                comm: Some(c.id),
+                ..WaitsOn::default()
+            };
+            (c, waits)
+        },
+        |_| forward(),
+        |t, at, _, c| {
+            t.record(op, at, CallData::Collective(part().record(c)), &[]);
+        },
+    )
 }
 
 /// Forwards a non-blocking collective (or, `persistent`, a persistent collective init)
@@ -124,7 +135,7 @@ pub(crate) fn posted(
     forward: impl FnOnce() -> c_int,
     part: impl FnOnce() -> Part,
 ) -> c_int {
-    traced(forward, |t, at, rc| {
+    traced(op, forward, |t, at, rc| {
         if rc != 0 {
             return;
         }

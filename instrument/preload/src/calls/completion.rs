@@ -9,11 +9,12 @@ use mpi_sys::*;
 use overlap_instrument::recorder::CallData;
 use overlap_instrument::schema::{Completion, Op, RequestKind};
 
-use super::{finished, received, traced_with, StatusSlot, Timed};
+use super::{finished, received, traced_in, StatusSlot, Timed};
 use crate::pmpi::key;
 use crate::tables;
 use crate::thread::{self, ThreadState};
 use crate::tracer::Tracer;
+use overlap_instrument::recorder::WaitsOn;
 
 /// The program's handles, copied into the thread's buffer (given back when dropped).
 struct Keys {
@@ -151,6 +152,15 @@ impl Drop for Many {
     }
 }
 
+/// What a Wait or Test on `count` handles waits on.
+#[inline(always)]
+fn handles(count: c_int) -> WaitsOn {
+    WaitsOn {
+        requests: Some(u32::try_from(count).unwrap_or(0)),
+        ..WaitsOn::default()
+    }
+}
+
 /// Records `op` with the requests at `completed` positions done: `(position in the
 /// handle list, that request's status)`.
 fn record<'s>(
@@ -200,9 +210,10 @@ fn completion(
 }
 
 pub(crate) unsafe extern "C" fn wait(request: *mut MPI_Request, status: *mut MPI_Status) -> c_int {
-    traced_with(
+    traced_in(
+        Op::Wait,
         // SAFETY: one handle.
-        |t| unsafe { One::new(t, request, status) },
+        |t| (unsafe { One::new(t, request, status) }, handles(1)),
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe { PMPI_Wait(request, StatusSlot::arg(s.map(|s| &mut s.status), status)) },
         |t, at, rc, s| {
@@ -219,9 +230,10 @@ pub(crate) unsafe extern "C" fn test(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
+    traced_in(
+        Op::Test,
         // SAFETY: one handle.
-        |t| unsafe { One::new(t, request, status) },
+        |t| (unsafe { One::new(t, request, status) }, handles(1)),
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             PMPI_Test(
@@ -248,9 +260,15 @@ pub(crate) unsafe extern "C" fn waitany(
     index: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
+    traced_in(
+        Op::Waitany,
         // SAFETY: `count` handles.
-        |t| unsafe { Any::new(t, count, requests, status) },
+        |t| {
+            (
+                unsafe { Any::new(t, count, requests, status) },
+                handles(count),
+            )
+        },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             PMPI_Waitany(
@@ -279,9 +297,15 @@ pub(crate) unsafe extern "C" fn testany(
     flag: *mut c_int,
     status: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
+    traced_in(
+        Op::Testany,
         // SAFETY: `count` handles.
-        |t| unsafe { Any::new(t, count, requests, status) },
+        |t| {
+            (
+                unsafe { Any::new(t, count, requests, status) },
+                handles(count),
+            )
+        },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             let status = StatusSlot::arg(s.map(|s| &mut s.status), status);
@@ -310,9 +334,15 @@ pub(crate) unsafe extern "C" fn waitall(
     requests: *mut MPI_Request,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
+    traced_in(
+        Op::Waitall,
         // SAFETY: `count` handles.
-        |t| unsafe { Many::new(t, count, requests, statuses) },
+        |t| {
+            (
+                unsafe { Many::new(t, count, requests, statuses) },
+                handles(count),
+            )
+        },
         // SAFETY: the program's arguments, passed on unchanged but for ignored statuses.
         |m| unsafe { PMPI_Waitall(count, requests, Many::arg(m, statuses)) },
         |t, at, rc, m| {
@@ -330,9 +360,15 @@ pub(crate) unsafe extern "C" fn testall(
     flag: *mut c_int,
     statuses: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
+    traced_in(
+        Op::Testall,
         // SAFETY: `count` handles.
-        |t| unsafe { Many::new(t, count, requests, statuses) },
+        |t| {
+            (
+                unsafe { Many::new(t, count, requests, statuses) },
+                handles(count),
+            )
+        },
         // SAFETY: the program's arguments, passed on unchanged but for ignored statuses.
         |m| unsafe { PMPI_Testall(count, requests, flag, Many::arg(m, statuses)) },
         |t, at, rc, m| {
@@ -356,9 +392,10 @@ macro_rules! some {
             indices: *mut c_int,
             statuses: *mut MPI_Status,
         ) -> c_int {
-            traced_with(
+            traced_in(
+                $op,
                 // SAFETY: `incount` handles.
-                |t| unsafe { Many::new(t, incount, requests, statuses) },
+                |t| (unsafe { Many::new(t, incount, requests, statuses) }, handles(incount)),
                 // SAFETY: the program's arguments, passed on unchanged but for ignored
                 // statuses.
                 |m| unsafe { $pmpi(incount, requests, outcount, indices, Many::arg(m, statuses)) },

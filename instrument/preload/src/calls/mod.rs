@@ -25,8 +25,8 @@ use std::mem::MaybeUninit;
 
 use mpi_sys::{MPI_Datatype, MPI_Status};
 use overlap_instrument::clock::Stamp;
-use overlap_instrument::recorder::Transfer;
-use overlap_instrument::schema::{CommId, Completion};
+use overlap_instrument::recorder::{Transfer, WaitsOn};
+use overlap_instrument::schema::{CommId, Completion, Op};
 
 use crate::handles::CommInfo;
 use crate::pmpi;
@@ -101,12 +101,15 @@ pub(crate) struct Timed {
 }
 
 /// The shape of every wrapper. Not tracing: `forward(None)`, nothing else. Tracing:
-/// `before` reads what MPI will overwrite (request handles) and sets up what the call
-/// needs redirected (statuses the program ignores); the call is forwarded with that state
-/// between two stamps; `record` runs after it with MPI's return code, guarded.
+/// `before` reads what MPI will overwrite (request handles), sets up what the call needs
+/// redirected (statuses the program ignores) and says what the call waits on; the call is
+/// forwarded with that state between two stamps, published as this thread's in-flight
+/// call meanwhile (read only by an in-flight dump); `record` runs after it with MPI's
+/// return code, guarded.
 #[inline(always)]
-pub(crate) fn traced_with<S>(
-    before: impl FnOnce(&Tracer) -> S,
+pub(crate) fn traced_in<S>(
+    op: Op,
+    before: impl FnOnce(&Tracer) -> (S, WaitsOn),
     forward: impl FnOnce(Option<&mut S>) -> c_int,
     record: impl FnOnce(&Tracer, Timed, c_int, &S),
 ) -> c_int {
@@ -114,21 +117,46 @@ pub(crate) fn traced_with<S>(
         return forward(None);
     };
     let site = site();
-    let mut state = before(t);
+    let (mut state, waits) = before(t);
+    let here = t.here();
     let start = t.stamp();
+    here.enter(op, start, site, &waits);
     let rc = forward(Some(&mut state));
     let end = t.stamp();
+    here.leave();
     guarded(|| record(t, Timed { start, end, site }, rc, &state));
     rc
+}
+
+/// [`traced_in`] for calls whose wait is not described beyond their op.
+#[inline(always)]
+pub(crate) fn traced_with<S>(
+    op: Op,
+    before: impl FnOnce(&Tracer) -> S,
+    forward: impl FnOnce(Option<&mut S>) -> c_int,
+    record: impl FnOnce(&Tracer, Timed, c_int, &S),
+) -> c_int {
+    traced_in(op, |t| (before(t), WaitsOn::default()), forward, record)
 }
 
 /// [`traced_with`] for calls with nothing to read or redirect.
 #[inline(always)]
 pub(crate) fn traced(
+    op: Op,
     forward: impl FnOnce() -> c_int,
     record: impl FnOnce(&Tracer, Timed, c_int),
 ) -> c_int {
-    traced_with(|_| (), |_| forward(), |t, at, rc, _| record(t, at, rc))
+    traced_with(op, |_| (), |_| forward(), |t, at, rc, _| record(t, at, rc))
+}
+
+/// What a point-to-point call on `comm` with `peer` and `tag` waits on.
+#[inline(always)]
+pub(crate) fn waits_p2p(comm: &CommInfo, peer: c_int, tag: c_int) -> WaitsOn {
+    WaitsOn {
+        comm: Some(comm.id),
+        peer: Some((comm.world(peer), tag)),
+        ..WaitsOn::default()
+    }
 }
 
 /// The status a call writes: the program's, or the preload's own when the program

@@ -8,9 +8,10 @@ use mpi_sys::*;
 use overlap_instrument::recorder::CallData;
 use overlap_instrument::schema::{Op, RequestId, RequestKind, Started};
 
-use super::{received, traced, traced_with, transfer, StatusSlot};
+use super::{received, traced, traced_in, traced_with, transfer, waits_p2p, StatusSlot};
 use crate::pmpi::key;
 use crate::tables;
+use overlap_instrument::recorder::{Transfer, WaitsOn};
 
 macro_rules! blocking_send {
     ($($wrapper:ident => $pmpi:ident, $op:expr;)+) => {$(
@@ -22,8 +23,12 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-            traced_with(
-                |t| transfer(&t.comms.info(comm), dest, tag, buf, count, datatype),
+            traced_in(
+                $op,
+                |t| {
+                    let transfer = transfer(&t.comms.info(comm), dest, tag, buf, count, datatype);
+                    (transfer, sent(&transfer))
+                },
                 // SAFETY: the program's arguments, passed on unchanged.
                 |_| unsafe { $pmpi(buf, count, datatype, dest, tag, comm) },
                 |t, at, _, transfer| {
@@ -56,6 +61,7 @@ macro_rules! post {
             request: *mut MPI_Request,
         ) -> c_int {
             traced_with(
+                $op,
                 |t| {
                     let c = t.comms.info(comm);
                     let transfer = transfer(&c, peer, tag, buf, count, datatype);
@@ -103,8 +109,12 @@ pub(crate) unsafe extern "C" fn recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
-        |t| StatusSlot::new(status, t),
+    traced_in(
+        Op::Recv,
+        |t| {
+            let c = t.comms.info(comm);
+            ((StatusSlot::new(status, t), c), waits_p2p(&c, source, tag))
+        },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             PMPI_Recv(
@@ -114,13 +124,12 @@ pub(crate) unsafe extern "C" fn recv(
                 source,
                 tag,
                 comm,
-                StatusSlot::arg(s, status),
+                StatusSlot::arg(s.map(|s| &mut s.0), status),
             )
         },
-        |t, at, _, s| {
-            let c = t.comms.info(comm);
-            let transfer = transfer(&c, source, tag, buf, count, datatype);
-            let done = received(None, s.get(), &c, t.k.byte);
+        |t, at, _, (s, c)| {
+            let transfer = transfer(c, source, tag, buf, count, datatype);
+            let done = received(None, s.get(), c, t.k.byte);
             t.record(Op::Recv, at, CallData::Blocking { transfer }, &[done]);
         },
     )
@@ -141,8 +150,16 @@ pub(crate) unsafe extern "C" fn sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
-        |t| StatusSlot::new(status, t),
+    traced_in(
+        Op::Sendrecv,
+        |t| {
+            let c = t.comms.info(comm);
+            let waits = WaitsOn {
+                recv: Some((c.world(source), recvtag)),
+                ..waits_p2p(&c, dest, sendtag)
+            };
+            ((StatusSlot::new(status, t), c), waits)
+        },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             PMPI_Sendrecv(
@@ -157,11 +174,11 @@ pub(crate) unsafe extern "C" fn sendrecv(
                 source,
                 recvtag,
                 comm,
-                StatusSlot::arg(s, status),
+                StatusSlot::arg(s.map(|s| &mut s.0), status),
             )
         },
-        |t, at, _, s| {
-            let c = t.comms.info(comm);
+        |t, at, _, (s, c)| {
+            let c = *c;
             let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
             let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
             let done = received(None, s.get(), &c, t.k.byte);
@@ -182,8 +199,16 @@ pub(crate) unsafe extern "C" fn sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
-        |t| StatusSlot::new(status, t),
+    traced_in(
+        Op::SendrecvReplace,
+        |t| {
+            let c = t.comms.info(comm);
+            let waits = WaitsOn {
+                recv: Some((c.world(source), recvtag)),
+                ..waits_p2p(&c, dest, sendtag)
+            };
+            ((StatusSlot::new(status, t), c), waits)
+        },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
             PMPI_Sendrecv_replace(
@@ -195,11 +220,11 @@ pub(crate) unsafe extern "C" fn sendrecv_replace(
                 source,
                 recvtag,
                 comm,
-                StatusSlot::arg(s, status),
+                StatusSlot::arg(s.map(|s| &mut s.0), status),
             )
         },
-        |t, at, _, s| {
-            let c = t.comms.info(comm);
+        |t, at, _, (s, c)| {
+            let c = *c;
             let send = transfer(&c, dest, sendtag, buf, count, datatype);
             let recv = transfer(&c, source, recvtag, buf, count, datatype);
             let done = received(None, s.get(), &c, t.k.byte);
@@ -215,12 +240,23 @@ pub(crate) unsafe extern "C" fn probe(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    traced_with(
-        |t| StatusSlot::new(status, t),
-        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
-        |s| unsafe { PMPI_Probe(source, tag, comm, StatusSlot::arg(s, status)) },
-        |t, at, _, s| {
+    traced_in(
+        Op::Probe,
+        |t| {
             let c = t.comms.info(comm);
+            ((StatusSlot::new(status, t), c), waits_p2p(&c, source, tag))
+        },
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe {
+            PMPI_Probe(
+                source,
+                tag,
+                comm,
+                StatusSlot::arg(s.map(|s| &mut s.0), status),
+            )
+        },
+        |t, at, _, (s, c)| {
+            let c = *c;
             let transfer = transfer(&c, source, tag, std::ptr::null(), 0, t.k.byte);
             let done = received(None, s.get(), &c, t.k.byte);
             t.record(Op::Probe, at, CallData::Blocking { transfer }, &[done]);
@@ -236,6 +272,7 @@ pub(crate) unsafe extern "C" fn iprobe(
     status: *mut MPI_Status,
 ) -> c_int {
     traced_with(
+        Op::Iprobe,
         |t| StatusSlot::new(status, t),
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe { PMPI_Iprobe(source, tag, comm, flag, StatusSlot::arg(s, status)) },
@@ -271,6 +308,7 @@ fn start_all(t: &crate::tracer::Tracer, handles: impl Iterator<Item = u64>) -> V
 
 pub(crate) unsafe extern "C" fn start(request: *mut MPI_Request) -> c_int {
     traced(
+        Op::Start,
         // SAFETY: the program's argument, passed on unchanged.
         || unsafe { PMPI_Start(request) },
         |t, at, rc| {
@@ -285,6 +323,7 @@ pub(crate) unsafe extern "C" fn start(request: *mut MPI_Request) -> c_int {
 
 pub(crate) unsafe extern "C" fn startall(count: c_int, requests: *mut MPI_Request) -> c_int {
     traced(
+        Op::Startall,
         // SAFETY: the program's arguments, passed on unchanged.
         || unsafe { PMPI_Startall(count, requests) },
         |t, at, rc| {
@@ -301,6 +340,7 @@ pub(crate) unsafe extern "C" fn startall(count: c_int, requests: *mut MPI_Reques
 
 pub(crate) unsafe extern "C" fn request_free(request: *mut MPI_Request) -> c_int {
     traced_with(
+        Op::RequestFree,
         // SAFETY: read before MPI nulls it.
         |_| key(unsafe { *request }),
         // SAFETY: the program's argument, passed on unchanged.
@@ -317,4 +357,14 @@ pub(crate) unsafe extern "C" fn request_free(request: *mut MPI_Request) -> c_int
             }
         },
     )
+}
+
+/// What a send waits on: its peer and tag on its communicator.
+#[inline(always)]
+fn sent(t: &Transfer) -> WaitsOn {
+    WaitsOn {
+        comm: Some(t.comm.0),
+        peer: Some((t.peer, t.tag)),
+        ..WaitsOn::default()
+    }
 }

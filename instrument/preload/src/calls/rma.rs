@@ -22,6 +22,7 @@ use crate::windows::WinInfo;
 /// program spends that time in its `MPI_Win_create`, not in its own code.
 fn create(op: Op, comm: MPI_Comm, win: *mut MPI_Win, forward: impl FnOnce() -> c_int) -> c_int {
     traced_with(
+        op,
         |_| None,
         |agreed: Option<&mut Option<WinInfo>>| {
             let rc = forward();
@@ -97,6 +98,7 @@ pub(crate) unsafe extern "C" fn win_create_dynamic(
 
 pub(crate) unsafe extern "C" fn win_free(win: *mut MPI_Win) -> c_int {
     traced_with(
+        Op::WinFree,
         // SAFETY: read before MPI nulls it.
         |t| {
             let handle = unsafe { *win };
@@ -120,6 +122,7 @@ pub(crate) unsafe extern "C" fn win_free(win: *mut MPI_Win) -> c_int {
 
 pub(crate) unsafe extern "C" fn win_fence(assert: c_int, win: MPI_Win) -> c_int {
     traced(
+        Op::WinFence,
         // SAFETY: the program's arguments, passed on unchanged.
         || unsafe { PMPI_Win_fence(assert, win) },
         |t, at, _| {
@@ -188,6 +191,7 @@ macro_rules! put_get {
             $($request: *mut MPI_Request,)?
         ) -> c_int {
             traced(
+                $op,
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe {
                     $pmpi(
@@ -233,6 +237,7 @@ macro_rules! accumulate {
             $($request: *mut MPI_Request,)?
         ) -> c_int {
             traced(
+                $op,
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe {
                     $pmpi(
@@ -279,6 +284,7 @@ macro_rules! get_accumulate {
             $($request: *mut MPI_Request,)?
         ) -> c_int {
             traced(
+                $op,
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe {
                     $pmpi(
@@ -316,6 +322,7 @@ pub(crate) unsafe extern "C" fn fetch_and_op(
     win: MPI_Win,
 ) -> c_int {
     traced(
+        Op::FetchAndOp,
         // SAFETY: the program's arguments, passed on unchanged.
         || unsafe {
             PMPI_Fetch_and_op(
@@ -347,6 +354,7 @@ pub(crate) unsafe extern "C" fn compare_and_swap(
     win: MPI_Win,
 ) -> c_int {
     traced(
+        Op::CompareAndSwap,
         // SAFETY: the program's arguments, passed on unchanged.
         || unsafe {
             PMPI_Compare_and_swap(

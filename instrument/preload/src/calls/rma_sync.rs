@@ -42,6 +42,7 @@ macro_rules! epoch {
             win: MPI_Win,
         ) -> c_int {
             traced(
+                $op,
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe { $pmpi(group, assert, win) },
                 |t, at, rc| {
@@ -73,6 +74,7 @@ macro_rules! on_window {
     ($($wrapper:ident => $pmpi:ident, $op:expr;)+) => {$(
         pub(crate) unsafe extern "C" fn $wrapper(win: MPI_Win) -> c_int {
             traced(
+                $op,
                 // SAFETY: the program's argument, passed on unchanged.
                 || unsafe { $pmpi(win) },
                 |t, at, rc| {
@@ -99,6 +101,7 @@ macro_rules! on_target {
     ($($wrapper:ident => $pmpi:ident, $op:expr;)+) => {$(
         pub(crate) unsafe extern "C" fn $wrapper(rank: c_int, win: MPI_Win) -> c_int {
             traced(
+                $op,
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe { $pmpi(rank, win) },
                 |t, at, rc| {
@@ -119,6 +122,7 @@ on_target! {
 
 pub(crate) unsafe extern "C" fn win_test(win: MPI_Win, flag: *mut c_int) -> c_int {
     traced(
+        Op::WinTest,
         // SAFETY: the program's arguments, passed on unchanged.
         || unsafe { PMPI_Win_test(win, flag) },
         |t, at, rc| {
@@ -138,6 +142,7 @@ pub(crate) unsafe extern "C" fn win_lock(
     win: MPI_Win,
 ) -> c_int {
     traced(
+        Op::WinLock,
         // SAFETY: the program's arguments, passed on unchanged.
         || unsafe { PMPI_Win_lock(lock_type, rank, assert, win) },
         |t, at, rc| {
@@ -151,6 +156,7 @@ pub(crate) unsafe extern "C" fn win_lock(
 
 pub(crate) unsafe extern "C" fn win_lock_all(assert: c_int, win: MPI_Win) -> c_int {
     traced(
+        Op::WinLockAll,
         // SAFETY: the program's arguments, passed on unchanged.
         || unsafe { PMPI_Win_lock_all(assert, win) },
         |t, at, rc| {

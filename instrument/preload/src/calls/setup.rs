@@ -29,6 +29,7 @@ fn init_with(
     let epoch_ns = monotonic_now_ns();
     let timebase = Timebase::new(ClockSource::Auto, epoch_ns);
     let start = timebase.stamp();
+    let sigusr1_default = crate::dump::program_left_default();
     let rc = forward();
     if rc == 0 {
         guarded(|| {
@@ -39,6 +40,7 @@ fn init_with(
                 timebase,
                 start,
                 thread_level: provided(),
+                sigusr1_default,
             })
         });
     }
@@ -67,6 +69,7 @@ pub(crate) unsafe extern "C" fn init_thread(
 
 pub(crate) unsafe extern "C" fn finalize() -> c_int {
     let rc = traced_with(
+        Op::Finalize,
         // The last clock alignment needs MPI: before forwarding.
         |t| guarded(|| tracer::before_finalize(t)),
         // SAFETY: no arguments.
