@@ -9,6 +9,7 @@
 //! - [`metrics`]: wait states, per-request overlap, false overlap, POP efficiencies.
 //! - [`report`], [`tables`], [`check`]: the report for people, the tables behind it,
 //!   baselines, regression checks and diffs.
+//! - [`hang`]: a hung run explained from the ranks' in-flight dumps (wait-for cycle).
 //! - [`sites`]: call sites symbolized to `file:line (function)`, findings grouped by them.
 //! - [`summary`]: where each rank's time went, as `overlap merge` prints it.
 //!
@@ -25,6 +26,7 @@
 pub mod check;
 pub mod compute;
 mod fastparse;
+pub mod hang;
 use overlap_format::fxhash;
 pub mod import;
 pub mod merge;

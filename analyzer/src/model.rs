@@ -10,8 +10,8 @@ use overlap_format::clock::ClockModel;
 
 use crate::compute::{ComputeSource, RankCompute};
 use overlap_format::schema::{
-    ClockSync, Completion, Event, Footer, Header, MergedInfo, Nanos, Op, RequestKind, SourceSite,
-    Started, SyncPhase,
+    ClockSync, Completion, Event, Footer, Header, InFlightDump, MergedInfo, Nanos, Op, RequestKind,
+    SourceSite, Started, SyncPhase,
 };
 
 /// Why a file's events stop before its end: what was read before still counts.
@@ -75,6 +75,8 @@ pub struct RankTrace<E = Vec<Event>> {
     /// Events that could not be used (corrupt, unknown call, bad args), and a cut-off
     /// end, in file order. Everything else was read.
     pub problems: Vec<ReadProblem>,
+    /// In-flight dumps (SIGUSR1 or a stall), in file order, times since the epoch.
+    pub in_flight: Vec<InFlightDump>,
 }
 
 impl<E> RankTrace<E> {

@@ -124,6 +124,9 @@ pub fn render(r: &Report, style: Style) -> String {
             duration(r.totals.wall_ns)
         ))
     );
+    r.hang
+        .iter()
+        .for_each(|h| crate::hang::text::render(&mut o, h));
     if !run.missing_ranks.is_empty() {
         let _ = writeln!(o, "  missing ranks (no trace): {:?}", run.missing_ranks);
     }

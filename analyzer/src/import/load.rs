@@ -8,7 +8,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use overlap_format::schema::wire::{MetaName, NameArgs, Phase};
+use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase};
 use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
 
 use super::{complete_event, meta_args, RawEvent};
@@ -291,6 +291,8 @@ fn take_event(
     ranks: &mut BTreeMap<u32, Timeline>,
 ) -> std::result::Result<(), String> {
     match raw.ph {
+        // The in-flight slices are rebuilt from `otherData`.
+        Phase::Complete if raw.cat == Some(Category::Hang) => {}
         Phase::Complete => {
             let e = complete_event(raw)?;
             ranks

@@ -367,6 +367,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
         events,
         footer,
         problems,
+        in_flight: Vec::new(),
     })
 }
 
@@ -478,6 +479,8 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
             })
         };
         match raw.ph {
+            // The in-flight slices are rebuilt from `otherData`.
+            Phase::Complete if raw.cat == Some(Category::Hang) => {}
             Phase::Complete => events
                 .entry(raw.pid)
                 .or_default()

@@ -38,6 +38,7 @@ pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result
         sites: c.sites,
         events: c.events,
         footer: c.footer,
+        in_flight: c.in_flight,
         problems: problems
             .into_iter()
             .map(|p| ReadProblem {

@@ -30,8 +30,8 @@ use std::path::{Path, PathBuf};
 
 use overlap_format::clock::ClockModel;
 use overlap_format::schema::{
-    CallEvent, Event, IncompleteRank, MergedInfo, Nanos, ParamValue, RankClock, FORMAT_NAME,
-    FORMAT_VERSION,
+    CallEvent, Event, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue, RankClock,
+    FORMAT_NAME, FORMAT_VERSION,
 };
 
 pub(crate) use matching::{match_all, suspect_record, Matched};
@@ -283,7 +283,8 @@ impl ClockPlan {
                 .iter()
                 .zip(&self.measured)
                 .zip(&self.shared)
-                .map(|((t, m), shared)| RankClock {
+                .enumerate()
+                .map(|(i, ((t, m), shared))| RankClock {
                     rank: t.rank(),
                     host: t.header.host.clone(),
                     shared_clock: *shared,
@@ -297,6 +298,10 @@ impl ClockPlan {
                         _ => None,
                     },
                     source_sites: t.sites.clone(),
+                    in_flight: t
+                        .in_flight
+                        .last()
+                        .map(|d| aligned_dump(d, self.aligner(i, t))),
                 })
                 .collect(),
             max_clock_error_ns: self
@@ -359,6 +364,17 @@ pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
         requests,
         timelines,
     }
+}
+
+/// A rank's dump with its times on the run's timeline.
+fn aligned_dump(d: &InFlightDump, align: impl Fn(Nanos) -> Nanos) -> InFlightDump {
+    let at = align(Nanos(d.at_ns)).0;
+    let mut out = d.clone();
+    out.at_ns = at;
+    for c in &mut out.calls {
+        c.start_ns = align(Nanos(c.start_ns)).0.min(at);
+    }
+    out
 }
 
 fn align_rank(

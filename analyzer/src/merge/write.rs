@@ -10,7 +10,7 @@ use overlap_format::schema::wire::{
     event_to_wire, Category, FlowBinding, InstantScope, MetaName, Micros, NameArgs, ObjectWriter,
     Phase, SortIndexArgs, WireEvent,
 };
-use overlap_format::schema::{Event, Nanos, Op, RequestArgs, RequestKind};
+use overlap_format::schema::{DumpReason, Event, Nanos, Op, RequestArgs, RequestKind};
 
 use super::matching::suspect_between;
 use super::{call_at, AlignedRank, EventRef, Merged, RequestLife};
@@ -75,6 +75,7 @@ fn write_events<W: std::io::Write>(
             w.write(&event_to_wire(pid, e))?;
         }
     }
+    write_in_flight(merged, w)?;
     // Where a request that never completed ends: its rank's last moment.
     let last_end: BTreeMap<u32, Nanos> = merged
         .ranks
@@ -197,4 +198,29 @@ fn write_request<W: std::io::Write>(
     e.id = Some(id);
     e.ts = Some(Micros(end));
     w.write(&e)
+}
+
+/// Each call a rank was inside at its last in-flight dump, as a slice from the call's
+/// start to the dump.
+fn write_in_flight<W: std::io::Write>(
+    merged: &Merged,
+    w: &mut ObjectWriter<W>,
+) -> std::io::Result<()> {
+    for r in &merged.info.ranks {
+        let Some(dump) = &r.in_flight else { continue };
+        for c in &dump.calls {
+            let name = format!(
+                "{} ({}, in flight at dump)",
+                c.call.mpi_name(),
+                match dump.reason {
+                    DumpReason::Stalled => "blocked",
+                    DumpReason::Signal => "running",
+                }
+            );
+            let (start, end) = (Nanos(c.start_ns), Nanos(dump.at_ns.max(c.start_ns)));
+            let ev = WireEvent::complete(name, Category::Hang, r.rank, c.tid, start, end, c);
+            w.write(&ev)?;
+        }
+    }
+    Ok(())
 }

@@ -178,6 +178,8 @@ pub struct Report {
     pub clock: ClockReport,
     /// False overlap and wait states grouped by call site, and every site of the run.
     pub by_site: BySite,
+    /// Where the ranks were stuck, from their in-flight dumps; null when no rank dumped.
+    pub hang: Option<crate::hang::HangReport>,
 }
 
 /// Every per-instance figure behind a [`Report`] (the tables of `--csv`/`--parquet`).
@@ -287,6 +289,7 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         pop,
         clock,
         by_site,
+        hang: crate::hang::analyze(trace, &sites),
     };
     let details = Details {
         waits,

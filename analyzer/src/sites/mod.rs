@@ -170,6 +170,13 @@ impl SiteTable {
                     seen.insert(site.get(), ());
                 }
             }
+            // The calls a rank was stuck in at its dump have no record of their own.
+            for c in info
+                .and_then(|r| r.in_flight.as_ref())
+                .map_or(&[][..], |d| &d.calls)
+            {
+                seen.extend(c.site.filter(|s| *s != 0).map(|s| (s, ())));
+            }
             let mut raws: Vec<u64> = seen.into_keys().collect();
             raws.sort_unstable();
             for raw in raws {

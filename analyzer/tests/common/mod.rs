@@ -171,6 +171,7 @@ pub fn rank_trace(header: Header, syncs: Vec<ClockSync>, events: Vec<Event>) -> 
         events,
         footer: Some(footer(n)),
         problems: Vec::new(),
+        in_flight: Vec::new(),
     }
 }
 

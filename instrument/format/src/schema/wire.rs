@@ -96,6 +96,9 @@ pub enum Category {
     Message,
     /// Clock findings, such as a clock-suspect message (merged traces).
     Clock,
+    /// A call a rank was still inside at its in-flight dump, from its start to the dump
+    /// (merged traces; the call itself is in the per-rank `in_flight` of `otherData`).
+    Hang,
 }
 
 /// The `bp` field of a flow end: bind to the enclosing slice.
