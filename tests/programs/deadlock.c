@@ -4,12 +4,13 @@
  * ranks dump the Recv they are inside and the analysis names the wait-for cycle.
  *
  * With an argument (`deadlock run MS`) it does not hang: it exchanges messages for
- * about MS milliseconds and finalizes, for the test that sends SIGUSR1 to a running
+ * about MS milliseconds (a millisecond of "computing" between exchanges) and finalizes, for the test that sends SIGUSR1 to a running
  * program. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static double now(void) {
     struct timespec t;
@@ -32,6 +33,7 @@ int main(int argc, char **argv) {
             MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
             MPI_Sendrecv_replace(&x, 1, MPI_INT, peer, 1, peer, 1, MPI_COMM_WORLD,
                                  MPI_STATUS_IGNORE);
+            usleep(1000); /* "computing": keeps the trace small */
         }
     } else {
         MPI_Recv(&x, 1, MPI_INT, peer, 7 + rank, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
