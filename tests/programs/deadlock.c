@@ -3,9 +3,9 @@
  * from rank 0). The hang tests run it with OVERLAP_HANG_TIMEOUT_MS and check that both
  * ranks dump the Recv they are inside and the analysis names the wait-for cycle.
  *
- * With an argument (`deadlock run MS`) it does not hang: it exchanges messages for
- * about MS milliseconds (a millisecond of "computing" between exchanges) and finalizes, for the test that sends SIGUSR1 to a running
- * program. */
+ * With arguments (`deadlock run MS`) it does not hang: it exchanges messages for about
+ * MS milliseconds, with a millisecond of "computing" between exchanges, and finalizes:
+ * for the test that sends SIGUSR1 to a running program. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
