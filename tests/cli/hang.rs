@@ -154,7 +154,10 @@ fn sigusr1_to_a_running_program_dumps_and_its_trace_stays_whole() {
         let marker = |r: u32| ranks.join(format!("rank-{r}.dump"));
         let begun = Instant::now();
         while !(marker(0).is_file() && marker(1).is_file()) {
-            assert!(begun.elapsed() < Duration::from_secs(60), "no dump after 60 s");
+            assert!(
+                begun.elapsed() < Duration::from_secs(60),
+                "no dump after 60 s"
+            );
             std::thread::sleep(Duration::from_millis(250));
             if (0..2).all(|r| ranks.join(format!("rank-{r}.ovlp")).is_file()) {
                 // SAFETY: signals the mpiexec this test started.

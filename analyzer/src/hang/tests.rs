@@ -192,7 +192,8 @@ fn waits_name_their_pending_requests_and_collectives_name_the_missing_ranks() {
         ),
     ]);
     let w = &h.ranks[0].calls[0].waits_for;
-    let got: Vec<(WaitedKind, Option<u32>, Option<i32>, Option<u64>)> = w
+    type Seen = (WaitedKind, Option<u32>, Option<i32>, Option<u64>);
+    let got: Vec<Seen> = w
         .iter()
         .map(|w| (w.kind, w.rank, w.tag, w.request))
         .collect();

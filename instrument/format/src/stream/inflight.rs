@@ -112,7 +112,7 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 
 /// Reads an `InFlight` payload; on a malformed one, why.
 pub fn decode(p: &[u8]) -> Result<RawDump, String> {
-    if p.len() < DUMP_HEADER_LEN || (p.len() - DUMP_HEADER_LEN) % CALL_LEN != 0 {
+    if p.len() < DUMP_HEADER_LEN || !(p.len() - DUMP_HEADER_LEN).is_multiple_of(CALL_LEN) {
         return Err(format!(
             "an in-flight dump of {} bytes (24, plus 56 per call, expected)",
             p.len()
@@ -223,6 +223,8 @@ mod tests {
         assert!(decode(&p[..p.len() - 1]).is_err());
         let mut bad = p.clone();
         bad[16] = 9;
-        assert!(decode(&bad).unwrap_err().contains("reason byte 9"));
+        assert!(decode(&bad)
+            .expect_err("a bad reason")
+            .contains("reason byte 9"));
     }
 }
