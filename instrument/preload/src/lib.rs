@@ -18,8 +18,6 @@
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod calls;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-mod dump;
-#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod entry;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod handles;

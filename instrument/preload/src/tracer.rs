@@ -146,7 +146,8 @@ pub(crate) struct InitCall {
     pub(crate) start: Stamp,
     /// `MPI_Init_thread`'s provided level.
     pub(crate) thread_level: Option<c_int>,
-    /// SIGUSR1 was at its default disposition before `PMPI_Init` (see [`crate::dump`]).
+    /// SIGUSR1 was at its default disposition before `PMPI_Init` (see
+    /// [`overlap_instrument::recorder::install_dump_handler`]).
     pub(crate) sigusr1_default: bool,
 }
 
@@ -231,7 +232,7 @@ pub(crate) fn start(init: InitCall) {
     };
     tracer.record(init.op, at, CallData::Plain, &[]);
     TRACER.store(tracer, Ordering::Release);
-    crate::dump::install_handler(init.sigusr1_default);
+    overlap_instrument::recorder::install_dump_handler(init.sigusr1_default);
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
 }
@@ -277,7 +278,7 @@ fn recorder_config() -> RecorderConfig {
     config.idle_writer = true;
     config.ring_bytes = DEFAULT_BUFFER_BYTES;
     config.flush_interval = std::time::Duration::from_millis(DEFAULT_FLUSH_MS);
-    config.hang_timeout = crate::dump::hang_timeout();
+    config.hang_timeout = overlap_instrument::recorder::hang_timeout_from_env();
     let number = |name: &str| {
         std::env::var(name)
             .ok()

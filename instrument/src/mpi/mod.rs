@@ -28,7 +28,7 @@ use mpi::topology::{AsCommunicator, Communicator, Rank};
 use smallvec::SmallVec;
 
 use crate::clock::Stamp;
-use crate::recorder::{CallData, Collective, Recorder, Transfer};
+use crate::recorder::{CallData, Collective, Recorder, Transfer, WaitsOn};
 use crate::schema::{CommId, Completion, Op, RequestId};
 
 mod session;
@@ -123,6 +123,14 @@ pub struct TracedComm<'a, C: Communicator> {
     to_world: Vec<i32>,
 }
 
+/// What a Wait on `n` requests waits on.
+fn waiting_on(n: usize) -> WaitsOn {
+    WaitsOn {
+        requests: Some(u32::try_from(n).unwrap_or(u32::MAX)),
+        ..WaitsOn::default()
+    }
+}
+
 fn sent(request: RequestId) -> Completion {
     Completion {
         request: Some(request.0),
@@ -196,6 +204,38 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     #[inline]
     fn now(&self) -> Stamp {
         self.recorder.stamp()
+    }
+
+    /// Runs the blocking `call` between two stamps, published meanwhile as this thread's
+    /// call in flight (`op`, waiting on `waits`), for an in-flight dump.
+    #[inline]
+    #[track_caller]
+    fn inside<R>(&self, op: Op, waits: WaitsOn, call: impl FnOnce() -> R) -> (Stamp, R, Stamp) {
+        let start = self.now();
+        self.recorder.enter(op, start, &waits);
+        let r = call();
+        let end = self.now();
+        self.recorder.leave();
+        (start, r, end)
+    }
+
+    /// What a collective on this communicator waits on.
+    fn collective(&self) -> WaitsOn {
+        WaitsOn {
+            comm: Some(self.id.0),
+            ..WaitsOn::default()
+        }
+    }
+
+    /// What a call on this communicator with the peers of `transfers` waits on (the
+    /// second, a Sendrecv's receive half).
+    fn waits(&self, peer: &Transfer, recv: Option<&Transfer>) -> WaitsOn {
+        WaitsOn {
+            comm: Some(self.id.0),
+            peer: Some((peer.peer, peer.tag)),
+            recv: recv.map(|r| (r.peer, r.tag)),
+            ..WaitsOn::default()
+        }
     }
 
     /// `MPI_Isend` of `buf` to `dest`.
@@ -331,9 +371,9 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     #[track_caller]
     pub fn send<T: Equivalence>(&self, dest: i32, tag: i32, buf: &[T]) {
         let t = self.transfer(dest, tag, buf);
-        let start = self.now();
-        self.peer(dest).send_with_tag(buf, tag);
-        let end = self.now();
+        let (start, (), end) = self.inside(Op::Send, self.waits(&t, None), || {
+            self.peer(dest).send_with_tag(buf, tag);
+        });
         let data = CallData::Blocking { transfer: t };
         self.recorder.record_call(Op::Send, start, end, data, &[]);
     }
@@ -342,9 +382,9 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     #[track_caller]
     pub fn recv<T: Equivalence>(&self, source: i32, tag: i32, buf: &mut [T]) -> Status {
         let t = self.transfer(source, tag, buf);
-        let start = self.now();
-        let status = self.peer(source).receive_into_with_tag(buf, tag);
-        let end = self.now();
+        let (start, status, end) = self.inside(Op::Recv, self.waits(&t, None), || {
+            self.peer(source).receive_into_with_tag(buf, tag)
+        });
         let data = CallData::Blocking { transfer: t };
         let done = [self.received(None, &status)];
         self.recorder.record_call(Op::Recv, start, end, data, &done);
@@ -363,20 +403,21 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         recv_tag: i32,
         recv: &mut [U],
     ) -> Status {
-        let data = CallData::Sendrecv {
-            send: self.transfer(dest, send_tag, send),
-            recv: self.transfer(source, recv_tag, recv),
-        };
-        let start = self.now();
-        let status = mpi::point_to_point::send_receive_into_with_tags(
-            send,
-            &self.peer(dest),
-            send_tag,
-            recv,
-            &self.peer(source),
-            recv_tag,
+        let (s, r) = (
+            self.transfer(dest, send_tag, send),
+            self.transfer(source, recv_tag, recv),
         );
-        let end = self.now();
+        let data = CallData::Sendrecv { send: s, recv: r };
+        let (start, status, end) = self.inside(Op::Sendrecv, self.waits(&s, Some(&r)), || {
+            mpi::point_to_point::send_receive_into_with_tags(
+                send,
+                &self.peer(dest),
+                send_tag,
+                recv,
+                &self.peer(source),
+                recv_tag,
+            )
+        });
         let done = [self.received(None, &status)];
         self.recorder
             .record_call(Op::Sendrecv, start, end, data, &done);
@@ -387,9 +428,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     #[track_caller]
     pub fn wait<'b, D: ?Sized, S: Scope<'b>>(&self, request: TracedRequest<'b, D, S>) -> Status {
         let TracedRequest { inner, id, receive } = request;
-        let start = self.now();
-        let status = inner.wait();
-        let end = self.now();
+        let (start, status, end) = self.inside(Op::Wait, waiting_on(1), || inner.wait());
         let done = [if receive {
             self.received(Some(id), &status)
         } else {
@@ -418,16 +457,16 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
             raw.push(handle);
             meta.push((r.id, r.receive));
         }
-        let start = self.now();
-        // SAFETY: `raw` holds `n` active requests and `statuses` room for `n` statuses.
-        unsafe {
-            ffi::MPI_Waitall(
-                n as i32,
-                raw.as_mut_ptr(),
-                statuses.as_mut_ptr().cast::<ffi::MPI_Status>(),
-            );
-        }
-        let end = self.now();
+        let (start, (), end) = self.inside(Op::Waitall, waiting_on(n), || {
+            // SAFETY: `raw` holds `n` active requests and `statuses` room for `n` statuses.
+            unsafe {
+                ffi::MPI_Waitall(
+                    n as i32,
+                    raw.as_mut_ptr(),
+                    statuses.as_mut_ptr().cast::<ffi::MPI_Status>(),
+                );
+            }
+        });
         let data = CallData::Complete { flag: None };
         self.recorder
             .record_call_with(Op::Waitall, start, end, data, n, |i| {
@@ -474,9 +513,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     /// `MPI_Barrier`.
     #[track_caller]
     pub fn barrier(&self) {
-        let start = self.now();
-        self.comm.barrier();
-        let end = self.now();
+        let (start, (), end) = self.inside(Op::Barrier, self.collective(), || self.comm.barrier());
         let data = CallData::Collective(Collective {
             comm: self.id,
             send_bytes: 0,
@@ -490,9 +527,9 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     /// `MPI_Allreduce` of `send` into `recv` with `op`.
     #[track_caller]
     pub fn all_reduce_into<T: Equivalence, O: Operation>(&self, send: &[T], recv: &mut [T], op: O) {
-        let start = self.now();
-        self.comm.all_reduce_into(send, recv, op);
-        let end = self.now();
+        let (start, (), end) = self.inside(Op::Allreduce, self.collective(), || {
+            self.comm.all_reduce_into(send, recv, op);
+        });
         let data = CallData::Collective(Collective {
             comm: self.id,
             send_bytes: size_of_val(send) as u64,

@@ -10,7 +10,10 @@ use mpi::topology::{Communicator, Group, SimpleCommunicator};
 
 use super::{rank_file_name, TracedComm};
 use crate::clock::{clock_domain, monotonic_now_ns, synchronize, SyncTransport};
-use crate::recorder::{FinishReport, RankFileSink, Recorder, RecorderConfig};
+use crate::recorder::{
+    hang_timeout_from_env, install_dump_handler, FinishReport, RankFileSink, Recorder,
+    RecorderConfig,
+};
 use crate::schema::{ClockSync, CommId, Header, Params, SyncPhase, FORMAT_NAME, FORMAT_VERSION};
 use crate::Result;
 
@@ -103,7 +106,11 @@ impl TraceSession {
         };
         let path = config.dir.join(rank_file_name(rank));
         let sink = RankFileSink::create(&path, &header)?;
-        let recorder = Recorder::with_epoch(sink, config.recorder, epoch_ns)?;
+        let mut recorder_config = config.recorder;
+        if recorder_config.hang_timeout.is_none() {
+            recorder_config.hang_timeout = hang_timeout_from_env();
+        }
+        let recorder = Recorder::with_epoch(sink, recorder_config, epoch_ns)?;
         let session = TraceSession {
             recorder,
             sync_comm: world.duplicate(),
@@ -111,6 +118,9 @@ impl TraceSession {
             path,
         };
         session.align_clock(SyncPhase::Init);
+        // MPI is initialised already: whatever handles SIGUSR1 now (MPICH's own, or the
+        // program's) is kept and called after the dump is asked for.
+        install_dump_handler(true);
         Ok(session)
     }
 

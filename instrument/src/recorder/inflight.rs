@@ -21,6 +21,9 @@ use std::time::{Duration, Instant, SystemTime};
 use overlap_format::stream::inflight::{fields, RawCall, RawDump};
 
 use super::ring::Ring;
+use super::site::SiteWord;
+use super::Recorder;
+use crate::clock::Stamp;
 use crate::schema::{DumpReason, Op};
 
 /// Set by [`request_dump`]; taken by the writer of any recorder.
@@ -46,6 +49,25 @@ pub struct WaitsOn {
     pub root: Option<i32>,
     /// Request handles given to a Wait or Test.
     pub requests: Option<u32>,
+}
+
+impl Recorder {
+    /// Publishes that the calling thread entered `op` at `start`, from the caller's
+    /// source line, waiting on `waits` (read by an in-flight dump until
+    /// [`Recorder::leave`]). For the Rust layer; the preload goes through its
+    /// [`super::ThreadRecorder`].
+    #[inline]
+    #[track_caller]
+    pub fn enter(&self, op: Op, start: Stamp, waits: &WaitsOn) {
+        let site = SiteWord::source(std::panic::Location::caller()).word();
+        self.with_ring(|ring| ring.in_flight.enter(op, start.raw(), site, waits));
+    }
+
+    /// The calling thread left the call it entered.
+    #[inline]
+    pub fn leave(&self) {
+        self.with_ring(|ring| ring.in_flight.leave());
+    }
 }
 
 /// A thread's in-flight call. `seq` counts by four per call: `4k` idle, `4k + 1` being

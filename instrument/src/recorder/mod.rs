@@ -12,6 +12,7 @@ mod config;
 mod encode;
 mod inflight;
 mod ring;
+mod signal;
 mod sink;
 mod site;
 mod span;
@@ -27,6 +28,9 @@ use std::time::Duration;
 pub use config::{FinishReport, RecorderConfig};
 pub use inflight::{request_dump, WaitsOn};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
+pub use signal::{
+    hang_timeout_from_env, install_dump_handler, sigusr1_is_default, HANG_TIMEOUT_ENV,
+};
 pub use sink::{MemorySink, NullSink, RankFileSink, Recorded, Sink};
 pub use span::{ComputeGuard, DetachedSpan};
 pub use thread::ThreadRecorder;

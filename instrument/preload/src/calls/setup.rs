@@ -29,7 +29,7 @@ fn init_with(
     let epoch_ns = monotonic_now_ns();
     let timebase = Timebase::new(ClockSource::Auto, epoch_ns);
     let start = timebase.stamp();
-    let sigusr1_default = crate::dump::program_left_default();
+    let sigusr1_default = overlap_instrument::recorder::sigusr1_is_default();
     let rc = forward();
     if rc == 0 {
         guarded(|| {

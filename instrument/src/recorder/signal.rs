@@ -1,18 +1,19 @@
-//! The in-flight dump on SIGUSR1: `overlap trace` (or a user with `kill -USR1`) asks a
-//! running or hung rank to write the calls its threads are inside. The handler only sets
-//! the recorder's flag ([`request_dump`], one atomic store, async-signal-safe); the
-//! recorder's writer thread does the work at its next wake-up.
+//! The in-flight dump on SIGUSR1, and the hang timeout from the environment, for both
+//! recording layers: `overlap trace` (or a user with `kill -USR1`) asks a running or hung
+//! rank to write the calls its threads are inside. The handler only sets the recorder's
+//! flag ([`request_dump`], one atomic store, async-signal-safe); the writer thread does
+//! the work at its next wake-up.
 //!
-//! The handler is installed at `MPI_Init` only when the program left SIGUSR1 at its
-//! default disposition (read before `PMPI_Init`), so it never takes the signal from a
-//! program that uses it. The MPI library may install its own while initialising (MPICH
+//! The preload installs the handler at `MPI_Init` only when the program left SIGUSR1 at
+//! its default disposition (read before `PMPI_Init`), so it never takes the signal from
+//! a program that uses it. The MPI library may install its own while initialising (MPICH
 //! 4 does, to learn of failed processes): then ours is installed in front of it and
 //! passes every SIGUSR1 on to it, so the library sees each signal as before.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use overlap_instrument::recorder::request_dump;
+use super::inflight::request_dump;
 
 /// Environment variable: the hang timeout, ms (set by `overlap trace --hang-timeout`).
 pub const HANG_TIMEOUT_ENV: &str = "OVERLAP_HANG_TIMEOUT_MS";
@@ -51,15 +52,15 @@ fn disposition() -> Option<libc::sigaction> {
     }
 }
 
-/// True when SIGUSR1 is at its default disposition (called before `PMPI_Init`).
-pub(crate) fn program_left_default() -> bool {
+/// True when SIGUSR1 is at its default disposition (for the preload, before `PMPI_Init`).
+pub fn sigusr1_is_default() -> bool {
     disposition().is_some_and(|d| d.sa_sigaction == libc::SIG_DFL)
 }
 
-/// Installs the SIGUSR1 handler (after `PMPI_Init`) when the program left SIGUSR1 at its
+/// Installs the SIGUSR1 handler (after MPI's init) when the program left SIGUSR1 at its
 /// default, in front of any handler the MPI library installed meanwhile; true when
 /// installed.
-pub(crate) fn install_handler(program_left_default: bool) -> bool {
+pub fn install_dump_handler(program_left_default: bool) -> bool {
     let Some(now) = disposition().filter(|_| program_left_default) else {
         return false;
     };
@@ -83,7 +84,7 @@ pub(crate) fn install_handler(program_left_default: bool) -> bool {
 }
 
 /// The hang timeout from the environment (unset, unparsable or 0: none).
-pub(crate) fn hang_timeout() -> Option<std::time::Duration> {
+pub fn hang_timeout_from_env() -> Option<std::time::Duration> {
     let ms = std::env::var(HANG_TIMEOUT_ENV)
         .ok()?
         .trim()
