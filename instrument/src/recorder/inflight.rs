@@ -253,6 +253,16 @@ impl Watch {
         None
     }
 
+    /// Recording is over: a `stalled` marker no longer says anything true.
+    pub(crate) fn finish(&mut self) {
+        if self.marker_stalled {
+            self.marker_stalled = false;
+            if let Some(m) = &self.marker {
+                let _ = std::fs::remove_file(m);
+            }
+        }
+    }
+
     /// The marker after a dump was written and flushed (errors are ignored: the dump in
     /// the rank file is what counts; the marker only tells the launcher).
     pub(crate) fn mark(&mut self, reason: DumpReason, unix_ns: u64) {
