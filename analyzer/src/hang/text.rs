@@ -30,8 +30,8 @@ pub fn render(o: &mut String, h: &HangReport) {
     let _ = writeln!(o, "\n{title}");
     let _ = writeln!(
         o,
-        "  (since: when the call was entered, from the run's start; for: how long before the \
-         dump)"
+        "  (since: when the call was entered, from the run's start, MPI_Init included; then \
+         how long before the dump)"
     );
     for r in &h.ranks {
         rank_lines(o, r);
@@ -109,7 +109,7 @@ fn rank_lines(o: &mut String, r: &RankHang) {
         };
         let _ = writeln!(
             o,
-            "  {who} {how} {}{}{site} since {:.2} s, for {} at the dump{tail}",
+            "  {who} {how} {}{}{site} since {:.3} s, {} before the dump{tail}",
             c.call,
             waits(c),
             c.start_ns as f64 / 1e9,
