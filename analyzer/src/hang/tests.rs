@@ -135,7 +135,9 @@ fn two_ranks_receiving_from_each_other_are_a_cycle() {
     let mut text = String::new();
     text::render(&mut text, &h);
     assert!(
-        text.contains("rank 0 blocked in MPI_Recv from rank 1 tag 7 since 0.000 s, 2.0 us before the dump"),
+        text.contains(
+            "rank 0 blocked in MPI_Recv from rank 1 tag 7 since 0.000 s, 2.0 us before the dump"
+        ),
         "{text}"
     );
     assert!(
