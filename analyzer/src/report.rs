@@ -124,9 +124,7 @@ pub fn render(r: &Report, style: Style) -> String {
             duration(r.totals.wall_ns)
         ))
     );
-    r.hang
-        .iter()
-        .for_each(|h| crate::hang::text::render(&mut o, h));
+    crate::hang::text::section(&mut o, r.hang.as_ref());
     if !run.missing_ranks.is_empty() {
         let _ = writeln!(o, "  missing ranks (no trace): {:?}", run.missing_ranks);
     }

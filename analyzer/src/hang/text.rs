@@ -8,6 +8,13 @@ use super::graph::Edge;
 use super::{BlockedCall, HangReport, RankHang, RankState, Verdict, Waited, WaitedKind};
 use crate::report::duration;
 
+/// Appends the section to `o` when there is one.
+pub fn section(o: &mut String, h: Option<&HangReport>) {
+    if let Some(h) = h {
+        render(o, h);
+    }
+}
+
 /// Appends the section to `o`.
 pub fn render(o: &mut String, h: &HangReport) {
     let blocked = h.ranks.iter().filter(|r| r.state.blocked()).count();

@@ -19,6 +19,7 @@ mod collect;
 mod decode;
 pub mod inflight;
 mod read;
+mod sites;
 pub mod varint;
 mod write;
 
