@@ -121,6 +121,8 @@ pub struct BlockedCall {
     pub completed_after_dump: bool,
     /// Wait and Test calls: the request handles the call was given.
     pub requests: Option<u32>,
+    /// Rooted collectives: the root (world rank).
+    pub root: Option<i32>,
     /// What it waits for.
     pub waits_for: Vec<Waited>,
 }
@@ -273,6 +275,7 @@ fn blocked_call(
         blocked_ns: dump.at_ns.saturating_sub(c.start_ns),
         completed_after_dump,
         requests: c.requests,
+        root: c.root,
         waits_for: waits_of(trace, rank, c),
     }
 }

@@ -153,14 +153,18 @@ fn two_ranks_receiving_from_each_other_are_a_cycle() {
 /// ```text
 ///  ns        0   100  200             300                         5000
 ///  rank 0    |Irecv(from 1, t3, req 1)|Isend(to 2, t4, req 2)|Waitall(2) .. dump
-///  rank 1    |Barrier on world ....................................... dump
+///  rank 1    |Bcast from root 0 on world ............................. dump
 ///  rank 2    (computing)                                              dump, not in MPI
 /// ```
-/// Rank 0 waits for 1 (its receive) and 2 (its send); rank 1's barrier waits for the
+/// Rank 0 waits for 1 (its receive) and 2 (its send); rank 1's broadcast waits for the
 /// ranks not in a world collective (0 and 2). The cycle is 0 -> 1 -> 0; rank 2 is
 /// waited for by both and is not in MPI.
 #[test]
 fn waits_name_their_pending_requests_and_collectives_name_the_missing_ranks() {
+    let bcast = InFlightCall {
+        root: Some(0),
+        ..in_flight(Op::Bcast, 50)
+    };
     let waitall = InFlightCall {
         requests: Some(2),
         comm: None,
@@ -180,11 +184,7 @@ fn waits_name_their_pending_requests_and_collectives_name_the_missing_ranks() {
             1,
             3,
             vec![],
-            Some(dump(
-                DumpReason::Stalled,
-                5000,
-                vec![in_flight(Op::Barrier, 50)],
-            )),
+            Some(dump(DumpReason::Stalled, 5000, vec![bcast])),
         ),
         rank(
             2,
@@ -220,7 +220,9 @@ fn waits_name_their_pending_requests_and_collectives_name_the_missing_ranks() {
         "{text}"
     );
     assert!(
-        text.contains("rank 1 blocked in MPI_Barrier on MPI_COMM_WORLD, waiting for ranks 0, 2"),
+        text.contains(
+            "rank 1 blocked in MPI_Bcast (root 0) on MPI_COMM_WORLD, waiting for ranks 0, 2"
+        ),
         "{text}"
     );
     assert!(

@@ -149,10 +149,11 @@ fn waits(c: &BlockedCall) -> String {
         .iter()
         .find(|w| w.kind == WaitedKind::Collective)
     {
+        let root = c.root.map(|r| format!(" (root {r})")).unwrap_or_default();
         let on = match coll.comm {
-            Some(0) => " on MPI_COMM_WORLD".to_string(),
-            Some(id) => format!(" on communicator {id} (its members are not in the trace)"),
-            None => String::new(),
+            Some(0) => format!("{root} on MPI_COMM_WORLD"),
+            Some(id) => format!("{root} on communicator {id} (its members are not in the trace)"),
+            None => root,
         };
         let missing: Vec<String> = c
             .waits_for

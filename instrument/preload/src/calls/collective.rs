@@ -98,12 +98,13 @@ pub(crate) fn am_root(comm: MPI_Comm, root: c_int) -> bool {
     pmpi::rank_in(comm) == root
 }
 
-/// Forwards a blocking collective on `comm` and records it with the part `part()`
-/// computes afterwards.
+/// Forwards a blocking collective on `comm` (rooted at `root`, a rank of `comm`) and
+/// records it with the part `part()` computes afterwards.
 #[inline(always)]
 pub(crate) fn blocking(
     op: Op,
     comm: MPI_Comm,
+    root: Option<c_int>,
     forward: impl FnOnce() -> c_int,
     part: impl FnOnce() -> Part,
 ) -> c_int {
@@ -113,6 +114,7 @@ pub(crate) fn blocking(
             let c = t.comms.info(comm);
             let waits = WaitsOn {
                 comm: Some(c.id),
+                root: root.map(|r| c.world(r)),
                 ..WaitsOn::default()
             };
             (c, waits)
@@ -157,26 +159,33 @@ pub(crate) fn posted(
     })
 }
 
-/// Declares the forms of one collective: `(args) on comm => part;` then one line per
-/// form, `blocking wrapper = PMPI_function, Op;` (likewise `nonblocking`, `persistent`).
-/// `part` is evaluated after the call, with the arguments in scope.
+/// Declares the forms of one collective: `(args) on comm => part;` (`on comm rooted at
+/// root` for a rooted one) then one line per form, `blocking wrapper = PMPI_function,
+/// Op;` (likewise `nonblocking`, `persistent`). `part` is evaluated after the call, with
+/// the arguments in scope; the root, known before, is what a blocking form waits on.
 macro_rules! family {
-    ($args:tt on $comm:ident => $part:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
-        $( $crate::calls::collective::family!(@$form $wrapper $pmpi $op, $args $comm $part); )+
+    ($args:tt on $comm:ident rooted at $root:ident => $part:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
+        $( $crate::calls::collective::family!(@$form $wrapper $pmpi $op, $args $comm [$root] $part); )+
     };
-    (@blocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident $part:expr) => {
+    ($args:tt on $comm:ident => $part:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
+        $( $crate::calls::collective::family!(@$form $wrapper $pmpi $op, $args $comm [] $part); )+
+    };
+    (@root []) => { None };
+    (@root [$root:ident]) => { Some($root) };
+    (@blocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr) => {
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper($($arg: $ty),*) -> std::ffi::c_int {
             $crate::calls::collective::blocking(
                 $op,
                 $comm,
+                $crate::calls::collective::family!(@root [$($root)?]),
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe { $pmpi($($arg),*) },
                 || $part,
             )
         }
     };
-    (@nonblocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident $part:expr) => {
+    (@nonblocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr) => {
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper(
             $($arg: $ty,)*
@@ -193,7 +202,7 @@ macro_rules! family {
             )
         }
     };
-    (@persistent $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident $part:expr) => {
+    (@persistent $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr) => {
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper(
             $($arg: $ty,)*
@@ -224,7 +233,7 @@ family! {
 
 family! {
     (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm => {
+    on comm rooted at root => {
         let b = bytes(count, datatype);
         if am_root(comm, root) {
             Part::of(b, 0).rooted(root)
@@ -302,7 +311,7 @@ family! {
 family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm => {
+    on comm rooted at root => {
         let recv = if am_root(comm, root) { bytes(recvcount, recvtype) * members(comm) } else { 0 };
         Part::of(bytes(sendcount, sendtype), recv).rooted(root)
     };
@@ -314,7 +323,7 @@ family! {
 family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm => {
+    on comm rooted at root => {
         let send = if am_root(comm, root) { bytes(sendcount, sendtype) * members(comm) } else { 0 };
         Part::of(send, bytes(recvcount, recvtype)).rooted(root)
     };
@@ -327,7 +336,7 @@ family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int,
      comm: MPI_Comm)
-    on comm => {
+    on comm rooted at root => {
         let recv = if am_root(comm, root) {
             // SAFETY: the root passes the communicator's size of receive counts.
             unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) }
@@ -345,7 +354,7 @@ family! {
     (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
      sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
      root: c_int, comm: MPI_Comm)
-    on comm => {
+    on comm rooted at root => {
         let send = if am_root(comm, root) {
             // SAFETY: the root passes the communicator's size of send counts.
             unsafe { total(sendcounts, pmpi::size_of_comm(comm), sendtype) }

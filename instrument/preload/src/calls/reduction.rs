@@ -15,7 +15,7 @@ use crate::types::bytes;
 family! {
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
      op: MPI_Op, root: c_int, comm: MPI_Comm)
-    on comm => {
+    on comm rooted at root => {
         let b = bytes(count, datatype);
         let recv = if am_root(comm, root) { b } else { 0 };
         Part::of(b, recv).rooted(root)
