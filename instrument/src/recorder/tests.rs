@@ -307,3 +307,30 @@ fn a_stalled_rank_dumps_once_marks_itself_and_unmarks_when_calls_complete() {
     assert_eq!(got.in_flight[0].reason, crate::schema::DumpReason::Stalled);
     assert_eq!(got.in_flight[0].calls[0].call, Op::Wait);
 }
+
+#[test]
+fn the_rust_layer_publishes_its_call_through_the_recorder_itself() {
+    let sink = MemorySink::new();
+    let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+    let waits = WaitsOn {
+        comm: Some(0),
+        ..WaitsOn::default()
+    };
+    rec.enter(Op::Barrier, at(5), &waits);
+    rec.request_dump();
+    eventually("a dump", || !sink.recorded().in_flight.is_empty());
+    rec.leave();
+    rec.request_dump();
+    eventually("a second dump", || sink.recorded().in_flight.len() == 2);
+    rec.finish().expect("finished");
+    let got = sink.recorded();
+    let call = &got.in_flight[0].calls[0];
+    assert_eq!(
+        (call.call, call.start_ns, call.comm),
+        (Op::Barrier, 5, Some(0))
+    );
+    assert!(
+        got.in_flight[1].calls.is_empty(),
+        "left the call before the second dump"
+    );
+}
