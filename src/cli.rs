@@ -13,6 +13,7 @@ use overlap_analyzer::summary::summarize;
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
+use crate::output::{out, outln, say, sayln};
 use crate::run::RunArgs;
 
 /// Record, merge and analyze what MPI non-blocking communication really does.
@@ -178,22 +179,25 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
         .with_context(|| format!("writing the merged trace {}", out.display()))?;
     let info = &m.merged.info;
     for u in &m.unreadable {
-        eprintln!("warning: {}: skipped: {}", u.path.display(), u.reason);
+        sayln!("warning: {}: skipped: {}", u.path.display(), u.reason);
     }
     for r in &info.missing_ranks {
-        eprintln!(
+        sayln!(
             "warning: rank {r}: no trace file in {} (the rank never started recording)",
             dir.display()
         );
     }
     for inc in &info.incomplete {
-        eprintln!(
+        sayln!(
             "warning: rank {}: trace cut short ({} events kept from {}): {}",
-            inc.rank, inc.events_read, inc.file, inc.reason
+            inc.rank,
+            inc.events_read,
+            inc.file,
+            inc.reason
         );
     }
     if !info.clock_suspect.is_empty() {
-        eprintln!(
+        sayln!(
             "warning: {} message(s) complete before they were sent once clocks are aligned; \
              flagged as clock-suspect",
             info.clock_suspect.len()
@@ -215,6 +219,8 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
 }
 
 fn trace(a: TraceArgs) -> Result<ExitCode> {
+    // A mistyped --out is told now, not after the run.
+    overlap_analyzer::output::check_output(&a.out)?;
     let preload = crate::trace::find_preload(a.preload.as_deref())?;
     let ranks_dir = ranks_dir_for(&a.out);
     crate::launch::clear_trace_dir(&ranks_dir)?;
@@ -230,16 +236,16 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         )
     })?;
     let (trace, line) = report_merge(&merged, &ranks_dir, &a.out)?;
-    eprintln!("{line}");
-    eprint!("{}", summarize(&trace).to_table());
+    sayln!("{line}");
+    say!("{}", summarize(&trace).to_table());
     if let Some(note) = crate::trace::unrecorded_note(&merged.merged.info.params) {
-        eprintln!("{note}");
+        sayln!("{note}");
     }
     if status.success() {
-        eprintln!("analyze it with `overlap analyze {}`", a.out.display());
+        sayln!("analyze it with `overlap analyze {}`", a.out.display());
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!(
+    sayln!(
         "overlap: `{command}` failed ({status}); what the ranks recorded is merged in {}",
         a.out.display()
     );
@@ -251,10 +257,11 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 }
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
+    overlap_analyzer::output::check_output(&a.out)?;
     let m = merge_dir(&a.dir)?;
     let (trace, line) = report_merge(&m, &a.dir, &a.out)?;
-    println!("{line}");
-    print!("{}", summarize(&trace).to_table());
+    outln!("{line}");
+    out!("{}", summarize(&trace).to_table());
     let info = &m.merged.info;
     let problems = m.unreadable.len() + info.missing_ranks.len() + info.incomplete.len();
     if a.strict && problems > 0 {
@@ -271,15 +278,18 @@ fn load_trace(path: &Path) -> Result<Trace> {
     bar.finish();
     let loaded = loaded?;
     for u in &loaded.unreadable {
-        eprintln!("warning: {}: skipped: {}", u.path.display(), u.reason);
+        sayln!("warning: {}: skipped: {}", u.path.display(), u.reason);
     }
     for p in &loaded.problems {
-        eprintln!("warning: {}: {p}", path.display());
+        sayln!("warning: {}: {p}", path.display());
     }
     for inc in &loaded.trace.info.incomplete {
-        eprintln!(
+        sayln!(
             "warning: rank {}: trace cut short ({} events kept from {}): {}",
-            inc.rank, inc.events_read, inc.file, inc.reason
+            inc.rank,
+            inc.events_read,
+            inc.file,
+            inc.reason
         );
     }
     Ok(loaded.trace)
@@ -289,14 +299,14 @@ fn load_trace(path: &Path) -> Result<Trace> {
 pub(crate) fn style() -> Style {
     use std::io::IsTerminal;
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    Style {
-        color: !no_color && std::io::stdout().is_terminal(),
-    }
+    let color = !no_color && std::io::stdout().is_terminal();
+    crate::output::allow_color(color);
+    Style { color }
 }
 
 fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     let opts = a.analysis.options()?;
-    let _guard = match &a.self_trace {
+    let self_trace = match &a.self_trace {
         Some(file) => Some(crate::selftrace::start(file)?),
         None => None,
     };
@@ -305,9 +315,9 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     {
         let _s = tracing::info_span!("report").entered();
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            outln!("{}", serde_json::to_string_pretty(&report)?);
         } else {
-            print!("{}", render(&report, style()));
+            out!("{}", render(&report, style()));
         }
     }
     if a.csv.is_some() || a.parquet.is_some() {
@@ -318,9 +328,12 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         ] {
             if let Some(dir) = dir {
                 let files = write_tables(&mut t, dir, format)?;
-                eprintln!("wrote {} tables to {}", files.len(), dir.display());
+                sayln!("wrote {} tables to {}", files.len(), dir.display());
             }
         }
+    }
+    if let Some(guard) = self_trace {
+        guard.finish()?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -336,9 +349,9 @@ fn diff(a: DiffArgs) -> Result<ExitCode> {
     let rb = report_of(&a.b, &a.analysis)?;
     let rows = overlap_analyzer::check::diff(&ra, &rb);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        print!(
+        out!(
             "{}",
             overlap_analyzer::check::diff_table(&rows, &label(&a.a), &label(&a.b))
         );
@@ -349,12 +362,9 @@ fn diff(a: DiffArgs) -> Result<ExitCode> {
 fn make_baseline(a: BaselineArgs) -> Result<ExitCode> {
     let r = report_of(&a.trace, &a.analysis)?;
     let b = overlap_analyzer::check::baseline(&r);
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
     let text = serde_json::to_string_pretty(&b)? + "\n";
-    std::fs::write(&a.out, text).with_context(|| format!("writing {}", a.out.display()))?;
-    println!(
+    overlap_analyzer::output::write_atomically(&a.out, text.as_bytes())?;
+    outln!(
         "baseline of {} metrics written to {}",
         b.metrics.len(),
         a.out.display()
@@ -366,7 +376,7 @@ fn make_baseline(a: BaselineArgs) -> Result<ExitCode> {
 fn check(a: CheckArgs) -> Result<ExitCode> {
     use overlap_analyzer::check::{compare, comparison_table, junit, read_baseline, Verdict};
     let unusable = |e: anyhow::Error| {
-        eprintln!("overlap: error: {e:#}");
+        sayln!("overlap: error: {e:#}");
         Ok(ExitCode::from(2))
     };
     if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
@@ -383,7 +393,7 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         Err(e) => return unusable(e),
     };
     if report.run.program != base.program || report.run.params != base.params {
-        eprintln!(
+        sayln!(
             "warning: the baseline was made from {} {}, this trace is {} {}",
             base.program,
             serde_json::to_string(&base.params)?,
@@ -392,11 +402,13 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         );
     }
     let rows = compare(&base, &report, a.tolerance);
-    print!("{}", comparison_table(&rows));
+    out!("{}", comparison_table(&rows));
     if let Some(path) = &a.junit {
         let suite = format!("overlap check {}", a.trace.display());
-        if let Err(e) = std::fs::write(path, junit(&rows, &suite)) {
-            return unusable(anyhow::anyhow!("writing {}: {e}", path.display()));
+        if let Err(e) =
+            overlap_analyzer::output::write_atomically(path, junit(&rows, &suite).as_bytes())
+        {
+            return unusable(e.into());
         }
     }
     let regressed: Vec<&str> = rows
@@ -405,14 +417,14 @@ fn check(a: CheckArgs) -> Result<ExitCode> {
         .map(|r| r.name.as_str())
         .collect();
     if regressed.is_empty() {
-        println!(
+        outln!(
             "within tolerance ({}%) of {}",
             a.tolerance,
             a.baseline.display()
         );
         Ok(ExitCode::SUCCESS)
     } else {
-        println!(
+        outln!(
             "{} metric(s) regressed beyond {}%: {}",
             regressed.len(),
             a.tolerance,

@@ -175,7 +175,7 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
             .lines()
             .map_while(std::result::Result::ok)
         {
-            println!("{line}");
+            crate::output::raw_stdout(&line);
             lines.push(line);
         }
         lines
@@ -184,7 +184,7 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
     let mut err_lines = Vec::new();
     for line in BufReader::new(stderr).lines() {
         let line = line.context("reading the ranks' stderr")?;
-        eprintln!("{line}");
+        crate::output::raw_stderr(&line);
         if line.contains("error") || line.contains("overlap-kernels:") {
             rank_errors.push(line.clone());
         }

@@ -17,6 +17,7 @@ use overlap_analyzer::summary::summarize;
 
 use crate::cli::{ranks_dir_for, report_merge, style};
 use crate::launch::{launch_kernel, KernelLaunch};
+use crate::output::{out, outln};
 
 /// `overlap run`'s arguments.
 #[derive(Debug, Args)]
@@ -381,6 +382,8 @@ fn run_kernel(kernel: &str, mut kernel_args: Vec<String>, l: LaunchArgs) -> Resu
     if l.ranks == 0 {
         bail!("--ranks must be at least 1");
     }
+    // A mistyped --out is told now, not after the run.
+    overlap_analyzer::output::check_output(&l.out)?;
     kernel_args.extend(flags(&[("--flush-ms", l.flush_ms.to_string())]));
     let ranks_dir = ranks_dir_for(&l.out);
     let launch = KernelLaunch {
@@ -404,16 +407,16 @@ fn run_kernel(kernel: &str, mut kernel_args: Vec<String>, l: LaunchArgs) -> Resu
     match (failure, merged) {
         (None, Ok(m)) => {
             let (trace, line) = report_merge(&m, &ranks_dir, &l.out)?;
-            println!("{line}");
+            outln!("{line}");
             let (report, _) = analyze_trace(&trace, &Options::default());
-            println!();
-            print!("{}", render(&report, style()));
+            outln!();
+            out!("{}", render(&report, style()));
             Ok(ExitCode::SUCCESS)
         }
         (Some(failure), Ok(m)) => {
             let (trace, line) = report_merge(&m, &ranks_dir, &l.out)?;
-            println!("{line}");
-            print!("{}", summarize(&trace).to_table());
+            outln!("{line}");
+            out!("{}", summarize(&trace).to_table());
             bail!(
                 "{failure}\nwhat was recorded is merged in {}",
                 l.out.display()

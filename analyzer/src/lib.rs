@@ -30,6 +30,7 @@ pub mod import;
 pub mod merge;
 pub mod metrics;
 pub mod model;
+pub use overlap_format::output;
 pub mod report;
 pub mod sites;
 pub mod summary;
@@ -100,6 +101,12 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// An output file could not be written (nothing partial is left).
+    #[error(transparent)]
+    Output(#[from] overlap_format::output::OutputError),
+    /// An input is not a regular file, or cannot be looked at.
+    #[error(transparent)]
+    Input(#[from] overlap_format::output::InputError),
     /// A directory without a single usable rank file.
     #[error(
         "{}: no usable per-rank trace file{}{}",

@@ -33,7 +33,7 @@ pub mod layer;
 pub mod mpi;
 pub mod recorder;
 
-pub use overlap_format::{fxhash, network_model, schema};
+pub use overlap_format::{fxhash, network_model, output, schema};
 
 use std::path::PathBuf;
 

@@ -34,7 +34,9 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 /// Loads a merged trace file or a directory of per-rank files.
 pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let _span = tracing::info_span!("import", path = %path.display()).entered();
-    if path.is_dir() {
+    // Never opened when it is a fifo or a device: reading one would block or not end.
+    let md = overlap_format::output::check_input(path, true)?;
+    if md.is_dir() {
         load_dir(path, progress)
     } else {
         load_merged(path, progress)

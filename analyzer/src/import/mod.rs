@@ -151,6 +151,7 @@ pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
 
 /// Reads a per-rank trace file, its events into `S`.
 pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
+    overlap_format::output::check_input(path, false)?;
     let buf = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
@@ -412,7 +413,9 @@ pub fn is_rank_file_name(name: &str) -> bool {
 }
 
 /// The per-rank files (`rank-<N>.ovlp` or `.json`) of a directory, sorted by name. Other
-/// files, such as a merged trace written next to them, are not per-rank files.
+/// files, such as a merged trace written next to them, are not per-rank files. An entry
+/// with a rank file's name that is not a regular file (a fifo, a directory) is listed,
+/// so that reading it says why it cannot be used instead of it going missing silently.
 pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
         what: "listing",
@@ -425,7 +428,6 @@ pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
             p.file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(is_rank_file_name)
-                && p.is_file()
         })
         .collect();
     files.sort();
@@ -443,6 +445,7 @@ struct MergedFile<'a> {
 
 /// Reads a merged trace written by `overlap merge`.
 pub fn read_merged(path: &Path) -> Result<MergedTrace> {
+    overlap_format::output::check_input(path, false)?;
     let buf = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
