@@ -192,6 +192,9 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
             inc.rank, inc.events_read, inc.file, inc.reason
         );
     }
+    for w in overlap_analyzer::merge::warnings(info) {
+        eprintln!("warning: {w}");
+    }
     if !info.clock_suspect.is_empty() {
         eprintln!(
             "warning: {} message(s) complete before they were sent once clocks are aligned; \
@@ -276,11 +279,20 @@ fn load_trace(path: &Path) -> Result<Trace> {
     for p in &loaded.problems {
         eprintln!("warning: {}: {p}", path.display());
     }
+    for n in &loaded.notes {
+        eprintln!("warning: {n}");
+    }
+    for w in overlap_analyzer::merge::warnings(&loaded.trace.info) {
+        eprintln!("warning: {w}");
+    }
     for inc in &loaded.trace.info.incomplete {
         eprintln!(
             "warning: rank {}: trace cut short ({} events kept from {}): {}",
             inc.rank, inc.events_read, inc.file, inc.reason
         );
+    }
+    for r in &loaded.trace.info.missing_ranks {
+        eprintln!("warning: rank {r}: none of its events is in {}", path.display());
     }
     Ok(loaded.trace)
 }

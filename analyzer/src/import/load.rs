@@ -29,6 +29,9 @@ pub struct Loaded {
     /// What the user should know about the file as a whole (a merged file too old to
     /// say whether it is complete).
     pub notes: Vec<String>,
+    /// True for a merged file that ends before the end of its events (no closing
+    /// bracket), even when every rank's events are there (the cut fell after them).
+    pub cut_short: bool,
 }
 
 /// Progress of a load: bytes read so far and in all.
@@ -91,6 +94,7 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
         unreadable,
         problems: Vec::new(),
         notes: Vec::new(),
+        cut_short: false,
     })
 }
 
@@ -300,6 +304,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         unreadable: Vec::new(),
         problems,
         notes,
+        cut_short: !ended,
     })
 }
 
@@ -359,6 +364,7 @@ fn load_merged_whole(path: &Path) -> Result<Loaded> {
         unreadable: Vec::new(),
         problems: Vec::new(),
         notes,
+        cut_short: false,
     })
 }
 

@@ -75,7 +75,7 @@ pub(crate) struct ClockPlan {
     /// Alignments used.
     used: Vec<Alignment>,
     /// Which ranks read rank 0's very clock.
-    pub(super) shared: Vec<bool>,
+    shared: Vec<bool>,
     /// The run's start on rank 0's clock.
     pub(super) run_start: i128,
     /// The ranks whose measurement was replaced, and why.
@@ -93,8 +93,14 @@ fn init_sync<S>(t: &RankTrace<S>) -> Option<&ClockSync> {
     t.syncs.iter().find(|s| s.phase == SyncPhase::Init)
 }
 
+/// A span of ns for people (negative ones as such).
 fn seconds(ns: i128) -> String {
-    format!("{:.3} s", ns as f64 / 1e9)
+    let text = crate::report::duration(u64::try_from(ns.unsigned_abs()).unwrap_or(u64::MAX));
+    if ns < 0 {
+        format!("-{text}")
+    } else {
+        text
+    }
 }
 
 impl ClockPlan {
@@ -236,6 +242,13 @@ impl ClockPlan {
             let ns = (alignment.to_reference(epoch, n.0) - run_start).max(0);
             Nanos(u64::try_from(ns).unwrap_or(u64::MAX))
         }
+    }
+
+    /// True when the `i`-th rank's times are used as they are: it reads rank 0's very
+    /// clock and its epoch is believable.
+    pub(super) fn shared_clock(&self, i: usize) -> bool {
+        self.shared.get(i).copied().unwrap_or(false)
+            && matches!(self.used.get(i), Some(Alignment::Model(_)))
     }
 
     /// The largest error bound of any rank's alignment.

@@ -237,7 +237,7 @@ impl ClockPlan {
                     RankClock {
                         rank: t.rank(),
                         host: t.header.host.clone(),
-                        shared_clock: self.shared[i],
+                        shared_clock: self.shared_clock(i),
                         init_offset_ns,
                         init_error_ns,
                         final_offset_ns: last.map(|l| l.0),
@@ -284,6 +284,30 @@ impl ClockPlan {
             peers_out_of_range: out_of_range(timelines, world_size, file_of),
         }
     }
+}
+
+/// What the user must hear about a merged run beyond missing and cut-short ranks: clock
+/// alignments that were replaced, and calls naming peers outside the world. One line
+/// each, for `overlap merge`, `trace` and `analyze` to print as warnings.
+pub fn warnings(info: &MergedInfo) -> Vec<String> {
+    let clocks = info
+        .clock_implausible
+        .iter()
+        .map(|c| format!("rank {}: implausible clock alignment: {}", c.rank, c.reason));
+    let peers = info.peers_out_of_range.iter().map(|p| {
+        format!(
+            "rank {}: {} call(s) in {} name a peer outside the world of {} rank(s), the first \
+             {} at {} into the run, naming rank {}: not matched as messages",
+            p.rank,
+            p.calls,
+            p.file,
+            info.world_size,
+            p.first_call,
+            crate::report::duration(p.first_ns),
+            p.first_peer
+        )
+    });
+    clocks.chain(peers).collect()
 }
 
 /// The world size of `traces` (one run: their headers agree).
