@@ -292,7 +292,10 @@ fn load_trace(path: &Path) -> Result<Trace> {
         );
     }
     for r in &loaded.trace.info.missing_ranks {
-        eprintln!("warning: rank {r}: none of its events is in {}", path.display());
+        eprintln!(
+            "warning: rank {r}: none of its events is in {}",
+            path.display()
+        );
     }
     Ok(loaded.trace)
 }

@@ -137,7 +137,11 @@ pub fn render(r: &Report, style: Style) -> String {
         );
     }
     for c in &run.clock_implausible {
-        let _ = writeln!(o, "  rank {}: implausible clock alignment: {}", c.rank, c.reason);
+        let _ = writeln!(
+            o,
+            "  rank {}: implausible clock alignment: {}",
+            c.rank, c.reason
+        );
     }
     for p in &run.peers_out_of_range {
         let _ = writeln!(

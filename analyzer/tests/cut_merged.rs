@@ -3,6 +3,8 @@
 //! nothing left in `missing_ranks`. Older merged files (version 4) have no counts:
 //! their completeness is unknown, and said so.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::{Path, PathBuf};
@@ -83,7 +85,10 @@ fn a_whole_merged_file_counts_every_rank_and_is_complete() {
     let info = &l.trace.info;
     assert!(info.completeness_known());
     assert_eq!(
-        info.ranks.iter().map(|r| (r.events, r.complete)).collect::<Vec<_>>(),
+        info.ranks
+            .iter()
+            .map(|r| (r.events, r.complete))
+            .collect::<Vec<_>>(),
         vec![(100, true); 4]
     );
     assert!(info.incomplete.is_empty() && info.missing_ranks.is_empty());
@@ -102,11 +107,20 @@ fn cut_at_99_percent_the_last_rank_is_cut_short() {
         vec![(3, "merged file cut short: 98 of 100 events".to_string(), 98)]
     );
     assert!(l.trace.info.missing_ranks.is_empty());
-    assert!(l.problems.iter().any(|p| p.reason.contains("ends in the middle")));
+    assert!(l
+        .problems
+        .iter()
+        .any(|p| p.reason.contains("ends in the middle")));
     let r = analyze(&l.trace, &Default::default()).0;
-    assert_eq!((r.run.ranks_traced, r.run.incomplete_ranks.clone()), (4, vec![3]));
+    assert_eq!(
+        (r.run.ranks_traced, r.run.incomplete_ranks.clone()),
+        (4, vec![3])
+    );
     let json = serde_json::to_value(&r.run).unwrap();
-    assert_eq!(json["incomplete"][0]["reason"], "merged file cut short: 98 of 100 events");
+    assert_eq!(
+        json["incomplete"][0]["reason"],
+        "merged file cut short: 98 of 100 events"
+    );
     assert_eq!(json["completeness_known"], true);
 }
 
@@ -139,7 +153,9 @@ fn cut_between_two_ranks_the_file_end_is_missing_and_later_ranks_too() {
     assert_eq!(l.trace.info.missing_ranks, vec![2, 3]);
     assert!(l.cut_short);
     assert!(
-        l.problems.iter().any(|p| p.reason.contains("no closing bracket")),
+        l.problems
+            .iter()
+            .any(|p| p.reason.contains("no closing bracket")),
         "{:?}",
         l.problems
     );
@@ -170,8 +186,15 @@ fn a_line_lost_from_a_whole_file_is_reported_by_read_merged_and_load() {
     let start = text[..cut].rfind('\n').unwrap() + 1;
     let end = cut + text[cut..].find('\n').unwrap() + 1;
     std::fs::write(&path, format!("{}{}", &text[..start], &text[end..])).unwrap();
-    let expected = vec![(2, "merged file damaged: only 99 of 100 events".to_string(), 99)];
-    assert_eq!(reasons(&load_merged(&path, &mut |_, _| {}).unwrap()), expected);
+    let expected = vec![(
+        2,
+        "merged file damaged: only 99 of 100 events".to_string(),
+        99,
+    )];
+    assert_eq!(
+        reasons(&load_merged(&path, &mut |_, _| {}).unwrap()),
+        expected
+    );
     let whole = read_merged(&path).unwrap();
     assert_eq!(whole.info.incomplete[0].reason, expected[0].1);
 }
@@ -211,7 +234,11 @@ fn an_old_merged_file_reads_with_its_completeness_unknown() {
     assert_eq!(l.trace.info.format_version, 4);
     assert!(!l.trace.info.completeness_known());
     assert_eq!(l.notes.len(), 1, "{:?}", l.notes);
-    assert!(l.notes[0].contains("whether it is complete is unknown"), "{:?}", l.notes);
+    assert!(
+        l.notes[0].contains("whether it is complete is unknown"),
+        "{:?}",
+        l.notes
+    );
     assert!(reasons(&l).is_empty());
     let r = analyze(&l.trace, &Default::default()).0;
     assert!(!r.run.completeness_known);
@@ -228,7 +255,10 @@ fn an_old_merged_file_cut_short_blames_the_last_rank_and_misses_the_rest() {
     let got = reasons(&l);
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!((got[0].0, got[0].2), (0, 2));
-    assert!(got[0].1.contains("merged file cut short (no event counts"), "{got:?}");
+    assert!(
+        got[0].1.contains("merged file cut short (no event counts"),
+        "{got:?}"
+    );
     assert_eq!(l.trace.info.missing_ranks, vec![1]);
     // Through rank 1's 2nd: rank 0 whole (rank 1's events follow it), rank 1 cut.
     let l = load_cut(&cut_in_event(&v4_file(), 1, 2));
@@ -246,5 +276,9 @@ fn cut_after_every_event_no_rank_is_lost_but_the_cut_is_known() {
     let l = load_cut(&text.as_bytes()[..end]);
     assert!(reasons(&l).is_empty() && l.trace.info.missing_ranks.is_empty());
     assert!(l.cut_short);
-    assert!(l.notes[0].contains("after every rank's events"), "{:?}", l.notes);
+    assert!(
+        l.notes[0].contains("after every rank's events"),
+        "{:?}",
+        l.notes
+    );
 }

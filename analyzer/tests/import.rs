@@ -316,7 +316,10 @@ mod load {
         let inc = &loaded.trace.info.incomplete;
         assert_eq!(inc.len(), 1, "{inc:?}");
         assert_eq!(inc[0].rank, 0);
-        assert!(inc[0].reason.contains("cut short: 3 of 4 events"), "{inc:?}");
+        assert!(
+            inc[0].reason.contains("cut short: 3 of 4 events"),
+            "{inc:?}"
+        );
         // The message lost its send: the receive is unmatched.
         assert_eq!(loaded.trace.messages.len(), 0);
     }

@@ -2,6 +2,8 @@
 //! cannot be true: refused with the files named, or flagged and handled, never merged
 //! into "5 of 4 ranks" or a 9.2e9 s run without a word.
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::path::Path;
@@ -14,9 +16,7 @@ use overlap_analyzer::model::RankTrace;
 use overlap_analyzer::Error;
 use overlap_instrument::clock::{ClockSource, Stamp};
 use overlap_instrument::recorder::{RankFileSink, Recorder, RecorderConfig};
-use overlap_instrument::schema::{
-    ClockProblem, Event, Nanos, SyncPhase, FORMAT_VERSION,
-};
+use overlap_instrument::schema::{ClockProblem, Event, Nanos, SyncPhase, FORMAT_VERSION};
 
 /// Two ranks, each a barrier and a compute span, on one clock.
 fn pair(size: u32) -> Vec<RankTrace> {
@@ -51,7 +51,12 @@ fn files_of_two_runs_are_refused_naming_the_files_and_the_runs() {
         )
     }) {
         let old = t.rank() == 3;
-        t.header.run_id = if old { "8f00000000000001" } else { "1c00000000000002" }.into();
+        t.header.run_id = if old {
+            "8f00000000000001"
+        } else {
+            "1c00000000000002"
+        }
+        .into();
         t.header.program = if old { "./a" } else { "./b" }.into();
         write_rank_file(dir.path(), &t, true);
     }
@@ -64,7 +69,10 @@ fn files_of_two_runs_are_refused_naming_the_files_and_the_runs() {
         ),
         "{m}"
     );
-    assert!(m.contains("a reused trace directory? remove the old files"), "{m}");
+    assert!(
+        m.contains("a reused trace directory? remove the old files"),
+        "{m}"
+    );
 }
 
 #[test]
@@ -97,7 +105,10 @@ fn older_files_without_run_id_are_told_apart_by_program_or_world_size() {
     }
     let m = refused(dir.path());
     assert!(m.contains("(they differ in program)"), "{m}");
-    assert!(m.contains("no run id (written before format version 5)"), "{m}");
+    assert!(
+        m.contains("no run id (written before format version 5)"),
+        "{m}"
+    );
     // Another world size.
     let dir = tempfile::tempdir().unwrap();
     for mut t in pair(2) {
@@ -118,7 +129,11 @@ fn a_rank_twice_is_refused() {
         write_rank_file(dir.path(), &t, true);
     }
     // rank-2.json holds another copy of rank 1.
-    std::fs::copy(dir.path().join("rank-1.json"), dir.path().join("rank-2.json")).unwrap();
+    std::fs::copy(
+        dir.path().join("rank-1.json"),
+        dir.path().join("rank-2.json"),
+    )
+    .unwrap();
     let m = refused(dir.path());
     assert!(
         m.contains("rank 1 comes from 2 files (rank-1.json, rank-2.json)"),
@@ -215,9 +230,14 @@ fn an_epoch_that_cannot_be_true_is_flagged_and_aligned_by_the_init_sync() {
     let m = merge(vec![r0, r1]);
     let flagged = &m.info.clock_implausible;
     assert_eq!(flagged.len(), 1, "{flagged:?}");
-    assert_eq!((flagged[0].rank, flagged[0].problem), (1, ClockProblem::Anchor));
+    assert_eq!(
+        (flagged[0].rank, flagged[0].problem),
+        (1, ClockProblem::Anchor)
+    );
     assert!(
-        flagged[0].reason.contains("its epoch puts its init clock synchronisation"),
+        flagged[0]
+            .reason
+            .contains("its epoch puts its init clock synchronisation"),
         "{}",
         flagged[0].reason
     );
@@ -252,8 +272,17 @@ fn an_absurd_offset_is_flagged_and_not_computed_with() {
     );
     let m = merge(vec![r0, r1]);
     let flagged = &m.info.clock_implausible;
-    assert_eq!((flagged[0].rank, flagged[0].problem), (1, ClockProblem::Anchor));
-    assert!(flagged[0].reason.contains("measured offset of -9000000000.000 s"), "{}", flagged[0].reason);
+    assert_eq!(
+        (flagged[0].rank, flagged[0].problem),
+        (1, ClockProblem::Anchor)
+    );
+    assert!(
+        flagged[0]
+            .reason
+            .contains("measured offset of -9000000000.000 s"),
+        "{}",
+        flagged[0].reason
+    );
     assert_eq!(m.ranks[1].events[0].start(), Nanos(400));
     assert_eq!(m.ranks[0].events[0].start(), Nanos(650));
     // The offset used: rank 1's local 300 (absolute 5_000_300) is rank 0's E + 250.
@@ -275,7 +304,10 @@ fn an_absurd_error_bound_or_drift_is_flagged() {
         vec![barrier(400, 700)],
     );
     let m = merge(vec![r0.clone(), r1]);
-    assert_eq!(m.info.clock_implausible[0].problem, ClockProblem::ErrorBound);
+    assert_eq!(
+        m.info.clock_implausible[0].problem,
+        ClockProblem::ErrorBound
+    );
     assert_eq!(m.info.ranks[1].init_error_ns, 250);
     // A drift of 1.5e6 ppm (the offset grows 1500 ns in 1000): the final offset is
     // dropped, the init one (0) kept; nothing else is wrong, so times stay as they are.
@@ -289,8 +321,15 @@ fn an_absurd_error_bound_or_drift_is_flagged() {
     );
     let m = merge(vec![r0, r1]);
     let flagged = &m.info.clock_implausible;
-    assert_eq!((flagged[0].rank, flagged[0].problem), (1, ClockProblem::Drift));
-    assert!(flagged[0].reason.contains("drifts 1500000 ppm"), "{}", flagged[0].reason);
+    assert_eq!(
+        (flagged[0].rank, flagged[0].problem),
+        (1, ClockProblem::Drift)
+    );
+    assert!(
+        flagged[0].reason.contains("drifts 1500000 ppm"),
+        "{}",
+        flagged[0].reason
+    );
     assert_eq!(m.info.ranks[1].final_offset_ns, None);
     assert_eq!(m.info.ranks[1].drift_ppb, None);
     assert_eq!(m.ranks[1].events[0].start(), Nanos(400));
@@ -311,7 +350,11 @@ fn plausible_clocks_are_not_flagged() {
         vec![barrier(400, 700)],
     );
     let m = merge(vec![r0, r1]);
-    assert!(m.info.clock_implausible.is_empty(), "{:?}", m.info.clock_implausible);
+    assert!(
+        m.info.clock_implausible.is_empty(),
+        "{:?}",
+        m.info.clock_implausible
+    );
     assert_eq!(m.ranks[1].events[0].start(), Nanos(400));
     assert_eq!(m.info.ranks[1].init_offset_ns, -1000);
 }
@@ -328,9 +371,13 @@ fn the_stream_header_carries_the_run_identity() {
     let mut config = RecorderConfig::default();
     config.flush_interval = Duration::from_millis(2);
     config.clock = ClockSource::Monotonic;
-    let rec = Recorder::with_epoch(RankFileSink::create(&path, &h).unwrap(), config, 5_000)
-        .unwrap();
-    rec.record_compute("work", Stamp::from_nanos(Nanos(10)), Stamp::from_nanos(Nanos(20)));
+    let rec =
+        Recorder::with_epoch(RankFileSink::create(&path, &h).unwrap(), config, 5_000).unwrap();
+    rec.record_compute(
+        "work",
+        Stamp::from_nanos(Nanos(10)),
+        Stamp::from_nanos(Nanos(20)),
+    );
     rec.finish().unwrap();
     let back = read_rank_file(&path).unwrap();
     assert_eq!(back.header.run_id, "0123456789abcdef");

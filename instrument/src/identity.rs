@@ -25,7 +25,8 @@ pub fn choose_run_id(host: &str) -> u64 {
     let host_hash = host.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    let mixed = mix(realtime_now_ns()) ^ mix(u64::from(std::process::id()).rotate_left(32))
+    let mixed = mix(realtime_now_ns())
+        ^ mix(u64::from(std::process::id()).rotate_left(32))
         ^ mix(host_hash);
     mixed.max(1)
 }

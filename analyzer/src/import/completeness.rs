@@ -88,7 +88,11 @@ pub(crate) fn apply(info: &mut MergedInfo, read: &Read<'_>) -> Vec<String> {
     ));
     if !read.ended {
         // Written rank after rank: the last rank with events was cut, the later ones lost.
-        let last = ranks.iter().rev().find(|r| count(r.rank) > 0).map(|r| r.rank);
+        let last = ranks
+            .iter()
+            .rev()
+            .find(|r| count(r.rank) > 0)
+            .map(|r| r.rank);
         for r in &ranks {
             match last {
                 Some(l) if r.rank == l => incomplete(

@@ -289,7 +289,11 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         }
     }
     progress(total, total);
-    if !ended && !problems.iter().any(|p| p.reason.contains("ends in the middle")) {
+    if !ended
+        && !problems
+            .iter()
+            .any(|p| p.reason.contains("ends in the middle"))
+    {
         problems.push(ReadProblem {
             event_index: index,
             place: Place::Line(line_no),

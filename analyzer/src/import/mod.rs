@@ -527,10 +527,7 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
         }
     }
     let mut info = file.other_data;
-    let counts: BTreeMap<u32, u64> = events
-        .iter()
-        .map(|(r, e)| (*r, e.len() as u64))
-        .collect();
+    let counts: BTreeMap<u32, u64> = events.iter().map(|(r, e)| (*r, e.len() as u64)).collect();
     // Read whole, so its end is there; the counts still tell a file that lost events.
     if info.completeness_known() {
         completeness::apply(

@@ -21,9 +21,7 @@
 //! ```
 
 use overlap_format::clock::ClockModel;
-use overlap_format::schema::{
-    ClockProblem, ClockSync, ImplausibleClock, Nanos, SyncPhase,
-};
+use overlap_format::schema::{ClockProblem, ClockSync, ImplausibleClock, Nanos, SyncPhase};
 
 use crate::model::RankTrace;
 
@@ -49,14 +47,14 @@ enum Alignment {
 }
 
 impl Alignment {
-    fn to_reference(&self, epoch_ns: u64, local_ns: u64) -> i128 {
+    fn to_reference(self, epoch_ns: u64, local_ns: u64) -> i128 {
         match self {
             Alignment::Model(m) => m.to_reference(epoch_ns, local_ns),
             Alignment::Anchored {
                 local_ns: at,
                 reference,
                 ..
-            } => reference + (i128::from(local_ns) - i128::from(*at)),
+            } => reference + (i128::from(local_ns) - i128::from(at)),
         }
     }
 
@@ -253,7 +251,11 @@ impl ClockPlan {
 
     /// The largest error bound of any rank's alignment.
     pub(super) fn max_error(&self) -> u64 {
-        self.used.iter().map(Alignment::max_error).max().unwrap_or(0)
+        self.used
+            .iter()
+            .map(Alignment::max_error)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The `i`-th rank's alignment, as `otherData` lists it: `(init offset, its error,
@@ -276,8 +278,8 @@ impl ClockPlan {
                 error_ns,
             }) => {
                 let offset = i128::from(t.header.epoch_ns) + i128::from(*local_ns) - reference;
-                let offset = i64::try_from(offset)
-                    .unwrap_or(if offset < 0 { i64::MIN } else { i64::MAX });
+                let offset =
+                    i64::try_from(offset).unwrap_or(if offset < 0 { i64::MIN } else { i64::MAX });
                 (offset, *error_ns, None, None)
             }
             Some(Alignment::Model(_)) if final_dropped => {

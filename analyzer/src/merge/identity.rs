@@ -125,9 +125,10 @@ fn mixed_runs<S>(runs: &BTreeMap<Identity<'_>, Vec<&RankTrace<S>>>) -> String {
 /// the last with the count.
 fn names<S>(files: &[&RankTrace<S>]) -> String {
     let name = |t: &RankTrace<S>| {
-        t.path
-            .file_name()
-            .map_or_else(|| t.path.display().to_string(), |n| n.to_string_lossy().into_owned())
+        t.path.file_name().map_or_else(
+            || t.path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
     };
     let mut sorted: Vec<&RankTrace<S>> = files.to_vec();
     sorted.sort_by_key(|t| t.rank());
@@ -208,7 +209,10 @@ mod tests {
 
     #[test]
     fn an_old_file_among_new_ones_is_another_run() {
-        let run = vec![trace(0, 2, "1c", "./b", "ovlp"), trace(1, 2, "", "./b", "json")];
+        let run = vec![
+            trace(0, 2, "1c", "./b", "ovlp"),
+            trace(1, 2, "", "./b", "json"),
+        ];
         let m = refusal(&run);
         assert!(m.contains("rank-1.json from no run id"), "{m}");
     }
@@ -221,9 +225,15 @@ mod tests {
             trace(1, 2, "", "p", "ovlp"),
         ];
         let m = refusal(&run);
-        assert!(m.contains("rank 0 comes from 2 files (rank-0.json, rank-0.ovlp)"), "{m}");
+        assert!(
+            m.contains("rank 0 comes from 2 files (rank-0.json, rank-0.ovlp)"),
+            "{m}"
+        );
         let run: Vec<RankTrace> = (0..5).map(|r| trace(r, 4, "", "p", "ovlp")).collect();
         let m = refusal(&run);
-        assert!(m.contains("rank-4.ovlp say(s) rank 4 of a world of 4 rank(s)"), "{m}");
+        assert!(
+            m.contains("rank-4.ovlp say(s) rank 4 of a world of 4 rank(s)"),
+            "{m}"
+        );
     }
 }

@@ -232,8 +232,7 @@ impl ClockPlan {
                 .iter()
                 .enumerate()
                 .map(|(i, t)| {
-                    let (init_offset_ns, init_error_ns, last, drift_ppb) =
-                        self.used_offsets(i, t);
+                    let (init_offset_ns, init_error_ns, last, drift_ppb) = self.used_offsets(i, t);
                     RankClock {
                         rank: t.rank(),
                         host: t.header.host.clone(),

@@ -65,15 +65,7 @@ fn agree_on_run_id() -> u64 {
         0
     };
     // SAFETY: one u64 broadcast from rank 0 over the world, which every rank is in.
-    unsafe {
-        PMPI_Bcast(
-            (&raw mut id).cast::<c_void>(),
-            1,
-            RSMPI_UINT64_T,
-            0,
-            world,
-        )
-    };
+    unsafe { PMPI_Bcast((&raw mut id).cast::<c_void>(), 1, RSMPI_UINT64_T, 0, world) };
     id
 }
 
