@@ -125,7 +125,11 @@ pub fn render(r: &Report, style: Style) -> String {
         ))
     );
     if !run.missing_ranks.is_empty() {
-        let _ = writeln!(o, "  missing ranks (no trace): {:?}", run.missing_ranks);
+        let _ = writeln!(
+            o,
+            "  missing ranks (none of their events in the trace): {:?}",
+            run.missing_ranks
+        );
     }
     if !run.incomplete_ranks.is_empty() {
         let _ = writeln!(o, "  cut short: ranks {:?}", run.incomplete_ranks);

@@ -359,6 +359,42 @@ fn plausible_clocks_are_not_flagged() {
     assert_eq!(m.info.ranks[1].init_offset_ns, -1000);
 }
 
+#[test]
+fn without_rank_0_the_lowest_rank_stands_in_and_a_sound_run_is_not_flagged() {
+    // Ranks 1 and 2 on two hosts, rank 0's file lost. Rank 1 synchronised at its local
+    // 2 ms, rank 2 at its local 1.5 s (rank 0 did it last, after a slow start): 1.5 s
+    // after rank 1's on rank 0's clock, beyond the 1 s slack but not beyond the longest
+    // start-to-sync time (1.5 s).
+    let r1 = rank_trace(
+        header(1, 3, 10_000_000_000, "boot-1"),
+        vec![sync(SyncPhase::Init, 2_000_000, 500, 20)],
+        vec![barrier(3_000_000, 4_000_000)],
+    );
+    let r2 = rank_trace(
+        header(2, 3, 20_000_000_000, "boot-2"),
+        vec![sync(SyncPhase::Init, 1_500_000_000, 9_998_000_500, 20)],
+        vec![barrier(1_600_000_000, 1_700_000_000)],
+    );
+    let m = merge(vec![r1.clone(), r2.clone()]);
+    assert!(
+        m.info.clock_implausible.is_empty(),
+        "{:?}",
+        m.info.clock_implausible
+    );
+    assert_eq!(m.info.missing_ranks, vec![0]);
+    // 3 s later instead is beyond even that (1 s + 1.5 s): flagged against rank 1's.
+    let mut late = r2;
+    late.syncs[0].offset_ns -= 1_500_000_000;
+    let m = merge(vec![r1, late]);
+    let flagged = &m.info.clock_implausible;
+    assert_eq!(flagged.len(), 1, "{flagged:?}");
+    assert!(
+        flagged[0].reason.contains("3.000 s away from rank 1's"),
+        "{}",
+        flagged[0].reason
+    );
+}
+
 /// A binary rank file keeps the run id and start time it was written with.
 #[test]
 fn the_stream_header_carries_the_run_identity() {

@@ -119,11 +119,23 @@ impl ClockPlan {
         let measured: Vec<ClockModel> = traces.iter().map(RankTrace::clock_model).collect();
         let mut used = Vec::with_capacity(traces.len());
         let mut implausible = Vec::new();
-        // The window is rank 0's (the first rank's without rank 0: an approximation).
+        // The window is rank 0's. Without rank 0's file, the lowest rank's stands in: its
+        // own ping-pong was one of rank 0's, so the others lie within the longest time
+        // any rank took from its start to its synchronisation, which widens the slack.
         let win = traces
             .first()
             .map(|t| window(t, &measured[0]))
             .unwrap_or((0, 0));
+        let reference = traces.first().map_or(0, RankTrace::rank);
+        let stand_in_slack = if traces.first().is_some_and(|t| t.rank() == 0) {
+            0
+        } else {
+            traces
+                .iter()
+                .filter_map(|t| init_sync(t).map(|s| i128::from(s.local_ns)))
+                .max()
+                .unwrap_or(0)
+        };
         for (i, t) in traces.iter().enumerate() {
             let mut model = if shared[i] {
                 ClockModel::identity()
@@ -149,7 +161,7 @@ impl ClockPlan {
             }
             let local = init_sync(t).map_or(0, |s| s.local_ns);
             let at = model.to_reference(t.header.epoch_ns, local);
-            let slack = WINDOW_SLACK_NS + i128::from(model.init().error_ns);
+            let slack = WINDOW_SLACK_NS + stand_in_slack + i128::from(model.init().error_ns);
             let outside = if at < win.0 - slack {
                 Some(win.0 - at)
             } else if at > win.1 + slack {
@@ -182,8 +194,9 @@ impl ClockPlan {
                     (
                         ClockProblem::Anchor,
                         format!(
-                            "{how} its init clock synchronisation {} away from rank 0's \
-                             (which lasted {}): an epoch or offset that cannot be true",
+                            "{how} its init clock synchronisation {} away from rank \
+                             {reference}'s (which lasted {}): an epoch or offset that cannot \
+                             be true",
                             seconds(by),
                             seconds(win.1 - win.0)
                         ),
@@ -200,7 +213,7 @@ impl ClockPlan {
                         problem,
                         reason: format!(
                             "{why}; aligned instead by placing its init synchronisation in \
-                             the middle of rank 0's (error bound {})",
+                             the middle of rank {reference}'s (error bound {})",
                             seconds(half)
                         ),
                     });

@@ -74,13 +74,16 @@ pub(crate) fn check_one_run<S>(dir: &Path, traces: &[RankTrace<S>]) -> Result<()
         .filter(|t| t.rank() >= t.header.size)
         .collect();
     if let Some(first) = beyond.first() {
+        let ranks = match first.header.size {
+            0 => String::new(),
+            n => format!(" (ranks are 0 to {})", n - 1),
+        };
         return refuse(format!(
-            "{} say(s) rank {} of a world of {} rank(s) (ranks are 0 to {}): the header's \
-             rank or world size is wrong",
+            "{} say(s) rank {} of a world of {} rank(s){ranks}: the header's rank or world \
+             size is wrong",
             names(&beyond),
             first.rank(),
             first.header.size,
-            first.header.size.saturating_sub(1)
         ));
     }
     Ok(())
