@@ -196,6 +196,9 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
             inc.reason
         );
     }
+    for w in overlap_analyzer::merge::warnings(info) {
+        eprintln!("warning: {w}");
+    }
     if !info.clock_suspect.is_empty() {
         sayln!(
             "warning: {} message(s) complete before they were sent once clocks are aligned; \
@@ -283,6 +286,12 @@ fn load_trace(path: &Path) -> Result<Trace> {
     for p in &loaded.problems {
         sayln!("warning: {}: {p}", path.display());
     }
+    for n in &loaded.notes {
+        eprintln!("warning: {n}");
+    }
+    for w in overlap_analyzer::merge::warnings(&loaded.trace.info) {
+        eprintln!("warning: {w}");
+    }
     for inc in &loaded.trace.info.incomplete {
         sayln!(
             "warning: rank {}: trace cut short ({} events kept from {}): {}",
@@ -290,6 +299,12 @@ fn load_trace(path: &Path) -> Result<Trace> {
             inc.events_read,
             inc.file,
             inc.reason
+        );
+    }
+    for r in &loaded.trace.info.missing_ranks {
+        eprintln!(
+            "warning: rank {r}: none of its events is in {}",
+            path.display()
         );
     }
     Ok(loaded.trace)

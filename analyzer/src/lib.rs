@@ -107,6 +107,15 @@ pub enum Error {
     /// An input is not a regular file, or cannot be looked at.
     #[error(transparent)]
     Input(#[from] overlap_format::output::InputError),
+    /// Rank files that are not one run (another run id, program or world size, a rank
+    /// twice, a rank beyond the world): merging them would be meaningless.
+    #[error("{}: {reason}", dir.display())]
+    NotOneRun {
+        /// The directory.
+        dir: PathBuf,
+        /// What does not fit, naming the files.
+        reason: String,
+    },
     /// A directory without a single usable rank file.
     #[error(
         "{}: no usable per-rank trace file{}{}",

@@ -125,10 +125,35 @@ pub fn render(r: &Report, style: Style) -> String {
         ))
     );
     if !run.missing_ranks.is_empty() {
-        let _ = writeln!(o, "  missing ranks (no trace): {:?}", run.missing_ranks);
+        let _ = writeln!(
+            o,
+            "  missing ranks (none of their events in the trace): {:?}",
+            run.missing_ranks
+        );
     }
     if !run.incomplete_ranks.is_empty() {
         let _ = writeln!(o, "  cut short: ranks {:?}", run.incomplete_ranks);
+    }
+    if !run.completeness_known {
+        let _ = writeln!(
+            o,
+            "  completeness unknown: a merged file this old does not count each rank's events"
+        );
+    }
+    for c in &run.clock_implausible {
+        let _ = writeln!(
+            o,
+            "  rank {}: implausible clock alignment: {}",
+            c.rank, c.reason
+        );
+    }
+    for p in &run.peers_out_of_range {
+        let _ = writeln!(
+            o,
+            "  rank {}: {} call(s) name a peer outside the world (first {} to rank {}): not \
+             matched",
+            p.rank, p.calls, p.first_call, p.first_peer
+        );
     }
     if run.compute_source.is_inferred() {
         let _ = writeln!(

@@ -4,6 +4,7 @@
 mod analyze;
 mod crash;
 mod failures;
+mod identity;
 mod merge;
 mod microbench;
 mod preload_calls;

@@ -7,6 +7,7 @@
 //! unusable as a whole (not a JSON array, not an overlap trace, another format version,
 //! no header) are errors naming the file and the reason.
 
+mod completeness;
 mod load;
 mod stream;
 
@@ -443,7 +444,9 @@ struct MergedFile<'a> {
     trace_events: Vec<WireEvent<'a, Value>>,
 }
 
-/// Reads a merged trace written by `overlap merge`.
+/// Reads a merged trace written by `overlap merge`. A rank with fewer events than the
+/// file says it was written with is listed in `info.incomplete` (or, with none left,
+/// `info.missing_ranks`).
 pub fn read_merged(path: &Path) -> Result<MergedTrace> {
     overlap_format::output::check_input(path, false)?;
     let buf = std::fs::read(path).map_err(|source| Error::Io {
@@ -526,9 +529,22 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
             _ => {}
         }
     }
+    let mut info = file.other_data;
+    let counts: BTreeMap<u32, u64> = events.iter().map(|(r, e)| (*r, e.len() as u64)).collect();
+    // Read whole, so its end is there; the counts still tell a file that lost events.
+    if info.completeness_known() {
+        completeness::apply(
+            &mut info,
+            &completeness::Read {
+                path,
+                events: &counts,
+                ended: true,
+            },
+        );
+    }
     Ok(MergedTrace {
         path: path.to_path_buf(),
-        info: file.other_data,
+        info,
         events,
         process_names,
         flows: flows.into_values().collect(),
