@@ -2,6 +2,7 @@
 //! launching `mpiexec`, and printing.
 
 mod cli;
+mod gate;
 mod launch;
 mod progress;
 mod run;
