@@ -81,7 +81,12 @@ pub(crate) fn baseline(a: BaselineArgs) -> Result<ExitCode> {
     let gated = b
         .metrics
         .iter()
-        .filter(|m| matches!(check::metrics::gate(m, b.tolerance_pct), check::Gate::Gated { .. }))
+        .filter(|m| {
+            matches!(
+                check::metrics::gate(m, b.tolerance_pct),
+                check::Gate::Gated { .. }
+            )
+        })
         .count();
     println!(
         "baseline of {} metrics ({gated} gated at {}%) from {} rank(s) of {} written to {}",

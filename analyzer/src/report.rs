@@ -186,7 +186,8 @@ pub fn render(r: &Report, style: Style) -> String {
         style.bold(&format!(
             "Wait states: {} ({} of all rank time)",
             duration(ws.total_ns),
-            ws.fraction.map_or("unknown".into(), |f| pct(f).trim().to_string())
+            ws.fraction
+                .map_or("unknown".into(), |f| pct(f).trim().to_string())
         ))
     );
     let _ = writeln!(

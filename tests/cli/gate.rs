@@ -25,9 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
-use overlap_instrument::schema::wire::{
-    event_to_wire, ArrayWriter, MetaName, NameArgs, WireEvent,
-};
+use overlap_instrument::schema::wire::{event_to_wire, ArrayWriter, MetaName, NameArgs, WireEvent};
 use overlap_instrument::schema::{
     CallArgs, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos, Op,
     SyncPhase, FORMAT_NAME, LAST_JSON_RANK_VERSION,
@@ -96,7 +94,11 @@ fn barrier(start: u64, end: u64) -> Event {
 /// Rank `rank`'s events, in ns.
 fn events(shape: Shape, rank: u32) -> Vec<Event> {
     let init = call(Op::Init, 0, 1_000, CallArgs::default());
-    let (op, peer) = if rank == 0 { (Op::Send, 1) } else { (Op::Recv, 0) };
+    let (op, peer) = if rank == 0 {
+        (Op::Send, 1)
+    } else {
+        (Op::Recv, 0)
+    };
     let mut v = vec![init];
     let end = match (shape, rank) {
         (Shape::Imbalanced, 0) => {
@@ -246,8 +248,8 @@ fn assert_refused(r: &Run, needles: &[&str]) {
 fn a_baseline_records_its_run_and_unknown_figures_as_null() {
     let root = tempfile::tempdir().expect("tempdir");
     let (_, base) = balanced_baseline(root.path());
-    let b: Value = serde_json::from_str(&std::fs::read_to_string(&base).expect("baseline"))
-        .expect("json");
+    let b: Value =
+        serde_json::from_str(&std::fs::read_to_string(&base).expect("baseline")).expect("json");
     assert_eq!(b["version"], 2);
     assert_eq!(b["program"], "gate-test");
     assert_eq!(b["params"], params());
@@ -283,7 +285,11 @@ fn same_run_passes_and_a_regression_exits_1() {
     let (dir, base) = balanced_baseline(root.path());
     let ok = check(&dir, &base, &[]);
     assert_eq!(code(&ok), Some(0), "{}", ok.describe());
-    assert!(ok.stdout().contains("within tolerance (5%)"), "{}", ok.describe());
+    assert!(
+        ok.stdout().contains("within tolerance (5%)"),
+        "{}",
+        ok.describe()
+    );
     // The mean overlap has no figure in the baseline: shown, not gated, not 0.
     assert!(
         ok.stdout().contains("not gated: no figure in the baseline"),
@@ -307,7 +313,10 @@ fn same_run_passes_and_a_regression_exits_1() {
     );
     assert!(bad.stdout().contains("regressed beyond 5%"));
     let xml = std::fs::read_to_string(&junit).expect("junit");
-    assert!(xml.contains("<failure message=\"pop.load_balance regressed"), "{xml}");
+    assert!(
+        xml.contains("<failure message=\"pop.load_balance regressed"),
+        "{xml}"
+    );
     assert!(!xml.contains("<error"), "{xml}");
     // A wider tolerance than the baseline's, given on the command line: 25 points
     // is within 30% of 100%, and the wait fraction's baseline is 0, so it still fails.
@@ -331,7 +340,12 @@ fn incomplete_traces_exit_2_naming_the_rank() {
     // Rank 1 never wrote a file.
     let missing = root.path().join("missing");
     std::fs::create_dir(&missing).expect("mkdir");
-    write_rank(&missing, &header(0, 2, &params()), &events(Shape::Balanced, 0), true);
+    write_rank(
+        &missing,
+        &header(0, 2, &params()),
+        &events(Shape::Balanced, 0),
+        true,
+    );
     assert_refused(
         &check(&missing, &base, &[]),
         &["incomplete trace: rank 1: missing"],
@@ -340,14 +354,32 @@ fn incomplete_traces_exit_2_naming_the_rank() {
     // Rank 1's file ends early: no footer.
     let cut = root.path().join("cut");
     std::fs::create_dir(&cut).expect("mkdir");
-    write_rank(&cut, &header(0, 2, &params()), &events(Shape::Balanced, 0), true);
-    write_rank(&cut, &header(1, 2, &params()), &events(Shape::Balanced, 1), false);
-    assert_refused(&check(&cut, &base, &[]), &["rank 1: cut short", "rank-1.json"]);
+    write_rank(
+        &cut,
+        &header(0, 2, &params()),
+        &events(Shape::Balanced, 0),
+        true,
+    );
+    write_rank(
+        &cut,
+        &header(1, 2, &params()),
+        &events(Shape::Balanced, 1),
+        false,
+    );
+    assert_refused(
+        &check(&cut, &base, &[]),
+        &["rank 1: cut short", "rank-1.json"],
+    );
 
     // Rank 1's file is garbage.
     let garbage = root.path().join("garbage");
     std::fs::create_dir(&garbage).expect("mkdir");
-    write_rank(&garbage, &header(0, 2, &params()), &events(Shape::Balanced, 0), true);
+    write_rank(
+        &garbage,
+        &header(0, 2, &params()),
+        &events(Shape::Balanced, 0),
+        true,
+    );
     std::fs::write(garbage.join("rank-1.json"), "not a trace\n").expect("write");
     assert_refused(&check(&garbage, &base, &[]), &["rank-1.json", "unreadable"]);
 
@@ -393,7 +425,10 @@ fn damaged_or_cut_merged_files_exit_2() {
     damaged[at] = "{\"ph\": oops},";
     let bad = root.path().join("damaged.json");
     std::fs::write(&bad, damaged.join("\n")).expect("write");
-    assert_refused(&check(&bad, &base, &[]), &["damaged.json", "not a valid trace event"]);
+    assert_refused(
+        &check(&bad, &base, &[]),
+        &["damaged.json", "not a valid trace event"],
+    );
 
     // Cut in the middle of its last events (99 %).
     let cut = root.path().join("cut.json");
@@ -422,7 +457,14 @@ fn another_program_other_ranks_or_other_work_exit_2_unless_allowed() {
 
     let other = run_dir(root.path(), "other", Shape::Balanced, 2, &json!({"n": 3}));
     let r = check(&other, &base, &[]);
-    assert_refused(&r, &["gate-test {\"n\":2}", "gate-test {\"n\":3}", "--allow-different"]);
+    assert_refused(
+        &r,
+        &[
+            "gate-test {\"n\":2}",
+            "gate-test {\"n\":3}",
+            "--allow-different",
+        ],
+    );
     let r = check(&other, &base, &["--allow-different"]);
     assert_eq!(code(&r), Some(0), "{}", r.describe());
     r.assert_stderr_has("warning: the baseline was made from gate-test {\"n\":2}");
@@ -432,7 +474,10 @@ fn another_program_other_ranks_or_other_work_exit_2_unless_allowed() {
     let three = run_dir(root.path(), "three", Shape::Balanced, 3, &params());
     assert_refused(
         &check(&three, &base, &[]),
-        &["2 rank(s) in MPI_COMM_WORLD, this one 3", "only this trace has rank(s) 2"],
+        &[
+            "2 rank(s) in MPI_COMM_WORLD, this one 3",
+            "only this trace has rank(s) 2",
+        ],
     );
 
     // One more Send/Recv on each rank: 5 calls instead of 4, 25% more work.
@@ -444,7 +489,11 @@ fn another_program_other_ranks_or_other_work_exit_2_unless_allowed() {
     // Allowed: counts are compared per 1000 calls, and it says so.
     let r = check(&more, &base, &["--allow-different"]);
     assert_eq!(code(&r), Some(0), "{}", r.describe());
-    assert!(r.stdout().contains("per 1000 MPI calls"), "{}", r.describe());
+    assert!(
+        r.stdout().contains("per 1000 MPI calls"),
+        "{}",
+        r.describe()
+    );
     assert!(r.stdout().contains("0.00/1k"), "{}", r.describe());
 }
 
@@ -470,19 +519,28 @@ fn unusable_baselines_and_unknown_figures_exit_2() {
     let (dir, base) = balanced_baseline(root.path());
 
     // A figure the baseline has and this trace has not (no request now).
-    edit_baseline(&base, |b| set_metric(b, "requests.mean_overlap", json!(0.5)));
+    edit_baseline(&base, |b| {
+        set_metric(b, "requests.mean_overlap", json!(0.5))
+    });
     let junit = root.path().join("check.xml");
     let r = check(&dir, &base, &["--junit", s(&junit)]);
     assert_refused(&r, &["requests.mean_overlap: no figure in this trace"]);
     assert!(r.stdout().contains("UNKNOWN"), "{}", r.describe());
     let xml = std::fs::read_to_string(&junit).expect("junit");
-    assert!(xml.contains("<error message=\"requests.mean_overlap"), "{xml}");
+    assert!(
+        xml.contains("<error message=\"requests.mean_overlap"),
+        "{xml}"
+    );
 
     // At its worst (0 overlap, higher is better): it can only improve, no gate, said so.
-    edit_baseline(&base, |b| set_metric(b, "requests.mean_overlap", json!(0.0)));
+    edit_baseline(&base, |b| {
+        set_metric(b, "requests.mean_overlap", json!(0.0))
+    });
     let r = check(&dir, &base, &[]);
     assert_eq!(code(&r), Some(0), "{}", r.describe());
-    assert!(r.stdout().contains("at its worst in the baseline, can only improve"));
+    assert!(r
+        .stdout()
+        .contains("at its worst in the baseline, can only improve"));
 
     // No metrics.
     edit_baseline(&base, |b| b["metrics"] = json!([]));
@@ -503,7 +561,10 @@ fn unusable_baselines_and_unknown_figures_exit_2() {
     let r = check(&dir, &base, &["--junit", s(&junit)]);
     assert_refused(&r, &["version 1", "remake it with `overlap baseline"]);
     let xml = std::fs::read_to_string(&junit).expect("junit");
-    assert!(xml.contains("<error") && xml.contains("errors=\"1\""), "{xml}");
+    assert!(
+        xml.contains("<error") && xml.contains("errors=\"1\""),
+        "{xml}"
+    );
 }
 
 #[test]
@@ -515,7 +576,10 @@ fn tolerances_that_cannot_fail_are_refused() {
     let r = baseline(&dir, &out, &["--tolerance", "100"]);
     assert_refused(
         &r,
-        &["pop.load_balance: a tolerance of 100% can never fail", "reaches 0"],
+        &[
+            "pop.load_balance: a tolerance of 100% can never fail",
+            "reaches 0",
+        ],
     );
     assert!(!out.exists());
     for bad in ["--tolerance=-1", "--tolerance=NaN", "--tolerance=inf"] {
@@ -526,8 +590,15 @@ fn tolerances_that_cannot_fail_are_refused() {
     let r = baseline(&dir, &out, &["--tolerance", "20"]);
     assert!(r.success(), "{}", r.describe());
     let ok = check(&dir, &out, &[]);
-    assert!(ok.stdout().contains("within tolerance (20%)"), "{}", ok.describe());
-    assert_refused(&check(&dir, &out, &["--tolerance", "150"]), &["can never fail"]);
+    assert!(
+        ok.stdout().contains("within tolerance (20%)"),
+        "{}",
+        ok.describe()
+    );
+    assert_refused(
+        &check(&dir, &out, &["--tolerance", "150"]),
+        &["can never fail"],
+    );
 }
 
 #[test]
@@ -561,5 +632,8 @@ fn diff_shows_unknown_not_zero() {
         .find(|r| r["name"] == "pop.load_balance")
         .cloned()
         .expect("row");
-    assert_eq!((lb["a"].as_f64(), lb["b"].as_f64()), (Some(1.0), Some(0.75)));
+    assert_eq!(
+        (lb["a"].as_f64(), lb["b"].as_f64()),
+        (Some(1.0), Some(0.75))
+    );
 }

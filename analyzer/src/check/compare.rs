@@ -151,9 +151,8 @@ pub fn check(base: &Baseline, loaded: &Loaded, report: &Report, opts: CheckOptio
         if opts.allow_different {
             out.warnings.push(d.to_string());
         } else {
-            out.problems.push(format!(
-                "{d} (--allow-different compares it all the same)"
-            ));
+            out.problems
+                .push(format!("{d} (--allow-different compares it all the same)"));
         }
     }
     if !out.problems.is_empty() {
@@ -265,7 +264,10 @@ mod tests {
         assert_eq!(j(Better::Lower, 10.0, 9.0, 0.5), Verdict::Improved);
         assert_eq!(j(Better::Higher, 0.5, 0.44, 0.05), Verdict::Regressed);
         assert_eq!(j(Better::Higher, 0.5, 0.46, 0.05), Verdict::Ok);
-        assert_eq!(judge(Better::Higher, Some(0.5), None, 0.05), Verdict::Unknown);
+        assert_eq!(
+            judge(Better::Higher, Some(0.5), None, 0.05),
+            Verdict::Unknown
+        );
         assert_eq!(
             judge(Better::Higher, Some(0.5), Some(f64::NAN), 0.05),
             Verdict::Unknown

@@ -154,4 +154,3 @@ fn number(v: Option<f64>, unit: Unit, signed: bool) -> String {
         Unit::Nanos => format!("{sign}{}", duration(v as u64)),
     }
 }
-

@@ -140,7 +140,8 @@ pub fn make_baseline(
             Gate::AtWorst => Some(format!(
                 "{}: at its worst possible value ({}): it can only improve, so it is not a gate",
                 m.name,
-                m.value.map_or("unknown".into(), |v| metrics::show(v, m.unit))
+                m.value
+                    .map_or("unknown".into(), |v| metrics::show(v, m.unit))
             )),
             _ => None,
         })
@@ -153,7 +154,9 @@ pub fn make_baseline(
 pub fn baseline_problems(b: &Baseline, tolerance_pct: f64) -> Vec<String> {
     let mut out = Vec::new();
     if !b.complete {
-        out.push("the baseline was made from an incomplete trace: remake it from a complete one".into());
+        out.push(
+            "the baseline was made from an incomplete trace: remake it from a complete one".into(),
+        );
     }
     if b.metrics.is_empty() {
         out.push("the baseline has no metrics: it would gate nothing".into());
@@ -178,7 +181,9 @@ pub fn baseline_problems(b: &Baseline, tolerance_pct: f64) -> Vec<String> {
             .iter()
             .any(|m| matches!(metrics::gate(m, tolerance_pct), Gate::Gated { .. }))
     {
-        out.push("no metric of the baseline has a figure that can regress: it would gate nothing".into());
+        out.push(
+            "no metric of the baseline has a figure that can regress: it would gate nothing".into(),
+        );
     }
     out
 }

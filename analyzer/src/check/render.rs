@@ -119,7 +119,11 @@ pub fn junit(rows: &[Comparison], problems: &[String], suite: &str) -> String {
     let mut o = String::new();
     suite_open(&mut o, suite, rows.len() + problems.len(), failures, errors);
     for (i, p) in problems.iter().enumerate() {
-        case(&mut o, &format!("usable input {}", i + 1), Some(("error", p.clone())));
+        case(
+            &mut o,
+            &format!("usable input {}", i + 1),
+            Some(("error", p.clone())),
+        );
     }
     for r in rows {
         let shown = |v| value(v, r.unit, r.scale);

@@ -175,7 +175,11 @@ impl fmt::Display for Problem {
                 }
                 if !only_current.is_empty() {
                     let sep = if only_baseline.is_empty() { "" } else { ";" };
-                    write!(f, "{sep} only this trace has rank(s) {}", list(only_current))?;
+                    write!(
+                        f,
+                        "{sep} only this trace has rank(s) {}",
+                        list(only_current)
+                    )?;
                 }
                 Ok(())
             }
