@@ -92,6 +92,11 @@ pub enum Problem {
         /// Why, as the reader said it.
         reason: String,
     },
+    /// More ranks missing than are listed one by one.
+    MoreMissing {
+        /// How many more.
+        count: u64,
+    },
     /// Nothing at all was traced.
     NoEvents,
     /// Another program or other parameters than the baseline's.
@@ -155,6 +160,9 @@ impl fmt::Display for Problem {
             }
             Problem::CutShort { rank, file, reason } => {
                 write!(f, "rank {rank}: cut short ({file}): {reason}")
+            }
+            Problem::MoreMissing { count } => {
+                write!(f, "{count} more rank(s) of MPI_COMM_WORLD missing")
             }
             Problem::NoEvents => write!(f, "the trace holds no event"),
             Problem::OtherProgram { baseline, current } => write!(
@@ -222,15 +230,34 @@ pub fn completeness(loaded: &Loaded) -> Vec<Problem> {
             reason: p.reason.clone(),
         });
     }
-    // Missing: what the trace says, and any rank of the world with no event at all.
+    // Missing: what the trace says, and any rank of the world with no event at all,
+    // listed one by one up to LISTED (a world size may be huge), then counted.
+    const LISTED: usize = 16;
+    let with_events = |r: u32| trace.rank(r).is_some_and(|t| !t.spans.is_empty());
     let mut missing: BTreeSet<u32> = info.missing_ranks.iter().copied().collect();
-    for r in 0..info.world_size {
-        let has_events = trace.rank(r).is_some_and(|t| !t.spans.is_empty());
-        if !has_events {
-            missing.insert(r);
-        }
+    missing.extend(
+        (0..info.world_size)
+            .filter(|&r| !with_events(r))
+            .take(LISTED + 1),
+    );
+    let present = trace
+        .ranks
+        .iter()
+        .filter(|t| t.rank < info.world_size && !t.spans.is_empty())
+        .count() as u64;
+    let missing_count = (u64::from(info.world_size) - present).max(missing.len() as u64);
+    out.extend(
+        missing
+            .iter()
+            .take(LISTED)
+            .map(|&rank| Problem::MissingRank { rank }),
+    );
+    let listed = missing.len().min(LISTED) as u64;
+    if missing_count > listed {
+        out.push(Problem::MoreMissing {
+            count: missing_count - listed,
+        });
     }
-    out.extend(missing.iter().map(|&rank| Problem::MissingRank { rank }));
     let mut cut: BTreeSet<u32> = BTreeSet::new();
     for inc in &info.incomplete {
         if cut.insert(inc.rank) && !missing.contains(&inc.rank) {
