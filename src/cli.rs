@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use overlap_analyzer::import::Loaded;
 use overlap_analyzer::merge::{merge_dir, write_merged, MergeOutcome};
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
 use overlap_analyzer::model::Trace;
@@ -39,49 +40,74 @@ enum Command {
     /// Save the gated metrics of a trace as a baseline for `overlap check`.
     Baseline(BaselineArgs),
     /// Check a trace against a baseline: exit 0 within tolerance, 1 on regression,
-    /// 2 on unusable input.
+    /// 2 when the check cannot be trusted (see `overlap check --help`).
     Check(CheckArgs),
 }
 
 #[derive(Debug, Args)]
-struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// The first trace (merged file or directory of per-rank files).
-    a: PathBuf,
+    pub(crate) a: PathBuf,
     /// The second trace.
-    b: PathBuf,
+    pub(crate) b: PathBuf,
     /// Print the rows as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    analysis: AnalysisArgs,
+    pub(crate) analysis: AnalysisArgs,
 }
 
 #[derive(Debug, Args)]
-struct BaselineArgs {
-    /// The trace (merged file or directory of per-rank files).
-    trace: PathBuf,
+pub(crate) struct BaselineArgs {
+    /// The trace (merged file or directory of per-rank files). It must be complete.
+    pub(crate) trace: PathBuf,
     /// The baseline file to write.
     #[arg(long)]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
+    /// How far a metric may move the wrong way, in percent of its baseline value, kept
+    /// in the baseline for `overlap check`. A tolerance that would let a metric never fail
+    /// is refused.
+    #[arg(long, value_name = "PCT", default_value_t = overlap_analyzer::check::DEFAULT_TOLERANCE_PCT)]
+    pub(crate) tolerance: f64,
     #[command(flatten)]
-    analysis: AnalysisArgs,
+    pub(crate) analysis: AnalysisArgs,
 }
 
+/// Exit status of `overlap check`.
+const CHECK_EXIT_CODES: &str = "\
+Exit status:
+  0  every gated metric was compared and is within tolerance
+  1  at least one metric regressed beyond the tolerance (and nothing below applies)
+  2  the check cannot be trusted: the trace is incomplete (a rank missing, cut short
+     or unreadable, a merged file cut or damaged, no events); it covers another
+     program, other parameters, other ranks or other work than the baseline (unless
+     --allow-different); a gated metric has no figure now; the baseline is unreadable,
+     of another version, has no metrics, or a tolerance could never fail
+
+See docs/metrics.md, \"Regression gates\".";
+
 #[derive(Debug, Args)]
-struct CheckArgs {
+#[command(after_long_help = CHECK_EXIT_CODES)]
+pub(crate) struct CheckArgs {
     /// The trace to check (merged file or directory of per-rank files).
-    trace: PathBuf,
+    pub(crate) trace: PathBuf,
     /// The baseline (from `overlap baseline`).
     #[arg(long)]
-    baseline: PathBuf,
-    /// How far a metric may move the wrong way, in percent of its baseline value.
-    #[arg(long, default_value_t = 5.0)]
-    tolerance: f64,
+    pub(crate) baseline: PathBuf,
+    /// How far a metric may move the wrong way, in percent of its baseline value
+    /// (default: the tolerance the baseline was made for).
+    #[arg(long, value_name = "PCT")]
+    pub(crate) tolerance: Option<f64>,
+    /// Compare a trace of another program, other parameters, other ranks or other work
+    /// than the baseline's, with a warning (counts then compared per 1000 MPI calls)
+    /// instead of refusing it (exit 2).
+    #[arg(long)]
+    pub(crate) allow_different: bool,
     /// Also write the result as JUnit XML.
     #[arg(long)]
-    junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
     #[command(flatten)]
-    analysis: AnalysisArgs,
+    pub(crate) analysis: AnalysisArgs,
 }
 
 #[derive(Debug, Args)]
@@ -106,7 +132,7 @@ struct AnalyzeArgs {
 
 /// Thresholds of the analysis.
 #[derive(Debug, Args)]
-struct AnalysisArgs {
+pub(crate) struct AnalysisArgs {
     /// Instances listed per wait state, and worst requests.
     #[arg(long, default_value_t = 5)]
     worst: usize,
@@ -117,7 +143,7 @@ struct AnalysisArgs {
 }
 
 impl AnalysisArgs {
-    fn options(&self) -> Result<Options> {
+    pub(crate) fn options(&self) -> Result<Options> {
         if !(self.min_wait_us >= 0.0 && self.min_wait_us.is_finite()) {
             bail!("--min-wait-us must be a non-negative number");
         }
@@ -162,9 +188,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trace(a) => trace(a),
         Command::Merge(a) => merge(a),
         Command::Analyze(a) => analyze(a),
-        Command::Diff(a) => diff(a),
-        Command::Baseline(a) => make_baseline(a),
-        Command::Check(a) => check(a),
+        Command::Diff(a) => crate::gate::diff(a),
+        Command::Baseline(a) => crate::gate::baseline(a),
+        Command::Check(a) => crate::gate::check(a),
     }
 }
 
@@ -197,7 +223,7 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
         );
     }
     for w in overlap_analyzer::merge::warnings(info) {
-        eprintln!("warning: {w}");
+        sayln!("warning: {w}");
     }
     if !info.clock_suspect.is_empty() {
         sayln!(
@@ -273,13 +299,17 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads a trace for analysis, with a progress bar on stderr when it takes a while,
-/// and prints what could not be used.
-fn load_trace(path: &Path) -> Result<Trace> {
+/// Loads a trace, with a progress bar on stderr when it takes a while.
+pub(crate) fn load(path: &Path) -> Result<Loaded> {
     let mut bar = crate::progress::Bar::new(&format!("reading {}", path.display()));
     let loaded = overlap_analyzer::import::load(path, &mut |done, total| bar.update(done, total));
     bar.finish();
-    let loaded = loaded?;
+    Ok(loaded?)
+}
+
+/// Loads a trace for analysis and prints what could not be used.
+pub(crate) fn load_trace(path: &Path) -> Result<Trace> {
+    let loaded = load(path)?;
     for u in &loaded.unreadable {
         sayln!("warning: {}: skipped: {}", u.path.display(), u.reason);
     }
@@ -287,10 +317,10 @@ fn load_trace(path: &Path) -> Result<Trace> {
         sayln!("warning: {}: {p}", path.display());
     }
     for n in &loaded.notes {
-        eprintln!("warning: {n}");
+        sayln!("warning: {n}");
     }
     for w in overlap_analyzer::merge::warnings(&loaded.trace.info) {
-        eprintln!("warning: {w}");
+        sayln!("warning: {w}");
     }
     for inc in &loaded.trace.info.incomplete {
         sayln!(
@@ -302,7 +332,7 @@ fn load_trace(path: &Path) -> Result<Trace> {
         );
     }
     for r in &loaded.trace.info.missing_ranks {
-        eprintln!(
+        sayln!(
             "warning: rank {r}: none of its events is in {}",
             path.display()
         );
@@ -351,108 +381,4 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         guard.finish()?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn report_of(path: &Path, analysis: &AnalysisArgs) -> Result<overlap_analyzer::metrics::Report> {
-    let opts = analysis.options()?;
-    let trace = load_trace(path)?;
-    Ok(analyze_trace(&trace, &opts).0)
-}
-
-fn diff(a: DiffArgs) -> Result<ExitCode> {
-    let ra = report_of(&a.a, &a.analysis)?;
-    let rb = report_of(&a.b, &a.analysis)?;
-    let rows = overlap_analyzer::check::diff(&ra, &rb);
-    if a.json {
-        outln!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        out!(
-            "{}",
-            overlap_analyzer::check::diff_table(&rows, &label(&a.a), &label(&a.b))
-        );
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn make_baseline(a: BaselineArgs) -> Result<ExitCode> {
-    let r = report_of(&a.trace, &a.analysis)?;
-    let b = overlap_analyzer::check::baseline(&r);
-    let text = serde_json::to_string_pretty(&b)? + "\n";
-    overlap_analyzer::output::write_atomically(&a.out, text.as_bytes())?;
-    outln!(
-        "baseline of {} metrics written to {}",
-        b.metrics.len(),
-        a.out.display()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `overlap check`: exit 0 within tolerance, 1 on regression, 2 on unusable input.
-fn check(a: CheckArgs) -> Result<ExitCode> {
-    use overlap_analyzer::check::{compare, comparison_table, junit, read_baseline, Verdict};
-    let unusable = |e: anyhow::Error| {
-        sayln!("overlap: error: {e:#}");
-        Ok(ExitCode::from(2))
-    };
-    if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
-        return unusable(anyhow::anyhow!(
-            "--tolerance must be a non-negative percentage"
-        ));
-    }
-    let base = match read_baseline(&a.baseline) {
-        Ok(b) => b,
-        Err(e) => return unusable(e.into()),
-    };
-    let report = match report_of(&a.trace, &a.analysis) {
-        Ok(r) => r,
-        Err(e) => return unusable(e),
-    };
-    if report.run.program != base.program || report.run.params != base.params {
-        sayln!(
-            "warning: the baseline was made from {} {}, this trace is {} {}",
-            base.program,
-            serde_json::to_string(&base.params)?,
-            report.run.program,
-            serde_json::to_string(&report.run.params)?
-        );
-    }
-    let rows = compare(&base, &report, a.tolerance);
-    out!("{}", comparison_table(&rows));
-    if let Some(path) = &a.junit {
-        let suite = format!("overlap check {}", a.trace.display());
-        if let Err(e) =
-            overlap_analyzer::output::write_atomically(path, junit(&rows, &suite).as_bytes())
-        {
-            return unusable(e.into());
-        }
-    }
-    let regressed: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.verdict == Verdict::Regressed)
-        .map(|r| r.name.as_str())
-        .collect();
-    if regressed.is_empty() {
-        outln!(
-            "within tolerance ({}%) of {}",
-            a.tolerance,
-            a.baseline.display()
-        );
-        Ok(ExitCode::SUCCESS)
-    } else {
-        outln!(
-            "{} metric(s) regressed beyond {}%: {}",
-            regressed.len(),
-            a.tolerance,
-            regressed.join(", ")
-        );
-        Ok(ExitCode::from(1))
-    }
-}
-
-/// A short name for a trace in a table header: its file name.
-fn label(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }

@@ -10,6 +10,7 @@
 mod output;
 
 mod cli;
+mod gate;
 mod launch;
 mod progress;
 mod run;

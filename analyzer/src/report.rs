@@ -211,7 +211,8 @@ pub fn render(r: &Report, style: Style) -> String {
         style.bold(&format!(
             "Wait states: {} ({} of all rank time)",
             duration(ws.total_ns),
-            pct(ws.fraction).trim()
+            ws.fraction
+                .map_or("unknown".into(), |f| pct(f).trim().to_string())
         ))
     );
     let _ = writeln!(
@@ -231,7 +232,7 @@ pub fn render(r: &Report, style: Style) -> String {
             k.kind.title(),
             duration(k.total_ns),
             k.count,
-            pct(k.fraction),
+            k.fraction.map_or("-".into(), pct),
             if k.indeterminate_count == 0 {
                 "-".to_string()
             } else {
@@ -420,8 +421,12 @@ pub fn render(r: &Report, style: Style) -> String {
     // POP.
     let p = &r.pop;
     let _ = writeln!(o, "\n{}", style.bold("POP efficiencies"));
-    let line = |o: &mut String, name: &str, v: f64| {
-        let _ = writeln!(o, "  {:<30} {}", name, style.efficiency(v, &pct(v)));
+    let line = |o: &mut String, name: &str, v: Option<f64>| {
+        let shown = match v {
+            Some(v) => style.efficiency(v, &pct(v)),
+            None => "unknown (no time to divide by)".to_string(),
+        };
+        let _ = writeln!(o, "  {:<30} {}", name, shown);
     };
     line(&mut o, "parallel efficiency", p.parallel_efficiency);
     line(&mut o, "  load balance", p.load_balance);

@@ -4,6 +4,7 @@
 mod analyze;
 mod crash;
 mod failures;
+mod gate;
 mod identity;
 mod merge;
 mod microbench;
