@@ -3,6 +3,7 @@
 
 mod analyze;
 mod crash;
+mod launcher;
 mod merge;
 mod microbench;
 mod preload_calls;
