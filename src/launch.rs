@@ -19,7 +19,7 @@ pub struct KernelLaunch {
     pub kernels: Option<PathBuf>,
     pub ranks: u32,
     pub kernel: String,
-    pub kernel_args: Vec<String>,
+    pub kernel_args: Vec<std::ffi::OsString>,
     pub trace_dir: PathBuf,
     pub hang_timeout: Option<Duration>,
 }

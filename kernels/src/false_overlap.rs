@@ -36,6 +36,9 @@ pub enum Variant {
 }
 
 impl Variant {
+    /// Every variant.
+    pub const ALL: [Variant; 2] = [Variant::Naive, Variant::Fixed];
+
     /// The name on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -43,46 +46,40 @@ impl Variant {
             Variant::Fixed => "fixed",
         }
     }
-
-    /// The variant with that name.
-    pub fn from_name(name: &str) -> Option<Variant> {
-        [Variant::Naive, Variant::Fixed]
-            .into_iter()
-            .find(|v| v.name() == name)
-    }
 }
 
-/// Options of the false-overlap kernel.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Options of the false-overlap kernel: their flags, help and defaults (see
+/// [`crate::args`]).
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 #[non_exhaustive]
 pub struct Options {
-    /// Naive or fixed.
+    /// Where the send Waitall goes: naive (right after the receives, before computing)
+    /// or fixed (deferred until the send buffer is packed again).
+    #[arg(long, value_enum, default_value_t = Variant::Naive)]
     pub variant: Variant,
-    /// Small message size, in 8-byte words.
+    /// Small message size in 8-byte words.
+    #[arg(long, value_name = "WORDS", default_value_t = 16 * 1024)]
     pub size: usize,
-    /// The large message is `size * ratio` words.
+    /// The large message is SIZE*RATIO words.
+    #[arg(long, default_value_t = 8)]
     pub ratio: usize,
-    /// Iterations (each has two halves and a barrier).
+    /// Iterations (each: two exchanges and a barrier).
+    #[arg(long = "iters", value_name = "N", default_value_t = 20)]
     pub iterations: usize,
     /// Work per compute phase, in units of 1024 multiply-adds.
+    #[arg(long, value_name = "UNITS", default_value_t = 2_000)]
     pub compute: u64,
     /// Testing aid: this rank kills itself (SIGKILL) at the start of `kill_at_iteration`.
+    #[arg(long, hide = true)]
     pub kill_rank: Option<i32>,
-    /// See `kill_rank`.
+    /// Testing aid: see `kill_rank`.
+    #[arg(long, hide = true, default_value_t = 0)]
     pub kill_at_iteration: usize,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            variant: Variant::Naive,
-            size: 16 * 1024,
-            ratio: 8,
-            iterations: 20,
-            compute: 2_000,
-            kill_rank: None,
-            kill_at_iteration: 0,
-        }
+        crate::args::defaults()
     }
 }
 

@@ -29,21 +29,20 @@ use crate::{Kernel, KernelContext, KernelError};
 const TAG_BASE: i32 = 300;
 
 /// Options of the halo kernel.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, clap::Args)]
 #[non_exhaustive]
 pub struct Options {
-    /// Local block edges to measure (cells per side, without the halo).
+    /// Local block edges to measure, cells per side (without the halo), comma-separated.
+    #[arg(long, value_name = "EDGES", value_delimiter = ',', default_value = "8,16,32,64,128")]
     pub sizes: Vec<usize>,
     /// When a figure is stable.
+    #[command(flatten)]
     pub stability: Stability,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            sizes: vec![8, 16, 32, 64, 128],
-            stability: Stability::default(),
-        }
+        crate::args::defaults()
     }
 }
 

@@ -1,8 +1,8 @@
 //! overlap-kernels: the bundled instrumented MPI kernels.
 //!
-//! Each kernel is one module behind the [`Kernel`] trait, with a plain options struct
-//! that the `overlap-kernels` binary (or any caller) fills in; kernels never parse a
-//! command line. Every kernel checks its own results, so a run is also a correctness
+//! Each kernel is one module behind the [`Kernel`] trait, with an options struct that
+//! is also the one definition of its command-line options ([`args`]: flags, help,
+//! defaults), shared by the `overlap-kernels` binary and `overlap run`. Every kernel checks its own results, so a run is also a correctness
 //! test: a wrong payload or product fails the run loudly. Every MPI call a kernel makes
 //! goes through the traced communicator of its [`KernelContext`].
 //!
@@ -15,6 +15,7 @@
 //!   bandwidth per message size, synchronisation overhead, 3-D halo swaps), whose
 //!   figures [`stats`] makes stable and [`results`] prints and saves.
 
+pub mod args;
 pub mod false_overlap;
 pub mod halo3d;
 pub mod pingpong;

@@ -59,11 +59,6 @@ impl Pattern {
         }
     }
 
-    /// The pattern with that name.
-    pub fn from_name(name: &str) -> Option<Pattern> {
-        Pattern::ALL.into_iter().find(|p| p.name() == name)
-    }
-
     /// Whether it runs on `ranks` ranks: `single` on 2 or more, the others on an even
     /// count of at least 4 (on 2 ranks they would be `single`).
     pub fn fits(self, ranks: usize) -> bool {
@@ -112,28 +107,30 @@ fn role(rank: i32, pairs: &[(i32, i32)]) -> Role {
     Role::Idle
 }
 
-/// Options of the ping-pong kernel.
-#[derive(Clone, Debug, PartialEq)]
+/// Options of the ping-pong kernel: their flags, help and defaults (see
+/// [`crate::args`]).
+#[derive(Clone, Debug, PartialEq, clap::Args)]
 #[non_exhaustive]
 pub struct Options {
-    /// Patterns to run; `None`: every pattern that fits the rank count.
+    /// Patterns to run, comma-separated: single (first and last rank), multiple (rank i
+    /// with i+N/2, all pairs at once, even N >= 4), crossing (as multiple, every other
+    /// pair in the opposite direction) [default: all that fit the rank count].
+    #[arg(long, value_enum, value_delimiter = ',')]
     pub patterns: Option<Vec<Pattern>>,
     /// Smallest message, bytes (a power of two).
+    #[arg(long, value_name = "BYTES", default_value_t = 8)]
     pub min_bytes: usize,
     /// Largest message, bytes (a power of two).
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
     pub max_bytes: usize,
     /// When a figure is stable.
+    #[command(flatten)]
     pub stability: Stability,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            patterns: None,
-            min_bytes: 8,
-            max_bytes: 4 << 20,
-            stability: Stability::default(),
-        }
+        crate::args::defaults()
     }
 }
 

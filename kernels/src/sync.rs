@@ -69,11 +69,6 @@ impl SyncKind {
             SyncKind::Grid3d => "grid3d",
         }
     }
-
-    /// The kind with that name.
-    pub fn from_name(name: &str) -> Option<SyncKind> {
-        SyncKind::ALL.into_iter().find(|k| k.name() == name)
-    }
 }
 
 /// One synchronisation pattern to measure.
@@ -95,35 +90,37 @@ impl SyncPattern {
     }
 }
 
-/// Options of the synchronisation kernel.
-#[derive(Clone, Debug, PartialEq)]
+/// Options of the synchronisation kernel: their flags, help and defaults (see
+/// [`crate::args`]). A difference of two timed loops is noisier than one timing: it
+/// takes more samples per figure than the other micro-benchmarks.
+#[derive(Clone, Debug, PartialEq, clap::Args)]
+#[command(mut_arg("max_samples", |a| a.default_value("50")))]
 #[non_exhaustive]
 pub struct Options {
-    /// Kinds to run; `None`: all.
+    /// Kinds to run, comma-separated: barrier (MPI_Barrier), pairwise (rank i with
+    /// i+N/2), ring (neighbours +-1 .. +-k), random (a ring of +-k on a random
+    /// permutation of the ranks), grid3d (up and down neighbours on a periodic 3-D grid)
+    /// [default: all].
+    #[arg(long, value_enum, value_delimiter = ',')]
     pub kinds: Option<Vec<SyncKind>>,
-    /// Most neighbours of ring and random (`syncmaxneigh`, 12 in the suite).
+    /// Most neighbours of ring and random (k runs to max/2, capped at N/2;
+    /// `syncmaxneigh` in the suite).
+    #[arg(long, value_name = "K", default_value_t = 12)]
     pub max_neighbours: usize,
     /// Length of the delay loop, microseconds.
+    #[arg(long, value_name = "US", default_value_t = 10.0)]
     pub delay_us: f64,
     /// Seed of the random permutation.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// When a figure is stable.
+    #[command(flatten)]
     pub stability: Stability,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            kinds: None,
-            max_neighbours: 12,
-            delay_us: 10.0,
-            seed: 1,
-            // A difference of two timed loops is noisier than one timing: more samples.
-            stability: Stability {
-                max_samples: 50,
-                ..Stability::default()
-            },
-        }
+        crate::args::defaults()
     }
 }
 

@@ -74,11 +74,6 @@ impl Variant {
             Variant::Overlapped => "overlapped",
         }
     }
-
-    /// The variant with that name.
-    pub fn from_name(name: &str) -> Option<Variant> {
-        Variant::ALL.into_iter().find(|v| v.name() == name)
-    }
 }
 
 /// Which product to use.
@@ -91,13 +86,18 @@ pub enum ProductChoice {
 }
 
 impl ProductChoice {
-    /// The choice with that name (`auto`, `direct`, `fft`).
-    pub fn from_name(name: &str) -> Option<ProductChoice> {
-        match name {
-            "auto" => Some(ProductChoice::Auto),
-            "direct" => Some(ProductChoice::Fixed(Method::Direct)),
-            "fft" => Some(ProductChoice::Fixed(Method::Fft)),
-            _ => None,
+    /// Every choice.
+    pub const ALL: [ProductChoice; 3] = [
+        ProductChoice::Auto,
+        ProductChoice::Fixed(Method::Direct),
+        ProductChoice::Fixed(Method::Fft),
+    ];
+
+    /// The name on the command line (`auto`, `direct`, `fft`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProductChoice::Auto => "auto",
+            ProductChoice::Fixed(m) => m.name(),
         }
     }
 
@@ -111,37 +111,39 @@ impl ProductChoice {
     }
 }
 
-/// Options of the Toeplitz kernel.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Options of the Toeplitz kernel: their flags, help and defaults (see [`crate::args`]).
+#[derive(Clone, Debug, PartialEq, Eq, clap::Args)]
 #[non_exhaustive]
 pub struct Options {
-    /// How the halo is exchanged.
+    /// How the halo is exchanged: blocking (two MPI_Sendrecv), nonblocking (Irecv/Isend
+    /// both ways, then four MPI_Wait, then the product: false overlap) or overlapped
+    /// (the interior product runs between the posts and the waits).
+    #[arg(long, value_enum, default_value_t = Variant::Nonblocking)]
     pub variant: Variant,
-    /// Global size `n` (rows of the matrix and of each vector).
+    /// n: global size (rows of the matrix and of each vector).
+    #[arg(long, value_name = "N", default_value_t = 1 << 18)]
     pub size: usize,
-    /// Half-bandwidth `lambda`.
+    /// lambda: half-bandwidth of the band (rows exchanged with each neighbour).
+    #[arg(long, value_name = "L", default_value_t = 1024)]
     pub lambda: usize,
-    /// Number of vectors `m`.
+    /// m: vectors multiplied at once (m_rowwise).
+    #[arg(long, value_name = "M", default_value_t = 8)]
     pub vectors: usize,
     /// Iterations (one exchange and one product each).
+    #[arg(long = "iters", value_name = "N", default_value_t = 20)]
     pub iterations: usize,
-    /// Direct or FFT product.
+    /// How the local product is computed: auto (FFT for a wide band, direct below: the
+    /// crossover measured on x86-64), direct (band sums) or fft (overlap-save).
+    #[arg(long, value_enum, default_value_t = ProductChoice::Auto)]
     pub product: ProductChoice,
     /// Testing aid: this rank corrupts one received halo value in every iteration.
+    #[arg(long, hide = true)]
     pub fault_rank: Option<i32>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options {
-            variant: Variant::Nonblocking,
-            size: 1 << 18,
-            lambda: 1024,
-            vectors: 8,
-            iterations: 20,
-            product: ProductChoice::Auto,
-            fault_rank: None,
-        }
+        crate::args::defaults()
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod analyze;
 mod crash;
+mod kernel_options;
 mod launcher;
 mod merge;
 mod microbench;
