@@ -14,6 +14,7 @@ build: setup
 	$(CARGO) build --release --workspace
 
 demo: build
+	mkdir -p $(DEMO_DIR)
 	./target/release/overlap run false-overlap --ranks $(RANKS) --variant naive --out $(DEMO_DIR)/false-overlap-naive.json
 	@echo
 	./target/release/overlap run false-overlap --ranks $(RANKS) --variant fixed --out $(DEMO_DIR)/false-overlap-fixed.json
