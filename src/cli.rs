@@ -293,9 +293,9 @@ pub(crate) fn stopped(ending: &Ending) -> String {
             "interrupted by {}: the run was stopped (the launcher ended with {status})",
             crate::supervise::signal_name(*signal)
         ),
-        Ending::Hung { status } => format!(
-            "the run was hung: it was stopped (the launcher ended with {status})"
-        ),
+        Ending::Hung { status } => {
+            format!("the run was hung: it was stopped (the launcher ended with {status})")
+        }
     }
 }
 

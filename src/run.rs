@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use overlap_kernels::args::Kernels;
 use overlap_analyzer::merge::merge_dir;
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
 use overlap_analyzer::report::render;
 use overlap_analyzer::summary::summarize;
+use overlap_kernels::args::Kernels;
 
 use crate::cli::{ranks_dir_for, report_merge, style};
 use crate::launch::{launch_kernel, KernelLaunch};
@@ -86,7 +86,10 @@ fn out_path(given: Option<&Path>, kernel: &str, variant: Option<&str>) -> Result
         std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
         eprintln!("overlap: created {}/", dir.display());
     }
-    eprintln!("overlap: the trace goes to {} (--out to choose)", out.display());
+    eprintln!(
+        "overlap: the trace goes to {} (--out to choose)",
+        out.display()
+    );
     Ok(out)
 }
 

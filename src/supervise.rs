@@ -197,10 +197,7 @@ pub fn is_marker_file_name(name: &str) -> bool {
 /// True when every rank with a file in `dir` has a marker `accepted`.
 fn every_rank_marked(dir: &Path, accepted: impl Fn(Marker) -> bool) -> bool {
     let ranks = ranks_with_files(dir);
-    !ranks.is_empty()
-        && ranks
-            .iter()
-            .all(|&r| marker(dir, r).is_some_and(&accepted))
+    !ranks.is_empty() && ranks.iter().all(|&r| marker(dir, r).is_some_and(&accepted))
 }
 
 /// What to watch while the run goes on.

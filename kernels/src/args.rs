@@ -119,7 +119,9 @@ fn output_file(value: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(value);
     let absolute = std::path::absolute(&path).map_err(|e| format!("not a usable path: {e}"))?;
     match absolute.parent() {
-        Some(dir) if !dir.is_dir() => Err(format!("the directory {} does not exist", dir.display())),
+        Some(dir) if !dir.is_dir() => {
+            Err(format!("the directory {} does not exist", dir.display()))
+        }
         _ => Ok(path),
     }
 }
@@ -320,7 +322,10 @@ mod tests {
         assert_eq!(f.size, 16 * 1024);
         assert_eq!(f.kill_rank, None);
         let t: toeplitz::Options = defaults();
-        assert_eq!((t.size, t.lambda, t.vectors, t.iterations), (1 << 18, 1024, 8, 20));
+        assert_eq!(
+            (t.size, t.lambda, t.vectors, t.iterations),
+            (1 << 18, 1024, 8, 20)
+        );
         let p: pingpong::Options = defaults();
         assert_eq!((p.min_bytes, p.max_bytes, p.patterns), (8, 4 << 20, None));
         assert_eq!(p.stability.max_samples, 20);
@@ -348,7 +353,14 @@ mod tests {
         assert_eq!(k.variant(), Some("overlapped"));
         assert_eq!(
             k.argv(),
-            ["--variant", "overlapped", "--lambda", "64", "--flush-ms", "7"]
+            [
+                "--variant",
+                "overlapped",
+                "--lambda",
+                "64",
+                "--flush-ms",
+                "7"
+            ]
         );
         let k = parse(&["sync", "--kinds", "ring,grid3d", "--rse", "5"]);
         assert_eq!(
@@ -385,7 +397,11 @@ mod tests {
             toeplitz::ProductChoice::Fixed(toeplitz::Method::Fft)
         );
         let err = Cli::try_parse_from(["k", "toeplitz", "--variant", "fast"]).unwrap_err();
-        assert!(err.to_string().contains("blocking, nonblocking, overlapped"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("blocking, nonblocking, overlapped"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -393,6 +409,9 @@ mod tests {
         let err = Cli::try_parse_from(["k", "halo3d", "--json", "/nonexistent/dir/r.json"])
             .unwrap_err()
             .to_string();
-        assert!(err.contains("the directory /nonexistent/dir does not exist"), "{err}");
+        assert!(
+            err.contains("the directory /nonexistent/dir does not exist"),
+            "{err}"
+        );
     }
 }

@@ -33,7 +33,12 @@ const TAG_BASE: i32 = 300;
 #[non_exhaustive]
 pub struct Options {
     /// Local block edges to measure, cells per side (without the halo), comma-separated.
-    #[arg(long, value_name = "EDGES", value_delimiter = ',', default_value = "8,16,32,64,128")]
+    #[arg(
+        long,
+        value_name = "EDGES",
+        value_delimiter = ',',
+        default_value = "8,16,32,64,128"
+    )]
     pub sizes: Vec<usize>,
     /// When a figure is stable.
     #[command(flatten)]

@@ -16,7 +16,10 @@ const KERNELS: [&str; 5] = ["false-overlap", "toeplitz", "pingpong", "sync", "ha
 fn defaults_in_help(help: &str) -> BTreeMap<String, String> {
     help.lines()
         .filter_map(|line| {
-            let words = line.trim_start().strip_prefix("-n, ").unwrap_or(line.trim_start());
+            let words = line
+                .trim_start()
+                .strip_prefix("-n, ")
+                .unwrap_or(line.trim_start());
             let flag = words.split_whitespace().next()?.strip_prefix("--")?;
             let default = line
                 .split("[default: ")
@@ -40,15 +43,27 @@ fn help(program: &std::path::Path, args: &[&str]) -> String {
 
 #[test]
 fn overlap_run_and_the_kernels_binary_list_the_same_options_and_defaults() {
-    let launch_only = ["--ranks", "--out", "--mpiexec", "--kernels", "--hang-timeout"];
+    let launch_only = [
+        "--ranks",
+        "--out",
+        "--mpiexec",
+        "--kernels",
+        "--hang-timeout",
+    ];
     for kernel in KERNELS {
         let mut run = defaults_in_help(&help(&overlap_bin(), &["run", kernel, "--help"]));
         let mut bin = defaults_in_help(&help(&kernels_bin(), &[kernel, "--help"]));
         for flag in launch_only {
-            assert!(run.remove(flag).is_some(), "{kernel}: overlap run has {flag}");
+            assert!(
+                run.remove(flag).is_some(),
+                "{kernel}: overlap run has {flag}"
+            );
         }
         assert!(bin.remove("--trace-dir").is_some(), "{kernel}: --trace-dir");
-        assert!(run.len() >= 3, "{kernel}: options found in the help: {run:?}");
+        assert!(
+            run.len() >= 3,
+            "{kernel}: options found in the help: {run:?}"
+        );
         assert_eq!(run, bin, "{kernel}: overlap run vs overlap-kernels");
         // Hidden testing aids stay hidden.
         assert!(!run.contains_key("--kill-rank") && !run.contains_key("--fault-rank"));
@@ -102,7 +117,16 @@ fn without_out_the_trace_goes_to_traces_named_after_the_kernel_and_variant() {
     let run = |extra: &[&str]| {
         let output = Command::new(overlap_bin())
             .current_dir(dir.path())
-            .args(["run", "false-overlap", "-n", "2", "--iters", "2", "--size", "512"])
+            .args([
+                "run",
+                "false-overlap",
+                "-n",
+                "2",
+                "--iters",
+                "2",
+                "--size",
+                "512",
+            ])
             .args(["--compute", "20"])
             .args(extra)
             .env("OVERLAP_KERNELS", kernels_bin())
@@ -129,5 +153,7 @@ fn without_out_the_trace_goes_to_traces_named_after_the_kernel_and_variant() {
 fn a_given_out_in_a_missing_directory_is_an_error() {
     let r = overlap(&["run", "sync", "-n", "2", "--out", "/nonexistent/dir/s.json"]);
     assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
-    r.assert_stderr_has("--out /nonexistent/dir/s.json: the directory /nonexistent/dir does not exist");
+    r.assert_stderr_has(
+        "--out /nonexistent/dir/s.json: the directory /nonexistent/dir does not exist",
+    );
 }

@@ -67,7 +67,11 @@ fn start_trace(dir: &Path, out: &Path, extra: &[&str], launch: &[&str]) -> Child
 
 fn output(dir: &Path) -> String {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
-    format!("--- stdout\n{}\n--- stderr\n{}", read("stdout"), read("stderr"))
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        read("stdout"),
+        read("stderr")
+    )
 }
 
 /// Waits for `child` to end, killing it (and failing) after `limit`.
@@ -98,8 +102,7 @@ fn send(child: &Child, signal: i32) {
 /// True once both ranks' files hold more than their header: calls were flushed.
 fn ranks_recorded(ranks_dir: &Path) -> bool {
     (0..2).all(|r| {
-        std::fs::metadata(ranks_dir.join(format!("rank-{r}.ovlp")))
-            .is_ok_and(|m| m.len() > 8192)
+        std::fs::metadata(ranks_dir.join(format!("rank-{r}.ovlp"))).is_ok_and(|m| m.len() > 8192)
     })
 }
 
@@ -116,7 +119,10 @@ fn stopped_by(signal: i32, name: &str) {
     let recorded = eventually(Duration::from_secs(60), || ranks_recorded(&ranks_dir));
     if !recorded {
         send(&child, libc::SIGKILL);
-        panic!("the ranks recorded nothing in 60 s:\n{}", output(dir.path()));
+        panic!(
+            "the ranks recorded nothing in 60 s:\n{}",
+            output(dir.path())
+        );
     }
     send(&child, signal);
     let status = wait_for(&mut child, Duration::from_secs(60), dir.path());
@@ -133,11 +139,12 @@ fn stopped_by(signal: i32, name: &str) {
         "SIGTERM"
     };
     assert!(
-        text.contains(&format!("interrupted by {signal_name}: the run was stopped"))
-            && text.contains(&format!(
-                "what the ranks recorded is merged in {}",
-                out.display()
-            )),
+        text.contains(&format!(
+            "interrupted by {signal_name}: the run was stopped"
+        )) && text.contains(&format!(
+            "what the ranks recorded is merged in {}",
+            out.display()
+        )),
         "{text}"
     );
     let trace = read_merged(&out).expect("the merged trace reads back");
@@ -145,7 +152,10 @@ fn stopped_by(signal: i32, name: &str) {
     assert_eq!(calls.len(), 2, "both ranks merged:\n{text}");
     for (rank, per) in &calls {
         let allreduces = per.get(&Op::Allreduce).copied().unwrap_or(0);
-        assert!(allreduces > 0, "rank {rank} kept its Allreduce calls:\n{text}");
+        assert!(
+            allreduces > 0,
+            "rank {rank} kept its Allreduce calls:\n{text}"
+        );
     }
 }
 
@@ -228,7 +238,12 @@ fn a_reused_trace_directory_loses_only_the_old_rank_files_and_markers() {
     let out = dir.path().join("again.json");
     let ranks_dir = out.with_extension("ranks");
     std::fs::create_dir(&ranks_dir).expect("ranks dir");
-    for stale in ["rank-0.ovlp", "rank-1.json", "rank-0.dump", "rank-1.dump.tmp"] {
+    for stale in [
+        "rank-0.ovlp",
+        "rank-1.json",
+        "rank-0.dump",
+        "rank-1.dump.tmp",
+    ] {
         std::fs::write(ranks_dir.join(stale), "stalled 1\n").expect("stale file");
     }
     std::fs::write(ranks_dir.join("notes.txt"), "mine").expect("user file");
