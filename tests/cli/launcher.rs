@@ -302,3 +302,44 @@ fn a_deadlocked_run_is_stopped_as_hung() {
         assert_eq!(per.get(&Op::Barrier), Some(&10), "rank {rank}:\n{text}");
     }
 }
+
+/// `overlap run` owns its run as `overlap trace` does: SIGTERM stops the kernels binary
+/// on every rank (told apart by the trace directory on its command line), and what they
+/// recorded is merged.
+#[test]
+fn sigterm_stops_a_kernel_run_and_merges_it() {
+    let _guard = mpi_lock();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("endless.json");
+    let ranks_dir = out.with_extension("ranks");
+    let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("output file");
+    let mut child = Command::new(overlap_bin())
+        .args(["run", "false-overlap", "-n", "2", "--size", "512", "--ratio", "4"])
+        .args(["--compute", "200", "--iters", "100000000", "--out"])
+        .arg(&out)
+        .env("OVERLAP_KERNELS", crate::util::kernels_bin())
+        .stdin(Stdio::null())
+        .stdout(file("stdout"))
+        .stderr(file("stderr"))
+        .spawn()
+        .expect("overlap starts");
+    let recorded = eventually(Duration::from_secs(60), || ranks_recorded(&ranks_dir));
+    if !recorded {
+        send(&child, libc::SIGKILL);
+        panic!("the ranks recorded nothing in 60 s:\n{}", output(dir.path()));
+    }
+    send(&child, libc::SIGTERM);
+    let status = wait_for(&mut child, Duration::from_secs(60), dir.path());
+    let text = output(dir.path());
+    assert_eq!(status.code(), Some(143), "{text}");
+    let ranks_arg = ranks_dir.to_str().expect("utf-8 temp path");
+    assert!(
+        eventually(Duration::from_secs(10), || !running(ranks_arg)),
+        "ranks of the run are left:\n{text}"
+    );
+    assert!(text.contains("interrupted by SIGTERM: the run was stopped"), "{text}");
+    let trace = read_merged(&out).expect("the merged trace reads back");
+    for (rank, per) in counts(&trace) {
+        assert!(per.get(&Op::Isend).copied().unwrap_or(0) > 0, "rank {rank}:\n{text}");
+    }
+}
