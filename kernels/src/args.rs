@@ -12,7 +12,7 @@ use clap::builder::PossibleValue;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, Command, FromArgMatches, Subcommand};
 
-use crate::{false_overlap, halo3d, pingpong, sync, toeplitz};
+use crate::options::{false_overlap, halo3d, pingpong, sync, toeplitz};
 
 /// What an empty command line parses to: the defaults, as the options define them.
 ///
@@ -336,7 +336,7 @@ mod tests {
         assert_eq!(s.stability.min_samples, 5);
         let h: halo3d::Options = defaults();
         assert_eq!(h.sizes, [8, 16, 32, 64, 128]);
-        assert_eq!(h.stability, crate::stats::Stability::default());
+        assert_eq!(h.stability, crate::options::Stability::default());
     }
 
     #[test]

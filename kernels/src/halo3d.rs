@@ -28,28 +28,7 @@ use crate::{Kernel, KernelContext, KernelError};
 /// Tags `TAG_BASE + direction`, direction `2 * dim + (0: down, 1: up)`.
 const TAG_BASE: i32 = 300;
 
-/// Options of the halo kernel.
-#[derive(Clone, Debug, PartialEq, clap::Args)]
-#[non_exhaustive]
-pub struct Options {
-    /// Local block edges to measure, cells per side (without the halo), comma-separated.
-    #[arg(
-        long,
-        value_name = "EDGES",
-        value_delimiter = ',',
-        default_value = "8,16,32,64,128"
-    )]
-    pub sizes: Vec<usize>,
-    /// When a figure is stable.
-    #[command(flatten)]
-    pub stability: Stability,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        crate::args::defaults()
-    }
-}
+pub use crate::options::halo3d::Options;
 
 impl Options {
     /// Why these options cannot run, naming the option.

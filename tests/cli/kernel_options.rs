@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
-use overlap_kernels::{false_overlap, halo3d, pingpong, sync, toeplitz};
+use overlap_kernels::options::{false_overlap, halo3d, pingpong, sync, toeplitz};
 
 use crate::util::{kernels_bin, mpi_lock, overlap, overlap_bin};
 

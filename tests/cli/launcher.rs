@@ -314,7 +314,16 @@ fn sigterm_stops_a_kernel_run_and_merges_it() {
     let ranks_dir = out.with_extension("ranks");
     let file = |name: &str| std::fs::File::create(dir.path().join(name)).expect("output file");
     let mut child = Command::new(overlap_bin())
-        .args(["run", "false-overlap", "-n", "2", "--size", "512", "--ratio", "4"])
+        .args([
+            "run",
+            "false-overlap",
+            "-n",
+            "2",
+            "--size",
+            "512",
+            "--ratio",
+            "4",
+        ])
         .args(["--compute", "200", "--iters", "100000000", "--out"])
         .arg(&out)
         .env("OVERLAP_KERNELS", crate::util::kernels_bin())
@@ -326,7 +335,10 @@ fn sigterm_stops_a_kernel_run_and_merges_it() {
     let recorded = eventually(Duration::from_secs(60), || ranks_recorded(&ranks_dir));
     if !recorded {
         send(&child, libc::SIGKILL);
-        panic!("the ranks recorded nothing in 60 s:\n{}", output(dir.path()));
+        panic!(
+            "the ranks recorded nothing in 60 s:\n{}",
+            output(dir.path())
+        );
     }
     send(&child, libc::SIGTERM);
     let status = wait_for(&mut child, Duration::from_secs(60), dir.path());
@@ -337,9 +349,15 @@ fn sigterm_stops_a_kernel_run_and_merges_it() {
         eventually(Duration::from_secs(10), || !running(ranks_arg)),
         "ranks of the run are left:\n{text}"
     );
-    assert!(text.contains("interrupted by SIGTERM: the run was stopped"), "{text}");
+    assert!(
+        text.contains("interrupted by SIGTERM: the run was stopped"),
+        "{text}"
+    );
     let trace = read_merged(&out).expect("the merged trace reads back");
     for (rank, per) in counts(&trace) {
-        assert!(per.get(&Op::Isend).copied().unwrap_or(0) > 0, "rank {rank}:\n{text}");
+        assert!(
+            per.get(&Op::Isend).copied().unwrap_or(0) > 0,
+            "rank {rank}:\n{text}"
+        );
     }
 }
