@@ -60,20 +60,33 @@ pub fn signal_name(signal: i32) -> String {
     }
 }
 
+/// The signals that stop a run.
+const STOP_SIGNALS: [i32; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
 /// From now on SIGINT, SIGTERM and SIGHUP are noted instead of ending `overlap`.
 fn catch_stop_signals() -> Result<()> {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+    set_stop_signals(on_signal as extern "C" fn(libc::c_int) as usize)
+}
+
+/// Once the run is over, SIGINT, SIGTERM and SIGHUP end `overlap` again (a second
+/// Ctrl-C during the merge of a stopped run ends it at once).
+fn release_stop_signals() -> Result<()> {
+    set_stop_signals(libc::SIG_DFL)
+}
+
+fn set_stop_signals(handler: libc::sighandler_t) -> Result<()> {
+    for signal in STOP_SIGNALS {
         // SAFETY: a zeroed sigaction is valid; the handler only touches atomics.
         let rc = unsafe {
             let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+            action.sa_sigaction = handler;
             action.sa_flags = libc::SA_RESTART;
             libc::sigemptyset(&mut action.sa_mask);
             libc::sigaction(signal, &action, std::ptr::null_mut())
         };
         if rc != 0 {
             return Err(std::io::Error::last_os_error())
-                .with_context(|| format!("catching {}", signal_name(signal)));
+                .with_context(|| format!("setting how {} is handled", signal_name(signal)));
         }
     }
     Ok(())
@@ -270,6 +283,12 @@ fn signal_run(child: &Child, signal: i32) {
 /// Waits for the run until it ends by itself, `overlap` is told to stop, or it hangs;
 /// then stops it (what is left of it) and says how it ended.
 pub fn supervise(child: &mut Child, watch: &Watch) -> Result<Ending> {
+    let ending = watch_run(child, watch);
+    release_stop_signals()?;
+    ending
+}
+
+fn watch_run(child: &mut Child, watch: &Watch) -> Result<Ending> {
     loop {
         if let Some(status) = child.try_wait().context("waiting for the launcher")? {
             // Processes of the run that outlived the launcher are stopped too.
