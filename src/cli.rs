@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -16,6 +17,7 @@ use overlap_instrument::schema::Nanos;
 
 use crate::output::{out, outln, say, sayln};
 use crate::run::RunArgs;
+use crate::supervise::Ending;
 
 /// Record, merge and analyze what MPI non-blocking communication really does.
 #[derive(Debug, Parser)]
@@ -163,6 +165,11 @@ struct TraceArgs {
     /// The preload library (default: liboverlap_preload.so beside this binary).
     #[arg(long, env = "OVERLAP_PRELOAD")]
     preload: Option<PathBuf>,
+    /// Stop the run when no MPI call completed on any rank for SECS seconds (each rank
+    /// then records the calls it is inside): exit status 124. SIGINT, SIGTERM or SIGHUP
+    /// also stop the run, merged all the same: exit status 128 + the signal.
+    #[arg(long, value_name = "SECS", value_parser = crate::supervise::parse_hang_timeout)]
+    hang_timeout: Option<Duration>,
     /// The launch command, after `--`: `mpiexec -n 4 ./app`, `srun -n 4 ./app`,
     /// `mpirun -n 4 ./app` (Open MPI: the environment is exported with -x for you).
     #[arg(last = true, required = true, value_name = "LAUNCH")]
@@ -253,23 +260,51 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     let preload = crate::trace::find_preload(a.preload.as_deref())?;
     let ranks_dir = ranks_dir_for(&a.out);
     crate::launch::clear_trace_dir(&ranks_dir)?;
-    let status = crate::trace::run_traced(&a.command, &preload, &ranks_dir)?;
+    let ending = crate::trace::run_traced(&a.command, &preload, &ranks_dir, a.hang_timeout)?;
     let command = a.command.join(" ");
-    let merged = merge_dir(&ranks_dir).with_context(|| {
-        format!(
-            "`{command}` ({status}) left no readable trace in {}: was it an MPI program \
-             built against the MPI overlap was built with? (Fortran programs using the \
-             mpi_f08 module, and programs that start MPI only through MPI_Session_init, \
-             are not traced: see docs/preload.md)",
-            ranks_dir.display()
-        )
-    })?;
+    let merged = match merge_dir(&ranks_dir) {
+        Ok(m) => m,
+        Err(e) => match &ending {
+            Ending::Finished(status) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "`{command}` ({status}) left no readable trace in {}: was it an MPI \
+                         program built against the MPI overlap was built with? (Fortran \
+                         programs using the mpi_f08 module, and programs that start MPI only \
+                         through MPI_Session_init, are not traced: see docs/preload.md)",
+                        ranks_dir.display()
+                    )
+                })
+            }
+            _ => {
+                sayln!(
+                    "overlap: {}; no rank had recorded anything readable in {}: {e:#}",
+                    stopped(&ending),
+                    ranks_dir.display()
+                );
+                return Ok(ExitCode::from(ending.stopped_exit_code().unwrap_or(1)));
+            }
+        },
+    };
     let (trace, line) = report_merge(&merged, &ranks_dir, &a.out)?;
     sayln!("{line}");
     say!("{}", summarize(&trace).to_table());
     if let Some(note) = crate::trace::unrecorded_note(&merged.merged.info.params) {
         sayln!("{note}");
     }
+    // Integration (helper "hang"): for a hung run, print the analyzer's hang report
+    // (report.hang's text section) here.
+    let status = match ending {
+        Ending::Finished(status) => status,
+        _ => {
+            sayln!(
+                "overlap: {}; what the ranks recorded is merged in {}",
+                stopped(&ending),
+                a.out.display()
+            );
+            return Ok(ExitCode::from(ending.stopped_exit_code().unwrap_or(1)));
+        }
+    };
     if status.success() {
         sayln!("analyze it with `overlap analyze {}`", a.out.display());
         return Ok(ExitCode::SUCCESS);
@@ -283,6 +318,20 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         .and_then(|c| u8::try_from(c).ok())
         .filter(|c| *c != 0);
     Ok(ExitCode::from(code.unwrap_or(1)))
+}
+
+/// How a run that `overlap` stopped ended, for the user.
+pub(crate) fn stopped(ending: &Ending) -> String {
+    match ending {
+        Ending::Finished(status) => format!("the run ended ({status})"),
+        Ending::Interrupted { signal, status } => format!(
+            "interrupted by {}: the run was stopped (the launcher ended with {status})",
+            crate::supervise::signal_name(*signal)
+        ),
+        Ending::Hung { status } => {
+            format!("the run was hung: it was stopped (the launcher ended with {status})")
+        }
+    }
 }
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {

@@ -15,6 +15,7 @@ mod launch;
 mod progress;
 mod run;
 mod selftrace;
+mod supervise;
 mod trace;
 
 use std::process::ExitCode;

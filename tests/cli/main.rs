@@ -6,6 +6,8 @@ mod crash;
 mod failures;
 mod gate;
 mod identity;
+mod kernel_options;
+mod launcher;
 mod merge;
 mod microbench;
 mod preload_calls;
