@@ -154,6 +154,6 @@ fn a_given_out_in_a_missing_directory_is_an_error() {
     let r = overlap(&["run", "sync", "-n", "2", "--out", "/nonexistent/dir/s.json"]);
     assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
     r.assert_stderr_has(
-        "--out /nonexistent/dir/s.json: the directory /nonexistent/dir does not exist",
+        "cannot write /nonexistent/dir/s.json: the directory /nonexistent/dir does not exist",
     );
 }
