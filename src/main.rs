@@ -4,8 +4,9 @@
 //! Exit codes: 0 success; 1 a failed command (a failed MPI run, unusable input to
 //! `analyze`, `merge`, `diff`, `baseline`), or a regression for `check`; 2 `check`'s
 //! unusable input and any output that could not be written in full (stdout on a full
-//! disk); `trace` passes the program's own non-zero exit code on. A closed stdout pipe
-//! (`overlap analyze | head`) is not an error.
+//! disk); `trace` passes the program's own non-zero exit code on; `trace` and `run`
+//! exit 128 + the signal when stopped by one, 124 when stopped as hung. A closed stdout
+//! pipe (`overlap analyze | head`) is not an error.
 
 mod output;
 
