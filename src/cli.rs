@@ -2,9 +2,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
+use overlap_analyzer::import::Loaded;
 use overlap_analyzer::merge::{merge_dir, write_merged, MergeOutcome};
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
 use overlap_analyzer::model::Trace;
@@ -13,7 +15,9 @@ use overlap_analyzer::summary::summarize;
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
+use crate::output::{out, outln, say, sayln};
 use crate::run::RunArgs;
+use crate::supervise::Ending;
 
 /// Record, merge and analyze what MPI non-blocking communication really does.
 #[derive(Debug, Parser)]
@@ -38,49 +42,74 @@ enum Command {
     /// Save the gated metrics of a trace as a baseline for `overlap check`.
     Baseline(BaselineArgs),
     /// Check a trace against a baseline: exit 0 within tolerance, 1 on regression,
-    /// 2 on unusable input.
+    /// 2 when the check cannot be trusted (see `overlap check --help`).
     Check(CheckArgs),
 }
 
 #[derive(Debug, Args)]
-struct DiffArgs {
+pub(crate) struct DiffArgs {
     /// The first trace (merged file or directory of per-rank files).
-    a: PathBuf,
+    pub(crate) a: PathBuf,
     /// The second trace.
-    b: PathBuf,
+    pub(crate) b: PathBuf,
     /// Print the rows as JSON.
     #[arg(long)]
-    json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    analysis: AnalysisArgs,
+    pub(crate) analysis: AnalysisArgs,
 }
 
 #[derive(Debug, Args)]
-struct BaselineArgs {
-    /// The trace (merged file or directory of per-rank files).
-    trace: PathBuf,
+pub(crate) struct BaselineArgs {
+    /// The trace (merged file or directory of per-rank files). It must be complete.
+    pub(crate) trace: PathBuf,
     /// The baseline file to write.
     #[arg(long)]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
+    /// How far a metric may move the wrong way, in percent of its baseline value, kept
+    /// in the baseline for `overlap check`. A tolerance that would let a metric never fail
+    /// is refused.
+    #[arg(long, value_name = "PCT", default_value_t = overlap_analyzer::check::DEFAULT_TOLERANCE_PCT)]
+    pub(crate) tolerance: f64,
     #[command(flatten)]
-    analysis: AnalysisArgs,
+    pub(crate) analysis: AnalysisArgs,
 }
 
+/// Exit status of `overlap check`.
+const CHECK_EXIT_CODES: &str = "\
+Exit status:
+  0  every gated metric was compared and is within tolerance
+  1  at least one metric regressed beyond the tolerance (and nothing below applies)
+  2  the check cannot be trusted: the trace is incomplete (a rank missing, cut short
+     or unreadable, a merged file cut or damaged, no events); it covers another
+     program, other parameters, other ranks or other work than the baseline (unless
+     --allow-different); a gated metric has no figure now; the baseline is unreadable,
+     of another version, has no metrics, or a tolerance could never fail
+
+See docs/metrics.md, \"Regression gates\".";
+
 #[derive(Debug, Args)]
-struct CheckArgs {
+#[command(after_long_help = CHECK_EXIT_CODES)]
+pub(crate) struct CheckArgs {
     /// The trace to check (merged file or directory of per-rank files).
-    trace: PathBuf,
+    pub(crate) trace: PathBuf,
     /// The baseline (from `overlap baseline`).
     #[arg(long)]
-    baseline: PathBuf,
-    /// How far a metric may move the wrong way, in percent of its baseline value.
-    #[arg(long, default_value_t = 5.0)]
-    tolerance: f64,
+    pub(crate) baseline: PathBuf,
+    /// How far a metric may move the wrong way, in percent of its baseline value
+    /// (default: the tolerance the baseline was made for).
+    #[arg(long, value_name = "PCT")]
+    pub(crate) tolerance: Option<f64>,
+    /// Compare a trace of another program, other parameters, other ranks or other work
+    /// than the baseline's, with a warning (counts then compared per 1000 MPI calls)
+    /// instead of refusing it (exit 2).
+    #[arg(long)]
+    pub(crate) allow_different: bool,
     /// Also write the result as JUnit XML.
     #[arg(long)]
-    junit: Option<PathBuf>,
+    pub(crate) junit: Option<PathBuf>,
     #[command(flatten)]
-    analysis: AnalysisArgs,
+    pub(crate) analysis: AnalysisArgs,
 }
 
 #[derive(Debug, Args)]
@@ -105,7 +134,7 @@ struct AnalyzeArgs {
 
 /// Thresholds of the analysis.
 #[derive(Debug, Args)]
-struct AnalysisArgs {
+pub(crate) struct AnalysisArgs {
     /// Instances listed per wait state, and worst requests.
     #[arg(long, default_value_t = 5)]
     worst: usize,
@@ -116,7 +145,7 @@ struct AnalysisArgs {
 }
 
 impl AnalysisArgs {
-    fn options(&self) -> Result<Options> {
+    pub(crate) fn options(&self) -> Result<Options> {
         if !(self.min_wait_us >= 0.0 && self.min_wait_us.is_finite()) {
             bail!("--min-wait-us must be a non-negative number");
         }
@@ -136,6 +165,11 @@ struct TraceArgs {
     /// The preload library (default: liboverlap_preload.so beside this binary).
     #[arg(long, env = "OVERLAP_PRELOAD")]
     preload: Option<PathBuf>,
+    /// Stop the run when no MPI call completed on any rank for SECS seconds (each rank
+    /// then records the calls it is inside): exit status 124. SIGINT, SIGTERM or SIGHUP
+    /// also stop the run, merged all the same: exit status 128 + the signal.
+    #[arg(long, value_name = "SECS", value_parser = crate::supervise::parse_hang_timeout)]
+    hang_timeout: Option<Duration>,
     /// The launch command, after `--`: `mpiexec -n 4 ./app`, `srun -n 4 ./app`,
     /// `mpirun -n 4 ./app` (Open MPI: the environment is exported with -x for you).
     #[arg(last = true, required = true, value_name = "LAUNCH")]
@@ -161,9 +195,9 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trace(a) => trace(a),
         Command::Merge(a) => merge(a),
         Command::Analyze(a) => analyze(a),
-        Command::Diff(a) => diff(a),
-        Command::Baseline(a) => make_baseline(a),
-        Command::Check(a) => check(a),
+        Command::Diff(a) => crate::gate::diff(a),
+        Command::Baseline(a) => crate::gate::baseline(a),
+        Command::Check(a) => crate::gate::check(a),
     }
 }
 
@@ -178,22 +212,28 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
         .with_context(|| format!("writing the merged trace {}", out.display()))?;
     let info = &m.merged.info;
     for u in &m.unreadable {
-        eprintln!("warning: {}: skipped: {}", u.path.display(), u.reason);
+        sayln!("warning: {}: skipped: {}", u.path.display(), u.reason);
     }
     for r in &info.missing_ranks {
-        eprintln!(
+        sayln!(
             "warning: rank {r}: no trace file in {} (the rank never started recording)",
             dir.display()
         );
     }
     for inc in &info.incomplete {
-        eprintln!(
+        sayln!(
             "warning: rank {}: trace cut short ({} events kept from {}): {}",
-            inc.rank, inc.events_read, inc.file, inc.reason
+            inc.rank,
+            inc.events_read,
+            inc.file,
+            inc.reason
         );
     }
+    for w in overlap_analyzer::merge::warnings(info) {
+        sayln!("warning: {w}");
+    }
     if !info.clock_suspect.is_empty() {
-        eprintln!(
+        sayln!(
             "warning: {} message(s) complete before they were sent once clocks are aligned; \
              flagged as clock-suspect",
             info.clock_suspect.len()
@@ -215,31 +255,61 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
 }
 
 fn trace(a: TraceArgs) -> Result<ExitCode> {
+    // A mistyped --out is told now, not after the run.
+    overlap_analyzer::output::check_output(&a.out)?;
     let preload = crate::trace::find_preload(a.preload.as_deref())?;
     let ranks_dir = ranks_dir_for(&a.out);
     crate::launch::clear_trace_dir(&ranks_dir)?;
-    let status = crate::trace::run_traced(&a.command, &preload, &ranks_dir)?;
+    let ending = crate::trace::run_traced(&a.command, &preload, &ranks_dir, a.hang_timeout)?;
     let command = a.command.join(" ");
-    let merged = merge_dir(&ranks_dir).with_context(|| {
-        format!(
-            "`{command}` ({status}) left no readable trace in {}: was it an MPI program \
-             built against the MPI overlap was built with? (Fortran programs using the \
-             mpi_f08 module, and programs that start MPI only through MPI_Session_init, \
-             are not traced: see docs/preload.md)",
-            ranks_dir.display()
-        )
-    })?;
+    let merged = match merge_dir(&ranks_dir) {
+        Ok(m) => m,
+        Err(e) => match &ending {
+            Ending::Finished(status) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "`{command}` ({status}) left no readable trace in {}: was it an MPI \
+                         program built against the MPI overlap was built with? (Fortran \
+                         programs using the mpi_f08 module, and programs that start MPI only \
+                         through MPI_Session_init, are not traced: see docs/preload.md)",
+                        ranks_dir.display()
+                    )
+                })
+            }
+            _ => {
+                sayln!(
+                    "overlap: {}; no rank had recorded anything readable in {}: {e:#}",
+                    stopped(&ending),
+                    ranks_dir.display()
+                );
+                return Ok(ExitCode::from(ending.stopped_exit_code().unwrap_or(1)));
+            }
+        },
+    };
     let (trace, line) = report_merge(&merged, &ranks_dir, &a.out)?;
-    eprintln!("{line}");
-    eprint!("{}", summarize(&trace).to_table());
+    sayln!("{line}");
+    say!("{}", summarize(&trace).to_table());
     if let Some(note) = crate::trace::unrecorded_note(&merged.merged.info.params) {
-        eprintln!("{note}");
+        sayln!("{note}");
     }
+    // Integration (helper "hang"): for a hung run, print the analyzer's hang report
+    // (report.hang's text section) here.
+    let status = match ending {
+        Ending::Finished(status) => status,
+        _ => {
+            sayln!(
+                "overlap: {}; what the ranks recorded is merged in {}",
+                stopped(&ending),
+                a.out.display()
+            );
+            return Ok(ExitCode::from(ending.stopped_exit_code().unwrap_or(1)));
+        }
+    };
     if status.success() {
-        eprintln!("analyze it with `overlap analyze {}`", a.out.display());
+        sayln!("analyze it with `overlap analyze {}`", a.out.display());
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!(
+    sayln!(
         "overlap: `{command}` failed ({status}); what the ranks recorded is merged in {}",
         a.out.display()
     );
@@ -250,11 +320,26 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(code.unwrap_or(1)))
 }
 
+/// How a run that `overlap` stopped ended, for the user.
+pub(crate) fn stopped(ending: &Ending) -> String {
+    match ending {
+        Ending::Finished(status) => format!("the run ended ({status})"),
+        Ending::Interrupted { signal, status } => format!(
+            "interrupted by {}: the run was stopped (the launcher ended with {status})",
+            crate::supervise::signal_name(*signal)
+        ),
+        Ending::Hung { status } => {
+            format!("the run was hung: it was stopped (the launcher ended with {status})")
+        }
+    }
+}
+
 fn merge(a: MergeArgs) -> Result<ExitCode> {
+    overlap_analyzer::output::check_output(&a.out)?;
     let m = merge_dir(&a.dir)?;
     let (trace, line) = report_merge(&m, &a.dir, &a.out)?;
-    println!("{line}");
-    print!("{}", summarize(&trace).to_table());
+    outln!("{line}");
+    out!("{}", summarize(&trace).to_table());
     let info = &m.merged.info;
     let problems = m.unreadable.len() + info.missing_ranks.len() + info.incomplete.len();
     if a.strict && problems > 0 {
@@ -263,23 +348,42 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads a trace for analysis, with a progress bar on stderr when it takes a while,
-/// and prints what could not be used.
-fn load_trace(path: &Path) -> Result<Trace> {
+/// Loads a trace, with a progress bar on stderr when it takes a while.
+pub(crate) fn load(path: &Path) -> Result<Loaded> {
     let mut bar = crate::progress::Bar::new(&format!("reading {}", path.display()));
     let loaded = overlap_analyzer::import::load(path, &mut |done, total| bar.update(done, total));
     bar.finish();
-    let loaded = loaded?;
+    Ok(loaded?)
+}
+
+/// Loads a trace for analysis and prints what could not be used.
+pub(crate) fn load_trace(path: &Path) -> Result<Trace> {
+    let loaded = load(path)?;
     for u in &loaded.unreadable {
-        eprintln!("warning: {}: skipped: {}", u.path.display(), u.reason);
+        sayln!("warning: {}: skipped: {}", u.path.display(), u.reason);
     }
     for p in &loaded.problems {
-        eprintln!("warning: {}: {p}", path.display());
+        sayln!("warning: {}: {p}", path.display());
+    }
+    for n in &loaded.notes {
+        sayln!("warning: {n}");
+    }
+    for w in overlap_analyzer::merge::warnings(&loaded.trace.info) {
+        sayln!("warning: {w}");
     }
     for inc in &loaded.trace.info.incomplete {
-        eprintln!(
+        sayln!(
             "warning: rank {}: trace cut short ({} events kept from {}): {}",
-            inc.rank, inc.events_read, inc.file, inc.reason
+            inc.rank,
+            inc.events_read,
+            inc.file,
+            inc.reason
+        );
+    }
+    for r in &loaded.trace.info.missing_ranks {
+        sayln!(
+            "warning: rank {r}: none of its events is in {}",
+            path.display()
         );
     }
     Ok(loaded.trace)
@@ -289,14 +393,14 @@ fn load_trace(path: &Path) -> Result<Trace> {
 pub(crate) fn style() -> Style {
     use std::io::IsTerminal;
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    Style {
-        color: !no_color && std::io::stdout().is_terminal(),
-    }
+    let color = !no_color && std::io::stdout().is_terminal();
+    crate::output::allow_color(color);
+    Style { color }
 }
 
 fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     let opts = a.analysis.options()?;
-    let _guard = match &a.self_trace {
+    let self_trace = match &a.self_trace {
         Some(file) => Some(crate::selftrace::start(file)?),
         None => None,
     };
@@ -305,9 +409,9 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     {
         let _s = tracing::info_span!("report").entered();
         if a.json {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            outln!("{}", serde_json::to_string_pretty(&report)?);
         } else {
-            print!("{}", render(&report, style()));
+            out!("{}", render(&report, style()));
         }
     }
     if a.csv.is_some() || a.parquet.is_some() {
@@ -318,114 +422,12 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         ] {
             if let Some(dir) = dir {
                 let files = write_tables(&mut t, dir, format)?;
-                eprintln!("wrote {} tables to {}", files.len(), dir.display());
+                sayln!("wrote {} tables to {}", files.len(), dir.display());
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn report_of(path: &Path, analysis: &AnalysisArgs) -> Result<overlap_analyzer::metrics::Report> {
-    let opts = analysis.options()?;
-    let trace = load_trace(path)?;
-    Ok(analyze_trace(&trace, &opts).0)
-}
-
-fn diff(a: DiffArgs) -> Result<ExitCode> {
-    let ra = report_of(&a.a, &a.analysis)?;
-    let rb = report_of(&a.b, &a.analysis)?;
-    let rows = overlap_analyzer::check::diff(&ra, &rb);
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        print!(
-            "{}",
-            overlap_analyzer::check::diff_table(&rows, &label(&a.a), &label(&a.b))
-        );
+    if let Some(guard) = self_trace {
+        guard.finish()?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn make_baseline(a: BaselineArgs) -> Result<ExitCode> {
-    let r = report_of(&a.trace, &a.analysis)?;
-    let b = overlap_analyzer::check::baseline(&r);
-    if let Some(dir) = a.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    }
-    let text = serde_json::to_string_pretty(&b)? + "\n";
-    std::fs::write(&a.out, text).with_context(|| format!("writing {}", a.out.display()))?;
-    println!(
-        "baseline of {} metrics written to {}",
-        b.metrics.len(),
-        a.out.display()
-    );
-    Ok(ExitCode::SUCCESS)
-}
-
-/// `overlap check`: exit 0 within tolerance, 1 on regression, 2 on unusable input.
-fn check(a: CheckArgs) -> Result<ExitCode> {
-    use overlap_analyzer::check::{compare, comparison_table, junit, read_baseline, Verdict};
-    let unusable = |e: anyhow::Error| {
-        eprintln!("overlap: error: {e:#}");
-        Ok(ExitCode::from(2))
-    };
-    if !(a.tolerance >= 0.0 && a.tolerance.is_finite()) {
-        return unusable(anyhow::anyhow!(
-            "--tolerance must be a non-negative percentage"
-        ));
-    }
-    let base = match read_baseline(&a.baseline) {
-        Ok(b) => b,
-        Err(e) => return unusable(e.into()),
-    };
-    let report = match report_of(&a.trace, &a.analysis) {
-        Ok(r) => r,
-        Err(e) => return unusable(e),
-    };
-    if report.run.program != base.program || report.run.params != base.params {
-        eprintln!(
-            "warning: the baseline was made from {} {}, this trace is {} {}",
-            base.program,
-            serde_json::to_string(&base.params)?,
-            report.run.program,
-            serde_json::to_string(&report.run.params)?
-        );
-    }
-    let rows = compare(&base, &report, a.tolerance);
-    print!("{}", comparison_table(&rows));
-    if let Some(path) = &a.junit {
-        let suite = format!("overlap check {}", a.trace.display());
-        if let Err(e) = std::fs::write(path, junit(&rows, &suite)) {
-            return unusable(anyhow::anyhow!("writing {}: {e}", path.display()));
-        }
-    }
-    let regressed: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.verdict == Verdict::Regressed)
-        .map(|r| r.name.as_str())
-        .collect();
-    if regressed.is_empty() {
-        println!(
-            "within tolerance ({}%) of {}",
-            a.tolerance,
-            a.baseline.display()
-        );
-        Ok(ExitCode::SUCCESS)
-    } else {
-        println!(
-            "{} metric(s) regressed beyond {}%: {}",
-            regressed.len(),
-            a.tolerance,
-            regressed.join(", ")
-        );
-        Ok(ExitCode::from(1))
-    }
-}
-
-/// A short name for a trace in a table header: its file name.
-fn label(path: &Path) -> String {
-    path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    )
 }

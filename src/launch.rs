@@ -1,12 +1,17 @@
 //! Launching a bundled kernel under `mpiexec`: finding the binaries, passing stdout
 //! through, echoing and keeping the ranks' error lines, and telling apart a clean run
-//! from a failed one.
+//! from a failed one (or from one `overlap` stopped: the launcher runs supervised, see
+//! `crate::supervise`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
+use overlap_analyzer::import::is_rank_file_name;
+
+use crate::supervise::{self, is_marker_file_name, Ending, Watch, HANG_TIMEOUT_ENV};
 
 /// What to launch.
 pub struct KernelLaunch {
@@ -14,8 +19,9 @@ pub struct KernelLaunch {
     pub kernels: Option<PathBuf>,
     pub ranks: u32,
     pub kernel: String,
-    pub kernel_args: Vec<String>,
+    pub kernel_args: Vec<std::ffi::OsString>,
     pub trace_dir: PathBuf,
+    pub hang_timeout: Option<Duration>,
 }
 
 /// A process the launcher reported as ended badly. MPICH's hydra prints
@@ -31,7 +37,7 @@ pub struct BadExit {
 
 /// How it ended.
 pub struct LaunchOutcome {
-    status: ExitStatus,
+    pub ending: Ending,
     rank_errors: Vec<String>,
     bad_exits: Vec<BadExit>,
     command: String,
@@ -41,13 +47,12 @@ impl LaunchOutcome {
     /// `None` when the run succeeded, else a message with the ranks' errors. `rank_of`
     /// maps an OS process id to its rank (from the trace headers).
     pub fn failure(&self, rank_of: impl Fn(u32) -> Option<u32>) -> Option<String> {
-        if self.status.success() {
-            return None;
-        }
-        let mut msg = format!(
-            "the kernel run failed ({})\n  command: {}",
-            self.status, self.command
-        );
+        let mut msg = match &self.ending {
+            Ending::Finished(status) if status.success() => return None,
+            Ending::Finished(status) => format!("the kernel run failed ({status})"),
+            stopped => crate::cli::stopped(stopped),
+        };
+        msg.push_str(&format!("\n  command: {}", self.command));
         for b in &self.bad_exits {
             let who =
                 rank_of(b.os_pid).map_or_else(|| "a process".to_string(), |r| format!("rank {r}"));
@@ -130,18 +135,32 @@ fn kernels_binary(given: Option<&Path>) -> Result<PathBuf> {
     Ok(p.to_path_buf())
 }
 
-/// Removes the per-rank files of an earlier run, so they cannot be merged by mistake.
+/// Removes the per-rank files (`rank-N.ovlp`, `rank-N.json`) and dump markers
+/// (`rank-N.dump` and their temporary files) of an earlier run, so they cannot be merged
+/// by mistake; nothing else. Creates the directory, not its parent: a missing parent
+/// directory is an error.
 pub fn clear_trace_dir(dir: &Path) -> Result<()> {
     if dir.is_dir() {
         for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-            let path = entry?.path();
-            if path.extension().is_some_and(|x| x == "json") {
-                std::fs::remove_file(&path)
-                    .with_context(|| format!("removing the old {}", path.display()))?;
+            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if is_rank_file_name(name) || is_marker_file_name(name) {
+                supervise::remove_if_present(&entry.path())?;
             }
         }
+        return Ok(());
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            bail!(
+                "the directory {} does not exist (it would hold {})",
+                parent.display(),
+                dir.display()
+            );
+        }
+    }
+    std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))
 }
 
 /// Runs `mpiexec -n RANKS overlap-kernels KERNEL ARGS --trace-dir DIR`.
@@ -160,12 +179,17 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let command = format!("{cmd:?}").replace('"', "");
-    let mut child = cmd.spawn().with_context(|| {
-        format!(
-            "starting {} (is MPI installed? run `make setup`, or set OVERLAP_MPIEXEC)",
+    match l.hang_timeout {
+        Some(t) => cmd.env(HANG_TIMEOUT_ENV, supervise::hang_timeout_ms(t)),
+        None => cmd.env_remove(HANG_TIMEOUT_ENV),
+    };
+    let mut child = supervise::spawn(
+        &mut cmd,
+        &format!(
+            "{} (is MPI installed? run `make setup`, or set OVERLAP_MPIEXEC)",
             l.mpiexec
-        )
-    })?;
+        ),
+    )?;
     let stdout = child.stdout.take().context("capturing the ranks' stdout")?;
     let stderr = child.stderr.take().context("capturing the ranks' stderr")?;
     // Pass both streams through as they come, keeping what tells how the run ended.
@@ -175,26 +199,39 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
             .lines()
             .map_while(std::result::Result::ok)
         {
-            println!("{line}");
+            crate::output::raw_stdout(&line);
             lines.push(line);
         }
         lines
     });
-    let mut rank_errors = Vec::new();
-    let mut err_lines = Vec::new();
-    for line in BufReader::new(stderr).lines() {
-        let line = line.context("reading the ranks' stderr")?;
-        eprintln!("{line}");
-        if line.contains("error") || line.contains("overlap-kernels:") {
-            rank_errors.push(line.clone());
+    let err_thread = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stderr)
+            .lines()
+            .map_while(std::result::Result::ok)
+        {
+            crate::output::raw_stderr(&line);
+            lines.push(line);
         }
-        err_lines.push(line);
-    }
+        lines
+    });
+    let ending = supervise::supervise(
+        &mut child,
+        &Watch {
+            trace_dir: &l.trace_dir,
+            hang_timeout: l.hang_timeout,
+        },
+    )?;
+    let err_lines = err_thread.join().unwrap_or_default();
+    let rank_errors = err_lines
+        .iter()
+        .filter(|line| line.contains("error") || line.contains("overlap-kernels:"))
+        .cloned()
+        .collect();
     let mut all_lines = out_thread.join().unwrap_or_default();
     all_lines.extend(err_lines);
-    let status = child.wait().context("waiting for mpiexec")?;
     Ok(LaunchOutcome {
-        status,
+        ending,
         rank_errors,
         bad_exits: parse_bad_exits(&all_lines),
         command,

@@ -1,24 +1,90 @@
 //! `overlap`: the command line. Thin glue over the library crates: argument parsing,
 //! launching `mpiexec`, and printing.
+//!
+//! Exit codes: 0 success; 1 a failed command (a failed MPI run, unusable input to
+//! `analyze`, `merge`, `diff`, `baseline`), or a regression for `check`; 2 `check`'s
+//! unusable input and any output that could not be written in full (stdout on a full
+//! disk); `trace` passes the program's own non-zero exit code on; `trace` and `run`
+//! exit 128 + the signal when stopped by one, 124 when stopped as hung. A closed stdout
+//! pipe (`overlap analyze | head`) is not an error.
+
+mod output;
 
 mod cli;
+mod gate;
 mod launch;
 mod progress;
 mod run;
 mod selftrace;
+mod supervise;
 mod trace;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
+use crate::output::sayln;
+
+/// The exit code of a command whose output could not be written.
+const OUTPUT_FAILED: u8 = 2;
+
 fn main() -> ExitCode {
+    ignore_file_size_signal();
     let cli = cli::Cli::parse();
-    match cli::run(cli) {
+    let code = match cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("overlap: error: {e:#}");
+            sayln!("overlap: error: {}", error_chain(&e));
             ExitCode::FAILURE
         }
+    };
+    match output::finish_stdout() {
+        None => code,
+        Some(e) => {
+            sayln!("overlap: error: writing to standard output: {e}");
+            ExitCode::from(OUTPUT_FAILED)
+        }
+    }
+}
+
+/// An error with its causes, each said once: a cause whose text its context already
+/// quotes (`reading x: No such file (os error 2)`) is not repeated.
+pub fn error_chain(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if text.contains(&s) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&s);
+    }
+    text
+}
+
+/// A file-size limit (`ulimit -f`) makes the kernel send SIGXFSZ, which would kill this
+/// process in the middle of a write: ignored, the write fails with "File too large" and
+/// is reported like any other write error, with nothing partial left.
+fn ignore_file_size_signal() {
+    // SAFETY: setting a signal's disposition to SIG_IGN at start-up, before any thread.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_io_cause_is_said_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::NotFound);
+        let shown = io.to_string();
+        let e = anyhow::Error::new(io).context(format!("reading x.json: {shown}"));
+        assert_eq!(error_chain(&e), format!("reading x.json: {shown}"));
+        let e = anyhow::anyhow!("inner").context("outer");
+        assert_eq!(error_chain(&e), "outer: inner");
     }
 }

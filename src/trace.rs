@@ -5,14 +5,20 @@
 //! `OVERLAP_TRACE_DIR` says where the ranks write. MPICH's `mpiexec` (hydra) and
 //! Slurm's `srun` pass the whole environment on; Open MPI's `mpirun` passes only what
 //! `-x` names, so for it the two `-x` options are added. Everything the program prints
-//! goes through untouched; what `overlap` says goes to stderr.
+//! goes through untouched; what `overlap` says goes to stderr. The launcher runs
+//! supervised (`crate::supervise`): stopping `overlap` stops the whole run, and what the
+//! ranks recorded is merged all the same.
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use overlap_instrument::schema::{ParamValue, Params, UNRECORDED_CALLS_PARAM};
+
+use crate::supervise::{self, Ending, Watch, HANG_TIMEOUT_ENV};
 
 /// The preload's file name, as cargo builds it.
 pub const PRELOAD_FILE: &str = "liboverlap_preload.so";
@@ -74,11 +80,13 @@ fn is_open_mpi_launcher(launcher: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// The launch command with what Open MPI needs to pass the preload on.
-pub fn with_open_mpi_exports(command: &[String]) -> Vec<String> {
-    let mut out = Vec::with_capacity(command.len() + 4);
+/// The launch command with what Open MPI needs to pass the preload on, and the hang
+/// timeout when there is one.
+pub fn with_open_mpi_exports(command: &[String], hang_timeout: bool) -> Vec<String> {
+    let mut out = Vec::with_capacity(command.len() + 6);
     out.push(command[0].clone());
-    for var in ["LD_PRELOAD", TRACE_DIR_ENV] {
+    let hang = hang_timeout.then_some(HANG_TIMEOUT_ENV);
+    for var in ["LD_PRELOAD", TRACE_DIR_ENV].into_iter().chain(hang) {
         out.push("-x".into());
         out.push(var.into());
     }
@@ -96,29 +104,54 @@ pub fn ld_preload(preload: &Path, existing: Option<OsString>) -> OsString {
     value
 }
 
-/// Runs `command` with the preload, the ranks writing into `dir`, stdio passed through.
-pub fn run_traced(command: &[String], preload: &Path, dir: &Path) -> Result<ExitStatus> {
+/// Runs `command` with the preload, the ranks writing into `dir`, stdio passed through,
+/// supervised until it ends, is stopped, or (with `hang_timeout`) hangs.
+pub fn run_traced(
+    command: &[String],
+    preload: &Path,
+    dir: &Path,
+    hang_timeout: Option<Duration>,
+) -> Result<Ending> {
     let Some(launcher) = command.first() else {
         bail!("nothing to run: give the launch command after `--`, e.g. `overlap trace -- mpiexec -n 4 ./app`");
     };
     let command = if is_open_mpi_launcher(launcher) {
-        with_open_mpi_exports(command)
+        with_open_mpi_exports(command, hang_timeout.is_some())
     } else {
         command.to_vec()
     };
     let dir = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
     let preload =
         std::path::absolute(preload).with_context(|| format!("resolving {}", preload.display()))?;
-    let status = Command::new(&command[0])
-        .args(&command[1..])
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..])
         .env(
             "LD_PRELOAD",
             ld_preload(&preload, std::env::var_os("LD_PRELOAD")),
         )
-        .env(TRACE_DIR_ENV, &dir)
-        .status()
-        .with_context(|| format!("starting {launcher}"))?;
-    Ok(status)
+        .env(TRACE_DIR_ENV, &dir);
+    match hang_timeout {
+        Some(t) => cmd.env(HANG_TIMEOUT_ENV, supervise::hang_timeout_ms(t)),
+        None => cmd.env_remove(HANG_TIMEOUT_ENV),
+    };
+    // The launcher has a process group of its own, which is not the terminal's
+    // foreground group: reading the terminal would stop it (SIGTTIN). So a terminal
+    // stdin is passed on through a pipe.
+    let terminal = std::io::stdin().is_terminal();
+    if terminal {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = supervise::spawn(&mut cmd, launcher)?;
+    if let Some(mut to_launcher) = child.stdin.take() {
+        std::thread::spawn(move || std::io::copy(&mut std::io::stdin().lock(), &mut to_launcher));
+    }
+    supervise::supervise(
+        &mut child,
+        &Watch {
+            trace_dir: &dir,
+            hang_timeout,
+        },
+    )
 }
 
 /// What to tell the user, once, about the MPI functions the program calls that overlap
@@ -176,13 +209,15 @@ mod tests {
             .map(|s| s.to_string())
             .collect();
         assert_eq!(
-            with_open_mpi_exports(&cmd),
+            with_open_mpi_exports(&cmd, true),
             [
                 "mpirun",
                 "-x",
                 "LD_PRELOAD",
                 "-x",
                 "OVERLAP_TRACE_DIR",
+                "-x",
+                "OVERLAP_HANG_TIMEOUT_MS",
                 "-n",
                 "4",
                 "./app",

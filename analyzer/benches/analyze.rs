@@ -188,6 +188,8 @@ fn header(rank: u32) -> Header {
         clock_domain: "bench-boot".into(),
         program: "generated".into(),
         params: Params::new(),
+        run_id: String::new(),
+        start_unix_ns: 0,
     }
 }
 
@@ -385,6 +387,12 @@ fn write_merged(path: &Path, iterations: u64) -> std::io::Result<u64> {
                 code_maps: None,
                 in_flight: None,
                 source_sites: Vec::new(),
+                events: {
+                    let mut n = 0u64;
+                    rank_events(rank, iterations, |_| n += 1);
+                    n
+                },
+                complete: true,
             })
             .collect(),
         max_clock_error_ns: 0,
@@ -394,6 +402,10 @@ fn write_merged(path: &Path, iterations: u64) -> std::io::Result<u64> {
         clock_suspect: Vec::new(),
         incomplete: Vec::new(),
         missing_ranks: Vec::new(),
+        run_id: String::new(),
+        start_unix_ns: 0,
+        clock_implausible: Vec::new(),
+        peers_out_of_range: Vec::new(),
     };
     let file = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
     let mut w = ObjectWriter::new(file, &info)?;

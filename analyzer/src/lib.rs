@@ -32,6 +32,7 @@ pub mod import;
 pub mod merge;
 pub mod metrics;
 pub mod model;
+pub use overlap_format::output;
 pub mod report;
 pub mod sites;
 pub mod summary;
@@ -100,6 +101,21 @@ pub enum Error {
     #[error("table: {reason}")]
     Table {
         /// Why.
+        reason: String,
+    },
+    /// An output file could not be written (nothing partial is left).
+    #[error(transparent)]
+    Output(#[from] overlap_format::output::OutputError),
+    /// An input is not a regular file, or cannot be looked at.
+    #[error(transparent)]
+    Input(#[from] overlap_format::output::InputError),
+    /// Rank files that are not one run (another run id, program or world size, a rank
+    /// twice, a rank beyond the world): merging them would be meaningless.
+    #[error("{}: {reason}", dir.display())]
+    NotOneRun {
+        /// The directory.
+        dir: PathBuf,
+        /// What does not fit, naming the files.
         reason: String,
     },
     /// A directory without a single usable rank file.

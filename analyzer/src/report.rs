@@ -126,10 +126,35 @@ pub fn render(r: &Report, style: Style) -> String {
     );
     crate::hang::text::section(&mut o, r.hang.as_ref());
     if !run.missing_ranks.is_empty() {
-        let _ = writeln!(o, "  missing ranks (no trace): {:?}", run.missing_ranks);
+        let _ = writeln!(
+            o,
+            "  missing ranks (none of their events in the trace): {:?}",
+            run.missing_ranks
+        );
     }
     if !run.incomplete_ranks.is_empty() {
         let _ = writeln!(o, "  cut short: ranks {:?}", run.incomplete_ranks);
+    }
+    if !run.completeness_known {
+        let _ = writeln!(
+            o,
+            "  completeness unknown: a merged file this old does not count each rank's events"
+        );
+    }
+    for c in &run.clock_implausible {
+        let _ = writeln!(
+            o,
+            "  rank {}: implausible clock alignment: {}",
+            c.rank, c.reason
+        );
+    }
+    for p in &run.peers_out_of_range {
+        let _ = writeln!(
+            o,
+            "  rank {}: {} call(s) name a peer outside the world (first {} to rank {}): not \
+             matched",
+            p.rank, p.calls, p.first_call, p.first_peer
+        );
     }
     if run.compute_source.is_inferred() {
         let _ = writeln!(
@@ -187,7 +212,8 @@ pub fn render(r: &Report, style: Style) -> String {
         style.bold(&format!(
             "Wait states: {} ({} of all rank time)",
             duration(ws.total_ns),
-            pct(ws.fraction).trim()
+            ws.fraction
+                .map_or("unknown".into(), |f| pct(f).trim().to_string())
         ))
     );
     let _ = writeln!(
@@ -207,7 +233,7 @@ pub fn render(r: &Report, style: Style) -> String {
             k.kind.title(),
             duration(k.total_ns),
             k.count,
-            pct(k.fraction),
+            k.fraction.map_or("-".into(), pct),
             if k.indeterminate_count == 0 {
                 "-".to_string()
             } else {
@@ -396,8 +422,12 @@ pub fn render(r: &Report, style: Style) -> String {
     // POP.
     let p = &r.pop;
     let _ = writeln!(o, "\n{}", style.bold("POP efficiencies"));
-    let line = |o: &mut String, name: &str, v: f64| {
-        let _ = writeln!(o, "  {:<30} {}", name, style.efficiency(v, &pct(v)));
+    let line = |o: &mut String, name: &str, v: Option<f64>| {
+        let shown = match v {
+            Some(v) => style.efficiency(v, &pct(v)),
+            None => "unknown (no time to divide by)".to_string(),
+        };
+        let _ = writeln!(o, "  {:<30} {}", name, shown);
     };
     line(&mut o, "parallel efficiency", p.parallel_efficiency);
     line(&mut o, "  load balance", p.load_balance);

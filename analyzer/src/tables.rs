@@ -3,7 +3,7 @@
 //! states and both by call site, as polars DataFrames written to CSV or Parquet. Polars stays inside this
 //! module: the rest of the analyzer hands out plain structs.
 
-use std::fs::File;
+use overlap_format::output::AtomicFile;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
@@ -345,27 +345,27 @@ pub fn write_tables(
     format: TableFormat,
 ) -> Result<Vec<PathBuf>> {
     let _span = tracing::info_span!("write tables").entered();
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-        what: "creating",
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    // The directory itself is made when missing, never its parents: a mistyped path
+    // is an error, not a new tree.
+    if !dir.is_dir() {
+        std::fs::create_dir(dir).map_err(|source| Error::Io {
+            what: "creating the table directory",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
     let mut written = Vec::new();
     for (name, df) in tables.iter_mut() {
         let path = dir.join(format!("{name}.{}", format.extension()));
-        let io = |source| Error::Io {
-            what: "writing",
-            path: path.clone(),
-            source,
-        };
-        let file = File::create(&path).map_err(io)?;
+        let mut file = AtomicFile::create(&path)?;
         let result = match format {
-            TableFormat::Csv => CsvWriter::new(std::io::BufWriter::new(file)).finish(df),
-            TableFormat::Parquet => ParquetWriter::new(file).finish(df).map(|_| ()),
+            TableFormat::Csv => CsvWriter::new(&mut file).finish(df),
+            TableFormat::Parquet => ParquetWriter::new(&mut file).finish(df).map(|_| ()),
         };
         result.map_err(|e| Error::Table {
             reason: format!("{}: {e}", path.display()),
         })?;
+        file.commit()?;
         written.push(path);
     }
     Ok(written)

@@ -304,13 +304,22 @@ mod load {
         writeln!(f, "{}", lines.join("\n")).unwrap();
         drop(f);
         let loaded = load_merged(&path, &mut |_, _| {}).unwrap();
-        assert_eq!(loaded.problems.len(), 1, "{:?}", loaded.problems);
+        assert_eq!(loaded.problems.len(), 2, "{:?}", loaded.problems);
         assert_eq!(loaded.problems[0].place, Place::Line(isend as u64 + 1));
         assert!(loaded.problems[0]
             .reason
             .contains("not a valid trace event"));
+        assert!(loaded.problems[1].reason.contains("no closing bracket"));
         let events: usize = loaded.trace.ranks.iter().map(|t| t.spans.len()).sum();
         assert_eq!(events, 6, "all but the corrupt Isend");
+        // Rank 0 lost its Isend: fewer events than the merge wrote.
+        let inc = &loaded.trace.info.incomplete;
+        assert_eq!(inc.len(), 1, "{inc:?}");
+        assert_eq!(inc[0].rank, 0);
+        assert!(
+            inc[0].reason.contains("cut short: 3 of 4 events"),
+            "{inc:?}"
+        );
         // The message lost its send: the receive is unmatched.
         assert_eq!(loaded.trace.messages.len(), 0);
     }

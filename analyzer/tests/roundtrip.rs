@@ -24,6 +24,8 @@ fn header() -> Header {
         clock_domain: "boot".into(),
         program: "roundtrip".into(),
         params: Params::new(),
+        run_id: String::new(),
+        start_unix_ns: 0,
     }
 }
 

@@ -54,6 +54,8 @@ fn header() -> Header {
         clock_domain: String::new(),
         program: "bench-writer".into(),
         params: Params::new(),
+        run_id: String::new(),
+        start_unix_ns: 0,
     }
 }
 

@@ -2,6 +2,7 @@
 //!
 //! - [`schema`]: the trace format (typed events, Chrome Trace Event JSON on the wire).
 //! - [`clock`]: the nanosecond clock and cross-rank offset estimation.
+//! - [`identity`]: the run id rank 0 chooses and the wall-clock start, for the header.
 //! - [`recorder`]: per-thread rings and the streaming, crash-tolerant writer.
 //! - [`mpi`] (feature `mpi`, on by default): [`mpi::TracedComm`], a communicator over the
 //!   `mpi` crate whose calls are recorded, and [`mpi::TraceSession`], which sets up a
@@ -28,12 +29,13 @@
 //! ```
 
 pub mod clock;
+pub mod identity;
 pub mod layer;
 #[cfg(feature = "mpi")]
 pub mod mpi;
 pub mod recorder;
 
-pub use overlap_format::{fxhash, network_model, schema};
+pub use overlap_format::{fxhash, network_model, output, schema};
 
 use std::path::PathBuf;
 

@@ -26,65 +26,7 @@ use overlap_instrument::schema::{ParamValue, Params};
 
 use crate::{Kernel, KernelContext, KernelError, KernelReport};
 
-/// Where the send `MPI_Waitall` goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Variant {
-    /// Right after the receive Waitall (false overlap).
-    Naive,
-    /// Just before the send buffer is packed again.
-    Fixed,
-}
-
-impl Variant {
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Naive => "naive",
-            Variant::Fixed => "fixed",
-        }
-    }
-
-    /// The variant with that name.
-    pub fn from_name(name: &str) -> Option<Variant> {
-        [Variant::Naive, Variant::Fixed]
-            .into_iter()
-            .find(|v| v.name() == name)
-    }
-}
-
-/// Options of the false-overlap kernel.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Options {
-    /// Naive or fixed.
-    pub variant: Variant,
-    /// Small message size, in 8-byte words.
-    pub size: usize,
-    /// The large message is `size * ratio` words.
-    pub ratio: usize,
-    /// Iterations (each has two halves and a barrier).
-    pub iterations: usize,
-    /// Work per compute phase, in units of 1024 multiply-adds.
-    pub compute: u64,
-    /// Testing aid: this rank kills itself (SIGKILL) at the start of `kill_at_iteration`.
-    pub kill_rank: Option<i32>,
-    /// See `kill_rank`.
-    pub kill_at_iteration: usize,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            variant: Variant::Naive,
-            size: 16 * 1024,
-            ratio: 8,
-            iterations: 20,
-            compute: 2_000,
-            kill_rank: None,
-            kill_at_iteration: 0,
-        }
-    }
-}
+pub use crate::options::false_overlap::{Options, Variant};
 
 /// The kernel.
 #[derive(Clone, Debug, Default)]

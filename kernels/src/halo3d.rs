@@ -28,24 +28,7 @@ use crate::{Kernel, KernelContext, KernelError};
 /// Tags `TAG_BASE + direction`, direction `2 * dim + (0: down, 1: up)`.
 const TAG_BASE: i32 = 300;
 
-/// Options of the halo kernel.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct Options {
-    /// Local block edges to measure (cells per side, without the halo).
-    pub sizes: Vec<usize>,
-    /// When a figure is stable.
-    pub stability: Stability,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            sizes: vec![8, 16, 32, 64, 128],
-            stability: Stability::default(),
-        }
-    }
-}
+pub use crate::options::halo3d::Options;
 
 impl Options {
     /// Why these options cannot run, naming the option.

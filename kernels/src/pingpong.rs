@@ -34,45 +34,7 @@ const HOST_TAG: i32 = 92;
 /// Bytes of a host name sent from the last rank to rank 0 (longer names are cut).
 const HOST_BYTES: usize = 256;
 
-/// Who ping-pongs with whom.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Pattern {
-    /// First and last rank.
-    Single,
-    /// Rank `i` with `i + N/2`.
-    Multiple,
-    /// As multiple, every other pair in the opposite direction.
-    Crossing,
-}
-
-impl Pattern {
-    /// Every pattern.
-    pub const ALL: [Pattern; 3] = [Pattern::Single, Pattern::Multiple, Pattern::Crossing];
-
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Pattern::Single => "single",
-            Pattern::Multiple => "multiple",
-            Pattern::Crossing => "crossing",
-        }
-    }
-
-    /// The pattern with that name.
-    pub fn from_name(name: &str) -> Option<Pattern> {
-        Pattern::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// Whether it runs on `ranks` ranks: `single` on 2 or more, the others on an even
-    /// count of at least 4 (on 2 ranks they would be `single`).
-    pub fn fits(self, ranks: usize) -> bool {
-        match self {
-            Pattern::Single => ranks >= 2,
-            Pattern::Multiple | Pattern::Crossing => ranks >= 4 && ranks.is_multiple_of(2),
-        }
-    }
-}
+pub use crate::options::pingpong::{Options, Pattern};
 
 /// The (initiator, responder) pairs of `pattern` on `ranks` ranks.
 pub fn pairs(pattern: Pattern, ranks: i32) -> Vec<(i32, i32)> {
@@ -110,31 +72,6 @@ fn role(rank: i32, pairs: &[(i32, i32)]) -> Role {
         }
     }
     Role::Idle
-}
-
-/// Options of the ping-pong kernel.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct Options {
-    /// Patterns to run; `None`: every pattern that fits the rank count.
-    pub patterns: Option<Vec<Pattern>>,
-    /// Smallest message, bytes (a power of two).
-    pub min_bytes: usize,
-    /// Largest message, bytes (a power of two).
-    pub max_bytes: usize,
-    /// When a figure is stable.
-    pub stability: Stability,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            patterns: None,
-            min_bytes: 8,
-            max_bytes: 4 << 20,
-            stability: Stability::default(),
-        }
-    }
 }
 
 impl Options {

@@ -49,7 +49,8 @@ pub fn write_json<T: Serialize>(
         results,
     };
     let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)? + "\n";
-    std::fs::write(path, text)
+    overlap_instrument::output::write_atomically(path, text.as_bytes())
+        .map_err(std::io::Error::other)
 }
 
 /// A time, with the unit that keeps 3 to 4 significant digits.

@@ -36,34 +36,7 @@ const ABSOLUTE_RESOLUTION_S: f64 = 10e-9;
 /// Most repetitions in one sample.
 const MAX_REPS_PER_SAMPLE: u64 = 1 << 20;
 
-/// When a figure is stable enough.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-#[non_exhaustive]
-pub struct Stability {
-    /// Fewest samples per figure.
-    pub min_samples: usize,
-    /// Most samples per figure.
-    pub max_samples: usize,
-    /// Target relative standard error of the median (0.02 is 2%).
-    pub target_rse: f64,
-    /// How long one sample should last, seconds (sets the repetitions per sample).
-    pub sample_seconds: f64,
-    /// Time budget of one figure, seconds (warm-up included); at least `min_samples`
-    /// are taken even when it runs out.
-    pub max_seconds: f64,
-}
-
-impl Default for Stability {
-    fn default() -> Self {
-        Stability {
-            min_samples: 5,
-            max_samples: 20,
-            target_rse: 0.02,
-            sample_seconds: 0.2e-3,
-            max_seconds: 1.0,
-        }
-    }
-}
+pub use crate::options::Stability;
 
 impl Stability {
     /// Why these settings cannot be used, naming the option.

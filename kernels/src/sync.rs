@@ -33,48 +33,7 @@ use crate::{Kernel, KernelContext, KernelError};
 
 const TAG: i32 = 93;
 
-/// A kind of synchronisation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SyncKind {
-    /// `MPI_Barrier`.
-    Barrier,
-    /// With one partner.
-    Pairwise,
-    /// With the ranks `±1..±k` away.
-    Ring,
-    /// With the ranks `±1..±k` away on a permuted ring.
-    Random,
-    /// With the neighbours on a periodic 3-D grid.
-    Grid3d,
-}
-
-impl SyncKind {
-    /// Every kind, in the order they run.
-    pub const ALL: [SyncKind; 5] = [
-        SyncKind::Barrier,
-        SyncKind::Pairwise,
-        SyncKind::Ring,
-        SyncKind::Random,
-        SyncKind::Grid3d,
-    ];
-
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            SyncKind::Barrier => "barrier",
-            SyncKind::Pairwise => "pairwise",
-            SyncKind::Ring => "ring",
-            SyncKind::Random => "random",
-            SyncKind::Grid3d => "grid3d",
-        }
-    }
-
-    /// The kind with that name.
-    pub fn from_name(name: &str) -> Option<SyncKind> {
-        SyncKind::ALL.into_iter().find(|k| k.name() == name)
-    }
-}
+pub use crate::options::sync::{Options, SyncKind};
 
 /// One synchronisation pattern to measure.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -91,38 +50,6 @@ impl SyncPattern {
         match self.kind {
             SyncKind::Ring | SyncKind::Random => format!("{} ±{}", self.kind.name(), self.hops),
             _ => self.kind.name().to_string(),
-        }
-    }
-}
-
-/// Options of the synchronisation kernel.
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub struct Options {
-    /// Kinds to run; `None`: all.
-    pub kinds: Option<Vec<SyncKind>>,
-    /// Most neighbours of ring and random (`syncmaxneigh`, 12 in the suite).
-    pub max_neighbours: usize,
-    /// Length of the delay loop, microseconds.
-    pub delay_us: f64,
-    /// Seed of the random permutation.
-    pub seed: u64,
-    /// When a figure is stable.
-    pub stability: Stability,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            kinds: None,
-            max_neighbours: 12,
-            delay_us: 10.0,
-            seed: 1,
-            // A difference of two timed loops is noisier than one timing: more samples.
-            stability: Stability {
-                max_samples: 50,
-                ..Stability::default()
-            },
         }
     }
 }

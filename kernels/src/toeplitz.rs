@@ -39,7 +39,7 @@ use mpi::request::scope;
 use overlap_instrument::mpi::proc_null;
 use overlap_instrument::schema::{ParamValue, Params};
 
-pub use product::{fft_len, BandProduct, Method};
+pub use product::{fft_len, BandProduct};
 pub use verify::{deviation, serial_rows, Deviation};
 
 use crate::{Kernel, KernelContext, KernelError};
@@ -51,96 +51,15 @@ pub const FFT_FROM_LAMBDA: usize = 32;
 /// The tag of every halo message (`MPI_USER_TAG` in MIDAPACK).
 const TAG: i32 = 555;
 
-/// How the halo is exchanged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Variant {
-    /// Two `MPI_Sendrecv`.
-    Blocking,
-    /// `MPI_Irecv`/`MPI_Isend` both ways, then four `MPI_Wait` (false overlap).
-    Nonblocking,
-    /// The interior product runs between the posts and the waits.
-    Overlapped,
-}
-
-impl Variant {
-    /// Every variant.
-    pub const ALL: [Variant; 3] = [Variant::Blocking, Variant::Nonblocking, Variant::Overlapped];
-
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::Blocking => "blocking",
-            Variant::Nonblocking => "nonblocking",
-            Variant::Overlapped => "overlapped",
-        }
-    }
-
-    /// The variant with that name.
-    pub fn from_name(name: &str) -> Option<Variant> {
-        Variant::ALL.into_iter().find(|v| v.name() == name)
-    }
-}
-
-/// Which product to use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProductChoice {
-    /// FFT from [`FFT_FROM_LAMBDA`] on, direct below.
-    Auto,
-    /// Always this one.
-    Fixed(Method),
-}
+pub use crate::options::toeplitz::{Method, Options, ProductChoice, Variant};
 
 impl ProductChoice {
-    /// The choice with that name (`auto`, `direct`, `fft`).
-    pub fn from_name(name: &str) -> Option<ProductChoice> {
-        match name {
-            "auto" => Some(ProductChoice::Auto),
-            "direct" => Some(ProductChoice::Fixed(Method::Direct)),
-            "fft" => Some(ProductChoice::Fixed(Method::Fft)),
-            _ => None,
-        }
-    }
-
     /// The method for half-bandwidth `lambda`.
     pub fn method(self, lambda: usize) -> Method {
         match self {
             ProductChoice::Fixed(m) => m,
             ProductChoice::Auto if lambda >= FFT_FROM_LAMBDA => Method::Fft,
             ProductChoice::Auto => Method::Direct,
-        }
-    }
-}
-
-/// Options of the Toeplitz kernel.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Options {
-    /// How the halo is exchanged.
-    pub variant: Variant,
-    /// Global size `n` (rows of the matrix and of each vector).
-    pub size: usize,
-    /// Half-bandwidth `lambda`.
-    pub lambda: usize,
-    /// Number of vectors `m`.
-    pub vectors: usize,
-    /// Iterations (one exchange and one product each).
-    pub iterations: usize,
-    /// Direct or FFT product.
-    pub product: ProductChoice,
-    /// Testing aid: this rank corrupts one received halo value in every iteration.
-    pub fault_rank: Option<i32>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            variant: Variant::Nonblocking,
-            size: 1 << 18,
-            lambda: 1024,
-            vectors: 8,
-            iterations: 20,
-            product: ProductChoice::Auto,
-            fault_rank: None,
         }
     }
 }

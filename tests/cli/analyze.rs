@@ -110,7 +110,8 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
         }
     }
 
-    // A baseline from the fixed run; naive fails against it, fixed passes.
+    // A baseline from the fixed run; naive (another variant: --allow-different) fails
+    // against it, fixed passes.
     let base = dir.path().join("base.json");
     let b = overlap(&[
         "baseline",
@@ -127,6 +128,7 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
         base.to_str().unwrap(),
         "--tolerance",
         "50",
+        "--allow-different",
         "--junit",
         junit.to_str().unwrap(),
     ]);

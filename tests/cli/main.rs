@@ -3,7 +3,12 @@
 
 mod analyze;
 mod crash;
+mod failures;
+mod gate;
 mod hang;
+mod identity;
+mod kernel_options;
+mod launcher;
 mod merge;
 mod microbench;
 mod preload_calls;

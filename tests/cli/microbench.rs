@@ -266,7 +266,8 @@ fn options_that_cannot_run_are_refused_by_name() {
     let r = run_kernel("halo3d", 2, &out, &["--json", "/nonexistent/dir/r.json"]);
     assert!(!r.success(), "{}", r.describe());
     r.assert_stderr_has(
-        "--json /nonexistent/dir/r.json: the directory /nonexistent/dir does not exist",
+        "'/nonexistent/dir/r.json' for '--json <FILE>': the directory /nonexistent/dir does \
+         not exist",
     );
     assert!(!dir.path().join("y.ranks").exists(), "nothing was launched");
 }

@@ -41,6 +41,7 @@ fn programs() -> &'static Path {
         compile("mpicc", "session.c", "session", &[]);
         compile("mpicc", "twins.c", "twins", &["-Wno-stringop-overflow"]);
         compile("mpicc", "killed.c", "killed", &[]);
+        compile("mpicc", "spin.c", "spin", &[]);
         compile("mpicc", "deadlock.c", "deadlock", &[]);
         compile(
             "mpicc",

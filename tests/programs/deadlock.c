@@ -1,11 +1,15 @@
-/* A deadlock: after a few barriers, each of two ranks waits in MPI_Recv for a message
- * from the other that is never sent (rank 0 for tag 7 from rank 1, rank 1 for tag 8
- * from rank 0). The hang tests run it with OVERLAP_HANG_TIMEOUT_MS and check that both
- * ranks dump the Recv they are inside and the analysis names the wait-for cycle.
+/* A deadlock: after ten barriers, each rank waits in MPI_Recv for a message from the
+ * next rank (rank r from rank (r + 1) % size, with tag 7 + r) that is never sent, as
+ * every rank waits before it sends. The hang tests run it under `overlap trace
+ * --hang-timeout` or with OVERLAP_HANG_TIMEOUT_MS, and check that the run is stopped
+ * and said to be hung, that every rank dumps the Recv it is inside, and that the
+ * analysis names the wait-for cycle (on 2 ranks: rank 0 from rank 1 tag 7, rank 1 from
+ * rank 0 tag 8).
  *
- * With arguments (`deadlock run MS`) it does not hang: it exchanges messages for about
- * MS milliseconds, with a millisecond of "computing" between exchanges, and finalizes:
- * for the test that sends SIGUSR1 to a running program. */
+ * With arguments (`deadlock run MS`) it does not hang: each rank exchanges messages
+ * with its neighbours for about MS milliseconds, with a millisecond of "computing"
+ * between exchanges, and finalizes: for the test that sends SIGUSR1 to a running
+ * program. */
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,23 +24,25 @@ static double now(void) {
 
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
-    int rank, x = 0;
+    int rank, size, x = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    int peer = 1 - rank;
-    for (int i = 0; i < 5; i++) MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    for (int i = 0; i < 10; i++) MPI_Barrier(MPI_COMM_WORLD);
     if (argc > 2 && strcmp(argv[1], "run") == 0) {
         double until = now() + atoi(argv[2]) * 1e-3;
         int more = 1;
         while (more) {
-            /* Rank 0 decides when to stop, so both ranks do as many exchanges. */
+            /* Rank 0 decides when to stop, so every rank does as many exchanges. */
             if (rank == 0) more = now() < until;
             MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
-            MPI_Sendrecv_replace(&x, 1, MPI_INT, peer, 1, peer, 1, MPI_COMM_WORLD,
+            MPI_Sendrecv_replace(&x, 1, MPI_INT, next, 1, prev, 1, MPI_COMM_WORLD,
                                  MPI_STATUS_IGNORE);
             usleep(1000); /* "computing": keeps the trace small */
         }
     } else {
-        MPI_Recv(&x, 1, MPI_INT, peer, 7 + rank, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(&x, 1, MPI_INT, next, 7 + rank, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Send(&x, 1, MPI_INT, prev, 7 + prev, MPI_COMM_WORLD);
     }
     MPI_Finalize();
     return 0;

@@ -25,6 +25,8 @@ fn rank(rank: u32, size: u32, events: Vec<Event>, dump: Option<InFlightDump>) ->
             clock_domain: "one clock".into(),
             program: "hand-built".into(),
             params: Params::new(),
+            run_id: "0123456789abcdef".into(),
+            start_unix_ns: 0,
         },
         threads: [(0, "main".to_string())].into(),
         syncs: Vec::new(),

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase};
 use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
 
-use super::{complete_event, meta_args, RawEvent};
+use super::{complete_event, completeness, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
-use crate::merge::{match_all, read_files_into, ClockPlan, Unreadable};
+use crate::merge::{match_all, read_files_into, world_size_of, ClockPlan, Unreadable};
 use crate::model::{Place, ReadProblem, Timeline, Trace};
 use crate::{Error, Result};
 
@@ -26,6 +26,12 @@ pub struct Loaded {
     pub unreadable: Vec<Unreadable>,
     /// Events of a merged file that could not be used (skipped), and a cut-off end.
     pub problems: Vec<ReadProblem>,
+    /// What the user should know about the file as a whole (a merged file too old to
+    /// say whether it is complete).
+    pub notes: Vec<String>,
+    /// True for a merged file that ends before the end of its events (no closing
+    /// bracket), even when every rank's events are there (the cut fell after them).
+    pub cut_short: bool,
 }
 
 /// Progress of a load: bytes read so far and in all.
@@ -34,7 +40,9 @@ pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 /// Loads a merged trace file or a directory of per-rank files.
 pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let _span = tracing::info_span!("import", path = %path.display()).entered();
-    if path.is_dir() {
+    // Never opened when it is a fifo or a device: reading one would block or not end.
+    let md = overlap_format::output::check_input(path, true)?;
+    if md.is_dir() {
         load_dir(path, progress)
     } else {
         load_merged(path, progress)
@@ -75,14 +83,8 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
         timelines.push(tl);
     }
     let _m = tracing::info_span!("match messages").entered();
-    let (requests, matched) = match_all(&timelines);
-    let mut info = plan.info(&metas, &timelines, &matched);
-    // The events went to the timelines: count them there.
-    for inc in &mut info.incomplete {
-        if let Ok(i) = timelines.binary_search_by_key(&inc.rank, |t| t.rank) {
-            inc.events_read = timelines[i].spans.len() as u64;
-        }
-    }
+    let (requests, matched) = match_all(&timelines, world_size_of(&metas));
+    let info = plan.info(&metas, &timelines, &matched);
     Ok(Loaded {
         trace: Trace::new(
             dir.to_path_buf(),
@@ -93,6 +95,8 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
         ),
         unreadable,
         problems: Vec::new(),
+        notes: Vec::new(),
+        cut_short: false,
     })
 }
 
@@ -127,6 +131,14 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         let n = reader.read_until(b'\n', &mut opening).map_err(io)?;
         line_no += 1;
         if n == 0 {
+            if trim_start(&opening).starts_with(b"{\"otherData\"") {
+                return Err(bad(format!(
+                    "the file ends inside its otherData, {} byte(s) in: it was cut short \
+                     before its first event, and nothing of the run can be read (merge the \
+                     rank files again)",
+                    opening.len()
+                )));
+            }
             return Err(bad(
                 "no \"traceEvents\" array (a merged trace is an object with otherData and \
                  traceEvents)"
@@ -183,6 +195,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let mut line: Vec<u8> = Vec::with_capacity(512);
     let mut last_report = 0u64;
     let mut event_line = line_no + 1;
+    let mut ended = false;
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line).map_err(io)?;
@@ -211,6 +224,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                 }
                 Some(b']') => {
                     finished = true;
+                    ended = true;
                     break;
                 }
                 Some(_) => {}
@@ -277,11 +291,26 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         }
     }
     progress(total, total);
-    let trace = assemble(path.to_path_buf(), info, ranks);
+    if !ended
+        && !problems
+            .iter()
+            .any(|p| p.reason.contains("ends in the middle"))
+    {
+        problems.push(ReadProblem {
+            event_index: index,
+            place: Place::Line(line_no),
+            reason: "the file ends before the end of its events (no closing bracket): it \
+                     was cut short"
+                .into(),
+        });
+    }
+    let (trace, notes) = assemble(path, info, ranks, ended);
     Ok(Loaded {
         trace,
         unreadable: Vec::new(),
         problems,
+        notes,
+        cut_short: !ended,
     })
 }
 
@@ -316,6 +345,7 @@ fn take_event(
 
 /// A merged file not laid out as overlap writes it, read whole.
 fn load_merged_whole(path: &Path) -> Result<Loaded> {
+    // Read whole: its completeness is already in its info (read_merged applied it).
     let merged = super::read_merged(path)?;
     let mut ranks: BTreeMap<u32, Timeline> = BTreeMap::new();
     for (rank, events) in &merged.events {
@@ -324,16 +354,65 @@ fn load_merged_whole(path: &Path) -> Result<Loaded> {
             t.push(e);
         }
     }
+    let mut trace = assemble_counted(path.to_path_buf(), merged.info, ranks);
+    let notes = if trace.info.completeness_known() {
+        Vec::new()
+    } else {
+        completeness::apply(
+            &mut trace.info,
+            &completeness::Read {
+                path,
+                events: &BTreeMap::new(),
+                ended: true,
+            },
+        )
+    };
     Ok(Loaded {
-        trace: assemble(path.to_path_buf(), merged.info, ranks),
+        trace,
         unreadable: Vec::new(),
         problems: Vec::new(),
+        notes,
+        cut_short: false,
     })
 }
 
-/// Sorts the timelines, fills in what `otherData` says of each rank, and matches.
-fn assemble(source: PathBuf, info: MergedInfo, ranks: BTreeMap<u32, Timeline>) -> Trace {
+/// Counts each rank's events against what `otherData` declares (see
+/// [`completeness`]), then assembles the run.
+fn assemble(
+    path: &Path,
+    mut info: MergedInfo,
+    ranks: BTreeMap<u32, Timeline>,
+    ended: bool,
+) -> (Trace, Vec<String>) {
+    let events: BTreeMap<u32, u64> = ranks
+        .iter()
+        .map(|(r, t)| (*r, t.spans.len() as u64))
+        .collect();
+    let notes = completeness::apply(
+        &mut info,
+        &completeness::Read {
+            path,
+            events: &events,
+            ended,
+        },
+    );
+    (assemble_counted(path.to_path_buf(), info, ranks), notes)
+}
+
+/// Sorts the timelines, fills in what `otherData` says of each rank, and matches. Every
+/// rank `otherData` lists has a timeline (empty when it recorded nothing), but for those
+/// with none of their events left (in `missing_ranks`).
+fn assemble_counted(
+    source: PathBuf,
+    info: MergedInfo,
+    mut ranks: BTreeMap<u32, Timeline>,
+) -> Trace {
     let _span = tracing::info_span!("match messages").entered();
+    for r in &info.ranks {
+        if !info.missing_ranks.contains(&r.rank) {
+            ranks.entry(r.rank).or_insert_with(|| Timeline::new(r.rank));
+        }
+    }
     let mut timelines: Vec<Timeline> = ranks.into_values().collect();
     for t in &mut timelines {
         t.sort();
@@ -342,7 +421,7 @@ fn assemble(source: PathBuf, info: MergedInfo, ranks: BTreeMap<u32, Timeline>) -
         }
         t.complete = !info.incomplete.iter().any(|i| i.rank == t.rank);
     }
-    let (requests, matched) = match_all(&timelines);
+    let (requests, matched) = match_all(&timelines, info.world_size);
     Trace::new(source, info, timelines, matched.messages, requests)
 }
 

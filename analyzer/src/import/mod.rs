@@ -7,6 +7,7 @@
 //! unusable as a whole (not a JSON array, not an overlap trace, another format version,
 //! no header) are errors naming the file and the reason.
 
+mod completeness;
 mod load;
 mod stream;
 
@@ -151,6 +152,7 @@ pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
 
 /// Reads a per-rank trace file, its events into `S`.
 pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
+    overlap_format::output::check_input(path, false)?;
     let buf = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
@@ -413,7 +415,9 @@ pub fn is_rank_file_name(name: &str) -> bool {
 }
 
 /// The per-rank files (`rank-<N>.ovlp` or `.json`) of a directory, sorted by name. Other
-/// files, such as a merged trace written next to them, are not per-rank files.
+/// files, such as a merged trace written next to them, are not per-rank files. An entry
+/// with a rank file's name that is not a regular file (a fifo, a directory) is listed,
+/// so that reading it says why it cannot be used instead of it going missing silently.
 pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
         what: "listing",
@@ -426,7 +430,6 @@ pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
             p.file_name()
                 .and_then(|n| n.to_str())
                 .is_some_and(is_rank_file_name)
-                && p.is_file()
         })
         .collect();
     files.sort();
@@ -442,8 +445,11 @@ struct MergedFile<'a> {
     trace_events: Vec<WireEvent<'a, Value>>,
 }
 
-/// Reads a merged trace written by `overlap merge`.
+/// Reads a merged trace written by `overlap merge`. A rank with fewer events than the
+/// file says it was written with is listed in `info.incomplete` (or, with none left,
+/// `info.missing_ranks`).
 pub fn read_merged(path: &Path) -> Result<MergedTrace> {
+    overlap_format::output::check_input(path, false)?;
     let buf = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
@@ -526,9 +532,22 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
             _ => {}
         }
     }
+    let mut info = file.other_data;
+    let counts: BTreeMap<u32, u64> = events.iter().map(|(r, e)| (*r, e.len() as u64)).collect();
+    // Read whole, so its end is there; the counts still tell a file that lost events.
+    if info.completeness_known() {
+        completeness::apply(
+            &mut info,
+            &completeness::Read {
+                path,
+                events: &counts,
+                ended: true,
+            },
+        );
+    }
     Ok(MergedTrace {
         path: path.to_path_buf(),
-        info: file.other_data,
+        info,
         events,
         process_names,
         flows: flows.into_values().collect(),

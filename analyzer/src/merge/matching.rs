@@ -8,6 +8,7 @@ use crate::fxhash::FxHashMap;
 
 use overlap_format::schema::{Nanos, Op, OpClass, RequestKind, SuspectMessage};
 
+use super::peers::in_world;
 use crate::model::{EventRef, Message, RequestLife, Timeline};
 
 /// A receive, as matching needs it.
@@ -19,11 +20,16 @@ struct Receive {
     comm: u32,
 }
 
-/// Request lifetimes of every rank, and its messages matched.
-pub(crate) fn match_all(ranks: &[Timeline]) -> (Vec<RequestLife>, Matched) {
+/// Request lifetimes of every rank, and its messages matched. Sends to and receives
+/// from a rank outside a world of `world_size` ranks (0: unknown) are not matched, nor
+/// counted as unmatched: they name no real peer ([`super::peers`] reports them).
+pub(crate) fn match_all(ranks: &[Timeline], world_size: u32) -> (Vec<RequestLife>, Matched) {
     let inits: Vec<_> = ranks.iter().map(persistent_inits).collect();
     let (requests, receives) = requests_and_receives(ranks, &inits);
-    (requests, match_messages(ranks, &inits, &receives))
+    (
+        requests,
+        match_messages(ranks, &inits, &receives, world_size),
+    )
 }
 
 /// Persistent requests of a rank (the `request` its persistent init recorded) ->
@@ -178,6 +184,7 @@ fn match_messages(
     ranks: &[Timeline],
     inits: &[FxHashMap<u64, usize>],
     receives: &[Receive],
+    world_size: u32,
 ) -> Matched {
     // Sends per key, in post order (spans are sorted by start within a rank).
     let mut sends: BTreeMap<MatchKey, Vec<(EventRef, u64)>> = BTreeMap::new();
@@ -206,6 +213,9 @@ fn match_messages(
                 let Ok(dest) = u32::try_from(peer) else {
                     continue;
                 };
+                if !in_world(dest, world_size) {
+                    continue;
+                }
                 let key = (t.rank, dest, tag, c.comm);
                 sends.entry(key).or_default().push((
                     EventRef {
@@ -221,6 +231,7 @@ fn match_messages(
     let mut unmatched_receives = 0u64;
     for r in receives {
         match (r.source.and_then(|s| u32::try_from(s).ok()), r.tag) {
+            (Some(src), _) if !in_world(src, world_size) => {}
             (Some(src), Some(tag)) => recvs
                 .entry((src, r.post.rank, tag, r.comm))
                 .or_default()

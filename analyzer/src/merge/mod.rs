@@ -22,19 +22,24 @@
 //! only come from clock error: it is flagged as clock-suspect and drawn as an instant on
 //! the receiver, not as an arrow going back in time.
 
+mod clocks;
+mod identity;
 mod matching;
+mod peers;
 mod write;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use overlap_format::clock::ClockModel;
 use overlap_format::schema::{
     CallEvent, Event, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue, RankClock,
     FORMAT_NAME, FORMAT_VERSION,
 };
 
+pub(crate) use clocks::ClockPlan;
+pub(crate) use identity::check_one_run;
 pub(crate) use matching::{match_all, suspect_record, Matched};
+pub(crate) use peers::out_of_range;
 pub use write::write_merged;
 
 pub use crate::model::{EventRef, Message, RequestLife};
@@ -141,9 +146,10 @@ pub struct MergeOutcome {
 }
 
 /// Reads the per-rank `files` of `dir` (from [`rank_files`]) into `S`, skipping files
-/// that cannot be used and second files for one rank. Fails only when no file at all
-/// could be used. `each` is told the position of every file once it is read (for
-/// progress reports).
+/// that cannot be used. Fails when no file at all could be used, and when the files are
+/// not one run ([`check_one_run`]: another run, program or world size, a rank twice,
+/// a rank beyond the world). `each` is told the position of every file once it is read
+/// (for progress reports).
 pub(crate) fn read_files_into<S: EventSink>(
     dir: &Path,
     files: Vec<PathBuf>,
@@ -156,20 +162,7 @@ pub(crate) fn read_files_into<S: EventSink>(
         let read = read_rank_file_into::<S>(&path);
         each(i);
         match read {
-            Ok(t) => {
-                if let Some(first) = traces.iter().find(|o| o.rank() == t.rank()) {
-                    unreadable.push(Unreadable {
-                        reason: format!(
-                            "rank {} already comes from {}",
-                            t.rank(),
-                            first.path.display()
-                        ),
-                        path,
-                    });
-                } else {
-                    traces.push(t);
-                }
-            }
+            Ok(t) => traces.push(t),
             Err(e) => unreadable.push(Unreadable {
                 path,
                 reason: e.to_string(),
@@ -185,12 +178,14 @@ pub(crate) fn read_files_into<S: EventSink>(
                 .collect(),
         });
     }
+    check_one_run(dir, &traces)?;
     traces.sort_by_key(RankTrace::rank);
     Ok((traces, unreadable))
 }
 
-/// Reads every per-rank file (`rank-<N>.ovlp`, or `.json` of versions 1 to 3) of `dir` and merges what can be read.
-/// Fails only when no file at all could be used.
+/// Reads every per-rank file (`rank-<N>.ovlp`, or `.json` of versions 1 to 3) of `dir`
+/// and merges what can be read. Fails when no file at all could be used, and when the
+/// files are not one run.
 pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
     let (traces, unreadable) = read_files_into::<Vec<Event>>(dir, rank_files(dir)?, |_| {})?;
     Ok(MergeOutcome {
@@ -199,74 +194,28 @@ pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
     })
 }
 
-/// How each rank's clock maps onto the run's timeline.
-pub(crate) struct ClockPlan {
-    /// Measured models, by position in the rank list.
-    measured: Vec<ClockModel>,
-    /// Models used (identity for ranks that read rank 0's very clock).
-    models: Vec<ClockModel>,
-    /// Which ranks read rank 0's very clock.
-    shared: Vec<bool>,
-    /// The run's start on rank 0's clock.
-    run_start: i128,
-}
-
 impl ClockPlan {
-    /// Plans the alignment of `traces` (sorted by rank).
-    pub(crate) fn new<S>(traces: &[RankTrace<S>]) -> ClockPlan {
-        // Offsets were measured against rank 0; ranks that read rank 0's very clock need
-        // no correction at all. Without rank 0's file, its clock domain is unknown and
-        // every rank keeps its measured offset (still consistent: all refer to rank 0).
-        let reference_domain = traces
-            .iter()
-            .find(|t| t.rank() == 0)
-            .map(|t| t.header.clock_domain.clone())
-            .unwrap_or_default();
-        let shared: Vec<bool> = traces
-            .iter()
-            .map(|t| !reference_domain.is_empty() && t.header.clock_domain == reference_domain)
-            .collect();
-        let measured: Vec<ClockModel> = traces.iter().map(RankTrace::clock_model).collect();
-        let models: Vec<ClockModel> = measured
-            .iter()
-            .zip(&shared)
-            .map(|(m, s)| if *s { ClockModel::identity() } else { *m })
-            .collect();
-        let run_start = traces
-            .iter()
-            .zip(&models)
-            .map(|(t, m)| m.to_reference(t.header.epoch_ns, 0))
-            .min()
-            .unwrap_or(0);
-        ClockPlan {
-            measured,
-            models,
-            shared,
-            run_start,
-        }
-    }
-
-    /// Maps a time of the `i`-th rank (ns since its epoch) onto the run's timeline.
-    pub(crate) fn aligner<S>(&self, i: usize, t: &RankTrace<S>) -> impl Fn(Nanos) -> Nanos {
-        let model = self
-            .models
-            .get(i)
-            .copied()
-            .unwrap_or_else(ClockModel::identity);
-        let epoch = t.header.epoch_ns;
-        let run_start = self.run_start;
-        move |n: Nanos| Nanos((model.to_reference(epoch, n.0) - run_start).max(0) as u64)
-    }
-
-    /// The `otherData` of the run.
+    /// The `otherData` of the run. The world size is the headers' (one run: they agree).
     pub(crate) fn info<S: EventSink>(
         &self,
         traces: &[RankTrace<S>],
         timelines: &[Timeline],
         matched: &Matched,
     ) -> MergedInfo {
-        let world_size = traces.iter().map(|t| t.header.size).max().unwrap_or(0);
+        let world_size = world_size_of(traces);
         let present: Vec<u32> = traces.iter().map(RankTrace::rank).collect();
+        let events_of = |rank: u32| {
+            timelines
+                .binary_search_by_key(&rank, |t| t.rank)
+                .map_or(0, |i| timelines[i].spans.len() as u64)
+        };
+        let file_of = |rank: u32| {
+            traces
+                .iter()
+                .find(|t| t.rank() == rank)
+                .map(|t| t.path.display().to_string())
+                .unwrap_or_default()
+        };
         MergedInfo {
             format: FORMAT_NAME.to_string(),
             format_version: FORMAT_VERSION,
@@ -281,35 +230,33 @@ impl ClockPlan {
             world_size,
             ranks: traces
                 .iter()
-                .zip(&self.measured)
-                .zip(&self.shared)
                 .enumerate()
-                .map(|(i, ((t, m), shared))| RankClock {
-                    rank: t.rank(),
-                    host: t.header.host.clone(),
-                    shared_clock: *shared,
-                    init_offset_ns: m.init().offset_ns,
-                    init_error_ns: m.init().error_ns,
-                    final_offset_ns: m.last().map(|l| l.offset_ns),
-                    final_error_ns: m.last().map(|l| l.error_ns),
-                    drift_ppb: m.drift_ppb(),
-                    code_maps: match t.header.params.get("code_maps") {
-                        Some(ParamValue::Text(maps)) => Some(maps.clone()),
-                        _ => None,
-                    },
-                    source_sites: t.sites.clone(),
-                    in_flight: t
-                        .in_flight
-                        .last()
-                        .map(|d| aligned_dump(d, self.aligner(i, t))),
+                .map(|(i, t)| {
+                    let (init_offset_ns, init_error_ns, last, drift_ppb) = self.used_offsets(i, t);
+                    RankClock {
+                        rank: t.rank(),
+                        host: t.header.host.clone(),
+                        shared_clock: self.shared_clock(i),
+                        init_offset_ns,
+                        init_error_ns,
+                        final_offset_ns: last.map(|l| l.0),
+                        final_error_ns: last.map(|l| l.1),
+                        drift_ppb,
+                        code_maps: match t.header.params.get("code_maps") {
+                            Some(ParamValue::Text(maps)) => Some(maps.clone()),
+                            _ => None,
+                        },
+                        source_sites: t.sites.clone(),
+                        events: events_of(t.rank()),
+                        complete: t.is_complete(),
+                        in_flight: t
+                            .in_flight
+                            .last()
+                            .map(|d| aligned_dump(d, self.aligner(i, t))),
+                    }
                 })
                 .collect(),
-            max_clock_error_ns: self
-                .models
-                .iter()
-                .map(ClockModel::max_error)
-                .max()
-                .unwrap_or(0),
+            max_clock_error_ns: self.max_error(),
             messages: matched.messages.len() as u64,
             unmatched_sends: matched.unmatched_sends,
             unmatched_receives: matched.unmatched_receives,
@@ -326,17 +273,54 @@ impl ClockPlan {
                         rank: t.rank(),
                         file: t.path.display().to_string(),
                         reason: t.incompleteness()?,
-                        events_read: t.events.len() as u64,
+                        events_read: events_of(t.rank()),
                     })
                 })
                 .collect(),
             missing_ranks: (0..world_size).filter(|r| !present.contains(r)).collect(),
+            run_id: traces
+                .first()
+                .map(|t| t.header.run_id.clone())
+                .unwrap_or_default(),
+            start_unix_ns: self.start_unix_ns(traces),
+            clock_implausible: self.implausible.clone(),
+            peers_out_of_range: out_of_range(timelines, world_size, file_of),
         }
     }
 }
 
-/// Aligns and matches the given per-rank traces. Their events are moved, not copied,
-/// onto the run's timeline; the compact timelines analysis uses are built once, here.
+/// What the user must hear about a merged run beyond missing and cut-short ranks: clock
+/// alignments that were replaced, and calls naming peers outside the world. One line
+/// each, for `overlap merge`, `trace` and `analyze` to print as warnings.
+pub fn warnings(info: &MergedInfo) -> Vec<String> {
+    let clocks = info
+        .clock_implausible
+        .iter()
+        .map(|c| format!("rank {}: implausible clock alignment: {}", c.rank, c.reason));
+    let peers = info.peers_out_of_range.iter().map(|p| {
+        format!(
+            "rank {}: {} call(s) in {} name a peer outside the world of {} rank(s), the first \
+             {} at {} into the run, naming rank {}: not matched as messages",
+            p.rank,
+            p.calls,
+            p.file,
+            info.world_size,
+            p.first_call,
+            crate::report::duration(p.first_ns),
+            p.first_peer
+        )
+    });
+    clocks.chain(peers).collect()
+}
+
+/// The world size of `traces` (one run: their headers agree).
+pub(crate) fn world_size_of<S>(traces: &[RankTrace<S>]) -> u32 {
+    traces.iter().map(|t| t.header.size).max().unwrap_or(0)
+}
+
+/// Aligns and matches the given per-rank traces, which must be the files of one run
+/// ([`merge_dir`] makes sure they are). Their events are moved, not copied, onto the
+/// run's timeline; the compact timelines analysis uses are built once, here.
 pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
     traces.sort_by_key(RankTrace::rank);
     let plan = ClockPlan::new(&traces);
@@ -349,14 +333,8 @@ pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
         })
         .collect();
     let timelines: Vec<Timeline> = ranks.iter().map(AlignedRank::timeline).collect();
-    let (requests, matched) = match_all(&timelines);
-    let mut info = plan.info(&traces, &timelines, &matched);
-    // The events went to the ranks: count them there.
-    for inc in &mut info.incomplete {
-        if let Some(r) = ranks.iter().find(|r| r.rank == inc.rank) {
-            inc.events_read = r.events.len() as u64;
-        }
-    }
+    let (requests, matched) = match_all(&timelines, world_size_of(&traces));
+    let info = plan.info(&traces, &timelines, &matched);
     Merged {
         info,
         ranks,

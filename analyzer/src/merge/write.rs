@@ -2,10 +2,9 @@
 //! tracks, message flows, and clock-suspect instants, all through the schema's writer.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::Path;
 
+use overlap_format::output::{AtomicFile, OutputError};
 use overlap_format::schema::wire::{
     event_to_wire, Category, FlowBinding, InstantScope, MetaName, Micros, NameArgs, ObjectWriter,
     Phase, SortIndexArgs, WireEvent,
@@ -30,20 +29,22 @@ fn flow_in_point(e: &Event) -> Nanos {
 
 /// Writes the merged trace; returns the number of events written.
 pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
-    let io_err = |source| Error::Io {
-        what: "writing",
-        path: path.to_path_buf(),
-        source,
+    // Written whole or not at all: a full disk leaves no partial file to be read later.
+    let file = AtomicFile::create(path)?;
+    let write = |file: AtomicFile| -> std::io::Result<(AtomicFile, u64)> {
+        let mut w = ObjectWriter::new(file, &merged.info)?;
+        write_events(merged, &mut w)?;
+        let n = w.written();
+        Ok((w.finish()?, n))
     };
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(io_err)?;
-    }
-    let file = File::create(path).map_err(io_err)?;
-    let mut w =
-        ObjectWriter::new(BufWriter::with_capacity(1 << 16, file), &merged.info).map_err(io_err)?;
-    write_events(merged, &mut w).map_err(io_err)?;
-    let n = w.written();
-    w.finish().map_err(io_err)?;
+    let failed = |cause| {
+        Error::Output(OutputError::Io {
+            path: path.to_path_buf(),
+            cause,
+        })
+    };
+    let (file, n) = write(file).map_err(failed)?;
+    file.commit()?;
     Ok(n)
 }
 

@@ -21,7 +21,9 @@ pub mod wait_states;
 
 use std::collections::BTreeMap;
 
-use overlap_format::schema::{Nanos, Op, OpClass, ParamValue};
+use overlap_format::schema::{
+    ImplausibleClock, IncompleteRank, Nanos, Op, OpClass, ParamValue, PeersOutOfRange,
+};
 use serde::Serialize;
 
 use crate::compute::ComputeSource;
@@ -140,6 +142,20 @@ pub struct RunInfo {
     pub missing_ranks: Vec<u32>,
     /// Ranks whose trace was cut short.
     pub incomplete_ranks: Vec<u32>,
+    /// Why each of them is incomplete (their rank file, or the merged file cut short).
+    pub incomplete: Vec<IncompleteRank>,
+    /// False for a merged file too old (format version 4 or before) to say how many
+    /// events each rank has: whether it is complete is then unknown.
+    pub completeness_known: bool,
+    /// The run's id (empty: unknown, files older than format version 5).
+    pub run_id: String,
+    /// Wall-clock time of the run's start, ns since the Unix epoch (0: unknown).
+    pub start_unix_ns: u64,
+    /// Ranks whose measured clock alignment could not be true, and how they were
+    /// aligned instead.
+    pub clock_implausible: Vec<ImplausibleClock>,
+    /// Ranks whose calls name peers outside the world (not matched as messages).
+    pub peers_out_of_range: Vec<PeersOutOfRange>,
     /// Events analysed.
     pub events: u64,
     /// Messages matched.
@@ -271,6 +287,12 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
             .filter(|t| !t.complete)
             .map(|t| t.rank)
             .collect(),
+        incomplete: info.incomplete.clone(),
+        completeness_known: info.completeness_known(),
+        run_id: info.run_id.clone(),
+        start_unix_ns: info.start_unix_ns,
+        clock_implausible: info.clock_implausible.clone(),
+        peers_out_of_range: info.peers_out_of_range.clone(),
         events: trace.ranks.iter().map(|t| t.spans.len() as u64).sum(),
         messages: trace.messages.len() as u64,
         unmatched_sends: info.unmatched_sends,

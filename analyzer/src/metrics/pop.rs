@@ -36,19 +36,21 @@ pub enum TIdealMethod {
     Subtraction,
 }
 
-/// The efficiencies, as fractions (0..1).
+/// The efficiencies, as fractions (0..1). Each is `None` (null in JSON) when its
+/// denominator is 0: a run with no wall time, or no useful time on any rank, has no
+/// efficiency to state, which is not the same as an efficiency of 0.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Pop {
     /// PE.
-    pub parallel_efficiency: f64,
+    pub parallel_efficiency: Option<f64>,
     /// LB.
-    pub load_balance: f64,
+    pub load_balance: Option<f64>,
     /// CommE.
-    pub communication_efficiency: f64,
+    pub communication_efficiency: Option<f64>,
     /// SerE.
-    pub serialization_efficiency: f64,
+    pub serialization_efficiency: Option<f64>,
     /// TE.
-    pub transfer_efficiency: f64,
+    pub transfer_efficiency: Option<f64>,
     /// The estimated ideal-network runtime, ns.
     pub t_ideal_ns: u64,
     /// How `t_ideal_ns` was obtained.
@@ -89,13 +91,7 @@ pub fn efficiencies(
         None => (subtraction, TIdealMethod::Subtraction),
     };
     let ideal = (ideal as f64).clamp(max_u, t.max(max_u));
-    let ratio = |a: f64, b: f64| {
-        if b > 0.0 {
-            (a / b).clamp(0.0, 1.0)
-        } else {
-            0.0
-        }
-    };
+    let ratio = |a: f64, b: f64| (b > 0.0).then(|| (a / b).clamp(0.0, 1.0));
     Pop {
         parallel_efficiency: ratio(sum_u, p * t),
         load_balance: ratio(mean_u, max_u),

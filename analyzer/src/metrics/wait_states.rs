@@ -170,8 +170,8 @@ pub struct KindSummary {
     pub total_ns: u64,
     /// Instances (determinate).
     pub count: u64,
-    /// Share of the ranks' summed wall time (0..1).
-    pub fraction: f64,
+    /// Share of the ranks' summed wall time (0..1); `None` when that time is 0.
+    pub fraction: Option<f64>,
     /// Instances within the clock error bound.
     pub indeterminate_count: u64,
     /// Their total, ns.
@@ -187,8 +187,9 @@ pub struct KindSummary {
 pub struct WaitStates {
     /// Sum of every determinate wait, ns.
     pub total_ns: u64,
-    /// Share of the ranks' summed wall time (0..1).
-    pub fraction: f64,
+    /// Share of the ranks' summed wall time (0..1); `None` (null in JSON) when that
+    /// time is 0, as in a trace without any event: no share to state, not a share of 0.
+    pub fraction: Option<f64>,
     /// Per kind, in [`WaitKind::ALL`] order.
     pub kinds: Vec<KindSummary>,
     /// Per rank: determinate wait charged to it, ns.
@@ -356,7 +357,7 @@ pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitS
             kind,
             total_ns: 0,
             count: 0,
-            fraction: 0.0,
+            fraction: None,
             indeterminate_count: 0,
             indeterminate_ns: 0,
             clock_suspect: 0,
@@ -379,14 +380,19 @@ pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitS
         }
         mine.sort_by_key(|w| (std::cmp::Reverse(w.amount_ns), w.rank, w.index));
         k.worst = mine.into_iter().take(opts.worst).cloned().collect();
-        k.fraction = super::budget::fraction(k.total_ns, sum_wall);
+        k.fraction = share_of(k.total_ns, sum_wall);
         kinds.push(k);
     }
     let total: u64 = kinds.iter().map(|k| k.total_ns).sum();
     WaitStates {
         total_ns: total,
-        fraction: super::budget::fraction(total, sum_wall),
+        fraction: share_of(total, sum_wall),
         kinds,
         per_rank_ns: per_rank,
     }
+}
+
+/// `part / whole`, none when `whole` is 0.
+fn share_of(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
 }

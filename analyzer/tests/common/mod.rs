@@ -24,6 +24,8 @@ pub fn header(rank: u32, size: u32, epoch_ns: u64, clock_domain: &str) -> Header
         clock_domain: clock_domain.into(),
         program: "hand-built".into(),
         params: Params::new(),
+        run_id: String::new(),
+        start_unix_ns: 0,
     }
 }
 

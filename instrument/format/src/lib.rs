@@ -12,10 +12,13 @@
 //!   while the program runs and read back into events.
 //! - [`clock`]: the clock model (cross-rank offsets, TSC to nanoseconds).
 //! - [`network_model`]: the network model file the `pingpong` kernel writes.
+//! - [`output`]: how every output file is written (whole or not at all), and how inputs
+//!   that are not regular files are refused.
 
 pub mod call_data;
 pub mod clock;
 pub mod fxhash;
 pub mod network_model;
+pub mod output;
 pub mod schema;
 pub mod stream;

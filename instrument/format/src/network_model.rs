@@ -150,6 +150,9 @@ pub enum ModelError {
         #[source]
         source: std::io::Error,
     },
+    /// The file could not be written whole.
+    #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
     /// The file is not JSON of the expected shape.
     #[error("{}: not a network model: {source}", path.display())]
     Parse {
@@ -269,11 +272,7 @@ impl NetworkModel {
     /// Writes the model as pretty JSON.
     pub fn write(&self, path: &Path) -> Result<(), ModelError> {
         let text = serde_json::to_string_pretty(self).expect("a model always serializes") + "\n";
-        std::fs::write(path, text).map_err(|source| ModelError::Io {
-            what: "writing",
-            path: path.to_path_buf(),
-            source,
-        })
+        Ok(crate::output::write_atomically(path, text.as_bytes())?)
     }
 
     /// Estimated one-way time of a `bytes` message, ns: linear between the two measured

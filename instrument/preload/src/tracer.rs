@@ -142,6 +142,10 @@ pub(crate) struct InitCall {
     pub(crate) op: Op,
     pub(crate) site: u64,
     pub(crate) epoch_ns: u64,
+    /// `CLOCK_REALTIME` read with `epoch_ns`.
+    pub(crate) start_unix_ns: u64,
+    /// The run id every rank agreed on.
+    pub(crate) run_id: String,
     pub(crate) timebase: Timebase,
     pub(crate) start: Stamp,
     /// `MPI_Init_thread`'s provided level.
@@ -172,6 +176,8 @@ pub(crate) fn start(init: InitCall) {
         clock_domain: clock_domain(),
         program: program_name(),
         params: params(init.thread_level),
+        run_id: init.run_id.clone(),
+        start_unix_ns: init.start_unix_ns,
     };
     let path = dir.join(rank_file_name(header.rank));
     let recorder = RankFileSink::create(&path, &header)

@@ -5,11 +5,13 @@
 
 use std::path::PathBuf;
 
+use mpi::collective::Root;
 use mpi::point_to_point::{Destination, Source};
 use mpi::topology::{Communicator, Group, SimpleCommunicator};
 
 use super::{rank_file_name, TracedComm};
 use crate::clock::{clock_domain, monotonic_now_ns, synchronize, SyncTransport};
+use crate::identity::{choose_run_id, realtime_now_ns, run_id_text};
 use crate::recorder::{
     hang_timeout_from_env, install_dump_handler, FinishReport, RankFileSink, Recorder,
     RecorderConfig,
@@ -87,22 +89,30 @@ impl SyncTransport for MpiTransport<'_> {
 }
 
 impl TraceSession {
-    /// Collective over `world`: creates `dir/rank-N.ovlp`, writes the header, and aligns
-    /// this rank's clock with rank 0's.
+    /// Collective over `world`: agrees on the run id (rank 0 chooses it), creates
+    /// `dir/rank-N.ovlp`, writes the header, and aligns this rank's clock with rank 0's.
     pub fn start(world: &SimpleCommunicator, config: TraceConfig) -> Result<TraceSession> {
         let rank = world.rank() as u32;
         let epoch_ns = monotonic_now_ns();
+        let start_unix_ns = realtime_now_ns();
+        let host = mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into());
+        // Straight on `world`, not through a TracedComm: the broadcast is the recorder's,
+        // not the program's, and it comes before the clock alignment.
+        let mut run_id = if rank == 0 { choose_run_id(&host) } else { 0 };
+        world.process_at_rank(0).broadcast_into(&mut run_id);
         let header = Header {
             format: FORMAT_NAME.to_string(),
             format_version: FORMAT_VERSION,
             rank,
             size: world.size() as u32,
-            host: mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into()),
+            host,
             os_pid: std::process::id(),
             epoch_ns,
             clock_domain: clock_domain(),
             program: config.program.clone(),
             params: config.params.clone(),
+            run_id: run_id_text(run_id),
+            start_unix_ns,
         };
         let path = config.dir.join(rank_file_name(rank));
         let sink = RankFileSink::create(&path, &header)?;

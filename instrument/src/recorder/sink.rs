@@ -124,6 +124,8 @@ impl MemorySink {
             clock_domain: String::new(),
             program: "memory".into(),
             params: Default::default(),
+            run_id: String::new(),
+            start_unix_ns: 0,
         };
         MemorySink {
             bytes: Arc::new(Mutex::new(stream::file_start(&header))),

@@ -265,6 +265,8 @@ fn a_stalled_rank_dumps_once_marks_itself_and_unmarks_when_calls_complete() {
         clock_domain: String::new(),
         program: "stall".into(),
         params: Default::default(),
+        run_id: String::new(),
+        start_unix_ns: 0,
     };
     let sink = RankFileSink::create(&path, &header).expect("sink");
     let mut cfg = config();

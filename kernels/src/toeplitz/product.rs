@@ -22,24 +22,7 @@ use std::sync::Arc;
 use rustfft::num_complex::Complex;
 use rustfft::{Fft, FftPlanner};
 
-/// How the local product is computed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
-    /// Direct band sums: `(lambda + 1) * m` multiply-adds per row.
-    Direct,
-    /// FFT overlap-save.
-    Fft,
-}
-
-impl Method {
-    /// The name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Method::Direct => "direct",
-            Method::Fft => "fft",
-        }
-    }
-}
+use crate::options::toeplitz::Method;
 
 /// The band `t[0..=lambda]` and what each method prepared for it.
 pub struct BandProduct {

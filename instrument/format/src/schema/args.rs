@@ -170,6 +170,16 @@ pub struct Header {
     /// The run's parameters.
     #[serde(default)]
     pub params: Params,
+    /// The run this file belongs to: 16 hex digits rank 0 chose at `MPI_Init` (from the
+    /// time, its pid and a hash of its host) and broadcast to every rank, so files of
+    /// one run share it and a reused trace directory is told apart. Empty: unknown
+    /// (files older than version 5).
+    #[serde(default)]
+    pub run_id: String,
+    /// `CLOCK_REALTIME` in ns since the Unix epoch, read with `epoch_ns` (when recording
+    /// started on this rank). 0: unknown (files older than version 5).
+    #[serde(default)]
+    pub start_unix_ns: u64,
 }
 
 /// When a clock synchronisation was taken.

@@ -41,6 +41,31 @@ pub struct MergedInfo {
     pub incomplete: Vec<IncompleteRank>,
     /// Ranks of `MPI_COMM_WORLD` with no file at all.
     pub missing_ranks: Vec<u32>,
+    /// The run the rank files came from (their headers' `run_id`; empty: unknown, files
+    /// older than version 5). A merge never mixes runs.
+    #[serde(default)]
+    pub run_id: String,
+    /// Wall-clock time of the timeline's 0 (the run's start), ns since the Unix epoch;
+    /// 0: unknown.
+    #[serde(default)]
+    pub start_unix_ns: u64,
+    /// Ranks whose measured clock alignment could not be true, and how they were
+    /// aligned instead.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clock_implausible: Vec<ImplausibleClock>,
+    /// Ranks whose calls name peers outside `MPI_COMM_WORLD`: those calls are not
+    /// matched as messages.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peers_out_of_range: Vec<PeersOutOfRange>,
+}
+
+impl MergedInfo {
+    /// True when the file says how many events each rank has (format version 5 on), so
+    /// that a merged file cut short can be told from a whole one rank by rank. Older
+    /// merged files have no counts: their completeness is unknown.
+    pub fn completeness_known(&self) -> bool {
+        self.format_version >= super::COUNTED_MERGE_VERSION
+    }
 }
 
 /// How one rank's clock was mapped onto rank 0's.
@@ -79,10 +104,73 @@ pub struct RankClock {
     /// lists them; the preload records code addresses instead), by id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub source_sites: Vec<SourceSite>,
+    /// Complete events (calls and compute spans) of this rank written into the merged
+    /// file: a reader that finds fewer holds a file cut short. Absent (0) in merged
+    /// files older than version 5, whose counts are unknown (see
+    /// [`MergedInfo::completeness_known`]).
+    #[serde(default)]
+    pub events: u64,
+    /// True when the rank's own file was complete (read to its footer, nothing
+    /// skipped). Absent (false) in merged files older than version 5.
+    #[serde(default)]
+    pub complete: bool,
     /// The calls the rank was inside at its last in-flight dump (SIGUSR1 or a stall),
     /// times on the run's timeline; absent when it never dumped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<InFlightDump>,
+}
+
+/// Why a rank's measured clock alignment was not used.
+///
+/// Wire type: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockProblem {
+    /// Aligned with its measured offset (or, on rank 0's clock domain, as it is), the
+    /// rank's init clock synchronisation falls far outside rank 0's: an epoch or an
+    /// offset that cannot be true. Aligned instead by its init synchronisation.
+    Anchor,
+    /// The init offset's error bound is absurd (over a second). Aligned instead by its
+    /// init synchronisation.
+    ErrorBound,
+    /// The drift between the init and final offsets is beyond any real clock's: the
+    /// final offset is not used (a constant offset instead).
+    Drift,
+}
+
+/// A rank whose clock alignment was replaced.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImplausibleClock {
+    /// The rank.
+    pub rank: u32,
+    /// What was wrong.
+    pub problem: ClockProblem,
+    /// The figures, for people.
+    pub reason: String,
+}
+
+/// Calls of one rank naming a peer outside `MPI_COMM_WORLD` (a rank at or above its
+/// size; negative values are MPI's wildcards and null rank, not peers).
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PeersOutOfRange {
+    /// The rank.
+    pub rank: u32,
+    /// The file its events were read from.
+    pub file: String,
+    /// How many calls name such a peer.
+    pub calls: u64,
+    /// The first of them: the MPI function.
+    pub first_call: String,
+    /// Its start, ns on the run's timeline.
+    pub first_ns: u64,
+    /// The peer it names.
+    pub first_peer: i32,
 }
 
 /// A message flagged because its receive completed before its send was posted.

@@ -22,7 +22,10 @@ pub use args::{
 };
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};
-pub use merged::{IncompleteRank, MergedInfo, RankClock, RequestArgs, SuspectMessage};
+pub use merged::{
+    ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange, RankClock,
+    RequestArgs, SuspectMessage,
+};
 pub use op::{CollectivePattern, Op, OpClass, RequestKind};
 
 /// Name of the format, written in every header so a reader can tell our files apart.
@@ -42,9 +45,17 @@ pub const UNRECORDED_CALLS_PARAM: &str = "unrecorded_calls";
 /// Version 4 made per-rank files binary streams ([`crate::stream`], `rank-N.ovlp`); the
 /// merged JSON trace is unchanged but for this number, and per-rank JSON files of
 /// versions 1 to 3 are still read.
-/// Version 5 added the stream's `InFlight` frame (the calls a rank was inside when it
-/// dumped) and the merged trace's per-rank `in_flight`.
+/// Version 5 added the run's identity to the per-rank header (`run_id`,
+/// `start_unix_ns`) and to the merged `otherData`, with each rank's event count and
+/// completeness ([`RankClock`]'s `events` and `complete`), the clocks found implausible
+/// and the peers outside the world; and the stream's `InFlight` frame (the calls a rank
+/// was inside when it dumped) with the merged trace's per-rank `in_flight`.
 pub const FORMAT_VERSION: u32 = 5;
+
+/// The first version whose merged files say how many events each rank has
+/// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one
+/// only from this version on.
+pub const COUNTED_MERGE_VERSION: u32 = 5;
 
 /// The last version whose per-rank files are JSON (`rank-N.json`).
 pub const LAST_JSON_RANK_VERSION: u32 = 3;

@@ -19,6 +19,8 @@ fn header() -> Header {
         clock_domain: String::new(),
         program: "ring".into(),
         params: Default::default(),
+        run_id: String::new(),
+        start_unix_ns: 0,
     }
 }
 

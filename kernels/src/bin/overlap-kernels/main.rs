@@ -27,19 +27,21 @@ use overlap_kernels::sync::{self, Sync};
 use overlap_kernels::toeplitz::{self, Method, Toeplitz, ToeplitzReport};
 use overlap_kernels::{Kernel, KernelContext, KernelError, KernelReport};
 
-use args::{parse, Args, Choice, USAGE};
+use args::Cli;
+use clap::Parser;
+use overlap_kernels::args::Kernels;
 
 /// Runs `kernel` traced on this rank. `Err` carries the exit code after a failure that
 /// every rank saw alike (invalid options); any other failure aborts the job.
 fn traced<K: Kernel>(
     world: &SimpleCommunicator,
-    args: &Args,
+    args: &Cli,
     kernel: &K,
 ) -> Result<K::Output, ExitCode> {
     let rank = world.rank();
-    let mut config = TraceConfig::new(&args.trace_dir, kernel.name());
+    let mut config = TraceConfig::new(args.trace_dir(), kernel.name());
     config.params = kernel.params();
-    config.recorder.flush_interval = args.flush;
+    config.recorder.flush_interval = args.flush();
     let session = match TraceSession::start(world, config) {
         Ok(s) => s,
         Err(e) => {
@@ -196,35 +198,38 @@ fn pingpong_output(
     ok
 }
 
-fn run(world: &SimpleCommunicator, args: &Args) -> Result<bool, ExitCode> {
+fn run(world: &SimpleCommunicator, args: &Cli) -> Result<bool, ExitCode> {
     let (rank, ranks) = (world.rank(), world.size());
-    match &args.choice {
-        Choice::FalseOverlap(o) => {
-            let k = FalseOverlap { options: o.clone() };
+    match &args.kernel {
+        Kernels::FalseOverlap(run) => {
+            let k = FalseOverlap {
+                options: run.kernel.options.clone(),
+            };
             let report = traced(world, args, &k)?;
             false_overlap_summary(world, &k, &report);
             Ok(true)
         }
-        Choice::Toeplitz(o) => {
-            let k = Toeplitz { options: o.clone() };
+        Kernels::Toeplitz(run) => {
+            let k = Toeplitz {
+                options: run.kernel.options.clone(),
+            };
             let report = traced(world, args, &k)?;
             if rank == 0 {
                 println!("{}", toeplitz_summary(ranks, &k, &report));
             }
             Ok(true)
         }
-        Choice::Pingpong {
-            options,
-            json: j,
-            model,
-        } => {
+        Kernels::Pingpong(run) => {
+            let given = &run.kernel.options;
+            let (options, j, model) = (&given.options, &given.output.json, &given.model);
             let k = Pingpong {
                 options: options.clone(),
             };
             let r = traced(world, args, &k)?;
             Ok(rank != 0 || pingpong_output(ranks, &r, options, j.as_deref(), model.as_deref()))
         }
-        Choice::Sync { options, json: j } => {
+        Kernels::Sync(run) => {
+            let (options, j) = (&run.kernel.options.options, &run.kernel.options.output.json);
             let k = Sync {
                 options: options.clone(),
             };
@@ -242,7 +247,8 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<bool, ExitCode> {
                 &r,
             ))
         }
-        Choice::Halo3d { options, json: j } => {
+        Kernels::Halo3d(run) => {
+            let (options, j) = (&run.kernel.options.options, &run.kernel.options.output.json);
             let k = Halo3d {
                 options: options.clone(),
             };
@@ -264,25 +270,8 @@ fn run(world: &SimpleCommunicator, args: &Args) -> Result<bool, ExitCode> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse(std::env::args().skip(1)) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("overlap-kernels: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    // A results file that cannot be written should fail now, not after the run.
-    for (flag, path) in args.choice.outputs() {
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-        if let Some(dir) = dir.filter(|d| !d.is_dir()) {
-            eprintln!(
-                "overlap-kernels: {flag} {}: the directory {} does not exist",
-                path.display(),
-                dir.display()
-            );
-            return ExitCode::from(2);
-        }
-    }
+    // A results file whose directory is missing fails here, not after the run.
+    let args = Cli::parse();
     let Some(universe) = mpi::initialize() else {
         eprintln!("overlap-kernels: MPI was already initialised");
         return ExitCode::FAILURE;

@@ -1,0 +1,225 @@
+//! Regression gates over reports: a baseline keeps the metrics of a complete run that
+//! do not flake on a noisy machine, and what that run was (program, parameters, ranks,
+//! the work of each rank); `check` compares a new run against it within a tolerance and
+//! refuses to judge a trace that lost data or covers something else; `diff` puts two
+//! runs side by side.
+//!
+//! - [`metrics`]: which figures are gated and whether a tolerance can fail;
+//! - [`usable`]: what makes a trace unfit for a gate;
+//! - [`compare`]: the verdicts and the exit status; [`render`]: table and JUnit;
+//! - [`diff`]: two runs side by side.
+
+pub mod compare;
+pub mod diff;
+pub mod metrics;
+pub mod render;
+pub mod usable;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use overlap_format::schema::ParamValue;
+use serde::{Deserialize, Serialize};
+
+pub use compare::{check, CheckOptions, Comparison, Exit, Outcome, Scale, Verdict};
+pub use diff::{diff, diff_table, DiffRow};
+pub use metrics::{gate_metrics, Better, Gate, Metric, Unit};
+pub use render::{comparison_table, junit, junit_error};
+pub use usable::{Problem, RankWork};
+
+use crate::import::Loaded;
+use crate::metrics::Report;
+use crate::{Error, Result};
+
+/// The name every baseline file carries.
+pub const BASELINE_FORMAT: &str = "overlap-baseline";
+/// The baseline layout's version. Version 1 recorded neither the work of each rank,
+/// nor completeness, nor a tolerance, and wrote unknown figures as 0: it is refused.
+pub const BASELINE_VERSION: u32 = 2;
+/// The tolerance a baseline is made for unless told otherwise, percent.
+pub const DEFAULT_TOLERANCE_PCT: f64 = 5.0;
+
+/// Parameters that change from one run of the same program to the next (where the
+/// program was loaded in memory): neither kept in a baseline nor compared.
+const RUN_ONLY_PARAMS: &[&str] = &["code_maps"];
+
+/// A baseline file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    /// Always [`BASELINE_FORMAT`].
+    pub format: String,
+    /// [`BASELINE_VERSION`].
+    pub version: u32,
+    /// The run it was made from: program.
+    pub program: String,
+    /// ... its parameters.
+    pub params: BTreeMap<String, ParamValue>,
+    /// ... the size of its `MPI_COMM_WORLD`.
+    pub world_size: u32,
+    /// ... and the work of each traced rank.
+    pub ranks: Vec<RankWork>,
+    /// True when the trace it was made from was complete (`overlap baseline` makes none
+    /// from an incomplete trace; a file saying false is refused).
+    pub complete: bool,
+    /// The tolerance it was made for, percent; `check --tolerance` overrides it.
+    pub tolerance_pct: f64,
+    /// The gated metrics.
+    pub metrics: Vec<Metric>,
+}
+
+impl Baseline {
+    /// Program and parameters as one line.
+    pub fn program_text(&self) -> String {
+        usable::program_text(&self.program, &self.params)
+    }
+}
+
+/// The parameters of a run that describe the program, not the run.
+fn program_params(params: &BTreeMap<String, ParamValue>) -> BTreeMap<String, ParamValue> {
+    params
+        .iter()
+        .filter(|(k, _)| !RUN_ONLY_PARAMS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// What a report's run covers.
+fn coverage_of<'a>(report: &Report, work: &'a [RankWork]) -> usable::Coverage<'a> {
+    usable::Coverage {
+        program: usable::program_text(&report.run.program, &program_params(&report.run.params)),
+        world_size: report.run.world_size,
+        work,
+    }
+}
+
+/// A baseline made, and what to tell the user about it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Made {
+    /// The baseline.
+    pub baseline: Baseline,
+    /// Metrics kept but not gated (no figure; at their worst), in words.
+    pub notes: Vec<String>,
+}
+
+/// Makes a baseline from a loaded trace and its report, for a tolerance in percent.
+/// Refused, with every reason, when the trace is incomplete, or when the tolerance is
+/// not a usable number or lets a metric never fail.
+pub fn make_baseline(
+    loaded: &Loaded,
+    report: &Report,
+    tolerance_pct: f64,
+) -> std::result::Result<Made, Vec<String>> {
+    let incomplete = usable::completeness(loaded);
+    if !incomplete.is_empty() {
+        return Err(incomplete
+            .iter()
+            .map(|p| format!("incomplete trace: {p}"))
+            .collect());
+    }
+    let baseline = Baseline {
+        format: BASELINE_FORMAT.into(),
+        version: BASELINE_VERSION,
+        program: report.run.program.clone(),
+        params: program_params(&report.run.params),
+        world_size: report.run.world_size,
+        ranks: usable::work(&loaded.trace),
+        complete: true,
+        tolerance_pct,
+        metrics: gate_metrics(report),
+    };
+    let problems = baseline_problems(&baseline, tolerance_pct);
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let notes = baseline
+        .metrics
+        .iter()
+        .filter_map(|m| match metrics::gate(m, tolerance_pct) {
+            Gate::NoFigure => Some(format!("{}: no figure in this trace: not gated", m.name)),
+            Gate::AtWorst => Some(format!(
+                "{}: at its worst possible value ({}): it can only improve, so it is not a gate",
+                m.name,
+                m.value
+                    .map_or("unknown".into(), |v| metrics::show(v, m.unit))
+            )),
+            _ => None,
+        })
+        .collect();
+    Ok(Made { baseline, notes })
+}
+
+/// What makes a baseline unusable at a tolerance: made from an incomplete trace, no
+/// metrics, nothing gateable, a tolerance that is no number or lets a metric never fail.
+pub fn baseline_problems(b: &Baseline, tolerance_pct: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    if !b.complete {
+        out.push(
+            "the baseline was made from an incomplete trace: remake it from a complete one".into(),
+        );
+    }
+    if b.metrics.is_empty() {
+        out.push("the baseline has no metrics: it would gate nothing".into());
+    }
+    if !metrics::valid_tolerance(tolerance_pct) {
+        out.push(format!(
+            "tolerance {tolerance_pct}%: it must be a finite, non-negative percentage"
+        ));
+        return out;
+    }
+    for m in &b.metrics {
+        if let Gate::CannotFail { why } = metrics::gate(m, tolerance_pct) {
+            out.push(format!(
+                "{}: a tolerance of {tolerance_pct}% can never fail: {why}",
+                m.name
+            ));
+        }
+    }
+    if !b.metrics.is_empty()
+        && !b
+            .metrics
+            .iter()
+            .any(|m| matches!(metrics::gate(m, tolerance_pct), Gate::Gated { .. }))
+    {
+        out.push(
+            "no metric of the baseline has a figure that can regress: it would gate nothing".into(),
+        );
+    }
+    out
+}
+
+/// Reads a baseline file.
+pub fn read_baseline(path: &Path) -> Result<Baseline> {
+    let text = std::fs::read(path).map_err(|source| Error::Io {
+        what: "reading",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let bad = |reason: String| Error::BadBaseline {
+        path: path.to_path_buf(),
+        reason,
+    };
+    // The name and version first, so an older layout gets its own message.
+    #[derive(Deserialize)]
+    struct Tag {
+        format: String,
+        version: u32,
+    }
+    let tag: Tag = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+    if tag.format != BASELINE_FORMAT {
+        return Err(bad(format!(
+            "format is {:?}, not {BASELINE_FORMAT:?}",
+            tag.format
+        )));
+    }
+    if tag.version != BASELINE_VERSION {
+        return Err(bad(format!(
+            "version {}, but this overlap reads version {BASELINE_VERSION} (a version 1 \
+             baseline records neither the ranks nor the work it was made from): remake it \
+             with `overlap baseline TRACE --out {}`",
+            tag.version,
+            path.display()
+        )));
+    }
+    serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))
+}

@@ -1,0 +1,195 @@
+//! `overlap baseline`, `check` and `diff`: the regression gate as the user drives it.
+//! The decisions (what is complete, what differs, each verdict, the exit status) are
+//! the analyzer's ([`overlap_analyzer::check`]); this module loads, prints and exits.
+//!
+//! `check` and `baseline` exit 2 for every input they cannot use, never 1: 1 is kept for
+//! a real regression, so that a CI job can tell a slower program from a broken trace.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use overlap_analyzer::check::{self, CheckOptions, Exit};
+use overlap_analyzer::import::Loaded;
+use overlap_analyzer::metrics::{analyze, Report};
+use overlap_analyzer::output::write_atomically;
+
+use crate::cli::{load, load_trace, AnalysisArgs, BaselineArgs, CheckArgs, DiffArgs};
+use crate::output::{out, outln, sayln};
+
+/// The report of a trace loaded whole.
+fn report_of(path: &Path, analysis: &AnalysisArgs) -> Result<Report> {
+    let opts = analysis.options()?;
+    let trace = load_trace(path)?;
+    Ok(analyze(&trace, &opts).0)
+}
+
+/// A trace loaded with what could not be used (the gate judges that), and its report.
+fn loaded_report(path: &Path, analysis: &AnalysisArgs) -> Result<(Loaded, Report)> {
+    let opts = analysis.options()?;
+    let loaded = load(path)?;
+    let report = analyze(&loaded.trace, &opts).0;
+    Ok((loaded, report))
+}
+
+/// Prints `overlap: error: ...` and exits 2.
+fn unusable(e: &anyhow::Error) -> ExitCode {
+    sayln!("overlap: error: {e:#}");
+    ExitCode::from(Exit::Unusable.code())
+}
+
+/// `overlap diff`.
+pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode> {
+    let ra = report_of(&a.a, &a.analysis)?;
+    let rb = report_of(&a.b, &a.analysis)?;
+    let rows = check::diff(&ra, &rb);
+    if a.json {
+        outln!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        out!("{}", check::diff_table(&rows, &label(&a.a), &label(&a.b)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `overlap baseline`: exit 0 when written, 2 when refused.
+pub(crate) fn baseline(a: BaselineArgs) -> Result<ExitCode> {
+    let (loaded, report) = match loaded_report(&a.trace, &a.analysis) {
+        Ok(x) => x,
+        Err(e) => return Ok(unusable(&e)),
+    };
+    let made = match check::make_baseline(&loaded, &report, a.tolerance) {
+        Ok(m) => m,
+        Err(reasons) => {
+            sayln!(
+                "overlap: error: no baseline made from {}:",
+                a.trace.display()
+            );
+            for r in reasons {
+                sayln!("  {r}");
+            }
+            return Ok(ExitCode::from(Exit::Unusable.code()));
+        }
+    };
+    let b = &made.baseline;
+    let text = serde_json::to_string_pretty(b)? + "\n";
+    if let Err(e) = write_atomically(&a.out, text.as_bytes()) {
+        return Ok(unusable(&e.into()));
+    }
+    for n in &made.notes {
+        outln!("note: {n}");
+    }
+    let gated = b
+        .metrics
+        .iter()
+        .filter(|m| {
+            matches!(
+                check::metrics::gate(m, b.tolerance_pct),
+                check::Gate::Gated { .. }
+            )
+        })
+        .count();
+    outln!(
+        "baseline of {} metrics ({gated} gated at {}%) from {} rank(s) of {} written to {}",
+        b.metrics.len(),
+        b.tolerance_pct,
+        b.ranks.len(),
+        b.program,
+        a.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `overlap check`: exit 0 within tolerance, 1 on regression, 2 when it cannot judge.
+pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
+    let suite = format!("overlap check {}", a.trace.display());
+    let junit = |text: String| -> Result<()> {
+        match &a.junit {
+            Some(path) => Ok(write_atomically(path, text.as_bytes())?),
+            None => Ok(()),
+        }
+    };
+    let inputs = check::read_baseline(&a.baseline)
+        .map_err(anyhow::Error::from)
+        .and_then(|base| Ok((base, loaded_report(&a.trace, &a.analysis)?)));
+    let (base, (loaded, report)) = match inputs {
+        Ok(x) => x,
+        Err(e) => {
+            // A stale JUnit file must not pass for this run.
+            if let Err(j) = junit(check::junit_error(&format!("{e:#}"), &suite)) {
+                sayln!("overlap: error: {j:#}");
+            }
+            return Ok(unusable(&e));
+        }
+    };
+    let opts = CheckOptions {
+        tolerance_pct: a.tolerance,
+        allow_different: a.allow_different,
+    };
+    let outcome = check::check(&base, &loaded, &report, opts);
+    for w in &outcome.warnings {
+        sayln!("warning: {w}");
+    }
+    for n in &outcome.notes {
+        outln!("note: {n}");
+    }
+    if !outcome.rows.is_empty() {
+        out!("{}", check::comparison_table(&outcome.rows));
+    }
+    if let Err(e) = junit(check::junit(&outcome.rows, &outcome.problems, &suite)) {
+        return Ok(unusable(&e));
+    }
+    let exit = outcome.exit();
+    match exit {
+        Exit::Unusable => {
+            sayln!(
+                "overlap: error: {} cannot be checked against {}:",
+                a.trace.display(),
+                a.baseline.display()
+            );
+            for p in &outcome.problems {
+                sayln!("  {p}");
+            }
+        }
+        Exit::Regressed => {
+            let regressed: Vec<&str> = outcome
+                .rows
+                .iter()
+                .filter(|r| r.verdict == check::Verdict::Regressed)
+                .map(|r| r.name.as_str())
+                .collect();
+            outln!(
+                "{} metric(s) regressed beyond {}%: {}",
+                regressed.len(),
+                outcome.tolerance_pct,
+                regressed.join(", ")
+            );
+        }
+        Exit::Pass => {
+            let gated = outcome
+                .rows
+                .iter()
+                .filter(|r| check::compare::is_gated(r.verdict))
+                .count();
+            let despite = if outcome.warnings.is_empty() {
+                ""
+            } else {
+                " (a trace that differs from the baseline, compared with --allow-different)"
+            };
+            outln!(
+                "within tolerance ({}%) of {}: {gated} of {} metric(s) gated{despite}",
+                outcome.tolerance_pct,
+                a.baseline.display(),
+                outcome.rows.len()
+            );
+        }
+    }
+    Ok(ExitCode::from(exit.code()))
+}
+
+/// A short name for a trace in a table header: its file name.
+fn label(path: &Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}
