@@ -292,8 +292,9 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     if let Some(note) = crate::trace::unrecorded_note(&merged.merged.info.params) {
         sayln!("{note}");
     }
-    // Integration (helper "hang"): for a hung run, print the analyzer's hang report
-    // (report.hang's text section) here.
+    if let Some(hang) = overlap_analyzer::hang::section_of(&trace) {
+        say!("{hang}");
+    }
     let status = match ending {
         Ending::Finished(status) => status,
         _ => {

@@ -141,8 +141,9 @@ fn run_kernel(
             let (trace, line) = report_merge(&m, &ranks_dir, out)?;
             outln!("{line}");
             out!("{}", summarize(&trace).to_table());
-            // Integration (helper "hang"): for a hung run, print the analyzer's hang
-            // report (report.hang's text section) here.
+            if let Some(hang) = overlap_analyzer::hang::section_of(&trace) {
+                out!("{hang}");
+            }
             if let Some(code) = outcome.ending.stopped_exit_code() {
                 sayln!(
                     "overlap: {failure}\nwhat the ranks recorded is merged in {}",

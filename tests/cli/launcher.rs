@@ -269,14 +269,9 @@ fn a_reused_trace_directory_loses_only_the_old_rank_files_and_markers() {
 }
 
 /// A real deadlock under `--hang-timeout`: each rank's preload notices that no call
-/// completed, dumps what it is inside and says so with its `stalled` marker.
-///
-/// COORDINATOR: needs helper "hang"'s preload (the stall detection and the markers);
-/// remove the `ignore` at integration, and assert the hang report's text
-/// ("rank 0 blocked in MPI_Recv from rank 1 tag 7", the wait-for cycle) once
-/// `overlap trace` prints it.
+/// completed, dumps what it is inside and says so with its `stalled` marker; `overlap
+/// trace` stops the run, merges it and says where each rank hung.
 #[test]
-#[ignore = "needs the preload's stall detection (helper hang), wired at integration"]
 fn a_deadlocked_run_is_stopped_as_hung() {
     let _guard = mpi_lock();
     let dir = tempfile::tempdir().expect("temp dir");
@@ -293,6 +288,14 @@ fn a_deadlocked_run_is_stopped_as_hung() {
     let text = output(dir.path());
     assert_eq!(status.code(), Some(124), "{text}");
     assert!(text.contains("the run is hung; stopping it"), "{text}");
+    for line in [
+        "Hung run: 2 of 2 ranks stuck in MPI",
+        "rank 0 blocked in MPI_Recv from rank 1 tag 7 (deadlock.c:",
+        "rank 1 blocked in MPI_Recv from rank 0 tag 8 (deadlock.c:",
+        "wait-for cycle: rank 0 -> rank 1 -> rank 0",
+    ] {
+        assert!(text.contains(line), "{line:?} in:\n{text}");
+    }
     assert!(
         eventually(Duration::from_secs(10), || !running(arg)),
         "{text}"

@@ -158,6 +158,15 @@ pub struct HangReport {
     pub waited_not_blocked: Vec<graph::NotBlocked>,
 }
 
+/// The "Hung run" section of the text report, when any rank dumped: for the launcher,
+/// which prints it after merging a run it stopped, without the whole analysis.
+pub fn section_of(trace: &Trace) -> Option<String> {
+    let h = analyze(trace, &SiteTable::build(trace))?;
+    let mut o = String::new();
+    text::render(&mut o, &h);
+    Some(o)
+}
+
 /// The report, when any rank dumped.
 pub fn analyze(trace: &Trace, sites: &SiteTable) -> Option<HangReport> {
     let dumps: Vec<(u32, &InFlightDump)> = trace
