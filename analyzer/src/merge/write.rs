@@ -210,14 +210,13 @@ fn write_in_flight<W: std::io::Write>(
     for r in &merged.info.ranks {
         let Some(dump) = &r.in_flight else { continue };
         for c in &dump.calls {
-            let name = format!(
-                "{} ({}, in flight at dump)",
-                c.call.mpi_name(),
-                match dump.reason {
-                    DumpReason::Stalled => "blocked",
-                    DumpReason::Signal => "running",
+            // A stall says the call was blocked; a signal only that it was in progress.
+            let name = match dump.reason {
+                DumpReason::Stalled => {
+                    format!("{} (blocked, in flight at dump)", c.call.mpi_name())
                 }
-            );
+                DumpReason::Signal => format!("{} (in flight at dump)", c.call.mpi_name()),
+            };
             let (start, end) = (Nanos(c.start_ns), Nanos(dump.at_ns.max(c.start_ns)));
             let ev = WireEvent::complete(name, Category::Hang, r.rank, c.tid, start, end, c);
             w.write(&ev)?;
