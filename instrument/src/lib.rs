@@ -35,6 +35,17 @@ pub mod layer;
 pub mod mpi;
 pub mod recorder;
 
+/// `eprintln!` that never panics: a line for the user on stderr, dropped when stderr
+/// cannot take it (closed, a full disk). The recorder and the preload run inside the
+/// user's program, which must never die because a warning could not be printed.
+#[macro_export]
+macro_rules! stderr_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub use overlap_format::{fxhash, network_model, output, schema};
 
 use std::path::PathBuf;

@@ -5,6 +5,8 @@
 //! The traces are the version-3 preload files kept as test data (two ranks of a small C
 //! program), so no MPI run is needed.
 
+#![allow(clippy::unwrap_used)]
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,7 +25,7 @@ fn trace_dir(dir: &Path, host: &str) -> PathBuf {
         let text = std::fs::read_to_string(src.join(&name)).unwrap();
         let text = text
             .replace("\"host\":\"vm\"", &format!("\"host\":\"{host_json}\""))
-            .replace(&format!("(vm)"), &format!("({host_json})"));
+            .replace("(vm)", &format!("({host_json})"));
         std::fs::write(out.join(&name), text).unwrap();
     }
     out

@@ -132,7 +132,9 @@ pub(crate) fn guarded(record: impl FnOnce()) {
 /// Stops tracing for the rest of the run, keeping what was recorded.
 pub(crate) fn disable(why: &str) {
     if !WARNED.swap(true, Ordering::Relaxed) {
-        eprintln!("overlap-preload: tracing stopped: {why}; the program goes on untraced");
+        overlap_instrument::stderr_line!(
+            "overlap-preload: tracing stopped: {why}; the program goes on untraced"
+        );
     }
     stop();
 }
@@ -204,11 +206,13 @@ pub(crate) fn start(init: InitCall) {
         Ok(r) => {
             let _ = r.finish();
             let _ = std::fs::remove_file(&path);
-            eprintln!("overlap-preload: rank {rank}: another rank cannot trace, so none does");
+            overlap_instrument::stderr_line!(
+                "overlap-preload: rank {rank}: another rank cannot trace, so none does"
+            );
             return;
         }
         Err(e) => {
-            eprintln!("overlap-preload: rank {rank}: cannot trace: {e}");
+            overlap_instrument::stderr_line!("overlap-preload: rank {rank}: cannot trace: {e}");
             return;
         }
     };
@@ -258,7 +262,10 @@ pub(crate) fn stop() {
     // wrapper keep a valid reference (their records are dropped).
     if let Some(t) = unsafe { t.as_ref() } {
         if let Err(e) = t.recorder.finish() {
-            eprintln!("overlap-preload: rank {}: finishing the trace: {e}", t.rank);
+            overlap_instrument::stderr_line!(
+                "overlap-preload: rank {}: finishing the trace: {e}",
+                t.rank
+            );
         }
     }
 }
@@ -314,7 +321,9 @@ fn trace_dir(rank: c_int, world: MPI_Comm) -> PathBuf {
         let full = cwd.join(chosen).to_string_lossy().into_owned();
         let n = full.len().min(name.len() - 1);
         name[..n].copy_from_slice(&full.as_bytes()[..n]);
-        eprintln!("overlap-preload: {TRACE_DIR_ENV} is not set; tracing to {full}");
+        overlap_instrument::stderr_line!(
+            "overlap-preload: {TRACE_DIR_ENV} is not set; tracing to {full}"
+        );
     }
     // SAFETY: a fixed-size byte buffer, broadcast from rank 0 over the world.
     unsafe {

@@ -90,7 +90,7 @@ impl Drop for Inner {
     fn drop(&mut self) {
         if let Err(e) = finish_inner(self) {
             if !matches!(e, Error::AlreadyFinished) {
-                eprintln!("overlap: finishing the trace: {e}");
+                crate::stderr_line!("overlap: finishing the trace: {e}");
             }
         }
     }

@@ -274,7 +274,7 @@ pub(crate) unsafe extern "C" fn session_init(
     static TOLD: std::sync::Once = std::sync::Once::new();
     TOLD.call_once(|| {
         if launch_rank().is_none_or(|r| r == 0) {
-            eprintln!(
+            overlap_instrument::stderr_line!(
                 "overlap-preload: this program starts MPI through MPI_Session_init (MPI \
                  Sessions); overlap records only what follows MPI_Init or MPI_Init_thread, \
                  because it numbers ranks and aligns clocks over MPI_COMM_WORLD: calls made \

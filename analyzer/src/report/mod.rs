@@ -4,11 +4,17 @@
 
 use std::fmt::Write as _;
 
+mod sites;
+mod units;
+
+use sites::by_site;
+use units::{at, bytes, pct, rate};
+pub use units::{duration, share};
+
 use crate::compute::ComputeSource;
 use crate::metrics::false_overlap::Limit;
 use crate::metrics::pop::TIdealMethod;
 use crate::metrics::{CallRef, Finding, Report, WaitKind};
-use crate::sites::SiteGroup;
 
 /// How to render.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -38,60 +44,6 @@ impl Style {
             "31"
         };
         self.paint(code, text)
-    }
-}
-
-/// A duration for people: ns, µs, ms or s with 3 significant-ish digits.
-pub fn duration(ns: u64) -> String {
-    let n = ns as f64;
-    if ns < 1_000 {
-        format!("{ns} ns")
-    } else if ns < 1_000_000 {
-        format!("{:.1} us", n / 1e3)
-    } else if ns < 1_000_000_000 {
-        format!("{:.2} ms", n / 1e6)
-    } else {
-        format!("{:.3} s", n / 1e9)
-    }
-}
-
-/// A point in time of the run, in seconds.
-fn at(ns: u64) -> String {
-    format!("{:.6} s", ns as f64 / 1e9)
-}
-
-/// A rate in bytes per second, in the unit that keeps it readable (an 8-byte class gives
-/// kB/s, a link GB/s).
-fn rate(bytes_per_s: f64) -> String {
-    let (value, unit) = match bytes_per_s {
-        b if b >= 1e9 => (b / 1e9, "GB/s"),
-        b if b >= 1e6 => (b / 1e6, "MB/s"),
-        b if b >= 1e3 => (b / 1e3, "kB/s"),
-        b => (b, "B/s"),
-    };
-    format!("{value:.2} {unit}")
-}
-
-fn pct(f: f64) -> String {
-    format!("{:5.1}%", f * 100.0)
-}
-
-/// `part` as a percentage of `whole`, 6 columns wide.
-pub fn share(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "    - ".into()
-    } else {
-        pct(part as f64 / whole as f64)
-    }
-}
-
-fn bytes(b: u64) -> String {
-    if b >= 1 << 20 {
-        format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-    } else if b >= 1 << 10 {
-        format!("{:.1} KiB", b as f64 / 1024.0)
-    } else {
-        format!("{b} B")
     }
 }
 
@@ -533,98 +485,5 @@ fn place(c: &CallRef) -> String {
     match &c.site {
         Some(site) => format!("{} at {} ({site})", c.call, at(c.start_ns)),
         None => format!("{} at {}", c.call, at(c.start_ns)),
-    }
-}
-
-/// A count with thin groups of three digits: `1 197`.
-fn count(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `text` cut to `width` characters, ending in `...` when cut.
-fn fit(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    let kept: String = text.chars().take(width.saturating_sub(3)).collect();
-    format!("{kept}...")
-}
-
-/// The by-site tables: what one line of source costs, summed over its instances.
-fn by_site(o: &mut String, r: &Report, style: Style) {
-    let b = &r.by_site;
-    let sections: [(&str, &[SiteGroup], &str); 2] = [
-        ("False overlap by call site", &b.false_overlap, "finding"),
-        ("Wait states by call site", &b.wait_states, "wait"),
-    ];
-    for (title, groups, noun) in sections {
-        if groups.is_empty() {
-            continue;
-        }
-        let _ = writeln!(o, "\n{}", style.bold(title));
-        for g in groups.iter().take(5) {
-            let what = match g.kind {
-                Some(k) => format!("{}, {}", g.call, k.title()),
-                None => g.call.to_string(),
-            };
-            let tail = format!(
-                " {what}: {} {noun}{} on {} rank{}, {} lost, worst {}",
-                count(g.count),
-                if g.count == 1 { "" } else { "s" },
-                g.ranks,
-                if g.ranks == 1 { "" } else { "s" },
-                duration(g.total_ns),
-                duration(g.worst_ns)
-            );
-            let site = g.site.as_deref().unwrap_or("(site unknown)");
-            if site.chars().count() + tail.chars().count() <= 98 {
-                let _ = writeln!(o, "  {site}{tail}");
-            } else {
-                // A long label gets a line of its own.
-                let _ = writeln!(o, "  {}\n     {tail}", fit(site, 98));
-            }
-        }
-        if groups.len() > 5 {
-            let _ = writeln!(
-                o,
-                "  ... and {} more site(s) (see --json)",
-                groups.len() - 5
-            );
-        }
-    }
-    let shown = !b.false_overlap.is_empty() || !b.wait_states.is_empty();
-    if shown {
-        for note in b.notes.iter().take(3) {
-            let _ = writeln!(o, "  {}", fit(&format!("note: {note}"), 98));
-        }
-        if b.notes.len() > 3 {
-            let _ = writeln!(
-                o,
-                "  ... and {} more note(s) (see --json)",
-                b.notes.len() - 3
-            );
-        }
-    }
-}
-
-#[cfg(test)]
-mod site_tests {
-    use super::*;
-
-    #[test]
-    fn counts_and_fitting() {
-        assert_eq!(count(7), "7");
-        assert_eq!(count(1197), "1 197");
-        assert_eq!(count(1_234_567), "1 234 567");
-        assert_eq!(fit("calls.c:57 (main)", 40), "calls.c:57 (main)");
-        assert_eq!(fit("abcdefghij", 8), "abcde...");
     }
 }
