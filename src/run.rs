@@ -71,8 +71,7 @@ fn default_out(kernel: &str, variant: Option<&str>) -> PathBuf {
 fn out_path(given: Option<&Path>, kernel: &str, variant: Option<&str>) -> Result<PathBuf> {
     if let Some(out) = given {
         // A mistyped --out is told now, not after the run.
-        overlap_analyzer::output::check_output(out)
-            .with_context(|| format!("--out {}", out.display()))?;
+        overlap_analyzer::output::check_output(out)?;
         return Ok(out.to_path_buf());
     }
     let out = default_out(kernel, variant);
@@ -188,7 +187,7 @@ mod tests {
             .to_string();
         assert_eq!(
             err,
-            "--out /nonexistent/dir/t.json: the directory /nonexistent/dir does not exist"
+            "cannot write /nonexistent/dir/t.json: the directory /nonexistent/dir does not exist"
         );
         assert_eq!(
             out_path(Some(Path::new("t.json")), "sync", None).unwrap(),
