@@ -19,6 +19,10 @@ pub struct RunSummary {
     pub clock_error: Nanos,
     /// True when every rank read rank 0's own clock (one host).
     pub shared_clock: bool,
+    /// When the run was stopped with ranks inside calls that never completed (the
+    /// latest dump, ns since the run's start), and how many ranks: see
+    /// [`crate::hang::stopped_in_calls`].
+    pub stopped_in_calls: Option<(Nanos, usize)>,
 }
 
 /// Summarises a run.
@@ -29,6 +33,7 @@ pub fn summarize(trace: &Trace) -> RunSummary {
         wall: Nanos(run.wall_ns),
         clock_error: Nanos(trace.info.max_clock_error_ns),
         shared_clock: trace.info.ranks.iter().all(|r| r.shared_clock),
+        stopped_in_calls: crate::hang::stopped_in_calls(trace).map(|(at, n)| (Nanos(at), n)),
     }
 }
 
@@ -74,6 +79,13 @@ impl RunSummary {
             "run wall time {}; {clock}\n",
             duration(self.wall.0)
         ));
+        if let Some((at, ranks)) = self.stopped_in_calls {
+            out.push_str(&format!(
+                "the run was stopped at {} with {ranks} rank(s) inside calls that never \
+                 completed: the time they spent there is in no figure above\n",
+                duration(at.0)
+            ));
+        }
         out
     }
 }

@@ -293,6 +293,9 @@ fn a_deadlocked_run_is_stopped_as_hung() {
         "rank 0 blocked in MPI_Recv from rank 1 tag 7 (deadlock.c:",
         "rank 1 blocked in MPI_Recv from rank 0 tag 8 (deadlock.c:",
         "wait-for cycle: rank 0 -> rank 1 -> rank 0",
+        // The summary does not pass the blocked time off as the run's.
+        "with 2 rank(s) inside calls that never completed: the time they spent there is in \
+         no figure above",
     ] {
         assert!(text.contains(line), "{line:?} in:\n{text}");
     }

@@ -252,6 +252,39 @@ fn rank_hang(
     }
 }
 
+/// True when the call `c` of `rank`'s dump was recorded as completed afterwards.
+fn completed_later(trace: &Trace, rank: u32, c: &InFlightCall) -> bool {
+    let timeline = trace.ranks.iter().find(|t| t.rank == rank);
+    timeline.is_some_and(|t| {
+        t.spans.iter().any(|s| {
+            s.tid == c.tid
+                && s.op() == Some(c.call)
+                && s.start.0.abs_diff(c.start_ns) <= SAME_START_NS
+        })
+    })
+}
+
+/// Where the recorded figures stop short of the run: the latest dump of a rank with a
+/// call that never completed, and how many ranks had one. `None` when every dumped call
+/// completed (or nothing was dumped). The time such calls spent blocked is not in any
+/// recorded event, so not in the figures: the summary and the report say so.
+pub fn stopped_in_calls(trace: &Trace) -> Option<(u64, usize)> {
+    let mut latest = None;
+    let mut ranks = 0;
+    for r in &trace.info.ranks {
+        let Some(dump) = &r.in_flight else { continue };
+        if dump
+            .calls
+            .iter()
+            .any(|c| !completed_later(trace, r.rank, c))
+        {
+            ranks += 1;
+            latest = latest.max(Some(dump.at_ns));
+        }
+    }
+    Some((latest?, ranks))
+}
+
 /// Times on the wire are microseconds with three decimals: a recorded call and the same
 /// call in a dump may differ by rounding.
 const SAME_START_NS: u64 = 1_000;
@@ -263,14 +296,7 @@ fn blocked_call(
     dump: &InFlightDump,
     c: &InFlightCall,
 ) -> BlockedCall {
-    let timeline = trace.ranks.iter().find(|t| t.rank == rank);
-    let completed_after_dump = timeline.is_some_and(|t| {
-        t.spans.iter().any(|s| {
-            s.tid == c.tid
-                && s.op() == Some(c.call)
-                && s.start.0.abs_diff(c.start_ns) <= SAME_START_NS
-        })
-    });
+    let completed_after_dump = completed_later(trace, rank, c);
     let site = c.site.map(|raw| {
         sites
             .site(rank, raw)

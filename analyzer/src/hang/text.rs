@@ -68,6 +68,13 @@ pub fn render(o: &mut String, h: &HangReport) {
             by.join(", ")
         );
     }
+    if h.verdict != Verdict::WentOn {
+        let _ = writeln!(
+            o,
+            "  (no event records a call that never completed: its time is in no figure of \
+             this report)"
+        );
+    }
 }
 
 fn edge(e: &Edge) -> String {
@@ -102,17 +109,17 @@ fn rank_lines(o: &mut String, r: &RankHang) {
         let how = match (c.completed_after_dump, r.state) {
             (true, _) => "was in",
             (false, RankState::Stalled) => "blocked in",
-            (false, _) => "in (never completed)",
+            (false, _) => "inside",
         };
         let site = c
             .site
             .as_deref()
             .map(|s| format!(" ({s})"))
             .unwrap_or_default();
-        let tail = if c.completed_after_dump {
-            ", completed after the dump".to_string()
-        } else {
-            String::new()
+        let tail = match (c.completed_after_dump, r.state) {
+            (true, _) => ", completed after the dump",
+            (false, RankState::Stalled) => "",
+            (false, _) => ", never completed",
         };
         let _ = writeln!(
             o,
