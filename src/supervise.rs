@@ -13,7 +13,7 @@
 
 use std::io::ErrorKind;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -23,14 +23,13 @@ use overlap_analyzer::import::is_rank_file_name;
 
 use crate::output::sayln;
 
-/// Environment variable giving the ranks the hang timeout, in decimal milliseconds.
-pub const HANG_TIMEOUT_ENV: &str = "OVERLAP_HANG_TIMEOUT_MS";
+pub use overlap_instrument::recorder::HANG_TIMEOUT_ENV;
+pub use overlap_instrument::schema::marker::is_marker_file_name;
+use overlap_instrument::schema::marker::{marker_path, parse_marker};
+use overlap_instrument::schema::DumpReason;
 
 /// The exit status of `overlap` when it stopped a hung run (as timeout(1) does).
 pub const HUNG_EXIT_CODE: u8 = 124;
-
-/// The extension of a rank's dump marker, `rank-N.dump`.
-pub const DUMP_MARKER_EXTENSION: &str = "dump";
 
 /// How often the run, the signals and the markers are looked at.
 const POLL: Duration = Duration::from_millis(100);
@@ -146,25 +145,6 @@ impl Ending {
     }
 }
 
-/// What a rank's marker file says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Marker {
-    /// The rank dumped its in-flight calls on SIGUSR1.
-    Signal,
-    /// No call completed on the rank for the hang timeout; it dumped them.
-    Stalled,
-}
-
-impl Marker {
-    fn parse(text: &str) -> Option<Marker> {
-        match text.split_whitespace().next()? {
-            "signal" => Some(Marker::Signal),
-            "stalled" => Some(Marker::Stalled),
-            _ => None,
-        }
-    }
-}
-
 /// The rank numbers of the per-rank files in `dir` (none when it cannot be listed).
 fn ranks_with_files(dir: &Path) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -184,33 +164,15 @@ fn ranks_with_files(dir: &Path) -> Vec<u32> {
     ranks
 }
 
-/// `rank-N.dump` in `dir`.
-pub fn marker_path(dir: &Path, rank: u32) -> PathBuf {
-    dir.join(format!("rank-{rank}.{DUMP_MARKER_EXTENSION}"))
-}
-
-fn marker(dir: &Path, rank: u32) -> Option<Marker> {
-    Marker::parse(&std::fs::read_to_string(marker_path(dir, rank)).ok()?)
-}
-
-/// True when `name` is a dump marker, `rank-N.dump`, or its temporary file
-/// (`rank-N.dump.` followed by anything).
-pub fn is_marker_file_name(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix("rank-") else {
-        return false;
-    };
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let Some(tail) = rest[digits..].strip_prefix('.') else {
-        return false;
-    };
-    digits > 0
-        && tail
-            .strip_prefix(DUMP_MARKER_EXTENSION)
-            .is_some_and(|t| t.is_empty() || t.starts_with('.'))
+/// What the marker of `rank` in `dir` says, if it has one.
+fn marker(dir: &Path, rank: u32) -> Option<DumpReason> {
+    let rank_file = dir.join(format!("rank-{rank}.ovlp"));
+    let (reason, _) = parse_marker(&std::fs::read_to_string(marker_path(&rank_file)).ok()?)?;
+    Some(reason)
 }
 
 /// True when every rank with a file in `dir` has a marker `accepted`.
-fn every_rank_marked(dir: &Path, accepted: impl Fn(Marker) -> bool) -> bool {
+fn every_rank_marked(dir: &Path, accepted: impl Fn(DumpReason) -> bool) -> bool {
     let ranks = ranks_with_files(dir);
     !ranks.is_empty() && ranks.iter().all(|&r| marker(dir, r).is_some_and(&accepted))
 }
@@ -312,7 +274,7 @@ fn watch_run(child: &mut Child, watch: &Watch) -> Result<Ending> {
             return Ok(Ending::Interrupted { signal, status });
         }
         if let Some(timeout) = watch.hang_timeout {
-            if every_rank_marked(watch.trace_dir, |m| m == Marker::Stalled) {
+            if every_rank_marked(watch.trace_dir, |m| m == DumpReason::Stalled) {
                 sayln!(
                     "overlap: no MPI call completed on any rank for {} s: the run is hung; \
                      stopping it",
@@ -420,39 +382,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn marker_names_are_recognised_and_nothing_else() {
-        assert!(is_marker_file_name("rank-0.dump"));
-        assert!(is_marker_file_name("rank-12.dump.tmp"));
-        assert!(!is_marker_file_name("rank-.dump"));
-        assert!(!is_marker_file_name("rank-1.dumpster"));
-        assert!(!is_marker_file_name("rank-1.ovlp"));
-        assert!(!is_marker_file_name("my-rank-1.dump"));
-        assert!(!is_marker_file_name("rank-x.dump"));
-    }
-
-    #[test]
-    fn markers_say_signal_or_stalled() {
-        assert_eq!(Marker::parse("signal 1700000000\n"), Some(Marker::Signal));
-        assert_eq!(Marker::parse("stalled 17"), Some(Marker::Stalled));
-        assert_eq!(Marker::parse(""), None);
-        assert_eq!(Marker::parse("stall 1"), None);
-    }
-
-    #[test]
     fn a_run_is_hung_only_when_every_rank_with_a_file_stalled() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let stalled = |m: Marker| m == Marker::Stalled;
+        let stalled = |m: DumpReason| m == DumpReason::Stalled;
+        let marker_of = |rank: u32| marker_path(&d.join(format!("rank-{rank}.ovlp")));
         assert!(!every_rank_marked(d, stalled), "no rank file: not hung");
         std::fs::write(d.join("rank-0.ovlp"), b"").unwrap();
         std::fs::write(d.join("rank-1.ovlp"), b"").unwrap();
         std::fs::write(d.join("overlap-trace.json"), b"").unwrap();
-        std::fs::write(marker_path(d, 0), "stalled 5\n").unwrap();
+        std::fs::write(marker_of(0), "stalled 5\n").unwrap();
         assert!(!every_rank_marked(d, stalled), "rank 1 still progresses");
-        std::fs::write(marker_path(d, 1), "signal 5\n").unwrap();
+        std::fs::write(marker_of(1), "signal 5\n").unwrap();
         assert!(!every_rank_marked(d, stalled), "rank 1 was only asked");
         assert!(every_rank_marked(d, |_| true), "but both dumped");
-        std::fs::write(marker_path(d, 1), "stalled 6\n").unwrap();
+        std::fs::write(marker_of(1), "stalled 6\n").unwrap();
         assert!(every_rank_marked(d, stalled));
     }
 

@@ -24,7 +24,7 @@ use super::ring::Ring;
 use super::site::SiteWord;
 use super::Recorder;
 use crate::clock::Stamp;
-use crate::schema::{DumpReason, Op};
+use crate::schema::{marker, DumpReason, Op};
 
 /// Set by [`request_dump`]; taken by the writer of any recorder.
 static DUMP_REQUESTED: AtomicBool = AtomicBool::new(false);
@@ -297,13 +297,13 @@ fn unix_now_ns() -> u64 {
 
 /// The marker of the rank file `rank_file` (`rank-N.ovlp` gives `rank-N.dump`).
 pub(crate) fn marker_path(rank_file: &Path) -> PathBuf {
-    rank_file.with_extension("dump")
+    marker::marker_path(rank_file)
 }
 
 /// Writes the marker whole: a temporary file renamed over it.
 fn write_marker(path: &Path, reason: DumpReason, unix_ns: u64) -> std::io::Result<()> {
-    let tmp = path.with_extension("dump.tmp");
-    std::fs::write(&tmp, format!("{} {unix_ns}\n", reason.word()))?;
+    let tmp = marker::marker_temp_path(path);
+    std::fs::write(&tmp, marker::marker_line(reason, unix_ns))?;
     std::fs::rename(&tmp, path)
 }
 

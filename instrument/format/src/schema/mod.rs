@@ -12,6 +12,7 @@
 mod args;
 mod ids;
 mod inflight;
+pub mod marker;
 mod merged;
 mod op;
 pub mod wire;
