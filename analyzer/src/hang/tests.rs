@@ -268,6 +268,46 @@ fn a_dump_of_a_run_that_went_on_blocks_nobody() {
     assert!(h.ranks[0].calls[0].completed_after_dump);
     assert_eq!(h.ranks[1].state, RankState::Finalized);
     assert!(h.wait_for.is_empty() && h.cycle.is_none());
+    let mut text = String::new();
+    super::text::render(&mut text, &h);
+    assert!(
+        text.contains("every call in flight at the dump completed afterwards"),
+        "{text}"
+    );
+}
+
+/// ```text
+///  rank 0   |Send| compute ......... signal dump (no call in flight)
+///  rank 1   |Recv| compute ......... signal dump (no call in flight)
+/// ```
+/// A dump of ranks that were computing says so, not that calls completed.
+#[test]
+fn a_dump_of_ranks_outside_mpi_says_none_was_inside() {
+    let mut ranks = Vec::new();
+    for r in 0..2 {
+        let mut t = rank(
+            r,
+            2,
+            vec![call(Op::Send, 0, 50, p2p(1 - r as i32, 1, None))],
+            None,
+        );
+        t.in_flight = vec![dump(DumpReason::Signal, 900, vec![])];
+        ranks.push(t);
+    }
+    let h = report(ranks);
+    assert_eq!(h.verdict, Verdict::WentOn);
+    assert!(h.ranks.iter().all(|r| r.state == RankState::NotInMpi));
+    let mut text = String::new();
+    super::text::render(&mut text, &h);
+    assert!(
+        text.contains("In-flight dump: no rank was inside an MPI call when it dumped"),
+        "{text}"
+    );
+    assert!(
+        text.contains("rank 1 is not in MPI at its dump: computing"),
+        "{text}"
+    );
+    assert!(!text.contains("(since:"), "{text}");
 }
 
 /// ```text

@@ -28,6 +28,9 @@ pub fn render(o: &mut String, h: &HangReport) {
             "Run stopped inside MPI: {blocked} of {} ranks were in calls that never completed",
             h.ranks.len()
         ),
+        Verdict::WentOn if h.ranks.iter().all(|r| r.calls.is_empty()) => {
+            "In-flight dump: no rank was inside an MPI call when it dumped".to_string()
+        }
         Verdict::WentOn => {
             "In-flight dump: every call in flight at the dump completed afterwards (the run \
              went on)"
@@ -35,11 +38,13 @@ pub fn render(o: &mut String, h: &HangReport) {
         }
     };
     let _ = writeln!(o, "\n{title}");
-    let _ = writeln!(
-        o,
-        "  (since: when the call was entered, from the run's start, MPI_Init included; then \
-         how long before the dump)"
-    );
+    if h.ranks.iter().any(|r| !r.calls.is_empty()) {
+        let _ = writeln!(
+            o,
+            "  (since: when the call was entered, from the run's start, MPI_Init included; \
+             then how long before the dump)"
+        );
+    }
     for r in &h.ranks {
         rank_lines(o, r);
     }
