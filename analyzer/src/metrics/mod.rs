@@ -37,7 +37,7 @@ pub use requests::{RequestMetrics, RequestSummary, TransferModel};
 pub use wait_states::{WaitInstance, WaitKind, WaitStates};
 
 /// Version of the report's JSON layout; bumped when a key changes meaning or goes away.
-pub const REPORT_VERSION: u32 = 1;
+pub const REPORT_VERSION: u32 = 2;
 
 /// Thresholds of the analysis.
 #[derive(Clone, Copy, Debug, PartialEq)]
