@@ -56,29 +56,26 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// A file could not be created or written.
-    #[error("{what} {}: {source}", path.display())]
+    #[error("{what} {}: {cause}", path.display())]
     Io {
         /// What was being done.
         what: &'static str,
         /// The file.
         path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
+        /// The cause, shown in the message (not chained, so it is not printed twice).
+        cause: std::io::Error,
     },
     /// The writer failed while streaming events.
-    #[error("writing trace events: {source}")]
+    #[error("writing trace events: {cause}")]
     Write {
-        /// The cause.
-        #[source]
-        source: std::io::Error,
+        /// The cause, shown in the message (not chained).
+        cause: std::io::Error,
     },
     /// The writer thread could not be started.
-    #[error("starting the trace writer thread: {source}")]
+    #[error("starting the trace writer thread: {cause}")]
     Thread {
-        /// The cause.
-        #[source]
-        source: std::io::Error,
+        /// The cause, shown in the message (not chained).
+        cause: std::io::Error,
     },
     /// The writer thread panicked.
     #[error("the trace writer thread panicked")]

@@ -140,27 +140,25 @@ pub struct NetworkModel {
 #[non_exhaustive]
 pub enum ModelError {
     /// The file could not be read or written.
-    #[error("{what} {}: {source}", path.display())]
+    #[error("{what} {}: {cause}", path.display())]
     Io {
         /// What was being done.
         what: &'static str,
         /// The file.
         path: PathBuf,
-        /// The cause.
-        #[source]
-        source: std::io::Error,
+        /// The cause, shown in the message (not chained, so it is not printed twice).
+        cause: std::io::Error,
     },
     /// The file could not be written whole.
     #[error(transparent)]
     Output(#[from] crate::output::OutputError),
     /// The file is not JSON of the expected shape.
-    #[error("{}: not a network model: {source}", path.display())]
+    #[error("{}: not a network model: {cause}", path.display())]
     Parse {
         /// The file.
         path: PathBuf,
-        /// The cause.
-        #[source]
-        source: serde_json::Error,
+        /// The cause, shown in the message (not chained).
+        cause: serde_json::Error,
     },
     /// Another format, or a version this code does not read.
     #[error("{}: format {format:?} version {version}, expected {MODEL_FORMAT:?} version {MODEL_VERSION}", path.display())]
@@ -232,10 +230,10 @@ impl NetworkModel {
 
     /// Reads and checks a model file.
     pub fn read(path: &Path) -> Result<NetworkModel, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ModelError::Io {
+        let text = std::fs::read_to_string(path).map_err(|cause| ModelError::Io {
             what: "reading",
             path: path.to_path_buf(),
-            source,
+            cause,
         })?;
         NetworkModel::parse(&text, path)
     }
@@ -247,9 +245,9 @@ impl NetworkModel {
             format: String,
             version: u32,
         }
-        let parse_error = |source| ModelError::Parse {
+        let parse_error = |cause| ModelError::Parse {
             path: path.to_path_buf(),
-            source,
+            cause,
         };
         let head: Head = serde_json::from_str(text).map_err(parse_error)?;
         if head.format != MODEL_FORMAT || head.version != MODEL_VERSION {

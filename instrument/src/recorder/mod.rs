@@ -163,7 +163,7 @@ impl Recorder {
                 }
                 writer::run(sink, timebase, for_writer, interval, hang_timeout)
             })
-            .map_err(|source| Error::Thread { source })?;
+            .map_err(|cause| Error::Thread { cause })?;
         let _ = shared.writer_thread.set(handle.thread().clone());
         Ok(Recorder {
             inner: Arc::new(Inner {
@@ -557,8 +557,8 @@ fn finish_inner(inner: &Inner) -> Result<FinishReport> {
     inner.shared.stop.store(true, Ordering::Release);
     inner.shared.wake_writer();
     let outcome = handle.join().map_err(|_| Error::WriterPanicked)?;
-    if let Some(source) = outcome.error {
-        return Err(Error::Write { source });
+    if let Some(cause) = outcome.error {
+        return Err(Error::Write { cause });
     }
     let Footer {
         events,

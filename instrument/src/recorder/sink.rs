@@ -41,10 +41,10 @@ impl RankFileSink {
         let path = path.as_ref().to_path_buf();
         let io_err = |what: &'static str| {
             let path = path.clone();
-            move |source| Error::Io {
+            move |cause| Error::Io {
                 what,
                 path: path.clone(),
-                source,
+                cause,
             }
         };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
