@@ -36,12 +36,11 @@ pub use span::{ComputeGuard, DetachedSpan};
 pub use thread::ThreadRecorder;
 
 use overlap_format::stream::codec::{
-    encode_call, encode_completion, encode_compute, encode_members, encode_started, encode_sync,
-    Deltas, MEMBERS_PER_RECORD,
+    encode_call, encode_completion, encode_compute, encode_sync, Deltas,
 };
 
 use crate::clock::{monotonic_now_ns, Stamp, Timebase};
-use crate::schema::{ClockSync, Completion, Footer, Op, RequestId, Started};
+use crate::schema::{ClockSync, Completion, Footer, Op, RequestId};
 use crate::{Error, Result};
 use encode::{NewDefs, ThreadEncoder};
 use ring::{Cursor, Group, PushOutcome, Ring};
@@ -345,124 +344,12 @@ impl Recorder {
         });
     }
 
-    /// Like [`Recorder::record_call_with`], for a call made from code address `site` (the
-    /// caller's return address; 0 when unknown).
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub fn record_call_from(
-        &self,
-        op: Op,
-        start: Stamp,
-        end: Stamp,
-        site: u64,
-        data: CallData,
-        count: usize,
-        completion: impl FnMut(usize) -> Completion,
-    ) {
-        self.record_call_from_on(None, op, start, end, site, data, count, completion);
-    }
-
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record_call_from_on(
-        &self,
-        ring: Option<&Ring>,
-        op: Op,
-        start: Stamp,
-        end: Stamp,
-        site: u64,
-        data: CallData,
-        count: usize,
-        mut completion: impl FnMut(usize) -> Completion,
-    ) {
-        self.push_call(ring, op, start, end, site, data, count, |i, buf, d| {
-            encode_completion(buf, d, &completion(i));
-        });
-    }
-
-    /// Records a Start or Startall made from code address `site`, with the requests it
-    /// started produced by `started(i)` for `i` in `0..count`.
-    #[inline]
-    pub fn record_start(
-        &self,
-        op: Op,
-        start: Stamp,
-        end: Stamp,
-        site: u64,
-        count: usize,
-        started: impl FnMut(usize) -> Started,
-    ) {
-        self.record_start_on(None, op, start, end, site, count, started);
-    }
-
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record_start_on(
-        &self,
-        ring: Option<&Ring>,
-        op: Op,
-        start: Stamp,
-        end: Stamp,
-        site: u64,
-        count: usize,
-        mut started: impl FnMut(usize) -> Started,
-    ) {
-        self.push_call(
-            ring,
-            op,
-            start,
-            end,
-            site,
-            CallData::Start,
-            count,
-            |i, buf, d| {
-                encode_started(buf, d, &started(i));
-            },
-        );
-    }
-
-    /// Records a call made from `site` on a group of world ranks (Win_start, Win_post):
-    /// the members follow the call in members records.
-    #[inline]
-    pub fn record_group(
-        &self,
-        op: Op,
-        start: Stamp,
-        end: Stamp,
-        site: u64,
-        data: CallData,
-        group: &[i32],
-    ) {
-        self.record_group_on(None, op, start, end, site, data, group);
-    }
-
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn record_group_on(
-        &self,
-        ring: Option<&Ring>,
-        op: Op,
-        start: Stamp,
-        end: Stamp,
-        site: u64,
-        data: CallData,
-        group: &[i32],
-    ) {
-        let count = group.len().div_ceil(MEMBERS_PER_RECORD);
-        self.push_call(ring, op, start, end, site, data, count, |i, buf, _| {
-            let from = (i * MEMBERS_PER_RECORD).min(group.len());
-            encode_members(
-                buf,
-                &group[from..(from + MEMBERS_PER_RECORD).min(group.len())],
-            );
-        });
-    }
-
     /// Appends a call and the `count` records that follow it (at most what half a ring
-    /// holds), `follow(i, buf, deltas)` encoding the i-th.
+    /// holds), `follow(i, buf, deltas)` encoding the i-th: the one body of every call
+    /// record, this thread's ring looked up (`ring` None) or given (a [`ThreadRecorder`]).
     #[inline]
     #[allow(clippy::too_many_arguments)]
-    fn push_call(
+    pub(super) fn push_call(
         &self,
         ring: Option<&Ring>,
         op: Op,

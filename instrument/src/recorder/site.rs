@@ -99,12 +99,13 @@ mod tests {
         use crate::schema::{Event, Op};
         let sink = MemorySink::new();
         let rec = Recorder::new(sink.clone(), RecorderConfig::default()).expect("recorder");
+        let here = rec.for_this_thread();
         let mut lines = Vec::new();
         for _ in 0..3 {
             let t = rec.stamp();
             lines.push(line!() + 1);
             rec.record_call(Op::Barrier, t, t, CallData::Plain, &[]);
-            rec.record_call_from(Op::Barrier, t, t, 0x4242, CallData::Plain, 0, |_| {
+            here.record_call_from(Op::Barrier, t, t, 0x4242, CallData::Plain, 0, |_| {
                 unreachable!("no completions")
             });
         }

@@ -1,7 +1,7 @@
 //! Unit tests of the recorder: calls keep their completions and order, groups follow their call, and many threads share a small ring.
 use super::*;
 use crate::clock::ClockSource;
-use crate::schema::{CommId, Event, Nanos, SyncPhase};
+use crate::schema::{CommId, Event, Nanos, Started, SyncPhase};
 use overlap_format::stream::codec::MEMBERS_PER_RECORD;
 
 fn config() -> RecorderConfig {
@@ -87,8 +87,9 @@ fn a_group_follows_its_call_in_order() {
         exclusive: None,
         flag: None,
     };
-    rec.record_group(Op::WinStart, at(10), at(20), 0x40, data, &group);
-    rec.record_group(Op::WinPost, at(30), at(40), 0x50, data, &[]);
+    let here = rec.for_this_thread();
+    here.record_group(Op::WinStart, at(10), at(20), 0x40, data, &group);
+    here.record_group(Op::WinPost, at(30), at(40), 0x50, data, &[]);
     let lock = CallData::WindowSync {
         win: 5,
         target: Some(3),

@@ -5,6 +5,10 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+use overlap_format::stream::codec::{
+    encode_completion, encode_members, encode_started, MEMBERS_PER_RECORD,
+};
+
 use super::inflight::WaitsOn;
 use super::ring::Ring;
 use super::{CallData, Recorder};
@@ -53,7 +57,9 @@ impl ThreadRecorder {
         RequestId(self.ring.next_request_id())
     }
 
-    /// [`Recorder::record_call_from`] on this thread's ring.
+    /// Records an MPI call made from code address `site` (the caller's return address;
+    /// 0 when unknown), with the `count` requests or statuses it completed produced by
+    /// `completion(i)` (at most half a ring's worth).
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub fn record_call_from(
@@ -64,9 +70,9 @@ impl ThreadRecorder {
         site: u64,
         data: CallData,
         count: usize,
-        completion: impl FnMut(usize) -> Completion,
+        mut completion: impl FnMut(usize) -> Completion,
     ) {
-        self.recorder.record_call_from_on(
+        self.recorder.push_call(
             Some(&self.ring),
             op,
             start,
@@ -74,11 +80,12 @@ impl ThreadRecorder {
             site,
             data,
             count,
-            completion,
+            |i, buf, d| encode_completion(buf, d, &completion(i)),
         );
     }
 
-    /// [`Recorder::record_start`] on this thread's ring.
+    /// Records a Start or Startall made from code address `site`, with the requests it
+    /// started produced by `started(i)` for `i` in `0..count`.
     #[inline]
     pub fn record_start(
         &self,
@@ -87,13 +94,22 @@ impl ThreadRecorder {
         end: Stamp,
         site: u64,
         count: usize,
-        started: impl FnMut(usize) -> Started,
+        mut started: impl FnMut(usize) -> Started,
     ) {
-        self.recorder
-            .record_start_on(Some(&self.ring), op, start, end, site, count, started);
+        self.recorder.push_call(
+            Some(&self.ring),
+            op,
+            start,
+            end,
+            site,
+            CallData::Start,
+            count,
+            |i, buf, d| encode_started(buf, d, &started(i)),
+        );
     }
 
-    /// [`Recorder::record_group`] on this thread's ring.
+    /// Records a call made from `site` on a group of world ranks (Win_start, Win_post):
+    /// the members follow the call in members records.
     #[inline]
     pub fn record_group(
         &self,
@@ -104,7 +120,22 @@ impl ThreadRecorder {
         data: CallData,
         group: &[i32],
     ) {
-        self.recorder
-            .record_group_on(Some(&self.ring), op, start, end, site, data, group);
+        let count = group.len().div_ceil(MEMBERS_PER_RECORD);
+        self.recorder.push_call(
+            Some(&self.ring),
+            op,
+            start,
+            end,
+            site,
+            data,
+            count,
+            |i, buf, _| {
+                let from = (i * MEMBERS_PER_RECORD).min(group.len());
+                encode_members(
+                    buf,
+                    &group[from..(from + MEMBERS_PER_RECORD).min(group.len())],
+                );
+            },
+        );
     }
 }
