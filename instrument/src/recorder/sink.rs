@@ -15,10 +15,9 @@ use crate::{Error, Result};
 /// Receives one rank's stream, a run of whole frames at a time, from the writer thread.
 /// Errors stop the writing; they are reported by `Recorder::finish`.
 pub trait Sink: Send + 'static {
-    /// Whole frames, in order.
+    /// Whole frames, in order: a page of them, which should reach the file before this
+    /// returns (nothing is flushed later), so that a rank that dies leaves all of it.
     fn write(&mut self, frames: &[u8]) -> io::Result<()>;
-    /// Make what was written so far reach the file.
-    fn flush(&mut self) -> io::Result<()>;
     /// Recording is over (the footer was the last frame written).
     fn finish(&mut self) -> io::Result<()>;
     /// Where the in-flight dump marker goes (`rank-N.dump` beside a rank file); `None`:
@@ -74,11 +73,6 @@ impl RankFileSink {
 impl Sink for RankFileSink {
     fn write(&mut self, frames: &[u8]) -> io::Result<()> {
         self.file()?.write_all(frames)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        // Each page goes to the file in one write: nothing is buffered here.
-        Ok(())
     }
 
     fn dump_marker(&self) -> Option<PathBuf> {
@@ -157,9 +151,6 @@ impl Sink for MemorySink {
         self.lock().extend_from_slice(frames);
         Ok(())
     }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
     fn finish(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -171,9 +162,6 @@ pub struct NullSink;
 
 impl Sink for NullSink {
     fn write(&mut self, _: &[u8]) -> io::Result<()> {
-        Ok(())
-    }
-    fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
     fn finish(&mut self) -> io::Result<()> {

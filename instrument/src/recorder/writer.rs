@@ -49,7 +49,7 @@ impl<S: Sink> Writer<S> {
         }
     }
 
-    /// Copies every ring once, then writes and flushes.
+    /// Copies every ring once, then writes the page.
     fn drain_all(&mut self, shared: &Shared, force_calibration: bool) {
         let mut wrote_events = false;
         for ring in shared.rings_snapshot() {
@@ -71,17 +71,12 @@ impl<S: Sink> Writer<S> {
         let lacks_rate = self.calibrator.as_ref().is_some_and(Calibrator::lacks_rate);
         self.calibrate(force_calibration || (wrote_events && lacks_rate));
         self.write_page();
-        if self.error.is_none() {
-            if let Err(e) = self.sink.flush() {
-                self.error = Some(e);
-            }
-        }
     }
 }
 
 impl<S: Sink> Writer<S> {
-    /// Writes an in-flight dump after everything recorded so far, flushed; its Unix time
-    /// when it reached the sink.
+    /// Writes an in-flight dump after everything recorded so far; its Unix time when it
+    /// reached the sink.
     fn dump(&mut self, shared: &Shared, timebase: Timebase, reason: DumpReason) -> Option<u64> {
         self.drain_all(shared, false);
         let at = timebase.stamp().raw();
@@ -93,11 +88,6 @@ impl<S: Sink> Writer<S> {
             &[&inflight::payload(&dump)],
         );
         self.write_page();
-        if self.error.is_none() {
-            if let Err(e) = self.sink.flush() {
-                self.error = Some(e);
-            }
-        }
         self.error.is_none().then_some(dump.unix_ns)
     }
 }
