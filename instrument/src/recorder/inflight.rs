@@ -229,12 +229,7 @@ impl Watch {
             self.last_events = events;
             self.last_change = now;
             self.stall_dumped = false;
-            if self.marker_stalled {
-                self.marker_stalled = false;
-                if let Some(m) = &self.marker {
-                    let _ = std::fs::remove_file(m);
-                }
-            }
+            self.unmark_stalled();
         }
         let asked = self.asked.swap(false, Ordering::Relaxed);
         if DUMP_REQUESTED.swap(false, Ordering::Relaxed) || asked {
@@ -253,8 +248,9 @@ impl Watch {
         None
     }
 
-    /// Recording is over: a `stalled` marker no longer says anything true.
-    pub(crate) fn finish(&mut self) {
+    /// Removes a `stalled` marker (records flow again, or recording is over: it no
+    /// longer says anything true).
+    pub(crate) fn unmark_stalled(&mut self) {
         if self.marker_stalled {
             self.marker_stalled = false;
             if let Some(m) = &self.marker {
@@ -293,11 +289,6 @@ fn unix_now_ns() -> u64 {
     SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
-}
-
-/// The marker of the rank file `rank_file` (`rank-N.ovlp` gives `rank-N.dump`).
-pub(crate) fn marker_path(rank_file: &Path) -> PathBuf {
-    marker::marker_path(rank_file)
 }
 
 /// Writes the marker whole: a temporary file renamed over it.

@@ -76,7 +76,7 @@ impl Sink for RankFileSink {
     }
 
     fn dump_marker(&self) -> Option<PathBuf> {
-        Some(super::inflight::marker_path(&self.path))
+        Some(crate::schema::marker::marker_path(&self.path))
     }
 
     fn finish(&mut self) -> io::Result<()> {

@@ -145,7 +145,7 @@ pub(crate) fn run<S: Sink>(
         }
         std::thread::park_timeout(interval);
     }
-    watch.finish();
+    watch.unmark_stalled();
     // Count, then drain once more: a group published while finishing (it passed the
     // `finished` check just before it was set) is counted only after its bytes are
     // published, so everything counted is in the file.
