@@ -16,7 +16,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use overlap_format::stream::inflight::{fields, RawCall, RawDump};
 
@@ -24,6 +24,7 @@ use super::ring::Ring;
 use super::site::SiteWord;
 use super::Recorder;
 use crate::clock::Stamp;
+use crate::identity::realtime_now_ns;
 use crate::schema::{marker, DumpReason, Op};
 
 /// Set by [`request_dump`]; taken by the writer of any recorder.
@@ -275,20 +276,13 @@ pub(crate) fn snapshot(rings: &[Arc<Ring>], reason: DumpReason, at: u64) -> RawD
     RawDump {
         reason,
         at,
-        unix_ns: unix_now_ns(),
+        unix_ns: realtime_now_ns(),
         threads: rings.len() as u32,
         calls: rings
             .iter()
             .filter_map(|r| r.in_flight.read(r.tid))
             .collect(),
     }
-}
-
-/// Now, ns since the Unix epoch.
-fn unix_now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// Writes the marker whole: a temporary file renamed over it.
