@@ -5,9 +5,7 @@
 
 use std::panic::Location;
 
-/// Set on a word that holds a `&'static Location`. User-space code addresses never have
-/// the top bit set (x86-64 and AArch64 user space ends far below 2^63).
-const SOURCE_TAG: u64 = 1 << 63;
+use overlap_format::stream::codec::SOURCE_SITE_TAG;
 
 /// A call site, packed in one word. Only [`SiteWord::source`] sets the tag, and only
 /// from a `&'static Location`, which is what makes [`SiteWord::decode`] sound.
@@ -37,7 +35,7 @@ impl SiteWord {
     /// user-space code address and is recorded as unknown.
     #[inline]
     pub(crate) fn address(address: u64) -> SiteWord {
-        SiteWord(if address & SOURCE_TAG == 0 {
+        SiteWord(if address & SOURCE_SITE_TAG == 0 {
             address
         } else {
             0
@@ -47,7 +45,7 @@ impl SiteWord {
     /// A source location.
     #[inline]
     pub(crate) fn source(location: &'static Location<'static>) -> SiteWord {
-        SiteWord(std::ptr::from_ref(location) as usize as u64 | SOURCE_TAG)
+        SiteWord(std::ptr::from_ref(location) as usize as u64 | SOURCE_SITE_TAG)
     }
 
     /// The word as the stream records it.
@@ -59,13 +57,13 @@ impl SiteWord {
     /// True when the word holds a source location.
     #[inline]
     pub(crate) fn is_source(self) -> bool {
-        self.0 & SOURCE_TAG != 0
+        self.0 & SOURCE_SITE_TAG != 0
     }
 
     /// What the word holds.
     pub(crate) fn decode(self) -> SiteKind {
-        if self.0 & SOURCE_TAG != 0 {
-            let pointer = (self.0 & !SOURCE_TAG) as usize as *const Location<'static>;
+        if self.0 & SOURCE_SITE_TAG != 0 {
+            let pointer = (self.0 & !SOURCE_SITE_TAG) as usize as *const Location<'static>;
             // SAFETY: the tag is only set by `SiteWord::source`, from a `&'static
             // Location`; clearing it gives that reference's address back unchanged.
             SiteKind::Source(unsafe { &*pointer })

@@ -18,6 +18,11 @@ pub const MEMBERS_PER_RECORD: usize = 16;
 /// Longest string a string definition carries; longer ones are cut there.
 pub const STRING_MAX: usize = 4096;
 
+/// Set on a site word that names a source location (defined by a site record), clear on
+/// one that is a code address. User-space code addresses never have the top bit set
+/// (x86-64 and AArch64 user space ends far below 2^63).
+pub const SOURCE_SITE_TAG: u64 = 1 << 63;
+
 /// What a record is: its first byte.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::codec::SOURCE_SITE_TAG;
 use crate::schema::SourceSite;
 
 /// The Rust layer's source locations: site words defined by the threads, and the ids
@@ -14,9 +15,6 @@ pub(super) struct Sites {
     by_word: HashMap<u64, u64>,
 }
 
-/// Site words with this bit hold a source location, not a code address.
-const SOURCE_TAG: u64 = 1 << 63;
-
 impl Sites {
     /// The wire `site` of a call made from `word`, and the site record to list first
     /// when it is new.
@@ -24,7 +22,7 @@ impl Sites {
         if word == 0 {
             return (None, None);
         }
-        if word & SOURCE_TAG == 0 {
+        if word & SOURCE_SITE_TAG == 0 {
             return (Some(word), None);
         }
         if let Some(&id) = self.by_word.get(&word) {
