@@ -13,6 +13,7 @@
 //! or 2 (stalled); `op` is the call's op code (as in event records); `fields` says which
 //! of the optional values are meaningful ([`fields`]); `site` 0 is unknown.
 
+use super::{le_u32, le_u64};
 use crate::schema::{DumpReason, InFlightCall, InFlightDump, Op};
 
 /// Bytes before the calls.
@@ -102,14 +103,6 @@ pub fn payload(dump: &RawDump) -> Vec<u8> {
     out
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from(u32_at(b, at)) | (u64::from(u32_at(b, at + 4)) << 32)
-}
-
 /// Reads an `InFlight` payload; on a malformed one, why.
 pub fn decode(p: &[u8]) -> Result<RawDump, String> {
     if p.len() < DUMP_HEADER_LEN || !(p.len() - DUMP_HEADER_LEN).is_multiple_of(CALL_LEN) {
@@ -123,28 +116,28 @@ pub fn decode(p: &[u8]) -> Result<RawDump, String> {
     let calls = p[DUMP_HEADER_LEN..]
         .chunks_exact(CALL_LEN)
         .map(|c| {
-            let i32_at = |at| u32_at(c, at) as i32;
+            let i32_at = |at| le_u32(c, at) as i32;
             RawCall {
-                tid: u32_at(c, 0),
+                tid: le_u32(c, 0),
                 op: u16::from_le_bytes([c[4], c[5]]),
                 fields: u16::from_le_bytes([c[6], c[7]]),
-                start: u64_at(c, 8),
-                site: u64_at(c, 16),
-                comm: u32_at(c, 24),
+                start: le_u64(c, 8),
+                site: le_u64(c, 16),
+                comm: le_u32(c, 24),
                 peer: i32_at(28),
                 tag: i32_at(32),
                 recv_peer: i32_at(36),
                 recv_tag: i32_at(40),
                 root: i32_at(44),
-                requests: u32_at(c, 48),
+                requests: le_u32(c, 48),
             }
         })
         .collect();
     Ok(RawDump {
         reason,
-        at: u64_at(p, 0),
-        unix_ns: u64_at(p, 8),
-        threads: u32_at(p, 20),
+        at: le_u64(p, 0),
+        unix_ns: le_u64(p, 8),
+        threads: le_u32(p, 20),
         calls,
     })
 }

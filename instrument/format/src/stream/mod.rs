@@ -95,6 +95,20 @@ pub enum StampClock {
     Tsc = 1,
 }
 
+/// The little-endian u32 at byte `at` of `b` (which the caller checked is long enough).
+pub(super) fn le_u32(b: &[u8], at: usize) -> u32 {
+    let mut w = [0u8; 4];
+    w.copy_from_slice(&b[at..at + 4]);
+    u32::from_le_bytes(w)
+}
+
+/// The little-endian u64 at byte `at` of `b` (which the caller checked is long enough).
+pub(super) fn le_u64(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
 /// The checksum of a frame's payload: the 64-bit state starts as the length xor a
 /// constant, takes each 8-byte little-endian word (the last one padded with zeros) as
 /// `state = (state.rotate_left(5) ^ word) * K`, and is folded to 32 bits at the end.

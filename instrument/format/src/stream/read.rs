@@ -10,7 +10,8 @@ use super::codec::{decode, Deltas, Record};
 use super::sites::Sites;
 use super::varint::Reader;
 use super::{
-    checksum, is_stream, FrameKind, StampClock, FILE_HEADER_LEN, FRAME_HEADER_LEN, FRAME_MAX,
+    checksum, is_stream, le_u32, le_u64, FrameKind, StampClock, FILE_HEADER_LEN, FRAME_HEADER_LEN,
+    FRAME_MAX,
 };
 use crate::clock::TscConversion;
 use crate::schema::{
@@ -83,18 +84,6 @@ struct Frame<'a> {
     kind: FrameKind,
     tid: u32,
     payload: &'a [u8],
-}
-
-fn le_u32(b: &[u8], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(w)
-}
-
-fn le_u64(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
 }
 
 /// Splits the file into frames, up to the first that is cut short or corrupt.
