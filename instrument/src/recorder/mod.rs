@@ -57,7 +57,8 @@ pub(crate) struct Shared {
     /// The most records that may follow a call: what half a ring holds.
     max_follow: usize,
     rings: Mutex<Vec<Arc<Ring>>>,
-    stop: AtomicBool,
+    /// Set when the recorder finishes: new records are refused (dropped), a thread
+    /// waiting for room gives up, and the writer stops after one more full drain.
     finished: AtomicBool,
     writer_thread: OnceLock<Thread>,
     /// An in-flight dump asked of this recorder.
@@ -145,7 +146,6 @@ impl Recorder {
             ring_bytes: ring::ring_size(config.ring_bytes),
             max_follow: ring::ring_size(config.ring_bytes) / 2 / FOLLOW_MAX,
             rings: Mutex::new(Vec::new()),
-            stop: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             writer_thread: OnceLock::new(),
             dump_asked: Arc::new(AtomicBool::new(false)),
@@ -293,7 +293,7 @@ impl Recorder {
                 // Sleep rather than yield: an idle-priority writer runs only when this
                 // thread really gives its core up.
                 std::thread::sleep(Duration::from_micros(20));
-                !shared.stop.load(Ordering::Acquire)
+                !shared.finished.load(Ordering::Acquire)
             };
             let mut group = ring.group(&mut wait as &mut dyn FnMut() -> bool);
             body(encoder, deltas, &mut group, &mut defs);
@@ -440,8 +440,7 @@ fn finish_inner(inner: &Inner) -> Result<FinishReport> {
         .ok_or(Error::AlreadyFinished)?;
     // Refuse new records first, so that the writer's last drain holds everything the
     // footer counts (see the writer).
-    inner.shared.finished.store(true, Ordering::Relaxed);
-    inner.shared.stop.store(true, Ordering::Release);
+    inner.shared.finished.store(true, Ordering::Release);
     inner.shared.wake_writer();
     let outcome = handle.join().map_err(|_| Error::WriterPanicked)?;
     if let Some(cause) = outcome.error {

@@ -133,7 +133,7 @@ pub(crate) fn run<S: Sink>(
     let interval = watch.interval(interval);
     loop {
         // Read the flag before draining: once it is set, one more full drain follows.
-        let stopping = shared.stop.load(Ordering::Acquire);
+        let stopping = shared.finished.load(Ordering::Acquire);
         w.drain_all(&shared, stopping);
         if stopping {
             break;
