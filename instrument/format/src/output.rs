@@ -45,16 +45,6 @@ pub enum OutputError {
     },
 }
 
-impl OutputError {
-    /// The I/O error behind this one, if any.
-    pub fn io_kind(&self) -> Option<io::ErrorKind> {
-        match self {
-            OutputError::Io { cause, .. } => Some(cause.kind()),
-            _ => None,
-        }
-    }
-}
-
 /// A file being written: all of it reaches `path` on [`AtomicFile::commit`], none of
 /// it if the writer is dropped first or any step fails.
 pub struct AtomicFile {
@@ -66,7 +56,7 @@ pub struct AtomicFile {
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// What kind of file system object `md` describes, for messages.
-pub fn kind_of(md: &std::fs::Metadata) -> &'static str {
+fn kind_of(md: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = md.file_type();
     if t.is_dir() {
