@@ -420,3 +420,42 @@ fn early_scan() {
     assert_eq!(kind(&r, WaitKind::EarlyScan), (6, 2));
     assert_eq!(kind(&r, WaitKind::WaitAtNxN), (0, 0));
 }
+
+#[test]
+fn calls_of_two_threads_at_once_count_once_in_the_rank_budget() {
+    // One rank, two threads (MPI_THREAD_MULTIPLE), no compute spans:
+    // thread 0 |Init 0-10|Waitall 10 ---------- 60|...........|Finalize 100-110|
+    // thread 1                   |Wait 40 ------------ 80|Allreduce 82-90|
+    // wall [10, 100) = 90; in MPI [10, 80) + [82, 90) = 78, not 50 + 40 + 8 = 98;
+    // waiting [10, 80) = 70, not 90; useful 90 - 78 = 12, no thread inside MPI;
+    // compute: thread 0's gap [60, 100) and thread 1's [80, 82): 40.
+    let on = |tid: u32, mut e: Event| {
+        if let Event::Call(c) = &mut e {
+            c.tid = tid;
+        }
+        e
+    };
+    let t = run(vec![vec![
+        env(Op::Init, 0, 10),
+        env(Op::Waitall, 10, 60),
+        on(1, env(Op::Wait, 40, 80)),
+        on(1, allreduce(82, 90)),
+        env(Op::Finalize, 100, 110),
+    ]]);
+    let (r, _) = both(&t);
+    let b = &r.ranks[0];
+    assert_eq!(
+        (
+            b.wall_ns,
+            b.in_mpi_ns,
+            b.waiting_ns,
+            b.useful_ns,
+            b.compute_ns
+        ),
+        (90, 78, 70, 12, 40),
+        "{b:?}"
+    );
+    assert_eq!(b.calls[&Op::Waitall] + b.calls[&Op::Wait], 2);
+    assert_eq!((r.totals.in_mpi_ns, r.totals.waiting_ns), (78, 70));
+    assert_eq!(r.totals.waiting_fraction, Some(70.0 / 90.0));
+}

@@ -40,7 +40,7 @@ pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
             ),
             (
                 "run.waiting_fraction".into(),
-                Some(r.totals.waiting_fraction),
+                r.totals.waiting_fraction,
                 Unit::Fraction,
             ),
             (

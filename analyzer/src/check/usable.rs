@@ -141,19 +141,6 @@ pub enum Problem {
     },
 }
 
-impl Problem {
-    /// True for differences `--allow-different` turns into warnings.
-    pub fn is_difference(&self) -> bool {
-        matches!(
-            self,
-            Problem::OtherProgram { .. }
-                | Problem::OtherWorld { .. }
-                | Problem::OtherRanks { .. }
-                | Problem::OtherWork { .. }
-        )
-    }
-}
-
 fn list(v: &[u32]) -> String {
     v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }

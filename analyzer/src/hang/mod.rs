@@ -254,14 +254,17 @@ fn rank_hang(
 
 /// True when the call `c` of `rank`'s dump was recorded as completed afterwards.
 fn completed_later(trace: &Trace, rank: u32, c: &InFlightCall) -> bool {
-    let timeline = trace.ranks.iter().find(|t| t.rank == rank);
-    timeline.is_some_and(|t| {
-        t.spans.iter().any(|s| {
-            s.tid == c.tid
-                && s.op() == Some(c.call)
-                && s.start.0.abs_diff(c.start_ns) <= SAME_START_NS
-        })
-    })
+    let Some(t) = trace.rank(rank) else {
+        return false;
+    };
+    // The spans are sorted by start: only those within rounding of the call's start.
+    let from = t
+        .spans
+        .partition_point(|s| s.start.0 < c.start_ns.saturating_sub(SAME_START_NS));
+    t.spans[from..]
+        .iter()
+        .take_while(|s| s.start.0 <= c.start_ns.saturating_add(SAME_START_NS))
+        .any(|s| s.tid == c.tid && s.op() == Some(c.call))
 }
 
 /// Where the recorded figures stop short of the run: the latest dump of a rank with a

@@ -346,7 +346,7 @@ fn take_event(
 /// A merged file not laid out as overlap writes it, read whole.
 fn load_merged_whole(path: &Path) -> Result<Loaded> {
     // Read whole: its completeness is already in its info (read_merged applied it).
-    let merged = super::read_merged(path)?;
+    let (merged, notes) = super::read_merged_noting(path)?;
     let mut ranks: BTreeMap<u32, Timeline> = BTreeMap::new();
     for (rank, events) in &merged.events {
         let t = ranks.entry(*rank).or_insert_with(|| Timeline::new(*rank));
@@ -354,19 +354,7 @@ fn load_merged_whole(path: &Path) -> Result<Loaded> {
             t.push(e);
         }
     }
-    let mut trace = assemble_counted(path.to_path_buf(), merged.info, ranks);
-    let notes = if trace.info.completeness_known() {
-        Vec::new()
-    } else {
-        completeness::apply(
-            &mut trace.info,
-            &completeness::Read {
-                path,
-                events: &BTreeMap::new(),
-                ended: true,
-            },
-        )
-    };
+    let trace = assemble_counted(path.to_path_buf(), merged.info, ranks);
     Ok(Loaded {
         trace,
         unreadable: Vec::new(),

@@ -449,6 +449,12 @@ struct MergedFile<'a> {
 /// file says it was written with is listed in `info.incomplete` (or, with none left,
 /// `info.missing_ranks`).
 pub fn read_merged(path: &Path) -> Result<MergedTrace> {
+    read_merged_noting(path).map(|(t, _)| t)
+}
+
+/// [`read_merged`], with what the user should know of the file's completeness that is
+/// not a rank's problem (see [`completeness::apply`]).
+pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String>)> {
     overlap_format::output::check_input(path, false)?;
     let buf = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
@@ -535,24 +541,23 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
     let mut info = file.other_data;
     let counts: BTreeMap<u32, u64> = events.iter().map(|(r, e)| (*r, e.len() as u64)).collect();
     // Read whole, so its end is there; the counts still tell a file that lost events.
-    if info.completeness_known() {
-        completeness::apply(
-            &mut info,
-            &completeness::Read {
-                path,
-                events: &counts,
-                ended: true,
-            },
-        );
-    }
-    Ok(MergedTrace {
+    let notes = completeness::apply(
+        &mut info,
+        &completeness::Read {
+            path,
+            events: &counts,
+            ended: true,
+        },
+    );
+    let merged = MergedTrace {
         path: path.to_path_buf(),
         info,
         events,
         process_names,
         flows: flows.into_values().collect(),
         requests: requests.into_values().collect(),
-    })
+    };
+    Ok((merged, notes))
 }
 
 #[cfg(test)]

@@ -5,6 +5,16 @@
 //!  rank 0  |compute 6|Isend 1|Waitall 3|compute 4|      wall 14, in MPI 4, useful 10,
 //!                                                        compute 10, waiting 3
 //! ```
+//!
+//! The figures are per rank, as the time covered by any of its threads: when two
+//! threads are inside MPI at once, that time counts once, so that in MPI (and waiting,
+//! and compute) never exceed the wall time, and useful time is the time in which no
+//! thread of the rank was inside MPI.
+//!
+//! ```text
+//!  thread 1  |Waitall 0-6|                       in MPI 8 (0-8), not 6 + 4
+//!  thread 2      |Recv 4-8|                      waiting 8, useful 2 of wall 10
+//! ```
 
 use std::collections::BTreeMap;
 
@@ -53,9 +63,10 @@ pub struct RankBudget {
     pub compute_ns: u64,
     /// Where `compute_ns` comes from.
     pub compute_source: ComputeSource,
-    /// Time inside MPI calls, ns.
+    /// Time in which some thread of the rank was inside an MPI call, ns.
     pub in_mpi_ns: u64,
-    /// Time inside calls that wait (Wait*, Test, Barrier, blocking point-to-point), ns.
+    /// Time in which some thread of the rank was inside a call that waits (Wait*, Test,
+    /// Barrier, blocking point-to-point), ns.
     pub waiting_ns: u64,
     /// Calls by MPI function.
     #[serde(serialize_with = "calls_by_name")]
@@ -73,8 +84,9 @@ pub struct RunBudget {
     pub in_mpi_ns: u64,
     /// Sum over ranks of waiting time, ns.
     pub waiting_ns: u64,
-    /// Waiting time over the ranks' summed wall time (0..1).
-    pub waiting_fraction: f64,
+    /// Waiting time over the ranks' summed wall time (0..1); `None` (null) when the
+    /// ranks have no wall time to divide by.
+    pub waiting_fraction: Option<f64>,
 }
 
 /// Budgets of every rank and of the run.
@@ -95,22 +107,23 @@ pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
             waiting_ns: 0,
             calls: BTreeMap::new(),
         };
+        // Time inside MPI and inside waiting calls, clipped to the analysed part; Init
+        // and Finalize lie outside it (see `extent`).
+        let (mut in_mpi, mut waiting) = (Covered::default(), Covered::default());
         for s in &t.spans {
-            let d = s.duration().0;
-            match s.what {
-                What::Compute(_) => {}
-                What::Call(op, _) => {
-                    // Init and Finalize lie outside the analysed part (see `extent`).
-                    if !matches!(op, Op::Init | Op::InitThread | Op::Finalize) {
-                        b.in_mpi_ns += d;
-                    }
-                    if is_waiting(op) {
-                        b.waiting_ns += d;
-                    }
-                    *b.calls.entry(op).or_default() += 1;
-                }
+            let What::Call(op, _) = s.what else { continue };
+            *b.calls.entry(op).or_default() += 1;
+            let span = (s.start.max(start).0, s.end.min(end).0);
+            if span.1 <= span.0 || matches!(op, Op::Init | Op::InitThread | Op::Finalize) {
+                continue;
+            }
+            in_mpi.add(span);
+            if is_waiting(op) {
+                waiting.add(span);
             }
         }
+        b.in_mpi_ns = in_mpi.total;
+        b.waiting_ns = waiting.total;
         b.useful_ns = b.wall_ns.saturating_sub(b.in_mpi_ns);
         ranks.push(b);
     }
@@ -129,17 +142,32 @@ pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
         useful_ns: ranks.iter().map(|r| r.useful_ns).sum(),
         in_mpi_ns: ranks.iter().map(|r| r.in_mpi_ns).sum(),
         waiting_ns: waiting,
-        waiting_fraction: fraction(waiting, sum_wall),
+        waiting_fraction: share_of(waiting, sum_wall),
     };
     (ranks, run)
 }
 
-/// `part / whole`, 0 when `whole` is 0.
-pub fn fraction(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 / whole as f64
+/// `part / whole`, none when `whole` is 0: no share to state, not a share of 0.
+pub(crate) fn share_of(part: u64, whole: u64) -> Option<f64> {
+    (whole > 0).then(|| part as f64 / whole as f64)
+}
+
+/// Time covered by intervals `[start, end)` added in order of start (a timeline's
+/// spans are sorted by start): overlapping ones count once.
+#[derive(Default)]
+struct Covered {
+    total: u64,
+    /// The latest end so far.
+    reach: u64,
+}
+
+impl Covered {
+    fn add(&mut self, (start, end): (u64, u64)) {
+        let start = start.max(self.reach);
+        if end > start {
+            self.total += end - start;
+            self.reach = end;
+        }
     }
 }
 

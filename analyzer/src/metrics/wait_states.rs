@@ -38,6 +38,7 @@ use crate::fxhash::FxHashMap;
 use overlap_format::schema::{Nanos, OpClass};
 use serde::Serialize;
 
+use super::budget::share_of;
 use super::{blocks, CallRef, Options};
 use crate::model::{EventRef, Trace};
 
@@ -390,9 +391,4 @@ pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitS
         kinds,
         per_rank_ns: per_rank,
     }
-}
-
-/// `part / whole`, none when `whole` is 0.
-fn share_of(part: u64, whole: u64) -> Option<f64> {
-    (whole > 0).then(|| part as f64 / whole as f64)
 }
