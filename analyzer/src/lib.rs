@@ -45,14 +45,15 @@ use std::path::PathBuf;
 #[non_exhaustive]
 pub enum Error {
     /// A file or directory could not be read or written.
-    #[error("{what} {}: {source}", path.display())]
+    #[error("{what} {}: {cause}", path.display())]
     Io {
         /// What was being done.
         what: &'static str,
         /// The path.
         path: PathBuf,
-        /// The cause (shown in the message, so not chained again).
-        source: std::io::Error,
+        /// The cause: shown in the message, so not chained (a field named `source` would
+        /// be, and anyhow would print it twice).
+        cause: std::io::Error,
     },
     /// The file is not an overlap trace.
     #[error("{}: not an overlap trace: {reason}", path.display())]

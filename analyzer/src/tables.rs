@@ -351,7 +351,7 @@ pub fn write_tables(
         std::fs::create_dir(dir).map_err(|source| Error::Io {
             what: "creating the table directory",
             path: dir.to_path_buf(),
-            source,
+            cause: source,
         })?;
     }
     let mut written = Vec::new();

@@ -193,7 +193,7 @@ pub fn read_baseline(path: &Path) -> Result<Baseline> {
     let text = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
-        source,
+        cause: source,
     })?;
     let bad = |reason: String| Error::BadBaseline {
         path: path.to_path_buf(),

@@ -116,7 +116,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let io = |source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
-        source,
+        cause: source,
     };
     let file = File::open(path).map_err(io)?;
     let total = file.metadata().map_or(0, |m| m.len());

@@ -156,7 +156,7 @@ pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
     let buf = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
-        source,
+        cause: source,
     })?;
     parse_rank_file_into(path, &buf)
 }
@@ -422,7 +422,7 @@ pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).map_err(|source| Error::Io {
         what: "listing",
         path: dir.to_path_buf(),
-        source,
+        cause: source,
     })?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -459,7 +459,7 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
     let buf = std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
-        source,
+        cause: source,
     })?;
     let bad = |reason: String| Error::BadMerged {
         path: path.to_path_buf(),
