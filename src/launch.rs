@@ -50,7 +50,7 @@ impl LaunchOutcome {
         let mut msg = match &self.ending {
             Ending::Finished(status) if status.success() => return None,
             Ending::Finished(status) => format!("the kernel run failed ({status})"),
-            stopped => crate::cli::stopped(stopped),
+            stopped => crate::finish::stopped(stopped),
         };
         msg.push_str(&format!("\n  command: {}", self.command));
         for b in &self.bad_exits {

@@ -135,6 +135,15 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// How the launcher ended.
+    pub fn status(&self) -> ExitStatus {
+        match self {
+            Ending::Finished(status)
+            | Ending::Interrupted { status, .. }
+            | Ending::Hung { status } => *status,
+        }
+    }
+
     /// `overlap`'s exit status for a run that did not end by itself.
     pub fn stopped_exit_code(&self) -> Option<u8> {
         match self {

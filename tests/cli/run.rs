@@ -242,7 +242,7 @@ fn a_failing_rank_fails_the_command_with_its_error() {
     let run = run_false_overlap(2, "naive", 2, &out, &["--size", "1"]);
     assert!(!run.success(), "{}", run.describe());
     run.assert_stderr_has("error: invalid option: size must be at least 2 words");
-    run.assert_stderr_has("overlap: error: the kernel run failed");
+    run.assert_stderr_has("overlap: the kernel run failed");
     assert!(out.is_file(), "what was recorded is still merged");
 }
 
