@@ -163,6 +163,25 @@ pub fn clear_trace_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))
 }
 
+/// Passes each line of `stream` on with `echo`, in a thread of its own, which returns
+/// the lines.
+fn pass_through(
+    stream: impl std::io::Read + Send + 'static,
+    echo: fn(&str),
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stream)
+            .lines()
+            .map_while(std::result::Result::ok)
+        {
+            echo(&line);
+            lines.push(line);
+        }
+        lines
+    })
+}
+
 /// Runs `mpiexec -n RANKS overlap-kernels KERNEL ARGS --trace-dir DIR`.
 pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
     clear_trace_dir(&l.trace_dir)?;
@@ -193,28 +212,8 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
     let stdout = child.stdout.take().context("capturing the ranks' stdout")?;
     let stderr = child.stderr.take().context("capturing the ranks' stderr")?;
     // Pass both streams through as they come, keeping what tells how the run ended.
-    let out_thread = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        for line in BufReader::new(stdout)
-            .lines()
-            .map_while(std::result::Result::ok)
-        {
-            crate::output::raw_stdout(&line);
-            lines.push(line);
-        }
-        lines
-    });
-    let err_thread = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        for line in BufReader::new(stderr)
-            .lines()
-            .map_while(std::result::Result::ok)
-        {
-            crate::output::raw_stderr(&line);
-            lines.push(line);
-        }
-        lines
-    });
+    let out_thread = pass_through(stdout, crate::output::raw_stdout);
+    let err_thread = pass_through(stderr, crate::output::raw_stderr);
     let ending = supervise::supervise(
         &mut child,
         &Watch {
