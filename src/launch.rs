@@ -67,7 +67,9 @@ impl LaunchOutcome {
                 b.os_pid, b.host
             ));
         }
-        if self.rank_errors.is_empty() && self.bad_exits.is_empty() {
+        // A run `overlap` stopped was not killed by someone else.
+        let finished = matches!(self.ending, Ending::Finished(_));
+        if finished && self.rank_errors.is_empty() && self.bad_exits.is_empty() {
             msg.push_str("\n  no rank reported an error: a rank was probably killed");
         }
         for line in &self.rank_errors {
