@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use overlap_analyzer::import::is_rank_file_name;
 
-use crate::supervise::{self, is_marker_file_name, Ending, Watch, HANG_TIMEOUT_ENV};
+use crate::supervise::{self, is_marker_file_name, Ending, Watch};
 
 /// What to launch.
 pub struct KernelLaunch {
@@ -200,16 +200,13 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let command = format!("{cmd:?}").replace('"', "");
-    match l.hang_timeout {
-        Some(t) => cmd.env(HANG_TIMEOUT_ENV, supervise::hang_timeout_ms(t)),
-        None => cmd.env_remove(HANG_TIMEOUT_ENV),
-    };
     let mut child = supervise::spawn(
         &mut cmd,
         &format!(
             "{} (is MPI installed? run `make setup`, or set OVERLAP_MPIEXEC)",
             l.mpiexec
         ),
+        l.hang_timeout,
     )?;
     let stdout = child.stdout.take().context("capturing the ranks' stdout")?;
     let stderr = child.stderr.take().context("capturing the ranks' stderr")?;
