@@ -244,8 +244,8 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         print: crate::output::stderr_fmt,
     };
     match end.finish(merge_dir(&ranks_dir), failure, no_trace)? {
-        Ok((trace, m)) => {
-            end.summary(&trace, &m);
+        Ok(trace) => {
+            end.summary(&trace);
             sayln!("analyze it with `overlap analyze {}`", a.out.display());
             Ok(ExitCode::SUCCESS)
         }

@@ -125,7 +125,7 @@ impl RunEnd<'_> {
         merged: overlap_analyzer::Result<MergeOutcome>,
         failure: Option<Failure>,
         no_trace: String,
-    ) -> Result<std::result::Result<(Trace, MergeOutcome), ExitCode>> {
+    ) -> Result<std::result::Result<Trace, ExitCode>> {
         let m = match merged {
             Ok(m) => m,
             Err(e) => {
@@ -146,9 +146,9 @@ impl RunEnd<'_> {
         let (trace, line) = report_merge(&m, self.ranks_dir, self.out)?;
         (self.print)(format_args!("{line}\n"));
         let Some(f) = failure else {
-            return Ok(Ok((trace, m)));
+            return Ok(Ok(trace));
         };
-        self.summary(&trace, &m);
+        self.summary(&trace);
         sayln!(
             "overlap: {}\nwhat the ranks recorded is merged in {}",
             f.message,
@@ -159,9 +159,9 @@ impl RunEnd<'_> {
 
     /// The summary table of the merged run, the MPI functions it calls that are not
     /// recorded, and where its ranks hung (when they did).
-    pub(crate) fn summary(&self, trace: &Trace, m: &MergeOutcome) {
+    pub(crate) fn summary(&self, trace: &Trace) {
         (self.print)(format_args!("{}", summarize(trace).to_table()));
-        if let Some(note) = crate::trace::unrecorded_note(&m.merged.info.params) {
+        if let Some(note) = crate::trace::unrecorded_note(&trace.info.params) {
             (self.print)(format_args!("{note}\n"));
         }
         if let Some(hang) = overlap_analyzer::hang::section_of(trace) {

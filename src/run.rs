@@ -143,7 +143,7 @@ fn run_kernel(
         print: crate::output::stdout_fmt,
     };
     match end.finish(merged, failure, no_trace)? {
-        Ok((trace, _)) => {
+        Ok(trace) => {
             let (report, _) = analyze_trace(&trace, &Options::default());
             outln!();
             out!("{}", render(&report, style()));
