@@ -18,11 +18,7 @@ fn run_and_read(ranks: u32, variant: &str) -> MergedTrace {
     let out = dir.path().join(format!("fo-{variant}-{ranks}.json"));
     let run = run_false_overlap(ranks, variant, ITERS, &out, &[]);
     assert!(run.success(), "{}", run.describe());
-    assert!(
-        run.stdout().contains("payloads verified"),
-        "{}",
-        run.describe()
-    );
+    run.assert_stdout_has("payloads verified");
     assert!(
         run.stdout().contains("waiting"),
         "summary table printed: {}",
