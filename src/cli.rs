@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::import::Loaded;
-use overlap_analyzer::merge::{merge_dir, write_merged, MergeOutcome};
+use overlap_analyzer::merge::merge_dir;
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{render, Style};
@@ -15,7 +15,8 @@ use overlap_analyzer::summary::summarize;
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
-use crate::output::{out, outln, say, sayln};
+use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
+use crate::output::{out, outln, sayln};
 use crate::run::RunArgs;
 use crate::supervise::Ending;
 
@@ -205,55 +206,6 @@ pub(crate) fn ranks_dir_for(out: &Path) -> PathBuf {
     out.with_extension("ranks")
 }
 
-/// Writes the merged trace, reports what was missing on stderr, and returns the run for
-/// analysis with the line saying what was merged.
-pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(Trace, String)> {
-    let written = write_merged(&m.merged, out)
-        .with_context(|| format!("writing the merged trace {}", out.display()))?;
-    let info = &m.merged.info;
-    for u in &m.unreadable {
-        sayln!("warning: {}: skipped: {}", u.path.display(), u.reason);
-    }
-    for r in &info.missing_ranks {
-        sayln!(
-            "warning: rank {r}: no trace file in {} (the rank never started recording)",
-            dir.display()
-        );
-    }
-    for inc in &info.incomplete {
-        sayln!(
-            "warning: rank {}: trace cut short ({} events kept from {}): {}",
-            inc.rank,
-            inc.events_read,
-            inc.file,
-            inc.reason
-        );
-    }
-    for w in overlap_analyzer::merge::warnings(info) {
-        sayln!("warning: {w}");
-    }
-    if !info.clock_suspect.is_empty() {
-        sayln!(
-            "warning: {} message(s) complete before they were sent once clocks are aligned; \
-             flagged as clock-suspect",
-            info.clock_suspect.len()
-        );
-    }
-    let size = std::fs::metadata(out).map(|md| md.len()).unwrap_or(0);
-    let line = format!(
-        "merged {} rank(s), {} messages ({} unmatched sends, {} unmatched receives) into {} \
-         ({} events, {:.1} KiB)",
-        m.merged.ranks.len(),
-        info.messages,
-        info.unmatched_sends,
-        info.unmatched_receives,
-        out.display(),
-        written,
-        size as f64 / 1024.0
-    );
-    Ok((m.merged.to_trace(out), line))
-}
-
 fn trace(a: TraceArgs) -> Result<ExitCode> {
     // A mistyped --out is told now, not after the run.
     overlap_analyzer::output::check_output(&a.out)?;
@@ -262,76 +214,42 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     crate::launch::clear_trace_dir(&ranks_dir)?;
     let ending = crate::trace::run_traced(&a.command, &preload, &ranks_dir, a.hang_timeout)?;
     let command = a.command.join(" ");
-    let merged = match merge_dir(&ranks_dir) {
-        Ok(m) => m,
-        Err(e) => match &ending {
-            Ending::Finished(status) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "`{command}` ({status}) left no readable trace in {}: was it an MPI \
-                         program built against the MPI overlap was built with? (Fortran \
-                         programs using the mpi_f08 module, and programs that start MPI only \
-                         through MPI_Session_init, are not traced: see docs/preload.md)",
-                        ranks_dir.display()
-                    )
-                })
-            }
-            _ => {
-                sayln!(
-                    "overlap: {}; no rank had recorded anything readable in {}: {e:#}",
-                    stopped(&ending),
-                    ranks_dir.display()
-                );
-                return Ok(ExitCode::from(ending.stopped_exit_code().unwrap_or(1)));
-            }
-        },
+    let failure = match &ending {
+        Ending::Finished(status) if status.success() => None,
+        Ending::Finished(status) => Some(Failure {
+            message: format!("`{command}` failed ({status})"),
+            code: status
+                .code()
+                .and_then(|c| u8::try_from(c).ok())
+                .filter(|c| *c != 0)
+                .unwrap_or(1),
+        }),
+        stopped => Some(Failure {
+            message: crate::finish::stopped(stopped),
+            code: stopped.stopped_exit_code().unwrap_or(1),
+        }),
     };
-    let (trace, line) = report_merge(&merged, &ranks_dir, &a.out)?;
-    sayln!("{line}");
-    say!("{}", summarize(&trace).to_table());
-    if let Some(note) = crate::trace::unrecorded_note(&merged.merged.info.params) {
-        sayln!("{note}");
-    }
-    if let Some(hang) = overlap_analyzer::hang::section_of(&trace) {
-        say!("{hang}");
-    }
-    let status = match ending {
-        Ending::Finished(status) => status,
-        _ => {
-            sayln!(
-                "overlap: {}; what the ranks recorded is merged in {}",
-                stopped(&ending),
-                a.out.display()
-            );
-            return Ok(ExitCode::from(ending.stopped_exit_code().unwrap_or(1)));
-        }
-    };
-    if status.success() {
-        sayln!("analyze it with `overlap analyze {}`", a.out.display());
-        return Ok(ExitCode::SUCCESS);
-    }
-    sayln!(
-        "overlap: `{command}` failed ({status}); what the ranks recorded is merged in {}",
-        a.out.display()
+    let no_trace = format!(
+        "`{command}` ({}) left no readable trace in {}: was it an MPI program built against \
+         the MPI overlap was built with? (Fortran programs using the mpi_f08 module, and \
+         programs that start MPI only through MPI_Session_init, are not traced: see \
+         docs/preload.md)",
+        ending.status(),
+        ranks_dir.display()
     );
-    let code = status
-        .code()
-        .and_then(|c| u8::try_from(c).ok())
-        .filter(|c| *c != 0);
-    Ok(ExitCode::from(code.unwrap_or(1)))
-}
-
-/// How a run that `overlap` stopped ended, for the user.
-pub(crate) fn stopped(ending: &Ending) -> String {
-    match ending {
-        Ending::Finished(status) => format!("the run ended ({status})"),
-        Ending::Interrupted { signal, status } => format!(
-            "interrupted by {}: the run was stopped (the launcher ended with {status})",
-            crate::supervise::signal_name(*signal)
-        ),
-        Ending::Hung { status } => {
-            format!("the run was hung: it was stopped (the launcher ended with {status})")
+    let end = RunEnd {
+        ending: &ending,
+        ranks_dir: &ranks_dir,
+        out: &a.out,
+        print: crate::output::stderr_fmt,
+    };
+    match end.finish(merge_dir(&ranks_dir), failure, no_trace)? {
+        Ok(trace) => {
+            end.summary(&trace);
+            sayln!("analyze it with `overlap analyze {}`", a.out.display());
+            Ok(ExitCode::SUCCESS)
         }
+        Err(code) => Ok(code),
     }
 }
 
@@ -360,33 +278,15 @@ pub(crate) fn load(path: &Path) -> Result<Loaded> {
 /// Loads a trace for analysis and prints what could not be used.
 pub(crate) fn load_trace(path: &Path) -> Result<Trace> {
     let loaded = load(path)?;
-    for u in &loaded.unreadable {
-        sayln!("warning: {}: skipped: {}", u.path.display(), u.reason);
-    }
     for p in &loaded.problems {
         sayln!("warning: {}: {p}", path.display());
     }
     for n in &loaded.notes {
         sayln!("warning: {n}");
     }
-    for w in overlap_analyzer::merge::warnings(&loaded.trace.info) {
-        sayln!("warning: {w}");
-    }
-    for inc in &loaded.trace.info.incomplete {
-        sayln!(
-            "warning: rank {}: trace cut short ({} events kept from {}): {}",
-            inc.rank,
-            inc.events_read,
-            inc.file,
-            inc.reason
-        );
-    }
-    for r in &loaded.trace.info.missing_ranks {
-        sayln!(
-            "warning: rank {r}: none of its events is in {}",
-            path.display()
-        );
-    }
+    warn_incomplete(&loaded.unreadable, &loaded.trace.info, |_| {
+        format!("none of its events is in {}", path.display())
+    });
     Ok(loaded.trace)
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use overlap_analyzer::import::is_rank_file_name;
 
-use crate::supervise::{self, is_marker_file_name, Ending, Watch, HANG_TIMEOUT_ENV};
+use crate::supervise::{self, is_marker_file_name, Ending, Watch};
 
 /// What to launch.
 pub struct KernelLaunch {
@@ -50,7 +50,7 @@ impl LaunchOutcome {
         let mut msg = match &self.ending {
             Ending::Finished(status) if status.success() => return None,
             Ending::Finished(status) => format!("the kernel run failed ({status})"),
-            stopped => crate::cli::stopped(stopped),
+            stopped => crate::finish::stopped(stopped),
         };
         msg.push_str(&format!("\n  command: {}", self.command));
         for b in &self.bad_exits {
@@ -67,7 +67,9 @@ impl LaunchOutcome {
                 b.os_pid, b.host
             ));
         }
-        if self.rank_errors.is_empty() && self.bad_exits.is_empty() {
+        // A run `overlap` stopped was not killed by someone else.
+        let finished = matches!(self.ending, Ending::Finished(_));
+        if finished && self.rank_errors.is_empty() && self.bad_exits.is_empty() {
             msg.push_str("\n  no rank reported an error: a rank was probably killed");
         }
         for line in &self.rank_errors {
@@ -163,6 +165,25 @@ pub fn clear_trace_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))
 }
 
+/// Passes each line of `stream` on with `echo`, in a thread of its own, which returns
+/// the lines.
+fn pass_through(
+    stream: impl std::io::Read + Send + 'static,
+    echo: fn(&str),
+) -> std::thread::JoinHandle<Vec<String>> {
+    std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stream)
+            .lines()
+            .map_while(std::result::Result::ok)
+        {
+            echo(&line);
+            lines.push(line);
+        }
+        lines
+    })
+}
+
 /// Runs `mpiexec -n RANKS overlap-kernels KERNEL ARGS --trace-dir DIR`.
 pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
     clear_trace_dir(&l.trace_dir)?;
@@ -179,42 +200,19 @@ pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let command = format!("{cmd:?}").replace('"', "");
-    match l.hang_timeout {
-        Some(t) => cmd.env(HANG_TIMEOUT_ENV, supervise::hang_timeout_ms(t)),
-        None => cmd.env_remove(HANG_TIMEOUT_ENV),
-    };
     let mut child = supervise::spawn(
         &mut cmd,
         &format!(
             "{} (is MPI installed? run `make setup`, or set OVERLAP_MPIEXEC)",
             l.mpiexec
         ),
+        l.hang_timeout,
     )?;
     let stdout = child.stdout.take().context("capturing the ranks' stdout")?;
     let stderr = child.stderr.take().context("capturing the ranks' stderr")?;
     // Pass both streams through as they come, keeping what tells how the run ended.
-    let out_thread = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        for line in BufReader::new(stdout)
-            .lines()
-            .map_while(std::result::Result::ok)
-        {
-            crate::output::raw_stdout(&line);
-            lines.push(line);
-        }
-        lines
-    });
-    let err_thread = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        for line in BufReader::new(stderr)
-            .lines()
-            .map_while(std::result::Result::ok)
-        {
-            crate::output::raw_stderr(&line);
-            lines.push(line);
-        }
-        lines
-    });
+    let out_thread = pass_through(stdout, crate::output::raw_stdout);
+    let err_thread = pass_through(stderr, crate::output::raw_stderr);
     let ending = supervise::supervise(
         &mut child,
         &Watch {

@@ -11,6 +11,7 @@
 mod output;
 
 mod cli;
+mod finish;
 mod gate;
 mod launch;
 mod progress;

@@ -144,11 +144,6 @@ macro_rules! outln {
     }};
 }
 
-/// `eprint!` that never panics and escapes control characters.
-macro_rules! say {
-    ($($arg:tt)*) => { $crate::output::stderr_fmt(format_args!($($arg)*)) };
-}
-
 /// `eprintln!` that never panics and escapes control characters.
 macro_rules! sayln {
     () => { $crate::output::stderr_fmt(format_args!("\n")) };
@@ -158,7 +153,7 @@ macro_rules! sayln {
     }};
 }
 
-pub(crate) use {out, outln, say, sayln};
+pub(crate) use {out, outln, sayln};
 
 #[cfg(test)]
 mod tests {

@@ -14,10 +14,10 @@ use clap::Args;
 use overlap_analyzer::merge::merge_dir;
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
 use overlap_analyzer::report::render;
-use overlap_analyzer::summary::summarize;
 use overlap_kernels::args::Kernels;
 
-use crate::cli::{ranks_dir_for, report_merge, style};
+use crate::cli::{ranks_dir_for, style};
+use crate::finish::{Failure, RunEnd};
 use crate::launch::{launch_kernel, KernelLaunch};
 use crate::output::{out, outln, sayln};
 
@@ -119,50 +119,37 @@ fn run_kernel(
     };
     let outcome = launch_kernel(&launch)?;
     let merged = merge_dir(&ranks_dir);
-    let failure = outcome.failure(|pid| {
-        let m = merged.as_ref().ok()?;
-        m.merged
-            .ranks
-            .iter()
-            .find(|r| r.os_pid == pid)
-            .map(|r| r.rank)
-    });
-    match (failure, merged) {
-        (None, Ok(m)) => {
-            let (trace, line) = report_merge(&m, &ranks_dir, out)?;
-            outln!("{line}");
+    let failure = outcome
+        .failure(|pid| {
+            let m = merged.as_ref().ok()?;
+            m.merged
+                .ranks
+                .iter()
+                .find(|r| r.os_pid == pid)
+                .map(|r| r.rank)
+        })
+        .map(|message| Failure {
+            message,
+            code: outcome.ending.stopped_exit_code().unwrap_or(1),
+        });
+    let no_trace = match &failure {
+        Some(f) => format!("{}\nand nothing could be merged", f.message),
+        None => "merging the trace".into(),
+    };
+    let end = RunEnd {
+        ending: &outcome.ending,
+        ranks_dir: &ranks_dir,
+        out,
+        print: crate::output::stdout_fmt,
+    };
+    match end.finish(merged, failure, no_trace)? {
+        Ok(trace) => {
             let (report, _) = analyze_trace(&trace, &Options::default());
             outln!();
             out!("{}", render(&report, style()));
             Ok(ExitCode::SUCCESS)
         }
-        (Some(failure), Ok(m)) => {
-            let (trace, line) = report_merge(&m, &ranks_dir, out)?;
-            outln!("{line}");
-            out!("{}", summarize(&trace).to_table());
-            if let Some(hang) = overlap_analyzer::hang::section_of(&trace) {
-                out!("{hang}");
-            }
-            if let Some(code) = outcome.ending.stopped_exit_code() {
-                sayln!(
-                    "overlap: {failure}\nwhat the ranks recorded is merged in {}",
-                    out.display()
-                );
-                return Ok(ExitCode::from(code));
-            }
-            bail!(
-                "{failure}\nwhat was recorded is merged in {}",
-                out.display()
-            )
-        }
-        (None, Err(e)) => Err(e).context("merging the trace"),
-        (Some(failure), Err(e)) => {
-            if let Some(code) = outcome.ending.stopped_exit_code() {
-                sayln!("overlap: {failure}\nand nothing could be merged: {e:#}");
-                return Ok(ExitCode::from(code));
-            }
-            bail!("{failure}\nand nothing could be merged: {e}")
-        }
+        Err(code) => Ok(code),
     }
 }
 

@@ -94,8 +94,14 @@ fn set_stop_signals(handler: libc::sighandler_t) -> Result<()> {
 }
 
 /// Starts `cmd` as the launcher of a supervised run: in a process group of its own, and
-/// sent SIGTERM should `overlap` die first. Stop signals are caught from here on.
-pub fn spawn(cmd: &mut Command, what: &str) -> Result<Child> {
+/// sent SIGTERM should `overlap` die first; its ranks get the hang timeout, when there
+/// is one (and never one `overlap`'s own environment holds). Stop signals are caught
+/// from here on.
+pub fn spawn(cmd: &mut Command, what: &str, hang_timeout: Option<Duration>) -> Result<Child> {
+    match hang_timeout {
+        Some(t) => cmd.env(HANG_TIMEOUT_ENV, hang_timeout_ms(t)),
+        None => cmd.env_remove(HANG_TIMEOUT_ENV),
+    };
     catch_stop_signals()?;
     // Launchers such as MPICH's put their proxies and ranks in sessions of their own:
     // should the launcher die first, they become this process's children (not init's),
@@ -135,6 +141,15 @@ pub enum Ending {
 }
 
 impl Ending {
+    /// How the launcher ended.
+    pub fn status(&self) -> ExitStatus {
+        match self {
+            Ending::Finished(status)
+            | Ending::Interrupted { status, .. }
+            | Ending::Hung { status } => *status,
+        }
+    }
+
     /// `overlap`'s exit status for a run that did not end by itself.
     pub fn stopped_exit_code(&self) -> Option<u8> {
         match self {
@@ -349,7 +364,7 @@ fn stop(child: &mut Child, signal: i32, seen: u32) -> Result<ExitStatus> {
 }
 
 /// The hang timeout for the ranks' environment, in milliseconds (at least 1).
-pub fn hang_timeout_ms(timeout: Duration) -> String {
+fn hang_timeout_ms(timeout: Duration) -> String {
     timeout.as_millis().max(1).to_string()
 }
 

@@ -130,10 +130,6 @@ pub fn run_traced(
             ld_preload(&preload, std::env::var_os("LD_PRELOAD")),
         )
         .env(TRACE_DIR_ENV, &dir);
-    match hang_timeout {
-        Some(t) => cmd.env(HANG_TIMEOUT_ENV, supervise::hang_timeout_ms(t)),
-        None => cmd.env_remove(HANG_TIMEOUT_ENV),
-    };
     // The launcher has a process group of its own, which is not the terminal's
     // foreground group: reading the terminal would stop it (SIGTTIN). So a terminal
     // stdin is passed on through a pipe.
@@ -141,7 +137,7 @@ pub fn run_traced(
     if terminal {
         cmd.stdin(Stdio::piped());
     }
-    let mut child = supervise::spawn(&mut cmd, launcher)?;
+    let mut child = supervise::spawn(&mut cmd, launcher, hang_timeout)?;
     if let Some(mut to_launcher) = child.stdin.take() {
         std::thread::spawn(move || std::io::copy(&mut std::io::stdin().lock(), &mut to_launcher));
     }

@@ -51,7 +51,10 @@ fn every_kernel_names_its_bad_values() {
             &["toeplitz", "--product", "fast"],
             "[possible values: auto, direct, fft]",
         ),
-        (&["toeplitz", "--lambda", "-3"], "unexpected argument '-3'"),
+        (
+            &["toeplitz", "--lambda=-3"],
+            "invalid value '-3' for '--lambda <L>'",
+        ),
         (
             &["pingpong", "--patterns", "single,diagonal"],
             "invalid value 'diagonal' for '--patterns <PATTERNS>'",

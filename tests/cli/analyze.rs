@@ -133,8 +133,8 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
         junit.to_str().unwrap(),
     ]);
     assert_eq!(bad.output.status.code(), Some(1), "{}", bad.describe());
-    assert!(bad.stdout().contains("regressed"), "{}", bad.describe());
-    assert!(bad.stdout().contains("false_overlap.findings"));
+    bad.assert_stdout_has("regressed");
+    bad.assert_stdout_has("false_overlap.findings");
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert!(xml.contains("<failure") && xml.contains("false_overlap.findings"));
     let good = overlap(&[
@@ -156,7 +156,7 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
     // Side by side.
     let d = overlap(&["diff", naive.to_str().unwrap(), fixed.to_str().unwrap()]);
     assert!(d.success(), "{}", d.describe());
-    assert!(d.stdout().contains("pop.transfer_efficiency"));
+    d.assert_stdout_has("pop.transfer_efficiency");
 
     // Tables and the analyzer's own trace.
     let csv = dir.path().join("csv");
@@ -173,7 +173,7 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
         selft.to_str().unwrap(),
     ]);
     assert!(t.success(), "{}", t.describe());
-    assert!(t.stdout().contains("False overlap"));
+    t.assert_stdout_has("False overlap");
     for name in [
         "ranks",
         "calls",

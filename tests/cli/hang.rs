@@ -158,6 +158,13 @@ fn sigusr1_to_a_running_program_dumps_and_its_trace_stays_whole() {
                 begun.elapsed() < Duration::from_secs(60),
                 "no dump after 60 s"
             );
+            // Its 4 s of exchanges over before both ranks dumped: no use waiting on.
+            if let Some(status) = run.0.try_wait().expect("waiting for mpiexec") {
+                assert!(
+                    marker(0).is_file() && marker(1).is_file(),
+                    "the program ended ({status}) before both ranks dumped"
+                );
+            }
             std::thread::sleep(Duration::from_millis(250));
             if (0..2).all(|r| ranks.join(format!("rank-{r}.ovlp")).is_file()) {
                 // SAFETY: signals the mpiexec this test started.

@@ -99,11 +99,20 @@ fn send(child: &Child, signal: i32) {
     assert_eq!(rc, 0, "signal {signal} sent to overlap");
 }
 
-/// True once both ranks' files hold more than their header: calls were flushed.
-fn ranks_recorded(ranks_dir: &Path) -> bool {
-    (0..2).all(|r| {
-        std::fs::metadata(ranks_dir.join(format!("rank-{r}.ovlp"))).is_ok_and(|m| m.len() > 8192)
-    })
+/// Waits (60 s at most) until both ranks' files in `ranks_dir` hold more than their
+/// header (calls were flushed); on failure kills `overlap` (`child`, output in `dir`)
+/// and its run, and fails.
+fn wait_until_recorded(child: &Child, ranks_dir: &Path, dir: &Path) {
+    let recorded = eventually(Duration::from_secs(60), || {
+        (0..2).all(|r| {
+            std::fs::metadata(ranks_dir.join(format!("rank-{r}.ovlp")))
+                .is_ok_and(|m| m.len() > 8192)
+        })
+    });
+    if !recorded {
+        send(child, libc::SIGKILL);
+        panic!("the ranks recorded nothing in 60 s:\n{}", output(dir));
+    }
 }
 
 /// Runs the endless program under `overlap trace`, stops `overlap` with `signal`, and
@@ -116,14 +125,7 @@ fn stopped_by(signal: i32, name: &str) {
     let spin_arg = spin.to_str().expect("utf-8 temp path");
     let mut child = start_trace(dir.path(), &out, &[], &["mpiexec", "-n", "2", spin_arg]);
     let ranks_dir = out.with_extension("ranks");
-    let recorded = eventually(Duration::from_secs(60), || ranks_recorded(&ranks_dir));
-    if !recorded {
-        send(&child, libc::SIGKILL);
-        panic!(
-            "the ranks recorded nothing in 60 s:\n{}",
-            output(dir.path())
-        );
-    }
+    wait_until_recorded(&child, &ranks_dir, dir.path());
     send(&child, signal);
     let status = wait_for(&mut child, Duration::from_secs(60), dir.path());
     let text = output(dir.path());
@@ -178,11 +180,7 @@ fn a_killed_overlap_takes_its_run_down() {
     let out = dir.path().join("run.json");
     let mut child = start_trace(dir.path(), &out, &[], &["mpiexec", "-n", "2", spin_arg]);
     let ranks_dir = out.with_extension("ranks");
-    assert!(
-        eventually(Duration::from_secs(60), || ranks_recorded(&ranks_dir)),
-        "the ranks recorded nothing in 60 s:\n{}",
-        output(dir.path())
-    );
+    wait_until_recorded(&child, &ranks_dir, dir.path());
     assert!(running(spin_arg), "the ranks run");
     send(&child, libc::SIGKILL);
     let status = wait_for(&mut child, Duration::from_secs(10), dir.path());
@@ -338,14 +336,7 @@ fn sigterm_stops_a_kernel_run_and_merges_it() {
         .stderr(file("stderr"))
         .spawn()
         .expect("overlap starts");
-    let recorded = eventually(Duration::from_secs(60), || ranks_recorded(&ranks_dir));
-    if !recorded {
-        send(&child, libc::SIGKILL);
-        panic!(
-            "the ranks recorded nothing in 60 s:\n{}",
-            output(dir.path())
-        );
-    }
+    wait_until_recorded(&child, &ranks_dir, dir.path());
     send(&child, libc::SIGTERM);
     let status = wait_for(&mut child, Duration::from_secs(60), dir.path());
     let text = output(dir.path());

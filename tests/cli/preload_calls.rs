@@ -275,11 +275,7 @@ fn a_program_that_starts_mpi_through_a_session_is_told_why_it_is_not_traced() {
     let out = dir.path().join("session.json");
     let run = trace(2, &program("session"), &out);
     assert!(!run.success(), "nothing to merge");
-    assert!(
-        run.stdout().contains("session: 2 ranks, sum 1"),
-        "{}",
-        run.describe()
-    );
+    run.assert_stdout_has("session: 2 ranks, sum 1");
     run.assert_stderr_has("this program starts MPI through MPI_Session_init");
     run.assert_stderr_has("only through MPI_Session_init, are not traced");
     let told = run

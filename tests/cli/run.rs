@@ -18,11 +18,7 @@ fn run_and_read(ranks: u32, variant: &str) -> MergedTrace {
     let out = dir.path().join(format!("fo-{variant}-{ranks}.json"));
     let run = run_false_overlap(ranks, variant, ITERS, &out, &[]);
     assert!(run.success(), "{}", run.describe());
-    assert!(
-        run.stdout().contains("payloads verified"),
-        "{}",
-        run.describe()
-    );
+    run.assert_stdout_has("payloads verified");
     assert!(
         run.stdout().contains("waiting"),
         "summary table printed: {}",
@@ -242,7 +238,7 @@ fn a_failing_rank_fails_the_command_with_its_error() {
     let run = run_false_overlap(2, "naive", 2, &out, &["--size", "1"]);
     assert!(!run.success(), "{}", run.describe());
     run.assert_stderr_has("error: invalid option: size must be at least 2 words");
-    run.assert_stderr_has("overlap: error: the kernel run failed");
+    run.assert_stderr_has("overlap: the kernel run failed");
     assert!(out.is_file(), "what was recorded is still merged");
 }
 

@@ -188,7 +188,7 @@ fn a_corrupted_halo_fails_the_run_loudly() {
     let r = run(2, "overlapped", &out, &["--fault-rank", "1"]);
     assert!(!r.success(), "{}", r.describe());
     r.assert_stderr_has("the Toeplitz product differs from the serial product");
-    r.assert_stderr_has("overlap: error: the kernel run failed");
+    r.assert_stderr_has("overlap: the kernel run failed");
 }
 
 #[test]

@@ -44,6 +44,14 @@ impl Run {
     pub fn success(&self) -> bool {
         self.output.status.success()
     }
+    /// Panics, showing the whole run, unless stdout contains `needle`.
+    pub fn assert_stdout_has(&self, needle: &str) {
+        assert!(
+            self.stdout().contains(needle),
+            "stdout lacks {needle:?}:\n{}",
+            self.describe()
+        );
+    }
     /// Panics, showing the whole run, unless stderr contains `needle`.
     pub fn assert_stderr_has(&self, needle: &str) {
         assert!(

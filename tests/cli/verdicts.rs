@@ -20,11 +20,7 @@ fn traced(out: &Path, mode: &str, count: u32, env: &[(&str, &str)]) -> Value {
     let count = count.to_string();
     let run = trace_with(2, &program("twins"), &[mode, &count], env, out);
     assert!(run.success(), "{}", run.describe());
-    assert!(
-        run.stdout().contains("twins: checksum"),
-        "{}",
-        run.describe()
-    );
+    run.assert_stdout_has("twins: checksum");
     let report = overlap(&["analyze", out.to_str().unwrap(), "--json"]);
     assert!(report.success(), "{}", report.describe());
     serde_json::from_str(&report.stdout()).expect("analyze --json prints JSON")

@@ -115,17 +115,9 @@ fn same_run_passes_and_a_regression_exits_1() {
     let (dir, base) = balanced_baseline(root.path());
     let ok = check(&dir, &base, &[]);
     assert_eq!(code(&ok), Some(0), "{}", ok.describe());
-    assert!(
-        ok.stdout().contains("within tolerance (5%)"),
-        "{}",
-        ok.describe()
-    );
+    ok.assert_stdout_has("within tolerance (5%)");
     // The mean overlap has no figure in the baseline: shown, not gated, not 0.
-    assert!(
-        ok.stdout().contains("not gated: no figure in the baseline"),
-        "{}",
-        ok.describe()
-    );
+    ok.assert_stdout_has("not gated: no figure in the baseline");
 
     let worse = run_dir(root.path(), "imbalanced", Shape::Imbalanced, 2, &params());
     let junit = root.path().join("check.xml");
@@ -141,7 +133,7 @@ fn same_run_passes_and_a_regression_exits_1() {
         line.contains("100.0%") && line.contains("75.0%") && line.contains("REGRESSED"),
         "{line}"
     );
-    assert!(bad.stdout().contains("regressed beyond 5%"));
+    bad.assert_stdout_has("regressed beyond 5%");
     let xml = std::fs::read_to_string(&junit).expect("junit");
     assert!(
         xml.contains("<failure message=\"pop.load_balance regressed"),
@@ -152,7 +144,7 @@ fn same_run_passes_and_a_regression_exits_1() {
     // is within 30% of 100%, and the wait fraction's baseline is 0, so it still fails.
     let wide = check(&worse, &base, &["--tolerance", "30"]);
     assert_eq!(code(&wide), Some(1), "{}", wide.describe());
-    assert!(wide.stdout().contains("regressed beyond 30%"));
+    wide.assert_stdout_has("regressed beyond 30%");
     let lb = wide
         .stdout()
         .lines()
@@ -297,7 +289,7 @@ fn another_program_other_ranks_or_other_work_exit_2_unless_allowed() {
     let r = check(&other, &base, &["--allow-different"]);
     assert_eq!(code(&r), Some(0), "{}", r.describe());
     r.assert_stderr_has("warning: the baseline was made from gate-test {\"n\":2}");
-    assert!(r.stdout().contains("--allow-different"), "{}", r.describe());
+    r.assert_stdout_has("--allow-different");
 
     // Three ranks: another world, and rank 2 not in the baseline.
     let three = run_dir(root.path(), "three", Shape::Balanced, 3, &params());
@@ -318,12 +310,8 @@ fn another_program_other_ranks_or_other_work_exit_2_unless_allowed() {
     // Allowed: counts are compared per 1000 calls, and it says so.
     let r = check(&more, &base, &["--allow-different"]);
     assert_eq!(code(&r), Some(0), "{}", r.describe());
-    assert!(
-        r.stdout().contains("per 1000 MPI calls"),
-        "{}",
-        r.describe()
-    );
-    assert!(r.stdout().contains("0.00/1k"), "{}", r.describe());
+    r.assert_stdout_has("per 1000 MPI calls");
+    r.assert_stdout_has("0.00/1k");
 }
 
 /// The baseline file as JSON, changed by `edit`, written back.
@@ -354,7 +342,7 @@ fn unusable_baselines_and_unknown_figures_exit_2() {
     let junit = root.path().join("check.xml");
     let r = check(&dir, &base, &["--junit", s(&junit)]);
     assert_refused(&r, &["requests.mean_overlap: no figure in this trace"]);
-    assert!(r.stdout().contains("UNKNOWN"), "{}", r.describe());
+    r.assert_stdout_has("UNKNOWN");
     let xml = std::fs::read_to_string(&junit).expect("junit");
     assert!(
         xml.contains("<error message=\"requests.mean_overlap"),
@@ -419,11 +407,7 @@ fn tolerances_that_cannot_fail_are_refused() {
     let r = baseline(&dir, &out, &["--tolerance", "20"]);
     assert!(r.success(), "{}", r.describe());
     let ok = check(&dir, &out, &[]);
-    assert!(
-        ok.stdout().contains("within tolerance (20%)"),
-        "{}",
-        ok.describe()
-    );
+    ok.assert_stdout_has("within tolerance (20%)");
     assert_refused(
         &check(&dir, &out, &["--tolerance", "150"]),
         &["can never fail"],

@@ -1,0 +1,171 @@
+//! What is told once per-rank files are merged, and once a supervised run is over:
+//! `overlap trace` and `overlap run` end their runs the same way, whatever launched them.
+//!
+//! After a run, what the ranks recorded is merged and the merge reported; a run that did
+//! not end well (it failed, or `overlap` stopped it) gets the summary of what was merged
+//! and its hang section, then how it ended, and `overlap` exits with that failure's
+//! status.
+
+use std::fmt;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use overlap_analyzer::merge::{write_merged, MergeOutcome, Unreadable};
+use overlap_analyzer::model::Trace;
+use overlap_analyzer::summary::summarize;
+use overlap_instrument::schema::MergedInfo;
+
+use crate::output::sayln;
+use crate::supervise::Ending;
+
+/// Warns on stderr about what of a run could not be used: files `unreadable`, ranks cut
+/// short, the merge's own warnings, and each missing rank as `missing` says it.
+pub(crate) fn warn_incomplete(
+    unreadable: &[Unreadable],
+    info: &MergedInfo,
+    missing: impl Fn(u32) -> String,
+) {
+    for u in unreadable {
+        sayln!("warning: {}: skipped: {}", u.path.display(), u.reason);
+    }
+    for r in &info.missing_ranks {
+        sayln!("warning: rank {r}: {}", missing(*r));
+    }
+    for inc in &info.incomplete {
+        sayln!(
+            "warning: rank {}: trace cut short ({} events kept from {}): {}",
+            inc.rank,
+            inc.events_read,
+            inc.file,
+            inc.reason
+        );
+    }
+    for w in overlap_analyzer::merge::warnings(info) {
+        sayln!("warning: {w}");
+    }
+}
+
+/// Writes the merged trace, reports what was missing on stderr, and returns the run for
+/// analysis with the line saying what was merged.
+pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(Trace, String)> {
+    let written = write_merged(&m.merged, out)
+        .with_context(|| format!("writing the merged trace {}", out.display()))?;
+    let info = &m.merged.info;
+    warn_incomplete(&m.unreadable, info, |_| {
+        format!(
+            "no trace file in {} (the rank never started recording)",
+            dir.display()
+        )
+    });
+    if !info.clock_suspect.is_empty() {
+        sayln!(
+            "warning: {} message(s) complete before they were sent once clocks are aligned; \
+             flagged as clock-suspect",
+            info.clock_suspect.len()
+        );
+    }
+    let size = std::fs::metadata(out).map(|md| md.len()).unwrap_or(0);
+    let line = format!(
+        "merged {} rank(s), {} messages ({} unmatched sends, {} unmatched receives) into {} \
+         ({} events, {:.1} KiB)",
+        m.merged.ranks.len(),
+        info.messages,
+        info.unmatched_sends,
+        info.unmatched_receives,
+        out.display(),
+        written,
+        size as f64 / 1024.0
+    );
+    Ok((m.merged.to_trace(out), line))
+}
+
+/// How a run that `overlap` stopped ended, for the user.
+pub(crate) fn stopped(ending: &Ending) -> String {
+    match ending {
+        Ending::Finished(status) => format!("the run ended ({status})"),
+        Ending::Interrupted { signal, status } => format!(
+            "interrupted by {}: the run was stopped (the launcher ended with {status})",
+            crate::supervise::signal_name(*signal)
+        ),
+        Ending::Hung { status } => {
+            format!("the run was hung: it was stopped (the launcher ended with {status})")
+        }
+    }
+}
+
+/// A run that did not end well: what to tell, and `overlap`'s exit status.
+pub(crate) struct Failure {
+    /// What happened: its first line names it, more lines may follow.
+    pub message: String,
+    pub code: u8,
+}
+
+/// A supervised run that is over.
+pub(crate) struct RunEnd<'a> {
+    pub ending: &'a Ending,
+    /// Where the ranks wrote their files.
+    pub ranks_dir: &'a Path,
+    /// The merged trace to write.
+    pub out: &'a Path,
+    /// Where the merge line, the summary and the hang section go: stdout for `overlap
+    /// run`, stderr for `overlap trace` (whose stdout is the program's).
+    pub print: fn(fmt::Arguments<'_>),
+}
+
+impl RunEnd<'_> {
+    /// Merges into `out` what `merged` (the ranks' files, merged) holds and says so.
+    /// `failure` tells how the run failed or was stopped, `None` for a clean run, whose
+    /// trace is handed back for the caller to show. A failed or stopped run gets the
+    /// summary and the hang section of what was merged, then its failure on stderr; its
+    /// exit status is handed back. When nothing could be merged, a stopped run is told
+    /// so with its exit status; for any other it is an error, with `no_trace` as context.
+    pub(crate) fn finish(
+        &self,
+        merged: overlap_analyzer::Result<MergeOutcome>,
+        failure: Option<Failure>,
+        no_trace: String,
+    ) -> Result<std::result::Result<Trace, ExitCode>> {
+        let m = match merged {
+            Ok(m) => m,
+            Err(e) => {
+                return match failure {
+                    Some(f) if self.ending.stopped_exit_code().is_some() => {
+                        sayln!(
+                            "overlap: {}\nnothing the ranks recorded could be merged from {}: \
+                             {e:#}",
+                            f.message,
+                            self.ranks_dir.display()
+                        );
+                        Ok(Err(ExitCode::from(f.code)))
+                    }
+                    _ => Err(anyhow::Error::new(e).context(no_trace)),
+                }
+            }
+        };
+        let (trace, line) = report_merge(&m, self.ranks_dir, self.out)?;
+        (self.print)(format_args!("{line}\n"));
+        let Some(f) = failure else {
+            return Ok(Ok(trace));
+        };
+        self.summary(&trace);
+        sayln!(
+            "overlap: {}\nwhat the ranks recorded is merged in {}",
+            f.message,
+            self.out.display()
+        );
+        Ok(Err(ExitCode::from(f.code)))
+    }
+
+    /// The summary table of the merged run, the MPI functions it calls that are not
+    /// recorded, and where its ranks hung (when they did).
+    pub(crate) fn summary(&self, trace: &Trace) {
+        (self.print)(format_args!("{}", summarize(trace).to_table()));
+        if let Some(note) = crate::trace::unrecorded_note(&trace.info.params) {
+            (self.print)(format_args!("{note}\n"));
+        }
+        if let Some(hang) = overlap_analyzer::hang::section_of(trace) {
+            (self.print)(format_args!("{hang}"));
+        }
+    }
+}
