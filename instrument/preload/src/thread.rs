@@ -3,7 +3,8 @@
 //! shared library calls `__tls_get_addr` on every access). The entry trampolines store
 //! the caller's return address in the first word; the second points to the thread's
 //! [`ThreadState`], made on the thread's first traced call and dropped when the thread
-//! exits (through an ordinary `thread_local!`, touched only then).
+//! exits (through an ordinary `thread_local!`, touched only then; the main thread's is
+//! kept to the end of the process, see [`Owner`]).
 
 use std::arch::asm;
 use std::cell::{Cell, OnceCell};
@@ -127,6 +128,18 @@ struct Owner(Cell<Option<Box<ThreadState>>>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
+        // `exit` destroys the main thread's thread-locals before it runs the program's
+        // atexit handlers and C++ static destructors, which may still call MPI (an
+        // `MPI_Finalize` there is common). The process is ending: the main thread keeps
+        // its state, so those calls are recorded like its others (a fresh state would
+        // need a new ring, whose registration needs the thread-locals just destroyed).
+        // SAFETY: plain system calls.
+        if unsafe { libc::gettid() == libc::getpid() } {
+            if let Some(state) = self.0.take() {
+                Box::leak(state);
+            }
+            return;
+        }
         // SAFETY: this thread's words.
         unsafe { (*words()).state = std::ptr::null() };
         if let Some(state) = self.0.take() {
