@@ -124,9 +124,17 @@ impl Tracer {
 /// once, and never unwinds into the program.
 #[inline]
 pub(crate) fn guarded(record: impl FnOnce()) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(record)).is_err() {
+    caught(record);
+}
+
+/// [`guarded`] for code whose result the call needs: `None` when it panicked.
+#[inline]
+pub(crate) fn caught<R>(f: impl FnOnce() -> R) -> Option<R> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    if r.is_none() {
         disable("an internal error in the recording (reported above)");
     }
+    r
 }
 
 /// Stops tracing for the rest of the run, keeping what was recorded.
