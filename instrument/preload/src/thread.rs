@@ -52,7 +52,6 @@ pub(crate) fn site() -> u64 {
 }
 
 /// What one thread keeps between its MPI calls.
-#[derive(Default)]
 pub(crate) struct ThreadState {
     /// The requests this thread posted (see [`crate::tables`]), made on its first post.
     pub(crate) requests: OnceCell<Arc<LocalTable>>,
@@ -68,6 +67,20 @@ pub(crate) struct ThreadState {
     statuses: Cell<Vec<MPI_Status>>,
     /// Room for what a completing call completed.
     completions: Cell<Vec<Completion>>,
+}
+
+impl Default for ThreadState {
+    fn default() -> ThreadState {
+        ThreadState {
+            requests: OnceCell::new(),
+            recorder: OnceCell::new(),
+            comms: crate::handles::cache(),
+            types: crate::types::cache(),
+            keys: Cell::default(),
+            statuses: Cell::default(),
+            completions: Cell::default(),
+        }
+    }
 }
 
 impl ThreadState {
