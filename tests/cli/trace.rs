@@ -36,6 +36,7 @@ fn programs() -> &'static Path {
         // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
         compile("mpicc", "calls.c", "calls", &["-Wno-stringop-overflow"]);
         compile("mpicc", "abort.c", "abort", &["-Wno-stringop-overflow"]);
+        compile("mpicc", "atexit.c", "atexit", &[]);
         compile("mpicc", "handles.c", "handles", &["-Wno-stringop-overflow"]);
         compile("mpicc", "nbc_rma.c", "nbc_rma", &["-Wno-stringop-overflow"]);
         compile("mpicc", "session.c", "session", &[]);
@@ -455,6 +456,22 @@ fn a_rank_that_aborts_still_leaves_a_merged_trace() {
     assert_eq!(t.info.messages, 2);
     assert_eq!(t.requests.len(), 4);
     assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
+}
+
+#[test]
+fn a_finalize_from_an_atexit_handler_is_traced() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("atexit.json");
+    let run = trace(2, &program("atexit"), &out);
+    assert!(run.success(), "{}", run.describe());
+    let t = read_merged(&out).expect("merged trace reads back");
+    let got = counts(&t);
+    assert_eq!(got.len(), 2, "{}", run.describe());
+    for (rank, per) in &got {
+        for op in [Op::Init, Op::Barrier, Op::Finalize] {
+            assert_eq!(per.get(&op), Some(&1), "rank {rank} {op:?}");
+        }
+    }
 }
 
 #[test]

@@ -15,7 +15,6 @@
 //! distinct member list for the whole run, shared by every record without reference
 //! counting.
 
-use std::cell::Cell;
 use std::collections::HashSet;
 use std::ffi::c_int;
 use std::hash::Hasher;
@@ -25,6 +24,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use mpi_sys::*;
 use overlap_instrument::fxhash::{FxHashMap, FxHasher};
 
+use crate::cache::HandleCache;
 use crate::pmpi::{self, key, Constants};
 
 type FxMap<V> = FxHashMap<u64, V>;
@@ -59,45 +59,15 @@ pub(crate) fn intern(members: Vec<c_int>) -> &'static [c_int] {
 /// reused handle (which the program must have passed to it) sees the bump.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
-/// Slots of a thread's communicator cache (direct-mapped).
+/// Slots of a thread's communicator cache.
 const CACHED: usize = 16;
 
 /// One thread's recently met communicators.
-pub(crate) struct CommCache {
-    generation: Cell<u64>,
-    slots: [Cell<Option<(u64, CommInfo)>>; CACHED],
-}
+pub(crate) type CommCache = HandleCache<CommInfo, CACHED>;
 
-impl Default for CommCache {
-    fn default() -> CommCache {
-        CommCache {
-            generation: Cell::new(GENERATION.load(Ordering::Relaxed)),
-            slots: std::array::from_fn(|_| Cell::new(None)),
-        }
-    }
-}
-
-impl CommCache {
-    /// The info of handle key `key`, cached, or from `look_up`.
-    #[inline]
-    pub(crate) fn get(&self, key: u64, look_up: impl FnOnce() -> CommInfo) -> CommInfo {
-        let generation = GENERATION.load(Ordering::Relaxed);
-        if self.generation.get() != generation {
-            for s in &self.slots {
-                s.set(None);
-            }
-            self.generation.set(generation);
-        }
-        let slot = &self.slots[(key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize % CACHED];
-        if let Some((k, info)) = slot.get() {
-            if k == key {
-                return info;
-            }
-        }
-        let info = look_up();
-        slot.set(Some((key, info)));
-        info
-    }
+/// A thread's empty communicator cache.
+pub(crate) fn cache() -> CommCache {
+    HandleCache::new(&GENERATION)
 }
 
 impl CommInfo {
@@ -207,7 +177,7 @@ impl CommTable {
         }
         crate::thread::current()
             .comms
-            .get(key(comm), || self.look_up(comm))
+            .get_with(key(comm), || self.look_up(comm))
     }
 
     /// `comm` in the table, learnt if it is not there.
@@ -284,6 +254,7 @@ pub(crate) fn fallback_id(members: &[c_int]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
 
     #[test]
     fn world_ranks_of_a_communicator() {
@@ -299,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_cached_communicator_is_looked_up_again_after_one_is_freed() {
-        let cache = CommCache::default();
+        let cache = cache();
         let looked_up = Cell::new(0);
         let info = |id| {
             looked_up.set(looked_up.get() + 1);
@@ -308,19 +279,19 @@ mod tests {
                 to_world: Some(intern(vec![1, 0])),
             }
         };
-        assert_eq!(cache.get(0x8400_0001, || info(5)).id, 5);
-        assert_eq!(cache.get(0x8400_0001, || info(6)).id, 5, "cached");
+        assert_eq!(cache.get_with(0x8400_0001, || info(5)).id, 5);
+        assert_eq!(cache.get_with(0x8400_0001, || info(6)).id, 5, "cached");
         assert_eq!(looked_up.get(), 1);
         GENERATION.fetch_add(1, Ordering::Release);
         assert_eq!(
-            cache.get(0x8400_0001, || info(7)).id,
+            cache.get_with(0x8400_0001, || info(7)).id,
             7,
             "stale after a free"
         );
         assert!(std::ptr::eq(
             intern(vec![1, 0]),
             cache
-                .get(0x8400_0001, || info(8))
+                .get_with(0x8400_0001, || info(8))
                 .to_world
                 .expect("members")
         ));

@@ -16,6 +16,8 @@
 //! into programs built against that same MPI.
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod cache;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod calls;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod entry;

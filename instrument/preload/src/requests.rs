@@ -205,12 +205,7 @@ impl RequestTable {
                 return None;
             };
             self.forget(&t);
-            return Some(Done {
-                id,
-                kind: t.kind,
-                comm: t.comm,
-                proc_null: t.proc_null,
-            });
+            return Some(t.done(id));
         }
         let Slot::Many(q) = entry.into_mut() else {
             return None;
@@ -223,18 +218,23 @@ impl RequestTable {
         }
         let t = q.remove(i)?;
         self.forget(&t);
-        Some(Done {
-            id,
-            kind: t.kind,
-            comm: t.comm,
-            proc_null: t.proc_null,
-        })
+        Some(t.done(id))
     }
 
     /// `MPI_Request_free` let go of `handle`: the id to record (the active operation's,
     /// else the persistent request's). Frees the oldest request under the handle.
     pub(crate) fn freed(&mut self, handle: u64) -> Option<u64> {
-        let t = self.take(handle, 0)?;
+        let Entry::Occupied(mut entry) = self.map.entry(handle) else {
+            return None;
+        };
+        let t = match entry.get_mut() {
+            Slot::Many(q) => q.pop_front()?,
+            Slot::One(_) => match entry.remove() {
+                Slot::One(t) => t,
+                Slot::Many(_) => return None,
+            },
+        };
+        self.forget(&t);
         t.active.or(t.persistent)
     }
 
@@ -245,27 +245,6 @@ impl RequestTable {
         if t.kind == RequestKind::Recv {
             self.receives -= 1;
         }
-    }
-}
-
-impl RequestTable {
-    /// Takes the `i`-th request under `handle` out, and the handle with its last.
-    #[inline]
-    fn take(&mut self, handle: u64, i: usize) -> Option<Tracked> {
-        let t = take(&mut self.map, handle, i)?;
-        self.forget(&t);
-        Some(t)
-    }
-}
-
-#[inline]
-fn take(map: &mut FxMap<Slot>, handle: u64, i: usize) -> Option<Tracked> {
-    if let Slot::Many(q) = map.get_mut(&handle)? {
-        return q.remove(i);
-    }
-    match map.remove(&handle)? {
-        Slot::One(t) => Some(t),
-        Slot::Many(_) => None,
     }
 }
 

@@ -3,7 +3,8 @@
 //! shared library calls `__tls_get_addr` on every access). The entry trampolines store
 //! the caller's return address in the first word; the second points to the thread's
 //! [`ThreadState`], made on the thread's first traced call and dropped when the thread
-//! exits (through an ordinary `thread_local!`, touched only then).
+//! exits (through an ordinary `thread_local!`, touched only then; the main thread's is
+//! kept to the end of the process, see [`Owner`]).
 
 use std::arch::asm;
 use std::cell::{Cell, OnceCell};
@@ -51,7 +52,6 @@ pub(crate) fn site() -> u64 {
 }
 
 /// What one thread keeps between its MPI calls.
-#[derive(Default)]
 pub(crate) struct ThreadState {
     /// The requests this thread posted (see [`crate::tables`]), made on its first post.
     pub(crate) requests: OnceCell<Arc<LocalTable>>,
@@ -67,6 +67,20 @@ pub(crate) struct ThreadState {
     statuses: Cell<Vec<MPI_Status>>,
     /// Room for what a completing call completed.
     completions: Cell<Vec<Completion>>,
+}
+
+impl Default for ThreadState {
+    fn default() -> ThreadState {
+        ThreadState {
+            requests: OnceCell::new(),
+            recorder: OnceCell::new(),
+            comms: crate::handles::cache(),
+            types: crate::types::cache(),
+            keys: Cell::default(),
+            statuses: Cell::default(),
+            completions: Cell::default(),
+        }
+    }
 }
 
 impl ThreadState {
@@ -127,6 +141,18 @@ struct Owner(Cell<Option<Box<ThreadState>>>);
 
 impl Drop for Owner {
     fn drop(&mut self) {
+        // `exit` destroys the main thread's thread-locals before it runs the program's
+        // atexit handlers and C++ static destructors, which may still call MPI (an
+        // `MPI_Finalize` there is common). The process is ending: the main thread keeps
+        // its state, so those calls are recorded like its others (a fresh state would
+        // need a new ring, whose registration needs the thread-locals just destroyed).
+        // SAFETY: plain system calls.
+        if unsafe { libc::gettid() == libc::getpid() } {
+            if let Some(state) = self.0.take() {
+                Box::leak(state);
+            }
+            return;
+        }
         // SAFETY: this thread's words.
         unsafe { (*words()).state = std::ptr::null() };
         if let Some(state) = self.0.take() {

@@ -16,6 +16,7 @@ use mpi_sys::*;
 use overlap_instrument::clock::{
     clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport, Timebase,
 };
+use overlap_instrument::identity::{choose_run_id, run_id_text};
 use overlap_instrument::recorder::{
     CallData, RankFileSink, Recorder, RecorderConfig, ThreadRecorder,
 };
@@ -124,9 +125,17 @@ impl Tracer {
 /// once, and never unwinds into the program.
 #[inline]
 pub(crate) fn guarded(record: impl FnOnce()) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(record)).is_err() {
+    caught(record);
+}
+
+/// [`guarded`] for code whose result the call needs: `None` when it panicked.
+#[inline]
+pub(crate) fn caught<R>(f: impl FnOnce() -> R) -> Option<R> {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+    if r.is_none() {
         disable("an internal error in the recording (reported above)");
     }
+    r
 }
 
 /// Stops tracing for the rest of the run, keeping what was recorded.
@@ -146,8 +155,6 @@ pub(crate) struct InitCall {
     pub(crate) epoch_ns: u64,
     /// `CLOCK_REALTIME` read with `epoch_ns`.
     pub(crate) start_unix_ns: u64,
-    /// The run id every rank agreed on.
-    pub(crate) run_id: String,
     pub(crate) timebase: Timebase,
     pub(crate) start: Stamp,
     /// `MPI_Init_thread`'s provided level.
@@ -166,19 +173,21 @@ pub(crate) fn start(init: InitCall) {
     let world = k.comm_world;
     let rank = pmpi::rank_in(world);
     let size = pmpi::size_of_comm(world);
+    let host = pmpi::processor_name();
+    let run_id = run_id_text(agree_on_run_id(rank, world, &host));
     let dir = trace_dir(rank, world);
     let header = Header {
         format: FORMAT_NAME.to_string(),
         format_version: FORMAT_VERSION,
         rank: u32::try_from(rank).unwrap_or(0),
         size: u32::try_from(size).unwrap_or(0),
-        host: pmpi::processor_name(),
+        host,
         os_pid: std::process::id(),
         epoch_ns: init.epoch_ns,
         clock_domain: clock_domain(),
         program: program_name(),
         params: params(init.thread_level),
-        run_id: init.run_id.clone(),
+        run_id,
         start_unix_ns: init.start_unix_ns,
     };
     let path = dir.join(rank_file_name(header.rank));
@@ -306,6 +315,16 @@ fn recorder_config() -> RecorderConfig {
             .clamp(64 << 10, 1 << 30);
     }
     config
+}
+
+/// The run id, chosen by rank 0 and broadcast over `world`. Collective; made before the
+/// recording starts, so the broadcast is never a traced call and comes before the clock
+/// alignment.
+fn agree_on_run_id(rank: c_int, world: MPI_Comm, host: &str) -> u64 {
+    let mut id: u64 = if rank == 0 { choose_run_id(host) } else { 0 };
+    // SAFETY: one u64 broadcast from rank 0 over the world, which every rank is in.
+    unsafe { PMPI_Bcast((&raw mut id).cast::<c_void>(), 1, RSMPI_UINT64_T, 0, world) };
+    id
 }
 
 /// The trace directory, the same on every rank. Collective over `world`.

@@ -13,85 +13,26 @@
 //! Predefined types are never freed, so a program that frees nothing never misses
 //! twice. Only successful answers are cached.
 
-use std::cell::Cell;
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mpi_sys::*;
 
+use crate::cache::HandleCache;
 use crate::pmpi::{self, key};
 
 /// Bumped by every `MPI_Type_free`: caches filled under an older value are stale.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
-/// Slots of a thread's cache (direct-mapped: a handle has one slot).
+/// Slots of a thread's cache.
 const SLOTS: usize = 64;
 
-#[derive(Clone, Copy, Default)]
-struct Entry {
-    filled: bool,
-    key: u64,
-    size: u64,
-    extent: u64,
-}
-
 /// One thread's cache of `(size, extent)` by datatype handle.
-pub(crate) struct TypeCache {
-    generation: Cell<u64>,
-    slots: [Cell<Entry>; SLOTS],
-}
+pub(crate) type TypeCache = HandleCache<(u64, u64), SLOTS>;
 
-impl Default for TypeCache {
-    fn default() -> TypeCache {
-        TypeCache {
-            generation: Cell::new(GENERATION.load(Ordering::Relaxed)),
-            slots: std::array::from_fn(|_| Cell::new(Entry::default())),
-        }
-    }
-}
-
-impl TypeCache {
-    /// `(size, extent)` of the type with handle key `key`, from the cache or from
-    /// `query` (whose `None`, a type MPI does not know, is not cached).
-    #[inline]
-    pub(crate) fn get(
-        &self,
-        key: u64,
-        query: impl FnOnce() -> Option<(u64, u64)>,
-    ) -> Option<(u64, u64)> {
-        let generation = GENERATION.load(Ordering::Relaxed);
-        if self.generation.get() != generation {
-            self.clear(generation);
-        }
-        let slot = &self.slots[slot_of(key)];
-        let e = slot.get();
-        if e.filled && e.key == key {
-            return Some((e.size, e.extent));
-        }
-        let (size, extent) = query()?;
-        slot.set(Entry {
-            filled: true,
-            key,
-            size,
-            extent,
-        });
-        Some((size, extent))
-    }
-
-    #[cold]
-    fn clear(&self, generation: u64) {
-        for s in &self.slots {
-            s.set(Entry::default());
-        }
-        self.generation.set(generation);
-    }
-}
-
-/// A handle's slot: the handle's bits mixed (MPICH's handles differ in their low and
-/// middle bits, Open MPI's are pointers aligned to 8 or more).
-#[inline]
-fn slot_of(key: u64) -> usize {
-    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % SLOTS
+/// A thread's empty cache.
+pub(crate) fn cache() -> TypeCache {
+    HandleCache::new(&GENERATION)
 }
 
 /// Empties every thread's cache: a datatype is about to be freed.
@@ -130,10 +71,12 @@ pub(crate) unsafe extern "C" fn type_free(datatype: *mut MPI_Datatype) -> c_int 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::slot_of;
+    use std::cell::Cell;
 
     #[test]
     fn a_type_is_asked_once_until_a_type_is_freed() {
-        let cache = TypeCache::default();
+        let cache = cache();
         let asked = Cell::new(0);
         let query = |v| {
             asked.set(asked.get() + 1);
@@ -156,17 +99,17 @@ mod tests {
 
     #[test]
     fn unknown_types_are_not_cached() {
-        let cache = TypeCache::default();
+        let cache = cache();
         assert_eq!(cache.get(7, || None), None);
         assert_eq!(cache.get(7, || Some((2, 2))), Some((2, 2)));
     }
 
     #[test]
     fn handles_that_share_a_slot_evict_each_other() {
-        let cache = TypeCache::default();
+        let cache = cache();
         let a = 1u64;
         let b = (2..u64::MAX)
-            .find(|k| slot_of(*k) == slot_of(a))
+            .find(|k| slot_of::<SLOTS>(*k) == slot_of::<SLOTS>(a))
             .expect("a collision");
         assert_eq!(cache.get(a, || Some((1, 1))), Some((1, 1)));
         assert_eq!(cache.get(b, || Some((2, 2))), Some((2, 2)));

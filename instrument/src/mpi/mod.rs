@@ -172,6 +172,15 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         }
     }
 
+    /// The completion of request `id` (a receive when `receive`) with its status.
+    fn completed(&self, id: RequestId, receive: bool, status: &Status) -> Completion {
+        if receive {
+            self.received(Some(id), status)
+        } else {
+            sent(id)
+        }
+    }
+
     /// `rank` of this communicator (or [`proc_null`]) as an end of a call; panics, as
     /// `Communicator::process_at_rank` does, on any other rank.
     fn peer(&self, rank: Rank) -> Peer<'a, C> {
@@ -429,11 +438,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     pub fn wait<'b, D: ?Sized, S: Scope<'b>>(&self, request: TracedRequest<'b, D, S>) -> Status {
         let TracedRequest { inner, id, receive } = request;
         let (start, status, end) = self.inside(Op::Wait, waiting_on(1), || inner.wait());
-        let done = [if receive {
-            self.received(Some(id), &status)
-        } else {
-            sent(id)
-        }];
+        let done = [self.completed(id, receive, &status)];
         let data = CallData::Complete { flag: None };
         self.recorder.record_call(Op::Wait, start, end, data, &done);
         status
@@ -471,13 +476,9 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         self.recorder
             .record_call_with(Op::Waitall, start, end, data, n, |i| {
                 let (id, receive) = meta[i];
-                if receive {
-                    // SAFETY: MPI_Waitall filled every status.
-                    let status = Status::from_raw(unsafe { statuses[i].assume_init() });
-                    self.received(Some(id), &status)
-                } else {
-                    sent(id)
-                }
+                // SAFETY: MPI_Waitall filled every status.
+                let status = Status::from_raw(unsafe { statuses[i].assume_init() });
+                self.completed(id, receive, &status)
             });
     }
 
@@ -493,11 +494,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let end = self.now();
         match outcome {
             Ok(status) => {
-                let done = [if receive {
-                    self.received(Some(id), &status)
-                } else {
-                    sent(id)
-                }];
+                let done = [self.completed(id, receive, &status)];
                 let data = CallData::Complete { flag: Some(true) };
                 self.recorder.record_call(Op::Test, start, end, data, &done);
                 Ok(status)

@@ -31,7 +31,7 @@ use overlap_instrument::schema::{CommId, Completion, Op};
 use crate::handles::CommInfo;
 use crate::pmpi;
 use crate::thread::site;
-use crate::tracer::{guarded, tracer, Tracer};
+use crate::tracer::{caught, guarded, tracer, Tracer};
 
 /// One side of a point-to-point transfer as recorded: the peer as a world rank, the
 /// message bytes and the buffer's span.
@@ -105,7 +105,8 @@ pub(crate) struct Timed {
 /// redirected (statuses the program ignores) and says what the call waits on; the call is
 /// forwarded with that state between two stamps, published as this thread's in-flight
 /// call meanwhile (read only by an in-flight dump); `record` runs after it with MPI's
-/// return code, guarded.
+/// return code. Both are guarded: a panic in `before` stops the tracing and the call is
+/// forwarded as the program made it.
 #[inline(always)]
 pub(crate) fn traced_in<S>(
     op: Op,
@@ -117,8 +118,12 @@ pub(crate) fn traced_in<S>(
         return forward(None);
     };
     let site = site();
-    let (mut state, waits) = before(t);
-    let here = t.here();
+    let Some((mut state, waits, here)) = caught(|| {
+        let (state, waits) = before(t);
+        (state, waits, t.here())
+    }) else {
+        return forward(None);
+    };
     let start = t.stamp();
     here.enter(op, start, site, &waits);
     let rc = forward(Some(&mut state));

@@ -5,11 +5,11 @@
 //! trace before MPI kills the job, so the rank that gave up leaves a complete file.
 //! The constructors agree on the new communicator's id (see [`crate::handles`]).
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int};
 
 use mpi_sys::*;
 use overlap_instrument::clock::{monotonic_now_ns, ClockSource, Timebase};
-use overlap_instrument::identity::{choose_run_id, realtime_now_ns, run_id_text};
+use overlap_instrument::identity::realtime_now_ns;
 use overlap_instrument::recorder::{CallData, Collective};
 use overlap_instrument::schema::{CommId, Op};
 
@@ -34,14 +34,12 @@ fn init_with(
     let sigusr1_default = overlap_instrument::recorder::sigusr1_is_default();
     let rc = forward();
     if rc == 0 {
-        let run_id = run_id_text(agree_on_run_id());
         guarded(|| {
             tracer::start(InitCall {
                 op,
                 site,
                 epoch_ns,
                 start_unix_ns,
-                run_id,
                 timebase,
                 start,
                 thread_level: provided(),
@@ -50,25 +48,6 @@ fn init_with(
         });
     }
     rc
-}
-
-/// The run id, chosen by rank 0 and broadcast over `MPI_COMM_WORLD`. Collective; called
-/// once MPI works and before the recording starts, so the broadcast is never a traced
-/// call and comes before the clock alignment.
-fn agree_on_run_id() -> u64 {
-    // SAFETY: the world communicator exists once MPI_Init succeeded.
-    let world = unsafe { RSMPI_COMM_WORLD };
-    let mut rank: c_int = 0;
-    // SAFETY: out-pointer to a local.
-    unsafe { PMPI_Comm_rank(world, &mut rank) };
-    let mut id: u64 = if rank == 0 {
-        choose_run_id(&crate::pmpi::processor_name())
-    } else {
-        0
-    };
-    // SAFETY: one u64 broadcast from rank 0 over the world, which every rank is in.
-    unsafe { PMPI_Bcast((&raw mut id).cast::<c_void>(), 1, RSMPI_UINT64_T, 0, world) };
-    id
 }
 
 pub(crate) unsafe extern "C" fn init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
