@@ -459,17 +459,29 @@ fn a_rank_that_aborts_still_leaves_a_merged_trace() {
 }
 
 #[test]
-fn a_finalize_from_an_atexit_handler_is_traced() {
+fn calls_made_while_thread_locals_are_destroyed_are_traced() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("atexit.json");
     let run = trace(2, &program("atexit"), &out);
     assert!(run.success(), "{}", run.describe());
+    assert!(
+        !run.stderr().contains("tracing stopped"),
+        "{}",
+        run.describe()
+    );
     let t = read_merged(&out).expect("merged trace reads back");
     let got = counts(&t);
     assert_eq!(got.len(), 2, "{}", run.describe());
     for (rank, per) in &got {
-        for op in [Op::Init, Op::Barrier, Op::Finalize] {
-            assert_eq!(per.get(&op), Some(&1), "rank {rank} {op:?}");
+        // Iprobe from the worker, then from its key destructor; Finalize from the
+        // atexit handler.
+        for (op, n) in [
+            (Op::InitThread, 1),
+            (Op::Iprobe, 2),
+            (Op::Barrier, 1),
+            (Op::Finalize, 1),
+        ] {
+            assert_eq!(per.get(&op), Some(&n), "rank {rank} {op:?}");
         }
     }
 }

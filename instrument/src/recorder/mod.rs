@@ -226,25 +226,35 @@ impl Recorder {
     #[cold]
     fn register_thread(&self) -> Arc<Ring> {
         let shared = self.shared();
-        LOCAL_RINGS.with(|cell| {
+        let cached = LOCAL_RINGS.try_with(|cell| {
             let mut rings = cell.borrow_mut();
             if let Some(pos) = rings.iter().position(|(id, _)| *id == shared.id) {
                 let entry = rings.remove(pos);
                 rings.insert(0, entry);
             } else {
-                let mut all = shared.lock_rings();
-                let tid = all.len() as u32;
-                let name = std::thread::current()
-                    .name()
-                    .map_or_else(|| format!("thread {tid}"), str::to_string);
-                let ring = Arc::new(Ring::new(shared.ring_bytes, tid, name));
-                all.push(Arc::clone(&ring));
+                let name = std::thread::current().name().map(str::to_string);
+                let ring = self.new_ring(name);
                 // Forget rings of recorders that have finished.
                 rings.retain(|(_, r)| Arc::strong_count(r) > 1);
                 rings.insert(0, (shared.id, ring));
             }
             Arc::clone(&rings[0].1)
-        })
+        });
+        // A call made while this thread's locals are being destroyed (an MPI call from a
+        // pthread key destructor or an atexit handler): its ring cannot be cached, but the
+        // recorder keeps it, so the call is still recorded.
+        cached.unwrap_or_else(|_| self.new_ring(None))
+    }
+
+    /// A new ring for the calling thread, registered with the writer.
+    fn new_ring(&self, name: Option<String>) -> Arc<Ring> {
+        let shared = self.shared();
+        let mut all = shared.lock_rings();
+        let tid = all.len() as u32;
+        let name = name.unwrap_or_else(|| format!("thread {tid}"));
+        let ring = Arc::new(Ring::new(shared.ring_bytes, tid, name));
+        all.push(Arc::clone(&ring));
+        ring
     }
 
     /// Runs `f` with `ring` when the caller has it (a [`ThreadRecorder`]), else with
