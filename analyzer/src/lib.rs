@@ -32,6 +32,7 @@ pub mod import;
 pub mod merge;
 pub mod metrics;
 pub mod model;
+pub mod ops;
 pub use overlap_format::output;
 pub mod report;
 pub mod sites;

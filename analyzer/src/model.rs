@@ -291,6 +291,26 @@ impl Buffer {
     }
 }
 
+/// A buffer a compute span names, bound by the program to an address range.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedBuffer {
+    /// The program's name for it (`halo_l`, `sendbuf`).
+    pub name: String,
+    /// Where it was when the span ran.
+    pub buf: Buffer,
+}
+
+/// The buffers a compute span reads and writes, as the program declared them (the
+/// `reads`/`writes` fields of a span). Absent (`None` where it is asked for) when the
+/// program said nothing: then they are unknown, never "none".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// Buffers read.
+    pub reads: Vec<NamedBuffer>,
+    /// Buffers written.
+    pub writes: Vec<NamedBuffer>,
+}
+
 /// The receive half of a Sendrecv.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RecvHalf {

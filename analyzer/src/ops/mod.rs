@@ -1,0 +1,243 @@
+//! A run as programs of operations: the unit that reordering moves ([`crate::dag`]) and
+//! the replay executes ([`crate::replay`]).
+//!
+//! Each rank's events become a sequence of [`Operation`]s in program order (the thread
+//! that makes the rank's MPI calls; other threads are left out and said so):
+//!
+//! - every compute span (recorded), or every gap between two MPI calls of a thread
+//!   without spans (inferred compute, whose reads and writes are unknown);
+//! - every post (Isend, Irecv, each request a Start or Startall starts, non-blocking
+//!   collectives, Rput...), one [`OpKind::Post`] per request;
+//! - every request a Wait/Test call completed, one [`OpKind::Complete`] per request: a
+//!   Waitall over four requests is four operations sharing its `call` (regrouped for
+//!   output);
+//! - blocking point-to-point calls (their messages), blocking collectives (their
+//!   instance), and every other MPI call ([`OpKind::Local`]: Test that completed nothing,
+//!   Iprobe, Comm_rank...), which only take time inside MPI.
+//!
+//! Time a span-recording thread spent outside both spans and MPI (bookkeeping the
+//! program did not mark) is kept as the `lead_in` of the operation that follows it, so a
+//! replay of the measured order loses no time.
+//!
+//! ```text
+//!  recorded  |Irecv|Isend|  Waitall(r, s)  |compute 5|
+//!  operations  Post(r) Post(s) Complete(r) Complete(s) Compute   (the two completions
+//!                                                                 share call 2)
+//! ```
+
+mod extract;
+
+pub use extract::{extract, ExtractError};
+
+use std::num::NonZeroU64;
+
+use overlap_format::schema::Op;
+
+pub use crate::model::Access;
+use crate::model::Buffer;
+
+/// Index of a message in [`Program::messages`].
+pub type MessageId = usize;
+/// Index of a request in [`Program::requests`].
+pub type RequestId = usize;
+/// Index of a collective instance in [`Program::collectives`].
+pub type InstanceId = usize;
+
+/// Every rank's operations, and what links them across ranks.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Program {
+    /// Ranks, by rank.
+    pub ranks: Vec<RankProgram>,
+    /// Point-to-point messages, matched from send to receive.
+    pub messages: Vec<MessageOp>,
+    /// Non-blocking requests (posted by a [`OpKind::Post`]).
+    pub requests: Vec<RequestOp>,
+    /// Collective instances (blocking, and non-blocking ones through their requests).
+    pub collectives: Vec<CollectiveOp>,
+    /// Compute names (recorded span names, or "compute" for inferred gaps).
+    pub names: Vec<String>,
+    /// The measured run time, ns: from the first rank's start to the last rank's end.
+    pub measured_ns: u64,
+}
+
+/// One rank's operations, in program order.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RankProgram {
+    /// The rank.
+    pub rank: u32,
+    /// When it started (ns on the run's timeline): the end of its MPI_Init, or its
+    /// first event.
+    pub start_ns: u64,
+    /// Its operations, in program order.
+    pub ops: Vec<Operation>,
+    /// False when the rank's file was cut short (its program is what was recorded).
+    pub complete: bool,
+    /// Where its compute comes from.
+    pub inferred_compute: bool,
+    /// Threads other than the one whose operations these are that made MPI calls or
+    /// recorded compute (left out of the program).
+    pub other_threads: Vec<u32>,
+}
+
+/// One operation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation {
+    /// What it is.
+    pub kind: OpKind,
+    /// Time it takes when it need not wait for anything, ns: a compute's length, a
+    /// post's or local call's measured length, a completion's or blocking call's
+    /// shortest length on this rank (what it costs when the data is already there).
+    pub cost_ns: u64,
+    /// Unmarked time just before it (not compute, not MPI), ns, kept with it.
+    pub lead_in_ns: u64,
+    /// When it started in the measured run (ns on the run's timeline).
+    pub measured_start_ns: u64,
+    /// When it ended in the measured run.
+    pub measured_end_ns: u64,
+    /// The MPI call it comes from (index of the call's span in the rank's
+    /// [`crate::model::Timeline`]); for an inferred compute, the call before the gap.
+    pub span: usize,
+    /// The MPI call behind it, when it is (part of) one.
+    pub call: Option<Op>,
+    /// Where the program made the call (see [`crate::sites`]).
+    pub site: Option<NonZeroU64>,
+}
+
+/// What an operation does.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OpKind {
+    /// Compute: `name` indexes [`Program::names`].
+    Compute {
+        /// Its name.
+        name: u32,
+        /// Inferred from a gap between MPI calls (its buffers are unknown).
+        inferred: bool,
+        /// The buffers it reads and writes, when the program said.
+        access: Option<Access>,
+        /// For an inferred compute: the call after the gap (span index).
+        until_span: Option<usize>,
+    },
+    /// Posts a request.
+    Post {
+        /// The request.
+        request: RequestId,
+    },
+    /// Completes a request (one of the requests of a Wait/Test call).
+    Complete {
+        /// The request.
+        request: RequestId,
+    },
+    /// A blocking point-to-point call: returns when its own transfers are done.
+    Blocking {
+        /// Messages it sends.
+        sends: Vec<MessageId>,
+        /// Messages it receives.
+        recvs: Vec<MessageId>,
+        /// Its buffers (send buffer, receive buffer).
+        buffers: Vec<(Buffer, Use)>,
+        /// Communicator.
+        comm: u32,
+    },
+    /// A blocking collective.
+    Collective {
+        /// Its instance.
+        instance: InstanceId,
+        /// Communicator (or window) it is ordered in.
+        comm: u32,
+    },
+    /// Any other MPI call: takes its time inside MPI, waits for nothing.
+    Local,
+}
+
+/// How an operation uses a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Use {
+    /// Reads it.
+    Read,
+    /// Writes it.
+    Write,
+}
+
+/// What a request does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestRole {
+    /// Sends a message.
+    Send,
+    /// Receives a message.
+    Recv,
+    /// Takes part in a non-blocking collective.
+    Collective,
+    /// Something else (one-sided): completes when waited for.
+    Other,
+}
+
+/// A non-blocking request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestOp {
+    /// The rank that posted it.
+    pub rank: u32,
+    /// What it does.
+    pub role: RequestRole,
+    /// The message it sends or receives, when matched.
+    pub message: Option<MessageId>,
+    /// The non-blocking collective it is part of.
+    pub instance: Option<InstanceId>,
+    /// Peer (world rank), tag, communicator of a point-to-point request; a negative
+    /// peer or tag is a wildcard.
+    pub peer: Option<i32>,
+    /// Tag.
+    pub tag: Option<i32>,
+    /// Communicator.
+    pub comm: u32,
+    /// Bytes.
+    pub bytes: u64,
+    /// Its buffer, when recorded.
+    pub buffer: Option<Buffer>,
+    /// Index of its post in the rank's operations.
+    pub post: usize,
+    /// Index of its completion in the rank's operations, when it was completed.
+    pub complete: Option<usize>,
+}
+
+/// A point-to-point message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MessageOp {
+    /// Sender rank and the index of the operation that sent it (a post or a blocking
+    /// call).
+    pub from: (u32, usize),
+    /// Receiver rank and the operation that received it (post or blocking call).
+    pub to: (u32, usize),
+    /// Bytes.
+    pub bytes: u64,
+    /// Tag.
+    pub tag: i32,
+}
+
+/// A collective instance.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveOp {
+    /// The call (its post, for a non-blocking one).
+    pub op: Op,
+    /// Bytes (the largest count of its members).
+    pub bytes: u64,
+    /// Members: rank and operation index (the post of a non-blocking one).
+    pub members: Vec<(u32, usize)>,
+    /// Its pure time from the last member's entry, ns, fitted from the trace (the
+    /// shortest observation of this call and size class); `None` when never observed.
+    pub cost_ns: Option<u64>,
+}
+
+impl Program {
+    /// The rank's program.
+    pub fn rank(&self, rank: u32) -> Option<&RankProgram> {
+        self.ranks
+            .binary_search_by_key(&rank, |r| r.rank)
+            .ok()
+            .map(|i| &self.ranks[i])
+    }
+
+    /// The name of a compute.
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("?", String::as_str)
+    }
+}
