@@ -25,6 +25,7 @@
 
 pub mod check;
 pub mod compute;
+pub mod dag;
 mod fastparse;
 pub mod hang;
 use overlap_format::fxhash;
