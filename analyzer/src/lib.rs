@@ -35,6 +35,7 @@ pub mod metrics;
 pub mod model;
 pub mod ops;
 pub use overlap_format::output;
+pub mod replay;
 pub mod report;
 pub mod sites;
 pub mod summary;
