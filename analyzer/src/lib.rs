@@ -38,6 +38,7 @@ pub use overlap_format::output;
 pub mod replay;
 pub mod report;
 pub mod sites;
+pub mod suggest;
 pub mod summary;
 pub mod tables;
 

@@ -81,11 +81,38 @@ pub fn rank_period(program: &Program, rank: &RankProgram) -> Option<Period> {
 
 /// The consensus order of one rank.
 pub fn order_rank(program: &Program, rank: &RankProgram, options: &Options) -> RankOrder {
+    order_rank_pinned(program, rank, options, &[])
+}
+
+/// The consensus order of one rank, with the operations of `pinned` kept at their
+/// program place within their scope (after every operation of the scope before them in
+/// the program, before every one after): the order without the moves of those
+/// operations.
+pub fn order_rank_pinned(
+    program: &Program,
+    rank: &RankProgram,
+    options: &Options,
+    pinned: &[usize],
+) -> RankOrder {
     let period = rank_period(program, rank);
     let scopes: Vec<u32> = (0..rank.ops.len())
         .map(|i| period.map_or(0, |p| p.scope(i)))
         .collect();
-    let graph = essential::essential(program, rank, options.conservative);
+    let mut graph = essential::essential(program, rank, options.conservative);
+    let n = rank.ops.len();
+    for &o in pinned.iter().filter(|&&o| o < n) {
+        let scope = scopes[o];
+        let mut j = o;
+        while j > 0 && scopes[j - 1] == scope {
+            j -= 1;
+            graph.add_forward(j, o);
+        }
+        let mut j = o + 1;
+        while j < n && scopes[j] == scope {
+            graph.add_forward(o, j);
+            j += 1;
+        }
+    }
     RankOrder {
         rank: rank.rank,
         period,
