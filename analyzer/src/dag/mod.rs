@@ -53,7 +53,8 @@ pub struct RankOrder {
 }
 
 /// The key that identifies an operation across iterations: what it is and where the
-/// program made it (its call site, or a compute's name).
+/// program made it (its call site, a compute's name, or for compute inferred from a gap
+/// the sites of the calls around it).
 pub fn op_key(program: &Program, rank: &RankProgram, index: usize) -> u64 {
     let op = &rank.ops[index];
     let mut h = crate::fxhash::FxHasher::default();
@@ -61,7 +62,15 @@ pub fn op_key(program: &Program, rank: &RankProgram, index: usize) -> u64 {
     op.call.map(|c| c.code()).hash(&mut h);
     op.site.hash(&mut h);
     match &op.kind {
-        OpKind::Compute { name, .. } => name.hash(&mut h),
+        OpKind::Compute { name, inferred, .. } => {
+            name.hash(&mut h);
+            if *inferred {
+                // Inferred compute has no name of its own: the calls around it say
+                // which gap it is.
+                let site = |i: Option<usize>| i.and_then(|i| rank.ops.get(i)).and_then(|o| o.site);
+                (site(index.checked_sub(1)), site(Some(index + 1))).hash(&mut h);
+            }
+        }
         OpKind::Post { request } | OpKind::Complete { request } => {
             let r = &program.requests[*request];
             (r.role as u8, r.tag, r.comm).hash(&mut h);

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::model::Trace;
 use crate::ops::{OpKind, Program, RankProgram, RequestRole};
-use crate::report::units::bytes;
+use crate::report::units::{bytes, duration};
 use crate::sites::SiteTable;
 
 /// Names operations of a trace's program.
@@ -53,11 +53,12 @@ impl Namer<'_> {
                 until_span,
                 ..
             } => {
-                if *inferred {
+                let what = if *inferred {
                     self.inferred(rank, op.span, *until_span)
                 } else {
                     format!("compute \"{}\"", self.program.name(*name))
-                }
+                };
+                format!("{what} [{}]", duration(op.cost_ns))
             }
             OpKind::Post { request } | OpKind::Complete { request } => {
                 let r = &self.program.requests[*request];

@@ -1,9 +1,10 @@
 //! The moves that turn a rank's measured order into a new one, as few as possible, and
 //! the same move in every iteration counted once.
 //!
-//! The operations that stay are a longest subsequence the two orders share (a longest
-//! increasing subsequence of the new order's program positions, `O(n log n)`); every
-//! other operation moved. A moved operation lands just before the next operation that
+//! The operations that stay are a heaviest subsequence the two orders share (an
+//! increasing subsequence of the new order's program positions, compute weighing twice
+//! an MPI operation, so that a move is told as the call that moves), `O(n log n)`;
+//! every other operation moved. A moved operation lands just before the next operation that
 //! stayed (or at the end). Completions split from one Wait call that move together stay
 //! one move. Two moves are the same pattern when they move the same operation of the
 //! iteration to the same place of the iteration (or of the next).
@@ -42,33 +43,54 @@ pub struct Pattern {
     pub instances: Vec<Move>,
 }
 
-/// Positions that stay: a longest increasing subsequence of `order`.
-fn staying(order: &[usize]) -> Vec<bool> {
-    let n = order.len();
-    // tails[k]: index in `order` of the smallest tail of an increasing run of k + 1.
-    let mut tails: Vec<usize> = Vec::new();
-    let mut parent: Vec<Option<usize>> = vec![None; n];
-    for (i, &v) in order.iter().enumerate() {
-        let k = tails.partition_point(|&t| order[t] < v);
-        parent[i] = k.checked_sub(1).map(|p| tails[p]);
-        if k == tails.len() {
-            tails.push(i);
-        } else {
-            tails[k] = i;
+/// Operations that stay: the increasing subsequence of `order` of the largest weight
+/// (`weight(op)`), by a Fenwick tree of prefix maxima, `O(n log n)`.
+fn staying(order: &[usize], weight: impl Fn(usize) -> u64) -> Vec<bool> {
+    let n = order.iter().map(|v| v + 1).max().unwrap_or(0);
+    // tree[i]: (best weight, position in `order`) over a range of values ending at i.
+    let mut tree: Vec<(u64, Option<usize>)> = vec![(0, None); n + 1];
+    let mut parent: Vec<Option<usize>> = vec![None; order.len()];
+    let mut best_at: Vec<u64> = vec![0; order.len()];
+    for (pos, &v) in order.iter().enumerate() {
+        // Best chain over values < v.
+        let (mut best, mut from) = (0u64, None);
+        let mut i = v;
+        while i > 0 {
+            if tree[i].0 > best {
+                (best, from) = tree[i];
+            }
+            i &= i - 1;
+        }
+        parent[pos] = from;
+        best_at[pos] = best + weight(v);
+        let mut i = v + 1;
+        while i <= n {
+            if best_at[pos] > tree[i].0 {
+                tree[i] = (best_at[pos], Some(pos));
+            }
+            i += i & i.wrapping_neg();
         }
     }
-    let mut stays = vec![false; n.max(order.iter().map(|v| v + 1).max().unwrap_or(0))];
-    let mut at = tails.last().copied();
-    while let Some(i) = at {
-        stays[order[i]] = true;
-        at = parent[i];
+    let mut stays = vec![false; n];
+    let mut at = (0..order.len()).max_by_key(|&p| (best_at[p], std::cmp::Reverse(p)));
+    while let Some(p) = at {
+        stays[order[p]] = true;
+        at = parent[p];
     }
     stays
 }
 
 /// The moves from program order to `order` (a permutation of the rank's operations).
 pub fn moves(rank: &RankProgram, order: &[usize]) -> Vec<Move> {
-    let stays = staying(order);
+    // Compute weighs more: a move is told as the MPI call that moves, where either way
+    // would do (compute never moves past compute).
+    let stays = staying(order, |op| {
+        if matches!(rank.ops[op].kind, crate::ops::OpKind::Compute { .. }) {
+            2
+        } else {
+            1
+        }
+    });
     let mut out: Vec<Move> = Vec::new();
     let mut i = 0;
     while i < order.len() {
@@ -167,7 +189,10 @@ mod tests {
     #[test]
     fn a_longest_shared_subsequence_stays() {
         // 0 1 2 3 4 -> 0 2 3 1 4: 1 moved (one move), not 2 and 3.
-        let s = staying(&[0, 2, 3, 1, 4]);
+        let s = staying(&[0, 2, 3, 1, 4], |_| 1);
         assert_eq!(s, [true, false, true, true, true]);
+        // With 1 weighing three times the others, 2 and 3 move instead.
+        let s = staying(&[0, 2, 3, 1, 4], |v| if v == 1 { 3 } else { 1 });
+        assert_eq!(s, [true, true, false, false, true]);
     }
 }
