@@ -47,7 +47,7 @@ fn the_suggestion_names_source_lines_and_its_assumptions() {
         waitall["to_before"]
             .as_str()
             .unwrap()
-            .starts_with(&format!("MPI_Irecv[recv from ")),
+            .starts_with("MPI_Irecv[recv from "),
         "{waitall:#}"
     );
     assert_eq!(waitall["next_iteration"], true, "{waitall:#}");
