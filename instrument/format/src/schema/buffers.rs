@@ -19,7 +19,7 @@ use super::Nanos;
 ///
 /// Wire struct (an entry of a compute span's `reads` or `writes`): a change means
 /// bumping `FORMAT_VERSION`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BufferUse {
     /// The program's name for it (`halo_l`, `sendbuf`).
@@ -35,7 +35,7 @@ pub struct BufferUse {
 ///
 /// Wire struct (the `args` of a compute span): a change means bumping
 /// `FORMAT_VERSION`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SpanBuffers {
     /// Buffers read.
