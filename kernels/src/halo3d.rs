@@ -199,8 +199,12 @@ impl Grid {
 
 /// Names of the send buffers (the faces packed for each direction: -x, +x, -y, +y, -z,
 /// +z) and of the receive buffers (the halo on each side), as compute spans name them.
-const FACES: [&str; 6] = ["face_xm", "face_xp", "face_ym", "face_yp", "face_zm", "face_zp"];
-const HALOS: [&str; 6] = ["halo_xm", "halo_xp", "halo_ym", "halo_yp", "halo_zm", "halo_zp"];
+const FACES: [&str; 6] = [
+    "face_xm", "face_xp", "face_ym", "face_yp", "face_zm", "face_zp",
+];
+const HALOS: [&str; 6] = [
+    "halo_xm", "halo_xp", "halo_ym", "halo_yp", "halo_zm", "halo_zp",
+];
 
 /// What the swap's compute spans read and write: pack reads the block and writes the
 /// six faces; unpack reads the six halos and writes the block.

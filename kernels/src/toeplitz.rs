@@ -364,7 +364,10 @@ impl Spans {
     fn new() -> Result<Spans, KernelError> {
         Ok(Spans {
             interior: access(&["local"], &["y_interior"])?,
-            boundary: access(&["halo_l", "edge_l", "edge_r", "halo_r"], &["y_head", "y_tail"])?,
+            boundary: access(
+                &["halo_l", "edge_l", "edge_r", "halo_r"],
+                &["y_head", "y_tail"],
+            )?,
             product: access(&["halo_l", "local", "halo_r"], &["y"])?,
             check: access(&["y", "first"], &["first"])?,
             verify: access(&["first"], &[])?,

@@ -47,7 +47,11 @@ fn bound(t: &MergedTrace, rank: u32) -> BTreeMap<String, (u64, u64)> {
     let mut out = BTreeMap::new();
     for e in &t.events[&rank] {
         if let Event::Compute(c) = e {
-            for u in c.buffers.iter().flat_map(|b| b.reads.iter().chain(&b.writes)) {
+            for u in c
+                .buffers
+                .iter()
+                .flat_map(|b| b.reads.iter().chain(&b.writes))
+            {
                 out.insert(u.name.clone(), (u.buf, u.len));
             }
         }
@@ -123,7 +127,10 @@ fn toeplitz_nonblocking_names_its_halos_and_edges() {
     assert_eq!(d["interior"], expect(&["local"], &["y_interior"]));
     assert_eq!(
         d["boundary"],
-        expect(&["halo_l", "edge_l", "edge_r", "halo_r"], &["y_head", "y_tail"])
+        expect(
+            &["halo_l", "edge_l", "edge_r", "halo_r"],
+            &["y_head", "y_tail"]
+        )
     );
     assert_eq!(d["check"], expect(&["y", "first"], &["first"]));
     assert_eq!(d["verify"], expect(&["first"], &[]));
@@ -157,6 +164,9 @@ fn toeplitz_nonblocking_names_its_halos_and_edges() {
                 _ => {}
             }
         }
-        assert_eq!(moved, 4, "rank {rank}: one send and one receive per iteration");
+        assert_eq!(
+            moved, 4,
+            "rank {rank}: one send and one receive per iteration"
+        );
     }
 }
