@@ -234,7 +234,8 @@ mod tests {
         });
         rec.finish().expect("finish");
         let got = sink.recorded();
-        let spans: Vec<(String, Option<(Vec<(String, u64)>, Vec<(String, u64)>)>)> = got
+        type Named = Vec<(String, u64)>;
+        let spans: Vec<(String, Option<(Named, Named)>)> = got
             .events
             .iter()
             .map(|e| match e {

@@ -93,3 +93,39 @@ impl AccessTable {
         self.all.get(id.get() as usize - 1)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(data: u64) -> SpanBuffers {
+        let data = BufferUse {
+            name: "data".into(),
+            buf: data,
+            len: 64,
+        };
+        SpanBuffers {
+            reads: vec![data.clone()],
+            writes: vec![data],
+        }
+    }
+
+    #[test]
+    fn spans_that_resolve_alike_share_one_entry() {
+        let mut t = AccessTable::default();
+        let a = t.intern(&spans(0x1000));
+        let b = t.intern(&spans(0x2000));
+        assert_eq!(t.intern(&spans(0x1000)), a);
+        assert_ne!(a, b);
+        assert_eq!(t.all.len(), 2);
+        let got = t.get(b).expect("entry");
+        assert_eq!(
+            got.reads[0].buf,
+            Buffer {
+                addr: 0x2000,
+                len: 64
+            }
+        );
+        assert_eq!(got.writes[0].name, "data");
+    }
+}

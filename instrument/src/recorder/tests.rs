@@ -370,7 +370,8 @@ fn compute_spans_name_their_buffers_through_rebinding() {
     rec.finish().expect("finish");
     let got = sink.recorded();
     assert_eq!(got.notes, []);
-    let mut found: Vec<(u32, Option<((u64, u64), (u64, u64))>)> = got
+    type Range = (u64, u64);
+    let mut found: Vec<(u32, Option<(Range, Range)>)> = got
         .events
         .iter()
         .map(|e| match e {

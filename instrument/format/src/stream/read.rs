@@ -348,6 +348,10 @@ struct PendingCall {
     group: Vec<i32>,
 }
 
+/// A buffers definition: names read, names written, and the buffers last resolved from
+/// it.
+type Declared = (Vec<String>, Vec<String>, Option<Arc<SpanBuffers>>);
+
 /// What decoding one thread's records needs to remember between its pages.
 #[derive(Default)]
 struct ThreadState {
@@ -355,7 +359,7 @@ struct ThreadState {
     strings: HashMap<u32, String>,
     /// Buffers definitions (names read, names written) by id, and the spans' buffers
     /// last resolved from each (shared by the spans that resolve alike).
-    buffers: HashMap<u32, (Vec<String>, Vec<String>, Option<Arc<SpanBuffers>>)>,
+    buffers: HashMap<u32, Declared>,
     pending: Option<PendingCall>,
     broken: bool,
 }
