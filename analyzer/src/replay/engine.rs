@@ -1,0 +1,682 @@
+//! The simulation behind [`super::replay`]: events in global time order (a heap keyed by
+//! time, then by insertion), one state machine per rank, and the messages, transfers and
+//! collective instances that tie ranks together. A rank keeps running without touching
+//! the heap while its next step is earlier than every pending event, so a replay costs
+//! about `O(operations × log(ranks))`.
+//!
+//! A rendezvous transfer under [`Progress::InMpi`] advances at rate 1 while its sender or
+//! receiver is inside MPI and 0 otherwise: each time either flips, the transfer's
+//! remaining work is brought up to date and its end rescheduled (older end events carry
+//! a stale version and are ignored).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use overlap_format::schema::Op;
+
+use super::{Assumed, Blocked, OpTime, Progress, RankReplay, Replay, ReplayConfig, ReplayError};
+use crate::ops::{OpKind, Operation, Program, RequestRole};
+
+/// A time not known yet.
+const UNKNOWN: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// The rank (slot) resumes.
+    Step(u32),
+    /// A rendezvous handshake is done: the message's data transfer starts.
+    Handshake(u32),
+    /// A transfer may be done (transfer, version).
+    TransferDone(u32, u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// About to start the operation at `pos` (its lead-in first).
+    Next,
+    /// Its lead-in is over: entering it.
+    Enter,
+    /// Inside a call that waits, entered at this time.
+    Blocked(u64),
+    /// The operation at `pos` ends now.
+    Finish,
+    /// Every operation done.
+    Done,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    /// Send completes at its post.
+    Eager,
+    /// Data leaves at the post; the send completes once the receive is posted.
+    EagerSync,
+    /// Transfer after both are posted; both complete when it is done.
+    Rendezvous,
+}
+
+struct RankState {
+    pos: usize,
+    stage: Stage,
+    in_mpi: bool,
+    /// Rendezvous transfers in flight with this rank as a party (in-MPI progress).
+    active: Vec<u32>,
+    end: u64,
+}
+
+struct MsgState {
+    sender: Option<u32>,
+    receiver: Option<u32>,
+    bytes: u64,
+    protocol: Protocol,
+    send_posted: u64,
+    recv_posted: u64,
+    arrival: u64,
+    send_done: u64,
+    recv_done: u64,
+}
+
+struct Transfer {
+    msg: u32,
+    remaining: u64,
+    last: u64,
+    moving: bool,
+    version: u32,
+    done: bool,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Instance {
+    entered: usize,
+    latest: u64,
+    done: Option<u64>,
+}
+
+struct Sim<'a> {
+    p: &'a Program,
+    orders: &'a [Vec<usize>],
+    cfg: &'a ReplayConfig,
+    heap: BinaryHeap<Reverse<(u64, u64, Event)>>,
+    seq: u64,
+    ranks: Vec<RankState>,
+    msgs: Vec<MsgState>,
+    transfers: Vec<Transfer>,
+    instances: Vec<Instance>,
+    req_posted: Vec<bool>,
+    req_done: Vec<u64>,
+    times: Vec<Vec<OpTime>>,
+    assumed: Assumed,
+}
+
+fn slot_of(p: &Program, rank: u32) -> Option<u32> {
+    p.ranks
+        .binary_search_by_key(&rank, |r| r.rank)
+        .ok()
+        .map(|s| s as u32)
+}
+
+fn check_orders(p: &Program, orders: &[Vec<usize>]) -> Result<(), ReplayError> {
+    if orders.len() != p.ranks.len() {
+        return Err(ReplayError::OrderCount {
+            given: orders.len(),
+            ranks: p.ranks.len(),
+        });
+    }
+    for (r, order) in p.ranks.iter().zip(orders) {
+        let bad = |reason: String| ReplayError::BadOrder {
+            rank: r.rank,
+            reason,
+        };
+        if order.len() != r.ops.len() {
+            return Err(bad(format!(
+                "{} positions for {} operations",
+                order.len(),
+                r.ops.len()
+            )));
+        }
+        let mut seen = vec![false; r.ops.len()];
+        for &i in order {
+            match seen.get_mut(i) {
+                None => return Err(bad(format!("operation {i} does not exist"))),
+                Some(true) => return Err(bad(format!("operation {i} appears twice"))),
+                Some(s) => *s = true,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs the replay (see [`super::replay`]).
+pub(super) fn run(
+    p: &Program,
+    orders: &[Vec<usize>],
+    cfg: &ReplayConfig,
+) -> Result<Replay, ReplayError> {
+    check_orders(p, orders)?;
+    let msgs = p
+        .messages
+        .iter()
+        .map(|m| MsgState {
+            sender: slot_of(p, m.from.0),
+            receiver: slot_of(p, m.to.0),
+            bytes: m.bytes,
+            protocol: protocol(p, cfg, m.from, m.bytes),
+            send_posted: UNKNOWN,
+            recv_posted: UNKNOWN,
+            arrival: UNKNOWN,
+            send_done: UNKNOWN,
+            recv_done: UNKNOWN,
+        })
+        .collect();
+    let mut sim = Sim {
+        p,
+        orders,
+        cfg,
+        heap: BinaryHeap::with_capacity(2 * p.ranks.len() + 16),
+        seq: 0,
+        ranks: p
+            .ranks
+            .iter()
+            .map(|r| RankState {
+                pos: 0,
+                stage: Stage::Next,
+                in_mpi: false,
+                active: Vec::new(),
+                end: r.start_ns,
+            })
+            .collect(),
+        msgs,
+        transfers: Vec::new(),
+        instances: vec![Instance::default(); p.collectives.len()],
+        req_posted: vec![false; p.requests.len()],
+        req_done: vec![UNKNOWN; p.requests.len()],
+        times: p
+            .ranks
+            .iter()
+            .map(|r| vec![OpTime::default(); r.ops.len()])
+            .collect(),
+        assumed: Assumed::default(),
+    };
+    for (s, r) in p.ranks.iter().enumerate() {
+        sim.push(r.start_ns, Event::Step(s as u32));
+    }
+    while let Some(Reverse((now, _, ev))) = sim.heap.pop() {
+        match ev {
+            Event::Step(s) => sim.advance(s as usize, now)?,
+            Event::Handshake(m) => sim.start_transfer(m as usize, now),
+            Event::TransferDone(x, v) => {
+                let t = &sim.transfers[x as usize];
+                if t.version == v && !t.done {
+                    sim.transfer_done(x as usize, now);
+                }
+            }
+        }
+    }
+    sim.finish()
+}
+
+/// The protocol of a message sent by the operation `from` (rank, index).
+fn protocol(p: &Program, cfg: &ReplayConfig, from: (u32, usize), bytes: u64) -> Protocol {
+    let call = p
+        .rank(from.0)
+        .and_then(|r| r.ops.get(from.1))
+        .and_then(|o| o.call);
+    let eager = bytes <= cfg.network.eager_limit;
+    match call {
+        Some(Op::Bsend | Op::Ibsend) => Protocol::Eager,
+        Some(Op::Ssend | Op::Issend) if eager => Protocol::EagerSync,
+        _ if !eager => Protocol::Rendezvous,
+        _ if cfg.synchronous_sends => Protocol::EagerSync,
+        _ => Protocol::Eager,
+    }
+}
+
+impl<'a> Sim<'a> {
+    fn push(&mut self, at: u64, ev: Event) {
+        self.seq += 1;
+        self.heap.push(Reverse((at, self.seq, ev)));
+    }
+
+    /// Lets rank `s` run on to `until` inline when nothing else is due before; otherwise
+    /// schedules it and says to stop.
+    fn sleep(&mut self, s: usize, until: u64) -> Option<u64> {
+        match self.heap.peek() {
+            Some(Reverse((t, _, _))) if *t <= until => {
+                self.push(until, Event::Step(s as u32));
+                None
+            }
+            _ => Some(until),
+        }
+    }
+
+    fn op(&self, s: usize) -> (usize, &'a Operation) {
+        let p: &'a Program = self.p;
+        let i = self.orders[s][self.ranks[s].pos];
+        (i, &p.ranks[s].ops[i])
+    }
+
+    fn mpi_cost(&self, op: &Operation) -> u64 {
+        if self.cfg.mpi_costs {
+            op.cost_ns
+        } else {
+            0
+        }
+    }
+
+    /// Runs rank `s` from `now` until it must wait for something.
+    fn advance(&mut self, s: usize, mut now: u64) -> Result<(), ReplayError> {
+        loop {
+            match self.ranks[s].stage {
+                Stage::Done | Stage::Blocked(_) => return Ok(()),
+                Stage::Next => {
+                    if self.ranks[s].pos == self.orders[s].len() {
+                        self.set_mpi(s, false, now);
+                        self.ranks[s].stage = Stage::Done;
+                        self.ranks[s].end = now;
+                        return Ok(());
+                    }
+                    self.ranks[s].stage = Stage::Enter;
+                    let lead = self.op(s).1.lead_in_ns;
+                    if lead > 0 {
+                        self.set_mpi(s, false, now);
+                        match self.sleep(s, now + lead) {
+                            Some(t) => now = t,
+                            None => return Ok(()),
+                        }
+                    }
+                }
+                Stage::Enter => match self.enter(s, now)? {
+                    Some(end) => {
+                        self.ranks[s].stage = Stage::Finish;
+                        match self.sleep(s, end) {
+                            Some(t) => now = t,
+                            None => return Ok(()),
+                        }
+                    }
+                    None => return Ok(()),
+                },
+                Stage::Finish => {
+                    let (i, _) = self.op(s);
+                    self.times[s][i].end_ns = now;
+                    self.ranks[s].pos += 1;
+                    self.ranks[s].stage = Stage::Next;
+                }
+            }
+        }
+    }
+
+    /// Enters the current operation of rank `s`: its end when known now, else `None`
+    /// (the rank is blocked until [`Self::wake`] finds it can end).
+    fn enter(&mut self, s: usize, now: u64) -> Result<Option<u64>, ReplayError> {
+        let (i, op) = self.op(s);
+        self.times[s][i].start_ns = now;
+        let cost = self.mpi_cost(op);
+        match &op.kind {
+            OpKind::Compute { .. } => {
+                let c = op.cost_ns;
+                self.set_mpi(s, false, now);
+                return Ok(Some(now + c));
+            }
+            OpKind::Local => {
+                self.set_mpi(s, true, now);
+                return Ok(Some(now + cost));
+            }
+            OpKind::Post { request } => {
+                let request = *request;
+                self.set_mpi(s, true, now);
+                self.post(request, now);
+                return Ok(Some(now + cost));
+            }
+            OpKind::Complete { request } => {
+                if !self.req_posted.get(*request).copied().unwrap_or(false) {
+                    return Err(ReplayError::BadOrder {
+                        rank: self.p.ranks[s].rank,
+                        reason: format!(
+                            "operation {i} completes request {request} before it is posted"
+                        ),
+                    });
+                }
+            }
+            OpKind::Blocking { sends, recvs, .. } => {
+                let call = op.call;
+                if let Some(c) = call {
+                    let missing = u64::from(c.sends() && sends.is_empty())
+                        + u64::from(c.receives_blocking() && recvs.is_empty());
+                    self.assumed.unmatched += missing;
+                }
+                self.set_mpi(s, true, now);
+                for &m in sends {
+                    self.send_posted(m, now);
+                }
+                for &m in recvs {
+                    self.recv_posted(m, now);
+                }
+            }
+            OpKind::Collective { instance, .. } => {
+                let instance = *instance;
+                self.set_mpi(s, true, now);
+                self.arrive(instance, now);
+            }
+        }
+        self.set_mpi(s, true, now);
+        self.ranks[s].stage = Stage::Blocked(now);
+        Ok(self.ready(s, now))
+    }
+
+    /// When the blocked operation of rank `s`, entered at `entry`, can end; `None`
+    /// while something it waits for is not done.
+    fn ready(&self, s: usize, entry: u64) -> Option<u64> {
+        let (_, op) = self.op(s);
+        let done = match &op.kind {
+            OpKind::Complete { request } => self.request_done(*request),
+            OpKind::Blocking { sends, recvs, .. } => sends
+                .iter()
+                .map(|&m| self.msgs[m].send_done)
+                .chain(recvs.iter().map(|&m| self.msgs[m].recv_done))
+                .max()
+                .unwrap_or(entry),
+            OpKind::Collective { instance, .. } => self
+                .instances
+                .get(*instance)
+                .and_then(|x| x.done)
+                .unwrap_or(UNKNOWN),
+            _ => entry,
+        };
+        (done != UNKNOWN).then(|| done.max(entry + self.mpi_cost(op)))
+    }
+
+    fn request_done(&self, request: usize) -> u64 {
+        let r = &self.p.requests[request];
+        match (r.role, r.message) {
+            (RequestRole::Send, Some(m)) => self.msgs[m].send_done,
+            (RequestRole::Recv, Some(m)) => self.msgs[m].recv_done,
+            _ => self.req_done[request],
+        }
+    }
+
+    /// Rank `s` (if blocked) ends its operation once what it waits for is done.
+    fn wake(&mut self, s: Option<u32>) {
+        let Some(s) = s.map(|s| s as usize) else {
+            return;
+        };
+        if let Stage::Blocked(entry) = self.ranks[s].stage {
+            if let Some(end) = self.ready(s, entry) {
+                self.ranks[s].stage = Stage::Finish;
+                self.push(end, Event::Step(s as u32));
+            }
+        }
+    }
+
+    fn set_mpi(&mut self, s: usize, inside: bool, now: u64) {
+        if self.ranks[s].in_mpi == inside {
+            return;
+        }
+        self.ranks[s].in_mpi = inside;
+        for k in 0..self.ranks[s].active.len() {
+            let x = self.ranks[s].active[k] as usize;
+            self.retime(x, now);
+        }
+    }
+
+    fn post(&mut self, request: usize, now: u64) {
+        self.req_posted[request] = true;
+        let r = &self.p.requests[request];
+        match (r.role, r.message, r.instance) {
+            (RequestRole::Send, Some(m), _) => self.send_posted(m, now),
+            (RequestRole::Recv, Some(m), _) => self.recv_posted(m, now),
+            (RequestRole::Send | RequestRole::Recv, None, _) => {
+                self.assumed.unmatched += 1;
+                self.req_done[request] = now;
+            }
+            (RequestRole::Collective, _, Some(x)) if x < self.instances.len() => {
+                self.arrive(x, now);
+            }
+            (RequestRole::Collective, _, _) => {
+                self.assumed.unmatched_collectives += 1;
+                self.req_done[request] = now;
+            }
+            (RequestRole::Other, _, _) => {
+                self.assumed.other_requests += 1;
+                self.req_done[request] = now;
+            }
+        }
+    }
+
+    /// A member enters (or posts) collective instance `x`.
+    fn arrive(&mut self, x: usize, now: u64) {
+        let Some(c) = self.p.collectives.get(x) else {
+            return;
+        };
+        let inst = &mut self.instances[x];
+        inst.entered += 1;
+        inst.latest = inst.latest.max(now);
+        if inst.entered < c.members.len().max(1) || inst.done.is_some() {
+            return;
+        }
+        let cost = if self.cfg.collective_costs {
+            c.cost_ns.unwrap_or_else(|| {
+                self.assumed.collectives_without_cost += 1;
+                0
+            })
+        } else {
+            0
+        };
+        let done = self.instances[x].latest + cost;
+        self.instances[x].done = Some(done);
+        for &(rank, op) in &c.members {
+            let s = slot_of(self.p, rank);
+            if let Some(OpKind::Post { request }) = s
+                .and_then(|s| self.p.ranks[s as usize].ops.get(op))
+                .map(|o| &o.kind)
+            {
+                self.req_done[*request] = done;
+            }
+            self.wake(s);
+        }
+    }
+
+    fn send_posted(&mut self, m: usize, now: u64) {
+        let net = &self.cfg.network;
+        let x = &mut self.msgs[m];
+        x.send_posted = now;
+        match x.protocol {
+            Protocol::Eager | Protocol::EagerSync => {
+                x.arrival = now + net.transfer_ns(x.bytes);
+                if x.protocol == Protocol::Eager {
+                    x.send_done = now;
+                }
+                if x.recv_posted != UNKNOWN {
+                    x.recv_done = x.arrival.max(x.recv_posted);
+                    if x.protocol == Protocol::EagerSync {
+                        x.send_done = x.recv_done;
+                    }
+                }
+            }
+            Protocol::Rendezvous => {
+                if x.recv_posted != UNKNOWN {
+                    self.handshake(m, now);
+                }
+            }
+        }
+        self.notify(m);
+    }
+
+    fn recv_posted(&mut self, m: usize, now: u64) {
+        let x = &mut self.msgs[m];
+        x.recv_posted = now;
+        if x.send_posted == UNKNOWN {
+            return;
+        }
+        match x.protocol {
+            Protocol::Eager | Protocol::EagerSync => {
+                x.recv_done = x.arrival.max(now);
+                if x.protocol == Protocol::EagerSync {
+                    x.send_done = x.recv_done;
+                }
+            }
+            Protocol::Rendezvous => self.handshake(m, now),
+        }
+        self.notify(m);
+    }
+
+    fn notify(&mut self, m: usize) {
+        let (a, b) = (self.msgs[m].sender, self.msgs[m].receiver);
+        self.wake(a);
+        if b != a {
+            self.wake(b);
+        }
+    }
+
+    fn handshake(&mut self, m: usize, now: u64) {
+        let latency = self.cfg.network.latency();
+        if latency == 0 {
+            self.start_transfer(m, now);
+        } else {
+            self.push(now + latency, Event::Handshake(m as u32));
+        }
+    }
+
+    fn start_transfer(&mut self, m: usize, now: u64) {
+        let work = self.cfg.network.data_ns(self.msgs[m].bytes);
+        if work == 0 {
+            self.message_done(m, now);
+            return;
+        }
+        let x = self.transfers.len();
+        self.transfers.push(Transfer {
+            msg: m as u32,
+            remaining: work,
+            last: now,
+            moving: false,
+            version: 0,
+            done: false,
+        });
+        if self.cfg.progress == Progress::InMpi {
+            let (a, b) = (self.msgs[m].sender, self.msgs[m].receiver);
+            for s in [a, b.filter(|b| Some(*b) != a)].into_iter().flatten() {
+                self.ranks[s as usize].active.push(x as u32);
+            }
+        }
+        self.retime(x, now);
+    }
+
+    /// Brings transfer `x` up to `now` and schedules its end at its current rate.
+    fn retime(&mut self, x: usize, now: u64) {
+        let m = self.transfers[x].msg as usize;
+        let inside = |s: Option<u32>| s.is_some_and(|s| self.ranks[s as usize].in_mpi);
+        let moving = self.cfg.progress == Progress::Async
+            || inside(self.msgs[m].sender)
+            || inside(self.msgs[m].receiver);
+        let t = &mut self.transfers[x];
+        if t.moving {
+            t.remaining = t.remaining.saturating_sub(now - t.last);
+        }
+        t.last = now;
+        t.moving = moving;
+        t.version += 1;
+        if moving {
+            let (at, v) = (now + t.remaining, t.version);
+            self.push(at, Event::TransferDone(x as u32, v));
+        }
+    }
+
+    fn transfer_done(&mut self, x: usize, now: u64) {
+        self.transfers[x].done = true;
+        let m = self.transfers[x].msg as usize;
+        for s in [self.msgs[m].sender, self.msgs[m].receiver]
+            .into_iter()
+            .flatten()
+        {
+            self.ranks[s as usize].active.retain(|&t| t as usize != x);
+        }
+        self.message_done(m, now);
+    }
+
+    fn message_done(&mut self, m: usize, now: u64) {
+        self.msgs[m].send_done = now;
+        self.msgs[m].recv_done = now;
+        self.notify(m);
+    }
+
+    fn finish(self) -> Result<Replay, ReplayError> {
+        let blocked: Vec<Blocked> = (0..self.ranks.len())
+            .filter(|&s| self.ranks[s].stage != Stage::Done)
+            .map(|s| self.blocked(s))
+            .collect();
+        if !blocked.is_empty() {
+            return Err(ReplayError::Deadlock { blocked });
+        }
+        let ranks: Vec<RankReplay> = self
+            .p
+            .ranks
+            .iter()
+            .zip(self.times)
+            .zip(&self.ranks)
+            .map(|((r, ops), st)| RankReplay {
+                rank: r.rank,
+                start_ns: r.start_ns,
+                end_ns: st.end,
+                ops,
+            })
+            .collect();
+        let start_ns = ranks.iter().map(|r| r.start_ns).min().unwrap_or(0);
+        let end_ns = ranks.iter().map(|r| r.end_ns).max().unwrap_or(0);
+        Ok(Replay {
+            ranks,
+            start_ns,
+            end_ns,
+            makespan_ns: end_ns.saturating_sub(start_ns),
+            assumed: self.assumed,
+        })
+    }
+
+    /// Where rank `s` is stuck.
+    fn blocked(&self, s: usize) -> Blocked {
+        let (i, op) = self.op(s);
+        let peer = |m: usize, of_send: bool| {
+            let x = &self.p.messages[m];
+            if of_send {
+                format!("the receive of rank {}", x.to.0)
+            } else {
+                format!("a message from rank {}", x.from.0)
+            }
+        };
+        let waits_for = match &op.kind {
+            OpKind::Complete { request } => {
+                let r = &self.p.requests[*request];
+                match (r.role, r.message) {
+                    (RequestRole::Send, Some(m)) => peer(m, true),
+                    (RequestRole::Recv, Some(m)) => peer(m, false),
+                    _ => "the other members of its collective".to_string(),
+                }
+            }
+            OpKind::Blocking { sends, recvs, .. } => sends
+                .iter()
+                .filter(|&&m| self.msgs[m].send_done == UNKNOWN)
+                .map(|&m| peer(m, true))
+                .chain(
+                    recvs
+                        .iter()
+                        .filter(|&&m| self.msgs[m].recv_done == UNKNOWN)
+                        .map(|&m| peer(m, false)),
+                )
+                .collect::<Vec<_>>()
+                .join(" and "),
+            OpKind::Collective { instance, .. } => {
+                let n = self
+                    .p
+                    .collectives
+                    .get(*instance)
+                    .map_or(0, |c| c.members.len());
+                let entered = self.instances.get(*instance).map_or(0, |x| x.entered);
+                format!("the other members of its collective ({entered} of {n} entered)")
+            }
+            _ => "nothing (it was never resumed)".to_string(),
+        };
+        Blocked {
+            rank: self.p.ranks[s].rank,
+            op: i,
+            call: op.call,
+            waits_for,
+        }
+    }
+}
