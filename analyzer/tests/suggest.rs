@@ -12,9 +12,19 @@ use std::path::Path;
 use common::*;
 use overlap_analyzer::dag::{BuiltIn, Options as DagOptions, Policy};
 use overlap_analyzer::model::Trace;
+use overlap_analyzer::ops::RequestRole;
 use overlap_analyzer::replay::{NetworkFit, Progress};
 use overlap_analyzer::suggest::{program_of, suggest, Options, SuggestError, Suggestion};
 use overlap_instrument::schema::{Op, SyncPhase};
+
+/// True for a completion (`true`) or a post (`false`).
+fn v_is(v: &overlap_analyzer::dag::OpView, completion: bool) -> bool {
+    if completion {
+        v.is_completion()
+    } else {
+        v.is_post()
+    }
+}
 
 fn run_suggest(trace: &Trace, policies: Vec<Policy>, conservative: bool) -> Suggestion {
     let program = program_of(trace).unwrap();
@@ -49,18 +59,22 @@ fn exchange() -> Trace {
 
 #[test]
 fn an_order_that_deadlocks_is_rejected_with_the_reason() {
-    // "Waits first" puts each rank's Wait(recv) before its own Isend: both wait for a
-    // message the other has not sent. The replay finds no rank able to proceed.
-    let waits_first = Policy::key("waits-first", |op| {
-        Some(if op.is_completion() {
-            -1
-        } else if op.is_post() {
-            1
+    // A comparator that wants every receive completed before any send is posted puts
+    // each rank's Wait(recv) before its own Isend: both wait for a message the other has
+    // not sent. The replay finds no rank able to proceed.
+    let recv_before_send = Policy::comparator("receive-before-send", |a, b| {
+        let role = |v: &overlap_analyzer::dag::OpView| v.request().map(|r| r.role);
+        let recv_done = |v| v_is(v, true) && role(v) == Some(RequestRole::Recv);
+        let send_post = |v| v_is(v, false) && role(v) == Some(RequestRole::Send);
+        if recv_done(a) && send_post(b) {
+            std::cmp::Ordering::Less
+        } else if send_post(a) && recv_done(b) {
+            std::cmp::Ordering::Greater
         } else {
-            0
-        })
+            std::cmp::Ordering::Equal
+        }
     });
-    let s = run_suggest(&exchange(), vec![waits_first], false);
+    let s = run_suggest(&exchange(), vec![recv_before_send], false);
     let why = s.rejected.as_deref().expect("rejected");
     assert!(why.contains("deadlock"), "{why}");
     assert!(why.contains("rank 0") && why.contains("rank 1"), "{why}");

@@ -17,10 +17,16 @@
 //! (nothing after it in its own iteration needs it first), but the policies do not pull
 //! work across iterations on their own.
 //!
+//! A post or completion whose edge from the hub before its group is refused (it must
+//! precede some operation of that group: a wait whose buffer the next compute reads)
+//! is first put after the last anchor (compute, blocking call, collective) it may
+//! follow, when that anchor's group comes first: with anchors in a chain, that is the
+//! seed's edge from every such anchor, in one edge. So a wait goes as late as its data
+//! allows, not back to its program place.
+//!
 //! The topological sort takes, among the operations whose predecessors are all placed,
-//! the one of the earliest scope, then by each sort key in priority order, then in
-//! program order. So a key still orders what it can where one of its chain edges was
-//! refused, which the seed's Figure 1 needs (`S1` ahead of `RW1` once `*2` is done).
+//! the one of the earliest scope, then the first in program order: what no kept edge
+//! moves stays where the program put it.
 //!
 //! ```text
 //!  scope:  R1 RW1 R2 RW2 *2 +5 dot solve S1 SW1      (posts-early: R,S -1; RW,SW +1)
@@ -35,6 +41,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 
 use crate::ops::{Program, RankProgram};
 
+use super::essential::is_anchor;
 use super::graph::Dag;
 use super::policy::{OpView, Policy};
 
@@ -77,14 +84,14 @@ pub fn consensus(
         index,
     };
     let mut report = Vec::with_capacity(policies.len());
-    // The sort keys, per operation, for the tie-break.
-    let mut tie_keys: Vec<Vec<i64>> = Vec::new();
+    // The anchors (compute, blocking calls, collectives...), a chain in program order.
+    let is_anchor_at = |i: usize| i < n && is_anchor(&rank.ops[i].kind);
+    let anchors: Vec<usize> = (0..n).filter(|&i| is_anchor_at(i)).collect();
     for policy in policies {
         let (mut offered, mut kept) = (0usize, 0usize);
         match policy {
             Policy::Key { key, .. } => {
                 let keys: Vec<Option<i64>> = (0..n).map(|i| key(&view(i))).collect();
-                tie_keys.push(keys.iter().map(|k| k.unwrap_or(0)).collect());
                 // Groups per scope, by key.
                 let mut groups: BTreeMap<(u32, i64), Vec<usize>> = BTreeMap::new();
                 for (i, k) in keys.iter().enumerate() {
@@ -111,12 +118,24 @@ pub fn consensus(
                         }
                     }
                     // Out of the hubs: each member after the last hub before its group
-                    // that does not close a cycle.
+                    // that does not close a cycle. A post or completion refused by the
+                    // hub just before its group is first put after the last anchor it
+                    // may follow, when that anchor's group comes before its own.
                     for (k, members) in scope_groups.iter().enumerate().skip(1) {
                         for &m in members.iter() {
                             offered += 1;
-                            kept +=
-                                usize::from(hubs[..k].iter().rev().any(|&h| graph.add_edge(h, m)));
+                            let mut ok = graph.add_edge(hubs[k - 1], m);
+                            if !ok && !anchors.is_empty() && !is_anchor(&rank.ops[m].kind) {
+                                let a = last_anchor_before(&graph, m, &anchors, &is_anchor_at);
+                                if let Some(a) = a.filter(|&a| {
+                                    scopes[a] == scopes[m]
+                                        && keys[a].is_some_and(|ka| Some(ka) < keys[m])
+                                }) {
+                                    ok |= graph.add_edge(a, m);
+                                }
+                            }
+                            ok |= hubs[..k - 1].iter().rev().any(|&h| graph.add_edge(h, m));
+                            kept += usize::from(ok);
                         }
                     }
                     for pair in hubs.windows(2) {
@@ -155,13 +174,7 @@ pub fn consensus(
             kept,
         });
     }
-    let order = sort(&graph, n, |i| {
-        let mut p = Vec::with_capacity(tie_keys.len() + 2);
-        p.push(i64::from(scopes[i]));
-        p.extend(tie_keys.iter().map(|k| k[i]));
-        p.push(i as i64);
-        p
-    });
+    let order = sort(&graph, n, |i| (scopes[i], i));
     Consensus {
         order,
         policies: report,
@@ -172,10 +185,10 @@ pub fn consensus(
 /// Kahn's topological sort of the first `n` nodes (operations); the nodes beyond
 /// (hubs) are passed through as soon as they are free. Among free operations, the one
 /// with the smallest priority goes first.
-fn sort(graph: &Dag, n: usize, priority: impl Fn(usize) -> Vec<i64>) -> Vec<usize> {
+fn sort(graph: &Dag, n: usize, priority: impl Fn(usize) -> (u32, usize)) -> Vec<usize> {
     let total = graph.len();
     let mut indegree: Vec<usize> = (0..total).map(|v| graph.predecessors(v).len()).collect();
-    let mut heap: BinaryHeap<Reverse<(Vec<i64>, usize)>> = BinaryHeap::new();
+    let mut heap: BinaryHeap<Reverse<((u32, usize), usize)>> = BinaryHeap::new();
     let mut hubs: Vec<usize> = Vec::new();
     let release = |v: usize, heap: &mut BinaryHeap<_>, hubs: &mut Vec<usize>| {
         if v < n {
@@ -208,4 +221,32 @@ fn sort(graph: &Dag, n: usize, priority: impl Fn(usize) -> Vec<i64>) -> Vec<usiz
     }
     debug_assert_eq!(order.len(), n, "the consensus graph is acyclic");
     order
+}
+
+/// The anchor just before the first anchor `m` reaches (the last one it may follow), or
+/// the last anchor when it reaches none. Anchors form a chain, so what `m` reaches past
+/// an anchor is past it in the chain too: the search does not go through anchors.
+fn last_anchor_before(
+    graph: &Dag,
+    m: usize,
+    anchors: &[usize],
+    is_anchor_at: &impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let mut first: Option<usize> = None;
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![m];
+    while let Some(v) = stack.pop() {
+        for &s in graph.successors(v) {
+            if is_anchor_at(s) {
+                first = Some(first.map_or(s, |f| f.min(s)));
+            } else if seen.insert(s) {
+                stack.push(s);
+            }
+        }
+    }
+    let at = match first {
+        Some(f) => anchors.partition_point(|&a| a < f),
+        None => anchors.len(),
+    };
+    at.checked_sub(1).map(|i| anchors[i])
 }

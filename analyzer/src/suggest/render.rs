@@ -300,17 +300,25 @@ pub fn render(s: &Suggestion) -> String {
             c.error
                 .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0))
         );
+        // Ranks with the same outcome, told once.
+        let mut told: Vec<(Vec<u32>, &crate::suggest::OrderMatch)> = Vec::new();
         for m in &c.orders {
+            match told
+                .iter_mut()
+                .find(|(_, t)| t.difference == m.difference && t.iterations == m.iterations)
+            {
+                Some((ranks, _)) => ranks.push(m.rank),
+                None => told.push((vec![m.rank], m)),
+            }
+        }
+        for (ranks, m) in told {
+            let who = ranks_list(&ranks);
             match &m.difference {
                 None => {
-                    let _ = writeln!(
-                        o,
-                        "  rank {}: the re-run's iteration is the suggested one",
-                        m.rank
-                    );
+                    let _ = writeln!(o, "  {who}: the re-run's iteration is the suggested one");
                 }
                 Some(d) => {
-                    let _ = writeln!(o, "  rank {}: the re-run's iteration differs: {d}", m.rank);
+                    let _ = writeln!(o, "  {who}: the re-run's iteration differs: {d}");
                     if let Some((ours, theirs)) = &m.iterations {
                         let width = ours
                             .iter()
