@@ -19,6 +19,7 @@ mod run;
 mod selftrace;
 mod supervise;
 mod trace;
+mod whatif;
 
 use std::process::ExitCode;
 

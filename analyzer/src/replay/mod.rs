@@ -35,10 +35,15 @@
 
 mod engine;
 mod network;
+mod retime;
 #[cfg(test)]
 mod tests;
 
-pub use network::{EagerSource, Network, NetworkError, NetworkFit, NetworkSource};
+pub use network::{
+    fit_eager_limit, EagerSource, Network, NetworkError, NetworkFit, NetworkSource,
+    DEFAULT_EAGER_LIMIT,
+};
+pub use retime::retimed;
 
 use overlap_format::schema::Op;
 use serde::Serialize;
