@@ -38,6 +38,9 @@ enum Command {
     Merge(MergeArgs),
     /// Analyze a trace: time per rank, wait states, overlap per request, false overlap, POP.
     Analyze(AnalyzeArgs),
+    /// Propose reorderings: which call to move where, what it gains (replayed), what it
+    /// assumes.
+    Suggest(crate::suggest::SuggestArgs),
     /// Compare two traces side by side, with deltas.
     Diff(DiffArgs),
     /// Save the gated metrics of a trace as a baseline for `overlap check`.
@@ -199,6 +202,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Trace(a) => trace(a),
         Command::Merge(a) => merge(a),
         Command::Analyze(a) => analyze(a),
+        Command::Suggest(a) => crate::suggest::suggest(a),
         Command::Diff(a) => crate::gate::diff(a),
         Command::Baseline(a) => crate::gate::baseline(a),
         Command::Check(a) => crate::gate::check(a),

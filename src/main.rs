@@ -17,6 +17,7 @@ mod launch;
 mod progress;
 mod run;
 mod selftrace;
+mod suggest;
 mod supervise;
 mod trace;
 mod whatif;

@@ -25,6 +25,7 @@
 
 pub mod check;
 pub mod compute;
+pub mod dag;
 mod fastparse;
 pub mod hang;
 use overlap_format::fxhash;
@@ -37,6 +38,7 @@ pub use overlap_format::output;
 pub mod replay;
 pub mod report;
 pub mod sites;
+pub mod suggest;
 pub mod summary;
 pub mod tables;
 

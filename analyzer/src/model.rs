@@ -496,6 +496,12 @@ impl Timeline {
         self.groups.get(first..first + n).unwrap_or(&[])
     }
 
+    /// The buffers a compute span declared it reads and writes (none recorded yet: the
+    /// recording side lands with the buffers change).
+    pub fn access(&self, _span: usize) -> Option<&Access> {
+        None
+    }
+
     /// The name of a compute span.
     pub fn name(&self, id: u32) -> &str {
         self.names.get(id as usize).map_or("?", String::as_str)

@@ -14,6 +14,7 @@ mod microbench;
 mod preload_calls;
 mod preload_threads;
 mod run;
+mod suggest;
 mod toeplitz;
 mod trace;
 mod traces;

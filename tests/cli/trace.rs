@@ -41,6 +41,7 @@ fn programs() -> &'static Path {
         compile("mpicc", "nbc_rma.c", "nbc_rma", &["-Wno-stringop-overflow"]);
         compile("mpicc", "session.c", "session", &[]);
         compile("mpicc", "twins.c", "twins", &["-Wno-stringop-overflow"]);
+        compile("mpicc", "reorder.c", "reorder", &["-Wno-stringop-overflow"]);
         compile("mpicc", "killed.c", "killed", &[]);
         compile("mpicc", "spin.c", "spin", &[]);
         compile("mpicc", "deadlock.c", "deadlock", &[]);

@@ -27,7 +27,7 @@
 
 mod extract;
 
-pub use extract::{extract, ExtractError};
+pub use extract::{extract, ExtractError, INFERRED_NAME};
 
 use std::num::NonZeroU64;
 
@@ -74,6 +74,8 @@ pub struct RankProgram {
     pub complete: bool,
     /// Where its compute comes from.
     pub inferred_compute: bool,
+    /// Unmarked time after its last operation, until its end, ns.
+    pub tail_ns: u64,
     /// Threads other than the one whose operations these are that made MPI calls or
     /// recorded compute (left out of the program).
     pub other_threads: Vec<u32>,

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 mod sites;
-mod units;
+pub mod units;
 
 use sites::by_site;
 use units::{at, bytes, pct, rate};

@@ -45,7 +45,8 @@ pub fn share(part: u64, whole: u64) -> String {
     }
 }
 
-pub(super) fn bytes(b: u64) -> String {
+/// A size in bytes, in B, KiB or MiB.
+pub fn bytes(b: u64) -> String {
     if b >= 1 << 20 {
         format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
     } else if b >= 1 << 10 {

@@ -1,0 +1,211 @@
+//! The seed's consensus: merge the policies' DAGs into the essential one, by priority,
+//! then sort topologically.
+//!
+//! Each policy's edges are added unless they close a cycle with the edges already in
+//! (so a policy never overrides data dependence or a policy before it). A sort key is
+//! a total order on groups, represented as a chain through one hub node between
+//! consecutive groups of a scope (members of group `k` -> hub `k` -> members of group
+//! `k + 1`), never as an edge per pair: O(n) edges. Edges into hubs are offered first,
+//! then edges out of them, then the chain between hubs. A member whose edge to the
+//! next hub would close a cycle is offered the hubs after it in turn (and one whose
+//! edge from the previous hub would, the hubs before), so it keeps as much of the order
+//! as it can: a wait that must precede some compute still follows every post. A
+//! comparator is asked about every pair of a scope.
+//!
+//! Policies apply within a scope (an iteration of the rank's loop, the part before the
+//! first, the part after the last): a wait may still end up in the next iteration
+//! (nothing after it in its own iteration needs it first), but the policies do not pull
+//! work across iterations on their own.
+//!
+//! The topological sort takes, among the operations whose predecessors are all placed,
+//! the one of the earliest scope, then by each sort key in priority order, then in
+//! program order. So a key still orders what it can where one of its chain edges was
+//! refused, which the seed's Figure 1 needs (`S1` ahead of `RW1` once `*2` is done).
+//!
+//! ```text
+//!  scope:  R1 RW1 R2 RW2 *2 +5 dot solve S1 SW1      (posts-early: R,S -1; RW,SW +1)
+//!  hubs:   R1,R2,S1 -> h0 -> *2,+5,dot,solve -> h1 -> RW1,RW2,SW1
+//!  refused: h0 -> *2 (*2 -> S1 -> h0), h1 -> RW1 (RW1 -> +5 -> h1), h1 -> RW2
+//!  instead: h0 -> RW1 (RW1 after every post)
+//!  order:  R1 R2 RW2 *2 S1 RW1 +5 dot solve SW1
+//! ```
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+
+use crate::ops::{Program, RankProgram};
+
+use super::graph::Dag;
+use super::policy::{OpView, Policy};
+
+/// What a policy contributed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PolicyEdges {
+    /// The policy's name.
+    pub name: String,
+    /// Edges it asked for (through hubs for a sort key).
+    pub offered: usize,
+    /// Edges kept (the others would have closed a cycle).
+    pub kept: usize,
+}
+
+/// The consensus order of one rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Consensus {
+    /// The rank's operations in the new order.
+    pub order: Vec<usize>,
+    /// What each policy contributed, in priority order.
+    pub policies: Vec<PolicyEdges>,
+    /// Edges of the final DAG (essential, kept policy edges, hub edges).
+    pub edges: usize,
+}
+
+/// Merges `policies` (in priority order) into `graph` (the rank's essential DAG, one
+/// node per operation), and sorts it. `scopes[i]` is operation `i`'s scope.
+pub fn consensus(
+    program: &Program,
+    rank: &RankProgram,
+    mut graph: Dag,
+    scopes: &[u32],
+    policies: &[Policy],
+) -> Consensus {
+    let n = rank.ops.len();
+    debug_assert_eq!(graph.len(), n);
+    let view = |index| OpView {
+        program,
+        rank,
+        index,
+    };
+    let mut report = Vec::with_capacity(policies.len());
+    // The sort keys, per operation, for the tie-break.
+    let mut tie_keys: Vec<Vec<i64>> = Vec::new();
+    for policy in policies {
+        let (mut offered, mut kept) = (0usize, 0usize);
+        match policy {
+            Policy::Key { key, .. } => {
+                let keys: Vec<Option<i64>> = (0..n).map(|i| key(&view(i))).collect();
+                tie_keys.push(keys.iter().map(|k| k.unwrap_or(0)).collect());
+                // Groups per scope, by key.
+                let mut groups: BTreeMap<(u32, i64), Vec<usize>> = BTreeMap::new();
+                for (i, k) in keys.iter().enumerate() {
+                    if let Some(k) = k {
+                        groups.entry((scopes[i], *k)).or_default().push(i);
+                    }
+                }
+                let mut by_scope: BTreeMap<u32, Vec<&Vec<usize>>> = BTreeMap::new();
+                for ((scope, _), members) in &groups {
+                    by_scope.entry(*scope).or_default().push(members);
+                }
+                for scope_groups in by_scope.values() {
+                    let hubs: Vec<usize> =
+                        (1..scope_groups.len()).map(|_| graph.add_node()).collect();
+                    // Into the hubs: each member before the first hub after its group
+                    // that does not close a cycle.
+                    for (k, members) in scope_groups.iter().enumerate() {
+                        for &m in members.iter() {
+                            if k < hubs.len() {
+                                offered += 1;
+                                kept +=
+                                    usize::from(hubs[k..].iter().any(|&h| graph.add_edge(m, h)));
+                            }
+                        }
+                    }
+                    // Out of the hubs: each member after the last hub before its group
+                    // that does not close a cycle.
+                    for (k, members) in scope_groups.iter().enumerate().skip(1) {
+                        for &m in members.iter() {
+                            offered += 1;
+                            kept +=
+                                usize::from(hubs[..k].iter().rev().any(|&h| graph.add_edge(h, m)));
+                        }
+                    }
+                    for pair in hubs.windows(2) {
+                        offered += 1;
+                        kept += usize::from(graph.add_edge(pair[0], pair[1]));
+                    }
+                }
+            }
+            Policy::Comparator { cmp, .. } => {
+                let mut by_scope: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+                for (i, s) in scopes.iter().enumerate().take(n) {
+                    by_scope.entry(*s).or_default().push(i);
+                }
+                for members in by_scope.values() {
+                    for (x, &a) in members.iter().enumerate() {
+                        for &b in &members[x + 1..] {
+                            match cmp(&view(a), &view(b)) {
+                                std::cmp::Ordering::Less => {
+                                    offered += 1;
+                                    kept += usize::from(graph.add_edge(a, b));
+                                }
+                                std::cmp::Ordering::Greater => {
+                                    offered += 1;
+                                    kept += usize::from(graph.add_edge(b, a));
+                                }
+                                std::cmp::Ordering::Equal => {}
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        report.push(PolicyEdges {
+            name: policy.name().to_string(),
+            offered,
+            kept,
+        });
+    }
+    let order = sort(&graph, n, |i| {
+        let mut p = Vec::with_capacity(tie_keys.len() + 2);
+        p.push(i64::from(scopes[i]));
+        p.extend(tie_keys.iter().map(|k| k[i]));
+        p.push(i as i64);
+        p
+    });
+    Consensus {
+        order,
+        policies: report,
+        edges: graph.edge_count(),
+    }
+}
+
+/// Kahn's topological sort of the first `n` nodes (operations); the nodes beyond
+/// (hubs) are passed through as soon as they are free. Among free operations, the one
+/// with the smallest priority goes first.
+fn sort(graph: &Dag, n: usize, priority: impl Fn(usize) -> Vec<i64>) -> Vec<usize> {
+    let total = graph.len();
+    let mut indegree: Vec<usize> = (0..total).map(|v| graph.predecessors(v).len()).collect();
+    let mut heap: BinaryHeap<Reverse<(Vec<i64>, usize)>> = BinaryHeap::new();
+    let mut hubs: Vec<usize> = Vec::new();
+    let release = |v: usize, heap: &mut BinaryHeap<_>, hubs: &mut Vec<usize>| {
+        if v < n {
+            heap.push(Reverse((priority(v), v)));
+        } else {
+            hubs.push(v);
+        }
+    };
+    for (v, d) in indegree.iter().enumerate() {
+        if *d == 0 {
+            release(v, &mut heap, &mut hubs);
+        }
+    }
+    let mut order = Vec::with_capacity(n);
+    loop {
+        let v = if let Some(h) = hubs.pop() {
+            h
+        } else if let Some(Reverse((_, v))) = heap.pop() {
+            order.push(v);
+            v
+        } else {
+            break;
+        };
+        for &s in graph.successors(v) {
+            indegree[s] -= 1;
+            if indegree[s] == 0 {
+                release(s, &mut heap, &mut hubs);
+            }
+        }
+    }
+    debug_assert_eq!(order.len(), n, "the consensus graph is acyclic");
+    order
+}

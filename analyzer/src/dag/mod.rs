@@ -1,0 +1,133 @@
+//! A rank's operations as a DAG, and the order the policies agree on: the seed's method
+//! ("merge a priority-ordered sequence of DAGs into one consensus DAG, then sort it").
+//!
+//! - [`period`]: the rank's repeating unit (an iteration), the scope policies apply in;
+//! - [`essential`]: the edges any order must keep (data dependence);
+//! - [`policy`]: what an order should prefer (built-ins, and user policies in Rust);
+//! - [`consensus`]: the policies merged by priority, and the topological sort;
+//! - [`graph`]: the DAG that refuses an edge closing a cycle.
+
+pub mod consensus;
+pub mod essential;
+pub mod graph;
+pub mod period;
+pub mod policy;
+
+use std::hash::{Hash, Hasher};
+
+pub use consensus::{Consensus, PolicyEdges};
+pub use period::Period;
+pub use policy::{built_in_names, BuiltIn, OpView, Policy};
+
+use crate::ops::{OpKind, Program, RankProgram};
+
+/// How to order.
+#[derive(Debug)]
+pub struct Options {
+    /// Policies after data dependence, in priority order (program order is always the
+    /// last tie-break).
+    pub policies: Vec<Policy>,
+    /// Take compute whose buffers are unknown to read and write every buffer, so that
+    /// no move needs an assumption.
+    pub conservative: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            policies: BuiltIn::DEFAULT.iter().map(|b| b.policy()).collect(),
+            conservative: false,
+        }
+    }
+}
+
+/// A rank's consensus order and what it was found from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RankOrder {
+    /// The rank.
+    pub rank: u32,
+    /// Its repeating unit, if one was found (else the whole trace is one scope).
+    pub period: Option<Period>,
+    /// The consensus.
+    pub consensus: Consensus,
+}
+
+/// The key that identifies an operation across iterations: what it is and where the
+/// program made it (its call site, a compute's name, or for compute inferred from a gap
+/// the sites of the calls around it).
+pub fn op_key(program: &Program, rank: &RankProgram, index: usize) -> u64 {
+    let op = &rank.ops[index];
+    let mut h = crate::fxhash::FxHasher::default();
+    std::mem::discriminant(&op.kind).hash(&mut h);
+    op.call.map(|c| c.code()).hash(&mut h);
+    op.site.hash(&mut h);
+    match &op.kind {
+        OpKind::Compute { name, inferred, .. } => {
+            name.hash(&mut h);
+            if *inferred {
+                // Inferred compute has no name of its own: the calls around it say
+                // which gap it is.
+                let site = |i: Option<usize>| i.and_then(|i| rank.ops.get(i)).and_then(|o| o.site);
+                (site(index.checked_sub(1)), site(Some(index + 1))).hash(&mut h);
+            }
+        }
+        OpKind::Post { request } | OpKind::Complete { request } => {
+            let r = &program.requests[*request];
+            (r.role as u8, r.tag, r.comm).hash(&mut h);
+        }
+        _ => {}
+    }
+    h.finish()
+}
+
+/// The period of a rank's operations.
+pub fn rank_period(program: &Program, rank: &RankProgram) -> Option<Period> {
+    let keys: Vec<u64> = (0..rank.ops.len())
+        .map(|i| op_key(program, rank, i))
+        .collect();
+    period::find(&keys)
+}
+
+/// The consensus order of one rank.
+pub fn order_rank(program: &Program, rank: &RankProgram, options: &Options) -> RankOrder {
+    order_rank_pinned(program, rank, options, &[])
+}
+
+/// The consensus order of one rank, with the operations of `pinned` kept at their
+/// program place within their scope (after every operation of the scope before them in
+/// the program, before every one after): the order without the moves of those
+/// operations.
+pub fn order_rank_pinned(
+    program: &Program,
+    rank: &RankProgram,
+    options: &Options,
+    pinned: &[usize],
+) -> RankOrder {
+    let period = rank_period(program, rank);
+    let scopes: Vec<u32> = (0..rank.ops.len())
+        .map(|i| period.map_or(0, |p| p.scope(i)))
+        .collect();
+    let mut graph = essential::essential(program, rank, options.conservative);
+    let n = rank.ops.len();
+    for &o in pinned.iter().filter(|&&o| o < n) {
+        let scope = scopes[o];
+        let mut j = o;
+        while j > 0 && scopes[j - 1] == scope {
+            j -= 1;
+            graph.add_forward(j, o);
+        }
+        let mut j = o + 1;
+        while j < n && scopes[j] == scope {
+            graph.add_forward(o, j);
+            j += 1;
+        }
+    }
+    RankOrder {
+        rank: rank.rank,
+        period,
+        consensus: consensus::consensus(program, rank, graph, &scopes, &options.policies),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,222 @@
+//! Operations and moves in words, for people: every operation named by its call and its
+//! symbolized call site (`file:line`) where one was recorded, and the assumptions a
+//! move needs where the program did not say what its compute touches.
+//!
+//! ```text
+//!  move the completion of MPI_Isend to rank 1 (tag 17, 1.0 MiB) out of MPI_Waitall
+//!  (calls.c:22) from after MPI_Waitall (recv, calls.c:22) to before MPI_Irecv
+//!  (calls.c:18) of the next iteration
+//!  assumes: the compute between calls.c:22 and calls.c:18 does not write the send
+//!  buffer [0x7f12..., +1.0 MiB)
+//! ```
+
+use serde::Serialize;
+
+use crate::model::Trace;
+use crate::ops::{OpKind, Program, RankProgram, RequestRole};
+use crate::report::units::{bytes, duration};
+use crate::sites::SiteTable;
+
+/// Names operations of a trace's program.
+pub struct Namer<'a> {
+    /// The trace (for call sites).
+    pub trace: &'a Trace,
+    /// The program.
+    pub program: &'a Program,
+    /// Symbolized call sites.
+    pub sites: &'a SiteTable,
+}
+
+impl Namer<'_> {
+    /// The call site of the call behind a span, if one was recorded.
+    pub fn site(&self, rank: u32, span: usize) -> Option<String> {
+        self.sites.label_of_call(self.trace, rank, span)
+    }
+
+    fn at(&self, rank: u32, span: usize) -> String {
+        self.site(rank, span)
+            .map_or(String::new(), |s| format!(" at {s}"))
+    }
+
+    /// A short name: the call or compute, and where (for the side-by-side order).
+    pub fn short(&self, rank: &RankProgram, i: usize) -> String {
+        let op = &rank.ops[i];
+        let site = self.site(rank.rank, op.span);
+        let with_site = |what: String| match &site {
+            Some(s) => format!("{what} ({s})"),
+            None => what,
+        };
+        match &op.kind {
+            OpKind::Compute {
+                name,
+                inferred,
+                until_span,
+                ..
+            } => {
+                let what = if *inferred {
+                    self.inferred(rank, op.span, *until_span)
+                } else {
+                    format!("compute \"{}\"", self.program.name(*name))
+                };
+                format!("{what} [{}]", duration(op.cost_ns))
+            }
+            OpKind::Post { request } | OpKind::Complete { request } => {
+                let r = &self.program.requests[*request];
+                let call = op.call.map_or("MPI call", |c| c.mpi_name());
+                let what = match (r.role, r.peer) {
+                    (RequestRole::Send, Some(p)) if p < 0 => "send to MPI_PROC_NULL".to_string(),
+                    (RequestRole::Send, Some(p)) => format!("send to {p}"),
+                    (RequestRole::Recv, Some(p)) if p >= 0 => format!("recv from {p}"),
+                    (RequestRole::Recv, _) => "recv".to_string(),
+                    (RequestRole::Collective, _) => "collective".to_string(),
+                    _ => "request".to_string(),
+                };
+                with_site(format!("{call}[{what}]"))
+            }
+            _ => with_site(op.call.map_or("MPI call", |c| c.mpi_name()).to_string()),
+        }
+    }
+
+    /// The compute inferred between two calls.
+    fn inferred(&self, rank: &RankProgram, after: usize, until: Option<usize>) -> String {
+        let name = |span: usize| {
+            let call = self
+                .trace
+                .rank(rank.rank)
+                .and_then(|t| t.call(span))
+                .map_or("?", |(op, _)| op.mpi_name());
+            self.site(rank.rank, span)
+                .unwrap_or_else(|| call.to_string())
+        };
+        match until {
+            Some(u) => format!("the compute between {} and {}", name(after), name(u)),
+            None => format!("the compute after {}", name(after)),
+        }
+    }
+
+    /// A full name: what the operation does and where.
+    pub fn long(&self, rank: &RankProgram, i: usize) -> String {
+        let op = &rank.ops[i];
+        match &op.kind {
+            OpKind::Post { request } => {
+                let r = &self.program.requests[*request];
+                let call = op.call.map_or("MPI call", |c| c.mpi_name());
+                format!(
+                    "{call} {}{}",
+                    self.request_words(*request),
+                    self.at(r.rank, op.span)
+                )
+            }
+            OpKind::Complete { request } => {
+                let r = &self.program.requests[*request];
+                let call = op.call.map_or("MPI call", |c| c.mpi_name());
+                let post = &self.program.rank(r.rank).map(|p| &p.ops[r.post]);
+                let posted = post
+                    .and_then(|p| p.call)
+                    .map_or("request", |c| c.mpi_name());
+                let post_site = post
+                    .and_then(|p| self.site(r.rank, p.span))
+                    .map_or(String::new(), |s| format!(", {s}"));
+                format!(
+                    "{call} (the {posted} {}{post_site}){}",
+                    self.request_words(*request),
+                    self.at(r.rank, op.span)
+                )
+            }
+            _ => self.short(rank, i),
+        }
+    }
+
+    fn request_words(&self, request: usize) -> String {
+        let r = &self.program.requests[request];
+        let peer = match (r.role, r.peer) {
+            (RequestRole::Send, Some(p)) if p < 0 => "to MPI_PROC_NULL".to_string(),
+            (RequestRole::Send, Some(p)) => format!("to rank {p}"),
+            (RequestRole::Send, None) => "to an unrecorded rank".to_string(),
+            (RequestRole::Recv, Some(p)) if p >= 0 => format!("from rank {p}"),
+            (RequestRole::Recv, _) => "from any rank".to_string(),
+            (RequestRole::Collective, _) => "of a collective".to_string(),
+            (RequestRole::Other, _) => "one-sided".to_string(),
+        };
+        let tag = r.tag.map_or(String::new(), |t| format!("tag {t}, "));
+        format!("{peer} ({tag}{})", bytes(r.bytes))
+    }
+}
+
+/// What a move takes for granted about compute whose buffers the program did not name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Assumption {
+    /// The compute, in words.
+    pub compute: String,
+    /// What it must not do.
+    pub must_not: &'static str,
+    /// The buffer: which request's.
+    pub buffer: String,
+    /// Its address and length, `[0x..., +N)`.
+    pub range: String,
+}
+
+impl std::fmt::Display for Assumption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} does not {} {} {}",
+            self.compute, self.must_not, self.buffer, self.range
+        )
+    }
+}
+
+/// The assumptions of moving operation `m` of `rank` to position `new_pos` of `order`
+/// (`position[i]`: where operation `i` is in the new order): one per compute of unknown
+/// buffers it crosses.
+pub fn assumptions(
+    namer: &Namer,
+    rank: &RankProgram,
+    m: usize,
+    position: &[usize],
+) -> Vec<Assumption> {
+    let op = &rank.ops[m];
+    let request = match op.kind {
+        OpKind::Post { request } | OpKind::Complete { request } => request,
+        _ => return Vec::new(),
+    };
+    let r = &namer.program.requests[request];
+    let Some(buf) = r.buffer.filter(|b| b.len > 0) else {
+        return Vec::new();
+    };
+    let (must_not, buffer) = match r.role {
+        RequestRole::Send => ("write", "the send buffer"),
+        RequestRole::Recv => ("read or write", "the receive buffer"),
+        _ => ("touch", "the buffer"),
+    };
+    let mut out = Vec::new();
+    for (x, other) in rank.ops.iter().enumerate() {
+        let OpKind::Compute {
+            access: None,
+            until_span,
+            ..
+        } = &other.kind
+        else {
+            continue;
+        };
+        let crossed = (x < m && position[x] > position[m]) || (x > m && position[x] < position[m]);
+        if !crossed {
+            continue;
+        }
+        let compute = match &other.kind {
+            OpKind::Compute { inferred: true, .. } => namer.inferred(rank, other.span, *until_span),
+            OpKind::Compute { name, .. } => format!("compute \"{}\"", namer.program.name(*name)),
+            _ => continue,
+        };
+        let a = Assumption {
+            compute,
+            must_not,
+            buffer: buffer.to_string(),
+            range: format!("[{:#x}, +{})", buf.addr, bytes(buf.len)),
+        };
+        if !out.contains(&a) {
+            out.push(a);
+        }
+    }
+    out
+}

@@ -1,0 +1,161 @@
+//! `overlap suggest` on hand-built traces: an order that deadlocks is rejected, a rank
+//! cut short is refused, a move crossing compute of unknown buffers states its
+//! assumption and conservative mode drops it.
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use overlap_analyzer::dag::{BuiltIn, Options as DagOptions, Policy};
+use overlap_analyzer::model::Trace;
+use overlap_analyzer::replay::{NetworkFit, Progress};
+use overlap_analyzer::suggest::{program_of, suggest, Options, SuggestError, Suggestion};
+use overlap_instrument::schema::{Op, SyncPhase};
+
+fn run_suggest(trace: &Trace, policies: Vec<Policy>, conservative: bool) -> Suggestion {
+    let program = program_of(trace).unwrap();
+    let fit = NetworkFit::from_trace(trace, &program, None);
+    let options = Options {
+        dag: DagOptions {
+            policies,
+            conservative,
+        },
+        progress: Progress::InMpi,
+    };
+    suggest(trace, &program, fit, &options).unwrap()
+}
+
+/// Two ranks exchange 8 bytes each way, then compute, then wait for both requests:
+///
+/// ```text
+///  rank r  |Irecv 0-1|Isend 1-2|compute 2-12|Wait(r) 12-13|Wait(s) 13-14|
+/// ```
+fn exchange() -> Trace {
+    let rank = |peer: i32| {
+        vec![
+            irecv(0, 1, peer, 5, 8, 1),
+            isend(1, 2, peer, 5, 8, 2),
+            compute(2, 12, "work"),
+            complete(Op::Wait, 12, 13, &[(1, Some((peer, 5)))]),
+            complete(Op::Wait, 13, 14, &[(2, None)]),
+        ]
+    };
+    run(vec![rank(1), rank(0)])
+}
+
+#[test]
+fn an_order_that_deadlocks_is_rejected_with_the_reason() {
+    // "Waits first" puts each rank's Wait(recv) before its own Isend: both wait for a
+    // message the other has not sent. The replay finds no rank able to proceed.
+    let waits_first = Policy::key("waits-first", |op| {
+        Some(if op.is_completion() {
+            -1
+        } else if op.is_post() {
+            1
+        } else {
+            0
+        })
+    });
+    let s = run_suggest(&exchange(), vec![waits_first], false);
+    let why = s.rejected.as_deref().expect("rejected");
+    assert!(why.contains("deadlock"), "{why}");
+    assert!(why.contains("rank 0") && why.contains("rank 1"), "{why}");
+    assert_eq!(s.suggested, None);
+    // The built-ins find the order already right: nothing moves, nothing is rejected.
+    let s = run_suggest(
+        &exchange(),
+        BuiltIn::DEFAULT.iter().map(|b| b.policy()).collect(),
+        false,
+    );
+    assert_eq!(s.rejected, None);
+    assert!(s.groups.iter().all(|g| g.moves.is_empty()), "{s:#?}");
+    assert_eq!(s.groups.len(), 1, "both ranks have the same program");
+}
+
+#[test]
+fn a_rank_cut_short_is_refused_and_named() {
+    let mut ranks: Vec<_> = (0..2)
+        .map(|r| {
+            let peer = 1 - r as i32;
+            rank_trace(
+                header(r, 2, 0, "boot-1"),
+                vec![sync(SyncPhase::Init, 0, 0, 0)],
+                vec![
+                    isend(0, 1, peer, 5, 8, 1),
+                    complete(Op::Wait, 1, 2, &[(1, None)]),
+                ],
+            )
+        })
+        .collect();
+    ranks[1].footer = None;
+    let trace = overlap_analyzer::merge::merge(ranks).to_trace(Path::new("cut.json"));
+    match program_of(&trace) {
+        Err(SuggestError::CutShort { ranks, .. }) => assert_eq!(ranks, "1"),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The send's wait sits before a compute whose buffers are unknown (no `reads`/`writes`):
+///
+/// ```text
+///  rank r  |Irecv 0-1|Isend 1-2|Wait(r) 2-3|Wait(s) 3-4|compute 4-14|Barrier 14-15|
+/// ```
+///
+/// Waits late: Wait(s) moves to the end (past the compute and the Barrier), which needs
+/// "the compute does not write the send buffer"; conservative mode takes the compute to
+/// write everything and moves nothing across it.
+#[test]
+fn a_move_across_unknown_compute_states_its_assumption() {
+    let rank = |peer: i32| {
+        vec![
+            irecv(0, 1, peer, 5, 8, 1),
+            with_buf(isend(1, 2, peer, 5, 8, 2), 0x2000),
+            complete(Op::Wait, 2, 3, &[(1, Some((peer, 5)))]),
+            complete(Op::Wait, 3, 4, &[(2, None)]),
+            compute(4, 14, "work"),
+            barrier(14, 15),
+        ]
+    };
+    let trace = run(vec![rank(1), rank(0)]);
+    let s = run_suggest(
+        &trace,
+        BuiltIn::DEFAULT.iter().map(|b| b.policy()).collect(),
+        false,
+    );
+    let moves = &s.groups[0].moves;
+    let send_wait = moves
+        .iter()
+        .find(|m| m.what.contains("MPI_Isend"))
+        .unwrap_or_else(|| panic!("{moves:#?}"));
+    assert!(
+        send_wait
+            .text
+            .ends_with("from after MPI_Wait[recv from 1] to the end"),
+        "{}",
+        send_wait.text
+    );
+    let assumed: Vec<String> = send_wait
+        .assumptions
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    assert_eq!(
+        assumed,
+        ["compute \"work\" does not write the send buffer [0x2000, +8 B)"]
+    );
+    let s = run_suggest(
+        &trace,
+        BuiltIn::DEFAULT.iter().map(|b| b.policy()).collect(),
+        true,
+    );
+    assert!(
+        s.groups
+            .iter()
+            .all(|g| g.moves.iter().all(|m| m.assumptions.is_empty())),
+        "{s:#?}"
+    );
+}

@@ -1,0 +1,119 @@
+//! `overlap suggest` on an unmodified C program traced by the preload
+//! (tests/programs/reorder.c: Irecv, Isend, one Waitall for both, then compute that
+//! touches neither buffer), and its errors.
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
+use serde_json::Value;
+
+use crate::trace::{program, program_line, trace};
+use crate::util::overlap;
+
+fn suggest_json(args: &[&str]) -> Value {
+    let run = overlap(args);
+    assert!(run.success(), "{}", run.describe());
+    serde_json::from_str(&run.stdout()).expect("suggest --json prints JSON")
+}
+
+#[test]
+fn the_suggestion_names_source_lines_and_its_assumptions() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("reorder.json");
+    let run = trace(2, &program("reorder"), &out);
+    assert!(run.success(), "{}", run.describe());
+    let path = out.to_str().unwrap();
+    let s = suggest_json(&["suggest", path, "--json"]);
+    assert_eq!(s["version"], 1);
+    assert!(s["self_error"].is_number(), "{s:#}");
+    let wait = program_line("reorder.c", "MPI_Waitall(2, req");
+    let irecv = program_line("reorder.c", "MPI_Irecv(in, count");
+    let groups = s["groups"].as_array().unwrap();
+    assert!(!groups.is_empty());
+    // The Waitall (both requests: nothing else touches their buffers) goes after the
+    // compute, before the next iteration's Irecv; it says which compute it assumes
+    // leaves the buffers alone, by the lines around it.
+    let moves = groups[0]["moves"].as_array().unwrap();
+    let waitall = moves
+        .iter()
+        .find(|m| {
+            m["what"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("MPI_Waitall at reorder.c:{wait}"))
+        })
+        .unwrap_or_else(|| panic!("no Waitall move: {s:#}"));
+    assert!(
+        waitall["to_before"]
+            .as_str()
+            .unwrap()
+            .starts_with("MPI_Irecv[recv from "),
+        "{waitall:#}"
+    );
+    assert_eq!(waitall["next_iteration"], true, "{waitall:#}");
+    let assumptions: Vec<String> = waitall["assumptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            format!(
+                "{} does not {} {}",
+                a["compute"].as_str().unwrap(),
+                a["must_not"].as_str().unwrap(),
+                a["buffer"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let between =
+        format!("the compute between reorder.c:{wait} (main) and reorder.c:{irecv} (main)");
+    assert!(
+        assumptions.contains(&format!("{between} does not write the send buffer")),
+        "{assumptions:#?}"
+    );
+    assert!(
+        assumptions.contains(&format!(
+            "{between} does not read or write the receive buffer"
+        )),
+        "{assumptions:#?}"
+    );
+    // Every move has a gain (the order without it replayed) and a verdict against the
+    // model's uncertainty.
+    for m in moves {
+        assert!(m["gain_ns"].is_i64(), "{m:#}");
+        assert!(m["suggested"].is_boolean());
+    }
+    // The text report says the same, by line.
+    let text = overlap(&["suggest", path]);
+    assert!(text.success(), "{}", text.describe());
+    text.assert_stdout_has(&format!(
+        "move MPI_Waitall at reorder.c:{wait} (main) (2 requests)"
+    ));
+    text.assert_stdout_has(&format!(
+        "assumes: {between} does not write the send buffer"
+    ));
+    // Conservative: no move that needs an assumption.
+    let s = suggest_json(&["suggest", path, "--json", "--conservative"]);
+    for g in s["groups"].as_array().unwrap() {
+        for m in g["moves"].as_array().unwrap() {
+            assert_eq!(m["assumptions"].as_array().unwrap().len(), 0, "{m:#}");
+        }
+    }
+}
+
+#[test]
+fn bad_arguments_are_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.json");
+    let run = overlap(&["suggest", missing.to_str().unwrap()]);
+    assert!(!run.success());
+    run.assert_stderr_has("missing.json");
+    let run = overlap(&[
+        "suggest",
+        missing.to_str().unwrap(),
+        "--policy",
+        "fastest-first",
+    ]);
+    assert!(!run.success());
+    run.assert_stderr_has("unknown policy \"fastest-first\"");
+    run.assert_stderr_has("posts-early, lower-tag-first");
+}
