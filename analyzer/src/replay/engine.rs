@@ -269,9 +269,10 @@ impl<'a> Sim<'a> {
                 Stage::Done | Stage::Blocked(_) => return Ok(()),
                 Stage::Next => {
                     if self.ranks[s].pos == self.orders[s].len() {
+                        // Its unmarked tail, outside MPI, ends it.
                         self.set_mpi(s, false, now);
                         self.ranks[s].stage = Stage::Done;
-                        self.ranks[s].end = now;
+                        self.ranks[s].end = now + self.p.ranks[s].tail_ns;
                         return Ok(());
                     }
                     self.ranks[s].stage = Stage::Enter;
