@@ -20,3 +20,4 @@ mod trace;
 mod traces;
 mod util;
 mod verdicts;
+mod whatif;
