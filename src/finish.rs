@@ -58,6 +58,9 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
             dir.display()
         )
     });
+    for n in &m.notes {
+        sayln!("warning: {n}");
+    }
     if !info.clock_suspect.is_empty() {
         sayln!(
             "warning: {} message(s) complete before they were sent once clocks are aligned; \

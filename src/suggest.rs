@@ -9,7 +9,10 @@ use clap::{Args, ValueEnum};
 use overlap_analyzer::dag::{built_in_names, BuiltIn, Options as DagOptions};
 use overlap_analyzer::ops::Program;
 use overlap_analyzer::replay::{NetworkFit, Progress};
-use overlap_analyzer::suggest::{program_of, render, suggest as suggest_trace, Options};
+use overlap_analyzer::sites::SiteTable;
+use overlap_analyzer::suggest::{
+    confirm, program_of, render, suggest as suggest_trace, Namer, Options,
+};
 
 use crate::output::{out, outln};
 
@@ -82,6 +85,11 @@ pub(crate) struct SuggestArgs {
     conservative: bool,
     #[command(flatten)]
     network: NetworkArgs,
+    /// Traces of re-runs of the program changed as suggested: their median measured
+    /// run time is set against the prediction, and each rank's iteration against the
+    /// suggested one.
+    #[arg(long, value_name = "TRACE", num_args = 1..)]
+    confirm: Vec<PathBuf>,
     /// Print the suggestion as JSON.
     #[arg(long)]
     json: bool,
@@ -109,7 +117,23 @@ pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     };
     let program = program_of(&trace)?;
     let fit = a.network.fit(&trace, &program)?;
-    let suggestion = suggest_trace(&trace, &program, fit, &options)?;
+    let mut suggestion = suggest_trace(&trace, &program, fit, &options)?;
+    if !a.confirm.is_empty() {
+        let mut reruns = Vec::new();
+        for path in &a.confirm {
+            let t = crate::cli::load_trace(path)?;
+            let p = program_of(&t)?;
+            reruns.push((t, p));
+        }
+        let sites = SiteTable::build(&trace);
+        let namer = Namer {
+            trace: &trace,
+            program: &program,
+            sites: &sites,
+        };
+        let pairs: Vec<_> = reruns.iter().map(|(t, p)| (t, p)).collect();
+        suggestion.confirmation = Some(confirm(&suggestion, &namer, &pairs));
+    }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&suggestion)?);
     } else {

@@ -73,6 +73,7 @@ fn rank_events(rank: u32, iterations: u64, mut each: impl FnMut(&Event)) {
             start: Nanos(t),
             end: Nanos(t + c1),
             name: "pack".into(),
+            buffers: None,
         }));
         t += c1 + 100;
         let bytes = if (i + u64::from(rank)) % 2 == 0 {
@@ -159,6 +160,7 @@ fn rank_events(rank: u32, iterations: u64, mut each: impl FnMut(&Event)) {
             start: Nanos(t),
             end: Nanos(t + c2),
             name: "compute".into(),
+            buffers: None,
         }));
         t += c2 + 100;
         // Everyone leaves the barrier at the iteration's end.

@@ -262,6 +262,7 @@ mod tests {
                 start: Nanos(2),
                 end: Nanos(6),
                 name: "c".into(),
+                buffers: None,
             }),
             call(0, Op::Wait, 8, 9),
             call(1, Op::Recv, 0, 3),

@@ -3,12 +3,17 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::num::NonZeroU64;
+use std::num::{NonZeroU32, NonZeroU64};
 use std::path::PathBuf;
 
 use overlap_format::clock::ClockModel;
 
 use crate::compute::{ComputeSource, RankCompute};
+
+mod access;
+
+use access::AccessTable;
+pub use access::{Access, Buffer, NamedBuffer};
 use overlap_format::schema::{
     ClockSync, Completion, Event, Footer, Header, InFlightDump, MergedInfo, Nanos, Op, RequestKind,
     SourceSite, Started, SyncPhase,
@@ -77,12 +82,23 @@ pub struct RankTrace<E = Vec<Event>> {
     pub problems: Vec<ReadProblem>,
     /// In-flight dumps (SIGUSR1 or a stall), in file order, times since the epoch.
     pub in_flight: Vec<InFlightDump>,
+    /// What was read whole but could not be used in full (a compute span naming a
+    /// buffer the program never bound: its buffers are unknown). Not a sign that the
+    /// file is incomplete.
+    pub notes: Vec<ReadProblem>,
 }
 
 impl<E> RankTrace<E> {
     /// The rank.
     pub fn rank(&self) -> u32 {
         self.header.rank
+    }
+
+    /// Its notes, each a line naming the file.
+    pub fn note_lines(&self) -> impl Iterator<Item = String> + '_ {
+        self.notes
+            .iter()
+            .map(|n| format!("{}: {n}", self.path.display()))
     }
 
     /// True when the file was read to a proper end with nothing skipped.
@@ -253,9 +269,15 @@ pub struct Span {
     pub end: Nanos,
     /// Recording thread.
     pub tid: u32,
+    /// For a compute span that declared its buffers, their entry in its timeline
+    /// ([`Timeline::access`]).
+    pub access: Option<NonZeroU32>,
     /// What it is.
     pub what: What,
 }
+
+// Traces hold tens of millions of spans: naming a compute span's buffers costs no byte.
+const _: () = assert!(std::mem::size_of::<Span>() == 32);
 
 impl Span {
     /// Its duration.
@@ -270,45 +292,6 @@ impl Span {
             What::Compute(_) => None,
         }
     }
-}
-
-/// A buffer an MPI call named: `[addr, addr + len)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Buffer {
-    /// Start address.
-    pub addr: u64,
-    /// Length in bytes.
-    pub len: u64,
-}
-
-impl Buffer {
-    /// True when the two byte ranges share a byte (an empty buffer shares none).
-    pub fn overlaps(&self, other: &Buffer) -> bool {
-        self.len > 0
-            && other.len > 0
-            && self.addr < other.addr.saturating_add(other.len)
-            && other.addr < self.addr.saturating_add(self.len)
-    }
-}
-
-/// A buffer a compute span names, bound by the program to an address range.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NamedBuffer {
-    /// The program's name for it (`halo_l`, `sendbuf`).
-    pub name: String,
-    /// Where it was when the span ran.
-    pub buf: Buffer,
-}
-
-/// The buffers a compute span reads and writes, as the program declared them (the
-/// `reads`/`writes` fields of a span). Absent (`None` where it is asked for) when the
-/// program said nothing: then they are unknown, never "none".
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Access {
-    /// Buffers read.
-    pub reads: Vec<NamedBuffer>,
-    /// Buffers written.
-    pub writes: Vec<NamedBuffer>,
 }
 
 /// The receive half of a Sendrecv.
@@ -384,6 +367,8 @@ pub struct Timeline {
     /// Compute span names.
     pub names: Vec<String>,
     name_ids: crate::fxhash::FxHashMap<String, u32>,
+    /// The buffers compute spans declared, each distinct list once.
+    accesses: AccessTable,
 }
 
 impl Timeline {
@@ -409,10 +394,12 @@ impl Timeline {
                         id
                     }
                 };
+                let access = c.buffers.as_deref().map(|b| self.accesses.intern(b));
                 self.spans.push(Span {
                     start: c.start,
                     end: c.end.max(c.start),
                     tid: c.tid,
+                    access,
                     what: What::Compute(id),
                 });
             }
@@ -458,6 +445,7 @@ impl Timeline {
                     start: c.start,
                     end: c.end.max(c.start),
                     tid: c.tid,
+                    access: None,
                     what: What::Call(c.op, id),
                 });
             }
@@ -496,10 +484,11 @@ impl Timeline {
         self.groups.get(first..first + n).unwrap_or(&[])
     }
 
-    /// The buffers a compute span declared it reads and writes (none recorded yet: the
-    /// recording side lands with the buffers change).
-    pub fn access(&self, _span: usize) -> Option<&Access> {
-        None
+    /// The buffers a compute span declared it reads and writes. `None` when it declared
+    /// nothing (they are unknown), or named a buffer the program never bound (the
+    /// reader says so), or when the span is not a compute span.
+    pub fn access(&self, span: usize) -> Option<&Access> {
+        self.accesses.get(self.spans.get(span)?.access?)
     }
 
     /// The name of a compute span.

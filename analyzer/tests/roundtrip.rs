@@ -83,6 +83,7 @@ fn record_sequence(rec: &Recorder, thread: u64, n: u64) -> Vec<Event> {
             start: Nanos(t + 10),
             end: Nanos(t + 500),
             name: "step".into(),
+            buffers: None,
         }));
         expected.push(Event::Call(CallEvent {
             tid,

@@ -3,7 +3,8 @@
 //! ring and the writer drains between batches, as in a program that does something
 //! between its MPI calls; the rate the writer sustains when calls come faster than it
 //! can write them is measured apart, by `benches/writer.rs`. Also: the recorder alone
-//! (no MPI), the clock reads, the bytes per event on disk and the ring memory per thread.
+//! (no MPI), a compute span plain and naming its buffers (guard and tracing layer), the
+//! clock reads, the bytes per event on disk and the ring memory per thread.
 //!
 //! Run with `make bench` (or `cargo bench -p overlap-instrument --bench overhead`); it
 //! initialises MPI as a singleton, so no `mpiexec` is needed.
@@ -16,9 +17,11 @@ use mpi::point_to_point::{Destination, Source};
 use mpi::request::scope;
 use mpi::topology::Communicator;
 use overlap_instrument::clock::monotonic_now_ns;
+use overlap_instrument::layer::ComputeLayer;
 use overlap_instrument::mpi::{TraceConfig, TraceSession};
-use overlap_instrument::recorder::{CallData, NullSink, Recorder, RecorderConfig};
+use overlap_instrument::recorder::{BufferAccess, CallData, NullSink, Recorder, RecorderConfig};
 use overlap_instrument::schema::{CommId, Op};
+use tracing_subscriber::layer::SubscriberExt;
 
 /// Operations per batch: at most 5 records each, so a batch fits in the default ring.
 const BATCH: usize = 2_000;
@@ -151,6 +154,30 @@ fn main() {
         "{:<38} {bound:8.1} ns per call (two stamps + ring append)",
         "thread recorder alone (the preload's)"
     );
+    // Compute spans: a plain guard, and one naming the buffers it reads and writes (a
+    // list interned once, as programs prepare it); then the same through the tracing
+    // layer, a span with `reads`/`writes` fields against one without.
+    let step = BufferAccess::new(&["halo_l", "halo_r", "x"], &["y"]).expect("names");
+    let (plain, named) = compare(
+        || drop(black_box(rec.compute("step"))),
+        || drop(black_box(rec.compute_with("step", step))),
+    );
+    println!(
+        "{:<38} {plain:8.1} ns per span; naming its buffers {named:8.1} ns (+{:.1})",
+        "compute span (guard)",
+        named - plain
+    );
+    let layer = tracing_subscriber::registry().with(ComputeLayer::new(rec.clone()));
+    tracing::subscriber::with_default(layer, || {
+        let plain_span = tracing::info_span!("step");
+        let named_span = tracing::info_span!("step", reads = "halo_l,halo_r,x", writes = "y");
+        let (plain, named) = compare(|| plain_span.in_scope(|| ()), || named_span.in_scope(|| ()));
+        println!(
+            "{:<38} {plain:8.1} ns per span; naming its buffers {named:8.1} ns (+{:.1})",
+            "compute span (tracing layer)",
+            named - plain
+        );
+    });
     let (_, stamp) = compare(
         || {},
         || {

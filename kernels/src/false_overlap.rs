@@ -24,7 +24,7 @@
 use overlap_instrument::mpi::OwnedRequest;
 use overlap_instrument::schema::{ParamValue, Params};
 
-use crate::{Kernel, KernelContext, KernelError, KernelReport};
+use crate::{access, Kernel, KernelContext, KernelError, KernelReport};
 
 pub use crate::options::false_overlap::{Options, Variant};
 
@@ -175,7 +175,16 @@ impl Kernel for FalseOverlap {
             .collect();
         let mut recv_buf = vec![0u64; large];
         // The send buffer is in MPI's hands (`None`) from its Isend to its Waitall.
-        let mut send_buf = Some(vec![0u64; large]);
+        let send_vec = vec![0u64; large];
+        // Bound once: the buffers keep their allocation (resized within capacity) as
+        // they go to MPI and come back.
+        rec.bind_vec("data", &data);
+        rec.bind_vec("recvbuf", &recv_buf);
+        rec.bind_vec("sendbuf", &send_vec);
+        let mut send_buf = Some(send_vec);
+        let packs = access(&["data"], &["sendbuf"])?;
+        let unpacks = access(&["recvbuf"], &["data"])?;
+        let computes = access(&["data"], &["data"])?;
         let mut sends: Vec<OwnedRequest<u64>> = Vec::with_capacity(1);
         let mut back: Vec<Vec<u64>> = Vec::with_capacity(1);
         let mut wait_sends = |sends: &mut Vec<OwnedRequest<u64>>| {
@@ -199,12 +208,12 @@ impl Kernel for FalseOverlap {
                     None => wait_sends(&mut sends),
                 };
                 {
-                    let _g = rec.compute("pack");
+                    let _g = rec.compute_with("pack", packs);
                     pack(&data, &mut sbuf[..send_words], rank, iteration, half);
                 }
                 let Some(peer) = peer else {
                     send_buf = Some(sbuf);
-                    let _g = rec.compute("compute");
+                    let _g = rec.compute_with("compute", computes);
                     compute(&mut data, o.compute);
                     continue;
                 };
@@ -220,11 +229,11 @@ impl Kernel for FalseOverlap {
                 report.messages_verified += 1;
                 report.bytes_received += recv_words as u64 * 8;
                 {
-                    let _g = rec.compute("unpack");
+                    let _g = rec.compute_with("unpack", unpacks);
                     unpack(&rbuf, &mut data);
                 }
                 {
-                    let _g = rec.compute("compute");
+                    let _g = rec.compute_with("compute", computes);
                     compute(&mut data, o.compute);
                 }
                 recv_buf = sized(rbuf, large);

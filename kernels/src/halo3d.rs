@@ -17,13 +17,14 @@
 use std::time::Instant;
 
 use mpi::request::scope;
+use overlap_instrument::recorder::BufferAccess;
 use overlap_instrument::schema::{ParamValue, Params};
 use serde::Serialize;
 
 use crate::results::{self, Table, REPETITION_HEADERS};
 use crate::stats::{measure, BatchTime, Measurement, Stability};
 use crate::sync::{coords, dims_3d, rank_at};
-use crate::{Kernel, KernelContext, KernelError};
+use crate::{access, Kernel, KernelContext, KernelError};
 
 /// Tags `TAG_BASE + direction`, direction `2 * dim + (0: down, 1: up)`.
 const TAG_BASE: i32 = 300;
@@ -196,6 +197,31 @@ impl Grid {
     }
 }
 
+/// Names of the send buffers (the faces packed for each direction: -x, +x, -y, +y, -z,
+/// +z) and of the receive buffers (the halo on each side), as compute spans name them.
+const FACES: [&str; 6] = [
+    "face_xm", "face_xp", "face_ym", "face_yp", "face_zm", "face_zp",
+];
+const HALOS: [&str; 6] = [
+    "halo_xm", "halo_xp", "halo_ym", "halo_yp", "halo_zm", "halo_zp",
+];
+
+/// What the swap's compute spans read and write: pack reads the block and writes the
+/// six faces; unpack reads the six halos and writes the block.
+struct SwapBuffers {
+    pack: BufferAccess,
+    unpack: BufferAccess,
+}
+
+impl SwapBuffers {
+    fn new() -> Result<SwapBuffers, KernelError> {
+        Ok(SwapBuffers {
+            pack: access(&["block"], &FACES)?,
+            unpack: access(&HALOS, &["block"])?,
+        })
+    }
+}
+
 impl Halo3d {
     fn swap(
         ctx: &KernelContext<'_>,
@@ -203,11 +229,12 @@ impl Halo3d {
         b: &mut Block,
         out: &mut [Vec<f64>; 6],
         inn: &mut [Vec<f64>; 6],
+        buffers: &SwapBuffers,
     ) {
         let comm = &ctx.comm;
         let e = b.e;
         {
-            let _g = ctx.recorder.compute("pack");
+            let _g = ctx.recorder.compute_with("pack", buffers.pack);
             for (dir, buf) in out.iter_mut().enumerate() {
                 b.pack(send_face(e, dir), buf);
             }
@@ -227,7 +254,7 @@ impl Halo3d {
             }
             comm.wait_all(&mut requests);
         });
-        let _g = ctx.recorder.compute("unpack");
+        let _g = ctx.recorder.compute_with("unpack", buffers.unpack);
         for (dir, buf) in inn.iter().enumerate() {
             b.unpack(halo_face(e, dir), buf);
         }
@@ -305,15 +332,22 @@ impl Kernel for Halo3d {
         let comm = &ctx.comm;
         let (rank, ranks) = (comm.rank(), comm.size());
         let grid = Grid::new(rank, ranks);
+        let buffers = SwapBuffers::new()?;
         let mut rows = Vec::new();
         for &e in &o.sizes {
             let mut b = Self::block(&grid, e);
             let mut out: [Vec<f64>; 6] = std::array::from_fn(|_| vec![0.0; e * e]);
             let mut inn: [Vec<f64>; 6] = std::array::from_fn(|_| vec![0.0; e * e]);
+            // Each size allocates its own buffers: bound again, the names move with them.
+            ctx.recorder.bind_vec("block", &b.cells);
+            for dir in 0..6 {
+                ctx.recorder.bind_vec(FACES[dir], &out[dir]);
+                ctx.recorder.bind_vec(HALOS[dir], &inn[dir]);
+            }
             let swap = measure(comm, &o.stability, |reps| {
                 let t0 = Instant::now();
                 for _ in 0..reps {
-                    Self::swap(ctx, &grid, &mut b, &mut out, &mut inn);
+                    Self::swap(ctx, &grid, &mut b, &mut out, &mut inn, &buffers);
                 }
                 BatchTime {
                     total: t0.elapsed().as_secs_f64(),

@@ -3,7 +3,7 @@
 
 use mpi::topology::SimpleCommunicator;
 use overlap_instrument::mpi::TracedComm;
-use overlap_instrument::recorder::Recorder;
+use overlap_instrument::recorder::{BufferAccess, BufferNameError, Recorder};
 use overlap_instrument::schema::Params;
 
 /// What a kernel needs to run on one rank.
@@ -109,6 +109,14 @@ pub enum KernelError {
     /// Options that cannot run.
     #[error("invalid option: {0}")]
     InvalidOption(String),
+    /// A compute span's list of buffers cannot be recorded.
+    #[error("compute span buffers: {0}")]
+    Buffers(#[from] BufferNameError),
+}
+
+/// The buffers a kind of compute span reads and writes, by the names the kernel bound.
+pub(crate) fn access(reads: &[&str], writes: &[&str]) -> Result<BufferAccess, KernelError> {
+    Ok(BufferAccess::new(reads, writes)?)
 }
 
 /// A bundled kernel.

@@ -38,4 +38,6 @@ pub mod sync;
 pub mod toeplitz;
 
 #[cfg(feature = "mpi")]
+pub(crate) use kernel::access;
+#[cfg(feature = "mpi")]
 pub use kernel::{Kernel, KernelContext, KernelError, KernelReport};

@@ -11,15 +11,27 @@
 //!   `FLAG_BLOCKINGCOMM`).
 //! - `nonblocking`: `MPI_Irecv`/`MPI_Isend` to the left and to the right, then the four
 //!   `MPI_Wait`s, then the product (MIDAPACK's default). Nothing runs between the posts
-//!   and the waits: the overlap is false.
-//! - `overlapped`: the same posts, then the interior rows (whose band lies in the local
-//!   block) are computed, then the four waits, then the `lambda` rows at each end.
+//!   and the waits: the overlap is false. The product is computed, and recorded, as two
+//!   spans: the interior rows (whose band lies in the local block: they read only the
+//!   local rows), then the `lambda` rows at each end (they read the halos and the edge
+//!   rows), so that a trace shows which part could move before the waits.
+//! - `overlapped`: the same posts, then the interior rows are computed, then the four
+//!   waits, then the `lambda` rows at each end: the same two spans, the interior moved
+//!   between the posts and the waits.
 //!
 //! ```text
 //!  blocking:     Sendrecv(left) Sendrecv(right) | product
-//!  nonblocking:  Irecv Isend Irecv Isend | Wait Wait Wait Wait | product
+//!  nonblocking:  Irecv Isend Irecv Isend | Wait Wait Wait Wait | interior | boundary
 //!  overlapped:   Irecv Isend Irecv Isend | interior | Wait Wait Wait Wait | boundary
 //! ```
+//!
+//! (A block of fewer than `2 * lambda` rows has no interior: both non-blocking variants
+//! then compute one `product` after the waits.) Every compute span names the buffers it
+//! reads and writes: `halo_l` and `halo_r` (the halos, where the receives land),
+//! `local` (the local rows; the sends read their first and last `lambda`), `edge_l` and
+//! `edge_r` (the `2 * lambda` local rows at each end, which the boundary reads), `y`
+//! and its parts `y_head`, `y_interior`, `y_tail` (the product), and `first` (the first
+//! iteration's product, which later ones are checked against).
 //!
 //! Every run checks its result: the first iteration's rows against a serial product of
 //! the same data (computed from the formulas that generate `t` and `X`, over global
@@ -37,12 +49,13 @@ use std::time::Instant;
 use mpi::collective::SystemOperation;
 use mpi::request::scope;
 use overlap_instrument::mpi::proc_null;
+use overlap_instrument::recorder::{BufferAccess, Recorder};
 use overlap_instrument::schema::{ParamValue, Params};
 
 pub use product::{fft_len, BandProduct};
 pub use verify::{deviation, serial_rows, Deviation};
 
-use crate::{Kernel, KernelContext, KernelError};
+use crate::{access, Kernel, KernelContext, KernelError};
 
 /// Largest relative error (max norm) of the product against the serial product.
 pub const TOLERANCE: f64 = 1e-12;
@@ -282,20 +295,22 @@ impl Toeplitz {
         b: &mut Block,
         products: &mut Products,
         y: &mut [f64],
+        spans: &Spans,
     ) -> IterationTime {
         let rec = ctx.recorder;
         let (lambda, m, nl) = (b.lambda, b.m, b.local_rows());
+        let split = nl >= 2 * lambda;
         b.poison_halos();
         let t0 = Instant::now();
         let mut interior_s = 0.0;
         match self.options.variant {
             Variant::Blocking => self.exchange_blocking(ctx, b),
             Variant::Nonblocking => self.exchange_nonblocking(ctx, b, |_| {}),
-            Variant::Overlapped if nl >= 2 * lambda => {
+            Variant::Overlapped if split => {
                 let interior = &mut y[lambda * m..(nl - lambda) * m];
                 self.exchange_nonblocking(ctx, b, |local| {
                     let t = Instant::now();
-                    let _g = rec.compute("interior");
+                    let _g = rec.compute_with("interior", spans.interior);
                     products.whole.apply(local, interior);
                     interior_s = t.elapsed().as_secs_f64();
                 });
@@ -307,15 +322,24 @@ impl Toeplitz {
         self.inject_fault(ctx, b);
         let t1 = Instant::now();
         match self.options.variant {
-            Variant::Overlapped if nl >= 2 * lambda => {
-                let _g = rec.compute("boundary");
+            Variant::Nonblocking | Variant::Overlapped if split => {
+                if self.options.variant == Variant::Nonblocking {
+                    // What the overlapped variant computes between the posts and the
+                    // waits, computed here after them.
+                    let _g = rec.compute_with("interior", spans.interior);
+                    let local = &b.ext[lambda * m..(lambda + nl) * m];
+                    products
+                        .whole
+                        .apply(local, &mut y[lambda * m..(nl - lambda) * m]);
+                }
+                let _g = rec.compute_with("boundary", spans.boundary);
                 let (head, rest) = y.split_at_mut(lambda * m);
                 let tail = &mut rest[(nl - 2 * lambda) * m..];
                 products.boundary.apply(&b.ext[..3 * lambda * m], head);
                 products.boundary.apply(&b.ext[(nl - lambda) * m..], tail);
             }
             _ => {
-                let _g = rec.compute("product");
+                let _g = rec.compute_with("product", spans.product);
                 products.whole.apply(&b.ext, y);
             }
         }
@@ -324,6 +348,49 @@ impl Toeplitz {
             exchange: exchanged - interior_s,
             compute: compute + interior_s,
         }
+    }
+}
+
+/// What each compute span reads and writes (see the module's documentation).
+struct Spans {
+    interior: BufferAccess,
+    boundary: BufferAccess,
+    product: BufferAccess,
+    check: BufferAccess,
+    verify: BufferAccess,
+}
+
+impl Spans {
+    fn new() -> Result<Spans, KernelError> {
+        Ok(Spans {
+            interior: access(&["local"], &["y_interior"])?,
+            boundary: access(
+                &["halo_l", "edge_l", "edge_r", "halo_r"],
+                &["y_head", "y_tail"],
+            )?,
+            product: access(&["halo_l", "local", "halo_r"], &["y"])?,
+            check: access(&["y", "first"], &["first"])?,
+            verify: access(&["first"], &[])?,
+        })
+    }
+
+    /// Binds the names to the block's halos and rows, the product and its first copy.
+    fn bind(rec: &Recorder, b: &Block, y: &[f64], first: &Vec<f64>) {
+        let (lambda, m, nl) = (b.lambda, b.m, b.local_rows());
+        let rows = |from: usize, to: usize| &b.ext[from * m..to * m];
+        rec.bind_slice("halo_l", rows(0, lambda));
+        rec.bind_slice("local", rows(lambda, lambda + nl));
+        rec.bind_slice("halo_r", rows(lambda + nl, nl + 2 * lambda));
+        let edge = (2 * lambda).min(nl);
+        rec.bind_slice("edge_l", rows(lambda, lambda + edge));
+        rec.bind_slice("edge_r", rows(lambda + nl - edge, lambda + nl));
+        rec.bind_slice("y", y);
+        let head = (lambda * m).min(y.len());
+        let tail = y.len().saturating_sub(lambda * m).max(head);
+        rec.bind_slice("y_head", &y[..head]);
+        rec.bind_slice("y_interior", &y[head..tail]);
+        rec.bind_slice("y_tail", &y[tail..]);
+        rec.bind_vec("first", first);
     }
 }
 
@@ -377,12 +444,15 @@ impl Kernel for Toeplitz {
             boundary: BandProduct::new(band, m, method, 3 * lambda),
         };
         let mut y = vec![0.0; nl * m];
-        let mut first = Vec::new();
+        // Room for the copy up front, so that making it moves nothing already bound.
+        let mut first = Vec::with_capacity(y.len());
+        let spans = Spans::new()?;
+        Spans::bind(ctx.recorder, &b, &y, &first);
         let mut times = Vec::with_capacity(o.iterations);
         comm.barrier();
         for iteration in 0..o.iterations {
-            times.push(self.iteration(ctx, &mut b, &mut products, &mut y));
-            let _g = ctx.recorder.compute("check");
+            times.push(self.iteration(ctx, &mut b, &mut products, &mut y, &spans));
+            let _g = ctx.recorder.compute_with("check", spans.check);
             if iteration == 0 {
                 first.clone_from(&y);
             } else if let Some(i) = (0..y.len()).find(|&i| y[i].to_bits() != first[i].to_bits()) {
@@ -394,7 +464,7 @@ impl Kernel for Toeplitz {
             }
         }
         let local = {
-            let _g = ctx.recorder.compute("verify");
+            let _g = ctx.recorder.compute_with("verify", spans.verify);
             deviation(&first, &serial_rows(o.size, lambda, m, rows.clone()), m)
         };
         let received = u64::from(b.left.is_some()) + u64::from(b.right.is_some());

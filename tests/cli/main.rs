@@ -2,6 +2,7 @@
 //! errors a user sees.
 
 mod analyze;
+mod buffers;
 mod crash;
 mod failures;
 mod gate;

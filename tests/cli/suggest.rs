@@ -80,7 +80,7 @@ fn the_suggestion_names_source_lines_and_its_assumptions() {
     // model's uncertainty.
     for m in moves {
         assert!(m["gain_ns"].is_i64(), "{m:#}");
-        assert!(m["suggested"].is_boolean());
+        assert!(m["verdict"].is_string(), "{m:#}");
     }
     // The text report says the same, by line.
     let text = overlap(&["suggest", path]);

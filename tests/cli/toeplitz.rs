@@ -1,7 +1,8 @@
 //! `overlap run toeplitz` under real `mpiexec`: every variant verifies its product, the
 //! merged trace holds the calls the variant issues (MPI_Sendrecv for blocking,
 //! MPI_Irecv/MPI_Isend/MPI_Wait for the others), and only the overlapped variant
-//! computes between the posts and the waits. A corrupted halo fails the run.
+//! computes between the posts and the waits (the non-blocking one computes the same
+//! interior and boundary after the waits). A corrupted halo fails the run.
 
 use overlap_analyzer::import::read_merged;
 use overlap_analyzer::model::MergedTrace;
@@ -85,8 +86,8 @@ fn check_counts(t: &MergedTrace, ranks: u32, variant: &str) {
             "rank {rank}: two reductions after"
         );
         let (product, interior) = match variant {
-            "overlapped" => (0, ITERS),
-            _ => (ITERS, 0),
+            "blocking" => (ITERS, 0),
+            _ => (0, ITERS),
         };
         assert_eq!(computes(t, rank, "product"), product, "rank {rank}");
         assert_eq!(computes(t, rank, "interior"), interior, "rank {rank}");
@@ -119,7 +120,8 @@ fn check_counts(t: &MergedTrace, ranks: u32, variant: &str) {
 }
 
 /// Overlapped: each interior span comes after the last post and before the first wait.
-/// Non-blocking: nothing is computed between a post and the waits (false overlap).
+/// Non-blocking: nothing is computed between a post and the waits (false overlap); the
+/// interior comes after the last wait, the boundary right after it.
 fn check_placement(t: &MergedTrace, ranks: u32, variant: &str) {
     for rank in 0..ranks {
         let events = &t.events[&rank];
@@ -138,6 +140,14 @@ fn check_placement(t: &MergedTrace, ranks: u32, variant: &str) {
                         op_at(i + 1).is_some(),
                         "rank {rank}: compute after post {i}"
                     );
+                }
+                ("nonblocking", Event::Compute(c)) if c.name == "interior" => {
+                    assert_eq!(op_at(i - 1), Some(Op::Wait), "rank {rank}: before {i}");
+                    let next = match &events[i + 1] {
+                        Event::Compute(n) => n.name.as_str(),
+                        Event::Call(_) => "a call",
+                    };
+                    assert_eq!(next, "boundary", "rank {rank}: after {i}");
                 }
                 _ => {}
             }

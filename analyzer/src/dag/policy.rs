@@ -13,6 +13,9 @@
 //!   `0`, which would order every compute before every request of a positive tag);
 //! - program order, the last tie-break, always applied.
 //!
+//! [`BuiltIn::WaitsLate`] (not applied by default) is the completions' half of
+//! posts-early: waits as late as they may go, posts left where the program put them.
+//!
 //! A user policy in Rust:
 //!
 //! ```
@@ -157,23 +160,33 @@ pub enum BuiltIn {
     PostsEarly,
     /// Requests with lower tags first.
     LowerTagFirst,
+    /// Completions late, and nothing said of posts: the half of [`BuiltIn::PostsEarly`]
+    /// that defers waits, for programs whose posts should stay where they are.
+    WaitsLate,
 }
 
 impl BuiltIn {
-    /// Every built-in, in the default priority.
+    /// The built-ins applied by default, in their priority.
     pub const DEFAULT: [BuiltIn; 2] = [BuiltIn::PostsEarly, BuiltIn::LowerTagFirst];
+    /// Every built-in.
+    pub const ALL: [BuiltIn; 3] = [
+        BuiltIn::PostsEarly,
+        BuiltIn::LowerTagFirst,
+        BuiltIn::WaitsLate,
+    ];
 
     /// Its name on the command line.
     pub fn name(self) -> &'static str {
         match self {
             BuiltIn::PostsEarly => "posts-early",
             BuiltIn::LowerTagFirst => "lower-tag-first",
+            BuiltIn::WaitsLate => "waits-late",
         }
     }
 
     /// The built-in of a name.
     pub fn parse(name: &str) -> Option<BuiltIn> {
-        Self::DEFAULT.into_iter().find(|b| b.name() == name)
+        Self::ALL.into_iter().find(|b| b.name() == name)
     }
 
     /// The policy.
@@ -189,13 +202,16 @@ impl BuiltIn {
                 })
             }),
             BuiltIn::LowerTagFirst => Policy::key(self.name(), |op| op.tag().map(i64::from)),
+            BuiltIn::WaitsLate => {
+                Policy::key(self.name(), |op| Some(i64::from(op.is_completion())))
+            }
         }
     }
 }
 
 /// The names of the built-ins, for help and errors.
 pub fn built_in_names() -> String {
-    BuiltIn::DEFAULT
+    BuiltIn::ALL
         .iter()
         .map(|b| b.name())
         .collect::<Vec<_>>()

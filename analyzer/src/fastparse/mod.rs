@@ -95,6 +95,7 @@ pub(crate) fn parse_complete(buf: &[u8]) -> Option<(FastEvent, usize)> {
                 start,
                 end,
                 name: name.to_owned(),
+                buffers: None,
             })
         }
     };

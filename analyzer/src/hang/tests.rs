@@ -39,6 +39,7 @@ fn rank(rank: u32, size: u32, events: Vec<Event>, dump: Option<InFlightDump>) ->
         events,
         problems: Vec::new(),
         in_flight: dump.into_iter().collect(),
+        notes: Vec::new(),
     }
 }
 

@@ -14,7 +14,7 @@ use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_V
 use super::{complete_event, completeness, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
 use crate::merge::{match_all, read_files_into, world_size_of, ClockPlan, Unreadable};
-use crate::model::{Place, ReadProblem, Timeline, Trace};
+use crate::model::{Place, RankTrace, ReadProblem, Timeline, Trace};
 use crate::{Error, Result};
 
 /// A run loaded for analysis, and what could not be used.
@@ -64,6 +64,7 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
         progress(done, total);
     })?;
     let plan = ClockPlan::new(&traces);
+    let notes = traces.iter().flat_map(RankTrace::note_lines).collect();
     let mut timelines: Vec<Timeline> = Vec::with_capacity(traces.len());
     let mut metas = Vec::with_capacity(traces.len());
     for (i, mut t) in traces.into_iter().enumerate() {
@@ -95,7 +96,7 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
         ),
         unreadable,
         problems: Vec::new(),
-        notes: Vec::new(),
+        notes,
         cut_short: false,
     })
 }

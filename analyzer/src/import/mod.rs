@@ -15,12 +15,13 @@ use crate::fastparse::parse_complete;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_format::schema::{
     readable_version, CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header,
-    MergedInfo, Nanos, Op, SourceSite, FORMAT_NAME, FORMAT_VERSION, JSON_RANK_FILE_EXTENSION,
-    RANK_FILE_EXTENSION,
+    MergedInfo, Nanos, Op, SourceSite, SpanBuffers, FORMAT_NAME, FORMAT_VERSION,
+    JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
 };
 use serde_json::Value;
 
@@ -65,11 +66,24 @@ pub(crate) fn complete_event(raw: &RawEvent<'_>) -> std::result::Result<Event, S
             start,
             end,
             name: raw.name.to_string(),
+            buffers: compute_buffers(raw)?,
         })),
         other => Err(format!(
             "complete event {:?} has category {other:?}, expected mpi or compute",
             raw.name
         )),
+    }
+}
+
+/// The buffers a compute span's `args` declare: none for `{}` (or no args), as every
+/// version before 6 wrote.
+fn compute_buffers(raw: &RawEvent<'_>) -> std::result::Result<Option<Arc<SpanBuffers>>, String> {
+    match &raw.args {
+        None => Ok(None),
+        Some(Value::Object(m)) if m.is_empty() => Ok(None),
+        Some(v) => serde_json::from_value::<SpanBuffers>(v.clone())
+            .map(|b| Some(Arc::new(b)))
+            .map_err(|e| format!("{}: bad args: {e}", raw.name)),
     }
 }
 
@@ -369,6 +383,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
         events,
         footer,
         problems,
+        notes: Vec::new(),
         in_flight: Vec::new(),
     })
 }

@@ -13,6 +13,14 @@ use super::EventSink;
 use crate::model::{Place, RankTrace, ReadProblem};
 use crate::{Error, Result};
 
+fn read_problem(p: stream::Problem) -> ReadProblem {
+    ReadProblem {
+        event_index: p.event_index,
+        place: Place::Offset(p.offset),
+        reason: p.reason,
+    }
+}
+
 /// Reads the bytes of a binary per-rank stream (`path` is for messages).
 pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
     let mut c = Collected::<S>::default();
@@ -39,13 +47,7 @@ pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result
         events: c.events,
         footer: c.footer,
         in_flight: c.in_flight,
-        problems: problems
-            .into_iter()
-            .map(|p| ReadProblem {
-                event_index: p.event_index,
-                place: Place::Offset(p.offset),
-                reason: p.reason,
-            })
-            .collect(),
+        problems: problems.into_iter().map(read_problem).collect(),
+        notes: c.notes.into_iter().map(read_problem).collect(),
     })
 }

@@ -143,6 +143,9 @@ pub struct MergeOutcome {
     pub merged: Merged,
     /// Files that could not be used.
     pub unreadable: Vec<Unreadable>,
+    /// What was read but could not be used in full, one line each naming its file
+    /// (a compute span naming a buffer never bound).
+    pub notes: Vec<String>,
 }
 
 /// Reads the per-rank `files` of `dir` (from [`rank_files`]) into `S`, skipping files
@@ -188,9 +191,11 @@ pub(crate) fn read_files_into<S: EventSink>(
 /// files are not one run.
 pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
     let (traces, unreadable) = read_files_into::<Vec<Event>>(dir, rank_files(dir)?, |_| {})?;
+    let notes = traces.iter().flat_map(RankTrace::note_lines).collect();
     Ok(MergeOutcome {
         merged: merge(traces),
         unreadable,
+        notes,
     })
 }
 

@@ -94,6 +94,27 @@ impl Namer<'_> {
         }
     }
 
+    /// A name that is the same for the same operation in another run of the program:
+    /// what it is and its symbolized call site (a compute: its name, or the calls around
+    /// the gap), without its duration.
+    pub fn key(&self, rank: &RankProgram, i: usize) -> String {
+        let op = &rank.ops[i];
+        match &op.kind {
+            OpKind::Compute {
+                name,
+                inferred: true,
+                until_span,
+                ..
+            } => format!(
+                "{} {}",
+                self.program.name(*name),
+                self.inferred(rank, op.span, *until_span)
+            ),
+            OpKind::Compute { name, .. } => format!("compute \"{}\"", self.program.name(*name)),
+            _ => self.short(rank, i),
+        }
+    }
+
     /// A full name: what the operation does and where.
     pub fn long(&self, rank: &RankProgram, i: usize) -> String {
         let op = &rank.ops[i];

@@ -10,12 +10,14 @@
 //! 4. The replay ([`crate::replay`]) predicts the run time of the measured order (its
 //!    error against the measured run is the self-check), of the consensus, and of the
 //!    consensus without each move in turn: a move's gain is what undoing it alone
-//!    costs. A move whose gain exceeds the model's uncertainty is suggested; the others
-//!    are reported as below it. The suggested order keeps only the suggested moves.
+//!    costs. A move whose gain exceeds the model's uncertainty gains; one within it is
+//!    kept (the policies want it) and reported as below the uncertainty; one that costs
+//!    more than the uncertainty is left out of the suggested order.
 //! 5. An order that deadlocks in the replay (also when standard-mode sends are taken to
 //!    wait for their receive, as MPI allows, unless the measured order needs eager
 //!    buffering itself) is rejected, with the reason.
 
+mod confirm;
 mod describe;
 mod moves;
 mod render;
@@ -24,6 +26,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use confirm::{confirm, Confirmation, OrderMatch};
 pub use describe::{Assumption, Namer};
 pub use moves::{Move, Pattern};
 pub use render::render;
@@ -104,10 +107,38 @@ pub struct MoveReport {
     /// ns; negative: it costs; `None`: not evaluated (the order without it could not be
     /// replayed).
     pub gain_ns: Option<i64>,
-    /// The gain exceeds the model's uncertainty.
-    pub suggested: bool,
+    /// What the gain says about the move.
+    pub verdict: Verdict,
     /// What it takes for granted.
     pub assumptions: Vec<Assumption>,
+}
+
+/// What a move's predicted gain says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// It gains more than the model's uncertainty.
+    Gains,
+    /// Its gain or cost is within the model's uncertainty: the policies want it, the
+    /// replay cannot tell it pays.
+    BelowUncertainty,
+    /// It costs more than the uncertainty: left out of the suggested order.
+    Costs,
+    /// The order without it could not be replayed: kept, its gain unknown.
+    Unknown,
+}
+
+impl Verdict {
+    /// The verdict on a gain (ns; `None`: not evaluated).
+    pub fn of(gain_ns: Option<i64>, uncertainty_ns: u64) -> Verdict {
+        let u = uncertainty_ns as i64;
+        match gain_ns {
+            None => Verdict::Unknown,
+            Some(g) if g > u => Verdict::Gains,
+            Some(g) if g < -u => Verdict::Costs,
+            Some(_) => Verdict::BelowUncertainty,
+        }
+    }
 }
 
 /// Ranks that run the same program and get the same moves.
@@ -162,6 +193,11 @@ pub struct Suggestion {
     pub groups: Vec<Group>,
     /// What the reader should know (threads left out, what the replay assumed).
     pub notes: Vec<String>,
+    /// A re-run's confirmation, when one was given ([`confirm`]).
+    pub confirmation: Option<Confirmation>,
+    /// The suggested order of each rank (operation indices, by rank slot).
+    #[serde(skip)]
+    pub orders: Vec<Vec<usize>>,
 }
 
 /// What a rank's moves are: per pattern, the key of what moves, of where it lands, and
@@ -374,27 +410,20 @@ pub fn suggest(
         ),
         _ => ranked.iter().map(|(_, p)| vec![None; p.len()]).collect(),
     };
-    // The suggested order: the consensus with every move below the uncertainty undone.
+    // The suggested order: the consensus with every move that costs undone.
     let mut suggested_orders = measured_orders.clone();
     if rejected.is_none() {
         for (slot, (o, patterns)) in ranked.iter().enumerate() {
-            let weak: Vec<usize> = patterns
+            let costly: Vec<usize> = patterns
                 .iter()
                 .zip(&gains[slot])
-                .filter(|(_, g)| g.is_none_or(|g| g <= uncertainty_ns as i64))
+                .filter(|(_, g)| Verdict::of(**g, uncertainty_ns) == Verdict::Costs)
                 .flat_map(|(p, _)| p.instances.iter().flat_map(|m| m.ops.iter().copied()))
                 .collect();
-            let strong = patterns.len()
-                - gains[slot]
-                    .iter()
-                    .filter(|g| g.is_none_or(|g| g <= uncertainty_ns as i64))
-                    .count();
-            suggested_orders[slot] = if weak.is_empty() {
+            suggested_orders[slot] = if costly.is_empty() {
                 o.consensus.order.clone()
-            } else if strong == 0 {
-                measured_orders[slot].clone()
             } else {
-                dag::order_rank_pinned(program, &program.ranks[slot], &options.dag, &weak)
+                dag::order_rank_pinned(program, &program.ranks[slot], &options.dag, &costly)
                     .consensus
                     .order
             };
@@ -471,5 +500,7 @@ pub fn suggest(
         rejected,
         groups,
         notes,
+        confirmation: None,
+        orders: suggested_orders,
     })
 }

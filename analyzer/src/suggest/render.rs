@@ -10,7 +10,7 @@ use crate::report::units::duration;
 
 use super::describe::{assumptions, Namer};
 use super::moves::Pattern;
-use super::{Group, MoveReport, Suggestion};
+use super::{Group, MoveReport, Suggestion, Verdict};
 
 /// Short names of `ops` (in that order), completions of one call shown as one line.
 fn lines(namer: &Namer, rank: &RankProgram, ops: &[usize]) -> Vec<String> {
@@ -105,7 +105,7 @@ pub(super) fn group(
                 next_iteration,
                 iterations: p.instances.len(),
                 gain_ns: *gain,
-                suggested: gain.is_some_and(|g| g > uncertainty_ns as i64),
+                verdict: Verdict::of(*gain, uncertainty_ns),
                 assumptions: found,
             }
         })
@@ -223,10 +223,11 @@ pub fn render(s: &Suggestion) -> String {
                 "gain unknown (the order without it could not be replayed)".to_string(),
                 |x| format!("gain {}", signed(x)),
             );
-            let verdict = if m.suggested {
-                "suggested"
-            } else {
-                "not suggested: below the model's uncertainty"
+            let verdict = match m.verdict {
+                Verdict::Gains => "suggested",
+                Verdict::BelowUncertainty => "kept, but within the model's uncertainty",
+                Verdict::Costs => "left out: it costs",
+                Verdict::Unknown => "kept, gain unknown",
             };
             let _ = writeln!(
                 o,
@@ -288,6 +289,45 @@ pub fn render(s: &Suggestion) -> String {
             duration(c.low_ns),
             duration(c.high_ns)
         );
+    }
+    if let Some(c) = &s.confirmation {
+        let _ = writeln!(
+            o,
+            "\nre-run ({} trace(s)): measured median {}; predicted {}; error {}",
+            c.runs.len(),
+            duration(c.median_ns),
+            c.predicted_ns.map_or("none".to_string(), duration),
+            c.error
+                .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0))
+        );
+        for m in &c.orders {
+            match &m.difference {
+                None => {
+                    let _ = writeln!(
+                        o,
+                        "  rank {}: the re-run's iteration is the suggested one",
+                        m.rank
+                    );
+                }
+                Some(d) => {
+                    let _ = writeln!(o, "  rank {}: the re-run's iteration differs: {d}", m.rank);
+                    if let Some((ours, theirs)) = &m.iterations {
+                        let width = ours
+                            .iter()
+                            .map(|l| l.chars().count())
+                            .max()
+                            .unwrap_or(0)
+                            .min(60);
+                        let _ = writeln!(o, "    {:<width$} | re-run", "suggested");
+                        for k in 0..ours.len().max(theirs.len()) {
+                            let a = ours.get(k).map_or("", String::as_str);
+                            let b = theirs.get(k).map_or("", String::as_str);
+                            let _ = writeln!(o, "    {a:<width$} | {b}");
+                        }
+                    }
+                }
+            }
+        }
     }
     for note in &s.notes {
         let _ = writeln!(o, "note: {note}");

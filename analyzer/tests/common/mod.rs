@@ -138,6 +138,7 @@ pub fn compute(start: u64, end: u64, name: &str) -> Event {
         start: Nanos(start),
         end: Nanos(end),
         name: name.into(),
+        buffers: None,
     })
 }
 
@@ -173,6 +174,7 @@ pub fn rank_trace(header: Header, syncs: Vec<ClockSync>, events: Vec<Event>) -> 
         events,
         footer: Some(footer(n)),
         problems: Vec::new(),
+        notes: Vec::new(),
         in_flight: Vec::new(),
     }
 }

@@ -9,8 +9,11 @@
 use std::panic::Location;
 
 use overlap_format::fxhash::FxHashMap;
-use overlap_format::stream::codec::{encode_site, encode_string_head, STRING_MAX};
+use overlap_format::stream::codec::{
+    encode_buffers_head, encode_site, encode_string_head, STRING_MAX,
+};
 
+use super::buffers::BufferAccess;
 use super::ring::Group;
 use super::site::{SiteKind, SiteWord};
 
@@ -27,6 +30,8 @@ pub(crate) struct ThreadEncoder {
     /// The most recent site words defined, by a hash of the word: the common case of a
     /// call from a line already seen costs a compare.
     site_cache: [u64; SITE_CACHE],
+    /// Buffers definitions defined, by id.
+    buffers: Vec<bool>,
 }
 
 /// Definitions a group adds, committed to the encoder once the group is published.
@@ -35,6 +40,7 @@ pub(crate) struct NewDefs {
     strings: [(usize, u32); 2],
     n_strings: usize,
     site: Option<u64>,
+    buffers: Option<u32>,
 }
 
 impl ThreadEncoder {
@@ -120,6 +126,19 @@ impl ThreadEncoder {
         defs.site = Some(word);
     }
 
+    /// Defines the buffer names of `b` in `g`, when this thread has not yet.
+    #[inline]
+    pub(crate) fn buffers<W: FnMut() -> bool>(
+        &self,
+        b: BufferAccess,
+        g: &mut Group<'_, W>,
+        defs: &mut NewDefs,
+    ) {
+        if !self.buffers.get(b.id() as usize).copied().unwrap_or(false) {
+            define_buffers(b.id(), g, defs);
+        }
+    }
+
     /// Remembers what a published group defined.
     #[inline]
     pub(crate) fn commit(&mut self, defs: &NewDefs) {
@@ -130,6 +149,22 @@ impl ThreadEncoder {
             self.sites.insert(word, ());
             self.site_cache[slot(word)] = word;
         }
+        if let Some(id) = defs.buffers {
+            let id = id as usize;
+            if self.buffers.len() <= id {
+                self.buffers.resize(id + 1, false);
+            }
+            self.buffers[id] = true;
+        }
+    }
+}
+
+#[cold]
+fn define_buffers<W: FnMut() -> bool>(id: u32, g: &mut Group<'_, W>, defs: &mut NewDefs) {
+    if let Some(def) = BufferAccess::definition(id) {
+        g.record(|c| encode_buffers_head(c, id, def.reads, def.writes, def.names.len()));
+        g.put(&def.names);
+        defs.buffers = Some(id);
     }
 }
 

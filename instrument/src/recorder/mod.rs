@@ -8,6 +8,7 @@
 //! bounded: each thread's ring has a fixed size, and a thread that fills its ring waits
 //! for the writer (counted as a stall in the footer) rather than drop events or grow.
 
+mod buffers;
 mod config;
 mod encode;
 mod inflight;
@@ -25,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
+pub use buffers::{BufferAccess, BufferNameError};
 pub use config::{FinishReport, RecorderConfig};
 pub use inflight::{request_dump, WaitsOn};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
@@ -36,7 +38,7 @@ pub use span::{ComputeGuard, DetachedSpan};
 pub use thread::ThreadRecorder;
 
 use overlap_format::stream::codec::{
-    encode_call, encode_completion, encode_compute, encode_sync, Deltas,
+    encode_call, encode_completion, encode_compute, encode_compute_buffers, encode_sync, Deltas,
 };
 
 use crate::clock::{monotonic_now_ns, Stamp, Timebase};
@@ -63,6 +65,8 @@ pub(crate) struct Shared {
     writer_thread: OnceLock<Thread>,
     /// An in-flight dump asked of this recorder.
     dump_asked: Arc<AtomicBool>,
+    /// Buffer bindings not written yet: a bindings frame's payload.
+    bindings: Mutex<Vec<u8>>,
 }
 
 impl Shared {
@@ -149,6 +153,7 @@ impl Recorder {
             finished: AtomicBool::new(false),
             writer_thread: OnceLock::new(),
             dump_asked: Arc::new(AtomicBool::new(false)),
+            bindings: Mutex::new(Vec::new()),
         });
         let for_writer = Arc::clone(&shared);
         let interval = config.flush_interval;
@@ -395,9 +400,29 @@ impl Recorder {
     /// Records a compute span that has already happened.
     #[inline]
     pub fn record_compute(&self, name: &'static str, start: Stamp, end: Stamp) {
+        self.record_compute_with(name, None, start, end);
+    }
+
+    /// Records a compute span that has already happened, with the buffers it read and
+    /// wrote when it says (see [`BufferAccess`]).
+    #[inline]
+    pub fn record_compute_with(
+        &self,
+        name: &'static str,
+        buffers: Option<BufferAccess>,
+        start: Stamp,
+        end: Stamp,
+    ) {
         self.push(None, 1, |encoder, deltas, group, defs| {
             let id = encoder.name(name, group, defs);
-            group.record(|c| encode_compute(c, deltas, id, start.raw(), end.raw()));
+            let (start, end) = (start.raw(), end.raw());
+            match buffers {
+                None => group.record(|c| encode_compute(c, deltas, id, start, end)),
+                Some(b) => {
+                    encoder.buffers(b, group, defs);
+                    group.record(|c| encode_compute_buffers(c, deltas, id, start, end, b.id()));
+                }
+            }
         });
     }
 
@@ -407,6 +432,7 @@ impl Recorder {
         ComputeGuard {
             recorder: self,
             name,
+            buffers: None,
             start: self.stamp(),
         }
     }
@@ -417,6 +443,7 @@ impl Recorder {
     pub fn start_compute(&self, name: &'static str) -> DetachedSpan {
         DetachedSpan {
             name,
+            buffers: None,
             start: self.stamp(),
         }
     }

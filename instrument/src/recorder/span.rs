@@ -1,6 +1,6 @@
 //! Compute spans timed by a guard ([`ComputeGuard`]) or by hand ([`DetachedSpan`]).
 
-use super::Recorder;
+use super::{BufferAccess, Recorder};
 use crate::clock::Stamp;
 
 /// Ends a compute span when dropped.
@@ -8,6 +8,7 @@ use crate::clock::Stamp;
 pub struct ComputeGuard<'r> {
     pub(super) recorder: &'r Recorder,
     pub(super) name: &'static str,
+    pub(super) buffers: Option<BufferAccess>,
     pub(super) start: Stamp,
 }
 
@@ -15,7 +16,8 @@ impl Drop for ComputeGuard<'_> {
     #[inline]
     fn drop(&mut self) {
         let end = self.recorder.stamp();
-        self.recorder.record_compute(self.name, self.start, end);
+        self.recorder
+            .record_compute_with(self.name, self.buffers, self.start, end);
     }
 }
 
@@ -23,12 +25,13 @@ impl Drop for ComputeGuard<'_> {
 #[must_use = "call finish() to record the span"]
 pub struct DetachedSpan {
     pub(super) name: &'static str,
+    pub(super) buffers: Option<BufferAccess>,
     pub(super) start: Stamp,
 }
 
 impl DetachedSpan {
     /// Ends the span now and records it.
     pub fn finish(self, recorder: &Recorder) {
-        recorder.record_compute(self.name, self.start, recorder.stamp());
+        recorder.record_compute_with(self.name, self.buffers, self.start, recorder.stamp());
     }
 }

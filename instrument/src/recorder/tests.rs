@@ -337,3 +337,67 @@ fn the_rust_layer_publishes_its_call_through_the_recorder_itself() {
         "left the call before the second dump"
     );
 }
+
+/// A vector bound where it is allocated and bound again when it grows: each span's
+/// names resolve to where the vector was when the span started, on every thread (each
+/// defines the list in its own stream), and bindings made on one thread serve another.
+#[test]
+fn compute_spans_name_their_buffers_through_rebinding() {
+    let sink = MemorySink::new();
+    let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+    let step = BufferAccess::new(&["v", "halo"], &["v"]).expect("names");
+    let mut v: Vec<u64> = Vec::with_capacity(4);
+    rec.bind_vec("v", &v);
+    let halo = [0u8; 16];
+    rec.bind_slice("halo", &halo);
+    let first = (v.as_ptr() as u64, 32);
+    {
+        let _g = rec.compute_with("step", step);
+        v.push(1);
+    }
+    v.extend(0..100u64);
+    rec.bind_vec("v", &v);
+    let second = (v.as_ptr() as u64, 8 * v.capacity() as u64);
+    let other = std::thread::scope(|s| {
+        s.spawn(|| {
+            let d = rec.start_compute_with("step", step);
+            d.finish(&rec);
+        })
+        .join()
+    });
+    assert!(other.is_ok());
+    drop(rec.compute("plain"));
+    rec.finish().expect("finish");
+    let got = sink.recorded();
+    assert_eq!(got.notes, []);
+    type Range = (u64, u64);
+    let mut found: Vec<(u32, Option<(Range, Range)>)> = got
+        .events
+        .iter()
+        .map(|e| match e {
+            Event::Compute(c) => (
+                c.tid,
+                c.buffers.as_ref().map(|b| {
+                    assert_eq!(b.reads[1].buf, halo.as_ptr() as u64);
+                    assert_eq!(b.reads[1].len, 16);
+                    assert_eq!(b.reads[0], b.writes[0]);
+                    (
+                        (b.reads[0].buf, b.reads[0].len),
+                        (b.writes[0].buf, b.writes[0].len),
+                    )
+                }),
+            ),
+            Event::Call(_) => panic!("compute spans only"),
+        })
+        .collect();
+    // Threads' records interleave by drain: order by thread (stable within one).
+    found.sort_by_key(|(tid, _)| *tid);
+    assert_eq!(
+        found,
+        [
+            (0, Some((first, first))),
+            (0, None),
+            (1, Some((second, second)))
+        ]
+    );
+}

@@ -51,6 +51,17 @@ impl<S: Sink> Writer<S> {
 
     /// Copies every ring once, then writes the page.
     fn drain_all(&mut self, shared: &Shared, force_calibration: bool) {
+        // Bindings first: a span that names one is drained now or later, and a page
+        // torn by a kill keeps its beginning.
+        let bound = std::mem::take(
+            &mut *shared
+                .bindings
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if !bound.is_empty() {
+            frame(&mut self.page, FrameKind::Bindings, 0, &[&bound]);
+        }
         let mut wrote_events = false;
         for ring in shared.rings_snapshot() {
             let tid = ring.tid as usize;

@@ -34,6 +34,7 @@ fn compute(start: u64, end: u64) -> Event {
         start: Nanos(start),
         end: Nanos(end),
         name: "step".into(),
+        buffers: None,
     })
 }
 

@@ -145,6 +145,7 @@ fn reads_every_field() {
             start: Nanos(25_416_586),
             end: Nanos(25_416_586 + 2_208_241),
             name: "pack".into(),
+            buffers: None,
         })
     );
 }
@@ -286,6 +287,7 @@ fn random_event(rng: &mut Rng) -> Event {
             start,
             end,
             name: names[rng.below(names.len() as u64) as usize].into(),
+            buffers: None,
         })
     } else {
         Event::Call(CallEvent {
@@ -388,6 +390,7 @@ fn times_agree_with_serde_up_to_the_limit() {
             start: Nanos(ns),
             end: Nanos(ns),
             name: "t".into(),
+            buffers: None,
         });
         let line = written(0, &event);
         let (_, got) = assert_same(&line);
@@ -400,6 +403,7 @@ fn times_agree_with_serde_up_to_the_limit() {
             start: Nanos(ns),
             end: Nanos(ns),
             name: "t".into(),
+            buffers: None,
         });
         assert_declined(written(0, &event).as_bytes());
     }

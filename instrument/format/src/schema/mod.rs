@@ -9,7 +9,10 @@
 //! only in [`wire::Micros`]. Every struct that reaches the wire carries a comment saying
 //! that changing it means bumping [`FORMAT_VERSION`].
 
+use std::sync::Arc;
+
 mod args;
+mod buffers;
 mod ids;
 mod inflight;
 pub mod marker;
@@ -21,6 +24,7 @@ pub use args::{
     CallArgs, ClockSync, Completion, Footer, Header, ParamValue, Params, SourceSite, Started,
     SyncPhase,
 };
+pub use buffers::{Binding, Bindings, BufferUse, SpanBuffers, Unbound};
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};
 pub use merged::{
@@ -51,7 +55,10 @@ pub const UNRECORDED_CALLS_PARAM: &str = "unrecorded_calls";
 /// completeness ([`RankClock`]'s `events` and `complete`), the clocks found implausible
 /// and the peers outside the world; and the stream's `InFlight` frame (the calls a rank
 /// was inside when it dumped) with the merged trace's per-rank `in_flight`.
-pub const FORMAT_VERSION: u32 = 5;
+/// Version 6 added the buffers a compute span reads and writes: the stream's bindings
+/// frame (names bound to address ranges) and its annotated compute records, and the
+/// merged trace's compute-span `args` (`reads`, `writes`: [`SpanBuffers`]).
+pub const FORMAT_VERSION: u32 = 6;
 
 /// The first version whose merged files say how many events each rank has
 /// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one
@@ -147,4 +154,8 @@ pub struct ComputeEvent {
     pub end: Nanos,
     /// The name the user gave the span.
     pub name: String,
+    /// The buffers it declared it reads and writes, with their addresses then; `None`
+    /// when it declared nothing (unknown, not "none"). Shared: the spans of a loop
+    /// mostly declare the same buffers.
+    pub buffers: Option<Arc<SpanBuffers>>,
 }

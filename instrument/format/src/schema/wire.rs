@@ -13,7 +13,7 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{CallArgs, CallEvent, ComputeEvent, Event, Nanos};
+use super::{CallArgs, CallEvent, ComputeEvent, Event, Nanos, SpanBuffers};
 
 /// A time on the wire: microseconds as a JSON number with up to three decimals, which
 /// is exactly the nanosecond value inside the program.
@@ -192,7 +192,7 @@ pub struct SortIndexArgs {
     pub sort_index: i64,
 }
 
-/// Args of a compute event.
+/// Args of a compute event that declared no buffers: `{}`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ComputeArgs {}
 
@@ -284,7 +284,9 @@ impl<'a, A> WireEvent<'a, A> {
 pub enum EventArgs<'a> {
     /// A call's arguments.
     Call(&'a CallArgs),
-    /// A compute span has no arguments.
+    /// A compute span that declared its buffers.
+    Buffers(&'a SpanBuffers),
+    /// A compute span that declared nothing.
     Compute(ComputeArgs),
 }
 
@@ -311,6 +313,7 @@ pub fn event_to_wire(pid: u32, event: &Event) -> WireEvent<'_, EventArgs<'_>> {
             start,
             end,
             name,
+            buffers,
         }) => WireEvent::complete(
             name.as_str(),
             Category::Compute,
@@ -318,7 +321,10 @@ pub fn event_to_wire(pid: u32, event: &Event) -> WireEvent<'_, EventArgs<'_>> {
             *tid,
             *start,
             *end,
-            EventArgs::Compute(ComputeArgs {}),
+            match buffers {
+                Some(b) => EventArgs::Buffers(b),
+                None => EventArgs::Compute(ComputeArgs {}),
+            },
         ),
     }
 }

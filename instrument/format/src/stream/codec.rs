@@ -67,6 +67,10 @@ pub enum Tag {
     StringDef = 50,
     /// A source location later calls name by their site word.
     SiteDef = 51,
+    /// A compute span that declared the buffers it reads and writes.
+    ComputeBuffers = 52,
+    /// The buffer names later annotated compute spans name by id.
+    BuffersDef = 53,
 }
 
 impl Tag {
@@ -93,6 +97,8 @@ impl Tag {
             49 => Sync,
             50 => StringDef,
             51 => SiteDef,
+            52 => ComputeBuffers,
+            53 => BuffersDef,
             _ => return None,
         })
     }
@@ -153,6 +159,26 @@ pub enum Record<'a> {
         id: u32,
         /// Its bytes (UTF-8 as written).
         text: &'a [u8],
+    },
+    /// A compute span that declared its buffers.
+    ComputeBuffers {
+        /// The name's string id.
+        name: u32,
+        /// Start stamp.
+        start: u64,
+        /// End stamp.
+        end: u64,
+        /// Id of the thread's buffers definition it names.
+        buffers: u32,
+    },
+    /// A buffers definition: the names an annotated compute span reads and writes.
+    BuffersDef {
+        /// Its id (from 1, per thread).
+        id: u32,
+        /// Names read.
+        reads: Vec<String>,
+        /// Names written.
+        writes: Vec<String>,
     },
     /// A source location.
     SiteDef {
@@ -360,6 +386,40 @@ pub fn encode_compute(out: &mut impl RecordOut, d: &mut Deltas, name: u32, start
     out.put_delta(start, d.start);
     d.start = start;
     out.put_var(end.wrapping_sub(start));
+}
+
+/// Encodes a compute span that declared the buffers of definition `buffers`.
+#[inline]
+pub fn encode_compute_buffers(
+    out: &mut impl RecordOut,
+    d: &mut Deltas,
+    name: u32,
+    start: u64,
+    end: u64,
+    buffers: u32,
+) {
+    out.put_u8(Tag::ComputeBuffers as u8);
+    out.put_var(u64::from(name));
+    out.put_delta(start, d.start);
+    d.start = start;
+    out.put_var(end.wrapping_sub(start));
+    out.put_var(u64::from(buffers));
+}
+
+/// Encodes the head of a buffers definition; the `len` bytes of its names
+/// ([`super::buffers::names_bytes`]) follow it.
+pub fn encode_buffers_head(
+    out: &mut impl RecordOut,
+    id: u32,
+    reads: usize,
+    writes: usize,
+    len: usize,
+) {
+    out.put_u8(Tag::BuffersDef as u8);
+    out.put_var(u64::from(id));
+    out.put_var(reads as u64);
+    out.put_var(writes as u64);
+    out.put_var(len as u64);
 }
 
 /// Encodes a clock synchronisation.

@@ -1,7 +1,7 @@
 //! A [`Visitor`] that keeps everything it is handed: for tests, and for small streams
 //! read whole (the recorder's memory sink).
 
-use super::Visitor;
+use super::{Problem, Visitor};
 use crate::schema::{ClockSync, Event, Footer, Header, InFlightDump, SourceSite};
 
 /// Everything read from a stream; the events go into `E` (all of them, in a `Vec`, by
@@ -22,6 +22,9 @@ pub struct Collected<E = Vec<Event>> {
     pub footer: Option<Footer>,
     /// In-flight dumps, in file order.
     pub in_flight: Vec<InFlightDump>,
+    /// What was read but could not be used in full (a span naming a buffer never
+    /// bound); the file is still whole.
+    pub notes: Vec<Problem>,
 }
 
 impl Collected {
@@ -52,5 +55,8 @@ impl<E: Extend<Event>> Visitor for Collected<E> {
     }
     fn in_flight(&mut self, dump: InFlightDump) {
         self.in_flight.push(dump);
+    }
+    fn note(&mut self, note: Problem) {
+        self.notes.push(note);
     }
 }

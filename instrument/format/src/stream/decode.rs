@@ -2,6 +2,7 @@
 //! field by field in the same order, updating the same [`Deltas`]. Bytes the writer
 //! cannot have produced are an error, never a panic.
 
+use super::buffers::{names, BUFFER_NAMES_BYTES_MAX, BUFFER_NAMES_MAX};
 use super::codec::{Deltas, Record, Tag, MEMBERS_PER_RECORD, STRING_MAX};
 use super::varint::{DecodeError, Reader};
 use crate::call_data::{Access, CallData, Collective, Transfer};
@@ -227,6 +228,31 @@ pub fn decode<'a>(r: &mut Reader<'a>, d: &mut Deltas) -> Result<Record<'a>, Reco
                 id,
                 text: r.take(len as usize)?,
             }
+        }
+        Tag::ComputeBuffers => {
+            let name = r.var_u32()?;
+            let start = r.delta(d.start)?;
+            d.start = start;
+            let end = start.wrapping_add(r.var()?);
+            let buffers = r.var_u32()?;
+            Record::ComputeBuffers {
+                name,
+                start,
+                end,
+                buffers,
+            }
+        }
+        Tag::BuffersDef => {
+            let id = r.var_u32()?;
+            let (reads, writes, len) = (r.var()?, r.var()?, r.var()?);
+            let limit = BUFFER_NAMES_MAX as u64;
+            if reads > limit || writes > limit || len > BUFFER_NAMES_BYTES_MAX as u64 {
+                return Err(RecordError::BadValue(tag));
+            }
+            let bytes = r.take(len as usize)?;
+            let (reads, writes) =
+                names(bytes, reads as usize, writes as usize).ok_or(RecordError::BadValue(tag))?;
+            Record::BuffersDef { id, reads, writes }
         }
         Tag::SiteDef => Record::SiteDef {
             word: r.var()?,

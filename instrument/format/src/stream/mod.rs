@@ -9,13 +9,16 @@
 //! All integers in the framing are little-endian. The first frame is the header (JSON of
 //! [`crate::schema::Header`]), the second the clock the stamps are in; then, as the run
 //! goes, thread names, pages of events (each a run of records copied from one thread's
-//! ring, see [`codec`]), clock calibrations, in-flight dumps ([`inflight`]) and, last,
+//! ring, see [`codec`]), clock calibrations, in-flight dumps ([`inflight`]), buffer
+//! bindings ([`buffers`]) and, last,
 //! the footer. A frame is written whole or not at all, so a rank that dies leaves a file
 //! readable up to its last flushed frame; a frame cut short or failing its checksum ends the reading there, and says so.
 //! `docs/trace-format.md` specifies every byte.
 
+pub mod buffers;
 pub mod codec;
 mod collect;
+mod convert;
 mod decode;
 pub mod inflight;
 mod read;
@@ -68,6 +71,8 @@ pub enum FrameKind {
     /// An in-flight dump: the calls the rank's threads were inside when it was told to
     /// dump or found itself stalled (see [`inflight`]).
     InFlight = 7,
+    /// Buffer names bound to address ranges (see [`buffers`]).
+    Bindings = 8,
 }
 
 impl FrameKind {
@@ -80,6 +85,7 @@ impl FrameKind {
             5 => FrameKind::Calibration,
             6 => FrameKind::Footer,
             7 => FrameKind::InFlight,
+            8 => FrameKind::Bindings,
             _ => return None,
         })
     }

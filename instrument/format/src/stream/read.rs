@@ -5,18 +5,18 @@
 //! and the Rust layer's source locations numbered as sites.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::codec::{decode, Deltas, Record};
+use super::convert::{converter, Converter};
 use super::sites::Sites;
 use super::varint::Reader;
 use super::{
-    checksum, is_stream, le_u32, le_u64, FrameKind, StampClock, FILE_HEADER_LEN, FRAME_HEADER_LEN,
-    FRAME_MAX,
+    checksum, is_stream, le_u32, le_u64, FrameKind, FILE_HEADER_LEN, FRAME_HEADER_LEN, FRAME_MAX,
 };
-use crate::clock::TscConversion;
 use crate::schema::{
-    readable_version, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header,
-    InFlightDump, Nanos, SourceSite, Started, FORMAT_NAME, FORMAT_VERSION,
+    readable_version, Bindings, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer,
+    Header, InFlightDump, SourceSite, SpanBuffers, Started, FORMAT_NAME, FORMAT_VERSION,
 };
 
 /// Where the contents of a stream go as they are read.
@@ -35,6 +35,9 @@ pub trait Visitor {
     fn footer(&mut self, footer: Footer);
     /// An in-flight dump, in file order among the events (ignored by default).
     fn in_flight(&mut self, _dump: InFlightDump) {}
+    /// Something read that could not be used in full, though nothing was lost (a
+    /// compute span naming a buffer never bound): ignored by default.
+    fn note(&mut self, _note: Problem) {}
 }
 
 /// Why a stream cannot be read at all.
@@ -79,11 +82,11 @@ pub struct Problem {
     pub reason: String,
 }
 
-struct Frame<'a> {
-    offset: usize,
-    kind: FrameKind,
-    tid: u32,
-    payload: &'a [u8],
+pub(super) struct Frame<'a> {
+    pub(super) offset: usize,
+    pub(super) kind: FrameKind,
+    pub(super) tid: u32,
+    pub(super) payload: &'a [u8],
 }
 
 /// Splits the file into frames, up to the first that is cut short or corrupt.
@@ -144,23 +147,6 @@ fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> Vec<Frame<'a>> {
     out
 }
 
-/// How stamps become nanoseconds since the epoch.
-enum Converter {
-    Monotonic,
-    Tsc { conv: TscConversion, epoch_ns: u64 },
-}
-
-impl Converter {
-    fn nanos(&self, stamp: u64) -> Nanos {
-        match self {
-            Converter::Monotonic => Nanos(stamp),
-            Converter::Tsc { conv, epoch_ns } => {
-                Nanos(conv.to_monotonic(stamp).saturating_sub(*epoch_ns))
-            }
-        }
-    }
-}
-
 /// Reads a whole stream, handing its contents to `v`. Returns what could not be used.
 pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamError> {
     if !is_stream(bytes) {
@@ -208,6 +194,7 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
         });
     }
     let converter = converter(&frames, header.epoch_ns)?;
+    let bindings = super::buffers::collect(&frames, &converter, &mut problems);
     v.header(header);
     let mut threads: HashMap<u32, ThreadState> = HashMap::new();
     let mut sites = Sites::default();
@@ -220,7 +207,7 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
                 event_index: events,
                 reason: "a second header frame, ignored".into(),
             }),
-            FrameKind::Clock | FrameKind::Calibration => {}
+            FrameKind::Clock | FrameKind::Calibration | FrameKind::Bindings => {}
             FrameKind::Thread => {
                 v.thread(f.tid, String::from_utf8_lossy(f.payload).into_owned());
             }
@@ -268,13 +255,23 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
                 let mut page = Page {
                     tid: f.tid,
                     converter: &converter,
+                    bindings: &bindings,
                     sites: &mut sites,
                     events: &mut events,
                     at: 0,
                     notes: Vec::new(),
+                    unbound: Vec::new(),
                 };
                 let outcome = page.read(state, f.payload, v);
-                for (at, reason) in std::mem::take(&mut page.notes) {
+                let (notes, unbound) = (page.notes, page.unbound);
+                for (at, reason) in unbound {
+                    v.note(Problem {
+                        offset: (f.offset + FRAME_HEADER_LEN + at) as u64,
+                        event_index: events,
+                        reason: format!("thread {}: {reason}", f.tid),
+                    });
+                }
+                for (at, reason) in notes {
                     problems.push(Problem {
                         offset: (f.offset + FRAME_HEADER_LEN + at) as u64,
                         event_index: events,
@@ -308,10 +305,12 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
             let mut page = Page {
                 tid,
                 converter: &converter,
+                bindings: &bindings,
                 sites: &mut sites,
                 events: &mut events,
                 at: 0,
                 notes: Vec::new(),
+                unbound: Vec::new(),
             };
             page.finish(p, v);
             for (_, reason) in page.notes {
@@ -338,36 +337,6 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
     Ok(problems)
 }
 
-fn converter(frames: &[Frame<'_>], epoch_ns: u64) -> Result<Converter, StreamError> {
-    let clock = frames
-        .iter()
-        .find(|f| f.kind == FrameKind::Clock)
-        .and_then(|f| f.payload.first().copied());
-    match clock {
-        Some(c) if c == StampClock::Tsc as u8 => {
-            let readings = frames
-                .iter()
-                .filter(|f| f.kind == FrameKind::Calibration)
-                .flat_map(|f| f.payload.chunks_exact(16))
-                .map(|c| (le_u64(c, 0), le_u64(c, 8)));
-            let readings: Vec<(u64, u64)> = readings.collect();
-            let n = readings.len();
-            let conv = TscConversion::new(readings)
-                .ok_or(StreamError::NoCalibration { readings: n.min(1) })?;
-            Ok(Converter::Tsc { conv, epoch_ns })
-        }
-        Some(c) if c == StampClock::Monotonic as u8 => Ok(Converter::Monotonic),
-        Some(c) => Err(StreamError::BadHeader {
-            offset: FILE_HEADER_LEN as u64,
-            reason: format!("unknown stamp clock {c}"),
-        }),
-        None => Err(StreamError::BadHeader {
-            offset: FILE_HEADER_LEN as u64,
-            reason: "no clock frame: the stamps cannot be read".into(),
-        }),
-    }
-}
-
 /// A call waiting for the records that follow it.
 struct PendingCall {
     event: CallEvent,
@@ -379,11 +348,18 @@ struct PendingCall {
     group: Vec<i32>,
 }
 
+/// A buffers definition: names read, names written, and the buffers last resolved from
+/// it.
+type Declared = (Vec<String>, Vec<String>, Option<Arc<SpanBuffers>>);
+
 /// What decoding one thread's records needs to remember between its pages.
 #[derive(Default)]
 struct ThreadState {
     deltas: Deltas,
     strings: HashMap<u32, String>,
+    /// Buffers definitions (names read, names written) by id, and the spans' buffers
+    /// last resolved from each (shared by the spans that resolve alike).
+    buffers: HashMap<u32, Declared>,
     pending: Option<PendingCall>,
     broken: bool,
 }
@@ -391,6 +367,7 @@ struct ThreadState {
 struct Page<'s> {
     tid: u32,
     converter: &'s Converter,
+    bindings: &'s Bindings,
     sites: &'s mut Sites,
     events: &'s mut u64,
     /// Where in the payload the record being read starts.
@@ -398,6 +375,8 @@ struct Page<'s> {
     /// What could not be used of the records read (offset in the payload, why); the
     /// records themselves are kept.
     notes: Vec<(usize, String)>,
+    /// Spans whose buffers are unknown because a name was never bound (offset, why).
+    unbound: Vec<(usize, String)>,
 }
 
 impl Page<'_> {
@@ -478,14 +457,16 @@ impl Page<'_> {
             Record::Started(s) => self.follow(state, v, |p| p.started.push(s)),
             Record::Members(m) => self.follow(state, v, |p| p.group.extend_from_slice(&m)),
             Record::Compute { name, start, end } => {
-                let (start, end) = (self.converter.nanos(start), self.converter.nanos(end));
-                *self.events += 1;
-                v.event(Event::Compute(ComputeEvent {
-                    tid: self.tid,
-                    start,
-                    end: end.max(start),
-                    name: self.string(state, name, "a compute span's name"),
-                }));
+                self.compute(state, name, start, end, None, v);
+            }
+            Record::ComputeBuffers {
+                name,
+                start,
+                end,
+                buffers,
+            } => self.compute(state, name, start, end, Some(buffers), v),
+            Record::BuffersDef { id, reads, writes } => {
+                state.buffers.insert(id, (reads, writes, None));
             }
             Record::Sync(s) => v.clock_sync(s),
             Record::StringDef { id, text } => {
@@ -503,6 +484,49 @@ impl Page<'_> {
                 self.sites.defined.insert(word, (file, line, column));
             }
         }
+    }
+
+    /// Emits a compute span; `buffers` is the id of the buffers definition it names.
+    fn compute(
+        &mut self,
+        state: &mut ThreadState,
+        name: u32,
+        start: u64,
+        end: u64,
+        buffers: Option<u32>,
+        v: &mut impl Visitor,
+    ) {
+        let (start, end) = (self.converter.nanos(start), self.converter.nanos(end));
+        let end = end.max(start);
+        let name = self.string(state, name, "a compute span's name");
+        let buffers = buffers.and_then(|id| {
+            let Some((reads, writes, last)) = state.buffers.get_mut(&id) else {
+                self.note(format!(
+                    "compute span {name:?} names buffers definition {id}, which the thread \
+                     never defined; its buffers are unknown"
+                ));
+                return None;
+            };
+            match self.bindings.resolve_all(reads, writes, start, end) {
+                Ok(b) => match last {
+                    Some(l) if **l == b => Some(Arc::clone(l)),
+                    _ => Some(Arc::clone(last.insert(Arc::new(b)))),
+                },
+                Err(e) => {
+                    let why = format!("compute span {name:?}: {e}; its buffers are unknown");
+                    self.unbound.push((self.at, why));
+                    None
+                }
+            }
+        });
+        *self.events += 1;
+        v.event(Event::Compute(ComputeEvent {
+            tid: self.tid,
+            start,
+            end,
+            name,
+            buffers,
+        }));
     }
 
     /// Notes something that could not be used, at the current record.

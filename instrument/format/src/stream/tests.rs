@@ -423,3 +423,98 @@ fn a_file_cut_inside_the_in_flight_frame_keeps_the_events_before_it() {
         "{problems:?}"
     );
 }
+
+/// Buffers bound in a bindings frame written after the events that use them (a reader
+/// collects every binding first), `data` bound again when it grew:
+///
+/// ```text
+///  ns           10        50          100   200   300       350  400  450 500 510
+///  bindings     halo      data@0x1000             data@0x2000
+///  thread 0                           [step 1]               [step 2]  [bad] [plain]
+/// ```
+#[test]
+fn annotated_compute_spans_resolve_their_names_to_the_binding_in_force() {
+    use super::buffers::{names_bytes, push_binding};
+    use super::codec::{encode_buffers_head, encode_compute_buffers};
+    let mut out = file_start(&header());
+    frame(
+        &mut out,
+        FrameKind::Clock,
+        0,
+        &[&[StampClock::Monotonic as u8]],
+    );
+    let mut page = Vec::new();
+    let mut d = Deltas::default();
+    let mut b = RecordBuf::default();
+    let put = |b: &mut RecordBuf, page: &mut Vec<u8>, raw: &[u8]| {
+        page.extend_from_slice(b.as_bytes());
+        page.extend_from_slice(raw);
+        b.clear();
+    };
+    encode_string_head(&mut b, 1, 4);
+    put(&mut b, &mut page, b"step");
+    let names = names_bytes(["halo", "data", "data"]);
+    encode_buffers_head(&mut b, 1, 2, 1, names.len());
+    put(&mut b, &mut page, &names);
+    let names = names_bytes(["nope"]);
+    encode_buffers_head(&mut b, 2, 1, 0, names.len());
+    put(&mut b, &mut page, &names);
+    encode_compute_buffers(&mut b, &mut d, 1, 100, 200, 1);
+    encode_compute_buffers(&mut b, &mut d, 1, 350, 400, 1);
+    encode_compute_buffers(&mut b, &mut d, 1, 450, 500, 2);
+    encode_compute(&mut b, &mut d, 1, 500, 510);
+    put(&mut b, &mut page, &[]);
+    frame(&mut out, FrameKind::Events, 0, &[&page]);
+    let mut bindings = Vec::new();
+    push_binding(&mut bindings, 50, 0x1000, 64, "data");
+    push_binding(&mut bindings, 10, 0x3000, 8, "halo");
+    push_binding(&mut bindings, 300, 0x2000, 128, "data");
+    frame(&mut out, FrameKind::Bindings, 0, &[&bindings]);
+
+    let mut got = Collected::new();
+    assert_eq!(read(&out, &mut got).expect("readable"), []);
+    let spans: Vec<_> = got
+        .events
+        .iter()
+        .map(|e| match e {
+            Event::Compute(c) => c.buffers.clone(),
+            Event::Call(_) => panic!("compute spans only"),
+        })
+        .collect();
+    let addrs = |i: usize| {
+        spans[i].as_ref().map(|s| {
+            let each = |v: &[crate::schema::BufferUse]| {
+                v.iter()
+                    .map(|u| (u.name.clone(), u.buf, u.len))
+                    .collect::<Vec<_>>()
+            };
+            (each(&s.reads), each(&s.writes))
+        })
+    };
+    let bu = |n: &str, a: u64, l: u64| (n.to_string(), a, l);
+    assert_eq!(
+        addrs(0),
+        Some((
+            vec![bu("halo", 0x3000, 8), bu("data", 0x1000, 64)],
+            vec![bu("data", 0x1000, 64)]
+        ))
+    );
+    assert_eq!(
+        addrs(1),
+        Some((
+            vec![bu("halo", 0x3000, 8), bu("data", 0x2000, 128)],
+            vec![bu("data", 0x2000, 128)]
+        ))
+    );
+    // A name never bound: the span's buffers are unknown, and the reader says why; the
+    // file is not damaged (no problem).
+    assert_eq!(addrs(2), None);
+    assert_eq!(got.notes.len(), 1, "{:?}", got.notes);
+    assert!(
+        got.notes[0].reason.contains("\"step\"") && got.notes[0].reason.contains("\"nope\""),
+        "{}",
+        got.notes[0].reason
+    );
+    // A span that declared nothing.
+    assert_eq!(addrs(3), None);
+}
