@@ -94,8 +94,7 @@ fn program(ops: usize) -> Program {
             p.ranks[r as usize]
                 .ops
                 .push(op(compute, 200_000 + seed % 50_000, None));
-            for k in 0..4 {
-                let request = reqs[r as usize][k];
+            for request in reqs[r as usize] {
                 p.ranks[r as usize]
                     .ops
                     .push(op(OpKind::Complete { request }, 200, Some(Op::Wait)));
