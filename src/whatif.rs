@@ -9,12 +9,13 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use overlap_analyzer::metrics::analyze as analyze_trace;
-use overlap_analyzer::ops::{extract, Program};
+use overlap_analyzer::ops::Program;
 use overlap_analyzer::replay::{
     measured_orders, replay, retimed, EagerSource, Network, NetworkFit, NetworkSource, Progress,
     ReplayConfig,
 };
 use overlap_analyzer::report::{duration, render};
+use overlap_analyzer::suggest::program_of;
 use serde_json::json;
 
 use crate::cli::{load_trace, style, AnalysisArgs};
@@ -193,7 +194,8 @@ fn source_line(fit: &NetworkFit) -> String {
 pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
     let opts = a.analysis.options()?;
     let trace = load_trace(&a.trace)?;
-    let program: Program = extract(&trace)
+    // A rank cut short is refused, naming it: a replay of the rest would not be the run.
+    let program: Program = program_of(&trace)
         .with_context(|| format!("{}: cannot replay this trace", a.trace.display()))?;
     let progress = match a.progress {
         ProgressArg::InMpi => Progress::InMpi,
