@@ -170,3 +170,56 @@ fn toeplitz_nonblocking_names_its_halos_and_edges() {
         );
     }
 }
+
+/// Halo3d: each `pack` writes the six faces the six Isends after it send, and each
+/// `unpack` reads the six halos the six Irecvs before it filled (each size binds its
+/// buffers anew, so the spans are matched with the calls around them).
+pub fn check_halo3d(t: &MergedTrace, ranks: u32) {
+    for rank in 0..ranks {
+        let mut written: Vec<(u64, u64)> = Vec::new();
+        let mut received: Vec<&CallEvent> = Vec::new();
+        let (mut sends, mut unpacks) = (0, 0);
+        for e in &t.events[&rank] {
+            match e {
+                Event::Compute(c) if c.name == "pack" => {
+                    let b = c.buffers.as_ref().expect("pack declares its buffers");
+                    assert_eq!(names(b).0, list(&["block"]));
+                    assert_eq!(b.writes.len(), 6);
+                    written = b.writes.iter().map(|u| (u.buf, u.len)).collect();
+                }
+                Event::Compute(c) if c.name == "unpack" => {
+                    let b = c.buffers.as_ref().expect("unpack declares its buffers");
+                    assert_eq!(names(b).1, list(&["block"]));
+                    assert_eq!(received.len(), 6, "rank {rank}: six receives per swap");
+                    for r in received.drain(..) {
+                        assert!(
+                            b.reads.iter().any(|u| inside(r, (u.buf, u.len))),
+                            "rank {rank}: {r:?} lands in no halo unpack reads"
+                        );
+                    }
+                    unpacks += 1;
+                }
+                Event::Call(c) if c.op == Op::Isend => {
+                    assert!(
+                        written.iter().any(|&w| inside(c, w)),
+                        "rank {rank}: {c:?} sends no face pack wrote"
+                    );
+                    sends += 1;
+                }
+                Event::Call(c) if c.op == Op::Irecv => received.push(c),
+                _ => {}
+            }
+        }
+        assert!(
+            sends > 0 && sends == 6 * unpacks,
+            "rank {rank}: {sends}, {unpacks}"
+        );
+    }
+}
+
+/// Sync: the delay loop declares that it touches no buffer (said, not unknown).
+pub fn check_sync(t: &MergedTrace) {
+    let d = declared(t);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d["delay"], (Vec::new(), Vec::new()));
+}

@@ -155,6 +155,7 @@ fn pingpong_on_4_ranks() {
 fn check_sync(ranks: u32, labels: &[&str]) {
     let dir = tempfile::tempdir().expect("temp dir");
     let (_, rows, t) = run_bench("sync", ranks, dir.path(), &["--delay-us", "5"]);
+    crate::buffers::check_sync(&t);
     let found: Vec<&str> = rows.iter().filter_map(|r| r["label"].as_str()).collect();
     assert_eq!(found, labels);
     // Every rank has the same number of neighbours in these patterns on 2 and 4 ranks.
@@ -239,6 +240,7 @@ fn check_halo3d(ranks: u32) {
         assert_eq!(computes(&t, rank, "unpack"), swaps, "rank {rank} unpack");
     }
     assert_eq!(t.info.messages as usize, ranks as usize * 6 * swaps);
+    crate::buffers::check_halo3d(&t, ranks);
 }
 
 #[test]

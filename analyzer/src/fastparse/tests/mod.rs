@@ -3,6 +3,7 @@
 
 use super::*;
 use overlap_format::schema::wire::{event_to_wire, Phase};
+use overlap_format::schema::{BufferUse, SpanBuffers};
 
 use serde_json::Value;
 
@@ -76,6 +77,9 @@ const EXAMPLES: &[&str] = &[
     r#"{"name":"MPI_Recv","cat":"mpi","ph":"X","ts":1,"dur":2,"pid":0,"tid":0,"args":{"peer":-2,"tag":-1,"completed":[{"source":3,"tag":9,"bytes":12}]}}"#,
     r#"{"name":"MPI_Wait","cat":"mpi","ph":"X","ts":1,"dur":2,"pid":0,"tid":0,"args":{"completed":[]}}"#,
     r#"{"name":"","cat":"compute","ph":"X","ts":0,"dur":0,"pid":0,"tid":0,"args":{}}"#,
+    r#"{"name":"pack","cat":"compute","ph":"X","ts":45965.893,"dur":5662.255,"pid":0,"tid":0,"args":{"reads":[{"name":"data","buf":94491346101120,"len":131072}],"writes":[{"name":"sendbuf","buf":139770749894672,"len":1048576}]}}"#,
+    r#"{"name":"delay","cat":"compute","ph":"X","ts":1,"dur":2,"pid":3,"tid":1,"args":{"reads":[],"writes":[]}}"#,
+    r#"{"name":"b","cat":"compute","ph":"X","ts":1,"dur":2,"pid":0,"tid":0,"args":{"reads":[{"name":"halo_l","buf":0,"len":18446744073709551615},{"name":"ü","buf":7,"len":0}],"writes":[]}}"#,
     r#"{"name":"überlapp ✓ 重叠","cat":"compute","ph":"X","ts":2251799813685.247,"dur":0,"pid":0,"tid":0,"args":{}}"#,
     r#"{"name":"MPI_Barrier","cat":"mpi","ph":"X","ts":1125899906842.623,"dur":1125899906842.623,"pid":0,"tid":0,"args":{}}"#,
 ];
@@ -282,12 +286,29 @@ fn random_event(rng: &mut Rng) -> Event {
             "ünïcödé ✓",
             "tab\tquote\"",
         ];
+        let buffers = rng.chance(2).then(|| {
+            let list = |rng: &mut Rng| {
+                let n = rng.below(4);
+                (0..n)
+                    .map(|i| BufferUse {
+                        name: ["data", "halo_l", "ü ✓", "x"][i as usize].into(),
+                        buf: rng.u64(),
+                        len: rng.u64(),
+                    })
+                    .collect()
+            };
+            let reads = list(rng);
+            std::sync::Arc::new(SpanBuffers {
+                reads,
+                writes: list(rng),
+            })
+        });
         Event::Compute(ComputeEvent {
             tid,
             start,
             end,
             name: names[rng.below(names.len() as u64) as usize].into(),
-            buffers: None,
+            buffers,
         })
     } else {
         Event::Call(CallEvent {
