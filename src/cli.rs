@@ -48,6 +48,9 @@ enum Command {
     /// Check a trace against a baseline: exit 0 within tolerance, 1 on regression,
     /// 2 when the check cannot be trusted (see `overlap check --help`).
     Check(CheckArgs),
+    /// Predict the run on another network or progress mode: `overlap whatif TRACE
+    /// --latency 2us --bandwidth 12.5GB/s [--progress async]`.
+    Whatif(crate::whatif::WhatifArgs),
 }
 
 #[derive(Debug, Args)]
@@ -203,6 +206,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Diff(a) => crate::gate::diff(a),
         Command::Baseline(a) => crate::gate::baseline(a),
         Command::Check(a) => crate::gate::check(a),
+        Command::Whatif(a) => crate::whatif::whatif(a),
     }
 }
 

@@ -20,6 +20,7 @@ mod selftrace;
 mod suggest;
 mod supervise;
 mod trace;
+mod whatif;
 
 use std::process::ExitCode;
 

@@ -21,3 +21,4 @@ mod trace;
 mod traces;
 mod util;
 mod verdicts;
+mod whatif;

@@ -21,125 +21,18 @@
 //!            r1 |c 5|Irecv|Wait 2|c 4|                  r1 |c 5|Irecv|c 4|
 //! ```
 
-use crate::model::{Trace, What};
-
-use super::collectives::NONE;
-const NOT_YET: u64 = u64::MAX;
+use crate::model::Trace;
+use crate::ops::extract;
+use crate::replay::{measured_orders, replay as run, ReplayConfig};
 
 /// The replayed runtime, ns, or `None` when the replay cannot finish (a dependence on
-/// an event the trace lacks, e.g. a rank cut short).
+/// an event the trace lacks, e.g. a rank cut short) or the trace has no program.
+///
+/// It is the replay engine ([`crate::replay`]) in its [`ReplayConfig::ideal`]
+/// configuration, on the trace's program ([`crate::ops::extract`]) in measured order.
 pub fn replay(trace: &Trace) -> Option<u64> {
-    let n = trace.ranks.len();
-    let slot = |rank: u32| trace.ranks.binary_search_by_key(&rank, |t| t.rank).ok();
-    // The sends each call waits for, per rank, as (call index, rank slot, send index),
-    // sorted by call: the dependences of call i are a contiguous run.
-    let mut deps: Vec<Vec<(u32, u32, u32)>> = vec![Vec::new(); n];
-    // Replay time each send was posted at, per rank and event (NOT_YET before).
-    let mut posted: Vec<Vec<u64>> = vec![Vec::new(); n];
-    for m in &trace.messages {
-        let (Some(c), Some(sr)) = (m.completion, slot(m.send.rank)) else {
-            continue;
-        };
-        if let Some(cr) = slot(c.rank) {
-            deps[cr].push((c.index as u32, sr as u32, m.send.index as u32));
-            if posted[sr].is_empty() {
-                posted[sr] = vec![NOT_YET; trace.ranks[sr].spans.len()];
-            }
-        }
-    }
-    for d in &mut deps {
-        d.sort_unstable();
-    }
-    let collectives = super::collectives::instances(trace);
-    let (instance, members) = (&collectives.of, &collectives.members);
-    let mut entered: Vec<(usize, u64)> = vec![(0, 0); members.len()];
-    let mut pos = vec![0usize; n];
-    let mut dep_at = vec![0usize; n];
-    let mut arrived_at: Vec<Option<usize>> = vec![None; n];
-    let mut clock: Vec<u64> = trace
-        .ranks
-        .iter()
-        .map(|t| t.extent().map_or(0, |e| e.0 .0))
-        .collect();
-    let mut last_end: Vec<u64> = clock.clone();
-    loop {
-        let mut progress = false;
-        let mut done = true;
-        for (r, t) in trace.ranks.iter().enumerate() {
-            while let Some(s) = t.spans.get(pos[r]) {
-                let i = pos[r];
-                let gap = s.start.0.saturating_sub(last_end[r]);
-                let mut at = clock[r] + gap;
-                if let What::Compute(_) = s.what {
-                    at += s.duration().0;
-                } else {
-                    // A send is posted on entry, before any receive the same call
-                    // completes (a Sendrecv exchange must not wait on itself).
-                    if let Some(p) = posted[r].get_mut(i) {
-                        if *p == NOT_YET {
-                            *p = at;
-                        }
-                    }
-                    // Receives it completes: their sends must have been posted.
-                    let list = &deps[r];
-                    let mut j = dep_at[r];
-                    while list.get(j).is_some_and(|d| (d.0 as usize) < i) {
-                        j += 1;
-                    }
-                    dep_at[r] = j;
-                    let mut ready = true;
-                    while let Some(&(call, sr, si)) = list.get(j) {
-                        if call as usize != i {
-                            break;
-                        }
-                        match posted[sr as usize].get(si as usize) {
-                            Some(&p) if p != NOT_YET => at = at.max(p),
-                            _ => ready = false,
-                        }
-                        j += 1;
-                    }
-                    if !ready {
-                        break;
-                    }
-                    let id = instance[r][i];
-                    if id != NONE {
-                        let e = &mut entered[id as usize];
-                        if arrived_at[r] != Some(i) {
-                            arrived_at[r] = Some(i);
-                            e.0 += 1;
-                            e.1 = e.1.max(at);
-                        }
-                        if e.0 < members[id as usize].len() {
-                            // Wait here until every member is in.
-                            clock[r] = at;
-                            last_end[r] = s.start.0;
-                            break;
-                        }
-                        at = at.max(e.1);
-                    }
-                }
-                clock[r] = at;
-                last_end[r] = last_end[r].max(s.end.0).max(s.start.0);
-                pos[r] += 1;
-                progress = true;
-            }
-            if pos[r] < t.spans.len() {
-                done = false;
-            }
-        }
-        if done {
-            break;
-        }
-        if !progress {
-            return None;
-        }
-    }
-    let start = trace
-        .ranks
-        .iter()
-        .filter_map(|t| t.extent())
-        .map(|e| e.0 .0)
-        .min()
-        .unwrap_or(0);
-    clock.iter().max().map(|c| c.saturating_sub(start))
+    let program = extract(trace).ok()?;
+    run(&program, &measured_orders(&program), &ReplayConfig::ideal())
+        .ok()
+        .map(|r| r.makespan_ns)
 }

@@ -29,6 +29,13 @@ pub struct SizeClass {
     pub messages: u64,
     /// Shortest observed transfer, ns.
     pub min_ns: u64,
+    /// Messages whose receiver was already waiting for them (its completion call entered
+    /// before both sides were posted): their observed transfer is the whole transfer,
+    /// neither cut short by an early arrival nor stretched by a late completion.
+    pub waited: u64,
+    /// The median transfer of those, ns: the class's typical transfer time; `None` when
+    /// no receiver waited.
+    pub typical_ns: Option<u64>,
 }
 
 /// Transfer time by message size, fitted to the trace's own messages.
@@ -50,6 +57,17 @@ pub struct TransferModel {
     pub classes: Vec<SizeClass>,
 }
 
+/// A line `latency + bytes × ns_per_byte` through the classes' typical transfers (their
+/// shortest where none was typical), for predicting a whole run ([`crate::replay`]):
+/// the fastest transfers [`TransferModel`] fits are what a message costs at best.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct TypicalLine {
+    /// Latency, ns.
+    pub latency_ns: f64,
+    /// Time per byte, ns.
+    pub ns_per_byte: f64,
+}
+
 pub(crate) fn class_of(bytes: u64) -> u32 {
     64 - bytes.leading_zeros()
 }
@@ -58,6 +76,7 @@ impl TransferModel {
     /// Fits the model to the messages of `trace`.
     pub fn fit(trace: &Trace) -> TransferModel {
         let mut classes: BTreeMap<u32, SizeClass> = Default::default();
+        let mut waited: BTreeMap<u32, Vec<u64>> = Default::default();
         for m in trace.messages.iter().filter(|m| !m.clock_suspect) {
             let (Some(c), Some(send), Some(post)) = (
                 m.completion.and_then(|c| trace.span(c)),
@@ -66,22 +85,53 @@ impl TransferModel {
             ) else {
                 continue;
             };
-            let observed = c.end.saturating_sub(send.start.max(post.start)).0;
+            let both = send.start.max(post.start);
+            let observed = c.end.saturating_sub(both).0;
             let e = classes.entry(class_of(m.bytes)).or_insert(SizeClass {
                 bytes: m.bytes,
                 messages: 0,
                 min_ns: u64::MAX,
+                waited: 0,
+                typical_ns: None,
             });
             e.bytes = e.bytes.min(m.bytes);
             e.messages += 1;
             e.min_ns = e.min_ns.min(observed);
+            if c.start <= both {
+                waited.entry(class_of(m.bytes)).or_default().push(observed);
+            }
+        }
+        for (class, mut seen) in waited {
+            if let Some(c) = classes.get_mut(&class) {
+                seen.sort_unstable();
+                c.waited = seen.len() as u64;
+                c.typical_ns = seen.get(seen.len() / 2).copied();
+            }
         }
         let classes: Vec<SizeClass> = classes.into_values().collect();
-        let (latency_ns, ns_per_byte) = fit_line(&classes);
+        let points: Vec<(f64, f64)> = classes
+            .iter()
+            .map(|c| (c.bytes as f64, c.min_ns as f64))
+            .collect();
+        let (latency_ns, ns_per_byte) = fit_line(&points);
         TransferModel {
             latency_ns,
             bandwidth_bytes_per_s: (ns_per_byte > 0.0).then(|| 1e9 / ns_per_byte),
             classes,
+        }
+    }
+
+    /// The line through the classes' typical transfers.
+    pub fn typical(&self) -> TypicalLine {
+        let points: Vec<(f64, f64)> = self
+            .classes
+            .iter()
+            .map(|c| (c.bytes as f64, c.typical_ns.unwrap_or(c.min_ns) as f64))
+            .collect();
+        let (latency_ns, ns_per_byte) = fit_line(&points);
+        TypicalLine {
+            latency_ns,
+            ns_per_byte,
         }
     }
 
@@ -97,12 +147,8 @@ impl TransferModel {
 }
 
 /// Least squares `t = a + b * bytes` with `a, b >= 0`.
-fn fit_line(classes: &[SizeClass]) -> (f64, f64) {
-    let pts: Vec<(f64, f64)> = classes
-        .iter()
-        .map(|c| (c.bytes as f64, c.min_ns as f64))
-        .collect();
-    match pts.as_slice() {
+fn fit_line(pts: &[(f64, f64)]) -> (f64, f64) {
+    match pts {
         [] => (0.0, 0.0),
         [(x, y)] => {
             if *x > 0.0 {

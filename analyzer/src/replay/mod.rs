@@ -11,7 +11,7 @@
 //!   elapses outside MPI; a compute takes its `cost_ns` outside MPI; a post or a local
 //!   call takes its `cost_ns` inside MPI; a completion, a blocking call or a collective
 //!   is entered (inside MPI) and ends at `max(entry + cost_ns, when what it waits for is
-//!   done)`;
+//!   done)`; after its last operation the rank's `tail_ns` elapses outside MPI;
 //! - a message takes `latency + bytes / bandwidth` ([`Network`]). At or below the eager
 //!   limit the send completes at its post and the data reaches the receiver at post +
 //!   transfer; the receive completes once posted and the data is there. Above it
@@ -35,10 +35,15 @@
 
 mod engine;
 mod network;
+mod retime;
 #[cfg(test)]
 mod tests;
 
-pub use network::{EagerSource, Network, NetworkError, NetworkFit, NetworkSource};
+pub use network::{
+    fit_eager_limit, EagerSource, Network, NetworkError, NetworkFit, NetworkSource,
+    DEFAULT_EAGER_LIMIT,
+};
+pub use retime::retimed;
 
 use overlap_format::schema::Op;
 use serde::Serialize;

@@ -1,9 +1,9 @@
 //! The network a replay runs on: Hockney's `latency + bytes / bandwidth` and the eager
 //! limit, with a range for predictions. It comes from one of two places:
 //!
-//! - the trace's own messages: [`TransferModel::fit`] (the one fit of transfer times the
-//!   analyzer has), whose spread (each size class's fastest transfer against the fitted
-//!   line) gives the range;
+//! - the trace's own messages: [`TransferModel`] (the one fit of transfer times the
+//!   analyzer has): the typical transfer of each size class for the estimate, the
+//!   fastest for the fast end of the range;
 //! - a model file written by `overlap run pingpong --model FILE`
 //!   ([`overlap_format::network_model`]), whose measured points against its fit give the
 //!   range.
@@ -140,36 +140,57 @@ pub enum NetworkError {
 
 impl NetworkFit {
     /// The network fitted to `trace`'s messages (`program` is its program), with
-    /// `eager_limit` used when the trace shows none.
+    /// `eager_limit` used when the trace shows none. The best estimate is the line
+    /// through each size class's typical transfer ([`TransferModel::typical`]); the fast
+    /// end the line through the fastest ones ([`TransferModel::fit`]); the slow end the
+    /// best estimate scaled by the largest ratio of a class's typical transfer to it.
     pub fn from_trace(trace: &Trace, program: &Program, eager_limit: Option<u64>) -> NetworkFit {
         let t = TransferModel::fit(trace);
-        let ns_per_byte = t.bandwidth_bytes_per_s.map_or(0.0, |b| 1e9 / b);
-        let line = |bytes: u64| t.latency_ns + ns_per_byte * bytes as f64;
-        let spread = t.classes.iter().map(|c| (line(c.bytes), c.min_ns as f64));
+        let typical = t.typical();
+        let mid = (typical.latency_ns, typical.ns_per_byte);
+        let fastest = (
+            t.latency_ns,
+            t.bandwidth_bytes_per_s.map_or(0.0, |b| 1e9 / b),
+        );
+        let low = (fastest.0.min(mid.0), fastest.1.min(mid.1));
+        let line = |bytes: u64| mid.0 + mid.1 * bytes as f64;
+        let slow = t
+            .classes
+            .iter()
+            .map(|c| (line(c.bytes), c.typical_ns.unwrap_or(c.min_ns) as f64))
+            .filter(|(l, _)| *l > 0.0)
+            .map(|(l, seen)| seen / l)
+            .fold(1.0f64, f64::max);
         let messages = t.classes.iter().map(|c| c.messages).sum();
         let classes = t.classes.len();
         NetworkFit::build(
-            t.latency_ns,
-            ns_per_byte,
-            spread,
+            [low, mid, (mid.0 * slow, mid.1 * slow)],
             NetworkSource::Fitted { messages, classes },
             program,
             eager_limit,
         )
     }
 
-    /// The network of a model file (`overlap run pingpong --model FILE`).
+    /// The network of a model file (`overlap run pingpong --model FILE`): its fit, and
+    /// for the range the fit scaled by the smallest and the largest ratio of a measured
+    /// point to it.
     pub fn from_file(
         path: &Path,
         program: &Program,
         eager_limit: Option<u64>,
     ) -> Result<NetworkFit, NetworkError> {
         let m = NetworkModel::read(path)?;
-        let spread = m.points.iter().map(|p| (m.fit.at(p.bytes), p.latency_ns));
+        let (mut lo, mut hi) = (1.0f64, 1.0f64);
+        for p in &m.points {
+            let line = m.fit.at(p.bytes);
+            if line > 0.0 {
+                lo = lo.min(p.latency_ns / line);
+                hi = hi.max(p.latency_ns / line);
+            }
+        }
+        let at = |f: f64| (m.fit.latency_ns * f, m.fit.ns_per_byte * f);
         Ok(NetworkFit::build(
-            m.fit.latency_ns,
-            m.fit.ns_per_byte,
-            spread,
+            [at(lo), at(1.0), at(hi)],
             NetworkSource::File {
                 path: path.to_path_buf(),
             },
@@ -178,23 +199,13 @@ impl NetworkFit {
         ))
     }
 
-    /// The range from `spread` (the line's time and an observed time per size): the
-    /// line scaled by the smallest and the largest ratio observed / line.
+    /// The fit of `[low, mid, high]` (latency ns, ns per byte each), with its eager limit.
     fn build(
-        latency_ns: f64,
-        ns_per_byte: f64,
-        spread: impl Iterator<Item = (f64, f64)>,
+        lines: [(f64, f64); 3],
         source: NetworkSource,
         program: &Program,
         eager_limit: Option<u64>,
     ) -> NetworkFit {
-        let (mut lo, mut hi) = (1.0f64, 1.0f64);
-        for (line, seen) in spread {
-            if line > 0.0 && seen.is_finite() {
-                lo = lo.min(seen / line);
-                hi = hi.max(seen / line);
-            }
-        }
         let (eager_limit, eager) = match (fit_eager_limit(program), eager_limit) {
             (Some((largest_eager, smallest_rendezvous)), _) => (
                 largest_eager,
@@ -206,15 +217,15 @@ impl NetworkFit {
             (None, Some(given)) => (given, EagerSource::Given),
             (None, None) => (DEFAULT_EAGER_LIMIT, EagerSource::Default),
         };
-        let at = |f: f64| Network {
-            latency_ns: latency_ns * f,
-            ns_per_byte: ns_per_byte * f,
+        let [low, mid, high] = lines.map(|(latency_ns, ns_per_byte)| Network {
+            latency_ns,
+            ns_per_byte,
             eager_limit,
-        };
+        });
         NetworkFit {
-            mid: at(1.0),
-            low: at(lo),
-            high: at(hi),
+            mid,
+            low,
+            high,
             source,
             latency_given: false,
             bandwidth_given: false,

@@ -4,17 +4,17 @@
 //! the heap while its next step is earlier than every pending event, so a replay costs
 //! about `O(operations × log(ranks))`.
 //!
-//! A rendezvous transfer under [`Progress::InMpi`] advances at rate 1 while its sender or
-//! receiver is inside MPI and 0 otherwise: each time either flips, the transfer's
-//! remaining work is brought up to date and its end rescheduled (older end events carry
-//! a stale version and are ignored).
+//! A rendezvous transfer under [`super::Progress::InMpi`] advances at rate 1 while its
+//! sender or receiver is inside MPI and 0 otherwise: each time either flips, the
+//! transfer's remaining work is brought up to date and its end rescheduled (older end
+//! events carry a stale version and are ignored).
+
+mod flow;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use overlap_format::schema::Op;
-
-use super::{Assumed, Blocked, OpTime, Progress, RankReplay, Replay, ReplayConfig, ReplayError};
+use super::{Assumed, Blocked, OpTime, RankReplay, Replay, ReplayConfig, ReplayError};
 use crate::ops::{OpKind, Operation, Program, RequestRole};
 
 /// A time not known yet.
@@ -159,7 +159,7 @@ pub(super) fn run(
             sender: slot_of(p, m.from.0),
             receiver: slot_of(p, m.to.0),
             bytes: m.bytes,
-            protocol: protocol(p, cfg, m.from, m.bytes),
+            protocol: flow::protocol(p, cfg, m.from, m.bytes),
             send_posted: UNKNOWN,
             recv_posted: UNKNOWN,
             arrival: UNKNOWN,
@@ -214,22 +214,6 @@ pub(super) fn run(
     sim.finish()
 }
 
-/// The protocol of a message sent by the operation `from` (rank, index).
-fn protocol(p: &Program, cfg: &ReplayConfig, from: (u32, usize), bytes: u64) -> Protocol {
-    let call = p
-        .rank(from.0)
-        .and_then(|r| r.ops.get(from.1))
-        .and_then(|o| o.call);
-    let eager = bytes <= cfg.network.eager_limit;
-    match call {
-        Some(Op::Bsend | Op::Ibsend) => Protocol::Eager,
-        Some(Op::Ssend | Op::Issend) if eager => Protocol::EagerSync,
-        _ if !eager => Protocol::Rendezvous,
-        _ if cfg.synchronous_sends => Protocol::EagerSync,
-        _ => Protocol::Eager,
-    }
-}
-
 impl<'a> Sim<'a> {
     fn push(&mut self, at: u64, ev: Event) {
         self.seq += 1;
@@ -269,9 +253,10 @@ impl<'a> Sim<'a> {
                 Stage::Done | Stage::Blocked(_) => return Ok(()),
                 Stage::Next => {
                     if self.ranks[s].pos == self.orders[s].len() {
+                        // Its unmarked tail, outside MPI, ends it.
                         self.set_mpi(s, false, now);
                         self.ranks[s].stage = Stage::Done;
-                        self.ranks[s].end = now;
+                        self.ranks[s].end = now + self.p.ranks[s].tail_ns;
                         return Ok(());
                     }
                     self.ranks[s].stage = Stage::Enter;
@@ -415,186 +400,6 @@ impl<'a> Sim<'a> {
             let x = self.ranks[s].active[k] as usize;
             self.retime(x, now);
         }
-    }
-
-    fn post(&mut self, request: usize, now: u64) {
-        self.req_posted[request] = true;
-        let r = &self.p.requests[request];
-        match (r.role, r.message, r.instance) {
-            (RequestRole::Send, Some(m), _) => self.send_posted(m, now),
-            (RequestRole::Recv, Some(m), _) => self.recv_posted(m, now),
-            (RequestRole::Send | RequestRole::Recv, None, _) => {
-                self.assumed.unmatched += 1;
-                self.req_done[request] = now;
-            }
-            (RequestRole::Collective, _, Some(x)) if x < self.instances.len() => {
-                self.arrive(x, now);
-            }
-            (RequestRole::Collective, _, _) => {
-                self.assumed.unmatched_collectives += 1;
-                self.req_done[request] = now;
-            }
-            (RequestRole::Other, _, _) => {
-                self.assumed.other_requests += 1;
-                self.req_done[request] = now;
-            }
-        }
-    }
-
-    /// A member enters (or posts) collective instance `x`.
-    fn arrive(&mut self, x: usize, now: u64) {
-        let Some(c) = self.p.collectives.get(x) else {
-            return;
-        };
-        let inst = &mut self.instances[x];
-        inst.entered += 1;
-        inst.latest = inst.latest.max(now);
-        if inst.entered < c.members.len().max(1) || inst.done.is_some() {
-            return;
-        }
-        let cost = if self.cfg.collective_costs {
-            c.cost_ns.unwrap_or_else(|| {
-                self.assumed.collectives_without_cost += 1;
-                0
-            })
-        } else {
-            0
-        };
-        let done = self.instances[x].latest + cost;
-        self.instances[x].done = Some(done);
-        for &(rank, op) in &c.members {
-            let s = slot_of(self.p, rank);
-            if let Some(OpKind::Post { request }) = s
-                .and_then(|s| self.p.ranks[s as usize].ops.get(op))
-                .map(|o| &o.kind)
-            {
-                self.req_done[*request] = done;
-            }
-            self.wake(s);
-        }
-    }
-
-    fn send_posted(&mut self, m: usize, now: u64) {
-        let net = &self.cfg.network;
-        let x = &mut self.msgs[m];
-        x.send_posted = now;
-        match x.protocol {
-            Protocol::Eager | Protocol::EagerSync => {
-                x.arrival = now + net.transfer_ns(x.bytes);
-                if x.protocol == Protocol::Eager {
-                    x.send_done = now;
-                }
-                if x.recv_posted != UNKNOWN {
-                    x.recv_done = x.arrival.max(x.recv_posted);
-                    if x.protocol == Protocol::EagerSync {
-                        x.send_done = x.recv_done;
-                    }
-                }
-            }
-            Protocol::Rendezvous => {
-                if x.recv_posted != UNKNOWN {
-                    self.handshake(m, now);
-                }
-            }
-        }
-        self.notify(m);
-    }
-
-    fn recv_posted(&mut self, m: usize, now: u64) {
-        let x = &mut self.msgs[m];
-        x.recv_posted = now;
-        if x.send_posted == UNKNOWN {
-            return;
-        }
-        match x.protocol {
-            Protocol::Eager | Protocol::EagerSync => {
-                x.recv_done = x.arrival.max(now);
-                if x.protocol == Protocol::EagerSync {
-                    x.send_done = x.recv_done;
-                }
-            }
-            Protocol::Rendezvous => self.handshake(m, now),
-        }
-        self.notify(m);
-    }
-
-    fn notify(&mut self, m: usize) {
-        let (a, b) = (self.msgs[m].sender, self.msgs[m].receiver);
-        self.wake(a);
-        if b != a {
-            self.wake(b);
-        }
-    }
-
-    fn handshake(&mut self, m: usize, now: u64) {
-        let latency = self.cfg.network.latency();
-        if latency == 0 {
-            self.start_transfer(m, now);
-        } else {
-            self.push(now + latency, Event::Handshake(m as u32));
-        }
-    }
-
-    fn start_transfer(&mut self, m: usize, now: u64) {
-        let work = self.cfg.network.data_ns(self.msgs[m].bytes);
-        if work == 0 {
-            self.message_done(m, now);
-            return;
-        }
-        let x = self.transfers.len();
-        self.transfers.push(Transfer {
-            msg: m as u32,
-            remaining: work,
-            last: now,
-            moving: false,
-            version: 0,
-            done: false,
-        });
-        if self.cfg.progress == Progress::InMpi {
-            let (a, b) = (self.msgs[m].sender, self.msgs[m].receiver);
-            for s in [a, b.filter(|b| Some(*b) != a)].into_iter().flatten() {
-                self.ranks[s as usize].active.push(x as u32);
-            }
-        }
-        self.retime(x, now);
-    }
-
-    /// Brings transfer `x` up to `now` and schedules its end at its current rate.
-    fn retime(&mut self, x: usize, now: u64) {
-        let m = self.transfers[x].msg as usize;
-        let inside = |s: Option<u32>| s.is_some_and(|s| self.ranks[s as usize].in_mpi);
-        let moving = self.cfg.progress == Progress::Async
-            || inside(self.msgs[m].sender)
-            || inside(self.msgs[m].receiver);
-        let t = &mut self.transfers[x];
-        if t.moving {
-            t.remaining = t.remaining.saturating_sub(now - t.last);
-        }
-        t.last = now;
-        t.moving = moving;
-        t.version += 1;
-        if moving {
-            let (at, v) = (now + t.remaining, t.version);
-            self.push(at, Event::TransferDone(x as u32, v));
-        }
-    }
-
-    fn transfer_done(&mut self, x: usize, now: u64) {
-        self.transfers[x].done = true;
-        let m = self.transfers[x].msg as usize;
-        for s in [self.msgs[m].sender, self.msgs[m].receiver]
-            .into_iter()
-            .flatten()
-        {
-            self.ranks[s as usize].active.retain(|&t| t as usize != x);
-        }
-        self.message_done(m, now);
-    }
-
-    fn message_done(&mut self, m: usize, now: u64) {
-        self.msgs[m].send_done = now;
-        self.msgs[m].recv_done = now;
-        self.notify(m);
     }
 
     fn finish(self) -> Result<Replay, ReplayError> {

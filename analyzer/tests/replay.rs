@@ -1,0 +1,113 @@
+//! The replay on hand-built traces: the network fitted from the trace's own messages
+//! (typical transfers, eager limit), and a trace retimed by a replay, analyzed as usual.
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use overlap_analyzer::metrics::transfer::TransferModel;
+use overlap_analyzer::metrics::{analyze, Options};
+use overlap_analyzer::ops::extract;
+use overlap_analyzer::replay::{
+    measured_orders, replay, retimed, EagerSource, NetworkFit, ReplayConfig,
+};
+use overlap_instrument::schema::{Nanos, Op};
+
+/// Two messages from rank 0 to rank 1 (times in ns, one clock):
+///
+/// ```text
+///  r0 |c 0-10|Isend 8B 10-11|Wait 11-12|c 12-30|Isend 1KiB 30-31|Wait 31-32|c 32-70|
+///  r1 |c 0 ------------ 20|Irecv 20-21|Wait 21-23|c 23-28|Irecv 28-29|Wait 29 --- 60|c 60-70|
+/// ```
+///
+/// - 8 B: the send completed (12) before its receive was posted (20): eager. Observed
+///   transfer 23 - max(10, 20) = 3; its receiver entered the Wait (21) after both were
+///   posted, so it is no typical observation.
+/// - 1 KiB: the receiver waited in its Wait (29) before the send was posted (30):
+///   observed 60 - 30 = 30, typical 30.
+fn two_messages() -> overlap_analyzer::model::Trace {
+    run(vec![
+        vec![
+            compute(0, 10, "c"),
+            isend(10, 11, 1, 1, 8, 1),
+            complete(Op::Wait, 11, 12, &[(1, None)]),
+            compute(12, 30, "c"),
+            isend(30, 31, 1, 1, 1024, 2),
+            complete(Op::Wait, 31, 32, &[(2, None)]),
+            compute(32, 70, "c"),
+        ],
+        vec![
+            compute(0, 20, "c"),
+            irecv(20, 21, 0, 1, 8, 1),
+            complete(Op::Wait, 21, 23, &[(1, Some((0, 1)))]),
+            compute(23, 28, "c"),
+            irecv(28, 29, 0, 1, 1024, 2),
+            complete(Op::Wait, 29, 60, &[(2, Some((0, 1)))]),
+            compute(60, 70, "c"),
+        ],
+    ])
+}
+
+#[test]
+fn the_network_is_fitted_to_typical_transfers_and_the_eager_limit_to_eager_sends() {
+    let t = two_messages();
+    let m = TransferModel::fit(&t);
+    let typical: Vec<_> = m
+        .classes
+        .iter()
+        .map(|c| (c.bytes, c.min_ns, c.waited, c.typical_ns))
+        .collect();
+    assert_eq!(typical, vec![(8, 3, 0, None), (1024, 30, 1, Some(30))]);
+    // The line through (8, 3) and (1024, 30).
+    let line = m.typical();
+    let slope = 27.0 / 1016.0;
+    assert!((line.ns_per_byte - slope).abs() < 1e-12, "{line:?}");
+    assert!(
+        (line.latency_ns - (3.0 - 8.0 * slope)).abs() < 1e-9,
+        "{line:?}"
+    );
+
+    let p = extract(&t).unwrap();
+    let fit = NetworkFit::from_trace(&t, &p, Some(4096));
+    assert_eq!(
+        fit.eager,
+        EagerSource::Fitted {
+            largest_eager: 8,
+            smallest_rendezvous: None
+        }
+    );
+    assert_eq!(fit.mid.eager_limit, 8);
+    assert!((fit.mid.ns_per_byte - slope).abs() < 1e-12);
+    // Both classes lie on the line: no spread to the slow end; the fastest transfers
+    // are the same two points, so the fast end is the line too.
+    assert!((fit.high.ns_per_byte - slope).abs() < 1e-9, "{fit:?}");
+    assert!(fit.low.ns_per_byte <= fit.mid.ns_per_byte);
+}
+
+#[test]
+fn a_retimed_trace_analyzes_as_the_replayed_run() {
+    // The ideal replay of this run: MPI calls take no time and sends are buffered, so
+    // rank 0 never waits and computes 10 + 18 + 38 = 66: T_ideal 66, and the trace
+    // retimed by that replay runs 66.
+    let t = two_messages();
+    let opts = Options {
+        worst: 5,
+        min_wait: Nanos(1),
+        empty_window_share: 0.1,
+    };
+    let measured = analyze(&t, &opts).0;
+    assert_eq!(measured.pop.t_ideal_replay_ns, Some(66));
+    let p = extract(&t).unwrap();
+    let r = replay(&p, &measured_orders(&p), &ReplayConfig::ideal()).unwrap();
+    assert_eq!(r.makespan_ns, 66);
+    let again = analyze(&retimed(&t, &p, &r), &opts).0;
+    assert_eq!(again.pop.runtime_ns, 66);
+    // Rank 1: c 0-20, Irecv, Wait (the send was posted at 10) 20-20, c 20-25, Irecv,
+    // Wait 25-28 (rank 0 posts at 10 + 18), c 28-38: it keeps its 35 ns of compute.
+    assert_eq!(r.ranks[1].end_ns, 38);
+    assert_eq!(r.ranks[1].ops[5].start_ns, 25);
+    assert_eq!(r.ranks[1].ops[5].end_ns, 28);
+    assert_eq!(again.ranks[1].useful_ns, 35);
+}

@@ -1,0 +1,344 @@
+//! `overlap whatif`: the measured run replayed on another network or progress mode
+//! (Dimemas' what-if), reported in the shape of `overlap analyze` with the measured
+//! figures beside. The replay is [`overlap_analyzer::replay`]; the report is the normal
+//! analysis of the trace retimed by it ([`overlap_analyzer::replay::retimed`]).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use overlap_analyzer::metrics::analyze as analyze_trace;
+use overlap_analyzer::ops::Program;
+use overlap_analyzer::replay::{
+    measured_orders, replay, retimed, EagerSource, Network, NetworkFit, NetworkSource, Progress,
+    ReplayConfig,
+};
+use overlap_analyzer::report::{duration, render};
+use overlap_analyzer::suggest::program_of;
+use serde_json::json;
+
+use crate::cli::{load_trace, style, AnalysisArgs};
+use crate::output::{out, outln};
+
+/// Units: durations take ns, us (or µs), ms or s (`2us`, `1.5 ms`; a bare number is
+/// ns); bandwidths take B/s, KB/s, MB/s, GB/s (decimal: 1 KB = 1000 B) or KiB/s, MiB/s,
+/// GiB/s (binary); sizes take B, KB, MB, KiB, MiB (a bare number is bytes).
+const UNITS: &str = "\
+Units: durations in ns, us (or µs), ms or s (`2us`, `1.5ms`; a bare number is ns);
+bandwidths in B/s, KB/s, MB/s, GB/s (decimal prefixes: 1 KB = 1000 B) or KiB/s, MiB/s,
+GiB/s (binary); sizes in B, KB, MB, KiB, MiB (a bare number is bytes).
+
+Without --latency, --bandwidth or --model, the network is fitted to the trace's own
+messages. The eager limit is fitted from the trace when it shows one (sends that completed
+before their receive was posted), else 64 KiB, unless --eager-limit says.";
+
+/// How rendezvous transfers progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProgressArg {
+    /// Only while the sender or the receiver is inside an MPI call (MPICH's default).
+    InMpi,
+    /// Continuously (a progress thread or an offloading NIC).
+    Async,
+}
+
+#[derive(Debug, Args)]
+#[command(after_long_help = UNITS)]
+pub(crate) struct WhatifArgs {
+    /// The trace (merged file or directory of per-rank files).
+    trace: PathBuf,
+    /// One-way latency of the network to predict for (e.g. `2us`).
+    #[arg(long, value_parser = parse_duration_ns)]
+    latency: Option<f64>,
+    /// Bandwidth of the network to predict for (e.g. `12.5GB/s`).
+    #[arg(long, value_parser = parse_bandwidth)]
+    bandwidth: Option<f64>,
+    /// Largest eager message (e.g. `64KiB`); larger ones use rendezvous.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    eager_limit: Option<u64>,
+    /// How rendezvous transfers progress.
+    #[arg(long, value_enum, default_value_t = ProgressArg::InMpi)]
+    progress: ProgressArg,
+    /// A network model file (`overlap run pingpong --model FILE`) instead of the fit;
+    /// --latency and --bandwidth override its values.
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Print JSON: the what-if figures, the predicted report, the measured POP figures.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+}
+
+/// Splits `text` into a number and its unit, and scales by the unit's factor.
+fn scaled(text: &str, units: &[(&str, f64)], what: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = (t[..split].trim(), t[split..].trim());
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?}: not a {what} (a number, then a unit)"))?;
+    let factor = units
+        .iter()
+        .find(|(u, _)| *u == unit)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| {
+            let known: Vec<&str> = units
+                .iter()
+                .map(|(u, _)| *u)
+                .filter(|u| !u.is_empty())
+                .collect();
+            format!("{text:?}: unknown unit {unit:?} (use {})", known.join(", "))
+        })?;
+    let v = value * factor;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("{text:?}: must be a finite number, 0 or more"));
+    }
+    Ok(v)
+}
+
+/// A duration, in ns.
+pub(crate) fn parse_duration_ns(text: &str) -> Result<f64, String> {
+    let units = [
+        ("", 1.0),
+        ("ns", 1.0),
+        ("us", 1e3),
+        ("µs", 1e3),
+        ("ms", 1e6),
+        ("s", 1e9),
+    ];
+    scaled(text, &units, "duration")
+}
+
+/// A bandwidth, in bytes per second (more than 0).
+pub(crate) fn parse_bandwidth(text: &str) -> Result<f64, String> {
+    let units = [
+        ("B/s", 1.0),
+        ("KB/s", 1e3),
+        ("kB/s", 1e3),
+        ("MB/s", 1e6),
+        ("GB/s", 1e9),
+        ("KiB/s", 1024.0),
+        ("MiB/s", 1024.0 * 1024.0),
+        ("GiB/s", 1024.0 * 1024.0 * 1024.0),
+    ];
+    let v = scaled(text, &units, "bandwidth")?;
+    if v == 0.0 {
+        return Err(format!("{text:?}: a bandwidth must be more than 0"));
+    }
+    Ok(v)
+}
+
+/// A size, in bytes.
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
+    let units = [
+        ("", 1.0),
+        ("B", 1.0),
+        ("KB", 1e3),
+        ("kB", 1e3),
+        ("MB", 1e6),
+        ("KiB", 1024.0),
+        ("MiB", 1024.0 * 1024.0),
+    ];
+    let v = scaled(text, &units, "size")?;
+    if v.fract() != 0.0 || v > u64::MAX as f64 {
+        return Err(format!("{text:?}: not a whole number of bytes"));
+    }
+    Ok(v as u64)
+}
+
+fn network_line(n: &Network) -> String {
+    let bw = n
+        .bandwidth_bytes_per_s()
+        .map_or("infinite".to_string(), |b| format!("{:.3} GB/s", b / 1e9));
+    format!("latency {}, bandwidth {bw}", duration(n.latency()))
+}
+
+fn eager_line(fit: &NetworkFit) -> String {
+    let limit = fit.mid.eager_limit;
+    match &fit.eager {
+        EagerSource::Fitted {
+            largest_eager,
+            smallest_rendezvous,
+        } => format!(
+            "{limit} B, fitted: the largest message seen eager was {largest_eager} B{}",
+            smallest_rendezvous.map_or(String::new(), |r| format!(
+                ", the smallest larger one seen waiting for its receiver {r} B"
+            ))
+        ),
+        EagerSource::Given => format!("{limit} B, given"),
+        EagerSource::Default => {
+            format!("{limit} B, assumed (the trace shows no eager message; --eager-limit sets it)")
+        }
+    }
+}
+
+fn source_line(fit: &NetworkFit) -> String {
+    let base = match &fit.source {
+        NetworkSource::Fitted { messages, classes } => {
+            format!("fitted to {messages} message(s) in {classes} size class(es)")
+        }
+        NetworkSource::File { path } => format!("from {}", path.display()),
+    };
+    match (fit.latency_given, fit.bandwidth_given) {
+        (true, true) => "given".to_string(),
+        (true, false) => format!("latency given, bandwidth {base}"),
+        (false, true) => format!("bandwidth given, latency {base}"),
+        (false, false) => base,
+    }
+}
+
+/// Runs `overlap whatif`.
+pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
+    let opts = a.analysis.options()?;
+    let trace = load_trace(&a.trace)?;
+    // A rank cut short is refused, naming it: a replay of the rest would not be the run.
+    let program: Program = program_of(&trace)
+        .with_context(|| format!("{}: cannot replay this trace", a.trace.display()))?;
+    let progress = match a.progress {
+        ProgressArg::InMpi => Progress::InMpi,
+        ProgressArg::Async => Progress::Async,
+    };
+    let mut fitted = match &a.model {
+        Some(path) => NetworkFit::from_file(path, &program, None)?,
+        None => NetworkFit::from_trace(&trace, &program, None),
+    };
+    if let Some(limit) = a.eager_limit {
+        fitted = fitted.with_eager_limit(limit);
+    }
+    let orders = measured_orders(&program);
+    // How well the model reproduces the measured run: the measured order on the fitted
+    // (or file's) network.
+    let check = replay(&program, &orders, &ReplayConfig::on(fitted.mid, progress))
+        .context("replaying the measured run on its own network")?;
+    let self_error = check.self_error(&program);
+    let fit = fitted.with_given(a.latency, a.bandwidth);
+    let run = |n: Network| replay(&program, &orders, &ReplayConfig::on(n, progress));
+    let predicted = run(fit.mid).context("the run cannot be replayed on this network")?;
+    let (low, high) = (run(fit.low)?, run(fit.high)?);
+    let (measured_report, _) = analyze_trace(&trace, &opts);
+    let (report, _) = analyze_trace(&retimed(&trace, &program, &predicted), &opts);
+    let range = (
+        low.makespan_ns.min(high.makespan_ns),
+        low.makespan_ns.max(high.makespan_ns),
+    );
+    if a.json {
+        let v = json!({
+            "whatif": {
+                "network": fit,
+                "progress": progress,
+                "predicted_ns": predicted.makespan_ns,
+                "predicted_range_ns": [range.0, range.1],
+                "measured_ns": program.measured_ns,
+                "replay": {"self_error": self_error, "assumed": predicted.assumed},
+            },
+            "measured": {"pop": measured_report.pop},
+            "report": report,
+        });
+        outln!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let pm = |p: Progress| match p {
+        Progress::InMpi => "in MPI calls only",
+        Progress::Async => "asynchronous",
+    };
+    outln!(
+        "What if: {} (the measured order replayed)",
+        a.trace.display()
+    );
+    outln!(
+        "  network     {} ({})",
+        network_line(&fit.mid),
+        source_line(&fit)
+    );
+    outln!("  eager limit {}", eager_line(&fit));
+    outln!("  progress    {}", pm(progress));
+    outln!(
+        "  predicted   {} (range {} to {}; measured {})",
+        duration(predicted.makespan_ns),
+        duration(range.0),
+        duration(range.1),
+        duration(program.measured_ns)
+    );
+    match self_error {
+        Some(e) => outln!(
+            "  replay.self_error {:+.1}% (the measured run replayed on the unchanged model)",
+            e * 100.0
+        ),
+        None => outln!("  replay.self_error unknown (the run measured no time)"),
+    }
+    let s = &predicted.assumed;
+    if s.unmatched + s.unmatched_collectives + s.collectives_without_cost + s.other_requests > 0 {
+        outln!(
+            "  assumed: {} unmatched request(s) completed at once, {} collective(s) without \
+             an observed cost taken as 0, {} one-sided request(s) completed at their post",
+            s.unmatched + s.unmatched_collectives,
+            s.collectives_without_cost,
+            s.other_requests
+        );
+    }
+    let (m, p) = (&measured_report.pop, &report.pop);
+    let eff = |v: Option<f64>| v.map_or("unknown".to_string(), |v| format!("{:5.1}%", v * 100.0));
+    outln!("\n  {:<30} {:>12} {:>12}", "", "measured", "predicted");
+    for (name, a, b) in [
+        (
+            "parallel efficiency",
+            m.parallel_efficiency,
+            p.parallel_efficiency,
+        ),
+        ("load balance", m.load_balance, p.load_balance),
+        (
+            "communication efficiency",
+            m.communication_efficiency,
+            p.communication_efficiency,
+        ),
+        (
+            "serialization efficiency",
+            m.serialization_efficiency,
+            p.serialization_efficiency,
+        ),
+        (
+            "transfer efficiency",
+            m.transfer_efficiency,
+            p.transfer_efficiency,
+        ),
+    ] {
+        outln!("  {name:<30} {:>12} {:>12}", eff(a), eff(b));
+    }
+    outln!(
+        "  {:<30} {:>12} {:>12}",
+        "run time",
+        duration(m.runtime_ns),
+        duration(p.runtime_ns)
+    );
+    outln!("\nThe predicted run, as `overlap analyze` would report it:\n");
+    out!("{}", render(&report, style()));
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn units_parse_and_bad_ones_are_named() {
+        assert_eq!(parse_duration_ns("2us").unwrap(), 2000.0);
+        assert_eq!(parse_duration_ns("1.5 ms").unwrap(), 1.5e6);
+        assert_eq!(parse_duration_ns("700").unwrap(), 700.0);
+        assert_eq!(parse_bandwidth("12.5GB/s").unwrap(), 12.5e9);
+        assert_eq!(parse_bandwidth("1KiB/s").unwrap(), 1024.0);
+        assert_eq!(parse_bytes("64KiB").unwrap(), 65536);
+        assert_eq!(parse_bytes("100").unwrap(), 100);
+        let e = parse_duration_ns("2 parsecs").unwrap_err();
+        assert!(e.contains("unknown unit \"parsecs\""), "{e}");
+        assert!(parse_bandwidth("0GB/s").is_err());
+        assert!(parse_bandwidth("fast")
+            .unwrap_err()
+            .contains("not a bandwidth"));
+        assert!(parse_bytes("1.5B").is_err());
+        assert!(parse_duration_ns("-2us").is_err());
+    }
+}
