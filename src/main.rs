@@ -15,6 +15,7 @@ mod finish;
 mod gate;
 mod launch;
 mod progress;
+mod replay_args;
 mod run;
 mod selftrace;
 mod suggest;

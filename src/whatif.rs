@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use overlap_analyzer::metrics::analyze as analyze_trace;
 use overlap_analyzer::ops::Program;
@@ -15,11 +15,12 @@ use overlap_analyzer::replay::{
     ReplayConfig,
 };
 use overlap_analyzer::report::{duration, render};
-use overlap_analyzer::suggest::program_of;
+use overlap_analyzer::suggest::{program_of, suggest, Options as SuggestOptions};
 use serde_json::json;
 
 use crate::cli::{load_trace, style, AnalysisArgs};
 use crate::output::{out, outln};
+use crate::replay_args::{parse_bandwidth, parse_duration_ns, NetworkArgs, PolicyArgs};
 
 /// Units: durations take ns, us (or µs), ms or s (`2us`, `1.5 ms`; a bare number is
 /// ns); bandwidths take B/s, KB/s, MB/s, GB/s (decimal: 1 KB = 1000 B) or KiB/s, MiB/s,
@@ -33,13 +34,23 @@ Without --latency, --bandwidth or --model, the network is fitted to the trace's 
 messages. The eager limit is fitted from the trace when it shows one (sends that completed
 before their receive was posted), else 64 KiB, unless --eager-limit says.";
 
-/// How rendezvous transfers progress.
+/// Which order `overlap whatif` replays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ProgressArg {
-    /// Only while the sender or the receiver is inside an MPI call (MPICH's default).
-    InMpi,
-    /// Continuously (a progress thread or an offloading NIC).
-    Async,
+pub(crate) enum OrderArg {
+    /// The order the program ran in.
+    Measured,
+    /// The order `overlap suggest` suggests.
+    Suggested,
+}
+
+impl OrderArg {
+    /// Its name in the report and the JSON.
+    fn name(self) -> &'static str {
+        match self {
+            OrderArg::Measured => "measured",
+            OrderArg::Suggested => "suggested",
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -53,100 +64,19 @@ pub(crate) struct WhatifArgs {
     /// Bandwidth of the network to predict for (e.g. `12.5GB/s`).
     #[arg(long, value_parser = parse_bandwidth)]
     bandwidth: Option<f64>,
-    /// Largest eager message (e.g. `64KiB`); larger ones use rendezvous.
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
-    eager_limit: Option<u64>,
-    /// How rendezvous transfers progress.
-    #[arg(long, value_enum, default_value_t = ProgressArg::InMpi)]
-    progress: ProgressArg,
-    /// A network model file (`overlap run pingpong --model FILE`) instead of the fit;
-    /// --latency and --bandwidth override its values.
-    #[arg(long, value_name = "FILE")]
-    model: Option<PathBuf>,
+    #[command(flatten)]
+    network: NetworkArgs,
+    /// Which order to replay: the measured one, or the one `overlap suggest` suggests
+    /// (with --policy and --conservative as there).
+    #[arg(long, value_enum, default_value_t = OrderArg::Measured)]
+    order: OrderArg,
+    #[command(flatten)]
+    policies: PolicyArgs,
     /// Print JSON: the what-if figures, the predicted report, the measured POP figures.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
     analysis: AnalysisArgs,
-}
-
-/// Splits `text` into a number and its unit, and scales by the unit's factor.
-fn scaled(text: &str, units: &[(&str, f64)], what: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
-        .unwrap_or(t.len());
-    let (num, unit) = (t[..split].trim(), t[split..].trim());
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?}: not a {what} (a number, then a unit)"))?;
-    let factor = units
-        .iter()
-        .find(|(u, _)| *u == unit)
-        .map(|(_, f)| *f)
-        .ok_or_else(|| {
-            let known: Vec<&str> = units
-                .iter()
-                .map(|(u, _)| *u)
-                .filter(|u| !u.is_empty())
-                .collect();
-            format!("{text:?}: unknown unit {unit:?} (use {})", known.join(", "))
-        })?;
-    let v = value * factor;
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(format!("{text:?}: must be a finite number, 0 or more"));
-    }
-    Ok(v)
-}
-
-/// A duration, in ns.
-pub(crate) fn parse_duration_ns(text: &str) -> Result<f64, String> {
-    let units = [
-        ("", 1.0),
-        ("ns", 1.0),
-        ("us", 1e3),
-        ("µs", 1e3),
-        ("ms", 1e6),
-        ("s", 1e9),
-    ];
-    scaled(text, &units, "duration")
-}
-
-/// A bandwidth, in bytes per second (more than 0).
-pub(crate) fn parse_bandwidth(text: &str) -> Result<f64, String> {
-    let units = [
-        ("B/s", 1.0),
-        ("KB/s", 1e3),
-        ("kB/s", 1e3),
-        ("MB/s", 1e6),
-        ("GB/s", 1e9),
-        ("KiB/s", 1024.0),
-        ("MiB/s", 1024.0 * 1024.0),
-        ("GiB/s", 1024.0 * 1024.0 * 1024.0),
-    ];
-    let v = scaled(text, &units, "bandwidth")?;
-    if v == 0.0 {
-        return Err(format!("{text:?}: a bandwidth must be more than 0"));
-    }
-    Ok(v)
-}
-
-/// A size, in bytes.
-pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
-    let units = [
-        ("", 1.0),
-        ("B", 1.0),
-        ("KB", 1e3),
-        ("kB", 1e3),
-        ("MB", 1e6),
-        ("KiB", 1024.0),
-        ("MiB", 1024.0 * 1024.0),
-    ];
-    let v = scaled(text, &units, "size")?;
-    if v.fract() != 0.0 || v > u64::MAX as f64 {
-        return Err(format!("{text:?}: not a whole number of bytes"));
-    }
-    Ok(v as u64)
 }
 
 fn network_line(n: &Network) -> String {
@@ -197,22 +127,30 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
     // A rank cut short is refused, naming it: a replay of the rest would not be the run.
     let program: Program = program_of(&trace)
         .with_context(|| format!("{}: cannot replay this trace", a.trace.display()))?;
-    let progress = match a.progress {
-        ProgressArg::InMpi => Progress::InMpi,
-        ProgressArg::Async => Progress::Async,
-    };
-    let mut fitted = match &a.model {
-        Some(path) => NetworkFit::from_file(path, &program, None)?,
-        None => NetworkFit::from_trace(&trace, &program, None),
-    };
-    if let Some(limit) = a.eager_limit {
-        fitted = fitted.with_eager_limit(limit);
-    }
-    let orders = measured_orders(&program);
+    let progress = a.network.progress.into();
+    let fitted = a.network.fitted(&trace, &program)?;
+    let measured = measured_orders(&program);
     // How well the model reproduces the measured run: the measured order on the fitted
     // (or file's) network.
-    let check = replay(&program, &orders, &ReplayConfig::on(fitted.mid, progress))
+    let check = replay(&program, &measured, &ReplayConfig::on(fitted.mid, progress))
         .context("replaying the measured run on its own network")?;
+    let orders = match a.order {
+        OrderArg::Measured => measured,
+        OrderArg::Suggested => {
+            let options = SuggestOptions {
+                dag: a.policies.options()?,
+                progress,
+            };
+            let s = suggest(&trace, &program, fitted.clone(), &options)?;
+            if let Some(why) = &s.rejected {
+                bail!(
+                    "{}: the suggested order is rejected: {why}",
+                    a.trace.display()
+                );
+            }
+            s.orders
+        }
+    };
     let self_error = check.self_error(&program);
     let fit = fitted.with_given(a.latency, a.bandwidth);
     let run = |n: Network| replay(&program, &orders, &ReplayConfig::on(n, progress));
@@ -229,6 +167,7 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
             "whatif": {
                 "network": fit,
                 "progress": progress,
+                "order": a.order.name(),
                 "predicted_ns": predicted.makespan_ns,
                 "predicted_range_ns": [range.0, range.1],
                 "measured_ns": program.measured_ns,
@@ -245,8 +184,9 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
         Progress::Async => "asynchronous",
     };
     outln!(
-        "What if: {} (the measured order replayed)",
-        a.trace.display()
+        "What if: {} (the {} order replayed)",
+        a.trace.display(),
+        a.order.name()
     );
     outln!(
         "  network     {} ({})",
@@ -316,29 +256,4 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
     outln!("\nThe predicted run, as `overlap analyze` would report it:\n");
     out!("{}", render(&report, style()));
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn units_parse_and_bad_ones_are_named() {
-        assert_eq!(parse_duration_ns("2us").unwrap(), 2000.0);
-        assert_eq!(parse_duration_ns("1.5 ms").unwrap(), 1.5e6);
-        assert_eq!(parse_duration_ns("700").unwrap(), 700.0);
-        assert_eq!(parse_bandwidth("12.5GB/s").unwrap(), 12.5e9);
-        assert_eq!(parse_bandwidth("1KiB/s").unwrap(), 1024.0);
-        assert_eq!(parse_bytes("64KiB").unwrap(), 65536);
-        assert_eq!(parse_bytes("100").unwrap(), 100);
-        let e = parse_duration_ns("2 parsecs").unwrap_err();
-        assert!(e.contains("unknown unit \"parsecs\""), "{e}");
-        assert!(parse_bandwidth("0GB/s").is_err());
-        assert!(parse_bandwidth("fast")
-            .unwrap_err()
-            .contains("not a bandwidth"));
-        assert!(parse_bytes("1.5B").is_err());
-        assert!(parse_duration_ns("-2us").is_err());
-    }
 }

@@ -39,6 +39,7 @@ fn program(per_iteration: usize, iterations: usize) -> Program {
             let (rbuf, sbuf) = (0x10_0000 + e as u64 * 0x1000, 0x80_0000 + e as u64 * 0x1000);
             let mut request = |role, buf, post| {
                 p.requests.push(RequestOp {
+                    proc_null: false,
                     rank: 0,
                     role,
                     message: None,

@@ -66,6 +66,7 @@ fn program(ops: usize) -> Program {
                 let request = p.requests.len();
                 reqs[r as usize][k] = request;
                 p.requests.push(RequestOp {
+                    proc_null: false,
                     rank: r,
                     role,
                     message: None,

@@ -63,6 +63,7 @@ impl Build {
     /// A request (posted at `post`, completed at `complete`: op positions to come).
     fn request(&mut self, role: RequestRole, peer: i32, tag: i32, b: u64) -> usize {
         self.program.requests.push(RequestOp {
+            proc_null: false,
             rank: 0,
             role,
             message: None,

@@ -203,6 +203,10 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                     comm: desc.map_or(0, |d| d.comm),
                                     bytes: desc.and_then(|d| d.bytes).unwrap_or(0),
                                     buffer: desc.and_then(|d| d.buf),
+                                    // A send names its peer; a receive's status says
+                                    // (set at its completion).
+                                    proc_null: role == RequestRole::Send
+                                        && desc.and_then(|d| d.peer).is_some_and(|p| p < 0),
                                     post: ops.len(),
                                     complete: None,
                                 });
@@ -220,12 +224,20 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                             }
                         }
                         OpClass::Completion => {
-                            let done: Vec<usize> = t
-                                .completions(c)
-                                .iter()
-                                .filter_map(|d| d.request)
-                                .filter_map(|r| request_of.get(&(t.rank, r)).copied())
-                                .collect();
+                            let mut done: Vec<usize> = Vec::new();
+                            for d in t.completions(c) {
+                                let Some(rid) = d
+                                    .request
+                                    .and_then(|r| request_of.get(&(t.rank, r)).copied())
+                                else {
+                                    continue;
+                                };
+                                // A receive completed from MPI_PROC_NULL has a negative source.
+                                if d.source.is_some_and(|s| s < 0) {
+                                    program.requests[rid].proc_null = true;
+                                }
+                                done.push(rid);
+                            }
                             if done.is_empty() {
                                 ops.push(Operation {
                                     site,
@@ -257,12 +269,19 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                             if let Some(b) = c.recv.as_ref().and_then(|h| h.buf) {
                                 buffers.push((b, Use::Write));
                             }
+                            let null_send = op.sends() && c.peer.is_some_and(|p| p < 0);
+                            let null_recv = op.receives_blocking()
+                                && t.completions(c)
+                                    .first()
+                                    .and_then(|d| d.source)
+                                    .is_some_and(|s| s < 0);
                             ops.push(Operation {
                                 kind: OpKind::Blocking {
                                     sends: Vec::new(),
                                     recvs: Vec::new(),
                                     buffers,
                                     comm: c.comm,
+                                    null_peers: u8::from(null_send) + u8::from(null_recv),
                                 },
                                 cost_ns: shortest,
                                 site,

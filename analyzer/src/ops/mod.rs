@@ -139,6 +139,8 @@ pub enum OpKind {
         buffers: Vec<(Buffer, Use)>,
         /// Communicator.
         comm: u32,
+        /// Its halves to or from `MPI_PROC_NULL` (no message by design).
+        null_peers: u8,
     },
     /// A blocking collective.
     Collective {
@@ -195,6 +197,8 @@ pub struct RequestOp {
     pub bytes: u64,
     /// Its buffer, when recorded.
     pub buffer: Option<Buffer>,
+    /// To or from `MPI_PROC_NULL`: completes at once, with no message by design.
+    pub proc_null: bool,
     /// Index of its post in the rank's operations.
     pub post: usize,
     /// Index of its completion in the rank's operations, when it was completed.

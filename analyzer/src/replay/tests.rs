@@ -67,6 +67,7 @@ impl B {
         };
         let post = self.op(r, OpKind::Post { request }, 0, Some(call));
         self.p.requests.push(RequestOp {
+            proc_null: false,
             rank: r,
             role,
             message: None,
@@ -109,6 +110,7 @@ impl B {
             recvs: vec![],
             buffers: vec![],
             comm: 0,
+            null_peers: 0,
         };
         self.op(r, kind, 0, Some(call))
     }

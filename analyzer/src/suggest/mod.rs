@@ -33,7 +33,7 @@ pub use render::render;
 
 use crate::dag::{self, Options as DagOptions};
 use crate::model::Trace;
-use crate::ops::{self, Program, RequestRole};
+use crate::ops::{self, Program};
 use crate::replay::{self, NetworkFit, Progress, Replay, ReplayConfig, ReplayError};
 use crate::sites::SiteTable;
 
@@ -460,16 +460,10 @@ pub fn suggest(
         })
         .collect();
     let assumed = &measured_replay.assumed;
-    // Requests to or from MPI_PROC_NULL (a negative peer) have no partner by design.
-    let unmatched = program
-        .requests
-        .iter()
-        .filter(|r| matches!(r.role, RequestRole::Send | RequestRole::Recv))
-        .filter(|r| r.message.is_none() && r.peer.is_some_and(|p| p >= 0))
-        .count();
-    if unmatched > 0 || assumed.other_requests > 0 {
+    if assumed.unmatched + assumed.unmatched_collectives + assumed.other_requests > 0 {
         notes.push(format!(
-            "the replay completed {unmatched} request(s) without a matched partner and {} one-sided request(s) at once",
+            "the replay completed {} request(s) without a matched partner and {} one-sided request(s) at once",
+            assumed.unmatched + assumed.unmatched_collectives,
             assumed.other_requests
         ));
     }

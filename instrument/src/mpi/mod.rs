@@ -78,7 +78,8 @@ impl<C: Communicator> Destination for Peer<'_, C> {
 pub struct TracedRequest<'b, D: ?Sized, S: Scope<'b>> {
     inner: Request<'b, D, S>,
     id: RequestId,
-    receive: bool,
+    /// A receive's requested source (`None`: a send).
+    from: Option<i32>,
 }
 
 impl<'b, D: ?Sized, S: Scope<'b>> TracedRequest<'b, D, S> {
@@ -162,7 +163,18 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         }
     }
 
-    fn received(&self, request: Option<RequestId>, status: &Status) -> Completion {
+    /// The completion of a receive from `requested` with its status. A receive from
+    /// MPI_PROC_NULL is recorded as MPI defines it (source MPI_PROC_NULL, no data):
+    /// MPICH does not always fill the status of such a request.
+    fn received(&self, request: Option<RequestId>, requested: i32, status: &Status) -> Completion {
+        if requested == proc_null() {
+            return Completion {
+                request: request.map(|r| r.0),
+                source: Some(proc_null()),
+                tag: None,
+                bytes: Some(0),
+            };
+        }
         let count = status.count(u8::equivalent_datatype());
         Completion {
             request: request.map(|r| r.0),
@@ -172,12 +184,11 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         }
     }
 
-    /// The completion of request `id` (a receive when `receive`) with its status.
-    fn completed(&self, id: RequestId, receive: bool, status: &Status) -> Completion {
-        if receive {
-            self.received(Some(id), status)
-        } else {
-            sent(id)
+    /// The completion of request `id` (a receive from `from`, or a send) with its status.
+    fn completed(&self, id: RequestId, from: Option<i32>, status: &Status) -> Completion {
+        match from {
+            Some(source) => self.received(Some(id), source, status),
+            None => sent(id),
         }
     }
 
@@ -269,7 +280,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         TracedRequest {
             inner,
             id,
-            receive: false,
+            from: None,
         }
     }
 
@@ -297,7 +308,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         TracedRequest {
             inner,
             id,
-            receive: true,
+            from: Some(source),
         }
     }
 
@@ -395,7 +406,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
             self.peer(source).receive_into_with_tag(buf, tag)
         });
         let data = CallData::Blocking { transfer: t };
-        let done = [self.received(None, &status)];
+        let done = [self.received(None, source, &status)];
         self.recorder.record_call(Op::Recv, start, end, data, &done);
         status
     }
@@ -427,7 +438,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
                 recv_tag,
             )
         });
-        let done = [self.received(None, &status)];
+        let done = [self.received(None, source, &status)];
         self.recorder
             .record_call(Op::Sendrecv, start, end, data, &done);
         status
@@ -436,9 +447,9 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     /// `MPI_Wait` on one request.
     #[track_caller]
     pub fn wait<'b, D: ?Sized, S: Scope<'b>>(&self, request: TracedRequest<'b, D, S>) -> Status {
-        let TracedRequest { inner, id, receive } = request;
+        let TracedRequest { inner, id, from } = request;
         let (start, status, end) = self.inside(Op::Wait, waiting_on(1), || inner.wait());
-        let done = [self.completed(id, receive, &status)];
+        let done = [self.completed(id, from, &status)];
         let data = CallData::Complete { flag: None };
         self.recorder.record_call(Op::Wait, start, end, data, &done);
         status
@@ -452,7 +463,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
     ) {
         let n = requests.len();
         let mut raw: SmallVec<[ffi::MPI_Request; 8]> = SmallVec::with_capacity(n);
-        let mut meta: SmallVec<[(RequestId, bool); 8]> = SmallVec::with_capacity(n);
+        let mut meta: SmallVec<[(RequestId, Option<i32>); 8]> = SmallVec::with_capacity(n);
         let mut statuses: SmallVec<[MaybeUninit<ffi::MPI_Status>; 8]> =
             (0..n).map(|_| MaybeUninit::uninit()).collect();
         for r in requests.drain(..) {
@@ -460,7 +471,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
             // buffers it refers to (borrowed for 'b) can be released.
             let (handle, _, _) = unsafe { r.inner.into_raw() };
             raw.push(handle);
-            meta.push((r.id, r.receive));
+            meta.push((r.id, r.from));
         }
         let (start, (), end) = self.inside(Op::Waitall, waiting_on(n), || {
             // SAFETY: `raw` holds `n` active requests and `statuses` room for `n` statuses.
@@ -475,10 +486,10 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         let data = CallData::Complete { flag: None };
         self.recorder
             .record_call_with(Op::Waitall, start, end, data, n, |i| {
-                let (id, receive) = meta[i];
+                let (id, from) = meta[i];
                 // SAFETY: MPI_Waitall filled every status.
                 let status = Status::from_raw(unsafe { statuses[i].assume_init() });
-                self.completed(id, receive, &status)
+                self.completed(id, from, &status)
             });
     }
 
@@ -488,13 +499,13 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
         &self,
         request: TracedRequest<'b, D, S>,
     ) -> std::result::Result<Status, TracedRequest<'b, D, S>> {
-        let TracedRequest { inner, id, receive } = request;
+        let TracedRequest { inner, id, from } = request;
         let start = self.now();
         let outcome = inner.test();
         let end = self.now();
         match outcome {
             Ok(status) => {
-                let done = [self.completed(id, receive, &status)];
+                let done = [self.completed(id, from, &status)];
                 let data = CallData::Complete { flag: Some(true) };
                 self.recorder.record_call(Op::Test, start, end, data, &done);
                 Ok(status)
@@ -502,7 +513,7 @@ impl<'a, C: Communicator> TracedComm<'a, C> {
             Err(inner) => {
                 let data = CallData::Complete { flag: Some(false) };
                 self.recorder.record_call(Op::Test, start, end, data, &[]);
-                Err(TracedRequest { inner, id, receive })
+                Err(TracedRequest { inner, id, from })
             }
         }
     }

@@ -1,0 +1,202 @@
+//! The options `overlap suggest` and `overlap whatif` share: the network a replay runs
+//! on, how transfers progress, the ordering policies, and the units they are given in.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use overlap_analyzer::dag::{built_in_names, BuiltIn, Options as DagOptions};
+use overlap_analyzer::model::Trace;
+use overlap_analyzer::ops::Program;
+use overlap_analyzer::replay::{NetworkFit, Progress};
+
+/// How rendezvous transfers progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ProgressArg {
+    /// Only while the sender or the receiver is inside an MPI call (MPICH's default).
+    InMpi,
+    /// Continuously (a progress thread or an offloading NIC).
+    Async,
+}
+
+impl From<ProgressArg> for Progress {
+    fn from(p: ProgressArg) -> Progress {
+        match p {
+            ProgressArg::InMpi => Progress::InMpi,
+            ProgressArg::Async => Progress::Async,
+        }
+    }
+}
+
+/// The network a replay runs on: fitted to the trace, or from a model file.
+#[derive(Debug, Args)]
+pub(crate) struct NetworkArgs {
+    /// A network model file (`overlap run pingpong --model FILE`) instead of the fit to
+    /// the trace's own messages.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) model: Option<PathBuf>,
+    /// Largest eager message (e.g. `64KiB`); larger ones use rendezvous (default: fitted
+    /// from the trace where it shows it, else 64 KiB).
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
+    pub(crate) eager_limit: Option<u64>,
+    /// How rendezvous transfers progress.
+    #[arg(long, value_enum, default_value_t = ProgressArg::InMpi)]
+    pub(crate) progress: ProgressArg,
+}
+
+impl NetworkArgs {
+    /// The network for `program` of `trace`: the model file's or the fit, with the
+    /// eager limit given.
+    pub(crate) fn fitted(&self, trace: &Trace, program: &Program) -> Result<NetworkFit> {
+        let fit = match &self.model {
+            Some(path) => NetworkFit::from_file(path, program, None)?,
+            None => NetworkFit::from_trace(trace, program, None),
+        };
+        Ok(match self.eager_limit {
+            Some(limit) => fit.with_eager_limit(limit),
+            None => fit,
+        })
+    }
+}
+
+/// The ordering policies.
+#[derive(Debug, Args)]
+pub(crate) struct PolicyArgs {
+    /// The built-in policies to apply after data dependence, in priority order:
+    /// posts-early, lower-tag-first, waits-late (program order is always the last
+    /// tie-break).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "posts-early,lower-tag-first"
+    )]
+    pub(crate) policy: Vec<String>,
+    /// Only moves that need no assumption about compute whose buffers are unknown.
+    #[arg(long)]
+    pub(crate) conservative: bool,
+}
+
+impl PolicyArgs {
+    /// The DAG options they name.
+    pub(crate) fn options(&self) -> Result<DagOptions> {
+        let mut policies = Vec::new();
+        for name in &self.policy {
+            match BuiltIn::parse(name.trim()) {
+                Some(b) => policies.push(b.policy()),
+                None if name.trim() == "program-order" => {}
+                None => bail!(
+                    "--policy: unknown policy {name:?} (built-ins: {}; program-order is always last)",
+                    built_in_names()
+                ),
+            }
+        }
+        Ok(DagOptions {
+            policies,
+            conservative: self.conservative,
+        })
+    }
+}
+
+/// Splits `text` into a number and its unit, and scales by the unit's factor.
+fn scaled(text: &str, units: &[(&str, f64)], what: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
+        .unwrap_or(t.len());
+    let (num, unit) = (t[..split].trim(), t[split..].trim());
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("{text:?}: not a {what} (a number, then a unit)"))?;
+    let factor = units
+        .iter()
+        .find(|(u, _)| *u == unit)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| {
+            let known: Vec<&str> = units
+                .iter()
+                .map(|(u, _)| *u)
+                .filter(|u| !u.is_empty())
+                .collect();
+            format!("{text:?}: unknown unit {unit:?} (use {})", known.join(", "))
+        })?;
+    let v = value * factor;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("{text:?}: must be a finite number, 0 or more"));
+    }
+    Ok(v)
+}
+
+/// A duration, in ns.
+pub(crate) fn parse_duration_ns(text: &str) -> Result<f64, String> {
+    let units = [
+        ("", 1.0),
+        ("ns", 1.0),
+        ("us", 1e3),
+        ("µs", 1e3),
+        ("ms", 1e6),
+        ("s", 1e9),
+    ];
+    scaled(text, &units, "duration")
+}
+
+/// A bandwidth, in bytes per second (more than 0).
+pub(crate) fn parse_bandwidth(text: &str) -> Result<f64, String> {
+    let units = [
+        ("B/s", 1.0),
+        ("KB/s", 1e3),
+        ("kB/s", 1e3),
+        ("MB/s", 1e6),
+        ("GB/s", 1e9),
+        ("KiB/s", 1024.0),
+        ("MiB/s", 1024.0 * 1024.0),
+        ("GiB/s", 1024.0 * 1024.0 * 1024.0),
+    ];
+    let v = scaled(text, &units, "bandwidth")?;
+    if v == 0.0 {
+        return Err(format!("{text:?}: a bandwidth must be more than 0"));
+    }
+    Ok(v)
+}
+
+/// A size, in bytes.
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
+    let units = [
+        ("", 1.0),
+        ("B", 1.0),
+        ("KB", 1e3),
+        ("kB", 1e3),
+        ("MB", 1e6),
+        ("KiB", 1024.0),
+        ("MiB", 1024.0 * 1024.0),
+    ];
+    let v = scaled(text, &units, "size")?;
+    if v.fract() != 0.0 || v > u64::MAX as f64 {
+        return Err(format!("{text:?}: not a whole number of bytes"));
+    }
+    Ok(v as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn units_parse_and_bad_ones_are_named() {
+        assert_eq!(parse_duration_ns("2us").unwrap(), 2000.0);
+        assert_eq!(parse_duration_ns("1.5 ms").unwrap(), 1.5e6);
+        assert_eq!(parse_duration_ns("700").unwrap(), 700.0);
+        assert_eq!(parse_bandwidth("12.5GB/s").unwrap(), 12.5e9);
+        assert_eq!(parse_bandwidth("1KiB/s").unwrap(), 1024.0);
+        assert_eq!(parse_bytes("64KiB").unwrap(), 65536);
+        assert_eq!(parse_bytes("100").unwrap(), 100);
+        let e = parse_duration_ns("2 parsecs").unwrap_err();
+        assert!(e.contains("unknown unit \"parsecs\""), "{e}");
+        assert!(parse_bandwidth("0GB/s").is_err());
+        assert!(parse_bandwidth("fast")
+            .unwrap_err()
+            .contains("not a bandwidth"));
+        assert!(parse_bytes("1.5B").is_err());
+        assert!(parse_duration_ns("-2us").is_err());
+    }
+}
