@@ -25,7 +25,7 @@ fn the_suggestion_names_source_lines_and_its_assumptions() {
     let path = out.to_str().unwrap();
     let s = suggest_json(&["suggest", path, "--json"]);
     assert_eq!(s["version"], 1);
-    assert!(s["self_error"].is_number(), "{s:#}");
+    assert!(s["replay"]["self_error"].is_number(), "{s:#}");
     let wait = program_line("reorder.c", "MPI_Waitall(2, req");
     let irecv = program_line("reorder.c", "MPI_Irecv(in, count");
     let groups = s["groups"].as_array().unwrap();

@@ -88,6 +88,19 @@ pub struct Predicted {
     pub high_ns: u64,
 }
 
+/// The measured order replayed against the measured run.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SelfCheck {
+    /// The measured run time, ns.
+    pub measured_ns: u64,
+    /// The measured order replayed.
+    pub replayed: Predicted,
+    /// `(replayed - measured) / measured`; `None` when the run measured no time.
+    pub self_error: Option<f64>,
+    /// The model's uncertainty on a gain, ns: a move must gain more to be told it gains.
+    pub uncertainty_ns: u64,
+}
+
 /// One move, for the report.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MoveReport {
@@ -175,14 +188,8 @@ pub struct Suggestion {
     pub progress: Progress,
     /// The network replayed on.
     pub network: NetworkFit,
-    /// The measured run time, ns.
-    pub measured_ns: u64,
-    /// The measured order replayed (the self-check).
-    pub replayed: Predicted,
-    /// `(replayed - measured) / measured`.
-    pub self_error: Option<f64>,
-    /// The model's uncertainty on a gain, ns: a move must gain more to be suggested.
-    pub uncertainty_ns: u64,
+    /// The self-check: the measured order replayed.
+    pub replay: SelfCheck,
     /// The suggested order replayed; none when it was rejected.
     pub suggested: Option<Predicted>,
     /// Every move of the consensus taken (suggested or not), replayed.
@@ -485,10 +492,12 @@ pub fn suggest(
         conservative: options.dag.conservative,
         progress,
         network: fit,
-        measured_ns: program.measured_ns,
-        replayed,
-        self_error,
-        uncertainty_ns,
+        replay: SelfCheck {
+            measured_ns: program.measured_ns,
+            replayed,
+            self_error,
+            uncertainty_ns,
+        },
         suggested: suggested.map(|s| s.0),
         consensus,
         rejected,

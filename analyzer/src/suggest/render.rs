@@ -189,12 +189,13 @@ pub fn render(s: &Suggestion) -> String {
     );
     let _ = writeln!(
         o,
-        "measured {}; measured order replayed {} (self-check error {}); uncertainty on a gain {}",
-        duration(s.measured_ns),
-        duration(s.replayed.ns),
-        s.self_error
+        "measured {}; measured order replayed {} (replay.self_error {}); uncertainty on a gain {}",
+        duration(s.replay.measured_ns),
+        duration(s.replay.replayed.ns),
+        s.replay
+            .self_error
             .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0)),
-        duration(s.uncertainty_ns)
+        duration(s.replay.uncertainty_ns)
     );
     if let Some(r) = &s.rejected {
         let _ = writeln!(o, "\nThe consensus order is rejected: {r}");
@@ -266,7 +267,7 @@ pub fn render(s: &Suggestion) -> String {
     }
     match &s.suggested {
         Some(p) => {
-            let gain = s.replayed.ns as i64 - p.ns as i64;
+            let gain = s.replay.replayed.ns as i64 - p.ns as i64;
             let _ = writeln!(
                 o,
                 "\npredicted run time {} (range {} to {}), gain {} ({:+.1}% of the replayed measured order)",
@@ -274,7 +275,7 @@ pub fn render(s: &Suggestion) -> String {
                 duration(p.low_ns),
                 duration(p.high_ns),
                 signed(gain),
-                if s.replayed.ns > 0 { -100.0 * gain as f64 / s.replayed.ns as f64 } else { 0.0 }
+                if s.replay.replayed.ns > 0 { -100.0 * gain as f64 / s.replay.replayed.ns as f64 } else { 0.0 }
             );
         }
         None => {
