@@ -196,6 +196,10 @@ pub struct Report {
     pub by_site: BySite,
     /// Where the ranks were stuck, from their in-flight dumps; null when no rank dumped.
     pub hang: Option<crate::hang::HangReport>,
+    /// The measured order replayed on the network fitted to the trace: how well the
+    /// replay behind `suggest` and `whatif` reproduces this run; null when a rank was
+    /// cut short or the run cannot be replayed.
+    pub replay: Option<crate::replay::SelfCheck>,
 }
 
 /// Every per-instance figure behind a [`Report`] (the tables of `--csv`/`--parquet`).
@@ -312,6 +316,10 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         clock,
         by_site,
         hang: crate::hang::analyze(trace, &sites),
+        replay: {
+            let _s = tracing::info_span!("self-check replay").entered();
+            crate::replay::self_check(trace)
+        },
     };
     let details = Details {
         waits,

@@ -240,3 +240,41 @@ pub fn replay(
 ) -> Result<Replay, ReplayError> {
     engine::run(program, orders, config)
 }
+
+/// The measured order replayed on the network fitted to the trace, with MPICH's default
+/// progress: how well the replay reproduces this run (`overlap analyze` reports it, and
+/// every prediction from the trace rests on it).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct SelfCheck {
+    /// The measured run time, ns.
+    pub measured_ns: u64,
+    /// The replayed run time, ns.
+    pub replayed_ns: u64,
+    /// `(replayed - measured) / measured`; `None` when the run measured no time.
+    pub self_error: Option<f64>,
+    /// The progress mode replayed.
+    pub progress: Progress,
+}
+
+/// The self-check of `trace`; `None` when a rank was cut short (a replay of what is
+/// left would not be the run) or the measured order cannot be replayed.
+pub fn self_check(trace: &crate::model::Trace) -> Option<SelfCheck> {
+    if trace.ranks.iter().any(|t| !t.complete) {
+        return None;
+    }
+    let program = crate::ops::extract(trace).ok()?;
+    let fit = NetworkFit::from_trace(trace, &program, None);
+    let progress = Progress::InMpi;
+    let r = replay(
+        &program,
+        &measured_orders(&program),
+        &ReplayConfig::on(fit.mid, progress),
+    )
+    .ok()?;
+    Some(SelfCheck {
+        measured_ns: program.measured_ns,
+        replayed_ns: r.makespan_ns,
+        self_error: r.self_error(&program),
+        progress,
+    })
+}

@@ -409,6 +409,18 @@ pub fn render(r: &Report, style: Style) -> String {
             TIdealMethod::Subtraction => String::new(),
         }
     );
+    if let Some(check) = &r.replay {
+        let _ = writeln!(
+            o,
+            "  replay.self_error {} (the measured order replayed on the network fitted to this \
+             trace, progress only inside MPI calls: {} for {} measured)",
+            check
+                .self_error
+                .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0)),
+            duration(check.replayed_ns),
+            duration(check.measured_ns)
+        );
+    }
 
     // Clock.
     let c = &r.clock;
