@@ -26,6 +26,9 @@ demo: build
 	@echo "--allow-different; it must fail, exit 1):"
 	./target/release/overlap check $(DEMO_DIR)/false-overlap-naive.json --baseline $(DEMO_DIR)/baseline-fixed.json --tolerance 25 --allow-different; test $$? -eq 1
 	@echo
+	@echo "The reordering overlap suggests for naive, set against the fixed run:"
+	./target/release/overlap suggest $(DEMO_DIR)/false-overlap-naive.json --confirm $(DEMO_DIR)/false-overlap-fixed.json
+	@echo
 	@echo "Open the traces in Perfetto: go to https://ui.perfetto.dev, choose 'Open trace file'"
 	@echo "and pick $(DEMO_DIR)/false-overlap-naive.json, then $(DEMO_DIR)/false-overlap-fixed.json."
 	@echo "Each rank is a process; click an MPI_Isend to follow its arrow to the call that"

@@ -36,7 +36,7 @@ traces() { for k in $(seq 1 "$RUNS"); do echo "$DIR/$1-$k.json"; done; }
 # The figures of a suggestion: the header, the moves and their verdicts, the
 # prediction, the re-run.
 figures() {
-  "$BIN" suggest "$@" | grep -E '^(measured|replay:|predicted|with every|re-run|  rank [0-9]+: the re-run)|^  - |assumes:|differs' || true
+  "$BIN" suggest "$@" | grep -E '^(measured|replay:|predicted|with every|re-run)|^  ranks? [0-9, ]+: the re-run|^  - |assumes:' || true
 }
 
 echo
