@@ -174,15 +174,9 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                 program_request.insert(ti, rid);
                                 request_of.insert((t.rank, life.request), rid);
                                 let instance = nb_instance_of.get(&ti).map(|&k| {
-                                    *nb_program_instance.entry(k).or_insert_with(|| {
-                                        program.collectives.push(CollectiveOp {
-                                            op,
-                                            bytes: 0,
-                                            members: Vec::new(),
-                                            cost_ns: None,
-                                        });
-                                        program.collectives.len() - 1
-                                    })
+                                    *nb_program_instance
+                                        .entry(k)
+                                        .or_insert_with(|| new_instance(&mut program, op))
                                 });
                                 if let Some(inst) = instance {
                                     let cop = &mut program.collectives[inst];
@@ -293,15 +287,9 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                             if id == collectives::NONE {
                                 ops.push(Operation { site, ..base });
                             } else {
-                                let inst = *blocking_instance.entry(id).or_insert_with(|| {
-                                    program.collectives.push(CollectiveOp {
-                                        op,
-                                        bytes: 0,
-                                        members: Vec::new(),
-                                        cost_ns: None,
-                                    });
-                                    program.collectives.len() - 1
-                                });
+                                let inst = *blocking_instance
+                                    .entry(id)
+                                    .or_insert_with(|| new_instance(&mut program, op));
                                 let cop = &mut program.collectives[inst];
                                 cop.bytes = cop.bytes.max(c.bytes.unwrap_or(0));
                                 cop.members.push((t.rank, ops.len()));
@@ -358,6 +346,17 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
     link_messages(trace, &mut program, &op_of_span, &program_request);
     fit_blocking_costs(&mut program);
     Ok(program)
+}
+
+/// A new collective instance of `op`, without members yet; its index.
+fn new_instance(program: &mut Program, op: Op) -> usize {
+    program.collectives.push(CollectiveOp {
+        op,
+        bytes: 0,
+        members: Vec::new(),
+        cost_ns: None,
+    });
+    program.collectives.len() - 1
 }
 
 /// The thread whose operations make the rank's program: the one with the most MPI calls
