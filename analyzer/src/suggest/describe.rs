@@ -115,6 +115,21 @@ impl Namer<'_> {
         }
     }
 
+    /// What the operation is and where the program made it, without its peer: the same
+    /// for the same code on every rank (ranks running one program are grouped by it).
+    pub fn code_key(&self, rank: &RankProgram, i: usize) -> String {
+        let op = &rank.ops[i];
+        match &op.kind {
+            OpKind::Post { request } | OpKind::Complete { request } => {
+                let role = self.program.requests[*request].role;
+                let call = op.call.map_or("MPI call", |c| c.mpi_name());
+                let site = self.site(rank.rank, op.span).unwrap_or_default();
+                format!("{call} {role:?} {site}")
+            }
+            _ => self.key(rank, i),
+        }
+    }
+
     /// A full name: what the operation does and where.
     pub fn long(&self, rank: &RankProgram, i: usize) -> String {
         let op = &rank.ops[i];

@@ -207,9 +207,10 @@ pub struct Suggestion {
     pub orders: Vec<Vec<usize>>,
 }
 
-/// What a rank's moves are: per pattern, the key of what moves, of where it lands, and
-/// whether that is in a later iteration.
-type Signature = Vec<(u64, Option<u64>, bool)>;
+/// What a rank's moves are: per pattern, what moves and where it lands, named by call
+/// and symbolized site (raw code addresses differ from rank to rank), and whether that
+/// is in a later iteration.
+type Signature = Vec<(String, Option<String>, bool)>;
 
 /// The smallest gain worth suggesting, as a share of the run: below it a move is noise
 /// whatever the model says.
@@ -377,7 +378,7 @@ pub fn suggest(
     } else {
         None
     };
-    // Groups: ranks with the same moves (by what moves where in the iteration).
+    // Groups: ranks with the same moves (what moves where in the iteration).
     let signature = |slot: usize| -> Signature {
         let r = &program.ranks[slot];
         ranked[slot]
@@ -391,8 +392,8 @@ pub fn suggest(
                     _ => false,
                 };
                 (
-                    dag::op_key(program, r, m.ops[0]),
-                    m.before.map(|b| dag::op_key(program, r, b)),
+                    namer.code_key(r, m.ops[0]),
+                    m.before.map(|b| namer.code_key(r, b)),
                     later,
                 )
             })
