@@ -104,6 +104,10 @@ fn main() {
     let period = dag::rank_period(&p, rank);
     let period_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
+    let graph = dag::essential::essential(&p, rank, false);
+    let essential_s = t.elapsed().as_secs_f64();
+    let essential_edges = graph.edge_count();
+    let t = Instant::now();
     let order = dag::order_rank(&p, rank, &Options::default());
     let consensus_s = t.elapsed().as_secs_f64();
     let moved = order
@@ -126,6 +130,11 @@ fn main() {
         consensus_s * 1e9 / rank.ops.len() as f64,
         order.consensus.edges,
         moved
+    );
+    println!(
+        "  of which the essential graph {:.1} ms ({} edges)",
+        essential_s * 1e3,
+        essential_edges
     );
     for p in &order.consensus.policies {
         println!("  {}: {} edges offered, {} kept", p.name, p.offered, p.kept);

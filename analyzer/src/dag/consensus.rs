@@ -87,6 +87,7 @@ pub fn consensus(
     // The anchors (compute, blocking calls, collectives...), a chain in program order.
     let is_anchor_at = |i: usize| i < n && is_anchor(&rank.ops[i].kind);
     let anchors: Vec<usize> = (0..n).filter(|&i| is_anchor_at(i)).collect();
+    let mut seen = vec![false; n];
     for policy in policies {
         let (mut offered, mut kept) = (0usize, 0usize);
         match policy {
@@ -126,7 +127,14 @@ pub fn consensus(
                             offered += 1;
                             let mut ok = graph.add_edge(hubs[k - 1], m);
                             if !ok && !anchors.is_empty() && !is_anchor(&rank.ops[m].kind) {
-                                let a = last_anchor_before(&graph, m, &anchors, &is_anchor_at);
+                                let a = last_anchor_before(
+                                    &graph,
+                                    m,
+                                    n,
+                                    &anchors,
+                                    &is_anchor_at,
+                                    &mut seen,
+                                );
                                 if let Some(a) = a.filter(|&a| {
                                     scopes[a] == scopes[m]
                                         && keys[a].is_some_and(|ka| Some(ka) < keys[m])
@@ -225,24 +233,36 @@ fn sort(graph: &Dag, n: usize, priority: impl Fn(usize) -> (u32, usize)) -> Vec<
 
 /// The anchor just before the first anchor `m` reaches (the last one it may follow), or
 /// the last anchor when it reaches none. Anchors form a chain, so what `m` reaches past
-/// an anchor is past it in the chain too: the search does not go through anchors.
+/// an anchor is past it in the chain too: the search does not go through anchors, nor
+/// through hubs (a hub fans out to a whole group: a path through one is left to the
+/// cycle check of the edge then offered). `seen` is scratch, one slot per node.
 fn last_anchor_before(
     graph: &Dag,
     m: usize,
+    n: usize,
     anchors: &[usize],
     is_anchor_at: &impl Fn(usize) -> bool,
+    seen: &mut Vec<bool>,
 ) -> Option<usize> {
     let mut first: Option<usize> = None;
-    let mut seen = std::collections::HashSet::new();
+    let mut visited = vec![m];
     let mut stack = vec![m];
     while let Some(v) = stack.pop() {
         for &s in graph.successors(v) {
+            if s >= n {
+                continue;
+            }
             if is_anchor_at(s) {
                 first = Some(first.map_or(s, |f| f.min(s)));
-            } else if seen.insert(s) {
+            } else if !seen[s] {
+                seen[s] = true;
+                visited.push(s);
                 stack.push(s);
             }
         }
+    }
+    for v in visited {
+        seen[v] = false;
     }
     let at = match first {
         Some(f) => anchors.partition_point(|&a| a < f),
