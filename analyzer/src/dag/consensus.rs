@@ -242,7 +242,7 @@ fn last_anchor_before(
     n: usize,
     anchors: &[usize],
     is_anchor_at: &impl Fn(usize) -> bool,
-    seen: &mut Vec<bool>,
+    seen: &mut [bool],
 ) -> Option<usize> {
     let mut first: Option<usize> = None;
     let mut visited = vec![m];
