@@ -8,8 +8,9 @@
 //! `k + 1`), never as an edge per pair: O(n) edges. Edges into hubs are offered first,
 //! then edges out of them, then the chain between hubs. A member whose edge to the
 //! next hub would close a cycle is offered the hubs after it in turn (and one whose
-//! edge from the previous hub would, the hubs before), so it keeps as much of the order
-//! as it can: a wait that must precede some compute still follows every post. A
+//! edge from the previous hub would, the hubs before; two more at most), so it keeps as
+//! much of the order as it can: a wait that must precede some compute still follows
+//! every post. A
 //! comparator is asked about every pair of a scope.
 //!
 //! Policies apply within a scope (an iteration of the rank's loop, the part before the
@@ -44,6 +45,15 @@ use crate::ops::{Program, RankProgram};
 use super::essential::is_anchor;
 use super::graph::Dag;
 use super::policy::{OpView, Policy};
+
+/// How many hubs a member whose edge is refused is offered in turn (its own and the next
+/// ones): a key with thousands of groups (a tag per message) must not cost a search per
+/// group per member.
+const FALLBACK: usize = 3;
+
+/// The most operations the search for the anchor a post or completion may follow
+/// visits: beyond it the refinement is not made (the member keeps the hub edges only).
+const SEARCH_LIMIT: usize = 4096;
 
 /// What a policy contributed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,8 +123,12 @@ pub fn consensus(
                         for &m in members.iter() {
                             if k < hubs.len() {
                                 offered += 1;
-                                kept +=
-                                    usize::from(hubs[k..].iter().any(|&h| graph.add_edge(m, h)));
+                                kept += usize::from(
+                                    hubs[k..]
+                                        .iter()
+                                        .take(FALLBACK)
+                                        .any(|&h| graph.add_edge(m, h)),
+                                );
                             }
                         }
                     }
@@ -142,7 +156,11 @@ pub fn consensus(
                                     ok |= graph.add_edge(a, m);
                                 }
                             }
-                            ok |= hubs[..k - 1].iter().rev().any(|&h| graph.add_edge(h, m));
+                            ok |= hubs[..k - 1]
+                                .iter()
+                                .rev()
+                                .take(FALLBACK - 1)
+                                .any(|&h| graph.add_edge(h, m));
                             kept += usize::from(ok);
                         }
                     }
@@ -234,8 +252,10 @@ fn sort(graph: &Dag, n: usize, priority: impl Fn(usize) -> (u32, usize)) -> Vec<
 /// The anchor just before the first anchor `m` reaches (the last one it may follow), or
 /// the last anchor when it reaches none. Anchors form a chain, so what `m` reaches past
 /// an anchor is past it in the chain too: the search does not go through anchors, nor
-/// through hubs (a hub fans out to a whole group: a path through one is left to the
-/// cycle check of the edge then offered). `seen` is scratch, one slot per node.
+/// through hubs (a hub fans out to a whole group), and it visits nodes by program
+/// position, stopping past the first anchor found: a path it leaves out can only make
+/// the anchor returned later than the true one, and the edge then offered from it is
+/// checked for cycles like any other. `seen` is scratch, one slot per node.
 fn last_anchor_before(
     graph: &Dag,
     m: usize,
@@ -246,8 +266,18 @@ fn last_anchor_before(
 ) -> Option<usize> {
     let mut first: Option<usize> = None;
     let mut visited = vec![m];
-    let mut stack = vec![m];
-    while let Some(v) = stack.pop() {
+    let mut frontier = BinaryHeap::new();
+    frontier.push(Reverse(m));
+    while let Some(Reverse(v)) = frontier.pop() {
+        if first.is_some_and(|f| v > f) {
+            break;
+        }
+        if visited.len() > SEARCH_LIMIT {
+            // Too far to tell (a chain of requests without compute in between):
+            // no edge rather than a guess.
+            visited.iter().for_each(|&x| seen[x] = false);
+            return None;
+        }
         for &s in graph.successors(v) {
             if s >= n {
                 continue;
@@ -257,7 +287,7 @@ fn last_anchor_before(
             } else if !seen[s] {
                 seen[s] = true;
                 visited.push(s);
-                stack.push(s);
+                frontier.push(Reverse(s));
             }
         }
     }

@@ -202,14 +202,16 @@ impl std::fmt::Display for Assumption {
     }
 }
 
-/// The assumptions of moving operation `m` of `rank` to position `new_pos` of `order`
-/// (`position[i]`: where operation `i` is in the new order): one per compute of unknown
-/// buffers it crosses.
+/// The assumptions of moving operation `m` of `rank` to its place in the new order
+/// (`position[i]`: where operation `i` is in it), which lies between program positions
+/// `within.0` and `within.1` (the operation and where it lands): one per compute of
+/// unknown buffers it crosses.
 pub fn assumptions(
     namer: &Namer,
     rank: &RankProgram,
     m: usize,
     position: &[usize],
+    within: (usize, usize),
 ) -> Vec<Assumption> {
     let op = &rank.ops[m];
     let request = match op.kind {
@@ -226,7 +228,11 @@ pub fn assumptions(
         _ => ("touch", "the buffer"),
     };
     let mut out = Vec::new();
-    for (x, other) in rank.ops.iter().enumerate() {
+    let (lo, hi) = (
+        within.0.min(within.1),
+        within.0.max(within.1).min(rank.ops.len() - 1),
+    );
+    for (x, other) in rank.ops.iter().enumerate().take(hi + 1).skip(lo) {
         let OpKind::Compute {
             access: None,
             until_span,

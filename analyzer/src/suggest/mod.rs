@@ -137,7 +137,8 @@ pub enum Verdict {
     BelowUncertainty,
     /// It costs more than the uncertainty: left out of the suggested order.
     Costs,
-    /// The order without it could not be replayed: kept, its gain unknown.
+    /// Not evaluated (beyond the [`EVALUATED`] most repeated moves), or the order
+    /// without it could not be replayed: kept, its gain unknown.
     Unknown,
 }
 
@@ -264,8 +265,13 @@ fn deadlock(
     None
 }
 
+/// The most move patterns whose gain is evaluated per group of ranks (each takes a
+/// consensus and a replay of the whole run); the others' gain is unknown, and said so.
+pub const EVALUATED: usize = 48;
+
 /// Per rank and pattern: the run time the consensus loses when the pattern is undone
-/// in every rank of its group (its gain), or `None` when that order cannot be replayed.
+/// in every rank of its group (its gain), or `None` when it was not evaluated or that
+/// order cannot be replayed.
 fn pattern_gains(
     program: &Program,
     ranked: &[(dag::RankOrder, Vec<Pattern>)],
@@ -278,7 +284,15 @@ fn pattern_gains(
     let mut gains: Vec<Vec<Option<i64>>> =
         ranked.iter().map(|(_, p)| vec![None; p.len()]).collect();
     for group in groups {
-        for (k, _) in ranked[group[0]].1.iter().enumerate() {
+        // The patterns repeated most first; beyond EVALUATED, no gain (unknown).
+        let mut by_weight: Vec<(usize, usize)> = ranked[group[0]]
+            .1
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (p.instances.len(), k))
+            .collect();
+        by_weight.sort_by_key(|&(n, k)| (std::cmp::Reverse(n), k));
+        for &(_, k) in by_weight.iter().take(EVALUATED) {
             let mut orders = consensus_orders.to_vec();
             for &slot in group {
                 let pinned: Vec<usize> = ranked[slot].1.get(k).map_or(Vec::new(), |p| {

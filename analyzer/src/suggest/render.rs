@@ -12,6 +12,9 @@ use super::describe::{assumptions, Namer};
 use super::moves::Pattern;
 use super::{Group, MoveReport, Suggestion, Verdict};
 
+/// Moves listed per group in the text report (all of them are in the JSON).
+const SHOWN: usize = 20;
+
 /// Short names of `ops` (in that order), completions of one call shown as one line.
 fn lines(namer: &Namer, rank: &RankProgram, ops: &[usize]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
@@ -91,7 +94,10 @@ pub(super) fn group(
             }
             let mut found = Vec::new();
             for &o in &m.ops {
-                for a in assumptions(namer, rank, o, &position) {
+                // The operations it crosses lie between it and where it lands.
+                let land = [m.before, m.now_after].into_iter().flatten();
+                let (lo, hi) = land.fold((o, o), |(lo, hi), x| (lo.min(x), hi.max(x)));
+                for a in assumptions(namer, rank, o, &position, (lo, hi)) {
                     if !found.contains(&a) {
                         found.push(a);
                     }
@@ -219,9 +225,10 @@ pub fn render(s: &Suggestion) -> String {
                 "  nothing to move: the order already agrees with the policies"
             );
         }
-        for m in &g.moves {
+        for m in g.moves.iter().take(SHOWN) {
             let gain = m.gain_ns.map_or(
-                "gain unknown (the order without it could not be replayed)".to_string(),
+                "gain unknown (not evaluated, or the order without it could not be replayed)"
+                    .to_string(),
                 |x| format!("gain {}", signed(x)),
             );
             let verdict = match m.verdict {
@@ -238,6 +245,13 @@ pub fn render(s: &Suggestion) -> String {
             for a in &m.assumptions {
                 let _ = writeln!(o, "      assumes: {a}");
             }
+        }
+        if g.moves.len() > SHOWN {
+            let _ = writeln!(
+                o,
+                "  ... and {} more move(s) (see --json)",
+                g.moves.len() - SHOWN
+            );
         }
         if !g.before.is_empty() {
             let width = g
