@@ -30,7 +30,7 @@ pub struct Move {
     pub after: Option<usize>,
     /// The operation that stayed that they now precede (none: they are last).
     pub before: Option<usize>,
-    /// The operation they now follow.
+    /// The operation that stayed that they now follow (none: they are first).
     pub now_after: Option<usize>,
 }
 
@@ -117,7 +117,7 @@ pub fn moves(rank: &RankProgram, order: &[usize]) -> Vec<Move> {
         out.push(Move {
             after: first.checked_sub(1),
             before,
-            now_after: i.checked_sub(1).map(|p| order[p]),
+            now_after: order[..i].iter().rev().copied().find(|&x| stays[x]),
             ops,
         });
         i = j;
