@@ -12,6 +12,9 @@
 //! - [`hang`]: a hung run explained from the ranks' in-flight dumps (wait-for cycle).
 //! - [`sites`]: call sites symbolized to `file:line (function)`, findings grouped by them.
 //! - [`summary`]: where each rank's time went, as `overlap merge` prints it.
+//! - [`ops`]: a run as programs of operations per rank; [`dag`]: their dependences, the
+//!   ordering policies and the seed's consensus; [`replay`]: the one discrete-event
+//!   replay (what-if, T_ideal, predicted gains); [`suggest`]: the reordering suggestion.
 //!
 //! ```no_run
 //! use std::path::Path;
