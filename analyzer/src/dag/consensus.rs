@@ -115,8 +115,19 @@ pub fn consensus(
                     by_scope.entry(*scope).or_default().push(members);
                 }
                 for scope_groups in by_scope.values() {
-                    let hubs: Vec<usize> =
-                        (1..scope_groups.len()).map(|_| graph.add_node()).collect();
+                    // The hubs sit in the order just after the scope's last member, so
+                    // that the searches their edges need stay within the scope.
+                    let mut hubs: Vec<usize> = Vec::with_capacity(scope_groups.len());
+                    let last = scope_groups
+                        .iter()
+                        .flat_map(|g| g.iter().copied())
+                        .max_by_key(|&m| graph.position(m));
+                    if let Some(mut after) = last {
+                        for _ in 1..scope_groups.len() {
+                            after = graph.add_node_after(after);
+                            hubs.push(after);
+                        }
+                    }
                     // Into the hubs: each member before the first hub after its group
                     // that does not close a cycle.
                     for (k, members) in scope_groups.iter().enumerate() {

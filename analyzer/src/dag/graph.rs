@@ -66,6 +66,19 @@ impl Dag {
         n
     }
 
+    /// Adds a node placed just after `x` in the order (so that searches for edges
+    /// between it and its neighbours stay short) and returns it. `O(n)`.
+    pub fn add_node_after(&mut self, x: Node) -> Node {
+        let n = self.add_node();
+        let from = self.ord[x] + 1;
+        self.at.pop();
+        self.at.insert(from, n);
+        for p in from..self.at.len() {
+            self.ord[self.at[p]] = p;
+        }
+        n
+    }
+
     /// Successors of a node.
     pub fn successors(&self, n: Node) -> &[Node] {
         &self.succ[n]
@@ -215,6 +228,18 @@ mod tests {
         let h = g.add_node();
         assert!(g.add_edge(1, h));
         assert!(!g.add_edge(h, 3));
+    }
+
+    #[test]
+    fn a_node_added_after_another_sits_next_to_it() {
+        let mut g = Dag::new(4);
+        assert!(g.add_edge(0, 3));
+        let h = g.add_node_after(1);
+        assert_eq!(g.position(h), g.position(1) + 1);
+        assert!(g.position(1) < g.position(2) && g.position(h) < g.position(2));
+        assert!(g.add_edge(h, 2));
+        assert!(g.add_edge(0, h));
+        assert!(!g.add_edge(2, 0));
     }
 
     #[test]

@@ -88,6 +88,33 @@ pub fn rank_period(program: &Program, rank: &RankProgram) -> Option<Period> {
     period::find(&keys)
 }
 
+/// The most operations a scope of the policies holds: a longer part of the run (a run
+/// without a repeating iteration, its part before the first iteration or after the last)
+/// is cut into scopes of this many, so that the consensus's cost stays near linear in
+/// the run. An iteration is never cut.
+pub const SCOPE_LIMIT: usize = 2048;
+
+/// The scope of each of `n` operations: its iteration, or a cut of a long stretch
+/// outside iterations ([`SCOPE_LIMIT`]); numbered in program order.
+pub fn policy_scopes(n: usize, period: Option<Period>) -> Vec<u32> {
+    let mut out = Vec::with_capacity(n);
+    let (mut id, mut base, mut len) = (0u32, None, 0usize);
+    for i in 0..n {
+        let b = period.map_or(0, |p| p.scope(i));
+        let in_iteration = period.is_some_and(|p| i >= p.start && i < p.end());
+        if base != Some(b) || (!in_iteration && len == SCOPE_LIMIT) {
+            if base.is_some() {
+                id += 1;
+            }
+            base = Some(b);
+            len = 0;
+        }
+        len += 1;
+        out.push(id);
+    }
+    out
+}
+
 /// The consensus order of one rank.
 pub fn order_rank(program: &Program, rank: &RankProgram, options: &Options) -> RankOrder {
     order_rank_pinned(program, rank, options, &[])
@@ -104,9 +131,7 @@ pub fn order_rank_pinned(
     pinned: &[usize],
 ) -> RankOrder {
     let period = rank_period(program, rank);
-    let scopes: Vec<u32> = (0..rank.ops.len())
-        .map(|i| period.map_or(0, |p| p.scope(i)))
-        .collect();
+    let scopes = policy_scopes(rank.ops.len(), period);
     let mut graph = essential::essential(program, rank, options.conservative);
     let n = rank.ops.len();
     for &o in pinned.iter().filter(|&&o| o < n) {

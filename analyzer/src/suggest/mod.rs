@@ -266,8 +266,19 @@ fn deadlock(
 }
 
 /// The most move patterns whose gain is evaluated per group of ranks (each takes a
-/// consensus and a replay of the whole run); the others' gain is unknown, and said so.
+/// consensus and a replay of the whole run; fewer on a large run, [`EVALUATION_BUDGET`]);
+/// the others' gain is unknown, and said so.
 pub const EVALUATED: usize = 48;
+
+/// Operations times evaluations the gains may cost in all (each evaluation orders and
+/// replays the whole run): a large run gets fewer evaluations.
+const EVALUATION_BUDGET: usize = 1_000_000;
+
+/// How many move patterns per group get their gain evaluated for `program`.
+fn evaluated(program: &Program) -> usize {
+    let ops: usize = program.ranks.iter().map(|r| r.ops.len()).sum();
+    (EVALUATION_BUDGET / ops.max(1)).clamp(1, EVALUATED)
+}
 
 /// Per rank and pattern: the run time the consensus loses when the pattern is undone
 /// in every rank of its group (its gain), or `None` when it was not evaluated or that
@@ -292,7 +303,7 @@ fn pattern_gains(
             .map(|(k, p)| (p.instances.len(), k))
             .collect();
         by_weight.sort_by_key(|&(n, k)| (std::cmp::Reverse(n), k));
-        for &(_, k) in by_weight.iter().take(EVALUATED) {
+        for &(_, k) in by_weight.iter().take(evaluated(program)) {
             let mut orders = consensus_orders.to_vec();
             for &slot in group {
                 let pinned: Vec<usize> = ranked[slot].1.get(k).map_or(Vec::new(), |p| {
