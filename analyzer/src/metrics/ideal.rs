@@ -21,18 +21,16 @@
 //!            r1 |c 5|Irecv|Wait 2|c 4|                  r1 |c 5|Irecv|c 4|
 //! ```
 
-use crate::model::Trace;
-use crate::ops::extract;
+use crate::ops::Program;
 use crate::replay::{measured_orders, replay as run, ReplayConfig};
 
 /// The replayed runtime, ns, or `None` when the replay cannot finish (a dependence on
-/// an event the trace lacks, e.g. a rank cut short) or the trace has no program.
+/// an event the trace lacks, e.g. a rank cut short).
 ///
 /// It is the replay engine ([`crate::replay`]) in its [`ReplayConfig::ideal`]
 /// configuration, on the trace's program ([`crate::ops::extract`]) in measured order.
-pub fn replay(trace: &Trace) -> Option<u64> {
-    let program = extract(trace).ok()?;
-    run(&program, &measured_orders(&program), &ReplayConfig::ideal())
+pub fn replay(program: &Program) -> Option<u64> {
+    run(program, &measured_orders(program), &ReplayConfig::ideal())
         .ok()
         .map(|r| r.makespan_ns)
 }

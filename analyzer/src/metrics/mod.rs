@@ -245,9 +245,14 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
     ];
     crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
     let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
+    // The run as programs of operations, for both replays (none: no rank has events).
+    let program = {
+        let _s = tracing::info_span!("operations").entered();
+        crate::ops::extract(trace).ok()
+    };
     let replayed = {
         let _s = tracing::info_span!("ideal replay").entered();
-        ideal::replay(trace)
+        program.as_ref().and_then(ideal::replay)
     };
     let pop = pop::efficiencies(&ranks, &totals, &wait_states.per_rank_ns, replayed);
     let (indeterminate_waits, indeterminate_wait_ns) = waits
@@ -318,7 +323,9 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         hang: crate::hang::analyze(trace, &sites),
         replay: {
             let _s = tracing::info_span!("self-check replay").entered();
-            crate::replay::self_check(trace)
+            program
+                .as_ref()
+                .and_then(|p| crate::replay::self_check(trace, p))
         },
     };
     let details = Details {

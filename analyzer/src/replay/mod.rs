@@ -256,25 +256,25 @@ pub struct SelfCheck {
     pub progress: Progress,
 }
 
-/// The self-check of `trace`; `None` when a rank was cut short (a replay of what is
-/// left would not be the run) or the measured order cannot be replayed.
-pub fn self_check(trace: &crate::model::Trace) -> Option<SelfCheck> {
+/// The self-check of `trace` (whose program is `program`); `None` when a rank was cut
+/// short (a replay of what is left would not be the run) or the measured order cannot
+/// be replayed.
+pub fn self_check(trace: &crate::model::Trace, program: &Program) -> Option<SelfCheck> {
     if trace.ranks.iter().any(|t| !t.complete) {
         return None;
     }
-    let program = crate::ops::extract(trace).ok()?;
-    let fit = NetworkFit::from_trace(trace, &program, None);
+    let fit = NetworkFit::from_trace(trace, program, None);
     let progress = Progress::InMpi;
     let r = replay(
-        &program,
-        &measured_orders(&program),
+        program,
+        &measured_orders(program),
         &ReplayConfig::on(fit.mid, progress),
     )
     .ok()?;
     Some(SelfCheck {
         measured_ns: program.measured_ns,
         replayed_ns: r.makespan_ns,
-        self_error: r.self_error(&program),
+        self_error: r.self_error(program),
         progress,
     })
 }

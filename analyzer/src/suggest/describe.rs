@@ -64,6 +64,9 @@ impl Namer<'_> {
                 let r = &self.program.requests[*request];
                 let call = op.call.map_or("MPI call", |c| c.mpi_name());
                 let what = match (r.role, r.peer) {
+                    _ if r.proc_null && r.role == RequestRole::Recv => {
+                        "recv from MPI_PROC_NULL".to_string()
+                    }
                     (RequestRole::Send, Some(p)) if p < 0 => "send to MPI_PROC_NULL".to_string(),
                     (RequestRole::Send, Some(p)) => format!("send to {p}"),
                     (RequestRole::Recv, Some(p)) if p >= 0 => format!("recv from {p}"),
@@ -166,6 +169,7 @@ impl Namer<'_> {
     fn request_words(&self, request: usize) -> String {
         let r = &self.program.requests[request];
         let peer = match (r.role, r.peer) {
+            _ if r.proc_null && r.role == RequestRole::Recv => "from MPI_PROC_NULL".to_string(),
             (RequestRole::Send, Some(p)) if p < 0 => "to MPI_PROC_NULL".to_string(),
             (RequestRole::Send, Some(p)) => format!("to rank {p}"),
             (RequestRole::Send, None) => "to an unrecorded rank".to_string(),
@@ -174,8 +178,16 @@ impl Namer<'_> {
             (RequestRole::Collective, _) => "of a collective".to_string(),
             (RequestRole::Other, _) => "one-sided".to_string(),
         };
-        let tag = r.tag.map_or(String::new(), |t| format!("tag {t}, "));
-        format!("{peer} ({tag}{})", bytes(r.bytes))
+        // A point-to-point request's size is recorded; a collective's or a one-sided
+        // request's is not always: it is not shown rather than shown as 0.
+        let size = matches!(r.role, RequestRole::Send | RequestRole::Recv).then(|| bytes(r.bytes));
+        let tag = r.tag.map(|t| format!("tag {t}"));
+        let detail: Vec<String> = tag.into_iter().chain(size).collect();
+        if detail.is_empty() {
+            peer
+        } else {
+            format!("{peer} ({})", detail.join(", "))
+        }
     }
 }
 

@@ -356,12 +356,13 @@ pub fn suggest(
 ) -> Result<Suggestion, SuggestError> {
     let progress = options.progress;
     let measured_orders = replay::measured_orders(program);
-    let (replayed, _) = predict(program, &measured_orders, &fit, progress).map_err(|cause| {
-        SuggestError::Replay {
-            path: trace.source.clone(),
-            cause,
-        }
-    })?;
+    let (replayed, measured_replay) =
+        predict(program, &measured_orders, &fit, progress).map_err(|cause| {
+            SuggestError::Replay {
+                path: trace.source.clone(),
+                cause,
+            }
+        })?;
     let sites = SiteTable::build(trace);
     let namer = Namer {
         trace,
@@ -470,13 +471,7 @@ pub fn suggest(
         Some(_) => None,
     };
     let suggested_replay = suggested.as_ref().map(|s| &s.1);
-    let (_, measured_replay) =
-        predict(program, &measured_orders, &fit, progress).map_err(|cause| {
-            SuggestError::Replay {
-                path: trace.source.clone(),
-                cause,
-            }
-        })?;
+
     let groups = slots_groups
         .iter()
         .map(|group| {

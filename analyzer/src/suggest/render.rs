@@ -80,10 +80,16 @@ pub(super) fn group(
                 _ => false,
             };
             let mut text = format!("move {what}");
-            if let Some(a) = &from_after {
+            // Moved just over the operation before it: say so, not "from after X to
+            // before X".
+            let over_predecessor = m.after.is_some() && m.after == m.before;
+            if let (Some(a), false) = (&from_after, over_predecessor) {
                 let _ = write!(text, " from after {a}");
             }
             match &to_before {
+                Some(b) if over_predecessor => {
+                    let _ = write!(text, " to just before {b}, the operation it followed");
+                }
                 Some(b) => {
                     let _ = write!(text, " to before {b}");
                     if next_iteration {
