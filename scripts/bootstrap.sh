@@ -2,12 +2,13 @@
 # Installs the system packages overlap needs, when they are missing:
 #   - MPICH (mpiexec, mpicc, mpif90, libmpich) and gfortran: the MPI the kernels and
 #     tests run on, and the compilers of the C and Fortran programs the preload traces;
-#   - libclang: the `mpi` crate generates its bindings with it at build time.
+#   - libclang: the `mpi` crate generates its bindings with it at build time;
+#   - tmux: the end-to-end test of `overlap tui` drives it in a tmux pane.
 # Debian/Ubuntu get them through apt-get (with sudo when not root); elsewhere the
 # script says what to install. It changes nothing when everything is there.
 set -euo pipefail
 
-packages=(mpich libmpich-dev gfortran libclang-dev)
+packages=(mpich libmpich-dev gfortran libclang-dev tmux)
 
 have_package() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

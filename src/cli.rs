@@ -51,6 +51,9 @@ enum Command {
     /// Predict the run on another network or progress mode: `overlap whatif TRACE
     /// --latency 2us --bandwidth 12.5GB/s [--progress async]`.
     Whatif(crate::whatif::WhatifArgs),
+    /// Explore a trace in the terminal: timeline, waits, overlap, summary; with a second
+    /// trace, compare them. For the login node over SSH, where Perfetto is far away.
+    Tui(crate::tui::TuiArgs),
 }
 
 #[derive(Debug, Args)]
@@ -207,6 +210,7 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         Command::Baseline(a) => crate::gate::baseline(a),
         Command::Check(a) => crate::gate::check(a),
         Command::Whatif(a) => crate::whatif::whatif(a),
+        Command::Tui(a) => crate::tui::tui(a),
     }
 }
 

@@ -21,6 +21,7 @@ mod selftrace;
 mod suggest;
 mod supervise;
 mod trace;
+mod tui;
 mod whatif;
 
 use std::process::ExitCode;

@@ -141,7 +141,7 @@ pub fn diff_table(rows: &[DiffRow], a_name: &str, b_name: &str) -> String {
 
 /// A value (or, `signed`, a change) in its unit: counts whole, fractions in percent
 /// (changes in points), durations for people.
-fn number(v: Option<f64>, unit: Unit, signed: bool) -> String {
+pub fn number(v: Option<f64>, unit: Unit, signed: bool) -> String {
     let Some(v) = v.filter(|v| v.is_finite()) else {
         return "unknown".into();
     };

@@ -25,6 +25,7 @@
 mod clocks;
 mod identity;
 mod matching;
+mod memory;
 mod peers;
 mod write;
 
@@ -39,6 +40,7 @@ use overlap_format::schema::{
 pub(crate) use clocks::ClockPlan;
 pub(crate) use identity::check_one_run;
 pub(crate) use matching::{match_all, suspect_record, Matched};
+pub use memory::from_events;
 pub(crate) use peers::out_of_range;
 pub use write::write_merged;
 

@@ -256,17 +256,5 @@ pub fn allreduce(start: u64, end: u64) -> Event {
 /// Ranks 0.. with the given events, all on one clock (times are the run's times),
 /// merged and ready for analysis.
 pub fn run(ranks: Vec<Vec<Event>>) -> overlap_analyzer::model::Trace {
-    let size = ranks.len() as u32;
-    let traces = ranks
-        .into_iter()
-        .enumerate()
-        .map(|(r, events)| {
-            rank_trace(
-                header(r as u32, size, 0, "boot-1"),
-                vec![sync(SyncPhase::Init, 0, 0, 0)],
-                events,
-            )
-        })
-        .collect();
-    overlap_analyzer::merge::merge(traces).to_trace(Path::new("hand-built"))
+    overlap_analyzer::merge::from_events("hand-built", Path::new("hand-built"), ranks)
 }

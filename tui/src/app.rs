@@ -1,0 +1,433 @@
+//! The TUI as a state machine: [`App`] holds what is on screen and [`App::handle`] turns
+//! each key, mouse or resize event into a new state. Nothing here draws or touches the
+//! terminal, so every key is unit-tested apart from drawing; the views read the state
+//! ([`crate::view`]) and leave the geometry they drew in [`Geometry`] for the mouse.
+
+use overlap_analyzer::check::{diff, DiffRow};
+use overlap_analyzer::model::EventRef;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
+use ratatui::layout::Rect;
+
+use crate::lists::{Cursor, OverlapState, WaitsState};
+use crate::nav::{self, Viewport};
+use crate::run::{Link, Run};
+use crate::search::Query;
+
+/// The views, in tab order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum View {
+    /// Ranks over time.
+    Timeline,
+    /// Wait-state instances, worst first.
+    Waits,
+    /// False-overlap findings and the requests table.
+    Overlap,
+    /// Time per rank, POP efficiencies, the clock.
+    Summary,
+    /// Two runs: the diff and both timelines (only with two traces).
+    Compare,
+}
+
+impl View {
+    /// Every view, in tab order.
+    pub const ALL: [View; 5] = [
+        View::Timeline,
+        View::Waits,
+        View::Overlap,
+        View::Summary,
+        View::Compare,
+    ];
+
+    /// Its tab title.
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Timeline => "Timeline",
+            View::Waits => "Waits",
+            View::Overlap => "Overlap",
+            View::Summary => "Summary",
+            View::Compare => "Compare",
+        }
+    }
+}
+
+/// What the user did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// A key.
+    Key(KeyEvent),
+    /// The mouse.
+    Mouse(MouseEvent),
+    /// The terminal's new size.
+    Resize(u16, u16),
+}
+
+/// What a prompt at the bottom line asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PromptKind {
+    /// Text to search for (`/`).
+    Search,
+    /// A time to go to (`g`).
+    GoTo,
+}
+
+/// A line being typed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prompt {
+    /// What for.
+    pub kind: PromptKind,
+    /// What was typed so far.
+    pub text: String,
+}
+
+/// Why a call other than the selection is marked: the cause of a wait opened from the
+/// Waits view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cause {
+    /// The rank that made the selection wait.
+    pub rank: u32,
+    /// Its call, when the trace tells which.
+    pub event: Option<EventRef>,
+    /// What the wait was, as the side panel says it.
+    pub what: String,
+}
+
+/// The Timeline's state.
+#[derive(Clone, Debug)]
+pub struct TimelineState {
+    /// Which time each column shows.
+    pub view: Viewport,
+    /// The lane with the cursor.
+    pub lane: usize,
+    /// The first lane on screen.
+    pub first_lane: usize,
+    /// Ranks per lane (1: a lane per rank).
+    pub group: usize,
+    /// The selected event.
+    pub selected: Option<EventRef>,
+    /// Calls linked to it (messages first).
+    pub links: Vec<Link>,
+    /// Which link `p` goes to next, and which is marked.
+    pub link_turn: usize,
+    /// The cause of the selected wait, when it was opened from the Waits view.
+    pub cause: Option<Cause>,
+    /// A drag in progress: the column it started at, and the view's start then.
+    pub drag: Option<(u16, f64)>,
+}
+
+/// The Compare view's state.
+#[derive(Clone, Debug)]
+pub struct CompareState {
+    /// Both timelines' columns (the same time scale).
+    pub view: Viewport,
+    /// `overlap diff`'s rows.
+    pub rows: Vec<DiffRow>,
+    /// The diff table's cursor.
+    pub cursor: Cursor,
+}
+
+/// Where the last frame drew what the mouse can point at.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Geometry {
+    /// The tabs: each title's columns on the first row.
+    pub tabs: Vec<(u16, u16, View)>,
+    /// The Timeline's cells (without the lane labels), and rows per lane.
+    pub lanes: Rect,
+    /// Rows per lane.
+    pub lane_rows: u16,
+    /// Lanes on screen.
+    pub lanes_shown: usize,
+    /// The Compare view's two timelines' cells.
+    pub compare: [Rect; 2],
+    /// The rows of the table with the keys (Waits, Overlap, Compare): its data rows.
+    pub table: Rect,
+}
+
+/// The whole state of the TUI.
+pub struct App {
+    /// One run, or two to compare.
+    pub runs: Vec<Run>,
+    /// Which run the single-run views show (0 or 1).
+    pub current: usize,
+    /// The view on screen.
+    pub view: View,
+    /// The Timeline.
+    pub timeline: TimelineState,
+    /// The Waits view.
+    pub waits: WaitsState,
+    /// The Overlap view.
+    pub overlap: OverlapState,
+    /// The Summary's first line.
+    pub summary_scroll: u16,
+    /// The Compare view (two runs only).
+    pub compare: Option<CompareState>,
+    /// The help overlay is open.
+    pub help: bool,
+    /// A line being typed.
+    pub prompt: Option<Prompt>,
+    /// The last search.
+    pub query: Option<Query>,
+    /// A message for the status bar.
+    pub status: Option<String>,
+    /// The user asked to quit.
+    pub quit: bool,
+    /// What the last frame drew where.
+    pub geometry: Geometry,
+}
+
+/// The width assumed before the first frame.
+const FIRST_WIDTH: u16 = 100;
+
+impl App {
+    /// The TUI over one run, or two to compare.
+    pub fn new(runs: Vec<Run>) -> App {
+        assert!(!runs.is_empty(), "the TUI needs a run");
+        let compare = (runs.len() > 1).then(|| CompareState {
+            view: Viewport::fit(
+                0,
+                runs.iter()
+                    .map(|r| r.extent.1 - r.extent.0)
+                    .max()
+                    .unwrap_or(1),
+                FIRST_WIDTH,
+            ),
+            rows: diff(&runs[0].report, &runs[1].report),
+            cursor: Cursor::default(),
+        });
+        let run = &runs[0];
+        let mut app = App {
+            timeline: timeline_for(run),
+            waits: WaitsState::new(run),
+            overlap: OverlapState::new(run),
+            summary_scroll: 0,
+            compare,
+            current: 0,
+            view: View::Timeline,
+            help: false,
+            prompt: None,
+            query: None,
+            status: None,
+            quit: false,
+            geometry: Geometry::default(),
+            runs,
+        };
+        app.geometry.lanes.width = FIRST_WIDTH;
+        app.geometry.compare[0].width = FIRST_WIDTH;
+        app
+    }
+
+    /// The run the single-run views show.
+    pub fn run(&self) -> &Run {
+        &self.runs[self.current]
+    }
+
+    /// The views this session has (Compare only with two runs).
+    pub fn views(&self) -> Vec<View> {
+        View::ALL
+            .into_iter()
+            .filter(|v| *v != View::Compare || self.compare.is_some())
+            .collect()
+    }
+
+    /// Handles one input.
+    pub fn handle(&mut self, input: Input) {
+        match input {
+            Input::Key(k) if k.kind != KeyEventKind::Release => self.key(k),
+            Input::Key(_) => {}
+            Input::Mouse(m) => crate::mouse::handle(self, m),
+            Input::Resize(..) => {}
+        }
+    }
+
+    fn key(&mut self, k: KeyEvent) {
+        if k.modifiers.contains(KeyModifiers::CONTROL) && matches!(k.code, KeyCode::Char('c' | 'd'))
+        {
+            self.quit = true;
+            return;
+        }
+        if self.prompt.is_some() {
+            self.prompt_key(k);
+            return;
+        }
+        if self.help {
+            if matches!(
+                k.code,
+                KeyCode::Char('?' | 'q') | KeyCode::Esc | KeyCode::Enter
+            ) {
+                self.help = false;
+            }
+            return;
+        }
+        self.status = None;
+        match k.code {
+            KeyCode::Char('q') => self.quit = true,
+            KeyCode::Char('?') => self.help = true,
+            KeyCode::Char('/') => self.ask(PromptKind::Search),
+            KeyCode::Char('n') => self.search_again(true),
+            KeyCode::Char('N') => self.search_again(false),
+            KeyCode::Char(c @ '1'..='5') => {
+                let v = View::ALL[c as usize - '1' as usize];
+                if self.views().contains(&v) {
+                    self.view = v;
+                } else {
+                    self.status = Some("Compare needs two traces: overlap tui A B".into());
+                }
+            }
+            KeyCode::Tab | KeyCode::BackTab => {
+                let views = self.views();
+                let i = views.iter().position(|v| *v == self.view).unwrap_or(0);
+                let n = views.len();
+                let next = if k.code == KeyCode::Tab {
+                    i + 1
+                } else {
+                    i + n - 1
+                };
+                self.view = views[next % n];
+            }
+            KeyCode::Char('t') if self.runs.len() > 1 => self.switch_run(),
+            _ => match self.view {
+                View::Timeline => crate::keys::timeline(self, k),
+                View::Waits => crate::keys::waits(self, k),
+                View::Overlap => crate::keys::overlap(self, k),
+                View::Summary => crate::keys::summary(self, k),
+                View::Compare => crate::keys::compare(self, k),
+            },
+        }
+    }
+
+    /// Opens a prompt.
+    pub fn ask(&mut self, kind: PromptKind) {
+        self.prompt = Some(Prompt {
+            kind,
+            text: String::new(),
+        });
+    }
+
+    fn prompt_key(&mut self, k: KeyEvent) {
+        let Some(p) = self.prompt.as_mut() else {
+            return;
+        };
+        match k.code {
+            KeyCode::Esc => self.prompt = None,
+            KeyCode::Backspace => {
+                p.text.pop();
+            }
+            KeyCode::Char(c) if !c.is_control() => p.text.push(c),
+            KeyCode::Enter => {
+                let Prompt { kind, text } = self.prompt.take().unwrap_or(Prompt {
+                    kind: PromptKind::Search,
+                    text: String::new(),
+                });
+                match kind {
+                    PromptKind::Search if text.is_empty() => {}
+                    PromptKind::Search => {
+                        self.query = Some(Query::new(self.run(), &text));
+                        self.search_again(true);
+                    }
+                    PromptKind::GoTo => match crate::text::parse_time(&text) {
+                        Some(ns) => {
+                            self.view = View::Timeline;
+                            let w = self.geometry.lanes.width;
+                            self.timeline.view.center(ns, w);
+                        }
+                        None => {
+                            self.status = Some(format!(
+                                "not a time: {:?} (try 1.5, 250ms, 12us, 800ns)",
+                                crate::text::clean(&text)
+                            ))
+                        }
+                    },
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn search_again(&mut self, forward: bool) {
+        let Some(q) = &self.query else {
+            self.status = Some("no search yet: / to search".into());
+            return;
+        };
+        match q.next(self.run(), self.timeline.selected, forward) {
+            Some(e) => self.select(e, None),
+            None => {
+                self.status = Some(format!(
+                    "no {} match for {:?}",
+                    if forward { "later" } else { "earlier" },
+                    crate::text::clean(&q.text)
+                ))
+            }
+        }
+    }
+
+    /// Shows the other run in the single-run views.
+    fn switch_run(&mut self) {
+        self.current = 1 - self.current;
+        let run = &self.runs[self.current];
+        let width = self.geometry.lanes.width;
+        self.timeline = timeline_for(run);
+        self.timeline.view = Viewport::fit(run.extent.0, run.extent.1, width);
+        self.waits = WaitsState::new(run);
+        self.overlap = OverlapState::new(run);
+        self.query = None;
+        self.status = Some(format!("showing {}", crate::text::clean(&run.label)));
+    }
+
+    /// Selects event `e` on the Timeline and brings it into view, with the cause of a
+    /// wait when there is one.
+    pub fn select(&mut self, e: EventRef, cause: Option<Cause>) {
+        self.view = View::Timeline;
+        let run = &self.runs[self.current];
+        let width = self.geometry.lanes.width;
+        let tl = &mut self.timeline;
+        tl.selected = Some(e);
+        tl.links = run.links(e);
+        tl.links.sort_by_key(|l| !l.kind.is_message());
+        tl.link_turn = 0;
+        if let Some(lane) = nav::lane_of(run, tl.group, e.rank) {
+            tl.lane = lane;
+        }
+        let mut range = nav::bounds(run, e).unwrap_or((0.0, 0.0));
+        let other = cause.as_ref().and_then(|c| c.event).or_else(|| {
+            tl.links
+                .first()
+                .filter(|l| l.kind.is_message())
+                .map(|l| l.to)
+        });
+        if let Some((a, b)) = other.and_then(|o| nav::bounds(run, o)) {
+            // Both ends in view when they are not too far apart.
+            if (b.max(range.1) - a.min(range.0)) < 50.0 * (range.1 - range.0).max(tl.view.per_cell)
+            {
+                range = (range.0.min(a), range.1.max(b));
+            }
+        }
+        tl.view.show(range.0, range.1, width);
+        tl.cause = cause;
+        self.keep_lane_visible();
+    }
+
+    /// Scrolls the lanes so the cursor's lane is on screen.
+    pub fn keep_lane_visible(&mut self) {
+        let shown = self.geometry.lanes_shown.max(1);
+        let tl = &mut self.timeline;
+        if tl.lane < tl.first_lane {
+            tl.first_lane = tl.lane;
+        } else if tl.lane >= tl.first_lane + shown {
+            tl.first_lane = tl.lane + 1 - shown;
+        }
+    }
+}
+
+/// The Timeline of a run before the first frame: the whole run, a lane per rank.
+fn timeline_for(run: &Run) -> TimelineState {
+    TimelineState {
+        view: Viewport::fit(run.extent.0, run.extent.1, FIRST_WIDTH),
+        lane: 0,
+        first_lane: 0,
+        group: 1,
+        selected: None,
+        links: Vec::new(),
+        link_turn: 0,
+        cause: None,
+        drag: None,
+    }
+}

@@ -1,0 +1,222 @@
+//! A run as the TUI holds it: the trace the analyzer's importer read, the analysis run
+//! once at load, and the level-of-detail pyramid of each rank. Also the links the views
+//! follow from one call to another (a message's two ends, a request's post and
+//! completion, a wait's cause), looked up when the user asks: a scan of the messages
+//! takes a millisecond even for a million of them, and costs no memory until then.
+
+use std::cell::OnceCell;
+
+use overlap_analyzer::metrics::collectives::{self, Instances};
+use overlap_analyzer::metrics::{analyze, Details, Options, Report, WaitInstance, WaitKind};
+use overlap_analyzer::model::{EventRef, Trace};
+
+use crate::lod::RankLod;
+
+/// One loaded and analysed run.
+pub struct Run {
+    /// How the views name it (the file name).
+    pub label: String,
+    /// The trace.
+    pub trace: Trace,
+    /// `overlap analyze`'s report.
+    pub report: Report,
+    /// Its per-instance tables (every wait, every request, the call sites).
+    pub details: Details,
+    /// The pyramid of each rank (same order as `trace.ranks`).
+    pub lods: Vec<RankLod>,
+    /// First start and last end over every rank, ns.
+    pub extent: (u64, u64),
+    /// The blocking collective instances, worked out the first time a wait's cause
+    /// needs them.
+    instances: OnceCell<Instances>,
+}
+
+/// Why a call is linked to another, as the side panel says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkKind {
+    /// The receive this send's message went to (the call that completed it).
+    Receiver,
+    /// The send of the message this call received.
+    Sender,
+    /// The call that completed this post's request.
+    Completion,
+    /// The post of a request this call completed.
+    Post,
+    /// The same collective on another rank.
+    Member,
+}
+
+impl LinkKind {
+    /// Its name in the side panel.
+    pub fn title(self) -> &'static str {
+        match self {
+            LinkKind::Receiver => "message to",
+            LinkKind::Sender => "message from",
+            LinkKind::Completion => "completed by",
+            LinkKind::Post => "request of",
+            LinkKind::Member => "same collective",
+        }
+    }
+
+    /// True for a message's other end (drawn as an arrow).
+    pub fn is_message(self) -> bool {
+        matches!(self, LinkKind::Receiver | LinkKind::Sender)
+    }
+}
+
+/// A call linked to another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Link {
+    /// How.
+    pub kind: LinkKind,
+    /// The other call.
+    pub to: EventRef,
+    /// Bytes, for a message.
+    pub bytes: Option<u64>,
+}
+
+impl Run {
+    /// Analyses a trace and builds the pyramids.
+    pub fn new(label: String, trace: Trace, opts: &Options) -> Run {
+        let (report, details) = analyze(&trace, opts);
+        Run::with_analysis(label, trace, report, details)
+    }
+
+    /// A run whose analysis was made already.
+    pub fn with_analysis(label: String, trace: Trace, report: Report, details: Details) -> Run {
+        let lods = trace
+            .ranks
+            .iter()
+            .zip(&trace.compute)
+            .map(|(t, c)| RankLod::build(t, c))
+            .collect();
+        let extent = trace
+            .ranks
+            .iter()
+            .filter_map(|t| {
+                Some((
+                    t.spans.first()?.start.0,
+                    t.spans.iter().map(|s| s.end.0).max()?,
+                ))
+            })
+            .fold(None, |acc: Option<(u64, u64)>, (a, b)| {
+                Some(acc.map_or((a, b), |(x, y)| (x.min(a), y.max(b))))
+            })
+            .unwrap_or((0, 1));
+        Run {
+            label,
+            trace,
+            report,
+            details,
+            lods,
+            extent: (extent.0, extent.1.max(extent.0 + 1)),
+            instances: OnceCell::new(),
+        }
+    }
+
+    /// Position of `rank` in `trace.ranks`.
+    pub fn position(&self, rank: u32) -> Option<usize> {
+        self.trace
+            .ranks
+            .binary_search_by_key(&rank, |t| t.rank)
+            .ok()
+    }
+
+    /// Every call linked to `e`: the other end of its messages, its request's post or
+    /// completion, the same collective on the other ranks.
+    pub fn links(&self, e: EventRef) -> Vec<Link> {
+        let mut out = Vec::new();
+        for m in &self.trace.messages {
+            let bytes = Some(m.bytes);
+            if m.send == e {
+                let to = m.completion.unwrap_or(m.recv_post);
+                out.push(Link {
+                    kind: LinkKind::Receiver,
+                    to,
+                    bytes,
+                });
+            } else if m.recv_post == e || m.completion == Some(e) {
+                out.push(Link {
+                    kind: LinkKind::Sender,
+                    to: m.send,
+                    bytes,
+                });
+            }
+        }
+        for r in self.trace.requests.iter().filter(|r| r.rank == e.rank) {
+            let at = |index| EventRef {
+                rank: r.rank,
+                index,
+            };
+            match r.completion {
+                Some(c) if r.post == e.index && c != e.index => {
+                    out.push(Link {
+                        kind: LinkKind::Completion,
+                        to: at(c),
+                        bytes: None,
+                    });
+                }
+                Some(c) if c == e.index && r.post != e.index => {
+                    out.push(Link {
+                        kind: LinkKind::Post,
+                        to: at(r.post),
+                        bytes: None,
+                    });
+                }
+                _ => {}
+            }
+        }
+        if let Some(members) = self.instance_of(e) {
+            out.extend(members.iter().filter(|m| **m != e).map(|m| Link {
+                kind: LinkKind::Member,
+                to: *m,
+                bytes: None,
+            }));
+        }
+        out
+    }
+
+    /// The members of the blocking collective instance `e` belongs to.
+    fn instance_of(&self, e: EventRef) -> Option<&[EventRef]> {
+        let pos = self.position(e.rank)?;
+        let span = self.trace.ranks[pos].spans.get(e.index)?;
+        span.op()
+            .filter(|op| op.class() == overlap_format::schema::OpClass::Collective)?;
+        let inst = self
+            .instances
+            .get_or_init(|| collectives::instances(&self.trace));
+        let id = *inst.of.get(pos)?.get(e.index)?;
+        inst.members.get(id as usize).map(Vec::as_slice)
+    }
+
+    /// The call that caused a wait: the late sender's send, the late receiver's
+    /// receive, the last rank's call of the collective. `None` when the trace does not
+    /// say (the wait's peer is then the rank to look at).
+    pub fn cause(&self, w: &WaitInstance) -> Option<EventRef> {
+        let me = EventRef {
+            rank: w.rank,
+            index: w.index,
+        };
+        let peer = w.peer?;
+        let links = self.links(me);
+        let pick = |kind: LinkKind| {
+            links
+                .iter()
+                .find(|l| l.kind == kind && l.to.rank == peer)
+                .map(|l| l.to)
+        };
+        match w.kind {
+            WaitKind::LateSender => pick(LinkKind::Sender),
+            WaitKind::LateReceiver => pick(LinkKind::Receiver).or_else(|| {
+                // A Wait on an Isend: the receive of the message its request sent.
+                links
+                    .iter()
+                    .filter(|l| l.kind == LinkKind::Post)
+                    .flat_map(|l| self.links(l.to))
+                    .find(|l| l.kind == LinkKind::Receiver && l.to.rank == peer)
+                    .map(|l| l.to)
+            }),
+            _ => pick(LinkKind::Member),
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The Overlap view: the false-overlap findings with their evidence (the wait, the
+//! independent work after it, where the wait could go, the time it could hide), and the
+//! requests table, sorted by exposed wait, overlap, size, peer or rank (`s`). `h`/`l`
+//! move between the two tables; Enter opens the selected wait or request on the
+//! Timeline.
+
+use overlap_analyzer::metrics::false_overlap::Limit;
+use overlap_analyzer::metrics::{CallRef, Finding};
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+use ratatui::Frame;
+
+use crate::app::App;
+use crate::lists::{Cursor, OverlapPane};
+use crate::text::{bytes, clean, duration, percent};
+use crate::view::bold;
+use crate::view::timeline::panel;
+
+fn call(c: &CallRef) -> String {
+    let site = c
+        .site
+        .as_deref()
+        .map_or(String::new(), |s| format!(" {}", clean(s)));
+    format!("rank {} {}{site}", c.rank, c.call)
+}
+
+fn focus_style(on: bool) -> Style {
+    if on {
+        bold()
+    } else {
+        Style::new().add_modifier(Modifier::DIM)
+    }
+}
+
+/// Draws the view.
+pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
+    let [top, evidence, bottom] = Layout::vertical([
+        Constraint::Percentage(30),
+        Constraint::Length(8),
+        Constraint::Min(5),
+    ])
+    .areas(area);
+    let run = &app.runs[app.current];
+    let o = &mut app.overlap;
+    let findings = &run.report.false_overlap;
+    let title = format!(
+        " False overlap: {} finding(s), largest loss first  Enter: the wait on the Timeline ",
+        findings.len()
+    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .border_style(focus_style(o.pane == OverlapPane::Findings));
+    let inner = block.inner(top);
+    let window = o
+        .findings
+        .window(usize::from(inner.height.saturating_sub(1)), findings.len());
+    let rows: Vec<Row> = findings[window.clone()]
+        .iter()
+        .map(|f| {
+            Row::new(vec![
+                Cell::from(duration(f.lost_ns)),
+                Cell::from(duration(f.hideable_ns)),
+                Cell::from(duration(f.independent_work_ns)),
+                Cell::from(call(&f.wait)),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(12),
+            Constraint::Min(20),
+        ],
+    )
+    .header(Row::new(["lost", "hideable", "indep. work", "wait"]).style(bold()))
+    .block(block)
+    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    frame.render_stateful_widget(
+        table,
+        top,
+        &mut state(&o.findings, &window, o.pane == OverlapPane::Findings),
+    );
+    let table_rows = |inner: Rect| Rect {
+        y: inner.y + 1,
+        height: inner.height.saturating_sub(1),
+        ..inner
+    };
+    if o.pane == OverlapPane::Findings {
+        app.geometry.table = table_rows(inner);
+    }
+    let lines = match findings.get(o.findings.selected) {
+        Some(f) => evidence_lines(f),
+        None => vec![Line::raw(
+            "No false overlap: no wait lost time on sends while independent work followed it.",
+        )],
+    };
+    frame.render_widget(panel(" Evidence ", lines), evidence);
+
+    let reqs = &run.details.requests;
+    let title = format!(
+        " Requests: {} by {} (s)  Enter: its completion on the Timeline ",
+        reqs.len(),
+        o.sort.title()
+    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(title)
+        .border_style(focus_style(o.pane == OverlapPane::Requests));
+    let inner = block.inner(bottom);
+    let window = o
+        .requests
+        .window(usize::from(inner.height.saturating_sub(1)), o.rows.len());
+    let rows: Vec<Row> = o.rows[window.clone()]
+        .iter()
+        .map(|i| {
+            let r = &reqs[*i];
+            Row::new(vec![
+                Cell::from(r.rank.to_string()),
+                Cell::from(format!("#{}", r.request)),
+                Cell::from(r.post.call),
+                Cell::from(r.peer.map_or("-".into(), |p| p.to_string())),
+                Cell::from(r.tag.map_or("-".into(), |t| t.to_string())),
+                Cell::from(bytes(r.bytes)),
+                Cell::from(duration(r.exposed_wait_ns)),
+                Cell::from(percent(r.overlap)),
+                Cell::from(duration(r.window_ns)),
+                Cell::from(
+                    run.details
+                        .sites
+                        .label_of_call(&run.trace, r.rank, r.post.index)
+                        .map_or("-".into(), |s| clean(&s).into_owned()),
+                ),
+            ])
+        })
+        .collect();
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(5),
+            Constraint::Length(7),
+            Constraint::Length(11),
+            Constraint::Length(5),
+            Constraint::Length(5),
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(8),
+            Constraint::Length(10),
+            Constraint::Min(8),
+        ],
+    )
+    .header(
+        Row::new([
+            "rank", "req", "post", "peer", "tag", "size", "exposed", "overlap", "window", "site",
+        ])
+        .style(bold()),
+    )
+    .block(block)
+    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    frame.render_stateful_widget(
+        table,
+        bottom,
+        &mut state(&o.requests, &window, o.pane == OverlapPane::Requests),
+    );
+    if o.pane == OverlapPane::Requests {
+        app.geometry.table = table_rows(inner);
+    }
+}
+
+fn state(c: &Cursor, window: &std::ops::Range<usize>, focused: bool) -> TableState {
+    let sel = (focused && !window.is_empty()).then(|| c.selected - window.start);
+    TableState::default().with_selected(sel)
+}
+
+/// What a finding rests on, line by line.
+pub fn evidence_lines(f: &Finding) -> Vec<Line<'static>> {
+    let mut lines = vec![Line::raw(format!(
+        "{} lost {} waiting on {} send(s){}",
+        call(&f.wait),
+        duration(f.lost_ns),
+        f.requests.len(),
+        if f.mixed {
+            " (it also completed receives: only the sends can move)"
+        } else {
+            ""
+        }
+    ))];
+    for r in f.requests.iter().take(2) {
+        lines.push(Line::raw(format!(
+            "  #{} {} to {} tag {} {} , compute in its window {}",
+            r.request,
+            r.post.call,
+            r.peer.map_or("?".into(), |p| p.to_string()),
+            r.tag.map_or("?".into(), |t| t.to_string()),
+            bytes(r.bytes),
+            duration(r.window_cpu_ns)
+        )));
+    }
+    let names: Vec<String> = f
+        .independent_names
+        .iter()
+        .map(|n| clean(n).into_owned())
+        .collect();
+    lines.push(Line::raw(format!(
+        "independent work after it: {} in {} span(s) {}",
+        duration(f.independent_work_ns),
+        f.independent_spans,
+        if names.is_empty() {
+            String::new()
+        } else {
+            format!("({})", names.join(", "))
+        }
+    )));
+    let to = match (&f.move_after, &f.move_before) {
+        (Some(a), _) => format!("after {}", call(a)),
+        (None, Some(b)) => format!("just before {}", call(b)),
+        (None, None) => "to the end of the rank's work".into(),
+    };
+    let limit = match f.limit {
+        Limit::BufferReuse => "the next call using a send buffer",
+        Limit::SamePeerAndTag => "the next send to the same peer and tag (no buffer recorded)",
+        Limit::EndOfTrace => "nothing later depends on the sends",
+    };
+    lines.push(Line::raw(format!(
+        "move the wait {to}: hides up to {} (limit: {limit})",
+        duration(f.hideable_ns)
+    )));
+    lines.push(Line::raw(format!("caveat: {}", f.caveat)));
+    lines
+}

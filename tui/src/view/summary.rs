@@ -1,0 +1,154 @@
+//! The Summary: where each rank's time went (useful, in MPI, waiting) as bars, the POP
+//! efficiencies as bars, and how far the clock alignment can be trusted.
+
+use overlap_analyzer::metrics::pop::TIdealMethod;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Style};
+use ratatui::text::{Line, Span};
+use ratatui::Frame;
+
+use crate::app::App;
+use crate::lod::Activity;
+use crate::text::{clean, duration, percent};
+use crate::view::timeline::panel;
+use crate::view::{bold, glyph};
+
+/// A bar of `width` cells made of parts `(share, glyph, style)`.
+fn bar(parts: &[(f64, Activity)], width: usize) -> Vec<Span<'static>> {
+    let mut spans = Vec::new();
+    let mut used = 0usize;
+    for (share, a) in parts {
+        let n = ((share.clamp(0.0, 1.0) * width as f64).round() as usize).min(width - used);
+        used += n;
+        let (g, s) = glyph(*a);
+        spans.push(Span::styled(g.repeat(n), s));
+    }
+    spans.push(Span::raw("·".repeat(width - used)));
+    spans
+}
+
+/// Draws the view.
+pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
+    let run = app.run();
+    let r = &run.report;
+    let width = usize::from(area.width.saturating_sub(48)).clamp(10, 60);
+    let mut lines = vec![Line::styled(
+        format!(
+            "{}: {} ranks, {} events, {} messages, run {}",
+            clean(&r.run.program),
+            r.run.ranks_traced,
+            r.run.events,
+            r.run.messages,
+            duration(r.totals.wall_ns)
+        ),
+        bold(),
+    )];
+    lines.push(Line::raw(""));
+    lines.push(Line::from(vec![
+        Span::styled("Time per rank   ", bold()),
+        Span::styled("█", glyph(Activity::Compute).1),
+        Span::raw(" useful (outside MPI)  "),
+        Span::styled("▒", glyph(Activity::Mpi).1),
+        Span::raw(" in MPI  "),
+        Span::styled("░", glyph(Activity::Waiting).1),
+        Span::raw(" waiting"),
+    ]));
+    for b in &r.ranks {
+        let wall = b.wall_ns.max(1) as f64;
+        let useful = b.useful_ns as f64 / wall;
+        let waiting = b.waiting_ns as f64 / wall;
+        let mpi = (b.in_mpi_ns.saturating_sub(b.waiting_ns)) as f64 / wall;
+        let mut spans = vec![Span::raw(format!("rank {:<5} ", b.rank))];
+        spans.extend(bar(
+            &[
+                (useful, Activity::Compute),
+                (mpi, Activity::Mpi),
+                (waiting, Activity::Waiting),
+            ],
+            width,
+        ));
+        spans.push(Span::raw(format!(
+            " {:>5.1}% useful {:>5.1}% waiting of {}{}",
+            useful * 100.0,
+            waiting * 100.0,
+            duration(b.wall_ns),
+            if b.complete { "" } else { " (cut short)" }
+        )));
+        lines.push(Line::from(spans));
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("POP efficiencies", bold()));
+    let p = &r.pop;
+    for (name, value) in [
+        ("parallel efficiency", p.parallel_efficiency),
+        ("  load balance", p.load_balance),
+        ("  communication eff.", p.communication_efficiency),
+        ("    serialization", p.serialization_efficiency),
+        ("    transfer", p.transfer_efficiency),
+    ] {
+        let mut spans = vec![Span::raw(format!("{name:<22}"))];
+        match value {
+            Some(v) => spans.extend(bar(&[(v, Activity::Compute)], width)),
+            None => spans.push(Span::raw("?".repeat(width))),
+        }
+        spans.push(Span::raw(format!(" {}", percent(value))));
+        lines.push(Line::from(spans));
+    }
+    lines.push(Line::raw(format!(
+        "ideal-network runtime {} ({}), measured {}",
+        duration(p.t_ideal_ns),
+        match p.t_ideal_method {
+            TIdealMethod::Replay => "replayed",
+            TIdealMethod::Subtraction => "by subtraction: the replay could not finish",
+        },
+        duration(p.runtime_ns)
+    )));
+    lines.push(Line::raw(""));
+    lines.push(Line::styled("Clock alignment", bold()));
+    let c = &r.clock;
+    let verdict = if c.shared_clock {
+        (
+            "every rank read rank 0's clock: exact".to_string(),
+            Color::Green,
+        )
+    } else if c.suspect_messages > 0 || !r.run.clock_implausible.is_empty() {
+        (
+            format!(
+                "error bound {}: some times cannot be trusted",
+                duration(c.max_error_ns)
+            ),
+            Color::Red,
+        )
+    } else {
+        (
+            format!("aligned within {}", duration(c.max_error_ns)),
+            Color::Green,
+        )
+    };
+    lines.push(Line::styled(verdict.0, Style::new().fg(verdict.1)));
+    lines.push(Line::raw(format!(
+        "{} message(s) received before sent; {} wait(s) ({}) within the error bound, counted apart",
+        c.suspect_messages,
+        c.indeterminate_waits,
+        duration(c.indeterminate_wait_ns)
+    )));
+    for i in &r.run.clock_implausible {
+        lines.push(Line::styled(
+            format!("rank {}: {}", i.rank, clean(&i.reason)),
+            Style::new().fg(Color::Red),
+        ));
+    }
+    if !r.run.missing_ranks.is_empty() || !r.run.incomplete_ranks.is_empty() {
+        lines.push(Line::styled(
+            format!(
+                "missing ranks {:?}, cut short {:?}: figures cover what was recorded",
+                r.run.missing_ranks, r.run.incomplete_ranks
+            ),
+            Style::new().fg(Color::Red),
+        ));
+    }
+    let max_scroll = (lines.len() as u16).saturating_sub(area.height.saturating_sub(2));
+    app.summary_scroll = app.summary_scroll.min(max_scroll);
+    let para = panel(" Summary ", lines).scroll((app.summary_scroll, 0));
+    frame.render_widget(para, area);
+}

@@ -1,0 +1,114 @@
+//! The Waits view: every wait-state instance, worst first, filtered by kind (`f`) and
+//! rank (`r`); Enter opens the selected one on the Timeline with its cause marked.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+use ratatui::Frame;
+
+use crate::app::App;
+use crate::text::{clean, duration};
+use crate::view::bold;
+use crate::view::timeline::panel;
+
+/// Draws the view.
+pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
+    let [table_area, info] =
+        Layout::vertical([Constraint::Min(5), Constraint::Length(6)]).areas(area);
+    let run = &app.runs[app.current];
+    let w = &mut app.waits;
+    let waits = &run.details.waits;
+    let title = format!(
+        " Waits: {} of {} instances  kind: {} (f)  rank: {} (r)  Enter: show on Timeline ",
+        w.rows.len(),
+        waits.len(),
+        w.kind.map_or("all", |k| k.title()),
+        w.rank.map_or("all".to_string(), |r| r.to_string())
+    );
+    let block = Block::default().borders(Borders::ALL).title(title);
+    let inner = block.inner(table_area);
+    let height = usize::from(inner.height.saturating_sub(1));
+    let window = w.cursor.window(height, w.rows.len());
+    let rows: Vec<Row> = w.rows[window.clone()]
+        .iter()
+        .map(|i| {
+            let x = &waits[*i];
+            let site = run
+                .details
+                .sites
+                .label_of_call(&run.trace, x.rank, x.index)
+                .map_or_else(|| "-".to_string(), |l| clean(&l).into_owned());
+            Row::new(vec![
+                Cell::from(duration(x.amount_ns)),
+                Cell::from(x.kind.title()),
+                Cell::from(x.rank.to_string()),
+                Cell::from(x.peer.map_or("-".to_string(), |p| p.to_string())),
+                Cell::from(x.call),
+                Cell::from(format!("{:.6} s", x.start_ns as f64 / 1e9)),
+                Cell::from(if x.indeterminate {
+                    "within clock error"
+                } else {
+                    ""
+                }),
+                Cell::from(site),
+            ])
+        })
+        .collect();
+    let header =
+        Row::new(["waited", "kind", "rank", "for", "call", "at", "", "site"]).style(bold());
+    let widths = [
+        Constraint::Length(10),
+        Constraint::Length(16),
+        Constraint::Length(5),
+        Constraint::Length(4),
+        Constraint::Length(14),
+        Constraint::Length(12),
+        Constraint::Length(18),
+        Constraint::Min(10),
+    ];
+    let table = Table::new(rows, widths)
+        .header(header)
+        .block(block)
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
+    let mut state = TableState::default()
+        .with_selected(Some(w.cursor.selected - window.start).filter(|_| !window.is_empty()));
+    frame.render_stateful_widget(table, table_area, &mut state);
+    app.geometry.table = Rect {
+        y: inner.y + 1,
+        height: inner.height.saturating_sub(1),
+        ..inner
+    };
+    let mut lines = vec![];
+    match w.rows.get(w.cursor.selected).map(|i| &waits[*i]) {
+        Some(x) => {
+            lines.push(Line::raw(format!(
+                "rank {} waited {} in {} ({}){}",
+                x.rank,
+                duration(x.amount_ns),
+                x.call,
+                x.kind.title(),
+                x.peer.map_or(String::new(), |p| format!(" for rank {p}"))
+            )));
+            lines.push(Line::raw(format!(
+                "clock error bound {}{}{}",
+                duration(x.error_bound_ns),
+                if x.clock_suspect {
+                    "; the partner's time was clipped (clock suspect)"
+                } else {
+                    ""
+                },
+                x.split_from_ns
+                    .map_or(String::new(), |s| format!("; split from {}", duration(s)))
+            )));
+            lines.push(Line::raw(
+                "Enter: the call on the Timeline, its cause marked",
+            ));
+        }
+        None if waits.is_empty() => lines.push(Line::raw("No wait states in this run.")),
+        None => lines.push(Line::raw(
+            "No wait of this kind and rank: f and r change the filter.",
+        )),
+    }
+    frame.render_widget(panel(" Wait ", lines), info);
+}
