@@ -19,6 +19,7 @@ mod suggest;
 mod toeplitz;
 mod trace;
 mod traces;
+mod tui;
 mod util;
 mod verdicts;
 mod whatif;

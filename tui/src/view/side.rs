@@ -42,7 +42,7 @@ fn call_line(run: &Run, e: EventRef) -> String {
 
 fn field(name: &str, value: String) -> Line<'static> {
     Line::from(vec![
-        Span::styled(format!("{name:<9}"), Style::new().fg(Color::Gray)),
+        Span::styled(format!("{name:<10}"), Style::new().fg(Color::Gray)),
         Span::raw(value),
     ])
 }
@@ -175,7 +175,14 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         .find(|f| f.wait.rank == e.rank && f.wait.index == e.index)
     {
         lines.push(Line::raw(""));
-        lines.push(Line::styled("False overlap:", bold().fg(Color::Red)));
+        lines.push(Line::styled(
+            format!(
+                "False overlap: lost {} on {} send(s)",
+                duration(f.lost_ns),
+                f.requests.len()
+            ),
+            bold().fg(Color::Red),
+        ));
         lines.extend(crate::view::overlap::evidence_lines(f).into_iter().skip(1));
     }
     if let Some(c) = &tl.cause {

@@ -40,6 +40,12 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     app.geometry.lanes_shown = usize::from(lanes_area.height / rows);
     app.geometry.lane_rows = rows;
     app.keep_lane_visible();
+    // No empty lanes below the last one while earlier ones are scrolled away.
+    let shown = app.geometry.lanes_shown;
+    app.timeline.first_lane = app
+        .timeline
+        .first_lane
+        .min(lane_count.saturating_sub(shown));
     let run = &app.runs[app.current];
     let tl = &app.timeline;
     let title = format!(

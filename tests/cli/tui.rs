@@ -1,0 +1,224 @@
+//! `overlap tui`: its errors before the screen is switched, and the whole walk a user
+//! makes, end to end in a real terminal (tmux: send-keys, capture-pane): open the naive
+//! demo trace, zoom in, select an MPI_Isend, jump to its partner, open a false-overlap
+//! finding from the Overlap view and land on its wait, open the help, quit; and the
+//! terminal given back on SIGTERM.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::util::{overlap, overlap_bin};
+
+fn demo_trace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tui/tests/data/false-overlap-naive.json")
+}
+
+#[test]
+fn an_unreadable_trace_is_the_same_error_as_for_analyze() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, b"{ not a trace").expect("write");
+    let bad = bad.to_str().expect("utf-8 path");
+    let tui = overlap(&["tui", bad]);
+    let analyze = overlap(&["analyze", bad]);
+    assert_eq!(tui.output.status.code(), Some(1), "{}", tui.describe());
+    assert_eq!(tui.stderr(), analyze.stderr());
+    tui.assert_stderr_has("bad.json");
+    let missing = overlap(&["tui", "/nonexistent/run.json"]);
+    assert_eq!(missing.output.status.code(), Some(1));
+    missing.assert_stderr_has("/nonexistent/run.json");
+}
+
+#[test]
+fn without_a_terminal_it_says_so() {
+    let run = overlap(&["tui", demo_trace().to_str().expect("utf-8")]);
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
+    run.assert_stderr_has("needs a terminal");
+}
+
+/// A tmux server of its own, killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(command: &str) -> Tmux {
+        let socket = format!(
+            "overlap-tui-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        )
+        .replace(['(', ')'], "");
+        let t = Tmux { socket };
+        let ok = t
+            .cmd(&[
+                "new-session",
+                "-d",
+                "-x",
+                "150",
+                "-y",
+                "42",
+                "-s",
+                "t",
+                command,
+            ])
+            .status()
+            .expect("tmux runs: the project's set-up (scripts/bootstrap.sh) installs it");
+        assert!(ok.success(), "tmux could not start");
+        t
+    }
+
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.socket, "-f", "/dev/null"]).args(args);
+        c
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        for k in keys {
+            let ok = self
+                .cmd(&["send-keys", "-t", "t", k])
+                .status()
+                .expect("send-keys");
+            assert!(ok.success());
+            std::thread::sleep(Duration::from_millis(60));
+        }
+    }
+
+    fn text(&self, text: &str) {
+        let ok = self
+            .cmd(&["send-keys", "-t", "t", "-l", text])
+            .status()
+            .expect("send-keys");
+        assert!(ok.success());
+    }
+
+    fn screen(&self) -> String {
+        let out = self
+            .cmd(&["capture-pane", "-p", "-t", "t"])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Waits (up to 30 s) until the screen shows every one of `needles`.
+    fn wait_for(&self, needles: &[&str]) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if needles.iter().all(|n| s.contains(n)) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the screen never showed {needles:?}:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]).status();
+    }
+}
+
+fn zoom_of(screen: &str) -> String {
+    let line = screen
+        .lines()
+        .find(|l| l.starts_with("[Timeline]"))
+        .unwrap_or("");
+    line.split("zoom ")
+        .nth(1)
+        .and_then(|z| z.split("/col").next())
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn a_walk_through_the_naive_demo_in_a_real_terminal() {
+    let command = format!(
+        "{} tui {}; echo EXIT=$?; sleep 60",
+        overlap_bin().display(),
+        demo_trace().display()
+    );
+    let t = Tmux::start(&command);
+    let first = t.wait_for(&["1 Timeline", "rank 3", "Nothing selected"]);
+    let zoom = zoom_of(&first);
+    t.keys(&["+", "+", "+"]);
+    let zoomed = t.wait_for(&["[Timeline]"]);
+    assert_ne!(
+        zoom_of(&zoomed),
+        zoom,
+        "zooming in changes the scale:\n{zoomed}"
+    );
+    t.keys(&["/"]);
+    t.text("MPI_Isend");
+    t.keys(&["Enter"]);
+    let sent = t.wait_for(&["sel: rank", "MPI_Isend", "message to rank"]);
+    assert!(
+        sent.contains("peer") && sent.contains("bytes") && sent.contains("site"),
+        "{sent}"
+    );
+    t.keys(&["p"]);
+    let partner = t.wait_for(&["message from rank", "MPI_Waitall"]);
+    assert!(
+        partner.contains("sel: rank") && partner.contains("MPI_Waitall"),
+        "{partner}"
+    );
+    t.keys(&["3"]);
+    t.wait_for(&["False overlap:", "finding(s)", "Evidence"]);
+    t.keys(&["Enter"]);
+    let wait = t.wait_for(&[
+        "[Timeline]",
+        "False overlap: lost",
+        "sel: rank 0 MPI_Waitall",
+    ]);
+    assert!(
+        wait.contains("kernels/src/false_overlap.rs:191"),
+        "the finding's wait:\n{wait}"
+    );
+    t.keys(&["?"]);
+    t.wait_for(&["Keys (? or Esc closes)", "jump to the partner"]);
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    let after = t.wait_for(&["EXIT=0"]);
+    assert!(
+        !after.contains("1 Timeline"),
+        "the terminal is given back:\n{after}"
+    );
+}
+
+#[test]
+fn sigterm_gives_the_terminal_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid_file = dir.path().join("pid");
+    let command = format!(
+        "sh -c 'echo $$ > {}; exec {} tui {}'; echo EXIT=$?; sleep 60",
+        pid_file.display(),
+        overlap_bin().display(),
+        demo_trace().display()
+    );
+    let t = Tmux::start(&command);
+    t.wait_for(&["1 Timeline", "rank 3"]);
+    let pid = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .to_string();
+    let ok = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let after = t.wait_for(&["EXIT=143"]);
+    assert!(
+        !after.contains("1 Timeline"),
+        "the terminal is given back:\n{after}"
+    );
+    // Raw mode is off: the shell's line discipline echoes what is typed.
+    t.text("echo typed-back");
+    t.keys(&["Enter"]);
+    t.wait_for(&["typed-back"]);
+}

@@ -1,0 +1,147 @@
+//! Every view drawn with ratatui's TestBackend on the demo traces (the false-overlap
+//! kernel, naive and fixed, 4 ranks, 4 iterations, kept in `tests/data`), checked
+//! against snapshots (`cargo insta review` after a deliberate change). Also: a
+//! terminal too small gets a message, and names from the trace never reach the
+//! terminal with their control characters.
+
+#[path = "../../analyzer/tests/common/mod.rs"]
+mod common;
+
+use std::path::Path;
+
+use overlap_tui::app::Input;
+use overlap_tui::{App, Run};
+use ratatui::backend::TestBackend;
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+
+fn demo(variant: &str) -> Run {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/data/false-overlap-{variant}.json"));
+    let loaded =
+        overlap_analyzer::import::load(&path, &mut |_, _| {}).expect("the demo trace reads");
+    Run::new(
+        format!("false-overlap-{variant}.json"),
+        loaded.trace,
+        &Default::default(),
+    )
+}
+
+fn keys(app: &mut App, keys: &str) {
+    for c in keys.chars() {
+        let code = match c {
+            '\n' => KeyCode::Enter,
+            c => KeyCode::Char(c),
+        };
+        app.handle(Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+    }
+}
+
+fn draw(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a test terminal");
+    // Twice: what the first frame learns of the geometry, the keys after it use.
+    for _ in 0..2 {
+        terminal
+            .draw(|f| overlap_tui::view::draw(f, app))
+            .expect("drawn");
+    }
+    terminal
+}
+
+#[test]
+fn timeline() {
+    let mut app = App::new(vec![demo("naive")]);
+    insta::assert_snapshot!("timeline_whole_run", draw(&mut app, 140, 36).backend());
+    keys(&mut app, "+++/MPI_Isend\n");
+    insta::assert_snapshot!("timeline_isend_selected", draw(&mut app, 140, 36).backend());
+    keys(&mut app, "p");
+    insta::assert_snapshot!("timeline_partner", draw(&mut app, 140, 36).backend());
+    // Narrow: the side panel goes below the lanes.
+    insta::assert_snapshot!("timeline_narrow", draw(&mut app, 100, 30).backend());
+}
+
+#[test]
+fn waits() {
+    let mut app = App::new(vec![demo("naive")]);
+    keys(&mut app, "2");
+    insta::assert_snapshot!("waits", draw(&mut app, 140, 36).backend());
+    keys(&mut app, "\n");
+    insta::assert_snapshot!(
+        "waits_opened_on_the_timeline",
+        draw(&mut app, 140, 36).backend()
+    );
+}
+
+#[test]
+fn overlap() {
+    let mut app = App::new(vec![demo("naive")]);
+    keys(&mut app, "3j");
+    insta::assert_snapshot!("overlap", draw(&mut app, 140, 40).backend());
+    keys(&mut app, "\n");
+    insta::assert_snapshot!("overlap_finding_opened", draw(&mut app, 140, 40).backend());
+}
+
+#[test]
+fn summary() {
+    let mut app = App::new(vec![demo("fixed")]);
+    keys(&mut app, "4");
+    insta::assert_snapshot!("summary", draw(&mut app, 120, 30).backend());
+}
+
+#[test]
+fn compare_and_help() {
+    let mut app = App::new(vec![demo("naive"), demo("fixed")]);
+    keys(&mut app, "5");
+    insta::assert_snapshot!("compare", draw(&mut app, 140, 40).backend());
+    keys(&mut app, "?");
+    insta::assert_snapshot!("help", draw(&mut app, 140, 40).backend());
+}
+
+#[test]
+fn a_terminal_too_small_gets_a_message() {
+    let mut app = App::new(vec![demo("fixed")]);
+    let t = draw(&mut app, 40, 10);
+    let text = format!("{}", t.backend());
+    assert!(text.contains("terminal too small"), "{text}");
+    // Keys still work, and a later larger frame draws the view.
+    keys(&mut app, "+");
+    let t = draw(&mut app, 120, 30);
+    assert!(format!("{}", t.backend()).contains("Timeline"));
+}
+
+#[test]
+fn names_from_the_trace_never_reach_the_terminal_raw() {
+    let evil = "pack\u{1b}[2J\u{1b}]0;pwned\u{7}";
+    let trace = overlap_analyzer::merge::from_events(
+        "evil\u{1b}[31m",
+        Path::new("evil"),
+        vec![vec![
+            common::compute(0, 1000, evil),
+            common::barrier(1000, 1100),
+        ]],
+    );
+    let mut app = App::new(vec![Run::new(
+        "evil\u{1b}[1m.json".into(),
+        trace,
+        &Default::default(),
+    )]);
+    keys(&mut app, "/pack\n");
+    assert!(
+        app.timeline.selected.is_some(),
+        "the span is found by its name"
+    );
+    for view in ["1", "2", "3", "4"] {
+        keys(&mut app, view);
+        let t = draw(&mut app, 120, 30);
+        let buffer = t.backend().buffer();
+        let raw = buffer
+            .content()
+            .iter()
+            .any(|c| c.symbol().chars().any(char::is_control));
+        assert!(!raw, "view {view} drew a control character");
+        if view == "1" {
+            let text = format!("{}", t.backend());
+            assert!(text.contains("pack\\u{1b}[2J"), "{text}");
+        }
+    }
+}
