@@ -33,6 +33,8 @@ demo: build
 	@echo "and pick $(DEMO_DIR)/false-overlap-naive.json, then $(DEMO_DIR)/false-overlap-fixed.json."
 	@echo "Each rank is a process; click an MPI_Isend to follow its arrow to the call that"
 	@echo "completed the receive. Nothing leaves your machine: the UI runs in the browser."
+	@echo "Or explore them here, in the terminal (? lists the keys, q quits):"
+	@echo "  ./target/release/overlap tui $(DEMO_DIR)/false-overlap-naive.json $(DEMO_DIR)/false-overlap-fixed.json"
 
 test: setup
 	$(CARGO) build --workspace

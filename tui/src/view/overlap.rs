@@ -38,7 +38,7 @@ fn focus_style(on: bool) -> Style {
 pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     let [top, evidence, bottom] = Layout::vertical([
         Constraint::Percentage(30),
-        Constraint::Length(8),
+        Constraint::Length(9),
         Constraint::Min(5),
     ])
     .areas(area);
