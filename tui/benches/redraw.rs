@@ -9,7 +9,6 @@
 //! real trace instead).
 
 #[path = "../../analyzer/tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::path::Path;
@@ -54,7 +53,12 @@ fn events(total: u64) -> Vec<Vec<Event>> {
                 r.push(isend(t, t + 400, peer as i32, 1, 4096, req + 1));
                 t += 400;
                 let w = next(2_000);
-                r.push(complete(Op::Waitall, t, t + w, &[(req, Some((peer as i32, 1))), (req + 1, None)]));
+                r.push(complete(
+                    Op::Waitall,
+                    t,
+                    t + w,
+                    &[(req, Some((peer as i32, 1))), (req + 1, None)],
+                ));
                 clocks[me] = t + w;
             }
         }
@@ -75,7 +79,9 @@ fn press(app: &mut App, code: KeyCode) {
 
 fn timed(terminal: &mut Terminal<TestBackend>, app: &mut App) -> Duration {
     let t = Instant::now();
-    terminal.draw(|f| overlap_tui::view::draw(f, app)).expect("drawn");
+    terminal
+        .draw(|f| overlap_tui::view::draw(f, app))
+        .expect("drawn");
     t.elapsed()
 }
 
@@ -89,13 +95,22 @@ fn main() {
     let trace = match arg.as_deref().map(str::parse::<u64>) {
         Some(Err(_)) => {
             let path = Path::new(arg.as_deref().unwrap_or_default());
-            overlap_analyzer::import::load(path, &mut |_, _| {}).expect("the trace reads").trace
+            overlap_analyzer::import::load(path, &mut |_, _| {})
+                .expect("the trace reads")
+                .trace
         }
         Some(Ok(n)) => overlap_analyzer::merge::from_events("bench", Path::new("bench"), events(n)),
-        None => overlap_analyzer::merge::from_events("bench", Path::new("bench"), events(1_000_000)),
+        None => {
+            overlap_analyzer::merge::from_events("bench", Path::new("bench"), events(1_000_000))
+        }
     };
     let n: usize = trace.ranks.iter().map(|t| t.spans.len()).sum();
-    println!("{n} events on {} ranks, {} messages (built in {})", trace.ranks.len(), trace.messages.len(), ms(started.elapsed()));
+    println!(
+        "{n} events on {} ranks, {} messages (built in {})",
+        trace.ranks.len(),
+        trace.messages.len(),
+        ms(started.elapsed())
+    );
     let t = Instant::now();
     let (report, details) = overlap_analyzer::metrics::analyze(&trace, &Default::default());
     let analysis = t.elapsed();
@@ -103,15 +118,30 @@ fn main() {
     let run = Run::with_analysis("bench".into(), trace, report, details);
     let pyramid = t.elapsed();
     let bins: usize = run.lods.iter().map(|l| l.bins()).sum();
-    println!("analysis {}; level-of-detail pyramids {} ({} bins, {:.1} MiB)", ms(analysis), ms(pyramid), bins, bins as f64 * 12.0 / (1 << 20) as f64);
+    println!(
+        "analysis {}; level-of-detail pyramids {} ({} bins, {:.1} MiB)",
+        ms(analysis),
+        ms(pyramid),
+        bins,
+        bins as f64 * 12.0 / (1 << 20) as f64
+    );
     let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("terminal");
     let t = Instant::now();
     let mut app = App::new(vec![run]);
-    terminal.draw(|f| overlap_tui::view::draw(f, &mut app)).expect("drawn");
-    println!("first frame after loading ends: {} (pyramids included: {})", ms(t.elapsed()), ms(t.elapsed() + pyramid));
+    terminal
+        .draw(|f| overlap_tui::view::draw(f, &mut app))
+        .expect("drawn");
+    println!(
+        "first frame after loading ends: {} (pyramids included: {})",
+        ms(t.elapsed()),
+        ms(t.elapsed() + pyramid)
+    );
 
     let mut worst = Duration::ZERO;
-    println!("\n{:>14} {:>12} {:>10}", "ns per column", "events", "redraw");
+    println!(
+        "\n{:>14} {:>12} {:>10}",
+        "ns per column", "events", "redraw"
+    );
     press(&mut app, KeyCode::Char('0'));
     timed(&mut terminal, &mut app);
     loop {
@@ -122,12 +152,20 @@ fn main() {
             .trace
             .ranks
             .iter()
-            .map(|t| overlap_tui::lod::starting_before(t, b) - overlap_tui::lod::starting_before(t, a))
+            .map(|t| {
+                overlap_tui::lod::starting_before(t, b) - overlap_tui::lod::starting_before(t, a)
+            })
             .sum();
         let mut samples: Vec<Duration> = (0..5).map(|_| timed(&mut terminal, &mut app)).collect();
         samples.sort();
         worst = worst.max(samples[4]);
-        println!("{:>14.1} {:>12} {:>10} (max {})", v.per_cell, in_view, ms(samples[2]), ms(samples[4]));
+        println!(
+            "{:>14.1} {:>12} {:>10} (max {})",
+            v.per_cell,
+            in_view,
+            ms(samples[2]),
+            ms(samples[4])
+        );
         if v.per_cell <= 1.0 {
             break;
         }

@@ -106,11 +106,9 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
             }
             return;
         }
-        KeyCode::Char('o') => {
-            // The next link of the selection is the one marked (and `p` goes to).
-            if !tl.links.is_empty() {
-                tl.link_turn = (tl.link_turn + 1) % tl.links.len();
-            }
+        // The next link of the selection is the one marked (and `p` goes to).
+        KeyCode::Char('o') if !tl.links.is_empty() => {
+            tl.link_turn = (tl.link_turn + 1) % tl.links.len();
         }
         KeyCode::Char('c') | KeyCode::Enter => {
             if let Some((a, b)) = tl.selected.and_then(|e| nav::bounds(run, e)) {

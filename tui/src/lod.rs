@@ -193,13 +193,13 @@ impl RankLod {
             if i1 - i0 <= EXACT_EVENTS {
                 return exact(t, compute, t0, t1, i0, i1);
             }
-            return self.from_level(0, t0, t1);
+            return self.sum_level(0, t0, t1);
         }
         let level = ((width / base).log2().floor() as usize).min(self.levels.len() - 1);
-        self.from_level(level, t0, t1)
+        self.sum_level(level, t0, t1)
     }
 
-    fn from_level(&self, level: usize, t0: f64, t1: f64) -> Mix {
+    fn sum_level(&self, level: usize, t0: f64, t1: f64) -> Mix {
         let bins = &self.levels[level];
         let w = self.base * (1u64 << level) as f64;
         let (a, b) = (t0 - self.origin as f64, t1 - self.origin as f64);

@@ -145,3 +145,60 @@ fn names_from_the_trace_never_reach_the_terminal_raw() {
         }
     }
 }
+
+#[test]
+fn the_mouse_selects_zooms_and_drags() {
+    use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    let mut app = App::new(vec![demo("naive")]);
+    draw(&mut app, 140, 36);
+    let lanes = app.geometry.lanes;
+    let mouse = |app: &mut App, kind, column, row| {
+        app.handle(Input::Mouse(MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }));
+    };
+    // A click on rank 1's lane, in its long first wait.
+    let (col, row) = (lanes.x + 5, lanes.y + app.geometry.lane_rows);
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), col, row);
+    mouse(&mut app, MouseEventKind::Up(MouseButton::Left), col, row);
+    let e = app.timeline.selected.expect("the click selected an event");
+    assert_eq!(e.rank, 1);
+    assert_eq!(app.timeline.lane, 1);
+    let before = app.timeline.view;
+    mouse(&mut app, MouseEventKind::ScrollUp, col, row);
+    assert!(
+        app.timeline.view.per_cell < before.per_cell,
+        "the wheel zooms in"
+    );
+    let zoomed = app.timeline.view;
+    mouse(
+        &mut app,
+        MouseEventKind::Down(MouseButton::Left),
+        col + 20,
+        row,
+    );
+    mouse(
+        &mut app,
+        MouseEventKind::Drag(MouseButton::Left),
+        col + 10,
+        row,
+    );
+    mouse(
+        &mut app,
+        MouseEventKind::Up(MouseButton::Left),
+        col + 10,
+        row,
+    );
+    assert_eq!(
+        app.timeline.view.start,
+        zoomed.start + 10.0 * zoomed.per_cell,
+        "dragged 10 columns left"
+    );
+    // A click on a tab switches the view.
+    let (x, _, _) = app.geometry.tabs[1];
+    mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x + 1, 0);
+    assert_eq!(app.view, overlap_tui::View::Waits);
+}
