@@ -106,12 +106,50 @@ pub struct TimelineState {
     pub selected: Option<EventRef>,
     /// Calls linked to it (messages first).
     pub links: Vec<Link>,
+    /// What the analysis says of it, looked up once when it is selected (a frame never
+    /// scans the run's tables).
+    pub facts: Facts,
     /// Which link `p` goes to next, and which is marked.
     pub link_turn: usize,
     /// The cause of the selected wait, when it was opened from the Waits view.
     pub cause: Option<Cause>,
     /// A drag in progress: the column it started at, and the view's start then.
     pub drag: Option<(u16, f64)>,
+}
+
+/// The analysis' rows about the selected call: indices into the run's tables.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// Its wait-state instances (`details.waits`).
+    pub waits: Vec<usize>,
+    /// The requests it posted (`details.requests`).
+    pub requests: Vec<usize>,
+    /// The false-overlap finding whose wait it is (`report.false_overlap`).
+    pub finding: Option<usize>,
+}
+
+impl Facts {
+    fn of(run: &Run, e: EventRef) -> Facts {
+        let here = |rank: u32, index: usize| rank == e.rank && index == e.index;
+        Facts {
+            waits: (0..run.details.waits.len())
+                .filter(|i| here(run.details.waits[*i].rank, run.details.waits[*i].index))
+                .collect(),
+            requests: (0..run.details.requests.len())
+                .filter(|i| {
+                    here(
+                        run.details.requests[*i].rank,
+                        run.details.requests[*i].post.index,
+                    )
+                })
+                .collect(),
+            finding: run
+                .report
+                .false_overlap
+                .iter()
+                .position(|f| here(f.wait.rank, f.wait.index)),
+        }
+    }
 }
 
 /// The Compare view's state.
@@ -382,6 +420,7 @@ impl App {
         tl.selected = Some(e);
         tl.links = run.links(e);
         tl.links.sort_by_key(|l| !l.kind.is_message());
+        tl.facts = Facts::of(run, e);
         tl.link_turn = 0;
         if let Some(lane) = nav::lane_of(run, tl.group, e.rank) {
             tl.lane = lane;
@@ -426,6 +465,7 @@ fn timeline_for(run: &Run) -> TimelineState {
         group: 1,
         selected: None,
         links: Vec::new(),
+        facts: Facts::default(),
         link_turn: 0,
         cause: None,
         drag: None,

@@ -119,6 +119,7 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
         KeyCode::Esc => {
             tl.selected = None;
             tl.links.clear();
+            tl.facts = Default::default();
             tl.cause = None;
         }
         _ => {}

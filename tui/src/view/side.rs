@@ -136,11 +136,11 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         _ => {}
     }
     links(&mut lines, app, run);
-    for w in run
-        .details
+    for w in tl
+        .facts
         .waits
         .iter()
-        .filter(|w| w.rank == e.rank && w.index == e.index)
+        .filter_map(|i| run.details.waits.get(*i))
     {
         let from = w.peer.map_or(String::new(), |p| format!(" for rank {p}"));
         let flag = if w.indeterminate {
@@ -153,11 +153,11 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             Style::new().fg(Color::Red),
         ));
     }
-    for r in run
-        .details
+    for r in tl
+        .facts
         .requests
         .iter()
-        .filter(|r| r.rank == e.rank && r.post.index == e.index)
+        .filter_map(|i| run.details.requests.get(*i))
     {
         lines.push(field(
             "overlap",
@@ -168,11 +168,10 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             ),
         ));
     }
-    if let Some(f) = run
-        .report
-        .false_overlap
-        .iter()
-        .find(|f| f.wait.rank == e.rank && f.wait.index == e.index)
+    if let Some(f) = tl
+        .facts
+        .finding
+        .and_then(|i| run.report.false_overlap.get(i))
     {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
