@@ -220,14 +220,7 @@ impl App {
     pub fn new(runs: Vec<Run>) -> App {
         assert!(!runs.is_empty(), "the TUI needs a run");
         let compare = (runs.len() > 1).then(|| CompareState {
-            view: Viewport::fit(
-                0,
-                runs.iter()
-                    .map(|r| r.extent.1 - r.extent.0)
-                    .max()
-                    .unwrap_or(1),
-                FIRST_WIDTH,
-            ),
+            view: Viewport::fit(0, longest_run(&runs), FIRST_WIDTH),
             rows: diff(&runs[0].report, &runs[1].report),
             cursor: Cursor::default(),
         });
@@ -251,6 +244,11 @@ impl App {
         app.geometry.lanes.width = FIRST_WIDTH;
         app.geometry.compare[0].width = FIRST_WIDTH;
         app
+    }
+
+    /// The length of the longer run, ns: the Compare view's time scale.
+    pub fn longest_run(&self) -> u64 {
+        longest_run(&self.runs)
     }
 
     /// The run the single-run views show.
@@ -454,6 +452,13 @@ impl App {
             tl.first_lane = tl.lane + 1 - shown;
         }
     }
+}
+
+fn longest_run(runs: &[Run]) -> u64 {
+    runs.iter()
+        .map(|r| r.extent.1 - r.extent.0)
+        .max()
+        .unwrap_or(1)
 }
 
 /// The Timeline of a run before the first frame: the whole run, a lane per rank.

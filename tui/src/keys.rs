@@ -219,12 +219,7 @@ pub fn summary(app: &mut App, k: KeyEvent) {
 pub fn compare(app: &mut App, k: KeyEvent) {
     let width = app.geometry.compare[0].width;
     let page = usize::from(app.geometry.table.height.max(1));
-    let longest = app
-        .runs
-        .iter()
-        .map(|r| r.extent.1 - r.extent.0)
-        .max()
-        .unwrap_or(1);
+    let longest = app.longest_run();
     let Some(c) = app.compare.as_mut() else {
         return;
     };

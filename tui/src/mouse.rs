@@ -84,12 +84,7 @@ fn timeline(app: &mut App, m: MouseEvent) {
 fn compare(app: &mut App, m: MouseEvent) {
     let area = app.geometry.compare[0];
     let col = m.column.saturating_sub(area.x);
-    let longest = app
-        .runs
-        .iter()
-        .map(|r| r.extent.1 - r.extent.0)
-        .max()
-        .unwrap_or(1);
+    let longest = app.longest_run();
     let widest = longest as f64 * 2.0 / f64::from(area.width.max(1));
     let Some(c) = app.compare.as_mut() else {
         return;
