@@ -119,6 +119,20 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// Waits (up to 30 s) until the screen no longer shows `needle`.
+    fn wait_for_gone(&self, needle: &str) {
+        let start = Instant::now();
+        while self.screen().contains(needle) {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the screen kept {needle:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd(&["kill-server"]).status();
@@ -183,6 +197,8 @@ fn a_walk_through_the_naive_demo_in_a_real_terminal() {
     t.keys(&["?"]);
     t.wait_for(&["Keys (? or Esc closes)", "jump to the partner"]);
     t.keys(&["Escape"]);
+    // The help gone before `q`: an Escape and a key read together are Alt+key.
+    t.wait_for_gone("Keys (? or Esc closes)");
     t.keys(&["q"]);
     let after = t.wait_for(&["EXIT=0"]);
     assert!(

@@ -236,3 +236,62 @@ fn the_overlap_view_opens_a_request() {
     press(&mut app, "3s");
     assert_eq!(app.overlap.sort.title(), "overlap");
 }
+
+#[test]
+fn many_ranks_group_into_lanes_and_tabs_cycle() {
+    // Five ranks, each a barrier: more ranks than the one lane the (undrawn) screen has.
+    let trace = overlap_analyzer::merge::from_events(
+        "five",
+        std::path::Path::new("five"),
+        (0..5)
+            .map(|r| vec![compute(0, 100 * (r + 1), "w"), barrier(100 * (r + 1), 600)])
+            .collect(),
+    );
+    let mut app = App::new(vec![Run::new(
+        "five.json".into(),
+        trace,
+        &Default::default(),
+    )]);
+    press(&mut app, "jjj");
+    assert_eq!(app.timeline.lane, 3);
+    press(&mut app, "G");
+    assert_eq!(app.timeline.group, 5, "every rank in the lanes on screen");
+    assert_eq!(
+        overlap_tui::nav::lanes(&app.runs[0], app.timeline.group).len(),
+        1
+    );
+    press(&mut app, "G");
+    assert_eq!(app.timeline.group, 1);
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.view, View::Waits);
+    key(&mut app, KeyCode::BackTab);
+    key(&mut app, KeyCode::BackTab);
+    assert_eq!(
+        app.view,
+        View::Summary,
+        "Compare is left out with one trace"
+    );
+}
+
+#[test]
+fn two_traces_compare_and_switch() {
+    let mut app = App::new(vec![run(), run()]);
+    press(&mut app, "5");
+    assert_eq!(app.view, View::Compare);
+    let compare = app.compare.as_ref().expect("two runs compare");
+    let wall = compare
+        .rows
+        .iter()
+        .find(|r| r.name == "run.wall")
+        .expect("run.wall");
+    assert_eq!((wall.a, wall.delta), (Some(7000.0), Some(0.0)));
+    let per_cell = compare.view.per_cell;
+    press(&mut app, "+");
+    assert_eq!(
+        app.compare.as_ref().map(|c| c.view.per_cell),
+        Some(per_cell / 2.0)
+    );
+    press(&mut app, "t");
+    assert_eq!(app.current, 1);
+    assert!(app.status.as_deref().unwrap_or("").contains("showing"));
+}
