@@ -2,7 +2,7 @@
 //! makes, end to end in a real terminal (tmux: send-keys, capture-pane): open the naive
 //! demo trace, zoom in, select an MPI_Isend, jump to its partner, open a false-overlap
 //! finding from the Overlap view and land on its wait, open the help, quit; and the
-//! terminal given back on SIGTERM.
+//! terminal given back on SIGTERM and SIGHUP.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -208,7 +208,13 @@ fn a_walk_through_the_naive_demo_in_a_real_terminal() {
 }
 
 #[test]
-fn sigterm_gives_the_terminal_back() {
+fn sigterm_and_sighup_give_the_terminal_back() {
+    for (signal, code) in [("TERM", 143), ("HUP", 129)] {
+        signal_gives_the_terminal_back(signal, code);
+    }
+}
+
+fn signal_gives_the_terminal_back(signal: &str, code: i32) {
     let dir = tempfile::tempdir().expect("tempdir");
     let pid_file = dir.path().join("pid");
     let command = format!(
@@ -224,16 +230,16 @@ fn sigterm_gives_the_terminal_back() {
         .trim()
         .to_string();
     let ok = Command::new("kill")
-        .args(["-TERM", &pid])
+        .args([&format!("-{signal}"), &pid])
         .status()
         .expect("kill");
     assert!(ok.success());
-    let after = t.wait_for(&["EXIT=143"]);
+    let after = t.wait_for(&[&format!("EXIT={code}")]);
     assert!(
         !after.contains("1 Timeline"),
-        "the terminal is given back:\n{after}"
+        "SIG{signal}: the terminal is given back:\n{after}"
     );
-    // Raw mode is off: the shell's line discipline echoes what is typed.
+    // Raw mode is off: the terminal echoes what is typed.
     t.text("echo typed-back");
     t.keys(&["Enter"]);
     t.wait_for(&["typed-back"]);
