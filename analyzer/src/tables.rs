@@ -280,6 +280,10 @@ fn wait_states(trace: &Trace, d: &Details) -> Result<DataFrame> {
             col("call", w.iter().map(|x| x.call).collect::<Vec<&str>>()),
             col("start_ns", w.iter().map(|x| x.start_ns).collect()),
             col("peer", w.iter().map(|x| x.peer).collect()),
+            col(
+                "peer_index",
+                w.iter().map(|x| x.peer_index.map(|i| i as u64)).collect(),
+            ),
             col("amount_ns", w.iter().map(|x| x.amount_ns).collect()),
             col(
                 "error_bound_ns",

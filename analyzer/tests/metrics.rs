@@ -60,6 +60,8 @@ fn late_sender_on_a_blocking_receive() {
         (w.rank, w.peer, w.call, w.start_ns),
         (1, Some(0), "MPI_Recv", 4)
     );
+    // The call it waited for: rank 0's Send, its event 1.
+    assert_eq!(w.peer_index, Some(1));
     assert_eq!(r.wait_states.per_rank_ns[&1], 6);
 
     // POP: T = 20, Useful = 19 (rank 0) and 12 (rank 1).
@@ -100,6 +102,8 @@ fn late_receiver_only_when_the_send_waited_for_the_post() {
     assert_eq!(kind(&r, WaitKind::LateSender), (0, 0));
     let w = &r.wait_states.kinds[1].worst[0];
     assert_eq!((w.rank, w.peer, w.call), (0, Some(1), "MPI_Wait"));
+    // The receive it waited for: rank 1's Irecv, its event 1.
+    assert_eq!(w.peer_index, Some(1));
 
     // An eager send: its Wait (1-2) ended before the receive was posted (6).
     let t = run(vec![
@@ -147,6 +151,8 @@ fn wait_at_barrier_and_at_nxn() {
     assert_eq!(kind(&r, WaitKind::WaitAtNxN), (11, 2));
     let b = &r.wait_states.kinds[2].worst;
     assert_eq!((b[0].rank, b[0].amount_ns, b[0].peer), (0, 7, Some(2)));
+    // The last to arrive's own Barrier: rank 2's event 1.
+    assert_eq!(b[0].peer_index, Some(1));
     assert_eq!((b[1].rank, b[1].amount_ns), (1, 4));
     let n = &r.wait_states.kinds[3].worst;
     assert_eq!((n[0].rank, n[0].amount_ns, n[0].peer), (2, 6, Some(1)));
@@ -207,6 +213,9 @@ fn late_broadcast_and_early_reduce() {
     assert_eq!((b[1].rank, b[1].amount_ns, b[1].peer), (2, 2, Some(0)));
     let e = &r.wait_states.kinds[5].worst;
     assert_eq!((e[0].rank, e[0].amount_ns, e[0].peer), (0, 4, Some(1)));
+    // The root's Bcast waited for nobody; the others for the root's Bcast (event 1),
+    // the root's Reduce for rank 1's Reduce (event 3).
+    assert_eq!((b[0].peer_index, e[0].peer_index), (Some(1), Some(3)));
 }
 
 #[test]

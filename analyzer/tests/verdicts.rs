@@ -314,6 +314,8 @@ fn a_late_member_of_a_non_blocking_collective_makes_the_others_wait() {
         (barrier.rank, barrier.call, barrier.peer),
         (1, "MPI_Wait", Some(0))
     );
+    // What it waited for is rank 0's post, its Ibarrier (event 0), not its Wait.
+    assert_eq!(barrier.peer_index, Some(0));
 }
 
 fn win(op: Op, start: u64, end: u64, group: &[i32]) -> Event {
@@ -387,6 +389,21 @@ fn one_sided_wait_states() {
         .unwrap()
         .worst[0];
     assert_eq!((lp.rank, lp.call, lp.peer), (1, "MPI_Win_start", Some(0)));
+    // Rank 0's Win_post (its event 3); the Win_wait's parts wait for rank 1's Put
+    // (event 3, the last operation) and then its Win_complete (event 4).
+    assert_eq!(lp.peer_index, Some(3));
+    let of = |k: WaitKind| {
+        let w = &r
+            .wait_states
+            .kinds
+            .iter()
+            .find(|x| x.kind == k)
+            .unwrap()
+            .worst[0];
+        (w.rank, w.peer, w.peer_index)
+    };
+    assert_eq!(of(WaitKind::EarlyWait), (0, Some(1), Some(3)));
+    assert_eq!(of(WaitKind::LateComplete), (0, Some(1), Some(4)));
     // No MPI time is useful: rank 0 is in MPI 10 + 1 + 9 + 1 + 10 = 31 of its 46.
     assert_eq!(r.ranks[0].in_mpi_ns, 31);
     assert_eq!(r.ranks[0].useful_ns, 46 - 31);

@@ -10,8 +10,9 @@ use ratatui::layout::Rect;
 
 use crate::lists::{Cursor, OverlapState, WaitsState};
 use crate::nav::{self, Viewport};
-use crate::run::{Link, Run};
+use crate::run::Run;
 use crate::search::Query;
+use crate::selection::{Cause, Selection};
 
 /// The views, in tab order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,18 +80,6 @@ pub struct Prompt {
     pub text: String,
 }
 
-/// Why a call other than the selection is marked: the cause of a wait opened from the
-/// Waits view.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cause {
-    /// The rank that made the selection wait.
-    pub rank: u32,
-    /// Its call, when the trace tells which.
-    pub event: Option<EventRef>,
-    /// What the wait was, as the side panel says it.
-    pub what: String,
-}
-
 /// The Timeline's state.
 #[derive(Clone, Debug)]
 pub struct TimelineState {
@@ -102,54 +91,10 @@ pub struct TimelineState {
     pub first_lane: usize,
     /// Ranks per lane (1: a lane per rank).
     pub group: usize,
-    /// The selected event.
-    pub selected: Option<EventRef>,
-    /// Calls linked to it (messages first).
-    pub links: Vec<Link>,
-    /// What the analysis says of it, looked up once when it is selected (a frame never
-    /// scans the run's tables).
-    pub facts: Facts,
-    /// Which link `p` goes to next, and which is marked.
-    pub link_turn: usize,
-    /// The cause of the selected wait, when it was opened from the Waits view.
-    pub cause: Option<Cause>,
+    /// The selected call, and what is known of it.
+    pub selection: Option<Selection>,
     /// A drag in progress: the column it started at, and the view's start then.
     pub drag: Option<(u16, f64)>,
-}
-
-/// The analysis' rows about the selected call: indices into the run's tables.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Facts {
-    /// Its wait-state instances (`details.waits`).
-    pub waits: Vec<usize>,
-    /// The requests it posted (`details.requests`).
-    pub requests: Vec<usize>,
-    /// The false-overlap finding whose wait it is (`report.false_overlap`).
-    pub finding: Option<usize>,
-}
-
-impl Facts {
-    fn of(run: &Run, e: EventRef) -> Facts {
-        let here = |rank: u32, index: usize| rank == e.rank && index == e.index;
-        Facts {
-            waits: (0..run.details.waits.len())
-                .filter(|i| here(run.details.waits[*i].rank, run.details.waits[*i].index))
-                .collect(),
-            requests: (0..run.details.requests.len())
-                .filter(|i| {
-                    here(
-                        run.details.requests[*i].rank,
-                        run.details.requests[*i].post.index,
-                    )
-                })
-                .collect(),
-            finding: run
-                .report
-                .false_overlap
-                .iter()
-                .position(|f| here(f.wait.rank, f.wait.index)),
-        }
-    }
 }
 
 /// The Compare view's state.
@@ -214,6 +159,13 @@ pub struct App {
 
 /// The width assumed before the first frame.
 const FIRST_WIDTH: u16 = 100;
+
+impl TimelineState {
+    /// The selected call.
+    pub fn selected(&self) -> Option<EventRef> {
+        self.selection.as_ref().map(|s| s.event)
+    }
+}
 
 impl App {
     /// The TUI over one run, or two to compare.
@@ -383,7 +335,7 @@ impl App {
             self.status = Some("no search yet: / to search".into());
             return;
         };
-        match q.next(self.run(), self.timeline.selected, forward) {
+        match q.next(self.run(), self.timeline.selected(), forward) {
             Some(e) => self.select(e, None),
             None => {
                 self.status = Some(format!(
@@ -415,17 +367,14 @@ impl App {
         let run = &self.runs[self.current];
         let width = self.geometry.lanes.width;
         let tl = &mut self.timeline;
-        tl.selected = Some(e);
-        tl.links = run.links(e);
-        tl.links.sort_by_key(|l| !l.kind.is_message());
-        tl.facts = Facts::of(run, e);
-        tl.link_turn = 0;
+        let selection = Selection::of(run, e, cause);
         if let Some(lane) = nav::lane_of(run, tl.group, e.rank) {
             tl.lane = lane;
         }
         let mut range = nav::bounds(run, e).unwrap_or((0.0, 0.0));
-        let other = cause.as_ref().and_then(|c| c.event).or_else(|| {
-            tl.links
+        let other = selection.cause.as_ref().and_then(|c| c.event).or_else(|| {
+            selection
+                .links
                 .first()
                 .filter(|l| l.kind.is_message())
                 .map(|l| l.to)
@@ -438,7 +387,7 @@ impl App {
             }
         }
         tl.view.show(range.0, range.1, width);
-        tl.cause = cause;
+        tl.selection = Some(selection);
         self.keep_lane_visible();
     }
 
@@ -468,11 +417,7 @@ fn timeline_for(run: &Run) -> TimelineState {
         lane: 0,
         first_lane: 0,
         group: 1,
-        selected: None,
-        links: Vec::new(),
-        facts: Facts::default(),
-        link_turn: 0,
-        cause: None,
+        selection: None,
         drag: None,
     }
 }

@@ -1,11 +1,13 @@
 //! The keys of each view (the global ones are in [`crate::app`]). Vim keys and arrows
 //! do the same; `?` lists them all ([`crate::view::help`]).
 
+use overlap_analyzer::model::EventRef;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 
-use crate::app::{App, Cause, PromptKind};
+use crate::app::{App, PromptKind};
 use crate::lists::OverlapPane;
 use crate::nav::{self, Viewport};
+use crate::selection::Cause;
 
 /// How much of the width `h`/`l` pan.
 const PAN_SHARE: f64 = 0.125;
@@ -33,7 +35,7 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
     let run = &app.runs[app.current];
     let tl = &mut app.timeline;
     let anchor = tl
-        .selected
+        .selected()
         .and_then(|e| nav::bounds(run, e))
         .map(|(a, b)| (a + b) / 2.0)
         .filter(|t| tl.view.column(*t, width).is_some())
@@ -58,7 +60,7 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
                 ranks.div_ceil(page).max(1)
             };
             tl.lane = tl
-                .selected
+                .selected()
                 .and_then(|e| nav::lane_of(run, tl.group, e.rank))
                 .unwrap_or(0);
             tl.first_lane = 0;
@@ -75,10 +77,10 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
                 return;
             };
             let t = &run.trace.ranks[pos];
-            let from = tl.selected.filter(|e| e.rank == t.rank).map(|e| e.index);
+            let from = tl.selected().filter(|e| e.rank == t.rank).map(|e| e.index);
             match nav::step(t, from, tl.view.middle(width), forward, calls_only) {
                 Some(index) => {
-                    let e = overlap_analyzer::model::EventRef {
+                    let e = EventRef {
                         rank: t.rank,
                         index,
                     };
@@ -89,39 +91,37 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
             return;
         }
         KeyCode::Char('p') => {
-            if tl.links.is_empty() {
-                app.status = Some(match tl.selected {
-                    Some(_) => "the selected event has no partner".into(),
-                    None => "select an event first ([ ] or a click)".into(),
-                });
+            let Some(sel) = &tl.selection else {
+                app.status = Some("select an event first ([ ] or a click)".into());
                 return;
-            }
-            let turn = tl.link_turn % tl.links.len();
-            let from = tl.selected;
-            let to = tl.links[turn].to;
+            };
+            let Some(to) = sel.marked_link().map(|l| l.to) else {
+                app.status = Some("the selected event has no partner".into());
+                return;
+            };
+            let from = sel.event;
             app.select(to, None);
             // Back to where we came from with the next p, when it is a link of the new one.
-            if let Some(i) = from.and_then(|f| app.timeline.links.iter().position(|l| l.to == f)) {
-                app.timeline.link_turn = i;
+            if let Some(sel) = app.timeline.selection.as_mut() {
+                if let Some(i) = sel.links.iter().position(|l| l.to == from) {
+                    sel.marked = i;
+                }
             }
             return;
         }
         // The next link of the selection is the one marked (and `p` goes to).
-        KeyCode::Char('o') if !tl.links.is_empty() => {
-            tl.link_turn = (tl.link_turn + 1) % tl.links.len();
+        KeyCode::Char('o') => {
+            if let Some(sel) = tl.selection.as_mut() {
+                sel.mark_next();
+            }
         }
         KeyCode::Char('c') | KeyCode::Enter => {
-            if let Some((a, b)) = tl.selected.and_then(|e| nav::bounds(run, e)) {
+            if let Some((a, b)) = tl.selected().and_then(|e| nav::bounds(run, e)) {
                 tl.view.show(a, b, width);
                 tl.view.center((a + b) / 2.0, width);
             }
         }
-        KeyCode::Esc => {
-            tl.selected = None;
-            tl.links.clear();
-            tl.facts = Default::default();
-            tl.cause = None;
-        }
+        KeyCode::Esc => tl.selection = None,
         _ => {}
     }
     app.keep_lane_visible();
@@ -140,13 +140,13 @@ pub fn waits(app: &mut App, k: KeyEvent) {
                 return;
             };
             let wait = &run.details.waits[i];
-            let e = overlap_analyzer::model::EventRef {
+            let e = EventRef {
                 rank: wait.rank,
                 index: wait.index,
             };
             let cause = wait.peer.map(|peer| Cause {
                 rank: peer,
-                event: run.cause(wait),
+                event: wait.peer_index.map(|index| EventRef { rank: peer, index }),
                 what: format!(
                     "{} of {}",
                     wait.kind.title(),
@@ -191,7 +191,7 @@ pub fn overlap(app: &mut App, k: KeyEvent) {
                     }),
             };
             if let Some((rank, index)) = e {
-                app.select(overlap_analyzer::model::EventRef { rank, index }, None);
+                app.select(EventRef { rank, index }, None);
             }
         }
         _ => {

@@ -24,6 +24,7 @@ mod mouse;
 pub mod nav;
 pub mod run;
 pub mod search;
+pub mod selection;
 pub mod term;
 pub mod text;
 pub mod view;

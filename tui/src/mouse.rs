@@ -1,6 +1,7 @@
 //! The mouse: the wheel zooms a timeline at the pointer (scrolls a table), a click
 //! selects the event under it (a row, a tab), a drag pans.
 
+use overlap_analyzer::model::EventRef;
 use ratatui::crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
 use ratatui::layout::{Position, Rect};
 
@@ -56,11 +57,9 @@ fn timeline(app: &mut App, m: MouseEvent) {
             tl.lane = lane;
             let hit = lane_range.clone().find_map(|pos| {
                 let t = &run.trace.ranks[pos];
-                nav::event_near(t, (t0 + t1) / 2.0, tl.view.per_cell).map(|index| {
-                    overlap_analyzer::model::EventRef {
-                        rank: t.rank,
-                        index,
-                    }
+                nav::event_near(t, (t0 + t1) / 2.0, tl.view.per_cell).map(|index| EventRef {
+                    rank: t.rank,
+                    index,
                 })
             });
             if let Some(e) = hit {

@@ -1,13 +1,13 @@
 //! A run as the TUI holds it: the trace the analyzer's importer read, the analysis run
 //! once at load, and the level-of-detail pyramid of each rank. Also the links the views
 //! follow from one call to another (a message's two ends, a request's post and
-//! completion, a wait's cause), looked up when the user asks: a scan of the messages
-//! takes a millisecond even for a million of them, and costs no memory until then.
+//! completion, the same collective on other ranks), looked up when a call is selected:
+//! a scan of the messages, tens of ms for a million of them, and no memory until then.
 
 use std::cell::OnceCell;
 
 use overlap_analyzer::metrics::collectives::{self, Instances};
-use overlap_analyzer::metrics::{analyze, Details, Options, Report, WaitInstance, WaitKind};
+use overlap_analyzer::metrics::{analyze, Details, Options, Report};
 use overlap_analyzer::model::{EventRef, Trace};
 
 use crate::lod::RankLod;
@@ -187,36 +187,5 @@ impl Run {
             .get_or_init(|| collectives::instances(&self.trace));
         let id = *inst.of.get(pos)?.get(e.index)?;
         inst.members.get(id as usize).map(Vec::as_slice)
-    }
-
-    /// The call that caused a wait: the late sender's send, the late receiver's
-    /// receive, the last rank's call of the collective. `None` when the trace does not
-    /// say (the wait's peer is then the rank to look at).
-    pub fn cause(&self, w: &WaitInstance) -> Option<EventRef> {
-        let me = EventRef {
-            rank: w.rank,
-            index: w.index,
-        };
-        let peer = w.peer?;
-        let links = self.links(me);
-        let pick = |kind: LinkKind| {
-            links
-                .iter()
-                .find(|l| l.kind == kind && l.to.rank == peer)
-                .map(|l| l.to)
-        };
-        match w.kind {
-            WaitKind::LateSender => pick(LinkKind::Sender),
-            WaitKind::LateReceiver => pick(LinkKind::Receiver).or_else(|| {
-                // A Wait on an Isend: the receive of the message its request sent.
-                links
-                    .iter()
-                    .filter(|l| l.kind == LinkKind::Post)
-                    .flat_map(|l| self.links(l.to))
-                    .find(|l| l.kind == LinkKind::Receiver && l.to.rank == peer)
-                    .map(|l| l.to)
-            }),
-            _ => pick(LinkKind::Member),
-        }
     }
 }

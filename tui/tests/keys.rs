@@ -70,21 +70,24 @@ fn search_selects_and_p_goes_to_the_partner_and_back() {
     );
     key(&mut app, KeyCode::Enter);
     assert!(app.prompt.is_none());
-    assert_eq!(app.timeline.selected, Some(at(0, 1)));
+    assert_eq!(app.timeline.selected(), Some(at(0, 1)));
     // The message goes to rank 1's Wait (the call that completed the receive).
-    assert_eq!(app.timeline.links[0].to, at(1, 2));
+    assert_eq!(
+        app.timeline.selection.as_ref().unwrap().links[0].to,
+        at(1, 2)
+    );
     press(&mut app, "p");
-    assert_eq!(app.timeline.selected, Some(at(1, 2)));
+    assert_eq!(app.timeline.selected(), Some(at(1, 2)));
     assert_eq!(app.timeline.lane, 1);
     press(&mut app, "p");
     assert_eq!(
-        app.timeline.selected,
+        app.timeline.selected(),
         Some(at(0, 1)),
         "p again goes back to the send"
     );
     // n finds no later Isend.
     press(&mut app, "n");
-    assert_eq!(app.timeline.selected, Some(at(0, 1)));
+    assert_eq!(app.timeline.selected(), Some(at(0, 1)));
     assert!(app
         .status
         .as_deref()
@@ -98,23 +101,23 @@ fn brackets_step_through_events_and_braces_through_calls() {
     press(&mut app, "0");
     // Nothing selected: from the middle of the view (3500 ns) forward on rank 0.
     press(&mut app, "]");
-    assert_eq!(app.timeline.selected, Some(at(0, 1)));
+    assert_eq!(app.timeline.selected(), Some(at(0, 1)));
     press(&mut app, "]");
     assert_eq!(
-        app.timeline.selected,
+        app.timeline.selected(),
         Some(at(0, 2)),
         "the compute span 'more'"
     );
     press(&mut app, "[[");
-    assert_eq!(app.timeline.selected, Some(at(0, 0)));
+    assert_eq!(app.timeline.selected(), Some(at(0, 0)));
     press(&mut app, "}");
-    assert_eq!(app.timeline.selected, Some(at(0, 1)), "}} skips compute");
+    assert_eq!(app.timeline.selected(), Some(at(0, 1)), "}} skips compute");
     press(&mut app, "}");
-    assert_eq!(app.timeline.selected, Some(at(0, 3)));
+    assert_eq!(app.timeline.selected(), Some(at(0, 3)));
     key(&mut app, KeyCode::Down);
     press(&mut app, "]");
     assert_eq!(app.timeline.lane, 1);
-    assert_eq!(app.timeline.selected.map(|e| e.rank), Some(1));
+    assert_eq!(app.timeline.selected().map(|e| e.rank), Some(1));
 }
 
 #[test]
@@ -165,8 +168,13 @@ fn a_wait_opens_on_the_timeline_with_its_cause() {
     );
     key(&mut app, KeyCode::Enter);
     assert_eq!(app.view, View::Timeline);
-    assert_eq!(app.timeline.selected, Some(at(1, 2)));
-    let cause = app.timeline.cause.clone().expect("a cause");
+    assert_eq!(app.timeline.selected(), Some(at(1, 2)));
+    let cause = app
+        .timeline
+        .selection
+        .as_ref()
+        .and_then(|s| s.cause.clone())
+        .expect("a cause");
     assert_eq!(
         (cause.rank, cause.event),
         (0, Some(at(0, 1))),
@@ -175,8 +183,14 @@ fn a_wait_opens_on_the_timeline_with_its_cause() {
     // The barrier's cause is rank 0's Barrier, the last to arrive.
     press(&mut app, "2j");
     key(&mut app, KeyCode::Enter);
-    assert_eq!(app.timeline.selected, Some(at(1, 3)));
-    assert_eq!(app.timeline.cause.and_then(|c| c.event), Some(at(0, 4)));
+    assert_eq!(app.timeline.selected(), Some(at(1, 3)));
+    assert_eq!(
+        app.timeline
+            .selection
+            .and_then(|s| s.cause)
+            .and_then(|c| c.event),
+        Some(at(0, 4))
+    );
 }
 
 #[test]
@@ -232,7 +246,7 @@ fn the_overlap_view_opens_a_request() {
     assert_eq!(app.overlap.rows.len(), 2);
     key(&mut app, KeyCode::Enter);
     // Worst exposed wait first: rank 1's receive, completed by its Wait.
-    assert_eq!(app.timeline.selected, Some(at(1, 2)));
+    assert_eq!(app.timeline.selected(), Some(at(1, 2)));
     press(&mut app, "3s");
     assert_eq!(app.overlap.sort.title(), "overlap");
 }

@@ -127,7 +127,7 @@ fn names_from_the_trace_never_reach_the_terminal_raw() {
     )]);
     keys(&mut app, "/pack\n");
     assert!(
-        app.timeline.selected.is_some(),
+        app.timeline.selected().is_some(),
         "the span is found by its name"
     );
     for view in ["1", "2", "3", "4"] {
@@ -164,7 +164,10 @@ fn the_mouse_selects_zooms_and_drags() {
     let (col, row) = (lanes.x + 5, lanes.y + app.geometry.lane_rows);
     mouse(&mut app, MouseEventKind::Down(MouseButton::Left), col, row);
     mouse(&mut app, MouseEventKind::Up(MouseButton::Left), col, row);
-    let e = app.timeline.selected.expect("the click selected an event");
+    let e = app
+        .timeline
+        .selected()
+        .expect("the click selected an event");
     assert_eq!(e.rank, 1);
     assert_eq!(app.timeline.lane, 1);
     let before = app.timeline.view;

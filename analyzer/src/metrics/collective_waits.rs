@@ -26,7 +26,9 @@ use crate::model::{EventRef, Trace};
 struct Member {
     /// Its rank.
     rank: u32,
-    /// When it joined: entry into the blocking call, or its post or start.
+    /// The call it joined with: the blocking call, or its post or start.
+    call: EventRef,
+    /// When it joined: entry into that call.
     entered: Nanos,
     /// The call that waited and its span, when one did.
     waited: Option<(EventRef, Nanos, Nanos)>,
@@ -47,6 +49,7 @@ pub(crate) fn candidates(trace: &Trace, keep: &mut impl FnMut(Candidate)) {
                 let s = trace.span(*r)?;
                 Some(Member {
                     rank: r.rank,
+                    call: *r,
                     entered: s.start,
                     waited: Some((*r, s.start, s.end)),
                 })
@@ -81,6 +84,10 @@ pub(crate) fn candidates(trace: &Trace, keep: &mut impl FnMut(Candidate)) {
                 });
                 Some(Member {
                     rank: r.rank,
+                    call: EventRef {
+                        rank: r.rank,
+                        index: r.post,
+                    },
                     entered,
                     waited,
                 })
@@ -106,12 +113,19 @@ fn waits(op: Op, root: Option<i32>, members: &[Member], keep: &mut impl FnMut(Ca
             .iter()
             .find(|m| i64::from(m.rank) == i64::from(root))
     });
-    // `m` waited for `peer`, who entered at `entered`.
-    let mut wait = |kind: WaitKind, m: &Member, peer: u32, entered: Nanos| {
+    // `m` waited for `peer` to enter.
+    let mut wait = |kind: WaitKind, m: &Member, peer: &Member| {
         if let Some((at, start, end)) = m.waited {
-            let to = entered.min(end);
+            let to = peer.entered.min(end);
             if to > start {
-                keep(Candidate::new(kind, at, peer, start, to, entered > end));
+                keep(Candidate::new(
+                    kind,
+                    at,
+                    peer.call,
+                    start,
+                    to,
+                    peer.entered > end,
+                ));
             }
         }
     };
@@ -120,27 +134,27 @@ fn waits(op: Op, root: Option<i32>, members: &[Member], keep: &mut impl FnMut(Ca
         (Some(CollectivePattern::Neighborhood), _) => {}
         (Some(CollectivePattern::Prefix), _) => {
             // Early Scan: rank i waits for the last of the ranks below it.
-            let mut latest: Option<(u32, Nanos)> = None;
+            let mut latest: Option<&Member> = None;
             for m in members {
-                if let Some((peer, entered)) = latest {
-                    wait(WaitKind::EarlyScan, m, peer, entered);
+                if let Some(peer) = latest {
+                    wait(WaitKind::EarlyScan, m, peer);
                 }
-                if latest.is_none_or(|l| m.entered >= l.1) {
-                    latest = Some((m.rank, m.entered));
+                if latest.is_none_or(|l| m.entered >= l.entered) {
+                    latest = Some(m);
                 }
             }
         }
         (Some(CollectivePattern::OneToAll), Some(root)) => {
             // Late Broadcast: a rank that waits before the root entered waits for it.
             for m in members.iter().filter(|m| m.rank != root.rank) {
-                wait(WaitKind::LateBroadcast, m, root.rank, root.entered);
+                wait(WaitKind::LateBroadcast, m, root);
             }
         }
         (Some(CollectivePattern::AllToOne), Some(root)) => {
             // Early Reduce: the root waits for the last of the others to enter.
             let others = members.iter().filter(|m| m.rank != root.rank);
             if let Some(latest) = others.max_by_key(|m| (m.entered, m.rank)) {
-                wait(WaitKind::EarlyReduce, root, latest.rank, latest.entered);
+                wait(WaitKind::EarlyReduce, root, latest);
             }
         }
         (pattern, _) => {
@@ -157,7 +171,7 @@ fn waits(op: Op, root: Option<i32>, members: &[Member], keep: &mut impl FnMut(Ca
                 _ => WaitKind::WaitAtNxN,
             };
             for m in members {
-                wait(kind, m, last.rank, last.entered);
+                wait(kind, m, last);
             }
         }
     }

@@ -168,7 +168,7 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                 out.push(Candidate::new(
                     WaitKind::LatePost,
                     at,
-                    target,
+                    *post,
                     s.start,
                     posted,
                     false,
@@ -177,26 +177,26 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
         }
     }
     // Early Wait and Late Complete: the target's Win_wait.
-    let mut by_wait: FxHashMap<EventRef, Vec<(u32, Nanos, Nanos)>> = FxHashMap::default();
+    // Per Win_wait, each origin's (rank, Win_complete entry, last operation's end, its
+    // Win_complete, its last operation).
+    type Origin = (u32, Nanos, Nanos, EventRef, EventRef);
+    let mut by_wait: FxHashMap<EventRef, Vec<Origin>> = FxHashMap::default();
     for (&(w, target, origin, k), &(_, wait)) in &posts {
         let (Some(wait), Some(&(rank, e))) = (wait, epochs.get(&(w, origin, target, k))) else {
             continue;
         };
         let Some(ep) = epoch(rank, e) else { continue };
-        let Some(complete) = ep
-            .complete
-            .and_then(|c| trace.span(EventRef { rank, index: c }))
-        else {
+        let Some(complete_ref) = ep.complete.map(|c| EventRef { rank, index: c }) else {
             continue;
         };
-        let last_op = ep.ops.last().map_or(ep.start, |o| o.0);
-        let Some(op_end) = trace
-            .span(EventRef {
-                rank,
-                index: last_op,
-            })
-            .map(|s| s.end)
-        else {
+        let Some(complete) = trace.span(complete_ref) else {
+            continue;
+        };
+        let last_op = EventRef {
+            rank,
+            index: ep.ops.last().map_or(ep.start, |o| o.0),
+        };
+        let Some(op_end) = trace.span(last_op).map(|s| s.end) else {
             continue;
         };
         by_wait
@@ -205,14 +205,16 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                 index: wait,
             })
             .or_default()
-            .push((origin, complete.start, op_end));
+            .push((origin, complete.start, op_end, complete_ref, last_op));
     }
     for (at, origins) in by_wait {
         let Some(s) = trace.span(at) else { continue };
         if s.op() != Some(Op::WinWait) {
             continue;
         }
-        let Some(&(last, completed, op_end)) = origins.iter().max_by_key(|o| (o.1, o.0)) else {
+        let Some(&(_, completed, op_end, complete, last_op)) =
+            origins.iter().max_by_key(|o| (o.1, o.0))
+        else {
             continue;
         };
         let end = completed.min(s.end);
@@ -225,7 +227,7 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
             out.push(Candidate::new(
                 WaitKind::EarlyWait,
                 at,
-                last,
+                last_op,
                 s.start,
                 cut,
                 suspect,
@@ -235,7 +237,7 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
             out.push(Candidate::new(
                 WaitKind::LateComplete,
                 at,
-                last,
+                complete,
                 cut,
                 end,
                 suspect,

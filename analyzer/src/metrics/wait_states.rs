@@ -149,6 +149,11 @@ pub struct WaitInstance {
     pub start_ns: u64,
     /// The rank it waited for (the sender, the receiver, or the last to arrive).
     pub peer: Option<u32>,
+    /// The call of `peer` it waited for, as an index among that rank's events: the late
+    /// send, the late receive's post, the last member's call of the collective (its
+    /// post, for a non-blocking one), the target's Win_post, the origin's last
+    /// operation or its Win_complete.
+    pub peer_index: Option<usize>,
     /// How long it waited, ns.
     pub amount_ns: u64,
     /// The clock error bound of the ranks involved, ns.
@@ -201,7 +206,8 @@ pub struct WaitStates {
 pub(crate) struct Candidate {
     kind: WaitKind,
     at: EventRef,
-    peer: u32,
+    /// The call it waited for (its rank is the peer).
+    cause: EventRef,
     from: Nanos,
     to: Nanos,
     suspect: bool,
@@ -211,7 +217,7 @@ impl Candidate {
     pub(crate) fn new(
         kind: WaitKind,
         at: EventRef,
-        peer: u32,
+        cause: EventRef,
         from: Nanos,
         to: Nanos,
         suspect: bool,
@@ -219,7 +225,7 @@ impl Candidate {
         Candidate {
             kind,
             at,
-            peer,
+            cause,
             from,
             to: to.max(from),
             suspect,
@@ -270,7 +276,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
                     keep(Candidate::new(
                         WaitKind::LateSender,
                         c,
-                        m.send.rank,
+                        m.send,
                         recv.start,
                         to,
                         remote > recv.end,
@@ -299,7 +305,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             keep(Candidate::new(
                 WaitKind::LateReceiver,
                 done_ref,
-                m.recv_post.rank,
+                m.recv_post,
                 done.start,
                 post.start,
                 false,
@@ -323,14 +329,15 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             let Some(call) = CallRef::of(trace, c.at.rank, c.at.index) else {
                 continue;
             };
-            let bound = trace.clock_error(c.at.rank) + trace.clock_error(c.peer);
+            let bound = trace.clock_error(c.at.rank) + trace.clock_error(c.cause.rank);
             out.push(WaitInstance {
                 kind: c.kind,
                 rank: c.at.rank,
                 index: c.at.index,
                 call: call.call,
                 start_ns: call.start_ns,
-                peer: Some(c.peer),
+                peer: Some(c.cause.rank),
+                peer_index: Some(c.cause.index),
                 amount_ns: amount.0,
                 error_bound_ns: bound.0,
                 indeterminate: amount <= bound,

@@ -153,7 +153,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         parts.push(format!("zoom {}/col", span(v.per_cell)));
         parts.push(format!("cursor {}", time_at(v.middle(width), v.per_cell)));
     }
-    if let Some(e) = app.timeline.selected {
+    if let Some(e) = app.timeline.selected() {
         let run = app.run();
         if let Some(s) = run.trace.span(e) {
             parts.push(format!(

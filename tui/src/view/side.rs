@@ -12,6 +12,7 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::run::Run;
+use crate::selection::Selection;
 use crate::text::{bytes, clean, duration, percent};
 use crate::view::bold;
 use crate::view::timeline::panel;
@@ -50,8 +51,7 @@ fn field(name: &str, value: String) -> Line<'static> {
 /// Draws the panel.
 pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let run = app.run();
-    let tl = &app.timeline;
-    let Some(e) = tl.selected else {
+    let Some(sel) = &app.timeline.selection else {
         let lines = vec![
             Line::raw("Nothing selected."),
             Line::raw(""),
@@ -62,6 +62,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         frame.render_widget(panel(" Selection ", lines), area);
         return;
     };
+    let e = sel.event;
     let Some(s) = run.trace.span(e) else { return };
     let t = run.trace.rank(e.rank);
     let mut lines = vec![Line::styled(event_name(run, e, s), bold())];
@@ -135,8 +136,8 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         },
         _ => {}
     }
-    links(&mut lines, app, run);
-    for w in tl
+    links(&mut lines, sel, run);
+    for w in sel
         .facts
         .waits
         .iter()
@@ -153,7 +154,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             Style::new().fg(Color::Red),
         ));
     }
-    for r in tl
+    for r in sel
         .facts
         .requests
         .iter()
@@ -168,7 +169,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             ),
         ));
     }
-    if let Some(f) = tl
+    if let Some(f) = sel
         .facts
         .finding
         .and_then(|i| run.report.false_overlap.get(i))
@@ -184,7 +185,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         ));
         lines.extend(crate::view::overlap::evidence_lines(f).into_iter().skip(1));
     }
-    if let Some(c) = &tl.cause {
+    if let Some(c) = &sel.cause {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
             format!("cause of {}:", c.what),
@@ -192,26 +193,24 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         ));
         lines.push(Line::raw(match c.event {
             Some(ev) => format!("  {}", call_line(run, ev)),
-            None => format!("  rank {} (its call is not in the trace)", c.rank),
+            None => format!("  rank {} (the analysis does not name its call)", c.rank),
         }));
     }
     frame.render_widget(panel(" Selection ", lines), area);
 }
 
-/// The calls linked to the selection; the marked one first with its arrow.
-fn links(lines: &mut Vec<Line<'static>>, app: &App, run: &Run) {
-    let tl = &app.timeline;
-    if tl.links.is_empty() {
+/// The calls linked to the selection; the marked one with its arrow.
+fn links(lines: &mut Vec<Line<'static>>, sel: &Selection, run: &Run) {
+    if sel.links.is_empty() {
         return;
     }
     lines.push(Line::raw(""));
-    let marked = tl.link_turn % tl.links.len();
-    for (i, l) in tl.links.iter().enumerate().take(8) {
+    for (i, l) in sel.links.iter().enumerate().take(8) {
         let size = l
             .bytes
             .map_or(String::new(), |b| format!(" ({})", bytes(b)));
         let text = format!("{} {}{size}", l.kind.title(), call_line(run, l.to));
-        if i == marked {
+        if i == sel.marked {
             lines.push(Line::styled(
                 format!("→ {text}  [p]"),
                 Style::new().fg(Color::Magenta),
@@ -220,10 +219,10 @@ fn links(lines: &mut Vec<Line<'static>>, app: &App, run: &Run) {
             lines.push(Line::raw(format!("  {text}")));
         }
     }
-    if tl.links.len() > 8 {
+    if sel.links.len() > 8 {
         lines.push(Line::raw(format!(
             "  and {} more (o: next)",
-            tl.links.len() - 8
+            sel.links.len() - 8
         )));
     }
 }

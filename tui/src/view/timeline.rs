@@ -8,6 +8,7 @@ use ratatui::Frame;
 
 use crate::app::App;
 use crate::nav;
+use crate::selection::Selection;
 use crate::text::{clean, span, time_at};
 use crate::view::lanes::{self, Marks};
 use crate::view::{legend, side};
@@ -63,15 +64,11 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         .title_bottom(legend());
     frame.render_widget(block, main);
     let all = nav::lanes(run, tl.group);
-    let target = tl.cause.as_ref().and_then(|c| c.event).or_else(|| {
-        tl.links
-            .get(tl.link_turn % tl.links.len().max(1))
-            .map(|l| l.to)
-    });
+    let sel = tl.selection.as_ref();
     let marks = Marks {
-        selected: tl.selected,
-        target,
-        cause_rank: tl.cause.as_ref().map(|c| c.rank),
+        selected: sel.map(|s| s.event),
+        target: sel.and_then(Selection::target),
+        cause_rank: sel.and_then(|s| s.cause.as_ref()).map(|c| c.rank),
         cursor_lane: Some(tl.lane),
     };
     let cells = lanes::draw(
