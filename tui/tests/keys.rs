@@ -73,7 +73,7 @@ fn search_selects_and_p_goes_to_the_partner_and_back() {
     assert_eq!(app.timeline.selected(), Some(at(0, 1)));
     // The message goes to rank 1's Wait (the call that completed the receive).
     assert_eq!(
-        app.timeline.selection.as_ref().unwrap().links[0].to,
+        app.timeline.selection.as_ref().expect("selected").links[0].to,
         at(1, 2)
     );
     press(&mut app, "p");
