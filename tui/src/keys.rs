@@ -15,10 +15,10 @@ const PAN_SHARE: f64 = 0.125;
 /// Zoom and pan keys, shared by the Timeline and the Compare view: true when `k` was one.
 fn zoom_pan(view: &mut Viewport, k: KeyEvent, width: u16, anchor: f64, fit: (u64, u64)) -> bool {
     let w = f64::from(width.max(1));
-    let widest = (fit.1 - fit.0) as f64 * 2.0 / w;
+    let run_ns = fit.1 - fit.0;
     match k.code {
-        KeyCode::Char('+' | '=') => view.zoom(0.5, anchor, widest),
-        KeyCode::Char('-' | '_') => view.zoom(2.0, anchor, widest),
+        KeyCode::Char('+' | '=') => view.zoom(0.5, anchor, run_ns, width),
+        KeyCode::Char('-' | '_') => view.zoom(2.0, anchor, run_ns, width),
         KeyCode::Char('h') | KeyCode::Left => view.pan(-w * PAN_SHARE),
         KeyCode::Char('l') | KeyCode::Right => view.pan(w * PAN_SHARE),
         KeyCode::Char('H') => view.pan(-w),

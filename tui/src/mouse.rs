@@ -43,10 +43,10 @@ fn timeline(app: &mut App, m: MouseEvent) {
     let run = &app.runs[app.current];
     let tl = &mut app.timeline;
     let (t0, t1) = tl.view.cell(col);
-    let widest = (run.extent.1 - run.extent.0) as f64 * 2.0 / f64::from(area.width.max(1));
+    let run_ns = run.extent.1 - run.extent.0;
     match m.kind {
-        MouseEventKind::ScrollUp => tl.view.zoom(0.8, (t0 + t1) / 2.0, widest),
-        MouseEventKind::ScrollDown => tl.view.zoom(1.25, (t0 + t1) / 2.0, widest),
+        MouseEventKind::ScrollUp => tl.view.zoom(0.8, (t0 + t1) / 2.0, run_ns, area.width),
+        MouseEventKind::ScrollDown => tl.view.zoom(1.25, (t0 + t1) / 2.0, run_ns, area.width),
         MouseEventKind::Down(MouseButton::Left) => {
             tl.drag = Some((m.column, tl.view.start));
             let rows = app.geometry.lane_rows.max(1);
@@ -84,14 +84,13 @@ fn compare(app: &mut App, m: MouseEvent) {
     let area = app.geometry.compare[0];
     let col = m.column.saturating_sub(area.x);
     let longest = app.longest_run();
-    let widest = longest as f64 * 2.0 / f64::from(area.width.max(1));
     let Some(c) = app.compare.as_mut() else {
         return;
     };
     let (t0, t1) = c.view.cell(col);
     match m.kind {
-        MouseEventKind::ScrollUp => c.view.zoom(0.8, (t0 + t1) / 2.0, widest),
-        MouseEventKind::ScrollDown => c.view.zoom(1.25, (t0 + t1) / 2.0, widest),
+        MouseEventKind::ScrollUp => c.view.zoom(0.8, (t0 + t1) / 2.0, longest, area.width),
+        MouseEventKind::ScrollDown => c.view.zoom(1.25, (t0 + t1) / 2.0, longest, area.width),
         _ => {}
     }
 }

@@ -49,8 +49,10 @@ impl Viewport {
     }
 
     /// Zooms by `factor` (below 1: in), keeping time `anchor` at its column; never
-    /// wider than `max_per_cell` or finer than a tenth of a nanosecond per column.
-    pub fn zoom(&mut self, factor: f64, anchor: f64, max_per_cell: f64) {
+    /// wider than twice `run_ns` over `width` columns, nor finer than a tenth of a
+    /// nanosecond per column.
+    pub fn zoom(&mut self, factor: f64, anchor: f64, run_ns: u64, width: u16) {
+        let max_per_cell = run_ns as f64 * 2.0 / f64::from(width.max(1));
         let per_cell =
             (self.per_cell * factor).clamp(MIN_NS_PER_CELL, max_per_cell.max(MIN_NS_PER_CELL));
         let ratio = per_cell / self.per_cell;
@@ -176,12 +178,12 @@ mod tests {
         let mut v = Viewport::fit(0, 1_000_000, 100);
         assert_eq!(v.per_cell, 10_000.0);
         let before = v.column(420_000.0, 100);
-        v.zoom(0.5, 420_000.0, 20_000.0);
+        v.zoom(0.5, 420_000.0, 1_000_000, 100);
         assert_eq!(v.per_cell, 5_000.0);
         assert_eq!(v.column(420_000.0, 100), before);
-        v.zoom(1e-9, 0.0, 20_000.0);
+        v.zoom(1e-9, 0.0, 1_000_000, 100);
         assert_eq!(v.per_cell, MIN_NS_PER_CELL);
-        v.zoom(1e9, 0.0, 20_000.0);
+        v.zoom(1e9, 0.0, 1_000_000, 100);
         assert_eq!(v.per_cell, 20_000.0);
     }
 

@@ -4,15 +4,15 @@
 
 use overlap_analyzer::check::diff::number;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
-use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+use ratatui::widgets::{Block, Borders, Cell, Row};
 use ratatui::Frame;
 
 use crate::app::App;
 use crate::nav::{self, Viewport};
 use crate::text::{clean, span};
 use crate::view::lanes::{self, Marks};
-use crate::view::{bold, legend};
+use crate::view::legend;
+use crate::view::table::{self, Columns};
 
 /// Draws the view.
 pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
@@ -32,52 +32,35 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(" overlap diff  (j/k rows; +/- h/l zoom and pan the timelines) ");
-    let inner = block.inner(table_area);
-    let window = c
-        .cursor
-        .window(usize::from(inner.height.saturating_sub(1)), c.rows.len());
-    let rows: Vec<Row> = c.rows[window.clone()]
-        .iter()
-        .map(|r| {
+    let widths = [
+        Constraint::Length(34),
+        Constraint::Length(16),
+        Constraint::Length(16),
+        Constraint::Length(14),
+    ];
+    let columns = Columns {
+        headers: vec!["metric".to_string(), a_name, b_name, "delta".to_string()],
+        widths: &widths,
+    };
+    let diff = &c.rows;
+    app.geometry.table = table::draw(
+        frame,
+        table_area,
+        block,
+        columns,
+        &mut c.cursor,
+        diff.len(),
+        true,
+        |i| {
+            let r = &diff[i];
             Row::new(vec![
                 Cell::from(r.name.clone()),
                 Cell::from(number(r.a, r.unit, false)),
                 Cell::from(number(r.b, r.unit, false)),
                 Cell::from(number(r.delta, r.unit, true)),
             ])
-        })
-        .collect();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(34),
-            Constraint::Length(16),
-            Constraint::Length(16),
-            Constraint::Length(14),
-        ],
-    )
-    .header(
-        Row::new([
-            "metric".to_string(),
-            a_name.clone(),
-            b_name.clone(),
-            "delta".to_string(),
-        ])
-        .style(bold()),
-    )
-    .block(block)
-    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
-    let sel = (!window.is_empty()).then(|| c.cursor.selected - window.start);
-    frame.render_stateful_widget(
-        table,
-        table_area,
-        &mut TableState::default().with_selected(sel),
+        },
     );
-    app.geometry.table = Rect {
-        y: inner.y + 1,
-        height: inner.height.saturating_sub(1),
-        ..inner
-    };
     let mut view = c.view;
     // The first frame, and a resize, keep the time range shown: the columns change.
     let width = Block::default()

@@ -9,6 +9,7 @@ pub mod lanes;
 pub mod overlap;
 pub mod side;
 pub mod summary;
+pub mod table;
 pub mod timeline;
 pub mod waits;
 
@@ -53,6 +54,23 @@ pub fn legend() -> Line<'static> {
 /// The style of a title or a header.
 pub fn bold() -> Style {
     Style::new().add_modifier(Modifier::BOLD)
+}
+
+/// What the trace lacks, when it lacks something: an empty table then says "in what
+/// was recorded", never that there is none.
+pub fn unrecorded(run: &crate::run::Run) -> Option<String> {
+    let r = &run.report.run;
+    let mut parts = Vec::new();
+    if !r.missing_ranks.is_empty() {
+        parts.push(format!("ranks {:?} have no trace", r.missing_ranks));
+    }
+    if !r.incomplete_ranks.is_empty() {
+        parts.push(format!("ranks {:?} were cut short", r.incomplete_ranks));
+    }
+    if !r.completeness_known {
+        parts.push("the file is too old to say whether it is complete".into());
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// Draws the whole frame.

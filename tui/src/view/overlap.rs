@@ -9,14 +9,15 @@ use overlap_analyzer::metrics::{CallRef, Finding};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+use ratatui::widgets::{Block, Borders, Cell, Row};
 use ratatui::Frame;
 
 use crate::app::App;
-use crate::lists::{Cursor, OverlapPane};
+use crate::lists::OverlapPane;
 use crate::text::{bytes, clean, duration, percent};
-use crate::view::bold;
+use crate::view::table::{self, Columns};
 use crate::view::timeline::panel;
+use crate::view::{bold, unrecorded};
 
 fn call(c: &CallRef) -> String {
     let site = c
@@ -53,51 +54,48 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         .borders(Borders::ALL)
         .title(title)
         .border_style(focus_style(o.pane == OverlapPane::Findings));
-    let inner = block.inner(top);
-    let window = o
-        .findings
-        .window(usize::from(inner.height.saturating_sub(1)), findings.len());
-    let rows: Vec<Row> = findings[window.clone()]
-        .iter()
-        .map(|f| {
+    let widths = [
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(12),
+        Constraint::Min(20),
+    ];
+    let columns = Columns {
+        headers: ["lost", "hideable", "indep. work", "wait"]
+            .map(String::from)
+            .to_vec(),
+        widths: &widths,
+    };
+    let focused = o.pane == OverlapPane::Findings;
+    let rows = table::draw(
+        frame,
+        top,
+        block,
+        columns,
+        &mut o.findings,
+        findings.len(),
+        focused,
+        |i| {
+            let f = &findings[i];
             Row::new(vec![
                 Cell::from(duration(f.lost_ns)),
                 Cell::from(duration(f.hideable_ns)),
                 Cell::from(duration(f.independent_work_ns)),
                 Cell::from(call(&f.wait)),
             ])
-        })
-        .collect();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(12),
-            Constraint::Min(20),
-        ],
-    )
-    .header(Row::new(["lost", "hideable", "indep. work", "wait"]).style(bold()))
-    .block(block)
-    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
-    frame.render_stateful_widget(
-        table,
-        top,
-        &mut state(&o.findings, &window, o.pane == OverlapPane::Findings),
+        },
     );
-    let table_rows = |inner: Rect| Rect {
-        y: inner.y + 1,
-        height: inner.height.saturating_sub(1),
-        ..inner
-    };
-    if o.pane == OverlapPane::Findings {
-        app.geometry.table = table_rows(inner);
+    if focused {
+        app.geometry.table = rows;
     }
     let lines = match findings.get(o.findings.selected) {
         Some(f) => evidence_lines(f),
-        None => vec![Line::raw(
-            "No false overlap: no wait lost time on sends while independent work followed it.",
-        )],
+        None => vec![Line::raw(match unrecorded(run) {
+            Some(what) => format!("No false overlap in what was recorded ({what})."),
+            None => "No false overlap: no wait lost time on sends while independent work \
+                     followed it."
+                .to_string(),
+        })],
     };
     frame.render_widget(panel(" Evidence ", lines), evidence);
 
@@ -111,14 +109,38 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         .borders(Borders::ALL)
         .title(title)
         .border_style(focus_style(o.pane == OverlapPane::Requests));
-    let inner = block.inner(bottom);
-    let window = o
-        .requests
-        .window(usize::from(inner.height.saturating_sub(1)), o.rows.len());
-    let rows: Vec<Row> = o.rows[window.clone()]
-        .iter()
-        .map(|i| {
-            let r = &reqs[*i];
+    let widths = [
+        Constraint::Length(5),
+        Constraint::Length(7),
+        Constraint::Length(11),
+        Constraint::Length(5),
+        Constraint::Length(5),
+        Constraint::Length(10),
+        Constraint::Length(10),
+        Constraint::Length(8),
+        Constraint::Length(10),
+        Constraint::Min(8),
+    ];
+    let columns = Columns {
+        headers: [
+            "rank", "req", "post", "peer", "tag", "size", "exposed", "overlap", "window", "site",
+        ]
+        .map(String::from)
+        .to_vec(),
+        widths: &widths,
+    };
+    let focused = o.pane == OverlapPane::Requests;
+    let order = &o.rows;
+    let rows = table::draw(
+        frame,
+        bottom,
+        block,
+        columns,
+        &mut o.requests,
+        order.len(),
+        focused,
+        |i| {
+            let r = &reqs[order[i]];
             Row::new(vec![
                 Cell::from(r.rank.to_string()),
                 Cell::from(format!("#{}", r.request)),
@@ -136,44 +158,11 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                         .map_or("-".into(), |s| clean(&s).into_owned()),
                 ),
             ])
-        })
-        .collect();
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(5),
-            Constraint::Length(7),
-            Constraint::Length(11),
-            Constraint::Length(5),
-            Constraint::Length(5),
-            Constraint::Length(10),
-            Constraint::Length(10),
-            Constraint::Length(8),
-            Constraint::Length(10),
-            Constraint::Min(8),
-        ],
-    )
-    .header(
-        Row::new([
-            "rank", "req", "post", "peer", "tag", "size", "exposed", "overlap", "window", "site",
-        ])
-        .style(bold()),
-    )
-    .block(block)
-    .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
-    frame.render_stateful_widget(
-        table,
-        bottom,
-        &mut state(&o.requests, &window, o.pane == OverlapPane::Requests),
+        },
     );
-    if o.pane == OverlapPane::Requests {
-        app.geometry.table = table_rows(inner);
+    if focused {
+        app.geometry.table = rows;
     }
-}
-
-fn state(c: &Cursor, window: &std::ops::Range<usize>, focused: bool) -> TableState {
-    let sel = (focused && !window.is_empty()).then(|| c.selected - window.start);
-    TableState::default().with_selected(sel)
 }
 
 /// What a finding rests on, line by line.

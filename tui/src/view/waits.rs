@@ -2,15 +2,15 @@
 //! rank (`r`); Enter opens the selected one on the Timeline with its cause marked.
 
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Cell, Row, Table, TableState};
+use ratatui::widgets::{Block, Borders, Cell, Row};
 use ratatui::Frame;
 
 use crate::app::App;
 use crate::text::{clean, duration};
-use crate::view::bold;
+use crate::view::table::{self, Columns};
 use crate::view::timeline::panel;
+use crate::view::unrecorded;
 
 /// Draws the view.
 pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
@@ -27,13 +27,33 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         w.rank.map_or("all".to_string(), |r| r.to_string())
     );
     let block = Block::default().borders(Borders::ALL).title(title);
-    let inner = block.inner(table_area);
-    let height = usize::from(inner.height.saturating_sub(1));
-    let window = w.cursor.window(height, w.rows.len());
-    let rows: Vec<Row> = w.rows[window.clone()]
-        .iter()
-        .map(|i| {
-            let x = &waits[*i];
+    let widths = [
+        Constraint::Length(10),
+        Constraint::Length(16),
+        Constraint::Length(5),
+        Constraint::Length(4),
+        Constraint::Length(14),
+        Constraint::Length(12),
+        Constraint::Length(18),
+        Constraint::Min(10),
+    ];
+    let columns = Columns {
+        headers: ["waited", "kind", "rank", "for", "call", "at", "", "site"]
+            .map(String::from)
+            .to_vec(),
+        widths: &widths,
+    };
+    let rows = &w.rows;
+    app.geometry.table = table::draw(
+        frame,
+        table_area,
+        block,
+        columns,
+        &mut w.cursor,
+        rows.len(),
+        true,
+        |r| {
+            let x = &waits[rows[r]];
             let site = run
                 .details
                 .sites
@@ -53,32 +73,8 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 }),
                 Cell::from(site),
             ])
-        })
-        .collect();
-    let header =
-        Row::new(["waited", "kind", "rank", "for", "call", "at", "", "site"]).style(bold());
-    let widths = [
-        Constraint::Length(10),
-        Constraint::Length(16),
-        Constraint::Length(5),
-        Constraint::Length(4),
-        Constraint::Length(14),
-        Constraint::Length(12),
-        Constraint::Length(18),
-        Constraint::Min(10),
-    ];
-    let table = Table::new(rows, widths)
-        .header(header)
-        .block(block)
-        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED));
-    let mut state = TableState::default()
-        .with_selected(Some(w.cursor.selected - window.start).filter(|_| !window.is_empty()));
-    frame.render_stateful_widget(table, table_area, &mut state);
-    app.geometry.table = Rect {
-        y: inner.y + 1,
-        height: inner.height.saturating_sub(1),
-        ..inner
-    };
+        },
+    );
     let mut lines = vec![];
     match w.rows.get(w.cursor.selected).map(|i| &waits[*i]) {
         Some(x) => {
@@ -105,7 +101,10 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 "Enter: the call on the Timeline, its cause marked",
             ));
         }
-        None if waits.is_empty() => lines.push(Line::raw("No wait states in this run.")),
+        None if waits.is_empty() => lines.push(Line::raw(match unrecorded(run) {
+            Some(what) => format!("No wait states in what was recorded ({what})."),
+            None => "No wait states in this run.".to_string(),
+        })),
         None => lines.push(Line::raw(
             "No wait of this kind and rank: f and r change the filter.",
         )),
