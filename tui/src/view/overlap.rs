@@ -5,7 +5,8 @@
 //! Timeline.
 
 use overlap_analyzer::metrics::false_overlap::Limit;
-use overlap_analyzer::metrics::{CallRef, Finding};
+use overlap_analyzer::metrics::requests::RequestClass;
+use overlap_analyzer::metrics::{CallRef, Finding, RequestMetrics};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -147,7 +148,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 Cell::from(r.post.call),
                 Cell::from(r.peer.map_or("-".into(), |p| p.to_string())),
                 Cell::from(r.tag.map_or("-".into(), |t| t.to_string())),
-                Cell::from(bytes(r.bytes)),
+                Cell::from(size(r)),
                 Cell::from(duration(r.exposed_wait_ns)),
                 Cell::from(percent(r.overlap)),
                 Cell::from(duration(r.window_ns)),
@@ -162,6 +163,16 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     );
     if focused {
         app.geometry.table = rows;
+    }
+}
+
+/// A request's size. The analysis counts a collective's or one-sided request's size
+/// it has no record of as 0, so a 0 there is shown as not recorded; a point-to-point
+/// size is always recorded, and 0 bytes is then a real size.
+fn size(r: &RequestMetrics) -> String {
+    match r.kind {
+        RequestClass::Collective | RequestClass::OneSided if r.bytes == 0 => "-".into(),
+        _ => bytes(r.bytes),
     }
 }
 
