@@ -168,7 +168,33 @@ fn check_waits_explained(
     trace: &overlap_analyzer::model::Trace,
     per_rank: &[overlap_analyzer::metrics::RankBudget],
 ) {
-    let (report, _) = analyze(trace, &Options::default());
+    let (report, details) = analyze(trace, &Options::default());
+    // Every wait names the peer's call it waited for; each nap shows as a wait of at
+    // least most of it on rank 0's call after the sleep.
+    let cause = |w: &overlap_analyzer::metrics::WaitInstance| {
+        let e = overlap_analyzer::model::EventRef {
+            rank: w.peer?,
+            index: w.peer_index?,
+        };
+        trace.span(e)?.op()
+    };
+    for w in &details.waits {
+        assert!(cause(w).is_some(), "{w:?} names no call of its peer");
+    }
+    for (kind, call) in [
+        (WaitKind::WaitAtBarrier, Op::Ibarrier),
+        (WaitKind::WaitAtNxN, Op::Start),
+        (WaitKind::WaitAtFence, Op::WinFence),
+        (WaitKind::LatePost, Op::WinPost),
+    ] {
+        assert!(
+            details.waits.iter().any(|w| w.kind == kind
+                && w.peer == Some(0)
+                && w.amount_ns >= 25_000_000
+                && cause(w) == Some(call)),
+            "no {kind:?} of 25 ms or more caused by rank 0's {call:?}"
+        );
+    }
     let total = |kind: WaitKind| {
         let k = report.wait_states.kinds.iter().find(|k| k.kind == kind);
         k.map_or(0, |k| k.total_ns)
