@@ -295,6 +295,7 @@ fn write_stream_dir(dir: &Path, iterations: u64) -> std::io::Result<u64> {
                     encode_compute(&mut b, &mut d, id as u32, c.start.0, c.end.0);
                     page.extend_from_slice(b.as_bytes());
                 }
+                Event::Gpu(_) => unreachable!("the generated run has no GPU work"),
             }
             if page.len() >= 60 << 10 {
                 frame(&mut out, FrameKind::Events, 0, &[&page]);

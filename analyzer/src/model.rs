@@ -15,8 +15,8 @@ mod access;
 use access::AccessTable;
 pub use access::{Access, Buffer, NamedBuffer};
 use overlap_format::schema::{
-    ClockSync, Completion, Event, Footer, Header, InFlightDump, MergedInfo, Nanos, Op, RequestKind,
-    SourceSite, Started, SyncPhase,
+    ClockSync, Completion, Event, Footer, GpuEvent, Header, InFlightDump, MergedInfo, Nanos, Op,
+    RequestKind, SourceSite, Started, SyncPhase,
 };
 
 /// Why a file's events stop before its end: what was read before still counts.
@@ -369,6 +369,9 @@ pub struct Timeline {
     name_ids: crate::fxhash::FxHashMap<String, u32>,
     /// The buffers compute spans declared, each distinct list once.
     accesses: AccessTable,
+    /// GPU work (copies, kernels, host waits), sorted by start. Kept apart from `spans`,
+    /// whose indexes are the rank's [`EventRef`]s.
+    pub gpu: Vec<GpuEvent>,
 }
 
 impl Timeline {
@@ -384,6 +387,7 @@ impl Timeline {
     /// Appends an event (times as they are; sort with [`Timeline::sort`] afterwards).
     pub fn push(&mut self, e: &Event) {
         match e {
+            Event::Gpu(g) => self.gpu.push(g.clone()),
             Event::Compute(c) => {
                 let id = match self.name_ids.get(c.name.as_str()) {
                     Some(id) => *id,
@@ -456,6 +460,12 @@ impl Timeline {
     /// that start together keep their recording order.
     pub fn sort(&mut self) {
         self.spans.sort_by_key(|s| (s.start, s.tid));
+        self.gpu.sort_by_key(|g| (g.start, g.stream, g.issued));
+    }
+
+    /// Every event the rank has: calls, compute spans and GPU work.
+    pub fn event_count(&self) -> usize {
+        self.spans.len() + self.gpu.len()
     }
 
     /// The call behind a span, if it is one.

@@ -203,7 +203,7 @@ mod tests {
             .iter()
             .map(|e| match e {
                 Event::Compute(c) => (c.name.as_str(), c.start.0, c.end.0),
-                Event::Call(_) => panic!("only compute spans"),
+                _ => panic!("only compute spans"),
             })
             .collect();
         assert_eq!(spans.len(), 2);
@@ -250,7 +250,7 @@ mod tests {
                         (each(&b.reads), each(&b.writes))
                     }),
                 ),
-                Event::Call(_) => panic!("only compute spans"),
+                _ => panic!("only compute spans"),
             })
             .collect();
         let n = |s: &str, a: u64| (s.to_string(), a);

@@ -73,7 +73,7 @@ fn every_call_is_recorded_and_every_message_matched() {
             .iter()
             .filter_map(|e| match e {
                 Event::Compute(c) => Some(c.name.as_str()),
-                Event::Call(_) => None,
+                _ => None,
             })
             .collect();
         assert_eq!(names, vec!["guard-span", "layer-span"], "rank {r}");

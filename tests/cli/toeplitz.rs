@@ -127,7 +127,7 @@ fn check_placement(t: &MergedTrace, ranks: u32, variant: &str) {
         let events = &t.events[&rank];
         let op_at = |i: usize| match &events[i] {
             Event::Call(c) => Some(c.op),
-            Event::Compute(_) => None,
+            _ => None,
         };
         for (i, e) in events.iter().enumerate() {
             match (variant, e) {
@@ -145,7 +145,7 @@ fn check_placement(t: &MergedTrace, ranks: u32, variant: &str) {
                     assert_eq!(op_at(i - 1), Some(Op::Wait), "rank {rank}: before {i}");
                     let next = match &events[i + 1] {
                         Event::Compute(n) => n.name.as_str(),
-                        Event::Call(_) => "a call",
+                        _ => "a call",
                     };
                     assert_eq!(next, "boundary", "rank {rank}: after {i}");
                 }

@@ -11,7 +11,7 @@ pub fn calls(trace: &MergedTrace, rank: u32) -> Vec<&CallEvent> {
         .iter()
         .filter_map(|e| match e {
             Event::Call(c) => Some(c),
-            Event::Compute(_) => None,
+            _ => None,
         })
         .collect()
 }

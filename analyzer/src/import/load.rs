@@ -375,7 +375,7 @@ fn assemble(
 ) -> (Trace, Vec<String>) {
     let events: BTreeMap<u32, u64> = ranks
         .iter()
-        .map(|(r, t)| (*r, t.spans.len() as u64))
+        .map(|(r, t)| (*r, t.event_count() as u64))
         .collect();
     let notes = completeness::apply(
         &mut info,

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_format::schema::{
-    readable_version, CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, Header,
+    readable_version, CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, GpuArgs, Header,
     MergedInfo, Nanos, Op, SourceSite, SpanBuffers, FORMAT_NAME, FORMAT_VERSION,
     JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
 };
@@ -68,8 +68,19 @@ pub(crate) fn complete_event(raw: &RawEvent<'_>) -> std::result::Result<Event, S
             name: raw.name.to_string(),
             buffers: compute_buffers(raw)?,
         })),
+        Some(Category::Gpu) => {
+            let args: GpuArgs = match &raw.args {
+                Some(v) => serde_json::from_value(v.clone())
+                    .map_err(|e| format!("{}: bad GPU args: {e}", raw.name))?,
+                None => return Err(format!("GPU event {:?} without args", raw.name)),
+            };
+            Ok(Event::Gpu(
+                args.into_event(start, end)
+                    .map_err(|e| format!("{}: {e}", raw.name))?,
+            ))
+        }
         other => Err(format!(
-            "complete event {:?} has category {other:?}, expected mpi or compute",
+            "complete event {:?} has category {other:?}, expected mpi, compute or gpu",
             raw.name
         )),
     }
@@ -147,7 +158,7 @@ impl EventSink for Timeline {
         Timeline::push(self, &e);
     }
     fn len(&self) -> usize {
-        self.spans.len()
+        self.event_count()
     }
 }
 

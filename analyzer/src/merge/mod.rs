@@ -33,8 +33,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use overlap_format::schema::{
-    CallEvent, Event, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue, RankClock,
-    FORMAT_NAME, FORMAT_VERSION,
+    CallEvent, Event, GpuEvent, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue,
+    RankClock, FORMAT_NAME, FORMAT_VERSION,
 };
 
 pub(crate) use clocks::ClockPlan;
@@ -63,6 +63,9 @@ pub struct AlignedRank {
     pub threads: BTreeMap<u32, String>,
     /// Calls and compute spans, ns since the run's start, sorted by start.
     pub events: Vec<Event>,
+    /// GPU work, ns since the run's start, sorted by start (apart from `events`, whose
+    /// indexes are [`EventRef`]s).
+    pub gpu: Vec<GpuEvent>,
     /// False when the rank's file was cut short.
     pub complete: bool,
 }
@@ -78,6 +81,7 @@ impl AlignedRank {
         for e in &self.events {
             t.push(e);
         }
+        t.gpu.clone_from(&self.gpu);
         t
     }
 }
@@ -125,7 +129,7 @@ pub(crate) fn event_at(ranks: &[AlignedRank], r: EventRef) -> Option<&Event> {
 pub(crate) fn call_at(ranks: &[AlignedRank], r: EventRef) -> Option<&CallEvent> {
     match event_at(ranks, r)? {
         Event::Call(c) => Some(c),
-        Event::Compute(_) => None,
+        Event::Compute(_) | Event::Gpu(_) => None,
     }
 }
 
@@ -214,7 +218,7 @@ impl ClockPlan {
         let events_of = |rank: u32| {
             timelines
                 .binary_search_by_key(&rank, |t| t.rank)
-                .map_or(0, |i| timelines[i].spans.len() as u64)
+                .map_or(0, |i| timelines[i].event_count() as u64)
         };
         let file_of = |rank: u32| {
             traces
@@ -367,25 +371,36 @@ fn align_rank(
     mut events: Vec<Event>,
     align: impl Fn(Nanos) -> Nanos,
 ) -> AlignedRank {
-    for e in &mut events {
-        match e {
-            Event::Call(c) => {
-                c.start = align(c.start);
-                c.end = align(c.end).max(c.start);
-            }
-            Event::Compute(c) => {
-                c.start = align(c.start);
-                c.end = align(c.end).max(c.start);
-            }
+    let mut gpu = Vec::new();
+    events.retain_mut(|e| match e {
+        Event::Call(c) => {
+            c.start = align(c.start);
+            c.end = align(c.end).max(c.start);
+            true
         }
-    }
+        Event::Compute(c) => {
+            c.start = align(c.start);
+            c.end = align(c.end).max(c.start);
+            true
+        }
+        Event::Gpu(g) => {
+            let mut g = g.clone();
+            g.issued = align(g.issued);
+            g.start = align(g.start);
+            g.end = align(g.end).max(g.start);
+            gpu.push(g);
+            false
+        }
+    });
     events.sort_by_key(|e| (e.start(), e.tid()));
+    gpu.sort_by_key(|g| (g.start, g.stream, g.issued));
     AlignedRank {
         rank: t.rank(),
         host: t.header.host.clone(),
         os_pid: t.header.os_pid,
         threads: t.threads.clone(),
         events,
+        gpu,
         complete: t.is_complete(),
     }
 }

@@ -11,6 +11,7 @@
 mod buffers;
 mod config;
 mod encode;
+mod gpu_work;
 mod inflight;
 mod ring;
 mod signal;
@@ -28,6 +29,7 @@ use std::time::Duration;
 
 pub use buffers::{BufferAccess, BufferNameError};
 pub use config::{FinishReport, RecorderConfig};
+pub use gpu_work::GpuWork;
 pub use inflight::{request_dump, WaitsOn};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
 pub use signal::{
@@ -38,7 +40,8 @@ pub use span::{ComputeGuard, DetachedSpan};
 pub use thread::ThreadRecorder;
 
 use overlap_format::stream::codec::{
-    encode_call, encode_completion, encode_compute, encode_compute_buffers, encode_sync, Deltas,
+    encode_call, encode_completion, encode_compute, encode_compute_buffers, encode_gpu,
+    encode_sync, Deltas, GpuRecord,
 };
 
 use crate::clock::{monotonic_now_ns, Stamp, Timebase};
@@ -446,6 +449,38 @@ impl Recorder {
             buffers: None,
             start: self.stamp(),
         }
+    }
+
+    /// Records GPU work that has happened (see [`crate::gpu`]): times are nanoseconds of
+    /// `CLOCK_MONOTONIC` since [`Recorder::epoch_ns`], whatever the stamps count.
+    pub fn record_gpu(&self, work: &GpuWork) {
+        self.push(None, 1, |encoder, _, group, defs| {
+            let name = match work.name {
+                "" => 0,
+                n => encoder.name(n, group, defs),
+            };
+            let record = GpuRecord {
+                op: work.op,
+                device: work.device,
+                stream: work.stream,
+                issued: work.issued_ns,
+                start: work.start_ns,
+                end: work.end_ns.max(work.start_ns),
+                bytes: work.bytes,
+                src: work.src,
+                dst: work.dst,
+                packet: work.packet.map_or(0, |p| p.saturating_add(1)),
+                name,
+                clock_error: work.clock_error_ns,
+            };
+            group.record(|c| encode_gpu(c, &record));
+        });
+    }
+
+    /// Nanoseconds of `CLOCK_MONOTONIC` since the epoch: the clock GPU work is recorded
+    /// in.
+    pub fn now_ns(&self) -> u64 {
+        monotonic_now_ns().saturating_sub(self.shared().epoch_ns)
     }
 
     /// Records a clock synchronisation result.

@@ -119,7 +119,7 @@ mod tests {
             .iter()
             .map(|e| match e {
                 Event::Call(c) => c.args.site,
-                Event::Compute(_) => None,
+                _ => None,
             })
             .collect();
         assert_eq!(sites, [Some(1), Some(0x4242)].repeat(3));

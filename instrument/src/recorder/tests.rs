@@ -387,7 +387,7 @@ fn compute_spans_name_their_buffers_through_rebinding() {
                     )
                 }),
             ),
-            Event::Call(_) => panic!("compute spans only"),
+            _ => panic!("compute spans only"),
         })
         .collect();
     // Threads' records interleave by drain: order by thread (stable within one).

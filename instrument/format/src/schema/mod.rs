@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 mod args;
 mod buffers;
+mod gpu;
 mod ids;
 mod inflight;
 pub mod marker;
@@ -25,6 +26,10 @@ pub use args::{
     SyncPhase,
 };
 pub use buffers::{Binding, Bindings, BufferUse, SpanBuffers, Unbound};
+pub use gpu::{
+    stream_of_tid, stream_tid, stream_track_name, GpuArgs, GpuEvent, GpuOp, ALL_STREAMS,
+    GPU_BACKEND_PARAM, GPU_TID_BASE, STREAMS_PER_DEVICE,
+};
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};
 pub use merged::{
@@ -58,7 +63,10 @@ pub const UNRECORDED_CALLS_PARAM: &str = "unrecorded_calls";
 /// Version 6 added the buffers a compute span reads and writes: the stream's bindings
 /// frame (names bound to address ranges) and its annotated compute records, and the
 /// merged trace's compute-span `args` (`reads`, `writes`: [`SpanBuffers`]).
-pub const FORMAT_VERSION: u32 = 6;
+/// Version 7 added GPU work ([`GpuEvent`]): the stream's GPU record and, in the merged
+/// trace, events of category `gpu` on one thread per device stream, host waits on GPU
+/// work, and the `gpu_chain` flows linking a packet's copies to its messages.
+pub const FORMAT_VERSION: u32 = 7;
 
 /// The first version whose merged files say how many events each rank has
 /// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one
@@ -100,6 +108,8 @@ pub enum Event {
     Call(CallEvent),
     /// A span of user computation, from a guard or a `tracing` span.
     Compute(ComputeEvent),
+    /// GPU work: a copy, a kernel, or the host waiting for them.
+    Gpu(GpuEvent),
 }
 
 impl Event {
@@ -108,6 +118,7 @@ impl Event {
         match self {
             Event::Call(c) => c.tid,
             Event::Compute(c) => c.tid,
+            Event::Gpu(g) => g.tid,
         }
     }
 
@@ -116,6 +127,7 @@ impl Event {
         match self {
             Event::Call(c) => c.start,
             Event::Compute(c) => c.start,
+            Event::Gpu(g) => g.start,
         }
     }
 
@@ -124,6 +136,7 @@ impl Event {
         match self {
             Event::Call(c) => c.end,
             Event::Compute(c) => c.end,
+            Event::Gpu(g) => g.end,
         }
     }
 }

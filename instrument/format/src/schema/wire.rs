@@ -13,7 +13,9 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{CallArgs, CallEvent, ComputeEvent, Event, Nanos, SpanBuffers};
+use super::{
+    stream_tid, CallArgs, CallEvent, ComputeEvent, Event, GpuArgs, GpuEvent, Nanos, SpanBuffers,
+};
 
 /// A time on the wire: microseconds as a JSON number with up to three decimals, which
 /// is exactly the nanosecond value inside the program.
@@ -99,6 +101,12 @@ pub enum Category {
     /// A call a rank was still inside at its in-flight dump, from its start to the dump
     /// (merged traces; the call itself is in the per-rank `in_flight` of `otherData`).
     Hang,
+    /// GPU work: a copy or kernel on a device stream's track, or a host wait on the host
+    /// thread ([`GpuArgs`]).
+    Gpu,
+    /// A flow from one step of a packet's staging chain to the next: a copy to the MPI
+    /// call it enabled, or a receive's completion to the copy it started (merged traces).
+    GpuChain,
 }
 
 /// The `bp` field of a flow end: bind to the enclosing slice.
@@ -278,8 +286,8 @@ impl<'a, A> WireEvent<'a, A> {
     }
 }
 
-/// Args of an event as written: either a call's or a compute span's.
-#[derive(Clone, Copy, Debug, Serialize)]
+/// Args of an event as written: a call's, a compute span's or GPU work's.
+#[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
 pub enum EventArgs<'a> {
     /// A call's arguments.
@@ -288,6 +296,8 @@ pub enum EventArgs<'a> {
     Buffers(&'a SpanBuffers),
     /// A compute span that declared nothing.
     Compute(ComputeArgs),
+    /// GPU work.
+    Gpu(GpuArgs),
 }
 
 /// The wire form of a typed event on process `pid`, with the event's own times.
@@ -326,7 +336,27 @@ pub fn event_to_wire(pid: u32, event: &Event) -> WireEvent<'_, EventArgs<'_>> {
                 None => EventArgs::Compute(ComputeArgs {}),
             },
         ),
+        Event::Gpu(g) => gpu_to_wire(pid, g),
     }
+}
+
+/// The wire form of GPU work: a device operation on its stream's track, a host wait on
+/// the host thread that waited.
+pub fn gpu_to_wire(pid: u32, g: &GpuEvent) -> WireEvent<'static, EventArgs<'static>> {
+    let tid = if g.op.on_device() {
+        stream_tid(g.device, g.stream)
+    } else {
+        g.tid
+    };
+    WireEvent::complete(
+        g.display_name(),
+        Category::Gpu,
+        pid,
+        tid,
+        g.start,
+        g.end,
+        EventArgs::Gpu(GpuArgs::of(g)),
+    )
 }
 
 /// Writes the JSON array form: `[` then one event per line, `]` on [`ArrayWriter::finish`].

@@ -10,7 +10,7 @@
 
 use super::varint::RecordOut;
 use crate::call_data::{CallData, Collective, Transfer};
-use crate::schema::{ClockSync, Completion, Op, Started, SyncPhase};
+use crate::schema::{ClockSync, Completion, GpuOp, Op, Started, SyncPhase};
 
 /// Group members one members record carries.
 pub const MEMBERS_PER_RECORD: usize = 16;
@@ -71,6 +71,8 @@ pub enum Tag {
     ComputeBuffers = 52,
     /// The buffer names later annotated compute spans name by id.
     BuffersDef = 53,
+    /// GPU work ([`GpuRecord`]).
+    Gpu = 54,
 }
 
 impl Tag {
@@ -99,6 +101,7 @@ impl Tag {
             51 => SiteDef,
             52 => ComputeBuffers,
             53 => BuffersDef,
+            54 => Gpu,
             _ => return None,
         })
     }
@@ -180,6 +183,8 @@ pub enum Record<'a> {
         /// Names written.
         writes: Vec<String>,
     },
+    /// GPU work.
+    Gpu(GpuRecord),
     /// A source location.
     SiteDef {
         /// The site word calls made from it carry.
@@ -404,6 +409,55 @@ pub fn encode_compute_buffers(
     d.start = start;
     out.put_var(end.wrapping_sub(start));
     out.put_var(u64::from(buffers));
+}
+
+/// A GPU record as the stream holds it. Unlike calls' stamps, its times are nanoseconds
+/// of `CLOCK_MONOTONIC` since the header's epoch: a device's times are put on the host
+/// clock in nanoseconds (see `overlap_instrument::gpu`), whatever the stamps count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuRecord {
+    /// What it is.
+    pub op: GpuOp,
+    /// The device.
+    pub device: u32,
+    /// The stream (for a host wait, the stream waited on).
+    pub stream: u32,
+    /// Host ns it was enqueued (a host wait: when what it waits for was marked).
+    pub issued: u64,
+    /// Start, ns.
+    pub start: u64,
+    /// End, ns (not before `start`).
+    pub end: u64,
+    /// Bytes copied.
+    pub bytes: u64,
+    /// Source address (0: unknown).
+    pub src: u64,
+    /// Destination address (0: unknown).
+    pub dst: u64,
+    /// Packet index plus one (0: none).
+    pub packet: u32,
+    /// String id of the kernel's name or label (0: none).
+    pub name: u32,
+    /// Clock error bound, ns.
+    pub clock_error: u64,
+}
+
+/// Encodes GPU work. Times are written as `issued`, then `start` as a signed difference
+/// from it, then the duration; the fields do not take part in the thread's deltas.
+pub fn encode_gpu(out: &mut impl RecordOut, g: &GpuRecord) {
+    out.put_u8(Tag::Gpu as u8);
+    out.put_u8(g.op.code());
+    out.put_var(u64::from(g.device));
+    out.put_var(u64::from(g.stream));
+    out.put_var(g.issued);
+    out.put_signed(g.start.wrapping_sub(g.issued) as i64);
+    out.put_var(g.end.saturating_sub(g.start));
+    out.put_var(g.bytes);
+    out.put_var(g.src);
+    out.put_var(g.dst);
+    out.put_var(u64::from(g.packet));
+    out.put_var(u64::from(g.name));
+    out.put_var(g.clock_error);
 }
 
 /// Encodes the head of a buffers definition; the `len` bytes of its names

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::call_data::Access;
-use crate::schema::{CommId, RequestId};
+use crate::schema::{CommId, GpuOp, RequestId};
 use crate::stream::varint::{Reader, RecordBuf};
 
 fn transfer(peer: i32, buf: u64) -> Transfer {
@@ -173,6 +173,40 @@ fn every_record_round_trips() {
     encode_compute(&mut b, &mut enc, 1, t - 10, t + 90);
     encode_sync(&mut b, &sync);
     encode_site(&mut b, 1 << 63 | 77, 1, 42, 9);
+    let gpu = [
+        GpuRecord {
+            op: GpuOp::CopyD2H,
+            device: 1,
+            stream: 3,
+            issued: t,
+            // A device start a clock error before the enqueue reads as earlier.
+            start: t - 400,
+            end: t + 9_000,
+            bytes: 1 << 24,
+            src: 0x7f00_0000_0000,
+            dst: 0x5555_1000,
+            packet: 6,
+            name: 0,
+            clock_error: 500,
+        },
+        GpuRecord {
+            op: GpuOp::HostWait,
+            device: 0,
+            stream: crate::schema::ALL_STREAMS,
+            issued: t + 10,
+            start: t + 20,
+            end: t + 20,
+            bytes: 0,
+            src: 0,
+            dst: 0,
+            packet: 0,
+            name: 1,
+            clock_error: 0,
+        },
+    ];
+    for g in &gpu {
+        encode_gpu(&mut b, g);
+    }
     out.extend_from_slice(b.as_bytes());
     expected.extend([
         Record::Started(started),
@@ -193,6 +227,8 @@ fn every_record_round_trips() {
             line: 42,
             column: 9,
         },
+        Record::Gpu(gpu[0]),
+        Record::Gpu(gpu[1]),
     ]);
 
     let mut r = Reader::new(&out);

@@ -3,10 +3,10 @@
 //! cannot have produced are an error, never a panic.
 
 use super::buffers::{names, BUFFER_NAMES_BYTES_MAX, BUFFER_NAMES_MAX};
-use super::codec::{Deltas, Record, Tag, MEMBERS_PER_RECORD, STRING_MAX};
+use super::codec::{Deltas, GpuRecord, Record, Tag, MEMBERS_PER_RECORD, STRING_MAX};
 use super::varint::{DecodeError, Reader};
 use crate::call_data::{Access, CallData, Collective, Transfer};
-use crate::schema::{ClockSync, CommId, Completion, Op, RequestId, Started, SyncPhase};
+use crate::schema::{ClockSync, CommId, Completion, GpuOp, Op, RequestId, Started, SyncPhase};
 
 /// Why a record could not be decoded.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -253,6 +253,28 @@ pub fn decode<'a>(r: &mut Reader<'a>, d: &mut Deltas) -> Result<Record<'a>, Reco
             let (reads, writes) =
                 names(bytes, reads as usize, writes as usize).ok_or(RecordError::BadValue(tag))?;
             Record::BuffersDef { id, reads, writes }
+        }
+        Tag::Gpu => {
+            let op = GpuOp::from_code(r.u8()?).ok_or(RecordError::BadValue(tag))?;
+            let device = r.var_u32()?;
+            let stream = r.var_u32()?;
+            let issued = r.var()?;
+            let start = issued.wrapping_add(r.signed()? as u64);
+            let end = start.wrapping_add(r.var()?);
+            Record::Gpu(GpuRecord {
+                op,
+                device,
+                stream,
+                issued,
+                start,
+                end,
+                bytes: r.var()?,
+                src: r.var()?,
+                dst: r.var()?,
+                packet: r.var_u32()?,
+                name: r.var_u32()?,
+                clock_error: r.var()?,
+            })
         }
         Tag::SiteDef => Record::SiteDef {
             word: r.var()?,

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::codec::{decode, Deltas, Record};
+use super::codec::{decode, Deltas, GpuRecord, Record};
 use super::convert::{converter, Converter};
 use super::sites::Sites;
 use super::varint::Reader;
@@ -16,7 +16,8 @@ use super::{
 };
 use crate::schema::{
     readable_version, Bindings, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer,
-    Header, InFlightDump, SourceSite, SpanBuffers, Started, FORMAT_NAME, FORMAT_VERSION,
+    GpuEvent, Header, InFlightDump, Nanos, SourceSite, SpanBuffers, Started, FORMAT_NAME,
+    FORMAT_VERSION,
 };
 
 /// Where the contents of a stream go as they are read.
@@ -468,6 +469,7 @@ impl Page<'_> {
             Record::BuffersDef { id, reads, writes } => {
                 state.buffers.insert(id, (reads, writes, None));
             }
+            Record::Gpu(g) => self.gpu(state, g, v),
             Record::Sync(s) => v.clock_sync(s),
             Record::StringDef { id, text } => {
                 state
@@ -526,6 +528,31 @@ impl Page<'_> {
             end,
             name,
             buffers,
+        }));
+    }
+
+    /// Emits GPU work (its times are already nanoseconds since the epoch).
+    fn gpu(&mut self, state: &ThreadState, g: GpuRecord, v: &mut impl Visitor) {
+        let name = if g.name == 0 {
+            String::new()
+        } else {
+            self.string(state, g.name, "GPU work's name")
+        };
+        *self.events += 1;
+        v.event(Event::Gpu(GpuEvent {
+            tid: self.tid,
+            op: g.op,
+            device: g.device,
+            stream: g.stream,
+            issued: Nanos(g.issued),
+            start: Nanos(g.start),
+            end: Nanos(g.end.max(g.start)),
+            bytes: g.bytes,
+            src: g.src,
+            dst: g.dst,
+            packet: g.packet.checked_sub(1),
+            name,
+            clock_error: Nanos(g.clock_error),
         }));
     }
 

@@ -478,7 +478,7 @@ fn annotated_compute_spans_resolve_their_names_to_the_binding_in_force() {
         .iter()
         .map(|e| match e {
             Event::Compute(c) => c.buffers.clone(),
-            Event::Call(_) => panic!("compute spans only"),
+            _ => panic!("compute spans only"),
         })
         .collect();
     let addrs = |i: usize| {
