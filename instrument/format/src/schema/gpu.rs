@@ -280,9 +280,7 @@ mod tests {
         assert_eq!(e.display_name(), "D2H packet 3");
         let mut bad = GpuArgs::of(&e);
         bad.src = Some("zz".into());
-        assert!(bad
-            .into_event(e.start, e.end)
-            .unwrap_err()
-            .contains("\"zz\""));
+        let err = bad.into_event(e.start, e.end).expect_err("not hexadecimal");
+        assert!(err.contains("\"zz\""), "{err}");
     }
 }
