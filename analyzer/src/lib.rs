@@ -30,6 +30,7 @@ pub mod check;
 pub mod compute;
 pub mod dag;
 mod fastparse;
+pub mod gpu;
 pub mod hang;
 use overlap_format::fxhash;
 pub mod import;

@@ -52,14 +52,45 @@ pub fn tables(
     details: &Details,
 ) -> Result<Vec<(String, DataFrame)>> {
     let _span = tracing::info_span!("tables").entered();
-    Ok(vec![
+    let mut all = vec![
         ("ranks".into(), ranks(report)?),
         ("calls".into(), calls(trace, &details.sites)?),
         ("requests".into(), requests(details)?),
         ("messages".into(), messages(trace)?),
         ("wait_states".into(), wait_states(trace, details)?),
         ("sites".into(), sites(report)?),
-    ])
+    ];
+    if report.gpu.is_some() {
+        all.push(("gpu_chains".into(), gpu_chains(&details.chains)?));
+    }
+    Ok(all)
+}
+
+/// One row per staging chain: its packet and its five steps (null: not recorded).
+fn gpu_chains(c: &[crate::gpu::ChainRow]) -> Result<DataFrame> {
+    let step = |f: fn(&crate::gpu::chains::Breakdown) -> Option<u64>| {
+        c.iter()
+            .map(|r| f(&r.breakdown))
+            .collect::<Vec<Option<u64>>>()
+    };
+    frame(
+        c.len(),
+        vec![
+            col("message", c.iter().map(|r| r.message).collect()),
+            col("from", c.iter().map(|r| r.from).collect()),
+            col("to", c.iter().map(|r| r.to).collect()),
+            col("tag", c.iter().map(|r| r.tag).collect()),
+            col("packet", c.iter().map(|r| r.packet).collect()),
+            col("bytes", c.iter().map(|r| r.bytes).collect()),
+            col("start_ns", c.iter().map(|r| r.start_ns).collect()),
+            col("d2h_ns", step(|b| b.d2h_ns)),
+            col("wait_send_ns", step(|b| b.wait_send_ns)),
+            col("transfer_ns", step(|b| b.transfer_ns)),
+            col("wait_h2d_ns", step(|b| b.wait_h2d_ns)),
+            col("h2d_ns", step(|b| b.h2d_ns)),
+            col("total_ns", step(|b| b.total_ns)),
+        ],
+    )
 }
 
 fn ranks(report: &Report) -> Result<DataFrame> {

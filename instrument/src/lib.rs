@@ -2,6 +2,8 @@
 //!
 //! - [`schema`]: the trace format (typed events, Chrome Trace Event JSON on the wire).
 //! - [`clock`]: the nanosecond clock and cross-rank offset estimation.
+//! - [`gpu`]: recording GPU work (copies, kernels, host waits) with device times put on
+//!   the host clock; over cudarc with the feature `cuda` (the driver loaded at run time).
 //! - [`identity`]: the run id rank 0 chooses and the wall-clock start, for the header.
 //! - [`recorder`]: per-thread rings and the streaming, crash-tolerant writer.
 //! - [`mpi`] (feature `mpi`, on by default): [`mpi::TracedComm`], a communicator over the
@@ -29,6 +31,7 @@
 //! ```
 
 pub mod clock;
+pub mod gpu;
 pub mod identity;
 pub mod layer;
 #[cfg(feature = "mpi")]

@@ -1,15 +1,18 @@
 //! The merged trace on disk: per-rank metadata and events, request lifetimes on async
 //! tracks, message flows, and clock-suspect instants, all through the schema's writer.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use overlap_format::output::{AtomicFile, OutputError};
 use overlap_format::schema::wire::{
-    event_to_wire, Category, FlowBinding, InstantScope, MetaName, Micros, NameArgs, ObjectWriter,
-    Phase, SortIndexArgs, WireEvent,
+    event_to_wire, gpu_to_wire, Category, FlowBinding, InstantScope, MetaName, Micros, NameArgs,
+    ObjectWriter, Phase, SortIndexArgs, WireEvent,
 };
-use overlap_format::schema::{DumpReason, Event, Nanos, Op, RequestArgs, RequestKind};
+use overlap_format::schema::{
+    stream_tid, stream_track_name, DumpReason, Event, Nanos, Op, ParamValue, RequestArgs,
+    RequestKind, GPU_BACKEND_PARAM, HOST_EMULATED,
+};
 
 use super::matching::suspect_between;
 use super::{call_at, AlignedRank, EventRef, Merged, RequestLife};
@@ -75,8 +78,10 @@ fn write_events<W: std::io::Write>(
         for e in &a.events {
             w.write(&event_to_wire(pid, e))?;
         }
+        write_gpu(merged, a, w)?;
     }
     write_in_flight(merged, w)?;
+    write_chains(merged, w)?;
     // Where a request that never completed ends: its rank's last moment.
     let last_end: BTreeMap<u32, Nanos> = merged
         .ranks
@@ -129,6 +134,106 @@ fn write_events<W: std::io::Write>(
         w.write(&f)?;
     }
     Ok(())
+}
+
+/// A rank's GPU work: one named track per device stream (after the host threads), the
+/// device operations on it, host waits on the thread that waited.
+fn write_gpu<W: std::io::Write>(
+    merged: &Merged,
+    a: &AlignedRank,
+    w: &mut ObjectWriter<W>,
+) -> std::io::Result<()> {
+    let emulated = matches!(
+        merged.info.params.get(GPU_BACKEND_PARAM),
+        Some(ParamValue::Text(b)) if b == HOST_EMULATED
+    );
+    let streams: BTreeSet<(u32, u32)> = a
+        .gpu
+        .iter()
+        .filter(|g| g.op.on_device())
+        .map(|g| (g.device, g.stream))
+        .collect();
+    for (device, stream) in streams {
+        let tid = stream_tid(device, stream);
+        let mut name = stream_track_name(device, stream);
+        if emulated {
+            name.push_str(" (host-emulated)");
+        }
+        w.write(&WireEvent::meta(
+            MetaName::ThreadName,
+            a.rank,
+            tid,
+            NameArgs { name },
+        ))?;
+        let s = SortIndexArgs {
+            sort_index: i64::from(tid),
+        };
+        w.write(&WireEvent::meta(MetaName::ThreadSortIndex, a.rank, tid, s))?;
+    }
+    for g in &a.gpu {
+        w.write(&gpu_to_wire(a.rank, g))?;
+    }
+    Ok(())
+}
+
+/// First flow id of the chain flows: above every message's id (flow ids are global).
+const CHAIN_FLOW_BASE: u64 = 1 << 48;
+
+/// The staging chains as flows: each D2H into the send it enabled, and each receive's
+/// completion into the H2D it started (the message flow joins the two).
+fn write_chains<W: std::io::Write>(
+    merged: &Merged,
+    w: &mut ObjectWriter<W>,
+) -> std::io::Result<()> {
+    let rank_of = |r: u32| merged.ranks.binary_search_by_key(&r, |a| a.rank).ok();
+    for c in crate::gpu::chains::build(&merged.timelines, &merged.messages) {
+        let id = CHAIN_FLOW_BASE + 2 * c.message;
+        if let (Some(i), Some(send)) = (c.d2h, merged.event(c.send)) {
+            if let Some(copy) = rank_of(c.from).and_then(|r| merged.ranks[r].gpu.get(i)) {
+                let from = stream_tid(copy.device, copy.stream);
+                let at = Nanos(copy.end.0 - (copy.end.0 - copy.start.0).min(1));
+                chain_flow(
+                    w,
+                    id,
+                    (c.from, from, at),
+                    (c.from, send.tid(), flow_out_point(send)),
+                )?;
+            }
+        }
+        if let (Some(i), Some(done)) = (c.h2d, c.completion.and_then(|d| merged.event(d))) {
+            if let Some(copy) = rank_of(c.to).and_then(|r| merged.ranks[r].gpu.get(i)) {
+                let to = stream_tid(copy.device, copy.stream);
+                let at = Nanos(copy.start.0 + (copy.end.0 - copy.start.0).min(1));
+                chain_flow(
+                    w,
+                    id + 1,
+                    (c.to, done.tid(), flow_in_point(done)),
+                    (c.to, to, at),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One chain flow from (pid, tid, time) to (pid, tid, time).
+fn chain_flow<W: std::io::Write>(
+    w: &mut ObjectWriter<W>,
+    id: u64,
+    from: (u32, u32, Nanos),
+    to: (u32, u32, Nanos),
+) -> std::io::Result<()> {
+    let mut s: WireEvent<'_, ()> = WireEvent::new("staging", Phase::FlowStart, from.0, from.1);
+    s.cat = Some(Category::GpuChain);
+    s.id = Some(id);
+    s.ts = Some(Micros(from.2));
+    w.write(&s)?;
+    let mut f: WireEvent<'_, ()> = WireEvent::new("staging", Phase::FlowEnd, to.0, to.1);
+    f.cat = Some(Category::GpuChain);
+    f.id = Some(id);
+    f.bp = Some(FlowBinding::Enclosing);
+    f.ts = Some(Micros(to.2));
+    w.write(&f)
 }
 
 fn write_request<W: std::io::Write>(

@@ -200,6 +200,9 @@ pub struct Report {
     /// replay behind `suggest` and `whatif` reproduces this run; null when a rank was
     /// cut short or the run cannot be replayed.
     pub replay: Option<crate::replay::SelfCheck>,
+    /// GPU work: per-rank copies and kernels, the staging chains and the findings on
+    /// them ([`crate::gpu`]); null when no rank recorded GPU work.
+    pub gpu: Option<crate::gpu::GpuReport>,
 }
 
 /// Every per-instance figure behind a [`Report`] (the tables of `--csv`/`--parquet`).
@@ -211,6 +214,8 @@ pub struct Details {
     pub requests: Vec<RequestMetrics>,
     /// Every call site of the run, symbolized.
     pub sites: SiteTable,
+    /// Every staging chain (empty without GPU work).
+    pub chains: Vec<crate::gpu::ChainRow>,
 }
 
 /// Runs every analysis on `trace`.
@@ -302,11 +307,15 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         start_unix_ns: info.start_unix_ns,
         clock_implausible: info.clock_implausible.clone(),
         peers_out_of_range: info.peers_out_of_range.clone(),
-        events: trace.ranks.iter().map(|t| t.spans.len() as u64).sum(),
+        events: trace.ranks.iter().map(|t| t.event_count() as u64).sum(),
         messages: trace.messages.len() as u64,
         unmatched_sends: info.unmatched_sends,
         unmatched_receives: info.unmatched_receives,
         compute_source: trace.compute_source(),
+    };
+    let (gpu, chains) = {
+        let _s = tracing::info_span!("gpu").entered();
+        crate::gpu::analyze(trace).unzip()
     };
     let report = Report {
         report: "overlap-report",
@@ -327,11 +336,13 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
                 .as_ref()
                 .and_then(|p| crate::replay::self_check(trace, p))
         },
+        gpu,
     };
     let details = Details {
         waits,
         requests,
         sites,
+        chains: chains.unwrap_or_default(),
     };
     (report, details)
 }

@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+mod gpu;
 mod sites;
 pub mod units;
 
@@ -370,6 +371,7 @@ pub fn render(r: &Report, style: Style) -> String {
     }
 
     by_site(&mut o, r, style);
+    gpu::section(&mut o, r.gpu.as_ref(), style);
 
     // POP.
     let p = &r.pop;

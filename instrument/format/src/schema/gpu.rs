@@ -238,8 +238,14 @@ pub fn stream_track_name(device: u32, stream: u32) -> String {
     format!("GPU {device} stream {stream}")
 }
 
-/// Header parameter naming the GPU backend a run used (`cuda` or `host-emulated`).
+/// Header parameter naming the GPU backend a run used ([`CUDA`] or [`HOST_EMULATED`]).
 pub const GPU_BACKEND_PARAM: &str = "backend";
+
+/// [`GPU_BACKEND_PARAM`] of a run on a real device through CUDA.
+pub const CUDA: &str = "cuda";
+
+/// [`GPU_BACKEND_PARAM`] of a run whose "device" was host threads and `memcpy`.
+pub const HOST_EMULATED: &str = "host-emulated";
 
 #[cfg(test)]
 mod tests {

@@ -27,8 +27,8 @@ pub use args::{
 };
 pub use buffers::{Binding, Bindings, BufferUse, SpanBuffers, Unbound};
 pub use gpu::{
-    stream_of_tid, stream_tid, stream_track_name, GpuArgs, GpuEvent, GpuOp, ALL_STREAMS,
-    GPU_BACKEND_PARAM, GPU_TID_BASE, STREAMS_PER_DEVICE,
+    stream_of_tid, stream_tid, stream_track_name, GpuArgs, GpuEvent, GpuOp, ALL_STREAMS, CUDA,
+    GPU_BACKEND_PARAM, GPU_TID_BASE, HOST_EMULATED, STREAMS_PER_DEVICE,
 };
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};

@@ -1,0 +1,206 @@
+//! Per-packet staging chains: the device-to-host copy that filled a send buffer, the
+//! send that carried it, the call that completed its receive, and the host-to-device
+//! copy that took it from the receive buffer.
+//!
+//! The links are found from what was recorded, not from what a kernel says: a copy and
+//! an MPI call are linked when the call's buffer lies inside the copy's host range.
+//!
+//! ```text
+//!  rank 0   D2H[dst=0x1000..0x2000] ... Isend(buf=0x1000) ──message──┐
+//!  rank 1                                    Irecv(buf=0x9000) ... Test(done) ... H2D[src=0x9000..]
+//!           ├─ D2H ─┤├ wait until Isend ┤├──── transfer ─────┤├ wait until H2D ┤├ H2D ┤
+//! ```
+//!
+//! - The send's copy is the last D2H of the sending rank enqueued before the send
+//!   whose destination range holds the send buffer's address.
+//! - The receive's copy is the first H2D of the receiving rank enqueued after the call
+//!   that completed the receive started, whose source range holds the receive buffer's
+//!   address.
+//!
+//! A chain needs at least one of the two copies; a side without one is unknown in the
+//! breakdown, never zero.
+
+use overlap_format::schema::{GpuEvent, GpuOp, Nanos, Op};
+
+use crate::model::{EventRef, Message, Timeline};
+
+/// One packet's chain from the device of its sender to the device of its receiver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chain {
+    /// The message.
+    pub message: u64,
+    /// Sending rank.
+    pub from: u32,
+    /// Receiving rank.
+    pub to: u32,
+    /// Tag.
+    pub tag: i32,
+    /// Bytes.
+    pub bytes: u64,
+    /// The packet index the copies were recorded with (the sender's D2H first).
+    pub packet: Option<u32>,
+    /// The send (the sending rank's event).
+    pub send: EventRef,
+    /// The call that completed the receive (the receiving rank's event), when one did.
+    pub completion: Option<EventRef>,
+    /// Index of the sender's D2H in its timeline's `gpu`.
+    pub d2h: Option<usize>,
+    /// Index of the receiver's H2D in its timeline's `gpu`.
+    pub h2d: Option<usize>,
+    /// Times of the chain's steps.
+    pub times: ChainTimes,
+}
+
+/// The steps of a chain on the run's timeline. A step that was not recorded is `None`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChainTimes {
+    /// The D2H enqueued.
+    pub d2h_issued: Option<Nanos>,
+    /// The D2H done: the data in host memory.
+    pub d2h_end: Option<Nanos>,
+    /// The send posted.
+    pub send: Nanos,
+    /// The receive known complete (end of the completing call).
+    pub received: Option<Nanos>,
+    /// The H2D enqueued.
+    pub h2d_issued: Option<Nanos>,
+    /// The H2D done: the data on the receiver's device.
+    pub h2d_end: Option<Nanos>,
+}
+
+/// A chain's latency split into its five steps, ns. Each is `None` when a time it needs
+/// was not recorded. Cross-rank steps (transfer) carry the clock error of both ranks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Breakdown {
+    /// From the D2H enqueued to its end.
+    pub d2h_ns: Option<u64>,
+    /// From the D2H's end to the send's post.
+    pub wait_send_ns: Option<u64>,
+    /// From the send's post to the end of the call that completed the receive.
+    pub transfer_ns: Option<u64>,
+    /// From the receive known complete to the H2D enqueued.
+    pub wait_h2d_ns: Option<u64>,
+    /// From the H2D enqueued to its end.
+    pub h2d_ns: Option<u64>,
+    /// From the D2H enqueued to the H2D's end.
+    pub total_ns: Option<u64>,
+}
+
+impl ChainTimes {
+    /// The five steps.
+    pub fn breakdown(&self) -> Breakdown {
+        let span = |a: Option<Nanos>, b: Option<Nanos>| Some(b?.0.saturating_sub(a?.0));
+        Breakdown {
+            d2h_ns: span(self.d2h_issued, self.d2h_end),
+            wait_send_ns: span(self.d2h_end, Some(self.send)),
+            transfer_ns: span(Some(self.send), self.received),
+            wait_h2d_ns: span(self.received, self.h2d_issued),
+            h2d_ns: span(self.h2d_issued, self.h2d_end),
+            total_ns: span(self.d2h_issued, self.h2d_end),
+        }
+    }
+}
+
+/// True when the host range of `copy` (its destination for a D2H, its source for an
+/// H2D) holds `addr`.
+fn holds(copy: &GpuEvent, addr: u64) -> bool {
+    let base = if copy.op == GpuOp::CopyD2H {
+        copy.dst
+    } else {
+        copy.src
+    };
+    base != 0 && addr >= base && addr < base.saturating_add(copy.bytes.max(1))
+}
+
+/// The send buffer's address of the call at `at`.
+fn send_buffer(t: &Timeline, at: usize) -> Option<u64> {
+    let (_, call) = t.call(at)?;
+    call.buf.map(|b| b.addr)
+}
+
+/// The receive buffer's address of the call that posted a receive.
+fn recv_buffer(t: &Timeline, at: usize) -> Option<u64> {
+    let (op, call) = t.call(at)?;
+    if op == Op::Sendrecv || op == Op::SendrecvReplace {
+        return call.recv.as_ref().and_then(|r| r.buf).map(|b| b.addr);
+    }
+    call.buf.map(|b| b.addr)
+}
+
+/// The sender's copy: the last D2H enqueued at or before `send_start` holding `addr`.
+pub fn copy_before(t: &Timeline, addr: u64, send_start: Nanos) -> Option<usize> {
+    t.gpu
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.op == GpuOp::CopyD2H && g.issued <= send_start && holds(g, addr))
+        .max_by_key(|(i, g)| (g.issued, *i))
+        .map(|(i, _)| i)
+}
+
+/// The receiver's copy: the first H2D enqueued at or after `from` holding `addr`.
+pub fn copy_after(t: &Timeline, addr: u64, from: Nanos) -> Option<usize> {
+    t.gpu
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| g.op == GpuOp::CopyH2D && g.issued >= from && holds(g, addr))
+        .min_by_key(|(i, g)| (g.issued, *i))
+        .map(|(i, _)| i)
+}
+
+/// Every chain of the run: one per message with a recorded copy on either side, in the
+/// order of the messages. Ranks are sorted by rank.
+pub fn build(ranks: &[Timeline], messages: &[Message]) -> Vec<Chain> {
+    let rank = |r: u32| {
+        ranks
+            .binary_search_by_key(&r, |t| t.rank)
+            .ok()
+            .map(|i| &ranks[i])
+    };
+    if ranks.iter().all(|t| t.gpu.is_empty()) {
+        return Vec::new();
+    }
+    let mut chains = Vec::new();
+    for m in messages {
+        let (Some(st), Some(rt)) = (rank(m.send.rank), rank(m.recv_post.rank)) else {
+            continue;
+        };
+        let Some(send) = st.spans.get(m.send.index) else {
+            continue;
+        };
+        let d2h = send_buffer(st, m.send.index).and_then(|a| copy_before(st, a, send.start));
+        let completion = m
+            .completion
+            .and_then(|c| rt.spans.get(c.index).map(|s| (c, s)));
+        let h2d = match (recv_buffer(rt, m.recv_post.index), completion) {
+            (Some(addr), Some((_, done))) => copy_after(rt, addr, done.start),
+            _ => None,
+        };
+        if d2h.is_none() && h2d.is_none() {
+            continue;
+        }
+        let (d2h_ev, h2d_ev) = (d2h.map(|i| &st.gpu[i]), h2d.map(|i| &rt.gpu[i]));
+        chains.push(Chain {
+            message: m.id,
+            from: m.send.rank,
+            to: m.recv_post.rank,
+            tag: m.tag,
+            bytes: m.bytes,
+            packet: d2h_ev
+                .and_then(|g| g.packet)
+                .or(h2d_ev.and_then(|g| g.packet)),
+            send: m.send,
+            completion: completion.map(|(c, _)| c),
+            d2h,
+            h2d,
+            times: ChainTimes {
+                d2h_issued: d2h_ev.map(|g| g.issued),
+                d2h_end: d2h_ev.map(|g| g.end),
+                send: send.start,
+                received: completion.map(|(_, s)| s.end),
+                h2d_issued: h2d_ev.map(|g| g.issued),
+                h2d_end: h2d_ev.map(|g| g.end),
+            },
+        });
+    }
+    chains
+}

@@ -1,0 +1,290 @@
+//! The GPU analysis on hand-built runs whose answers were worked out by hand: staging
+//! chains and their breakdown, serialized staging in the bulk order and not in the
+//! pipelined one, the GPU idle while the host waits, the host blocked on copies while a
+//! receive was pending, copies serialized with MPI, and the compute hiding the pipeline;
+//! and the merged trace's stream tracks and chain flows.
+
+mod common;
+
+use common::*;
+use overlap_analyzer::gpu::{self, GpuFindingKind};
+use overlap_analyzer::metrics;
+use overlap_instrument::schema::{
+    stream_tid, Event, GpuEvent, GpuOp, Nanos, Op, SyncPhase, ALL_STREAMS,
+};
+
+/// A device operation (or host wait) on device 0.
+#[allow(clippy::too_many_arguments)]
+fn gpu(
+    op: GpuOp,
+    stream: u32,
+    issued: u64,
+    start: u64,
+    end: u64,
+    host: u64,
+    bytes: u64,
+    packet: Option<u32>,
+) -> Event {
+    let (src, dst) = match op {
+        GpuOp::CopyD2H => (0x10_0000, host),
+        GpuOp::CopyH2D => (host, 0x20_0000),
+        _ => (0, 0),
+    };
+    Event::Gpu(GpuEvent {
+        tid: 0,
+        op,
+        device: 0,
+        stream,
+        issued: Nanos(issued),
+        start: Nanos(start),
+        end: Nanos(end),
+        bytes,
+        src,
+        dst,
+        packet,
+        name: if op == GpuOp::Kernel {
+            "interior".into()
+        } else {
+            String::new()
+        },
+        clock_error: Nanos(0),
+    })
+}
+
+fn wait(stream: u32, issued: u64, start: u64, end: u64, packet: Option<u32>) -> Event {
+    gpu(GpuOp::HostWait, stream, issued, start, end, 0, 0, packet)
+}
+
+/// Rank 1 in both runs: two receives, a send of tag 9 back, the H2Ds after its Waitall
+/// and the interior kernel throughout.
+///
+/// ```text
+///  rank 1  Irecv0 Irecv1 ........ Send9 Waitall(320..420) H2D0(440..540) H2D1(540..640)
+///  stream 0  [interior kernel 0 .................................................. 700)
+///  host     ............................................... host wait 445..645 (stream 2)
+/// ```
+fn receiver() -> Vec<Event> {
+    vec![
+        with_buf(irecv(0, 10, 0, 0, 100, 1), 0xC000),
+        with_buf(irecv(12, 20, 0, 1, 100, 2), 0xD000),
+        with_buf(send(300, 310, 0, 9, 8), 0xF000),
+        complete(Op::Waitall, 320, 420, &[(1, Some((0, 0))), (2, Some((0, 1)))]),
+        gpu(GpuOp::Kernel, 0, 0, 0, 700, 0, 0, None),
+        gpu(GpuOp::CopyH2D, 2, 430, 440, 540, 0xC000, 100, Some(0)),
+        gpu(GpuOp::CopyH2D, 2, 435, 540, 640, 0xD000, 100, Some(1)),
+        wait(2, 436, 445, 645, None),
+    ]
+}
+
+/// Rank 0, bulk: both D2Hs, a wait on the whole copy stream, then both Isends.
+///
+/// ```text
+///  rank 0  Irecv9 ........................................... Isend0 Isend1 Waitall(250..400)
+///  stream 1    [D2H p0 10..110][D2H p1 110..210]
+///  host        [host wait on stream 1 ...... 10..215]   Isend0 at 220: held 215 - 110 = 105
+/// ```
+fn bulk_sender() -> Vec<Event> {
+    vec![
+        with_buf(irecv(0, 4, 1, 9, 8, 3), 0xE000),
+        gpu(GpuOp::CopyD2H, 1, 5, 10, 110, 0xA000, 100, Some(0)),
+        gpu(GpuOp::CopyD2H, 1, 6, 110, 210, 0xB000, 100, Some(1)),
+        wait(1, 7, 10, 215, None),
+        with_buf(isend(220, 230, 1, 0, 100, 1), 0xA000),
+        with_buf(isend(235, 245, 1, 1, 100, 2), 0xB000),
+        complete(
+            Op::Waitall,
+            250,
+            400,
+            &[(1, None), (2, None), (3, Some((1, 9)))],
+        ),
+    ]
+}
+
+/// Rank 0, pipelined: the host waits on packet 0's own event (recorded at 6, before
+/// packet 1's copy was enqueued at 7), sends it, then sends packet 1 once its copy ends.
+///
+/// ```text
+///  stream 1    [D2H p0 10..110][D2H p1 110..210]
+///  host        [wait p0 10..112] Isend0 115 ........ Isend1 215   Waitall(250..400)
+/// ```
+fn pipelined_sender() -> Vec<Event> {
+    vec![
+        with_buf(irecv(0, 4, 1, 9, 8, 3), 0xE000),
+        gpu(GpuOp::CopyD2H, 1, 5, 10, 110, 0xA000, 100, Some(0)),
+        wait(1, 6, 10, 112, Some(0)),
+        gpu(GpuOp::CopyD2H, 1, 7, 110, 210, 0xB000, 100, Some(1)),
+        with_buf(isend(115, 125, 1, 0, 100, 1), 0xA000),
+        with_buf(isend(215, 225, 1, 1, 100, 2), 0xB000),
+        complete(
+            Op::Waitall,
+            250,
+            400,
+            &[(1, None), (2, None), (3, Some((1, 9)))],
+        ),
+    ]
+}
+
+fn finding(r: &gpu::GpuReport, kind: GpuFindingKind, rank: u32) -> Option<&gpu::GpuFinding> {
+    r.findings.iter().find(|f| f.kind == kind && f.rank == rank)
+}
+
+#[test]
+fn bulk_chains_and_findings() {
+    let trace = run(vec![bulk_sender(), receiver()]);
+    let (report, chains) = gpu::analyze(&trace).expect("the run has GPU work");
+    assert_eq!(chains.len(), 2, "the tag-9 message has no copy: no chain");
+    let p0 = chains.iter().find(|c| c.packet == Some(0)).expect("packet 0");
+    let b = p0.breakdown;
+    assert_eq!(
+        (b.d2h_ns, b.wait_send_ns, b.transfer_ns, b.wait_h2d_ns, b.h2d_ns),
+        (Some(105), Some(110), Some(200), Some(10), Some(110))
+    );
+    assert_eq!(b.total_ns, Some(535));
+    let p1 = chains.iter().find(|c| c.packet == Some(1)).expect("packet 1");
+    assert_eq!(p1.breakdown.total_ns, Some(634));
+    assert_eq!(p1.breakdown.wait_send_ns, Some(25));
+    assert_eq!(report.chains.complete, 2);
+    assert_eq!(report.chains.max.total_ns, Some(634));
+    assert_eq!(report.chains.mean.transfer_ns, Some((200 + 185) / 2));
+
+    let s = finding(&report, GpuFindingKind::SerializedStaging, 0).expect("serialized");
+    assert_eq!((s.instances, s.of, s.lost_ns, s.worst_ns), (1, 2, 105, 105));
+    assert!(s.evidence[1].contains("packet 0"), "{:?}", s.evidence);
+    assert!(finding(&report, GpuFindingKind::SerializedStaging, 1).is_none());
+
+    // Rank 0 blocked 205 in its host wait + 150 in its Waitall; the copies ran 200 of it.
+    let idle = finding(&report, GpuFindingKind::GpuIdleWhileHostWaits, 0).expect("idle");
+    assert_eq!(idle.lost_ns, 155);
+    assert!(finding(&report, GpuFindingKind::GpuIdleWhileHostWaits, 1).is_none());
+    // The receive of tag 9 was pending (4..250) through the whole host wait (10..215).
+    let blocked = finding(&report, GpuFindingKind::HostBlockedOnCopies, 0).expect("blocked");
+    assert_eq!((blocked.instances, blocked.of, blocked.lost_ns), (1, 1, 205));
+    assert!(finding(&report, GpuFindingKind::HostBlockedOnCopies, 1).is_none());
+    // No message was in flight while either rank copied.
+    for rank in [0, 1] {
+        let f = finding(&report, GpuFindingKind::CopiesSerializedWithMpi, rank).expect("serial");
+        assert_eq!(f.lost_ns, 200, "rank {rank}");
+    }
+    let r0 = &report.ranks[0];
+    assert_eq!((r0.d2h.count, r0.d2h.bytes, r0.d2h.busy_ns), (2, 200, 200));
+    assert_eq!((r0.host_blocked_ns, r0.gpu_idle_in_host_blocked_ns), (355, 155));
+    assert_eq!((r0.pipeline_ns, r0.pipeline_hidden_ns), (400, 0));
+    let r1 = &report.ranks[1];
+    assert_eq!((r1.pipeline_ns, r1.pipeline_hidden_ns), (400, 400));
+    assert_eq!(r1.streams, vec![(0, 0), (0, 2)]);
+    assert_eq!(report.pipeline_hidden, Some(0.5));
+    assert_eq!(report.findings[0].lost_ns, 205, "largest loss first");
+}
+
+#[test]
+fn pipelined_has_no_serialized_staging() {
+    let trace = run(vec![pipelined_sender(), receiver()]);
+    let (report, chains) = gpu::analyze(&trace).expect("the run has GPU work");
+    assert_eq!(chains.len(), 2);
+    assert!(
+        report
+            .findings
+            .iter()
+            .all(|f| f.kind != GpuFindingKind::SerializedStaging),
+        "{:#?}",
+        report.findings
+    );
+    let p0 = chains.iter().find(|c| c.packet == Some(0)).expect("packet 0");
+    assert_eq!(p0.breakdown.wait_send_ns, Some(5));
+    // Waiting on its own packet's event still blocked the host while tag 9 was pending.
+    let blocked = finding(&report, GpuFindingKind::HostBlockedOnCopies, 0).expect("blocked");
+    assert_eq!(blocked.lost_ns, 102);
+    // Packet 1's copy ran while packet 0 was in flight (115..420): 110..210 overlaps 95.
+    let r0 = &report.ranks[0];
+    assert_eq!((r0.copy_ns, r0.copy_with_messages_ns), (200, 95));
+}
+
+#[test]
+fn a_wait_on_the_whole_device_covers_every_stream() {
+    // The same bulk order, but the host synchronizes the device instead of the stream.
+    let mut sender = bulk_sender();
+    sender[3] = wait(ALL_STREAMS, 7, 10, 215, None);
+    let trace = run(vec![sender, receiver()]);
+    let (report, _) = gpu::analyze(&trace).expect("GPU work");
+    let s = finding(&report, GpuFindingKind::SerializedStaging, 0).expect("serialized");
+    assert_eq!(s.lost_ns, 105);
+}
+
+#[test]
+fn a_run_without_gpu_work_has_no_gpu_section() {
+    let trace = run(vec![
+        vec![with_buf(isend(0, 10, 1, 0, 8, 1), 0xA000)],
+        vec![recv(0, 20, 0, 0, 8)],
+    ]);
+    assert!(gpu::analyze(&trace).is_none());
+    let (report, details) = metrics::analyze(&trace, &Default::default());
+    assert!(report.gpu.is_none());
+    assert!(details.chains.is_empty());
+}
+
+#[test]
+fn report_text_and_json_carry_the_section() {
+    let trace = run(vec![bulk_sender(), receiver()]);
+    let (report, details) = metrics::analyze(&trace, &Default::default());
+    assert_eq!(details.chains.len(), 2);
+    assert_eq!(report.run.events, 7 + 8, "GPU work counts as events");
+    let text = overlap_analyzer::report::render(&report, Default::default());
+    assert!(text.contains("GPU (backend not recorded"), "{text}");
+    assert!(text.contains("serialized staging on rank 0"), "{text}");
+    assert!(text.contains("staging chains: 2 (2 with both copies)"), "{text}");
+    let json = serde_json::to_value(&report).expect("serializes");
+    assert_eq!(json["gpu"]["findings"][0]["kind"], "host_blocked_on_copies");
+    assert_eq!(json["gpu"]["chains"]["count"], 2);
+}
+
+#[test]
+fn merged_trace_has_stream_tracks_and_chain_flows() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let traces = [bulk_sender(), receiver()]
+        .into_iter()
+        .enumerate()
+        .map(|(r, events)| {
+            rank_trace(
+                header(r as u32, 2, 0, "one-clock"),
+                vec![sync(SyncPhase::Init, 0, 0, 0)],
+                events,
+            )
+        })
+        .collect();
+    let merged = overlap_analyzer::merge::merge(traces);
+    let path = dir.path().join("run.json");
+    overlap_analyzer::merge::write_merged(&merged, &path).expect("written");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("JSON");
+    let events = json["traceEvents"].as_array().expect("events");
+    let named = |pid: u32, tid: u32| {
+        events.iter().any(|e| {
+            e["name"] == "thread_name" && e["pid"] == pid && e["tid"] == tid && {
+                e["args"]["name"] == format!("GPU 0 stream {}", tid - stream_tid(0, 0))
+            }
+        })
+    };
+    assert!(named(0, stream_tid(0, 1)) && named(1, stream_tid(0, 2)) && named(1, stream_tid(0, 0)));
+    let d2h: Vec<_> = events
+        .iter()
+        .filter(|e| e["cat"] == "gpu" && e["args"]["op"] == "D2H")
+        .collect();
+    assert_eq!(d2h.len(), 2);
+    assert!(d2h.iter().all(|e| e["tid"] == stream_tid(0, 1)));
+    assert_eq!(d2h[0]["name"], "D2H packet 0");
+    let wait = events
+        .iter()
+        .find(|e| e["cat"] == "gpu" && e["args"]["op"] == "host_wait")
+        .expect("host wait");
+    assert_eq!(wait["tid"], 0, "a host wait stays on the host thread");
+    let flows = events.iter().filter(|e| e["cat"] == "gpu_chain").count();
+    assert_eq!(flows, 2 * 4, "two chains, each D2H→send and completion→H2D");
+
+    // Read back: the same GPU work on the same ranks.
+    let loaded = overlap_analyzer::import::load(&path, &mut |_, _| {}).expect("loads");
+    let gpu_of = |r: u32| loaded.trace.rank(r).map(|t| t.gpu.len());
+    assert_eq!((gpu_of(0), gpu_of(1)), (Some(3), Some(4)));
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let (report, _) = gpu::analyze(&loaded.trace).expect("GPU work");
+    assert_eq!(report.chains.complete, 2);
+}
