@@ -16,7 +16,7 @@
 //!                             ^ extent start 4           compute: [5, 9) (the gap)
 //! ```
 
-use overlap_format::schema::Nanos;
+use overlap_format::schema::{GpuOp, Nanos};
 use serde::Serialize;
 
 use crate::model::{Timeline, What};
@@ -85,6 +85,22 @@ pub struct RankCompute {
     overlapping: bool,
 }
 
+/// Pushes the parts of `gap` on thread `tid` outside its host waits (`waits`: (tid,
+/// start, end), sorted).
+fn push_outside(out: &mut Vec<(u64, u64)>, gap: (u64, u64), tid: u32, waits: &[(u32, u64, u64)]) {
+    let (mut from, to) = gap;
+    let first = waits.partition_point(|w| (w.0, w.2) <= (tid, from));
+    for &(_, ws, we) in waits[first..].iter().take_while(|w| w.0 == tid && w.1 < to) {
+        if ws > from {
+            out.push((from, ws));
+        }
+        from = from.max(we);
+    }
+    if to > from {
+        out.push((from, to));
+    }
+}
+
 impl RankCompute {
     /// The compute of a timeline (its spans sorted by start).
     pub fn of(t: &Timeline) -> RankCompute {
@@ -115,6 +131,15 @@ impl RankCompute {
                 .filter(|tid| with_spans.binary_search(tid).is_err())
                 .map(|tid| (*tid, None))
                 .collect();
+            // A host blocked on GPU work is not computing: its waits are cut out of the
+            // gaps (by thread, sorted by start).
+            let mut host_waits: Vec<(u32, u64, u64)> = t
+                .gpu
+                .iter()
+                .filter(|g| g.op == GpuOp::HostWait)
+                .map(|g| (g.tid, g.start.0, g.end.0))
+                .collect();
+            host_waits.sort_unstable();
             for s in &t.spans {
                 let Ok(k) = reach.binary_search_by_key(&s.tid, |r| r.0) else {
                     continue;
@@ -122,7 +147,7 @@ impl RankCompute {
                 if let Some(prev) = reach[k].1 {
                     let (a, b) = (prev.max(lo.0), s.start.0.min(hi.0));
                     if b > a {
-                        intervals.push((a, b));
+                        push_outside(&mut intervals, (a, b), s.tid, &host_waits);
                     }
                 }
                 reach[k].1 = Some(reach[k].1.map_or(s.end.0, |r| r.max(s.end.0)));
@@ -279,5 +304,37 @@ mod tests {
             ComputeSource::combine([ComputeSource::Spans]),
             ComputeSource::Spans
         );
+    }
+
+    #[test]
+    fn host_waits_on_gpu_work_are_not_compute() {
+        // |Isend 0-1|..[host wait 3-5]..[host wait 6-7]..|Wait 9-10|
+        // compute: [1, 3) [5, 6) [7, 9) = 5
+        let wait = |start: u64, end: u64| {
+            Event::Gpu(overlap_format::schema::GpuEvent {
+                tid: 0,
+                op: GpuOp::HostWait,
+                device: 0,
+                stream: 1,
+                issued: Nanos(start),
+                start: Nanos(start),
+                end: Nanos(end),
+                bytes: 0,
+                src: 0,
+                dst: 0,
+                packet: None,
+                name: String::new(),
+                clock_error: Nanos(0),
+            })
+        };
+        let t = timeline(&[
+            call(0, Op::Isend, 0, 1),
+            wait(3, 5),
+            wait(6, 7),
+            call(0, Op::Wait, 9, 10),
+        ]);
+        let c = RankCompute::of(&t);
+        assert_eq!(c.total(), Nanos(5));
+        assert_eq!(c.within(Nanos(2), Nanos(8)), (Nanos(3), 3));
     }
 }

@@ -68,7 +68,12 @@ fn receiver() -> Vec<Event> {
         with_buf(irecv(0, 10, 0, 0, 100, 1), 0xC000),
         with_buf(irecv(12, 20, 0, 1, 100, 2), 0xD000),
         with_buf(send(300, 310, 0, 9, 8), 0xF000),
-        complete(Op::Waitall, 320, 420, &[(1, Some((0, 0))), (2, Some((0, 1)))]),
+        complete(
+            Op::Waitall,
+            320,
+            420,
+            &[(1, Some((0, 0))), (2, Some((0, 1)))],
+        ),
         gpu(GpuOp::Kernel, 0, 0, 0, 700, 0, 0, None),
         gpu(GpuOp::CopyH2D, 2, 430, 440, 540, 0xC000, 100, Some(0)),
         gpu(GpuOp::CopyH2D, 2, 435, 540, 640, 0xD000, 100, Some(1)),
@@ -133,14 +138,26 @@ fn bulk_chains_and_findings() {
     let trace = run(vec![bulk_sender(), receiver()]);
     let (report, chains) = gpu::analyze(&trace).expect("the run has GPU work");
     assert_eq!(chains.len(), 2, "the tag-9 message has no copy: no chain");
-    let p0 = chains.iter().find(|c| c.packet == Some(0)).expect("packet 0");
+    let p0 = chains
+        .iter()
+        .find(|c| c.packet == Some(0))
+        .expect("packet 0");
     let b = p0.breakdown;
     assert_eq!(
-        (b.d2h_ns, b.wait_send_ns, b.transfer_ns, b.wait_h2d_ns, b.h2d_ns),
+        (
+            b.d2h_ns,
+            b.wait_send_ns,
+            b.transfer_ns,
+            b.wait_h2d_ns,
+            b.h2d_ns
+        ),
         (Some(105), Some(110), Some(200), Some(10), Some(110))
     );
     assert_eq!(b.total_ns, Some(535));
-    let p1 = chains.iter().find(|c| c.packet == Some(1)).expect("packet 1");
+    let p1 = chains
+        .iter()
+        .find(|c| c.packet == Some(1))
+        .expect("packet 1");
     assert_eq!(p1.breakdown.total_ns, Some(634));
     assert_eq!(p1.breakdown.wait_send_ns, Some(25));
     assert_eq!(report.chains.complete, 2);
@@ -158,7 +175,10 @@ fn bulk_chains_and_findings() {
     assert!(finding(&report, GpuFindingKind::GpuIdleWhileHostWaits, 1).is_none());
     // The receive of tag 9 was pending (4..250) through the whole host wait (10..215).
     let blocked = finding(&report, GpuFindingKind::HostBlockedOnCopies, 0).expect("blocked");
-    assert_eq!((blocked.instances, blocked.of, blocked.lost_ns), (1, 1, 205));
+    assert_eq!(
+        (blocked.instances, blocked.of, blocked.lost_ns),
+        (1, 1, 205)
+    );
     assert!(finding(&report, GpuFindingKind::HostBlockedOnCopies, 1).is_none());
     // No message was in flight while either rank copied.
     for rank in [0, 1] {
@@ -167,7 +187,10 @@ fn bulk_chains_and_findings() {
     }
     let r0 = &report.ranks[0];
     assert_eq!((r0.d2h.count, r0.d2h.bytes, r0.d2h.busy_ns), (2, 200, 200));
-    assert_eq!((r0.host_blocked_ns, r0.gpu_idle_in_host_blocked_ns), (355, 155));
+    assert_eq!(
+        (r0.host_blocked_ns, r0.gpu_idle_in_host_blocked_ns),
+        (355, 155)
+    );
     assert_eq!((r0.pipeline_ns, r0.pipeline_hidden_ns), (400, 0));
     let r1 = &report.ranks[1];
     assert_eq!((r1.pipeline_ns, r1.pipeline_hidden_ns), (400, 400));
@@ -189,7 +212,10 @@ fn pipelined_has_no_serialized_staging() {
         "{:#?}",
         report.findings
     );
-    let p0 = chains.iter().find(|c| c.packet == Some(0)).expect("packet 0");
+    let p0 = chains
+        .iter()
+        .find(|c| c.packet == Some(0))
+        .expect("packet 0");
     assert_eq!(p0.breakdown.wait_send_ns, Some(5));
     // Waiting on its own packet's event still blocked the host while tag 9 was pending.
     let blocked = finding(&report, GpuFindingKind::HostBlockedOnCopies, 0).expect("blocked");
@@ -231,7 +257,10 @@ fn report_text_and_json_carry_the_section() {
     let text = overlap_analyzer::report::render(&report, Default::default());
     assert!(text.contains("GPU (backend not recorded"), "{text}");
     assert!(text.contains("serialized staging on rank 0"), "{text}");
-    assert!(text.contains("staging chains: 2 (2 with both copies)"), "{text}");
+    assert!(
+        text.contains("staging chains: 2 (2 with both copies)"),
+        "{text}"
+    );
     let json = serde_json::to_value(&report).expect("serializes");
     assert_eq!(json["gpu"]["findings"][0]["kind"], "host_blocked_on_copies");
     assert_eq!(json["gpu"]["chains"]["count"], 2);

@@ -12,7 +12,7 @@ use clap::builder::PossibleValue;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, Command, FromArgMatches, Subcommand};
 
-use crate::options::{false_overlap, halo3d, pingpong, sync, toeplitz};
+use crate::options::{false_overlap, gpu_pipeline, halo3d, pingpong, sync, toeplitz};
 
 /// What an empty command line parses to: the defaults, as the options define them.
 ///
@@ -46,6 +46,8 @@ value_enum_by_name!(toeplitz::Variant);
 value_enum_by_name!(toeplitz::ProductChoice);
 value_enum_by_name!(pingpong::Pattern);
 value_enum_by_name!(sync::SyncKind);
+value_enum_by_name!(gpu_pipeline::Variant);
+value_enum_by_name!(gpu_pipeline::BackendChoice);
 
 /// Options parsed as `T`, with the options the user gave as they were given (not those
 /// left at their defaults), to pass on to another command line parsing the same `T`.
@@ -219,6 +221,10 @@ pub enum Kernels<X: FromArgMatches + Args> {
     /// Halo swaps of a 3-D array on a periodic 3-D process grid; time per swap and
     /// bandwidth.
     Halo3d(KernelRun<Halo3dArgs, X>),
+    /// Halo packets staged through pinned host memory between GPUs (D2H, MPI, H2D),
+    /// pipelined packet by packet or in bulk, every packet checksummed; `--smoke`
+    /// checks a new system.
+    GpuPipeline(KernelRun<gpu_pipeline::Options, X>),
 }
 
 impl<X: FromArgMatches + Args> Kernels<X> {
@@ -230,6 +236,7 @@ impl<X: FromArgMatches + Args> Kernels<X> {
             Kernels::Pingpong(_) => "pingpong",
             Kernels::Sync(_) => "sync",
             Kernels::Halo3d(_) => "halo3d",
+            Kernels::GpuPipeline(_) => "gpu-pipeline",
         }
     }
 
@@ -238,6 +245,7 @@ impl<X: FromArgMatches + Args> Kernels<X> {
         match self {
             Kernels::FalseOverlap(k) => Some(k.kernel.options.variant.name()),
             Kernels::Toeplitz(k) => Some(k.kernel.options.variant.name()),
+            Kernels::GpuPipeline(k) => Some(k.kernel.options.variant.name()),
             _ => None,
         }
     }
@@ -250,6 +258,7 @@ impl<X: FromArgMatches + Args> Kernels<X> {
             Kernels::Pingpong(k) => k.argv(),
             Kernels::Sync(k) => k.argv(),
             Kernels::Halo3d(k) => k.argv(),
+            Kernels::GpuPipeline(k) => k.argv(),
         }
     }
 
@@ -261,6 +270,7 @@ impl<X: FromArgMatches + Args> Kernels<X> {
             Kernels::Pingpong(k) => &k.extra,
             Kernels::Sync(k) => &k.extra,
             Kernels::Halo3d(k) => &k.extra,
+            Kernels::GpuPipeline(k) => &k.extra,
         }
     }
 
@@ -272,6 +282,7 @@ impl<X: FromArgMatches + Args> Kernels<X> {
             Kernels::Pingpong(k) => &k.recording.options,
             Kernels::Sync(k) => &k.recording.options,
             Kernels::Halo3d(k) => &k.recording.options,
+            Kernels::GpuPipeline(k) => &k.recording.options,
         }
     }
 }

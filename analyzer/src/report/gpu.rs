@@ -12,7 +12,12 @@ fn copies(c: &CopyStats) -> String {
     if c.count == 0 {
         return "-".into();
     }
-    format!("{} × {} {}", c.count, bytes(c.bytes / c.count), duration(c.busy_ns))
+    format!(
+        "{} × {} {}",
+        c.count,
+        bytes(c.bytes / c.count),
+        duration(c.busy_ns)
+    )
 }
 
 /// A step of a breakdown, `unknown` when no chain recorded it.
@@ -42,7 +47,9 @@ pub(super) fn section(o: &mut String, g: Option<&GpuReport>, style: Style) {
             "GPU ({}; device times within {})",
             g.backend
                 .as_deref()
-                .map_or("backend not recorded".to_string(), |b| format!("backend {b}")),
+                .map_or("backend not recorded".to_string(), |b| format!(
+                    "backend {b}"
+                )),
             duration(g.clock_error_ns)
         ))
     );

@@ -214,7 +214,10 @@ mod tests {
         assert_eq!(p.ns, 1_011_000);
         // 1_000 (half window) + 500 (resolution) + 20 (20 ppm of 1 ms) + 1e6 * 2^-24.
         let rounding = (1e6 / (1u64 << 24) as f64).ceil() as u64;
-        assert!(p.error_ns >= 1_520 && p.error_ns <= 1_520 + rounding, "{p:?}");
+        assert!(
+            p.error_ns >= 1_520 && p.error_ns <= 1_520 + rounding,
+            "{p:?}"
+        );
         // At the reference itself, only the window and the resolution.
         assert_eq!(c.place(&a, 0.0).error_ns, 1_500);
         // Negative elapsed times (the resolution's jitter) never go below zero.
@@ -247,7 +250,11 @@ mod tests {
         // Host 10 ms later again, the device 9_999 µs: 1 µs, of which 0.5 µs is
         // resolution and ~0.6 ns rounding: ~50 ppm measured.
         c.anchor(20_000_000, 20_000_000, Some(9_999_000.0));
-        assert!(c.drift_ppm() > 49.0 && c.drift_ppm() < 51.0, "{}", c.drift_ppm());
+        assert!(
+            c.drift_ppm() > 49.0 && c.drift_ppm() < 51.0,
+            "{}",
+            c.drift_ppm()
+        );
         // The wider allowance is in every bound from now on.
         let a = c.current().expect("anchored");
         assert!(c.place(&a, 1e6).error_ns >= 500 + 49);

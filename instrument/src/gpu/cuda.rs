@@ -447,8 +447,7 @@ impl CudaTracer {
     pub fn sync_stream(&mut self, stream: u32) -> Result<(), CudaError> {
         let s = Arc::clone(self.stream(stream)?);
         let start = self.recorder.now_ns();
-        s.synchronize()
-            .map_err(driver("synchronising a stream"))?;
+        s.synchronize().map_err(driver("synchronising a stream"))?;
         let end = self.recorder.now_ns();
         self.recorder
             .record_gpu(&host_wait(self.device, stream, start, start, end, None));
@@ -462,8 +461,14 @@ impl CudaTracer {
             .synchronize()
             .map_err(driver("synchronising the device"))?;
         let end = self.recorder.now_ns();
-        self.recorder
-            .record_gpu(&host_wait(self.device, ALL_STREAMS, start, start, end, None));
+        self.recorder.record_gpu(&host_wait(
+            self.device,
+            ALL_STREAMS,
+            start,
+            start,
+            end,
+            None,
+        ));
         self.collect().map(|_| ())
     }
 

@@ -216,9 +216,15 @@ mod tests {
         assert_eq!(gpu[0].issued.0, 100);
         assert_eq!((gpu[0].start.0, gpu[0].end.0), (1000, 1010));
         assert_eq!(gpu[0].clock_error.0, 7);
-        assert_eq!((gpu[0].src, gpu[0].dst, gpu[0].packet), (0x1000, 0x2000, Some(3)));
+        assert_eq!(
+            (gpu[0].src, gpu[0].dst, gpu[0].packet),
+            (0x1000, 0x2000, Some(3))
+        );
         assert_eq!(gpu[1].start.0, 2000);
         assert_eq!(gpu[2].op, GpuOp::HostWait);
-        assert_eq!(gpu[2].end.0, 160, "an end before the start is clamped to it");
+        assert_eq!(
+            gpu[2].end.0, 160,
+            "an end before the start is clamped to it"
+        );
     }
 }

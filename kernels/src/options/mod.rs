@@ -3,6 +3,7 @@
 //! run` can parse them without building the kernels (the crate's `mpi` feature).
 
 pub mod false_overlap;
+pub mod gpu_pipeline;
 pub mod halo3d;
 pub mod pingpong;
 pub mod sync;
