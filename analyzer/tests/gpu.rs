@@ -317,3 +317,29 @@ fn merged_trace_has_stream_tracks_and_chain_flows() {
     let (report, _) = gpu::analyze(&loaded.trace).expect("GPU work");
     assert_eq!(report.chains.complete, 2);
 }
+
+#[test]
+fn the_gate_has_gpu_metrics_only_for_gpu_runs() {
+    let names = |trace: &overlap_analyzer::model::Trace| {
+        let (report, _) = metrics::analyze(trace, &Default::default());
+        overlap_analyzer::check::gate_metrics(&report)
+            .into_iter()
+            .filter(|m| m.name.starts_with("gpu."))
+            .map(|m| (m.name, m.value))
+            .collect::<Vec<_>>()
+    };
+    // Serialized staging, idle and blocked on rank 0; copies serialized on both.
+    let bulk = run(vec![bulk_sender(), receiver()]);
+    assert_eq!(
+        names(&bulk),
+        vec![
+            ("gpu.findings".to_string(), Some(5.0)),
+            ("gpu.pipeline_hidden".to_string(), Some(0.5)),
+        ]
+    );
+    let plain = run(vec![
+        vec![with_buf(isend(0, 10, 1, 0, 8, 1), 0xA000)],
+        vec![recv(0, 20, 0, 0, 8)],
+    ]);
+    assert!(names(&plain).is_empty());
+}

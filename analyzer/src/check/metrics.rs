@@ -53,7 +53,7 @@ pub fn gate_metrics(r: &Report) -> Vec<Metric> {
         better,
     };
     let p = &r.pop;
-    vec![
+    let mut metrics = vec![
         m(
             "false_overlap.findings",
             Some(r.false_overlap.len() as f64),
@@ -102,7 +102,23 @@ pub fn gate_metrics(r: &Report) -> Vec<Metric> {
             Unit::Fraction,
             Better::Higher,
         ),
-    ]
+    ];
+    // GPU metrics only for runs with GPU work: a run without any has nothing to gate.
+    if let Some(g) = &r.gpu {
+        metrics.push(m(
+            "gpu.findings",
+            Some(g.findings.len() as f64),
+            Unit::Count,
+            Better::Lower,
+        ));
+        metrics.push(m(
+            "gpu.pipeline_hidden",
+            g.pipeline_hidden,
+            Unit::Fraction,
+            Better::Higher,
+        ));
+    }
+    metrics
 }
 
 /// Whether a baseline metric can act as a gate at a tolerance.
