@@ -9,6 +9,8 @@ mod common;
 
 use std::path::Path;
 
+use overlap_instrument::schema::{Event, GpuEvent, GpuOp, Nanos, Op};
+
 use overlap_tui::app::Input;
 use overlap_tui::{App, Run};
 use ratatui::backend::TestBackend;
@@ -204,4 +206,68 @@ fn the_mouse_selects_zooms_and_drags() {
     let (x, _, _) = app.geometry.tabs[1];
     mouse(&mut app, MouseEventKind::Down(MouseButton::Left), x + 1, 0);
     assert_eq!(app.view, overlap_tui::View::Waits);
+}
+
+/// A GPU device operation or host wait on device 0 (a D2H's host side is `dst`, an
+/// H2D's `src`).
+fn gpu(op: GpuOp, stream: u32, times: (u64, u64, u64), host: u64, packet: u32) -> Event {
+    let (src, dst) = match op {
+        GpuOp::CopyD2H => (0x10_0000, host),
+        _ => (host, 0x20_0000),
+    };
+    Event::Gpu(GpuEvent {
+        tid: 0,
+        op,
+        device: 0,
+        stream,
+        issued: Nanos(times.0),
+        start: Nanos(times.1),
+        end: Nanos(times.2),
+        bytes: 100,
+        src,
+        dst,
+        packet: (op != GpuOp::HostWait).then_some(packet),
+        name: String::new(),
+        clock_error: Nanos(0),
+    })
+}
+
+#[test]
+fn the_summary_shows_the_gpu_findings() {
+    use common::{complete, irecv, isend, with_buf};
+    // Rank 0 waits on its whole copy stream before sending packet 0, whose copy ended
+    // at 110: held until 215 (the bulk order of analyzer/tests/gpu.rs).
+    let sender = vec![
+        gpu(GpuOp::CopyD2H, 1, (5, 10, 110), 0xA000, 0),
+        gpu(GpuOp::CopyD2H, 1, (6, 110, 210), 0xB000, 1),
+        gpu(GpuOp::HostWait, 1, (7, 10, 215), 0, 0),
+        with_buf(isend(220, 230, 1, 0, 100, 1), 0xA000),
+        with_buf(isend(235, 245, 1, 1, 100, 2), 0xB000),
+        complete(Op::Waitall, 250, 400, &[(1, None), (2, None)]),
+    ];
+    let receiver = vec![
+        with_buf(irecv(0, 10, 0, 0, 100, 1), 0xC000),
+        with_buf(irecv(12, 20, 0, 1, 100, 2), 0xD000),
+        complete(
+            Op::Waitall,
+            320,
+            420,
+            &[(1, Some((0, 0))), (2, Some((0, 1)))],
+        ),
+        gpu(GpuOp::CopyH2D, 2, (430, 440, 540), 0xC000, 0),
+        gpu(GpuOp::CopyH2D, 2, (435, 540, 640), 0xD000, 1),
+    ];
+    let trace = common::run(vec![sender, receiver]);
+    let mut app = App::new(vec![Run::new("gpu".into(), trace, &Default::default())]);
+    keys(&mut app, "4");
+    let text = format!("{}", draw(&mut app, 160, 60).backend());
+    assert!(text.contains("GPU (backend not recorded"), "{text}");
+    assert!(
+        text.contains("2 staging chains (2 with both copies)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("serialized staging on rank 0: 105 ns (1 of 2)"),
+        "{text}"
+    );
 }

@@ -147,8 +147,66 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
             Style::new().fg(Color::Red),
         ));
     }
+    if let Some(g) = &r.gpu {
+        gpu_lines(&mut lines, g);
+    }
     let max_scroll = (lines.len() as u16).saturating_sub(area.height.saturating_sub(2));
     app.summary_scroll = app.summary_scroll.min(max_scroll);
     let para = panel(" Summary ", lines).scroll((app.summary_scroll, 0));
     frame.render_widget(para, area);
+}
+
+/// The GPU block: backend, staging chains, and the findings (the report's `gpu`).
+fn gpu_lines(lines: &mut Vec<Line<'static>>, g: &overlap_analyzer::gpu::GpuReport) {
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        format!(
+            "GPU ({}, device times within {})",
+            g.backend
+                .as_deref()
+                .map_or("backend not recorded".to_string(), |b| format!(
+                    "backend {}",
+                    clean(b)
+                )),
+            duration(g.clock_error_ns)
+        ),
+        bold(),
+    ));
+    let step = |v: Option<u64>| v.map_or("unknown".to_string(), duration);
+    let m = &g.chains.mean;
+    lines.push(Line::raw(format!(
+        "{} staging chains ({} with both copies); mean D2H {}, wait until send {}, transfer {}, \
+         wait until H2D {}, H2D {}",
+        g.chains.count,
+        g.chains.complete,
+        step(m.d2h_ns),
+        step(m.wait_send_ns),
+        step(m.transfer_ns),
+        step(m.wait_h2d_ns),
+        step(m.h2d_ns)
+    )));
+    lines.push(Line::raw(format!(
+        "the compute hid {} of the pipeline",
+        g.pipeline_hidden
+            .map_or("unknown".to_string(), |f| format!("{:.0}%", f * 100.0))
+    )));
+    if g.findings.is_empty() {
+        lines.push(Line::styled(
+            "no GPU finding",
+            Style::new().fg(Color::Green),
+        ));
+    }
+    for f in &g.findings {
+        lines.push(Line::styled(
+            format!(
+                "{} on rank {}: {} ({} of {})",
+                f.kind.title(),
+                f.rank,
+                duration(f.lost_ns),
+                f.instances,
+                f.of
+            ),
+            Style::new().fg(Color::Red),
+        ));
+    }
 }
