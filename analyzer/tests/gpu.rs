@@ -343,3 +343,31 @@ fn the_gate_has_gpu_metrics_only_for_gpu_runs() {
     ]);
     assert!(names(&plain).is_empty());
 }
+
+#[test]
+fn diff_of_bulk_and_pipelined_shows_the_staging_won_back() {
+    let report = |sender| metrics::analyze(&run(vec![sender, receiver()]), &Default::default()).0;
+    let rows =
+        overlap_analyzer::check::diff::diff(&report(bulk_sender()), &report(pipelined_sender()));
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r.name == name)
+            .map(|r| (r.a, r.b))
+            .unwrap_or_else(|| panic!("no row {name}"))
+    };
+    assert_eq!(row("gpu.serialized_staging"), (Some(105.0), Some(0.0)));
+    assert_eq!(
+        row("gpu.host_blocked_on_copies"),
+        (Some(205.0), Some(102.0))
+    );
+    let plain = metrics::analyze(
+        &run(vec![
+            vec![with_buf(isend(0, 10, 1, 0, 8, 1), 0xA000)],
+            vec![recv(0, 20, 0, 0, 8)],
+        ]),
+        &Default::default(),
+    )
+    .0;
+    let rows = overlap_analyzer::check::diff::diff(&plain, &plain);
+    assert!(rows.iter().all(|r| !r.name.starts_with("gpu.")));
+}

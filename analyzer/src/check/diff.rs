@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::metrics::Unit;
+use crate::gpu::GpuFindingKind;
 use crate::metrics::{Report, WaitKind};
 use crate::report::duration;
 
@@ -26,6 +27,8 @@ pub struct DiffRow {
 
 /// Two runs side by side.
 pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
+    // The GPU rows when either run has GPU work (unknown on the side without).
+    let gpu = a.gpu.is_some() || b.gpu.is_some();
     let rows = |r: &Report| -> Vec<(String, Option<f64>, Unit)> {
         let mut v = vec![
             (
@@ -91,6 +94,41 @@ pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
             ("pop.transfer_efficiency", p.transfer_efficiency),
         ] {
             v.push((n.into(), x, Unit::Fraction));
+        }
+        if gpu {
+            let g = r.gpu.as_ref();
+            let lost = |k: GpuFindingKind| {
+                g.map(|g| {
+                    g.findings
+                        .iter()
+                        .filter(|f| f.kind == k)
+                        .map(|f| f.lost_ns)
+                        .sum::<u64>() as f64
+                })
+            };
+            v.push((
+                "gpu.findings".into(),
+                g.map(|g| g.findings.len() as f64),
+                Unit::Count,
+            ));
+            for k in [
+                GpuFindingKind::SerializedStaging,
+                GpuFindingKind::GpuIdleWhileHostWaits,
+                GpuFindingKind::HostBlockedOnCopies,
+                GpuFindingKind::CopiesSerializedWithMpi,
+            ] {
+                v.push((format!("gpu.{}", k.key()), lost(k), Unit::Nanos));
+            }
+            v.push((
+                "gpu.chain_mean_total".into(),
+                g.and_then(|g| g.chains.mean.total_ns).map(|n| n as f64),
+                Unit::Nanos,
+            ));
+            v.push((
+                "gpu.pipeline_hidden".into(),
+                g.and_then(|g| g.pipeline_hidden),
+                Unit::Fraction,
+            ));
         }
         v
     };

@@ -39,6 +39,16 @@ pub enum GpuFindingKind {
 }
 
 impl GpuFindingKind {
+    /// The key in JSON and in `overlap diff`.
+    pub fn key(self) -> &'static str {
+        match self {
+            GpuFindingKind::SerializedStaging => "serialized_staging",
+            GpuFindingKind::GpuIdleWhileHostWaits => "gpu_idle_while_host_waits",
+            GpuFindingKind::HostBlockedOnCopies => "host_blocked_on_copies",
+            GpuFindingKind::CopiesSerializedWithMpi => "copies_serialized_with_mpi",
+        }
+    }
+
     /// The title shown.
     pub fn title(self) -> &'static str {
         match self {
