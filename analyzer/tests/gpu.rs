@@ -371,3 +371,46 @@ fn diff_of_bulk_and_pipelined_shows_the_staging_won_back() {
     let rows = overlap_analyzer::check::diff::diff(&plain, &plain);
     assert!(rows.iter().all(|r| !r.name.starts_with("gpu.")));
 }
+
+#[test]
+fn a_gpu_runtime_without_recorded_gpu_work_leaves_the_verdicts_unknown() {
+    use overlap_instrument::schema::ParamValue;
+    let traces = |maps: &str| {
+        let traces = [
+            vec![with_buf(isend(0, 10, 1, 0, 8, 1), 0xA000)],
+            vec![recv(0, 20, 0, 0, 8)],
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(r, events)| {
+            let mut h = header(r as u32, 2, 0, "one-clock");
+            h.params
+                .insert("code_maps".into(), ParamValue::Text(maps.to_string()));
+            rank_trace(h, vec![sync(SyncPhase::Init, 0, 0, 0)], events)
+        })
+        .collect();
+        overlap_analyzer::merge::merge(traces).to_trace(std::path::Path::new("t.json"))
+    };
+    let cuda = traces(
+        "55d0-55e0 00000000 /home/u/app\n7f00-7f10 00001000 /usr/local/cuda/lib64/libcudart.so.12.4.127",
+    );
+    let (report, _) = metrics::analyze(&cuda, &Default::default());
+    assert!(report.gpu.is_none());
+    let g = report
+        .run
+        .gpu_unrecorded
+        .as_ref()
+        .expect("the runtime is named");
+    assert_eq!((g.rank, g.library.as_str()), (0, "libcudart.so.12.4.127"));
+    let text = overlap_analyzer::report::render(&report, Default::default());
+    assert!(
+        text.contains("GPU work not recorded: rank 0 loaded libcudart.so.12.4.127"),
+        "{text}"
+    );
+    let plain = traces("55d0-55e0 00000000 /home/u/app\n7f00-7f10 00001000 /lib/libc.so.6");
+    assert!(metrics::analyze(&plain, &Default::default())
+        .0
+        .run
+        .gpu_unrecorded
+        .is_none());
+}

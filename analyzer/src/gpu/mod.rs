@@ -285,6 +285,49 @@ pub fn analyze(trace: &Trace) -> Option<(GpuReport, Vec<ChainRow>)> {
     Some((report, rows))
 }
 
+/// File names of GPU runtimes and drivers: a process that mapped one of these ran (or
+/// could run) GPU work.
+const GPU_RUNTIMES: [&str; 7] = [
+    "libcuda.so",
+    "libcudart.so",
+    "libamdhip64.so",
+    "libhsa-runtime64.so",
+    "libze_loader.so",
+    "libsycl.so",
+    "libOpenCL.so",
+];
+
+/// A GPU runtime loaded by a rank whose GPU work was not recorded.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct UnrecordedRuntime {
+    /// The first rank found with it.
+    pub rank: u32,
+    /// The library's file name (`libcudart.so.12`).
+    pub library: String,
+}
+
+/// A GPU runtime a rank had loaded though no rank recorded GPU work (the preload records
+/// MPI only): the rank and the library's file name. Found in the executable mappings the
+/// preload lists in each rank's header (`code_maps`).
+pub fn unrecorded_runtime(trace: &Trace) -> Option<UnrecordedRuntime> {
+    if trace.ranks.iter().any(|t| !t.gpu.is_empty()) {
+        return None;
+    }
+    trace.info.ranks.iter().find_map(|r| {
+        let maps = r.code_maps.as_deref()?;
+        maps.lines().find_map(|line| {
+            let file = line.rsplit('/').next()?;
+            GPU_RUNTIMES
+                .iter()
+                .any(|lib| file.starts_with(lib))
+                .then(|| UnrecordedRuntime {
+                    rank: r.rank,
+                    library: file.to_string(),
+                })
+        })
+    })
+}
+
 /// Means, maxima and the worst complete chains.
 fn summarize(rows: &[ChainRow]) -> ChainSummary {
     let step = |f: fn(&Breakdown) -> Option<u64>| {

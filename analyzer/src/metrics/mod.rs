@@ -167,6 +167,10 @@ pub struct RunInfo {
     /// Where the compute every figure uses comes from: `spans` (recorded), `gaps`
     /// (inferred from the time between MPI calls) or `both` ([`crate::compute`]).
     pub compute_source: ComputeSource,
+    /// A GPU runtime a rank loaded though no GPU work was recorded (a program traced
+    /// through the preload, which records MPI only): the GPU verdicts are unknown, not
+    /// clean. Null when GPU work was recorded or no runtime was seen.
+    pub gpu_unrecorded: Option<crate::gpu::UnrecordedRuntime>,
 }
 
 /// Everything `overlap analyze` reports. Field names are the stable JSON keys.
@@ -312,6 +316,7 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         unmatched_sends: info.unmatched_sends,
         unmatched_receives: info.unmatched_receives,
         compute_source: trace.compute_source(),
+        gpu_unrecorded: crate::gpu::unrecorded_runtime(trace),
     };
     let (gpu, chains) = {
         let _s = tracing::info_span!("gpu").entered();

@@ -120,6 +120,14 @@ pub fn render(r: &Report, style: Style) -> String {
             }
         );
     }
+    if let Some(g) = &run.gpu_unrecorded {
+        let _ = writeln!(
+            o,
+            "  GPU work not recorded: rank {} loaded {}, but the trace holds no copy or kernel \
+             (the preload records MPI only): the GPU verdicts are unknown",
+            g.rank, g.library
+        );
+    }
     if run.unmatched_sends + run.unmatched_receives > 0 {
         let _ = writeln!(
             o,

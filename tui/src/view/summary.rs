@@ -150,6 +150,17 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     if let Some(g) = &r.gpu {
         gpu_lines(&mut lines, g);
     }
+    if let Some(g) = &r.run.gpu_unrecorded {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(
+            format!(
+                "GPU work not recorded: rank {} loaded {}; the GPU verdicts are unknown",
+                g.rank,
+                clean(&g.library)
+            ),
+            Style::new().fg(Color::Yellow),
+        ));
+    }
     let max_scroll = (lines.len() as u16).saturating_sub(area.height.saturating_sub(2));
     app.summary_scroll = app.summary_scroll.min(max_scroll);
     let para = panel(" Summary ", lines).scroll((app.summary_scroll, 0));
