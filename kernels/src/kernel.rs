@@ -106,6 +106,32 @@ pub enum KernelError {
         /// Global cell it should hold.
         global: [usize; 3],
     },
+    /// A halo packet of the GPU pipeline failed its checksum after its copy to the
+    /// device.
+    #[error(
+        "packet {packet} (tag {tag}, from rank {from}), iteration {iteration}: checksum \
+         mismatch on the device after its copy (trailer {trailer:#018x}, payload checks to \
+         {computed:#018x} with the packet's salt): transposed or corrupt; {carries}"
+    )]
+    CorruptPacket {
+        /// The packet's index.
+        packet: u32,
+        /// Its MPI tag.
+        tag: i32,
+        /// The rank it came from (this rank for a device-to-device copy).
+        from: i32,
+        /// The iteration.
+        iteration: u64,
+        /// The checksum its trailer holds.
+        trailer: u64,
+        /// The checksum its payload gives with its salt.
+        computed: u64,
+        /// What its contents check as.
+        carries: String,
+    },
+    /// The GPU pipeline's device failed.
+    #[error("{0}")]
+    Gpu(String),
     /// Options that cannot run.
     #[error("invalid option: {0}")]
     InvalidOption(String),

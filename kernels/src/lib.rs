@@ -16,12 +16,17 @@
 //! - [`pingpong`], [`sync`], [`halo3d`]: the micro-benchmark suite (latency and
 //!   bandwidth per message size, synchronisation overhead, 3-D halo swaps), whose
 //!   figures [`stats`] makes stable and [`results`] prints and saves.
+//! - [`gpu_pipeline`]: halo packets staged through pinned host memory between GPUs,
+//!   pipelined packet by packet or in bulk, on CUDA or on host threads standing in for
+//!   streams (feature `cuda` for the former), every packet checksummed.
 
 pub mod args;
 pub mod options;
 
 #[cfg(feature = "mpi")]
 pub mod false_overlap;
+#[cfg(feature = "mpi")]
+pub mod gpu_pipeline;
 #[cfg(feature = "mpi")]
 pub mod halo3d;
 #[cfg(feature = "mpi")]

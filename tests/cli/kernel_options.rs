@@ -10,7 +10,14 @@ use overlap_kernels::options::{false_overlap, halo3d, pingpong, sync, toeplitz};
 
 use crate::util::{kernels_bin, mpi_lock, overlap, overlap_bin};
 
-const KERNELS: [&str; 5] = ["false-overlap", "toeplitz", "pingpong", "sync", "halo3d"];
+const KERNELS: [&str; 6] = [
+    "false-overlap",
+    "toeplitz",
+    "pingpong",
+    "sync",
+    "halo3d",
+    "gpu-pipeline",
+];
 
 /// `--flag` -> its default ("" when it has none), from a help text.
 fn defaults_in_help(help: &str) -> BTreeMap<String, String> {

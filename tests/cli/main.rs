@@ -6,6 +6,7 @@ mod buffers;
 mod crash;
 mod failures;
 mod gate;
+mod gpu_pipeline;
 mod hang;
 mod identity;
 mod kernel_options;

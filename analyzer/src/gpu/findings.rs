@@ -158,7 +158,7 @@ pub fn idle_while_waiting(t: &Timeline) -> ((u64, u64), Option<GpuFinding>) {
              operation ran for {} of it, {} of the rank's {}",
             duration(blocked_ns),
             duration(idle),
-            crate::report::share(idle, run),
+            crate::report::share(idle, run).trim(),
             duration(run)
         )],
         suggestion: "launch independent device work (the interior compute) before blocking, \
@@ -274,7 +274,7 @@ pub fn copies_vs_messages(trace: &Trace, t: &Timeline) -> ((u64, u64), Option<Gp
              of it ({})",
             duration(copy_ns),
             duration(serial),
-            crate::report::share(serial, copy_ns)
+            crate::report::share(serial, copy_ns).trim()
         )],
         suggestion: "split the halo into packets and pipeline them: copy packet i+1 while \
                      packet i is on the wire, and copy each received packet while the others \

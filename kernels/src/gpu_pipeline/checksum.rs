@@ -31,8 +31,8 @@ pub fn salt(packet: u32, tag: i32) -> u64 {
 /// One word's term of the checksum.
 #[inline]
 pub fn mix(word: u64, position: u64, salt: u64) -> u64 {
-    let x = (word ^ salt.wrapping_mul(K_SALT) ^ position.wrapping_mul(K_POS))
-        .wrapping_mul(FNV_PRIME);
+    let x =
+        (word ^ salt.wrapping_mul(K_SALT) ^ position.wrapping_mul(K_POS)).wrapping_mul(FNV_PRIME);
     x.rotate_left(31) ^ (x >> 29)
 }
 
@@ -45,10 +45,9 @@ pub fn finish(sum: u64, salt: u64) -> u64 {
 
 /// The salted checksum of `payload`.
 pub fn checksum(payload: &[u64], salt: u64) -> u64 {
-    let sum = payload
-        .iter()
-        .enumerate()
-        .fold(0u64, |acc, (i, &w)| acc.wrapping_add(mix(w, i as u64, salt)));
+    let sum = payload.iter().enumerate().fold(0u64, |acc, (i, &w)| {
+        acc.wrapping_add(mix(w, i as u64, salt))
+    });
     finish(sum, salt)
 }
 

@@ -61,14 +61,16 @@ pub struct Layout {
 
 /// Why a packet size cannot be used, naming the option.
 pub fn check_packet_bytes(bytes: usize) -> Result<(), String> {
-    if bytes < MIN_PACKET_BYTES || bytes % 8 != 0 {
+    if bytes < MIN_PACKET_BYTES || !bytes.is_multiple_of(8) {
         return Err(format!(
             "--packet-bytes: {bytes} is not a multiple of 8 bytes of at least \
              {MIN_PACKET_BYTES} (a payload word and the checksum trailer)"
         ));
     }
     if i32::try_from(bytes).is_err() {
-        return Err(format!("--packet-bytes: {bytes} is more than MPI's count allows"));
+        return Err(format!(
+            "--packet-bytes: {bytes} is more than MPI's count allows"
+        ));
     }
     Ok(())
 }
@@ -142,6 +144,7 @@ impl Layout {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
@@ -167,7 +170,11 @@ mod tests {
         let local: Vec<u32> = l.local().map(|p| p.index).collect();
         assert_eq!(local, [2, 3, 4, 5], "y and z wrap onto the rank itself");
         let remote: Vec<(u32, i32, i32)> = l.remote().map(|p| (p.index, p.to, p.from)).collect();
-        assert_eq!(remote, [(0, 0, 0), (1, 0, 0)], "both x packets to and from rank 0");
+        assert_eq!(
+            remote,
+            [(0, 0, 0), (1, 0, 0)],
+            "both x packets to and from rank 0"
+        );
     }
 
     #[test]
@@ -181,7 +188,9 @@ mod tests {
     #[test]
     fn packet_sizes_are_checked() {
         assert!(check_packet_bytes(16).is_ok());
-        assert!(check_packet_bytes(12).unwrap_err().contains("--packet-bytes: 12"));
+        assert!(check_packet_bytes(12)
+            .unwrap_err()
+            .contains("--packet-bytes: 12"));
         assert!(check_packet_bytes(8).is_err());
         assert!(check_packet_bytes(1 << 31).is_err());
     }

@@ -19,6 +19,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use overlap_instrument::mpi::{TraceConfig, TraceSession};
 use overlap_instrument::schema::CommId;
 use overlap_kernels::false_overlap::FalseOverlap;
+use overlap_kernels::gpu_pipeline::{self, GpuPipeline};
 use overlap_kernels::halo3d::{self, Halo3d};
 use overlap_kernels::pingpong::{self, Pingpong};
 use overlap_kernels::results::{self, write_json};
@@ -265,6 +266,31 @@ fn run(world: &SimpleCommunicator, args: &Cli) -> Result<bool, ExitCode> {
                 &options.stability,
                 &r,
             ))
+        }
+        Kernels::GpuPipeline(run) => {
+            // The rank's place on its node picks its GPU among the node's.
+            let local_rank = world.split_shared(rank).rank() as usize;
+            let chosen = GpuPipeline::new(run.kernel.options.clone(), local_rank);
+            // A backend that cannot run on some rank ends the job on every rank, cleanly.
+            let mut all_ok = 0i32;
+            world.all_reduce_into(
+                &i32::from(chosen.is_ok()),
+                &mut all_ok,
+                SystemOperation::min(),
+            );
+            let k = match chosen {
+                Ok(k) if all_ok == 1 => k,
+                Ok(_) => return Err(ExitCode::from(2)),
+                Err(why) => {
+                    eprintln!("rank {rank}: error: {why}");
+                    return Err(ExitCode::from(2));
+                }
+            };
+            let r = traced(world, args, &k)?;
+            if rank == 0 {
+                println!("{}", gpu_pipeline::summary(&k, ranks, &r));
+            }
+            Ok(true)
         }
     }
 }
