@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use overlap_analyzer::gpu::GpuFindingKind;
 use overlap_analyzer::import::read_merged;
 use overlap_instrument::schema::{
     stream_tid, Event, GpuOp, ParamValue, ALL_STREAMS, GPU_BACKEND_PARAM,
@@ -107,6 +108,34 @@ fn check(ranks: u32, variant: &str, chunks: u32) {
         assert!(waits > 0, "rank {rank}: host waits recorded");
     }
 
+    // The analysis: every message is a whole staging chain; bulk's sends waited for all
+    // the copies (serialized staging on every rank), pipelined's never did.
+    let loaded = overlap_analyzer::import::load(&out, &mut |_, _| {}).expect("loads");
+    let (report, _) = overlap_analyzer::metrics::analyze(&loaded.trace, &Default::default());
+    let g = report.gpu.as_ref().expect("the run has a gpu section");
+    assert_eq!(g.backend.as_deref(), Some("host-emulated"));
+    assert_eq!(
+        g.chains.count, report.run.messages,
+        "every message is staged"
+    );
+    assert_eq!(
+        g.chains.complete, g.chains.count,
+        "both copies of every chain"
+    );
+    let serialized: Vec<u32> = g
+        .findings
+        .iter()
+        .filter(|f| f.kind == GpuFindingKind::SerializedStaging)
+        .map(|f| f.rank)
+        .collect();
+    if variant == "bulk" {
+        let mut sorted = serialized.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..ranks).collect::<Vec<_>>(), "{:#?}", g.findings);
+    } else {
+        assert!(serialized.is_empty(), "{:#?}", g.findings);
+    }
+
     // The wire: copies on their stream's track, chained to MPI by address.
     let json: Value =
         serde_json::from_str(&std::fs::read_to_string(&out).expect("trace")).expect("JSON");
@@ -160,6 +189,17 @@ fn check(ranks: u32, variant: &str, chunks: u32) {
             );
             assert_eq!(a["bytes"].as_u64(), Some(bytes));
         }
+        let flows = |ph: &str| {
+            events
+                .iter()
+                .filter(|e| e["pid"] == rank && e["cat"] == "gpu_chain" && e["ph"] == ph)
+                .count()
+        };
+        // Each Isend's D2H flows into it; each received packet's completion into its H2D.
+        assert_eq!(
+            flows("f") + flows("s"),
+            2 * (on("MPI_Isend").len() + on("MPI_Irecv").len())
+        );
         for irecv in on("MPI_Irecv") {
             let a = &irecv["args"];
             let packet = a["tag"].as_u64().expect("tag") - 500;
