@@ -29,10 +29,20 @@ demo: build
 	@echo "The reordering overlap suggests for naive, set against the fixed run:"
 	./target/release/overlap suggest $(DEMO_DIR)/false-overlap-naive.json --confirm $(DEMO_DIR)/false-overlap-fixed.json
 	@echo
+	@echo "GPU halo packets staged through pinned host memory, bulk then pipelined (the cuda"
+	@echo "backend where libcuda, NVRTC and a GPU are present, else host-emulated):"
+	./target/release/overlap run gpu-pipeline --ranks 2 --variant bulk --iters 5 --out $(DEMO_DIR)/gpu-pipeline-bulk.json
+	@echo
+	./target/release/overlap run gpu-pipeline --ranks 2 --variant pipelined --iters 5 --out $(DEMO_DIR)/gpu-pipeline-pipelined.json
+	@echo
+	./target/release/overlap diff $(DEMO_DIR)/gpu-pipeline-bulk.json $(DEMO_DIR)/gpu-pipeline-pipelined.json
+	@echo
 	@echo "Open the traces in Perfetto: go to https://ui.perfetto.dev, choose 'Open trace file'"
 	@echo "and pick $(DEMO_DIR)/false-overlap-naive.json, then $(DEMO_DIR)/false-overlap-fixed.json."
 	@echo "Each rank is a process; click an MPI_Isend to follow its arrow to the call that"
 	@echo "completed the receive. Nothing leaves your machine: the UI runs in the browser."
+	@echo "In the gpu-pipeline traces each rank has a track per GPU stream; click a D2H to"
+	@echo "follow its packet: D2H -> MPI_Isend -> the receive's completion -> H2D."
 	@echo "Or explore them here, in the terminal (? lists the keys, q quits):"
 	@echo "  ./target/release/overlap tui $(DEMO_DIR)/false-overlap-naive.json $(DEMO_DIR)/false-overlap-fixed.json"
 

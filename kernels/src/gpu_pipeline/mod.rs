@@ -95,6 +95,9 @@ pub struct GpuReport {
     pub backend: &'static str,
     /// The device (rank 0's).
     pub device: String,
+    /// Why this backend (rank 0's): the device found, or why `auto` fell back to the
+    /// host.
+    pub why: String,
     /// The grid of ranks.
     pub grid: [i32; 3],
     /// Packets per rank per exchange.
@@ -152,6 +155,7 @@ impl Kernel for GpuPipeline {
             text(self.selection.backend.name()),
         );
         p.insert("device".into(), text(&self.selection.device));
+        p.insert("backend_reason".into(), text(&self.selection.why));
         p.insert("chunks".into(), ParamValue::Int(i64::from(o.chunks)));
         p.insert("iterations".into(), ParamValue::Int(o.iterations as i64));
         let sizes: Vec<String> = o.sizes().iter().map(usize::to_string).collect();
@@ -191,6 +195,7 @@ impl Kernel for GpuPipeline {
         let mut report = GpuReport {
             backend: self.selection.backend.name(),
             device: self.selection.device.clone(),
+            why: self.selection.why.clone(),
             grid: layout.dims,
             packets: layout.packets.len(),
             remote: layout.remote().count(),
@@ -249,11 +254,12 @@ pub fn summary(k: &GpuPipeline, ranks: i32, r: &GpuReport) -> String {
     use crate::results::{bytes, rate, seconds};
     let o = &k.options;
     let head = format!(
-        "gpu-pipeline ({}, {} backend: {}): {ranks} ranks, grid {}x{}x{}, {} packets per \
-         rank per exchange ({} through MPI on rank 0, the rest device-to-device)",
+        "gpu-pipeline ({}, {} backend on {}: {}): {ranks} ranks, grid {}x{}x{}, {} packets \
+         per rank per exchange ({} through MPI on rank 0, the rest device-to-device)",
         o.variant.name(),
         r.backend,
         r.device,
+        r.why,
         r.grid[0],
         r.grid[1],
         r.grid[2],

@@ -22,7 +22,7 @@ fn host(why: impl Into<String>) -> Selection {
     Selection {
         backend: Backend::HostEmulated,
         ordinal: 0,
-        device: "host".into(),
+        device: "host threads".into(),
         why: why.into(),
     }
 }
