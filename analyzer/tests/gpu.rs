@@ -414,3 +414,32 @@ fn a_gpu_runtime_without_recorded_gpu_work_leaves_the_verdicts_unknown() {
         .gpu_unrecorded
         .is_none());
 }
+
+#[test]
+fn the_gpu_chains_table_has_a_row_per_chain_with_unknown_steps_null() {
+    use overlap_analyzer::tables::{tables, write_tables, TableFormat};
+    // Rank 1 records no H2D for packet 1: its chain's last two steps are unknown.
+    let mut recv = receiver();
+    recv.remove(6);
+    let trace = run(vec![bulk_sender(), recv]);
+    let (report, details) = metrics::analyze(&trace, &Default::default());
+    let mut all = tables(&trace, &report, &details).expect("tables");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let written = write_tables(&mut all, dir.path(), TableFormat::Csv).expect("written");
+    let chains = written
+        .iter()
+        .find(|p| p.ends_with("gpu_chains.csv"))
+        .expect("a gpu_chains table");
+    let text = std::fs::read_to_string(chains).expect("read");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "message,from,to,tag,packet,bytes,start_ns,d2h_ns,wait_send_ns,transfer_ns,wait_h2d_ns,h2d_ns,total_ns"
+    );
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines.contains(&"1,0,1,0,0,100,5,105,110,200,10,110,535"),
+        "{text}"
+    );
+    assert!(lines.contains(&"2,0,1,1,1,100,6,204,25,185,,,"), "{text}");
+}
