@@ -20,7 +20,9 @@
 //! A chain needs at least one of the two copies; a side without one is unknown in the
 //! breakdown, never zero.
 
-use overlap_format::schema::{GpuEvent, GpuOp, Nanos, Op};
+use std::collections::BTreeMap;
+
+use overlap_format::schema::{GpuOp, Nanos, Op};
 
 use crate::model::{EventRef, Message, Timeline};
 
@@ -101,17 +103,6 @@ impl ChainTimes {
     }
 }
 
-/// True when the host range of `copy` (its destination for a D2H, its source for an
-/// H2D) holds `addr`.
-fn holds(copy: &GpuEvent, addr: u64) -> bool {
-    let base = if copy.op == GpuOp::CopyD2H {
-        copy.dst
-    } else {
-        copy.src
-    };
-    base != 0 && addr >= base && addr < base.saturating_add(copy.bytes.max(1))
-}
-
 /// The send buffer's address of the call at `at`.
 fn send_buffer(t: &Timeline, at: usize) -> Option<u64> {
     let (_, call) = t.call(at)?;
@@ -127,52 +118,100 @@ fn recv_buffer(t: &Timeline, at: usize) -> Option<u64> {
     call.buf.map(|b| b.addr)
 }
 
-/// The sender's copy: the last D2H enqueued at or before `send_start` holding `addr`.
-pub fn copy_before(t: &Timeline, addr: u64, send_start: Nanos) -> Option<usize> {
-    t.gpu
-        .iter()
-        .enumerate()
-        .filter(|(_, g)| g.op == GpuOp::CopyD2H && g.issued <= send_start && holds(g, addr))
-        .max_by_key(|(i, g)| (g.issued, *i))
-        .map(|(i, _)| i)
+/// A rank's copies of one direction by the host range they touch (a D2H's destination,
+/// an H2D's source), each range's copies by the time they were enqueued: a lookup costs
+/// a few ranges and a binary search, not a scan of the rank's GPU work.
+#[derive(Debug, Default)]
+pub struct CopyIndex {
+    /// (host base, bytes) -> (issued, index in the timeline's `gpu`), by issued.
+    ranges: BTreeMap<(u64, u64), Vec<(Nanos, usize)>>,
+    /// The longest range, bytes.
+    longest: u64,
 }
 
-/// The receiver's copy: the first H2D enqueued at or after `from` holding `addr`.
-pub fn copy_after(t: &Timeline, addr: u64, from: Nanos) -> Option<usize> {
-    t.gpu
-        .iter()
-        .enumerate()
-        .filter(|(_, g)| g.op == GpuOp::CopyH2D && g.issued >= from && holds(g, addr))
-        .min_by_key(|(i, g)| (g.issued, *i))
-        .map(|(i, _)| i)
+impl CopyIndex {
+    /// The index of `t`'s copies of direction `op` (D2H or H2D) with a known host
+    /// address.
+    pub fn new(t: &Timeline, op: GpuOp) -> CopyIndex {
+        let mut index = CopyIndex::default();
+        for (i, g) in t.gpu.iter().enumerate().filter(|(_, g)| g.op == op) {
+            let base = if op == GpuOp::CopyD2H { g.dst } else { g.src };
+            if base == 0 {
+                continue;
+            }
+            let bytes = g.bytes.max(1);
+            index.longest = index.longest.max(bytes);
+            index
+                .ranges
+                .entry((base, bytes))
+                .or_default()
+                .push((g.issued, i));
+        }
+        for copies in index.ranges.values_mut() {
+            copies.sort_unstable();
+        }
+        index
+    }
+
+    /// The copies' lists whose range holds `addr`.
+    fn holding(&self, addr: u64) -> impl Iterator<Item = &Vec<(Nanos, usize)>> {
+        let lowest = addr.saturating_sub(self.longest.saturating_sub(1));
+        self.ranges
+            .range((lowest, 0)..=(addr, u64::MAX))
+            .filter(move |((base, bytes), _)| addr < base.saturating_add(*bytes))
+            .map(|(_, copies)| copies)
+    }
+
+    /// The last copy enqueued at or before `at` whose range holds `addr`.
+    pub fn last_before(&self, addr: u64, at: Nanos) -> Option<usize> {
+        self.holding(addr)
+            .filter_map(|c| c[..c.partition_point(|x| x.0 <= at)].last().copied())
+            .max()
+            .map(|(_, i)| i)
+    }
+
+    /// The first copy enqueued at or after `at` whose range holds `addr`.
+    pub fn first_after(&self, addr: u64, at: Nanos) -> Option<usize> {
+        self.holding(addr)
+            .filter_map(|c| c.get(c.partition_point(|x| x.0 < at)).copied())
+            .min()
+            .map(|(_, i)| i)
+    }
 }
 
 /// Every chain of the run: one per message with a recorded copy on either side, in the
 /// order of the messages. Ranks are sorted by rank.
 pub fn build(ranks: &[Timeline], messages: &[Message]) -> Vec<Chain> {
-    let rank = |r: u32| {
-        ranks
-            .binary_search_by_key(&r, |t| t.rank)
-            .ok()
-            .map(|i| &ranks[i])
-    };
     if ranks.iter().all(|t| t.gpu.is_empty()) {
         return Vec::new();
     }
+    // Each rank's copies indexed once, both directions.
+    let index: Vec<(CopyIndex, CopyIndex)> = ranks
+        .iter()
+        .map(|t| {
+            (
+                CopyIndex::new(t, GpuOp::CopyD2H),
+                CopyIndex::new(t, GpuOp::CopyH2D),
+            )
+        })
+        .collect();
+    let at = |r: u32| ranks.binary_search_by_key(&r, |t| t.rank).ok();
     let mut chains = Vec::new();
     for m in messages {
-        let (Some(st), Some(rt)) = (rank(m.send.rank), rank(m.recv_post.rank)) else {
+        let (Some(si), Some(ri)) = (at(m.send.rank), at(m.recv_post.rank)) else {
             continue;
         };
+        let (st, rt) = (&ranks[si], &ranks[ri]);
         let Some(send) = st.spans.get(m.send.index) else {
             continue;
         };
-        let d2h = send_buffer(st, m.send.index).and_then(|a| copy_before(st, a, send.start));
+        let d2h =
+            send_buffer(st, m.send.index).and_then(|a| index[si].0.last_before(a, send.start));
         let completion = m
             .completion
             .and_then(|c| rt.spans.get(c.index).map(|s| (c, s)));
         let h2d = match (recv_buffer(rt, m.recv_post.index), completion) {
-            (Some(addr), Some((_, done))) => copy_after(rt, addr, done.start),
+            (Some(addr), Some((_, done))) => index[ri].1.first_after(addr, done.start),
             _ => None,
         };
         if d2h.is_none() && h2d.is_none() {

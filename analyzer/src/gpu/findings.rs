@@ -15,9 +15,10 @@
 use overlap_format::schema::{GpuEvent, GpuOp, ALL_STREAMS};
 
 use super::chains::Chain;
+use super::coverage::CopyCoverage;
 use super::intervals::Intervals;
 use super::{GpuFinding, GpuFindingKind};
-use crate::model::{Timeline, Trace, What};
+use crate::model::{EventRef, Timeline, Trace, What};
 use crate::report::duration;
 
 /// Below this share of the rank's run, idle GPU time during host waits is not a finding.
@@ -27,20 +28,90 @@ pub const IDLE_SHARE_FLAGGED: f64 = 0.05;
 /// flagged as serialized with MPI.
 pub const SERIAL_COPY_SHARE_FLAGGED: f64 = 0.5;
 
-/// True when host wait `w` covered device operation `x`: same device, its stream (or the
-/// whole device), enqueued no later than what the wait waited for was marked.
-pub fn covers(w: &GpuEvent, x: &GpuEvent) -> bool {
-    x.op.on_device()
-        && x.device == w.device
-        && (w.stream == ALL_STREAMS || x.stream == w.stream)
-        && x.issued <= w.issued
+/// What the findings of one rank read, each worked out once for the run.
+pub struct RankData<'a> {
+    /// The rank.
+    pub timeline: &'a Timeline,
+    /// The chains it sends.
+    pub sent: Vec<&'a Chain>,
+    /// Its host waits, by end.
+    pub waits: Vec<&'a GpuEvent>,
+    /// Its copies, for what a wait covered.
+    pub coverage: CopyCoverage,
+    /// When it had an MPI request in flight: from the end of each post to the start of
+    /// the call that completed it (or its last event).
+    pub pending: Intervals,
+    /// The windows of the messages it sends or receives: send entry to the exit of the
+    /// call that completed the receive.
+    pub windows: Intervals,
+}
+
+/// Every rank with GPU work, with what its findings read: the messages, requests and
+/// chains are gone through once for the run.
+pub fn rank_data<'a>(trace: &'a Trace, chains: &'a [Chain]) -> Vec<RankData<'a>> {
+    let with_gpu: Vec<&Timeline> = trace.ranks.iter().filter(|t| !t.gpu.is_empty()).collect();
+    let slot = |rank: u32| with_gpu.binary_search_by_key(&rank, |t| t.rank).ok();
+    let mut windows: Vec<Vec<(u64, u64)>> = vec![Vec::new(); with_gpu.len()];
+    let span = |r: EventRef| trace.rank(r.rank)?.spans.get(r.index);
+    for m in &trace.messages {
+        let Some(w) = (|| Some((span(m.send)?.start.0, span(m.completion?)?.end.0)))() else {
+            continue;
+        };
+        let to_self = m.send.rank == m.recv_post.rank;
+        let ranks = [Some(m.send.rank), (!to_self).then_some(m.recv_post.rank)];
+        for i in ranks.into_iter().flatten().filter_map(slot) {
+            windows[i].push(w);
+        }
+    }
+    let mut pending: Vec<Vec<(u64, u64)>> = vec![Vec::new(); with_gpu.len()];
+    let last_end: Vec<Option<u64>> = with_gpu
+        .iter()
+        .map(|t| t.spans.iter().map(|s| s.end.0).max())
+        .collect();
+    for r in &trace.requests {
+        let Some(i) = slot(r.rank) else { continue };
+        let t = with_gpu[i];
+        let Some(post) = t.spans.get(r.post) else {
+            continue;
+        };
+        let end = match r.completion {
+            Some(c) => t.spans.get(c).map(|s| s.start.0),
+            None => last_end[i],
+        };
+        if let Some(end) = end {
+            pending[i].push((post.end.0, end));
+        }
+    }
+    let mut sent: Vec<Vec<&Chain>> = vec![Vec::new(); with_gpu.len()];
+    for c in chains {
+        if let Some(i) = slot(c.from) {
+            sent[i].push(c);
+        }
+    }
+    with_gpu
+        .iter()
+        .zip(windows.into_iter().zip(pending).zip(sent))
+        .map(|(t, ((windows, pending), sent))| {
+            let mut waits: Vec<&GpuEvent> =
+                t.gpu.iter().filter(|g| g.op == GpuOp::HostWait).collect();
+            waits.sort_by_key(|w| (w.end, w.start));
+            RankData {
+                timeline: t,
+                sent,
+                waits,
+                coverage: CopyCoverage::new(t),
+                pending: Intervals::union(pending),
+                windows: Intervals::union(windows),
+            }
+        })
+        .collect()
 }
 
 /// The serialized-staging finding of rank `t`, from the chains it sends.
-pub fn serialized_staging(t: &Timeline, chains: &[Chain]) -> Option<GpuFinding> {
-    let waits: Vec<&GpuEvent> = t.gpu.iter().filter(|g| g.op == GpuOp::HostWait).collect();
+pub fn serialized_staging(r: &RankData<'_>) -> Option<GpuFinding> {
+    let t = r.timeline;
     let (mut instances, mut held_total, mut worst, mut checked) = (0u64, 0u64, None, 0u64);
-    for c in chains.iter().filter(|c| c.from == t.rank) {
+    for c in &r.sent {
         let Some(own) = c.d2h.and_then(|i| t.gpu.get(i)) else {
             continue;
         };
@@ -48,15 +119,12 @@ pub fn serialized_staging(t: &Timeline, chains: &[Chain]) -> Option<GpuFinding> 
         let send = c.times.send;
         // The last host wait before the send that was still going when the own copy
         // ended and covered a copy of another packet ending later than it.
-        let holding = waits
+        let before = r.waits.partition_point(|w| w.end <= send);
+        let holding = r.waits[..before]
             .iter()
-            .filter(|w| w.end <= send && w.end > own.end && w.start < send)
-            .filter(|w| {
-                t.gpu.iter().any(|x| {
-                    x.op.is_copy() && !std::ptr::eq(x, own) && x.end > own.end && covers(w, x)
-                })
-            })
-            .max_by_key(|w| w.end);
+            .rev()
+            .take_while(|w| w.end > own.end)
+            .find(|w| w.start < send && r.coverage.latest_end(w).is_some_and(|end| end > own.end));
         let Some(w) = holding else { continue };
         let held = w.end.0 - w.start.0.max(own.end.0);
         if held <= own.clock_error.0 * 2 {
@@ -65,7 +133,7 @@ pub fn serialized_staging(t: &Timeline, chains: &[Chain]) -> Option<GpuFinding> 
         instances += 1;
         held_total += held;
         if worst.is_none_or(|(h, _, _)| held > h) {
-            worst = Some((held, c, *w));
+            worst = Some((held, *c, *w));
         }
     }
     let (held, c, w) = worst?;
@@ -168,52 +236,29 @@ pub fn idle_while_waiting(t: &Timeline) -> ((u64, u64), Option<GpuFinding>) {
     ((idle, blocked_ns), Some(finding))
 }
 
-/// The times rank `t` had an MPI request in flight: from the end of each post to the
-/// start of the call that completed it.
-fn pending(trace: &Trace, t: &Timeline) -> Intervals {
-    Intervals::union(
-        trace
-            .requests
-            .iter()
-            .filter(|r| r.rank == t.rank)
-            .filter_map(|r| {
-                let post = t.spans.get(r.post)?;
-                let end = match r.completion {
-                    Some(c) => t.spans.get(c)?.start.0,
-                    None => t.spans.iter().map(|s| s.end.0).max()?,
-                };
-                Some((post.end.0, end))
-            }),
-    )
-}
-
-/// The host-blocked-on-copies finding of `t`.
-pub fn blocked_on_copies(trace: &Trace, t: &Timeline) -> Option<GpuFinding> {
-    let pending = pending(trace, t);
+/// The host-blocked-on-copies finding of a rank.
+pub fn blocked_on_copies(r: &RankData<'_>) -> Option<GpuFinding> {
     let (mut instances, mut total, mut worst, mut waits) = (0u64, 0u64, None, 0u64);
-    for w in t.gpu.iter().filter(|g| g.op == GpuOp::HostWait) {
-        let on_copies = t
-            .gpu
-            .iter()
-            .any(|x| x.op.is_copy() && covers(w, x) && x.end > w.start);
+    for w in &r.waits {
+        let on_copies = r.coverage.latest_end(w).is_some_and(|end| end > w.start);
         if !on_copies {
             continue;
         }
         waits += 1;
-        let blocked = pending.covered(w.start.0, w.end.0);
+        let blocked = r.pending.covered(w.start.0, w.end.0);
         if blocked == 0 {
             continue;
         }
         instances += 1;
         total += blocked;
         if worst.is_none_or(|(b, _): (u64, &GpuEvent)| blocked > b) {
-            worst = Some((blocked, w));
+            worst = Some((blocked, *w));
         }
     }
     let (blocked, w) = worst?;
     Some(GpuFinding {
         kind: GpuFindingKind::HostBlockedOnCopies,
-        rank: t.rank,
+        rank: r.timeline.rank,
         instances,
         of: waits,
         lost_ns: total,
@@ -239,25 +284,13 @@ pub fn blocked_on_copies(trace: &Trace, t: &Timeline) -> Option<GpuFinding> {
     })
 }
 
-/// The windows of the messages rank `t` sends or receives: send post to the end of the
-/// call that completed the receive.
-pub fn message_windows(trace: &Trace, rank: u32) -> Intervals {
-    let span = |r: crate::model::EventRef| trace.rank(r.rank)?.spans.get(r.index);
-    Intervals::union(
-        trace
-            .messages
-            .iter()
-            .filter(|m| m.send.rank == rank || m.recv_post.rank == rank)
-            .filter_map(|m| Some((span(m.send)?.start.0, span(m.completion?)?.end.0))),
-    )
-}
-
 /// The copies-serialized-with-MPI figure of `t`: (copy ns, copy ns with a message in
 /// flight), and the finding.
-pub fn copies_vs_messages(trace: &Trace, t: &Timeline) -> ((u64, u64), Option<GpuFinding>) {
+pub fn copies_vs_messages(r: &RankData<'_>) -> ((u64, u64), Option<GpuFinding>) {
+    let t = r.timeline;
     let copies = device_busy(t, |op| matches!(op, GpuOp::CopyD2H | GpuOp::CopyH2D));
     let copy_ns = copies.measure();
-    let overlapped = copies.overlap(&message_windows(trace, t.rank));
+    let overlapped = copies.overlap(&r.windows);
     let serial = copy_ns - overlapped;
     if copy_ns == 0 || (serial as f64) < SERIAL_COPY_SHARE_FLAGGED * copy_ns as f64 {
         return ((copy_ns, overlapped), None);

@@ -8,6 +8,7 @@
 //! report carries.
 
 pub mod chains;
+mod coverage;
 pub mod findings;
 pub mod intervals;
 
@@ -211,7 +212,8 @@ pub fn analyze(trace: &Trace) -> Option<(GpuReport, Vec<ChainRow>)> {
     let chains = chains::build(&trace.ranks, &trace.messages);
     let mut findings = Vec::new();
     let mut ranks = Vec::new();
-    for t in trace.ranks.iter().filter(|t| !t.gpu.is_empty()) {
+    for r in findings::rank_data(trace, &chains) {
+        let t = r.timeline;
         let copies = |op: GpuOp| {
             let mine = t.gpu.iter().filter(|g| g.op == op);
             CopyStats {
@@ -221,19 +223,18 @@ pub fn analyze(trace: &Trace) -> Option<(GpuReport, Vec<ChainRow>)> {
             }
         };
         let ((idle, blocked), idle_finding) = findings::idle_while_waiting(t);
-        let ((copy_ns, with_messages), serial_finding) = findings::copies_vs_messages(trace, t);
-        findings.extend(findings::serialized_staging(t, &chains));
+        let ((copy_ns, with_messages), serial_finding) = findings::copies_vs_messages(&r);
+        findings.extend(findings::serialized_staging(&r));
         findings.extend(idle_finding);
-        findings.extend(findings::blocked_on_copies(trace, t));
+        findings.extend(findings::blocked_on_copies(&r));
         findings.extend(serial_finding);
         let kernels = device_busy(t, |op| op == GpuOp::Kernel);
-        let messages = findings::message_windows(trace, t.rank);
         let pipeline = Intervals::union(
             t.gpu
                 .iter()
                 .filter(|g| g.op.is_copy())
                 .map(|g| (g.start.0, g.end.0))
-                .chain(messages.spans().iter().copied()),
+                .chain(r.windows.spans().iter().copied()),
         );
         let waits = t.gpu.iter().filter(|g| g.op == GpuOp::HostWait);
         let mut devices: Vec<u32> = t.gpu.iter().map(|g| g.device).collect();

@@ -118,6 +118,17 @@ extern "C" __global__ void boundary(double *edge, const u64 *recv, unsigned pack
     )
 }
 
+/// NVRTC's options: no contraction of a multiply and an add into an fma (NVRTC's
+/// default), which can round differently from the Rust definitions (the interior's
+/// one fma is explicit on both sides).
+fn compile_options() -> CompileOptions {
+    CompileOptions {
+        name: Some("gpu_pipeline.cu".into()),
+        fmad: Some(false),
+        ..Default::default()
+    }
+}
+
 /// The compiled kernels.
 struct Kernels {
     _module: Arc<CudaModule>,
@@ -156,11 +167,7 @@ impl CudaDevice {
     /// Opens device `ordinal`, compiles the kernels, and records on `recorder`.
     pub fn new(recorder: &Recorder, ordinal: usize, name: String) -> Result<CudaDevice, GpuError> {
         let tracer = CudaTracer::new(recorder.clone(), ordinal, Stream::COUNT)?;
-        let opts = CompileOptions {
-            name: Some("gpu_pipeline.cu".into()),
-            ..Default::default()
-        };
-        let ptx = compile_ptx_with_opts(device_source(), opts).map_err(nvrtc)?;
+        let ptx = compile_ptx_with_opts(device_source(), compile_options()).map_err(nvrtc)?;
         let module = tracer
             .context()
             .load_module(ptx)
@@ -227,6 +234,16 @@ impl CudaDevice {
         self.ops
             .get(op.0)
             .ok_or_else(|| cuda("no such operation (released?)", op.0))
+    }
+}
+
+impl Drop for CudaDevice {
+    fn drop(&mut self) {
+        // Event tracking is off, so cudarc frees a device buffer on its own (compute)
+        // stream without waiting for the other streams, and a pinned buffer at once:
+        // an exchange left by an error may still have copies and kernels in flight on
+        // them. Let the device finish first (an error here has nowhere to go).
+        let _ = self.tracer.context().synchronize();
     }
 }
 
@@ -492,5 +509,22 @@ mod tests {
             assert!(src.contains(&format!("__global__ void {k}(")), "{k}");
         }
         assert!(src.contains("__shared__ u64 part[256]"));
+    }
+
+    #[test]
+    fn the_device_code_compiles_where_nvrtc_is_present() {
+        // NVRTC needs no GPU: where it loads, the source must compile and define every
+        // kernel the backend loads by name (unmangled).
+        if !overlap_instrument::gpu::cuda::nvrtc_present() {
+            return;
+        }
+        let ptx = compile_ptx_with_opts(device_source(), compile_options());
+        let ptx = match ptx {
+            Ok(p) => p.to_src(),
+            Err(e) => panic!("NVRTC: {e:?}"),
+        };
+        for k in ["pack", "checksum", "verify", "interior", "boundary"] {
+            assert!(ptx.contains(&format!(".entry {k}(")), "{k}");
+        }
     }
 }
