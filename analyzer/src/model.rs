@@ -374,6 +374,13 @@ pub struct Timeline {
     pub gpu: Vec<GpuEvent>,
 }
 
+/// Puts GPU work's times (enqueue, start, end) on the run's timeline with `align`.
+pub fn align_gpu(g: &mut GpuEvent, align: impl Fn(Nanos) -> Nanos) {
+    g.issued = align(g.issued);
+    g.start = align(g.start);
+    g.end = align(g.end).max(g.start);
+}
+
 impl Timeline {
     /// An empty timeline for `rank`.
     pub fn new(rank: u32) -> Self {
@@ -461,6 +468,18 @@ impl Timeline {
     pub fn sort(&mut self) {
         self.spans.sort_by_key(|s| (s.start, s.tid));
         self.gpu.sort_by_key(|g| (g.start, g.stream, g.issued));
+    }
+
+    /// Puts every time of the rank on the run's timeline with `align` (the rank's clock
+    /// alignment): its spans, and its GPU work's enqueue, start and end.
+    pub fn align(&mut self, align: impl Fn(Nanos) -> Nanos) {
+        for s in &mut self.spans {
+            s.start = align(s.start);
+            s.end = align(s.end).max(s.start);
+        }
+        for g in &mut self.gpu {
+            align_gpu(g, &align);
+        }
     }
 
     /// Every event the rank has: calls, compute spans and GPU work.

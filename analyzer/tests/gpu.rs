@@ -443,3 +443,41 @@ fn the_gpu_chains_table_has_a_row_per_chain_with_unknown_steps_null() {
     );
     assert!(lines.contains(&"2,0,1,1,1,100,6,204,25,185,,,"), "{text}");
 }
+
+#[test]
+fn gpu_work_is_aligned_with_its_rank_on_every_path() {
+    // Rank 1 reads another clock from another epoch (its times land 3000 ns later on
+    // the run's timeline than they read): its H2D,
+    // enqueued 5 ns after its Irecv's exit, must stay 5 ns after it once aligned, read
+    // as a directory or merged.
+    let r0 = rank_trace(
+        header(0, 2, 10_000, "clock-A"),
+        vec![sync(SyncPhase::Init, 0, 0, 0)],
+        vec![with_buf(isend(100, 110, 1, 0, 100, 1), 0xA000)],
+    );
+    let r1 = rank_trace(
+        header(1, 2, 12_000, "clock-B"),
+        vec![sync(SyncPhase::Init, 0, -1000, 40)],
+        vec![
+            with_buf(recv(150, 380, 0, 0, 100), 0xC000),
+            gpu(GpuOp::CopyH2D, 2, 385, 390, 490, 0xC000, 100, Some(0)),
+        ],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    for t in [&r0, &r1] {
+        write_rank_file(dir.path(), t, true);
+    }
+    let loaded = overlap_analyzer::import::load(dir.path(), &mut |_, _| {}).expect("loads");
+    let merged = overlap_analyzer::merge::merge(vec![r0, r1]).to_trace(dir.path());
+    for trace in [&loaded.trace, &merged] {
+        let t = trace.rank(1).expect("rank 1");
+        let (recv_end, copy) = (t.spans[0].end, &t.gpu[0]);
+        assert_ne!(recv_end.0, 380, "the rank's times were moved");
+        assert_eq!(
+            (copy.issued.0 - recv_end.0, copy.start.0 - recv_end.0),
+            (5, 10)
+        );
+        let (_, chains) = gpu::analyze(trace).expect("GPU work");
+        assert_eq!(chains[0].breakdown.wait_h2d_ns, Some(5));
+    }
+}

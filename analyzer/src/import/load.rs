@@ -69,11 +69,7 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let mut metas = Vec::with_capacity(traces.len());
     for (i, mut t) in traces.into_iter().enumerate() {
         let mut tl = std::mem::take(&mut t.events);
-        let align = plan.aligner(i, &t);
-        for s in &mut tl.spans {
-            s.start = align(s.start);
-            s.end = align(s.end).max(s.start);
-        }
+        tl.align(plan.aligner(i, &t));
         tl.sort();
         tl.rank = t.rank();
         tl.host.clone_from(&t.header.host);

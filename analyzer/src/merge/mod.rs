@@ -385,9 +385,7 @@ fn align_rank(
         }
         Event::Gpu(g) => {
             let mut g = g.clone();
-            g.issued = align(g.issued);
-            g.start = align(g.start);
-            g.end = align(g.end).max(g.start);
+            crate::model::align_gpu(&mut g, &align);
             gpu.push(g);
             false
         }

@@ -81,7 +81,6 @@ fn write_events<W: std::io::Write>(
         write_gpu(merged, a, w)?;
     }
     write_in_flight(merged, w)?;
-    write_chains(merged, w)?;
     // Where a request that never completed ends: its rank's last moment.
     let last_end: BTreeMap<u32, Nanos> = merged
         .ranks
@@ -133,7 +132,7 @@ fn write_events<W: std::io::Write>(
         f.ts = Some(Micros(flow_in_point(done_ev)));
         w.write(&f)?;
     }
-    Ok(())
+    write_chains(merged, w)
 }
 
 /// A rank's GPU work: one named track per device stream (after the host threads), the
