@@ -481,3 +481,15 @@ fn gpu_work_is_aligned_with_its_rank_on_every_path() {
         assert_eq!(chains[0].breakdown.wait_h2d_ns, Some(5));
     }
 }
+
+#[test]
+fn a_stream_held_by_a_wait_is_not_the_device_working() {
+    // Stream 1 of rank 0 waits on the device from 250 to 400, through the Waitall: the
+    // GPU is as idle as without it (155 ns of the host's blocked time).
+    let mut sender = bulk_sender();
+    sender.push(gpu(GpuOp::StreamWait, 1, 246, 250, 400, 0, 0, Some(0)));
+    let (report, _) = gpu::analyze(&run(vec![sender, receiver()])).expect("GPU work");
+    let idle = finding(&report, GpuFindingKind::GpuIdleWhileHostWaits, 0).expect("idle");
+    assert_eq!(idle.lost_ns, 155);
+    assert_eq!(report.ranks[0].d2h.busy_ns, 200);
+}

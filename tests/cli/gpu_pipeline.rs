@@ -106,6 +106,12 @@ fn check(ranks: u32, variant: &str, chunks: u32) {
         }
         let waits = gpu.iter().filter(|g| g.op == GpuOp::HostWait).count();
         assert!(waits > 0, "rank {rank}: host waits recorded");
+        // The D2H stream waits on the device for the sealed packets, on its own track.
+        assert!(
+            gpu.iter()
+                .any(|g| g.op == GpuOp::StreamWait && g.stream == 1),
+            "rank {rank}: the copy stream's wait for the checksum kernel"
+        );
     }
 
     // The analysis: every message is a whole staging chain; bulk's sends waited for all

@@ -189,12 +189,13 @@ fn host_blocked(t: &Timeline) -> Intervals {
     Intervals::union(calls.chain(waits))
 }
 
-/// Every device operation of `t`, as one set.
+/// The time `t`'s device worked (copies and kernels, not stream waits) on operations
+/// `keep` accepts, as one set.
 pub fn device_busy(t: &Timeline, keep: impl Fn(GpuOp) -> bool) -> Intervals {
     Intervals::union(
         t.gpu
             .iter()
-            .filter(|g| g.op.on_device() && keep(g.op))
+            .filter(|g| g.op.is_work() && keep(g.op))
             .map(|g| (g.start.0, g.end.0)),
     )
 }

@@ -299,6 +299,7 @@ impl CudaTracer {
             GpuOp::CopyD2H => "enqueueing a device-to-host copy",
             GpuOp::CopyH2D => "enqueueing a host-to-device copy",
             GpuOp::CopyD2D => "enqueueing a device-to-device copy",
+            GpuOp::StreamWait => "making a stream wait for an event",
             _ => "launching a kernel",
         }))?;
         end.record(&stream)
@@ -404,11 +405,23 @@ impl CudaTracer {
         }
     }
 
-    /// Makes `stream` wait (on the device) for `on`: no host wait.
-    pub fn stream_wait(&self, stream: u32, on: &OpHandle) -> Result<(), CudaError> {
-        self.stream(stream)?
-            .wait(&on.timing.end)
-            .map_err(driver("making a stream wait for an event"))
+    /// Makes `stream` wait (on the device) for `on`: no host wait. The wait is timed like
+    /// any operation and recorded on the waiting stream (`stream_wait`, with `on`'s
+    /// packet): how long the stream was held.
+    pub fn stream_wait(&mut self, stream: u32, on: &OpHandle) -> Result<(), CudaError> {
+        let wait = DeviceOp {
+            op: GpuOp::StreamWait,
+            device: self.device,
+            stream,
+            bytes: 0,
+            src: 0,
+            dst: 0,
+            packet: on.packet,
+            name: "",
+        };
+        let timing = Arc::clone(&on.timing);
+        self.issue(wait, move |s| s.wait(&timing.end))?;
+        Ok(())
     }
 
     /// True when `op` is done (a poll: not recorded); records what is done meanwhile.

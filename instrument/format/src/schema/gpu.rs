@@ -36,16 +36,21 @@ pub enum GpuOp {
     /// The host blocked until GPU work finished (an event or a stream synchronized).
     #[serde(rename = "host_wait")]
     HostWait,
+    /// A stream held until an event of another stream completed (the device's own
+    /// wait, on the waiting stream's track): `packet` is the awaited work's.
+    #[serde(rename = "stream_wait")]
+    StreamWait,
 }
 
 impl GpuOp {
     /// Every kind, in code order.
-    pub const ALL: [GpuOp; 5] = [
+    pub const ALL: [GpuOp; 6] = [
         GpuOp::CopyD2H,
         GpuOp::CopyH2D,
         GpuOp::CopyD2D,
         GpuOp::Kernel,
         GpuOp::HostWait,
+        GpuOp::StreamWait,
     ];
 
     /// The byte the binary stream writes.
@@ -56,6 +61,7 @@ impl GpuOp {
             GpuOp::CopyD2D => 3,
             GpuOp::Kernel => 4,
             GpuOp::HostWait => 5,
+            GpuOp::StreamWait => 6,
         }
     }
 
@@ -72,6 +78,7 @@ impl GpuOp {
             GpuOp::CopyD2D => "D2D",
             GpuOp::Kernel => "kernel",
             GpuOp::HostWait => "host_wait",
+            GpuOp::StreamWait => "stream_wait",
         }
     }
 
@@ -80,9 +87,14 @@ impl GpuOp {
         matches!(self, GpuOp::CopyD2H | GpuOp::CopyH2D | GpuOp::CopyD2D)
     }
 
-    /// True for what runs on a device stream (everything but a host wait).
+    /// True for what is on a device stream's track (everything but a host wait).
     pub fn on_device(self) -> bool {
         self != GpuOp::HostWait
+    }
+
+    /// True for the device's work: copies and kernels (not waits of either side).
+    pub fn is_work(self) -> bool {
+        self.is_copy() || self == GpuOp::Kernel
     }
 }
 

@@ -388,13 +388,24 @@ impl Device for HostDevice {
     }
 
     fn stream_wait(&mut self, stream: Stream, op: Op) -> Result<(), GpuError> {
-        let event = Arc::clone(&self.op(op)?.event);
-        self.send(
-            stream,
-            Box::new(move || {
-                event.wait();
-            }),
-        )
+        let (event, packet) = {
+            let e = self.op(op)?;
+            (Arc::clone(&e.event), e.packet)
+        };
+        let wait = DeviceOp {
+            op: GpuOp::StreamWait,
+            device: DEVICE,
+            stream: stream.id(),
+            bytes: 0,
+            src: 0,
+            dst: 0,
+            packet,
+            name: "",
+        };
+        self.enqueue(stream, wait, move || {
+            event.wait();
+        })?;
+        Ok(())
     }
 
     fn query(&mut self, op: Op) -> Result<bool, GpuError> {
