@@ -28,6 +28,8 @@ pub struct Facts {
     pub requests: Vec<usize>,
     /// The false-overlap finding whose wait it is (`report.false_overlap`).
     pub finding: Option<usize>,
+    /// The staging chains whose send or receive completion it is (`details.chains`).
+    pub chains: Vec<usize>,
 }
 
 impl Facts {
@@ -46,6 +48,12 @@ impl Facts {
                 .false_overlap
                 .iter()
                 .position(|f| here(f.wait.rank, f.wait.index)),
+            chains: (0..d.chains.len())
+                .filter(|i| {
+                    let c = &d.chains[*i];
+                    here(c.from, c.send_index) || c.completion_index.is_some_and(|x| here(c.to, x))
+                })
+                .collect(),
         }
     }
 }

@@ -270,4 +270,15 @@ fn the_summary_shows_the_gpu_findings() {
         text.contains("serialized staging on rank 0: 105 ns (1 of 2)"),
         "{text}"
     );
+    // The first Isend's side panel gives its packet's chain, step by step.
+    keys(&mut app, "1/MPI_Isend\n");
+    let text = format!("{}", draw(&mut app, 160, 40).backend());
+    assert!(
+        text.contains("staging of packet 0: D2H 105 ns, wait 110"),
+        "{text}"
+    );
+    assert!(
+        text.contains("transfer 200 ns, wait 10 ns, H2D 110 ns"),
+        "{text}"
+    );
 }

@@ -165,6 +165,10 @@ pub struct ChainRow {
     pub packet: Option<u32>,
     /// Bytes.
     pub bytes: u64,
+    /// The send: its index in the sender's events.
+    pub send_index: usize,
+    /// The call that completed the receive: its index in the receiver's events.
+    pub completion_index: Option<usize>,
     /// When its D2H was enqueued (or its send posted), ns on the run's timeline.
     pub start_ns: u64,
     /// Its steps.
@@ -180,6 +184,8 @@ impl ChainRow {
             tag: c.tag,
             packet: c.packet,
             bytes: c.bytes,
+            send_index: c.send.index,
+            completion_index: c.completion.map(|e| e.index),
             start_ns: c.times.d2h_issued.unwrap_or(c.times.send).0,
             breakdown: c.times.breakdown(),
         }

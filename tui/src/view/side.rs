@@ -169,6 +169,28 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             ),
         ));
     }
+    for c in sel
+        .facts
+        .chains
+        .iter()
+        .filter_map(|i| run.details.chains.get(*i))
+    {
+        let step = |v: Option<u64>| v.map_or("unknown".to_string(), duration);
+        let b = &c.breakdown;
+        lines.push(Line::styled(
+            format!(
+                "staging{}: D2H {}, wait {}, transfer {}, wait {}, H2D {}",
+                c.packet
+                    .map_or(String::new(), |p| format!(" of packet {p}")),
+                step(b.d2h_ns),
+                step(b.wait_send_ns),
+                step(b.transfer_ns),
+                step(b.wait_h2d_ns),
+                step(b.h2d_ns)
+            ),
+            Style::new().fg(Color::Cyan),
+        ));
+    }
     if let Some(f) = sel
         .facts
         .finding
