@@ -7,17 +7,13 @@ use super::units::{bytes, pct};
 use super::{duration, share, Style};
 use crate::gpu::{Breakdown, CopyStats, GpuReport};
 
-/// `n × size in time` for a direction of copies, `-` when there was none.
+/// `n: bytes, time` for a direction of copies (the bytes in all: copies of one direction
+/// need not be the same size), `-` when there was none.
 fn copies(c: &CopyStats) -> String {
     if c.count == 0 {
         return "-".into();
     }
-    format!(
-        "{} × {} {}",
-        c.count,
-        bytes(c.bytes / c.count),
-        duration(c.busy_ns)
-    )
+    format!("{}: {}, {}", c.count, bytes(c.bytes), duration(c.busy_ns))
 }
 
 /// A step of a breakdown, `unknown` when no chain recorded it.
@@ -53,22 +49,36 @@ pub(super) fn section(o: &mut String, g: Option<&GpuReport>, style: Style) {
             duration(g.clock_error_ns)
         ))
     );
+    // Two tables of at most 100 columns: the copies, then where the time went.
     let _ = writeln!(
         o,
-        "{:>5}  {:<20} {:<20} {:<18} {:>10}  {:>16}  {:>14}  {:>10}",
-        "rank", "D2H", "H2D", "D2D", "kernels", "GPU idle in wait", "copies w/ msgs", "hidden"
+        "{:>5}  {:<26} {:<26} D2D copies",
+        "rank", "D2H copies", "H2D copies"
     );
     for r in &g.ranks {
         let _ = writeln!(
             o,
-            "{:>5}  {:<20} {:<20} {:<18} {:>10}  {:>9} {}  {:>14}  {:>10}",
+            "{:>5}  {:<26} {:<26} {}",
             r.rank,
             copies(&r.d2h),
             copies(&r.h2d),
-            copies(&r.d2d),
+            copies(&r.d2d)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{:>5}  {:>10}  {:>10}  {:>18}  {:>14}  {:>15}",
+        "rank", "kernels", "host waits", "GPU idle in waits", "copies w/ msgs", "pipeline hidden"
+    );
+    for r in &g.ranks {
+        let _ = writeln!(
+            o,
+            "{:>5}  {:>10}  {:>10}  {:>10} {:>7}  {:>14}  {:>15}",
+            r.rank,
             duration(r.kernel_ns),
+            duration(r.host_wait_ns),
             duration(r.gpu_idle_in_host_blocked_ns),
-            share(r.gpu_idle_in_host_blocked_ns, r.host_blocked_ns),
+            share(r.gpu_idle_in_host_blocked_ns, r.host_blocked_ns).trim(),
             share(r.copy_with_messages_ns, r.copy_ns).trim(),
             share(r.pipeline_hidden_ns, r.pipeline_ns).trim(),
         );
