@@ -10,6 +10,7 @@ use overlap_analyzer::metrics::collectives::{self, Instances};
 use overlap_analyzer::metrics::{analyze, Details, Options, Report};
 use overlap_analyzer::model::{EventRef, Trace};
 
+use crate::gpu_lane::GpuLane;
 use crate::lod::RankLod;
 
 /// One loaded and analysed run.
@@ -24,6 +25,8 @@ pub struct Run {
     pub details: Details,
     /// The pyramid of each rank (same order as `trace.ranks`).
     pub lods: Vec<RankLod>,
+    /// Each rank's GPU busy time (same order; `None`: no GPU work).
+    pub gpu_lanes: Vec<Option<GpuLane>>,
     /// First start and last end over every rank, ns.
     pub extent: (u64, u64),
     /// The blocking collective instances, worked out the first time a wait's cause
@@ -90,13 +93,17 @@ impl Run {
             .zip(&trace.compute)
             .map(|(t, c)| RankLod::build(t, c))
             .collect();
+        let gpu_lanes = trace.ranks.iter().map(GpuLane::build).collect();
         let extent = trace
             .ranks
             .iter()
             .filter_map(|t| {
+                // GPU work may end after the rank's last call (an H2D still running).
+                let starts = t.spans.iter().map(|s| s.start.0);
+                let ends = t.spans.iter().map(|s| s.end.0);
                 Some((
-                    t.spans.first()?.start.0,
-                    t.spans.iter().map(|s| s.end.0).max()?,
+                    starts.chain(t.gpu.iter().map(|g| g.start.0)).min()?,
+                    ends.chain(t.gpu.iter().map(|g| g.end.0)).max()?,
                 ))
             })
             .fold(None, |acc: Option<(u64, u64)>, (a, b)| {
@@ -109,6 +116,7 @@ impl Run {
             report,
             details,
             lods,
+            gpu_lanes,
             extent: (extent.0, extent.1.max(extent.0 + 1)),
             instances: OnceCell::new(),
         }

@@ -281,4 +281,9 @@ fn the_summary_shows_the_gpu_findings() {
         text.contains("transfer 200 ns, wait 10 ns, H2D 110 ns"),
         "{text}"
     );
+    // Each rank's lane has a second row for its device: copies `≡`, in the legend too.
+    let gpu_rows: Vec<&str> = text.lines().filter(|l| l.contains("│  gpu")).collect();
+    assert_eq!(gpu_rows.len(), 2, "{text}");
+    assert!(gpu_rows.iter().all(|l| l.contains('≡')), "{text}");
+    assert!(text.contains("≡ GPU copy"), "{text}");
 }

@@ -77,7 +77,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         let block = Block::default()
             .borders(Borders::ALL)
             .title(title)
-            .title_bottom(legend());
+            .title_bottom(legend(run.gpu_lanes.iter().any(Option::is_some)));
         let inner = block.inner(area);
         frame.render_widget(block, area);
         let [axis_row, lanes_area] =

@@ -10,11 +10,12 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 
+use crate::gpu_lane::dominant;
 use crate::lod::Mix;
 use crate::nav::{self, Viewport};
 use crate::run::Run;
 use crate::text::time_at;
-use crate::view::glyph;
+use crate::view::{glyph, gpu_glyph};
 
 /// What is drawn over the activity.
 #[derive(Clone, Copy, Debug, Default)]
@@ -81,15 +82,38 @@ pub fn draw(
             usize::from(LABEL_WIDTH - 1),
             style,
         );
+        // With two rows of activity, the second shows the device of ranks with GPU work.
+        let gpu = filled >= 2 && lane.clone().any(|p| run.gpu_lanes[p].is_some());
+        if gpu {
+            buf.set_stringn(
+                area.x,
+                y + 1,
+                "  gpu",
+                usize::from(LABEL_WIDTH - 1),
+                label_style,
+            );
+        }
         for col in 0..cells.width {
             let (t0, t1) = view.cell(col);
             let mut mix = Mix::default();
             for pos in lane.clone() {
                 mix.add(&run.lods[pos].mix(&run.trace.ranks[pos], &run.trace.compute[pos], t0, t1));
             }
-            let (g, s) = glyph(mix.dominant((t1 - t0) * lane.len() as f64));
+            let width = (t1 - t0) * lane.len() as f64;
+            let (g, s) = glyph(mix.dominant(width));
             for dy in 0..filled {
                 if let Some(c) = buf.cell_mut((cells.x + col, y + dy)) {
+                    c.set_symbol(g).set_style(s);
+                }
+            }
+            if gpu {
+                let (copy, kernel) = lane
+                    .clone()
+                    .filter_map(|p| run.gpu_lanes[p].as_ref())
+                    .map(|l| l.mix(t0, t1))
+                    .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+                let (g, s) = gpu_glyph(dominant((copy, kernel), width));
+                if let Some(c) = buf.cell_mut((cells.x + col, y + filled - 1)) {
                     c.set_symbol(g).set_style(s);
                 }
             }
@@ -114,10 +138,23 @@ pub fn draw(
         let last = (cb.ceil().max(ca.max(0.0) + 1.0) as u16).min(w);
         Some((first, last.max(first + 1).min(w)))
     };
+    // The host's rows of the lane holding `e` (its GPU row is left as it is).
+    let host_rows = |e: EventRef| {
+        let width = lanes.first().map_or(1, |l| l.len().max(1));
+        let gpu = run
+            .position(e.rank)
+            .and_then(|p| lanes.get(p / width))
+            .is_some_and(|lane| lane.clone().any(|p| run.gpu_lanes[p].is_some()));
+        if filled >= 2 && gpu {
+            filled - 1
+        } else {
+            filled
+        }
+    };
     let mut paint = |e: EventRef, style: Style| {
         if let (Some(y), Some((a, b))) = (row_of(e), cols_of(e)) {
             for x in a..b {
-                for dy in 0..filled {
+                for dy in 0..host_rows(e) {
                     if let Some(c) = buf.cell_mut((cells.x + x, y + dy)) {
                         c.set_style(style);
                     }

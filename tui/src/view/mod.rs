@@ -20,6 +20,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use crate::app::{App, PromptKind, View};
+use crate::gpu_lane::GpuActivity;
 use crate::lod::Activity;
 use crate::text::{clean, span, time_at};
 
@@ -36,8 +37,17 @@ pub fn glyph(a: Activity) -> (&'static str, Style) {
     }
 }
 
-/// The legend of the glyphs.
-pub fn legend() -> Line<'static> {
+/// The glyph and colour of a GPU cell: kernels `▆` (blue), copies `≡` (cyan).
+pub fn gpu_glyph(a: GpuActivity) -> (&'static str, Style) {
+    match a {
+        GpuActivity::Idle => (" ", Style::new()),
+        GpuActivity::Kernel => ("▆", Style::new().fg(Color::Blue)),
+        GpuActivity::Copy => ("≡", Style::new().fg(Color::Cyan)),
+    }
+}
+
+/// The legend of the glyphs; with the GPU's when `gpu` (a run with GPU work).
+pub fn legend(gpu: bool) -> Line<'static> {
     let mut spans = Vec::new();
     for (a, name) in [
         (Activity::Compute, " compute  "),
@@ -47,6 +57,17 @@ pub fn legend() -> Line<'static> {
         let (g, s) = glyph(a);
         spans.push(Span::styled(g, s));
         spans.push(Span::raw(name));
+    }
+    if gpu {
+        for (a, name) in [
+            (GpuActivity::Kernel, " GPU kernel  "),
+            (GpuActivity::Copy, " GPU copy"),
+        ] {
+            let (g, s) = gpu_glyph(a);
+            spans.push(Span::raw("  "));
+            spans.push(Span::styled(g, s));
+            spans.push(Span::raw(name));
+        }
     }
     Line::from(spans)
 }

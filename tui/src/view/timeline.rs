@@ -61,7 +61,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     let block = Block::default()
         .borders(Borders::ALL)
         .title(title)
-        .title_bottom(legend());
+        .title_bottom(legend(run.gpu_lanes.iter().any(Option::is_some)));
     frame.render_widget(block, main);
     let all = nav::lanes(run, tl.group);
     let sel = tl.selection.as_ref();
