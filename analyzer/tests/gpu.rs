@@ -493,3 +493,62 @@ fn a_stream_held_by_a_wait_is_not_the_device_working() {
     assert_eq!(idle.lost_ns, 155);
     assert_eq!(report.ranks[0].d2h.busy_ns, 200);
 }
+
+/// True when `to` is reachable from `from` in `g`.
+fn reaches(g: &overlap_analyzer::dag::graph::Dag, from: usize, to: usize) -> bool {
+    let mut stack = vec![from];
+    let mut seen = vec![false; g.len()];
+    while let Some(n) = stack.pop() {
+        if n == to {
+            return true;
+        }
+        if !std::mem::replace(&mut seen[n], true) {
+            stack.extend_from_slice(g.successors(n));
+        }
+    }
+    false
+}
+
+#[test]
+fn a_reordering_keeps_each_staged_send_after_its_copy() {
+    // Bulk rank 0: its compute is inferred from the gaps; the gap 4..220 holds both D2H
+    // copies and the host wait. Without the copies' buffer uses nothing would keep the
+    // Isends after it (the gap's buffers are unknown): they use the copies' destinations.
+    let trace = run(vec![bulk_sender(), receiver()]);
+    let program = overlap_analyzer::ops::extract(&trace).expect("a program");
+    let rank = &program.ranks[0];
+    let gap = rank
+        .ops
+        .iter()
+        .position(|o| o.measured_start_ns == 4 && o.measured_end_ns == 220)
+        .expect("the gap holding the copies");
+    let uses: Vec<_> = rank
+        .gpu_uses
+        .iter()
+        .map(|u| (u.buf.addr, u.used, u.begin, u.end))
+        .collect();
+    assert_eq!(
+        uses,
+        vec![
+            (0xA000, overlap_analyzer::ops::Use::Write, gap, gap),
+            (0xB000, overlap_analyzer::ops::Use::Write, gap, gap),
+        ]
+    );
+    let g = overlap_analyzer::dag::essential::essential(&program, rank, false);
+    let isends: Vec<usize> = (0..rank.ops.len())
+        .filter(|&i| rank.ops[i].call == Some(Op::Isend))
+        .collect();
+    assert_eq!(isends.len(), 2);
+    for i in isends {
+        assert!(
+            reaches(&g, gap, i),
+            "Isend {i} may not move before the copies' gap"
+        );
+    }
+    // Rank 1's H2Ds read the receive buffers after the Waitall that completed them.
+    let rank = &program.ranks[1];
+    assert!(rank
+        .gpu_uses
+        .iter()
+        .all(|u| u.used == overlap_analyzer::ops::Use::Read && u.begin >= 3));
+}

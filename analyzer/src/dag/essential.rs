@@ -13,6 +13,9 @@
 //!   do receives (a wildcard receive keeps its place among all receives of its
 //!   communicator); point-to-point posts keep their order with the blocking calls of
 //!   their communicator, and collectives (blocking or not) theirs per communicator.
+//! - A GPU copy uses its host buffer from the operation that enqueued it to the one in
+//!   progress when it ended ([`crate::ops::gpu_uses`]): a D2H writes its destination,
+//!   an H2D reads its source, so the send of a staged packet stays after its copy.
 //! - Compute whose buffers are unknown (inferred from gaps, or a span that declared
 //!   none) has no buffer edge: moves across it need an assumption, which the
 //!   suggestion states; in conservative mode it is taken to read and write every
@@ -73,8 +76,14 @@ pub fn essential(program: &Program, rank: &RankProgram, conservative: bool) -> D
             g.add_forward(a, b);
         }
     };
+    // The host buffers of GPU copies, by the operation that enqueued them.
+    let mut gpu = rank.gpu_uses.iter().peekable();
     for (i, op) in ops.iter().enumerate() {
         let mut uses: Vec<(Buffer, Use, Accessor)> = Vec::new();
+        while let Some(u) = gpu.next_if(|u| u.begin <= i) {
+            let (begin, end) = (u.begin.max(i), u.end.max(i));
+            uses.push((u.buf, u.used, Accessor { begin, end }));
+        }
         if is_anchor(&op.kind) {
             if let Some(prev) = last_anchor {
                 add(&mut g, prev, i);

@@ -329,6 +329,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         program.ranks.push(RankProgram {
             rank: t.rank,
             start_ns: lo.0,
+            gpu_uses: super::gpu_uses(t, &ops),
             ops,
             complete: t.complete,
             inferred_compute: !spans_mode,

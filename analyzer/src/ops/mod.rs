@@ -26,8 +26,10 @@
 //! ```
 
 mod extract;
+pub mod gpu_uses;
 
 pub use extract::{extract, ExtractError, INFERRED_NAME};
+pub use gpu_uses::{gpu_uses, GpuUse};
 
 use std::num::NonZeroU64;
 
@@ -79,6 +81,8 @@ pub struct RankProgram {
     /// Threads other than the one whose operations these are that made MPI calls or
     /// recorded compute (left out of the program).
     pub other_threads: Vec<u32>,
+    /// The host buffers its GPU copies use, by the operations they span ([`gpu_uses`]).
+    pub gpu_uses: Vec<GpuUse>,
 }
 
 /// One operation.
