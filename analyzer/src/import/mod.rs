@@ -8,6 +8,7 @@
 //! no header) are errors naming the file and the reason.
 
 mod completeness;
+mod event;
 mod load;
 mod stream;
 
@@ -15,16 +16,15 @@ use crate::fastparse::parse_complete;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_format::schema::{
-    readable_version, CallArgs, CallEvent, ClockSync, ComputeEvent, Event, Footer, GpuArgs, Header,
-    MergedInfo, Nanos, Op, SourceSite, SpanBuffers, FORMAT_NAME, FORMAT_VERSION,
-    JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
+    readable_version, ClockSync, Event, Footer, Header, MergedInfo, SourceSite, FORMAT_NAME,
+    FORMAT_VERSION, JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
 };
 use serde_json::Value;
 
+pub(crate) use event::{complete_event, meta_args};
 pub use load::{load, load_dir, load_merged, Loaded, Progress};
 
 use crate::model::{
@@ -33,80 +33,6 @@ use crate::model::{
 use crate::{Error, Result};
 
 pub(crate) type RawEvent<'a> = WireEvent<'a, Value>;
-
-/// Converts a complete (`X`) event into a typed event.
-pub(crate) fn complete_event(raw: &RawEvent<'_>) -> std::result::Result<Event, String> {
-    let start = raw.ts.ok_or("complete event without \"ts\"")?.0;
-    let dur = raw.dur.ok_or("complete event without \"dur\"")?.0;
-    let end = Nanos(
-        start
-            .0
-            .checked_add(dur.0)
-            .ok_or("complete event ends past the largest time")?,
-    );
-    match raw.cat {
-        Some(Category::Mpi) => {
-            let op = Op::from_mpi_name(&raw.name)
-                .ok_or_else(|| format!("unknown MPI call {:?}", raw.name))?;
-            let args: CallArgs = match &raw.args {
-                Some(v) => serde_json::from_value(v.clone())
-                    .map_err(|e| format!("{}: bad args: {e}", raw.name))?,
-                None => CallArgs::default(),
-            };
-            Ok(Event::Call(CallEvent {
-                tid: raw.tid,
-                start,
-                end,
-                op,
-                args,
-            }))
-        }
-        Some(Category::Compute) => Ok(Event::Compute(ComputeEvent {
-            tid: raw.tid,
-            start,
-            end,
-            name: raw.name.to_string(),
-            buffers: compute_buffers(raw)?,
-        })),
-        Some(Category::Gpu) => {
-            let args: GpuArgs = match &raw.args {
-                Some(v) => serde_json::from_value(v.clone())
-                    .map_err(|e| format!("{}: bad GPU args: {e}", raw.name))?,
-                None => return Err(format!("GPU event {:?} without args", raw.name)),
-            };
-            Ok(Event::Gpu(
-                args.into_event(start, end)
-                    .map_err(|e| format!("{}: {e}", raw.name))?,
-            ))
-        }
-        other => Err(format!(
-            "complete event {:?} has category {other:?}, expected mpi, compute or gpu",
-            raw.name
-        )),
-    }
-}
-
-/// The buffers a compute span's `args` declare: none for `{}` (or no args), as every
-/// version before 6 wrote.
-fn compute_buffers(raw: &RawEvent<'_>) -> std::result::Result<Option<Arc<SpanBuffers>>, String> {
-    match &raw.args {
-        None => Ok(None),
-        Some(Value::Object(m)) if m.is_empty() => Ok(None),
-        Some(v) => serde_json::from_value::<SpanBuffers>(v.clone())
-            .map(|b| Some(Arc::new(b)))
-            .map_err(|e| format!("{}: bad args: {e}", raw.name)),
-    }
-}
-
-pub(crate) fn meta_args<T: serde::de::DeserializeOwned>(
-    raw: &RawEvent<'_>,
-) -> std::result::Result<T, String> {
-    let v = raw
-        .args
-        .clone()
-        .ok_or_else(|| format!("{} without args", raw.name))?;
-    serde_json::from_value(v).map_err(|e| format!("{}: bad args: {e}", raw.name))
-}
 
 fn check_header(path: &Path, header: &Header) -> Result<()> {
     if header.format != FORMAT_NAME {

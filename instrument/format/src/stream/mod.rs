@@ -24,6 +24,7 @@ pub mod inflight;
 mod read;
 mod sites;
 pub mod varint;
+mod visitor;
 mod write;
 
 pub use collect::Collected;

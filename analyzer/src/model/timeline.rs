@@ -1,0 +1,212 @@
+//! One rank on the run's timeline in compact form ([`Timeline`]): its calls and compute
+//! spans as fixed-size spans with their arguments in side tables, and its GPU work apart.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroU64;
+
+use overlap_format::schema::{Completion, Event, GpuEvent, Nanos, Op, Started};
+
+use super::access::AccessTable;
+use super::{Access, Buffer, CallInfo, RecvHalf, Span, What};
+
+/// One rank on the run's timeline, in compact form.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Timeline {
+    /// The rank.
+    pub rank: u32,
+    /// Its host.
+    pub host: String,
+    /// Its operating-system process id (0 when unknown).
+    pub os_pid: u32,
+    /// Thread names by tid.
+    pub threads: BTreeMap<u32, String>,
+    /// False when the rank's file was cut short.
+    pub complete: bool,
+    /// Calls and compute spans, sorted by start.
+    pub spans: Vec<Span>,
+    /// Arguments of the calls.
+    pub calls: Vec<CallInfo>,
+    /// Completions of the calls.
+    pub done: Vec<Completion>,
+    /// Requests started by Start / Startall calls.
+    pub starts: Vec<Started>,
+    /// Groups of Win_start / Win_post calls (world ranks).
+    pub groups: Vec<i32>,
+    /// Compute span names.
+    pub names: Vec<String>,
+    name_ids: crate::fxhash::FxHashMap<String, u32>,
+    /// The buffers compute spans declared, each distinct list once.
+    accesses: AccessTable,
+    /// GPU work (copies, kernels, host waits), sorted by start. Kept apart from `spans`,
+    /// whose indexes are the rank's [`EventRef`]s.
+    pub gpu: Vec<GpuEvent>,
+}
+
+/// Puts GPU work's times (enqueue, start, end) on the run's timeline with `align`.
+pub fn align_gpu(g: &mut GpuEvent, align: impl Fn(Nanos) -> Nanos) {
+    g.issued = align(g.issued);
+    g.start = align(g.start);
+    g.end = align(g.end).max(g.start);
+}
+
+impl Timeline {
+    /// An empty timeline for `rank`.
+    pub fn new(rank: u32) -> Self {
+        Timeline {
+            rank,
+            complete: true,
+            ..Timeline::default()
+        }
+    }
+
+    /// Appends an event (times as they are; sort with [`Timeline::sort`] afterwards).
+    pub fn push(&mut self, e: &Event) {
+        match e {
+            Event::Gpu(g) => self.gpu.push(g.clone()),
+            Event::Compute(c) => {
+                let id = match self.name_ids.get(c.name.as_str()) {
+                    Some(id) => *id,
+                    None => {
+                        let id = self.names.len() as u32;
+                        self.names.push(c.name.clone());
+                        self.name_ids.insert(c.name.clone(), id);
+                        id
+                    }
+                };
+                let access = c.buffers.as_deref().map(|b| self.accesses.intern(b));
+                self.spans.push(Span {
+                    start: c.start,
+                    end: c.end.max(c.start),
+                    tid: c.tid,
+                    access,
+                    what: What::Compute(id),
+                });
+            }
+            Event::Call(c) => {
+                let a = &c.args;
+                let first = self.done.len() as u32;
+                self.done.extend_from_slice(&a.completed);
+                let first_start = self.starts.len() as u32;
+                self.starts.extend_from_slice(&a.started);
+                let first_member = self.groups.len() as u32;
+                self.groups.extend_from_slice(&a.group);
+                let buffer = |addr: Option<u64>, len: Option<u64>| {
+                    addr.map(|addr| Buffer {
+                        addr,
+                        len: len.unwrap_or(0),
+                    })
+                };
+                let recv = (a.recv_peer.is_some() || a.recv_tag.is_some() || a.recv_buf.is_some())
+                    .then(|| {
+                        Box::new(RecvHalf {
+                            peer: a.recv_peer,
+                            tag: a.recv_tag,
+                            buf: buffer(a.recv_buf, a.recv_buf_len),
+                        })
+                    });
+                let id = self.calls.len() as u32;
+                self.calls.push(CallInfo {
+                    peer: a.peer,
+                    tag: a.tag,
+                    comm: a.comm.unwrap_or(0),
+                    bytes: a.bytes,
+                    request: a.request,
+                    buf: buffer(a.buf, a.buf_len),
+                    recv,
+                    completed: (first, a.completed.len() as u32),
+                    started: (first_start, a.started.len() as u32),
+                    root: a.root,
+                    site: a.site.and_then(NonZeroU64::new),
+                    win: a.win,
+                    group: (first_member, a.group.len() as u32),
+                });
+                self.spans.push(Span {
+                    start: c.start,
+                    end: c.end.max(c.start),
+                    tid: c.tid,
+                    access: None,
+                    what: What::Call(c.op, id),
+                });
+            }
+        }
+    }
+
+    /// Sorts the spans by start (then thread), as every analysis expects. Stable: spans
+    /// that start together keep their recording order.
+    pub fn sort(&mut self) {
+        self.spans.sort_by_key(|s| (s.start, s.tid));
+        self.gpu.sort_by_key(|g| (g.start, g.stream, g.issued));
+    }
+
+    /// Puts every time of the rank on the run's timeline with `align` (the rank's clock
+    /// alignment): its spans, and its GPU work's enqueue, start and end.
+    pub fn align(&mut self, align: impl Fn(Nanos) -> Nanos) {
+        for s in &mut self.spans {
+            s.start = align(s.start);
+            s.end = align(s.end).max(s.start);
+        }
+        for g in &mut self.gpu {
+            align_gpu(g, &align);
+        }
+    }
+
+    /// Every event the rank has: calls, compute spans and GPU work.
+    pub fn event_count(&self) -> usize {
+        self.spans.len() + self.gpu.len()
+    }
+
+    /// The call behind a span, if it is one.
+    pub fn call(&self, index: usize) -> Option<(Op, &CallInfo)> {
+        match self.spans.get(index)?.what {
+            What::Call(op, id) => Some((op, self.calls.get(id as usize)?)),
+            What::Compute(_) => None,
+        }
+    }
+
+    /// The completions a call recorded.
+    pub fn completions(&self, call: &CallInfo) -> &[Completion] {
+        let (first, n) = (call.completed.0 as usize, call.completed.1 as usize);
+        self.done.get(first..first + n).unwrap_or(&[])
+    }
+
+    /// The requests a Start or Startall started.
+    pub fn started(&self, call: &CallInfo) -> &[Started] {
+        let (first, n) = (call.started.0 as usize, call.started.1 as usize);
+        self.starts.get(first..first + n).unwrap_or(&[])
+    }
+
+    /// The group of a Win_start or Win_post (world ranks).
+    pub fn group(&self, call: &CallInfo) -> &[i32] {
+        let (first, n) = (call.group.0 as usize, call.group.1 as usize);
+        self.groups.get(first..first + n).unwrap_or(&[])
+    }
+
+    /// The buffers a compute span declared it reads and writes. `None` when it declared
+    /// nothing (they are unknown), or named a buffer the program never bound (the
+    /// reader says so), or when the span is not a compute span.
+    pub fn access(&self, span: usize) -> Option<&Access> {
+        self.accesses.get(self.spans.get(span)?.access?)
+    }
+
+    /// The name of a compute span.
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("?", String::as_str)
+    }
+
+    /// The part of the run analysed: first start to last end, except that a recorded
+    /// `MPI_Init` (or `MPI_Init_thread`) moves the start to its end and a recorded
+    /// `MPI_Finalize` moves the end to its start, so that setting MPI up and down (and
+    /// the tracer's clock alignment inside them) counts as neither useful nor waiting.
+    pub fn extent(&self) -> Option<(Nanos, Nanos)> {
+        let mut start = self.spans.first()?.start;
+        let mut end = self.spans.iter().map(|s| s.end).max()?;
+        for s in &self.spans {
+            match s.op() {
+                Some(Op::Init | Op::InitThread) => start = start.max(s.end),
+                Some(Op::Finalize) => end = end.min(s.start),
+                _ => {}
+            }
+        }
+        Some((start, end.max(start)))
+    }
+}

@@ -1,0 +1,68 @@
+//! What a reader of a stream gets besides its events: the [`Visitor`] the contents are
+//! handed to, the errors that make a stream unreadable ([`StreamError`]), and the
+//! [`Problem`]s that cost part of it.
+
+use crate::schema::{ClockSync, Event, Footer, Header, InFlightDump, SourceSite, FORMAT_VERSION};
+
+/// Where the contents of a stream go as they are read.
+pub trait Visitor {
+    /// The header (first).
+    fn header(&mut self, header: Header);
+    /// A thread's name.
+    fn thread(&mut self, tid: u32, name: String);
+    /// A call or compute span, per thread in recording order.
+    fn event(&mut self, event: Event);
+    /// A clock synchronisation.
+    fn clock_sync(&mut self, sync: ClockSync);
+    /// A source location, before the first event that names it.
+    fn site(&mut self, site: SourceSite);
+    /// The footer, when the rank finished recording.
+    fn footer(&mut self, footer: Footer);
+    /// An in-flight dump, in file order among the events (ignored by default).
+    fn in_flight(&mut self, _dump: InFlightDump) {}
+    /// Something read that could not be used in full, though nothing was lost (a
+    /// compute span naming a buffer never bound): ignored by default.
+    fn note(&mut self, _note: Problem) {}
+}
+
+/// Why a stream cannot be read at all.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum StreamError {
+    /// Not a binary per-rank stream.
+    #[error("not an overlap per-rank stream: {0}")]
+    NotAStream(String),
+    /// Written by another version of the format.
+    #[error("format version {found} (this build reads up to {FORMAT_VERSION})")]
+    Version {
+        /// The version the file says.
+        found: u32,
+    },
+    /// The header frame is missing or unusable.
+    #[error("bad header at byte offset {offset}: {reason}")]
+    BadHeader {
+        /// Where.
+        offset: u64,
+        /// What is wrong.
+        reason: String,
+    },
+    /// TSC stamps without the two calibration readings that give their rate.
+    #[error(
+        "the stamps are TSC ticks but the file holds {readings} usable calibration reading(s), \
+         two are needed (the rank stopped within its first flush)"
+    )]
+    NoCalibration {
+        /// Usable readings found.
+        readings: usize,
+    },
+}
+
+/// Something in a stream that could not be used; everything else was.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Byte offset in the file of the frame (or record) concerned.
+    pub offset: u64,
+    /// Events read before it.
+    pub event_index: u64,
+    /// What is wrong.
+    pub reason: String,
+}
