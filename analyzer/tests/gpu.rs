@@ -552,3 +552,43 @@ fn a_reordering_keeps_each_staged_send_after_its_copy() {
         .iter()
         .all(|u| u.used == overlap_analyzer::ops::Use::Read && u.begin >= 3));
 }
+
+#[test]
+fn no_gpu_finding_on_a_rank_cut_short_is_said_to_cover_what_was_recorded() {
+    // Rank 0's kernel runs beside its send: nothing to find. Rank 1's file has no
+    // footer (cut short): "no finding" covers only what was recorded.
+    let traces = |cut: bool| {
+        let r0 = rank_trace(
+            header(0, 2, 0, "one-clock"),
+            vec![sync(SyncPhase::Init, 0, 0, 0)],
+            vec![
+                with_buf(isend(0, 10, 1, 0, 8, 1), 0xA000),
+                gpu(GpuOp::Kernel, 0, 0, 0, 50, 0, 0, None),
+            ],
+        );
+        let mut r1 = rank_trace(
+            header(1, 2, 0, "one-clock"),
+            vec![sync(SyncPhase::Init, 0, 0, 0)],
+            vec![recv(0, 20, 0, 0, 8)],
+        );
+        if cut {
+            r1.footer = None;
+        }
+        overlap_analyzer::merge::merge(vec![r0, r1]).to_trace(std::path::Path::new("t.json"))
+    };
+    let text = |cut: bool| {
+        let (report, _) = metrics::analyze(&traces(cut), &Default::default());
+        assert!(report.gpu.as_ref().is_some_and(|g| g.findings.is_empty()));
+        overlap_analyzer::report::render(&report, Default::default())
+    };
+    assert!(
+        text(false).contains("  no GPU finding\n"),
+        "{}",
+        text(false)
+    );
+    let cut = text(true);
+    assert!(
+        cut.contains("no GPU finding in what was recorded (ranks are missing or cut short"),
+        "{cut}"
+    );
+}

@@ -33,8 +33,9 @@ fn steps(b: &Breakdown) -> String {
     )
 }
 
-/// Writes the section; nothing when the run has no GPU work.
-pub(super) fn section(o: &mut String, g: Option<&GpuReport>, style: Style) {
+/// Writes the section; nothing when the run has no GPU work. `whole`: every rank's
+/// trace is there and complete, so no finding means none.
+pub(super) fn section(o: &mut String, g: Option<&GpuReport>, whole: bool, style: Style) {
     let Some(g) = g else { return };
     let _ = writeln!(
         o,
@@ -110,7 +111,15 @@ pub(super) fn section(o: &mut String, g: Option<&GpuReport>, style: Style) {
         );
     }
     if g.findings.is_empty() {
-        let _ = writeln!(o, "  no GPU finding");
+        let _ = writeln!(
+            o,
+            "  no GPU finding{}",
+            if whole {
+                ""
+            } else {
+                " in what was recorded (ranks are missing or cut short: the rest is unknown)"
+            }
+        );
     }
     for f in &g.findings {
         let _ = writeln!(

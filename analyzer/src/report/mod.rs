@@ -379,7 +379,9 @@ pub fn render(r: &Report, style: Style) -> String {
     }
 
     by_site(&mut o, r, style);
-    gpu::section(&mut o, r.gpu.as_ref(), style);
+    let whole =
+        run.missing_ranks.is_empty() && run.incomplete_ranks.is_empty() && run.completeness_known;
+    gpu::section(&mut o, r.gpu.as_ref(), whole, style);
 
     // POP.
     let p = &r.pop;

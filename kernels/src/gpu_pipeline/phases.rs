@@ -292,6 +292,23 @@ impl Exchange<'_, '_> {
         Ok(m)
     }
 
+    /// Phase 1's device work, in both orders: one D2H copy per packet sent through MPI,
+    /// each with its own event, then the interior computation. A failure ends the job
+    /// (receives are posted).
+    fn copies_out(&mut self, layout: &Layout, remote: &[Packet], plan: &Plan) -> (Vec<Op>, Op) {
+        let d2h = remote
+            .iter()
+            .map(|p| {
+                self.d2h(layout, p)
+                    .unwrap_or_else(|e| abort_inside(self, &e))
+            })
+            .collect();
+        let interior = self
+            .interior(plan)
+            .unwrap_or_else(|e| abort_inside(self, &e));
+        (d2h, interior)
+    }
+
     /// Phases 1 to 4, pipelined. Returns the copies and the interior kernel.
     fn pipelined(&mut self, layout: &Layout, plan: &Plan) -> (Copies, Op) {
         let remote: Vec<Packet> = layout.remote().copied().collect();
@@ -309,16 +326,7 @@ impl Exchange<'_, '_> {
                     Some(comm.irecv(s, p.from, p.tag, buf))
                 })
                 .collect();
-            let mut d2h = Vec::with_capacity(remote.len());
-            for p in &remote {
-                match self.d2h(layout, p) {
-                    Ok(op) => d2h.push(op),
-                    Err(e) => abort_inside(self, &e),
-                }
-            }
-            let interior = self
-                .interior(plan)
-                .unwrap_or_else(|e| abort_inside(self, &e));
+            let (d2h, interior) = self.copies_out(layout, &remote, plan);
             // Phase 2.
             let mut sends = Vec::with_capacity(remote.len());
             let mut sent = vec![false; remote.len()];
@@ -403,16 +411,7 @@ impl Exchange<'_, '_> {
                     comm.irecv(s, p.from, p.tag, buf)
                 })
                 .collect();
-            let mut d2h = Vec::with_capacity(remote.len());
-            for p in &remote {
-                match self.d2h(layout, p) {
-                    Ok(op) => d2h.push(op),
-                    Err(e) => abort_inside(self, &e),
-                }
-            }
-            let interior = self
-                .interior(plan)
-                .unwrap_or_else(|e| abort_inside(self, &e));
+            let (d2h, interior) = self.copies_out(layout, &remote, plan);
             if let Err(e) = self.dev.sync_stream(Stream::D2H) {
                 abort_inside(self, &e);
             }

@@ -148,7 +148,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         ));
     }
     if let Some(g) = &r.gpu {
-        gpu_lines(&mut lines, g);
+        gpu_lines(&mut lines, g, crate::view::unrecorded(run));
     }
     if let Some(g) = &r.run.gpu_unrecorded {
         lines.push(Line::raw(""));
@@ -168,7 +168,14 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
 }
 
 /// The GPU block: backend, staging chains, and the findings (the report's `gpu`).
-fn gpu_lines(lines: &mut Vec<Line<'static>>, g: &overlap_analyzer::gpu::GpuReport) {
+///
+/// `unrecorded`: what the trace lacks ([`crate::view::unrecorded`]), when it lacks
+/// something: no finding then means none in what was recorded.
+fn gpu_lines(
+    lines: &mut Vec<Line<'static>>,
+    g: &overlap_analyzer::gpu::GpuReport,
+    unrecorded: Option<String>,
+) {
     lines.push(Line::raw(""));
     lines.push(Line::styled(
         format!(
@@ -202,10 +209,10 @@ fn gpu_lines(lines: &mut Vec<Line<'static>>, g: &overlap_analyzer::gpu::GpuRepor
             .map_or("unknown".to_string(), |f| format!("{:.0}%", f * 100.0))
     )));
     if g.findings.is_empty() {
-        lines.push(Line::styled(
-            "no GPU finding",
-            Style::new().fg(Color::Green),
-        ));
+        lines.push(match unrecorded {
+            None => Line::styled("no GPU finding", Style::new().fg(Color::Green)),
+            Some(why) => Line::raw(format!("no GPU finding in what was recorded ({why})")),
+        });
     }
     for f in &g.findings {
         lines.push(Line::styled(
