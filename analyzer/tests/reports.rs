@@ -1,0 +1,90 @@
+//! The whole analysis, pinned: for each real run kept under `tests/data/reports/` (the
+//! kernels and the preload's C and Fortran test programs, recorded once), the full JSON
+//! report and every per-instance figure behind it, from the per-rank files and from the
+//! merged file, and the merged file itself, compared with what they were when the run
+//! was recorded. A change to how runs are read, merged or held in memory must leave
+//! every figure as it was; one that means to change a figure re-blesses the files with
+//! `OVERLAP_BLESS=1 cargo test -p overlap-analyzer --test reports` and says why.
+
+use std::path::{Path, PathBuf};
+
+use overlap_analyzer::import::{load_dir, load_merged};
+use overlap_analyzer::merge::{merge_dir, write_merged};
+use overlap_analyzer::metrics::{analyze, Options};
+use overlap_analyzer::model::Trace;
+
+fn cases() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("tests/data/reports")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.join("ranks").is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 10, "the runs under {}", root.display());
+    dirs
+}
+
+/// The report and the per-instance figures of a trace, as text, with the paths the
+/// test ran from replaced by `SOURCE`.
+fn figures(trace: &Trace, source: &Path) -> (String, String) {
+    let (report, details) = analyze(trace, &Options::default());
+    let json = serde_json::to_string_pretty(&report).expect("report as JSON");
+    // One line per instance, so that a difference names the instance.
+    let mut lines: Vec<String> = Vec::new();
+    lines.extend(details.waits.iter().map(|w| format!("{w:?}")));
+    lines.extend(details.requests.iter().map(|r| format!("{r:?}")));
+    lines.extend(details.chains.iter().map(|c| format!("{c:?}")));
+    lines.push(format!("{:?}", details.sites));
+    let details = lines.join("\n") + "\n";
+    let at = source.display().to_string();
+    (json.replace(&at, "SOURCE"), details.replace(&at, "SOURCE"))
+}
+
+/// Compares `got` with the file `name` of `dir` (writes it under OVERLAP_BLESS).
+fn expect(dir: &Path, name: &str, got: &[u8]) {
+    let path = dir.join(name);
+    if std::env::var_os("OVERLAP_BLESS").is_some() {
+        std::fs::write(&path, got).expect("bless");
+        return;
+    }
+    let want = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if want != got {
+        let (want, got) = (String::from_utf8_lossy(&want), String::from_utf8_lossy(got));
+        let line = want
+            .lines()
+            .zip(got.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(want.lines().count().min(got.lines().count()));
+        panic!(
+            "{}: differs from line {}:\n  was: {:?}\n  now: {:?}",
+            path.display(),
+            line + 1,
+            want.lines().nth(line).unwrap_or("(end)"),
+            got.lines().nth(line).unwrap_or("(end)")
+        );
+    }
+}
+
+#[test]
+fn every_figure_of_the_kept_runs_is_unchanged() {
+    for case in cases() {
+        let ranks = case.join("ranks");
+        let loaded = load_dir(&ranks, &mut |_, _| {}).expect("load the rank files");
+        let (report, details) = figures(&loaded.trace, &ranks);
+        expect(&case, "report.json", report.as_bytes());
+        expect(&case, "details.txt", details.as_bytes());
+
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let merged_path = tmp.path().join("run.json");
+        let outcome = merge_dir(&ranks).expect("merge");
+        write_merged(&outcome.merged, &merged_path).expect("write the merged file");
+        let merged = std::fs::read(&merged_path).expect("read it back");
+        expect(&case, "merged.json", &merged);
+
+        let loaded = load_merged(&merged_path, &mut |_, _| {}).expect("load the merged file");
+        let (report, details) = figures(&loaded.trace, &merged_path);
+        expect(&case, "report-merged.json", report.as_bytes());
+        expect(&case, "details-merged.txt", details.as_bytes());
+    }
+}
