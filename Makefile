@@ -65,6 +65,8 @@ bench: setup
 	$(CARGO) bench -p overlap-instrument --bench overhead
 	@echo
 	$(CARGO) bench -p overlap-analyzer --bench analyze
+	@echo
+	$(CARGO) bench -p overlap-analyzer --bench scale
 
 clean:
 	$(CARGO) clean

@@ -268,11 +268,12 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 fn merge(a: MergeArgs) -> Result<ExitCode> {
     overlap_analyzer::output::check_output(&a.out)?;
     let m = merge_dir(&a.dir)?;
-    let (trace, line) = report_merge(&m, &a.dir, &a.out)?;
+    let unreadable = m.unreadable.len();
+    let (trace, line) = report_merge(m, &a.dir, &a.out)?;
     outln!("{line}");
     out!("{}", summarize(&trace).to_table());
-    let info = &m.merged.info;
-    let problems = m.unreadable.len() + info.missing_ranks.len() + info.incomplete.len();
+    let info = &trace.info;
+    let problems = unreadable + info.missing_ranks.len() + info.incomplete.len();
     if a.strict && problems > 0 {
         bail!("--strict: {problems} rank file(s) missing, cut short or unreadable");
     }

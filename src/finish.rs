@@ -47,8 +47,8 @@ pub(crate) fn warn_incomplete(
 }
 
 /// Writes the merged trace, reports what was missing on stderr, and returns the run for
-/// analysis with the line saying what was merged.
-pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(Trace, String)> {
+/// analysis (the merge's own timelines, not a copy) with the line saying what was merged.
+pub(crate) fn report_merge(m: MergeOutcome, dir: &Path, out: &Path) -> Result<(Trace, String)> {
     let written = write_merged(&m.merged, out)
         .with_context(|| format!("writing the merged trace {}", out.display()))?;
     let info = &m.merged.info;
@@ -72,7 +72,7 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
     let line = format!(
         "merged {} rank(s), {} messages ({} unmatched sends, {} unmatched receives) into {} \
          ({} events, {:.1} KiB)",
-        m.merged.ranks.len(),
+        m.merged.timelines.len(),
         info.messages,
         info.unmatched_sends,
         info.unmatched_receives,
@@ -80,7 +80,7 @@ pub(crate) fn report_merge(m: &MergeOutcome, dir: &Path, out: &Path) -> Result<(
         written,
         size as f64 / 1024.0
     );
-    Ok((m.merged.to_trace(out), line))
+    Ok((m.merged.into_trace(out), line))
 }
 
 /// How a run that `overlap` stopped ended, for the user.
@@ -146,7 +146,7 @@ impl RunEnd<'_> {
                 }
             }
         };
-        let (trace, line) = report_merge(&m, self.ranks_dir, self.out)?;
+        let (trace, line) = report_merge(m, self.ranks_dir, self.out)?;
         (self.print)(format_args!("{line}\n"));
         let Some(f) = failure else {
             return Ok(Ok(trace));

@@ -123,10 +123,10 @@ fn run_kernel(
         .failure(|pid| {
             let m = merged.as_ref().ok()?;
             m.merged
-                .ranks
+                .timelines
                 .iter()
-                .find(|r| r.os_pid == pid)
-                .map(|r| r.rank)
+                .find(|t| t.os_pid == pid)
+                .map(|t| t.rank)
         })
         .map(|message| Failure {
             message,

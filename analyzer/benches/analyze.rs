@@ -499,6 +499,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .unwrap_or(10_000_000);
     match args.first().map(String::as_str) {
         Some(layout @ ("dir" | "dir-json" | "merged")) => run(layout, events),
+        Some("write") => {
+            let dir = PathBuf::from(args.get(2).ok_or("write EVENTS DIR")?);
+            let iterations = events / (PER_ITERATION * u64::from(RANKS));
+            write_stream_dir(&dir, iterations)?;
+            Ok(())
+        }
         _ => {
             // Each layout in its own process, so that peak memory is its own.
             let me = std::env::current_exe()?;

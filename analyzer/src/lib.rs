@@ -127,6 +127,17 @@ pub enum Error {
         /// What does not fit, naming the files.
         reason: String,
     },
+    /// A rank file that no longer holds what the merge read from it when the merged
+    /// file is written (the merge reads each rank file twice: to match, then to write).
+    #[error(
+        "{}: changed since it was read for this merge (its events no longer match): merge \
+         the directory again",
+        path.display()
+    )]
+    Changed {
+        /// The file.
+        path: PathBuf,
+    },
     /// A directory without a single usable rank file.
     #[error(
         "{}: no usable per-rank trace file{}{}",

@@ -7,7 +7,7 @@ use common::*;
 use overlap_analyzer::import::read_merged;
 use overlap_analyzer::merge::{merge, merge_dir, write_merged, EventRef, Merged};
 use overlap_analyzer::summary::summarize;
-use overlap_instrument::schema::{Event, Nanos, Op, SyncPhase};
+use overlap_instrument::schema::{Nanos, Op, SyncPhase};
 
 /// Two ranks on different clocks. Rank 1's clock reads 1000 ns less than rank 0's
 /// (offset -1000) and its epoch is 9_000 on its clock, i.e. 10_000 on rank 0's, the same
@@ -67,22 +67,21 @@ fn two_ranks() -> Vec<overlap_analyzer::model::RankTrace> {
 }
 
 fn op_at(m: &Merged, r: EventRef) -> (Op, u64) {
-    match m.event(r).expect("event exists") {
-        Event::Call(c) => (c.op, c.start.0),
-        _ => panic!("not a call"),
-    }
+    let t = &m.timelines[r.rank as usize];
+    let s = t.spans.get(r.index).expect("event exists");
+    (s.op().expect("a call"), s.start.0)
 }
 
 #[test]
 fn matches_in_non_overtaking_order_and_flags_clock_suspects() {
     let m = merge(two_ranks());
     assert_eq!(
-        m.ranks.iter().map(|r| r.rank).collect::<Vec<_>>(),
+        m.timelines.iter().map(|r| r.rank).collect::<Vec<_>>(),
         vec![0, 1]
     );
     // Both ranks align onto the same times.
-    assert_eq!(m.ranks[1].events[0].start(), Nanos(20));
-    assert_eq!(m.ranks[0].events[0].start(), Nanos(100));
+    assert_eq!(m.timelines[1].spans[0].start, Nanos(20));
+    assert_eq!(m.timelines[0].spans[0].start, Nanos(100));
 
     let got: Vec<_> = m
         .messages
@@ -227,9 +226,9 @@ fn offsets_are_interpolated_between_init_and_final() {
     );
     let m = merge(vec![r0, r1]);
     // Run start: min(1_000 + 0 + 0, 0 + 0 + 1000) = 1_000.
-    let send = &m.ranks[1].events[0];
-    assert_eq!(send.start(), Nanos(500_000 + 1500 - 1_000));
-    assert_eq!(m.ranks[0].events[0].start(), Nanos(400_000));
+    let send = &m.timelines[1].spans[0];
+    assert_eq!(send.start, Nanos(500_000 + 1500 - 1_000));
+    assert_eq!(m.timelines[0].spans[0].start, Nanos(400_000));
     assert_eq!(m.messages.len(), 1);
     assert!(!m.messages[0].clock_suspect);
     assert_eq!(
@@ -253,7 +252,7 @@ fn ranks_sharing_rank_0s_clock_are_not_corrected() {
         vec![recv(15, 30, 0, 0, 8)],
     );
     let m = merge(vec![r0, r1]);
-    assert_eq!(m.ranks[1].events[0].start(), Nanos(15));
+    assert_eq!(m.timelines[1].spans[0].start, Nanos(15));
     assert!(m.info.ranks[1].shared_clock);
     assert_eq!(
         m.info.ranks[1].init_offset_ns, 777,
@@ -317,7 +316,7 @@ fn truncated_and_missing_ranks_are_reported_and_the_rest_merged() {
     std::fs::write(dir.path().join("merged.json"), "{}").expect("not a rank file: ignored");
     let outcome = merge_dir(dir.path()).expect("merges what it can");
     let m = &outcome.merged;
-    assert_eq!(m.ranks.len(), 2);
+    assert_eq!(m.timelines.len(), 2);
     assert_eq!(m.info.missing_ranks, vec![2]);
     assert_eq!(m.info.incomplete.len(), 1);
     assert_eq!(m.info.incomplete[0].rank, 1);
@@ -332,10 +331,72 @@ fn truncated_and_missing_ranks_are_reported_and_the_rest_merged() {
 #[test]
 fn nothing_to_merge_is_an_empty_run_not_a_panic() {
     let m = merge(Vec::new());
-    assert!(m.ranks.is_empty());
+    assert!(m.timelines.is_empty());
     assert_eq!((m.info.world_size, m.info.messages), (0, 0));
     assert_eq!(
         summarize(&m.to_trace(std::path::Path::new("x"))).wall,
         Nanos(0)
     );
+}
+
+/// `merge_dir` keeps only the compact timelines and reads each rank file again as it
+/// writes the merged file: the file is the one a merge held in memory writes, byte for
+/// byte, events in each rank's order of start.
+#[test]
+fn the_merged_file_from_rank_files_is_the_one_from_memory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ranks = dir.path().join("run.ranks");
+    std::fs::create_dir(&ranks).expect("ranks dir");
+    for t in two_ranks() {
+        write_rank_file(&ranks, &t, true);
+    }
+    let (from_files, from_memory) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    let outcome = merge_dir(&ranks).expect("merges");
+    write_merged(&outcome.merged, &from_files).expect("written from the files");
+    write_merged(&merge(two_ranks()), &from_memory).expect("written from memory");
+    let (a, b) = (
+        std::fs::read(&from_files).expect("a"),
+        std::fs::read(&from_memory).expect("b"),
+    );
+    assert!(a == b, "the two merged files differ");
+}
+
+/// A rank file deleted or rewritten between the merge and the writing of the merged
+/// file is named, and nothing is written.
+#[test]
+fn a_rank_file_changed_before_the_write_is_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ranks = dir.path().join("run.ranks");
+    std::fs::create_dir(&ranks).expect("ranks dir");
+    let traces = two_ranks();
+    let files: Vec<_> = traces
+        .iter()
+        .map(|t| write_rank_file(&ranks, t, true))
+        .collect();
+    let out = dir.path().join("merged.json");
+
+    let outcome = merge_dir(&ranks).expect("merges");
+    // Rank 1's file loses its last event (the file of `traces[0]`, rank 1).
+    let mut shorter = traces[0].clone();
+    shorter.events.pop();
+    write_rank_file(&ranks, &shorter, true);
+    let e = write_merged(&outcome.merged, &out).expect_err("a changed file");
+    let text = e.to_string();
+    assert!(text.contains("changed since it was read"), "{text}");
+    assert!(text.contains(&files[0].display().to_string()), "{text}");
+    assert!(!out.exists());
+
+    let outcome = merge_dir(&ranks).expect("merges again");
+    std::fs::remove_file(&files[1]).expect("remove rank 0's file");
+    let e = write_merged(&outcome.merged, &out).expect_err("a file gone");
+    assert!(
+        e.to_string().contains(&files[1].display().to_string()),
+        "{e}"
+    );
+    assert!(!out.exists());
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
 }

@@ -94,7 +94,7 @@ fn older_files_without_run_id_are_told_apart_by_program_or_world_size() {
     for t in pair(2) {
         write_rank_file(dir.path(), &t, true);
     }
-    assert_eq!(merge_dir(dir.path()).unwrap().merged.ranks.len(), 2);
+    assert_eq!(merge_dir(dir.path()).unwrap().merged.timelines.len(), 2);
     // Another program.
     let dir = tempfile::tempdir().unwrap();
     for mut t in pair(2) {
@@ -241,9 +241,9 @@ fn an_epoch_that_cannot_be_true_is_flagged_and_aligned_by_the_init_sync() {
         "{}",
         flagged[0].reason
     );
-    assert_eq!(m.ranks[0].events[0].start(), Nanos(650));
-    assert_eq!(m.ranks[1].events[0].start(), Nanos(400));
-    assert_eq!(m.ranks[1].events[0].end(), Nanos(700));
+    assert_eq!(m.timelines[0].spans[0].start, Nanos(650));
+    assert_eq!(m.timelines[1].spans[0].start, Nanos(400));
+    assert_eq!(m.timelines[1].spans[0].end, Nanos(700));
     let rc = &m.info.ranks[1];
     assert_eq!(rc.init_error_ns, 250);
     assert_eq!(m.info.max_clock_error_ns, 250);
@@ -283,8 +283,8 @@ fn an_absurd_offset_is_flagged_and_not_computed_with() {
         "{}",
         flagged[0].reason
     );
-    assert_eq!(m.ranks[1].events[0].start(), Nanos(400));
-    assert_eq!(m.ranks[0].events[0].start(), Nanos(650));
+    assert_eq!(m.timelines[1].spans[0].start, Nanos(400));
+    assert_eq!(m.timelines[0].spans[0].start, Nanos(650));
     // The offset used: rank 1's local 300 (absolute 5_000_300) is rank 0's E + 250.
     assert_eq!(m.info.ranks[1].init_offset_ns, 5_000_300 - 1_000_250);
     assert_eq!(m.info.ranks[1].final_offset_ns, None);
@@ -332,7 +332,7 @@ fn an_absurd_error_bound_or_drift_is_flagged() {
     );
     assert_eq!(m.info.ranks[1].final_offset_ns, None);
     assert_eq!(m.info.ranks[1].drift_ppb, None);
-    assert_eq!(m.ranks[1].events[0].start(), Nanos(400));
+    assert_eq!(m.timelines[1].spans[0].start, Nanos(400));
 }
 
 #[test]
@@ -355,7 +355,7 @@ fn plausible_clocks_are_not_flagged() {
         "{:?}",
         m.info.clock_implausible
     );
-    assert_eq!(m.ranks[1].events[0].start(), Nanos(400));
+    assert_eq!(m.timelines[1].spans[0].start, Nanos(400));
     assert_eq!(m.info.ranks[1].init_offset_ns, -1000);
 }
 

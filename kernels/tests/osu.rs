@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use overlap_analyzer::merge::merge_dir;
-use overlap_instrument::schema::{Event, Op};
+use overlap_instrument::schema::Op;
 
 fn example() -> PathBuf {
     // Examples are built next to the test binaries' directory by `cargo test`.
@@ -71,12 +71,10 @@ fn plain_and_traced_loops_report_and_the_traced_one_records_every_call() {
     // 8 bytes: 1000 + 20 000 round trips, then 100 + 1000 windows of 64 messages and
     // an ack; one barrier before each loop.
     let (round_trips, windows) = (21_000, 1_100);
-    for a in &m.ranks {
+    for a in &m.timelines {
         let mut ops: BTreeMap<Op, usize> = BTreeMap::new();
-        for e in &a.events {
-            if let Event::Call(c) = e {
-                *ops.entry(c.op).or_default() += 1;
-            }
+        for op in a.spans.iter().filter_map(|s| s.op()) {
+            *ops.entry(op).or_default() += 1;
         }
         let get = |op| ops.get(&op).copied().unwrap_or(0);
         let (sends, recvs, posts) = if a.rank == 0 {

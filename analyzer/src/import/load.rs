@@ -13,7 +13,7 @@ use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_V
 
 use super::{complete_event, completeness, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
-use crate::merge::{match_all, read_files_into, world_size_of, ClockPlan, Unreadable};
+use crate::merge::{match_all, merge_timelines, read_files_into, Unreadable};
 use crate::model::{Place, RankTrace, ReadProblem, Timeline, Trace};
 use crate::{Error, Result};
 
@@ -49,8 +49,8 @@ pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     }
 }
 
-/// Loads a directory of per-rank files: reads each into a compact timeline, aligns the
-/// clocks and matches messages.
+/// Loads a directory of per-rank files: reads each into a compact timeline (several at
+/// once), aligns the clocks and matches messages.
 pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let files = super::rank_files(dir)?;
     let sizes: Vec<u64> = files
@@ -58,38 +58,28 @@ pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
         .collect();
     let total: u64 = sizes.iter().sum();
-    let mut done = 0u64;
-    let (traces, unreadable) = read_files_into::<Timeline>(dir, files, |i| {
-        done += sizes.get(i).copied().unwrap_or(0);
-        progress(done, total);
-    })?;
-    let plan = ClockPlan::new(&traces);
+    // The files are read on rayon's threads; progress is reported from this one.
+    let (tx, rx) = std::sync::mpsc::channel::<usize>();
+    let read = std::thread::scope(|s| {
+        let reader = s.spawn(move || {
+            read_files_into::<Timeline>(dir, files, move |i| {
+                let _ = tx.send(i);
+            })
+        });
+        let mut done = 0u64;
+        for i in rx {
+            done += sizes.get(i).copied().unwrap_or(0);
+            progress(done, total);
+        }
+        reader.join()
+    });
+    let (traces, unreadable) = match read {
+        Ok(read) => read?,
+        Err(panic) => std::panic::resume_unwind(panic),
+    };
     let notes = traces.iter().flat_map(RankTrace::note_lines).collect();
-    let mut timelines: Vec<Timeline> = Vec::with_capacity(traces.len());
-    let mut metas = Vec::with_capacity(traces.len());
-    for (i, mut t) in traces.into_iter().enumerate() {
-        let mut tl = std::mem::take(&mut t.events);
-        tl.align(plan.aligner(i, &t));
-        tl.sort();
-        tl.rank = t.rank();
-        tl.host.clone_from(&t.header.host);
-        tl.os_pid = t.header.os_pid;
-        tl.threads = std::mem::take(&mut t.threads);
-        tl.complete = t.is_complete();
-        metas.push(t);
-        timelines.push(tl);
-    }
-    let _m = tracing::info_span!("match messages").entered();
-    let (requests, matched) = match_all(&timelines, world_size_of(&metas));
-    let info = plan.info(&metas, &timelines, &matched);
     Ok(Loaded {
-        trace: Trace::new(
-            dir.to_path_buf(),
-            info,
-            timelines,
-            matched.messages,
-            requests,
-        ),
+        trace: merge_timelines(traces).into_trace(dir),
         unreadable,
         problems: Vec::new(),
         notes,

@@ -112,6 +112,25 @@ pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
     parse_rank_file_into(path, &buf)
 }
 
+/// Hands every call, compute span and GPU operation of a per-rank file to `each`, in
+/// file order: the merge's second reading, which writes them without holding them (a
+/// JSON file of versions 1 to 3 is read whole first).
+pub(crate) fn each_event(path: &Path, mut each: impl FnMut(Event)) -> Result<()> {
+    overlap_format::output::check_input(path, false)?;
+    let buf = std::fs::read(path).map_err(|source| Error::Io {
+        what: "reading",
+        path: path.to_path_buf(),
+        cause: source,
+    })?;
+    if overlap_format::stream::is_stream(&buf) {
+        stream::each_stream_event(path, &buf, each)
+    } else {
+        let t = parse_rank_trace(path, &buf)?;
+        t.events.into_iter().for_each(&mut each);
+        Ok(())
+    }
+}
+
 /// Parses the bytes of a per-rank file of any readable version: a binary stream, or a
 /// JSON array (`path` is for messages).
 pub fn parse_rank_file_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {

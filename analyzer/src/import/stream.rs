@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use overlap_format::schema::FORMAT_VERSION;
-use overlap_format::stream::{self, Collected, StreamError};
+use overlap_format::schema::{ClockSync, Event, Footer, Header, SourceSite, FORMAT_VERSION};
+use overlap_format::stream::{self, Collected, StreamError, Visitor};
 
 use super::EventSink;
 use crate::model::{Place, RankTrace, ReadProblem};
@@ -21,10 +21,29 @@ fn read_problem(p: stream::Problem) -> ReadProblem {
     }
 }
 
-/// Reads the bytes of a binary per-rank stream (`path` is for messages).
-pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
-    let mut c = Collected::<S>::default();
-    let problems = stream::read(buf, &mut c).map_err(|e| match e {
+/// The events of a stream handed one by one to a function, the rest ignored.
+struct EachEvent<F>(F);
+
+impl<F: FnMut(Event)> Visitor for EachEvent<F> {
+    fn header(&mut self, _: Header) {}
+    fn thread(&mut self, _: u32, _: String) {}
+    fn event(&mut self, event: Event) {
+        (self.0)(event);
+    }
+    fn clock_sync(&mut self, _: ClockSync) {}
+    fn site(&mut self, _: SourceSite) {}
+    fn footer(&mut self, _: Footer) {}
+}
+
+/// Hands every event of the bytes of a binary per-rank stream to `each`, in file order
+/// (per thread, recording order), holding none of them.
+pub(crate) fn each_stream_event(path: &Path, buf: &[u8], each: impl FnMut(Event)) -> Result<()> {
+    stream::read(buf, &mut EachEvent(each)).map_err(|e| stream_error(path, e))?;
+    Ok(())
+}
+
+fn stream_error(path: &Path, e: StreamError) -> Error {
+    match e {
         StreamError::Version { found } => Error::Version {
             path: path.to_path_buf(),
             found,
@@ -34,7 +53,13 @@ pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result
             path: path.to_path_buf(),
             reason: other.to_string(),
         },
-    })?;
+    }
+}
+
+/// Reads the bytes of a binary per-rank stream (`path` is for messages).
+pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
+    let mut c = Collected::<S>::default();
+    let problems = stream::read(buf, &mut c).map_err(|e| stream_error(path, e))?;
     let header = c.header.ok_or_else(|| Error::NoHeader {
         path: path.to_path_buf(),
     })?;

@@ -80,6 +80,22 @@ pub(crate) struct ClockPlan {
     pub(super) implausible: Vec<ImplausibleClock>,
 }
 
+/// One rank's times onto the run's timeline (see [`ClockPlan::aligner`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RankAlign {
+    alignment: Alignment,
+    epoch: u64,
+    run_start: i128,
+}
+
+impl RankAlign {
+    /// A time of the rank, ns since the run's start.
+    pub(crate) fn apply(&self, n: Nanos) -> Nanos {
+        let ns = (self.alignment.to_reference(self.epoch, n.0) - self.run_start).max(0);
+        Nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+}
+
 /// Rank 0's synchronisation window on its clock: `(from, to)`.
 fn window<S>(reference: &RankTrace<S>, model: &ClockModel) -> (i128, i128) {
     let from = model.to_reference(reference.header.epoch_ns, 0);
@@ -242,16 +258,21 @@ impl ClockPlan {
 
     /// Maps a time of the `i`-th rank (ns since its epoch) onto the run's timeline.
     pub(crate) fn aligner<S>(&self, i: usize, t: &RankTrace<S>) -> impl Fn(Nanos) -> Nanos {
-        let alignment = self
-            .used
-            .get(i)
-            .copied()
-            .unwrap_or(Alignment::Model(ClockModel::identity()));
-        let epoch = t.header.epoch_ns;
-        let run_start = self.run_start;
-        move |n: Nanos| {
-            let ns = (alignment.to_reference(epoch, n.0) - run_start).max(0);
-            Nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+        let align = self.rank_align(i, t);
+        move |n: Nanos| align.apply(n)
+    }
+
+    /// The `i`-th rank's alignment as a value, kept to align its events again when the
+    /// merged file is written from the rank's file.
+    pub(crate) fn rank_align<S>(&self, i: usize, t: &RankTrace<S>) -> RankAlign {
+        RankAlign {
+            alignment: self
+                .used
+                .get(i)
+                .copied()
+                .unwrap_or(Alignment::Model(ClockModel::identity())),
+            epoch: t.header.epoch_ns,
+            run_start: self.run_start,
         }
     }
 

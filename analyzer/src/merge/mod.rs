@@ -29,15 +29,14 @@ mod memory;
 mod peers;
 mod write;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use overlap_format::schema::{
-    CallEvent, Event, GpuEvent, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue,
-    RankClock, FORMAT_NAME, FORMAT_VERSION,
+    Event, GpuEvent, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue, RankClock,
+    FORMAT_NAME, FORMAT_VERSION,
 };
 
-pub(crate) use clocks::ClockPlan;
+pub(crate) use clocks::{ClockPlan, RankAlign};
 pub(crate) use identity::check_one_run;
 pub(crate) use matching::{match_all, suspect_record, Matched};
 pub use memory::from_events;
@@ -50,86 +49,48 @@ use crate::import::{rank_files, read_rank_file_into, EventSink};
 use crate::model::{RankTrace, Timeline};
 use crate::{Error, Result};
 
-/// One rank's events on the run's timeline.
-#[derive(Clone, Debug, PartialEq)]
-pub struct AlignedRank {
-    /// The rank.
-    pub rank: u32,
-    /// Its host.
-    pub host: String,
-    /// Its operating-system process id.
-    pub os_pid: u32,
-    /// Thread names by tid.
-    pub threads: BTreeMap<u32, String>,
-    /// Calls and compute spans, ns since the run's start, sorted by start.
-    pub events: Vec<Event>,
-    /// GPU work, ns since the run's start, sorted by start (apart from `events`, whose
-    /// indexes are [`EventRef`]s).
-    pub gpu: Vec<GpuEvent>,
-    /// False when the rank's file was cut short.
-    pub complete: bool,
-}
-
-impl AlignedRank {
-    /// The same rank in the compact form analysis uses (same event order).
-    pub fn timeline(&self) -> Timeline {
-        let mut t = Timeline::new(self.rank);
-        t.host.clone_from(&self.host);
-        t.os_pid = self.os_pid;
-        t.threads.clone_from(&self.threads);
-        t.complete = self.complete;
-        for e in &self.events {
-            t.push(e);
-        }
-        t.gpu.clone_from(&self.gpu);
-        t
-    }
+/// Where the merged file takes a rank's calls and compute spans from: the analysis
+/// keeps only the compact [`Timeline`]s, so the events are read again from the rank's
+/// file as they are written, a block at a time.
+#[derive(Clone, Debug)]
+enum RankEvents {
+    /// The rank's file, aligned with this as it is read.
+    File { path: PathBuf, align: RankAlign },
+    /// Held in memory, on the run's timeline already (runs built in memory).
+    Memory(Vec<Event>),
 }
 
 /// The merged run.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Merged {
     /// What goes into `otherData`.
     pub info: MergedInfo,
-    /// Ranks, sorted by rank (lookups by [`EventRef`] rely on it).
-    pub ranks: Vec<AlignedRank>,
     /// Matched messages.
     pub messages: Vec<Message>,
     /// Request lifetimes.
     pub requests: Vec<RequestLife>,
-    /// The ranks in the compact form analysis uses, built once by the merge.
+    /// The ranks in the compact form analysis uses, sorted by rank (lookups by
+    /// [`EventRef`] rely on it).
     pub timelines: Vec<Timeline>,
+    /// Where each rank's events are written from (same order as `timelines`).
+    events: Vec<RankEvents>,
 }
 
 impl Merged {
-    /// The event behind a reference.
-    pub fn event(&self, r: EventRef) -> Option<&Event> {
-        event_at(&self.ranks, r)
+    /// The run in the compact form analysis uses (a copy; see [`Merged::into_trace`]).
+    pub fn to_trace(&self, source: &Path) -> crate::model::Trace {
+        self.clone().into_trace(source)
     }
 
     /// The run in the compact form analysis uses.
-    pub fn to_trace(&self, source: &Path) -> crate::model::Trace {
+    pub fn into_trace(self, source: &Path) -> crate::model::Trace {
         crate::model::Trace::new(
             source.to_path_buf(),
-            self.info.clone(),
-            self.timelines.clone(),
-            self.messages.clone(),
-            self.requests.clone(),
+            self.info,
+            self.timelines,
+            self.messages,
+            self.requests,
         )
-    }
-}
-
-/// The event behind a reference, in ranks sorted by rank.
-pub(crate) fn event_at(ranks: &[AlignedRank], r: EventRef) -> Option<&Event> {
-    let i = ranks.binary_search_by_key(&r.rank, |a| a.rank).ok()?;
-    ranks[i].events.get(r.index)
-}
-
-/// The call behind a reference (`None` for a compute span).
-pub(crate) fn call_at(ranks: &[AlignedRank], r: EventRef) -> Option<&CallEvent> {
-    match event_at(ranks, r)? {
-        Event::Call(c) => Some(c),
-        Event::Compute(_) | Event::Gpu(_) => None,
     }
 }
 
@@ -143,7 +104,7 @@ pub struct Unreadable {
 }
 
 /// What merging a directory produced.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct MergeOutcome {
     /// The merged run.
     pub merged: Merged,
@@ -154,22 +115,30 @@ pub struct MergeOutcome {
     pub notes: Vec<String>,
 }
 
-/// Reads the per-rank `files` of `dir` (from [`rank_files`]) into `S`, skipping files
-/// that cannot be used. Fails when no file at all could be used, and when the files are
-/// not one run ([`check_one_run`]: another run, program or world size, a rank twice,
-/// a rank beyond the world). `each` is told the position of every file once it is read
-/// (for progress reports).
-pub(crate) fn read_files_into<S: EventSink>(
+/// Reads the per-rank `files` of `dir` (from [`rank_files`]) into `S`, several at once
+/// (rayon's threads), skipping files that cannot be used. Fails when no file at all
+/// could be used, and when the files are not one run ([`check_one_run`]: another run,
+/// program or world size, a rank twice, a rank beyond the world). `each` is told the
+/// position of every file once it is read (for progress reports), from any thread.
+pub(crate) fn read_files_into<S: EventSink + Send>(
     dir: &Path,
     files: Vec<PathBuf>,
-    mut each: impl FnMut(usize),
+    each: impl Fn(usize) + Sync,
 ) -> Result<(Vec<RankTrace<S>>, Vec<Unreadable>)> {
+    use rayon::prelude::*;
+    let read: Vec<(PathBuf, Result<RankTrace<S>>)> = files
+        .into_par_iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let _span = tracing::info_span!("import rank file", file = %path.display()).entered();
+            let read = read_rank_file_into::<S>(&path);
+            each(i);
+            (path, read)
+        })
+        .collect();
     let mut traces: Vec<RankTrace<S>> = Vec::new();
     let mut unreadable = Vec::new();
-    for (i, path) in files.into_iter().enumerate() {
-        let _span = tracing::info_span!("import rank file", file = %path.display()).entered();
-        let read = read_rank_file_into::<S>(&path);
-        each(i);
+    for (path, read) in read {
         match read {
             Ok(t) => traces.push(t),
             Err(e) => unreadable.push(Unreadable {
@@ -194,15 +163,63 @@ pub(crate) fn read_files_into<S: EventSink>(
 
 /// Reads every per-rank file (`rank-<N>.ovlp`, or `.json` of versions 1 to 3) of `dir`
 /// and merges what can be read. Fails when no file at all could be used, and when the
-/// files are not one run.
+/// files are not one run. Only the compact timelines are kept: [`write_merged`] reads
+/// the events again from the files.
 pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
-    let (traces, unreadable) = read_files_into::<Vec<Event>>(dir, rank_files(dir)?, |_| {})?;
+    let (traces, unreadable) = read_files_into::<Timeline>(dir, rank_files(dir)?, |_| {})?;
     let notes = traces.iter().flat_map(RankTrace::note_lines).collect();
     Ok(MergeOutcome {
-        merged: merge(traces),
+        merged: merge_timelines(traces),
         unreadable,
         notes,
     })
+}
+
+/// Aligns per-rank traces read into timelines (the files of one run, sorted by rank),
+/// matches their messages and describes the run; their events are to be read again
+/// from their files when the merged file is written.
+pub(crate) fn merge_timelines(traces: Vec<RankTrace<Timeline>>) -> Merged {
+    use rayon::prelude::*;
+    let plan = ClockPlan::new(&traces);
+    let mut metas = Vec::with_capacity(traces.len());
+    let mut timelines: Vec<Timeline> = Vec::with_capacity(traces.len());
+    let mut events = Vec::with_capacity(traces.len());
+    for (i, mut t) in traces.into_iter().enumerate() {
+        let mut tl = std::mem::take(&mut t.events);
+        tl.rank = t.rank();
+        tl.host.clone_from(&t.header.host);
+        tl.os_pid = t.header.os_pid;
+        tl.threads = std::mem::take(&mut t.threads);
+        tl.complete = t.is_complete();
+        events.push(RankEvents::File {
+            path: t.path.clone(),
+            align: plan.rank_align(i, &t),
+        });
+        metas.push(t);
+        timelines.push(tl);
+    }
+    {
+        let _s = tracing::info_span!("align and sort").entered();
+        timelines
+            .par_iter_mut()
+            .zip(events.par_iter())
+            .for_each(|(tl, e)| {
+                if let RankEvents::File { align, .. } = e {
+                    tl.align(|n| align.apply(n));
+                }
+                tl.sort();
+            });
+    }
+    let _m = tracing::info_span!("match messages").entered();
+    let (requests, matched) = match_all(&timelines, world_size_of(&metas));
+    let info = plan.info(&metas, &timelines, &matched);
+    Merged {
+        info,
+        messages: matched.messages,
+        requests,
+        timelines,
+        events,
+    }
 }
 
 impl ClockPlan {
@@ -329,29 +346,37 @@ pub(crate) fn world_size_of<S>(traces: &[RankTrace<S>]) -> u32 {
     traces.iter().map(|t| t.header.size).max().unwrap_or(0)
 }
 
-/// Aligns and matches the given per-rank traces, which must be the files of one run
-/// ([`merge_dir`] makes sure they are). Their events are moved, not copied, onto the
-/// run's timeline; the compact timelines analysis uses are built once, here.
+/// Aligns and matches the given per-rank traces, held in memory, which must be the
+/// files of one run ([`merge_dir`] makes sure they are). Their events are moved, not
+/// copied, onto the run's timeline; the compact timelines analysis uses are built once,
+/// here.
 pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
     traces.sort_by_key(RankTrace::rank);
     let plan = ClockPlan::new(&traces);
-    let ranks: Vec<AlignedRank> = traces
-        .iter_mut()
-        .enumerate()
-        .map(|(i, t)| {
-            let events = std::mem::take(&mut t.events);
-            align_rank(t, events, plan.aligner(i, t))
-        })
-        .collect();
-    let timelines: Vec<Timeline> = ranks.iter().map(AlignedRank::timeline).collect();
+    let mut timelines = Vec::with_capacity(traces.len());
+    let mut events = Vec::with_capacity(traces.len());
+    for (i, t) in traces.iter_mut().enumerate() {
+        let aligned = align_rank(std::mem::take(&mut t.events), plan.aligner(i, t));
+        let mut tl = Timeline::new(t.rank());
+        tl.host.clone_from(&t.header.host);
+        tl.os_pid = t.header.os_pid;
+        tl.threads.clone_from(&t.threads);
+        tl.complete = t.is_complete();
+        for e in &aligned.0 {
+            tl.push(e);
+        }
+        tl.gpu = aligned.1;
+        timelines.push(tl);
+        events.push(RankEvents::Memory(aligned.0));
+    }
     let (requests, matched) = match_all(&timelines, world_size_of(&traces));
     let info = plan.info(&traces, &timelines, &matched);
     Merged {
         info,
-        ranks,
         messages: matched.messages,
         requests,
         timelines,
+        events,
     }
 }
 
@@ -366,39 +391,42 @@ fn aligned_dump(d: &InFlightDump, align: impl Fn(Nanos) -> Nanos) -> InFlightDum
     out
 }
 
+/// A rank's events on the run's timeline, sorted by start: its calls and compute spans,
+/// and apart, its GPU work.
 fn align_rank(
-    t: &RankTrace,
     mut events: Vec<Event>,
     align: impl Fn(Nanos) -> Nanos,
-) -> AlignedRank {
+) -> (Vec<Event>, Vec<GpuEvent>) {
     let mut gpu = Vec::new();
     events.retain_mut(|e| match e {
-        Event::Call(c) => {
-            c.start = align(c.start);
-            c.end = align(c.end).max(c.start);
-            true
-        }
-        Event::Compute(c) => {
-            c.start = align(c.start);
-            c.end = align(c.end).max(c.start);
-            true
-        }
         Event::Gpu(g) => {
             let mut g = g.clone();
             crate::model::align_gpu(&mut g, &align);
             gpu.push(g);
             false
         }
+        other => {
+            align_event(other, &align);
+            true
+        }
     });
     events.sort_by_key(|e| (e.start(), e.tid()));
     gpu.sort_by_key(|g| (g.start, g.stream, g.issued));
-    AlignedRank {
-        rank: t.rank(),
-        host: t.header.host.clone(),
-        os_pid: t.header.os_pid,
-        threads: t.threads.clone(),
-        events,
-        gpu,
-        complete: t.is_complete(),
+    (events, gpu)
+}
+
+/// A call's or compute span's times onto the run's timeline (GPU work is aligned apart,
+/// [`crate::model::align_gpu`]).
+fn align_event(e: &mut Event, align: impl Fn(Nanos) -> Nanos) {
+    match e {
+        Event::Call(c) => {
+            c.start = align(c.start);
+            c.end = align(c.end).max(c.start);
+        }
+        Event::Compute(c) => {
+            c.start = align(c.start);
+            c.end = align(c.end).max(c.start);
+        }
+        Event::Gpu(_) => {}
     }
 }

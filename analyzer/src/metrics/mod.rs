@@ -222,47 +222,24 @@ pub struct Details {
     pub chains: Vec<crate::gpu::ChainRow>,
 }
 
-/// Runs every analysis on `trace`.
+/// Runs every analysis on `trace`: the replays (the run as programs of operations,
+/// replayed ideal and as measured) on one of rayon's threads while the figures of the
+/// trace itself are computed on another.
 pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
     let _span = tracing::info_span!("metrics").entered();
-    let (ranks, totals) = {
-        let _s = tracing::info_span!("time budget").entered();
-        budget::budgets(trace)
-    };
-    let waits = {
-        let _s = tracing::info_span!("wait states").entered();
-        wait_states::instances(trace)
-    };
-    let wait_states = wait_states::summarize(trace, &waits, opts);
-    let (model, collective_model, requests) = {
-        let _s = tracing::info_span!("requests").entered();
-        let model = transfer::TransferModel::fit(trace);
-        let collective_model = transfer::CollectiveModel::fit(trace);
-        let r = requests::per_request(trace, &model, &collective_model, opts);
-        (model, collective_model, r)
-    };
-    let mut request_summary = requests::summarize(&requests, &model, &collective_model, opts);
-    let mut false_overlap = {
-        let _s = tracing::info_span!("false overlap").entered();
-        let ls = false_overlap::late_sender_by_call(&waits);
-        false_overlap::findings(trace, &requests, &ls, opts)
-    };
-    let sites = SiteTable::build(trace);
-    let worst: &mut [&mut [RequestMetrics]] = &mut [
-        &mut request_summary.worst,
-        &mut request_summary.written_not_achieved.worst,
-    ];
-    crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
-    let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
-    // The run as programs of operations, for both replays (none: no rank has events).
-    let program = {
-        let _s = tracing::info_span!("operations").entered();
-        crate::ops::extract(trace).ok()
-    };
-    let replayed = {
-        let _s = tracing::info_span!("ideal replay").entered();
-        program.as_ref().and_then(ideal::replay)
-    };
+    let ((replayed, self_check), measured) =
+        rayon::join(|| replays(trace), || measured_figures(trace, opts));
+    let Measured {
+        ranks,
+        totals,
+        waits,
+        wait_states,
+        request_summary,
+        requests,
+        false_overlap,
+        sites,
+        by_site,
+    } = measured;
     let pop = pop::efficiencies(&ranks, &totals, &wait_states.per_rank_ns, replayed);
     let (indeterminate_waits, indeterminate_wait_ns) = waits
         .iter()
@@ -335,12 +312,7 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         clock,
         by_site,
         hang: crate::hang::analyze(trace, &sites),
-        replay: {
-            let _s = tracing::info_span!("self-check replay").entered();
-            program
-                .as_ref()
-                .and_then(|p| crate::replay::self_check(trace, p))
-        },
+        replay: self_check,
         gpu,
     };
     let details = Details {
@@ -350,6 +322,82 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         chains: chains.unwrap_or_default(),
     };
     (report, details)
+}
+
+/// The figures [`analyze`] computes from the trace itself, apart from the replays.
+struct Measured {
+    ranks: Vec<RankBudget>,
+    totals: RunBudget,
+    waits: Vec<WaitInstance>,
+    wait_states: WaitStates,
+    request_summary: RequestSummary,
+    requests: Vec<RequestMetrics>,
+    false_overlap: Vec<Finding>,
+    sites: SiteTable,
+    by_site: BySite,
+}
+
+fn measured_figures(trace: &Trace, opts: &Options) -> Measured {
+    let (ranks, totals) = {
+        let _s = tracing::info_span!("time budget").entered();
+        budget::budgets(trace)
+    };
+    let waits = {
+        let _s = tracing::info_span!("wait states").entered();
+        wait_states::instances(trace)
+    };
+    let wait_states = wait_states::summarize(trace, &waits, opts);
+    let (model, collective_model, requests) = {
+        let _s = tracing::info_span!("requests").entered();
+        let model = transfer::TransferModel::fit(trace);
+        let collective_model = transfer::CollectiveModel::fit(trace);
+        let r = requests::per_request(trace, &model, &collective_model, opts);
+        (model, collective_model, r)
+    };
+    let mut request_summary = requests::summarize(&requests, &model, &collective_model, opts);
+    let mut false_overlap = {
+        let _s = tracing::info_span!("false overlap").entered();
+        let ls = false_overlap::late_sender_by_call(&waits);
+        false_overlap::findings(trace, &requests, &ls, opts)
+    };
+    let sites = SiteTable::build(trace);
+    let worst: &mut [&mut [RequestMetrics]] = &mut [
+        &mut request_summary.worst,
+        &mut request_summary.written_not_achieved.worst,
+    ];
+    crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
+    let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
+    Measured {
+        ranks,
+        totals,
+        waits,
+        wait_states,
+        request_summary,
+        requests,
+        false_overlap,
+        sites,
+        by_site,
+    }
+}
+
+/// The run replayed: ideal (for POP's T_ideal) and as measured (the self-check); `None`
+/// each when the run cannot be replayed (no rank has events, or a rank was cut short).
+fn replays(trace: &Trace) -> (Option<u64>, Option<crate::replay::SelfCheck>) {
+    let program = {
+        let _s = tracing::info_span!("operations").entered();
+        crate::ops::extract(trace).ok()
+    };
+    let replayed = {
+        let _s = tracing::info_span!("ideal replay").entered();
+        program.as_ref().and_then(ideal::replay)
+    };
+    let self_check = {
+        let _s = tracing::info_span!("self-check replay").entered();
+        program
+            .as_ref()
+            .and_then(|p| crate::replay::self_check(trace, p))
+    };
+    (replayed, self_check)
 }
 
 /// True for calls that block until something happens elsewhere (wait states are

@@ -40,22 +40,16 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
     let mut names: FxHashMap<String, u32> = FxHashMap::default();
     // (rank, request id) -> request index, to link completions.
     let mut request_of: FxHashMap<(u32, u64), usize> = FxHashMap::default();
-    // Per rank slot: span index of the main thread's posts -> requests (trace indices).
-    let mut posted_at: Vec<FxHashMap<usize, Vec<usize>>> =
-        vec![Default::default(); trace.ranks.len()];
-    for (i, r) in trace.requests.iter().enumerate() {
-        if let Ok(slot) = trace.ranks.binary_search_by_key(&r.rank, |t| t.rank) {
-            posted_at[slot].entry(r.post).or_default().push(i);
-        }
-    }
+    let posted_at = posts_by_rank(trace);
     let blocking = collectives::instances(trace);
     let nb_instances = collectives::nonblocking(trace);
     let mut nb_instance_of: FxHashMap<usize, usize> = FxHashMap::default();
     let nb_model = CollectiveModel::fit(trace);
-    // Trace request index -> program request index.
-    let mut program_request: FxHashMap<usize, usize> = FxHashMap::default();
-    // Per rank slot: span index -> op index (of the first op made of that span).
-    let mut op_of_span: Vec<FxHashMap<usize, usize>> = Vec::with_capacity(trace.ranks.len());
+    // Trace request index -> program request index (NONE: not in the program).
+    let mut program_request: Vec<usize> = vec![NONE; trace.requests.len()];
+    // Per rank slot: span index -> op index (of the first op made of that span; NONE:
+    // the span made no op).
+    let mut op_of_span: Vec<Vec<usize>> = Vec::with_capacity(trace.ranks.len());
     // Blocking collective instance (trace) -> program instance.
     let mut blocking_instance: FxHashMap<u32, usize> = FxHashMap::default();
     for (k, members) in nb_instances.iter().enumerate() {
@@ -93,7 +87,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         other_threads.dedup();
         let min_cost = shortest_calls(t, main);
         let mut ops: Vec<Operation> = Vec::new();
-        let mut span_ops: FxHashMap<usize, usize> = FxHashMap::default();
+        let mut span_ops: Vec<usize> = vec![NONE; t.spans.len()];
         let mut prev_end = lo.0;
         let mut prev_call: Option<usize> = None;
         for (i, s) in t.spans.iter().enumerate() {
@@ -137,7 +131,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
             match s.what {
                 What::Compute(name) => {
                     let id = name_id(&mut program, &mut names, t.name(name));
-                    span_ops.insert(i, ops.len());
+                    span_ops[i] = ops.len();
                     ops.push(Operation {
                         kind: OpKind::Compute {
                             name: id,
@@ -151,13 +145,13 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                 What::Call(op, _) => {
                     let (_, c) = t.call(i).expect("a call span has its call");
                     let site = c.site;
-                    span_ops.insert(i, ops.len());
+                    span_ops[i] = ops.len();
                     let shortest = min_cost.get(&op).copied().unwrap_or(0).min(end - start);
                     match op.class() {
                         OpClass::Post => {
-                            let posted = posted_at[slot].get(&i).cloned().unwrap_or_default();
+                            let posted = posted_at_span(&posted_at[slot], i);
                             let n = posted.len().max(1) as u64;
-                            for (k, &ti) in posted.iter().enumerate() {
+                            for (k, &(_, ti)) in posted.iter().enumerate() {
                                 let life = &trace.requests[ti];
                                 let (role, desc) = match life.kind {
                                     RequestKind::Send => (RequestRole::Send, t.call(life.args)),
@@ -171,7 +165,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                 };
                                 let desc = desc.map(|d| d.1);
                                 let rid = program.requests.len();
-                                program_request.insert(ti, rid);
+                                program_request[ti] = rid;
                                 request_of.insert((t.rank, life.request), rid);
                                 let instance = nb_instance_of.get(&ti).map(|&k| {
                                     *nb_program_instance
@@ -344,7 +338,13 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         });
     }
     program.measured_ns = last_end.saturating_sub(first_start);
-    link_messages(trace, &mut program, &op_of_span, &program_request);
+    link_messages(
+        trace,
+        &mut program,
+        &op_of_span,
+        &posted_at,
+        &program_request,
+    );
     fit_blocking_costs(&mut program);
     Ok(program)
 }
@@ -423,51 +423,70 @@ fn inferred(
     }
 }
 
+/// "None" in the index vectors of [`extract`].
+const NONE: usize = usize::MAX;
+
+/// Per rank slot of `trace`: `(post span, request index)` of each request, by post span
+/// (requests posted by one call keep their order).
+fn posts_by_rank(trace: &Trace) -> Vec<Vec<(usize, usize)>> {
+    let mut posted_at: Vec<Vec<(usize, usize)>> = vec![Vec::new(); trace.ranks.len()];
+    for (i, r) in trace.requests.iter().enumerate() {
+        if let Ok(slot) = trace.ranks.binary_search_by_key(&r.rank, |t| t.rank) {
+            posted_at[slot].push((r.post, i));
+        }
+    }
+    for list in &mut posted_at {
+        list.sort_by_key(|p| p.0);
+    }
+    posted_at
+}
+
+/// The requests posted by the call at `span`, from a rank's [`posts_by_rank`].
+fn posted_at_span(posts: &[(usize, usize)], span: usize) -> &[(usize, usize)] {
+    let from = posts.partition_point(|p| p.0 < span);
+    let to = from + posts[from..].partition_point(|p| p.0 == span);
+    &posts[from..to]
+}
+
 /// Links every matched message to the operations that sent and received it.
 fn link_messages(
     trace: &Trace,
     program: &mut Program,
-    op_of_span: &[FxHashMap<usize, usize>],
-    program_request: &FxHashMap<usize, usize>,
+    op_of_span: &[Vec<usize>],
+    posted_at: &[Vec<(usize, usize)>],
+    program_request: &[usize],
 ) {
     let slot = |rank: u32| trace.ranks.binary_search_by_key(&rank, |t| t.rank).ok();
-    // (rank, post span) -> program requests posted there.
-    let mut posts: FxHashMap<(u32, usize), Vec<usize>> = FxHashMap::default();
-    for (ti, life) in trace.requests.iter().enumerate() {
-        if let Some(&rid) = program_request.get(&ti) {
-            posts.entry((life.rank, life.post)).or_default().push(rid);
-        }
-    }
+    // The program requests posted by the call at a span of a rank slot.
+    let posts = |slot: usize, span: usize| {
+        posted_at_span(&posted_at[slot], span)
+            .iter()
+            .map(|&(_, ti)| program_request[ti])
+            .filter(|&rid| rid != NONE)
+    };
+    let op_at =
+        |slot: usize, span: usize| op_of_span[slot].get(span).copied().filter(|&op| op != NONE);
     for m in &trace.messages {
         let (Some(ss), Some(rs)) = (slot(m.send.rank), slot(m.recv_post.rank)) else {
             continue;
         };
-        let (Some(&sop), Some(&rop)) = (
-            op_of_span[ss].get(&m.send.index),
-            op_of_span[rs].get(&m.recv_post.index),
-        ) else {
+        let (Some(sop), Some(rop)) = (op_at(ss, m.send.index), op_at(rs, m.recv_post.index)) else {
             continue;
         };
         let id = program.messages.len();
-        let send_req = posts.get(&(m.send.rank, m.send.index)).and_then(|list| {
-            list.iter().copied().find(|&r| {
-                let q = &program.requests[r];
-                q.role == RequestRole::Send
-                    && q.message.is_none()
-                    && q.peer == Some(m.recv_post.rank as i32)
-                    && q.tag == Some(m.tag)
-            })
+        let send_req = posts(ss, m.send.index).find(|&r| {
+            let q = &program.requests[r];
+            q.role == RequestRole::Send
+                && q.message.is_none()
+                && q.peer == Some(m.recv_post.rank as i32)
+                && q.tag == Some(m.tag)
         });
-        let recv_req = posts
-            .get(&(m.recv_post.rank, m.recv_post.index))
-            .and_then(|list| {
-                list.iter().copied().find(|&r| {
-                    let q = &program.requests[r];
-                    q.role == RequestRole::Recv
-                        && q.message.is_none()
-                        && q.peer.is_none_or(|p| p < 0 || p == m.send.rank as i32)
-                })
-            });
+        let recv_req = posts(rs, m.recv_post.index).find(|&r| {
+            let q = &program.requests[r];
+            q.role == RequestRole::Recv
+                && q.message.is_none()
+                && q.peer.is_none_or(|p| p < 0 || p == m.send.rank as i32)
+        });
         let from_op = send_req.map_or(sop, |r| program.requests[r].post);
         let to_op = recv_req.map_or(rop, |r| program.requests[r].post);
         for (rid, rank, op) in [
@@ -477,9 +496,11 @@ fn link_messages(
             match rid {
                 Some(r) => program.requests[r].message = Some(id),
                 None => {
-                    let Some(pr) = program.ranks.iter_mut().find(|p| p.rank == rank) else {
+                    // Ranks are in the trace's order, sorted by rank.
+                    let Ok(p) = program.ranks.binary_search_by_key(&rank, |p| p.rank) else {
                         continue;
                     };
+                    let pr = &mut program.ranks[p];
                     if let Some(OpKind::Blocking { sends, recvs, .. }) =
                         pr.ops.get_mut(op).map(|o| &mut o.kind)
                     {

@@ -225,7 +225,7 @@ pub fn write_rank_file(dir: &Path, t: &RankTrace, closed: bool) -> PathBuf {
         .expect("vec");
         w.finish().expect("vec")
     } else {
-        std::mem::take(w.get_mut())
+        std::mem::take(w.get_mut().expect("vec"))
     };
     std::fs::write(&path, bytes).expect("write");
     path

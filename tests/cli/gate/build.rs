@@ -157,7 +157,7 @@ pub fn write_rank(dir: &Path, header: &Header, events: &[Event], closed: bool) -
             .expect("vec");
         w.finish().expect("vec")
     } else {
-        std::mem::take(w.get_mut())
+        std::mem::take(w.get_mut().expect("vec"))
     };
     let path = dir.join(format!("rank-{pid}.json"));
     std::fs::write(&path, bytes).expect("write");

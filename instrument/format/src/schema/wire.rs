@@ -360,27 +360,68 @@ pub fn gpu_to_wire(pid: u32, g: &GpuEvent) -> WireEvent<'static, EventArgs<'stat
 }
 
 /// Writes the JSON array form: `[` then one event per line, `]` on [`ArrayWriter::finish`].
-/// Each event is written whole, so a file cut anywhere between two writes is a valid
-/// prefix.
+/// Events are formatted into a buffer of their own and handed to `out` in blocks of
+/// about 64 KiB (serde's writes, a few bytes each, cost more than the formatting when
+/// they reach a file one by one); a block always ends between two events.
 pub struct ArrayWriter<W: Write> {
     out: W,
     written: u64,
+    pending: Vec<u8>,
+}
+
+/// How much formatted text [`ArrayWriter`] keeps before handing it over.
+const BLOCK: usize = 64 << 10;
+
+/// Formats one event for [`ArrayWriter::write_formatted`], appended to `buf`: the
+/// separator that precedes every event of an array but the first, then the event on
+/// one line. For formatting blocks of events on other threads.
+pub fn format_event<A: Serialize>(buf: &mut Vec<u8>, event: &WireEvent<'_, A>) -> io::Result<()> {
+    buf.extend_from_slice(b",\n");
+    serde_json::to_writer(buf, event).map_err(io::Error::other)
 }
 
 impl<W: Write> ArrayWriter<W> {
     /// Starts the array.
     pub fn new(mut out: W) -> io::Result<Self> {
         out.write_all(b"[\n")?;
-        Ok(ArrayWriter { out, written: 0 })
+        Ok(ArrayWriter {
+            out,
+            written: 0,
+            pending: Vec::with_capacity(BLOCK + 4096),
+        })
     }
 
     /// Appends one event.
     pub fn write<A: Serialize>(&mut self, event: &WireEvent<'_, A>) -> io::Result<()> {
         if self.written > 0 {
-            self.out.write_all(b",\n")?;
+            self.pending.extend_from_slice(b",\n");
         }
-        serde_json::to_writer(&mut self.out, event).map_err(io::Error::other)?;
+        serde_json::to_writer(&mut self.pending, event).map_err(io::Error::other)?;
         self.written += 1;
+        self.hand_over(false)
+    }
+
+    /// Appends `n` events formatted by [`format_event`] into `text`.
+    pub fn write_formatted(&mut self, text: &[u8], n: u64) -> io::Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let text = match self.written {
+            0 => text.strip_prefix(b",\n").unwrap_or(text),
+            _ => text,
+        };
+        self.hand_over(true)?;
+        self.out.write_all(text)?;
+        self.written += n;
+        Ok(())
+    }
+
+    /// Hands the formatted text to `out` when there is a block of it (or, `all`, any).
+    fn hand_over(&mut self, all: bool) -> io::Result<()> {
+        if self.pending.len() >= BLOCK || (all && !self.pending.is_empty()) {
+            self.out.write_all(&self.pending)?;
+            self.pending.clear();
+        }
         Ok(())
     }
 
@@ -389,14 +430,16 @@ impl<W: Write> ArrayWriter<W> {
         self.written
     }
 
-    /// The underlying writer, to flush it.
-    pub fn get_mut(&mut self) -> &mut W {
-        &mut self.out
+    /// The underlying writer, to flush it (what was formatted is handed to it first).
+    pub fn get_mut(&mut self) -> io::Result<&mut W> {
+        self.hand_over(true)?;
+        Ok(&mut self.out)
     }
 
     /// Closes the array and hands back the writer.
     pub fn finish(mut self) -> io::Result<W> {
-        self.out.write_all(b"\n]\n")?;
+        self.pending.extend_from_slice(b"\n]\n");
+        self.hand_over(true)?;
         self.out.flush()?;
         Ok(self.out)
     }
@@ -421,6 +464,11 @@ impl<W: Write> ObjectWriter<W> {
     /// Appends one event.
     pub fn write<A: Serialize>(&mut self, event: &WireEvent<'_, A>) -> io::Result<()> {
         self.array.write(event)
+    }
+
+    /// Appends `n` events formatted elsewhere (see [`ArrayWriter::write_formatted`]).
+    pub fn write_formatted(&mut self, text: &[u8], n: u64) -> io::Result<()> {
+        self.array.write_formatted(text, n)
     }
 
     /// Events written so far.
