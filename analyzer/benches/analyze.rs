@@ -6,10 +6,12 @@
 //! recorder writes per-rank files (binary streams, `dir`), as version-3 JSON per-rank
 //! files (`dir-json`, still read), and once more as one merged file (`merged`). Each
 //! layout is measured in a fresh process (peak memory is per process): `cargo bench
-//! --bench analyze` runs all three; `-- dir|dir-json|merged [EVENTS]` runs one.
+//! --bench analyze` runs all three; `-- dir|dir-json|merged [EVENTS]` runs one; `-- write
+//! EVENTS DIR` only writes the per-rank streams into DIR (to run `overlap` on them).
 //!
 //! Generation is not timed. Timed: reading every event, aligning, matching, and all of
-//! `metrics::analyze` (single-threaded throughout).
+//! `metrics::analyze`, on rayon's threads (`RAYON_NUM_THREADS=1` for one core). The
+//! larger, more realistic runs (16 to 1 024 ranks, merge too) are `--bench scale`.
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};

@@ -114,7 +114,9 @@ fn write_rank_events<W: std::io::Write>(
     }
     if !order.finish() {
         *reread = Some(Error::Changed { path: path.clone() });
-        return Err(std::io::Error::other("a rank file changed since it was read"));
+        return Err(std::io::Error::other(
+            "a rank file changed since it was read",
+        ));
     }
     write_block(pid, &block, w)
 }
