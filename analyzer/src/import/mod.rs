@@ -103,25 +103,24 @@ pub fn read_rank_file(path: &Path) -> Result<RankTrace> {
 
 /// Reads a per-rank trace file, its events into `S`.
 pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
+    parse_rank_file_into(path, &rank_file_bytes(path)?)
+}
+
+/// The bytes of a per-rank file (never opened when it is not a regular file).
+fn rank_file_bytes(path: &Path) -> Result<Vec<u8>> {
     overlap_format::output::check_input(path, false)?;
-    let buf = std::fs::read(path).map_err(|source| Error::Io {
+    std::fs::read(path).map_err(|source| Error::Io {
         what: "reading",
         path: path.to_path_buf(),
         cause: source,
-    })?;
-    parse_rank_file_into(path, &buf)
+    })
 }
 
 /// Hands every call, compute span and GPU operation of a per-rank file to `each`, in
 /// file order: the merge's second reading, which writes them without holding them (a
 /// JSON file of versions 1 to 3 is read whole first).
 pub(crate) fn each_event(path: &Path, mut each: impl FnMut(Event)) -> Result<()> {
-    overlap_format::output::check_input(path, false)?;
-    let buf = std::fs::read(path).map_err(|source| Error::Io {
-        what: "reading",
-        path: path.to_path_buf(),
-        cause: source,
-    })?;
+    let buf = rank_file_bytes(path)?;
     if overlap_format::stream::is_stream(&buf) {
         stream::each_stream_event(path, &buf, each)
     } else {

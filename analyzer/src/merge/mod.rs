@@ -210,9 +210,20 @@ pub(crate) fn merge_timelines(traces: Vec<RankTrace<Timeline>>) -> Merged {
                 tl.sort();
             });
     }
+    matched(&plan, &metas, timelines, events)
+}
+
+/// The run of `traces`, whose events are `timelines` on the run's timeline (sorted) and
+/// are to be written from `events`: its messages matched and `otherData` made.
+fn matched<S: EventSink>(
+    plan: &ClockPlan,
+    traces: &[RankTrace<S>],
+    timelines: Vec<Timeline>,
+    events: Vec<RankEvents>,
+) -> Merged {
     let _m = tracing::info_span!("match messages").entered();
-    let (requests, matched) = match_all(&timelines, world_size_of(&metas));
-    let info = plan.info(&metas, &timelines, &matched);
+    let (requests, matched) = match_all(&timelines, world_size_of(traces));
+    let info = plan.info(traces, &timelines, &matched);
     Merged {
         info,
         messages: matched.messages,
@@ -369,15 +380,7 @@ pub fn merge(mut traces: Vec<RankTrace>) -> Merged {
         timelines.push(tl);
         events.push(RankEvents::Memory(aligned.0));
     }
-    let (requests, matched) = match_all(&timelines, world_size_of(&traces));
-    let info = plan.info(&traces, &timelines, &matched);
-    Merged {
-        info,
-        messages: matched.messages,
-        requests,
-        timelines,
-        events,
-    }
+    matched(&plan, &traces, timelines, events)
 }
 
 /// A rank's dump with its times on the run's timeline.
