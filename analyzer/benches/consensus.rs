@@ -71,10 +71,10 @@ fn program(per_iteration: usize, iterations: usize) -> Program {
                     name: 0,
                     inferred: false,
                     // Reads the previous exchange's receive, writes this one's send.
-                    access: Some(Access {
+                    access: Some(Box::new(Access {
                         reads: vec![named("in", rbuf.saturating_sub(0x1000))],
                         writes: vec![named("out", sbuf + 0x1000)],
-                    }),
+                    })),
                     until_span: None,
                 },
                 None,

@@ -150,8 +150,10 @@ pub fn essential(program: &Program, rank: &RankProgram, conservative: bool) -> D
                 }
             }
             OpKind::Complete { .. } => {}
-            OpKind::Blocking { buffers, comm, .. } => {
-                for (b, u) in buffers {
+            OpKind::Blocking {
+                transfers, comm, ..
+            } => {
+                for (b, u) in &transfers.buffers {
                     uses.push((*b, *u, Accessor { begin: i, end: i }));
                 }
                 for p in posts_since_blocking.remove(comm).unwrap_or_default() {

@@ -50,10 +50,10 @@ impl Build {
             OpKind::Compute {
                 name: id,
                 inferred: false,
-                access: Some(Access {
+                access: Some(Box::new(Access {
                     reads: reads.iter().map(named).collect(),
                     writes: writes.iter().map(named).collect(),
-                }),
+                })),
                 until_span: None,
             },
             None,

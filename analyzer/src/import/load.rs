@@ -391,6 +391,7 @@ fn assemble_counted(
     let mut timelines: Vec<Timeline> = ranks.into_values().collect();
     for t in &mut timelines {
         t.sort();
+        t.shrink_to_fit();
         if let Some(r) = info.ranks.iter().find(|r| r.rank == t.rank) {
             t.host.clone_from(&r.host);
         }

@@ -167,6 +167,7 @@ fn requests_and_receives(
             }
         }
     }
+    lives.shrink_to_fit();
     (lives, receives)
 }
 
@@ -275,6 +276,7 @@ fn match_messages(
     for (i, m) in messages.iter_mut().enumerate() {
         m.id = i as u64 + 1;
     }
+    messages.shrink_to_fit();
     Matched {
         messages,
         unmatched_sends,

@@ -208,6 +208,7 @@ pub(crate) fn merge_timelines(traces: Vec<RankTrace<Timeline>>) -> Merged {
                     tl.align(|n| align.apply(n));
                 }
                 tl.sort();
+                tl.shrink_to_fit();
             });
     }
     matched(&plan, &metas, timelines, events)

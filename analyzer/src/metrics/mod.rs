@@ -338,29 +338,40 @@ struct Measured {
 }
 
 fn measured_figures(trace: &Trace, opts: &Options) -> Measured {
-    let (ranks, totals) = {
-        let _s = tracing::info_span!("time budget").entered();
-        budget::budgets(trace)
-    };
-    let waits = {
-        let _s = tracing::info_span!("wait states").entered();
-        wait_states::instances(trace)
-    };
+    // The budgets, the wait states, the requests and the sites do not need each other.
+    let (((ranks, totals), waits), ((model, collective_model, requests), sites)) = rayon::join(
+        || {
+            rayon::join(
+                || {
+                    let _s = tracing::info_span!("time budget").entered();
+                    budget::budgets(trace)
+                },
+                || {
+                    let _s = tracing::info_span!("wait states").entered();
+                    wait_states::instances(trace)
+                },
+            )
+        },
+        || {
+            rayon::join(
+                || {
+                    let _s = tracing::info_span!("requests").entered();
+                    let model = transfer::TransferModel::fit(trace);
+                    let collective_model = transfer::CollectiveModel::fit(trace);
+                    let r = requests::per_request(trace, &model, &collective_model, opts);
+                    (model, collective_model, r)
+                },
+                || SiteTable::build(trace),
+            )
+        },
+    );
     let wait_states = wait_states::summarize(trace, &waits, opts);
-    let (model, collective_model, requests) = {
-        let _s = tracing::info_span!("requests").entered();
-        let model = transfer::TransferModel::fit(trace);
-        let collective_model = transfer::CollectiveModel::fit(trace);
-        let r = requests::per_request(trace, &model, &collective_model, opts);
-        (model, collective_model, r)
-    };
     let mut request_summary = requests::summarize(&requests, &model, &collective_model, opts);
     let mut false_overlap = {
         let _s = tracing::info_span!("false overlap").entered();
         let ls = false_overlap::late_sender_by_call(&waits);
         false_overlap::findings(trace, &requests, &ls, opts)
     };
-    let sites = SiteTable::build(trace);
     let worst: &mut [&mut [RequestMetrics]] = &mut [
         &mut request_summary.worst,
         &mut request_summary.written_not_achieved.worst,
@@ -387,17 +398,19 @@ fn replays(trace: &Trace) -> (Option<u64>, Option<crate::replay::SelfCheck>) {
         let _s = tracing::info_span!("operations").entered();
         crate::ops::extract(trace).ok()
     };
-    let replayed = {
-        let _s = tracing::info_span!("ideal replay").entered();
-        program.as_ref().and_then(ideal::replay)
-    };
-    let self_check = {
-        let _s = tracing::info_span!("self-check replay").entered();
-        program
-            .as_ref()
-            .and_then(|p| crate::replay::self_check(trace, p))
-    };
-    (replayed, self_check)
+    // Two replays of one program, apart.
+    rayon::join(
+        || {
+            let _s = tracing::info_span!("ideal replay").entered();
+            program.as_ref().and_then(ideal::replay)
+        },
+        || {
+            let _s = tracing::info_span!("self-check replay").entered();
+            program
+                .as_ref()
+                .and_then(|p| crate::replay::self_check(trace, p))
+        },
+    )
 }
 
 /// True for calls that block until something happens elsewhere (wait states are

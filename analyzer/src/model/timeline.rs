@@ -138,6 +138,17 @@ impl Timeline {
         self.gpu.sort_by_key(|g| (g.start, g.stream, g.issued));
     }
 
+    /// Gives back what its vectors hold beyond their events (growing by doubling leaves
+    /// up to half of each unused): for runs of tens of millions of events, once read.
+    pub fn shrink_to_fit(&mut self) {
+        self.spans.shrink_to_fit();
+        self.calls.shrink_to_fit();
+        self.done.shrink_to_fit();
+        self.starts.shrink_to_fit();
+        self.groups.shrink_to_fit();
+        self.gpu.shrink_to_fit();
+    }
+
     /// Puts every time of the rank on the run's timeline with `align` (the rank's clock
     /// alignment): its spans, and its GPU work's enqueue, start and end.
     pub fn align(&mut self, align: impl Fn(Nanos) -> Nanos) {

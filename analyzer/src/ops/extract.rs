@@ -17,7 +17,8 @@ use crate::metrics::transfer::{class_of, CollectiveModel};
 use crate::model::{Timeline, Trace, What};
 
 use super::{
-    CollectiveOp, MessageOp, OpKind, Operation, Program, RankProgram, RequestOp, RequestRole, Use,
+    CollectiveOp, MessageOp, OpKind, Operation, Program, RankProgram, RequestOp, RequestRole,
+    Transfers, Use,
 };
 
 /// Why a trace cannot become a program.
@@ -37,6 +38,9 @@ pub const INFERRED_NAME: &str = "compute";
 /// The program of every rank of `trace`.
 pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
     let mut program = Program::default();
+    // At most one program request per request, one message per message: never grown.
+    program.requests.reserve_exact(trace.requests.len());
+    program.messages.reserve_exact(trace.messages.len());
     let mut names: FxHashMap<String, u32> = FxHashMap::default();
     // (rank, request id) -> request index, to link completions.
     let mut request_of: FxHashMap<(u32, u64), usize> = FxHashMap::default();
@@ -136,7 +140,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                         kind: OpKind::Compute {
                             name: id,
                             inferred: false,
-                            access: t.access(i).cloned(),
+                            access: t.access(i).cloned().map(Box::new),
                             until_span: None,
                         },
                         ..base
@@ -265,9 +269,10 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                     .is_some_and(|s| s < 0);
                             ops.push(Operation {
                                 kind: OpKind::Blocking {
-                                    sends: Vec::new(),
-                                    recvs: Vec::new(),
-                                    buffers,
+                                    transfers: Box::new(Transfers {
+                                        buffers,
+                                        ..Transfers::default()
+                                    }),
                                     comm: c.comm,
                                     null_peers: u8::from(null_send) + u8::from(null_recv),
                                 },
@@ -320,6 +325,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                 ));
             }
         }
+        ops.shrink_to_fit();
         program.ranks.push(RankProgram {
             rank: t.rank,
             start_ns: lo.0,
@@ -501,13 +507,13 @@ fn link_messages(
                         continue;
                     };
                     let pr = &mut program.ranks[p];
-                    if let Some(OpKind::Blocking { sends, recvs, .. }) =
+                    if let Some(OpKind::Blocking { transfers, .. }) =
                         pr.ops.get_mut(op).map(|o| &mut o.kind)
                     {
                         if rank == m.send.rank && op == sop {
-                            sends.push(id);
+                            transfers.sends.push(id);
                         } else {
-                            recvs.push(id);
+                            transfers.recvs.push(id);
                         }
                     }
                 }

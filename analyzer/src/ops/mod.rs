@@ -118,8 +118,9 @@ pub enum OpKind {
         name: u32,
         /// Inferred from a gap between MPI calls (its buffers are unknown).
         inferred: bool,
-        /// The buffers it reads and writes, when the program said.
-        access: Option<Access>,
+        /// The buffers it reads and writes, when the program said (boxed: most compute
+        /// says nothing, and every operation is as large as the largest kind).
+        access: Option<Box<Access>>,
         /// For an inferred compute: the call after the gap (span index).
         until_span: Option<usize>,
     },
@@ -135,12 +136,8 @@ pub enum OpKind {
     },
     /// A blocking point-to-point call: returns when its own transfers are done.
     Blocking {
-        /// Messages it sends.
-        sends: Vec<MessageId>,
-        /// Messages it receives.
-        recvs: Vec<MessageId>,
-        /// Its buffers (send buffer, receive buffer).
-        buffers: Vec<(Buffer, Use)>,
+        /// Its messages and buffers (boxed, as `access` above).
+        transfers: Box<Transfers>,
         /// Communicator.
         comm: u32,
         /// Its halves to or from `MPI_PROC_NULL` (no message by design).
@@ -155,6 +152,17 @@ pub enum OpKind {
     },
     /// Any other MPI call: takes its time inside MPI, waits for nothing.
     Local,
+}
+
+/// What a blocking point-to-point call moves.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Transfers {
+    /// Messages it sends.
+    pub sends: Vec<MessageId>,
+    /// Messages it receives.
+    pub recvs: Vec<MessageId>,
+    /// Its buffers (send buffer, receive buffer).
+    pub buffers: Vec<(Buffer, Use)>,
 }
 
 /// How an operation uses a buffer.

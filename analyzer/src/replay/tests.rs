@@ -106,9 +106,7 @@ impl B {
     /// A blocking call sending and receiving the given messages (linked later).
     fn blocking(&mut self, r: u32, call: Op) -> usize {
         let kind = OpKind::Blocking {
-            sends: vec![],
-            recvs: vec![],
-            buffers: vec![],
+            transfers: Box::default(),
             comm: 0,
             null_peers: 0,
         };
@@ -124,11 +122,11 @@ impl B {
             bytes,
             tag: 0,
         });
-        if let OpKind::Blocking { sends, .. } = &mut self.p.ranks[r0 as usize].ops[i0].kind {
-            sends.push(m);
+        if let OpKind::Blocking { transfers, .. } = &mut self.p.ranks[r0 as usize].ops[i0].kind {
+            transfers.sends.push(m);
         }
-        if let OpKind::Blocking { recvs, .. } = &mut self.p.ranks[r1 as usize].ops[i1].kind {
-            recvs.push(m);
+        if let OpKind::Blocking { transfers, .. } = &mut self.p.ranks[r1 as usize].ops[i1].kind {
+            transfers.recvs.push(m);
         }
     }
 

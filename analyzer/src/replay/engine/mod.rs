@@ -322,11 +322,11 @@ impl<'a> Sim<'a> {
                 }
             }
             OpKind::Blocking {
-                sends,
-                recvs,
+                transfers,
                 null_peers,
                 ..
             } => {
+                let (sends, recvs) = (&transfers.sends, &transfers.recvs);
                 let call = op.call;
                 if let Some(c) = call {
                     // Halves to or from MPI_PROC_NULL have no message by design.
@@ -359,10 +359,11 @@ impl<'a> Sim<'a> {
         let (_, op) = self.op(s);
         let done = match &op.kind {
             OpKind::Complete { request } => self.request_done(*request),
-            OpKind::Blocking { sends, recvs, .. } => sends
+            OpKind::Blocking { transfers, .. } => transfers
+                .sends
                 .iter()
                 .map(|&m| self.msgs[m].send_done)
-                .chain(recvs.iter().map(|&m| self.msgs[m].recv_done))
+                .chain(transfers.recvs.iter().map(|&m| self.msgs[m].recv_done))
                 .max()
                 .unwrap_or(entry),
             OpKind::Collective { instance, .. } => self
@@ -460,12 +461,14 @@ impl<'a> Sim<'a> {
                     _ => "the other members of its collective".to_string(),
                 }
             }
-            OpKind::Blocking { sends, recvs, .. } => sends
+            OpKind::Blocking { transfers, .. } => transfers
+                .sends
                 .iter()
                 .filter(|&&m| self.msgs[m].send_done == UNKNOWN)
                 .map(|&m| peer(m, true))
                 .chain(
-                    recvs
+                    transfers
+                        .recvs
                         .iter()
                         .filter(|&&m| self.msgs[m].recv_done == UNKNOWN)
                         .map(|&m| peer(m, false)),
