@@ -172,9 +172,7 @@ pub fn per_request(
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
         };
-        let Some((args_op, call)) = t.call(r.args) else {
-            return None;
-        };
+        let (args_op, call) = t.call(r.args)?;
         let post_ref = EventRef {
             rank: r.rank,
             index: r.post,
