@@ -13,6 +13,9 @@
 //! `metrics::analyze`, on rayon's threads (`RAYON_NUM_THREADS=1` for one core). The
 //! larger, more realistic runs (16 to 1 024 ranks, merge too) are `--bench scale`.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -427,19 +430,6 @@ fn write_merged(path: &Path, iterations: u64) -> std::io::Result<u64> {
     Ok(std::fs::metadata(path)?.len())
 }
 
-/// Peak resident memory of this process, bytes (Linux's VmHWM).
-fn peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 fn run(layout: &str, events: u64) -> Result<(), Box<dyn std::error::Error>> {
     let iterations = events / (PER_ITERATION * u64::from(RANKS));
     let total = iterations * PER_ITERATION * u64::from(RANKS);
@@ -460,7 +450,7 @@ fn run(layout: &str, events: u64) -> Result<(), Box<dyn std::error::Error>> {
             (p, b)
         }
     };
-    let before = peak_rss();
+    let before = common::peak_rss()?;
     let t0 = Instant::now();
     let loaded = if layout.starts_with("dir") {
         load_dir(&path, &mut |_, _| {})?
@@ -481,7 +471,7 @@ fn run(layout: &str, events: u64) -> Result<(), Box<dyn std::error::Error>> {
         (t2 - t1).as_secs_f64(),
         secs,
         total as f64 / secs / 1e6,
-        peak_rss() as f64 / (1 << 20) as f64,
+        common::peak_rss()? as f64 / (1 << 20) as f64,
         before as f64 / (1 << 20) as f64,
         report.run.messages,
         report.false_overlap.len(),

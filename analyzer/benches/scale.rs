@@ -17,6 +17,9 @@
 //! 10000000 --threads 1,2 --only merge|analyze --keep DIR]`; `--keep` writes the runs
 //! under DIR and reuses them when they are there.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -317,19 +320,6 @@ fn generate(dir: &Path, ranks: u32, iterations: u64) -> Res<u64> {
     Ok(total)
 }
 
-/// Peak resident memory of this process, bytes (Linux's VmHWM).
-fn peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// One measurement, in this (fresh) process: prints a line for people, then
 /// `#fig SECONDS PEAK_BYTES` for the parent.
 fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
@@ -380,7 +370,7 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
         );
         (first + second, line)
     };
-    let peak = peak_rss();
+    let peak = common::peak_rss()?;
     println!(
         "{kind:<7} {label}: {}; total {secs:.2} s, {:.2} M events/s, peak {:.0} MiB \
          ({:.0} B/event)",
