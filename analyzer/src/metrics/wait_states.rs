@@ -318,6 +318,19 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     }
     let mut found: Vec<Candidate> = best.into_values().collect();
     found.sort_by_key(|c| (c.at, c.kind));
+    // Each rank's clock error bound, looked up once (`Trace::clock_error` scans the
+    // ranks, and there is an instance per wait: 1 024 ranks made it quadratic).
+    let errors: crate::fxhash::FxHashMap<u32, Nanos> = trace
+        .ranks
+        .iter()
+        .map(|t| (t.rank, trace.clock_error(t.rank)))
+        .collect();
+    let error = |rank: u32| {
+        errors
+            .get(&rank)
+            .copied()
+            .unwrap_or_else(|| trace.clock_error(rank))
+    };
     let mut out: Vec<WaitInstance> = Vec::with_capacity(found.len());
     for same_call in found.chunk_by(|a, b| a.at == b.at) {
         let intervals: Vec<(Nanos, Nanos)> = same_call.iter().map(|c| (c.from, c.to)).collect();
@@ -329,7 +342,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             let Some(call) = CallRef::of(trace, c.at.rank, c.at.index) else {
                 continue;
             };
-            let bound = trace.clock_error(c.at.rank) + trace.clock_error(c.cause.rank);
+            let bound = error(c.at.rank) + error(c.cause.rank);
             out.push(WaitInstance {
                 kind: c.kind,
                 rank: c.at.rank,
