@@ -118,6 +118,27 @@ fn recv_buffer(t: &Timeline, at: usize) -> Option<u64> {
     call.buf.map(|b| b.addr)
 }
 
+/// The D2H (an index of `t.gpu`) that filled the buffer of the send at `send`: the last
+/// enqueued before the send whose destination range holds its buffer. `d2h` indexes
+/// `t`'s D2H copies.
+pub fn send_copy(t: &Timeline, d2h: &CopyIndex, send: usize) -> Option<usize> {
+    let start = t.spans.get(send)?.start;
+    d2h.last_before(send_buffer(t, send)?, start)
+}
+
+/// The H2D (an index of `t.gpu`) that took the data of the receive posted at `post`
+/// and completed at `completion`: the first enqueued after the completing call started
+/// whose source range holds the receive buffer. `h2d` indexes `t`'s H2D copies.
+pub fn recv_copy(
+    t: &Timeline,
+    h2d: &CopyIndex,
+    post: usize,
+    completion: Option<usize>,
+) -> Option<usize> {
+    let done = t.spans.get(completion?)?;
+    h2d.first_after(recv_buffer(t, post)?, done.start)
+}
+
 /// A rank's copies of one direction by the host range they touch (a D2H's destination,
 /// an H2D's source), each range's copies by the time they were enqueued: a lookup costs
 /// a few ranges and a binary search, not a scan of the rank's GPU work.
@@ -205,15 +226,16 @@ pub fn build(ranks: &[Timeline], messages: &[Message]) -> Vec<Chain> {
         let Some(send) = st.spans.get(m.send.index) else {
             continue;
         };
-        let d2h =
-            send_buffer(st, m.send.index).and_then(|a| index[si].0.last_before(a, send.start));
+        let d2h = send_copy(st, &index[si].0, m.send.index);
         let completion = m
             .completion
             .and_then(|c| rt.spans.get(c.index).map(|s| (c, s)));
-        let h2d = match (recv_buffer(rt, m.recv_post.index), completion) {
-            (Some(addr), Some((_, done))) => index[ri].1.first_after(addr, done.start),
-            _ => None,
-        };
+        let h2d = recv_copy(
+            rt,
+            &index[ri].1,
+            m.recv_post.index,
+            m.completion.map(|c| c.index),
+        );
         if d2h.is_none() && h2d.is_none() {
             continue;
         }

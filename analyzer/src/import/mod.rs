@@ -449,6 +449,7 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
     let mut events: BTreeMap<u32, Vec<Event>> = BTreeMap::new();
     let mut process_names = BTreeMap::new();
     let mut flows: BTreeMap<u64, Flow> = BTreeMap::new();
+    let mut flow_ends: BTreeMap<u64, (usize, Option<Point>)> = BTreeMap::new();
     let mut requests: BTreeMap<u64, RequestSpan> = BTreeMap::new();
     for (index, raw) in file.trace_events.iter().enumerate() {
         let at = |reason: String| bad(format!("event {index}: {reason}"));
@@ -478,12 +479,11 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
                 let from = point().ok_or_else(|| at("flow without ts".into()))?;
                 flows.insert(id, Flow { id, from, to: None });
             }
+            // A flow's end may come before its start: each is written in its own
+            // rank's section of the file.
             Phase::FlowEnd => {
                 let id = raw.id.ok_or_else(|| at("flow without id".into()))?;
-                let flow = flows
-                    .get_mut(&id)
-                    .ok_or_else(|| at(format!("flow end {id} before its start")))?;
-                flow.to = point();
+                flow_ends.insert(id, (index, point()));
             }
             Phase::AsyncBegin => {
                 let id = raw.id.ok_or_else(|| at("async slice without id".into()))?;
@@ -507,6 +507,12 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
             }
             _ => {}
         }
+    }
+    for (id, (index, to)) in flow_ends {
+        let flow = flows
+            .get_mut(&id)
+            .ok_or_else(|| bad(format!("event {index}: flow end {id} without a start")))?;
+        flow.to = to;
     }
     let mut info = file.other_data;
     let counts: BTreeMap<u32, u64> = events.iter().map(|(r, e)| (*r, e.len() as u64)).collect();

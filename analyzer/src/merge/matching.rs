@@ -2,19 +2,18 @@
 //! completed each request. Works on [`Timeline`]s, so that the merge and the analysis of
 //! any trace share one matcher.
 
-use std::collections::BTreeMap;
-
 use crate::fxhash::FxHashMap;
 
 use overlap_format::schema::{Nanos, Op, OpClass, RequestKind, SuspectMessage};
 
+use super::ends::{join, Matched, RankEnds};
 use super::peers::in_world;
-use crate::model::{EventRef, Message, RequestLife, Timeline};
+use crate::model::{Message, RequestLife, Timeline};
 
 /// A receive, as matching needs it.
 struct Receive {
-    post: EventRef,
-    completion: Option<EventRef>,
+    post: usize,
+    completion: Option<usize>,
     source: Option<i32>,
     tag: Option<i32>,
     comm: u32,
@@ -22,14 +21,40 @@ struct Receive {
 
 /// Request lifetimes of every rank, and its messages matched. Sends to and receives
 /// from a rank outside a world of `world_size` ranks (0: unknown) are not matched, nor
-/// counted as unmatched: they name no real peer ([`super::peers`] reports them).
+/// counted as unmatched: they name no real peer ([`super::peers`] reports them). Each
+/// rank's ends are numbered on its own (in parallel), then joined ([`super::ends`]).
 pub(crate) fn match_all(ranks: &[Timeline], world_size: u32) -> (Vec<RequestLife>, Matched) {
-    let inits: Vec<_> = ranks.iter().map(persistent_inits).collect();
-    let (requests, receives) = requests_and_receives(ranks, &inits);
-    (
-        requests,
-        match_messages(ranks, &inits, &receives, world_size),
-    )
+    use rayon::prelude::*;
+    let per_rank: Vec<(Vec<RequestLife>, RankEnds)> =
+        ranks.par_iter().map(|t| rank_ends(t, world_size)).collect();
+    let mut lives = Vec::with_capacity(per_rank.iter().map(|p| p.0.len()).sum());
+    let mut ends = Vec::with_capacity(per_rank.len());
+    for (l, e) in per_rank {
+        lives.extend(l);
+        ends.push(e);
+    }
+    (lives, join(ends))
+}
+
+/// One rank's request lifetimes (in post order) and its message ends, numbered.
+pub(crate) fn rank_ends(t: &Timeline, world_size: u32) -> (Vec<RequestLife>, RankEnds) {
+    let inits = persistent_inits(t);
+    let (lives, receives) = requests_and_receives(t, &inits);
+    let mut ends = RankEnds::new(t.rank);
+    sends(t, &inits, world_size, &mut ends);
+    for r in receives {
+        match (r.source.and_then(|s| u32::try_from(s).ok()), r.tag) {
+            (Some(src), _) if !in_world(src, world_size) => {}
+            (Some(src), Some(tag)) => {
+                let done = r
+                    .completion
+                    .map(|c| (c, t.spans.get(c).map_or(Nanos::ZERO, |s| s.end)));
+                ends.receive(src, tag, r.comm, r.post, done);
+            }
+            _ => ends.unmatchable_receive(),
+        }
+    }
+    (lives, ends.finish())
 }
 
 /// Persistent requests of a rank (the `request` its persistent init recorded) ->
@@ -83,15 +108,15 @@ fn posted(t: &Timeline, index: usize, inits: &FxHashMap<u64, usize>, out: &mut P
 /// What [`posted`] finds: `(request, kind, index of the call describing the transfer)`.
 type Posts = Vec<(u64, RequestKind, usize)>;
 
-/// Request lifetimes and receives of every rank.
-/// `inits[i]` is [`persistent_inits`] of `ranks[i]`.
+/// A rank's request lifetimes and receives, in post order. `inits` is
+/// [`persistent_inits`] of `t`.
 fn requests_and_receives(
-    ranks: &[Timeline],
-    inits: &[FxHashMap<u64, usize>],
+    t: &Timeline,
+    inits: &FxHashMap<u64, usize>,
 ) -> (Vec<RequestLife>, Vec<Receive>) {
     let mut lives = Vec::new();
     let mut receives = Vec::new();
-    for (t, inits) in ranks.iter().zip(inits) {
+    {
         // request id -> (index of the completing call, its status)
         let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> = FxHashMap::default();
         // request id -> the Request_free that let it go
@@ -107,10 +132,6 @@ fn requests_and_receives(
                 freed.entry(r).or_insert(i);
             }
         }
-        let at = |index| EventRef {
-            rank: t.rank,
-            index,
-        };
         let requested = |v: Option<i32>| v.filter(|x| *x >= 0);
         let mut posts = Posts::new();
         for i in 0..t.spans.len() {
@@ -139,8 +160,8 @@ fn requests_and_receives(
                         continue;
                     };
                     receives.push(Receive {
-                        post: at(i),
-                        completion: done.map(|d| at(d.0)),
+                        post: i,
+                        completion: done.map(|d| d.0),
                         source: done.and_then(|d| d.1).or(requested(described.peer)),
                         tag: done.and_then(|d| d.2).or(requested(described.tag)),
                         comm: described.comm,
@@ -158,8 +179,8 @@ fn requests_and_receives(
                     (false, _) => (c.peer, c.tag),
                 };
                 receives.push(Receive {
-                    post: at(i),
-                    completion: Some(at(i)),
+                    post: i,
+                    completion: Some(i),
                     source: status.and_then(|s| s.source).or(requested(peer)),
                     tag: status.and_then(|s| s.tag).or(requested(tag)),
                     comm: c.comm,
@@ -171,140 +192,40 @@ fn requests_and_receives(
     (lives, receives)
 }
 
-type MatchKey = (u32, u32, i32, u32); // (source, destination, tag, comm)
-
-/// Messages matched, and what was left over.
-pub(crate) struct Matched {
-    pub(crate) messages: Vec<Message>,
-    pub(crate) unmatched_sends: u64,
-    pub(crate) unmatched_receives: u64,
-}
-
-/// Matches every send with its receive.
-fn match_messages(
-    ranks: &[Timeline],
-    inits: &[FxHashMap<u64, usize>],
-    receives: &[Receive],
-    world_size: u32,
-) -> Matched {
-    // Sends per key, in post order (spans are sorted by start within a rank).
-    let mut sends: BTreeMap<MatchKey, Vec<(EventRef, u64)>> = BTreeMap::new();
-    for (t, inits) in ranks.iter().zip(inits) {
-        let mut described = Posts::new();
-        for index in 0..t.spans.len() {
-            let Some((op, _)) = t.call(index) else {
+/// A rank's sends, in post order, as ends: each call that sends, and each persistent
+/// send a Start or Startall started (described by its init).
+fn sends(t: &Timeline, inits: &FxHashMap<u64, usize>, world_size: u32, ends: &mut RankEnds) {
+    let mut described = Posts::new();
+    for index in 0..t.spans.len() {
+        let Some((op, _)) = t.call(index) else {
+            continue;
+        };
+        // The calls describing what this one sends: itself, or the inits of the
+        // persistent sends it started.
+        if op.sends() {
+            described.clear();
+            described.push((0, RequestKind::Send, index));
+        } else if matches!(op, Op::Start | Op::Startall) {
+            posted(t, index, inits, &mut described);
+            described.retain(|p| p.1 == RequestKind::Send);
+        } else {
+            continue;
+        }
+        for &(_, _, args) in &described {
+            let Some((_, c)) = t.call(args) else { continue };
+            let (Some(peer), Some(tag)) = (c.peer, c.tag) else {
                 continue;
             };
-            // The calls describing what this one sends: itself, or the inits of the
-            // persistent sends it started.
-            if op.sends() {
-                described.clear();
-                described.push((0, RequestKind::Send, index));
-            } else if matches!(op, Op::Start | Op::Startall) {
-                posted(t, index, inits, &mut described);
-                described.retain(|p| p.1 == RequestKind::Send);
-            } else {
-                continue;
-            }
-            for &(_, _, args) in &described {
-                let Some((_, c)) = t.call(args) else { continue };
-                let (Some(peer), Some(tag)) = (c.peer, c.tag) else {
-                    continue;
-                };
-                let Ok(dest) = u32::try_from(peer) else {
-                    continue;
-                };
-                if !in_world(dest, world_size) {
-                    continue;
-                }
-                let key = (t.rank, dest, tag, c.comm);
-                sends.entry(key).or_default().push((
-                    EventRef {
-                        rank: t.rank,
-                        index,
-                    },
-                    c.bytes.unwrap_or(0),
-                ));
-            }
-        }
-    }
-    let mut recvs: BTreeMap<MatchKey, Vec<&Receive>> = BTreeMap::new();
-    let mut unmatched_receives = 0u64;
-    for r in receives {
-        match (r.source.and_then(|s| u32::try_from(s).ok()), r.tag) {
-            (Some(src), _) if !in_world(src, world_size) => {}
-            (Some(src), Some(tag)) => recvs
-                .entry((src, r.post.rank, tag, r.comm))
-                .or_default()
-                .push(r),
-            _ => unmatched_receives += 1,
-        }
-    }
-    for list in recvs.values_mut() {
-        list.sort_by_key(|r| (start_of(ranks, r.post), r.post.index));
-    }
-    let mut messages = Vec::new();
-    let mut unmatched_sends = 0u64;
-    for (key, list) in &sends {
-        let rlist = recvs.get(key).map(Vec::as_slice).unwrap_or(&[]);
-        for (i, (send, bytes)) in list.iter().enumerate() {
-            let Some(r) = rlist.get(i) else {
-                unmatched_sends += 1;
+            let Ok(dest) = u32::try_from(peer) else {
                 continue;
             };
-            let suspect = r
-                .completion
-                .is_some_and(|c| end_of(ranks, c) < start_of(ranks, *send));
-            messages.push(Message {
-                id: 0,
-                send: *send,
-                recv_post: r.post,
-                completion: r.completion,
-                tag: key.2,
-                bytes: *bytes,
-                clock_suspect: suspect,
-            });
-        }
-        unmatched_receives += rlist.len().saturating_sub(list.len()) as u64;
-    }
-    for (key, rlist) in &recvs {
-        if !sends.contains_key(key) {
-            unmatched_receives += rlist.len() as u64;
+            if !in_world(dest, world_size) {
+                continue;
+            }
+            let start = t.spans[index].start;
+            ends.send(dest, tag, c.comm, index, c.bytes.unwrap_or(0), start);
         }
     }
-    messages.sort_by_key(|m| (start_of(ranks, m.send), m.send.rank, m.send.index));
-    for (i, m) in messages.iter_mut().enumerate() {
-        m.id = i as u64 + 1;
-    }
-    messages.shrink_to_fit();
-    Matched {
-        messages,
-        unmatched_sends,
-        unmatched_receives,
-    }
-}
-
-fn span_at(ranks: &[Timeline], r: EventRef) -> Option<&crate::model::Span> {
-    let i = ranks.binary_search_by_key(&r.rank, |t| t.rank).ok()?;
-    ranks.get(i)?.spans.get(r.index)
-}
-
-fn start_of(ranks: &[Timeline], r: EventRef) -> Nanos {
-    span_at(ranks, r).map_or(Nanos::ZERO, |s| s.start)
-}
-
-fn end_of(ranks: &[Timeline], r: EventRef) -> Nanos {
-    span_at(ranks, r).map_or(Nanos::ZERO, |s| s.end)
-}
-
-/// The record of a clock-suspect message (`None` when its receive never completed).
-pub(crate) fn suspect_record(ranks: &[Timeline], m: &Message) -> Option<SuspectMessage> {
-    let completion = m.completion?;
-    Some(suspect_between(
-        m,
-        start_of(ranks, m.send),
-        end_of(ranks, completion),
-    ))
 }
 
 /// The record of a clock-suspect message whose send started at `send` and whose receive

@@ -23,7 +23,9 @@
 //! the receiver, not as an arrow going back in time.
 
 mod clocks;
+mod ends;
 mod identity;
+mod links;
 mod matching;
 mod memory;
 mod peers;
@@ -37,8 +39,9 @@ use overlap_format::schema::{
 };
 
 pub(crate) use clocks::{ClockPlan, RankAlign};
+pub(crate) use ends::Matched;
 pub(crate) use identity::check_one_run;
-pub(crate) use matching::{match_all, suspect_record, Matched};
+pub(crate) use matching::match_all;
 pub use memory::from_events;
 pub(crate) use peers::out_of_range;
 pub use write::write_merged;
@@ -300,12 +303,7 @@ impl ClockPlan {
             messages: matched.messages.len() as u64,
             unmatched_sends: matched.unmatched_sends,
             unmatched_receives: matched.unmatched_receives,
-            clock_suspect: matched
-                .messages
-                .iter()
-                .filter(|m| m.clock_suspect)
-                .filter_map(|m| suspect_record(timelines, m))
-                .collect(),
+            clock_suspect: matched.suspects.clone(),
             incomplete: traces
                 .iter()
                 .filter_map(|t| {

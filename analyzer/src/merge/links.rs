@@ -1,0 +1,274 @@
+//! What the merged trace draws between slices, one rank at a time: request lifetimes
+//! (async slices from post to completion), message flows (an arrow from a send to the
+//! call that completed its receive), clock-suspect instants, and GPU staging chains.
+//!
+//! A message's arrow is two events that each need only their own rank: its start on the
+//! sender, its end on the receiver, bound by the message's id. So the writer can hold
+//! one rank at a time; Perfetto (and our reader) pair the two by id, wherever they lie
+//! in the file.
+//!
+//! ```text
+//!  rank 0 section:  ... Isend slice ... {"ph":"s","id":7}             (flow start)
+//!  rank 1 section:  ... Waitall slice ... {"ph":"f","id":7,"bp":"e"}  (flow end)
+//! ```
+
+use std::collections::BTreeMap;
+
+use overlap_format::schema::wire::{
+    format_event, Category, FlowBinding, InstantScope, Micros, Phase, WireEvent,
+};
+use overlap_format::schema::{
+    stream_tid, GpuOp, Nanos, Op, RequestArgs, RequestKind, SuspectMessage,
+};
+
+use super::{Message, RequestLife};
+use crate::gpu::chains::{recv_copy, send_copy, CopyIndex};
+use crate::model::{CallInfo, Span, Timeline};
+
+/// Where a flow leaves a slice: just inside its start, so that an arrow from a send to
+/// a completion that ended after it never points backwards.
+fn flow_out_point(s: &Span) -> Nanos {
+    Nanos(s.start.0 + (s.end.0 - s.start.0).min(1))
+}
+
+/// Where a flow enters a slice: just inside its end (the moment the receive was known
+/// to be complete).
+fn flow_in_point(s: &Span) -> Nanos {
+    Nanos(s.end.0 - (s.end.0 - s.start.0).min(1))
+}
+
+/// First flow id of the chain flows: above every message's id (flow ids are global).
+const CHAIN_FLOW_BASE: u64 = 1 << 48;
+
+/// The run's messages by the rank that sent them and the rank that received them, so
+/// that each rank's section finds its ends without a scan of every message.
+pub(crate) struct MessagesByRank<'a> {
+    messages: &'a [Message],
+    /// rank -> positions in `messages` of what it sent, and of what it received.
+    by_rank: BTreeMap<u32, (Vec<usize>, Vec<usize>)>,
+    /// position in `messages` -> its clock-suspect record.
+    suspects: BTreeMap<usize, &'a SuspectMessage>,
+}
+
+impl<'a> MessagesByRank<'a> {
+    /// `suspects` are the clock-suspect messages' records in the order of `messages`
+    /// (as [`super::Matched`] makes them).
+    pub(crate) fn new(messages: &'a [Message], suspects: &'a [SuspectMessage]) -> Self {
+        let mut by_rank: BTreeMap<u32, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+        for (i, m) in messages.iter().enumerate() {
+            by_rank.entry(m.send.rank).or_default().0.push(i);
+            by_rank.entry(m.recv_post.rank).or_default().1.push(i);
+        }
+        let suspect_positions = messages.iter().enumerate().filter(|(_, m)| m.clock_suspect);
+        MessagesByRank {
+            messages,
+            by_rank,
+            suspects: suspect_positions.map(|(i, _)| i).zip(suspects).collect(),
+        }
+    }
+
+    /// Positions in the messages of what `rank` sent, in message order.
+    pub(crate) fn sent(&self, rank: u32) -> &[usize] {
+        self.by_rank.get(&rank).map_or(&[], |l| &l.0)
+    }
+
+    /// Positions in the messages of what `rank` received, in message order.
+    pub(crate) fn received(&self, rank: u32) -> &[usize] {
+        self.by_rank.get(&rank).map_or(&[], |l| &l.1)
+    }
+
+    /// The message at a position.
+    pub(crate) fn at(&self, i: usize) -> &'a Message {
+        &self.messages[i]
+    }
+}
+
+/// Appends the start of the arrow of message `m`, sent by rank `t` (nothing for a
+/// receive never completed, or completed before the send: see [`format_received`]).
+pub(crate) fn format_sent(t: &Timeline, m: &Message, text: &mut Vec<u8>) -> std::io::Result<u64> {
+    if m.clock_suspect || m.completion.is_none() {
+        return Ok(0);
+    }
+    let Some(send) = t.spans.get(m.send.index) else {
+        return Ok(0);
+    };
+    let mut s: WireEvent<'_, ()> = WireEvent::new("message", Phase::FlowStart, t.rank, send.tid);
+    s.cat = Some(Category::Message);
+    s.id = Some(m.id);
+    s.ts = Some(Micros(flow_out_point(send)));
+    format_event(text, &s)?;
+    Ok(1)
+}
+
+/// Appends the end of the arrow of the message at position `i`, received by rank `t`,
+/// or for a receive completed before its send (clock error) an instant on the receiver
+/// instead of an arrow going back in time.
+pub(crate) fn format_received(
+    t: &Timeline,
+    messages: &MessagesByRank<'_>,
+    i: usize,
+    text: &mut Vec<u8>,
+) -> std::io::Result<u64> {
+    let m = messages.at(i);
+    let Some(done) = m.completion.and_then(|c| t.spans.get(c.index)) else {
+        return Ok(0);
+    };
+    if m.clock_suspect {
+        let Some(&args) = messages.suspects.get(&i) else {
+            return Ok(0);
+        };
+        let mut ev = WireEvent::new("clock-suspect message", Phase::Instant, t.rank, done.tid);
+        ev.cat = Some(Category::Clock);
+        ev.ts = Some(Micros(done.end));
+        ev.s = Some(InstantScope::Thread);
+        ev.args = Some(args);
+        format_event(text, &ev)?;
+    } else {
+        let mut f: WireEvent<'_, ()> = WireEvent::new("message", Phase::FlowEnd, t.rank, done.tid);
+        f.cat = Some(Category::Message);
+        f.id = Some(m.id);
+        f.bp = Some(FlowBinding::Enclosing);
+        f.ts = Some(Micros(flow_in_point(done)));
+        format_event(text, &f)?;
+    }
+    Ok(1)
+}
+
+/// The staging chains' halves on one rank: each D2H into the send it enabled, and each
+/// receive's completion into the H2D it started (the message's arrow joins the two).
+pub(crate) struct Chains {
+    d2h: CopyIndex,
+    h2d: CopyIndex,
+}
+
+impl Chains {
+    /// `t`'s copies, indexed (`None` for a rank without GPU work).
+    pub(crate) fn of(t: &Timeline) -> Option<Chains> {
+        (!t.gpu.is_empty()).then(|| Chains {
+            d2h: CopyIndex::new(t, GpuOp::CopyD2H),
+            h2d: CopyIndex::new(t, GpuOp::CopyH2D),
+        })
+    }
+
+    /// Appends the flow from the D2H that filled `m`'s send buffer to its send.
+    pub(crate) fn format_sent(
+        &self,
+        t: &Timeline,
+        m: &Message,
+        text: &mut Vec<u8>,
+    ) -> std::io::Result<u64> {
+        let (Some(i), Some(send)) = (
+            send_copy(t, &self.d2h, m.send.index),
+            t.spans.get(m.send.index),
+        ) else {
+            return Ok(0);
+        };
+        let copy = &t.gpu[i];
+        let at = Nanos(copy.end.0 - (copy.end.0 - copy.start.0).min(1));
+        let from = (t.rank, stream_tid(copy.device, copy.stream), at);
+        let to = (t.rank, send.tid, flow_out_point(send));
+        chain_flow(text, CHAIN_FLOW_BASE + 2 * m.id, from, to)
+    }
+
+    /// Appends the flow from the call that completed `m`'s receive to the H2D it started.
+    pub(crate) fn format_received(
+        &self,
+        t: &Timeline,
+        m: &Message,
+        text: &mut Vec<u8>,
+    ) -> std::io::Result<u64> {
+        let completion = m.completion.map(|c| c.index);
+        let Some(i) = recv_copy(t, &self.h2d, m.recv_post.index, completion) else {
+            return Ok(0);
+        };
+        let Some(done) = completion.and_then(|c| t.spans.get(c)) else {
+            return Ok(0);
+        };
+        let copy = &t.gpu[i];
+        let at = Nanos(copy.start.0 + (copy.end.0 - copy.start.0).min(1));
+        let from = (t.rank, done.tid, flow_in_point(done));
+        let to = (t.rank, stream_tid(copy.device, copy.stream), at);
+        chain_flow(text, CHAIN_FLOW_BASE + 2 * m.id + 1, from, to)
+    }
+}
+
+/// One chain flow from (pid, tid, time) to (pid, tid, time).
+fn chain_flow(
+    text: &mut Vec<u8>,
+    id: u64,
+    from: (u32, u32, Nanos),
+    to: (u32, u32, Nanos),
+) -> std::io::Result<u64> {
+    let mut s: WireEvent<'_, ()> = WireEvent::new("staging", Phase::FlowStart, from.0, from.1);
+    s.cat = Some(Category::GpuChain);
+    s.id = Some(id);
+    s.ts = Some(Micros(from.2));
+    format_event(text, &s)?;
+    let mut f: WireEvent<'_, ()> = WireEvent::new("staging", Phase::FlowEnd, to.0, to.1);
+    f.cat = Some(Category::GpuChain);
+    f.id = Some(id);
+    f.bp = Some(FlowBinding::Enclosing);
+    f.ts = Some(Micros(to.2));
+    format_event(text, &f)?;
+    Ok(2)
+}
+
+/// The call behind a span of `t`: its span, MPI function and arguments.
+fn call_at(t: &Timeline, index: usize) -> Option<(&Span, Op, &CallInfo)> {
+    let (op, call) = t.call(index)?;
+    Some((t.spans.get(index)?, op, call))
+}
+
+/// A request's lifetime on rank `t`: an async slice from its post to its completion
+/// (or to `rank_end`, the rank's last moment, when it never completed).
+pub(crate) fn format_request(
+    t: &Timeline,
+    life: &RequestLife,
+    id: u64,
+    rank_end: Nanos,
+    text: &mut Vec<u8>,
+) -> std::io::Result<u64> {
+    let Some((post_span, post_op, post)) = call_at(t, life.post) else {
+        return Ok(0);
+    };
+    let described = call_at(t, life.args).map_or(post, |d| d.2);
+    let peer = described.peer.unwrap_or(-1);
+    let short = |op: Op| op.mpi_name().trim_start_matches("MPI_");
+    let mut name = match life.kind {
+        RequestKind::Send => format!("{} → {peer}", short(post_op)),
+        RequestKind::Recv => format!("{} ← {peer}", short(post_op)),
+        RequestKind::Collective => short(post_op).to_string(),
+        RequestKind::OneSided => format!("{} @ {peer}", short(post_op)),
+    };
+    let completion = life.completion.and_then(|i| call_at(t, i));
+    let end = match completion {
+        Some((span, _, _)) => span.end,
+        None => {
+            name.push_str(match life.freed {
+                Some(_) => " (freed: end unknown)",
+                None => " (never completed)",
+            });
+            rank_end.max(post_span.end)
+        }
+    };
+    let args = RequestArgs {
+        request: life.request,
+        peer,
+        tag: post.tag.unwrap_or(-1),
+        bytes: post.bytes.unwrap_or(0),
+        completed_by: completion.map(|(_, op, _)| op.mpi_name().to_string()),
+    };
+    let mut b = WireEvent::new(name.as_str(), Phase::AsyncBegin, life.rank, post_span.tid);
+    b.cat = Some(Category::Request);
+    b.id = Some(id);
+    b.ts = Some(Micros(post_span.start));
+    b.args = Some(args);
+    format_event(text, &b)?;
+    let mut e: WireEvent<'_, ()> =
+        WireEvent::new(name.as_str(), Phase::AsyncEnd, life.rank, post_span.tid);
+    e.cat = Some(Category::Request);
+    e.id = Some(id);
+    e.ts = Some(Micros(end));
+    format_event(text, &e)?;
+    Ok(2)
+}
