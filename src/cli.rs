@@ -7,15 +7,14 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::import::Loaded;
-use overlap_analyzer::merge::merge_dir;
+use overlap_analyzer::merge::merge_to_file;
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{render, Style};
-use overlap_analyzer::summary::summarize;
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
-use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
+use crate::finish::{report_merge, summary_of, warn_incomplete, Failure, RunEnd};
 use crate::output::{out, outln, sayln};
 use crate::run::RunArgs;
 use crate::supervise::Ending;
@@ -255,9 +254,9 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         out: &a.out,
         print: crate::output::stderr_fmt,
     };
-    match end.finish(merge_dir(&ranks_dir), failure, no_trace)? {
-        Ok(trace) => {
-            end.summary(&trace);
+    match end.finish(merge_to_file(&ranks_dir, &a.out), failure, no_trace)? {
+        Ok(written) => {
+            end.summary(&written)?;
             sayln!("analyze it with `overlap analyze {}`", a.out.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -267,12 +266,12 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
     overlap_analyzer::output::check_output(&a.out)?;
-    let m = merge_dir(&a.dir)?;
+    let m = merge_to_file(&a.dir, &a.out)?;
     let unreadable = m.unreadable.len();
-    let (trace, line) = report_merge(m, &a.dir, &a.out)?;
+    let line = report_merge(&m, &a.dir, &a.out);
     outln!("{line}");
-    out!("{}", summarize(&trace).to_table());
-    let info = &trace.info;
+    out!("{}", summary_of(&m, &a.dir, &a.out)?.0.to_table());
+    let info = &m.info;
     let problems = unreadable + info.missing_ranks.len() + info.incomplete.len();
     if a.strict && problems > 0 {
         bail!("--strict: {problems} rank file(s) missing, cut short or unreadable");

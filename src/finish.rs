@@ -11,9 +11,10 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use overlap_analyzer::merge::{write_merged, MergeOutcome, Unreadable};
+use overlap_analyzer::import::load_dir;
+use overlap_analyzer::merge::{Unreadable, Written};
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::summary::summarize;
+use overlap_analyzer::summary::{summarize, RunSummary};
 use overlap_instrument::schema::MergedInfo;
 
 use crate::output::sayln;
@@ -46,19 +47,17 @@ pub(crate) fn warn_incomplete(
     }
 }
 
-/// Writes the merged trace, reports what was missing on stderr, and returns the run for
-/// analysis (the merge's own timelines, not a copy) with the line saying what was merged.
-pub(crate) fn report_merge(m: MergeOutcome, dir: &Path, out: &Path) -> Result<(Trace, String)> {
-    let written = write_merged(&m.merged, out)
-        .with_context(|| format!("writing the merged trace {}", out.display()))?;
-    let info = &m.merged.info;
-    warn_incomplete(&m.unreadable, info, |_| {
+/// Reports on stderr what was missing from a merge written to `out`, and returns the
+/// line saying what was merged.
+pub(crate) fn report_merge(w: &Written, dir: &Path, out: &Path) -> String {
+    let info = &w.info;
+    warn_incomplete(&w.unreadable, info, |_| {
         format!(
             "no trace file in {} (the rank never started recording)",
             dir.display()
         )
     });
-    for n in &m.notes {
+    for n in &w.notes {
         sayln!("warning: {n}");
     }
     if !info.clock_suspect.is_empty() {
@@ -69,18 +68,42 @@ pub(crate) fn report_merge(m: MergeOutcome, dir: &Path, out: &Path) -> Result<(T
         );
     }
     let size = std::fs::metadata(out).map(|md| md.len()).unwrap_or(0);
-    let line = format!(
+    format!(
         "merged {} rank(s), {} messages ({} unmatched sends, {} unmatched receives) into {} \
          ({} events, {:.1} KiB)",
-        m.merged.timelines.len(),
+        info.ranks.len(),
         info.messages,
         info.unmatched_sends,
         info.unmatched_receives,
         out.display(),
-        written,
+        w.events,
         size as f64 / 1024.0
-    );
-    Ok((m.merged.into_trace(out), line))
+    )
+}
+
+/// The merged run in full, read again from its rank files in `ranks_dir`, as the
+/// merged file `out`.
+pub(crate) fn load_run(ranks_dir: &Path, out: &Path) -> Result<Trace> {
+    let loaded = load_dir(ranks_dir, &mut |_, _| {})
+        .with_context(|| format!("reading {} again", ranks_dir.display()))?;
+    let mut trace = loaded.trace;
+    trace.source = out.to_path_buf();
+    Ok(trace)
+}
+
+/// The summary of a merged run, and the run in full when a rank dumped the calls it
+/// was in (the summary's word on calls stopped in flight, and the hang section, need
+/// every rank's calls): only such a run is read again whole.
+pub(crate) fn summary_of(
+    w: &Written,
+    ranks_dir: &Path,
+    out: &Path,
+) -> Result<(RunSummary, Option<Trace>)> {
+    if w.info.ranks.iter().all(|r| r.in_flight.is_none()) {
+        return Ok((w.summary.clone(), None));
+    }
+    let trace = load_run(ranks_dir, out)?;
+    Ok((summarize(&trace), Some(trace)))
 }
 
 /// How a run that `overlap` stopped ended, for the user.
@@ -119,16 +142,16 @@ pub(crate) struct RunEnd<'a> {
 impl RunEnd<'_> {
     /// Merges into `out` what `merged` (the ranks' files, merged) holds and says so.
     /// `failure` tells how the run failed or was stopped, `None` for a clean run, whose
-    /// trace is handed back for the caller to show. A failed or stopped run gets the
+    /// merge is handed back for the caller to show. A failed or stopped run gets the
     /// summary and the hang section of what was merged, then its failure on stderr; its
     /// exit status is handed back. When nothing could be merged, a stopped run is told
     /// so with its exit status; for any other it is an error, with `no_trace` as context.
     pub(crate) fn finish(
         &self,
-        merged: overlap_analyzer::Result<MergeOutcome>,
+        merged: overlap_analyzer::Result<Written>,
         failure: Option<Failure>,
         no_trace: String,
-    ) -> Result<std::result::Result<Trace, ExitCode>> {
+    ) -> Result<std::result::Result<Written, ExitCode>> {
         let m = match merged {
             Ok(m) => m,
             Err(e) => {
@@ -146,12 +169,12 @@ impl RunEnd<'_> {
                 }
             }
         };
-        let (trace, line) = report_merge(m, self.ranks_dir, self.out)?;
+        let line = report_merge(&m, self.ranks_dir, self.out);
         (self.print)(format_args!("{line}\n"));
         let Some(f) = failure else {
-            return Ok(Ok(trace));
+            return Ok(Ok(m));
         };
-        self.summary(&trace);
+        self.summary(&m)?;
         sayln!(
             "overlap: {}\nwhat the ranks recorded is merged in {}",
             f.message,
@@ -162,13 +185,15 @@ impl RunEnd<'_> {
 
     /// The summary table of the merged run, the MPI functions it calls that are not
     /// recorded, and where its ranks hung (when they did).
-    pub(crate) fn summary(&self, trace: &Trace) {
-        (self.print)(format_args!("{}", summarize(trace).to_table()));
-        if let Some(note) = crate::trace::unrecorded_note(&trace.info.params) {
+    pub(crate) fn summary(&self, w: &Written) -> Result<()> {
+        let (summary, trace) = summary_of(w, self.ranks_dir, self.out)?;
+        (self.print)(format_args!("{}", summary.to_table()));
+        if let Some(note) = crate::trace::unrecorded_note(&w.info.params) {
             (self.print)(format_args!("{note}\n"));
         }
-        if let Some(hang) = overlap_analyzer::hang::section_of(trace) {
+        if let Some(hang) = trace.as_ref().and_then(overlap_analyzer::hang::section_of) {
             (self.print)(format_args!("{hang}"));
         }
+        Ok(())
     }
 }

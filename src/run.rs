@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use overlap_analyzer::merge::merge_dir;
+use overlap_analyzer::merge::merge_to_file;
 use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
 use overlap_analyzer::report::render;
 use overlap_kernels::args::Kernels;
 
 use crate::cli::{ranks_dir_for, style};
-use crate::finish::{Failure, RunEnd};
+use crate::finish::{load_run, Failure, RunEnd};
 use crate::launch::{launch_kernel, KernelLaunch};
 use crate::output::{out, outln, sayln};
 
@@ -118,15 +118,11 @@ fn run_kernel(
         hang_timeout: l.hang_timeout,
     };
     let outcome = launch_kernel(&launch)?;
-    let merged = merge_dir(&ranks_dir);
+    let merged = merge_to_file(&ranks_dir, out);
     let failure = outcome
         .failure(|pid| {
             let m = merged.as_ref().ok()?;
-            m.merged
-                .timelines
-                .iter()
-                .find(|t| t.os_pid == pid)
-                .map(|t| t.rank)
+            m.processes.iter().find(|p| p.1 == pid).map(|p| p.0)
         })
         .map(|message| Failure {
             message,
@@ -143,7 +139,8 @@ fn run_kernel(
         print: crate::output::stdout_fmt,
     };
     match end.finish(merged, failure, no_trace)? {
-        Ok(trace) => {
+        Ok(_) => {
+            let trace = load_run(&ranks_dir, out)?;
             let (report, _) = analyze_trace(&trace, &Options::default());
             outln!();
             out!("{}", render(&report, style()));

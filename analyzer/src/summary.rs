@@ -2,9 +2,9 @@
 //! computing, inside MPI and waiting, over the run's wall time, as a table. The figures
 //! are [`crate::metrics::budget`]'s; this module only lays them out.
 
-use overlap_format::schema::Nanos;
+use overlap_format::schema::{MergedInfo, Nanos};
 
-use crate::metrics::budget::{budgets, RankBudget};
+use crate::metrics::budget::{budgets, RankBudget, RunBudget};
 use crate::model::Trace;
 use crate::report::{duration, share};
 
@@ -28,12 +28,22 @@ pub struct RunSummary {
 /// Summarises a run.
 pub fn summarize(trace: &Trace) -> RunSummary {
     let (ranks, run) = budgets(trace);
-    RunSummary {
-        ranks,
-        wall: Nanos(run.wall_ns),
-        clock_error: Nanos(trace.info.max_clock_error_ns),
-        shared_clock: trace.info.ranks.iter().all(|r| r.shared_clock),
-        stopped_in_calls: crate::hang::stopped_in_calls(trace).map(|(at, n)| (Nanos(at), n)),
+    let mut s = RunSummary::of(ranks, &run, &trace.info);
+    s.stopped_in_calls = crate::hang::stopped_in_calls(trace).map(|(at, n)| (Nanos(at), n));
+    s
+}
+
+impl RunSummary {
+    /// The summary of a run from its ranks' budgets, without its calls: whether it was
+    /// stopped inside calls is not looked at (`None`; [`summarize`] looks).
+    pub fn of(ranks: Vec<RankBudget>, run: &RunBudget, info: &MergedInfo) -> RunSummary {
+        RunSummary {
+            ranks,
+            wall: Nanos(run.wall_ns),
+            clock_error: Nanos(info.max_clock_error_ns),
+            shared_clock: info.ranks.iter().all(|r| r.shared_clock),
+            stopped_in_calls: None,
+        }
     }
 }
 

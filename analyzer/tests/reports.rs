@@ -9,9 +9,10 @@
 use std::path::{Path, PathBuf};
 
 use overlap_analyzer::import::{load_dir, load_merged};
-use overlap_analyzer::merge::{merge_dir, write_merged};
+use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
 use overlap_analyzer::metrics::{analyze, Options};
 use overlap_analyzer::model::Trace;
+use overlap_analyzer::summary::summarize;
 
 fn cases() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
@@ -81,6 +82,23 @@ fn every_figure_of_the_kept_runs_is_unchanged() {
         write_merged(&outcome.merged, &merged_path).expect("write the merged file");
         let merged = std::fs::read(&merged_path).expect("read it back");
         expect(&case, "merged.json", &merged);
+
+        // The merge that holds one rank at a time writes the same file, and tells the
+        // same about the run.
+        let streamed_path = tmp.path().join("streamed.json");
+        let written = merge_to_file(&ranks, &streamed_path).expect("merge one rank at a time");
+        let streamed = std::fs::read(&streamed_path).expect("read it back");
+        assert!(
+            streamed == merged,
+            "{}: the two merges differ",
+            case.display()
+        );
+        assert_eq!(written.info, outcome.merged.info, "{}", case.display());
+        assert_eq!(written.notes, outcome.notes, "{}", case.display());
+        let in_memory = outcome.merged.to_trace(&merged_path);
+        let mut summary = summarize(&in_memory);
+        summary.stopped_in_calls = None;
+        assert_eq!(written.summary, summary, "{}", case.display());
 
         let loaded = load_merged(&merged_path, &mut |_, _| {}).expect("load the merged file");
         let (report, details) = figures(&loaded.trace, &merged_path);

@@ -36,6 +36,11 @@ pub(crate) fn match_all(ranks: &[Timeline], world_size: u32) -> (Vec<RequestLife
     (lives, join(ends))
 }
 
+/// One rank's request lifetimes, in post order.
+pub(crate) fn rank_requests(t: &Timeline) -> Vec<RequestLife> {
+    requests_and_receives(t, &persistent_inits(t)).0
+}
+
 /// One rank's request lifetimes (in post order) and its message ends, numbered.
 pub(crate) fn rank_ends(t: &Timeline, world_size: u32) -> (Vec<RequestLife>, RankEnds) {
     let inits = persistent_inits(t);

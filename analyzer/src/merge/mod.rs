@@ -29,13 +29,14 @@ mod links;
 mod matching;
 mod memory;
 mod peers;
+mod stream;
 mod write;
 
 use std::path::{Path, PathBuf};
 
 use overlap_format::schema::{
-    Event, GpuEvent, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue, RankClock,
-    FORMAT_NAME, FORMAT_VERSION,
+    Event, GpuEvent, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue, PeersOutOfRange,
+    RankClock, FORMAT_NAME, FORMAT_VERSION,
 };
 
 pub(crate) use clocks::{ClockPlan, RankAlign};
@@ -44,6 +45,7 @@ pub(crate) use identity::check_one_run;
 pub(crate) use matching::match_all;
 pub use memory::from_events;
 pub(crate) use peers::out_of_range;
+pub use stream::{merge_to_file, Written};
 pub use write::write_merged;
 
 pub use crate::model::{EventRef, Message, RequestLife};
@@ -184,37 +186,47 @@ pub fn merge_dir(dir: &Path) -> Result<MergeOutcome> {
 pub(crate) fn merge_timelines(traces: Vec<RankTrace<Timeline>>) -> Merged {
     use rayon::prelude::*;
     let plan = ClockPlan::new(&traces);
-    let mut metas = Vec::with_capacity(traces.len());
-    let mut timelines: Vec<Timeline> = Vec::with_capacity(traces.len());
-    let mut events = Vec::with_capacity(traces.len());
-    for (i, mut t) in traces.into_iter().enumerate() {
-        let mut tl = std::mem::take(&mut t.events);
-        tl.rank = t.rank();
-        tl.host.clone_from(&t.header.host);
-        tl.os_pid = t.header.os_pid;
-        tl.threads = std::mem::take(&mut t.threads);
-        tl.complete = t.is_complete();
-        events.push(RankEvents::File {
-            path: t.path.clone(),
-            align: plan.rank_align(i, &t),
-        });
+    let placed: Vec<(RankTrace<Timeline>, Timeline, RankEvents)> = {
+        let _s = tracing::info_span!("align and sort").entered();
+        traces
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, mut t)| {
+                let align = plan.rank_align(i, &t);
+                let tl = on_run_timeline(&mut t, &align);
+                let events = RankEvents::File {
+                    path: t.path.clone(),
+                    align,
+                };
+                (t, tl, events)
+            })
+            .collect()
+    };
+    let mut metas = Vec::with_capacity(placed.len());
+    let mut timelines = Vec::with_capacity(placed.len());
+    let mut events = Vec::with_capacity(placed.len());
+    for (t, tl, e) in placed {
         metas.push(t);
         timelines.push(tl);
-    }
-    {
-        let _s = tracing::info_span!("align and sort").entered();
-        timelines
-            .par_iter_mut()
-            .zip(events.par_iter())
-            .for_each(|(tl, e)| {
-                if let RankEvents::File { align, .. } = e {
-                    tl.align(|n| align.apply(n));
-                }
-                tl.sort();
-                tl.shrink_to_fit();
-            });
+        events.push(e);
     }
     matched(&plan, &metas, timelines, events)
+}
+
+/// The rank read into `t` on the run's timeline (its events aligned with `align`, then
+/// sorted), with its host, process, threads and whether its file was complete; `t`
+/// keeps the rest (header, clocks, notes).
+pub(crate) fn on_run_timeline(t: &mut RankTrace<Timeline>, align: &RankAlign) -> Timeline {
+    let mut tl = std::mem::take(&mut t.events);
+    tl.rank = t.rank();
+    tl.host.clone_from(&t.header.host);
+    tl.os_pid = t.header.os_pid;
+    tl.threads = std::mem::take(&mut t.threads);
+    tl.complete = t.is_complete();
+    tl.align(|n| align.apply(n));
+    tl.sort();
+    tl.shrink_to_fit();
+    tl
 }
 
 /// The run of `traces`, whose events are `timelines` on the run's timeline (sorted) and
@@ -226,8 +238,11 @@ fn matched<S: EventSink>(
     events: Vec<RankEvents>,
 ) -> Merged {
     let _m = tracing::info_span!("match messages").entered();
-    let (requests, matched) = match_all(&timelines, world_size_of(traces));
-    let info = plan.info(traces, &timelines, &matched);
+    let world_size = world_size_of(traces);
+    let (requests, matched) = match_all(&timelines, world_size);
+    let counts: Vec<u64> = timelines.iter().map(|t| t.event_count() as u64).collect();
+    let peers = out_of_range(&timelines, world_size, |rank| file_of(traces, rank));
+    let info = plan.info(traces, &counts, &matched, peers);
     Merged {
         info,
         messages: matched.messages,
@@ -239,25 +254,23 @@ fn matched<S: EventSink>(
 
 impl ClockPlan {
     /// The `otherData` of the run. The world size is the headers' (one run: they agree).
+    /// `events[i]` is the number of events of `traces[i]`; `peers_out_of_range` is
+    /// what [`out_of_range`] found in them.
     pub(crate) fn info<S: EventSink>(
         &self,
         traces: &[RankTrace<S>],
-        timelines: &[Timeline],
+        events: &[u64],
         matched: &Matched,
+        peers_out_of_range: Vec<PeersOutOfRange>,
     ) -> MergedInfo {
         let world_size = world_size_of(traces);
         let present: Vec<u32> = traces.iter().map(RankTrace::rank).collect();
         let events_of = |rank: u32| {
-            timelines
-                .binary_search_by_key(&rank, |t| t.rank)
-                .map_or(0, |i| timelines[i].event_count() as u64)
-        };
-        let file_of = |rank: u32| {
             traces
                 .iter()
-                .find(|t| t.rank() == rank)
-                .map(|t| t.path.display().to_string())
-                .unwrap_or_default()
+                .position(|t| t.rank() == rank)
+                .and_then(|i| events.get(i).copied())
+                .unwrap_or(0)
         };
         MergedInfo {
             format: FORMAT_NAME.to_string(),
@@ -322,7 +335,7 @@ impl ClockPlan {
                 .unwrap_or_default(),
             start_unix_ns: self.start_unix_ns(traces),
             clock_implausible: self.implausible.clone(),
-            peers_out_of_range: out_of_range(timelines, world_size, file_of),
+            peers_out_of_range,
         }
     }
 }
@@ -349,6 +362,15 @@ pub fn warnings(info: &MergedInfo) -> Vec<String> {
         )
     });
     clocks.chain(peers).collect()
+}
+
+/// The file `rank` was read from ("" when none of `traces` is that rank).
+pub(crate) fn file_of<S>(traces: &[RankTrace<S>], rank: u32) -> String {
+    traces
+        .iter()
+        .find(|t| t.rank() == rank)
+        .map(|t| t.path.display().to_string())
+        .unwrap_or_default()
 }
 
 /// The world size of `traces` (one run: their headers agree).

@@ -22,7 +22,8 @@ use overlap_format::schema::{CollectivePattern, Nanos, Op, OpClass};
 use serde::{Serialize, Serializer};
 
 use crate::compute::ComputeSource;
-use crate::model::{Trace, What};
+use crate::compute::RankCompute;
+use crate::model::{Timeline, Trace, What};
 
 /// True for calls counted as waiting: those whose job is to wait for a transfer or for
 /// other ranks (the Wait and Test families, Barrier and the barrier-like window calls
@@ -91,43 +92,56 @@ pub struct RunBudget {
 
 /// Budgets of every rank and of the run.
 pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
-    let mut ranks = Vec::with_capacity(trace.ranks.len());
-    for (t, compute) in trace.ranks.iter().zip(&trace.compute) {
-        let (start, end) = t.extent().unwrap_or((Nanos::ZERO, Nanos::ZERO));
-        let mut b = RankBudget {
-            rank: t.rank,
-            host: t.host.clone(),
-            complete: t.complete,
-            start_ns: start.0,
-            wall_ns: end.saturating_sub(start).0,
-            useful_ns: 0,
-            compute_ns: compute.total().0,
-            compute_source: compute.source(),
-            in_mpi_ns: 0,
-            waiting_ns: 0,
-            calls: BTreeMap::new(),
-        };
-        // Time inside MPI and inside waiting calls, clipped to the analysed part; Init
-        // and Finalize lie outside it (see `extent`).
-        let (mut in_mpi, mut waiting) = (Covered::default(), Covered::default());
-        for s in &t.spans {
-            let What::Call(op, _) = s.what else { continue };
-            *b.calls.entry(op).or_default() += 1;
-            let span = (s.start.max(start).0, s.end.min(end).0);
-            if span.1 <= span.0 || matches!(op, Op::Init | Op::InitThread | Op::Finalize) {
-                continue;
-            }
-            in_mpi.add(span);
-            if is_waiting(op) {
-                waiting.add(span);
-            }
-        }
-        b.in_mpi_ns = in_mpi.total;
-        b.waiting_ns = waiting.total;
-        b.useful_ns = b.wall_ns.saturating_sub(b.in_mpi_ns);
-        ranks.push(b);
-    }
+    let ranks: Vec<RankBudget> = trace
+        .ranks
+        .iter()
+        .zip(&trace.compute)
+        .map(|(t, compute)| rank_budget(t, compute))
+        .collect();
     let extents: Vec<(Nanos, Nanos)> = trace.ranks.iter().filter_map(|t| t.extent()).collect();
+    let run = run_budget(&ranks, &extents);
+    (ranks, run)
+}
+
+/// One rank's budget: what [`budgets`] computes per rank, from that rank alone.
+pub fn rank_budget(t: &Timeline, compute: &RankCompute) -> RankBudget {
+    let (start, end) = t.extent().unwrap_or((Nanos::ZERO, Nanos::ZERO));
+    let mut b = RankBudget {
+        rank: t.rank,
+        host: t.host.clone(),
+        complete: t.complete,
+        start_ns: start.0,
+        wall_ns: end.saturating_sub(start).0,
+        useful_ns: 0,
+        compute_ns: compute.total().0,
+        compute_source: compute.source(),
+        in_mpi_ns: 0,
+        waiting_ns: 0,
+        calls: BTreeMap::new(),
+    };
+    // Time inside MPI and inside waiting calls, clipped to the analysed part; Init
+    // and Finalize lie outside it (see `extent`).
+    let (mut in_mpi, mut waiting) = (Covered::default(), Covered::default());
+    for s in &t.spans {
+        let What::Call(op, _) = s.what else { continue };
+        *b.calls.entry(op).or_default() += 1;
+        let span = (s.start.max(start).0, s.end.min(end).0);
+        if span.1 <= span.0 || matches!(op, Op::Init | Op::InitThread | Op::Finalize) {
+            continue;
+        }
+        in_mpi.add(span);
+        if is_waiting(op) {
+            waiting.add(span);
+        }
+    }
+    b.in_mpi_ns = in_mpi.total;
+    b.waiting_ns = waiting.total;
+    b.useful_ns = b.wall_ns.saturating_sub(b.in_mpi_ns);
+    b
+}
+
+/// The run's budget from its ranks' and their extents (see `Timeline::extent`).
+pub fn run_budget(ranks: &[RankBudget], extents: &[(Nanos, Nanos)]) -> RunBudget {
     let wall = match (
         extents.iter().map(|e| e.0).min(),
         extents.iter().map(|e| e.1).max(),
@@ -137,14 +151,13 @@ pub fn budgets(trace: &Trace) -> (Vec<RankBudget>, RunBudget) {
     };
     let sum_wall: u64 = ranks.iter().map(|r| r.wall_ns).sum();
     let waiting: u64 = ranks.iter().map(|r| r.waiting_ns).sum();
-    let run = RunBudget {
+    RunBudget {
         wall_ns: wall,
         useful_ns: ranks.iter().map(|r| r.useful_ns).sum(),
         in_mpi_ns: ranks.iter().map(|r| r.in_mpi_ns).sum(),
         waiting_ns: waiting,
         waiting_fraction: share_of(waiting, sum_wall),
-    };
-    (ranks, run)
+    }
 }
 
 /// `part / whole`, none when `whole` is 0: no share to state, not a share of 0.

@@ -1,0 +1,210 @@
+//! `overlap merge` holding one rank at a time: the merged file from a directory of rank
+//! files without the whole run in memory.
+//!
+//! 1. Every file is read through, keeping only its header, clocks and event count
+//!    (rayon's threads): the clock plan needs every rank's synchronisations.
+//! 2. Each rank is read into its timeline, aligned and sorted, and reduced to a digest:
+//!    its message ends numbered by (key, seq) ([`super::ends`]), its budget, its counts.
+//!    The timeline is then dropped (a rank per thread at a time).
+//! 3. The ends are joined: the run's messages, ids and clock suspects.
+//! 4. Each rank is read again into its timeline and its section written
+//!    ([`super::write::RankSection`]), the next rank read while this one is written.
+//!
+//! Memory is the largest rank's timeline (two with two threads) plus the run's message
+//! ends and messages: about 100 B per message, not the run's every event. The file is
+//! the one [`super::write_merged`] writes from [`super::merge_dir`], byte for byte.
+//!
+//! A file that changes between two readings (its events no longer counted as before) is
+//! named ([`Error::Changed`]) and nothing is written.
+
+use std::path::Path;
+
+use overlap_format::schema::{Event, MergedInfo, Nanos, PeersOutOfRange};
+
+use super::ends::{join, RankEnds};
+use super::links::MessagesByRank;
+use super::matching::{rank_ends, rank_requests};
+use super::write::{write_file, write_in_flight, RankSection};
+use super::{
+    file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, RankEvents,
+    Unreadable,
+};
+use crate::compute::RankCompute;
+use crate::import::{rank_files, read_rank_file_into, EventSink};
+use crate::metrics::budget::{rank_budget, run_budget, RankBudget};
+use crate::model::{RankTrace, RequestLife, Timeline};
+use crate::summary::RunSummary;
+use crate::{Error, Result};
+
+/// What merging a directory into a file did.
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// The merged file's `otherData`.
+    pub info: MergedInfo,
+    /// Files that could not be used.
+    pub unreadable: Vec<Unreadable>,
+    /// What was read but could not be used in full, one line each naming its file.
+    pub notes: Vec<String>,
+    /// Events written.
+    pub events: u64,
+    /// Where each rank's time went (no look at calls stopped in flight:
+    /// [`RunSummary::of`]).
+    pub summary: RunSummary,
+    /// Each rank's operating-system process id, by rank (0 when unknown).
+    pub processes: Vec<(u32, u32)>,
+}
+
+/// A sink that only counts: the first reading needs a file's header and clocks.
+#[derive(Default)]
+struct Counted(usize);
+
+impl Extend<Event> for Counted {
+    fn extend<I: IntoIterator<Item = Event>>(&mut self, events: I) {
+        self.0 += events.into_iter().count();
+    }
+}
+
+impl EventSink for Counted {
+    fn push(&mut self, _: Event) {
+        self.0 += 1;
+    }
+    fn len(&self) -> usize {
+        self.0
+    }
+}
+
+/// What the merge keeps of a rank once its timeline is dropped.
+struct Digest {
+    ends: RankEnds,
+    events: u64,
+    requests: usize,
+    peers: Vec<PeersOutOfRange>,
+    budget: RankBudget,
+    extent: Option<(Nanos, Nanos)>,
+    notes: Vec<String>,
+    os_pid: u32,
+}
+
+/// Merges the rank files of `dir` into `out` (the files [`super::merge_dir`] would use,
+/// with the same checks), one rank at a time.
+pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
+    use rayon::prelude::*;
+    let (metas, unreadable) = read_files_into::<Counted>(dir, rank_files(dir)?, |_| {})?;
+    let plan = ClockPlan::new(&metas);
+    let world_size = world_size_of(&metas);
+    let digests: Vec<Digest> = {
+        let _s = tracing::info_span!("digest ranks").entered();
+        (0..metas.len())
+            .into_par_iter()
+            .map(|i| {
+                let (mut t, tl) = timeline(&plan, &metas, i, metas[i].events.len() as u64)?;
+                let (lives, ends) = rank_ends(&tl, world_size);
+                Ok(Digest {
+                    ends,
+                    events: tl.event_count() as u64,
+                    requests: lives.len(),
+                    peers: out_of_range(std::slice::from_ref(&tl), world_size, |r| {
+                        file_of(&metas, r)
+                    }),
+                    budget: rank_budget(&tl, &RankCompute::of(&tl)),
+                    extent: tl.extent(),
+                    notes: std::mem::take(&mut t.notes)
+                        .into_iter()
+                        .map(|n| format!("{}: {n}", t.path.display()))
+                        .collect(),
+                    os_pid: tl.os_pid,
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+    let mut ends = Vec::with_capacity(digests.len());
+    let mut rest = Vec::with_capacity(digests.len());
+    for mut d in digests {
+        ends.push(std::mem::take(&mut d.ends));
+        rest.push(d);
+    }
+    let matched = {
+        let _s = tracing::info_span!("match messages").entered();
+        join(ends)
+    };
+    let counts: Vec<u64> = rest.iter().map(|d| d.events).collect();
+    let peers = rest.iter().flat_map(|d| d.peers.iter().cloned()).collect();
+    let info = plan.info(&metas, &counts, &matched, peers);
+    let messages = MessagesByRank::new(&matched.messages, &matched.suspects);
+    let load = |i: usize| -> Result<(Timeline, Vec<RequestLife>)> {
+        let (_, tl) = timeline(&plan, &metas, i, rest[i].events)?;
+        let lives = rank_requests(&tl);
+        if lives.len() != rest[i].requests {
+            return Err(Error::Changed {
+                path: metas[i].path.clone(),
+            });
+        }
+        Ok((tl, lives))
+    };
+    let events = write_file(out, &info, |w, reread| {
+        let mut next = (!metas.is_empty()).then(|| load(0));
+        let mut first_request_id = 1;
+        for i in 0..metas.len() {
+            let (t, lives) = match next.take() {
+                Some(Ok(loaded)) => loaded,
+                Some(Err(e)) => {
+                    *reread = Some(e);
+                    return Err(std::io::Error::other("a rank file could not be read again"));
+                }
+                None => break,
+            };
+            let events = RankEvents::File {
+                path: metas[i].path.clone(),
+                align: plan.rank_align(i, &metas[i]),
+            };
+            let section = RankSection {
+                t: &t,
+                events: &events,
+                requests: &lives,
+                first_request_id,
+            };
+            let (written, loaded) = rayon::join(
+                || section.write(&info, &messages, w, reread),
+                || (i + 1 < metas.len()).then(|| load(i + 1)),
+            );
+            written?;
+            next = loaded;
+            first_request_id += lives.len() as u64;
+        }
+        write_in_flight(&info, w)
+    })?;
+    let extents: Vec<(Nanos, Nanos)> = rest.iter().filter_map(|d| d.extent).collect();
+    let processes = rest.iter().map(|d| (d.budget.rank, d.os_pid)).collect();
+    let notes = rest
+        .iter_mut()
+        .flat_map(|d| std::mem::take(&mut d.notes))
+        .collect();
+    let budgets: Vec<RankBudget> = rest.into_iter().map(|d| d.budget).collect();
+    let run = run_budget(&budgets, &extents);
+    let summary = RunSummary::of(budgets, &run, &info);
+    Ok(Written {
+        info,
+        unreadable,
+        notes,
+        events,
+        summary,
+        processes,
+    })
+}
+
+/// Rank `i` of `metas` read again into its timeline on the run's timeline; the file
+/// must still hold `events` events.
+fn timeline(
+    plan: &ClockPlan,
+    metas: &[RankTrace<Counted>],
+    i: usize,
+    events: u64,
+) -> Result<(RankTrace<Timeline>, Timeline)> {
+    let path = &metas[i].path;
+    let mut t = read_rank_file_into::<Timeline>(path)?;
+    if t.events.len() as u64 != events || t.rank() != metas[i].rank() {
+        return Err(Error::Changed { path: path.clone() });
+    }
+    let tl = on_run_timeline(&mut t, &plan.rank_align(i, &metas[i]));
+    Ok((t, tl))
+}
