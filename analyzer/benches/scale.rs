@@ -14,7 +14,7 @@
 //! measurement runs in a fresh process so that its peak memory (VmHWM) is its own.
 //!
 //! `cargo bench -p overlap-analyzer --bench scale [-- --ranks 16,256,1024 --events
-//! 10000000 --threads 1,2 --only merge|analyze --keep DIR]`; `--keep` writes the runs
+//! 10000000 --threads 1,2 --only merge,merge-in-memory,analyze --keep DIR]`; `--keep` writes the runs
 //! under DIR and reuses them when they are there.
 
 #[path = "common/mod.rs"]
@@ -28,7 +28,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use overlap_analyzer::import::load_dir;
-use overlap_analyzer::merge::{merge_dir, write_merged};
+use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
 use overlap_analyzer::metrics::{analyze, Options, WaitKind};
 use overlap_format::call_data::{CallData, Collective, Transfer};
 use overlap_format::schema::{
@@ -326,6 +326,22 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
     let e = events as f64;
     let t0 = Instant::now();
     let (secs, line) = if kind == "merge" {
+        // What `overlap merge` does: one rank at a time.
+        let out = dir.with_extension("merged.json");
+        let written = merge_to_file(dir, &out)?;
+        let secs = t0.elapsed().as_secs_f64();
+        let info = &written.info;
+        let counted: u64 = info.ranks.iter().map(|r| r.events).sum();
+        let size = std::fs::metadata(&out)?.len() as f64 / MIB;
+        std::fs::remove_file(&out)?;
+        let line = format!(
+            "{counted} events: merged one rank at a time in {secs:.2} s; output {size:.0} \
+             MiB; {} messages, unmatched {} sends {} receives",
+            info.messages, info.unmatched_sends, info.unmatched_receives,
+        );
+        (secs, line)
+    } else if kind == "merge-in-memory" {
+        // The library's merge that keeps every rank (what `analyze DIR` builds on).
         let out = dir.with_extension("merged.json");
         let outcome = merge_dir(dir)?;
         let first = t0.elapsed().as_secs_f64();
@@ -372,7 +388,7 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
     };
     let peak = common::peak_rss()?;
     println!(
-        "{kind:<7} {label}: {}; total {secs:.2} s, {:.2} M events/s, peak {:.0} MiB \
+        "{kind:<15} {label}: {}; total {secs:.2} s, {:.2} M events/s, peak {:.0} MiB \
          ({:.0} B/event)",
         line,
         e / secs / 1e6,
@@ -423,7 +439,7 @@ fn main() -> Res<()> {
         .collect();
     if args.first().map(String::as_str) == Some("--child") {
         let [_, kind, label, events, dir] = args.as_slice() else {
-            return Err("--child merge|analyze LABEL EVENTS DIR".into());
+            return Err("--child merge|merge-in-memory|analyze LABEL EVENTS DIR".into());
         };
         return child(kind, Path::new(dir), label, events.parse()?);
     }
@@ -444,9 +460,18 @@ fn main() -> Res<()> {
     }
     let kinds: Vec<&str> = match only.as_deref() {
         None => vec!["merge", "analyze"],
-        Some(k @ ("merge" | "analyze")) => vec![k],
-        Some(k) => return Err(format!("--only merge|analyze, not {k}").into()),
+        Some(list) => {
+            let kinds: Vec<&str> = list.split(',').map(str::trim).collect();
+            if let Some(k) = kinds
+                .iter()
+                .find(|k| !matches!(**k, "merge" | "merge-in-memory" | "analyze"))
+            {
+                return Err(format!("--only merge|merge-in-memory|analyze[,...], not {k}").into());
+            }
+            kinds
+        }
     };
+
     let root = match &keep {
         Some(k) => k.clone(),
         None => std::env::temp_dir().join(format!("overlap-scale-{}", std::process::id())),
@@ -490,7 +515,7 @@ fn main() -> Res<()> {
                 // A failed measurement (out of memory...) is reported; the rest goes on.
                 match measure(kind, &dir, &label, t, total) {
                     Ok(fig) => _ = figs.insert((r, t, kind), fig),
-                    Err(e) => println!("{kind:<7} {label}: failed: {e}"),
+                    Err(e) => println!("{kind:<15} {label}: failed: {e}"),
                 }
             }
         }
@@ -504,8 +529,17 @@ fn main() -> Res<()> {
     println!("\nR ranks, E events, T threads; Me/s: million events per second; MiB, B/ev:");
     println!("peak memory, in all and per event; x: speed with T threads over 1 thread");
     println!(
-        "{:>5} {:>10} {:>2} {:>10} {:>9} {:>10} {:>9} {:>7} {:>7}",
-        "R", "E", "T", "merge Me/s", "merge MiB", "anal Me/s", "anal B/ev", "merge x", "anal x"
+        "{:>5} {:>10} {:>2} {:>10} {:>9} {:>10} {:>10} {:>9} {:>7} {:>7}",
+        "R",
+        "E",
+        "T",
+        "merge Me/s",
+        "merge MiB",
+        "in-mem MiB",
+        "anal Me/s",
+        "anal B/ev",
+        "merge x",
+        "anal x"
     );
     let show = |x: Option<f64>, digits: usize| x.map_or("-".into(), |x| format!("{x:.digits$}"));
     for &r in &ranks {
@@ -515,9 +549,10 @@ fn main() -> Res<()> {
             let rate = |k: &str| fig(k).map(|f| n as f64 / f.0 / 1e6);
             let speedup = |k: &str| Some(figs.get(&(r, 1, k))?.0 / fig(k)?.0).filter(|_| t != 1);
             println!(
-                "{r:>5} {n:>10} {t:>2} {:>10} {:>9} {:>10} {:>9} {:>7} {:>7}",
+                "{r:>5} {n:>10} {t:>2} {:>10} {:>9} {:>10} {:>10} {:>9} {:>7} {:>7}",
                 show(rate("merge"), 2),
                 show(fig("merge").map(|f| f.1 as f64 / MIB), 0),
+                show(fig("merge-in-memory").map(|f| f.1 as f64 / MIB), 0),
                 show(rate("analyze"), 2),
                 show(fig("analyze").map(|f| f.1 as f64 / n as f64), 0),
                 show(speedup("merge"), 2),

@@ -24,27 +24,43 @@ use crate::model::{EventRef, Message};
 /// the send's and the receive's number on that key).
 type Key = (u32, u32, i32, u32, u32);
 
-/// A send, as the join needs it.
+/// A send, as the join needs it (48 B: the merge holds one per message).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SendEnd {
     key: Key,
-    /// The sending call (or the Start that started a persistent send).
-    index: usize,
-    bytes: u64,
+    /// The sending call (or the Start that started a persistent send): a span index of
+    /// its rank (a rank has fewer than 2^32 spans: its timeline would need 100 GB).
+    index: u32,
     /// Its start on the run's timeline.
     start: Nanos,
+    bytes: u64,
+    /// Once joined: the position of its receive among the run's receives sorted by key
+    /// ([`NONE`] when it has none).
+    receive: u32,
 }
 
-/// A receive, as the join needs it.
+/// A receive, as the join needs it (40 B).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecvEnd {
     key: Key,
     /// The call that posted it.
-    post: usize,
-    /// The call that completed it, when one did.
-    completion: Option<usize>,
+    post: u32,
+    /// The call that completed it ([`NONE`] when none did).
+    completion: u32,
     /// The end of that call on the run's timeline.
     completed_at: Nanos,
+}
+
+// The merge holds one of each per message.
+const _: () = assert!(std::mem::size_of::<SendEnd>() == 48);
+const _: () = assert!(std::mem::size_of::<RecvEnd>() == 40);
+
+/// No such call, no such receive.
+const NONE: u32 = u32::MAX;
+
+/// A span index as a record holds it.
+fn compact(index: usize) -> u32 {
+    u32::try_from(index).unwrap_or(NONE - 1)
 }
 
 /// One rank's ends, numbered per key.
@@ -82,9 +98,10 @@ impl RankEnds {
         let seq = next(&mut self.send_seq, (dst, tag, comm));
         self.sends.push(SendEnd {
             key: (self.rank, dst, tag, comm, seq),
-            index,
-            bytes,
+            index: compact(index),
             start,
+            bytes,
+            receive: NONE,
         });
     }
 
@@ -100,8 +117,8 @@ impl RankEnds {
         let seq = next(&mut self.recv_seq, (src, tag, comm));
         self.receives.push(RecvEnd {
             key: (src, self.rank, tag, comm, seq),
-            post,
-            completion: completion.map(|c| c.0),
+            post: compact(post),
+            completion: completion.map_or(NONE, |c| compact(c.0)),
             completed_at: completion.map_or(Nanos::ZERO, |c| c.1),
         });
     }
@@ -137,7 +154,10 @@ pub(crate) struct Matched {
     pub(crate) suspects: Vec<SuspectMessage>,
 }
 
-/// Pairs every rank's sends with receives by `(key, seq)`.
+/// Pairs every rank's sends with receives by `(key, seq)`: both sides sorted by key and
+/// walked side by side (each send noting its receive), then the sends sorted into
+/// message order, so that the messages come out in order with no sort of their own.
+/// Memory: 88 B per send and receive, then 80 B per message.
 pub(crate) fn join(ranks: Vec<RankEnds>) -> Matched {
     use rayon::prelude::*;
     let mut unmatched_receives: u64 = ranks.iter().map(|r| r.unmatchable_receives).sum();
@@ -147,67 +167,147 @@ pub(crate) fn join(ranks: Vec<RankEnds>) -> Matched {
         sends.extend(r.sends);
         receives.extend(r.receives);
     }
+    // Keys are unique on each side (the seq numbers them), so unstable sorts are exact.
     sends.par_sort_unstable_by_key(|s| s.key);
     receives.par_sort_unstable_by_key(|r| r.key);
-    let mut paired: Vec<(SendEnd, RecvEnd)> = Vec::with_capacity(sends.len().min(receives.len()));
-    let mut unmatched_sends = 0u64;
-    let (mut s, mut r) = (sends.iter().peekable(), receives.iter().peekable());
-    loop {
-        match (s.peek(), r.peek()) {
-            (Some(a), Some(b)) if a.key == b.key => {
-                paired.push((**a, **b));
-                s.next();
-                r.next();
-            }
-            (Some(a), Some(b)) if a.key < b.key => {
-                unmatched_sends += 1;
-                s.next();
-            }
-            (Some(_), None) => {
-                unmatched_sends += 1;
-                s.next();
-            }
-            (_, Some(_)) => {
-                unmatched_receives += 1;
-                r.next();
-            }
-            (None, None) => break,
+    let mut r = 0;
+    let mut matched = 0u64;
+    for s in &mut sends {
+        while r < receives.len() && receives[r].key < s.key {
+            r += 1;
+        }
+        if r < receives.len() && receives[r].key == s.key {
+            s.receive = compact(r);
+            matched += 1;
+            r += 1;
         }
     }
-    drop((sends, receives));
-    // Stable: a Startall's sends share its start and index, and keep their key order.
-    paired.par_sort_by_key(|(s, _)| (s.start, s.key.0, s.index));
+    let unmatched_sends = sends.len() as u64 - matched;
+    unmatched_receives += receives.len() as u64 - matched;
+    // Message order: by the send's start, rank and call; a Startall's sends share all
+    // three and keep their key order.
+    sends.par_sort_unstable_by_key(|s| (s.start, s.key.0, s.index, s.key));
     let mut suspects = Vec::new();
-    let messages = paired
-        .iter()
-        .enumerate()
-        .map(|(i, (send, recv))| {
-            let (src, dst) = (send.key.0, send.key.1);
-            let m = Message {
-                id: i as u64 + 1,
-                send: EventRef {
-                    rank: src,
-                    index: send.index,
-                },
-                recv_post: EventRef {
-                    rank: dst,
-                    index: recv.post,
-                },
-                completion: recv.completion.map(|index| EventRef { rank: dst, index }),
-                tag: send.key.2,
-                bytes: send.bytes,
-                clock_suspect: recv.completion.is_some() && recv.completed_at < send.start,
-            };
-            if m.clock_suspect {
-                suspects.push(suspect_between(&m, send.start, recv.completed_at));
-            }
-            m
-        })
-        .collect();
+    let mut messages = Vec::with_capacity(usize::try_from(matched).unwrap_or(0));
+    for send in sends.iter().filter(|s| s.receive != NONE) {
+        let recv = &receives[send.receive as usize];
+        let (src, dst) = (send.key.0, send.key.1);
+        let completed = recv.completion != NONE;
+        let m = Message {
+            id: messages.len() as u64 + 1,
+            send: EventRef {
+                rank: src,
+                index: send.index as usize,
+            },
+            recv_post: EventRef {
+                rank: dst,
+                index: recv.post as usize,
+            },
+            completion: completed.then_some(EventRef {
+                rank: dst,
+                index: recv.completion as usize,
+            }),
+            tag: send.key.2,
+            bytes: send.bytes,
+            clock_suspect: completed && recv.completed_at < send.start,
+        };
+        if m.clock_suspect {
+            suspects.push(suspect_between(&m, send.start, recv.completed_at));
+        }
+        messages.push(m);
+    }
     Matched {
         messages,
         unmatched_sends,
         unmatched_receives,
         suspects,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message as (id, send index, receive post, completion, tag, bytes, suspect).
+    type Row = (u64, usize, usize, Option<usize>, i32, u64, bool);
+
+    fn at(ns: u64) -> Nanos {
+        Nanos(ns)
+    }
+
+    /// ```text
+    ///  rank 0  Isend(1,t5)@10 #0   Isend(1,t5)@20 #1   Isend(1,t7)@30 #0   Isend(2,t1)@40
+    ///              |                   \___________          |             (no receive)
+    ///  rank 1  Irecv(0,t5) #0 done@15   Irecv(0,t7) #0 done@35   Irecv(0,t5) #1 done@12
+    ///          Irecv(3,t1) (no send)    Irecv(ANY, ANY) never completed (unmatchable)
+    /// ```
+    /// The second t5 message completed at 12, before its send began at 20: clock-suspect.
+    #[test]
+    fn ends_numbered_per_rank_pair_by_key_and_seq() {
+        let mut r0 = RankEnds::new(0);
+        r0.send(1, 5, 0, 0, 8, at(10));
+        r0.send(1, 5, 0, 1, 16, at(20));
+        r0.send(1, 7, 0, 2, 24, at(30));
+        r0.send(2, 1, 0, 3, 32, at(40));
+        let mut r1 = RankEnds::new(1);
+        r1.receive(0, 5, 0, 0, Some((5, at(15))));
+        r1.receive(0, 7, 0, 1, Some((6, at(35))));
+        r1.receive(0, 5, 0, 2, Some((7, at(12))));
+        r1.receive(3, 1, 0, 3, None);
+        r1.unmatchable_receive();
+        // Ranks in any order: the join does not depend on it.
+        let m = join(vec![r1.finish(), r0.finish()]);
+        let got: Vec<Row> = m
+            .messages
+            .iter()
+            .map(|m| {
+                let done = m.completion.map(|c| c.index);
+                (
+                    m.id,
+                    m.send.index,
+                    m.recv_post.index,
+                    done,
+                    m.tag,
+                    m.bytes,
+                    m.clock_suspect,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 0, 0, Some(5), 5, 8, false),
+                (2, 1, 2, Some(7), 5, 16, true),
+                (3, 2, 1, Some(6), 7, 24, false),
+            ]
+        );
+        assert_eq!((m.unmatched_sends, m.unmatched_receives), (1, 2));
+        assert_eq!(m.suspects.len(), 1);
+        assert_eq!(
+            (m.suspects[0].send_ns, m.suspects[0].recv_complete_ns),
+            (20, 12)
+        );
+        assert_eq!(m.suspects[0].backwards_ns, 8);
+    }
+
+    /// A Startall starting two persistent sends: one call, one start, two messages,
+    /// in key order (destination 2 before 3).
+    #[test]
+    fn sends_of_one_call_keep_their_key_order() {
+        let mut r0 = RankEnds::new(0);
+        r0.send(3, 0, 0, 4, 1, at(50));
+        r0.send(2, 0, 0, 4, 1, at(50));
+        let mut r2 = RankEnds::new(2);
+        r2.receive(0, 0, 0, 9, Some((10, at(60))));
+        let mut r3 = RankEnds::new(3);
+        r3.receive(0, 0, 0, 7, Some((8, at(60))));
+        let m = join(vec![r0.finish(), r2.finish(), r3.finish()]);
+        let to: Vec<(u64, u32)> = m
+            .messages
+            .iter()
+            .map(|m| (m.id, m.recv_post.rank))
+            .collect();
+        assert_eq!(to, vec![(1, 2), (2, 3)]);
+        assert_eq!((m.unmatched_sends, m.unmatched_receives), (0, 0));
     }
 }

@@ -44,22 +44,23 @@ const CHAIN_FLOW_BASE: u64 = 1 << 48;
 /// that each rank's section finds its ends without a scan of every message.
 pub(crate) struct MessagesByRank<'a> {
     messages: &'a [Message],
-    /// rank -> positions in `messages` of what it sent, and of what it received.
-    by_rank: BTreeMap<u32, (Vec<usize>, Vec<usize>)>,
+    /// rank -> positions in `messages` of what it sent, and of what it received (4 B
+    /// each: a run has fewer than 2^32 messages).
+    by_rank: BTreeMap<u32, (Vec<u32>, Vec<u32>)>,
     /// position in `messages` -> its clock-suspect record.
-    suspects: BTreeMap<usize, &'a SuspectMessage>,
+    suspects: BTreeMap<u32, &'a SuspectMessage>,
 }
 
 impl<'a> MessagesByRank<'a> {
     /// `suspects` are the clock-suspect messages' records in the order of `messages`
     /// (as [`super::Matched`] makes them).
     pub(crate) fn new(messages: &'a [Message], suspects: &'a [SuspectMessage]) -> Self {
-        let mut by_rank: BTreeMap<u32, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
-        for (i, m) in messages.iter().enumerate() {
+        let mut by_rank: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
+        for (i, m) in (0u32..).zip(messages) {
             by_rank.entry(m.send.rank).or_default().0.push(i);
             by_rank.entry(m.recv_post.rank).or_default().1.push(i);
         }
-        let suspect_positions = messages.iter().enumerate().filter(|(_, m)| m.clock_suspect);
+        let suspect_positions = (0u32..).zip(messages).filter(|(_, m)| m.clock_suspect);
         MessagesByRank {
             messages,
             by_rank,
@@ -68,18 +69,18 @@ impl<'a> MessagesByRank<'a> {
     }
 
     /// Positions in the messages of what `rank` sent, in message order.
-    pub(crate) fn sent(&self, rank: u32) -> &[usize] {
+    pub(crate) fn sent(&self, rank: u32) -> &[u32] {
         self.by_rank.get(&rank).map_or(&[], |l| &l.0)
     }
 
     /// Positions in the messages of what `rank` received, in message order.
-    pub(crate) fn received(&self, rank: u32) -> &[usize] {
+    pub(crate) fn received(&self, rank: u32) -> &[u32] {
         self.by_rank.get(&rank).map_or(&[], |l| &l.1)
     }
 
     /// The message at a position.
-    pub(crate) fn at(&self, i: usize) -> &'a Message {
-        &self.messages[i]
+    pub(crate) fn at(&self, i: u32) -> &'a Message {
+        &self.messages[i as usize]
     }
 }
 
@@ -106,7 +107,7 @@ pub(crate) fn format_sent(t: &Timeline, m: &Message, text: &mut Vec<u8>) -> std:
 pub(crate) fn format_received(
     t: &Timeline,
     messages: &MessagesByRank<'_>,
-    i: usize,
+    i: u32,
     text: &mut Vec<u8>,
 ) -> std::io::Result<u64> {
     let m = messages.at(i);
