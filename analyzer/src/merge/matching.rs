@@ -121,76 +121,74 @@ fn requests_and_receives(
 ) -> (Vec<RequestLife>, Vec<Receive>) {
     let mut lives = Vec::new();
     let mut receives = Vec::new();
-    {
-        // request id -> (index of the completing call, its status)
-        let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> = FxHashMap::default();
-        // request id -> the Request_free that let it go
-        let mut freed: FxHashMap<u64, usize> = FxHashMap::default();
-        for i in 0..t.spans.len() {
-            let Some((op, c)) = t.call(i) else { continue };
-            for done in t.completions(c) {
-                if let Some(r) = done.request {
-                    completed.entry(r).or_insert((i, done.source, done.tag));
-                }
-            }
-            if let (Op::RequestFree, Some(r)) = (op, c.request) {
-                freed.entry(r).or_insert(i);
+    // request id -> (index of the completing call, its status)
+    let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> = FxHashMap::default();
+    // request id -> the Request_free that let it go
+    let mut freed: FxHashMap<u64, usize> = FxHashMap::default();
+    for i in 0..t.spans.len() {
+        let Some((op, c)) = t.call(i) else { continue };
+        for done in t.completions(c) {
+            if let Some(r) = done.request {
+                completed.entry(r).or_insert((i, done.source, done.tag));
             }
         }
-        let requested = |v: Option<i32>| v.filter(|x| *x >= 0);
-        let mut posts = Posts::new();
-        for i in 0..t.spans.len() {
-            let Some((op, c)) = t.call(i) else { continue };
-            posted(t, i, inits, &mut posts);
-            for &(request, kind, args) in &posts {
-                let done = completed.get(&request).copied();
-                lives.push(RequestLife {
-                    rank: t.rank,
-                    request,
-                    kind,
-                    post: i,
-                    args,
-                    completion: done.map(|d| d.0),
-                    freed: done
-                        .is_none()
-                        .then(|| freed.get(&request).copied())
-                        .flatten(),
-                });
-                // A receive completed from MPI_PROC_NULL (a negative source in its
-                // status: a completed wildcard always names a real rank) carries no
-                // message.
-                let from_proc_null = done.is_some_and(|d| d.1.is_some_and(|s| s < 0));
-                if kind == RequestKind::Recv && !from_proc_null {
-                    let Some((_, described)) = t.call(args) else {
-                        continue;
-                    };
-                    receives.push(Receive {
-                        post: i,
-                        completion: done.map(|d| d.0),
-                        source: done.and_then(|d| d.1).or(requested(described.peer)),
-                        tag: done.and_then(|d| d.2).or(requested(described.tag)),
-                        comm: described.comm,
-                    });
-                }
-            }
-            if op.receives_blocking() {
-                let status = t.completions(c).first();
-                if status.is_some_and(|s| s.source.is_some_and(|src| src < 0)) {
-                    continue; // from MPI_PROC_NULL: no message
-                }
-                let (peer, tag) = match (op.is_sendrecv(), &c.recv) {
-                    (true, Some(half)) => (half.peer, half.tag),
-                    (true, None) => (None, None),
-                    (false, _) => (c.peer, c.tag),
+        if let (Op::RequestFree, Some(r)) = (op, c.request) {
+            freed.entry(r).or_insert(i);
+        }
+    }
+    let requested = |v: Option<i32>| v.filter(|x| *x >= 0);
+    let mut posts = Posts::new();
+    for i in 0..t.spans.len() {
+        let Some((op, c)) = t.call(i) else { continue };
+        posted(t, i, inits, &mut posts);
+        for &(request, kind, args) in &posts {
+            let done = completed.get(&request).copied();
+            lives.push(RequestLife {
+                rank: t.rank,
+                request,
+                kind,
+                post: i,
+                args,
+                completion: done.map(|d| d.0),
+                freed: done
+                    .is_none()
+                    .then(|| freed.get(&request).copied())
+                    .flatten(),
+            });
+            // A receive completed from MPI_PROC_NULL (a negative source in its
+            // status: a completed wildcard always names a real rank) carries no
+            // message.
+            let from_proc_null = done.is_some_and(|d| d.1.is_some_and(|s| s < 0));
+            if kind == RequestKind::Recv && !from_proc_null {
+                let Some((_, described)) = t.call(args) else {
+                    continue;
                 };
                 receives.push(Receive {
                     post: i,
-                    completion: Some(i),
-                    source: status.and_then(|s| s.source).or(requested(peer)),
-                    tag: status.and_then(|s| s.tag).or(requested(tag)),
-                    comm: c.comm,
+                    completion: done.map(|d| d.0),
+                    source: done.and_then(|d| d.1).or(requested(described.peer)),
+                    tag: done.and_then(|d| d.2).or(requested(described.tag)),
+                    comm: described.comm,
                 });
             }
+        }
+        if op.receives_blocking() {
+            let status = t.completions(c).first();
+            if status.is_some_and(|s| s.source.is_some_and(|src| src < 0)) {
+                continue; // from MPI_PROC_NULL: no message
+            }
+            let (peer, tag) = match (op.is_sendrecv(), &c.recv) {
+                (true, Some(half)) => (half.peer, half.tag),
+                (true, None) => (None, None),
+                (false, _) => (c.peer, c.tag),
+            };
+            receives.push(Receive {
+                post: i,
+                completion: Some(i),
+                source: status.and_then(|s| s.source).or(requested(peer)),
+                tag: status.and_then(|s| s.tag).or(requested(tag)),
+                comm: c.comm,
+            });
         }
     }
     lives.shrink_to_fit();
