@@ -25,8 +25,8 @@ use overlap_analyzer::metrics::{analyze, Options};
 use overlap_format::call_data::{CallData, Collective, Transfer};
 use overlap_format::schema::wire::{event_to_wire, ArrayWriter, MetaName, ObjectWriter, WireEvent};
 use overlap_format::schema::{
-    CallArgs, CallEvent, ClockSync, CommId, Completion, ComputeEvent, Event, Footer, Header,
-    MergedInfo, Nanos, Op, Params, RankClock, RequestId, SyncPhase, FORMAT_NAME, FORMAT_VERSION,
+    CallArgs, CallEvent, CommId, Completion, ComputeEvent, Event, Footer, Header, MergedInfo,
+    Nanos, Op, Params, RankClock, RequestId, SyncPhase, FORMAT_NAME, FORMAT_VERSION,
     LAST_JSON_RANK_VERSION,
 };
 use overlap_format::stream::codec::{
@@ -200,17 +200,6 @@ fn header(rank: u32) -> Header {
     }
 }
 
-fn sync(phase: SyncPhase) -> ClockSync {
-    ClockSync {
-        phase,
-        local_ns: 0,
-        offset_ns: 0,
-        error_ns: 0,
-        rtt_ns: 0,
-        rounds: 0,
-    }
-}
-
 /// The call data the recorder would have recorded for a generated call.
 fn call_data(c: &CallEvent) -> CallData {
     let a = &c.args;
@@ -256,7 +245,7 @@ fn write_stream_dir(dir: &Path, iterations: u64) -> std::io::Result<u64> {
         let mut names: Vec<String> = Vec::new();
         let mut b = RecordBuf::default();
         b.clear();
-        encode_sync(&mut b, &sync(SyncPhase::Init));
+        encode_sync(&mut b, &common::zero_sync(SyncPhase::Init));
         page.extend_from_slice(b.as_bytes());
         let mut n = 0u64;
         let mut err = Ok(());
@@ -313,7 +302,7 @@ fn write_stream_dir(dir: &Path, iterations: u64) -> std::io::Result<u64> {
         });
         err?;
         b.clear();
-        encode_sync(&mut b, &sync(SyncPhase::Final));
+        encode_sync(&mut b, &common::zero_sync(SyncPhase::Final));
         page.extend_from_slice(b.as_bytes());
         frame(&mut out, FrameKind::Events, 0, &[&page]);
         let footer = Footer {
@@ -346,7 +335,7 @@ fn write_json_dir(dir: &Path, iterations: u64) -> std::io::Result<u64> {
             MetaName::ClockSync,
             rank,
             0,
-            sync(SyncPhase::Init),
+            common::zero_sync(SyncPhase::Init),
         ))?;
         let mut err = Ok(());
         let mut n = 0u64;
@@ -361,7 +350,7 @@ fn write_json_dir(dir: &Path, iterations: u64) -> std::io::Result<u64> {
             MetaName::ClockSync,
             rank,
             0,
-            sync(SyncPhase::Final),
+            common::zero_sync(SyncPhase::Final),
         ))?;
         let footer = Footer {
             events: n,

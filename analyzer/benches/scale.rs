@@ -32,7 +32,7 @@ use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
 use overlap_analyzer::metrics::{analyze, Options, WaitKind};
 use overlap_format::call_data::{CallData, Collective, Transfer};
 use overlap_format::schema::{
-    ClockSync, CommId, Completion, Footer, Header, Op, Params, RequestId, SyncPhase, FORMAT_NAME,
+    CommId, Completion, Footer, Header, Op, Params, RequestId, SyncPhase, FORMAT_NAME,
     FORMAT_VERSION,
 };
 use overlap_format::stream::codec::{
@@ -149,16 +149,8 @@ impl RankFile {
     }
 
     fn sync(&mut self, phase: SyncPhase) {
-        let s = ClockSync {
-            phase,
-            local_ns: 0,
-            offset_ns: 0,
-            error_ns: 0,
-            rtt_ns: 0,
-            rounds: 0,
-        };
         self.b.clear();
-        encode_sync(&mut self.b, &s);
+        encode_sync(&mut self.b, &common::zero_sync(phase));
         self.page.extend_from_slice(self.b.as_bytes());
     }
 

@@ -14,3 +14,16 @@ pub fn peak_rss() -> Result<u64, String> {
         .map(|kb| kb * 1024)
         .ok_or_else(|| "peak memory unknown: no VmHWM line in /proc/self/status".to_string())
 }
+
+/// A clock synchronisation of a generated rank: every rank of a generated run reads one
+/// clock, so its offset, error and round trip are 0.
+pub fn zero_sync(phase: overlap_format::schema::SyncPhase) -> overlap_format::schema::ClockSync {
+    overlap_format::schema::ClockSync {
+        phase,
+        local_ns: 0,
+        offset_ns: 0,
+        error_ns: 0,
+        rtt_ns: 0,
+        rounds: 0,
+    }
+}

@@ -227,21 +227,11 @@ pub struct Details {
 /// trace itself are computed on another.
 pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
     let _span = tracing::info_span!("metrics").entered();
-    let ((replayed, self_check), measured) =
+    let ((replayed, self_check), m) =
         rayon::join(|| replays(trace), || measured_figures(trace, opts));
-    let Measured {
-        ranks,
-        totals,
-        waits,
-        wait_states,
-        request_summary,
-        requests,
-        false_overlap,
-        sites,
-        by_site,
-    } = measured;
-    let pop = pop::efficiencies(&ranks, &totals, &wait_states.per_rank_ns, replayed);
-    let (indeterminate_waits, indeterminate_wait_ns) = waits
+    let pop = pop::efficiencies(&m.ranks, &m.totals, &m.wait_states.per_rank_ns, replayed);
+    let (indeterminate_waits, indeterminate_wait_ns) = m
+        .waits
         .iter()
         .filter(|w| w.indeterminate)
         .fold((0u64, 0u64), |(n, t), w| (n + 1, t + w.amount_ns));
@@ -303,22 +293,22 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         report: "overlap-report",
         version: REPORT_VERSION,
         run,
-        ranks,
-        totals,
-        wait_states,
-        requests: request_summary,
-        false_overlap,
+        ranks: m.ranks,
+        totals: m.totals,
+        wait_states: m.wait_states,
+        requests: m.request_summary,
+        false_overlap: m.false_overlap,
         pop,
         clock,
-        by_site,
-        hang: crate::hang::analyze(trace, &sites),
+        by_site: m.by_site,
+        hang: crate::hang::analyze(trace, &m.sites),
         replay: self_check,
         gpu,
     };
     let details = Details {
-        waits,
-        requests,
-        sites,
+        waits: m.waits,
+        requests: m.requests,
+        sites: m.sites,
         chains: chains.unwrap_or_default(),
     };
     (report, details)
