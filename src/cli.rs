@@ -14,7 +14,7 @@ use overlap_analyzer::report::{render, Style};
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
-use crate::finish::{report_merge, summary_of, warn_incomplete, Failure, RunEnd};
+use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
 use crate::output::{out, outln, sayln};
 use crate::run::RunArgs;
 use crate::supervise::Ending;
@@ -270,7 +270,7 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
     let unreadable = m.unreadable.len();
     let line = report_merge(&m, &a.dir, &a.out);
     outln!("{line}");
-    out!("{}", summary_of(&m, &a.dir, &a.out)?.0.to_table());
+    out!("{}", m.summary.to_table());
     let info = &m.info;
     let problems = unreadable + info.missing_ranks.len() + info.incomplete.len();
     if a.strict && problems > 0 {

@@ -14,7 +14,6 @@ use anyhow::{Context, Result};
 use overlap_analyzer::import::load_dir;
 use overlap_analyzer::merge::{Unreadable, Written};
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::summary::{summarize, RunSummary};
 use overlap_instrument::schema::MergedInfo;
 
 use crate::output::sayln;
@@ -89,21 +88,6 @@ pub(crate) fn load_run(ranks_dir: &Path, out: &Path) -> Result<Trace> {
     let mut trace = loaded.trace;
     trace.source = out.to_path_buf();
     Ok(trace)
-}
-
-/// The summary of a merged run, and the run in full when a rank dumped the calls it
-/// was in (the summary's word on calls stopped in flight, and the hang section, need
-/// every rank's calls): only such a run is read again whole.
-pub(crate) fn summary_of(
-    w: &Written,
-    ranks_dir: &Path,
-    out: &Path,
-) -> Result<(RunSummary, Option<Trace>)> {
-    if w.info.ranks.iter().all(|r| r.in_flight.is_none()) {
-        return Ok((w.summary.clone(), None));
-    }
-    let trace = load_run(ranks_dir, out)?;
-    Ok((summarize(&trace), Some(trace)))
 }
 
 /// How a run that `overlap` stopped ended, for the user.
@@ -185,14 +169,18 @@ impl RunEnd<'_> {
 
     /// The summary table of the merged run, the MPI functions it calls that are not
     /// recorded, and where its ranks hung (when they did).
+    /// Only a run whose ranks dumped the calls they were in is read again whole: the hang
+    /// section needs every rank's calls.
     pub(crate) fn summary(&self, w: &Written) -> Result<()> {
-        let (summary, trace) = summary_of(w, self.ranks_dir, self.out)?;
-        (self.print)(format_args!("{}", summary.to_table()));
+        (self.print)(format_args!("{}", w.summary.to_table()));
         if let Some(note) = crate::trace::unrecorded_note(&w.info.params) {
             (self.print)(format_args!("{note}\n"));
         }
-        if let Some(hang) = trace.as_ref().and_then(overlap_analyzer::hang::section_of) {
-            (self.print)(format_args!("{hang}"));
+        if w.info.ranks.iter().any(|r| r.in_flight.is_some()) {
+            let trace = load_run(self.ranks_dir, self.out)?;
+            if let Some(hang) = overlap_analyzer::hang::section_of(&trace) {
+                (self.print)(format_args!("{hang}"));
+            }
         }
         Ok(())
     }

@@ -28,21 +28,29 @@ pub struct RunSummary {
 /// Summarises a run.
 pub fn summarize(trace: &Trace) -> RunSummary {
     let (ranks, run) = budgets(trace);
-    let mut s = RunSummary::of(ranks, &run, &trace.info);
-    s.stopped_in_calls = crate::hang::stopped_in_calls(trace).map(|(at, n)| (Nanos(at), n));
-    s
+    RunSummary::of(
+        ranks,
+        &run,
+        &trace.info,
+        crate::hang::stopped_in_calls(trace),
+    )
 }
 
 impl RunSummary {
-    /// The summary of a run from its ranks' budgets, without its calls: whether it was
-    /// stopped inside calls is not looked at (`None`; [`summarize`] looks).
-    pub fn of(ranks: Vec<RankBudget>, run: &RunBudget, info: &MergedInfo) -> RunSummary {
+    /// The summary of a run from its ranks' budgets and what
+    /// [`crate::hang::stopped_in_calls`] found (figures a merge makes one rank at a time).
+    pub fn of(
+        ranks: Vec<RankBudget>,
+        run: &RunBudget,
+        info: &MergedInfo,
+        stopped_in_calls: Option<(u64, usize)>,
+    ) -> RunSummary {
         RunSummary {
             ranks,
             wall: Nanos(run.wall_ns),
             clock_error: Nanos(info.max_clock_error_ns),
             shared_clock: info.ranks.iter().all(|r| r.shared_clock),
-            stopped_in_calls: None,
+            stopped_in_calls: stopped_in_calls.map(|(at, n)| (Nanos(at), n)),
         }
     }
 }

@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use overlap_format::schema::{DumpReason, InFlightCall, InFlightDump, Op, RequestKind};
 
-use crate::model::{Trace, What};
+use crate::model::{Timeline, Trace, What};
 use crate::sites::SiteTable;
 
 /// MPICH's `MPI_ANY_SOURCE` as the trace records it (world ranks; other negative peers
@@ -254,9 +254,11 @@ fn rank_hang(
 
 /// True when the call `c` of `rank`'s dump was recorded as completed afterwards.
 fn completed_later(trace: &Trace, rank: u32, c: &InFlightCall) -> bool {
-    let Some(t) = trace.rank(rank) else {
-        return false;
-    };
+    trace.rank(rank).is_some_and(|t| completed_in(t, c))
+}
+
+/// True when the rank's timeline `t` holds call `c` of a dump: it completed after all.
+fn completed_in(t: &Timeline, c: &InFlightCall) -> bool {
     // The spans are sorted by start: only those within rounding of the call's start.
     let from = t
         .spans
@@ -267,22 +269,34 @@ fn completed_later(trace: &Trace, rank: u32, c: &InFlightCall) -> bool {
         .any(|s| s.tid == c.tid && s.op() == Some(c.call))
 }
 
+/// True when a call of the rank's `dump` never completed in its timeline `t` (`None`:
+/// the rank has no timeline, so none of its dumped calls is known to have completed).
+pub fn stopped_in(t: Option<&Timeline>, dump: &InFlightDump) -> bool {
+    dump.calls
+        .iter()
+        .any(|c| !t.is_some_and(|t| completed_in(t, c)))
+}
+
 /// Where the recorded figures stop short of the run: the latest dump of a rank with a
 /// call that never completed, and how many ranks had one. `None` when every dumped call
 /// completed (or nothing was dumped). The time such calls spent blocked is not in any
 /// recorded event, so not in the figures: the summary and the report say so.
 pub fn stopped_in_calls(trace: &Trace) -> Option<(u64, usize)> {
+    let dumps = trace.info.ranks.iter().filter_map(|r| {
+        let dump = r.in_flight.as_ref()?;
+        Some((dump.at_ns, stopped_in(trace.rank(r.rank), dump)))
+    });
+    latest_stopped(dumps)
+}
+
+/// [`stopped_in_calls`] from each dumped rank's (dump time, [`stopped_in`]).
+pub fn latest_stopped(dumps: impl IntoIterator<Item = (u64, bool)>) -> Option<(u64, usize)> {
     let mut latest = None;
     let mut ranks = 0;
-    for r in &trace.info.ranks {
-        let Some(dump) = &r.in_flight else { continue };
-        if dump
-            .calls
-            .iter()
-            .any(|c| !completed_later(trace, r.rank, c))
-        {
+    for (at_ns, stopped) in dumps {
+        if stopped {
             ranks += 1;
-            latest = latest.max(Some(dump.at_ns));
+            latest = latest.max(Some(at_ns));
         }
     }
     Some((latest?, ranks))

@@ -305,10 +305,7 @@ impl ClockPlan {
                         source_sites: t.sites.clone(),
                         events: events_of(t.rank()),
                         complete: t.is_complete(),
-                        in_flight: t
-                            .in_flight
-                            .last()
-                            .map(|d| aligned_dump(d, self.aligner(i, t))),
+                        in_flight: self.last_dump(i, t),
                     }
                 })
                 .collect(),
@@ -337,6 +334,15 @@ impl ClockPlan {
             clock_implausible: self.implausible.clone(),
             peers_out_of_range,
         }
+    }
+}
+
+impl ClockPlan {
+    /// The last in-flight dump of `traces[i]` (`t`), on the run's timeline.
+    pub(crate) fn last_dump<S>(&self, i: usize, t: &RankTrace<S>) -> Option<InFlightDump> {
+        t.in_flight
+            .last()
+            .map(|d| aligned_dump(d, self.aligner(i, t)))
     }
 }
 

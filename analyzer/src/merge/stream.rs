@@ -30,6 +30,7 @@ use super::{
     Unreadable,
 };
 use crate::compute::RankCompute;
+use crate::hang::{latest_stopped, stopped_in};
 use crate::import::{rank_files, read_rank_file_into, EventSink};
 use crate::metrics::budget::{rank_budget, run_budget, RankBudget};
 use crate::model::{RankTrace, RequestLife, Timeline};
@@ -47,8 +48,7 @@ pub struct Written {
     pub notes: Vec<String>,
     /// Events written.
     pub events: u64,
-    /// Where each rank's time went (no look at calls stopped in flight:
-    /// [`RunSummary::of`]).
+    /// Where each rank's time went, and whether the run was stopped inside calls.
     pub summary: RunSummary,
     /// Each rank's operating-system process id, by rank (0 when unknown).
     pub processes: Vec<(u32, u32)>,
@@ -83,6 +83,8 @@ struct Digest {
     extent: Option<(Nanos, Nanos)>,
     notes: Vec<String>,
     os_pid: u32,
+    /// Its last dump's time, and whether a call it was in never completed.
+    dump: Option<(u64, bool)>,
 }
 
 /// Merges the rank files of `dir` into `out` (the files [`super::merge_dir`] would use,
@@ -97,7 +99,7 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
         (0..metas.len())
             .into_par_iter()
             .map(|i| {
-                let (mut t, tl) = timeline(&plan, &metas, i, metas[i].events.len() as u64)?;
+                let (t, tl) = timeline(&plan, &metas, i, metas[i].events.len() as u64)?;
                 let (lives, ends) = rank_ends(&tl, world_size);
                 Ok(Digest {
                     ends,
@@ -108,11 +110,11 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
                     }),
                     budget: rank_budget(&tl, &RankCompute::of(&tl)),
                     extent: tl.extent(),
-                    notes: std::mem::take(&mut t.notes)
-                        .into_iter()
-                        .map(|n| format!("{}: {n}", t.path.display()))
-                        .collect(),
+                    notes: t.note_lines().collect(),
                     os_pid: tl.os_pid,
+                    dump: plan
+                        .last_dump(i, &metas[i])
+                        .map(|d| (d.at_ns, stopped_in(Some(&tl), &d))),
                 })
             })
             .collect::<Result<_>>()?
@@ -175,13 +177,14 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
     })?;
     let extents: Vec<(Nanos, Nanos)> = rest.iter().filter_map(|d| d.extent).collect();
     let processes = rest.iter().map(|d| (d.budget.rank, d.os_pid)).collect();
+    let dumps: Vec<(u64, bool)> = rest.iter().filter_map(|d| d.dump).collect();
     let notes = rest
         .iter_mut()
         .flat_map(|d| std::mem::take(&mut d.notes))
         .collect();
     let budgets: Vec<RankBudget> = rest.into_iter().map(|d| d.budget).collect();
     let run = run_budget(&budgets, &extents);
-    let summary = RunSummary::of(budgets, &run, &info);
+    let summary = RunSummary::of(budgets, &run, &info, latest_stopped(dumps));
     Ok(Written {
         info,
         unreadable,
