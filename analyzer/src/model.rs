@@ -307,39 +307,124 @@ pub struct RecvHalf {
 }
 
 /// The arguments of an MPI call that analysis uses (see
-/// [`CallArgs`](overlap_format::schema::CallArgs) for their meaning).
+/// [`CallArgs`](overlap_format::schema::CallArgs) for their meaning), in 80 bytes: a
+/// trace holds one per call, tens of millions of them. Fields a call may lack are kept
+/// with a sentinel (never a value MPI or the recorder uses: `i32::MIN` for a rank or
+/// tag, `u64::MAX` for bytes or a request id, `u32::MAX` for a window) and read through
+/// methods that give them back as `Option`s; the rare parts (Sendrecv's receive half,
+/// the requests a Start started, a one-sided group) live in the timeline's side table
+/// ([`Timeline::recv_half`], [`Timeline::started`], [`Timeline::group`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallInfo {
-    /// Peer (world rank) of a point-to-point call.
-    pub peer: Option<i32>,
-    /// Tag.
-    pub tag: Option<i32>,
+    peer: i32,
+    tag: i32,
     /// Communicator id (0 when not recorded).
     pub comm: u32,
-    /// Bytes sent, or a receive's capacity.
-    pub bytes: Option<u64>,
-    /// The request a post created.
-    pub request: Option<u64>,
+    root: i32,
+    win: u32,
+    /// Its entry in the timeline's side table of rare arguments, or [`NO_INDEX`].
+    extra: u32,
+    bytes: u64,
+    request: u64,
     /// The (send) buffer.
     pub buf: Option<Buffer>,
-    /// Sendrecv's receive half.
-    pub recv: Option<Box<RecvHalf>>,
     /// Requests this call completed: `done[completed.0 .. completed.0 + completed.1]` of
     /// its timeline.
     pub completed: (u32, u32),
-    /// Start / Startall: the requests it started, `starts[started.0 ..][.. started.1]`.
-    pub started: (u32, u32),
-    /// Rooted collectives: the root (world rank).
-    pub root: Option<i32>,
     /// Where the program made the call: a code address (the preload), or an id of the
     /// rank's source-site table (the Rust layer); see [`crate::sites`]. `None` when not
     /// recorded. Non-zero on the wire, so it costs 8 bytes per call, not 16.
     pub site: Option<NonZeroU64>,
-    /// Calls on a window: its id (the same on every rank of its group).
-    pub win: Option<u32>,
+}
+
+const _: () = assert!(std::mem::size_of::<CallInfo>() == 80);
+
+/// The sentinel of a missing rank, tag or root in a [`CallInfo`].
+const NO_I32: i32 = i32::MIN;
+/// The sentinel of a missing byte count or request id.
+const NO_U64: u64 = u64::MAX;
+/// The sentinel of a missing window id or side-table entry.
+const NO_INDEX: u32 = u32::MAX;
+
+fn some_i32(v: i32) -> Option<i32> {
+    (v != NO_I32).then_some(v)
+}
+
+fn some_u64(v: u64) -> Option<u64> {
+    (v != NO_U64).then_some(v)
+}
+
+/// The arguments few calls have, kept apart from [`CallInfo`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CallExtra {
+    /// Sendrecv's receive half.
+    pub(crate) recv: Option<RecvHalf>,
+    /// Start / Startall: the requests it started, `starts[started.0 ..][.. started.1]`.
+    pub(crate) started: (u32, u32),
     /// Win_start / Win_post: the world ranks of the group,
     /// `groups[group.0 ..][.. group.1]` of its timeline.
-    pub group: (u32, u32),
+    pub(crate) group: (u32, u32),
+}
+
+impl CallInfo {
+    /// The arguments of a call, its rare parts at `extra` of its timeline's side table
+    /// (`None`: it has none). A value equal to a field's sentinel (see the type) reads
+    /// back as not recorded.
+    pub(crate) fn new(
+        a: &overlap_format::schema::CallArgs,
+        buf: Option<Buffer>,
+        completed: (u32, u32),
+        extra: Option<u32>,
+    ) -> CallInfo {
+        CallInfo {
+            peer: a.peer.unwrap_or(NO_I32),
+            tag: a.tag.unwrap_or(NO_I32),
+            comm: a.comm.unwrap_or(0),
+            root: a.root.unwrap_or(NO_I32),
+            win: a.win.unwrap_or(NO_INDEX),
+            extra: extra.unwrap_or(NO_INDEX),
+            bytes: a.bytes.unwrap_or(NO_U64),
+            request: a.request.unwrap_or(NO_U64),
+            buf,
+            completed,
+            site: a.site.and_then(NonZeroU64::new),
+        }
+    }
+
+    /// Peer (world rank) of a point-to-point call.
+    pub fn peer(&self) -> Option<i32> {
+        some_i32(self.peer)
+    }
+
+    /// Tag.
+    pub fn tag(&self) -> Option<i32> {
+        some_i32(self.tag)
+    }
+
+    /// Bytes sent, or a receive's capacity.
+    pub fn bytes(&self) -> Option<u64> {
+        some_u64(self.bytes)
+    }
+
+    /// The request a post created.
+    pub fn request(&self) -> Option<u64> {
+        some_u64(self.request)
+    }
+
+    /// Rooted collectives: the root (world rank).
+    pub fn root(&self) -> Option<i32> {
+        some_i32(self.root)
+    }
+
+    /// Calls on a window: its id (the same on every rank of its group).
+    pub fn win(&self) -> Option<u32> {
+        (self.win != NO_INDEX).then_some(self.win)
+    }
+
+    /// Its entry in the timeline's side table, if it has one.
+    pub(crate) fn extra(&self) -> Option<usize> {
+        (self.extra != NO_INDEX).then_some(self.extra as usize)
+    }
 }
 
 /// A whole run ready for analysis: every rank on one timeline, messages matched,

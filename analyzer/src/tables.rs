@@ -163,11 +163,11 @@ fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
                     kind.push("mpi");
                     name.push(op.mpi_name().to_string());
                     let c = t.call(i).map(|(_, c)| c);
-                    peer.push(c.and_then(|c| c.peer));
-                    tag.push(c.and_then(|c| c.tag));
+                    peer.push(c.and_then(|c| c.peer()));
+                    tag.push(c.and_then(|c| c.tag()));
                     comm.push(c.map(|c| c.comm));
-                    bytes.push(c.and_then(|c| c.bytes));
-                    request.push(c.and_then(|c| c.request));
+                    bytes.push(c.and_then(|c| c.bytes()));
+                    request.push(c.and_then(|c| c.request()));
                     completed.push(c.map_or(0, |c| c.completed.1));
                     let raw = c.and_then(|c| c.site);
                     site.push(

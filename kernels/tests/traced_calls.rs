@@ -110,7 +110,7 @@ fn every_call_is_recorded_and_every_message_matched() {
         (op, c.clone(), t.completions(c).len())
     };
     let (_, send, _) = call(tag5.send);
-    assert_eq!((send.peer, send.comm), (Some(0), 1));
+    assert_eq!((send.peer(), send.comm), (Some(0), 1));
     let tag4 = m
         .messages
         .iter()

@@ -248,7 +248,7 @@ fn check_symbolized_sites(out: &Path, ranks: u32) {
         let ring_isends: Vec<String> = (0..t.spans.len())
             .filter(|&i| {
                 t.call(i)
-                    .is_some_and(|(op, c)| op == Op::Isend && c.tag == Some(10))
+                    .is_some_and(|(op, c)| op == Op::Isend && c.tag() == Some(10))
             })
             .map(|i| table.label_of_call(&trace, t.rank, i).expect("has a site"))
             .collect();

@@ -113,7 +113,7 @@ fn send_buffer(t: &Timeline, at: usize) -> Option<u64> {
 fn recv_buffer(t: &Timeline, at: usize) -> Option<u64> {
     let (op, call) = t.call(at)?;
     if op == Op::Sendrecv || op == Op::SendrecvReplace {
-        return call.recv.as_ref().and_then(|r| r.buf).map(|b| b.addr);
+        return t.recv_half(call).and_then(|r| r.buf).map(|b| b.addr);
     }
     call.buf.map(|b| b.addr)
 }

@@ -405,7 +405,7 @@ fn pending(trace: &Trace, rank: u32, c: &InFlightCall) -> Vec<Waited> {
                 RequestKind::Collective => WaitedKind::Collective,
                 RequestKind::OneSided => WaitedKind::OneSided,
             };
-            let mut w = match (kind, args.peer) {
+            let mut w = match (kind, args.peer()) {
                 (WaitedKind::Collective, _) | (_, None) => Waited {
                     kind,
                     rank: None,
@@ -414,7 +414,7 @@ fn pending(trace: &Trace, rank: u32, c: &InFlightCall) -> Vec<Waited> {
                     comm: Some(args.comm),
                     request: None,
                 },
-                (_, Some(p)) => p2p(kind, p, args.tag, Some(args.comm)),
+                (_, Some(p)) => p2p(kind, p, args.tag(), Some(args.comm)),
             };
             w.request = Some(l.request);
             Some(w)

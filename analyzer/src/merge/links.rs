@@ -233,7 +233,7 @@ pub(crate) fn format_request(
         return Ok(0);
     };
     let described = call_at(t, life.args).map_or(post, |d| d.2);
-    let peer = described.peer.unwrap_or(-1);
+    let peer = described.peer().unwrap_or(-1);
     let short = |op: Op| op.mpi_name().trim_start_matches("MPI_");
     let mut name = match life.kind {
         RequestKind::Send => format!("{} → {peer}", short(post_op)),
@@ -255,8 +255,8 @@ pub(crate) fn format_request(
     let args = RequestArgs {
         request: life.request,
         peer,
-        tag: post.tag.unwrap_or(-1),
-        bytes: post.bytes.unwrap_or(0),
+        tag: post.tag().unwrap_or(-1),
+        bytes: post.bytes().unwrap_or(0),
         completed_by: completion.map(|(_, op, _)| op.mpi_name().to_string()),
     };
     let mut b = WireEvent::new(name.as_str(), Phase::AsyncBegin, life.rank, post_span.tid);

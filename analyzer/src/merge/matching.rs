@@ -71,7 +71,7 @@ fn persistent_inits(t: &Timeline) -> FxHashMap<u64, usize> {
         // The persistent inits: point-to-point (Send_init, Recv_init) and collective
         // (MPI-4 Bcast_init, Allreduce_init...).
         if op.class() == OpClass::Local && op.request_kind().is_some() {
-            if let Some(p) = c.request {
+            if let Some(p) = c.request() {
                 // A persistent handle id is unique within a rank's run: the latest wins
                 // only if the recorder reused one, which it never does.
                 inits.insert(p, i);
@@ -102,7 +102,7 @@ fn posted(t: &Timeline, index: usize, inits: &FxHashMap<u64, usize>, out: &mut P
             }
         }
         _ if op.class() == OpClass::Post => {
-            if let (Some(request), Some(kind)) = (c.request, op.request_kind()) {
+            if let (Some(request), Some(kind)) = (c.request(), op.request_kind()) {
                 out.push((request, kind, index));
             }
         }
@@ -132,7 +132,7 @@ fn requests_and_receives(
                 completed.entry(r).or_insert((i, done.source, done.tag));
             }
         }
-        if let (Op::RequestFree, Some(r)) = (op, c.request) {
+        if let (Op::RequestFree, Some(r)) = (op, c.request()) {
             freed.entry(r).or_insert(i);
         }
     }
@@ -166,8 +166,8 @@ fn requests_and_receives(
                 receives.push(Receive {
                     post: i,
                     completion: done.map(|d| d.0),
-                    source: done.and_then(|d| d.1).or(requested(described.peer)),
-                    tag: done.and_then(|d| d.2).or(requested(described.tag)),
+                    source: done.and_then(|d| d.1).or(requested(described.peer())),
+                    tag: done.and_then(|d| d.2).or(requested(described.tag())),
                     comm: described.comm,
                 });
             }
@@ -177,10 +177,10 @@ fn requests_and_receives(
             if status.is_some_and(|s| s.source.is_some_and(|src| src < 0)) {
                 continue; // from MPI_PROC_NULL: no message
             }
-            let (peer, tag) = match (op.is_sendrecv(), &c.recv) {
+            let (peer, tag) = match (op.is_sendrecv(), t.recv_half(c)) {
                 (true, Some(half)) => (half.peer, half.tag),
                 (true, None) => (None, None),
-                (false, _) => (c.peer, c.tag),
+                (false, _) => (c.peer(), c.tag()),
             };
             receives.push(Receive {
                 post: i,
@@ -216,7 +216,7 @@ fn sends(t: &Timeline, inits: &FxHashMap<u64, usize>, world_size: u32, ends: &mu
         }
         for &(_, _, args) in &described {
             let Some((_, c)) = t.call(args) else { continue };
-            let (Some(peer), Some(tag)) = (c.peer, c.tag) else {
+            let (Some(peer), Some(tag)) = (c.peer(), c.tag()) else {
                 continue;
             };
             let Ok(dest) = u32::try_from(peer) else {
@@ -226,7 +226,7 @@ fn sends(t: &Timeline, inits: &FxHashMap<u64, usize>, world_size: u32, ends: &mu
                 continue;
             }
             let start = t.spans[index].start;
-            ends.send(dest, tag, c.comm, index, c.bytes.unwrap_or(0), start);
+            ends.send(dest, tag, c.comm, index, c.bytes().unwrap_or(0), start);
         }
     }
 }

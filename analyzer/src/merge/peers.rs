@@ -32,10 +32,10 @@ pub(crate) fn out_of_range(
         for i in 0..t.spans.len() {
             let Some((op, c)) = t.call(i) else { continue };
             let named = c
-                .peer
+                .peer()
                 .into_iter()
-                .chain(c.recv.as_ref().and_then(|r| r.peer))
-                .chain(c.root)
+                .chain(t.recv_half(c).and_then(|r| r.peer))
+                .chain(c.root())
                 .chain(t.completions(c).iter().filter_map(|d| d.source))
                 .chain(t.group(c).iter().copied());
             if let Some(bad) = named.into_iter().find(|v| outside(*v)) {

@@ -55,7 +55,7 @@ pub(crate) fn candidates(trace: &Trace, keep: &mut impl FnMut(Candidate)) {
                 })
             })
             .collect();
-        waits(op, call.root, &list, keep);
+        waits(op, call.root(), &list, keep);
     }
     for requests in &super::collectives::nonblocking(trace) {
         let mut form = None;
@@ -68,7 +68,7 @@ pub(crate) fn candidates(trace: &Trace, keep: &mut impl FnMut(Candidate)) {
                 let t = trace.rank(r.rank)?;
                 let (op, call) = t.call(r.args)?;
                 form = form.or(op.blocking_form());
-                root = root.or(call.root);
+                root = root.or(call.root());
                 let entered = t.spans.get(r.post)?.start;
                 let waited = r.completion.and_then(|c| {
                     let s = t.spans.get(c)?;

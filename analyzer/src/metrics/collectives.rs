@@ -31,7 +31,7 @@ enum Scope {
 }
 
 fn scope(op: Op, c: &CallInfo) -> Scope {
-    match (op, c.win) {
+    match (op, c.win()) {
         (Op::WinFence | Op::WinFree, Some(w)) => Scope::Window(w),
         _ => Scope::Comm(c.comm),
     }

@@ -71,7 +71,7 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
         let mut mine: Vec<Epoch> = Vec::new();
         for i in 0..t.spans.len() {
             let Some((op, c)) = t.call(i) else { continue };
-            let Some(w) = c.win else { continue };
+            let Some(w) = c.win() else { continue };
             let tid = t.spans[i].tid;
             match op {
                 Op::WinPost => {
@@ -126,7 +126,7 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                 }
                 op if is_rma(op) => {
                     if let Some(&e) = open.get(&(w, tid)) {
-                        mine[e].ops.push((i, c.peer));
+                        mine[e].ops.push((i, c.peer()));
                     }
                 }
                 _ => {}

@@ -182,29 +182,29 @@ pub fn per_request(
         let from_nobody = r.kind == RequestKind::Recv
             && r.completion.is_some()
             && !received.contains_key(&post_ref)
-            && call.peer.is_some_and(|p| p < 0);
+            && call.peer().is_some_and(|p| p < 0);
         let to_nobody = matches!(r.kind, RequestKind::Send | RequestKind::OneSided)
-            && call.peer.is_some_and(|p| p < 0);
+            && call.peer().is_some_and(|p| p < 0);
         if to_nobody || from_nobody {
             return None;
         }
         let post = CallRef::of(trace, r.rank, r.post)?;
         let (kind, bytes, t_pure) = match r.kind {
             RequestKind::Send => {
-                let b = call.bytes.unwrap_or(0);
+                let b = call.bytes().unwrap_or(0);
                 (RequestClass::Send, b, Some(model.pure(b)))
             }
             RequestKind::Recv => {
                 let got = received.get(&post_ref);
-                let b = got.map(|g| g.0).or(call.bytes).unwrap_or(0);
+                let b = got.map(|g| g.0).or(call.bytes()).unwrap_or(0);
                 (RequestClass::Receive, b, Some(model.pure(b)))
             }
             RequestKind::OneSided => {
-                let b = call.bytes.unwrap_or(0);
+                let b = call.bytes().unwrap_or(0);
                 (RequestClass::OneSided, b, Some(model.pure(b)))
             }
             RequestKind::Collective => {
-                let b = call.bytes.unwrap_or(0);
+                let b = call.bytes().unwrap_or(0);
                 (RequestClass::Collective, b, collectives.pure(args_op, b))
             }
         };
@@ -215,8 +215,8 @@ pub fn per_request(
             is_send: kind == RequestClass::Send,
             kind,
             args_index: r.args,
-            peer: call.peer,
-            tag: call.tag,
+            peer: call.peer(),
+            tag: call.tag(),
             bytes,
             completion: None,
             freed: r.freed.is_some(),

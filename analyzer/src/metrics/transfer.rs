@@ -247,7 +247,7 @@ impl CollectiveModel {
                 if done.end < last {
                     continue;
                 }
-                let bytes = call.bytes.unwrap_or(0);
+                let bytes = call.bytes().unwrap_or(0);
                 let e =
                     classes
                         .entry((op.mpi_name(), class_of(bytes)))

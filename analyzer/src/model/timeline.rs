@@ -2,12 +2,11 @@
 //! spans as fixed-size spans with their arguments in side tables, and its GPU work apart.
 
 use std::collections::BTreeMap;
-use std::num::NonZeroU64;
 
 use overlap_format::schema::{Completion, Event, GpuEvent, Nanos, Op, Started};
 
 use super::access::AccessTable;
-use super::{Access, Buffer, CallInfo, RecvHalf, Span, What};
+use super::{Access, Buffer, CallExtra, CallInfo, RecvHalf, Span, What};
 
 /// One rank on the run's timeline, in compact form.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -32,6 +31,9 @@ pub struct Timeline {
     pub starts: Vec<Started>,
     /// Groups of Win_start / Win_post calls (world ranks).
     pub groups: Vec<i32>,
+    /// The arguments few calls have (Sendrecv's receive half, a Start's requests, a
+    /// group), by [`CallInfo`]'s entry.
+    extras: Vec<CallExtra>,
     /// Compute span names.
     pub names: Vec<String>,
     name_ids: crate::fxhash::FxHashMap<String, u32>,
@@ -97,29 +99,24 @@ impl Timeline {
                     })
                 };
                 let recv = (a.recv_peer.is_some() || a.recv_tag.is_some() || a.recv_buf.is_some())
-                    .then(|| {
-                        Box::new(RecvHalf {
-                            peer: a.recv_peer,
-                            tag: a.recv_tag,
-                            buf: buffer(a.recv_buf, a.recv_buf_len),
-                        })
+                    .then(|| RecvHalf {
+                        peer: a.recv_peer,
+                        tag: a.recv_tag,
+                        buf: buffer(a.recv_buf, a.recv_buf_len),
                     });
-                let id = self.calls.len() as u32;
-                self.calls.push(CallInfo {
-                    peer: a.peer,
-                    tag: a.tag,
-                    comm: a.comm.unwrap_or(0),
-                    bytes: a.bytes,
-                    request: a.request,
-                    buf: buffer(a.buf, a.buf_len),
+                let extra = CallExtra {
                     recv,
-                    completed: (first, a.completed.len() as u32),
                     started: (first_start, a.started.len() as u32),
-                    root: a.root,
-                    site: a.site.and_then(NonZeroU64::new),
-                    win: a.win,
                     group: (first_member, a.group.len() as u32),
+                };
+                let extra = (extra != CallExtra::default()).then(|| {
+                    self.extras.push(extra);
+                    self.extras.len() as u32 - 1
                 });
+                let id = self.calls.len() as u32;
+                let completed = (first, a.completed.len() as u32);
+                let buf = buffer(a.buf, a.buf_len);
+                self.calls.push(CallInfo::new(a, buf, completed, extra));
                 self.spans.push(Span {
                     start: c.start,
                     end: c.end.max(c.start),
@@ -146,6 +143,7 @@ impl Timeline {
         self.done.shrink_to_fit();
         self.starts.shrink_to_fit();
         self.groups.shrink_to_fit();
+        self.extras.shrink_to_fit();
         self.gpu.shrink_to_fit();
     }
 
@@ -180,16 +178,31 @@ impl Timeline {
         self.done.get(first..first + n).unwrap_or(&[])
     }
 
+    fn extra(&self, call: &CallInfo) -> Option<&CallExtra> {
+        self.extras.get(call.extra()?)
+    }
+
     /// The requests a Start or Startall started.
     pub fn started(&self, call: &CallInfo) -> &[Started] {
-        let (first, n) = (call.started.0 as usize, call.started.1 as usize);
+        let Some(&CallExtra { started, .. }) = self.extra(call) else {
+            return &[];
+        };
+        let (first, n) = (started.0 as usize, started.1 as usize);
         self.starts.get(first..first + n).unwrap_or(&[])
     }
 
     /// The group of a Win_start or Win_post (world ranks).
     pub fn group(&self, call: &CallInfo) -> &[i32] {
-        let (first, n) = (call.group.0 as usize, call.group.1 as usize);
+        let Some(&CallExtra { group, .. }) = self.extra(call) else {
+            return &[];
+        };
+        let (first, n) = (group.0 as usize, group.1 as usize);
         self.groups.get(first..first + n).unwrap_or(&[])
+    }
+
+    /// Sendrecv's receive half.
+    pub fn recv_half(&self, call: &CallInfo) -> Option<&RecvHalf> {
+        self.extra(call)?.recv.as_ref()
     }
 
     /// The buffers a compute span declared it reads and writes. `None` when it declared

@@ -178,7 +178,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                 });
                                 if let Some(inst) = instance {
                                     let cop = &mut program.collectives[inst];
-                                    let bytes = desc.and_then(|d| d.bytes).unwrap_or(0);
+                                    let bytes = desc.and_then(|d| d.bytes()).unwrap_or(0);
                                     cop.bytes = cop.bytes.max(bytes);
                                     cop.members.push((t.rank, ops.len()));
                                     let args_op = t.call(life.args).map_or(op, |a| a.0);
@@ -190,15 +190,15 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                     role,
                                     message: None,
                                     instance,
-                                    peer: desc.and_then(|d| d.peer),
-                                    tag: desc.and_then(|d| d.tag),
+                                    peer: desc.and_then(|d| d.peer()),
+                                    tag: desc.and_then(|d| d.tag()),
                                     comm: desc.map_or(0, |d| d.comm),
-                                    bytes: desc.and_then(|d| d.bytes).unwrap_or(0),
+                                    bytes: desc.and_then(|d| d.bytes()).unwrap_or(0),
                                     buffer: desc.and_then(|d| d.buf),
                                     // A send names its peer; a receive's status says
                                     // (set at its completion).
                                     proc_null: role == RequestRole::Send
-                                        && desc.and_then(|d| d.peer).is_some_and(|p| p < 0),
+                                        && desc.and_then(|d| d.peer()).is_some_and(|p| p < 0),
                                     post: ops.len(),
                                     complete: None,
                                 });
@@ -258,10 +258,10 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                 };
                                 buffers.push((b, u));
                             }
-                            if let Some(b) = c.recv.as_ref().and_then(|h| h.buf) {
+                            if let Some(b) = t.recv_half(c).and_then(|h| h.buf) {
                                 buffers.push((b, Use::Write));
                             }
-                            let null_send = op.sends() && c.peer.is_some_and(|p| p < 0);
+                            let null_send = op.sends() && c.peer().is_some_and(|p| p < 0);
                             let null_recv = op.receives_blocking()
                                 && t.completions(c)
                                     .first()
@@ -290,12 +290,12 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                     .entry(id)
                                     .or_insert_with(|| new_instance(&mut program, op));
                                 let cop = &mut program.collectives[inst];
-                                cop.bytes = cop.bytes.max(c.bytes.unwrap_or(0));
+                                cop.bytes = cop.bytes.max(c.bytes().unwrap_or(0));
                                 cop.members.push((t.rank, ops.len()));
                                 ops.push(Operation {
                                     kind: OpKind::Collective {
                                         instance: inst,
-                                        comm: c.win.unwrap_or(c.comm),
+                                        comm: c.win().unwrap_or(c.comm),
                                     },
                                     cost_ns: shortest,
                                     site,

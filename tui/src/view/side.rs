@@ -75,28 +75,28 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     match (s.what, t) {
         (What::Call(_, _), Some(t)) => {
             if let Some((_, c)) = t.call(e.index) {
-                if let Some(p) = c.peer {
+                if let Some(p) = c.peer() {
                     lines.push(field("peer", peer(p)));
                 }
-                if let Some(tag) = c.tag {
+                if let Some(tag) = c.tag() {
                     lines.push(field("tag", tag.to_string()));
                 }
-                if let Some(b) = c.bytes {
+                if let Some(b) = c.bytes() {
                     lines.push(field("bytes", bytes(b)));
                 }
-                if let Some(r) = &c.recv {
+                if let Some(r) = t.recv_half(c) {
                     let from = r.peer.map_or("?".to_string(), peer);
                     let tag = r.tag.map_or("?".to_string(), |t| t.to_string());
                     lines.push(field("receives", format!("from {from}, tag {tag}")));
                 }
-                if let Some(root) = c.root {
+                if let Some(root) = c.root() {
                     lines.push(field("root", root.to_string()));
                 }
                 lines.push(field("comm", c.comm.to_string()));
-                if let Some(w) = c.win {
+                if let Some(w) = c.win() {
                     lines.push(field("window", w.to_string()));
                 }
-                if let Some(r) = c.request {
+                if let Some(r) = c.request() {
                     lines.push(field("request", format!("#{r}")));
                 }
                 let done = t.completions(c);
