@@ -231,25 +231,79 @@ pub struct Message {
     pub clock_suspect: bool,
 }
 
-/// A non-blocking request from its post to its completion.
+/// A non-blocking request from its post to its completion, in 32 bytes: event indices
+/// are kept as `u32` (a rank holds fewer than 4 G events: each costs at least 32 bytes
+/// of memory) and read through methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RequestLife {
     /// Rank.
     pub rank: u32,
-    /// Request id on that rank.
-    pub request: u64,
+    post: u32,
+    args: u32,
+    completion: u32,
+    freed: u32,
     /// What the request does.
     pub kind: RequestKind,
+    /// Request id on that rank.
+    pub request: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<RequestLife>() == 32);
+
+/// An event index of a rank as a `u32` field (see [`RequestLife`]).
+fn index_u32(i: usize) -> u32 {
+    debug_assert!(i < NO_INDEX as usize, "a rank of 4 G events or more");
+    i as u32
+}
+
+fn some_index(i: u32) -> Option<usize> {
+    (i != NO_INDEX).then_some(i as usize)
+}
+
+impl RequestLife {
+    /// The request `request` of `rank`, posted at event `post`, described by the call at
+    /// `args`, completed at `completion` or let go at `freed`.
+    pub fn new(
+        rank: u32,
+        request: u64,
+        kind: RequestKind,
+        post: usize,
+        args: usize,
+        completion: Option<usize>,
+        freed: Option<usize>,
+    ) -> RequestLife {
+        RequestLife {
+            rank,
+            post: index_u32(post),
+            args: index_u32(args),
+            completion: completion.map_or(NO_INDEX, index_u32),
+            freed: freed.map_or(NO_INDEX, index_u32),
+            kind,
+            request,
+        }
+    }
+
     /// The post (Isend, Irecv, Start...): index in the rank's events.
-    pub post: usize,
+    pub fn post(&self) -> usize {
+        self.post as usize
+    }
+
     /// The call whose arguments describe the transfer: the post itself, or for a
     /// started persistent request its Send_init or Recv_init.
-    pub args: usize,
+    pub fn args(&self) -> usize {
+        self.args as usize
+    }
+
     /// The completing call, when there was one.
-    pub completion: Option<usize>,
+    pub fn completion(&self) -> Option<usize> {
+        some_index(self.completion)
+    }
+
     /// The `MPI_Request_free` that let go of the request before any call completed it:
     /// the operation went on, but the program never learned when it ended.
-    pub freed: Option<usize>,
+    pub fn freed(&self) -> Option<usize> {
+        some_index(self.freed)
+    }
 }
 
 /// What a span of a [`Timeline`] is.
@@ -352,6 +406,53 @@ fn some_i32(v: i32) -> Option<i32> {
 
 fn some_u64(v: u64) -> Option<u64> {
     (v != NO_U64).then_some(v)
+}
+
+/// One request a call completed, with the status MPI returned for it (see
+/// [`Completion`](overlap_format::schema::Completion)), in 24 bytes with the sentinels
+/// of [`CallInfo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    request: u64,
+    bytes: u64,
+    source: i32,
+    tag: i32,
+}
+
+const _: () = assert!(std::mem::size_of::<Done>() == 24);
+
+impl From<&overlap_format::schema::Completion> for Done {
+    fn from(c: &overlap_format::schema::Completion) -> Done {
+        Done {
+            request: c.request.unwrap_or(NO_U64),
+            bytes: c.bytes.unwrap_or(NO_U64),
+            source: c.source.unwrap_or(NO_I32),
+            tag: c.tag.unwrap_or(NO_I32),
+        }
+    }
+}
+
+impl Done {
+    /// The request, as numbered by the post that created it; none for the receive half
+    /// of a blocking call.
+    pub fn request(&self) -> Option<u64> {
+        some_u64(self.request)
+    }
+
+    /// Receives only: the world rank the message actually came from.
+    pub fn source(&self) -> Option<i32> {
+        some_i32(self.source)
+    }
+
+    /// Receives only: the message's actual tag.
+    pub fn tag(&self) -> Option<i32> {
+        some_i32(self.tag)
+    }
+
+    /// Receives only: the bytes actually received.
+    pub fn bytes(&self) -> Option<u64> {
+        some_u64(self.bytes)
+    }
 }
 
 /// The arguments few calls have, kept apart from [`CallInfo`].

@@ -36,12 +36,12 @@ fn reported(run: &Run, prefix: &str) -> BTreeMap<u32, BTreeMap<String, u64>> {
 /// the analysis of the merged trace at `out` (the merged file draws those up to the
 /// rank's end, so its slices always end).
 pub(crate) fn never_completed(out: &Path) -> BTreeMap<u32, BTreeSet<u64>> {
-    requests_where(out, |r| r.completion.is_none() && r.freed.is_none())
+    requests_where(out, |r| r.completion().is_none() && r.freed().is_none())
 }
 
 /// The requests of each rank that the program freed before any call completed them.
 fn freed(out: &Path) -> BTreeMap<u32, BTreeSet<u64>> {
-    requests_where(out, |r| r.freed.is_some())
+    requests_where(out, |r| r.freed().is_some())
 }
 
 fn requests_where(

@@ -156,18 +156,18 @@ impl Run {
                 rank: r.rank,
                 index,
             };
-            match r.completion {
-                Some(c) if r.post == e.index && c != e.index => {
+            match r.completion() {
+                Some(c) if r.post() == e.index && c != e.index => {
                     out.push(Link {
                         kind: LinkKind::Completion,
                         to: at(c),
                         bytes: None,
                     });
                 }
-                Some(c) if c == e.index && r.post != e.index => {
+                Some(c) if c == e.index && r.post() != e.index => {
                     out.push(Link {
                         kind: LinkKind::Post,
-                        to: at(r.post),
+                        to: at(r.post()),
                         bytes: None,
                     });
                 }

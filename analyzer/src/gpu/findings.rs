@@ -71,10 +71,10 @@ pub fn rank_data<'a>(trace: &'a Trace, chains: &'a [Chain]) -> Vec<RankData<'a>>
     for r in &trace.requests {
         let Some(i) = slot(r.rank) else { continue };
         let t = with_gpu[i];
-        let Some(post) = t.spans.get(r.post) else {
+        let Some(post) = t.spans.get(r.post()) else {
             continue;
         };
-        let end = match r.completion {
+        let end = match r.completion() {
             Some(c) => t.spans.get(c).map(|s| s.start.0),
             None => last_end[i],
         };

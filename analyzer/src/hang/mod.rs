@@ -395,10 +395,10 @@ fn pending(trace: &Trace, rank: u32, c: &InFlightCall) -> Vec<Waited> {
     trace
         .requests
         .iter()
-        .filter(|l| l.rank == rank && l.completion.is_none() && l.freed.is_none())
-        .filter(|l| t.spans.get(l.post).is_some_and(|s| s.start.0 <= c.start_ns))
+        .filter(|l| l.rank == rank && l.completion().is_none() && l.freed().is_none())
+        .filter(|l| t.spans.get(l.post()).is_some_and(|s| s.start.0 <= c.start_ns))
         .filter_map(|l| {
-            let (_, args) = t.call(l.args)?;
+            let (_, args) = t.call(l.args())?;
             let kind = match l.kind {
                 RequestKind::Recv => WaitedKind::Receive,
                 RequestKind::Send => WaitedKind::Send,

@@ -229,10 +229,10 @@ pub(crate) fn format_request(
     rank_end: Nanos,
     text: &mut Vec<u8>,
 ) -> std::io::Result<u64> {
-    let Some((post_span, post_op, post)) = call_at(t, life.post) else {
+    let Some((post_span, post_op, post)) = call_at(t, life.post()) else {
         return Ok(0);
     };
-    let described = call_at(t, life.args).map_or(post, |d| d.2);
+    let described = call_at(t, life.args()).map_or(post, |d| d.2);
     let peer = described.peer().unwrap_or(-1);
     let short = |op: Op| op.mpi_name().trim_start_matches("MPI_");
     let mut name = match life.kind {
@@ -241,11 +241,11 @@ pub(crate) fn format_request(
         RequestKind::Collective => short(post_op).to_string(),
         RequestKind::OneSided => format!("{} @ {peer}", short(post_op)),
     };
-    let completion = life.completion.and_then(|i| call_at(t, i));
+    let completion = life.completion().and_then(|i| call_at(t, i));
     let end = match completion {
         Some((span, _, _)) => span.end,
         None => {
-            name.push_str(match life.freed {
+            name.push_str(match life.freed() {
                 Some(_) => " (freed: end unknown)",
                 None => " (never completed)",
             });

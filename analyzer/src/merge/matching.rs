@@ -128,8 +128,8 @@ fn requests_and_receives(
     for i in 0..t.spans.len() {
         let Some((op, c)) = t.call(i) else { continue };
         for done in t.completions(c) {
-            if let Some(r) = done.request {
-                completed.entry(r).or_insert((i, done.source, done.tag));
+            if let Some(r) = done.request() {
+                completed.entry(r).or_insert((i, done.source(), done.tag()));
             }
         }
         if let (Op::RequestFree, Some(r)) = (op, c.request()) {
@@ -143,18 +143,16 @@ fn requests_and_receives(
         posted(t, i, inits, &mut posts);
         for &(request, kind, args) in &posts {
             let done = completed.get(&request).copied();
-            lives.push(RequestLife {
-                rank: t.rank,
+            let let_go = done.is_none().then(|| freed.get(&request).copied());
+            lives.push(RequestLife::new(
+                t.rank,
                 request,
                 kind,
-                post: i,
+                i,
                 args,
-                completion: done.map(|d| d.0),
-                freed: done
-                    .is_none()
-                    .then(|| freed.get(&request).copied())
-                    .flatten(),
-            });
+                done.map(|d| d.0),
+                let_go.flatten(),
+            ));
             // A receive completed from MPI_PROC_NULL (a negative source in its
             // status: a completed wildcard always names a real rank) carries no
             // message.
@@ -174,7 +172,7 @@ fn requests_and_receives(
         }
         if op.receives_blocking() {
             let status = t.completions(c).first();
-            if status.is_some_and(|s| s.source.is_some_and(|src| src < 0)) {
+            if status.is_some_and(|s| s.source().is_some_and(|src| src < 0)) {
                 continue; // from MPI_PROC_NULL: no message
             }
             let (peer, tag) = match (op.is_sendrecv(), t.recv_half(c)) {
@@ -185,8 +183,8 @@ fn requests_and_receives(
             receives.push(Receive {
                 post: i,
                 completion: Some(i),
-                source: status.and_then(|s| s.source).or(requested(peer)),
-                tag: status.and_then(|s| s.tag).or(requested(tag)),
+                source: status.and_then(|s| s.source()).or(requested(peer)),
+                tag: status.and_then(|s| s.tag()).or(requested(tag)),
                 comm: c.comm,
             });
         }

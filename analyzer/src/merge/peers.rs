@@ -36,7 +36,7 @@ pub(crate) fn out_of_range(
                 .into_iter()
                 .chain(t.recv_half(c).and_then(|r| r.peer))
                 .chain(c.root())
-                .chain(t.completions(c).iter().filter_map(|d| d.source))
+                .chain(t.completions(c).iter().filter_map(|d| d.source()))
                 .chain(t.group(c).iter().copied());
             if let Some(bad) = named.into_iter().find(|v| outside(*v)) {
                 calls += 1;

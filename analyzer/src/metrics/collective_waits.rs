@@ -66,11 +66,11 @@ pub(crate) fn candidates(trace: &Trace, keep: &mut impl FnMut(Candidate)) {
                 let r = trace.requests.get(i)?;
                 debug_assert_eq!(r.kind, RequestKind::Collective);
                 let t = trace.rank(r.rank)?;
-                let (op, call) = t.call(r.args)?;
+                let (op, call) = t.call(r.args())?;
                 form = form.or(op.blocking_form());
                 root = root.or(call.root());
-                let entered = t.spans.get(r.post)?.start;
-                let waited = r.completion.and_then(|c| {
+                let entered = t.spans.get(r.post())?.start;
+                let waited = r.completion().and_then(|c| {
                     let s = t.spans.get(c)?;
                     s.op().filter(|op| blocks(*op))?;
                     Some((
@@ -86,7 +86,7 @@ pub(crate) fn candidates(trace: &Trace, keep: &mut impl FnMut(Candidate)) {
                     rank: r.rank,
                     call: EventRef {
                         rank: r.rank,
-                        index: r.post,
+                        index: r.post(),
                     },
                     entered,
                     waited,

@@ -91,7 +91,7 @@ pub fn nonblocking(trace: &Trace) -> Vec<Vec<usize>> {
         if r.kind != RequestKind::Collective {
             continue;
         }
-        let Some((_, c)) = trace.rank(r.rank).and_then(|t| t.call(r.args)) else {
+        let Some((_, c)) = trace.rank(r.rank).and_then(|t| t.call(r.args())) else {
             continue;
         };
         let k = seq.entry((r.rank, c.comm)).or_default();

@@ -123,7 +123,7 @@ pub fn per_request(
                 let r = trace.requests.get(i)?;
                 trace.span(EventRef {
                     rank: r.rank,
-                    index: r.post,
+                    index: r.post(),
                 })
             })
             .map(|s| s.start)
@@ -137,7 +137,7 @@ pub fn per_request(
     let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
         let post = EventRef {
             rank: r.rank,
-            index: r.post,
+            index: r.post(),
         };
         match r.kind {
             RequestKind::Send => receiver.get(&post).copied(),
@@ -156,7 +156,7 @@ pub fn per_request(
         .requests
         .iter()
         .enumerate()
-        .filter_map(|(ri, r)| Some((r.rank, r.completion?, ri)))
+        .filter_map(|(ri, r)| Some((r.rank, r.completion()?, ri)))
         .collect();
     by_call.sort_unstable();
     let mut call_partner: Vec<Option<Nanos>> = vec![None; trace.requests.len()];
@@ -172,15 +172,15 @@ pub fn per_request(
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
         };
-        let (args_op, call) = t.call(r.args)?;
+        let (args_op, call) = t.call(r.args())?;
         let post_ref = EventRef {
             rank: r.rank,
-            index: r.post,
+            index: r.post(),
         };
         // A send to or receive from MPI_PROC_NULL (a negative peer that is not the
         // any-source wildcard of a receive that got a message) moves nothing.
         let from_nobody = r.kind == RequestKind::Recv
-            && r.completion.is_some()
+            && r.completion().is_some()
             && !received.contains_key(&post_ref)
             && call.peer().is_some_and(|p| p < 0);
         let to_nobody = matches!(r.kind, RequestKind::Send | RequestKind::OneSided)
@@ -188,7 +188,7 @@ pub fn per_request(
         if to_nobody || from_nobody {
             return None;
         }
-        let post = CallRef::of(trace, r.rank, r.post)?;
+        let post = CallRef::of(trace, r.rank, r.post())?;
         let (kind, bytes, t_pure) = match r.kind {
             RequestKind::Send => {
                 let b = call.bytes().unwrap_or(0);
@@ -214,12 +214,12 @@ pub fn per_request(
             request: r.request,
             is_send: kind == RequestClass::Send,
             kind,
-            args_index: r.args,
+            args_index: r.args(),
             peer: call.peer(),
             tag: call.tag(),
             bytes,
             completion: None,
-            freed: r.freed.is_some(),
+            freed: r.freed().is_some(),
             window_ns: 0,
             cpu_ns: 0,
             exposed_wait_ns: 0,
@@ -232,7 +232,7 @@ pub fn per_request(
             post,
         };
         let done = r
-            .completion
+            .completion()
             .and_then(|i| Some((CallRef::of(trace, r.rank, i)?, t.spans.get(i)?)));
         if let Some((c, span)) = done {
             let post_end = m.post.start_ns + m.post.duration_ns;

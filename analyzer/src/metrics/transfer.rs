@@ -227,7 +227,7 @@ impl CollectiveModel {
                         r,
                         trace.span(crate::model::EventRef {
                             rank: r.rank,
-                            index: r.post,
+                            index: r.post(),
                         })?,
                     ))
                 })
@@ -240,7 +240,7 @@ impl CollectiveModel {
                     continue;
                 };
                 let (Some((op, call)), Some(done)) =
-                    (t.call(r.args), r.completion.and_then(|c| t.spans.get(c)))
+                    (t.call(r.args()), r.completion().and_then(|c| t.spans.get(c)))
                 else {
                     continue;
                 };

@@ -257,9 +257,9 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             Some((
                 EventRef {
                     rank: r.rank,
-                    index: r.post,
+                    index: r.post(),
                 },
-                r.completion?,
+                r.completion()?,
             ))
         })
         .collect();

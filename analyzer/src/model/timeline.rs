@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use overlap_format::schema::{Completion, Event, GpuEvent, Nanos, Op, Started};
+use overlap_format::schema::{Event, GpuEvent, Nanos, Op, Started};
 
 use super::access::AccessTable;
-use super::{Access, Buffer, CallExtra, CallInfo, RecvHalf, Span, What};
+use super::{Access, Buffer, CallExtra, CallInfo, Done, RecvHalf, Span, What};
 
 /// One rank on the run's timeline, in compact form.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -26,7 +26,7 @@ pub struct Timeline {
     /// Arguments of the calls.
     pub calls: Vec<CallInfo>,
     /// Completions of the calls.
-    pub done: Vec<Completion>,
+    pub done: Vec<Done>,
     /// Requests started by Start / Startall calls.
     pub starts: Vec<Started>,
     /// Groups of Win_start / Win_post calls (world ranks).
@@ -87,7 +87,7 @@ impl Timeline {
             Event::Call(c) => {
                 let a = &c.args;
                 let first = self.done.len() as u32;
-                self.done.extend_from_slice(&a.completed);
+                self.done.extend(a.completed.iter().map(Done::from));
                 let first_start = self.starts.len() as u32;
                 self.starts.extend_from_slice(&a.started);
                 let first_member = self.groups.len() as u32;
@@ -173,7 +173,7 @@ impl Timeline {
     }
 
     /// The completions a call recorded.
-    pub fn completions(&self, call: &CallInfo) -> &[Completion] {
+    pub fn completions(&self, call: &CallInfo) -> &[Done] {
         let (first, n) = (call.completed.0 as usize, call.completed.1 as usize);
         self.done.get(first..first + n).unwrap_or(&[])
     }

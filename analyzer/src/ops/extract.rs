@@ -158,13 +158,13 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                             for (k, &(_, ti)) in posted.iter().enumerate() {
                                 let life = &trace.requests[ti];
                                 let (role, desc) = match life.kind {
-                                    RequestKind::Send => (RequestRole::Send, t.call(life.args)),
-                                    RequestKind::Recv => (RequestRole::Recv, t.call(life.args)),
+                                    RequestKind::Send => (RequestRole::Send, t.call(life.args())),
+                                    RequestKind::Recv => (RequestRole::Recv, t.call(life.args())),
                                     RequestKind::Collective => {
-                                        (RequestRole::Collective, t.call(life.args))
+                                        (RequestRole::Collective, t.call(life.args()))
                                     }
                                     RequestKind::OneSided => {
-                                        (RequestRole::Other, t.call(life.args))
+                                        (RequestRole::Other, t.call(life.args()))
                                     }
                                 };
                                 let desc = desc.map(|d| d.1);
@@ -181,7 +181,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                     let bytes = desc.and_then(|d| d.bytes()).unwrap_or(0);
                                     cop.bytes = cop.bytes.max(bytes);
                                     cop.members.push((t.rank, ops.len()));
-                                    let args_op = t.call(life.args).map_or(op, |a| a.0);
+                                    let args_op = t.call(life.args()).map_or(op, |a| a.0);
                                     cop.op = args_op;
                                     cop.cost_ns = nb_model.pure(args_op, cop.bytes).map(|n| n.0);
                                 }
@@ -219,13 +219,13 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                             let mut done: Vec<usize> = Vec::new();
                             for d in t.completions(c) {
                                 let Some(rid) = d
-                                    .request
+                                    .request()
                                     .and_then(|r| request_of.get(&(t.rank, r)).copied())
                                 else {
                                     continue;
                                 };
                                 // A receive completed from MPI_PROC_NULL has a negative source.
-                                if d.source.is_some_and(|s| s < 0) {
+                                if d.source().is_some_and(|s| s < 0) {
                                     program.requests[rid].proc_null = true;
                                 }
                                 done.push(rid);
@@ -265,7 +265,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                             let null_recv = op.receives_blocking()
                                 && t.completions(c)
                                     .first()
-                                    .and_then(|d| d.source)
+                                    .and_then(|d| d.source())
                                     .is_some_and(|s| s < 0);
                             ops.push(Operation {
                                 kind: OpKind::Blocking {
@@ -438,7 +438,7 @@ fn posts_by_rank(trace: &Trace) -> Vec<Vec<(usize, usize)>> {
     let mut posted_at: Vec<Vec<(usize, usize)>> = vec![Vec::new(); trace.ranks.len()];
     for (i, r) in trace.requests.iter().enumerate() {
         if let Ok(slot) = trace.ranks.binary_search_by_key(&r.rank, |t| t.rank) {
-            posted_at[slot].push((r.post, i));
+            posted_at[slot].push((r.post(), i));
         }
     }
     for list in &mut posted_at {

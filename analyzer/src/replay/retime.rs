@@ -18,7 +18,7 @@
 use overlap_format::schema::Nanos;
 
 use super::Replay;
-use crate::model::{EventRef, Trace};
+use crate::model::{EventRef, RequestLife, Trace};
 use crate::ops::{OpKind, Program};
 
 /// `trace` with the times of `replay` (a replay of `program`, extracted from `trace`).
@@ -89,10 +89,15 @@ pub fn retimed(trace: &Trace, program: &Program, replay: &Replay) -> Trace {
             continue;
         };
         let at = |i: usize| map.get(i).copied().unwrap_or(i);
-        q.post = at(q.post);
-        q.args = at(q.args);
-        q.completion = q.completion.map(at);
-        q.freed = q.freed.map(at);
+        *q = RequestLife::new(
+            q.rank,
+            q.request,
+            q.kind,
+            at(q.post()),
+            at(q.args()),
+            q.completion().map(at),
+            q.freed().map(at),
+        );
     }
     Trace::new(
         trace.source.clone(),

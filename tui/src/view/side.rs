@@ -104,7 +104,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                     let ids: Vec<String> = done
                         .iter()
                         .take(6)
-                        .map(|d| d.request.map_or("-".into(), |r| format!("#{r}")))
+                        .map(|d| d.request().map_or("-".into(), |r| format!("#{r}")))
                         .collect();
                     let more = if done.len() > 6 {
                         format!(" +{}", done.len() - 6)
