@@ -20,12 +20,12 @@
 #[path = "common/mod.rs"]
 mod common;
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
@@ -440,8 +440,8 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
 /// its time, the heap it keeps (what it returns, held until the end as `analyze` holds
 /// it) and the heap's peak while it ran, both counted by the allocator.
 fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
-    use overlap_analyzer::metrics::{budget, false_overlap, ideal, requests, transfer};
     use overlap_analyzer::metrics::wait_states;
+    use overlap_analyzer::metrics::{budget, false_overlap, ideal, requests, transfer};
     COUNTING.store(true, Ordering::Relaxed);
     let e = events as f64;
     let mut before = 0usize;
@@ -502,7 +502,6 @@ fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
         found.len(),
         check.is_some(),
         budgets.0.len(),
-
     );
     println!("#fig 0 {}", common::peak_rss()?);
     Ok(())

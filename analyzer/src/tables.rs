@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
 
-use crate::metrics::requests::RequestClass;
+use crate::metrics::requests::{RequestClass, RequestRow};
 use crate::metrics::{Details, Report, WaitInstance};
 use crate::model::{Trace, What};
 use crate::sites::{SiteGroup, SiteTable};
@@ -55,7 +55,7 @@ pub fn tables(
     let mut all = vec![
         ("ranks".into(), ranks(report)?),
         ("calls".into(), calls(trace, &details.sites)?),
-        ("requests".into(), requests(details)?),
+        ("requests".into(), requests(trace, details)?),
         ("messages".into(), messages(trace)?),
         ("wait_states".into(), wait_states(trace, details)?),
         ("sites".into(), sites(report)?),
@@ -198,8 +198,10 @@ fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
     )
 }
 
-fn requests(d: &Details) -> Result<DataFrame> {
+fn requests(trace: &Trace, d: &Details) -> Result<DataFrame> {
     let r = &d.requests;
+    let span = |rank: u32, i: usize| trace.rank(rank).and_then(|t| t.spans.get(i));
+    let completion = |q: &RequestRow| span(q.rank, q.completion_index()?);
     frame(
         r.len(),
         vec![
@@ -216,30 +218,35 @@ fn requests(d: &Details) -> Result<DataFrame> {
                     })
                     .collect::<Vec<&str>>(),
             ),
-            col("peer", r.iter().map(|q| q.peer).collect()),
-            col("tag", r.iter().map(|q| q.tag).collect()),
+            col("peer", r.iter().map(|q| q.peer()).collect()),
+            col("tag", r.iter().map(|q| q.tag()).collect()),
             col("bytes", r.iter().map(|q| q.bytes).collect()),
             col(
                 "post_index",
-                r.iter().map(|q| q.post.index as u64).collect(),
+                r.iter().map(|q| q.post_index() as u64).collect(),
             ),
-            col("post_ns", r.iter().map(|q| q.post.start_ns).collect()),
+            col(
+                "post_ns",
+                r.iter()
+                    .map(|q| span(q.rank, q.post_index()).map_or(0, |s| s.start.0))
+                    .collect(),
+            ),
             col(
                 "completion_call",
                 r.iter()
-                    .map(|q| q.completion.as_ref().map(|c| c.call))
+                    .map(|q| Some(completion(q)?.op()?.mpi_name()))
                     .collect::<Vec<Option<&str>>>(),
             ),
             col(
                 "completion_index",
                 r.iter()
-                    .map(|q| q.completion.as_ref().map(|c| c.index as u64))
+                    .map(|q| q.completion_index().map(|i| i as u64))
                     .collect::<Vec<Option<u64>>>(),
             ),
             col(
                 "wait_start_ns",
                 r.iter()
-                    .map(|q| q.completion.as_ref().map(|c| c.start_ns))
+                    .map(|q| completion(q).map(|s| s.start.0))
                     .collect::<Vec<Option<u64>>>(),
             ),
             col("window_ns", r.iter().map(|q| q.window_ns).collect()),
@@ -249,9 +256,9 @@ fn requests(d: &Details) -> Result<DataFrame> {
                 r.iter().map(|q| q.exposed_wait_ns).collect(),
             ),
             col("t_ovrl_ns", r.iter().map(|q| q.t_ovrl_ns).collect()),
-            col("t_pure_ns", r.iter().map(|q| q.t_pure_ns).collect()),
-            col("overlap", r.iter().map(|q| q.overlap).collect()),
-            col("osu_overlap", r.iter().map(|q| q.osu_overlap).collect()),
+            col("t_pure_ns", r.iter().map(|q| q.t_pure_ns()).collect()),
+            col("overlap", r.iter().map(|q| q.overlap()).collect()),
+            col("osu_overlap", r.iter().map(|q| q.osu_overlap()).collect()),
             col(
                 "progress_wait_ns",
                 r.iter().map(|q| q.progress_wait_ns).collect(),

@@ -405,21 +405,21 @@ fn per_request_overlap_follows_the_imb_formula() {
             && text.contains("scaled at 4.92 GB/s"),
         "{text}"
     );
-    let send = d.requests.iter().find(|q| q.is_send).unwrap();
+    let send = d.requests.iter().find(|q| q.is_send()).unwrap();
     assert_eq!(
         (
             send.window_ns,
             send.cpu_ns,
             send.t_ovrl_ns,
-            send.t_pure_ns,
+            send.t_pure_ns(),
             send.exposed_wait_ns
         ),
         (10, 10, 13, Some(13), 2)
     );
-    assert_eq!(send.overlap, Some(1.0));
-    let recv = d.requests.iter().find(|q| !q.is_send).unwrap();
+    assert_eq!(send.overlap(), Some(1.0));
+    let recv = d.requests.iter().find(|q| !q.is_send()).unwrap();
     assert_eq!(
-        (recv.window_ns, recv.cpu_ns, recv.overlap),
+        (recv.window_ns, recv.cpu_ns, recv.overlap()),
         (0, 0, Some(0.0))
     );
     assert!(close(r.requests.mean_overlap.unwrap(), 0.5));
@@ -561,6 +561,6 @@ fn a_sendrecv_exchange_replays_and_nested_compute_counts_once() {
         ],
     ]);
     let (_, d) = analyze(&t, &opts());
-    let send = d.requests.iter().find(|q| q.is_send).unwrap();
+    let send = d.requests.iter().find(|q| q.is_send()).unwrap();
     assert_eq!(send.cpu_ns, 49);
 }

@@ -34,7 +34,14 @@ fn figures(trace: &Trace, source: &Path) -> (String, String) {
     // One line per instance, so that a difference names the instance.
     let mut lines: Vec<String> = Vec::new();
     lines.extend(details.waits.iter().map(|w| format!("{w:?}")));
-    lines.extend(details.requests.iter().map(|r| format!("{r:?}")));
+    // A request's figures in the report's form (its calls named and timed), as they
+    // were pinned when analysis kept every request in that form.
+    for r in &details.requests {
+        let m = r
+            .metrics(trace)
+            .expect("a request's post is a call of the trace");
+        lines.push(format!("{m:?}"));
+    }
     lines.extend(details.chains.iter().map(|c| format!("{c:?}")));
     lines.push(format!("{:?}", details.sites));
     let details = lines.join("\n") + "\n";

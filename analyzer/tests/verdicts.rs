@@ -146,11 +146,11 @@ fn overlap_written_not_achieved() {
     let (r, d) = both(&t);
     for q in &d.requests {
         assert_eq!(
-            (q.cpu_ns, q.t_pure_ns, q.progress_wait_ns),
+            (q.cpu_ns, q.t_pure_ns(), q.progress_wait_ns),
             (40, Some(10), 10)
         );
         assert_eq!(q.written_not_achieved, Some(true));
-        assert_eq!(q.overlap, Some(0.0));
+        assert_eq!(q.overlap(), Some(0.0));
     }
     let na = &r.requests.written_not_achieved;
     assert_eq!((na.count, na.wait_ns, na.unknown), (2, 20, 0));
@@ -182,7 +182,7 @@ fn a_wait_far_longer_than_the_transfer_is_not_the_transfers() {
     ]);
     let (r, d) = both(&t);
     for q in &d.requests {
-        assert_eq!((q.t_pure_ns, q.progress_wait_ns), (Some(10), 100));
+        assert_eq!((q.t_pure_ns(), q.progress_wait_ns), (Some(10), 100));
         assert_eq!(q.written_not_achieved, Some(false));
     }
     let na = &r.requests.written_not_achieved;
@@ -235,17 +235,17 @@ fn non_blocking_collectives_get_imb_and_osu_figures() {
     assert!(d
         .requests
         .iter()
-        .all(|q| q.kind == RequestClass::Collective && q.t_pure_ns == Some(5)));
+        .all(|q| q.kind == RequestClass::Collective && q.t_pure_ns() == Some(5)));
     let q = |rank: u32, req: u64| {
         d.requests
             .iter()
             .find(|q| q.rank == rank && q.request == req)
             .unwrap()
     };
-    assert!(close(q(0, 2).overlap.unwrap(), 0.6));
-    assert!(close(q(0, 2).osu_overlap.unwrap(), 0.6));
-    assert_eq!(q(1, 2).overlap, Some(0.0));
-    assert_eq!(q(0, 1).osu_overlap, Some(0.0));
+    assert!(close(q(0, 2).overlap().unwrap(), 0.6));
+    assert!(close(q(0, 2).osu_overlap().unwrap(), 0.6));
+    assert_eq!(q(1, 2).overlap(), Some(0.0));
+    assert_eq!(q(0, 1).osu_overlap(), Some(0.0));
     assert_eq!(q(1, 2).written_not_achieved, Some(true));
     assert_eq!(q(0, 2).written_not_achieved, Some(false));
     let c = r.requests.nbc.as_ref().unwrap();

@@ -183,12 +183,7 @@ pub fn overlap(app: &mut App, k: KeyEvent) {
                     .rows
                     .get(o.requests.selected)
                     .map(|i| &run.details.requests[*i])
-                    .map(|r| {
-                        (
-                            r.rank,
-                            r.completion.as_ref().map_or(r.post.index, |c| c.index),
-                        )
-                    }),
+                    .map(|r| (r.rank, r.completion_index().unwrap_or(r.post_index()))),
             };
             if let Some((rank, index)) = e {
                 app.select(EventRef { rank, index }, None);

@@ -5,7 +5,8 @@
 
 use std::cmp::Reverse;
 
-use overlap_analyzer::metrics::{RequestMetrics, WaitKind};
+use overlap_analyzer::metrics::{RequestRow, WaitKind};
+use overlap_analyzer::model::{EventRef, Trace};
 
 use crate::run::Run;
 
@@ -157,10 +158,17 @@ impl RequestSort {
         }
     }
 
-    fn sort(self, rows: &mut [usize], all: &[RequestMetrics]) {
+    fn sort(self, rows: &mut [usize], all: &[RequestRow], trace: &Trace) {
         // As for the waits: keys made once, and every key ends with its row, so equal
         // keys keep one order.
-        let at = |i: usize| (all[i].rank, all[i].post.start_ns, i);
+        let post_ns = |r: &RequestRow| {
+            let post = EventRef {
+                rank: r.rank,
+                index: r.post_index(),
+            };
+            trace.span(post).map_or(0, |s| s.start.0)
+        };
+        let at = |i: usize| (all[i].rank, post_ns(&all[i]), i);
         match self {
             RequestSort::ExposedWait => {
                 rows.sort_by_cached_key(|i| (Reverse(all[*i].exposed_wait_ns), at(*i)))
@@ -168,11 +176,11 @@ impl RequestSort {
             RequestSort::Overlap => rows.sort_by_cached_key(|i| {
                 // Overlap is a fraction (0..1, never negative): its bits sort as it does.
                 // Unknown goes last.
-                (all[*i].overlap.map_or(u64::MAX, f64::to_bits), at(*i))
+                (all[*i].overlap().map_or(u64::MAX, f64::to_bits), at(*i))
             }),
             RequestSort::Size => rows.sort_by_cached_key(|i| (Reverse(all[*i].bytes), at(*i))),
             RequestSort::Peer => {
-                rows.sort_by_cached_key(|i| (all[*i].peer.unwrap_or(i32::MAX), at(*i)))
+                rows.sort_by_cached_key(|i| (all[*i].peer().unwrap_or(i32::MAX), at(*i)))
             }
             RequestSort::Rank => rows.sort_by_cached_key(|i| at(*i)),
         }
@@ -214,14 +222,15 @@ impl OverlapState {
         if run.report.false_overlap.is_empty() {
             o.pane = OverlapPane::Requests;
         }
-        o.sort.sort(&mut o.rows, &run.details.requests);
+        o.sort.sort(&mut o.rows, &run.details.requests, &run.trace);
         o
     }
 
     /// Sorts the requests the next way.
     pub fn next_sort(&mut self, run: &Run) {
         self.sort = self.sort.next();
-        self.sort.sort(&mut self.rows, &run.details.requests);
+        self.sort
+            .sort(&mut self.rows, &run.details.requests, &run.trace);
         self.requests = Cursor::default();
     }
 

@@ -41,7 +41,7 @@ impl Facts {
                 .filter(|i| here(d.waits[*i].rank, d.waits[*i].index))
                 .collect(),
             requests: (0..d.requests.len())
-                .filter(|i| here(d.requests[*i].rank, d.requests[*i].post.index))
+                .filter(|i| here(d.requests[*i].rank, d.requests[*i].post_index()))
                 .collect(),
             finding: run
                 .report

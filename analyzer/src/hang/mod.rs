@@ -396,7 +396,11 @@ fn pending(trace: &Trace, rank: u32, c: &InFlightCall) -> Vec<Waited> {
         .requests
         .iter()
         .filter(|l| l.rank == rank && l.completion().is_none() && l.freed().is_none())
-        .filter(|l| t.spans.get(l.post()).is_some_and(|s| s.start.0 <= c.start_ns))
+        .filter(|l| {
+            t.spans
+                .get(l.post())
+                .is_some_and(|s| s.start.0 <= c.start_ns)
+        })
         .filter_map(|l| {
             let (_, args) = t.call(l.args())?;
             let kind = match l.kind {

@@ -35,7 +35,7 @@ use crate::fxhash::FxHashMap as HashMap;
 use overlap_format::schema::OpClass;
 use serde::Serialize;
 
-use super::requests::RequestMetrics;
+use super::requests::RequestRow;
 use super::wait_states::WaitKind;
 use super::{blocks, CallRef, Options};
 use crate::model::{Timeline, Trace, What};
@@ -168,21 +168,21 @@ impl UseIndex {
 /// The false-overlap findings of the trace, largest loss first.
 pub fn findings(
     trace: &Trace,
-    reqs: &[RequestMetrics],
+    reqs: &[RequestRow],
     late_sender: &HashMap<(u32, usize), u64>,
     opts: &Options,
 ) -> Vec<Finding> {
     // Requests by the call that completed them.
-    let mut by_wait: Vec<((u32, usize), &RequestMetrics)> = reqs
+    let mut by_wait: Vec<((u32, usize), &RequestRow)> = reqs
         .iter()
-        .filter_map(|r| r.completion.as_ref().map(|c| ((c.rank, c.index), r)))
+        .filter_map(|r| Some(((r.rank, r.completion_index()?), r)))
         .collect();
     by_wait.sort_by_key(|(k, _)| *k);
     let mut out = Vec::new();
     let mut current: Option<(u32, UseIndex)> = None;
     for chunk in by_wait.chunk_by(|a, b| a.0 == b.0) {
         let (rank, wait_index) = chunk[0].0;
-        let group: Vec<&RequestMetrics> = chunk.iter().map(|(_, r)| *r).collect();
+        let group: Vec<&RequestRow> = chunk.iter().map(|(_, r)| *r).collect();
         let Some(t) = trace.rank(rank) else { continue };
         let Some(w) = t.spans.get(wait_index) else {
             continue;
@@ -190,7 +190,7 @@ pub fn findings(
         if !w.op().is_some_and(blocks) {
             continue;
         }
-        let sends: Vec<&RequestMetrics> = group.iter().copied().filter(|r| r.is_send).collect();
+        let sends: Vec<&RequestRow> = group.iter().copied().filter(|r| r.is_send()).collect();
         if sends.is_empty() {
             continue;
         }
@@ -220,7 +220,7 @@ pub fn findings(
         // The earliest dependence limit of its sends.
         let mut limit: (Option<usize>, Limit) = (None, Limit::EndOfTrace);
         for r in &sends {
-            let Some((_, post)) = t.call(r.args_index) else {
+            let Some((_, post)) = t.call(r.args_index()) else {
                 continue;
             };
             let next = match (post.buf, post.peer(), post.tag()) {
@@ -267,13 +267,15 @@ pub fn findings(
             wait,
             requests: sends
                 .iter()
-                .map(|r| FindingRequest {
-                    request: r.request,
-                    post: r.post.clone(),
-                    peer: r.peer,
-                    tag: r.tag,
-                    bytes: r.bytes,
-                    window_cpu_ns: r.cpu_ns,
+                .filter_map(|r| {
+                    Some(FindingRequest {
+                        request: r.request,
+                        post: CallRef::of(trace, r.rank, r.post_index())?,
+                        peer: r.peer(),
+                        tag: r.tag(),
+                        bytes: r.bytes,
+                        window_cpu_ns: r.cpu_ns,
+                    })
                 })
                 .collect(),
             mixed,

@@ -14,6 +14,7 @@ pub mod ideal;
 pub mod one_sided;
 pub mod pop;
 pub mod progress;
+pub mod request_row;
 pub mod requests;
 pub mod split;
 pub mod transfer;
@@ -33,7 +34,7 @@ use crate::sites::{BySite, SiteTable};
 pub use budget::{RankBudget, RunBudget};
 pub use false_overlap::Finding;
 pub use pop::Pop;
-pub use requests::{RequestMetrics, RequestSummary, TransferModel};
+pub use requests::{RequestMetrics, RequestRow, RequestSummary, TransferModel};
 pub use wait_states::{WaitInstance, WaitKind, WaitStates};
 
 /// Version of the report's JSON layout; bumped when a key changes meaning or goes away.
@@ -214,8 +215,8 @@ pub struct Report {
 pub struct Details {
     /// Every wait-state instance (indeterminate ones included, flagged).
     pub waits: Vec<WaitInstance>,
-    /// Every request.
-    pub requests: Vec<RequestMetrics>,
+    /// Every request (compact: [`RequestRow::metrics`] gives the report's form).
+    pub requests: Vec<RequestRow>,
     /// Every call site of the run, symbolized.
     pub sites: SiteTable,
     /// Every staging chain (empty without GPU work).
@@ -321,7 +322,7 @@ struct Measured {
     waits: Vec<WaitInstance>,
     wait_states: WaitStates,
     request_summary: RequestSummary,
-    requests: Vec<RequestMetrics>,
+    requests: Vec<RequestRow>,
     false_overlap: Vec<Finding>,
     sites: SiteTable,
     by_site: BySite,
@@ -356,7 +357,8 @@ fn measured_figures(trace: &Trace, opts: &Options) -> Measured {
         },
     );
     let wait_states = wait_states::summarize(trace, &waits, opts);
-    let mut request_summary = requests::summarize(&requests, &model, &collective_model, opts);
+    let mut request_summary =
+        requests::summarize(trace, &requests, &model, &collective_model, opts);
     let mut false_overlap = {
         let _s = tracing::info_span!("false overlap").entered();
         let ls = false_overlap::late_sender_by_call(&waits);

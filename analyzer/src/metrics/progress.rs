@@ -34,8 +34,9 @@
 use overlap_format::schema::Nanos;
 use serde::Serialize;
 
-use super::requests::RequestMetrics;
+use super::requests::{RequestMetrics, RequestRow};
 use super::Options;
+use crate::model::Trace;
 
 /// The share of `t_pure` that a wait after a full window must reach to count as "about
 /// as long as its transfer".
@@ -99,21 +100,19 @@ pub struct NotAchieved {
 pub const HINT: &str = "call MPI_Test on the request inside the compute loop, or enable \
 asynchronous progress (MPICH_ASYNC_PROGRESS=1)";
 
-/// Summarises the verdicts of `reqs`.
-pub fn summarize(reqs: &[RequestMetrics], opts: &Options) -> NotAchieved {
-    let mut hits: Vec<&RequestMetrics> = reqs
-        .iter()
-        .filter(|r| r.written_not_achieved == Some(true))
-        .collect();
-    hits.sort_by_key(|r| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request));
+/// Summarises the verdicts of `reqs` (the worst named from `trace`).
+pub fn summarize(trace: &Trace, reqs: &[RequestRow], opts: &Options) -> NotAchieved {
+    let hits = || reqs.iter().filter(|r| r.written_not_achieved == Some(true));
+    let key = |r: &RequestRow| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request);
+    let worst = super::requests::smallest(hits(), opts.worst, |a, b| key(a).cmp(&key(b)));
     NotAchieved {
-        count: hits.len() as u64,
+        count: hits().count() as u64,
         unknown: reqs
             .iter()
-            .filter(|r| r.completion.is_some() && r.written_not_achieved.is_none())
+            .filter(|r| r.completion_index().is_some() && r.written_not_achieved.is_none())
             .count() as u64,
-        wait_ns: hits.iter().map(|r| r.progress_wait_ns).sum(),
-        worst: hits.into_iter().take(opts.worst).cloned().collect(),
+        wait_ns: hits().map(|r| r.progress_wait_ns).sum(),
+        worst: worst.iter().filter_map(|r| r.metrics(trace)).collect(),
         hint: HINT,
     }
 }

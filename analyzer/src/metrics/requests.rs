@@ -23,6 +23,7 @@ use overlap_format::schema::{Nanos, RequestKind};
 use serde::Serialize;
 
 use super::progress::{self, Progress};
+pub use super::request_row::{RequestIdentity, RequestRow};
 pub use super::transfer::{CollectiveModel, SizeClass, TransferModel};
 use super::{blocks, CallRef, Options};
 use crate::fxhash::FxHashMap;
@@ -100,7 +101,7 @@ pub fn per_request(
     model: &TransferModel,
     collectives: &CollectiveModel,
     opts: &Options,
-) -> Vec<RequestMetrics> {
+) -> Vec<RequestRow> {
     // Bytes actually received, and the matching send's entry, by receive post; the
     // matching receive post's entry by send.
     let n = trace.messages.len();
@@ -168,7 +169,7 @@ pub fn per_request(
     }
     // Each request on its own: on rayon's threads, in request order.
     use rayon::prelude::*;
-    let one = |ri: usize, r: &crate::model::RequestLife| -> Option<RequestMetrics> {
+    let one = |ri: usize, r: &crate::model::RequestLife| -> Option<RequestRow> {
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
         };
@@ -188,7 +189,8 @@ pub fn per_request(
         if to_nobody || from_nobody {
             return None;
         }
-        let post = CallRef::of(trace, r.rank, r.post())?;
+        let post = t.spans.get(r.post())?;
+        post.op()?;
         let (kind, bytes, t_pure) = match r.kind {
             RequestKind::Send => {
                 let b = call.bytes().unwrap_or(0);
@@ -209,39 +211,31 @@ pub fn per_request(
             }
         };
         let t_pure = t_pure.map(|p| p.0);
-        let mut m = RequestMetrics {
+        let mut m = RequestRow::new(RequestIdentity {
             rank: r.rank,
             request: r.request,
-            is_send: kind == RequestClass::Send,
             kind,
-            args_index: r.args(),
+            post: r.post(),
+            args: r.args(),
             peer: call.peer(),
             tag: call.tag(),
             bytes,
-            completion: None,
-            freed: r.freed().is_some(),
-            window_ns: 0,
-            cpu_ns: 0,
-            exposed_wait_ns: 0,
-            t_ovrl_ns: 0,
             t_pure_ns: t_pure,
-            overlap: None,
-            osu_overlap: None,
-            progress_wait_ns: 0,
-            written_not_achieved: None,
-            post,
-        };
+            freed: r.freed().is_some(),
+        });
         let done = r
             .completion()
-            .and_then(|i| Some((CallRef::of(trace, r.rank, i)?, t.spans.get(i)?)));
-        if let Some((c, span)) = done {
-            let post_end = m.post.start_ns + m.post.duration_ns;
-            m.window_ns = c.start_ns.saturating_sub(post_end);
-            m.cpu_ns = cpu.within(Nanos(post_end), Nanos(c.start_ns)).0 .0;
-            m.exposed_wait_ns = c.duration_ns;
-            m.t_ovrl_ns = (c.start_ns + c.duration_ns).saturating_sub(m.post.start_ns);
-            m.overlap = t_pure.and_then(|p| imb_overlap(p, m.cpu_ns, m.t_ovrl_ns));
-            m.osu_overlap = t_pure.and_then(|p| osu_overlap(p, m.cpu_ns, m.t_ovrl_ns));
+            .and_then(|i| Some((i, t.spans.get(i).filter(|s| s.op().is_some())?)));
+        if let Some((i, span)) = done {
+            let post_end = post.end.0;
+            m.window_ns = span.start.0.saturating_sub(post_end);
+            m.cpu_ns = cpu.within(Nanos(post_end), span.start).0 .0;
+            m.exposed_wait_ns = span.duration().0;
+            m.t_ovrl_ns = span.end.0.saturating_sub(post.start.0);
+            m.set_overlaps(
+                t_pure.and_then(|p| imb_overlap(p, m.cpu_ns, m.t_ovrl_ns)),
+                t_pure.and_then(|p| osu_overlap(p, m.cpu_ns, m.t_ovrl_ns)),
+            );
             let p = Progress {
                 blocking: span.op().is_some_and(blocks),
                 wait_start: span.start,
@@ -252,7 +246,7 @@ pub fn per_request(
             };
             m.progress_wait_ns = p.progress_wait().0;
             m.written_not_achieved = p.verdict(opts);
-            m.completion = Some(c);
+            m.set_completion(i);
         }
         Some(m)
     };
@@ -263,7 +257,7 @@ pub fn per_request(
     const BLOCK: usize = 1 << 16;
     let mut out = Vec::with_capacity(trace.requests.len());
     for (b, block) in trace.requests.chunks(BLOCK).enumerate() {
-        let pieces: Vec<Vec<RequestMetrics>> = block
+        let pieces: Vec<Vec<RequestRow>> = block
             .par_chunks(PIECE)
             .enumerate()
             .map(|(p, piece)| {
@@ -366,51 +360,54 @@ fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
-fn collective_figures(reqs: &[RequestMetrics]) -> Option<CollectiveFigures> {
-    let done: Vec<&RequestMetrics> = reqs
+fn collective_figures(reqs: &[RequestRow]) -> Option<CollectiveFigures> {
+    let done: Vec<&RequestRow> = reqs
         .iter()
-        .filter(|r| r.kind == RequestClass::Collective && r.completion.is_some())
+        .filter(|r| r.kind == RequestClass::Collective && r.completion_index().is_some())
         .collect();
     if done.is_empty() {
         return None;
     }
-    let avg = |f: &dyn Fn(&RequestMetrics) -> u64| {
+    let avg = |f: &dyn Fn(&RequestRow) -> u64| {
         mean(done.iter().map(|r| f(r) as f64)).map_or(0, |m| m.round() as u64)
     };
     Some(CollectiveFigures {
         completed: done.len() as u64,
         mean_overall_ns: avg(&|r| r.t_ovrl_ns),
-        mean_pure_ns: mean(done.iter().filter_map(|r| r.t_pure_ns).map(|p| p as f64))
+        mean_pure_ns: mean(done.iter().filter_map(|r| r.t_pure_ns()).map(|p| p as f64))
             .map(|m| m.round() as u64),
         mean_cpu_ns: avg(&|r| r.cpu_ns),
-        mean_osu_overlap: mean(done.iter().filter_map(|r| r.osu_overlap)),
-        mean_overlap: mean(done.iter().filter_map(|r| r.overlap)),
+        mean_osu_overlap: mean(done.iter().filter_map(|r| r.osu_overlap())),
+        mean_overlap: mean(done.iter().filter_map(|r| r.overlap())),
     })
 }
 
-/// Summarises the requests.
+/// Summarises the requests of `trace` (its worst ones named from it).
 pub fn summarize(
-    reqs: &[RequestMetrics],
+    trace: &Trace,
+    reqs: &[RequestRow],
     model: &TransferModel,
     collective_model: &CollectiveModel,
     opts: &Options,
 ) -> RequestSummary {
-    let with: Vec<f64> = reqs.iter().filter_map(|r| r.overlap).collect();
+    let mut with = (0u64, 0u64, 0.0f64); // (count, zeros, sum)
+    for o in reqs.iter().filter_map(RequestRow::overlap) {
+        with = (with.0 + 1, with.1 + u64::from(o == 0.0), with.2 + o);
+    }
+    // A call completing several requests counts once: its requests are neighbours
+    // once sorted by (rank, call).
     let mut waits: Vec<(u32, usize, u64)> = reqs
         .iter()
-        .filter_map(|r| {
-            r.completion
-                .as_ref()
-                .map(|c| (c.rank, c.index, c.duration_ns))
-        })
+        .filter_map(|r| Some((r.rank, r.completion_index()?, r.exposed_wait_ns)))
         .collect();
     waits.sort_unstable();
     waits.dedup();
-    let mut worst: Vec<&RequestMetrics> = reqs.iter().filter(|r| r.completion.is_some()).collect();
-    worst.sort_by(|a, b| {
-        let key = |r: &RequestMetrics| {
+    let exposed_wait_ns = waits.iter().map(|w| w.2).sum();
+    drop(waits);
+    let worst_first = |a: &RequestRow, b: &RequestRow| {
+        let key = |r: &RequestRow| {
             (
-                r.overlap.unwrap_or(1.0),
+                r.overlap().unwrap_or(1.0),
                 std::cmp::Reverse(r.exposed_wait_ns),
             )
         };
@@ -418,7 +415,9 @@ pub fn summarize(
         ka.0.total_cmp(&kb.0)
             .then(ka.1.cmp(&kb.1))
             .then((a.rank, a.request).cmp(&(b.rank, b.request)))
-    });
+    };
+    let completed = reqs.iter().filter(|r| r.completion_index().is_some());
+    let worst = smallest(completed, opts.worst, worst_first);
     let count = |k: RequestClass| reqs.iter().filter(|r| r.kind == k).count() as u64;
     RequestSummary {
         count: reqs.len() as u64,
@@ -428,17 +427,42 @@ pub fn summarize(
         one_sided: count(RequestClass::OneSided),
         never_completed: reqs
             .iter()
-            .filter(|r| r.completion.is_none() && !r.freed)
+            .filter(|r| r.completion_index().is_none() && !r.freed)
             .count() as u64,
         freed: reqs.iter().filter(|r| r.freed).count() as u64,
-        mean_overlap: mean(with.iter().copied()),
-        with_overlap: with.len() as u64,
-        zero_overlap: with.iter().filter(|o| **o == 0.0).count() as u64,
-        exposed_wait_ns: waits.iter().map(|w| w.2).sum(),
+        mean_overlap: (with.0 > 0).then(|| with.2 / with.0 as f64),
+        with_overlap: with.0,
+        zero_overlap: with.1,
+        exposed_wait_ns,
         transfer_model: model.clone(),
         collective_model: collective_model.clone(),
         nbc: collective_figures(reqs),
-        written_not_achieved: progress::summarize(reqs, opts),
-        worst: worst.into_iter().take(opts.worst).cloned().collect(),
+        written_not_achieved: progress::summarize(trace, reqs, opts),
+        worst: worst.iter().filter_map(|r| r.metrics(trace)).collect(),
     }
+}
+
+/// The `k` first of `items` in the order of `cmp`, first first, as a stable sort of
+/// them all would give them (ties keep the items' order), but by bounded selection:
+/// the memory is `O(k)`, not one entry per item.
+pub(crate) fn smallest<'a, T>(
+    items: impl Iterator<Item = &'a T>,
+    k: usize,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+) -> Vec<&'a T> {
+    if k == 0 {
+        return Vec::new();
+    }
+    let order = |a: &(usize, &T), b: &(usize, &T)| cmp(a.1, b.1).then(a.0.cmp(&b.0));
+    let mut kept: Vec<(usize, &T)> = Vec::new();
+    for x in items.enumerate() {
+        kept.push(x);
+        if kept.len() >= 2 * k.max(32) {
+            kept.select_nth_unstable_by(k - 1, order);
+            kept.truncate(k);
+        }
+    }
+    kept.sort_by(order);
+    kept.truncate(k);
+    kept.into_iter().map(|(_, x)| x).collect()
 }

@@ -239,9 +239,10 @@ impl CollectiveModel {
                 let Some(t) = trace.rank(r.rank) else {
                     continue;
                 };
-                let (Some((op, call)), Some(done)) =
-                    (t.call(r.args()), r.completion().and_then(|c| t.spans.get(c)))
-                else {
+                let (Some((op, call)), Some(done)) = (
+                    t.call(r.args()),
+                    r.completion().and_then(|c| t.spans.get(c)),
+                ) else {
                     continue;
                 };
                 if done.end < last {

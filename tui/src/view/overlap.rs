@@ -6,7 +6,8 @@
 
 use overlap_analyzer::metrics::false_overlap::Limit;
 use overlap_analyzer::metrics::requests::RequestClass;
-use overlap_analyzer::metrics::{CallRef, Finding, RequestMetrics};
+use overlap_analyzer::metrics::{CallRef, Finding, RequestRow};
+use overlap_analyzer::model::EventRef;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -145,17 +146,25 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
             Row::new(vec![
                 Cell::from(r.rank.to_string()),
                 Cell::from(format!("#{}", r.request)),
-                Cell::from(r.post.call),
-                Cell::from(r.peer.map_or("-".into(), |p| p.to_string())),
-                Cell::from(r.tag.map_or("-".into(), |t| t.to_string())),
+                Cell::from(
+                    run.trace
+                        .span(EventRef {
+                            rank: r.rank,
+                            index: r.post_index(),
+                        })
+                        .and_then(|s| s.op())
+                        .map_or("?", |op| op.mpi_name()),
+                ),
+                Cell::from(r.peer().map_or("-".into(), |p| p.to_string())),
+                Cell::from(r.tag().map_or("-".into(), |t| t.to_string())),
                 Cell::from(size(r)),
                 Cell::from(duration(r.exposed_wait_ns)),
-                Cell::from(percent(r.overlap)),
+                Cell::from(percent(r.overlap())),
                 Cell::from(duration(r.window_ns)),
                 Cell::from(
                     run.details
                         .sites
-                        .label_of_call(&run.trace, r.rank, r.post.index)
+                        .label_of_call(&run.trace, r.rank, r.post_index())
                         .map_or("-".into(), |s| clean(&s).into_owned()),
                 ),
             ])
@@ -169,7 +178,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
 /// A request's size. The analysis counts a collective's or one-sided request's size
 /// it has no record of as 0, so a 0 there is shown as not recorded; a point-to-point
 /// size is always recorded, and 0 bytes is then a real size.
-fn size(r: &RequestMetrics) -> String {
+fn size(r: &RequestRow) -> String {
     match r.kind {
         RequestClass::Collective | RequestClass::OneSided if r.bytes == 0 => "-".into(),
         _ => bytes(r.bytes),

@@ -164,7 +164,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             "overlap",
             format!(
                 "{}, exposed wait {}",
-                percent(r.overlap),
+                percent(r.overlap()),
                 duration(r.exposed_wait_ns)
             ),
         ));

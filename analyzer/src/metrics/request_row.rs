@@ -1,0 +1,253 @@
+//! One request's figures as analysis keeps them for every request of a run
+//! ([`RequestRow`], 112 bytes), and the report's form of a few of them
+//! ([`RequestMetrics`], with its calls named and timed), made only for the requests a
+//! report lists or a table writes.
+//!
+//! A run has about as many requests as it has calls: at 280 bytes each, the report's
+//! form held for every request was a third of analysis's memory. The row keeps the
+//! event indices of its calls (their names, times and sites are in the trace) and
+//! sentinels instead of `Option`s (`i32::MIN` for a missing peer or tag, `u64::MAX` for
+//! an unknown `t_pure`, NaN for an overlap that is none).
+
+use super::requests::{RequestClass, RequestMetrics};
+use super::CallRef;
+use crate::model::Trace;
+
+const NO_INDEX: u32 = u32::MAX;
+const NO_I32: i32 = i32::MIN;
+const NO_U64: u64 = u64::MAX;
+
+/// One request's figures, compact (see the module; the fields mean what
+/// [`RequestMetrics`]' fields of the same names mean).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RequestRow {
+    /// Rank.
+    pub rank: u32,
+    post: u32,
+    completion: u32,
+    args: u32,
+    /// Request id on that rank.
+    pub request: u64,
+    peer: i32,
+    tag: i32,
+    /// Bytes (see [`RequestMetrics::bytes`]).
+    pub bytes: u64,
+    /// `E(wait) - X(post)`, ns.
+    pub window_ns: u64,
+    /// Compute inside the window, ns.
+    pub cpu_ns: u64,
+    /// Duration of the completing call, ns.
+    pub exposed_wait_ns: u64,
+    /// `X(wait) - E(post)`, ns.
+    pub t_ovrl_ns: u64,
+    t_pure_ns: u64,
+    overlap: f64,
+    osu_overlap: f64,
+    /// The wait's part not explained by a late partner, ns.
+    pub progress_wait_ns: u64,
+    /// What the request does.
+    pub kind: RequestClass,
+    /// Let go with `MPI_Request_free` before any call completed it.
+    pub freed: bool,
+    /// Overlap written but not achieved; none when it cannot be told.
+    pub written_not_achieved: Option<bool>,
+}
+
+const _: () = assert!(std::mem::size_of::<RequestRow>() == 112);
+
+fn index(i: usize) -> u32 {
+    debug_assert!(i < NO_INDEX as usize, "a rank of 4 G events or more");
+    i as u32
+}
+
+fn nan_if_none(v: Option<f64>) -> f64 {
+    v.unwrap_or(f64::NAN)
+}
+
+fn none_if_nan(v: f64) -> Option<f64> {
+    (!v.is_nan()).then_some(v)
+}
+
+/// What a request is, before its figures: who posted it, where, and what it moves.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestIdentity {
+    /// Rank.
+    pub rank: u32,
+    /// Request id on that rank.
+    pub request: u64,
+    /// What it does.
+    pub kind: RequestClass,
+    /// Its post: index among the rank's events.
+    pub post: usize,
+    /// The call whose arguments describe the transfer.
+    pub args: usize,
+    /// Peer.
+    pub peer: Option<i32>,
+    /// Tag.
+    pub tag: Option<i32>,
+    /// Bytes.
+    pub bytes: u64,
+    /// Pure transfer time, ns, when a model gives one.
+    pub t_pure_ns: Option<u64>,
+    /// Let go with `MPI_Request_free`.
+    pub freed: bool,
+}
+
+impl RequestRow {
+    /// A request that no call completed (yet): every figure 0 or none.
+    pub fn new(id: RequestIdentity) -> RequestRow {
+        RequestRow {
+            rank: id.rank,
+            post: index(id.post),
+            completion: NO_INDEX,
+            args: index(id.args),
+            request: id.request,
+            peer: id.peer.unwrap_or(NO_I32),
+            tag: id.tag.unwrap_or(NO_I32),
+            bytes: id.bytes,
+            window_ns: 0,
+            cpu_ns: 0,
+            exposed_wait_ns: 0,
+            t_ovrl_ns: 0,
+            t_pure_ns: id.t_pure_ns.unwrap_or(NO_U64),
+            overlap: f64::NAN,
+            osu_overlap: f64::NAN,
+            progress_wait_ns: 0,
+            kind: id.kind,
+            freed: id.freed,
+            written_not_achieved: None,
+        }
+    }
+
+    /// Its post: index among the rank's events.
+    pub fn post_index(&self) -> usize {
+        self.post as usize
+    }
+
+    /// The call that completed it (index among the rank's events), if one did.
+    pub fn completion_index(&self) -> Option<usize> {
+        (self.completion != NO_INDEX).then_some(self.completion as usize)
+    }
+
+    /// Marks it completed by the call at `index`.
+    pub fn set_completion(&mut self, index_of_call: usize) {
+        self.completion = index(index_of_call);
+    }
+
+    /// The call whose arguments describe the transfer (the post, or a started
+    /// persistent request's init): index among the rank's events.
+    pub fn args_index(&self) -> usize {
+        self.args as usize
+    }
+
+    /// True for a point-to-point send.
+    pub fn is_send(&self) -> bool {
+        self.kind == RequestClass::Send
+    }
+
+    /// Peer (world rank), when known.
+    pub fn peer(&self) -> Option<i32> {
+        (self.peer != NO_I32).then_some(self.peer)
+    }
+
+    /// Tag.
+    pub fn tag(&self) -> Option<i32> {
+        (self.tag != NO_I32).then_some(self.tag)
+    }
+
+    /// Estimated pure transfer time, ns; none when no model gives one.
+    pub fn t_pure_ns(&self) -> Option<u64> {
+        (self.t_pure_ns != NO_U64).then_some(self.t_pure_ns)
+    }
+
+    /// Overlap (0..1) by the IMB formula, when there is one.
+    pub fn overlap(&self) -> Option<f64> {
+        none_if_nan(self.overlap)
+    }
+
+    /// Overlap (0..1) by the OSU formula, when there is one.
+    pub fn osu_overlap(&self) -> Option<f64> {
+        none_if_nan(self.osu_overlap)
+    }
+
+    /// Sets both overlap figures (none: unknown).
+    pub fn set_overlaps(&mut self, imb: Option<f64>, osu: Option<f64>) {
+        self.overlap = nan_if_none(imb);
+        self.osu_overlap = nan_if_none(osu);
+    }
+
+    /// The report's form, its post and completion named and timed from `trace`; none
+    /// when its post is not a call of the trace.
+    pub fn metrics(&self, trace: &Trace) -> Option<RequestMetrics> {
+        let post = CallRef::of(trace, self.rank, self.post_index())?;
+        let completion = self
+            .completion_index()
+            .and_then(|i| CallRef::of(trace, self.rank, i));
+        Some(RequestMetrics {
+            rank: self.rank,
+            request: self.request,
+            post,
+            is_send: self.is_send(),
+            kind: self.kind,
+            args_index: self.args_index(),
+            peer: self.peer(),
+            tag: self.tag(),
+            bytes: self.bytes,
+            completion,
+            freed: self.freed,
+            window_ns: self.window_ns,
+            cpu_ns: self.cpu_ns,
+            exposed_wait_ns: self.exposed_wait_ns,
+            t_ovrl_ns: self.t_ovrl_ns,
+            t_pure_ns: self.t_pure_ns(),
+            overlap: self.overlap(),
+            osu_overlap: self.osu_overlap(),
+            progress_wait_ns: self.progress_wait_ns,
+            written_not_achieved: self.written_not_achieved,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sentinels_read_back_as_none_and_values_as_themselves() {
+        let id = RequestIdentity {
+            rank: 3,
+            request: 9,
+            kind: RequestClass::Receive,
+            post: 4,
+            args: 4,
+            peer: None,
+            tag: Some(-1),
+            bytes: 64,
+            t_pure_ns: None,
+            freed: false,
+        };
+        let mut r = RequestRow::new(id);
+        assert_eq!((r.peer(), r.tag(), r.t_pure_ns()), (None, Some(-1), None));
+        assert_eq!(
+            (r.completion_index(), r.overlap(), r.osu_overlap()),
+            (None, None, None)
+        );
+        r.set_completion(7);
+        r.set_overlaps(Some(0.0), None);
+        assert_eq!(
+            (r.completion_index(), r.overlap(), r.osu_overlap()),
+            (Some(7), Some(0.0), None)
+        );
+        assert!(!r.is_send());
+        let sent = RequestRow::new(RequestIdentity {
+            kind: RequestClass::Send,
+            peer: Some(0),
+            t_pure_ns: Some(0),
+            ..id
+        });
+        assert_eq!(
+            (sent.peer(), sent.t_pure_ns(), sent.is_send()),
+            (Some(0), Some(0), true)
+        );
+    }
+}
