@@ -32,7 +32,7 @@ impl Build {
             lead_in_ns: 0,
             measured_start_ns: at,
             measured_end_ns: at + 10,
-            span: self.ops.len(),
+            span: self.ops.len() as u32,
             call,
             site: None,
         });

@@ -102,12 +102,17 @@ pub struct Operation {
     pub measured_end_ns: u64,
     /// The MPI call it comes from (index of the call's span in the rank's
     /// [`crate::model::Timeline`]); for an inferred compute, the call before the gap.
-    pub span: usize,
+    /// A `u32`, as event indices are in the compact model: a program has about one and a
+    /// half operations per event, so every byte here counts.
+    pub span: u32,
     /// The MPI call behind it, when it is (part of) one.
     pub call: Option<Op>,
     /// Where the program made the call (see [`crate::sites`]).
     pub site: Option<NonZeroU64>,
 }
+
+// A program holds about one and a half operations per event of the trace.
+const _: () = assert!(std::mem::size_of::<Operation>() == 72);
 
 /// What an operation does.
 #[derive(Clone, Debug, PartialEq)]
@@ -122,7 +127,7 @@ pub enum OpKind {
         /// says nothing, and every operation is as large as the largest kind).
         access: Option<Box<Access>>,
         /// For an inferred compute: the call after the gap (span index).
-        until_span: Option<usize>,
+        until_span: Option<u32>,
     },
     /// Posts a request.
     Post {

@@ -37,7 +37,7 @@ pub fn retimed(trace: &Trace, program: &Program, replay: &Replay) -> Trace {
             if matches!(op.kind, OpKind::Compute { inferred: true, .. }) {
                 continue;
             }
-            if let Some(slot) = times.get_mut(op.span) {
+            if let Some(slot) = times.get_mut(op.span as usize) {
                 let (s, e) = slot.get_or_insert((time.start_ns, time.end_ns));
                 *s = (*s).min(time.start_ns);
                 *e = (*e).max(time.end_ns);

@@ -41,7 +41,7 @@ impl Namer<'_> {
     /// A short name: the call or compute, and where (for the side-by-side order).
     pub fn short(&self, rank: &RankProgram, i: usize) -> String {
         let op = &rank.ops[i];
-        let site = self.site(rank.rank, op.span);
+        let site = self.site(rank.rank, op.span as usize);
         let with_site = |what: String| match &site {
             Some(s) => format!("{what} ({s})"),
             None => what,
@@ -54,7 +54,7 @@ impl Namer<'_> {
                 ..
             } => {
                 let what = if *inferred {
-                    self.inferred(rank, op.span, *until_span)
+                    self.inferred(rank, op.span as usize, until_span.map(|u| u as usize))
                 } else {
                     format!("compute \"{}\"", self.program.name(*name))
                 };
@@ -111,7 +111,7 @@ impl Namer<'_> {
             } => format!(
                 "{} {}",
                 self.program.name(*name),
-                self.inferred(rank, op.span, *until_span)
+                self.inferred(rank, op.span as usize, until_span.map(|u| u as usize))
             ),
             OpKind::Compute { name, .. } => format!("compute \"{}\"", self.program.name(*name)),
             _ => self.short(rank, i),
@@ -126,7 +126,7 @@ impl Namer<'_> {
             OpKind::Post { request } | OpKind::Complete { request } => {
                 let role = self.program.requests[*request].role;
                 let call = op.call.map_or("MPI call", |c| c.mpi_name());
-                let site = self.site(rank.rank, op.span).unwrap_or_default();
+                let site = self.site(rank.rank, op.span as usize).unwrap_or_default();
                 format!("{call} {role:?} {site}")
             }
             _ => self.key(rank, i),
@@ -143,7 +143,7 @@ impl Namer<'_> {
                 format!(
                     "{call} {}{}",
                     self.request_words(*request),
-                    self.at(r.rank, op.span)
+                    self.at(r.rank, op.span as usize)
                 )
             }
             OpKind::Complete { request } => {
@@ -154,12 +154,12 @@ impl Namer<'_> {
                     .and_then(|p| p.call)
                     .map_or("request", |c| c.mpi_name());
                 let post_site = post
-                    .and_then(|p| self.site(r.rank, p.span))
+                    .and_then(|p| self.site(r.rank, p.span as usize))
                     .map_or(String::new(), |s| format!(", {s}"));
                 format!(
                     "{call} (the {posted} {}{post_site}){}",
                     self.request_words(*request),
-                    self.at(r.rank, op.span)
+                    self.at(r.rank, op.span as usize)
                 )
             }
             _ => self.short(rank, i),
@@ -258,7 +258,7 @@ pub fn assumptions(
             continue;
         }
         let compute = match &other.kind {
-            OpKind::Compute { inferred: true, .. } => namer.inferred(rank, other.span, *until_span),
+            OpKind::Compute { inferred: true, .. } => namer.inferred(rank, other.span as usize, until_span.map(|u| u as usize)),
             OpKind::Compute { name, .. } => format!("compute \"{}\"", namer.program.name(*name)),
             _ => continue,
         };

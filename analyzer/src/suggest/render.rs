@@ -18,7 +18,7 @@ const SHOWN: usize = 20;
 /// Short names of `ops` (in that order), completions of one call shown as one line.
 fn lines(namer: &Namer, rank: &RankProgram, ops: &[usize]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    let mut last_call: Option<usize> = None;
+    let mut last_call: Option<u32> = None;
     for &i in ops {
         let op = &rank.ops[i];
         let completion = matches!(op.kind, OpKind::Complete { .. });
@@ -67,7 +67,7 @@ pub(super) fn group(
             let what = if m.ops.len() > 1 {
                 let call = rank.ops[m.ops[0]].call.map_or("MPI call", |c| c.mpi_name());
                 let site = namer
-                    .site(rank.rank, rank.ops[m.ops[0]].span)
+                    .site(rank.rank, rank.ops[m.ops[0]].span as usize)
                     .map_or(String::new(), |s| format!(" at {s}"));
                 format!("{call}{site} ({} requests)", m.ops.len())
             } else {
