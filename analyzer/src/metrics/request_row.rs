@@ -11,11 +11,8 @@
 
 use super::requests::{RequestClass, RequestMetrics};
 use super::CallRef;
+use crate::model::compact::{index_u32, some_i32, some_index, some_u64, NO_I32, NO_INDEX, NO_U64};
 use crate::model::Trace;
-
-const NO_INDEX: u32 = u32::MAX;
-const NO_I32: i32 = i32::MIN;
-const NO_U64: u64 = u64::MAX;
 
 /// One request's figures, compact (see the module; the fields mean what
 /// [`RequestMetrics`]' fields of the same names mean).
@@ -55,11 +52,6 @@ pub struct RequestRow {
 
 const _: () = assert!(std::mem::size_of::<RequestRow>() == 112);
 
-fn index(i: usize) -> u32 {
-    debug_assert!(i < NO_INDEX as usize, "a rank of 4 G events or more");
-    i as u32
-}
-
 fn nan_if_none(v: Option<f64>) -> f64 {
     v.unwrap_or(f64::NAN)
 }
@@ -98,9 +90,9 @@ impl RequestRow {
     pub fn new(id: RequestIdentity) -> RequestRow {
         RequestRow {
             rank: id.rank,
-            post: index(id.post),
+            post: index_u32(id.post),
             completion: NO_INDEX,
-            args: index(id.args),
+            args: index_u32(id.args),
             request: id.request,
             peer: id.peer.unwrap_or(NO_I32),
             tag: id.tag.unwrap_or(NO_I32),
@@ -126,12 +118,12 @@ impl RequestRow {
 
     /// The call that completed it (index among the rank's events), if one did.
     pub fn completion_index(&self) -> Option<usize> {
-        (self.completion != NO_INDEX).then_some(self.completion as usize)
+        some_index(self.completion)
     }
 
     /// Marks it completed by the call at `index`.
     pub fn set_completion(&mut self, index_of_call: usize) {
-        self.completion = index(index_of_call);
+        self.completion = index_u32(index_of_call);
     }
 
     /// The call whose arguments describe the transfer (the post, or a started
@@ -147,17 +139,17 @@ impl RequestRow {
 
     /// Peer (world rank), when known.
     pub fn peer(&self) -> Option<i32> {
-        (self.peer != NO_I32).then_some(self.peer)
+        some_i32(self.peer)
     }
 
     /// Tag.
     pub fn tag(&self) -> Option<i32> {
-        (self.tag != NO_I32).then_some(self.tag)
+        some_i32(self.tag)
     }
 
     /// Estimated pure transfer time, ns; none when no model gives one.
     pub fn t_pure_ns(&self) -> Option<u64> {
-        (self.t_pure_ns != NO_U64).then_some(self.t_pure_ns)
+        some_u64(self.t_pure_ns)
     }
 
     /// Overlap (0..1) by the IMB formula, when there is one.

@@ -258,7 +258,9 @@ pub fn assumptions(
             continue;
         }
         let compute = match &other.kind {
-            OpKind::Compute { inferred: true, .. } => namer.inferred(rank, other.span as usize, until_span.map(|u| u as usize)),
+            OpKind::Compute { inferred: true, .. } => {
+                namer.inferred(rank, other.span as usize, until_span.map(|u| u as usize))
+            }
             OpKind::Compute { name, .. } => format!("compute \"{}\"", namer.program.name(*name)),
             _ => continue,
         };

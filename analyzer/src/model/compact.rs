@@ -1,0 +1,268 @@
+//! The compact records of the analysis model: a call's arguments ([`CallInfo`], 80
+//! bytes), a completion's status ([`Done`], 24), a request's life ([`RequestLife`],
+//! 32). A trace holds one per call, completion and request, tens of millions of each, so
+//! fields a record may lack are kept with a sentinel (never a value MPI or the recorder
+//! uses) and read through methods that give them back as `Option`s, and event indices
+//! are `u32` (a rank holds fewer than 4 G events: each costs at least 32 bytes).
+
+use std::num::NonZeroU64;
+
+use overlap_format::schema::RequestKind;
+
+use super::Buffer;
+
+/// A non-blocking request from its post to its completion, in 32 bytes: event indices
+/// are kept as `u32` (a rank holds fewer than 4 G events: each costs at least 32 bytes
+/// of memory) and read through methods.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestLife {
+    /// Rank.
+    pub rank: u32,
+    post: u32,
+    args: u32,
+    completion: u32,
+    freed: u32,
+    /// What the request does.
+    pub kind: RequestKind,
+    /// Request id on that rank.
+    pub request: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<RequestLife>() == 32);
+
+/// An event index of a rank as a `u32` field (see [`RequestLife`]).
+pub(crate) fn index_u32(i: usize) -> u32 {
+    debug_assert!(i < NO_INDEX as usize, "a rank of 4 G events or more");
+    i as u32
+}
+
+pub(crate) fn some_index(i: u32) -> Option<usize> {
+    (i != NO_INDEX).then_some(i as usize)
+}
+
+impl RequestLife {
+    /// The request `request` of `rank`, posted at event `post`, described by the call at
+    /// `args`, completed at `completion` or let go at `freed`.
+    pub fn new(
+        rank: u32,
+        request: u64,
+        kind: RequestKind,
+        post: usize,
+        args: usize,
+        completion: Option<usize>,
+        freed: Option<usize>,
+    ) -> RequestLife {
+        RequestLife {
+            rank,
+            post: index_u32(post),
+            args: index_u32(args),
+            completion: completion.map_or(NO_INDEX, index_u32),
+            freed: freed.map_or(NO_INDEX, index_u32),
+            kind,
+            request,
+        }
+    }
+
+    /// The post (Isend, Irecv, Start...): index in the rank's events.
+    pub fn post(&self) -> usize {
+        self.post as usize
+    }
+
+    /// The call whose arguments describe the transfer: the post itself, or for a
+    /// started persistent request its Send_init or Recv_init.
+    pub fn args(&self) -> usize {
+        self.args as usize
+    }
+
+    /// The completing call, when there was one.
+    pub fn completion(&self) -> Option<usize> {
+        some_index(self.completion)
+    }
+
+    /// The `MPI_Request_free` that let go of the request before any call completed it:
+    /// the operation went on, but the program never learned when it ended.
+    pub fn freed(&self) -> Option<usize> {
+        some_index(self.freed)
+    }
+}
+
+/// The receive half of a Sendrecv.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvHalf {
+    /// Requested source (world rank; negative: wildcard).
+    pub peer: Option<i32>,
+    /// Requested tag.
+    pub tag: Option<i32>,
+    /// The receive buffer.
+    pub buf: Option<Buffer>,
+}
+
+/// The arguments of an MPI call that analysis uses (see
+/// [`CallArgs`](overlap_format::schema::CallArgs) for their meaning), in 80 bytes: a
+/// trace holds one per call, tens of millions of them. Fields a call may lack are kept
+/// with a sentinel (never a value MPI or the recorder uses: `i32::MIN` for a rank or
+/// tag, `u64::MAX` for bytes or a request id, `u32::MAX` for a window) and read through
+/// methods that give them back as `Option`s; the rare parts (Sendrecv's receive half,
+/// the requests a Start started, a one-sided group) live in the timeline's side table
+/// ([`Timeline::recv_half`](super::Timeline::recv_half),
+/// [`Timeline::started`](super::Timeline::started),
+/// [`Timeline::group`](super::Timeline::group)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallInfo {
+    peer: i32,
+    tag: i32,
+    /// Communicator id (0 when not recorded).
+    pub comm: u32,
+    root: i32,
+    win: u32,
+    /// Its entry in the timeline's side table of rare arguments, or [`NO_INDEX`].
+    extra: u32,
+    bytes: u64,
+    request: u64,
+    /// The (send) buffer.
+    pub buf: Option<Buffer>,
+    /// Requests this call completed: `done[completed.0 .. completed.0 + completed.1]` of
+    /// its timeline.
+    pub completed: (u32, u32),
+    /// Where the program made the call: a code address (the preload), or an id of the
+    /// rank's source-site table (the Rust layer); see [`crate::sites`]. `None` when not
+    /// recorded. Non-zero on the wire, so it costs 8 bytes per call, not 16.
+    pub site: Option<NonZeroU64>,
+}
+
+const _: () = assert!(std::mem::size_of::<CallInfo>() == 80);
+
+/// The sentinel of a missing rank, tag or root in a [`CallInfo`].
+pub(crate) const NO_I32: i32 = i32::MIN;
+/// The sentinel of a missing byte count or request id.
+pub(crate) const NO_U64: u64 = u64::MAX;
+/// The sentinel of a missing window id or side-table entry.
+pub(crate) const NO_INDEX: u32 = u32::MAX;
+
+pub(crate) fn some_i32(v: i32) -> Option<i32> {
+    (v != NO_I32).then_some(v)
+}
+
+pub(crate) fn some_u64(v: u64) -> Option<u64> {
+    (v != NO_U64).then_some(v)
+}
+
+/// One request a call completed, with the status MPI returned for it (see
+/// [`Completion`](overlap_format::schema::Completion)), in 24 bytes with the sentinels
+/// of [`CallInfo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Done {
+    request: u64,
+    bytes: u64,
+    source: i32,
+    tag: i32,
+}
+
+const _: () = assert!(std::mem::size_of::<Done>() == 24);
+
+impl From<&overlap_format::schema::Completion> for Done {
+    fn from(c: &overlap_format::schema::Completion) -> Done {
+        Done {
+            request: c.request.unwrap_or(NO_U64),
+            bytes: c.bytes.unwrap_or(NO_U64),
+            source: c.source.unwrap_or(NO_I32),
+            tag: c.tag.unwrap_or(NO_I32),
+        }
+    }
+}
+
+impl Done {
+    /// The request, as numbered by the post that created it; none for the receive half
+    /// of a blocking call.
+    pub fn request(&self) -> Option<u64> {
+        some_u64(self.request)
+    }
+
+    /// Receives only: the world rank the message actually came from.
+    pub fn source(&self) -> Option<i32> {
+        some_i32(self.source)
+    }
+
+    /// Receives only: the message's actual tag.
+    pub fn tag(&self) -> Option<i32> {
+        some_i32(self.tag)
+    }
+
+    /// Receives only: the bytes actually received.
+    pub fn bytes(&self) -> Option<u64> {
+        some_u64(self.bytes)
+    }
+}
+
+/// The arguments few calls have, kept apart from [`CallInfo`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CallExtra {
+    /// Sendrecv's receive half.
+    pub(crate) recv: Option<RecvHalf>,
+    /// Start / Startall: the requests it started, `starts[started.0 ..][.. started.1]`.
+    pub(crate) started: (u32, u32),
+    /// Win_start / Win_post: the world ranks of the group,
+    /// `groups[group.0 ..][.. group.1]` of its timeline.
+    pub(crate) group: (u32, u32),
+}
+
+impl CallInfo {
+    /// The arguments of a call, its rare parts at `extra` of its timeline's side table
+    /// (`None`: it has none). A value equal to a field's sentinel (see the type) reads
+    /// back as not recorded.
+    pub(crate) fn new(
+        a: &overlap_format::schema::CallArgs,
+        buf: Option<Buffer>,
+        completed: (u32, u32),
+        extra: Option<u32>,
+    ) -> CallInfo {
+        CallInfo {
+            peer: a.peer.unwrap_or(NO_I32),
+            tag: a.tag.unwrap_or(NO_I32),
+            comm: a.comm.unwrap_or(0),
+            root: a.root.unwrap_or(NO_I32),
+            win: a.win.unwrap_or(NO_INDEX),
+            extra: extra.unwrap_or(NO_INDEX),
+            bytes: a.bytes.unwrap_or(NO_U64),
+            request: a.request.unwrap_or(NO_U64),
+            buf,
+            completed,
+            site: a.site.and_then(NonZeroU64::new),
+        }
+    }
+
+    /// Peer (world rank) of a point-to-point call.
+    pub fn peer(&self) -> Option<i32> {
+        some_i32(self.peer)
+    }
+
+    /// Tag.
+    pub fn tag(&self) -> Option<i32> {
+        some_i32(self.tag)
+    }
+
+    /// Bytes sent, or a receive's capacity.
+    pub fn bytes(&self) -> Option<u64> {
+        some_u64(self.bytes)
+    }
+
+    /// The request a post created.
+    pub fn request(&self) -> Option<u64> {
+        some_u64(self.request)
+    }
+
+    /// Rooted collectives: the root (world rank).
+    pub fn root(&self) -> Option<i32> {
+        some_i32(self.root)
+    }
+
+    /// Calls on a window: its id (the same on every rank of its group).
+    pub fn win(&self) -> Option<u32> {
+        (self.win != NO_INDEX).then_some(self.win)
+    }
+
+    /// Its entry in the timeline's side table, if it has one.
+    pub(crate) fn extra(&self) -> Option<usize> {
+        (self.extra != NO_INDEX).then_some(self.extra as usize)
+    }
+}
