@@ -228,8 +228,8 @@ fn requests(trace: &Trace, d: &Details) -> Result<DataFrame> {
             col(
                 "post_ns",
                 r.iter()
-                    .map(|q| span(q.rank, q.post_index()).map_or(0, |s| s.start.0))
-                    .collect(),
+                    .map(|q| span(q.rank, q.post_index()).map(|s| s.start.0))
+                    .collect::<Vec<Option<u64>>>(),
             ),
             col(
                 "completion_call",

@@ -104,10 +104,13 @@ impl Timeline {
                         tag: a.recv_tag,
                         buf: buffer(a.recv_buf, a.recv_buf_len),
                     });
+                // An empty list is (0, 0) wherever the lists stand, so that a call with
+                // none of the rare arguments takes no entry.
+                let slice = |first: u32, n: usize| if n == 0 { (0, 0) } else { (first, n as u32) };
                 let extra = CallExtra {
                     recv,
-                    started: (first_start, a.started.len() as u32),
-                    group: (first_member, a.group.len() as u32),
+                    started: slice(first_start, a.started.len()),
+                    group: slice(first_member, a.group.len()),
                 };
                 let extra = (extra != CallExtra::default()).then(|| {
                     self.extras.push(extra);
@@ -232,5 +235,100 @@ impl Timeline {
             }
         }
         Some((start, end.max(start)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use overlap_format::schema::{CallArgs, CallEvent, Completion, Nanos, Op, Started};
+
+    use super::*;
+
+    fn call(t: &mut Timeline, at: u64, op: Op, args: CallArgs) {
+        t.push(&Event::Call(CallEvent {
+            tid: 0,
+            start: Nanos(at),
+            end: Nanos(at + 1),
+            op,
+            args,
+        }));
+    }
+
+    /// ```text
+    ///  0 Startall(#1 #2)  2 Isend(#3 -> 1, tag 7)  4 Waitall(#1 #2 #3)  6 Sendrecv(-> 1, <- 2)
+    /// ```
+    /// Only the Startall and the Sendrecv have rare arguments: the other calls take no
+    /// side-table entry, even after the Startall's requests moved the list's end.
+    #[test]
+    fn rare_arguments_kept_apart_and_only_for_the_calls_that_have_them() {
+        let mut t = Timeline::new(0);
+        let started = vec![
+            Started {
+                request: 1,
+                persistent: 10,
+            },
+            Started {
+                request: 2,
+                persistent: 11,
+            },
+        ];
+        call(
+            &mut t,
+            0,
+            Op::Startall,
+            CallArgs {
+                started: started.clone(),
+                ..CallArgs::default()
+            },
+        );
+        let isend = CallArgs {
+            peer: Some(1),
+            tag: Some(7),
+            bytes: Some(64),
+            request: Some(3),
+            ..CallArgs::default()
+        };
+        call(&mut t, 2, Op::Isend, isend);
+        let done = |r: u64| Completion {
+            request: Some(r),
+            source: None,
+            tag: None,
+            bytes: None,
+        };
+        let waitall = CallArgs {
+            completed: vec![done(1), done(2), done(3)],
+            ..CallArgs::default()
+        };
+        call(&mut t, 4, Op::Waitall, waitall);
+        let sendrecv = CallArgs {
+            peer: Some(1),
+            recv_peer: Some(2),
+            recv_tag: Some(5),
+            ..CallArgs::default()
+        };
+        call(&mut t, 6, Op::Sendrecv, sendrecv);
+        assert_eq!(t.extras.len(), 2, "the Startall's and the Sendrecv's");
+
+        let (_, startall) = t.call(0).expect("a call");
+        assert_eq!(t.started(startall), started.as_slice());
+        let (_, isend) = t.call(1).expect("a call");
+        assert_eq!(isend.extra(), None);
+        assert!(t.started(isend).is_empty() && t.group(isend).is_empty());
+        assert_eq!(
+            (isend.peer(), isend.tag(), isend.bytes()),
+            (Some(1), Some(7), Some(64))
+        );
+        assert_eq!(
+            (isend.request(), isend.root(), isend.win()),
+            (Some(3), None, None)
+        );
+        let (_, waitall) = t.call(2).expect("a call");
+        let ids: Vec<Option<u64>> = t.completions(waitall).iter().map(|d| d.request()).collect();
+        assert_eq!(ids, [Some(1), Some(2), Some(3)]);
+        assert_eq!(t.completions(waitall)[0].source(), None);
+        let (_, sendrecv) = t.call(3).expect("a call");
+        let half = t.recv_half(sendrecv).expect("its receive half");
+        assert_eq!((half.peer, half.tag), (Some(2), Some(5)));
+        assert_eq!(t.recv_half(isend), None);
     }
 }

@@ -14,6 +14,7 @@ use overlap_format::schema::{Op, OpClass, RequestKind};
 use crate::fxhash::FxHashMap;
 use crate::metrics::collectives;
 use crate::metrics::transfer::{class_of, CollectiveModel};
+use crate::model::compact::index_u32;
 use crate::model::{Timeline, Trace, What};
 
 use super::{
@@ -128,7 +129,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                 lead_in_ns: lead_in,
                 measured_start_ns: start,
                 measured_end_ns: end,
-                span: i as u32,
+                span: index_u32(i),
                 call: s.op(),
                 site: None,
             };
@@ -417,13 +418,13 @@ fn inferred(
             name: name_id(program, names, INFERRED_NAME),
             inferred: true,
             access: None,
-            until_span: until.map(|u| u as u32),
+            until_span: until.map(index_u32),
         },
         cost_ns: to - from,
         lead_in_ns: 0,
         measured_start_ns: from,
         measured_end_ns: to,
-        span: after as u32,
+        span: index_u32(after),
         call: None,
         site: None,
     }
