@@ -38,23 +38,15 @@ fn program(per_iteration: usize, iterations: usize) -> Program {
             let site = |k: usize| (e * 5 + k + 1) as u64;
             let (rbuf, sbuf) = (0x10_0000 + e as u64 * 0x1000, 0x80_0000 + e as u64 * 0x1000);
             let mut request = |role, buf, post| {
-                p.requests.push(RequestOp {
-                    proc_null: false,
-                    rank: 0,
-                    role,
-                    message: None,
-                    instance: None,
-                    peer: Some(1),
-                    tag: Some((e % 7) as i32),
-                    comm: 0,
-                    bytes: 4096,
-                    buffer: Some(Buffer {
-                        addr: buf,
-                        len: 4096,
-                    }),
-                    post,
-                    complete: Some(post + 2 + usize::from(role == RequestRole::Send)),
+                let mut q = RequestOp::new(0, role, post);
+                q.set_peer_and_tag(Some(1), Some((e % 7) as i32));
+                q.bytes = 4096;
+                q.buffer = Some(Buffer {
+                    addr: buf,
+                    len: 4096,
                 });
+                q.set_complete(post + 2 + usize::from(role == RequestRole::Send));
+                p.requests.push(q);
                 p.requests.len() - 1
             };
             let base = ops.len();

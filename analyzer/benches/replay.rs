@@ -65,20 +65,11 @@ fn program(ops: usize) -> Program {
             {
                 let request = p.requests.len();
                 reqs[r as usize][k] = request;
-                p.requests.push(RequestOp {
-                    proc_null: false,
-                    rank: r,
-                    role,
-                    message: None,
-                    instance: None,
-                    peer: Some(peer as i32),
-                    tag: Some(0),
-                    comm: 0,
-                    bytes,
-                    buffer: None,
-                    post: base + k,
-                    complete: Some(base + 5 + k),
-                });
+                let mut q = RequestOp::new(r, role, base + k);
+                q.set_peer_and_tag(Some(peer as i32), Some(0));
+                q.bytes = bytes;
+                q.set_complete(base + 5 + k);
+                p.requests.push(q);
                 p.ranks[r as usize]
                     .ops
                     .push(op(OpKind::Post { request }, 300, Some(call)));
@@ -109,13 +100,13 @@ fn program(ops: usize) -> Program {
                 let m = p.messages.len();
                 let (s, q) = (&p.requests[send], &p.requests[recv]);
                 p.messages.push(MessageOp {
-                    from: (s.rank, s.post),
-                    to: (q.rank, q.post),
+                    from: (s.rank, s.post()),
+                    to: (q.rank, q.post()),
                     bytes,
                     tag: 0,
                 });
-                p.requests[send].message = Some(m);
-                p.requests[recv].message = Some(m);
+                p.requests[send].set_message(m);
+                p.requests[recv].set_message(m);
             }
         }
         let instance = p.collectives.len();

@@ -86,7 +86,7 @@ fn calls_and_gaps_become_operations() {
     // Each request knows its post, its completion and its message; the message links
     // rank 0's send post to rank 1's receive post.
     for q in &p.requests {
-        assert!(q.complete.is_some() && q.message.is_some(), "{q:?}");
+        assert!(q.complete().is_some() && q.message().is_some(), "{q:?}");
         assert!(!q.proc_null);
     }
     let m = &p.messages[p
@@ -94,7 +94,7 @@ fn calls_and_gaps_become_operations() {
         .iter()
         .find(|q| q.rank == 0 && q.role == RequestRole::Send)
         .unwrap()
-        .message
+        .message()
         .unwrap()];
     assert_eq!((m.from, m.to, m.bytes, m.tag), ((0, 1), (1, 0), 64, 9));
 }

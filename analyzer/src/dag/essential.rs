@@ -106,10 +106,10 @@ pub fn essential(program: &Program, rank: &RankProgram, conservative: bool) -> D
             },
             OpKind::Post { request } => {
                 let q = &program.requests[*request];
-                if let Some(c) = q.complete {
+                if let Some(c) = q.complete() {
                     add(&mut g, i, c);
                 }
-                let end = q.complete.unwrap_or(i);
+                let end = q.complete().unwrap_or(i);
                 if let Some(b) = q.buffer {
                     let u = if q.role == RequestRole::Recv {
                         Use::Write
@@ -120,7 +120,7 @@ pub fn essential(program: &Program, rank: &RankProgram, conservative: bool) -> D
                 }
                 match q.role {
                     RequestRole::Send | RequestRole::Recv => {
-                        let (peer, tag) = (q.peer.unwrap_or(-1), q.tag.unwrap_or(-1));
+                        let (peer, tag) = (q.peer().unwrap_or(-1), q.tag().unwrap_or(-1));
                         if q.role == RequestRole::Send {
                             if let Some(p) = last_send.insert((peer, tag, q.comm), i) {
                                 add(&mut g, p, i);

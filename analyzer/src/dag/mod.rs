@@ -73,7 +73,7 @@ pub fn op_key(program: &Program, rank: &RankProgram, index: usize) -> u64 {
         }
         OpKind::Post { request } | OpKind::Complete { request } => {
             let r = &program.requests[*request];
-            (r.role as u8, r.tag, r.comm).hash(&mut h);
+            (r.role as u8, r.tag(), r.comm).hash(&mut h);
         }
         _ => {}
     }

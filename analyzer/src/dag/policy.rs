@@ -82,7 +82,7 @@ impl<'a> OpView<'a> {
 
     /// The tag of a point-to-point request's post or completion.
     pub fn tag(&self) -> Option<i32> {
-        self.request().and_then(|r| r.tag)
+        self.request().and_then(|r| r.tag())
     }
 
     /// The name of a compute.

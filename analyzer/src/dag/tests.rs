@@ -62,20 +62,12 @@ impl Build {
 
     /// A request (posted at `post`, completed at `complete`: op positions to come).
     fn request(&mut self, role: RequestRole, peer: i32, tag: i32, b: u64) -> usize {
-        self.program.requests.push(RequestOp {
-            proc_null: false,
-            rank: 0,
-            role,
-            message: None,
-            instance: None,
-            peer: Some(peer),
-            tag: Some(tag),
-            comm: 0,
-            bytes: 64,
-            buffer: Some(buf(b)),
-            post: usize::MAX,
-            complete: None,
-        });
+        // Posted at 0 until `post` places it.
+        let mut q = RequestOp::new(0, role, 0);
+        q.set_peer_and_tag(Some(peer), Some(tag));
+        q.bytes = 64;
+        q.buffer = Some(buf(b));
+        self.program.requests.push(q);
         self.program.requests.len() - 1
     }
 
@@ -85,13 +77,13 @@ impl Build {
             _ => Op::Irecv,
         };
         let i = self.push(OpKind::Post { request: r }, Some(call));
-        self.program.requests[r].post = i;
+        self.program.requests[r].set_post(i);
         i
     }
 
     fn complete(&mut self, r: usize) -> usize {
         let i = self.push(OpKind::Complete { request: r }, Some(Op::Wait));
-        self.program.requests[r].complete = Some(i);
+        self.program.requests[r].set_complete(i);
         i
     }
 

@@ -186,23 +186,18 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                                     cop.op = args_op;
                                     cop.cost_ns = nb_model.pure(args_op, cop.bytes).map(|n| n.0);
                                 }
-                                program.requests.push(RequestOp {
-                                    rank: t.rank,
-                                    role,
-                                    message: None,
-                                    instance,
-                                    peer: desc.and_then(|d| d.peer()),
-                                    tag: desc.and_then(|d| d.tag()),
-                                    comm: desc.map_or(0, |d| d.comm),
-                                    bytes: desc.and_then(|d| d.bytes()).unwrap_or(0),
-                                    buffer: desc.and_then(|d| d.buf),
-                                    // A send names its peer; a receive's status says
-                                    // (set at its completion).
-                                    proc_null: role == RequestRole::Send
-                                        && desc.and_then(|d| d.peer()).is_some_and(|p| p < 0),
-                                    post: ops.len(),
-                                    complete: None,
-                                });
+                                let mut q = RequestOp::new(t.rank, role, ops.len());
+                                q.set_instance(instance);
+                                let peer = desc.and_then(|d| d.peer());
+                                q.set_peer_and_tag(peer, desc.and_then(|d| d.tag()));
+                                q.comm = desc.map_or(0, |d| d.comm);
+                                q.bytes = desc.and_then(|d| d.bytes()).unwrap_or(0);
+                                q.buffer = desc.and_then(|d| d.buf);
+                                // A send names its peer; a receive's status says (set at
+                                // its completion).
+                                q.proc_null =
+                                    role == RequestRole::Send && peer.is_some_and(|p| p < 0);
+                                program.requests.push(q);
                                 let share = (end - start) / n;
                                 ops.push(Operation {
                                     kind: OpKind::Post { request: rid },
@@ -239,7 +234,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
                             }
                             let n = done.len().max(1) as u64;
                             for (k, rid) in done.iter().enumerate() {
-                                program.requests[*rid].complete = Some(ops.len());
+                                program.requests[*rid].set_complete(ops.len());
                                 ops.push(Operation {
                                     kind: OpKind::Complete { request: *rid },
                                     cost_ns: shortest / n,
@@ -484,24 +479,24 @@ fn link_messages(
         let send_req = posts(ss, m.send.index).find(|&r| {
             let q = &program.requests[r];
             q.role == RequestRole::Send
-                && q.message.is_none()
-                && q.peer == Some(m.recv_post.rank as i32)
-                && q.tag == Some(m.tag)
+                && q.message().is_none()
+                && q.peer() == Some(m.recv_post.rank as i32)
+                && q.tag() == Some(m.tag)
         });
         let recv_req = posts(rs, m.recv_post.index).find(|&r| {
             let q = &program.requests[r];
             q.role == RequestRole::Recv
-                && q.message.is_none()
-                && q.peer.is_none_or(|p| p < 0 || p == m.send.rank as i32)
+                && q.message().is_none()
+                && q.peer().is_none_or(|p| p < 0 || p == m.send.rank as i32)
         });
-        let from_op = send_req.map_or(sop, |r| program.requests[r].post);
-        let to_op = recv_req.map_or(rop, |r| program.requests[r].post);
+        let from_op = send_req.map_or(sop, |r| program.requests[r].post());
+        let to_op = recv_req.map_or(rop, |r| program.requests[r].post());
         for (rid, rank, op) in [
             (send_req, m.send.rank, sop),
             (recv_req, m.recv_post.rank, rop),
         ] {
             match rid {
-                Some(r) => program.requests[r].message = Some(id),
+                Some(r) => program.requests[r].set_message(id),
                 None => {
                     // Ranks are in the trace's order, sorted by rank.
                     let Ok(p) = program.ranks.binary_search_by_key(&rank, |p| p.rank) else {

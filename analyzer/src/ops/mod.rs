@@ -35,6 +35,7 @@ use std::num::NonZeroU64;
 
 use overlap_format::schema::Op;
 
+use crate::model::compact::{index_u32, some_i32, some_index, NO_I32, NO_INDEX};
 pub use crate::model::Access;
 use crate::model::Buffer;
 
@@ -192,34 +193,109 @@ pub enum RequestRole {
     Other,
 }
 
-/// A non-blocking request.
+/// A non-blocking request, in 72 bytes (a program holds one per request of the trace):
+/// its links and its peer and tag kept with the sentinels of [`crate::model::compact`]
+/// and read through methods.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestOp {
     /// The rank that posted it.
     pub rank: u32,
-    /// What it does.
-    pub role: RequestRole,
-    /// The message it sends or receives, when matched.
-    pub message: Option<MessageId>,
-    /// The non-blocking collective it is part of.
-    pub instance: Option<InstanceId>,
-    /// Peer (world rank), tag, communicator of a point-to-point request; a negative
-    /// peer or tag is a wildcard.
-    pub peer: Option<i32>,
-    /// Tag.
-    pub tag: Option<i32>,
+    message: u32,
+    instance: u32,
+    post: u32,
+    complete: u32,
+    peer: i32,
+    tag: i32,
     /// Communicator.
     pub comm: u32,
     /// Bytes.
     pub bytes: u64,
     /// Its buffer, when recorded.
     pub buffer: Option<Buffer>,
+    /// What it does.
+    pub role: RequestRole,
     /// To or from `MPI_PROC_NULL`: completes at once, with no message by design.
     pub proc_null: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<RequestOp>() == 72);
+
+impl RequestOp {
+    /// A request of `rank` posted by its operation `post`: no message, instance, peer,
+    /// tag, buffer or completion yet, communicator 0, 0 bytes.
+    pub fn new(rank: u32, role: RequestRole, post: usize) -> RequestOp {
+        RequestOp {
+            rank,
+            message: NO_INDEX,
+            instance: NO_INDEX,
+            post: index_u32(post),
+            complete: NO_INDEX,
+            peer: NO_I32,
+            tag: NO_I32,
+            comm: 0,
+            bytes: 0,
+            buffer: None,
+            role,
+            proc_null: false,
+        }
+    }
+
+    /// The message it sends or receives, when matched.
+    pub fn message(&self) -> Option<MessageId> {
+        some_index(self.message)
+    }
+
+    /// Links it to its message.
+    pub fn set_message(&mut self, m: MessageId) {
+        self.message = index_u32(m);
+    }
+
+    /// The non-blocking collective it is part of.
+    pub fn instance(&self) -> Option<InstanceId> {
+        some_index(self.instance)
+    }
+
+    /// Makes it part of a non-blocking collective instance (none: of none).
+    pub fn set_instance(&mut self, i: Option<InstanceId>) {
+        self.instance = i.map_or(NO_INDEX, index_u32);
+    }
+
     /// Index of its post in the rank's operations.
-    pub post: usize,
+    pub fn post(&self) -> usize {
+        self.post as usize
+    }
+
+    /// Moves its post to the rank's operation `i`.
+    pub fn set_post(&mut self, i: usize) {
+        self.post = index_u32(i);
+    }
+
     /// Index of its completion in the rank's operations, when it was completed.
-    pub complete: Option<usize>,
+    pub fn complete(&self) -> Option<usize> {
+        some_index(self.complete)
+    }
+
+    /// Marks it completed by the rank's operation `i`.
+    pub fn set_complete(&mut self, i: usize) {
+        self.complete = index_u32(i);
+    }
+
+    /// Peer (world rank) of a point-to-point request; negative: a wildcard or
+    /// `MPI_PROC_NULL`.
+    pub fn peer(&self) -> Option<i32> {
+        some_i32(self.peer)
+    }
+
+    /// Tag; negative: a wildcard.
+    pub fn tag(&self) -> Option<i32> {
+        some_i32(self.tag)
+    }
+
+    /// Sets its peer and tag (none: not recorded).
+    pub fn set_peer_and_tag(&mut self, peer: Option<i32>, tag: Option<i32>) {
+        self.peer = peer.unwrap_or(NO_I32);
+        self.tag = tag.unwrap_or(NO_I32);
+    }
 }
 
 /// A point-to-point message.

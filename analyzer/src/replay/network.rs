@@ -278,7 +278,7 @@ pub fn fit_eager_limit(program: &Program) -> Option<(u64, Option<u64>)> {
             OpKind::Post { request } => program
                 .requests
                 .get(*request)
-                .and_then(|r| r.complete)
+                .and_then(|r| r.complete())
                 .and_then(|c| sender.ops.get(c)),
             _ => None,
         };

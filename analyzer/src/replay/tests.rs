@@ -66,26 +66,16 @@ impl B {
             _ => Op::Iallreduce,
         };
         let post = self.op(r, OpKind::Post { request }, 0, Some(call));
-        self.p.requests.push(RequestOp {
-            proc_null: false,
-            rank: r,
-            role,
-            message: None,
-            instance: None,
-            peer: Some(peer as i32),
-            tag: Some(0),
-            comm: 0,
-            bytes,
-            buffer: None,
-            post,
-            complete: None,
-        });
+        let mut q = RequestOp::new(r, role, post);
+        q.set_peer_and_tag(Some(peer as i32), Some(0));
+        q.bytes = bytes;
+        self.p.requests.push(q);
         request
     }
 
     fn wait(&mut self, r: u32, request: usize) -> usize {
         let i = self.op(r, OpKind::Complete { request }, 0, Some(Op::Wait));
-        self.p.requests[request].complete = Some(i);
+        self.p.requests[request].set_complete(i);
         i
     }
 
@@ -94,13 +84,13 @@ impl B {
         let m = self.p.messages.len();
         let (a, b) = (&self.p.requests[s], &self.p.requests[r]);
         self.p.messages.push(MessageOp {
-            from: (a.rank, a.post),
-            to: (b.rank, b.post),
+            from: (a.rank, a.post()),
+            to: (b.rank, b.post()),
             bytes: a.bytes,
             tag: 0,
         });
-        self.p.requests[s].message = Some(m);
-        self.p.requests[r].message = Some(m);
+        self.p.requests[s].set_message(m);
+        self.p.requests[r].set_message(m);
     }
 
     /// A blocking call sending and receiving the given messages (linked later).
@@ -306,8 +296,8 @@ fn nonblocking_collectives_complete_after_the_last_post() {
     for (r, c) in [(0, 10), (1, 30)] {
         b.compute(r, c);
         let q = b.post(r, RequestRole::Collective, r, 8);
-        b.p.requests[q].instance = Some(0);
-        members.push((r, b.p.requests[q].post));
+        b.p.requests[q].set_instance(Some(0));
+        members.push((r, b.p.requests[q].post()));
         reqs.push(q);
         b.compute(r, 5);
         b.wait(r, q);

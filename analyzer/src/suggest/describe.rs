@@ -63,7 +63,7 @@ impl Namer<'_> {
             OpKind::Post { request } | OpKind::Complete { request } => {
                 let r = &self.program.requests[*request];
                 let call = op.call.map_or("MPI call", |c| c.mpi_name());
-                let what = match (r.role, r.peer) {
+                let what = match (r.role, r.peer()) {
                     _ if r.proc_null && r.role == RequestRole::Recv => {
                         "recv from MPI_PROC_NULL".to_string()
                     }
@@ -149,7 +149,7 @@ impl Namer<'_> {
             OpKind::Complete { request } => {
                 let r = &self.program.requests[*request];
                 let call = op.call.map_or("MPI call", |c| c.mpi_name());
-                let post = &self.program.rank(r.rank).map(|p| &p.ops[r.post]);
+                let post = &self.program.rank(r.rank).map(|p| &p.ops[r.post()]);
                 let posted = post
                     .and_then(|p| p.call)
                     .map_or("request", |c| c.mpi_name());
@@ -168,7 +168,7 @@ impl Namer<'_> {
 
     fn request_words(&self, request: usize) -> String {
         let r = &self.program.requests[request];
-        let peer = match (r.role, r.peer) {
+        let peer = match (r.role, r.peer()) {
             _ if r.proc_null && r.role == RequestRole::Recv => "from MPI_PROC_NULL".to_string(),
             (RequestRole::Send, Some(p)) if p < 0 => "to MPI_PROC_NULL".to_string(),
             (RequestRole::Send, Some(p)) => format!("to rank {p}"),
@@ -181,7 +181,7 @@ impl Namer<'_> {
         // A point-to-point request's size is recorded; a collective's or a one-sided
         // request's is not always: it is not shown rather than shown as 0.
         let size = matches!(r.role, RequestRole::Send | RequestRole::Recv).then(|| bytes(r.bytes));
-        let tag = r.tag.map(|t| format!("tag {t}"));
+        let tag = r.tag().map(|t| format!("tag {t}"));
         let detail: Vec<String> = tag.into_iter().chain(size).collect();
         if detail.is_empty() {
             peer

@@ -34,7 +34,7 @@ impl Sim<'_> {
     pub(super) fn post(&mut self, request: usize, now: u64) {
         self.req_posted[request] = true;
         let r = &self.p.requests[request];
-        match (r.role, r.message, r.instance) {
+        match (r.role, r.message(), r.instance()) {
             (RequestRole::Send, Some(m), _) => self.send_posted(m, now),
             (RequestRole::Recv, Some(m), _) => self.recv_posted(m, now),
             (RequestRole::Send | RequestRole::Recv, None, _) => {

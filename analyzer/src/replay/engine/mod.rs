@@ -378,7 +378,7 @@ impl<'a> Sim<'a> {
 
     fn request_done(&self, request: usize) -> u64 {
         let r = &self.p.requests[request];
-        match (r.role, r.message) {
+        match (r.role, r.message()) {
             (RequestRole::Send, Some(m)) => self.msgs[m].send_done,
             (RequestRole::Recv, Some(m)) => self.msgs[m].recv_done,
             _ => self.req_done[request],
@@ -455,7 +455,7 @@ impl<'a> Sim<'a> {
         let waits_for = match &op.kind {
             OpKind::Complete { request } => {
                 let r = &self.p.requests[*request];
-                match (r.role, r.message) {
+                match (r.role, r.message()) {
                     (RequestRole::Send, Some(m)) => peer(m, true),
                     (RequestRole::Recv, Some(m)) => peer(m, false),
                     _ => "the other members of its collective".to_string(),
