@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::util::{overlap, overlap_bin};
@@ -43,30 +44,40 @@ struct Tmux {
 }
 
 impl Tmux {
+    /// Starts a server on a socket no other `Tmux` of this process has used: reusing the
+    /// socket of one just killed can meet its exiting server ("server exited
+    /// unexpectedly"). A start that fails anyway is retried, its error kept.
     fn start(command: &str) -> Tmux {
-        let socket = format!(
-            "overlap-tui-test-{}-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        )
-        .replace(['(', ')'], "");
-        let t = Tmux { socket };
-        let ok = t
-            .cmd(&[
-                "new-session",
-                "-d",
-                "-x",
-                "150",
-                "-y",
-                "42",
-                "-s",
-                "t",
-                command,
-            ])
-            .status()
-            .expect("tmux runs: the project's set-up (scripts/bootstrap.sh) installs it");
-        assert!(ok.success(), "tmux could not start");
-        t
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let mut errors = Vec::new();
+        for _ in 0..3 {
+            let socket = format!(
+                "overlap-tui-test-{}-{}",
+                std::process::id(),
+                STARTED.fetch_add(1, Ordering::Relaxed)
+            );
+            let t = Tmux { socket };
+            let out = t
+                .cmd(&[
+                    "new-session",
+                    "-d",
+                    "-x",
+                    "150",
+                    "-y",
+                    "42",
+                    "-s",
+                    "t",
+                    command,
+                ])
+                .output()
+                .expect("tmux runs: the project's set-up (scripts/bootstrap.sh) installs it");
+            if out.status.success() {
+                return t;
+            }
+            errors.push(String::from_utf8_lossy(&out.stderr).into_owned());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("tmux could not start: {errors:?}");
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
