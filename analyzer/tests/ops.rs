@@ -119,3 +119,107 @@ fn unmarked_time_stays_with_the_next_operation() {
     assert_eq!(leads, [(0, 1), (2, 6), (1, 1)]);
     assert_eq!(p.name(0), "work");
 }
+
+/// Ranks are built in parallel, a few at a time (4 per thread); what links them is
+/// numbered in rank order, as one pass over the ranks would. Nine ranks in a ring, each
+/// with its own compute name and a non-blocking collective between two barriers:
+///
+/// ```text
+///  rank r  |Irecv(r-1) 0-1|Isend(r+1) 1-2|compute "even"/"odd" 2-6|Waitall 6-8|
+///          |Barrier 8-9|Ibarrier 9-10|Wait 10-11|Barrier 11-12|
+/// ```
+///
+/// Whether built on one thread (chunks of 4 ranks: 4, 4, 1) or three (one chunk of 9),
+/// the program is the same, and its ids are those of rank order: names "even" then
+/// "odd"; rank r's requests 3r (receive), 3r + 1 (send), 3r + 2 (Ibarrier); instances 0
+/// (first barrier), 1 (Ibarrier), 2 (second barrier), each with its members in rank
+/// order.
+#[test]
+fn ranks_built_in_parallel_are_numbered_in_rank_order() {
+    const RANKS: i32 = 9;
+    let ibarrier = |start: u64, end: u64, request: u64| {
+        call(
+            Op::Ibarrier,
+            start,
+            end,
+            CallArgs {
+                comm: Some(0),
+                request: Some(request),
+                ..CallArgs::default()
+            },
+        )
+    };
+    let trace = run((0..RANKS)
+        .map(|r| {
+            let (left, right) = ((r + RANKS - 1) % RANKS, (r + 1) % RANKS);
+            vec![
+                irecv(0, 1, left, 5, 32, 1),
+                isend(1, 2, right, 5, 32, 2),
+                compute(2, 6, if r % 2 == 0 { "even" } else { "odd" }),
+                complete(Op::Waitall, 6, 8, &[(1, Some((left, 5))), (2, None)]),
+                barrier(8, 9),
+                ibarrier(9, 10, 3),
+                complete(Op::Wait, 10, 11, &[(3, None)]),
+                barrier(11, 12),
+            ]
+        })
+        .collect());
+    let on = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| extract(&trace).unwrap())
+    };
+    let p = on(1);
+    assert_eq!(p, on(3));
+    assert_eq!(p.names, ["even", "odd"]);
+    assert_eq!(p.requests.len(), 3 * RANKS as usize);
+    assert_eq!(p.messages.len(), RANKS as usize);
+    for (r, rank) in p.ranks.iter().enumerate() {
+        let posts: Vec<usize> = rank
+            .ops
+            .iter()
+            .filter_map(|o| match o.kind {
+                OpKind::Post { request } => Some(request),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(posts, [3 * r, 3 * r + 1, 3 * r + 2], "rank {r}");
+        let names: Vec<u32> = rank
+            .ops
+            .iter()
+            .filter_map(|o| match o.kind {
+                OpKind::Compute { name, .. } => Some(name),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(names, [(r % 2) as u32], "rank {r}");
+        let instances: Vec<usize> = rank
+            .ops
+            .iter()
+            .filter_map(|o| match o.kind {
+                OpKind::Collective { instance, .. } => Some(instance),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(instances, [0, 2], "rank {r}");
+        assert_eq!(p.requests[3 * r + 2].instance(), Some(1), "rank {r}");
+        // Each send's message reaches the right neighbour's receive.
+        let m = &p.messages[p.requests[3 * r + 1].message().unwrap()];
+        assert_eq!(
+            (m.from.0, m.to.0),
+            (r as u32, (r as u32 + 1) % RANKS as u32)
+        );
+        assert_eq!(
+            p.requests[3 * ((r + 1) % RANKS as usize)].message(),
+            p.requests[3 * r + 1].message()
+        );
+    }
+    let members = |k: usize| -> Vec<u32> { p.collectives[k].members.iter().map(|m| m.0).collect() };
+    let in_order: Vec<u32> = (0..RANKS as u32).collect();
+    for k in 0..3 {
+        assert_eq!(members(k), in_order, "instance {k}");
+    }
+    assert_eq!(p.collectives[1].op, Op::Ibarrier);
+}

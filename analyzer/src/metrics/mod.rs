@@ -16,6 +16,7 @@ pub mod pop;
 pub mod progress;
 pub mod request_row;
 pub mod requests;
+mod schedule;
 pub mod split;
 pub mod transfer;
 pub mod wait_states;
@@ -223,13 +224,11 @@ pub struct Details {
     pub chains: Vec<crate::gpu::ChainRow>,
 }
 
-/// Runs every analysis on `trace`: the replays (the run as programs of operations,
-/// replayed ideal and as measured) on one of rayon's threads while the figures of the
-/// trace itself are computed on another.
+/// Runs every analysis on `trace`, each step beside those whose memory it can share
+/// ([`schedule`] says in what order and why).
 pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
     let _span = tracing::info_span!("metrics").entered();
-    let ((replayed, self_check), m) =
-        rayon::join(|| replays(trace), || measured_figures(trace, opts));
+    let (replayed, self_check, m) = schedule::figures(trace, opts);
     let pop = pop::efficiencies(&m.ranks, &m.totals, &m.wait_states.per_rank_ns, replayed);
     let (indeterminate_waits, indeterminate_wait_ns) = m
         .waits
@@ -313,96 +312,6 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
         chains: chains.unwrap_or_default(),
     };
     (report, details)
-}
-
-/// The figures [`analyze`] computes from the trace itself, apart from the replays.
-struct Measured {
-    ranks: Vec<RankBudget>,
-    totals: RunBudget,
-    waits: Vec<WaitInstance>,
-    wait_states: WaitStates,
-    request_summary: RequestSummary,
-    requests: Vec<RequestRow>,
-    false_overlap: Vec<Finding>,
-    sites: SiteTable,
-    by_site: BySite,
-}
-
-fn measured_figures(trace: &Trace, opts: &Options) -> Measured {
-    // The budgets, the wait states, the requests and the sites do not need each other.
-    let (((ranks, totals), waits), ((model, collective_model, requests), sites)) = rayon::join(
-        || {
-            rayon::join(
-                || {
-                    let _s = tracing::info_span!("time budget").entered();
-                    budget::budgets(trace)
-                },
-                || {
-                    let _s = tracing::info_span!("wait states").entered();
-                    wait_states::instances(trace)
-                },
-            )
-        },
-        || {
-            rayon::join(
-                || {
-                    let _s = tracing::info_span!("requests").entered();
-                    let model = transfer::TransferModel::fit(trace);
-                    let collective_model = transfer::CollectiveModel::fit(trace);
-                    let r = requests::per_request(trace, &model, &collective_model, opts);
-                    (model, collective_model, r)
-                },
-                || SiteTable::build(trace),
-            )
-        },
-    );
-    let wait_states = wait_states::summarize(trace, &waits, opts);
-    let mut request_summary =
-        requests::summarize(trace, &requests, &model, &collective_model, opts);
-    let mut false_overlap = {
-        let _s = tracing::info_span!("false overlap").entered();
-        let ls = false_overlap::late_sender_by_call(&waits);
-        false_overlap::findings(trace, &requests, &ls, opts)
-    };
-    let worst: &mut [&mut [RequestMetrics]] = &mut [
-        &mut request_summary.worst,
-        &mut request_summary.written_not_achieved.worst,
-    ];
-    crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
-    let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
-    Measured {
-        ranks,
-        totals,
-        waits,
-        wait_states,
-        request_summary,
-        requests,
-        false_overlap,
-        sites,
-        by_site,
-    }
-}
-
-/// The run replayed: ideal (for POP's T_ideal) and as measured (the self-check); `None`
-/// each when the run cannot be replayed (no rank has events, or a rank was cut short).
-fn replays(trace: &Trace) -> (Option<u64>, Option<crate::replay::SelfCheck>) {
-    let program = {
-        let _s = tracing::info_span!("operations").entered();
-        crate::ops::extract(trace).ok()
-    };
-    // Two replays of one program, apart.
-    rayon::join(
-        || {
-            let _s = tracing::info_span!("ideal replay").entered();
-            program.as_ref().and_then(ideal::replay)
-        },
-        || {
-            let _s = tracing::info_span!("self-check replay").entered();
-            program
-                .as_ref()
-                .and_then(|p| crate::replay::self_check(trace, p))
-        },
-    )
 }
 
 /// True for calls that block until something happens elsewhere (wait states are

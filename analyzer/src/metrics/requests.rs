@@ -20,6 +20,7 @@
 //! ```
 
 use overlap_format::schema::{Nanos, RequestKind};
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::progress::{self, Progress};
@@ -104,17 +105,28 @@ pub fn per_request(
 ) -> Vec<RequestRow> {
     // Bytes actually received, and the matching send's entry, by receive post; the
     // matching receive post's entry by send.
+    // Each map is built on its own thread: they do not need each other.
     let n = trace.messages.len();
-    let mut received: FxHashMap<EventRef, (u64, Nanos)> =
-        FxHashMap::with_capacity_and_hasher(n, Default::default());
-    let mut receiver: FxHashMap<EventRef, Nanos> =
-        FxHashMap::with_capacity_and_hasher(n, Default::default());
-    for m in &trace.messages {
-        if let (Some(send), Some(post)) = (trace.span(m.send), trace.span(m.recv_post)) {
-            received.insert(m.recv_post, (m.bytes, send.start));
-            receiver.insert(m.send, post.start);
-        }
-    }
+    let both = || {
+        trace.messages.iter().filter_map(|m| {
+            let (send, post) = (trace.span(m.send)?, trace.span(m.recv_post)?);
+            Some((m, send.start, post.start))
+        })
+    };
+    let (received, receiver) = rayon::join(
+        || {
+            let mut received: FxHashMap<EventRef, (u64, Nanos)> =
+                FxHashMap::with_capacity_and_hasher(n, Default::default());
+            received.extend(both().map(|(m, sent, _)| (m.recv_post, (m.bytes, sent))));
+            received
+        },
+        || {
+            let mut receiver: FxHashMap<EventRef, Nanos> =
+                FxHashMap::with_capacity_and_hasher(n, Default::default());
+            receiver.extend(both().map(|(m, _, posted)| (m.send, posted)));
+            receiver
+        },
+    );
     // The last member's post of each non-blocking collective, by request.
     let mut last_post: FxHashMap<usize, Nanos> = Default::default();
     for members in super::collectives::nonblocking(trace) {
@@ -149,7 +161,7 @@ pub fn per_request(
     };
     let partner: Vec<Option<Nanos>> = trace
         .requests
-        .iter()
+        .par_iter()
         .enumerate()
         .map(|(ri, r)| partner_of(ri, r))
         .collect();
@@ -159,7 +171,7 @@ pub fn per_request(
         .enumerate()
         .filter_map(|(ri, r)| Some((r.rank, r.completion()?, ri)))
         .collect();
-    by_call.sort_unstable();
+    by_call.par_sort_unstable();
     let mut call_partner: Vec<Option<Nanos>> = vec![None; trace.requests.len()];
     for same in by_call.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
         let latest = same.iter().filter_map(|g| partner[g.2]).max();
@@ -168,7 +180,6 @@ pub fn per_request(
         }
     }
     // Each request on its own: on rayon's threads, in request order.
-    use rayon::prelude::*;
     let one = |ri: usize, r: &crate::model::RequestLife| -> Option<RequestRow> {
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
@@ -400,7 +411,7 @@ pub fn summarize(
         .iter()
         .filter_map(|r| Some((r.rank, r.completion_index()?, r.exposed_wait_ns)))
         .collect();
-    waits.sort_unstable();
+    waits.par_sort_unstable();
     waits.dedup();
     let exposed_wait_ns = waits.iter().map(|w| w.2).sum();
     drop(waits);

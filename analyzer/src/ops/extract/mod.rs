@@ -1,0 +1,322 @@
+//! Builds a [`Program`] from a [`Trace`]: each rank's operations in program order,
+//! requests and messages linked, collective instances with their fitted cost.
+//!
+//! ```text
+//!  timeline (thread without spans)  |Isend 2-3|....|Waitall 7-9|..|Barrier 10-11|
+//!  operations   Post(s) 1ns, Compute "compute" 4ns (inferred), Complete(s) 2ns,
+//!               Compute 1ns (inferred), Collective
+//! ```
+
+mod rank;
+
+use overlap_format::schema::Op;
+use rayon::prelude::*;
+
+use crate::fxhash::FxHashMap;
+use crate::metrics::collectives;
+use crate::metrics::transfer::{class_of, CollectiveModel};
+use crate::model::compact::{index_u32, some_index, NO_INDEX};
+use crate::model::Trace;
+
+use super::{CollectiveOp, MessageOp, OpKind, Program, RequestRole};
+use rank::{Member, RankPart};
+
+/// Why a trace cannot become a program.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    /// The trace has no events in any rank.
+    #[error("{}: no rank has any event to replay", path.display())]
+    Empty {
+        /// The trace.
+        path: std::path::PathBuf,
+    },
+}
+
+/// The name given to compute inferred from the gaps between MPI calls.
+pub const INFERRED_NAME: &str = "compute";
+
+/// The program of every rank of `trace`. Ranks are built in parallel ([`rank::build`]),
+/// a few at a time so that only their parts are held beside the program; what links
+/// them (names, request ids, collective instances) is numbered as they are added, in
+/// rank order, as one pass over the ranks would; messages are linked at the end.
+pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
+    let posted_at = posts_by_rank(trace);
+    let blocking = collectives::instances(trace);
+    let mut nonblocking_of: FxHashMap<usize, usize> = FxHashMap::default();
+    for (k, members) in collectives::nonblocking(trace).iter().enumerate() {
+        for &m in members {
+            nonblocking_of.insert(m, k);
+        }
+    }
+    let shared = rank::Shared {
+        trace,
+        posted_at: &posted_at,
+        blocking: &blocking,
+        nonblocking_of: &nonblocking_of,
+    };
+    let mut program = Program::default();
+    // At most one program request per request, one message per message: never grown
+    // (capacity never written costs no memory).
+    program.requests.reserve_exact(trace.requests.len());
+    program.messages.reserve_exact(trace.messages.len());
+    let mut numbering = Numbering::new(trace);
+    let mut op_of_span = Vec::with_capacity(trace.ranks.len());
+    let mut posted = Vec::with_capacity(trace.ranks.len());
+    let (mut first_start, mut last_end) = (u64::MAX, 0u64);
+    let chunk = 4 * rayon::current_num_threads();
+    for (c, ranks) in trace.ranks.chunks(chunk).enumerate() {
+        let parts: Vec<RankPart> = ranks
+            .par_iter()
+            .enumerate()
+            .map(|(k, t)| rank::build(&shared, c * chunk + k, t))
+            .collect();
+        for mut part in parts {
+            if let Some((lo, hi)) = part.extent {
+                first_start = first_start.min(lo);
+                last_end = last_end.max(hi);
+            }
+            numbering.add(&mut program, &mut part);
+            program.ranks.push(part.program);
+            program.requests.extend(part.requests);
+            op_of_span.push(part.op_of_span);
+            posted.push(part.posted);
+        }
+    }
+    drop((blocking, nonblocking_of));
+    if first_start == u64::MAX {
+        return Err(ExtractError::Empty {
+            path: trace.source.clone(),
+        });
+    }
+    program.measured_ns = last_end.saturating_sub(first_start);
+    link_messages(trace, &mut program, &op_of_span, &posted_at, &posted);
+    fit_blocking_costs(&mut program);
+    Ok(program)
+}
+
+/// What the program numbers across ranks, as ranks are added in rank order.
+struct Numbering {
+    /// Blocking collective instance (trace) -> program instance.
+    blocking: FxHashMap<u32, usize>,
+    /// Non-blocking collective instance (trace) -> program instance.
+    nonblocking: FxHashMap<usize, usize>,
+    /// The pure time of non-blocking collectives.
+    nonblocking_model: CollectiveModel,
+    /// Compute name -> program name id.
+    names: FxHashMap<String, u32>,
+}
+
+impl Numbering {
+    fn new(trace: &Trace) -> Numbering {
+        Numbering {
+            blocking: FxHashMap::default(),
+            nonblocking: FxHashMap::default(),
+            nonblocking_model: CollectiveModel::fit(trace),
+            names: FxHashMap::default(),
+        }
+    }
+
+    /// Gives the next rank's part the program's ids: its collective instances (each
+    /// numbered at its first member, members linked), names and requests (numbered
+    /// after the program's).
+    fn add(&mut self, program: &mut Program, part: &mut RankPart) {
+        let rank = part.program.rank;
+        let offset = program.requests.len();
+        for m in std::mem::take(&mut part.members) {
+            match m {
+                Member::Blocking { id, op, bytes, at } => {
+                    let inst = *self
+                        .blocking
+                        .entry(id)
+                        .or_insert_with(|| new_instance(program, op));
+                    let cop = &mut program.collectives[inst];
+                    cop.bytes = cop.bytes.max(bytes);
+                    cop.members.push((rank, at));
+                    if let OpKind::Collective { instance, .. } = &mut part.program.ops[at].kind {
+                        *instance = inst;
+                    }
+                }
+                Member::Nonblocking {
+                    id,
+                    post,
+                    described,
+                    bytes,
+                    at,
+                    request,
+                } => {
+                    let inst = *self
+                        .nonblocking
+                        .entry(id)
+                        .or_insert_with(|| new_instance(program, post));
+                    let cop = &mut program.collectives[inst];
+                    cop.bytes = cop.bytes.max(bytes);
+                    cop.members.push((rank, at));
+                    cop.op = described;
+                    cop.cost_ns = self
+                        .nonblocking_model
+                        .pure(described, cop.bytes)
+                        .map(|n| n.0);
+                    part.requests[request as usize].set_instance(Some(inst));
+                }
+            }
+        }
+        let ids: Vec<u32> = part
+            .names
+            .iter()
+            .map(|n| rank::name_id(&mut program.names, &mut self.names, n))
+            .collect();
+        for o in &mut part.program.ops {
+            match &mut o.kind {
+                OpKind::Compute { name, .. } => *name = ids[*name as usize],
+                OpKind::Post { request } | OpKind::Complete { request } => *request += offset,
+                _ => {}
+            }
+        }
+        for p in &mut part.posted {
+            if *p != NO_INDEX {
+                *p = index_u32(*p as usize + offset);
+            }
+        }
+    }
+}
+
+/// A new collective instance of `op`, without members yet; its index.
+fn new_instance(program: &mut Program, op: Op) -> usize {
+    program.collectives.push(CollectiveOp {
+        op,
+        bytes: 0,
+        members: Vec::new(),
+        cost_ns: None,
+    });
+    program.collectives.len() - 1
+}
+
+/// Per rank slot of `trace`: `(post span, request index)` of each request, by post span
+/// (requests posted by one call keep their order).
+fn posts_by_rank(trace: &Trace) -> Vec<Vec<(u32, u32)>> {
+    let mut posted_at: Vec<Vec<(u32, u32)>> = vec![Vec::new(); trace.ranks.len()];
+    for (i, r) in trace.requests.iter().enumerate() {
+        if let Ok(slot) = trace.ranks.binary_search_by_key(&r.rank, |t| t.rank) {
+            posted_at[slot].push((index_u32(r.post()), index_u32(i)));
+        }
+    }
+    for list in &mut posted_at {
+        list.sort_by_key(|p| p.0);
+    }
+    posted_at
+}
+
+/// Where the requests posted by the call at `span` are in a rank's [`posts_by_rank`].
+fn posted_at_span(posts: &[(u32, u32)], span: usize) -> std::ops::Range<usize> {
+    let span = index_u32(span);
+    let from = posts.partition_point(|p| p.0 < span);
+    let to = from + posts[from..].partition_point(|p| p.0 == span);
+    from..to
+}
+
+/// Links every matched message to the operations that sent and received it.
+fn link_messages(
+    trace: &Trace,
+    program: &mut Program,
+    op_of_span: &[Vec<u32>],
+    posted_at: &[Vec<(u32, u32)>],
+    posted: &[Vec<u32>],
+) {
+    let slot = |rank: u32| trace.ranks.binary_search_by_key(&rank, |t| t.rank).ok();
+    // The program requests posted by the call at a span of a rank slot.
+    let posts = |slot: usize, span: usize| {
+        posted[slot][posted_at_span(&posted_at[slot], span)]
+            .iter()
+            .filter_map(|&rid| some_index(rid))
+    };
+    let op_at =
+        |slot: usize, span: usize| op_of_span[slot].get(span).and_then(|&op| some_index(op));
+    for m in &trace.messages {
+        let (Some(ss), Some(rs)) = (slot(m.send.rank), slot(m.recv_post.rank)) else {
+            continue;
+        };
+        let (Some(sop), Some(rop)) = (op_at(ss, m.send.index), op_at(rs, m.recv_post.index)) else {
+            continue;
+        };
+        let id = program.messages.len();
+        let send_req = posts(ss, m.send.index).find(|&r| {
+            let q = &program.requests[r];
+            q.role == RequestRole::Send
+                && q.message().is_none()
+                && q.peer() == Some(m.recv_post.rank as i32)
+                && q.tag() == Some(m.tag)
+        });
+        let recv_req = posts(rs, m.recv_post.index).find(|&r| {
+            let q = &program.requests[r];
+            q.role == RequestRole::Recv
+                && q.message().is_none()
+                && q.peer().is_none_or(|p| p < 0 || p == m.send.rank as i32)
+        });
+        let from_op = send_req.map_or(sop, |r| program.requests[r].post());
+        let to_op = recv_req.map_or(rop, |r| program.requests[r].post());
+        for (rid, rank, op) in [
+            (send_req, m.send.rank, sop),
+            (recv_req, m.recv_post.rank, rop),
+        ] {
+            match rid {
+                Some(r) => program.requests[r].set_message(id),
+                None => {
+                    // Ranks are in the trace's order, sorted by rank.
+                    let Ok(p) = program.ranks.binary_search_by_key(&rank, |p| p.rank) else {
+                        continue;
+                    };
+                    let pr = &mut program.ranks[p];
+                    if let Some(OpKind::Blocking { transfers, .. }) =
+                        pr.ops.get_mut(op).map(|o| &mut o.kind)
+                    {
+                        if rank == m.send.rank && op == sop {
+                            transfers.sends.push(id);
+                        } else {
+                            transfers.recvs.push(id);
+                        }
+                    }
+                }
+            }
+        }
+        program.messages.push(MessageOp {
+            from: (m.send.rank, from_op),
+            to: (m.recv_post.rank, to_op),
+            bytes: m.bytes,
+            tag: m.tag,
+        });
+    }
+}
+
+/// Each blocking collective instance's pure time: the shortest, over the instances of
+/// the same call and size class, of a member's exit after the last member's entry.
+fn fit_blocking_costs(program: &mut Program) {
+    let mut best: FxHashMap<(Op, u32), u64> = FxHashMap::default();
+    let mut observed: Vec<Option<u64>> = Vec::with_capacity(program.collectives.len());
+    for c in &program.collectives {
+        let times: Vec<(u64, u64)> = c
+            .members
+            .iter()
+            .filter_map(|&(rank, i)| {
+                let o = program.rank(rank)?.ops.get(i)?;
+                matches!(o.kind, OpKind::Collective { .. })
+                    .then_some((o.measured_start_ns, o.measured_end_ns))
+            })
+            .collect();
+        if times.is_empty() || times.len() != c.members.len() {
+            observed.push(None);
+            continue;
+        }
+        let last = times.iter().map(|t| t.0).max().unwrap_or(0);
+        let shortest = times.iter().map(|t| t.1.saturating_sub(last)).min();
+        observed.push(shortest);
+        if let Some(s) = shortest {
+            let e = best.entry((c.op, class_of(c.bytes))).or_insert(s);
+            *e = (*e).min(s);
+        }
+    }
+    for (c, seen) in program.collectives.iter_mut().zip(observed) {
+        if seen.is_some() {
+            c.cost_ns = best.get(&(c.op, class_of(c.bytes))).copied();
+        }
+    }
+}

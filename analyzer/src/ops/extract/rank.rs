@@ -1,0 +1,400 @@
+//! One rank's operations, built on its own so that ranks are built in parallel: its
+//! operations and requests with rank-local request and name ids, and its collective
+//! memberships, which only the whole program can number into instances
+//! ([`super::extract`] does, in rank order, as one pass over the ranks would).
+
+use std::collections::BTreeMap;
+
+use overlap_format::schema::{Op, OpClass, RequestKind};
+
+use crate::fxhash::FxHashMap;
+use crate::metrics::collectives;
+use crate::model::compact::{index_u32, NO_INDEX};
+use crate::model::{Timeline, Trace, What};
+
+use super::super::{OpKind, Operation, RankProgram, RequestOp, RequestRole, Transfers, Use};
+use super::{posted_at_span, INFERRED_NAME};
+
+/// What every rank's build reads.
+pub(super) struct Shared<'a> {
+    pub trace: &'a Trace,
+    /// Per rank slot: `(post span, trace request index)` of its requests, by post span.
+    pub posted_at: &'a [Vec<(u32, u32)>],
+    /// The blocking collective instance of each call.
+    pub blocking: &'a collectives::Instances,
+    /// Trace request index -> its non-blocking collective instance (of
+    /// [`collectives::nonblocking`]).
+    pub nonblocking_of: &'a FxHashMap<usize, usize>,
+}
+
+/// A rank's part in a collective instance, in operation order.
+pub(super) enum Member {
+    /// A blocking collective call: its trace instance, call and bytes.
+    Blocking {
+        id: u32,
+        op: Op,
+        bytes: u64,
+        /// The operation (its kind's `instance` is set once numbered).
+        at: usize,
+    },
+    /// A request of a non-blocking collective.
+    Nonblocking {
+        /// Its instance in [`collectives::nonblocking`].
+        id: usize,
+        /// The call that posted it (a Start posts a persistent collective).
+        post: Op,
+        /// The call that described it (the collective itself).
+        described: Op,
+        bytes: u64,
+        /// The post operation.
+        at: usize,
+        /// Its rank-local request (its `instance` is set once numbered).
+        request: u32,
+    },
+}
+
+/// One rank's program, with rank-local ids.
+pub(super) struct RankPart {
+    /// Its operations; `Post`/`Complete` name rank-local requests, `Compute` rank-local
+    /// names, `Collective` not yet numbered instances.
+    pub program: RankProgram,
+    /// Its requests, in post order.
+    pub requests: Vec<RequestOp>,
+    /// Aligned with the rank's `posted_at`: each trace request's rank-local program
+    /// request, or `NO_INDEX` when it is not in the program.
+    pub posted: Vec<u32>,
+    /// Compute names, in order of first use.
+    pub names: Vec<String>,
+    /// Its collective memberships, in operation order.
+    pub members: Vec<Member>,
+    /// Span index -> index of the first operation made of it (`NO_INDEX`: none).
+    pub op_of_span: Vec<u32>,
+    /// Its first and last time, when it has events.
+    pub extent: Option<(u64, u64)>,
+}
+
+/// The operations of the rank in `slot` of the trace.
+pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
+    let trace = shared.trace;
+    let posted_at = &shared.posted_at[slot];
+    let mut part = RankPart {
+        program: RankProgram {
+            rank: t.rank,
+            complete: t.complete,
+            ..RankProgram::default()
+        },
+        requests: Vec::new(),
+        posted: vec![NO_INDEX; posted_at.len()],
+        names: Vec::new(),
+        members: Vec::new(),
+        op_of_span: Vec::new(),
+        extent: None,
+    };
+    let Some((lo, hi)) = t.extent() else {
+        return part;
+    };
+    part.extent = Some((lo.0, hi.0));
+    part.op_of_span = vec![NO_INDEX; t.spans.len()];
+    let mut names: FxHashMap<String, u32> = FxHashMap::default();
+    // Request id -> rank-local program request, to link completions.
+    let mut request_of: FxHashMap<u64, usize> = FxHashMap::default();
+    let main = main_thread(t);
+    let spans_mode = t
+        .spans
+        .iter()
+        .any(|s| s.tid == main && matches!(s.what, What::Compute(_)));
+    let mut other_threads: Vec<u32> = t
+        .spans
+        .iter()
+        .map(|s| s.tid)
+        .filter(|tid| *tid != main)
+        .collect();
+    other_threads.sort_unstable();
+    other_threads.dedup();
+    let min_cost = shortest_calls(t, main);
+    let mut ops: Vec<Operation> = Vec::new();
+    let mut prev_end = lo.0;
+    let mut prev_call: Option<usize> = None;
+    for (i, s) in t.spans.iter().enumerate() {
+        if s.tid != main || s.start < lo || s.start >= hi || s.end <= lo {
+            continue;
+        }
+        if matches!(s.op(), Some(Op::Init | Op::InitThread | Op::Finalize)) {
+            continue;
+        }
+        let start = s.start.0.max(prev_end);
+        let end = s.end.0.max(start);
+        if s.end.0 <= prev_end && matches!(s.what, What::Compute(_)) {
+            continue; // nested inside the previous compute
+        }
+        let gap = s.start.0.saturating_sub(prev_end);
+        let mut lead_in = 0;
+        if gap > 0 {
+            if spans_mode {
+                lead_in = gap;
+            } else {
+                let name = name_id(&mut part.names, &mut names, INFERRED_NAME);
+                ops.push(inferred(
+                    name,
+                    prev_end,
+                    s.start.0,
+                    prev_call.unwrap_or(i),
+                    Some(i),
+                ));
+            }
+        }
+        let base = Operation {
+            kind: OpKind::Local,
+            cost_ns: end - start,
+            lead_in_ns: lead_in,
+            measured_start_ns: start,
+            measured_end_ns: end,
+            span: index_u32(i),
+            call: s.op(),
+            site: None,
+        };
+        match s.what {
+            What::Compute(name) => {
+                let id = name_id(&mut part.names, &mut names, t.name(name));
+                part.op_of_span[i] = index_u32(ops.len());
+                ops.push(Operation {
+                    kind: OpKind::Compute {
+                        name: id,
+                        inferred: false,
+                        access: t.access(i).cloned().map(Box::new),
+                        until_span: None,
+                    },
+                    ..base
+                });
+            }
+            What::Call(op, _) => {
+                let (_, c) = t.call(i).expect("a call span has its call");
+                let site = c.site;
+                part.op_of_span[i] = index_u32(ops.len());
+                let shortest = min_cost.get(&op).copied().unwrap_or(0).min(end - start);
+                match op.class() {
+                    OpClass::Post => {
+                        let range = posted_at_span(posted_at, i);
+                        let n = range.len().max(1) as u64;
+                        for (k, p) in range.clone().enumerate() {
+                            let ti = posted_at[p].1 as usize;
+                            let life = &trace.requests[ti];
+                            let role = match life.kind {
+                                RequestKind::Send => RequestRole::Send,
+                                RequestKind::Recv => RequestRole::Recv,
+                                RequestKind::Collective => RequestRole::Collective,
+                                RequestKind::OneSided => RequestRole::Other,
+                            };
+                            let described = t.call(life.args());
+                            let desc = described.map(|d| d.1);
+                            let rid = part.requests.len();
+                            part.posted[p] = index_u32(rid);
+                            request_of.insert(life.request, rid);
+                            let bytes = desc.and_then(|d| d.bytes()).unwrap_or(0);
+                            if let Some(&id) = shared.nonblocking_of.get(&ti) {
+                                part.members.push(Member::Nonblocking {
+                                    id,
+                                    post: op,
+                                    described: described.map_or(op, |a| a.0),
+                                    bytes,
+                                    at: ops.len(),
+                                    request: index_u32(rid),
+                                });
+                            }
+                            let mut q = RequestOp::new(t.rank, role, ops.len());
+                            let peer = desc.and_then(|d| d.peer());
+                            q.set_peer_and_tag(peer, desc.and_then(|d| d.tag()));
+                            q.comm = desc.map_or(0, |d| d.comm);
+                            q.bytes = bytes;
+                            q.buffer = desc.and_then(|d| d.buf);
+                            // A send names its peer; a receive's status says (set at
+                            // its completion).
+                            q.proc_null = role == RequestRole::Send && peer.is_some_and(|p| p < 0);
+                            part.requests.push(q);
+                            let share = (end - start) / n;
+                            ops.push(Operation {
+                                kind: OpKind::Post { request: rid },
+                                cost_ns: share,
+                                lead_in_ns: if k == 0 { lead_in } else { 0 },
+                                site,
+                                ..base.clone()
+                            });
+                        }
+                        if range.is_empty() {
+                            ops.push(Operation { site, ..base });
+                        }
+                    }
+                    OpClass::Completion => {
+                        let mut done: Vec<usize> = Vec::new();
+                        for d in t.completions(c) {
+                            let Some(rid) = d.request().and_then(|r| request_of.get(&r).copied())
+                            else {
+                                continue;
+                            };
+                            // A receive completed from MPI_PROC_NULL has a negative source.
+                            if d.source().is_some_and(|s| s < 0) {
+                                part.requests[rid].proc_null = true;
+                            }
+                            done.push(rid);
+                        }
+                        if done.is_empty() {
+                            ops.push(Operation {
+                                site,
+                                ..base.clone()
+                            });
+                        }
+                        let n = done.len().max(1) as u64;
+                        for (k, rid) in done.iter().enumerate() {
+                            part.requests[*rid].set_complete(ops.len());
+                            ops.push(Operation {
+                                kind: OpKind::Complete { request: *rid },
+                                cost_ns: shortest / n,
+                                lead_in_ns: if k == 0 { lead_in } else { 0 },
+                                site,
+                                ..base.clone()
+                            });
+                        }
+                    }
+                    OpClass::BlockingPointToPoint if op != Op::Probe => {
+                        let mut buffers = Vec::new();
+                        if let Some(b) = c.buf {
+                            let u = if op.receives_blocking() && !op.is_sendrecv() {
+                                Use::Write
+                            } else {
+                                Use::Read
+                            };
+                            buffers.push((b, u));
+                        }
+                        if let Some(b) = t.recv_half(c).and_then(|h| h.buf) {
+                            buffers.push((b, Use::Write));
+                        }
+                        let null_send = op.sends() && c.peer().is_some_and(|p| p < 0);
+                        let null_recv = op.receives_blocking()
+                            && t.completions(c)
+                                .first()
+                                .and_then(|d| d.source())
+                                .is_some_and(|s| s < 0);
+                        ops.push(Operation {
+                            kind: OpKind::Blocking {
+                                transfers: Box::new(Transfers {
+                                    buffers,
+                                    ..Transfers::default()
+                                }),
+                                comm: c.comm,
+                                null_peers: u8::from(null_send) + u8::from(null_recv),
+                            },
+                            cost_ns: shortest,
+                            site,
+                            ..base
+                        });
+                    }
+                    OpClass::Collective => {
+                        let id = shared.blocking.of[slot][i];
+                        if id == collectives::NONE {
+                            ops.push(Operation { site, ..base });
+                        } else {
+                            part.members.push(Member::Blocking {
+                                id,
+                                op,
+                                bytes: c.bytes().unwrap_or(0),
+                                at: ops.len(),
+                            });
+                            ops.push(Operation {
+                                // Numbered by the whole program.
+                                kind: OpKind::Collective {
+                                    instance: usize::MAX,
+                                    comm: c.win().unwrap_or(c.comm),
+                                },
+                                cost_ns: shortest,
+                                site,
+                                ..base
+                            });
+                        }
+                    }
+                    _ => ops.push(Operation { site, ..base }),
+                }
+                prev_call = Some(i);
+            }
+        }
+        prev_end = prev_end.max(end);
+    }
+    let mut tail_ns = 0;
+    if hi.0 > prev_end {
+        if spans_mode || prev_call.is_none() {
+            tail_ns = hi.0 - prev_end;
+        } else {
+            let name = name_id(&mut part.names, &mut names, INFERRED_NAME);
+            ops.push(inferred(name, prev_end, hi.0, prev_call.unwrap_or(0), None));
+        }
+    }
+    ops.shrink_to_fit();
+    part.requests.shrink_to_fit();
+    part.program = RankProgram {
+        rank: t.rank,
+        start_ns: lo.0,
+        gpu_uses: super::super::gpu_uses(t, &ops),
+        ops,
+        complete: t.complete,
+        inferred_compute: !spans_mode,
+        other_threads,
+        tail_ns,
+    };
+    part
+}
+
+/// The thread whose operations make the rank's program: the one with the most MPI calls
+/// (the lowest tid among equals; the only thread when there is one).
+fn main_thread(t: &Timeline) -> u32 {
+    let mut calls: BTreeMap<u32, usize> = BTreeMap::new();
+    for s in &t.spans {
+        *calls.entry(s.tid).or_default() += usize::from(s.op().is_some());
+    }
+    calls
+        .iter()
+        .max_by_key(|(tid, n)| (**n, std::cmp::Reverse(**tid)))
+        .map_or(0, |(tid, _)| *tid)
+}
+
+/// The shortest measured length of each MPI call of `tid`: what the call costs when it
+/// has nothing to wait for.
+fn shortest_calls(t: &Timeline, tid: u32) -> FxHashMap<Op, u64> {
+    let mut min: FxHashMap<Op, u64> = FxHashMap::default();
+    for s in t.spans.iter().filter(|s| s.tid == tid) {
+        if let Some(op) = s.op() {
+            let d = s.duration().0;
+            min.entry(op).and_modify(|m| *m = (*m).min(d)).or_insert(d);
+        }
+    }
+    min
+}
+
+/// The id of `name` in `list` (added at its end when new).
+pub(super) fn name_id(list: &mut Vec<String>, ids: &mut FxHashMap<String, u32>, name: &str) -> u32 {
+    if let Some(id) = ids.get(name) {
+        return *id;
+    }
+    let id = list.len() as u32;
+    list.push(name.to_string());
+    ids.insert(name.to_string(), id);
+    id
+}
+
+/// Compute named `name`, inferred from the gap `[from, to)` between the call `after`
+/// and the call `until` (none: the end of the rank's analysed part).
+fn inferred(name: u32, from: u64, to: u64, after: usize, until: Option<usize>) -> Operation {
+    Operation {
+        kind: OpKind::Compute {
+            name,
+            inferred: true,
+            access: None,
+            until_span: until.map(index_u32),
+        },
+        cost_ns: to - from,
+        lead_in_ns: 0,
+        measured_start_ns: from,
+        measured_end_ns: to,
+        span: index_u32(after),
+        call: None,
+        site: None,
+    }
+}
