@@ -120,20 +120,20 @@ fn unmarked_time_stays_with_the_next_operation() {
     assert_eq!(p.name(0), "work");
 }
 
-/// Ranks are built in parallel, a few at a time (4 per thread); what links them is
-/// numbered in rank order, as one pass over the ranks would. Nine ranks in a ring, each
-/// with its own compute name and a non-blocking collective between two barriers:
+/// Ranks are built in parallel, each writing its requests into its share of the
+/// program's; what links them is numbered in rank order, as one pass over the ranks
+/// would. Nine ranks in a ring, each with its own compute name and a non-blocking
+/// collective between two barriers:
 ///
 /// ```text
 ///  rank r  |Irecv(r-1) 0-1|Isend(r+1) 1-2|compute "even"/"odd" 2-6|Waitall 6-8|
 ///          |Barrier 8-9|Ibarrier 9-10|Wait 10-11|Barrier 11-12|
 /// ```
 ///
-/// Whether built on one thread (chunks of 4 ranks: 4, 4, 1) or three (one chunk of 9),
-/// the program is the same, and its ids are those of rank order: names "even" then
-/// "odd"; rank r's requests 3r (receive), 3r + 1 (send), 3r + 2 (Ibarrier); instances 0
-/// (first barrier), 1 (Ibarrier), 2 (second barrier), each with its members in rank
-/// order.
+/// Whether built on one thread or three, the program is the same, and its ids are those
+/// of rank order: names "even" then "odd"; rank r's requests 3r (receive), 3r + 1
+/// (send), 3r + 2 (Ibarrier); instances 0 (first barrier), 1 (Ibarrier), 2 (second
+/// barrier), each with its members in rank order.
 #[test]
 fn ranks_built_in_parallel_are_numbered_in_rank_order() {
     const RANKS: i32 = 9;

@@ -15,10 +15,10 @@ use rayon::prelude::*;
 use crate::fxhash::FxHashMap;
 use crate::metrics::collectives;
 use crate::metrics::transfer::{class_of, CollectiveModel};
-use crate::model::compact::{index_u32, some_index, NO_INDEX};
+use crate::model::compact::{index_u32, some_index};
 use crate::model::Trace;
 
-use super::{CollectiveOp, MessageOp, OpKind, Program, RequestRole};
+use super::{CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
 use rank::{Member, RankPart};
 
 /// Why a trace cannot become a program.
@@ -35,10 +35,11 @@ pub enum ExtractError {
 /// The name given to compute inferred from the gaps between MPI calls.
 pub const INFERRED_NAME: &str = "compute";
 
-/// The program of every rank of `trace`. Ranks are built in parallel ([`rank::build`]),
-/// a few at a time so that only their parts are held beside the program; what links
-/// them (names, request ids, collective instances) is numbered as they are added, in
-/// rank order, as one pass over the ranks would; messages are linked at the end.
+/// The program of every rank of `trace`. Each rank's requests are counted first, so
+/// that every rank writes its own into its share of the program's; ranks are then
+/// built in parallel ([`rank::build`]), and what links them (names, collective
+/// instances) numbered in rank order, as one pass over the ranks would; messages are
+/// linked at the end.
 pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
     let posted_at = posts_by_rank(trace);
     let blocking = collectives::instances(trace);
@@ -54,41 +55,51 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         blocking: &blocking,
         nonblocking_of: &nonblocking_of,
     };
-    let mut program = Program::default();
-    // At most one program request per request, one message per message: never grown
-    // (capacity never written costs no memory).
-    program.requests.reserve_exact(trace.requests.len());
-    program.messages.reserve_exact(trace.messages.len());
-    let mut numbering = Numbering::new(trace);
-    let mut op_of_span = Vec::with_capacity(trace.ranks.len());
-    let mut posted = Vec::with_capacity(trace.ranks.len());
-    let (mut first_start, mut last_end) = (u64::MAX, 0u64);
-    let chunk = 4 * rayon::current_num_threads();
-    for (c, ranks) in trace.ranks.chunks(chunk).enumerate() {
-        let parts: Vec<RankPart> = ranks
-            .par_iter()
-            .enumerate()
-            .map(|(k, t)| rank::build(&shared, c * chunk + k, t))
-            .collect();
-        for mut part in parts {
-            if let Some((lo, hi)) = part.extent {
-                first_start = first_start.min(lo);
-                last_end = last_end.max(hi);
-            }
-            numbering.add(&mut program, &mut part);
-            program.ranks.push(part.program);
-            program.requests.extend(part.requests);
-            op_of_span.push(part.op_of_span);
-            posted.push(part.posted);
-        }
+    let counts: Vec<usize> = trace
+        .ranks
+        .par_iter()
+        .enumerate()
+        .map(|(slot, t)| rank::requests_in_program(&shared, slot, t))
+        .collect();
+    let mut program = Program {
+        requests: vec![RequestOp::new(0, RequestRole::Other, 0); counts.iter().sum()],
+        ..Program::default()
+    };
+    let mut shares = Vec::with_capacity(counts.len());
+    let (mut rest, mut first) = (&mut program.requests[..], 0);
+    for &n in &counts {
+        let (share, after) = rest.split_at_mut(n);
+        shares.push((share, first));
+        (rest, first) = (after, first + n);
     }
+    let parts: Vec<RankPart> = trace
+        .ranks
+        .par_iter()
+        .zip(shares)
+        .enumerate()
+        .map(|(slot, (t, (share, first)))| rank::build(&shared, slot, t, share, first))
+        .collect();
     drop((blocking, nonblocking_of));
+    let (first_start, last_end) = parts
+        .iter()
+        .filter_map(|p| p.extent)
+        .fold((u64::MAX, 0), |(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
     if first_start == u64::MAX {
         return Err(ExtractError::Empty {
             path: trace.source.clone(),
         });
     }
     program.measured_ns = last_end.saturating_sub(first_start);
+    program.messages.reserve_exact(trace.messages.len());
+    let mut numbering = Numbering::new(trace);
+    let mut op_of_span = Vec::with_capacity(parts.len());
+    let mut posted = Vec::with_capacity(parts.len());
+    for mut part in parts {
+        numbering.add(&mut program, &mut part);
+        program.ranks.push(part.program);
+        op_of_span.push(part.op_of_span);
+        posted.push(part.posted);
+    }
     link_messages(trace, &mut program, &op_of_span, &posted_at, &posted);
     fit_blocking_costs(&mut program);
     Ok(program)
@@ -117,11 +128,9 @@ impl Numbering {
     }
 
     /// Gives the next rank's part the program's ids: its collective instances (each
-    /// numbered at its first member, members linked), names and requests (numbered
-    /// after the program's).
+    /// numbered at its first member, members linked) and its compute names.
     fn add(&mut self, program: &mut Program, part: &mut RankPart) {
         let rank = part.program.rank;
-        let offset = program.requests.len();
         for m in std::mem::take(&mut part.members) {
             match m {
                 Member::Blocking { id, op, bytes, at } => {
@@ -156,9 +165,12 @@ impl Numbering {
                         .nonblocking_model
                         .pure(described, cop.bytes)
                         .map(|n| n.0);
-                    part.requests[request as usize].set_instance(Some(inst));
+                    program.requests[request].set_instance(Some(inst));
                 }
             }
+        }
+        if part.names.is_empty() {
+            return;
         }
         let ids: Vec<u32> = part
             .names
@@ -166,15 +178,8 @@ impl Numbering {
             .map(|n| rank::name_id(&mut program.names, &mut self.names, n))
             .collect();
         for o in &mut part.program.ops {
-            match &mut o.kind {
-                OpKind::Compute { name, .. } => *name = ids[*name as usize],
-                OpKind::Post { request } | OpKind::Complete { request } => *request += offset,
-                _ => {}
-            }
-        }
-        for p in &mut part.posted {
-            if *p != NO_INDEX {
-                *p = index_u32(*p as usize + offset);
+            if let OpKind::Compute { name, .. } = &mut o.kind {
+                *name = ids[*name as usize];
             }
         }
     }

@@ -1,6 +1,7 @@
 //! One rank's operations, built on its own so that ranks are built in parallel: its
-//! operations and requests with rank-local request and name ids, and its collective
-//! memberships, which only the whole program can number into instances
+//! operations, its requests written in place into its share of the program's (counted
+//! first, [`requests_in_program`]), compute names with rank-local ids, and its
+//! collective memberships, which only the whole program can number into instances
 //! ([`super::extract`] does, in rank order, as one pass over the ranks would).
 
 use std::collections::BTreeMap;
@@ -10,7 +11,7 @@ use overlap_format::schema::{Op, OpClass, RequestKind};
 use crate::fxhash::FxHashMap;
 use crate::metrics::collectives;
 use crate::model::compact::{index_u32, NO_INDEX};
-use crate::model::{Timeline, Trace, What};
+use crate::model::{Span, Timeline, Trace, What};
 
 use super::super::{OpKind, Operation, RankProgram, RequestOp, RequestRole, Transfers, Use};
 use super::{posted_at_span, INFERRED_NAME};
@@ -48,20 +49,18 @@ pub(super) enum Member {
         bytes: u64,
         /// The post operation.
         at: usize,
-        /// Its rank-local request (its `instance` is set once numbered).
-        request: u32,
+        /// Its request in the program (its `instance` is set once numbered).
+        request: usize,
     },
 }
 
-/// One rank's program, with rank-local ids.
+/// One rank's program; its names and collective instances not yet numbered.
 pub(super) struct RankPart {
-    /// Its operations; `Post`/`Complete` name rank-local requests, `Compute` rank-local
-    /// names, `Collective` not yet numbered instances.
+    /// Its operations; `Compute` names rank-local names, `Collective` not yet numbered
+    /// instances.
     pub program: RankProgram,
-    /// Its requests, in post order.
-    pub requests: Vec<RequestOp>,
-    /// Aligned with the rank's `posted_at`: each trace request's rank-local program
-    /// request, or `NO_INDEX` when it is not in the program.
+    /// Aligned with the rank's `posted_at`: each trace request's program request, or
+    /// `NO_INDEX` when it is not in the program.
     pub posted: Vec<u32>,
     /// Compute names, in order of first use.
     pub names: Vec<String>,
@@ -73,8 +72,59 @@ pub(super) struct RankPart {
     pub extent: Option<(u64, u64)>,
 }
 
-/// The operations of the rank in `slot` of the trace.
-pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
+/// The part of a rank that makes its program: the thread that makes its MPI calls and
+/// its analysed extent.
+struct Scope {
+    main: u32,
+    lo: u64,
+    hi: u64,
+}
+
+impl Scope {
+    fn of(t: &Timeline) -> Option<Scope> {
+        let (lo, hi) = t.extent()?;
+        Some(Scope {
+            main: main_thread(t),
+            lo: lo.0,
+            hi: hi.0,
+        })
+    }
+
+    /// Whether the span makes operations (compute nested in the compute before it
+    /// excepted): the main thread's, inside the extent, not Init or Finalize.
+    fn takes(&self, s: &Span) -> bool {
+        s.tid == self.main
+            && s.start.0 >= self.lo
+            && s.start.0 < self.hi
+            && s.end.0 > self.lo
+            && !matches!(s.op(), Some(Op::Init | Op::InitThread | Op::Finalize))
+    }
+}
+
+/// How many requests of the rank in `slot` its program posts: one per request whose
+/// post is a call that makes operations.
+pub(super) fn requests_in_program(shared: &Shared, slot: usize, t: &Timeline) -> usize {
+    let Some(scope) = Scope::of(t) else {
+        return 0;
+    };
+    let posts = |span: u32| {
+        t.spans
+            .get(span as usize)
+            .is_some_and(|s| scope.takes(s) && s.op().is_some_and(|op| op.class() == OpClass::Post))
+    };
+    shared.posted_at[slot].iter().filter(|p| posts(p.0)).count()
+}
+
+/// The operations of the rank in `slot` of the trace. Its requests are written into
+/// `requests`, which holds exactly [`requests_in_program`] of them and starts at the
+/// program's request `first`.
+pub(super) fn build(
+    shared: &Shared,
+    slot: usize,
+    t: &Timeline,
+    requests: &mut [RequestOp],
+    first: usize,
+) -> RankPart {
     let trace = shared.trace;
     let posted_at = &shared.posted_at[slot];
     let mut part = RankPart {
@@ -83,22 +133,24 @@ pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
             complete: t.complete,
             ..RankProgram::default()
         },
-        requests: Vec::new(),
         posted: vec![NO_INDEX; posted_at.len()],
         names: Vec::new(),
         members: Vec::new(),
         op_of_span: Vec::new(),
         extent: None,
     };
-    let Some((lo, hi)) = t.extent() else {
+    let Some(scope) = Scope::of(t) else {
         return part;
     };
-    part.extent = Some((lo.0, hi.0));
+    let (lo, hi) = (scope.lo, scope.hi);
+    part.extent = Some((lo, hi));
     part.op_of_span = vec![NO_INDEX; t.spans.len()];
+    // Requests written so far.
+    let mut written = 0usize;
     let mut names: FxHashMap<String, u32> = FxHashMap::default();
-    // Request id -> rank-local program request, to link completions.
+    // Request id -> index in `requests`, to link completions.
     let mut request_of: FxHashMap<u64, usize> = FxHashMap::default();
-    let main = main_thread(t);
+    let main = scope.main;
     let spans_mode = t
         .spans
         .iter()
@@ -113,13 +165,10 @@ pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
     other_threads.dedup();
     let min_cost = shortest_calls(t, main);
     let mut ops: Vec<Operation> = Vec::new();
-    let mut prev_end = lo.0;
+    let mut prev_end = lo;
     let mut prev_call: Option<usize> = None;
     for (i, s) in t.spans.iter().enumerate() {
-        if s.tid != main || s.start < lo || s.start >= hi || s.end <= lo {
-            continue;
-        }
-        if matches!(s.op(), Some(Op::Init | Op::InitThread | Op::Finalize)) {
+        if !scope.takes(s) {
             continue;
         }
         let start = s.start.0.max(prev_end);
@@ -187,9 +236,11 @@ pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
                             };
                             let described = t.call(life.args());
                             let desc = described.map(|d| d.1);
-                            let rid = part.requests.len();
+                            let local = written;
+                            written += 1;
+                            let rid = first + local;
                             part.posted[p] = index_u32(rid);
-                            request_of.insert(life.request, rid);
+                            request_of.insert(life.request, local);
                             let bytes = desc.and_then(|d| d.bytes()).unwrap_or(0);
                             if let Some(&id) = shared.nonblocking_of.get(&ti) {
                                 part.members.push(Member::Nonblocking {
@@ -198,7 +249,7 @@ pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
                                     described: described.map_or(op, |a| a.0),
                                     bytes,
                                     at: ops.len(),
-                                    request: index_u32(rid),
+                                    request: rid,
                                 });
                             }
                             let mut q = RequestOp::new(t.rank, role, ops.len());
@@ -210,7 +261,7 @@ pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
                             // A send names its peer; a receive's status says (set at
                             // its completion).
                             q.proc_null = role == RequestRole::Send && peer.is_some_and(|p| p < 0);
-                            part.requests.push(q);
+                            requests[local] = q;
                             let share = (end - start) / n;
                             ops.push(Operation {
                                 kind: OpKind::Post { request: rid },
@@ -227,15 +278,15 @@ pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
                     OpClass::Completion => {
                         let mut done: Vec<usize> = Vec::new();
                         for d in t.completions(c) {
-                            let Some(rid) = d.request().and_then(|r| request_of.get(&r).copied())
+                            let Some(local) = d.request().and_then(|r| request_of.get(&r).copied())
                             else {
                                 continue;
                             };
                             // A receive completed from MPI_PROC_NULL has a negative source.
                             if d.source().is_some_and(|s| s < 0) {
-                                part.requests[rid].proc_null = true;
+                                requests[local].proc_null = true;
                             }
-                            done.push(rid);
+                            done.push(local);
                         }
                         if done.is_empty() {
                             ops.push(Operation {
@@ -244,10 +295,12 @@ pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
                             });
                         }
                         let n = done.len().max(1) as u64;
-                        for (k, rid) in done.iter().enumerate() {
-                            part.requests[*rid].set_complete(ops.len());
+                        for (k, &local) in done.iter().enumerate() {
+                            requests[local].set_complete(ops.len());
                             ops.push(Operation {
-                                kind: OpKind::Complete { request: *rid },
+                                kind: OpKind::Complete {
+                                    request: first + local,
+                                },
                                 cost_ns: shortest / n,
                                 lead_in_ns: if k == 0 { lead_in } else { 0 },
                                 site,
@@ -319,19 +372,19 @@ pub(super) fn build(shared: &Shared, slot: usize, t: &Timeline) -> RankPart {
         prev_end = prev_end.max(end);
     }
     let mut tail_ns = 0;
-    if hi.0 > prev_end {
+    if hi > prev_end {
         if spans_mode || prev_call.is_none() {
-            tail_ns = hi.0 - prev_end;
+            tail_ns = hi - prev_end;
         } else {
             let name = name_id(&mut part.names, &mut names, INFERRED_NAME);
-            ops.push(inferred(name, prev_end, hi.0, prev_call.unwrap_or(0), None));
+            ops.push(inferred(name, prev_end, hi, prev_call.unwrap_or(0), None));
         }
     }
+    debug_assert_eq!(written, requests.len(), "requests_in_program counts them");
     ops.shrink_to_fit();
-    part.requests.shrink_to_fit();
     part.program = RankProgram {
         rank: t.rank,
-        start_ns: lo.0,
+        start_ns: lo,
         gpu_uses: super::super::gpu_uses(t, &ops),
         ops,
         complete: t.complete,
