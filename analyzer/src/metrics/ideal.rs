@@ -22,7 +22,7 @@
 //! ```
 
 use crate::ops::Program;
-use crate::replay::{measured_orders, replay as run, ReplayConfig};
+use crate::replay::{measured_makespan, ReplayConfig};
 
 /// The replayed runtime, ns, or `None` when the replay cannot finish (a dependence on
 /// an event the trace lacks, e.g. a rank cut short).
@@ -30,7 +30,5 @@ use crate::replay::{measured_orders, replay as run, ReplayConfig};
 /// It is the replay engine ([`crate::replay`]) in its [`ReplayConfig::ideal`]
 /// configuration, on the trace's program ([`crate::ops::extract`]) in measured order.
 pub fn replay(program: &Program) -> Option<u64> {
-    run(program, &measured_orders(program), &ReplayConfig::ideal())
-        .ok()
-        .map(|r| r.makespan_ns)
+    measured_makespan(program, &ReplayConfig::ideal()).ok()
 }

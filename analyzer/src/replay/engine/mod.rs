@@ -91,9 +91,27 @@ struct Instance {
     done: Option<u64>,
 }
 
+/// The order each rank runs its operations in.
+pub(super) enum Orders<'a> {
+    /// As measured: each rank's operations in program order, with nothing to hold.
+    Measured,
+    /// Per rank, a permutation of its operation indices.
+    Given(&'a [Vec<usize>]),
+}
+
+impl Orders<'_> {
+    /// The operation rank slot `s` runs at position `pos`.
+    fn at(&self, s: usize, pos: usize) -> usize {
+        match self {
+            Orders::Measured => pos,
+            Orders::Given(orders) => orders[s][pos],
+        }
+    }
+}
+
 struct Sim<'a> {
     p: &'a Program,
-    orders: &'a [Vec<usize>],
+    orders: Orders<'a>,
     cfg: &'a ReplayConfig,
     heap: BinaryHeap<Reverse<(u64, u64, Event)>>,
     seq: u64,
@@ -103,6 +121,7 @@ struct Sim<'a> {
     instances: Vec<Instance>,
     req_posted: Vec<bool>,
     req_done: Vec<u64>,
+    /// Per rank, each operation's times; empty when not kept.
     times: Vec<Vec<OpTime>>,
     assumed: Assumed,
 }
@@ -145,13 +164,17 @@ fn check_orders(p: &Program, orders: &[Vec<usize>]) -> Result<(), ReplayError> {
     Ok(())
 }
 
-/// Runs the replay (see [`super::replay`]).
+/// Runs the replay (see [`super::replay`]); each operation's times are kept in the
+/// result only with `op_times` (without, its ranks' `ops` are empty).
 pub(super) fn run(
     p: &Program,
-    orders: &[Vec<usize>],
+    orders: Orders,
     cfg: &ReplayConfig,
+    op_times: bool,
 ) -> Result<Replay, ReplayError> {
-    check_orders(p, orders)?;
+    if let Orders::Given(given) = orders {
+        check_orders(p, given)?;
+    }
     let msgs = p
         .messages
         .iter()
@@ -192,7 +215,7 @@ pub(super) fn run(
         times: p
             .ranks
             .iter()
-            .map(|r| vec![OpTime::default(); r.ops.len()])
+            .map(|r| vec![OpTime::default(); if op_times { r.ops.len() } else { 0 }])
             .collect(),
         assumed: Assumed::default(),
     };
@@ -234,7 +257,7 @@ impl<'a> Sim<'a> {
 
     fn op(&self, s: usize) -> (usize, &'a Operation) {
         let p: &'a Program = self.p;
-        let i = self.orders[s][self.ranks[s].pos];
+        let i = self.orders.at(s, self.ranks[s].pos);
         (i, &p.ranks[s].ops[i])
     }
 
@@ -252,7 +275,8 @@ impl<'a> Sim<'a> {
             match self.ranks[s].stage {
                 Stage::Done | Stage::Blocked(_) => return Ok(()),
                 Stage::Next => {
-                    if self.ranks[s].pos == self.orders[s].len() {
+                    // Orders hold every operation once (checked).
+                    if self.ranks[s].pos == self.p.ranks[s].ops.len() {
                         // Its unmarked tail, outside MPI, ends it.
                         self.set_mpi(s, false, now);
                         self.ranks[s].stage = Stage::Done;
@@ -281,7 +305,9 @@ impl<'a> Sim<'a> {
                 },
                 Stage::Finish => {
                     let (i, _) = self.op(s);
-                    self.times[s][i].end_ns = now;
+                    if let Some(t) = self.times[s].get_mut(i) {
+                        t.end_ns = now;
+                    }
                     self.ranks[s].pos += 1;
                     self.ranks[s].stage = Stage::Next;
                 }
@@ -293,7 +319,9 @@ impl<'a> Sim<'a> {
     /// (the rank is blocked until [`Self::wake`] finds it can end).
     fn enter(&mut self, s: usize, now: u64) -> Result<Option<u64>, ReplayError> {
         let (i, op) = self.op(s);
-        self.times[s][i].start_ns = now;
+        if let Some(t) = self.times[s].get_mut(i) {
+            t.start_ns = now;
+        }
         let cost = self.mpi_cost(op);
         match &op.kind {
             OpKind::Compute { .. } => {
