@@ -137,18 +137,6 @@ fn unmarked_time_stays_with_the_next_operation() {
 #[test]
 fn ranks_built_in_parallel_are_numbered_in_rank_order() {
     const RANKS: i32 = 9;
-    let ibarrier = |start: u64, end: u64, request: u64| {
-        call(
-            Op::Ibarrier,
-            start,
-            end,
-            CallArgs {
-                comm: Some(0),
-                request: Some(request),
-                ..CallArgs::default()
-            },
-        )
-    };
     let trace = run((0..RANKS)
         .map(|r| {
             let (left, right) = ((r + RANKS - 1) % RANKS, (r + 1) % RANKS);

@@ -272,28 +272,16 @@ fn a_late_member_of_a_non_blocking_collective_makes_the_others_wait() {
     //   (Wait at Barrier); rank 0's Wait began after every post: nothing.
     // Ibcast: the root posted at 10: rank 1's Wait waited min(10, 13) - 9 = 1 (Late
     //   Broadcast).
-    let ibarrier = |start: u64, end: u64| {
-        call(
-            Op::Ibarrier,
-            start,
-            end,
-            CallArgs {
-                comm: Some(0),
-                request: Some(1),
-                ..CallArgs::default()
-            },
-        )
-    };
     let t = run(vec![
         vec![
-            ibarrier(6, 7),
+            ibarrier(6, 7, 1),
             complete(Op::Wait, 7, 8, &[(1, None)]),
             ibcast(10, 11, 2),
             complete(Op::Wait, 11, 12, &[(2, None)]),
             env(Op::Finalize, 20, 21),
         ],
         vec![
-            ibarrier(0, 1),
+            ibarrier(0, 1, 1),
             complete(Op::Wait, 1, 7, &[(1, None)]),
             ibcast(8, 9, 2),
             complete(Op::Wait, 9, 13, &[(2, None)]),

@@ -104,8 +104,7 @@ pub fn per_request(
     opts: &Options,
 ) -> Vec<RequestRow> {
     // Bytes actually received, and the matching send's entry, by receive post; the
-    // matching receive post's entry by send.
-    // Each map is built on its own thread: they do not need each other.
+    // matching receive post's entry by send. Each map is built on its own thread.
     let n = trace.messages.len();
     let both = || {
         trace.messages.iter().filter_map(|m| {

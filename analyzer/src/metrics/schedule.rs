@@ -1,6 +1,6 @@
 //! In what order, and beside what, [`super::analyze`] computes its figures. Memory
 //! decides it: the replays' program is a second copy of the run (about 170 B per event
-//! kept, 230 at its peak while it is built) and the per-request rows the largest part of
+//! kept, 200 at its peak while it is built) and the per-request rows the largest part of
 //! what the report keeps (about 70 B per event, twice that at their peak). Analysis
 //! never holds both: the program is built and replayed beside the figures that hold
 //! little (budgets, wait states, call sites), and dropped before the per-request pass,
@@ -12,8 +12,9 @@
 //!  then      per request (in parallel blocks) | summaries ∥ false overlap | sites named
 //! ```
 //!
-//! Side by side (replays beside every measured figure) was up to 1.3× faster on two
-//! threads and held 15 % more at its peak (docs/scale.md §0).
+//! Side by side (the replays beside every measured figure, as until 2026-11-25) was
+//! 1.1× to 1.2× faster on two threads in alternating runs and peaked 15 % higher
+//! (docs/scale.md §0).
 
 use crate::model::Trace;
 use crate::replay::SelfCheck;

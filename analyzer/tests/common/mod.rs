@@ -239,6 +239,20 @@ pub fn with_buf(mut e: Event, addr: u64) -> Event {
     e
 }
 
+/// An `MPI_Ibarrier` on communicator 0 posting `request`.
+pub fn ibarrier(start: u64, end: u64, request: u64) -> Event {
+    call(
+        Op::Ibarrier,
+        start,
+        end,
+        CallArgs {
+            comm: Some(0),
+            request: Some(request),
+            ..CallArgs::default()
+        },
+    )
+}
+
 pub fn allreduce(start: u64, end: u64) -> Event {
     call(
         Op::Allreduce,
