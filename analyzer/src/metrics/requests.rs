@@ -104,28 +104,18 @@ pub fn per_request(
     opts: &Options,
 ) -> Vec<RequestRow> {
     // Bytes actually received, and the matching send's entry, by receive post; the
-    // matching receive post's entry by send. Each map is built on its own thread.
+    // matching receive post's entry by send.
     let n = trace.messages.len();
-    let both = || {
-        trace.messages.iter().filter_map(|m| {
-            let (send, post) = (trace.span(m.send)?, trace.span(m.recv_post)?);
-            Some((m, send.start, post.start))
-        })
-    };
-    let (received, receiver) = rayon::join(
-        || {
-            let mut received: FxHashMap<EventRef, (u64, Nanos)> =
-                FxHashMap::with_capacity_and_hasher(n, Default::default());
-            received.extend(both().map(|(m, sent, _)| (m.recv_post, (m.bytes, sent))));
-            received
-        },
-        || {
-            let mut receiver: FxHashMap<EventRef, Nanos> =
-                FxHashMap::with_capacity_and_hasher(n, Default::default());
-            receiver.extend(both().map(|(m, _, posted)| (m.send, posted)));
-            receiver
-        },
-    );
+    let mut received: FxHashMap<EventRef, (u64, Nanos)> =
+        FxHashMap::with_capacity_and_hasher(n, Default::default());
+    let mut receiver: FxHashMap<EventRef, Nanos> =
+        FxHashMap::with_capacity_and_hasher(n, Default::default());
+    for m in &trace.messages {
+        if let (Some(send), Some(post)) = (trace.span(m.send), trace.span(m.recv_post)) {
+            received.insert(m.recv_post, (m.bytes, send.start));
+            receiver.insert(m.send, post.start);
+        }
+    }
     // The last member's post of each non-blocking collective, by request.
     let mut last_post: FxHashMap<usize, Nanos> = Default::default();
     for members in super::collectives::nonblocking(trace) {

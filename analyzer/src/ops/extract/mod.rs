@@ -19,7 +19,7 @@ use crate::model::compact::{index_u32, some_index};
 use crate::model::Trace;
 
 use super::{CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
-use rank::{Member, RankPart};
+use rank::{RankPart, Scope, TraceInstance};
 
 /// Why a trace cannot become a program.
 #[derive(Debug, thiserror::Error)]
@@ -55,21 +55,27 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         blocking: &blocking,
         nonblocking_of: &nonblocking_of,
     };
-    let counts: Vec<usize> = trace
+    let scopes: Vec<(Option<Scope>, usize)> = trace
         .ranks
         .par_iter()
         .enumerate()
-        .map(|(slot, t)| rank::requests_in_program(&shared, slot, t))
+        .map(|(slot, t)| {
+            let scope = Scope::of(t);
+            let n = scope
+                .as_ref()
+                .map_or(0, |s| rank::requests_in_program(&shared, slot, t, s));
+            (scope, n)
+        })
         .collect();
     let mut program = Program {
-        requests: vec![RequestOp::new(0, RequestRole::Other, 0); counts.iter().sum()],
+        requests: vec![RequestOp::new(0, RequestRole::Other, 0); scopes.iter().map(|s| s.1).sum()],
         ..Program::default()
     };
-    let mut shares = Vec::with_capacity(counts.len());
+    let mut shares = Vec::with_capacity(scopes.len());
     let (mut rest, mut first) = (&mut program.requests[..], 0);
-    for &n in &counts {
-        let (share, after) = rest.split_at_mut(n);
-        shares.push((share, first));
+    for (scope, n) in &scopes {
+        let (share, after) = rest.split_at_mut(*n);
+        shares.push((scope.as_ref(), share, first));
         (rest, first) = (after, first + n);
     }
     let parts: Vec<RankPart> = trace
@@ -77,7 +83,9 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         .par_iter()
         .zip(shares)
         .enumerate()
-        .map(|(slot, (t, (share, first)))| rank::build(&shared, slot, t, share, first))
+        .map(|(slot, (t, (scope, share, first)))| {
+            rank::build(&shared, slot, t, scope, share, first)
+        })
         .collect();
     drop((blocking, nonblocking_of));
     let (first_start, last_end) = parts
@@ -107,10 +115,8 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
 
 /// What the program numbers across ranks, as ranks are added in rank order.
 struct Numbering {
-    /// Blocking collective instance (trace) -> program instance.
-    blocking: FxHashMap<u32, usize>,
-    /// Non-blocking collective instance (trace) -> program instance.
-    nonblocking: FxHashMap<usize, usize>,
+    /// Collective instance of the trace ([`TraceInstance::key`]) -> program instance.
+    instances: FxHashMap<(bool, usize), usize>,
     /// The pure time of non-blocking collectives.
     nonblocking_model: CollectiveModel,
     /// Compute name -> program name id.
@@ -120,8 +126,7 @@ struct Numbering {
 impl Numbering {
     fn new(trace: &Trace) -> Numbering {
         Numbering {
-            blocking: FxHashMap::default(),
-            nonblocking: FxHashMap::default(),
+            instances: FxHashMap::default(),
             nonblocking_model: CollectiveModel::fit(trace),
             names: FxHashMap::default(),
         }
@@ -132,34 +137,22 @@ impl Numbering {
     fn add(&mut self, program: &mut Program, part: &mut RankPart) {
         let rank = part.program.rank;
         for m in std::mem::take(&mut part.members) {
-            match m {
-                Member::Blocking { id, op, bytes, at } => {
-                    let inst = *self
-                        .blocking
-                        .entry(id)
-                        .or_insert_with(|| new_instance(program, op));
-                    let cop = &mut program.collectives[inst];
-                    cop.bytes = cop.bytes.max(bytes);
-                    cop.members.push((rank, at));
-                    if let OpKind::Collective { instance, .. } = &mut part.program.ops[at].kind {
+            let inst = *self
+                .instances
+                .entry(m.instance.key())
+                .or_insert_with(|| new_instance(program, m.call));
+            let cop = &mut program.collectives[inst];
+            cop.bytes = cop.bytes.max(m.bytes);
+            cop.members.push((rank, m.at));
+            match m.instance {
+                TraceInstance::Blocking(_) => {
+                    if let OpKind::Collective { instance, .. } = &mut part.program.ops[m.at].kind {
                         *instance = inst;
                     }
                 }
-                Member::Nonblocking {
-                    id,
-                    post,
-                    described,
-                    bytes,
-                    at,
-                    request,
+                TraceInstance::Nonblocking {
+                    described, request, ..
                 } => {
-                    let inst = *self
-                        .nonblocking
-                        .entry(id)
-                        .or_insert_with(|| new_instance(program, post));
-                    let cop = &mut program.collectives[inst];
-                    cop.bytes = cop.bytes.max(bytes);
-                    cop.members.push((rank, at));
                     cop.op = described;
                     cop.cost_ns = self
                         .nonblocking_model

@@ -29,29 +29,41 @@ pub(super) struct Shared<'a> {
 }
 
 /// A rank's part in a collective instance, in operation order.
-pub(super) enum Member {
-    /// A blocking collective call: its trace instance, call and bytes.
-    Blocking {
-        id: u32,
-        op: Op,
-        bytes: u64,
-        /// The operation (its kind's `instance` is set once numbered).
-        at: usize,
-    },
-    /// A request of a non-blocking collective.
+pub(super) struct Member {
+    /// Its instance in the trace.
+    pub instance: TraceInstance,
+    /// The call that made it (a Start makes a persistent collective's): a new program
+    /// instance is of this call.
+    pub call: Op,
+    /// Its bytes.
+    pub bytes: u64,
+    /// Its operation (a non-blocking one's post).
+    pub at: usize,
+}
+
+/// A collective instance of the trace, as a member knows it.
+pub(super) enum TraceInstance {
+    /// A blocking collective's, in [`collectives::instances`]; its operation's kind is
+    /// given the program's instance once numbered.
+    Blocking(u32),
+    /// A non-blocking collective's, in [`collectives::nonblocking`], with the collective
+    /// its request described and the request (given the program's instance once
+    /// numbered).
     Nonblocking {
-        /// Its instance in [`collectives::nonblocking`].
         id: usize,
-        /// The call that posted it (a Start posts a persistent collective).
-        post: Op,
-        /// The call that described it (the collective itself).
         described: Op,
-        bytes: u64,
-        /// The post operation.
-        at: usize,
-        /// Its request in the program (its `instance` is set once numbered).
         request: usize,
     },
+}
+
+impl TraceInstance {
+    /// Its key among all the trace's instances.
+    pub fn key(&self) -> (bool, usize) {
+        match *self {
+            TraceInstance::Blocking(id) => (false, id as usize),
+            TraceInstance::Nonblocking { id, .. } => (true, id),
+        }
+    }
 }
 
 /// One rank's program; its names and collective instances not yet numbered.
@@ -73,15 +85,16 @@ pub(super) struct RankPart {
 }
 
 /// The part of a rank that makes its program: the thread that makes its MPI calls and
-/// its analysed extent.
-struct Scope {
+/// its analysed extent. Found once per rank, for the count and the build.
+pub(super) struct Scope {
     main: u32,
     lo: u64,
     hi: u64,
 }
 
 impl Scope {
-    fn of(t: &Timeline) -> Option<Scope> {
+    /// The rank's scope; `None` when it has no events.
+    pub(super) fn of(t: &Timeline) -> Option<Scope> {
         let (lo, hi) = t.extent()?;
         Some(Scope {
             main: main_thread(t),
@@ -103,10 +116,12 @@ impl Scope {
 
 /// How many requests of the rank in `slot` its program posts: one per request whose
 /// post is a call that makes operations.
-pub(super) fn requests_in_program(shared: &Shared, slot: usize, t: &Timeline) -> usize {
-    let Some(scope) = Scope::of(t) else {
-        return 0;
-    };
+pub(super) fn requests_in_program(
+    shared: &Shared,
+    slot: usize,
+    t: &Timeline,
+    scope: &Scope,
+) -> usize {
     let posts = |span: u32| {
         t.spans
             .get(span as usize)
@@ -115,13 +130,14 @@ pub(super) fn requests_in_program(shared: &Shared, slot: usize, t: &Timeline) ->
     shared.posted_at[slot].iter().filter(|p| posts(p.0)).count()
 }
 
-/// The operations of the rank in `slot` of the trace. Its requests are written into
-/// `requests`, which holds exactly [`requests_in_program`] of them and starts at the
-/// program's request `first`.
+/// The operations of the rank in `slot` of the trace (`scope`: its [`Scope`], none when
+/// it has no events). Its requests are written into `requests`, which holds exactly
+/// [`requests_in_program`] of them and starts at the program's request `first`.
 pub(super) fn build(
     shared: &Shared,
     slot: usize,
     t: &Timeline,
+    scope: Option<&Scope>,
     requests: &mut [RequestOp],
     first: usize,
 ) -> RankPart {
@@ -139,7 +155,7 @@ pub(super) fn build(
         op_of_span: Vec::new(),
         extent: None,
     };
-    let Some(scope) = Scope::of(t) else {
+    let Some(scope) = scope else {
         return part;
     };
     let (lo, hi) = (scope.lo, scope.hi);
@@ -243,13 +259,15 @@ pub(super) fn build(
                             request_of.insert(life.request, local);
                             let bytes = desc.and_then(|d| d.bytes()).unwrap_or(0);
                             if let Some(&id) = shared.nonblocking_of.get(&ti) {
-                                part.members.push(Member::Nonblocking {
-                                    id,
-                                    post: op,
-                                    described: described.map_or(op, |a| a.0),
+                                part.members.push(Member {
+                                    instance: TraceInstance::Nonblocking {
+                                        id,
+                                        described: described.map_or(op, |a| a.0),
+                                        request: rid,
+                                    },
+                                    call: op,
                                     bytes,
                                     at: ops.len(),
-                                    request: rid,
                                 });
                             }
                             let mut q = RequestOp::new(t.rank, role, ops.len());
@@ -346,9 +364,9 @@ pub(super) fn build(
                         if id == collectives::NONE {
                             ops.push(Operation { site, ..base });
                         } else {
-                            part.members.push(Member::Blocking {
-                                id,
-                                op,
+                            part.members.push(Member {
+                                instance: TraceInstance::Blocking(id),
+                                call: op,
                                 bytes: c.bytes().unwrap_or(0),
                                 at: ops.len(),
                             });
