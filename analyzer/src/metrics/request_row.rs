@@ -7,7 +7,8 @@
 //! form held for every request was a third of analysis's memory. The row keeps the
 //! event indices of its calls (their names, times and sites are in the trace) and
 //! sentinels instead of `Option`s (`i32::MIN` for a missing peer or tag, `u64::MAX` for
-//! an unknown `t_pure`, NaN for an overlap that is none).
+//! an unknown `t_pure`, [`NO_OVERLAP`] for an overlap that is none: not NaN, which would
+//! make a row unequal to itself).
 
 use super::requests::{RequestClass, RequestMetrics};
 use super::CallRef;
@@ -52,12 +53,15 @@ pub struct RequestRow {
 
 const _: () = assert!(std::mem::size_of::<RequestRow>() == 112);
 
-fn nan_if_none(v: Option<f64>) -> f64 {
-    v.unwrap_or(f64::NAN)
+/// The sentinel of an overlap that is none: overlaps lie in 0..1 (both formulas clamp).
+const NO_OVERLAP: f64 = -1.0;
+
+fn overlap_or_sentinel(v: Option<f64>) -> f64 {
+    v.unwrap_or(NO_OVERLAP)
 }
 
-fn none_if_nan(v: f64) -> Option<f64> {
-    (!v.is_nan()).then_some(v)
+fn none_if_sentinel(v: f64) -> Option<f64> {
+    (v != NO_OVERLAP).then_some(v)
 }
 
 /// What a request is, before its figures: who posted it, where, and what it moves.
@@ -102,8 +106,8 @@ impl RequestRow {
             exposed_wait_ns: 0,
             t_ovrl_ns: 0,
             t_pure_ns: id.t_pure_ns.unwrap_or(NO_U64),
-            overlap: f64::NAN,
-            osu_overlap: f64::NAN,
+            overlap: NO_OVERLAP,
+            osu_overlap: NO_OVERLAP,
             progress_wait_ns: 0,
             kind: id.kind,
             freed: id.freed,
@@ -154,18 +158,18 @@ impl RequestRow {
 
     /// Overlap (0..1) by the IMB formula, when there is one.
     pub fn overlap(&self) -> Option<f64> {
-        none_if_nan(self.overlap)
+        none_if_sentinel(self.overlap)
     }
 
     /// Overlap (0..1) by the OSU formula, when there is one.
     pub fn osu_overlap(&self) -> Option<f64> {
-        none_if_nan(self.osu_overlap)
+        none_if_sentinel(self.osu_overlap)
     }
 
     /// Sets both overlap figures (none: unknown).
     pub fn set_overlaps(&mut self, imb: Option<f64>, osu: Option<f64>) {
-        self.overlap = nan_if_none(imb);
-        self.osu_overlap = nan_if_none(osu);
+        self.overlap = overlap_or_sentinel(imb);
+        self.osu_overlap = overlap_or_sentinel(osu);
     }
 
     /// The report's form, its post and completion named and timed from `trace`; none
@@ -231,6 +235,9 @@ mod tests {
             (Some(7), Some(0.0), None)
         );
         assert!(!r.is_send());
+        // A row with no overlap is equal to itself (a NaN sentinel was not).
+        let none = RequestRow::new(id);
+        assert_eq!(none, none);
         let sent = RequestRow::new(RequestIdentity {
             kind: RequestClass::Send,
             peer: Some(0),

@@ -221,7 +221,10 @@ impl CallInfo {
             tag: a.tag.unwrap_or(NO_I32),
             comm: a.comm.unwrap_or(0),
             root: a.root.unwrap_or(NO_I32),
-            win: a.win.unwrap_or(NO_INDEX),
+            // A window id equal to the sentinel (the recorder's fallback ids are odd
+            // values from 2^31 up, so it can make one) is kept as `NO_INDEX - 1`, an even
+            // id from 2^31 up that the recorder never makes: the window stays a window.
+            win: a.win.map_or(NO_INDEX, |w| w.min(NO_INDEX - 1)),
             extra: extra.unwrap_or(NO_INDEX),
             bytes: a.bytes.unwrap_or(NO_U64),
             request: a.request.unwrap_or(NO_U64),
@@ -264,5 +267,29 @@ impl CallInfo {
     /// Its entry in the timeline's side table, if it has one.
     pub(crate) fn extra(&self) -> Option<usize> {
         (self.extra != NO_INDEX).then_some(self.extra as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use overlap_format::schema::CallArgs;
+
+    use super::*;
+
+    /// A window id equal to the sentinel (a recorder fallback id can be) stays a window;
+    /// ids below it read back as themselves.
+    #[test]
+    fn a_window_id_at_the_sentinel_is_still_a_window() {
+        let call = |win: Option<u32>| {
+            let args = CallArgs {
+                win,
+                ..CallArgs::default()
+            };
+            CallInfo::new(&args, None, (0, 0), None).win()
+        };
+        assert_eq!(call(None), None);
+        assert_eq!(call(Some(7)), Some(7));
+        assert_eq!(call(Some(0x8000_0001)), Some(0x8000_0001));
+        assert_eq!(call(Some(u32::MAX)), Some(u32::MAX - 1));
     }
 }
