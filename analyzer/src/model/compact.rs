@@ -148,23 +148,22 @@ pub(crate) fn some_u64(v: u64) -> Option<u64> {
 }
 
 /// One request a call completed, with the status MPI returned for it (see
-/// [`Completion`](overlap_format::schema::Completion)), in 24 bytes with the sentinels
-/// of [`CallInfo`].
+/// [`Completion`](overlap_format::schema::Completion)), in 16 bytes with the sentinels
+/// of [`CallInfo`]. The bytes a receive's status gave are not kept: no analysis reads
+/// them (a message's bytes come from its matched send and receive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Done {
     request: u64,
-    bytes: u64,
     source: i32,
     tag: i32,
 }
 
-const _: () = assert!(std::mem::size_of::<Done>() == 24);
+const _: () = assert!(std::mem::size_of::<Done>() == 16);
 
 impl From<&overlap_format::schema::Completion> for Done {
     fn from(c: &overlap_format::schema::Completion) -> Done {
         Done {
             request: c.request.unwrap_or(NO_U64),
-            bytes: c.bytes.unwrap_or(NO_U64),
             source: c.source.unwrap_or(NO_I32),
             tag: c.tag.unwrap_or(NO_I32),
         }
@@ -186,11 +185,6 @@ impl Done {
     /// Receives only: the message's actual tag.
     pub fn tag(&self) -> Option<i32> {
         some_i32(self.tag)
-    }
-
-    /// Receives only: the bytes actually received.
-    pub fn bytes(&self) -> Option<u64> {
-        some_u64(self.bytes)
     }
 }
 
@@ -266,7 +260,7 @@ impl CallInfo {
 
     /// Its entry in the timeline's side table, if it has one.
     pub(crate) fn extra(&self) -> Option<usize> {
-        (self.extra != NO_INDEX).then_some(self.extra as usize)
+        some_index(self.extra)
     }
 }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use overlap_format::schema::{Event, GpuEvent, Nanos, Op, Started};
 
 use super::access::AccessTable;
+use super::compact::index_u32;
 use super::{Access, Buffer, CallExtra, CallInfo, Done, RecvHalf, Span, What};
 
 /// One rank on the run's timeline, in compact form.
@@ -86,12 +87,8 @@ impl Timeline {
             }
             Event::Call(c) => {
                 let a = &c.args;
-                let first = self.done.len() as u32;
+                let completed = (index_u32(self.done.len()), index_u32(a.completed.len()));
                 self.done.extend(a.completed.iter().map(Done::from));
-                let first_start = self.starts.len() as u32;
-                self.starts.extend_from_slice(&a.started);
-                let first_member = self.groups.len() as u32;
-                self.groups.extend_from_slice(&a.group);
                 let buffer = |addr: Option<u64>, len: Option<u64>| {
                     addr.map(|addr| Buffer {
                         addr,
@@ -104,20 +101,20 @@ impl Timeline {
                         tag: a.recv_tag,
                         buf: buffer(a.recv_buf, a.recv_buf_len),
                     });
-                // An empty list is (0, 0) wherever the lists stand, so that a call with
-                // none of the rare arguments takes no entry.
-                let slice = |first: u32, n: usize| if n == 0 { (0, 0) } else { (first, n as u32) };
-                let extra = CallExtra {
-                    recv,
-                    started: slice(first_start, a.started.len()),
-                    group: slice(first_member, a.group.len()),
-                };
-                let extra = (extra != CallExtra::default()).then(|| {
+                // Only a call with one of the rare arguments takes a side-table entry.
+                let rare = recv.is_some() || !a.started.is_empty() || !a.group.is_empty();
+                let extra = rare.then(|| {
+                    let extra = CallExtra {
+                        recv,
+                        started: (index_u32(self.starts.len()), index_u32(a.started.len())),
+                        group: (index_u32(self.groups.len()), index_u32(a.group.len())),
+                    };
+                    self.starts.extend_from_slice(&a.started);
+                    self.groups.extend_from_slice(&a.group);
                     self.extras.push(extra);
-                    self.extras.len() as u32 - 1
+                    index_u32(self.extras.len() - 1)
                 });
-                let id = self.calls.len() as u32;
-                let completed = (first, a.completed.len() as u32);
+                let id = index_u32(self.calls.len());
                 let buf = buffer(a.buf, a.buf_len);
                 self.calls.push(CallInfo::new(a, buf, completed, extra));
                 self.spans.push(Span {
@@ -177,8 +174,7 @@ impl Timeline {
 
     /// The completions a call recorded.
     pub fn completions(&self, call: &CallInfo) -> &[Done] {
-        let (first, n) = (call.completed.0 as usize, call.completed.1 as usize);
-        self.done.get(first..first + n).unwrap_or(&[])
+        listed(&self.done, call.completed)
     }
 
     fn extra(&self, call: &CallInfo) -> Option<&CallExtra> {
@@ -187,20 +183,14 @@ impl Timeline {
 
     /// The requests a Start or Startall started.
     pub fn started(&self, call: &CallInfo) -> &[Started] {
-        let Some(&CallExtra { started, .. }) = self.extra(call) else {
-            return &[];
-        };
-        let (first, n) = (started.0 as usize, started.1 as usize);
-        self.starts.get(first..first + n).unwrap_or(&[])
+        self.extra(call)
+            .map_or(&[], |e| listed(&self.starts, e.started))
     }
 
     /// The group of a Win_start or Win_post (world ranks).
     pub fn group(&self, call: &CallInfo) -> &[i32] {
-        let Some(&CallExtra { group, .. }) = self.extra(call) else {
-            return &[];
-        };
-        let (first, n) = (group.0 as usize, group.1 as usize);
-        self.groups.get(first..first + n).unwrap_or(&[])
+        self.extra(call)
+            .map_or(&[], |e| listed(&self.groups, e.group))
     }
 
     /// Sendrecv's receive half.
@@ -236,6 +226,12 @@ impl Timeline {
         }
         Some((start, end.max(start)))
     }
+}
+
+/// The `(first, count)` part of one of a timeline's lists (empty when out of range).
+fn listed<T>(list: &[T], (first, n): (u32, u32)) -> &[T] {
+    let first = first as usize;
+    list.get(first..first + n as usize).unwrap_or(&[])
 }
 
 #[cfg(test)]
