@@ -200,8 +200,7 @@ fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
 
 fn requests(trace: &Trace, d: &Details) -> Result<DataFrame> {
     let r = &d.requests;
-    let span = |rank: u32, i: usize| trace.rank(rank).and_then(|t| t.spans.get(i));
-    let completion = |q: &RequestRow| span(q.rank, q.completion_index()?);
+    let completion = |q: &RequestRow| q.completion_span(trace);
     frame(
         r.len(),
         vec![
@@ -228,7 +227,7 @@ fn requests(trace: &Trace, d: &Details) -> Result<DataFrame> {
             col(
                 "post_ns",
                 r.iter()
-                    .map(|q| span(q.rank, q.post_index()).map(|s| s.start.0))
+                    .map(|q| q.post_span(trace).map(|s| s.start.0))
                     .collect::<Vec<Option<u64>>>(),
             ),
             col(

@@ -6,7 +6,7 @@
 use std::cmp::Reverse;
 
 use overlap_analyzer::metrics::{RequestRow, WaitKind};
-use overlap_analyzer::model::{EventRef, Trace};
+use overlap_analyzer::model::Trace;
 
 use crate::run::Run;
 
@@ -161,13 +161,7 @@ impl RequestSort {
     fn sort(self, rows: &mut [usize], all: &[RequestRow], trace: &Trace) {
         // As for the waits: keys made once, and every key ends with its row, so equal
         // keys keep one order.
-        let post_ns = |r: &RequestRow| {
-            let post = EventRef {
-                rank: r.rank,
-                index: r.post_index(),
-            };
-            trace.span(post).map_or(0, |s| s.start.0)
-        };
+        let post_ns = |r: &RequestRow| r.post_span(trace).map_or(0, |s| s.start.0);
         let at = |i: usize| (all[i].rank, post_ns(&all[i]), i);
         match self {
             RequestSort::ExposedWait => {

@@ -13,7 +13,7 @@
 use super::requests::{RequestClass, RequestMetrics};
 use super::CallRef;
 use crate::model::compact::{index_u32, some_i32, some_index, some_u64, NO_I32, NO_INDEX, NO_U64};
-use crate::model::Trace;
+use crate::model::{EventRef, Span, Trace};
 
 /// One request's figures, compact (see the module; the fields mean what
 /// [`RequestMetrics`]' fields of the same names mean).
@@ -123,6 +123,22 @@ impl RequestRow {
     /// The call that completed it (index among the rank's events), if one did.
     pub fn completion_index(&self) -> Option<usize> {
         some_index(self.completion)
+    }
+
+    /// Its post's span in `trace`.
+    pub fn post_span<'t>(&self, trace: &'t Trace) -> Option<&'t Span> {
+        trace.span(EventRef {
+            rank: self.rank,
+            index: self.post_index(),
+        })
+    }
+
+    /// The span in `trace` of the call that completed it, if one did.
+    pub fn completion_span<'t>(&self, trace: &'t Trace) -> Option<&'t Span> {
+        trace.span(EventRef {
+            rank: self.rank,
+            index: self.completion_index()?,
+        })
     }
 
     /// Marks it completed by the call at `index`.

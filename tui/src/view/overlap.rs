@@ -7,7 +7,6 @@
 use overlap_analyzer::metrics::false_overlap::Limit;
 use overlap_analyzer::metrics::requests::RequestClass;
 use overlap_analyzer::metrics::{CallRef, Finding, RequestRow};
-use overlap_analyzer::model::EventRef;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
@@ -147,11 +146,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 Cell::from(r.rank.to_string()),
                 Cell::from(format!("#{}", r.request)),
                 Cell::from(
-                    run.trace
-                        .span(EventRef {
-                            rank: r.rank,
-                            index: r.post_index(),
-                        })
+                    r.post_span(&run.trace)
                         .and_then(|s| s.op())
                         .map_or("?", |op| op.mpi_name()),
                 ),
