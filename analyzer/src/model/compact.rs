@@ -1,5 +1,5 @@
 //! The compact records of the analysis model: a call's arguments ([`CallInfo`], 80
-//! bytes), a completion's status ([`Done`], 24), a request's life ([`RequestLife`],
+//! bytes), a completion's status ([`Done`], 16), a request's life ([`RequestLife`],
 //! 32). A trace holds one per call, completion and request, tens of millions of each, so
 //! fields a record may lack are kept with a sentinel (never a value MPI or the recorder
 //! uses) and read through methods that give them back as `Option`s, and event indices
