@@ -12,6 +12,7 @@ setup:
 
 build: setup
 	$(CARGO) build --release --workspace
+	scripts/build-preloads.sh --release
 
 demo: build
 	mkdir -p $(DEMO_DIR)
@@ -48,6 +49,7 @@ demo: build
 
 test: setup
 	$(CARGO) build --workspace
+	scripts/build-preloads.sh
 	$(CARGO) test --workspace
 	scripts/ci-gate.sh
 

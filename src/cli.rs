@@ -171,7 +171,8 @@ struct TraceArgs {
     /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/".
     #[arg(long, default_value = "overlap-trace.json")]
     out: PathBuf,
-    /// The preload library (default: liboverlap_preload.so beside this binary).
+    /// The preload library (default: the one built for the program's MPI, found beside
+    /// this binary).
     #[arg(long, env = "OVERLAP_PRELOAD")]
     preload: Option<PathBuf>,
     /// Stop the run when no MPI call completed on any rank for SECS seconds (each rank
@@ -220,10 +221,10 @@ pub(crate) fn ranks_dir_for(out: &Path) -> PathBuf {
 fn trace(a: TraceArgs) -> Result<ExitCode> {
     // A mistyped --out is told now, not after the run.
     overlap_analyzer::output::check_output(&a.out)?;
-    let preload = crate::trace::find_preload(a.preload.as_deref())?;
+    let chosen = crate::which_mpi::choose(a.preload.as_deref(), &a.command)?;
     let ranks_dir = ranks_dir_for(&a.out);
     crate::launch::clear_trace_dir(&ranks_dir)?;
-    let ending = crate::trace::run_traced(&a.command, &preload, &ranks_dir, a.hang_timeout)?;
+    let ending = crate::trace::run_traced(&a.command, &chosen, &ranks_dir, a.hang_timeout)?;
     let command = a.command.join(" ");
     let failure = match &ending {
         Ending::Finished(status) if status.success() => None,
@@ -240,13 +241,18 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
             code: stopped.stopped_exit_code().unwrap_or(1),
         }),
     };
+    let built_for = chosen
+        .built_for
+        .as_ref()
+        .map_or("an MPI it does not name".to_string(), |b| b.to_string());
     let no_trace = format!(
-        "`{command}` ({}) left no readable trace in {}: was it an MPI program built against \
-         the MPI overlap was built with? (Fortran programs using the mpi_f08 module, and \
-         programs that start MPI only through MPI_Session_init, are not traced: see \
-         docs/preload.md)",
+        "`{command}` ({}) left no readable trace in {}: was it an MPI program of {built_for}, \
+         the MPI the preload {} was built for? (Fortran programs using the mpi_f08 module \
+         under MPICH, and programs that start MPI only through MPI_Session_init, are not \
+         traced: see docs/preload.md)",
         ending.status(),
-        ranks_dir.display()
+        ranks_dir.display(),
+        chosen.path.display()
     );
     let end = RunEnd {
         ending: &ending,

@@ -23,6 +23,7 @@ mod supervise;
 mod trace;
 mod tui;
 mod whatif;
+mod which_mpi;
 
 use std::process::ExitCode;
 

@@ -11,74 +11,20 @@
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use overlap_instrument::schema::{ParamValue, Params, UNRECORDED_CALLS_PARAM};
 
-use crate::supervise::{self, Ending, Watch, HANG_TIMEOUT_ENV};
+use overlap_instrument::mpi_family::{MpiFamily, LAUNCHER_ENV};
 
-/// The preload's file name, as cargo builds it.
-pub const PRELOAD_FILE: &str = "liboverlap_preload.so";
-/// Environment variable naming the preload explicitly.
-pub const PRELOAD_ENV: &str = "OVERLAP_PRELOAD";
+use crate::supervise::{self, Ending, Watch, HANG_TIMEOUT_ENV};
+use crate::which_mpi::Chosen;
+
 /// Environment variable the preload reads its trace directory from.
 pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
-
-/// The preload library: the one given, else the one beside this binary (where cargo
-/// builds both), else the installed layout `../lib/overlap/`.
-pub fn find_preload(given: Option<&Path>) -> Result<PathBuf> {
-    if let Some(p) = given {
-        if !p.is_file() {
-            bail!("the preload library {} does not exist", p.display());
-        }
-        return Ok(p.to_path_buf());
-    }
-    let exe = std::env::current_exe().context("finding this program's own path")?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    let candidates = [
-        dir.join(PRELOAD_FILE),
-        dir.join("..")
-            .join("lib")
-            .join("overlap")
-            .join(PRELOAD_FILE),
-    ];
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .with_context(|| {
-            format!(
-                "{PRELOAD_FILE} was not found beside {} nor in ../lib/overlap: build it with \
-                 `cargo build --workspace` (or `make build`), or name it with --preload or \
-                 {PRELOAD_ENV}",
-                exe.display()
-            )
-        })
-}
-
-/// True when `launcher` is Open MPI's `mpirun`/`mpiexec`, which passes on only the
-/// environment variables named with `-x`.
-fn is_open_mpi_launcher(launcher: &str) -> bool {
-    let name = Path::new(launcher)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("");
-    if !matches!(name, "mpirun" | "mpiexec" | "orterun" | "prterun") {
-        return false;
-    }
-    Command::new(launcher)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .map(|o| {
-            let text = String::from_utf8_lossy(&o.stdout) + String::from_utf8_lossy(&o.stderr);
-            text.contains("Open MPI") || text.contains("OpenRTE")
-        })
-        .unwrap_or(false)
-}
 
 /// The launch command with what Open MPI needs to pass the preload on, and the hang
 /// timeout when there is one.
@@ -86,7 +32,10 @@ pub fn with_open_mpi_exports(command: &[String], hang_timeout: bool) -> Vec<Stri
     let mut out = Vec::with_capacity(command.len() + 6);
     out.push(command[0].clone());
     let hang = hang_timeout.then_some(HANG_TIMEOUT_ENV);
-    for var in ["LD_PRELOAD", TRACE_DIR_ENV].into_iter().chain(hang) {
+    for var in ["LD_PRELOAD", TRACE_DIR_ENV, LAUNCHER_ENV]
+        .into_iter()
+        .chain(hang)
+    {
         out.push("-x".into());
         out.push(var.into());
     }
@@ -104,32 +53,33 @@ pub fn ld_preload(preload: &Path, existing: Option<OsString>) -> OsString {
     value
 }
 
-/// Runs `command` with the preload, the ranks writing into `dir`, stdio passed through,
-/// supervised until it ends, is stopped, or (with `hang_timeout`) hangs.
+/// Runs `command` with the chosen preload, the ranks writing into `dir`, stdio passed
+/// through, supervised until it ends, is stopped, or (with `hang_timeout`) hangs.
 pub fn run_traced(
     command: &[String],
-    preload: &Path,
+    chosen: &Chosen,
     dir: &Path,
     hang_timeout: Option<Duration>,
 ) -> Result<Ending> {
     let Some(launcher) = command.first() else {
         bail!("nothing to run: give the launch command after `--`, e.g. `overlap trace -- mpiexec -n 4 ./app`");
     };
-    let command = if is_open_mpi_launcher(launcher) {
+    let command = if chosen.launcher.family == Some(MpiFamily::OpenMpi) {
         with_open_mpi_exports(command, hang_timeout.is_some())
     } else {
         command.to_vec()
     };
     let dir = std::path::absolute(dir).with_context(|| format!("resolving {}", dir.display()))?;
-    let preload =
-        std::path::absolute(preload).with_context(|| format!("resolving {}", preload.display()))?;
+    let preload = std::path::absolute(&chosen.path)
+        .with_context(|| format!("resolving {}", chosen.path.display()))?;
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..])
         .env(
             "LD_PRELOAD",
             ld_preload(&preload, std::env::var_os("LD_PRELOAD")),
         )
-        .env(TRACE_DIR_ENV, &dir);
+        .env(TRACE_DIR_ENV, &dir)
+        .env(LAUNCHER_ENV, &chosen.launcher.description);
     // The launcher has a process group of its own, which is not the terminal's
     // foreground group: reading the terminal would stop it (SIGTTIN). So a terminal
     // stdin is passed on through a pipe.
@@ -213,6 +163,8 @@ mod tests {
                 "-x",
                 "OVERLAP_TRACE_DIR",
                 "-x",
+                "OVERLAP_LAUNCHER",
+                "-x",
                 "OVERLAP_HANG_TIMEOUT_MS",
                 "-n",
                 "4",
@@ -231,11 +183,5 @@ mod tests {
             ld_preload(p, Some("/y/libasan.so".into())),
             "/x/liboverlap_preload.so:/y/libasan.so"
         );
-    }
-
-    #[test]
-    fn mpich_and_srun_are_not_open_mpi() {
-        assert!(!is_open_mpi_launcher("srun"));
-        assert!(!is_open_mpi_launcher("/no/such/mpirun"));
     }
 }

@@ -11,6 +11,8 @@
 //!   rank's trace file and its clock alignment.
 //! - [`layer`]: a `tracing_subscriber::Layer` turning ordinary `tracing` spans into
 //!   compute spans.
+//! - [`mpi_family`]: which MPI a preload library was built for, and the marker that
+//!   says so.
 //! - [`network_model`]: the network model file (latency and bandwidth per message size)
 //!   that the `pingpong` kernel writes and the analyzer can read.
 //!
@@ -36,6 +38,7 @@ pub mod identity;
 pub mod layer;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod mpi_family;
 pub mod recorder;
 
 /// `eprintln!` that never panics: a line for the user on stderr, dropped when stderr

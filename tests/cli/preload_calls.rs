@@ -12,7 +12,7 @@ use overlap_analyzer::metrics::budget::budgets;
 use overlap_analyzer::metrics::{analyze, Options, WaitKind};
 use overlap_instrument::schema::{Event, Op};
 
-use crate::trace::{program, trace, untraced};
+use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Mpi};
 use crate::traces::{calls, counts};
 use crate::util::Run;
 
@@ -56,10 +56,10 @@ fn requests_where(
     found
 }
 
-fn check_handles(ranks: u32) {
+fn check_handles(mpi: Mpi, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("handles.json");
-    let run = trace(ranks, &program("handles"), &out);
+    let run = trace_in(mpi, ranks, &program_in(mpi, "handles"), &[], &[], &out);
     assert!(run.success(), "{}", run.describe());
     let posted = reported(&run, "posted ");
     assert_eq!(posted.len(), ranks as usize, "{}", run.describe());
@@ -98,16 +98,24 @@ fn check_handles(ranks: u32) {
 
 #[test]
 fn requests_sharing_a_handle_are_all_completed_on_2_and_4_ranks() {
-    check_handles(2);
-    check_handles(4);
+    check_handles(Mpi::Default, 2);
+    check_handles(Mpi::Default, 4);
 }
 
-fn check_nbc_rma(ranks: u32) {
+#[test]
+fn requests_sharing_a_handle_are_all_completed_under_open_mpi() {
+    let Some(mpi) = open_mpi() else { return };
+    check_handles(mpi, 2);
+    check_handles(mpi, 4);
+}
+
+fn check_nbc_rma(mpi: Mpi, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("nbc_rma.json");
-    let plain = untraced(ranks, &program("nbc_rma"));
+    let nbc_rma = program_in(mpi, "nbc_rma");
+    let plain = untraced_in(mpi, ranks, &nbc_rma);
     assert!(plain.success(), "{}", plain.describe());
-    let run = trace(ranks, &program("nbc_rma"), &out);
+    let run = trace_in(mpi, ranks, &nbc_rma, &[], &[], &out);
     assert!(run.success(), "{}", run.describe());
     assert_eq!(run.stdout(), plain.stdout(), "the output is unchanged");
     // Communicator constructors are recorded now; packing is not.
@@ -134,12 +142,14 @@ fn check_nbc_rma(ranks: u32) {
         assert_eq!(got, want, "rank {rank}\n{}", run.describe());
     }
 
-    // Every request completed: 8 non-blocking collectives, 9 persistent starts, Rput,
-    // Rget and Raccumulate per rank.
-    assert_eq!(t.requests.len(), (20 * ranks) as usize);
+    // Every request completed: 8 non-blocking collectives, 9 persistent starts (where the
+    // MPI has persistent collectives: MPI 4), Rput, Rget and Raccumulate per rank.
+    let persistent = issued[&0].contains_key("MPI_Allreduce_init");
+    let per_rank = 11 + if persistent { 9 } else { 0 };
+    assert_eq!(t.requests.len(), (per_rank * ranks) as usize);
     assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
 
-    check_windows(&t, ranks);
+    check_windows(&t, ranks, persistent);
 
     // No MPI time counts as useful: the analysis' time in MPI of each rank is at least
     // what the program measured around its calls, but for the recording's own cost
@@ -157,16 +167,17 @@ fn check_nbc_rma(ranks: u32) {
             program["ns"]
         );
     }
-    check_waits_explained(&loaded.trace, &per_rank);
+    check_waits_explained(&loaded.trace, &per_rank, persistent);
 }
 
-/// Rank 0 sleeps 30 ms before its Ibarrier, its first persistent Allreduce start, a
-/// fence, and each of its two exposure epochs (Win_post): the others' waits there are
-/// wait states of the right kind, each at least most of the sleep, and no rank's wait
-/// states exceed its time in MPI.
+/// Rank 0 sleeps 30 ms before its Ibarrier, its first persistent Allreduce start (MPI
+/// 4), a fence, and each of its two exposure epochs (Win_post): the others' waits there
+/// are wait states of the right kind, each at least most of the sleep, and no rank's
+/// wait states exceed its time in MPI.
 fn check_waits_explained(
     trace: &overlap_analyzer::model::Trace,
     per_rank: &[overlap_analyzer::metrics::RankBudget],
+    persistent: bool,
 ) {
     let (report, details) = analyze(trace, &Options::default());
     // Every wait names the peer's call it waited for; each nap shows as a wait of at
@@ -181,12 +192,13 @@ fn check_waits_explained(
     for w in &details.waits {
         assert!(cause(w).is_some(), "{w:?} names no call of its peer");
     }
-    for (kind, call) in [
+    let naps = [
         (WaitKind::WaitAtBarrier, Op::Ibarrier),
         (WaitKind::WaitAtNxN, Op::Start),
         (WaitKind::WaitAtFence, Op::WinFence),
         (WaitKind::LatePost, Op::WinPost),
-    ] {
+    ];
+    for (kind, call) in naps.into_iter().filter(|n| persistent || n.1 != Op::Start) {
         assert!(
             details.waits.iter().any(|w| w.kind == kind
                 && w.peer == Some(0)
@@ -202,7 +214,7 @@ fn check_waits_explained(
     let nap = 25_000_000;
     for (kind, naps) in [
         (WaitKind::WaitAtBarrier, 1),
-        (WaitKind::WaitAtNxN, 1),
+        (WaitKind::WaitAtNxN, u64::from(persistent)),
         (WaitKind::WaitAtFence, 1),
         (WaitKind::LatePost, 2),
     ] {
@@ -226,7 +238,7 @@ fn check_waits_explained(
 /// Both windows have one id on every rank, different from each other; accesses name
 /// their window and their target as a world rank; Win_start and Win_post name their
 /// group; the exclusive lock says so.
-fn check_windows(t: &overlap_analyzer::model::MergedTrace, ranks: u32) {
+fn check_windows(t: &overlap_analyzer::model::MergedTrace, ranks: u32, persistent: bool) {
     let mut ids: BTreeMap<Op, Vec<Option<u32>>> = BTreeMap::new();
     for rank in 0..ranks {
         let right = ((rank + 1) % ranks) as i32;
@@ -268,7 +280,7 @@ fn check_windows(t: &overlap_analyzer::model::MergedTrace, ranks: u32) {
             }
         }
         let started = cs.iter().filter(|c| c.op == Op::Startall).count();
-        assert_eq!(started, 3);
+        assert_eq!(started, if persistent { 3 } else { 0 });
     }
     let created = &ids[&Op::WinCreate];
     let allocated = &ids[&Op::WinAllocate];
@@ -280,26 +292,43 @@ fn check_windows(t: &overlap_analyzer::model::MergedTrace, ranks: u32) {
     );
     assert_ne!(created[0], allocated[0]);
     let events = t.events.values().flatten();
-    assert!(events
-        .clone()
-        .any(|e| matches!(e, Event::Call(c) if c.op == Op::AllreduceInit)));
+    assert_eq!(
+        events
+            .clone()
+            .any(|e| matches!(e, Event::Call(c) if c.op == Op::AllreduceInit)),
+        persistent
+    );
 }
 
 #[test]
 fn every_collective_and_one_sided_call_is_recorded_on_2_ranks() {
-    check_nbc_rma(2);
+    check_nbc_rma(Mpi::Default, 2);
 }
 
 #[test]
 fn every_collective_and_one_sided_call_is_recorded_on_4_ranks() {
-    check_nbc_rma(4);
+    check_nbc_rma(Mpi::Default, 4);
+}
+
+#[test]
+fn every_collective_and_one_sided_call_is_recorded_under_open_mpi() {
+    let Some(mpi) = open_mpi() else { return };
+    check_nbc_rma(mpi, 2);
+    check_nbc_rma(mpi, 4);
 }
 
 #[test]
 fn a_program_that_starts_mpi_through_a_session_is_told_why_it_is_not_traced() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("session.json");
-    let run = trace(2, &program("session"), &out);
+    let run = trace_in(
+        Mpi::Default,
+        2,
+        &program_in(Mpi::Default, "session"),
+        &[],
+        &[],
+        &out,
+    );
     assert!(!run.success(), "nothing to merge");
     run.assert_stdout_has("session: 2 ranks, sum 1");
     run.assert_stderr_has("this program starts MPI through MPI_Session_init");

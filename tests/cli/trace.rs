@@ -6,64 +6,24 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use overlap_analyzer::import::read_merged;
 use overlap_analyzer::model::MergedTrace;
 use overlap_instrument::schema::{Event, Op};
 
+use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Mpi};
 use crate::preload_calls::never_completed;
 use crate::traces::counts;
-use crate::util::{mpi_lock, overlap_bin, Run};
+use crate::util::{overlap_bin, Run};
 
-/// The test programs, compiled once per test run into a directory that lives as long.
-fn programs() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
-        let compile = |compiler: &str, source: &str, out: &str, extra: &[&str]| {
-            let status = Command::new(compiler)
-                .args(["-g", "-O1"])
-                .args(extra)
-                .arg(src.join(source))
-                .arg("-o")
-                .arg(dir.path().join(out))
-                .status()
-                .unwrap_or_else(|e| panic!("{compiler} runs (run `make setup`): {e}"));
-            assert!(status.success(), "{compiler} {source} failed");
-        };
-        // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
-        compile("mpicc", "calls.c", "calls", &["-Wno-stringop-overflow"]);
-        compile("mpicc", "abort.c", "abort", &["-Wno-stringop-overflow"]);
-        compile("mpicc", "atexit.c", "atexit", &[]);
-        compile("mpicc", "handles.c", "handles", &["-Wno-stringop-overflow"]);
-        compile("mpicc", "nbc_rma.c", "nbc_rma", &["-Wno-stringop-overflow"]);
-        compile("mpicc", "session.c", "session", &[]);
-        compile("mpicc", "twins.c", "twins", &["-Wno-stringop-overflow"]);
-        compile("mpicc", "reorder.c", "reorder", &["-Wno-stringop-overflow"]);
-        compile("mpicc", "killed.c", "killed", &[]);
-        compile("mpicc", "spin.c", "spin", &[]);
-        compile("mpicc", "deadlock.c", "deadlock", &[]);
-        compile(
-            "mpicc",
-            "threads.c",
-            "threads",
-            &["-Wno-stringop-overflow", "-pthread"],
-        );
-        compile("mpif90", "ring.f90", "ring", &[]);
-        dir
-    })
-    .path()
-}
-
+/// tests/programs/NAME compiled with the default MPI.
 pub(crate) fn program(name: &str) -> PathBuf {
-    programs().join(name)
+    program_in(Mpi::Default, name)
 }
 
 /// `overlap trace --out OUT -- mpiexec -n RANKS PROGRAM`.
 pub(crate) fn trace(ranks: u32, program: &Path, out: &Path) -> Run {
-    trace_with(ranks, program, &[], &[], out)
+    trace_in(Mpi::Default, ranks, program, &[], &[], out)
 }
 
 /// `overlap trace --out OUT -- mpiexec -n RANKS PROGRAM ARGS...`, with `env` set.
@@ -74,29 +34,12 @@ pub(crate) fn trace_with(
     env: &[(&str, &str)],
     out: &Path,
 ) -> Run {
-    let _guard = mpi_lock();
-    let output = Command::new(overlap_bin())
-        .arg("trace")
-        .arg("--out")
-        .arg(out)
-        .args(["--", "mpiexec", "-n", &ranks.to_string()])
-        .arg(program)
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .expect("overlap runs");
-    Run { output }
+    trace_in(Mpi::Default, ranks, program, args, env, out)
 }
 
 /// `mpiexec -n RANKS PROGRAM`, untraced.
 pub(crate) fn untraced(ranks: u32, program: &Path) -> Run {
-    let _guard = mpi_lock();
-    let output = Command::new("mpiexec")
-        .args(["-n", &ranks.to_string()])
-        .arg(program)
-        .output()
-        .expect("mpiexec runs");
-    Run { output }
+    untraced_in(Mpi::Default, ranks, program)
 }
 
 /// The counts the program reported on stderr for its polling loops, by rank.
@@ -167,12 +110,13 @@ fn expected_calls(rank: u32, testsome: usize, iprobe: usize) -> BTreeMap<Op, usi
     e
 }
 
-fn check_calls_program(ranks: u32) {
+fn check_calls_program(mpi: Mpi, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("calls.json");
-    let plain = untraced(ranks, &program("calls"));
+    let calls = program_in(mpi, "calls");
+    let plain = untraced_in(mpi, ranks, &calls);
     assert!(plain.success(), "{}", plain.describe());
-    let run = trace(ranks, &program("calls"), &out);
+    let run = trace_in(mpi, ranks, &calls, &[], &[], &out);
     assert!(run.success(), "{}", run.describe());
     assert_eq!(
         run.stdout(),
@@ -217,6 +161,44 @@ fn check_calls_program(ranks: u32) {
     assert_eq!(persistent, (8 * ranks) as usize, "starts are named as such");
     check_sites_and_comms(&t, ranks);
     check_symbolized_sites(&out, ranks);
+    check_provenance(&out, mpi, "C");
+}
+
+/// The report's second line says where the recording came from: the MPI library, the
+/// launcher, the bindings the program called through and the preload's MPI.
+pub(crate) fn check_provenance(out: &Path, mpi: Mpi, bindings: &str) {
+    let run = crate::util::overlap(&["analyze", out.to_str().expect("utf-8 path")]);
+    assert!(run.success(), "{}", run.describe());
+    let text = run.stdout();
+    let line = text.lines().nth(1).unwrap_or("");
+    // Versions vary between machines: compared without their digits and dots.
+    let (library, launcher, built_for) = match mpi {
+        Mpi::Default => ("MPICH Version:", "mpiexec (MPICH Hydra)", "MPICH"),
+        Mpi::OpenMpi => ("Open MPI", "mpirun.openmpi (OpenRTE)", "Open MPI"),
+    };
+    let want = format!(
+        "MPI: {library}; launcher: {launcher}; bindings: {bindings}; preload built for: \
+         {built_for}"
+    );
+    let without_versions = |l: &str| {
+        let kept: String = l
+            .chars()
+            .filter(|c| !c.is_ascii_digit() && *c != '.')
+            .collect();
+        kept.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace(" ;", ";")
+    };
+    let got = without_versions(line);
+    let want = without_versions(&want);
+    // Open MPI's library line goes on ("package: Debian OpenMPI, ident: ..."): its start
+    // and the rest are compared apart.
+    let (head, tail) = want.split_once("; launcher").expect("two parts");
+    assert!(
+        got.starts_with(head) && got.ends_with(&format!("; launcher{tail}")),
+        "{line}\nwant: {want}"
+    );
 }
 
 /// The line of tests/programs/FILE that holds `text` (found, not hard-coded, so tests
@@ -372,19 +354,28 @@ fn in_program_code(t: &MergedTrace, rank: u32, site: u64) -> bool {
 
 #[test]
 fn c_program_on_2_ranks() {
-    check_calls_program(2);
+    check_calls_program(Mpi::Default, 2);
 }
 
 #[test]
 fn c_program_on_4_ranks() {
-    check_calls_program(4);
+    check_calls_program(Mpi::Default, 4);
 }
 
-fn check_fortran(ranks: u32) {
+#[test]
+fn c_program_under_open_mpi_on_2_and_4_ranks() {
+    let Some(mpi) = open_mpi() else { return };
+    check_calls_program(mpi, 2);
+    check_calls_program(mpi, 4);
+}
+
+fn check_fortran(mpi: Mpi, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("ring.json");
-    let plain = untraced(ranks, &program("ring"));
-    let run = trace(ranks, &program("ring"), &out);
+    let ring = program_in(mpi, "ring");
+    let plain = untraced_in(mpi, ranks, &ring);
+    assert!(plain.success(), "{}", plain.describe());
+    let run = trace_in(mpi, ranks, &ring, &[], &[], &out);
     assert!(run.success(), "{}", run.describe());
     assert_eq!(
         run.stdout(),
@@ -414,22 +405,44 @@ fn check_fortran(ranks: u32) {
     assert_eq!(t.info.messages, u64::from(4 * ranks));
     assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
     assert_eq!(t.requests.len(), (8 * ranks) as usize);
-    assert_eq!(never_completed(&out), BTreeMap::new(), "all completed"); // The calls' return addresses are in MPICH's Fortran bindings, not in the program:
-                                                                         // their site is unknown, and said so, rather than every Isend grouped as one site.
+    assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
+    check_provenance(&out, mpi, "Fortran mpif.h/mpi");
     let analysis = crate::util::overlap(&["analyze", out.to_str().expect("utf-8 path")]);
     assert!(analysis.success(), "{}", analysis.describe());
-    assert!(
-        analysis.stdout().contains("calls from inside libmpichfort")
-            && !analysis.stdout().contains("(mpi_isend"),
-        "{}",
-        analysis.describe()
-    );
+    let text = analysis.stdout();
+    match mpi {
+        // MPICH's Fortran bindings call the C entry points: the calls' return addresses
+        // are in its Fortran library, not in the program, so their site is unknown, and
+        // said so, rather than every Isend grouped as one site.
+        Mpi::Default => assert!(
+            text.contains("calls from inside libmpichfort") && !text.contains("(mpi_isend"),
+            "{}",
+            analysis.describe()
+        ),
+        // Under Open MPI the preload's Fortran entry points are called by the program
+        // itself: each call is placed on its line.
+        Mpi::OpenMpi => {
+            let isend = program_line("ring.f90", "call MPI_Isend(");
+            assert!(
+                text.contains(&format!("ring.f90:{isend} (ring)")),
+                "{}",
+                analysis.describe()
+            );
+        }
+    }
 }
 
 #[test]
 fn fortran_program_on_2_and_4_ranks() {
-    check_fortran(2);
-    check_fortran(4);
+    check_fortran(Mpi::Default, 2);
+    check_fortran(Mpi::Default, 4);
+}
+
+#[test]
+fn fortran_program_under_open_mpi_on_2_and_4_ranks() {
+    let Some(mpi) = open_mpi() else { return };
+    check_fortran(mpi, 2);
+    check_fortran(mpi, 4);
 }
 
 #[test]

@@ -12,6 +12,8 @@ use sites::by_site;
 use units::{at, bytes, pct, rate};
 pub use units::{duration, share};
 
+use overlap_format::schema::{ParamValue, PROVENANCE_PARAMS};
+
 use crate::compute::ComputeSource;
 use crate::metrics::false_overlap::Limit;
 use crate::metrics::pop::TIdealMethod;
@@ -48,6 +50,22 @@ impl Style {
     }
 }
 
+/// Where the recording came from, in one line (`MPI: Open MPI v4.1.4; launcher: ...`):
+/// the header's provenance parameters that the recorder wrote (a run of the Rust layer,
+/// or an older preload, has fewer or none).
+fn provenance(params: &std::collections::BTreeMap<String, ParamValue>) -> Option<String> {
+    let parts: Vec<String> = PROVENANCE_PARAMS
+        .iter()
+        .filter_map(|(key, label)| match params.get(*key) {
+            Some(ParamValue::Text(t)) if !t.trim().is_empty() => {
+                Some(format!("{label}: {}", t.trim()))
+            }
+            _ => None,
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 /// Renders the report.
 pub fn render(r: &Report, style: Style) -> String {
     let mut o = String::new();
@@ -56,7 +74,7 @@ pub fn render(r: &Report, style: Style) -> String {
         .params
         .get("variant")
         .map(|v| match v {
-            overlap_format::schema::ParamValue::Text(t) => format!(" ({t})"),
+            ParamValue::Text(t) => format!(" ({t})"),
             other => format!(" ({other:?})"),
         })
         .unwrap_or_default();
@@ -77,6 +95,9 @@ pub fn render(r: &Report, style: Style) -> String {
             duration(r.totals.wall_ns)
         ))
     );
+    if let Some(line) = provenance(&run.params) {
+        let _ = writeln!(o, "  {line}");
+    }
     crate::hang::text::section(&mut o, r.hang.as_ref());
     if !run.missing_ranks.is_empty() {
         let _ = writeln!(

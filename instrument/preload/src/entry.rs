@@ -12,9 +12,10 @@
 //! caller put them, and the final `jmp` leaves the return address in place.
 
 /// Exports `MPI_<name>` as a trampoline to `$wrapper`, which must have the MPI function's
-/// exact C signature.
+/// exact C signature; attributes (`#[cfg(mpi4)]`) apply to the export.
 macro_rules! entry {
-    ($($export:ident => $wrapper:path;)+) => {$(
+    ($($(#[$attr:meta])* $export:ident => $wrapper:path;)+) => {$(
+        $(#[$attr])*
         #[unsafe(naked)]
         #[unsafe(no_mangle)]
         #[allow(non_snake_case, missing_docs)]

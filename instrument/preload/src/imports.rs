@@ -96,26 +96,92 @@ pub(crate) const NEGLIGIBLE_FAMILIES: &[&str] = &[
 
 /// True when overlap records `name` or its time is negligible (the handle conversions
 /// between C and Fortran, `MPI_Comm_f2c` and the like, are too).
+#[cfg(test)]
 fn accounted(name: &str) -> bool {
-    Op::from_mpi_name(name).is_some()
+    accounted_as(name, Binding::C)
+}
+
+/// [`accounted`], for a call made through `binding`: under Open MPI a Fortran call is
+/// recorded only where the preload wraps its Fortran name ([`crate::fortran`]).
+fn accounted_as(name: &str, binding: Binding) -> bool {
+    let recorded = match binding {
+        #[cfg(openmpi)]
+        Binding::Fortran => crate::fortran::RECORDED.contains(&name),
+        _ => Op::from_mpi_name(name).is_some(),
+    };
+    recorded
         || NEGLIGIBLE.contains(&name)
         || NEGLIGIBLE_FAMILIES.iter().any(|f| name.starts_with(f))
         || name.ends_with("_f2c")
         || name.ends_with("_c2f")
 }
 
-/// The MPI functions the process's objects import that overlap does not account for,
-/// sorted.
-pub(crate) fn unrecorded() -> Vec<String> {
+/// The language bindings of MPI a program calls through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Binding {
+    /// `MPI_Send`.
+    C,
+    /// `mpi_send_` (`mpif.h`, `use mpi`).
+    Fortran,
+    /// `mpi_send_f08_`, `mpi_send_f08ts_` (`use mpi_f08`).
+    FortranF08,
+}
+
+impl Binding {
+    /// How the header names it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Binding::C => "C",
+            Binding::Fortran => "Fortran mpif.h/mpi",
+            Binding::FortranF08 => "Fortran mpi_f08",
+        }
+    }
+
+    /// The binding an imported symbol belongs to, if it is an MPI call.
+    fn of(symbol: &str) -> Option<Binding> {
+        if symbol.starts_with("MPI_") && symbol[4..].chars().any(|c| c.is_ascii_lowercase()) {
+            Some(Binding::C)
+        } else if !symbol.to_ascii_lowercase().starts_with("mpi_") {
+            None
+        } else if symbol.contains("_f08") {
+            Some(Binding::FortranF08)
+        } else {
+            Some(Binding::Fortran)
+        }
+    }
+}
+
+/// What the process's objects import from MPI.
+pub(crate) struct Imports {
+    /// The MPI functions imported that overlap does not account for, sorted.
+    pub(crate) unrecorded: Vec<String>,
+    /// The bindings they are called through, sorted.
+    pub(crate) bindings: Vec<Binding>,
+}
+
+/// Reads the process's objects' imports.
+pub(crate) fn scan() -> Imports {
     let mut names = BTreeSet::new();
+    let mut bindings = BTreeSet::new();
     for object in objects() {
         // An object that cannot be read (gone, not ELF) imports nothing we can know.
         let Some(symbols) = undefined_dynamic_symbols(&object) else {
             continue;
         };
-        names.extend(symbols.iter().filter_map(|s| mpi_name(s)));
+        for s in &symbols {
+            let Some(binding) = Binding::of(s) else {
+                continue;
+            };
+            bindings.insert(binding);
+            if let Some(name) = mpi_name(s).filter(|n| !accounted_as(n, binding)) {
+                names.insert(name);
+            }
+        }
     }
-    names.into_iter().filter(|n| !accounted(n)).collect()
+    Imports {
+        unrecorded: names.into_iter().collect(),
+        bindings: bindings.into_iter().collect(),
+    }
 }
 
 /// The executable and the shared objects mapped into this process, but MPI's own
@@ -289,6 +355,17 @@ mod tests {
         assert_eq!(mpi_name("MPIX_Query_cuda_support"), None);
         assert_eq!(mpi_name("mpi_send_f08_"), None);
         assert_eq!(mpi_name("malloc"), None);
+    }
+
+    #[test]
+    fn bindings_are_told_by_the_names_imported() {
+        assert_eq!(Binding::of("MPI_Isend"), Some(Binding::C));
+        assert_eq!(Binding::of("mpi_isend_"), Some(Binding::Fortran));
+        assert_eq!(Binding::of("MPI_ISEND"), Some(Binding::Fortran));
+        assert_eq!(Binding::of("mpi_isend_f08ts_"), Some(Binding::FortranF08));
+        assert_eq!(Binding::of("mpi_isend_f08_"), Some(Binding::FortranF08));
+        assert_eq!(Binding::of("PMPI_Isend"), None);
+        assert_eq!(Binding::of("memcpy"), None);
     }
 
     #[test]

@@ -8,19 +8,24 @@
 //! records the address it was made from, so findings can be grouped by call site.
 //!
 //! MPICH's Fortran bindings (`mpif.h` and `use mpi`) call the C entry points, so Fortran
-//! programs are traced through the same wrappers; the `mpi_f08` module calls `PMPI_`
-//! directly and is not traced (see `docs/preload.md`).
+//! programs are traced through the same wrappers; Open MPI's call `PMPI_` directly, so
+//! the library built for it wraps the Fortran entry points as well ([`fortran`]).
+//! MPICH's `mpi_f08` module calls `PMPI_` directly and is not traced (see
+//! `docs/preload.md`).
 //!
 //! The library is built against the MPI headers and library that `mpicc` names (through
 //! `mpi-sys`): handle types differ between MPI implementations, so it must be loaded
 //! into programs built against that same MPI.
 
+mod built_for;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod cache;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod calls;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod entry;
+#[cfg(all(target_arch = "x86_64", target_os = "linux", openmpi))]
+mod fortran;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod handles;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -48,6 +53,7 @@ mod exported {
     crate::entry::entry! {
         MPI_Init => setup::init;
         MPI_Init_thread => setup::init_thread;
+        #[cfg(mpi4)]
         MPI_Session_init => setup::session_init;
         MPI_Finalize => setup::finalize;
         MPI_Abort => setup::abort;
@@ -88,69 +94,91 @@ mod exported {
         MPI_Testsome => completion::testsome;
         MPI_Barrier => collective::barrier;
         MPI_Ibarrier => collective::ibarrier;
+        #[cfg(mpi4)]
         MPI_Barrier_init => collective::barrier_init;
         MPI_Bcast => collective::bcast;
         MPI_Ibcast => collective::ibcast;
+        #[cfg(mpi4)]
         MPI_Bcast_init => collective::bcast_init;
         MPI_Allgather => collective::allgather;
         MPI_Iallgather => collective::iallgather;
+        #[cfg(mpi4)]
         MPI_Allgather_init => collective::allgather_init;
         MPI_Alltoall => collective::alltoall;
         MPI_Ialltoall => collective::ialltoall;
+        #[cfg(mpi4)]
         MPI_Alltoall_init => collective::alltoall_init;
         MPI_Allgatherv => collective::allgatherv;
         MPI_Iallgatherv => collective::iallgatherv;
+        #[cfg(mpi4)]
         MPI_Allgatherv_init => collective::allgatherv_init;
         MPI_Alltoallv => collective::alltoallv;
         MPI_Ialltoallv => collective::ialltoallv;
+        #[cfg(mpi4)]
         MPI_Alltoallv_init => collective::alltoallv_init;
         MPI_Alltoallw => collective::alltoallw;
         MPI_Ialltoallw => collective::ialltoallw;
+        #[cfg(mpi4)]
         MPI_Alltoallw_init => collective::alltoallw_init;
         MPI_Gather => collective::gather;
         MPI_Igather => collective::igather;
+        #[cfg(mpi4)]
         MPI_Gather_init => collective::gather_init;
         MPI_Scatter => collective::scatter;
         MPI_Iscatter => collective::iscatter;
+        #[cfg(mpi4)]
         MPI_Scatter_init => collective::scatter_init;
         MPI_Gatherv => collective::gatherv;
         MPI_Igatherv => collective::igatherv;
+        #[cfg(mpi4)]
         MPI_Gatherv_init => collective::gatherv_init;
         MPI_Scatterv => collective::scatterv;
         MPI_Iscatterv => collective::iscatterv;
+        #[cfg(mpi4)]
         MPI_Scatterv_init => collective::scatterv_init;
         MPI_Reduce => reduction::reduce;
         MPI_Ireduce => reduction::ireduce;
+        #[cfg(mpi4)]
         MPI_Reduce_init => reduction::reduce_init;
         MPI_Allreduce => reduction::allreduce;
         MPI_Iallreduce => reduction::iallreduce;
+        #[cfg(mpi4)]
         MPI_Allreduce_init => reduction::allreduce_init;
         MPI_Scan => reduction::scan;
         MPI_Iscan => reduction::iscan;
+        #[cfg(mpi4)]
         MPI_Scan_init => reduction::scan_init;
         MPI_Exscan => reduction::exscan;
         MPI_Iexscan => reduction::iexscan;
+        #[cfg(mpi4)]
         MPI_Exscan_init => reduction::exscan_init;
         MPI_Reduce_scatter => reduction::reduce_scatter;
         MPI_Ireduce_scatter => reduction::ireduce_scatter;
+        #[cfg(mpi4)]
         MPI_Reduce_scatter_init => reduction::reduce_scatter_init;
         MPI_Reduce_scatter_block => reduction::reduce_scatter_block;
         MPI_Ireduce_scatter_block => reduction::ireduce_scatter_block;
+        #[cfg(mpi4)]
         MPI_Reduce_scatter_block_init => reduction::reduce_scatter_block_init;
         MPI_Neighbor_allgather => neighbor::neighbor_allgather;
         MPI_Ineighbor_allgather => neighbor::ineighbor_allgather;
+        #[cfg(mpi4)]
         MPI_Neighbor_allgather_init => neighbor::neighbor_allgather_init;
         MPI_Neighbor_alltoall => neighbor::neighbor_alltoall;
         MPI_Ineighbor_alltoall => neighbor::ineighbor_alltoall;
+        #[cfg(mpi4)]
         MPI_Neighbor_alltoall_init => neighbor::neighbor_alltoall_init;
         MPI_Neighbor_allgatherv => neighbor::neighbor_allgatherv;
         MPI_Ineighbor_allgatherv => neighbor::ineighbor_allgatherv;
+        #[cfg(mpi4)]
         MPI_Neighbor_allgatherv_init => neighbor::neighbor_allgatherv_init;
         MPI_Neighbor_alltoallv => neighbor::neighbor_alltoallv;
         MPI_Ineighbor_alltoallv => neighbor::ineighbor_alltoallv;
+        #[cfg(mpi4)]
         MPI_Neighbor_alltoallv_init => neighbor::neighbor_alltoallv_init;
         MPI_Neighbor_alltoallw => neighbor::neighbor_alltoallw;
         MPI_Ineighbor_alltoallw => neighbor::ineighbor_alltoallw;
+        #[cfg(mpi4)]
         MPI_Neighbor_alltoallw_init => neighbor::neighbor_alltoallw_init;
         MPI_Win_create => rma::win_create;
         MPI_Win_allocate => rma::win_allocate;

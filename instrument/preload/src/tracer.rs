@@ -17,12 +17,14 @@ use overlap_instrument::clock::{
     clock_domain, monotonic_now_ns, synchronize, Stamp, SyncTransport, Timebase,
 };
 use overlap_instrument::identity::{choose_run_id, run_id_text};
+use overlap_instrument::mpi_family::LAUNCHER_ENV;
 use overlap_instrument::recorder::{
     CallData, RankFileSink, Recorder, RecorderConfig, ThreadRecorder,
 };
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, RequestId, Started,
-    SyncPhase, FORMAT_NAME, FORMAT_VERSION, UNRECORDED_CALLS_PARAM,
+    SyncPhase, FORMAT_NAME, FORMAT_VERSION, LAUNCHER_PARAM, MPI_BINDINGS_PARAM, MPI_LIBRARY_PARAM,
+    PRELOAD_BUILT_FOR_PARAM, UNRECORDED_CALLS_PARAM,
 };
 
 use crate::calls::Timed;
@@ -385,16 +387,36 @@ fn params(thread_level: Option<c_int>) -> Params {
         ParamValue::Text("overlap-preload".into()),
     );
     let library = pmpi::library_version();
-    let first_line = library.lines().next().unwrap_or("").trim().to_string();
-    p.insert("mpi_library".into(), ParamValue::Text(first_line));
+    // MPICH writes "MPICH Version:\t4.0.2": one line, one space between words.
+    let first_line = library
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    p.insert(MPI_LIBRARY_PARAM.into(), ParamValue::Text(first_line));
     if let Some(level) = thread_level {
         p.insert("thread_level".into(), ParamValue::Int(i64::from(level)));
     }
     p.insert("code_maps".into(), ParamValue::Text(code_maps()));
+    let imports = crate::imports::scan();
     p.insert(
         UNRECORDED_CALLS_PARAM.into(),
-        ParamValue::Text(crate::imports::unrecorded().join(",")),
+        ParamValue::Text(imports.unrecorded.join(",")),
     );
+    let bindings: Vec<&str> = imports.bindings.iter().map(|b| b.name()).collect();
+    p.insert(
+        MPI_BINDINGS_PARAM.into(),
+        ParamValue::Text(bindings.join(", ")),
+    );
+    p.insert(
+        PRELOAD_BUILT_FOR_PARAM.into(),
+        ParamValue::Text(crate::built_for::described()),
+    );
+    if let Some(launcher) = std::env::var(LAUNCHER_ENV).ok().filter(|l| !l.is_empty()) {
+        p.insert(LAUNCHER_PARAM.into(), ParamValue::Text(launcher));
+    }
     p
 }
 

@@ -45,6 +45,28 @@ pub const FORMAT_NAME: &str = "overlap-trace";
 /// overlap neither records nor counts as negligible, comma-separated (empty: none).
 pub const UNRECORDED_CALLS_PARAM: &str = "unrecorded_calls";
 
+/// Header parameter the preload writes: the first line of `MPI_Get_library_version`.
+pub const MPI_LIBRARY_PARAM: &str = "mpi_library";
+
+/// Header parameter the preload writes: the MPI language bindings the program imports
+/// (`C`, `Fortran mpif.h/mpi`, `Fortran mpi_f08`), comma-separated.
+pub const MPI_BINDINGS_PARAM: &str = "mpi_bindings";
+
+/// Header parameter the preload writes: the MPI it was built for (`Open MPI 4.1.4`).
+pub const PRELOAD_BUILT_FOR_PARAM: &str = "preload_built_for";
+
+/// Header parameter the preload writes when `overlap trace` said what launched the run:
+/// the launcher's first line of `--version` (`mpirun (Open MPI) 4.1.4`), or its name.
+pub const LAUNCHER_PARAM: &str = "launcher";
+
+/// The provenance parameters, in the order the report lists them, each with its label.
+pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
+    (MPI_LIBRARY_PARAM, "MPI"),
+    (LAUNCHER_PARAM, "launcher"),
+    (MPI_BINDINGS_PARAM, "bindings"),
+    (PRELOAD_BUILT_FOR_PARAM, "preload built for"),
+];
+
 /// Version of the wire format. Bump it whenever a wire struct changes meaning or shape.
 ///
 /// Version 2 added the preload's calls (Ssend, Waitany, persistent requests, more

@@ -203,6 +203,8 @@ macro_rules! family {
         }
     };
     (@persistent $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr) => {
+        // Persistent collectives are MPI 4 (build.rs).
+        #[cfg(mpi4)]
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper(
             $($arg: $ty,)*

@@ -245,6 +245,7 @@ pub(crate) unsafe extern "C" fn comm_free(comm: *mut MPI_Comm) -> c_int {
 /// aligns clocks over `MPI_COMM_WORLD`, which a program that starts MPI only through a
 /// session does not have. Says so once per process (rank 0 of the launch only, when
 /// the launcher names the rank), so the user knows why such a program leaves no trace.
+#[cfg(mpi4)]
 pub(crate) unsafe extern "C" fn session_init(
     info: MPI_Info,
     errhandler: MPI_Errhandler,
@@ -266,6 +267,7 @@ pub(crate) unsafe extern "C" fn session_init(
 }
 
 /// This process's rank as the launcher told it (MPICH/hydra, PMIx, Open MPI, Slurm).
+#[cfg(mpi4)]
 fn launch_rank() -> Option<u32> {
     [
         "PMI_RANK",

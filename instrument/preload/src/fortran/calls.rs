@@ -1,0 +1,465 @@
+//! The Fortran wrappers of the preload built for Open MPI, and the names they are
+//! exported under ([`super`] says why): `mpi_<call>_` for `mpif.h` and `use mpi`, and
+//! Open MPI's `ompi_<call>_f`, which its `mpi_f08` bindings call. Calls with only scalar
+//! arguments are declared in one line each ([`fortran!`]); those with arrays of
+//! requests or statuses are written out.
+
+use std::ffi::c_int;
+
+use crate::calls::{collective, completion, p2p, reduction, setup};
+
+use super::convert::{
+    fortran_index, set_ierr, Arg, Comm, CommOut, Fint, Flag, Group, Int, IntOut, Ints, Op, RecvBuf,
+    Request, Requests, SendBuf, Status, Statuses, Type,
+};
+
+/// The C names of the calls wrapped here: what a Fortran program is recorded making
+/// (the imports scan tells the others apart as unrecorded).
+pub(crate) const RECORDED: &[&str] = &[
+    "MPI_Init",
+    "MPI_Init_thread",
+    "MPI_Finalize",
+    "MPI_Abort",
+    "MPI_Comm_dup",
+    "MPI_Comm_split",
+    "MPI_Comm_create",
+    "MPI_Comm_free",
+    "MPI_Send",
+    "MPI_Ssend",
+    "MPI_Bsend",
+    "MPI_Rsend",
+    "MPI_Recv",
+    "MPI_Sendrecv",
+    "MPI_Sendrecv_replace",
+    "MPI_Probe",
+    "MPI_Iprobe",
+    "MPI_Isend",
+    "MPI_Issend",
+    "MPI_Ibsend",
+    "MPI_Irsend",
+    "MPI_Irecv",
+    "MPI_Send_init",
+    "MPI_Recv_init",
+    "MPI_Start",
+    "MPI_Request_free",
+    "MPI_Wait",
+    "MPI_Test",
+    "MPI_Barrier",
+    "MPI_Ibarrier",
+    "MPI_Bcast",
+    "MPI_Ibcast",
+    "MPI_Allgather",
+    "MPI_Iallgather",
+    "MPI_Alltoall",
+    "MPI_Ialltoall",
+    "MPI_Gather",
+    "MPI_Igather",
+    "MPI_Scatter",
+    "MPI_Iscatter",
+    "MPI_Allgatherv",
+    "MPI_Iallgatherv",
+    "MPI_Gatherv",
+    "MPI_Igatherv",
+    "MPI_Scatterv",
+    "MPI_Iscatterv",
+    "MPI_Alltoallv",
+    "MPI_Ialltoallv",
+    "MPI_Reduce",
+    "MPI_Ireduce",
+    "MPI_Allreduce",
+    "MPI_Iallreduce",
+    "MPI_Scan",
+    "MPI_Iscan",
+    "MPI_Exscan",
+    "MPI_Iexscan",
+    "MPI_Reduce_scatter",
+    "MPI_Ireduce_scatter",
+    "MPI_Reduce_scatter_block",
+    "MPI_Ireduce_scatter_block",
+    "MPI_Startall",
+    "MPI_Waitall",
+    "MPI_Testall",
+    "MPI_Waitany",
+    "MPI_Testany",
+    "MPI_Waitsome",
+    "MPI_Testsome",
+];
+
+/// `name(arg: Kind, ...) = c_wrapper;`: a Fortran wrapper whose arguments convert one by
+/// one ([`Arg`]), then call the C wrapper, then write back, then set `IERROR`.
+macro_rules! fortran {
+    ($($name:ident($($arg:ident: $kind:ident),*) = $c:path;)+) => {$(
+        pub(crate) unsafe extern "C" fn $name($($arg: <$kind as Arg>::F,)* ierr: *mut Fint) {
+            // SAFETY: the program's arguments, valid for this call.
+            $( let mut $arg = unsafe { <$kind as Arg>::new($arg) }; )*
+            // SAFETY: the C wrapper, with the arguments as C takes them.
+            let rc = unsafe { $c($($arg.c()),*) };
+            $( $arg.back(); )*
+            set_ierr(ierr, rc);
+        }
+    )+};
+}
+
+fortran! {
+    abort(comm: Comm, errorcode: Int) = setup::abort;
+    comm_dup(comm: Comm, newcomm: CommOut) = setup::comm_dup;
+    comm_split(comm: Comm, color: Int, key: Int, newcomm: CommOut) = setup::comm_split;
+    comm_create(comm: Comm, group: Group, newcomm: CommOut) = setup::comm_create;
+    comm_free(comm: CommOut) = setup::comm_free;
+    send(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm) = p2p::send;
+    ssend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm) = p2p::ssend;
+    bsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm) = p2p::bsend;
+    rsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm) = p2p::rsend;
+    recv(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, status: Status) = p2p::recv;
+    sendrecv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, dest: Int, sendtag: Int, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, source: Int, recvtag: Int, comm: Comm, status: Status) = p2p::sendrecv;
+    sendrecv_replace(buf: RecvBuf, count: Int, datatype: Type, dest: Int, sendtag: Int, source: Int, recvtag: Int, comm: Comm, status: Status) = p2p::sendrecv_replace;
+    probe(source: Int, tag: Int, comm: Comm, status: Status) = p2p::probe;
+    iprobe(source: Int, tag: Int, comm: Comm, flag: Flag, status: Status) = p2p::iprobe;
+    isend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::isend;
+    issend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::issend;
+    ibsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::ibsend;
+    irsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::irsend;
+    irecv(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, request: Request) = p2p::irecv;
+    send_init(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::send_init;
+    recv_init(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, request: Request) = p2p::recv_init;
+    start(request: Request) = p2p::start;
+    request_free(request: Request) = p2p::request_free;
+    wait(request: Request, status: Status) = completion::wait;
+    test(request: Request, flag: Flag, status: Status) = completion::test;
+    barrier(comm: Comm) = collective::barrier;
+    ibarrier(comm: Comm, request: Request) = collective::ibarrier;
+    bcast(buf: RecvBuf, count: Int, datatype: Type, root: Int, comm: Comm) = collective::bcast;
+    ibcast(buf: RecvBuf, count: Int, datatype: Type, root: Int, comm: Comm, request: Request) = collective::ibcast;
+    allgather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm) = collective::allgather;
+    iallgather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm, request: Request) = collective::iallgather;
+    alltoall(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm) = collective::alltoall;
+    ialltoall(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm, request: Request) = collective::ialltoall;
+    gather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm) = collective::gather;
+    igather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: Request) = collective::igather;
+    scatter(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm) = collective::scatter;
+    iscatter(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: Request) = collective::iscatter;
+    allgatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, comm: Comm) = collective::allgatherv;
+    iallgatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, comm: Comm, request: Request) = collective::iallgatherv;
+    gatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, root: Int, comm: Comm) = collective::gatherv;
+    igatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, root: Int, comm: Comm, request: Request) = collective::igatherv;
+    scatterv(sendbuf: SendBuf, sendcounts: Ints, displs: Ints, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm) = collective::scatterv;
+    iscatterv(sendbuf: SendBuf, sendcounts: Ints, displs: Ints, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: Request) = collective::iscatterv;
+    alltoallv(sendbuf: SendBuf, sendcounts: Ints, sdispls: Ints, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, rdispls: Ints, recvtype: Type, comm: Comm) = collective::alltoallv;
+    ialltoallv(sendbuf: SendBuf, sendcounts: Ints, sdispls: Ints, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, rdispls: Ints, recvtype: Type, comm: Comm, request: Request) = collective::ialltoallv;
+    reduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, root: Int, comm: Comm) = reduction::reduce;
+    ireduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, root: Int, comm: Comm, request: Request) = reduction::ireduce;
+    allreduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm) = reduction::allreduce;
+    iallreduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::iallreduce;
+    scan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm) = reduction::scan;
+    iscan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::iscan;
+    exscan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm) = reduction::exscan;
+    iexscan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::iexscan;
+    reduce_scatter(sendbuf: SendBuf, recvbuf: RecvBuf, recvcounts: Ints, datatype: Type, op: Op, comm: Comm) = reduction::reduce_scatter;
+    ireduce_scatter(sendbuf: SendBuf, recvbuf: RecvBuf, recvcounts: Ints, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::ireduce_scatter;
+    reduce_scatter_block(sendbuf: SendBuf, recvbuf: RecvBuf, recvcount: Int, datatype: Type, op: Op, comm: Comm) = reduction::reduce_scatter_block;
+    ireduce_scatter_block(sendbuf: SendBuf, recvbuf: RecvBuf, recvcount: Int, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::ireduce_scatter_block;
+}
+
+pub(crate) unsafe extern "C" fn init(ierr: *mut Fint) {
+    // SAFETY: MPI takes null argc and argv.
+    let rc = unsafe { setup::init(std::ptr::null_mut(), std::ptr::null_mut()) };
+    set_ierr(ierr, rc);
+}
+
+pub(crate) unsafe extern "C" fn init_thread(
+    required: *const Fint,
+    provided: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the program's arguments.
+    let (mut required, mut provided) = unsafe { (Int::new(required), IntOut::new(provided)) };
+    // SAFETY: MPI takes null argc and argv.
+    let rc = unsafe {
+        setup::init_thread(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            required.c(),
+            provided.c(),
+        )
+    };
+    provided.back();
+    set_ierr(ierr, rc);
+}
+
+pub(crate) unsafe extern "C" fn finalize(ierr: *mut Fint) {
+    // SAFETY: no arguments.
+    set_ierr(ierr, unsafe { setup::finalize() });
+}
+
+pub(crate) unsafe extern "C" fn startall(count: *const Fint, requests: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: the program's arguments: `count` requests.
+    let n = unsafe { *count };
+    let mut r = unsafe { Requests::new(requests, n) };
+    // SAFETY: `n` C requests.
+    let rc = unsafe { p2p::startall(n, r.c()) };
+    r.back();
+    set_ierr(ierr, rc);
+}
+
+pub(crate) unsafe extern "C" fn waitall(
+    count: *const Fint,
+    requests: *mut Fint,
+    statuses: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the program's arguments: `count` requests and statuses.
+    let n = unsafe { *count };
+    let (mut r, mut s) = unsafe { (Requests::new(requests, n), Statuses::new(statuses, n)) };
+    // SAFETY: `n` C requests and statuses.
+    let rc = unsafe { completion::waitall(n, r.c(), s.c()) };
+    r.back();
+    s.back(usize::try_from(n).unwrap_or(0));
+    set_ierr(ierr, rc);
+}
+
+pub(crate) unsafe extern "C" fn testall(
+    count: *const Fint,
+    requests: *mut Fint,
+    flag: *mut Fint,
+    statuses: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the program's arguments: `count` requests and statuses.
+    let n = unsafe { *count };
+    let (mut r, mut f, mut s) = unsafe {
+        (
+            Requests::new(requests, n),
+            Flag::new(flag),
+            Statuses::new(statuses, n),
+        )
+    };
+    // SAFETY: `n` C requests and statuses.
+    let rc = unsafe { completion::testall(n, r.c(), f.c(), s.c()) };
+    r.back();
+    s.back(usize::try_from(n).unwrap_or(0));
+    f.back();
+    set_ierr(ierr, rc);
+}
+
+pub(crate) unsafe extern "C" fn waitany(
+    count: *const Fint,
+    requests: *mut Fint,
+    index: *mut Fint,
+    status: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the program's arguments: `count` requests.
+    let n = unsafe { *count };
+    let (mut r, mut s) = unsafe { (Requests::new(requests, n), Status::new(status)) };
+    let mut i: c_int = 0;
+    // SAFETY: `n` C requests.
+    let rc = unsafe { completion::waitany(n, r.c(), &mut i, s.c()) };
+    r.back();
+    s.back();
+    // SAFETY: the program's argument.
+    unsafe { *index = fortran_index(i) };
+    set_ierr(ierr, rc);
+}
+
+pub(crate) unsafe extern "C" fn testany(
+    count: *const Fint,
+    requests: *mut Fint,
+    index: *mut Fint,
+    flag: *mut Fint,
+    status: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the program's arguments: `count` requests.
+    let n = unsafe { *count };
+    let (mut r, mut f, mut s) = unsafe {
+        (
+            Requests::new(requests, n),
+            Flag::new(flag),
+            Status::new(status),
+        )
+    };
+    let mut i: c_int = 0;
+    // SAFETY: `n` C requests.
+    let rc = unsafe { completion::testany(n, r.c(), &mut i, f.c(), s.c()) };
+    r.back();
+    s.back();
+    f.back();
+    // SAFETY: the program's argument.
+    unsafe { *index = fortran_index(i) };
+    set_ierr(ierr, rc);
+}
+
+/// Waitsome and Testsome: `incount` requests, `outcount` of them done, their 1-based
+/// indices and statuses written back.
+macro_rules! some {
+    ($($name:ident = $c:path;)+) => {$(
+        pub(crate) unsafe extern "C" fn $name(
+            incount: *const Fint,
+            requests: *mut Fint,
+            outcount: *mut Fint,
+            indices: *mut Fint,
+            statuses: *mut Fint,
+            ierr: *mut Fint,
+        ) {
+            // SAFETY: the program's arguments: `incount` requests, indices and statuses.
+            let n = unsafe { *incount };
+            let (mut r, mut s) = unsafe { (Requests::new(requests, n), Statuses::new(statuses, n)) };
+            let mut out: c_int = 0;
+            const { assert!(std::mem::size_of::<Fint>() == std::mem::size_of::<c_int>()) };
+            // SAFETY: `n` C requests, indices (the program's array) and statuses.
+            let rc = unsafe { $c(n, r.c(), &mut out, indices.cast::<c_int>(), s.c()) };
+            r.back();
+            let done = usize::try_from(out).unwrap_or(0);
+            s.back(done);
+            for k in 0..done {
+                // SAFETY: MPI wrote `out` indices into the program's array.
+                unsafe { *indices.add(k) = fortran_index(*indices.add(k)) };
+            }
+            // SAFETY: the program's argument.
+            unsafe { *outcount = out };
+            set_ierr(ierr, rc);
+        }
+    )+};
+}
+
+some! {
+    waitsome = completion::waitsome;
+    testsome = completion::testsome;
+}
+
+crate::entry::entry! {
+    mpi_init_ => init;
+    ompi_init_f => init;
+    mpi_init_thread_ => init_thread;
+    ompi_init_thread_f => init_thread;
+    mpi_finalize_ => finalize;
+    ompi_finalize_f => finalize;
+    mpi_abort_ => abort;
+    ompi_abort_f => abort;
+    mpi_comm_dup_ => comm_dup;
+    ompi_comm_dup_f => comm_dup;
+    mpi_comm_split_ => comm_split;
+    ompi_comm_split_f => comm_split;
+    mpi_comm_create_ => comm_create;
+    ompi_comm_create_f => comm_create;
+    mpi_comm_free_ => comm_free;
+    ompi_comm_free_f => comm_free;
+    mpi_send_ => send;
+    ompi_send_f => send;
+    mpi_ssend_ => ssend;
+    ompi_ssend_f => ssend;
+    mpi_bsend_ => bsend;
+    ompi_bsend_f => bsend;
+    mpi_rsend_ => rsend;
+    ompi_rsend_f => rsend;
+    mpi_recv_ => recv;
+    ompi_recv_f => recv;
+    mpi_sendrecv_ => sendrecv;
+    ompi_sendrecv_f => sendrecv;
+    mpi_sendrecv_replace_ => sendrecv_replace;
+    ompi_sendrecv_replace_f => sendrecv_replace;
+    mpi_probe_ => probe;
+    ompi_probe_f => probe;
+    mpi_iprobe_ => iprobe;
+    ompi_iprobe_f => iprobe;
+    mpi_isend_ => isend;
+    ompi_isend_f => isend;
+    mpi_issend_ => issend;
+    ompi_issend_f => issend;
+    mpi_ibsend_ => ibsend;
+    ompi_ibsend_f => ibsend;
+    mpi_irsend_ => irsend;
+    ompi_irsend_f => irsend;
+    mpi_irecv_ => irecv;
+    ompi_irecv_f => irecv;
+    mpi_send_init_ => send_init;
+    ompi_send_init_f => send_init;
+    mpi_recv_init_ => recv_init;
+    ompi_recv_init_f => recv_init;
+    mpi_start_ => start;
+    ompi_start_f => start;
+    mpi_request_free_ => request_free;
+    ompi_request_free_f => request_free;
+    mpi_wait_ => wait;
+    ompi_wait_f => wait;
+    mpi_test_ => test;
+    ompi_test_f => test;
+    mpi_barrier_ => barrier;
+    ompi_barrier_f => barrier;
+    mpi_ibarrier_ => ibarrier;
+    ompi_ibarrier_f => ibarrier;
+    mpi_bcast_ => bcast;
+    ompi_bcast_f => bcast;
+    mpi_ibcast_ => ibcast;
+    ompi_ibcast_f => ibcast;
+    mpi_allgather_ => allgather;
+    ompi_allgather_f => allgather;
+    mpi_iallgather_ => iallgather;
+    ompi_iallgather_f => iallgather;
+    mpi_alltoall_ => alltoall;
+    ompi_alltoall_f => alltoall;
+    mpi_ialltoall_ => ialltoall;
+    ompi_ialltoall_f => ialltoall;
+    mpi_gather_ => gather;
+    ompi_gather_f => gather;
+    mpi_igather_ => igather;
+    ompi_igather_f => igather;
+    mpi_scatter_ => scatter;
+    ompi_scatter_f => scatter;
+    mpi_iscatter_ => iscatter;
+    ompi_iscatter_f => iscatter;
+    mpi_allgatherv_ => allgatherv;
+    ompi_allgatherv_f => allgatherv;
+    mpi_iallgatherv_ => iallgatherv;
+    ompi_iallgatherv_f => iallgatherv;
+    mpi_gatherv_ => gatherv;
+    ompi_gatherv_f => gatherv;
+    mpi_igatherv_ => igatherv;
+    ompi_igatherv_f => igatherv;
+    mpi_scatterv_ => scatterv;
+    ompi_scatterv_f => scatterv;
+    mpi_iscatterv_ => iscatterv;
+    ompi_iscatterv_f => iscatterv;
+    mpi_alltoallv_ => alltoallv;
+    ompi_alltoallv_f => alltoallv;
+    mpi_ialltoallv_ => ialltoallv;
+    ompi_ialltoallv_f => ialltoallv;
+    mpi_reduce_ => reduce;
+    ompi_reduce_f => reduce;
+    mpi_ireduce_ => ireduce;
+    ompi_ireduce_f => ireduce;
+    mpi_allreduce_ => allreduce;
+    ompi_allreduce_f => allreduce;
+    mpi_iallreduce_ => iallreduce;
+    ompi_iallreduce_f => iallreduce;
+    mpi_scan_ => scan;
+    ompi_scan_f => scan;
+    mpi_iscan_ => iscan;
+    ompi_iscan_f => iscan;
+    mpi_exscan_ => exscan;
+    ompi_exscan_f => exscan;
+    mpi_iexscan_ => iexscan;
+    ompi_iexscan_f => iexscan;
+    mpi_reduce_scatter_ => reduce_scatter;
+    ompi_reduce_scatter_f => reduce_scatter;
+    mpi_ireduce_scatter_ => ireduce_scatter;
+    ompi_ireduce_scatter_f => ireduce_scatter;
+    mpi_reduce_scatter_block_ => reduce_scatter_block;
+    ompi_reduce_scatter_block_f => reduce_scatter_block;
+    mpi_ireduce_scatter_block_ => ireduce_scatter_block;
+    ompi_ireduce_scatter_block_f => ireduce_scatter_block;
+    mpi_startall_ => startall;
+    ompi_startall_f => startall;
+    mpi_waitall_ => waitall;
+    ompi_waitall_f => waitall;
+    mpi_testall_ => testall;
+    ompi_testall_f => testall;
+    mpi_waitany_ => waitany;
+    ompi_waitany_f => waitany;
+    mpi_testany_ => testany;
+    ompi_testany_f => testany;
+    mpi_waitsome_ => waitsome;
+    ompi_waitsome_f => waitsome;
+    mpi_testsome_ => testsome;
+    ompi_testsome_f => testsome;
+}

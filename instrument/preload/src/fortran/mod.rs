@@ -1,0 +1,22 @@
+//! Fortran's entry points where the MPI's Fortran bindings bypass its C ones.
+//!
+//! MPICH's `mpif.h` and `use mpi` bindings call the C entry points (`MPI_Isend`), so the
+//! C wrappers see Fortran programs too. Open MPI's call `PMPI_Isend` directly, and its
+//! `mpi_f08` bindings call the `mpif.h` ones' internal names (`ompi_isend_f`): under
+//! Open MPI a Fortran program would leave no trace. So the preload built for Open MPI
+//! (`cfg(openmpi)`, see `build.rs`) defines the Fortran names too, `mpi_isend_` (the
+//! name gfortran and ifort give `MPI_ISEND`) and `ompi_isend_f`, and does what Open
+//! MPI's own binding does: the handles turned into C ones (`MPI_Comm_f2c`...), the
+//! sentinels (`MPI_BOTTOM`, `MPI_IN_PLACE`, `MPI_STATUS(ES)_IGNORE`, addresses of
+//! Open MPI's Fortran common blocks) into C's, then the C wrapper called (which records
+//! and forwards to `PMPI_*`), and what it wrote turned back (requests, statuses, flags,
+//! 1-based indices). A Fortran call is recorded exactly as its C twin.
+//!
+//! Not wrapped here, and so named in the header's unrecorded calls when a Fortran
+//! program imports them ([`RECORDED`]): one-sided calls, neighbourhood collectives,
+//! `Alltoallw`, and the communicator constructors that take logical arrays.
+
+mod calls;
+mod convert;
+
+pub(crate) use calls::RECORDED;

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Builds the preload once more for every other MPI installed beside the default one.
+#
+# A preload works only in programs of the MPI family it was compiled against (MPICH's
+# handles are integers, Open MPI's are pointers). Cargo builds `liboverlap_preload.so`
+# for the default `mpicc`; this script builds `liboverlap_preload-<family>.so` beside
+# it for each other family whose compiler wrapper is found, each in a target directory
+# of its own (target/mpi-<family>: the `mpi-sys` bindings differ). `overlap trace`
+# then loads the one that matches the program's MPI (docs/preload.md, "Which MPI").
+#
+#   scripts/build-preloads.sh [--release]
+#
+# The wrappers are looked up as Debian names them (mpicc.mpich, mpicc.openmpi), or
+# given as OVERLAP_MPICC_MPICH / OVERLAP_MPICC_OPENMPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+profile=debug
+flags=()
+if [ "${1:-}" = "--release" ]; then
+  profile=release
+  flags=(--release)
+fi
+out="target/$profile"
+default_lib="$out/liboverlap_preload.so"
+if [ ! -f "$default_lib" ]; then
+  cargo build -p overlap-preload "${flags[@]}"
+fi
+# The family cargo's own build was made for, from the marker it carries.
+default=$(grep -aoE 'overlap-preload-built-for:[a-z]+' "$default_lib" | head -n1 | cut -d: -f2)
+
+for family in mpich openmpi; do
+  var="OVERLAP_MPICC_${family^^}"
+  mpicc="${!var:-$(command -v "mpicc.$family" || true)}"
+  if [ "$family" = "$default" ]; then
+    # Served by cargo's own build; an older copy would only go stale.
+    rm -f "$out/liboverlap_preload-$family.so"
+    continue
+  fi
+  if [ -z "$mpicc" ]; then
+    echo "build-preloads: no $family compiler wrapper (mpicc.$family or $var): not built"
+    continue
+  fi
+  echo "build-preloads: the preload for $family ($mpicc)"
+  MPICC="$mpicc" cargo build -q -p overlap-preload "${flags[@]}" --target-dir "target/mpi-$family"
+  cp -f "target/mpi-$family/$profile/liboverlap_preload.so" "$out/liboverlap_preload-$family.so"
+done

@@ -1,0 +1,191 @@
+//! The MPIs the preload's test programs run under: the default one (`mpicc`,
+//! `mpiexec`: MPICH, which scripts/bootstrap.sh keeps the default) and Open MPI beside
+//! it (`mpicc.openmpi`, `mpirun.openmpi`, installed by the same script). Each program
+//! is compiled once per MPI and test run, when a test first asks for it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use crate::util::{mpi_lock, overlap_bin, Run};
+
+/// An MPI installation the tests compile and launch with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mpi {
+    /// `mpicc`, `mpif90`, `mpiexec`: MPICH.
+    Default,
+    /// Open MPI by its Debian names.
+    OpenMpi,
+}
+
+impl Mpi {
+    fn c_compiler(self) -> &'static str {
+        match self {
+            Mpi::Default => "mpicc",
+            Mpi::OpenMpi => "mpicc.openmpi",
+        }
+    }
+
+    fn fortran_compiler(self) -> &'static str {
+        match self {
+            Mpi::Default => "mpif90",
+            Mpi::OpenMpi => "mpif90.openmpi",
+        }
+    }
+
+    /// Debian's `mpif90.openmpi` names no directory for `libmpi.so`, so with MPICH the
+    /// default MPI the linker finds MPICH's through the alternatives' symlink and the
+    /// program loads both MPIs: Open MPI's library directory goes first.
+    fn fortran_flags(self) -> Vec<String> {
+        match self {
+            Mpi::Default => Vec::new(),
+            Mpi::OpenMpi => {
+                let dirs = Command::new(self.c_compiler())
+                    .arg("--showme:libdirs")
+                    .output()
+                    .expect("mpicc.openmpi runs");
+                String::from_utf8_lossy(&dirs.stdout)
+                    .split_whitespace()
+                    .map(|d| format!("-L{d}"))
+                    .collect()
+            }
+        }
+    }
+
+    pub fn launcher(self) -> &'static str {
+        match self {
+            Mpi::Default => "mpiexec",
+            Mpi::OpenMpi => "mpirun.openmpi",
+        }
+    }
+
+    /// What the launcher needs here: Open MPI refuses root (the CI's user) and more
+    /// ranks than cores unless told.
+    pub fn env(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Mpi::Default => &[],
+            Mpi::OpenMpi => &[
+                ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+                ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+                ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
+            ],
+        }
+    }
+}
+
+/// Open MPI, when it is installed and the preload was built for it
+/// (scripts/build-preloads.sh, which `make test` runs); `None`, said on stderr, when
+/// not: the test is then skipped, as on a machine without Open MPI.
+pub fn open_mpi() -> Option<Mpi> {
+    let compiler = Command::new(Mpi::OpenMpi.c_compiler())
+        .arg("-showme:version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let preload = overlap_bin().with_file_name("liboverlap_preload-openmpi.so");
+    if compiler && preload.is_file() {
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let default = overlap_bin().with_file_name("liboverlap_preload.so");
+        assert!(
+            modified(&preload) >= modified(&default),
+            "{} is older than {}: the preload's code changed since it was built for Open \
+             MPI; run scripts/build-preloads.sh (`make test` does)",
+            preload.display(),
+            default.display()
+        );
+        return Some(Mpi::OpenMpi);
+    }
+    eprintln!(
+        "skipped: Open MPI is not installed ({}) or the preload is not built for it ({}): \
+         run `make test`, which installs it and builds the preload for it",
+        Mpi::OpenMpi.c_compiler(),
+        preload.display()
+    );
+    None
+}
+
+/// The programs compiled so far, by MPI and name, in a directory that lives as long as
+/// the test run.
+fn compiled() -> &'static Mutex<BTreeMap<(Mpi, String), PathBuf>> {
+    static MAP: OnceLock<Mutex<BTreeMap<(Mpi, String), PathBuf>>> = OnceLock::new();
+    MAP.get_or_init(Default::default)
+}
+
+fn build_dir() -> &'static Path {
+    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("temp dir"))
+        .path()
+}
+
+/// tests/programs/NAME.c (or NAME.f90) compiled with `mpi`'s wrappers.
+pub fn program_in(mpi: Mpi, name: &str) -> PathBuf {
+    let mut map = compiled()
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(p) = map.get(&(mpi, name.to_string())) {
+        return p.clone();
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs");
+    let (compiler, source, extra): (&str, PathBuf, Vec<String>) =
+        if src.join(format!("{name}.f90")).is_file() {
+            let source = src.join(format!("{name}.f90"));
+            (mpi.fortran_compiler(), source, mpi.fortran_flags())
+        } else {
+            // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
+            let mut extra = vec!["-Wno-stringop-overflow".to_string()];
+            if name == "threads" {
+                extra.push("-pthread".into());
+            }
+            (mpi.c_compiler(), src.join(format!("{name}.c")), extra)
+        };
+    let dir = build_dir().join(format!("{mpi:?}"));
+    std::fs::create_dir_all(&dir).expect("build dir");
+    let out = dir.join(name);
+    let status = Command::new(compiler)
+        .args(["-g", "-O1"])
+        .args(&extra)
+        .arg(&source)
+        .arg("-o")
+        .arg(&out)
+        .status()
+        .unwrap_or_else(|e| panic!("{compiler} runs (run `make setup`): {e}"));
+    assert!(status.success(), "{compiler} {} failed", source.display());
+    map.insert((mpi, name.to_string()), out.clone());
+    out
+}
+
+/// `overlap trace --out OUT -- LAUNCHER -n RANKS PROGRAM ARGS...` in `mpi`, with `env`.
+pub fn trace_in(
+    mpi: Mpi,
+    ranks: u32,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    out: &Path,
+) -> Run {
+    let _guard = mpi_lock();
+    let output = Command::new(overlap_bin())
+        .arg("trace")
+        .arg("--out")
+        .arg(out)
+        .args(["--", mpi.launcher(), "-n", &ranks.to_string()])
+        .arg(program)
+        .args(args)
+        .envs(mpi.env().iter().copied())
+        .envs(env.iter().copied())
+        .output()
+        .expect("overlap runs");
+    Run { output }
+}
+
+/// `LAUNCHER -n RANKS PROGRAM` in `mpi`, untraced.
+pub fn untraced_in(mpi: Mpi, ranks: u32, program: &Path) -> Run {
+    let _guard = mpi_lock();
+    let output = Command::new(mpi.launcher())
+        .args(["-n", &ranks.to_string()])
+        .arg(program)
+        .envs(mpi.env().iter().copied())
+        .output()
+        .unwrap_or_else(|e| panic!("{} runs: {e}", mpi.launcher()));
+    Run { output }
+}
