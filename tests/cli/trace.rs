@@ -37,11 +37,6 @@ pub(crate) fn trace_with(
     trace_in(Mpi::Default, ranks, program, args, env, out)
 }
 
-/// `mpiexec -n RANKS PROGRAM`, untraced.
-pub(crate) fn untraced(ranks: u32, program: &Path) -> Run {
-    untraced_in(Mpi::Default, ranks, program)
-}
-
 /// The counts the program reported on stderr for its polling loops, by rank.
 fn reported(run: &Run) -> BTreeMap<u32, (usize, usize)> {
     run.stderr()
