@@ -247,9 +247,8 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         .map_or("an MPI it does not name".to_string(), |b| b.to_string());
     let no_trace = format!(
         "`{command}` ({}) left no readable trace in {}: was it an MPI program of {built_for}, \
-         the MPI the preload {} was built for? (Fortran programs using the mpi_f08 module \
-         under MPICH, and programs that start MPI only through MPI_Session_init, are not \
-         traced: see docs/preload.md)",
+         the MPI the preload {} was built for? (programs that start MPI only through \
+         MPI_Session_init are not traced: see docs/preload.md)",
         ending.status(),
         ranks_dir.display(),
         chosen.path.display()

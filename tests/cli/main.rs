@@ -4,6 +4,7 @@
 mod analyze;
 mod buffers;
 mod crash;
+mod f08;
 mod failures;
 mod gate;
 mod gpu_pipeline;

@@ -332,7 +332,7 @@ fn a_program_that_starts_mpi_through_a_session_is_told_why_it_is_not_traced() {
     assert!(!run.success(), "nothing to merge");
     run.assert_stdout_has("session: 2 ranks, sum 1");
     run.assert_stderr_has("this program starts MPI through MPI_Session_init");
-    run.assert_stderr_has("only through MPI_Session_init, are not traced");
+    run.assert_stderr_has("only through MPI_Session_init are not traced");
     let told = run
         .stderr()
         .matches("starts MPI through MPI_Session_init")

@@ -98,22 +98,45 @@ pub(crate) const NEGLIGIBLE_FAMILIES: &[&str] = &[
 /// between C and Fortran, `MPI_Comm_f2c` and the like, are too).
 #[cfg(test)]
 fn accounted(name: &str) -> bool {
-    accounted_as(name, Binding::C)
+    accounted_as(name, name)
 }
 
-/// [`accounted`], for a call made through `binding`: under Open MPI a Fortran call is
-/// recorded only where the preload wraps its Fortran name ([`crate::fortran`]).
-fn accounted_as(name: &str, binding: Binding) -> bool {
-    let recorded = match binding {
-        #[cfg(openmpi)]
-        Binding::Fortran => crate::fortran::RECORDED.contains(&name),
-        _ => Op::from_mpi_name(name).is_some(),
-    };
-    recorded
+/// [`accounted`], for a call the program makes through `symbol` (its C name `name`).
+fn accounted_as(name: &str, symbol: &str) -> bool {
+    recorded_through(name, symbol)
         || NEGLIGIBLE.contains(&name)
         || NEGLIGIBLE_FAMILIES.iter().any(|f| name.starts_with(f))
         || name.ends_with("_f2c")
         || name.ends_with("_c2f")
+}
+
+/// Whether a call through `symbol` reaches a wrapper that records it:
+/// - C names reach the C wrappers;
+/// - MPICH's Fortran bindings call the C entry points, but its `mpi_f08` ones only for
+///   calls with a buffer (`_f08ts`; not their `_large` forms, which call the `_c` entry
+///   points): the others call `PMPI_*` and are recorded where [`crate::f08`] wraps them;
+/// - Open MPI's Fortran bindings, `mpi_f08` included, call `PMPI_*`: recorded where
+///   [`crate::fortran`] wraps them.
+fn recorded_through(name: &str, symbol: &str) -> bool {
+    let recorded_in_c = Op::from_mpi_name(name).is_some();
+    match Binding::of(symbol) {
+        Some(Binding::C) | None => recorded_in_c,
+        #[cfg(openmpi)]
+        Some(Binding::Fortran | Binding::FortranF08) => crate::fortran::RECORDED.contains(&name),
+        #[cfg(not(openmpi))]
+        Some(Binding::Fortran) => recorded_in_c,
+        #[cfg(not(openmpi))]
+        Some(Binding::FortranF08) => {
+            let lower = symbol.to_ascii_lowercase();
+            if lower.ends_with("_f08ts_large_") {
+                false
+            } else if lower.ends_with("_f08ts_") {
+                recorded_in_c
+            } else {
+                crate::f08::RECORDED.contains(&name)
+            }
+        }
+    }
 }
 
 /// The language bindings of MPI a program calls through.
@@ -173,7 +196,7 @@ pub(crate) fn scan() -> Imports {
                 continue;
             };
             bindings.insert(binding);
-            if let Some(name) = mpi_name(s).filter(|n| !accounted_as(n, binding)) {
+            if let Some(name) = mpi_name(s).filter(|n| !accounted_as(n, s)) {
                 names.insert(name);
             }
         }
@@ -222,14 +245,21 @@ fn is_mpi_own(path: &Path) -> bool {
 }
 
 /// The C name of an imported MPI symbol: `MPI_Send` as is, the Fortran `mpi_send_` (or
-/// `mpi_send__`, `MPI_SEND`) as `MPI_Send`; `None` for anything else (including
-/// `PMPI_` names, `mpi_f08` names and the `MPIX_` extensions).
+/// `mpi_send__`, `MPI_SEND`) and the `mpi_f08` ones (`mpi_send_f08ts_`, `mpi_send_f08_`)
+/// as `MPI_Send`; `None` for anything else (including `PMPI_` names and the `MPIX_`
+/// extensions).
 fn mpi_name(symbol: &str) -> Option<String> {
     if symbol.starts_with("MPI_") && symbol[4..].chars().any(|c| c.is_ascii_lowercase()) {
         return Some(symbol.to_string());
     }
     let lower = symbol.to_ascii_lowercase();
-    let rest = lower.strip_prefix("mpi_")?.trim_end_matches('_');
+    let mut rest = lower.strip_prefix("mpi_")?.trim_end_matches('_');
+    // mpi_f08's names: `mpi_isend_f08ts_`, `mpi_isend_f08ts_large_` (MPICH),
+    // `mpi_isend_f08_` (Open MPI).
+    rest = rest.strip_suffix("_large").unwrap_or(rest);
+    for suffix in ["_f08ts", "_f08"] {
+        rest = rest.strip_suffix(suffix).unwrap_or(rest);
+    }
     if rest.is_empty()
         || rest.contains("f08")
         || !rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -353,8 +383,36 @@ mod tests {
         assert_eq!(mpi_name("MPI_FILE_OPEN").as_deref(), Some("MPI_File_open"));
         assert_eq!(mpi_name("PMPI_Send"), None);
         assert_eq!(mpi_name("MPIX_Query_cuda_support"), None);
-        assert_eq!(mpi_name("mpi_send_f08_"), None);
+        assert_eq!(mpi_name("mpi_send_f08_").as_deref(), Some("MPI_Send"));
+        assert_eq!(mpi_name("mpi_isend_f08ts_").as_deref(), Some("MPI_Isend"));
+        assert_eq!(
+            mpi_name("mpi_isend_f08ts_large_").as_deref(),
+            Some("MPI_Isend")
+        );
         assert_eq!(mpi_name("malloc"), None);
+    }
+
+    #[test]
+    #[cfg(not(openmpi))]
+    fn mpich_f08_calls_are_recorded_where_they_reach_a_wrapper() {
+        // Through the C entry point, through the preload's own wrapper, or neither.
+        assert!(accounted_as("MPI_Isend", "mpi_isend_f08ts_"));
+        assert!(accounted_as("MPI_Waitall", "mpi_waitall_f08_"));
+        assert!(!accounted_as("MPI_Isend", "mpi_isend_f08ts_large_"));
+        assert!(!accounted_as("MPI_Barrier_init", "mpi_barrier_init_f08_"));
+        assert!(accounted_as("MPI_Isend", "mpi_isend_"));
+    }
+
+    #[test]
+    #[cfg(openmpi)]
+    fn open_mpi_fortran_calls_are_recorded_where_wrapped() {
+        assert!(accounted_as("MPI_Isend", "mpi_isend_"));
+        assert!(accounted_as("MPI_Isend", "mpi_isend_f08_"));
+        assert!(
+            !accounted_as("MPI_Put", "mpi_put_"),
+            "not wrapped in Fortran"
+        );
+        assert!(accounted_as("MPI_Put", "MPI_Put"));
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //! MPICH's Fortran bindings (`mpif.h` and `use mpi`) call the C entry points, so Fortran
 //! programs are traced through the same wrappers; Open MPI's call `PMPI_` directly, so
 //! the library built for it wraps the Fortran entry points as well ([`fortran`]).
-//! MPICH's `mpi_f08` module calls `PMPI_` directly and is not traced (see
-//! `docs/preload.md`).
+//! MPICH's `mpi_f08` bindings call `PMPI_` directly too: the library built for MPICH
+//! wraps those ([`f08`]).
 //!
 //! The library is built against the MPI headers and library that `mpicc` names (through
 //! `mpi-sys`): handle types differ between MPI implementations, so it must be loaded
@@ -24,6 +24,8 @@ mod cache;
 mod calls;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod entry;
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(openmpi)))]
+mod f08;
 #[cfg(all(target_arch = "x86_64", target_os = "linux", openmpi))]
 mod fortran;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

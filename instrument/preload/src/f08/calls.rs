@@ -1,0 +1,504 @@
+//! The wrappers of MPICH's `mpi_f08` entry points that call `PMPI_*` directly (see
+//! [`super`]), and the names they are exported under: one line per call
+//! ([`f08!`]), but those with a 1-based index, written out.
+
+use std::ffi::{c_int, c_void, CStr};
+use std::marker::PhantomData;
+use std::sync::OnceLock;
+
+use mpi_sys::*;
+
+use crate::calls::{collective, completion, p2p, rma, rma_sync, setup};
+use crate::types;
+
+/// The C names of the calls MPICH's `mpi_f08` makes through `PMPI_*` that are wrapped
+/// here; its calls with a buffer go through the C entry points. (`MPI_Type_free` is
+/// wrapped too, to keep the datatype caches right, but not recorded.)
+pub(crate) const RECORDED: &[&str] = &[
+    "MPI_Init",
+    "MPI_Init_thread",
+    "MPI_Finalize",
+    "MPI_Abort",
+    "MPI_Comm_dup",
+    "MPI_Comm_dup_with_info",
+    "MPI_Comm_split",
+    "MPI_Comm_split_type",
+    "MPI_Comm_create",
+    "MPI_Cart_create",
+    "MPI_Cart_sub",
+    "MPI_Comm_free",
+    "MPI_Probe",
+    "MPI_Iprobe",
+    "MPI_Start",
+    "MPI_Startall",
+    "MPI_Request_free",
+    "MPI_Wait",
+    "MPI_Test",
+    "MPI_Waitall",
+    "MPI_Testall",
+    "MPI_Barrier",
+    "MPI_Ibarrier",
+    "MPI_Win_allocate",
+    "MPI_Win_allocate_shared",
+    "MPI_Win_create_dynamic",
+    "MPI_Win_free",
+    "MPI_Win_fence",
+    "MPI_Win_start",
+    "MPI_Win_post",
+    "MPI_Win_complete",
+    "MPI_Win_wait",
+    "MPI_Win_test",
+    "MPI_Win_lock",
+    "MPI_Win_unlock",
+    "MPI_Win_lock_all",
+    "MPI_Win_unlock_all",
+    "MPI_Win_flush",
+    "MPI_Win_flush_all",
+    "MPI_Win_flush_local",
+    "MPI_Win_flush_local_all",
+    "MPI_Win_sync",
+    "MPI_Waitany",
+    "MPI_Testany",
+    "MPI_Waitsome",
+    "MPI_Testsome",
+];
+
+/// A Fortran `INTEGER`.
+type Fint = c_int;
+
+/// The address of a symbol in the process (0 when absent).
+fn symbol(name: &CStr) -> usize {
+    // SAFETY: a NUL-terminated name looked up in the process's global scope.
+    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
+}
+
+/// MPICH's `mpi_f08` sentinels: the addresses of its Fortran objects.
+struct Sentinels {
+    status_ignore: usize,
+    statuses_ignore: usize,
+}
+
+fn sentinels() -> &'static Sentinels {
+    static S: OnceLock<Sentinels> = OnceLock::new();
+    S.get_or_init(|| Sentinels {
+        status_ignore: symbol(c"MPIR_F08_MPI_STATUS_IGNORE_OBJ"),
+        statuses_ignore: symbol(c"MPIR_F08_MPI_STATUSES_IGNORE_OBJ"),
+    })
+}
+
+/// Writes MPI's return code to `IERROR`, when the program passed one (it is optional).
+fn set_ierr(ierr: *mut Fint, rc: c_int) {
+    if !ierr.is_null() {
+        // SAFETY: the program's IERROR argument.
+        unsafe { *ierr = rc };
+    }
+}
+
+/// A C index (0-based, or `MPI_UNDEFINED`) as MPICH's binding of the call would give
+/// it: from `base`.
+fn binding_index(i: c_int, base: c_int) -> Fint {
+    // SAFETY: a plain read of the MPI shim's constant.
+    if i == unsafe { RSMPI_UNDEFINED } || i < 0 {
+        i
+    } else {
+        i + base
+    }
+}
+
+/// The calls that return indices.
+#[derive(Clone, Copy)]
+enum Indexed {
+    Waitany,
+    Testany,
+    Waitsome,
+    Testsome,
+}
+
+/// How MPICH's own binding of `call` numbers the indices it returns. MPI says from 1;
+/// MPICH 4.0's `mpi_f08` Waitany, Testany, Waitsome and Testsome return C's numbers,
+/// from 0. The preload must not change what the program sees, so it asks the binding
+/// once, with one request that is complete already (a receive from `MPI_PROC_NULL`,
+/// through `PMPI_*`: nothing is recorded), and answers the same way. 1 when the binding
+/// cannot be found or asked.
+fn index_base(call: Indexed) -> c_int {
+    static BASES: [OnceLock<c_int>; 4] = [const { OnceLock::new() }; 4];
+    *BASES[call as usize].get_or_init(|| ask_index_base(call).unwrap_or(1))
+}
+
+fn ask_index_base(call: Indexed) -> Option<c_int> {
+    let name = match call {
+        Indexed::Waitany => c"pmpir_waitany_f08_",
+        Indexed::Testany => c"pmpir_testany_f08_",
+        Indexed::Waitsome => c"pmpir_waitsome_f08_",
+        Indexed::Testsome => c"pmpir_testsome_f08_",
+    };
+    let at = symbol(name);
+    if at == 0 {
+        return None;
+    }
+    let mut request = MPI_Request(0);
+    let mut byte = 0u8;
+    // SAFETY: a receive of nothing from MPI_PROC_NULL, complete at once; plain reads of
+    // the MPI shim's constants.
+    let rc = unsafe {
+        PMPI_Irecv(
+            (&raw mut byte).cast(),
+            0,
+            RSMPI_UINT8_T,
+            RSMPI_PROC_NULL,
+            0,
+            RSMPI_COMM_WORLD,
+            &mut request,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let one: Fint = 1;
+    let (mut index, mut flag, mut ierr): (Fint, Fint, Fint) = (-1, 0, 0);
+    let mut indices: [Fint; 1] = [-1];
+    // SAFETY: an MPI_Status in C's layout is MPICH's type(MPI_Status).
+    let mut status: MPI_Status = unsafe { std::mem::zeroed() };
+    let requests = (&raw mut request).cast::<Fint>();
+    let status = (&raw mut status).cast::<c_void>();
+    type Any = unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut c_void, *mut Fint);
+    type TestAny =
+        unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut c_void, *mut Fint);
+    type Some =
+        unsafe extern "C" fn(*const Fint, *mut Fint, *mut Fint, *mut Fint, *mut c_void, *mut Fint);
+    // SAFETY: MPICH's bindings of these calls have these signatures (their Fortran
+    // arguments by reference, then IERROR); one complete request, one status.
+    unsafe {
+        match call {
+            Indexed::Waitany => {
+                std::mem::transmute::<usize, Any>(at)(
+                    &one, requests, &mut index, status, &mut ierr,
+                );
+            }
+            Indexed::Testany => std::mem::transmute::<usize, TestAny>(at)(
+                &one, requests, &mut index, &mut flag, status, &mut ierr,
+            ),
+            Indexed::Waitsome | Indexed::Testsome => {
+                let mut out: Fint = 0;
+                std::mem::transmute::<usize, Some>(at)(
+                    &one,
+                    requests,
+                    &mut out,
+                    indices.as_mut_ptr(),
+                    status,
+                    &mut ierr,
+                );
+                index = if out == 1 { indices[0] } else { -1 };
+            }
+        }
+    }
+    (ierr == 0 && (index == 0 || index == 1)).then_some(index)
+}
+
+/// One argument of an `mpi_f08` call, as its C wrapper takes it. Every argument comes
+/// by reference.
+trait Arg {
+    type F;
+    type C;
+    /// # Safety
+    /// `f` is the program's argument, valid for this call.
+    unsafe fn c(f: Self::F) -> Self::C;
+}
+
+/// An `INTEGER` in.
+struct Int;
+impl Arg for Int {
+    type F = *const Fint;
+    type C = c_int;
+    unsafe fn c(f: *const Fint) -> c_int {
+        // SAFETY: the caller's promise.
+        unsafe { *f }
+    }
+}
+
+/// An `INTEGER(KIND=MPI_ADDRESS_KIND)` in.
+struct Aint;
+impl Arg for Aint {
+    type F = *const MPI_Aint;
+    type C = MPI_Aint;
+    unsafe fn c(f: *const MPI_Aint) -> MPI_Aint {
+        // SAFETY: the caller's promise.
+        unsafe { *f }
+    }
+}
+
+/// An array of `INTEGER`s (or gfortran `LOGICAL`s, 4 bytes, 1 for true) in.
+struct Ints;
+impl Arg for Ints {
+    type F = *const Fint;
+    type C = *const c_int;
+    unsafe fn c(f: *const Fint) -> *const c_int {
+        f
+    }
+}
+
+/// A `TYPE(C_PTR)` MPI writes (`baseptr`).
+struct Ptr;
+impl Arg for Ptr {
+    type F = *mut c_void;
+    type C = *mut c_void;
+    unsafe fn c(f: *mut c_void) -> *mut c_void {
+        f
+    }
+}
+
+/// A handle or an `INTEGER` MPI reads and writes in place: MPICH's `mpi_f08` handle is
+/// one `INTEGER` holding the C handle, so the C wrapper takes the program's own.
+struct Out<T>(PhantomData<T>);
+impl<T> Arg for Out<T> {
+    type F = *mut Fint;
+    type C = *mut T;
+    unsafe fn c(f: *mut Fint) -> *mut T {
+        const { assert!(std::mem::size_of::<T>() == std::mem::size_of::<Fint>()) };
+        f.cast()
+    }
+}
+
+/// Handles passed in: the `INTEGER`'s value is MPICH's C handle.
+macro_rules! handle_in {
+    ($($name:ident: $c:ident;)+) => {$(
+        struct $name;
+        impl Arg for $name {
+            type F = *const Fint;
+            type C = $c;
+            unsafe fn c(f: *const Fint) -> $c {
+                // SAFETY: the caller's promise.
+                $c(unsafe { *f })
+            }
+        }
+    )+};
+}
+
+handle_in! {
+    Comm: MPI_Comm;
+    Info: MPI_Info;
+    Group: MPI_Group;
+    Win: MPI_Win;
+}
+
+/// A `TYPE(MPI_Status)` MPI writes (C's layout in MPICH), or `MPI_STATUS_IGNORE`.
+struct Status;
+impl Arg for Status {
+    type F = *mut c_void;
+    type C = *mut MPI_Status;
+    unsafe fn c(f: *mut c_void) -> *mut MPI_Status {
+        if f as usize == sentinels().status_ignore {
+            // SAFETY: a plain read of the MPI shim's constant.
+            unsafe { RSMPI_STATUS_IGNORE }
+        } else {
+            f.cast()
+        }
+    }
+}
+
+/// An array of `TYPE(MPI_Status)`, or `MPI_STATUSES_IGNORE`.
+struct Statuses;
+impl Arg for Statuses {
+    type F = *mut c_void;
+    type C = *mut MPI_Status;
+    unsafe fn c(f: *mut c_void) -> *mut MPI_Status {
+        if f as usize == sentinels().statuses_ignore {
+            // SAFETY: a plain read of the MPI shim's constant.
+            unsafe { RSMPI_STATUSES_IGNORE }
+        } else {
+            f.cast()
+        }
+    }
+}
+
+/// `name(arg: Kind, ...) = c_wrapper;`: an `mpi_f08` wrapper whose arguments convert one
+/// by one ([`Arg`]) for the C wrapper, then `IERROR` set.
+macro_rules! f08 {
+    ($($name:ident($($arg:ident: $kind:ty),*) = $c:path;)+) => {$(
+        unsafe extern "C" fn $name($($arg: <$kind as Arg>::F,)* ierr: *mut Fint) {
+            // SAFETY: the program's arguments, valid for this call, as C takes them.
+            let rc = unsafe { $c($(<$kind as Arg>::c($arg)),*) };
+            set_ierr(ierr, rc);
+        }
+    )+};
+}
+
+f08! {
+    abort(comm: Comm, errorcode: Int) = setup::abort;
+    comm_dup(comm: Comm, newcomm: Out<MPI_Comm>) = setup::comm_dup;
+    comm_dup_with_info(comm: Comm, info: Info, newcomm: Out<MPI_Comm>) = setup::comm_dup_with_info;
+    comm_split(comm: Comm, color: Int, key: Int, newcomm: Out<MPI_Comm>) = setup::comm_split;
+    comm_split_type(comm: Comm, split_type: Int, key: Int, info: Info, newcomm: Out<MPI_Comm>) = setup::comm_split_type;
+    comm_create(comm: Comm, group: Group, newcomm: Out<MPI_Comm>) = setup::comm_create;
+    cart_create(comm: Comm, ndims: Int, dims: Ints, periods: Ints, reorder: Int, newcomm: Out<MPI_Comm>) = setup::cart_create;
+    cart_sub(comm: Comm, remain_dims: Ints, newcomm: Out<MPI_Comm>) = setup::cart_sub;
+    comm_free(comm: Out<MPI_Comm>) = setup::comm_free;
+    probe(source: Int, tag: Int, comm: Comm, status: Status) = p2p::probe;
+    iprobe(source: Int, tag: Int, comm: Comm, flag: Out<c_int>, status: Status) = p2p::iprobe;
+    start(request: Out<MPI_Request>) = p2p::start;
+    startall(count: Int, requests: Out<MPI_Request>) = p2p::startall;
+    request_free(request: Out<MPI_Request>) = p2p::request_free;
+    wait(request: Out<MPI_Request>, status: Status) = completion::wait;
+    test(request: Out<MPI_Request>, flag: Out<c_int>, status: Status) = completion::test;
+    waitall(count: Int, requests: Out<MPI_Request>, statuses: Statuses) = completion::waitall;
+    testall(count: Int, requests: Out<MPI_Request>, flag: Out<c_int>, statuses: Statuses) = completion::testall;
+    barrier(comm: Comm) = collective::barrier;
+    ibarrier(comm: Comm, request: Out<MPI_Request>) = collective::ibarrier;
+    win_allocate(size: Aint, disp_unit: Int, info: Info, comm: Comm, baseptr: Ptr, win: Out<MPI_Win>) = rma::win_allocate;
+    win_allocate_shared(size: Aint, disp_unit: Int, info: Info, comm: Comm, baseptr: Ptr, win: Out<MPI_Win>) = rma::win_allocate_shared;
+    win_create_dynamic(info: Info, comm: Comm, win: Out<MPI_Win>) = rma::win_create_dynamic;
+    win_free(win: Out<MPI_Win>) = rma::win_free;
+    win_fence(assert: Int, win: Win) = rma::win_fence;
+    win_start(group: Group, assert: Int, win: Win) = rma_sync::win_start;
+    win_post(group: Group, assert: Int, win: Win) = rma_sync::win_post;
+    win_complete(win: Win) = rma_sync::win_complete;
+    win_wait(win: Win) = rma_sync::win_wait;
+    win_test(win: Win, flag: Out<c_int>) = rma_sync::win_test;
+    win_lock(lock_type: Int, rank: Int, assert: Int, win: Win) = rma_sync::win_lock;
+    win_unlock(rank: Int, win: Win) = rma_sync::win_unlock;
+    win_lock_all(assert: Int, win: Win) = rma_sync::win_lock_all;
+    win_unlock_all(win: Win) = rma_sync::win_unlock_all;
+    win_flush(rank: Int, win: Win) = rma_sync::win_flush;
+    win_flush_all(win: Win) = rma_sync::win_flush_all;
+    win_flush_local(rank: Int, win: Win) = rma_sync::win_flush_local;
+    win_flush_local_all(win: Win) = rma_sync::win_flush_local_all;
+    win_sync(win: Win) = rma_sync::win_sync;
+    type_free(datatype: Out<MPI_Datatype>) = types::type_free;
+}
+
+unsafe extern "C" fn init(ierr: *mut Fint) {
+    // SAFETY: MPI takes null argc and argv, as MPICH's binding passes them.
+    set_ierr(ierr, unsafe {
+        setup::init(std::ptr::null_mut(), std::ptr::null_mut())
+    });
+}
+
+unsafe extern "C" fn init_thread(required: *const Fint, provided: *mut Fint, ierr: *mut Fint) {
+    // SAFETY: the program's arguments; null argc and argv as above.
+    let rc = unsafe {
+        setup::init_thread(
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            *required,
+            provided,
+        )
+    };
+    set_ierr(ierr, rc);
+}
+
+unsafe extern "C" fn finalize(ierr: *mut Fint) {
+    // SAFETY: no arguments.
+    set_ierr(ierr, unsafe { setup::finalize() });
+}
+
+unsafe extern "C" fn waitany(
+    count: *const Fint,
+    requests: *mut Fint,
+    index: *mut Fint,
+    status: *mut c_void,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the program's arguments: `count` requests, then MPI wrote the index.
+    unsafe {
+        let rc = completion::waitany(*count, requests.cast(), index, Status::c(status));
+        *index = binding_index(*index, index_base(Indexed::Waitany));
+        set_ierr(ierr, rc);
+    }
+}
+
+unsafe extern "C" fn testany(
+    count: *const Fint,
+    requests: *mut Fint,
+    index: *mut Fint,
+    flag: *mut Fint,
+    status: *mut c_void,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the program's arguments: `count` requests, then MPI wrote the index.
+    unsafe {
+        let rc = completion::testany(*count, requests.cast(), index, flag, Status::c(status));
+        *index = binding_index(*index, index_base(Indexed::Testany));
+        set_ierr(ierr, rc);
+    }
+}
+
+/// Waitsome and Testsome: the indices numbered as MPICH's binding numbers them.
+macro_rules! some {
+    ($($name:ident = $c:path, $indexed:expr;)+) => {$(
+        unsafe extern "C" fn $name(
+            incount: *const Fint,
+            requests: *mut Fint,
+            outcount: *mut Fint,
+            indices: *mut Fint,
+            statuses: *mut c_void,
+            ierr: *mut Fint,
+        ) {
+            // SAFETY: the program's arguments: `incount` requests, indices and statuses;
+            // MPI wrote `outcount` indices (or MPI_UNDEFINED, none).
+            unsafe {
+                let rc = $c(*incount, requests.cast(), outcount, indices, Statuses::c(statuses));
+                let done = usize::try_from(*outcount).unwrap_or(0);
+                let base = index_base($indexed);
+                for k in 0..done {
+                    *indices.add(k) = binding_index(*indices.add(k), base);
+                }
+                set_ierr(ierr, rc);
+            }
+        }
+    )+};
+}
+
+some! {
+    waitsome = completion::waitsome, Indexed::Waitsome;
+    testsome = completion::testsome, Indexed::Testsome;
+}
+
+crate::entry::entry! {
+    mpi_init_f08_ => init;
+    mpi_init_thread_f08_ => init_thread;
+    mpi_finalize_f08_ => finalize;
+    mpi_abort_f08_ => abort;
+    mpi_comm_dup_f08_ => comm_dup;
+    mpi_comm_dup_with_info_f08_ => comm_dup_with_info;
+    mpi_comm_split_f08_ => comm_split;
+    mpi_comm_split_type_f08_ => comm_split_type;
+    mpi_comm_create_f08_ => comm_create;
+    mpi_cart_create_f08_ => cart_create;
+    mpi_cart_sub_f08_ => cart_sub;
+    mpi_comm_free_f08_ => comm_free;
+    mpi_probe_f08_ => probe;
+    mpi_iprobe_f08_ => iprobe;
+    mpi_start_f08_ => start;
+    mpi_startall_f08_ => startall;
+    mpi_request_free_f08_ => request_free;
+    mpi_wait_f08_ => wait;
+    mpi_test_f08_ => test;
+    mpi_waitall_f08_ => waitall;
+    mpi_testall_f08_ => testall;
+    mpi_barrier_f08_ => barrier;
+    mpi_ibarrier_f08_ => ibarrier;
+    mpi_win_allocate_f08_ => win_allocate;
+    mpi_win_allocate_shared_f08_ => win_allocate_shared;
+    mpi_win_create_dynamic_f08_ => win_create_dynamic;
+    mpi_win_free_f08_ => win_free;
+    mpi_win_fence_f08_ => win_fence;
+    mpi_win_start_f08_ => win_start;
+    mpi_win_post_f08_ => win_post;
+    mpi_win_complete_f08_ => win_complete;
+    mpi_win_wait_f08_ => win_wait;
+    mpi_win_test_f08_ => win_test;
+    mpi_win_lock_f08_ => win_lock;
+    mpi_win_unlock_f08_ => win_unlock;
+    mpi_win_lock_all_f08_ => win_lock_all;
+    mpi_win_unlock_all_f08_ => win_unlock_all;
+    mpi_win_flush_f08_ => win_flush;
+    mpi_win_flush_all_f08_ => win_flush_all;
+    mpi_win_flush_local_f08_ => win_flush_local;
+    mpi_win_flush_local_all_f08_ => win_flush_local_all;
+    mpi_win_sync_f08_ => win_sync;
+    mpi_type_free_f08_ => type_free;
+    mpi_waitany_f08_ => waitany;
+    mpi_testany_f08_ => testany;
+    mpi_waitsome_f08_ => waitsome;
+    mpi_testsome_f08_ => testsome;
+}
