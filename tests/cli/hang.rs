@@ -99,8 +99,13 @@ fn a_deadlocked_run_dumps_its_blocked_receives_and_the_analysis_names_the_cycle(
     let out = tmp.path().join("deadlock.json");
     let (report, text) = merge_and_analyze(&ranks, &out);
 
-    // The text: a "Hung run" section first, one line per rank, and the cycle.
-    let first = text.lines().nth(2).unwrap_or_default();
+    // The text: a "Hung run" section first (after the title and its indented lines,
+    // where the recording's provenance is), one line per rank, and the cycle.
+    let first = text
+        .lines()
+        .skip(1)
+        .find(|l| !l.is_empty() && !l.starts_with(' '))
+        .unwrap_or_default();
     assert!(first.starts_with("Hung run: 2 of 2 ranks"), "{text}");
     for (rank, peer, tag) in [(0, 1, 7), (1, 0, 8)] {
         let line =
