@@ -7,12 +7,14 @@
 #     stays the default `mpicc`/`mpiexec` (Debian's alternatives would otherwise switch
 #     to Open MPI when it is installed);
 #   - libclang: the `mpi` crate generates its bindings with it at build time;
-#   - tmux: the end-to-end test of `overlap tui` drives it in a tmux pane.
+#   - tmux: the end-to-end test of `overlap tui` drives it in a tmux pane;
+#   - slurm-wlm and munge: the tests start a one-node Slurm of their own (its daemons
+#     on free ports, in a temporary directory) to trace programs launched by `srun`.
 # Debian/Ubuntu get them through apt-get (with sudo when not root); elsewhere the
 # script says what to install. It changes nothing when everything is there.
 set -euo pipefail
 
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev tmux)
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev tmux slurm-wlm munge)
 
 have_package() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

@@ -81,7 +81,14 @@ fn describe_version(name: &str, text: &str) -> Option<String> {
             .unwrap_or("");
         return Some(format!("{name} (MPICH Hydra) {version}").trim().to_string());
     }
-    Some(first.split_whitespace().collect::<Vec<_>>().join(" "))
+    let first = first.split_whitespace().collect::<Vec<_>>().join(" ");
+    // srun says "slurm-wlm 22.05.8": the launcher's name goes first.
+    let base = name.split('.').next().unwrap_or(name);
+    if first.starts_with(base) {
+        Some(first)
+    } else {
+        Some(format!("{name} ({first})"))
+    }
 }
 
 /// Asks `launcher` what it is (`--version`), when its name is a known launcher's: an
@@ -322,8 +329,8 @@ mod tests {
             Some("mpirun (Open MPI) 4.1.4")
         );
         assert_eq!(
-            describe_version("srun", "slurm   22.05.8\n").as_deref(),
-            Some("slurm 22.05.8")
+            describe_version("srun", "slurm-wlm   22.05.8\n").as_deref(),
+            Some("srun (slurm-wlm 22.05.8)")
         );
         assert_eq!(describe_version("x", ""), None);
     }

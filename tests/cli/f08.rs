@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use overlap_analyzer::import::read_merged;
 use overlap_instrument::schema::Op;
 
-use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Mpi};
+use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Launch, Mpi};
 use crate::preload_calls::never_completed;
 use crate::trace::check_provenance;
 use crate::traces::counts;
@@ -90,7 +90,7 @@ fn check_f08(mpi: Mpi, ranks: u32) {
     // Per rank: 5 Irecv, 5 Isend, 6 persistent starts, the Ibarrier.
     assert_eq!(t.requests.len(), (17 * ranks) as usize);
     assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
-    check_provenance(&out, mpi, "Fortran mpi_f08");
+    check_provenance(&out, &Launch::of(mpi), "Fortran mpi_f08");
 }
 
 #[test]

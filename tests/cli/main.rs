@@ -18,6 +18,7 @@ mod mpis;
 mod preload_calls;
 mod preload_threads;
 mod run;
+mod slurm;
 mod suggest;
 mod toeplitz;
 mod trace;

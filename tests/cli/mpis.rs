@@ -154,9 +154,70 @@ pub fn program_in(mpi: Mpi, name: &str) -> PathBuf {
     out
 }
 
+/// How a test launches its ranks: with an MPI's own launcher, or with Slurm's `srun`.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub mpi: Mpi,
+    /// The launcher and its options, before `-n RANKS`.
+    command: Vec<String>,
+    env: Vec<(String, String)>,
+    /// How the report names the launcher, without its version.
+    pub described: &'static str,
+}
+
+impl Launch {
+    /// `mpi`'s own launcher.
+    pub fn of(mpi: Mpi) -> Launch {
+        Launch {
+            mpi,
+            command: vec![mpi.launcher().to_string()],
+            env: owned(mpi.env()),
+            described: match mpi {
+                Mpi::Default => "mpiexec (MPICH Hydra)",
+                Mpi::OpenMpi => "mpirun.openmpi (OpenRTE)",
+            },
+        }
+    }
+
+    /// Slurm's `srun` of the cluster configured by `conf`, with the PMI that `mpi`
+    /// speaks (MPICH: PMI-2; Open MPI: PMIx).
+    pub fn srun(mpi: Mpi, conf: &Path) -> Launch {
+        let pmi = match mpi {
+            Mpi::Default => "--mpi=pmi2",
+            Mpi::OpenMpi => "--mpi=pmix",
+        };
+        let mut env = owned(mpi.env());
+        env.push(("SLURM_CONF".into(), conf.display().to_string()));
+        Launch {
+            mpi,
+            command: vec!["srun".into(), pmi.into()],
+            env,
+            described: "srun (slurm-wlm)",
+        }
+    }
+}
+
+fn owned(env: &[(&str, &str)]) -> Vec<(String, String)> {
+    env.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 /// `overlap trace --out OUT -- LAUNCHER -n RANKS PROGRAM ARGS...` in `mpi`, with `env`.
 pub fn trace_in(
     mpi: Mpi,
+    ranks: u32,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    out: &Path,
+) -> Run {
+    trace_launch(&Launch::of(mpi), ranks, program, args, env, out)
+}
+
+/// `overlap trace --out OUT -- LAUNCH -n RANKS PROGRAM ARGS...`, with `env`.
+pub fn trace_launch(
+    launch: &Launch,
     ranks: u32,
     program: &Path,
     args: &[&str],
@@ -168,10 +229,12 @@ pub fn trace_in(
         .arg("trace")
         .arg("--out")
         .arg(out)
-        .args(["--", mpi.launcher(), "-n", &ranks.to_string()])
+        .arg("--")
+        .args(&launch.command)
+        .args(["-n", &ranks.to_string()])
         .arg(program)
         .args(args)
-        .envs(mpi.env().iter().copied())
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .envs(env.iter().copied())
         .output()
         .expect("overlap runs");
@@ -180,12 +243,18 @@ pub fn trace_in(
 
 /// `LAUNCHER -n RANKS PROGRAM` in `mpi`, untraced.
 pub fn untraced_in(mpi: Mpi, ranks: u32, program: &Path) -> Run {
+    untraced_launch(&Launch::of(mpi), ranks, program)
+}
+
+/// `LAUNCH -n RANKS PROGRAM`, untraced.
+pub fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
     let _guard = mpi_lock();
-    let output = Command::new(mpi.launcher())
+    let output = Command::new(&launch.command[0])
+        .args(&launch.command[1..])
         .args(["-n", &ranks.to_string()])
         .arg(program)
-        .envs(mpi.env().iter().copied())
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
         .output()
-        .unwrap_or_else(|e| panic!("{} runs: {e}", mpi.launcher()));
+        .unwrap_or_else(|e| panic!("{} runs: {e}", launch.command[0]));
     Run { output }
 }

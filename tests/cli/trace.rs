@@ -11,7 +11,7 @@ use overlap_analyzer::import::read_merged;
 use overlap_analyzer::model::MergedTrace;
 use overlap_instrument::schema::{Event, Op};
 
-use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Mpi};
+use crate::mpis::{open_mpi, program_in, trace_in, trace_launch, untraced_launch, Launch, Mpi};
 use crate::preload_calls::never_completed;
 use crate::traces::counts;
 use crate::util::{overlap_bin, Run};
@@ -105,13 +105,15 @@ fn expected_calls(rank: u32, testsome: usize, iprobe: usize) -> BTreeMap<Op, usi
     e
 }
 
-fn check_calls_program(mpi: Mpi, ranks: u32) {
+/// calls.c on `ranks` ranks, launched by `launch`: every call issued is recorded, as
+/// often as issued; messages and requests match and complete; sites and provenance.
+pub(crate) fn check_calls_program(launch: &Launch, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("calls.json");
-    let calls = program_in(mpi, "calls");
-    let plain = untraced_in(mpi, ranks, &calls);
+    let calls = program_in(launch.mpi, "calls");
+    let plain = untraced_launch(launch, ranks, &calls);
     assert!(plain.success(), "{}", plain.describe());
-    let run = trace_in(mpi, ranks, &calls, &[], &[], &out);
+    let run = trace_launch(launch, ranks, &calls, &[], &[], &out);
     assert!(run.success(), "{}", run.describe());
     assert_eq!(
         run.stdout(),
@@ -156,21 +158,22 @@ fn check_calls_program(mpi: Mpi, ranks: u32) {
     assert_eq!(persistent, (8 * ranks) as usize, "starts are named as such");
     check_sites_and_comms(&t, ranks);
     check_symbolized_sites(&out, ranks);
-    check_provenance(&out, mpi, "C");
+    check_provenance(&out, launch, "C");
 }
 
 /// The report's second line says where the recording came from: the MPI library, the
 /// launcher, the bindings the program called through and the preload's MPI.
-pub(crate) fn check_provenance(out: &Path, mpi: Mpi, bindings: &str) {
+pub(crate) fn check_provenance(out: &Path, launch: &Launch, bindings: &str) {
     let run = crate::util::overlap(&["analyze", out.to_str().expect("utf-8 path")]);
     assert!(run.success(), "{}", run.describe());
     let text = run.stdout();
     let line = text.lines().nth(1).unwrap_or("");
     // Versions vary between machines: compared without their digits and dots.
-    let (library, launcher, built_for) = match mpi {
-        Mpi::Default => ("MPICH Version:", "mpiexec (MPICH Hydra)", "MPICH"),
-        Mpi::OpenMpi => ("Open MPI", "mpirun.openmpi (OpenRTE)", "Open MPI"),
+    let (library, built_for) = match launch.mpi {
+        Mpi::Default => ("MPICH Version:", "MPICH"),
+        Mpi::OpenMpi => ("Open MPI", "Open MPI"),
     };
+    let launcher = launch.described;
     let want = format!(
         "MPI: {library}; launcher: {launcher}; bindings: {bindings}; preload built for: \
          {built_for}"
@@ -184,6 +187,7 @@ pub(crate) fn check_provenance(out: &Path, mpi: Mpi, bindings: &str) {
             .collect::<Vec<_>>()
             .join(" ")
             .replace(" ;", ";")
+            .replace(" )", ")")
     };
     let got = without_versions(line);
     let want = without_versions(&want);
@@ -349,28 +353,30 @@ fn in_program_code(t: &MergedTrace, rank: u32, site: u64) -> bool {
 
 #[test]
 fn c_program_on_2_ranks() {
-    check_calls_program(Mpi::Default, 2);
+    check_calls_program(&Launch::of(Mpi::Default), 2);
 }
 
 #[test]
 fn c_program_on_4_ranks() {
-    check_calls_program(Mpi::Default, 4);
+    check_calls_program(&Launch::of(Mpi::Default), 4);
 }
 
 #[test]
 fn c_program_under_open_mpi_on_2_and_4_ranks() {
     let Some(mpi) = open_mpi() else { return };
-    check_calls_program(mpi, 2);
-    check_calls_program(mpi, 4);
+    check_calls_program(&Launch::of(mpi), 2);
+    check_calls_program(&Launch::of(mpi), 4);
 }
 
-fn check_fortran(mpi: Mpi, ranks: u32) {
+/// ring.f90 (`use mpi`) on `ranks` ranks, launched by `launch`.
+pub(crate) fn check_fortran(launch: &Launch, ranks: u32) {
+    let mpi = launch.mpi;
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("ring.json");
     let ring = program_in(mpi, "ring");
-    let plain = untraced_in(mpi, ranks, &ring);
+    let plain = untraced_launch(launch, ranks, &ring);
     assert!(plain.success(), "{}", plain.describe());
-    let run = trace_in(mpi, ranks, &ring, &[], &[], &out);
+    let run = trace_launch(launch, ranks, &ring, &[], &[], &out);
     assert!(run.success(), "{}", run.describe());
     assert_eq!(
         run.stdout(),
@@ -401,7 +407,7 @@ fn check_fortran(mpi: Mpi, ranks: u32) {
     assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
     assert_eq!(t.requests.len(), (8 * ranks) as usize);
     assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
-    check_provenance(&out, mpi, "Fortran mpif.h/mpi");
+    check_provenance(&out, launch, "Fortran mpif.h/mpi");
     let analysis = crate::util::overlap(&["analyze", out.to_str().expect("utf-8 path")]);
     assert!(analysis.success(), "{}", analysis.describe());
     let text = analysis.stdout();
@@ -429,15 +435,15 @@ fn check_fortran(mpi: Mpi, ranks: u32) {
 
 #[test]
 fn fortran_program_on_2_and_4_ranks() {
-    check_fortran(Mpi::Default, 2);
-    check_fortran(Mpi::Default, 4);
+    check_fortran(&Launch::of(Mpi::Default), 2);
+    check_fortran(&Launch::of(Mpi::Default), 4);
 }
 
 #[test]
 fn fortran_program_under_open_mpi_on_2_and_4_ranks() {
     let Some(mpi) = open_mpi() else { return };
-    check_fortran(mpi, 2);
-    check_fortran(mpi, 4);
+    check_fortran(&Launch::of(mpi), 2);
+    check_fortran(&Launch::of(mpi), 4);
 }
 
 #[test]

@@ -1,0 +1,244 @@
+//! `overlap trace -- srun ...` on a real one-node Slurm, started by the test: `munged`,
+//! `slurmctld` and `slurmd` from the system packages (`slurm-wlm`, `munge`), on free
+//! ports, with a minimal `slurm.conf` in a temporary directory, stopped when the test
+//! ends. The test programs run under `srun` as under `mpiexec` (MPICH through Slurm's
+//! PMI-2, Open MPI through PMIx) and their merged traces have the same shape. Where the
+//! daemons cannot start (no Slurm installed, no right to run them), the tests say why
+//! and are skipped.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::mpis::{open_mpi, Launch, Mpi};
+
+/// A one-node Slurm cluster of this machine.
+pub struct Slurm {
+    dir: tempfile::TempDir,
+}
+
+impl Slurm {
+    /// The `slurm.conf` that `srun` reads (`SLURM_CONF`).
+    pub fn conf(&self) -> PathBuf {
+        self.dir.path().join("slurm.conf")
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Starts the cluster, or says why it cannot.
+    pub fn start() -> Result<Slurm, String> {
+        for tool in ["munged", "slurmctld", "slurmd", "srun", "sinfo", "hostname"] {
+            if which(tool).is_none() {
+                return Err(format!(
+                    "{tool} is not installed (scripts/bootstrap.sh installs slurm-wlm and munge)"
+                ));
+            }
+        }
+        let slurm = Slurm {
+            dir: tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?,
+        };
+        for sub in ["state", "spool", "munge"] {
+            std::fs::create_dir_all(slurm.path(sub)).map_err(|e| e.to_string())?;
+        }
+        slurm.start_munge()?;
+        std::fs::write(slurm.conf(), slurm.config()?).map_err(|e| e.to_string())?;
+        for daemon in ["slurmctld", "slurmd"] {
+            let out = Command::new(daemon)
+                .arg("-f")
+                .arg(slurm.conf())
+                .env("SLURM_CONF", slurm.conf())
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("{daemon}: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "{daemon} did not start ({}): {}{}",
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr),
+                    slurm.logs()
+                ));
+            }
+        }
+        slurm.wait_idle()?;
+        Ok(slurm)
+    }
+
+    /// munged with a key of its own, on a socket of its own.
+    fn start_munge(&self) -> Result<(), String> {
+        use std::os::unix::fs::PermissionsExt;
+        let key = self.path("munge/key");
+        let mut bytes = vec![0u8; 1024];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+            .map_err(|e| format!("random bytes for the munge key: {e}"))?;
+        std::fs::write(&key, &bytes).map_err(|e| e.to_string())?;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| e.to_string())?;
+        let out = Command::new("munged")
+            .arg("--force")
+            .arg(format!("--socket={}", self.path("munge/sock").display()))
+            .arg(format!("--key-file={}", key.display()))
+            .arg(format!("--pid-file={}", self.path("munge/pid").display()))
+            .arg(format!("--log-file={}", self.path("munge/log").display()))
+            .arg(format!("--seed-file={}", self.path("munge/seed").display()))
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("munged: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "munged did not start: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    }
+
+    fn config(&self) -> Result<String, String> {
+        let host = String::from_utf8_lossy(
+            &Command::new("hostname")
+                .arg("-s")
+                .output()
+                .map_err(|e| e.to_string())?
+                .stdout,
+        )
+        .trim()
+        .to_string();
+        let user = String::from_utf8_lossy(
+            &Command::new("id")
+                .arg("-un")
+                .output()
+                .map_err(|e| e.to_string())?
+                .stdout,
+        )
+        .trim()
+        .to_string();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let d = self.dir.path().display();
+        let mut c = String::new();
+        let _ = writeln!(c, "ClusterName=overlaptest");
+        let _ = writeln!(c, "SlurmctldHost={host}");
+        let _ = writeln!(c, "SlurmUser={user}");
+        let _ = writeln!(c, "SlurmdUser={user}");
+        let _ = writeln!(c, "SlurmctldPort={}", free_port()?);
+        let _ = writeln!(c, "SlurmdPort={}", free_port()?);
+        let _ = writeln!(c, "AuthType=auth/munge");
+        let _ = writeln!(c, "AuthInfo=socket={d}/munge/sock");
+        let _ = writeln!(c, "CredType=cred/munge");
+        let _ = writeln!(c, "StateSaveLocation={d}/state");
+        let _ = writeln!(c, "SlurmdSpoolDir={d}/spool");
+        let _ = writeln!(c, "SlurmctldPidFile={d}/slurmctld.pid");
+        let _ = writeln!(c, "SlurmdPidFile={d}/slurmd.pid");
+        let _ = writeln!(c, "SlurmctldLogFile={d}/slurmctld.log");
+        let _ = writeln!(c, "SlurmdLogFile={d}/slurmd.log");
+        let _ = writeln!(c, "ProctrackType=proctrack/linuxproc");
+        let _ = writeln!(c, "TaskPlugin=task/none");
+        let _ = writeln!(c, "JobAcctGatherType=jobacct_gather/none");
+        let _ = writeln!(c, "SchedulerType=sched/builtin");
+        let _ = writeln!(c, "SelectType=select/cons_tres");
+        let _ = writeln!(c, "SelectTypeParameters=CR_Core");
+        let _ = writeln!(c, "MpiDefault=none");
+        let _ = writeln!(c, "ReturnToService=2");
+        let _ = writeln!(c, "NodeName={host} CPUs={cpus} State=UNKNOWN");
+        let _ = writeln!(
+            c,
+            "PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP \
+             OverSubscribe=FORCE:4"
+        );
+        Ok(c)
+    }
+
+    /// Waits for the node to be idle (20 s at most).
+    fn wait_idle(&self) -> Result<(), String> {
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            let state = Command::new("sinfo")
+                .args(["-h", "-o", "%T"])
+                .env("SLURM_CONF", self.conf())
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            if state == "idle" {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        Err(format!(
+            "the node did not become idle in 20 s{}",
+            self.logs()
+        ))
+    }
+
+    /// The daemons' logs' last lines, for an error message.
+    fn logs(&self) -> String {
+        let mut out = String::new();
+        for log in ["slurmctld.log", "slurmd.log", "munge/log"] {
+            let text = std::fs::read_to_string(self.path(log)).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(5).collect();
+            let _ = write!(out, "\n--- {log}:");
+            for l in tail.iter().rev() {
+                let _ = write!(out, "\n{l}");
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Slurm {
+    fn drop(&mut self) {
+        for pid_file in ["slurmd.pid", "slurmctld.pid", "munge/pid"] {
+            let pid = std::fs::read_to_string(self.path(pid_file)).unwrap_or_default();
+            if let Ok(pid) = pid.trim().parse::<i32>() {
+                // SAFETY: a signal to a daemon this test started.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+        }
+    }
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .map(|d| d.join(tool))
+        .find(|p| p.is_file())
+}
+
+/// A TCP port no one listens on now.
+fn free_port() -> Result<u16, String> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+/// The cluster, or `None` and why on stderr (the test is then skipped).
+fn cluster() -> Option<Slurm> {
+    match Slurm::start() {
+        Ok(s) => Some(s),
+        Err(why) => {
+            eprintln!("skipped: a one-node Slurm could not start: {why}");
+            None
+        }
+    }
+}
+
+fn srun(mpi: Mpi, slurm: &Slurm) -> Launch {
+    Launch::srun(mpi, &slurm.conf())
+}
+
+#[test]
+fn srun_traces_the_c_and_fortran_programs_as_mpiexec_does() {
+    let Some(slurm) = cluster() else { return };
+    let launch = srun(Mpi::Default, &slurm);
+    crate::trace::check_calls_program(&launch, 2);
+    crate::trace::check_fortran(&launch, 2);
+}
+
+#[test]
+fn srun_traces_open_mpi_programs_through_pmix() {
+    let Some(mpi) = open_mpi() else { return };
+    let Some(slurm) = cluster() else { return };
+    let launch = srun(mpi, &slurm);
+    crate::trace::check_calls_program(&launch, 2);
+    crate::trace::check_fortran(&launch, 2);
+}
