@@ -26,6 +26,8 @@ mod calls;
 mod entry;
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(openmpi)))]
 mod f08;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod fint;
 #[cfg(all(target_arch = "x86_64", target_os = "linux", openmpi))]
 mod fortran;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

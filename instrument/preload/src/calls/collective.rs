@@ -98,85 +98,6 @@ pub(crate) fn am_root(comm: MPI_Comm, root: c_int) -> bool {
     pmpi::rank_in(comm) == root
 }
 
-/// What a rank of `comm` moves in a Bcast from `root`: the root sends the buffer, the
-/// others receive it.
-pub(crate) fn bcast_part(
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Part {
-    let b = bytes(count, datatype);
-    if am_root(comm, root) {
-        Part::of(b, 0).rooted(root)
-    } else {
-        Part::of(0, b).rooted(root)
-    }
-}
-
-/// An Allgather: one block out, one from every member in.
-pub(crate) fn allgather_part(
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Part {
-    Part::of(
-        bytes(sendcount, sendtype),
-        bytes(recvcount, recvtype) * members(comm),
-    )
-}
-
-/// An Alltoall: one block to and one from every member.
-pub(crate) fn alltoall_part(
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    comm: MPI_Comm,
-) -> Part {
-    let n = members(comm);
-    Part::of(
-        bytes(sendcount, sendtype) * n,
-        bytes(recvcount, recvtype) * n,
-    )
-}
-
-/// A Gather to `root`: one block out; the root takes one from every member.
-pub(crate) fn gather_part(
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Part {
-    let recv = if am_root(comm, root) {
-        bytes(recvcount, recvtype) * members(comm)
-    } else {
-        0
-    };
-    Part::of(bytes(sendcount, sendtype), recv).rooted(root)
-}
-
-/// A Scatter from `root`: the root sends one block to every member; each takes one.
-pub(crate) fn scatter_part(
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Part {
-    let send = if am_root(comm, root) {
-        bytes(sendcount, sendtype) * members(comm)
-    } else {
-        0
-    };
-    Part::of(send, bytes(recvcount, recvtype)).rooted(root)
-}
-
 /// Forwards a blocking collective on `comm` (rooted at `root`, a rank of `comm`) and
 /// records it with the part `part()` computes afterwards.
 #[inline(always)]
@@ -314,7 +235,14 @@ family! {
 
 family! {
     (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm rooted at root => bcast_part(count, datatype, root, comm);
+    on comm rooted at root => {
+        let b = bytes(count, datatype);
+        if am_root(comm, root) {
+            Part::of(b, 0).rooted(root)
+        } else {
+            Part::of(0, b).rooted(root)
+        }
+    };
     blocking bcast = PMPI_Bcast, Op::Bcast;
     nonblocking ibcast = PMPI_Ibcast, Op::Ibcast;
     persistent bcast_init = PMPI_Bcast_init, Op::BcastInit;
@@ -323,7 +251,7 @@ family! {
 family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-    on comm => allgather_part(sendcount, sendtype, recvcount, recvtype, comm);
+    on comm => Part::of(bytes(sendcount, sendtype), bytes(recvcount, recvtype) * members(comm));
     blocking allgather = PMPI_Allgather, Op::Allgather;
     nonblocking iallgather = PMPI_Iallgather, Op::Iallgather;
     persistent allgather_init = PMPI_Allgather_init, Op::AllgatherInit;
@@ -332,7 +260,10 @@ family! {
 family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-    on comm => alltoall_part(sendcount, sendtype, recvcount, recvtype, comm);
+    on comm => {
+        let n = members(comm);
+        Part::of(bytes(sendcount, sendtype) * n, bytes(recvcount, recvtype) * n)
+    };
     blocking alltoall = PMPI_Alltoall, Op::Alltoall;
     nonblocking ialltoall = PMPI_Ialltoall, Op::Ialltoall;
     persistent alltoall_init = PMPI_Alltoall_init, Op::AlltoallInit;
@@ -382,7 +313,10 @@ family! {
 family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm rooted at root => gather_part(sendcount, sendtype, recvcount, recvtype, root, comm);
+    on comm rooted at root => {
+        let recv = if am_root(comm, root) { bytes(recvcount, recvtype) * members(comm) } else { 0 };
+        Part::of(bytes(sendcount, sendtype), recv).rooted(root)
+    };
     blocking gather = PMPI_Gather, Op::Gather;
     nonblocking igather = PMPI_Igather, Op::Igather;
     persistent gather_init = PMPI_Gather_init, Op::GatherInit;
@@ -391,7 +325,10 @@ family! {
 family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm rooted at root => scatter_part(sendcount, sendtype, recvcount, recvtype, root, comm);
+    on comm rooted at root => {
+        let send = if am_root(comm, root) { bytes(sendcount, sendtype) * members(comm) } else { 0 };
+        Part::of(send, bytes(recvcount, recvtype)).rooted(root)
+    };
     blocking scatter = PMPI_Scatter, Op::Scatter;
     nonblocking iscatter = PMPI_Iscatter, Op::Iscatter;
     persistent scatter_init = PMPI_Scatter_init, Op::ScatterInit;

@@ -13,40 +13,6 @@ use crate::pmpi::key;
 use crate::tables;
 use overlap_instrument::recorder::{Transfer, WaitsOn};
 
-/// Records a blocking send that `forward` makes (the C entry point's `PMPI_` call, or a
-/// Fortran binding's own).
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn blocking_send(
-    op: Op,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    forward: impl FnOnce() -> c_int,
-) -> c_int {
-    traced_in(
-        op,
-        |t| {
-            let transfer = transfer(&t.comms.info(comm), dest, tag, buf, count, datatype);
-            (transfer, sent(&transfer))
-        },
-        |_| forward(),
-        |t, at, _, transfer| {
-            t.record(
-                op,
-                at,
-                CallData::Blocking {
-                    transfer: *transfer,
-                },
-                &[],
-            );
-        },
-    )
-}
-
 macro_rules! blocking_send {
     ($($wrapper:ident => $pmpi:ident, $op:expr;)+) => {$(
         pub(crate) unsafe extern "C" fn $wrapper(
@@ -57,9 +23,18 @@ macro_rules! blocking_send {
             tag: c_int,
             comm: MPI_Comm,
         ) -> c_int {
-            // SAFETY: the program's arguments, passed on unchanged.
-            let forward = || unsafe { $pmpi(buf, count, datatype, dest, tag, comm) };
-            blocking_send($op, buf, count, datatype, dest, tag, comm, forward)
+            traced_in(
+                $op,
+                |t| {
+                    let transfer = transfer(&t.comms.info(comm), dest, tag, buf, count, datatype);
+                    (transfer, sent(&transfer))
+                },
+                // SAFETY: the program's arguments, passed on unchanged.
+                |_| unsafe { $pmpi(buf, count, datatype, dest, tag, comm) },
+                |t, at, _, transfer| {
+                    t.record($op, at, CallData::Blocking { transfer: *transfer }, &[]);
+                },
+            )
         }
     )+};
 }
@@ -71,56 +46,9 @@ blocking_send! {
     rsend => PMPI_Rsend, Op::Rsend;
 }
 
-/// Records a post (or a persistent init) that `forward` makes: what the record needs
-/// but the new handle is worked out before the call. `persistent` says whether the
-/// request is a persistent one.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn post(
-    op: Op,
-    kind: RequestKind,
-    persistent: bool,
-    buf: *const c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    peer: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    request: *mut MPI_Request,
-    forward: impl FnOnce() -> c_int,
-) -> c_int {
-    traced_with(
-        op,
-        |t| {
-            let c = t.comms.info(comm);
-            let transfer = transfer(&c, peer, tag, buf, count, datatype);
-            (c, transfer)
-        },
-        |_| forward(),
-        |t, at, rc, (c, transfer)| {
-            if rc != 0 {
-                return;
-            }
-            let id = t.next_request_id();
-            // SAFETY: MPI just wrote the new handle there.
-            let handle = key(unsafe { *request });
-            let proc_null = kind == RequestKind::Recv && peer == t.k.proc_null;
-            if persistent {
-                tables::persistent(handle, id.0, kind, *c, proc_null);
-            } else {
-                tables::posted(handle, id.0, kind, *c, proc_null);
-            }
-            let data = CallData::Post {
-                transfer: *transfer,
-                request: id,
-            };
-            t.record(op, at, data, &[]);
-        },
-    )
-}
-
 /// Posts (and persistent inits) of one direction: `$buf` is the buffer pointer type,
 /// `$kind` the request kind, `$persistent` whether the request is a persistent one.
+/// What the record needs but the new handle is worked out before the call.
 macro_rules! post {
     ($($wrapper:ident => $pmpi:ident, $op:expr, $buf:ty, $kind:expr, $persistent:expr;)+) => {$(
         pub(crate) unsafe extern "C" fn $wrapper(
@@ -132,10 +60,32 @@ macro_rules! post {
             comm: MPI_Comm,
             request: *mut MPI_Request,
         ) -> c_int {
-            // SAFETY: the program's arguments, passed on unchanged.
-            let forward = || unsafe { $pmpi(buf, count, datatype, peer, tag, comm, request) };
-            post($op, $kind, $persistent, buf as *const c_void, count, datatype, peer, tag, comm,
-                 request, forward)
+            traced_with(
+                $op,
+                |t| {
+                    let c = t.comms.info(comm);
+                    let transfer = transfer(&c, peer, tag, buf, count, datatype);
+                    (c, transfer)
+                },
+                // SAFETY: the program's arguments, passed on unchanged.
+                |_| unsafe { $pmpi(buf, count, datatype, peer, tag, comm, request) },
+                |t, at, rc, (c, transfer)| {
+                    if rc != 0 {
+                        return;
+                    }
+                    let id = t.next_request_id();
+                    // SAFETY: MPI just wrote the new handle there.
+                    let handle = key(unsafe { *request });
+                    let proc_null = $kind == RequestKind::Recv && peer == t.k.proc_null;
+                    if $persistent {
+                        tables::persistent(handle, id.0, $kind, *c, proc_null);
+                    } else {
+                        tables::posted(handle, id.0, $kind, *c, proc_null);
+                    }
+                    let data = CallData::Post { transfer: *transfer, request: id };
+                    t.record($op, at, data, &[]);
+                },
+            )
         }
     )+};
 }
@@ -159,32 +109,24 @@ pub(crate) unsafe extern "C" fn recv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
-    let forward = |s| unsafe { PMPI_Recv(buf, count, datatype, source, tag, comm, s) };
-    recv_with(buf, count, datatype, source, tag, comm, status, forward)
-}
-
-/// Records a blocking receive that `forward` makes, given the status to write: the
-/// program's, or the preload's own when the program ignores it.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn recv_with(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-    forward: impl FnOnce(*mut MPI_Status) -> c_int,
-) -> c_int {
     traced_in(
         Op::Recv,
         |t| {
             let c = t.comms.info(comm);
             ((StatusSlot::new(status, t), c), waits_p2p(&c, source, tag))
         },
-        |s| forward(StatusSlot::arg(s.map(|s| &mut s.0), status)),
+        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+        |s| unsafe {
+            PMPI_Recv(
+                buf,
+                count,
+                datatype,
+                source,
+                tag,
+                comm,
+                StatusSlot::arg(s.map(|s| &mut s.0), status),
+            )
+        },
         |t, at, _, (s, c)| {
             let transfer = transfer(c, source, tag, buf, count, datatype);
             let done = received(None, s.get(), c, t.k.byte);

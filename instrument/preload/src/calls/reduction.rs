@@ -12,28 +12,14 @@ use super::collective::{am_root, family, members, Part};
 use crate::pmpi;
 use crate::types::bytes;
 
-/// A Reduce to `root`: every rank sends its vector; the root receives the result.
-pub(crate) fn reduce_part(
-    count: c_int,
-    datatype: MPI_Datatype,
-    root: c_int,
-    comm: MPI_Comm,
-) -> Part {
-    let b = bytes(count, datatype);
-    let recv = if am_root(comm, root) { b } else { 0 };
-    Part::of(b, recv).rooted(root)
-}
-
-/// An Allreduce (or Scan, Exscan): the vector out, the result in.
-pub(crate) fn allreduce_part(count: c_int, datatype: MPI_Datatype) -> Part {
-    let b = bytes(count, datatype);
-    Part::of(b, b)
-}
-
 family! {
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
      op: MPI_Op, root: c_int, comm: MPI_Comm)
-    on comm rooted at root => reduce_part(count, datatype, root, comm);
+    on comm rooted at root => {
+        let b = bytes(count, datatype);
+        let recv = if am_root(comm, root) { b } else { 0 };
+        Part::of(b, recv).rooted(root)
+    };
     blocking reduce = PMPI_Reduce, Op::Reduce;
     nonblocking ireduce = PMPI_Ireduce, Op::Ireduce;
     persistent reduce_init = PMPI_Reduce_init, Op::ReduceInit;
@@ -42,7 +28,10 @@ family! {
 family! {
     (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: MPI_Datatype,
      op: MPI_Op, comm: MPI_Comm)
-    on comm => allreduce_part(count, datatype);
+    on comm => {
+        let b = bytes(count, datatype);
+        Part::of(b, b)
+    };
     blocking allreduce = PMPI_Allreduce, Op::Allreduce;
     nonblocking iallreduce = PMPI_Iallreduce, Op::Iallreduce;
     persistent allreduce_init = PMPI_Allreduce_init, Op::AllreduceInit;

@@ -2,13 +2,14 @@
 //! [`super`]), and the names they are exported under: one line per call
 //! ([`f08!`]), but those with a 1-based index, written out.
 
-use std::ffi::{c_int, c_void, CStr};
+use std::ffi::{c_int, c_void};
 use std::marker::PhantomData;
 use std::sync::OnceLock;
 
 use mpi_sys::*;
 
 use crate::calls::{collective, completion, p2p, rma, rma_sync, setup};
+use crate::fint::{index_from, set_ierr, symbol, Fint};
 use crate::types;
 
 /// The C names of the calls MPICH's `mpi_f08` makes through `PMPI_*` that are wrapped
@@ -63,15 +64,6 @@ pub(crate) const RECORDED: &[&str] = &[
     "MPI_Testsome",
 ];
 
-/// A Fortran `INTEGER`.
-type Fint = c_int;
-
-/// The address of a symbol in the process (0 when absent).
-fn symbol(name: &CStr) -> usize {
-    // SAFETY: a NUL-terminated name looked up in the process's global scope.
-    unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) as usize }
-}
-
 /// MPICH's `mpi_f08` sentinels: the addresses of its Fortran objects.
 struct Sentinels {
     status_ignore: usize,
@@ -84,25 +76,6 @@ fn sentinels() -> &'static Sentinels {
         status_ignore: symbol(c"MPIR_F08_MPI_STATUS_IGNORE_OBJ"),
         statuses_ignore: symbol(c"MPIR_F08_MPI_STATUSES_IGNORE_OBJ"),
     })
-}
-
-/// Writes MPI's return code to `IERROR`, when the program passed one (it is optional).
-fn set_ierr(ierr: *mut Fint, rc: c_int) {
-    if !ierr.is_null() {
-        // SAFETY: the program's IERROR argument.
-        unsafe { *ierr = rc };
-    }
-}
-
-/// A C index (0-based, or `MPI_UNDEFINED`) as MPICH's binding of the call would give
-/// it: from `base`.
-fn binding_index(i: c_int, base: c_int) -> Fint {
-    // SAFETY: a plain read of the MPI shim's constant.
-    if i == unsafe { RSMPI_UNDEFINED } || i < 0 {
-        i
-    } else {
-        i + base
-    }
 }
 
 /// The calls that return indices.
@@ -401,7 +374,7 @@ unsafe extern "C" fn waitany(
     // SAFETY: the program's arguments: `count` requests, then MPI wrote the index.
     unsafe {
         let rc = completion::waitany(*count, requests.cast(), index, Status::c(status));
-        *index = binding_index(*index, index_base(Indexed::Waitany));
+        *index = index_from(*index, index_base(Indexed::Waitany));
         set_ierr(ierr, rc);
     }
 }
@@ -417,7 +390,7 @@ unsafe extern "C" fn testany(
     // SAFETY: the program's arguments: `count` requests, then MPI wrote the index.
     unsafe {
         let rc = completion::testany(*count, requests.cast(), index, flag, Status::c(status));
-        *index = binding_index(*index, index_base(Indexed::Testany));
+        *index = index_from(*index, index_base(Indexed::Testany));
         set_ierr(ierr, rc);
     }
 }
@@ -440,7 +413,7 @@ macro_rules! some {
                 let done = usize::try_from(*outcount).unwrap_or(0);
                 let base = index_base($indexed);
                 for k in 0..done {
-                    *indices.add(k) = binding_index(*indices.add(k), base);
+                    *indices.add(k) = index_from(*indices.add(k), base);
                 }
                 set_ierr(ierr, rc);
             }

@@ -7,10 +7,11 @@
 use std::ffi::c_int;
 
 use crate::calls::{collective, completion, p2p, reduction, setup};
+use crate::fint::{set_ierr, Fint};
 
 use super::convert::{
-    fortran_index, set_ierr, Arg, Comm, CommOut, Fint, Flag, Group, Int, IntOut, Ints, Op, RecvBuf,
-    Request, Requests, SendBuf, Status, Statuses, Type,
+    fortran_index, Arg, Comm, CommOut, Flag, Group, Int, IntOut, Ints, Op, RecvBuf, Request,
+    Requests, SendBuf, Status, Statuses, Type,
 };
 
 /// The C names of the calls wrapped here: what a Fortran program is recorded making

@@ -10,9 +10,7 @@ use std::sync::OnceLock;
 use mpi_sys::*;
 use smallvec::SmallVec;
 
-/// A Fortran `INTEGER` as MPI's Fortran bindings take it (Open MPI's `MPI_Fint`, a
-/// macro for `int` that the bindings do not carry).
-pub(crate) type Fint = c_int;
+use crate::fint::{index_from, symbol, Fint};
 
 /// Fortran `INTEGER`s in one `MPI_Status` (`MPI_STATUS_SIZE`).
 pub(crate) const STATUS_SIZE: usize = size_of::<MPI_Status>() / size_of::<Fint>();
@@ -37,12 +35,9 @@ fn sentinels() -> &'static Sentinels {
                 format!("{upper}\0"),
             ]
             .iter()
-            .filter_map(|name| {
-                let name = CStr::from_bytes_with_nul(name.as_bytes()).ok()?;
-                // SAFETY: a NUL-terminated name looked up in the process's global scope.
-                let at = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-                (!at.is_null()).then_some(at as usize)
-            })
+            .filter_map(|name| CStr::from_bytes_with_nul(name.as_bytes()).ok())
+            .map(symbol)
+            .filter(|&at| at != 0)
             .collect()
         };
         Sentinels {
@@ -52,14 +47,6 @@ fn sentinels() -> &'static Sentinels {
             statuses_ignore: find("mpi_fortran_statuses_ignore"),
         }
     })
-}
-
-/// Writes MPI's return code to the Fortran `IERROR`.
-pub(crate) fn set_ierr(ierr: *mut Fint, rc: c_int) {
-    if !ierr.is_null() {
-        // SAFETY: the program's IERROR argument.
-        unsafe { *ierr = rc };
-    }
 }
 
 /// One argument of a Fortran call, as its C wrapper takes it.
@@ -332,10 +319,5 @@ impl Statuses {
 
 /// A C index (0-based, or `MPI_UNDEFINED`) as Fortran's (1-based).
 pub(crate) fn fortran_index(i: c_int) -> Fint {
-    // SAFETY: a plain read of the MPI shim's constant.
-    if i == unsafe { RSMPI_UNDEFINED } || i < 0 {
-        i
-    } else {
-        i + 1
-    }
+    index_from(i, 1)
 }
