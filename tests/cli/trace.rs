@@ -421,13 +421,21 @@ pub(crate) fn check_fortran(launch: &Launch, ranks: u32) {
             analysis.describe()
         ),
         // Under Open MPI the preload's Fortran entry points are called by the program
-        // itself: each call is placed on its line.
+        // itself: each call is placed on its line, among the run's sites.
         Mpi::OpenMpi => {
             let isend = program_line("ring.f90", "call MPI_Isend(");
+            let json = crate::util::overlap(&["analyze", out.to_str().expect("utf-8"), "--json"]);
+            assert!(json.success(), "{}", json.describe());
+            let report: serde_json::Value = serde_json::from_str(&json.stdout()).expect("JSON");
+            let want = format!("ring.f90:{isend} (ring)");
+            let sites = report["by_site"]["sites"]
+                .as_array()
+                .expect("by_site.sites");
             assert!(
-                text.contains(&format!("ring.f90:{isend} (ring)")),
-                "{}",
-                analysis.describe()
+                sites
+                    .iter()
+                    .any(|s| s["label"].as_str() == Some(want.as_str())),
+                "{want} among {sites:?}"
             );
         }
     }
