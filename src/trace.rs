@@ -1,10 +1,11 @@
 //! `overlap trace -- LAUNCH...`: runs any MPI program with the preload injected into
 //! every rank, then merges what the ranks wrote.
 //!
-//! The preload reaches the ranks through the environment: `LD_PRELOAD` names it and
-//! `OVERLAP_TRACE_DIR` says where the ranks write. MPICH's `mpiexec` (hydra) and
+//! The preload reaches the ranks through the environment: `LD_PRELOAD` names the one
+//! built for the program's MPI ([`crate::which_mpi`]), `OVERLAP_TRACE_DIR` says where the
+//! ranks write and `OVERLAP_LAUNCHER` what launched them. MPICH's `mpiexec` (hydra) and
 //! Slurm's `srun` pass the whole environment on; Open MPI's `mpirun` passes only what
-//! `-x` names, so for it the two `-x` options are added. Everything the program prints
+//! `-x` names, so for it the `-x` options are added. Everything the program prints
 //! goes through untouched; what `overlap` says goes to stderr. The launcher runs
 //! supervised (`crate::supervise`): stopping `overlap` stops the whole run, and what the
 //! ranks recorded is merged all the same.
@@ -16,9 +17,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use overlap_instrument::schema::{ParamValue, Params, UNRECORDED_CALLS_PARAM};
-
 use overlap_instrument::mpi_family::{MpiFamily, LAUNCHER_ENV};
+use overlap_instrument::schema::{ParamValue, Params, UNRECORDED_CALLS_PARAM};
 
 use crate::supervise::{self, Ending, Watch, HANG_TIMEOUT_ENV};
 use crate::which_mpi::Chosen;

@@ -277,8 +277,8 @@ fn mpi_name(symbol: &str) -> Option<String> {
 const MAX_TABLE: u64 = 64 << 20;
 
 /// The names of the undefined symbols of a 64-bit little-endian ELF file's dynamic
-/// symbol table (the functions it imports), read from its section headers; `None` when
-/// the file cannot be read or is not such a file.
+/// symbol table but its data (the functions it imports), read from its section headers;
+/// `None` when the file cannot be read or is not such a file.
 pub(crate) fn undefined_dynamic_symbols(path: &Path) -> Option<Vec<String>> {
     let f = File::open(path).ok()?;
     let mut header = [0u8; 64];
@@ -316,7 +316,10 @@ pub(crate) fn undefined_dynamic_symbols(path: &Path) -> Option<Vec<String>> {
     let mut out = Vec::new();
     for sym in symbols.chunks_exact(entsize) {
         let (name, shndx) = (u32_at(sym, 0) as usize, u16_at(sym, 6));
-        if shndx != 0 || name == 0 {
+        // Data is not a call: Open MPI's Fortran sentinels (`mpi_fortran_bottom_`...) are
+        // variables a Fortran library imports.
+        const STT_OBJECT: u8 = 1;
+        if shndx != 0 || name == 0 || sym[4] & 0xf == STT_OBJECT {
             continue;
         }
         let Some(tail) = strings.get(name..) else {
