@@ -23,11 +23,13 @@ if [ "${1:-}" = "--release" ]; then
 fi
 out="target/$profile"
 default_lib="$out/liboverlap_preload.so"
-if [ ! -f "$default_lib" ]; then
-  cargo build -p overlap-preload "${flags[@]}"
+# Cargo's own build, up to date (nothing to do when it is): its marker names its MPI.
+cargo build -q -p overlap-preload "${flags[@]}"
+default=$(grep -aoE 'overlap-preload-built-for:[a-z]+' "$default_lib" | head -n1 | cut -d: -f2 || true)
+if [ -z "$default" ]; then
+  echo "build-preloads: $default_lib names no MPI it was built for" >&2
+  exit 1
 fi
-# The family cargo's own build was made for, from the marker it carries.
-default=$(grep -aoE 'overlap-preload-built-for:[a-z]+' "$default_lib" | head -n1 | cut -d: -f2)
 
 for family in mpich openmpi; do
   var="OVERLAP_MPICC_${family^^}"
