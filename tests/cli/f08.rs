@@ -2,7 +2,8 @@
 //! and Open MPI: every call is recorded exactly as often as the program made it, every
 //! message and request matches and completes, the program sees what it sees untraced
 //! (its output, and the numbering of the indices Waitany and Waitsome return, which
-//! MPICH 4.0's mpi_f08 starts at 0), and the report says the bindings were mpi_f08.
+//! MPICH 4.0's mpi_f08 starts at 0), a freed datatype's handle reused by the next is
+//! recorded with the new type's size, and the report says the bindings were mpi_f08.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +13,7 @@ use overlap_instrument::schema::Op;
 use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Launch, Mpi};
 use crate::preload_calls::never_completed;
 use crate::trace::check_provenance;
-use crate::traces::counts;
+use crate::traces::{calls, counts};
 use crate::util::Run;
 
 /// The `key=value` words of each rank's "issued" line.
@@ -59,14 +60,17 @@ fn check_f08(mpi: Mpi, ranks: u32) {
     let t = read_merged(&out).expect("merged trace reads back");
     for (rank, per) in counts(&t) {
         let waitsome = traced[&rank]["MPI_Waitsome"] as usize;
-        // 3 ring turns, then one for Waitany and one for Waitsome; 3 persistent starts.
+        let testall = traced[&rank]["MPI_Testall"] as usize;
+        // 3 ring turns, then one each for Waitany, Waitsome, Testall and the two
+        // datatypes; 3 persistent starts.
         let want: BTreeMap<Op, usize> = [
             (Op::Init, 1),
-            (Op::Irecv, 5),
-            (Op::Isend, 5),
-            (Op::Waitall, 3 + 1 + 3),
+            (Op::Irecv, 3 + 5),
+            (Op::Isend, 3 + 5),
+            (Op::Waitall, 3 + 1 + 2 + 3),
             (Op::Waitany, 1),
             (Op::Waitsome, waitsome),
+            (Op::Testall, testall),
             (Op::RecvInit, 1),
             (Op::SendInit, 1),
             (Op::Startall, 3),
@@ -84,11 +88,22 @@ fn check_f08(mpi: Mpi, ranks: u32) {
         .collect();
         assert_eq!(per, want, "rank {rank}\n{}", run.describe());
     }
-    // Per rank: 3 + 1 + 1 messages on the ring, 3 persistent.
-    assert_eq!(t.info.messages, u64::from(8 * ranks));
+    // Per rank: 3 + 5 messages on the ring, 3 persistent.
+    assert_eq!(t.info.messages, u64::from(11 * ranks));
     assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
-    // Per rank: 5 Irecv, 5 Isend, 6 persistent starts, the Ibarrier.
-    assert_eq!(t.requests.len(), (17 * ranks) as usize);
+    // Per rank: 8 Irecv, 8 Isend, 6 persistent starts, the Ibarrier.
+    assert_eq!(t.requests.len(), (23 * ranks) as usize);
+    // The second datatype may have the first one's handle once it is freed: its sends
+    // are recorded with its own size, not the freed type's.
+    for rank in 0..ranks {
+        let bytes: BTreeMap<i32, u64> = calls(&t, rank)
+            .iter()
+            .filter(|c| c.op == Op::Isend)
+            .filter_map(|c| Some((c.args.tag?, c.args.bytes?)))
+            .filter(|(tag, _)| *tag >= 12)
+            .collect();
+        assert_eq!(bytes, BTreeMap::from([(12, 16), (13, 32)]), "rank {rank}");
+    }
     assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
     check_provenance(&out, &Launch::of(mpi), "Fortran mpi_f08");
 }

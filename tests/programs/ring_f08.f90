@@ -1,19 +1,24 @@
 ! A ring through the `mpi_f08` module, for the trace tests under MPICH and Open MPI:
-! non-blocking posts completed by Waitall (statuses checked), Waitany and Waitsome,
-! persistent requests, collectives with MPI_IN_PLACE, a split communicator. MPICH's
+! non-blocking posts completed by Waitall (statuses checked), Waitany, Waitsome and
+! Testall, persistent requests, collectives with MPI_IN_PLACE, a split communicator, and
+! a datatype freed before another is made (which may get its handle: 16 then 32 bytes). MPICH's
 ! mpi_f08 calls PMPI_* directly for the calls without a buffer, Open MPI's calls its
 ! mpif.h bindings' internal names: the preload wraps both.
 ! Rank 0 prints one result line to stdout. Every rank prints to stderr how many Waitsome
-! calls it made, the one count that varies, and from what number the MPI's Waitany and
+! and Testall calls it made, the counts that vary, and from what number the MPI's Waitany and
 ! Waitsome count the index they return (MPI says 1; MPICH 4.0's mpi_f08 gives 0), told
-! by which request they completed: "issued rank=R MPI_Waitsome=N any_base=B some_base=B".
+! by which request they completed:
+! "issued rank=R MPI_Waitsome=N MPI_Testall=N any_base=B some_base=B".
 program ring_f08
   use mpi_f08
   use, intrinsic :: iso_fortran_env, only : error_unit
   implicit none
   integer, parameter :: iters = 3
   integer :: rank, size, left, right, i, idx, outcount, done, waitsomes
-  integer :: any_base, some_base
+  integer :: any_base, some_base, testalls
+  logical :: flag
+  type(MPI_Datatype) :: pair, quad
+  double precision :: two(2), four(4), got2(2), got4(4)
   integer :: indices(2)
   type(MPI_Request) :: r(2), p(2)
   type(MPI_Status) :: st(2), one, some(2)
@@ -55,6 +60,32 @@ program ring_f08
   end do
   total = total + got
 
+  call MPI_Irecv(got, 1, MPI_DOUBLE_PRECISION, left, 11, MPI_COMM_WORLD, r(1))
+  call MPI_Isend(sent, 1, MPI_DOUBLE_PRECISION, right, 11, MPI_COMM_WORLD, r(2))
+  flag = .false.
+  testalls = 0
+  do while (.not. flag)
+    call MPI_Testall(2, r, flag, MPI_STATUSES_IGNORE)
+    testalls = testalls + 1
+  end do
+  total = total + got
+
+  two = rank
+  four = rank
+  call MPI_Type_contiguous(2, MPI_DOUBLE_PRECISION, pair)
+  call MPI_Type_commit(pair)
+  call MPI_Irecv(got2, 2, MPI_DOUBLE_PRECISION, left, 12, MPI_COMM_WORLD, r(1))
+  call MPI_Isend(two, 1, pair, right, 12, MPI_COMM_WORLD, r(2))
+  call MPI_Waitall(2, r, MPI_STATUSES_IGNORE)
+  call MPI_Type_free(pair)
+  call MPI_Type_contiguous(4, MPI_DOUBLE_PRECISION, quad)
+  call MPI_Type_commit(quad)
+  call MPI_Irecv(got4, 4, MPI_DOUBLE_PRECISION, left, 13, MPI_COMM_WORLD, r(1))
+  call MPI_Isend(four, 1, quad, right, 13, MPI_COMM_WORLD, r(2))
+  call MPI_Waitall(2, r, MPI_STATUSES_IGNORE)
+  call MPI_Type_free(quad)
+  total = total + got2(1) + got4(4)
+
   a = rank
   call MPI_Recv_init(b, 1, MPI_DOUBLE_PRECISION, left, 10, MPI_COMM_WORLD, p(1))
   call MPI_Send_init(a, 1, MPI_DOUBLE_PRECISION, right, 10, MPI_COMM_WORLD, p(2))
@@ -77,8 +108,9 @@ program ring_f08
   call MPI_Wait(r(1), MPI_STATUS_IGNORE)
   call MPI_Barrier(MPI_COMM_WORLD)
 
-  write (error_unit, '(a, i0, a, i0, a, i0, a, i0)') 'issued rank=', rank, ' MPI_Waitsome=', &
-      waitsomes, ' any_base=', any_base, ' some_base=', some_base
+  write (error_unit, '(a, i0, a, i0, a, i0, a, i0, a, i0)') 'issued rank=', rank, &
+      ' MPI_Waitsome=', waitsomes, ' MPI_Testall=', testalls, ' any_base=', any_base, &
+      ' some_base=', some_base
   if (rank == 0) print '(a, i0, a, f10.1, a, f4.1)', 'ring_f08: ', size, ' ranks, total ', &
       x, ', half ', y
   call MPI_Finalize()

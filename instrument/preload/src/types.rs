@@ -4,7 +4,8 @@
 //!
 //! A datatype handle is not an identity for ever: `MPI_Type_free` gives the handle back
 //! to MPI, which may hand it out again for a different type. So the preload wraps
-//! `MPI_Type_free` (its only way to die: MPI has no other call that frees a datatype)
+//! `MPI_Type_free` and `PMPI_Type_free` (its only way to die: MPI has no other call
+//! that frees a datatype, and its Fortran bindings free through the PMPI name)
 //! and bumps a process-wide generation *before* forwarding it; every thread's cache
 //! checks the generation on each look-up and empties itself when it moved. A handle
 //! reused for a new type was handed out by an `MPI_Type_*` constructor after the free
@@ -14,7 +15,7 @@
 //! twice. Only successful answers are cached.
 
 use std::ffi::c_int;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use mpi_sys::*;
 
@@ -66,6 +67,32 @@ pub(crate) unsafe extern "C" fn type_free(datatype: *mut MPI_Datatype) -> c_int 
     evict_all();
     // SAFETY: the program's argument, passed on unchanged.
     unsafe { PMPI_Type_free(datatype) }
+}
+
+/// `PMPI_Type_free`, defined here too, so that every free empties the caches: MPI's own
+/// Fortran bindings free through it (Open MPI's `mpi_type_free_` and `mpi_f08`'s, and
+/// the temporary types MPICH's `mpi_f08` builds for a non-contiguous buffer, which its
+/// next temporary type gets the handle of), and so may a program. The call goes on to
+/// MPI's own (the next definition, `RTLD_NEXT`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMPI_Type_free(datatype: *mut MPI_Datatype) -> c_int {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    evict_all();
+    let mut at = NEXT.load(Ordering::Relaxed);
+    if at == 0 {
+        // SAFETY: a NUL-terminated name looked up after this library.
+        at = unsafe { libc::dlsym(libc::RTLD_NEXT, c"PMPI_Type_free".as_ptr()) } as usize;
+        if at == 0 {
+            overlap_instrument::stderr_line!(
+                "overlap-preload: no MPI library defines PMPI_Type_free after the preload"
+            );
+            std::process::abort();
+        }
+        NEXT.store(at, Ordering::Relaxed);
+    }
+    type TypeFree = unsafe extern "C" fn(*mut MPI_Datatype) -> c_int;
+    // SAFETY: MPI's PMPI_Type_free, with the program's argument.
+    unsafe { std::mem::transmute::<usize, TypeFree>(at)(datatype) }
 }
 
 #[cfg(test)]

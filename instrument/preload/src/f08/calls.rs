@@ -10,11 +10,11 @@ use mpi_sys::*;
 
 use crate::calls::{collective, completion, p2p, rma, rma_sync, setup};
 use crate::fint::{index_from, set_ierr, symbol, Fint};
-use crate::types;
 
 /// The C names of the calls MPICH's `mpi_f08` makes through `PMPI_*` that are wrapped
-/// here; its calls with a buffer go through the C entry points. (`MPI_Type_free` is
-/// wrapped too, to keep the datatype caches right, but not recorded.)
+/// here; its calls with a buffer go through the C entry points. (`MPI_Type_free` goes
+/// through `PMPI_Type_free`, which the preload defines for its datatype caches:
+/// [`crate::types`].)
 pub(crate) const RECORDED: &[&str] = &[
     "MPI_Init",
     "MPI_Init_thread",
@@ -95,7 +95,27 @@ enum Indexed {
 /// cannot be found or asked.
 fn index_base(call: Indexed) -> c_int {
     static BASES: [OnceLock<c_int>; 4] = [const { OnceLock::new() }; 4];
-    *BASES[call as usize].get_or_init(|| ask_index_base(call).unwrap_or(1))
+    let slot = &BASES[call as usize];
+    if let Some(base) = slot.get() {
+        return *base;
+    }
+    // Outside MPI_Init ... MPI_Finalize (an erroneous call) the binding cannot be asked:
+    // MPI's numbering this once, asked again next time.
+    if !mpi_is_running() {
+        return 1;
+    }
+    *slot.get_or_init(|| ask_index_base(call).unwrap_or(1))
+}
+
+/// Whether MPI is initialized and not finalized.
+fn mpi_is_running() -> bool {
+    let (mut initialized, mut finalized): (c_int, c_int) = (0, 0);
+    // SAFETY: out-pointers to locals; both calls are allowed at any time.
+    unsafe {
+        PMPI_Initialized(&mut initialized);
+        PMPI_Finalized(&mut finalized);
+    }
+    initialized != 0 && finalized == 0
 }
 
 fn ask_index_base(call: Indexed) -> Option<c_int> {
@@ -163,6 +183,12 @@ fn ask_index_base(call: Indexed) -> Option<c_int> {
                 );
                 index = if out == 1 { indices[0] } else { -1 };
             }
+        }
+    }
+    // SAFETY: a C request is MPICH's Fortran one; one not completed above is freed.
+    unsafe {
+        if request != RSMPI_REQUEST_NULL {
+            PMPI_Request_free(&mut request);
         }
     }
     (ierr == 0 && (index == 0 || index == 1)).then_some(index)
@@ -336,7 +362,6 @@ f08! {
     win_flush_local(rank: Int, win: Win) = rma_sync::win_flush_local;
     win_flush_local_all(win: Win) = rma_sync::win_flush_local_all;
     win_sync(win: Win) = rma_sync::win_sync;
-    type_free(datatype: Out<MPI_Datatype>) = types::type_free;
 }
 
 unsafe extern "C" fn init(ierr: *mut Fint) {
@@ -355,6 +380,21 @@ unsafe extern "C" fn init_thread(required: *const Fint, provided: *mut Fint, ier
             *required,
             provided,
         )
+    };
+    set_ierr(ierr, rc);
+}
+
+/// MPI Sessions: not traced, said once (see [`setup::session_init`]).
+#[cfg(mpi4)]
+unsafe extern "C" fn session_init(
+    info: *const Fint,
+    errhandler: *const Fint,
+    session: *mut Fint,
+    ierr: *mut Fint,
+) {
+    // SAFETY: the program's arguments: MPICH's handles are the INTEGERs' values.
+    let rc = unsafe {
+        setup::session_init(MPI_Info(*info), MPI_Errhandler(*errhandler), session.cast())
     };
     set_ierr(ierr, rc);
 }
@@ -469,7 +509,8 @@ crate::entry::entry! {
     mpi_win_flush_local_f08_ => win_flush_local;
     mpi_win_flush_local_all_f08_ => win_flush_local_all;
     mpi_win_sync_f08_ => win_sync;
-    mpi_type_free_f08_ => type_free;
+    #[cfg(mpi4)]
+    mpi_session_init_f08_ => session_init;
     mpi_waitany_f08_ => waitany;
     mpi_testany_f08_ => testany;
     mpi_waitsome_f08_ => waitsome;

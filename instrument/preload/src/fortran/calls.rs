@@ -10,8 +10,8 @@ use crate::calls::{collective, completion, p2p, reduction, setup};
 use crate::fint::{set_ierr, Fint};
 
 use super::convert::{
-    fortran_index, Arg, Comm, CommOut, Flag, Group, Int, IntOut, Ints, Op, RecvBuf, Request,
-    Requests, SendBuf, Status, Statuses, Type,
+    fortran_index, Arg, Comm, Flag, FreedComm, Group, Info, Int, IntOut, Ints, NewComm, NewRequest,
+    Op, RecvBuf, Request, Requests, SendBuf, Status, Statuses, Type,
 };
 
 /// The C names of the calls wrapped here: what a Fortran program is recorded making
@@ -24,6 +24,8 @@ pub(crate) const RECORDED: &[&str] = &[
     "MPI_Comm_dup",
     "MPI_Comm_split",
     "MPI_Comm_create",
+    "MPI_Comm_dup_with_info",
+    "MPI_Comm_split_type",
     "MPI_Comm_free",
     "MPI_Send",
     "MPI_Ssend",
@@ -95,7 +97,9 @@ macro_rules! fortran {
             $( let mut $arg = unsafe { <$kind as Arg>::new($arg) }; )*
             // SAFETY: the C wrapper, with the arguments as C takes them.
             let rc = unsafe { $c($($arg.c()),*) };
-            $( $arg.back(); )*
+            if rc == 0 {
+                $( $arg.back(); )*
+            }
             set_ierr(ierr, rc);
         }
     )+};
@@ -103,10 +107,12 @@ macro_rules! fortran {
 
 fortran! {
     abort(comm: Comm, errorcode: Int) = setup::abort;
-    comm_dup(comm: Comm, newcomm: CommOut) = setup::comm_dup;
-    comm_split(comm: Comm, color: Int, key: Int, newcomm: CommOut) = setup::comm_split;
-    comm_create(comm: Comm, group: Group, newcomm: CommOut) = setup::comm_create;
-    comm_free(comm: CommOut) = setup::comm_free;
+    comm_dup(comm: Comm, newcomm: NewComm) = setup::comm_dup;
+    comm_split(comm: Comm, color: Int, key: Int, newcomm: NewComm) = setup::comm_split;
+    comm_create(comm: Comm, group: Group, newcomm: NewComm) = setup::comm_create;
+    comm_dup_with_info(comm: Comm, info: Info, newcomm: NewComm) = setup::comm_dup_with_info;
+    comm_split_type(comm: Comm, split_type: Int, key: Int, info: Info, newcomm: NewComm) = setup::comm_split_type;
+    comm_free(comm: FreedComm) = setup::comm_free;
     send(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm) = p2p::send;
     ssend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm) = p2p::ssend;
     bsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm) = p2p::bsend;
@@ -116,49 +122,49 @@ fortran! {
     sendrecv_replace(buf: RecvBuf, count: Int, datatype: Type, dest: Int, sendtag: Int, source: Int, recvtag: Int, comm: Comm, status: Status) = p2p::sendrecv_replace;
     probe(source: Int, tag: Int, comm: Comm, status: Status) = p2p::probe;
     iprobe(source: Int, tag: Int, comm: Comm, flag: Flag, status: Status) = p2p::iprobe;
-    isend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::isend;
-    issend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::issend;
-    ibsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::ibsend;
-    irsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::irsend;
-    irecv(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, request: Request) = p2p::irecv;
-    send_init(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: Request) = p2p::send_init;
-    recv_init(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, request: Request) = p2p::recv_init;
+    isend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::isend;
+    issend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::issend;
+    ibsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::ibsend;
+    irsend(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::irsend;
+    irecv(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::irecv;
+    send_init(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::send_init;
+    recv_init(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::recv_init;
     start(request: Request) = p2p::start;
     request_free(request: Request) = p2p::request_free;
     wait(request: Request, status: Status) = completion::wait;
     test(request: Request, flag: Flag, status: Status) = completion::test;
     barrier(comm: Comm) = collective::barrier;
-    ibarrier(comm: Comm, request: Request) = collective::ibarrier;
+    ibarrier(comm: Comm, request: NewRequest) = collective::ibarrier;
     bcast(buf: RecvBuf, count: Int, datatype: Type, root: Int, comm: Comm) = collective::bcast;
-    ibcast(buf: RecvBuf, count: Int, datatype: Type, root: Int, comm: Comm, request: Request) = collective::ibcast;
+    ibcast(buf: RecvBuf, count: Int, datatype: Type, root: Int, comm: Comm, request: NewRequest) = collective::ibcast;
     allgather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm) = collective::allgather;
-    iallgather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm, request: Request) = collective::iallgather;
+    iallgather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm, request: NewRequest) = collective::iallgather;
     alltoall(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm) = collective::alltoall;
-    ialltoall(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm, request: Request) = collective::ialltoall;
+    ialltoall(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm, request: NewRequest) = collective::ialltoall;
     gather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm) = collective::gather;
-    igather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: Request) = collective::igather;
+    igather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: NewRequest) = collective::igather;
     scatter(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm) = collective::scatter;
-    iscatter(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: Request) = collective::iscatter;
+    iscatter(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: NewRequest) = collective::iscatter;
     allgatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, comm: Comm) = collective::allgatherv;
-    iallgatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, comm: Comm, request: Request) = collective::iallgatherv;
+    iallgatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, comm: Comm, request: NewRequest) = collective::iallgatherv;
     gatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, root: Int, comm: Comm) = collective::gatherv;
-    igatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, root: Int, comm: Comm, request: Request) = collective::igatherv;
+    igatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, root: Int, comm: Comm, request: NewRequest) = collective::igatherv;
     scatterv(sendbuf: SendBuf, sendcounts: Ints, displs: Ints, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm) = collective::scatterv;
-    iscatterv(sendbuf: SendBuf, sendcounts: Ints, displs: Ints, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: Request) = collective::iscatterv;
+    iscatterv(sendbuf: SendBuf, sendcounts: Ints, displs: Ints, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, root: Int, comm: Comm, request: NewRequest) = collective::iscatterv;
     alltoallv(sendbuf: SendBuf, sendcounts: Ints, sdispls: Ints, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, rdispls: Ints, recvtype: Type, comm: Comm) = collective::alltoallv;
-    ialltoallv(sendbuf: SendBuf, sendcounts: Ints, sdispls: Ints, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, rdispls: Ints, recvtype: Type, comm: Comm, request: Request) = collective::ialltoallv;
+    ialltoallv(sendbuf: SendBuf, sendcounts: Ints, sdispls: Ints, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, rdispls: Ints, recvtype: Type, comm: Comm, request: NewRequest) = collective::ialltoallv;
     reduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, root: Int, comm: Comm) = reduction::reduce;
-    ireduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, root: Int, comm: Comm, request: Request) = reduction::ireduce;
+    ireduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, root: Int, comm: Comm, request: NewRequest) = reduction::ireduce;
     allreduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm) = reduction::allreduce;
-    iallreduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::iallreduce;
+    iallreduce(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: NewRequest) = reduction::iallreduce;
     scan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm) = reduction::scan;
-    iscan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::iscan;
+    iscan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: NewRequest) = reduction::iscan;
     exscan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm) = reduction::exscan;
-    iexscan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::iexscan;
+    iexscan(sendbuf: SendBuf, recvbuf: RecvBuf, count: Int, datatype: Type, op: Op, comm: Comm, request: NewRequest) = reduction::iexscan;
     reduce_scatter(sendbuf: SendBuf, recvbuf: RecvBuf, recvcounts: Ints, datatype: Type, op: Op, comm: Comm) = reduction::reduce_scatter;
-    ireduce_scatter(sendbuf: SendBuf, recvbuf: RecvBuf, recvcounts: Ints, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::ireduce_scatter;
+    ireduce_scatter(sendbuf: SendBuf, recvbuf: RecvBuf, recvcounts: Ints, datatype: Type, op: Op, comm: Comm, request: NewRequest) = reduction::ireduce_scatter;
     reduce_scatter_block(sendbuf: SendBuf, recvbuf: RecvBuf, recvcount: Int, datatype: Type, op: Op, comm: Comm) = reduction::reduce_scatter_block;
-    ireduce_scatter_block(sendbuf: SendBuf, recvbuf: RecvBuf, recvcount: Int, datatype: Type, op: Op, comm: Comm, request: Request) = reduction::ireduce_scatter_block;
+    ireduce_scatter_block(sendbuf: SendBuf, recvbuf: RecvBuf, recvcount: Int, datatype: Type, op: Op, comm: Comm, request: NewRequest) = reduction::ireduce_scatter_block;
 }
 
 pub(crate) unsafe extern "C" fn init(ierr: *mut Fint) {
@@ -198,7 +204,9 @@ pub(crate) unsafe extern "C" fn startall(count: *const Fint, requests: *mut Fint
     let mut r = unsafe { Requests::new(requests, n) };
     // SAFETY: `n` C requests.
     let rc = unsafe { p2p::startall(n, r.c()) };
-    r.back();
+    if rc == 0 {
+        r.back();
+    }
     set_ierr(ierr, rc);
 }
 
@@ -213,8 +221,10 @@ pub(crate) unsafe extern "C" fn waitall(
     let (mut r, mut s) = unsafe { (Requests::new(requests, n), Statuses::new(statuses, n)) };
     // SAFETY: `n` C requests and statuses.
     let rc = unsafe { completion::waitall(n, r.c(), s.c()) };
-    r.back();
-    s.back(usize::try_from(n).unwrap_or(0));
+    if rc == 0 {
+        r.back();
+        s.back(usize::try_from(n).unwrap_or(0));
+    }
     set_ierr(ierr, rc);
 }
 
@@ -236,9 +246,11 @@ pub(crate) unsafe extern "C" fn testall(
     };
     // SAFETY: `n` C requests and statuses.
     let rc = unsafe { completion::testall(n, r.c(), f.c(), s.c()) };
-    r.back();
-    s.back(usize::try_from(n).unwrap_or(0));
-    f.back();
+    if rc == 0 {
+        r.back();
+        s.back(usize::try_from(n).unwrap_or(0));
+        f.back();
+    }
     set_ierr(ierr, rc);
 }
 
@@ -255,10 +267,12 @@ pub(crate) unsafe extern "C" fn waitany(
     let mut i: c_int = 0;
     // SAFETY: `n` C requests.
     let rc = unsafe { completion::waitany(n, r.c(), &mut i, s.c()) };
-    r.back();
-    s.back();
-    // SAFETY: the program's argument.
-    unsafe { *index = fortran_index(i) };
+    if rc == 0 {
+        r.back();
+        s.back();
+        // SAFETY: the program's argument.
+        unsafe { *index = fortran_index(i) };
+    }
     set_ierr(ierr, rc);
 }
 
@@ -282,11 +296,13 @@ pub(crate) unsafe extern "C" fn testany(
     let mut i: c_int = 0;
     // SAFETY: `n` C requests.
     let rc = unsafe { completion::testany(n, r.c(), &mut i, f.c(), s.c()) };
-    r.back();
-    s.back();
-    f.back();
-    // SAFETY: the program's argument.
-    unsafe { *index = fortran_index(i) };
+    if rc == 0 {
+        r.back();
+        s.back();
+        f.back();
+        // SAFETY: the program's argument.
+        unsafe { *index = fortran_index(i) };
+    }
     set_ierr(ierr, rc);
 }
 
@@ -309,15 +325,17 @@ macro_rules! some {
             const { assert!(std::mem::size_of::<Fint>() == std::mem::size_of::<c_int>()) };
             // SAFETY: `n` C requests, indices (the program's array) and statuses.
             let rc = unsafe { $c(n, r.c(), &mut out, indices.cast::<c_int>(), s.c()) };
-            r.back();
-            let done = usize::try_from(out).unwrap_or(0);
-            s.back(done);
-            for k in 0..done {
-                // SAFETY: MPI wrote `out` indices into the program's array.
-                unsafe { *indices.add(k) = fortran_index(*indices.add(k)) };
+            if rc == 0 {
+                r.back();
+                let done = usize::try_from(out).unwrap_or(0);
+                s.back(done);
+                for k in 0..done {
+                    // SAFETY: MPI wrote `out` indices into the program's array.
+                    unsafe { *indices.add(k) = fortran_index(*indices.add(k)) };
+                }
+                // SAFETY: the program's argument.
+                unsafe { *outcount = out };
             }
-            // SAFETY: the program's argument.
-            unsafe { *outcount = out };
             set_ierr(ierr, rc);
         }
     )+};
@@ -329,6 +347,14 @@ some! {
 }
 
 crate::entry::entry! {
+    // Open MPI's mpi_f08 Test, Testall, Testany, Testsome and Iprobe call `pmpi_test_`
+    // and the like (the mpif.h bindings' PMPI names), not `ompi_*_f`: their own names
+    // are wrapped (same arguments; an absent IERROR comes as null).
+    mpi_test_f08_ => test;
+    mpi_testall_f08_ => testall;
+    mpi_testany_f08_ => testany;
+    mpi_testsome_f08_ => testsome;
+    mpi_iprobe_f08_ => iprobe;
     mpi_init_ => init;
     ompi_init_f => init;
     mpi_init_thread_ => init_thread;
@@ -343,6 +369,10 @@ crate::entry::entry! {
     ompi_comm_split_f => comm_split;
     mpi_comm_create_ => comm_create;
     ompi_comm_create_f => comm_create;
+    mpi_comm_dup_with_info_ => comm_dup_with_info;
+    ompi_comm_dup_with_info_f => comm_dup_with_info;
+    mpi_comm_split_type_ => comm_split_type;
+    ompi_comm_split_type_f => comm_split_type;
     mpi_comm_free_ => comm_free;
     ompi_comm_free_f => comm_free;
     mpi_send_ => send;

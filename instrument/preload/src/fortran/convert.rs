@@ -59,7 +59,7 @@ pub(crate) trait Arg: Sized {
     /// `f` is the program's argument, valid for this call.
     unsafe fn new(f: Self::F) -> Self;
     fn c(&mut self) -> Self::C;
-    /// Writes back what the call wrote.
+    /// Writes back what the call wrote (only when it succeeded, as Open MPI's bindings).
     fn back(self) {}
 }
 
@@ -158,42 +158,63 @@ handle_in! {
     Type: MPI_Datatype = PMPI_Type_f2c;
     Op: MPI_Op = PMPI_Op_f2c;
     Group: MPI_Group = PMPI_Group_f2c;
+    Info: MPI_Info = PMPI_Info_f2c;
 }
 
-/// A communicator MPI writes (`newcomm`) or frees (`comm` of `MPI_Comm_free`).
-pub(crate) struct CommOut(*mut Fint, MPI_Comm);
-impl Arg for CommOut {
-    type F = *mut Fint;
-    type C = *mut MPI_Comm;
-    unsafe fn new(f: *mut Fint) -> Self {
-        // SAFETY: the caller's promise (an output argument holds some value).
-        CommOut(f, unsafe { PMPI_Comm_f2c(*f) })
-    }
-    fn c(&mut self) -> *mut MPI_Comm {
-        &raw mut self.1
-    }
-    fn back(self) {
-        // SAFETY: the program's argument.
-        unsafe { *self.0 = PMPI_Comm_c2f(self.1) };
-    }
+/// Handles MPI writes (`newcomm`, a post's request): the program's variable is not
+/// read, as Open MPI's bindings do not read it.
+macro_rules! handle_out {
+    ($($name:ident: $c:ty = $null:ident, $c2f:ident;)+) => {$(
+        pub(crate) struct $name(*mut Fint, $c);
+        impl Arg for $name {
+            type F = *mut Fint;
+            type C = *mut $c;
+            unsafe fn new(f: *mut Fint) -> Self {
+                // SAFETY: a plain read of the MPI shim's constant.
+                $name(f, unsafe { $null })
+            }
+            fn c(&mut self) -> *mut $c {
+                &raw mut self.1
+            }
+            fn back(self) {
+                // SAFETY: the program's argument.
+                unsafe { *self.0 = $c2f(self.1) };
+            }
+        }
+    )+};
 }
 
-/// A request MPI writes (posts), or reads and may free (Wait, Start, Request_free).
-pub(crate) struct Request(*mut Fint, MPI_Request);
-impl Arg for Request {
-    type F = *mut Fint;
-    type C = *mut MPI_Request;
-    unsafe fn new(f: *mut Fint) -> Self {
-        // SAFETY: the caller's promise.
-        Request(f, unsafe { PMPI_Request_f2c(*f) })
-    }
-    fn c(&mut self) -> *mut MPI_Request {
-        &raw mut self.1
-    }
-    fn back(self) {
-        // SAFETY: the program's argument.
-        unsafe { *self.0 = PMPI_Request_c2f(self.1) };
-    }
+handle_out! {
+    NewComm: MPI_Comm = RSMPI_COMM_NULL, PMPI_Comm_c2f;
+    NewRequest: MPI_Request = RSMPI_REQUEST_NULL, PMPI_Request_c2f;
+}
+
+/// Handles MPI reads and writes back (`MPI_Comm_free`'s communicator; a request that
+/// Wait, Test, Start or Request_free may complete or free).
+macro_rules! handle_in_out {
+    ($($name:ident: $c:ty = $f2c:ident, $c2f:ident;)+) => {$(
+        pub(crate) struct $name(*mut Fint, $c);
+        impl Arg for $name {
+            type F = *mut Fint;
+            type C = *mut $c;
+            unsafe fn new(f: *mut Fint) -> Self {
+                // SAFETY: the caller's promise; the conversion takes any value.
+                $name(f, unsafe { $f2c(*f) })
+            }
+            fn c(&mut self) -> *mut $c {
+                &raw mut self.1
+            }
+            fn back(self) {
+                // SAFETY: the program's argument.
+                unsafe { *self.0 = $c2f(self.1) };
+            }
+        }
+    )+};
+}
+
+handle_in_out! {
+    FreedComm: MPI_Comm = PMPI_Comm_f2c, PMPI_Comm_c2f;
+    Request: MPI_Request = PMPI_Request_f2c, PMPI_Request_c2f;
 }
 
 /// A status MPI writes, or `MPI_STATUS_IGNORE`.
@@ -233,7 +254,8 @@ impl Arg for Flag {
         &raw mut self.1
     }
     fn back(self) {
-        // SAFETY: the program's argument. gfortran's and ifort's .TRUE. is 1.
+        // SAFETY: the program's argument. gfortran's .TRUE. is 1 (what Open MPI is built
+        // for: ifort's is -1, but it reads the low bit).
         unsafe { *self.0 = Fint::from(self.1 != 0) };
     }
 }
