@@ -15,6 +15,7 @@ mod launcher;
 mod merge;
 mod microbench;
 mod mpis;
+mod onesided_f;
 mod preload_calls;
 mod preload_threads;
 mod run;

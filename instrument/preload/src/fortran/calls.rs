@@ -6,12 +6,13 @@
 
 use std::ffi::c_int;
 
-use crate::calls::{collective, completion, p2p, reduction, setup};
+use crate::calls::{collective, completion, neighbor, p2p, reduction, rma, rma_sync, setup};
 use crate::fint::{set_ierr, Fint};
 
 use super::convert::{
-    fortran_index, Arg, Comm, Flag, FreedComm, Group, Info, Int, IntOut, Ints, NewComm, NewRequest,
-    Op, RecvBuf, Request, Requests, SendBuf, Status, Statuses, Type,
+    fortran_index, Aint, Arg, Comm, Flag, FreedComm, FreedWin, Group, Info, Int, IntOut, Ints,
+    NewComm, NewRequest, NewWin, Op, Ptr, RecvBuf, Request, Requests, SendBuf, Status, Statuses,
+    Type, Win,
 };
 
 /// The C names of the calls wrapped here: what a Fortran program is recorded making
@@ -86,6 +87,46 @@ pub(crate) const RECORDED: &[&str] = &[
     "MPI_Testany",
     "MPI_Waitsome",
     "MPI_Testsome",
+    "MPI_Cart_create",
+    "MPI_Cart_sub",
+    "MPI_Win_create",
+    "MPI_Win_allocate",
+    "MPI_Win_allocate_shared",
+    "MPI_Win_create_dynamic",
+    "MPI_Win_free",
+    "MPI_Win_fence",
+    "MPI_Put",
+    "MPI_Get",
+    "MPI_Rput",
+    "MPI_Rget",
+    "MPI_Accumulate",
+    "MPI_Raccumulate",
+    "MPI_Get_accumulate",
+    "MPI_Rget_accumulate",
+    "MPI_Fetch_and_op",
+    "MPI_Compare_and_swap",
+    "MPI_Win_start",
+    "MPI_Win_post",
+    "MPI_Win_complete",
+    "MPI_Win_wait",
+    "MPI_Win_test",
+    "MPI_Win_lock",
+    "MPI_Win_unlock",
+    "MPI_Win_lock_all",
+    "MPI_Win_unlock_all",
+    "MPI_Win_flush",
+    "MPI_Win_flush_all",
+    "MPI_Win_flush_local",
+    "MPI_Win_flush_local_all",
+    "MPI_Win_sync",
+    "MPI_Neighbor_allgather",
+    "MPI_Ineighbor_allgather",
+    "MPI_Neighbor_alltoall",
+    "MPI_Ineighbor_alltoall",
+    "MPI_Neighbor_allgatherv",
+    "MPI_Ineighbor_allgatherv",
+    "MPI_Neighbor_alltoallv",
+    "MPI_Ineighbor_alltoallv",
 ];
 
 /// `name(arg: Kind, ...) = c_wrapper;`: a Fortran wrapper whose arguments convert one by
@@ -165,6 +206,46 @@ fortran! {
     ireduce_scatter(sendbuf: SendBuf, recvbuf: RecvBuf, recvcounts: Ints, datatype: Type, op: Op, comm: Comm, request: NewRequest) = reduction::ireduce_scatter;
     reduce_scatter_block(sendbuf: SendBuf, recvbuf: RecvBuf, recvcount: Int, datatype: Type, op: Op, comm: Comm) = reduction::reduce_scatter_block;
     ireduce_scatter_block(sendbuf: SendBuf, recvbuf: RecvBuf, recvcount: Int, datatype: Type, op: Op, comm: Comm, request: NewRequest) = reduction::ireduce_scatter_block;
+    cart_create(comm: Comm, ndims: Int, dims: Ints, periods: Ints, reorder: Int, newcomm: NewComm) = setup::cart_create;
+    cart_sub(comm: Comm, remain_dims: Ints, newcomm: NewComm) = setup::cart_sub;
+    win_create(base: RecvBuf, size: Aint, disp_unit: Int, info: Info, comm: Comm, win: NewWin) = rma::win_create;
+    win_allocate(size: Aint, disp_unit: Int, info: Info, comm: Comm, baseptr: Ptr, win: NewWin) = rma::win_allocate;
+    win_allocate_shared(size: Aint, disp_unit: Int, info: Info, comm: Comm, baseptr: Ptr, win: NewWin) = rma::win_allocate_shared;
+    win_create_dynamic(info: Info, comm: Comm, win: NewWin) = rma::win_create_dynamic;
+    win_free(win: FreedWin) = rma::win_free;
+    win_fence(assert: Int, win: Win) = rma::win_fence;
+    put(origin: SendBuf, origin_count: Int, origin_type: Type, target_rank: Int, target_disp: Aint, target_count: Int, target_type: Type, win: Win) = rma::put;
+    get(origin: RecvBuf, origin_count: Int, origin_type: Type, target_rank: Int, target_disp: Aint, target_count: Int, target_type: Type, win: Win) = rma::get;
+    rput(origin: SendBuf, origin_count: Int, origin_type: Type, target_rank: Int, target_disp: Aint, target_count: Int, target_type: Type, win: Win, request: NewRequest) = rma::rput;
+    rget(origin: RecvBuf, origin_count: Int, origin_type: Type, target_rank: Int, target_disp: Aint, target_count: Int, target_type: Type, win: Win, request: NewRequest) = rma::rget;
+    accumulate(origin: SendBuf, origin_count: Int, origin_type: Type, target_rank: Int, target_disp: Aint, target_count: Int, target_type: Type, op: Op, win: Win) = rma::accumulate;
+    raccumulate(origin: SendBuf, origin_count: Int, origin_type: Type, target_rank: Int, target_disp: Aint, target_count: Int, target_type: Type, op: Op, win: Win, request: NewRequest) = rma::raccumulate;
+    get_accumulate(origin: SendBuf, origin_count: Int, origin_type: Type, result: RecvBuf, result_count: Int, result_type: Type, target_rank: Int, target_disp: Aint, target_count: Int, target_type: Type, op: Op, win: Win) = rma::get_accumulate;
+    rget_accumulate(origin: SendBuf, origin_count: Int, origin_type: Type, result: RecvBuf, result_count: Int, result_type: Type, target_rank: Int, target_disp: Aint, target_count: Int, target_type: Type, op: Op, win: Win, request: NewRequest) = rma::rget_accumulate;
+    fetch_and_op(origin: SendBuf, result: RecvBuf, datatype: Type, target_rank: Int, target_disp: Aint, op: Op, win: Win) = rma::fetch_and_op;
+    compare_and_swap(origin: SendBuf, compare: SendBuf, result: RecvBuf, datatype: Type, target_rank: Int, target_disp: Aint, win: Win) = rma::compare_and_swap;
+    win_start(group: Group, assert: Int, win: Win) = rma_sync::win_start;
+    win_post(group: Group, assert: Int, win: Win) = rma_sync::win_post;
+    win_complete(win: Win) = rma_sync::win_complete;
+    win_wait(win: Win) = rma_sync::win_wait;
+    win_test(win: Win, flag: Flag) = rma_sync::win_test;
+    win_lock(lock_type: Int, rank: Int, assert: Int, win: Win) = rma_sync::win_lock;
+    win_unlock(rank: Int, win: Win) = rma_sync::win_unlock;
+    win_lock_all(assert: Int, win: Win) = rma_sync::win_lock_all;
+    win_unlock_all(win: Win) = rma_sync::win_unlock_all;
+    win_flush(rank: Int, win: Win) = rma_sync::win_flush;
+    win_flush_all(win: Win) = rma_sync::win_flush_all;
+    win_flush_local(rank: Int, win: Win) = rma_sync::win_flush_local;
+    win_flush_local_all(win: Win) = rma_sync::win_flush_local_all;
+    win_sync(win: Win) = rma_sync::win_sync;
+    neighbor_allgather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm) = neighbor::neighbor_allgather;
+    ineighbor_allgather(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm, request: NewRequest) = neighbor::ineighbor_allgather;
+    neighbor_alltoall(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm) = neighbor::neighbor_alltoall;
+    ineighbor_alltoall(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcount: Int, recvtype: Type, comm: Comm, request: NewRequest) = neighbor::ineighbor_alltoall;
+    neighbor_allgatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, comm: Comm) = neighbor::neighbor_allgatherv;
+    ineighbor_allgatherv(sendbuf: SendBuf, sendcount: Int, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, displs: Ints, recvtype: Type, comm: Comm, request: NewRequest) = neighbor::ineighbor_allgatherv;
+    neighbor_alltoallv(sendbuf: SendBuf, sendcounts: Ints, sdispls: Ints, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, rdispls: Ints, recvtype: Type, comm: Comm) = neighbor::neighbor_alltoallv;
+    ineighbor_alltoallv(sendbuf: SendBuf, sendcounts: Ints, sdispls: Ints, sendtype: Type, recvbuf: RecvBuf, recvcounts: Ints, rdispls: Ints, recvtype: Type, comm: Comm, request: NewRequest) = neighbor::ineighbor_alltoallv;
 }
 
 pub(crate) unsafe extern "C" fn init(ierr: *mut Fint) {
@@ -493,4 +574,84 @@ crate::entry::entry! {
     ompi_waitsome_f => waitsome;
     mpi_testsome_ => testsome;
     ompi_testsome_f => testsome;
+    mpi_cart_create_ => cart_create;
+    ompi_cart_create_f => cart_create;
+    mpi_cart_sub_ => cart_sub;
+    ompi_cart_sub_f => cart_sub;
+    mpi_win_create_ => win_create;
+    ompi_win_create_f => win_create;
+    mpi_win_allocate_ => win_allocate;
+    ompi_win_allocate_f => win_allocate;
+    mpi_win_allocate_shared_ => win_allocate_shared;
+    ompi_win_allocate_shared_f => win_allocate_shared;
+    mpi_win_create_dynamic_ => win_create_dynamic;
+    ompi_win_create_dynamic_f => win_create_dynamic;
+    mpi_win_free_ => win_free;
+    ompi_win_free_f => win_free;
+    mpi_win_fence_ => win_fence;
+    ompi_win_fence_f => win_fence;
+    mpi_put_ => put;
+    ompi_put_f => put;
+    mpi_get_ => get;
+    ompi_get_f => get;
+    mpi_rput_ => rput;
+    ompi_rput_f => rput;
+    mpi_rget_ => rget;
+    ompi_rget_f => rget;
+    mpi_accumulate_ => accumulate;
+    ompi_accumulate_f => accumulate;
+    mpi_raccumulate_ => raccumulate;
+    ompi_raccumulate_f => raccumulate;
+    mpi_get_accumulate_ => get_accumulate;
+    ompi_get_accumulate_f => get_accumulate;
+    mpi_rget_accumulate_ => rget_accumulate;
+    ompi_rget_accumulate_f => rget_accumulate;
+    mpi_fetch_and_op_ => fetch_and_op;
+    ompi_fetch_and_op_f => fetch_and_op;
+    mpi_compare_and_swap_ => compare_and_swap;
+    ompi_compare_and_swap_f => compare_and_swap;
+    mpi_win_start_ => win_start;
+    ompi_win_start_f => win_start;
+    mpi_win_post_ => win_post;
+    ompi_win_post_f => win_post;
+    mpi_win_complete_ => win_complete;
+    ompi_win_complete_f => win_complete;
+    mpi_win_wait_ => win_wait;
+    ompi_win_wait_f => win_wait;
+    mpi_win_test_ => win_test;
+    ompi_win_test_f => win_test;
+    mpi_win_lock_ => win_lock;
+    ompi_win_lock_f => win_lock;
+    mpi_win_unlock_ => win_unlock;
+    ompi_win_unlock_f => win_unlock;
+    mpi_win_lock_all_ => win_lock_all;
+    ompi_win_lock_all_f => win_lock_all;
+    mpi_win_unlock_all_ => win_unlock_all;
+    ompi_win_unlock_all_f => win_unlock_all;
+    mpi_win_flush_ => win_flush;
+    ompi_win_flush_f => win_flush;
+    mpi_win_flush_all_ => win_flush_all;
+    ompi_win_flush_all_f => win_flush_all;
+    mpi_win_flush_local_ => win_flush_local;
+    ompi_win_flush_local_f => win_flush_local;
+    mpi_win_flush_local_all_ => win_flush_local_all;
+    ompi_win_flush_local_all_f => win_flush_local_all;
+    mpi_win_sync_ => win_sync;
+    ompi_win_sync_f => win_sync;
+    mpi_neighbor_allgather_ => neighbor_allgather;
+    ompi_neighbor_allgather_f => neighbor_allgather;
+    mpi_ineighbor_allgather_ => ineighbor_allgather;
+    ompi_ineighbor_allgather_f => ineighbor_allgather;
+    mpi_neighbor_alltoall_ => neighbor_alltoall;
+    ompi_neighbor_alltoall_f => neighbor_alltoall;
+    mpi_ineighbor_alltoall_ => ineighbor_alltoall;
+    ompi_ineighbor_alltoall_f => ineighbor_alltoall;
+    mpi_neighbor_allgatherv_ => neighbor_allgatherv;
+    ompi_neighbor_allgatherv_f => neighbor_allgatherv;
+    mpi_ineighbor_allgatherv_ => ineighbor_allgatherv;
+    ompi_ineighbor_allgatherv_f => ineighbor_allgatherv;
+    mpi_neighbor_alltoallv_ => neighbor_alltoallv;
+    ompi_neighbor_alltoallv_f => neighbor_alltoallv;
+    mpi_ineighbor_alltoallv_ => ineighbor_alltoallv;
+    ompi_ineighbor_alltoallv_f => ineighbor_alltoallv;
 }

@@ -77,7 +77,36 @@ impl Arg for Int {
     }
 }
 
-/// An `INTEGER` array passed in (counts, displacements): the same ints.
+/// An `INTEGER(KIND=MPI_ADDRESS_KIND)` passed in (a window's size, a displacement).
+pub(crate) struct Aint(MPI_Aint);
+impl Arg for Aint {
+    type F = *const MPI_Aint;
+    type C = MPI_Aint;
+    unsafe fn new(f: *const MPI_Aint) -> Self {
+        // SAFETY: the caller's promise.
+        Aint(unsafe { *f })
+    }
+    fn c(&mut self) -> MPI_Aint {
+        self.0
+    }
+}
+
+/// Where MPI writes an address (`baseptr` of `MPI_Win_allocate`): passed as it is, as
+/// Open MPI's binding does.
+pub(crate) struct Ptr(*mut c_void);
+impl Arg for Ptr {
+    type F = *mut c_void;
+    type C = *mut c_void;
+    unsafe fn new(f: *mut c_void) -> Self {
+        Ptr(f)
+    }
+    fn c(&mut self) -> *mut c_void {
+        self.0
+    }
+}
+
+/// An `INTEGER` array passed in (counts, displacements), or a `LOGICAL` one (periods,
+/// remaining dimensions: gfortran's are `INTEGER`s of 1 and 0, as C's): the same ints.
 pub(crate) struct Ints(*const Fint);
 impl Arg for Ints {
     type F = *const Fint;
@@ -159,6 +188,7 @@ handle_in! {
     Op: MPI_Op = PMPI_Op_f2c;
     Group: MPI_Group = PMPI_Group_f2c;
     Info: MPI_Info = PMPI_Info_f2c;
+    Win: MPI_Win = PMPI_Win_f2c;
 }
 
 /// Handles MPI writes (`newcomm`, a post's request): the program's variable is not
@@ -187,6 +217,7 @@ macro_rules! handle_out {
 handle_out! {
     NewComm: MPI_Comm = RSMPI_COMM_NULL, PMPI_Comm_c2f;
     NewRequest: MPI_Request = RSMPI_REQUEST_NULL, PMPI_Request_c2f;
+    NewWin: MPI_Win = RSMPI_WIN_NULL, PMPI_Win_c2f;
 }
 
 /// Handles MPI reads and writes back (`MPI_Comm_free`'s communicator; a request that
@@ -214,6 +245,7 @@ macro_rules! handle_in_out {
 
 handle_in_out! {
     FreedComm: MPI_Comm = PMPI_Comm_f2c, PMPI_Comm_c2f;
+    FreedWin: MPI_Win = PMPI_Win_f2c, PMPI_Win_c2f;
     Request: MPI_Request = PMPI_Request_f2c, PMPI_Request_c2f;
 }
 

@@ -13,8 +13,8 @@
 //! 1-based indices). A Fortran call is recorded exactly as its C twin.
 //!
 //! Not wrapped here, and so named in the header's unrecorded calls when a Fortran
-//! program imports them ([`RECORDED`]): one-sided calls, neighbourhood collectives,
-//! `Alltoallw`, and the communicator constructors that take logical arrays.
+//! program imports them ([`RECORDED`]): the calls with an array of datatypes
+//! (`Alltoallw`, `Neighbor_alltoallw` and their non-blocking forms).
 
 mod calls;
 mod convert;

@@ -1,0 +1,82 @@
+//! `overlap trace` on a Fortran (`use mpi`) program with one-sided communication, a
+//! Cartesian ring and neighbourhood collectives (tests/programs/onesided.f90), under
+//! MPICH and Open MPI: every call is recorded as often as the program makes it, and
+//! every window call names its window. Under Open MPI this goes through the preload's
+//! own Fortran entry points (Open MPI's bindings call PMPI_* directly).
+
+use std::collections::BTreeMap;
+
+use overlap_analyzer::import::read_merged;
+use overlap_instrument::schema::Op;
+
+use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Mpi};
+use crate::preload_calls::never_completed;
+use crate::traces::{calls, counts};
+
+fn check_onesided(mpi: Mpi, ranks: u32) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("onesided.json");
+    let program = program_in(mpi, "onesided");
+    let plain = untraced_in(mpi, ranks, &program);
+    assert!(plain.success(), "{}", plain.describe());
+    let run = trace_in(mpi, ranks, &program, &[], &[], &out);
+    assert!(run.success(), "{}", run.describe());
+    assert_eq!(run.stdout(), plain.stdout(), "the output is unchanged");
+    assert!(
+        !run.stderr().contains("does not record"),
+        "every call of the program is recorded or negligible\n{}",
+        run.describe()
+    );
+    let t = read_merged(&out).expect("merged trace reads back");
+    let want: BTreeMap<Op, usize> = [
+        (Op::Init, 1),
+        (Op::WinCreate, 1),
+        (Op::WinFence, 3),
+        (Op::Put, 1),
+        (Op::Get, 1),
+        (Op::WinLock, 1),
+        (Op::Accumulate, 1),
+        (Op::WinUnlock, 1),
+        (Op::WinFree, 2),
+        (Op::WinAllocate, 1),
+        (Op::WinLockAll, 1),
+        (Op::FetchAndOp, 1),
+        (Op::WinFlush, 1),
+        (Op::WinUnlockAll, 1),
+        (Op::CartCreate, 1),
+        (Op::NeighborAlltoall, 1),
+        (Op::NeighborAllgather, 1),
+        (Op::IneighborAlltoall, 2),
+        (Op::Wait, 2),
+        (Op::CommFree, 1),
+        (Op::Finalize, 1),
+    ]
+    .into_iter()
+    .collect();
+    for (rank, per) in counts(&t) {
+        assert_eq!(per, want, "rank {rank}\n{}", run.describe());
+        for c in calls(&t, rank) {
+            if c.op.is_window_call() {
+                assert!(
+                    c.args.win.is_some(),
+                    "rank {rank}: {:?} names its window",
+                    c.op
+                );
+            }
+        }
+    }
+    // The two non-blocking neighbourhood collectives of each rank, completed.
+    assert_eq!(t.requests.len(), (2 * ranks) as usize);
+    assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
+}
+
+#[test]
+fn fortran_one_sided_and_neighbourhood_calls_under_mpich() {
+    check_onesided(Mpi::Default, 3);
+}
+
+#[test]
+fn fortran_one_sided_and_neighbourhood_calls_under_open_mpi() {
+    let Some(mpi) = open_mpi() else { return };
+    check_onesided(mpi, 3);
+}
