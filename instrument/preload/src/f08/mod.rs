@@ -18,5 +18,6 @@
 //! program imports them ([`RECORDED`]).
 
 mod calls;
+mod index_base;
 
 pub(crate) use calls::RECORDED;

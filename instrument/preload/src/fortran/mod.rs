@@ -18,5 +18,6 @@
 
 mod calls;
 mod convert;
+mod exports;
 
 pub(crate) use calls::RECORDED;
