@@ -3,9 +3,11 @@
 #
 # A preload works only in programs of the MPI family it was compiled against (MPICH's
 # handles are integers, Open MPI's are pointers). Cargo builds `liboverlap_preload.so`
-# for the default `mpicc`; this script builds `liboverlap_preload-<family>.so` beside
-# it for each other family whose compiler wrapper is found, each in a target directory
-# of its own (target/mpi-<family>: the `mpi-sys` bindings differ). `overlap trace`
+# for the default `mpicc`; this script names it by its MPI too
+# (`liboverlap_preload-mpich.so`, a symbolic link) and builds
+# `liboverlap_preload-<family>.so` beside it for each other family whose compiler
+# wrapper is found, each in a target directory of its own (target/mpi-<family>: the
+# `mpi-sys` bindings differ). `overlap trace`
 # then loads the one that matches the program's MPI (docs/preload.md, "Which MPI").
 #
 #   scripts/build-preloads.sh [--release]
@@ -35,8 +37,8 @@ for family in mpich openmpi; do
   var="OVERLAP_MPICC_${family^^}"
   mpicc="${!var:-$(command -v "mpicc.$family" || true)}"
   if [ "$family" = "$default" ]; then
-    # Served by cargo's own build; an older copy would only go stale.
-    rm -f "$out/liboverlap_preload-$family.so"
+    # Cargo's own build, named by its MPI too: a link, which a rebuild cannot leave stale.
+    ln -sfn liboverlap_preload.so "$out/liboverlap_preload-$family.so"
     continue
   fi
   if [ -z "$mpicc" ]; then

@@ -34,9 +34,10 @@ impl MpiFamily {
         Self::ALL.into_iter().find(|f| f.name() == name)
     }
 
-    /// The file name of the preload built for this family by `scripts/build-preloads.sh`
-    /// (`liboverlap_preload-openmpi.so`). Cargo's own build, `liboverlap_preload.so`,
-    /// is built for the default `mpicc` and says which family in its marker.
+    /// The file name of the preload built for this family (`liboverlap_preload-openmpi.so`,
+    /// by `scripts/build-preloads.sh`, which also names cargo's own build,
+    /// `liboverlap_preload.so`, for the default `mpicc`'s family: a link). Each says its
+    /// family in its marker too.
     pub fn preload_file(self) -> String {
         format!("liboverlap_preload-{}.so", self.name())
     }
