@@ -61,7 +61,8 @@ impl Mpi {
     }
 
     /// What the launcher needs here: Open MPI refuses root (the CI's user) and more
-    /// ranks than cores unless told.
+    /// ranks than cores unless told, and its shared-memory transport's single-copy
+    /// path (`process_vm_readv`) is refused in many containers.
     pub fn env(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Mpi::Default => &[],
@@ -69,6 +70,7 @@ impl Mpi {
                 ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
                 ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
                 ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
+                ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"),
             ],
         }
     }

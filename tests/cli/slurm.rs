@@ -63,7 +63,49 @@ impl Slurm {
             }
         }
         slurm.wait_idle()?;
+        slurm.try_a_step()?;
         Ok(slurm)
+    }
+
+    /// Runs `srun -n 2 true` (30 s at most): a node that is idle but cannot launch a job
+    /// step (a container that refuses what slurmd needs) is found here, not in a test
+    /// that would wait for ever.
+    fn try_a_step(&self) -> Result<(), String> {
+        let mut child = Command::new("srun")
+            .args(["-n", "2", "true"])
+            .env("SLURM_CONF", self.conf())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("srun: {e}"))?;
+        let start = Instant::now();
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) if status.success() => return Ok(()),
+                Ok(Some(status)) => {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                    }
+                    return Err(format!(
+                        "`srun -n 2 true` failed ({status}): {err}{}",
+                        self.logs()
+                    ));
+                }
+                Ok(None) if start.elapsed() < Duration::from_secs(30) => {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "`srun -n 2 true` did not end in 30 s{}",
+                        self.logs()
+                    ));
+                }
+            }
+        }
     }
 
     /// munged with a key of its own, on a socket of its own.
