@@ -248,19 +248,20 @@ fn requests(trace: &Trace, d: &Details) -> Result<DataFrame> {
                     .map(|q| completion(q).map(|s| s.start.0))
                     .collect::<Vec<Option<u64>>>(),
             ),
-            col("window_ns", r.iter().map(|q| q.window_ns).collect()),
-            col("cpu_ns", r.iter().map(|q| q.cpu_ns).collect()),
+            // A request no call completed has no window, wait or overlap: null, not 0.
+            col("window_ns", r.iter().map(|q| q.window()).collect()),
+            col("cpu_ns", r.iter().map(|q| q.cpu()).collect()),
             col(
                 "exposed_wait_ns",
-                r.iter().map(|q| q.exposed_wait_ns).collect(),
+                r.iter().map(|q| q.exposed_wait()).collect(),
             ),
-            col("t_ovrl_ns", r.iter().map(|q| q.t_ovrl_ns).collect()),
+            col("t_ovrl_ns", r.iter().map(|q| q.t_ovrl()).collect()),
             col("t_pure_ns", r.iter().map(|q| q.t_pure_ns()).collect()),
             col("overlap", r.iter().map(|q| q.overlap()).collect()),
             col("osu_overlap", r.iter().map(|q| q.osu_overlap()).collect()),
             col(
                 "progress_wait_ns",
-                r.iter().map(|q| q.progress_wait_ns).collect(),
+                r.iter().map(|q| q.progress_wait()).collect(),
             ),
             col(
                 "written_not_achieved",

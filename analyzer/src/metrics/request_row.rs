@@ -125,6 +125,37 @@ impl RequestRow {
         some_index(self.completion)
     }
 
+    /// `figure` if a call completed the request; `None`, unknown, if none did (the row
+    /// keeps 0 there, so that sums over requests count only the completed ones).
+    fn once_completed(&self, figure: u64) -> Option<u64> {
+        self.completion_index().map(|_| figure)
+    }
+
+    /// [`RequestRow::window_ns`], unknown without a completion.
+    pub fn window(&self) -> Option<u64> {
+        self.once_completed(self.window_ns)
+    }
+
+    /// [`RequestRow::cpu_ns`], unknown without a completion.
+    pub fn cpu(&self) -> Option<u64> {
+        self.once_completed(self.cpu_ns)
+    }
+
+    /// [`RequestRow::exposed_wait_ns`], unknown without a completion.
+    pub fn exposed_wait(&self) -> Option<u64> {
+        self.once_completed(self.exposed_wait_ns)
+    }
+
+    /// [`RequestRow::t_ovrl_ns`], unknown without a completion.
+    pub fn t_ovrl(&self) -> Option<u64> {
+        self.once_completed(self.t_ovrl_ns)
+    }
+
+    /// [`RequestRow::progress_wait_ns`], unknown without a completion.
+    pub fn progress_wait(&self) -> Option<u64> {
+        self.once_completed(self.progress_wait_ns)
+    }
+
     /// Its post's span in `trace`.
     pub fn post_span<'t>(&self, trace: &'t Trace) -> Option<&'t Span> {
         trace.span(EventRef {

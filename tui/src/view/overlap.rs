@@ -153,9 +153,10 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 Cell::from(r.peer().map_or("-".into(), |p| p.to_string())),
                 Cell::from(r.tag().map_or("-".into(), |t| t.to_string())),
                 Cell::from(size(r)),
-                Cell::from(duration(r.exposed_wait_ns)),
+                // Unknown (no call completed the request): "-", not 0.
+                Cell::from(r.exposed_wait().map_or("-".into(), duration)),
                 Cell::from(percent(r.overlap())),
-                Cell::from(duration(r.window_ns)),
+                Cell::from(r.window().map_or("-".into(), duration)),
                 Cell::from(
                     run.details
                         .sites

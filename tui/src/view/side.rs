@@ -165,7 +165,8 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             format!(
                 "{}, exposed wait {}",
                 percent(r.overlap()),
-                duration(r.exposed_wait_ns)
+                r.exposed_wait()
+                    .map_or("unknown (never completed)".to_string(), duration)
             ),
         ));
     }
