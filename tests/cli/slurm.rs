@@ -272,7 +272,12 @@ fn srun(mpi: Mpi, slurm: &Slurm) -> Launch {
 fn srun_traces_the_c_and_fortran_programs_as_mpiexec_does() {
     let Some(slurm) = cluster() else { return };
     let launch = srun(Mpi::Default, &slurm);
-    crate::trace::check_calls_program(&launch, 2);
+    let under_srun = crate::trace::check_calls_program(&launch, 2);
+    let under_mpiexec = crate::trace::check_calls_program(&Launch::of(Mpi::Default), 2);
+    assert_eq!(
+        under_srun, under_mpiexec,
+        "the same analysis as under mpiexec"
+    );
     crate::trace::check_fortran(&launch, 2);
 }
 
@@ -281,6 +286,11 @@ fn srun_traces_open_mpi_programs_through_pmix() {
     let Some(mpi) = open_mpi() else { return };
     let Some(slurm) = cluster() else { return };
     let launch = srun(mpi, &slurm);
-    crate::trace::check_calls_program(&launch, 2);
+    let under_srun = crate::trace::check_calls_program(&launch, 2);
+    let under_mpirun = crate::trace::check_calls_program(&Launch::of(mpi), 2);
+    assert_eq!(
+        under_srun, under_mpirun,
+        "the same analysis as under mpirun"
+    );
     crate::trace::check_fortran(&launch, 2);
 }

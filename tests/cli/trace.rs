@@ -107,7 +107,8 @@ fn expected_calls(rank: u32, testsome: usize, iprobe: usize) -> BTreeMap<Op, usi
 
 /// calls.c on `ranks` ranks, launched by `launch`: every call issued is recorded, as
 /// often as issued; messages and requests match and complete; sites and provenance.
-pub(crate) fn check_calls_program(launch: &Launch, ranks: u32) {
+/// Returns what of its analysis does not depend on timing ([`AnalysisShape`]).
+pub(crate) fn check_calls_program(launch: &Launch, ranks: u32) -> AnalysisShape {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("calls.json");
     let calls = program_in(launch.mpi, "calls");
@@ -159,6 +160,37 @@ pub(crate) fn check_calls_program(launch: &Launch, ranks: u32) {
     check_sites_and_comms(&t, ranks);
     check_symbolized_sites(&out, ranks);
     check_provenance(&out, launch, "C");
+    AnalysisShape::of(&out)
+}
+
+/// What of a run's analysis does not depend on its timing: the requests counted and
+/// never completed, the messages, and the call sites the report names.
+#[derive(Debug, PartialEq)]
+pub(crate) struct AnalysisShape {
+    requests: u64,
+    never_completed: u64,
+    messages: u64,
+    sites: std::collections::BTreeSet<String>,
+}
+
+impl AnalysisShape {
+    fn of(out: &Path) -> AnalysisShape {
+        let run = crate::util::overlap(&["analyze", out.to_str().expect("utf-8"), "--json"]);
+        assert!(run.success(), "{}", run.describe());
+        let r: serde_json::Value = serde_json::from_str(&run.stdout()).expect("JSON");
+        let number = |v: &serde_json::Value| v.as_u64().expect("a count");
+        AnalysisShape {
+            requests: number(&r["requests"]["count"]),
+            never_completed: number(&r["requests"]["never_completed"]),
+            messages: number(&r["run"]["messages"]),
+            sites: r["by_site"]["sites"]
+                .as_array()
+                .expect("by_site.sites")
+                .iter()
+                .filter_map(|s| s["label"].as_str().map(str::to_string))
+                .collect(),
+        }
+    }
 }
 
 /// The report's second line says where the recording came from: the MPI library, the
@@ -364,8 +396,14 @@ fn c_program_on_4_ranks() {
 #[test]
 fn c_program_under_open_mpi_on_2_and_4_ranks() {
     let Some(mpi) = open_mpi() else { return };
-    check_calls_program(&Launch::of(mpi), 2);
-    check_calls_program(&Launch::of(mpi), 4);
+    for ranks in [2, 4] {
+        let open = check_calls_program(&Launch::of(mpi), ranks);
+        let mpich = check_calls_program(&Launch::of(Mpi::Default), ranks);
+        assert_eq!(
+            open, mpich,
+            "{ranks} ranks: the same analysis under both MPIs"
+        );
+    }
 }
 
 /// ring.f90 (`use mpi`) on `ranks` ranks, launched by `launch`.
