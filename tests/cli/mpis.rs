@@ -61,8 +61,8 @@ impl Mpi {
     }
 
     /// What the launcher needs here: Open MPI refuses root (the CI's user) and more
-    /// ranks than cores unless told, and its shared-memory transport's single-copy
-    /// path (`process_vm_readv`) is refused in many containers.
+    /// ranks than cores unless told. (Its shared memory's single copy is left on: with
+    /// `btl_vader_single_copy_mechanism=none` windows cannot be created.)
     pub fn env(self) -> &'static [(&'static str, &'static str)] {
         match self {
             Mpi::Default => &[],
@@ -70,7 +70,6 @@ impl Mpi {
                 ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
                 ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
                 ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
-                ("OMPI_MCA_btl_vader_single_copy_mechanism", "none"),
             ],
         }
     }
