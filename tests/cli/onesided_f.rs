@@ -1,5 +1,6 @@
 //! `overlap trace` on a Fortran (`use mpi`) program with one-sided communication, a
-//! Cartesian ring and neighbourhood collectives (tests/programs/onesided.f90), under
+//! Cartesian ring, neighbourhood collectives and the calls with arrays of datatypes
+//! (tests/programs/onesided.f90), under
 //! MPICH and Open MPI: every call is recorded as often as the program makes it, and
 //! every window call names its window. Under Open MPI this goes through the preload's
 //! own Fortran entry points (Open MPI's bindings call PMPI_* directly).
@@ -47,6 +48,8 @@ fn check_onesided(mpi: Mpi, ranks: u32) {
         (Op::NeighborAlltoall, 1),
         (Op::NeighborAllgather, 1),
         (Op::IneighborAlltoall, 2),
+        (Op::NeighborAlltoallw, 1),
+        (Op::Alltoallw, 1),
         (Op::Wait, 2),
         (Op::CommFree, 1),
         (Op::Finalize, 1),
@@ -62,6 +65,15 @@ fn check_onesided(mpi: Mpi, ranks: u32) {
                     "rank {rank}: {:?} names its window",
                     c.op
                 );
+            }
+            // One integer to and from every rank, and each of the two neighbours: the
+            // sizes come from the arrays of datatypes.
+            let moved = (c.args.send_bytes, c.args.recv_bytes);
+            let all = Some(4 * u64::from(ranks));
+            match c.op {
+                Op::Alltoallw => assert_eq!(moved, (all, all), "rank {rank}"),
+                Op::NeighborAlltoallw => assert_eq!(moved, (Some(8), Some(8)), "rank {rank}"),
+                _ => {}
             }
         }
     }

@@ -1,4 +1,5 @@
-! One-sided communication, a Cartesian ring and neighbourhood collectives through the
+! One-sided communication, a Cartesian ring, neighbourhood collectives and Alltoallw
+! (arrays of datatypes) through the
 ! `mpi` module, for the trace tests under MPICH and Open MPI (Open MPI's Fortran
 ! bindings call PMPI_* directly: the preload wraps them). Every call is made a fixed
 ! number of times; rank 0 prints one result line.
@@ -10,6 +11,9 @@ program onesided
   integer(kind=MPI_ADDRESS_KIND) :: baseptr
   integer :: cell(4), got, one, old, dims(1), nb(2), recv(2)
   logical :: periods(1)
+  integer, allocatable :: wsend(:), wrecv(:), counts(:), displs(:), types(:)
+  integer :: ncounts(2), ntypes(2)
+  integer(kind=MPI_ADDRESS_KIND) :: ndispls(2)
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -49,9 +53,25 @@ program onesided
     call MPI_Ineighbor_alltoall(nb, 1, MPI_INTEGER, recv, 1, MPI_INTEGER, ring, request, ierr)
     call MPI_Wait(request, MPI_STATUS_IGNORE, ierr)
   end do
+  ncounts = 1
+  ntypes = MPI_INTEGER
+  ndispls(1) = 0
+  ndispls(2) = 4
+  call MPI_Neighbor_alltoallw(nb, ncounts, ndispls, ntypes, recv, ncounts, ndispls, ntypes, &
+      ring, ierr)
   call MPI_Comm_free(ring, ierr)
 
-  if (rank == 0) print '(a, i0, a, i0, a, i0)', 'onesided: ', size, ' ranks, got ', got, &
-      ', neighbours ', recv(1) + recv(2)
+  allocate (wsend(size), wrecv(size), counts(size), displs(size), types(size))
+  wsend = rank
+  counts = 1
+  types = MPI_INTEGER
+  do i = 1, size
+    displs(i) = 4 * (i - 1)
+  end do
+  call MPI_Alltoallw(wsend, counts, displs, types, wrecv, counts, displs, types, &
+      MPI_COMM_WORLD, ierr)
+
+  if (rank == 0) print '(a, i0, a, i0, a, i0, a, i0)', 'onesided: ', size, ' ranks, got ', &
+      got, ', neighbours ', recv(1) + recv(2), ', alltoallw ', sum(wrecv)
   call MPI_Finalize(ierr)
 end program onesided

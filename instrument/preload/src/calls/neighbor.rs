@@ -12,7 +12,7 @@ use super::collective::{family, total, total_w, Part};
 use crate::types::bytes;
 
 /// This rank's `(in-degree, out-degree)` in `comm`'s topology; zeros without one.
-fn degrees(comm: MPI_Comm) -> (c_int, c_int) {
+pub(crate) fn degrees(comm: MPI_Comm) -> (c_int, c_int) {
     let mut kind: c_int = 0;
     // SAFETY: out-pointers to locals; the topology constants are plain statics.
     unsafe {

@@ -126,6 +126,10 @@ pub(crate) const RECORDED: &[&str] = &[
     "MPI_Ineighbor_allgatherv",
     "MPI_Neighbor_alltoallv",
     "MPI_Ineighbor_alltoallv",
+    "MPI_Alltoallw",
+    "MPI_Ialltoallw",
+    "MPI_Neighbor_alltoallw",
+    "MPI_Ineighbor_alltoallw",
 ];
 
 /// `name(arg: Kind, ...) = c_wrapper;`: a Fortran wrapper whose arguments convert one by

@@ -4,6 +4,7 @@
 
 #[allow(clippy::wildcard_imports)]
 use super::calls::*;
+use super::typed::{alltoallw, ialltoallw, ineighbor_alltoallw, neighbor_alltoallw};
 
 crate::entry::entry! {
     // Open MPI's mpi_f08 Test, Testall, Testany, Testsome and Iprobe call `pmpi_test_`
@@ -232,4 +233,12 @@ crate::entry::entry! {
     ompi_neighbor_alltoallv_f => neighbor_alltoallv;
     mpi_ineighbor_alltoallv_ => ineighbor_alltoallv;
     ompi_ineighbor_alltoallv_f => ineighbor_alltoallv;
+    mpi_alltoallw_ => alltoallw;
+    ompi_alltoallw_f => alltoallw;
+    mpi_ialltoallw_ => ialltoallw;
+    ompi_ialltoallw_f => ialltoallw;
+    mpi_neighbor_alltoallw_ => neighbor_alltoallw;
+    ompi_neighbor_alltoallw_f => neighbor_alltoallw;
+    mpi_ineighbor_alltoallw_ => ineighbor_alltoallw;
+    ompi_ineighbor_alltoallw_f => ineighbor_alltoallw;
 }

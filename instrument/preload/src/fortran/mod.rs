@@ -12,12 +12,12 @@
 //! and forwards to `PMPI_*`), and what it wrote turned back (requests, statuses, flags,
 //! 1-based indices). A Fortran call is recorded exactly as its C twin.
 //!
-//! Not wrapped here, and so named in the header's unrecorded calls when a Fortran
-//! program imports them ([`RECORDED`]): the calls with an array of datatypes
-//! (`Alltoallw`, `Neighbor_alltoallw` and their non-blocking forms).
+//! Every call the C wrappers record is wrapped here ([`RECORDED`]), but for the MPI-4
+//! persistent collectives, which Open MPI 4 (MPI 3.1) does not have.
 
 mod calls;
 mod convert;
 mod exports;
+mod typed;
 
 pub(crate) use calls::RECORDED;
