@@ -138,6 +138,21 @@ pub enum Error {
         /// The file.
         path: PathBuf,
     },
+    /// A rank with more records of one kind than the analysis can index.
+    #[error(
+        "{}: rank {rank} has more {what} than the analysis can hold ({max}: it keeps a \
+         rank's indices in 32 bits)",
+        path.display(),
+        max = crate::model::MAX_RECORDS
+    )]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// The rank.
+        rank: u32,
+        /// What it has too many of: events, completions, started requests, group members.
+        what: &'static str,
+    },
     /// A directory without a single usable rank file.
     #[error(
         "{}: no usable per-rank trace file{}{}",

@@ -20,7 +20,7 @@ pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
 use overlap_format::schema::{
     ClockSync, Event, Footer, Header, InFlightDump, MergedInfo, Nanos, Op, SourceSite, SyncPhase,
 };
-pub use timeline::{align_gpu, Timeline};
+pub use timeline::{align_gpu, Timeline, MAX_RECORDS};
 
 /// Why a file's events stop before its end: what was read before still counts.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -291,7 +291,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                 .into(),
         });
     }
-    let (trace, notes) = assemble(path, info, ranks, ended);
+    let (trace, notes) = assemble(path, info, ranks, ended)?;
     Ok(Loaded {
         trace,
         unreadable: Vec::new(),
@@ -341,7 +341,7 @@ fn load_merged_whole(path: &Path) -> Result<Loaded> {
             t.push(e);
         }
     }
-    let trace = assemble_counted(path.to_path_buf(), merged.info, ranks);
+    let trace = assemble_counted(path.to_path_buf(), merged.info, ranks)?;
     Ok(Loaded {
         trace,
         unreadable: Vec::new(),
@@ -358,7 +358,7 @@ fn assemble(
     mut info: MergedInfo,
     ranks: BTreeMap<u32, Timeline>,
     ended: bool,
-) -> (Trace, Vec<String>) {
+) -> Result<(Trace, Vec<String>)> {
     let events: BTreeMap<u32, u64> = ranks
         .iter()
         .map(|(r, t)| (*r, t.event_count() as u64))
@@ -371,17 +371,25 @@ fn assemble(
             ended,
         },
     );
-    (assemble_counted(path.to_path_buf(), info, ranks), notes)
+    Ok((assemble_counted(path.to_path_buf(), info, ranks)?, notes))
 }
 
 /// Sorts the timelines, fills in what `otherData` says of each rank, and matches. Every
 /// rank `otherData` lists has a timeline (empty when it recorded nothing), but for those
-/// with none of their events left (in `missing_ranks`).
+/// with none of their events left (in `missing_ranks`). A rank with more records than
+/// the analysis can index is an error naming the file.
 fn assemble_counted(
     source: PathBuf,
     info: MergedInfo,
     mut ranks: BTreeMap<u32, Timeline>,
-) -> Trace {
+) -> Result<Trace> {
+    if let Some(t) = ranks.values().find(|t| t.overflow().is_some()) {
+        return Err(Error::TooLarge {
+            path: source,
+            rank: t.rank,
+            what: t.overflow().unwrap_or("events"),
+        });
+    }
     let _span = tracing::info_span!("match messages").entered();
     for r in &info.ranks {
         if !info.missing_ranks.contains(&r.rank) {
@@ -398,7 +406,13 @@ fn assemble_counted(
         t.complete = !info.incomplete.iter().any(|i| i.rank == t.rank);
     }
     let (requests, matched) = match_all(&timelines, info.world_size);
-    Trace::new(source, info, timelines, matched.messages, requests)
+    Ok(Trace::new(
+        source,
+        info,
+        timelines,
+        matched.messages,
+        requests,
+    ))
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -68,6 +68,10 @@ pub trait EventSink: Default + Extend<Event> {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// What the sink could not take more of, if anything ([`Timeline::overflow`]).
+    fn overflow(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl EventSink for Vec<Event> {
@@ -85,6 +89,9 @@ impl EventSink for Timeline {
     }
     fn len(&self) -> usize {
         self.event_count()
+    }
+    fn overflow(&self) -> Option<&'static str> {
+        Timeline::overflow(self)
     }
 }
 
@@ -133,10 +140,18 @@ pub(crate) fn each_event(path: &Path, mut each: impl FnMut(Event)) -> Result<()>
 /// Parses the bytes of a per-rank file of any readable version: a binary stream, or a
 /// JSON array (`path` is for messages).
 pub fn parse_rank_file_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
-    if overlap_format::stream::is_stream(buf) {
-        stream::parse_stream_into(path, buf)
+    let t: RankTrace<S> = if overlap_format::stream::is_stream(buf) {
+        stream::parse_stream_into(path, buf)?
     } else {
-        parse_rank_trace_into(path, buf)
+        parse_rank_trace_into(path, buf)?
+    };
+    match t.events.overflow() {
+        Some(what) => Err(Error::TooLarge {
+            path: path.to_path_buf(),
+            rank: t.header.rank,
+            what,
+        }),
+        None => Ok(t),
     }
 }
 

@@ -18,6 +18,7 @@ use overlap_format::schema::{Nanos, SuspectMessage};
 
 use super::matching::suspect_between;
 use crate::fxhash::FxHashMap;
+use crate::model::compact::index_u32;
 use crate::model::{EventRef, Message};
 
 /// What names a message on both of its ranks: (source, destination, tag, communicator,
@@ -29,7 +30,7 @@ type Key = (u32, u32, i32, u32, u32);
 pub(crate) struct SendEnd {
     key: Key,
     /// The sending call (or the Start that started a persistent send): a span index of
-    /// its rank (a rank has fewer than 2^32 spans: its timeline would need 100 GB).
+    /// its rank.
     index: u32,
     /// Its start on the run's timeline.
     start: Nanos,
@@ -58,9 +59,16 @@ const _: () = assert!(std::mem::size_of::<RecvEnd>() == 40);
 /// No such call, no such receive.
 const NONE: u32 = u32::MAX;
 
-/// A span index as a record holds it.
+/// A span index as a record holds it: a rank's indices fit in 32 bits (the importer
+/// refuses a rank with more, [`crate::model::MAX_RECORDS`]).
 fn compact(index: usize) -> u32 {
-    u32::try_from(index).unwrap_or(NONE - 1)
+    index_u32(index)
+}
+
+/// A receive's position among the run's receives (run-wide, not a rank's: 4 G
+/// receives would be 160 GB of ends, so this saturates rather than wraps).
+fn position(r: usize) -> u32 {
+    u32::try_from(r).unwrap_or(NONE - 1)
 }
 
 /// One rank's ends, numbered per key.
@@ -177,7 +185,7 @@ pub(crate) fn join(ranks: Vec<RankEnds>) -> Matched {
             r += 1;
         }
         if r < receives.len() && receives[r].key == s.key {
-            s.receive = compact(r);
+            s.receive = position(r);
             matched += 1;
             r += 1;
         }

@@ -30,9 +30,11 @@ pub struct RequestLife {
 
 const _: () = assert!(std::mem::size_of::<RequestLife>() == 32);
 
-/// An event index of a rank as a `u32` field (see [`RequestLife`]).
+/// An index of a rank's records as a `u32` field (see [`RequestLife`]). Every index a
+/// rank has fits: a timeline takes no more than [`super::MAX_RECORDS`] of
+/// each kind, and the importer refuses a rank that has more (`Error::TooLarge`).
 pub(crate) fn index_u32(i: usize) -> u32 {
-    debug_assert!(i < NO_INDEX as usize, "a rank of 4 G events or more");
+    debug_assert!(i <= super::MAX_RECORDS, "a rank past MAX_RECORDS");
     i as u32
 }
 

@@ -43,7 +43,17 @@ pub struct Timeline {
     /// GPU work (copies, kernels, host waits), sorted by start. Kept apart from `spans`,
     /// whose indexes are the rank's [`EventRef`]s.
     pub gpu: Vec<GpuEvent>,
+    /// What this rank has more of than 32-bit indices can name (events, completions,
+    /// started requests, group members), once it has: nothing more was taken. The
+    /// importer turns it into an error naming the file.
+    overflow: Option<&'static str>,
+    /// [`MAX_RECORDS`] when 0; smaller only in tests.
+    limit: usize,
 }
+
+/// The most records of one kind a rank can hold: analysis keeps a rank's indices in 32
+/// bits, with `u32::MAX` meaning none ([`super::compact`]).
+pub const MAX_RECORDS: usize = super::compact::NO_INDEX as usize - 1;
 
 /// Puts GPU work's times (enqueue, start, end) on the run's timeline with `align`.
 pub fn align_gpu(g: &mut GpuEvent, align: impl Fn(Nanos) -> Nanos) {
@@ -63,7 +73,16 @@ impl Timeline {
     }
 
     /// Appends an event (times as they are; sort with [`Timeline::sort`] afterwards).
+    /// An event that would take a list past [`MAX_RECORDS`] is not taken, and neither
+    /// is any after it ([`Timeline::overflow`]).
     pub fn push(&mut self, e: &Event) {
+        if self.overflow.is_some() {
+            return;
+        }
+        if let Some(what) = self.would_overflow(e) {
+            self.overflow = Some(what);
+            return;
+        }
         match e {
             Event::Gpu(g) => self.gpu.push(g.clone()),
             Event::Compute(c) => {
@@ -164,6 +183,39 @@ impl Timeline {
         self.spans.len() + self.gpu.len()
     }
 
+    /// What this rank has more of than the analysis can index, if anything: its events
+    /// were taken only up to there.
+    pub fn overflow(&self) -> Option<&'static str> {
+        self.overflow
+    }
+
+    fn would_overflow(&self, e: &Event) -> Option<&'static str> {
+        let limit = if self.limit == 0 {
+            MAX_RECORDS
+        } else {
+            self.limit
+        };
+        let past = |have: usize, more: usize| have.saturating_add(more) > limit;
+        match e {
+            Event::Gpu(_) => None,
+            Event::Compute(_) => past(self.spans.len(), 1).then_some("events"),
+            Event::Call(c) => {
+                let a = &c.args;
+                if past(self.spans.len(), 1) {
+                    Some("events")
+                } else if past(self.done.len(), a.completed.len()) {
+                    Some("completions")
+                } else if past(self.starts.len(), a.started.len()) {
+                    Some("started requests")
+                } else if past(self.groups.len(), a.group.len()) {
+                    Some("group members")
+                } else {
+                    None
+                }
+            }
+        }
+    }
+
     /// The call behind a span, if it is one.
     pub fn call(&self, index: usize) -> Option<(Op, &CallInfo)> {
         match self.spans.get(index)?.what {
@@ -248,6 +300,45 @@ mod tests {
             op,
             args,
         }));
+    }
+
+    /// A timeline that can hold `limit` records of each kind: what one of 4 G does.
+    fn small(limit: usize) -> Timeline {
+        Timeline {
+            limit,
+            ..Timeline::new(0)
+        }
+    }
+
+    fn completing(n: u64) -> CallArgs {
+        CallArgs {
+            completed: (0..n)
+                .map(|r| Completion {
+                    request: Some(r),
+                    source: None,
+                    tag: None,
+                    bytes: None,
+                })
+                .collect(),
+            ..CallArgs::default()
+        }
+    }
+
+    #[test]
+    fn a_rank_past_its_indices_takes_nothing_more_and_says_what() {
+        let mut t = small(3);
+        for at in 0..5 {
+            call(&mut t, at, Op::Barrier, CallArgs::default());
+        }
+        assert_eq!((t.spans.len(), t.overflow()), (3, Some("events")));
+        // A Waitall whose completions would not fit: not taken, nor any call after it.
+        let mut t = small(3);
+        call(&mut t, 0, Op::Waitall, completing(2));
+        call(&mut t, 2, Op::Waitall, completing(2));
+        call(&mut t, 4, Op::Barrier, CallArgs::default());
+        assert_eq!((t.spans.len(), t.done.len()), (1, 2));
+        assert_eq!(t.overflow(), Some("completions"));
+        assert_eq!(Timeline::new(0).overflow(), None);
     }
 
     /// ```text
