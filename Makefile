@@ -50,7 +50,7 @@ demo: build
 test: setup
 	$(CARGO) build --workspace
 	scripts/build-preloads.sh
-	$(CARGO) test --workspace
+	OVERLAP_REQUIRE_OPEN_MPI=1 $(CARGO) test --workspace
 	scripts/ci-gate.sh
 
 # What tracing costs, side by side (docs/preload.md, "Cost"): the OSU loops untraced,

@@ -47,12 +47,17 @@ if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; 
   # kernels are built against and the tests launch with `mpiexec`.
   multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
   for alt in mpi mpirun "mpi-$multiarch"; do
-    if update-alternatives --query "$alt" 2>/dev/null | grep -q '^Status: auto'; then
+    if update-alternatives --query "$alt" 2>/dev/null | grep '^Status: auto' >/dev/null; then
       mpich_choice=$(update-alternatives --list "$alt" 2>/dev/null | grep -m1 mpich || true)
       if [ -n "$mpich_choice" ]; then
-        sudo=""
-        [ "$(id -u)" -ne 0 ] && sudo="sudo"
-        $sudo update-alternatives --set "$alt" "$mpich_choice" >/dev/null
+        if [ "$(id -u)" -eq 0 ]; then
+          update-alternatives --set "$alt" "$mpich_choice" >/dev/null
+        elif command -v sudo >/dev/null 2>&1; then
+          sudo update-alternatives --set "$alt" "$mpich_choice" >/dev/null
+        else
+          echo "bootstrap: warning: $alt is not MPICH's and there is no sudo to set it:" \
+            "run \`update-alternatives --set $alt $mpich_choice\` as root" >&2
+        fi
       fi
     fi
   done

@@ -27,7 +27,7 @@ out="target/$profile"
 default_lib="$out/liboverlap_preload.so"
 # Cargo's own build, up to date (nothing to do when it is): its marker names its MPI.
 cargo build -q -p overlap-preload "${flags[@]}"
-default=$(grep -aoE 'overlap-preload-built-for:[a-z]+' "$default_lib" | head -n1 | cut -d: -f2 || true)
+default=$(grep -aoE 'overlap-preload-built-for:(mpich|openmpi) ' "$default_lib" | head -n1 | cut -d: -f2 | tr -d ' ' || true)
 if [ -z "$default" ]; then
   echo "build-preloads: $default_lib names no MPI it was built for" >&2
   exit 1
@@ -41,11 +41,14 @@ for family in mpich openmpi; do
     ln -sfn liboverlap_preload.so "$out/liboverlap_preload-$family.so"
     continue
   fi
+  # Never copied through a link left from when this family was the default (it would
+  # overwrite cargo's own library), and never left stale when the MPI is gone.
+  rm -f "$out/liboverlap_preload-$family.so"
   if [ -z "$mpicc" ]; then
     echo "build-preloads: no $family compiler wrapper (mpicc.$family or $var): not built"
     continue
   fi
   echo "build-preloads: the preload for $family ($mpicc)"
   MPICC="$mpicc" cargo build -q -p overlap-preload "${flags[@]}" --target-dir "target/mpi-$family"
-  cp -f "target/mpi-$family/$profile/liboverlap_preload.so" "$out/liboverlap_preload-$family.so"
+  cp "target/mpi-$family/$profile/liboverlap_preload.so" "$out/liboverlap_preload-$family.so"
 done

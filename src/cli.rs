@@ -222,6 +222,9 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     // A mistyped --out is told now, not after the run.
     overlap_analyzer::output::check_output(&a.out)?;
     let chosen = crate::which_mpi::choose(a.preload.as_deref(), &a.command)?;
+    if let Some(note) = &chosen.note {
+        crate::output::sayln!("overlap: {note}");
+    }
     let ranks_dir = ranks_dir_for(&a.out);
     crate::launch::clear_trace_dir(&ranks_dir)?;
     let ending = crate::trace::run_traced(&a.command, &chosen, &ranks_dir, a.hang_timeout)?;

@@ -15,7 +15,8 @@
 //! ([`overlap_instrument::mpi_family`]). When neither answers, cargo's library is used.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use overlap_instrument::mpi_family::{built_for, find, BuiltFor, MpiFamily};
@@ -51,6 +52,38 @@ pub struct Chosen {
     /// What the library says it was built for (`None` for a library without a marker).
     pub built_for: Option<BuiltFor>,
     pub launcher: Launcher,
+    /// What to tell the user: the MPI could not be told, and several preloads were
+    /// there to choose from.
+    pub note: Option<String>,
+}
+
+/// How long a launcher's `--version` or `ldd` may take: a site's own wrapper script
+/// must not hold `overlap trace` before anything runs.
+const ASK_LIMIT: Duration = Duration::from_secs(5);
+
+/// `cmd`'s output, or `None` when it cannot run or takes more than [`ASK_LIMIT`] (it is
+/// then killed). Its output is small (a version, a list of libraries).
+fn ask(cmd: &mut Command) -> Option<Output> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => return child.wait_with_output().ok(),
+            Ok(None) if start.elapsed() < ASK_LIMIT => {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
 }
 
 /// The family a launcher's `--version` text names.
@@ -110,11 +143,7 @@ pub fn launcher(launcher: &str) -> Launcher {
     if !mpi && base != "srun" {
         return unasked;
     }
-    let Ok(out) = Command::new(launcher)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-    else {
+    let Some(out) = ask(Command::new(launcher).arg("--version")) else {
         return unasked;
     };
     let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
@@ -135,19 +164,56 @@ fn library_family(bytes: &[u8]) -> Option<MpiFamily> {
     }
 }
 
-/// The libraries `ldd` resolves for `file` whose names start with `libmpi`.
-fn linked_mpi_libraries(file: &Path) -> Vec<PathBuf> {
-    let Ok(out) = Command::new("ldd").arg(file).stdin(Stdio::null()).output() else {
+/// An MPI library `ldd` lists for a program.
+enum Linked {
+    /// Resolved to a file.
+    Found(PathBuf),
+    /// Not found (the program's MPI is not on the library path here): only its name.
+    NotFound(String),
+}
+
+impl Linked {
+    /// The family and the library's path (or name), told by its symbols, or for a
+    /// library not found by its name: `libmpich*` is MPICH's, `libmpi.so.40` (and
+    /// `.20`) Open MPI's; `libmpi.so.12` is both's (MPICH built from source, old Open
+    /// MPI) and tells nothing.
+    fn family(&self) -> Option<(MpiFamily, PathBuf)> {
+        match self {
+            Linked::Found(p) => Some((library_family(&std::fs::read(p).ok()?)?, p.clone())),
+            Linked::NotFound(name) => {
+                let family = if name.starts_with("libmpich") {
+                    MpiFamily::Mpich
+                } else if name == "libmpi.so.40" || name == "libmpi.so.20" {
+                    MpiFamily::OpenMpi
+                } else {
+                    return None;
+                };
+                Some((family, PathBuf::from(format!("{name}, not found here"))))
+            }
+        }
+    }
+}
+
+/// The libraries `ldd` lists for `file` whose names start with `libmpi`.
+fn linked_mpi_libraries(file: &Path) -> Vec<Linked> {
+    let Some(out) = ask(Command::new("ldd").arg(file)) else {
         return Vec::new();
     };
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .filter_map(|l| {
             let (name, rest) = l.trim().split_once(" => ")?;
+            if !name.starts_with("libmpi") {
+                return None;
+            }
             let path = rest.split(" (").next()?.trim();
-            name.starts_with("libmpi").then(|| PathBuf::from(path))
+            if path == "not found" {
+                Some(Linked::NotFound(name.to_string()))
+            } else {
+                let path = PathBuf::from(path);
+                path.is_absolute().then_some(Linked::Found(path))
+            }
         })
-        .filter(|p| p.is_absolute())
         .collect()
 }
 
@@ -178,16 +244,14 @@ fn as_file(arg: &str) -> Option<PathBuf> {
 pub fn program_mpi(command: &[String]) -> Option<ProgramMpi> {
     command.iter().skip(1).find_map(|arg| {
         let program = as_file(arg).filter(|p| is_elf(p))?;
-        linked_mpi_libraries(&program)
-            .into_iter()
-            .find_map(|library| {
-                let family = library_family(&std::fs::read(&library).ok()?)?;
-                Some(ProgramMpi {
-                    family,
-                    program: program.clone(),
-                    library,
-                })
+        linked_mpi_libraries(&program).iter().find_map(|linked| {
+            let (family, library) = linked.family()?;
+            Some(ProgramMpi {
+                family,
+                program: program.clone(),
+                library,
             })
+        })
     })
 }
 
@@ -225,6 +289,12 @@ pub fn choose(given: Option<&Path>, command: &[String]) -> Result<Chosen> {
         (None, None) => String::new(),
     };
     if let Some(path) = given {
+        if path.is_dir() {
+            bail!(
+                "the preload library {} is a directory, not a library",
+                path.display()
+            );
+        }
         if !path.is_file() {
             bail!("the preload library {} does not exist", path.display());
         }
@@ -243,6 +313,7 @@ pub fn choose(given: Option<&Path>, command: &[String]) -> Result<Chosen> {
             path: path.to_path_buf(),
             built_for,
             launcher,
+            note: None,
         });
     }
     let dirs = preload_dirs()?;
@@ -267,10 +338,27 @@ pub fn choose(given: Option<&Path>, command: &[String]) -> Result<Chosen> {
             .or(found.first()),
     };
     if let Some((path, built_for)) = pick {
+        let families: std::collections::BTreeSet<MpiFamily> = found
+            .iter()
+            .filter_map(|(_, b)| Some(b.as_ref()?.family))
+            .collect();
+        let note = (wanted.is_none() && families.len() > 1).then(|| {
+            let built = built_for
+                .as_ref()
+                .map_or("an MPI it does not name".into(), |b| b.to_string());
+            format!(
+                "could not tell which MPI `{}` runs (no program of the command links an \
+                 MPI library, and `{first}` names none): loading the preload built for \
+                 {built}, {}; name another with --preload",
+                command.join(" "),
+                path.display()
+            )
+        });
         return Ok(Chosen {
             path: path.clone(),
             built_for: built_for.clone(),
             launcher,
+            note,
         });
     }
     let looked = dirs
@@ -354,6 +442,22 @@ mod tests {
             Some(MpiFamily::Mpich)
         );
         assert_eq!(library_family(b"\x7fELF..libc.."), None);
+    }
+
+    #[test]
+    fn a_library_not_found_here_is_told_by_its_name() {
+        let family = |name: &str| Linked::NotFound(name.into()).family().map(|f| f.0);
+        assert_eq!(family("libmpi.so.40"), Some(MpiFamily::OpenMpi));
+        assert_eq!(family("libmpich.so.12"), Some(MpiFamily::Mpich));
+        assert_eq!(family("libmpi.so.12"), None, "MPICH's or an old Open MPI's");
+    }
+
+    #[test]
+    fn a_launcher_that_does_not_answer_is_not_waited_for() {
+        let start = Instant::now();
+        assert!(ask(Command::new("sleep").arg("30")).is_none());
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(ask(&mut Command::new("true")).is_some());
     }
 
     #[test]

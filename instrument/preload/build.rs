@@ -51,8 +51,9 @@ fn main() {
     let family_version = answer("overlap_mpi_family_version=").replace(['"', ' '], "");
     assert!(
         family == "mpich" || family == "openmpi",
-        "{mpicc} names an MPI that is neither MPICH (or a derivative) nor Open MPI: the \
-         preload knows the handles of those two only"
+        "{mpicc} names an MPI that is neither MPICH (or a derivative) nor Open MPI (its \
+         mpi.h, preprocessed, said: {:?}): the preload knows the handles of those two only",
+        text.lines().rev().take(4).collect::<Vec<_>>()
     );
     if family == "openmpi" {
         println!("cargo:rustc-cfg=openmpi");

@@ -79,11 +79,23 @@ impl fmt::Display for BuiltFor {
 }
 
 /// The marker found in a library's bytes, if any (`None` for a library built before
-/// markers, or not a preload).
+/// markers, or not a preload). The prefix alone also stands in a preload's bytes (this
+/// module is linked into it): every place it stands is tried until one is a marker.
 pub fn built_for(library: &[u8]) -> Option<BuiltFor> {
     let prefix = BUILT_FOR_PREFIX.as_bytes();
-    let at = find(library, prefix)? + prefix.len();
-    let rest = &library[at..library.len().min(at + MARKER_MAX)];
+    let mut from = 0;
+    while let Some(found) = find(&library[from..], prefix) {
+        let at = from + found + prefix.len();
+        if let Some(b) = marker_at(&library[at..library.len().min(at + MARKER_MAX)]) {
+            return Some(b);
+        }
+        from = at;
+    }
+    None
+}
+
+/// The family, a space, the version and a NUL at the start of `rest`, if they are.
+fn marker_at(rest: &[u8]) -> Option<BuiltFor> {
     let text = std::str::from_utf8(&rest[..rest.iter().position(|&b| b == 0)?]).ok()?;
     let (family, version) = text.split_once(' ')?;
     Some(BuiltFor {
@@ -119,6 +131,19 @@ mod tests {
         assert_eq!(got.family, MpiFamily::OpenMpi);
         assert_eq!(got.version, "4.1.4");
         assert_eq!(got.to_string(), "Open MPI 4.1.4");
+    }
+
+    #[test]
+    fn the_bare_prefix_before_the_marker_is_passed_over() {
+        let mut lib = BUILT_FOR_PREFIX.as_bytes().to_vec();
+        lib.extend_from_slice(b"there is no such thing as a release load");
+        lib.extend_from_slice(BUILT_FOR_PREFIX.as_bytes());
+        lib.extend_from_slice(b"mpich 4.0.2\0");
+        let got = built_for(&lib).expect("the marker after the bare prefix");
+        assert_eq!(
+            (got.family, got.version.as_str()),
+            (MpiFamily::Mpich, "4.0.2")
+        );
     }
 
     #[test]

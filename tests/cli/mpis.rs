@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
 
-use crate::util::{mpi_lock, overlap_bin, Run};
+use crate::util::{mpi_lock, output_within, overlap_bin, Run, LAUNCH_LIMIT};
 
 /// An MPI installation the tests compile and launch with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -75,6 +75,9 @@ impl Mpi {
     }
 }
 
+/// Set by `make test`: the tests under Open MPI must run.
+const REQUIRE_OPEN_MPI_ENV: &str = "OVERLAP_REQUIRE_OPEN_MPI";
+
 /// Open MPI, when it is installed and the preload was built for it
 /// (scripts/build-preloads.sh, which `make test` runs); `None`, said on stderr, when
 /// not: the test is then skipped, as on a machine without Open MPI.
@@ -96,12 +99,18 @@ pub fn open_mpi() -> Option<Mpi> {
         );
         return Some(Mpi::OpenMpi);
     }
-    eprintln!(
-        "skipped: Open MPI is not installed ({}) or the preload is not built for it ({}): \
-         run `make test`, which installs it and builds the preload for it",
+    let why = format!(
+        "Open MPI is not installed ({}) or the preload is not built for it ({})",
         Mpi::OpenMpi.c_compiler(),
         preload.display()
     );
+    // `make test` installs Open MPI and builds the preload for it: there, its absence
+    // is a failure, not a skip.
+    assert!(
+        std::env::var_os(REQUIRE_OPEN_MPI_ENV).is_none(),
+        "{why}, and {REQUIRE_OPEN_MPI_ENV} is set"
+    );
+    eprintln!("skipped: {why}: run `make test`, which installs it and builds the preload");
     None
 }
 
@@ -196,6 +205,18 @@ impl Launch {
             described: "srun (slurm-wlm)",
         }
     }
+
+    /// `cmd` with the launch's environment: its own variables, and none of an
+    /// allocation the tests may run inside (`SLURM_*` would send `srun`, and Hydra,
+    /// to that job instead of this machine's cluster or processes).
+    fn environment<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("SLURM_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)))
+    }
 }
 
 fn owned(env: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -226,20 +247,19 @@ pub fn trace_launch(
     out: &Path,
 ) -> Run {
     let _guard = mpi_lock();
-    let output = Command::new(overlap_bin())
-        .arg("trace")
+    let mut cmd = Command::new(overlap_bin());
+    cmd.arg("trace")
         .arg("--out")
         .arg(out)
         .arg("--")
         .args(&launch.command)
         .args(["-n", &ranks.to_string()])
         .arg(program)
-        .args(args)
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .envs(env.iter().copied())
-        .output()
-        .expect("overlap runs");
-    Run { output }
+        .args(args);
+    launch.environment(&mut cmd).envs(env.iter().copied());
+    Run {
+        output: output_within(&mut cmd, LAUNCH_LIMIT),
+    }
 }
 
 /// `LAUNCHER -n RANKS PROGRAM` in `mpi`, untraced.
@@ -250,12 +270,12 @@ pub fn untraced_in(mpi: Mpi, ranks: u32, program: &Path) -> Run {
 /// `LAUNCH -n RANKS PROGRAM`, untraced.
 pub fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
     let _guard = mpi_lock();
-    let output = Command::new(&launch.command[0])
-        .args(&launch.command[1..])
+    let mut cmd = Command::new(&launch.command[0]);
+    cmd.args(&launch.command[1..])
         .args(["-n", &ranks.to_string()])
-        .arg(program)
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .output()
-        .unwrap_or_else(|e| panic!("{} runs: {e}", launch.command[0]));
-    Run { output }
+        .arg(program);
+    launch.environment(&mut cmd);
+    Run {
+        output: output_within(&mut cmd, LAUNCH_LIMIT),
+    }
 }

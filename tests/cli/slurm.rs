@@ -16,6 +16,9 @@ use crate::mpis::{open_mpi, Launch, Mpi};
 /// A one-node Slurm cluster of this machine.
 pub struct Slurm {
     dir: tempfile::TempDir,
+    /// The daemons, run in the foreground as this test's children: stopped and waited
+    /// for when the cluster is dropped, whatever happened.
+    daemons: Vec<std::process::Child>,
 }
 
 impl Slurm {
@@ -30,50 +33,66 @@ impl Slurm {
 
     /// Starts the cluster, or says why it cannot.
     pub fn start() -> Result<Slurm, String> {
-        for tool in ["munged", "slurmctld", "slurmd", "srun", "sinfo", "hostname"] {
-            if which(tool).is_none() {
-                return Err(format!(
-                    "{tool} is not installed (scripts/bootstrap.sh installs slurm-wlm and munge)"
-                ));
-            }
+        let tool = |name: &str| {
+            which(name).ok_or_else(|| {
+                format!(
+                    "{name} is not installed (scripts/bootstrap.sh installs slurm-wlm and munge)"
+                )
+            })
+        };
+        let (munged, slurmctld, slurmd) = (tool("munged")?, tool("slurmctld")?, tool("slurmd")?);
+        for name in ["srun", "sinfo", "hostname"] {
+            tool(name)?;
         }
-        let slurm = Slurm {
+        let mut slurm = Slurm {
             dir: tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?,
+            daemons: Vec::new(),
         };
         for sub in ["state", "spool", "munge"] {
             std::fs::create_dir_all(slurm.path(sub)).map_err(|e| e.to_string())?;
         }
-        slurm.start_munge()?;
+        slurm.start_munge(&munged)?;
         std::fs::write(slurm.conf(), slurm.config()?).map_err(|e| e.to_string())?;
-        for daemon in ["slurmctld", "slurmd"] {
-            let out = Command::new(daemon)
-                .arg("-f")
-                .arg(slurm.conf())
-                .env("SLURM_CONF", slurm.conf())
-                .stdin(Stdio::null())
-                .output()
-                .map_err(|e| format!("{daemon}: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "{daemon} did not start ({}): {}{}",
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr),
-                    slurm.logs()
-                ));
-            }
+        for daemon in [slurmctld, slurmd] {
+            let mut cmd = Command::new(&daemon);
+            cmd.arg("-D").arg("-f").arg(slurm.conf());
+            slurm.spawn(&mut cmd)?;
         }
         slurm.wait_idle()?;
         slurm.try_a_step()?;
         Ok(slurm)
     }
 
+    /// Starts a daemon in the foreground, as a child kept to be stopped.
+    fn spawn(&mut self, cmd: &mut Command) -> Result<(), String> {
+        let child = cmd
+            .env("SLURM_CONF", self.conf())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("{cmd:?}: {e}"))?;
+        self.daemons.push(child);
+        Ok(())
+    }
+
+    /// Whether every daemon still runs (one that ended could not start: its log says).
+    fn daemons_alive(&mut self) -> Result<(), String> {
+        for d in &mut self.daemons {
+            if let Ok(Some(status)) = d.try_wait() {
+                return Err(format!("a daemon ended ({status}){}", self.logs()));
+            }
+        }
+        Ok(())
+    }
+
     /// Runs `srun -n 2 true` (30 s at most): a node that is idle but cannot launch a job
     /// step (a container that refuses what slurmd needs) is found here, not in a test
     /// that would wait for ever.
     fn try_a_step(&self) -> Result<(), String> {
-        let mut child = Command::new("srun")
+        let mut child = self
+            .client("srun")
             .args(["-n", "2", "true"])
-            .env("SLURM_CONF", self.conf())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -109,7 +128,7 @@ impl Slurm {
     }
 
     /// munged with a key of its own, on a socket of its own.
-    fn start_munge(&self) -> Result<(), String> {
+    fn start_munge(&mut self, munged: &std::path::Path) -> Result<(), String> {
         use std::os::unix::fs::PermissionsExt;
         let key = self.path("munge/key");
         let mut bytes = vec![0u8; 1024];
@@ -119,21 +138,24 @@ impl Slurm {
         std::fs::write(&key, &bytes).map_err(|e| e.to_string())?;
         std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
             .map_err(|e| e.to_string())?;
-        let out = Command::new("munged")
+        let socket = self.path("munge/sock");
+        let mut cmd = Command::new(munged);
+        cmd.arg("--foreground")
             .arg("--force")
-            .arg(format!("--socket={}", self.path("munge/sock").display()))
+            .arg(format!("--socket={}", socket.display()))
             .arg(format!("--key-file={}", key.display()))
             .arg(format!("--pid-file={}", self.path("munge/pid").display()))
             .arg(format!("--log-file={}", self.path("munge/log").display()))
-            .arg(format!("--seed-file={}", self.path("munge/seed").display()))
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("munged: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "munged did not start: {}",
-                String::from_utf8_lossy(&out.stderr)
-            ));
+            .arg(format!("--seed-file={}", self.path("munge/seed").display()));
+        self.spawn(&mut cmd)?;
+        // Ready once its socket is there (5 s at most).
+        let start = Instant::now();
+        while !socket.exists() {
+            self.daemons_alive()?;
+            if start.elapsed() > Duration::from_secs(5) {
+                return Err(format!("munged made no socket in 5 s{}", self.logs()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
         Ok(())
     }
@@ -161,7 +183,8 @@ impl Slurm {
         let d = self.dir.path().display();
         let mut c = String::new();
         let _ = writeln!(c, "ClusterName=overlaptest");
-        let _ = writeln!(c, "SlurmctldHost={host}");
+        // Addresses given, so that a host name nothing resolves still works.
+        let _ = writeln!(c, "SlurmctldHost={host}(127.0.0.1)");
         let _ = writeln!(c, "SlurmUser={user}");
         let _ = writeln!(c, "SlurmdUser={user}");
         let _ = writeln!(c, "SlurmctldPort={}", free_port()?);
@@ -183,7 +206,10 @@ impl Slurm {
         let _ = writeln!(c, "SelectTypeParameters=CR_Core");
         let _ = writeln!(c, "MpiDefault=none");
         let _ = writeln!(c, "ReturnToService=2");
-        let _ = writeln!(c, "NodeName={host} CPUs={cpus} State=UNKNOWN");
+        let _ = writeln!(
+            c,
+            "NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN"
+        );
         let _ = writeln!(
             c,
             "PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP \
@@ -192,13 +218,27 @@ impl Slurm {
         Ok(c)
     }
 
+    /// A Slurm client command of this cluster (none of an allocation the tests may run
+    /// inside).
+    fn client(&self, name: &str) -> Command {
+        let mut cmd = Command::new(name);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("SLURM_") {
+                cmd.env_remove(k);
+            }
+        }
+        cmd.env("SLURM_CONF", self.conf());
+        cmd
+    }
+
     /// Waits for the node to be idle (20 s at most).
-    fn wait_idle(&self) -> Result<(), String> {
+    fn wait_idle(&mut self) -> Result<(), String> {
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(20) {
-            let state = Command::new("sinfo")
+            self.daemons_alive()?;
+            let state = self
+                .client("sinfo")
                 .args(["-h", "-o", "%T"])
-                .env("SLURM_CONF", self.conf())
                 .output()
                 .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
                 .unwrap_or_default();
@@ -229,12 +269,25 @@ impl Slurm {
 }
 
 impl Drop for Slurm {
+    /// Stops the daemons (slurmd first, munged last) and waits for each: SIGTERM, then
+    /// SIGKILL after 5 s.
     fn drop(&mut self) {
-        for pid_file in ["slurmd.pid", "slurmctld.pid", "munge/pid"] {
-            let pid = std::fs::read_to_string(self.path(pid_file)).unwrap_or_default();
-            if let Ok(pid) = pid.trim().parse::<i32>() {
-                // SAFETY: a signal to a daemon this test started.
+        for d in self.daemons.iter_mut().rev() {
+            let Ok(pid) = i32::try_from(d.id()) else {
+                continue;
+            };
+            if matches!(d.try_wait(), Ok(None)) {
+                // SAFETY: a signal to a child of this process, not yet waited for.
                 unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            let start = Instant::now();
+            while matches!(d.try_wait(), Ok(None)) {
+                if start.elapsed() > Duration::from_secs(5) {
+                    let _ = d.kill();
+                    let _ = d.wait();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
         }
     }

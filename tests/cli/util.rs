@@ -2,8 +2,10 @@
 //! that share them would only slow each other down.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::{Mutex, MutexGuard};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 static MPI_RUNS: Mutex<()> = Mutex::new(());
 
@@ -13,6 +15,47 @@ pub fn mpi_lock() -> MutexGuard<'static, ()> {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Runs `cmd` to its end, for `limit` at most: past it the command gets SIGTERM (`overlap
+/// trace` then stops the run and merges), and SIGKILL 10 s later, so that a launch that
+/// hangs fails its test instead of holding the whole suite.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Output {
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?} runs: {e}"));
+    let pid = i32::try_from(child.id()).expect("a pid");
+    let done = Arc::new(AtomicBool::new(false));
+    let watch = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut signal = libc::SIGTERM;
+            let mut deadline = limit;
+            while !done.load(Ordering::Acquire) {
+                if start.elapsed() > deadline {
+                    // SAFETY: a signal to the child this function started, still running.
+                    unsafe { libc::kill(pid, signal) };
+                    if signal == libc::SIGKILL {
+                        return;
+                    }
+                    signal = libc::SIGKILL;
+                    deadline = limit + Duration::from_secs(10);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        })
+    };
+    let out = child.wait_with_output().expect("the command's output");
+    done.store(true, Ordering::Release);
+    let _ = watch.join();
+    out
+}
+
+/// How long one MPI launch of the tests may take (they take seconds).
+pub const LAUNCH_LIMIT: Duration = Duration::from_secs(300);
 
 pub fn overlap_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_overlap"))

@@ -3,6 +3,22 @@
 //! to load the preload that matches the program's MPI. The family and version come from
 //! the `mpi.h` the build compiled against (`build.rs`).
 
+// The bindings must be the family's the marker names: a build with another `$MPICC`
+// in the same target directory re-runs build.rs but keeps `mpi-sys`'s bindings (its
+// build script does not watch `MPICC`). Open MPI's handles are pointers, MPICH's ints.
+#[cfg(openmpi)]
+const _: () = assert!(
+    std::mem::size_of::<mpi_sys::MPI_Comm>() == std::mem::size_of::<usize>(),
+    "built for Open MPI over MPICH's bindings: build it in a target directory of its own \
+     (scripts/build-preloads.sh)"
+);
+#[cfg(not(openmpi))]
+const _: () = assert!(
+    std::mem::size_of::<mpi_sys::MPI_Comm>() == std::mem::size_of::<std::ffi::c_int>(),
+    "built for MPICH over Open MPI's bindings: build it in a target directory of its own \
+     (scripts/build-preloads.sh)"
+);
+
 /// The marker's text, NUL-terminated.
 const TEXT: &str = concat!(
     "overlap-preload-built-for:",
