@@ -12,9 +12,15 @@
 //! caller put them, and the final `jmp` leaves the return address in place.
 
 /// Exports `MPI_<name>` as a trampoline to `$wrapper`, which must have the MPI function's
-/// exact C signature; attributes (`#[cfg(mpi4)]`) apply to the export.
+/// exact C signature; attributes (`#[cfg(mpi4)]`) apply to the export. Also defines
+/// `EXPORTS`, the names exported in the invoking module (those compiled in), which
+/// says what the imports scan counts as recorded ([`crate::imports`]).
 macro_rules! entry {
-    ($($(#[$attr:meta])* $export:ident => $wrapper:path;)+) => {$(
+    ($($(#[$attr:meta])* $export:ident => $wrapper:path;)+) => {
+        /// The names this module exports, compiled in.
+        #[allow(dead_code)]
+        pub(crate) const EXPORTS: &[&str] = &[$($(#[$attr])* stringify!($export)),+];
+        $(
         $(#[$attr])*
         #[unsafe(naked)]
         #[unsafe(no_mangle)]
@@ -28,7 +34,8 @@ macro_rules! entry {
                 wrapper = sym $wrapper,
             )
         }
-    )+};
+    )+
+    };
 }
 
 pub(crate) use entry;

@@ -122,7 +122,9 @@ fn recorded_through(name: &str, symbol: &str) -> bool {
     match Binding::of(symbol) {
         Some(Binding::C) | None => recorded_in_c,
         #[cfg(openmpi)]
-        Some(Binding::Fortran | Binding::FortranF08) => crate::fortran::RECORDED.contains(&name),
+        Some(Binding::Fortran | Binding::FortranF08) => {
+            recorded_in_c && exported(crate::fortran::EXPORTS, name, "_")
+        }
         #[cfg(not(openmpi))]
         Some(Binding::Fortran) => recorded_in_c,
         #[cfg(not(openmpi))]
@@ -133,10 +135,20 @@ fn recorded_through(name: &str, symbol: &str) -> bool {
             } else if lower.ends_with("_f08ts_") {
                 recorded_in_c
             } else {
-                crate::f08::RECORDED.contains(&name)
+                recorded_in_c && exported(crate::f08::EXPORTS, name, "_f08_")
             }
         }
     }
+}
+
+/// Whether `exports` holds the Fortran name of the C call `name` with `suffix`
+/// (`MPI_Isend`, `_f08_`: `mpi_isend_f08_`).
+fn exported(exports: &[&str], name: &str, suffix: &str) -> bool {
+    let Some(rest) = name.strip_prefix("MPI_") else {
+        return false;
+    };
+    let fortran = format!("mpi_{}{suffix}", rest.to_ascii_lowercase());
+    exports.contains(&fortran.as_str())
 }
 
 /// The language bindings of MPI a program calls through.
@@ -411,11 +423,16 @@ mod tests {
     fn open_mpi_fortran_calls_are_recorded_where_wrapped() {
         assert!(accounted_as("MPI_Isend", "mpi_isend_"));
         assert!(accounted_as("MPI_Isend", "mpi_isend_f08_"));
-        assert!(
-            !accounted_as("MPI_Put", "mpi_put_"),
-            "not wrapped in Fortran"
-        );
-        assert!(accounted_as("MPI_Put", "MPI_Put"));
+        assert!(accounted_as("MPI_Put", "mpi_put_"));
+        assert!(!accounted_as("MPI_File_write_all", "mpi_file_write_all_"));
+        // Every call the C entry points record has its Fortran twin, under both names.
+        for c in crate::exported::EXPORTS {
+            if Op::from_mpi_name(c).is_some() {
+                assert!(exported(crate::fortran::EXPORTS, c, "_"), "{c}");
+                let ompi = format!("ompi_{}_f", c["MPI_".len()..].to_ascii_lowercase());
+                assert!(crate::fortran::EXPORTS.contains(&ompi.as_str()), "{ompi}");
+            }
+        }
     }
 
     #[test]

@@ -12,59 +12,6 @@ use super::index_base::{index_base, Indexed};
 use crate::calls::{collective, completion, p2p, rma, rma_sync, setup};
 use crate::fint::{index_from, set_ierr, symbol, Fint};
 
-/// The C names of the calls MPICH's `mpi_f08` makes through `PMPI_*` that are wrapped
-/// here; its calls with a buffer go through the C entry points. (`MPI_Type_free` goes
-/// through `PMPI_Type_free`, which the preload defines for its datatype caches:
-/// [`crate::types`].)
-pub(crate) const RECORDED: &[&str] = &[
-    "MPI_Init",
-    "MPI_Init_thread",
-    "MPI_Finalize",
-    "MPI_Abort",
-    "MPI_Comm_dup",
-    "MPI_Comm_dup_with_info",
-    "MPI_Comm_split",
-    "MPI_Comm_split_type",
-    "MPI_Comm_create",
-    "MPI_Cart_create",
-    "MPI_Cart_sub",
-    "MPI_Comm_free",
-    "MPI_Probe",
-    "MPI_Iprobe",
-    "MPI_Start",
-    "MPI_Startall",
-    "MPI_Request_free",
-    "MPI_Wait",
-    "MPI_Test",
-    "MPI_Waitall",
-    "MPI_Testall",
-    "MPI_Barrier",
-    "MPI_Ibarrier",
-    "MPI_Win_allocate",
-    "MPI_Win_allocate_shared",
-    "MPI_Win_create_dynamic",
-    "MPI_Win_free",
-    "MPI_Win_fence",
-    "MPI_Win_start",
-    "MPI_Win_post",
-    "MPI_Win_complete",
-    "MPI_Win_wait",
-    "MPI_Win_test",
-    "MPI_Win_lock",
-    "MPI_Win_unlock",
-    "MPI_Win_lock_all",
-    "MPI_Win_unlock_all",
-    "MPI_Win_flush",
-    "MPI_Win_flush_all",
-    "MPI_Win_flush_local",
-    "MPI_Win_flush_local_all",
-    "MPI_Win_sync",
-    "MPI_Waitany",
-    "MPI_Testany",
-    "MPI_Waitsome",
-    "MPI_Testsome",
-];
-
 /// MPICH's `mpi_f08` sentinels: the addresses of its Fortran objects.
 struct Sentinels {
     status_ignore: usize,

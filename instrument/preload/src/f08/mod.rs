@@ -15,9 +15,11 @@
 //!
 //! Calls MPICH's `mpi_f08` makes through `PMPI_*` that are not wrapped here (the MPI-4
 //! persistent `MPI_Barrier_init`) are named in the header's unrecorded calls when a
-//! program imports them ([`RECORDED`]).
+//! program imports them (the imports scan reads what is wrapped from `EXPORTS`). Calls
+//! with a buffer go through the C entry points; `MPI_Type_free` through `PMPI_Type_free`,
+//! which the preload defines for its datatype caches ([`crate::types`]).
 
 mod calls;
 mod index_base;
 
-pub(crate) use calls::RECORDED;
+pub(crate) use calls::EXPORTS;

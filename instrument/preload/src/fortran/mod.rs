@@ -12,12 +12,13 @@
 //! and forwards to `PMPI_*`), and what it wrote turned back (requests, statuses, flags,
 //! 1-based indices). A Fortran call is recorded exactly as its C twin.
 //!
-//! Every call the C wrappers record is wrapped here ([`RECORDED`]), but for the MPI-4
-//! persistent collectives, which Open MPI 4 (MPI 3.1) does not have.
+//! Every call the C wrappers record is wrapped here (the imports scan reads what from
+//! `exports::EXPORTS`), but for the MPI-4 persistent collectives, which Open MPI 4 (MPI
+//! 3.1) does not have.
 
 mod calls;
 mod convert;
 mod exports;
 mod typed;
 
-pub(crate) use calls::RECORDED;
+pub(crate) use exports::EXPORTS;
