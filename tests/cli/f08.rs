@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use overlap_analyzer::import::read_merged;
 use overlap_instrument::schema::Op;
 
-use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Launch, Mpi};
+use crate::mpis::{open_mpi, untraced_then_traced, Launch, Mpi};
 use crate::preload_calls::never_completed;
 use crate::trace::check_provenance;
 use crate::traces::{calls, counts};
@@ -35,12 +35,7 @@ fn issued(run: &Run) -> BTreeMap<u32, BTreeMap<String, i64>> {
 fn check_f08(mpi: Mpi, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("ring_f08.json");
-    let program = program_in(mpi, "ring_f08");
-    let plain = untraced_in(mpi, ranks, &program);
-    assert!(plain.success(), "{}", plain.describe());
-    let run = trace_in(mpi, ranks, &program, &[], &[], &out);
-    assert!(run.success(), "{}", run.describe());
-    assert_eq!(run.stdout(), plain.stdout(), "the output is unchanged");
+    let (plain, run) = untraced_then_traced(&Launch::of(mpi), ranks, "ring_f08", &out);
     assert!(
         !run.stderr().contains("does not record"),
         "every mpi_f08 call of the program is recorded or negligible\n{}",

@@ -238,7 +238,7 @@ pub fn trace_in(
 }
 
 /// `overlap trace --out OUT -- LAUNCH -n RANKS PROGRAM ARGS...`, with `env`.
-pub fn trace_launch(
+fn trace_launch(
     launch: &Launch,
     ranks: u32,
     program: &Path,
@@ -262,13 +262,8 @@ pub fn trace_launch(
     }
 }
 
-/// `LAUNCHER -n RANKS PROGRAM` in `mpi`, untraced.
-pub fn untraced_in(mpi: Mpi, ranks: u32, program: &Path) -> Run {
-    untraced_launch(&Launch::of(mpi), ranks, program)
-}
-
 /// `LAUNCH -n RANKS PROGRAM`, untraced.
-pub fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
+fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
     let _guard = mpi_lock();
     let mut cmd = Command::new(&launch.command[0]);
     cmd.args(&launch.command[1..])
@@ -278,4 +273,20 @@ pub fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
     Run {
         output: output_within(&mut cmd, LAUNCH_LIMIT),
     }
+}
+
+/// tests/programs/NAME launched by `launch` on `ranks` ranks, untraced, then traced into
+/// `out`: both succeed and the program prints the same. Returns (untraced, traced).
+pub fn untraced_then_traced(launch: &Launch, ranks: u32, name: &str, out: &Path) -> (Run, Run) {
+    let program = program_in(launch.mpi, name);
+    let plain = untraced_launch(launch, ranks, &program);
+    assert!(plain.success(), "{}", plain.describe());
+    let run = trace_launch(launch, ranks, &program, &[], &[], out);
+    assert!(run.success(), "{}", run.describe());
+    assert_eq!(
+        run.stdout(),
+        plain.stdout(),
+        "the program's output is unchanged"
+    );
+    (plain, run)
 }

@@ -10,19 +10,14 @@ use std::collections::BTreeMap;
 use overlap_analyzer::import::read_merged;
 use overlap_instrument::schema::Op;
 
-use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Mpi};
+use crate::mpis::{open_mpi, untraced_then_traced, Launch, Mpi};
 use crate::preload_calls::never_completed;
 use crate::traces::{calls, counts};
 
 fn check_onesided(mpi: Mpi, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("onesided.json");
-    let program = program_in(mpi, "onesided");
-    let plain = untraced_in(mpi, ranks, &program);
-    assert!(plain.success(), "{}", plain.describe());
-    let run = trace_in(mpi, ranks, &program, &[], &[], &out);
-    assert!(run.success(), "{}", run.describe());
-    assert_eq!(run.stdout(), plain.stdout(), "the output is unchanged");
+    let (_, run) = untraced_then_traced(&Launch::of(mpi), ranks, "onesided", &out);
     assert!(
         !run.stderr().contains("does not record"),
         "every call of the program is recorded or negligible\n{}",

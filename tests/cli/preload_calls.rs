@@ -12,7 +12,7 @@ use overlap_analyzer::metrics::budget::budgets;
 use overlap_analyzer::metrics::{analyze, Options, WaitKind};
 use overlap_instrument::schema::{Event, Op};
 
-use crate::mpis::{open_mpi, program_in, trace_in, untraced_in, Mpi};
+use crate::mpis::{open_mpi, program_in, trace_in, untraced_then_traced, Launch, Mpi};
 use crate::traces::{calls, counts};
 use crate::util::Run;
 
@@ -112,12 +112,7 @@ fn requests_sharing_a_handle_are_all_completed_under_open_mpi() {
 fn check_nbc_rma(mpi: Mpi, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("nbc_rma.json");
-    let nbc_rma = program_in(mpi, "nbc_rma");
-    let plain = untraced_in(mpi, ranks, &nbc_rma);
-    assert!(plain.success(), "{}", plain.describe());
-    let run = trace_in(mpi, ranks, &nbc_rma, &[], &[], &out);
-    assert!(run.success(), "{}", run.describe());
-    assert_eq!(run.stdout(), plain.stdout(), "the output is unchanged");
+    let (_, run) = untraced_then_traced(&Launch::of(mpi), ranks, "nbc_rma", &out);
     // Communicator constructors are recorded now; packing is not.
     run.assert_stderr_has(
         "this program calls MPI functions overlap does not record: MPI_Pack, MPI_Unpack; \

@@ -11,7 +11,7 @@ use overlap_analyzer::import::read_merged;
 use overlap_analyzer::model::MergedTrace;
 use overlap_instrument::schema::{Event, Op};
 
-use crate::mpis::{open_mpi, program_in, trace_in, trace_launch, untraced_launch, Launch, Mpi};
+use crate::mpis::{open_mpi, program_in, trace_in, untraced_then_traced, Launch, Mpi};
 use crate::preload_calls::never_completed;
 use crate::traces::counts;
 use crate::util::{overlap_bin, Run};
@@ -111,16 +111,7 @@ fn expected_calls(rank: u32, testsome: usize, iprobe: usize) -> BTreeMap<Op, usi
 pub(crate) fn check_calls_program(launch: &Launch, ranks: u32) -> AnalysisShape {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("calls.json");
-    let calls = program_in(launch.mpi, "calls");
-    let plain = untraced_launch(launch, ranks, &calls);
-    assert!(plain.success(), "{}", plain.describe());
-    let run = trace_launch(launch, ranks, &calls, &[], &[], &out);
-    assert!(run.success(), "{}", run.describe());
-    assert_eq!(
-        run.stdout(),
-        plain.stdout(),
-        "the program's output is unchanged"
-    );
+    let (_, run) = untraced_then_traced(launch, ranks, "calls", &out);
     assert!(
         run.stdout()
             .contains(&format!("calls: {ranks} ranks, checksum")),
@@ -411,16 +402,7 @@ pub(crate) fn check_fortran(launch: &Launch, ranks: u32) {
     let mpi = launch.mpi;
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("ring.json");
-    let ring = program_in(mpi, "ring");
-    let plain = untraced_launch(launch, ranks, &ring);
-    assert!(plain.success(), "{}", plain.describe());
-    let run = trace_launch(launch, ranks, &ring, &[], &[], &out);
-    assert!(run.success(), "{}", run.describe());
-    assert_eq!(
-        run.stdout(),
-        plain.stdout(),
-        "the program's output is unchanged"
-    );
+    let (_, run) = untraced_then_traced(launch, ranks, "ring", &out);
     assert!(
         !run.stderr().contains("does not record"),
         "the Fortran names (mpi_isend_...) are read as the C calls they are\n{}",
