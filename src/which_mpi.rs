@@ -317,32 +317,40 @@ pub fn choose(given: Option<&Path>, command: &[String]) -> Result<Chosen> {
         });
     }
     let dirs = preload_dirs()?;
-    let mut found: Vec<(PathBuf, Option<BuiltFor>)> = Vec::new();
-    for dir in &dirs {
-        let names = MpiFamily::ALL.iter().map(|f| f.preload_file());
-        for name in names.chain([PRELOAD_FILE.to_string()]) {
-            let p = dir.join(name);
-            if p.is_file() {
-                let b = marker_of(&p);
-                found.push((p, b));
-            }
-        }
-    }
-    let pick = match wanted {
-        Some(w) => found
-            .iter()
-            .find(|(_, b)| b.as_ref().is_some_and(|b| b.family == w)),
-        None => found
-            .iter()
-            .find(|(p, _)| p.file_name().is_some_and(|n| n == PRELOAD_FILE))
-            .or(found.first()),
+    // Every candidate, in the order of preference: in each directory the libraries named
+    // by their MPI, then cargo's. Markers are read (a whole library each) only as needed.
+    let found: Vec<PathBuf> = dirs
+        .iter()
+        .flat_map(|dir| {
+            let names = MpiFamily::ALL.iter().map(|f| f.preload_file());
+            names
+                .chain([PRELOAD_FILE.to_string()])
+                .map(move |name| dir.join(name))
+        })
+        .filter(|p| p.is_file())
+        .collect();
+    let mut markers: Vec<Option<Option<BuiltFor>>> = vec![None; found.len()];
+    let mut marker = |i: usize| -> Option<BuiltFor> {
+        markers[i]
+            .get_or_insert_with(|| marker_of(&found[i]))
+            .clone()
     };
-    if let Some((path, built_for)) = pick {
-        let families: std::collections::BTreeSet<MpiFamily> = found
-            .iter()
-            .filter_map(|(_, b)| Some(b.as_ref()?.family))
-            .collect();
-        let note = (wanted.is_none() && families.len() > 1).then(|| {
+    let pick = match wanted {
+        Some(w) => (0..found.len()).find(|&i| marker(i).is_some_and(|b| b.family == w)),
+        None => (0..found.len())
+            .find(|&i| found[i].file_name().is_some_and(|n| n == PRELOAD_FILE))
+            .or((!found.is_empty()).then_some(0)),
+    };
+    if let Some(i) = pick {
+        let built_for = marker(i);
+        // Other MPIs' preloads lie beside it (told by their names): say which was taken.
+        let others = found.iter().any(|p| {
+            MpiFamily::ALL.iter().any(|f| {
+                p.file_name().is_some_and(|n| *n == *f.preload_file())
+                    && built_for.as_ref().is_none_or(|b| b.family != *f)
+            })
+        });
+        let note = (wanted.is_none() && others).then(|| {
             let built = built_for
                 .as_ref()
                 .map_or("an MPI it does not name".into(), |b| b.to_string());
@@ -351,12 +359,12 @@ pub fn choose(given: Option<&Path>, command: &[String]) -> Result<Chosen> {
                  MPI library, and `{first}` names none): loading the preload built for \
                  {built}, {}; name another with --preload",
                 command.join(" "),
-                path.display()
+                found[i].display()
             )
         });
         return Ok(Chosen {
-            path: path.clone(),
-            built_for: built_for.clone(),
+            path: found[i].clone(),
+            built_for,
             launcher,
             note,
         });
@@ -368,11 +376,10 @@ pub fn choose(given: Option<&Path>, command: &[String]) -> Result<Chosen> {
         .join(" and ");
     match wanted {
         Some(w) if !found.is_empty() => {
-            let have: Vec<String> = found
-                .iter()
-                .map(|(p, b)| match b {
-                    Some(b) => format!("{} ({b})", p.display()),
-                    None => format!("{} (built for an MPI it does not name)", p.display()),
+            let have: Vec<String> = (0..found.len())
+                .map(|i| match marker(i) {
+                    Some(b) => format!("{} ({b})", found[i].display()),
+                    None => format!("{} (built for an MPI it does not name)", found[i].display()),
                 })
                 .collect();
             bail!(

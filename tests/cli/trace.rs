@@ -561,4 +561,13 @@ fn a_program_that_records_nothing_is_explained() {
     assert!(!run.success());
     run.assert_stderr_has("left no readable trace");
     run.assert_stderr_has("was it an MPI program");
+    // `true` links no MPI and names none: the default preload is taken, and said so
+    // when another MPI's lies beside it.
+    let other = overlap_bin().with_file_name("liboverlap_preload-openmpi.so");
+    assert_eq!(
+        run.stderr().contains("could not tell which MPI `true` runs"),
+        other.is_file(),
+        "{}",
+        run.describe()
+    );
 }
