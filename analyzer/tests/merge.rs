@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use overlap_analyzer::import::read_merged;
-use overlap_analyzer::merge::{merge, merge_dir, write_merged, EventRef, Merged};
+use overlap_analyzer::merge::{merge, merge_dir, merge_to_file, write_merged, EventRef, Merged};
 use overlap_analyzer::summary::summarize;
 use overlap_instrument::schema::{Nanos, Op, SyncPhase};
 
@@ -341,7 +341,9 @@ fn nothing_to_merge_is_an_empty_run_not_a_panic() {
 
 /// `merge_dir` keeps only the compact timelines and reads each rank file again as it
 /// writes the merged file: the file is the one a merge held in memory writes, byte for
-/// byte, events in each rank's order of start.
+/// byte, events in each rank's order of start. So is the file of `merge_to_file`, which
+/// holds one rank at a time and sets the message ends aside on disk (the clock-suspect
+/// message and the unmatched send of [`two_ranks`] included), leaving nothing behind.
 #[test]
 fn the_merged_file_from_rank_files_is_the_one_from_memory() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -359,6 +361,20 @@ fn the_merged_file_from_rank_files_is_the_one_from_memory() {
         std::fs::read(&from_memory).expect("b"),
     );
     assert!(a == b, "the two merged files differ");
+    let streamed = dir.path().join("c.json");
+    let written = merge_to_file(&ranks, &streamed).expect("merged one rank at a time");
+    assert!(
+        std::fs::read(&streamed).expect("c") == a,
+        "merge_to_file's file differs"
+    );
+    let info = &written.info;
+    assert_eq!((info.messages, info.unmatched_sends), (4, 1));
+    assert_eq!(info.clock_suspect.len(), 1);
+    let left = std::fs::read_dir(dir.path()).expect("dir").count();
+    assert_eq!(
+        left, 4,
+        "the rank directory and three merged files, no temporary file"
+    );
 }
 
 /// A rank file deleted or rewritten between the merge and the writing of the merged

@@ -241,33 +241,50 @@ fn outputs_never_create_missing_directories() {
 
 /// A file-size limit makes every write past it fail: the merged trace is then not
 /// written at all (no partial file to be read as valid later), and the message names
-/// it. `ulimit -f` counts 512-byte blocks in sh; the merged trace is several KiB.
+/// what could not be written. `ulimit -f` counts 512-byte blocks in sh. The merge first
+/// sets its 27 messages' ends aside in a temporary file of about 7 KiB next to the
+/// output, then writes the merged trace (about 45 KiB): at 1 KiB the first fails, at
+/// 8 KiB the second. Either way the old file is kept whole and nothing is left behind.
 #[test]
 fn a_full_disk_leaves_no_partial_merged_trace() {
     let dir = tempfile::tempdir().unwrap();
     let ranks = trace_dir(dir.path(), "vm");
     let merged = dir.path().join("merged.json");
     std::fs::write(&merged, "the previous merged trace").unwrap();
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg("ulimit -f 2 && exec \"$0\" merge \"$1\" --out \"$2\"")
-        .arg(overlap_bin())
-        .arg(&ranks)
-        .arg(&merged)
-        .output()
-        .unwrap();
-    let r = Run { output: out };
-    no_panic(&r);
-    assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
-    r.assert_stderr_has(&format!("writing {}: File too large", merged.display()));
-    assert_eq!(
-        std::fs::read_to_string(&merged).unwrap(),
-        "the previous merged trace",
-        "the old file is kept whole"
-    );
-    assert_eq!(
-        entries(dir.path()),
-        ["merged.json", "ranks"],
-        "no temporary file is left"
-    );
+    let cases = [
+        (
+            2,
+            format!(
+                "setting message ends aside in a temporary file in {}: File too large",
+                dir.path().display()
+            ),
+        ),
+        (16, format!("writing {}: File too large", merged.display())),
+    ];
+    for (blocks, message) in cases {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "ulimit -f {blocks} && exec \"$0\" merge \"$1\" --out \"$2\""
+            ))
+            .arg(overlap_bin())
+            .arg(&ranks)
+            .arg(&merged)
+            .output()
+            .unwrap();
+        let r = Run { output: out };
+        no_panic(&r);
+        assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
+        r.assert_stderr_has(&message);
+        assert_eq!(
+            std::fs::read_to_string(&merged).unwrap(),
+            "the previous merged trace",
+            "the old file is kept whole"
+        );
+        assert_eq!(
+            entries(dir.path()),
+            ["merged.json", "ranks"],
+            "no temporary file is left"
+        );
+    }
 }

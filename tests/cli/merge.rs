@@ -91,3 +91,18 @@ fn merging_a_recorded_run_again_and_strict_mode() {
     assert!(!strict.success(), "{}", strict.describe());
     strict.assert_stderr_has("--strict: 1 rank file(s)");
 }
+
+/// An output in a directory that does not exist is refused before the run is read (the
+/// merge sets its message ends aside in that directory).
+#[test]
+fn an_output_in_a_missing_directory_is_refused_first() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = overlap(&[
+        "merge",
+        dir.path().to_str().expect("utf-8"),
+        "--out",
+        "/nonexistent/overlap-out/m.json",
+    ]);
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
+    run.assert_stderr_has("the directory /nonexistent/overlap-out does not exist");
+}

@@ -565,7 +565,8 @@ fn a_program_that_records_nothing_is_explained() {
     // when another MPI's lies beside it.
     let other = overlap_bin().with_file_name("liboverlap_preload-openmpi.so");
     assert_eq!(
-        run.stderr().contains("could not tell which MPI `true` runs"),
+        run.stderr()
+            .contains("could not tell which MPI `true` runs"),
         other.is_file(),
         "{}",
         run.describe()

@@ -23,40 +23,48 @@ use crate::model::{EventRef, Message};
 
 /// What names a message on both of its ranks: (source, destination, tag, communicator,
 /// the send's and the receive's number on that key).
-type Key = (u32, u32, i32, u32, u32);
+pub(super) type Key = (u32, u32, i32, u32, u32);
 
-/// A send, as the join needs it (48 B: the merge holds one per message).
+/// A send, as the join needs it (40 B: the merge holds one per message).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct SendEnd {
-    key: Key,
+    pub(super) key: Key,
     /// The sending call (or the Start that started a persistent send): a span index of
     /// its rank.
-    index: u32,
+    pub(super) index: u32,
     /// Its start on the run's timeline.
-    start: Nanos,
-    bytes: u64,
-    /// Once joined: the position of its receive among the run's receives sorted by key
-    /// ([`NONE`] when it has none).
-    receive: u32,
+    pub(super) start: Nanos,
+    pub(super) bytes: u64,
 }
 
 /// A receive, as the join needs it (40 B).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecvEnd {
-    key: Key,
+    pub(super) key: Key,
     /// The call that posted it.
-    post: u32,
+    pub(super) post: u32,
     /// The call that completed it ([`NONE`] when none did).
-    completion: u32,
+    pub(super) completion: u32,
     /// The end of that call on the run's timeline.
-    completed_at: Nanos,
+    pub(super) completed_at: Nanos,
+}
+
+/// A send paired with its receive: what makes a message (56 B).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Paired {
+    pub(super) send: SendEnd,
+    /// The receive's post, completion and completion's end ([`RecvEnd`]).
+    pub(super) post: u32,
+    pub(super) completion: u32,
+    pub(super) completed_at: Nanos,
 }
 
 // The merge holds one of each per message.
-const _: () = assert!(std::mem::size_of::<SendEnd>() == 48);
+const _: () = assert!(std::mem::size_of::<SendEnd>() == 40);
 const _: () = assert!(std::mem::size_of::<RecvEnd>() == 40);
+const _: () = assert!(std::mem::size_of::<Paired>() == 56);
 
-/// No such call, no such receive.
+/// No such call.
 const NONE: u32 = u32::MAX;
 
 /// A span index as a record holds it: a rank's indices fit in 32 bits (the importer
@@ -65,14 +73,8 @@ fn compact(index: usize) -> u32 {
     index_u32(index)
 }
 
-/// A receive's position among the run's receives (run-wide, not a rank's: 4 G
-/// receives would be 160 GB of ends, so this saturates rather than wraps).
-fn position(r: usize) -> u32 {
-    u32::try_from(r).unwrap_or(NONE - 1)
-}
-
 /// One rank's ends, numbered per key.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct RankEnds {
     rank: u32,
     sends: Vec<SendEnd>,
@@ -109,7 +111,6 @@ impl RankEnds {
             index: compact(index),
             start,
             bytes,
-            receive: NONE,
         });
     }
 
@@ -136,6 +137,19 @@ impl RankEnds {
         self.unmatchable_receives += 1;
     }
 
+    /// Its ends, each side sorted by key.
+    pub(crate) fn into_sorted(mut self) -> SortedEnds {
+        // Keys are unique on each side (the seq numbers them): unstable sorts are exact.
+        self.sends.sort_unstable_by_key(|s| s.key);
+        self.receives.sort_unstable_by_key(|r| r.key);
+        SortedEnds {
+            rank: self.rank,
+            sends: self.sends,
+            receives: self.receives,
+            unmatchable_receives: self.unmatchable_receives,
+        }
+    }
+
     /// Done numbering: the counters go, the records are trimmed.
     pub(crate) fn finish(mut self) -> Self {
         self.send_seq = FxHashMap::default();
@@ -144,6 +158,14 @@ impl RankEnds {
         self.receives.shrink_to_fit();
         self
     }
+}
+
+/// One rank's ends, each side sorted by key ([`RankEnds::into_sorted`]).
+pub(crate) struct SortedEnds {
+    pub(super) rank: u32,
+    pub(super) sends: Vec<SendEnd>,
+    pub(super) receives: Vec<RecvEnd>,
+    pub(super) unmatchable_receives: u64,
 }
 
 fn next(counters: &mut FxHashMap<(u32, i32, u32), u32>, key: (u32, i32, u32)) -> u32 {
@@ -156,19 +178,116 @@ fn next(counters: &mut FxHashMap<(u32, i32, u32), u32>, key: (u32, i32, u32)) ->
 pub(crate) struct Matched {
     /// In order of their sends' starts (then rank, call), ids from 1 in that order.
     pub(crate) messages: Vec<Message>,
+    /// How many, what was left over, and the clock-suspect messages.
+    pub(crate) counts: MatchCounts,
+}
+
+/// What a join found, messages apart.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct MatchCounts {
+    pub(crate) messages: u64,
     pub(crate) unmatched_sends: u64,
     pub(crate) unmatched_receives: u64,
-    /// The clock-suspect messages' records, in the order of `messages`.
+    /// The clock-suspect messages' records, in message order.
     pub(crate) suspects: Vec<SuspectMessage>,
 }
 
+impl MatchCounts {
+    /// Counts one more message, with its record when it is clock-suspect.
+    pub(super) fn count(&mut self, suspect: Option<SuspectMessage>) {
+        self.messages += 1;
+        self.suspects.extend(suspect);
+    }
+}
+
+/// Walks `sends` and `receives`, each in key order, and calls `paired` with every send
+/// whose key a receive has. Returns how many sends and receives were walked.
+pub(crate) fn pair<E>(
+    sends: impl Iterator<Item = Result<SendEnd, E>>,
+    receives: impl Iterator<Item = Result<RecvEnd, E>>,
+    mut paired: impl FnMut(Paired) -> Result<(), E>,
+) -> Result<(u64, u64), E> {
+    let mut receives = receives.peekable();
+    let (mut sent, mut received) = (0u64, 0u64);
+    for send in sends {
+        let send = send?;
+        sent += 1;
+        while let Some(r) = receives.next_if(|r| r.as_ref().map_or(true, |r| r.key <= send.key)) {
+            let r = r?;
+            received += 1;
+            if r.key == send.key {
+                paired(Paired {
+                    send,
+                    post: r.post,
+                    completion: r.completion,
+                    completed_at: r.completed_at,
+                })?;
+                break;
+            }
+        }
+    }
+    for r in receives {
+        r?;
+        received += 1;
+    }
+    Ok((sent, received))
+}
+
+impl Paired {
+    /// The sending rank.
+    pub(crate) fn sender(&self) -> u32 {
+        self.send.key.0
+    }
+
+    /// The receiving rank.
+    pub(crate) fn receiver(&self) -> u32 {
+        self.send.key.1
+    }
+
+    /// Where it stands in message order: by the send's start, rank and call; a
+    /// Startall's sends share all three and keep their key order.
+    pub(crate) fn order(&self) -> (Nanos, u32, u32, Key) {
+        let s = &self.send;
+        (s.start, s.key.0, s.index, s.key)
+    }
+
+    /// The message it makes with id `id`, and the message's clock-suspect record when
+    /// its receive completed before its send began.
+    pub(crate) fn message(&self, id: u64) -> (Message, Option<SuspectMessage>) {
+        let (src, dst) = (self.send.key.0, self.send.key.1);
+        let completed = self.completion != NONE;
+        let m = Message {
+            id,
+            send: EventRef {
+                rank: src,
+                index: self.send.index as usize,
+            },
+            recv_post: EventRef {
+                rank: dst,
+                index: self.post as usize,
+            },
+            completion: completed.then_some(EventRef {
+                rank: dst,
+                index: self.completion as usize,
+            }),
+            tag: self.send.key.2,
+            bytes: self.send.bytes,
+            clock_suspect: completed && self.completed_at < self.send.start,
+        };
+        let suspect = m
+            .clock_suspect
+            .then(|| suspect_between(&m, self.send.start, self.completed_at));
+        (m, suspect)
+    }
+}
+
 /// Pairs every rank's sends with receives by `(key, seq)`: both sides sorted by key and
-/// walked side by side (each send noting its receive), then the sends sorted into
-/// message order, so that the messages come out in order with no sort of their own.
-/// Memory: 88 B per send and receive, then 80 B per message.
+/// walked side by side, then the pairs sorted into message order, so that the messages
+/// come out in order with no sort of their own. Memory: 80 B per send and receive, then
+/// 56 B per pair, then 80 B per message.
 pub(crate) fn join(ranks: Vec<RankEnds>) -> Matched {
     use rayon::prelude::*;
-    let mut unmatched_receives: u64 = ranks.iter().map(|r| r.unmatchable_receives).sum();
+    let unmatchable: u64 = ranks.iter().map(|r| r.unmatchable_receives).sum();
     let mut sends = Vec::with_capacity(ranks.iter().map(|r| r.sends.len()).sum());
     let mut receives = Vec::with_capacity(ranks.iter().map(|r| r.receives.len()).sum());
     for r in ranks {
@@ -178,58 +297,30 @@ pub(crate) fn join(ranks: Vec<RankEnds>) -> Matched {
     // Keys are unique on each side (the seq numbers them), so unstable sorts are exact.
     sends.par_sort_unstable_by_key(|s| s.key);
     receives.par_sort_unstable_by_key(|r| r.key);
-    let mut r = 0;
-    let mut matched = 0u64;
-    for s in &mut sends {
-        while r < receives.len() && receives[r].key < s.key {
-            r += 1;
-        }
-        if r < receives.len() && receives[r].key == s.key {
-            s.receive = position(r);
-            matched += 1;
-            r += 1;
-        }
-    }
-    let unmatched_sends = sends.len() as u64 - matched;
-    unmatched_receives += receives.len() as u64 - matched;
-    // Message order: by the send's start, rank and call; a Startall's sends share all
-    // three and keep their key order.
-    sends.par_sort_unstable_by_key(|s| (s.start, s.key.0, s.index, s.key));
-    let mut suspects = Vec::new();
-    let mut messages = Vec::with_capacity(usize::try_from(matched).unwrap_or(0));
-    for send in sends.iter().filter(|s| s.receive != NONE) {
-        let recv = &receives[send.receive as usize];
-        let (src, dst) = (send.key.0, send.key.1);
-        let completed = recv.completion != NONE;
-        let m = Message {
-            id: messages.len() as u64 + 1,
-            send: EventRef {
-                rank: src,
-                index: send.index as usize,
-            },
-            recv_post: EventRef {
-                rank: dst,
-                index: recv.post as usize,
-            },
-            completion: completed.then_some(EventRef {
-                rank: dst,
-                index: recv.completion as usize,
-            }),
-            tag: send.key.2,
-            bytes: send.bytes,
-            clock_suspect: completed && recv.completed_at < send.start,
-        };
-        if m.clock_suspect {
-            suspects.push(suspect_between(&m, send.start, recv.completed_at));
-        }
-        messages.push(m);
-    }
-    Matched {
-        messages,
-        unmatched_sends,
-        unmatched_receives,
-        suspects,
-    }
+    let mut pairs = Vec::new();
+    let walked = pair(
+        sends.iter().map(|s| Ok::<_, std::convert::Infallible>(*s)),
+        receives.iter().map(|r| Ok(*r)),
+        |p| {
+            pairs.push(p);
+            Ok(())
+        },
+    );
+    let Ok((sent, received)) = walked;
+    drop((sends, receives));
+    pairs.par_sort_unstable_by_key(Paired::order);
+    let mut counts = MatchCounts::default();
+    let messages = pairs
+        .iter()
+        .map(|p| {
+            let (m, suspect) = p.message(counts.messages + 1);
+            counts.count(suspect);
+            m
+        })
+        .collect();
+    counts.unmatched_sends = sent - counts.messages;
+    counts.unmatched_receives = unmatchable + received - counts.messages;
+    Matched { messages, counts }
 }
 
 #[cfg(test)]
@@ -289,13 +380,17 @@ mod tests {
                 (3, 2, 1, Some(6), 7, 24, false),
             ]
         );
-        assert_eq!((m.unmatched_sends, m.unmatched_receives), (1, 2));
-        assert_eq!(m.suspects.len(), 1);
+        let c = &m.counts;
         assert_eq!(
-            (m.suspects[0].send_ns, m.suspects[0].recv_complete_ns),
+            (c.messages, c.unmatched_sends, c.unmatched_receives),
+            (3, 1, 2)
+        );
+        assert_eq!(c.suspects.len(), 1);
+        assert_eq!(
+            (c.suspects[0].send_ns, c.suspects[0].recv_complete_ns),
             (20, 12)
         );
-        assert_eq!(m.suspects[0].backwards_ns, 8);
+        assert_eq!(c.suspects[0].backwards_ns, 8);
     }
 
     /// A Startall starting two persistent sends: one call, one start, two messages,
@@ -316,6 +411,9 @@ mod tests {
             .map(|m| (m.id, m.recv_post.rank))
             .collect();
         assert_eq!(to, vec![(1, 2), (2, 3)]);
-        assert_eq!((m.unmatched_sends, m.unmatched_receives), (0, 0));
+        assert_eq!(
+            (m.counts.unmatched_sends, m.counts.unmatched_receives),
+            (0, 0)
+        );
     }
 }

@@ -40,6 +40,15 @@ fn flow_in_point(s: &Span) -> Nanos {
 /// First flow id of the chain flows: above every message's id (flow ids are global).
 const CHAIN_FLOW_BASE: u64 = 1 << 48;
 
+/// One rank's ends of the run's messages: what it sent and what it received, each in
+/// message order, a received clock-suspect message with its record. A section of the
+/// merged file needs no other messages.
+#[derive(Debug, Default)]
+pub(crate) struct RankMessages {
+    pub(crate) sent: Vec<Message>,
+    pub(crate) received: Vec<(Message, Option<SuspectMessage>)>,
+}
+
 /// The run's messages by the rank that sent them and the rank that received them, so
 /// that each rank's section finds its ends without a scan of every message.
 pub(crate) struct MessagesByRank<'a> {
@@ -53,7 +62,7 @@ pub(crate) struct MessagesByRank<'a> {
 
 impl<'a> MessagesByRank<'a> {
     /// `suspects` are the clock-suspect messages' records in the order of `messages`
-    /// (as [`super::Matched`] makes them).
+    /// (as [`super::ends::Matched`] makes them).
     pub(crate) fn new(messages: &'a [Message], suspects: &'a [SuspectMessage]) -> Self {
         let mut by_rank: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
         for (i, m) in (0u32..).zip(messages) {
@@ -68,19 +77,19 @@ impl<'a> MessagesByRank<'a> {
         }
     }
 
-    /// Positions in the messages of what `rank` sent, in message order.
-    pub(crate) fn sent(&self, rank: u32) -> &[u32] {
-        self.by_rank.get(&rank).map_or(&[], |l| &l.0)
-    }
-
-    /// Positions in the messages of what `rank` received, in message order.
-    pub(crate) fn received(&self, rank: u32) -> &[u32] {
-        self.by_rank.get(&rank).map_or(&[], |l| &l.1)
-    }
-
-    /// The message at a position.
-    pub(crate) fn at(&self, i: u32) -> &'a Message {
-        &self.messages[i as usize]
+    /// What `rank` sent and received.
+    pub(crate) fn of(&self, rank: u32) -> RankMessages {
+        let Some((sent, received)) = self.by_rank.get(&rank) else {
+            return RankMessages::default();
+        };
+        let at = |i: &u32| self.messages[*i as usize];
+        RankMessages {
+            sent: sent.iter().map(at).collect(),
+            received: received
+                .iter()
+                .map(|i| (at(i), self.suspects.get(i).map(|s| (*s).clone())))
+                .collect(),
+        }
     }
 }
 
@@ -101,21 +110,20 @@ pub(crate) fn format_sent(t: &Timeline, m: &Message, text: &mut Vec<u8>) -> std:
     Ok(1)
 }
 
-/// Appends the end of the arrow of the message at position `i`, received by rank `t`,
-/// or for a receive completed before its send (clock error) an instant on the receiver
-/// instead of an arrow going back in time.
+/// Appends the end of the arrow of message `m`, received by rank `t`, or for a receive
+/// completed before its send (clock error) an instant on the receiver, with the
+/// message's `suspect` record, instead of an arrow going back in time.
 pub(crate) fn format_received(
     t: &Timeline,
-    messages: &MessagesByRank<'_>,
-    i: u32,
+    m: &Message,
+    suspect: Option<&SuspectMessage>,
     text: &mut Vec<u8>,
 ) -> std::io::Result<u64> {
-    let m = messages.at(i);
     let Some(done) = m.completion.and_then(|c| t.spans.get(c.index)) else {
         return Ok(0);
     };
     if m.clock_suspect {
-        let Some(&args) = messages.suspects.get(&i) else {
+        let Some(args) = suspect else {
             return Ok(0);
         };
         let mut ev = WireEvent::new("clock-suspect message", Phase::Instant, t.rank, done.tid);

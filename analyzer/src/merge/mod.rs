@@ -29,6 +29,8 @@ mod links;
 mod matching;
 mod memory;
 mod peers;
+mod spill;
+mod spilled;
 mod stream;
 mod write;
 
@@ -40,7 +42,7 @@ use overlap_format::schema::{
 };
 
 pub(crate) use clocks::{ClockPlan, RankAlign};
-pub(crate) use ends::Matched;
+pub(crate) use ends::MatchCounts;
 pub(crate) use identity::check_one_run;
 pub(crate) use matching::match_all;
 pub use memory::from_events;
@@ -242,7 +244,7 @@ fn matched<S: EventSink>(
     let (requests, matched) = match_all(&timelines, world_size);
     let counts: Vec<u64> = timelines.iter().map(|t| t.event_count() as u64).collect();
     let peers = out_of_range(&timelines, world_size, |rank| file_of(traces, rank));
-    let info = plan.info(traces, &counts, &matched, peers);
+    let info = plan.info(traces, &counts, &matched.counts, peers);
     Merged {
         info,
         messages: matched.messages,
@@ -260,7 +262,7 @@ impl ClockPlan {
         &self,
         traces: &[RankTrace<S>],
         events: &[u64],
-        matched: &Matched,
+        matched: &MatchCounts,
         peers_out_of_range: Vec<PeersOutOfRange>,
     ) -> MergedInfo {
         let world_size = world_size_of(traces);
@@ -310,7 +312,7 @@ impl ClockPlan {
                 })
                 .collect(),
             max_clock_error_ns: self.max_error(),
-            messages: matched.messages.len() as u64,
+            messages: matched.messages,
             unmatched_sends: matched.unmatched_sends,
             unmatched_receives: matched.unmatched_receives,
             clock_suspect: matched.suspects.clone(),

@@ -4,26 +4,31 @@
 //! 1. Every file is read through, keeping only its header, clocks and event count
 //!    (rayon's threads): the clock plan needs every rank's synchronisations.
 //! 2. Each rank is read into its timeline, aligned and sorted, and reduced to a digest:
-//!    its message ends numbered by (key, seq) ([`super::ends`]), its budget, its counts.
-//!    The timeline is then dropped (a rank per thread at a time).
-//! 3. The ends are joined: the run's messages, ids and clock suspects.
+//!    its budget and counts; its message ends, numbered by (key, seq) ([`super::ends`]),
+//!    are set aside in a temporary file next to the output ([`super::spilled`]). The
+//!    timeline is then dropped (a rank per thread at a time).
+//! 3. The ends are joined on disk: the run's messages, ids and clock suspects, set aside
+//!    by rank.
 //! 4. Each rank is read again into its timeline and its section written
-//!    ([`super::write::RankSection`]), the next rank read while this one is written.
+//!    ([`super::write::RankSection`]) with its messages read back, the next rank read
+//!    while this one is written.
 //!
-//! Memory is the largest rank's timeline (two with two threads) plus the run's message
-//! ends and messages: about 100 B per message, not the run's every event. The file is
-//! the one [`super::write_merged`] writes from [`super::merge_dir`], byte for byte.
+//! Memory is the largest rank's timeline (two with two threads) and messages, plus a
+//! buffer of 8 KiB or less per rank and a digest per rank while the ends are joined:
+//! neither the run's other events nor its messages. The temporary file holds about 260 B per
+//! message. The file is the one [`super::write_merged`] writes from
+//! [`super::merge_dir`], byte for byte.
 //!
 //! A file that changes between two readings (its events no longer counted as before) is
 //! named ([`Error::Changed`]) and nothing is written.
 
 use std::path::Path;
 
+use overlap_format::output::check_output;
 use overlap_format::schema::{Event, MergedInfo, Nanos, PeersOutOfRange};
 
-use super::ends::{join, RankEnds};
-use super::links::MessagesByRank;
 use super::matching::{rank_ends, rank_requests};
+use super::spilled::SpilledEnds;
 use super::write::{write_file, write_in_flight, RankSection};
 use super::{
     file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, RankEvents,
@@ -73,9 +78,9 @@ impl EventSink for Counted {
     }
 }
 
-/// What the merge keeps of a rank once its timeline is dropped.
+/// What the merge keeps of a rank once its timeline is dropped (its message ends are
+/// set aside on disk).
 struct Digest {
-    ends: RankEnds,
     events: u64,
     requests: usize,
     peers: Vec<PeersOutOfRange>,
@@ -91,9 +96,18 @@ struct Digest {
 /// with the same checks), one rank at a time.
 pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
     use rayon::prelude::*;
+    // The output's directory, checked before the run is read: the message ends are set
+    // aside there.
+    let spill_dir = check_output(out)?;
     let (metas, unreadable) = read_files_into::<Counted>(dir, rank_files(dir)?, |_| {})?;
     let plan = ClockPlan::new(&metas);
     let world_size = world_size_of(&metas);
+    let spill_error = |cause| Error::Io {
+        what: "setting message ends aside in a temporary file in",
+        path: spill_dir.clone(),
+        cause,
+    };
+    let spilled = std::sync::Mutex::new(SpilledEnds::new_in(&spill_dir).map_err(spill_error)?);
     let digests: Vec<Digest> = {
         let _s = tracing::info_span!("digest ranks").entered();
         (0..metas.len())
@@ -101,8 +115,11 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
             .map(|i| {
                 let (t, tl) = timeline(&plan, &metas, i, metas[i].events.len() as u64)?;
                 let (lives, ends) = rank_ends(&tl, world_size);
+                let ends = ends.into_sorted();
+                let mut spilled = spilled.lock().unwrap_or_else(|e| e.into_inner());
+                spilled.add(ends).map_err(spill_error)?;
+                drop(spilled);
                 Ok(Digest {
-                    ends,
                     events: tl.event_count() as u64,
                     requests: lives.len(),
                     peers: out_of_range(std::slice::from_ref(&tl), world_size, |r| {
@@ -119,20 +136,15 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
             })
             .collect::<Result<_>>()?
     };
-    let mut ends = Vec::with_capacity(digests.len());
-    let mut rest = Vec::with_capacity(digests.len());
-    for mut d in digests {
-        ends.push(std::mem::take(&mut d.ends));
-        rest.push(d);
-    }
+    let mut rest = digests;
     let matched = {
         let _s = tracing::info_span!("match messages").entered();
-        join(ends)
+        let spilled = spilled.into_inner().unwrap_or_else(|e| e.into_inner());
+        spilled.join().map_err(spill_error)?
     };
     let counts: Vec<u64> = rest.iter().map(|d| d.events).collect();
     let peers = rest.iter().flat_map(|d| d.peers.iter().cloned()).collect();
-    let info = plan.info(&metas, &counts, &matched, peers);
-    let messages = MessagesByRank::new(&matched.messages, &matched.suspects);
+    let info = plan.info(&metas, &counts, &matched.counts, peers);
     let load = |i: usize| -> Result<(Timeline, Vec<RequestLife>)> {
         let (_, tl) = timeline(&plan, &metas, i, rest[i].events)?;
         let lives = rank_requests(&tl);
@@ -164,6 +176,15 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
                 events: &events,
                 requests: &lives,
                 first_request_id,
+            };
+            let messages = match matched.of(t.rank) {
+                Ok(m) => m,
+                Err(cause) => {
+                    *reread = Some(spill_error(cause));
+                    return Err(std::io::Error::other(
+                        "the message ends could not be read back",
+                    ));
+                }
             };
             let (written, loaded) = rayon::join(
                 || section.write(&info, &messages, w, reread),

@@ -17,7 +17,9 @@ use overlap_format::schema::{
     GPU_BACKEND_PARAM, HOST_EMULATED,
 };
 
-use super::links::{format_received, format_request, format_sent, Chains, MessagesByRank};
+use super::links::{
+    format_received, format_request, format_sent, Chains, MessagesByRank, RankMessages,
+};
 use super::{Merged, RankEvents, RequestLife};
 use crate::model::{Span, Timeline};
 use crate::{Error, Result};
@@ -36,7 +38,7 @@ pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
                 requests: &rest[..n],
                 first_request_id: first as u64 + 1,
             };
-            section.write(&merged.info, &messages, w, reread)?;
+            section.write(&merged.info, &messages.of(t.rank), w, reread)?;
             first += n;
         }
         write_in_flight(&merged.info, w)
@@ -95,7 +97,7 @@ impl RankSection<'_> {
     pub(crate) fn write<W: std::io::Write>(
         &self,
         info: &MergedInfo,
-        messages: &MessagesByRank<'_>,
+        messages: &RankMessages,
         w: &mut ObjectWriter<W>,
         reread: &mut Option<Error>,
     ) -> std::io::Result<()> {
@@ -126,17 +128,15 @@ impl RankSection<'_> {
         write_parallel(self.requests, w, |k, life, text| {
             format_request(t, life, self.first_request_id + k as u64, rank_end, text)
         })?;
-        let (sent, received) = (messages.sent(pid), messages.received(pid));
-        write_parallel(sent, w, |_, &i, text| format_sent(t, messages.at(i), text))?;
-        write_parallel(received, w, |_, &i, text| {
-            format_received(t, messages, i, text)
+        let (sent, received) = (&messages.sent, &messages.received);
+        write_parallel(sent, w, |_, m, text| format_sent(t, m, text))?;
+        write_parallel(received, w, |_, (m, suspect), text| {
+            format_received(t, m, suspect.as_ref(), text)
         })?;
         if let Some(chains) = Chains::of(t) {
-            write_parallel(sent, w, |_, &i, text| {
-                chains.format_sent(t, messages.at(i), text)
-            })?;
-            write_parallel(received, w, |_, &i, text| {
-                chains.format_received(t, messages.at(i), text)
+            write_parallel(sent, w, |_, m, text| chains.format_sent(t, m, text))?;
+            write_parallel(received, w, |_, (m, _), text| {
+                chains.format_received(t, m, text)
             })?;
         }
         Ok(())
