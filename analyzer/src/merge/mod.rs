@@ -244,7 +244,7 @@ fn matched<S: EventSink>(
     let (requests, matched) = match_all(&timelines, world_size);
     let counts: Vec<u64> = timelines.iter().map(|t| t.event_count() as u64).collect();
     let peers = out_of_range(&timelines, world_size, |rank| file_of(traces, rank));
-    let info = plan.info(traces, &counts, &matched.counts, peers);
+    let info = plan.info(traces, &counts, matched.counts, peers);
     Merged {
         info,
         messages: matched.messages,
@@ -262,7 +262,7 @@ impl ClockPlan {
         &self,
         traces: &[RankTrace<S>],
         events: &[u64],
-        matched: &MatchCounts,
+        matched: MatchCounts,
         peers_out_of_range: Vec<PeersOutOfRange>,
     ) -> MergedInfo {
         let world_size = world_size_of(traces);
@@ -315,7 +315,7 @@ impl ClockPlan {
             messages: matched.messages,
             unmatched_sends: matched.unmatched_sends,
             unmatched_receives: matched.unmatched_receives,
-            clock_suspect: matched.suspects.clone(),
+            clock_suspect: matched.suspects,
             incomplete: traces
                 .iter()
                 .filter_map(|t| {

@@ -14,8 +14,9 @@
 //!    while this one is written.
 //!
 //! Memory is the largest rank's timeline (two with two threads) and messages, plus a
-//! buffer of 8 KiB or less per rank and a digest per rank while the ends are joined:
-//! neither the run's other events nor its messages. The temporary file holds about 260 B per
+//! digest and up to three buffers of 8 KiB per rank, and the clock-suspect messages'
+//! records (40 B each, for `otherData`; a run with sound clocks has none): neither the
+//! run's other events nor its messages. The temporary file holds about 260 B per
 //! message. The file is the one [`super::write_merged`] writes from
 //! [`super::merge_dir`], byte for byte.
 //!
@@ -102,12 +103,13 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
     let (metas, unreadable) = read_files_into::<Counted>(dir, rank_files(dir)?, |_| {})?;
     let plan = ClockPlan::new(&metas);
     let world_size = world_size_of(&metas);
-    let spill_error = |cause| Error::Io {
-        what: "setting message ends aside in a temporary file in",
-        path: spill_dir.clone(),
-        cause,
+    let spill_error = |what: &'static str| {
+        let path = spill_dir.clone();
+        move |cause| Error::Io { what, path, cause }
     };
-    let spilled = std::sync::Mutex::new(SpilledEnds::new_in(&spill_dir).map_err(spill_error)?);
+    const SET_ASIDE: &str = "setting message ends aside in a temporary file in";
+    let spilled =
+        std::sync::Mutex::new(SpilledEnds::new_in(&spill_dir).map_err(spill_error(SET_ASIDE))?);
     let digests: Vec<Digest> = {
         let _s = tracing::info_span!("digest ranks").entered();
         (0..metas.len())
@@ -117,7 +119,7 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
                 let (lives, ends) = rank_ends(&tl, world_size);
                 let ends = ends.into_sorted();
                 let mut spilled = spilled.lock().unwrap_or_else(|e| e.into_inner());
-                spilled.add(ends).map_err(spill_error)?;
+                spilled.add(ends).map_err(spill_error(SET_ASIDE))?;
                 drop(spilled);
                 Ok(Digest {
                     events: tl.event_count() as u64,
@@ -137,14 +139,17 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
             .collect::<Result<_>>()?
     };
     let mut rest = digests;
-    let matched = {
+    let mut matched = {
         let _s = tracing::info_span!("match messages").entered();
         let spilled = spilled.into_inner().unwrap_or_else(|e| e.into_inner());
-        spilled.join().map_err(spill_error)?
+        spilled
+            .join()
+            .map_err(spill_error("joining message ends in a temporary file in"))?
     };
     let counts: Vec<u64> = rest.iter().map(|d| d.events).collect();
     let peers = rest.iter().flat_map(|d| d.peers.iter().cloned()).collect();
-    let info = plan.info(&metas, &counts, &matched.counts, peers);
+    // The clock-suspect records go into `otherData`, not kept twice.
+    let info = plan.info(&metas, &counts, std::mem::take(&mut matched.counts), peers);
     let load = |i: usize| -> Result<(Timeline, Vec<RequestLife>)> {
         let (_, tl) = timeline(&plan, &metas, i, rest[i].events)?;
         let lives = rank_requests(&tl);
@@ -180,7 +185,9 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
             let messages = match matched.of(t.rank) {
                 Ok(m) => m,
                 Err(cause) => {
-                    *reread = Some(spill_error(cause));
+                    *reread = Some(spill_error(
+                        "reading messages back from a temporary file in",
+                    )(cause));
                     return Err(std::io::Error::other(
                         "the message ends could not be read back",
                     ));
