@@ -94,7 +94,7 @@ pub(crate) struct RankSection<'a> {
 impl RankSection<'_> {
     /// Writes the section: metadata, events, GPU work, request slices, message arrows'
     /// ends and staging chains' halves.
-    pub(crate) fn write<W: std::io::Write>(
+    pub(crate) fn write<W: std::io::Write + Send>(
         &self,
         info: &MergedInfo,
         messages: &RankMessages,
@@ -148,9 +148,10 @@ impl RankSection<'_> {
 const BLOCK_EVENTS: usize = 1 << 14;
 
 /// A rank's calls and compute spans, from memory or read again from its file a block
-/// at a time, in the order of its timeline (by start, then thread). An error reading
-/// the file is left in `reread` (and the write stopped).
-fn write_rank_events<W: std::io::Write>(
+/// at a time, in the order of its timeline (by start, then thread). The file is read on
+/// a thread of its own, a block or two ahead of the blocks being formatted and written.
+/// An error reading the file is left in `reread` (and the write stopped).
+fn write_rank_events<W: std::io::Write + Send>(
     t: &Timeline,
     events: &RankEvents,
     w: &mut ObjectWriter<W>,
@@ -161,34 +162,56 @@ fn write_rank_events<W: std::io::Write>(
         RankEvents::Memory(events) => return write_block(pid, events, w),
         RankEvents::File { path, align } => (path, align),
     };
-    let mut block: Vec<Event> = Vec::with_capacity(BLOCK_EVENTS);
-    let mut order = InTimelineOrder::new(&t.spans);
-    let mut failed: Option<std::io::Error> = None;
-    let read = crate::import::each_event(path, |mut e| {
-        if failed.is_some() || matches!(e, Event::Gpu(_)) || order.overrun() {
-            return;
+    let (blocks, ready) = std::sync::mpsc::sync_channel::<Vec<Event>>(2);
+    let (read, in_order, written) = std::thread::scope(|scope| {
+        let reader = scope.spawn(move || {
+            let mut block: Vec<Event> = Vec::with_capacity(BLOCK_EVENTS);
+            let mut order = InTimelineOrder::new(&t.spans);
+            // Once the writer has stopped, the rest of the file is read but not kept.
+            let mut stopped = false;
+            let read = crate::import::each_event(path, |mut e| {
+                if stopped || matches!(e, Event::Gpu(_)) || order.overrun() {
+                    return;
+                }
+                super::align_event(&mut e, |n| align.apply(n));
+                order.push(e, &mut block);
+                if block.len() >= BLOCK_EVENTS {
+                    let full = std::mem::replace(&mut block, Vec::with_capacity(BLOCK_EVENTS));
+                    stopped = blocks.send(full).is_err();
+                }
+            });
+            let in_order = order.finish();
+            if read.is_ok() && in_order && !stopped {
+                // The last block; a writer that stopped has said why.
+                let _ = blocks.send(block);
+            }
+            (read, in_order)
+        });
+        let mut written = Ok(());
+        for block in &ready {
+            written = write_block(pid, &block, w);
+            if written.is_err() {
+                break;
+            }
         }
-        super::align_event(&mut e, |n| align.apply(n));
-        order.push(e, &mut block);
-        if block.len() >= BLOCK_EVENTS {
-            failed = write_block(pid, &block, w).err();
-            block.clear();
-        }
+        drop(ready);
+        let (read, in_order) = reader
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (read, in_order, written)
     });
     if let Err(e) = read {
         *reread = Some(e);
         return Err(std::io::Error::other("a rank file could not be read again"));
     }
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    if !order.finish() {
+    written?;
+    if !in_order {
         *reread = Some(Error::Changed { path: path.clone() });
         return Err(std::io::Error::other(
             "a rank file changed since it was read",
         ));
     }
-    write_block(pid, &block, w)
+    Ok(())
 }
 
 /// Puts the events of a rank file, as they are read (each thread's in recording order,
@@ -248,7 +271,7 @@ impl<'a> InTimelineOrder<'a> {
 }
 
 /// Formats `events` on rayon's threads, then writes them in order.
-fn write_block<W: std::io::Write>(
+fn write_block<W: std::io::Write + Send>(
     pid: u32,
     events: &[Event],
     w: &mut ObjectWriter<W>,
@@ -260,35 +283,47 @@ fn write_block<W: std::io::Write>(
 }
 
 /// Writes what `format` makes of each of `items` (given its index), in order: a block
-/// at a time, each block formatted on rayon's threads. `format` appends the events with
+/// at a time, each block formatted on rayon's threads while the one before is written
+/// (with one thread, one after the other). `format` appends the events with
 /// [`format_event`] and says how many.
-fn write_parallel<T: Sync, W: std::io::Write>(
+fn write_parallel<T: Sync, W: std::io::Write + Send>(
     items: &[T],
     w: &mut ObjectWriter<W>,
     format: impl Fn(usize, &T, &mut Vec<u8>) -> std::io::Result<u64> + Sync,
 ) -> std::io::Result<()> {
     use rayon::prelude::*;
     const CHUNK: usize = 1024;
-    for (b, block) in items.chunks(BLOCK_EVENTS).enumerate() {
-        let texts: Vec<std::io::Result<(Vec<u8>, u64)>> = block
+    type Texts = Vec<std::io::Result<(Vec<u8>, u64)>>;
+    let format_block = |b: usize, block: &[T]| -> Texts {
+        block
             .par_chunks(CHUNK)
             .enumerate()
             .map(|(c, chunk)| {
                 let first = b * BLOCK_EVENTS + c * CHUNK;
-                let mut text = Vec::with_capacity(chunk.len() * 256);
+                let mut text = Vec::with_capacity(chunk.len() * 512);
                 let mut n = 0;
                 for (k, item) in chunk.iter().enumerate() {
                     n += format(first + k, item, &mut text)?;
                 }
                 Ok((text, n))
             })
-            .collect();
+            .collect()
+    };
+    let write = |w: &mut ObjectWriter<W>, texts: Texts| -> std::io::Result<()> {
         for text in texts {
             let (text, n) = text?;
             w.write_formatted(&text, n)?;
         }
+        Ok(())
+    };
+    let mut formatted = Texts::new();
+    for (b, block) in items.chunks(BLOCK_EVENTS).enumerate() {
+        let before = std::mem::take(&mut formatted);
+        let (written, next) = rayon::join(|| write(w, before), || format_block(b, block));
+        written?;
+        formatted = next;
     }
-    Ok(())
+    write(w, formatted)
 }
 
 /// A rank's GPU work: one named track per device stream (after the host threads), the
