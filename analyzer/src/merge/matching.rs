@@ -122,7 +122,8 @@ fn requests_and_receives(
     let mut lives = Vec::new();
     let mut receives = Vec::new();
     // request id -> (index of the completing call, its status)
-    let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> = FxHashMap::default();
+    let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> =
+        FxHashMap::with_capacity_and_hasher(t.done.len(), Default::default());
     // request id -> the Request_free that let it go
     let mut freed: FxHashMap<u64, usize> = FxHashMap::default();
     for i in 0..t.spans.len() {

@@ -40,7 +40,8 @@ use serde::Serialize;
 
 use super::budget::share_of;
 use super::{blocks, CallRef, Options};
-use crate::model::{EventRef, Trace};
+use crate::model::{EventRef, Message, RequestLife, Trace};
+use rayon::prelude::*;
 
 /// The kinds of wait state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -249,68 +250,21 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             }
         }
     };
-    // Which call completed each send request.
-    let completion_of: FxHashMap<EventRef, usize> = trace
-        .requests
-        .iter()
-        .filter_map(|r| {
-            Some((
-                EventRef {
-                    rank: r.rank,
-                    index: r.post(),
-                },
-                r.completion()?,
-            ))
-        })
-        .collect();
-    for m in &trace.messages {
-        let Some(send) = trace.span(m.send) else {
-            continue;
-        };
-        // Late Sender.
-        if let Some(c) = m.completion {
-            if let Some(recv) = trace.span(c).filter(|s| s.op().is_some_and(blocks)) {
-                let remote = send.start;
-                let to = remote.min(recv.end);
-                if to > recv.start {
-                    keep(Candidate::new(
-                        WaitKind::LateSender,
-                        c,
-                        m.send,
-                        recv.start,
-                        to,
-                        remote > recv.end,
-                    ));
+    // Point-to-point candidates, found on rayon's threads a block of messages at a time
+    // and kept in message order: the instances are those of one pass.
+    let completion_of = SendCompletions::of(trace);
+    for block in trace.messages.chunks(MESSAGES_PER_BLOCK) {
+        let found: Vec<Vec<Candidate>> = block
+            .par_chunks(MESSAGES_PER_BLOCK / 16)
+            .map(|chunk| {
+                let mut found = Vec::new();
+                for m in chunk {
+                    point_to_point(trace, &completion_of, m, &mut found);
                 }
-            }
-        }
-        // Late Receiver.
-        let send_done = match send.op() {
-            Some(op) if op.class() == OpClass::Post => {
-                completion_of.get(&m.send).map(|i| EventRef {
-                    rank: m.send.rank,
-                    index: *i,
-                })
-            }
-            Some(_) => Some(m.send),
-            None => None,
-        };
-        let (Some(done_ref), Some(post)) = (send_done, trace.span(m.recv_post)) else {
-            continue;
-        };
-        let Some(done) = trace.span(done_ref).filter(|s| s.op().is_some_and(blocks)) else {
-            continue;
-        };
-        if done.start < post.start && done.end >= post.start {
-            keep(Candidate::new(
-                WaitKind::LateReceiver,
-                done_ref,
-                m.recv_post,
-                done.start,
-                post.start,
-                false,
-            ));
-        }
+                found
+            })
+            .collect();
+        found.into_iter().flatten().for_each(&mut keep);
     }
     super::collective_waits::candidates(trace, &mut keep);
     for c in super::one_sided::candidates(trace) {
@@ -363,6 +317,112 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     out
 }
 
+/// Messages whose candidates are held at once (found in parallel, then kept in order).
+const MESSAGES_PER_BLOCK: usize = 1 << 16;
+
+/// The Late Sender and Late Receiver candidates of message `m`, appended to `found`.
+fn point_to_point(
+    trace: &Trace,
+    completion_of: &SendCompletions<'_>,
+    m: &Message,
+    found: &mut Vec<Candidate>,
+) {
+    let Some(send) = trace.span(m.send) else {
+        return;
+    };
+    // Late Sender.
+    if let Some(c) = m.completion {
+        if let Some(recv) = trace.span(c).filter(|s| s.op().is_some_and(blocks)) {
+            let remote = send.start;
+            let to = remote.min(recv.end);
+            if to > recv.start {
+                found.push(Candidate::new(
+                    WaitKind::LateSender,
+                    c,
+                    m.send,
+                    recv.start,
+                    to,
+                    remote > recv.end,
+                ));
+            }
+        }
+    }
+    // Late Receiver.
+    let send_done = match send.op() {
+        Some(op) if op.class() == OpClass::Post => {
+            completion_of.get(m.send).map(|index| EventRef {
+                rank: m.send.rank,
+                index,
+            })
+        }
+        Some(_) => Some(m.send),
+        None => None,
+    };
+    let (Some(done_ref), Some(post)) = (send_done, trace.span(m.recv_post)) else {
+        return;
+    };
+    let Some(done) = trace.span(done_ref).filter(|s| s.op().is_some_and(blocks)) else {
+        return;
+    };
+    if done.start < post.start && done.end >= post.start {
+        found.push(Candidate::new(
+            WaitKind::LateReceiver,
+            done_ref,
+            m.recv_post,
+            done.start,
+            post.start,
+            false,
+        ));
+    }
+}
+
+/// Which call completed each request, by the request's post. The trace's requests are
+/// by rank and post (each rank's in post order), so a binary search finds them; where
+/// one call posted several (Startall), the last of them that completed counts, as in a
+/// map filled in the requests' order, which is what a trace whose requests are not in
+/// that order gets.
+enum SendCompletions<'a> {
+    Sorted(&'a [RequestLife]),
+    Map(FxHashMap<EventRef, usize>),
+}
+
+impl SendCompletions<'_> {
+    fn of(trace: &Trace) -> SendCompletions<'_> {
+        let key = |r: &RequestLife| (r.rank, r.post());
+        if trace.requests.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+            return SendCompletions::Sorted(&trace.requests);
+        }
+        SendCompletions::map(&trace.requests)
+    }
+
+    fn map(requests: &[RequestLife]) -> SendCompletions<'static> {
+        let map = requests.iter().filter_map(|r| {
+            let post = EventRef {
+                rank: r.rank,
+                index: r.post(),
+            };
+            Some((post, r.completion()?))
+        });
+        SendCompletions::Map(map.collect())
+    }
+
+    /// The call that completed the request posted at `post`.
+    fn get(&self, post: EventRef) -> Option<usize> {
+        match self {
+            SendCompletions::Map(map) => map.get(&post).copied(),
+            SendCompletions::Sorted(requests) => {
+                let at = (post.rank, post.index);
+                let end = requests.partition_point(|r| (r.rank, r.post()) <= at);
+                requests[..end]
+                    .iter()
+                    .rev()
+                    .take_while(|r| (r.rank, r.post()) == at)
+                    .find_map(RequestLife::completion)
+            }
+        }
+    }
+}
+
 /// Totals per kind and per rank, with the worst instances.
 pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitStates {
     let sum_wall: u64 = trace
@@ -410,5 +470,46 @@ pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitS
         fraction: share_of(total, sum_wall),
         kinds,
         per_rank_ns: per_rank,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overlap_format::schema::RequestKind;
+
+    /// Requests by (rank, post): rank 0 posts at 3 and completes at 9; a Startall at 5
+    /// starts three, of which the first and second complete (at 11 and 12), the third
+    /// never; rank 1 posts at 2, never completed, and at 4, completed at 6. The binary
+    /// search gives what a map filled in order gives: for the Startall, the last that
+    /// completed (12); nothing for a post with no completion or no request.
+    #[test]
+    fn send_completions_by_search_are_the_map_s() {
+        let life = |rank, post, done| {
+            RequestLife::new(rank, post as u64, RequestKind::Send, post, post, done, None)
+        };
+        let requests = vec![
+            life(0, 3, Some(9)),
+            life(0, 5, Some(11)),
+            life(0, 5, Some(12)),
+            life(0, 5, None),
+            life(1, 2, None),
+            life(1, 4, Some(6)),
+        ];
+        let (sorted, map) = (
+            SendCompletions::Sorted(&requests),
+            SendCompletions::map(&requests),
+        );
+        for rank in 0..3 {
+            for index in 0..8 {
+                let at = EventRef { rank, index };
+                assert_eq!(sorted.get(at), map.get(at), "{at:?}");
+            }
+        }
+        let at = |rank, index| sorted.get(EventRef { rank, index });
+        assert_eq!(
+            (at(0, 3), at(0, 5), at(1, 2), at(1, 4)),
+            (Some(9), Some(12), None, Some(6))
+        );
     }
 }
