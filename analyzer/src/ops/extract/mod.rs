@@ -189,27 +189,49 @@ fn new_instance(program: &mut Program, op: Op) -> usize {
     program.collectives.len() - 1
 }
 
-/// Per rank slot of `trace`: `(post span, request index)` of each request, by post span
-/// (requests posted by one call keep their order).
-fn posts_by_rank(trace: &Trace) -> Vec<Vec<(u32, u32)>> {
+/// A rank's requests by the call that posted them: `(post span, trace request index)`
+/// of each, by post span (requests posted by one call keep their order), and where
+/// each span's begin, so that finding a call's requests is one lookup, not a search.
+pub(super) struct RankPosts {
+    pub(super) list: Vec<(u32, u32)>,
+    /// `list[first[s]..first[s + 1]]` were posted by span `s` (up to the last span
+    /// that posted one).
+    first: Vec<u32>,
+}
+
+impl RankPosts {
+    fn new(mut list: Vec<(u32, u32)>) -> RankPosts {
+        list.sort_by_key(|p| p.0);
+        let spans = list.last().map_or(0, |p| p.0 as usize + 1);
+        let mut first = Vec::with_capacity(spans + 1);
+        let mut at = 0;
+        for span in 0..=spans {
+            while at < list.len() && (list[at].0 as usize) < span {
+                at += 1;
+            }
+            first.push(index_u32(at));
+        }
+        RankPosts { list, first }
+    }
+
+    /// Where the requests posted by the call at `span` are in `list`.
+    pub(super) fn at(&self, span: usize) -> std::ops::Range<usize> {
+        match (self.first.get(span), self.first.get(span + 1)) {
+            (Some(&from), Some(&to)) => from as usize..to as usize,
+            _ => 0..0,
+        }
+    }
+}
+
+/// Per rank slot of `trace`: its requests by the call that posted them.
+fn posts_by_rank(trace: &Trace) -> Vec<RankPosts> {
     let mut posted_at: Vec<Vec<(u32, u32)>> = vec![Vec::new(); trace.ranks.len()];
     for (i, r) in trace.requests.iter().enumerate() {
         if let Ok(slot) = trace.ranks.binary_search_by_key(&r.rank, |t| t.rank) {
             posted_at[slot].push((index_u32(r.post()), index_u32(i)));
         }
     }
-    for list in &mut posted_at {
-        list.sort_by_key(|p| p.0);
-    }
-    posted_at
-}
-
-/// Where the requests posted by the call at `span` are in a rank's [`posts_by_rank`].
-fn posted_at_span(posts: &[(u32, u32)], span: usize) -> std::ops::Range<usize> {
-    let span = index_u32(span);
-    let from = posts.partition_point(|p| p.0 < span);
-    let to = from + posts[from..].partition_point(|p| p.0 == span);
-    from..to
+    posted_at.into_iter().map(RankPosts::new).collect()
 }
 
 /// Links every matched message to the operations that sent and received it.
@@ -217,13 +239,13 @@ fn link_messages(
     trace: &Trace,
     program: &mut Program,
     op_of_span: &[Vec<u32>],
-    posted_at: &[Vec<(u32, u32)>],
+    posted_at: &[RankPosts],
     posted: &[Vec<u32>],
 ) {
     let slot = |rank: u32| trace.ranks.binary_search_by_key(&rank, |t| t.rank).ok();
     // The program requests posted by the call at a span of a rank slot.
     let posts = |slot: usize, span: usize| {
-        posted[slot][posted_at_span(&posted_at[slot], span)]
+        posted[slot][posted_at[slot].at(span)]
             .iter()
             .filter_map(|&rid| some_index(rid))
     };

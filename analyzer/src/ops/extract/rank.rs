@@ -14,13 +14,13 @@ use crate::model::compact::{index_u32, NO_INDEX};
 use crate::model::{Span, Timeline, Trace, What};
 
 use super::super::{OpKind, Operation, RankProgram, RequestOp, RequestRole, Transfers, Use};
-use super::{posted_at_span, INFERRED_NAME};
+use super::{RankPosts, INFERRED_NAME};
 
 /// What every rank's build reads.
 pub(super) struct Shared<'a> {
     pub trace: &'a Trace,
-    /// Per rank slot: `(post span, trace request index)` of its requests, by post span.
-    pub posted_at: &'a [Vec<(u32, u32)>],
+    /// Per rank slot: its requests by the call that posted them.
+    pub posted_at: &'a [RankPosts],
     /// The blocking collective instance of each call.
     pub blocking: &'a collectives::Instances,
     /// Trace request index -> its non-blocking collective instance (of
@@ -127,7 +127,11 @@ pub(super) fn requests_in_program(
             .get(span as usize)
             .is_some_and(|s| scope.takes(s) && s.op().is_some_and(|op| op.class() == OpClass::Post))
     };
-    shared.posted_at[slot].iter().filter(|p| posts(p.0)).count()
+    shared.posted_at[slot]
+        .list
+        .iter()
+        .filter(|p| posts(p.0))
+        .count()
 }
 
 /// The operations of the rank in `slot` of the trace (`scope`: its [`Scope`], none when
@@ -149,7 +153,7 @@ pub(super) fn build(
             complete: t.complete,
             ..RankProgram::default()
         },
-        posted: vec![NO_INDEX; posted_at.len()],
+        posted: vec![NO_INDEX; posted_at.list.len()],
         names: Vec::new(),
         members: Vec::new(),
         op_of_span: Vec::new(),
@@ -239,10 +243,10 @@ pub(super) fn build(
                 let shortest = min_cost.get(&op).copied().unwrap_or(0).min(end - start);
                 match op.class() {
                     OpClass::Post => {
-                        let range = posted_at_span(posted_at, i);
+                        let range = posted_at.at(i);
                         let n = range.len().max(1) as u64;
                         for (k, p) in range.clone().enumerate() {
-                            let ti = posted_at[p].1 as usize;
+                            let ti = posted_at.list[p].1 as usize;
                             let life = &trace.requests[ti];
                             let role = match life.kind {
                                 RequestKind::Send => RequestRole::Send,
