@@ -34,13 +34,13 @@ if [ -z "$default" ]; then
 fi
 
 for family in mpich openmpi; do
-  var="OVERLAP_MPICC_${family^^}"
-  mpicc="${!var:-$(command -v "mpicc.$family" || true)}"
   if [ "$family" = "$default" ]; then
     # Cargo's own build, named by its MPI too: a link, which a rebuild cannot leave stale.
     ln -sfn liboverlap_preload.so "$out/liboverlap_preload-$family.so"
     continue
   fi
+  var="OVERLAP_MPICC_${family^^}"
+  mpicc="${!var:-$(command -v "mpicc.$family" || true)}"
   # Never copied through a link left from when this family was the default (it would
   # overwrite cargo's own library), and never left stale when the MPI is gone.
   rm -f "$out/liboverlap_preload-$family.so"

@@ -329,6 +329,12 @@ pub fn choose(given: Option<&Path>, command: &[String]) -> Result<Chosen> {
         })
         .filter(|p| p.is_file())
         .collect();
+    // A library named by its MPI may be a link to cargo's: read each file once.
+    let mut seen = std::collections::BTreeSet::new();
+    let found: Vec<PathBuf> = found
+        .into_iter()
+        .filter(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())))
+        .collect();
     let mut markers: Vec<Option<Option<BuiltFor>>> = vec![None; found.len()];
     let mut marker = |i: usize| -> Option<BuiltFor> {
         markers[i]

@@ -403,11 +403,7 @@ pub(crate) fn check_fortran(launch: &Launch, ranks: u32) {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("ring.json");
     let (_, run) = untraced_then_traced(launch, ranks, "ring", &out);
-    assert!(
-        !run.stderr().contains("does not record"),
-        "the Fortran names (mpi_isend_...) are read as the C calls they are\n{}",
-        run.describe()
-    );
+    run.assert_records_every_call();
     let t = read_merged(&out).expect("merged trace reads back");
     let expected: BTreeMap<Op, usize> = [
         (Op::Init, 1),

@@ -104,6 +104,17 @@ impl Run {
         );
     }
 
+    /// Panics, showing the whole run, when `overlap trace` said the program calls MPI
+    /// functions it does not record (every call of the program must be recorded, or
+    /// negligible: through every binding, C or Fortran).
+    pub fn assert_records_every_call(&self) {
+        assert!(
+            !self.stderr().contains("does not record"),
+            "a call of the program is not recorded:\n{}",
+            self.describe()
+        );
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "status {}\n--- stdout\n{}\n--- stderr\n{}",

@@ -376,11 +376,12 @@ fn point_to_point(
     }
 }
 
-/// Which call completed each request, by the request's post. The trace's requests are
-/// by rank and post (each rank's in post order), so a binary search finds them; where
-/// one call posted several (Startall), the last of them that completed counts, as in a
-/// map filled in the requests' order, which is what a trace whose requests are not in
-/// that order gets.
+/// Which call completed each request, by the request's post. A merged or imported
+/// trace's requests are by rank and post (each rank's in post order), so a binary
+/// search finds them; where one call posted several (Startall), the last of them that
+/// completed counts, as in a map filled in the requests' order. A retimed trace
+/// ([`crate::replay::retimed`]) keeps its requests' order while their posts move: it
+/// gets that map.
 enum SendCompletions<'a> {
     Sorted(&'a [RequestLife]),
     Map(FxHashMap<EventRef, usize>),

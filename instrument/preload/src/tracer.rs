@@ -405,11 +405,15 @@ fn params(thread_level: Option<c_int>) -> Params {
         UNRECORDED_CALLS_PARAM.into(),
         ParamValue::Text(imports.unrecorded.join(",")),
     );
-    let bindings: Vec<&str> = imports.bindings.iter().map(|b| b.name()).collect();
-    p.insert(
-        MPI_BINDINGS_PARAM.into(),
-        ParamValue::Text(bindings.join(", ")),
-    );
+    // No MPI import found (an MPI linked statically, or opened with dlopen): which
+    // bindings the program uses is unknown, not "none".
+    if !imports.bindings.is_empty() {
+        let bindings: Vec<&str> = imports.bindings.iter().map(|b| b.name()).collect();
+        p.insert(
+            MPI_BINDINGS_PARAM.into(),
+            ParamValue::Text(bindings.join(", ")),
+        );
+    }
     p.insert(
         PRELOAD_BUILT_FOR_PARAM.into(),
         ParamValue::Text(crate::built_for::described()),
