@@ -10,9 +10,13 @@ use std::time::Instant;
 
 use overlap_analyzer::dag::{self, Options};
 use overlap_analyzer::model::{Access, Buffer, NamedBuffer};
-use overlap_analyzer::ops::{OpKind, Operation, Program, RankProgram, RequestOp, RequestRole};
+use overlap_analyzer::ops::{
+    CompactIndex, OpKind, Operation, Program, RankProgram, RequestOp, RequestRole,
+};
 use overlap_format::schema::Op;
 
+/// An operation whose call site is `site`: kept as its span (no trace behind it), read
+/// back by [`site_of`].
 fn op(kind: OpKind, call: Option<Op>, site: u64) -> Operation {
     Operation {
         kind,
@@ -20,10 +24,14 @@ fn op(kind: OpKind, call: Option<Op>, site: u64) -> Operation {
         lead_in_ns: 0,
         measured_start_ns: 0,
         measured_end_ns: 0,
-        span: 0,
+        span: site as u32,
         call,
-        site: NonZeroU64::new(site),
     }
+}
+
+/// The call site [`op`] gave an operation.
+fn site_of(_: u32, op: &Operation) -> Option<NonZeroU64> {
+    NonZeroU64::new(u64::from(op.span))
 }
 
 fn program(per_iteration: usize, iterations: usize) -> Program {
@@ -32,6 +40,7 @@ fn program(per_iteration: usize, iterations: usize) -> Program {
         ..Program::default()
     };
     let mut ops = Vec::new();
+    let mut accesses = Vec::new();
     let exchanges = per_iteration / 5;
     for _ in 0..iterations {
         for e in 0..exchanges {
@@ -41,10 +50,10 @@ fn program(per_iteration: usize, iterations: usize) -> Program {
                 let mut q = RequestOp::new(0, role, post);
                 q.set_peer_and_tag(Some(1), Some((e % 7) as i32));
                 q.bytes = 4096;
-                q.buffer = Some(Buffer {
+                q.set_buffer(Some(Buffer {
                     addr: buf,
                     len: 4096,
-                });
+                }));
                 q.set_complete(post + 2 + usize::from(role == RequestRole::Send));
                 p.requests.push(q);
                 p.requests.len() - 1
@@ -63,10 +72,13 @@ fn program(per_iteration: usize, iterations: usize) -> Program {
                     name: 0,
                     inferred: false,
                     // Reads the previous exchange's receive, writes this one's send.
-                    access: Some(Box::new(Access {
-                        reads: vec![named("in", rbuf.saturating_sub(0x1000))],
-                        writes: vec![named("out", sbuf + 0x1000)],
-                    })),
+                    access: {
+                        accesses.push(Access {
+                            reads: vec![named("in", rbuf.saturating_sub(0x1000))],
+                            writes: vec![named("out", sbuf + 0x1000)],
+                        });
+                        Some(CompactIndex::new(accesses.len() - 1))
+                    },
                     until_span: None,
                 },
                 None,
@@ -79,6 +91,7 @@ fn program(per_iteration: usize, iterations: usize) -> Program {
     p.ranks.push(RankProgram {
         rank: 0,
         ops,
+        accesses,
         complete: true,
         ..RankProgram::default()
     });
@@ -93,14 +106,14 @@ fn main() {
     let p = program(per_iteration, 3);
     let rank = &p.ranks[0];
     let t = Instant::now();
-    let period = dag::rank_period(&p, rank);
+    let period = dag::rank_period(&p, &site_of, rank);
     let period_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
     let graph = dag::essential::essential(&p, rank, false);
     let essential_s = t.elapsed().as_secs_f64();
     let essential_edges = graph.edge_count();
     let t = Instant::now();
-    let order = dag::order_rank(&p, rank, &Options::default());
+    let order = dag::order_rank(&p, &site_of, rank, &Options::default());
     let consensus_s = t.elapsed().as_secs_f64();
     let moved = order
         .consensus

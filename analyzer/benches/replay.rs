@@ -27,7 +27,6 @@ fn op(kind: OpKind, cost_ns: u64, call: Option<Op>) -> Operation {
         measured_end_ns: 0,
         span: 0,
         call,
-        site: None,
     }
 }
 
@@ -99,12 +98,12 @@ fn program(ops: usize) -> Program {
             for (send, recv) in [(reqs[r][3], reqs[right][0]), (reqs[r][2], reqs[left][1])] {
                 let m = p.messages.len();
                 let (s, q) = (&p.requests[send], &p.requests[recv]);
-                p.messages.push(MessageOp {
-                    from: (s.rank, s.post()),
-                    to: (q.rank, q.post()),
+                p.messages.push(MessageOp::new(
+                    (s.rank, s.post()),
+                    (q.rank, q.post()),
                     bytes,
-                    tag: 0,
-                });
+                    0,
+                ));
                 p.requests[send].set_message(m);
                 p.requests[recv].set_message(m);
             }

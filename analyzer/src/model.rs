@@ -214,23 +214,88 @@ pub struct EventRef {
     pub index: usize,
 }
 
-/// A message matched from its send to its receive.
+/// A message matched from its send to its receive, in 48 bytes (a trace holds one per
+/// message, millions of them): its three calls are kept as `u32` indices (its receive
+/// and completion are on the same rank) and read through methods.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Message {
     /// Id, from 1, in order of matching.
     pub id: u64,
-    /// The call that sent it.
-    pub send: EventRef,
-    /// The call that posted the receive.
-    pub recv_post: EventRef,
-    /// The call that completed the receive, when one did.
-    pub completion: Option<EventRef>,
-    /// Tag.
-    pub tag: i32,
     /// Bytes sent.
     pub bytes: u64,
+    send_rank: u32,
+    send: u32,
+    recv_rank: u32,
+    recv_post: u32,
+    completion: u32,
+    /// Tag.
+    pub tag: i32,
     /// True when the receive completed before the send was posted.
     pub clock_suspect: bool,
+}
+
+const _: () = assert!(std::mem::size_of::<Message>() == 48);
+
+impl Message {
+    /// Message `id` sent by the call `send`, received by the call `recv_post` and
+    /// completed by its rank's call at `completion`, when one did.
+    pub fn new(
+        id: u64,
+        send: EventRef,
+        recv_post: EventRef,
+        completion: Option<usize>,
+        tag: i32,
+        bytes: u64,
+        clock_suspect: bool,
+    ) -> Message {
+        Message {
+            id,
+            bytes,
+            send_rank: send.rank,
+            send: compact::index_u32(send.index),
+            recv_rank: recv_post.rank,
+            recv_post: compact::index_u32(recv_post.index),
+            completion: completion.map_or(compact::NO_INDEX, compact::index_u32),
+            tag,
+            clock_suspect,
+        }
+    }
+
+    /// The call that sent it.
+    pub fn send(&self) -> EventRef {
+        EventRef {
+            rank: self.send_rank,
+            index: self.send as usize,
+        }
+    }
+
+    /// The call that posted the receive.
+    pub fn recv_post(&self) -> EventRef {
+        EventRef {
+            rank: self.recv_rank,
+            index: self.recv_post as usize,
+        }
+    }
+
+    /// The call that completed the receive (on the receiver), when one did.
+    pub fn completion(&self) -> Option<EventRef> {
+        compact::some_index(self.completion).map(|index| EventRef {
+            rank: self.recv_rank,
+            index,
+        })
+    }
+
+    /// The message with each of its calls' indices mapped by `new_index` (given the
+    /// call's rank and index): the calls' new places once a rank's events are reordered.
+    pub fn renumbered(&self, new_index: impl Fn(EventRef) -> usize) -> Message {
+        let at = |e: EventRef| compact::index_u32(new_index(e));
+        Message {
+            send: at(self.send()),
+            recv_post: at(self.recv_post()),
+            completion: self.completion().map_or(compact::NO_INDEX, at),
+            ..*self
+        }
+    }
 }
 
 /// What a span of a [`Timeline`] is.
@@ -354,5 +419,34 @@ impl Trace {
                 }
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A message's three calls read back as given (its completion on the receiver), and
+    /// renumbering moves each of them, and nothing else.
+    #[test]
+    fn a_message_reads_back_and_renumbers() {
+        let at = |rank, index| EventRef { rank, index };
+        let m = Message::new(7, at(0, 4), at(2, 9), Some(11), 5, 64, true);
+        assert_eq!(
+            (m.send(), m.recv_post(), m.completion()),
+            (at(0, 4), at(2, 9), Some(at(2, 11)))
+        );
+        let moved = m.renumbered(|e| e.index * 10 + e.rank as usize);
+        assert_eq!(
+            (moved.send(), moved.recv_post(), moved.completion()),
+            (at(0, 40), at(2, 92), Some(at(2, 112)))
+        );
+        assert_eq!(
+            (moved.id, moved.tag, moved.bytes, moved.clock_suspect),
+            (7, 5, 64, true)
+        );
+        let open = Message::new(8, at(1, 0), at(0, 3), None, 0, 0, false);
+        assert_eq!(open.completion(), None);
+        assert_eq!(open.renumbered(|e| e.index + 1).completion(), None);
     }
 }

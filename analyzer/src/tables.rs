@@ -279,19 +279,19 @@ fn messages(trace: &Trace) -> Result<DataFrame> {
         m.len(),
         vec![
             col("id", m.iter().map(|x| x.id).collect()),
-            col("send_rank", m.iter().map(|x| x.send.rank).collect()),
-            col("recv_rank", m.iter().map(|x| x.recv_post.rank).collect()),
+            col("send_rank", m.iter().map(|x| x.send().rank).collect()),
+            col("recv_rank", m.iter().map(|x| x.recv_post().rank).collect()),
             col("tag", m.iter().map(|x| x.tag).collect()),
             col("bytes", m.iter().map(|x| x.bytes).collect()),
-            col("send_ns", m.iter().map(|x| start(x.send)).collect()),
+            col("send_ns", m.iter().map(|x| start(x.send())).collect()),
             col(
                 "recv_post_ns",
-                m.iter().map(|x| start(x.recv_post)).collect(),
+                m.iter().map(|x| start(x.recv_post())).collect(),
             ),
             col(
                 "recv_complete_ns",
                 m.iter()
-                    .map(|x| x.completion.and_then(end))
+                    .map(|x| x.completion().and_then(end))
                     .collect::<Vec<Option<u64>>>(),
             ),
             col("clock_suspect", m.iter().map(|x| x.clock_suspect).collect()),

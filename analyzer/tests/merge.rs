@@ -89,9 +89,9 @@ fn matches_in_non_overtaking_order_and_flags_clock_suspects() {
         .map(|msg| {
             (
                 msg.tag,
-                op_at(&m, msg.send),
-                op_at(&m, msg.recv_post),
-                msg.completion.map(|c| op_at(&m, c)),
+                op_at(&m, msg.send()),
+                op_at(&m, msg.recv_post()),
+                msg.completion().map(|c| op_at(&m, c)),
                 msg.clock_suspect,
             )
         })

@@ -79,7 +79,9 @@ fn calls_and_gaps_become_operations() {
         // The completions share the Waitall's span; the compute names the calls around.
         assert_eq!(r.ops[3].span, r.ops[4].span);
         match &r.ops[2].kind {
-            OpKind::Compute { until_span, .. } => assert_eq!(*until_span, Some(r.ops[3].span)),
+            OpKind::Compute { until_span, .. } => {
+                assert_eq!(until_span.map(|u| u.get()), Some(r.ops[3].span as usize))
+            }
             other => panic!("{other:?}"),
         }
     }
@@ -96,7 +98,7 @@ fn calls_and_gaps_become_operations() {
         .unwrap()
         .message()
         .unwrap()];
-    assert_eq!((m.from, m.to, m.bytes, m.tag), ((0, 1), (1, 0), 64, 9));
+    assert_eq!((m.from(), m.to(), m.bytes, m.tag), ((0, 1), (1, 0), 64, 9));
 }
 
 /// A rank with compute spans keeps unmarked time with the operation after it:
@@ -196,7 +198,7 @@ fn ranks_built_in_parallel_are_numbered_in_rank_order() {
         // Each send's message reaches the right neighbour's receive.
         let m = &p.messages[p.requests[3 * r + 1].message().unwrap()];
         assert_eq!(
-            (m.from.0, m.to.0),
+            (m.from().0, m.to().0),
             (r as u32, (r as u32 + 1) % RANKS as u32)
         );
         assert_eq!(

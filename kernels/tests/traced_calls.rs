@@ -103,20 +103,20 @@ fn every_call_is_recorded_and_every_message_matched() {
         .find(|x| x.tag == 5)
         .expect("tag 5 matched");
     // Sent by world rank 1 (comm rank 0 of the reversed communicator) to world rank 0.
-    assert_eq!((tag5.send.rank, tag5.recv_post.rank), (1, 0));
+    assert_eq!((tag5.send().rank, tag5.recv_post().rank), (1, 0));
     let call = |r: overlap_analyzer::model::EventRef| {
         let t = &m.timelines[r.rank as usize];
         let (op, c) = t.call(r.index).expect("a call");
         (op, c.clone(), t.completions(c).len())
     };
-    let (_, send, _) = call(tag5.send);
+    let (_, send, _) = call(tag5.send());
     assert_eq!((send.peer(), send.comm), (Some(0), 1));
     let tag4 = m
         .messages
         .iter()
         .find(|x| x.tag == 4)
         .expect("tag 4 matched");
-    let done = tag4.completion.expect("completed");
+    let done = tag4.completion().expect("completed");
     let (op, _, completed) = call(done);
     assert_eq!(
         (op, completed),

@@ -136,17 +136,17 @@ impl Run {
         let mut out = Vec::new();
         for m in &self.trace.messages {
             let bytes = Some(m.bytes);
-            if m.send == e {
-                let to = m.completion.unwrap_or(m.recv_post);
+            if m.send() == e {
+                let to = m.completion().unwrap_or(m.recv_post());
                 out.push(Link {
                     kind: LinkKind::Receiver,
                     to,
                     bytes,
                 });
-            } else if m.recv_post == e || m.completion == Some(e) {
+            } else if m.recv_post() == e || m.completion() == Some(e) {
                 out.push(Link {
                     kind: LinkKind::Sender,
-                    to: m.send,
+                    to: m.send(),
                     bytes,
                 });
             }

@@ -92,7 +92,7 @@ pub fn essential(program: &Program, rank: &RankProgram, conservative: bool) -> D
         }
         let here = Accessor { begin: i, end: i };
         match &op.kind {
-            OpKind::Compute { access, .. } => match access {
+            OpKind::Compute { .. } => match rank.access(op) {
                 Some(a) => {
                     for r in &a.reads {
                         uses.push((r.buf, Use::Read, Accessor { begin: i, end: i }));
@@ -110,7 +110,7 @@ pub fn essential(program: &Program, rank: &RankProgram, conservative: bool) -> D
                     add(&mut g, i, c);
                 }
                 let end = q.complete().unwrap_or(i);
-                if let Some(b) = q.buffer {
+                if let Some(b) = q.buffer() {
                     let u = if q.role == RequestRole::Recv {
                         Use::Write
                     } else {

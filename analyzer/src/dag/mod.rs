@@ -19,7 +19,7 @@ pub use consensus::{Consensus, PolicyEdges};
 pub use period::Period;
 pub use policy::{built_in_names, BuiltIn, OpView, Policy};
 
-use crate::ops::{OpKind, Program, RankProgram};
+use crate::ops::{CallSites, OpKind, Program, RankProgram};
 
 /// How to order.
 #[derive(Debug)]
@@ -54,20 +54,23 @@ pub struct RankOrder {
 
 /// The key that identifies an operation across iterations: what it is and where the
 /// program made it (its call site, a compute's name, or for compute inferred from a gap
-/// the sites of the calls around it).
-pub fn op_key(program: &Program, rank: &RankProgram, index: usize) -> u64 {
+/// the sites of the calls around it). `sites`: the trace the program was built from.
+pub fn op_key(program: &Program, sites: &dyn CallSites, rank: &RankProgram, index: usize) -> u64 {
     let op = &rank.ops[index];
     let mut h = crate::fxhash::FxHasher::default();
     std::mem::discriminant(&op.kind).hash(&mut h);
     op.call.map(|c| c.code()).hash(&mut h);
-    op.site.hash(&mut h);
+    sites.site(rank.rank, op).hash(&mut h);
     match &op.kind {
         OpKind::Compute { name, inferred, .. } => {
             name.hash(&mut h);
             if *inferred {
                 // Inferred compute has no name of its own: the calls around it say
                 // which gap it is.
-                let site = |i: Option<usize>| i.and_then(|i| rank.ops.get(i)).and_then(|o| o.site);
+                let site = |i: Option<usize>| {
+                    let o = rank.ops.get(i?)?;
+                    sites.site(rank.rank, o)
+                };
                 (site(index.checked_sub(1)), site(Some(index + 1))).hash(&mut h);
             }
         }
@@ -81,9 +84,9 @@ pub fn op_key(program: &Program, rank: &RankProgram, index: usize) -> u64 {
 }
 
 /// The period of a rank's operations.
-pub fn rank_period(program: &Program, rank: &RankProgram) -> Option<Period> {
+pub fn rank_period(program: &Program, sites: &dyn CallSites, rank: &RankProgram) -> Option<Period> {
     let keys: Vec<u64> = (0..rank.ops.len())
-        .map(|i| op_key(program, rank, i))
+        .map(|i| op_key(program, sites, rank, i))
         .collect();
     period::find(&keys)
 }
@@ -116,8 +119,13 @@ pub fn policy_scopes(n: usize, period: Option<Period>) -> Vec<u32> {
 }
 
 /// The consensus order of one rank.
-pub fn order_rank(program: &Program, rank: &RankProgram, options: &Options) -> RankOrder {
-    order_rank_pinned(program, rank, options, &[])
+pub fn order_rank(
+    program: &Program,
+    sites: &dyn CallSites,
+    rank: &RankProgram,
+    options: &Options,
+) -> RankOrder {
+    order_rank_pinned(program, sites, rank, options, &[])
 }
 
 /// The consensus order of one rank, with the operations of `pinned` kept at their
@@ -126,11 +134,12 @@ pub fn order_rank(program: &Program, rank: &RankProgram, options: &Options) -> R
 /// operations.
 pub fn order_rank_pinned(
     program: &Program,
+    sites: &dyn CallSites,
     rank: &RankProgram,
     options: &Options,
     pinned: &[usize],
 ) -> RankOrder {
-    let period = rank_period(program, rank);
+    let period = rank_period(program, sites, rank);
     let scopes = policy_scopes(rank.ops.len(), period);
     let mut graph = essential::essential(program, rank, options.conservative);
     let n = rank.ops.len();

@@ -4,12 +4,18 @@ use overlap_format::schema::Op;
 
 use super::*;
 use crate::model::{Access, Buffer, NamedBuffer};
-use crate::ops::{Operation, RequestOp, RequestRole};
+use crate::ops::{CompactIndex, Operation, RequestOp, RequestRole};
 
 /// A one-rank program builder.
 struct Build {
     program: Program,
     ops: Vec<Operation>,
+    accesses: Vec<Access>,
+}
+
+/// Hand-built programs name no call site.
+fn no_sites(_: u32, _: &Operation) -> Option<std::num::NonZeroU64> {
+    None
 }
 
 fn buf(addr: u64) -> Buffer {
@@ -21,6 +27,7 @@ impl Build {
         Build {
             program: Program::default(),
             ops: Vec::new(),
+            accesses: Vec::new(),
         }
     }
 
@@ -34,7 +41,6 @@ impl Build {
             measured_end_ns: at + 10,
             span: self.ops.len() as u32,
             call,
-            site: None,
         });
         self.ops.len() - 1
     }
@@ -46,14 +52,15 @@ impl Build {
             name: format!("b{a}"),
             buf: buf(*a),
         };
+        self.accesses.push(Access {
+            reads: reads.iter().map(named).collect(),
+            writes: writes.iter().map(named).collect(),
+        });
         self.push(
             OpKind::Compute {
                 name: id,
                 inferred: false,
-                access: Some(Box::new(Access {
-                    reads: reads.iter().map(named).collect(),
-                    writes: writes.iter().map(named).collect(),
-                })),
+                access: Some(CompactIndex::new(self.accesses.len() - 1)),
                 until_span: None,
             },
             None,
@@ -66,7 +73,7 @@ impl Build {
         let mut q = RequestOp::new(0, role, 0);
         q.set_peer_and_tag(Some(peer), Some(tag));
         q.bytes = 64;
-        q.buffer = Some(buf(b));
+        q.set_buffer(Some(buf(b)));
         self.program.requests.push(q);
         self.program.requests.len() - 1
     }
@@ -91,6 +98,7 @@ impl Build {
         self.program.ranks.push(RankProgram {
             rank: 0,
             ops: std::mem::take(&mut self.ops),
+            accesses: std::mem::take(&mut self.accesses),
             complete: true,
             ..RankProgram::default()
         });
@@ -158,7 +166,7 @@ fn figure_1_order_overlaps_the_send() {
     // Order 1 -> R1 R2 RW2 *2 S1 RW1 +5 dot solve SW1: S1 and SW1 are separated by
     // RW1, +5, dot and solve (the seed's order 2, up to R1/R2 which the tags order).
     let (program, _) = figure_1();
-    let order = order_rank(&program, &program.ranks[0], &Options::default());
+    let order = order_rank(&program, &no_sites, &program.ranks[0], &Options::default());
     assert_eq!(order.period, None);
     assert_eq!(
         names(&program, &order.consensus.order),
@@ -169,7 +177,7 @@ fn figure_1_order_overlaps_the_send() {
         policies: Vec::new(),
         conservative: false,
     };
-    let order = order_rank(&program, &program.ranks[0], &none);
+    let order = order_rank(&program, &no_sites, &program.ranks[0], &none);
     assert_eq!(order.consensus.order, (0..10).collect::<Vec<_>>());
 }
 
@@ -192,7 +200,7 @@ fn a_policy_that_contradicts_data_dependence_loses() {
         policies: vec![sends_first],
         conservative: false,
     };
-    let order = order_rank(&program, &program.ranks[0], &options);
+    let order = order_rank(&program, &no_sites, &program.ranks[0], &options);
     assert_eq!(
         names(&program, &order.consensus.order),
         ["R2", "RW2", "*2", "S1", "R1", "RW1", "+5", "dot", "solve", "SW1"]

@@ -106,7 +106,7 @@ impl ChainTimes {
 /// The send buffer's address of the call at `at`.
 fn send_buffer(t: &Timeline, at: usize) -> Option<u64> {
     let (_, call) = t.call(at)?;
-    call.buf.map(|b| b.addr)
+    call.buf().map(|b| b.addr)
 }
 
 /// The receive buffer's address of the call that posted a receive.
@@ -115,7 +115,7 @@ fn recv_buffer(t: &Timeline, at: usize) -> Option<u64> {
     if op == Op::Sendrecv || op == Op::SendrecvReplace {
         return t.recv_half(call).and_then(|r| r.buf).map(|b| b.addr);
     }
-    call.buf.map(|b| b.addr)
+    call.buf().map(|b| b.addr)
 }
 
 /// The D2H (an index of `t.gpu`) that filled the buffer of the send at `send`: the last
@@ -219,22 +219,22 @@ pub fn build(ranks: &[Timeline], messages: &[Message]) -> Vec<Chain> {
     let at = |r: u32| ranks.binary_search_by_key(&r, |t| t.rank).ok();
     let mut chains = Vec::new();
     for m in messages {
-        let (Some(si), Some(ri)) = (at(m.send.rank), at(m.recv_post.rank)) else {
+        let (Some(si), Some(ri)) = (at(m.send().rank), at(m.recv_post().rank)) else {
             continue;
         };
         let (st, rt) = (&ranks[si], &ranks[ri]);
-        let Some(send) = st.spans.get(m.send.index) else {
+        let Some(send) = st.spans.get(m.send().index) else {
             continue;
         };
-        let d2h = send_copy(st, &index[si].0, m.send.index);
+        let d2h = send_copy(st, &index[si].0, m.send().index);
         let completion = m
-            .completion
+            .completion()
             .and_then(|c| rt.spans.get(c.index).map(|s| (c, s)));
         let h2d = recv_copy(
             rt,
             &index[ri].1,
-            m.recv_post.index,
-            m.completion.map(|c| c.index),
+            m.recv_post().index,
+            m.completion().map(|c| c.index),
         );
         if d2h.is_none() && h2d.is_none() {
             continue;
@@ -242,14 +242,14 @@ pub fn build(ranks: &[Timeline], messages: &[Message]) -> Vec<Chain> {
         let (d2h_ev, h2d_ev) = (d2h.map(|i| &st.gpu[i]), h2d.map(|i| &rt.gpu[i]));
         chains.push(Chain {
             message: m.id,
-            from: m.send.rank,
-            to: m.recv_post.rank,
+            from: m.send().rank,
+            to: m.recv_post().rank,
             tag: m.tag,
             bytes: m.bytes,
             packet: d2h_ev
                 .and_then(|g| g.packet)
                 .or(h2d_ev.and_then(|g| g.packet)),
-            send: m.send,
+            send: m.send(),
             completion: completion.map(|(c, _)| c),
             d2h,
             h2d,

@@ -54,11 +54,14 @@ pub fn rank_data<'a>(trace: &'a Trace, chains: &'a [Chain]) -> Vec<RankData<'a>>
     let mut windows: Vec<Vec<(u64, u64)>> = vec![Vec::new(); with_gpu.len()];
     let span = |r: EventRef| trace.rank(r.rank)?.spans.get(r.index);
     for m in &trace.messages {
-        let Some(w) = (|| Some((span(m.send)?.start.0, span(m.completion?)?.end.0)))() else {
+        let Some(w) = (|| Some((span(m.send())?.start.0, span(m.completion()?)?.end.0)))() else {
             continue;
         };
-        let to_self = m.send.rank == m.recv_post.rank;
-        let ranks = [Some(m.send.rank), (!to_self).then_some(m.recv_post.rank)];
+        let to_self = m.send().rank == m.recv_post().rank;
+        let ranks = [
+            Some(m.send().rank),
+            (!to_self).then_some(m.recv_post().rank),
+        ];
         for i in ranks.into_iter().flatten().filter_map(slot) {
             windows[i].push(w);
         }

@@ -66,8 +66,8 @@ impl<'a> MessagesByRank<'a> {
     pub(crate) fn new(messages: &'a [Message], suspects: &'a [SuspectMessage]) -> Self {
         let mut by_rank: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
         for (i, m) in (0u32..).zip(messages) {
-            by_rank.entry(m.send.rank).or_default().0.push(i);
-            by_rank.entry(m.recv_post.rank).or_default().1.push(i);
+            by_rank.entry(m.send().rank).or_default().0.push(i);
+            by_rank.entry(m.recv_post().rank).or_default().1.push(i);
         }
         let suspect_positions = (0u32..).zip(messages).filter(|(_, m)| m.clock_suspect);
         MessagesByRank {
@@ -96,10 +96,10 @@ impl<'a> MessagesByRank<'a> {
 /// Appends the start of the arrow of message `m`, sent by rank `t` (nothing for a
 /// receive never completed, or completed before the send: see [`format_received`]).
 pub(crate) fn format_sent(t: &Timeline, m: &Message, text: &mut Vec<u8>) -> std::io::Result<u64> {
-    if m.clock_suspect || m.completion.is_none() {
+    if m.clock_suspect || m.completion().is_none() {
         return Ok(0);
     }
-    let Some(send) = t.spans.get(m.send.index) else {
+    let Some(send) = t.spans.get(m.send().index) else {
         return Ok(0);
     };
     let mut s: WireEvent<'_, ()> = WireEvent::new("message", Phase::FlowStart, t.rank, send.tid);
@@ -119,7 +119,7 @@ pub(crate) fn format_received(
     suspect: Option<&SuspectMessage>,
     text: &mut Vec<u8>,
 ) -> std::io::Result<u64> {
-    let Some(done) = m.completion.and_then(|c| t.spans.get(c.index)) else {
+    let Some(done) = m.completion().and_then(|c| t.spans.get(c.index)) else {
         return Ok(0);
     };
     if m.clock_suspect {
@@ -167,8 +167,8 @@ impl Chains {
         text: &mut Vec<u8>,
     ) -> std::io::Result<u64> {
         let (Some(i), Some(send)) = (
-            send_copy(t, &self.d2h, m.send.index),
-            t.spans.get(m.send.index),
+            send_copy(t, &self.d2h, m.send().index),
+            t.spans.get(m.send().index),
         ) else {
             return Ok(0);
         };
@@ -186,8 +186,8 @@ impl Chains {
         m: &Message,
         text: &mut Vec<u8>,
     ) -> std::io::Result<u64> {
-        let completion = m.completion.map(|c| c.index);
-        let Some(i) = recv_copy(t, &self.h2d, m.recv_post.index, completion) else {
+        let completion = m.completion().map(|c| c.index);
+        let Some(i) = recv_copy(t, &self.h2d, m.recv_post().index, completion) else {
             return Ok(0);
         };
         let Some(done) = completion.and_then(|c| t.spans.get(c)) else {

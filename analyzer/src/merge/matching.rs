@@ -234,8 +234,8 @@ fn sends(t: &Timeline, inits: &FxHashMap<u64, usize>, world_size: u32, ends: &mu
 /// completed at `recv_complete`.
 pub(crate) fn suspect_between(m: &Message, send: Nanos, recv_complete: Nanos) -> SuspectMessage {
     SuspectMessage {
-        send_rank: m.send.rank,
-        recv_rank: m.completion.map_or(m.recv_post.rank, |c| c.rank),
+        send_rank: m.send().rank,
+        recv_rank: m.completion().map_or(m.recv_post().rank, |c| c.rank),
         tag: m.tag,
         send_ns: send.0,
         recv_complete_ns: recv_complete.0,

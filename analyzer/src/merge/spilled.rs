@@ -330,7 +330,7 @@ mod tests {
         assert_eq!(g.suspects, w.suspects);
         for rank in 0..ranks {
             let of = got.of(rank).expect("read back");
-            let sent = want.messages.iter().filter(|m| m.send.rank == rank);
+            let sent = want.messages.iter().filter(|m| m.send().rank == rank);
             assert_eq!(
                 of.sent,
                 sent.copied().collect::<Vec<_>>(),
@@ -346,7 +346,7 @@ mod tests {
                         m.clock_suspect.then(|| suspects.next().cloned()).flatten(),
                     )
                 })
-                .filter(|(m, _)| m.recv_post.rank == rank)
+                .filter(|(m, _)| m.recv_post().rank == rank)
                 .map(|(m, s)| (*m, s))
                 .collect();
             assert_eq!(of.received, received, "rank {rank} received");

@@ -118,7 +118,7 @@ impl UseIndex {
         let mut sends: HashMap<(i32, i32), Vec<usize>> = HashMap::default();
         for i in 0..t.spans.len() {
             let Some((op, c)) = t.call(i) else { continue };
-            let bufs = [c.buf, t.recv_half(c).and_then(|r| r.buf)];
+            let bufs = [c.buf(), t.recv_half(c).and_then(|r| r.buf)];
             for b in bufs.into_iter().flatten() {
                 let e = map.entry(b.addr).or_default();
                 e.0 = e.0.max(b.len);
@@ -223,7 +223,7 @@ pub fn findings(
             let Some((_, post)) = t.call(r.args_index()) else {
                 continue;
             };
-            let next = match (post.buf, post.peer(), post.tag()) {
+            let next = match (post.buf(), post.peer(), post.tag()) {
                 (Some(b), _, _) => uses
                     .next_buffer_use(b.addr, b.len, wait_index)
                     .map(|i| (i, Limit::BufferReuse)),

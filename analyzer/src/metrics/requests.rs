@@ -28,6 +28,7 @@ pub use super::request_row::{RequestIdentity, RequestRow};
 pub use super::transfer::{CollectiveModel, SizeClass, TransferModel};
 use super::{blocks, CallRef, Options};
 use crate::fxhash::FxHashMap;
+use crate::model::compact::index_u32;
 use crate::model::{EventRef, Trace};
 
 /// What a request does.
@@ -104,16 +105,18 @@ pub fn per_request(
     opts: &Options,
 ) -> Vec<RequestRow> {
     // Bytes actually received, and the matching send's entry, by receive post; the
-    // matching receive post's entry by send.
+    // matching receive post's entry by send. Keyed by `post_key` (8 bytes, not an
+    // `EventRef`'s 16): these hold an entry per message.
     let n = trace.messages.len();
-    let mut received: FxHashMap<EventRef, (u64, Nanos)> =
+    let mut received: FxHashMap<u64, (u64, Nanos)> =
         FxHashMap::with_capacity_and_hasher(n, Default::default());
-    let mut receiver: FxHashMap<EventRef, Nanos> =
+    let mut receiver: FxHashMap<u64, Nanos> =
         FxHashMap::with_capacity_and_hasher(n, Default::default());
     for m in &trace.messages {
-        if let (Some(send), Some(post)) = (trace.span(m.send), trace.span(m.recv_post)) {
-            received.insert(m.recv_post, (m.bytes, send.start));
-            receiver.insert(m.send, post.start);
+        let (send_ref, post_ref) = (m.send(), m.recv_post());
+        if let (Some(send), Some(post)) = (trace.span(send_ref), trace.span(post_ref)) {
+            received.insert(post_key(post_ref), (m.bytes, send.start));
+            receiver.insert(post_key(send_ref), post.start);
         }
     }
     // The last member's post of each non-blocking collective, by request.
@@ -135,12 +138,13 @@ pub fn per_request(
         }
     }
     // The latest partner arrival of every request a completion call completed: the
-    // call's wait until then is explained by a late partner, not by progress.
+    // call's wait until then is explained by a late partner, not by progress. Times are
+    // kept with `NO_TIME` for none (8 bytes a request, not an `Option`'s 16).
     let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
-        let post = EventRef {
+        let post = post_key(EventRef {
             rank: r.rank,
             index: r.post(),
-        };
+        });
         match r.kind {
             RequestKind::Send => receiver.get(&post).copied(),
             RequestKind::Recv => received.get(&post).map(|g| g.1),
@@ -148,26 +152,31 @@ pub fn per_request(
             RequestKind::OneSided => None,
         }
     };
-    let partner: Vec<Option<Nanos>> = trace
+    let partner: Vec<u64> = trace
         .requests
         .par_iter()
         .enumerate()
-        .map(|(ri, r)| partner_of(ri, r))
+        .map(|(ri, r)| partner_of(ri, r).map_or(NO_TIME, |t| t.0))
         .collect();
-    let mut by_call: Vec<(u32, usize, usize)> = trace
+    let mut by_call: Vec<(u32, u32, u32)> = trace
         .requests
         .iter()
         .enumerate()
-        .filter_map(|(ri, r)| Some((r.rank, r.completion()?, ri)))
+        .filter_map(|(ri, r)| Some((r.rank, index_u32(r.completion()?), index_u32(ri))))
         .collect();
     by_call.par_sort_unstable();
-    let mut call_partner: Vec<Option<Nanos>> = vec![None; trace.requests.len()];
+    let mut call_partner: Vec<u64> = vec![NO_TIME; trace.requests.len()];
     for same in by_call.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
-        let latest = same.iter().filter_map(|g| partner[g.2]).max();
+        let known = same
+            .iter()
+            .map(|g| partner[g.2 as usize])
+            .filter(|&t| t != NO_TIME);
+        let latest = known.max().unwrap_or(NO_TIME);
         for g in same {
-            call_partner[g.2] = latest;
+            call_partner[g.2 as usize] = latest;
         }
     }
+    drop((by_call, partner));
     // Each request on its own: on rayon's threads, in request order.
     let one = |ri: usize, r: &crate::model::RequestLife| -> Option<RequestRow> {
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
@@ -182,7 +191,7 @@ pub fn per_request(
         // any-source wildcard of a receive that got a message) moves nothing.
         let from_nobody = r.kind == RequestKind::Recv
             && r.completion().is_some()
-            && !received.contains_key(&post_ref)
+            && !received.contains_key(&post_key(post_ref))
             && call.peer().is_some_and(|p| p < 0);
         let to_nobody = matches!(r.kind, RequestKind::Send | RequestKind::OneSided)
             && call.peer().is_some_and(|p| p < 0);
@@ -197,7 +206,7 @@ pub fn per_request(
                 (RequestClass::Send, b, Some(model.pure(b)))
             }
             RequestKind::Recv => {
-                let got = received.get(&post_ref);
+                let got = received.get(&post_key(post_ref));
                 let b = got.map(|g| g.0).or(call.bytes()).unwrap_or(0);
                 (RequestClass::Receive, b, Some(model.pure(b)))
             }
@@ -240,7 +249,7 @@ pub fn per_request(
                 blocking: span.op().is_some_and(blocks),
                 wait_start: span.start,
                 wait_end: span.end,
-                partner: call_partner[ri],
+                partner: (call_partner[ri] != NO_TIME).then_some(Nanos(call_partner[ri])),
                 t_pure: t_pure.map(Nanos),
                 t_cpu: Nanos(m.cpu_ns),
             };
@@ -271,6 +280,15 @@ pub fn per_request(
         }
     }
     out
+}
+
+/// No time (a partner never seen): no time on the run's timeline is `u64::MAX` ns.
+const NO_TIME: u64 = u64::MAX;
+
+/// A call's key in the maps of [`per_request`]: its rank and index in 8 bytes (a rank's
+/// indices fit 32 bits, [`crate::model::MAX_RECORDS`]).
+fn post_key(e: EventRef) -> u64 {
+    (u64::from(e.rank) << 32) | u64::from(index_u32(e.index))
 }
 
 /// The IMB overlap of one operation (0..1): 0 when nothing was computed, none when the

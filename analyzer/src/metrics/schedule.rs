@@ -1,7 +1,7 @@
 //! In what order, and beside what, [`super::analyze`] computes its figures. Memory
-//! decides it: the replays' program is a second copy of the run (about 170 B per event
-//! kept, 200 at its peak while it is built) and the per-request rows the largest part of
-//! what the report keeps (about 70 B per event, twice that at their peak). Analysis
+//! decides it: the replays' program is a second copy of the run (about 135 B per event
+//! kept, 155 at its peak while it is built) and the per-request rows the largest part of
+//! what the report keeps (about 70 B per event, 100 at their peak). Analysis
 //! never holds both: the program is built and replayed beside the figures that hold
 //! little (budgets, wait states, call sites), and dropped before the per-request pass,
 //! which spreads its own work over rayon's threads.

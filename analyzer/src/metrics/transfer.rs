@@ -79,9 +79,9 @@ impl TransferModel {
         let mut waited: BTreeMap<u32, Vec<u64>> = Default::default();
         for m in trace.messages.iter().filter(|m| !m.clock_suspect) {
             let (Some(c), Some(send), Some(post)) = (
-                m.completion.and_then(|c| trace.span(c)),
-                trace.span(m.send),
-                trace.span(m.recv_post),
+                m.completion().and_then(|c| trace.span(c)),
+                trace.span(m.send()),
+                trace.span(m.recv_post()),
             ) else {
                 continue;
             };

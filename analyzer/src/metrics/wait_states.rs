@@ -327,11 +327,11 @@ fn point_to_point(
     m: &Message,
     found: &mut Vec<Candidate>,
 ) {
-    let Some(send) = trace.span(m.send) else {
+    let Some(send) = trace.span(m.send()) else {
         return;
     };
     // Late Sender.
-    if let Some(c) = m.completion {
+    if let Some(c) = m.completion() {
         if let Some(recv) = trace.span(c).filter(|s| s.op().is_some_and(blocks)) {
             let remote = send.start;
             let to = remote.min(recv.end);
@@ -339,7 +339,7 @@ fn point_to_point(
                 found.push(Candidate::new(
                     WaitKind::LateSender,
                     c,
-                    m.send,
+                    m.send(),
                     recv.start,
                     to,
                     remote > recv.end,
@@ -350,15 +350,15 @@ fn point_to_point(
     // Late Receiver.
     let send_done = match send.op() {
         Some(op) if op.class() == OpClass::Post => {
-            completion_of.get(m.send).map(|index| EventRef {
-                rank: m.send.rank,
+            completion_of.get(m.send()).map(|index| EventRef {
+                rank: m.send().rank,
                 index,
             })
         }
-        Some(_) => Some(m.send),
+        Some(_) => Some(m.send()),
         None => None,
     };
-    let (Some(done_ref), Some(post)) = (send_done, trace.span(m.recv_post)) else {
+    let (Some(done_ref), Some(post)) = (send_done, trace.span(m.recv_post())) else {
         return;
     };
     let Some(done) = trace.span(done_ref).filter(|s| s.op().is_some_and(blocks)) else {
@@ -368,7 +368,7 @@ fn point_to_point(
         found.push(Candidate::new(
             WaitKind::LateReceiver,
             done_ref,
-            m.recv_post,
+            m.recv_post(),
             done.start,
             post.start,
             false,

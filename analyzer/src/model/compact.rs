@@ -1,9 +1,10 @@
-//! The compact records of the analysis model: a call's arguments ([`CallInfo`], 80
+//! The compact records of the analysis model: a call's arguments ([`CallInfo`], 72
 //! bytes), a completion's status ([`Done`], 16), a request's life ([`RequestLife`],
-//! 32). A trace holds one per call, completion and request, tens of millions of each, so
-//! fields a record may lack are kept with a sentinel (never a value MPI or the recorder
-//! uses) and read through methods that give them back as `Option`s, and event indices
-//! are `u32` (a rank holds fewer than 4 G events: each costs at least 32 bytes).
+//! 32); a message ([`super::Message`], 48) is kept the same way. A trace holds one per
+//! call, completion, request and message, tens of millions of each, so fields a record
+//! may lack are kept with a sentinel (never a value MPI or the recorder uses) and read
+//! through methods that give them back as `Option`s, and event indices are `u32` (a
+//! rank holds fewer than 4 G events: each costs at least 32 bytes).
 
 use std::num::NonZeroU64;
 
@@ -100,10 +101,11 @@ pub struct RecvHalf {
 }
 
 /// The arguments of an MPI call that analysis uses (see
-/// [`CallArgs`](overlap_format::schema::CallArgs) for their meaning), in 80 bytes: a
+/// [`CallArgs`](overlap_format::schema::CallArgs) for their meaning), in 72 bytes: a
 /// trace holds one per call, tens of millions of them. Fields a call may lack are kept
 /// with a sentinel (never a value MPI or the recorder uses: `i32::MIN` for a rank or
-/// tag, `u64::MAX` for bytes or a request id, `u32::MAX` for a window) and read through
+/// tag, `u64::MAX` for bytes, a request id or a buffer's length, `u32::MAX` for a
+/// window) and read through
 /// methods that give them back as `Option`s; the rare parts (Sendrecv's receive half,
 /// the requests a Start started, a one-sided group) live in the timeline's side table
 /// ([`Timeline::recv_half`](super::Timeline::recv_half),
@@ -121,8 +123,8 @@ pub struct CallInfo {
     extra: u32,
     bytes: u64,
     request: u64,
-    /// The (send) buffer.
-    pub buf: Option<Buffer>,
+    /// The (send) buffer; its length is [`NO_U64`] when it has none.
+    buf: Buffer,
     /// Requests this call completed: `done[completed.0 .. completed.0 + completed.1]` of
     /// its timeline.
     pub completed: (u32, u32),
@@ -132,7 +134,7 @@ pub struct CallInfo {
     pub site: Option<NonZeroU64>,
 }
 
-const _: () = assert!(std::mem::size_of::<CallInfo>() == 80);
+const _: () = assert!(std::mem::size_of::<CallInfo>() == 72);
 
 /// The sentinel of a missing rank, tag or root in a [`CallInfo`].
 pub(crate) const NO_I32: i32 = i32::MIN;
@@ -147,6 +149,27 @@ pub(crate) fn some_i32(v: i32) -> Option<i32> {
 
 pub(crate) fn some_u64(v: u64) -> Option<u64> {
     (v != NO_U64).then_some(v)
+}
+
+/// A buffer kept in 16 bytes: none is a length of [`NO_U64`]. A recorded length equal to
+/// it (no buffer is 2^64 - 1 bytes long) is kept one shorter, so the buffer stays a
+/// buffer.
+pub(crate) fn buffer_or_none(b: Option<Buffer>) -> Buffer {
+    match b {
+        Some(b) => Buffer {
+            addr: b.addr,
+            len: b.len.min(NO_U64 - 1),
+        },
+        None => Buffer {
+            addr: 0,
+            len: NO_U64,
+        },
+    }
+}
+
+/// The buffer [`buffer_or_none`] kept.
+pub(crate) fn some_buffer(b: Buffer) -> Option<Buffer> {
+    (b.len != NO_U64).then_some(b)
 }
 
 /// One request a call completed, with the status MPI returned for it (see
@@ -224,7 +247,7 @@ impl CallInfo {
             extra: extra.unwrap_or(NO_INDEX),
             bytes: a.bytes.unwrap_or(NO_U64),
             request: a.request.unwrap_or(NO_U64),
-            buf,
+            buf: buffer_or_none(buf),
             completed,
             site: a.site.and_then(NonZeroU64::new),
         }
@@ -260,6 +283,11 @@ impl CallInfo {
         (self.win != NO_INDEX).then_some(self.win)
     }
 
+    /// The (send) buffer, when recorded.
+    pub fn buf(&self) -> Option<Buffer> {
+        some_buffer(self.buf)
+    }
+
     /// Its entry in the timeline's side table, if it has one.
     pub(crate) fn extra(&self) -> Option<usize> {
         some_index(self.extra)
@@ -287,5 +315,20 @@ mod tests {
         assert_eq!(call(Some(7)), Some(7));
         assert_eq!(call(Some(0x8000_0001)), Some(0x8000_0001));
         assert_eq!(call(Some(u32::MAX)), Some(u32::MAX - 1));
+    }
+
+    /// A call without a buffer reads back without one; a buffer whose length is the
+    /// sentinel stays a buffer (one byte shorter); any other reads back as itself,
+    /// address 0 and length 0 included.
+    #[test]
+    fn a_buffer_at_the_sentinel_is_still_a_buffer() {
+        let call =
+            |buf: Option<Buffer>| CallInfo::new(&CallArgs::default(), buf, (0, 0), None).buf();
+        let b = |addr, len| Buffer { addr, len };
+        assert_eq!(call(None), None);
+        assert_eq!(call(Some(b(0, 0))), Some(b(0, 0)));
+        assert_eq!(call(Some(b(0x7f00, 4096))), Some(b(0x7f00, 4096)));
+        assert_eq!(call(Some(b(u64::MAX, 8))), Some(b(u64::MAX, 8)));
+        assert_eq!(call(Some(b(8, u64::MAX))), Some(b(8, u64::MAX - 1)));
     }
 }

@@ -35,7 +35,9 @@ use std::num::NonZeroU64;
 
 use overlap_format::schema::Op;
 
-use crate::model::compact::{index_u32, some_i32, some_index, NO_I32, NO_INDEX};
+use crate::model::compact::{
+    buffer_or_none, index_u32, some_buffer, some_i32, some_index, NO_I32, NO_INDEX,
+};
 pub use crate::model::Access;
 use crate::model::Buffer;
 
@@ -84,6 +86,43 @@ pub struct RankProgram {
     pub other_threads: Vec<u32>,
     /// The host buffers its GPU copies use, by the operations they span ([`gpu_uses`]).
     pub gpu_uses: Vec<GpuUse>,
+    /// The buffers its compute operations declared, by [`OpKind::Compute`]'s `access`.
+    pub accesses: Vec<Access>,
+}
+
+impl RankProgram {
+    /// The buffers compute operation `op` declared, when it did.
+    pub fn access(&self, op: &Operation) -> Option<&Access> {
+        match op.kind {
+            OpKind::Compute {
+                access: Some(a), ..
+            } => self.accesses.get(a.get()),
+            _ => None,
+        }
+    }
+
+    /// Keeps `access` for a compute operation of this rank: what its `access` names.
+    pub fn add_access(&mut self, access: Access) -> CompactIndex {
+        self.accesses.push(access);
+        CompactIndex::new(self.accesses.len() - 1)
+    }
+}
+
+/// An index in 4 bytes, with `None` taking none more: an operation's optional links
+/// (a program holds about one and a half operations per event).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CompactIndex(std::num::NonZeroU32);
+
+impl CompactIndex {
+    /// Index `i` (below `u32::MAX`, as every index of the compact model).
+    pub fn new(i: usize) -> CompactIndex {
+        CompactIndex(std::num::NonZeroU32::MIN.saturating_add(index_u32(i)))
+    }
+
+    /// The index.
+    pub fn get(self) -> usize {
+        self.0.get() as usize - 1
+    }
 }
 
 /// One operation.
@@ -106,14 +145,37 @@ pub struct Operation {
     /// A `u32`, as event indices are in the compact model: a program has about one and a
     /// half operations per event, so every byte here counts.
     pub span: u32,
-    /// The MPI call behind it, when it is (part of) one.
+    /// The MPI call behind it, when it is (part of) one. Where the program made it is
+    /// the trace's ([`CallSites`]): an operation keeps no site of its own.
     pub call: Option<Op>,
-    /// Where the program made the call (see [`crate::sites`]).
-    pub site: Option<NonZeroU64>,
 }
 
 // A program holds about one and a half operations per event of the trace.
-const _: () = assert!(std::mem::size_of::<Operation>() == 72);
+const _: () = assert!(std::mem::size_of::<OpKind>() == 16);
+const _: () = assert!(std::mem::size_of::<Operation>() == 56);
+
+/// Where the program made the calls behind a program's operations (see
+/// [`crate::sites`]): the trace it was built from knows, through each operation's
+/// `span`. Programs keep no site of their own (8 bytes an operation).
+pub trait CallSites {
+    /// The site of the call behind `op` of `rank`; none for compute, or when not
+    /// recorded.
+    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64>;
+}
+
+impl CallSites for crate::model::Trace {
+    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64> {
+        op.call?;
+        self.rank(rank)?.call(op.span as usize)?.1.site
+    }
+}
+
+/// Sites given by a function (hand-built programs).
+impl<F: Fn(u32, &Operation) -> Option<NonZeroU64>> CallSites for F {
+    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64> {
+        self(rank, op)
+    }
+}
 
 /// What an operation does.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,11 +186,12 @@ pub enum OpKind {
         name: u32,
         /// Inferred from a gap between MPI calls (its buffers are unknown).
         inferred: bool,
-        /// The buffers it reads and writes, when the program said (boxed: most compute
-        /// says nothing, and every operation is as large as the largest kind).
-        access: Option<Box<Access>>,
+        /// The buffers it reads and writes, when the program said: an entry of its
+        /// rank's [`RankProgram::accesses`] (most compute says nothing, and every
+        /// operation is as large as the largest kind).
+        access: Option<CompactIndex>,
         /// For an inferred compute: the call after the gap (span index).
-        until_span: Option<u32>,
+        until_span: Option<CompactIndex>,
     },
     /// Posts a request.
     Post {
@@ -142,7 +205,8 @@ pub enum OpKind {
     },
     /// A blocking point-to-point call: returns when its own transfers are done.
     Blocking {
-        /// Its messages and buffers (boxed, as `access` above).
+        /// Its messages and buffers (boxed: every operation is as large as the largest
+        /// kind).
         transfers: Box<Transfers>,
         /// Communicator.
         comm: u32,
@@ -193,9 +257,9 @@ pub enum RequestRole {
     Other,
 }
 
-/// A non-blocking request, in 72 bytes (a program holds one per request of the trace):
-/// its links and its peer and tag kept with the sentinels of [`crate::model::compact`]
-/// and read through methods.
+/// A non-blocking request, in 64 bytes (a program holds one per request of the trace):
+/// its links, its peer and tag and its buffer kept with the sentinels of
+/// [`crate::model::compact`] and read through methods.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RequestOp {
     /// The rank that posted it.
@@ -210,15 +274,14 @@ pub struct RequestOp {
     pub comm: u32,
     /// Bytes.
     pub bytes: u64,
-    /// Its buffer, when recorded.
-    pub buffer: Option<Buffer>,
+    buffer: Buffer,
     /// What it does.
     pub role: RequestRole,
     /// To or from `MPI_PROC_NULL`: completes at once, with no message by design.
     pub proc_null: bool,
 }
 
-const _: () = assert!(std::mem::size_of::<RequestOp>() == 72);
+const _: () = assert!(std::mem::size_of::<RequestOp>() == 64);
 
 impl RequestOp {
     /// A request of `rank` posted by its operation `post`: no message, instance, peer,
@@ -234,7 +297,7 @@ impl RequestOp {
             tag: NO_I32,
             comm: 0,
             bytes: 0,
-            buffer: None,
+            buffer: buffer_or_none(None),
             role,
             proc_null: false,
         }
@@ -291,6 +354,16 @@ impl RequestOp {
         some_i32(self.tag)
     }
 
+    /// Its buffer, when recorded.
+    pub fn buffer(&self) -> Option<Buffer> {
+        some_buffer(self.buffer)
+    }
+
+    /// Sets its buffer (none: not recorded).
+    pub fn set_buffer(&mut self, b: Option<Buffer>) {
+        self.buffer = buffer_or_none(b);
+    }
+
     /// Sets its peer and tag (none: not recorded).
     pub fn set_peer_and_tag(&mut self, peer: Option<i32>, tag: Option<i32>) {
         self.peer = peer.unwrap_or(NO_I32);
@@ -298,18 +371,43 @@ impl RequestOp {
     }
 }
 
-/// A point-to-point message.
+/// A point-to-point message, in 32 bytes (a program holds one per message of the
+/// trace): its operations' indices kept as `u32`, as [`Operation::span`] is, and read
+/// through methods.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MessageOp {
-    /// Sender rank and the index of the operation that sent it (a post or a blocking
-    /// call).
-    pub from: (u32, usize),
-    /// Receiver rank and the operation that received it (post or blocking call).
-    pub to: (u32, usize),
+    from: (u32, u32),
+    to: (u32, u32),
     /// Bytes.
     pub bytes: u64,
     /// Tag.
     pub tag: i32,
+}
+
+const _: () = assert!(std::mem::size_of::<MessageOp>() == 32);
+
+impl MessageOp {
+    /// A message of `bytes` with `tag` sent by operation `from.1` of rank `from.0` and
+    /// received by operation `to.1` of rank `to.0`.
+    pub fn new(from: (u32, usize), to: (u32, usize), bytes: u64, tag: i32) -> MessageOp {
+        MessageOp {
+            from: (from.0, index_u32(from.1)),
+            to: (to.0, index_u32(to.1)),
+            bytes,
+            tag,
+        }
+    }
+
+    /// Sender rank and the index of the operation that sent it (a post or a blocking
+    /// call).
+    pub fn from(&self) -> (u32, usize) {
+        (self.from.0, self.from.1 as usize)
+    }
+
+    /// Receiver rank and the operation that received it (post or blocking call).
+    pub fn to(&self) -> (u32, usize) {
+        (self.to.0, self.to.1 as usize)
+    }
 }
 
 /// A collective instance.
@@ -338,5 +436,57 @@ impl Program {
     /// The name of a compute.
     pub fn name(&self, id: u32) -> &str {
         self.names.get(id as usize).map_or("?", String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every index a rank can have reads back as itself, in 4 bytes with or without
+    /// `None`.
+    #[test]
+    fn compact_indices_read_back() {
+        assert_eq!(std::mem::size_of::<Option<CompactIndex>>(), 4);
+        let last = crate::model::MAX_RECORDS;
+        for i in [0, 1, 7, 1 << 20, last - 1, last] {
+            assert_eq!(CompactIndex::new(i).get(), i);
+        }
+    }
+
+    /// A message's operations read back as given; a compute's buffers are found through
+    /// its rank.
+    #[test]
+    fn messages_and_accesses_read_back() {
+        let m = MessageOp::new((3, 5), (1, 1 << 31), 64, -2);
+        assert_eq!(
+            (m.from(), m.to(), m.bytes, m.tag),
+            ((3, 5), (1, 1 << 31), 64, -2)
+        );
+        let mut rank = RankProgram::default();
+        let access = Access {
+            reads: Vec::new(),
+            writes: vec![crate::model::NamedBuffer {
+                name: "out".into(),
+                buf: Buffer { addr: 64, len: 8 },
+            }],
+        };
+        let id = rank.add_access(access.clone());
+        let op = |access| Operation {
+            kind: OpKind::Compute {
+                name: 0,
+                inferred: false,
+                access,
+                until_span: None,
+            },
+            cost_ns: 1,
+            lead_in_ns: 0,
+            measured_start_ns: 0,
+            measured_end_ns: 1,
+            span: 0,
+            call: None,
+        };
+        assert_eq!(rank.access(&op(Some(id))), Some(&access));
+        assert_eq!(rank.access(&op(None)), None);
     }
 }

@@ -267,10 +267,12 @@ pub fn fit_eager_limit(program: &Program) -> Option<(u64, Option<u64>)> {
     let mut eager: Option<u64> = None;
     let mut waited: Vec<u64> = Vec::new();
     for m in &program.messages {
-        let (Some(sender), Some(receiver)) = (program.rank(m.from.0), program.rank(m.to.0)) else {
+        let (Some(sender), Some(receiver)) = (program.rank(m.from().0), program.rank(m.to().0))
+        else {
             continue;
         };
-        let (Some(send), Some(recv)) = (sender.ops.get(m.from.1), receiver.ops.get(m.to.1)) else {
+        let (Some(send), Some(recv)) = (sender.ops.get(m.from().1), receiver.ops.get(m.to().1))
+        else {
             continue;
         };
         let completion = match &send.kind {

@@ -70,19 +70,15 @@ pub fn retimed(trace: &Trace, program: &Program, replay: &Replay) -> Trace {
         }
     }
     let slot_of = |rank: u32| trace.ranks.binary_search_by_key(&rank, |t| t.rank).ok();
-    let fix = |e: &mut EventRef| {
-        if let Some(Some(map)) = slot_of(e.rank).map(|s| &renumber[s]) {
-            e.index = map.get(e.index).copied().unwrap_or(e.index);
-        }
+    let new_index = |e: EventRef| match slot_of(e.rank).map(|s| &renumber[s]) {
+        Some(Some(map)) => map.get(e.index).copied().unwrap_or(e.index),
+        _ => e.index,
     };
-    let mut messages = trace.messages.clone();
-    for m in &mut messages {
-        fix(&mut m.send);
-        fix(&mut m.recv_post);
-        if let Some(c) = &mut m.completion {
-            fix(c);
-        }
-    }
+    let messages: Vec<_> = trace
+        .messages
+        .iter()
+        .map(|m| m.renumbered(new_index))
+        .collect();
     let mut requests = trace.requests.clone();
     for q in &mut requests {
         let Some(Some(map)) = slot_of(q.rank).map(|s| &renumber[s]) else {

@@ -42,7 +42,6 @@ impl B {
             measured_end_ns: 0,
             span: 0,
             call,
-            site: None,
         });
         ops.len() - 1
     }
@@ -83,12 +82,12 @@ impl B {
     fn link(&mut self, s: usize, r: usize) {
         let m = self.p.messages.len();
         let (a, b) = (&self.p.requests[s], &self.p.requests[r]);
-        self.p.messages.push(MessageOp {
-            from: (a.rank, a.post()),
-            to: (b.rank, b.post()),
-            bytes: a.bytes,
-            tag: 0,
-        });
+        self.p.messages.push(MessageOp::new(
+            (a.rank, a.post()),
+            (b.rank, b.post()),
+            a.bytes,
+            0,
+        ));
         self.p.requests[s].set_message(m);
         self.p.requests[r].set_message(m);
     }
@@ -106,12 +105,9 @@ impl B {
     /// A message from blocking op `(r0, i0)` to blocking op `(r1, i1)`.
     fn blocking_msg(&mut self, (r0, i0): (u32, usize), (r1, i1): (u32, usize), bytes: u64) {
         let m = self.p.messages.len();
-        self.p.messages.push(MessageOp {
-            from: (r0, i0),
-            to: (r1, i1),
-            bytes,
-            tag: 0,
-        });
+        self.p
+            .messages
+            .push(MessageOp::new((r0, i0), (r1, i1), bytes, 0));
         if let OpKind::Blocking { transfers, .. } = &mut self.p.ranks[r0 as usize].ops[i0].kind {
             transfers.sends.push(m);
         }

@@ -112,16 +112,15 @@ pub fn confirm(
                 });
                 continue;
             };
-            let mine = suggestion
-                .orders
-                .get(slot)
-                .and_then(|o| iteration(ours, rank, o, dag::rank_period(program, rank)));
+            let mine = suggestion.orders.get(slot).and_then(|o| {
+                iteration(ours, rank, o, dag::rank_period(program, ours.trace, rank))
+            });
             let identity: Vec<usize> = (0..other.ops.len()).collect();
             let theirs = iteration(
                 &theirs_namer,
                 other,
                 &identity,
-                dag::rank_period(rerun, other),
+                dag::rank_period(rerun, *rerun_trace, other),
             );
             let shown = match (&mine, &theirs) {
                 (Some(a), Some(b)) if !same_up_to_rotation(a, b) => Some((a.clone(), b.clone())),

@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use crate::model::Trace;
-use crate::ops::{OpKind, Program, RankProgram, RequestRole};
+use crate::ops::{CompactIndex, OpKind, Program, RankProgram, RequestRole};
 use crate::report::units::{bytes, duration};
 use crate::sites::SiteTable;
 
@@ -54,7 +54,7 @@ impl Namer<'_> {
                 ..
             } => {
                 let what = if *inferred {
-                    self.inferred(rank, op.span as usize, until_span.map(|u| u as usize))
+                    self.inferred(rank, op.span as usize, until_span.map(CompactIndex::get))
                 } else {
                     format!("compute \"{}\"", self.program.name(*name))
                 };
@@ -111,7 +111,7 @@ impl Namer<'_> {
             } => format!(
                 "{} {}",
                 self.program.name(*name),
-                self.inferred(rank, op.span as usize, until_span.map(|u| u as usize))
+                self.inferred(rank, op.span as usize, until_span.map(CompactIndex::get))
             ),
             OpKind::Compute { name, .. } => format!("compute \"{}\"", self.program.name(*name)),
             _ => self.short(rank, i),
@@ -231,7 +231,7 @@ pub fn assumptions(
         _ => return Vec::new(),
     };
     let r = &namer.program.requests[request];
-    let Some(buf) = r.buffer.filter(|b| b.len > 0) else {
+    let Some(buf) = r.buffer().filter(|b| b.len > 0) else {
         return Vec::new();
     };
     let (must_not, buffer) = match r.role {
@@ -259,7 +259,7 @@ pub fn assumptions(
         }
         let compute = match &other.kind {
             OpKind::Compute { inferred: true, .. } => {
-                namer.inferred(rank, other.span as usize, until_span.map(|u| u as usize))
+                namer.inferred(rank, other.span as usize, until_span.map(CompactIndex::get))
             }
             OpKind::Compute { name, .. } => format!("compute \"{}\"", namer.program.name(*name)),
             _ => continue,

@@ -282,14 +282,15 @@ fn evaluated(program: &Program) -> usize {
 
 /// Per rank and pattern: the run time the consensus loses when the pattern is undone
 /// in every rank of its group (its gain), or `None` when it was not evaluated or that
-/// order cannot be replayed.
+/// order cannot be replayed. `pinned_order` gives a rank slot's consensus with the
+/// given operations kept in place.
 fn pattern_gains(
     program: &Program,
     ranked: &[(dag::RankOrder, Vec<Pattern>)],
     groups: &[Vec<usize>],
     consensus_orders: &[Vec<usize>],
     base_ns: u64,
-    dag_options: &DagOptions,
+    pinned_order: impl Fn(usize, &[usize]) -> Vec<usize>,
     config: &ReplayConfig,
 ) -> Vec<Vec<Option<i64>>> {
     let mut gains: Vec<Vec<Option<i64>>> =
@@ -312,10 +313,7 @@ fn pattern_gains(
                         .flat_map(|m| m.ops.iter().copied())
                         .collect()
                 });
-                orders[slot] =
-                    dag::order_rank_pinned(program, &program.ranks[slot], dag_options, &pinned)
-                        .consensus
-                        .order;
+                orders[slot] = pinned_order(slot, &pinned);
             }
             let without = replay::replay(program, &orders, config).ok();
             let gain = without.map(|w| w.makespan_ns as i64 - base_ns as i64);
@@ -374,11 +372,18 @@ pub fn suggest(
     let uncertainty_ns =
         ((replayed.high_ns - replayed.low_ns) / 2).max((replayed.ns as f64 * NOISE_SHARE) as u64);
     // Consensus per rank, and its move patterns.
+    // A rank slot's consensus with `pinned` kept in place.
+    let pinned_order = |slot: usize, pinned: &[usize]| {
+        let rank = &program.ranks[slot];
+        dag::order_rank_pinned(program, trace, rank, &options.dag, pinned)
+            .consensus
+            .order
+    };
     let ranked: Vec<(dag::RankOrder, Vec<Pattern>)> = program
         .ranks
         .iter()
         .map(|r| {
-            let o = dag::order_rank(program, r, &options.dag);
+            let o = dag::order_rank(program, trace, r, &options.dag);
             let p = moves::patterns(moves::moves(r, &o.consensus.order), o.period);
             (o, p)
         })
@@ -439,7 +444,7 @@ pub fn suggest(
             &slots_groups,
             &consensus_orders,
             c.ns,
-            &options.dag,
+            pinned_order,
             &ReplayConfig::on(fit.mid, progress),
         ),
         _ => ranked.iter().map(|(_, p)| vec![None; p.len()]).collect(),
@@ -457,9 +462,7 @@ pub fn suggest(
             suggested_orders[slot] = if costly.is_empty() {
                 o.consensus.order.clone()
             } else {
-                dag::order_rank_pinned(program, &program.ranks[slot], &options.dag, &costly)
-                    .consensus
-                    .order
+                pinned_order(slot, &costly)
             };
         }
         if let Some(reason) = deadlock(program, &suggested_orders, &fit, progress) {

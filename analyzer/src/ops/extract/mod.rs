@@ -252,31 +252,32 @@ fn link_messages(
     let op_at =
         |slot: usize, span: usize| op_of_span[slot].get(span).and_then(|&op| some_index(op));
     for m in &trace.messages {
-        let (Some(ss), Some(rs)) = (slot(m.send.rank), slot(m.recv_post.rank)) else {
+        let (Some(ss), Some(rs)) = (slot(m.send().rank), slot(m.recv_post().rank)) else {
             continue;
         };
-        let (Some(sop), Some(rop)) = (op_at(ss, m.send.index), op_at(rs, m.recv_post.index)) else {
+        let (Some(sop), Some(rop)) = (op_at(ss, m.send().index), op_at(rs, m.recv_post().index))
+        else {
             continue;
         };
         let id = program.messages.len();
-        let send_req = posts(ss, m.send.index).find(|&r| {
+        let send_req = posts(ss, m.send().index).find(|&r| {
             let q = &program.requests[r];
             q.role == RequestRole::Send
                 && q.message().is_none()
-                && q.peer() == Some(m.recv_post.rank as i32)
+                && q.peer() == Some(m.recv_post().rank as i32)
                 && q.tag() == Some(m.tag)
         });
-        let recv_req = posts(rs, m.recv_post.index).find(|&r| {
+        let recv_req = posts(rs, m.recv_post().index).find(|&r| {
             let q = &program.requests[r];
             q.role == RequestRole::Recv
                 && q.message().is_none()
-                && q.peer().is_none_or(|p| p < 0 || p == m.send.rank as i32)
+                && q.peer().is_none_or(|p| p < 0 || p == m.send().rank as i32)
         });
         let from_op = send_req.map_or(sop, |r| program.requests[r].post());
         let to_op = recv_req.map_or(rop, |r| program.requests[r].post());
         for (rid, rank, op) in [
-            (send_req, m.send.rank, sop),
-            (recv_req, m.recv_post.rank, rop),
+            (send_req, m.send().rank, sop),
+            (recv_req, m.recv_post().rank, rop),
         ] {
             match rid {
                 Some(r) => program.requests[r].set_message(id),
@@ -289,7 +290,7 @@ fn link_messages(
                     if let Some(OpKind::Blocking { transfers, .. }) =
                         pr.ops.get_mut(op).map(|o| &mut o.kind)
                     {
-                        if rank == m.send.rank && op == sop {
+                        if rank == m.send().rank && op == sop {
                             transfers.sends.push(id);
                         } else {
                             transfers.recvs.push(id);
@@ -298,12 +299,12 @@ fn link_messages(
                 }
             }
         }
-        program.messages.push(MessageOp {
-            from: (m.send.rank, from_op),
-            to: (m.recv_post.rank, to_op),
-            bytes: m.bytes,
-            tag: m.tag,
-        });
+        program.messages.push(MessageOp::new(
+            (m.send().rank, from_op),
+            (m.recv_post().rank, to_op),
+            m.bytes,
+            m.tag,
+        ));
     }
 }
 

@@ -13,7 +13,9 @@ use crate::metrics::collectives;
 use crate::model::compact::{index_u32, NO_INDEX};
 use crate::model::{Span, Timeline, Trace, What};
 
-use super::super::{OpKind, Operation, RankProgram, RequestOp, RequestRole, Transfers, Use};
+use super::super::{
+    CompactIndex, OpKind, Operation, RankProgram, RequestOp, RequestRole, Transfers, Use,
+};
 use super::{RankPosts, INFERRED_NAME};
 
 /// What every rank's build reads.
@@ -185,6 +187,7 @@ pub(super) fn build(
     other_threads.dedup();
     let min_cost = shortest_calls(t, main);
     let mut ops: Vec<Operation> = Vec::new();
+    let mut accesses = Vec::new();
     let mut prev_end = lo;
     let mut prev_call: Option<usize> = None;
     for (i, s) in t.spans.iter().enumerate() {
@@ -220,7 +223,6 @@ pub(super) fn build(
             measured_end_ns: end,
             span: index_u32(i),
             call: s.op(),
-            site: None,
         };
         match s.what {
             What::Compute(name) => {
@@ -230,7 +232,10 @@ pub(super) fn build(
                     kind: OpKind::Compute {
                         name: id,
                         inferred: false,
-                        access: t.access(i).cloned().map(Box::new),
+                        access: t.access(i).map(|a| {
+                            accesses.push(a.clone());
+                            CompactIndex::new(accesses.len() - 1)
+                        }),
                         until_span: None,
                     },
                     ..base
@@ -238,7 +243,6 @@ pub(super) fn build(
             }
             What::Call(op, _) => {
                 let (_, c) = t.call(i).expect("a call span has its call");
-                let site = c.site;
                 part.op_of_span[i] = index_u32(ops.len());
                 let shortest = min_cost.get(&op).copied().unwrap_or(0).min(end - start);
                 match op.class() {
@@ -279,7 +283,7 @@ pub(super) fn build(
                             q.set_peer_and_tag(peer, desc.and_then(|d| d.tag()));
                             q.comm = desc.map_or(0, |d| d.comm);
                             q.bytes = bytes;
-                            q.buffer = desc.and_then(|d| d.buf);
+                            q.set_buffer(desc.and_then(|d| d.buf()));
                             // A send names its peer; a receive's status says (set at
                             // its completion).
                             q.proc_null = role == RequestRole::Send && peer.is_some_and(|p| p < 0);
@@ -289,12 +293,11 @@ pub(super) fn build(
                                 kind: OpKind::Post { request: rid },
                                 cost_ns: share,
                                 lead_in_ns: if k == 0 { lead_in } else { 0 },
-                                site,
                                 ..base.clone()
                             });
                         }
                         if range.is_empty() {
-                            ops.push(Operation { site, ..base });
+                            ops.push(base);
                         }
                     }
                     OpClass::Completion => {
@@ -311,10 +314,7 @@ pub(super) fn build(
                             done.push(local);
                         }
                         if done.is_empty() {
-                            ops.push(Operation {
-                                site,
-                                ..base.clone()
-                            });
+                            ops.push(base.clone());
                         }
                         let n = done.len().max(1) as u64;
                         for (k, &local) in done.iter().enumerate() {
@@ -325,14 +325,13 @@ pub(super) fn build(
                                 },
                                 cost_ns: shortest / n,
                                 lead_in_ns: if k == 0 { lead_in } else { 0 },
-                                site,
                                 ..base.clone()
                             });
                         }
                     }
                     OpClass::BlockingPointToPoint if op != Op::Probe => {
                         let mut buffers = Vec::new();
-                        if let Some(b) = c.buf {
+                        if let Some(b) = c.buf() {
                             let u = if op.receives_blocking() && !op.is_sendrecv() {
                                 Use::Write
                             } else {
@@ -359,14 +358,13 @@ pub(super) fn build(
                                 null_peers: u8::from(null_send) + u8::from(null_recv),
                             },
                             cost_ns: shortest,
-                            site,
                             ..base
                         });
                     }
                     OpClass::Collective => {
                         let id = shared.blocking.of[slot][i];
                         if id == collectives::NONE {
-                            ops.push(Operation { site, ..base });
+                            ops.push(base);
                         } else {
                             part.members.push(Member {
                                 instance: TraceInstance::Blocking(id),
@@ -381,12 +379,11 @@ pub(super) fn build(
                                     comm: c.win().unwrap_or(c.comm),
                                 },
                                 cost_ns: shortest,
-                                site,
                                 ..base
                             });
                         }
                     }
-                    _ => ops.push(Operation { site, ..base }),
+                    _ => ops.push(base),
                 }
                 prev_call = Some(i);
             }
@@ -409,6 +406,7 @@ pub(super) fn build(
         start_ns: lo,
         gpu_uses: super::super::gpu_uses(t, &ops),
         ops,
+        accesses,
         complete: t.complete,
         inferred_compute: !spans_mode,
         other_threads,
@@ -462,7 +460,7 @@ fn inferred(name: u32, from: u64, to: u64, after: usize, until: Option<usize>) -
             name,
             inferred: true,
             access: None,
-            until_span: until.map(index_u32),
+            until_span: until.map(CompactIndex::new),
         },
         cost_ns: to - from,
         lead_in_ns: 0,
@@ -470,6 +468,5 @@ fn inferred(name: u32, from: u64, to: u64, after: usize, until: Option<usize>) -
         measured_end_ns: to,
         span: index_u32(after),
         call: None,
-        site: None,
     }
 }

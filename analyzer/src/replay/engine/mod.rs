@@ -179,10 +179,10 @@ pub(super) fn run(
         .messages
         .iter()
         .map(|m| MsgState {
-            sender: slot_of(p, m.from.0),
-            receiver: slot_of(p, m.to.0),
+            sender: slot_of(p, m.from().0),
+            receiver: slot_of(p, m.to().0),
             bytes: m.bytes,
-            protocol: flow::protocol(p, cfg, m.from, m.bytes),
+            protocol: flow::protocol(p, cfg, m.from(), m.bytes),
             send_posted: UNKNOWN,
             recv_posted: UNKNOWN,
             arrival: UNKNOWN,
@@ -475,9 +475,9 @@ impl<'a> Sim<'a> {
         let peer = |m: usize, of_send: bool| {
             let x = &self.p.messages[m];
             if of_send {
-                format!("the receive of rank {}", x.to.0)
+                format!("the receive of rank {}", x.to().0)
             } else {
-                format!("a message from rank {}", x.from.0)
+                format!("a message from rank {}", x.from().0)
             }
         };
         let waits_for = match &op.kind {
