@@ -193,7 +193,7 @@ impl Run {
         let inst = self
             .instances
             .get_or_init(|| collectives::instances(&self.trace));
-        let id = *inst.of.get(pos)?.get(e.index)?;
+        let id = inst.of(pos, e.index)?;
         inst.members.get(id as usize).map(Vec::as_slice)
     }
 }

@@ -16,10 +16,8 @@ use std::collections::BTreeMap;
 
 use overlap_format::schema::{Op, OpClass, RequestKind};
 
+use crate::model::compact::index_u32;
 use crate::model::{CallInfo, EventRef, Trace};
-
-/// No instance: the event is not a collective.
-pub const NONE: u32 = u32::MAX;
 
 /// What a collective call is ordered within.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -41,8 +39,20 @@ fn scope(op: Op, c: &CallInfo) -> Scope {
 pub struct Instances {
     /// The member calls of each instance, in rank order.
     pub members: Vec<Vec<EventRef>>,
-    /// Per rank (position in `trace.ranks`) and event: its instance, or [`NONE`].
-    pub of: Vec<Vec<u32>>,
+    /// Per rank (position in `trace.ranks`): `(event, instance)` of each of its
+    /// blocking collective calls, by event (collectives are few among a rank's events:
+    /// a list of them, not an entry per event).
+    by_rank: Vec<Vec<(u32, u32)>>,
+}
+
+impl Instances {
+    /// The instance of the event at `index` of the rank at position `slot` of
+    /// `trace.ranks`; none when it is not a blocking collective call.
+    pub fn of(&self, slot: usize, index: usize) -> Option<u32> {
+        let list = self.by_rank.get(slot)?;
+        let at = list.binary_search_by_key(&index, |e| e.0 as usize).ok()?;
+        Some(list[at].1)
+    }
 }
 
 /// Groups the blocking collective calls of `trace` into instances.
@@ -50,11 +60,11 @@ pub fn instances(trace: &Trace) -> Instances {
     let mut members: Vec<Vec<EventRef>> = Vec::new();
     // Instance ids by scope, in call order.
     let mut ids: BTreeMap<Scope, Vec<u32>> = BTreeMap::new();
-    let mut of = Vec::with_capacity(trace.ranks.len());
+    let mut by_rank = Vec::with_capacity(trace.ranks.len());
     for t in &trace.ranks {
-        let mut mine = vec![NONE; t.spans.len()];
+        let mut mine: Vec<(u32, u32)> = Vec::new();
         let mut seq: BTreeMap<Scope, usize> = BTreeMap::new();
-        for (i, slot) in mine.iter_mut().enumerate() {
+        for i in 0..t.spans.len() {
             let Some((op, c)) = t.call(i) else { continue };
             if op.class() != OpClass::Collective {
                 continue;
@@ -71,12 +81,13 @@ pub fn instances(trace: &Trace) -> Instances {
                 rank: t.rank,
                 index: i,
             });
-            *slot = id;
+            mine.push((index_u32(i), id));
             *k += 1;
         }
-        of.push(mine);
+        mine.shrink_to_fit();
+        by_rank.push(mine);
     }
-    Instances { members, of }
+    Instances { members, by_rank }
 }
 
 /// The instances of the non-blocking collectives (Ibcast..., and started persistent

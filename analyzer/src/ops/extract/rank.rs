@@ -362,10 +362,7 @@ pub(super) fn build(
                         });
                     }
                     OpClass::Collective => {
-                        let id = shared.blocking.of[slot][i];
-                        if id == collectives::NONE {
-                            ops.push(base);
-                        } else {
+                        if let Some(id) = shared.blocking.of(slot, i) {
                             part.members.push(Member {
                                 instance: TraceInstance::Blocking(id),
                                 call: op,
@@ -381,6 +378,8 @@ pub(super) fn build(
                                 cost_ns: shortest,
                                 ..base
                             });
+                        } else {
+                            ops.push(base);
                         }
                     }
                     _ => ops.push(base),
