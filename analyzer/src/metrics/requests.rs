@@ -158,22 +158,21 @@ pub fn per_request(
         .enumerate()
         .map(|(ri, r)| partner_of(ri, r).map_or(NO_TIME, |t| t.0))
         .collect();
-    let mut by_call: Vec<(u32, u32, u32)> = trace
+    // (rank, completing call, request): a rank's index fits 32 bits, the run's request
+    // index may not.
+    let mut by_call: Vec<(u32, u32, usize)> = trace
         .requests
         .iter()
         .enumerate()
-        .filter_map(|(ri, r)| Some((r.rank, index_u32(r.completion()?), index_u32(ri))))
+        .filter_map(|(ri, r)| Some((r.rank, index_u32(r.completion()?), ri)))
         .collect();
     by_call.par_sort_unstable();
     let mut call_partner: Vec<u64> = vec![NO_TIME; trace.requests.len()];
     for same in by_call.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
-        let known = same
-            .iter()
-            .map(|g| partner[g.2 as usize])
-            .filter(|&t| t != NO_TIME);
+        let known = same.iter().map(|g| partner[g.2]).filter(|&t| t != NO_TIME);
         let latest = known.max().unwrap_or(NO_TIME);
         for g in same {
-            call_partner[g.2 as usize] = latest;
+            call_partner[g.2] = latest;
         }
     }
     drop((by_call, partner));

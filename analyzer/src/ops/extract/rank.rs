@@ -188,6 +188,7 @@ pub(super) fn build(
     let min_cost = shortest_calls(t, main);
     let mut ops: Vec<Operation> = Vec::new();
     let mut accesses = Vec::new();
+    let mut access_of: FxHashMap<std::num::NonZeroU32, CompactIndex> = FxHashMap::default();
     let mut prev_end = lo;
     let mut prev_call: Option<usize> = None;
     for (i, s) in t.spans.iter().enumerate() {
@@ -232,9 +233,13 @@ pub(super) fn build(
                     kind: OpKind::Compute {
                         name: id,
                         inferred: false,
-                        access: t.access(i).map(|a| {
-                            accesses.push(a.clone());
-                            CompactIndex::new(accesses.len() - 1)
+                        // Each distinct list once, as the timeline keeps them.
+                        access: s.access.and_then(|id| {
+                            let a = t.access(i)?;
+                            Some(*access_of.entry(id).or_insert_with(|| {
+                                accesses.push(a.clone());
+                                CompactIndex::new(accesses.len() - 1)
+                            }))
                         }),
                         until_span: None,
                     },
@@ -400,6 +405,7 @@ pub(super) fn build(
     }
     debug_assert_eq!(written, requests.len(), "requests_in_program counts them");
     ops.shrink_to_fit();
+    accesses.shrink_to_fit();
     part.program = RankProgram {
         rank: t.rank,
         start_ns: lo,
