@@ -187,8 +187,8 @@ pub enum OpKind {
         /// Inferred from a gap between MPI calls (its buffers are unknown).
         inferred: bool,
         /// The buffers it reads and writes, when the program said: an entry of its
-        /// rank's [`RankProgram::accesses`] (most compute says nothing, and every
-        /// operation is as large as the largest kind).
+        /// rank's [`RankProgram::accesses`] (an index, not a box: every operation is as
+        /// large as the largest kind, and this keeps that at 16 bytes).
         access: Option<CompactIndex>,
         /// For an inferred compute: the call after the gap (span index).
         until_span: Option<CompactIndex>,
