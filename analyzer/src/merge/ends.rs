@@ -37,10 +37,10 @@ pub(crate) struct SendEnd {
     pub(super) bytes: u64,
 }
 
-/// A receive, as the join needs it (40 B).
+/// What a receive's side of a message says: which call posted it, which completed it
+/// and when (16 B).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct RecvEnd {
-    pub(super) key: Key,
+pub(crate) struct Received {
     /// The call that posted it.
     pub(super) post: u32,
     /// The call that completed it ([`NONE`] when none did).
@@ -49,19 +49,24 @@ pub(crate) struct RecvEnd {
     pub(super) completed_at: Nanos,
 }
 
-/// A send paired with its receive: what makes a message (56 B).
+/// A receive, as the join needs it (40 B).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RecvEnd {
+    pub(super) key: Key,
+    pub(super) got: Received,
+}
+
+/// A send paired with its receive: what makes a message (56 B; the key once).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Paired {
     pub(super) send: SendEnd,
-    /// The receive's post, completion and completion's end ([`RecvEnd`]).
-    pub(super) post: u32,
-    pub(super) completion: u32,
-    pub(super) completed_at: Nanos,
+    pub(super) recv: Received,
 }
 
 // The merge holds one of each per message.
 const _: () = assert!(std::mem::size_of::<SendEnd>() == 40);
 const _: () = assert!(std::mem::size_of::<RecvEnd>() == 40);
+const _: () = assert!(std::mem::size_of::<Received>() == 16);
 const _: () = assert!(std::mem::size_of::<Paired>() == 56);
 
 /// No such call.
@@ -126,9 +131,11 @@ impl RankEnds {
         let seq = next(&mut self.recv_seq, (src, tag, comm));
         self.receives.push(RecvEnd {
             key: (src, self.rank, tag, comm, seq),
-            post: compact(post),
-            completion: completion.map_or(NONE, |c| compact(c.0)),
-            completed_at: completion.map_or(Nanos::ZERO, |c| c.1),
+            got: Received {
+                post: compact(post),
+                completion: completion.map_or(NONE, |c| compact(c.0)),
+                completed_at: completion.map_or(Nanos::ZERO, |c| c.1),
+            },
         });
     }
 
@@ -216,12 +223,7 @@ pub(crate) fn pair<E>(
             let r = r?;
             received += 1;
             if r.key == send.key {
-                paired(Paired {
-                    send,
-                    post: r.post,
-                    completion: r.completion,
-                    completed_at: r.completed_at,
-                })?;
+                paired(Paired { send, recv: r.got })?;
                 break;
             }
         }
@@ -255,7 +257,8 @@ impl Paired {
     /// its receive completed before its send began.
     pub(crate) fn message(&self, id: u64) -> (Message, Option<SuspectMessage>) {
         let (src, dst) = (self.send.key.0, self.send.key.1);
-        let completed = self.completion != NONE;
+        let r = &self.recv;
+        let completed = r.completion != NONE;
         let m = Message::new(
             id,
             EventRef {
@@ -264,16 +267,16 @@ impl Paired {
             },
             EventRef {
                 rank: dst,
-                index: self.post as usize,
+                index: r.post as usize,
             },
-            completed.then_some(self.completion as usize),
+            completed.then_some(r.completion as usize),
             self.send.key.2,
             self.send.bytes,
-            completed && self.completed_at < self.send.start,
+            completed && r.completed_at < self.send.start,
         );
         let suspect = m
             .clock_suspect
-            .then(|| suspect_between(&m, self.send.start, self.completed_at));
+            .then(|| suspect_between(&m, self.send.start, r.completed_at));
         (m, suspect)
     }
 }

@@ -23,7 +23,7 @@ use std::path::Path;
 
 use overlap_format::schema::Nanos;
 
-use super::ends::{pair, Key, MatchCounts, Paired, RecvEnd, SendEnd, SortedEnds};
+use super::ends::{pair, Key, MatchCounts, Paired, Received, RecvEnd, SendEnd, SortedEnds};
 use super::links::RankMessages;
 use super::spill::{merged, Filler, Record, Segment, Spill};
 
@@ -210,11 +210,10 @@ impl Record for SendEnd {
     }
 }
 
-impl Record for RecvEnd {
-    const SIZE: usize = 20 + 4 + 4 + 8;
+impl Record for Received {
+    const SIZE: usize = 4 + 4 + 8;
 
     fn put(&self, out: &mut Vec<u8>) {
-        put_key(&self.key, out);
         out.extend_from_slice(&self.post.to_le_bytes());
         out.extend_from_slice(&self.completion.to_le_bytes());
         put_u64(self.completed_at.0, out);
@@ -222,8 +221,7 @@ impl Record for RecvEnd {
 
     fn get(bytes: &[u8]) -> Self {
         let mut f = Fields(bytes);
-        RecvEnd {
-            key: f.key(),
+        Received {
             post: f.u32(),
             completion: f.u32(),
             completed_at: Nanos(f.u64()),
@@ -231,24 +229,36 @@ impl Record for RecvEnd {
     }
 }
 
-impl Record for Paired {
-    const SIZE: usize = SendEnd::SIZE + 4 + 4 + 8;
+impl Record for RecvEnd {
+    const SIZE: usize = 20 + Received::SIZE;
 
     fn put(&self, out: &mut Vec<u8>) {
-        self.send.put(out);
-        out.extend_from_slice(&self.post.to_le_bytes());
-        out.extend_from_slice(&self.completion.to_le_bytes());
-        put_u64(self.completed_at.0, out);
+        put_key(&self.key, out);
+        self.got.put(out);
     }
 
     fn get(bytes: &[u8]) -> Self {
-        let (send, rest) = bytes.split_at(SendEnd::SIZE);
-        let mut f = Fields(rest);
+        let (key, got) = bytes.split_at(20);
+        RecvEnd {
+            key: Fields(key).key(),
+            got: Received::get(got),
+        }
+    }
+}
+
+impl Record for Paired {
+    const SIZE: usize = SendEnd::SIZE + Received::SIZE;
+
+    fn put(&self, out: &mut Vec<u8>) {
+        self.send.put(out);
+        self.recv.put(out);
+    }
+
+    fn get(bytes: &[u8]) -> Self {
+        let (send, recv) = bytes.split_at(SendEnd::SIZE);
         Paired {
             send: SendEnd::get(send),
-            post: f.u32(),
-            completion: f.u32(),
-            completed_at: Nanos(f.u64()),
+            recv: Received::get(recv),
         }
     }
 }
