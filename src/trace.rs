@@ -18,7 +18,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use overlap_instrument::mpi_family::{MpiFamily, LAUNCHER_ENV};
-use overlap_instrument::schema::{ParamValue, Params, UNRECORDED_CALLS_PARAM};
+use overlap_instrument::schema::{
+    ParamValue, Params, PRELOAD_BUILT_FOR_PARAM, UNRECORDED_CALLS_PARAM,
+};
 
 use crate::supervise::{self, Ending, Watch, HANG_TIMEOUT_ENV};
 use crate::which_mpi::Chosen;
@@ -102,10 +104,17 @@ pub fn run_traced(
 
 /// What to tell the user, once, about the MPI functions the program calls that overlap
 /// does not record (the preload lists them in each rank's header; the merged trace
-/// keeps the first rank's): `None` when there are none.
+/// keeps the first rank's): `None` when there are none, or when the trace says nothing
+/// of them (not the preload's, or an older one). A preload that found no MPI import
+/// leaves the list out: the note says that it could not be told.
 pub fn unrecorded_note(params: &Params) -> Option<String> {
     let Some(ParamValue::Text(list)) = params.get(UNRECORDED_CALLS_PARAM) else {
-        return None;
+        return params.contains_key(PRELOAD_BUILT_FOR_PARAM).then(|| {
+            "which MPI functions this program calls could not be told (no MPI import was \
+             found: an MPI linked statically, or opened with dlopen): calls overlap does \
+             not record, if any, count as computation"
+                .to_string()
+        });
     };
     let names: Vec<&str> = list
         .split(',')
@@ -130,6 +139,12 @@ mod tests {
     fn unrecorded_calls_are_named_once_or_not_at_all() {
         let mut p = Params::new();
         assert_eq!(unrecorded_note(&p), None, "an older preload says nothing");
+        p.insert(
+            PRELOAD_BUILT_FOR_PARAM.into(),
+            ParamValue::Text("mpich 4.0.2".into()),
+        );
+        let unknown = unrecorded_note(&p).expect("a preload that found no MPI import");
+        assert!(unknown.starts_with("which MPI functions this program calls could not be told"));
         p.insert(
             UNRECORDED_CALLS_PARAM.into(),
             ParamValue::Text(String::new()),

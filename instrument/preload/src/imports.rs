@@ -194,8 +194,10 @@ pub(crate) struct Imports {
     pub(crate) bindings: Vec<Binding>,
 }
 
-/// Reads the process's objects' imports.
-pub(crate) fn scan() -> Imports {
+/// Reads the process's objects' imports; `None` when none of them imports anything from
+/// MPI (an MPI linked statically, or opened with `dlopen`): what the program calls is
+/// then unknown, not "nothing".
+pub(crate) fn scan() -> Option<Imports> {
     let mut names = BTreeSet::new();
     let mut bindings = BTreeSet::new();
     for object in objects() {
@@ -213,10 +215,10 @@ pub(crate) fn scan() -> Imports {
             }
         }
     }
-    Imports {
+    (!bindings.is_empty()).then(|| Imports {
         unrecorded: names.into_iter().collect(),
         bindings: bindings.into_iter().collect(),
-    }
+    })
 }
 
 /// The executable and the shared objects mapped into this process, but MPI's own

@@ -400,14 +400,13 @@ fn params(thread_level: Option<c_int>) -> Params {
         p.insert("thread_level".into(), ParamValue::Int(i64::from(level)));
     }
     p.insert("code_maps".into(), ParamValue::Text(code_maps()));
-    let imports = crate::imports::scan();
-    p.insert(
-        UNRECORDED_CALLS_PARAM.into(),
-        ParamValue::Text(imports.unrecorded.join(",")),
-    );
     // No MPI import found (an MPI linked statically, or opened with dlopen): which
-    // bindings the program uses is unknown, not "none".
-    if !imports.bindings.is_empty() {
+    // calls and bindings the program uses is unknown, not "none": both are left out.
+    if let Some(imports) = crate::imports::scan() {
+        p.insert(
+            UNRECORDED_CALLS_PARAM.into(),
+            ParamValue::Text(imports.unrecorded.join(",")),
+        );
         let bindings: Vec<&str> = imports.bindings.iter().map(|b| b.name()).collect();
         p.insert(
             MPI_BINDINGS_PARAM.into(),
