@@ -72,12 +72,6 @@ const _: () = assert!(std::mem::size_of::<Paired>() == 56);
 /// No such call.
 const NONE: u32 = u32::MAX;
 
-/// A span index as a record holds it: a rank's indices fit in 32 bits (the importer
-/// refuses a rank with more, [`crate::model::MAX_RECORDS`]).
-fn compact(index: usize) -> u32 {
-    index_u32(index)
-}
-
 /// One rank's ends, numbered per key.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RankEnds {
@@ -113,7 +107,7 @@ impl RankEnds {
         let seq = next(&mut self.send_seq, (dst, tag, comm));
         self.sends.push(SendEnd {
             key: (self.rank, dst, tag, comm, seq),
-            index: compact(index),
+            index: index_u32(index),
             start,
             bytes,
         });
@@ -132,8 +126,8 @@ impl RankEnds {
         self.receives.push(RecvEnd {
             key: (src, self.rank, tag, comm, seq),
             got: Received {
-                post: compact(post),
-                completion: completion.map_or(NONE, |c| compact(c.0)),
+                post: index_u32(post),
+                completion: completion.map_or(NONE, |c| index_u32(c.0)),
                 completed_at: completion.map_or(Nanos::ZERO, |c| c.1),
             },
         });
