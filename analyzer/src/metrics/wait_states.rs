@@ -252,7 +252,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     };
     // Point-to-point candidates, found on rayon's threads a block of messages at a time
     // and kept in message order: the instances are those of one pass.
-    let completion_of = SendCompletions::of(trace);
+    let completion_of = SendCompletions::of(&trace.requests);
     for block in trace.messages.chunks(MESSAGES_PER_BLOCK) {
         let found: Vec<Vec<Candidate>> = block
             .par_chunks(MESSAGES_PER_BLOCK / 16)
@@ -376,51 +376,34 @@ fn point_to_point(
     }
 }
 
-/// Which call completed each request, by the request's post. A merged or imported
-/// trace's requests are by rank and post (each rank's in post order), so a binary
-/// search finds them; where one call posted several (Startall), the last of them that
-/// completed counts, as in a map filled in the requests' order. A retimed trace
-/// ([`crate::replay::retimed`]) keeps its requests' order while their posts move: it
-/// gets that map.
-enum SendCompletions<'a> {
-    Sorted(&'a [RequestLife]),
-    Map(FxHashMap<EventRef, usize>),
-}
+/// Which call completed each request, by the request's post: a binary search over the
+/// requests by rank and post. A merged or imported trace's requests are in that order
+/// (each rank's in post order) and are searched where they are; a retimed trace
+/// ([`crate::replay::retimed`]) keeps its requests' order while their posts move, and is
+/// searched in a copy sorted stably. Where one call posted several (Startall), the last
+/// of them in the requests' order that completed counts.
+struct SendCompletions<'a>(std::borrow::Cow<'a, [RequestLife]>);
 
-impl SendCompletions<'_> {
-    fn of(trace: &Trace) -> SendCompletions<'_> {
+impl<'a> SendCompletions<'a> {
+    fn of(requests: &'a [RequestLife]) -> SendCompletions<'a> {
         let key = |r: &RequestLife| (r.rank, r.post());
-        if trace.requests.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
-            return SendCompletions::Sorted(&trace.requests);
+        if requests.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
+            return SendCompletions(std::borrow::Cow::Borrowed(requests));
         }
-        SendCompletions::map(&trace.requests)
-    }
-
-    fn map(requests: &[RequestLife]) -> SendCompletions<'static> {
-        let map = requests.iter().filter_map(|r| {
-            let post = EventRef {
-                rank: r.rank,
-                index: r.post(),
-            };
-            Some((post, r.completion()?))
-        });
-        SendCompletions::Map(map.collect())
+        let mut sorted = requests.to_vec();
+        sorted.sort_by_key(key);
+        SendCompletions(std::borrow::Cow::Owned(sorted))
     }
 
     /// The call that completed the request posted at `post`.
     fn get(&self, post: EventRef) -> Option<usize> {
-        match self {
-            SendCompletions::Map(map) => map.get(&post).copied(),
-            SendCompletions::Sorted(requests) => {
-                let at = (post.rank, post.index);
-                let end = requests.partition_point(|r| (r.rank, r.post()) <= at);
-                requests[..end]
-                    .iter()
-                    .rev()
-                    .take_while(|r| (r.rank, r.post()) == at)
-                    .find_map(RequestLife::completion)
-            }
-        }
+        let at = (post.rank, post.index);
+        let end = self.0.partition_point(|r| (r.rank, r.post()) <= at);
+        self.0[..end]
+            .iter()
+            .rev()
+            .take_while(|r| (r.rank, r.post()) == at)
+            .find_map(RequestLife::completion)
     }
 }
 
@@ -481,11 +464,12 @@ mod tests {
 
     /// Requests by (rank, post): rank 0 posts at 3 and completes at 9; a Startall at 5
     /// starts three, of which the first and second complete (at 11 and 12), the third
-    /// never; rank 1 posts at 2, never completed, and at 4, completed at 6. The binary
-    /// search gives what a map filled in order gives: for the Startall, the last that
-    /// completed (12); nothing for a post with no completion or no request.
+    /// never; rank 1 posts at 2, never completed, and at 4, completed at 6. For the
+    /// Startall, the last that completed counts (12); nothing for a post with no
+    /// completion or no request. The same requests in another order (a retimed trace's:
+    /// rank 1 first, the Startall's own order kept) give the same answers.
     #[test]
-    fn send_completions_by_search_are_the_map_s() {
+    fn send_completions_are_found_by_post_in_any_order() {
         let life = |rank, post, done| {
             RequestLife::new(rank, post as u64, RequestKind::Send, post, post, done, None)
         };
@@ -497,20 +481,20 @@ mod tests {
             life(1, 2, None),
             life(1, 4, Some(6)),
         ];
-        let (sorted, map) = (
-            SendCompletions::Sorted(&requests),
-            SendCompletions::map(&requests),
-        );
+        let moved: Vec<RequestLife> = [5, 4, 1, 0, 2, 3].iter().map(|&i| requests[i]).collect();
+        let (sorted, unsorted) = (SendCompletions::of(&requests), SendCompletions::of(&moved));
+        assert!(matches!(sorted.0, std::borrow::Cow::Borrowed(_)));
+        assert!(matches!(unsorted.0, std::borrow::Cow::Owned(_)));
         for rank in 0..3 {
             for index in 0..8 {
                 let at = EventRef { rank, index };
-                assert_eq!(sorted.get(at), map.get(at), "{at:?}");
+                assert_eq!(sorted.get(at), unsorted.get(at), "{at:?}");
             }
         }
         let at = |rank, index| sorted.get(EventRef { rank, index });
         assert_eq!(
-            (at(0, 3), at(0, 5), at(1, 2), at(1, 4)),
-            (Some(9), Some(12), None, Some(6))
+            (at(0, 3), at(0, 5), at(1, 2), at(1, 4), at(2, 0)),
+            (Some(9), Some(12), None, Some(6), None)
         );
     }
 }
