@@ -8,7 +8,7 @@ use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::import::Loaded;
 use overlap_analyzer::merge::merge_to_file;
-use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
+use overlap_analyzer::metrics::{analyze as analyze_trace, analyze_owned, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{render, Style};
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
@@ -326,7 +326,14 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         None => None,
     };
     let trace = load_trace(&a.trace)?;
-    let (report, details) = analyze_trace(&trace, &opts);
+    // The tables need the trace and every instance after the report; without them the
+    // trace is given up to the analysis, which then peaks lower.
+    let (report, for_tables) = if a.csv.is_some() || a.parquet.is_some() {
+        let (report, details) = analyze_trace(&trace, &opts);
+        (report, Some((trace, details)))
+    } else {
+        (analyze_owned(trace, &opts), None)
+    };
     {
         let _s = tracing::info_span!("report").entered();
         if a.json {
@@ -335,7 +342,7 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
             out!("{}", render(&report, style()));
         }
     }
-    if a.csv.is_some() || a.parquet.is_some() {
+    if let Some((trace, details)) = for_tables {
         let mut t = tables(&trace, &report, &details)?;
         for (dir, format) in [
             (&a.csv, TableFormat::Csv),

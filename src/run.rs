@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use overlap_analyzer::merge::merge_to_file;
-use overlap_analyzer::metrics::{analyze as analyze_trace, Options};
+use overlap_analyzer::metrics::{analyze_owned, Options};
 use overlap_analyzer::report::render;
 use overlap_kernels::args::Kernels;
 
@@ -141,7 +141,7 @@ fn run_kernel(
     match end.finish(merged, failure, no_trace)? {
         Ok(_) => {
             let trace = load_run(&ranks_dir, out)?;
-            let (report, _) = analyze_trace(&trace, &Options::default());
+            let report = analyze_owned(trace, &Options::default());
             outln!();
             out!("{}", render(&report, style()));
             Ok(ExitCode::SUCCESS)

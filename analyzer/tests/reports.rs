@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 
 use overlap_analyzer::import::{load_dir, load_merged};
 use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
-use overlap_analyzer::metrics::{analyze, Options};
+use overlap_analyzer::metrics::{analyze, analyze_owned, Options};
 use overlap_analyzer::model::Trace;
+use overlap_analyzer::ops::{extract, extract_owned};
 use overlap_analyzer::summary::summarize;
 
 fn cases() -> Vec<PathBuf> {
@@ -31,6 +32,33 @@ fn cases() -> Vec<PathBuf> {
 fn figures(trace: &Trace, source: &Path) -> (String, String) {
     let (report, details) = analyze(trace, &Options::default());
     let json = serde_json::to_string_pretty(&report).expect("report as JSON");
+    // The analysis that is given the trace (it drops it while the replays' program is
+    // built, and folds the requests' rows a rank at a time) reports the same, and
+    // builds the same program, a rank at a time or all at once.
+    let owned = analyze_owned(trace.clone(), &Options::default());
+    assert!(
+        owned == report,
+        "{}: analyze_owned differs",
+        source.display()
+    );
+    let kept = extract(trace).ok();
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a thread pool");
+    for pool in [None, Some(&one_thread)] {
+        let given = trace.clone();
+        let owned = match pool {
+            Some(p) => p.install(|| extract_owned(given)),
+            None => extract_owned(given),
+        };
+        assert!(
+            owned.ok() == kept,
+            "{}: extract_owned differs ({} threads)",
+            source.display(),
+            pool.map_or(rayon::current_num_threads(), |p| p.current_num_threads())
+        );
+    }
     // One line per instance, so that a difference names the instance.
     let mut lines: Vec<String> = Vec::new();
     lines.extend(details.waits.iter().map(|w| format!("{w:?}")));

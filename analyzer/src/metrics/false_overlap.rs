@@ -291,8 +291,15 @@ pub fn findings(
             hideable_ns: lost.min(independent.0),
         });
     }
-    out.sort_by_key(|f| (std::cmp::Reverse(f.lost_ns), f.rank, f.wait.index));
+    sort_findings(&mut out);
     out
+}
+
+/// Findings in the report's order: largest loss first, then by rank and waiting call
+/// (a finding's rank and call are its own: the order is total, whatever the order
+/// given).
+pub fn sort_findings(findings: &mut [Finding]) {
+    findings.sort_by_key(|f| (std::cmp::Reverse(f.lost_ns), f.rank, f.wait.index));
 }
 
 /// What every finding's move depends on, which a trace cannot see.

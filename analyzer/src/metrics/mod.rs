@@ -15,6 +15,7 @@ pub mod one_sided;
 pub mod pop;
 pub mod progress;
 pub mod request_row;
+mod request_summary;
 pub mod requests;
 mod schedule;
 pub mod split;
@@ -228,88 +229,135 @@ pub struct Details {
 /// ([`schedule`] says in what order and why).
 pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
     let _span = tracing::info_span!("metrics").entered();
-    let (replayed, self_check, m) = schedule::figures(trace, opts);
-    let pop = pop::efficiencies(&m.ranks, &m.totals, &m.wait_states.per_rank_ns, replayed);
-    let (indeterminate_waits, indeterminate_wait_ns) = m
-        .waits
-        .iter()
-        .filter(|w| w.indeterminate)
-        .fold((0u64, 0u64), |(n, t), w| (n + 1, t + w.amount_ns));
-    let clock = ClockReport {
-        shared_clock: trace.info.ranks.iter().all(|r| r.shared_clock),
-        max_error_ns: trace
-            .ranks
+    let (replays, m) = schedule::figures(trace, opts);
+    let of_trace = OfTrace::of(trace, &m);
+    assemble(of_trace, m, replays)
+}
+
+/// [`analyze`]'s report, of a trace that nothing needs afterwards: it is dropped while
+/// the replays' program is built, and the per-instance figures behind the report (its
+/// [`Details`]) are not kept, so that analysis peaks lower ([`schedule`]). The report is
+/// [`analyze`]'s, figure for figure.
+pub fn analyze_owned(trace: Trace, opts: &Options) -> Report {
+    let _span = tracing::info_span!("metrics").entered();
+    let (replays, m, of_trace) = schedule::figures_owned(trace, opts, OfTrace::of);
+    assemble(of_trace, m, replays).0
+}
+
+/// The parts of the report read from the trace beside the measured figures.
+struct OfTrace {
+    run: RunInfo,
+    clock: ClockReport,
+    hang: Option<crate::hang::HangReport>,
+    gpu: Option<crate::gpu::GpuReport>,
+    chains: Vec<crate::gpu::ChainRow>,
+}
+
+impl OfTrace {
+    fn of(trace: &Trace, m: &schedule::Measured) -> OfTrace {
+        let (indeterminate_waits, indeterminate_wait_ns) = m
+            .waits
             .iter()
-            .map(|t| trace.clock_error(t.rank).0)
-            .max()
-            .unwrap_or(0),
-        ranks: trace
-            .info
-            .ranks
-            .iter()
-            .map(|r| RankClockReport {
-                rank: r.rank,
-                error_ns: trace.clock_error(r.rank).0,
-                init_offset_ns: r.init_offset_ns,
-                drift_ppb: r.drift_ppb,
-            })
-            .collect(),
-        suspect_messages: trace.messages.iter().filter(|m| m.clock_suspect).count() as u64,
-        indeterminate_waits,
-        indeterminate_wait_ns,
-    };
-    let info = &trace.info;
-    let run = RunInfo {
-        source: trace.source.display().to_string(),
-        program: info.program.clone(),
-        params: info.params.clone(),
-        world_size: info.world_size,
-        ranks_traced: trace.ranks.len() as u32,
-        missing_ranks: info.missing_ranks.clone(),
-        incomplete_ranks: trace
-            .ranks
-            .iter()
-            .filter(|t| !t.complete)
-            .map(|t| t.rank)
-            .collect(),
-        incomplete: info.incomplete.clone(),
-        completeness_known: info.completeness_known(),
-        run_id: info.run_id.clone(),
-        start_unix_ns: info.start_unix_ns,
-        clock_implausible: info.clock_implausible.clone(),
-        peers_out_of_range: info.peers_out_of_range.clone(),
-        events: trace.ranks.iter().map(|t| t.event_count() as u64).sum(),
-        messages: trace.messages.len() as u64,
-        unmatched_sends: info.unmatched_sends,
-        unmatched_receives: info.unmatched_receives,
-        compute_source: trace.compute_source(),
-        gpu_unrecorded: crate::gpu::unrecorded_runtime(trace),
-    };
-    let (gpu, chains) = {
-        let _s = tracing::info_span!("gpu").entered();
-        crate::gpu::analyze(trace).unzip()
-    };
+            .filter(|w| w.indeterminate)
+            .fold((0u64, 0u64), |(n, t), w| (n + 1, t + w.amount_ns));
+        let clock = ClockReport {
+            shared_clock: trace.info.ranks.iter().all(|r| r.shared_clock),
+            max_error_ns: trace
+                .ranks
+                .iter()
+                .map(|t| trace.clock_error(t.rank).0)
+                .max()
+                .unwrap_or(0),
+            ranks: trace
+                .info
+                .ranks
+                .iter()
+                .map(|r| RankClockReport {
+                    rank: r.rank,
+                    error_ns: trace.clock_error(r.rank).0,
+                    init_offset_ns: r.init_offset_ns,
+                    drift_ppb: r.drift_ppb,
+                })
+                .collect(),
+            suspect_messages: trace.messages.iter().filter(|m| m.clock_suspect).count() as u64,
+            indeterminate_waits,
+            indeterminate_wait_ns,
+        };
+        let info = &trace.info;
+        let run = RunInfo {
+            source: trace.source.display().to_string(),
+            program: info.program.clone(),
+            params: info.params.clone(),
+            world_size: info.world_size,
+            ranks_traced: trace.ranks.len() as u32,
+            missing_ranks: info.missing_ranks.clone(),
+            incomplete_ranks: trace
+                .ranks
+                .iter()
+                .filter(|t| !t.complete)
+                .map(|t| t.rank)
+                .collect(),
+            incomplete: info.incomplete.clone(),
+            completeness_known: info.completeness_known(),
+            run_id: info.run_id.clone(),
+            start_unix_ns: info.start_unix_ns,
+            clock_implausible: info.clock_implausible.clone(),
+            peers_out_of_range: info.peers_out_of_range.clone(),
+            events: trace.ranks.iter().map(|t| t.event_count() as u64).sum(),
+            messages: trace.messages.len() as u64,
+            unmatched_sends: info.unmatched_sends,
+            unmatched_receives: info.unmatched_receives,
+            compute_source: trace.compute_source(),
+            gpu_unrecorded: crate::gpu::unrecorded_runtime(trace),
+        };
+        let (gpu, chains) = {
+            let _s = tracing::info_span!("gpu").entered();
+            crate::gpu::analyze(trace).unzip()
+        };
+        OfTrace {
+            run,
+            clock,
+            hang: crate::hang::analyze(trace, &m.sites),
+            gpu,
+            chains: chains.unwrap_or_default(),
+        }
+    }
+}
+
+/// The report of the measured figures `m`, the parts read from the trace and the
+/// replays, and the per-instance figures behind it.
+fn assemble(
+    of_trace: OfTrace,
+    m: schedule::Measured,
+    replays: schedule::Replays,
+) -> (Report, Details) {
+    let pop = pop::efficiencies(
+        &m.ranks,
+        &m.totals,
+        &m.wait_states.per_rank_ns,
+        replays.ideal,
+    );
     let report = Report {
         report: "overlap-report",
         version: REPORT_VERSION,
-        run,
+        run: of_trace.run,
         ranks: m.ranks,
         totals: m.totals,
         wait_states: m.wait_states,
         requests: m.request_summary,
         false_overlap: m.false_overlap,
         pop,
-        clock,
+        clock: of_trace.clock,
         by_site: m.by_site,
-        hang: crate::hang::analyze(trace, &m.sites),
-        replay: self_check,
-        gpu,
+        hang: of_trace.hang,
+        replay: replays.self_check,
+        gpu: of_trace.gpu,
     };
     let details = Details {
         waits: m.waits,
         requests: m.requests,
         sites: m.sites,
-        chains: chains.unwrap_or_default(),
+        chains: of_trace.chains,
     };
     (report, details)
 }

@@ -100,19 +100,43 @@ pub struct NotAchieved {
 pub const HINT: &str = "call MPI_Test on the request inside the compute loop, or enable \
 asynchronous progress (MPICH_ASYNC_PROGRESS=1)";
 
-/// Summarises the verdicts of `reqs` (the worst named from `trace`).
-pub fn summarize(trace: &Trace, reqs: &[RequestRow], opts: &Options) -> NotAchieved {
-    let hits = || reqs.iter().filter(|r| r.written_not_achieved == Some(true));
-    let key = |r: &RequestRow| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request);
-    let worst = super::requests::smallest(hits(), opts.worst, |a, b| key(a).cmp(&key(b)));
-    NotAchieved {
-        count: hits().count() as u64,
-        unknown: reqs
+/// The verdicts of requests taken a part at a time, in request order: what
+/// [`NotAchieved`] counts, and its worst so far (as choosing them among all the requests
+/// at once would give them).
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Verdicts {
+    count: u64,
+    unknown: u64,
+    wait_ns: u64,
+    /// The worst so far, worst first.
+    worst: Vec<RequestRow>,
+}
+
+impl Verdicts {
+    /// Takes the next requests.
+    pub(super) fn add(&mut self, reqs: &[RequestRow], opts: &Options) {
+        let hits = || reqs.iter().filter(|r| r.written_not_achieved == Some(true));
+        let key = |r: &RequestRow| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request);
+        self.count += hits().count() as u64;
+        self.unknown += reqs
             .iter()
             .filter(|r| r.completion_index().is_some() && r.written_not_achieved.is_none())
-            .count() as u64,
-        wait_ns: hits().map(|r| r.progress_wait_ns).sum(),
-        worst: worst.iter().filter_map(|r| r.metrics(trace)).collect(),
-        hint: HINT,
+            .count() as u64;
+        self.wait_ns += hits().map(|r| r.progress_wait_ns).sum::<u64>();
+        // Those kept so far come before the new ones, as they did among the requests.
+        let candidates = self.worst.iter().chain(hits());
+        let worst = super::requests::smallest(candidates, opts.worst, |a, b| key(a).cmp(&key(b)));
+        self.worst = worst.into_iter().cloned().collect();
+    }
+
+    /// The verdicts of every request taken (the worst named from `trace`).
+    pub(super) fn finish(self, trace: &Trace) -> NotAchieved {
+        NotAchieved {
+            count: self.count,
+            unknown: self.unknown,
+            wait_ns: self.wait_ns,
+            worst: self.worst.iter().filter_map(|r| r.metrics(trace)).collect(),
+            hint: HINT,
+        }
     }
 }

@@ -23,8 +23,9 @@ use overlap_format::schema::{Nanos, RequestKind};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::progress::{self, Progress};
+use super::progress::Progress;
 pub use super::request_row::{RequestIdentity, RequestRow};
+pub use super::request_summary::{summarize, CollectiveFigures, RequestSummary};
 pub use super::transfer::{CollectiveModel, SizeClass, TransferModel};
 use super::{blocks, CallRef, Options};
 use crate::fxhash::FxHashMap;
@@ -104,80 +105,144 @@ pub fn per_request(
     collectives: &CollectiveModel,
     opts: &Options,
 ) -> Vec<RequestRow> {
-    // Bytes actually received, and the matching send's entry, by receive post; the
-    // matching receive post's entry by send. Keyed by `post_key` (8 bytes, not an
-    // `EventRef`'s 16): these hold an entry per message.
-    let n = trace.messages.len();
-    let mut received: FxHashMap<u64, (u64, Nanos)> =
-        FxHashMap::with_capacity_and_hasher(n, Default::default());
-    let mut receiver: FxHashMap<u64, Nanos> =
-        FxHashMap::with_capacity_and_hasher(n, Default::default());
-    for m in &trace.messages {
-        let (send_ref, post_ref) = (m.send(), m.recv_post());
-        if let (Some(send), Some(post)) = (trace.span(send_ref), trace.span(post_ref)) {
-            received.insert(post_key(post_ref), (m.bytes, send.start));
-            receiver.insert(post_key(send_ref), post.start);
+    RequestPass::new(trace, model, collectives, opts).rows(0..trace.requests.len())
+}
+
+/// What making a request's row needs of the whole run (its message's bytes and its
+/// completing call's latest partner), gathered once; rows are then made for any run of
+/// the trace's requests ([`RequestPass::rows`]).
+pub struct RequestPass<'a> {
+    trace: &'a Trace,
+    model: &'a TransferModel,
+    collectives: &'a CollectiveModel,
+    opts: &'a Options,
+    /// Bytes actually received and the matching send's start, by receive post (keyed by
+    /// `post_key`: 8 bytes, not an `EventRef`'s 16; an entry per message).
+    received: FxHashMap<u64, (u64, Nanos)>,
+    /// By request: the latest partner arrival of any request its completing call
+    /// completed (`NO_TIME` for none: 8 bytes a request, not an `Option`'s 16). The
+    /// call's wait until then is explained by a late partner, not by progress.
+    call_partner: Vec<u64>,
+}
+
+impl<'a> RequestPass<'a> {
+    /// Gathers what the rows of `trace`'s requests need.
+    pub fn new(
+        trace: &'a Trace,
+        model: &'a TransferModel,
+        collectives: &'a CollectiveModel,
+        opts: &'a Options,
+    ) -> RequestPass<'a> {
+        let n = trace.messages.len();
+        let mut received: FxHashMap<u64, (u64, Nanos)> =
+            FxHashMap::with_capacity_and_hasher(n, Default::default());
+        // The matching receive post's start, by send.
+        let mut receiver: FxHashMap<u64, Nanos> =
+            FxHashMap::with_capacity_and_hasher(n, Default::default());
+        for m in &trace.messages {
+            let (send_ref, post_ref) = (m.send(), m.recv_post());
+            if let (Some(send), Some(post)) = (trace.span(send_ref), trace.span(post_ref)) {
+                received.insert(post_key(post_ref), (m.bytes, send.start));
+                receiver.insert(post_key(send_ref), post.start);
+            }
         }
-    }
-    // The last member's post of each non-blocking collective, by request.
-    let mut last_post: FxHashMap<usize, Nanos> = Default::default();
-    for members in super::collectives::nonblocking(trace) {
-        let last = members
-            .iter()
-            .filter_map(|&i| {
-                let r = trace.requests.get(i)?;
-                trace.span(EventRef {
-                    rank: r.rank,
-                    index: r.post(),
+        // The last member's post of each non-blocking collective, by request.
+        let mut last_post: FxHashMap<usize, Nanos> = Default::default();
+        for members in super::collectives::nonblocking(trace) {
+            let last = members
+                .iter()
+                .filter_map(|&i| {
+                    let r = trace.requests.get(i)?;
+                    trace.span(EventRef {
+                        rank: r.rank,
+                        index: r.post(),
+                    })
                 })
-            })
-            .map(|s| s.start)
-            .max();
-        if let Some(last) = last {
-            last_post.extend(members.iter().map(|&i| (i, last)));
+                .map(|s| s.start)
+                .max();
+            if let Some(last) = last {
+                last_post.extend(members.iter().map(|&i| (i, last)));
+            }
+        }
+        let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
+            let post = post_key(EventRef {
+                rank: r.rank,
+                index: r.post(),
+            });
+            match r.kind {
+                RequestKind::Send => receiver.get(&post).copied(),
+                RequestKind::Recv => received.get(&post).map(|g| g.1),
+                RequestKind::Collective => last_post.get(&ri).copied(),
+                RequestKind::OneSided => None,
+            }
+        };
+        let partner: Vec<u64> = trace
+            .requests
+            .par_iter()
+            .enumerate()
+            .map(|(ri, r)| partner_of(ri, r).map_or(NO_TIME, |t| t.0))
+            .collect();
+        drop((receiver, last_post));
+        // (rank, completing call, request): a rank's index fits 32 bits, the run's
+        // request index may not.
+        let mut by_call: Vec<(u32, u32, usize)> = trace
+            .requests
+            .iter()
+            .enumerate()
+            .filter_map(|(ri, r)| Some((r.rank, index_u32(r.completion()?), ri)))
+            .collect();
+        by_call.par_sort_unstable();
+        let mut call_partner: Vec<u64> = vec![NO_TIME; trace.requests.len()];
+        for same in by_call.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+            let known = same.iter().map(|g| partner[g.2]).filter(|&t| t != NO_TIME);
+            let latest = known.max().unwrap_or(NO_TIME);
+            for g in same {
+                call_partner[g.2] = latest;
+            }
+        }
+        RequestPass {
+            trace,
+            model,
+            collectives,
+            opts,
+            received,
+            call_partner,
         }
     }
-    // The latest partner arrival of every request a completion call completed: the
-    // call's wait until then is explained by a late partner, not by progress. Times are
-    // kept with `NO_TIME` for none (8 bytes a request, not an `Option`'s 16).
-    let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
-        let post = post_key(EventRef {
-            rank: r.rank,
-            index: r.post(),
-        });
-        match r.kind {
-            RequestKind::Send => receiver.get(&post).copied(),
-            RequestKind::Recv => received.get(&post).map(|g| g.1),
-            RequestKind::Collective => last_post.get(&ri).copied(),
-            RequestKind::OneSided => None,
+
+    /// The rows of the trace's requests `range` (a request without one, sent to or
+    /// received from `MPI_PROC_NULL`, or whose post is not a call of the trace, is left
+    /// out), in request order, made on rayon's threads.
+    pub fn rows(&self, range: std::ops::Range<usize>) -> Vec<RequestRow> {
+        // A block of requests at a time, each block's metrics made on rayon's threads in
+        // pieces, then moved into the one vector (reserved once: a parallel collect of
+        // what a filter keeps would hold every metric twice at its end).
+        const PIECE: usize = 1 << 10;
+        const BLOCK: usize = 1 << 16;
+        let requests = &self.trace.requests[range.clone()];
+        let mut out = Vec::with_capacity(requests.len());
+        for (b, block) in requests.chunks(BLOCK).enumerate() {
+            let pieces: Vec<Vec<RequestRow>> = block
+                .par_chunks(PIECE)
+                .enumerate()
+                .map(|(p, piece)| {
+                    let first = range.start + b * BLOCK + p * PIECE;
+                    let each = piece.iter().enumerate();
+                    each.filter_map(|(k, r)| self.row(first + k, r)).collect()
+                })
+                .collect();
+            for piece in pieces {
+                out.extend(piece);
+            }
         }
-    };
-    let partner: Vec<u64> = trace
-        .requests
-        .par_iter()
-        .enumerate()
-        .map(|(ri, r)| partner_of(ri, r).map_or(NO_TIME, |t| t.0))
-        .collect();
-    // (rank, completing call, request): a rank's index fits 32 bits, the run's request
-    // index may not.
-    let mut by_call: Vec<(u32, u32, usize)> = trace
-        .requests
-        .iter()
-        .enumerate()
-        .filter_map(|(ri, r)| Some((r.rank, index_u32(r.completion()?), ri)))
-        .collect();
-    by_call.par_sort_unstable();
-    let mut call_partner: Vec<u64> = vec![NO_TIME; trace.requests.len()];
-    for same in by_call.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
-        let known = same.iter().map(|g| partner[g.2]).filter(|&t| t != NO_TIME);
-        let latest = known.max().unwrap_or(NO_TIME);
-        for g in same {
-            call_partner[g.2] = latest;
-        }
+        out
     }
-    drop((by_call, partner));
-    // Each request on its own: on rayon's threads, in request order.
-    let one = |ri: usize, r: &crate::model::RequestLife| -> Option<RequestRow> {
+
+    /// The row of request `ri`, `r`.
+    fn row(&self, ri: usize, r: &crate::model::RequestLife) -> Option<RequestRow> {
+        let (trace, model, collectives, opts) =
+            (self.trace, self.model, self.collectives, self.opts);
+        let received = &self.received;
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
         };
@@ -248,7 +313,7 @@ pub fn per_request(
                 blocking: span.op().is_some_and(blocks),
                 wait_start: span.start,
                 wait_end: span.end,
-                partner: (call_partner[ri] != NO_TIME).then_some(Nanos(call_partner[ri])),
+                partner: (self.call_partner[ri] != NO_TIME).then_some(Nanos(self.call_partner[ri])),
                 t_pure: t_pure.map(Nanos),
                 t_cpu: Nanos(m.cpu_ns),
             };
@@ -257,28 +322,7 @@ pub fn per_request(
             m.set_completion(i);
         }
         Some(m)
-    };
-    // A block of requests at a time, each block's metrics made on rayon's threads in
-    // pieces, then moved into the one vector (reserved once: a parallel collect of what
-    // a filter keeps would hold every metric twice at its end).
-    const PIECE: usize = 1 << 10;
-    const BLOCK: usize = 1 << 16;
-    let mut out = Vec::with_capacity(trace.requests.len());
-    for (b, block) in trace.requests.chunks(BLOCK).enumerate() {
-        let pieces: Vec<Vec<RequestRow>> = block
-            .par_chunks(PIECE)
-            .enumerate()
-            .map(|(p, piece)| {
-                let first = b * BLOCK + p * PIECE;
-                let each = piece.iter().enumerate();
-                each.filter_map(|(k, r)| one(first + k, r)).collect()
-            })
-            .collect();
-        for piece in pieces {
-            out.extend(piece);
-        }
     }
-    out
 }
 
 /// No time (a partner never seen): no time on the run's timeline is `u64::MAX` ns.
@@ -312,151 +356,6 @@ pub fn osu_overlap(t_pure: u64, t_cpu: u64, t_ovrl: u64) -> Option<f64> {
     }
     let exposed = t_ovrl as f64 - t_cpu as f64;
     Some((1.0 - exposed / t_pure as f64).clamp(0.0, 1.0))
-}
-
-/// Requests summarised.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RequestSummary {
-    /// Requests posted.
-    pub count: u64,
-    /// Of which point-to-point sends.
-    pub sends: u64,
-    /// Of which point-to-point receives.
-    pub receives: u64,
-    /// Of which non-blocking collectives.
-    pub collectives: u64,
-    /// Of which one-sided operations with a request.
-    pub one_sided: u64,
-    /// Requests that no call completed and the program did not free: lost from the
-    /// trace's view (the rank ended, or died, with them in flight).
-    pub never_completed: u64,
-    /// Requests the program let go with `MPI_Request_free` before any call completed
-    /// them: their end is unknown, and they have no overlap figures.
-    pub freed: u64,
-    /// Mean overlap of the requests that have one (0..1); none when no request has one.
-    pub mean_overlap: Option<f64>,
-    /// Requests that have an overlap figure.
-    pub with_overlap: u64,
-    /// Requests that overlapped nothing (overlap 0).
-    pub zero_overlap: u64,
-    /// Summed exposed wait, ns (a call completing several requests counts once).
-    pub exposed_wait_ns: u64,
-    /// The transfer model used for `t_pure` of messages and one-sided operations.
-    pub transfer_model: TransferModel,
-    /// The model used for `t_pure` of non-blocking collectives.
-    pub collective_model: CollectiveModel,
-    /// The non-blocking collectives' OSU-style figures; none without any.
-    pub nbc: Option<CollectiveFigures>,
-    /// Overlap written, not achieved ([`super::progress`]).
-    pub written_not_achieved: progress::NotAchieved,
-    /// The completed requests with the least overlap, and among equals the largest
-    /// exposed wait, worst first.
-    pub worst: Vec<RequestMetrics>,
-}
-
-/// The non-blocking collectives together, as the OSU benchmarks report one operation.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CollectiveFigures {
-    /// Completed non-blocking collective requests.
-    pub completed: u64,
-    /// Mean overall time `t_ovrl`, ns.
-    pub mean_overall_ns: u64,
-    /// Mean pure communication time of those that have an estimate, ns; none when none
-    /// has.
-    pub mean_pure_ns: Option<u64>,
-    /// Mean compute in the window, ns.
-    pub mean_cpu_ns: u64,
-    /// Mean OSU overlap (0..1) of those that have one.
-    pub mean_osu_overlap: Option<f64>,
-    /// Mean IMB overlap (0..1) of those that have one.
-    pub mean_overlap: Option<f64>,
-}
-
-fn mean(v: impl Iterator<Item = f64>) -> Option<f64> {
-    let (n, sum) = v.fold((0u64, 0.0), |(n, s), x| (n + 1, s + x));
-    (n > 0).then(|| sum / n as f64)
-}
-
-fn collective_figures(reqs: &[RequestRow]) -> Option<CollectiveFigures> {
-    let done: Vec<&RequestRow> = reqs
-        .iter()
-        .filter(|r| r.kind == RequestClass::Collective && r.completion_index().is_some())
-        .collect();
-    if done.is_empty() {
-        return None;
-    }
-    let avg = |f: &dyn Fn(&RequestRow) -> u64| {
-        mean(done.iter().map(|r| f(r) as f64)).map_or(0, |m| m.round() as u64)
-    };
-    Some(CollectiveFigures {
-        completed: done.len() as u64,
-        mean_overall_ns: avg(&|r| r.t_ovrl_ns),
-        mean_pure_ns: mean(done.iter().filter_map(|r| r.t_pure_ns()).map(|p| p as f64))
-            .map(|m| m.round() as u64),
-        mean_cpu_ns: avg(&|r| r.cpu_ns),
-        mean_osu_overlap: mean(done.iter().filter_map(|r| r.osu_overlap())),
-        mean_overlap: mean(done.iter().filter_map(|r| r.overlap())),
-    })
-}
-
-/// Summarises the requests of `trace` (its worst ones named from it).
-pub fn summarize(
-    trace: &Trace,
-    reqs: &[RequestRow],
-    model: &TransferModel,
-    collective_model: &CollectiveModel,
-    opts: &Options,
-) -> RequestSummary {
-    let mut with = (0u64, 0u64, 0.0f64); // (count, zeros, sum)
-    for o in reqs.iter().filter_map(RequestRow::overlap) {
-        with = (with.0 + 1, with.1 + u64::from(o == 0.0), with.2 + o);
-    }
-    // A call completing several requests counts once: its requests are neighbours
-    // once sorted by (rank, call).
-    let mut waits: Vec<(u32, usize, u64)> = reqs
-        .iter()
-        .filter_map(|r| Some((r.rank, r.completion_index()?, r.exposed_wait_ns)))
-        .collect();
-    waits.par_sort_unstable();
-    waits.dedup();
-    let exposed_wait_ns = waits.iter().map(|w| w.2).sum();
-    drop(waits);
-    let worst_first = |a: &RequestRow, b: &RequestRow| {
-        let key = |r: &RequestRow| {
-            (
-                r.overlap().unwrap_or(1.0),
-                std::cmp::Reverse(r.exposed_wait_ns),
-            )
-        };
-        let (ka, kb) = (key(a), key(b));
-        ka.0.total_cmp(&kb.0)
-            .then(ka.1.cmp(&kb.1))
-            .then((a.rank, a.request).cmp(&(b.rank, b.request)))
-    };
-    let completed = reqs.iter().filter(|r| r.completion_index().is_some());
-    let worst = smallest(completed, opts.worst, worst_first);
-    let count = |k: RequestClass| reqs.iter().filter(|r| r.kind == k).count() as u64;
-    RequestSummary {
-        count: reqs.len() as u64,
-        sends: count(RequestClass::Send),
-        receives: count(RequestClass::Receive),
-        collectives: count(RequestClass::Collective),
-        one_sided: count(RequestClass::OneSided),
-        never_completed: reqs
-            .iter()
-            .filter(|r| r.completion_index().is_none() && !r.freed)
-            .count() as u64,
-        freed: reqs.iter().filter(|r| r.freed).count() as u64,
-        mean_overlap: (with.0 > 0).then(|| with.2 / with.0 as f64),
-        with_overlap: with.0,
-        zero_overlap: with.1,
-        exposed_wait_ns,
-        transfer_model: model.clone(),
-        collective_model: collective_model.clone(),
-        nbc: collective_figures(reqs),
-        written_not_achieved: progress::summarize(trace, reqs, opts),
-        worst: worst.iter().filter_map(|r| r.metrics(trace)).collect(),
-    }
 }
 
 /// The `k` first of `items` in the order of `cmp`, first first, as a stable sort of

@@ -1,15 +1,32 @@
-//! In what order, and beside what, [`super::analyze`] computes its figures. Memory
-//! decides it: the replays' program is a second copy of the run (about 135 B per event
-//! kept, 155 at its peak while it is built) and the per-request rows the largest part of
-//! what the report keeps (about 70 B per event, 100 at their peak). Analysis
-//! never holds both: the program is built and replayed beside the figures that hold
-//! little (budgets, wait states, call sites), and dropped before the per-request pass,
-//! which spreads its own work over rayon's threads.
+//! In what order, and beside what, [`super::analyze`] and [`super::analyze_owned`]
+//! compute their figures. Memory decides it: the replays' program is a second copy of
+//! the run (about 135 B per event kept, 155 at its peak while it is built) and the
+//! per-request rows the largest part of what the report keeps (about 70 B per event,
+//! 100 at their peak). Analysis never holds both.
+//!
+//! When the trace outlives the analysis ([`figures`]: the tables, the terminal UI), the
+//! program is built and replayed beside the figures that hold little (budgets, wait
+//! states, call sites), and dropped before the per-request pass, which spreads its own
+//! work over rayon's threads:
 //!
 //! ```text
 //!  branch A  models | operations (ranks in parallel) | ideal replay ∥ self-check replay
 //!  branch B  budgets ∥ wait states ∥ call sites      | (its thread helps A)
 //!  then      per request (in parallel blocks) | summaries ∥ false overlap | sites named
+//! ```
+//!
+//! When nothing needs the trace afterwards ([`figures_owned`]: `overlap analyze` without
+//! tables, `overlap run`), the program comes last, built from the trace as it is
+//! dropped, a batch of ranks at a time, so that it never grows beside the whole trace.
+//! The per-request rows, which the report does not keep, are made a rank at a time and
+//! folded into the summaries and the findings, never all held; the wait instances are
+//! dropped before the program is built:
+//!
+//! ```text
+//!  models | budgets ∥ wait states ∥ call sites
+//!  | wait summary ∥ (per rank: its rows | folded into the summary ∥ its findings)
+//!  | sites named | the report's other parts of the trace
+//!  | operations, each rank's timeline dropped once built | ideal ∥ self-check replay
 //! ```
 //!
 //! Side by side (the replays beside every measured figure, as until 2026-11-25) was
@@ -20,7 +37,7 @@ use crate::model::Trace;
 use crate::replay::SelfCheck;
 use crate::sites::{BySite, SiteTable};
 
-use super::{budget, false_overlap, ideal, requests, transfer, wait_states};
+use super::{budget, false_overlap, ideal, request_summary, requests, transfer, wait_states};
 use super::{Finding, Options, RankBudget, RequestMetrics, RequestRow, RequestSummary};
 use super::{RunBudget, WaitInstance, WaitStates};
 
@@ -38,16 +55,115 @@ pub(super) struct Measured {
     pub by_site: BySite,
 }
 
-/// T_ideal and the self check (each `None` when the run cannot be replayed: no rank has
-/// events, or a rank was cut short), and the measured figures.
-pub(super) fn figures(trace: &Trace, opts: &Options) -> (Option<u64>, Option<SelfCheck>, Measured) {
-    let (replayed, early) = rayon::join(|| replays(trace), || early(trace));
-    let Replayed {
-        ideal,
-        self_check,
-        model,
-        collective_model,
-    } = replayed;
+/// The replays' results: T_ideal and the self check (each `None` when the run cannot be
+/// replayed: no rank has events, or a rank was cut short).
+pub(super) struct Replays {
+    pub ideal: Option<u64>,
+    pub self_check: Option<SelfCheck>,
+}
+
+/// The replays and the measured figures of a trace that outlives the analysis: the
+/// program is built and replayed beside the light figures, and dropped before the
+/// per-request pass.
+pub(super) fn figures(trace: &Trace, opts: &Options) -> (Replays, Measured) {
+    let ((replays, models), early) = rayon::join(
+        || {
+            let models = Models::fit(trace);
+            let program = {
+                let _s = tracing::info_span!("operations").entered();
+                crate::ops::extract(trace).ok()
+            };
+            (replay(program.as_ref(), &models), models)
+        },
+        || early(trace),
+    );
+    (replays, measured(trace, early, &models, opts))
+}
+
+/// The measured figures of `trace`, then the replays of its program, built as the trace
+/// is dropped rank by rank (what [`super::analyze_owned`] does when nothing needs the
+/// trace afterwards). `before_replays` takes what else is wanted of the trace first.
+/// The program never grows beside the whole trace, and the per-request rows, which the
+/// report does not keep, are made a rank at a time ([`measured_by_rank`]).
+pub(super) fn figures_owned<T>(
+    trace: Trace,
+    opts: &Options,
+    before_replays: impl FnOnce(&Trace, &Measured) -> T,
+) -> (Replays, Measured, T) {
+    let models = Models::fit(&trace);
+    let early = early(&trace);
+    let mut measured = measured_by_rank(&trace, early, &models, opts);
+    let wanted = before_replays(&trace, &measured);
+    measured.waits = Vec::new();
+    let program = {
+        let _s = tracing::info_span!("operations").entered();
+        crate::ops::extract_owned(trace).ok()
+    };
+    (replay(program.as_ref(), &models), measured, wanted)
+}
+
+/// [`measured`] without the per-request rows: they are made a rank at a time and
+/// folded into the summaries and the findings, never held all at once (the report does
+/// not keep them).
+fn measured_by_rank(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
+    let Models {
+        transfers: model,
+        collectives: collective_model,
+    } = models;
+    let Early {
+        ranks,
+        totals,
+        waits,
+        sites,
+    } = early;
+    let (wait_states, (mut request_summary, mut false_overlap)) = rayon::join(
+        || wait_states::summarize(trace, &waits, opts),
+        || {
+            let _s = tracing::info_span!("requests").entered();
+            let pass = requests::RequestPass::new(trace, model, collective_model, opts);
+            let late_sender = false_overlap::late_sender_by_call(&waits);
+            let mut fold = request_summary::Fold::default();
+            let mut findings = Vec::new();
+            // The run's requests are in rank order.
+            let mut first = 0;
+            for same in trace.requests.chunk_by(|a, b| a.rank == b.rank) {
+                let rows = pass.rows(first..first + same.len());
+                first += same.len();
+                let ((), found) = rayon::join(
+                    || fold.add(&rows, opts),
+                    || false_overlap::findings(trace, &rows, &late_sender, opts),
+                );
+                findings.extend(found);
+            }
+            false_overlap::sort_findings(&mut findings);
+            (fold.finish(trace, model, collective_model), findings)
+        },
+    );
+    let worst: &mut [&mut [RequestMetrics]] = &mut [
+        &mut request_summary.worst,
+        &mut request_summary.written_not_achieved.worst,
+    ];
+    crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
+    let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
+    Measured {
+        ranks,
+        totals,
+        waits,
+        wait_states,
+        request_summary,
+        requests: Vec::new(),
+        false_overlap,
+        sites,
+        by_site,
+    }
+}
+
+/// What follows the light figures: the per-request pass and what is made of it.
+fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
+    let Models {
+        transfers: model,
+        collectives: collective_model,
+    } = models;
     let Early {
         ranks,
         totals,
@@ -56,14 +172,14 @@ pub(super) fn figures(trace: &Trace, opts: &Options) -> (Option<u64>, Option<Sel
     } = early;
     let requests = {
         let _s = tracing::info_span!("requests").entered();
-        requests::per_request(trace, &model, &collective_model, opts)
+        requests::per_request(trace, model, collective_model, opts)
     };
     // The summaries and the findings do not need each other.
     let ((wait_states, mut request_summary), mut false_overlap) = rayon::join(
         || {
             (
                 wait_states::summarize(trace, &waits, opts),
-                requests::summarize(trace, &requests, &model, &collective_model, opts),
+                requests::summarize(trace, &requests, model, collective_model, opts),
             )
         },
         || {
@@ -78,7 +194,7 @@ pub(super) fn figures(trace: &Trace, opts: &Options) -> (Option<u64>, Option<Sel
     ];
     crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
     let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
-    let measured = Measured {
+    Measured {
         ranks,
         totals,
         waits,
@@ -88,11 +204,10 @@ pub(super) fn figures(trace: &Trace, opts: &Options) -> (Option<u64>, Option<Sel
         false_overlap,
         sites,
         by_site,
-    };
-    (ideal, self_check, measured)
+    }
 }
 
-/// Branch B: the figures of the trace that hold little beside it while computed.
+/// The light figures: those of the trace that hold little beside it while computed.
 struct Early {
     ranks: Vec<RankBudget>,
     totals: RunBudget,
@@ -125,38 +240,32 @@ fn early(trace: &Trace) -> Early {
     }
 }
 
-/// Branch A: the replays, and the models the per-request pass needs.
-struct Replayed {
-    ideal: Option<u64>,
-    self_check: Option<SelfCheck>,
-    model: transfer::TransferModel,
-    collective_model: transfer::CollectiveModel,
+/// The models fitted to the trace that the per-request pass and the self check need.
+struct Models {
+    transfers: transfer::TransferModel,
+    collectives: transfer::CollectiveModel,
 }
 
-fn replays(trace: &Trace) -> Replayed {
-    let model = transfer::TransferModel::fit(trace);
-    let collective_model = transfer::CollectiveModel::fit(trace);
-    let program = {
-        let _s = tracing::info_span!("operations").entered();
-        crate::ops::extract(trace).ok()
-    };
-    // Two replays of one program, apart.
+impl Models {
+    fn fit(trace: &Trace) -> Models {
+        Models {
+            transfers: transfer::TransferModel::fit(trace),
+            collectives: transfer::CollectiveModel::fit(trace),
+        }
+    }
+}
+
+/// The two replays of one program, apart (none without a program).
+fn replay(program: Option<&crate::ops::Program>, models: &Models) -> Replays {
     let (ideal, self_check) = rayon::join(
         || {
             let _s = tracing::info_span!("ideal replay").entered();
-            program.as_ref().and_then(ideal::replay)
+            program.and_then(ideal::replay)
         },
         || {
             let _s = tracing::info_span!("self-check replay").entered();
-            program
-                .as_ref()
-                .and_then(|p| crate::replay::self_check(trace, p))
+            program.and_then(|p| crate::replay::self_check_fitted(&models.transfers, p))
         },
     );
-    Replayed {
-        ideal,
-        self_check,
-        model,
-        collective_model,
-    }
+    Replays { ideal, self_check }
 }

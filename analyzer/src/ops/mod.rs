@@ -28,7 +28,7 @@
 mod extract;
 pub mod gpu_uses;
 
-pub use extract::{extract, ExtractError, INFERRED_NAME};
+pub use extract::{extract, extract_owned, ExtractError, INFERRED_NAME};
 pub use gpu_uses::{gpu_uses, GpuUse};
 
 use std::num::NonZeroU64;

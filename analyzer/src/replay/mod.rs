@@ -266,10 +266,20 @@ pub struct SelfCheck {
 /// short (a replay of what is left would not be the run) or the measured order cannot
 /// be replayed.
 pub fn self_check(trace: &crate::model::Trace, program: &Program) -> Option<SelfCheck> {
-    if trace.ranks.iter().any(|t| !t.complete) {
+    self_check_fitted(&crate::metrics::TransferModel::fit(trace), program)
+}
+
+/// [`self_check`], from the transfers already fitted to the trace whose program
+/// `program` is (a program has a rank for each of its trace's, and knows which were cut
+/// short).
+pub fn self_check_fitted(
+    transfers: &crate::metrics::TransferModel,
+    program: &Program,
+) -> Option<SelfCheck> {
+    if program.ranks.iter().any(|r| !r.complete) {
         return None;
     }
-    let fit = NetworkFit::from_trace(trace, program, None);
+    let fit = NetworkFit::from_transfers(transfers, program, None);
     let progress = Progress::InMpi;
     let replayed_ns = measured_makespan(program, &ReplayConfig::on(fit.mid, progress)).ok()?;
     Some(SelfCheck {

@@ -145,7 +145,16 @@ impl NetworkFit {
     /// end the line through the fastest ones ([`TransferModel::fit`]); the slow end the
     /// best estimate scaled by the largest ratio of a class's typical transfer to it.
     pub fn from_trace(trace: &Trace, program: &Program, eager_limit: Option<u64>) -> NetworkFit {
-        let t = TransferModel::fit(trace);
+        NetworkFit::from_transfers(&TransferModel::fit(trace), program, eager_limit)
+    }
+
+    /// [`NetworkFit::from_trace`], from the transfers already fitted to the trace
+    /// (`program` is its program).
+    pub fn from_transfers(
+        t: &TransferModel,
+        program: &Program,
+        eager_limit: Option<u64>,
+    ) -> NetworkFit {
         let typical = t.typical();
         let mid = (typical.latency_ns, typical.ns_per_byte);
         let fastest = (

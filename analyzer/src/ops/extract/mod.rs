@@ -16,7 +16,7 @@ use crate::fxhash::FxHashMap;
 use crate::metrics::collectives;
 use crate::metrics::transfer::{class_of, CollectiveModel};
 use crate::model::compact::{index_u32, some_index};
-use crate::model::Trace;
+use crate::model::{Message, Timeline, Trace};
 
 use super::{CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
 use rank::{RankPart, Scope, TraceInstance};
@@ -36,30 +36,83 @@ pub enum ExtractError {
 pub const INFERRED_NAME: &str = "compute";
 
 /// The program of every rank of `trace`. Each rank's requests are counted first, so
-/// that every rank writes its own into its share of the program's; ranks are then
-/// built in parallel ([`rank::build`]), and what links them (names, collective
+/// that every rank writes its own in place into its share of the program's; ranks are
+/// then built in parallel ([`rank::build`]), and what links them (names, collective
 /// instances) numbered in rank order, as one pass over the ranks would; messages are
 /// linked at the end.
 pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
-    let posted_at = posts_by_rank(trace);
-    let blocking = collectives::instances(trace);
-    let mut nonblocking_of: FxHashMap<usize, usize> = FxHashMap::default();
-    for (k, members) in collectives::nonblocking(trace).iter().enumerate() {
-        for &m in members {
-            nonblocking_of.insert(m, k);
+    let run = Run::of(trace);
+    let ranks: Vec<&Timeline> = trace.ranks.iter().collect();
+    let all = ranks.len();
+    build(&run, ranks, trace, all)
+}
+
+/// [`extract`]'s program, built from a trace that is not needed afterwards: each rank's
+/// timeline is dropped once its operations are built, so that the program does not
+/// grow beside the whole trace (only the run's requests and messages stay until the
+/// messages are linked). The program is the one [`extract`] builds.
+pub fn extract_owned(mut trace: Trace) -> Result<Program, ExtractError> {
+    let run = Run::of(&trace);
+    let ranks = std::mem::take(&mut trace.ranks);
+    trace.compute = Vec::new();
+    // As many ranks at a time as there are threads: the timelines still held and the
+    // operations already built grow no more than a batch apart.
+    build(&run, ranks, &trace, rayon::current_num_threads())
+}
+
+/// What the program's build reads of the whole run besides each rank's timeline,
+/// gathered before any rank is built.
+struct Run {
+    /// Per rank slot: its requests by the call that posted them.
+    posted_at: Vec<RankPosts>,
+    blocking: collectives::Instances,
+    /// Trace request index -> its non-blocking collective instance.
+    nonblocking_of: FxHashMap<usize, usize>,
+    /// The pure time of non-blocking collectives.
+    nonblocking_model: CollectiveModel,
+}
+
+impl Run {
+    fn of(trace: &Trace) -> Run {
+        let mut nonblocking_of: FxHashMap<usize, usize> = FxHashMap::default();
+        for (k, members) in collectives::nonblocking(trace).iter().enumerate() {
+            for &m in members {
+                nonblocking_of.insert(m, k);
+            }
+        }
+        Run {
+            posted_at: posts_by_rank(trace),
+            blocking: collectives::instances(trace),
+            nonblocking_of,
+            nonblocking_model: CollectiveModel::fit(trace),
         }
     }
+}
+
+/// The program of the ranks `ranks` of `trace` (all of them, in its order: borrowed, or
+/// owned and dropped one by one as they are built; `trace.ranks` is not read), built
+/// `batch` ranks at a time.
+fn build<T>(run: &Run, ranks: Vec<T>, trace: &Trace, batch: usize) -> Result<Program, ExtractError>
+where
+    T: std::borrow::Borrow<Timeline> + Send + Sync,
+{
+    let Run {
+        posted_at,
+        blocking,
+        nonblocking_of,
+        nonblocking_model,
+    } = run;
     let shared = rank::Shared {
-        trace,
-        posted_at: &posted_at,
-        blocking: &blocking,
-        nonblocking_of: &nonblocking_of,
+        requests: &trace.requests,
+        posted_at,
+        blocking,
+        nonblocking_of,
     };
-    let scopes: Vec<(Option<Scope>, usize)> = trace
-        .ranks
+    let scopes: Vec<(Option<Scope>, usize)> = ranks
         .par_iter()
         .enumerate()
         .map(|(slot, t)| {
+            let t = t.borrow();
             let scope = Scope::of(t);
             let n = scope
                 .as_ref()
@@ -68,26 +121,43 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         })
         .collect();
     let mut program = Program {
-        requests: vec![RequestOp::new(0, RequestRole::Other, 0); scopes.iter().map(|s| s.1).sum()],
+        requests: Vec::with_capacity(scopes.iter().map(|s| s.1).sum()),
         ..Program::default()
     };
-    let mut shares = Vec::with_capacity(scopes.len());
-    let (mut rest, mut first) = (&mut program.requests[..], 0);
-    for (scope, n) in &scopes {
-        let (share, after) = rest.split_at_mut(*n);
-        shares.push((scope.as_ref(), share, first));
-        (rest, first) = (after, first + n);
+    // A batch of ranks at a time (all of them when the trace stays): each batch's
+    // requests are added to the program's, split into the ranks' shares, and the ranks
+    // built in parallel, each writing its own requests in place. The program's requests
+    // grow with the ranks built, not ahead of them.
+    let batch = batch.max(1);
+    let mut parts: Vec<RankPart> = Vec::with_capacity(ranks.len());
+    let mut ranks = ranks.into_iter();
+    while parts.len() < scopes.len() {
+        let from = parts.len();
+        let batch_ranks: Vec<T> = ranks.by_ref().take(batch).collect();
+        let scopes = &scopes[from..from + batch_ranks.len()];
+        let first = program.requests.len();
+        let n: usize = scopes.iter().map(|s| s.1).sum();
+        program
+            .requests
+            .resize(first + n, RequestOp::new(0, RequestRole::Other, 0));
+        let mut shares = Vec::with_capacity(scopes.len());
+        let (mut rest, mut first) = (&mut program.requests[first..], first);
+        for (scope, n) in scopes {
+            let (share, after) = rest.split_at_mut(*n);
+            shares.push((scope.as_ref(), share, first));
+            (rest, first) = (after, first + n);
+        }
+        let built: Vec<RankPart> = batch_ranks
+            .into_par_iter()
+            .zip(shares)
+            .enumerate()
+            .map(|(k, (t, (scope, share, first)))| {
+                // An owned timeline is dropped here, once its operations are built.
+                rank::build(&shared, from + k, t.borrow(), scope, share, first)
+            })
+            .collect();
+        parts.extend(built);
     }
-    let parts: Vec<RankPart> = trace
-        .ranks
-        .par_iter()
-        .zip(shares)
-        .enumerate()
-        .map(|(slot, (t, (scope, share, first)))| {
-            rank::build(&shared, slot, t, scope, share, first)
-        })
-        .collect();
-    drop((blocking, nonblocking_of));
     let (first_start, last_end) = parts
         .iter()
         .filter_map(|p| p.extent)
@@ -99,7 +169,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
     }
     program.measured_ns = last_end.saturating_sub(first_start);
     program.messages.reserve_exact(trace.messages.len());
-    let mut numbering = Numbering::new(trace);
+    let mut numbering = Numbering::new(nonblocking_model);
     let mut op_of_span = Vec::with_capacity(parts.len());
     let mut posted = Vec::with_capacity(parts.len());
     for mut part in parts {
@@ -108,26 +178,32 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         op_of_span.push(part.op_of_span);
         posted.push(part.posted);
     }
-    link_messages(trace, &mut program, &op_of_span, &posted_at, &posted);
+    link_messages(
+        &trace.messages,
+        &mut program,
+        &op_of_span,
+        posted_at,
+        &posted,
+    );
     fit_blocking_costs(&mut program);
     Ok(program)
 }
 
 /// What the program numbers across ranks, as ranks are added in rank order.
-struct Numbering {
+struct Numbering<'a> {
     /// Collective instance of the trace ([`TraceInstance::key`]) -> program instance.
     instances: FxHashMap<(bool, usize), usize>,
     /// The pure time of non-blocking collectives.
-    nonblocking_model: CollectiveModel,
+    nonblocking_model: &'a CollectiveModel,
     /// Compute name -> program name id.
     names: FxHashMap<String, u32>,
 }
 
-impl Numbering {
-    fn new(trace: &Trace) -> Numbering {
+impl<'a> Numbering<'a> {
+    fn new(nonblocking_model: &'a CollectiveModel) -> Numbering<'a> {
         Numbering {
             instances: FxHashMap::default(),
-            nonblocking_model: CollectiveModel::fit(trace),
+            nonblocking_model,
             names: FxHashMap::default(),
         }
     }
@@ -236,13 +312,15 @@ fn posts_by_rank(trace: &Trace) -> Vec<RankPosts> {
 
 /// Links every matched message to the operations that sent and received it.
 fn link_messages(
-    trace: &Trace,
+    messages: &[Message],
     program: &mut Program,
     op_of_span: &[Vec<u32>],
     posted_at: &[RankPosts],
     posted: &[Vec<u32>],
 ) {
-    let slot = |rank: u32| trace.ranks.binary_search_by_key(&rank, |t| t.rank).ok();
+    // The program's ranks are the trace's, in its order (sorted by rank).
+    let ranks: Vec<u32> = program.ranks.iter().map(|p| p.rank).collect();
+    let slot = |rank: u32| ranks.binary_search(&rank).ok();
     // The program requests posted by the call at a span of a rank slot.
     let posts = |slot: usize, span: usize| {
         posted[slot][posted_at[slot].at(span)]
@@ -251,7 +329,7 @@ fn link_messages(
     };
     let op_at =
         |slot: usize, span: usize| op_of_span[slot].get(span).and_then(|&op| some_index(op));
-    for m in &trace.messages {
+    for m in messages {
         let (Some(ss), Some(rs)) = (slot(m.send().rank), slot(m.recv_post().rank)) else {
             continue;
         };

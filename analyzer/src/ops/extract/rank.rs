@@ -11,7 +11,7 @@ use overlap_format::schema::{Op, OpClass, RequestKind};
 use crate::fxhash::FxHashMap;
 use crate::metrics::collectives;
 use crate::model::compact::{index_u32, NO_INDEX};
-use crate::model::{Span, Timeline, Trace, What};
+use crate::model::{RequestLife, Span, Timeline, What};
 
 use super::super::{
     CompactIndex, OpKind, Operation, RankProgram, RequestOp, RequestRole, Transfers, Use,
@@ -20,7 +20,8 @@ use super::{RankPosts, INFERRED_NAME};
 
 /// What every rank's build reads.
 pub(super) struct Shared<'a> {
-    pub trace: &'a Trace,
+    /// The run's request lifetimes.
+    pub requests: &'a [RequestLife],
     /// Per rank slot: its requests by the call that posted them.
     pub posted_at: &'a [RankPosts],
     /// The blocking collective instance of each call.
@@ -147,7 +148,6 @@ pub(super) fn build(
     requests: &mut [RequestOp],
     first: usize,
 ) -> RankPart {
-    let trace = shared.trace;
     let posted_at = &shared.posted_at[slot];
     let mut part = RankPart {
         program: RankProgram {
@@ -256,7 +256,7 @@ pub(super) fn build(
                         let n = range.len().max(1) as u64;
                         for (k, p) in range.clone().enumerate() {
                             let ti = posted_at.list[p].1 as usize;
-                            let life = &trace.requests[ti];
+                            let life = &shared.requests[ti];
                             let role = match life.kind {
                                 RequestKind::Send => RequestRole::Send,
                                 RequestKind::Recv => RequestRole::Recv,
