@@ -354,7 +354,8 @@ pub struct Trace {
     pub ranks: Vec<Timeline>,
     /// Matched messages.
     pub messages: Vec<Message>,
-    /// Request lifetimes.
+    /// Request lifetimes, in rank order (each rank's in post order): analysis takes
+    /// them a rank at a time.
     pub requests: Vec<RequestLife>,
     /// The compute of each rank (same order as `ranks`): the one notion of compute every
     /// figure uses ([`crate::compute`]).
@@ -370,6 +371,10 @@ impl Trace {
         messages: Vec<Message>,
         requests: Vec<RequestLife>,
     ) -> Trace {
+        debug_assert!(
+            requests.windows(2).all(|w| w[0].rank <= w[1].rank),
+            "requests are in rank order"
+        );
         let compute = ranks.iter().map(RankCompute::of).collect();
         Trace {
             source,

@@ -16,7 +16,9 @@ use crate::fxhash::FxHashMap;
 use crate::metrics::collectives;
 use crate::metrics::transfer::{class_of, CollectiveModel};
 use crate::model::compact::{index_u32, some_index};
-use crate::model::{Message, Timeline, Trace};
+use std::borrow::Borrow;
+
+use crate::model::{Message, RequestLife, Timeline, Trace};
 
 use super::{CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
 use rank::{RankPart, Scope, TraceInstance};
@@ -42,7 +44,12 @@ pub const INFERRED_NAME: &str = "compute";
 /// linked at the end.
 pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
     let run = Run::of(trace);
-    let ranks: Vec<&Timeline> = trace.ranks.iter().collect();
+    let ranks: Vec<(&Timeline, &[RequestLife])> = trace
+        .ranks
+        .iter()
+        .zip(&run.request_ranges)
+        .map(|(t, range)| (t, &trace.requests[range.clone()]))
+        .collect();
     let all = ranks.len();
     build(&run, ranks, trace, all)
 }
@@ -53,16 +60,31 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
 /// messages are linked). The program is the one [`extract`] builds.
 pub fn extract_owned(mut trace: Trace) -> Result<Program, ExtractError> {
     let run = Run::of(&trace);
-    let ranks = std::mem::take(&mut trace.ranks);
+    // Each rank's requests in a vector of its own, dropped with its timeline.
+    let mut requests = std::mem::take(&mut trace.requests);
+    let mut own: Vec<Vec<RequestLife>> = run
+        .request_ranges
+        .iter()
+        .rev()
+        .map(|range| requests.split_off(range.start))
+        .collect();
+    drop(requests);
+    own.reverse();
+    let ranks: Vec<(Timeline, Vec<RequestLife>)> = std::mem::take(&mut trace.ranks)
+        .into_iter()
+        .zip(own)
+        .collect();
     trace.compute = Vec::new();
     // As many ranks at a time as there are threads: the timelines still held and the
     // operations already built grow no more than a batch apart.
     build(&run, ranks, &trace, rayon::current_num_threads())
 }
 
-/// What the program's build reads of the whole run besides each rank's timeline,
-/// gathered before any rank is built.
+/// What the program's build reads of the whole run besides each rank's timeline and
+/// requests, gathered before any rank is built.
 struct Run {
+    /// Per rank slot: where its requests are among the run's (which are in rank order).
+    request_ranges: Vec<std::ops::Range<usize>>,
     /// Per rank slot: its requests by the call that posted them.
     posted_at: Vec<RankPosts>,
     blocking: collectives::Instances,
@@ -80,7 +102,12 @@ impl Run {
                 nonblocking_of.insert(m, k);
             }
         }
+        let of_rank = |t: &Timeline| {
+            let from = trace.requests.partition_point(|r| r.rank < t.rank);
+            from..trace.requests.partition_point(|r| r.rank <= t.rank)
+        };
         Run {
+            request_ranges: trace.ranks.iter().map(of_rank).collect(),
             posted_at: posts_by_rank(trace),
             blocking: collectives::instances(trace),
             nonblocking_of,
@@ -89,21 +116,28 @@ impl Run {
     }
 }
 
-/// The program of the ranks `ranks` of `trace` (all of them, in its order: borrowed, or
-/// owned and dropped one by one as they are built; `trace.ranks` is not read), built
-/// `batch` ranks at a time.
-fn build<T>(run: &Run, ranks: Vec<T>, trace: &Trace, batch: usize) -> Result<Program, ExtractError>
+/// The program of the ranks `ranks` of `trace`, each with its requests (all of them, in
+/// its order: borrowed, or owned and dropped one by one as they are built;
+/// `trace.ranks` and `trace.requests` are not read), built `batch` ranks at a time.
+fn build<T, R>(
+    run: &Run,
+    ranks: Vec<(T, R)>,
+    trace: &Trace,
+    batch: usize,
+) -> Result<Program, ExtractError>
 where
-    T: std::borrow::Borrow<Timeline> + Send + Sync,
+    T: Borrow<Timeline> + Send + Sync,
+    R: Borrow<[RequestLife]> + Send + Sync,
 {
     let Run {
+        request_ranges,
         posted_at,
         blocking,
         nonblocking_of,
         nonblocking_model,
     } = run;
     let shared = rank::Shared {
-        requests: &trace.requests,
+        request_ranges,
         posted_at,
         blocking,
         nonblocking_of,
@@ -111,7 +145,7 @@ where
     let scopes: Vec<(Option<Scope>, usize)> = ranks
         .par_iter()
         .enumerate()
-        .map(|(slot, t)| {
+        .map(|(slot, (t, _))| {
             let t = t.borrow();
             let scope = Scope::of(t);
             let n = scope
@@ -133,7 +167,7 @@ where
     let mut ranks = ranks.into_iter();
     while parts.len() < scopes.len() {
         let from = parts.len();
-        let batch_ranks: Vec<T> = ranks.by_ref().take(batch).collect();
+        let batch_ranks: Vec<(T, R)> = ranks.by_ref().take(batch).collect();
         let scopes = &scopes[from..from + batch_ranks.len()];
         let first = program.requests.len();
         let n: usize = scopes.iter().map(|s| s.1).sum();
@@ -151,9 +185,15 @@ where
             .into_par_iter()
             .zip(shares)
             .enumerate()
-            .map(|(k, (t, (scope, share, first)))| {
-                // An owned timeline is dropped here, once its operations are built.
-                rank::build(&shared, from + k, t.borrow(), scope, share, first)
+            .map(|(k, ((t, own), (scope, share, first)))| {
+                // An owned timeline and its requests are dropped here, once its
+                // operations are built.
+                let rank = rank::Rank {
+                    slot: from + k,
+                    t: t.borrow(),
+                    requests: own.borrow(),
+                };
+                rank::build(&shared, &rank, scope, share, first)
             })
             .collect();
         parts.extend(built);

@@ -20,8 +20,8 @@ use super::{RankPosts, INFERRED_NAME};
 
 /// What every rank's build reads.
 pub(super) struct Shared<'a> {
-    /// The run's request lifetimes.
-    pub requests: &'a [RequestLife],
+    /// Per rank slot: where its requests are among the run's.
+    pub request_ranges: &'a [std::ops::Range<usize>],
     /// Per rank slot: its requests by the call that posted them.
     pub posted_at: &'a [RankPosts],
     /// The blocking collective instance of each call.
@@ -137,17 +137,26 @@ pub(super) fn requests_in_program(
         .count()
 }
 
-/// The operations of the rank in `slot` of the trace (`scope`: its [`Scope`], none when
-/// it has no events). Its requests are written into `requests`, which holds exactly
-/// [`requests_in_program`] of them and starts at the program's request `first`.
+/// A rank to build: its slot in the trace, its timeline and its request lifetimes (the
+/// run's, from `shared.request_ranges[slot].start` on).
+pub(super) struct Rank<'a> {
+    pub slot: usize,
+    pub t: &'a Timeline,
+    pub requests: &'a [RequestLife],
+}
+
+/// The operations of `rank` (`scope`: its [`Scope`], none when it has no events). Its
+/// requests are written into `requests`, which holds exactly [`requests_in_program`] of
+/// them and starts at the program's request `first`.
 pub(super) fn build(
     shared: &Shared,
-    slot: usize,
-    t: &Timeline,
+    rank: &Rank,
     scope: Option<&Scope>,
     requests: &mut [RequestOp],
     first: usize,
 ) -> RankPart {
+    let (slot, t) = (rank.slot, rank.t);
+    let requests_from = shared.request_ranges[slot].start;
     let posted_at = &shared.posted_at[slot];
     let mut part = RankPart {
         program: RankProgram {
@@ -256,7 +265,7 @@ pub(super) fn build(
                         let n = range.len().max(1) as u64;
                         for (k, p) in range.clone().enumerate() {
                             let ti = posted_at.list[p].1 as usize;
-                            let life = &shared.requests[ti];
+                            let life = &rank.requests[ti - requests_from];
                             let role = match life.kind {
                                 RequestKind::Send => RequestRole::Send,
                                 RequestKind::Recv => RequestRole::Recv,
