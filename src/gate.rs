@@ -11,17 +11,17 @@ use std::process::ExitCode;
 use anyhow::Result;
 use overlap_analyzer::check::{self, CheckOptions, Exit};
 use overlap_analyzer::import::Loaded;
-use overlap_analyzer::metrics::{analyze, Report};
+use overlap_analyzer::metrics::{analyze, analyze_owned, Report};
 use overlap_analyzer::output::write_atomically;
 
 use crate::cli::{load, load_trace, AnalysisArgs, BaselineArgs, CheckArgs, DiffArgs};
 use crate::output::{out, outln, sayln};
 
-/// The report of a trace loaded whole.
+/// The report of a trace loaded whole (given up to the analysis: nothing else needs it).
 fn report_of(path: &Path, analysis: &AnalysisArgs) -> Result<Report> {
     let opts = analysis.options()?;
     let trace = load_trace(path)?;
-    Ok(analyze(&trace, &opts).0)
+    Ok(analyze_owned(trace, &opts))
 }
 
 /// A trace loaded with what could not be used (the gate judges that), and its report.
