@@ -189,6 +189,20 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
     }
     let s = std::fs::read_to_string(&selft).unwrap();
     assert!(s.contains("\"import\"") && s.contains("\"metrics\""), "{s}");
+
+    // With tables the trace is kept for them; without, it is given up to the analysis
+    // (which then peaks lower): the report is the same.
+    let kept = overlap(&[
+        "analyze",
+        "--json",
+        naive.to_str().unwrap(),
+        "--csv",
+        dir.path().join("csv2").to_str().unwrap(),
+    ]);
+    assert!(kept.success(), "{}", kept.describe());
+    let given = overlap(&["analyze", "--json", naive.to_str().unwrap()]);
+    assert!(given.success(), "{}", given.describe());
+    assert_eq!(kept.stdout(), given.stdout());
 }
 
 #[test]

@@ -51,7 +51,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
         .map(|(t, range)| (t, &trace.requests[range.clone()]))
         .collect();
     let all = ranks.len();
-    build(&run, ranks, trace, all)
+    build(run, ranks, trace, all)
 }
 
 /// [`extract`]'s program, built from a trace that is not needed afterwards: each rank's
@@ -77,7 +77,7 @@ pub fn extract_owned(mut trace: Trace) -> Result<Program, ExtractError> {
     trace.compute = Vec::new();
     // As many ranks at a time as there are threads: the timelines still held and the
     // operations already built grow no more than a batch apart.
-    build(&run, ranks, &trace, rayon::current_num_threads())
+    build(run, ranks, &trace, rayon::current_num_threads())
 }
 
 /// What the program's build reads of the whole run besides each rank's timeline and
@@ -120,7 +120,7 @@ impl Run {
 /// its order: borrowed, or owned and dropped one by one as they are built;
 /// `trace.ranks` and `trace.requests` are not read), built `batch` ranks at a time.
 fn build<T, R>(
-    run: &Run,
+    run: Run,
     ranks: Vec<(T, R)>,
     trace: &Trace,
     batch: usize,
@@ -137,10 +137,10 @@ where
         nonblocking_model,
     } = run;
     let shared = rank::Shared {
-        request_ranges,
-        posted_at,
-        blocking,
-        nonblocking_of,
+        request_ranges: &request_ranges,
+        posted_at: &posted_at,
+        blocking: &blocking,
+        nonblocking_of: &nonblocking_of,
     };
     let scopes: Vec<(Option<Scope>, usize)> = ranks
         .par_iter()
@@ -198,6 +198,7 @@ where
             .collect();
         parts.extend(built);
     }
+    drop((blocking, nonblocking_of));
     let (first_start, last_end) = parts
         .iter()
         .filter_map(|p| p.extent)
@@ -209,7 +210,7 @@ where
     }
     program.measured_ns = last_end.saturating_sub(first_start);
     program.messages.reserve_exact(trace.messages.len());
-    let mut numbering = Numbering::new(nonblocking_model);
+    let mut numbering = Numbering::new(&nonblocking_model);
     let mut op_of_span = Vec::with_capacity(parts.len());
     let mut posted = Vec::with_capacity(parts.len());
     for mut part in parts {
@@ -222,7 +223,7 @@ where
         &trace.messages,
         &mut program,
         &op_of_span,
-        posted_at,
+        &posted_at,
         &posted,
     );
     fit_blocking_costs(&mut program);
