@@ -106,22 +106,14 @@ pub(super) fn figures_owned<T>(
 /// folded into the summaries and the findings, never held all at once (the report does
 /// not keep them).
 fn measured_by_rank(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
-    let Models {
-        transfers: model,
-        collectives: collective_model,
-    } = models;
-    let Early {
-        ranks,
-        totals,
-        waits,
-        sites,
-    } = early;
-    let (wait_states, (mut request_summary, mut false_overlap)) = rayon::join(
-        || wait_states::summarize(trace, &waits, opts),
+    let (model, collective_model) = (&models.transfers, &models.collectives);
+    let waits = &early.waits;
+    let (wait_states, (request_summary, false_overlap)) = rayon::join(
+        || wait_states::summarize(trace, waits, opts),
         || {
             let _s = tracing::info_span!("requests").entered();
             let pass = requests::RequestPass::new(trace, model, collective_model, opts);
-            let late_sender = false_overlap::late_sender_by_call(&waits);
+            let late_sender = false_overlap::late_sender_by_call(waits);
             let mut fold = request_summary::Fold::default();
             let mut findings = Vec::new();
             // The run's requests are in rank order.
@@ -139,59 +131,60 @@ fn measured_by_rank(trace: &Trace, early: Early, models: &Models, opts: &Options
             (fold.finish(trace, model, collective_model), findings)
         },
     );
-    let worst: &mut [&mut [RequestMetrics]] = &mut [
-        &mut request_summary.worst,
-        &mut request_summary.written_not_achieved.worst,
-    ];
-    crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
-    let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
-    Measured {
-        ranks,
-        totals,
-        waits,
-        wait_states,
-        request_summary,
-        requests: Vec::new(),
-        false_overlap,
-        sites,
-        by_site,
-    }
+    let summaries = (wait_states, request_summary, false_overlap);
+    named(trace, early, summaries, Vec::new())
 }
 
 /// What follows the light figures: the per-request pass and what is made of it.
 fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
-    let Models {
-        transfers: model,
-        collectives: collective_model,
-    } = models;
+    let (model, collective_model) = (&models.transfers, &models.collectives);
+    let waits = &early.waits;
+    let requests = {
+        let _s = tracing::info_span!("requests").entered();
+        requests::per_request(trace, model, collective_model, opts)
+    };
+    // The summaries and the findings do not need each other.
+    let ((wait_states, request_summary), false_overlap) = rayon::join(
+        || {
+            (
+                wait_states::summarize(trace, waits, opts),
+                requests::summarize(trace, &requests, model, collective_model, opts),
+            )
+        },
+        || {
+            let _s = tracing::info_span!("false overlap").entered();
+            let ls = false_overlap::late_sender_by_call(waits);
+            false_overlap::findings(trace, &requests, &ls, opts)
+        },
+    );
+    named(
+        trace,
+        early,
+        (wait_states, request_summary, false_overlap),
+        requests,
+    )
+}
+
+/// The measured figures, from the light ones, the summaries (wait states, requests,
+/// false overlap) and the requests' rows kept: the worst requests and the findings
+/// given their call sites, and grouped by site.
+fn named(
+    trace: &Trace,
+    early: Early,
+    summaries: (WaitStates, RequestSummary, Vec<Finding>),
+    requests: Vec<RequestRow>,
+) -> Measured {
+    let (wait_states, mut request_summary, mut false_overlap) = summaries;
+    let worst: &mut [&mut [RequestMetrics]] = &mut [
+        &mut request_summary.worst,
+        &mut request_summary.written_not_achieved.worst,
+    ];
     let Early {
         ranks,
         totals,
         waits,
         sites,
     } = early;
-    let requests = {
-        let _s = tracing::info_span!("requests").entered();
-        requests::per_request(trace, model, collective_model, opts)
-    };
-    // The summaries and the findings do not need each other.
-    let ((wait_states, mut request_summary), mut false_overlap) = rayon::join(
-        || {
-            (
-                wait_states::summarize(trace, &waits, opts),
-                requests::summarize(trace, &requests, model, collective_model, opts),
-            )
-        },
-        || {
-            let _s = tracing::info_span!("false overlap").entered();
-            let ls = false_overlap::late_sender_by_call(&waits);
-            false_overlap::findings(trace, &requests, &ls, opts)
-        },
-    );
-    let worst: &mut [&mut [RequestMetrics]] = &mut [
-        &mut request_summary.worst,
-        &mut request_summary.written_not_achieved.worst,
-    ];
     crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
     let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
     Measured {
