@@ -239,8 +239,13 @@ pub fn analyze(trace: &Trace, opts: &Options) -> (Report, Details) {
 /// [`Details`]) are not kept, so that analysis peaks lower ([`schedule`]). The report is
 /// [`analyze`]'s, figure for figure.
 pub fn analyze_owned(trace: Trace, opts: &Options) -> Report {
+    analyze_owned_in_parts(trace, opts, schedule::PART)
+}
+
+/// [`analyze_owned`], the requests' rows made `part` requests (whole ranks) at a time.
+fn analyze_owned_in_parts(trace: Trace, opts: &Options, part: usize) -> Report {
     let _span = tracing::info_span!("metrics").entered();
-    let (replays, m, of_trace) = schedule::figures_owned(trace, opts, OfTrace::of);
+    let (replays, m, of_trace) = schedule::figures_owned(trace, opts, part, OfTrace::of);
     assemble(of_trace, m, replays).0
 }
 
@@ -373,5 +378,67 @@ pub fn blocks(op: Op) -> bool {
         OpClass::Completion => !op.is_test(),
         OpClass::OneSidedSync => !matches!(op, Op::WinTest | Op::WinPost | Op::WinSync),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{analyze, analyze_owned_in_parts, schedule, Options};
+    use crate::model::Trace;
+
+    /// The kept runs of `tests/data/reports`, loaded from their rank files.
+    fn kept_runs() -> Vec<Trace> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
+        let mut dirs: Vec<_> = std::fs::read_dir(&root)
+            .expect("tests/data/reports")
+            .filter_map(|e| Some(e.ok()?.path().join("ranks")))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        assert!(dirs.len() >= 10, "the runs under {}", root.display());
+        let load = |d: &std::path::PathBuf| crate::import::load_dir(d, &mut |_, _| {});
+        dirs.iter()
+            .map(|d| load(d).expect("a kept run").trace)
+            .collect()
+    }
+
+    /// The analysis given the trace reports what the one that keeps it does, however
+    /// the requests' rows are cut into parts of whole ranks: a rank at a time, a few,
+    /// or all in one (the kept runs hold fewer requests than a part).
+    #[test]
+    fn the_report_does_not_depend_on_the_parts() {
+        let opts = Options::default();
+        for trace in kept_runs() {
+            let kept = analyze(&trace, &opts).0;
+            for part in [1, 7, schedule::PART] {
+                let given = analyze_owned_in_parts(trace.clone(), &opts, part);
+                assert!(given == kept, "{}: parts of {part}", trace.source.display());
+            }
+        }
+    }
+
+    /// Requests given out of rank order (as a trace built by hand may give them) are put
+    /// back in it, each rank's kept in its order: the analysis is the one of the
+    /// ordered trace, on either path, and does not fail.
+    #[test]
+    fn requests_out_of_rank_order_are_put_in_it() {
+        let opts = Options::default();
+        for trace in kept_runs() {
+            let mut reversed = trace.requests.clone();
+            reversed.sort_by_key(|r| std::cmp::Reverse(r.rank));
+            let t = &trace;
+            let again = Trace::new(
+                t.source.clone(),
+                t.info.clone(),
+                t.ranks.clone(),
+                t.messages.clone(),
+                reversed,
+            );
+            assert!(again.requests == trace.requests, "{}", t.source.display());
+            let kept = analyze(&trace, &opts).0;
+            assert!(analyze(&again, &opts).0 == kept, "{}", t.source.display());
+            let given = analyze_owned_in_parts(again, &opts, 1);
+            assert!(given == kept, "{}", t.source.display());
+        }
     }
 }

@@ -18,13 +18,14 @@
 //! When nothing needs the trace afterwards ([`figures_owned`]: `overlap analyze` without
 //! tables, `overlap run`), the program comes last, built from the trace as it is
 //! dropped, a batch of ranks at a time, so that it never grows beside the whole trace.
-//! The per-request rows, which the report does not keep, are made a rank at a time and
-//! folded into the summaries and the findings, never all held; the wait instances are
+//! The per-request rows, which the report does not keep, are made a few ranks at a time
+//! and folded into the summaries and the findings, never all held; the wait instances are
 //! dropped before the program is built:
 //!
 //! ```text
 //!  models | budgets ∥ wait states ∥ call sites
-//!  | wait summary ∥ (per rank: its rows | folded into the summary ∥ its findings)
+//!  | wait summary ∥ (per part of whole ranks: its rows | folded into the summary ∥
+//!    its findings)
 //!  | sites named | the report's other parts of the trace
 //!  | operations, each rank's timeline dropped once built | ideal ∥ self-check replay
 //! ```
@@ -84,15 +85,16 @@ pub(super) fn figures(trace: &Trace, opts: &Options) -> (Replays, Measured) {
 /// is dropped rank by rank (what [`super::analyze_owned`] does when nothing needs the
 /// trace afterwards). `before_replays` takes what else is wanted of the trace first.
 /// The program never grows beside the whole trace, and the per-request rows, which the
-/// report does not keep, are made a rank at a time ([`measured_by_rank`]).
+/// report does not keep, are made a few whole ranks at a time ([`measured_by_rank`]).
 pub(super) fn figures_owned<T>(
     trace: Trace,
     opts: &Options,
+    part: usize,
     before_replays: impl FnOnce(&Trace, &Measured) -> T,
 ) -> (Replays, Measured, T) {
     let models = Models::fit(&trace);
     let early = early(&trace);
-    let mut measured = measured_by_rank(&trace, early, &models, opts);
+    let mut measured = measured_by_rank(&trace, early, &models, opts, part);
     let wanted = before_replays(&trace, &measured);
     measured.waits = Vec::new();
     let program = {
@@ -102,10 +104,16 @@ pub(super) fn figures_owned<T>(
     (replay(program.as_ref(), &models), measured, wanted)
 }
 
-/// [`measured`] without the per-request rows: they are made a rank at a time and
-/// folded into the summaries and the findings, never held all at once (the report does
-/// not keep them).
-fn measured_by_rank(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
+/// [`measured`] without the per-request rows: they are made a part of whole ranks (at
+/// least `part` requests) at a time ([`parts_of_whole_ranks`]) and folded into the summaries and the findings, never
+/// held all at once (the report does not keep them).
+fn measured_by_rank(
+    trace: &Trace,
+    early: Early,
+    models: &Models,
+    opts: &Options,
+    part: usize,
+) -> Measured {
     let (model, collective_model) = (&models.transfers, &models.collectives);
     let waits = &early.waits;
     let (wait_states, (request_summary, false_overlap)) = rayon::join(
@@ -116,11 +124,8 @@ fn measured_by_rank(trace: &Trace, early: Early, models: &Models, opts: &Options
             let late_sender = false_overlap::late_sender_by_call(waits);
             let mut fold = request_summary::Fold::default();
             let mut findings = Vec::new();
-            // The run's requests are in rank order.
-            let mut first = 0;
-            for same in trace.requests.chunk_by(|a, b| a.rank == b.rank) {
-                let rows = pass.rows(first..first + same.len());
-                first += same.len();
+            for part in parts_of_whole_ranks(&trace.requests, part) {
+                let rows = pass.rows(part);
                 let ((), found) = rayon::join(
                     || fold.add(&rows, opts),
                     || false_overlap::findings(trace, &rows, &late_sender, opts),
@@ -133,6 +138,30 @@ fn measured_by_rank(trace: &Trace, early: Early, models: &Models, opts: &Options
     );
     let summaries = (wait_states, request_summary, false_overlap);
     named(trace, early, summaries, Vec::new())
+}
+
+/// How many requests' rows [`measured_by_rank`] makes at a time, at least (a rank's are
+/// never split): enough for rayon's threads to share, few held at once.
+pub(super) const PART: usize = 1 << 16;
+
+/// Parts of the run's requests (which are in rank order) made of whole ranks, each of at
+/// least `at_least` requests but for the last (one rank may have more).
+fn parts_of_whole_ranks(
+    requests: &[crate::model::RequestLife],
+    at_least: usize,
+) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut ranks = requests.chunk_by(|a, b| a.rank == b.rank).peekable();
+    let mut first = 0;
+    std::iter::from_fn(move || {
+        let start = first;
+        while let Some(same) = ranks.next() {
+            first += same.len();
+            if first - start >= at_least || ranks.peek().is_none() {
+                break;
+            }
+        }
+        (first > start).then_some(start..first)
+    })
 }
 
 /// What follows the light figures: the per-request pass and what is made of it.
@@ -261,4 +290,30 @@ fn replay(program: Option<&crate::ops::Program>, models: &Models) -> Replays {
         },
     );
     Replays { ideal, self_check }
+}
+
+#[cfg(test)]
+mod tests {
+    use overlap_format::schema::RequestKind;
+
+    use super::parts_of_whole_ranks;
+    use crate::model::RequestLife;
+
+    /// Ranks 0 0 | 1 | 2 2 2 2 | 3 (requests 0..8) cut into parts of at least 3: whole
+    /// ranks together until there are 3, a rank with more on its own, the rest last.
+    #[test]
+    fn parts_hold_whole_ranks() {
+        let ranks = [0, 0, 1, 2, 2, 2, 2, 3];
+        let requests: Vec<RequestLife> = ranks
+            .iter()
+            .map(|&r| RequestLife::new(r, 1, RequestKind::Send, 0, 0, None, None))
+            .collect();
+        let parts: Vec<_> = parts_of_whole_ranks(&requests, 3).collect();
+        assert_eq!(parts, [0..3, 3..7, 7..8]);
+        let one: Vec<_> = parts_of_whole_ranks(&requests, 1).collect();
+        assert_eq!(one, [0..2, 2..3, 3..7, 7..8]);
+        let all: Vec<_> = parts_of_whole_ranks(&requests, usize::MAX).collect();
+        assert_eq!(all, [0..8]);
+        assert_eq!(parts_of_whole_ranks(&[], 3).count(), 0);
+    }
 }
