@@ -313,7 +313,7 @@ mod tests {
         let one: Vec<_> = parts_of_whole_ranks(&requests, 1).collect();
         assert_eq!(one, [0..2, 2..3, 3..7, 7..8]);
         let all: Vec<_> = parts_of_whole_ranks(&requests, usize::MAX).collect();
-        assert_eq!(all, [0..8]);
+        assert_eq!((all.len(), all.first()), (1, Some(&(0..8))));
         assert_eq!(parts_of_whole_ranks(&[], 3).count(), 0);
     }
 }
