@@ -9,6 +9,8 @@
 
 mod rank;
 
+use std::borrow::Borrow;
+
 use overlap_format::schema::Op;
 use rayon::prelude::*;
 
@@ -16,8 +18,6 @@ use crate::fxhash::FxHashMap;
 use crate::metrics::collectives;
 use crate::metrics::transfer::{class_of, CollectiveModel};
 use crate::model::compact::{index_u32, some_index};
-use std::borrow::Borrow;
-
 use crate::model::{Message, RequestLife, Timeline, Trace};
 
 use super::{CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
@@ -55,9 +55,9 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
 }
 
 /// [`extract`]'s program, built from a trace that is not needed afterwards: each rank's
-/// timeline is dropped once its operations are built, so that the program does not
-/// grow beside the whole trace (only the run's requests and messages stay until the
-/// messages are linked). The program is the one [`extract`] builds.
+/// timeline and request lifetimes are dropped once its operations are built, so that
+/// the program does not grow beside the whole trace (only the run's messages stay, until
+/// they are linked). The program is the one [`extract`] builds.
 pub fn extract_owned(mut trace: Trace) -> Result<Program, ExtractError> {
     let run = Run::of(&trace);
     // Each rank's requests in a vector of its own, dropped with its timeline.
