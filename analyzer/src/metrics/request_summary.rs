@@ -94,10 +94,14 @@ struct Mean {
 }
 
 impl Mean {
-    fn add(&mut self, v: impl Iterator<Item = f64>) {
+    fn push(&mut self, x: f64) {
+        self.n += 1;
+        self.sum += x;
+    }
+
+    fn add(&mut self, v: impl IntoIterator<Item = f64>) {
         for x in v {
-            self.n += 1;
-            self.sum += x;
+            self.push(x);
         }
     }
 
@@ -123,18 +127,19 @@ struct CollectiveSums {
 }
 
 impl CollectiveSums {
+    /// Takes the next requests: one pass, each mean's figures in request order.
     fn add(&mut self, reqs: &[RequestRow]) {
-        let done = || {
-            reqs.iter()
-                .filter(|r| r.kind == RequestClass::Collective && r.completion_index().is_some())
-        };
-        self.completed += done().count() as u64;
-        self.overall.add(done().map(|r| r.t_ovrl_ns as f64));
-        self.pure
-            .add(done().filter_map(|r| r.t_pure_ns()).map(|p| p as f64));
-        self.cpu.add(done().map(|r| r.cpu_ns as f64));
-        self.osu.add(done().filter_map(|r| r.osu_overlap()));
-        self.imb.add(done().filter_map(|r| r.overlap()));
+        let done = reqs
+            .iter()
+            .filter(|r| r.kind == RequestClass::Collective && r.completion_index().is_some());
+        for r in done {
+            self.completed += 1;
+            self.overall.push(r.t_ovrl_ns as f64);
+            self.pure.add(r.t_pure_ns().map(|p| p as f64));
+            self.cpu.push(r.cpu_ns as f64);
+            self.osu.add(r.osu_overlap());
+            self.imb.add(r.overlap());
+        }
     }
 
     fn finish(self) -> Option<CollectiveFigures> {
