@@ -145,12 +145,16 @@ struct AnalyzeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct AnalysisArgs {
     /// Instances listed per wait state, and worst requests.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = Options::default().worst)]
     worst: usize,
     /// False-overlap losses (and the independent work that could hide them) shorter
     /// than this many microseconds are not reported.
     #[arg(long, default_value_t = 1.0)]
     min_wait_us: f64,
+    /// False-overlap findings the report lists in full, largest loss first (every
+    /// finding is counted, summed and grouped by call site; the terminal UI lists all).
+    #[arg(long, value_name = "N", default_value_t = Options::default().findings)]
+    findings: usize,
 }
 
 impl AnalysisArgs {
@@ -160,6 +164,7 @@ impl AnalysisArgs {
         }
         Ok(Options {
             worst: self.worst,
+            findings: self.findings,
             min_wait: Nanos((self.min_wait_us * 1000.0).round() as u64),
             ..Options::default()
         })

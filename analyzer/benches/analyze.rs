@@ -463,7 +463,7 @@ fn run(layout: &str, events: u64) -> Result<(), Box<dyn std::error::Error>> {
         common::peak_rss()? as f64 / (1 << 20) as f64,
         before as f64 / (1 << 20) as f64,
         report.run.messages,
-        report.false_overlap.len(),
+        report.false_overlap.count,
     );
     std::fs::remove_dir_all(&tmp)?;
     Ok(())

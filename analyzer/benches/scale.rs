@@ -111,7 +111,7 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
             run.unmatched_sends,
             run.unmatched_receives,
             w.total_ns as f64 / 1e9,
-            report.false_overlap.len(),
+            report.false_overlap.count,
         );
         (first + second, line)
     };

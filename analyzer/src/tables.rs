@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
 
 use crate::metrics::requests::{RequestClass, RequestRow};
-use crate::metrics::{Details, Report, WaitInstance};
+use crate::metrics::{Details, Finding, Report, WaitInstance};
 use crate::model::{Trace, What};
 use crate::sites::{SiteGroup, SiteTable};
 use crate::{Error, Result};
@@ -58,6 +58,7 @@ pub fn tables(
         ("requests".into(), requests(trace, details)?),
         ("messages".into(), messages(trace)?),
         ("wait_states".into(), wait_states(trace, details)?),
+        ("false_overlap".into(), false_overlap(trace, details)?),
         ("sites".into(), sites(report)?),
     ];
     if report.gpu.is_some() {
@@ -330,6 +331,53 @@ fn wait_states(trace: &Trace, d: &Details) -> Result<DataFrame> {
             col("indeterminate", w.iter().map(|x| x.indeterminate).collect()),
             col("clock_suspect", w.iter().map(|x| x.clock_suspect).collect()),
             col("site", w.iter().map(site).collect::<Vec<Option<&str>>>()),
+        ],
+    )
+}
+
+/// One row per false-overlap finding, every one (the report lists the worst), in the
+/// report's order: the wait, what it lost and where it may move (event indices of its
+/// rank); its send requests are the `requests` rows it completed.
+fn false_overlap(trace: &Trace, d: &Details) -> Result<DataFrame> {
+    let f = &d.findings;
+    let index = |c: Option<&crate::metrics::CallRef>| c.map(|c| c.index as u64);
+    let u64s = |get: fn(&Finding) -> u64| f.iter().map(get).collect::<Vec<u64>>();
+    frame(
+        f.len(),
+        vec![
+            col("rank", f.iter().map(|x| x.rank).collect()),
+            col("index", u64s(|x| x.wait.index as u64)),
+            col("call", f.iter().map(|x| x.wait.call).collect::<Vec<&str>>()),
+            col("start_ns", u64s(|x| x.wait.start_ns)),
+            col("duration_ns", u64s(|x| x.wait.duration_ns)),
+            col("sends", f.iter().map(|x| x.requests.len() as u32).collect()),
+            col("mixed", f.iter().map(|x| x.mixed).collect()),
+            col("lost_ns", u64s(|x| x.lost_ns)),
+            col("independent_work_ns", u64s(|x| x.independent_work_ns)),
+            col("independent_spans", u64s(|x| x.independent_spans)),
+            col("hideable_ns", u64s(|x| x.hideable_ns)),
+            col(
+                "limit",
+                f.iter().map(|x| x.limit.key()).collect::<Vec<&str>>(),
+            ),
+            col(
+                "move_before_index",
+                f.iter().map(|x| index(x.move_before.as_ref())).collect(),
+            ),
+            col(
+                "move_after_index",
+                f.iter().map(|x| index(x.move_after.as_ref())).collect(),
+            ),
+            col(
+                "site",
+                f.iter()
+                    .map(|x| {
+                        d.sites
+                            .of_call(trace, x.rank, x.wait.index)
+                            .map(|s| s.label.as_str())
+                    })
+                    .collect::<Vec<Option<&str>>>(),
+            ),
         ],
     )
 }

@@ -93,9 +93,8 @@ fn a_retimed_trace_analyzes_as_the_replayed_run() {
     // retimed by that replay runs 66.
     let t = two_messages();
     let opts = Options {
-        worst: 5,
         min_wait: Nanos(1),
-        empty_window_share: 0.1,
+        ..Options::default()
     };
     let measured = analyze(&t, &opts).0;
     assert_eq!(measured.pop.t_ideal_replay_ns, Some(66));

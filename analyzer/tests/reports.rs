@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use overlap_analyzer::import::{load_dir, load_merged};
 use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
-use overlap_analyzer::metrics::{analyze, analyze_owned, Options};
+use overlap_analyzer::metrics::{analyze, analyze_owned, Finding, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::{extract, extract_owned};
 use overlap_analyzer::summary::summarize;
@@ -59,6 +59,15 @@ fn figures(trace: &Trace, source: &Path) -> (String, String) {
             pool.map_or(rayon::current_num_threads(), |p| p.current_num_threads())
         );
     }
+    // Every finding is behind the report, in its order; these runs have fewer than it
+    // lists, so it lists each (its call sites named).
+    let place = |f: &Finding| (f.rank, f.wait.index, f.lost_ns, f.hideable_ns);
+    let listed = report.false_overlap.worst.iter().map(place);
+    assert!(
+        details.findings.iter().map(place).eq(listed),
+        "{}: the findings behind the report",
+        source.display()
+    );
     // One line per instance, so that a difference names the instance.
     let mut lines: Vec<String> = Vec::new();
     lines.extend(details.waits.iter().map(|w| format!("{w:?}")));

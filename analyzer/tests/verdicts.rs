@@ -18,9 +18,8 @@ use overlap_instrument::schema::{CallArgs, Event, Nanos, Op};
 
 fn opts() -> Options {
     Options {
-        worst: 5,
         min_wait: Nanos(1),
-        empty_window_share: 0.1,
+        ..Options::default()
     }
 }
 
@@ -98,8 +97,8 @@ fn gaps_are_compute_and_false_overlap_names_the_call_to_move_after() {
     }
     assert!(r.pop.t_ideal_subtraction_ns <= r.pop.runtime_ns);
 
-    assert_eq!(r.false_overlap.len(), 2, "{:#?}", r.false_overlap);
-    let f = &r.false_overlap[0];
+    assert_eq!(r.false_overlap.count, 2, "{:#?}", r.false_overlap);
+    let f = &r.false_overlap.worst[0];
     assert_eq!((f.rank, f.wait.index, f.lost_ns), (0, 3, 9));
     assert_eq!((f.independent_work_ns, f.independent_spans), (60, 1));
     assert_eq!(f.limit, Limit::BufferReuse);
@@ -110,7 +109,10 @@ fn gaps_are_compute_and_false_overlap_names_the_call_to_move_after() {
     assert!(f.caveat.contains("write to the send buffer"));
     assert_eq!(f.hideable_ns, 9);
     assert_eq!(
-        (r.false_overlap[1].rank, r.false_overlap[1].lost_ns),
+        (
+            r.false_overlap.worst[1].rank,
+            r.false_overlap.worst[1].lost_ns
+        ),
         (1, 8)
     );
 

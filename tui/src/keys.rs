@@ -177,6 +177,7 @@ pub fn overlap(app: &mut App, k: KeyEvent) {
                 OverlapPane::Findings => run
                     .report
                     .false_overlap
+                    .worst
                     .get(o.findings.selected)
                     .map(|f| (f.wait.rank, f.wait.index)),
                 OverlapPane::Requests => o

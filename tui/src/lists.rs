@@ -231,7 +231,7 @@ impl OverlapState {
     /// The cursor of the table with the keys, and that table's length.
     pub fn focused(&mut self, run: &Run) -> (&mut Cursor, usize) {
         match self.pane {
-            OverlapPane::Findings => (&mut self.findings, run.report.false_overlap.len()),
+            OverlapPane::Findings => (&mut self.findings, run.report.false_overlap.worst.len()),
             OverlapPane::Requests => (&mut self.requests, self.rows.len()),
         }
     }

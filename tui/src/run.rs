@@ -79,9 +79,15 @@ pub struct Link {
 }
 
 impl Run {
-    /// Analyses a trace and builds the pyramids.
+    /// Analyses a trace and builds the pyramids. Every false-overlap finding is listed,
+    /// whatever `opts.findings` says: the screen browses them all, and finds the one of
+    /// any wait selected on the timeline.
     pub fn new(label: String, trace: Trace, opts: &Options) -> Run {
-        let (report, details) = analyze(&trace, opts);
+        let opts = Options {
+            findings: usize::MAX,
+            ..*opts
+        };
+        let (report, details) = analyze(&trace, &opts);
         Run::with_analysis(label, trace, report, details)
     }
 

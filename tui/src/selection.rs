@@ -46,6 +46,7 @@ impl Facts {
             finding: run
                 .report
                 .false_overlap
+                .worst
                 .iter()
                 .position(|f| here(f.wait.rank, f.wait.index)),
             chains: (0..d.chains.len())

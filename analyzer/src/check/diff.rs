@@ -67,12 +67,12 @@ pub fn diff(a: &Report, b: &Report) -> Vec<DiffRow> {
         }
         v.push((
             "false_overlap.findings".into(),
-            Some(r.false_overlap.len() as f64),
+            Some(r.false_overlap.count as f64),
             Unit::Count,
         ));
         v.push((
             "false_overlap.lost".into(),
-            Some(r.false_overlap.iter().map(|f| f.lost_ns).sum::<u64>() as f64),
+            Some(r.false_overlap.lost_ns as f64),
             Unit::Nanos,
         ));
         v.push((

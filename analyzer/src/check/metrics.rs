@@ -56,7 +56,7 @@ pub fn gate_metrics(r: &Report) -> Vec<Metric> {
     let mut metrics = vec![
         m(
             "false_overlap.findings",
-            Some(r.false_overlap.len() as f64),
+            Some(r.false_overlap.count as f64),
             Unit::Count,
             Better::Lower,
         ),

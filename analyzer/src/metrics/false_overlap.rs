@@ -41,8 +41,7 @@ use super::{blocks, CallRef, Options};
 use crate::model::{Timeline, Trace, What};
 
 /// Why the wait cannot move further.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Limit {
     /// The next call that names an overlapping buffer.
     BufferReuse,
@@ -50,6 +49,23 @@ pub enum Limit {
     SamePeerAndTag,
     /// Nothing later depends on it in the trace.
     EndOfTrace,
+}
+
+impl Limit {
+    /// The key in JSON and tables.
+    pub fn key(self) -> &'static str {
+        match self {
+            Limit::BufferReuse => "buffer_reuse",
+            Limit::SamePeerAndTag => "same_peer_and_tag",
+            Limit::EndOfTrace => "end_of_trace",
+        }
+    }
+}
+
+impl Serialize for Limit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.key())
+    }
 }
 
 /// A request of a finding.
@@ -299,7 +315,12 @@ pub fn findings(
 /// (a finding's rank and call are its own: the order is total, whatever the order
 /// given).
 pub fn sort_findings(findings: &mut [Finding]) {
-    findings.sort_by_key(|f| (std::cmp::Reverse(f.lost_ns), f.rank, f.wait.index));
+    findings.sort_by_key(report_order);
+}
+
+/// A finding's place in the report's order, as a key ([`sort_findings`]).
+pub fn report_order(f: &Finding) -> (std::cmp::Reverse<u64>, u32, usize) {
+    (std::cmp::Reverse(f.lost_ns), f.rank, f.wait.index)
 }
 
 /// What every finding's move depends on, which a trace cannot see.

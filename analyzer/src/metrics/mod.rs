@@ -10,6 +10,7 @@ pub mod budget;
 mod collective_waits;
 pub mod collectives;
 pub mod false_overlap;
+pub mod false_overlap_summary;
 pub mod ideal;
 pub mod one_sided;
 pub mod pop;
@@ -35,18 +36,22 @@ use crate::sites::{BySite, SiteTable};
 
 pub use budget::{RankBudget, RunBudget};
 pub use false_overlap::Finding;
+pub use false_overlap_summary::FalseOverlap;
 pub use pop::Pop;
 pub use requests::{RequestMetrics, RequestRow, RequestSummary, TransferModel};
 pub use wait_states::{WaitInstance, WaitKind, WaitStates};
 
 /// Version of the report's JSON layout; bumped when a key changes meaning or goes away.
-pub const REPORT_VERSION: u32 = 2;
+pub const REPORT_VERSION: u32 = 3;
 
 /// Thresholds of the analysis.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Options {
     /// How many worst instances to list per wait state, and worst requests.
     pub worst: usize,
+    /// How many false-overlap findings the report lists in full, largest loss first
+    /// (every finding is counted, summed and grouped by site).
+    pub findings: usize,
     /// A false-overlap loss (or the independent work after it) shorter than this is not
     /// worth reporting. Wait states count every positive wait.
     pub min_wait: Nanos,
@@ -59,6 +64,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             worst: 5,
+            findings: 100,
             min_wait: Nanos(1_000),
             empty_window_share: 0.1,
         }
@@ -193,8 +199,8 @@ pub struct Report {
     pub wait_states: WaitStates,
     /// Per-request overlap, summarised.
     pub requests: RequestSummary,
-    /// False-overlap findings, largest loss first.
-    pub false_overlap: Vec<Finding>,
+    /// False-overlap findings: counted and summed, the worst listed.
+    pub false_overlap: FalseOverlap,
     /// POP efficiencies.
     pub pop: Pop,
     /// Clock bounds and what they make uncertain.
@@ -219,6 +225,8 @@ pub struct Details {
     pub waits: Vec<WaitInstance>,
     /// Every request (compact: [`RequestRow::metrics`] gives the report's form).
     pub requests: Vec<RequestRow>,
+    /// Every false-overlap finding, in the report's order (the report lists the worst).
+    pub findings: Vec<Finding>,
     /// Every call site of the run, symbolized.
     pub sites: SiteTable,
     /// Every staging chain (empty without GPU work).
@@ -361,6 +369,7 @@ fn assemble(
     let details = Details {
         waits: m.waits,
         requests: m.requests,
+        findings: m.findings,
         sites: m.sites,
         chains: of_trace.chains,
     };
@@ -415,6 +424,45 @@ mod tests {
                 assert!(given == kept, "{}: parts of {part}", trace.source.display());
             }
         }
+    }
+
+    /// However few findings the report lists, it counts, sums and groups them all: its
+    /// list is the first of the one that lists every finding, on either path and in
+    /// parts of any size (some kept runs have more findings than listed here).
+    #[test]
+    fn the_findings_listed_are_the_worst_of_all() {
+        let mut cut = 0;
+        for trace in kept_runs() {
+            let every = Options {
+                findings: usize::MAX,
+                ..Options::default()
+            };
+            let all = analyze(&trace, &every).0;
+            let whole = &all.false_overlap;
+            assert_eq!(whole.count, whole.worst.len() as u64);
+            for listed in [0, 1, 2] {
+                let opts = Options {
+                    findings: listed,
+                    ..Options::default()
+                };
+                let kept = analyze(&trace, &opts).0;
+                let fo = &kept.false_overlap;
+                let name = trace.source.display();
+                assert_eq!(
+                    (fo.count, fo.lost_ns, fo.hideable_ns),
+                    (whole.count, whole.lost_ns, whole.hideable_ns),
+                    "{name}"
+                );
+                assert_eq!(fo.worst[..], whole.worst[..listed.min(whole.worst.len())]);
+                assert!(kept.by_site == all.by_site, "{name}");
+                cut += usize::from(whole.worst.len() > listed);
+                for part in [1, 7] {
+                    let given = analyze_owned_in_parts(trace.clone(), &opts, part);
+                    assert!(given == kept, "{name}: {listed} listed, parts of {part}");
+                }
+            }
+        }
+        assert!(cut > 10, "runs with more findings than listed: {cut}");
     }
 
     /// Requests given out of rank order (as a trace built by hand may give them) are put

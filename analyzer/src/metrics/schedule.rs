@@ -36,10 +36,12 @@
 
 use crate::model::Trace;
 use crate::replay::SelfCheck;
+use crate::sites::group::SiteGroup;
 use crate::sites::{BySite, SiteTable};
 
-use super::{budget, false_overlap, ideal, request_summary, requests, transfer, wait_states};
-use super::{Finding, Options, RankBudget, RequestMetrics, RequestRow, RequestSummary};
+use super::{budget, false_overlap, false_overlap_summary, ideal, request_summary, requests};
+use super::{transfer, wait_states, FalseOverlap, Options, RankBudget, RequestMetrics};
+use super::{Finding, RequestRow, RequestSummary};
 use super::{RunBudget, WaitInstance, WaitStates};
 
 /// The figures [`super::analyze`] computes from the trace itself, apart from the
@@ -51,7 +53,9 @@ pub(super) struct Measured {
     pub wait_states: WaitStates,
     pub request_summary: RequestSummary,
     pub requests: Vec<RequestRow>,
-    pub false_overlap: Vec<Finding>,
+    pub false_overlap: FalseOverlap,
+    /// Every finding, when the per-request rows are kept (the tables list them).
+    pub findings: Vec<Finding>,
     pub sites: SiteTable,
     pub by_site: BySite,
 }
@@ -123,21 +127,23 @@ fn measured_by_rank(
             let pass = requests::RequestPass::new(trace, model, collective_model, opts);
             let late_sender = false_overlap::late_sender_by_call(waits);
             let mut fold = request_summary::Fold::default();
-            let mut findings = Vec::new();
+            let mut findings = false_overlap_summary::Fold::new(opts.findings);
             for part in parts_of_whole_ranks(&trace.requests, part) {
                 let rows = pass.rows(part);
                 let ((), found) = rayon::join(
                     || fold.add(&rows, opts),
                     || false_overlap::findings(trace, &rows, &late_sender, opts),
                 );
-                findings.extend(found);
+                findings.add(trace, &early.sites, &found);
             }
-            false_overlap::sort_findings(&mut findings);
-            (fold.finish(trace, model, collective_model), findings)
+            (
+                fold.finish(trace, model, collective_model),
+                findings.finish(&early.sites),
+            )
         },
     );
     let summaries = (wait_states, request_summary, false_overlap);
-    named(trace, early, summaries, Vec::new())
+    named(trace, early, summaries, (Vec::new(), Vec::new()))
 }
 
 /// How many requests' rows [`measured_by_rank`] makes at a time, at least (a rank's are
@@ -183,27 +189,32 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
         || {
             let _s = tracing::info_span!("false overlap").entered();
             let ls = false_overlap::late_sender_by_call(waits);
-            false_overlap::findings(trace, &requests, &ls, opts)
+            let mut fold = false_overlap_summary::Fold::new(opts.findings);
+            let found = false_overlap::findings(trace, &requests, &ls, opts);
+            fold.add(trace, &early.sites, &found);
+            (fold.finish(&early.sites), found)
         },
     );
+    let (false_overlap, findings) = false_overlap;
     named(
         trace,
         early,
         (wait_states, request_summary, false_overlap),
-        requests,
+        (requests, findings),
     )
 }
 
 /// The measured figures, from the light ones, the summaries (wait states, requests,
-/// false overlap) and the requests' rows kept: the worst requests and the findings
-/// given their call sites, and grouped by site.
+/// false overlap, its findings by site) and the requests' rows and findings kept: the
+/// worst requests and the findings listed given their call sites, and the wait states
+/// grouped by site.
 fn named(
     trace: &Trace,
     early: Early,
-    summaries: (WaitStates, RequestSummary, Vec<Finding>),
-    requests: Vec<RequestRow>,
+    summaries: (WaitStates, RequestSummary, (FalseOverlap, Vec<SiteGroup>)),
+    (requests, findings): (Vec<RequestRow>, Vec<Finding>),
 ) -> Measured {
-    let (wait_states, mut request_summary, mut false_overlap) = summaries;
+    let (wait_states, mut request_summary, (mut false_overlap, by_site)) = summaries;
     let worst: &mut [&mut [RequestMetrics]] = &mut [
         &mut request_summary.worst,
         &mut request_summary.written_not_achieved.worst,
@@ -214,8 +225,8 @@ fn named(
         waits,
         sites,
     } = early;
-    crate::sites::group::name_sites(trace, &sites, &mut false_overlap, worst);
-    let by_site = crate::sites::group::by_site(trace, &sites, &false_overlap, &waits);
+    crate::sites::group::name_sites(trace, &sites, &mut false_overlap.worst, worst);
+    let by_site = crate::sites::group::by_site(trace, &sites, by_site, &waits);
     Measured {
         ranks,
         totals,
@@ -224,6 +235,7 @@ fn named(
         request_summary,
         requests,
         false_overlap,
+        findings,
         sites,
         by_site,
     }

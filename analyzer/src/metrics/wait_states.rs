@@ -44,8 +44,7 @@ use crate::model::{EventRef, Message, RequestLife, Trace};
 use rayon::prelude::*;
 
 /// The kinds of wait state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum WaitKind {
     /// A receive waited for its message to be sent.
     LateSender,
@@ -132,6 +131,15 @@ impl WaitKind {
             WaitKind::EarlyWait => "early_wait",
             WaitKind::LateComplete => "late_complete",
         }
+    }
+}
+
+/// A kind is written as its [`WaitKind::key`] (report version 3; version 2 wrote
+/// `wait_at_nx_n` for [`WaitKind::WaitAtNxN`], where the tables and the gate's figures
+/// said `wait_at_nxn`).
+impl Serialize for WaitKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.key())
     }
 }
 

@@ -368,16 +368,14 @@ pub fn render(r: &Report, style: Style) -> String {
 
     // False overlap.
     let fo = &r.false_overlap;
-    let lost: u64 = fo.iter().map(|f| f.lost_ns).sum();
-    let hideable: u64 = fo.iter().map(|f| f.hideable_ns).sum();
     let title = if fo.is_empty() {
         "False overlap: none found".to_string()
     } else {
         format!(
             "False overlap: {} wait(s) lost {}; moving them could hide up to {}",
-            fo.len(),
-            duration(lost),
-            duration(hideable)
+            fo.count,
+            duration(fo.lost_ns),
+            duration(fo.hideable_ns)
         )
     };
     let _ = writeln!(
@@ -389,11 +387,21 @@ pub fn render(r: &Report, style: Style) -> String {
             style.paint("31;1", &title)
         }
     );
-    for f in fo.iter().take(5) {
+    let shown = fo.worst.len().min(5);
+    for f in &fo.worst[..shown] {
         finding(&mut o, f);
     }
-    if fo.len() > 5 {
-        let _ = writeln!(o, "  ... and {} more (see --json)", fo.len() - 5);
+    let more = fo.count - shown as u64;
+    if more > 0 && fo.unlisted() == 0 {
+        let _ = writeln!(o, "  ... and {more} more (see --json)");
+    } else if more > 0 {
+        let _ = writeln!(
+            o,
+            "  ... and {more} more (--json lists the worst {} of {}, --findings sets how \
+             many; all are counted by site below)",
+            fo.worst.len(),
+            fo.count
+        );
     }
     if !fo.is_empty() {
         let _ = writeln!(o, "  ({})", crate::metrics::false_overlap::CAVEAT);

@@ -57,80 +57,91 @@ struct Sum {
     worst: (u64, u32, usize),
 }
 
-fn groups(
-    table: &SiteTable,
-    items: impl Iterator<Item = (Key, u32, usize, u64)>,
-) -> Vec<SiteGroup> {
-    let mut sums: HashMap<Key, Sum> = HashMap::new();
-    for (key, rank, index, lost) in items {
-        let s = sums.entry(key).or_insert_with(|| Sum {
+/// Instances summed by (site, call[, kind]) as they come, in any order and in as many
+/// parts as wanted: the groups do not depend on either (of equal largest losses, the
+/// earliest call by rank and index is the worst).
+#[derive(Default)]
+pub struct Groups {
+    sums: HashMap<Key, Sum>,
+}
+
+impl Groups {
+    fn add(&mut self, key: Key, rank: u32, index: usize, lost: u64) {
+        let s = self.sums.entry(key).or_insert_with(|| Sum {
             count: 0,
             ranks: BTreeSet::new(),
             total: 0,
-            worst: (0, rank, index),
+            worst: (lost, rank, index),
         });
         s.count += 1;
         s.ranks.insert(rank);
         s.total += lost;
-        if lost > s.worst.0 {
+        let (w, wr, wi) = s.worst;
+        if lost > w || (lost == w && (rank, index) < (wr, wi)) {
             s.worst = (lost, rank, index);
         }
     }
-    let mut out: Vec<SiteGroup> = sums
-        .into_iter()
-        .map(|((site, call, kind), s)| SiteGroup {
-            site: site
-                .and_then(|id| table.sites().get(id as usize))
-                .map(|s| s.label.clone()),
-            call,
-            kind,
-            count: s.count,
-            ranks: s.ranks.len() as u32,
-            total_ns: s.total,
-            worst_ns: s.worst.0,
-            worst_rank: s.worst.1,
-            worst_index: s.worst.2,
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        (b.total_ns, &a.site, a.call, a.kind).cmp(&(a.total_ns, &b.site, b.call, b.kind))
-    });
-    out
-}
 
-/// False-overlap findings by the site of their waiting call.
-pub fn false_overlap(trace: &Trace, table: &SiteTable, findings: &[Finding]) -> Vec<SiteGroup> {
-    let items = findings.iter().map(|f| {
-        let site = table.id_of_call(trace, f.wait.rank, f.wait.index);
-        (
-            (site, f.wait.call, None),
-            f.wait.rank,
-            f.wait.index,
-            f.lost_ns,
-        )
-    });
-    groups(table, items)
+    /// Adds false-overlap findings, by the site of their waiting call.
+    pub fn add_findings(&mut self, trace: &Trace, table: &SiteTable, findings: &[Finding]) {
+        for f in findings {
+            let site = table.id_of_call(trace, f.wait.rank, f.wait.index);
+            self.add(
+                (site, f.wait.call, None),
+                f.wait.rank,
+                f.wait.index,
+                f.lost_ns,
+            );
+        }
+    }
+
+    /// The groups, largest total first.
+    pub fn finish(self, table: &SiteTable) -> Vec<SiteGroup> {
+        let mut out: Vec<SiteGroup> = self
+            .sums
+            .into_iter()
+            .map(|((site, call, kind), s)| SiteGroup {
+                site: site
+                    .and_then(|id| table.sites().get(id as usize))
+                    .map(|s| s.label.clone()),
+                call,
+                kind,
+                count: s.count,
+                ranks: s.ranks.len() as u32,
+                total_ns: s.total,
+                worst_ns: s.worst.0,
+                worst_rank: s.worst.1,
+                worst_index: s.worst.2,
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            (b.total_ns, &a.site, a.call, a.kind).cmp(&(a.total_ns, &b.site, b.call, b.kind))
+        });
+        out
+    }
 }
 
 /// Wait-state instances by the site of the call that waited (instances within the clock
 /// error bound are left out, as in the totals).
 pub fn wait_states(trace: &Trace, table: &SiteTable, waits: &[WaitInstance]) -> Vec<SiteGroup> {
-    let items = waits.iter().filter(|w| !w.indeterminate).map(|w| {
+    let mut groups = Groups::default();
+    for w in waits.iter().filter(|w| !w.indeterminate) {
         let site = table.id_of_call(trace, w.rank, w.index);
-        ((site, w.call, Some(w.kind)), w.rank, w.index, w.amount_ns)
-    });
-    groups(table, items)
+        groups.add((site, w.call, Some(w.kind)), w.rank, w.index, w.amount_ns);
+    }
+    groups.finish(table)
 }
 
-/// The by-site part of the report.
+/// The by-site part of the report, from the false-overlap findings already grouped
+/// ([`Groups::add_findings`]: the report lists only the worst of them).
 pub fn by_site(
     trace: &Trace,
     table: &SiteTable,
-    findings: &[Finding],
+    false_overlap: Vec<SiteGroup>,
     waits: &[WaitInstance],
 ) -> BySite {
     BySite {
-        false_overlap: false_overlap(trace, table, findings),
+        false_overlap,
         wait_states: wait_states(trace, table, waits),
         sites: table.sites().to_vec(),
         notes: table.notes().to_vec(),
@@ -162,6 +173,46 @@ pub fn name_sites(
         name(&mut r.post);
         if let Some(c) = r.completion.as_mut() {
             name(c);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Groups, Key};
+    use crate::metrics::WaitKind;
+    use crate::sites::SiteTable;
+
+    /// Three Late Senders of one call (no site), two tied at the largest loss:
+    ///
+    /// ```text
+    ///  rank  index  lost
+    ///   3      5     40
+    ///   1      9     40    <- the worst: of equal losses, the earliest by (rank, index)
+    ///   1      2     10
+    /// ```
+    /// count 3 on 2 ranks, total 90, in whatever order they are added.
+    #[test]
+    fn a_group_is_the_same_in_any_order() {
+        let key: Key = (None, "MPI_Recv", Some(WaitKind::LateSender));
+        let items = [(3, 5, 40), (1, 9, 40), (1, 2, 10)];
+        let mut orders = vec![items.to_vec()];
+        orders.push(items.iter().rev().copied().collect());
+        orders.push(vec![items[1], items[0], items[2]]);
+        for order in orders {
+            let mut groups = Groups::default();
+            for (rank, index, lost) in &order {
+                groups.add(key, *rank, *index, *lost);
+            }
+            let g = groups.finish(&SiteTable::default());
+            assert_eq!(g.len(), 1);
+            let g = &g[0];
+            assert_eq!((g.count, g.ranks, g.total_ns), (3, 2, 90), "{order:?}");
+            assert_eq!(
+                (g.worst_ns, g.worst_rank, g.worst_index),
+                (40, 1, 9),
+                "{order:?}"
+            );
         }
     }
 }

@@ -46,7 +46,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     .areas(area);
     let run = &app.runs[app.current];
     let o = &mut app.overlap;
-    let findings = &run.report.false_overlap;
+    let findings = &run.report.false_overlap.worst;
     let title = format!(
         " False overlap: {} finding(s), largest loss first  Enter: the wait on the Timeline ",
         findings.len()

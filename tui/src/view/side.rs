@@ -195,7 +195,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     if let Some(f) = sel
         .facts
         .finding
-        .and_then(|i| run.report.false_overlap.get(i))
+        .and_then(|i| run.report.false_overlap.worst.get(i))
     {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
