@@ -91,11 +91,12 @@ impl Sim<'_> {
 
     pub(super) fn send_posted(&mut self, m: usize, now: u64) {
         let net = &self.cfg.network;
+        let bytes = self.p.messages[m].bytes;
         let x = &mut self.msgs[m];
-        x.send_posted = now;
+        x.send_posted = true;
         match x.protocol {
             Protocol::Eager | Protocol::EagerSync => {
-                x.arrival = now + net.transfer_ns(x.bytes);
+                x.arrival = now + net.transfer_ns(bytes);
                 if x.protocol == Protocol::Eager {
                     x.send_done = now;
                 }
@@ -118,7 +119,7 @@ impl Sim<'_> {
     pub(super) fn recv_posted(&mut self, m: usize, now: u64) {
         let x = &mut self.msgs[m];
         x.recv_posted = now;
-        if x.send_posted == UNKNOWN {
+        if !x.send_posted {
             return;
         }
         match x.protocol {
@@ -134,7 +135,7 @@ impl Sim<'_> {
     }
 
     pub(super) fn notify(&mut self, m: usize) {
-        let (a, b) = (self.msgs[m].sender, self.msgs[m].receiver);
+        let (a, b) = (self.msgs[m].sender(), self.msgs[m].receiver());
         self.wake(a);
         if b != a {
             self.wake(b);
@@ -151,7 +152,7 @@ impl Sim<'_> {
     }
 
     pub(super) fn start_transfer(&mut self, m: usize, now: u64) {
-        let work = self.cfg.network.data_ns(self.msgs[m].bytes);
+        let work = self.cfg.network.data_ns(self.p.messages[m].bytes);
         if work == 0 {
             self.message_done(m, now);
             return;
@@ -166,7 +167,7 @@ impl Sim<'_> {
             done: false,
         });
         if self.cfg.progress == Progress::InMpi {
-            let (a, b) = (self.msgs[m].sender, self.msgs[m].receiver);
+            let (a, b) = (self.msgs[m].sender(), self.msgs[m].receiver());
             for s in [a, b.filter(|b| Some(*b) != a)].into_iter().flatten() {
                 self.ranks[s as usize].active.push(x as u32);
             }
@@ -179,8 +180,8 @@ impl Sim<'_> {
         let m = self.transfers[x].msg as usize;
         let inside = |s: Option<u32>| s.is_some_and(|s| self.ranks[s as usize].in_mpi);
         let moving = self.cfg.progress == Progress::Async
-            || inside(self.msgs[m].sender)
-            || inside(self.msgs[m].receiver);
+            || inside(self.msgs[m].sender())
+            || inside(self.msgs[m].receiver());
         let t = &mut self.transfers[x];
         if t.moving {
             t.remaining = t.remaining.saturating_sub(now - t.last);
@@ -197,7 +198,7 @@ impl Sim<'_> {
     pub(super) fn transfer_done(&mut self, x: usize, now: u64) {
         self.transfers[x].done = true;
         let m = self.transfers[x].msg as usize;
-        for s in [self.msgs[m].sender, self.msgs[m].receiver]
+        for s in [self.msgs[m].sender(), self.msgs[m].receiver()]
             .into_iter()
             .flatten()
         {

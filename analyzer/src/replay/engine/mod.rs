@@ -63,16 +63,32 @@ struct RankState {
     end: u64,
 }
 
+/// A message's state: one per message of the program, held by every replay running (48
+/// B; its size is read from the program's message).
 struct MsgState {
-    sender: Option<u32>,
-    receiver: Option<u32>,
-    bytes: u64,
+    /// Slots of its sender and receiver ([`NO_SLOT`]: not a rank of the program).
+    sender: u32,
+    receiver: u32,
     protocol: Protocol,
-    send_posted: u64,
+    send_posted: bool,
     recv_posted: u64,
     arrival: u64,
     send_done: u64,
     recv_done: u64,
+}
+
+const _: () = assert!(std::mem::size_of::<MsgState>() == 48);
+
+/// No rank slot.
+const NO_SLOT: u32 = u32::MAX;
+
+impl MsgState {
+    fn sender(&self) -> Option<u32> {
+        (self.sender != NO_SLOT).then_some(self.sender)
+    }
+    fn receiver(&self) -> Option<u32> {
+        (self.receiver != NO_SLOT).then_some(self.receiver)
+    }
 }
 
 struct Transfer {
@@ -179,11 +195,10 @@ pub(super) fn run(
         .messages
         .iter()
         .map(|m| MsgState {
-            sender: slot_of(p, m.from().0),
-            receiver: slot_of(p, m.to().0),
-            bytes: m.bytes,
+            sender: slot_of(p, m.from().0).unwrap_or(NO_SLOT),
+            receiver: slot_of(p, m.to().0).unwrap_or(NO_SLOT),
             protocol: flow::protocol(p, cfg, m.from(), m.bytes),
-            send_posted: UNKNOWN,
+            send_posted: false,
             recv_posted: UNKNOWN,
             arrival: UNKNOWN,
             send_done: UNKNOWN,
