@@ -152,7 +152,8 @@ pub(crate) struct AnalysisArgs {
     #[arg(long, default_value_t = 1.0)]
     min_wait_us: f64,
     /// False-overlap findings the report lists in full, largest loss first (every
-    /// finding is counted, summed and grouped by call site; the terminal UI lists all).
+    /// finding is counted, summed and grouped by call site, and the gate's figures use
+    /// them all; the terminal UI lists all).
     #[arg(long, value_name = "N", default_value_t = Options::default().findings)]
     findings: usize,
 }

@@ -187,7 +187,7 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
     ));
     let count = rn["false_overlap"]["count"].as_u64().unwrap();
     text.assert_stdout_has(&format!(
-        "... and {} more (--json lists the worst 1 of {count}",
+        "... and {} more: --json lists the worst 1 of {count} (--findings)",
         count - 1
     ));
 

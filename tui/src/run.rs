@@ -91,7 +91,8 @@ impl Run {
         Run::with_analysis(label, trace, report, details)
     }
 
-    /// A run whose analysis was made already.
+    /// A run whose analysis was made already (the screen lists the findings its report
+    /// lists: [`Run::new`] lists them all).
     pub fn with_analysis(label: String, trace: Trace, report: Report, details: Details) -> Run {
         let lods = trace
             .ranks

@@ -42,7 +42,7 @@ impl FalseOverlap {
 
     /// Findings counted but not listed.
     pub fn unlisted(&self) -> u64 {
-        self.count - self.worst.len() as u64
+        self.count.saturating_sub(self.worst.len() as u64)
     }
 }
 

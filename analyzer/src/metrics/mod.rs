@@ -225,7 +225,9 @@ pub struct Details {
     pub waits: Vec<WaitInstance>,
     /// Every request (compact: [`RequestRow::metrics`] gives the report's form).
     pub requests: Vec<RequestRow>,
-    /// Every false-overlap finding, in the report's order (the report lists the worst).
+    /// Every false-overlap finding, in the report's order (the report lists the worst,
+    /// their call references given their sites; these name no site: the tables look it
+    /// up in `sites`).
     pub findings: Vec<Finding>,
     /// Every call site of the run, symbolized.
     pub sites: SiteTable,

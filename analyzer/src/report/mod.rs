@@ -391,14 +391,14 @@ pub fn render(r: &Report, style: Style) -> String {
     for f in &fo.worst[..shown] {
         finding(&mut o, f);
     }
-    let more = fo.count - shown as u64;
+    let more = fo.count.saturating_sub(shown as u64);
     if more > 0 && fo.unlisted() == 0 {
         let _ = writeln!(o, "  ... and {more} more (see --json)");
     } else if more > 0 {
         let _ = writeln!(
             o,
-            "  ... and {more} more (--json lists the worst {} of {}, --findings sets how \
-             many; all are counted by site below)",
+            "  ... and {more} more: --json lists the worst {} of {} (--findings), all are \
+             grouped by site below",
             fo.worst.len(),
             fo.count
         );
