@@ -162,6 +162,8 @@ fn list<T: std::str::FromStr>(s: &str) -> Res<Vec<T>> {
 }
 
 fn main() -> Res<()> {
+    // As the command line does: the figures are the ones a user gets.
+    overlap_analyzer::heap::fix_mmap_threshold();
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")

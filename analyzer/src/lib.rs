@@ -32,6 +32,7 @@ pub mod dag;
 mod fastparse;
 pub mod gpu;
 pub mod hang;
+pub mod heap;
 use overlap_format::fxhash;
 pub mod import;
 pub mod merge;

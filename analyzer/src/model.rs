@@ -11,10 +11,12 @@ use overlap_format::clock::ClockModel;
 use crate::compute::{ComputeSource, RankCompute};
 
 mod access;
+mod by_post;
 pub(crate) mod compact;
 mod timeline;
 
 pub use access::{Access, Buffer, NamedBuffer};
+pub use by_post::RequestsByPost;
 pub(crate) use compact::CallExtra;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
 use overlap_format::schema::{

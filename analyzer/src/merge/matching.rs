@@ -6,6 +6,7 @@ use crate::fxhash::FxHashMap;
 
 use overlap_format::schema::{Nanos, Op, OpClass, RequestKind, SuspectMessage};
 
+use super::by_id::ById;
 use super::ends::{join, Matched, RankEnds};
 use super::peers::in_world;
 use crate::model::{Message, RequestLife, Timeline};
@@ -23,30 +24,79 @@ struct Receive {
 /// from a rank outside a world of `world_size` ranks (0: unknown) are not matched, nor
 /// counted as unmatched: they name no real peer ([`super::peers`] reports them). Each
 /// rank's ends are numbered on its own (in parallel), then joined ([`super::ends`]).
+/// Each rank's requests are counted first, by the rule that makes them, so that every
+/// rank writes its lifetimes in place, into its share of the run's.
 pub(crate) fn match_all(ranks: &[Timeline], world_size: u32) -> (Vec<RequestLife>, Matched) {
     use rayon::prelude::*;
-    let per_rank: Vec<(Vec<RequestLife>, RankEnds)> =
-        ranks.par_iter().map(|t| rank_ends(t, world_size)).collect();
-    let mut lives = Vec::with_capacity(per_rank.iter().map(|p| p.0.len()).sum());
-    let mut ends = Vec::with_capacity(per_rank.len());
-    for (l, e) in per_rank {
-        lives.extend(l);
-        ends.push(e);
+    let inits: Vec<FxHashMap<u64, usize>> = ranks.par_iter().map(persistent_inits).collect();
+    let counts: Vec<usize> = ranks
+        .par_iter()
+        .zip(&inits)
+        .map(|(t, inits)| count_requests(t, inits))
+        .collect();
+    let unset = RequestLife::new(0, 0, RequestKind::Send, 0, 0, None, None);
+    let mut lives = vec![unset; counts.iter().sum()];
+    let mut shares = Vec::with_capacity(ranks.len());
+    let mut rest = lives.as_mut_slice();
+    for &n in &counts {
+        let (share, after) = rest.split_at_mut(n);
+        shares.push(share);
+        rest = after;
     }
+    let ends: Vec<RankEnds> = ranks
+        .par_iter()
+        .zip(&inits)
+        .zip(shares)
+        .map(|((t, inits), share)| {
+            let mut k = 0;
+            let ends = ends_of(t, inits, world_size, |life| {
+                share[k] = life;
+                k += 1;
+            });
+            debug_assert_eq!(k, share.len(), "rank {}: requests miscounted", t.rank);
+            ends
+        })
+        .collect();
     (lives, join(ends))
 }
 
 /// One rank's request lifetimes, in post order.
 pub(crate) fn rank_requests(t: &Timeline) -> Vec<RequestLife> {
-    requests_and_receives(t, &persistent_inits(t)).0
+    let inits = persistent_inits(t);
+    let mut lives = Vec::with_capacity(count_requests(t, &inits));
+    requests_and_receives(t, &inits, |life| lives.push(life));
+    lives
 }
 
-/// One rank's request lifetimes (in post order) and its message ends, numbered.
-pub(crate) fn rank_ends(t: &Timeline, world_size: u32) -> (Vec<RequestLife>, RankEnds) {
-    let inits = persistent_inits(t);
-    let (lives, receives) = requests_and_receives(t, &inits);
+/// How many requests one rank has, and its message ends, numbered.
+pub(crate) fn rank_ends(t: &Timeline, world_size: u32) -> (usize, RankEnds) {
+    let mut requests = 0;
+    let ends = ends_of(t, &persistent_inits(t), world_size, |_| requests += 1);
+    (requests, ends)
+}
+
+/// How many requests the calls of `t` posted: a life for each ([`posted`]).
+fn count_requests(t: &Timeline, inits: &FxHashMap<u64, usize>) -> usize {
+    let mut posts = Posts::new();
+    (0..t.spans.len())
+        .map(|i| {
+            posted(t, i, inits, &mut posts);
+            posts.len()
+        })
+        .sum()
+}
+
+/// One rank's message ends, numbered; its request lifetimes are given to `life`, in
+/// post order. `inits` is [`persistent_inits`] of `t`.
+fn ends_of(
+    t: &Timeline,
+    inits: &FxHashMap<u64, usize>,
+    world_size: u32,
+    life: impl FnMut(RequestLife),
+) -> RankEnds {
+    let receives = requests_and_receives(t, inits, life);
     let mut ends = RankEnds::new(t.rank);
-    sends(t, &inits, world_size, &mut ends);
+    sends(t, inits, world_size, &mut ends);
     for r in receives {
         match (r.source.and_then(|s| u32::try_from(s).ok()), r.tag) {
             (Some(src), _) if !in_world(src, world_size) => {}
@@ -59,7 +109,7 @@ pub(crate) fn rank_ends(t: &Timeline, world_size: u32) -> (Vec<RequestLife>, Ran
             _ => ends.unmatchable_receive(),
         }
     }
-    (lives, ends.finish())
+    ends.finish()
 }
 
 /// Persistent requests of a rank (the `request` its persistent init recorded) ->
@@ -113,28 +163,28 @@ fn posted(t: &Timeline, index: usize, inits: &FxHashMap<u64, usize>, out: &mut P
 /// What [`posted`] finds: `(request, kind, index of the call describing the transfer)`.
 type Posts = Vec<(u64, RequestKind, usize)>;
 
-/// A rank's request lifetimes and receives, in post order. `inits` is
-/// [`persistent_inits`] of `t`.
+/// A rank's request lifetimes, given to `life` in post order, and its receives, in post
+/// order. `inits` is [`persistent_inits`] of `t`. A life is given for each request
+/// [`posted`] names ([`count_requests`] counts them).
 fn requests_and_receives(
     t: &Timeline,
     inits: &FxHashMap<u64, usize>,
-) -> (Vec<RequestLife>, Vec<Receive>) {
-    let mut lives = Vec::new();
+    mut life: impl FnMut(RequestLife),
+) -> Vec<Receive> {
     let mut receives = Vec::new();
     // request id -> (index of the completing call, its status)
-    let mut completed: FxHashMap<u64, (usize, Option<i32>, Option<i32>)> =
-        FxHashMap::with_capacity_and_hasher(t.done.len(), Default::default());
+    let mut completed: ById<(usize, Option<i32>, Option<i32>)> = ById::default();
     // request id -> the Request_free that let it go
-    let mut freed: FxHashMap<u64, usize> = FxHashMap::default();
+    let mut freed: ById<usize> = ById::default();
     for i in 0..t.spans.len() {
         let Some((op, c)) = t.call(i) else { continue };
         for done in t.completions(c) {
             if let Some(r) = done.request() {
-                completed.entry(r).or_insert((i, done.source(), done.tag()));
+                completed.insert_first(r, (i, done.source(), done.tag()));
             }
         }
         if let (Op::RequestFree, Some(r)) = (op, c.request()) {
-            freed.entry(r).or_insert(i);
+            freed.insert_first(r, i);
         }
     }
     let requested = |v: Option<i32>| v.filter(|x| *x >= 0);
@@ -143,9 +193,9 @@ fn requests_and_receives(
         let Some((op, c)) = t.call(i) else { continue };
         posted(t, i, inits, &mut posts);
         for &(request, kind, args) in &posts {
-            let done = completed.get(&request).copied();
-            let let_go = done.is_none().then(|| freed.get(&request).copied());
-            lives.push(RequestLife::new(
+            let done = completed.get(request);
+            let let_go = done.is_none().then(|| freed.get(request));
+            life(RequestLife::new(
                 t.rank,
                 request,
                 kind,
@@ -190,8 +240,7 @@ fn requests_and_receives(
             });
         }
     }
-    lives.shrink_to_fit();
-    (lives, receives)
+    receives
 }
 
 /// A rank's sends, in post order, as ends: each call that sends, and each persistent

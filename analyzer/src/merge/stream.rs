@@ -116,14 +116,14 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
             .into_par_iter()
             .map(|i| {
                 let (t, tl) = timeline(&plan, &metas, i, metas[i].events.len() as u64)?;
-                let (lives, ends) = rank_ends(&tl, world_size);
+                let (requests, ends) = rank_ends(&tl, world_size);
                 let ends = ends.into_sorted();
                 let mut spilled = spilled.lock().unwrap_or_else(|e| e.into_inner());
                 spilled.add(ends).map_err(spill_error(SET_ASIDE))?;
                 drop(spilled);
                 Ok(Digest {
                     events: tl.event_count() as u64,
-                    requests: lives.len(),
+                    requests,
                     peers: out_of_range(std::slice::from_ref(&tl), world_size, |r| {
                         file_of(&metas, r)
                     }),

@@ -30,7 +30,7 @@ pub use super::transfer::{CollectiveModel, SizeClass, TransferModel};
 use super::{blocks, CallRef, Options};
 use crate::fxhash::FxHashMap;
 use crate::model::compact::index_u32;
-use crate::model::{EventRef, Trace};
+use crate::model::{EventRef, RequestsByPost, Trace};
 
 /// What a request does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -116,9 +116,10 @@ pub struct RequestPass<'a> {
     model: &'a TransferModel,
     collectives: &'a CollectiveModel,
     opts: &'a Options,
-    /// Bytes actually received and the matching send's start, by receive post (keyed by
-    /// `post_key`: 8 bytes, not an `EventRef`'s 16; an entry per message).
-    received: FxHashMap<u64, (u64, Nanos)>,
+    /// By request: the message its post sent or received ([`NO_MESSAGE`] for none).
+    /// Where one call posted several requests of a kind (a Startall), each of them has
+    /// the last message, in message order, that call sent or received.
+    message: Vec<usize>,
     /// By request: the latest partner arrival of any request its completing call
     /// completed (`NO_TIME` for none: 8 bytes a request, not an `Option`'s 16). The
     /// call's wait until then is explained by a late partner, not by progress.
@@ -133,19 +134,7 @@ impl<'a> RequestPass<'a> {
         collectives: &'a CollectiveModel,
         opts: &'a Options,
     ) -> RequestPass<'a> {
-        let n = trace.messages.len();
-        let mut received: FxHashMap<u64, (u64, Nanos)> =
-            FxHashMap::with_capacity_and_hasher(n, Default::default());
-        // The matching receive post's start, by send.
-        let mut receiver: FxHashMap<u64, Nanos> =
-            FxHashMap::with_capacity_and_hasher(n, Default::default());
-        for m in &trace.messages {
-            let (send_ref, post_ref) = (m.send(), m.recv_post());
-            if let (Some(send), Some(post)) = (trace.span(send_ref), trace.span(post_ref)) {
-                received.insert(post_key(post_ref), (m.bytes, send.start));
-                receiver.insert(post_key(send_ref), post.start);
-            }
-        }
+        let message = messages_of_requests(trace);
         // The last member's post of each non-blocking collective, by request.
         let mut last_post: FxHashMap<usize, Nanos> = Default::default();
         for members in super::collectives::nonblocking(trace) {
@@ -165,13 +154,10 @@ impl<'a> RequestPass<'a> {
             }
         }
         let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
-            let post = post_key(EventRef {
-                rank: r.rank,
-                index: r.post(),
-            });
+            let m = trace.messages.get(message[ri]);
             match r.kind {
-                RequestKind::Send => receiver.get(&post).copied(),
-                RequestKind::Recv => received.get(&post).map(|g| g.1),
+                RequestKind::Send => trace.span(m?.recv_post()).map(|s| s.start),
+                RequestKind::Recv => trace.span(m?.send()).map(|s| s.start),
                 RequestKind::Collective => last_post.get(&ri).copied(),
                 RequestKind::OneSided => None,
             }
@@ -182,7 +168,7 @@ impl<'a> RequestPass<'a> {
             .enumerate()
             .map(|(ri, r)| partner_of(ri, r).map_or(NO_TIME, |t| t.0))
             .collect();
-        drop((receiver, last_post));
+        drop(last_post);
         // (rank, completing call, request): a rank's index fits 32 bits, the run's
         // request index may not.
         let mut by_call: Vec<(u32, u32, usize)> = trace
@@ -205,7 +191,7 @@ impl<'a> RequestPass<'a> {
             model,
             collectives,
             opts,
-            received,
+            message,
             call_partner,
         }
     }
@@ -242,20 +228,17 @@ impl<'a> RequestPass<'a> {
     fn row(&self, ri: usize, r: &crate::model::RequestLife) -> Option<RequestRow> {
         let (trace, model, collectives, opts) =
             (self.trace, self.model, self.collectives, self.opts);
-        let received = &self.received;
+        // The message its post sent or received.
+        let message = self.trace.messages.get(self.message[ri]);
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
         };
         let (args_op, call) = t.call(r.args())?;
-        let post_ref = EventRef {
-            rank: r.rank,
-            index: r.post(),
-        };
         // A send to or receive from MPI_PROC_NULL (a negative peer that is not the
         // any-source wildcard of a receive that got a message) moves nothing.
         let from_nobody = r.kind == RequestKind::Recv
             && r.completion().is_some()
-            && !received.contains_key(&post_key(post_ref))
+            && message.is_none()
             && call.peer().is_some_and(|p| p < 0);
         let to_nobody = matches!(r.kind, RequestKind::Send | RequestKind::OneSided)
             && call.peer().is_some_and(|p| p < 0);
@@ -270,8 +253,7 @@ impl<'a> RequestPass<'a> {
                 (RequestClass::Send, b, Some(model.pure(b)))
             }
             RequestKind::Recv => {
-                let got = received.get(&post_key(post_ref));
-                let b = got.map(|g| g.0).or(call.bytes()).unwrap_or(0);
+                let b = message.map(|m| m.bytes).or(call.bytes()).unwrap_or(0);
                 (RequestClass::Receive, b, Some(model.pure(b)))
             }
             RequestKind::OneSided => {
@@ -328,10 +310,31 @@ impl<'a> RequestPass<'a> {
 /// No time (a partner never seen): no time on the run's timeline is `u64::MAX` ns.
 const NO_TIME: u64 = u64::MAX;
 
-/// A call's key in the maps of [`per_request`]: its rank and index in 8 bytes (a rank's
-/// indices fit 32 bits, [`crate::model::MAX_RECORDS`]).
-fn post_key(e: EventRef) -> u64 {
-    (u64::from(e.rank) << 32) | u64::from(index_u32(e.index))
+/// No message: [`RequestPass`]'s entry for a request that sent or received none.
+const NO_MESSAGE: usize = usize::MAX;
+
+/// By request of `trace`: the last message (in message order) whose send is the
+/// request's post, for a send, or whose receive was posted by it, for a receive
+/// ([`NO_MESSAGE`] for none, and for messages one of whose calls is not in the trace).
+/// A call that posted several requests of a kind (a Startall) gives each the same.
+fn messages_of_requests(trace: &Trace) -> Vec<usize> {
+    let by_post = RequestsByPost::new(&trace.requests);
+    let mut message = vec![NO_MESSAGE; trace.requests.len()];
+    for (mi, m) in trace.messages.iter().enumerate() {
+        let (send, post) = (m.send(), m.recv_post());
+        if trace.span(send).is_none() || trace.span(post).is_none() {
+            continue;
+        }
+        let ends = [(post, RequestKind::Recv), (send, RequestKind::Send)];
+        for (call, kind) in ends {
+            for ri in by_post.at(call) {
+                if trace.requests[ri].kind == kind {
+                    message[ri] = mi;
+                }
+            }
+        }
+    }
+    message
 }
 
 /// The IMB overlap of one operation (0..1): 0 when nothing was computed, none when the

@@ -40,7 +40,7 @@ use serde::Serialize;
 
 use super::budget::share_of;
 use super::{blocks, CallRef, Options};
-use crate::model::{EventRef, Message, RequestLife, Trace};
+use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Trace};
 use rayon::prelude::*;
 
 /// The kinds of wait state.
@@ -260,14 +260,14 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     };
     // Point-to-point candidates, found on rayon's threads a block of messages at a time
     // and kept in message order: the instances are those of one pass.
-    let completion_of = SendCompletions::of(&trace.requests);
+    let by_post = RequestsByPost::new(&trace.requests);
     for block in trace.messages.chunks(MESSAGES_PER_BLOCK) {
         let found: Vec<Vec<Candidate>> = block
             .par_chunks(MESSAGES_PER_BLOCK / 16)
             .map(|chunk| {
                 let mut found = Vec::new();
                 for m in chunk {
-                    point_to_point(trace, &completion_of, m, &mut found);
+                    point_to_point(trace, &by_post, m, &mut found);
                 }
                 found
             })
@@ -331,7 +331,7 @@ const MESSAGES_PER_BLOCK: usize = 1 << 16;
 /// The Late Sender and Late Receiver candidates of message `m`, appended to `found`.
 fn point_to_point(
     trace: &Trace,
-    completion_of: &SendCompletions<'_>,
+    by_post: &RequestsByPost<'_>,
     m: &Message,
     found: &mut Vec<Candidate>,
 ) {
@@ -358,7 +358,7 @@ fn point_to_point(
     // Late Receiver.
     let send_done = match send.op() {
         Some(op) if op.class() == OpClass::Post => {
-            completion_of.get(m.send()).map(|index| EventRef {
+            send_completion(&trace.requests, by_post, m.send()).map(|index| EventRef {
                 rank: m.send().rank,
                 index,
             })
@@ -384,35 +384,17 @@ fn point_to_point(
     }
 }
 
-/// Which call completed each request, by the request's post: a binary search over the
-/// requests by rank and post. A merged or imported trace's requests are in that order
-/// (each rank's in post order) and are searched where they are; a retimed trace
-/// ([`crate::replay::retimed`]) keeps its requests' order while their posts move, and is
-/// searched in a copy sorted stably. Where one call posted several (Startall), the last
-/// of them in the requests' order that completed counts.
-struct SendCompletions<'a>(std::borrow::Cow<'a, [RequestLife]>);
-
-impl<'a> SendCompletions<'a> {
-    fn of(requests: &'a [RequestLife]) -> SendCompletions<'a> {
-        let key = |r: &RequestLife| (r.rank, r.post());
-        if requests.windows(2).all(|w| key(&w[0]) <= key(&w[1])) {
-            return SendCompletions(std::borrow::Cow::Borrowed(requests));
-        }
-        let mut sorted = requests.to_vec();
-        sorted.sort_by_key(key);
-        SendCompletions(std::borrow::Cow::Owned(sorted))
-    }
-
-    /// The call that completed the request posted at `post`.
-    fn get(&self, post: EventRef) -> Option<usize> {
-        let at = (post.rank, post.index);
-        let end = self.0.partition_point(|r| (r.rank, r.post()) <= at);
-        self.0[..end]
-            .iter()
-            .rev()
-            .take_while(|r| (r.rank, r.post()) == at)
-            .find_map(RequestLife::completion)
-    }
+/// Which call completed the request posted at `post`: where one call posted several
+/// (Startall), the last of them in the requests' order that completed counts.
+fn send_completion(
+    requests: &[RequestLife],
+    by_post: &RequestsByPost<'_>,
+    post: EventRef,
+) -> Option<usize> {
+    by_post
+        .at(post)
+        .rev()
+        .find_map(|r| requests[r].completion())
 }
 
 /// Totals per kind and per rank, with the worst instances.
@@ -490,16 +472,18 @@ mod tests {
             life(1, 4, Some(6)),
         ];
         let moved: Vec<RequestLife> = [5, 4, 1, 0, 2, 3].iter().map(|&i| requests[i]).collect();
-        let (sorted, unsorted) = (SendCompletions::of(&requests), SendCompletions::of(&moved));
-        assert!(matches!(sorted.0, std::borrow::Cow::Borrowed(_)));
-        assert!(matches!(unsorted.0, std::borrow::Cow::Owned(_)));
+        let (by_sorted, by_moved) = (RequestsByPost::new(&requests), RequestsByPost::new(&moved));
         for rank in 0..3 {
             for index in 0..8 {
                 let at = EventRef { rank, index };
-                assert_eq!(sorted.get(at), unsorted.get(at), "{at:?}");
+                assert_eq!(
+                    send_completion(&requests, &by_sorted, at),
+                    send_completion(&moved, &by_moved, at),
+                    "{at:?}"
+                );
             }
         }
-        let at = |rank, index| sorted.get(EventRef { rank, index });
+        let at = |rank, index| send_completion(&requests, &by_sorted, EventRef { rank, index });
         assert_eq!(
             (at(0, 3), at(0, 5), at(1, 2), at(1, 4), at(2, 0)),
             (Some(9), Some(12), None, Some(6), None)

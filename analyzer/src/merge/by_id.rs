@@ -1,0 +1,114 @@
+//! Values by request id, for one rank's matching: a table indexed by the id where the
+//! ids are the recorder's, a hash map where they are not.
+//!
+//! The recorder numbers each thread's requests `(thread << 40) + n`, `n` from 1 (see
+//! `overlap_instrument`'s ring): per thread, the ids are dense. A table per thread,
+//! indexed by `n`, finds a request's completion with one read where a hash map of
+//! every request of the rank (the rank's completions number in the millions) needs a
+//! hash and a probe into memory the size of the map. Ids that are not dense (a trace
+//! written by another version, or by hand) go to the map: every id is found either way,
+//! and the first value given for an id is the one kept, as `entry().or_insert` would.
+
+use crate::fxhash::FxHashMap;
+
+/// The bits of an id below its thread's.
+const LOW_BITS: u32 = 40;
+
+/// How far past its table's values an id may land and still be put in the table: a
+/// table is never more than about twice its values, plus this.
+const SLACK: u64 = 4096;
+
+/// Values by request id; the first one given for an id is kept.
+pub(crate) struct ById<V: Copy> {
+    /// Per thread (the id's high bits), sorted by thread: the values by `n`, and how
+    /// many there are.
+    tables: Vec<(u64, Vec<Option<V>>, u64)>,
+    /// The ids that did not fit a table.
+    spread: FxHashMap<u64, V>,
+}
+
+impl<V: Copy> Default for ById<V> {
+    fn default() -> Self {
+        ById {
+            tables: Vec::new(),
+            spread: FxHashMap::default(),
+        }
+    }
+}
+
+impl<V: Copy> ById<V> {
+    /// The value of `id`, if one was given.
+    pub(crate) fn get(&self, id: u64) -> Option<V> {
+        let (high, low) = (id >> LOW_BITS, id & ((1 << LOW_BITS) - 1));
+        let table = self
+            .tables
+            .binary_search_by_key(&high, |t| t.0)
+            .ok()
+            .and_then(|t| self.tables[t].1.get(low as usize).copied().flatten());
+        table.or_else(|| self.spread.get(&id).copied())
+    }
+
+    /// Gives `id` the value `v`, unless it has one already.
+    pub(crate) fn insert_first(&mut self, id: u64, v: V) {
+        if self.get(id).is_some() {
+            return;
+        }
+        let (high, low) = (id >> LOW_BITS, id & ((1 << LOW_BITS) - 1));
+        let t = match self.tables.binary_search_by_key(&high, |t| t.0) {
+            Ok(t) => t,
+            Err(at) => {
+                self.tables.insert(at, (high, Vec::new(), 0));
+                at
+            }
+        };
+        let (_, table, values) = &mut self.tables[t];
+        if low >= 2 * *values + SLACK {
+            self.spread.insert(id, v);
+            return;
+        }
+        let low = low as usize;
+        if table.len() <= low {
+            table.resize(low + 1, None);
+        }
+        table[low] = Some(v);
+        *values += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two threads' dense ids, one far past its table, and ids with no thread bits:
+    /// each found, the first value kept, whether it went to a table or the map.
+    #[test]
+    fn every_id_finds_its_first_value() {
+        let thread = |t: u64, n: u64| (t << LOW_BITS) + n;
+        let mut by = ById::default();
+        by.insert_first(thread(0, 1), 'a');
+        by.insert_first(thread(2, 1), 'b');
+        by.insert_first(thread(0, 3), 'c');
+        by.insert_first(thread(0, 1), 'x'); // kept: 'a'
+        let far = thread(0, 1 << 30);
+        by.insert_first(far, 'd'); // past the table: the map
+        by.insert_first(far, 'y');
+        by.insert_first(0x9800_0000, 'e'); // an MPI handle's size: the map
+        assert_eq!(by.get(thread(0, 1)), Some('a'));
+        assert_eq!(by.get(thread(2, 1)), Some('b'));
+        assert_eq!(by.get(thread(0, 3)), Some('c'));
+        assert_eq!(by.get(thread(0, 2)), None);
+        assert_eq!(by.get(far), Some('d'));
+        assert_eq!(by.get(0x9800_0000), Some('e'));
+        assert_eq!(by.get(thread(1, 1)), None);
+        assert!(by.spread.len() == 2, "{}", by.spread.len());
+        // An id first put in the map keeps its value once the table grows past it.
+        let mut by = ById::default();
+        let late = thread(0, SLACK + 10);
+        by.insert_first(late, 1);
+        for n in 1..=SLACK + 20 {
+            by.insert_first(thread(0, n), 2);
+        }
+        assert_eq!(by.get(late), Some(1));
+        assert_eq!(by.get(thread(0, SLACK + 20)), Some(2));
+    }
+}
