@@ -293,8 +293,10 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Loads a trace, with a progress bar on stderr when it takes a while.
+/// Loads a trace for analysis, with a progress bar on stderr when it takes a while.
+/// The heap is set for analysis first ([`overlap_analyzer::heap`]).
 pub(crate) fn load(path: &Path) -> Result<Loaded> {
+    overlap_analyzer::heap::set_thresholds();
     let mut bar = crate::progress::Bar::new(&format!("reading {}", path.display()));
     let loaded = overlap_analyzer::import::load(path, &mut |done, total| bar.update(done, total));
     bar.finish();

@@ -83,6 +83,7 @@ pub(crate) fn report_merge(w: &Written, dir: &Path, out: &Path) -> String {
 /// The merged run in full, read again from its rank files in `ranks_dir`, as the
 /// merged file `out`.
 pub(crate) fn load_run(ranks_dir: &Path, out: &Path) -> Result<Trace> {
+    overlap_analyzer::heap::set_thresholds();
     let loaded = load_dir(ranks_dir, &mut |_, _| {})
         .with_context(|| format!("reading {} again", ranks_dir.display()))?;
     let mut trace = loaded.trace;

@@ -36,7 +36,6 @@ const OUTPUT_FAILED: u8 = 2;
 
 fn main() -> ExitCode {
     ignore_file_size_signal();
-    overlap_analyzer::heap::fix_mmap_threshold();
     let cli = cli::Cli::parse();
     let code = match cli::run(cli) {
         Ok(code) => code,

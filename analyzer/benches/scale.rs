@@ -79,8 +79,11 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
         );
         (first + second, line)
     } else if kind == "stages" {
+        overlap_analyzer::heap::set_thresholds();
         return stages::stages(dir, label, events);
     } else {
+        // As the command line does before it loads a run for analysis.
+        overlap_analyzer::heap::set_thresholds();
         let loaded = load_dir(dir, &mut |_, _| {})?;
         let first = t0.elapsed().as_secs_f64();
         let report = if kind == "analyze-kept" {
@@ -162,8 +165,6 @@ fn list<T: std::str::FromStr>(s: &str) -> Res<Vec<T>> {
 }
 
 fn main() -> Res<()> {
-    // As the command line does: the figures are the ones a user gets.
-    overlap_analyzer::heap::fix_mmap_threshold();
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")
