@@ -19,8 +19,14 @@
 //! it too; [`TRIM_THRESHOLD`] keeps more. The merge is left with glibc's defaults: it
 //! holds one rank at a time, frees and builds the same large vectors rank after rank
 //! and block after block, and glibc's heap reuses them without faulting pages in again;
-//! with the fixed thresholds it ran 18 % to 30 % slower for 35 % to 40 % less memory
-//! (docs/scale.md §0). So the thresholds are set where a run is loaded for analysis.
+//! with the fixed thresholds the same merge ran 18 % slower (25.5 and 30.0 s, 1 024
+//! ranks, one thread) for no gain in memory (35 and 33 MiB). So the thresholds are set
+//! where a run is loaded for analysis (docs/scale.md §0).
+//!
+//! Each block served by a mapping of its own is a mapping of the process, and the
+//! kernel allows about 65 000 (`vm.max_map_count`): glibc stops making them at
+//! [`MMAP_MAX`], and serves larger blocks from the heap past it, well before a
+//! mapping could fail (a run of thousands of ranks holds a few per rank).
 
 /// The fixed mmap threshold: blocks of this size and more get mappings of their own.
 pub const MMAP_THRESHOLD: usize = 256 << 10;
@@ -28,15 +34,21 @@ pub const MMAP_THRESHOLD: usize = 256 << 10;
 /// The free memory at the heap's top that is kept rather than given back.
 pub const TRIM_THRESHOLD: usize = 16 << 20;
 
-/// Sets glibc's mmap and trim thresholds to [`MMAP_THRESHOLD`] and [`TRIM_THRESHOLD`]
-/// (see the module's text), for the allocations that follow. Nothing elsewhere than
-/// Linux with glibc.
+/// The most blocks served by mappings of their own at once.
+pub const MMAP_MAX: usize = 32 << 10;
+
+/// Sets glibc's mmap and trim thresholds to [`MMAP_THRESHOLD`] and [`TRIM_THRESHOLD`],
+/// and its most mappings to [`MMAP_MAX`] (see the module's text), for the allocations
+/// that follow. Nothing elsewhere than Linux with glibc.
 pub fn set_thresholds() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt takes two integers and only changes malloc's parameters, under
-    // its own lock; it touches no memory of ours.
+    // SAFETY: mallopt takes two integers and only changes malloc's parameters; it
+    // touches no memory of ours. It may be called with other threads alive (glibc locks
+    // its main arena; a thread allocating meanwhile may read a threshold's old value,
+    // which serves that one block as before).
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD as libc::c_int);
         libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD as libc::c_int);
+        libc::mallopt(libc::M_MMAP_MAX, MMAP_MAX as libc::c_int);
     }
 }

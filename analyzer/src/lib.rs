@@ -15,6 +15,7 @@
 //! - [`ops`]: a run as programs of operations per rank; [`dag`]: their dependences, the
 //!   ordering policies and the seed's consensus; [`replay`]: the one discrete-event
 //!   replay (what-if, T_ideal, predicted gains); [`suggest`]: the reordering suggestion.
+//! - [`heap`]: how the process's heap is set for analysis (glibc's thresholds).
 //!
 //! ```no_run
 //! use std::path::Path;

@@ -14,14 +14,19 @@ use crate::fxhash::FxHashMap;
 /// The bits of an id below its thread's.
 const LOW_BITS: u32 = 40;
 
-/// How far past its table's values an id may land and still be put in the table: a
-/// table is never more than about twice its values, plus this.
-const SLACK: u64 = 4096;
+/// How far past the ids its thread has had an id may land and still be put in the
+/// thread's table: a table is never longer than twice the ids of its thread plus this.
+const SLACK: u64 = 1024;
+
+/// The most threads with a table; the ids of any more go to the map (a table is made
+/// only for a thread whose first id is under [`SLACK`], so tables hold at most
+/// `MAX_TABLES * SLACK` slots more than their ids).
+const MAX_TABLES: usize = 256;
 
 /// Values by request id; the first one given for an id is kept.
 pub(crate) struct ById<V: Copy> {
     /// Per thread (the id's high bits), sorted by thread: the values by `n`, and how
-    /// many there are.
+    /// many ids of the thread were given (in the table or not).
     tables: Vec<(u64, Vec<Option<V>>, u64)>,
     /// The ids that did not fit a table.
     spread: FxHashMap<u64, V>,
@@ -36,15 +41,23 @@ impl<V: Copy> Default for ById<V> {
     }
 }
 
+/// An id's thread and its place in the thread's table.
+fn split(id: u64) -> (u64, u64) {
+    (id >> LOW_BITS, id & ((1 << LOW_BITS) - 1))
+}
+
 impl<V: Copy> ById<V> {
     /// The value of `id`, if one was given.
     pub(crate) fn get(&self, id: u64) -> Option<V> {
-        let (high, low) = (id >> LOW_BITS, id & ((1 << LOW_BITS) - 1));
+        let (high, low) = split(id);
         let table = self
             .tables
             .binary_search_by_key(&high, |t| t.0)
             .ok()
-            .and_then(|t| self.tables[t].1.get(low as usize).copied().flatten());
+            .and_then(|t| {
+                let slot = usize::try_from(low).ok()?;
+                self.tables[t].1.get(slot).copied().flatten()
+            });
         table.or_else(|| self.spread.get(&id).copied())
     }
 
@@ -53,25 +66,31 @@ impl<V: Copy> ById<V> {
         if self.get(id).is_some() {
             return;
         }
-        let (high, low) = (id >> LOW_BITS, id & ((1 << LOW_BITS) - 1));
+        let (high, low) = split(id);
         let t = match self.tables.binary_search_by_key(&high, |t| t.0) {
-            Ok(t) => t,
-            Err(at) => {
+            Ok(t) => Some(t),
+            Err(at) if low < SLACK && self.tables.len() < MAX_TABLES => {
                 self.tables.insert(at, (high, Vec::new(), 0));
-                at
+                Some(at)
             }
+            Err(_) => None,
         };
-        let (_, table, values) = &mut self.tables[t];
-        if low >= 2 * *values + SLACK {
+        let Some(t) = t else {
+            self.spread.insert(id, v);
+            return;
+        };
+        let (_, table, ids) = &mut self.tables[t];
+        *ids += 1;
+        if low >= 2 * *ids + SLACK {
             self.spread.insert(id, v);
             return;
         }
-        let low = low as usize;
-        if table.len() <= low {
-            table.resize(low + 1, None);
+        // Under 2 * ids + SLACK: fits a usize wherever the ids counted do.
+        let slot = low as usize;
+        if table.len() <= slot {
+            table.resize(slot + 1, None);
         }
-        table[low] = Some(v);
-        *values += 1;
+        table[slot] = Some(v);
     }
 }
 
@@ -100,7 +119,20 @@ mod tests {
         assert_eq!(by.get(far), Some('d'));
         assert_eq!(by.get(0x9800_0000), Some('e'));
         assert_eq!(by.get(thread(1, 1)), None);
-        assert!(by.spread.len() == 2, "{}", by.spread.len());
+        assert_eq!(by.spread.len(), 2);
+        assert_eq!(by.tables.len(), 2);
+        // A thread whose first id is far from its start gets no table; nor do threads
+        // past the most that have one.
+        by.insert_first(thread(5, 1 << 20), 'f');
+        assert_eq!(
+            (by.get(thread(5, 1 << 20)), by.tables.len()),
+            (Some('f'), 2)
+        );
+        for t in 10..10 + MAX_TABLES as u64 {
+            by.insert_first(thread(t, 1), 'g');
+        }
+        assert_eq!(by.tables.len(), MAX_TABLES);
+        assert!((10..10 + MAX_TABLES as u64).all(|t| by.get(thread(t, 1)) == Some('g')));
         // An id first put in the map keeps its value once the table grows past it.
         let mut by = ById::default();
         let late = thread(0, SLACK + 10);

@@ -285,7 +285,9 @@ pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
     use rayon::prelude::*;
     let unmatchable: u64 = ranks.iter().map(|r| r.unmatchable_receives).sum();
     ranks.sort_by_key(|r| r.rank);
-    // One run has each rank once; ends given twice for a rank are joined as one.
+    // One run has each rank once (the loaders refuse a rank twice). Ends given twice
+    // for a rank are taken together, so the sends stay in key order; which of two
+    // equal keys pairs first is then unspecified, as it was.
     ranks.dedup_by(|later, kept| {
         let same = later.rank == kept.rank;
         if same {
