@@ -18,9 +18,8 @@ const LOW_BITS: u32 = 40;
 /// thread's table: a table is never longer than twice the ids of its thread plus this.
 const SLACK: u64 = 1024;
 
-/// The most threads with a table; the ids of any more go to the map (a table is made
-/// only for a thread whose first id is under [`SLACK`], so tables hold at most
-/// `MAX_TABLES * SLACK` slots more than their ids).
+/// The most threads with a table; the ids of any more go to the map. The tables hold
+/// at most twice the ids given, plus `MAX_TABLES * SLACK` slots.
 const MAX_TABLES: usize = 256;
 
 /// Values by request id; the first one given for an id is kept.
@@ -69,7 +68,7 @@ impl<V: Copy> ById<V> {
         let (high, low) = split(id);
         let t = match self.tables.binary_search_by_key(&high, |t| t.0) {
             Ok(t) => Some(t),
-            Err(at) if low < SLACK && self.tables.len() < MAX_TABLES => {
+            Err(at) if self.tables.len() < MAX_TABLES => {
                 self.tables.insert(at, (high, Vec::new(), 0));
                 Some(at)
             }
@@ -121,13 +120,11 @@ mod tests {
         assert_eq!(by.get(thread(1, 1)), None);
         assert_eq!(by.spread.len(), 2);
         assert_eq!(by.tables.len(), 2);
-        // A thread whose first id is far from its start gets no table; nor do threads
-        // past the most that have one.
+        // An id far from its thread's others goes to the map, its table staying empty;
+        // threads past the most that have a table have their ids in the map.
         by.insert_first(thread(5, 1 << 20), 'f');
-        assert_eq!(
-            (by.get(thread(5, 1 << 20)), by.tables.len()),
-            (Some('f'), 2)
-        );
+        assert_eq!(by.get(thread(5, 1 << 20)), Some('f'));
+        assert_eq!((by.tables.len(), by.tables[2].1.len()), (3, 0));
         for t in 10..10 + MAX_TABLES as u64 {
             by.insert_first(thread(t, 1), 'g');
         }
@@ -135,12 +132,23 @@ mod tests {
         assert!((10..10 + MAX_TABLES as u64).all(|t| by.get(thread(t, 1)) == Some('g')));
         // An id first put in the map keeps its value once the table grows past it.
         let mut by = ById::default();
-        let late = thread(0, SLACK + 10);
+        let late = thread(0, 3 * SLACK);
         by.insert_first(late, 1);
-        for n in 1..=SLACK + 20 {
+        for n in 1..=3 * SLACK + 20 {
             by.insert_first(thread(0, n), 2);
         }
         assert_eq!(by.get(late), Some(1));
-        assert_eq!(by.get(thread(0, SLACK + 20)), Some(2));
+        assert_eq!(by.get(thread(0, 3 * SLACK + 20)), Some(2));
+        assert_eq!(by.spread.len(), 1);
+        // A thread whose first ids never come (freed, not completed) gets its table
+        // used once it has had enough ids: the bound counts every id of the thread
+        // (from 5 * SLACK, the (k + 1)-th id fits once 5 * SLACK + k < 2 (k + 1) + SLACK).
+        let mut by = ById::default();
+        for n in 5 * SLACK..12 * SLACK {
+            by.insert_first(thread(3, n), n);
+        }
+        assert_eq!(by.spread.len() as u64, 4 * SLACK - 1);
+        assert_eq!(by.tables[0].1.len() as u64, 12 * SLACK);
+        assert!((5 * SLACK..12 * SLACK).all(|n| by.get(thread(3, n)) == Some(n)));
     }
 }
