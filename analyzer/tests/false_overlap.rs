@@ -9,20 +9,8 @@ mod common;
 
 use common::*;
 use overlap_analyzer::metrics::false_overlap::Limit;
-use overlap_analyzer::metrics::{analyze, Options, Report};
-use overlap_analyzer::model::Trace;
-use overlap_instrument::schema::{Nanos, Op};
-
-fn opts() -> Options {
-    Options {
-        min_wait: Nanos(1),
-        ..Options::default()
-    }
-}
-
-fn report(t: &Trace) -> Report {
-    analyze(t, &opts()).0
-}
+use overlap_analyzer::metrics::{analyze, Options};
+use overlap_instrument::schema::Op;
 
 /// Rank 0 of the false-overlap pattern; rank 1 mirrors it. S = send buffer 0x1000,
 /// R = receive buffer 0x2000.

@@ -8,20 +8,8 @@ mod common;
 
 use common::*;
 use overlap_analyzer::metrics::pop::TIdealMethod;
-use overlap_analyzer::metrics::{analyze, Options, Report, WaitKind};
-use overlap_analyzer::model::Trace;
+use overlap_analyzer::metrics::{analyze, Report, WaitKind};
 use overlap_instrument::schema::{CallArgs, CallEvent, Event, Nanos, Op, SyncPhase};
-
-fn opts() -> Options {
-    Options {
-        min_wait: Nanos(1),
-        ..Options::default()
-    }
-}
-
-fn report(t: &Trace) -> Report {
-    analyze(t, &opts()).0
-}
 
 /// (total, count) of one kind.
 fn kind(r: &Report, k: WaitKind) -> (u64, u64) {

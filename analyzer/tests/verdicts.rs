@@ -12,16 +12,9 @@ use common::*;
 use overlap_analyzer::compute::ComputeSource;
 use overlap_analyzer::metrics::false_overlap::Limit;
 use overlap_analyzer::metrics::requests::RequestClass;
-use overlap_analyzer::metrics::{analyze, Details, Options, Report, WaitKind};
+use overlap_analyzer::metrics::{analyze, Details, Report, WaitKind};
 use overlap_analyzer::model::Trace;
-use overlap_instrument::schema::{CallArgs, Event, Nanos, Op};
-
-fn opts() -> Options {
-    Options {
-        min_wait: Nanos(1),
-        ..Options::default()
-    }
-}
+use overlap_instrument::schema::{CallArgs, Event, Op};
 
 fn both(t: &Trace) -> (Report, Details) {
     analyze(t, &opts())

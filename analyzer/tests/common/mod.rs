@@ -272,3 +272,17 @@ pub fn allreduce(start: u64, end: u64) -> Event {
 pub fn run(ranks: Vec<Vec<Event>>) -> overlap_analyzer::model::Trace {
     overlap_analyzer::merge::from_events("hand-built", Path::new("hand-built"), ranks)
 }
+
+/// The options the hand-built traces are analysed with: every wait counts (the traces'
+/// times are a few ns).
+pub fn opts() -> overlap_analyzer::metrics::Options {
+    overlap_analyzer::metrics::Options {
+        min_wait: Nanos(1),
+        ..overlap_analyzer::metrics::Options::default()
+    }
+}
+
+/// The report of a hand-built trace, analysed with [`opts`].
+pub fn report(t: &overlap_analyzer::model::Trace) -> overlap_analyzer::metrics::Report {
+    overlap_analyzer::metrics::analyze(t, &opts()).0
+}
