@@ -149,7 +149,7 @@ pub(crate) struct AnalysisArgs {
     worst: usize,
     /// False-overlap losses (and the independent work that could hide them) shorter
     /// than this many microseconds are not reported.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = Options::default().min_wait.0 as f64 / 1e3)]
     min_wait_us: f64,
     /// False-overlap findings the report lists in full, largest loss first (every
     /// finding is counted, summed and grouped by call site, and the gate's figures use
