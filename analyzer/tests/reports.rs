@@ -111,9 +111,24 @@ fn expect(dir: &Path, name: &str, got: &[u8]) {
     }
 }
 
+/// Points the symbolizer at the programs kept beside the C runs (`objects/`): they ran
+/// from `/tmp/gp`, which a fresh machine does not have, and their call sites are read
+/// from these copies wherever the test runs.
+fn search_the_kept_programs(cases: &[PathBuf]) {
+    let folders = cases
+        .iter()
+        .map(|c| c.join("objects"))
+        .filter(|f| f.is_dir());
+    let path = std::env::join_paths(folders).expect("folders without ':'");
+    std::env::set_var(overlap_analyzer::sites::symbolize::SYMBOL_PATH_VAR, path);
+}
+
 #[test]
 fn every_figure_of_the_kept_runs_is_unchanged() {
-    for case in cases() {
+    let cases = cases();
+    // Set before any thread of the analysis reads the environment (the only test here).
+    search_the_kept_programs(&cases);
+    for case in cases {
         let ranks = case.join("ranks");
         let loaded = load_dir(&ranks, &mut |_, _| {}).expect("load the rank files");
         let (report, details) = figures(&loaded.trace, &ranks);

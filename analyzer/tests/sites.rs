@@ -3,7 +3,8 @@
 //! as the preload records them; the symbolizer must name their lines of sites.c, with
 //! the inlined frame, for a position-independent and a fixed-address executable, from a
 //! separate debug file found by `.gnu_debuglink`, and fall back to the symbol table and
-//! then to `object+offset` (never a made-up line) as the debug info goes away. And the
+//! then to `object+offset` (never a made-up line) as the debug info goes away, and from
+//! a folder of the search path once the executable moved. And the
 //! grouping of wait states by site, on a hand-built trace.
 
 mod common;
@@ -157,6 +158,49 @@ fn separate_debug_file_then_symbols_then_nothing() {
     assert_eq!(
         (site.label.as_str(), site.resolution),
         ("0x10", Resolution::Unavailable)
+    );
+}
+
+#[test]
+fn an_object_moved_since_the_run_is_read_from_the_search_path() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (exe, sites, maps) = compile_and_run(dir.path(), "sites", &[]);
+    // The program moved (another machine, a rebuild elsewhere): the path it was mapped
+    // at holds nothing.
+    let elsewhere = dir.path().join("elsewhere");
+    let empty = dir.path().join("empty");
+    for folder in [&elsewhere, &empty] {
+        std::fs::create_dir(folder).expect("mkdir");
+    }
+    std::fs::rename(&exe, elsewhere.join("sites")).expect("move");
+    let site = Symbolizer::with_search_path(Vec::new()).symbolize(&maps, sites[0]);
+    assert_eq!(site.resolution, Resolution::Unavailable, "{site:?}");
+
+    // Searched in order, by file name; a folder without it is passed over, and an empty
+    // name (`a::b` in the variable) is no folder.
+    let search = vec![empty.clone(), PathBuf::new(), elsewhere.clone()];
+    let mut s = Symbolizer::with_search_path(search);
+    let found: Vec<(String, Resolution)> = sites
+        .iter()
+        .map(|&a| s.symbolize(&maps, a))
+        .map(|site| (site.label, site.resolution))
+        .collect();
+    assert_eq!(found, expected());
+    // The site still names the object the rank mapped, which is what the trace knows.
+    let site = s.symbolize(&maps, sites[0]);
+    assert_eq!(site.object.as_deref(), exe.to_str());
+    assert!(s.unreadable().is_empty(), "{:?}", s.unreadable());
+
+    // A copy in the search path is read before the file at the mapped path.
+    std::fs::rename(elsewhere.join("sites"), &exe).expect("move back");
+    std::fs::write(empty.join("sites"), b"not an object").expect("write");
+    let site = Symbolizer::with_search_path(vec![empty]).symbolize(&maps, sites[0]);
+    assert_eq!(site.resolution, Resolution::Unavailable, "{site:?}");
+    assert!(
+        site.unavailable
+            .as_deref()
+            .is_some_and(|w| w.contains("not an object file")),
+        "{site:?}"
     );
 }
 

@@ -5,7 +5,9 @@
 //! (build-id or `.gnu_debuglink`, where GDB looks), or the function alone from the symbol
 //! table. Each object is opened once and each (object, file offset) symbolized once per
 //! run: sites repeat millions of times, and ranks with their own address layouts share
-//! the same few lines.
+//! the same few lines. An object is read at the path the rank mapped, unless a folder of
+//! [`SYMBOL_PATH_VAR`] holds a file of its name: a trace analysed on another machine,
+//! or after the program was moved, is symbolized from the copy the user names.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -19,6 +21,10 @@ use super::{Resolution, Site};
 /// Where separate debug files live (GDB's default debug-file directory).
 const DEBUG_DIR: &str = "/usr/lib/debug";
 
+/// The environment variable naming folders (separated by `:`, as `PATH`) searched, in
+/// order and before the path a rank mapped, for an object by its file name.
+pub const SYMBOL_PATH_VAR: &str = "OVERLAP_SYMBOL_PATH";
+
 /// An object file opened for symbolization.
 struct Loaded {
     segments: Vec<Segment>,
@@ -30,6 +36,8 @@ struct Loaded {
 pub struct Symbolizer {
     objects: HashMap<String, Result<Loaded, String>>,
     answers: HashMap<(String, u64), Site>,
+    /// Folders searched first for an object, by file name.
+    search: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -37,14 +45,44 @@ impl std::fmt::Debug for Symbolizer {
         f.debug_struct("Symbolizer")
             .field("objects", &self.objects.len())
             .field("answers", &self.answers.len())
+            .field("search", &self.search)
             .finish()
     }
 }
 
 impl Symbolizer {
-    /// A symbolizer with nothing opened yet.
+    /// A symbolizer with nothing opened yet, searching the folders of
+    /// [`SYMBOL_PATH_VAR`] (none when it is unset) before the paths the ranks mapped.
     pub fn new() -> Symbolizer {
-        Symbolizer::default()
+        let search = std::env::var_os(SYMBOL_PATH_VAR)
+            .map(|v| std::env::split_paths(&v).collect())
+            .unwrap_or_default();
+        Symbolizer::with_search_path(search)
+    }
+
+    /// A symbolizer with nothing opened yet that looks for each object, by its file
+    /// name, in `folders` in order before the path a rank mapped (empty folder names
+    /// are skipped).
+    pub fn with_search_path(folders: Vec<PathBuf>) -> Symbolizer {
+        let search = folders
+            .into_iter()
+            .filter(|f| !f.as_os_str().is_empty())
+            .collect();
+        Symbolizer {
+            search,
+            ..Symbolizer::default()
+        }
+    }
+
+    /// The file to read for the object a rank mapped at `path`: the first of the search
+    /// folders holding a file of its name, else `path` itself.
+    fn locate(&self, path: &str) -> PathBuf {
+        let name = base_name(path);
+        self.search
+            .iter()
+            .map(|folder| folder.join(name))
+            .find(|candidate| candidate.is_file())
+            .unwrap_or_else(|| PathBuf::from(path))
     }
 
     /// The site of return address `address` of a process with code maps `maps`. The
@@ -83,10 +121,11 @@ impl Symbolizer {
     fn resolve(&mut self, path: &str, offset: u64) -> Site {
         let object = Some(path.to_string());
         let short = format!("{}+{offset:#x}", base_name(path));
-        let loaded = self
-            .objects
-            .entry(path.to_string())
-            .or_insert_with(|| open(Path::new(path)));
+        if !self.objects.contains_key(path) {
+            let opened = open(&self.locate(path));
+            self.objects.insert(path.to_string(), opened);
+        }
+        let loaded = &self.objects[path];
         let loaded = match loaded {
             Ok(l) => l,
             Err(why) => {
