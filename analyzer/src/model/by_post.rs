@@ -84,7 +84,9 @@ impl<'a> RequestsByPost<'a> {
             }
             _ => 0..0,
         };
-        debug_assert!(range.clone().all(|k| self.requests[self.index(k)].post() == post.index));
+        debug_assert!(range
+            .clone()
+            .all(|k| self.requests[self.index(k)].post() == post.index));
         range.map(move |k| self.index(k))
     }
 }

@@ -182,6 +182,20 @@ fn check_orders(p: &Program, orders: &[Vec<usize>]) -> Result<(), ReplayError> {
 
 /// Runs the replay (see [`super::replay`]); each operation's times are kept in the
 /// result only with `op_times` (without, its ranks' `ops` are empty).
+/// A hint to the processor to bring `x`'s cache line in: no effect on any result.
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch reads nothing into the program and cannot fault, whatever the
+    // address; `x` is a valid reference besides.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>((x as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}
+
 pub(super) fn run(
     p: &Program,
     orders: Orders,
@@ -238,6 +252,7 @@ pub(super) fn run(
         sim.push(r.start_ns, Event::Step(s as u32));
     }
     while let Some(Reverse((now, _, ev))) = sim.heap.pop() {
+        sim.prefetch_next();
         match ev {
             Event::Step(s) => sim.advance(s as usize, now)?,
             Event::Handshake(m) => sim.start_transfer(m as usize, now),
@@ -253,6 +268,28 @@ pub(super) fn run(
 }
 
 impl<'a> Sim<'a> {
+    /// Asks for the operation of the event due next while this one is handled: with
+    /// many ranks, the rank that resumes next has its operations far from the last
+    /// one's, and waiting for them was most of the loop's time (at 1 024 ranks the self
+    /// check ran 15 % faster with it). Reading that operation's request as well, or
+    /// fetching the event after next's, gained nothing more.
+    fn prefetch_next(&self) {
+        if let Some(op) = self.heap.peek().and_then(|e| self.step_op(e)) {
+            prefetch(op);
+        }
+    }
+
+    /// The operation a step event resumes its rank at, if it has one left.
+    fn step_op(&self, event: &Reverse<(u64, u64, Event)>) -> Option<&'a Operation> {
+        let Event::Step(s) = event.0 .2 else {
+            return None;
+        };
+        let s = s as usize;
+        let ops = &self.p.ranks[s].ops;
+        let pos = self.ranks[s].pos;
+        (pos < ops.len()).then(|| &ops[self.orders.at(s, pos)])
+    }
+
     fn push(&mut self, at: u64, ev: Event) {
         self.seq += 1;
         self.heap.push(Reverse((at, self.seq, ev)));
