@@ -162,30 +162,40 @@ impl<'a> RequestPass<'a> {
                 RequestKind::OneSided => None,
             }
         };
-        let partner: Vec<u64> = trace
-            .requests
-            .par_iter()
-            .enumerate()
-            .map(|(ri, r)| partner_of(ri, r).map_or(NO_TIME, |t| t.0))
-            .collect();
-        drop(last_post);
-        // (rank, completing call, request): a rank's index fits 32 bits, the run's
-        // request index may not.
-        let mut by_call: Vec<(u32, u32, usize)> = trace
-            .requests
-            .iter()
-            .enumerate()
-            .filter_map(|(ri, r)| Some((r.rank, index_u32(r.completion()?), ri)))
-            .collect();
-        by_call.par_sort_unstable();
+        // Rank by rank (the requests are in rank order, and a call completes requests
+        // of its own rank only): the rank's requests by completing call, each group
+        // given the latest partner of its members. Nothing of the run's size but the
+        // column itself is held.
         let mut call_partner: Vec<u64> = vec![NO_TIME; trace.requests.len()];
-        for same in by_call.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
-            let known = same.iter().map(|g| partner[g.2]).filter(|&t| t != NO_TIME);
-            let latest = known.max().unwrap_or(NO_TIME);
-            for g in same {
-                call_partner[g.2] = latest;
-            }
+        let mut ranks: Vec<(usize, &mut [u64])> = Vec::new();
+        let mut rest: &mut [u64] = &mut call_partner;
+        let mut first = 0;
+        for same in trace.requests.chunk_by(|a, b| a.rank == b.rank) {
+            let (this, after) = std::mem::take(&mut rest).split_at_mut(same.len());
+            ranks.push((first, this));
+            rest = after;
+            first += same.len();
         }
+        ranks.into_par_iter().for_each(|(first, out)| {
+            let requests = &trace.requests[first..first + out.len()];
+            // (completing call, request within the rank): both fit 32 bits.
+            let mut by_call: Vec<(u32, u32)> = (requests.iter().enumerate())
+                .filter_map(|(k, r)| Some((index_u32(r.completion()?), index_u32(k))))
+                .collect();
+            by_call.sort_unstable();
+            let partner = |k: u32| {
+                let ri = first + k as usize;
+                partner_of(ri, &trace.requests[ri]).map_or(NO_TIME, |t| t.0)
+            };
+            for same in by_call.chunk_by(|a, b| a.0 == b.0) {
+                let known = same.iter().map(|g| partner(g.1)).filter(|&t| t != NO_TIME);
+                let latest = known.max().unwrap_or(NO_TIME);
+                for g in same {
+                    out[g.1 as usize] = latest;
+                }
+            }
+        });
+        drop(last_post);
         RequestPass {
             trace,
             model,
