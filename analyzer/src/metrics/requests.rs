@@ -210,13 +210,23 @@ impl<'a> RequestPass<'a> {
     /// received from `MPI_PROC_NULL`, or whose post is not a call of the trace, is left
     /// out), in request order, made on rayon's threads.
     pub fn rows(&self, range: std::ops::Range<usize>) -> Vec<RequestRow> {
+        let mut out = Vec::new();
+        self.rows_into(range, &mut out);
+        out
+    }
+
+    /// [`Self::rows`] into `out`, emptied first: a caller making rows a part at a time
+    /// reuses one vector, whose memory is then not given back and faulted in again for
+    /// every part.
+    pub fn rows_into(&self, range: std::ops::Range<usize>, out: &mut Vec<RequestRow>) {
         // A block of requests at a time, each block's metrics made on rayon's threads in
         // pieces, then moved into the one vector (reserved once: a parallel collect of
         // what a filter keeps would hold every metric twice at its end).
         const PIECE: usize = 1 << 10;
         const BLOCK: usize = 1 << 16;
         let requests = &self.trace.requests[range.clone()];
-        let mut out = Vec::with_capacity(requests.len());
+        out.clear();
+        out.reserve(requests.len());
         for (b, block) in requests.chunks(BLOCK).enumerate() {
             let pieces: Vec<Vec<RequestRow>> = block
                 .par_chunks(PIECE)
@@ -231,7 +241,6 @@ impl<'a> RequestPass<'a> {
                 out.extend(piece);
             }
         }
-        out
     }
 
     /// The row of request `ri`, `r`.

@@ -128,8 +128,9 @@ fn measured_by_rank(
             let late_sender = false_overlap::late_sender_by_call(waits);
             let mut fold = request_summary::Fold::default();
             let mut findings = false_overlap_summary::Fold::new(opts.findings);
+            let mut rows = Vec::new();
             for part in parts_of_whole_ranks(&trace.requests, part) {
-                let rows = pass.rows(part);
+                pass.rows_into(part, &mut rows);
                 let ((), found) = rayon::join(
                     || fold.add(&rows, opts),
                     || false_overlap::findings(trace, &rows, &late_sender, opts),
