@@ -200,6 +200,8 @@ pub(super) fn build(
     let mut access_of: FxHashMap<std::num::NonZeroU32, CompactIndex> = FxHashMap::default();
     let mut prev_end = lo;
     let mut prev_call: Option<usize> = None;
+    // The requests a completion call completed (one vector for all of them).
+    let mut done: Vec<usize> = Vec::new();
     for (i, s) in t.spans.iter().enumerate() {
         if !scope.takes(s) {
             continue;
@@ -315,7 +317,7 @@ pub(super) fn build(
                         }
                     }
                     OpClass::Completion => {
-                        let mut done: Vec<usize> = Vec::new();
+                        done.clear();
                         for d in t.completions(c) {
                             let Some(local) = d.request().and_then(|r| request_of.get(&r).copied())
                             else {
