@@ -13,7 +13,8 @@
 //!    ([`super::write::RankSection`]) with its messages read back, the next rank read
 //!    while this one is written.
 //!
-//! Memory is the largest rank's timeline (two with two threads) and messages, plus a
+//! Memory is the largest rank's timeline (two with two threads: the next is read while
+//! one is written, and two ranks are digested at once) and messages, plus a
 //! digest and up to three buffers of 8 KiB per rank, and the clock-suspect messages'
 //! records (40 B each, for `otherData`; a run with sound clocks has none): neither the
 //! run's other events nor its messages. The temporary file holds about 260 B per
@@ -160,6 +161,9 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
         }
         Ok((tl, lives))
     };
+    // The next rank is read while this one is written where a second thread can read
+    // it; on one thread that would only hold two ranks' timelines at once.
+    let read_ahead = rayon::current_num_threads() > 1;
     let events = write_file(out, &info, |w, reread| {
         let mut next = (!metas.is_empty()).then(|| load(0));
         let mut first_request_id = 1;
@@ -193,13 +197,20 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
                     ));
                 }
             };
-            let (written, loaded) = rayon::join(
-                || section.write(&info, &messages, w, reread),
-                || (i + 1 < metas.len()).then(|| load(i + 1)),
-            );
-            written?;
-            next = loaded;
+            let more = i + 1 < metas.len();
             first_request_id += lives.len() as u64;
+            if read_ahead {
+                let (written, loaded) = rayon::join(
+                    || section.write(&info, &messages, w, reread),
+                    || more.then(|| load(i + 1)),
+                );
+                written?;
+                next = loaded;
+            } else {
+                section.write(&info, &messages, w, reread)?;
+                drop((t, lives, messages));
+                next = more.then(|| load(i + 1));
+            }
         }
         write_in_flight(&info, w)
     })?;
