@@ -96,8 +96,8 @@ pub(super) fn figures_owned<T>(
     part: usize,
     before_replays: impl FnOnce(&Trace, &Measured) -> T,
 ) -> (Replays, Measured, T) {
-    let models = Models::fit(&trace);
-    let early = early(&trace);
+    // The models are fitted beside the light figures: they do not need each other.
+    let (models, early) = rayon::join(|| Models::fit(&trace), || early(&trace));
     let mut measured = measured_by_rank(&trace, early, &models, opts, part);
     let wanted = before_replays(&trace, &measured);
     measured.waits = Vec::new();

@@ -180,8 +180,6 @@ fn check_orders(p: &Program, orders: &[Vec<usize>]) -> Result<(), ReplayError> {
     Ok(())
 }
 
-/// Runs the replay (see [`super::replay`]); each operation's times are kept in the
-/// result only with `op_times` (without, its ranks' `ops` are empty).
 /// A hint to the processor to bring `x`'s cache line in: no effect on any result.
 #[inline(always)]
 fn prefetch<T>(x: &T) {
@@ -196,6 +194,8 @@ fn prefetch<T>(x: &T) {
     let _ = x;
 }
 
+/// Runs the replay (see [`super::replay`]); each operation's times are kept in the
+/// result only with `op_times` (without, its ranks' `ops` are empty).
 pub(super) fn run(
     p: &Program,
     orders: Orders,
@@ -270,9 +270,9 @@ pub(super) fn run(
 impl<'a> Sim<'a> {
     /// Asks for the operation of the event due next while this one is handled: with
     /// many ranks, the rank that resumes next has its operations far from the last
-    /// one's, and waiting for them was most of the loop's time (at 1 024 ranks the self
-    /// check ran 15 % faster with it). Reading that operation's request as well, or
-    /// fetching the event after next's, gained nothing more.
+    /// one's, and waiting for them was the largest part of the loop's time (at 1 024
+    /// ranks the self check ran 15 % faster with it). Reading that operation's request
+    /// as well, or fetching the event after next's, gained nothing more.
     fn prefetch_next(&self) {
         if let Some(op) = self.heap.peek().and_then(|e| self.step_op(e)) {
             prefetch(op);
