@@ -152,6 +152,22 @@ fn every_figure_of_the_kept_runs_is_unchanged() {
             "{}: the two merges differ",
             case.display()
         );
+        // On one thread it reads each rank after writing the one before, not beside it.
+        let alone_path = tmp.path().join("one-thread.json");
+        let one_thread = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a thread pool");
+        let alone = one_thread
+            .install(|| merge_to_file(&ranks, &alone_path))
+            .expect("merge on one thread");
+        let alone_bytes = std::fs::read(&alone_path).expect("read it back");
+        assert!(
+            alone_bytes == merged,
+            "{}: the merge on one thread differs",
+            case.display()
+        );
+        assert_eq!(alone.info, written.info, "{}", case.display());
         assert_eq!(written.info, outcome.merged.info, "{}", case.display());
         assert_eq!(written.notes, outcome.notes, "{}", case.display());
         let in_memory = outcome.merged.to_trace(&merged_path);
