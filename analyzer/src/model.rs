@@ -392,10 +392,7 @@ impl Trace {
 
     /// The compute of a rank.
     pub fn compute(&self, rank: u32) -> Option<&RankCompute> {
-        self.ranks
-            .binary_search_by_key(&rank, |t| t.rank)
-            .ok()
-            .and_then(|i| self.compute.get(i))
+        slot_of_rank(&self.ranks, rank, |t| t.rank).and_then(|i| self.compute.get(i))
     }
 
     /// Where the run's compute comes from, over every rank.
@@ -405,10 +402,7 @@ impl Trace {
 
     /// The timeline of a rank.
     pub fn rank(&self, rank: u32) -> Option<&Timeline> {
-        self.ranks
-            .binary_search_by_key(&rank, |t| t.rank)
-            .ok()
-            .and_then(|i| self.ranks.get(i))
+        slot_of_rank(&self.ranks, rank, |t| t.rank).map(|i| &self.ranks[i])
     }
 
     /// The span behind a reference.
@@ -431,8 +425,41 @@ impl Trace {
     }
 }
 
+/// Where rank `rank` is among `items`, which are sorted by rank, each rank once: at
+/// its own index when the ranks are 0, 1, 2, ... (every run whose files are all there),
+/// found at once; by binary search otherwise. A trace or program looks a rank up for
+/// every message and request, and at 1 024 ranks each probe of a search over their
+/// records was another cache line.
+pub(crate) fn slot_of_rank<T>(items: &[T], rank: u32, key: impl Fn(&T) -> u32) -> Option<usize> {
+    let at = rank as usize;
+    if items.get(at).is_some_and(|t| key(t) == rank) {
+        return Some(at);
+    }
+    items.binary_search_by_key(&rank, key).ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_rank_is_found_at_its_index_or_by_search() {
+        let dense = [0u32, 1, 2, 3];
+        let sparse = [1u32, 4, 5, 9];
+        let at = |items: &[u32], r| super::slot_of_rank(items, r, |&x| x);
+        assert_eq!(
+            (0..5).map(|r| at(&dense, r)).collect::<Vec<_>>(),
+            [Some(0), Some(1), Some(2), Some(3), None]
+        );
+        // Rank 1 is at index 0, and index 1 holds rank 4: the search finds each.
+        let found: Vec<Option<usize>> = [0, 1, 2, 4, 5, 9, 10]
+            .iter()
+            .map(|&r| at(&sparse, r))
+            .collect();
+        assert_eq!(
+            found,
+            [None, Some(0), None, Some(1), Some(2), Some(3), None]
+        );
+        assert_eq!(at(&[], 0), None);
+    }
     use super::*;
 
     /// A message's three calls read back as given (its completion on the receiver), and

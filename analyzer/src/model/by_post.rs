@@ -73,8 +73,8 @@ impl<'a> RequestsByPost<'a> {
     /// requests' order: the first of the rank's posts not before it, by binary search,
     /// then those equal to it (one, or a Startall's few).
     pub fn at(&self, post: EventRef) -> impl DoubleEndedIterator<Item = usize> + '_ {
-        let range = match self.ranks.binary_search_by_key(&post.rank, |r| r.0) {
-            Ok(r) if post.index <= MAX_RECORDS => {
+        let range = match super::slot_of_rank(&self.ranks, post.rank, |r| r.0) {
+            Some(r) if post.index <= MAX_RECORDS => {
                 let within = self.ranks[r].1.clone();
                 let posts = &self.posts[within.clone()];
                 let target = post.index as u32;

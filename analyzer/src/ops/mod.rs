@@ -427,10 +427,7 @@ pub struct CollectiveOp {
 impl Program {
     /// The rank's program.
     pub fn rank(&self, rank: u32) -> Option<&RankProgram> {
-        self.ranks
-            .binary_search_by_key(&rank, |r| r.rank)
-            .ok()
-            .map(|i| &self.ranks[i])
+        crate::model::slot_of_rank(&self.ranks, rank, |r| r.rank).map(|i| &self.ranks[i])
     }
 
     /// The name of a compute.

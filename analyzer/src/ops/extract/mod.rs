@@ -344,7 +344,7 @@ impl RankPosts {
 fn posts_by_rank(trace: &Trace) -> Vec<RankPosts> {
     let mut posted_at: Vec<Vec<(u32, u32)>> = vec![Vec::new(); trace.ranks.len()];
     for (i, r) in trace.requests.iter().enumerate() {
-        if let Ok(slot) = trace.ranks.binary_search_by_key(&r.rank, |t| t.rank) {
+        if let Some(slot) = crate::model::slot_of_rank(&trace.ranks, r.rank, |t| t.rank) {
             posted_at[slot].push((index_u32(r.post()), index_u32(i)));
         }
     }
@@ -402,7 +402,8 @@ fn link_messages(
                 Some(r) => program.requests[r].set_message(id),
                 None => {
                     // Ranks are in the trace's order, sorted by rank.
-                    let Ok(p) = program.ranks.binary_search_by_key(&rank, |p| p.rank) else {
+                    let Some(p) = crate::model::slot_of_rank(&program.ranks, rank, |p| p.rank)
+                    else {
                         continue;
                     };
                     let pr = &mut program.ranks[p];

@@ -143,10 +143,7 @@ struct Sim<'a> {
 }
 
 fn slot_of(p: &Program, rank: u32) -> Option<u32> {
-    p.ranks
-        .binary_search_by_key(&rank, |r| r.rank)
-        .ok()
-        .map(|s| s as u32)
+    crate::model::slot_of_rank(&p.ranks, rank, |r| r.rank).map(|s| s as u32)
 }
 
 fn check_orders(p: &Program, orders: &[Vec<usize>]) -> Result<(), ReplayError> {
