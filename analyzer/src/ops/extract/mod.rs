@@ -361,7 +361,7 @@ fn link_messages(
 ) {
     // The program's ranks are the trace's, in its order (sorted by rank).
     let ranks: Vec<u32> = program.ranks.iter().map(|p| p.rank).collect();
-    let slot = |rank: u32| ranks.binary_search(&rank).ok();
+    let slot = |rank: u32| crate::model::slot_of_rank(&ranks, rank, |&r| r);
     // The program requests posted by the call at a span of a rank slot.
     let posts = |slot: usize, span: usize| {
         posted[slot][posted_at[slot].at(span)]
