@@ -212,9 +212,7 @@ impl SiteTable {
             }
         }
         for (object, why) in symbolizer.unreadable() {
-            table
-                .notes
-                .push(format!("{object}: symbolization unavailable: {why}"));
+            table.notes.push(format!("{object}: not symbolized: {why}"));
         }
         if !inside_mpi.is_empty() {
             let ranks: Vec<u32> = inside_mpi.keys().copied().collect();

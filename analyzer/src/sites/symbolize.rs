@@ -211,7 +211,14 @@ fn demangle_symbol(name: &str) -> String {
 /// Opens an object: its segments, and a loader over the file that holds its DWARF.
 fn open(path: &Path) -> Result<Loaded, String> {
     let shown = path.display();
-    let file = File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
+    let file = File::open(path).map_err(|e| match e.kind() {
+        // No folder of the search path held it either. Short: the text report cuts a
+        // note at its width, and the note names the object already.
+        std::io::ErrorKind::NotFound => {
+            format!("not found ({SYMBOL_PATH_VAR} names folders holding a copy)")
+        }
+        _ => format!("cannot open {shown}: {e}"),
+    })?;
     // SAFETY: the map is read only and dropped before this function returns; a file
     // truncated meanwhile makes the parse below fail or read zeros, not misbehave.
     let data = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("{shown}: {e}"))?;
