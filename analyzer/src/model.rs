@@ -392,7 +392,12 @@ impl Trace {
 
     /// The compute of a rank.
     pub fn compute(&self, rank: u32) -> Option<&RankCompute> {
-        slot_of_rank(&self.ranks, rank, |t| t.rank).and_then(|i| self.compute.get(i))
+        self.slot(rank).and_then(|i| self.compute.get(i))
+    }
+
+    /// Where rank `rank` is in [`Self::ranks`] (and [`Self::compute`]).
+    pub fn slot(&self, rank: u32) -> Option<usize> {
+        slot_of_rank(&self.ranks, rank, |t| t.rank)
     }
 
     /// Where the run's compute comes from, over every rank.
@@ -402,7 +407,7 @@ impl Trace {
 
     /// The timeline of a rank.
     pub fn rank(&self, rank: u32) -> Option<&Timeline> {
-        slot_of_rank(&self.ranks, rank, |t| t.rank).map(|i| &self.ranks[i])
+        self.slot(rank).map(|i| &self.ranks[i])
     }
 
     /// The span behind a reference.
@@ -440,11 +445,13 @@ pub(crate) fn slot_of_rank<T>(items: &[T], rank: u32, key: impl Fn(&T) -> u32) -
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_rank_is_found_at_its_index_or_by_search() {
         let dense = [0u32, 1, 2, 3];
         let sparse = [1u32, 4, 5, 9];
-        let at = |items: &[u32], r| super::slot_of_rank(items, r, |&x| x);
+        let at = |items: &[u32], r| slot_of_rank(items, r, |&x| x);
         assert_eq!(
             (0..5).map(|r| at(&dense, r)).collect::<Vec<_>>(),
             [Some(0), Some(1), Some(2), Some(3), None]
@@ -460,7 +467,6 @@ mod tests {
         );
         assert_eq!(at(&[], 0), None);
     }
-    use super::*;
 
     /// A message's three calls read back as given (its completion on the receiver), and
     /// renumbering moves each of them, and nothing else.

@@ -8,19 +8,10 @@ mod common;
 
 use common::*;
 use overlap_analyzer::metrics::pop::TIdealMethod;
-use overlap_analyzer::metrics::{analyze, Report, WaitKind};
+use overlap_analyzer::metrics::{analyze, WaitKind};
 use overlap_instrument::schema::{CallArgs, CallEvent, Event, Nanos, Op, SyncPhase};
 
 /// (total, count) of one kind.
-fn kind(r: &Report, k: WaitKind) -> (u64, u64) {
-    let s = r.wait_states.kinds.iter().find(|x| x.kind == k).unwrap();
-    (s.total_ns, s.count)
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() < 1e-9
-}
-
 #[test]
 fn late_sender_on_a_blocking_receive() {
     // rank 0  |compute 0-10|Send 10-11|compute 11-20|

@@ -8,12 +8,12 @@ mod common;
 
 use common::*;
 use overlap_analyzer::metrics::transfer::TransferModel;
-use overlap_analyzer::metrics::{analyze, Options};
+use overlap_analyzer::metrics::analyze;
 use overlap_analyzer::ops::extract;
 use overlap_analyzer::replay::{
     measured_orders, replay, retimed, EagerSource, NetworkFit, ReplayConfig,
 };
-use overlap_instrument::schema::{Nanos, Op};
+use overlap_instrument::schema::Op;
 
 /// Two messages from rank 0 to rank 1 (times in ns, one clock):
 ///
@@ -92,10 +92,7 @@ fn a_retimed_trace_analyzes_as_the_replayed_run() {
     // rank 0 never waits and computes 10 + 18 + 38 = 66: T_ideal 66, and the trace
     // retimed by that replay runs 66.
     let t = two_messages();
-    let opts = Options {
-        min_wait: Nanos(1),
-        ..Options::default()
-    };
+    let opts = opts();
     let measured = analyze(&t, &opts).0;
     assert_eq!(measured.pop.t_ideal_replay_ns, Some(66));
     let p = extract(&t).unwrap();

@@ -27,6 +27,14 @@ fn cases() -> Vec<PathBuf> {
     dirs
 }
 
+/// A pool of one thread, where what runs on rayon's threads takes its one-thread path.
+fn one_thread() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a thread pool")
+}
+
 /// The report and the per-instance figures of a trace, as text, with the paths the
 /// test ran from replaced by `SOURCE`.
 fn figures(trace: &Trace, source: &Path) -> (String, String) {
@@ -42,10 +50,7 @@ fn figures(trace: &Trace, source: &Path) -> (String, String) {
         source.display()
     );
     let kept = extract(trace).ok();
-    let one_thread = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .expect("a thread pool");
+    let one_thread = one_thread();
     for pool in [None, Some(&one_thread)] {
         let given = trace.clone();
         let owned = match pool {
@@ -154,11 +159,7 @@ fn every_figure_of_the_kept_runs_is_unchanged() {
         );
         // On one thread it reads each rank after writing the one before, not beside it.
         let alone_path = tmp.path().join("one-thread.json");
-        let one_thread = rayon::ThreadPoolBuilder::new()
-            .num_threads(1)
-            .build()
-            .expect("a thread pool");
-        let alone = one_thread
+        let alone = one_thread()
             .install(|| merge_to_file(&ranks, &alone_path))
             .expect("merge on one thread");
         let alone_bytes = std::fs::read(&alone_path).expect("read it back");

@@ -21,15 +21,6 @@ fn both(t: &Trace) -> (Report, Details) {
 }
 
 /// (total, count) of one kind.
-fn kind(r: &Report, k: WaitKind) -> (u64, u64) {
-    let s = r.wait_states.kinds.iter().find(|x| x.kind == k).unwrap();
-    (s.total_ns, s.count)
-}
-
-fn close(a: f64, b: f64) -> bool {
-    (a - b).abs() < 1e-9
-}
-
 fn env(op: Op, start: u64, end: u64) -> Event {
     call(op, start, end, CallArgs::default())
 }

@@ -10,11 +10,12 @@
 //! 3. The ends are joined on disk: the run's messages, ids and clock suspects, set aside
 //!    by rank.
 //! 4. Each rank is read again into its timeline and its section written
-//!    ([`super::write::RankSection`]) with its messages read back, the next rank read
-//!    while this one is written.
+//!    ([`super::write::RankSection`]) with its messages read back; with more than one
+//!    thread, the next rank is read while this one is written.
 //!
-//! Memory is the largest rank's timeline (two with two threads: the next is read while
-//! one is written, and two ranks are digested at once) and messages, plus a
+//! Memory is the largest rank's timeline and messages, once per thread (ranks are
+//! digested side by side, and read ahead while one is written; one at a time on one
+//! thread), plus a
 //! digest and up to three buffers of 8 KiB per rank, and the clock-suspect messages'
 //! records (40 B each, for `otherData`; a run with sound clocks has none): neither the
 //! run's other events nor its messages. The temporary file holds about 260 B per

@@ -135,7 +135,7 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
         all_epochs.push(mine);
     }
     let epoch = |rank: u32, e: usize| -> Option<&Epoch> {
-        let slot = crate::model::slot_of_rank(&trace.ranks, rank, |t| t.rank)?;
+        let slot = trace.slot(rank)?;
         all_epochs.get(slot)?.get(e)
     };
     let mut out = Vec::new();

@@ -162,40 +162,37 @@ impl<'a> RequestPass<'a> {
                 RequestKind::OneSided => None,
             }
         };
-        // Rank by rank (the requests are in rank order, and a call completes requests
-        // of its own rank only): the rank's requests by completing call, each group
-        // given the latest partner of its members. Nothing of the run's size but the
-        // column itself is held.
+        // Rank by rank (a call completes requests of its own rank only): the rank's
+        // requests by completing call, each group given the latest partner of its
+        // members. Nothing of the run's size but the column itself is held.
+        debug_assert!(trace.requests.is_sorted_by_key(|r| r.rank), "Trace::new");
         let mut call_partner: Vec<u64> = vec![NO_TIME; trace.requests.len()];
         let mut ranks: Vec<(usize, &mut [u64])> = Vec::new();
         let mut rest: &mut [u64] = &mut call_partner;
-        let mut first = 0;
-        for same in trace.requests.chunk_by(|a, b| a.rank == b.rank) {
-            let (this, after) = std::mem::take(&mut rest).split_at_mut(same.len());
-            ranks.push((first, this));
+        for range in super::schedule::parts_of_whole_ranks(&trace.requests, 1) {
+            let (this, after) = std::mem::take(&mut rest).split_at_mut(range.len());
+            ranks.push((range.start, this));
             rest = after;
-            first += same.len();
         }
         ranks.into_par_iter().for_each(|(first, out)| {
             let requests = &trace.requests[first..first + out.len()];
-            // (completing call, request within the rank): both fit 32 bits.
-            let mut by_call: Vec<(u32, u32)> = (requests.iter().enumerate())
-                .filter_map(|(k, r)| Some((index_u32(r.completion()?), index_u32(k))))
+            // (completing call, request within the rank).
+            let mut by_call: Vec<(u32, usize)> = (requests.iter().enumerate())
+                .filter_map(|(k, r)| Some((index_u32(r.completion()?), k)))
                 .collect();
             by_call.sort_unstable();
-            let partner = |k: u32| {
-                let ri = first + k as usize;
+            let partner = |k: usize| {
+                let ri = first + k;
                 partner_of(ri, &trace.requests[ri]).map_or(NO_TIME, |t| t.0)
             };
             for same in by_call.chunk_by(|a, b| a.0 == b.0) {
                 let known = same.iter().map(|g| partner(g.1)).filter(|&t| t != NO_TIME);
                 let latest = known.max().unwrap_or(NO_TIME);
                 for g in same {
-                    out[g.1 as usize] = latest;
+                    out[g.1] = latest;
                 }
             }
         });
-        drop(last_post);
         RequestPass {
             trace,
             model,

@@ -152,8 +152,9 @@ fn measured_by_rank(
 pub(super) const PART: usize = 1 << 16;
 
 /// Parts of the run's requests (which are in rank order) made of whole ranks, each of at
-/// least `at_least` requests but for the last (one rank may have more).
-fn parts_of_whole_ranks(
+/// least `at_least` requests but for the last (one rank may have more); with 1, each
+/// rank's requests.
+pub(super) fn parts_of_whole_ranks(
     requests: &[crate::model::RequestLife],
     at_least: usize,
 ) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {

@@ -331,7 +331,7 @@ const MESSAGES_PER_BLOCK: usize = 1 << 16;
 /// The Late Sender and Late Receiver candidates of message `m`, appended to `found`.
 fn point_to_point(
     trace: &Trace,
-    by_post: &RequestsByPost<'_>,
+    by_post: &RequestsByPost,
     m: &Message,
     found: &mut Vec<Candidate>,
 ) {
@@ -388,7 +388,7 @@ fn point_to_point(
 /// (Startall), the last of them in the requests' order that completed counts.
 fn send_completion(
     requests: &[RequestLife],
-    by_post: &RequestsByPost<'_>,
+    by_post: &RequestsByPost,
     post: EventRef,
 ) -> Option<usize> {
     by_post

@@ -427,7 +427,12 @@ pub struct CollectiveOp {
 impl Program {
     /// The rank's program.
     pub fn rank(&self, rank: u32) -> Option<&RankProgram> {
-        crate::model::slot_of_rank(&self.ranks, rank, |r| r.rank).map(|i| &self.ranks[i])
+        self.slot(rank).map(|i| &self.ranks[i])
+    }
+
+    /// Where rank `rank` is in [`Self::ranks`].
+    pub fn slot(&self, rank: u32) -> Option<usize> {
+        crate::model::slot_of_rank(&self.ranks, rank, |r| r.rank)
     }
 
     /// The name of a compute.

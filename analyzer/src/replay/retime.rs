@@ -69,7 +69,7 @@ pub fn retimed(trace: &Trace, program: &Program, replay: &Replay) -> Trace {
             renumber[slot] = Some(new_of);
         }
     }
-    let slot_of = |rank: u32| crate::model::slot_of_rank(&trace.ranks, rank, |t| t.rank);
+    let slot_of = |rank: u32| trace.slot(rank);
     let new_index = |e: EventRef| match slot_of(e.rank).map(|s| &renumber[s]) {
         Some(Some(map)) => map.get(e.index).copied().unwrap_or(e.index),
         _ => e.index,

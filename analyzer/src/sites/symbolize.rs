@@ -32,7 +32,6 @@ struct Loaded {
 }
 
 /// Symbolizes code addresses, caching objects and answers.
-#[derive(Default)]
 pub struct Symbolizer {
     objects: HashMap<String, Result<Loaded, String>>,
     answers: HashMap<(String, u64), Site>,
@@ -53,6 +52,7 @@ impl std::fmt::Debug for Symbolizer {
 impl Symbolizer {
     /// A symbolizer with nothing opened yet, searching the folders of
     /// [`SYMBOL_PATH_VAR`] (none when it is unset) before the paths the ranks mapped.
+    #[allow(clippy::new_without_default)] // it reads the environment: not a default
     pub fn new() -> Symbolizer {
         let search = std::env::var_os(SYMBOL_PATH_VAR)
             .map(|v| std::env::split_paths(&v).collect())
@@ -62,15 +62,17 @@ impl Symbolizer {
 
     /// A symbolizer with nothing opened yet that looks for each object, by its file
     /// name, in `folders` in order before the path a rank mapped (empty folder names
-    /// are skipped).
+    /// are skipped). A copy found there is the one read, even when it cannot be: the
+    /// user named it, and the file at the mapped path may be another build.
     pub fn with_search_path(folders: Vec<PathBuf>) -> Symbolizer {
         let search = folders
             .into_iter()
             .filter(|f| !f.as_os_str().is_empty())
             .collect();
         Symbolizer {
+            objects: HashMap::new(),
+            answers: HashMap::new(),
             search,
-            ..Symbolizer::default()
         }
     }
 

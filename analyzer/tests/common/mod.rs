@@ -286,3 +286,22 @@ pub fn opts() -> overlap_analyzer::metrics::Options {
 pub fn report(t: &overlap_analyzer::model::Trace) -> overlap_analyzer::metrics::Report {
     overlap_analyzer::metrics::analyze(t, &opts()).0
 }
+
+/// A wait state kind's total and count in a report.
+pub fn kind(
+    r: &overlap_analyzer::metrics::Report,
+    k: overlap_analyzer::metrics::WaitKind,
+) -> (u64, u64) {
+    let s = r
+        .wait_states
+        .kinds
+        .iter()
+        .find(|x| x.kind == k)
+        .expect("the kind is listed");
+    (s.total_ns, s.count)
+}
+
+/// Two fractions equal up to rounding.
+pub fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}

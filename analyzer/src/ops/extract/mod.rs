@@ -344,7 +344,7 @@ impl RankPosts {
 fn posts_by_rank(trace: &Trace) -> Vec<RankPosts> {
     let mut posted_at: Vec<Vec<(u32, u32)>> = vec![Vec::new(); trace.ranks.len()];
     for (i, r) in trace.requests.iter().enumerate() {
-        if let Some(slot) = crate::model::slot_of_rank(&trace.ranks, r.rank, |t| t.rank) {
+        if let Some(slot) = trace.slot(r.rank) {
             posted_at[slot].push((index_u32(r.post()), index_u32(i)));
         }
     }
@@ -394,23 +394,16 @@ fn link_messages(
         });
         let from_op = send_req.map_or(sop, |r| program.requests[r].post());
         let to_op = recv_req.map_or(rop, |r| program.requests[r].post());
-        for (rid, rank, op) in [
-            (send_req, m.send().rank, sop),
-            (recv_req, m.recv_post().rank, rop),
-        ] {
+        for (rid, slot, op) in [(send_req, ss, sop), (recv_req, rs, rop)] {
             match rid {
                 Some(r) => program.requests[r].set_message(id),
                 None => {
-                    // Ranks are in the trace's order, sorted by rank.
-                    let Some(p) = crate::model::slot_of_rank(&program.ranks, rank, |p| p.rank)
-                    else {
-                        continue;
-                    };
-                    let pr = &mut program.ranks[p];
+                    // Ranks are in the trace's order: the slot is the program's too.
+                    let pr = &mut program.ranks[slot];
                     if let Some(OpKind::Blocking { transfers, .. }) =
                         pr.ops.get_mut(op).map(|o| &mut o.kind)
                     {
-                        if rank == m.send().rank && op == sop {
+                        if slot == ss && op == sop {
                             transfers.sends.push(id);
                         } else {
                             transfers.recvs.push(id);

@@ -143,7 +143,7 @@ struct Sim<'a> {
 }
 
 fn slot_of(p: &Program, rank: u32) -> Option<u32> {
-    crate::model::slot_of_rank(&p.ranks, rank, |r| r.rank).map(|s| s as u32)
+    p.slot(rank).map(|s| s as u32)
 }
 
 fn check_orders(p: &Program, orders: &[Vec<usize>]) -> Result<(), ReplayError> {
@@ -282,9 +282,7 @@ impl<'a> Sim<'a> {
             return None;
         };
         let s = s as usize;
-        let ops = &self.p.ranks[s].ops;
-        let pos = self.ranks[s].pos;
-        (pos < ops.len()).then(|| &ops[self.orders.at(s, pos)])
+        (self.ranks[s].pos < self.p.ranks[s].ops.len()).then(|| self.op(s).1)
     }
 
     fn push(&mut self, at: u64, ev: Event) {
