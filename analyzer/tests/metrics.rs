@@ -443,21 +443,7 @@ fn a_sendrecv_exchange_replays_and_nested_compute_counts_once() {
     // rank 0's receive, posted by the same call at 10: Late Receiver [4, 10). One wait,
     // two causes: split evenly, 3 each (docs/metrics.md 3.4). Replay: rank 0 enters at
     // 10, rank 1 at 4 and leaves when rank 0's send is posted (10): T_ideal = 10.
-    let sr = |start, end, peer: i32| {
-        let mut e = send(start, end, peer, 0, 8);
-        if let overlap_instrument::schema::Event::Call(c) = &mut e {
-            c.op = Op::Sendrecv;
-            c.args.recv_peer = Some(peer);
-            c.args.recv_tag = Some(0);
-            c.args.completed = vec![overlap_instrument::schema::Completion {
-                request: None,
-                source: Some(peer),
-                tag: Some(0),
-                bytes: Some(8),
-            }];
-        }
-        e
-    };
+    let sr = |start, end, peer: i32| sendrecv(start, end, peer, peer, 0, 8);
     let t = run(vec![
         vec![compute(0, 10, "c"), sr(10, 14, 1)],
         vec![compute(0, 4, "c"), sr(4, 14, 0)],

@@ -7,8 +7,8 @@
 mod common;
 
 use common::*;
-use overlap_analyzer::metrics::transfer::TransferModel;
 use overlap_analyzer::metrics::analyze;
+use overlap_analyzer::metrics::transfer::TransferModel;
 use overlap_analyzer::ops::extract;
 use overlap_analyzer::replay::{
     measured_orders, replay, retimed, EagerSource, NetworkFit, ReplayConfig,

@@ -1,6 +1,7 @@
 //! `overlap suggest` on an unmodified C program traced by the preload
 //! (tests/programs/reorder.c: Irecv, Isend, one Waitall for both, then compute that
-//! touches neither buffer), and its errors.
+//! touches neither buffer; tests/programs/torus.c: Sendrecvs to the calling rank), and
+//! its errors.
 
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
@@ -98,6 +99,26 @@ fn the_suggestion_names_source_lines_and_its_assumptions() {
             assert_eq!(m["assumptions"].as_array().unwrap().len(), 0, "{m:#}");
         }
     }
+}
+
+/// tests/programs/torus.c: blocking Sendrecvs on an n x 1 torus, half of them to the
+/// calling rank itself, rendezvous-sized every other iteration. Each such call is both
+/// ends of its message: the measured order replays (it once deadlocked, the receive
+/// half taken for a second send), in `suggest` and in the report's self check.
+#[test]
+fn a_sendrecv_to_itself_replays() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("torus.json");
+    let run = trace(2, &program("torus"), &out);
+    assert!(run.success(), "{}", run.describe());
+    run.assert_stderr_has("64 messages (0 unmatched sends, 0 unmatched receives)");
+    let path = out.to_str().unwrap();
+    let s = suggest_json(&["suggest", path, "--json"]);
+    assert!(s["replay"]["self_error"].is_number(), "{s:#}");
+    let report = overlap(&["analyze", path, "--json"]);
+    assert!(report.success(), "{}", report.describe());
+    let r: Value = serde_json::from_str(&report.stdout()).unwrap();
+    assert!(r["replay"]["replayed_ns"].is_u64(), "{:#}", r["replay"]);
 }
 
 #[test]

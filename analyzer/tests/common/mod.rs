@@ -109,6 +109,28 @@ pub fn recv(start: u64, end: u64, peer: i32, tag: i32, bytes: u64) -> Event {
     )
 }
 
+/// A blocking MPI_Sendrecv sending `bytes` to `dest` and receiving as many from `source`,
+/// both with tag `tag`.
+pub fn sendrecv(start: u64, end: u64, dest: i32, source: i32, tag: i32, bytes: u64) -> Event {
+    let status = Completion {
+        request: None,
+        source: Some(source),
+        tag: Some(tag),
+        bytes: Some(bytes),
+    };
+    call(
+        Op::Sendrecv,
+        start,
+        end,
+        CallArgs {
+            recv_peer: Some(source),
+            recv_tag: Some(tag),
+            completed: vec![status],
+            ..p2p(dest, tag, bytes)
+        },
+    )
+}
+
 /// A completion call (Wait or Waitall) completing `(request, Some(source))` for receives
 /// and `(request, None)` for sends.
 pub fn complete(op: Op, start: u64, end: u64, done: &[(u64, Option<(i32, i32)>)]) -> Event {

@@ -394,7 +394,9 @@ fn link_messages(
         });
         let from_op = send_req.map_or(sop, |r| program.requests[r].post());
         let to_op = recv_req.map_or(rop, |r| program.requests[r].post());
-        for (rid, slot, op) in [(send_req, ss, sop), (recv_req, rs, rop)] {
+        // The sending end, then the receiving one: by position, not by operation, as a
+        // blocking Sendrecv to itself is both ends of its message.
+        for (sending, rid, slot, op) in [(true, send_req, ss, sop), (false, recv_req, rs, rop)] {
             match rid {
                 Some(r) => program.requests[r].set_message(id),
                 None => {
@@ -403,7 +405,7 @@ fn link_messages(
                     if let Some(OpKind::Blocking { transfers, .. }) =
                         pr.ops.get_mut(op).map(|o| &mut o.kind)
                     {
-                        if slot == ss && op == sop {
+                        if sending {
                             transfers.sends.push(id);
                         } else {
                             transfers.recvs.push(id);
