@@ -11,7 +11,7 @@ use overlap_analyzer::metrics::analyze;
 use overlap_analyzer::metrics::transfer::TransferModel;
 use overlap_analyzer::ops::extract;
 use overlap_analyzer::replay::{
-    measured_orders, replay, retimed, EagerSource, NetworkFit, ReplayConfig,
+    measured_orders, replay, retimed, EagerSource, NetworkFit, NoSelfCheck, ReplayConfig,
 };
 use overlap_instrument::schema::Op;
 
@@ -106,4 +106,57 @@ fn a_retimed_trace_analyzes_as_the_replayed_run() {
     assert_eq!(r.ranks[1].ops[5].start_ns, 25);
     assert_eq!(r.ranks[1].ops[5].end_ns, 28);
     assert_eq!(again.ranks[1].useful_ns, 35);
+}
+
+/// A self check that cannot be made says why, in the JSON and the text report.
+///
+/// ```text
+///  rank 0  |Ssend(1) 0-10|Recv(1) 10-12|
+///  rank 1  |Ssend(0) 0-10|Recv(0) 10-12|
+/// ```
+///
+/// Each synchronous send completes only once its receive is posted, and each receive
+/// comes after the rank's own send: the measured order deadlocks on any network. Cut
+/// rank 1 short, and the replay is not tried at all.
+#[test]
+fn a_self_check_that_cannot_be_made_says_why() {
+    let ssend = |start, end, peer| {
+        let mut e = send(start, end, peer, 0, 8);
+        if let overlap_instrument::schema::Event::Call(c) = &mut e {
+            c.op = Op::Ssend;
+        }
+        e
+    };
+    let mut t = run(vec![
+        vec![ssend(0, 10, 1), recv(10, 12, 1, 0, 8)],
+        vec![ssend(0, 10, 0), recv(10, 12, 0, 0, 8)],
+    ]);
+    let r = report(&t);
+    assert_eq!(r.replay, None);
+    let why = r.replay_unknown.clone().unwrap();
+    assert!(
+        matches!(&why, NoSelfCheck::NotReplayable { error } if error.starts_with("deadlock: rank 0")),
+        "{why:?}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["replay"], serde_json::Value::Null);
+    assert_eq!(json["replay_unknown"]["reason"], "not_replayable");
+    let text = overlap_analyzer::report::render(&r, Default::default());
+    assert!(
+        text.contains(&format!("replay.self_error unknown: {why}")),
+        "{text}"
+    );
+
+    t.ranks[1].complete = false;
+    let r = report(&t);
+    assert_eq!(r.replay, None);
+    assert_eq!(
+        r.replay_unknown,
+        Some(NoSelfCheck::CutShort { ranks: vec![1] })
+    );
+    // A self check that is made has no reason beside it.
+    let r = report(&two_messages());
+    assert!(r.replay.is_some() && r.replay_unknown.is_none());
+    let json = serde_json::to_value(&r).unwrap();
+    assert!(json.get("replay_unknown").is_none());
 }

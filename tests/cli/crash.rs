@@ -1,12 +1,17 @@
 //! A rank killed outright (SIGKILL: no exit handler, no footer) under `overlap trace`:
 //! its binary file is read up to its last flushed page and reported as cut short, and
-//! the merged trace still holds what every rank recorded before.
+//! the merged trace still holds what every rank recorded before; the report says why it
+//! has no self check.
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
 
 use overlap_analyzer::import::{read_merged, read_rank_file};
 use overlap_instrument::schema::Op;
 
 use crate::trace::{program, trace_with};
 use crate::traces::count;
+use crate::util::overlap;
 
 #[test]
 fn a_rank_killed_with_sigkill_is_read_to_its_last_flushed_page() {
@@ -56,4 +61,21 @@ fn a_rank_killed_with_sigkill_is_read_to_its_last_flushed_page() {
         "rank 1 is reported cut short with its 51 calls: {:?}",
         t.info.incomplete
     );
+
+    // The self check is not made on what is left, and the report says why (mpiexec
+    // takes rank 0 down with rank 1: both are cut short).
+    let path = out.to_str().unwrap();
+    let text = overlap(&["analyze", path]);
+    assert!(text.success(), "{}", text.describe());
+    text.assert_stdout_has("replay.self_error unknown: rank(s) ");
+    text.assert_stdout_has(" cut short: a replay of what is left would not be the run");
+    let json = overlap(&["analyze", path, "--json"]);
+    assert!(json.success(), "{}", json.describe());
+    let r: serde_json::Value = serde_json::from_str(&json.stdout()).unwrap();
+    assert!(r["replay"].is_null(), "{:#}", r["replay"]);
+    assert_eq!(r["replay_unknown"]["reason"], "cut_short");
+    let cut: Vec<u64> = (r["replay_unknown"]["ranks"].as_array().unwrap().iter())
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(cut.contains(&1), "{cut:?}");
 }

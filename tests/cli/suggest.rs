@@ -111,6 +111,7 @@ fn a_sendrecv_to_itself_replays() {
     let out = dir.path().join("torus.json");
     let run = trace(2, &program("torus"), &out);
     assert!(run.success(), "{}", run.describe());
+    // 8 iterations x 2 dimensions x 2 Sendrecvs x 2 ranks, every one matched.
     run.assert_stderr_has("64 messages (0 unmatched sends, 0 unmatched receives)");
     let path = out.to_str().unwrap();
     let s = suggest_json(&["suggest", path, "--json"]);

@@ -210,9 +210,12 @@ pub struct Report {
     /// Where the ranks were stuck, from their in-flight dumps; null when no rank dumped.
     pub hang: Option<crate::hang::HangReport>,
     /// The measured order replayed on the network fitted to the trace: how well the
-    /// replay behind `suggest` and `whatif` reproduces this run; null when a rank was
-    /// cut short or the run cannot be replayed.
+    /// replay behind `suggest` and `whatif` reproduces this run; null when it could not
+    /// be made, and then `replay_unknown` says why.
     pub replay: Option<crate::replay::SelfCheck>,
+    /// Why `replay` is null (absent when it is not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay_unknown: Option<crate::replay::NoSelfCheck>,
     /// GPU work: per-rank copies and kernels, the staging chains and the findings on
     /// them ([`crate::gpu`]); null when no rank recorded GPU work.
     pub gpu: Option<crate::gpu::GpuReport>,
@@ -365,7 +368,8 @@ fn assemble(
         clock: of_trace.clock,
         by_site: m.by_site,
         hang: of_trace.hang,
-        replay: replays.self_check,
+        replay: replays.self_check.as_ref().ok().copied(),
+        replay_unknown: replays.self_check.err(),
         gpu: of_trace.gpu,
     };
     let details = Details {

@@ -35,7 +35,8 @@
 //! (docs/scale.md §0).
 
 use crate::model::Trace;
-use crate::replay::SelfCheck;
+use crate::ops::{ExtractError, Program};
+use crate::replay::{NoSelfCheck, SelfCheck};
 use crate::sites::group::SiteGroup;
 use crate::sites::{BySite, SiteTable};
 
@@ -60,11 +61,11 @@ pub(super) struct Measured {
     pub by_site: BySite,
 }
 
-/// The replays' results: T_ideal and the self check (each `None` when the run cannot be
-/// replayed: no rank has events, or a rank was cut short).
+/// The replays' results: T_ideal (`None` when no program could be built or its ideal
+/// replay cannot finish) and the self check, or why it could not be made.
 pub(super) struct Replays {
     pub ideal: Option<u64>,
-    pub self_check: Option<SelfCheck>,
+    pub self_check: Result<SelfCheck, NoSelfCheck>,
 }
 
 /// The replays and the measured figures of a trace that outlives the analysis: the
@@ -76,7 +77,7 @@ pub(super) fn figures(trace: &Trace, opts: &Options) -> (Replays, Measured) {
             let models = Models::fit(trace);
             let program = {
                 let _s = tracing::info_span!("operations").entered();
-                crate::ops::extract(trace).ok()
+                crate::ops::extract(trace)
             };
             (replay(program.as_ref(), &models), models)
         },
@@ -103,7 +104,7 @@ pub(super) fn figures_owned<T>(
     measured.waits = Vec::new();
     let program = {
         let _s = tracing::info_span!("operations").entered();
-        crate::ops::extract_owned(trace).ok()
+        crate::ops::extract_owned(trace)
     };
     (replay(program.as_ref(), &models), measured, wanted)
 }
@@ -291,16 +292,20 @@ impl Models {
     }
 }
 
-/// The two replays of one program, apart (none without a program).
-fn replay(program: Option<&crate::ops::Program>, models: &Models) -> Replays {
+/// The two replays of one program, apart (without one: no T_ideal, and the self check
+/// says why).
+fn replay(program: Result<&Program, &ExtractError>, models: &Models) -> Replays {
     let (ideal, self_check) = rayon::join(
         || {
             let _s = tracing::info_span!("ideal replay").entered();
-            program.and_then(ideal::replay)
+            program.ok().and_then(ideal::replay)
         },
         || {
             let _s = tracing::info_span!("self-check replay").entered();
-            program.and_then(|p| crate::replay::self_check_fitted(&models.transfers, p))
+            let program = program.map_err(|e| NoSelfCheck::NoProgram {
+                error: e.to_string(),
+            })?;
+            crate::replay::self_check_fitted(&models.transfers, program)
         },
     );
     Replays { ideal, self_check }

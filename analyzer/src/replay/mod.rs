@@ -262,10 +262,38 @@ pub struct SelfCheck {
     pub progress: Progress,
 }
 
-/// The self-check of `trace` (whose program is `program`); `None` when a rank was cut
-/// short (a replay of what is left would not be the run) or the measured order cannot
-/// be replayed.
-pub fn self_check(trace: &crate::model::Trace, program: &Program) -> Option<SelfCheck> {
+/// Why there is no self check: the figure could not be made, and the report says why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum NoSelfCheck {
+    /// No program of operations could be built from the trace.
+    #[error("no program of operations could be built: {error}")]
+    NoProgram {
+        /// Why.
+        error: String,
+    },
+    /// Ranks whose trace was cut short: a replay of what is left would not be the run.
+    #[error(
+        "rank(s) {} cut short: a replay of what is left would not be the run",
+        ranks.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    CutShort {
+        /// The ranks.
+        ranks: Vec<u32>,
+    },
+    /// The measured order could not be replayed on the fitted network.
+    #[error("the measured order cannot be replayed: {error}")]
+    NotReplayable {
+        /// What stopped it (a deadlock names each blocked rank).
+        error: String,
+    },
+}
+
+/// The self-check of `trace` (whose program is `program`), or why it cannot be made.
+pub fn self_check(
+    trace: &crate::model::Trace,
+    program: &Program,
+) -> Result<SelfCheck, NoSelfCheck> {
     self_check_fitted(&crate::metrics::TransferModel::fit(trace), program)
 }
 
@@ -275,14 +303,23 @@ pub fn self_check(trace: &crate::model::Trace, program: &Program) -> Option<Self
 pub fn self_check_fitted(
     transfers: &crate::metrics::TransferModel,
     program: &Program,
-) -> Option<SelfCheck> {
-    if program.ranks.iter().any(|r| !r.complete) {
-        return None;
+) -> Result<SelfCheck, NoSelfCheck> {
+    let cut: Vec<u32> = (program.ranks.iter())
+        .filter(|r| !r.complete)
+        .map(|r| r.rank)
+        .collect();
+    if !cut.is_empty() {
+        return Err(NoSelfCheck::CutShort { ranks: cut });
     }
     let fit = NetworkFit::from_transfers(transfers, program, None);
     let progress = Progress::InMpi;
-    let replayed_ns = measured_makespan(program, &ReplayConfig::on(fit.mid, progress)).ok()?;
-    Some(SelfCheck {
+    let replayed_ns =
+        measured_makespan(program, &ReplayConfig::on(fit.mid, progress)).map_err(|e| {
+            NoSelfCheck::NotReplayable {
+                error: e.to_string(),
+            }
+        })?;
+    Ok(SelfCheck {
         measured_ns: program.measured_ns,
         replayed_ns,
         self_error: self_error(replayed_ns, program),

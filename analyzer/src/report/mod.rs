@@ -461,6 +461,8 @@ pub fn render(r: &Report, style: Style) -> String {
             duration(check.replayed_ns),
             duration(check.measured_ns)
         );
+    } else if let Some(why) = &r.replay_unknown {
+        let _ = writeln!(o, "  replay.self_error unknown: {why}");
     }
 
     // Clock.
