@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use overlap_format::schema::{Event, GpuEvent, Nanos, Op, Started};
+use overlap_format::schema::{Event, GpuEvent, LearnedUse, Nanos, Op, Started, Unwatched};
 
 use super::access::AccessTable;
 use super::compact::index_u32;
@@ -43,6 +43,12 @@ pub struct Timeline {
     /// GPU work (copies, kernels, host waits), sorted by start. Kept apart from `spans`,
     /// whose indexes are the rank's [`EventRef`]s.
     pub gpu: Vec<GpuEvent>,
+    /// What the program did with its requests' buffers after they completed, learned
+    /// while it ran (`overlap trace --buffers`), sorted by `from`; empty when not
+    /// recorded.
+    pub learned: Vec<LearnedUse>,
+    /// The completed requests whose buffers were not watched, and why, sorted by `at`.
+    pub unwatched: Vec<Unwatched>,
     /// What this rank has more of than 32-bit indices can name (events, completions,
     /// started requests, group members), once it has: nothing more was taken. The
     /// importer turns it into an error naming the file.

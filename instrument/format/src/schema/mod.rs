@@ -16,6 +16,7 @@ mod buffers;
 mod gpu;
 mod ids;
 mod inflight;
+mod learned;
 pub mod marker;
 mod merged;
 mod op;
@@ -32,6 +33,7 @@ pub use gpu::{
 };
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};
+pub use learned::{ByteRange, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd};
 pub use merged::{
     ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange, RankClock,
     RequestArgs, SuspectMessage,
