@@ -7,11 +7,15 @@
 //! [`Report`], whose field names are the stable keys of `overlap analyze --json`.
 
 pub mod budget;
+pub mod clean;
+pub mod collective_model;
 mod collective_waits;
 pub mod collectives;
+pub mod eager;
 pub mod false_overlap;
 pub mod false_overlap_summary;
 pub mod ideal;
+mod message_ends;
 pub mod one_sided;
 pub mod pop;
 pub mod progress;

@@ -39,8 +39,9 @@ use overlap_format::schema::{Nanos, OpClass};
 use serde::Serialize;
 
 use super::budget::share_of;
+use super::message_ends::send_completion;
 use super::{blocks, CallRef, Options};
-use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Trace};
+use crate::model::{EventRef, Message, RequestsByPost, Trace};
 use rayon::prelude::*;
 
 /// The kinds of wait state.
@@ -384,19 +385,6 @@ fn point_to_point(
     }
 }
 
-/// Which call completed the request posted at `post`: where one call posted several
-/// (Startall), the last of them in the requests' order that completed counts.
-fn send_completion(
-    requests: &[RequestLife],
-    by_post: &RequestsByPost,
-    post: EventRef,
-) -> Option<usize> {
-    by_post
-        .at(post)
-        .rev()
-        .find_map(|r| requests[r].completion())
-}
-
 /// Totals per kind and per rank, with the worst instances.
 pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitStates {
     let sum_wall: u64 = trace
@@ -444,49 +432,5 @@ pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitS
         fraction: share_of(total, sum_wall),
         kinds,
         per_rank_ns: per_rank,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use overlap_format::schema::RequestKind;
-
-    /// Requests by (rank, post): rank 0 posts at 3 and completes at 9; a Startall at 5
-    /// starts three, of which the first and second complete (at 11 and 12), the third
-    /// never; rank 1 posts at 2, never completed, and at 4, completed at 6. For the
-    /// Startall, the last that completed counts (12); nothing for a post with no
-    /// completion or no request. The same requests in another order (a retimed trace's:
-    /// rank 1 first, the Startall's own order kept) give the same answers.
-    #[test]
-    fn send_completions_are_found_by_post_in_any_order() {
-        let life = |rank, post, done| {
-            RequestLife::new(rank, post as u64, RequestKind::Send, post, post, done, None)
-        };
-        let requests = vec![
-            life(0, 3, Some(9)),
-            life(0, 5, Some(11)),
-            life(0, 5, Some(12)),
-            life(0, 5, None),
-            life(1, 2, None),
-            life(1, 4, Some(6)),
-        ];
-        let moved: Vec<RequestLife> = [5, 4, 1, 0, 2, 3].iter().map(|&i| requests[i]).collect();
-        let (by_sorted, by_moved) = (RequestsByPost::new(&requests), RequestsByPost::new(&moved));
-        for rank in 0..3 {
-            for index in 0..8 {
-                let at = EventRef { rank, index };
-                assert_eq!(
-                    send_completion(&requests, &by_sorted, at),
-                    send_completion(&moved, &by_moved, at),
-                    "{at:?}"
-                );
-            }
-        }
-        let at = |rank, index| send_completion(&requests, &by_sorted, EventRef { rank, index });
-        assert_eq!(
-            (at(0, 3), at(0, 5), at(1, 2), at(1, 4), at(2, 0)),
-            (Some(9), Some(12), None, Some(6), None)
-        );
     }
 }
