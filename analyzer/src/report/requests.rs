@@ -71,8 +71,9 @@ pub(super) fn section(o: &mut String, r: &Report, style: Style) {
                 "33;1",
                 &format!(
                     "overlap written, not achieved: {} request(s) computed in their window yet \
-                     waited {} for their transfer afterwards",
+                     their {} completing call(s) waited {} for the transfers afterwards",
                     na.count,
+                    na.calls,
                     duration(na.wait_ns)
                 )
             )
