@@ -185,9 +185,15 @@ fn a_shared_waitall_is_summed_once() {
         let mut e = progress_rank(me, (0, 0), 0);
         e.truncate(3);
         let (first, second) = if me == 0 {
-            (isend(30, 31, peer, 2, MIB, 1), irecv(31, 32, peer, 3, MIB, 2))
+            (
+                isend(30, 31, peer, 2, MIB, 1),
+                irecv(31, 32, peer, 3, MIB, 2),
+            )
         } else {
-            (irecv(30, 31, peer, 2, MIB, 1), isend(31, 32, peer, 3, MIB, 2))
+            (
+                irecv(30, 31, peer, 2, MIB, 1),
+                isend(31, 32, peer, 3, MIB, 2),
+            )
         };
         let done = if me == 0 {
             [(1, None), (2, Some((peer, 3)))]

@@ -105,7 +105,7 @@ impl LatestPartners {
 }
 
 /// What classifying messages needs of the whole run.
-pub(crate) struct Cleaner<'a> {
+pub struct Cleaner<'a> {
     trace: &'a Trace,
     by_post: RequestsByPost,
     partners: LatestPartners,
@@ -114,7 +114,7 @@ pub(crate) struct Cleaner<'a> {
 
 impl<'a> Cleaner<'a> {
     /// The classifier of `trace`'s messages, `eager` saying which are rendezvous.
-    pub(crate) fn new(trace: &'a Trace, eager: EagerFit) -> Cleaner<'a> {
+    pub fn new(trace: &'a Trace, eager: EagerFit) -> Cleaner<'a> {
         let by_post = RequestsByPost::new(&trace.requests);
         let partners = LatestPartners::of(trace, &by_post);
         Cleaner {
@@ -126,7 +126,7 @@ impl<'a> Cleaner<'a> {
     }
 
     /// The clean transfer `m` is, if it is one.
-    pub(crate) fn clean(&self, m: &Message) -> Option<CleanTransfer> {
+    pub fn clean(&self, m: &Message) -> Option<CleanTransfer> {
         let trace = self.trace;
         if m.clock_suspect || m.send().rank == m.recv_post().rank {
             return None;

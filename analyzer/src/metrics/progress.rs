@@ -131,7 +131,9 @@ impl Verdicts {
             .iter()
             .filter(|r| r.completion_index().is_some() && r.written_not_achieved.is_none())
             .count() as u64;
-        self.add_calls(hits().filter_map(|r| Some((r.rank, r.completion_index()?, r.progress_wait_ns))));
+        self.add_calls(
+            hits().filter_map(|r| Some((r.rank, r.completion_index()?, r.progress_wait_ns))),
+        );
         // Those kept so far come before the new ones, as they did among the requests.
         let candidates = self.worst.iter().chain(hits());
         let worst = super::requests::smallest(candidates, opts.worst, |a, b| key(a).cmp(&key(b)));

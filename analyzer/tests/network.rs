@@ -1,0 +1,281 @@
+//! The network as the trace measured it, on hand-built traces whose answers were worked
+//! out by hand (times in µs unless said, all ranks on one clock): which transfers are
+//! clean, the model fitted to them, and the `t_pure` of non-blocking collectives by the
+//! size their posts recorded.
+
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use common::*;
+use overlap_analyzer::metrics::clean::Cleaner;
+use overlap_analyzer::metrics::eager::{EagerFit, Protocol};
+use overlap_analyzer::metrics::transfer::{TransferModel, Unfit};
+use overlap_analyzer::metrics::{analyze, requests::RequestClass};
+use overlap_analyzer::replay::{NetworkFit, NetworkSource};
+use overlap_instrument::schema::{CallArgs, Nanos, Op};
+
+/// µs, as the traces' ns.
+const fn us(t: u64) -> u64 {
+    t * 1000
+}
+
+const MIB: u64 = 1 << 20;
+
+/// Six messages from rank 0 to rank 1, one per phase (µs):
+///
+/// ```text
+///  A  8 B, the receiver waited: clean, 14 - 10 = 4
+///     r0 |c 0-10          |Send 10-11|
+///     r1 |Recv 0 ------------------ 14|
+///  B  8 B, the receiver came after the send completed (eager): not clean (2 = the copy out)
+///     r0 |Isend 20-21|Wait 21-22|
+///     r1 |c ..........................|Irecv 30-31|Wait 31-32|
+///  C  1 MiB (rendezvous), the receiver waited but the sender computed 51-90: not clean
+///     r0 |Isend 50-51|c 51-90 ..............|Wait 90-95|
+///     r1 |Irecv 40-41|Wait 41 ------------------- 100|
+///  D  1 MiB, the receiver waited and the sender went straight to its Wait: clean, 160 - 120 = 40
+///     r0 |Isend 120-121|Wait 121-158|
+///     r1 |Irecv 110-111|Wait 111 ------- 160|
+///  E  1 MiB, the sender waited (its Wait, for this send alone, from 171 to after the
+///     receive's post at 180): clean, 215 - 180 = 35
+///     r0 |Isend 170-171|Wait 171 --------- 215|
+///     r1 |c ..........|Recv 180 ---------- 215|
+///  F  8 B twice into one Waitall: a (sent 225) came before b (sent 235): a not clean
+///     (its observation would hold the wait for b), b clean, 240 - 235 = 5
+///     r0 |Send a 225-226|c 226-235|Send b 235-236|
+///     r1 |Irecv a 220-221|Irecv b 221-222|Waitall 222 ---------- 240|
+/// ```
+///
+/// The eager limit: B's send completed (22) before its receive was posted (30): 8 B is
+/// eager; 1 MiB is above it, rendezvous.
+fn six_phases() -> overlap_analyzer::model::Trace {
+    // A
+    let mut r0 = vec![compute(0, us(10), "c"), send(us(10), us(11), 1, 1, 8)];
+    let mut r1 = vec![recv(0, us(14), 0, 1, 8)];
+    // B
+    r0.extend([
+        isend(us(20), us(21), 1, 2, 8, 1),
+        complete(Op::Wait, us(21), us(22), &[(1, None)]),
+    ]);
+    r1.extend([
+        irecv(us(30), us(31), 0, 2, 8, 1),
+        complete(Op::Wait, us(31), us(32), &[(1, Some((0, 2)))]),
+    ]);
+    // C
+    r0.extend([
+        isend(us(50), us(51), 1, 3, MIB, 2),
+        compute(us(51), us(90), "c"),
+        complete(Op::Wait, us(90), us(95), &[(2, None)]),
+    ]);
+    r1.extend([
+        irecv(us(40), us(41), 0, 3, MIB, 2),
+        complete(Op::Wait, us(41), us(100), &[(2, Some((0, 3)))]),
+    ]);
+    // D
+    r0.extend([
+        isend(us(120), us(121), 1, 4, MIB, 3),
+        complete(Op::Wait, us(121), us(158), &[(3, None)]),
+    ]);
+    r1.extend([
+        irecv(us(110), us(111), 0, 4, MIB, 3),
+        complete(Op::Wait, us(111), us(160), &[(3, Some((0, 4)))]),
+    ]);
+    // E
+    r0.extend([
+        isend(us(170), us(171), 1, 5, MIB, 4),
+        complete(Op::Wait, us(171), us(215), &[(4, None)]),
+    ]);
+    r1.extend([recv(us(180), us(215), 0, 5, MIB)]);
+    // F
+    r0.extend([
+        send(us(225), us(226), 1, 6, 8),
+        compute(us(226), us(235), "c"),
+        send(us(235), us(236), 1, 7, 8),
+    ]);
+    r1.extend([
+        irecv(us(220), us(221), 0, 6, 8, 5),
+        irecv(us(221), us(222), 0, 7, 8, 6),
+        complete(
+            Op::Waitall,
+            us(222),
+            us(240),
+            &[(5, Some((0, 6))), (6, Some((0, 7)))],
+        ),
+    ]);
+    run(vec![r0, r1])
+}
+
+#[test]
+fn clean_transfers_are_those_whose_two_ends_were_ready() {
+    let t = six_phases();
+    let eager = EagerFit::of(&t);
+    assert_eq!(eager.largest_eager, Some(8));
+    assert_eq!(eager.protocol(MIB), Protocol::Rendezvous);
+    let cleaner = Cleaner::new(&t, eager);
+    let by_tag: Vec<(i32, Option<u64>)> = t
+        .messages
+        .iter()
+        .map(|m| (m.tag, cleaner.clean(m).map(|c| c.ns)))
+        .collect();
+    assert_eq!(
+        by_tag,
+        vec![
+            (1, Some(us(4))),
+            (2, None),
+            (3, None),
+            (4, Some(us(40))),
+            (5, Some(us(35))),
+            (6, None),
+            (7, Some(us(5))),
+        ]
+    );
+    // Two clean transfers in each class: too few for an estimate (three are needed).
+    let m = TransferModel::fit(&t);
+    assert_eq!((m.messages, m.clean), (7, 4));
+    assert_eq!(m.unknown, Some(Unfit::TooFewClean { most: 2, needed: 3 }));
+    assert_eq!(m.pure(8), None);
+    let unknown = NetworkFit::from_transfers(&m, None).unwrap_err();
+    assert!(
+        unknown.to_string().contains("too few clean transfers"),
+        "{unknown}"
+    );
+}
+
+/// Clean transfers of two sizes, each the receiver waiting in its Recv from `at` and
+/// the sender sending `wait` µs later, taking `ns` ns from the send:
+///
+/// ```text
+///  r0 |c at .. at+10|Send at+10|
+///  r1 |Recv at ----------- at+10+ns|
+/// ```
+///
+/// 0 B: 2000, 3000, 4500, 9000 ns -> the 2nd of 4: 3000 (fastest 2000, median 4500);
+/// 32 000 B: 34 000, 35 000, 35 000 ns -> 35 000. The line through (0, 3000) and
+/// (32 000, 35 000): latency 3000 ns, 1 ns/B (1 GB/s); its range the fastest against
+/// the line (2000 / 3000 = 0.67) to the median (4500 / 3000 = 1.5). t_pure of 1000 B,
+/// a size never sent: 3000 + 1000 = 4000 ns.
+#[test]
+fn the_model_is_a_low_order_statistic_per_class_and_a_line_through_them() {
+    let transfers = [
+        (0, 2000),
+        (0, 9000),
+        (0, 3000),
+        (0, 4500),
+        (32_000, 35_000),
+        (32_000, 34_000),
+        (32_000, 35_000),
+    ];
+    let (mut r0, mut r1) = (Vec::new(), Vec::new());
+    for (k, &(bytes, ns)) in transfers.iter().enumerate() {
+        let at = us(100 * k as u64);
+        r0.extend([
+            compute(at, at + us(10), "c"),
+            send(at + us(10), at + us(10) + 500, 1, 0, bytes),
+        ]);
+        r1.push(recv(at, at + us(10) + ns, 0, 0, bytes));
+    }
+    let t = run(vec![r0, r1]);
+    let m = TransferModel::fit(&t);
+    assert_eq!(m.unknown, None, "{m:?}");
+    let estimates: Vec<_> = m
+        .classes
+        .iter()
+        .map(|c| (c.bytes, c.clean, c.fastest_ns, c.estimate_ns, c.typical_ns))
+        .collect();
+    assert_eq!(
+        estimates,
+        vec![
+            (0, 4, Some(2000), Some(3000), Some(4500)),
+            (32_000, 3, Some(34_000), Some(35_000), Some(35_000)),
+        ]
+    );
+    let line = m.line().unwrap();
+    assert!((line.latency_ns - 3000.0).abs() < 1e-6, "{line:?}");
+    assert!((line.ns_per_byte - 1.0).abs() < 1e-9, "{line:?}");
+    let range = m.range.unwrap();
+    assert!((range.low - 2.0 / 3.0).abs() < 1e-9 && (range.high - 1.5).abs() < 1e-9);
+    assert_eq!(m.pure(1000), Some(Nanos(4000)));
+    assert_eq!(m.pure(0), Some(Nanos(3000)));
+    let fit = NetworkFit::from_transfers(&m, None).unwrap();
+    assert!(matches!(
+        fit.source,
+        NetworkSource::Fitted {
+            messages: 7,
+            clean: 7,
+            classes: 2
+        }
+    ));
+    assert_eq!(fit.transfer_range(1000), (2667, 6000));
+    // The report's line says it in words, and never a latency of 0.
+    let r = analyze(&t, &opts()).0;
+    let text = overlap_analyzer::report::render(&r, Default::default());
+    assert!(
+        text.contains("network fitted to 7 clean transfer(s) of 7 message(s): latency 3.0 us, bandwidth 1.00 GB/s (range x0.67 to x1.50)"),
+        "{text}"
+    );
+}
+
+/// A non-blocking collective's size on a rank is what its post recorded (the preload
+/// and the Rust layer write the bytes it contributes and receives, not `bytes`): each
+/// size has its own class in the collective model. Three instances of `MPI_Iallreduce`
+/// on two ranks (ns):
+///
+/// ```text
+///  r0, r1 |Iar 8 B 0-1|Wait 1-5|..|Iar 1 MiB 10-11|Wait 11-51|..|Iar 1 MiB 60-61|c 61-101|Wait 101-103|
+/// ```
+///
+/// t_pure(8 B) = 5 - 0 = 5; t_pure(1 MiB) = the shortest of 51 - 10 = 41 and 103 - 60 =
+/// 43: 41. The third instance's requests: t_cpu 40, t_ovrl 43: IMB (41 + 40 - 43) /
+/// min(41, 40) = 0.95. Sizes taken as 0 (before) put all three in one class, t_pure 5,
+/// and made it (5 + 40 - 43) / 5 = 0.4.
+#[test]
+fn non_blocking_collectives_are_classed_by_the_size_their_posts_recorded() {
+    let iallreduce = |start: u64, bytes: u64, request: u64| {
+        call(
+            Op::Iallreduce,
+            start,
+            start + 1,
+            CallArgs {
+                comm: Some(0),
+                send_bytes: Some(bytes),
+                recv_bytes: Some(bytes),
+                request: Some(request),
+                ..CallArgs::default()
+            },
+        )
+    };
+    let rank = || {
+        vec![
+            iallreduce(0, 8, 1),
+            complete(Op::Wait, 1, 5, &[(1, None)]),
+            iallreduce(10, MIB, 2),
+            complete(Op::Wait, 11, 51, &[(2, None)]),
+            iallreduce(60, MIB, 3),
+            compute(61, 101, "c"),
+            complete(Op::Wait, 101, 103, &[(3, None)]),
+        ]
+    };
+    let t = run(vec![rank(), rank()]);
+    let (r, d) = analyze(&t, &opts());
+    let classes: Vec<_> = r
+        .requests
+        .collective_model
+        .classes
+        .iter()
+        .map(|c| (c.call, c.bytes, c.min_ns))
+        .collect();
+    assert_eq!(
+        classes,
+        vec![("MPI_Iallreduce", 8, 5), ("MPI_Iallreduce", MIB, 41)]
+    );
+    for q in d.requests.iter().filter(|q| q.request == 3) {
+        assert_eq!(q.kind, RequestClass::Collective);
+        assert_eq!(
+            (q.bytes, q.t_pure_ns(), q.cpu_ns, q.t_ovrl_ns),
+            (MIB, Some(41), 40, 43)
+        );
+        assert!((q.overlap().unwrap() - 0.95).abs() < 1e-9, "{q:?}");
+    }
+}
