@@ -179,6 +179,7 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
                 "predicted_ns": predicted.makespan_ns,
                 "predicted_range_ns": [range.0, range.1],
                 "measured_ns": program.measured_ns,
+                "oversubscription": measured_report.run.oversubscription,
                 "replay": {
                     "self_error": self_error,
                     "network_unknown": unknown_network,
@@ -200,6 +201,9 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
         a.trace.display(),
         a.order.name()
     );
+    if let Some(line) = measured_report.run.oversubscription.warning() {
+        outln!("  {line}");
+    }
     outln!(
         "  network     {} ({})",
         network_line(&fit),

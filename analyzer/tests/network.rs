@@ -279,3 +279,110 @@ fn non_blocking_collectives_are_classed_by_the_size_their_posts_recorded() {
         assert!((q.overlap().unwrap() - 0.95).abs() < 1e-9, "{q:?}");
     }
 }
+
+/// The trace with ranks 0 and 1 put on one host whose CPUs their affinities say.
+fn on_host(
+    mut t: overlap_analyzer::model::Trace,
+    cpus: [&str; 2],
+) -> overlap_analyzer::model::Trace {
+    for (r, c) in t.info.ranks.iter_mut().zip(cpus) {
+        r.host = "vm".into();
+        r.cpu_affinity = Some(c.into());
+        r.online_cpus = Some(1);
+    }
+    t
+}
+
+/// Waits the scheduler made, on a host with more ranks than CPUs (ns). Three clean
+/// warm-ups of 8 B (rank 1 in its Recv from k·30, rank 0 sending at k·30 + 5, done at
+/// k·30 + 15: 10 each) give t_pure(8 B) = 10, slow end 10: a call may wait 4 × 10 = 40
+/// past its last partner before the scheduler is the explanation.
+///
+/// ```text
+///  rank 0 |Recv←1 100 ----------------------------- 300|Send→1 300-301|
+///  rank 1 |Send→0 110-111|Recv←0 120 --------------------------------- 320|
+/// ```
+///
+/// - rank 0's Recv: its sender came at 110, so from 150 on nothing but the scheduler
+///   kept it: descheduled time [150, 300) = 150. Its Late Sender [100, 110) = 10 stays.
+/// - rank 1's Late Sender [120, 300) = 180: its peer, rank 0, was descheduled for 150
+///   of it (more than half): descheduled, counted apart.
+///
+/// The same ranks each on a CPU of their own: nothing is the scheduler's, the Late
+/// Senders are 3 × 5 (the warm-ups) + 10 + 180.
+#[test]
+fn waits_the_scheduler_made_are_counted_apart() {
+    let (mut r0, mut r1) = (Vec::new(), Vec::new());
+    for k in 0..3 {
+        r0.push(send(30 * k + 5, 30 * k + 6, 1, 0, 8));
+        r1.push(recv(30 * k, 30 * k + 15, 0, 0, 8));
+    }
+    r0.extend([recv(100, 300, 1, 5, 8), send(300, 301, 1, 6, 8)]);
+    r1.extend([send(110, 111, 0, 5, 8), recv(120, 320, 0, 6, 8)]);
+    let t = run(vec![r0, r1]);
+    let late = |r: &overlap_analyzer::metrics::Report| {
+        let k = &r.wait_states.kinds[0];
+        (k.total_ns, k.count, k.descheduled_count, k.descheduled_ns)
+    };
+
+    let crowded = analyze(&on_host(t.clone(), ["0", "0"]), &opts()).0;
+    assert_eq!(crowded.run.oversubscription.oversubscribed, Some(true));
+    assert_eq!(late(&crowded), (25, 4, 1, 180));
+    let d = &crowded.wait_states.descheduled;
+    assert_eq!(
+        (d.calls, d.total_ns, d.instances, d.instances_ns),
+        (1, 150, 1, 180)
+    );
+    let text = overlap_analyzer::report::render(&crowded, Default::default());
+    assert!(
+        text.contains("oversubscribed: 2 ranks on 1 CPU(s) of host vm"),
+        "{text}"
+    );
+    assert!(
+        text.contains("descheduled (ranks shared CPUs; counted apart): 1 call(s) held 150 ns"),
+        "{text}"
+    );
+
+    let apart = analyze(&on_host(t, ["0", "1"]), &opts()).0;
+    assert_eq!(apart.run.oversubscription.oversubscribed, Some(false));
+    assert_eq!(late(&apart), (205, 5, 0, 0));
+    assert_eq!(apart.wait_states.descheduled.calls, 0);
+}
+
+/// A non-blocking exchange whose Waits ran far past the ceiling (ns): three blocking
+/// warm-ups of 1 MiB give t_pure 10; then each rank computes 40 in the window and
+/// waits 100 (ceiling 4 × 10 + 1): on a host with more ranks than CPUs the scheduler's,
+/// counted apart; on CPUs of their own, only not written-not-achieved (as before).
+///
+/// ```text
+///  rank 0 |Send 0-10|Send 10-20|Send 20-30|Isend 30-31|..compute 31-71..|Wait 71 --- 171|
+///  rank 1 |Recv 0-10|Recv 10-20|Recv 20-30|Irecv 30-31|..compute 31-71..|Wait 71 --- 171|
+/// ```
+#[test]
+fn a_wait_the_scheduler_made_is_not_written_not_achieved() {
+    let rank = |me: u32| {
+        let mut e: Vec<_> = (0..3)
+            .map(|k| match me {
+                0 => send(10 * k, 10 * k + 10, 1, 1, MIB),
+                _ => recv(10 * k, 10 * k + 10, 0, 1, MIB),
+            })
+            .collect();
+        let (post, done) = match me {
+            0 => (isend(30, 31, 1, 2, MIB, 1), None),
+            _ => (irecv(30, 31, 0, 2, MIB, 1), Some((0, 2))),
+        };
+        e.extend([
+            post,
+            compute(31, 71, "c"),
+            complete(Op::Wait, 71, 171, &[(1, done)]),
+        ]);
+        e
+    };
+    let t = run(vec![rank(0), rank(1)]);
+    let crowded = analyze(&on_host(t.clone(), ["0", "0"]), &opts()).0;
+    let na = &crowded.requests.written_not_achieved;
+    assert_eq!((na.count, na.descheduled, na.unknown), (0, 2, 0));
+    let apart = analyze(&on_host(t, ["0", "1"]), &opts()).0;
+    let na = &apart.requests.written_not_achieved;
+    assert_eq!((na.count, na.descheduled, na.unknown), (0, 0, 0));
+}

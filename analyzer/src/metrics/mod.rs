@@ -11,12 +11,14 @@ pub mod clean;
 pub mod collective_model;
 mod collective_waits;
 pub mod collectives;
+pub mod descheduled;
 pub mod eager;
 pub mod false_overlap;
 pub mod false_overlap_summary;
 pub mod ideal;
 mod message_ends;
 pub mod one_sided;
+pub mod oversubscription;
 pub mod pop;
 pub mod progress;
 pub mod request_row;
@@ -184,6 +186,8 @@ pub struct RunInfo {
     /// through the preload, which records MPI only): the GPU verdicts are unknown, not
     /// clean. Null when GPU work was recorded or no runtime was seen.
     pub gpu_unrecorded: Option<crate::gpu::UnrecordedRuntime>,
+    /// Whether a host ran more ranks than it had CPUs for ([`oversubscription`]).
+    pub oversubscription: oversubscription::Oversubscription,
 }
 
 /// Everything `overlap analyze` reports. Field names are the stable JSON keys.
@@ -331,6 +335,7 @@ impl OfTrace {
             unmatched_receives: info.unmatched_receives,
             compute_source: trace.compute_source(),
             gpu_unrecorded: crate::gpu::unrecorded_runtime(trace),
+            oversubscription: oversubscription::Oversubscription::of(&trace.info),
         };
         let (gpu, chains) = {
             let _s = tracing::info_span!("gpu").entered();

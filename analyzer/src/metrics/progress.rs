@@ -59,6 +59,8 @@ pub struct Progress {
     pub t_pure: Option<Nanos>,
     /// Compute in the window.
     pub t_cpu: Nanos,
+    /// The rank's host had more ranks than CPUs ([`super::oversubscription`]).
+    pub crowded: bool,
 }
 
 impl Progress {
@@ -69,6 +71,16 @@ impl Progress {
             p.min(self.wait_end).saturating_sub(self.wait_start)
         });
         whole.saturating_sub(late)
+    }
+
+    /// The wait ran past the ceiling on a host with more ranks than CPUs: the scheduler
+    /// explains it (docs/metrics.md, 3.8), not the transfer, and it is counted apart.
+    pub fn descheduled(&self, opts: &Options) -> bool {
+        let Some(t_pure) = self.t_pure.filter(|p| *p > Nanos::ZERO) else {
+            return false;
+        };
+        let ceiling = CEILING * t_pure.0 as f64 + opts.min_wait.0 as f64;
+        self.crowded && self.blocking && self.progress_wait().0 as f64 > ceiling
     }
 
     /// The verdict: none when it cannot be told.
@@ -86,6 +98,9 @@ impl Progress {
 pub struct NotAchieved {
     /// How many.
     pub count: u64,
+    /// Completed requests whose wait ran past the ceiling on a host with more ranks than
+    /// CPUs: the scheduler's, counted apart (none of them is in `count`).
+    pub descheduled: u64,
     /// The distinct calls that completed them (a Waitall completing several counts once).
     pub calls: u64,
     /// Completed requests for which it could not be told (no `t_pure`).
@@ -109,6 +124,7 @@ asynchronous progress (MPICH_ASYNC_PROGRESS=1)";
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Verdicts {
     count: u64,
+    descheduled: u64,
     unknown: u64,
     /// Calls and their progress wait summed over the ranks that are done.
     calls: u64,
@@ -127,6 +143,7 @@ impl Verdicts {
         let hits = || reqs.iter().filter(|r| r.written_not_achieved == Some(true));
         let key = |r: &RequestRow| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request);
         self.count += hits().count() as u64;
+        self.descheduled += reqs.iter().filter(|r| r.descheduled).count() as u64;
         self.unknown += reqs
             .iter()
             .filter(|r| r.completion_index().is_some() && r.written_not_achieved.is_none())
@@ -163,6 +180,7 @@ impl Verdicts {
         let open = &self.open_rank_calls;
         NotAchieved {
             count: self.count,
+            descheduled: self.descheduled,
             calls: self.calls + open.len() as u64,
             unknown: self.unknown,
             wait_ns: self.wait_ns + open.iter().map(|c| c.2).sum::<u64>(),

@@ -125,6 +125,8 @@ pub struct RequestPass<'a> {
     /// completed (`NO_TIME` for none: 8 bytes a request, not an `Option`'s 16). The
     /// call's wait until then is explained by a late partner, not by progress.
     call_partner: Vec<u64>,
+    /// The ranks on hosts with more ranks than CPUs.
+    crowded: Vec<u32>,
 }
 
 impl<'a> RequestPass<'a> {
@@ -194,6 +196,9 @@ impl<'a> RequestPass<'a> {
                 }
             }
         });
+        let crowded = super::oversubscription::Oversubscription::of(&trace.info)
+            .ranks()
+            .collect();
         RequestPass {
             trace,
             model,
@@ -201,6 +206,7 @@ impl<'a> RequestPass<'a> {
             opts,
             message,
             call_partner,
+            crowded,
         }
     }
 
@@ -315,9 +321,11 @@ impl<'a> RequestPass<'a> {
                 partner: (self.call_partner[ri] != NO_TIME).then_some(Nanos(self.call_partner[ri])),
                 t_pure: t_pure.map(Nanos),
                 t_cpu: Nanos(m.cpu_ns),
+                crowded: self.crowded.contains(&r.rank),
             };
             m.progress_wait_ns = p.progress_wait().0;
             m.written_not_achieved = p.verdict(opts);
+            m.descheduled = p.descheduled(opts);
             m.set_completion(i);
         }
         Some(m)

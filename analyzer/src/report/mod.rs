@@ -101,6 +101,9 @@ pub fn render(r: &Report, style: Style) -> String {
     if let Some(line) = provenance(&run.params) {
         let _ = writeln!(o, "  {line}");
     }
+    if let Some(line) = run.oversubscription.warning() {
+        let _ = writeln!(o, "  {line}");
+    }
     crate::hang::text::section(&mut o, r.hang.as_ref());
     if !run.missing_ranks.is_empty() {
         let _ = writeln!(
@@ -230,6 +233,18 @@ pub fn render(r: &Report, style: Style) -> String {
             }
         );
     }
+    let d = &ws.descheduled;
+    if d.calls + d.instances > 0 {
+        let _ = writeln!(
+            o,
+            "  descheduled (ranks shared CPUs; counted apart): {} call(s) held {} past their \
+             partners and transfers, {} wait(s) of {} for a peer so held",
+            d.calls,
+            duration(d.total_ns),
+            d.instances,
+            duration(d.instances_ns)
+        );
+    }
     let mut worst: Vec<_> = ws.kinds.iter().flat_map(|k| k.worst.iter()).collect();
     worst.sort_by_key(|w| std::cmp::Reverse(w.amount_ns));
     if !worst.is_empty() {
@@ -348,10 +363,14 @@ pub fn render(r: &Report, style: Style) -> String {
         }
     );
     if let Some(check) = &r.replay {
+        let confirmable = match run.oversubscription.oversubscribed {
+            Some(true) => "; not confirmable: ranks shared CPUs",
+            _ => "",
+        };
         let _ = writeln!(
             o,
             "  replay.self_error {} (the measured order replayed on the network fitted to this \
-             trace, progress only inside MPI calls: {} for {} measured)",
+             trace, progress only inside MPI calls: {} for {} measured{confirmable})",
             check
                 .self_error
                 .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0)),

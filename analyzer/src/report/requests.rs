@@ -101,6 +101,14 @@ pub(super) fn section(o: &mut String, r: &Report, style: Style) {
             na.unknown
         );
     }
+    if na.descheduled > 0 {
+        let _ = writeln!(
+            o,
+            "  {} completed request(s) waited far past their transfer on a host with more \
+             ranks than CPUs: the scheduler's wait, not counted as written, not achieved",
+            na.descheduled
+        );
+    }
 }
 
 /// The network model in one line: its line and range, or why it is unknown and the
