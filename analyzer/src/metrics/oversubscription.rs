@@ -48,39 +48,56 @@ pub struct Oversubscription {
 impl Oversubscription {
     /// The fact of the run `info` describes.
     pub fn of(info: &MergedInfo) -> Oversubscription {
-        let mut by_host: BTreeMap<&str, (Vec<u32>, Option<Vec<u32>>, Option<u32>)> =
-            BTreeMap::new();
+        /// A host's ranks, the union of their CPUs (none once one did not say), and
+        /// its online CPUs.
+        struct Seen {
+            ranks: Vec<u32>,
+            union: Option<Vec<u32>>,
+            online: Option<u32>,
+        }
+        let mut by_host: BTreeMap<&str, Seen> = BTreeMap::new();
         for r in &info.ranks {
-            let e = by_host
-                .entry(r.host.as_str())
-                .or_insert_with(|| (Vec::new(), Some(Vec::new()), None));
-            e.0.push(r.rank);
+            let e = by_host.entry(r.host.as_str()).or_insert_with(|| Seen {
+                ranks: Vec::new(),
+                union: Some(Vec::new()),
+                online: None,
+            });
+            e.ranks.push(r.rank);
             let allowed = r.cpu_affinity.as_deref().and_then(parse_cpu_list);
-            e.1 = match (e.1.take(), allowed) {
+            e.union = match (e.union.take(), allowed) {
                 (Some(mut union), Some(cpus)) => {
                     union.extend(cpus);
                     Some(union)
                 }
                 _ => None,
             };
-            e.2 = e.2.or(r.online_cpus);
+            e.online = e.online.or(r.online_cpus);
         }
         let hosts: Vec<HostCpus> = by_host
             .into_iter()
-            .map(|(host, (ranks, union, online))| {
-                let cpus = union.map(|mut u| {
-                    u.sort_unstable();
-                    u.dedup();
-                    u.len() as u32
-                });
-                HostCpus {
-                    host: host.to_string(),
-                    oversubscribed: cpus.map(|c| ranks.len() as u32 > c),
-                    ranks,
-                    cpus,
-                    online,
-                }
-            })
+            .map(
+                |(
+                    host,
+                    Seen {
+                        ranks,
+                        union,
+                        online,
+                    },
+                )| {
+                    let cpus = union.map(|mut u| {
+                        u.sort_unstable();
+                        u.dedup();
+                        u.len() as u32
+                    });
+                    HostCpus {
+                        host: host.to_string(),
+                        oversubscribed: cpus.map(|c| ranks.len() as u32 > c),
+                        ranks,
+                        cpus,
+                        online,
+                    }
+                },
+            )
             .collect();
         let any = |v: Option<bool>| hosts.iter().any(|h| h.oversubscribed == v);
         let oversubscribed = if any(Some(true)) {
@@ -194,7 +211,7 @@ mod tests {
         assert_eq!((o.hosts[0].cpus, o.hosts[0].online), (Some(2), Some(2)));
         assert_eq!(o.of_rank(3), Some(true));
         assert_eq!(o.ranks().count(), 4);
-        let w = o.warning().unwrap();
+        let w = o.warning().expect("a warning");
         assert!(
             w.starts_with("oversubscribed: 4 ranks on 2 CPU(s) of host vm: the replay cannot"),
             "{w}"
@@ -209,7 +226,7 @@ mod tests {
             (o.oversubscribed, o.of_rank(2), o.of_rank(0)),
             (None, None, Some(false))
         );
-        assert!(o.warning().unwrap().contains("unknown"));
+        assert!(o.warning().expect("a warning").contains("unknown"));
         // An oversubscribed host decides the run, whatever another does not say.
         unknown.extend(vm.into_iter().map(|mut r| {
             r.rank += 10;
