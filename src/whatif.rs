@@ -106,6 +106,7 @@ fn source_line(fit: &NetworkFit) -> String {
             "fitted to {} clean transfer(s) of {} message(s), all of one size class",
             class.clean, class.messages
         ),
+        NetworkSource::NoMessages => "no message to fit it to, none needed".to_string(),
         NetworkSource::File { path } => format!("from {}", path.display()),
         NetworkSource::Given => "given".to_string(),
     };

@@ -46,6 +46,13 @@ const MIB: u64 = 1 << 20;
 ///     (its observation would hold the wait for b), b clean, 240 - 235 = 5
 ///     r0 |Send a 225-226|c 226-235|Send b 235-236|
 ///     r1 |Irecv a 220-221|Irecv b 221-222|Waitall 222 ---------- 240|
+///  G  1 MiB, the receive posted first and its Wait entered 0.5 after the send (within
+///     1 µs): clean, 300 - 260 = 40
+///     r0 |Isend 260-261|Wait 261 ------ 298|
+///     r1 |Irecv 250-251|c 251-260.5|Wait 260.5 --- 300|
+///  H  1 MiB, as G but the Wait entered 10 after the send (25 % of the 40): not clean
+///     r0 |Isend 320-321|Wait 321 ------ 358|
+///     r1 |Irecv 310-311|c 311-330|Wait 330 --- 360|
 /// ```
 ///
 /// The eager limit: B's send completed (22) before its receive was posted (30): 8 B is
@@ -104,6 +111,26 @@ fn six_phases() -> overlap_analyzer::model::Trace {
             &[(5, Some((0, 6))), (6, Some((0, 7)))],
         ),
     ]);
+    // G
+    r0.extend([
+        isend(us(260), us(261), 1, 8, MIB, 7),
+        complete(Op::Wait, us(261), us(298), &[(7, None)]),
+    ]);
+    r1.extend([
+        irecv(us(250), us(251), 0, 8, MIB, 7),
+        compute(us(251), us(260) + 500, "c"),
+        complete(Op::Wait, us(260) + 500, us(300), &[(7, Some((0, 8)))]),
+    ]);
+    // H
+    r0.extend([
+        isend(us(320), us(321), 1, 9, MIB, 8),
+        complete(Op::Wait, us(321), us(358), &[(8, None)]),
+    ]);
+    r1.extend([
+        irecv(us(310), us(311), 0, 9, MIB, 8),
+        compute(us(311), us(330), "c"),
+        complete(Op::Wait, us(330), us(360), &[(8, Some((0, 9)))]),
+    ]);
     run(vec![r0, r1])
 }
 
@@ -129,16 +156,26 @@ fn clean_transfers_are_those_whose_two_ends_were_ready() {
             (5, Some(us(35))),
             (6, None),
             (7, Some(us(5))),
+            (8, Some(us(40))),
+            (9, None),
         ]
     );
-    // Two clean transfers in each class: too few for an estimate (three are needed).
+    // 8 B: two clean transfers, too few for an estimate (three are needed); 1 MiB:
+    // 35, 40, 40 -> the second, 40. One size class with an estimate, and messages of
+    // another: no line, no network (the 8 B messages have no time).
     let m = TransferModel::fit(&t);
-    assert_eq!((m.messages, m.clean), (7, 4));
-    assert_eq!(m.unknown, Some(Unfit::TooFewClean { most: 2, needed: 3 }));
-    assert_eq!(m.pure(8), None);
+    assert_eq!((m.messages, m.clean), (9, 5));
+    assert_eq!(
+        m.unknown,
+        Some(Unfit::OneSizeClass {
+            bytes: MIB,
+            estimate_ns: us(40)
+        })
+    );
+    assert_eq!((m.pure(8), m.pure(MIB)), (None, Some(Nanos(us(40)))));
     let unknown = NetworkFit::from_transfers(&m, None).unwrap_err();
     assert!(
-        unknown.to_string().contains("too few clean transfers"),
+        unknown.to_string().contains("one size class only"),
         "{unknown}"
     );
 }
@@ -155,7 +192,9 @@ fn clean_transfers_are_those_whose_two_ends_were_ready() {
 /// 32 000 B: 34 000, 35 000, 35 000 ns -> 35 000. The line through (0, 3000) and
 /// (32 000, 35 000): latency 3000 ns, 1 ns/B (1 GB/s); its range the fastest against
 /// the line (2000 / 3000 = 0.67) to the median (4500 / 3000 = 1.5). t_pure of 1000 B,
-/// a size never sent: 3000 + 1000 = 4000 ns.
+/// a size never sent: 3000 + 1000 = 4000 ns. Typically (the line through the medians,
+/// (0, 4500) and (32 000, 35 000)): latency 4500 ns, 30 500 / 32 000 ns/B (1.05 GB/s),
+/// what the replay takes for a transfer.
 #[test]
 fn the_model_is_a_low_order_statistic_per_class_and_a_line_through_them() {
     let transfers = [
@@ -208,11 +247,16 @@ fn the_model_is_a_low_order_statistic_per_class_and_a_line_through_them() {
         }
     ));
     assert_eq!(fit.transfer_range(1000), (2667, 6000));
+    assert!((fit.mid.latency_ns - 4500.0).abs() < 1e-6, "{fit:?}");
+    assert!((fit.mid.ns_per_byte - 30_500.0 / 32_000.0).abs() < 1e-9, "{fit:?}");
     // The report's line says it in words, and never a latency of 0.
     let r = analyze(&t, &opts()).0;
     let text = overlap_analyzer::report::render(&r, Default::default());
     assert!(
-        text.contains("network fitted to 7 clean transfer(s) of 7 message(s): latency 3.0 us, bandwidth 1.00 GB/s (range x0.67 to x1.50)"),
+        text.contains(
+            "network fitted to 7 clean transfer(s) of 7 message(s): latency 3.0 us, bandwidth \
+             1.00 GB/s (range x0.67 to x1.50; typically latency 4.5 us, bandwidth 1.05 GB/s)"
+        ),
         "{text}"
     );
 }

@@ -8,7 +8,6 @@ mod common;
 
 use common::*;
 use overlap_analyzer::ops::{extract, OpKind, RequestRole};
-use overlap_analyzer::replay::{measured_makespan, Network, NoSelfCheck, Progress, ReplayConfig};
 use overlap_instrument::schema::{CallArgs, Op};
 
 /// Two ranks without compute spans (as under the preload), times in ns:
@@ -254,21 +253,9 @@ fn a_sendrecv_to_itself_is_one_message_sent_and_received_by_one_operation() {
         assert_eq!((msg.from(), msg.to(), msg.bytes), ((0, i), (0, i), 64));
     }
     // Both replays run through: with an ideal network the calls take no time (T_ideal =
-    // the 18 ns of compute), and the measured order replays on a network (it deadlocked
-    // when the receive half was taken for a second send). A rank's messages to itself
-    // are copies, not transfers: the trace gives no network, and the self check says so.
+    // the 18 ns of compute), and the measured order replays (it deadlocked when the
+    // receive half was taken for a second send).
     let r = report(&trace);
     assert_eq!(r.pop.t_ideal_replay_ns, Some(18));
-    assert!(
-        matches!(r.replay_unknown, Some(NoSelfCheck::NetworkUnknown { .. })),
-        "{:?}",
-        r.replay_unknown
-    );
-    let network = Network {
-        latency_ns: 1.0,
-        ns_per_byte: 0.1,
-        eager_limit: 1024,
-    };
-    let on = ReplayConfig::on(network, Progress::InMpi);
-    assert!(measured_makespan(&p, &on).is_ok());
+    assert!(r.replay.is_some());
 }

@@ -6,11 +6,16 @@
 //! (`SC = S` for a blocking send). A transfer is clean when both ends were ready, one of
 //! two ways:
 //!
-//! - **the receiver waited** (either protocol): `C` blocks and was entered before the
-//!   send was posted, `E(C) + ε <= E(S)`; nothing else `C` completed had its partner
-//!   arrive after `E(S)`; and, for a rendezvous message, the sender stayed inside MPI
-//!   from `E(S)` (a blocking send, or a blocking completion after at most a short time
-//!   outside MPI calls, [`ready`]). Observed: `X(C) - E(S)`.
+//! - **the receiver was ready** when the send was posted. An eager message leaves at
+//!   the send: its receiver must already be inside its blocking completion,
+//!   `E(C) + ε <= E(S)`. A rendezvous message moves once both sides asked for it and
+//!   while both are in MPI: its receive was posted before the send
+//!   (`E(R) + ε <= E(S)`), its receiver entered its blocking completion before the send
+//!   or shortly after it, and the sender stayed inside MPI from the send (a blocking
+//!   send, or a blocking completion after a short time outside MPI calls); "shortly" and
+//!   "short" are [`ready`]'s. Either way nothing else `C` completed had its partner
+//!   arrive after `E(S)`. Observed: `X(C) - E(S)`, never less than the transfer (the
+//!   data leaves at the send).
 //! - **the sender waited** (rendezvous, shown by the message itself): `SC` blocks,
 //!   completed this send only, was entered before the receive was posted
 //!   (`E(SC) + ε <= E(R)`) and left after it (so the send waited for its receiver: an
@@ -25,9 +30,12 @@
 //! late or whose other requests came later is observed long.
 //!
 //! ```text
-//!  the receiver waited (eager or rendezvous):
+//!  the receiver was ready (eager: already in its Wait):
 //!  rank 0  |c 0-10          |Send 10-11|
 //!  rank 1  |Irecv 0-1|Wait 1 --------- 14|     clean: X(C) - E(S) = 14 - 10 = 4
+//!  the receiver was ready (rendezvous: its Irecv first, its Wait soon after the Isend):
+//!  rank 0  |c 0-10          |Isend 10-11|Wait 11 ----- 50|
+//!  rank 1  |Irecv 0-1|c 1-10 |Wait 10.5 -------------- 52|   clean: 52 - 10 = 42
 //!  the sender waited (rendezvous):
 //!  rank 0  |Isend 0-1|Wait 1 ---------------- 14|
 //!  rank 1  |c 0-8        |Recv 8 ------------- 13|   clean: X(C) - E(R) = 13 - 8 = 5
@@ -49,9 +57,10 @@ use crate::model::{EventRef, Message, RequestsByPost, Timeline, Trace};
 /// below any compute a program would place there.
 pub const READY_GAP: Nanos = Nanos(1_000);
 
-/// Beyond [`READY_GAP`], the share of the observed transfer that time outside MPI may
-/// reach: a rendezvous transfer stalls at most that long while its rank is away, so
-/// the observation is then at most this much too long.
+/// Beyond [`READY_GAP`], the share of the observed transfer that a rank's time away
+/// (outside MPI, or not yet in its completion) may reach: a rendezvous transfer stalls
+/// at most that long while a rank is away, so the observation is at most this much too
+/// long.
 pub const READY_SHARE: f64 = 0.05;
 
 /// The most events between a post and its completion that [`outside_mpi`] walks: a
@@ -135,8 +144,7 @@ impl<'a> Cleaner<'a> {
         let done = ends.recv_done.filter(|c| c.span.op().is_some_and(blocks))?;
         let epsilon = trace.clock_error(m.send().rank) + trace.clock_error(m.recv_post().rank);
         let protocol = self.eager.protocol(m.bytes);
-        let (from, away) = if let Some(away) = self.receiver_waited(&ends, done, epsilon, protocol)
-        {
+        let (from, away) = if let Some(away) = self.receiver_ready(&ends, done, epsilon, protocol) {
             (ends.send.span.start, away)
         } else if let Some(away) = self.sender_waited(&ends, done, epsilon) {
             (ends.recv_post.span.start, away)
@@ -151,11 +159,13 @@ impl<'a> Cleaner<'a> {
         })
     }
 
-    /// The receiver was inside its completion when the send was posted and the message
-    /// is the last thing that completion waited for: the time a rendezvous sender then
-    /// spent outside MPI before its completion (0 for an eager message), if it went to
-    /// a blocking one.
-    fn receiver_waited(
+    /// The receiver was ready when the send was posted, and the message is the last
+    /// thing its completion waited for: for an eager message, the receiver was inside
+    /// its completion already (the data leaves at the send); for a rendezvous one, the
+    /// receive was posted before the send and the receiver entered its completion at
+    /// most shortly after it, and the sender stayed in MPI. The time either side was
+    /// then away (0 for an eager message).
+    fn receiver_ready(
         &self,
         ends: &MessageEnds<'_>,
         done: End<'_>,
@@ -163,12 +173,19 @@ impl<'a> Cleaner<'a> {
         protocol: Protocol,
     ) -> Option<Nanos> {
         let sent = ends.send.span.start;
-        if done.span.start + epsilon > sent || !self.last_partner(done, sent) {
+        if !self.last_partner(done, sent) {
             return None;
         }
         match protocol {
-            Protocol::Eager => Some(Nanos::ZERO),
-            Protocol::Rendezvous => away_until(self.trace, ends.send, ends.send_done),
+            Protocol::Eager => (done.span.start + epsilon <= sent).then_some(Nanos::ZERO),
+            Protocol::Rendezvous => {
+                if ends.recv_post.span.start + epsilon > sent {
+                    return None;
+                }
+                let receiver_late = done.span.start.saturating_sub(sent);
+                let sender_away = away_until(self.trace, ends.send, ends.send_done)?;
+                Some(receiver_late + sender_away)
+            }
         }
     }
 
@@ -209,8 +226,8 @@ impl<'a> Cleaner<'a> {
     }
 }
 
-/// A rank was ready for a transfer of `ns` that it spent `away` ns outside MPI during:
-/// at most [`READY_GAP`], or [`READY_SHARE`] of the transfer.
+/// The ranks were ready for a transfer of `ns` that they were `away` ns from: at most
+/// [`READY_GAP`], or [`READY_SHARE`] of the transfer.
 fn ready(away: Nanos, ns: u64) -> bool {
     away <= READY_GAP || away.0 as f64 <= READY_SHARE * ns as f64
 }

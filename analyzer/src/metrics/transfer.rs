@@ -173,6 +173,12 @@ pub struct TransferModel {
     pub latency_ns: Option<f64>,
     /// The line's bandwidth, bytes per second; none when the line is unknown.
     pub bandwidth_bytes_per_s: Option<f64>,
+    /// The latency of the line through the classes' median clean transfers (what a
+    /// transfer typically takes in this run: the replay's estimate), ns; none without
+    /// the line, or when this one has no positive latency and bandwidth.
+    pub typical_latency_ns: Option<f64>,
+    /// Its bandwidth, bytes per second.
+    pub typical_bandwidth_bytes_per_s: Option<f64>,
     /// The range of predictions around the line; none when the line is unknown.
     pub range: Option<Range>,
     /// Why the line is unknown; none when it is known.
@@ -246,9 +252,12 @@ impl TransferModel {
             Ok((line, range)) => (Some(line), Some(range), None),
             Err(why) => (None, None, Some(why)),
         };
+        let typical = line.and_then(|_| typical_of(&classes));
         TransferModel {
             latency_ns: line.map(|l| l.latency_ns),
             bandwidth_bytes_per_s: line.map(|l| 1e9 / l.ns_per_byte),
+            typical_latency_ns: typical.map(|l| l.latency_ns),
+            typical_bandwidth_bytes_per_s: typical.map(|l| 1e9 / l.ns_per_byte),
             range,
             unknown,
             eager,
@@ -263,6 +272,14 @@ impl TransferModel {
         Some(Line {
             latency_ns: self.latency_ns?,
             ns_per_byte: 1e9 / self.bandwidth_bytes_per_s?,
+        })
+    }
+
+    /// The line through the classes' median clean transfers, when it is known.
+    pub fn typical_line(&self) -> Option<Line> {
+        Some(Line {
+            latency_ns: self.typical_latency_ns?,
+            ns_per_byte: 1e9 / self.typical_bandwidth_bytes_per_s?,
         })
     }
 
@@ -382,6 +399,18 @@ fn line_of(classes: &[SizeClass], messages: u64, clean: u64) -> Result<(Line, Ra
         .map(|c| ratio(c, c.typical_ns).max(ratio(c, c.estimate_ns)))
         .fold(1.0f64, f64::max);
     Ok((line, Range { low, high }))
+}
+
+/// The line through the median clean transfers of the classes with an estimate, fitted
+/// as the line is; none unless its latency and time per byte are positive.
+fn typical_of(classes: &[SizeClass]) -> Option<Line> {
+    let points: Vec<(f64, f64)> = classes
+        .iter()
+        .filter(|c| c.estimate_ns.is_some())
+        .filter_map(|c| Some((c.bytes as f64, c.typical_ns? as f64)))
+        .collect();
+    let line = relative_fit(&points);
+    (line.latency_ns > 0.0 && line.ns_per_byte > 0.0).then_some(line)
 }
 
 /// Least squares `y = a + b x` on relative errors: each point weighs `1 / y²`, so that

@@ -109,6 +109,10 @@ pub enum NetworkSource {
         /// The class.
         class: SizeClass,
     },
+    /// No point-to-point message between two ranks: the replay moves no message over a
+    /// network (its collectives have their own costs), so it needs none; latency and
+    /// bandwidth are not figures of this run (0 and 0 per byte, never used).
+    NoMessages,
     /// A model file.
     File {
         /// The file.
@@ -152,6 +156,7 @@ pub enum NetworkError {
 #[error("the network is unknown: {reason}")]
 pub struct UnknownNetwork {
     /// Why.
+    #[serde(flatten)]
     pub reason: Unfit,
     /// The classes with an estimate.
     #[serde(skip)]
@@ -187,13 +192,26 @@ impl NetworkFit {
     }
 
     /// [`NetworkFit::from_trace`], from the transfers already fitted to the trace: the
-    /// estimate is the line, the range the line scaled by the model's range.
+    /// estimate is what a transfer typically took (the line through the classes' median
+    /// clean transfers, or the model's line when that one has no positive terms), the
+    /// range the model's line scaled by the model's range.
     pub fn from_transfers(
         t: &TransferModel,
         eager_limit: Option<u64>,
     ) -> Result<NetworkFit, UnknownNetwork> {
         let eager = self::eager_limit(&t.eager, eager_limit);
         let (Some(line), Some(range)) = (t.line(), t.range) else {
+            if t.unknown == Some(Unfit::NoMessages) {
+                let none = Line {
+                    latency_ns: 0.0,
+                    ns_per_byte: 0.0,
+                };
+                return Ok(NetworkFit::build(
+                    [none; 3],
+                    NetworkSource::NoMessages,
+                    eager,
+                ));
+            }
             if let [class] = t.classes.as_slice() {
                 if let Some(lines) = one_class(class) {
                     let source = NetworkSource::OneClass {
@@ -218,7 +236,11 @@ impl NetworkFit {
             classes: t.estimated().count(),
         };
         Ok(NetworkFit::build(
-            [at(range.low), line, at(range.high)],
+            [
+                at(range.low),
+                t.typical_line().unwrap_or(line),
+                at(range.high),
+            ],
             source,
             eager,
         ))
@@ -383,10 +405,11 @@ fn points(classes: &[SizeClass]) -> impl Iterator<Item = (f64, [f64; 3])> + '_ {
 }
 
 /// The lines of one class's time all given to its bytes (or, for empty messages, to the
-/// latency), scaled to its fastest and median clean transfers for the range.
+/// latency): its fastest clean transfer, its median (the estimate of a transfer in the
+/// run), and its median again for the slow end.
 fn one_class(class: &SizeClass) -> Option<[Line; 3]> {
-    let (bytes, [fastest, estimate, typical]) = points(std::slice::from_ref(class)).next()?;
-    Some([fastest, estimate, typical].map(|t| {
+    let (bytes, [fastest, _, typical]) = points(std::slice::from_ref(class)).next()?;
+    Some([fastest, typical, typical].map(|t| {
         if bytes > 0.0 {
             Line {
                 latency_ns: 0.0,

@@ -17,6 +17,9 @@ pub fn network_line(fit: &NetworkFit) -> String {
                 duration(fit.mid.transfer_ns(class.bytes)),
             )
         }
+        NetworkSource::NoMessages if !(fit.latency_given || fit.bandwidth_given) => {
+            "none needed (no point-to-point message between two ranks)".to_string()
+        }
         _ => hockney(&fit.mid),
     }
 }

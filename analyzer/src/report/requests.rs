@@ -116,13 +116,23 @@ pub(super) fn section(o: &mut String, r: &Report, style: Style) {
 fn transfer_model(m: &TransferModel) -> String {
     let measured = format!("{} clean transfer(s) of {} message(s)", m.clean, m.messages);
     match (m.line(), m.range, &m.unknown) {
-        (Some(line), Some(range), _) => format!(
-            "network fitted to {measured}: latency {}, bandwidth {} (range x{:.2} to x{:.2})",
-            duration(line.latency_ns.round() as u64),
-            rate(1e9 / line.ns_per_byte),
-            range.low,
-            range.high
-        ),
+        (Some(line), Some(range), _) => {
+            let typical = m.typical_line().map_or(String::new(), |t| {
+                format!(
+                    "; typically latency {}, bandwidth {}",
+                    duration(t.latency_ns.round() as u64),
+                    rate(1e9 / t.ns_per_byte)
+                )
+            });
+            format!(
+                "network fitted to {measured}: latency {}, bandwidth {} (range x{:.2} to \
+                 x{:.2}{typical})",
+                duration(line.latency_ns.round() as u64),
+                rate(1e9 / line.ns_per_byte),
+                range.low,
+                range.high
+            )
+        }
         (_, _, unknown) => {
             let why = unknown
                 .as_ref()

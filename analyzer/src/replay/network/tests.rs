@@ -81,8 +81,10 @@ fn an_unknown_network_is_completed_by_what_the_user_gives() {
 }
 
 /// Two classes on the line 1000 + 1 ns/B (0 B: clean 900, 1000, 1200, 1200, the
-/// second taken; 1 MiB: 1 MiB + 1000 three times): the fit is known, its range from
-/// the classes' fastest and median clean transfers against the line (0.9 and 1.2).
+/// second taken; 1 MiB: 1 MiB + 1000 three times): the model's line is known, the
+/// range is its line scaled by the classes' fastest and median clean transfers against
+/// it (0.9 and 1.2), and the estimate is the line through the medians: (0, 1200) and
+/// (1 MiB, 1 MiB + 1000), latency 1200 ns, (1 MiB - 200) / 1 MiB ns per byte.
 #[test]
 fn a_known_fit_has_the_model_line_and_its_range() {
     let t = TransferModel::of_classes(
@@ -96,8 +98,15 @@ fn a_known_fit_has_the_model_line_and_its_range() {
         ],
     );
     let fit = NetworkFit::from_transfers(&t, None).unwrap();
-    assert!((fit.mid.latency_ns - 1000.0).abs() < 1e-6, "{fit:?}");
-    assert!((fit.mid.ns_per_byte - 1.0).abs() < 1e-9);
+    let line = t.line().unwrap();
+    assert!((line.latency_ns - 1000.0).abs() < 1e-6, "{line:?}");
+    assert!((line.ns_per_byte - 1.0).abs() < 1e-9);
+    let mib = (1u64 << 20) as f64;
+    assert!((fit.mid.latency_ns - 1200.0).abs() < 1e-6, "{fit:?}");
+    assert!(
+        (fit.mid.ns_per_byte - (mib - 200.0) / mib).abs() < 1e-9,
+        "{fit:?}"
+    );
     assert!((fit.low.latency_ns - 900.0).abs() < 1e-6, "{fit:?}");
     assert!((fit.high.latency_ns - 1200.0).abs() < 1e-6, "{fit:?}");
     assert_eq!(fit.eager, EagerSource::Default);
