@@ -103,7 +103,7 @@ fn source_line(fit: &NetworkFit) -> String {
              class(es)"
         ),
         NetworkSource::OneClass { class } => format!(
-            "fitted to {} clean transfer(s) of {} message(s), all of one size class",
+            "fitted to {} clean transfer(s) of {} message(s)",
             class.clean, class.messages
         ),
         NetworkSource::NoMessages => "no message to fit it to, none needed".to_string(),

@@ -248,7 +248,10 @@ fn the_model_is_a_low_order_statistic_per_class_and_a_line_through_them() {
     ));
     assert_eq!(fit.transfer_range(1000), (2667, 6000));
     assert!((fit.mid.latency_ns - 4500.0).abs() < 1e-6, "{fit:?}");
-    assert!((fit.mid.ns_per_byte - 30_500.0 / 32_000.0).abs() < 1e-9, "{fit:?}");
+    assert!(
+        (fit.mid.ns_per_byte - 30_500.0 / 32_000.0).abs() < 1e-9,
+        "{fit:?}"
+    );
     // The report's line says it in words, and never a latency of 0.
     let r = analyze(&t, &opts()).0;
     let text = overlap_analyzer::report::render(&r, Default::default());

@@ -61,7 +61,12 @@ fn predictions_on_other_networks_in_the_report_shape() {
         slow["report"]["pop"]["runtime_ns"].as_u64().unwrap(),
         predicted(&slow)
     );
-    assert!(w["replay"]["self_error"].is_number(), "{w:#}");
+    // The self check on the trace's own network; a run too noisy for a network (no
+    // clean transfer, sizes off a line) says why instead.
+    assert!(
+        w["replay"]["self_error"].is_number() || w["replay"]["network_unknown"].is_string(),
+        "{w:#}"
+    );
     assert!(slow["measured"]["pop"]["runtime_ns"].as_u64().unwrap() > 0);
 
     // The text report says where the network came from, the self-check, and the

@@ -377,6 +377,8 @@ impl UnknownNetwork {
                         .with_given(latency_ns, bandwidth),
                 );
             }
+            // Nothing measured to fit the other term to: the reason stands.
+            _ if self.classes.is_empty() => return Err(self),
             (Some(l), None) => bandwidth_for(&self.classes, l),
             (None, Some(b)) => latency_for(&self.classes, ns_per_byte(b)),
             (None, None) => return Err(self),
