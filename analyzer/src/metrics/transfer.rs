@@ -47,8 +47,10 @@ pub const QUANTILE: f64 = 0.25;
 pub const MIN_CLEAN: u64 = 3;
 
 /// The plausible latencies, ns: no MPI message arrives in less than 10 ns (a function
-/// call and a memory fence on each side), none takes 10 ms on a working network.
-pub const LATENCY_RANGE_NS: (f64, f64) = (10.0, 10e6);
+/// call and a memory fence on each side), none waits 1 ms for a working network (TCP
+/// over Ethernet takes tens of µs). A millisecond is a scheduler's time slice: a rank
+/// taken off its CPU, on a host with more ranks than CPUs or a loaded machine.
+pub const LATENCY_RANGE_NS: (f64, f64) = (10.0, 1e6);
 
 /// The plausible bandwidths, bytes per second: from 1 MB/s (slower than any network an
 /// MPI run uses) to 10 TB/s (faster than any memory bus or interconnect).
@@ -76,6 +78,11 @@ pub struct SizeClass {
     pub estimate_ns: Option<u64>,
     /// The median clean transfer, ns (none below [`MIN_CLEAN`]).
     pub typical_ns: Option<u64>,
+    /// The estimate when it was slower than any network (the longest latency and the
+    /// lowest bandwidth that are plausible, [`LATENCY_RANGE_NS`] and
+    /// [`BANDWIDTH_RANGE`]): then `estimate_ns` is none. A scheduler's time, not the
+    /// network's.
+    pub too_slow_ns: Option<u64>,
 }
 
 /// Why the line cannot be had.
@@ -90,6 +97,17 @@ pub enum Unfit {
     NoCleanTransfer {
         /// Messages.
         messages: u64,
+    },
+    /// Every class with enough clean transfers was slower than any network.
+    #[error(
+        "the clean transfers are slower than any network ({bytes} B in {estimate_ns} ns, \
+         more than 1 ms plus 1 µs a byte): the scheduler's time, not the network's"
+    )]
+    TooSlow {
+        /// The smallest such class's bytes.
+        bytes: u64,
+        /// Its estimate, ns.
+        estimate_ns: u64,
     },
     /// No class has enough clean transfers.
     #[error(
@@ -132,7 +150,7 @@ pub enum Unfit {
         from: u64,
     },
     /// A latency no network has.
-    #[error("implausible latency {latency_ns:.0} ns (plausible: 10 ns to 10 ms)")]
+    #[error("implausible latency {latency_ns:.0} ns (plausible: 10 ns to 1 ms)")]
     Latency {
         /// The latency, ns.
         latency_ns: f64,
@@ -327,14 +345,18 @@ impl SizeClass {
         let n = clean.len();
         let enough = n as u64 >= MIN_CLEAN;
         let k = ((QUANTILE * n as f64).ceil() as usize).max(2);
+        let estimate = clean.get(k - 1).copied().filter(|&e| enough && e > 0);
+        let slowest = LATENCY_RANGE_NS.1 + bytes as f64 * 1e9 / BANDWIDTH_RANGE.0;
+        let too_slow = estimate.filter(|&e| e as f64 > slowest);
         SizeClass {
             bytes,
             protocol,
             messages,
             clean: n as u64,
             fastest_ns: clean.first().copied().filter(|_| enough),
-            estimate_ns: clean.get(k - 1).copied().filter(|&e| enough && e > 0),
+            estimate_ns: estimate.filter(|_| too_slow.is_none()),
             typical_ns: clean.get(n / 2).copied().filter(|_| enough),
+            too_slow_ns: too_slow,
         }
     }
 }
@@ -343,9 +365,11 @@ impl SizeClass {
 fn line_of(classes: &[SizeClass], messages: u64, clean: u64) -> Result<(Line, Range), Unfit> {
     let estimated: Vec<&SizeClass> = classes.iter().filter(|c| c.estimate_ns.is_some()).collect();
     let (Some(first), Some(last)) = (estimated.first(), estimated.last()) else {
-        return Err(match (messages, clean) {
-            (0, _) => Unfit::NoMessages,
-            (m, 0) => Unfit::NoCleanTransfer { messages: m },
+        let slow = classes.iter().find_map(|c| Some((c.bytes, c.too_slow_ns?)));
+        return Err(match (messages, clean, slow) {
+            (0, _, _) => Unfit::NoMessages,
+            (m, 0, _) => Unfit::NoCleanTransfer { messages: m },
+            (_, _, Some((bytes, estimate_ns))) => Unfit::TooSlow { bytes, estimate_ns },
             _ => Unfit::TooFewClean {
                 most: classes.iter().map(|c| c.clean).max().unwrap_or(0),
                 needed: MIN_CLEAN,

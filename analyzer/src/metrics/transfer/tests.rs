@@ -114,3 +114,29 @@ fn a_line_that_cannot_be_had_is_unknown_with_the_reason() {
         Some(Unfit::NoGrowth { .. } | Unfit::Residuals { .. })
     ));
 }
+
+/// A class slower than any network (1 ms of latency and 1 µs a byte at most): 8 B in
+/// 3.9 ms is a rank descheduled, not a transfer: no estimate, and with no other class
+/// the line is unknown for that reason. 1 MiB in 4.2 ms is slow but could be a
+/// network (up to 1 ms + 1.05 s).
+#[test]
+fn a_class_slower_than_any_network_has_no_estimate() {
+    let slow = class(8, &[3_900_000, 3_950_000, 4_000_000]);
+    assert_eq!(
+        (slow.estimate_ns, slow.too_slow_ns),
+        (None, Some(3_950_000))
+    );
+    assert_eq!(slow.fastest_ns, Some(3_900_000));
+    assert_eq!(
+        unfit(vec![slow]),
+        Some(Unfit::TooSlow {
+            bytes: 8,
+            estimate_ns: 3_950_000
+        })
+    );
+    let large = class(1 << 20, &[4_200_000, 4_200_000, 4_300_000]);
+    assert_eq!(
+        (large.estimate_ns, large.too_slow_ns),
+        (Some(4_200_000), None)
+    );
+}
