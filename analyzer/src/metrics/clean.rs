@@ -119,18 +119,35 @@ pub struct Cleaner<'a> {
     by_post: RequestsByPost,
     partners: LatestPartners,
     eager: EagerFit,
+    /// Each rank's clock error bound, by rank (looked up once: `Trace::clock_error`
+    /// scans the ranks, and there is a lookup per message).
+    errors: crate::fxhash::FxHashMap<u32, Nanos>,
 }
 
 impl<'a> Cleaner<'a> {
     /// The classifier of `trace`'s messages, `eager` saying which are rendezvous.
     pub fn new(trace: &'a Trace, eager: EagerFit) -> Cleaner<'a> {
-        let by_post = RequestsByPost::new(&trace.requests);
+        Cleaner::with_index(trace, RequestsByPost::new(&trace.requests), eager)
+    }
+
+    /// [`Cleaner::new`], with `trace`'s requests already indexed by post.
+    pub(crate) fn with_index(
+        trace: &'a Trace,
+        by_post: RequestsByPost,
+        eager: EagerFit,
+    ) -> Cleaner<'a> {
         let partners = LatestPartners::of(trace, &by_post);
+        let errors = trace
+            .ranks
+            .iter()
+            .map(|t| (t.rank, trace.clock_error(t.rank)))
+            .collect();
         Cleaner {
             trace,
             by_post,
             partners,
             eager,
+            errors,
         }
     }
 
@@ -142,7 +159,13 @@ impl<'a> Cleaner<'a> {
         }
         let ends = MessageEnds::of(trace, &self.by_post, m)?;
         let done = ends.recv_done.filter(|c| c.span.op().is_some_and(blocks))?;
-        let epsilon = trace.clock_error(m.send().rank) + trace.clock_error(m.recv_post().rank);
+        let error = |rank: u32| {
+            self.errors
+                .get(&rank)
+                .copied()
+                .unwrap_or_else(|| trace.clock_error(rank))
+        };
+        let epsilon = error(m.send().rank) + error(m.recv_post().rank);
         let protocol = self.eager.protocol(m.bytes);
         let (from, away) = if let Some(away) = self.receiver_ready(&ends, done, epsilon, protocol) {
             (ends.send.span.start, away)

@@ -61,7 +61,8 @@ impl DescheduledTime {
         hosts: &Oversubscription,
         model: &TransferModel,
     ) -> DescheduledTime {
-        let crowded: Vec<u32> = hosts.ranks().collect();
+        let mut crowded: Vec<u32> = hosts.ranks().collect();
+        crowded.sort_unstable();
         if crowded.is_empty() {
             return DescheduledTime(Vec::new());
         }
@@ -79,7 +80,7 @@ impl DescheduledTime {
                 (e.send_done, e.recv_post.span.start),
             ];
             for (call, partner) in done {
-                if let Some(c) = call.filter(|c| crowded.contains(&c.at.rank)) {
+                if let Some(c) = call.filter(|c| crowded.binary_search(&c.at.rank).is_ok()) {
                     ends.push((c.at, partner, slow));
                 }
             }

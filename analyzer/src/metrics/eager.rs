@@ -57,11 +57,15 @@ impl Protocol {
 impl EagerFit {
     /// The limit of `trace`'s messages.
     pub fn of(trace: &Trace) -> EagerFit {
-        let by_post = RequestsByPost::new(&trace.requests);
+        EagerFit::of_indexed(trace, &RequestsByPost::new(&trace.requests))
+    }
+
+    /// [`EagerFit::of`], with `trace`'s requests already indexed by post.
+    pub(crate) fn of_indexed(trace: &Trace, by_post: &RequestsByPost) -> EagerFit {
         let mut largest_eager: Option<u64> = None;
         let mut waited: Vec<u64> = Vec::new();
         for m in &trace.messages {
-            let Some(ends) = MessageEnds::of(trace, &by_post, m) else {
+            let Some(ends) = MessageEnds::of(trace, by_post, m) else {
                 continue;
             };
             let Some(done) = ends.send_done else { continue };

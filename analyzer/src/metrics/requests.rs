@@ -125,7 +125,7 @@ pub struct RequestPass<'a> {
     /// completed (`NO_TIME` for none: 8 bytes a request, not an `Option`'s 16). The
     /// call's wait until then is explained by a late partner, not by progress.
     call_partner: Vec<u64>,
-    /// The ranks on hosts with more ranks than CPUs.
+    /// The ranks on hosts with more ranks than CPUs, sorted.
     crowded: Vec<u32>,
 }
 
@@ -196,9 +196,10 @@ impl<'a> RequestPass<'a> {
                 }
             }
         });
-        let crowded = super::oversubscription::Oversubscription::of(&trace.info)
+        let mut crowded: Vec<u32> = super::oversubscription::Oversubscription::of(&trace.info)
             .ranks()
             .collect();
+        crowded.sort_unstable();
         RequestPass {
             trace,
             model,
@@ -321,7 +322,7 @@ impl<'a> RequestPass<'a> {
                 partner: (self.call_partner[ri] != NO_TIME).then_some(Nanos(self.call_partner[ri])),
                 t_pure: t_pure.map(Nanos),
                 t_cpu: Nanos(m.cpu_ns),
-                crowded: self.crowded.contains(&r.rank),
+                crowded: self.crowded.binary_search(&r.rank).is_ok(),
             };
             m.progress_wait_ns = p.progress_wait().0;
             m.written_not_achieved = p.verdict(opts);

@@ -235,8 +235,9 @@ pub(crate) fn class_of(bytes: u64) -> u32 {
 impl TransferModel {
     /// Fits the model to the messages of `trace`.
     pub fn fit(trace: &Trace) -> TransferModel {
-        let eager = EagerFit::of(trace);
-        let cleaner = Cleaner::new(trace, eager);
+        let by_post = crate::model::RequestsByPost::new(&trace.requests);
+        let eager = EagerFit::of_indexed(trace, &by_post);
+        let cleaner = Cleaner::with_index(trace, by_post, eager);
         let seen: Vec<((u32, Protocol), u64, Option<u64>)> = trace
             .messages
             .par_iter()
