@@ -7,8 +7,7 @@ use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use overlap_analyzer::dag::{built_in_names, BuiltIn, Options as DagOptions};
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::ops::Program;
-use overlap_analyzer::replay::{NetworkFit, Progress};
+use overlap_analyzer::replay::{NetworkFit, Progress, UnknownNetwork};
 
 /// How rendezvous transfers progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -28,13 +27,20 @@ impl From<ProgressArg> for Progress {
     }
 }
 
-/// The network a replay runs on: fitted to the trace, or from a model file.
+/// The network a replay runs on: fitted to the trace's clean transfers, from a model
+/// file, or given.
 #[derive(Debug, Args)]
 pub(crate) struct NetworkArgs {
     /// A network model file (`overlap run pingpong --model FILE`) instead of the fit to
     /// the trace's own messages.
     #[arg(long, value_name = "FILE")]
     pub(crate) model: Option<PathBuf>,
+    /// One-way latency of the network to predict for (e.g. `2us`), over the fitted one.
+    #[arg(long, value_parser = parse_duration_ns)]
+    pub(crate) latency: Option<f64>,
+    /// Bandwidth of the network to predict for (e.g. `12.5GB/s`), over the fitted one.
+    #[arg(long, value_parser = parse_bandwidth)]
+    pub(crate) bandwidth: Option<f64>,
     /// Largest eager message (e.g. `64KiB`); larger ones use rendezvous (default: fitted
     /// from the trace where it shows it, else 64 KiB).
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
@@ -45,17 +51,51 @@ pub(crate) struct NetworkArgs {
 }
 
 impl NetworkArgs {
-    /// The network for `program` of `trace`: the model file's or the fit, with the
-    /// eager limit given.
-    pub(crate) fn fitted(&self, trace: &Trace, program: &Program) -> Result<NetworkFit> {
+    /// The trace's own network, before `--latency` and `--bandwidth`: the model file's,
+    /// or the fit to the trace's clean transfers (unknown, with the reason, when that
+    /// cannot be made); with the eager limit given.
+    pub(crate) fn measured(&self, trace: &Trace) -> Result<Result<NetworkFit, UnknownNetwork>> {
         let fit = match &self.model {
-            Some(path) => NetworkFit::from_file(path, program, None)?,
-            None => NetworkFit::from_trace(trace, program, None),
+            Some(path) => Ok(NetworkFit::from_file(path, trace, None)?),
+            None => NetworkFit::from_trace(trace, None),
         };
-        Ok(match self.eager_limit {
-            Some(limit) => fit.with_eager_limit(limit),
-            None => fit,
-        })
+        Ok(fit.map(|f| match self.eager_limit {
+            Some(limit) => f.with_eager_limit(limit),
+            None => f,
+        }))
+    }
+
+    /// The network to predict on: `measured` (what [`Self::measured`] gave) with the
+    /// latency and bandwidth given over it; an error naming the options when the trace
+    /// gives none and what was given does not complete it.
+    pub(crate) fn predicting(
+        &self,
+        trace: &Trace,
+        measured: Result<NetworkFit, UnknownNetwork>,
+    ) -> Result<NetworkFit> {
+        let given = (self.latency, self.bandwidth);
+        match measured {
+            Ok(fit) => Ok(fit.with_given(given.0, given.1)),
+            Err(unknown) => match unknown.with_given(given.0, given.1) {
+                Ok(fit) => Ok(match self.eager_limit {
+                    Some(limit) => fit.with_eager_limit(limit),
+                    None => fit,
+                }),
+                Err(unknown) => bail!(
+                    "{}: cannot predict: {unknown}. Give the network: --model FILE (written by \
+                     `overlap run pingpong --model FILE` on the same machines), or --latency \
+                     and --bandwidth (one of them is enough when the trace measured a size \
+                     class: the other is fitted to it)",
+                    trace.source.display()
+                ),
+            },
+        }
+    }
+
+    /// The network to predict on ([`Self::measured`], then [`Self::predicting`]).
+    pub(crate) fn fitted(&self, trace: &Trace) -> Result<NetworkFit> {
+        let measured = self.measured(trace)?;
+        self.predicting(trace, measured)
     }
 }
 

@@ -39,7 +39,7 @@ pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     };
     let trace = crate::cli::load_trace(&a.trace)?;
     let program = program_of(&trace)?;
-    let fit = a.network.fitted(&trace, &program)?;
+    let fit = a.network.fitted(&trace)?;
     let mut suggestion = suggest_trace(&trace, &program, fit, &options)?;
     if !a.confirm.is_empty() {
         let mut reruns = Vec::new();

@@ -14,13 +14,13 @@ use overlap_analyzer::replay::{
     measured_orders, replay, retimed, EagerSource, Network, NetworkFit, NetworkSource, Progress,
     ReplayConfig,
 };
-use overlap_analyzer::report::{duration, render};
+use overlap_analyzer::report::{duration, network_line, render};
 use overlap_analyzer::suggest::{program_of, suggest, Options as SuggestOptions};
 use serde_json::json;
 
 use crate::cli::{load_trace, style, AnalysisArgs};
 use crate::output::{out, outln};
-use crate::replay_args::{parse_bandwidth, parse_duration_ns, NetworkArgs, PolicyArgs};
+use crate::replay_args::{NetworkArgs, PolicyArgs};
 
 /// Units: durations take ns, us (or µs), ms or s (`2us`, `1.5 ms`; a bare number is
 /// ns); bandwidths take B/s, KB/s, MB/s, GB/s (decimal: 1 KB = 1000 B) or KiB/s, MiB/s,
@@ -58,12 +58,6 @@ impl OrderArg {
 pub(crate) struct WhatifArgs {
     /// The trace (merged file or directory of per-rank files).
     trace: PathBuf,
-    /// One-way latency of the network to predict for (e.g. `2us`).
-    #[arg(long, value_parser = parse_duration_ns)]
-    latency: Option<f64>,
-    /// Bandwidth of the network to predict for (e.g. `12.5GB/s`).
-    #[arg(long, value_parser = parse_bandwidth)]
-    bandwidth: Option<f64>,
     #[command(flatten)]
     network: NetworkArgs,
     /// Which order to replay: the measured one, or the one `overlap suggest` suggests
@@ -77,13 +71,6 @@ pub(crate) struct WhatifArgs {
     json: bool,
     #[command(flatten)]
     analysis: AnalysisArgs,
-}
-
-fn network_line(n: &Network) -> String {
-    let bw = n
-        .bandwidth_bytes_per_s()
-        .map_or("infinite".to_string(), |b| format!("{:.3} GB/s", b / 1e9));
-    format!("latency {}, bandwidth {bw}", duration(n.latency()))
 }
 
 fn eager_line(fit: &NetworkFit) -> String {
@@ -107,10 +94,21 @@ fn eager_line(fit: &NetworkFit) -> String {
 
 fn source_line(fit: &NetworkFit) -> String {
     let base = match &fit.source {
-        NetworkSource::Fitted { messages, classes } => {
-            format!("fitted to {messages} message(s) in {classes} size class(es)")
-        }
+        NetworkSource::Fitted {
+            messages,
+            clean,
+            classes,
+        } => format!(
+            "fitted to {clean} clean transfer(s) of {messages} message(s), {classes} size \
+             class(es)"
+        ),
+        NetworkSource::OneClass { class } => format!(
+            "fitted to {} clean transfer(s) of {} message(s)",
+            class.clean, class.messages
+        ),
+        NetworkSource::NoMessages => "no message to fit it to, none needed".to_string(),
         NetworkSource::File { path } => format!("from {}", path.display()),
+        NetworkSource::Given => "given".to_string(),
     };
     match (fit.latency_given, fit.bandwidth_given) {
         (true, true) => "given".to_string(),
@@ -128,20 +126,31 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
     let program: Program = program_of(&trace)
         .with_context(|| format!("{}: cannot replay this trace", a.trace.display()))?;
     let progress = a.network.progress.into();
-    let fitted = a.network.fitted(&trace, &program)?;
-    let measured = measured_orders(&program);
-    // How well the model reproduces the measured run: the measured order on the fitted
-    // (or file's) network.
-    let check = replay(&program, &measured, &ReplayConfig::on(fitted.mid, progress))
-        .context("replaying the measured run on its own network")?;
+    let measured = a.network.measured(&trace)?;
+    let measured_orders = measured_orders(&program);
+    // How well the model reproduces the measured run: the measured order on the trace's
+    // own network (fitted, or the file's), when it has one.
+    let check = match &measured {
+        Ok(own) => Some(
+            replay(
+                &program,
+                &measured_orders,
+                &ReplayConfig::on(own.mid, progress),
+            )
+            .context("replaying the measured run on its own network")?,
+        ),
+        Err(_) => None,
+    };
+    let fit = a.network.predicting(&trace, measured.clone())?;
     let orders = match a.order {
-        OrderArg::Measured => measured,
+        OrderArg::Measured => measured_orders,
         OrderArg::Suggested => {
             let options = SuggestOptions {
                 dag: a.policies.options()?,
                 progress,
             };
-            let s = suggest(&trace, &program, fitted.clone(), &options)?;
+            let own = measured.clone().unwrap_or_else(|_| fit.clone());
+            let s = suggest(&trace, &program, own, &options)?;
             if let Some(why) = &s.rejected {
                 bail!(
                     "{}: the suggested order is rejected: {why}",
@@ -151,8 +160,8 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
             s.orders
         }
     };
-    let self_error = check.self_error(&program);
-    let fit = fitted.with_given(a.latency, a.bandwidth);
+    let self_error = check.as_ref().and_then(|c| c.self_error(&program));
+    let unknown_network = measured.as_ref().err().map(ToString::to_string);
     let run = |n: Network| replay(&program, &orders, &ReplayConfig::on(n, progress));
     let predicted = run(fit.mid).context("the run cannot be replayed on this network")?;
     let (low, high) = (run(fit.low)?, run(fit.high)?);
@@ -171,7 +180,12 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
                 "predicted_ns": predicted.makespan_ns,
                 "predicted_range_ns": [range.0, range.1],
                 "measured_ns": program.measured_ns,
-                "replay": {"self_error": self_error, "assumed": predicted.assumed},
+                "oversubscription": measured_report.run.oversubscription,
+                "replay": {
+                    "self_error": self_error,
+                    "network_unknown": unknown_network,
+                    "assumed": predicted.assumed
+                },
             },
             "measured": {"pop": measured_report.pop},
             "report": report,
@@ -188,9 +202,12 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
         a.trace.display(),
         a.order.name()
     );
+    if let Some(line) = measured_report.run.oversubscription.warning() {
+        outln!("  {line}");
+    }
     outln!(
         "  network     {} ({})",
-        network_line(&fit.mid),
+        network_line(&fit),
         source_line(&fit)
     );
     outln!("  eager limit {}", eager_line(&fit));
@@ -202,12 +219,13 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
         duration(range.1),
         duration(program.measured_ns)
     );
-    match self_error {
-        Some(e) => outln!(
+    match (self_error, &unknown_network) {
+        (Some(e), _) => outln!(
             "  replay.self_error {:+.1}% (the measured run replayed on the unchanged model)",
             e * 100.0
         ),
-        None => outln!("  replay.self_error unknown (the run measured no time)"),
+        (None, Some(why)) => outln!("  replay.self_error unknown: {why}"),
+        (None, None) => outln!("  replay.self_error unknown (the run measured no time)"),
     }
     let s = &predicted.assumed;
     if s.unmatched + s.unmatched_collectives + s.collectives_without_cost + s.other_requests > 0 {

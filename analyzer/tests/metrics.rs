@@ -278,36 +278,45 @@ fn a_waitall_over_mixed_requests_counts_its_largest_late_sender_once() {
 
 #[test]
 fn per_request_overlap_follows_the_imb_formula() {
-    // rank 0  |Isend 0-1|compute 1-11|Wait 11-13|
-    // rank 1  |Irecv 0-1|Wait 1 ------------- 13|
-    // The one message: observed transfer 13 - max(0, 0) = 13 = t_pure (64 B class).
-    // Send: window 1-11, t_cpu 10, t_ovrl 13 -> (13 + 10 - 13) / min(13, 10) = 1.
+    // Three blocking warm-ups, each a clean transfer (rank 1 in its Recv when rank 0
+    // sends): 13 - 0 = 13 three times -> t_pure(64 B) = 13.
+    // rank 0  |Send 0-1|..|Send 20-21|..|Send 40-41|..|Isend 60-61|compute 61-71|Wait 71-73|
+    // rank 1  |Recv 0-13|.|Recv 20-33|.|Recv 40-53|..|Irecv 60-61|Wait 61 ------------ 73|
+    // The non-blocking message is no clean transfer (rank 1 entered its Wait at 61,
+    // after the send at 60).
+    // Send: window 61-71, t_cpu 10, t_ovrl 13 -> (13 + 10 - 13) / min(13, 10) = 1.
     // Receive: window empty -> 0.
-    let t = run(vec![
-        vec![
-            isend(0, 1, 1, 0, 64, 1),
-            compute(1, 11, "c"),
-            complete(Op::Wait, 11, 13, &[(1, None)]),
-        ],
-        vec![
-            irecv(0, 1, 0, 0, 64, 1),
-            complete(Op::Wait, 1, 13, &[(1, Some((0, 0)))]),
-        ],
+    let mut r0: Vec<_> = (0..3).map(|k| send(20 * k, 20 * k + 1, 1, 0, 64)).collect();
+    let mut r1: Vec<_> = (0..3)
+        .map(|k| recv(20 * k, 20 * k + 13, 0, 0, 64))
+        .collect();
+    r0.extend([
+        isend(60, 61, 1, 0, 64, 1),
+        compute(61, 71, "c"),
+        complete(Op::Wait, 71, 73, &[(1, None)]),
     ]);
+    r1.extend([
+        irecv(60, 61, 0, 0, 64, 1),
+        complete(Op::Wait, 61, 73, &[(1, Some((0, 0)))]),
+    ]);
+    let t = run(vec![r0, r1]);
     let (r, d) = analyze(&t, &opts());
-    assert_eq!(r.requests.transfer_model.classes.len(), 1);
-    assert_eq!(r.requests.transfer_model.classes[0].min_ns, 13);
-    // One class: a line through the origin, 64 B in 13 ns.
-    let bandwidth = r
-        .requests
-        .transfer_model
-        .bandwidth_bytes_per_s
-        .expect("a slope");
-    assert!((bandwidth - 64e9 / 13.0).abs() < 1.0, "{bandwidth}");
+    let model = &r.requests.transfer_model;
+    assert_eq!(model.classes.len(), 1);
+    assert_eq!((model.messages, model.clean), (4, 3));
+    assert_eq!(model.classes[0].estimate_ns, Some(13));
+    // One class: no line (latency and bandwidth cannot be told apart), never "0 ns".
+    assert_eq!(
+        (model.latency_ns, model.bandwidth_bytes_per_s),
+        (None, None)
+    );
     let text = overlap_analyzer::report::render(&r, Default::default());
     assert!(
-        text.contains("1 size class (64 B in 13 ns, the fastest observed)")
-            && text.contains("scaled at 4.92 GB/s"),
+        text.contains(
+            "network unknown (3 clean transfer(s) of 4 message(s)): one size class only (64 B \
+             in 13 ns): latency and bandwidth cannot be told apart; t_pure known only for 64 B \
+             (eager) 13 ns"
+        ),
         "{text}"
     );
     let send = d.requests.iter().find(|q| q.is_send()).unwrap();

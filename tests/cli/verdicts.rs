@@ -107,8 +107,13 @@ fn a_large_message_waited_for_after_compute_is_overlap_written_not_achieved() {
         4 * MIB_DOUBLES,
         &[("MPICH_ASYNC_PROGRESS", "0")],
     );
+    // In each round the rank that reaches its Waitall first waits there for the whole
+    // transfer: its two requests are written, not achieved. The other, arriving later,
+    // finds the transfer mostly moved by its partner's waiting (its wait is short
+    // against t_pure): achieved. So about half of the 20 requests, fewer when the
+    // machine's load lets a round's transfer move during the compute.
     let na = &r["requests"]["written_not_achieved"];
-    assert!(na["count"].as_u64().unwrap() >= 10, "{na:#}");
+    assert!(na["count"].as_u64().unwrap() >= 6, "{na:#}");
     let worst = &na["worst"][0];
     assert_eq!(worst["completion"]["call"], "MPI_Waitall", "{worst:#}");
     let late_wait = format!(

@@ -61,14 +61,25 @@ fn predictions_on_other_networks_in_the_report_shape() {
         slow["report"]["pop"]["runtime_ns"].as_u64().unwrap(),
         predicted(&slow)
     );
-    assert!(w["replay"]["self_error"].is_number(), "{w:#}");
+    // The self check on the trace's own network; a run too noisy for a network (no
+    // clean transfer, sizes off a line) says why instead.
+    assert!(
+        w["replay"]["self_error"].is_number() || w["replay"]["network_unknown"].is_string(),
+        "{w:#}"
+    );
     assert!(slow["measured"]["pop"]["runtime_ns"].as_u64().unwrap() > 0);
 
     // The text report says where the network came from, the self-check, and the
     // measured figures beside the predicted ones.
-    let run = overlap(&["whatif", path, "--eager-limit", "1KiB"]);
+    // Without a network of its own (a run too noisy for a fit), the text needs one given.
+    let own = w["replay"]["network_unknown"].is_null();
+    let mut args = vec!["whatif", path, "--eager-limit", "1KiB"];
+    if !own {
+        args.extend(["--latency", "1us", "--bandwidth", "1GB/s"]);
+    }
+    let run = overlap(&args);
     assert!(run.success(), "{}", run.describe());
-    run.assert_stdout_has("fitted to ");
+    run.assert_stdout_has(if own { "fitted to " } else { "(given)" });
     run.assert_stdout_has("eager limit 1024 B, given");
     run.assert_stdout_has("replay.self_error ");
     run.assert_stdout_has("measured    predicted");

@@ -40,8 +40,13 @@ pub const BASELINE_VERSION: u32 = 2;
 pub const DEFAULT_TOLERANCE_PCT: f64 = 5.0;
 
 /// Parameters that change from one run of the same program to the next (where the
-/// program was loaded in memory): neither kept in a baseline nor compared.
-const RUN_ONLY_PARAMS: &[&str] = &["code_maps"];
+/// program was loaded in memory, which CPUs its ranks were given): neither kept in a
+/// baseline nor compared.
+const RUN_ONLY_PARAMS: &[&str] = &[
+    "code_maps",
+    overlap_format::schema::CPU_AFFINITY_PARAM,
+    overlap_format::schema::ONLINE_CPUS_PARAM,
+];
 
 /// A baseline file.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

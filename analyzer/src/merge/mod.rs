@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 
 use overlap_format::schema::{
     Event, GpuEvent, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue, PeersOutOfRange,
-    RankClock, FORMAT_NAME, FORMAT_VERSION,
+    RankClock, CPU_AFFINITY_PARAM, FORMAT_NAME, FORMAT_VERSION, ONLINE_CPUS_PARAM,
 };
 
 pub(crate) use clocks::{ClockPlan, RankAlign};
@@ -303,6 +303,14 @@ impl ClockPlan {
                         drift_ppb,
                         code_maps: match t.header.params.get("code_maps") {
                             Some(ParamValue::Text(maps)) => Some(maps.clone()),
+                            _ => None,
+                        },
+                        cpu_affinity: match t.header.params.get(CPU_AFFINITY_PARAM) {
+                            Some(ParamValue::Text(cpus)) => Some(cpus.clone()),
+                            _ => None,
+                        },
+                        online_cpus: match t.header.params.get(ONLINE_CPUS_PARAM) {
+                            Some(ParamValue::Int(n)) => u32::try_from(*n).ok(),
                             _ => None,
                         },
                         source_sites: t.sites.clone(),

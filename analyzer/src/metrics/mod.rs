@@ -7,12 +7,18 @@
 //! [`Report`], whose field names are the stable keys of `overlap analyze --json`.
 
 pub mod budget;
+pub mod clean;
+pub mod collective_model;
 mod collective_waits;
 pub mod collectives;
+pub mod descheduled;
+pub mod eager;
 pub mod false_overlap;
 pub mod false_overlap_summary;
 pub mod ideal;
+mod message_ends;
 pub mod one_sided;
+pub mod oversubscription;
 pub mod pop;
 pub mod progress;
 pub mod request_row;
@@ -42,7 +48,7 @@ pub use requests::{RequestMetrics, RequestRow, RequestSummary, TransferModel};
 pub use wait_states::{WaitInstance, WaitKind, WaitStates};
 
 /// Version of the report's JSON layout; bumped when a key changes meaning or goes away.
-pub const REPORT_VERSION: u32 = 3;
+pub const REPORT_VERSION: u32 = 4;
 
 /// Thresholds of the analysis.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -180,6 +186,8 @@ pub struct RunInfo {
     /// through the preload, which records MPI only): the GPU verdicts are unknown, not
     /// clean. Null when GPU work was recorded or no runtime was seen.
     pub gpu_unrecorded: Option<crate::gpu::UnrecordedRuntime>,
+    /// Whether a host ran more ranks than it had CPUs for ([`oversubscription`]).
+    pub oversubscription: oversubscription::Oversubscription,
 }
 
 /// Everything `overlap analyze` reports. Field names are the stable JSON keys.
@@ -327,6 +335,7 @@ impl OfTrace {
             unmatched_receives: info.unmatched_receives,
             compute_source: trace.compute_source(),
             gpu_unrecorded: crate::gpu::unrecorded_runtime(trace),
+            oversubscription: oversubscription::Oversubscription::of(&trace.info),
         };
         let (gpu, chains) = {
             let _s = tracing::info_span!("gpu").entered();

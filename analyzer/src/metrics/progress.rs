@@ -59,6 +59,8 @@ pub struct Progress {
     pub t_pure: Option<Nanos>,
     /// Compute in the window.
     pub t_cpu: Nanos,
+    /// The rank's host had more ranks than CPUs ([`super::oversubscription`]).
+    pub crowded: bool,
 }
 
 impl Progress {
@@ -69,6 +71,16 @@ impl Progress {
             p.min(self.wait_end).saturating_sub(self.wait_start)
         });
         whole.saturating_sub(late)
+    }
+
+    /// The wait ran past the ceiling on a host with more ranks than CPUs: the scheduler
+    /// explains it (docs/metrics.md, 3.8), not the transfer, and it is counted apart.
+    pub fn descheduled(&self, opts: &Options) -> bool {
+        let Some(t_pure) = self.t_pure.filter(|p| *p > Nanos::ZERO) else {
+            return false;
+        };
+        let ceiling = CEILING * t_pure.0 as f64 + opts.min_wait.0 as f64;
+        self.crowded && self.blocking && self.progress_wait().0 as f64 > ceiling
     }
 
     /// The verdict: none when it cannot be told.
@@ -86,9 +98,15 @@ impl Progress {
 pub struct NotAchieved {
     /// How many.
     pub count: u64,
+    /// Completed requests whose wait ran past the ceiling on a host with more ranks than
+    /// CPUs: the scheduler's, counted apart (none of them is in `count`).
+    pub descheduled: u64,
+    /// The distinct calls that completed them (a Waitall completing several counts once).
+    pub calls: u64,
     /// Completed requests for which it could not be told (no `t_pure`).
     pub unknown: u64,
-    /// Their summed progress wait, ns.
+    /// Their calls' summed progress wait, ns: each call's once, however many of the
+    /// requests it completed.
     pub wait_ns: u64,
     /// The worst of them (largest progress wait first), with their call sites.
     pub worst: Vec<RequestMetrics>,
@@ -106,8 +124,15 @@ asynchronous progress (MPICH_ASYNC_PROGRESS=1)";
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Verdicts {
     count: u64,
+    descheduled: u64,
     unknown: u64,
+    /// Calls and their progress wait summed over the ranks that are done.
+    calls: u64,
     wait_ns: u64,
+    /// `(rank, call, progress wait)` of the last rank taken's calls that completed a
+    /// request written but not achieved, sorted and unique: its requests may go on in
+    /// the next part.
+    open_rank_calls: Vec<(u32, usize, u64)>,
     /// The worst so far, worst first.
     worst: Vec<RequestRow>,
 }
@@ -118,23 +143,47 @@ impl Verdicts {
         let hits = || reqs.iter().filter(|r| r.written_not_achieved == Some(true));
         let key = |r: &RequestRow| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request);
         self.count += hits().count() as u64;
+        self.descheduled += reqs.iter().filter(|r| r.descheduled).count() as u64;
         self.unknown += reqs
             .iter()
             .filter(|r| r.completion_index().is_some() && r.written_not_achieved.is_none())
             .count() as u64;
-        self.wait_ns += hits().map(|r| r.progress_wait_ns).sum::<u64>();
+        self.add_calls(
+            hits().filter_map(|r| Some((r.rank, r.completion_index()?, r.progress_wait_ns))),
+        );
         // Those kept so far come before the new ones, as they did among the requests.
         let candidates = self.worst.iter().chain(hits());
         let worst = super::requests::smallest(candidates, opts.worst, |a, b| key(a).cmp(&key(b)));
         self.worst = worst.into_iter().cloned().collect();
     }
 
+    /// Takes the calls of the next requests: a call completing several of them counts
+    /// once (its requests are neighbours once sorted by rank and call; they all have the
+    /// call's progress wait). The ranks before the last one taken are done.
+    fn add_calls(&mut self, calls: impl Iterator<Item = (u32, usize, u64)>) {
+        let mut open = std::mem::take(&mut self.open_rank_calls);
+        open.extend(calls);
+        open.sort_unstable();
+        open.dedup_by_key(|c| (c.0, c.1));
+        let Some(last) = open.last().map(|c| c.0) else {
+            return;
+        };
+        let done = open.partition_point(|c| c.0 < last);
+        self.calls += done as u64;
+        self.wait_ns += open[..done].iter().map(|c| c.2).sum::<u64>();
+        open.drain(..done);
+        self.open_rank_calls = open;
+    }
+
     /// The verdicts of every request taken (the worst named from `trace`).
     pub(super) fn finish(self, trace: &Trace) -> NotAchieved {
+        let open = &self.open_rank_calls;
         NotAchieved {
             count: self.count,
+            descheduled: self.descheduled,
+            calls: self.calls + open.len() as u64,
             unknown: self.unknown,
-            wait_ns: self.wait_ns,
+            wait_ns: self.wait_ns + open.iter().map(|c| c.2).sum::<u64>(),
             worst: self.worst.iter().filter_map(|r| r.metrics(trace)).collect(),
             hint: HINT,
         }

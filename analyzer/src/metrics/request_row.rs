@@ -49,6 +49,9 @@ pub struct RequestRow {
     pub freed: bool,
     /// Overlap written but not achieved; none when it cannot be told.
     pub written_not_achieved: Option<bool>,
+    /// Its completing call waited past what its transfer explains, on a host with more
+    /// ranks than CPUs: the scheduler's wait ([`super::progress::Progress::descheduled`]).
+    pub descheduled: bool,
 }
 
 const _: () = assert!(std::mem::size_of::<RequestRow>() == 112);
@@ -112,6 +115,7 @@ impl RequestRow {
             kind: id.kind,
             freed: id.freed,
             written_not_achieved: None,
+            descheduled: false,
         }
     }
 

@@ -7,8 +7,9 @@
 //! - exposed wait: the duration of the call that completed the request;
 //! - `t_ovrl = X(wait) - E(post)`;
 //! - `t_pure`: the transfer time of the request on its own ([`super::transfer`]: the
-//!   point-to-point model for messages and one-sided operations, the collective model
-//!   for non-blocking collectives); unknown (0) when there is no estimate;
+//!   network fitted to clean transfers, for messages and one-sided operations;
+//!   [`super::collective_model`] for non-blocking collectives, by the size the post
+//!   recorded); unknown (none) when there is no estimate;
 //! - `overlap = max(0, min(1, (t_pure + t_cpu - t_ovrl) / min(t_pure, t_cpu)))`,
 //!   0 when nothing was computed in the window, none when `t_pure` is unknown;
 //! - the OSU figure `osu_overlap = max(0, 1 - (t_ovrl - t_cpu) / t_pure)` next to it.
@@ -124,6 +125,8 @@ pub struct RequestPass<'a> {
     /// completed (`NO_TIME` for none: 8 bytes a request, not an `Option`'s 16). The
     /// call's wait until then is explained by a late partner, not by progress.
     call_partner: Vec<u64>,
+    /// The ranks on hosts with more ranks than CPUs, sorted.
+    crowded: Vec<u32>,
 }
 
 impl<'a> RequestPass<'a> {
@@ -193,6 +196,10 @@ impl<'a> RequestPass<'a> {
                 }
             }
         });
+        let mut crowded: Vec<u32> = super::oversubscription::Oversubscription::of(&trace.info)
+            .ranks()
+            .collect();
+        crowded.sort_unstable();
         RequestPass {
             trace,
             model,
@@ -200,6 +207,7 @@ impl<'a> RequestPass<'a> {
             opts,
             message,
             call_partner,
+            crowded,
         }
     }
 
@@ -266,15 +274,15 @@ impl<'a> RequestPass<'a> {
         let (kind, bytes, t_pure) = match r.kind {
             RequestKind::Send => {
                 let b = call.bytes().unwrap_or(0);
-                (RequestClass::Send, b, Some(model.pure(b)))
+                (RequestClass::Send, b, model.pure(b))
             }
             RequestKind::Recv => {
                 let b = message.map(|m| m.bytes).or(call.bytes()).unwrap_or(0);
-                (RequestClass::Receive, b, Some(model.pure(b)))
+                (RequestClass::Receive, b, model.pure(b))
             }
             RequestKind::OneSided => {
                 let b = call.bytes().unwrap_or(0);
-                (RequestClass::OneSided, b, Some(model.pure(b)))
+                (RequestClass::OneSided, b, model.pure(b))
             }
             RequestKind::Collective => {
                 let b = call.bytes().unwrap_or(0);
@@ -314,9 +322,11 @@ impl<'a> RequestPass<'a> {
                 partner: (self.call_partner[ri] != NO_TIME).then_some(Nanos(self.call_partner[ri])),
                 t_pure: t_pure.map(Nanos),
                 t_cpu: Nanos(m.cpu_ns),
+                crowded: self.crowded.binary_search(&r.rank).is_ok(),
             };
             m.progress_wait_ns = p.progress_wait().0;
             m.written_not_achieved = p.verdict(opts);
+            m.descheduled = p.descheduled(opts);
             m.set_completion(i);
         }
         Some(m)

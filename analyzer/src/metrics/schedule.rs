@@ -120,9 +120,11 @@ fn measured_by_rank(
     part: usize,
 ) -> Measured {
     let (model, collective_model) = (&models.transfers, &models.collectives);
+    let mut early = early;
+    let descheduled = models.descheduled(trace, &mut early.waits);
     let waits = &early.waits;
     let (wait_states, (request_summary, false_overlap)) = rayon::join(
-        || wait_states::summarize(trace, waits, opts),
+        || wait_states::summarize(trace, waits, descheduled, opts),
         || {
             let _s = tracing::info_span!("requests").entered();
             let pass = requests::RequestPass::new(trace, model, collective_model, opts);
@@ -176,6 +178,8 @@ pub(super) fn parts_of_whole_ranks(
 /// What follows the light figures: the per-request pass and what is made of it.
 fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
     let (model, collective_model) = (&models.transfers, &models.collectives);
+    let mut early = early;
+    let descheduled = models.descheduled(trace, &mut early.waits);
     let waits = &early.waits;
     let requests = {
         let _s = tracing::info_span!("requests").entered();
@@ -185,7 +189,7 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
     let ((wait_states, request_summary), false_overlap) = rayon::join(
         || {
             (
-                wait_states::summarize(trace, waits, opts),
+                wait_states::summarize(trace, waits, descheduled, opts),
                 requests::summarize(trace, &requests, model, collective_model, opts),
             )
         },
@@ -289,6 +293,16 @@ impl Models {
             transfers: transfer::TransferModel::fit(trace),
             collectives: transfer::CollectiveModel::fit(trace),
         }
+    }
+
+    /// Flags the wait instances the scheduler explains, and the scheduler's time.
+    fn descheduled(
+        &self,
+        trace: &Trace,
+        waits: &mut [WaitInstance],
+    ) -> super::descheduled::Descheduled {
+        let hosts = super::oversubscription::Oversubscription::of(&trace.info);
+        super::descheduled::DescheduledTime::of(trace, &hosts, &self.transfers).flag(waits)
     }
 }
 

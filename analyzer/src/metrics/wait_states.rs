@@ -23,7 +23,8 @@
 //! twice. Only positive waits count. A remote time after the local exit (clock error) is
 //! clipped to the exit and the instance is flagged clock-suspect. An instance no longer
 //! than the clock error bound of the ranks involved is indeterminate: kept apart, not
-//! in the totals.
+//! in the totals; so is one whose peer the scheduler held, on a host with more ranks
+//! than CPUs ([`super::descheduled`]).
 //!
 //! ```text
 //!  rank 0        |Isend|.............................
@@ -39,8 +40,10 @@ use overlap_format::schema::{Nanos, OpClass};
 use serde::Serialize;
 
 use super::budget::share_of;
+use super::descheduled::Descheduled;
+use super::message_ends::send_completion;
 use super::{blocks, CallRef, Options};
-use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Trace};
+use crate::model::{EventRef, Message, RequestsByPost, Trace};
 use rayon::prelude::*;
 
 /// The kinds of wait state.
@@ -169,6 +172,9 @@ pub struct WaitInstance {
     pub error_bound_ns: u64,
     /// True when `amount_ns` is within the error bound: counted apart.
     pub indeterminate: bool,
+    /// True when the peer spent most of it in descheduled time, on a host with more
+    /// ranks than CPUs ([`super::descheduled`]): the scheduler's wait, counted apart.
+    pub descheduled: bool,
     /// True when the remote time fell after the local exit and was clipped.
     pub clock_suspect: bool,
     /// When the call also carried a wait of another kind over some of the same time:
@@ -191,6 +197,10 @@ pub struct KindSummary {
     pub indeterminate_count: u64,
     /// Their total, ns.
     pub indeterminate_ns: u64,
+    /// Instances the scheduler explains (their peer descheduled), not counted above.
+    pub descheduled_count: u64,
+    /// Their total, ns.
+    pub descheduled_ns: u64,
     /// Clock-suspect instances.
     pub clock_suspect: u64,
     /// The largest instances, largest first.
@@ -209,6 +219,9 @@ pub struct WaitStates {
     pub kinds: Vec<KindSummary>,
     /// Per rank: determinate wait charged to it, ns.
     pub per_rank_ns: BTreeMap<u32, u64>,
+    /// The scheduler's waits on hosts with more ranks than CPUs, counted apart
+    /// ([`super::descheduled`]).
+    pub descheduled: Descheduled,
 }
 
 /// A wait found by one pattern: the interval `[from, to)` of call `at`.
@@ -316,6 +329,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
                 amount_ns: amount.0,
                 error_bound_ns: bound.0,
                 indeterminate: amount <= bound,
+                descheduled: false,
                 clock_suspect: c.suspect,
                 split_from_ns: (amount != c.amount()).then_some(c.amount().0),
             });
@@ -384,21 +398,14 @@ fn point_to_point(
     }
 }
 
-/// Which call completed the request posted at `post`: where one call posted several
-/// (Startall), the last of them in the requests' order that completed counts.
-fn send_completion(
-    requests: &[RequestLife],
-    by_post: &RequestsByPost,
-    post: EventRef,
-) -> Option<usize> {
-    by_post
-        .at(post)
-        .rev()
-        .find_map(|r| requests[r].completion())
-}
-
-/// Totals per kind and per rank, with the worst instances.
-pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitStates {
+/// Totals per kind and per rank, with the worst instances; `descheduled` is what
+/// [`super::descheduled`] found (its instances are flagged in `waits`).
+pub fn summarize(
+    trace: &Trace,
+    waits: &[WaitInstance],
+    descheduled: Descheduled,
+    opts: &Options,
+) -> WaitStates {
     let sum_wall: u64 = trace
         .ranks
         .iter()
@@ -415,6 +422,8 @@ pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitS
             fraction: None,
             indeterminate_count: 0,
             indeterminate_ns: 0,
+            descheduled_count: 0,
+            descheduled_ns: 0,
             clock_suspect: 0,
             worst: Vec::new(),
         };
@@ -426,6 +435,11 @@ pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitS
             if w.indeterminate {
                 k.indeterminate_count += 1;
                 k.indeterminate_ns += w.amount_ns;
+                continue;
+            }
+            if w.descheduled {
+                k.descheduled_count += 1;
+                k.descheduled_ns += w.amount_ns;
                 continue;
             }
             k.count += 1;
@@ -444,49 +458,6 @@ pub fn summarize(trace: &Trace, waits: &[WaitInstance], opts: &Options) -> WaitS
         fraction: share_of(total, sum_wall),
         kinds,
         per_rank_ns: per_rank,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use overlap_format::schema::RequestKind;
-
-    /// Requests by (rank, post): rank 0 posts at 3 and completes at 9; a Startall at 5
-    /// starts three, of which the first and second complete (at 11 and 12), the third
-    /// never; rank 1 posts at 2, never completed, and at 4, completed at 6. For the
-    /// Startall, the last that completed counts (12); nothing for a post with no
-    /// completion or no request. The same requests in another order (a retimed trace's:
-    /// rank 1 first, the Startall's own order kept) give the same answers.
-    #[test]
-    fn send_completions_are_found_by_post_in_any_order() {
-        let life = |rank, post, done| {
-            RequestLife::new(rank, post as u64, RequestKind::Send, post, post, done, None)
-        };
-        let requests = vec![
-            life(0, 3, Some(9)),
-            life(0, 5, Some(11)),
-            life(0, 5, Some(12)),
-            life(0, 5, None),
-            life(1, 2, None),
-            life(1, 4, Some(6)),
-        ];
-        let moved: Vec<RequestLife> = [5, 4, 1, 0, 2, 3].iter().map(|&i| requests[i]).collect();
-        let (by_sorted, by_moved) = (RequestsByPost::new(&requests), RequestsByPost::new(&moved));
-        for rank in 0..3 {
-            for index in 0..8 {
-                let at = EventRef { rank, index };
-                assert_eq!(
-                    send_completion(&requests, &by_sorted, at),
-                    send_completion(&moved, &by_moved, at),
-                    "{at:?}"
-                );
-            }
-        }
-        let at = |rank, index| send_completion(&requests, &by_sorted, EventRef { rank, index });
-        assert_eq!(
-            (at(0, 3), at(0, 5), at(1, 2), at(1, 4), at(2, 0)),
-            (Some(9), Some(12), None, Some(6), None)
-        );
+        descheduled,
     }
 }

@@ -225,6 +225,15 @@ pub(crate) struct CallExtra {
     pub(crate) group: (u32, u32),
 }
 
+/// A collective's size on one rank: the larger of the bytes it contributes and the
+/// bytes it receives (the recorders write both, from the call's counts and types:
+/// `MPI_Ialltoall` of `c` elements of `t` on `n` ranks contributes and receives
+/// `n × c × size(t)`, `MPI_Iallreduce` and `MPI_Ibcast` `c × size(t)` on every rank).
+/// None when the call recorded neither (a barrier, or a call that is no collective).
+fn collective_bytes(a: &overlap_format::schema::CallArgs) -> Option<u64> {
+    a.send_bytes.max(a.recv_bytes)
+}
+
 impl CallInfo {
     /// The arguments of a call, its rare parts at `extra` of its timeline's side table
     /// (`None`: it has none). A value equal to a field's sentinel (see the type) reads
@@ -245,7 +254,7 @@ impl CallInfo {
             // id from 2^31 up that the recorder never makes: the window stays a window.
             win: a.win.map_or(NO_INDEX, |w| w.min(NO_INDEX - 1)),
             extra: extra.unwrap_or(NO_INDEX),
-            bytes: a.bytes.unwrap_or(NO_U64),
+            bytes: a.bytes.or_else(|| collective_bytes(a)).unwrap_or(NO_U64),
             request: a.request.unwrap_or(NO_U64),
             buf: buffer_or_none(buf),
             completed,
@@ -263,7 +272,8 @@ impl CallInfo {
         some_i32(self.tag)
     }
 
-    /// Bytes sent, or a receive's capacity.
+    /// Bytes sent, or a receive's capacity; for a collective, its size on this rank
+    /// ([`collective_bytes`]).
     pub fn bytes(&self) -> Option<u64> {
         some_u64(self.bytes)
     }

@@ -40,7 +40,7 @@ mod retime;
 mod tests;
 
 pub use network::{
-    fit_eager_limit, EagerSource, Network, NetworkError, NetworkFit, NetworkSource,
+    EagerSource, Network, NetworkError, NetworkFit, NetworkSource, UnknownNetwork,
     DEFAULT_EAGER_LIMIT,
 };
 pub use retime::retimed;
@@ -263,7 +263,7 @@ pub struct SelfCheck {
 }
 
 /// Why there is no self check: the figure could not be made, and the report says why.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum NoSelfCheck {
     /// No program of operations could be built from the trace.
@@ -280,6 +280,12 @@ pub enum NoSelfCheck {
     CutShort {
         /// The ranks.
         ranks: Vec<u32>,
+    },
+    /// The trace gives no network to replay on.
+    #[error("{network}")]
+    NetworkUnknown {
+        /// Why.
+        network: UnknownNetwork,
     },
     /// The measured order could not be replayed on the fitted network.
     #[error("the measured order cannot be replayed: {error}")]
@@ -311,7 +317,8 @@ pub fn self_check_fitted(
     if !cut.is_empty() {
         return Err(NoSelfCheck::CutShort { ranks: cut });
     }
-    let fit = NetworkFit::from_transfers(transfers, program, None);
+    let fit = NetworkFit::from_transfers(transfers, None)
+        .map_err(|network| NoSelfCheck::NetworkUnknown { network })?;
     let progress = Progress::InMpi;
     let replayed_ns =
         measured_makespan(program, &ReplayConfig::on(fit.mid, progress)).map_err(|e| {

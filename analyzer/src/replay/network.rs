@@ -1,36 +1,29 @@
 //! The network a replay runs on: Hockney's `latency + bytes / bandwidth` and the eager
-//! limit, with a range for predictions. It comes from one of two places:
+//! limit, with a range for predictions. It comes from one of three places:
 //!
-//! - the trace's own messages: [`TransferModel`] (the one fit of transfer times the
-//!   analyzer has): the typical transfer of each size class for the estimate, the
-//!   fastest for the fast end of the range;
+//! - the trace's own clean transfers: [`TransferModel`], the one network model of the
+//!   analyzer (the same that gives `t_pure`); its line is the estimate, its range the
+//!   range. When that line is unknown ([`crate::metrics::transfer::Unfit`]) so is the
+//!   network: [`UnknownNetwork`] says why, and takes what the user gives to complete it;
 //! - a model file written by `overlap run pingpong --model FILE`
 //!   ([`overlap_format::network_model`]), whose measured points against its fit give the
-//!   range.
+//!   range;
+//! - the user's `--latency` and `--bandwidth`: exact.
 //!
-//! The eager limit is fitted from the trace when it shows one: a send that completed
-//! before its receive was posted was eager; a send whose completion was entered before
-//! the receive was posted and left after it waited for the receiver (rendezvous). The
-//! limit is the largest eager size; else `--eager-limit`; else [`DEFAULT_EAGER_LIMIT`].
-//!
-//! ```text
-//!  r0 |Isend 64K|Wait|..........          eager: the Wait ended (2) before the
-//!  r1 |c 0 ------------ 5|Irecv|Wait|     Irecv was posted (5): 64 KiB <= limit
-//! ```
+//! The eager limit is the trace's ([`EagerFit`], shared with the fit), else
+//! `--eager-limit`, else [`DEFAULT_EAGER_LIMIT`].
 
 use std::path::{Path, PathBuf};
 
 use overlap_format::network_model::{ModelError, NetworkModel};
 use serde::Serialize;
 
-use crate::metrics::transfer::TransferModel;
+use crate::metrics::eager::EagerFit;
+pub use crate::metrics::eager::DEFAULT_EAGER_LIMIT;
+use crate::metrics::transfer::{
+    Line, SizeClass, TransferModel, Unfit, BANDWIDTH_RANGE, LATENCY_RANGE_NS,
+};
 use crate::model::Trace;
-use crate::ops::{OpKind, Program};
-
-/// The eager limit assumed when neither the trace nor the user says: 64 KiB, the order
-/// of MPICH's eager thresholds (ch3 switches to rendezvous above 128 KiB, its
-/// shared-memory paths lower). Replays say when they assumed it ([`EagerSource`]).
-pub const DEFAULT_EAGER_LIMIT: u64 = 64 * 1024;
 
 /// A network: per message `latency + bytes × ns_per_byte`; eager at or below
 /// `eager_limit` bytes, rendezvous above.
@@ -97,18 +90,36 @@ pub enum EagerSource {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "from")]
 pub enum NetworkSource {
-    /// Fitted to the trace's messages.
+    /// Fitted to the trace's clean transfers.
     Fitted {
-        /// Messages the fit used.
+        /// Messages.
         messages: u64,
-        /// Size classes observed.
+        /// Of which clean transfers.
+        clean: u64,
+        /// Size classes with an estimate the line went through.
         classes: usize,
     },
+    /// The trace's clean transfers, all of one size class (every message of the run is
+    /// of that class): the class's time is known, latency and bandwidth are not told
+    /// apart, and the network holds for that class only. The replay takes the whole
+    /// time as the bytes' (latency 0, `estimate / bytes` per byte; a class of empty
+    /// messages: all latency), so that a rendezvous transfer needs progress for all of
+    /// it, as its clean transfers had.
+    OneClass {
+        /// The class.
+        class: SizeClass,
+    },
+    /// No point-to-point message between two ranks: the replay moves no message over a
+    /// network (its collectives have their own costs), so it needs none; latency and
+    /// bandwidth are not figures of this run (0 and 0 per byte, never used).
+    NoMessages,
     /// A model file.
     File {
         /// The file.
         path: PathBuf,
     },
+    /// The user's `--latency` and `--bandwidth`.
+    Given,
 }
 
 /// A network with its range and where each part came from.
@@ -130,7 +141,7 @@ pub struct NetworkFit {
     pub eager: EagerSource,
 }
 
-/// Why a network cannot be had.
+/// Why a model file cannot be had.
 #[derive(Debug, thiserror::Error)]
 pub enum NetworkError {
     /// The model file cannot be used.
@@ -138,54 +149,109 @@ pub enum NetworkError {
     Model(#[from] ModelError),
 }
 
+/// A network the trace cannot give: why, and what it measured (the clean size classes),
+/// which a latency or a bandwidth the user gives can complete
+/// ([`UnknownNetwork::with_given`]).
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[error("the network is unknown: {reason}")]
+pub struct UnknownNetwork {
+    /// Why.
+    #[serde(flatten)]
+    pub reason: Unfit,
+    /// The classes with an estimate.
+    #[serde(skip)]
+    classes: Vec<SizeClass>,
+    /// The eager limit.
+    #[serde(skip)]
+    eager: (u64, EagerSource),
+}
+
+/// The eager limit: the trace's, else `given`, else the default.
+fn eager_limit(fit: &EagerFit, given: Option<u64>) -> (u64, EagerSource) {
+    match (fit.largest_eager, given) {
+        (Some(largest_eager), _) => (
+            largest_eager,
+            EagerSource::Fitted {
+                largest_eager,
+                smallest_rendezvous: fit.smallest_rendezvous,
+            },
+        ),
+        (None, Some(given)) => (given, EagerSource::Given),
+        (None, None) => (DEFAULT_EAGER_LIMIT, EagerSource::Default),
+    }
+}
+
 impl NetworkFit {
-    /// The network fitted to `trace`'s messages (`program` is its program), with
-    /// `eager_limit` used when the trace shows none. The best estimate is the line
-    /// through each size class's typical transfer ([`TransferModel::typical`]); the fast
-    /// end the line through the fastest ones ([`TransferModel::fit`]); the slow end the
-    /// best estimate scaled by the largest ratio of a class's typical transfer to it.
-    pub fn from_trace(trace: &Trace, program: &Program, eager_limit: Option<u64>) -> NetworkFit {
-        NetworkFit::from_transfers(&TransferModel::fit(trace), program, eager_limit)
+    /// The network fitted to `trace`'s clean transfers, with `eager_limit` used when the
+    /// trace shows none; unknown when the fit cannot be made or is implausible.
+    pub fn from_trace(
+        trace: &Trace,
+        eager_limit: Option<u64>,
+    ) -> Result<NetworkFit, UnknownNetwork> {
+        NetworkFit::from_transfers(&TransferModel::fit(trace), eager_limit)
     }
 
-    /// [`NetworkFit::from_trace`], from the transfers already fitted to the trace
-    /// (`program` is its program).
+    /// [`NetworkFit::from_trace`], from the transfers already fitted to the trace: the
+    /// estimate is what a transfer typically took (the line through the classes' median
+    /// clean transfers, or the model's line when that one has no positive terms), the
+    /// range the model's line scaled by the model's range.
     pub fn from_transfers(
         t: &TransferModel,
-        program: &Program,
         eager_limit: Option<u64>,
-    ) -> NetworkFit {
-        let typical = t.typical();
-        let mid = (typical.latency_ns, typical.ns_per_byte);
-        let fastest = (
-            t.latency_ns,
-            t.bandwidth_bytes_per_s.map_or(0.0, |b| 1e9 / b),
-        );
-        let low = (fastest.0.min(mid.0), fastest.1.min(mid.1));
-        let line = |bytes: u64| mid.0 + mid.1 * bytes as f64;
-        let slow = t
-            .classes
-            .iter()
-            .map(|c| (line(c.bytes), c.typical_ns.unwrap_or(c.min_ns) as f64))
-            .filter(|(l, _)| *l > 0.0)
-            .map(|(l, seen)| seen / l)
-            .fold(1.0f64, f64::max);
-        let messages = t.classes.iter().map(|c| c.messages).sum();
-        let classes = t.classes.len();
-        NetworkFit::build(
-            [low, mid, (mid.0 * slow, mid.1 * slow)],
-            NetworkSource::Fitted { messages, classes },
-            program,
-            eager_limit,
-        )
+    ) -> Result<NetworkFit, UnknownNetwork> {
+        let eager = self::eager_limit(&t.eager, eager_limit);
+        let (Some(line), Some(range)) = (t.line(), t.range) else {
+            if t.unknown == Some(Unfit::NoMessages) {
+                let none = Line {
+                    latency_ns: 0.0,
+                    ns_per_byte: 0.0,
+                };
+                return Ok(NetworkFit::build(
+                    [none; 3],
+                    NetworkSource::NoMessages,
+                    eager,
+                ));
+            }
+            if let [class] = t.classes.as_slice() {
+                if let Some(lines) = one_class(class) {
+                    let source = NetworkSource::OneClass {
+                        class: class.clone(),
+                    };
+                    return Ok(NetworkFit::build(lines, source, eager));
+                }
+            }
+            return Err(UnknownNetwork {
+                reason: t.unknown.clone().unwrap_or(Unfit::NoMessages),
+                classes: t.estimated().cloned().collect(),
+                eager,
+            });
+        };
+        let at = |f: f64| Line {
+            latency_ns: line.latency_ns * f,
+            ns_per_byte: line.ns_per_byte * f,
+        };
+        let source = NetworkSource::Fitted {
+            messages: t.messages,
+            clean: t.clean,
+            classes: t.estimated().count(),
+        };
+        Ok(NetworkFit::build(
+            [
+                at(range.low),
+                t.typical_line().unwrap_or(line),
+                at(range.high),
+            ],
+            source,
+            eager,
+        ))
     }
 
     /// The network of a model file (`overlap run pingpong --model FILE`): its fit, and
     /// for the range the fit scaled by the smallest and the largest ratio of a measured
-    /// point to it.
+    /// point to it. The eager limit is `trace`'s, else `eager_limit`, else the default.
     pub fn from_file(
         path: &Path,
-        program: &Program,
+        trace: &Trace,
         eager_limit: Option<u64>,
     ) -> Result<NetworkFit, NetworkError> {
         let m = NetworkModel::read(path)?;
@@ -197,39 +263,23 @@ impl NetworkFit {
                 hi = hi.max(p.latency_ns / line);
             }
         }
-        let at = |f: f64| (m.fit.latency_ns * f, m.fit.ns_per_byte * f);
-        Ok(NetworkFit::build(
-            [at(lo), at(1.0), at(hi)],
-            NetworkSource::File {
-                path: path.to_path_buf(),
-            },
-            program,
-            eager_limit,
-        ))
+        let at = |f: f64| Line {
+            latency_ns: m.fit.latency_ns * f,
+            ns_per_byte: m.fit.ns_per_byte * f,
+        };
+        let source = NetworkSource::File {
+            path: path.to_path_buf(),
+        };
+        let eager = self::eager_limit(&EagerFit::of(trace), eager_limit);
+        Ok(NetworkFit::build([at(lo), at(1.0), at(hi)], source, eager))
     }
 
-    /// The fit of `[low, mid, high]` (latency ns, ns per byte each), with its eager limit.
-    fn build(
-        lines: [(f64, f64); 3],
-        source: NetworkSource,
-        program: &Program,
-        eager_limit: Option<u64>,
-    ) -> NetworkFit {
-        let (eager_limit, eager) = match (fit_eager_limit(program), eager_limit) {
-            (Some((largest_eager, smallest_rendezvous)), _) => (
-                largest_eager,
-                EagerSource::Fitted {
-                    largest_eager,
-                    smallest_rendezvous,
-                },
-            ),
-            (None, Some(given)) => (given, EagerSource::Given),
-            (None, None) => (DEFAULT_EAGER_LIMIT, EagerSource::Default),
-        };
-        let [low, mid, high] = lines.map(|(latency_ns, ns_per_byte)| Network {
-            latency_ns,
-            ns_per_byte,
-            eager_limit,
+    /// The fit of `[low, mid, high]`, with its eager limit.
+    fn build(lines: [Line; 3], source: NetworkSource, eager: (u64, EagerSource)) -> NetworkFit {
+        let [low, mid, high] = lines.map(|l| Network {
+            latency_ns: l.latency_ns,
+            ns_per_byte: l.ns_per_byte,
+            eager_limit: eager.0,
         });
         NetworkFit {
             mid,
@@ -238,19 +288,41 @@ impl NetworkFit {
             source,
             latency_given: false,
             bandwidth_given: false,
-            eager,
+            eager: eager.1,
         }
     }
 
     /// The same, with the latency and the bandwidth (bytes per second) the user gave:
-    /// given values are exact, so the range keeps them fixed.
+    /// given values are exact, so the range keeps them fixed. A network of one size
+    /// class ([`NetworkSource::OneClass`]) given one term fits the other to the class;
+    /// where that is implausible (a latency longer than the class's time) it keeps its
+    /// own, and takes the given one as it is.
     pub fn with_given(mut self, latency_ns: Option<f64>, bandwidth: Option<f64>) -> NetworkFit {
+        if let (NetworkSource::OneClass { class }, false) =
+            (&self.source, latency_ns.is_some() && bandwidth.is_some())
+        {
+            let fitted = match (latency_ns, bandwidth) {
+                (Some(l), None) => bandwidth_for(std::slice::from_ref(class), l).ok(),
+                (None, Some(b)) => latency_for(std::slice::from_ref(class), ns_per_byte(b)).ok(),
+                _ => None,
+            };
+            if let Some([low, mid, high]) = fitted {
+                for (n, l) in [
+                    (&mut self.low, low),
+                    (&mut self.mid, mid),
+                    (&mut self.high, high),
+                ] {
+                    n.latency_ns = l.latency_ns;
+                    n.ns_per_byte = l.ns_per_byte;
+                }
+            }
+        }
         for n in [&mut self.mid, &mut self.low, &mut self.high] {
             if let Some(l) = latency_ns {
                 n.latency_ns = l;
             }
             if let Some(b) = bandwidth {
-                n.ns_per_byte = if b.is_infinite() { 0.0 } else { 1e9 / b };
+                n.ns_per_byte = ns_per_byte(b);
             }
         }
         self.latency_given |= latency_ns.is_some();
@@ -266,42 +338,174 @@ impl NetworkFit {
         self.eager = EagerSource::Given;
         self
     }
+
+    /// The range of the one-way time of a `bytes` message, ns: the fast end's and the
+    /// slow end's (what a figure resting on one message's transfer cannot tell apart).
+    pub fn transfer_range(&self, bytes: u64) -> (u64, u64) {
+        let (a, b) = (self.low.transfer_ns(bytes), self.high.transfer_ns(bytes));
+        (a.min(b), a.max(b))
+    }
 }
 
-/// The eager limit the program's messages show: the largest message whose send
-/// completed before its receive was posted, and the smallest larger one whose send
-/// completion was entered before the receive was posted and left after it; `None` when
-/// no send was seen complete before its receive.
-pub fn fit_eager_limit(program: &Program) -> Option<(u64, Option<u64>)> {
-    let mut eager: Option<u64> = None;
-    let mut waited: Vec<u64> = Vec::new();
-    for m in &program.messages {
-        let (Some(sender), Some(receiver)) = (program.rank(m.from().0), program.rank(m.to().0))
-        else {
-            continue;
+/// Time per byte of a bandwidth in bytes per second (0 for an infinite one).
+fn ns_per_byte(bandwidth: f64) -> f64 {
+    if bandwidth.is_infinite() {
+        0.0
+    } else {
+        1e9 / bandwidth
+    }
+}
+
+impl UnknownNetwork {
+    /// The network with what the user gave: both terms exact; one term, the other
+    /// fitted through the trace's class estimates with it fixed (least squares on
+    /// relative errors, the range from the classes' fastest and median clean
+    /// transfers), when that is plausible; still unknown otherwise.
+    pub fn with_given(
+        self,
+        latency_ns: Option<f64>,
+        bandwidth: Option<f64>,
+    ) -> Result<NetworkFit, UnknownNetwork> {
+        let lines = match (latency_ns, bandwidth) {
+            (Some(l), Some(b)) => {
+                let line = Line {
+                    latency_ns: l,
+                    ns_per_byte: ns_per_byte(b),
+                };
+                return Ok(
+                    NetworkFit::build([line; 3], NetworkSource::Given, self.eager)
+                        .with_given(latency_ns, bandwidth),
+                );
+            }
+            // Nothing measured to fit the other term to: the reason stands.
+            _ if self.classes.is_empty() => return Err(self),
+            (Some(l), None) => bandwidth_for(&self.classes, l),
+            (None, Some(b)) => latency_for(&self.classes, ns_per_byte(b)),
+            (None, None) => return Err(self),
         };
-        let (Some(send), Some(recv)) = (sender.ops.get(m.from().1), receiver.ops.get(m.to().1))
-        else {
-            continue;
-        };
-        let completion = match &send.kind {
-            OpKind::Blocking { .. } => Some(send),
-            OpKind::Post { request } => program
-                .requests
-                .get(*request)
-                .and_then(|r| r.complete())
-                .and_then(|c| sender.ops.get(c)),
-            _ => None,
-        };
-        let Some(c) = completion else { continue };
-        let posted = recv.measured_start_ns;
-        if c.measured_end_ns < posted {
-            eager = Some(eager.map_or(m.bytes, |e| e.max(m.bytes)));
-        } else if c.measured_start_ns < posted {
-            waited.push(m.bytes);
+        match lines {
+            Ok(lines) => {
+                let source = NetworkSource::Fitted {
+                    messages: self.classes.iter().map(|c| c.messages).sum(),
+                    clean: self.classes.iter().map(|c| c.clean).sum(),
+                    classes: self.classes.len(),
+                };
+                Ok(NetworkFit::build(lines, source, self.eager.clone())
+                    .with_given(latency_ns, bandwidth))
+            }
+            Err(reason) => Err(UnknownNetwork { reason, ..self }),
         }
     }
-    let largest = eager?;
-    let rendezvous = waited.into_iter().filter(|&b| b > largest).min();
-    Some((largest, rendezvous))
 }
+
+/// `(bytes, [fastest, estimate, typical])` of each class with an estimate, ns.
+fn points(classes: &[SizeClass]) -> impl Iterator<Item = (f64, [f64; 3])> + '_ {
+    classes.iter().filter_map(|c| {
+        let v = [c.fastest_ns?, c.estimate_ns?, c.typical_ns?].map(|v| v as f64);
+        Some((c.bytes as f64, v))
+    })
+}
+
+/// The lines of one class's time all given to its bytes (or, for empty messages, to the
+/// latency): its fastest clean transfer, its median (the estimate of a transfer in the
+/// run), and its median again for the slow end.
+fn one_class(class: &SizeClass) -> Option<[Line; 3]> {
+    let (bytes, [fastest, _, typical]) = points(std::slice::from_ref(class)).next()?;
+    Some([fastest, typical, typical].map(|t| {
+        if bytes > 0.0 {
+            Line {
+                latency_ns: 0.0,
+                ns_per_byte: t / bytes,
+            }
+        } else {
+            Line {
+                latency_ns: t,
+                ns_per_byte: 0.0,
+            }
+        }
+    }))
+}
+
+/// The time per byte through `classes` with latency `l` fixed (least squares on
+/// relative errors, through the origin once the latency is taken off), and its range
+/// from the classes' fastest and median clean transfers; why not, when none has bytes
+/// or the bandwidth comes out implausible.
+fn bandwidth_for(classes: &[SizeClass], l: f64) -> Result<[Line; 3], Unfit> {
+    let sized: Vec<(f64, [f64; 3])> = points(classes).filter(|p| p.0 > 0.0).collect();
+    let (Some(first), Some(last)) = (sized.first(), sized.last()) else {
+        return Err(Unfit::TooFewClean {
+            most: classes.iter().map(|c| c.clean).max().unwrap_or(0),
+            needed: crate::metrics::transfer::MIN_CLEAN,
+        });
+    };
+    let w = |y: f64| 1.0 / (y * y).max(1.0);
+    let num: f64 = sized.iter().map(|(x, v)| w(v[1]) * x * (v[1] - l)).sum();
+    let den: f64 = sized.iter().map(|(x, v)| w(v[1]) * x * x).sum();
+    let b = num / den;
+    if b.is_nan() || b <= 0.0 {
+        return Err(Unfit::NoGrowth {
+            from: first.0 as u64,
+            to: last.0 as u64,
+        });
+    }
+    check_bandwidth(1e9 / b)?;
+    let per = |k: usize| sized.iter().map(move |(x, v)| ((v[k] - l) / x).max(0.0));
+    let low = per(0).fold(b, f64::min);
+    let high = per(2).fold(b, f64::max);
+    let line = |ns_per_byte| Line {
+        latency_ns: l,
+        ns_per_byte,
+    };
+    Ok([line(low), line(b), line(high)])
+}
+
+/// The latency through `classes` with time per byte `b` fixed (the weighted mean of
+/// what is left of each class's time), and its range; why not, when it comes out
+/// implausible.
+fn latency_for(classes: &[SizeClass], b: f64) -> Result<[Line; 3], Unfit> {
+    let points: Vec<(f64, [f64; 3])> = points(classes).collect();
+    let Some(first) = points.first() else {
+        return Err(Unfit::TooFewClean {
+            most: classes.iter().map(|c| c.clean).max().unwrap_or(0),
+            needed: crate::metrics::transfer::MIN_CLEAN,
+        });
+    };
+    // l = Σ w (y - b x) / Σ w, each class weighing 1 / y² as in the fit.
+    let w = |y: f64| 1.0 / (y * y).max(1.0);
+    let l = points
+        .iter()
+        .map(|(x, v)| w(v[1]) * (v[1] - b * x))
+        .sum::<f64>()
+        / points.iter().map(|(_, v)| w(v[1])).sum::<f64>();
+    check_latency(l, first.0 as u64)?;
+    let rest = |k: usize| points.iter().map(move |(x, v)| v[k] - b * x);
+    let low = rest(0).fold(l, f64::min).max(0.0);
+    let high = rest(2).fold(l, f64::max);
+    let line = |latency_ns| Line {
+        latency_ns,
+        ns_per_byte: b,
+    };
+    Ok([line(low), line(l), line(high)])
+}
+
+/// A latency the plausibility rules of [`crate::metrics::transfer`] accept.
+fn check_latency(latency_ns: f64, from: u64) -> Result<(), Unfit> {
+    if latency_ns <= 0.0 {
+        return Err(Unfit::NoLatency { latency_ns, from });
+    }
+    if !(LATENCY_RANGE_NS.0..=LATENCY_RANGE_NS.1).contains(&latency_ns) {
+        return Err(Unfit::Latency { latency_ns });
+    }
+    Ok(())
+}
+
+/// A bandwidth those rules accept.
+fn check_bandwidth(bytes_per_s: f64) -> Result<(), Unfit> {
+    if !(BANDWIDTH_RANGE.0..=BANDWIDTH_RANGE.1).contains(&bytes_per_s) {
+        return Err(Unfit::Bandwidth { bytes_per_s });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -5,11 +5,14 @@
 use std::fmt::Write as _;
 
 mod gpu;
+mod network;
+mod requests;
 mod sites;
 pub mod units;
 
+pub use network::{hockney, network_line};
 use sites::by_site;
-use units::{at, bytes, pct, rate};
+use units::{at, bytes, pct};
 pub use units::{duration, share};
 
 use overlap_format::schema::{ParamValue, PROVENANCE_PARAMS};
@@ -96,6 +99,9 @@ pub fn render(r: &Report, style: Style) -> String {
         ))
     );
     if let Some(line) = provenance(&run.params) {
+        let _ = writeln!(o, "  {line}");
+    }
+    if let Some(line) = run.oversubscription.warning() {
         let _ = writeln!(o, "  {line}");
     }
     crate::hang::text::section(&mut o, r.hang.as_ref());
@@ -227,6 +233,18 @@ pub fn render(r: &Report, style: Style) -> String {
             }
         );
     }
+    let d = &ws.descheduled;
+    if d.calls + d.instances > 0 {
+        let _ = writeln!(
+            o,
+            "  descheduled (ranks shared CPUs; counted apart): {} call(s) held {} past their \
+             partners and transfers, {} wait(s) of {} for a peer so held",
+            d.calls,
+            duration(d.total_ns),
+            d.instances,
+            duration(d.instances_ns)
+        );
+    }
     let mut worst: Vec<_> = ws.kinds.iter().flat_map(|k| k.worst.iter()).collect();
     worst.sort_by_key(|w| std::cmp::Reverse(w.amount_ns));
     if !worst.is_empty() {
@@ -258,113 +276,7 @@ pub fn render(r: &Report, style: Style) -> String {
         );
     }
 
-    // Requests.
-    let q = &r.requests;
-    let mut kinds = format!("{} sends, {} receives", q.sends, q.receives);
-    if q.collectives > 0 {
-        let _ = write!(kinds, ", {} collectives", q.collectives);
-    }
-    if q.one_sided > 0 {
-        let _ = write!(kinds, ", {} one-sided", q.one_sided);
-    }
-    let _ = writeln!(
-        o,
-        "\n{}",
-        style.bold(&format!(
-            "Requests: {} ({kinds}); mean overlap {}; {} overlapped nothing",
-            q.count,
-            q.mean_overlap
-                .map_or("unknown (no transfer time estimate)".to_string(), |m| pct(
-                    m
-                )
-                .trim()
-                .to_string()),
-            q.zero_overlap
-        ))
-    );
-    let m = &q.transfer_model;
-    let bandwidth = m.bandwidth_bytes_per_s.map_or("unknown".into(), rate);
-    // Only a line through two or more classes measures a latency; through one class it
-    // is assumed 0 (or is that class's time, for 0-byte messages).
-    let model = match m.classes.as_slice() {
-        [] => "no point-to-point transfer model (no completed message to fit it to)".into(),
-        [one] if one.bytes > 0 => format!(
-            "transfer model from 1 size class ({} B in {}, the fastest observed): latency \
-             not measured (taken as 0), other sizes scaled at {bandwidth}",
-            one.bytes,
-            duration(one.min_ns),
-        ),
-        classes => format!(
-            "transfer model from {} size class(es): latency {}, bandwidth {bandwidth}",
-            classes.len(),
-            duration(m.latency_ns.round() as u64),
-        ),
-    };
-    let _ = writeln!(o, "  exposed wait {}; {model}", duration(q.exposed_wait_ns));
-    if q.never_completed > 0 {
-        let _ = writeln!(o, "  {} request(s) never completed", q.never_completed);
-    }
-    if q.freed > 0 {
-        let _ = writeln!(
-            o,
-            "  {} request(s) let go with MPI_Request_free before completing: their end is \
-             unknown",
-            q.freed
-        );
-    }
-    if let Some(c) = &q.nbc {
-        let opt_pct =
-            |v: Option<f64>| v.map_or("unknown".to_string(), |v| pct(v).trim().to_string());
-        let _ = writeln!(
-            o,
-            "  non-blocking collectives: {} completed; mean overall {}, pure communication {}, \
-             compute in window {}; overlap {} (IMB), {} (OSU)",
-            c.completed,
-            duration(c.mean_overall_ns),
-            c.mean_pure_ns.map_or("unknown".to_string(), duration),
-            duration(c.mean_cpu_ns),
-            opt_pct(c.mean_overlap),
-            opt_pct(c.mean_osu_overlap)
-        );
-    }
-    let na = &q.written_not_achieved;
-    if na.count > 0 {
-        let _ = writeln!(
-            o,
-            "  {}",
-            style.paint(
-                "33;1",
-                &format!(
-                    "overlap written, not achieved: {} request(s) computed in their window yet \
-                     waited {} for their transfer afterwards",
-                    na.count,
-                    duration(na.wait_ns)
-                )
-            )
-        );
-        for q in &na.worst {
-            let _ = writeln!(
-                o,
-                "    rank {} {} req {} ({}): compute {} in the window, then {} in {}",
-                q.rank,
-                place(&q.post),
-                q.request,
-                bytes(q.bytes),
-                duration(q.cpu_ns),
-                duration(q.progress_wait_ns),
-                q.completion.as_ref().map_or("?".to_string(), place)
-            );
-        }
-        let _ = writeln!(o, "    hint: {}", na.hint);
-    }
-    if na.unknown > 0 {
-        let _ = writeln!(
-            o,
-            "  {} completed request(s): whether their overlap was achieved is unknown (no \
-             transfer time estimate)",
-            na.unknown
-        );
-    }
+    requests::section(&mut o, r, style);
 
     // False overlap.
     let fo = &r.false_overlap;
@@ -451,10 +363,14 @@ pub fn render(r: &Report, style: Style) -> String {
         }
     );
     if let Some(check) = &r.replay {
+        let confirmable = match run.oversubscription.oversubscribed {
+            Some(true) => "; not confirmable: ranks shared CPUs",
+            _ => "",
+        };
         let _ = writeln!(
             o,
             "  replay.self_error {} (the measured order replayed on the network fitted to this \
-             trace, progress only inside MPI calls: {} for {} measured)",
+             trace, progress only inside MPI calls: {} for {} measured{confirmable})",
             check
                 .self_error
                 .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0)),
@@ -536,7 +452,7 @@ fn finding(o: &mut String, f: &Finding) {
 }
 
 /// A call as the text names it: `MPI_Waitall at 1.203 ms`, and its source line when known.
-fn place(c: &CallRef) -> String {
+pub(super) fn place(c: &CallRef) -> String {
     match &c.site {
         Some(site) => format!("{} at {} ({site})", c.call, at(c.start_ns)),
         None => format!("{} at {}", c.call, at(c.start_ns)),

@@ -125,7 +125,7 @@ impl Groups {
 /// error bound are left out, as in the totals).
 pub fn wait_states(trace: &Trace, table: &SiteTable, waits: &[WaitInstance]) -> Vec<SiteGroup> {
     let mut groups = Groups::default();
-    for w in waits.iter().filter(|w| !w.indeterminate) {
+    for w in waits.iter().filter(|w| !w.indeterminate && !w.descheduled) {
         let site = table.id_of_call(trace, w.rank, w.index);
         groups.add((site, w.call, Some(w.kind)), w.rank, w.index, w.amount_ns);
     }

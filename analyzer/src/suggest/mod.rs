@@ -392,7 +392,11 @@ pub fn suggest(
         .iter()
         .map(|(o, _)| o.consensus.order.clone())
         .collect();
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> =
+        crate::metrics::oversubscription::Oversubscription::of(&trace.info)
+            .warning()
+            .into_iter()
+            .collect();
     for r in &program.ranks {
         if !r.other_threads.is_empty() {
             notes.push(format!(

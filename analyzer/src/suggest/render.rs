@@ -189,15 +189,12 @@ pub fn render(s: &Suggestion) -> String {
         crate::replay::Progress::InMpi => "in-mpi",
         crate::replay::Progress::Async => "async",
     };
-    let n = &s.network.mid;
     let _ = writeln!(
         o,
-        "replay: {} progress, latency {}, bandwidth {}, eager up to {} B",
+        "replay: {} progress, {}, eager up to {} B",
         progress,
-        duration(n.latency()),
-        n.bandwidth_bytes_per_s()
-            .map_or("infinite".to_string(), |b| format!("{:.2} GB/s", b / 1e9)),
-        n.eager_limit
+        crate::report::network_line(&s.network),
+        s.network.mid.eager_limit
     );
     let _ = writeln!(
         o,

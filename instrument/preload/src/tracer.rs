@@ -420,6 +420,7 @@ fn params(thread_level: Option<c_int>) -> Params {
     if let Some(launcher) = std::env::var(LAUNCHER_ENV).ok().filter(|l| !l.is_empty()) {
         p.insert(LAUNCHER_PARAM.into(), ParamValue::Text(launcher));
     }
+    overlap_instrument::cpus::add_params(&mut p);
     p
 }
 

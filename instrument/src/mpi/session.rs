@@ -100,6 +100,8 @@ impl TraceSession {
         // not the program's, and it comes before the clock alignment.
         let mut run_id = if rank == 0 { choose_run_id(&host) } else { 0 };
         world.process_at_rank(0).broadcast_into(&mut run_id);
+        let mut params = config.params.clone();
+        crate::cpus::add_params(&mut params);
         let header = Header {
             format: FORMAT_NAME.to_string(),
             format_version: FORMAT_VERSION,
@@ -110,7 +112,7 @@ impl TraceSession {
             epoch_ns,
             clock_domain: clock_domain(),
             program: config.program.clone(),
-            params: config.params.clone(),
+            params,
             run_id: run_id_text(run_id),
             start_unix_ns,
         };

@@ -100,6 +100,13 @@ pub struct RankClock {
     /// own rank's maps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_maps: Option<String>,
+    /// The CPUs the rank's affinity allowed, as a CPU list (`0-3,8`), when its recorder
+    /// said (its header's `cpu_affinity` param; recorders before version 8 did not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_affinity: Option<String>,
+    /// The CPUs online on its host, when its recorder said (`online_cpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub online_cpus: Option<u32>,
     /// The source locations the rank's calls name by id in their `site` (the Rust layer
     /// lists them; the preload records code addresses instead), by id.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 mod args;
 mod buffers;
+mod cpus;
 mod gpu;
 mod ids;
 mod inflight;
@@ -27,6 +28,7 @@ pub use args::{
     SyncPhase,
 };
 pub use buffers::{Binding, Bindings, BufferUse, SpanBuffers, Unbound};
+pub use cpus::{cpu_list, parse_cpu_list, CPU_AFFINITY_PARAM, ONLINE_CPUS_PARAM};
 pub use gpu::{
     stream_of_tid, stream_tid, stream_track_name, GpuArgs, GpuEvent, GpuOp, ALL_STREAMS, CUDA,
     GPU_BACKEND_PARAM, GPU_TID_BASE, HOST_EMULATED, STREAMS_PER_DEVICE,
@@ -90,7 +92,9 @@ pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
 /// Version 7 added GPU work ([`GpuEvent`]): the stream's GPU record and, in the merged
 /// trace, events of category `gpu` on one thread per device stream, host waits on GPU
 /// work, and the `gpu_chain` flows linking a packet's copies to its messages.
-pub const FORMAT_VERSION: u32 = 7;
+/// Version 8 added the CPUs each rank could run on to the merged trace's [`RankClock`]
+/// (`cpu_affinity`, `online_cpus`, from the headers' params of those names).
+pub const FORMAT_VERSION: u32 = 8;
 
 /// The first version whose merged files say how many events each rank has
 /// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one

@@ -1,0 +1,289 @@
+//! Clean transfers: the messages whose observed time is the network's and nothing else's.
+//! The network fit ([`super::transfer`]) uses only these.
+//!
+//! A message's calls: `S` the send, `R` the receive's post, `C` the call that completed
+//! the receive (`C = R` for a blocking receive), `SC` the call that completed the send
+//! (`SC = S` for a blocking send). A transfer is clean when both ends were ready, one of
+//! two ways:
+//!
+//! - **the receiver was ready** when the send was posted. An eager message leaves at
+//!   the send: its receiver must already be inside its blocking completion,
+//!   `E(C) + ε <= E(S)`. A rendezvous message moves once both sides asked for it and
+//!   while both are in MPI: its receive was posted before the send
+//!   (`E(R) + ε <= E(S)`), its receiver entered its blocking completion before the send
+//!   or shortly after it, and the sender stayed inside MPI from the send (a blocking
+//!   send, or a blocking completion after a short time outside MPI calls); "shortly" and
+//!   "short" are [`ready`]'s. Either way nothing else `C` completed had its partner
+//!   arrive after `E(S)`. Observed: `X(C) - E(S)`, never less than the transfer (the
+//!   data leaves at the send).
+//! - **the sender waited** (rendezvous, shown by the message itself): `SC` blocks,
+//!   completed this send only, was entered before the receive was posted
+//!   (`E(SC) + ε <= E(R)`) and left after it (so the send waited for its receiver: an
+//!   eager one would have completed); the receiver stayed inside MPI from `E(R)` (a
+//!   blocking receive, or its blocking completion after a short time outside MPI); nothing else `C`
+//!   completed had its partner arrive after `E(R)`. Observed: `X(C) - E(R)`.
+//!
+//! `ε` is the two ranks' clock error bounds (0 on one clock). Left out: clock-suspect
+//! messages and messages a rank sends itself (a copy, not a transfer). Everything else
+//! measures something besides the transfer: an eager message received after it
+//! arrived is observed short (the receive only copies it out), one whose receiver came
+//! late or whose other requests came later is observed long.
+//!
+//! ```text
+//!  the receiver was ready (eager: already in its Wait):
+//!  rank 0  |c 0-10          |Send 10-11|
+//!  rank 1  |Irecv 0-1|Wait 1 --------- 14|     clean: X(C) - E(S) = 14 - 10 = 4
+//!  the receiver was ready (rendezvous: its Irecv first, its Wait soon after the Isend):
+//!  rank 0  |c 0-10          |Isend 10-11|Wait 11 ----- 50|
+//!  rank 1  |Irecv 0-1|c 1-10 |Wait 10.5 -------------- 52|   clean: 52 - 10 = 42
+//!  the sender waited (rendezvous):
+//!  rank 0  |Isend 0-1|Wait 1 ---------------- 14|
+//!  rank 1  |c 0-8        |Recv 8 ------------- 13|   clean: X(C) - E(R) = 13 - 8 = 5
+//!  neither (receiver late, eager): not clean
+//!  rank 0  |Isend 0-1|Wait 1-2|
+//!  rank 1  |c 0-8        |Irecv 8-9|Wait 9-10|   observed 10 - 8 = 2: only the copy out
+//! ```
+
+use overlap_format::schema::{Nanos, OpClass};
+
+use super::blocks;
+use super::eager::{EagerFit, Protocol};
+use super::message_ends::{End, MessageEnds};
+use crate::model::{EventRef, Message, RequestsByPost, Timeline, Trace};
+
+/// The time outside MPI calls a rank may always spend between its post and the call
+/// that completes it and still count as ready: a few calls' worth of tracing overhead
+/// (the preload's debug build takes a few µs between a post and the next call), far
+/// below any compute a program would place there.
+pub const READY_GAP: Nanos = Nanos(1_000);
+
+/// Beyond [`READY_GAP`], the share of the observed transfer that a rank's time away
+/// (outside MPI, or not yet in its completion) may reach: a rendezvous transfer stalls
+/// at most that long while a rank is away, so the observation is at most this much too
+/// long.
+pub const READY_SHARE: f64 = 0.05;
+
+/// The most events between a post and its completion that [`outside_mpi`] walks: a
+/// completion further away had the rank doing other things.
+const MAX_EVENTS_BETWEEN: usize = 64;
+
+/// One clean transfer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CleanTransfer {
+    /// Message bytes.
+    pub bytes: u64,
+    /// Its protocol.
+    pub protocol: Protocol,
+    /// Its observed transfer, ns.
+    pub ns: u64,
+}
+
+/// For each call that completed messages' receives or sends: the latest partner of
+/// anything it completed (a receive's send, a send's receive post), sorted by call.
+pub(crate) struct LatestPartners(Vec<(EventRef, Nanos)>);
+
+impl LatestPartners {
+    /// The latest partners of every completing call of `trace`.
+    pub(crate) fn of(trace: &Trace, by_post: &RequestsByPost) -> LatestPartners {
+        let mut all: Vec<(EventRef, Nanos)> = Vec::with_capacity(trace.messages.len() * 2);
+        for m in &trace.messages {
+            let Some(ends) = MessageEnds::of(trace, by_post, m) else {
+                continue;
+            };
+            if let Some(c) = ends.recv_done {
+                all.push((c.at, ends.send.span.start));
+            }
+            if let Some(c) = ends.send_done {
+                all.push((c.at, ends.recv_post.span.start));
+            }
+        }
+        all.sort_unstable();
+        // The last of each call's entries is its latest partner.
+        let mut latest: Vec<(EventRef, Nanos)> = Vec::new();
+        for same in all.chunk_by(|a, b| a.0 == b.0) {
+            latest.extend(same.last().copied());
+        }
+        LatestPartners(latest)
+    }
+
+    /// The latest partner of anything `call` completed.
+    pub(crate) fn of_call(&self, call: EventRef) -> Option<Nanos> {
+        let i = self.0.binary_search_by_key(&call, |e| e.0).ok()?;
+        Some(self.0[i].1)
+    }
+}
+
+/// What classifying messages needs of the whole run.
+pub struct Cleaner<'a> {
+    trace: &'a Trace,
+    by_post: RequestsByPost,
+    partners: LatestPartners,
+    eager: EagerFit,
+    /// Each rank's clock error bound, by rank (looked up once: `Trace::clock_error`
+    /// scans the ranks, and there is a lookup per message).
+    errors: crate::fxhash::FxHashMap<u32, Nanos>,
+}
+
+impl<'a> Cleaner<'a> {
+    /// The classifier of `trace`'s messages, `eager` saying which are rendezvous.
+    pub fn new(trace: &'a Trace, eager: EagerFit) -> Cleaner<'a> {
+        Cleaner::with_index(trace, RequestsByPost::new(&trace.requests), eager)
+    }
+
+    /// [`Cleaner::new`], with `trace`'s requests already indexed by post.
+    pub(crate) fn with_index(
+        trace: &'a Trace,
+        by_post: RequestsByPost,
+        eager: EagerFit,
+    ) -> Cleaner<'a> {
+        let partners = LatestPartners::of(trace, &by_post);
+        let errors = trace
+            .ranks
+            .iter()
+            .map(|t| (t.rank, trace.clock_error(t.rank)))
+            .collect();
+        Cleaner {
+            trace,
+            by_post,
+            partners,
+            eager,
+            errors,
+        }
+    }
+
+    /// The clean transfer `m` is, if it is one.
+    pub fn clean(&self, m: &Message) -> Option<CleanTransfer> {
+        let trace = self.trace;
+        if m.clock_suspect || m.send().rank == m.recv_post().rank {
+            return None;
+        }
+        let ends = MessageEnds::of(trace, &self.by_post, m)?;
+        let done = ends.recv_done.filter(|c| c.span.op().is_some_and(blocks))?;
+        let error = |rank: u32| {
+            self.errors
+                .get(&rank)
+                .copied()
+                .unwrap_or_else(|| trace.clock_error(rank))
+        };
+        let epsilon = error(m.send().rank) + error(m.recv_post().rank);
+        let protocol = self.eager.protocol(m.bytes);
+        let (from, away) = if let Some(away) = self.receiver_ready(&ends, done, epsilon, protocol) {
+            (ends.send.span.start, away)
+        } else if let Some(away) = self.sender_waited(&ends, done, epsilon) {
+            (ends.recv_post.span.start, away)
+        } else {
+            return None;
+        };
+        let ns = done.span.end.saturating_sub(from).0;
+        ready(away, ns).then_some(CleanTransfer {
+            bytes: m.bytes,
+            protocol,
+            ns,
+        })
+    }
+
+    /// The receiver was ready when the send was posted, and the message is the last
+    /// thing its completion waited for: for an eager message, the receiver was inside
+    /// its completion already (the data leaves at the send); for a rendezvous one, the
+    /// receive was posted before the send and the receiver entered its completion at
+    /// most shortly after it, and the sender stayed in MPI. The time either side was
+    /// then away (0 for an eager message).
+    fn receiver_ready(
+        &self,
+        ends: &MessageEnds<'_>,
+        done: End<'_>,
+        epsilon: Nanos,
+        protocol: Protocol,
+    ) -> Option<Nanos> {
+        let sent = ends.send.span.start;
+        if !self.last_partner(done, sent) {
+            return None;
+        }
+        match protocol {
+            Protocol::Eager => (done.span.start + epsilon <= sent).then_some(Nanos::ZERO),
+            Protocol::Rendezvous => {
+                if ends.recv_post.span.start + epsilon > sent {
+                    return None;
+                }
+                let receiver_late = done.span.start.saturating_sub(sent);
+                let sender_away = away_until(self.trace, ends.send, ends.send_done)?;
+                Some(receiver_late + sender_away)
+            }
+        }
+    }
+
+    /// The sender's completion, for this send alone, was entered before the receive was
+    /// posted and left after it: the time the receiver then spent outside MPI before
+    /// its completion, if it went to a blocking one.
+    fn sender_waited(
+        &self,
+        ends: &MessageEnds<'_>,
+        done: End<'_>,
+        epsilon: Nanos,
+    ) -> Option<Nanos> {
+        let posted = ends.recv_post.span.start;
+        let send_done = ends.send_done?;
+        let alone = self.trace.rank(send_done.at.rank).is_some_and(|t| {
+            match (send_done.span.op(), t.call(send_done.at.index)) {
+                (Some(op), _) if op.is_sendrecv() => false,
+                (Some(op), Some((_, call))) if op.class() == OpClass::Completion => {
+                    t.completions(call).len() == 1
+                }
+                (Some(op), _) => op.class() == OpClass::BlockingPointToPoint,
+                _ => false,
+            }
+        });
+        let waited = alone
+            && send_done.span.op().is_some_and(blocks)
+            && send_done.span.start + epsilon <= posted
+            && send_done.span.end > posted
+            && self.last_partner(done, posted);
+        waited
+            .then(|| away_until(self.trace, ends.recv_post, Some(done)))
+            .flatten()
+    }
+
+    /// Nothing `call` completed had its partner arrive after `at`.
+    fn last_partner(&self, call: End<'_>, at: Nanos) -> bool {
+        self.partners.of_call(call.at).is_none_or(|p| p <= at)
+    }
+}
+
+/// The ranks were ready for a transfer of `ns` that they were `away` ns from: at most
+/// [`READY_GAP`], or [`READY_SHARE`] of the transfer.
+fn ready(away: Nanos, ns: u64) -> bool {
+    away <= READY_GAP || away.0 as f64 <= READY_SHARE * ns as f64
+}
+
+/// How long a rank that posted at `post` spent outside MPI calls before `done`
+/// completed it: 0 when `done` is the post itself (a blocking call); none when `done`
+/// does not block (or is missing), or lies too far from the post.
+fn away_until(trace: &Trace, post: End<'_>, done: Option<End<'_>>) -> Option<Nanos> {
+    let done = done.filter(|d| d.span.op().is_some_and(blocks))?;
+    if done.at == post.at {
+        return Some(Nanos::ZERO);
+    }
+    trace
+        .rank(post.at.rank)
+        .and_then(|t| outside_mpi(t, post.at.index, done.at.index))
+}
+
+/// The time the thread of call `from` spent outside MPI calls between leaving `from` and
+/// entering call `to` (both of the rank `t`); none when `to` is not after `from` or
+/// more than [`MAX_EVENTS_BETWEEN`] events lie between them.
+pub(crate) fn outside_mpi(t: &Timeline, from: usize, to: usize) -> Option<Nanos> {
+    if to <= from || to - from > MAX_EVENTS_BETWEEN {
+        return None;
+    }
+    let (first, last) = (t.spans.get(from)?, t.spans.get(to)?);
+    let mut cursor = first.end;
+    let mut outside = Nanos::ZERO;
+    for s in &t.spans[from + 1..to] {
+        if s.tid != first.tid || s.op().is_none() {
+            continue;
+        }
+        outside = outside + s.start.saturating_sub(cursor);
+        cursor = cursor.max(s.end);
+    }
+    Some(outside + last.start.saturating_sub(cursor))
+}

@@ -1,0 +1,119 @@
+//! The eager limit the trace shows: the one split of messages into eager and rendezvous
+//! that the network fit ([`super::transfer`]) and the replay ([`crate::replay`]) share.
+//!
+//! A send that completed before its receive was posted went eagerly (the library
+//! buffered it); a send whose completion was entered before the receive was posted and
+//! left after it waited for the receiver (rendezvous). The limit is the largest message
+//! seen eager; the smallest larger one seen waiting is reported beside it. When no
+//! message was seen eager the limit is the user's (`--eager-limit`) or
+//! [`DEFAULT_EAGER_LIMIT`].
+//!
+//! ```text
+//!  r0 |Isend 64K|Wait|..........          eager: the Wait ended (2) before the
+//!  r1 |c 0 ------------ 5|Irecv|Wait|     Irecv was posted (5): 64 KiB <= limit
+//! ```
+
+use serde::Serialize;
+
+use super::message_ends::MessageEnds;
+use crate::model::{RequestsByPost, Trace};
+
+/// The eager limit assumed when neither the trace nor the user says: 64 KiB, the order
+/// of MPICH's eager thresholds (ch3 switches to rendezvous above 128 KiB, its
+/// shared-memory paths lower). Figures that assumed it say so.
+pub const DEFAULT_EAGER_LIMIT: u64 = 64 * 1024;
+
+/// How a message travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// Buffered by the library: the send completes without the receiver.
+    Eager,
+    /// Sent once the receiver has asked for it: the send waits for the receive.
+    Rendezvous,
+}
+
+/// What the trace's messages show of the eager limit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EagerFit {
+    /// The largest message whose send completed before its receive was posted, bytes;
+    /// none when no message was seen eager.
+    pub largest_eager: Option<u64>,
+    /// The smallest message larger than that whose send's completion was entered before
+    /// its receive was posted and left after it (it waited for the receiver), bytes.
+    pub smallest_rendezvous: Option<u64>,
+}
+
+impl Protocol {
+    /// Its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Eager => "eager",
+            Protocol::Rendezvous => "rendezvous",
+        }
+    }
+}
+
+impl EagerFit {
+    /// The limit of `trace`'s messages.
+    pub fn of(trace: &Trace) -> EagerFit {
+        EagerFit::of_indexed(trace, &RequestsByPost::new(&trace.requests))
+    }
+
+    /// [`EagerFit::of`], with `trace`'s requests already indexed by post.
+    pub(crate) fn of_indexed(trace: &Trace, by_post: &RequestsByPost) -> EagerFit {
+        let mut largest_eager: Option<u64> = None;
+        let mut waited: Vec<u64> = Vec::new();
+        for m in &trace.messages {
+            let Some(ends) = MessageEnds::of(trace, by_post, m) else {
+                continue;
+            };
+            let Some(done) = ends.send_done else { continue };
+            let posted = ends.recv_post.span.start;
+            if done.span.end < posted {
+                largest_eager = Some(largest_eager.map_or(m.bytes, |e| e.max(m.bytes)));
+            } else if done.span.start < posted {
+                waited.push(m.bytes);
+            }
+        }
+        let smallest_rendezvous =
+            largest_eager.and_then(|largest| waited.into_iter().filter(|&b| b > largest).min());
+        EagerFit {
+            largest_eager,
+            smallest_rendezvous,
+        }
+    }
+
+    /// The limit: the largest message seen eager, else [`DEFAULT_EAGER_LIMIT`].
+    pub fn limit(&self) -> u64 {
+        self.largest_eager.unwrap_or(DEFAULT_EAGER_LIMIT)
+    }
+
+    /// The protocol of a message of `bytes` under [`Self::limit`].
+    pub fn protocol(&self, bytes: u64) -> Protocol {
+        if bytes <= self.limit() {
+            Protocol::Eager
+        } else {
+            Protocol::Rendezvous
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_limit_is_the_largest_eager_message_or_the_default() {
+        let seen = EagerFit {
+            largest_eager: Some(4096),
+            smallest_rendezvous: Some(65536),
+        };
+        assert_eq!(seen.limit(), 4096);
+        assert_eq!(seen.protocol(4096), Protocol::Eager);
+        assert_eq!(seen.protocol(4097), Protocol::Rendezvous);
+        let none = EagerFit::default();
+        assert_eq!(none.limit(), DEFAULT_EAGER_LIMIT);
+        assert_eq!(none.protocol(DEFAULT_EAGER_LIMIT + 1), Protocol::Rendezvous);
+    }
+}

@@ -1,0 +1,33 @@
+//! A replay's network in words, for every command that prints one (`whatif`,
+//! `suggest`): its latency and bandwidth, or, for a network of one size class, that
+//! class's time and that the two are not told apart.
+
+use super::units::{bytes, duration, rate};
+use crate::replay::{Network, NetworkFit, NetworkSource};
+
+/// The estimate of `fit`, in one line.
+pub fn network_line(fit: &NetworkFit) -> String {
+    match &fit.source {
+        NetworkSource::OneClass { class } if !(fit.latency_given || fit.bandwidth_given) => {
+            format!(
+                "{} ({}) in {}, the one size class of the run (latency and bandwidth not \
+                 told apart; the replay holds for that size)",
+                bytes(class.bytes),
+                class.protocol.name(),
+                duration(fit.mid.transfer_ns(class.bytes)),
+            )
+        }
+        NetworkSource::NoMessages if !(fit.latency_given || fit.bandwidth_given) => {
+            "none needed (no point-to-point message between two ranks)".to_string()
+        }
+        _ => hockney(&fit.mid),
+    }
+}
+
+/// `latency L, bandwidth B` of a network.
+pub fn hockney(n: &Network) -> String {
+    let bw = n
+        .bandwidth_bytes_per_s()
+        .map_or("infinite".to_string(), rate);
+    format!("latency {}, bandwidth {bw}", duration(n.latency()))
+}
