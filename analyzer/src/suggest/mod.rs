@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use confirm::{confirm, Confirmation, OrderMatch};
+pub use confirm::{confirm, Confirmation, Machine, OrderMatch, Run};
 pub use describe::{Assumption, Namer};
 pub use moves::{Move, Pattern};
 pub use render::render;
