@@ -9,11 +9,12 @@
  *                     order: no reordering of `single` can make it
  *
  * What each phase touches in `single` (the truth a reordering must keep):
- *   producer   produce writes block; MPI_Isend reads it; MPI_Wait right after, then
- *              the next produce writes block again: the wait cannot go later
- *   consumer   MPI_Irecv into block; MPI_Wait right after, then consume reads block: the
- *              wait cannot go later; the next MPI_Irecv overwrites block, so it cannot go
- *              before the consume
+ *   producer   produce writes block from its first instruction to its last; MPI_Isend
+ *              reads it; MPI_Wait right after, then the next produce: the wait cannot
+ *              go later
+ *   consumer   MPI_Irecv into block; MPI_Wait right after, then consume reads block
+ *              from its first instruction to its last: the wait cannot go later, and
+ *              the next MPI_Irecv, which overwrites block, cannot go earlier
  * Nothing can move: the answer must be "nothing to move".
  *
  * Blocks are 256 KiB (a rendezvous message), page-aligned. Rank 0 prints one line: the
@@ -25,30 +26,21 @@
 
 #define BLOCKS 24
 #define COUNT 32768 /* doubles per block: 256 KiB */
-#define PRODUCE_MS 2.0
-#define CONSUME_MS 2.0
+#define PASSES 30   /* over the block, producing or consuming it: a few ms */
 #define PAGE 4096
 
-static double sink;
-
-/* Busy work for about `ms` milliseconds, by the clock; touches only `sink`. */
-static void compute(double ms) {
-    double t0 = MPI_Wtime(), x = sink;
-    while ((MPI_Wtime() - t0) * 1e3 < ms) {
-        for (int i = 0; i < 1000; i++) x = x * 0.999999 + 1e-9;
-    }
-    sink = x;
-}
-
+/* Writes the block from its first instruction to its last. */
 static void produce(double *block, int b) {
-    compute(PRODUCE_MS);
     for (int i = 0; i < COUNT; i++) block[i] = b + 1e-6 * i;
+    for (int p = 0; p < PASSES; p++)
+        for (int i = 0; i < COUNT; i++) block[i] = 0.999 * block[i] + 1e-9 * p;
 }
 
+/* Reads the block from its first instruction to its last. */
 static double consume(const double *block) {
     double sum = 0;
-    for (int i = 0; i < COUNT; i++) sum += block[i];
-    compute(CONSUME_MS);
+    for (int p = 0; p < PASSES; p++)
+        for (int i = 0; i < COUNT; i++) sum += block[i] * (1 + 1e-9 * p);
     return sum;
 }
 

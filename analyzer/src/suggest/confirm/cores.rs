@@ -117,7 +117,10 @@ mod tests {
         let two = run("two.json", &["vm", "vm"]);
         let four = run("four.json", &["vm", "vm", "vm", "vm"]);
         let away = run("away.json", &["node7", "node7"]);
-        assert_eq!(of_hosts(&[two.clone()], Some(&here)), Cores::Enough);
+        assert_eq!(
+            of_hosts(std::slice::from_ref(&two), Some(&here)),
+            Cores::Enough
+        );
         assert_eq!(
             of_hosts(&[two.clone(), four.clone()], Some(&here)),
             Cores::Oversubscribed {

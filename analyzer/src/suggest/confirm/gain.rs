@@ -214,7 +214,7 @@ mod tests {
     use super::*;
 
     fn runs(ms: &[u64]) -> Runs {
-        Runs::of(vec![], ms.iter().map(|m| m * 1_000_000).collect()).unwrap()
+        Runs::of(vec![], ms.iter().map(|m| m * 1_000_000).collect()).expect("runs")
     }
 
     const MS: i64 = 1_000_000;
