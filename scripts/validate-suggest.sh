@@ -8,8 +8,9 @@
 #   overlap suggest ORIGINAL-1 --json --confirm CHANGED-1..K --original ORIGINAL-2..K
 # gives the row: the replay's self error on the analysed trace and against the original
 # runs' median, the predicted gain (its range over the network fit's ends), the measured
-# gain (difference of medians, ± half the sum of the two sides' ranges; the noise floor
-# is the original runs' range), their ratio and the verdict.
+# gain (difference of medians, ± half the sum of the two sides' interquartile ranges;
+# the noise floor is the original runs' one, or that when larger), their ratio and the
+# verdict.
 #
 #   halo            tests/programs/halo.c early -> late (the waits deferred: the fix)
 #   pipeline        tests/programs/pipeline.c single -> single (nothing can move)
@@ -18,7 +19,9 @@
 #   nomove          tests/programs/nomove.c -> itself (it already overlaps)
 #   twins           tests/programs/twins.c early -> late (the Waitall after the compute)
 #   false-overlap   overlap run false-overlap --variant naive -> fixed
-#   toeplitz        overlap run toeplitz --variant nonblocking -> overlapped (--progress in-mpi)
+#   toeplitz        overlap run toeplitz --variant nonblocking -> overlapped
+#
+# The replay runs with in-MPI progress (suggest's default, MPICH's behaviour).
 #
 # Every case runs 2 ranks: never more ranks than cores for timing (the verdict says when
 # a run had more). Goals (issue 36): self error within 10 % (3 %), predicted gain within
@@ -160,7 +163,7 @@ printf '%-16s %8s %8s %7s %7s %5s  %-24s %-26s %6s  %s\n' case "self err" "vs me
 printf '%-16s %8s %8s %7s %7s %5s  %-24s %-26s %6s  %s\n' "" "(trace)" "(orig)" "ms" "ms" "" "ms" "ms (noise floor)" "p/m" ""
 for name in "${cases[@]}"; do
   case_runs "$name"
-  if [ "$name" = toeplitz ]; then row "$name" --progress in-mpi; else row "$name"; fi
+  row "$name"
 done
 echo
 echo "self err: the replay of the measured order against the analysed trace (replay.self_error) and against the original runs' median;"

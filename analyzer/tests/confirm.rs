@@ -174,9 +174,10 @@ fn a_gain_the_runs_show_is_confirmed_and_one_they_do_not_is_not() {
         c.original.median_ns as i64 - c.changed.median_ns as i64
     );
     assert!((9 * MS as i64..11 * MS as i64).contains(&m.ns), "{c:#?}");
-    // Ranges 0.8 ms (2 x 0.4 ms) and 0.2 ms: spread 0.5 ms, noise floor 0.8 ms.
-    assert_eq!(m.spread_ns, 500 * US);
-    assert_eq!(m.noise_ns, 800 * US);
+    // Three runs 0.4 ms apart (2 x 0.2 ms): interquartile range 0.4 ms; the changed
+    // ones 0.1 ms apart: 0.1 ms. Spread 0.25 ms, noise floor 0.4 ms.
+    assert_eq!(m.spread_ns, 250 * US);
+    assert_eq!(m.noise_ns, 400 * US);
     // The replay predicts rank 1's work hidden behind rank 0's: a gain of about w.
     let p = c.gain.predicted.unwrap();
     assert!((9 * MS as i64..11 * MS as i64).contains(&p.ns), "{c:#?}");

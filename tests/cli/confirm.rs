@@ -76,7 +76,16 @@ fn i(v: &Value) -> i64 {
     v.as_i64().unwrap_or_else(|| panic!("{v} is a number"))
 }
 
-/// A side's runs as printed: its median and range are those of its measured times.
+/// The value at fractional position `at` of `sorted`, linear between its neighbours.
+fn quartile(sorted: &[u64], at: f64) -> u64 {
+    let below = at.floor() as usize;
+    let above = (below + 1).min(sorted.len() - 1);
+    let frac = at - below as f64;
+    (sorted[below] as f64 + frac * (sorted[above] as f64 - sorted[below] as f64)).round() as u64
+}
+
+/// A side's runs as printed: its median, range and quartiles are those of its measured
+/// times; returns the median and the interquartile range.
 fn check_side(side: &Value, traces: &[&str]) -> (u64, u64) {
     let names: Vec<&str> = side["traces"]
         .as_array()
@@ -102,7 +111,13 @@ fn check_side(side: &Value, traces: &[&str]) -> (u64, u64) {
     assert_eq!(u(&side["median_ns"]), median, "{side:#}");
     assert_eq!(u(&side["min_ns"]), times[0]);
     assert_eq!(u(&side["max_ns"]), times[n - 1]);
-    (median, times[n - 1] - times[0])
+    let last = (n - 1) as f64;
+    let (q1, q3) = (
+        quartile(&times, last / 4.0),
+        quartile(&times, 3.0 * last / 4.0),
+    );
+    assert_eq!((u(&side["q1_ns"]), u(&side["q3_ns"])), (q1, q3), "{side:#}");
+    (median, q3 - q1)
 }
 
 /// The verdict docs/suggest.md's rule gives from the figures of `gain` (enough runs, a
@@ -137,11 +152,11 @@ fn the_measured_gain_is_set_against_the_predicted_one() {
     args.extend(&early[1..]);
     let s = suggest_json(&args);
     let c = &s["confirmation"];
-    let (original, original_range) = check_side(&c["original"], &early);
-    let (changed, changed_range) = check_side(&c["changed"], &late);
+    let (original, original_iqr) = check_side(&c["original"], &early);
+    let (changed, changed_iqr) = check_side(&c["changed"], &late);
 
-    // Measured: the difference of the medians, ± half the sum of the ranges, over a
-    // noise floor that is the original runs' range or the spread, the larger.
+    // Measured: the difference of the medians, ± half the sum of the interquartile
+    // ranges, over a noise floor that is the original runs' or the spread, the larger.
     let gain = &c["gain"];
     let measured = &gain["measured"];
     assert_eq!(
@@ -149,9 +164,9 @@ fn the_measured_gain_is_set_against_the_predicted_one() {
         original as i64 - changed as i64,
         "{c:#}"
     );
-    let spread = (original_range + changed_range) / 2;
+    let spread = (original_iqr + changed_iqr) / 2;
     assert_eq!(u(&measured["spread_ns"]), spread);
-    assert_eq!(u(&measured["noise_ns"]), original_range.max(spread));
+    assert_eq!(u(&measured["noise_ns"]), original_iqr.max(spread));
     // Predicted: the replayed measured order minus the replayed suggested order.
     let predicted = &gain["predicted"];
     assert_eq!(

@@ -3,10 +3,10 @@
 //! verdict with the rule that made it.
 //!
 //! ```text
-//!  original runs   |----o----|        median O, range (min..max)
-//!  changed runs  |--o--|              median C
-//!  measured gain   m = O - C, spread s = (range O + range C) / 2,
-//!                  noise floor n = the larger of range O and s
+//!  original runs   x  |--o--|   x      median O, interquartile range (IQR) |..|
+//!  changed runs  x|-o-|  x            median C
+//!  measured gain   m = O - C, spread s = (IQR O + IQR C) / 2,
+//!                  noise floor n = the larger of IQR O and s
 //!  predicted gain  p = replayed measured order - replayed suggested order, [p_lo, p_hi]
 //!                  over the network fit's best estimate, fast end and slow end
 //!  agrees          p_lo - s <= m <= p_hi + s, or |p - m| <= 25 % of |m|
@@ -39,6 +39,19 @@ pub struct Runs {
     pub min_ns: u64,
     /// The slowest run, ns.
     pub max_ns: u64,
+    /// The first quartile, ns (linear between the sorted runs: at position
+    /// `(n - 1) / 4` of `n`).
+    pub q1_ns: u64,
+    /// The third quartile, ns (at position `3 (n - 1) / 4`).
+    pub q3_ns: u64,
+}
+
+/// The value at fractional position `at` of `sorted`, linear between its neighbours.
+fn at_position(sorted: &[u64], at: f64) -> u64 {
+    let below = at.floor() as usize;
+    let above = (below + 1).min(sorted.len() - 1);
+    let frac = at - below as f64;
+    (sorted[below] as f64 + frac * (sorted[above] as f64 - sorted[below] as f64)).round() as u64
 }
 
 impl Runs {
@@ -52,18 +65,22 @@ impl Runs {
             _ if n % 2 == 1 => sorted[n / 2],
             _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2,
         };
+        let last = (n - 1) as f64;
         Some(Runs {
             traces,
             measured_ns,
             median_ns,
             min_ns: sorted[0],
             max_ns: sorted[n - 1],
+            q1_ns: at_position(&sorted, last / 4.0),
+            q3_ns: at_position(&sorted, 3.0 * last / 4.0),
         })
     }
 
-    /// Fastest to slowest, ns.
-    pub fn range_ns(&self) -> u64 {
-        self.max_ns - self.min_ns
+    /// The interquartile range, ns: the middle half of the runs lies within it, whatever
+    /// the few that the machine slowed most.
+    pub fn iqr_ns(&self) -> u64 {
+        self.q3_ns - self.q1_ns
     }
 }
 
@@ -102,22 +119,22 @@ impl PredictedGain {
 pub struct MeasuredGain {
     /// The original runs' median minus the changed runs' (negative: the change cost).
     pub ns: i64,
-    /// Half the sum of the two sides' ranges: the gain is taken to lie within
-    /// `ns ± spread_ns`.
+    /// Half the sum of the two sides' interquartile ranges: the gain is taken to lie
+    /// within `ns ± spread_ns`.
     pub spread_ns: u64,
-    /// The original runs' own range, or the spread when larger: a gain no larger may be
-    /// noise.
+    /// The original runs' own interquartile range, or the spread when larger: a gain no
+    /// larger may be noise.
     pub noise_ns: u64,
 }
 
 impl MeasuredGain {
     /// The gain from `original` to `changed`.
     pub fn of(original: &Runs, changed: &Runs) -> MeasuredGain {
-        let spread_ns = (original.range_ns() + changed.range_ns()) / 2;
+        let spread_ns = (original.iqr_ns() + changed.iqr_ns()) / 2;
         MeasuredGain {
             ns: original.median_ns as i64 - changed.median_ns as i64,
             spread_ns,
-            noise_ns: original.range_ns().max(spread_ns),
+            noise_ns: original.iqr_ns().max(spread_ns),
         }
     }
 }
@@ -228,22 +245,37 @@ mod tests {
     }
 
     #[test]
-    fn medians_ranges_and_the_measured_gain() {
-        let original = runs(&[100, 104, 98]);
+    fn medians_quartiles_and_the_measured_gain() {
+        // Sorted 96 98 100 104 130: quartiles at positions 1 and 3.
+        let original = runs(&[100, 104, 98, 130, 96]);
         assert_eq!(original.median_ns, 100 * MS as u64);
-        assert_eq!(original.range_ns(), 6 * MS as u64);
+        assert_eq!(
+            (original.q1_ns, original.q3_ns),
+            (98 * MS as u64, 104 * MS as u64)
+        );
+        assert_eq!(original.iqr_ns(), 6 * MS as u64);
+        assert_eq!(
+            (original.min_ns, original.max_ns),
+            (96 * MS as u64, 130 * MS as u64)
+        );
+        // Even count: the median is the mean of the middle two; sorted 69 70 71 72, the
+        // quartiles at positions 0.75 and 2.25.
         let changed = runs(&[70, 72, 71, 69]);
-        // Even count: the mean of the middle two.
         assert_eq!(changed.median_ns, 70_500_000);
+        assert_eq!((changed.q1_ns, changed.q3_ns), (69_750_000, 71_250_000));
         let g = MeasuredGain::of(&original, &changed);
         assert_eq!(g.ns, 29_500_000);
-        assert_eq!(g.spread_ns, (6 + 3) * MS as u64 / 2);
+        assert_eq!(g.spread_ns, (6_000_000 + 1_500_000) / 2);
         assert_eq!(g.noise_ns, 6 * MS as u64);
-        // Changed runs wider than the original ones: the spread is the floor.
-        let g = MeasuredGain::of(&original, &runs(&[60, 80, 70]));
-        assert_eq!(g.spread_ns, (6 + 20) * MS as u64 / 2);
-        assert_eq!(g.noise_ns, 13 * MS as u64);
+        // Changed runs wider than the original ones: the spread is the floor. Three
+        // runs: the quartiles halfway between the middle one and each end.
+        let wide = runs(&[60, 80, 70]);
+        assert_eq!(wide.iqr_ns(), 10 * MS as u64);
+        let g = MeasuredGain::of(&original, &wide);
+        assert_eq!(g.spread_ns, 8 * MS as u64);
+        assert_eq!(g.noise_ns, 8 * MS as u64);
         assert!(Runs::of(vec![], vec![]).is_none());
+        assert_eq!(runs(&[5]).iqr_ns(), 0);
     }
 
     #[test]

@@ -23,11 +23,11 @@ fn percent(f: Option<f64>) -> String {
 fn side(name: &str, r: &Runs) -> String {
     let n = r.measured_ns.len();
     format!(
-        "{name} {n} run{}, median {} ({} to {})",
+        "{name} {n} run{}, median {} (quartiles {} to {})",
         if n == 1 { "" } else { "s" },
         duration(r.median_ns),
-        duration(r.min_ns),
-        duration(r.max_ns)
+        duration(r.q1_ns),
+        duration(r.q3_ns)
     )
 }
 
