@@ -31,7 +31,8 @@
 #
 # Needs `overlap` and `overlap-kernels` built (BIN, default target/release; BIN=target/debug
 # works) and the preload (scripts/build-preloads.sh). K (default 5) and DIR (default
-# traces/validate) can be set.
+# traces/validate) can be set; REUSE=1 analyses the traces a previous run left in DIR
+# again, without running anything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-target/release}
@@ -155,14 +156,15 @@ case_runs() {
 
 cases=("$@")
 [ ${#cases[@]} -gt 0 ] || cases=(halo pipeline pipeline-double nomove twins false-overlap toeplitz)
-for name in halo pipeline nomove twins; do compile "$name"; done
+REUSE=${REUSE:-0}
+[ "$REUSE" = 1 ] || for name in halo pipeline nomove twins; do compile "$name"; done
 
 echo
 printf '%-16s %8s %8s %7s %7s %5s  %-24s %-26s %6s  %s\n' case "self err" "vs med" "orig" "changed" moves \
   "predicted gain [range]" "measured gain ± spread" ratio verdict
 printf '%-16s %8s %8s %7s %7s %5s  %-24s %-26s %6s  %s\n' "" "(trace)" "(orig)" "ms" "ms" "" "ms" "ms (noise floor)" "p/m" ""
 for name in "${cases[@]}"; do
-  case_runs "$name"
+  [ "$REUSE" = 1 ] || case_runs "$name"
   row "$name"
 done
 echo
