@@ -6,9 +6,11 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
+use overlap_analyzer::model::Trace;
+use overlap_analyzer::ops::Program;
 use overlap_analyzer::sites::SiteTable;
 use overlap_analyzer::suggest::{
-    confirm, program_of, render, suggest as suggest_trace, Namer, Options,
+    confirm, program_of, render, suggest as suggest_trace, Machine, Namer, Options, Run,
 };
 
 use crate::output::{out, outln};
@@ -22,14 +24,47 @@ pub(crate) struct SuggestArgs {
     policies: PolicyArgs,
     #[command(flatten)]
     network: NetworkArgs,
-    /// Traces of re-runs of the program changed as suggested: their median measured
-    /// run time is set against the prediction, and each rank's iteration against the
-    /// suggested one.
+    /// Traces of runs of the program changed as suggested: the gain measured from the
+    /// original runs (TRACE and --original) to these is set against the predicted gain,
+    /// their median run time against the predicted one, and each rank's iteration
+    /// against the suggested one.
     #[arg(long, value_name = "TRACE", num_args = 1..)]
     confirm: Vec<PathBuf>,
+    /// Traces of more runs of the original program, for --confirm (TRACE is one): 3
+    /// original and 3 changed runs at least give a verdict on the gain.
+    #[arg(long, value_name = "TRACE", num_args = 1.., requires = "confirm")]
+    original: Vec<PathBuf>,
     /// Print the suggestion as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// The traces at `paths`, each with its program.
+fn load_runs(paths: &[PathBuf]) -> Result<Vec<(Trace, Program)>> {
+    paths
+        .iter()
+        .map(|path| {
+            let t = crate::cli::load_trace(path)?;
+            let p = program_of(&t)?;
+            Ok((t, p))
+        })
+        .collect()
+}
+
+/// Each run as the pair of references a confirmation takes.
+fn pairs(runs: &[(Trace, Program)]) -> Vec<Run<'_>> {
+    runs.iter().map(|(t, p)| (t, p)).collect()
+}
+
+/// The machine this runs on: its host name (as `MPI_Get_processor_name` gives it) and
+/// the CPUs it lets this process use; none when either is not known.
+fn this_machine() -> Option<Machine> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    let cores = std::thread::available_parallelism().ok()?.get();
+    Some(Machine {
+        host: host.trim().to_string(),
+        cores,
+    })
 }
 
 pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
@@ -42,20 +77,21 @@ pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     let fit = a.network.fitted(&trace)?;
     let mut suggestion = suggest_trace(&trace, &program, fit, &options)?;
     if !a.confirm.is_empty() {
-        let mut reruns = Vec::new();
-        for path in &a.confirm {
-            let t = crate::cli::load_trace(path)?;
-            let p = program_of(&t)?;
-            reruns.push((t, p));
-        }
+        let originals = load_runs(&a.original)?;
+        let changed = load_runs(&a.confirm)?;
         let sites = SiteTable::build(&trace);
         let namer = Namer {
             trace: &trace,
             program: &program,
             sites: &sites,
         };
-        let pairs: Vec<_> = reruns.iter().map(|(t, p)| (t, p)).collect();
-        suggestion.confirmation = Some(confirm(&suggestion, &namer, &pairs));
+        suggestion.confirmation = confirm(
+            &suggestion,
+            &namer,
+            &pairs(&originals),
+            &pairs(&changed),
+            this_machine().as_ref(),
+        );
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&suggestion)?);

@@ -3,6 +3,7 @@
 
 mod analyze;
 mod buffers;
+mod confirm;
 mod crash;
 mod f08;
 mod failures;

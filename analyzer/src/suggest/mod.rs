@@ -26,7 +26,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use confirm::{confirm, Confirmation, OrderMatch};
+pub use confirm::{
+    confirm, Confirmation, Cores, GainVerdict, Machine, OrderMatch, Run, Unconfirmable,
+};
 pub use describe::{Assumption, Namer};
 pub use moves::{Move, Pattern};
 pub use render::render;

@@ -309,51 +309,7 @@ pub fn render(s: &Suggestion) -> String {
         );
     }
     if let Some(c) = &s.confirmation {
-        let _ = writeln!(
-            o,
-            "\nre-run ({} trace(s)): measured median {}; predicted {}; error {}",
-            c.runs.len(),
-            duration(c.median_ns),
-            c.predicted_ns.map_or("none".to_string(), duration),
-            c.error
-                .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0))
-        );
-        // Ranks with the same outcome, told once.
-        let mut told: Vec<(Vec<u32>, &crate::suggest::OrderMatch)> = Vec::new();
-        for m in &c.orders {
-            match told
-                .iter_mut()
-                .find(|(_, t)| t.difference == m.difference && t.iterations == m.iterations)
-            {
-                Some((ranks, _)) => ranks.push(m.rank),
-                None => told.push((vec![m.rank], m)),
-            }
-        }
-        for (ranks, m) in told {
-            let who = ranks_list(&ranks);
-            match &m.difference {
-                None => {
-                    let _ = writeln!(o, "  {who}: the re-run's iteration is the suggested one");
-                }
-                Some(d) => {
-                    let _ = writeln!(o, "  {who}: the re-run's iteration differs: {d}");
-                    if let Some((ours, theirs)) = &m.iterations {
-                        let width = ours
-                            .iter()
-                            .map(|l| l.chars().count())
-                            .max()
-                            .unwrap_or(0)
-                            .min(60);
-                        let _ = writeln!(o, "    {:<width$} | re-run", "suggested");
-                        for k in 0..ours.len().max(theirs.len()) {
-                            let a = ours.get(k).map_or("", String::as_str);
-                            let b = theirs.get(k).map_or("", String::as_str);
-                            let _ = writeln!(o, "    {a:<width$} | {b}");
-                        }
-                    }
-                }
-            }
-        }
+        let _ = write!(o, "\n{}", super::confirm::text(c));
     }
     for note in &s.notes {
         let _ = writeln!(o, "note: {note}");

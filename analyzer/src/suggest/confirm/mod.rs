@@ -1,0 +1,161 @@
+//! A re-run confirms a suggestion: the program changed as suggested, run and traced
+//! several times, against several runs of the original (the analysed trace is one).
+//! The gain measured between the two (difference of medians, with the spread) is set
+//! against the gain the replay predicted ([`gain`]), and each rank's re-run iteration
+//! against the suggested one ([`order`]). No gain is confirmed on runs that had fewer
+//! cores than ranks ([`cores`]).
+
+mod cores;
+mod gain;
+mod order;
+mod text;
+
+use serde::Serialize;
+
+pub use cores::{Cores, Machine};
+pub use gain::{
+    Agreement, GainVerdict, MeasuredGain, PredictedGain, Runs, Unconfirmable, MIN_RUNS, SHARE,
+};
+pub use order::OrderMatch;
+pub use text::text;
+
+use crate::model::Trace;
+use crate::ops::Program;
+
+use super::describe::Namer;
+use super::Suggestion;
+
+/// The predicted gain against the measured one.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GainCheck {
+    /// Predicted by the replay (none when the suggested order was rejected).
+    pub predicted: Option<PredictedGain>,
+    /// Measured between the original runs and the changed ones.
+    pub measured: MeasuredGain,
+    /// `predicted / measured` (none when either is unknown or nothing was measured).
+    pub ratio: Option<f64>,
+    /// What the runs say.
+    pub verdict: GainVerdict,
+}
+
+/// A suggestion against runs of the original program and of the changed one.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Confirmation {
+    /// The original program's runs: the analysed trace first, then the others given.
+    pub original: Runs,
+    /// The changed program's runs.
+    pub changed: Runs,
+    /// The suggested order's predicted run time, ns (none when it was rejected).
+    pub predicted_ns: Option<u64>,
+    /// `(predicted - changed median) / changed median`.
+    pub error: Option<f64>,
+    /// The measured order replayed against the original runs' median:
+    /// `(replayed - original median) / original median`.
+    pub self_error: Option<f64>,
+    /// The gain, predicted and measured, and the verdict.
+    pub gain: GainCheck,
+    /// Whether every run had a core per rank.
+    pub cores: Cores,
+    /// Per rank of the first changed run: its iteration against the suggested one.
+    pub orders: Vec<OrderMatch>,
+}
+
+/// A run: its trace and its program.
+pub type Run<'a> = (&'a Trace, &'a Program);
+
+/// `(a - b) / b`; none when `b` is 0.
+fn relative(a: u64, b: u64) -> Option<f64> {
+    (b > 0).then(|| (a as f64 - b as f64) / b as f64)
+}
+
+/// Sets `suggestion` (of the trace and program `ours` names: one run of the original)
+/// against more runs of the original and runs of the changed program, `here` being the
+/// machine the analysis runs on (for the cores the runs had). None without a changed
+/// run.
+pub fn confirm(
+    suggestion: &Suggestion,
+    ours: &Namer,
+    originals: &[Run],
+    changed: &[Run],
+    here: Option<&Machine>,
+) -> Option<Confirmation> {
+    let first: Run = (ours.trace, ours.program);
+    let runs_of = |runs: &mut dyn Iterator<Item = &Run>| {
+        let (traces, times) = runs
+            .map(|(t, p)| (t.source.display().to_string(), p.measured_ns))
+            .unzip();
+        Runs::of(traces, times)
+    };
+    let original = runs_of(&mut std::iter::once(&first).chain(originals))?;
+    let changed_runs = runs_of(&mut changed.iter())?;
+    let replayed = suggestion.replay.replayed;
+    let predicted = suggestion.suggested.map(|s| {
+        PredictedGain::of(
+            (replayed.ns, replayed.low_ns, replayed.high_ns),
+            (s.ns, s.low_ns, s.high_ns),
+        )
+    });
+    let measured = MeasuredGain::of(&original, &changed_runs);
+    let all: Vec<&Trace> = std::iter::once(&first)
+        .chain(originals)
+        .chain(changed)
+        .map(|(t, _)| *t)
+        .collect();
+    let cores = cores::check(&all, here);
+    let verdict = match (&predicted, &cores) {
+        (None, _) => GainVerdict::NotConfirmable {
+            why: Unconfirmable::NoPrediction {
+                why: suggestion
+                    .rejected
+                    .clone()
+                    .unwrap_or_else(|| "the suggested order was not replayed".into()),
+            },
+        },
+        (
+            Some(_),
+            Cores::Oversubscribed {
+                trace,
+                host,
+                ranks,
+                cores,
+            },
+        ) => GainVerdict::NotConfirmable {
+            why: Unconfirmable::Oversubscribed {
+                trace: trace.clone(),
+                host: host.clone(),
+                ranks: *ranks,
+                cores: *cores,
+            },
+        },
+        _ if original.measured_ns.len() < MIN_RUNS || changed_runs.measured_ns.len() < MIN_RUNS => {
+            GainVerdict::NotConfirmable {
+                why: Unconfirmable::TooFewRuns {
+                    original: original.measured_ns.len(),
+                    changed: changed_runs.measured_ns.len(),
+                },
+            }
+        }
+        (Some(p), _) => gain::verdict(p, &measured),
+    };
+    let ratio = predicted
+        .filter(|_| measured.ns != 0)
+        .map(|p| p.ns as f64 / measured.ns as f64);
+    let predicted_ns = suggestion.suggested.map(|p| p.ns);
+    Some(Confirmation {
+        error: predicted_ns.and_then(|p| relative(p, changed_runs.median_ns)),
+        self_error: relative(replayed.ns, original.median_ns),
+        predicted_ns,
+        gain: GainCheck {
+            predicted,
+            measured,
+            ratio,
+            verdict,
+        },
+        cores,
+        orders: changed
+            .first()
+            .map_or_else(Vec::new, |&run| order::orders(suggestion, ours, run)),
+        original,
+        changed: changed_runs,
+    })
+}
