@@ -10,7 +10,7 @@ use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::Program;
 use overlap_analyzer::sites::SiteTable;
 use overlap_analyzer::suggest::{
-    confirm, program_of, render, suggest as suggest_trace, Machine, Namer, Options, Run,
+    confirm, program_of, render, suggest as suggest_trace, Namer, Options, Run,
 };
 
 use crate::output::{out, outln};
@@ -56,17 +56,6 @@ fn pairs(runs: &[(Trace, Program)]) -> Vec<Run<'_>> {
     runs.iter().map(|(t, p)| (t, p)).collect()
 }
 
-/// The machine this runs on: its host name (as `MPI_Get_processor_name` gives it) and
-/// the CPUs it lets this process use; none when either is not known.
-fn this_machine() -> Option<Machine> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
-    let cores = std::thread::available_parallelism().ok()?.get();
-    Some(Machine {
-        host: host.trim().to_string(),
-        cores,
-    })
-}
-
 pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     let options = Options {
         dag: a.policies.options()?,
@@ -85,13 +74,8 @@ pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
             program: &program,
             sites: &sites,
         };
-        suggestion.confirmation = confirm(
-            &suggestion,
-            &namer,
-            &pairs(&originals),
-            &pairs(&changed),
-            this_machine().as_ref(),
-        );
+        suggestion.confirmation =
+            confirm(&suggestion, &namer, &pairs(&originals), &pairs(&changed));
     }
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&suggestion)?);

@@ -14,8 +14,8 @@ use overlap_analyzer::ops::Program;
 use overlap_analyzer::replay::{NetworkFit, Progress};
 use overlap_analyzer::sites::SiteTable;
 use overlap_analyzer::suggest::{
-    confirm, program_of, suggest, Confirmation, GainVerdict, Machine, Namer, Options, Run,
-    Suggestion, Unconfirmable,
+    confirm, program_of, suggest, Confirmation, GainVerdict, Namer, Options, Run, Suggestion,
+    Unconfirmable,
 };
 use overlap_instrument::schema::{BufferUse, ComputeEvent, Event, Nanos, Op, SpanBuffers};
 
@@ -94,11 +94,22 @@ fn changed(w: u64, name: &str) -> Trace {
     named(run(vec![r0, r1]), name)
 }
 
-/// `trace` read from `name`, both ranks on host "vm".
-fn named(mut trace: Trace, name: &str) -> Trace {
+/// `trace` read from `name`, both ranks on host "vm" with CPUs 0 and 1 for each.
+fn named(trace: Trace, name: &str) -> Trace {
+    on_cpus(trace, name, Some("0-1"))
+}
+
+/// `trace` read from `name`, both ranks on host "vm", each with the CPUs `cpus` (as a
+/// header's `cpu_affinity` says them; none: not recorded).
+fn on_cpus(mut trace: Trace, name: &str, cpus: Option<&str>) -> Trace {
     trace.source = name.into();
     for r in &mut trace.ranks {
         r.host = "vm".into();
+    }
+    for r in &mut trace.info.ranks {
+        r.host = "vm".into();
+        r.cpu_affinity = cpus.map(str::to_string);
+        r.online_cpus = cpus.map(|_| 2);
     }
     trace
 }
@@ -111,17 +122,15 @@ fn suggestion(trace: &Trace, program: &Program) -> Suggestion {
         },
         progress: Progress::InMpi,
     };
-    let fit = NetworkFit::from_trace(trace, program, None);
+    // The runs' two messages cannot fit a network: 1 µs and 1 GB/s are given.
+    let fit = NetworkFit::from_trace(trace, None)
+        .or_else(|unknown| unknown.with_given(Some(1_000.0), Some(1e9)))
+        .unwrap();
     suggest(trace, program, fit, &options).unwrap()
 }
 
-/// The analysed trace's suggestion confirmed by `originals` and `changed` on `here`.
-fn confirmed(
-    analysed: &Trace,
-    originals: &[Trace],
-    changed: &[Trace],
-    here: &Machine,
-) -> Confirmation {
+/// The analysed trace's suggestion confirmed by `originals` and `changed`.
+fn confirmed(analysed: &Trace, originals: &[Trace], changed: &[Trace]) -> Confirmation {
     let program = program_of(analysed).unwrap();
     let s = suggestion(analysed, &program);
     let sites = SiteTable::build(analysed);
@@ -136,18 +145,11 @@ fn confirmed(
             .collect()
     };
     let (o, c) = (programs(originals), programs(changed));
-    confirm(&s, &namer, &pairs(&o), &pairs(&c), Some(here)).unwrap()
+    confirm(&s, &namer, &pairs(&o), &pairs(&c)).unwrap()
 }
 
 fn pairs(runs: &[(Trace, Program)]) -> Vec<Run<'_>> {
     runs.iter().map(|(t, p)| (t, p)).collect()
-}
-
-fn vm(cores: usize) -> Machine {
-    Machine {
-        host: "vm".into(),
-        cores,
-    }
 }
 
 #[test]
@@ -162,7 +164,7 @@ fn a_gain_the_runs_show_is_confirmed_and_one_they_do_not_is_not() {
         changed(10_100 * US, "c2.json"),
         changed(9_900 * US, "c3.json"),
     ];
-    let c = confirmed(&analysed, &originals, &fixed, &vm(2));
+    let c = confirmed(&analysed, &originals, &fixed);
     // The original runs take about 2w, the changed ones about w: the medians are the
     // runs with w = 10 ms, their difference w.
     assert_eq!(c.original.traces, ["o1.json", "o2.json", "o3.json"]);
@@ -192,7 +194,7 @@ fn a_gain_the_runs_show_is_confirmed_and_one_they_do_not_is_not() {
         original(10_100 * US, "s2.json"),
         original(9_900 * US, "s3.json"),
     ];
-    let c = confirmed(&analysed, &originals, &same, &vm(2));
+    let c = confirmed(&analysed, &originals, &same);
     assert_eq!(c.gain.measured.ns, 0);
     assert_eq!(c.gain.verdict, GainVerdict::NotConfirmed, "{c:#?}");
 }
@@ -211,7 +213,7 @@ fn too_few_runs_or_too_few_cores_make_no_verdict() {
         changed(9_900 * US, "c3.json"),
     ];
     // The analysed trace alone for the original.
-    let c = confirmed(&analysed, &[], &fixed, &vm(2));
+    let c = confirmed(&analysed, &[], &fixed);
     assert_eq!(
         c.gain.verdict,
         GainVerdict::NotConfirmable {
@@ -221,12 +223,13 @@ fn too_few_runs_or_too_few_cores_make_no_verdict() {
             }
         }
     );
-    // Both ranks on one core of host "vm".
+    // Both ranks of the analysed run on one CPU of host "vm".
     let originals = [
         original(10_200 * US, "o2.json"),
         original(9_800 * US, "o3.json"),
     ];
-    let c = confirmed(&analysed, &originals, &fixed, &vm(1));
+    let crowded = on_cpus(original(10 * MS, "o1.json"), "o1.json", Some("0"));
+    let c = confirmed(&crowded, &originals, &fixed);
     assert_eq!(
         c.gain.verdict,
         GainVerdict::NotConfirmable {
@@ -238,12 +241,9 @@ fn too_few_runs_or_too_few_cores_make_no_verdict() {
             }
         }
     );
-    // Runs from another machine: their cores are not known, and the verdict is made.
-    let elsewhere = Machine {
-        host: "laptop".into(),
-        cores: 8,
-    };
-    let c = confirmed(&analysed, &originals, &fixed, &elsewhere);
+    // A run traced before the CPUs were recorded: not known, and the verdict is made.
+    let old = on_cpus(original(10 * MS, "o1.json"), "o1.json", None);
+    let c = confirmed(&old, &originals, &fixed);
     assert!(matches!(
         c.cores,
         overlap_analyzer::suggest::Cores::Unknown { .. }

@@ -26,9 +26,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use confirm::{
-    confirm, Confirmation, Cores, GainVerdict, Machine, OrderMatch, Run, Unconfirmable,
-};
+pub use confirm::{confirm, Confirmation, Cores, GainVerdict, OrderMatch, Run, Unconfirmable};
 pub use describe::{Assumption, Namer};
 pub use moves::{Move, Pattern};
 pub use render::render;

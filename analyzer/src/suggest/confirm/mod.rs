@@ -12,7 +12,7 @@ mod text;
 
 use serde::Serialize;
 
-pub use cores::{Cores, Machine};
+pub use cores::Cores;
 pub use gain::{
     Agreement, GainVerdict, MeasuredGain, PredictedGain, Runs, Unconfirmable, MIN_RUNS, SHARE,
 };
@@ -69,15 +69,13 @@ fn relative(a: u64, b: u64) -> Option<f64> {
 }
 
 /// Sets `suggestion` (of the trace and program `ours` names: one run of the original)
-/// against more runs of the original and runs of the changed program, `here` being the
-/// machine the analysis runs on (for the cores the runs had). None without a changed
-/// run.
+/// against more runs of the original and runs of the changed program. None without a
+/// changed run.
 pub fn confirm(
     suggestion: &Suggestion,
     ours: &Namer,
     originals: &[Run],
     changed: &[Run],
-    here: Option<&Machine>,
 ) -> Option<Confirmation> {
     let first: Run = (ours.trace, ours.program);
     let runs_of = |runs: &mut dyn Iterator<Item = &Run>| {
@@ -101,7 +99,7 @@ pub fn confirm(
         .chain(changed)
         .map(|(t, _)| *t)
         .collect();
-    let cores = cores::check(&all, here);
+    let cores = cores::check(&all);
     let verdict = match (&predicted, &cores) {
         (None, _) => GainVerdict::NotConfirmable {
             why: Unconfirmable::NoPrediction {
