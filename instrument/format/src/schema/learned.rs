@@ -70,8 +70,11 @@ pub enum Outcome {
         touch: Touch,
         /// The address touched.
         addr: u64,
-        /// The instruction that touched it (a code address, symbolized as call sites
-        /// are), or the call site of the system call that did; none when not known.
+        /// An address inside the instruction that touched it: the faulting instruction's
+        /// own address, or for a system call (`read(2)` into the buffer), the last byte
+        /// of the call instruction that called it (its return address minus one); none
+        /// when not known (a changed byte found later). Not a return address: name it
+        /// with `SiteTable::touch`, which does not step back a byte as call sites do.
         ip: Option<NonZeroU64>,
     },
     /// Nothing touched the watched bytes until `until`, when the watch ended for
@@ -131,4 +134,137 @@ pub enum UnwatchedReason {
     Limit,
     /// Watching was off at the time (not asked for, or ended for the rest of the run).
     Disabled,
+    /// Its pages are already watched for another completed request's buffer that
+    /// overlaps it without being the same bytes (the same bytes share that watch).
+    SharedWithWatched,
+}
+
+impl LearnedUse {
+    /// The same use with every time passed through `f` (a clock conversion, or the
+    /// rank's alignment onto the run's timeline).
+    pub fn map_times(self, f: impl Fn(Nanos) -> Nanos) -> LearnedUse {
+        let outcome = match self.outcome {
+            Outcome::Used {
+                earliest,
+                latest,
+                touch,
+                addr,
+                ip,
+            } => {
+                let earliest = f(earliest);
+                Outcome::Used {
+                    earliest,
+                    latest: f(latest).max(earliest),
+                    touch,
+                    addr,
+                    ip,
+                }
+            }
+            Outcome::Untouched { until, why } => Outcome::Untouched {
+                until: f(until),
+                why,
+            },
+        };
+        LearnedUse {
+            from: f(self.from),
+            outcome,
+            ..self
+        }
+    }
+
+    /// When the watch ended: the latest the touch can have happened, or when it ended
+    /// untouched.
+    pub fn until(&self) -> Nanos {
+        match self.outcome {
+            Outcome::Used { latest, .. } => latest,
+            Outcome::Untouched { until, .. } => until,
+        }
+    }
+}
+
+impl Unwatched {
+    /// The same completion with its time passed through `f`.
+    pub fn map_times(self, f: impl Fn(Nanos) -> Nanos) -> Unwatched {
+        Unwatched {
+            at: f(self.at),
+            ..self
+        }
+    }
+}
+
+impl Touch {
+    /// How reports and the merged trace name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Touch::Read => "read",
+            Touch::Write => "write",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn from_name(name: &str) -> Option<Touch> {
+        [Touch::Read, Touch::Write]
+            .into_iter()
+            .find(|t| t.name() == name)
+    }
+}
+
+impl WatchEnd {
+    /// Every end, in wire-code order (a new end goes last).
+    pub const ALL: [WatchEnd; 5] = [
+        WatchEnd::HandedToMpi,
+        WatchEnd::Released,
+        WatchEnd::Signals,
+        WatchEnd::RunEnded,
+        WatchEnd::Stopped,
+    ];
+
+    /// How reports and the merged trace name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WatchEnd::HandedToMpi => "handed_to_mpi",
+            WatchEnd::Released => "released",
+            WatchEnd::Signals => "signals",
+            WatchEnd::RunEnded => "run_ended",
+            WatchEnd::Stopped => "stopped",
+        }
+    }
+
+    /// The end named `name`.
+    pub fn from_name(name: &str) -> Option<WatchEnd> {
+        WatchEnd::ALL.into_iter().find(|w| w.name() == name)
+    }
+}
+
+impl UnwatchedReason {
+    /// Every reason, in wire-code order (a new reason goes last).
+    pub const ALL: [UnwatchedReason; 8] = [
+        UnwatchedReason::NoBuffer,
+        UnwatchedReason::SmallerThanPage,
+        UnwatchedReason::OnStack,
+        UnwatchedReason::SharedWithActive,
+        UnwatchedReason::NotPrivateMemory,
+        UnwatchedReason::Limit,
+        UnwatchedReason::Disabled,
+        UnwatchedReason::SharedWithWatched,
+    ];
+
+    /// How reports and the merged trace name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            UnwatchedReason::NoBuffer => "no_buffer",
+            UnwatchedReason::SmallerThanPage => "smaller_than_page",
+            UnwatchedReason::OnStack => "on_stack",
+            UnwatchedReason::SharedWithActive => "shared_with_active",
+            UnwatchedReason::NotPrivateMemory => "not_private_memory",
+            UnwatchedReason::Limit => "limit",
+            UnwatchedReason::Disabled => "disabled",
+            UnwatchedReason::SharedWithWatched => "shared_with_watched",
+        }
+    }
+
+    /// The reason named `name`.
+    pub fn from_name(name: &str) -> Option<UnwatchedReason> {
+        UnwatchedReason::ALL.into_iter().find(|r| r.name() == name)
+    }
 }

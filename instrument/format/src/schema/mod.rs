@@ -90,7 +90,10 @@ pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
 /// Version 7 added GPU work ([`GpuEvent`]): the stream's GPU record and, in the merged
 /// trace, events of category `gpu` on one thread per device stream, host waits on GPU
 /// work, and the `gpu_chain` flows linking a packet's copies to its messages.
-pub const FORMAT_VERSION: u32 = 7;
+/// Version 8 added what the program did with its requests' buffers after they completed
+/// (`overlap trace --buffers`, [`LearnedUse`], [`Unwatched`]): the stream's learned-uses
+/// frame and, in the merged trace, instants of category `buffer`.
+pub const FORMAT_VERSION: u32 = 8;
 
 /// The first version whose merged files say how many events each rank has
 /// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one
