@@ -70,6 +70,8 @@ pub(crate) struct Shared {
     dump_asked: Arc<AtomicBool>,
     /// Buffer bindings not written yet: a bindings frame's payload.
     bindings: Mutex<Vec<u8>>,
+    /// Learned buffer uses not written yet: a learned-uses frame's payload.
+    learned: Mutex<Vec<u8>>,
 }
 
 impl Shared {
@@ -157,6 +159,7 @@ impl Recorder {
             writer_thread: OnceLock::new(),
             dump_asked: Arc::new(AtomicBool::new(false)),
             bindings: Mutex::new(Vec::new()),
+            learned: Mutex::new(Vec::new()),
         });
         let for_writer = Arc::clone(&shared);
         let interval = config.flush_interval;
@@ -488,6 +491,24 @@ impl Recorder {
         self.push(None, 0, |_, _, group, _| {
             group.record(|c| encode_sync(c, &sync));
         });
+    }
+
+    /// Records what the program did with completed requests' buffers (`overlap trace
+    /// --buffers`): `push` appends records to a learned-uses frame's payload with
+    /// [`overlap_format::stream::learned::push_watch`] and `push_unwatched`, times as
+    /// stamps of this recorder. Written at the writer's next drain. Takes a lock: called
+    /// when a watch ends, not on every call.
+    pub fn record_learned(&self, push: impl FnOnce(&mut Vec<u8>)) {
+        let shared = self.shared();
+        if shared.finished.load(Ordering::Relaxed) {
+            return;
+        }
+        push(
+            &mut shared
+                .learned
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
     }
 
     /// Asks for an in-flight dump at the writer's next wake-up (which this hastens).
