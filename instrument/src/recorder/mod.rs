@@ -32,6 +32,7 @@ pub use config::{FinishReport, RecorderConfig};
 pub use gpu_work::GpuWork;
 pub use inflight::{request_dump, WaitsOn};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
+pub use overlap_format::stream::learned::{push_unwatched, push_watch};
 pub use signal::{
     hang_timeout_from_env, install_dump_handler, sigusr1_is_default, HANG_TIMEOUT_ENV,
 };
@@ -49,6 +50,10 @@ use crate::schema::{ClockSync, Completion, Footer, Op, RequestId};
 use crate::{Error, Result};
 use encode::{NewDefs, ThreadEncoder};
 use ring::{Cursor, Group, PushOutcome, Ring};
+
+/// Environment variable that turns the preload's buffer watch on (`1`): set by
+/// `overlap trace --buffers`; the learned uses go to [`Recorder::record_learned`].
+pub const BUFFERS_ENV: &str = "OVERLAP_BUFFERS";
 
 /// The most bytes a record that follows a call takes (a full members record).
 const FOLLOW_MAX: usize = 96;
@@ -495,7 +500,7 @@ impl Recorder {
 
     /// Records what the program did with completed requests' buffers (`overlap trace
     /// --buffers`): `push` appends records to a learned-uses frame's payload with
-    /// [`overlap_format::stream::learned::push_watch`] and `push_unwatched`, times as
+    /// [`push_watch`] and [`push_unwatched`], times as
     /// stamps of this recorder. Written at the writer's next drain. Takes a lock: called
     /// when a watch ends, not on every call.
     pub fn record_learned(&self, push: impl FnOnce(&mut Vec<u8>)) {

@@ -46,6 +46,24 @@ fn create(op: Op, comm: MPI_Comm, win: *mut MPI_Win, forward: impl FnOnce() -> c
     )
 }
 
+/// After a window constructor succeeded: the buffer watch never watches its memory.
+///
+/// # Safety
+/// `win` points to the new window, and `base` (when given) to its base address.
+unsafe fn exposed(
+    rc: c_int,
+    win: *const MPI_Win,
+    base: Option<*const *mut c_void>,
+    size: MPI_Aint,
+) {
+    if rc != 0 || !crate::watch::asked() {
+        return;
+    }
+    // SAFETY: per the function's contract: MPI wrote both.
+    let (win, base) = unsafe { (key(*win), base.map_or(std::ptr::null_mut(), |b| *b)) };
+    crate::watch::window(win, base as u64, u64::try_from(size).unwrap_or(0));
+}
+
 pub(crate) unsafe extern "C" fn win_create(
     base: *mut c_void,
     size: MPI_Aint,
@@ -56,7 +74,9 @@ pub(crate) unsafe extern "C" fn win_create(
 ) -> c_int {
     // SAFETY (all forwards below): the program's arguments, passed on unchanged.
     create(Op::WinCreate, comm, win, || unsafe {
-        PMPI_Win_create(base, size, disp_unit, info, comm, win)
+        let rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
+        exposed(rc, win, Some(&raw const base), size);
+        rc
     })
 }
 
@@ -69,7 +89,9 @@ pub(crate) unsafe extern "C" fn win_allocate(
     win: *mut MPI_Win,
 ) -> c_int {
     create(Op::WinAllocate, comm, win, || unsafe {
-        PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)
+        let rc = PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+        exposed(rc, win, Some(baseptr.cast()), size);
+        rc
     })
 }
 
@@ -82,7 +104,9 @@ pub(crate) unsafe extern "C" fn win_allocate_shared(
     win: *mut MPI_Win,
 ) -> c_int {
     create(Op::WinAllocateShared, comm, win, || unsafe {
-        PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)
+        let rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+        exposed(rc, win, Some(baseptr.cast()), size);
+        rc
     })
 }
 
@@ -111,6 +135,7 @@ pub(crate) unsafe extern "C" fn win_free(win: *mut MPI_Win) -> c_int {
                 return;
             }
             t.wins.freed(*handle);
+            crate::watch::window_freed(key(*handle));
             let data = CallData::WindowCollective {
                 win: w.id,
                 comm: CommId(w.comm.id),
@@ -118,6 +143,31 @@ pub(crate) unsafe extern "C" fn win_free(win: *mut MPI_Win) -> c_int {
             t.record(Op::WinFree, at, data, &[]);
         },
     )
+}
+
+/// `MPI_Win_attach` (not recorded: its time is negligible): the buffer watch never
+/// watches the memory attached.
+pub(crate) unsafe extern "C" fn win_attach(
+    win: MPI_Win,
+    base: *mut c_void,
+    size: MPI_Aint,
+) -> c_int {
+    // SAFETY: the program's arguments, passed on unchanged.
+    let rc = unsafe { PMPI_Win_attach(win, base, size) };
+    if rc == 0 {
+        crate::watch::window(key(win), base as u64, u64::try_from(size).unwrap_or(0));
+    }
+    rc
+}
+
+/// `MPI_Win_detach` (not recorded).
+pub(crate) unsafe extern "C" fn win_detach(win: MPI_Win, base: *const c_void) -> c_int {
+    // SAFETY: the program's arguments, passed on unchanged.
+    let rc = unsafe { PMPI_Win_detach(win, base) };
+    if rc == 0 {
+        crate::watch::window_detached(key(win), base as u64);
+    }
+    rc
 }
 
 pub(crate) unsafe extern "C" fn win_fence(assert: c_int, win: MPI_Win) -> c_int {
