@@ -33,7 +33,9 @@ pub use gpu::{
 };
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};
-pub use learned::{ByteRange, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd};
+pub use learned::{
+    ByteRange, LearnedArgs, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd,
+};
 pub use merged::{
     ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange, RankClock,
     RequestArgs, SuspectMessage,
