@@ -155,6 +155,7 @@ impl Kernel {
                     ip,
                 });
             }
+            slots::checkpoint(at);
         }
         Kernel {
             entry,

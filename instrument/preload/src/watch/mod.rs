@@ -86,8 +86,6 @@ struct Watch {
     from: u64,
     buf: (u64, u64),
     pages: (u64, u64),
-    /// When its edges were last compared.
-    checked: u64,
 }
 
 /// A request's buffers as the watch holds them (a collective's may be two).
@@ -153,6 +151,7 @@ pub(crate) fn start(rank: i32) {
         Ok(()) => {
             // SAFETY: registers a plain extern "C" function for forked children.
             unsafe { libc::pthread_atfork(None, None, Some(in_child)) };
+            release::follow_ucx();
             STATE.store(ON, Ordering::Relaxed);
         }
         Err(why) => overlap_instrument::stderr_line!(
@@ -187,25 +186,18 @@ pub(crate) fn finish() {
     with_book(collect);
 }
 
-/// Before a traced MPI call: writes the records of watches that ended, and compares the
-/// edges of those still armed (a changed byte is a write since the last comparison).
+/// Before a traced MPI call: compares the edges of the watches still armed (a changed
+/// byte is a write since the last comparison: a fault, a system call or a call like
+/// this one) and writes the records of those that ended.
 #[inline]
 pub(crate) fn before_call() {
     if slots::busy() == 0 {
         return;
     }
-    with_book(|b| {
-        let at = now();
-        for &i in &b.armed {
-            if slots::check_edges(i, at) {
-                continue;
-            }
-            if let Some(w) = b.watches[i].as_mut() {
-                w.checked = at;
-            }
-        }
-        collect(b);
-    });
+    slots::checkpoint(now());
+    if slots::ended() != 0 {
+        with_book(collect);
+    }
 }
 
 /// Writes the record of every slot that ended.
@@ -222,7 +214,7 @@ fn collect(b: &mut Book) {
         };
         b.armed.swap_remove(k);
         if let Some(w) = b.watches[i].take() {
-            let outcome = outcome(&w, ended);
+            let outcome = outcome(ended);
             for &request in &w.requests {
                 push_watch(&mut b.records, &learned(&w, request, outcome.clone()));
             }
@@ -231,10 +223,10 @@ fn collect(b: &mut Book) {
 }
 
 /// What a watch's end says.
-fn outcome(w: &Watch, e: Ended) -> Outcome {
+fn outcome(e: Ended) -> Outcome {
     // A changed edge byte: a write somewhere since the last comparison, maybe before
     // the touch that ended it.
-    let earliest = Nanos(w.checked.min(e.at));
+    let earliest = Nanos(e.checked.min(e.at));
     let at = Nanos(e.at);
     match (e.how, e.edge) {
         (Ending::Touched { touch, addr, ip }, 0) => Outcome::Used {
@@ -400,6 +392,7 @@ pub(crate) fn completed(requests: impl Iterator<Item = u64>, at: u64) {
     if !asked() {
         return;
     }
+    slots::checkpoint(at);
     with_book(|b| {
         // Every completed request lets go of its buffers before any is watched: two
         // completed together may share pages.
@@ -470,6 +463,7 @@ fn arm(b: &mut Book, id: u64, f: Option<Flight>, at: u64) -> Result<(), Unwatche
         pages: (lo, hi),
         prot,
         watch_prot,
+        at,
     };
     let i = slots::arm(&arm, || {
         if !on() {
@@ -486,7 +480,6 @@ fn arm(b: &mut Book, id: u64, f: Option<Flight>, at: u64) -> Result<(), Unwatche
         from: at,
         buf: (f.addr, end),
         pages: (lo, hi),
-        checked: at,
     });
     b.armed.push(i);
     Ok(())

@@ -6,6 +6,13 @@
 //! `madvise` and `mmap` over a watched range release that range (and tell the maps
 //! they changed); `dlclose` may unmap a library's data: every watch ends.
 //!
+//! UCX (under MPICH or Open MPI) hooks `mmap`, `munmap`, `mremap`, `madvise`, `brk` and
+//! `shmdt` itself, by rewriting the program's and the libraries' relocations (or libc's
+//! code) at `MPI_Init`: the program's calls then reach UCX's hooks and libc, not these
+//! wrappers. Where UCX's memory library is loaded, the watch registers for its events
+//! too ([`follow_ucx`]): its "memory unmapped" event, raised before the memory goes,
+//! ends the watches over it.
+//!
 //! Threads made with `pthread_create` have their stacks noted (never watched) until
 //! they are joined.
 
@@ -254,6 +261,53 @@ pub unsafe extern "C" fn dlclose(handle: *mut c_void) -> c_int {
         -1,
         (handle)
     )
+}
+
+/// `ucm_event_type_t` of UCX's `ucm.h`: memory mapped, memory unmapped (raised before),
+/// and "do not install hooks for this handler" (UCX keeps the hooks it chose).
+const UCM_EVENT_VM_MAPPED: i32 = 1 << 16;
+const UCM_EVENT_VM_UNMAPPED: i32 = 1 << 17;
+const UCM_EVENT_FLAG_NO_INSTALL: i32 = 1 << 24;
+
+/// The `vm_mapped` / `vm_unmapped` member of UCX's `ucm_event_t`.
+#[repr(C)]
+struct UcmRange {
+    address: *mut c_void,
+    size: usize,
+}
+
+/// UCX's memory event: memory was mapped, or is about to be unmapped.
+unsafe extern "C" fn on_ucm_event(kind: i32, event: *mut c_void, _arg: *mut c_void) {
+    memory::mappings_changed();
+    if kind & UCM_EVENT_VM_UNMAPPED != 0 {
+        // SAFETY: UCX passes its event, whose first members are the range.
+        if let Some(r) = unsafe { event.cast::<UcmRange>().as_ref() } {
+            let lo = r.address as u64;
+            released(lo, lo.saturating_add(r.size as u64));
+        }
+    }
+}
+
+/// Registers for UCX's memory events when its memory library is loaded (without
+/// installing hooks UCX did not install itself): true when registered.
+pub(super) fn follow_ucx() -> bool {
+    // SAFETY: looks up an already loaded library by name, and a function of it whose C
+    // signature is `ucs_status_t ucm_set_event_handler(int, int, cb, void *)`.
+    unsafe {
+        let lib = libc::dlopen(c"libucm.so.0".as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD);
+        if lib.is_null() {
+            return false;
+        }
+        let set = libc::dlsym(lib, c"ucm_set_event_handler".as_ptr());
+        if set.is_null() {
+            return false;
+        }
+        type Callback = unsafe extern "C" fn(i32, *mut c_void, *mut c_void);
+        let set: unsafe extern "C" fn(i32, i32, Callback, *mut c_void) -> i32 =
+            std::mem::transmute(set);
+        let events = UCM_EVENT_VM_MAPPED | UCM_EVENT_VM_UNMAPPED | UCM_EVENT_FLAG_NO_INSTALL;
+        set(events, -1, on_ucm_event, std::ptr::null_mut()) == 0
+    }
 }
 
 /// Whether the run asks for the watch, read from the environment on first need (threads

@@ -85,6 +85,8 @@ pub(super) struct Slot {
     ip: AtomicU64,
     /// The first edge byte found changed when it ended (0: none).
     edge: AtomicU64,
+    /// When its edges were last found unchanged (a write to them happened after).
+    checked: AtomicU64,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -101,6 +103,7 @@ const EMPTY: Slot = Slot {
     addr: AtomicU64::new(0),
     ip: AtomicU64::new(0),
     edge: AtomicU64::new(0),
+    checked: AtomicU64::new(0),
 };
 
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
@@ -186,6 +189,8 @@ pub(super) struct Arm {
     pub(super) prot: i32,
     /// What to protect them with.
     pub(super) watch_prot: i32,
+    /// Now (its edges are copied now).
+    pub(super) at: u64,
 }
 
 /// Arms a watch (the caller holds the watch's lock, so arms one at a time): the index of
@@ -226,6 +231,7 @@ pub(super) fn arm(
     s.prot.store(a.prot as u64, Ordering::Relaxed);
     s.copy.store(copy, Ordering::Relaxed);
     s.edge.store(0, Ordering::Relaxed);
+    s.checked.store(a.at, Ordering::Relaxed);
     BUSY.fetch_add(1, Ordering::SeqCst);
     SPAN_LO.fetch_min(a.buf.0, Ordering::SeqCst);
     SPAN_HI.fetch_max(a.buf.1, Ordering::SeqCst);
@@ -335,13 +341,35 @@ pub(super) fn fault(addr: u64, touch: Touch, ip: u64, now: impl Fn() -> u64) -> 
             continue;
         }
         let how = Ending::Touched { touch, addr, ip };
-        return if state == ARMED && end_slot(s, now(), how) {
-            Fault::Ours
-        } else {
-            Fault::Busy
-        };
+        if state == ARMED {
+            let at = now();
+            if end_slot(s, at, how) {
+                // A checkpoint for the other watches' edges.
+                checkpoint(at);
+                return Fault::Ours;
+            }
+        }
+        return Fault::Busy;
     }
     Fault::NotOurs
+}
+
+/// Compares the edges of every armed watch at `at`: one changed ends (a write since it
+/// was last checked), the others are known unchanged until `at`. Async-signal-safe.
+pub(super) fn checkpoint(at: u64) {
+    if BUSY.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    for s in &TABLE {
+        if s.state.load(Ordering::Acquire) != ARMED {
+            continue;
+        }
+        if changed_edge(s) == 0 {
+            s.checked.fetch_max(at, Ordering::AcqRel);
+        } else {
+            end_slot(s, at, Ending::Checked);
+        }
+    }
 }
 
 /// Ends every watch whose buffer overlaps `[lo, hi)`, each with `how(slot's buffer)` at
@@ -387,6 +415,8 @@ pub(super) struct Ended {
     pub(super) how: Ending,
     /// The first edge byte found changed (0: none).
     pub(super) edge: u64,
+    /// When the edges were last found unchanged.
+    pub(super) checked: u64,
 }
 
 /// Takes slot `i` if it ended: how, and frees it. For the collector (locked).
@@ -418,19 +448,11 @@ pub(super) fn collect(i: usize) -> Option<Ended> {
         at: s.at.load(Ordering::Relaxed),
         how,
         edge: s.edge.load(Ordering::Relaxed),
+        checked: s.checked.load(Ordering::Relaxed),
     };
     ENDED_COUNT.fetch_sub(1, Ordering::AcqRel);
     release(s);
     Some(ended)
-}
-
-/// True when slot `i` is armed and an edge byte changed since it was armed: ends it
-/// (the write found at `at`) and says so. For the check at an MPI call (locked).
-pub(super) fn check_edges(i: usize, at: u64) -> bool {
-    let s = &TABLE[i];
-    s.state.load(Ordering::Acquire) == ARMED
-        && changed_edge(s) != 0
-        && end_slot(s, at, Ending::Checked)
 }
 
 /// True when the pages `[lo, hi)` of a new watch would share a page with slot `i`'s.
