@@ -76,23 +76,59 @@ pub(super) struct Maps {
 }
 
 impl Maps {
-    fn read(&mut self) {
+    /// Reads the mappings; `ours` are the pages the watches protect now (`lo`, `hi`,
+    /// the protection they had), which the maps show with the watch's protection and are
+    /// taken as they were.
+    fn read(&mut self, ours: &[(u64, u64, i32)]) {
         STALE.store(false, Ordering::Relaxed);
         let text = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
         self.regions = text.lines().filter_map(parse_line).collect();
+        for &(lo, hi, prot) in ours {
+            self.restate(lo, hi, prot);
+        }
+    }
+
+    /// Takes `[lo, hi)` as private memory of protection `prot`, splitting the regions
+    /// at its ends.
+    fn restate(&mut self, lo: u64, hi: u64, prot: i32) {
+        let mut out = Vec::with_capacity(self.regions.len() + 2);
+        for &r in &self.regions {
+            if !overlap(r.lo, r.hi, lo, hi) {
+                out.push(r);
+                continue;
+            }
+            if r.lo < lo {
+                out.push(Region { hi: lo, ..r });
+            }
+            out.push(Region {
+                lo: r.lo.max(lo),
+                hi: r.hi.min(hi),
+                prot,
+                kind: Kind::Private,
+            });
+            if hi < r.hi {
+                out.push(Region { lo: hi, ..r });
+            }
+        }
+        self.regions = out;
     }
 
     /// The protection to restore `[lo, hi)` (whole pages) to, when every page of it may be
-    /// watched; else why not.
-    pub(super) fn eligible(&mut self, lo: u64, hi: u64) -> Result<i32, UnwatchedReason> {
+    /// watched; else why not. `ours` as for [`Maps::read`].
+    pub(super) fn eligible(
+        &mut self,
+        lo: u64,
+        hi: u64,
+        ours: impl Fn() -> Vec<(u64, u64, i32)>,
+    ) -> Result<i32, UnwatchedReason> {
         if STALE.load(Ordering::Relaxed) {
-            self.read();
+            self.read(&ours());
         }
         match self.covering(lo, hi) {
             Some(found) => found,
             None => {
                 // Not found: mapped since the last reading.
-                self.read();
+                self.read(&ours());
                 self.covering(lo, hi)
                     .unwrap_or(Err(UnwatchedReason::NotPrivateMemory))
             }
@@ -350,6 +386,37 @@ mod tests {
             m.covering(0x8000, 0x9000),
             Some(Err(UnwatchedReason::OnStack))
         );
+    }
+
+    #[test]
+    fn pages_the_watch_protects_are_taken_as_they_were() {
+        let rw = libc::PROT_READ | libc::PROT_WRITE;
+        let private = |lo, hi, prot| Region {
+            lo,
+            hi,
+            prot,
+            kind: Kind::Private,
+        };
+        // The maps read while a watch protects 0x2000-0x4000 with no access.
+        let mut m = Maps {
+            regions: vec![
+                private(0x1000, 0x2000, rw),
+                Region {
+                    kind: Kind::Other,
+                    ..private(0x2000, 0x4000, libc::PROT_NONE)
+                },
+                private(0x4000, 0x6000, rw),
+            ],
+        };
+        m.restate(0x2000, 0x3000, rw);
+        assert_eq!(
+            m.covering(0x1000, 0x4000),
+            Some(Err(UnwatchedReason::NotPrivateMemory)),
+            "0x3000-0x4000 is no watch's"
+        );
+        m.restate(0x3000, 0x4000, rw);
+        assert_eq!(m.covering(0x1000, 0x6000), Some(Ok(rw)));
+        assert_eq!(m.regions.len(), 4);
     }
 
     #[test]

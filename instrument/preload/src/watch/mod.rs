@@ -453,7 +453,7 @@ fn arm(b: &mut Book, id: u64, f: Option<Flight>, at: u64) -> Result<(), Unwatche
             _ => Err(UnwatchedReason::SharedWithWatched),
         };
     }
-    let prot = b.maps.eligible(lo, hi)?;
+    let prot = b.maps.eligible(lo, hi, slots::protected)?;
     let watch_prot = match f.role {
         Role::Send => prot & !libc::PROT_WRITE,
         _ => libc::PROT_NONE,

@@ -467,6 +467,21 @@ pub(super) fn shares_pages(i: usize, lo: u64, hi: u64) -> bool {
         )
 }
 
+/// The pages the watches protect now, with the protection each had.
+pub(super) fn protected() -> Vec<(u64, u64, i32)> {
+    TABLE
+        .iter()
+        .filter(|s| s.state.load(Ordering::Acquire) != FREE)
+        .map(|s| {
+            (
+                s.lo.load(Ordering::Relaxed),
+                s.hi.load(Ordering::Relaxed),
+                s.prot.load(Ordering::Relaxed) as i32,
+            )
+        })
+        .collect()
+}
+
 /// Restores every watched page at once and forgets the watches (a forked child, which
 /// keeps its parent's protections but none of its watches). Async-signal-safe.
 pub(super) fn abandon_all() {
