@@ -12,6 +12,7 @@ use mpi_sys::*;
 use overlap_instrument::recorder::{Access, CallData};
 use overlap_instrument::schema::{CommId, Op, RequestKind};
 
+use super::collective::held;
 use super::{traced, traced_with};
 use crate::pmpi::{self, key};
 use crate::tracer::{guarded, Tracer};
@@ -186,6 +187,16 @@ pub(crate) unsafe extern "C" fn win_fence(assert: c_int, win: MPI_Win) -> c_int 
     )
 }
 
+/// Forwards a one-sided access whose origin (and result) `buffers` MPI reads or writes:
+/// the buffer watch ends its watches over them first (they are not held past the call:
+/// the epoch that completes them is not the call's).
+fn handed(buffers: crate::watch::Buffers, forward: impl FnOnce() -> c_int) -> c_int {
+    let held = crate::watch::hold(buffers);
+    let rc = forward();
+    crate::watch::release(held.as_ref());
+    rc
+}
+
 /// What an access to `target` of `w` from `count` elements of `datatype` at `buf` is.
 fn access(
     w: &WinInfo,
@@ -243,12 +254,12 @@ macro_rules! put_get {
             traced(
                 $op,
                 // SAFETY: the program's arguments, passed on unchanged.
-                || unsafe {
+                || handed([held(origin_addr as *const c_void, origin_count, origin_datatype, 1), None], || unsafe {
                     $pmpi(
                         origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win, $($request)?
                     )
-                },
+                }),
                 |t, at, rc| {
                     if rc != 0 {
                         return;
@@ -289,12 +300,12 @@ macro_rules! accumulate {
             traced(
                 $op,
                 // SAFETY: the program's arguments, passed on unchanged.
-                || unsafe {
+                || handed([held(origin_addr, origin_count, origin_datatype, 1), None], || unsafe {
                     $pmpi(
                         origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, op, win, $($request)?
                     )
-                },
+                }),
                 |t, at, rc| {
                     if rc != 0 {
                         return;
@@ -333,16 +344,20 @@ macro_rules! get_accumulate {
             win: MPI_Win,
             $($request: *mut MPI_Request,)?
         ) -> c_int {
+            let buffers = || [
+                held(origin_addr, origin_count, origin_datatype, 1),
+                held(result_addr, result_count, result_datatype, 1),
+            ];
             traced(
                 $op,
                 // SAFETY: the program's arguments, passed on unchanged.
-                || unsafe {
+                || handed(buffers(), || unsafe {
                     $pmpi(
                         origin_addr, origin_count, origin_datatype, result_addr, result_count,
                         result_datatype, target_rank, target_disp, target_count,
                         target_datatype, op, win, $($request)?
                     )
-                },
+                }),
                 |t, at, rc| {
                     if rc != 0 {
                         return;
@@ -374,16 +389,22 @@ pub(crate) unsafe extern "C" fn fetch_and_op(
     traced(
         Op::FetchAndOp,
         // SAFETY: the program's arguments, passed on unchanged.
-        || unsafe {
-            PMPI_Fetch_and_op(
-                origin_addr,
-                result_addr,
-                datatype,
-                target_rank,
-                target_disp,
-                op,
-                win,
-            )
+        || {
+            let buffers = [
+                held(origin_addr, 1, datatype, 1),
+                held(result_addr, 1, datatype, 1),
+            ];
+            handed(buffers, || unsafe {
+                PMPI_Fetch_and_op(
+                    origin_addr,
+                    result_addr,
+                    datatype,
+                    target_rank,
+                    target_disp,
+                    op,
+                    win,
+                )
+            })
         },
         |t, at, rc| {
             if rc == 0 {
@@ -406,16 +427,18 @@ pub(crate) unsafe extern "C" fn compare_and_swap(
     traced(
         Op::CompareAndSwap,
         // SAFETY: the program's arguments, passed on unchanged.
-        || unsafe {
-            PMPI_Compare_and_swap(
-                origin_addr,
-                compare_addr,
-                result_addr,
-                datatype,
-                target_rank,
-                target_disp,
-                win,
-            )
+        || {
+            handed([held(result_addr, 1, datatype, 1), None], || unsafe {
+                PMPI_Compare_and_swap(
+                    origin_addr,
+                    compare_addr,
+                    result_addr,
+                    datatype,
+                    target_rank,
+                    target_disp,
+                    win,
+                )
+            })
         },
         |t, at, rc| {
             if rc == 0 {

@@ -89,7 +89,7 @@ struct Watch {
 }
 
 /// A request's buffers as the watch holds them (a collective's may be two).
-type Buffers = [Option<Flight>; 2];
+pub(crate) type Buffers = [Option<Flight>; 2];
 
 /// Most requests one watch serves.
 const REQUESTS_PER_WATCH: usize = 16;
