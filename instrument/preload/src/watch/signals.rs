@@ -172,18 +172,27 @@ fn blocks_segv(mask: &sigset_t) -> bool {
     unsafe { libc::sigismember(mask, libc::SIGSEGV) == 1 }
 }
 
-/// A thread of the process whose mask blocks SIGSEGV (from `/proc/self/task`).
+/// A thread of the process whose mask blocks SIGSEGV (from `/proc/self/task`). A thread
+/// being made has every signal blocked until it starts (glibc's `pthread_create`): one
+/// that still blocks SIGSEGV 50 ms later does so for good.
 fn thread_blocking_segv() -> Option<String> {
-    let bit = 1u64 << (libc::SIGSEGV - 1);
-    std::fs::read_dir("/proc/self/task")
-        .ok()?
-        .filter_map(Result::ok)
-        .find_map(|task| {
-            let status = std::fs::read_to_string(task.path().join("status")).ok()?;
-            let blocked = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
-            let blocked = u64::from_str_radix(blocked.trim(), 16).ok()?;
-            (blocked & bit != 0).then(|| task.file_name().to_string_lossy().into_owned())
-        })
+    let blocking = || -> Option<String> {
+        let bit = 1u64 << (libc::SIGSEGV - 1);
+        std::fs::read_dir("/proc/self/task")
+            .ok()?
+            .filter_map(Result::ok)
+            .find_map(|task| {
+                let status = std::fs::read_to_string(task.path().join("status")).ok()?;
+                let blocked = status.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
+                let blocked = u64::from_str_radix(blocked.trim(), 16).ok()?;
+                (blocked & bit != 0).then(|| task.file_name().to_string_lossy().into_owned())
+            })
+    };
+    for _ in 0..10 {
+        blocking()?;
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    blocking()
 }
 
 extern "C" fn on_segv(sig: c_int, info: *mut siginfo_t, ctx: *mut c_void) {
