@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase};
 use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
 
-use super::{complete_event, completeness, meta_args, RawEvent};
+use super::{complete_event, completeness, learned_args, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
 use crate::merge::{match_all, merge_timelines, read_files_into, Unreadable};
 use crate::model::{Place, RankTrace, ReadProblem, Timeline, Trace};
@@ -320,7 +320,7 @@ fn take_event(
             let t = ranks
                 .entry(raw.pid)
                 .or_insert_with(|| Timeline::new(raw.pid));
-            match super::learned_args(raw)? {
+            match learned_args(raw)? {
                 Ok(l) => t.learned.push(l),
                 Err(u) => t.unwatched.push(u),
             }

@@ -19,13 +19,12 @@ use std::path::{Path, PathBuf};
 
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_format::schema::{
-    readable_version, ClockSync, Event, Footer, Header, LearnedArgs, LearnedUse, MergedInfo,
-    SourceSite, Unwatched, FORMAT_NAME, FORMAT_VERSION, JSON_RANK_FILE_EXTENSION,
-    RANK_FILE_EXTENSION,
+    readable_version, ClockSync, Event, Footer, Header, LearnedUse, MergedInfo, SourceSite,
+    Unwatched, FORMAT_NAME, FORMAT_VERSION, JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
 };
 use serde_json::Value;
 
-pub(crate) use event::{complete_event, meta_args};
+pub(crate) use event::{complete_event, learned_args, meta_args};
 pub use load::{load, load_dir, load_merged, Loaded, Progress};
 
 use crate::model::{
@@ -567,14 +566,6 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
         unwatched,
     };
     Ok((merged, notes))
-}
-
-/// What a `buffer` instant of a merged file says: a watch, or an unwatched completion.
-pub(crate) fn learned_args(
-    raw: &RawEvent<'_>,
-) -> std::result::Result<std::result::Result<LearnedUse, Unwatched>, String> {
-    let args: LearnedArgs = meta_args(raw)?;
-    Ok(args.into_learned())
 }
 
 #[cfg(test)]

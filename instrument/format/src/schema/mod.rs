@@ -17,6 +17,7 @@ mod gpu;
 mod ids;
 mod inflight;
 mod learned;
+mod learned_args;
 pub mod marker;
 mod merged;
 mod op;
@@ -33,9 +34,8 @@ pub use gpu::{
 };
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};
-pub use learned::{
-    ByteRange, LearnedArgs, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd,
-};
+pub use learned::{ByteRange, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd};
+pub use learned_args::LearnedArgs;
 pub use merged::{
     ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange, RankClock,
     RequestArgs, SuspectMessage,

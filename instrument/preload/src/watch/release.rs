@@ -310,6 +310,9 @@ pub(super) fn follow_ucx() -> bool {
     }
 }
 
+/// [`overlap_instrument::recorder::BUFFERS_ENV`], for `getenv`.
+const BUFFERS_ENV_C: &std::ffi::CStr = c"OVERLAP_BUFFERS";
+
 /// Whether the run asks for the watch, read from the environment on first need (threads
 /// may be made before `MPI_Init`): 0 not read yet, 1 no, 2 yes.
 static WANTED: AtomicU8 = AtomicU8::new(0);
@@ -320,7 +323,7 @@ fn wanted() -> bool {
             // SAFETY: getenv with a NUL-terminated name (the one of `BUFFERS_ENV`); the
             // value is only compared.
             let yes = unsafe {
-                let v = libc::getenv(c"OVERLAP_BUFFERS".as_ptr());
+                let v = libc::getenv(BUFFERS_ENV_C.as_ptr());
                 !v.is_null() && std::ffi::CStr::from_ptr(v).to_bytes() == b"1"
             };
             WANTED.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
@@ -373,4 +376,15 @@ pub unsafe extern "C" fn pthread_join(thread: libc::pthread_t, ret: *mut *mut c_
         memory::thread_joined(thread);
     }
     rc
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_variable_is_the_recorders() {
+        assert_eq!(
+            super::BUFFERS_ENV_C.to_str(),
+            Ok(overlap_instrument::recorder::BUFFERS_ENV)
+        );
+    }
 }
