@@ -148,14 +148,18 @@ impl Kernel {
             // The return address: the call instruction ends just before it.
             let ip = crate::thread::libc_site().saturating_sub(1);
             let at = super::now();
+            let mut ended = false;
             for (a, b) in spans {
-                slots::end_overlapping(a, b, at, |buf_lo, _| Ending::Touched {
+                ended |= slots::end_overlapping(a, b, at, |buf_lo, _| Ending::Touched {
                     touch,
                     addr: a.max(buf_lo),
                     ip,
                 });
             }
-            slots::checkpoint(at);
+            if ended {
+                // A checkpoint for the other watches' edges, as a fault is.
+                slots::checkpoint(at);
+            }
         }
         Kernel {
             entry,

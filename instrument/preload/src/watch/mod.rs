@@ -184,6 +184,8 @@ pub(crate) fn finish() {
     }
     stop(WatchEnd::RunEnded);
     with_book(collect);
+    // Whatever SIGSEGV does from now on, the program set it.
+    signals::uninstall();
 }
 
 /// Before a traced MPI call: compares the edges of the watches still armed (a changed
