@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
         MPI_Irecv(in, N, MPI_DOUBLE, left, round, MPI_COMM_WORLD, &req[0]);
         MPI_Isend(out, N, MPI_DOUBLE, right, round, MPI_COMM_WORLD, &req[1]);
         MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
-        if (round == ROUNDS - 1) {
+        if (round == 1) {
             /* A child forked while `in` is watched reads it, and exits. */
             pid_t child = fork();
             if (child == 0)
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     /* Time for a trace's writer to flush what it recorded (OVERLAP_FLUSH_MS). */
-    usleep(100000);
+    usleep(200000);
 
     /* A real segfault on rank 0: a write to a page of the program's own with no
      * access. */
