@@ -486,3 +486,7 @@ fn arm(b: &mut Book, id: u64, f: Option<Flight>, at: u64) -> Result<(), Unwatche
     b.armed.push(i);
     Ok(())
 }
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

@@ -335,7 +335,10 @@ pub(super) fn fault(addr: u64, touch: Touch, ip: u64, now: impl Fn() -> u64) -> 
     }
     for s in &TABLE {
         let state = s.state.load(Ordering::Acquire);
+        // An ended watch gave its pages back: a fault there now is not its (a stale one,
+        // from before, is retried by the handler).
         if state == FREE
+            || state == ENDED
             || !(s.lo.load(Ordering::Relaxed)..s.hi.load(Ordering::Relaxed)).contains(&addr)
         {
             continue;
@@ -497,3 +500,7 @@ pub(super) fn abandon_all() {
     BUSY.store(0, Ordering::Release);
     ENDED_COUNT.store(0, Ordering::Release);
 }
+
+#[cfg(test)]
+#[path = "slots_tests.rs"]
+mod tests;
