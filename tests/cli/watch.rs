@@ -353,6 +353,73 @@ fn unwatched_buffers_say_why_and_another_thread_is_watched_too() {
     );
 }
 
+/// A non-blocking collective's buffers are watched one each (its result's first read,
+/// its send buffer's first write, at their lines); one whose extent depends on every
+/// rank's displacements is not; a blocking collective on a watched buffer ends the watch
+/// (handed to MPI) and works.
+#[test]
+fn a_collectives_buffers_are_watched_where_their_extent_is_known() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("nbc.json");
+    let run = same_as_untraced(Mpi::Default, "watch_nbc", &[], &[], &out);
+    run.assert_stdout_has("sum 67108864, mixed 4096, again 4");
+    let trace = loaded(&out);
+    let table = SiteTable::build(&trace);
+    let line = |l: &LearnedUse| {
+        let Outcome::Used { touch, ip, .. } = l.outcome else {
+            return None;
+        };
+        let site = table.touch(0, ip?.get())?;
+        let file = site.file.as_deref()?.rsplit('/').next()?;
+        Some((touch, format!("{file}:{}", site.line?)))
+    };
+    for t in &trace.ranks {
+        check_ordering(t);
+        let of = |request: u64| -> Vec<&LearnedUse> {
+            t.learned.iter().filter(|l| l.request == request).collect()
+        };
+        let first = of(1);
+        assert_eq!(first.len(), 2, "rank {}: two buffers: {first:?}", t.rank);
+        if t.rank == 0 {
+            let mut lines: Vec<_> = first.iter().filter_map(|l| line(l)).collect();
+            lines.sort();
+            assert_eq!(
+                lines,
+                vec![
+                    (Touch::Read, at_line("watch_nbc.c", "read the reduction")),
+                    (
+                        Touch::Write,
+                        at_line("watch_nbc.c", "refill the send buffer")
+                    ),
+                ]
+            );
+        }
+        assert_eq!(
+            t.unwatched
+                .iter()
+                .map(|u| (u.request, u.why))
+                .collect::<Vec<_>>(),
+            vec![(2, UnwatchedReason::NoBuffer)],
+            "rank {}: the alltoallv's extent is unknown",
+            t.rank
+        );
+        let handed = of(3)
+            .into_iter()
+            .find(|l| l.reads.is_some())
+            .expect("the result buffer's watch");
+        assert!(
+            matches!(
+                handed.outcome,
+                Outcome::Untouched {
+                    why: WatchEnd::HandedToMpi,
+                    ..
+                }
+            ),
+            "{handed:?}"
+        );
+    }
+}
+
 /// A watched buffer the program frees, grows with realloc or unmaps: the watch ends
 /// there (released), and the memory the program gets back at the same place works.
 #[test]

@@ -90,9 +90,9 @@ pub(crate) unsafe fn total_w(counts: *const c_int, types: *const MPI_Datatype, n
         .sum()
 }
 
-/// A collective's buffer as the buffer watch holds it: `n` times `count` elements of
-/// `datatype` from `buf`.
-pub(crate) fn held(
+/// A buffer MPI reads (a collective's send buffer, a one-sided origin), as the buffer
+/// watch holds it: `n` times `count` elements of `datatype` from `buf`.
+pub(crate) fn to_send(
     buf: *const c_void,
     count: c_int,
     datatype: MPI_Datatype,
@@ -102,7 +102,21 @@ pub(crate) fn held(
     Some(Flight {
         addr: pmpi::addr(buf),
         len: span.saturating_mul(n),
-        role: Role::Held,
+        role: Role::Send,
+    })
+}
+
+/// A buffer MPI writes (a collective's receive buffer, a one-sided result), as
+/// [`to_send`].
+pub(crate) fn to_receive(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    n: u64,
+) -> Option<Flight> {
+    to_send(buf, count, datatype, n).map(|f| Flight {
+        role: Role::Receive,
+        ..f
     })
 }
 
@@ -218,7 +232,8 @@ pub(crate) fn posted(
 /// comm rooted at root` for a rooted one) then one line per form, `blocking wrapper =
 /// PMPI_function, Op;` (likewise `nonblocking`, `persistent`). `part` is evaluated after
 /// the call, with the arguments in scope; the root, known before, is what a blocking
-/// form waits on. `buffers` (the send and receive buffers, [`held`] or [`held_from`])
+/// form waits on. `buffers` (the send and receive buffers, [`to_send`], [`to_receive`] or
+/// [`held_from`])
 /// is evaluated before, only for the buffer watch, which holds them while MPI has them.
 macro_rules! family {
     ($args:tt on $comm:ident rooted at $root:ident => $part:expr; held $held:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
@@ -304,7 +319,14 @@ family! {
             Part::of(0, b).rooted(root)
         }
     };
-    held [held(buf, count, datatype, 1), None];
+    held [
+        if am_root(comm, root) {
+            to_send(buf, count, datatype, 1)
+        } else {
+            to_receive(buf, count, datatype, 1)
+        },
+        None,
+    ];
     blocking bcast = PMPI_Bcast, Op::Bcast;
     nonblocking ibcast = PMPI_Ibcast, Op::Ibcast;
     persistent bcast_init = PMPI_Bcast_init, Op::BcastInit;
@@ -314,7 +336,7 @@ family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
     on comm => Part::of(bytes(sendcount, sendtype), bytes(recvcount, recvtype) * members(comm));
-    held [held(sendbuf, sendcount, sendtype, 1), held(recvbuf, recvcount, recvtype, members(comm))];
+    held [to_send(sendbuf, sendcount, sendtype, 1), to_receive(recvbuf, recvcount, recvtype, members(comm))];
     blocking allgather = PMPI_Allgather, Op::Allgather;
     nonblocking iallgather = PMPI_Iallgather, Op::Iallgather;
     persistent allgather_init = PMPI_Allgather_init, Op::AllgatherInit;
@@ -327,7 +349,7 @@ family! {
         let n = members(comm);
         Part::of(bytes(sendcount, sendtype) * n, bytes(recvcount, recvtype) * n)
     };
-    held [held(sendbuf, sendcount, sendtype, members(comm)), held(recvbuf, recvcount, recvtype, members(comm))];
+    held [to_send(sendbuf, sendcount, sendtype, members(comm)), to_receive(recvbuf, recvcount, recvtype, members(comm))];
     blocking alltoall = PMPI_Alltoall, Op::Alltoall;
     nonblocking ialltoall = PMPI_Ialltoall, Op::Ialltoall;
     persistent alltoall_init = PMPI_Alltoall_init, Op::AlltoallInit;
@@ -341,7 +363,7 @@ family! {
         let recv = unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) };
         Part::of(bytes(sendcount, sendtype), recv)
     };
-    held [held(sendbuf, sendcount, sendtype, 1), held_from(recvbuf)];
+    held [to_send(sendbuf, sendcount, sendtype, 1), held_from(recvbuf)];
     blocking allgatherv = PMPI_Allgatherv, Op::Allgatherv;
     nonblocking iallgatherv = PMPI_Iallgatherv, Op::Iallgatherv;
     persistent allgatherv_init = PMPI_Allgatherv_init, Op::AllgathervInit;
@@ -385,8 +407,8 @@ family! {
         Part::of(bytes(sendcount, sendtype), recv).rooted(root)
     };
     held [
-        held(sendbuf, sendcount, sendtype, 1),
-        at_root(comm, root, held(recvbuf, recvcount, recvtype, members(comm))),
+        to_send(sendbuf, sendcount, sendtype, 1),
+        at_root(comm, root, to_receive(recvbuf, recvcount, recvtype, members(comm))),
     ];
     blocking gather = PMPI_Gather, Op::Gather;
     nonblocking igather = PMPI_Igather, Op::Igather;
@@ -401,8 +423,8 @@ family! {
         Part::of(send, bytes(recvcount, recvtype)).rooted(root)
     };
     held [
-        at_root(comm, root, held(sendbuf, sendcount, sendtype, members(comm))),
-        held(recvbuf, recvcount, recvtype, 1),
+        at_root(comm, root, to_send(sendbuf, sendcount, sendtype, members(comm))),
+        to_receive(recvbuf, recvcount, recvtype, 1),
     ];
     blocking scatter = PMPI_Scatter, Op::Scatter;
     nonblocking iscatter = PMPI_Iscatter, Op::Iscatter;
@@ -422,7 +444,7 @@ family! {
         };
         Part::of(bytes(sendcount, sendtype), recv).rooted(root)
     };
-    held [held(sendbuf, sendcount, sendtype, 1), at_root(comm, root, held_from(recvbuf))];
+    held [to_send(sendbuf, sendcount, sendtype, 1), at_root(comm, root, held_from(recvbuf))];
     blocking gatherv = PMPI_Gatherv, Op::Gatherv;
     nonblocking igatherv = PMPI_Igatherv, Op::Igatherv;
     persistent gatherv_init = PMPI_Gatherv_init, Op::GathervInit;
@@ -441,7 +463,7 @@ family! {
         };
         Part::of(send, bytes(recvcount, recvtype)).rooted(root)
     };
-    held [at_root(comm, root, held_from(sendbuf)), held(recvbuf, recvcount, recvtype, 1)];
+    held [at_root(comm, root, held_from(sendbuf)), to_receive(recvbuf, recvcount, recvtype, 1)];
     blocking scatterv = PMPI_Scatterv, Op::Scatterv;
     nonblocking iscatterv = PMPI_Iscatterv, Op::Iscatterv;
     persistent scatterv_init = PMPI_Scatterv_init, Op::ScattervInit;

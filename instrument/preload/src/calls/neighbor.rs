@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 use mpi_sys::*;
 use overlap_instrument::schema::Op;
 
-use super::collective::{family, held, held_from, total, total_w, Part};
+use super::collective::{family, held_from, to_receive, to_send, total, total_w, Part};
 use crate::types::bytes;
 
 /// This rank's `(in-degree, out-degree)` in `comm`'s topology; zeros without one.
@@ -57,8 +57,8 @@ family! {
     held {
         let (indegree, outdegree) = degrees(comm);
         [
-            held(sendbuf, sendcount, sendtype, times(outdegree)),
-            held(recvbuf, recvcount, recvtype, times(indegree)),
+            to_send(sendbuf, sendcount, sendtype, times(outdegree)),
+            to_receive(recvbuf, recvcount, recvtype, times(indegree)),
         ]
     };
     blocking neighbor_allgather = PMPI_Neighbor_allgather, Op::NeighborAllgather;
@@ -80,7 +80,7 @@ family! {
     };
     held {
         let (_, outdegree) = degrees(comm);
-        [held(sendbuf, sendcount, sendtype, times(outdegree)), held_from(recvbuf)]
+        [to_send(sendbuf, sendcount, sendtype, times(outdegree)), held_from(recvbuf)]
     };
     blocking neighbor_allgatherv = PMPI_Neighbor_allgatherv, Op::NeighborAllgatherv;
     nonblocking ineighbor_allgatherv = PMPI_Ineighbor_allgatherv, Op::IneighborAllgatherv;

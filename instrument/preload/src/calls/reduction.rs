@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 use mpi_sys::*;
 use overlap_instrument::schema::Op;
 
-use super::collective::{am_root, at_root, family, held, held_from, members, Part};
+use super::collective::{am_root, at_root, family, held_from, members, to_receive, to_send, Part};
 use crate::pmpi;
 use crate::types::bytes;
 
@@ -21,8 +21,8 @@ family! {
         Part::of(b, recv).rooted(root)
     };
     held [
-        held(sendbuf, count, datatype, 1),
-        at_root(comm, root, held(recvbuf, count, datatype, 1)),
+        to_send(sendbuf, count, datatype, 1),
+        at_root(comm, root, to_receive(recvbuf, count, datatype, 1)),
     ];
     blocking reduce = PMPI_Reduce, Op::Reduce;
     nonblocking ireduce = PMPI_Ireduce, Op::Ireduce;
@@ -36,7 +36,7 @@ family! {
         let b = bytes(count, datatype);
         Part::of(b, b)
     };
-    held [held(sendbuf, count, datatype, 1), held(recvbuf, count, datatype, 1)];
+    held [to_send(sendbuf, count, datatype, 1), to_receive(recvbuf, count, datatype, 1)];
     blocking allreduce = PMPI_Allreduce, Op::Allreduce;
     nonblocking iallreduce = PMPI_Iallreduce, Op::Iallreduce;
     persistent allreduce_init = PMPI_Allreduce_init, Op::AllreduceInit;
@@ -73,7 +73,7 @@ family! {
         let b = bytes(recvcount, datatype);
         Part::of(b * members(comm), b)
     };
-    held [held(sendbuf, recvcount, datatype, members(comm)), held(recvbuf, recvcount, datatype, 1)];
+    held [to_send(sendbuf, recvcount, datatype, members(comm)), to_receive(recvbuf, recvcount, datatype, 1)];
     blocking reduce_scatter_block = PMPI_Reduce_scatter_block, Op::ReduceScatterBlock;
     nonblocking ireduce_scatter_block = PMPI_Ireduce_scatter_block, Op::IreduceScatterBlock;
     persistent reduce_scatter_block_init = PMPI_Reduce_scatter_block_init, Op::ReduceScatterBlockInit;

@@ -12,7 +12,7 @@ use mpi_sys::*;
 use overlap_instrument::recorder::{Access, CallData};
 use overlap_instrument::schema::{CommId, Op, RequestKind};
 
-use super::collective::held;
+use super::collective::{to_receive, to_send};
 use super::{traced, traced_with};
 use crate::pmpi::{self, key};
 use crate::tracer::{guarded, Tracer};
@@ -254,7 +254,7 @@ macro_rules! put_get {
             traced(
                 $op,
                 // SAFETY: the program's arguments, passed on unchanged.
-                || handed([held(origin_addr as *const c_void, origin_count, origin_datatype, 1), None], || unsafe {
+                || handed([to_send(origin_addr as *const c_void, origin_count, origin_datatype, 1), None], || unsafe {
                     $pmpi(
                         origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win, $($request)?
@@ -300,7 +300,7 @@ macro_rules! accumulate {
             traced(
                 $op,
                 // SAFETY: the program's arguments, passed on unchanged.
-                || handed([held(origin_addr, origin_count, origin_datatype, 1), None], || unsafe {
+                || handed([to_send(origin_addr, origin_count, origin_datatype, 1), None], || unsafe {
                     $pmpi(
                         origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, op, win, $($request)?
@@ -345,8 +345,8 @@ macro_rules! get_accumulate {
             $($request: *mut MPI_Request,)?
         ) -> c_int {
             let buffers = || [
-                held(origin_addr, origin_count, origin_datatype, 1),
-                held(result_addr, result_count, result_datatype, 1),
+                to_send(origin_addr, origin_count, origin_datatype, 1),
+                to_receive(result_addr as *const c_void, result_count, result_datatype, 1),
             ];
             traced(
                 $op,
@@ -391,8 +391,8 @@ pub(crate) unsafe extern "C" fn fetch_and_op(
         // SAFETY: the program's arguments, passed on unchanged.
         || {
             let buffers = [
-                held(origin_addr, 1, datatype, 1),
-                held(result_addr, 1, datatype, 1),
+                to_send(origin_addr, 1, datatype, 1),
+                to_receive(result_addr as *const c_void, 1, datatype, 1),
             ];
             handed(buffers, || unsafe {
                 PMPI_Fetch_and_op(
@@ -428,17 +428,23 @@ pub(crate) unsafe extern "C" fn compare_and_swap(
         Op::CompareAndSwap,
         // SAFETY: the program's arguments, passed on unchanged.
         || {
-            handed([held(result_addr, 1, datatype, 1), None], || unsafe {
-                PMPI_Compare_and_swap(
-                    origin_addr,
-                    compare_addr,
-                    result_addr,
-                    datatype,
-                    target_rank,
-                    target_disp,
-                    win,
-                )
-            })
+            handed(
+                [
+                    to_receive(result_addr as *const c_void, 1, datatype, 1),
+                    None,
+                ],
+                || unsafe {
+                    PMPI_Compare_and_swap(
+                        origin_addr,
+                        compare_addr,
+                        result_addr,
+                        datatype,
+                        target_rank,
+                        target_disp,
+                        win,
+                    )
+                },
+            )
         },
         |t, at, rc| {
             if rc == 0 {

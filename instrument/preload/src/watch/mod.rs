@@ -26,6 +26,8 @@
 //! with atomic operations only; their records are written by the next traced call (or
 //! at the end of the run), under the watch's lock, into the rank's learned-uses frame.
 
+mod arm;
+mod ending;
 mod flights;
 mod io;
 mod memory;
@@ -38,16 +40,16 @@ use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use overlap_instrument::recorder::{push_unwatched, push_watch, BUFFERS_ENV};
-use overlap_instrument::schema::{
-    ByteRange, LearnedUse, Nanos, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd,
-};
+use overlap_instrument::recorder::{push_watch, BUFFERS_ENV};
+use overlap_instrument::schema::{ByteRange, LearnedUse, Nanos, Outcome, Touch, WatchEnd};
 use smallvec::SmallVec;
 
+pub(crate) use arm::completed;
 pub(crate) use flights::{Flight, Role};
 
+use arm::is_buffer;
 use flights::Flights;
-use memory::{whole_pages, Maps, Windows};
+use memory::{Maps, Windows};
 use slots::{Ended, Ending, SLOTS};
 
 const OFF: u8 = 0;
@@ -386,105 +388,6 @@ pub(crate) fn window_freed(win: u64) {
     if asked() {
         with_book(|b| b.windows.free(win));
     }
-}
-
-/// After a Wait or Test completed `requests`, before it returns: arms a watch on each
-/// one's buffer (or records why not). `at` is the call's end stamp.
-pub(crate) fn completed(requests: impl Iterator<Item = u64>, at: u64) {
-    if !asked() {
-        return;
-    }
-    slots::checkpoint(at);
-    with_book(|b| {
-        // Every completed request lets go of its buffers before any is watched: two
-        // completed together may share pages.
-        let done: SmallVec<[(u64, Option<Buffers>); 8]> =
-            requests.map(|id| (id, b.flights.completed(id))).collect();
-        for (id, buffers) in done {
-            let flight = buffers.and_then(|[first, _]| first);
-            if let Err(why) = arm(b, id, flight, at) {
-                let u = Unwatched {
-                    request: id,
-                    at: Nanos(at),
-                    why,
-                };
-                push_unwatched(&mut b.records, &u);
-            }
-        }
-    });
-}
-
-/// True for an address that can be a buffer's: not in the first or last page (MPI's
-/// sentinels: `MPI_BOTTOM`, `MPI_IN_PLACE`).
-fn is_buffer(addr: u64) -> bool {
-    (4096..u64::MAX - 4096).contains(&addr)
-}
-
-/// Arms a watch on request `id`'s buffer `f`, completed at `at`; or why not.
-fn arm(b: &mut Book, id: u64, f: Option<Flight>, at: u64) -> Result<(), UnwatchedReason> {
-    if !on() {
-        return Err(UnwatchedReason::Disabled);
-    }
-    let f = f.ok_or(UnwatchedReason::NoBuffer)?;
-    if f.role == Role::Held || !is_buffer(f.addr) || f.len == 0 {
-        return Err(UnwatchedReason::NoBuffer);
-    }
-    let end = f.addr.checked_add(f.len).ok_or(UnwatchedReason::NoBuffer)?;
-    let (lo, hi) = whole_pages(f.addr, f.len).ok_or(UnwatchedReason::SmallerThanPage)?;
-    if memory::on_a_stack(f.addr, end) {
-        return Err(UnwatchedReason::OnStack);
-    }
-    if b.windows.touch(f.addr, end) {
-        return Err(UnwatchedReason::NotPrivateMemory);
-    }
-    if b.flights.touch(lo, hi) {
-        return Err(UnwatchedReason::SharedWithActive);
-    }
-    for &i in &b.armed {
-        if !slots::shares_pages(i, lo, hi) {
-            continue;
-        }
-        return match b.watches[i].as_mut() {
-            Some(w) if w.buf == (f.addr, end) && w.role == f.role => {
-                if w.requests.len() >= REQUESTS_PER_WATCH {
-                    return Err(UnwatchedReason::Limit);
-                }
-                w.requests.push(id);
-                Ok(())
-            }
-            _ => Err(UnwatchedReason::SharedWithWatched),
-        };
-    }
-    let prot = b.maps.eligible(lo, hi, slots::protected)?;
-    let watch_prot = match f.role {
-        Role::Send => prot & !libc::PROT_WRITE,
-        _ => libc::PROT_NONE,
-    };
-    let arm = slots::Arm {
-        buf: (f.addr, end),
-        pages: (lo, hi),
-        prot,
-        watch_prot,
-        at,
-    };
-    let i = slots::arm(&arm, || {
-        if !on() {
-            Err(UnwatchedReason::Disabled)
-        } else if io::in_system_call(lo, hi) {
-            Err(UnwatchedReason::SharedWithActive)
-        } else {
-            Ok(())
-        }
-    })?;
-    b.watches[i] = Some(Watch {
-        requests: std::iter::once(id).collect(),
-        role: f.role,
-        from: at,
-        buf: (f.addr, end),
-        pages: (lo, hi),
-    });
-    b.armed.push(i);
-    Ok(())
 }
 
 #[cfg(test)]

@@ -18,8 +18,9 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
-use overlap_instrument::schema::{Touch, UnwatchedReason, WatchEnd};
+use overlap_instrument::schema::{Touch, UnwatchedReason};
 
+pub(super) use super::ending::Ending;
 use super::memory::overlap;
 
 /// Watches at once, at most.
@@ -30,40 +31,6 @@ const ARMING: u8 = 1;
 const ARMED: u8 = 2;
 const ENDING: u8 = 3;
 const ENDED: u8 = 4;
-
-/// How a watch ended, as its slot holds it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Ending {
-    /// The program touched a protected page (a fault) or a system call named the buffer.
-    Touched { touch: Touch, addr: u64, ip: u64 },
-    /// A check at an MPI call found an edge byte changed.
-    Checked,
-    /// Something else ended it (it may still have found a changed edge byte).
-    Ended(WatchEnd),
-}
-
-const HOW_READ: u8 = 1;
-const HOW_WRITE: u8 = 2;
-const HOW_CHECKED: u8 = 3;
-const HOW_ENDED: u8 = 16;
-
-impl Ending {
-    fn code(self) -> u8 {
-        match self {
-            Ending::Touched {
-                touch: Touch::Read, ..
-            } => HOW_READ,
-            Ending::Touched {
-                touch: Touch::Write,
-                ..
-            } => HOW_WRITE,
-            Ending::Checked => HOW_CHECKED,
-            Ending::Ended(w) => {
-                HOW_ENDED + WatchEnd::ALL.iter().position(|e| *e == w).unwrap_or(0) as u8
-            }
-        }
-    }
-}
 
 /// One watch.
 pub(super) struct Slot {
@@ -428,25 +395,11 @@ pub(super) fn collect(i: usize) -> Option<Ended> {
     if s.state.load(Ordering::Acquire) != ENDED {
         return None;
     }
-    let code = s.how.load(Ordering::Relaxed);
-    let how = match code {
-        HOW_READ | HOW_WRITE => Ending::Touched {
-            touch: if code == HOW_READ {
-                Touch::Read
-            } else {
-                Touch::Write
-            },
-            addr: s.addr.load(Ordering::Relaxed),
-            ip: s.ip.load(Ordering::Relaxed),
-        },
-        HOW_CHECKED => Ending::Checked,
-        c => Ending::Ended(
-            WatchEnd::ALL
-                .get(usize::from(c.saturating_sub(HOW_ENDED)))
-                .copied()
-                .unwrap_or(WatchEnd::Stopped),
-        ),
-    };
+    let how = Ending::of_code(
+        s.how.load(Ordering::Relaxed),
+        s.addr.load(Ordering::Relaxed),
+        s.ip.load(Ordering::Relaxed),
+    );
     let ended = Ended {
         at: s.at.load(Ordering::Relaxed),
         how,
@@ -468,6 +421,26 @@ pub(super) fn shares_pages(i: usize, lo: u64, hi: u64) -> bool {
             s.lo.load(Ordering::Relaxed),
             s.hi.load(Ordering::Relaxed),
         )
+}
+
+/// Ends slot `i` with no record (the request it was armed for is not watched after
+/// all): its pages get their protection back, its slot is free.
+pub(super) fn discard(i: usize) {
+    let s = &TABLE[i];
+    if s.state
+        .compare_exchange(ARMED, ENDING, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        let (lo, hi) = (s.lo.load(Ordering::Relaxed), s.hi.load(Ordering::Relaxed));
+        protect(lo, hi, s.prot.load(Ordering::Relaxed) as i32);
+        release(s);
+        return;
+    }
+    // Touched meanwhile by another thread: ended, or about to be.
+    while s.state.load(Ordering::Acquire) == ENDING {
+        std::hint::spin_loop();
+    }
+    collect(i);
 }
 
 /// The pages the watches protect now, with the protection each had.

@@ -3,6 +3,7 @@
 //! table is the process's.
 
 use super::*;
+use overlap_instrument::schema::WatchEnd;
 
 const RW: i32 = libc::PROT_READ | libc::PROT_WRITE;
 
