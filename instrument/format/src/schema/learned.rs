@@ -43,7 +43,11 @@ pub struct ByteRange {
     pub len: u64,
 }
 
-/// The watch set on one completed request's buffer.
+/// The watch set on one completed request's buffer. A request has one per buffer, all
+/// or none of them: a send or a receive one; a non-blocking collective two (its send
+/// buffer's, `reads` none, and its receive buffer's), one when in place. Several
+/// requests of the same bytes completed together (a buffer sent to several peers) share
+/// one watch: each has the same use but for `request`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LearnedUse {
     /// The request, by the id its post was recorded under on this rank.
@@ -108,8 +112,9 @@ pub enum WatchEnd {
     Stopped,
 }
 
-/// A completed request whose buffer was not watched, and why: what the program did with
-/// it afterwards is unknown.
+/// A completed request whose buffers were not watched, and why: what the program did with
+/// them afterwards is unknown. A request is either unwatched or has a [`LearnedUse`] for
+/// each of its buffers, never both.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unwatched {
     /// The request.
@@ -124,7 +129,8 @@ pub struct Unwatched {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UnwatchedReason {
-    /// The request names no buffer (or one whose extent is unknown).
+    /// The request names no buffer (`MPI_Ibarrier`, a one-sided access), or one whose
+    /// extent is unknown (a `v` or `w` collective's).
     NoBuffer,
     /// The buffer holds no whole page: protecting its pages would protect other data.
     SmallerThanPage,
