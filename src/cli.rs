@@ -186,6 +186,11 @@ struct TraceArgs {
     /// also stop the run, merged all the same: exit status 128 + the signal.
     #[arg(long, value_name = "SECS", value_parser = crate::supervise::parse_hang_timeout)]
     hang_timeout: Option<Duration>,
+    /// Also learn what the program does with each completed request's buffer: when it
+    /// next reads or writes it, and at which line (see docs/buffers.md). Costs a few
+    /// microseconds per completion.
+    #[arg(long)]
+    buffers: bool,
     /// The launch command, after `--`: `mpiexec -n 4 ./app`, `srun -n 4 ./app`,
     /// `mpirun -n 4 ./app` (Open MPI: the environment is exported with -x for you).
     #[arg(last = true, required = true, value_name = "LAUNCH")]
@@ -233,7 +238,11 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     }
     let ranks_dir = ranks_dir_for(&a.out);
     crate::launch::clear_trace_dir(&ranks_dir)?;
-    let ending = crate::trace::run_traced(&a.command, &chosen, &ranks_dir, a.hang_timeout)?;
+    let options = crate::trace::TraceOptions {
+        hang_timeout: a.hang_timeout,
+        buffers: a.buffers,
+    };
+    let ending = crate::trace::run_traced(&a.command, &chosen, &ranks_dir, &options)?;
     let command = a.command.join(" ");
     let failure = match &ending {
         Ending::Finished(status) if status.success() => None,

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use overlap_instrument::mpi_family::{MpiFamily, LAUNCHER_ENV};
+use overlap_instrument::recorder::BUFFERS_ENV;
 use overlap_instrument::schema::{
     ParamValue, Params, PRELOAD_BUILT_FOR_PARAM, UNRECORDED_CALLS_PARAM,
 };
@@ -28,15 +29,26 @@ use crate::which_mpi::Chosen;
 /// Environment variable the preload reads its trace directory from.
 pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
 
-/// The launch command with what Open MPI needs to pass the preload on, and the hang
-/// timeout when there is one.
-pub fn with_open_mpi_exports(command: &[String], hang_timeout: bool) -> Vec<String> {
+/// What `overlap trace` asks of the ranks beyond tracing them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TraceOptions {
+    /// Stop the run when no MPI call completed for this long.
+    pub hang_timeout: Option<Duration>,
+    /// Watch what the program does with its requests' buffers (`--buffers`).
+    pub buffers: bool,
+}
+
+/// The launch command with what Open MPI needs to pass the preload on, and the
+/// variables `options` set.
+pub fn with_open_mpi_exports(command: &[String], options: &TraceOptions) -> Vec<String> {
     let mut out = Vec::with_capacity(command.len() + 6);
     out.push(command[0].clone());
-    let hang = hang_timeout.then_some(HANG_TIMEOUT_ENV);
+    let hang = options.hang_timeout.is_some().then_some(HANG_TIMEOUT_ENV);
+    let buffers = options.buffers.then_some(BUFFERS_ENV);
     for var in ["LD_PRELOAD", TRACE_DIR_ENV, LAUNCHER_ENV]
         .into_iter()
         .chain(hang)
+        .chain(buffers)
     {
         out.push("-x".into());
         out.push(var.into());
@@ -56,18 +68,19 @@ pub fn ld_preload(preload: &Path, existing: Option<OsString>) -> OsString {
 }
 
 /// Runs `command` with the chosen preload, the ranks writing into `dir`, stdio passed
-/// through, supervised until it ends, is stopped, or (with `hang_timeout`) hangs.
+/// through, supervised until it ends, is stopped, or (with a hang timeout) hangs.
 pub fn run_traced(
     command: &[String],
     chosen: &Chosen,
     dir: &Path,
-    hang_timeout: Option<Duration>,
+    options: &TraceOptions,
 ) -> Result<Ending> {
+    let hang_timeout = options.hang_timeout;
     let Some(launcher) = command.first() else {
         bail!("nothing to run: give the launch command after `--`, e.g. `overlap trace -- mpiexec -n 4 ./app`");
     };
     let command = if chosen.launcher.family == Some(MpiFamily::OpenMpi) {
-        with_open_mpi_exports(command, hang_timeout.is_some())
+        with_open_mpi_exports(command, options)
     } else {
         command.to_vec()
     };
@@ -82,6 +95,9 @@ pub fn run_traced(
         )
         .env(TRACE_DIR_ENV, &dir)
         .env(LAUNCHER_ENV, &chosen.launcher.description);
+    if options.buffers {
+        cmd.env(BUFFERS_ENV, "1");
+    }
     // The launcher has a process group of its own, which is not the terminal's
     // foreground group: reading the terminal would stop it (SIGTTIN). So a terminal
     // stdin is passed on through a pipe.
@@ -169,8 +185,12 @@ mod tests {
             .iter()
             .map(|s| s.to_string())
             .collect();
+        let options = TraceOptions {
+            hang_timeout: Some(Duration::from_secs(1)),
+            buffers: true,
+        };
         assert_eq!(
-            with_open_mpi_exports(&cmd, true),
+            with_open_mpi_exports(&cmd, &options),
             [
                 "mpirun",
                 "-x",
@@ -181,6 +201,8 @@ mod tests {
                 "OVERLAP_LAUNCHER",
                 "-x",
                 "OVERLAP_HANG_TIMEOUT_MS",
+                "-x",
+                "OVERLAP_BUFFERS",
                 "-n",
                 "4",
                 "./app",

@@ -20,7 +20,8 @@ pub use by_post::RequestsByPost;
 pub(crate) use compact::CallExtra;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
 use overlap_format::schema::{
-    ClockSync, Event, Footer, Header, InFlightDump, MergedInfo, Nanos, Op, SourceSite, SyncPhase,
+    ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo, Nanos, Op, SourceSite,
+    SyncPhase, Unwatched,
 };
 pub use timeline::{align_gpu, Timeline, MAX_RECORDS};
 
@@ -162,6 +163,11 @@ pub struct MergedTrace {
     pub flows: Vec<Flow>,
     /// Request lifetimes.
     pub requests: Vec<RequestSpan>,
+    /// What each rank learned of its requests' buffers (`overlap trace --buffers`), by
+    /// rank, in file order.
+    pub learned: BTreeMap<u32, Vec<LearnedUse>>,
+    /// The completions each rank did not watch, and why, by rank, in file order.
+    pub unwatched: BTreeMap<u32, Vec<Unwatched>>,
 }
 
 /// One end of a flow arrow or of a slice: which rank and thread, at what time.

@@ -29,5 +29,6 @@ mod traces;
 mod tui;
 mod util;
 mod verdicts;
+mod watch;
 mod whatif;
 mod which_mpi;

@@ -1,11 +1,13 @@
 //! A wire event's typed form: a complete (`X`) event as an MPI call, a compute span or
-//! GPU work, and the args of a metadata record, with errors that say what is wrong.
+//! GPU work, a `buffer` instant as what a rank learned of a buffer, and the args of a
+//! metadata record, with errors that say what is wrong.
 
 use std::sync::Arc;
 
 use overlap_format::schema::wire::Category;
 use overlap_format::schema::{
-    CallArgs, CallEvent, ComputeEvent, Event, GpuArgs, Nanos, Op, SpanBuffers,
+    CallArgs, CallEvent, ComputeEvent, Event, GpuArgs, LearnedArgs, LearnedUse, Nanos, Op,
+    SpanBuffers, Unwatched,
 };
 use serde_json::Value;
 
@@ -83,4 +85,12 @@ pub(crate) fn meta_args<T: serde::de::DeserializeOwned>(
         .clone()
         .ok_or_else(|| format!("{} without args", raw.name))?;
     serde_json::from_value(v).map_err(|e| format!("{}: bad args: {e}", raw.name))
+}
+
+/// What a `buffer` instant of a merged file says: a watch, or an unwatched completion.
+pub(crate) fn learned_args(
+    raw: &RawEvent<'_>,
+) -> std::result::Result<std::result::Result<LearnedUse, Unwatched>, String> {
+    let args: LearnedArgs = meta_args(raw)?;
+    Ok(args.into_learned())
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase};
 use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
 
-use super::{complete_event, completeness, meta_args, RawEvent};
+use super::{complete_event, completeness, learned_args, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
 use crate::merge::{match_all, merge_timelines, read_files_into, Unreadable};
 use crate::model::{Place, RankTrace, ReadProblem, Timeline, Trace};
@@ -316,6 +316,15 @@ fn take_event(
                 .or_insert_with(|| Timeline::new(raw.pid))
                 .push(&e);
         }
+        Phase::Instant if raw.cat == Some(Category::Buffer) => {
+            let t = ranks
+                .entry(raw.pid)
+                .or_insert_with(|| Timeline::new(raw.pid));
+            match learned_args(raw)? {
+                Ok(l) => t.learned.push(l),
+                Err(u) => t.unwatched.push(u),
+            }
+        }
         Phase::Metadata if MetaName::from_wire_name(&raw.name) == Some(MetaName::ThreadName) => {
             let n: NameArgs = meta_args(raw)?;
             ranks
@@ -324,7 +333,7 @@ fn take_event(
                 .threads
                 .insert(raw.tid, n.name);
         }
-        // Flows, request slices and instants are rebuilt from the calls.
+        // Flows, request slices and the other instants are rebuilt from the calls.
         _ => {}
     }
     Ok(())
@@ -340,6 +349,14 @@ fn load_merged_whole(path: &Path) -> Result<Loaded> {
         for e in events {
             t.push(e);
         }
+    }
+    for (rank, learned) in merged.learned {
+        let t = ranks.entry(rank).or_insert_with(|| Timeline::new(rank));
+        t.learned = learned;
+    }
+    for (rank, unwatched) in merged.unwatched {
+        let t = ranks.entry(rank).or_insert_with(|| Timeline::new(rank));
+        t.unwatched = unwatched;
     }
     let trace = assemble_counted(path.to_path_buf(), merged.info, ranks)?;
     Ok(Loaded {

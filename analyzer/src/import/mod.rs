@@ -19,12 +19,12 @@ use std::path::{Path, PathBuf};
 
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_format::schema::{
-    readable_version, ClockSync, Event, Footer, Header, MergedInfo, SourceSite, FORMAT_NAME,
-    FORMAT_VERSION, JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
+    readable_version, ClockSync, Event, Footer, Header, LearnedUse, MergedInfo, SourceSite,
+    Unwatched, FORMAT_NAME, FORMAT_VERSION, JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
 };
 use serde_json::Value;
 
-pub(crate) use event::{complete_event, meta_args};
+pub(crate) use event::{complete_event, learned_args, meta_args};
 pub use load::{load, load_dir, load_merged, Loaded, Progress};
 
 use crate::model::{
@@ -72,6 +72,9 @@ pub trait EventSink: Default + Extend<Event> {
     fn overflow(&self) -> Option<&'static str> {
         None
     }
+    /// Takes what the rank learned of its buffers (`overlap trace --buffers`); dropped
+    /// unless the sink keeps it.
+    fn learned(&mut self, _learned: Vec<LearnedUse>, _unwatched: Vec<Unwatched>) {}
 }
 
 impl EventSink for Vec<Event> {
@@ -92,6 +95,10 @@ impl EventSink for Timeline {
     }
     fn overflow(&self) -> Option<&'static str> {
         Timeline::overflow(self)
+    }
+    fn learned(&mut self, learned: Vec<LearnedUse>, unwatched: Vec<Unwatched>) {
+        self.learned.extend(learned);
+        self.unwatched.extend(unwatched);
     }
 }
 
@@ -466,6 +473,8 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
     let mut flows: BTreeMap<u64, Flow> = BTreeMap::new();
     let mut flow_ends: BTreeMap<u64, (usize, Option<Point>)> = BTreeMap::new();
     let mut requests: BTreeMap<u64, RequestSpan> = BTreeMap::new();
+    let mut learned: BTreeMap<u32, Vec<LearnedUse>> = BTreeMap::new();
+    let mut unwatched: BTreeMap<u32, Vec<Unwatched>> = BTreeMap::new();
     for (index, raw) in file.trace_events.iter().enumerate() {
         let at = |reason: String| bad(format!("event {index}: {reason}"));
         let ns = raw.ts.map(|t| t.0 .0);
@@ -483,6 +492,12 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
                 .entry(raw.pid)
                 .or_default()
                 .push(complete_event(raw).map_err(at)?),
+            Phase::Instant if raw.cat == Some(Category::Buffer) => {
+                match learned_args(raw).map_err(at)? {
+                    Ok(l) => learned.entry(raw.pid).or_default().push(l),
+                    Err(u) => unwatched.entry(raw.pid).or_default().push(u),
+                }
+            }
             Phase::Metadata
                 if MetaName::from_wire_name(&raw.name) == Some(MetaName::ProcessName) =>
             {
@@ -547,6 +562,8 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
         process_names,
         flows: flows.into_values().collect(),
         requests: requests.into_values().collect(),
+        learned,
+        unwatched,
     };
     Ok((merged, notes))
 }

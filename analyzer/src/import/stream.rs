@@ -60,6 +60,7 @@ fn stream_error(path: &Path, e: StreamError) -> Error {
 pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
     let mut c = Collected::<S>::default();
     let problems = stream::read(buf, &mut c).map_err(|e| stream_error(path, e))?;
+    c.events.learned(c.learned, c.unwatched);
     let header = c.header.ok_or_else(|| Error::NoHeader {
         path: path.to_path_buf(),
     })?;

@@ -26,6 +26,7 @@ mod by_id;
 mod clocks;
 mod ends;
 mod identity;
+mod learned;
 mod links;
 mod matching;
 mod memory;

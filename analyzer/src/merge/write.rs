@@ -123,6 +123,7 @@ impl RankSection<'_> {
         }
         write_rank_events(t, self.events, w, reread)?;
         write_gpu(info, t, w)?;
+        super::learned::write_learned(t, w)?;
         // Where a request that never completed ends: its rank's last moment.
         let rank_end = t.spans.iter().map(|s| s.end).max().unwrap_or_default();
         write_parallel(self.requests, w, |k, life, text| {

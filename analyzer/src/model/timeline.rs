@@ -158,6 +158,8 @@ impl Timeline {
     pub fn sort(&mut self) {
         self.spans.sort_by_key(|s| (s.start, s.tid));
         self.gpu.sort_by_key(|g| (g.start, g.stream, g.issued));
+        self.learned.sort_by_key(|l| (l.from, l.request));
+        self.unwatched.sort_by_key(|u| (u.at, u.request));
     }
 
     /// Gives back what its vectors hold beyond their events (growing by doubling leaves
@@ -173,7 +175,8 @@ impl Timeline {
     }
 
     /// Puts every time of the rank on the run's timeline with `align` (the rank's clock
-    /// alignment): its spans, and its GPU work's enqueue, start and end.
+    /// alignment): its spans, its GPU work's enqueue, start and end, and what it learned
+    /// of its buffers.
     pub fn align(&mut self, align: impl Fn(Nanos) -> Nanos) {
         for s in &mut self.spans {
             s.start = align(s.start);
@@ -182,6 +185,10 @@ impl Timeline {
         for g in &mut self.gpu {
             align_gpu(g, &align);
         }
+        let learned = std::mem::take(&mut self.learned);
+        self.learned = learned.into_iter().map(|l| l.map_times(&align)).collect();
+        let unwatched = std::mem::take(&mut self.unwatched);
+        self.unwatched = unwatched.into_iter().map(|u| u.map_times(&align)).collect();
     }
 
     /// Every event the rank has: calls, compute spans and GPU work.

@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use overlap_format::schema::Outcome;
+
 use crate::fxhash::FxHashMap;
 use crate::model::Trace;
 pub use group::{BySite, SiteGroup};
@@ -128,6 +130,12 @@ pub struct SiteTable {
     notes: Vec<String>,
 }
 
+/// Where the table keeps a touch's instruction address `ip`: one past it, as a return
+/// address is, so that one lookup (which steps back a byte) serves both.
+fn touch_key(ip: u64) -> u64 {
+    ip.wrapping_add(1)
+}
+
 /// True for a shared object of the MPI implementation (MPICH's `libmpich*`, Open
 /// MPI's `libmpi*`), by its file name.
 fn is_mpi_library(object: &str) -> bool {
@@ -179,6 +187,39 @@ impl SiteTable {
             }
             let mut raws: Vec<u64> = seen.into_keys().collect();
             raws.sort_unstable();
+            // The instructions that touched buffers (`overlap trace --buffers`): each an
+            // address inside the instruction, looked up one past it so that the
+            // symbolizer's step back for return addresses lands on it again.
+            let mut touches: Vec<u64> = t
+                .learned
+                .iter()
+                .filter_map(|l| match l.outcome {
+                    Outcome::Used { ip, .. } => ip.map(|ip| touch_key(ip.get())),
+                    Outcome::Untouched { .. } => None,
+                })
+                .collect();
+            touches.sort_unstable();
+            touches.dedup();
+            for raw in touches {
+                if table.ids.contains_key(&(t.rank, raw)) {
+                    continue;
+                }
+                let site = match &maps {
+                    Some(maps) => symbolizer.symbolize(maps, raw),
+                    None => Site::unavailable(
+                        format!("{:#x}", raw - 1),
+                        None,
+                        None,
+                        "the rank's trace lists no code maps to symbolize it with",
+                    ),
+                };
+                let next = table.sites.len() as u32;
+                let id = *by_label.entry(site.label.clone()).or_insert(next);
+                if id == next {
+                    table.sites.push(site);
+                }
+                table.ids.insert((t.rank, raw), id);
+            }
             for raw in raws {
                 let site = match (recorded.get(&raw), &maps) {
                     (Some((file, line)), _) => Site::recorded(file, *line),
@@ -248,6 +289,12 @@ impl SiteTable {
     /// after call site X".
     pub fn site(&self, rank: u32, raw: u64) -> Option<&Site> {
         self.sites.get(self.id(rank, raw)? as usize)
+    }
+
+    /// The site of the instruction that touched a buffer, `ip` as a learned use records
+    /// it ([`Outcome::Used`]: an address inside the instruction, not a return address).
+    pub fn touch(&self, rank: u32, ip: u64) -> Option<&Site> {
+        self.site(rank, touch_key(ip))
     }
 
     /// The index of the site of call `index` of `rank`, when it recorded one.

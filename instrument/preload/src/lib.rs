@@ -47,6 +47,8 @@ mod tracer;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod types;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod watch;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod windows;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -189,6 +191,8 @@ mod exported {
         MPI_Win_allocate_shared => rma::win_allocate_shared;
         MPI_Win_create_dynamic => rma::win_create_dynamic;
         MPI_Win_free => rma::win_free;
+        MPI_Win_attach => rma::win_attach;
+        MPI_Win_detach => rma::win_detach;
         MPI_Win_fence => rma::win_fence;
         MPI_Put => rma::put;
         MPI_Get => rma::get;

@@ -184,6 +184,16 @@ impl RequestTable {
         t.persistent
     }
 
+    /// The persistent request a Start of `handle` would start (the oldest inactive one),
+    /// leaving it as it is.
+    pub(crate) fn next_start(&mut self, handle: u64) -> Option<u64> {
+        self.map
+            .get_mut(&handle)?
+            .iter_mut()
+            .find(|t| t.persistent.is_some() && t.active.is_none())?
+            .persistent
+    }
+
     /// A request under `handle` completed: the oldest that could. Forgets it (a
     /// persistent request becomes inactive and stays).
     #[inline]

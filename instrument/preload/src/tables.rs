@@ -193,6 +193,11 @@ pub(crate) fn started(handle: u64, id: u64) -> Option<u64> {
     find(|t| t.started(handle, id))
 }
 
+/// The persistent request a Start of `handle` would start, left as it is.
+pub(crate) fn next_start(handle: u64) -> Option<u64> {
+    find(|t| t.next_start(handle))
+}
+
 /// A request under `handle` completed: which (see [`RequestTable::completed`]).
 #[inline]
 pub(crate) fn completed(handle: u64) -> Option<Done> {

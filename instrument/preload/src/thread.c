@@ -10,13 +10,20 @@
  *
  * The entry trampolines (entry.rs) store the caller's return address in `site`; the
  * wrappers read it and `state`, the thread's ThreadState (thread.rs), through inline
- * assembly against this symbol. Nothing else touches them.
+ * assembly against this symbol. The buffer watch's libc trampolines store theirs in
+ * `libc_site`, and its fault handler keeps `fault_retry` (both read and written in
+ * signal context too, which initial-exec TLS allows).
  */
 #include <stdint.h>
 
 struct overlap_preload_thread {
     uint64_t site;
     void *state;
+    /* The buffer watch (watch/): the return address of the last interposed libc call
+     * (its own trampolines, so that a libc call inside an MPI wrapper never overwrites
+     * `site`), and the address of a fault let through once to be retried. */
+    uint64_t libc_site;
+    uint64_t fault_retry;
 };
 
 __attribute__((visibility("hidden"), tls_model("initial-exec")))

@@ -23,7 +23,12 @@ use crate::types::TypeCache;
 struct Words {
     site: u64,
     state: *const ThreadState,
+    libc_site: u64,
+    fault_retry: u64,
 }
+
+/// Offset of `libc_site` in the words, for the libc trampolines ([`crate::watch`]).
+pub(crate) const LIBC_SITE_OFFSET: usize = std::mem::offset_of!(Words, libc_site);
 
 /// This thread's words: the thread pointer plus the variable's offset in the static
 /// TLS block, which the dynamic linker wrote into the GOT at load time.
@@ -49,6 +54,23 @@ fn words() -> *mut Words {
 pub(crate) fn site() -> u64 {
     // SAFETY: this thread's words, written only by this thread.
     unsafe { (*words()).site }
+}
+
+/// The return address of the interposed libc function this thread last entered (stored
+/// by its trampoline; 0 before any).
+#[inline]
+pub(crate) fn libc_site() -> u64 {
+    // SAFETY: this thread's words, written only by this thread.
+    unsafe { (*words()).libc_site }
+}
+
+/// Swaps the address of the fault this thread let through to be retried (async-signal
+/// safe: a plain access to initial-exec TLS).
+#[inline]
+pub(crate) fn swap_fault_retry(addr: u64) -> u64 {
+    // SAFETY: this thread's words, touched only by this thread (its signal handler
+    // included, which runs on it).
+    unsafe { std::mem::replace(&mut (*words()).fault_retry, addr) }
 }
 
 /// What one thread keeps between its MPI calls.

@@ -254,6 +254,7 @@ pub(crate) fn start(init: InitCall) {
     tracer.record(init.op, at, CallData::Plain, &[]);
     TRACER.store(tracer, Ordering::Release);
     overlap_instrument::recorder::install_dump_handler(init.sigusr1_default);
+    crate::watch::start(rank);
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
 }
@@ -268,6 +269,8 @@ pub(crate) fn before_finalize(t: &Tracer) {
 
 /// Ends the recording: everything buffered reaches the file, with the footer.
 pub(crate) fn stop() {
+    // The watches' records go in while the recorder still takes them.
+    crate::watch::finish();
     let t = TRACER.swap(std::ptr::null_mut(), Ordering::AcqRel);
     // SAFETY: as in `tracer`; the Tracer stays leaked, so other threads still inside a
     // wrapper keep a valid reference (their records are dropped).

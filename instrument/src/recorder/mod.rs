@@ -32,6 +32,7 @@ pub use config::{FinishReport, RecorderConfig};
 pub use gpu_work::GpuWork;
 pub use inflight::{request_dump, WaitsOn};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
+pub use overlap_format::stream::learned::{push_unwatched, push_watch};
 pub use signal::{
     hang_timeout_from_env, install_dump_handler, sigusr1_is_default, HANG_TIMEOUT_ENV,
 };
@@ -49,6 +50,10 @@ use crate::schema::{ClockSync, Completion, Footer, Op, RequestId};
 use crate::{Error, Result};
 use encode::{NewDefs, ThreadEncoder};
 use ring::{Cursor, Group, PushOutcome, Ring};
+
+/// Environment variable that turns the preload's buffer watch on (`1`): set by
+/// `overlap trace --buffers`; the learned uses go to [`Recorder::record_learned`].
+pub const BUFFERS_ENV: &str = "OVERLAP_BUFFERS";
 
 /// The most bytes a record that follows a call takes (a full members record).
 const FOLLOW_MAX: usize = 96;
@@ -70,6 +75,8 @@ pub(crate) struct Shared {
     dump_asked: Arc<AtomicBool>,
     /// Buffer bindings not written yet: a bindings frame's payload.
     bindings: Mutex<Vec<u8>>,
+    /// Learned buffer uses not written yet: a learned-uses frame's payload.
+    learned: Mutex<Vec<u8>>,
 }
 
 impl Shared {
@@ -157,6 +164,7 @@ impl Recorder {
             writer_thread: OnceLock::new(),
             dump_asked: Arc::new(AtomicBool::new(false)),
             bindings: Mutex::new(Vec::new()),
+            learned: Mutex::new(Vec::new()),
         });
         let for_writer = Arc::clone(&shared);
         let interval = config.flush_interval;
@@ -488,6 +496,24 @@ impl Recorder {
         self.push(None, 0, |_, _, group, _| {
             group.record(|c| encode_sync(c, &sync));
         });
+    }
+
+    /// Records what the program did with completed requests' buffers (`overlap trace
+    /// --buffers`): `push` appends records to a learned-uses frame's payload with
+    /// [`push_watch`] and [`push_unwatched`], times as
+    /// stamps of this recorder. Written at the writer's next drain. Takes a lock: called
+    /// when a watch ends, not on every call.
+    pub fn record_learned(&self, push: impl FnOnce(&mut Vec<u8>)) {
+        let shared = self.shared();
+        if shared.finished.load(Ordering::Relaxed) {
+            return;
+        }
+        push(
+            &mut shared
+                .learned
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
     }
 
     /// Asks for an in-flight dump at the writer's next wake-up (which this hastens).

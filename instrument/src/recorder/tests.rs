@@ -401,3 +401,41 @@ fn compute_spans_name_their_buffers_through_rebinding() {
         ]
     );
 }
+
+/// Learned buffer uses reach the file in a frame of their own, their stamps converted
+/// like the events' (a monotonic clock here: unchanged).
+#[test]
+fn learned_buffer_uses_are_written_and_read_back() {
+    use crate::schema::{ByteRange, LearnedUse, Outcome, Unwatched, UnwatchedReason, WatchEnd};
+    use overlap_format::stream::learned::{push_unwatched, push_watch};
+    let sink = MemorySink::new();
+    let rec = Recorder::new(sink.clone(), config()).expect("recorder");
+    let at = rec.stamp().raw();
+    let watch = LearnedUse {
+        request: 4,
+        from: Nanos(at),
+        reads: None,
+        writes: Some(ByteRange {
+            addr: 0x10_0000,
+            len: 1 << 16,
+        }),
+        outcome: Outcome::Untouched {
+            until: Nanos(at + 10),
+            why: WatchEnd::RunEnded,
+        },
+    };
+    let gone = Unwatched {
+        request: 5,
+        at: Nanos(at + 1),
+        why: UnwatchedReason::OnStack,
+    };
+    rec.record_learned(|out| {
+        push_watch(out, &watch);
+        push_unwatched(out, &gone);
+    });
+    rec.finish().expect("finish");
+    rec.record_learned(|_: &mut Vec<u8>| panic!("not called once finished"));
+    let got = sink.recorded();
+    assert_eq!(got.learned, vec![watch]);
+    assert_eq!(got.unwatched, vec![gone]);
+}

@@ -62,6 +62,15 @@ impl<S: Sink> Writer<S> {
         if !bound.is_empty() {
             frame(&mut self.page, FrameKind::Bindings, 0, &[&bound]);
         }
+        let learned = std::mem::take(
+            &mut *shared
+                .learned
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if !learned.is_empty() {
+            frame(&mut self.page, FrameKind::Learned, 0, &[&learned]);
+        }
         let mut wrote_events = false;
         for ring in shared.rings_snapshot() {
             let tid = ring.tid as usize;

@@ -18,6 +18,7 @@ mod gpu;
 mod ids;
 mod inflight;
 mod learned;
+mod learned_args;
 pub mod marker;
 mod merged;
 mod op;
@@ -36,6 +37,7 @@ pub use gpu::{
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};
 pub use learned::{ByteRange, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd};
+pub use learned_args::LearnedArgs;
 pub use merged::{
     ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange, RankClock,
     RequestArgs, SuspectMessage,
@@ -93,7 +95,10 @@ pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
 /// trace, events of category `gpu` on one thread per device stream, host waits on GPU
 /// work, and the `gpu_chain` flows linking a packet's copies to its messages.
 /// Version 8 added the CPUs each rank could run on to the merged trace's [`RankClock`]
-/// (`cpu_affinity`, `online_cpus`, from the headers' params of those names).
+/// (`cpu_affinity`, `online_cpus`, from the headers' params of those names), and what
+/// the program did with its requests' buffers after they completed (`overlap trace
+/// --buffers`, [`LearnedUse`], [`Unwatched`]): the stream's learned-uses frame and, in
+/// the merged trace, instants of category `buffer`.
 pub const FORMAT_VERSION: u32 = 8;
 
 /// The first version whose merged files say how many events each rank has

@@ -107,6 +107,10 @@ pub enum Category {
     /// A flow from one step of a packet's staging chain to the next: a copy to the MPI
     /// call it enabled, or a receive's completion to the copy it started (merged traces).
     GpuChain,
+    /// What the program did with a completed request's buffer (`overlap trace
+    /// --buffers`): an instant per watch or unwatched completion (merged traces,
+    /// [`super::LearnedArgs`]).
+    Buffer,
 }
 
 /// The `bp` field of a flow end: bind to the enclosing slice.

@@ -2,7 +2,9 @@
 //! read whole (the recorder's memory sink).
 
 use super::{Problem, Visitor};
-use crate::schema::{ClockSync, Event, Footer, Header, InFlightDump, SourceSite};
+use crate::schema::{
+    ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite, Unwatched,
+};
 
 /// Everything read from a stream; the events go into `E` (all of them, in a `Vec`, by
 /// default; the analyzer gives its compact timeline).
@@ -22,6 +24,10 @@ pub struct Collected<E = Vec<Event>> {
     pub footer: Option<Footer>,
     /// In-flight dumps, in file order.
     pub in_flight: Vec<InFlightDump>,
+    /// Watches of completed requests' buffers, in file order (`overlap trace --buffers`).
+    pub learned: Vec<LearnedUse>,
+    /// Completed requests whose buffers were not watched, in file order.
+    pub unwatched: Vec<Unwatched>,
     /// What was read but could not be used in full (a span naming a buffer never
     /// bound); the file is still whole.
     pub notes: Vec<Problem>,
@@ -55,6 +61,12 @@ impl<E: Extend<Event>> Visitor for Collected<E> {
     }
     fn in_flight(&mut self, dump: InFlightDump) {
         self.in_flight.push(dump);
+    }
+    fn learned(&mut self, watch: LearnedUse) {
+        self.learned.push(watch);
+    }
+    fn unwatched(&mut self, completion: Unwatched) {
+        self.unwatched.push(completion);
     }
     fn note(&mut self, note: Problem) {
         self.notes.push(note);

@@ -10,7 +10,8 @@
 //! [`crate::schema::Header`]), the second the clock the stamps are in; then, as the run
 //! goes, thread names, pages of events (each a run of records copied from one thread's
 //! ring, see [`codec`]), clock calibrations, in-flight dumps ([`inflight`]), buffer
-//! bindings ([`buffers`]) and, last,
+//! bindings ([`buffers`]), what the program did with its requests' buffers
+//! ([`learned`]) and, last,
 //! the footer. A frame is written whole or not at all, so a rank that dies leaves a file
 //! readable up to its last flushed frame; a frame cut short or failing its checksum ends the reading there, and says so.
 //! `docs/trace-format.md` specifies every byte.
@@ -21,6 +22,7 @@ mod collect;
 mod convert;
 mod decode;
 pub mod inflight;
+pub mod learned;
 mod read;
 mod sites;
 pub mod varint;
@@ -74,6 +76,8 @@ pub enum FrameKind {
     InFlight = 7,
     /// Buffer names bound to address ranges (see [`buffers`]).
     Bindings = 8,
+    /// Watches of completed requests' buffers and how they ended (see [`learned`]).
+    Learned = 9,
 }
 
 impl FrameKind {
@@ -87,6 +91,7 @@ impl FrameKind {
             6 => FrameKind::Footer,
             7 => FrameKind::InFlight,
             8 => FrameKind::Bindings,
+            9 => FrameKind::Learned,
             _ => return None,
         })
     }

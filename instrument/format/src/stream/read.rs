@@ -166,6 +166,16 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
                     });
                 }
             }
+            FrameKind::Learned => {
+                let at = f.offset as u64;
+                match super::learned::convert(f.payload, &converter, at, events) {
+                    Ok(records) => records.into_iter().for_each(|r| match r {
+                        super::learned::Learned::Watch(w) => v.learned(w),
+                        super::learned::Learned::Unwatched(u) => v.unwatched(u),
+                    }),
+                    Err(p) => problems.push(p),
+                }
+            }
             FrameKind::InFlight => match super::inflight::decode(f.payload) {
                 Ok(raw) => {
                     let nanos = |s| converter.nanos(s).0;

@@ -7,7 +7,7 @@ use super::*;
 use crate::call_data::{CallData, Transfer};
 use crate::schema::{CommId, Completion, Event, Footer, Header, Op, RequestId};
 
-fn header() -> Header {
+pub(super) fn header() -> Header {
     Header {
         format: crate::schema::FORMAT_NAME.into(),
         format_version: crate::schema::FORMAT_VERSION,

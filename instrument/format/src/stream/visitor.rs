@@ -2,7 +2,10 @@
 //! handed to, the errors that make a stream unreadable ([`StreamError`]), and the
 //! [`Problem`]s that cost part of it.
 
-use crate::schema::{ClockSync, Event, Footer, Header, InFlightDump, SourceSite, FORMAT_VERSION};
+use crate::schema::{
+    ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite, Unwatched,
+    FORMAT_VERSION,
+};
 
 /// Where the contents of a stream go as they are read.
 pub trait Visitor {
@@ -20,6 +23,12 @@ pub trait Visitor {
     fn footer(&mut self, footer: Footer);
     /// An in-flight dump, in file order among the events (ignored by default).
     fn in_flight(&mut self, _dump: InFlightDump) {}
+    /// A watch of a completed request's buffer and how it ended, in file order
+    /// (ignored by default).
+    fn learned(&mut self, _watch: LearnedUse) {}
+    /// A completed request whose buffer was not watched, in file order (ignored by
+    /// default).
+    fn unwatched(&mut self, _completion: Unwatched) {}
     /// Something read that could not be used in full, though nothing was lost (a
     /// compute span naming a buffer never bound): ignored by default.
     fn note(&mut self, _note: Problem) {}

@@ -20,10 +20,11 @@ use mpi_sys::*;
 use overlap_instrument::recorder::{CallData, Collective, WaitsOn};
 use overlap_instrument::schema::{CommId, Op, RequestKind};
 
-use super::{traced, traced_in};
+use super::{traced_in, traced_with};
 use crate::handles::CommInfo;
 use crate::pmpi::{self, key};
 use crate::types::bytes;
+use crate::watch::{self, Buffers, Flight, Role};
 
 /// The bytes this rank sends and receives, and the root (a rank of the communicator).
 #[derive(Clone, Copy)]
@@ -89,6 +90,52 @@ pub(crate) unsafe fn total_w(counts: *const c_int, types: *const MPI_Datatype, n
         .sum()
 }
 
+/// A buffer MPI reads (a collective's send buffer, a one-sided origin), as the buffer
+/// watch holds it: `n` times `count` elements of `datatype` from `buf`.
+pub(crate) fn to_send(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    n: u64,
+) -> Option<Flight> {
+    let (_, span) = crate::types::sizes(count, datatype);
+    Some(Flight {
+        addr: pmpi::addr(buf),
+        len: span.saturating_mul(n),
+        role: Role::Send,
+    })
+}
+
+/// A buffer MPI writes (a collective's receive buffer, a one-sided result), as
+/// [`to_send`].
+pub(crate) fn to_receive(
+    buf: *const c_void,
+    count: c_int,
+    datatype: MPI_Datatype,
+    n: u64,
+) -> Option<Flight> {
+    to_send(buf, count, datatype, n).map(|f| Flight {
+        role: Role::Receive,
+        ..f
+    })
+}
+
+/// A buffer whose extent each rank's counts and displacements say (the `v` and `w`
+/// forms): held from `buf` to the end of memory.
+pub(crate) fn held_from(buf: *const c_void) -> Option<Flight> {
+    let addr = pmpi::addr(buf);
+    Some(Flight {
+        addr,
+        len: u64::MAX - addr,
+        role: Role::Held,
+    })
+}
+
+/// A buffer only the root's call names (`held` elsewhere is garbage).
+pub(crate) fn at_root(comm: MPI_Comm, root: c_int, buf: Option<Flight>) -> Option<Flight> {
+    buf.filter(|_| am_root(comm, root))
+}
+
 /// The size of `comm` as a multiplier.
 pub(crate) fn members(comm: MPI_Comm) -> u64 {
     u64::try_from(pmpi::size_of_comm(comm)).unwrap_or(0)
@@ -107,6 +154,7 @@ pub(crate) fn blocking(
     root: Option<c_int>,
     forward: impl FnOnce() -> c_int,
     part: impl FnOnce() -> Part,
+    held: impl FnOnce() -> Buffers,
 ) -> c_int {
     traced_in(
         op,
@@ -117,10 +165,12 @@ pub(crate) fn blocking(
                 root: root.map(|r| c.world(r)),
                 ..WaitsOn::default()
             };
-            (c, waits)
+            let held = watch::asked().then(held).and_then(watch::hold);
+            ((c, held), waits)
         },
         |_| forward(),
-        |t, at, _, c| {
+        |t, at, _, (c, held)| {
+            watch::release(held.as_ref());
             t.record(op, at, CallData::Collective(part().record(c)), &[]);
         },
     )
@@ -136,43 +186,65 @@ pub(crate) fn posted(
     persistent: bool,
     forward: impl FnOnce() -> c_int,
     part: impl FnOnce() -> Part,
+    held: impl FnOnce() -> Buffers,
 ) -> c_int {
-    traced(op, forward, |t, at, rc| {
-        if rc != 0 {
-            return;
-        }
-        let c = t.comms.info(comm);
-        let collective = part().record(&c);
-        let id = t.next_request_id();
-        // SAFETY: MPI just wrote the new handle there.
-        let handle = key(unsafe { *request });
-        if persistent {
-            crate::tables::persistent(handle, id.0, RequestKind::Collective, c, false);
+    let before = |_: &crate::tracer::Tracer| {
+        let buffers = watch::asked().then(held).unwrap_or_default();
+        // A persistent init hands nothing to MPI yet: each start does.
+        let hold = if persistent {
+            None
         } else {
-            crate::tables::posted(handle, id.0, RequestKind::Collective, c, false);
-        }
-        let data = CallData::CollectivePost {
-            collective,
-            request: id,
+            watch::hold(buffers)
         };
-        t.record(op, at, data, &[]);
-    })
+        (buffers, hold)
+    };
+    traced_with(
+        op,
+        before,
+        |_| forward(),
+        |t, at, rc, (buffers, hold)| {
+            if rc != 0 {
+                watch::release(hold.as_ref());
+                return;
+            }
+            let c = t.comms.info(comm);
+            let collective = part().record(&c);
+            let id = t.next_request_id();
+            // SAFETY: MPI just wrote the new handle there.
+            let handle = key(unsafe { *request });
+            if persistent {
+                crate::tables::persistent(handle, id.0, RequestKind::Collective, c, false);
+                watch::persistent(id.0, *buffers);
+            } else {
+                crate::tables::posted(handle, id.0, RequestKind::Collective, c, false);
+                watch::keep(hold.as_ref(), id.0);
+            }
+            let data = CallData::CollectivePost {
+                collective,
+                request: id,
+            };
+            t.record(op, at, data, &[]);
+        },
+    )
 }
 
-/// Declares the forms of one collective: `(args) on comm => part;` (`on comm rooted at
-/// root` for a rooted one) then one line per form, `blocking wrapper = PMPI_function,
-/// Op;` (likewise `nonblocking`, `persistent`). `part` is evaluated after the call, with
-/// the arguments in scope; the root, known before, is what a blocking form waits on.
+/// Declares the forms of one collective: `(args) on comm => part; held buffers;` (`on
+/// comm rooted at root` for a rooted one) then one line per form, `blocking wrapper =
+/// PMPI_function, Op;` (likewise `nonblocking`, `persistent`). `part` is evaluated after
+/// the call, with the arguments in scope; the root, known before, is what a blocking
+/// form waits on. `buffers` (the send and receive buffers, [`to_send`], [`to_receive`] or
+/// [`held_from`])
+/// is evaluated before, only for the buffer watch, which holds them while MPI has them.
 macro_rules! family {
-    ($args:tt on $comm:ident rooted at $root:ident => $part:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
-        $( $crate::calls::collective::family!(@$form $wrapper $pmpi $op, $args $comm [$root] $part); )+
+    ($args:tt on $comm:ident rooted at $root:ident => $part:expr; held $held:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
+        $( $crate::calls::collective::family!(@$form $wrapper $pmpi $op, $args $comm [$root] $part, $held); )+
     };
-    ($args:tt on $comm:ident => $part:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
-        $( $crate::calls::collective::family!(@$form $wrapper $pmpi $op, $args $comm [] $part); )+
+    ($args:tt on $comm:ident => $part:expr; held $held:expr; $($form:ident $wrapper:ident = $pmpi:ident, $op:expr;)+) => {
+        $( $crate::calls::collective::family!(@$form $wrapper $pmpi $op, $args $comm [] $part, $held); )+
     };
     (@root []) => { None };
     (@root [$root:ident]) => { Some($root) };
-    (@blocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr) => {
+    (@blocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr, $held:expr) => {
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper($($arg: $ty),*) -> std::ffi::c_int {
             $crate::calls::collective::blocking(
@@ -182,10 +254,11 @@ macro_rules! family {
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe { $pmpi($($arg),*) },
                 || $part,
+                || $held,
             )
         }
     };
-    (@nonblocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr) => {
+    (@nonblocking $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr, $held:expr) => {
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper(
             $($arg: $ty,)*
@@ -199,10 +272,11 @@ macro_rules! family {
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe { $pmpi($($arg,)* request) },
                 || $part,
+                || $held,
             )
         }
     };
-    (@persistent $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr) => {
+    (@persistent $wrapper:ident $pmpi:ident $op:expr, ($($arg:ident: $ty:ty),*) $comm:ident [$($root:ident)?] $part:expr, $held:expr) => {
         // Persistent collectives are MPI 4 (build.rs).
         #[cfg(mpi4)]
         #[allow(clippy::too_many_arguments)]
@@ -219,6 +293,7 @@ macro_rules! family {
                 // SAFETY: the program's arguments, passed on unchanged.
                 || unsafe { $pmpi($($arg,)* info, request) },
                 || $part,
+                || $held,
             )
         }
     };
@@ -228,6 +303,7 @@ pub(crate) use family;
 
 family! {
     (comm: MPI_Comm) on comm => Part::of(0, 0);
+    held [None, None];
     blocking barrier = PMPI_Barrier, Op::Barrier;
     nonblocking ibarrier = PMPI_Ibarrier, Op::Ibarrier;
     persistent barrier_init = PMPI_Barrier_init, Op::BarrierInit;
@@ -243,6 +319,14 @@ family! {
             Part::of(0, b).rooted(root)
         }
     };
+    held [
+        if am_root(comm, root) {
+            to_send(buf, count, datatype, 1)
+        } else {
+            to_receive(buf, count, datatype, 1)
+        },
+        None,
+    ];
     blocking bcast = PMPI_Bcast, Op::Bcast;
     nonblocking ibcast = PMPI_Ibcast, Op::Ibcast;
     persistent bcast_init = PMPI_Bcast_init, Op::BcastInit;
@@ -252,6 +336,7 @@ family! {
     (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
      recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
     on comm => Part::of(bytes(sendcount, sendtype), bytes(recvcount, recvtype) * members(comm));
+    held [to_send(sendbuf, sendcount, sendtype, 1), to_receive(recvbuf, recvcount, recvtype, members(comm))];
     blocking allgather = PMPI_Allgather, Op::Allgather;
     nonblocking iallgather = PMPI_Iallgather, Op::Iallgather;
     persistent allgather_init = PMPI_Allgather_init, Op::AllgatherInit;
@@ -264,6 +349,7 @@ family! {
         let n = members(comm);
         Part::of(bytes(sendcount, sendtype) * n, bytes(recvcount, recvtype) * n)
     };
+    held [to_send(sendbuf, sendcount, sendtype, members(comm)), to_receive(recvbuf, recvcount, recvtype, members(comm))];
     blocking alltoall = PMPI_Alltoall, Op::Alltoall;
     nonblocking ialltoall = PMPI_Ialltoall, Op::Ialltoall;
     persistent alltoall_init = PMPI_Alltoall_init, Op::AlltoallInit;
@@ -277,6 +363,7 @@ family! {
         let recv = unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) };
         Part::of(bytes(sendcount, sendtype), recv)
     };
+    held [to_send(sendbuf, sendcount, sendtype, 1), held_from(recvbuf)];
     blocking allgatherv = PMPI_Allgatherv, Op::Allgatherv;
     nonblocking iallgatherv = PMPI_Iallgatherv, Op::Iallgatherv;
     persistent allgatherv_init = PMPI_Allgatherv_init, Op::AllgathervInit;
@@ -291,6 +378,7 @@ family! {
         // SAFETY: every rank passes the communicator's size of counts, both ways.
         unsafe { Part::of(total(sendcounts, n, sendtype), total(recvcounts, n, recvtype)) }
     };
+    held [held_from(sendbuf), held_from(recvbuf)];
     blocking alltoallv = PMPI_Alltoallv, Op::Alltoallv;
     nonblocking ialltoallv = PMPI_Ialltoallv, Op::Ialltoallv;
     persistent alltoallv_init = PMPI_Alltoallv_init, Op::AlltoallvInit;
@@ -305,6 +393,7 @@ family! {
         // SAFETY: every rank passes the communicator's size of counts and types.
         unsafe { Part::of(total_w(sendcounts, sendtypes, n), total_w(recvcounts, recvtypes, n)) }
     };
+    held [held_from(sendbuf), held_from(recvbuf)];
     blocking alltoallw = PMPI_Alltoallw, Op::Alltoallw;
     nonblocking ialltoallw = PMPI_Ialltoallw, Op::Ialltoallw;
     persistent alltoallw_init = PMPI_Alltoallw_init, Op::AlltoallwInit;
@@ -317,6 +406,10 @@ family! {
         let recv = if am_root(comm, root) { bytes(recvcount, recvtype) * members(comm) } else { 0 };
         Part::of(bytes(sendcount, sendtype), recv).rooted(root)
     };
+    held [
+        to_send(sendbuf, sendcount, sendtype, 1),
+        at_root(comm, root, to_receive(recvbuf, recvcount, recvtype, members(comm))),
+    ];
     blocking gather = PMPI_Gather, Op::Gather;
     nonblocking igather = PMPI_Igather, Op::Igather;
     persistent gather_init = PMPI_Gather_init, Op::GatherInit;
@@ -329,6 +422,10 @@ family! {
         let send = if am_root(comm, root) { bytes(sendcount, sendtype) * members(comm) } else { 0 };
         Part::of(send, bytes(recvcount, recvtype)).rooted(root)
     };
+    held [
+        at_root(comm, root, to_send(sendbuf, sendcount, sendtype, members(comm))),
+        to_receive(recvbuf, recvcount, recvtype, 1),
+    ];
     blocking scatter = PMPI_Scatter, Op::Scatter;
     nonblocking iscatter = PMPI_Iscatter, Op::Iscatter;
     persistent scatter_init = PMPI_Scatter_init, Op::ScatterInit;
@@ -347,6 +444,7 @@ family! {
         };
         Part::of(bytes(sendcount, sendtype), recv).rooted(root)
     };
+    held [to_send(sendbuf, sendcount, sendtype, 1), at_root(comm, root, held_from(recvbuf))];
     blocking gatherv = PMPI_Gatherv, Op::Gatherv;
     nonblocking igatherv = PMPI_Igatherv, Op::Igatherv;
     persistent gatherv_init = PMPI_Gatherv_init, Op::GathervInit;
@@ -365,6 +463,7 @@ family! {
         };
         Part::of(send, bytes(recvcount, recvtype)).rooted(root)
     };
+    held [at_root(comm, root, held_from(sendbuf)), to_receive(recvbuf, recvcount, recvtype, 1)];
     blocking scatterv = PMPI_Scatterv, Op::Scatterv;
     nonblocking iscatterv = PMPI_Iscatterv, Op::Iscatterv;
     persistent scatterv_init = PMPI_Scatterv_init, Op::ScattervInit;

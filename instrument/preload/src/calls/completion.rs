@@ -178,6 +178,8 @@ fn record<'s>(
         completed.filter_map(|(position, status)| completion(t, null, keys, position, status)),
     );
     t.record(op, at, CallData::Complete { flag }, &list);
+    // Before the call returns: the completed requests' buffers are the program's again.
+    crate::watch::completed(list.iter().filter_map(|c| c.request), at.end.raw());
     state.give_completions(list);
 }
 

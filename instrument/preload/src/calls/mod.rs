@@ -119,6 +119,9 @@ pub(crate) fn traced_in<S>(
     };
     let site = site();
     let Some((mut state, waits, here)) = caught(|| {
+        if crate::watch::asked() {
+            crate::watch::before_call();
+        }
         let (state, waits) = before(t);
         (state, waits, t.here())
     }) else {

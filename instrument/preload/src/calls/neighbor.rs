@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 use mpi_sys::*;
 use overlap_instrument::schema::Op;
 
-use super::collective::{family, total, total_w, Part};
+use super::collective::{family, held_from, to_receive, to_send, total, total_w, Part};
 use crate::types::bytes;
 
 /// This rank's `(in-degree, out-degree)` in `comm`'s topology; zeros without one.
@@ -54,6 +54,13 @@ family! {
             bytes(recvcount, recvtype) * times(indegree),
         )
     };
+    held {
+        let (indegree, outdegree) = degrees(comm);
+        [
+            to_send(sendbuf, sendcount, sendtype, times(outdegree)),
+            to_receive(recvbuf, recvcount, recvtype, times(indegree)),
+        ]
+    };
     blocking neighbor_allgather = PMPI_Neighbor_allgather, Op::NeighborAllgather;
     nonblocking ineighbor_allgather = PMPI_Ineighbor_allgather, Op::IneighborAllgather;
     persistent neighbor_allgather_init = PMPI_Neighbor_allgather_init, Op::NeighborAllgatherInit;
@@ -71,6 +78,10 @@ family! {
         let recv = unsafe { total(recvcounts, indegree, recvtype) };
         Part::of(bytes(sendcount, sendtype) * times(outdegree), recv)
     };
+    held {
+        let (_, outdegree) = degrees(comm);
+        [to_send(sendbuf, sendcount, sendtype, times(outdegree)), held_from(recvbuf)]
+    };
     blocking neighbor_allgatherv = PMPI_Neighbor_allgatherv, Op::NeighborAllgatherv;
     nonblocking ineighbor_allgatherv = PMPI_Ineighbor_allgatherv, Op::IneighborAllgatherv;
     persistent neighbor_allgatherv_init = PMPI_Neighbor_allgatherv_init, Op::NeighborAllgathervInit;
@@ -87,6 +98,7 @@ family! {
             Part::of(total(sendcounts, outdegree, sendtype), total(recvcounts, indegree, recvtype))
         }
     };
+    held [held_from(sendbuf), held_from(recvbuf)];
     blocking neighbor_alltoallv = PMPI_Neighbor_alltoallv, Op::NeighborAlltoallv;
     nonblocking ineighbor_alltoallv = PMPI_Ineighbor_alltoallv, Op::IneighborAlltoallv;
     persistent neighbor_alltoallv_init = PMPI_Neighbor_alltoallv_init, Op::NeighborAlltoallvInit;
@@ -106,6 +118,7 @@ family! {
             )
         }
     };
+    held [held_from(sendbuf), held_from(recvbuf)];
     blocking neighbor_alltoallw = PMPI_Neighbor_alltoallw, Op::NeighborAlltoallw;
     nonblocking ineighbor_alltoallw = PMPI_Ineighbor_alltoallw, Op::IneighborAlltoallw;
     persistent neighbor_alltoallw_init = PMPI_Neighbor_alltoallw_init, Op::NeighborAlltoallwInit;

@@ -8,9 +8,10 @@ use mpi_sys::*;
 use overlap_instrument::recorder::CallData;
 use overlap_instrument::schema::{Op, RequestId, RequestKind, Started};
 
-use super::{received, traced, traced_in, traced_with, transfer, waits_p2p, StatusSlot};
+use super::{received, traced_in, traced_with, transfer, waits_p2p, StatusSlot};
 use crate::pmpi::key;
 use crate::tables;
+use crate::watch::{self, Flight, Role};
 use overlap_instrument::recorder::{Transfer, WaitsOn};
 
 macro_rules! blocking_send {
@@ -27,11 +28,13 @@ macro_rules! blocking_send {
                 $op,
                 |t| {
                     let transfer = transfer(&t.comms.info(comm), dest, tag, buf, count, datatype);
-                    (transfer, sent(&transfer))
+                    let held = watch::hold([flight(&transfer, Role::Send), None]);
+                    ((transfer, held), sent(&transfer))
                 },
                 // SAFETY: the program's arguments, passed on unchanged.
                 |_| unsafe { $pmpi(buf, count, datatype, dest, tag, comm) },
-                |t, at, _, transfer| {
+                |t, at, _, (transfer, held)| {
+                    watch::release(held.as_ref());
                     t.record($op, at, CallData::Blocking { transfer: *transfer }, &[]);
                 },
             )
@@ -65,12 +68,19 @@ macro_rules! post {
                 |t| {
                     let c = t.comms.info(comm);
                     let transfer = transfer(&c, peer, tag, buf, count, datatype);
-                    (c, transfer)
+                    // A persistent init hands nothing to MPI yet: each start does.
+                    let held = if $persistent {
+                        None
+                    } else {
+                        watch::hold([flight(&transfer, role_of($kind)), None])
+                    };
+                    (c, transfer, held)
                 },
                 // SAFETY: the program's arguments, passed on unchanged.
                 |_| unsafe { $pmpi(buf, count, datatype, peer, tag, comm, request) },
-                |t, at, rc, (c, transfer)| {
+                |t, at, rc, (c, transfer, held)| {
                     if rc != 0 {
+                        watch::release(held.as_ref());
                         return;
                     }
                     let id = t.next_request_id();
@@ -79,8 +89,10 @@ macro_rules! post {
                     let proc_null = $kind == RequestKind::Recv && peer == t.k.proc_null;
                     if $persistent {
                         tables::persistent(handle, id.0, $kind, *c, proc_null);
+                        watch::persistent(id.0, [flight(transfer, role_of($kind)), None]);
                     } else {
                         tables::posted(handle, id.0, $kind, *c, proc_null);
+                        watch::keep(held.as_ref(), id.0);
                     }
                     let data = CallData::Post { transfer: *transfer, request: id };
                     t.record($op, at, data, &[]);
@@ -100,6 +112,24 @@ post! {
     recv_init => PMPI_Recv_init, Op::RecvInit, *mut c_void, RequestKind::Recv, true;
 }
 
+/// A transfer's buffer as the watch holds it.
+fn flight(t: &Transfer, role: Role) -> Option<Flight> {
+    Some(Flight {
+        addr: t.buf,
+        len: t.buf_len,
+        role,
+    })
+}
+
+/// The watch's role of a request kind's buffer.
+fn role_of(kind: RequestKind) -> Role {
+    match kind {
+        RequestKind::Send => Role::Send,
+        RequestKind::Recv => Role::Receive,
+        RequestKind::Collective | RequestKind::OneSided => Role::Held,
+    }
+}
+
 pub(crate) unsafe extern "C" fn recv(
     buf: *mut c_void,
     count: c_int,
@@ -113,7 +143,12 @@ pub(crate) unsafe extern "C" fn recv(
         Op::Recv,
         |t| {
             let c = t.comms.info(comm);
-            ((StatusSlot::new(status, t), c), waits_p2p(&c, source, tag))
+            let transfer = transfer(&c, source, tag, buf, count, datatype);
+            let held = watch::hold([flight(&transfer, Role::Receive), None]);
+            (
+                (StatusSlot::new(status, t), c, held),
+                waits_p2p(&c, source, tag),
+            )
         },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
@@ -127,7 +162,8 @@ pub(crate) unsafe extern "C" fn recv(
                 StatusSlot::arg(s.map(|s| &mut s.0), status),
             )
         },
-        |t, at, _, (s, c)| {
+        |t, at, _, (s, c, held)| {
+            watch::release(held.as_ref());
             let transfer = transfer(c, source, tag, buf, count, datatype);
             let done = received(None, s.get(), c, t.k.byte);
             t.record(Op::Recv, at, CallData::Blocking { transfer }, &[done]);
@@ -158,7 +194,10 @@ pub(crate) unsafe extern "C" fn sendrecv(
                 recv: Some((c.world(source), recvtag)),
                 ..waits_p2p(&c, dest, sendtag)
             };
-            ((StatusSlot::new(status, t), c), waits)
+            let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
+            let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
+            let held = watch::hold([flight(&send, Role::Send), flight(&recv, Role::Receive)]);
+            ((StatusSlot::new(status, t), c, held), waits)
         },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
@@ -177,7 +216,8 @@ pub(crate) unsafe extern "C" fn sendrecv(
                 StatusSlot::arg(s.map(|s| &mut s.0), status),
             )
         },
-        |t, at, _, (s, c)| {
+        |t, at, _, (s, c, held)| {
+            watch::release(held.as_ref());
             let c = *c;
             let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
             let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
@@ -207,7 +247,9 @@ pub(crate) unsafe extern "C" fn sendrecv_replace(
                 recv: Some((c.world(source), recvtag)),
                 ..waits_p2p(&c, dest, sendtag)
             };
-            ((StatusSlot::new(status, t), c), waits)
+            let both = transfer(&c, source, recvtag, buf, count, datatype);
+            let held = watch::hold([flight(&both, Role::Receive), None]);
+            ((StatusSlot::new(status, t), c, held), waits)
         },
         // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
         |s| unsafe {
@@ -223,7 +265,8 @@ pub(crate) unsafe extern "C" fn sendrecv_replace(
                 StatusSlot::arg(s.map(|s| &mut s.0), status),
             )
         },
-        |t, at, _, (s, c)| {
+        |t, at, _, (s, c, held)| {
+            watch::release(held.as_ref());
             let c = *c;
             let send = transfer(&c, dest, sendtag, buf, count, datatype);
             let recv = transfer(&c, source, recvtag, buf, count, datatype);
@@ -306,33 +349,70 @@ fn start_all(t: &crate::tracer::Tracer, handles: impl Iterator<Item = u64>) -> V
         .collect()
 }
 
+/// Before a Start of `handles`: the watch holds the buffers of the persistent requests
+/// they would start, one hold each, in order.
+fn hold_starts(handles: impl Iterator<Item = u64>) -> Vec<(u64, watch::Held)> {
+    if !watch::asked() {
+        return Vec::new();
+    }
+    let ids: Vec<u64> = handles.filter_map(tables::next_start).collect();
+    watch::hold_persistent(&ids)
+}
+
+/// After a Start: each started request keeps its persistent request's hold; a hold no
+/// request took is let go.
+fn keep_starts(held: &[(u64, watch::Held)], started: &[Started]) {
+    let mut kept = vec![false; held.len()];
+    for s in started {
+        let found = (0..held.len()).find(|&k| !kept[k] && held[k].0 == s.persistent);
+        if let Some(k) = found {
+            kept[k] = true;
+            watch::keep(Some(&held[k].1), s.request);
+        }
+    }
+    for (k, (_, h)) in held.iter().enumerate() {
+        if !kept[k] {
+            watch::release(Some(h));
+        }
+    }
+}
+
 pub(crate) unsafe extern "C" fn start(request: *mut MPI_Request) -> c_int {
-    traced(
+    traced_with(
         Op::Start,
+        // SAFETY: the program's handle.
+        |_| hold_starts(std::iter::once(key(unsafe { *request }))),
         // SAFETY: the program's argument, passed on unchanged.
-        || unsafe { PMPI_Start(request) },
-        |t, at, rc| {
+        |_| unsafe { PMPI_Start(request) },
+        |t, at, rc, held| {
             if rc == 0 {
                 // SAFETY: the program's handle, still valid after a Start.
                 let started = start_all(t, std::iter::once(key(unsafe { *request })));
+                keep_starts(held, &started);
                 t.record_started(Op::Start, at, &started);
+            } else {
+                held.iter().for_each(|(_, h)| watch::release(Some(h)));
             }
         },
     )
 }
 
 pub(crate) unsafe extern "C" fn startall(count: c_int, requests: *mut MPI_Request) -> c_int {
-    traced(
+    let n = usize::try_from(count).unwrap_or(0);
+    // SAFETY: `count` handles, still valid after a Start.
+    let handles = move || (0..n).map(move |i| key(unsafe { *requests.add(i) }));
+    traced_with(
         Op::Startall,
+        |_| hold_starts(handles()),
         // SAFETY: the program's arguments, passed on unchanged.
-        || unsafe { PMPI_Startall(count, requests) },
-        |t, at, rc| {
+        |_| unsafe { PMPI_Startall(count, requests) },
+        |t, at, rc, held| {
             if rc == 0 {
-                let n = usize::try_from(count).unwrap_or(0);
-                // SAFETY: `count` handles, still valid after a Start.
-                let handles = (0..n).map(|i| key(unsafe { *requests.add(i) }));
-                let started = start_all(t, handles);
+                let started = start_all(t, handles());
+                keep_starts(held, &started);
                 t.record_started(Op::Startall, at, &started);
+            } else {
+                held.iter().for_each(|(_, h)| watch::release(Some(h)));
             }
         },
     )
@@ -350,6 +430,7 @@ pub(crate) unsafe extern "C" fn request_free(request: *mut MPI_Request) -> c_int
                 return;
             }
             if let Some(id) = tables::freed(*handle) {
+                watch::freed(id);
                 let data = CallData::Free {
                     request: RequestId(id),
                 };

@@ -8,7 +8,7 @@ use std::ffi::{c_int, c_void};
 use mpi_sys::*;
 use overlap_instrument::schema::Op;
 
-use super::collective::{am_root, family, members, Part};
+use super::collective::{am_root, at_root, family, held_from, members, to_receive, to_send, Part};
 use crate::pmpi;
 use crate::types::bytes;
 
@@ -20,6 +20,10 @@ family! {
         let recv = if am_root(comm, root) { b } else { 0 };
         Part::of(b, recv).rooted(root)
     };
+    held [
+        to_send(sendbuf, count, datatype, 1),
+        at_root(comm, root, to_receive(recvbuf, count, datatype, 1)),
+    ];
     blocking reduce = PMPI_Reduce, Op::Reduce;
     nonblocking ireduce = PMPI_Ireduce, Op::Ireduce;
     persistent reduce_init = PMPI_Reduce_init, Op::ReduceInit;
@@ -32,6 +36,7 @@ family! {
         let b = bytes(count, datatype);
         Part::of(b, b)
     };
+    held [to_send(sendbuf, count, datatype, 1), to_receive(recvbuf, count, datatype, 1)];
     blocking allreduce = PMPI_Allreduce, Op::Allreduce;
     nonblocking iallreduce = PMPI_Iallreduce, Op::Iallreduce;
     persistent allreduce_init = PMPI_Allreduce_init, Op::AllreduceInit;
@@ -55,6 +60,7 @@ family! {
         let recv = mine.map_or(0, |r| bytes(unsafe { *recvcounts.add(r) }, datatype));
         Part::of(send, recv)
     };
+    held [held_from(sendbuf), held_from(recvbuf)];
     blocking reduce_scatter = PMPI_Reduce_scatter, Op::ReduceScatter;
     nonblocking ireduce_scatter = PMPI_Ireduce_scatter, Op::IreduceScatter;
     persistent reduce_scatter_init = PMPI_Reduce_scatter_init, Op::ReduceScatterInit;
@@ -67,6 +73,7 @@ family! {
         let b = bytes(recvcount, datatype);
         Part::of(b * members(comm), b)
     };
+    held [to_send(sendbuf, recvcount, datatype, members(comm)), to_receive(recvbuf, recvcount, datatype, 1)];
     blocking reduce_scatter_block = PMPI_Reduce_scatter_block, Op::ReduceScatterBlock;
     nonblocking ireduce_scatter_block = PMPI_Ireduce_scatter_block, Op::IreduceScatterBlock;
     persistent reduce_scatter_block_init = PMPI_Reduce_scatter_block_init, Op::ReduceScatterBlockInit;

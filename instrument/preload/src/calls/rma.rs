@@ -12,6 +12,7 @@ use mpi_sys::*;
 use overlap_instrument::recorder::{Access, CallData};
 use overlap_instrument::schema::{CommId, Op, RequestKind};
 
+use super::collective::{to_receive, to_send};
 use super::{traced, traced_with};
 use crate::pmpi::{self, key};
 use crate::tracer::{guarded, Tracer};
@@ -46,6 +47,24 @@ fn create(op: Op, comm: MPI_Comm, win: *mut MPI_Win, forward: impl FnOnce() -> c
     )
 }
 
+/// After a window constructor succeeded: the buffer watch never watches its memory.
+///
+/// # Safety
+/// `win` points to the new window, and `base` (when given) to its base address.
+unsafe fn exposed(
+    rc: c_int,
+    win: *const MPI_Win,
+    base: Option<*const *mut c_void>,
+    size: MPI_Aint,
+) {
+    if rc != 0 || !crate::watch::asked() {
+        return;
+    }
+    // SAFETY: per the function's contract: MPI wrote both.
+    let (win, base) = unsafe { (key(*win), base.map_or(std::ptr::null_mut(), |b| *b)) };
+    crate::watch::window(win, base as u64, u64::try_from(size).unwrap_or(0));
+}
+
 pub(crate) unsafe extern "C" fn win_create(
     base: *mut c_void,
     size: MPI_Aint,
@@ -56,7 +75,9 @@ pub(crate) unsafe extern "C" fn win_create(
 ) -> c_int {
     // SAFETY (all forwards below): the program's arguments, passed on unchanged.
     create(Op::WinCreate, comm, win, || unsafe {
-        PMPI_Win_create(base, size, disp_unit, info, comm, win)
+        let rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
+        exposed(rc, win, Some(&raw const base), size);
+        rc
     })
 }
 
@@ -69,7 +90,9 @@ pub(crate) unsafe extern "C" fn win_allocate(
     win: *mut MPI_Win,
 ) -> c_int {
     create(Op::WinAllocate, comm, win, || unsafe {
-        PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win)
+        let rc = PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+        exposed(rc, win, Some(baseptr.cast()), size);
+        rc
     })
 }
 
@@ -82,7 +105,9 @@ pub(crate) unsafe extern "C" fn win_allocate_shared(
     win: *mut MPI_Win,
 ) -> c_int {
     create(Op::WinAllocateShared, comm, win, || unsafe {
-        PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win)
+        let rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+        exposed(rc, win, Some(baseptr.cast()), size);
+        rc
     })
 }
 
@@ -111,6 +136,7 @@ pub(crate) unsafe extern "C" fn win_free(win: *mut MPI_Win) -> c_int {
                 return;
             }
             t.wins.freed(*handle);
+            crate::watch::window_freed(key(*handle));
             let data = CallData::WindowCollective {
                 win: w.id,
                 comm: CommId(w.comm.id),
@@ -118,6 +144,31 @@ pub(crate) unsafe extern "C" fn win_free(win: *mut MPI_Win) -> c_int {
             t.record(Op::WinFree, at, data, &[]);
         },
     )
+}
+
+/// `MPI_Win_attach` (not recorded: its time is negligible): the buffer watch never
+/// watches the memory attached.
+pub(crate) unsafe extern "C" fn win_attach(
+    win: MPI_Win,
+    base: *mut c_void,
+    size: MPI_Aint,
+) -> c_int {
+    // SAFETY: the program's arguments, passed on unchanged.
+    let rc = unsafe { PMPI_Win_attach(win, base, size) };
+    if rc == 0 {
+        crate::watch::window(key(win), base as u64, u64::try_from(size).unwrap_or(0));
+    }
+    rc
+}
+
+/// `MPI_Win_detach` (not recorded).
+pub(crate) unsafe extern "C" fn win_detach(win: MPI_Win, base: *const c_void) -> c_int {
+    // SAFETY: the program's arguments, passed on unchanged.
+    let rc = unsafe { PMPI_Win_detach(win, base) };
+    if rc == 0 {
+        crate::watch::window_detached(key(win), base as u64);
+    }
+    rc
 }
 
 pub(crate) unsafe extern "C" fn win_fence(assert: c_int, win: MPI_Win) -> c_int {
@@ -134,6 +185,16 @@ pub(crate) unsafe extern "C" fn win_fence(assert: c_int, win: MPI_Win) -> c_int 
             t.record(Op::WinFence, at, data, &[]);
         },
     )
+}
+
+/// Forwards a one-sided access whose origin (and result) `buffers` MPI reads or writes:
+/// the buffer watch ends its watches over them first (they are not held past the call:
+/// the epoch that completes them is not the call's).
+fn handed(buffers: crate::watch::Buffers, forward: impl FnOnce() -> c_int) -> c_int {
+    let held = crate::watch::hold(buffers);
+    let rc = forward();
+    crate::watch::release(held.as_ref());
+    rc
 }
 
 /// What an access to `target` of `w` from `count` elements of `datatype` at `buf` is.
@@ -193,12 +254,12 @@ macro_rules! put_get {
             traced(
                 $op,
                 // SAFETY: the program's arguments, passed on unchanged.
-                || unsafe {
+                || handed([to_send(origin_addr as *const c_void, origin_count, origin_datatype, 1), None], || unsafe {
                     $pmpi(
                         origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, win, $($request)?
                     )
-                },
+                }),
                 |t, at, rc| {
                     if rc != 0 {
                         return;
@@ -239,12 +300,12 @@ macro_rules! accumulate {
             traced(
                 $op,
                 // SAFETY: the program's arguments, passed on unchanged.
-                || unsafe {
+                || handed([to_send(origin_addr, origin_count, origin_datatype, 1), None], || unsafe {
                     $pmpi(
                         origin_addr, origin_count, origin_datatype, target_rank, target_disp,
                         target_count, target_datatype, op, win, $($request)?
                     )
-                },
+                }),
                 |t, at, rc| {
                     if rc != 0 {
                         return;
@@ -283,16 +344,20 @@ macro_rules! get_accumulate {
             win: MPI_Win,
             $($request: *mut MPI_Request,)?
         ) -> c_int {
+            let buffers = || [
+                to_send(origin_addr, origin_count, origin_datatype, 1),
+                to_receive(result_addr as *const c_void, result_count, result_datatype, 1),
+            ];
             traced(
                 $op,
                 // SAFETY: the program's arguments, passed on unchanged.
-                || unsafe {
+                || handed(buffers(), || unsafe {
                     $pmpi(
                         origin_addr, origin_count, origin_datatype, result_addr, result_count,
                         result_datatype, target_rank, target_disp, target_count,
                         target_datatype, op, win, $($request)?
                     )
-                },
+                }),
                 |t, at, rc| {
                     if rc != 0 {
                         return;
@@ -324,16 +389,22 @@ pub(crate) unsafe extern "C" fn fetch_and_op(
     traced(
         Op::FetchAndOp,
         // SAFETY: the program's arguments, passed on unchanged.
-        || unsafe {
-            PMPI_Fetch_and_op(
-                origin_addr,
-                result_addr,
-                datatype,
-                target_rank,
-                target_disp,
-                op,
-                win,
-            )
+        || {
+            let buffers = [
+                to_send(origin_addr, 1, datatype, 1),
+                to_receive(result_addr as *const c_void, 1, datatype, 1),
+            ];
+            handed(buffers, || unsafe {
+                PMPI_Fetch_and_op(
+                    origin_addr,
+                    result_addr,
+                    datatype,
+                    target_rank,
+                    target_disp,
+                    op,
+                    win,
+                )
+            })
         },
         |t, at, rc| {
             if rc == 0 {
@@ -356,15 +427,23 @@ pub(crate) unsafe extern "C" fn compare_and_swap(
     traced(
         Op::CompareAndSwap,
         // SAFETY: the program's arguments, passed on unchanged.
-        || unsafe {
-            PMPI_Compare_and_swap(
-                origin_addr,
-                compare_addr,
-                result_addr,
-                datatype,
-                target_rank,
-                target_disp,
-                win,
+        || {
+            handed(
+                [
+                    to_receive(result_addr as *const c_void, 1, datatype, 1),
+                    None,
+                ],
+                || unsafe {
+                    PMPI_Compare_and_swap(
+                        origin_addr,
+                        compare_addr,
+                        result_addr,
+                        datatype,
+                        target_rank,
+                        target_disp,
+                        win,
+                    )
+                },
             )
         },
         |t, at, rc| {
