@@ -27,15 +27,20 @@ pub(crate) struct SuggestArgs {
     /// suggested one.
     #[arg(long, value_name = "TRACE", num_args = 1..)]
     confirm: Vec<PathBuf>,
-    /// Print the suggestion as JSON.
+    /// Print the suggestion as JSON (everything: every move, the iterations, notes).
     #[arg(long)]
     json: bool,
+    /// Print everything in words: every move with its verdict, every possible move, the
+    /// iteration before and after, each rank's replayed end, the notes.
+    #[arg(long)]
+    verbose: bool,
 }
 
 pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     let options = Options {
         dag: a.policies.options()?,
         progress: a.network.progress.into(),
+        conservative: a.policies.conservative,
     };
     let trace = crate::cli::load_trace(&a.trace)?;
     let program = program_of(&trace)?;
@@ -60,7 +65,7 @@ pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&suggestion)?);
     } else {
-        out!("{}", render(&suggestion));
+        out!("{}", render(&suggestion, a.verbose));
     }
     Ok(ExitCode::SUCCESS)
 }

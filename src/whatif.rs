@@ -140,6 +140,8 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
             let options = SuggestOptions {
                 dag: a.policies.options()?,
                 progress,
+                // Only the order is replayed: what a permissive one adds is not needed.
+                conservative: true,
             };
             let s = suggest(&trace, &program, fitted.clone(), &options)?;
             if let Some(why) = &s.rejected {
