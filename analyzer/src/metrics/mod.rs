@@ -10,6 +10,7 @@ pub mod budget;
 mod collective_waits;
 pub mod collectives;
 pub mod false_overlap;
+mod false_overlap_limit;
 pub mod false_overlap_summary;
 pub mod ideal;
 pub mod one_sided;
@@ -42,7 +43,7 @@ pub use requests::{RequestMetrics, RequestRow, RequestSummary, TransferModel};
 pub use wait_states::{WaitInstance, WaitKind, WaitStates};
 
 /// Version of the report's JSON layout; bumped when a key changes meaning or goes away.
-pub const REPORT_VERSION: u32 = 3;
+pub const REPORT_VERSION: u32 = 4;
 
 /// Thresholds of the analysis.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -36,7 +36,7 @@
 
 use crate::model::Trace;
 use crate::ops::{ExtractError, Program};
-use crate::replay::{NoSelfCheck, SelfCheck};
+use crate::replay::{Network, NetworkFit, NoSelfCheck, SelfCheck};
 use crate::sites::group::SiteGroup;
 use crate::sites::{BySite, SiteTable};
 
@@ -134,7 +134,10 @@ fn measured_by_rank(
                 pass.rows_into(part, &mut rows);
                 let ((), found) = rayon::join(
                     || fold.add(&rows, opts),
-                    || false_overlap::findings(trace, &rows, &late_sender, opts),
+                    || {
+                        let u = models.uncertainty();
+                        false_overlap::findings(trace, &rows, &late_sender, opts, &u)
+                    },
                 );
                 findings.add(trace, &early.sites, &found);
             }
@@ -193,7 +196,7 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
             let _s = tracing::info_span!("false overlap").entered();
             let ls = false_overlap::late_sender_by_call(waits);
             let mut fold = false_overlap_summary::Fold::new(opts.findings);
-            let found = false_overlap::findings(trace, &requests, &ls, opts);
+            let found = false_overlap::findings(trace, &requests, &ls, opts, &models.uncertainty());
             fold.add(trace, &early.sites, &found);
             (fold.finish(&early.sites), found)
         },
@@ -277,17 +280,35 @@ fn early(trace: &Trace) -> Early {
     }
 }
 
-/// The models fitted to the trace that the per-request pass and the self check need.
+/// The models fitted to the trace that the per-request pass, the false-overlap findings
+/// and the self check need.
 struct Models {
     transfers: transfer::TransferModel,
     collectives: transfer::CollectiveModel,
+    /// The network fit's fast and slow ends.
+    range: (Network, Network),
 }
 
 impl Models {
     fn fit(trace: &Trace) -> Models {
+        let transfers = transfer::TransferModel::fit(trace);
+        // The eager limit (what the program is asked for) plays no part in a
+        // transfer's time.
+        let fit = NetworkFit::from_transfers(&transfers, &Program::default(), None);
         Models {
-            transfers: transfer::TransferModel::fit(trace),
+            transfers,
             collectives: transfer::CollectiveModel::fit(trace),
+            range: (fit.low, fit.high),
+        }
+    }
+
+    /// The model's uncertainty on the transfer of a message of so many bytes: the
+    /// spread of the network fit's range at that size.
+    fn uncertainty(&self) -> impl Fn(u64) -> u64 + Sync + '_ {
+        let (low, high) = &self.range;
+        move |bytes| {
+            high.transfer_ns(bytes)
+                .saturating_sub(low.transfer_ns(bytes))
         }
     }
 }
