@@ -62,10 +62,12 @@ struct Used {
 
 #[derive(Default)]
 struct Users {
-    writer: Option<Accessor>,
+    /// The last writer, and those still in use when it began (requests in flight).
+    writers: Vec<Accessor>,
+    /// The readers since, and those still in use when it began.
     readers: Vec<Accessor>,
-    /// The last MPI use.
-    mpi: Option<Accessor>,
+    /// The last MPI use, and those still in use when it began.
+    mpi: Vec<Accessor>,
 }
 
 /// The recorded users of the rank's buffers, by exact range; the ranges overlapping a
@@ -91,7 +93,7 @@ impl BufferUsers {
             }) {
                 continue;
             }
-            let conflicting = prior.writer.iter().chain(match u.touch {
+            let conflicting = prior.writers.iter().chain(match u.touch {
                 Touch::Write => prior.readers.as_slice(),
                 Touch::Read => &[],
             });
@@ -106,23 +108,25 @@ impl BufferUsers {
                 }
             }
             // Handed to MPI again: after the completion that gave it back.
-            if let (true, Some(p)) = (u.mpi, prior.mpi) {
-                if p.end < acc.begin {
-                    forward(g, p.end, acc.begin);
-                }
+            for p in prior.mpi.iter().filter(|p| u.mpi && p.end < acc.begin) {
+                forward(g, p.end, acc.begin);
             }
         }
         self.longest = self.longest.max(buf.len);
         let entry = self.by_range.entry((buf.addr, buf.len)).or_default();
         match u.touch {
             Touch::Write => {
-                entry.writer = Some(acc);
-                entry.readers.clear();
+                // A use that ended before this one began is followed through it; one
+                // still going on when it began (a request in flight) is not.
+                entry.writers.retain(|w| w.end >= acc.begin);
+                entry.writers.push(acc);
+                entry.readers.retain(|r| r.end >= acc.begin);
             }
             Touch::Read => entry.readers.push(acc),
         }
         if u.mpi {
-            entry.mpi = Some(acc);
+            entry.mpi.retain(|p| p.end >= acc.begin);
+            entry.mpi.push(acc);
         }
     }
 }

@@ -187,4 +187,6 @@ pub fn order_rank_in(
 }
 
 #[cfg(test)]
+mod props;
+#[cfg(test)]
 mod tests;

@@ -462,7 +462,7 @@ fn finding(
             .collect(),
         mixed: c.mixed,
         lost_ns: c.lost,
-        proven: (proven.independent_work_ns >= opts.min_wait.0).then_some(proven),
+        proven: worth(&proven).then_some(proven),
         possible,
         needs,
     })

@@ -469,7 +469,9 @@ mod tests {
                 }
             }
         }
-        assert!(cut > 10, "runs with more findings than listed: {cut}");
+        // Fewer since a finding must hide more than its transfer's uncertainty (issue
+        // 36): c-reorder, c-threads and false-overlap have three or more.
+        assert!(cut >= 9, "runs with more findings than listed: {cut}");
     }
 
     /// Requests given out of rank order (as a trace built by hand may give them) are put

@@ -53,6 +53,26 @@ pub struct LearnedOp {
 const _: () = assert!(std::mem::size_of::<LearnedOp>() == 56);
 
 impl LearnedOp {
+    /// A learned use of `request`'s buffer (watched `reads` and `writes`) whose knowledge
+    /// ends at operation `until` (none: past the last), ended by `end`; the touch's
+    /// instruction `ip` (hand-built programs; a trace's come from [`place`]).
+    pub fn new(
+        request: usize,
+        until: Option<usize>,
+        (reads, writes): (Option<Buffer>, Option<Buffer>),
+        end: LearnedEnd,
+        ip: Option<NonZeroU64>,
+    ) -> LearnedOp {
+        LearnedOp {
+            request: index_u32(request),
+            until: until.map_or(NO_INDEX, index_u32),
+            reads: buffer_or_none(reads),
+            writes: buffer_or_none(writes),
+            end,
+            ip,
+        }
+    }
+
     /// The request whose buffer was watched (an index in [`Program::requests`]).
     pub fn request(&self) -> usize {
         self.request as usize
