@@ -119,17 +119,14 @@ pub(super) fn finding(o: &mut String, f: &Finding) {
         Some(q) if q.post.call.contains("recv") => "the receive buffer",
         _ => "the send buffer",
     };
-    match (&f.proven, &f.needs) {
-        (Some(p), None) => {
+    match &f.proven {
+        Some(p) => {
             let _ = writeln!(o, "      move the wait {} (proven)", point(p, buffer));
         }
-        (Some(p), Some(_)) => {
-            let _ = writeln!(o, "      move the wait {} (proven)", point(p, buffer));
-        }
-        (None, _) => {
+        None => {
             let _ = writeln!(
                 o,
-                "      no move is proven: nothing known of the compute after it;"
+                "      no move is proven (what the compute after it does to {buffer} is unknown)"
             );
         }
     }

@@ -28,6 +28,14 @@ use super::moves::{self, Pattern};
 pub struct PossibleMove {
     /// The move in words.
     pub text: String,
+    /// What moves.
+    pub what: String,
+    /// Where it was: after this operation.
+    pub from_after: Option<String>,
+    /// Where it goes: before this operation (none: to the end of the rank's program).
+    pub to_before: Option<String>,
+    /// It lands in a later iteration than its own.
+    pub next_iteration: bool,
     /// In how many iterations.
     pub iterations: usize,
     /// What it needs: each compute it crosses whose effect on the buffer is unknown.
@@ -77,10 +85,17 @@ pub(super) fn permissive(
             .filter_map(|p| {
                 let needs = assumed(namer, &mut knowledge, rank, &p.shown, &position);
                 // A move that needs nothing differs only by how the consensus went.
-                (!needs.is_empty()).then(|| PossibleMove {
-                    text: tell(namer, rank, &p.shown, proven.period).text,
-                    iterations: p.instances.len(),
-                    assumptions: needs,
+                (!needs.is_empty()).then(|| {
+                    let told = tell(namer, rank, &p.shown, proven.period);
+                    PossibleMove {
+                        text: told.text,
+                        what: told.what,
+                        from_after: told.from_after,
+                        to_before: told.to_before,
+                        next_iteration: told.next_iteration,
+                        iterations: p.instances.len(),
+                        assumptions: needs,
+                    }
                 })
             })
             .collect();
