@@ -107,7 +107,7 @@ impl Iterator for Walk<'_> {
             if compute && s.end.0 <= self.prev_end {
                 continue; // nested inside the compute before it
             }
-            let gap = (self.gaps && s.start.0 > self.prev_end).then(|| Placed {
+            let gap = (self.gaps && s.start.0 > self.prev_end).then_some(Placed {
                 unit: Unit::Gap {
                     after: self.prev_call,
                     until: Some(i),
@@ -137,7 +137,7 @@ impl Iterator for Walk<'_> {
             return None;
         }
         self.ended = true;
-        (self.gaps && self.hi > self.prev_end).then(|| Placed {
+        (self.gaps && self.hi > self.prev_end).then_some(Placed {
             unit: Unit::Gap {
                 after: self.prev_call,
                 until: None,
