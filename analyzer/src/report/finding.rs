@@ -64,12 +64,8 @@ fn point(m: &WaitMove, buffer: &str) -> String {
         (Limit::SamePeerAndTag, _) => text.push_str(", the next send to that peer and tag"),
         _ => {}
     }
-    match &m.move_after {
-        Some(c) => {
-            let _ = write!(text, ", i.e. right after {}", place(c));
-        }
-        None if m.move_before.is_none() && m.before_compute.is_none() => {}
-        None => text.push_str(", i.e. right after the wait's own compute"),
+    if let Some(c) = &m.move_after {
+        let _ = write!(text, ", i.e. right after {}", place(c));
     }
     let kind = if m.independent_names.is_empty() {
         "interval(s)".to_string()

@@ -221,15 +221,19 @@ pub fn evidence_lines(f: &Finding) -> Vec<Line<'static>> {
             format!("({})", names.join(", "))
         }
     )));
-    let to = |m: &overlap_analyzer::metrics::false_overlap::WaitMove| match (
-        &m.move_after,
-        &m.move_before,
-        &m.before_compute,
-    ) {
-        (Some(a), _, _) => format!("after {}", call(a)),
-        (None, Some(b), _) => format!("just before {}", call(b)),
-        (None, None, Some(_)) => "just after the wait's own compute".into(),
-        (None, None, None) => "to the end of the rank's work".into(),
+    let to = |m: &overlap_analyzer::metrics::false_overlap::WaitMove| {
+        let before = match (&m.before_compute, &m.move_before) {
+            (Some(c), _) => match &c.name {
+                Some(n) => format!("before compute \"{}\"", clean(n)),
+                None => "before the compute after the last call".into(),
+            },
+            (None, Some(b)) => format!("before {}", call(b)),
+            (None, None) => "to the end of the rank's work".into(),
+        };
+        match &m.move_after {
+            Some(a) => format!("{before}, after {}", call(a)),
+            None => before,
+        }
     };
     let limit = |l: Limit| match l {
         Limit::BufferReuse => "the next call using the buffer",
