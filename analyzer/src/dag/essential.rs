@@ -7,8 +7,9 @@
 //! - Recorded uses of buffers: an operation that writes a buffer comes after every
 //!   earlier operation that reads or writes it, and one that reads comes after the
 //!   earlier writer. A send reads its buffer from its post to its completion, a receive
-//!   writes it over the same time. The uses are MPI's (requests, blocking calls), what
-//!   compute spans declared, GPU copies' host buffers ([`crate::ops::gpu_uses`]), and
+//!   writes it over the same time. The uses are MPI's (requests, blocking calls, the
+//!   buffers collectives and other calls name, taken to be written), what compute spans
+//!   declared, GPU copies' host buffers ([`crate::ops::gpu_uses`]), and
 //!   the first touch the buffer watch learned ([`crate::ops::learned`]). Two MPI uses of
 //!   overlapping buffers that were not in flight together keep their order (a buffer
 //!   handed to MPI again stays after the completion that gave it back). A conflicting
@@ -214,6 +215,8 @@ pub fn essential(program: &Program, rank: &RankProgram, mode: Mode) -> Dag {
         .collect();
     touches.sort_unstable_by_key(|t| t.0);
     let mut touches = touches.into_iter().peekable();
+    // The buffers collectives and other calls named, by operation.
+    let mut named = rank.call_buffers.iter().peekable();
     let mut uses: Vec<Used> = Vec::new();
     for (i, op) in ops.iter().enumerate() {
         let here = Accessor { begin: i, end: i };
@@ -232,6 +235,9 @@ pub fn essential(program: &Program, rank: &RankProgram, mode: Mode) -> Dag {
         }
         while let Some((_, buf, t)) = touches.next_if(|t| t.0 <= i) {
             uses.push(used(buf, t, here, false));
+        }
+        while let Some(&(_, buf)) = named.next_if(|n| n.0 as usize <= i) {
+            uses.push(used(buf, Touch::Write, here, true));
         }
         if is_anchor(&op.kind) {
             if let Some(prev) = last_anchor {

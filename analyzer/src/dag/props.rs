@@ -3,7 +3,7 @@
 //!
 //! - no order, proven or permissive, moves a post or completion across an operation that
 //!   uses its buffer in a conflicting way (a declared span, a learned touch, an MPI call
-//!   naming an overlapping buffer);
+//!   naming an overlapping buffer: a blocking call's, a collective's);
 //! - every compute a proven order moves a post or completion across is proven to leave
 //!   its buffer alone (by a learned watch, or by declaring other buffers).
 //!
@@ -58,11 +58,13 @@ struct Req {
 }
 
 /// A compute (declared reads and writes as masks of [`BUFFERS`], or nothing declared),
-/// or a blocking call using a buffer (a receive writes it).
+/// a blocking call using a buffer (a receive writes it), or another call naming one (a
+/// collective's).
 #[derive(Clone, Debug)]
 enum Other {
     Compute(Option<(u8, u8)>),
     Blocking { buffer: usize, receives: bool },
+    Call { buffer: usize },
 }
 
 fn req() -> impl Strategy<Value = Req> {
@@ -86,7 +88,11 @@ fn other() -> impl Strategy<Value = (u16, Other)> {
     let compute = prop::option::weighted(0.5, (0..16u8, 0..16u8)).prop_map(Other::Compute);
     let blocking = (0..BUFFERS.len(), any::<bool>())
         .prop_map(|(buffer, receives)| Other::Blocking { buffer, receives });
-    (any::<u16>(), prop_oneof![4 => compute, 1 => blocking])
+    let call = (0..BUFFERS.len()).prop_map(|buffer| Other::Call { buffer });
+    (
+        any::<u16>(),
+        prop_oneof![4 => compute, 1 => blocking, 1 => call],
+    )
 }
 
 /// The program the random parts make (one rank), each operation 10 ns.
@@ -160,6 +166,10 @@ fn program(reqs: &[Req], others: &[(u16, Other)]) -> Program {
                     }),
                     until_span: None,
                 },
+                Other::Call { buffer } => {
+                    rank.call_buffers.push((i as u32, BUFFERS[buffer]));
+                    OpKind::Local
+                }
                 Other::Blocking { buffer, receives } => OpKind::Blocking {
                     transfers: Box::new(Transfers {
                         buffers: vec![(
@@ -243,7 +253,8 @@ fn conflicts(program: &Program, x: usize, q: &RequestOp) -> bool {
         }
         _ => false,
     };
-    declared || learned || mpi
+    let named = (rank.call_buffers.iter()).any(|&(at, b)| at as usize == x && b.overlaps(&buf));
+    declared || learned || mpi || named
 }
 
 /// Checks an order of `program`'s rank: `proven` adds the second property.

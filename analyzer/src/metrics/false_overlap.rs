@@ -39,60 +39,13 @@ use crate::fxhash::FxHashMap as HashMap;
 use overlap_format::schema::{OpClass, Touch};
 use serde::Serialize;
 
+pub use super::false_overlap_limit::Limit;
 use super::false_overlap_limit::{stops, Guarded, Placed, Unit, Walk};
 use super::requests::RequestRow;
 use super::wait_states::WaitKind;
 use super::{blocks, CallRef, Options};
-use crate::dependence::{Effect, Evidence, Guard};
+use crate::dependence::{Effect, Guard};
 use crate::model::{Timeline, Trace, What};
-
-/// Why the wait cannot move further.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    /// The next MPI call that names an overlapping buffer.
-    BufferReuse,
-    /// No buffer address recorded: the next send to the same peer and tag.
-    SamePeerAndTag,
-    /// The first touch of the buffer the watch learned (`overlap trace --buffers`).
-    LearnedUse,
-    /// A compute span that declared it writes the buffer (reads it, for a receive).
-    DeclaredUse,
-    /// Compute whose effect on the buffer is unknown (the proven point only).
-    UnknownCompute,
-    /// Nothing later depends on it in the trace.
-    EndOfTrace,
-}
-
-impl Limit {
-    /// The key in JSON and tables.
-    pub fn key(self) -> &'static str {
-        match self {
-            Limit::BufferReuse => "buffer_reuse",
-            Limit::SamePeerAndTag => "same_peer_and_tag",
-            Limit::LearnedUse => "learned_use",
-            Limit::DeclaredUse => "declared_use",
-            Limit::UnknownCompute => "unknown_compute",
-            Limit::EndOfTrace => "end_of_trace",
-        }
-    }
-
-    fn of(effect: Effect, by_peer_and_tag: bool) -> Limit {
-        match effect {
-            Effect::Touches(Evidence::Mpi) if by_peer_and_tag => Limit::SamePeerAndTag,
-            Effect::Touches(Evidence::Mpi) => Limit::BufferReuse,
-            Effect::Touches(Evidence::Learned) => Limit::LearnedUse,
-            Effect::Touches(Evidence::Declared) => Limit::DeclaredUse,
-            Effect::Unknown => Limit::UnknownCompute,
-            Effect::Free => Limit::EndOfTrace,
-        }
-    }
-}
-
-impl Serialize for Limit {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.key())
-    }
-}
 
 /// A request of a finding.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -346,13 +299,18 @@ fn finding(
     let w = t.spans.get(c.wait_index)?;
     let receives = !c.group[0].is_send();
     let from = w.end.0;
-    // Each request's own watch: the learned use armed when this wait completed it.
+    // Each request's own watch: the learned use armed when this wait completed it (ids
+    // are reused: the one of that id armed during the wait or before the thread's next
+    // call, nearest its end).
+    let next_call = (t.spans.iter().skip(c.wait_index + 1))
+        .find(|s| s.tid == w.tid)
+        .map_or(u64::MAX, |s| s.start.0);
     let watch = |id: u64| {
-        let k = t.learned.partition_point(|u| u.from.0 < from);
-        t.learned[k..]
-            .iter()
-            .take_while(|u| u.from.0 == from)
-            .find(|u| u.request == id)
+        let k = t.learned.partition_point(|u| u.from.0 < w.start.0);
+        (t.learned[k..].iter())
+            .take_while(|u| u.from.0 <= next_call)
+            .filter(|u| u.request == id)
+            .min_by_key(|u| u.from.0.abs_diff(from))
     };
     let guarded: Vec<Guarded> = c
         .group
@@ -367,7 +325,7 @@ fn finding(
                 } else {
                     Guard::Touches
                 },
-                peer_tag: post.peer().zip(post.tag()).filter(|_| buf.is_none()),
+                peer_tag: (post.peer().zip(post.tag())).filter(|_| buf.is_none() && r.is_send()),
                 watch: watch(r.request),
             })
         })

@@ -18,9 +18,58 @@
 //! ```
 
 use overlap_format::schema::{LearnedUse, Outcome};
+use serde::Serialize;
 
 use crate::dependence::{self, Effect, Evidence, Guard, Mode};
 use crate::model::{Buffer, Timeline, What};
+
+/// Why the wait cannot move further.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// The next MPI call that names an overlapping buffer.
+    BufferReuse,
+    /// No buffer address recorded: the next send to the same peer and tag.
+    SamePeerAndTag,
+    /// The first touch of the buffer the watch learned (`overlap trace --buffers`).
+    LearnedUse,
+    /// A compute span that declared it writes the buffer (reads it, for a receive).
+    DeclaredUse,
+    /// Compute whose effect on the buffer is unknown (the proven point only).
+    UnknownCompute,
+    /// Nothing later depends on it in the trace.
+    EndOfTrace,
+}
+
+impl Limit {
+    /// The key in JSON and tables.
+    pub fn key(self) -> &'static str {
+        match self {
+            Limit::BufferReuse => "buffer_reuse",
+            Limit::SamePeerAndTag => "same_peer_and_tag",
+            Limit::LearnedUse => "learned_use",
+            Limit::DeclaredUse => "declared_use",
+            Limit::UnknownCompute => "unknown_compute",
+            Limit::EndOfTrace => "end_of_trace",
+        }
+    }
+
+    pub(super) fn of(effect: Effect, by_peer_and_tag: bool) -> Limit {
+        match effect {
+            Effect::Touches(Evidence::Mpi) if by_peer_and_tag => Limit::SamePeerAndTag,
+            Effect::Touches(Evidence::Mpi) => Limit::BufferReuse,
+            Effect::Touches(Evidence::Learned) => Limit::LearnedUse,
+            Effect::Touches(Evidence::Declared) => Limit::DeclaredUse,
+            Effect::Unknown => Limit::UnknownCompute,
+            Effect::Free => Limit::EndOfTrace,
+        }
+    }
+}
+
+impl Serialize for Limit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.key())
+    }
+}
 
 /// A unit of the waiting thread's work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

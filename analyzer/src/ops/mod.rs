@@ -95,6 +95,9 @@ pub struct RankProgram {
     /// What the program did with its requests' buffers after they completed, learned
     /// while it ran ([`learned`]), by completion; empty when not recorded.
     pub learned: Vec<LearnedOp>,
+    /// The buffers collectives and other calls named, by operation (taken to be written:
+    /// a Bcast's buffer, an Allreduce's receive buffer, an MPI_Pack's output).
+    pub call_buffers: Vec<(u32, Buffer)>,
 }
 
 impl RankProgram {

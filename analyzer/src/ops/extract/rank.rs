@@ -204,6 +204,7 @@ pub(super) fn build(
     let mut done: Vec<(usize, u64)> = Vec::new();
     // Each completion operation with its request's id, to place the learned uses.
     let mut completed: Vec<(u64, u32)> = Vec::new();
+    let mut call_buffers: Vec<(u32, crate::model::Buffer)> = Vec::new();
     for (i, s) in t.spans.iter().enumerate() {
         if !scope.takes(s) {
             continue;
@@ -407,6 +408,16 @@ pub(super) fn build(
                     }
                     _ => ops.push(base),
                 }
+                // A collective's or another call's buffers, which no request holds.
+                let last = ops.len() - 1;
+                if matches!(ops[last].kind, OpKind::Collective { .. } | OpKind::Local) {
+                    for b in [c.buf(), t.recv_half(c).and_then(|h| h.buf)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        call_buffers.push((index_u32(last), b));
+                    }
+                }
                 prev_call = Some(i);
             }
         }
@@ -433,6 +444,7 @@ pub(super) fn build(
         ops,
         accesses,
         learned,
+        call_buffers,
         complete: t.complete,
         inferred_compute: !spans_mode,
         other_threads,
