@@ -33,7 +33,7 @@
 //!  proven, compute unknown:  Wait(s) -> compute (the nearest that may write sbuf)
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::dependence::{Guard, Mode};
 use crate::model::Buffer;
@@ -67,8 +67,10 @@ struct Users {
     writers: Vec<Accessor>,
     /// The readers since, and those still in use when it began.
     readers: Vec<Accessor>,
-    /// The last MPI use, and those still in use when it began.
-    mpi: Vec<Accessor>,
+    /// MPI uses no later MPI use has followed yet, by (end, begin).
+    mpi_pending: BTreeSet<(usize, usize)>,
+    /// The latest end of the MPI uses a later one followed.
+    mpi_followed: Option<usize>,
 }
 
 /// The recorded users of the rank's buffers, by exact range; the ranges overlapping a
@@ -108,9 +110,15 @@ impl BufferUsers {
                     forward(g, acc.end, p.end);
                 }
             }
-            // Handed to MPI again: after the completion that gave it back.
-            for p in prior.mpi.iter().filter(|p| u.mpi && p.end < acc.begin) {
-                forward(g, p.end, acc.begin);
+            // Handed to MPI again: after the completions that gave it back (each use
+            // ended before this one, not yet followed, and the latest of those that were).
+            if u.mpi {
+                for &(end, _) in prior.mpi_pending.range(..(acc.begin, 0)) {
+                    forward(g, end, acc.begin);
+                }
+                if let Some(end) = prior.mpi_followed {
+                    forward(g, end, acc.begin);
+                }
             }
         }
         self.longest = self.longest.max(buf.len);
@@ -126,8 +134,12 @@ impl BufferUsers {
             Touch::Read => entry.readers.push(acc),
         }
         if u.mpi {
-            entry.mpi.retain(|p| p.end >= acc.begin);
-            entry.mpi.push(acc);
+            let going_on = entry.mpi_pending.split_off(&(acc.begin, 0));
+            let followed = std::mem::replace(&mut entry.mpi_pending, going_on);
+            if let Some(&(end, _)) = followed.last() {
+                entry.mpi_followed = Some(entry.mpi_followed.map_or(end, |e| e.max(end)));
+            }
+            entry.mpi_pending.insert((acc.end, acc.begin));
         }
     }
 }
