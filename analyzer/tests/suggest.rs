@@ -14,7 +14,7 @@ use overlap_analyzer::dag::{BuiltIn, Mode, Options as DagOptions, Policy};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::RequestRole;
 use overlap_analyzer::replay::{NetworkFit, Progress};
-use overlap_analyzer::suggest::{program_of, suggest, Options, SuggestError, Suggestion};
+use overlap_analyzer::suggest::{program_of, suggest, Options, SuggestError, Suggestion, Verdict};
 use overlap_instrument::schema::{Op, SyncPhase};
 
 /// True for a completion (`true`) or a post (`false`).
@@ -194,4 +194,96 @@ fn a_move_across_unknown_compute_is_only_possible() {
         "{s:#?}"
     );
     assert_eq!(s.possible, None);
+}
+
+/// A compute span of rank `me` that declares it writes only `addr` (so moves of other
+/// buffers' requests across it are proven).
+fn declared(start: u64, end: u64, name: &str, addr: u64) -> overlap_instrument::schema::Event {
+    use overlap_instrument::schema::{BufferUse, ComputeEvent, Event, Nanos, SpanBuffers};
+    Event::Compute(ComputeEvent {
+        tid: 0,
+        start: Nanos(start),
+        end: Nanos(end),
+        name: name.into(),
+        buffers: Some(std::sync::Arc::new(SpanBuffers {
+            reads: Vec::new(),
+            writes: vec![BufferUse {
+                name: name.into(),
+                buf: addr,
+                len: 8,
+            }],
+        })),
+    })
+}
+
+/// Rank 0 computes, sends 1 MiB to rank 1, waits for it, computes again; rank 1 waits
+/// for it all along (µs):
+///
+/// ```text
+///  rank 0  |Isend 8 B|Wait| work1 2-52 |Isend 52-53|Wait 53-103|work2 103-153|
+///  rank 1  |Recv 8 B 0-2  | Recv 2-103                         |
+/// ```
+///
+/// Both spans declare what they write (not the send's buffer): posting the Isend before
+/// `work1` and deferring its Wait past `work2` are both proven. Either hides the
+/// transfer: undoing one alone costs nothing, so each is within the uncertainty; without
+/// both, the transfer is exposed again. They are suggested together, asynchronous
+/// progress assumed (the transfer moves while rank 0 computes).
+#[test]
+fn moves_that_gain_only_together_are_suggested_together() {
+    const US: u64 = 1000;
+    const MIB: u64 = 1 << 20;
+    // A small message first, so that a Wait with nothing to wait for costs 1 µs.
+    let at = |t: u64| (t + 2) * US;
+    let rank0 = vec![
+        with_buf(isend(0, US, 1, 9, 8, 2), 0x500_0000),
+        complete(Op::Wait, US, 2 * US, &[(2, None)]),
+        declared(at(0), at(50), "work1", 0x900_0000),
+        with_buf(isend(at(50), at(51), 1, 5, MIB, 1), 0x100_0000),
+        complete(Op::Wait, at(51), at(101), &[(1, None)]),
+        declared(at(101), at(151), "work2", 0x900_0000),
+    ];
+    let rank1 = vec![
+        with_buf(recv(0, 2 * US, 0, 9, 8), 0x600_0000),
+        with_buf(recv(at(0), at(101), 0, 5, MIB), 0x300_0000),
+    ];
+    let trace = run(vec![rank0, rank1]);
+    let program = program_of(&trace).unwrap();
+    let fit = NetworkFit::from_trace(&trace, &program, None);
+    let options = Options {
+        dag: DagOptions::default(),
+        progress: Progress::Async,
+        conservative: false,
+    };
+    let s = suggest(&trace, &program, fit, &options).unwrap();
+    let g = s.groups.iter().find(|g| g.ranks == [0]).unwrap();
+    // Each (the 1 MiB Isend, its Wait, and the small one's moved along) gains nothing
+    // alone.
+    for m in &g.moves {
+        assert_eq!(
+            (m.verdict, m.gain_ns),
+            (Verdict::GainsTogether, Some(0)),
+            "{m:#?}"
+        );
+    }
+    let moved = |what: &str| g.moves.iter().any(|m| m.text.contains(what));
+    assert!(
+        moved("move MPI_Isend to rank 1 (tag 5, 1.0 MiB)"),
+        "{:#?}",
+        g.moves
+    );
+    assert!(
+        moved("move MPI_Wait (the MPI_Isend to rank 1 (tag 5"),
+        "{:#?}",
+        g.moves
+    );
+    assert_eq!(g.left_out.total(), 0);
+    // The order replayed is the one with both: the transfer hidden.
+    let gain = s.replay.replayed.ns - s.suggested.unwrap().ns;
+    assert!(gain > s.replay.uncertainty_ns, "{gain} {:#?}", s.replay);
+    let text = overlap_analyzer::suggest::render(&s, false);
+    assert!(
+        text.contains("together with the others within it"),
+        "{text}"
+    );
 }

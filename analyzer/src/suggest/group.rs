@@ -131,6 +131,9 @@ pub(super) struct Parts<'a> {
     pub uncertainty_ns: u64,
     /// Each rank slot's suggested order.
     pub suggested_orders: &'a [Vec<usize>],
+    /// The moves within the uncertainty are suggested, as they gain more than it
+    /// together.
+    pub together: bool,
     /// The moves a permissive order adds, per rank slot (empty: none computed).
     pub possible: &'a [Vec<PossibleMove>],
     /// The measured order replayed, and the suggested one.
@@ -152,9 +155,12 @@ pub(super) fn group(namer: &Namer, slots: &[usize], parts: &Parts) -> Group {
         .zip(&parts.gains[first])
         .map(|(p, gain)| {
             let told = tell(namer, rank, &p.shown, period);
-            let verdict = Verdict::of(*gain, parts.uncertainty_ns);
+            let verdict = match Verdict::of(*gain, parts.uncertainty_ns) {
+                Verdict::BelowUncertainty if parts.together => Verdict::GainsTogether,
+                v => v,
+            };
             match verdict {
-                Verdict::Gains => {}
+                Verdict::Gains | Verdict::GainsTogether => {}
                 Verdict::BelowUncertainty => left_out.within_uncertainty += 1,
                 Verdict::Costs => left_out.costs += 1,
                 Verdict::Unknown => left_out.not_evaluated += 1,

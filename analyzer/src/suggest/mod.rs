@@ -10,10 +10,10 @@
 //! 4. The replay ([`crate::replay`]) predicts the run time of the measured order (its
 //!    error against the measured run is the self-check), of the consensus, and of the
 //!    consensus without each move in turn: a move's gain is what undoing it alone
-//!    costs. A move whose gain exceeds the model's uncertainty is suggested; every
-//!    other (within the uncertainty, costing, or not evaluated) is undone in the
-//!    suggested order and only counted: the order replayed is the one the suggested
-//!    moves make.
+//!    costs. A move whose gain exceeds the model's uncertainty is suggested, and so are
+//!    those within it when together they gain more than it; every other (within the
+//!    uncertainty, costing, or not evaluated) is undone in the suggested order and only
+//!    counted: the order replayed is the one the suggested moves make.
 //! 5. The consensus is made in [`Mode::Proven`] (every move crosses only work proven to
 //!    leave its buffer alone); the moves a [`Mode::Permissive`] consensus adds are
 //!    listed apart, with what each needs ([`possible`]).
@@ -329,31 +329,48 @@ pub fn suggest(
         ),
         _ => ranked.iter().map(|(_, p)| vec![None; p.len()]).collect(),
     };
-    // The suggested order: the consensus with every move that does not gain more
-    // than the uncertainty undone.
+    // The suggested order: the consensus with the moves undone that gain nothing
+    // measurable; those within the uncertainty are kept when together they gain more
+    // than it (each alone hides what the others do).
+    let verdict = |g: &Option<i64>| Verdict::of(*g, uncertainty_ns);
+    let orders_keeping = |keep: &dyn Fn(Verdict) -> bool| -> Vec<Vec<usize>> {
+        (ranked.iter().enumerate())
+            .map(|(slot, (o, patterns))| {
+                let undone: Vec<usize> = (patterns.iter().zip(&gains[slot]))
+                    .filter(|(_, g)| !keep(verdict(g)))
+                    .flat_map(|(p, _)| p.instances.iter().flat_map(|m| m.ops.iter().copied()))
+                    .collect();
+                if undone.is_empty() {
+                    o.consensus.order.clone()
+                } else {
+                    pinned_order(slot, &undone)
+                }
+            })
+            .collect()
+    };
     let mut suggested_orders = measured_orders.clone();
+    let mut together = false;
+    let mut suggested = None;
     if rejected.is_none() {
-        for (slot, (o, patterns)) in ranked.iter().enumerate() {
-            let undone: Vec<usize> = patterns
-                .iter()
-                .zip(&gains[slot])
-                .filter(|(_, g)| Verdict::of(**g, uncertainty_ns) != Verdict::Gains)
-                .flat_map(|(p, _)| p.instances.iter().flat_map(|m| m.ops.iter().copied()))
-                .collect();
-            suggested_orders[slot] = if undone.is_empty() {
-                o.consensus.order.clone()
-            } else {
-                pinned_order(slot, &undone)
-            };
-        }
-        if let Some(reason) = deadlock(program, &suggested_orders, &fit, progress) {
-            rejected = Some(reason);
+        suggested_orders = orders_keeping(&|v| v == Verdict::Gains);
+        rejected = deadlock(program, &suggested_orders, &fit, progress);
+        suggested = rejected
+            .is_none()
+            .then(|| predict(program, &suggested_orders, &fit, progress).ok())
+            .flatten();
+        let within = (gains.iter().flatten()).any(|g| verdict(g) == Verdict::BelowUncertainty);
+        if within {
+            let with = orders_keeping(&|v| matches!(v, Verdict::Gains | Verdict::BelowUncertainty));
+            let replayed = deadlock(program, &with, &fit, progress)
+                .is_none()
+                .then(|| predict(program, &with, &fit, progress).ok())
+                .flatten();
+            let alone_ns = suggested.as_ref().map_or(u64::MAX, |s| s.0.ns);
+            if let Some(p) = replayed.filter(|p| p.0.ns.saturating_add(uncertainty_ns) < alone_ns) {
+                (suggested_orders, suggested, rejected, together) = (with, Some(p), None, true);
+            }
         }
     }
-    let suggested = match &rejected {
-        None => predict(program, &suggested_orders, &fit, progress).ok(),
-        Some(_) => None,
-    };
     // What a permissive order would add, when the suggested one is proven.
     let looked_for = options.dag.mode == Mode::Proven && !options.conservative;
     let permissive =
@@ -368,6 +385,7 @@ pub fn suggest(
         gains: &gains,
         uncertainty_ns,
         suggested_orders: &suggested_orders,
+        together,
         possible: permissive.as_ref().map_or(&[], |p| p.moves.as_slice()),
         measured: &measured_replay,
         suggested: suggested.as_ref().map(|s| &s.1),

@@ -36,6 +36,7 @@ fn signed(ns: i64) -> String {
 fn verdict_words(v: Verdict) -> &'static str {
     match v {
         Verdict::Gains => "suggested",
+        Verdict::GainsTogether => "suggested: gains with the others within the uncertainty",
         Verdict::BelowUncertainty => "left out: within the model's uncertainty",
         Verdict::Costs => "left out: it costs",
         Verdict::Unknown => "left out: gain unknown",
@@ -86,7 +87,7 @@ fn group(o: &mut String, g: &Group, uncertainty_ns: u64, verbose: bool) {
         ),
     };
     let suggested: Vec<_> = (g.moves.iter())
-        .filter(|m| m.verdict == Verdict::Gains)
+        .filter(|m| matches!(m.verdict, Verdict::Gains | Verdict::GainsTogether))
         .collect();
     if g.moves.is_empty() {
         let _ = writeln!(
@@ -104,9 +105,13 @@ fn group(o: &mut String, g: &Group, uncertainty_ns: u64, verbose: bool) {
     let shown = if verbose { suggested.len() } else { SHOWN };
     for m in suggested.iter().take(shown) {
         let gain = m.gain_ns.map_or(String::new(), signed);
+        let with = match m.verdict {
+            Verdict::GainsTogether => " alone; together with the others within it, more",
+            _ => "",
+        };
         let _ = writeln!(
             o,
-            "  - {} [{} iteration(s); gain {gain} ± {}]",
+            "  - {} [{} iteration(s); gain {gain} ± {}{with}]",
             m.text,
             m.iterations,
             duration(uncertainty_ns)
@@ -277,17 +282,6 @@ pub fn render(s: &Suggestion, verbose: bool) -> String {
                 why.as_deref().unwrap_or("not replayed")
             ),
         };
-    }
-    // Moves left out one by one that gain together: said, not suggested.
-    if let (Some(c), Some(p)) = (&s.consensus, &s.suggested) {
-        let more = p.ns as i64 - c.ns as i64;
-        if !verbose && more > s.replay.uncertainty_ns as i64 {
-            let _ = writeln!(
-                o,
-                "the left-out moves together would gain {} more (each alone gains nothing measurable; --verbose lists them)",
-                signed(more)
-            );
-        }
     }
     if let (true, Some(c)) = (verbose, &s.consensus) {
         let _ = writeln!(

@@ -68,6 +68,9 @@ pub struct MoveReport {
 pub enum Verdict {
     /// It gains more than the model's uncertainty: suggested.
     Gains,
+    /// Alone within the uncertainty, but the moves within it gain more than it together:
+    /// suggested with them.
+    GainsTogether,
     /// Its gain or cost is within the model's uncertainty: left out (nothing
     /// measurable).
     BelowUncertainty,
