@@ -283,7 +283,7 @@ fn moves_that_gain_only_together_are_suggested_together() {
     assert!(gain > s.replay.uncertainty_ns, "{gain} {:#?}", s.replay);
     let text = overlap_analyzer::suggest::render(&s, false);
     assert!(
-        text.contains("together with the others within it"),
+        text.contains("it gains with the other moves within the uncertainty"),
         "{text}"
     );
 }

@@ -106,7 +106,9 @@ fn group(o: &mut String, g: &Group, uncertainty_ns: u64, verbose: bool) {
     for m in suggested.iter().take(shown) {
         let gain = m.gain_ns.map_or(String::new(), signed);
         let with = match m.verdict {
-            Verdict::GainsTogether => " alone; together with the others within it, more",
+            Verdict::GainsTogether => {
+                " alone; it gains with the other moves within the uncertainty"
+            }
             _ => "",
         };
         let _ = writeln!(
