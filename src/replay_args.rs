@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
-use overlap_analyzer::dag::{built_in_names, BuiltIn, Options as DagOptions};
+use overlap_analyzer::dag::{built_in_names, BuiltIn, Mode, Options as DagOptions};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::replay::{NetworkFit, Progress, UnknownNetwork};
 
@@ -111,7 +111,8 @@ pub(crate) struct PolicyArgs {
         default_value = "posts-early,lower-tag-first"
     )]
     pub(crate) policy: Vec<String>,
-    /// Only moves that need no assumption about compute whose buffers are unknown.
+    /// Only what is proven: the moves a permissive order would add ("possible if",
+    /// needing what the trace does not show) are not looked for.
     #[arg(long)]
     pub(crate) conservative: bool,
 }
@@ -132,7 +133,7 @@ impl PolicyArgs {
         }
         Ok(DagOptions {
             policies,
-            conservative: self.conservative,
+            mode: Mode::Proven,
         })
     }
 }

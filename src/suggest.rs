@@ -34,9 +34,13 @@ pub(crate) struct SuggestArgs {
     /// original and 3 changed runs at least give a verdict on the gain.
     #[arg(long, value_name = "TRACE", num_args = 1.., requires = "confirm")]
     original: Vec<PathBuf>,
-    /// Print the suggestion as JSON.
+    /// Print the suggestion as JSON (everything: every move, the iterations, notes).
     #[arg(long)]
     json: bool,
+    /// Print everything in words: every move with its verdict, every possible move, the
+    /// iteration before and after, each rank's replayed end, the notes.
+    #[arg(long)]
+    verbose: bool,
 }
 
 /// The traces at `paths`, each with its program.
@@ -60,6 +64,7 @@ pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     let options = Options {
         dag: a.policies.options()?,
         progress: a.network.progress.into(),
+        conservative: a.policies.conservative,
     };
     let trace = crate::cli::load_trace(&a.trace)?;
     let program = program_of(&trace)?;
@@ -80,7 +85,7 @@ pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&suggestion)?);
     } else {
-        out!("{}", render(&suggestion));
+        out!("{}", render(&suggestion, a.verbose));
     }
     Ok(ExitCode::SUCCESS)
 }

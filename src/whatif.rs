@@ -148,6 +148,8 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
             let options = SuggestOptions {
                 dag: a.policies.options()?,
                 progress,
+                // Only the order is replayed: what a permissive one adds is not needed.
+                conservative: true,
             };
             let own = measured.clone().unwrap_or_else(|_| fit.clone());
             let s = suggest(&trace, &program, own, &options)?;

@@ -109,7 +109,7 @@ fn main() {
     let period = dag::rank_period(&p, &site_of, rank);
     let period_s = t.elapsed().as_secs_f64();
     let t = Instant::now();
-    let graph = dag::essential::essential(&p, rank, false);
+    let graph = dag::essential::essential(&p, rank, dag::Mode::Proven);
     let essential_s = t.elapsed().as_secs_f64();
     let essential_edges = graph.edge_count();
     let t = Instant::now();

@@ -12,6 +12,8 @@
 //! - [`hang`]: a hung run explained from the ranks' in-flight dumps (wait-for cycle).
 //! - [`sites`]: call sites symbolized to `file:line (function)`, findings grouped by them.
 //! - [`summary`]: where each rank's time went, as `overlap merge` prints it.
+//! - [`dependence`]: the one rule of whether work may touch a request's buffer, which
+//!   the reordering and the false-overlap finding share.
 //! - [`ops`]: a run as programs of operations per rank; [`dag`]: their dependences, the
 //!   ordering policies and the seed's consensus; [`replay`]: the one discrete-event
 //!   replay (what-if, T_ideal, predicted gains); [`suggest`]: the reordering suggestion.
@@ -30,6 +32,7 @@
 pub mod check;
 pub mod compute;
 pub mod dag;
+pub mod dependence;
 mod fastparse;
 pub mod gpu;
 pub mod hang;

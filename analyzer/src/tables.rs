@@ -353,20 +353,41 @@ fn false_overlap(trace: &Trace, d: &Details) -> Result<DataFrame> {
             col("sends", f.iter().map(|x| x.requests.len() as u32).collect()),
             col("mixed", f.iter().map(|x| x.mixed).collect()),
             col("lost_ns", u64s(|x| x.lost_ns)),
-            col("independent_work_ns", u64s(|x| x.independent_work_ns)),
-            col("independent_spans", u64s(|x| x.independent_spans)),
-            col("hideable_ns", u64s(|x| x.hideable_ns)),
+            col(
+                "independent_work_ns",
+                u64s(|x| x.possible.independent_work_ns),
+            ),
+            col("independent_spans", u64s(|x| x.possible.independent_spans)),
+            col("hideable_ns", u64s(|x| x.possible.hideable_ns)),
             col(
                 "limit",
-                f.iter().map(|x| x.limit.key()).collect::<Vec<&str>>(),
+                f.iter()
+                    .map(|x| x.possible.limit.key())
+                    .collect::<Vec<&str>>(),
             ),
             col(
                 "move_before_index",
-                f.iter().map(|x| index(x.move_before.as_ref())).collect(),
+                f.iter()
+                    .map(|x| index(x.possible.move_before.as_ref()))
+                    .collect(),
             ),
             col(
                 "move_after_index",
-                f.iter().map(|x| index(x.move_after.as_ref())).collect(),
+                f.iter()
+                    .map(|x| index(x.possible.move_after.as_ref()))
+                    .collect(),
+            ),
+            col(
+                "proven_hideable_ns",
+                f.iter()
+                    .map(|x| x.proven.as_ref().map(|p| p.hideable_ns))
+                    .collect::<Vec<Option<u64>>>(),
+            ),
+            col(
+                "proven_limit",
+                f.iter()
+                    .map(|x| x.proven.as_ref().map(|p| p.limit.key()))
+                    .collect::<Vec<Option<&str>>>(),
             ),
             col(
                 "site",

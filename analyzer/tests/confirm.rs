@@ -118,9 +118,10 @@ fn suggestion(trace: &Trace, program: &Program) -> Suggestion {
     let options = Options {
         dag: DagOptions {
             policies: BuiltIn::DEFAULT.iter().map(|b| b.policy()).collect(),
-            conservative: false,
+            ..DagOptions::default()
         },
         progress: Progress::InMpi,
+        conservative: false,
     };
     // The runs' two messages cannot fit a network: 1 µs and 1 GB/s are given.
     let fit = NetworkFit::from_trace(trace, None)

@@ -80,14 +80,17 @@ fn the_report_lists_the_worst_findings_and_the_table_every_one() {
     assert_eq!(
         lines[0],
         "rank,index,call,start_ns,duration_ns,sends,mixed,lost_ns,independent_work_ns,\
-         independent_spans,hideable_ns,limit,move_before_index,move_after_index,site"
+         independent_spans,hideable_ns,limit,move_before_index,move_after_index,\
+         proven_hideable_ns,proven_limit,site"
     );
     // The wait is event 3 (4-10). It may move before the Isend at 31 (event 7), that
-    // is after the Irecv at 30 (event 6), the last call before it. No site recorded.
+    // is after the Irecv at 30 (event 6), the last call before it, if unpack and
+    // compute (which declare nothing) do not write the send buffer: nothing is proven.
+    // No site recorded.
     for (line, rank) in lines[1..].iter().zip(["0", "1"]) {
         assert_eq!(
             *line,
-            format!("{rank},3,MPI_Waitall,4,6,1,false,6,20,2,6,buffer_reuse,7,6,")
+            format!("{rank},3,MPI_Waitall,4,6,1,false,6,20,2,6,buffer_reuse,7,6,,,")
         );
     }
     assert_eq!(lines.len(), 3);
@@ -111,12 +114,19 @@ fn false_overlap_is_found_on_the_early_send_wait_and_not_once_deferred() {
         assert_eq!(f.requests.len(), 1);
         assert_eq!((f.requests[0].request, f.requests[0].bytes), (2, 100));
         assert_eq!(f.requests[0].window_cpu_ns, 0);
-        assert_eq!((f.independent_work_ns, f.independent_spans), (20, 2));
-        assert_eq!(f.independent_names, vec!["unpack", "compute"]);
-        let to = f.move_before.as_ref().unwrap();
+        let m = &f.possible;
+        assert_eq!((m.independent_work_ns, m.independent_spans), (20, 2));
+        assert_eq!(m.independent_names, vec!["unpack", "compute"]);
+        let to = m.move_before.as_ref().unwrap();
         assert_eq!((to.call, to.start_ns, to.index), ("MPI_Isend", 31, 7));
-        assert_eq!(f.limit, Limit::BufferReuse);
-        assert_eq!(f.hideable_ns, 6);
+        assert_eq!(m.limit, Limit::BufferReuse);
+        assert_eq!(m.hideable_ns, 6);
+        // unpack declared nothing: what it does to the send buffer is unknown, so the
+        // move is only possible.
+        assert_eq!(f.proven, None);
+        let needs = f.needs.as_ref().unwrap();
+        assert_eq!(needs.compute.name.as_deref(), Some("unpack"));
+        assert_eq!((needs.must_not, needs.addr), ("write", Some(0x1000)));
         assert!(!f.mixed);
     }
     let fixed = report(&run(vec![pattern(0, true), pattern(1, true)]));

@@ -66,7 +66,7 @@ fn figures(trace: &Trace, source: &Path) -> (String, String) {
     }
     // Every finding is behind the report, in its order; these runs have fewer than it
     // lists, so it lists each (its call sites named).
-    let place = |f: &Finding| (f.rank, f.wait.index, f.lost_ns, f.hideable_ns);
+    let place = |f: &Finding| (f.rank, f.wait.index, f.lost_ns, f.possible.hideable_ns);
     let listed = report.false_overlap.worst.iter().map(place);
     assert!(
         details.findings.iter().map(place).eq(listed),

@@ -2,7 +2,8 @@
 //! ("merge a priority-ordered sequence of DAGs into one consensus DAG, then sort it").
 //!
 //! - [`period`]: the rank's repeating unit (an iteration), the scope policies apply in;
-//! - [`essential`]: the edges any order must keep (data dependence);
+//! - [`essential`]: the edges any order must keep (data dependence, proven or
+//!   permissive: [`Mode`]);
 //! - [`policy`]: what an order should prefer (built-ins, and user policies in Rust);
 //! - [`consensus`]: the policies merged by priority, and the topological sort;
 //! - [`graph`]: the DAG that refuses an edge closing a cycle.
@@ -19,6 +20,8 @@ pub use consensus::{Consensus, PolicyEdges};
 pub use period::Period;
 pub use policy::{built_in_names, BuiltIn, OpView, Policy};
 
+pub use crate::dependence::Mode;
+
 use crate::ops::{CallSites, OpKind, Program, RankProgram};
 
 /// How to order.
@@ -27,16 +30,18 @@ pub struct Options {
     /// Policies after data dependence, in priority order (program order is always the
     /// last tie-break).
     pub policies: Vec<Policy>,
-    /// Take compute whose buffers are unknown to read and write every buffer, so that
-    /// no move needs an assumption.
-    pub conservative: bool,
+    /// What compute whose effect on a buffer is not known is taken to do
+    /// ([`crate::dependence`]): touch it ([`Mode::Proven`], the default: every move
+    /// crosses only work proven to leave its buffer alone), or not ([`Mode::Permissive`]:
+    /// only recorded uses hold a move back).
+    pub mode: Mode,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
             policies: BuiltIn::DEFAULT.iter().map(|b| b.policy()).collect(),
-            conservative: false,
+            mode: Mode::Proven,
         }
     }
 }
@@ -139,9 +144,27 @@ pub fn order_rank_pinned(
     options: &Options,
     pinned: &[usize],
 ) -> RankOrder {
+    order_rank_in(
+        program,
+        sites,
+        rank,
+        (&options.policies, options.mode),
+        pinned,
+    )
+}
+
+/// [`order_rank_pinned`] with the policies and the mode given apart (the same policies
+/// ordered in either mode).
+pub fn order_rank_in(
+    program: &Program,
+    sites: &dyn CallSites,
+    rank: &RankProgram,
+    (policies, mode): (&[Policy], Mode),
+    pinned: &[usize],
+) -> RankOrder {
     let period = rank_period(program, sites, rank);
     let scopes = policy_scopes(rank.ops.len(), period);
-    let mut graph = essential::essential(program, rank, options.conservative);
+    let mut graph = essential::essential(program, rank, mode);
     let n = rank.ops.len();
     for &o in pinned.iter().filter(|&&o| o < n) {
         let scope = scopes[o];
@@ -159,9 +182,11 @@ pub fn order_rank_pinned(
     RankOrder {
         rank: rank.rank,
         period,
-        consensus: consensus::consensus(program, rank, graph, &scopes, &options.policies),
+        consensus: consensus::consensus(program, rank, graph, &scopes, policies),
     }
 }
 
+#[cfg(test)]
+mod props;
 #[cfg(test)]
 mod tests;

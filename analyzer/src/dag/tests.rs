@@ -140,25 +140,28 @@ fn names(program: &Program, order: &[usize]) -> Vec<&'static str> {
 #[test]
 fn figure_1_essential_edges() {
     let (program, [r1, rw1, r2, rw2, times2, plus5, dot, solve, s1, sw1]) = figure_1();
-    let g = essential::essential(&program, &program.ranks[0], false);
-    // Post before completion; reader after the receive; sender after the writer;
-    // compute in program order.
-    for (a, b) in [
-        (r1, rw1),
-        (r2, rw2),
-        (rw2, times2),
-        (rw1, plus5),
-        (times2, s1),
-        (s1, sw1),
-        (times2, plus5),
-        (plus5, dot),
-        (dot, solve),
-    ] {
-        assert!(g.has_edge(a, b), "{a} -> {b}");
+    // Every compute declared its buffers: both modes know the same.
+    for mode in [Mode::Proven, Mode::Permissive] {
+        let g = essential::essential(&program, &program.ranks[0], mode);
+        // Post before completion; reader after the receive; sender after the writer;
+        // compute in program order.
+        for (a, b) in [
+            (r1, rw1),
+            (r2, rw2),
+            (rw2, times2),
+            (rw1, plus5),
+            (times2, s1),
+            (s1, sw1),
+            (times2, plus5),
+            (plus5, dot),
+            (dot, solve),
+        ] {
+            assert!(g.has_edge(a, b), "{a} -> {b}");
+        }
+        // Nothing ties S1 to solve, or RW1 to R2.
+        assert!(!g.has_edge(solve, s1));
+        assert!(!g.has_edge(rw1, r2));
     }
-    // Nothing ties S1 to solve, or RW1 to R2.
-    assert!(!g.has_edge(solve, s1));
-    assert!(!g.has_edge(rw1, r2));
 }
 
 #[test]
@@ -175,7 +178,7 @@ fn figure_1_order_overlaps_the_send() {
     // Program order alone changes nothing.
     let none = Options {
         policies: Vec::new(),
-        conservative: false,
+        mode: Mode::Proven,
     };
     let order = order_rank(&program, &no_sites, &program.ranks[0], &none);
     assert_eq!(order.consensus.order, (0..10).collect::<Vec<_>>());
@@ -198,7 +201,7 @@ fn a_policy_that_contradicts_data_dependence_loses() {
     });
     let options = Options {
         policies: vec![sends_first],
-        conservative: false,
+        mode: Mode::Proven,
     };
     let order = order_rank(&program, &no_sites, &program.ranks[0], &options);
     assert_eq!(
@@ -211,10 +214,10 @@ fn a_policy_that_contradicts_data_dependence_loses() {
 }
 
 #[test]
-fn unknown_compute_needs_conservative_mode_to_hold_the_send() {
-    //  Isend(buf A) | compute (unknown buffers) | Wait
-    // default: no edge between the compute and the send; conservative: the compute
-    // is taken to write A, so the wait cannot move past it.
+fn unknown_compute_holds_the_send_only_when_proven() {
+    //  Isend(buf A) | compute (unknown buffers) | Wait | next (writes A)
+    // permissive: no edge between the compute and the send; proven (the default): the
+    // compute may write A, so it stays between the post and the wait.
     let mut b = Build::new();
     let s = b.request(RequestRole::Send, 1, 0, 0xA00);
     let post = b.post(s);
@@ -232,10 +235,10 @@ fn unknown_compute_needs_conservative_mode_to_hold_the_send() {
     let wait = b.complete(s);
     let next = b.compute("next", &[], &[0xA00]);
     let program = b.finish();
-    let loose = essential::essential(&program, &program.ranks[0], false);
+    let loose = essential::essential(&program, &program.ranks[0], Mode::Permissive);
     assert!(!loose.has_edge(post, work));
     assert!(loose.has_edge(wait, next));
-    let strict = essential::essential(&program, &program.ranks[0], true);
+    let strict = essential::essential(&program, &program.ranks[0], Mode::Proven);
     assert!(strict.has_edge(post, work) && strict.has_edge(work, wait));
 }
 
@@ -248,7 +251,7 @@ fn matching_order_keeps_sends_to_one_peer_and_tag() {
     let d = b.request(RequestRole::Send, 2, 5, 0x3000);
     let (pa, pc, pd) = (b.post(a), b.post(c), b.post(d));
     let program = b.finish();
-    let g = essential::essential(&program, &program.ranks[0], false);
+    let g = essential::essential(&program, &program.ranks[0], Mode::Permissive);
     assert!(g.has_edge(pa, pc));
     assert!(!g.has_edge(pa, pd) && !g.has_edge(pc, pd));
 }

@@ -9,64 +9,43 @@
 //! 2. the window of its sends was (nearly) empty: the compute between each send's post
 //!    and `W` is less than `empty_window_share` of `lost`;
 //! 3. work that does not depend on the sends ran after `W`: compute between the end of
-//!    `W` and the sends' dependence limit, at least `min_wait` of it.
+//!    `W` and the point it can move to, at least `min_wait` of it;
+//! 4. moving it could hide more than the model's uncertainty: `hideable`, the smaller
+//!    of `lost` and that work, exceeds the uncertainty of the transfer it waits for (the
+//!    network fit's range at its size) and `min_wait`.
 //!
-//! The dependence limit of a send is the next MPI call of the rank that names a buffer
-//! overlapping the send's buffer (it is about to be reused), or, when the trace has no
-//! buffer address, the next send to the same peer and tag; else the end of the rank's
-//! trace. A received message may be read by any compute that follows its wait, so a
-//! receive's wait never moves past compute, and a wait of receives alone is never a
-//! finding. The evidence names the request(s), the waiting call, the time lost, the
-//! independent work and the point the wait can move to; `hideable` is the smaller of
-//! the time lost and the independent work.
+//! Where `W` can move comes from [`crate::dependence`], the rule `overlap suggest`'s
+//! reordering uses ([`super::false_overlap_limit`]): the *proven* point is before the
+//! first later work that may write a send's buffer (an MPI call naming an overlapping
+//! buffer, a declared writer, the first touch the buffer watch learned, or compute whose
+//! effect is unknown); the *possible* point before the first recorded use only, which a
+//! finding reports with what it needs ("possible if the compute between a.c:49 and
+//! a.c:53 does not write the send buffer"). Conditions 3 and 4 hold for the possible
+//! point; the proven one is given when some work is proven independent.
+//!
+//! A wait that completed only receives is a finding on the same conditions (its `lost`
+//! is all of it), at its proven point alone: a receive's buffer may be read by any
+//! compute after the wait unless a watch or a declared span proves otherwise.
 //!
 //! ```text
 //!  |Isend s|Irecv r|Waitall r|Waitall s 7|unpack 2|compute 20|pack 1|Isend s'|
 //!                             ^ W: lost 7, window of s empty    ^ s's buffer reused
-//!  independent work after W: 23 -> finding, hideable 7, move before Isend s'
+//!  possible: 23 of independent work, hideable 7, move before Isend s', if unpack,
+//!  compute and pack do not write s; proven (pack declared to write s): before pack
 //! ```
-//! (`pack` writes the buffer, which a trace cannot see: the report says the wait must
-//! also precede any write to the buffer.)
-
-use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap as HashMap;
 
-use overlap_format::schema::OpClass;
+use overlap_format::schema::{OpClass, Touch};
 use serde::Serialize;
 
+pub use super::false_overlap_limit::Limit;
+use super::false_overlap_limit::{stops, Guarded, Placed, Unit, Walk};
 use super::requests::RequestRow;
 use super::wait_states::WaitKind;
 use super::{blocks, CallRef, Options};
+use crate::dependence::{Effect, Guard};
 use crate::model::{Timeline, Trace, What};
-
-/// Why the wait cannot move further.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    /// The next call that names an overlapping buffer.
-    BufferReuse,
-    /// No buffer address recorded: the next send to the same peer and tag.
-    SamePeerAndTag,
-    /// Nothing later depends on it in the trace.
-    EndOfTrace,
-}
-
-impl Limit {
-    /// The key in JSON and tables.
-    pub fn key(self) -> &'static str {
-        match self {
-            Limit::BufferReuse => "buffer_reuse",
-            Limit::SamePeerAndTag => "same_peer_and_tag",
-            Limit::EndOfTrace => "end_of_trace",
-        }
-    }
-}
-
-impl Serialize for Limit {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.key())
-    }
-}
 
 /// A request of a finding.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -85,6 +64,82 @@ pub struct FindingRequest {
     pub window_cpu_ns: u64,
 }
 
+/// Compute of a rank: a span, or the gap between two MPI calls (inferred compute).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ComputeRef {
+    /// The span's name; none for a gap.
+    pub name: Option<String>,
+    /// Start, ns since the run's start.
+    pub start_ns: u64,
+    /// Duration, ns.
+    pub duration_ns: u64,
+    /// For a gap: the call before it.
+    pub after: Option<CallRef>,
+    /// For a gap: the call after it (none: the end of the rank's work).
+    pub until: Option<CallRef>,
+}
+
+/// The first touch of a buffer the watch learned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FirstUse {
+    /// Read or write.
+    #[serde(serialize_with = "touch_key")]
+    pub touch: Touch,
+    /// The instruction (a code address), when known.
+    pub ip: Option<u64>,
+    /// Where it is in the source (`file:line`), when it could be symbolized.
+    pub site: Option<String>,
+}
+
+fn touch_key<S: serde::Serializer>(t: &Touch, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match t {
+        Touch::Read => "read",
+        Touch::Write => "write",
+    })
+}
+
+/// A point a wait can move to, and what moving it there could hide.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WaitMove {
+    /// The wait can move to just before this call (none: before compute, or to the end).
+    pub move_before: Option<CallRef>,
+    /// The wait can move to just before this compute.
+    pub before_compute: Option<ComputeRef>,
+    /// The same point named by the call after which the wait may go: the last MPI call
+    /// of the waiting thread after it and before the point (`MPI_Finalize` excluded);
+    /// none when only compute lies between. For a program without compute spans this
+    /// is how the point reads in the source.
+    pub move_after: Option<CallRef>,
+    /// Why it cannot move further.
+    pub limit: Limit,
+    /// The first touch that limits it, when a watch learned it.
+    pub first_use: Option<FirstUse>,
+    /// Compute between the wait and the point, ns.
+    pub independent_work_ns: u64,
+    /// Compute spans (or gaps) in that work.
+    pub independent_spans: u64,
+    /// Names of the first compute spans of it (none for gaps).
+    pub independent_names: Vec<String>,
+    /// Time the move could hide: `min(lost, independent work)`, ns.
+    pub hideable_ns: u64,
+}
+
+/// What a move past the proven point needs: the first compute there whose effect on
+/// the buffer is unknown must leave it alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PossibleIf {
+    /// The compute.
+    pub compute: ComputeRef,
+    /// What it must not do: `write` (a send's buffer), `read or write` (a receive's).
+    pub must_not: &'static str,
+    /// Which buffer: `the send buffer`, `the receive buffer`.
+    pub buffer: &'static str,
+    /// Its address, when recorded.
+    pub addr: Option<u64>,
+    /// Its length in bytes, when recorded.
+    pub len: Option<u64>,
+}
+
 /// One false-overlap finding, with its evidence.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Finding {
@@ -92,101 +147,95 @@ pub struct Finding {
     pub rank: u32,
     /// The call that waited.
     pub wait: CallRef,
-    /// The send requests it waited for.
+    /// The requests it waited for that can move: its sends (its receives, for a wait of
+    /// receives alone).
     pub requests: Vec<FindingRequest>,
     /// True when the wait also completed receives (only its sends can move).
     pub mixed: bool,
-    /// Time the wait lost on the sends, ns.
+    /// Time the wait lost on those requests, ns.
     pub lost_ns: u64,
-    /// Compute after the wait that does not depend on the sends, ns.
-    pub independent_work_ns: u64,
-    /// Compute spans in that work.
-    pub independent_spans: u64,
-    /// Names of the first of them.
-    pub independent_names: Vec<String>,
-    /// The latest point the wait can move to: just before this call (none: the end).
-    pub move_before: Option<CallRef>,
-    /// The same point named by the call after which the wait may go: the last MPI call
-    /// of the waiting thread before `move_before` (or before the end of the rank's
-    /// work); none when that is the wait itself (only compute lies between).
-    pub move_after: Option<CallRef>,
-    /// What a trace cannot see and would forbid the move.
-    pub caveat: &'static str,
-    /// Why it cannot move further.
-    pub limit: Limit,
-    /// Time the move could hide: `min(lost, independent work)`, ns.
-    pub hideable_ns: u64,
+    /// The furthest the wait can move without crossing a recorded use of the buffers
+    /// (the proven point, when nothing past it is unknown).
+    pub possible: WaitMove,
+    /// The furthest it can move crossing only work proven to leave the buffers alone;
+    /// none when no work after it is (then the move is only possible, see `needs`).
+    pub proven: Option<WaitMove>,
+    /// What the possible move needs beyond the proven point; none when it is proven.
+    pub needs: Option<PossibleIf>,
 }
 
-/// Calls of a rank by buffer and by (peer, tag), for the next-use queries.
-struct UseIndex {
-    /// Distinct buffer start addresses, sorted, each with the span indices of the calls
-    /// using a buffer that starts there and the longest such buffer.
-    by_addr: Vec<(u64, u64, Vec<usize>)>,
-    longest: u64,
-    /// Sends by (peer, tag), span indices in order.
-    sends: HashMap<(i32, i32), Vec<usize>>,
-}
-
-impl UseIndex {
-    fn new(t: &Timeline) -> UseIndex {
-        let mut map: BTreeMap<u64, (u64, Vec<usize>)> = BTreeMap::new();
-        let mut sends: HashMap<(i32, i32), Vec<usize>> = HashMap::default();
-        for i in 0..t.spans.len() {
-            let Some((op, c)) = t.call(i) else { continue };
-            let bufs = [c.buf(), t.recv_half(c).and_then(|r| r.buf)];
-            for b in bufs.into_iter().flatten() {
-                let e = map.entry(b.addr).or_default();
-                e.0 = e.0.max(b.len);
-                e.1.push(i);
-            }
-            if op.sends() {
-                if let (Some(p), Some(tag)) = (c.peer(), c.tag()) {
-                    sends.entry((p, tag)).or_default().push(i);
-                }
+impl Finding {
+    /// Every call the finding names, to give each its site.
+    pub fn calls_mut(&mut self) -> Vec<&mut CallRef> {
+        let mut out = vec![&mut self.wait];
+        out.extend(self.requests.iter_mut().map(|r| &mut r.post));
+        let moves = std::iter::once(&mut self.possible).chain(self.proven.as_mut());
+        for m in moves {
+            out.extend(m.move_before.as_mut());
+            out.extend(m.move_after.as_mut());
+            if let Some(c) = m.before_compute.as_mut() {
+                out.extend(c.after.as_mut());
+                out.extend(c.until.as_mut());
             }
         }
-        let longest = map.values().map(|v| v.0).max().unwrap_or(0);
-        UseIndex {
-            by_addr: map.into_iter().map(|(a, (l, v))| (a, l, v)).collect(),
-            longest,
-            sends,
+        if let Some(n) = self.needs.as_mut() {
+            out.extend(n.compute.after.as_mut());
+            out.extend(n.compute.until.as_mut());
         }
+        out
     }
 
-    /// The first call after `after` whose buffer overlaps `[addr, addr + len)`.
-    fn next_buffer_use(&self, addr: u64, len: u64, after: usize) -> Option<usize> {
-        let lo = addr.saturating_sub(self.longest);
-        let end = addr.saturating_add(len.max(1));
-        let first = self.by_addr.partition_point(|e| e.0 < lo);
-        let mut best: Option<usize> = None;
-        for (a, l, uses) in &self.by_addr[first..] {
-            if *a >= end {
-                break;
-            }
-            if a.saturating_add((*l).max(1)) <= addr {
-                continue;
-            }
-            let k = uses.partition_point(|i| *i <= after);
-            if let Some(i) = uses.get(k) {
-                best = Some(best.map_or(*i, |b| b.min(*i)));
-            }
-        }
-        best
-    }
-
-    fn next_send(&self, peer: i32, tag: i32, after: usize) -> Option<usize> {
-        let v = self.sends.get(&(peer, tag))?;
-        v.get(v.partition_point(|i| *i <= after)).copied()
+    /// The learned first uses it names, to give each its site.
+    pub fn first_uses_mut(&mut self) -> impl Iterator<Item = &mut FirstUse> {
+        let moves = std::iter::once(&mut self.possible).chain(self.proven.as_mut());
+        moves.filter_map(|m| m.first_use.as_mut())
     }
 }
 
-/// The false-overlap findings of the trace, largest loss first.
+/// The rank's compute `p` as a report names it.
+fn compute_ref(trace: &Trace, t: &Timeline, p: &Placed) -> Option<ComputeRef> {
+    let rank = t.rank;
+    match p.unit {
+        Unit::Call(_) => None,
+        Unit::Span(i) => {
+            let What::Compute(id) = t.spans.get(i)?.what else {
+                return None;
+            };
+            Some(ComputeRef {
+                name: Some(t.name(id).to_string()),
+                start_ns: p.start,
+                duration_ns: p.end - p.start,
+                after: None,
+                until: None,
+            })
+        }
+        Unit::Gap { after, until } => Some(ComputeRef {
+            name: None,
+            start_ns: p.start,
+            duration_ns: p.end - p.start,
+            after: CallRef::of(trace, rank, after),
+            until: until.and_then(|u| CallRef::of(trace, rank, u)),
+        }),
+    }
+}
+
+/// What one finding's requests are, as the rule asks about them.
+struct Candidate<'a> {
+    rank: u32,
+    wait_index: usize,
+    group: Vec<&'a RequestRow>,
+    mixed: bool,
+    lost: u64,
+}
+
+/// The false-overlap findings of the trace, largest loss first. `uncertainty`: the
+/// model's uncertainty on the transfer of a message of that many bytes, ns.
 pub fn findings(
     trace: &Trace,
     reqs: &[RequestRow],
     late_sender: &HashMap<(u32, usize), u64>,
     opts: &Options,
+    uncertainty: &(dyn Fn(u64) -> u64 + Sync),
 ) -> Vec<Finding> {
     // Requests by the call that completed them.
     let mut by_wait: Vec<((u32, usize), &RequestRow)> = reqs
@@ -195,10 +244,9 @@ pub fn findings(
         .collect();
     by_wait.sort_by_key(|(k, _)| *k);
     let mut out = Vec::new();
-    let mut current: Option<(u32, UseIndex)> = None;
     for chunk in by_wait.chunk_by(|a, b| a.0 == b.0) {
         let (rank, wait_index) = chunk[0].0;
-        let group: Vec<&RequestRow> = chunk.iter().map(|(_, r)| *r).collect();
+        let all: Vec<&RequestRow> = chunk.iter().map(|(_, r)| *r).collect();
         let Some(t) = trace.rank(rank) else { continue };
         let Some(w) = t.spans.get(wait_index) else {
             continue;
@@ -206,109 +254,194 @@ pub fn findings(
         if !w.op().is_some_and(blocks) {
             continue;
         }
-        let sends: Vec<&RequestRow> = group.iter().copied().filter(|r| r.is_send()).collect();
-        if sends.is_empty() {
-            continue;
-        }
-        let mixed = sends.len() < group.len();
-        let ls = if mixed {
-            late_sender.get(&(rank, wait_index)).copied().unwrap_or(0)
+        let sends: Vec<&RequestRow> = all.iter().copied().filter(|r| r.is_send()).collect();
+        let (group, mixed, lost) = if sends.is_empty() {
+            (all, false, w.duration().0)
         } else {
-            0
+            let mixed = sends.len() < all.len();
+            let ls = if mixed {
+                late_sender.get(&(rank, wait_index)).copied().unwrap_or(0)
+            } else {
+                0
+            };
+            (sends, mixed, w.duration().0.saturating_sub(ls))
         };
-        let lost = w.duration().0.saturating_sub(ls);
         if lost < opts.min_wait.0 {
             continue;
         }
-        let window_cpu = sends.iter().map(|r| r.cpu_ns).max().unwrap_or(0);
+        let window_cpu = group.iter().map(|r| r.cpu_ns).max().unwrap_or(0);
         if window_cpu as f64 >= opts.empty_window_share * lost as f64 {
             continue;
         }
-        let Some(cpu) = trace.compute(rank) else {
-            continue;
-        };
-        if current.as_ref().is_none_or(|c| c.0 != rank) {
-            current = Some((rank, UseIndex::new(t)));
-        }
-        let Some((_, uses)) = current.as_ref() else {
-            continue;
-        };
-        // The earliest dependence limit of its sends.
-        let mut limit: (Option<usize>, Limit) = (None, Limit::EndOfTrace);
-        for r in &sends {
-            let Some((_, post)) = t.call(r.args_index()) else {
-                continue;
-            };
-            let next = match (post.buf(), post.peer(), post.tag()) {
-                (Some(b), _, _) => uses
-                    .next_buffer_use(b.addr, b.len, wait_index)
-                    .map(|i| (i, Limit::BufferReuse)),
-                (None, Some(p), Some(tag)) => uses
-                    .next_send(p, tag, wait_index)
-                    .map(|i| (i, Limit::SamePeerAndTag)),
-                _ => None,
-            };
-            if let Some((i, why)) = next {
-                if limit.0.is_none_or(|l| i < l) {
-                    limit = (Some(i), why);
-                }
-            }
-        }
-        let until = match limit.0 {
-            Some(i) => t.spans.get(i).map_or(w.end, |s| s.start),
-            None => t.extent().map_or(w.end, |e| e.1),
-        };
-        let (independent, spans) = cpu.within(w.end, until);
-        if independent < opts.min_wait {
-            continue;
-        }
-        let last = limit.0.unwrap_or(t.spans.len());
-        let mut names: Vec<String> = Vec::new();
-        for s in t.spans.get(wait_index + 1..last).unwrap_or(&[]) {
-            if let What::Compute(id) = s.what {
-                let n = t.name(id);
-                if !names.iter().any(|x| x == n) {
-                    names.push(n.to_string());
-                }
-                if names.len() >= 3 {
-                    break;
-                }
-            }
-        }
-        let Some(wait) = CallRef::of(trace, rank, wait_index) else {
-            continue;
-        };
-        out.push(Finding {
+        let c = Candidate {
             rank,
-            wait,
-            requests: sends
-                .iter()
-                .filter_map(|r| {
-                    Some(FindingRequest {
-                        request: r.request,
-                        post: CallRef::of(trace, r.rank, r.post_index())?,
-                        peer: r.peer(),
-                        tag: r.tag(),
-                        bytes: r.bytes,
-                        window_cpu_ns: r.cpu_ns,
-                    })
-                })
-                .collect(),
+            wait_index,
+            group,
             mixed,
-            lost_ns: lost,
-            independent_work_ns: independent.0,
-            independent_spans: spans as u64,
-            independent_names: names,
-            move_before: limit.0.and_then(|i| CallRef::of(trace, rank, i)),
-            move_after: last_call_before(t, wait_index, last)
-                .and_then(|i| CallRef::of(trace, rank, i)),
-            caveat: CAVEAT,
-            limit: limit.1,
-            hideable_ns: lost.min(independent.0),
-        });
+            lost,
+        };
+        if let Some(f) = finding(trace, t, &c, opts, uncertainty) {
+            out.push(f);
+        }
     }
     sort_findings(&mut out);
     out
+}
+
+/// The finding of candidate `c` on rank timeline `t`, if it is one.
+fn finding(
+    trace: &Trace,
+    t: &Timeline,
+    c: &Candidate,
+    opts: &Options,
+    uncertainty: &(dyn Fn(u64) -> u64 + Sync),
+) -> Option<Finding> {
+    let w = t.spans.get(c.wait_index)?;
+    let receives = !c.group[0].is_send();
+    let from = w.end.0;
+    // Each request's own watch: the learned use armed when this wait completed it (ids
+    // are reused: the one of that id armed during the wait or before the thread's next
+    // call, nearest its end).
+    let next_call = (t.spans.iter().skip(c.wait_index + 1))
+        .find(|s| s.tid == w.tid)
+        .map_or(u64::MAX, |s| s.start.0);
+    let watch = |id: u64| {
+        let k = t.learned.partition_point(|u| u.from.0 < w.start.0);
+        (t.learned[k..].iter())
+            .take_while(|u| u.from.0 <= next_call)
+            .filter(|u| u.request == id)
+            .min_by_key(|u| u.from.0.abs_diff(from))
+    };
+    let guarded: Vec<Guarded> = c
+        .group
+        .iter()
+        .filter_map(|r| {
+            let (_, post) = t.call(r.args_index())?;
+            let buf = post.buf();
+            Some(Guarded {
+                buf,
+                guard: if r.is_send() {
+                    Guard::Writes
+                } else {
+                    Guard::Touches
+                },
+                peer_tag: (post.peer().zip(post.tag())).filter(|_| buf.is_none() && r.is_send()),
+                watch: watch(r.request),
+            })
+        })
+        .collect();
+    let hi = t.extent().map_or(from, |e| e.1 .0);
+    let walked = stops(t, Walk::after(t, c.wait_index, hi), &guarded, receives);
+    let cpu = trace.compute(c.rank)?;
+    let by_peer_and_tag = guarded.iter().all(|g| g.buf.is_none());
+    // The move to just before the unit `stop` (none: the end), stopped for `effect`.
+    let to = |stop: Option<(usize, Effect)>| -> WaitMove {
+        let at = stop.map(|s| &walked.units[s.0]);
+        let until = at.map_or(hi, |p| p.start);
+        let (work, spans) = cpu.within(w.end, overlap_format::schema::Nanos(until));
+        let last = at.map_or(t.spans.len(), Placed::index);
+        let limit = stop.map_or(Limit::EndOfTrace, |s| Limit::of(s.1, by_peer_and_tag));
+        let first_use = (limit == Limit::LearnedUse)
+            .then(|| {
+                guarded.iter().find_map(|g| match g.watch?.outcome {
+                    overlap_format::schema::Outcome::Used { touch, ip, .. } => Some(FirstUse {
+                        touch,
+                        ip: ip.map(|i| i.get()),
+                        site: None,
+                    }),
+                    _ => None,
+                })
+            })
+            .flatten();
+        WaitMove {
+            move_before: at.and_then(|p| match p.unit {
+                Unit::Call(i) => CallRef::of(trace, c.rank, i),
+                _ => None,
+            }),
+            before_compute: at.and_then(|p| compute_ref(trace, t, p)),
+            move_after: last_call_before(t, c.wait_index, last)
+                .and_then(|i| CallRef::of(trace, c.rank, i)),
+            limit,
+            first_use,
+            independent_work_ns: work.0,
+            independent_spans: spans as u64,
+            independent_names: names(t, c.wait_index, last),
+            hideable_ns: c.lost.min(work.0),
+        }
+    };
+    let proven = to(walked.proven);
+    let possible = if receives {
+        proven.clone()
+    } else {
+        to(walked.possible)
+    };
+    let worth = |m: &WaitMove| {
+        let bytes = c.group.iter().map(|r| r.bytes).max().unwrap_or(0);
+        m.independent_work_ns >= opts.min_wait.0
+            && m.hideable_ns > opts.min_wait.0.max(uncertainty(bytes))
+    };
+    if !worth(&possible) {
+        return None;
+    }
+    let needs = match walked.proven {
+        Some((k, Effect::Unknown)) if possible != proven => {
+            let unit = &walked.units[k];
+            let g = guarded.first()?;
+            Some(PossibleIf {
+                compute: compute_ref(trace, t, unit)?,
+                must_not: g.guard.verb(),
+                buffer: if receives {
+                    "the receive buffer"
+                } else {
+                    "the send buffer"
+                },
+                addr: g.buf.map(|b| b.addr),
+                len: g.buf.map(|b| b.len),
+            })
+        }
+        _ => None,
+    };
+    Some(Finding {
+        rank: c.rank,
+        wait: CallRef::of(trace, c.rank, c.wait_index)?,
+        requests: c
+            .group
+            .iter()
+            .filter_map(|r| {
+                Some(FindingRequest {
+                    request: r.request,
+                    post: CallRef::of(trace, r.rank, r.post_index())?,
+                    peer: r.peer(),
+                    tag: r.tag(),
+                    bytes: r.bytes,
+                    window_cpu_ns: r.cpu_ns,
+                })
+            })
+            .collect(),
+        mixed: c.mixed,
+        lost_ns: c.lost,
+        proven: worth(&proven).then_some(proven),
+        possible,
+        needs,
+    })
+}
+
+/// The first three distinct names of the compute spans between the wait and event
+/// `last`.
+fn names(t: &Timeline, wait: usize, last: usize) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for s in t.spans.get(wait + 1..last).unwrap_or(&[]) {
+        if let What::Compute(id) = s.what {
+            let n = t.name(id);
+            if !names.iter().any(|x| x == n) {
+                names.push(n.to_string());
+            }
+            if names.len() >= 3 {
+                break;
+            }
+        }
+    }
+    names
 }
 
 /// Findings in the report's order: largest loss first, then by rank and waiting call
@@ -322,10 +455,6 @@ pub fn sort_findings(findings: &mut [Finding]) {
 pub fn report_order(f: &Finding) -> (std::cmp::Reverse<u64>, u32, usize) {
     (std::cmp::Reverse(f.lost_ns), f.rank, f.wait.index)
 }
-
-/// What every finding's move depends on, which a trace cannot see.
-pub const CAVEAT: &str = "a write to the send buffer between the wait and the point it \
-moves to (e.g. packing the next message) forbids the move: a trace cannot see such writes";
 
 /// The last MPI call of the waiting call's thread after `wait` and before event `limit`
 /// (MPI_Finalize excluded: the analysed part ends where it starts).

@@ -26,8 +26,12 @@ pub struct FalseOverlap {
     pub count: u64,
     /// Time their waits lost, ns (Σ `lost_ns`).
     pub lost_ns: u64,
-    /// Time moving them could hide, ns (Σ `hideable_ns`).
+    /// Time moving them could hide, ns (Σ `possible.hideable_ns`): up to the possible
+    /// points, which may need compute of unknown effect to leave the buffers alone.
     pub hideable_ns: u64,
+    /// Of it, what moving them to their proven points could hide, ns (Σ
+    /// `proven.hideable_ns`).
+    pub proven_hideable_ns: u64,
     /// The findings with the largest losses, in full, largest first: at most
     /// [`super::Options::findings`] of them (all of them are in the sums above and in
     /// `by_site.false_overlap`).
@@ -71,7 +75,8 @@ impl Fold {
         for f in findings {
             s.count += 1;
             s.lost_ns += f.lost_ns;
-            s.hideable_ns += f.hideable_ns;
+            s.hideable_ns += f.possible.hideable_ns;
+            s.proven_hideable_ns += f.proven.as_ref().map_or(0, |p| p.hideable_ns);
         }
         // The worst of these beside the worst so far: the report's order is total, so
         // the first `listed` of the two are the first of all.
@@ -94,7 +99,7 @@ impl Fold {
 #[cfg(test)]
 mod tests {
     use super::{FalseOverlap, Fold};
-    use crate::metrics::false_overlap::{Finding, Limit, CAVEAT};
+    use crate::metrics::false_overlap::{Finding, Limit, WaitMove};
     use crate::metrics::CallRef;
     use std::path::Path;
 
@@ -118,14 +123,19 @@ mod tests {
             requests: Vec::new(),
             mixed: false,
             lost_ns: lost,
-            independent_work_ns: hideable,
-            independent_spans: 1,
-            independent_names: Vec::new(),
-            move_before: None,
-            move_after: None,
-            caveat: CAVEAT,
-            limit: Limit::EndOfTrace,
-            hideable_ns: hideable,
+            possible: WaitMove {
+                move_before: None,
+                before_compute: None,
+                move_after: None,
+                limit: Limit::EndOfTrace,
+                first_use: None,
+                independent_work_ns: hideable,
+                independent_spans: 1,
+                independent_names: Vec::new(),
+                hideable_ns: hideable,
+            },
+            proven: None,
+            needs: None,
         }
     }
 
@@ -183,6 +193,7 @@ mod tests {
             count: 7,
             lost_ns: 270,
             hideable_ns: 175,
+            proven_hideable_ns: 0,
             worst: vec![all[3].clone(), all[2].clone(), all[1].clone()],
         };
         for findings in [&all, &reversed] {

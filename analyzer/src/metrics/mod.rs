@@ -14,6 +14,7 @@ pub mod collectives;
 pub mod descheduled;
 pub mod eager;
 pub mod false_overlap;
+mod false_overlap_limit;
 pub mod false_overlap_summary;
 pub mod ideal;
 mod message_ends;
@@ -477,7 +478,9 @@ mod tests {
                 }
             }
         }
-        assert!(cut > 10, "runs with more findings than listed: {cut}");
+        // Fewer since a finding must hide more than its transfer's uncertainty (issue
+        // 36): c-reorder, c-threads and false-overlap have three or more.
+        assert!(cut >= 9, "runs with more findings than listed: {cut}");
     }
 
     /// Requests given out of rank order (as a trace built by hand may give them) are put

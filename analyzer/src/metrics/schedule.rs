@@ -136,7 +136,10 @@ fn measured_by_rank(
                 pass.rows_into(part, &mut rows);
                 let ((), found) = rayon::join(
                     || fold.add(&rows, opts),
-                    || false_overlap::findings(trace, &rows, &late_sender, opts),
+                    || {
+                        let u = models.uncertainty();
+                        false_overlap::findings(trace, &rows, &late_sender, opts, &u)
+                    },
                 );
                 findings.add(trace, &early.sites, &found);
             }
@@ -197,7 +200,7 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
             let _s = tracing::info_span!("false overlap").entered();
             let ls = false_overlap::late_sender_by_call(waits);
             let mut fold = false_overlap_summary::Fold::new(opts.findings);
-            let found = false_overlap::findings(trace, &requests, &ls, opts);
+            let found = false_overlap::findings(trace, &requests, &ls, opts, &models.uncertainty());
             fold.add(trace, &early.sites, &found);
             (fold.finish(&early.sites), found)
         },
@@ -281,7 +284,8 @@ fn early(trace: &Trace) -> Early {
     }
 }
 
-/// The models fitted to the trace that the per-request pass and the self check need.
+/// The models fitted to the trace that the per-request pass, the false-overlap findings
+/// and the self check need.
 struct Models {
     transfers: transfer::TransferModel,
     collectives: transfer::CollectiveModel,
@@ -292,6 +296,18 @@ impl Models {
         Models {
             transfers: transfer::TransferModel::fit(trace),
             collectives: transfer::CollectiveModel::fit(trace),
+        }
+    }
+
+    /// The model's uncertainty on the transfer of a message of so many bytes: the
+    /// spread of its pure transfer time (its class's fastest to median clean transfer,
+    /// or the line's range); 0 where the model has none for that size (then a finding
+    /// needs only `min_wait`).
+    fn uncertainty(&self) -> impl Fn(u64) -> u64 + Sync + '_ {
+        move |bytes| {
+            self.transfers
+                .pure_range(bytes)
+                .map_or(0, |(low, high)| high.0.saturating_sub(low.0))
         }
     }
 

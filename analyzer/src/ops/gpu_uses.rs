@@ -9,7 +9,7 @@
 //! moment the host could have known.
 
 use crate::model::{Buffer, Timeline};
-use crate::ops::{Operation, Use};
+use crate::ops::{Operation, Touch};
 use overlap_format::schema::{GpuOp, Nanos};
 
 /// A host buffer used by a GPU copy, over operations `begin..=end` of its rank.
@@ -18,7 +18,7 @@ pub struct GpuUse {
     /// The host range.
     pub buf: Buffer,
     /// Written (a D2H's destination) or read (an H2D's source).
-    pub used: Use,
+    pub used: Touch,
     /// The operation in progress when it was enqueued.
     pub begin: usize,
     /// The operation in progress when it ended (not before `begin`).
@@ -42,8 +42,8 @@ pub fn gpu_uses(t: &Timeline, ops: &[Operation]) -> Vec<GpuUse> {
         .iter()
         .filter_map(|g| {
             let (addr, used) = match g.op {
-                GpuOp::CopyD2H => (g.dst, Use::Write),
-                GpuOp::CopyH2D => (g.src, Use::Read),
+                GpuOp::CopyD2H => (g.dst, Touch::Write),
+                GpuOp::CopyH2D => (g.src, Touch::Read),
                 _ => return None,
             };
             if addr == 0 || g.bytes == 0 {

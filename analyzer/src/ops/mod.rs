@@ -27,9 +27,13 @@
 
 mod extract;
 pub mod gpu_uses;
+pub mod learned;
 
 pub use extract::{extract, extract_owned, ExtractError, INFERRED_NAME};
 pub use gpu_uses::{gpu_uses, GpuUse};
+pub use learned::{Knowledge, LearnedEnd, LearnedOp};
+/// How an operation or the program touches a buffer (reads or writes it).
+pub use overlap_format::schema::Touch;
 
 use std::num::NonZeroU64;
 
@@ -88,6 +92,12 @@ pub struct RankProgram {
     pub gpu_uses: Vec<GpuUse>,
     /// The buffers its compute operations declared, by [`OpKind::Compute`]'s `access`.
     pub accesses: Vec<Access>,
+    /// What the program did with its requests' buffers after they completed, learned
+    /// while it ran ([`learned`]), by completion; empty when not recorded.
+    pub learned: Vec<LearnedOp>,
+    /// The buffers collectives and other calls named, by operation (taken to be written:
+    /// a Bcast's buffer, an Allreduce's receive buffer, an MPI_Pack's output).
+    pub call_buffers: Vec<(u32, Buffer)>,
 }
 
 impl RankProgram {
@@ -224,6 +234,14 @@ pub enum OpKind {
     Local,
 }
 
+impl OpKind {
+    /// True for an operation that keeps its program order with the others like it
+    /// (compute and every MPI call but posts and completions, which are what moves).
+    pub fn is_anchor(&self) -> bool {
+        !matches!(self, OpKind::Post { .. } | OpKind::Complete { .. })
+    }
+}
+
 /// What a blocking point-to-point call moves.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Transfers {
@@ -232,16 +250,7 @@ pub struct Transfers {
     /// Messages it receives.
     pub recvs: Vec<MessageId>,
     /// Its buffers (send buffer, receive buffer).
-    pub buffers: Vec<(Buffer, Use)>,
-}
-
-/// How an operation uses a buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Use {
-    /// Reads it.
-    Read,
-    /// Writes it.
-    Write,
+    pub buffers: Vec<(Buffer, Touch)>,
 }
 
 /// What a request does.

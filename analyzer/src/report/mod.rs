@@ -4,23 +4,24 @@
 
 use std::fmt::Write as _;
 
+mod finding;
 mod gpu;
 mod network;
 mod requests;
 mod sites;
 pub mod units;
 
+use finding::finding;
 pub use network::{hockney, network_line};
 use sites::by_site;
-use units::{at, bytes, pct};
+use units::{at, pct};
 pub use units::{duration, share};
 
 use overlap_format::schema::{ParamValue, PROVENANCE_PARAMS};
 
 use crate::compute::ComputeSource;
-use crate::metrics::false_overlap::Limit;
 use crate::metrics::pop::TIdealMethod;
-use crate::metrics::{CallRef, Finding, Report, WaitKind};
+use crate::metrics::{CallRef, Report, WaitKind};
 
 /// How to render.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -284,10 +285,11 @@ pub fn render(r: &Report, style: Style) -> String {
         "False overlap: none found".to_string()
     } else {
         format!(
-            "False overlap: {} wait(s) lost {}; moving them could hide up to {}",
+            "False overlap: {} wait(s) lost {}; moving them could hide up to {} ({} of it proven)",
             fo.count,
             duration(fo.lost_ns),
-            duration(fo.hideable_ns)
+            duration(fo.hideable_ns),
+            duration(fo.proven_hideable_ns)
         )
     };
     let _ = writeln!(
@@ -315,8 +317,8 @@ pub fn render(r: &Report, style: Style) -> String {
             fo.count
         );
     }
-    if !fo.is_empty() {
-        let _ = writeln!(o, "  ({})", crate::metrics::false_overlap::CAVEAT);
+    if fo.proven_hideable_ns < fo.hideable_ns {
+        let _ = writeln!(o, "  ({})", finding::UNPROVEN);
     }
 
     by_site(&mut o, r, style);
@@ -396,59 +398,6 @@ pub fn render(r: &Report, style: Style) -> String {
         duration(c.indeterminate_wait_ns)
     );
     o
-}
-
-fn finding(o: &mut String, f: &Finding) {
-    let req = f
-        .requests
-        .iter()
-        .map(|q| {
-            format!(
-                "{} req {} to rank {} ({})",
-                q.post.call.trim_start_matches("MPI_"),
-                q.request,
-                q.peer.map_or("?".into(), |p| p.to_string()),
-                bytes(q.bytes)
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
-    let _ = writeln!(
-        o,
-        "  rank {}: {} lost {} on {}",
-        f.rank,
-        place(&f.wait),
-        duration(f.lost_ns),
-        req
-    );
-    let names = if f.independent_names.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", f.independent_names.join(", "))
-    };
-    let _ = writeln!(
-        o,
-        "      then {} of compute in {} {}{} did not need it;",
-        duration(f.independent_work_ns),
-        f.independent_spans,
-        if f.independent_names.is_empty() {
-            "interval(s)"
-        } else {
-            "span(s)"
-        },
-        names
-    );
-    let target = match (&f.move_before, f.limit) {
-        (Some(c), Limit::BufferReuse) => format!("before {}, the next use of the buffer", place(c)),
-        (Some(c), _) => format!("before {}, the next send to that peer and tag", place(c)),
-        (None, _) => "to the end of the rank's work".to_string(),
-    };
-    let _ = writeln!(o, "      move the wait {target},");
-    let after = match &f.move_after {
-        Some(c) => format!("i.e. right after {}", place(c)),
-        None => "i.e. before the end".to_string(),
-    };
-    let _ = writeln!(o, "      {after}: up to {} hidden", duration(f.hideable_ns));
 }
 
 /// A call as the text names it: `MPI_Waitall at 1.203 ms`, and its source line when known.

@@ -158,15 +158,14 @@ pub fn name_sites(
 ) {
     let name = |c: &mut CallRef| c.site = table.label_of_call(trace, c.rank, c.index);
     for f in findings {
-        name(&mut f.wait);
-        for r in &mut f.requests {
-            name(&mut r.post);
+        let rank = f.rank;
+        for c in f.calls_mut() {
+            name(c);
         }
-        for m in [f.move_before.as_mut(), f.move_after.as_mut()]
-            .into_iter()
-            .flatten()
-        {
-            name(m);
+        for u in f.first_uses_mut() {
+            u.site =
+                u.ip.and_then(|ip| table.site(rank, ip))
+                    .map(|s| s.label.clone());
         }
     }
     for r in requests.iter_mut().flat_map(|list| list.iter_mut()) {

@@ -1,19 +1,20 @@
 //! Operations and moves in words, for people: every operation named by its call and its
 //! symbolized call site (`file:line`) where one was recorded, and the assumptions a
-//! move needs where the program did not say what its compute touches.
+//! move of a permissive order needs where nothing says what its compute touches.
 //!
 //! ```text
 //!  move the completion of MPI_Isend to rank 1 (tag 17, 1.0 MiB) out of MPI_Waitall
 //!  (calls.c:22) from after MPI_Waitall (recv, calls.c:22) to before MPI_Irecv
 //!  (calls.c:18) of the next iteration
-//!  assumes: the compute between calls.c:22 and calls.c:18 does not write the send
+//!  possible if the compute between calls.c:22 and calls.c:18 does not write the send
 //!  buffer [0x7f12..., +1.0 MiB)
 //! ```
 
 use serde::Serialize;
 
+use crate::dependence::Effect;
 use crate::model::Trace;
-use crate::ops::{CompactIndex, OpKind, Program, RankProgram, RequestRole};
+use crate::ops::{CompactIndex, Knowledge, OpKind, Program, RankProgram, RequestRole};
 use crate::report::units::{bytes, duration};
 use crate::sites::SiteTable;
 
@@ -191,7 +192,7 @@ impl Namer<'_> {
     }
 }
 
-/// What a move takes for granted about compute whose buffers the program did not name.
+/// What a move takes for granted about compute whose effect on its buffer is not known.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Assumption {
     /// The compute, in words.
@@ -214,12 +215,14 @@ impl std::fmt::Display for Assumption {
     }
 }
 
-/// The assumptions of moving operation `m` of `rank` to its place in the new order
+/// The assumptions of moving operation `m` of `rank` to its place in an order
 /// (`position[i]`: where operation `i` is in it), which lies between program positions
-/// `within.0` and `within.1` (the operation and where it lands): one per compute of
-/// unknown buffers it crosses.
+/// `within.0` and `within.1` (the operation and where it lands): one per compute it
+/// crosses whose effect on the request's buffer is not known (`knowledge`: what the
+/// rank's declared and learned uses prove). A move of the proven order has none.
 pub fn assumptions(
     namer: &Namer,
+    knowledge: &mut Knowledge,
     rank: &RankProgram,
     m: usize,
     position: &[usize],
@@ -231,13 +234,14 @@ pub fn assumptions(
         _ => return Vec::new(),
     };
     let r = &namer.program.requests[request];
-    let Some(buf) = r.buffer().filter(|b| b.len > 0) else {
-        return Vec::new();
+    let buffer = match r.role {
+        RequestRole::Send => "the send buffer",
+        RequestRole::Recv => "the receive buffer",
+        _ => "the buffer",
     };
-    let (must_not, buffer) = match r.role {
-        RequestRole::Send => ("write", "the send buffer"),
-        RequestRole::Recv => ("read or write", "the receive buffer"),
-        _ => ("touch", "the buffer"),
+    let range = match r.buffer() {
+        Some(b) => format!("[{:#x}, +{})", b.addr, bytes(b.len)),
+        None => "(its address was not recorded)".to_string(),
     };
     let mut out = Vec::new();
     let (lo, hi) = (
@@ -246,29 +250,28 @@ pub fn assumptions(
     );
     for (x, other) in rank.ops.iter().enumerate().take(hi + 1).skip(lo) {
         let OpKind::Compute {
-            access: None,
             until_span,
+            inferred,
+            name,
             ..
         } = &other.kind
         else {
             continue;
         };
         let crossed = (x < m && position[x] > position[m]) || (x > m && position[x] < position[m]);
-        if !crossed {
+        if !crossed || knowledge.effect(x, r) != Effect::Unknown {
             continue;
         }
-        let compute = match &other.kind {
-            OpKind::Compute { inferred: true, .. } => {
-                namer.inferred(rank, other.span as usize, until_span.map(CompactIndex::get))
-            }
-            OpKind::Compute { name, .. } => format!("compute \"{}\"", namer.program.name(*name)),
-            _ => continue,
+        let compute = if *inferred {
+            namer.inferred(rank, other.span as usize, until_span.map(CompactIndex::get))
+        } else {
+            format!("compute \"{}\"", namer.program.name(*name))
         };
         let a = Assumption {
             compute,
-            must_not,
+            must_not: r.guard().verb(),
             buffer: buffer.to_string(),
-            range: format!("[{:#x}, +{})", buf.addr, bytes(buf.len)),
+            range: range.clone(),
         };
         if !out.contains(&a) {
             out.push(a);

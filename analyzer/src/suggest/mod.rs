@@ -10,43 +10,54 @@
 //! 4. The replay ([`crate::replay`]) predicts the run time of the measured order (its
 //!    error against the measured run is the self-check), of the consensus, and of the
 //!    consensus without each move in turn: a move's gain is what undoing it alone
-//!    costs. A move whose gain exceeds the model's uncertainty gains; one within it is
-//!    kept (the policies want it) and reported as below the uncertainty; one that costs
-//!    more than the uncertainty is left out of the suggested order.
-//! 5. An order that deadlocks in the replay (also when standard-mode sends are taken to
+//!    costs. A move whose gain exceeds the model's uncertainty is suggested, and so are
+//!    those within it when together they gain more than it; every other (within the
+//!    uncertainty, costing, or not evaluated) is undone in the suggested order and only
+//!    counted: the order replayed is the one the suggested moves make.
+//! 5. The consensus is made in [`Mode::Proven`] (every move crosses only work proven to
+//!    leave its buffer alone); the moves a [`Mode::Permissive`] consensus adds are
+//!    listed apart, with what each needs ([`possible`]).
+//! 6. An order that deadlocks in the replay (also when standard-mode sends are taken to
 //!    wait for their receive, as MPI allows, unless the measured order needs eager
 //!    buffering itself) is rejected, with the reason.
 
 mod confirm;
 mod describe;
+mod group;
 mod moves;
+mod possible;
 mod render;
+mod shape;
 
 use std::collections::BTreeMap;
-
-use serde::Serialize;
 
 pub use confirm::{confirm, Confirmation, Cores, GainVerdict, OrderMatch, Run, Unconfirmable};
 pub use describe::{Assumption, Namer};
 pub use moves::{Move, Pattern};
+pub use possible::{PossibleMove, PossibleOrder};
 pub use render::render;
+pub use shape::{Group, LeftOut, MoveReport, Predicted, SelfCheck, Suggestion, Verdict};
 
-use crate::dag::{self, Options as DagOptions};
+use crate::dag::{self, Mode, Options as DagOptions};
 use crate::model::Trace;
 use crate::ops::{self, Program};
 use crate::replay::{self, NetworkFit, Progress, Replay, ReplayConfig, ReplayError};
 use crate::sites::SiteTable;
 
 /// The JSON shape's version.
-pub const SUGGEST_JSON_VERSION: u32 = 1;
+pub const SUGGEST_JSON_VERSION: u32 = 2;
 
 /// How to suggest.
 #[derive(Debug)]
 pub struct Options {
-    /// The policies and conservative mode.
+    /// The policies, and the mode of the suggested order ([`Mode::Proven`]: what is
+    /// suggested crosses only work proven to leave its buffers alone).
     pub dag: DagOptions,
     /// How rendezvous transfers progress in the replay.
     pub progress: Progress,
+    /// Only what is proven: the moves a permissive order would add ("possible if") are
+    /// not looked for.
+    pub conservative: bool,
 }
 
 /// Why no suggestion can be made.
@@ -75,137 +86,6 @@ pub enum SuggestError {
         /// Why.
         cause: ReplayError,
     },
-}
-
-/// A predicted run time with its range.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Predicted {
-    /// With the model's best estimate, ns.
-    pub ns: u64,
-    /// With its fast end.
-    pub low_ns: u64,
-    /// With its slow end.
-    pub high_ns: u64,
-}
-
-/// The measured order replayed against the measured run.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct SelfCheck {
-    /// The measured run time, ns.
-    pub measured_ns: u64,
-    /// The measured order replayed.
-    pub replayed: Predicted,
-    /// `(replayed - measured) / measured`; `None` when the run measured no time.
-    pub self_error: Option<f64>,
-    /// The model's uncertainty on a gain, ns: a move must gain more to be told it gains.
-    pub uncertainty_ns: u64,
-}
-
-/// One move, for the report.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct MoveReport {
-    /// The whole move in words.
-    pub text: String,
-    /// What moves.
-    pub what: String,
-    /// Where it was: after this operation.
-    pub from_after: Option<String>,
-    /// Where it goes: before this operation (none: to the end of the rank's program).
-    pub to_before: Option<String>,
-    /// It lands in a later iteration than its own.
-    pub next_iteration: bool,
-    /// In how many iterations.
-    pub iterations: usize,
-    /// The predicted gain of this move alone on the run time (undoing it costs this),
-    /// ns; negative: it costs; `None`: not evaluated (the order without it could not be
-    /// replayed).
-    pub gain_ns: Option<i64>,
-    /// What the gain says about the move.
-    pub verdict: Verdict,
-    /// What it takes for granted.
-    pub assumptions: Vec<Assumption>,
-}
-
-/// What a move's predicted gain says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// It gains more than the model's uncertainty.
-    Gains,
-    /// Its gain or cost is within the model's uncertainty: the policies want it, the
-    /// replay cannot tell it pays.
-    BelowUncertainty,
-    /// It costs more than the uncertainty: left out of the suggested order.
-    Costs,
-    /// Not evaluated (beyond the [`EVALUATED`] most repeated moves), or the order
-    /// without it could not be replayed: kept, its gain unknown.
-    Unknown,
-}
-
-impl Verdict {
-    /// The verdict on a gain (ns; `None`: not evaluated).
-    pub fn of(gain_ns: Option<i64>, uncertainty_ns: u64) -> Verdict {
-        let u = uncertainty_ns as i64;
-        match gain_ns {
-            None => Verdict::Unknown,
-            Some(g) if g > u => Verdict::Gains,
-            Some(g) if g < -u => Verdict::Costs,
-            Some(_) => Verdict::BelowUncertainty,
-        }
-    }
-}
-
-/// Ranks that run the same program and get the same moves.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Group {
-    /// The ranks.
-    pub ranks: Vec<u32>,
-    /// Operations per iteration, and iterations matched (none: no repeating unit, the
-    /// whole run is one).
-    pub period: Option<(usize, usize)>,
-    /// The moves, suggested and not.
-    pub moves: Vec<MoveReport>,
-    /// The iteration shown (its first rank's middle one): measured order.
-    pub before: Vec<String>,
-    /// And suggested order.
-    pub after: Vec<String>,
-    /// Per rank: replayed end of the measured and of the suggested order, ns since the
-    /// run's start.
-    pub ends: Vec<(u32, u64, u64)>,
-}
-
-/// The suggestion for a whole run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Suggestion {
-    /// [`SUGGEST_JSON_VERSION`].
-    pub version: u32,
-    /// The trace.
-    pub trace: String,
-    /// Policies in priority order (after data dependence; program order last).
-    pub policies: Vec<String>,
-    /// Moves needing assumptions were left out.
-    pub conservative: bool,
-    /// Progress mode of the replay.
-    pub progress: Progress,
-    /// The network replayed on.
-    pub network: NetworkFit,
-    /// The self-check: the measured order replayed.
-    pub replay: SelfCheck,
-    /// The suggested order replayed; none when it was rejected.
-    pub suggested: Option<Predicted>,
-    /// Every move of the consensus taken (suggested or not), replayed.
-    pub consensus: Option<Predicted>,
-    /// Why the order was rejected.
-    pub rejected: Option<String>,
-    /// The groups of ranks.
-    pub groups: Vec<Group>,
-    /// What the reader should know (threads left out, what the replay assumed).
-    pub notes: Vec<String>,
-    /// A re-run's confirmation, when one was given ([`confirm`]).
-    pub confirmation: Option<Confirmation>,
-    /// The suggested order of each rank (operation indices, by rank slot).
-    #[serde(skip)]
-    pub orders: Vec<Vec<usize>>,
 }
 
 /// What a rank's moves are: per pattern, what moves and where it lands, named by call
@@ -453,46 +333,69 @@ pub fn suggest(
         ),
         _ => ranked.iter().map(|(_, p)| vec![None; p.len()]).collect(),
     };
-    // The suggested order: the consensus with every move that costs undone.
+    // The suggested order: the consensus with the moves undone that gain nothing
+    // measurable; those within the uncertainty are kept when together they gain more
+    // than it (each alone hides what the others do).
+    let verdict = |g: &Option<i64>| Verdict::of(*g, uncertainty_ns);
+    let orders_keeping = |keep: &dyn Fn(Verdict) -> bool| -> Vec<Vec<usize>> {
+        (ranked.iter().enumerate())
+            .map(|(slot, (o, patterns))| {
+                let undone: Vec<usize> = (patterns.iter().zip(&gains[slot]))
+                    .filter(|(_, g)| !keep(verdict(g)))
+                    .flat_map(|(p, _)| p.instances.iter().flat_map(|m| m.ops.iter().copied()))
+                    .collect();
+                if undone.is_empty() {
+                    o.consensus.order.clone()
+                } else {
+                    pinned_order(slot, &undone)
+                }
+            })
+            .collect()
+    };
     let mut suggested_orders = measured_orders.clone();
+    let mut together = false;
+    let mut suggested = None;
     if rejected.is_none() {
-        for (slot, (o, patterns)) in ranked.iter().enumerate() {
-            let costly: Vec<usize> = patterns
-                .iter()
-                .zip(&gains[slot])
-                .filter(|(_, g)| Verdict::of(**g, uncertainty_ns) == Verdict::Costs)
-                .flat_map(|(p, _)| p.instances.iter().flat_map(|m| m.ops.iter().copied()))
-                .collect();
-            suggested_orders[slot] = if costly.is_empty() {
-                o.consensus.order.clone()
-            } else {
-                pinned_order(slot, &costly)
-            };
-        }
-        if let Some(reason) = deadlock(program, &suggested_orders, &fit, progress) {
-            rejected = Some(reason);
+        suggested_orders = orders_keeping(&|v| v == Verdict::Gains);
+        rejected = deadlock(program, &suggested_orders, &fit, progress);
+        suggested = rejected
+            .is_none()
+            .then(|| predict(program, &suggested_orders, &fit, progress).ok())
+            .flatten();
+        let within = (gains.iter().flatten()).any(|g| verdict(g) == Verdict::BelowUncertainty);
+        if within {
+            let with = orders_keeping(&|v| matches!(v, Verdict::Gains | Verdict::BelowUncertainty));
+            let replayed = deadlock(program, &with, &fit, progress)
+                .is_none()
+                .then(|| predict(program, &with, &fit, progress).ok())
+                .flatten();
+            let alone_ns = suggested.as_ref().map_or(u64::MAX, |s| s.0.ns);
+            if let Some(p) = replayed.filter(|p| p.0.ns.saturating_add(uncertainty_ns) < alone_ns) {
+                (suggested_orders, suggested, rejected, together) = (with, Some(p), None, true);
+            }
         }
     }
-    let suggested = match &rejected {
-        None => predict(program, &suggested_orders, &fit, progress).ok(),
-        Some(_) => None,
+    // What a permissive order would add, when the suggested one is proven.
+    let looked_for = options.dag.mode == Mode::Proven && !options.conservative;
+    let permissive =
+        looked_for.then(|| possible::permissive(trace, &namer, &options.dag.policies, &ranked));
+    let possible_order = permissive.as_ref().and_then(|p| {
+        let any = p.moves.iter().any(|m| !m.is_empty());
+        let suggested_ns = suggested.as_ref().map(|s| s.0.ns);
+        any.then(|| possible::replayed(program, &p.orders, fit.mid, progress, suggested_ns))
+    });
+    let parts = group::Parts {
+        ranked: &ranked,
+        gains: &gains,
+        uncertainty_ns,
+        suggested_orders: &suggested_orders,
+        together,
+        possible: permissive.as_ref().map_or(&[], |p| p.moves.as_slice()),
+        measured: &measured_replay,
+        suggested: suggested.as_ref().map(|s| &s.1),
     };
-    let suggested_replay = suggested.as_ref().map(|s| &s.1);
-
-    let groups = slots_groups
-        .iter()
-        .map(|group| {
-            render::group(
-                &namer,
-                group,
-                &ranked,
-                &gains,
-                uncertainty_ns,
-                &suggested_orders,
-                &measured_replay,
-                suggested_replay,
-            )
-        })
+    let groups = (slots_groups.iter())
+        .map(|slots| group::group(&namer, slots, &parts))
         .collect();
     let assumed = &measured_replay.assumed;
     if assumed.unmatched + assumed.unmatched_collectives + assumed.other_requests > 0 {
@@ -517,7 +420,8 @@ pub fn suggest(
             .iter()
             .map(|p| p.name().to_string())
             .collect(),
-        conservative: options.dag.conservative,
+        mode: options.dag.mode,
+        conservative: options.conservative,
         progress,
         network: fit,
         replay: SelfCheck {
@@ -528,6 +432,7 @@ pub fn suggest(
         },
         suggested: suggested.map(|s| s.0),
         consensus,
+        possible: possible_order,
         rejected,
         groups,
         notes,

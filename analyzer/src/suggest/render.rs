@@ -1,163 +1,20 @@
-//! The suggestion in words: each group's moves and their gains, the iteration before
-//! and after side by side, the prediction with its range, the assumptions.
+//! The suggestion in words. By default short: per group of ranks, the suggested moves
+//! (at most [`SHOWN`]) each with its gain and where (call and `file:line`), one line of
+//! what was left out and why, the "possible if" moves (at most [`POSSIBLE_SHOWN`], then
+//! how many more), and the prediction. `verbose` adds every move with its verdict, every
+//! possible move with all it needs, the iteration before and after side by side, each
+//! rank's replayed end, the consensus replayed, and the notes (the JSON has them all).
 
 use std::fmt::Write;
 
-use crate::dag::RankOrder;
-use crate::ops::{OpKind, RankProgram};
-use crate::replay::Replay;
 use crate::report::units::duration;
 
-use super::describe::{assumptions, Namer};
-use super::moves::Pattern;
-use super::{Group, MoveReport, Suggestion, Verdict};
+use super::{Group, Suggestion, Verdict};
 
-/// Moves listed per group in the text report (all of them are in the JSON).
-const SHOWN: usize = 20;
-
-/// Short names of `ops` (in that order), completions of one call shown as one line.
-fn lines(namer: &Namer, rank: &RankProgram, ops: &[usize]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut last_call: Option<u32> = None;
-    for &i in ops {
-        let op = &rank.ops[i];
-        let completion = matches!(op.kind, OpKind::Complete { .. });
-        if completion && last_call == Some(op.span) {
-            // Same Wait call as the line before: fold its request into that line.
-            let name = namer.short(rank, i);
-            if let (Some(prev), Some(open)) = (out.last_mut(), name.find('[')) {
-                if let (Some(p_close), Some(close)) = (prev.find(']'), name.find(']')) {
-                    let added = format!(", {}", &name[open + 1..close]);
-                    prev.insert_str(p_close, &added);
-                    continue;
-                }
-            }
-        }
-        last_call = completion.then_some(op.span);
-        out.push(namer.short(rank, i));
-    }
-    out
-}
-
-/// One group's part of the suggestion.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn group(
-    namer: &Namer,
-    slots: &[usize],
-    ranked: &[(RankOrder, Vec<Pattern>)],
-    gains: &[Vec<Option<i64>>],
-    uncertainty_ns: u64,
-    suggested_orders: &[Vec<usize>],
-    measured: &Replay,
-    suggested: Option<&Replay>,
-) -> Group {
-    let first = slots[0];
-    let rank = &namer.program.ranks[first];
-    let (order, patterns) = &ranked[first];
-    let period = order.period;
-    let mut position = vec![0usize; rank.ops.len()];
-    for (p, &i) in order.consensus.order.iter().enumerate() {
-        position[i] = p;
-    }
-    let moves = patterns
-        .iter()
-        .zip(&gains[first])
-        .map(|(p, gain)| {
-            let m = &p.shown;
-            let what = if m.ops.len() > 1 {
-                let call = rank.ops[m.ops[0]].call.map_or("MPI call", |c| c.mpi_name());
-                let site = namer
-                    .site(rank.rank, rank.ops[m.ops[0]].span as usize)
-                    .map_or(String::new(), |s| format!(" at {s}"));
-                format!("{call}{site} ({} requests)", m.ops.len())
-            } else {
-                namer.long(rank, m.ops[0])
-            };
-            let from_after = m.after.map(|a| namer.short(rank, a));
-            let to_before = m.before.map(|b| namer.short(rank, b));
-            let next_iteration = match (period, m.before) {
-                (Some(per), Some(b)) => per.scope(b) > per.scope(m.ops[0]),
-                _ => false,
-            };
-            let mut text = format!("move {what}");
-            // Moved just over the operation before it: say so, not "from after X to
-            // before X".
-            let over_predecessor = m.after.is_some() && m.after == m.before;
-            if let (Some(a), false) = (&from_after, over_predecessor) {
-                let _ = write!(text, " from after {a}");
-            }
-            match &to_before {
-                Some(b) if over_predecessor => {
-                    let _ = write!(text, " to just before {b}, the operation it followed");
-                }
-                Some(b) => {
-                    let _ = write!(text, " to before {b}");
-                    if next_iteration {
-                        text.push_str(" of the next iteration");
-                    }
-                }
-                None => text.push_str(" to the end"),
-            }
-            let mut found = Vec::new();
-            for &o in &m.ops {
-                // The operations it crosses lie between it and where it lands.
-                let land = [m.before, m.now_after].into_iter().flatten();
-                let (lo, hi) = land.fold((o, o), |(lo, hi), x| (lo.min(x), hi.max(x)));
-                for a in assumptions(namer, rank, o, &position, (lo, hi)) {
-                    if !found.contains(&a) {
-                        found.push(a);
-                    }
-                }
-            }
-            MoveReport {
-                text,
-                what,
-                from_after,
-                to_before,
-                next_iteration,
-                iterations: p.instances.len(),
-                gain_ns: *gain,
-                verdict: Verdict::of(*gain, uncertainty_ns),
-                assumptions: found,
-            }
-        })
-        .collect();
-    let (before, after) = match period {
-        Some(per) => {
-            let k = 1 + per.iterations as u32 / 2;
-            let before: Vec<usize> = (0..rank.ops.len()).filter(|&i| per.scope(i) == k).collect();
-            let after: Vec<usize> = suggested_orders[first]
-                .iter()
-                .copied()
-                .filter(|&i| per.scope(i) == k)
-                .collect();
-            (lines(namer, rank, &before), lines(namer, rank, &after))
-        }
-        None => (Vec::new(), Vec::new()),
-    };
-    let ends = slots
-        .iter()
-        .map(|&s| {
-            let start = measured.start_ns;
-            let m = measured
-                .ranks
-                .get(s)
-                .map_or(0, |r| r.end_ns.saturating_sub(start));
-            let a = suggested
-                .and_then(|x| x.ranks.get(s))
-                .map_or(m, |r| r.end_ns.saturating_sub(start));
-            (namer.program.ranks[s].rank, m, a)
-        })
-        .collect();
-    Group {
-        ranks: slots.iter().map(|&s| namer.program.ranks[s].rank).collect(),
-        period: period.map(|p| (p.length, p.iterations)),
-        moves,
-        before,
-        after,
-        ends,
-    }
-}
+/// Suggested moves listed per group in the short text.
+const SHOWN: usize = 10;
+/// "Possible if" moves listed per group in the short text.
+const POSSIBLE_SHOWN: usize = 5;
 
 fn ranks_list(ranks: &[u32]) -> String {
     let list: Vec<String> = ranks.iter().map(u32::to_string).collect();
@@ -175,15 +32,195 @@ fn signed(ns: i64) -> String {
     }
 }
 
-/// The suggestion as text.
-pub fn render(s: &Suggestion) -> String {
+/// The verdict of a move in words.
+fn verdict_words(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Gains => "suggested",
+        Verdict::GainsTogether => "suggested: gains with the others within the uncertainty",
+        Verdict::BelowUncertainty => "left out: within the model's uncertainty",
+        Verdict::Costs => "left out: it costs",
+        Verdict::Unknown => "left out: gain unknown",
+    }
+}
+
+/// The line of what a group left out and why; none when nothing was.
+fn left_out_line(g: &Group, uncertainty_ns: u64) -> Option<String> {
+    let l = &g.left_out;
+    let mut why = Vec::new();
+    if l.within_uncertainty > 0 {
+        why.push(format!(
+            "{} within the model's uncertainty (±{})",
+            l.within_uncertainty,
+            duration(uncertainty_ns)
+        ));
+    }
+    if l.costs > 0 {
+        why.push(format!("{} that cost more than it", l.costs));
+    }
+    if l.not_evaluated > 0 {
+        why.push(format!(
+            "{} whose gain was not evaluated (the most repeated are)",
+            l.not_evaluated
+        ));
+    }
+    (l.total() > 0).then(|| {
+        format!(
+            "  left out: {} move(s) that gain nothing measurable: {}",
+            l.total(),
+            why.join(", ")
+        )
+    })
+}
+
+/// One group in words.
+fn group(o: &mut String, g: &Group, uncertainty_ns: u64, verbose: bool) {
+    let _ = match g.period {
+        Some((len, it)) => writeln!(
+            o,
+            "\n{}: iteration of {len} operations, {it} iterations matched",
+            ranks_list(&g.ranks)
+        ),
+        None => writeln!(
+            o,
+            "\n{}: no repeating iteration found, the whole run is one unit",
+            ranks_list(&g.ranks)
+        ),
+    };
+    let suggested: Vec<_> = (g.moves.iter())
+        .filter(|m| matches!(m.verdict, Verdict::Gains | Verdict::GainsTogether))
+        .collect();
+    if g.moves.is_empty() {
+        let _ = writeln!(
+            o,
+            "  nothing to move: the order already agrees with the policies and what is known of its buffers"
+        );
+    } else if suggested.is_empty() {
+        let _ = writeln!(
+            o,
+            "  nothing to move: no move is shown to gain more than the model's uncertainty"
+        );
+    } else {
+        let _ = writeln!(o, "  suggested:");
+    }
+    let shown = if verbose { suggested.len() } else { SHOWN };
+    for m in suggested.iter().take(shown) {
+        let gain = m.gain_ns.map_or(String::new(), signed);
+        let with = match m.verdict {
+            Verdict::GainsTogether => {
+                " alone; it gains with the other moves within the uncertainty"
+            }
+            _ => "",
+        };
+        let _ = writeln!(
+            o,
+            "  - {} [{} iteration(s); gain {gain} ± {}{with}]",
+            m.text,
+            m.iterations,
+            duration(uncertainty_ns)
+        );
+    }
+    if suggested.len() > shown {
+        let _ = writeln!(
+            o,
+            "  ... and {} more suggested move(s) (--verbose)",
+            suggested.len() - shown
+        );
+    }
+    if let Some(line) = left_out_line(g, uncertainty_ns) {
+        let _ = writeln!(o, "{line}");
+    }
+    if verbose && suggested.len() < g.moves.len() {
+        let _ = writeln!(o, "  every move of the consensus:");
+        for m in &g.moves {
+            let gain = m.gain_ns.map_or("gain unknown".to_string(), |x| {
+                format!("gain {}", signed(x))
+            });
+            let _ = writeln!(
+                o,
+                "  - {} [{} iteration(s); {gain}; {}]",
+                m.text,
+                m.iterations,
+                verdict_words(m.verdict)
+            );
+            for a in &m.assumptions {
+                let _ = writeln!(o, "      possible if {a}");
+            }
+        }
+    }
+    if !g.possible.is_empty() {
+        let _ = writeln!(
+            o,
+            "  possible, not proven (what each needs is unknown; `overlap trace --buffers` learns it):"
+        );
+    }
+    let shown = if verbose {
+        g.possible.len()
+    } else {
+        POSSIBLE_SHOWN
+    };
+    for p in g.possible.iter().take(shown) {
+        let _ = write!(
+            o,
+            "  - {} [{} iteration(s)]: possible if ",
+            p.text, p.iterations
+        );
+        match (verbose, p.assumptions.as_slice()) {
+            (false, [first, _, rest @ ..]) => {
+                let _ = writeln!(o, "{first}, and {} more (--verbose)", rest.len() + 1);
+            }
+            (_, all) => {
+                let all: Vec<String> = all.iter().map(ToString::to_string).collect();
+                let _ = writeln!(o, "{}", all.join(", and "));
+            }
+        }
+    }
+    if g.possible.len() > shown {
+        let _ = writeln!(
+            o,
+            "  ... and {} more possible move(s) (--verbose)",
+            g.possible.len() - shown
+        );
+    }
+    if verbose && !g.before.is_empty() {
+        let width = (g.before.iter())
+            .map(|l| l.chars().count())
+            .max()
+            .unwrap_or(0)
+            .min(60);
+        let _ = writeln!(o, "  one iteration, measured | suggested:");
+        for k in 0..g.before.len().max(g.after.len()) {
+            let a = g.before.get(k).map_or("", String::as_str);
+            let b = g.after.get(k).map_or("", String::as_str);
+            let mark = if a == b { " " } else { "*" };
+            let _ = writeln!(o, "   {mark} {a:<width$} | {b}");
+        }
+    }
+    if verbose {
+        for (rank, m, a) in &g.ends {
+            let _ = writeln!(
+                o,
+                "  rank {rank}: replayed end {} -> {} ({})",
+                duration(*m),
+                duration(*a),
+                signed(*m as i64 - *a as i64)
+            );
+        }
+    }
+}
+
+/// The suggestion as text; `verbose`: everything the JSON has, in words.
+pub fn render(s: &Suggestion, verbose: bool) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
         "Reordering suggestion for {} (policies: data dependence, {}, program order{})",
         s.trace,
         s.policies.join(", "),
-        if s.conservative { "; conservative" } else { "" }
+        match (s.mode, s.conservative) {
+            (crate::dag::Mode::Permissive, _) => "; permissive: moves may need assumptions",
+            (_, true) => "; conservative: proven moves only",
+            _ => "",
+        }
     );
     let progress = match s.progress {
         crate::replay::Progress::InMpi => "in-mpi",
@@ -210,77 +247,7 @@ pub fn render(s: &Suggestion) -> String {
         let _ = writeln!(o, "\nThe consensus order is rejected: {r}");
     }
     for g in &s.groups {
-        let _ = writeln!(o, "\n{}", ranks_list(&g.ranks));
-        match g.period {
-            Some((len, it)) => {
-                let _ = writeln!(o, "  iteration: {len} operations, {it} iterations matched");
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    "  no repeating iteration found: the whole run is one unit"
-                );
-            }
-        }
-        if g.moves.is_empty() {
-            let _ = writeln!(
-                o,
-                "  nothing to move: the order already agrees with the policies"
-            );
-        }
-        for m in g.moves.iter().take(SHOWN) {
-            let gain = m.gain_ns.map_or(
-                "gain unknown (not evaluated, or the order without it could not be replayed)"
-                    .to_string(),
-                |x| format!("gain {}", signed(x)),
-            );
-            let verdict = match m.verdict {
-                Verdict::Gains => "suggested",
-                Verdict::BelowUncertainty => "kept, but within the model's uncertainty",
-                Verdict::Costs => "left out: it costs",
-                Verdict::Unknown => "kept, gain unknown",
-            };
-            let _ = writeln!(
-                o,
-                "  - {} [{} iteration(s); {gain}; {verdict}]",
-                m.text, m.iterations
-            );
-            for a in &m.assumptions {
-                let _ = writeln!(o, "      assumes: {a}");
-            }
-        }
-        if g.moves.len() > SHOWN {
-            let _ = writeln!(
-                o,
-                "  ... and {} more move(s) (see --json)",
-                g.moves.len() - SHOWN
-            );
-        }
-        if !g.before.is_empty() {
-            let width = g
-                .before
-                .iter()
-                .map(|l| l.chars().count())
-                .max()
-                .unwrap_or(0)
-                .min(60);
-            let _ = writeln!(o, "  one iteration, measured | suggested:");
-            for k in 0..g.before.len().max(g.after.len()) {
-                let a = g.before.get(k).map_or("", String::as_str);
-                let b = g.after.get(k).map_or("", String::as_str);
-                let mark = if a == b { " " } else { "*" };
-                let _ = writeln!(o, "   {mark} {a:<width$} | {b}");
-            }
-        }
-        for (rank, m, a) in &g.ends {
-            let _ = writeln!(
-                o,
-                "  rank {rank}: replayed end {} -> {} ({})",
-                duration(*m),
-                duration(*a),
-                signed(*m as i64 - *a as i64)
-            );
-        }
+        group(&mut o, g, s.replay.uncertainty_ns, verbose);
     }
     match &s.suggested {
         Some(p) => {
@@ -299,7 +266,23 @@ pub fn render(s: &Suggestion) -> String {
             let _ = writeln!(o, "\nno prediction: the order was rejected");
         }
     }
-    if let Some(c) = &s.consensus {
+    if let Some(p) = &s.possible {
+        let _ = match (p.replayed_ns, p.extra_gain_ns, &p.unknown) {
+            (Some(r), Some(extra), _) => writeln!(
+                o,
+                "with the possible moves too: {} ({} more), if what they need holds",
+                duration(r),
+                signed(extra)
+            ),
+            (Some(r), None, _) => writeln!(o, "with the possible moves too: {}", duration(r)),
+            (None, _, why) => writeln!(
+                o,
+                "with the possible moves too: unknown ({})",
+                why.as_deref().unwrap_or("not replayed")
+            ),
+        };
+    }
+    if let (true, Some(c)) = (verbose, &s.consensus) {
         let _ = writeln!(
             o,
             "with every move of the consensus: {} (range {} to {})",
@@ -311,8 +294,12 @@ pub fn render(s: &Suggestion) -> String {
     if let Some(c) = &s.confirmation {
         let _ = write!(o, "\n{}", super::confirm::text(c));
     }
-    for note in &s.notes {
-        let _ = writeln!(o, "note: {note}");
+    if verbose {
+        for note in &s.notes {
+            let _ = writeln!(o, "note: {note}");
+        }
+    } else if !s.notes.is_empty() {
+        let _ = writeln!(o, "({} note(s): --verbose)", s.notes.len());
     }
     o
 }

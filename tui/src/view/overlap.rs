@@ -80,8 +80,8 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
             let f = &findings[i];
             Row::new(vec![
                 Cell::from(duration(f.lost_ns)),
-                Cell::from(duration(f.hideable_ns)),
-                Cell::from(duration(f.independent_work_ns)),
+                Cell::from(duration(f.possible.hideable_ns)),
+                Cell::from(duration(f.possible.independent_work_ns)),
                 Cell::from(call(&f.wait)),
             ])
         },
@@ -205,35 +205,64 @@ pub fn evidence_lines(f: &Finding) -> Vec<Line<'static>> {
             duration(r.window_cpu_ns)
         )));
     }
-    let names: Vec<String> = f
+    let m = &f.possible;
+    let names: Vec<String> = m
         .independent_names
         .iter()
         .map(|n| clean(n).into_owned())
         .collect();
     lines.push(Line::raw(format!(
         "independent work after it: {} in {} span(s) {}",
-        duration(f.independent_work_ns),
-        f.independent_spans,
+        duration(m.independent_work_ns),
+        m.independent_spans,
         if names.is_empty() {
             String::new()
         } else {
             format!("({})", names.join(", "))
         }
     )));
-    let to = match (&f.move_after, &f.move_before) {
-        (Some(a), _) => format!("after {}", call(a)),
-        (None, Some(b)) => format!("just before {}", call(b)),
-        (None, None) => "to the end of the rank's work".into(),
+    let to = |m: &overlap_analyzer::metrics::false_overlap::WaitMove| {
+        let before = match (&m.before_compute, &m.move_before) {
+            (Some(c), _) => match &c.name {
+                Some(n) => format!("before compute \"{}\"", clean(n)),
+                None => "before the compute after the last call".into(),
+            },
+            (None, Some(b)) => format!("before {}", call(b)),
+            (None, None) => "to the end of the rank's work".into(),
+        };
+        match &m.move_after {
+            Some(a) => format!("{before}, after {}", call(a)),
+            None => before,
+        }
     };
-    let limit = match f.limit {
-        Limit::BufferReuse => "the next call using a send buffer",
+    let limit = |l: Limit| match l {
+        Limit::BufferReuse => "the next call using the buffer",
         Limit::SamePeerAndTag => "the next send to the same peer and tag (no buffer recorded)",
-        Limit::EndOfTrace => "nothing later depends on the sends",
+        Limit::LearnedUse => "the program's first touch of the buffer, learned",
+        Limit::DeclaredUse => "a compute span that declares the buffer",
+        Limit::UnknownCompute => "compute whose effect on the buffer is unknown",
+        Limit::EndOfTrace => "nothing later depends on it",
     };
-    lines.push(Line::raw(format!(
-        "move the wait {to}: hides up to {} (limit: {limit})",
-        duration(f.hideable_ns)
-    )));
-    lines.push(Line::raw(format!("caveat: {}", f.caveat)));
+    match &f.proven {
+        Some(p) => lines.push(Line::raw(format!(
+            "proven: move the wait {}: hides up to {} (limit: {})",
+            to(p),
+            duration(p.hideable_ns),
+            limit(p.limit)
+        ))),
+        None => lines.push(Line::raw(
+            "no move is proven: nothing known of the compute after it",
+        )),
+    }
+    if let Some(n) = &f.needs {
+        lines.push(Line::raw(format!(
+            "possible if that compute does not {} {}: move the wait {}: hides up to {} (limit: {})",
+            n.must_not,
+            n.buffer,
+            to(m),
+            duration(m.hideable_ns),
+            limit(m.limit)
+        )));
+    }
     lines
 }

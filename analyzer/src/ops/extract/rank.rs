@@ -14,7 +14,7 @@ use crate::model::compact::{index_u32, NO_INDEX};
 use crate::model::{RequestLife, Span, Timeline, What};
 
 use super::super::{
-    CompactIndex, OpKind, Operation, RankProgram, RequestOp, RequestRole, Transfers, Use,
+    CompactIndex, OpKind, Operation, RankProgram, RequestOp, RequestRole, Touch, Transfers,
 };
 use super::{RankPosts, INFERRED_NAME};
 
@@ -201,7 +201,10 @@ pub(super) fn build(
     let mut prev_end = lo;
     let mut prev_call: Option<usize> = None;
     // The requests a completion call completed (one vector for all of them).
-    let mut done: Vec<usize> = Vec::new();
+    let mut done: Vec<(usize, u64)> = Vec::new();
+    // Each completion operation with its request's id, to place the learned uses.
+    let mut completed: Vec<(u64, u32)> = Vec::new();
+    let mut call_buffers: Vec<(u32, crate::model::Buffer)> = Vec::new();
     for (i, s) in t.spans.iter().enumerate() {
         if !scope.takes(s) {
             continue;
@@ -319,7 +322,9 @@ pub(super) fn build(
                     OpClass::Completion => {
                         done.clear();
                         for d in t.completions(c) {
-                            let Some(local) = d.request().and_then(|r| request_of.get(&r).copied())
+                            let Some((id, local)) = d
+                                .request()
+                                .and_then(|r| Some((r, request_of.get(&r).copied()?)))
                             else {
                                 continue;
                             };
@@ -327,13 +332,16 @@ pub(super) fn build(
                             if d.source().is_some_and(|s| s < 0) {
                                 requests[local].proc_null = true;
                             }
-                            done.push(local);
+                            done.push((local, id));
                         }
                         if done.is_empty() {
                             ops.push(base.clone());
                         }
                         let n = done.len().max(1) as u64;
-                        for (k, &local) in done.iter().enumerate() {
+                        for (k, &(local, id)) in done.iter().enumerate() {
+                            if !t.learned.is_empty() {
+                                completed.push((id, index_u32(ops.len())));
+                            }
                             requests[local].set_complete(ops.len());
                             ops.push(Operation {
                                 kind: OpKind::Complete {
@@ -349,14 +357,14 @@ pub(super) fn build(
                         let mut buffers = Vec::new();
                         if let Some(b) = c.buf() {
                             let u = if op.receives_blocking() && !op.is_sendrecv() {
-                                Use::Write
+                                Touch::Write
                             } else {
-                                Use::Read
+                                Touch::Read
                             };
                             buffers.push((b, u));
                         }
                         if let Some(b) = t.recv_half(c).and_then(|h| h.buf) {
-                            buffers.push((b, Use::Write));
+                            buffers.push((b, Touch::Write));
                         }
                         let null_send = op.sends() && c.peer().is_some_and(|p| p < 0);
                         let null_recv = op.receives_blocking()
@@ -400,6 +408,16 @@ pub(super) fn build(
                     }
                     _ => ops.push(base),
                 }
+                // A collective's or another call's buffers, which no request holds.
+                let last = ops.len() - 1;
+                if matches!(ops[last].kind, OpKind::Collective { .. } | OpKind::Local) {
+                    for b in [c.buf(), t.recv_half(c).and_then(|h| h.buf)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        call_buffers.push((index_u32(last), b));
+                    }
+                }
                 prev_call = Some(i);
             }
         }
@@ -417,12 +435,16 @@ pub(super) fn build(
     debug_assert_eq!(written, requests.len(), "requests_in_program counts them");
     ops.shrink_to_fit();
     accesses.shrink_to_fit();
+    completed.sort_unstable();
+    let learned = super::super::learned::place(&t.learned, &ops, &completed);
     part.program = RankProgram {
         rank: t.rank,
         start_ns: lo,
         gpu_uses: super::super::gpu_uses(t, &ops),
         ops,
         accesses,
+        learned,
+        call_buffers,
         complete: t.complete,
         inferred_compute: !spans_mode,
         other_threads,

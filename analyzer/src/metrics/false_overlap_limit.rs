@@ -1,0 +1,308 @@
+//! Where a wait can move: the first work after it that may touch a buffer of the
+//! requests it completed, by [`crate::dependence`]'s rule (the one the reordering of
+//! `overlap suggest` uses), walked over the waiting thread's work as the operations
+//! model sees it: its calls, its compute spans, and for a thread without spans the gaps
+//! between its calls (inferred compute).
+//!
+//! Two points come out: the *proven* one, before the first work not proven to leave the
+//! buffers alone (unknown compute counts), and the *possible* one, before the first
+//! recorded use (an MPI call naming an overlapping buffer, a declared span, the first
+//! touch the buffer watch learned).
+//!
+//! ```text
+//!  |Waitall s|gap A|Allreduce|gap B: first write of s|Isend s|
+//!  watched (s's writes), touch in gap B:  proven: before gap B;  possible: the same
+//!  nothing learned:                       proven: before gap A (no move);
+//!                                         possible: before Isend s, if gaps A and B
+//!                                         do not write s
+//! ```
+
+use overlap_format::schema::{LearnedUse, Outcome};
+use serde::Serialize;
+
+use crate::dependence::{self, Effect, Evidence, Guard, Mode};
+use crate::model::{Buffer, Timeline, What};
+
+/// Why the wait cannot move further.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// The next MPI call that names an overlapping buffer.
+    BufferReuse,
+    /// No buffer address recorded: the next send to the same peer and tag.
+    SamePeerAndTag,
+    /// The first touch of the buffer the watch learned (`overlap trace --buffers`).
+    LearnedUse,
+    /// A compute span that declared it writes the buffer (reads it, for a receive).
+    DeclaredUse,
+    /// Compute whose effect on the buffer is unknown (the proven point only).
+    UnknownCompute,
+    /// Nothing later depends on it in the trace.
+    EndOfTrace,
+}
+
+impl Limit {
+    /// The key in JSON and tables.
+    pub fn key(self) -> &'static str {
+        match self {
+            Limit::BufferReuse => "buffer_reuse",
+            Limit::SamePeerAndTag => "same_peer_and_tag",
+            Limit::LearnedUse => "learned_use",
+            Limit::DeclaredUse => "declared_use",
+            Limit::UnknownCompute => "unknown_compute",
+            Limit::EndOfTrace => "end_of_trace",
+        }
+    }
+
+    pub(super) fn of(effect: Effect, by_peer_and_tag: bool) -> Limit {
+        match effect {
+            Effect::Touches(Evidence::Mpi) if by_peer_and_tag => Limit::SamePeerAndTag,
+            Effect::Touches(Evidence::Mpi) => Limit::BufferReuse,
+            Effect::Touches(Evidence::Learned) => Limit::LearnedUse,
+            Effect::Touches(Evidence::Declared) => Limit::DeclaredUse,
+            Effect::Unknown => Limit::UnknownCompute,
+            Effect::Free => Limit::EndOfTrace,
+        }
+    }
+}
+
+impl Serialize for Limit {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.key())
+    }
+}
+
+/// A unit of the waiting thread's work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Unit {
+    /// An MPI call (its span).
+    Call(usize),
+    /// A compute span.
+    Span(usize),
+    /// The gap after the call `after` until the call `until` (none: the end).
+    Gap { after: usize, until: Option<usize> },
+}
+
+/// A unit with its time.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Placed {
+    pub unit: Unit,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl Placed {
+    /// The span index the unit is at or just before (for names and the call before it).
+    pub fn index(&self) -> usize {
+        match self.unit {
+            Unit::Call(i) | Unit::Span(i) => i,
+            Unit::Gap { until, after } => until.unwrap_or(after + 1),
+        }
+    }
+}
+
+/// The units of the waiting thread after its wait, in program order, made as they are
+/// asked for (a walk stops at the first unit that holds the move back).
+pub(super) struct Walk<'t> {
+    t: &'t Timeline,
+    tid: u32,
+    /// The thread recorded no compute span: its compute is the gaps between its calls.
+    gaps: bool,
+    /// The end of the rank's analysed part.
+    hi: u64,
+    next: usize,
+    prev_end: u64,
+    prev_call: usize,
+    /// A span found after a gap, given after it.
+    held: Option<Placed>,
+    ended: bool,
+}
+
+impl<'t> Walk<'t> {
+    /// The units of the thread of call `from` of `t` after it, up to `hi`.
+    pub(super) fn after(t: &'t Timeline, from: usize, hi: u64) -> Walk<'t> {
+        let (tid, end) = t.spans.get(from).map_or((0, 0), |w| (w.tid, w.end.0));
+        let gaps = !t
+            .spans
+            .iter()
+            .any(|s| s.tid == tid && matches!(s.what, What::Compute(_)));
+        Walk {
+            t,
+            tid,
+            gaps,
+            hi,
+            next: from + 1,
+            prev_end: end,
+            prev_call: from,
+            held: None,
+            ended: from >= t.spans.len(),
+        }
+    }
+}
+
+impl Iterator for Walk<'_> {
+    type Item = Placed;
+
+    fn next(&mut self) -> Option<Placed> {
+        if let Some(p) = self.held.take() {
+            return Some(p);
+        }
+        while let Some(s) = self.t.spans.get(self.next) {
+            let i = self.next;
+            self.next += 1;
+            if s.tid != self.tid || s.start.0 >= self.hi {
+                continue;
+            }
+            let compute = matches!(s.what, What::Compute(_));
+            if compute && s.end.0 <= self.prev_end {
+                continue; // nested inside the compute before it
+            }
+            let gap = (self.gaps && s.start.0 > self.prev_end).then_some(Placed {
+                unit: Unit::Gap {
+                    after: self.prev_call,
+                    until: Some(i),
+                },
+                start: self.prev_end,
+                end: s.start.0,
+            });
+            let start = s.start.0.max(self.prev_end);
+            let end = s.end.0.max(start);
+            let unit = if compute {
+                Unit::Span(i)
+            } else {
+                self.prev_call = i;
+                Unit::Call(i)
+            };
+            self.prev_end = end;
+            let placed = Placed { unit, start, end };
+            return match gap {
+                Some(g) => {
+                    self.held = Some(placed);
+                    Some(g)
+                }
+                None => Some(placed),
+            };
+        }
+        if self.ended {
+            return None;
+        }
+        self.ended = true;
+        (self.gaps && self.hi > self.prev_end).then_some(Placed {
+            unit: Unit::Gap {
+                after: self.prev_call,
+                until: None,
+            },
+            start: self.prev_end,
+            end: self.hi,
+        })
+    }
+}
+
+/// A request's buffer as the rule asks about it, with its own watch (the learned use
+/// armed when the wait completed it).
+pub(super) struct Guarded<'a> {
+    pub buf: Option<Buffer>,
+    pub guard: Guard,
+    /// Without a buffer: the peer and tag a later send must not share.
+    pub peer_tag: Option<(i32, i32)>,
+    pub watch: Option<&'a LearnedUse>,
+}
+
+/// What `unit` does to `g`'s buffer.
+pub(super) fn effect(t: &Timeline, p: &Placed, g: &Guarded) -> Effect {
+    // The first touch the watch saw, in the first unit that reaches it.
+    if let Some(Outcome::Used { touch, addr, .. }) = g.watch.map(|w| &w.outcome) {
+        let inside = g
+            .buf
+            .is_none_or(|b| b.addr <= *addr && *addr - b.addr < b.len);
+        let reached = g
+            .watch
+            .is_some_and(|w| dependence::reaches_touch(&w.outcome, p.end));
+        if reached && inside && g.guard.conflicts(*touch) {
+            return Effect::Touches(Evidence::Learned);
+        }
+    }
+    let learned = |end: u64| {
+        let covered = g.watch.zip(g.buf).is_some_and(|(w, b)| {
+            dependence::watch_covers(w, b, g.guard) && dependence::proven_free(&w.outcome, end)
+        });
+        if covered {
+            Effect::Free
+        } else {
+            Effect::Unknown
+        }
+    };
+    match p.unit {
+        Unit::Call(i) => {
+            let Some((op, c)) = t.call(i) else {
+                return Effect::Free;
+            };
+            let named = [c.buf(), t.recv_half(c).and_then(|h| h.buf)];
+            let reused = match (g.buf, g.peer_tag) {
+                (Some(b), _) => named.iter().flatten().any(|n| {
+                    // A length of 0 counts as one byte, as the call may still use it.
+                    let n = Buffer {
+                        len: n.len.max(1),
+                        ..*n
+                    };
+                    n.overlaps(&Buffer {
+                        len: b.len.max(1),
+                        ..b
+                    })
+                }),
+                (None, Some((peer, tag))) => {
+                    op.sends() && c.peer() == Some(peer) && c.tag() == Some(tag)
+                }
+                (None, None) => false,
+            };
+            if reused {
+                Effect::Touches(Evidence::Mpi)
+            } else {
+                Effect::Free
+            }
+        }
+        Unit::Span(i) => match t.access(i) {
+            Some(a) => dependence::declared(a, g.buf, g.guard),
+            None => learned(p.end),
+        },
+        Unit::Gap { .. } => learned(p.end),
+    }
+}
+
+/// Where a wait can move, walked once: the units up to the first that stops the move
+/// in [`Mode::Permissive`] (a recorded use), and which of them stops it in each mode.
+pub(super) struct Stops {
+    /// The units walked, up to and with the permissive stop.
+    pub units: Vec<Placed>,
+    /// The first unit that stops the move in [`Mode::Proven`], and what it does.
+    pub proven: Option<(usize, Effect)>,
+    /// The first in [`Mode::Permissive`].
+    pub possible: Option<(usize, Effect)>,
+}
+
+/// The stops of a move of every one of `guarded` (the earliest over them) along `walk`;
+/// `proven_only`: the walk ends at the proven stop.
+pub(super) fn stops(t: &Timeline, walk: Walk, guarded: &[Guarded], proven_only: bool) -> Stops {
+    let mut out = Stops {
+        units: Vec::new(),
+        proven: None,
+        possible: None,
+    };
+    for p in walk {
+        let k = out.units.len();
+        out.units.push(p);
+        for g in guarded {
+            let e = effect(t, &p, g);
+            if out.proven.is_none() && e.stops(Mode::Proven) {
+                out.proven = Some((k, e));
+                if proven_only {
+                    return out;
+                }
+            }
+            if e.stops(Mode::Permissive) {
+                out.possible = Some((k, e));
+                return out;
+            }
+        }
+    }
+    out
+}

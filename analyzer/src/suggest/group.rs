@@ -1,0 +1,214 @@
+//! A group of ranks' part of the suggestion: its moves in words with their gains and
+//! verdicts, what was left out, the moves a permissive order adds ("possible if"), and
+//! the iteration before and after.
+
+use std::fmt::Write;
+
+use crate::dag::{Period, RankOrder};
+use crate::ops::{Knowledge, OpKind, RankProgram};
+use crate::replay::Replay;
+
+use super::describe::{assumptions, Assumption, Namer};
+use super::moves::{Move, Pattern};
+use super::{Group, LeftOut, MoveReport, PossibleMove, Verdict};
+
+/// Short names of `ops` (in that order), completions of one call shown as one line.
+fn lines(namer: &Namer, rank: &RankProgram, ops: &[usize]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut last_call: Option<u32> = None;
+    for &i in ops {
+        let op = &rank.ops[i];
+        let completion = matches!(op.kind, OpKind::Complete { .. });
+        if completion && last_call == Some(op.span) {
+            // Same Wait call as the line before: fold its request into that line.
+            let name = namer.short(rank, i);
+            if let (Some(prev), Some(open)) = (out.last_mut(), name.find('[')) {
+                if let (Some(p_close), Some(close)) = (prev.find(']'), name.find(']')) {
+                    let added = format!(", {}", &name[open + 1..close]);
+                    prev.insert_str(p_close, &added);
+                    continue;
+                }
+            }
+        }
+        last_call = completion.then_some(op.span);
+        out.push(namer.short(rank, i));
+    }
+    out
+}
+
+/// A move in words: what moves, from where, to where.
+pub(super) struct Told {
+    pub text: String,
+    pub what: String,
+    pub from_after: Option<String>,
+    pub to_before: Option<String>,
+    pub next_iteration: bool,
+}
+
+/// Move `m` of `rank` in words (`period`: the rank's iteration).
+pub(super) fn tell(namer: &Namer, rank: &RankProgram, m: &Move, period: Option<Period>) -> Told {
+    let what = if m.ops.len() > 1 {
+        let call = rank.ops[m.ops[0]].call.map_or("MPI call", |c| c.mpi_name());
+        let site = namer
+            .site(rank.rank, rank.ops[m.ops[0]].span as usize)
+            .map_or(String::new(), |s| format!(" at {s}"));
+        format!("{call}{site} ({} requests)", m.ops.len())
+    } else {
+        namer.long(rank, m.ops[0])
+    };
+    let from_after = m.after.map(|a| namer.short(rank, a));
+    let to_before = m.before.map(|b| namer.short(rank, b));
+    let next_iteration = match (period, m.before) {
+        (Some(per), Some(b)) => per.scope(b) > per.scope(m.ops[0]),
+        _ => false,
+    };
+    let mut text = format!("move {what}");
+    // Moved just over the operation before it: say so, not "from after X to before X".
+    let over_predecessor = m.after.is_some() && m.after == m.before;
+    if let (Some(a), false) = (&from_after, over_predecessor) {
+        let _ = write!(text, " from after {a}");
+    }
+    match &to_before {
+        Some(b) if over_predecessor => {
+            let _ = write!(text, " to just before {b}, the operation it followed");
+        }
+        Some(b) => {
+            let _ = write!(text, " to before {b}");
+            if next_iteration {
+                text.push_str(" of the next iteration");
+            }
+        }
+        None => text.push_str(" to the end"),
+    }
+    Told {
+        text,
+        what,
+        from_after,
+        to_before,
+        next_iteration,
+    }
+}
+
+/// Where each operation of `rank` is in `order`.
+pub(super) fn positions(rank: &RankProgram, order: &[usize]) -> Vec<usize> {
+    let mut position = vec![0usize; rank.ops.len()];
+    for (p, &i) in order.iter().enumerate() {
+        position[i] = p;
+    }
+    position
+}
+
+/// What move `m` crosses without knowing what it does to the buffer (`position`: the
+/// order it is a move of).
+pub(super) fn assumed(
+    namer: &Namer,
+    knowledge: &mut Knowledge,
+    rank: &RankProgram,
+    m: &Move,
+    position: &[usize],
+) -> Vec<Assumption> {
+    let mut found = Vec::new();
+    for &o in &m.ops {
+        // The operations it crosses lie between it and where it lands.
+        let land = [m.before, m.now_after].into_iter().flatten();
+        let (lo, hi) = land.fold((o, o), |(lo, hi), x| (lo.min(x), hi.max(x)));
+        for a in assumptions(namer, knowledge, rank, o, position, (lo, hi)) {
+            if !found.contains(&a) {
+                found.push(a);
+            }
+        }
+    }
+    found
+}
+
+/// What a group's part is made of.
+pub(super) struct Parts<'a> {
+    /// Each rank slot's order and move patterns.
+    pub ranked: &'a [(RankOrder, Vec<Pattern>)],
+    /// Each rank slot's gain per pattern.
+    pub gains: &'a [Vec<Option<i64>>],
+    /// The model's uncertainty on a gain, ns.
+    pub uncertainty_ns: u64,
+    /// Each rank slot's suggested order.
+    pub suggested_orders: &'a [Vec<usize>],
+    /// The moves within the uncertainty are suggested, as they gain more than it
+    /// together.
+    pub together: bool,
+    /// The moves a permissive order adds, per rank slot (empty: none computed).
+    pub possible: &'a [Vec<PossibleMove>],
+    /// The measured order replayed, and the suggested one.
+    pub measured: &'a Replay,
+    pub suggested: Option<&'a Replay>,
+}
+
+/// One group's part of the suggestion.
+pub(super) fn group(namer: &Namer, slots: &[usize], parts: &Parts) -> Group {
+    let first = slots[0];
+    let rank = &namer.program.ranks[first];
+    let (order, patterns) = &parts.ranked[first];
+    let period = order.period;
+    let position = positions(rank, &order.consensus.order);
+    let mut knowledge = Knowledge::new(namer.program, rank);
+    let mut left_out = LeftOut::default();
+    let moves = patterns
+        .iter()
+        .zip(&parts.gains[first])
+        .map(|(p, gain)| {
+            let told = tell(namer, rank, &p.shown, period);
+            let verdict = match Verdict::of(*gain, parts.uncertainty_ns) {
+                Verdict::BelowUncertainty if parts.together => Verdict::GainsTogether,
+                v => v,
+            };
+            match verdict {
+                Verdict::Gains | Verdict::GainsTogether => {}
+                Verdict::BelowUncertainty => left_out.within_uncertainty += 1,
+                Verdict::Costs => left_out.costs += 1,
+                Verdict::Unknown => left_out.not_evaluated += 1,
+            }
+            MoveReport {
+                text: told.text,
+                what: told.what,
+                from_after: told.from_after,
+                to_before: told.to_before,
+                next_iteration: told.next_iteration,
+                iterations: p.instances.len(),
+                gain_ns: *gain,
+                verdict,
+                assumptions: assumed(namer, &mut knowledge, rank, &p.shown, &position),
+            }
+        })
+        .collect();
+    let (before, after) = match period {
+        Some(per) => {
+            let k = 1 + per.iterations as u32 / 2;
+            let before: Vec<usize> = (0..rank.ops.len()).filter(|&i| per.scope(i) == k).collect();
+            let after: Vec<usize> = parts.suggested_orders[first]
+                .iter()
+                .copied()
+                .filter(|&i| per.scope(i) == k)
+                .collect();
+            (lines(namer, rank, &before), lines(namer, rank, &after))
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    let ends = slots
+        .iter()
+        .map(|&s| {
+            let start = parts.measured.start_ns;
+            let m = (parts.measured.ranks.get(s)).map_or(0, |r| r.end_ns.saturating_sub(start));
+            let a = (parts.suggested.and_then(|x| x.ranks.get(s)))
+                .map_or(m, |r| r.end_ns.saturating_sub(start));
+            (namer.program.ranks[s].rank, m, a)
+        })
+        .collect();
+    Group {
+        ranks: slots.iter().map(|&s| namer.program.ranks[s].rank).collect(),
+        period: period.map(|p| (p.length, p.iterations)),
+        moves,
+        left_out,
+        possible: parts.possible.get(first).cloned().unwrap_or_default(),
+        before,
+        after,
+        ends,
+    }
+}
