@@ -20,6 +20,7 @@
 mod confirm;
 mod describe;
 mod moves;
+pub mod remedies;
 mod render;
 
 use std::collections::BTreeMap;
@@ -201,6 +202,9 @@ pub struct Suggestion {
     pub groups: Vec<Group>,
     /// What the reader should know (threads left out, what the replay assumed).
     pub notes: Vec<String>,
+    /// Other fixes than an order: progress during compute, late partners, imbalance
+    /// ([`remedies`]).
+    pub remedies: remedies::Remedies,
     /// A re-run's confirmation, when one was given ([`confirm`]).
     pub confirmation: Option<Confirmation>,
     /// The suggested order of each rank (operation indices, by rank slot).
@@ -504,7 +508,8 @@ pub fn suggest(
             assumed.collectives_without_cost
         ));
     }
-    Ok(Suggestion {
+    let (late_partners, imbalance) = remedies::waits(trace, &sites);
+    let mut suggestion = Suggestion {
         version: SUGGEST_JSON_VERSION,
         trace: trace.source.display().to_string(),
         policies: options
@@ -527,7 +532,15 @@ pub fn suggest(
         rejected,
         groups,
         notes,
+        remedies: remedies::Remedies {
+            progress: remedies::ProgressRemedy::NotEvaluated,
+            late_partners,
+            imbalance,
+        },
         confirmation: None,
         orders: suggested_orders,
-    })
+    };
+    suggestion.remedies.progress =
+        remedies::progress(program, &suggestion, &suggestion.network, trace, &sites);
+    Ok(suggestion)
 }
