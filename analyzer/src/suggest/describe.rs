@@ -48,18 +48,8 @@ impl Namer<'_> {
             None => what,
         };
         match &op.kind {
-            OpKind::Compute {
-                name,
-                inferred,
-                until_span,
-                ..
-            } => {
-                let what = if *inferred {
-                    self.inferred(rank, op.span as usize, until_span.map(CompactIndex::get))
-                } else {
-                    format!("compute \"{}\"", self.program.name(*name))
-                };
-                format!("{what} [{}]", duration(op.cost_ns))
+            OpKind::Compute { .. } => {
+                format!("{} [{}]", self.compute(rank, i), duration(op.cost_ns))
             }
             OpKind::Post { request } | OpKind::Complete { request } => {
                 let r = &self.program.requests[*request];
@@ -78,6 +68,21 @@ impl Namer<'_> {
                 with_site(format!("{call}[{what}]"))
             }
             _ => with_site(op.call.map_or("MPI call", |c| c.mpi_name()).to_string()),
+        }
+    }
+
+    /// A compute operation in words: its span's name, or for a gap the calls around it
+    /// (`the compute between halo.c:40 and halo.c:52`); empty for another operation.
+    pub fn compute(&self, rank: &RankProgram, i: usize) -> String {
+        let op = &rank.ops[i];
+        match &op.kind {
+            OpKind::Compute {
+                inferred: true,
+                until_span,
+                ..
+            } => self.inferred(rank, op.span as usize, until_span.map(CompactIndex::get)),
+            OpKind::Compute { name, .. } => format!("compute \"{}\"", self.program.name(*name)),
+            _ => String::new(),
         }
     }
 

@@ -26,6 +26,7 @@ mod describe;
 mod group;
 mod moves;
 mod possible;
+pub mod remedies;
 mod render;
 mod shape;
 
@@ -411,7 +412,8 @@ pub fn suggest(
             assumed.collectives_without_cost
         ));
     }
-    Ok(Suggestion {
+    let (late_partners, imbalance) = remedies::waits(trace, &sites);
+    let mut suggestion = Suggestion {
         version: SUGGEST_JSON_VERSION,
         trace: trace.source.display().to_string(),
         policies: options
@@ -436,7 +438,14 @@ pub fn suggest(
         rejected,
         groups,
         notes,
+        remedies: remedies::Remedies {
+            progress: remedies::ProgressRemedy::NotEvaluated,
+            late_partners,
+            imbalance,
+        },
         confirmation: None,
         orders: suggested_orders,
-    })
+    };
+    suggestion.remedies.progress = remedies::progress(&namer, &suggestion, &suggestion.network);
+    Ok(suggestion)
 }

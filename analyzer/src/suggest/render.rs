@@ -291,6 +291,13 @@ pub fn render(s: &Suggestion, verbose: bool) -> String {
             duration(c.high_ns)
         );
     }
+    let remedies = super::remedies::lines(&s.remedies);
+    if !remedies.is_empty() {
+        let _ = writeln!(o, "\nother fixes than an order:");
+        for l in remedies {
+            let _ = writeln!(o, "  {l}");
+        }
+    }
     if let Some(c) = &s.confirmation {
         let _ = write!(o, "\n{}", super::confirm::text(c));
     }

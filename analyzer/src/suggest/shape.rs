@@ -167,6 +167,9 @@ pub struct Suggestion {
     pub groups: Vec<Group>,
     /// What the reader should know (threads left out, what the replay assumed).
     pub notes: Vec<String>,
+    /// Other fixes than an order: progress during compute, late partners, imbalance
+    /// ([`super::remedies`]).
+    pub remedies: super::remedies::Remedies,
     /// A re-run's confirmation, when one was given ([`confirm`]).
     pub confirmation: Option<Confirmation>,
     /// The suggested order of each rank (operation indices, by rank slot).
