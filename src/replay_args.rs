@@ -3,11 +3,16 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
 use overlap_analyzer::dag::{built_in_names, BuiltIn, Mode, Options as DagOptions};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::replay::{NetworkFit, Progress, UnknownNetwork};
+
+/// What gives a network the trace does not: said wherever a prediction needs one.
+pub(crate) const GIVE_NETWORK: &str = "Give the network: --model FILE (written by `overlap \
+     run pingpong --model FILE` on the same machines), or --latency and --bandwidth (one of \
+     them is enough when the trace measured a size class: the other is fitted to it)";
 
 /// How rendezvous transfers progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -74,22 +79,24 @@ impl NetworkArgs {
         measured: Result<NetworkFit, UnknownNetwork>,
     ) -> Result<NetworkFit> {
         let given = (self.latency, self.bandwidth);
-        match measured {
-            Ok(fit) => Ok(fit.with_given(given.0, given.1)),
-            Err(unknown) => match unknown.with_given(given.0, given.1) {
-                Ok(fit) => Ok(match self.eager_limit {
-                    Some(limit) => fit.with_eager_limit(limit),
-                    None => fit,
-                }),
-                Err(unknown) => bail!(
-                    "{}: cannot predict: {unknown}. Give the network: --model FILE (written by \
-                     `overlap run pingpong --model FILE` on the same machines), or --latency \
-                     and --bandwidth (one of them is enough when the trace measured a size \
-                     class: the other is fitted to it)",
-                    trace.source.display()
-                ),
-            },
-        }
+        let fit = match measured {
+            Ok(fit) => fit.with_given(given.0, given.1),
+            Err(unknown) => {
+                unknown
+                    .with_given(given.0, given.1)
+                    .map(|fit| match self.eager_limit {
+                        Some(limit) => fit.with_eager_limit(limit),
+                        None => fit,
+                    })
+            }
+        };
+        fit.map_err(|unknown| {
+            anyhow!(
+                "{}: cannot predict: {unknown}. {}",
+                trace.source.display(),
+                GIVE_NETWORK
+            )
+        })
     }
 
     /// The network to predict on ([`Self::measured`], then [`Self::predicting`]).

@@ -40,8 +40,8 @@ mod retime;
 mod tests;
 
 pub use network::{
-    EagerSource, Network, NetworkError, NetworkFit, NetworkSource, UnknownNetwork,
-    DEFAULT_EAGER_LIMIT,
+    ClassTime, ClassTimes, EagerSource, Network, NetworkError, NetworkFit, NetworkSource,
+    UnknownNetwork, DEFAULT_EAGER_LIMIT,
 };
 pub use retime::retimed;
 
