@@ -324,49 +324,6 @@ impl NetworkFit {
         Ok(NetworkFit::build([at(lo), at(1.0), at(hi)], source, eager))
     }
 
-    /// The network of `t`'s classes, whose line is unknown for `reason`, when every
-    /// class the replay transfers has an estimate and there are two or more (one is
-    /// [`NetworkSource::OneClass`]): each class's median clean transfer, its fastest for
-    /// the fast end, its median again for the slow end (as on a line, where the
-    /// estimate is the line through the medians).
-    fn of_classes(
-        t: &TransferModel,
-        reason: &Unfit,
-        eager: &(u64, EagerSource),
-    ) -> Option<NetworkFit> {
-        let split = t.eager.limit();
-        let [low, mid] = [
-            |c: &SizeClass| c.fastest_ns,
-            |c: &SizeClass| c.typical_ns.filter(|_| c.estimate_ns.is_some()),
-        ]
-        .map(|time| ClassTimes::of(&t.classes, split, time));
-        let (low, mid) = (low?, mid?);
-        let covered = t
-            .unfitted
-            .iter()
-            .all(|&(bytes, _)| mid.get(bytes).is_some());
-        if t.classes.len() < 2 || !covered {
-            return None;
-        }
-        let network = |classes: ClassTimes| Network {
-            classes: Some(classes),
-            ..Network::timeless(eager.0)
-        };
-        let source = NetworkSource::Classes {
-            classes: t.classes.clone(),
-            line: reason.clone(),
-        };
-        Some(NetworkFit {
-            mid: network(mid),
-            low: network(low),
-            high: network(mid),
-            source,
-            latency_given: false,
-            bandwidth_given: false,
-            eager: eager.1.clone(),
-        })
-    }
-
     /// The fit of `[low, mid, high]`, with its eager limit.
     fn build(lines: [Line; 3], source: NetworkSource, eager: (u64, EagerSource)) -> NetworkFit {
         let [low, mid, high] = lines.map(|l| Network::line(l.latency_ns, l.ns_per_byte, eager.0));

@@ -13,8 +13,9 @@ use std::fmt;
 
 use serde::ser::{Serialize, SerializeSeq, SerializeStruct, Serializer};
 
+use super::{EagerSource, Network, NetworkFit, NetworkSource};
 use crate::metrics::eager::Protocol;
-use crate::metrics::transfer::{class_of, SizeClass};
+use crate::metrics::transfer::{class_of, SizeClass, TransferModel, Unfit};
 
 /// Slots of the table: one per power-of-two class (bit length 0 to 64), and one more
 /// because the class holding the eager limit holds eager and rendezvous messages.
@@ -101,6 +102,51 @@ impl ClassTimes {
                 protocol,
                 ns: self.ns[s],
             }
+        })
+    }
+}
+
+impl NetworkFit {
+    /// The network of `t`'s classes, whose line is unknown for `reason`, when every
+    /// class the replay transfers has an estimate and there are two or more (one is
+    /// [`NetworkSource::OneClass`]): each class's median clean transfer, its fastest for
+    /// the fast end, its median again for the slow end (as on a line, where the
+    /// estimate is the line through the medians).
+    pub(super) fn of_classes(
+        t: &TransferModel,
+        reason: &Unfit,
+        eager: &(u64, EagerSource),
+    ) -> Option<NetworkFit> {
+        let split = t.eager.limit();
+        let [low, mid] = [
+            |c: &SizeClass| c.fastest_ns,
+            |c: &SizeClass| c.typical_ns.filter(|_| c.estimate_ns.is_some()),
+        ]
+        .map(|time| ClassTimes::of(&t.classes, split, time));
+        let (low, mid) = (low?, mid?);
+        let covered = t
+            .unfitted
+            .iter()
+            .all(|&(bytes, _)| mid.get(bytes).is_some());
+        if t.classes.len() < 2 || !covered {
+            return None;
+        }
+        let network = |classes: ClassTimes| Network {
+            classes: Some(classes),
+            ..Network::timeless(eager.0)
+        };
+        let source = NetworkSource::Classes {
+            classes: t.classes.clone(),
+            line: reason.clone(),
+        };
+        Some(NetworkFit {
+            mid: network(mid),
+            low: network(low),
+            high: network(mid),
+            source,
+            latency_given: false,
+            bandwidth_given: false,
+            eager: eager.1.clone(),
         })
     }
 }
