@@ -70,16 +70,15 @@ impl NetworkArgs {
         }))
     }
 
-    /// The network to predict on: `measured` (what [`Self::measured`] gave) with the
-    /// latency and bandwidth given over it; an error naming the options when the trace
-    /// gives none and what was given does not complete it.
-    pub(crate) fn predicting(
+    /// `measured` (what [`Self::measured`] gave) with the latency and bandwidth given
+    /// over it; unknown, with the reason, when the trace gives none and what was given
+    /// does not complete it.
+    pub(crate) fn completed(
         &self,
-        trace: &Trace,
         measured: Result<NetworkFit, UnknownNetwork>,
-    ) -> Result<NetworkFit> {
+    ) -> Result<NetworkFit, UnknownNetwork> {
         let given = (self.latency, self.bandwidth);
-        let fit = match measured {
+        match measured {
             Ok(fit) => fit.with_given(given.0, given.1),
             Err(unknown) => {
                 unknown
@@ -89,20 +88,22 @@ impl NetworkArgs {
                         None => fit,
                     })
             }
-        };
-        fit.map_err(|unknown| {
-            anyhow!(
-                "{}: cannot predict: {unknown}. {}",
-                trace.source.display(),
-                GIVE_NETWORK
-            )
-        })
+        }
     }
 
-    /// The network to predict on ([`Self::measured`], then [`Self::predicting`]).
-    pub(crate) fn fitted(&self, trace: &Trace) -> Result<NetworkFit> {
-        let measured = self.measured(trace)?;
-        self.predicting(trace, measured)
+    /// The network to predict on ([`Self::completed`]); an error naming the options when
+    /// there is none.
+    pub(crate) fn predicting(
+        &self,
+        trace: &Trace,
+        measured: Result<NetworkFit, UnknownNetwork>,
+    ) -> Result<NetworkFit> {
+        self.completed(measured).map_err(|unknown| {
+            anyhow!(
+                "{}: cannot predict: {unknown}. {GIVE_NETWORK}",
+                trace.source.display()
+            )
+        })
     }
 }
 
