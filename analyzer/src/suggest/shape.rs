@@ -120,8 +120,8 @@ impl Verdict {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum SuggestNetwork {
-    /// The network replayed on.
-    Known(NetworkFit),
+    /// The network replayed on (boxed: a network of classes holds a table).
+    Known(Box<NetworkFit>),
     /// None: the moves are proven all the same, their gains unknown.
     Unknown {
         /// Why.
@@ -133,16 +133,8 @@ impl SuggestNetwork {
     /// The network of `fit`, or why there is none.
     pub fn of(fit: Result<NetworkFit, UnknownNetwork>) -> SuggestNetwork {
         match fit {
-            Ok(fit) => SuggestNetwork::Known(fit),
+            Ok(fit) => SuggestNetwork::Known(Box::new(fit)),
             Err(unknown) => SuggestNetwork::Unknown { unknown },
-        }
-    }
-
-    /// The network, when known.
-    pub fn fit(&self) -> Option<&NetworkFit> {
-        match self {
-            SuggestNetwork::Known(fit) => Some(fit),
-            SuggestNetwork::Unknown { .. } => None,
         }
     }
 }
