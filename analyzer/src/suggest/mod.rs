@@ -432,9 +432,9 @@ fn suggest_on(
     let possible_order = permissive.as_ref().and_then(|p| {
         let any = p.moves.iter().any(|m| !m.is_empty());
         let suggested_ns = suggested.as_ref().map(|s| s.0.ns);
-        any.then(|| match &network {
-            Ok(fit) => possible::replayed(program, &p.orders, fit.mid, progress, suggested_ns),
-            Err(_) => PossibleOrder::not_replayed(NO_NETWORK.to_string()),
+        any.then(|| match fit {
+            Some(fit) => possible::replayed(program, &p.orders, fit.mid, progress, suggested_ns),
+            None => PossibleOrder::not_replayed(NO_NETWORK.to_string()),
         })
     });
     let parts = group::Parts {
