@@ -4,10 +4,10 @@
 //! - the trace's own clean transfers: [`TransferModel`], the one network model of the
 //!   analyzer (the same that gives `t_pure`); its line is the estimate, its range the
 //!   range. Without a line ([`crate::metrics::transfer::Unfit`]), the classes' own
-//!   times when every class the replay transfers was measured ([`classes`]: one class,
-//!   [`NetworkSource::OneClass`]; more, [`NetworkSource::Classes`]); otherwise the
-//!   network is unknown: [`UnknownNetwork`] says why, and takes what the user gives to
-//!   complete it;
+//!   times: of the one class of the run's messages ([`NetworkSource::OneClass`]), or of
+//!   each of two or more, when every class the replay transfers was measured
+//!   ([`classes`], [`NetworkSource::Classes`]); otherwise the network is unknown:
+//!   [`UnknownNetwork`] says why, and takes what the user gives to complete it;
 //! - a model file written by `overlap run pingpong --model FILE`
 //!   ([`overlap_format::network_model`]), whose measured points against its fit give the
 //!   range;
@@ -240,7 +240,8 @@ impl NetworkFit {
     /// [`NetworkFit::from_trace`], from the transfers already fitted to the trace: the
     /// estimate is what a transfer typically took (the line through the classes' median
     /// clean transfers, or the model's line when that one has no positive terms), the
-    /// range the model's line scaled by the model's range.
+    /// range the model's line scaled by the model's range. Without a line, the one
+    /// class's time, or each class's ([`NetworkSource::Classes`]), when they do.
     pub fn from_transfers(
         t: &TransferModel,
         eager_limit: Option<u64>,
