@@ -2,7 +2,12 @@
 # missing first (scripts/bootstrap.sh).
 
 CARGO ?= cargo
-RANKS ?= 4
+# The demo's ranks: 4, or as many as the machine has CPUs when fewer (at least 2, one
+# pair of the kernel): more ranks than CPUs share them, and the suggestion's prediction
+# cannot be confirmed on such a run. `make demo RANKS=4` asks for 4 all the same.
+ifndef RANKS
+RANKS := $(shell n=$$(nproc 2>/dev/null || echo 4); [ "$$n" -gt 4 ] && n=4; [ "$$n" -lt 2 ] && n=2; echo $$n)
+endif
 DEMO_DIR := traces/demo
 
 .PHONY: setup build demo test bench clean

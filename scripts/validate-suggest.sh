@@ -115,7 +115,7 @@ elif verdict == "not_confirmable":
     verdict += " (" + v["why"]["reason"] + ")"
 moves = sum(1 for gr in s["groups"] for mv in gr["moves"] if mv["verdict"] == "gains")
 print("%-16s %8s %8s %7s %7s %5d  %-24s %-26s %6s  %s" % (
-    case, pct(s["replay"]["self_error"]), pct(c["self_error"]),
+    case, pct((s["replay"] or {}).get("self_error")), pct(c["self_error"]),
     ms(c["original"]["median_ns"]), ms(c["changed"]["median_ns"]), moves,
     predicted, measured, ratio, verdict))
 EOF

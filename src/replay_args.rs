@@ -3,11 +3,16 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
 use overlap_analyzer::dag::{built_in_names, BuiltIn, Mode, Options as DagOptions};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::replay::{NetworkFit, Progress, UnknownNetwork};
+
+/// What gives a network the trace does not: said wherever a prediction needs one.
+pub(crate) const GIVE_NETWORK: &str = "Give the network: --model FILE (written by `overlap \
+     run pingpong --model FILE` on the same machines), or --latency and --bandwidth (one of \
+     them is enough when the trace measured a size class: the other is fitted to it)";
 
 /// How rendezvous transfers progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -65,37 +70,40 @@ impl NetworkArgs {
         }))
     }
 
-    /// The network to predict on: `measured` (what [`Self::measured`] gave) with the
-    /// latency and bandwidth given over it; an error naming the options when the trace
-    /// gives none and what was given does not complete it.
+    /// `measured` (what [`Self::measured`] gave) with the latency and bandwidth given
+    /// over it; unknown, with the reason, when the trace gives none and what was given
+    /// does not complete it.
+    pub(crate) fn completed(
+        &self,
+        measured: Result<NetworkFit, UnknownNetwork>,
+    ) -> Result<NetworkFit, UnknownNetwork> {
+        let given = (self.latency, self.bandwidth);
+        match measured {
+            Ok(fit) => fit.with_given(given.0, given.1),
+            Err(unknown) => {
+                unknown
+                    .with_given(given.0, given.1)
+                    .map(|fit| match self.eager_limit {
+                        Some(limit) => fit.with_eager_limit(limit),
+                        None => fit,
+                    })
+            }
+        }
+    }
+
+    /// The network to predict on ([`Self::completed`]); an error naming the options when
+    /// there is none.
     pub(crate) fn predicting(
         &self,
         trace: &Trace,
         measured: Result<NetworkFit, UnknownNetwork>,
     ) -> Result<NetworkFit> {
-        let given = (self.latency, self.bandwidth);
-        match measured {
-            Ok(fit) => Ok(fit.with_given(given.0, given.1)),
-            Err(unknown) => match unknown.with_given(given.0, given.1) {
-                Ok(fit) => Ok(match self.eager_limit {
-                    Some(limit) => fit.with_eager_limit(limit),
-                    None => fit,
-                }),
-                Err(unknown) => bail!(
-                    "{}: cannot predict: {unknown}. Give the network: --model FILE (written by \
-                     `overlap run pingpong --model FILE` on the same machines), or --latency \
-                     and --bandwidth (one of them is enough when the trace measured a size \
-                     class: the other is fitted to it)",
-                    trace.source.display()
-                ),
-            },
-        }
-    }
-
-    /// The network to predict on ([`Self::measured`], then [`Self::predicting`]).
-    pub(crate) fn fitted(&self, trace: &Trace) -> Result<NetworkFit> {
-        let measured = self.measured(trace)?;
-        self.predicting(trace, measured)
+        self.completed(measured).map_err(|unknown| {
+            anyhow!(
+                "{}: cannot predict: {unknown}. {GIVE_NETWORK}",
+                trace.source.display()
+            )
+        })
     }
 }
 

@@ -10,7 +10,8 @@ use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::Program;
 use overlap_analyzer::sites::SiteTable;
 use overlap_analyzer::suggest::{
-    confirm, program_of, render, suggest as suggest_trace, Namer, Options, Run,
+    confirm, program_of, render, suggest as suggest_trace, suggest_without_network, Namer, Options,
+    Run,
 };
 
 use crate::output::{out, outln};
@@ -68,8 +69,12 @@ pub(crate) fn suggest(a: SuggestArgs) -> Result<ExitCode> {
     };
     let trace = crate::cli::load_trace(&a.trace)?;
     let program = program_of(&trace)?;
-    let fit = a.network.fitted(&trace)?;
-    let mut suggestion = suggest_trace(&trace, &program, fit, &options)?;
+    // Without a network the proven moves are suggested all the same, their gains
+    // unknown: the order does not need the network, only the predictions do.
+    let mut suggestion = match a.network.completed(a.network.measured(&trace)?) {
+        Ok(fit) => suggest_trace(&trace, &program, fit, &options)?,
+        Err(unknown) => suggest_without_network(&trace, &program, unknown, &options)?,
+    };
     if !a.confirm.is_empty() {
         let originals = load_runs(&a.original)?;
         let changed = load_runs(&a.confirm)?;

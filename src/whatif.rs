@@ -106,6 +106,12 @@ fn source_line(fit: &NetworkFit) -> String {
             "fitted to {} clean transfer(s) of {} message(s)",
             class.clean, class.messages
         ),
+        NetworkSource::Classes { classes, .. } => format!(
+            "measured by {} clean transfer(s) of {} message(s), {} size class(es)",
+            classes.iter().map(|c| c.clean).sum::<u64>(),
+            classes.iter().map(|c| c.messages).sum::<u64>(),
+            classes.len()
+        ),
         NetworkSource::NoMessages => "no message to fit it to, none needed".to_string(),
         NetworkSource::File { path } => format!("from {}", path.display()),
         NetworkSource::Given => "given".to_string(),

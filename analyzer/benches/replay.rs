@@ -141,6 +141,7 @@ fn main() {
         latency_ns: 1500.0,
         ns_per_byte: 0.1,
         eager_limit: 64 << 10,
+        classes: None,
     };
     for (name, cfg) in [
         ("in-mpi", ReplayConfig::on(network, Progress::InMpi)),

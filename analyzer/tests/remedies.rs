@@ -25,8 +25,9 @@ fn suggestion(trace: &Trace, ns_per_mib: f64, progress: Progress) -> Suggestion 
     let (latency, bandwidth) = (Some(0.0), Some(MIB as f64 * 1e9 / ns_per_mib));
     let fit = match NetworkFit::from_trace(trace, None) {
         Ok(fit) => fit.with_given(latency, bandwidth),
-        Err(unknown) => unknown.with_given(latency, bandwidth).unwrap(),
+        Err(unknown) => unknown.with_given(latency, bandwidth),
     }
+    .unwrap()
     .with_eager_limit(64 << 10);
     let options = Options {
         dag: DagOptions {

@@ -286,8 +286,9 @@ fn moves_that_gain_only_together_are_suggested_together() {
     );
     assert_eq!(g.left_out.total(), 0);
     // The order replayed is the one with both: the transfer hidden.
-    let gain = s.replay.replayed.ns - s.suggested.unwrap().ns;
-    assert!(gain > s.replay.uncertainty_ns, "{gain} {:#?}", s.replay);
+    let check = s.replay.unwrap();
+    let gain = check.replayed.ns - s.suggested.unwrap().ns;
+    assert!(gain > check.uncertainty_ns, "{gain} {check:#?}");
     let text = overlap_analyzer::suggest::render(&s, false);
     assert!(
         text.contains("it gains with the other moves within the uncertainty"),

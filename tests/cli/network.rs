@@ -58,21 +58,64 @@ fn each_rank_records_its_cpus_and_the_run_says_whether_they_were_shared() {
 }
 
 /// A kept run whose messages give no network (gpu-bulk: at most two clean transfers in
-/// a size class): `suggest` and `whatif` stop, saying why and what would give one;
-/// given a latency and a bandwidth they predict.
+/// a size class): `whatif` stops, saying why and what would give one; `suggest` lists
+/// its proven moves with their gains unknown, the reason and the options (exit 0), and
+/// `--confirm` says it has nothing to confirm; given a latency and a bandwidth both
+/// predict.
 #[test]
 fn a_network_the_trace_cannot_give_is_asked_for_by_name() {
     let kept = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("analyzer/tests/data/reports/gpu-bulk/merged.json");
     let path = kept.to_str().unwrap();
+    let run = overlap(&["whatif", path]);
+    assert!(!run.success(), "{}", run.describe());
+    run.assert_stderr_has("cannot predict: the network is unknown: too few clean transfers");
+    run.assert_stderr_has("--model FILE");
+    run.assert_stderr_has("--latency and --bandwidth");
+    let run = overlap(&["suggest", path]);
+    assert!(run.success(), "{}", run.describe());
+    run.assert_stdout_has(
+        "replay: none: gains unknown: the network is unknown: too few clean transfers",
+    );
+    run.assert_stdout_has("give --model FILE or --latency/--bandwidth");
+    run.assert_stdout_has("suggested (proven safe; gains unknown: no network):");
+    run.assert_stdout_has("gain unknown]");
+    let run = overlap(&["suggest", path, "--json", "--confirm", path]);
+    assert!(run.success(), "{}", run.describe());
+    let s: Value = serde_json::from_str(&run.stdout()).unwrap();
+    assert_eq!(s["network"]["unknown"]["reason"], "too_few_clean", "{s:#}");
+    let moves = s["groups"][0]["moves"].as_array().unwrap();
+    assert!(!moves.is_empty(), "{s:#}");
+    for m in moves {
+        assert!(
+            m["gain_ns"].is_null() && m["verdict"] == "no_network",
+            "{m:#}"
+        );
+    }
+    let verdict = &s["confirmation"]["gain"]["verdict"];
+    assert_eq!(verdict["verdict"], "not_confirmable", "{verdict:#}");
+    assert_eq!(verdict["why"]["reason"], "no_prediction", "{verdict:#}");
     for command in ["suggest", "whatif"] {
-        let run = overlap(&[command, path]);
-        assert!(!run.success(), "{}", run.describe());
-        run.assert_stderr_has("cannot predict: the network is unknown: too few clean transfers");
-        run.assert_stderr_has("--model FILE");
-        run.assert_stderr_has("--latency and --bandwidth");
         let given = overlap(&[command, path, "--latency", "1us", "--bandwidth", "1GB/s"]);
         assert!(given.success(), "{}", given.describe());
         given.assert_stdout_has("latency 1.0 us, bandwidth 1.00 GB/s");
+    }
+}
+
+/// The kept false-overlap run: 8 KiB and 64 KiB messages, 64 KiB no slower, so no line;
+/// both classes were measured, and `whatif` and `suggest` replay on them, saying so.
+#[test]
+fn a_run_of_measured_classes_off_a_line_replays_on_them() {
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("analyzer/tests/data/reports/false-overlap/merged.json");
+    let path = kept.to_str().unwrap();
+    for command in ["suggest", "whatif"] {
+        let run = overlap(&[command, path]);
+        assert!(run.success(), "{}", run.describe());
+        run.assert_stdout_has(
+            "per size class as measured: 8.0 KiB (eager) 67.0 us, 64.0 KiB (eager) 97.4 us; \
+             no line: the transfer times do not grow with the size (8192 B to 65536 B)",
+        );
+        run.assert_stdout_has("replay.self_error -7.0%");
     }
 }

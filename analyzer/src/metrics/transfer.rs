@@ -30,7 +30,7 @@ use serde::Serialize;
 use super::clean::Cleaner;
 pub use super::collective_model::{CollectiveClass, CollectiveModel};
 use super::eager::{EagerFit, Protocol};
-use crate::model::Trace;
+use crate::model::{Message, Trace};
 
 /// The quantile of a class's clean transfers taken as its estimate. Clean transfers
 /// still carry delays that only lengthen them (the operating system, cache misses, a
@@ -209,6 +209,12 @@ pub struct TransferModel {
     pub clean: u64,
     /// The classes observed, by size then protocol.
     pub classes: Vec<SizeClass>,
+    /// The classes (smallest size, protocol) of the messages the fit leaves out (to the
+    /// sender's own rank, or clock-suspect) that no fitted message shares: the replay
+    /// transfers them too, so a network of the measured classes must have their times
+    /// ([`crate::replay::NetworkSource::Classes`]). Not a figure of the model.
+    #[serde(skip)]
+    pub unfitted: Vec<(u64, Protocol)>,
 }
 
 /// A line `latency + bytes × ns_per_byte`.
@@ -238,10 +244,11 @@ impl TransferModel {
         let by_post = crate::model::RequestsByPost::new(&trace.requests);
         let eager = EagerFit::of_indexed(trace, &by_post);
         let cleaner = Cleaner::with_index(trace, by_post, eager);
+        let fitted = |m: &Message| !m.clock_suspect && m.send().rank != m.recv_post().rank;
         let seen: Vec<((u32, Protocol), u64, Option<u64>)> = trace
             .messages
             .par_iter()
-            .filter(|m| !m.clock_suspect && m.send().rank != m.recv_post().rank)
+            .filter(|m| fitted(m))
             .map(|m| {
                 let key = (class_of(m.bytes), eager.protocol(m.bytes));
                 (key, m.bytes, cleaner.clean(m).map(|c| c.ns))
@@ -254,13 +261,26 @@ impl TransferModel {
             e.1 += 1;
             e.2.extend(clean);
         }
+        let mut unfitted: BTreeMap<(u32, Protocol), u64> = BTreeMap::new();
+        for m in trace.messages.iter().filter(|m| !fitted(m)) {
+            let key = (class_of(m.bytes), eager.protocol(m.bytes));
+            if !by_class.contains_key(&key) {
+                let smallest = unfitted.entry(key).or_insert(m.bytes);
+                *smallest = (*smallest).min(m.bytes);
+            }
+        }
         let classes: Vec<SizeClass> = by_class
             .into_iter()
             .map(|((_, protocol), (bytes, messages, clean))| {
                 SizeClass::of(bytes, protocol, messages, clean)
             })
             .collect();
-        TransferModel::of_classes(eager, classes)
+        TransferModel {
+            unfitted: (unfitted.into_iter())
+                .map(|((_, protocol), bytes)| (bytes, protocol))
+                .collect(),
+            ..TransferModel::of_classes(eager, classes)
+        }
     }
 
     /// The model of `classes`, its line fitted through their estimates.
@@ -283,6 +303,7 @@ impl TransferModel {
             messages,
             clean,
             classes,
+            unfitted: Vec::new(),
         }
     }
 

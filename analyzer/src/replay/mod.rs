@@ -12,7 +12,8 @@
 //!   call takes its `cost_ns` inside MPI; a completion, a blocking call or a collective
 //!   is entered (inside MPI) and ends at `max(entry + cost_ns, when what it waits for is
 //!   done)`; after its last operation the rank's `tail_ns` elapses outside MPI;
-//! - a message takes `latency + bytes / bandwidth` ([`Network`]). At or below the eager
+//! - a message takes `latency + bytes / bandwidth` ([`Network`]; on a network of size
+//!   classes, its class's measured time, latency 0). At or below the eager
 //!   limit the send completes at its post and the data reaches the receiver at post +
 //!   transfer; the receive completes once posted and the data is there. Above it
 //!   (rendezvous) the transfer starts one latency after both sides are posted and needs
@@ -40,8 +41,8 @@ mod retime;
 mod tests;
 
 pub use network::{
-    EagerSource, Network, NetworkError, NetworkFit, NetworkSource, UnknownNetwork,
-    DEFAULT_EAGER_LIMIT,
+    ClassTime, ClassTimes, EagerSource, Network, NetworkError, NetworkFit, NetworkSource,
+    UnknownNetwork, DEFAULT_EAGER_LIMIT,
 };
 pub use retime::retimed;
 

@@ -3,8 +3,11 @@
 //!
 //! - the trace's own clean transfers: [`TransferModel`], the one network model of the
 //!   analyzer (the same that gives `t_pure`); its line is the estimate, its range the
-//!   range. When that line is unknown ([`crate::metrics::transfer::Unfit`]) so is the
-//!   network: [`UnknownNetwork`] says why, and takes what the user gives to complete it;
+//!   range. Without a line ([`crate::metrics::transfer::Unfit`]), the classes' own
+//!   times: of the one class of the run's messages ([`NetworkSource::OneClass`]), or of
+//!   each of two or more, when every class the replay transfers was measured
+//!   ([`classes`], [`NetworkSource::Classes`]); otherwise the network is unknown:
+//!   [`UnknownNetwork`] says why, and takes what the user gives to complete it;
 //! - a model file written by `overlap run pingpong --model FILE`
 //!   ([`overlap_format::network_model`]), whose measured points against its fit give the
 //!   range;
@@ -18,33 +21,59 @@ use std::path::{Path, PathBuf};
 use overlap_format::network_model::{ModelError, NetworkModel};
 use serde::Serialize;
 
+mod classes;
+mod given;
+
+pub use classes::{ClassTime, ClassTimes};
+
 use crate::metrics::eager::EagerFit;
 pub use crate::metrics::eager::DEFAULT_EAGER_LIMIT;
-use crate::metrics::transfer::{
-    Line, SizeClass, TransferModel, Unfit, BANDWIDTH_RANGE, LATENCY_RANGE_NS,
-};
+use crate::metrics::transfer::{Line, SizeClass, TransferModel, Unfit};
 use crate::model::Trace;
+use given::{bandwidth_for, latency_for, ns_per_byte, points};
 
-/// A network: per message `latency + bytes × ns_per_byte`; eager at or below
-/// `eager_limit` bytes, rendezvous above.
+/// A network: per message `latency + bytes × ns_per_byte`, or its class's time where
+/// the network is one of size classes; eager at or below `eager_limit` bytes,
+/// rendezvous above.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Network {
-    /// One-way latency of an empty message, ns.
+    /// One-way latency of an empty message, ns (a rendezvous transfer's handshake).
     pub latency_ns: f64,
     /// Time per byte, ns: `1e9 / bandwidth`; 0 is infinite bandwidth.
     pub ns_per_byte: f64,
     /// The largest eager message, bytes.
     pub eager_limit: u64,
+    /// Each size class's time as the run measured it, for a network of classes
+    /// ([`NetworkSource::Classes`]): a message takes its class's time, all of it the
+    /// data's (the latency and the time per byte are then 0: a rendezvous transfer's
+    /// handshake takes no time apart and the whole time needs progress, as the class's
+    /// clean transfers had). None on a line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<ClassTimes>,
 }
 
 impl Network {
     /// Zero latency, infinite bandwidth, every message eager (buffered).
     pub fn ideal() -> Network {
+        Network::line(0.0, 0.0, u64::MAX)
+    }
+
+    /// The network of the line `latency_ns + bytes × ns_per_byte`, eager up to
+    /// `eager_limit` bytes.
+    pub fn line(latency_ns: f64, ns_per_byte: f64, eager_limit: u64) -> Network {
         Network {
-            latency_ns: 0.0,
-            ns_per_byte: 0.0,
-            eager_limit: u64::MAX,
+            latency_ns,
+            ns_per_byte,
+            eager_limit,
+            classes: None,
         }
+    }
+
+    /// A network of no time, eager up to `eager_limit` bytes: for what the times do not
+    /// change (whether an order deadlocks) where no network is known. Its times are not
+    /// a prediction.
+    pub fn timeless(eager_limit: u64) -> Network {
+        Network::line(0.0, 0.0, eager_limit)
     }
 
     /// The latency, whole ns.
@@ -52,8 +81,12 @@ impl Network {
         self.latency_ns.max(0.0).round() as u64
     }
 
-    /// The time `bytes` take on the wire, without the latency, ns.
+    /// The time `bytes` take on the wire, without the latency, ns: its class's time on
+    /// a network of classes.
     pub fn data_ns(&self, bytes: u64) -> u64 {
+        if let Some(classes) = &self.classes {
+            return classes.ns(bytes);
+        }
         (bytes as f64 * self.ns_per_byte).max(0.0).round() as u64
     }
 
@@ -62,9 +95,10 @@ impl Network {
         self.latency() + self.data_ns(bytes)
     }
 
-    /// The bandwidth, bytes per second; `None` when infinite.
+    /// The bandwidth, bytes per second; `None` when infinite, or on a network of
+    /// classes (which has none).
     pub fn bandwidth_bytes_per_s(&self) -> Option<f64> {
-        (self.ns_per_byte > 0.0).then(|| 1e9 / self.ns_per_byte)
+        (self.ns_per_byte > 0.0 && self.classes.is_none()).then(|| 1e9 / self.ns_per_byte)
     }
 }
 
@@ -108,6 +142,18 @@ pub enum NetworkSource {
     OneClass {
         /// The class.
         class: SizeClass,
+    },
+    /// The trace's clean transfers, per size class: every class of the messages the
+    /// replay transfers has an estimate, but no line goes through them (`line` says
+    /// why). Each message takes its class's median clean transfer (the fastest for the
+    /// fast end), all of it the data's ([`Network::classes`]). Holds for the run's sizes
+    /// only; given a latency or a bandwidth, it is the unknown network completed by it
+    /// ([`UnknownNetwork::with_given`]).
+    Classes {
+        /// The classes, by size then protocol.
+        classes: Vec<SizeClass>,
+        /// Why there is no line.
+        line: Unfit,
     },
     /// No point-to-point message between two ranks: the replay moves no message over a
     /// network (its collectives have their own costs), so it needs none; latency and
@@ -194,7 +240,8 @@ impl NetworkFit {
     /// [`NetworkFit::from_trace`], from the transfers already fitted to the trace: the
     /// estimate is what a transfer typically took (the line through the classes' median
     /// clean transfers, or the model's line when that one has no positive terms), the
-    /// range the model's line scaled by the model's range.
+    /// range the model's line scaled by the model's range. Without a line, the one
+    /// class's time, or each class's ([`NetworkSource::Classes`]), when they do.
     pub fn from_transfers(
         t: &TransferModel,
         eager_limit: Option<u64>,
@@ -220,8 +267,12 @@ impl NetworkFit {
                     return Ok(NetworkFit::build(lines, source, eager));
                 }
             }
+            let reason = t.unknown.clone().unwrap_or(Unfit::NoMessages);
+            if let Some(fit) = NetworkFit::of_classes(t, &reason, &eager) {
+                return Ok(fit);
+            }
             return Err(UnknownNetwork {
-                reason: t.unknown.clone().unwrap_or(Unfit::NoMessages),
+                reason,
                 classes: t.estimated().cloned().collect(),
                 eager,
             });
@@ -276,11 +327,7 @@ impl NetworkFit {
 
     /// The fit of `[low, mid, high]`, with its eager limit.
     fn build(lines: [Line; 3], source: NetworkSource, eager: (u64, EagerSource)) -> NetworkFit {
-        let [low, mid, high] = lines.map(|l| Network {
-            latency_ns: l.latency_ns,
-            ns_per_byte: l.ns_per_byte,
-            eager_limit: eager.0,
-        });
+        let [low, mid, high] = lines.map(|l| Network::line(l.latency_ns, l.ns_per_byte, eager.0));
         NetworkFit {
             mid,
             low,
@@ -296,8 +343,32 @@ impl NetworkFit {
     /// given values are exact, so the range keeps them fixed. A network of one size
     /// class ([`NetworkSource::OneClass`]) given one term fits the other to the class;
     /// where that is implausible (a latency longer than the class's time) it keeps its
-    /// own, and takes the given one as it is.
-    pub fn with_given(mut self, latency_ns: Option<f64>, bandwidth: Option<f64>) -> NetworkFit {
+    /// own, and takes the given one as it is. A network of classes
+    /// ([`NetworkSource::Classes`]) has no line to take a term: given one, it is the
+    /// unknown network that it stands in for, completed as
+    /// [`UnknownNetwork::with_given`] does, and unknown (the error) where that cannot.
+    pub fn with_given(
+        self,
+        latency_ns: Option<f64>,
+        bandwidth: Option<f64>,
+    ) -> Result<NetworkFit, UnknownNetwork> {
+        match &self.source {
+            NetworkSource::Classes { classes, line }
+                if latency_ns.is_some() || bandwidth.is_some() =>
+            {
+                let unknown = UnknownNetwork {
+                    reason: line.clone(),
+                    classes: classes.clone(),
+                    eager: (self.mid.eager_limit, self.eager.clone()),
+                };
+                unknown.with_given(latency_ns, bandwidth)
+            }
+            _ => Ok(self.given(latency_ns, bandwidth)),
+        }
+    }
+
+    /// [`NetworkFit::with_given`] on a line.
+    fn given(mut self, latency_ns: Option<f64>, bandwidth: Option<f64>) -> NetworkFit {
         if let (NetworkSource::OneClass { class }, false) =
             (&self.source, latency_ns.is_some() && bandwidth.is_some())
         {
@@ -347,16 +418,13 @@ impl NetworkFit {
     }
 }
 
-/// Time per byte of a bandwidth in bytes per second (0 for an infinite one).
-fn ns_per_byte(bandwidth: f64) -> f64 {
-    if bandwidth.is_infinite() {
-        0.0
-    } else {
-        1e9 / bandwidth
-    }
-}
-
 impl UnknownNetwork {
+    /// The eager limit the trace shows (else the user's, else the default): what an
+    /// order's protocols are, with no network to time them.
+    pub fn eager_limit(&self) -> u64 {
+        self.eager.0
+    }
+
     /// The network with what the user gave: both terms exact; one term, the other
     /// fitted through the trace's class estimates with it fixed (least squares on
     /// relative errors, the range from the classes' fastest and median clean
@@ -374,7 +442,7 @@ impl UnknownNetwork {
                 };
                 return Ok(
                     NetworkFit::build([line; 3], NetworkSource::Given, self.eager)
-                        .with_given(latency_ns, bandwidth),
+                        .given(latency_ns, bandwidth),
                 );
             }
             // Nothing measured to fit the other term to: the reason stands.
@@ -391,19 +459,11 @@ impl UnknownNetwork {
                     classes: self.classes.len(),
                 };
                 Ok(NetworkFit::build(lines, source, self.eager.clone())
-                    .with_given(latency_ns, bandwidth))
+                    .given(latency_ns, bandwidth))
             }
             Err(reason) => Err(UnknownNetwork { reason, ..self }),
         }
     }
-}
-
-/// `(bytes, [fastest, estimate, typical])` of each class with an estimate, ns.
-fn points(classes: &[SizeClass]) -> impl Iterator<Item = (f64, [f64; 3])> + '_ {
-    classes.iter().filter_map(|c| {
-        let v = [c.fastest_ns?, c.estimate_ns?, c.typical_ns?].map(|v| v as f64);
-        Some((c.bytes as f64, v))
-    })
 }
 
 /// The lines of one class's time all given to its bytes (or, for empty messages, to the
@@ -424,87 +484,6 @@ fn one_class(class: &SizeClass) -> Option<[Line; 3]> {
             }
         }
     }))
-}
-
-/// The time per byte through `classes` with latency `l` fixed (least squares on
-/// relative errors, through the origin once the latency is taken off), and its range
-/// from the classes' fastest and median clean transfers; why not, when none has bytes
-/// or the bandwidth comes out implausible.
-fn bandwidth_for(classes: &[SizeClass], l: f64) -> Result<[Line; 3], Unfit> {
-    let sized: Vec<(f64, [f64; 3])> = points(classes).filter(|p| p.0 > 0.0).collect();
-    let (Some(first), Some(last)) = (sized.first(), sized.last()) else {
-        return Err(Unfit::TooFewClean {
-            most: classes.iter().map(|c| c.clean).max().unwrap_or(0),
-            needed: crate::metrics::transfer::MIN_CLEAN,
-        });
-    };
-    let w = |y: f64| 1.0 / (y * y).max(1.0);
-    let num: f64 = sized.iter().map(|(x, v)| w(v[1]) * x * (v[1] - l)).sum();
-    let den: f64 = sized.iter().map(|(x, v)| w(v[1]) * x * x).sum();
-    let b = num / den;
-    if b.is_nan() || b <= 0.0 {
-        return Err(Unfit::NoGrowth {
-            from: first.0 as u64,
-            to: last.0 as u64,
-        });
-    }
-    check_bandwidth(1e9 / b)?;
-    let per = |k: usize| sized.iter().map(move |(x, v)| ((v[k] - l) / x).max(0.0));
-    let low = per(0).fold(b, f64::min);
-    let high = per(2).fold(b, f64::max);
-    let line = |ns_per_byte| Line {
-        latency_ns: l,
-        ns_per_byte,
-    };
-    Ok([line(low), line(b), line(high)])
-}
-
-/// The latency through `classes` with time per byte `b` fixed (the weighted mean of
-/// what is left of each class's time), and its range; why not, when it comes out
-/// implausible.
-fn latency_for(classes: &[SizeClass], b: f64) -> Result<[Line; 3], Unfit> {
-    let points: Vec<(f64, [f64; 3])> = points(classes).collect();
-    let Some(first) = points.first() else {
-        return Err(Unfit::TooFewClean {
-            most: classes.iter().map(|c| c.clean).max().unwrap_or(0),
-            needed: crate::metrics::transfer::MIN_CLEAN,
-        });
-    };
-    // l = Σ w (y - b x) / Σ w, each class weighing 1 / y² as in the fit.
-    let w = |y: f64| 1.0 / (y * y).max(1.0);
-    let l = points
-        .iter()
-        .map(|(x, v)| w(v[1]) * (v[1] - b * x))
-        .sum::<f64>()
-        / points.iter().map(|(_, v)| w(v[1])).sum::<f64>();
-    check_latency(l, first.0 as u64)?;
-    let rest = |k: usize| points.iter().map(move |(x, v)| v[k] - b * x);
-    let low = rest(0).fold(l, f64::min).max(0.0);
-    let high = rest(2).fold(l, f64::max);
-    let line = |latency_ns| Line {
-        latency_ns,
-        ns_per_byte: b,
-    };
-    Ok([line(low), line(l), line(high)])
-}
-
-/// A latency the plausibility rules of [`crate::metrics::transfer`] accept.
-fn check_latency(latency_ns: f64, from: u64) -> Result<(), Unfit> {
-    if latency_ns <= 0.0 {
-        return Err(Unfit::NoLatency { latency_ns, from });
-    }
-    if !(LATENCY_RANGE_NS.0..=LATENCY_RANGE_NS.1).contains(&latency_ns) {
-        return Err(Unfit::Latency { latency_ns });
-    }
-    Ok(())
-}
-
-/// A bandwidth those rules accept.
-fn check_bandwidth(bytes_per_s: f64) -> Result<(), Unfit> {
-    if !(BANDWIDTH_RANGE.0..=BANDWIDTH_RANGE.1).contains(&bytes_per_s) {
-        return Err(Unfit::Bandwidth { bytes_per_s });
-    }
-    Ok(())
 }
 
 #[cfg(test)]

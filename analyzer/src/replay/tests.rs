@@ -144,11 +144,7 @@ impl B {
 }
 
 fn net() -> ReplayConfig {
-    let network = Network {
-        latency_ns: 1000.0,
-        ns_per_byte: 1.0,
-        eager_limit: 100,
-    };
+    let network = Network::line(1000.0, 1.0, 100);
     ReplayConfig {
         mpi_costs: false,
         ..ReplayConfig::on(network, Progress::InMpi)

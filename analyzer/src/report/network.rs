@@ -1,6 +1,7 @@
 //! A replay's network in words, for every command that prints one (`whatif`,
 //! `suggest`): its latency and bandwidth, or, for a network of one size class, that
-//! class's time and that the two are not told apart.
+//! class's time and that the two are not told apart, or, for a network of classes,
+//! each class's time and why no line goes through them.
 
 use super::units::{bytes, duration, rate};
 use crate::replay::{Network, NetworkFit, NetworkSource};
@@ -15,6 +16,22 @@ pub fn network_line(fit: &NetworkFit) -> String {
                 bytes(class.bytes),
                 class.protocol.name(),
                 duration(fit.mid.transfer_ns(class.bytes)),
+            )
+        }
+        NetworkSource::Classes { classes, line } => {
+            let each: Vec<String> = (classes.iter())
+                .map(|c| {
+                    format!(
+                        "{} ({}) {}",
+                        bytes(c.bytes),
+                        c.protocol.name(),
+                        duration(fit.mid.transfer_ns(c.bytes))
+                    )
+                })
+                .collect();
+            format!(
+                "per size class as measured: {}; no line: {line}",
+                each.join(", ")
             )
         }
         NetworkSource::NoMessages if !(fit.latency_given || fit.bandwidth_given) => {

@@ -136,8 +136,11 @@ pub(super) struct Parts<'a> {
     pub together: bool,
     /// The moves a permissive order adds, per rank slot (empty: none computed).
     pub possible: &'a [Vec<PossibleMove>],
-    /// The measured order replayed, and the suggested one.
-    pub measured: &'a Replay,
+    /// No network is known and the order stands: every move is suggested, its gain
+    /// unknown ([`Verdict::NoNetwork`]).
+    pub no_network: bool,
+    /// The measured order replayed, and the suggested one (none without a network).
+    pub measured: Option<&'a Replay>,
     pub suggested: Option<&'a Replay>,
 }
 
@@ -157,10 +160,11 @@ pub(super) fn group(namer: &Namer, slots: &[usize], parts: &Parts) -> Group {
             let told = tell(namer, rank, &p.shown, period);
             let verdict = match Verdict::of(*gain, parts.uncertainty_ns) {
                 Verdict::BelowUncertainty if parts.together => Verdict::GainsTogether,
+                Verdict::Unknown if parts.no_network => Verdict::NoNetwork,
                 v => v,
             };
             match verdict {
-                Verdict::Gains | Verdict::GainsTogether => {}
+                Verdict::Gains | Verdict::GainsTogether | Verdict::NoNetwork => {}
                 Verdict::BelowUncertainty => left_out.within_uncertainty += 1,
                 Verdict::Costs => left_out.costs += 1,
                 Verdict::Unknown => left_out.not_evaluated += 1,
@@ -191,16 +195,18 @@ pub(super) fn group(namer: &Namer, slots: &[usize], parts: &Parts) -> Group {
         }
         None => (Vec::new(), Vec::new()),
     };
-    let ends = slots
-        .iter()
-        .map(|&s| {
-            let start = parts.measured.start_ns;
-            let m = (parts.measured.ranks.get(s)).map_or(0, |r| r.end_ns.saturating_sub(start));
-            let a = (parts.suggested.and_then(|x| x.ranks.get(s)))
-                .map_or(m, |r| r.end_ns.saturating_sub(start));
-            (namer.program.ranks[s].rank, m, a)
-        })
-        .collect();
+    let ends = parts.measured.map_or_else(Vec::new, |measured| {
+        slots
+            .iter()
+            .map(|&s| {
+                let start = measured.start_ns;
+                let m = (measured.ranks.get(s)).map_or(0, |r| r.end_ns.saturating_sub(start));
+                let a = (parts.suggested.and_then(|x| x.ranks.get(s)))
+                    .map_or(m, |r| r.end_ns.saturating_sub(start));
+                (namer.program.ranks[s].rank, m, a)
+            })
+            .collect()
+    });
     Group {
         ranks: slots.iter().map(|&s| namer.program.ranks[s].rank).collect(),
         period: period.map(|p| (p.length, p.iterations)),

@@ -20,6 +20,9 @@
 //! 6. An order that deadlocks in the replay (also when standard-mode sends are taken to
 //!    wait for their receive, as MPI allows, unless the measured order needs eager
 //!    buffering itself) is rejected, with the reason.
+//! 7. Without a network ([`suggest_without_network`]) the order is still made and
+//!    checked (whether it deadlocks does not depend on the times): every proven move is
+//!    listed, its gain unknown ([`Verdict::NoNetwork`]), and nothing is predicted.
 
 mod confirm;
 mod describe;
@@ -37,12 +40,17 @@ pub use describe::{Assumption, Namer};
 pub use moves::{Move, Pattern};
 pub use possible::{PossibleMove, PossibleOrder};
 pub use render::render;
-pub use shape::{Group, LeftOut, MoveReport, Predicted, SelfCheck, Suggestion, Verdict};
+pub use shape::{
+    gains_unknown, Group, LeftOut, MoveReport, Predicted, SelfCheck, SuggestNetwork, Suggestion,
+    Verdict,
+};
 
 use crate::dag::{self, Mode, Options as DagOptions};
 use crate::model::Trace;
 use crate::ops::{self, Program};
-use crate::replay::{self, NetworkFit, Progress, Replay, ReplayConfig, ReplayError};
+use crate::replay::{
+    self, Network, NetworkFit, Progress, Replay, ReplayConfig, ReplayError, UnknownNetwork,
+};
 use crate::sites::SiteTable;
 
 /// The JSON shape's version.
@@ -94,6 +102,10 @@ pub enum SuggestError {
 /// is in a later iteration.
 type Signature = Vec<(String, Option<String>, bool)>;
 
+/// Why a gain or an order was not replayed where no network is known (the network's
+/// reason is said once, with the suggestion's network: [`gains_unknown`]).
+const NO_NETWORK: &str = "gains unknown: no network";
+
 /// The smallest gain worth suggesting, as a share of the run: below it a move is noise
 /// whatever the model says.
 const NOISE_SHARE: f64 = 0.005;
@@ -122,17 +134,17 @@ fn predict(
     ))
 }
 
-/// Why an order is refused, if it is: it deadlocks, or it deadlocks once sends may wait
-/// for their receive while the measured order does not.
+/// Why an order is refused, if it is: it deadlocks on `network`, or it deadlocks once
+/// sends may wait for their receive while the measured order does not.
 fn deadlock(
     program: &Program,
     orders: &[Vec<usize>],
-    fit: &NetworkFit,
+    network: Network,
     progress: Progress,
 ) -> Option<String> {
-    let mut strict = ReplayConfig::on(fit.mid, progress);
+    let mut strict = ReplayConfig::on(network, progress);
     strict.synchronous_sends = true;
-    if let Err(e) = replay::replay(program, orders, &ReplayConfig::on(fit.mid, progress)) {
+    if let Err(e) = replay::replay(program, orders, &ReplayConfig::on(network, progress)) {
         return Some(e.to_string());
     }
     let measured = replay::measured_orders(program);
@@ -233,25 +245,59 @@ pub fn suggest(
     fit: NetworkFit,
     options: &Options,
 ) -> Result<Suggestion, SuggestError> {
+    suggest_on(trace, program, Ok(fit), options)
+}
+
+/// The suggestion for `trace` where no network is known (`unknown` says why): the
+/// proven moves, their gains unknown, nothing predicted.
+pub fn suggest_without_network(
+    trace: &Trace,
+    program: &Program,
+    unknown: UnknownNetwork,
+    options: &Options,
+) -> Result<Suggestion, SuggestError> {
+    suggest_on(trace, program, Err(unknown), options)
+}
+
+/// The suggestion for `trace`, replayed on `network` when it is known.
+fn suggest_on(
+    trace: &Trace,
+    program: &Program,
+    network: Result<NetworkFit, UnknownNetwork>,
+    options: &Options,
+) -> Result<Suggestion, SuggestError> {
     let progress = options.progress;
+    let fit = network.as_ref().ok();
+    // The network orders are replayed on: the estimate; with none, a network of no time,
+    // which decides only whether an order deadlocks (that does not depend on the times).
+    let order_network = match &network {
+        Ok(fit) => fit.mid,
+        Err(unknown) => Network::timeless(unknown.eager_limit()),
+    };
     let measured_orders = replay::measured_orders(program);
-    let (replayed, measured_replay) =
-        predict(program, &measured_orders, &fit, progress).map_err(|cause| {
-            SuggestError::Replay {
-                path: trace.source.clone(),
-                cause,
-            }
-        })?;
+    let (replayed, measured_replay) = (fit
+        .map(|fit| predict(program, &measured_orders, fit, progress)))
+    .transpose()
+    .map_err(|cause| SuggestError::Replay {
+        path: trace.source.clone(),
+        cause,
+    })?
+    .unzip();
     let sites = SiteTable::build(trace);
     let namer = Namer {
         trace,
         program,
         sites: &sites,
     };
-    let self_error = (program.measured_ns > 0)
-        .then(|| (replayed.ns as f64 - program.measured_ns as f64) / program.measured_ns as f64);
-    let uncertainty_ns =
-        ((replayed.high_ns - replayed.low_ns) / 2).max((replayed.ns as f64 * NOISE_SHARE) as u64);
+    let self_error = replayed
+        .filter(|_| program.measured_ns > 0)
+        .map(|replayed| {
+            (replayed.ns as f64 - program.measured_ns as f64) / program.measured_ns as f64
+        });
+    // Without a replay there is no gain to weigh against it.
+    let uncertainty_ns = replayed.map_or(0, |replayed| {
+        ((replayed.high_ns - replayed.low_ns) / 2).max((replayed.ns as f64 * NOISE_SHARE) as u64)
+    });
     // Consensus per rank, and its move patterns.
     // A rank slot's consensus with `pinned` kept in place.
     let pinned_order = |slot: usize, pinned: &[usize]| {
@@ -286,13 +332,12 @@ pub fn suggest(
             ));
         }
     }
-    let mut rejected = deadlock(program, &consensus_orders, &fit, progress);
-    let consensus = if rejected.is_none() {
-        predict(program, &consensus_orders, &fit, progress)
+    let mut rejected = deadlock(program, &consensus_orders, order_network, progress);
+    let consensus = match (&rejected, fit) {
+        (None, Some(fit)) => predict(program, &consensus_orders, fit, progress)
             .ok()
-            .map(|p| p.0)
-    } else {
-        None
+            .map(|p| p.0),
+        _ => None,
     };
     // Groups: ranks with the same moves (what moves where in the iteration).
     let signature = |slot: usize| -> Signature {
@@ -330,7 +375,7 @@ pub fn suggest(
             &consensus_orders,
             c.ns,
             pinned_order,
-            &ReplayConfig::on(fit.mid, progress),
+            &ReplayConfig::on(order_network, progress),
         ),
         _ => ranked.iter().map(|(_, p)| vec![None; p.len()]).collect(),
     };
@@ -356,19 +401,23 @@ pub fn suggest(
     let mut suggested_orders = measured_orders.clone();
     let mut together = false;
     let mut suggested = None;
-    if rejected.is_none() {
+    if let (None, None) = (&rejected, fit) {
+        // No network: every proven move is suggested, its gain unknown.
+        suggested_orders = consensus_orders.clone();
+    }
+    if let (None, Some(fit)) = (&rejected, fit) {
         suggested_orders = orders_keeping(&|v| v == Verdict::Gains);
-        rejected = deadlock(program, &suggested_orders, &fit, progress);
+        rejected = deadlock(program, &suggested_orders, fit.mid, progress);
         suggested = rejected
             .is_none()
-            .then(|| predict(program, &suggested_orders, &fit, progress).ok())
+            .then(|| predict(program, &suggested_orders, fit, progress).ok())
             .flatten();
         let within = (gains.iter().flatten()).any(|g| verdict(g) == Verdict::BelowUncertainty);
         if within {
             let with = orders_keeping(&|v| matches!(v, Verdict::Gains | Verdict::BelowUncertainty));
-            let replayed = deadlock(program, &with, &fit, progress)
+            let replayed = deadlock(program, &with, fit.mid, progress)
                 .is_none()
-                .then(|| predict(program, &with, &fit, progress).ok())
+                .then(|| predict(program, &with, fit, progress).ok())
                 .flatten();
             let alone_ns = suggested.as_ref().map_or(u64::MAX, |s| s.0.ns);
             if let Some(p) = replayed.filter(|p| p.0.ns.saturating_add(uncertainty_ns) < alone_ns) {
@@ -383,7 +432,10 @@ pub fn suggest(
     let possible_order = permissive.as_ref().and_then(|p| {
         let any = p.moves.iter().any(|m| !m.is_empty());
         let suggested_ns = suggested.as_ref().map(|s| s.0.ns);
-        any.then(|| possible::replayed(program, &p.orders, fit.mid, progress, suggested_ns))
+        any.then(|| match fit {
+            Some(fit) => possible::replayed(program, &p.orders, fit.mid, progress, suggested_ns),
+            None => PossibleOrder::not_replayed(NO_NETWORK.to_string()),
+        })
     });
     let parts = group::Parts {
         ranked: &ranked,
@@ -392,25 +444,28 @@ pub fn suggest(
         suggested_orders: &suggested_orders,
         together,
         possible: permissive.as_ref().map_or(&[], |p| p.moves.as_slice()),
-        measured: &measured_replay,
+        no_network: fit.is_none() && rejected.is_none(),
+        measured: measured_replay.as_ref(),
         suggested: suggested.as_ref().map(|s| &s.1),
     };
     let groups = (slots_groups.iter())
         .map(|slots| group::group(&namer, slots, &parts))
         .collect();
-    let assumed = &measured_replay.assumed;
-    if assumed.unmatched + assumed.unmatched_collectives + assumed.other_requests > 0 {
-        notes.push(format!(
-            "the replay completed {} request(s) without a matched partner and {} one-sided request(s) at once",
-            assumed.unmatched + assumed.unmatched_collectives,
-            assumed.other_requests
-        ));
-    }
-    if assumed.collectives_without_cost > 0 {
-        notes.push(format!(
-            "{} collective instance(s) had no observed cost: replayed as synchronization only",
-            assumed.collectives_without_cost
-        ));
+    let assumed = measured_replay.as_ref().map(|r| &r.assumed);
+    if let Some(assumed) = assumed {
+        if assumed.unmatched + assumed.unmatched_collectives + assumed.other_requests > 0 {
+            notes.push(format!(
+                "the replay completed {} request(s) without a matched partner and {} one-sided request(s) at once",
+                assumed.unmatched + assumed.unmatched_collectives,
+                assumed.other_requests
+            ));
+        }
+        if assumed.collectives_without_cost > 0 {
+            notes.push(format!(
+                "{} collective instance(s) had no observed cost: replayed as synchronization only",
+                assumed.collectives_without_cost
+            ));
+        }
     }
     let (late_partners, imbalance) = remedies::waits(trace, &sites);
     let mut suggestion = Suggestion {
@@ -425,13 +480,13 @@ pub fn suggest(
         mode: options.dag.mode,
         conservative: options.conservative,
         progress,
-        network: fit,
-        replay: SelfCheck {
+        network: SuggestNetwork::of(network),
+        replay: replayed.map(|replayed| SelfCheck {
             measured_ns: program.measured_ns,
             replayed,
             self_error,
             uncertainty_ns,
-        },
+        }),
         suggested: suggested.map(|s| s.0),
         consensus,
         possible: possible_order,
@@ -446,6 +501,11 @@ pub fn suggest(
         confirmation: None,
         orders: suggested_orders,
     };
-    suggestion.remedies.progress = remedies::progress(&namer, &suggestion, &suggestion.network);
+    suggestion.remedies.progress = match (&suggestion.network, &suggestion.replay) {
+        (SuggestNetwork::Known(fit), Some(check)) => {
+            remedies::progress(&namer, &suggestion, fit, check.uncertainty_ns)
+        }
+        _ => remedies::ProgressRemedy::NoNetwork,
+    };
     Ok(suggestion)
 }

@@ -108,6 +108,17 @@ pub(super) fn permissive(
     }
 }
 
+impl PossibleOrder {
+    /// The permissive order not replayed, `why`.
+    pub(super) fn not_replayed(why: String) -> PossibleOrder {
+        PossibleOrder {
+            replayed_ns: None,
+            extra_gain_ns: None,
+            unknown: Some(why),
+        }
+    }
+}
+
 /// The permissive `orders` replayed on `network` against the suggested order's
 /// prediction (`suggested_ns`; none: rejected).
 pub(super) fn replayed(
@@ -123,10 +134,6 @@ pub(super) fn replayed(
             extra_gain_ns: suggested_ns.map(|s| s as i64 - r.makespan_ns as i64),
             unknown: None,
         },
-        Err(e) => PossibleOrder {
-            replayed_ns: None,
-            extra_gain_ns: None,
-            unknown: Some(e.to_string()),
-        },
+        Err(e) => PossibleOrder::not_replayed(e.to_string()),
     }
 }

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use crate::report::units::duration;
 
-use super::{Group, Suggestion, Verdict};
+use super::{gains_unknown, Group, SuggestNetwork, Suggestion, Verdict};
 
 /// Suggested moves listed per group in the short text.
 const SHOWN: usize = 10;
@@ -40,6 +40,7 @@ fn verdict_words(v: Verdict) -> &'static str {
         Verdict::BelowUncertainty => "left out: within the model's uncertainty",
         Verdict::Costs => "left out: it costs",
         Verdict::Unknown => "left out: gain unknown",
+        Verdict::NoNetwork => "suggested: proven, gain unknown (no network)",
     }
 }
 
@@ -87,8 +88,14 @@ fn group(o: &mut String, g: &Group, uncertainty_ns: u64, verbose: bool) {
         ),
     };
     let suggested: Vec<_> = (g.moves.iter())
-        .filter(|m| matches!(m.verdict, Verdict::Gains | Verdict::GainsTogether))
+        .filter(|m| {
+            matches!(
+                m.verdict,
+                Verdict::Gains | Verdict::GainsTogether | Verdict::NoNetwork
+            )
+        })
         .collect();
+    let gains_unknown = suggested.iter().any(|m| m.verdict == Verdict::NoNetwork);
     if g.moves.is_empty() {
         let _ = writeln!(
             o,
@@ -99,11 +106,21 @@ fn group(o: &mut String, g: &Group, uncertainty_ns: u64, verbose: bool) {
             o,
             "  nothing to move: no move is shown to gain more than the model's uncertainty"
         );
+    } else if gains_unknown {
+        let _ = writeln!(o, "  suggested (proven safe; gains unknown: no network):");
     } else {
         let _ = writeln!(o, "  suggested:");
     }
     let shown = if verbose { suggested.len() } else { SHOWN };
     for m in suggested.iter().take(shown) {
+        if m.verdict == Verdict::NoNetwork {
+            let _ = writeln!(
+                o,
+                "  - {} [{} iteration(s); gain unknown]",
+                m.text, m.iterations
+            );
+            continue;
+        }
         let gain = m.gain_ns.map_or(String::new(), signed);
         let with = match m.verdict {
             Verdict::GainsTogether => {
@@ -226,32 +243,45 @@ pub fn render(s: &Suggestion, verbose: bool) -> String {
         crate::replay::Progress::InMpi => "in-mpi",
         crate::replay::Progress::Async => "async",
     };
-    let _ = writeln!(
-        o,
-        "replay: {} progress, {}, eager up to {} B",
-        progress,
-        crate::report::network_line(&s.network),
-        s.network.mid.eager_limit
-    );
-    let _ = writeln!(
-        o,
-        "measured {}; measured order replayed {} (replay.self_error {}); uncertainty on a gain {}",
-        duration(s.replay.measured_ns),
-        duration(s.replay.replayed.ns),
-        s.replay
-            .self_error
-            .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0)),
-        duration(s.replay.uncertainty_ns)
-    );
+    let _ = match &s.network {
+        SuggestNetwork::Known(fit) => writeln!(
+            o,
+            "replay: {} progress, {}, eager up to {} B",
+            progress,
+            crate::report::network_line(fit),
+            fit.mid.eager_limit
+        ),
+        SuggestNetwork::Unknown { unknown } => {
+            writeln!(o, "replay: none: {}", gains_unknown(unknown))
+        }
+    };
+    if let Some(check) = &s.replay {
+        let _ = writeln!(
+            o,
+            "measured {}; measured order replayed {} (replay.self_error {}); uncertainty on a gain {}",
+            duration(check.measured_ns),
+            duration(check.replayed.ns),
+            check
+                .self_error
+                .map_or("unknown".to_string(), |e| format!("{:+.1}%", e * 100.0)),
+            duration(check.uncertainty_ns)
+        );
+    }
     if let Some(r) = &s.rejected {
         let _ = writeln!(o, "\nThe consensus order is rejected: {r}");
     }
+    // Without a replay no move is weighed against an uncertainty: none is printed.
+    let uncertainty_ns = s.replay.map_or(0, |check| check.uncertainty_ns);
     for g in &s.groups {
-        group(&mut o, g, s.replay.uncertainty_ns, verbose);
+        group(&mut o, g, uncertainty_ns, verbose);
     }
-    match &s.suggested {
-        Some(p) => {
-            let gain = s.replay.replayed.ns as i64 - p.ns as i64;
+    match (&s.suggested, &s.replay, &s.network) {
+        (_, _, SuggestNetwork::Unknown { .. }) if s.rejected.is_none() => {
+            let _ = writeln!(o, "\nno prediction: no network (above)");
+        }
+        (Some(p), Some(check), _) => {
+            let replayed_ns = check.replayed.ns;
+            let gain = replayed_ns as i64 - p.ns as i64;
             let _ = writeln!(
                 o,
                 "\npredicted run time {} (range {} to {}), gain {} ({:+.1}% of the replayed measured order)",
@@ -259,10 +289,10 @@ pub fn render(s: &Suggestion, verbose: bool) -> String {
                 duration(p.low_ns),
                 duration(p.high_ns),
                 signed(gain),
-                if s.replay.replayed.ns > 0 { -100.0 * gain as f64 / s.replay.replayed.ns as f64 } else { 0.0 }
+                if replayed_ns > 0 { -100.0 * gain as f64 / replayed_ns as f64 } else { 0.0 }
             );
         }
-        None => {
+        _ => {
             let _ = writeln!(o, "\nno prediction: the order was rejected");
         }
     }

@@ -9,7 +9,7 @@ use super::describe::Assumption;
 use super::possible::{PossibleMove, PossibleOrder};
 use super::Confirmation;
 use crate::dag::Mode;
-use crate::replay::{NetworkFit, Progress};
+use crate::replay::{NetworkFit, Progress, UnknownNetwork};
 
 /// A predicted run time with its range.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -52,7 +52,7 @@ pub struct MoveReport {
     pub iterations: usize,
     /// The predicted gain of this move alone on the run time (undoing it costs this),
     /// ns; negative: it costs; `None`: not evaluated (the order without it could not be
-    /// replayed).
+    /// replayed, or no network is known).
     pub gain_ns: Option<i64>,
     /// What the gain says about the move.
     pub verdict: Verdict,
@@ -79,6 +79,9 @@ pub enum Verdict {
     /// Not evaluated (beyond the [`super::EVALUATED`] most repeated moves), or the order
     /// without it could not be replayed: left out, its gain unknown.
     Unknown,
+    /// Not evaluated: no network is known, nothing is predicted. The move is proven and
+    /// suggested, its gain unknown.
+    NoNetwork,
 }
 
 /// The moves of a group left out of the suggested order, by why.
@@ -112,6 +115,35 @@ impl Verdict {
     }
 }
 
+/// The network a suggestion's predictions were made on, or why none was known: in the
+/// JSON, the network itself, or `{"unknown": {"reason": ...}}`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum SuggestNetwork {
+    /// The network replayed on (boxed: a network of classes holds a table).
+    Known(Box<NetworkFit>),
+    /// None: the moves are proven all the same, their gains unknown.
+    Unknown {
+        /// Why.
+        unknown: UnknownNetwork,
+    },
+}
+
+impl SuggestNetwork {
+    /// The network of `fit`, or why there is none.
+    pub fn of(fit: Result<NetworkFit, UnknownNetwork>) -> SuggestNetwork {
+        match fit {
+            Ok(fit) => SuggestNetwork::Known(Box::new(fit)),
+            Err(unknown) => SuggestNetwork::Unknown { unknown },
+        }
+    }
+}
+
+/// What is said of every gain where no network is known: why, and what gives one.
+pub fn gains_unknown(unknown: &UnknownNetwork) -> String {
+    format!("gains unknown: {unknown}; give --model FILE or --latency/--bandwidth")
+}
+
 /// Ranks that run the same program and get the same moves.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Group {
@@ -131,7 +163,7 @@ pub struct Group {
     /// And suggested order.
     pub after: Vec<String>,
     /// Per rank: replayed end of the measured and of the suggested order, ns since the
-    /// run's start.
+    /// run's start (none without a network).
     pub ends: Vec<(u32, u64, u64)>,
 }
 
@@ -150,11 +182,11 @@ pub struct Suggestion {
     pub conservative: bool,
     /// Progress mode of the replay.
     pub progress: Progress,
-    /// The network replayed on.
-    pub network: NetworkFit,
-    /// The self-check: the measured order replayed.
-    pub replay: SelfCheck,
-    /// The suggested order replayed; none when it was rejected.
+    /// The network replayed on, or why none is known.
+    pub network: SuggestNetwork,
+    /// The self-check: the measured order replayed; none without a network.
+    pub replay: Option<SelfCheck>,
+    /// The suggested order replayed; none when it was rejected, or without a network.
     pub suggested: Option<Predicted>,
     /// Every move of the consensus taken (suggested or not), replayed.
     pub consensus: Option<Predicted>,

@@ -35,17 +35,17 @@ fn one_class_holds_for_its_size_and_takes_a_given_term() {
     near((fit.mid.latency_ns, fit.mid.ns_per_byte), (0.0, 2.0));
     near((fit.low.ns_per_byte, fit.high.ns_per_byte), (1.9, 2.0));
     assert_eq!(fit.mid.transfer_ns(1000), 2000);
-    let given = fit.clone().with_given(Some(1000.0), None);
+    let given = fit.clone().with_given(Some(1000.0), None).unwrap();
     near((given.mid.latency_ns, given.mid.ns_per_byte), (1000.0, 1.0));
     near((given.low.ns_per_byte, given.high.ns_per_byte), (0.9, 1.0));
     assert!(given.latency_given && !given.bandwidth_given);
-    let given = fit.clone().with_given(None, Some(1e9));
+    let given = fit.clone().with_given(None, Some(1e9)).unwrap();
     near((given.mid.latency_ns, given.mid.ns_per_byte), (1000.0, 1.0));
     near(
         (given.low.latency_ns, given.high.latency_ns),
         (900.0, 1000.0),
     );
-    let given = fit.with_given(Some(5.0e3), Some(2e9));
+    let given = fit.with_given(Some(5.0e3), Some(2e9)).unwrap();
     near(
         (given.mid.latency_ns, given.high.ns_per_byte),
         (5000.0, 0.5),

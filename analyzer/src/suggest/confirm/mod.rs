@@ -23,7 +23,7 @@ use crate::model::Trace;
 use crate::ops::Program;
 
 use super::describe::Namer;
-use super::Suggestion;
+use super::{gains_unknown, SuggestNetwork, Suggestion};
 
 /// The predicted gain against the measured one.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -86,8 +86,8 @@ pub fn confirm(
     };
     let original = runs_of(&mut std::iter::once(&first).chain(originals))?;
     let changed_runs = runs_of(&mut changed.iter())?;
-    let replayed = suggestion.replay.replayed;
-    let predicted = suggestion.suggested.map(|s| {
+    let replayed = suggestion.replay.map(|r| r.replayed);
+    let predicted = suggestion.suggested.zip(replayed).map(|(s, replayed)| {
         PredictedGain::of(
             (replayed.ns, replayed.low_ns, replayed.high_ns),
             (s.ns, s.low_ns, s.high_ns),
@@ -103,10 +103,13 @@ pub fn confirm(
     let verdict = match (&predicted, &cores) {
         (None, _) => GainVerdict::NotConfirmable {
             why: Unconfirmable::NoPrediction {
-                why: suggestion
-                    .rejected
-                    .clone()
-                    .unwrap_or_else(|| "the suggested order was not replayed".into()),
+                why: match (&suggestion.rejected, &suggestion.network) {
+                    (Some(why), _) => why.clone(),
+                    (None, SuggestNetwork::Unknown { unknown }) => gains_unknown(unknown),
+                    (None, SuggestNetwork::Known(_)) => {
+                        "the suggested order was not replayed".into()
+                    }
+                },
             },
         },
         (
@@ -141,7 +144,7 @@ pub fn confirm(
     let predicted_ns = suggestion.suggested.map(|p| p.ns);
     Some(Confirmation {
         error: predicted_ns.and_then(|p| relative(p, changed_runs.median_ns)),
-        self_error: relative(replayed.ns, original.median_ns),
+        self_error: replayed.and_then(|r| relative(r.ns, original.median_ns)),
         predicted_ns,
         gain: GainCheck {
             predicted,

@@ -69,6 +69,8 @@ pub enum ProgressRemedy {
         /// Why.
         reason: String,
     },
+    /// Not evaluated: no network is known, nothing is predicted.
+    NoNetwork,
     /// Not evaluated (no suggestion was made).
     #[default]
     NotEvaluated,

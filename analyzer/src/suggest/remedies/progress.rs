@@ -13,9 +13,15 @@ use super::{ProgressGain, ProgressRemedy, ProgressSite};
 const PROGRESS_SITES: usize = 3;
 
 /// The progress remedy for `suggestion` (made from the program `namer` names, on
-/// `fit`): the suggested order (the measured one when it was rejected) replayed with and
-/// without progress during compute.
-pub fn progress(namer: &Namer, suggestion: &Suggestion, fit: &NetworkFit) -> ProgressRemedy {
+/// `fit`, with the model's uncertainty on a gain `uncertainty_ns`): the suggested order
+/// (the measured one when it was rejected) replayed with and without progress during
+/// compute.
+pub fn progress(
+    namer: &Namer,
+    suggestion: &Suggestion,
+    fit: &NetworkFit,
+    uncertainty_ns: u64,
+) -> ProgressRemedy {
     let program = namer.program;
     if suggestion.progress == Progress::Async {
         return ProgressRemedy::AlreadyAsync;
@@ -36,7 +42,7 @@ pub fn progress(namer: &Namer, suggestion: &Suggestion, fit: &NetworkFit) -> Pro
         return ProgressRemedy::NotReplayable { reason };
     };
     let gain_ns = in_mpi.ns as i64 - with_progress.ns as i64;
-    if gain_ns <= suggestion.replay.uncertainty_ns as i64 {
+    if gain_ns <= uncertainty_ns as i64 {
         return ProgressRemedy::NothingToGain { gain_ns };
     }
     ProgressRemedy::Gains(ProgressGain {
