@@ -15,6 +15,9 @@
 //!   instance), and every other MPI call ([`OpKind::Local`]: Test that completed nothing,
 //!   Iprobe, Comm_rank...), which only take time inside MPI.
 //!
+//! A gap is cut at the first touches of the program's buffers learned inside it
+//! ([`cuts`]): one inferred compute per part.
+//!
 //! Time a span-recording thread spent outside both spans and MPI (bookkeeping the
 //! program did not mark) is kept as the `lead_in` of the operation that follows it, so a
 //! replay of the measured order loses no time.
@@ -25,10 +28,12 @@
 //!                                                                 share call 2)
 //! ```
 
+pub mod cuts;
 mod extract;
 pub mod gpu_uses;
 pub mod learned;
 
+pub use cuts::Cut;
 pub use extract::{extract, extract_owned, ExtractError, INFERRED_NAME};
 pub use gpu_uses::{gpu_uses, GpuUse};
 pub use learned::{Knowledge, LearnedEnd, LearnedOp};
@@ -95,6 +100,9 @@ pub struct RankProgram {
     /// What the program did with its requests' buffers after they completed, learned
     /// while it ran ([`learned`]), by completion; empty when not recorded.
     pub learned: Vec<LearnedOp>,
+    /// The parts of inferred compute that start at a learned first touch, by operation
+    /// ([`cuts`], [`RankProgram::cut_at`]).
+    pub cuts: Vec<Cut>,
     /// The buffers collectives and other calls named, by operation (taken to be written:
     /// a Bcast's buffer, an Allreduce's receive buffer, an MPI_Pack's output).
     pub call_buffers: Vec<(u32, Buffer)>,
@@ -171,6 +179,15 @@ pub trait CallSites {
     /// The site of the call behind `op` of `rank`; none for compute, or when not
     /// recorded.
     fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64>;
+
+    /// Where in the source the instruction `ip` of `rank` that touched a buffer is, as a
+    /// key: the same for every instruction of one line (of one function, without line
+    /// information). None where sites are not symbolized (a trace alone, hand-built
+    /// programs): a part of a gap that starts at a touch is then known by the calls
+    /// around it and its request alone.
+    fn touch_site(&self, _rank: u32, _ip: NonZeroU64) -> Option<u64> {
+        None
+    }
 }
 
 impl CallSites for crate::model::Trace {

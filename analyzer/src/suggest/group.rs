@@ -63,6 +63,20 @@ pub(super) fn tell(namer: &Namer, rank: &RankProgram, m: &Move, period: Option<P
         _ => false,
     };
     let mut text = format!("move {what}");
+    // Moved to a learned first touch inside a gap: said by the touch's line.
+    if let Some(to) = m.before.and_then(|b| to_touch(namer, rank, b)) {
+        let _ = write!(text, " to just before {to}");
+        if next_iteration {
+            text.push_str(" of the next iteration");
+        }
+        return Told {
+            text,
+            what,
+            from_after,
+            to_before,
+            next_iteration,
+        };
+    }
     // Moved just over the operation before it: say so, not "from after X to before X".
     let over_predecessor = m.after.is_some() && m.after == m.before;
     if let (Some(a), false) = (&from_after, over_predecessor) {
@@ -87,6 +101,24 @@ pub(super) fn tell(namer: &Namer, rank: &RankProgram, m: &Move, period: Option<P
         to_before,
         next_iteration,
     }
+}
+
+/// The point just before operation `b` of `rank` when it is a part of a gap that starts
+/// at a learned first touch, in words: `halo.c:72 (main) (the first read of the receive
+/// buffer)`; a touch in a library's function (`memcpy`) is said with the call after which
+/// it came, the nearest place of the program's own.
+fn to_touch(namer: &Namer, rank: &RankProgram, b: usize) -> Option<String> {
+    let l = rank.cut_at(b)?;
+    let first = namer.touch_what(l);
+    let place = namer.touch_place(rank, l);
+    if !namer.touch_in_library(rank, l) {
+        return Some(format!("{place} (the {first})"));
+    }
+    let after = namer.site(rank.rank, rank.ops[b].span as usize);
+    Some(match after {
+        Some(call) => format!("{place} (the {first}), called after {call}"),
+        None => format!("{place} (the {first})"),
+    })
 }
 
 /// Where each operation of `rank` is in `order`.
