@@ -284,7 +284,6 @@ fn moves(s: &Value) -> Vec<&Value> {
 /// rank's step); the sends' wait, if it moves, stays before the next pack (its first
 /// write); no move needs an assumption.
 #[test]
-#[ignore = "needs the buffer watch (part A, `overlap trace --buffers`) and safe-by-default moves (part C)"]
 fn the_halo_fix_is_suggested_from_the_watched_buffers() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("halo.json");
@@ -327,7 +326,6 @@ fn the_halo_fix_is_suggested_from_the_watched_buffers() {
 /// pipeline.c single, watched: every wait is followed at once by a use of its buffer,
 /// and the consumer's next receive by nothing it may pass: nothing to move.
 #[test]
-#[ignore = "needs the buffer watch (part A, `overlap trace --buffers`) and safe-by-default moves (part C)"]
 fn nothing_moves_in_a_pipeline_read_right_after_its_wait() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("pipeline.json");
@@ -344,7 +342,6 @@ fn nothing_moves_in_a_pipeline_read_right_after_its_wait() {
 /// nomove.c, with and without the watch: the only legal moves gain nothing, and a move
 /// that gains nothing measurable is not listed: nothing to move.
 #[test]
-#[ignore = "needs the buffer watch (part A, `overlap trace --buffers`) and safe-by-default moves that list no move gaining nothing (part C)"]
 fn nothing_moves_in_a_ring_that_already_overlaps() {
     let dir = tempfile::tempdir().unwrap();
     let plain = traced_runs(dir.path(), "nomove", 1, &[]);
