@@ -30,13 +30,14 @@ enum Armed {
 /// the call ends once all are, and each begins then; that end is returned (none: the
 /// call ends at `at`). So the time the arming takes (tens of µs: the maps read, the
 /// protection) is the call's, not the compute's after it, where it would look like work
-/// a wait could be moved past.
+/// a wait could be moved past. The watches' edges are checked again then: a write found
+/// later dates from the call's end, not from before the arming.
 pub(crate) fn completed(requests: impl Iterator<Item = u64>, at: u64) -> Option<Stamp> {
     if !super::asked() {
         return None;
     }
     slots::checkpoint(at);
-    with_book(|b| {
+    let end = with_book(|b| {
         // Every completed request lets go of its buffers before any is watched: two
         // completed together may share pages.
         let done: SmallVec<[(u64, Option<Buffers>); 8]> =
@@ -63,7 +64,9 @@ pub(crate) fn completed(requests: impl Iterator<Item = u64>, at: u64) -> Option<
             }
         }
         Some(end)
-    })
+    })?;
+    slots::checkpoint(end.raw());
+    Some(end)
 }
 
 /// True for an address that can be a buffer's: not in the first or last page (MPI's
