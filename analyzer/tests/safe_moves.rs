@@ -169,7 +169,11 @@ fn a_learned_pack_holds_the_send_wait_before_it() {
         assert_eq!(p.limit, Limit::LearnedUse);
         let first = p.first_use.as_ref().unwrap();
         assert_eq!((first.touch, first.ip), (Touch::Write, Some(0x4242)));
-        assert_eq!(before.from_touch.as_ref(), Some(first), "the part from the write");
+        assert_eq!(
+            before.from_touch.as_ref(),
+            Some(first),
+            "the part from the write"
+        );
         // Lost 7 (3-10); gap A 30 and gap B up to the write 8 of work: hideable 7.
         assert_eq!(
             (f.lost_ns, p.independent_work_ns, p.hideable_ns),
@@ -296,7 +300,10 @@ fn a_receive_read_right_after_its_wait_moves_only_to_the_read() {
     for m in &g.moves {
         assert!(m.text.contains("(the MPI_Irecv"), "{:#?}", g.moves);
         assert!(m.text.ends_with(read), "{:#?}", g.moves);
-        assert!(!matches!(m.verdict, Verdict::Gains | Verdict::GainsTogether));
+        assert!(!matches!(
+            m.verdict,
+            Verdict::Gains | Verdict::GainsTogether
+        ));
     }
     assert!(
         g.possible

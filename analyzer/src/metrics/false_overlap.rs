@@ -36,11 +36,11 @@
 
 use crate::fxhash::FxHashMap as HashMap;
 
-use overlap_format::schema::{LearnedUse, OpClass, Outcome, Touch};
+use overlap_format::schema::OpClass;
 use serde::Serialize;
 
-pub use super::false_overlap_limit::Limit;
-use super::false_overlap_limit::{stops, Guarded, Placed, Stop, Unit, Walk};
+use super::false_overlap_limit::{compute_ref, stops, Guarded, Placed, Stop, Unit, Walk};
+pub use super::false_overlap_limit::{ComputeRef, FirstUse, Limit};
 use super::requests::RequestRow;
 use super::wait_states::WaitKind;
 use super::{blocks, CallRef, Options};
@@ -62,62 +62,6 @@ pub struct FindingRequest {
     pub bytes: u64,
     /// Compute between its post and the wait, ns.
     pub window_cpu_ns: u64,
-}
-
-/// Compute of a rank: a span, or the gap between two MPI calls (inferred compute).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ComputeRef {
-    /// The span's name; none for a gap.
-    pub name: Option<String>,
-    /// Start, ns since the run's start.
-    pub start_ns: u64,
-    /// Duration, ns.
-    pub duration_ns: u64,
-    /// For a gap: the call before it.
-    pub after: Option<CallRef>,
-    /// For a gap: the call after it (none: the end of the rank's work).
-    pub until: Option<CallRef>,
-    /// For a part of a gap cut at the learned first touches of the wait's buffers: the
-    /// touch it starts at (the part runs from it on).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub from_touch: Option<FirstUse>,
-    /// The touch it ends at.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub to_touch: Option<FirstUse>,
-}
-
-/// The first touch of a buffer the watch learned.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FirstUse {
-    /// Read or write.
-    #[serde(serialize_with = "touch_key")]
-    pub touch: Touch,
-    /// The instruction (a code address), when known.
-    pub ip: Option<u64>,
-    /// Where it is in the source (`file:line`, or a library's function), when it could be
-    /// symbolized.
-    pub site: Option<String>,
-}
-
-impl FirstUse {
-    /// The first touch of `u`, when it had one.
-    fn of(u: &LearnedUse) -> Option<FirstUse> {
-        match u.outcome {
-            Outcome::Used { touch, ip, .. } => Some(FirstUse {
-                touch,
-                ip: ip.map(|i| i.get()),
-                site: None,
-            }),
-            Outcome::Untouched { .. } => None,
-        }
-    }
-}
-
-fn touch_key<S: serde::Serializer>(t: &Touch, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(match t {
-        Touch::Read => "read",
-        Touch::Write => "write",
-    })
 }
 
 /// A point a wait can move to, and what moving it there could hide.
@@ -217,51 +161,6 @@ impl Finding {
             })
             .chain(self.needs.iter_mut().flat_map(|n| n.compute.touches()));
         computes.filter_map(Option::as_mut)
-    }
-}
-
-impl ComputeRef {
-    fn touches(&mut self) -> [&mut Option<FirstUse>; 2] {
-        [&mut self.from_touch, &mut self.to_touch]
-    }
-}
-
-/// The rank's compute `p` as a report names it.
-fn compute_ref(trace: &Trace, t: &Timeline, p: &Placed) -> Option<ComputeRef> {
-    let rank = t.rank;
-    match p.unit {
-        Unit::Call(_) => None,
-        Unit::Span(i) => {
-            let What::Compute(id) = t.spans.get(i)?.what else {
-                return None;
-            };
-            Some(ComputeRef {
-                name: Some(t.name(id).to_string()),
-                start_ns: p.start,
-                duration_ns: p.end - p.start,
-                after: None,
-                until: None,
-                from_touch: None,
-                to_touch: None,
-            })
-        }
-        Unit::Gap {
-            after,
-            until,
-            from,
-            to,
-        } => {
-            let touch = |k: Option<usize>| t.learned.get(k?).and_then(FirstUse::of);
-            Some(ComputeRef {
-                name: None,
-                start_ns: p.start,
-                duration_ns: p.end - p.start,
-                after: CallRef::of(trace, rank, after),
-                until: until.and_then(|u| CallRef::of(trace, rank, u)),
-                from_touch: touch(from),
-                to_touch: touch(to),
-            })
-        }
     }
 }
 
@@ -381,7 +280,12 @@ fn finding(
         .collect();
     let hi = t.extent().map_or(from, |e| e.1 .0);
     let watches = guarded.iter().filter_map(|g| g.watch_index);
-    let walked = stops(t, Walk::after(t, c.wait_index, hi, watches), &guarded, receives);
+    let walked = stops(
+        t,
+        Walk::after(t, c.wait_index, hi, watches),
+        &guarded,
+        receives,
+    );
     let cpu = trace.compute(c.rank)?;
     let by_peer_and_tag = guarded.iter().all(|g| g.buf.is_none());
     // The move to just before the unit `stop` (none: the end).

@@ -9,7 +9,8 @@
 //! recorded use (an MPI call naming an overlapping buffer, a declared span, the first
 //! touch the buffer watch learned). A gap is cut at the first touches of the wait's own
 //! buffers known inside it ([`dependence::cuts_inside`], as the operations' gaps are):
-//! the point can be the touch itself.
+//! the point can be the touch itself. A report names a unit of compute by
+//! [`ComputeRef`], a part of a gap with the touches that bound it ([`FirstUse`]).
 //!
 //! ```text
 //!  |Waitall s|gap A|Allreduce|gap B .. first write of s at 50 ..|Isend s|
@@ -22,11 +23,12 @@
 
 use std::collections::VecDeque;
 
-use overlap_format::schema::{LearnedUse, Outcome};
+use overlap_format::schema::{LearnedUse, Outcome, Touch};
 use serde::Serialize;
 
+use super::CallRef;
 use crate::dependence::{self, Effect, Evidence, Guard, Mode, TouchCut};
-use crate::model::{Buffer, Timeline, What};
+use crate::model::{Buffer, Timeline, Trace, What};
 
 /// Why the wait cannot move further.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +75,107 @@ impl Limit {
 impl Serialize for Limit {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.key())
+    }
+}
+
+/// Compute of a rank: a span, or the gap between two MPI calls (inferred compute).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ComputeRef {
+    /// The span's name; none for a gap.
+    pub name: Option<String>,
+    /// Start, ns since the run's start.
+    pub start_ns: u64,
+    /// Duration, ns.
+    pub duration_ns: u64,
+    /// For a gap: the call before it.
+    pub after: Option<CallRef>,
+    /// For a gap: the call after it (none: the end of the rank's work).
+    pub until: Option<CallRef>,
+    /// For a part of a gap cut at the learned first touches of the wait's buffers: the
+    /// touch it starts at (the part runs from it on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_touch: Option<FirstUse>,
+    /// The touch it ends at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_touch: Option<FirstUse>,
+}
+
+/// The first touch of a buffer the watch learned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FirstUse {
+    /// Read or write.
+    #[serde(serialize_with = "touch_key")]
+    pub touch: Touch,
+    /// The instruction (a code address), when known.
+    pub ip: Option<u64>,
+    /// Where it is in the source (`file:line`, or a library's function), when it could be
+    /// symbolized.
+    pub site: Option<String>,
+}
+
+impl FirstUse {
+    /// The first touch of `u`, when it had one.
+    pub(super) fn of(u: &LearnedUse) -> Option<FirstUse> {
+        match u.outcome {
+            Outcome::Used { touch, ip, .. } => Some(FirstUse {
+                touch,
+                ip: ip.map(|i| i.get()),
+                site: None,
+            }),
+            Outcome::Untouched { .. } => None,
+        }
+    }
+}
+
+fn touch_key<S: serde::Serializer>(t: &Touch, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match t {
+        Touch::Read => "read",
+        Touch::Write => "write",
+    })
+}
+
+impl ComputeRef {
+    pub(super) fn touches(&mut self) -> [&mut Option<FirstUse>; 2] {
+        [&mut self.from_touch, &mut self.to_touch]
+    }
+}
+
+/// The rank's compute `p` as a report names it.
+pub(super) fn compute_ref(trace: &Trace, t: &Timeline, p: &Placed) -> Option<ComputeRef> {
+    let rank = t.rank;
+    match p.unit {
+        Unit::Call(_) => None,
+        Unit::Span(i) => {
+            let What::Compute(id) = t.spans.get(i)?.what else {
+                return None;
+            };
+            Some(ComputeRef {
+                name: Some(t.name(id).to_string()),
+                start_ns: p.start,
+                duration_ns: p.end - p.start,
+                after: None,
+                until: None,
+                from_touch: None,
+                to_touch: None,
+            })
+        }
+        Unit::Gap {
+            after,
+            until,
+            from,
+            to,
+        } => {
+            let touch = |k: Option<usize>| t.learned.get(k?).and_then(FirstUse::of);
+            Some(ComputeRef {
+                name: None,
+                start_ns: p.start,
+                duration_ns: p.end - p.start,
+                after: CallRef::of(trace, rank, after),
+                until: until.and_then(|u| CallRef::of(trace, rank, u)),
+                from_touch: touch(from),
+                to_touch: touch(to),
+            })
+        }
     }
 }
 

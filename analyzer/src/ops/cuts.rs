@@ -81,7 +81,11 @@ pub(super) fn push_gap(
 
 /// Compute named `name`, inferred from `[from, to)`, part of the gap between the call
 /// `after` and the call `until`.
-fn inferred(name: u32, (from, to): (u64, u64), (after, until): (usize, Option<usize>)) -> Operation {
+fn inferred(
+    name: u32,
+    (from, to): (u64, u64),
+    (after, until): (usize, Option<usize>),
+) -> Operation {
     Operation {
         kind: OpKind::Compute {
             name,

@@ -32,6 +32,7 @@ pub mod cuts;
 mod extract;
 pub mod gpu_uses;
 pub mod learned;
+mod sites;
 
 pub use cuts::Cut;
 pub use extract::{extract, extract_owned, ExtractError, INFERRED_NAME};
@@ -39,8 +40,7 @@ pub use gpu_uses::{gpu_uses, GpuUse};
 pub use learned::{Knowledge, LearnedEnd, LearnedOp};
 /// How an operation or the program touches a buffer (reads or writes it).
 pub use overlap_format::schema::Touch;
-
-use std::num::NonZeroU64;
+pub use sites::CallSites;
 
 use overlap_format::schema::Op;
 
@@ -171,38 +171,6 @@ pub struct Operation {
 // A program holds about one and a half operations per event of the trace.
 const _: () = assert!(std::mem::size_of::<OpKind>() == 16);
 const _: () = assert!(std::mem::size_of::<Operation>() == 56);
-
-/// Where the program made the calls behind a program's operations (see
-/// [`crate::sites`]): the trace it was built from knows, through each operation's
-/// `span`. Programs keep no site of their own (8 bytes an operation).
-pub trait CallSites {
-    /// The site of the call behind `op` of `rank`; none for compute, or when not
-    /// recorded.
-    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64>;
-
-    /// Where in the source the instruction `ip` of `rank` that touched a buffer is, as a
-    /// key: the same for every instruction of one line (of one function, without line
-    /// information). None where sites are not symbolized (a trace alone, hand-built
-    /// programs): a part of a gap that starts at a touch is then known by the calls
-    /// around it and its request alone.
-    fn touch_site(&self, _rank: u32, _ip: NonZeroU64) -> Option<u64> {
-        None
-    }
-}
-
-impl CallSites for crate::model::Trace {
-    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64> {
-        op.call?;
-        self.rank(rank)?.call(op.span as usize)?.1.site
-    }
-}
-
-/// Sites given by a function (hand-built programs).
-impl<F: Fn(u32, &Operation) -> Option<NonZeroU64>> CallSites for F {
-    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64> {
-        self(rank, op)
-    }
-}
 
 /// What an operation does.
 #[derive(Clone, Debug, PartialEq)]

@@ -61,7 +61,10 @@ fn point(m: &WaitMove, buffer: &str) -> String {
     let mut text = match (&m.before_compute, &m.move_before) {
         // A part of a gap from the touch that stops it: the touch itself.
         (Some(c), _) if c.name.is_none() && c.from_touch.is_some() && m.first_use.is_some() => {
-            format!("before {}", c.from_touch.as_ref().map(touch).unwrap_or_default())
+            format!(
+                "before {}",
+                c.from_touch.as_ref().map(touch).unwrap_or_default()
+            )
         }
         (Some(c), _) => format!("before {}", compute(c)),
         (None, Some(c)) => format!("before {}", place(c)),

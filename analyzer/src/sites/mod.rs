@@ -338,6 +338,17 @@ impl SiteTable {
 }
 
 #[cfg(test)]
+impl SiteTable {
+    /// Names the instruction `ip` of `rank` that touched a buffer `site` (tests of what is
+    /// said of a touch in a library, which a hand-built trace cannot symbolize).
+    pub(crate) fn name_touch(&mut self, rank: u32, ip: u64, site: Site) {
+        self.ids
+            .insert((rank, touch_key(ip)), self.sites.len() as u32);
+        self.sites.push(site);
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

@@ -179,7 +179,9 @@ impl Namer<'_> {
             return what;
         };
         let post = self.program.rank(r.rank).and_then(|p| p.ops.get(r.post()));
-        let call = post.and_then(|p| p.call).map_or("MPI call", |c| c.mpi_name());
+        let call = post
+            .and_then(|p| p.call)
+            .map_or("MPI call", |c| c.mpi_name());
         let site = post
             .and_then(|p| self.site(r.rank, p.span as usize))
             .map_or(String::new(), |s| format!(" {s}"));

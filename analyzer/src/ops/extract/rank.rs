@@ -17,8 +17,8 @@ use super::super::cuts::push_gap;
 use super::super::{
     CompactIndex, OpKind, Operation, RankProgram, RequestOp, RequestRole, Touch, Transfers,
 };
-use crate::dependence;
 use super::{RankPosts, INFERRED_NAME};
+use crate::dependence;
 
 /// What every rank's build reads.
 pub(super) struct Shared<'a> {
@@ -212,11 +212,12 @@ pub(super) fn build(
     let touch_cuts = dependence::touch_cuts(&t.learned);
     let mut completed_ids: FxHashMap<u64, ()> = FxHashMap::default();
     let mut cut_starts: Vec<u32> = Vec::new();
-    let mut push_inferred = |ops: &mut Vec<Operation>, name, (from, to), calls, done: &FxHashMap<u64, ()>| {
-        let keep = |c: &dependence::TouchCut| done.contains_key(&t.learned[c.learned].request);
-        let cuts = dependence::cuts_inside(&touch_cuts, (from, to), keep).map(|c| c.at);
-        push_gap(ops, name, (from, to), calls, cuts, &mut cut_starts);
-    };
+    let mut push_inferred =
+        |ops: &mut Vec<Operation>, name, (from, to), calls, done: &FxHashMap<u64, ()>| {
+            let keep = |c: &dependence::TouchCut| done.contains_key(&t.learned[c.learned].request);
+            let cuts = dependence::cuts_inside(&touch_cuts, (from, to), keep).map(|c| c.at);
+            push_gap(ops, name, (from, to), calls, cuts, &mut cut_starts);
+        };
     for (i, s) in t.spans.iter().enumerate() {
         if !scope.takes(s) {
             continue;

@@ -181,10 +181,7 @@ fn record<'s>(
     // the call ends once their watches are armed.
     let armed = crate::watch::completed(list.iter().filter_map(|c| c.request), at.end.raw());
     let at = match armed {
-        Some(end) => Timed {
-            end,
-            ..at
-        },
+        Some(end) => Timed { end, ..at },
         None => at,
     };
     t.record(op, at, CallData::Complete { flag }, &list);
