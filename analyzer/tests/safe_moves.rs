@@ -295,7 +295,7 @@ fn a_receive_read_right_after_its_wait_moves_only_to_the_read() {
     }
     let s = run_suggest(&trace);
     let g = &s.groups[0];
-    let read = "to just before an unsymbolized instruction (the first read of the receive buffer)";
+    let read = "to just before an unrecorded instruction (the first read of the receive buffer)";
     assert!(!g.moves.is_empty());
     for m in &g.moves {
         assert!(m.text.contains("(the MPI_Irecv"), "{:#?}", g.moves);

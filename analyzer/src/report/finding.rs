@@ -34,7 +34,7 @@ fn touch(u: &FirstUse) -> String {
     match (&u.site, u.ip) {
         (Some(s), _) => s.clone(),
         (None, Some(ip)) => format!("{ip:#x}"),
-        (None, None) => "a touch at an unknown instruction".to_string(),
+        (None, None) => "an unrecorded instruction".to_string(),
     }
 }
 

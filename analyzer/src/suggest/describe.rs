@@ -10,9 +10,9 @@
 //!  buffer [0x7f12..., +1.0 MiB)
 //! ```
 
-use serde::Serialize;
-
 use std::num::NonZeroU64;
+
+use serde::Serialize;
 
 use crate::dependence::Effect;
 use crate::model::Trace;
@@ -147,11 +147,15 @@ impl Namer<'_> {
     }
 
     /// Where the first touch of learned use `l` of `rank` is in the source
-    /// ([`crate::sites::Site::place`]): `halo.c:72 (main)`, or a library's function;
-    /// `an unsymbolized instruction` when not known.
+    /// ([`crate::sites::Site::place`]): `halo.c:72 (main)`, or a library's function; its
+    /// address when not symbolized, `an unrecorded instruction` when not recorded (an
+    /// edge byte found changed).
     pub fn touch_place(&self, rank: &RankProgram, l: &LearnedOp) -> String {
-        let site = l.ip.and_then(|ip| self.sites.touch(rank.rank, ip.get()));
-        site.map_or("an unsymbolized instruction".to_string(), Site::place)
+        match l.ip {
+            Some(ip) => (self.sites.touch(rank.rank, ip.get()))
+                .map_or_else(|| format!("{ip:#x}"), Site::place),
+            None => "an unrecorded instruction".to_string(),
+        }
     }
 
     /// Whether the first touch of `l` of `rank` is in a shared library's function
