@@ -311,8 +311,14 @@ impl<'a> RequestPass<'a> {
             m.cpu_ns = cpu.within(Nanos(post_end), span.start).0 .0;
             m.exposed_wait_ns = span.duration().0;
             m.t_ovrl_ns = span.end.0.saturating_sub(post.start.0);
+            // Nothing computed in the window overlapped nothing, whatever the transfer
+            // took: the IMB figure is 0 even where t_pure is unknown.
+            let imb = match t_pure {
+                Some(p) => imb_overlap(p, m.cpu_ns, m.t_ovrl_ns),
+                None => (m.cpu_ns == 0).then_some(0.0),
+            };
             m.set_overlaps(
-                t_pure.and_then(|p| imb_overlap(p, m.cpu_ns, m.t_ovrl_ns)),
+                imb,
                 t_pure.and_then(|p| osu_overlap(p, m.cpu_ns, m.t_ovrl_ns)),
             );
             let p = Progress {

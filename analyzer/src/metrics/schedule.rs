@@ -301,14 +301,20 @@ impl Models {
 
     /// The model's uncertainty on the transfer of a message of so many bytes: the
     /// spread of its pure transfer time (its class's fastest to median clean transfer,
-    /// or the line's range); 0 where the model has none for that size (then a finding
-    /// needs only `min_wait`).
+    /// or the line's range); where the model has no estimate for that size, the largest
+    /// spread of the classes it measured (the model is at least that unsure); 0 when it
+    /// measured none (then a finding needs only `min_wait`).
     fn uncertainty(&self) -> impl Fn(u64) -> u64 + Sync + '_ {
-        move |bytes| {
-            self.transfers
-                .pure_range(bytes)
-                .map_or(0, |(low, high)| high.0.saturating_sub(low.0))
-        }
+        let spread =
+            |(low, high): (overlap_format::schema::Nanos, overlap_format::schema::Nanos)| {
+                high.0.saturating_sub(low.0)
+            };
+        let widest = (self.transfers.estimated())
+            .filter_map(|c| self.transfers.pure_range(c.bytes))
+            .map(spread)
+            .max()
+            .unwrap_or(0);
+        move |bytes| self.transfers.pure_range(bytes).map_or(widest, spread)
     }
 
     /// Flags the wait instances the scheduler explains, and the scheduler's time.
