@@ -17,6 +17,12 @@
 //!   the buffer; from there on (and after a watch that ended untouched) nothing is known;
 //! - anything else is unknown.
 //!
+//! A unit is a half-open stretch of time `[start, end)`: one that ends at or before the
+//! first touch's earliest moment is proven free. A compute inferred from a gap between
+//! MPI calls is cut at each first touch known inside it ([`TouchCut`]): the part before
+//! the touch is proven free, the part from it on holds it, so that a wait can move to
+//! the touch itself rather than to the gap's start.
+//!
 //! A send's buffer is read by MPI while the send is in flight: only the program's writes
 //! conflict ([`Guard::Writes`]); a receive's is written: any touch does
 //! ([`Guard::Touches`]). In [`Mode::Proven`] (what is suggested) unknown work is taken
@@ -28,6 +34,10 @@
 //!                    ^ watch armed             ^ first write (learned)
 //!  gap A ends before the write: Free;  gap B holds it: Touches(Learned)
 //!  the completion of s may move past gap A and the Allreduce, not into gap B
+//!
+//!  |Waitall r|.... interior ....|unpack: reads r ..|Irecv r|
+//!                               ^ first read (a fault: one instant): the gap is cut
+//!  [interior]: Free;  [unpack ..]: Touches(Learned): the wait moves to the read
 //! ```
 
 use overlap_format::schema::{ByteRange, LearnedUse, Outcome};
@@ -143,27 +153,88 @@ pub fn watch_covers(u: &LearnedUse, buf: Buffer, guard: Guard) -> bool {
     holds(u.writes, buf) && (guard == Guard::Writes || holds(u.reads, buf))
 }
 
-/// The time from which a watch knows nothing (exclusive): its first touch, or just
-/// after the moment it ended untouched.
+/// The time up to which a watch knows the watched bytes were left alone: its first
+/// touch's earliest moment (a unit `[start, end)` ending there did not hold it), or the
+/// moment it ended untouched.
 pub fn known_until(o: &Outcome) -> u64 {
     match o {
         Outcome::Used { earliest, .. } => earliest.0,
-        Outcome::Untouched { until, .. } => until.0.saturating_add(1),
+        Outcome::Untouched { until, .. } => until.0,
     }
 }
 
 /// Whether a unit of work that follows the completion that armed the watch and ends at
-/// `end` is proven to leave the watched bytes alone: it ends before the watch's
+/// `end` is proven to leave the watched bytes alone: it ends no later than the watch's
 /// knowledge does.
 pub fn proven_free(o: &Outcome, end: u64) -> bool {
-    end < known_until(o)
+    end <= known_until(o)
 }
 
 /// Whether a unit that follows the completion and ends at `end` reaches the watch's
 /// first touch: the first such unit holds it (the touch lies in `[earliest, latest]`, so
 /// the first unit it can fall in is taken).
 pub fn reaches_touch(o: &Outcome, end: u64) -> bool {
-    matches!(o, Outcome::Used { earliest, .. } if end >= earliest.0)
+    matches!(o, Outcome::Used { earliest, .. } if end > earliest.0)
+}
+
+/// A point inside a gap between MPI calls where a learned first touch began: compute
+/// inferred from the gap is cut there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TouchCut {
+    /// When: the touch's earliest moment.
+    pub at: u64,
+    /// The latest it can have happened.
+    pub latest: u64,
+    /// Its learned use, by index in the rank's list.
+    pub learned: usize,
+}
+
+/// The cuts the first touches of `learned` (a rank's learned uses) can make, by time:
+/// every touch known to an instant (a fault, a system call) or to an interval (a changed
+/// edge byte found at a later checkpoint), at its earliest moment. Which gap a cut falls
+/// in is [`cuts_inside`]'s.
+pub fn touch_cuts(learned: &[LearnedUse]) -> Vec<TouchCut> {
+    let mut cuts: Vec<TouchCut> = (learned.iter().enumerate())
+        .filter_map(|(k, u)| touch_cut(k, u))
+        .collect();
+    cuts.sort_unstable();
+    cuts
+}
+
+/// The cut of the first touch of `u`, the rank's learned use `k`; none when it ended
+/// untouched.
+pub fn touch_cut(k: usize, u: &LearnedUse) -> Option<TouchCut> {
+    match u.outcome {
+        Outcome::Used {
+            earliest, latest, ..
+        } => Some(TouchCut {
+            at: earliest.0,
+            latest: latest.0,
+            learned: k,
+        }),
+        Outcome::Untouched { .. } => None,
+    }
+}
+
+/// The cuts of `cuts` (sorted, [`touch_cuts`]) in the gap `[from, to)` among those
+/// `keep` keeps: those whose touch lies strictly inside it, earliest and latest (an
+/// interval that reaches a call is not known to be in the gap: it does not cut it), one
+/// per time (the first use's).
+pub fn cuts_inside<'a>(
+    cuts: &'a [TouchCut],
+    (from, to): (u64, u64),
+    keep: impl Fn(&TouchCut) -> bool + 'a,
+) -> impl Iterator<Item = TouchCut> + 'a {
+    let lo = cuts.partition_point(|c| c.at <= from);
+    let hi = cuts.partition_point(|c| c.at < to).max(lo);
+    let mut last = None;
+    cuts[lo..hi].iter().copied().filter(move |c| {
+        let new = c.latest < to && last != Some(c.at) && keep(c);
+        if new {
+            last = Some(c.at);
+        }
+        new
+    })
 }
 
 #[cfg(test)]
@@ -204,8 +275,8 @@ mod tests {
         assert!(!reaches_touch(&used.outcome, 100));
     }
 
-    /// A touch at [15, 18]: units ending before 15 are free; the first that ends at 15
-    /// or later holds it.
+    /// A touch at [15, 18]: units `[start, end)` ending at 15 or before are free; the
+    /// first that ends after 15 holds it.
     #[test]
     fn the_first_touch_ends_what_is_proven() {
         let o = Outcome::Used {
@@ -215,8 +286,61 @@ mod tests {
             addr: 0x1000,
             ip: None,
         };
-        assert!(proven_free(&o, 14) && !proven_free(&o, 15));
-        assert!(reaches_touch(&o, 15) && !reaches_touch(&o, 14));
+        assert!(proven_free(&o, 15) && !proven_free(&o, 16));
+        assert!(reaches_touch(&o, 16) && !reaches_touch(&o, 15));
+    }
+
+    /// Touches at 15 (twice: one system call into two buffers), at [20, 22], at [28, 31]
+    /// and at 40, and a watch that ended untouched; the gap [10, 30) between two calls:
+    ///
+    /// ```text
+    ///  call 0-10 |........ gap 10-30 ........| call 30-40 | gap 40-50
+    ///               15     20-22      28--31              40
+    ///  cuts:        15     20         (28-31 reaches the call: none)   (40: the gap's start)
+    /// ```
+    #[test]
+    fn a_gap_is_cut_at_the_touches_known_inside_it() {
+        let used = |request, earliest, latest| LearnedUse {
+            request,
+            from: Nanos(10),
+            reads: None,
+            writes: range(0x1000, 4096),
+            outcome: Outcome::Used {
+                earliest: Nanos(earliest),
+                latest: Nanos(latest),
+                touch: Touch::Write,
+                addr: 0x1000,
+                ip: None,
+            },
+        };
+        let mut learned = vec![
+            used(1, 40, 40),
+            used(2, 15, 15),
+            used(3, 28, 31),
+            used(4, 20, 22),
+            used(5, 15, 15),
+        ];
+        learned.push(LearnedUse {
+            outcome: Outcome::Untouched {
+                until: Nanos(12),
+                why: WatchEnd::Released,
+            },
+            ..learned[0].clone()
+        });
+        let cuts = touch_cuts(&learned);
+        assert_eq!(cuts.len(), 5);
+        let inside = |gap, keep: fn(&TouchCut) -> bool| {
+            cuts_inside(&cuts, gap, keep)
+                .map(|c| (c.at, c.learned))
+                .collect::<Vec<_>>()
+        };
+        let all: fn(&TouchCut) -> bool = |_| true;
+        assert_eq!(inside((10, 30), all), [(15, 1), (20, 3)]);
+        assert_eq!(inside((40, 50), all), []);
+        assert_eq!(inside((35, 50), all), [(40, 0)]);
+        assert_eq!(inside((20, 28), all), []);
+        // A use left out (its request is not the program's): the other at its time cuts.
+        assert_eq!(inside((10, 30), |c| c.learned != 1), [(15, 4), (20, 3)]);
     }
 
     /// A declared span touches what it names (a read conflicts only with a receive's

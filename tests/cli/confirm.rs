@@ -30,7 +30,10 @@
 //!
 //! With the preload alone, the compute between calls is taken to touch every buffer
 //! (safe by default) until the buffer watch (`overlap trace --buffers`) proves it does
-//! not: the tests of what must then be suggested are ignored until both land.
+//! not: its first touches cut the gaps (halo.c's interior and unpack are one gap), and a
+//! wait moves to the touch. A move that gains nothing measurable is listed in the JSON
+//! with its verdict (every move of the consensus is) and not suggested: "nothing to
+//! move" is said of what is suggested.
 
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
@@ -269,7 +272,7 @@ fn trace_buffers(name: &str, args: &[&str], out: &Path) -> Run {
     }
 }
 
-/// The moves of every group, and the suggested ones (those said to gain).
+/// Every move of every group (of the consensus: suggested, or listed with why not).
 fn moves(s: &Value) -> Vec<&Value> {
     s["groups"]
         .as_array()
@@ -279,12 +282,21 @@ fn moves(s: &Value) -> Vec<&Value> {
         .collect()
 }
 
+/// Whether move `m` is suggested (said to gain, alone or with the others).
+fn suggested(m: &Value) -> bool {
+    m["verdict"] == "gains" || m["verdict"] == "gains_together"
+}
+
+fn text_of(m: &Value) -> &str {
+    m["text"].as_str().unwrap()
+}
+
 /// halo.c early, watched: the receives' wait moves to just before the unpack (its first
-/// read) in the same step, and is suggested (it hides the interior compute of the slower
-/// rank's step); the sends' wait, if it moves, stays before the next pack (its first
-/// write); no move needs an assumption.
+/// read, inside the gap that holds the interior compute too), in the same step, and the
+/// step's move is suggested (it hides the interior compute of the slower rank's step);
+/// the sends' wait, if it moves, stays before the next pack's first write of its buffer;
+/// no move needs an assumption.
 #[test]
-#[ignore = "needs the buffer watch (part A, `overlap trace --buffers`) and safe-by-default moves (part C)"]
 fn the_halo_fix_is_suggested_from_the_watched_buffers() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("halo.json");
@@ -295,6 +307,11 @@ fn the_halo_fix_is_suggested_from_the_watched_buffers() {
     let wait_recv = program_line("halo.c", "/* early: the receives */");
     let wait_send = program_line("halo.c", "/* early: the sends */");
     let isend = program_line("halo.c", "MPI_Isend(sendbuf, HALO");
+    let unpack = program_line("halo.c", "memcpy(ghost, recvbuf");
+    let pack = [
+        program_line("halo.c", "memcpy(sendbuf, field"),
+        program_line("halo.c", "memcpy(sendbuf + HALO"),
+    ];
     let all = moves(&s);
     for m in &all {
         assert_eq!(m["assumptions"].as_array().unwrap().len(), 0, "{m:#}");
@@ -312,22 +329,47 @@ fn the_halo_fix_is_suggested_from_the_watched_buffers() {
     let recv = of_call(wait_recv);
     assert!(!recv.is_empty(), "the receives' wait moves: {s:#}");
     for m in &recv {
-        assert_eq!(m["verdict"], "gains", "{m:#}");
-        // Before the unpack of its own step: never into the next one.
+        // Just before the unpack of its own step: never into the next one.
+        let text = text_of(m);
+        assert!(
+            text.contains(&format!("to just before halo.c:{unpack} "))
+                && text.ends_with("(the first read of the receive buffer)"),
+            "{m:#}"
+        );
         assert_eq!(m["next_iteration"], false, "{m:#}");
     }
+    // The step's move (every step of the loop; the first, before the iteration is
+    // matched, is one of its own and may hide too little) is suggested.
+    let loop_moves: Vec<_> = (recv.iter())
+        .filter(|m| m["iterations"].as_u64().unwrap() > 1)
+        .collect();
+    assert!(!loop_moves.is_empty(), "{s:#}");
+    for m in loop_moves {
+        assert_eq!(m["verdict"], "gains", "{m:#}");
+    }
     for m in of_call(wait_send) {
-        // Past the next step's Irecvs at most: never past its pack, before its Isends.
+        // Past the next step's Irecvs at most: never past its pack, before its Isends;
+        // inside the pack, before the first write of its own buffer at most.
         let to = m["to_before"].as_str().unwrap_or("the end");
         assert!(!to.starts_with("MPI_Isend"), "{m:#}");
         assert!(!to.contains(&format!("halo.c:{isend} (main) and")), "{m:#}");
+        let text = text_of(m);
+        if let Some(at) = text.split(" to just before halo.c:").nth(1) {
+            let line: u32 = at.split(' ').next().unwrap().parse().unwrap();
+            assert!(pack.contains(&line), "{m:#}");
+            assert!(
+                text.ends_with("(the first write of the send buffer)"),
+                "{m:#}"
+            );
+        }
     }
 }
 
 /// pipeline.c single, watched: every wait is followed at once by a use of its buffer,
-/// and the consumer's next receive by nothing it may pass: nothing to move.
+/// and the consumer's next receive by nothing it may pass. A wait moves at most to its
+/// buffer's first use (past the few µs between the wait's return and the first touch,
+/// where the gap is cut), which gains nothing: nothing is suggested, nothing to move.
 #[test]
-#[ignore = "needs the buffer watch (part A, `overlap trace --buffers`) and safe-by-default moves (part C)"]
 fn nothing_moves_in_a_pipeline_read_right_after_its_wait() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("pipeline.json");
@@ -336,24 +378,63 @@ fn nothing_moves_in_a_pipeline_read_right_after_its_wait() {
     run.assert_stdout_has("pipeline: checksum");
     let path = out.to_str().unwrap();
     let s = suggest_json(&["suggest", path, "--json"]);
-    assert!(moves(&s).is_empty(), "{s:#}");
+    let produce = program_line("pipeline.c", "block[i] = b + 1e-6 * i");
+    let consume = program_line("pipeline.c", "sum += block[i] * (1 + 1e-9 * p)");
+    let wait_send = program_line("pipeline.c", "/* single: right after */");
+    for m in moves(&s) {
+        assert!(!suggested(m), "{m:#}");
+        let text = text_of(m);
+        // Only the waits move (the consumer's Irecv stays after the consume).
+        assert!(text.starts_with("move MPI_Wait "), "{m:#}");
+        let to_use = |line: u32, first: &str| {
+            text.contains(&format!(" to just before pipeline.c:{line} "))
+                && text.ends_with(&format!("(the first {first})"))
+        };
+        // The last block's send: past the loop, its buffer freed after it.
+        let last_send = text.contains(&format!("at pipeline.c:{wait_send} "))
+            && m["iterations"] == 1
+            && m["to_before"]
+                .as_str()
+                .is_none_or(|t| t.starts_with("the compute after"));
+        assert!(
+            to_use(produce, "write of the send buffer")
+                || to_use(consume, "read of the receive buffer")
+                || last_send,
+            "{m:#}"
+        );
+    }
     let text = overlap(&["suggest", path]);
     text.assert_stdout_has("nothing to move");
 }
 
-/// nomove.c, with and without the watch: the only legal moves gain nothing, and a move
-/// that gains nothing measurable is not listed: nothing to move.
+/// nomove.c, with and without the watch: the only legal moves (the Waitall past the
+/// swap, to the next step's posts; the last step's past the end of the loop) gain
+/// nothing: none is suggested, nothing to move.
 #[test]
-#[ignore = "needs the buffer watch (part A, `overlap trace --buffers`) and safe-by-default moves that list no move gaining nothing (part C)"]
 fn nothing_moves_in_a_ring_that_already_overlaps() {
     let dir = tempfile::tempdir().unwrap();
     let plain = traced_runs(dir.path(), "nomove", 1, &[]);
     let watched = dir.path().join("watched.json");
     let run = trace_buffers("nomove", &[], &watched);
     assert!(run.success(), "{}", run.describe());
+    let waitall = program_line("nomove.c", "MPI_Waitall(2, req");
+    let irecv = program_line("nomove.c", "MPI_Irecv(next");
+    let isend = program_line("nomove.c", "MPI_Isend(cur");
     for path in [plain[0].to_str().unwrap(), watched.to_str().unwrap()] {
         let s = suggest_json(&["suggest", path, "--json"]);
-        assert!(moves(&s).is_empty(), "{path}: {s:#}");
+        for m in moves(&s) {
+            assert!(!suggested(m), "{path}: {m:#}");
+            let what = m["what"].as_str().unwrap();
+            let to = m["to_before"].as_str();
+            let wait = what.contains(&format!("at nomove.c:{waitall} "));
+            let post = what.contains(&format!("at nomove.c:{isend} "));
+            let before_irecv = to.is_some_and(|t| t.contains(&format!("(nomove.c:{irecv} ")));
+            let past_the_loop = to.is_none_or(|t| t.starts_with("the compute after"));
+            assert!(
+                (wait && (before_irecv || past_the_loop)) || (post && before_irecv),
+                "{path}: {m:#}"
+            );
+        }
         let text = overlap(&["suggest", path]);
         text.assert_stdout_has("nothing to move");
     }

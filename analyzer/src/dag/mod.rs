@@ -59,7 +59,10 @@ pub struct RankOrder {
 
 /// The key that identifies an operation across iterations: what it is and where the
 /// program made it (its call site, a compute's name, or for compute inferred from a gap
-/// the sites of the calls around it). `sites`: the trace the program was built from.
+/// the sites of the calls around it, and for a part of a gap that starts at a learned
+/// touch, the touch: its symbolized line, which instruction of the line touched may
+/// differ, and the request whose buffer it is). `sites`: the trace the program was built
+/// from.
 pub fn op_key(program: &Program, sites: &dyn CallSites, rank: &RankProgram, index: usize) -> u64 {
     let op = &rank.ops[index];
     let mut h = crate::fxhash::FxHasher::default();
@@ -77,6 +80,12 @@ pub fn op_key(program: &Program, sites: &dyn CallSites, rank: &RankProgram, inde
                     sites.site(rank.rank, o)
                 };
                 (site(index.checked_sub(1)), site(Some(index + 1))).hash(&mut h);
+                if let Some(l) = rank.cut_at(index) {
+                    let line = l.ip.and_then(|ip| sites.touch_site(rank.rank, ip));
+                    let r = program.requests.get(l.request());
+                    let request = r.map(|r| (r.role as u8, r.tag(), r.comm));
+                    (line, l.touched().map(|t| t.1), request).hash(&mut h);
+                }
             }
         }
         OpKind::Post { request } | OpKind::Complete { request } => {

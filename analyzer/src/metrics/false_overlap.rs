@@ -36,11 +36,11 @@
 
 use crate::fxhash::FxHashMap as HashMap;
 
-use overlap_format::schema::{OpClass, Touch};
+use overlap_format::schema::OpClass;
 use serde::Serialize;
 
-pub use super::false_overlap_limit::Limit;
-use super::false_overlap_limit::{stops, Guarded, Placed, Unit, Walk};
+use super::false_overlap_limit::{compute_ref, stops, Guarded, Placed, Stop, Unit, Walk};
+pub use super::false_overlap_limit::{ComputeRef, FirstUse, Limit};
 use super::requests::RequestRow;
 use super::wait_states::WaitKind;
 use super::{blocks, CallRef, Options};
@@ -62,40 +62,6 @@ pub struct FindingRequest {
     pub bytes: u64,
     /// Compute between its post and the wait, ns.
     pub window_cpu_ns: u64,
-}
-
-/// Compute of a rank: a span, or the gap between two MPI calls (inferred compute).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ComputeRef {
-    /// The span's name; none for a gap.
-    pub name: Option<String>,
-    /// Start, ns since the run's start.
-    pub start_ns: u64,
-    /// Duration, ns.
-    pub duration_ns: u64,
-    /// For a gap: the call before it.
-    pub after: Option<CallRef>,
-    /// For a gap: the call after it (none: the end of the rank's work).
-    pub until: Option<CallRef>,
-}
-
-/// The first touch of a buffer the watch learned.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FirstUse {
-    /// Read or write.
-    #[serde(serialize_with = "touch_key")]
-    pub touch: Touch,
-    /// The instruction (a code address), when known.
-    pub ip: Option<u64>,
-    /// Where it is in the source (`file:line`), when it could be symbolized.
-    pub site: Option<String>,
-}
-
-fn touch_key<S: serde::Serializer>(t: &Touch, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(match t {
-        Touch::Read => "read",
-        Touch::Write => "write",
-    })
 }
 
 /// A point a wait can move to, and what moving it there could hide.
@@ -188,34 +154,13 @@ impl Finding {
     /// The learned first uses it names, to give each its site.
     pub fn first_uses_mut(&mut self) -> impl Iterator<Item = &mut FirstUse> {
         let moves = std::iter::once(&mut self.possible).chain(self.proven.as_mut());
-        moves.filter_map(|m| m.first_use.as_mut())
-    }
-}
-
-/// The rank's compute `p` as a report names it.
-fn compute_ref(trace: &Trace, t: &Timeline, p: &Placed) -> Option<ComputeRef> {
-    let rank = t.rank;
-    match p.unit {
-        Unit::Call(_) => None,
-        Unit::Span(i) => {
-            let What::Compute(id) = t.spans.get(i)?.what else {
-                return None;
-            };
-            Some(ComputeRef {
-                name: Some(t.name(id).to_string()),
-                start_ns: p.start,
-                duration_ns: p.end - p.start,
-                after: None,
-                until: None,
+        let computes = moves
+            .flat_map(|m| {
+                let c = m.before_compute.as_mut();
+                std::iter::once(&mut m.first_use).chain(c.into_iter().flat_map(ComputeRef::touches))
             })
-        }
-        Unit::Gap { after, until } => Some(ComputeRef {
-            name: None,
-            start_ns: p.start,
-            duration_ns: p.end - p.start,
-            after: CallRef::of(trace, rank, after),
-            until: until.and_then(|u| CallRef::of(trace, rank, u)),
-        }),
+            .chain(self.needs.iter_mut().flat_map(|n| n.compute.touches()));
+        computes.filter_map(Option::as_mut)
     }
 }
 
@@ -307,10 +252,11 @@ fn finding(
         .map_or(u64::MAX, |s| s.start.0);
     let watch = |id: u64| {
         let k = t.learned.partition_point(|u| u.from.0 < w.start.0);
-        (t.learned[k..].iter())
-            .take_while(|u| u.from.0 <= next_call)
-            .filter(|u| u.request == id)
-            .min_by_key(|u| u.from.0.abs_diff(from))
+        (t.learned[k..].iter().enumerate())
+            .take_while(|(_, u)| u.from.0 <= next_call)
+            .filter(|(_, u)| u.request == id)
+            .min_by_key(|(_, u)| u.from.0.abs_diff(from))
+            .map(|(j, u)| (k + j, u))
     };
     let guarded: Vec<Guarded> = c
         .group
@@ -318,6 +264,7 @@ fn finding(
         .filter_map(|r| {
             let (_, post) = t.call(r.args_index())?;
             let buf = post.buf();
+            let watch = watch(r.request);
             Some(Guarded {
                 buf,
                 guard: if r.is_send() {
@@ -326,33 +273,32 @@ fn finding(
                     Guard::Touches
                 },
                 peer_tag: (post.peer().zip(post.tag())).filter(|_| buf.is_none() && r.is_send()),
-                watch: watch(r.request),
+                watch: watch.map(|w| w.1),
+                watch_index: watch.map(|w| w.0),
             })
         })
         .collect();
     let hi = t.extent().map_or(from, |e| e.1 .0);
-    let walked = stops(t, Walk::after(t, c.wait_index, hi), &guarded, receives);
+    let watches = guarded.iter().filter_map(|g| g.watch_index);
+    let walked = stops(
+        t,
+        Walk::after(t, c.wait_index, hi, watches),
+        &guarded,
+        receives,
+    );
     let cpu = trace.compute(c.rank)?;
     let by_peer_and_tag = guarded.iter().all(|g| g.buf.is_none());
-    // The move to just before the unit `stop` (none: the end), stopped for `effect`.
-    let to = |stop: Option<(usize, Effect)>| -> WaitMove {
-        let at = stop.map(|s| &walked.units[s.0]);
+    // The move to just before the unit `stop` (none: the end).
+    let to = |stop: Option<Stop>| -> WaitMove {
+        let at = stop.map(|s| &walked.units[s.unit]);
         let until = at.map_or(hi, |p| p.start);
         let (work, spans) = cpu.within(w.end, overlap_format::schema::Nanos(until));
         let last = at.map_or(t.spans.len(), Placed::index);
-        let limit = stop.map_or(Limit::EndOfTrace, |s| Limit::of(s.1, by_peer_and_tag));
-        let first_use = (limit == Limit::LearnedUse)
-            .then(|| {
-                guarded.iter().find_map(|g| match g.watch?.outcome {
-                    overlap_format::schema::Outcome::Used { touch, ip, .. } => Some(FirstUse {
-                        touch,
-                        ip: ip.map(|i| i.get()),
-                        site: None,
-                    }),
-                    _ => None,
-                })
-            })
-            .flatten();
+        let limit = stop.map_or(Limit::EndOfTrace, |s| Limit::of(s.effect, by_peer_and_tag));
+        // The touch that stops it: of the buffer it stops for.
+        let first_use = stop
+            .filter(|_| limit == Limit::LearnedUse)
+            .and_then(|s| FirstUse::of(guarded.get(s.guarded)?.watch?));
         WaitMove {
             move_before: at.and_then(|p| match p.unit {
                 Unit::Call(i) => CallRef::of(trace, c.rank, i),
@@ -384,7 +330,11 @@ fn finding(
         return None;
     }
     let needs = match walked.proven {
-        Some((k, Effect::Unknown)) if possible != proven => {
+        Some(Stop {
+            unit: k,
+            effect: Effect::Unknown,
+            ..
+        }) if possible != proven => {
             let unit = &walked.units[k];
             let g = guarded.first()?;
             Some(PossibleIf {

@@ -7,21 +7,28 @@
 //! Two points come out: the *proven* one, before the first work not proven to leave the
 //! buffers alone (unknown compute counts), and the *possible* one, before the first
 //! recorded use (an MPI call naming an overlapping buffer, a declared span, the first
-//! touch the buffer watch learned).
+//! touch the buffer watch learned). A gap is cut at the first touches of the wait's own
+//! buffers known inside it ([`dependence::cuts_inside`], as the operations' gaps are):
+//! the point can be the touch itself. A report names a unit of compute by
+//! [`ComputeRef`], a part of a gap with the touches that bound it ([`FirstUse`]).
 //!
 //! ```text
-//!  |Waitall s|gap A|Allreduce|gap B: first write of s|Isend s|
-//!  watched (s's writes), touch in gap B:  proven: before gap B;  possible: the same
+//!  |Waitall s|gap A|Allreduce|gap B .. first write of s at 50 ..|Isend s|
+//!  watched (s's writes), touch in gap B:  proven: before the write, inside gap B
+//!                                         (gap B cut at 50); possible: the same
 //!  nothing learned:                       proven: before gap A (no move);
 //!                                         possible: before Isend s, if gaps A and B
 //!                                         do not write s
 //! ```
 
-use overlap_format::schema::{LearnedUse, Outcome};
+use std::collections::VecDeque;
+
+use overlap_format::schema::{LearnedUse, Outcome, Touch};
 use serde::Serialize;
 
-use crate::dependence::{self, Effect, Evidence, Guard, Mode};
-use crate::model::{Buffer, Timeline, What};
+use super::CallRef;
+use crate::dependence::{self, Effect, Evidence, Guard, Mode, TouchCut};
+use crate::model::{Buffer, Timeline, Trace, What};
 
 /// Why the wait cannot move further.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +78,107 @@ impl Serialize for Limit {
     }
 }
 
+/// Compute of a rank: a span, or the gap between two MPI calls (inferred compute).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ComputeRef {
+    /// The span's name; none for a gap.
+    pub name: Option<String>,
+    /// Start, ns since the run's start.
+    pub start_ns: u64,
+    /// Duration, ns.
+    pub duration_ns: u64,
+    /// For a gap: the call before it.
+    pub after: Option<CallRef>,
+    /// For a gap: the call after it (none: the end of the rank's work).
+    pub until: Option<CallRef>,
+    /// For a part of a gap cut at the learned first touches of the wait's buffers: the
+    /// touch it starts at (the part runs from it on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_touch: Option<FirstUse>,
+    /// The touch it ends at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_touch: Option<FirstUse>,
+}
+
+/// The first touch of a buffer the watch learned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FirstUse {
+    /// Read or write.
+    #[serde(serialize_with = "touch_key")]
+    pub touch: Touch,
+    /// The instruction (a code address), when known.
+    pub ip: Option<u64>,
+    /// Where it is in the source (`file:line`, or a library's function), when it could be
+    /// symbolized.
+    pub site: Option<String>,
+}
+
+impl FirstUse {
+    /// The first touch of `u`, when it had one.
+    pub(super) fn of(u: &LearnedUse) -> Option<FirstUse> {
+        match u.outcome {
+            Outcome::Used { touch, ip, .. } => Some(FirstUse {
+                touch,
+                ip: ip.map(|i| i.get()),
+                site: None,
+            }),
+            Outcome::Untouched { .. } => None,
+        }
+    }
+}
+
+fn touch_key<S: serde::Serializer>(t: &Touch, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(match t {
+        Touch::Read => "read",
+        Touch::Write => "write",
+    })
+}
+
+impl ComputeRef {
+    pub(super) fn touches(&mut self) -> [&mut Option<FirstUse>; 2] {
+        [&mut self.from_touch, &mut self.to_touch]
+    }
+}
+
+/// The rank's compute `p` as a report names it.
+pub(super) fn compute_ref(trace: &Trace, t: &Timeline, p: &Placed) -> Option<ComputeRef> {
+    let rank = t.rank;
+    match p.unit {
+        Unit::Call(_) => None,
+        Unit::Span(i) => {
+            let What::Compute(id) = t.spans.get(i)?.what else {
+                return None;
+            };
+            Some(ComputeRef {
+                name: Some(t.name(id).to_string()),
+                start_ns: p.start,
+                duration_ns: p.end - p.start,
+                after: None,
+                until: None,
+                from_touch: None,
+                to_touch: None,
+            })
+        }
+        Unit::Gap {
+            after,
+            until,
+            from,
+            to,
+        } => {
+            let touch = |k: Option<usize>| t.learned.get(k?).and_then(FirstUse::of);
+            Some(ComputeRef {
+                name: None,
+                start_ns: p.start,
+                duration_ns: p.end - p.start,
+                after: CallRef::of(trace, rank, after),
+                until: until.and_then(|u| CallRef::of(trace, rank, u)),
+                from_touch: touch(from),
+                to_touch: touch(to),
+            })
+        }
+    }
+}
+
 /// A unit of the waiting thread's work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Unit {
@@ -78,8 +186,15 @@ pub(super) enum Unit {
     Call(usize),
     /// A compute span.
     Span(usize),
-    /// The gap after the call `after` until the call `until` (none: the end).
-    Gap { after: usize, until: Option<usize> },
+    /// The gap after the call `after` until the call `until` (none: the end), or its
+    /// part from the first touch of learned use `from` (an index in the timeline's
+    /// `learned`) to that of `to`, where it was cut.
+    Gap {
+        after: usize,
+        until: Option<usize>,
+        from: Option<usize>,
+        to: Option<usize>,
+    },
 }
 
 /// A unit with its time.
@@ -95,7 +210,7 @@ impl Placed {
     pub fn index(&self) -> usize {
         match self.unit {
             Unit::Call(i) | Unit::Span(i) => i,
-            Unit::Gap { until, after } => until.unwrap_or(after + 1),
+            Unit::Gap { until, after, .. } => until.unwrap_or(after + 1),
         }
     }
 }
@@ -109,32 +224,68 @@ pub(super) struct Walk<'t> {
     gaps: bool,
     /// The end of the rank's analysed part.
     hi: u64,
+    /// Where its gaps are cut: the first touches of the wait's buffers, by time.
+    cuts: Vec<TouchCut>,
     next: usize,
     prev_end: u64,
     prev_call: usize,
-    /// A span found after a gap, given after it.
-    held: Option<Placed>,
+    /// The units found and not given yet (a gap's parts, then the span after it).
+    pending: VecDeque<Placed>,
     ended: bool,
 }
 
 impl<'t> Walk<'t> {
-    /// The units of the thread of call `from` of `t` after it, up to `hi`.
-    pub(super) fn after(t: &'t Timeline, from: usize, hi: u64) -> Walk<'t> {
+    /// The units of the thread of call `from` of `t` after it, up to `hi`, its gaps cut
+    /// at the first touches of `watches` (indices in `t.learned`).
+    pub(super) fn after(
+        t: &'t Timeline,
+        from: usize,
+        hi: u64,
+        watches: impl Iterator<Item = usize>,
+    ) -> Walk<'t> {
         let (tid, end) = t.spans.get(from).map_or((0, 0), |w| (w.tid, w.end.0));
         let gaps = !t
             .spans
             .iter()
             .any(|s| s.tid == tid && matches!(s.what, What::Compute(_)));
+        let mut cuts: Vec<TouchCut> = watches
+            .filter_map(|k| dependence::touch_cut(k, t.learned.get(k)?))
+            .collect();
+        cuts.sort_unstable();
+        cuts.dedup();
         Walk {
             t,
             tid,
             gaps,
             hi,
+            cuts,
             next: from + 1,
             prev_end: end,
             prev_call: from,
-            held: None,
+            pending: VecDeque::new(),
             ended: from >= t.spans.len(),
+        }
+    }
+
+    /// Queues the gap `[from, to)` before the call `until`, part by part.
+    fn queue_gap(&mut self, (from, to): (u64, u64), until: Option<usize>) {
+        let cuts: Vec<TouchCut> =
+            dependence::cuts_inside(&self.cuts, (from, to), |_| true).collect();
+        // Each part's start and end, each a touch or the gap's own.
+        let ends = (cuts.iter().map(|c| (c.at, Some(c.learned)))).chain([(to, None)]);
+        let mut start = (from, None);
+        for end in ends {
+            self.pending.push_back(Placed {
+                unit: Unit::Gap {
+                    after: self.prev_call,
+                    until,
+                    from: start.1,
+                    to: end.1,
+                },
+                start: start.0,
+                end: end.0,
+            });
+            start = end;
         }
     }
 }
@@ -143,7 +294,7 @@ impl Iterator for Walk<'_> {
     type Item = Placed;
 
     fn next(&mut self) -> Option<Placed> {
-        if let Some(p) = self.held.take() {
+        if let Some(p) = self.pending.pop_front() {
             return Some(p);
         }
         while let Some(s) = self.t.spans.get(self.next) {
@@ -156,14 +307,9 @@ impl Iterator for Walk<'_> {
             if compute && s.end.0 <= self.prev_end {
                 continue; // nested inside the compute before it
             }
-            let gap = (self.gaps && s.start.0 > self.prev_end).then_some(Placed {
-                unit: Unit::Gap {
-                    after: self.prev_call,
-                    until: Some(i),
-                },
-                start: self.prev_end,
-                end: s.start.0,
-            });
+            if self.gaps && s.start.0 > self.prev_end {
+                self.queue_gap((self.prev_end, s.start.0), Some(i));
+            }
             let start = s.start.0.max(self.prev_end);
             let end = s.end.0.max(start);
             let unit = if compute {
@@ -173,27 +319,17 @@ impl Iterator for Walk<'_> {
                 Unit::Call(i)
             };
             self.prev_end = end;
-            let placed = Placed { unit, start, end };
-            return match gap {
-                Some(g) => {
-                    self.held = Some(placed);
-                    Some(g)
-                }
-                None => Some(placed),
-            };
+            self.pending.push_back(Placed { unit, start, end });
+            return self.pending.pop_front();
         }
         if self.ended {
             return None;
         }
         self.ended = true;
-        (self.gaps && self.hi > self.prev_end).then_some(Placed {
-            unit: Unit::Gap {
-                after: self.prev_call,
-                until: None,
-            },
-            start: self.prev_end,
-            end: self.hi,
-        })
+        if self.gaps && self.hi > self.prev_end {
+            self.queue_gap((self.prev_end, self.hi), None);
+        }
+        self.pending.pop_front()
     }
 }
 
@@ -204,7 +340,9 @@ pub(super) struct Guarded<'a> {
     pub guard: Guard,
     /// Without a buffer: the peer and tag a later send must not share.
     pub peer_tag: Option<(i32, i32)>,
+    /// Its watch, and where it is in the timeline's `learned`.
     pub watch: Option<&'a LearnedUse>,
+    pub watch_index: Option<usize>,
 }
 
 /// What `unit` does to `g`'s buffer.
@@ -268,15 +406,24 @@ pub(super) fn effect(t: &Timeline, p: &Placed, g: &Guarded) -> Effect {
     }
 }
 
+/// A unit that stops a move: its place in [`Stops::units`], what it does, and to which
+/// of the buffers (an index in the guarded list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Stop {
+    pub unit: usize,
+    pub effect: Effect,
+    pub guarded: usize,
+}
+
 /// Where a wait can move, walked once: the units up to the first that stops the move
 /// in [`Mode::Permissive`] (a recorded use), and which of them stops it in each mode.
 pub(super) struct Stops {
     /// The units walked, up to and with the permissive stop.
     pub units: Vec<Placed>,
-    /// The first unit that stops the move in [`Mode::Proven`], and what it does.
-    pub proven: Option<(usize, Effect)>,
+    /// The first unit that stops the move in [`Mode::Proven`].
+    pub proven: Option<Stop>,
     /// The first in [`Mode::Permissive`].
-    pub possible: Option<(usize, Effect)>,
+    pub possible: Option<Stop>,
 }
 
 /// The stops of a move of every one of `guarded` (the earliest over them) along `walk`;
@@ -290,16 +437,21 @@ pub(super) fn stops(t: &Timeline, walk: Walk, guarded: &[Guarded], proven_only: 
     for p in walk {
         let k = out.units.len();
         out.units.push(p);
-        for g in guarded {
+        for (j, g) in guarded.iter().enumerate() {
             let e = effect(t, &p, g);
+            let stop = Stop {
+                unit: k,
+                effect: e,
+                guarded: j,
+            };
             if out.proven.is_none() && e.stops(Mode::Proven) {
-                out.proven = Some((k, e));
+                out.proven = Some(stop);
                 if proven_only {
                     return out;
                 }
             }
             if e.stops(Mode::Permissive) {
-                out.possible = Some((k, e));
+                out.possible = Some(stop);
                 return out;
             }
         }

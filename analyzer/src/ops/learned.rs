@@ -9,7 +9,8 @@
 //! or completion, which the main thread spends inside MPI), or, for a watch that ended
 //! untouched, the first operation that ends after it did (for
 //! [`WatchEnd::HandedToMpi`], the call that named the buffer). That is
-//! [`crate::dependence`]'s rule, on operations.
+//! [`crate::dependence`]'s rule, on operations. A touch known inside a gap cut the gap
+//! there ([`super::cuts`]): its `until` is the part that starts at it.
 //!
 //! ```text
 //!  ops     Isend(s) Wait(s) gap Allreduce gap(pack: writes s) Isend(s)
@@ -21,7 +22,7 @@ use std::num::NonZeroU64;
 
 use overlap_format::schema::{LearnedUse, Outcome, WatchEnd};
 
-use super::{OpKind, Operation, Program, RankProgram, RequestOp, RequestRole, Touch};
+use super::{Cut, OpKind, Operation, Program, RankProgram, RequestOp, RequestRole, Touch};
 use crate::dependence::{self, Effect, Evidence, Guard};
 use crate::fxhash::FxHashMap;
 use crate::model::compact::{buffer_or_none, index_u32, some_buffer, some_index, NO_INDEX};
@@ -140,15 +141,18 @@ impl RequestOp {
 }
 
 /// The learned uses of a rank (`uses`, by its requests' trace ids) placed among its
-/// operations `ops`. `completed`: each completion operation with its request's trace id,
-/// sorted by (id, operation). A use whose request completed in no operation is left
-/// out.
+/// operations `ops`, and the parts of inferred compute that start at their touches.
+/// `completed`: each completion operation with its request's trace id, sorted by (id,
+/// operation); `cut_starts`: the operations that start at a cut of a gap, ascending. A
+/// use whose request completed in no operation is left out.
 pub(super) fn place(
     uses: &[LearnedUse],
     ops: &[Operation],
     completed: &[(u64, u32)],
-) -> Vec<LearnedOp> {
+    cut_starts: &[u32],
+) -> (Vec<LearnedOp>, Vec<Cut>) {
     let mut out = Vec::with_capacity(uses.len());
+    let mut cuts = Vec::with_capacity(cut_starts.len());
     for u in uses {
         // The completion of that id that ended nearest to the watch's start (ids are
         // reused from one iteration to the next).
@@ -168,12 +172,23 @@ pub(super) fn place(
             continue;
         };
         let (end, until) = match u.outcome {
-            Outcome::Used { touch, ip, .. } => {
+            Outcome::Used {
+                touch,
+                ip,
+                earliest,
+                ..
+            } => {
                 let mut k = first_reaching(ops, c, &u.outcome);
                 // The main thread spends a post or completion inside MPI: the touch is
                 // taken to be in the next call or compute.
                 while ops.get(k).is_some_and(|o| !o.kind.is_anchor()) {
                     k += 1;
+                }
+                // The part of a gap cut at this touch starts it.
+                let starts = cut_starts.binary_search(&index_u32(k)).is_ok()
+                    && ops[k].measured_start_ns == earliest.0;
+                if starts {
+                    cuts.push(Cut::new(k, out.len()));
                 }
                 (LearnedEnd::Touched(touch), (k, ip))
             }
@@ -201,7 +216,10 @@ pub(super) fn place(
             ip: until.1,
         });
     }
-    out
+    // Several uses touched at one time: the part is the first's.
+    cuts.sort_unstable();
+    cuts.dedup_by_key(|c| c.op());
+    (out, cuts)
 }
 
 /// The first operation after `c` that is not proven free by `outcome`

@@ -15,6 +15,9 @@
 //!   instance), and every other MPI call ([`OpKind::Local`]: Test that completed nothing,
 //!   Iprobe, Comm_rank...), which only take time inside MPI.
 //!
+//! A gap is cut at the first touches of the program's buffers learned inside it
+//! ([`cuts`]): one inferred compute per part.
+//!
 //! Time a span-recording thread spent outside both spans and MPI (bookkeeping the
 //! program did not mark) is kept as the `lead_in` of the operation that follows it, so a
 //! replay of the measured order loses no time.
@@ -25,17 +28,19 @@
 //!                                                                 share call 2)
 //! ```
 
+pub mod cuts;
 mod extract;
 pub mod gpu_uses;
 pub mod learned;
+mod sites;
 
+pub use cuts::Cut;
 pub use extract::{extract, extract_owned, ExtractError, INFERRED_NAME};
 pub use gpu_uses::{gpu_uses, GpuUse};
 pub use learned::{Knowledge, LearnedEnd, LearnedOp};
 /// How an operation or the program touches a buffer (reads or writes it).
 pub use overlap_format::schema::Touch;
-
-use std::num::NonZeroU64;
+pub use sites::CallSites;
 
 use overlap_format::schema::Op;
 
@@ -95,6 +100,9 @@ pub struct RankProgram {
     /// What the program did with its requests' buffers after they completed, learned
     /// while it ran ([`learned`]), by completion; empty when not recorded.
     pub learned: Vec<LearnedOp>,
+    /// The parts of inferred compute that start at a learned first touch, by operation
+    /// ([`cuts`], [`RankProgram::cut_at`]).
+    pub cuts: Vec<Cut>,
     /// The buffers collectives and other calls named, by operation (taken to be written:
     /// a Bcast's buffer, an Allreduce's receive buffer, an MPI_Pack's output).
     pub call_buffers: Vec<(u32, Buffer)>,
@@ -163,29 +171,6 @@ pub struct Operation {
 // A program holds about one and a half operations per event of the trace.
 const _: () = assert!(std::mem::size_of::<OpKind>() == 16);
 const _: () = assert!(std::mem::size_of::<Operation>() == 56);
-
-/// Where the program made the calls behind a program's operations (see
-/// [`crate::sites`]): the trace it was built from knows, through each operation's
-/// `span`. Programs keep no site of their own (8 bytes an operation).
-pub trait CallSites {
-    /// The site of the call behind `op` of `rank`; none for compute, or when not
-    /// recorded.
-    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64>;
-}
-
-impl CallSites for crate::model::Trace {
-    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64> {
-        op.call?;
-        self.rank(rank)?.call(op.span as usize)?.1.site
-    }
-}
-
-/// Sites given by a function (hand-built programs).
-impl<F: Fn(u32, &Operation) -> Option<NonZeroU64>> CallSites for F {
-    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64> {
-        self(rank, op)
-    }
-}
 
 /// What an operation does.
 #[derive(Clone, Debug, PartialEq)]

@@ -8,13 +8,15 @@
 //!       first writes the send buffer at a.c:51 (main), i.e. right after MPI_Allreduce
 //!       at 1.4 ms (a.c:49 (main)): 3.0 ms of compute in 1 interval(s) did not need it,
 //!       up to 3.0 ms hidden (proven)
+//!   (a touch known to an instant inside the gap: "move the wait before a.c:51 (main),
+//!   which first writes the send buffer, i.e. right after MPI_Allreduce ...")
 //! ```
 
 use std::fmt::Write as _;
 
 use super::place;
 use super::units::{bytes, duration};
-use crate::metrics::false_overlap::{ComputeRef, Limit, WaitMove};
+use crate::metrics::false_overlap::{ComputeRef, FirstUse, Limit, WaitMove};
 use crate::metrics::{CallRef, Finding};
 
 /// Said once under the findings when some of what they could hide is not proven.
@@ -27,19 +29,43 @@ fn short(c: &CallRef) -> String {
     c.site.clone().unwrap_or_else(|| c.call.to_string())
 }
 
-/// Compute in words: a span by its name, a gap by the calls around it.
+/// A learned first touch, short: its line (or a library's function), else its address.
+fn touch(u: &FirstUse) -> String {
+    match (&u.site, u.ip) {
+        (Some(s), _) => s.clone(),
+        (None, Some(ip)) => format!("{ip:#x}"),
+        (None, None) => "an unrecorded instruction".to_string(),
+    }
+}
+
+/// Compute in words: a span by its name, a gap by the calls around it (by the touches
+/// that cut it, for a part of one).
 fn compute(c: &ComputeRef) -> String {
-    match (&c.name, &c.after, &c.until) {
-        (Some(n), _, _) => format!("compute \"{n}\""),
-        (None, Some(a), Some(u)) => format!("the compute between {} and {}", short(a), short(u)),
-        (None, Some(a), None) => format!("the compute after {}", short(a)),
-        (None, None, _) => "the compute after the wait".to_string(),
+    let until = match (&c.to_touch, &c.until) {
+        (Some(t), _) => Some(touch(t)),
+        (None, Some(u)) => Some(short(u)),
+        (None, None) => None,
+    };
+    match (&c.name, &c.from_touch, &c.after, until) {
+        (Some(n), ..) => format!("compute \"{n}\""),
+        (None, Some(f), _, Some(u)) => format!("the compute from {} to {u}", touch(f)),
+        (None, Some(f), _, None) => format!("the compute from {}", touch(f)),
+        (None, None, Some(a), Some(u)) => format!("the compute between {} and {u}", short(a)),
+        (None, None, Some(a), None) => format!("the compute after {}", short(a)),
+        (None, None, None, _) => "the compute after the wait".to_string(),
     }
 }
 
 /// Where a move goes, and what stops it there.
 fn point(m: &WaitMove, buffer: &str) -> String {
     let mut text = match (&m.before_compute, &m.move_before) {
+        // A part of a gap from the touch that stops it: the touch itself.
+        (Some(c), _) if c.name.is_none() && c.from_touch.is_some() && m.first_use.is_some() => {
+            format!(
+                "before {}",
+                c.from_touch.as_ref().map(touch).unwrap_or_default()
+            )
+        }
         (Some(c), _) => format!("before {}", compute(c)),
         (None, Some(c)) => format!("before {}", place(c)),
         (None, None) => "to the end of the rank's work".to_string(),
@@ -50,7 +76,9 @@ fn point(m: &WaitMove, buffer: &str) -> String {
                 crate::dependence::Touch::Read => "reads",
                 crate::dependence::Touch::Write => "writes",
             };
+            let inside = (m.before_compute.as_ref()).is_some_and(|c| c.from_touch.is_some());
             let at = match (&u.site, u.ip) {
+                _ if inside => String::new(),
                 (Some(s), _) => format!(" at {s}"),
                 (None, Some(ip)) => format!(" at {ip:#x}"),
                 (None, None) => String::new(),

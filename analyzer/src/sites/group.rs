@@ -163,9 +163,7 @@ pub fn name_sites(
             name(c);
         }
         for u in f.first_uses_mut() {
-            u.site =
-                u.ip.and_then(|ip| table.site(rank, ip))
-                    .map(|s| s.label.clone());
+            u.site = u.ip.and_then(|ip| table.touch(rank, ip)).map(Site::place);
         }
     }
     for r in requests.iter_mut().flat_map(|list| list.iter_mut()) {

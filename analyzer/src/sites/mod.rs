@@ -95,6 +95,28 @@ impl Site {
         }
     }
 
+    /// Where the site is, the same for every instruction of it: its label, or for code
+    /// of a shared library whose function is known, the function in the library
+    /// (`__memmove_avx_unaligned_erms in libc.so.6`: which instruction of `memcpy`
+    /// touched a buffer, or on which line of the library's source, says nothing to the
+    /// program's author), inlined into the outermost function the symbolizer gives.
+    pub fn place(&self) -> String {
+        match self.library_function() {
+            Some((f, library)) => match self.inlined_into.last() {
+                Some(outer) => format!("{f} in {library}, inlined in {outer}"),
+                None => format!("{f} in {library}"),
+            },
+            None => self.label.clone(),
+        }
+    }
+
+    /// The function and the shared library (its file name) the site is in, when it is
+    /// in a shared library's function that the symbolizer named.
+    pub fn library_function(&self) -> Option<(&str, &str)> {
+        let library = symbolize::base_name(self.object.as_deref()?);
+        (library.contains(".so")).then_some((self.function.as_deref()?, library))
+    }
+
     /// Fills in the label from the other fields.
     pub(crate) fn labelled(mut self) -> Site {
         let place = match (&self.file, self.line, &self.object, self.offset) {
@@ -316,6 +338,17 @@ impl SiteTable {
 }
 
 #[cfg(test)]
+impl SiteTable {
+    /// Names the instruction `ip` of `rank` that touched a buffer `site` (tests of what is
+    /// said of a touch in a library, which a hand-built trace cannot symbolize).
+    pub(crate) fn name_touch(&mut self, rank: u32, ip: u64, site: Site) {
+        self.ids
+            .insert((rank, touch_key(ip)), self.sites.len() as u32);
+        self.sites.push(site);
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -357,5 +390,39 @@ mod tests {
             Site::recorded("kernels/src/halo.rs", 88).label,
             "kernels/src/halo.rs:88"
         );
+    }
+
+    /// A site in the program is its label; one in a shared library, its function in the
+    /// library, whichever instruction or line of it.
+    #[test]
+    fn places() {
+        let memcpy = |offset: u64, line: Option<u32>| {
+            Site {
+                label: String::new(),
+                file: line.map(|_| "string/memmove-vec-unaligned-erms.S".into()),
+                line,
+                function: Some("__memmove_avx_unaligned_erms".into()),
+                inlined_into: vec![],
+                object: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+                offset: Some(offset),
+                resolution: Resolution::SymbolTable,
+                unavailable: None,
+            }
+            .labelled()
+        };
+        let place = "__memmove_avx_unaligned_erms in libc.so.6";
+        assert_eq!(memcpy(0x1a2b3c, None).place(), place);
+        assert_eq!(memcpy(0x1a2b40, Some(330)).place(), place);
+        let program = Site {
+            object: Some("/src/app/halo".into()),
+            file: Some("/src/app/halo.c".into()),
+            line: Some(93),
+            function: Some("main".into()),
+            ..memcpy(0x1234, None)
+        }
+        .labelled();
+        assert_eq!(program.place(), "halo.c:93 (main)");
+        let unknown = Site::unavailable("0x7f12".into(), None, None, "no maps");
+        assert_eq!(unknown.place(), "0x7f12");
     }
 }

@@ -10,13 +10,18 @@
 //!  buffer [0x7f12..., +1.0 MiB)
 //! ```
 
+use std::num::NonZeroU64;
+
 use serde::Serialize;
 
 use crate::dependence::Effect;
 use crate::model::Trace;
-use crate::ops::{CompactIndex, Knowledge, OpKind, Program, RankProgram, RequestRole};
+use crate::ops::{
+    CallSites, CompactIndex, Knowledge, LearnedOp, OpKind, Operation, Program, RankProgram,
+    RequestRole, Touch,
+};
 use crate::report::units::{bytes, duration};
-use crate::sites::SiteTable;
+use crate::sites::{Site, SiteTable};
 
 /// Names operations of a trace's program.
 pub struct Namer<'a> {
@@ -26,6 +31,22 @@ pub struct Namer<'a> {
     pub program: &'a Program,
     /// Symbolized call sites.
     pub sites: &'a SiteTable,
+}
+
+/// The trace's call sites, and its touches' symbolized lines: the keys the iteration
+/// finder gives a part of a gap that starts at a learned touch.
+impl CallSites for Namer<'_> {
+    fn site(&self, rank: u32, op: &Operation) -> Option<NonZeroU64> {
+        self.trace.site(rank, op)
+    }
+
+    fn touch_site(&self, rank: u32, ip: NonZeroU64) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        let place = self.sites.touch(rank, ip.get())?.place();
+        let mut h = crate::fxhash::FxHasher::default();
+        place.hash(&mut h);
+        Some(h.finish())
+    }
 }
 
 impl Namer<'_> {
@@ -72,35 +93,103 @@ impl Namer<'_> {
     }
 
     /// A compute operation in words: its span's name, or for a gap the calls around it
-    /// (`the compute between halo.c:40 and halo.c:52`); empty for another operation.
+    /// (`the compute between halo.c:40 and halo.c:52`), for a part of a gap cut at a
+    /// learned touch the touch where it starts or ends (`the compute from halo.c:72
+    /// (first read of the receive buffer of MPI_Irecv halo.c:40) to halo.c:80`); empty
+    /// for another operation.
     pub fn compute(&self, rank: &RankProgram, i: usize) -> String {
         let op = &rank.ops[i];
         match &op.kind {
-            OpKind::Compute {
-                inferred: true,
-                until_span,
-                ..
-            } => self.inferred(rank, op.span as usize, until_span.map(CompactIndex::get)),
+            OpKind::Compute { inferred: true, .. } => self.inferred(rank, i),
             OpKind::Compute { name, .. } => format!("compute \"{}\"", self.program.name(*name)),
             _ => String::new(),
         }
     }
 
-    /// The compute inferred between two calls.
-    fn inferred(&self, rank: &RankProgram, after: usize, until: Option<usize>) -> String {
-        let name = |span: usize| {
-            let call = self
-                .trace
-                .rank(rank.rank)
-                .and_then(|t| t.call(span))
-                .map_or("?", |(op, _)| op.mpi_name());
-            self.site(rank.rank, span)
-                .unwrap_or_else(|| call.to_string())
+    /// The call at `span` of `rank`, by its site (its name when it has none).
+    fn call_place(&self, rank: u32, span: usize) -> String {
+        self.site(rank, span).unwrap_or_else(|| {
+            let call = self.trace.rank(rank).and_then(|t| t.call(span));
+            call.map_or("?", |(op, _)| op.mpi_name()).to_string()
+        })
+    }
+
+    /// The inferred compute `i`: between the calls around its gap, or the touches that
+    /// cut it.
+    fn inferred(&self, rank: &RankProgram, i: usize) -> String {
+        let op = &rank.ops[i];
+        let OpKind::Compute { until_span, .. } = op.kind else {
+            return String::new();
         };
-        match until {
-            Some(u) => format!("the compute between {} and {}", name(after), name(u)),
-            None => format!("the compute after {}", name(after)),
+        let until = until_span.map(CompactIndex::get);
+        // Where the part ends: a touch that cut the gap further on, or its call.
+        let end = match (rank.cut_at(i + 1), until) {
+            (Some(next), _) => Some(self.touch_place(rank, next)),
+            (None, Some(u)) => Some(self.call_place(rank.rank, u)),
+            (None, None) => None,
+        };
+        match (rank.cut_at(i), end) {
+            (Some(from), end) => format!(
+                "the compute from {} ({}) to {}",
+                self.touch_place(rank, from),
+                self.touch_words(from),
+                end.as_deref().unwrap_or("the end")
+            ),
+            (None, Some(end)) => format!(
+                "the compute between {} and {end}",
+                self.call_place(rank.rank, op.span as usize)
+            ),
+            (None, None) => format!(
+                "the compute after {}",
+                self.call_place(rank.rank, op.span as usize)
+            ),
         }
+    }
+
+    /// Where the first touch of learned use `l` of `rank` is in the source
+    /// ([`crate::sites::Site::place`]): `halo.c:72 (main)`, or a library's function; its
+    /// address when not symbolized, `an unrecorded instruction` when not recorded (an
+    /// edge byte found changed).
+    pub fn touch_place(&self, rank: &RankProgram, l: &LearnedOp) -> String {
+        match l.ip {
+            Some(ip) => (self.sites.touch(rank.rank, ip.get()))
+                .map_or_else(|| format!("{ip:#x}"), Site::place),
+            None => "an unrecorded instruction".to_string(),
+        }
+    }
+
+    /// Whether the first touch of `l` of `rank` is in a shared library's function
+    /// (`memcpy`).
+    pub fn touch_in_library(&self, rank: &RankProgram, l: &LearnedOp) -> bool {
+        let site = l.ip.and_then(|ip| self.sites.touch(rank.rank, ip.get()));
+        site.is_some_and(|s| s.library_function().is_some())
+    }
+
+    /// What the first touch of `l` is: `first read of the receive buffer`.
+    pub fn touch_what(&self, l: &LearnedOp) -> String {
+        let kind = match l.touched().map(|t| t.1) {
+            Some(Touch::Read) => "first read",
+            _ => "first write",
+        };
+        let role = self.program.requests.get(l.request()).map(|r| r.role);
+        format!("{kind} of {}", role.map_or("a buffer", buffer_words))
+    }
+
+    /// [`Self::touch_what`] with the request's post: `first read of the receive buffer
+    /// of MPI_Irecv halo.c:40 (main)`.
+    pub fn touch_words(&self, l: &LearnedOp) -> String {
+        let what = self.touch_what(l);
+        let Some(r) = self.program.requests.get(l.request()) else {
+            return what;
+        };
+        let post = self.program.rank(r.rank).and_then(|p| p.ops.get(r.post()));
+        let call = post
+            .and_then(|p| p.call)
+            .map_or("MPI call", |c| c.mpi_name());
+        let site = post
+            .and_then(|p| self.site(r.rank, p.span as usize))
+            .map_or(String::new(), |s| format!(" {s}"));
+        format!("{what} of {call}{site}")
     }
 
     /// A name that is the same for the same operation in another run of the program:
@@ -112,13 +201,8 @@ impl Namer<'_> {
             OpKind::Compute {
                 name,
                 inferred: true,
-                until_span,
                 ..
-            } => format!(
-                "{} {}",
-                self.program.name(*name),
-                self.inferred(rank, op.span as usize, until_span.map(CompactIndex::get))
-            ),
+            } => format!("{} {}", self.program.name(*name), self.inferred(rank, i)),
             OpKind::Compute { name, .. } => format!("compute \"{}\"", self.program.name(*name)),
             _ => self.short(rank, i),
         }
@@ -197,6 +281,15 @@ impl Namer<'_> {
     }
 }
 
+/// A request's buffer in words.
+fn buffer_words(role: RequestRole) -> &'static str {
+    match role {
+        RequestRole::Send => "the send buffer",
+        RequestRole::Recv => "the receive buffer",
+        _ => "the buffer",
+    }
+}
+
 /// What a move takes for granted about compute whose effect on its buffer is not known.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Assumption {
@@ -239,11 +332,7 @@ pub fn assumptions(
         _ => return Vec::new(),
     };
     let r = &namer.program.requests[request];
-    let buffer = match r.role {
-        RequestRole::Send => "the send buffer",
-        RequestRole::Recv => "the receive buffer",
-        _ => "the buffer",
-    };
+    let buffer = buffer_words(r.role);
     let range = match r.buffer() {
         Some(b) => format!("[{:#x}, +{})", b.addr, bytes(b.len)),
         None => "(its address was not recorded)".to_string(),
@@ -254,24 +343,14 @@ pub fn assumptions(
         within.0.max(within.1).min(rank.ops.len() - 1),
     );
     for (x, other) in rank.ops.iter().enumerate().take(hi + 1).skip(lo) {
-        let OpKind::Compute {
-            until_span,
-            inferred,
-            name,
-            ..
-        } = &other.kind
-        else {
+        if !matches!(other.kind, OpKind::Compute { .. }) {
             continue;
-        };
+        }
         let crossed = (x < m && position[x] > position[m]) || (x > m && position[x] < position[m]);
         if !crossed || knowledge.effect(x, r) != Effect::Unknown {
             continue;
         }
-        let compute = if *inferred {
-            namer.inferred(rank, other.span as usize, until_span.map(CompactIndex::get))
-        } else {
-            format!("compute \"{}\"", namer.program.name(*name))
-        };
+        let compute = namer.compute(rank, x);
         let a = Assumption {
             compute,
             must_not: r.guard().verb(),

@@ -63,6 +63,20 @@ pub(super) fn tell(namer: &Namer, rank: &RankProgram, m: &Move, period: Option<P
         _ => false,
     };
     let mut text = format!("move {what}");
+    // Moved to a learned first touch inside a gap: said by the touch's line.
+    if let Some(to) = m.before.and_then(|b| to_touch(namer, rank, b)) {
+        let _ = write!(text, " to just before {to}");
+        if next_iteration {
+            text.push_str(" of the next iteration");
+        }
+        return Told {
+            text,
+            what,
+            from_after,
+            to_before,
+            next_iteration,
+        };
+    }
     // Moved just over the operation before it: say so, not "from after X to before X".
     let over_predecessor = m.after.is_some() && m.after == m.before;
     if let (Some(a), false) = (&from_after, over_predecessor) {
@@ -87,6 +101,24 @@ pub(super) fn tell(namer: &Namer, rank: &RankProgram, m: &Move, period: Option<P
         to_before,
         next_iteration,
     }
+}
+
+/// The point just before operation `b` of `rank` when it is a part of a gap that starts
+/// at a learned first touch, in words: `halo.c:72 (main) (the first read of the receive
+/// buffer)`; a touch in a library's function (`memcpy`) is said with the call after which
+/// it came, the nearest place of the program's own.
+fn to_touch(namer: &Namer, rank: &RankProgram, b: usize) -> Option<String> {
+    let l = rank.cut_at(b)?;
+    let first = namer.touch_what(l);
+    let place = namer.touch_place(rank, l);
+    if !namer.touch_in_library(rank, l) {
+        return Some(format!("{place} (the {first})"));
+    }
+    let after = namer.site(rank.rank, rank.ops[b].span as usize);
+    Some(match after {
+        Some(call) => format!("{place} (the {first}), called after {call}"),
+        None => format!("{place} (the {first})"),
+    })
 }
 
 /// Where each operation of `rank` is in `order`.
@@ -216,5 +248,131 @@ pub(super) fn group(namer: &Namer, slots: &[usize], parts: &Parts) -> Group {
         before,
         after,
         ends,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::num::NonZeroU64;
+    use std::path::Path;
+
+    use overlap_format::schema::{
+        ByteRange, CallArgs, CallEvent, Completion, Event, LearnedUse, Nanos, Op, Outcome, Touch,
+    };
+
+    use super::*;
+    use crate::sites::{Resolution, Site, SiteTable};
+
+    fn call(op: Op, (start, end): (u64, u64), site: u64, args: CallArgs) -> Event {
+        Event::Call(CallEvent {
+            tid: 0,
+            start: Nanos(start),
+            end: Nanos(end),
+            op,
+            args: CallArgs {
+                site: Some(site),
+                ..args
+            },
+        })
+    }
+
+    /// A receive's wait moved to the first read of its buffer inside a gap, said by the
+    /// touch's line; a touch inside a library's function (`memcpy`) by the function and
+    /// the call after which it came:
+    ///
+    /// ```text
+    ///  |Irecv 0-1 (0x1111)|Wait 1-10 (0x2222)|.. gap 10-40, read at 20 ..|Barrier 40-41|
+    ///  ops  Post Complete Compute 10-20 Compute 20-40 (from the read) Barrier
+    /// ```
+    #[test]
+    fn a_move_to_a_touch_is_said_by_its_line_or_its_function() {
+        let buf = CallArgs {
+            peer: Some(1),
+            tag: Some(5),
+            bytes: Some(4096),
+            comm: Some(0),
+            buf: Some(0x20000),
+            buf_len: Some(4096),
+            request: Some(1),
+            ..CallArgs::default()
+        };
+        let done = CallArgs {
+            completed: vec![Completion {
+                request: Some(1),
+                source: Some(1),
+                tag: Some(5),
+                bytes: Some(4096),
+            }],
+            ..CallArgs::default()
+        };
+        let barrier = CallArgs {
+            comm: Some(0),
+            ..CallArgs::default()
+        };
+        let events = vec![
+            call(Op::Irecv, (0, 1), 0x1111, buf),
+            call(Op::Wait, (1, 10), 0x2222, done),
+            call(Op::Barrier, (40, 41), 0x3333, barrier),
+        ];
+        let mut trace = crate::merge::from_events("t", Path::new("t"), vec![events]);
+        let range = Some(ByteRange {
+            addr: 0x20000,
+            len: 4096,
+        });
+        trace.ranks[0].learned = vec![LearnedUse {
+            request: 1,
+            from: Nanos(10),
+            reads: range,
+            writes: range,
+            outcome: Outcome::Used {
+                earliest: Nanos(20),
+                latest: Nanos(20),
+                touch: Touch::Read,
+                addr: 0x20000,
+                ip: NonZeroU64::new(0x9999),
+            },
+        }];
+        let program = crate::ops::extract(&trace).expect("a program");
+        let rank = &program.ranks[0];
+        assert!(rank.cut_at(3).is_some(), "{:#?}", rank.ops);
+        let m = Move {
+            ops: vec![1],
+            after: Some(0),
+            before: Some(3),
+            now_after: Some(2),
+        };
+        let mut sites = SiteTable::build(&trace);
+        let told = |sites: &SiteTable| {
+            let namer = Namer {
+                trace: &trace,
+                program: &program,
+                sites,
+            };
+            tell(&namer, rank, &m, None).text
+        };
+        let waited = "move MPI_Wait (the MPI_Irecv from rank 1 (tag 5, 4.0 KiB), 0x1111) at 0x2222";
+        assert_eq!(
+            told(&sites),
+            format!("{waited} to just before 0x9999 (the first read of the receive buffer)")
+        );
+        let memcpy = Site {
+            label: "libc.so.6+0x1a2b3c (__memmove_avx_unaligned_erms)".into(),
+            file: None,
+            line: None,
+            function: Some("__memmove_avx_unaligned_erms".into()),
+            inlined_into: Vec::new(),
+            object: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
+            offset: Some(0x1a2b3c),
+            resolution: Resolution::SymbolTable,
+            unavailable: None,
+        };
+        sites.name_touch(0, 0x9999, memcpy);
+        assert_eq!(
+            told(&sites),
+            format!(
+                "{waited} to just before __memmove_avx_unaligned_erms in libc.so.6 (the \
+                 first read of the receive buffer), called after 0x2222"
+            )
+        );
     }
 }

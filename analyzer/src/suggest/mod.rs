@@ -302,7 +302,7 @@ fn suggest_on(
     // A rank slot's consensus with `pinned` kept in place.
     let pinned_order = |slot: usize, pinned: &[usize]| {
         let rank = &program.ranks[slot];
-        dag::order_rank_pinned(program, trace, rank, &options.dag, pinned)
+        dag::order_rank_pinned(program, &namer, rank, &options.dag, pinned)
             .consensus
             .order
     };
@@ -310,7 +310,7 @@ fn suggest_on(
         .ranks
         .iter()
         .map(|r| {
-            let o = dag::order_rank(program, trace, r, &options.dag);
+            let o = dag::order_rank(program, &namer, r, &options.dag);
             let p = moves::patterns(moves::moves(r, &o.consensus.order), o.period);
             (o, p)
         })
@@ -428,7 +428,7 @@ fn suggest_on(
     // What a permissive order would add, when the suggested one is proven.
     let looked_for = options.dag.mode == Mode::Proven && !options.conservative;
     let permissive =
-        looked_for.then(|| possible::permissive(trace, &namer, &options.dag.policies, &ranked));
+        looked_for.then(|| possible::permissive(&namer, &options.dag.policies, &ranked));
     let possible_order = permissive.as_ref().and_then(|p| {
         let any = p.moves.iter().any(|m| !m.is_empty());
         let suggested_ns = suggested.as_ref().map(|s| s.0.ns);

@@ -15,7 +15,6 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use crate::dag::{self, Mode, Policy, RankOrder};
-use crate::model::Trace;
 use crate::ops::{Knowledge, Program};
 use crate::replay::{self, Network, Progress, ReplayConfig};
 
@@ -63,7 +62,6 @@ pub(super) struct Permissive {
 /// What the permissive order adds to `ranked` (each rank slot's proven order and its
 /// move patterns), with the same `policies`.
 pub(super) fn permissive(
-    trace: &Trace,
     namer: &Namer,
     policies: &[Policy],
     ranked: &[(RankOrder, Vec<Pattern>)],
@@ -72,7 +70,7 @@ pub(super) fn permissive(
     let mut orders = Vec::with_capacity(program.ranks.len());
     let mut added = Vec::with_capacity(program.ranks.len());
     for (rank, (proven, proven_patterns)) in program.ranks.iter().zip(ranked) {
-        let o = dag::order_rank_in(program, trace, rank, (policies, Mode::Permissive), &[]);
+        let o = dag::order_rank_in(program, namer, rank, (policies, Mode::Permissive), &[]);
         let patterns = moves::patterns(moves::moves(rank, &o.consensus.order), o.period);
         let made: BTreeSet<(&[usize], Option<usize>)> = (proven_patterns.iter())
             .map(|p| (p.shown.ops.as_slice(), p.shown.before))

@@ -13,10 +13,12 @@ use crate::metrics::collectives;
 use crate::model::compact::{index_u32, NO_INDEX};
 use crate::model::{RequestLife, Span, Timeline, What};
 
+use super::super::cuts::push_gap;
 use super::super::{
     CompactIndex, OpKind, Operation, RankProgram, RequestOp, RequestRole, Touch, Transfers,
 };
 use super::{RankPosts, INFERRED_NAME};
+use crate::dependence;
 
 /// What every rank's build reads.
 pub(super) struct Shared<'a> {
@@ -205,6 +207,17 @@ pub(super) fn build(
     // Each completion operation with its request's id, to place the learned uses.
     let mut completed: Vec<(u64, u32)> = Vec::new();
     let mut call_buffers: Vec<(u32, crate::model::Buffer)> = Vec::new();
+    // Where the gaps are cut: at the first touches of buffers whose request a call of
+    // this thread completed before the gap (the uses the operations place).
+    let touch_cuts = dependence::touch_cuts(&t.learned);
+    let mut completed_ids: FxHashMap<u64, ()> = FxHashMap::default();
+    let mut cut_starts: Vec<u32> = Vec::new();
+    let mut push_inferred =
+        |ops: &mut Vec<Operation>, name, (from, to), calls, done: &FxHashMap<u64, ()>| {
+            let keep = |c: &dependence::TouchCut| done.contains_key(&t.learned[c.learned].request);
+            let cuts = dependence::cuts_inside(&touch_cuts, (from, to), keep).map(|c| c.at);
+            push_gap(ops, name, (from, to), calls, cuts, &mut cut_starts);
+        };
     for (i, s) in t.spans.iter().enumerate() {
         if !scope.takes(s) {
             continue;
@@ -221,13 +234,8 @@ pub(super) fn build(
                 lead_in = gap;
             } else {
                 let name = name_id(&mut part.names, &mut names, INFERRED_NAME);
-                ops.push(inferred(
-                    name,
-                    prev_end,
-                    s.start.0,
-                    prev_call.unwrap_or(i),
-                    Some(i),
-                ));
+                let calls = (prev_call.unwrap_or(i), Some(i));
+                push_inferred(&mut ops, name, (prev_end, s.start.0), calls, &completed_ids);
             }
         }
         let base = Operation {
@@ -341,6 +349,7 @@ pub(super) fn build(
                         for (k, &(local, id)) in done.iter().enumerate() {
                             if !t.learned.is_empty() {
                                 completed.push((id, index_u32(ops.len())));
+                                completed_ids.insert(id, ());
                             }
                             requests[local].set_complete(ops.len());
                             ops.push(Operation {
@@ -429,14 +438,15 @@ pub(super) fn build(
             tail_ns = hi - prev_end;
         } else {
             let name = name_id(&mut part.names, &mut names, INFERRED_NAME);
-            ops.push(inferred(name, prev_end, hi, prev_call.unwrap_or(0), None));
+            let calls = (prev_call.unwrap_or(0), None);
+            push_inferred(&mut ops, name, (prev_end, hi), calls, &completed_ids);
         }
     }
     debug_assert_eq!(written, requests.len(), "requests_in_program counts them");
     ops.shrink_to_fit();
     accesses.shrink_to_fit();
     completed.sort_unstable();
-    let learned = super::super::learned::place(&t.learned, &ops, &completed);
+    let (learned, cuts) = super::super::learned::place(&t.learned, &ops, &completed, &cut_starts);
     part.program = RankProgram {
         rank: t.rank,
         start_ns: lo,
@@ -444,6 +454,7 @@ pub(super) fn build(
         ops,
         accesses,
         learned,
+        cuts,
         call_buffers,
         complete: t.complete,
         inferred_compute: !spans_mode,
@@ -488,23 +499,4 @@ pub(super) fn name_id(list: &mut Vec<String>, ids: &mut FxHashMap<String, u32>, 
     list.push(name.to_string());
     ids.insert(name.to_string(), id);
     id
-}
-
-/// Compute named `name`, inferred from the gap `[from, to)` between the call `after`
-/// and the call `until` (none: the end of the rank's analysed part).
-fn inferred(name: u32, from: u64, to: u64, after: usize, until: Option<usize>) -> Operation {
-    Operation {
-        kind: OpKind::Compute {
-            name,
-            inferred: true,
-            access: None,
-            until_span: until.map(CompactIndex::new),
-        },
-        cost_ns: to - from,
-        lead_in_ns: 0,
-        measured_start_ns: from,
-        measured_end_ns: to,
-        span: index_u32(after),
-        call: None,
-    }
 }

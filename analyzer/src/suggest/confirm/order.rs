@@ -108,13 +108,13 @@ pub fn orders(
         let mine = suggestion
             .orders
             .get(slot)
-            .and_then(|o| iteration(ours, rank, o, dag::rank_period(program, ours.trace, rank)));
+            .and_then(|o| iteration(ours, rank, o, dag::rank_period(program, ours, rank)));
         let identity: Vec<usize> = (0..other.ops.len()).collect();
         let theirs = iteration(
             &theirs_namer,
             other,
             &identity,
-            dag::rank_period(rerun, rerun_trace, other),
+            dag::rank_period(rerun, &theirs_namer, other),
         );
         let shown = match (&mine, &theirs) {
             (Some(a), Some(b)) if !same_up_to_rotation(a, b) => Some((a.clone(), b.clone())),

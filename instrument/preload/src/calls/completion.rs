@@ -177,9 +177,14 @@ fn record<'s>(
     list.extend(
         completed.filter_map(|(position, status)| completion(t, null, keys, position, status)),
     );
+    // Before the call returns: the completed requests' buffers are the program's again;
+    // the call ends once their watches are armed.
+    let armed = crate::watch::completed(list.iter().filter_map(|c| c.request), at.end.raw());
+    let at = match armed {
+        Some(end) => Timed { end, ..at },
+        None => at,
+    };
     t.record(op, at, CallData::Complete { flag }, &list);
-    // Before the call returns: the completed requests' buffers are the program's again.
-    crate::watch::completed(list.iter().filter_map(|c| c.request), at.end.raw());
     state.give_completions(list);
 }
 

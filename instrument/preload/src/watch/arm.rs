@@ -7,6 +7,7 @@
 
 use smallvec::SmallVec;
 
+use overlap_instrument::clock::Stamp;
 use overlap_instrument::recorder::push_unwatched;
 use overlap_instrument::schema::{Nanos, Unwatched, UnwatchedReason};
 
@@ -24,28 +25,48 @@ enum Armed {
 }
 
 /// After a Wait or Test completed `requests`, before it returns: arms the watches of
-/// each one's buffers (or records why not). `at` is the call's end stamp.
-pub(crate) fn completed(requests: impl Iterator<Item = u64>, at: u64) {
+/// each one's buffers (or records why not). `at` is when MPI returned. Arming is part of
+/// the call (the program's next instruction comes after it): when a watch was armed,
+/// the call ends once all are, and each begins then; that end is returned (none: the
+/// call ends at `at`). So the time the arming takes (tens of µs: the maps read, the
+/// protection) is the call's, not the compute's after it, where it would look like work
+/// a wait could be moved past. The watches' edges are checked again then: a write found
+/// later dates from the call's end, not from before the arming.
+pub(crate) fn completed(requests: impl Iterator<Item = u64>, at: u64) -> Option<Stamp> {
     if !super::asked() {
-        return;
+        return None;
     }
     slots::checkpoint(at);
-    with_book(|b| {
+    let end = with_book(|b| {
         // Every completed request lets go of its buffers before any is watched: two
         // completed together may share pages.
         let done: SmallVec<[(u64, Option<Buffers>); 8]> =
             requests.map(|id| (id, b.flights.completed(id))).collect();
+        let mut armed: SmallVec<[usize; 8]> = SmallVec::new();
         for (id, buffers) in done {
-            if let Err(why) = arm_request(b, id, buffers, at) {
-                let u = Unwatched {
-                    request: id,
-                    at: Nanos(at),
-                    why,
-                };
-                push_unwatched(&mut b.records, &u);
+            match arm_request(b, id, buffers, at) {
+                Ok(new) => armed.extend(new),
+                Err(why) => {
+                    let u = Unwatched {
+                        request: id,
+                        at: Nanos(at),
+                        why,
+                    };
+                    push_unwatched(&mut b.records, &u);
+                }
             }
         }
-    });
+        let end = (crate::tracer::tracer().map(|t| t.stamp()))
+            .filter(|end| end.raw() > at && !armed.is_empty())?;
+        for i in armed {
+            if let Some(w) = b.watches[i].as_mut() {
+                w.from = end.raw();
+            }
+        }
+        Some(end)
+    })?;
+    slots::checkpoint(end.raw());
+    Some(end)
 }
 
 /// True for an address that can be a buffer's: not in the first or last page (MPI's
@@ -54,13 +75,14 @@ pub(super) fn is_buffer(addr: u64) -> bool {
     (4096..u64::MAX - 4096).contains(&addr)
 }
 
-/// Arms a watch on every buffer of request `id`, or none.
+/// Arms a watch on every buffer of request `id`, or none; the slots of the watches it
+/// armed anew.
 fn arm_request(
     b: &mut Book,
     id: u64,
     buffers: Option<Buffers>,
     at: u64,
-) -> Result<(), UnwatchedReason> {
+) -> Result<SmallVec<[usize; 2]>, UnwatchedReason> {
     if !on() {
         return Err(UnwatchedReason::Disabled);
     }
@@ -83,7 +105,13 @@ fn arm_request(
             }
         }
     }
-    Ok(())
+    Ok(armed
+        .into_iter()
+        .filter_map(|a| match a {
+            Armed::New(i) => Some(i),
+            Armed::Joined(_) => None,
+        })
+        .collect())
 }
 
 /// Takes back what arming one of request `id`'s buffers did (another could not be).
