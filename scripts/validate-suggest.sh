@@ -21,7 +21,8 @@
 #   false-overlap   overlap run false-overlap --variant naive -> fixed
 #   toeplitz        overlap run toeplitz --variant nonblocking -> overlapped
 #
-# The replay runs with in-MPI progress (suggest's default, MPICH's behaviour).
+# The replay runs with in-MPI progress (suggest's default, MPICH's behaviour). The C
+# programs are traced with `--buffers` (BUFFERS=0: without).
 #
 # Every case runs 2 ranks: never more ranks than cores for timing (the verdict says when
 # a run had more). Goals (issue 36): self error within 10 % (3 %), predicted gain within
@@ -64,11 +65,15 @@ traced() {
   fi
 }
 
-# `program_run OUT NAME ARGS...`: a C program under the preload, 2 ranks.
+# `program_run OUT NAME ARGS...`: a C program under the preload, 2 ranks, its buffers
+# watched (`--buffers`: what proves a move safe in a program without declared spans;
+# both sides are traced alike, so the watch's cost is in both). BUFFERS=0 leaves it out.
 program_run() {
   local out=$1 name=$2
   shift 2
-  traced "$out" -- "$overlap" trace --out "$out" -- mpiexec -n 2 "$DIR/$name" "$@"
+  local watch=(--buffers)
+  [ "${BUFFERS:-1}" = 1 ] || watch=()
+  traced "$out" -- "$overlap" trace "${watch[@]}" --out "$out" -- mpiexec -n 2 "$DIR/$name" "$@"
 }
 
 # `kernel_run OUT KERNEL VARIANT OPTIONS...`: a bundled kernel, 2 ranks.
