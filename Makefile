@@ -61,11 +61,17 @@ test: setup
 # What tracing costs, side by side (docs/preload.md, "Cost"): the OSU loops untraced,
 # under the preload and through the Rust layer (RUNS alternating rounds, default 5;
 # MPIP_LIB=/path/libmpiP.so adds mpiP), bytes per event, the writer's throughput, the
-# per-call overhead of the Rust layer, then the analyzer's speed. Figures, not asserts.
+# per-call overhead of the Rust layer, what the buffer watch costs per completion
+# (docs/buffers.md), how suggest's time grows from 10^3 to 10^6 operations
+# (docs/suggest.md), then the analyzer's speed. Figures, not asserts.
 bench: setup
 	$(CARGO) build --release -p overlap -p overlap-preload
 	$(CARGO) build --release -p overlap-kernels --example osu
 	scripts/bench-mpi.sh
+	@echo
+	scripts/bench-buffers.sh
+	@echo
+	scripts/bench-suggest.sh
 	@echo
 	$(CARGO) bench -p overlap-instrument --bench writer
 	@echo

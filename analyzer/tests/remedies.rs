@@ -13,7 +13,8 @@ use overlap_analyzer::model::Trace;
 use overlap_analyzer::replay::{NetworkFit, Progress};
 use overlap_analyzer::suggest::remedies::{lines, ProgressRemedy};
 use overlap_analyzer::suggest::{program_of, suggest, Options, Suggestion};
-use overlap_instrument::schema::Op;
+use overlap_instrument::schema::{Event, Op, SourceSite, SyncPhase};
+use std::path::Path;
 
 const MIB: u64 = 1 << 20;
 
@@ -157,5 +158,73 @@ fn a_late_partner_and_an_imbalance_are_named_with_the_time_they_cost() {
     assert!(
         text.contains("rank 0's MPI_Isend") && text.contains("compute \"slow\""),
         "{text}"
+    );
+}
+
+fn at_site(mut e: Event, site: u64) -> Event {
+    if let Event::Call(c) = &mut e {
+        c.args.site = Some(site);
+    }
+    e
+}
+
+/// Rank 0 computes, then posts three sends in a loop (one call site, k.c:20); rank 1
+/// waits for all three. Its wait is long because of the compute before the loop, not
+/// because of the gap between two rounds of it:
+///
+/// ```text
+///  rank 0 |== slow 0-100 ==|Isend 100-101|Isend 101-102|Isend 102-103|Waitall 103-104|
+///  rank 1 |Irecv 0-1|Irecv 1-2|Irecv 2-3|Waitall 3 ---------------- 103|
+///  Late Sender on rank 1's Waitall: E(last send) 102 - E(Waitall) 3 = 99
+/// ```
+#[test]
+fn a_late_call_in_a_loop_of_the_same_call_names_the_compute_before_the_loop() {
+    let mut r0 = rank_trace(
+        header(0, 2, 0, "boot-1"),
+        vec![sync(SyncPhase::Init, 0, 0, 0)],
+        vec![
+            compute(0, 100, "slow"),
+            at_site(isend(100, 101, 1, 5, 8, 1), 1),
+            at_site(isend(101, 102, 1, 5, 8, 2), 1),
+            at_site(isend(102, 103, 1, 5, 8, 3), 1),
+            at_site(
+                complete(Op::Waitall, 103, 104, &[(1, None), (2, None), (3, None)]),
+                2,
+            ),
+        ],
+    );
+    r0.sites = ["k.c:20", "k.c:22"]
+        .iter()
+        .enumerate()
+        .map(|(k, l)| SourceSite {
+            id: k as u64 + 1,
+            file: "k.c".into(),
+            line: l[4..].parse().unwrap(),
+            column: 1,
+        })
+        .collect();
+    let r1 = rank_trace(
+        header(1, 2, 0, "boot-1"),
+        vec![sync(SyncPhase::Init, 0, 0, 0)],
+        vec![
+            irecv(0, 1, 0, 5, 8, 1),
+            irecv(1, 2, 0, 5, 8, 2),
+            irecv(2, 3, 0, 5, 8, 3),
+            complete(
+                Op::Waitall,
+                3,
+                103,
+                &[(1, Some((0, 5))), (2, Some((0, 5))), (3, Some((0, 5)))],
+            ),
+        ],
+    );
+    let trace = overlap_analyzer::merge::merge(vec![r0, r1]).to_trace(Path::new("hand-built"));
+    let s = suggestion(&trace, 200.0, Progress::InMpi);
+    let late = &s.remedies.late_partners;
+    assert_eq!(late.len(), 1, "{late:#?}");
+    assert_eq!(late[0].late_call, "MPI_Isend at k.c:20");
+    assert_eq!(
+        late[0].late_compute,
+        "compute \"slow\" before the first of 3 MPI_Isend at k.c:20 in a row"
     );
 }

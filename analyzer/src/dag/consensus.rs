@@ -2,7 +2,8 @@
 //! then sort topologically.
 //!
 //! Each policy's edges are added unless they close a cycle with the edges already in
-//! (so a policy never overrides data dependence or a policy before it). A sort key is
+//! (so a policy never overrides data dependence or a policy before it), or the check
+//! would search too far ([`super::graph::SEARCH_LIMIT`]: the wish is given up). A sort key is
 //! a total order on groups, represented as a chain through one hub node between
 //! consecutive groups of a scope (members of group `k` -> hub `k` -> members of group
 //! `k + 1`), never as an edge per pair: O(n) edges. Edges into hubs are offered first,
@@ -114,20 +115,28 @@ pub fn consensus(
                 for ((scope, _), members) in &groups {
                     by_scope.entry(*scope).or_default().push(members);
                 }
-                for scope_groups in by_scope.values() {
-                    // The hubs sit in the order just after the scope's last member, so
-                    // that the searches their edges need stay within the scope.
-                    let mut hubs: Vec<usize> = Vec::with_capacity(scope_groups.len());
-                    let last = scope_groups
-                        .iter()
-                        .flat_map(|g| g.iter().copied())
-                        .max_by_key(|&m| graph.position(m));
-                    if let Some(mut after) = last {
-                        for _ in 1..scope_groups.len() {
-                            after = graph.add_node_after(after);
-                            hubs.push(after);
-                        }
-                    }
+                // The hubs of every scope, added in one pass: hub `k` sits in the order
+                // just after the last member of group `k`, so that where the current
+                // order already agrees with the key its edges go forward and need no
+                // search, and where it does not the search spans only the part of the
+                // scope between the two groups.
+                let places: Vec<(usize, usize)> = (by_scope.values())
+                    .flat_map(|scope_groups| {
+                        let groups = &scope_groups[..scope_groups.len().saturating_sub(1)];
+                        groups.iter().map(|g| {
+                            let last = g.iter().copied().max_by_key(|&m| graph.position(m));
+                            (last.unwrap_or_default(), 1)
+                        })
+                    })
+                    .collect();
+                let mut added = graph.add_nodes_after(&places).into_iter().flatten();
+                let scope_hubs: Vec<Vec<usize>> = (by_scope.values())
+                    .map(|groups| {
+                        let hubs = groups.len().saturating_sub(1);
+                        added.by_ref().take(hubs).collect()
+                    })
+                    .collect();
+                for (scope_groups, hubs) in by_scope.values().zip(scope_hubs) {
                     // Into the hubs: each member before the first hub after its group
                     // that does not close a cycle.
                     for (k, members) in scope_groups.iter().enumerate() {

@@ -1,7 +1,12 @@
 //! A DAG that refuses edges closing a cycle, cheaply: it keeps a topological order of
 //! its nodes up to date as edges are added (Pearce and Kelly's dynamic topological
 //! sort), so an edge that agrees with the current order is accepted at once, and one
-//! that does not costs a search bounded by the part of the order between its ends.
+//! that does not costs a search bounded by the part of the order between its ends, and
+//! by [`SEARCH_LIMIT`] nodes: an edge whose check would visit more is refused, as if it
+//! closed a cycle (the graph keeps the order it has: a policy's wish is given up, never
+//! a dependence, whose edges go forward and are not searched). So a long scope whose
+//! policy edges all run against it (a sort key of a thousand groups) costs
+//! `O(edges × SEARCH_LIMIT)`, not `O(edges × scope)`.
 //!
 //! ```text
 //!  order  a b c d      add d -> b: search forward from b among b..d: b -> c, c -> d:
@@ -10,6 +15,9 @@
 
 /// A node of a [`Dag`].
 pub type Node = usize;
+
+/// The most nodes the search behind one backward edge visits before the edge is refused.
+pub const SEARCH_LIMIT: usize = 1024;
 
 /// A directed acyclic graph with a maintained topological order.
 #[derive(Clone, Debug, Default)]
@@ -66,17 +74,33 @@ impl Dag {
         n
     }
 
-    /// Adds a node placed just after `x` in the order (so that searches for edges
-    /// between it and its neighbours stay short) and returns it. `O(n)`.
-    pub fn add_node_after(&mut self, x: Node) -> Node {
-        let n = self.add_node();
-        let from = self.ord[x] + 1;
-        self.at.pop();
-        self.at.insert(from, n);
-        for p in from..self.at.len() {
-            self.ord[self.at[p]] = p;
+    /// Adds, for each `(x, count)` of `places`, `count` nodes placed just after `x` in the
+    /// order, one after the other (so that searches for edges between them and their
+    /// neighbours stay short), and returns them, by place. One pass over the order:
+    /// `O(n + k log k)` for `k` places, however many there are.
+    pub fn add_nodes_after(&mut self, places: &[(Node, usize)]) -> Vec<Vec<Node>> {
+        let added: Vec<Vec<Node>> = places
+            .iter()
+            .map(|&(_, count)| (0..count).map(|_| self.add_node()).collect())
+            .collect();
+        let old = self.at.len() - added.iter().map(Vec::len).sum::<usize>();
+        let mut by_position: Vec<(usize, usize)> = (places.iter().enumerate())
+            .map(|(k, &(x, _))| (self.ord[x], k))
+            .collect();
+        by_position.sort_unstable();
+        let mut at = Vec::with_capacity(self.at.len());
+        let mut next = by_position.iter().peekable();
+        for p in 0..old {
+            at.push(self.at[p]);
+            while let Some(&(_, k)) = next.next_if(|&&(q, _)| q == p) {
+                at.extend_from_slice(&added[k]);
+            }
         }
-        n
+        for (p, &node) in at.iter().enumerate() {
+            self.ord[node] = p;
+        }
+        self.at = at;
+        added
     }
 
     /// Successors of a node.
@@ -89,24 +113,33 @@ impl Dag {
         &self.pred[n]
     }
 
-    /// True when the edge `a -> b` is in the graph.
+    /// True when the edge `a -> b` is in the graph. Looks through the shorter of `a`'s
+    /// successors and `b`'s predecessors: a hub's thousand members each cost their own
+    /// few edges, not the hub's thousand.
     pub fn has_edge(&self, a: Node, b: Node) -> bool {
-        self.succ[a].contains(&b)
+        if self.succ[a].len() <= self.pred[b].len() {
+            self.succ[a].contains(&b)
+        } else {
+            self.pred[b].contains(&a)
+        }
     }
 
-    /// Adds `a -> b` unless it would close a cycle (or is a self loop); returns whether
-    /// the graph has the edge now.
+    /// Adds `a -> b` unless it would close a cycle (or is a self loop, or the check would
+    /// visit more than [`SEARCH_LIMIT`] nodes); returns whether the graph has the edge now.
     pub fn add_edge(&mut self, a: Node, b: Node) -> bool {
         if a == b {
             return false;
         }
         let (lb, ub) = (self.ord[b], self.ord[a]);
         if lb < ub {
-            // b comes before a: look for a path b ~> a among positions lb..=ub.
+            // b comes before a: look for a path b ~> a among positions lb..=ub (too far
+            // to tell within the limit: refused).
             let Some(forward) = self.search_forward(b, ub, a) else {
                 return false;
             };
-            let backward = self.search_backward(a, lb);
+            let Some(backward) = self.search_backward(a, lb) else {
+                return false;
+            };
             self.reorder(forward, backward);
         }
         if !self.has_edge(a, b) {
@@ -133,7 +166,8 @@ impl Dag {
         self.epoch
     }
 
-    /// Nodes reachable from `from` with positions at most `ub`; `None` if `target` is.
+    /// Nodes reachable from `from` with positions at most `ub`; `None` if `target` is, or
+    /// if there are more than [`SEARCH_LIMIT`].
     fn search_forward(&mut self, from: Node, ub: usize, target: Node) -> Option<Vec<Node>> {
         let epoch = self.next_epoch();
         let mut seen = vec![from];
@@ -146,6 +180,9 @@ impl Dag {
                     return None;
                 }
                 if self.mark[s] != epoch && self.ord[s] < ub {
+                    if seen.len() == SEARCH_LIMIT {
+                        return None;
+                    }
                     self.mark[s] = epoch;
                     seen.push(s);
                     stack.push(s);
@@ -155,8 +192,9 @@ impl Dag {
         Some(seen)
     }
 
-    /// Nodes that reach `from` with positions at least `lb`.
-    fn search_backward(&mut self, from: Node, lb: usize) -> Vec<Node> {
+    /// Nodes that reach `from` with positions at least `lb`; `None` if there are more
+    /// than [`SEARCH_LIMIT`].
+    fn search_backward(&mut self, from: Node, lb: usize) -> Option<Vec<Node>> {
         let epoch = self.next_epoch();
         let mut seen = vec![from];
         let mut stack = vec![from];
@@ -165,13 +203,16 @@ impl Dag {
             for i in 0..self.pred[n].len() {
                 let p = self.pred[n][i];
                 if self.mark[p] != epoch && self.ord[p] > lb {
+                    if seen.len() == SEARCH_LIMIT {
+                        return None;
+                    }
                     self.mark[p] = epoch;
                     seen.push(p);
                     stack.push(p);
                 }
             }
         }
-        seen
+        Some(seen)
     }
 
     /// Puts the nodes that reach `a` before those `b` reaches, in the positions both sets
@@ -234,12 +275,32 @@ mod tests {
     fn a_node_added_after_another_sits_next_to_it() {
         let mut g = Dag::new(4);
         assert!(g.add_edge(0, 3));
-        let h = g.add_node_after(1);
+        let added = g.add_nodes_after(&[(1, 1)]);
+        let h = added[0][0];
         assert_eq!(g.position(h), g.position(1) + 1);
         assert!(g.position(1) < g.position(2) && g.position(h) < g.position(2));
         assert!(g.add_edge(h, 2));
         assert!(g.add_edge(0, h));
         assert!(!g.add_edge(2, 0));
+    }
+
+    #[test]
+    fn nodes_added_after_several_places_sit_next_to_each() {
+        // Order 0 1 2 3; two nodes after 2, one after 0, none after 3.
+        let mut g = Dag::new(4);
+        assert!(g.add_edge(3, 1));
+        // The order is now 0 3 2 1 (3 and 1 swapped their places).
+        let added = g.add_nodes_after(&[(2, 2), (0, 1), (3, 0)]);
+        let (a, b, c) = (added[0][0], added[0][1], added[1][0]);
+        assert!(added[2].is_empty());
+        let order: Vec<Node> = {
+            let mut nodes: Vec<Node> = (0..g.len()).collect();
+            nodes.sort_by_key(|&n| g.position(n));
+            nodes
+        };
+        assert_eq!(order, vec![0, c, 3, 2, a, b, 1]);
+        assert!(g.add_edge(2, a) && g.add_edge(a, b));
+        assert!(!g.add_edge(b, 2), "2 -> a -> b: b -> 2 closes a cycle");
     }
 
     #[test]

@@ -471,6 +471,7 @@ fn suggest_on(
     let mut suggestion = Suggestion {
         version: SUGGEST_JSON_VERSION,
         trace: trace.source.display().to_string(),
+        operations: program.ranks.iter().map(|r| r.ops.len()).sum(),
         policies: options
             .dag
             .policies

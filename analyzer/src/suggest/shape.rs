@@ -174,6 +174,8 @@ pub struct Suggestion {
     pub version: u32,
     /// The trace.
     pub trace: String,
+    /// The operations ordered, every rank's together (what suggest's cost grows with).
+    pub operations: usize,
     /// Policies in priority order (after data dependence; program order last).
     pub policies: Vec<String>,
     /// The mode of the suggested order.

@@ -26,7 +26,10 @@ fn call_words(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> Stri
 }
 
 /// The compute of `rank` just before its event `index`, in words: the span named, or
-/// the gap since its thread's previous call.
+/// the gap since its thread's previous call. A call made in a loop of the same call (a
+/// post among a thousand at one site) was late because of what came before the loop,
+/// not the gap since the previous round: the calls at its site just before it are
+/// stepped over, and the words say how many.
 fn compute_before(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> String {
     let Some(t) = trace.rank(rank) else {
         return "unknown".into();
@@ -34,24 +37,41 @@ fn compute_before(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> 
     let Some(here) = t.spans.get(index) else {
         return "unknown".into();
     };
+    let site = |j: usize| {
+        let call = t.call(j).map(|(op, _)| op.mpi_name());
+        call.zip(sites.label_of_call(trace, rank, j))
+    };
+    let here_site = site(index);
+    let late = call_words(trace, sites, rank, index);
+    let mut in_a_row = 1usize;
+    let in_words = |in_a_row: usize| match in_a_row {
+        1 => late.clone(),
+        n => format!("the first of {n} {late} in a row"),
+    };
     for j in (0..index).rev() {
         let s = &t.spans[j];
         if s.tid != here.tid {
             continue;
         }
         return match s.what {
-            crate::model::What::Compute(id) => format!("compute \"{}\"", t.name(id)),
+            crate::model::What::Compute(id) if in_a_row == 1 => {
+                format!("compute \"{}\"", t.name(id))
+            }
+            crate::model::What::Compute(id) => {
+                format!("compute \"{}\" before {}", t.name(id), in_words(in_a_row))
+            }
+            _ if here_site.is_some() && site(j) == here_site => {
+                in_a_row += 1;
+                continue;
+            }
             _ => format!(
                 "the compute between {} and {}",
                 call_words(trace, sites, rank, j),
-                call_words(trace, sites, rank, index)
+                in_words(in_a_row)
             ),
         };
     }
-    format!(
-        "the compute before {}",
-        call_words(trace, sites, rank, index)
-    )
+    format!("the compute before {}", in_words(in_a_row))
 }
 
 /// Waits of one kind at one place: how many, how long, and who was late how often.
