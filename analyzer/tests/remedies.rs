@@ -102,7 +102,7 @@ fn a_transfer_that_moves_only_inside_mpi_gets_progress_with_its_prediction() {
 
 #[test]
 fn a_transfer_short_against_the_uncertainty_gains_nothing() {
-    // 2 ns for the MiB: the stall is 1 ns, within the uncertainty (0.5 % of the run).
+    // 2 ns for the MiB: the stall is 1 ns, within the uncertainty (1 % of the run).
     let s = suggestion(&stalled_transfer(), 2.0, Progress::InMpi);
     assert!(
         matches!(s.remedies.progress, ProgressRemedy::NothingToGain { gain_ns } if gain_ns <= 1),

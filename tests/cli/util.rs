@@ -172,3 +172,33 @@ pub fn run_kernel(kernel: &str, ranks: u32, out: &Path, extra: &[&str]) -> Run {
     args.extend_from_slice(extra);
     overlap(&args)
 }
+
+/// The network a test's suggestion is replayed on when its run fitted none: a short run
+/// on a loaded machine may have no clean transfer (both ends ready), and the truths the
+/// suggest tests check are about the order and its gains, not the fit (tests/cli/
+/// network.rs tests the fit, and its absence).
+const FALLBACK_NETWORK: [&str; 4] = ["--latency", "1us", "--bandwidth", "4GB/s"];
+
+/// `overlap suggest PATH ARGS... --json` on the trace's own network, or on
+/// [`FALLBACK_NETWORK`] when it fits none: the JSON, and the arguments that gave it (for
+/// a text run alike).
+pub fn suggest_on_a_network(path: &str, args: &[&str]) -> (serde_json::Value, Vec<String>) {
+    let mut with: Vec<String> = ["suggest", path]
+        .iter()
+        .chain(args)
+        .map(|a| a.to_string())
+        .collect();
+    for attempt in 0..2 {
+        let mut json: Vec<&str> = with.iter().map(String::as_str).collect();
+        json.push("--json");
+        let run = overlap(&json);
+        assert!(run.success(), "{}", run.describe());
+        let s: serde_json::Value =
+            serde_json::from_str(&run.stdout()).expect("suggest --json prints JSON");
+        if attempt == 1 || s["network"].get("unknown").is_none() {
+            return (s, with);
+        }
+        with.extend(FALLBACK_NETWORK.iter().map(|a| a.to_string()));
+    }
+    unreachable!("the second attempt returns")
+}

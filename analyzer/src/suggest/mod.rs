@@ -107,8 +107,9 @@ type Signature = Vec<(String, Option<String>, bool)>;
 const NO_NETWORK: &str = "gains unknown: no network";
 
 /// The smallest gain worth suggesting, as a share of the run: below it a move is noise
-/// whatever the model says.
-const NOISE_SHARE: f64 = 0.005;
+/// whatever the model says. Runs of one program on one host vary from run to run by
+/// about this much or more, so a smaller gain is one no re-run could confirm.
+const NOISE_SHARE: f64 = 0.01;
 
 fn predict(
     program: &Program,
