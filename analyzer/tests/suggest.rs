@@ -184,10 +184,22 @@ fn a_move_across_unknown_compute_is_only_possible() {
         assumed,
         ["compute \"work\" does not write the send buffer [0x2000, +8 B)"]
     );
+    // Moving an 8-byte send's wait past 10 ns of compute gains nothing measurable: the
+    // short text counts the possible moves in one line, --verbose names each.
+    let extra = s.possible.as_ref().and_then(|p| p.extra_gain_ns).unwrap();
+    assert!(
+        extra <= s.replay.as_ref().unwrap().uncertainty_ns as i64,
+        "{extra}"
+    );
     let text = overlap_analyzer::suggest::render(&s, false);
     assert!(
-        text.contains("possible if compute \"work\" does not write the send buffer"),
+        text.contains("possible, not proven: 2 move(s) that together gain nothing measurable"),
         "{text}"
+    );
+    let verbose = overlap_analyzer::suggest::render(&s, true);
+    assert!(
+        verbose.contains("possible if compute \"work\" does not write the send buffer"),
+        "{verbose}"
     );
     let s = run_suggest(&trace, policies(), true);
     assert!(

@@ -1,7 +1,8 @@
 //! The suggestion in words. By default short: per group of ranks, the suggested moves
 //! (at most [`SHOWN`]) each with its gain and where (call and `file:line`), one line of
 //! what was left out and why, the "possible if" moves (at most [`POSSIBLE_SHOWN`], then
-//! how many more), and the prediction. `verbose` adds every move with its verdict, every
+//! how many more; counted in one line when together they gain nothing measurable), and
+//! the prediction. `verbose` adds every move with its verdict, every
 //! possible move with all it needs, the iteration before and after side by side, each
 //! rank's replayed end, the consensus replayed, and the notes (the JSON has them all).
 
@@ -73,8 +74,10 @@ fn left_out_line(g: &Group, uncertainty_ns: u64) -> Option<String> {
     })
 }
 
-/// One group in words.
-fn group(o: &mut String, g: &Group, uncertainty_ns: u64, verbose: bool) {
+/// One group in words. `possible_measurable`: whether the possible moves (the
+/// permissive order) gain more than the uncertainty over the suggested order, or may
+/// (their gain unknown); when they do not, the short text counts them in one line.
+fn group(o: &mut String, g: &Group, uncertainty_ns: u64, possible_measurable: bool, verbose: bool) {
     let _ = match g.period {
         Some((len, it)) => writeln!(
             o,
@@ -163,6 +166,16 @@ fn group(o: &mut String, g: &Group, uncertainty_ns: u64, verbose: bool) {
                 let _ = writeln!(o, "      possible if {a}");
             }
         }
+    }
+    if !g.possible.is_empty() && !possible_measurable && !verbose {
+        let _ = writeln!(
+            o,
+            "  possible, not proven: {} move(s) that together gain nothing measurable (±{}; --verbose lists them)",
+            g.possible.len(),
+            duration(uncertainty_ns)
+        );
+        // What follows is for --verbose only.
+        return;
     }
     if !g.possible.is_empty() {
         let _ = writeln!(
@@ -255,6 +268,14 @@ pub fn render(s: &Suggestion, verbose: bool) -> String {
             writeln!(o, "replay: none: {}", gains_unknown(unknown))
         }
     };
+    // The possible moves gain something measurable together, or may: their order's gain
+    // over the suggested one exceeds the uncertainty, or is unknown.
+    let possible_measurable = match (&s.possible, &s.replay) {
+        (Some(p), Some(check)) => p
+            .extra_gain_ns
+            .is_none_or(|extra| extra > check.uncertainty_ns as i64),
+        _ => true,
+    };
     if let Some(check) = &s.replay {
         let _ = writeln!(
             o,
@@ -273,7 +294,7 @@ pub fn render(s: &Suggestion, verbose: bool) -> String {
     // Without a replay no move is weighed against an uncertainty: none is printed.
     let uncertainty_ns = s.replay.map_or(0, |check| check.uncertainty_ns);
     for g in &s.groups {
-        group(&mut o, g, uncertainty_ns, verbose);
+        group(&mut o, g, uncertainty_ns, possible_measurable, verbose);
     }
     match (&s.suggested, &s.replay, &s.network) {
         (_, _, SuggestNetwork::Unknown { .. }) if s.rejected.is_none() => {

@@ -2,8 +2,10 @@
 
 use std::collections::BTreeMap;
 
+use overlap_format::schema::{Op, OpClass};
+
 use crate::metrics::wait_states::{self, WaitInstance, WaitKind};
-use crate::model::Trace;
+use crate::model::{Trace, What};
 use crate::sites::SiteTable;
 
 use super::{Imbalance, LatePartner};
@@ -25,11 +27,21 @@ fn call_words(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> Stri
     }
 }
 
-/// The compute of `rank` just before its event `index`, in words: the span named, or
-/// the gap since its thread's previous call. A call made in a loop of the same call (a
-/// post among a thousand at one site) was late because of what came before the loop,
-/// not the gap since the previous round: the calls at its site just before it are
-/// stepped over, and the words say how many.
+/// Whether a call can wait for another rank (or for requests posted earlier): what comes
+/// before it was already waited for, so it bounds the stretch that made a call late.
+fn may_wait(op: Op) -> bool {
+    !matches!(
+        op.class(),
+        OpClass::Post | OpClass::Local | OpClass::OneSided
+    )
+}
+
+/// The compute that made `rank` late for its event `index`, in words: the longest
+/// stretch of compute since its thread's last call that could wait (what came before
+/// that call was waited for already), either a compute span (named) or the gap between
+/// two of its calls. A call made right after another (the second of two sends, a post
+/// in a loop of posts) was late because of the compute before them, not the few
+/// nanoseconds between them.
 fn compute_before(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> String {
     let Some(t) = trace.rank(rank) else {
         return "unknown".into();
@@ -37,41 +49,49 @@ fn compute_before(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> 
     let Some(here) = t.spans.get(index) else {
         return "unknown".into();
     };
-    let site = |j: usize| {
-        let call = t.call(j).map(|(op, _)| op.mpi_name());
-        call.zip(sites.label_of_call(trace, rank, j))
+    // The longest: (its time, the span named, or the calls around the gap).
+    let mut longest: Option<(u64, Result<u32, (usize, usize)>)> = None;
+    let mut offer = |ns: u64, what| {
+        if longest.is_none_or(|(l, _)| ns > l) {
+            longest = Some((ns, what));
+        }
     };
-    let here_site = site(index);
-    let late = call_words(trace, sites, rank, index);
-    let mut in_a_row = 1usize;
-    let in_words = |in_a_row: usize| match in_a_row {
-        1 => late.clone(),
-        n => format!("the first of {n} {late} in a row"),
-    };
+    // The next call, and the time of the compute spans between it and the span at hand
+    // (the gap between two calls is what is left).
+    let (mut next_call, mut spans_between) = (index, 0u64);
     for j in (0..index).rev() {
         let s = &t.spans[j];
         if s.tid != here.tid {
             continue;
         }
-        return match s.what {
-            crate::model::What::Compute(id) if in_a_row == 1 => {
-                format!("compute \"{}\"", t.name(id))
+        let duration = s.end.0.saturating_sub(s.start.0);
+        match s.what {
+            What::Compute(id) => {
+                offer(duration, Ok(id));
+                spans_between += duration;
             }
-            crate::model::What::Compute(id) => {
-                format!("compute \"{}\" before {}", t.name(id), in_words(in_a_row))
+            What::Call(op, _) => {
+                let gap = t.spans[next_call].start.0.saturating_sub(s.end.0);
+                offer(gap.saturating_sub(spans_between), Err((j, next_call)));
+                if may_wait(op) {
+                    break;
+                }
+                (next_call, spans_between) = (j, 0);
             }
-            _ if here_site.is_some() && site(j) == here_site => {
-                in_a_row += 1;
-                continue;
-            }
-            _ => format!(
-                "the compute between {} and {}",
-                call_words(trace, sites, rank, j),
-                in_words(in_a_row)
-            ),
-        };
+        }
     }
-    format!("the compute before {}", in_words(in_a_row))
+    match longest {
+        Some((_, Ok(id))) => format!("compute \"{}\"", t.name(id)),
+        Some((_, Err((a, b)))) => format!(
+            "the compute between {} and {}",
+            call_words(trace, sites, rank, a),
+            call_words(trace, sites, rank, b)
+        ),
+        None => format!(
+            "the compute before {}",
+            call_words(trace, sites, rank, index)
+        ),
+    }
 }
 
 /// Waits of one kind at one place: how many, how long, and who was late how often.
