@@ -30,7 +30,7 @@ fn unproven_moves_are_only_possible_and_name_source_lines() {
     // A run that fitted no network is replayed on a given one (the possible order's
     // gain needs one).
     let (s, args) = suggest_on_a_network(path, &[]);
-    assert_eq!(s["version"], 2);
+    assert_eq!(s["version"], 3);
     assert_eq!(s["mode"], "proven");
     assert!(s["replay"]["self_error"].is_number(), "{s:#}");
     let wait = program_line("reorder.c", "MPI_Waitall(2, req");

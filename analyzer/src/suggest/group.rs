@@ -169,8 +169,12 @@ pub(super) struct Parts<'a> {
     /// The moves a permissive order adds, per rank slot (empty: none computed).
     pub possible: &'a [Vec<PossibleMove>],
     /// No network is known and the order stands: every move is suggested, its gain
-    /// unknown ([`Verdict::NoNetwork`]).
+    /// unknown ([`Verdict::NoNetwork`]), but those whose most is too short.
     pub no_network: bool,
+    /// Each rank slot's most per pattern, whatever the network ([`super::at_most`]; set
+    /// without a network), and the least worth suggesting, ns (none: every move stands).
+    pub at_most: &'a [Vec<Option<u64>>],
+    pub floor_ns: Option<u64>,
     /// The measured order replayed, and the suggested one (none without a network).
     pub measured: Option<&'a Replay>,
     pub suggested: Option<&'a Replay>,
@@ -188,11 +192,16 @@ pub(super) fn group(namer: &Namer, slots: &[usize], parts: &Parts) -> Group {
     let moves = patterns
         .iter()
         .zip(&parts.gains[first])
-        .map(|(p, gain)| {
+        .enumerate()
+        .map(|(k, (p, gain))| {
             let told = tell(namer, rank, &p.shown, period);
+            let at_most = (parts.at_most.get(first)).and_then(|m| m.get(k).copied().flatten());
             let verdict = match Verdict::of(*gain, parts.uncertainty_ns) {
                 Verdict::BelowUncertainty if parts.together => Verdict::GainsTogether,
-                Verdict::Unknown if parts.no_network => Verdict::NoNetwork,
+                Verdict::Unknown if parts.no_network => match at_most {
+                    Some(most) if parts.floor_ns.is_some_and(|f| most <= f) => Verdict::TooShort,
+                    _ => Verdict::NoNetwork,
+                },
                 v => v,
             };
             match verdict {
@@ -200,6 +209,7 @@ pub(super) fn group(namer: &Namer, slots: &[usize], parts: &Parts) -> Group {
                 Verdict::BelowUncertainty => left_out.within_uncertainty += 1,
                 Verdict::Costs => left_out.costs += 1,
                 Verdict::Unknown => left_out.not_evaluated += 1,
+                Verdict::TooShort => left_out.too_short += 1,
             }
             MoveReport {
                 text: told.text,
@@ -209,6 +219,7 @@ pub(super) fn group(namer: &Namer, slots: &[usize], parts: &Parts) -> Group {
                 next_iteration: told.next_iteration,
                 iterations: p.instances.len(),
                 gain_ns: *gain,
+                at_most_ns: at_most,
                 verdict,
                 assumptions: assumed(namer, &mut knowledge, rank, &p.shown, &position),
             }

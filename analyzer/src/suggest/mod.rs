@@ -24,6 +24,7 @@
 //!    checked (whether it deadlocks does not depend on the times): every proven move is
 //!    listed, its gain unknown ([`Verdict::NoNetwork`]), and nothing is predicted.
 
+mod at_most;
 mod confirm;
 mod describe;
 mod group;
@@ -54,7 +55,7 @@ use crate::replay::{
 use crate::sites::SiteTable;
 
 /// The JSON shape's version.
-pub const SUGGEST_JSON_VERSION: u32 = 2;
+pub const SUGGEST_JSON_VERSION: u32 = 3;
 
 /// How to suggest.
 #[derive(Debug)]
@@ -402,9 +403,31 @@ fn suggest_on(
     let mut suggested_orders = measured_orders.clone();
     let mut together = false;
     let mut suggested = None;
+    // Without a network: what each pattern can gain at most, whatever the network, and
+    // the least worth suggesting.
+    let mut floor_ns = Some((program.measured_ns as f64 * NOISE_SHARE) as u64);
+    let at_most = match fit {
+        None => at_most::per_group(&program.ranks, &ranked, &slots_groups),
+        Some(_) => Vec::new(),
+    };
     if let (None, None) = (&rejected, fit) {
-        // No network: every proven move is suggested, its gain unknown.
+        // No network: every proven move is suggested, its gain unknown, but those whose
+        // waits took too little to gain a measurable share.
         suggested_orders = consensus_orders.clone();
+        for (slot, (_, patterns)) in ranked.iter().enumerate() {
+            let undone: Vec<usize> = (patterns.iter().zip(&at_most[slot]))
+                .filter(|(_, most)| most.zip(floor_ns).is_some_and(|(m, f)| m <= f))
+                .flat_map(|(p, _)| p.instances.iter().flat_map(|m| m.ops.iter().copied()))
+                .collect();
+            if !undone.is_empty() {
+                suggested_orders[slot] = pinned_order(slot, &undone);
+            }
+        }
+        if deadlock(program, &suggested_orders, order_network, progress).is_some() {
+            // Keeping the short moves' waits in place is refused: the consensus, which
+            // was not, is suggested whole.
+            (suggested_orders, floor_ns) = (consensus_orders.clone(), None);
+        }
     }
     if let (None, Some(fit)) = (&rejected, fit) {
         suggested_orders = orders_keeping(&|v| v == Verdict::Gains);
@@ -446,6 +469,8 @@ fn suggest_on(
         together,
         possible: permissive.as_ref().map_or(&[], |p| p.moves.as_slice()),
         no_network: fit.is_none() && rejected.is_none(),
+        at_most: &at_most,
+        floor_ns,
         measured: measured_replay.as_ref(),
         suggested: suggested.as_ref().map(|s| &s.1),
     };

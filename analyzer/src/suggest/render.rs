@@ -42,6 +42,9 @@ fn verdict_words(v: Verdict) -> &'static str {
         Verdict::Costs => "left out: it costs",
         Verdict::Unknown => "left out: gain unknown",
         Verdict::NoNetwork => "suggested: proven, gain unknown (no network)",
+        Verdict::TooShort => {
+            "left out: its waits took too little for any network to make it gain a measurable share of the run"
+        }
     }
 }
 
@@ -58,6 +61,12 @@ fn left_out_line(g: &Group, uncertainty_ns: u64) -> Option<String> {
     }
     if l.costs > 0 {
         why.push(format!("{} that cost more than it", l.costs));
+    }
+    if l.too_short > 0 {
+        why.push(format!(
+            "{} whose waits took too little for any network to make them gain a measurable share of the run",
+            l.too_short
+        ));
     }
     if l.not_evaluated > 0 {
         why.push(format!(
@@ -103,6 +112,11 @@ fn group(o: &mut String, g: &Group, uncertainty_ns: u64, possible_measurable: bo
         let _ = writeln!(
             o,
             "  nothing to move: the order already agrees with the policies and what is known of its buffers"
+        );
+    } else if suggested.is_empty() && g.left_out.too_short == g.moves.len() {
+        let _ = writeln!(
+            o,
+            "  nothing to move: no move's waits took enough to gain a measurable share of the run, whatever the network"
         );
     } else if suggested.is_empty() {
         let _ = writeln!(

@@ -54,6 +54,11 @@ pub struct MoveReport {
     /// ns; negative: it costs; `None`: not evaluated (the order without it could not be
     /// replayed, or no network is known).
     pub gain_ns: Option<i64>,
+    /// The most it can gain whatever the network, ns: for a wait deferred, the time its
+    /// calls took in the measured run in every rank of the group (a rank that no longer
+    /// waits there saves at most that, and its partners no more than it saves). Set
+    /// where no network is known; `None` for other moves.
+    pub at_most_ns: Option<u64>,
     /// What the gain says about the move.
     pub verdict: Verdict,
     /// What it takes for granted: none in a proven order; in a permissive one (an
@@ -82,6 +87,10 @@ pub enum Verdict {
     /// Not evaluated: no network is known, nothing is predicted. The move is proven and
     /// suggested, its gain unknown.
     NoNetwork,
+    /// No network is known, but the waits it defers took too little in the measured run
+    /// for any network to make it gain a measurable share ([`MoveReport::at_most_ns`]):
+    /// left out.
+    TooShort,
 }
 
 /// The moves of a group left out of the suggested order, by why.
@@ -93,12 +102,15 @@ pub struct LeftOut {
     pub costs: usize,
     /// Their gain was not evaluated, or the order without them could not be replayed.
     pub not_evaluated: usize,
+    /// No network is known, and their waits took too little to gain a measurable share
+    /// ([`Verdict::TooShort`]).
+    pub too_short: usize,
 }
 
 impl LeftOut {
     /// How many in all.
     pub fn total(&self) -> usize {
-        self.within_uncertainty + self.costs + self.not_evaluated
+        self.within_uncertainty + self.costs + self.not_evaluated + self.too_short
     }
 }
 
