@@ -24,7 +24,7 @@ if [ ! -f "$preload" ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-mpicc -O2 bench/watch.c -o "$work/watch" || exit 2
+mpicc -O2 -Wno-stringop-overflow bench/watch.c -o "$work/watch" || exit 2
 cc -O2 bench/watch_uffd.c -o "$work/watch_uffd" || exit 2
 
 modes=(untraced preload buffers)

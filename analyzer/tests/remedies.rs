@@ -13,7 +13,7 @@ use overlap_analyzer::model::Trace;
 use overlap_analyzer::replay::{NetworkFit, Progress};
 use overlap_analyzer::suggest::remedies::{lines, ProgressRemedy};
 use overlap_analyzer::suggest::{program_of, suggest, Options, Suggestion};
-use overlap_instrument::schema::{Event, Op, SourceSite, SyncPhase};
+use overlap_instrument::schema::{Op, SourceSite, SyncPhase};
 use std::path::Path;
 
 const MIB: u64 = 1 << 20;
@@ -159,13 +159,6 @@ fn a_late_partner_and_an_imbalance_are_named_with_the_time_they_cost() {
         text.contains("rank 0's MPI_Isend") && text.contains("compute \"slow\""),
         "{text}"
     );
-}
-
-fn at_site(mut e: Event, site: u64) -> Event {
-    if let Event::Call(c) = &mut e {
-        c.args.site = Some(site);
-    }
-    e
 }
 
 /// Rank 0 leaves a barrier, computes between two calls (no span: a gap, as the preload

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use common::*;
 use overlap_analyzer::metrics::{analyze, Options, WaitKind};
-use overlap_instrument::schema::{Event, SourceSite, SyncPhase};
+use overlap_instrument::schema::{SourceSite, SyncPhase};
 
 use overlap_analyzer::sites::maps::{self, CodeMap};
 use overlap_analyzer::sites::{Resolution, Symbolizer};
@@ -202,13 +202,6 @@ fn an_object_moved_since_the_run_is_read_from_the_search_path() {
             .is_some_and(|w| w.contains("not an object file")),
         "{site:?}"
     );
-}
-
-fn at_site(mut e: Event, site: u64) -> Event {
-    if let Event::Call(c) = &mut e {
-        c.args.site = Some(site);
-    }
-    e
 }
 
 /// Rank 0 (Rust layer, source sites listed) receives three times; rank 1 sends late,

@@ -97,6 +97,23 @@ pub(super) fn per_group(
     out
 }
 
+/// Per rank slot, the operations of its patterns whose most (`at_most`, from
+/// [`per_group`]) is no more than `floor_ns`: the moves to undo.
+pub(super) fn too_short(
+    ranked: &[(RankOrder, Vec<Pattern>)],
+    at_most: &[Vec<Option<u64>>],
+    floor_ns: u64,
+) -> Vec<Vec<usize>> {
+    (ranked.iter().zip(at_most))
+        .map(|((_, patterns), most)| {
+            (patterns.iter().zip(most))
+                .filter(|(_, most)| most.is_some_and(|m| m <= floor_ns))
+                .flat_map(|(p, _)| p.instances.iter().flat_map(|m| m.ops.iter().copied()))
+                .collect()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +130,17 @@ mod tests {
         }
     }
 
+    /// A gap between calls (inferred compute) whose span is `span`.
+    fn gap(span: u32, start: u64, end: u64) -> Operation {
+        let kind = OpKind::Compute {
+            name: 0,
+            inferred: true,
+            access: None,
+            until_span: None,
+        };
+        op(kind, span, start, end)
+    }
+
     /// ```text
     ///  0 Irecv  1 Isend  2 Wait(r) 3 Wait(s) (one Waitall, 100-130)  4 compute 130-2130
     /// ```
@@ -123,17 +151,7 @@ mod tests {
                 op(OpKind::Post { request: 1 }, 1, 10, 20),
                 op(OpKind::Complete { request: 0 }, 2, 100, 130),
                 op(OpKind::Complete { request: 1 }, 2, 100, 130),
-                op(
-                    OpKind::Compute {
-                        name: 0,
-                        inferred: true,
-                        access: None,
-                        until_span: None,
-                    },
-                    3,
-                    130,
-                    2130,
-                ),
+                gap(3, 130, 2130),
             ],
             ..RankProgram::default()
         }
@@ -181,17 +199,7 @@ mod tests {
         r.ops = vec![
             op(OpKind::Post { request: 0 }, 0, 0, 10),
             op(OpKind::Complete { request: 0 }, 1, 10, 2010),
-            op(
-                OpKind::Compute {
-                    name: 0,
-                    inferred: true,
-                    access: None,
-                    until_span: None,
-                },
-                2,
-                2010,
-                2013,
-            ),
+            gap(2, 2010, 2013),
             op(OpKind::Post { request: 1 }, 3, 2013, 2020),
         ];
         let took = worked_before(&r);

@@ -22,7 +22,9 @@
 //!    buffering itself) is rejected, with the reason.
 //! 7. Without a network ([`suggest_without_network`]) the order is still made and
 //!    checked (whether it deadlocks does not depend on the times): every proven move is
-//!    listed, its gain unknown ([`Verdict::NoNetwork`]), and nothing is predicted.
+//!    listed, its gain unknown ([`Verdict::NoNetwork`]), and nothing is predicted; but
+//!    a deferred wait that can gain no measurable share whatever the network
+//!    ([`at_most`]) is left out ([`Verdict::TooShort`]).
 
 mod at_most;
 mod confirm;
@@ -414,14 +416,9 @@ fn suggest_on(
         // No network: every proven move is suggested, its gain unknown, but those whose
         // waits took too little to gain a measurable share.
         suggested_orders = consensus_orders.clone();
-        for (slot, (_, patterns)) in ranked.iter().enumerate() {
-            let undone: Vec<usize> = (patterns.iter().zip(&at_most[slot]))
-                .filter(|(_, most)| most.zip(floor_ns).is_some_and(|(m, f)| m <= f))
-                .flat_map(|(p, _)| p.instances.iter().flat_map(|m| m.ops.iter().copied()))
-                .collect();
-            if !undone.is_empty() {
-                suggested_orders[slot] = pinned_order(slot, &undone);
-            }
+        let short = at_most::too_short(&ranked, &at_most, floor_ns.unwrap_or(0));
+        for (slot, undone) in short.iter().enumerate().filter(|(_, u)| !u.is_empty()) {
+            suggested_orders[slot] = pinned_order(slot, undone);
         }
         if deadlock(program, &suggested_orders, order_network, progress).is_some() {
             // Keeping the short moves' waits in place is refused: the consensus, which

@@ -261,6 +261,14 @@ pub fn with_buf(mut e: Event, addr: u64) -> Event {
     e
 }
 
+/// The same call made at call site `site` (a source site's id, or a code address).
+pub fn at_site(mut e: Event, site: u64) -> Event {
+    if let Event::Call(c) = &mut e {
+        c.args.site = Some(site);
+    }
+    e
+}
+
 /// An `MPI_Ibarrier` on communicator 0 posting `request`.
 pub fn ibarrier(start: u64, end: u64, request: u64) -> Event {
     call(

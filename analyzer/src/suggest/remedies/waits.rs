@@ -27,6 +27,14 @@ fn call_words(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> Stri
     }
 }
 
+/// A stretch of a rank's compute: a compute span (its name), or the gap between two of
+/// its calls (their events).
+#[derive(Clone, Copy)]
+enum Stretch {
+    Span(u32),
+    Gap(usize, usize),
+}
+
 /// Whether a call can wait for another rank (or for requests posted earlier): what comes
 /// before it was already waited for, so it bounds the stretch that made a call late.
 fn may_wait(op: Op) -> bool {
@@ -49,8 +57,8 @@ fn compute_before(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> 
     let Some(here) = t.spans.get(index) else {
         return "unknown".into();
     };
-    // The longest: (its time, the span named, or the calls around the gap).
-    let mut longest: Option<(u64, Result<u32, (usize, usize)>)> = None;
+    // The longest, and its time.
+    let mut longest: Option<(u64, Stretch)> = None;
     let mut offer = |ns: u64, what| {
         if longest.is_none_or(|(l, _)| ns > l) {
             longest = Some((ns, what));
@@ -67,12 +75,15 @@ fn compute_before(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> 
         let duration = s.end.0.saturating_sub(s.start.0);
         match s.what {
             What::Compute(id) => {
-                offer(duration, Ok(id));
+                offer(duration, Stretch::Span(id));
                 spans_between += duration;
             }
             What::Call(op, _) => {
                 let gap = t.spans[next_call].start.0.saturating_sub(s.end.0);
-                offer(gap.saturating_sub(spans_between), Err((j, next_call)));
+                offer(
+                    gap.saturating_sub(spans_between),
+                    Stretch::Gap(j, next_call),
+                );
                 if may_wait(op) {
                     break;
                 }
@@ -81,8 +92,8 @@ fn compute_before(trace: &Trace, sites: &SiteTable, rank: u32, index: usize) -> 
         }
     }
     match longest {
-        Some((_, Ok(id))) => format!("compute \"{}\"", t.name(id)),
-        Some((_, Err((a, b)))) => format!(
+        Some((_, Stretch::Span(id))) => format!("compute \"{}\"", t.name(id)),
+        Some((_, Stretch::Gap(a, b))) => format!(
             "the compute between {} and {}",
             call_words(trace, sites, rank, a),
             call_words(trace, sites, rank, b)
