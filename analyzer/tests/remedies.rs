@@ -13,7 +13,7 @@ use overlap_analyzer::model::Trace;
 use overlap_analyzer::replay::{NetworkFit, Progress};
 use overlap_analyzer::suggest::remedies::{lines, ProgressRemedy};
 use overlap_analyzer::suggest::{program_of, suggest, Options, Suggestion};
-use overlap_instrument::schema::{Op, SourceSite, SyncPhase};
+use overlap_instrument::schema::{Op, SyncPhase};
 use std::path::Path;
 
 const MIB: u64 = 1 << 20;
@@ -185,16 +185,7 @@ fn a_late_call_names_the_longest_compute_since_the_partner_last_waited() {
             at_site(complete(Op::Waitall, 404, 405, &[(1, None), (2, None)]), 3),
         ],
     );
-    r0.sites = [20, 21, 22, 30]
-        .iter()
-        .enumerate()
-        .map(|(k, &line)| SourceSite {
-            id: k as u64 + 1,
-            file: "k.c".into(),
-            line,
-            column: 1,
-        })
-        .collect();
+    r0.sites = source_sites("k.c", &[20, 21, 22, 30]);
     let r1 = rank_trace(
         header(1, 2, 0, "boot-1"),
         vec![sync(SyncPhase::Init, 0, 0, 0)],

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use common::*;
 use overlap_analyzer::metrics::{analyze, Options, WaitKind};
-use overlap_instrument::schema::{SourceSite, SyncPhase};
+use overlap_instrument::schema::SyncPhase;
 
 use overlap_analyzer::sites::maps::{self, CodeMap};
 use overlap_analyzer::sites::{Resolution, Symbolizer};
@@ -225,20 +225,7 @@ fn wait_states_grouped_by_site() {
             at_site(recv(300, 400, 1, 5, 8), 2),
         ],
     );
-    r0.sites = vec![
-        SourceSite {
-            id: 1,
-            file: "k.rs".into(),
-            line: 10,
-            column: 9,
-        },
-        SourceSite {
-            id: 2,
-            file: "k.rs".into(),
-            line: 12,
-            column: 9,
-        },
-    ];
+    r0.sites = source_sites("k.rs", &[10, 12]);
     let r1 = rank_trace(
         header(1, 2, 0, "boot-1"),
         vec![sync(SyncPhase::Init, 0, 0, 0)],

@@ -183,22 +183,20 @@ const FALLBACK_NETWORK: [&str; 4] = ["--latency", "1us", "--bandwidth", "4GB/s"]
 /// [`FALLBACK_NETWORK`] when it fits none: the JSON, and the arguments that gave it (for
 /// a text run alike).
 pub fn suggest_on_a_network(path: &str, args: &[&str]) -> (serde_json::Value, Vec<String>) {
-    let mut with: Vec<String> = ["suggest", path]
-        .iter()
-        .chain(args)
-        .map(|a| a.to_string())
-        .collect();
-    for attempt in 0..2 {
+    let json = |with: &[String]| -> serde_json::Value {
         let mut json: Vec<&str> = with.iter().map(String::as_str).collect();
         json.push("--json");
         let run = overlap(&json);
         assert!(run.success(), "{}", run.describe());
-        let s: serde_json::Value =
-            serde_json::from_str(&run.stdout()).expect("suggest --json prints JSON");
-        if attempt == 1 || s["network"].get("unknown").is_none() {
-            return (s, with);
-        }
-        with.extend(FALLBACK_NETWORK.iter().map(|a| a.to_string()));
+        serde_json::from_str(&run.stdout()).expect("suggest --json prints JSON")
+    };
+    let mut with: Vec<String> = (["suggest", path].iter().chain(args))
+        .map(|a| a.to_string())
+        .collect();
+    let s = json(&with);
+    if s["network"].get("unknown").is_none() {
+        return (s, with);
     }
-    unreachable!("the second attempt returns")
+    with.extend(FALLBACK_NETWORK.iter().map(|a| a.to_string()));
+    (json(&with), with)
 }

@@ -21,13 +21,19 @@
 use crate::dag::RankOrder;
 use crate::ops::{OpKind, Operation, RankProgram};
 
+use super::group::positions;
 use super::moves::{Move, Pattern};
 
 /// The most deferring `m` saves, ns: the time its calls took in the measured run (each
 /// call counted once, however many of its requests move), and no more than the measured
-/// time of the work it crosses (`worked_before[i]`: the time of operations `0..i` that
-/// are not completions); `None` when `m` does not only defer completions.
-fn deferred_wait_ns(rank: &RankProgram, worked_before: &[u64], m: &Move) -> Option<u64> {
+/// time of the work it now follows and did not before: the operations after it in the
+/// program that the new order (`order`, each operation's place in it `position`) puts
+/// before it, completions left out (waiting elsewhere hides nothing). They are looked
+/// for back from its new place to the first compute or blocking call it followed in the
+/// program too: those keep their order, so only a post could come from beyond, and it
+/// would have crossed that call as well. `None` when `m` does not only defer
+/// completions.
+fn deferred_wait_ns(rank: &RankProgram, (order, position): Order, m: &Move) -> Option<u64> {
     let last = *m.ops.iter().max()?;
     let later = m.before.is_none_or(|b| b > last);
     let waits = (m.ops.iter()).all(|&i| matches!(rank.ops[i].kind, OpKind::Complete { .. }));
@@ -40,10 +46,30 @@ fn deferred_wait_ns(rank: &RankProgram, worked_before: &[u64], m: &Move) -> Opti
     spans.sort_unstable();
     spans.dedup_by_key(|(span, _)| *span);
     let waited: u64 = spans.iter().map(|(_, took)| took).sum();
-    let to = m.before.unwrap_or(rank.ops.len());
-    let crossed = worked_before[to].saturating_sub(worked_before[last + 1]);
+    let mut crossed = 0u64;
+    for (seen, &o) in order[..position[last]].iter().rev().enumerate() {
+        let kind = &rank.ops[o].kind;
+        if o < last && kind.is_anchor() {
+            break;
+        }
+        if seen == SCAN_LIMIT {
+            // A stretch of posts and waits too long to tell: no bound.
+            return None;
+        }
+        if o > last && !matches!(kind, OpKind::Complete { .. }) {
+            crossed += took(&rank.ops[o]);
+        }
+    }
     Some(waited.min(crossed))
 }
+
+/// The most operations looked at back from a deferred wait's new place (a run of posts
+/// and completions with no compute between them is this long at most before the bound
+/// is given up, so that a pattern's bound costs its instances times this at worst).
+const SCAN_LIMIT: usize = 4096;
+
+/// A rank's new order, and each operation's place in it.
+type Order<'a> = (&'a [usize], &'a [usize]);
 
 /// An operation's measured time, ns.
 fn took(op: &Operation) -> u64 {
@@ -51,25 +77,10 @@ fn took(op: &Operation) -> u64 {
 }
 
 /// The most `pattern` of `rank` can gain: its instances' deferred waits, summed.
-fn pattern_ns(rank: &RankProgram, worked_before: &[u64], pattern: &Pattern) -> Option<u64> {
+fn pattern_ns(rank: &RankProgram, order: Order, pattern: &Pattern) -> Option<u64> {
     (pattern.instances.iter())
-        .map(|m| deferred_wait_ns(rank, worked_before, m))
+        .map(|m| deferred_wait_ns(rank, order, m))
         .sum::<Option<u64>>()
-}
-
-/// The measured time of the operations `0..i` of `rank` that are not completions, for
-/// every `i` up to its length.
-fn worked_before(rank: &RankProgram) -> Vec<u64> {
-    let mut out = Vec::with_capacity(rank.ops.len() + 1);
-    out.push(0);
-    for op in &rank.ops {
-        let work = match op.kind {
-            OpKind::Complete { .. } => 0,
-            _ => took(op),
-        };
-        out.push(out.last().copied().unwrap_or(0) + work);
-    }
-    out
 }
 
 /// Per rank slot and pattern, the most the pattern can gain when it is made in every rank
@@ -81,11 +92,19 @@ pub(super) fn per_group(
     groups: &[Vec<usize>],
 ) -> Vec<Vec<Option<u64>>> {
     let mut out: Vec<Vec<Option<u64>>> = ranked.iter().map(|(_, p)| vec![None; p.len()]).collect();
-    let worked: Vec<Vec<u64>> = ranks.iter().map(worked_before).collect();
+    let position: Vec<Vec<usize>> = (ranks.iter().zip(ranked))
+        .map(|(rank, (order, _))| positions(rank, &order.consensus.order))
+        .collect();
     for group in groups {
         for k in 0..ranked[group[0]].1.len() {
             let most: Option<u64> = (group.iter())
-                .map(|&slot| pattern_ns(&ranks[slot], &worked[slot], ranked[slot].1.get(k)?))
+                .map(|&slot| {
+                    let order = (
+                        ranked[slot].0.consensus.order.as_slice(),
+                        &position[slot][..],
+                    );
+                    pattern_ns(&ranks[slot], order, ranked[slot].1.get(k)?)
+                })
                 .sum();
             for &slot in group {
                 if let Some(m) = out[slot].get_mut(k) {
@@ -166,49 +185,62 @@ mod tests {
         }
     }
 
+    /// `rank`'s operations in `order`, and their places.
+    fn placed(r: &RankProgram, order: &[usize]) -> (Vec<usize>, Vec<usize>) {
+        (order.to_vec(), positions(r, order))
+    }
+
     #[test]
     fn a_deferred_wait_gains_at_most_its_call_and_what_it_crosses() {
         let r = rank();
-        let took = worked_before(&r);
-        // Both completions of the one Waitall (30 ns, counted once) past the compute
-        // (2 000 ns) to the end: 30.
-        assert_eq!(
-            deferred_wait_ns(&r, &took, &moved(vec![2, 3], None)),
-            Some(30)
-        );
-        // Past nothing (to just before the compute, where it is): 0.
-        assert_eq!(
-            deferred_wait_ns(&r, &took, &moved(vec![2, 3], Some(4))),
-            Some(0)
-        );
+        // The Waitall (both completions, 30 ns, counted once) after the compute
+        // (2 000 ns): 30.
+        let (order, position) = placed(&r, &[0, 1, 4, 2, 3]);
+        let at = (&order[..], &position[..]);
+        assert_eq!(deferred_wait_ns(&r, at, &moved(vec![2, 3], None)), Some(30));
         // Moved earlier (before the Isend): no bound.
-        assert_eq!(deferred_wait_ns(&r, &took, &moved(vec![2], Some(1))), None);
+        let (order, position) = placed(&r, &[0, 2, 1, 3, 4]);
+        let at = (&order[..], &position[..]);
+        assert_eq!(deferred_wait_ns(&r, at, &moved(vec![2], Some(1))), None);
         // A post: no bound.
-        assert_eq!(deferred_wait_ns(&r, &took, &moved(vec![1], None)), None);
+        assert_eq!(deferred_wait_ns(&r, at, &moved(vec![1], None)), None);
+        let (order, position) = placed(&r, &[0, 1, 4, 2, 3]);
         let pattern = Pattern {
             shown: moved(vec![2, 3], None),
             instances: vec![moved(vec![2, 3], None), moved(vec![2, 3], None)],
         };
-        assert_eq!(pattern_ns(&r, &took, &pattern), Some(60));
+        assert_eq!(
+            pattern_ns(&r, (&order[..], &position[..]), &pattern),
+            Some(60)
+        );
     }
 
+    /// ```text
+    ///  program  0 Irecv  1 Wait 10-2010 (2 us)  2 swap 2010-2013  3 Irecv 2013-2020
+    ///           4 compute 2020-3020  5 Isend 3020-3500
+    ///  new      0 Irecv  2 swap  5 Isend  1 Wait  3 Irecv  4 compute
+    /// ```
+    /// The Wait deferred past the swap (3 ns) and the next Isend, moved in from beyond
+    /// (480 ns): at most 483, not the 2 us it waited; the compute it did not cross.
     #[test]
     fn a_long_wait_deferred_past_short_work_gains_at_most_the_work() {
-        // 0 Irecv, 1 Wait 10-2010 (2 us), 2 swap 2010-2013 (3 ns), 3 Irecv 2013-2020.
         let mut r = rank();
         r.ops = vec![
             op(OpKind::Post { request: 0 }, 0, 0, 10),
             op(OpKind::Complete { request: 0 }, 1, 10, 2010),
             gap(2, 2010, 2013),
             op(OpKind::Post { request: 1 }, 3, 2013, 2020),
+            gap(4, 2020, 3020),
+            op(OpKind::Post { request: 2 }, 5, 3020, 3500),
         ];
-        let took = worked_before(&r);
+        let (order, position) = placed(&r, &[0, 2, 5, 1, 3, 4]);
         let m = Move {
             ops: vec![1],
             after: Some(0),
             before: Some(3),
-            now_after: Some(2),
+            now_after: Some(5),
         };
-        assert_eq!(deferred_wait_ns(&r, &took, &m), Some(3));
+        let at = (&order[..], &position[..]);
+        assert_eq!(deferred_wait_ns(&r, at, &m), Some(483));
     }
 }

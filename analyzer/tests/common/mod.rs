@@ -261,6 +261,19 @@ pub fn with_buf(mut e: Event, addr: u64) -> Event {
     e
 }
 
+/// Source sites of `file` at `lines`, numbered 1, 2... in that order (what [`at_site`]
+/// names), as the Rust layer lists them.
+pub fn source_sites(file: &str, lines: &[u32]) -> Vec<overlap_instrument::schema::SourceSite> {
+    (lines.iter().enumerate())
+        .map(|(k, &line)| overlap_instrument::schema::SourceSite {
+            id: k as u64 + 1,
+            file: file.into(),
+            line,
+            column: 1,
+        })
+        .collect()
+}
+
 /// The same call made at call site `site` (a source site's id, or a code address).
 pub fn at_site(mut e: Event, site: u64) -> Event {
     if let Event::Call(c) = &mut e {
