@@ -163,7 +163,7 @@ pub fn lines(r: &Remedies) -> Vec<String> {
     }
     for l in r.late_partners.iter().take(LISTED) {
         out.push(format!(
-            "{} lost {} in {} wait(s) ({}) for rank {}'s {}: no order of this rank's calls removes it; shorten or rebalance {} on rank {}",
+            "{} lost {} in {} wait(s) ({}) for rank {}'s {} in the measured order: shorten or rebalance {} on rank {}, which made it late",
             l.wait,
             duration(l.lost_ns),
             l.count,
