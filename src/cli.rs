@@ -16,6 +16,7 @@ use overlap_instrument::schema::Nanos;
 
 use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
 use crate::output::{out, outln, sayln};
+use crate::rundir::RunDir;
 use crate::run::RunArgs;
 use crate::supervise::Ending;
 
@@ -237,7 +238,8 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         crate::output::sayln!("overlap: {note}");
     }
     let ranks_dir = ranks_dir_for(&a.out);
-    crate::launch::clear_trace_dir(&ranks_dir)?;
+    // Held until the merge is written: a second run on the same --out is refused.
+    let _run_dir = RunDir::claim(&ranks_dir, &format!("overlap trace -- {}", a.command.join(" ")))?;
     let options = crate::trace::TraceOptions {
         hang_timeout: a.hang_timeout,
         buffers: a.buffers,
@@ -289,6 +291,13 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
     overlap_analyzer::output::check_output(&a.out)?;
+    if let Some(holder) = crate::rundir::holder(&a.dir) {
+        sayln!(
+            "warning: {} is still being written by a run ({holder}): what its ranks wrote so \
+             far is merged",
+            a.dir.display()
+        );
+    }
     let m = merge_to_file(&a.dir, &a.out)?;
     let unreadable = m.unreadable.len();
     let line = report_merge(&m, &a.dir, &a.out);

@@ -9,9 +9,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use overlap_analyzer::import::is_rank_file_name;
 
-use crate::supervise::{self, is_marker_file_name, Ending, Watch};
+use crate::supervise::{self, Ending, Watch};
 
 /// What to launch.
 pub struct KernelLaunch {
@@ -137,34 +136,6 @@ fn kernels_binary(given: Option<&Path>) -> Result<PathBuf> {
     Ok(p.to_path_buf())
 }
 
-/// Removes the per-rank files (`rank-N.ovlp`, `rank-N.json`) and dump markers
-/// (`rank-N.dump` and their temporary files) of an earlier run, so they cannot be merged
-/// by mistake; nothing else. Creates the directory, not its parent: a missing parent
-/// directory is an error.
-pub fn clear_trace_dir(dir: &Path) -> Result<()> {
-    if dir.is_dir() {
-        for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
-            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if is_rank_file_name(name) || is_marker_file_name(name) {
-                supervise::remove_if_present(&entry.path())?;
-            }
-        }
-        return Ok(());
-    }
-    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !parent.is_dir() {
-            bail!(
-                "the directory {} does not exist (it would hold {})",
-                parent.display(),
-                dir.display()
-            );
-        }
-    }
-    std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))
-}
-
 /// Passes each line of `stream` on with `echo`, in a thread of its own, which returns
 /// the lines.
 fn pass_through(
@@ -186,7 +157,6 @@ fn pass_through(
 
 /// Runs `mpiexec -n RANKS overlap-kernels KERNEL ARGS --trace-dir DIR`.
 pub fn launch_kernel(l: &KernelLaunch) -> Result<LaunchOutcome> {
-    clear_trace_dir(&l.trace_dir)?;
     let kernels = kernels_binary(l.kernels.as_deref())?;
     let mut cmd = Command::new(&l.mpiexec);
     cmd.arg("-n")

@@ -17,6 +17,7 @@ mod launch;
 mod progress;
 mod replay_args;
 mod run;
+mod rundir;
 mod selftrace;
 mod suggest;
 mod supervise;

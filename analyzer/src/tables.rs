@@ -3,7 +3,7 @@
 //! states and both by call site, as polars DataFrames written to CSV or Parquet. Polars stays inside this
 //! module: the rest of the analyzer hands out plain structs.
 
-use overlap_format::output::AtomicFile;
+use overlap_format::output::{commit_all, AtomicFile};
 use std::path::{Path, PathBuf};
 
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
@@ -465,7 +465,10 @@ pub fn write_tables(
             cause: source,
         })?;
     }
+    // All the tables or none: a full disk leaves no table of this run beside the old
+    // ones of another.
     let mut written = Vec::new();
+    let mut files = Vec::new();
     for (name, df) in tables.iter_mut() {
         let path = dir.join(format!("{name}.{}", format.extension()));
         let mut file = AtomicFile::create(&path)?;
@@ -476,8 +479,9 @@ pub fn write_tables(
         result.map_err(|e| Error::Table {
             reason: format!("{}: {e}", path.display()),
         })?;
-        file.commit()?;
+        files.push(file);
         written.push(path);
     }
+    commit_all(files)?;
     Ok(written)
 }

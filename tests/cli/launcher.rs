@@ -18,7 +18,7 @@ use crate::traces::counts;
 use crate::util::{mpi_lock, overlap_bin};
 
 /// Polls `done` every 50 ms for up to `limit`; true when it became true.
-fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+pub(crate) fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + limit;
     while Instant::now() < end {
         if done() {
@@ -30,7 +30,7 @@ fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 }
 
 /// True while some process's command line contains `needle`.
-fn running(needle: &str) -> bool {
+pub(crate) fn running(needle: &str) -> bool {
     Command::new("pgrep")
         .arg("-f")
         .arg(needle)
@@ -41,7 +41,7 @@ fn running(needle: &str) -> bool {
 }
 
 /// `program` copied under a name no other test uses, so its processes can be told apart.
-fn unique_copy(program: &Path, dir: &Path, name: &str) -> PathBuf {
+pub(crate) fn unique_copy(program: &Path, dir: &Path, name: &str) -> PathBuf {
     let copy = dir.join(name);
     std::fs::copy(program, &copy).expect("copying the test program");
     copy
@@ -49,7 +49,7 @@ fn unique_copy(program: &Path, dir: &Path, name: &str) -> PathBuf {
 
 /// `overlap trace --out OUT [extra] -- LAUNCH...`, started; its output goes to files in
 /// `dir` (read them with `output`).
-fn start_trace(dir: &Path, out: &Path, extra: &[&str], launch: &[&str]) -> Child {
+pub(crate) fn start_trace(dir: &Path, out: &Path, extra: &[&str], launch: &[&str]) -> Child {
     let file = |name: &str| std::fs::File::create(dir.join(name)).expect("output file");
     Command::new(overlap_bin())
         .arg("trace")
@@ -65,7 +65,7 @@ fn start_trace(dir: &Path, out: &Path, extra: &[&str], launch: &[&str]) -> Child
         .expect("overlap starts")
 }
 
-fn output(dir: &Path) -> String {
+pub(crate) fn output(dir: &Path) -> String {
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap_or_default();
     format!(
         "--- stdout\n{}\n--- stderr\n{}",
@@ -75,7 +75,7 @@ fn output(dir: &Path) -> String {
 }
 
 /// Waits for `child` to end, killing it (and failing) after `limit`.
-fn wait_for(child: &mut Child, limit: Duration, dir: &Path) -> ExitStatus {
+pub(crate) fn wait_for(child: &mut Child, limit: Duration, dir: &Path) -> ExitStatus {
     let mut status = None;
     let ended = eventually(limit, || {
         status = child.try_wait().expect("waiting for overlap");
@@ -93,7 +93,7 @@ fn wait_for(child: &mut Child, limit: Duration, dir: &Path) -> ExitStatus {
     status.expect("ended")
 }
 
-fn send(child: &Child, signal: i32) {
+pub(crate) fn send(child: &Child, signal: i32) {
     // SAFETY: plain kill(2) on a child of this test.
     let rc = unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     assert_eq!(rc, 0, "signal {signal} sent to overlap");
@@ -102,7 +102,7 @@ fn send(child: &Child, signal: i32) {
 /// Waits (60 s at most) until both ranks' files in `ranks_dir` hold more than their
 /// header (calls were flushed); on failure kills `overlap` (`child`, output in `dir`)
 /// and its run, and fails.
-fn wait_until_recorded(child: &Child, ranks_dir: &Path, dir: &Path) {
+pub(crate) fn wait_until_recorded(child: &Child, ranks_dir: &Path, dir: &Path) {
     let recorded = eventually(Duration::from_secs(60), || {
         (0..2).all(|r| {
             std::fs::metadata(ranks_dir.join(format!("rank-{r}.ovlp")))

@@ -18,6 +18,7 @@ mod microbench;
 mod mpis;
 mod network;
 mod onesided_f;
+mod outputs;
 mod preload_calls;
 mod preload_threads;
 mod run;

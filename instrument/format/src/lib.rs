@@ -22,3 +22,4 @@ pub mod network_model;
 pub mod output;
 pub mod schema;
 pub mod stream;
+pub mod temporary;

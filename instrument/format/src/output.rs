@@ -1,10 +1,11 @@
 //! How every file overlap produces reaches the disk: written whole or not at all.
 //!
 //! A merged trace, a baseline, a table or a results file is written to a temporary
-//! file beside its destination, synced, then renamed over it. A full disk, a killed
-//! process or a write error therefore never leaves a partial file that a later run
-//! would read as valid: the destination keeps its old content (or stays absent) and
-//! the temporary file is removed. The destination's directory must exist: an output
+//! file beside its destination ([`crate::temporary`]: unnamed while it is written, so
+//! nobody can plant a link in its way), synced, then renamed over it. A full disk, a
+//! killed process or a write error therefore never leaves a partial file that a later
+//! run would read as valid: the destination keeps its old content (or stays absent) and
+//! nothing of the temporary file is left. The destination's directory must exist: an output
 //! path with a missing directory is a mistake to report, not a directory to create
 //! silently.
 //!
@@ -14,7 +15,8 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::temporary::Temporary;
 
 /// Why an output could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -44,16 +46,6 @@ pub enum OutputError {
         cause: io::Error,
     },
 }
-
-/// A file being written: all of it reaches `path` on [`AtomicFile::commit`], none of
-/// it if the writer is dropped first or any step fails.
-pub struct AtomicFile {
-    path: PathBuf,
-    temp: PathBuf,
-    out: Option<BufWriter<File>>,
-}
-
-static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// What kind of file system object `md` describes, for messages.
 fn kind_of(md: &std::fs::Metadata) -> &'static str {
@@ -101,26 +93,33 @@ pub fn check_output(path: &Path) -> Result<PathBuf, OutputError> {
     Ok(dir)
 }
 
+/// A file being written: all of it reaches `path` on [`AtomicFile::commit`], none of
+/// it if the writer is dropped first or any step fails. Until then it has no name a
+/// process could plant anything at ([`crate::temporary`]).
+pub struct AtomicFile {
+    path: PathBuf,
+    dir: PathBuf,
+    temp: Option<Temporary>,
+    out: Option<BufWriter<File>>,
+}
+
 impl AtomicFile {
     /// Starts writing `path` (through a temporary file in the same directory).
     pub fn create(path: &Path) -> Result<AtomicFile, OutputError> {
         let dir = check_output(path)?;
-        let name = path
-            .file_name()
-            .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-        let temp = dir.join(format!(
-            ".{name}.tmp-{}-{}",
-            std::process::id(),
-            NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
-        ));
-        let file = File::create(&temp).map_err(|cause| OutputError::Io {
+        let mut temp = Temporary::create(&dir, path).map_err(|cause| OutputError::Io {
+            path: path.to_path_buf(),
+            cause,
+        })?;
+        let writer = temp.file().try_clone().map_err(|cause| OutputError::Io {
             path: path.to_path_buf(),
             cause,
         })?;
         Ok(AtomicFile {
             path: path.to_path_buf(),
-            temp,
-            out: Some(BufWriter::with_capacity(1 << 16, file)),
+            dir,
+            temp: Some(temp),
+            out: Some(BufWriter::with_capacity(1 << 16, writer)),
         })
     }
 
@@ -137,17 +136,52 @@ impl AtomicFile {
         }
     }
 
-    /// Flushes, syncs and renames the file into place.
-    pub fn commit(mut self) -> Result<(), OutputError> {
+    /// Flushes, syncs and names the file beside its destination: everything of
+    /// [`AtomicFile::commit`] that can fail for want of room, without replacing the
+    /// destination yet (dropping it still leaves the destination as it was).
+    fn prepare(&mut self) -> Result<(), OutputError> {
         let Some(out) = self.out.take() else {
             return Err(self.error(io::Error::other("already committed")));
         };
         let file = out.into_inner().map_err(|e| self.error(e.into_error()))?;
         file.sync_all().map_err(|e| self.error(e))?;
         drop(file);
-        std::fs::rename(&self.temp, &self.path).map_err(|e| self.error(e))?;
-        Ok(())
+        let Some(temp) = self.temp.as_mut() else {
+            return Err(self.error(io::Error::other("already committed")));
+        };
+        temp.name(&self.dir, &self.path)
+            .map_err(|cause| OutputError::Io {
+                path: self.path.clone(),
+                cause,
+            })
     }
+
+    /// Renames the prepared file over its destination.
+    fn publish(&mut self) -> Result<(), OutputError> {
+        let Some(temp) = self.temp.take() else {
+            return Err(self.error(io::Error::other("already committed")));
+        };
+        temp.rename_to(&self.path).map_err(|e| self.error(e))
+    }
+
+    /// Flushes, syncs and renames the file into place.
+    pub fn commit(mut self) -> Result<(), OutputError> {
+        self.prepare()?;
+        self.publish()
+    }
+}
+
+/// Commits `files` all or none: each is written out and named first, and only when all
+/// of them are does any replace its destination (a full disk leaves every destination
+/// as it was).
+pub fn commit_all(mut files: Vec<AtomicFile>) -> Result<(), OutputError> {
+    for f in &mut files {
+        f.prepare()?;
+    }
+    for f in &mut files {
+        f.publish()?;
+    }
+    Ok(())
 }
 
 impl Write for AtomicFile {
@@ -162,14 +196,6 @@ impl Write for AtomicFile {
         match &mut self.out {
             Some(out) => out.flush(),
             None => Ok(()),
-        }
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if self.out.take().is_some() {
-            let _ = std::fs::remove_file(&self.temp);
         }
     }
 }
@@ -253,6 +279,58 @@ mod tests {
         }
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
         assert_eq!(entries(dir.path()), ["out.json"]);
+    }
+
+    #[test]
+    fn links_planted_where_temporary_files_would_go_are_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let p = dir.path().join("gate.json");
+        // Every name the temporary file used to take, for this process.
+        for n in 0..64 {
+            let planted = dir.path().join(format!(".gate.json.tmp-{}-{n}", std::process::id()));
+            std::os::unix::fs::symlink(&victim, planted).unwrap();
+        }
+        write_atomically(&p, b"baseline").unwrap();
+        write_atomically(&p, b"baseline 2").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "baseline 2");
+        assert!(!std::fs::symlink_metadata(&p).unwrap().file_type().is_symlink());
+    }
+
+    #[test]
+    fn a_link_at_the_destination_is_replaced_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let p = dir.path().join("out.json");
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        write_atomically(&p, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+    }
+
+    #[test]
+    fn files_committed_together_replace_their_destinations_all_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.csv");
+        let b = dir.path().join("b.csv");
+        std::fs::write(&a, "old a").unwrap();
+        let mut fa = AtomicFile::create(&a).unwrap();
+        fa.write_all(b"new a").unwrap();
+        let mut fb = AtomicFile::create(&b).unwrap();
+        fb.write_all(b"new b").unwrap();
+        // b's directory goes away before the commit: a must keep its old content.
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let c = sub.join("c.csv");
+        let fc = AtomicFile::create(&c).unwrap();
+        std::fs::remove_dir(&sub).unwrap();
+        assert!(commit_all(vec![fa, fb, fc]).is_err());
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "old a");
+        assert!(!b.exists());
+        assert_eq!(entries(dir.path()), ["a.csv"]);
     }
 
     #[test]

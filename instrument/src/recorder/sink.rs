@@ -2,6 +2,7 @@
 //! [`RankFileSink`] writes a per-rank file, [`MemorySink`] keeps the bytes for tests and
 //! reads them back, [`NullSink`] drops them (the baseline for overhead measurements).
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -49,7 +50,14 @@ impl RankFileSink {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(io_err("creating the trace directory"))?;
         }
-        let mut file = File::create(&path).map_err(io_err("creating the trace file"))?;
+        // A symbolic link planted where the file goes is refused, never followed.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&path)
+            .map_err(io_err("creating the trace file"))?;
         file.write_all(&stream::file_start(header))
             .map_err(io_err("writing the trace header"))?;
         Ok(RankFileSink {

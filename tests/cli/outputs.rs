@@ -1,0 +1,85 @@
+//! Nothing overwritten, nothing lost: a run's directory is held by that run alone (a
+//! second run on the same `--out` is refused, naming the first, whose files are left
+//! alone), a link planted where the ranks' files go is refused rather than followed,
+//! and an interrupted merge leaves no temporary file and says how to merge again.
+
+use std::time::Duration;
+
+use overlap_analyzer::import::read_merged;
+use overlap_instrument::schema::Op;
+
+use crate::launcher::{
+    eventually, output, running, send, start_trace, unique_copy, wait_for, wait_until_recorded,
+};
+use crate::traces::counts;
+use crate::util::{mpi_lock, overlap};
+
+#[test]
+fn a_second_run_on_the_same_out_is_refused_and_the_first_keeps_its_files() {
+    let _guard = mpi_lock();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let spin = unique_copy(&crate::trace::program("spin"), dir.path(), "spin-held");
+    let spin_arg = spin.to_str().expect("utf-8 temp path");
+    let out = dir.path().join("run.json");
+    let out_arg = out.to_str().expect("utf-8 temp path");
+    let mut first = start_trace(dir.path(), &out, &[], &["mpiexec", "-n", "2", spin_arg]);
+    let ranks_dir = out.with_extension("ranks");
+    wait_until_recorded(&first, &ranks_dir, dir.path());
+    let inode = |r: u32| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(ranks_dir.join(format!("rank-{r}.ovlp"))).map(|m| m.ino())
+    };
+    let before = (inode(0).expect("rank 0's file"), inode(1).expect("rank 1's file"));
+
+    let second = overlap(&["trace", "--out", out_arg, "--", "mpiexec", "-n", "2", "true"]);
+    assert_eq!(second.output.status.code(), Some(1), "{}", second.describe());
+    second.assert_stderr_has("is in use by another run (pid ");
+    second.assert_stderr_has(&format!("overlap trace -- mpiexec -n 2 {spin_arg}"));
+    assert_eq!(
+        (inode(0).expect("rank 0's file"), inode(1).expect("rank 1's file")),
+        before,
+        "the first run's files are its own still"
+    );
+
+    send(&first, libc::SIGTERM);
+    let status = wait_for(&mut first, Duration::from_secs(60), dir.path());
+    let text = output(dir.path());
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{text}");
+    assert!(
+        eventually(Duration::from_secs(10), || !running(spin_arg)),
+        "ranks of the run are left:\n{text}"
+    );
+    let trace = read_merged(&out).expect("the first run's merged trace reads back");
+    for (rank, per) in counts(&trace) {
+        assert!(
+            per.get(&Op::Allreduce).copied().unwrap_or(0) > 0,
+            "rank {rank} kept its calls:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_link_planted_where_the_ranks_files_go_is_refused_not_followed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let target = dir.path().join("precious");
+    std::fs::create_dir(&target).expect("target dir");
+    std::fs::write(target.join("rank-0.ovlp"), "not ours").expect("a file");
+    let out = dir.path().join("t.json");
+    std::os::unix::fs::symlink(&target, out.with_extension("ranks")).expect("planted link");
+    let run = overlap(&[
+        "trace",
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--",
+        "mpiexec",
+        "-n",
+        "1",
+        "true",
+    ]);
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
+    run.assert_stderr_has("t.ranks is a symbolic link");
+    assert_eq!(
+        std::fs::read_to_string(target.join("rank-0.ovlp")).expect("still there"),
+        "not ours"
+    );
+}
