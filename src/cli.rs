@@ -7,7 +7,6 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::import::Loaded;
-use overlap_analyzer::merge::merge_to_file;
 use overlap_analyzer::metrics::{analyze as analyze_trace, analyze_owned, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{render, Style};
@@ -279,7 +278,7 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         out: &a.out,
         print: crate::output::stderr_fmt,
     };
-    match end.finish(merge_to_file(&ranks_dir, &a.out), failure, no_trace)? {
+    match end.finish(crate::finish::merge(&ranks_dir, &a.out, false), failure, no_trace)? {
         Ok(written) => {
             end.summary(&written)?;
             sayln!("analyze it with `overlap analyze {}`", a.out.display());
@@ -298,16 +297,10 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let m = merge_to_file(&a.dir, &a.out)?;
-    let unreadable = m.unreadable.len();
+    let m = crate::finish::merge(&a.dir, &a.out, a.strict)?;
     let line = report_merge(&m, &a.dir, &a.out);
     outln!("{line}");
     out!("{}", m.summary.to_table());
-    let info = &m.info;
-    let problems = unreadable + info.missing_ranks.len() + info.incomplete.len();
-    if a.strict && problems > 0 {
-        bail!("--strict: {problems} rank file(s) missing, cut short or unreadable");
-    }
     Ok(ExitCode::SUCCESS)
 }
 

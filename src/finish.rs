@@ -19,6 +19,27 @@ use overlap_instrument::schema::MergedInfo;
 use crate::output::sayln;
 use crate::supervise::Ending;
 
+/// Merges the rank files in `dir` into `out`; a signal meanwhile ends `overlap` saying
+/// that nothing was written and the rank files are intact. `strict`: a run with a rank
+/// missing, cut short or unreadable is said and refused before anything is written.
+pub(crate) fn merge(dir: &Path, out: &Path, strict: bool) -> overlap_analyzer::Result<Written> {
+    let _doing = crate::interrupt::Doing::start(&crate::interrupt::merging(dir, out));
+    overlap_analyzer::merge::merge_to_file_if(dir, out, |info, unreadable| {
+        let problems = unreadable.len() + info.missing_ranks.len() + info.incomplete.len();
+        if !strict || problems == 0 {
+            return Ok(());
+        }
+        warn_incomplete(unreadable, info, |_| {
+            format!("no trace file in {}", dir.display())
+        });
+        Err(format!(
+            "--strict: {problems} rank file(s) missing, cut short or unreadable: nothing \
+             written to {}",
+            out.display()
+        ))
+    })
+}
+
 /// Warns on stderr about what of a run could not be used: files `unreadable`, ranks cut
 /// short, the merge's own warnings, and each missing rank as `missing` says it.
 pub(crate) fn warn_incomplete(

@@ -13,6 +13,7 @@ mod output;
 mod cli;
 mod finish;
 mod gate;
+mod interrupt;
 mod launch;
 mod progress;
 mod replay_args;
@@ -37,6 +38,10 @@ const OUTPUT_FAILED: u8 = 2;
 
 fn main() -> ExitCode {
     ignore_file_size_signal();
+    if let Err(e) = interrupt::install() {
+        sayln!("overlap: error: {}", error_chain(&e));
+        return ExitCode::FAILURE;
+    }
     let cli = cli::Cli::parse();
     let code = match cli::run(cli) {
         Ok(code) => code,

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use overlap_analyzer::merge::merge_to_file;
 use overlap_analyzer::metrics::{analyze_owned, Options};
 use overlap_analyzer::report::render;
 use overlap_kernels::args::Kernels;
@@ -121,7 +120,7 @@ fn run_kernel(
         hang_timeout: l.hang_timeout,
     };
     let outcome = launch_kernel(&launch)?;
-    let merged = merge_to_file(&ranks_dir, out);
+    let merged = crate::finish::merge(&ranks_dir, out, false);
     let failure = outcome
         .failure(|pid| {
             let m = merged.as_ref().ok()?;

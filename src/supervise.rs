@@ -70,9 +70,10 @@ fn catch_stop_signals() -> Result<()> {
 }
 
 /// Once the run is over, SIGINT, SIGTERM and SIGHUP end `overlap` again (a second
-/// Ctrl-C during the merge of a stopped run ends it at once).
+/// Ctrl-C during the merge of a stopped run ends it at once, as `crate::interrupt`
+/// says).
 fn release_stop_signals() -> Result<()> {
-    set_stop_signals(libc::SIG_DFL)
+    crate::interrupt::install()
 }
 
 fn set_stop_signals(handler: libc::sighandler_t) -> Result<()> {

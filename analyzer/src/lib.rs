@@ -158,6 +158,14 @@ pub enum Error {
         /// What it has too many of: events, completions, started requests, group members.
         what: &'static str,
     },
+    /// A merge the caller refused once it saw what the run holds (`merge --strict`).
+    #[error("{}: {reason}", dir.display())]
+    Refused {
+        /// The directory.
+        dir: PathBuf,
+        /// Why, as the caller said it.
+        reason: String,
+    },
     /// A directory without a single usable rank file.
     #[error(
         "{}: no usable per-rank trace file{}{}",

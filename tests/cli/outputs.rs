@@ -3,6 +3,7 @@
 //! alone), a link planted where the ranks' files go is refused rather than followed,
 //! and an interrupted merge leaves no temporary file and says how to merge again.
 
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use overlap_analyzer::import::read_merged;
@@ -12,13 +13,14 @@ use crate::launcher::{
     eventually, output, running, send, start_trace, unique_copy, wait_for, wait_until_recorded,
 };
 use crate::traces::counts;
-use crate::util::{mpi_lock, overlap};
+use crate::trace::program;
+use crate::util::{mpi_lock, overlap, overlap_bin};
 
 #[test]
 fn a_second_run_on_the_same_out_is_refused_and_the_first_keeps_its_files() {
     let _guard = mpi_lock();
     let dir = tempfile::tempdir().expect("temp dir");
-    let spin = unique_copy(&crate::trace::program("spin"), dir.path(), "spin-held");
+    let spin = unique_copy(&program("spin"), dir.path(), "spin-held");
     let spin_arg = spin.to_str().expect("utf-8 temp path");
     let out = dir.path().join("run.json");
     let out_arg = out.to_str().expect("utf-8 temp path");
@@ -82,4 +84,50 @@ fn a_link_planted_where_the_ranks_files_go_is_refused_not_followed() {
         std::fs::read_to_string(target.join("rank-0.ovlp")).expect("still there"),
         "not ours"
     );
+}
+
+#[test]
+fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("many.json");
+    // 2 × 200 000 calls: a merge of several seconds in a debug build.
+    let run = crate::trace::trace_with(2, &program("many"), &["200000"], &[], &out);
+    assert!(run.success(), "{}", run.describe());
+    let ranks = out.with_extension("ranks");
+    let merged = dir.path().join("merged.json");
+    let mut merge = Command::new(overlap_bin())
+        .args(["merge", ranks.to_str().expect("utf-8"), "--out"])
+        .arg(&merged)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("overlap merge starts");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: plain kill(2) on a child of this test.
+    assert_eq!(unsafe { libc::kill(merge.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    let done = merge.wait_with_output().expect("overlap merge ends");
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(128 + libc::SIGTERM), "{err}");
+    assert!(
+        err.contains(&format!(
+            "interrupted by SIGTERM while merging into {}: nothing was written to it; the \
+             rank files in {} are intact: merge them with `overlap merge",
+            merged.display(),
+            ranks.display()
+        )),
+        "{err}"
+    );
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .expect("listing")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["many.json", "many.ranks"], "nothing half-written is left");
+    let again = overlap(&[
+        "merge",
+        ranks.to_str().expect("utf-8"),
+        "--out",
+        merged.to_str().expect("utf-8"),
+    ]);
+    assert!(again.success(), "{}", again.describe());
 }

@@ -49,7 +49,7 @@ pub(crate) use identity::check_one_run;
 pub(crate) use matching::match_all;
 pub use memory::from_events;
 pub(crate) use peers::out_of_range;
-pub use stream::{merge_to_file, Written};
+pub use stream::{merge_to_file, merge_to_file_if, Written};
 pub use write::write_merged;
 
 pub use crate::model::{EventRef, Message, RequestLife};

@@ -98,6 +98,17 @@ struct Digest {
 /// Merges the rank files of `dir` into `out` (the files [`super::merge_dir`] would use,
 /// with the same checks), one rank at a time.
 pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
+    merge_to_file_if(dir, out, |_, _| Ok(()))
+}
+
+/// [`merge_to_file`], once `accept` has seen what the run holds (its ranks missing or
+/// cut short, its files unreadable), before anything is written: its `Err(reason)`
+/// stops the merge with [`Error::Refused`], leaving `out` as it was.
+pub fn merge_to_file_if(
+    dir: &Path,
+    out: &Path,
+    accept: impl FnOnce(&MergedInfo, &[Unreadable]) -> std::result::Result<(), String>,
+) -> Result<Written> {
     use rayon::prelude::*;
     // The output's directory, checked before the run is read: the message ends are set
     // aside there.
@@ -152,6 +163,10 @@ pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
     let peers = rest.iter().flat_map(|d| d.peers.iter().cloned()).collect();
     // The clock-suspect records go into `otherData`, not kept twice.
     let info = plan.info(&metas, &counts, std::mem::take(&mut matched.counts), peers);
+    accept(&info, &unreadable).map_err(|reason| Error::Refused {
+        dir: dir.to_path_buf(),
+        reason,
+    })?;
     let load = |i: usize| -> Result<(Timeline, Vec<RequestLife>)> {
         let (_, tl) = timeline(&plan, &metas, i, rest[i].events)?;
         let lives = rank_requests(&tl);

@@ -17,6 +17,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use crate::temporary::Temporary;
+pub use crate::temporary::remove_live_temporaries;
 
 /// Why an output could not be written.
 #[derive(Debug, thiserror::Error)]
