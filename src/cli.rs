@@ -273,7 +273,6 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         chosen.path.display()
     );
     let end = RunEnd {
-        ending: &ending,
         ranks_dir: &ranks_dir,
         out: &a.out,
         print: crate::output::stderr_fmt,

@@ -40,6 +40,19 @@ pub(crate) fn merge(dir: &Path, out: &Path, strict: bool) -> overlap_analyzer::R
     })
 }
 
+/// True when `e` is an output that found no room (a full disk, a quota, a file-size
+/// limit).
+fn out_of_room(e: &overlap_analyzer::Error) -> bool {
+    use overlap_analyzer::output::OutputError;
+    let overlap_analyzer::Error::Output(OutputError::Io { cause, .. }) = e else {
+        return false;
+    };
+    matches!(
+        cause.raw_os_error(),
+        Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG)
+    )
+}
+
 /// Warns on stderr about what of a run could not be used: files `unreadable`, ranks cut
 /// short, the merge's own warnings, and each missing rank as `missing` says it.
 pub(crate) fn warn_incomplete(
@@ -79,6 +92,11 @@ pub(crate) fn report_merge(w: &Written, dir: &Path, out: &Path) -> String {
     });
     for n in &w.notes {
         sayln!("warning: {n}");
+    }
+    if !info.incomplete.is_empty() {
+        if let Some(full) = crate::disk::full_note(dir) {
+            sayln!("warning: {full}: a rank cut short most likely ran out of room");
+        }
     }
     if !info.clock_suspect.is_empty() {
         sayln!(
@@ -135,7 +153,6 @@ pub(crate) struct Failure {
 
 /// A supervised run that is over.
 pub(crate) struct RunEnd<'a> {
-    pub ending: &'a Ending,
     /// Where the ranks wrote their files.
     pub ranks_dir: &'a Path,
     /// The merged trace to write.
@@ -150,8 +167,9 @@ impl RunEnd<'_> {
     /// `failure` tells how the run failed or was stopped, `None` for a clean run, whose
     /// merge is handed back for the caller to show. A failed or stopped run gets the
     /// summary and the hang section of what was merged, then its failure on stderr; its
-    /// exit status is handed back. When nothing could be merged, a stopped run is told
-    /// so with its exit status; for any other it is an error, with `no_trace` as context.
+    /// exit status is handed back, merged or not. When a clean run's merge fails, that
+    /// is the error: `no_trace` its context when no rank left a readable file on a disk
+    /// with room, the full disk named when there is none.
     pub(crate) fn finish(
         &self,
         merged: overlap_analyzer::Result<Written>,
@@ -160,20 +178,7 @@ impl RunEnd<'_> {
     ) -> Result<std::result::Result<Written, ExitCode>> {
         let m = match merged {
             Ok(m) => m,
-            Err(e) => {
-                return match failure {
-                    Some(f) if self.ending.stopped_exit_code().is_some() => {
-                        sayln!(
-                            "overlap: {}\nnothing the ranks recorded could be merged from {}: \
-                             {e:#}",
-                            f.message,
-                            self.ranks_dir.display()
-                        );
-                        Ok(Err(ExitCode::from(f.code)))
-                    }
-                    _ => Err(anyhow::Error::new(e).context(no_trace)),
-                }
-            }
+            Err(e) => return self.merge_failed(e, failure, no_trace),
         };
         let line = report_merge(&m, self.ranks_dir, self.out);
         (self.print)(format_args!("{line}\n"));
@@ -187,6 +192,39 @@ impl RunEnd<'_> {
             self.out.display()
         );
         Ok(Err(ExitCode::from(f.code)))
+    }
+
+    /// The merge failed: see [`RunEnd::finish`].
+    fn merge_failed(
+        &self,
+        e: overlap_analyzer::Error,
+        failure: Option<Failure>,
+        no_trace: String,
+    ) -> Result<std::result::Result<Written, ExitCode>> {
+        let full = [self.ranks_dir, self.out]
+            .into_iter()
+            .find_map(crate::disk::full_note);
+        let intact = format!(
+            "the rank files in {dir} are kept: merge them with `overlap merge {dir} --out {out}`{room}",
+            dir = self.ranks_dir.display(),
+            out = self.out.display(),
+            room = if full.is_some() || out_of_room(&e) { " once there is room" } else { "" },
+        );
+        let full_line = full.map(|f| format!("\n{f}")).unwrap_or_default();
+        if let Some(f) = failure {
+            sayln!(
+                "overlap: {}\nnothing the ranks recorded could be merged from {}: {}{full_line}",
+                f.message,
+                self.ranks_dir.display(),
+                crate::error_chain(&anyhow::Error::new(e))
+            );
+            return Ok(Err(ExitCode::from(f.code)));
+        }
+        if matches!(e, overlap_analyzer::Error::NoRanks { .. }) && full_line.is_empty() {
+            return Err(anyhow::Error::new(e).context(no_trace));
+        }
+        let cause = e.to_string();
+        Err(anyhow::Error::new(e).context(format!("{cause}{full_line}\n{intact}")))
     }
 
     /// The summary table of the merged run, the MPI functions it calls that are not

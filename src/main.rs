@@ -11,6 +11,7 @@
 mod output;
 
 mod cli;
+mod disk;
 mod finish;
 mod gate;
 mod interrupt;
@@ -47,7 +48,11 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             sayln!("overlap: error: {}", error_chain(&e));
-            ExitCode::FAILURE
+            if is_output_failure(&e) {
+                ExitCode::from(OUTPUT_FAILED)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     };
     match output::finish_stdout() {
@@ -57,6 +62,18 @@ fn main() -> ExitCode {
             ExitCode::from(OUTPUT_FAILED)
         }
     }
+}
+
+/// True when `e` is an output that could not be written (in full).
+fn is_output_failure(e: &anyhow::Error) -> bool {
+    use overlap_analyzer::output::OutputError;
+    e.chain().any(|c| {
+        c.downcast_ref::<OutputError>().is_some()
+            || matches!(
+                c.downcast_ref::<overlap_analyzer::Error>(),
+                Some(overlap_analyzer::Error::Output(_))
+            )
+    })
 }
 
 /// An error with its causes, each said once: a cause whose text its context already

@@ -135,7 +135,6 @@ fn run_kernel(
         None => "merging the trace".into(),
     };
     let end = RunEnd {
-        ending: &outcome.ending,
         ranks_dir: &ranks_dir,
         out,
         print: crate::output::stdout_fmt,

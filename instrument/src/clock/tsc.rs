@@ -68,11 +68,6 @@ pub(crate) struct Calibrator {
 }
 
 impl Calibrator {
-    /// True until two readings exist: a stream needs two to convert any stamp.
-    pub(crate) fn lacks_rate(&self) -> bool {
-        self.taken < 2
-    }
-
     /// A reading, when one is due (or `force`).
     pub(crate) fn reading(&mut self, force: bool) -> Option<(u64, u64)> {
         let now = monotonic_now_ns();

@@ -16,6 +16,10 @@ use super::Shared;
 use crate::clock::{Calibrator, Timebase};
 use crate::schema::{DumpReason, Footer};
 
+/// How far apart the first two calibration readings are: the tick rate to about ten
+/// parts per million until the next reading (a second later, and at the end) refines it.
+const FIRST_GAP: Duration = Duration::from_millis(2);
+
 /// What the writer reports when it ends.
 #[derive(Debug)]
 pub(crate) struct WriterOutcome {
@@ -71,7 +75,6 @@ impl<S: Sink> Writer<S> {
         if !learned.is_empty() {
             frame(&mut self.page, FrameKind::Learned, 0, &[&learned]);
         }
-        let mut wrote_events = false;
         for ring in shared.rings_snapshot() {
             let tid = ring.tid as usize;
             if self.announced.len() <= tid {
@@ -83,13 +86,9 @@ impl<S: Sink> Writer<S> {
                 frame(&mut self.page, FrameKind::Thread, ring.tid, &[name]);
             }
             let page = &mut self.page;
-            wrote_events |=
-                ring.drain(|a, b| frame(page, FrameKind::Events, ring.tid, &[a, b])) > 0;
+            ring.drain(|a, b| frame(page, FrameKind::Events, ring.tid, &[a, b]));
         }
-        // A page of events goes out with a second reading if there is none yet (a flush
-        // interval under 10 ms), so that a file holding events can always be converted.
-        let lacks_rate = self.calibrator.as_ref().is_some_and(Calibrator::lacks_rate);
-        self.calibrate(force_calibration || (wrote_events && lacks_rate));
+        self.calibrate(force_calibration);
         self.write_page();
     }
 }
@@ -144,6 +143,13 @@ pub(crate) fn run<S: Sink>(
     };
     frame(&mut w.page, FrameKind::Clock, 0, &[&[clock as u8]]);
     w.calibrate(false);
+    if w.calibrator.is_some() {
+        // The second reading goes out before any event: a file holding events can
+        // always convert them, even when its first page of events is torn by a kill or
+        // a full disk (the readings at the end of that page would be lost with it).
+        std::thread::sleep(FIRST_GAP);
+        w.calibrate(true);
+    }
     w.write_page();
     let mut watch = Watch::new(
         hang_timeout,

@@ -25,6 +25,8 @@ pub(super) struct Frame<'a> {
     pub(super) kind: FrameKind,
     pub(super) tid: u32,
     pub(super) payload: &'a [u8],
+    /// The last frame, cut short: its payload is what is there, its records unchecked.
+    pub(super) torn: bool,
 }
 
 /// Splits the file into frames, up to the first that is cut short or corrupt.
@@ -56,11 +58,28 @@ fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> Vec<Frame<'a>> {
             break;
         };
         if left - FRAME_HEADER_LEN < len {
-            problems.push(problem(format!(
-                "the last frame is cut short: {} of its {len} bytes are there (the writer was \
-                 cut off); it is left out",
-                left - FRAME_HEADER_LEN
-            )));
+            let there = left - FRAME_HEADER_LEN;
+            if kind == FrameKind::Events {
+                // The writer was cut off in the middle of a page of events (killed, or
+                // the disk full): the records whole in what is there are as written.
+                problems.push(problem(format!(
+                    "the last frame is cut short: {there} of its {len} bytes are there (the \
+                     writer was cut off); the records whole in it are kept, unchecked (a \
+                     cut frame has no checksum)"
+                )));
+                out.push(Frame {
+                    offset: at,
+                    kind,
+                    tid: le_u32(bytes, at + 8),
+                    payload: &bytes[at + FRAME_HEADER_LEN..],
+                    torn: true,
+                });
+            } else {
+                problems.push(problem(format!(
+                    "the last frame is cut short: {there} of its {len} bytes are there (the \
+                     writer was cut off); it is left out"
+                )));
+            }
             break;
         }
         let payload = &bytes[at + FRAME_HEADER_LEN..at + FRAME_HEADER_LEN + len];
@@ -79,6 +98,7 @@ fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> Vec<Frame<'a>> {
             kind,
             tid: le_u32(bytes, at + 8),
             payload,
+            torn: false,
         });
         at += FRAME_HEADER_LEN + len;
     }
@@ -226,7 +246,8 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
                         reason: format!("thread {}: {reason}", f.tid),
                     });
                 }
-                if let Err((at, reason)) = outcome {
+                // A torn frame ends within a record: said once, by the framing.
+                if let (Err((at, reason)), false) = (outcome, f.torn) {
                     problems.push(Problem {
                         offset: (f.offset + FRAME_HEADER_LEN + at) as u64,
                         event_index: events,
