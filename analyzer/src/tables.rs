@@ -6,7 +6,7 @@
 use overlap_format::output::{commit_all, AtomicFile};
 use std::path::{Path, PathBuf};
 
-use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
+use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, PolarsError, SerWriter};
 
 use crate::metrics::requests::{RequestClass, RequestRow};
 use crate::metrics::{Details, Finding, Report, WaitInstance};
@@ -457,14 +457,28 @@ pub fn write_tables(
 ) -> Result<Vec<PathBuf>> {
     let _span = tracing::info_span!("write tables").entered();
     // The directory itself is made when missing, never its parents: a mistyped path
-    // is an error, not a new tree.
-    if !dir.is_dir() {
+    // is an error, not a new tree. Made here, it goes again when no table is written.
+    let made = !dir.is_dir();
+    if made {
         std::fs::create_dir(dir).map_err(|source| Error::Io {
             what: "creating the table directory",
             path: dir.to_path_buf(),
             cause: source,
         })?;
     }
+    let written = write_all_tables(tables, dir, format);
+    if made && written.is_err() {
+        let _ = std::fs::remove_dir(dir);
+    }
+    written
+}
+
+/// Writes the tables into `dir`, all of them or none.
+fn write_all_tables(
+    tables: &mut [(String, DataFrame)],
+    dir: &Path,
+    format: TableFormat,
+) -> Result<Vec<PathBuf>> {
     // All the tables or none: a full disk leaves no table of this run beside the old
     // ones of another.
     let mut written = Vec::new();
@@ -476,8 +490,14 @@ pub fn write_tables(
             TableFormat::Csv => CsvWriter::new(&mut file).finish(df),
             TableFormat::Parquet => ParquetWriter::new(&mut file).finish(df).map(|_| ()),
         };
-        result.map_err(|e| Error::Table {
-            reason: format!("{}: {e}", path.display()),
+        result.map_err(|e| match e {
+            // The disk's refusal is an output not written, said as such.
+            PolarsError::IO { error, .. } => {
+                Error::Output(file.error(std::io::Error::new(error.kind(), error.to_string())))
+            }
+            other => Error::Table {
+                reason: format!("{}: {other}", path.display()),
+            },
         })?;
         files.push(file);
         written.push(path);

@@ -131,3 +131,63 @@ fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
     ]);
     assert!(again.success(), "{}", again.describe());
 }
+
+/// `overlap ARGS` with writes limited to `limit` bytes a file (`ulimit -f`): a write
+/// beyond fails with EFBIG, as on a full disk.
+fn overlap_limited(args: &[&str], limit: u64) -> crate::util::Run {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(overlap_bin());
+    cmd.args(args);
+    // SAFETY: setrlimit(2) in the child before exec: async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let l = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &l) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    crate::util::Run {
+        output: cmd.output().expect("overlap runs"),
+    }
+}
+
+fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("listing")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn outputs_refused_for_room_leave_nothing_and_exit_2() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("t.json");
+    let run = crate::util::run_false_overlap(2, "naive", 3, &trace, &[]);
+    assert!(run.success(), "{}", run.describe());
+    let t = trace.to_str().expect("utf-8");
+    let out = tempfile::tempdir().expect("temp dir");
+    let o = |name: &str| out.path().join(name).to_str().expect("utf-8").to_string();
+
+    let baseline = overlap_limited(&["baseline", t, "--out", &o("gate.json")], 64);
+    assert_eq!(baseline.output.status.code(), Some(2), "{}", baseline.describe());
+    baseline.assert_stderr_has(&format!("writing {}: File too large", o("gate.json")));
+
+    let tables = overlap_limited(&["analyze", t, "--csv", &o("tables")], 64);
+    assert_eq!(tables.output.status.code(), Some(2), "{}", tables.describe());
+
+    let ranks = trace.with_extension("ranks");
+    let merged = overlap_limited(
+        &["merge", ranks.to_str().expect("utf-8"), "--out", &o("m.json")],
+        4096,
+    );
+    assert_eq!(merged.output.status.code(), Some(2), "{}", merged.describe());
+    merged.assert_stderr_has("File too large");
+    assert_eq!(names_in(out.path()), Vec::<String>::new(), "nothing half-written is left");
+}
