@@ -6,7 +6,7 @@
 use overlap_format::output::{commit_all, AtomicFile};
 use std::path::{Path, PathBuf};
 
-use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, PolarsError, SerWriter};
+use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
 
 use crate::metrics::requests::{RequestClass, RequestRow};
 use crate::metrics::{Details, Finding, Report, WaitInstance};
@@ -490,13 +490,11 @@ fn write_all_tables(
             TableFormat::Csv => CsvWriter::new(&mut file).finish(df),
             TableFormat::Parquet => ParquetWriter::new(&mut file).finish(df).map(|_| ()),
         };
-        result.map_err(|e| match e {
+        result.map_err(|e| match file.write_error() {
             // The disk's refusal is an output not written, said as such.
-            PolarsError::IO { error, .. } => {
-                Error::Output(file.error(std::io::Error::new(error.kind(), error.to_string())))
-            }
-            other => Error::Table {
-                reason: format!("{}: {other}", path.display()),
+            Some(cause) => Error::Output(file.error(cause)),
+            None => Error::Table {
+                reason: format!("{}: {e}", path.display()),
             },
         })?;
         files.push(file);

@@ -102,6 +102,10 @@ pub struct AtomicFile {
     dir: PathBuf,
     temp: Option<Temporary>,
     out: Option<BufWriter<File>>,
+    /// The first write that failed, as (OS error, or kind and text): a writer that
+    /// wraps the error in its own (a Parquet encoder) still lets it be told as the
+    /// disk's.
+    failed: Option<(Option<i32>, io::ErrorKind, String)>,
 }
 
 impl AtomicFile {
@@ -121,6 +125,7 @@ impl AtomicFile {
             dir,
             temp: Some(temp),
             out: Some(BufWriter::with_capacity(1 << 16, writer)),
+            failed: None,
         })
     }
 
@@ -135,6 +140,14 @@ impl AtomicFile {
             path: self.path.clone(),
             cause,
         }
+    }
+
+    /// Why a write to the file failed, when one did.
+    pub fn write_error(&self) -> Option<io::Error> {
+        self.failed.as_ref().map(|(os, kind, text)| match os {
+            Some(code) => io::Error::from_raw_os_error(*code),
+            None => io::Error::new(*kind, text.clone()),
+        })
     }
 
     /// Flushes, syncs and names the file beside its destination: everything of
@@ -172,6 +185,16 @@ impl AtomicFile {
     }
 }
 
+impl AtomicFile {
+    /// Keeps the first write error for [`AtomicFile::write_error`].
+    fn note<T>(&mut self, result: io::Result<T>) -> io::Result<T> {
+        if let (Err(e), None) = (&result, &self.failed) {
+            self.failed = Some((e.raw_os_error(), e.kind(), e.to_string()));
+        }
+        result
+    }
+}
+
 /// Commits `files` all or none: each is written out and named first, and only when all
 /// of them are does any replace its destination (a full disk leaves every destination
 /// as it was).
@@ -187,17 +210,19 @@ pub fn commit_all(mut files: Vec<AtomicFile>) -> Result<(), OutputError> {
 
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match &mut self.out {
+        let result = match &mut self.out {
             Some(out) => out.write(buf),
             None => Err(io::Error::other("already committed")),
-        }
+        };
+        self.note(result)
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        match &mut self.out {
+        let result = match &mut self.out {
             Some(out) => out.flush(),
             None => Ok(()),
-        }
+        };
+        self.note(result)
     }
 }
 
