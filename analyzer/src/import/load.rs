@@ -5,15 +5,22 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
+use overlap_format::input::{open_input, Accept};
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase};
-use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
+use overlap_format::schema::{
+    readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION, RANK_FILE_EXTENSION,
+};
+use overlap_format::stream::{is_stream, MAGIC};
 
+use super::skip::value_end;
 use super::{complete_event, completeness, learned_args, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
-use crate::merge::{match_all, merge_timelines, read_files_into, Unreadable};
+use crate::merge::{
+    check_one_run, match_all, merge_timelines, out_of_range, read_files_into, Unreadable,
+};
 use crate::model::{Place, RankTrace, ReadProblem, Timeline, Trace};
 use crate::{Error, Result};
 
@@ -37,22 +44,57 @@ pub struct Loaded {
 /// Progress of a load: bytes read so far and in all.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
-/// Loads a merged trace file or a directory of per-rank files.
+/// Loads a merged trace file, a directory of per-rank files, or one per-rank file (a
+/// binary stream, or a file named like one).
 pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let _span = tracing::info_span!("import", path = %path.display()).entered();
-    // Never opened when it is a fifo or a device: reading one would block or not end.
-    let md = overlap_format::output::check_input(path, true)?;
+    // Never a fifo or a device: reading one would block or not end.
+    let (file, md) = open_input(path, Accept::FileOrDirectory)?;
     if md.is_dir() {
-        load_dir(path, progress)
-    } else {
-        load_merged(path, progress)
+        return load_dir(path, progress);
     }
+    let named_as_rank_file = path.extension().is_some_and(|e| e == RANK_FILE_EXTENSION)
+        || path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(super::is_rank_file_name);
+    if named_as_rank_file || starts_as_stream(file) {
+        return load_rank_file(path);
+    }
+    load_merged(path, progress)
+}
+
+/// True when the file's first bytes are a binary per-rank stream's magic.
+fn starts_as_stream(file: File) -> bool {
+    let mut opening = Vec::with_capacity(MAGIC.len());
+    file.take(MAGIC.len() as u64)
+        .read_to_end(&mut opening)
+        .is_ok_and(|n| n == MAGIC.len() && is_stream(&opening))
+}
+
+/// Loads one per-rank file, as the one rank traced of its run (its errors are the file's,
+/// not those of a directory with nothing usable in it).
+fn load_rank_file(path: &Path) -> Result<Loaded> {
+    let t = super::read_rank_file_into::<Timeline>(path)?;
+    check_one_run(path, std::slice::from_ref(&t))?;
+    let notes = t.note_lines().collect();
+    Ok(Loaded {
+        trace: merge_timelines(vec![t]).into_trace(path),
+        unreadable: Vec::new(),
+        problems: Vec::new(),
+        notes,
+        cut_short: false,
+    })
 }
 
 /// Loads a directory of per-rank files: reads each into a compact timeline (several at
 /// once), aligns the clocks and matches messages.
 pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
-    let files = super::rank_files(dir)?;
+    load_rank_files(dir, super::rank_files(dir)?, progress)
+}
+
+/// Loads the per-rank files `files` of the directory `dir`, several at once.
+fn load_rank_files(dir: &Path, files: Vec<PathBuf>, progress: Progress<'_>) -> Result<Loaded> {
     let sizes: Vec<u64> = files
         .iter()
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
@@ -105,8 +147,8 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         path: path.to_path_buf(),
         cause: source,
     };
-    let file = File::open(path).map_err(io)?;
-    let total = file.metadata().map_or(0, |m| m.len());
+    let (file, md) = open_input(path, Accept::File)?;
+    let total = md.len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
 
     // The opening: everything up to `"traceEvents":[`, which overlap writes after
@@ -166,6 +208,10 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
             supported: FORMAT_VERSION,
         });
     }
+    if let Some(why) = super::plausible::merged_info(&info) {
+        return Err(bad(why));
+    }
+    let world = info.world_size;
     // The rest of the opening line, after `"traceEvents":`, up to and including `[`.
     let rest = &opening[events_at + b"\"traceEvents\"".len()..];
     let rest = trim_start(rest);
@@ -196,7 +242,9 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         }
         line_no += 1;
         pending.extend_from_slice(&line);
-        // Every event the buffer holds (overlap writes one per line; others may not).
+        // Every event the buffer holds (overlap writes one per line; others may not,
+        // and a file may hold all of them on one line).
+        let pending_offset = read - pending.len() as u64;
         let mut at = 0usize;
         let mut finished = false;
         loop {
@@ -216,11 +264,19 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                 }
                 Some(_) => {}
             }
+            let offset = pending_offset + (at + skipped) as u64;
             if let Some((fast, used)) = parse_complete(text) {
-                ranks
-                    .entry(fast.pid)
-                    .or_insert_with(|| Timeline::new(fast.pid))
-                    .push(&fast.event);
+                match super::plausible::pid(fast.pid, world) {
+                    None => ranks
+                        .entry(fast.pid)
+                        .or_insert_with(|| Timeline::new(fast.pid))
+                        .push(&fast.event),
+                    Some(why) => problems.push(ReadProblem {
+                        event_index: index,
+                        place: Place::Offset(offset),
+                        reason: format!("not a possible event, skipped: {why}"),
+                    }),
+                }
                 at += skipped + used;
                 index += 1;
                 event_line = line_no;
@@ -229,10 +285,10 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
             let mut stream = serde_json::Deserializer::from_slice(text).into_iter::<RawEvent>();
             match stream.next() {
                 Some(Ok(raw)) => {
-                    if let Err(reason) = take_event(&raw, &mut ranks) {
+                    if let Err(reason) = take_event(&raw, &mut ranks, world) {
                         problems.push(ReadProblem {
                             event_index: index,
-                            place: Place::Line(event_line),
+                            place: Place::Offset(offset),
                             reason,
                         });
                     }
@@ -252,15 +308,32 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                     break;
                 }
                 Some(Err(e)) => {
+                    // Only this event is lost when its brackets close where it ends; else
+                    // the rest of its line is, and reading goes on at the next line.
+                    let (place, end) = match value_end(text) {
+                        Some(end) => (Place::Offset(offset), Some(end)),
+                        None => (Place::Line(event_line), None),
+                    };
                     problems.push(ReadProblem {
                         event_index: index,
-                        place: Place::Line(event_line),
-                        reason: format!("not a valid trace event: {e}"),
+                        place,
+                        reason: format!(
+                            "not a valid trace event, skipped: {}",
+                            without_position(&e)
+                        ),
                     });
-                    // The rest of the line is lost with it; go on at the next line.
-                    at = pending.len();
                     index += 1;
-                    break;
+                    match end {
+                        Some(end) => {
+                            at += skipped + end;
+                            event_line = line_no;
+                            continue;
+                        }
+                        None => {
+                            at = pending.len();
+                            break;
+                        }
+                    }
                 }
                 None => {
                     at = pending.len();
@@ -305,7 +378,11 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
 fn take_event(
     raw: &RawEvent<'_>,
     ranks: &mut BTreeMap<u32, Timeline>,
+    world: u32,
 ) -> std::result::Result<(), String> {
+    if let Some(why) = super::plausible::pid(raw.pid, world) {
+        return Err(format!("not a possible event, skipped: {why}"));
+    }
     match raw.ph {
         // The in-flight slices are rebuilt from `otherData`.
         Phase::Complete if raw.cat == Some(Category::Hang) => {}
@@ -423,6 +500,13 @@ fn assemble_counted(
         t.complete = !info.incomplete.iter().any(|i| i.rank == t.rank);
     }
     let (requests, matched) = match_all(&timelines, info.world_size);
+    // Calls naming a peer beyond the world, found in the events themselves (a file that
+    // lists none is not taken at its word).
+    let mut info = info;
+    if info.peers_out_of_range.is_empty() {
+        let file = source.display().to_string();
+        info.peers_out_of_range = out_of_range(&timelines, info.world_size, |_| file.clone());
+    }
     Ok(Trace::new(
         source,
         info,
@@ -430,6 +514,17 @@ fn assemble_counted(
         matched.messages,
         requests,
     ))
+}
+
+/// The message of a JSON error without its "at line L column C": the position is in
+/// the event's own text, not the file's, so the reader says where the event starts.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&position) {
+        Some(message) => message.to_string(),
+        None => text,
+    }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

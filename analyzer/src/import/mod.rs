@@ -10,6 +10,8 @@
 mod completeness;
 mod event;
 mod load;
+mod plausible;
+mod skip;
 mod stream;
 
 use crate::fastparse::parse_complete;
@@ -17,6 +19,7 @@ use crate::fastparse::parse_complete;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use overlap_format::input::{read_input, UNCAPPED};
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
 use overlap_format::schema::{
     readable_version, ClockSync, Event, Footer, Header, LearnedUse, MergedInfo, SourceSite,
@@ -120,14 +123,9 @@ pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
     parse_rank_file_into(path, &rank_file_bytes(path)?)
 }
 
-/// The bytes of a per-rank file (never opened when it is not a regular file).
+/// The bytes of a per-rank file (never a fifo or a device).
 fn rank_file_bytes(path: &Path) -> Result<Vec<u8>> {
-    overlap_format::output::check_input(path, false)?;
-    std::fs::read(path).map_err(|source| Error::Io {
-        what: "reading",
-        path: path.to_path_buf(),
-        cause: source,
-    })
+    Ok(read_input(path, UNCAPPED, "trace")?)
 }
 
 /// Hands every call, compute span and GPU operation of a per-rank file to `each`, in
@@ -135,22 +133,48 @@ fn rank_file_bytes(path: &Path) -> Result<Vec<u8>> {
 /// JSON file of versions 1 to 3 is read whole first).
 pub(crate) fn each_event(path: &Path, mut each: impl FnMut(Event)) -> Result<()> {
     let buf = rank_file_bytes(path)?;
-    if overlap_format::stream::is_stream(&buf) {
-        stream::each_stream_event(path, &buf, each)
-    } else {
-        let t = parse_rank_trace(path, &buf)?;
-        t.events.into_iter().for_each(&mut each);
-        Ok(())
+    match rank_file_kind(path, &buf)? {
+        RankFileKind::Stream => stream::each_stream_event(path, &buf, each),
+        RankFileKind::Json => {
+            let t = parse_rank_trace(path, &buf)?;
+            t.events.into_iter().for_each(&mut each);
+            Ok(())
+        }
     }
+}
+
+/// The two layouts of a per-rank file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RankFileKind {
+    /// A binary stream (format version 4 on), told by its magic.
+    Stream,
+    /// A JSON array of events (versions 1 to 3), told by its `[`.
+    Json,
+}
+
+/// Which layout the bytes of a per-rank file have; neither is an error naming the file.
+fn rank_file_kind(path: &Path, buf: &[u8]) -> Result<RankFileKind> {
+    if overlap_format::stream::is_stream(buf) {
+        return Ok(RankFileKind::Stream);
+    }
+    // An empty file is told as such by the JSON reader.
+    if buf.is_empty() || buf.get(skip_whitespace(buf, 0)) == Some(&b'[') {
+        return Ok(RankFileKind::Json);
+    }
+    Err(Error::NotATrace {
+        path: path.to_path_buf(),
+        reason: "no \"OVLPRANK\" magic at its start (nor the '[' that JSON rank files of \
+                 versions 1 to 3 start with)"
+            .into(),
+    })
 }
 
 /// Parses the bytes of a per-rank file of any readable version: a binary stream, or a
 /// JSON array (`path` is for messages).
 pub fn parse_rank_file_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
-    let t: RankTrace<S> = if overlap_format::stream::is_stream(buf) {
-        stream::parse_stream_into(path, buf)?
-    } else {
-        parse_rank_trace_into(path, buf)?
+    let t: RankTrace<S> = match rank_file_kind(path, buf)? {
+        RankFileKind::Stream => stream::parse_stream_into(path, buf)?,
+        RankFileKind::Json => parse_rank_trace_into(path, buf)?,
     };
     match t.events.overflow() {
         Some(what) => Err(Error::TooLarge {
@@ -188,9 +212,17 @@ enum Unusable {
     File(Error),
 }
 
-/// Where the next event may start after an unusable one: the next line that opens an
-/// object (the writer puts one event per line).
+/// Where the next event may start after an unusable one at `from`: right after it when
+/// its brackets close on its line, else the next line that opens an object (the writer
+/// puts one event per line).
 fn resync(buf: &[u8], from: usize) -> Option<usize> {
+    let line_end = buf[from..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(buf.len(), |i| from + i);
+    if let Some(end) = skip::value_end(&buf[from..line_end]) {
+        return Some(from + end);
+    }
     buf[from..]
         .windows(2)
         .position(|w| w == b"\n{")
@@ -362,6 +394,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
         problems,
         notes: Vec::new(),
         in_flight: Vec::new(),
+        damaged: false,
     })
 }
 
@@ -447,12 +480,7 @@ pub fn read_merged(path: &Path) -> Result<MergedTrace> {
 /// [`read_merged`], with what the user should know of the file's completeness that is
 /// not a rank's problem (see [`completeness::apply`]).
 pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String>)> {
-    overlap_format::output::check_input(path, false)?;
-    let buf = std::fs::read(path).map_err(|source| Error::Io {
-        what: "reading",
-        path: path.to_path_buf(),
-        cause: source,
-    })?;
+    let buf = read_input(path, UNCAPPED, "trace")?;
     let bad = |reason: String| Error::BadMerged {
         path: path.to_path_buf(),
         reason,
@@ -468,6 +496,10 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
             supported: FORMAT_VERSION,
         });
     }
+    if let Some(why) = plausible::merged_info(&file.other_data) {
+        return Err(bad(why));
+    }
+    let world = file.other_data.world_size;
     let mut events: BTreeMap<u32, Vec<Event>> = BTreeMap::new();
     let mut process_names = BTreeMap::new();
     let mut flows: BTreeMap<u64, Flow> = BTreeMap::new();
@@ -477,6 +509,9 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
     let mut unwatched: BTreeMap<u32, Vec<Unwatched>> = BTreeMap::new();
     for (index, raw) in file.trace_events.iter().enumerate() {
         let at = |reason: String| bad(format!("event {index}: {reason}"));
+        if let Some(why) = plausible::pid(raw.pid, world) {
+            return Err(at(why));
+        }
         let ns = raw.ts.map(|t| t.0 .0);
         let point = || {
             Some(Point {
