@@ -173,7 +173,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a regular file (a fifo)"), "{e}");
-        let e = read_input(&fifo, UNCAPPED, "trace").unwrap_err().to_string();
+        let e = read_input(&fifo, UNCAPPED, "trace")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("(a fifo)"), "{e}");
     }
 

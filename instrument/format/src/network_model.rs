@@ -377,6 +377,9 @@ mod tests {
         assert!(err.to_string().contains("not a network model"), "{err}");
         assert!(NetworkModel::new(source(), vec![]).is_err());
         let err = NetworkModel::read(&dir.path().join("missing.json")).unwrap_err();
-        assert!(err.to_string().contains("missing.json: No such file"), "{err}");
+        assert!(
+            err.to_string().contains("missing.json: No such file"),
+            "{err}"
+        );
     }
 }

@@ -205,7 +205,10 @@ fn garbage_appended_or_written_over_is_reported_with_its_offset() {
     assert_eq!(problems[0].offset, ends[1] as u64);
     assert!(problems[0].reason.contains("checksum"), "{problems:?}");
     assert!(problems[0].reason.contains("corrupt"), "{problems:?}");
-    assert!(got.damaged, "a checksum failure mid-file is damage, not a cut");
+    assert!(
+        got.damaged,
+        "a checksum failure mid-file is damage, not a cut"
+    );
 }
 
 #[test]
