@@ -92,7 +92,7 @@ fn a_fifo_named_by_a_trace_does_not_hang_analyze() {
     write_merged(&dir.path().join("t.json"), &info, &texts(&events), false);
     let r = overlap_in(dir.path(), &["analyze", "t.json"], &[]);
     assert_eq!(code(&r), Some(0), "{}", r.describe());
-    r.assert_stdout_has("is a fifo, not an object file");
+    r.assert_stdout_has("not symbolized: a fifo, not an object file");
 }
 
 #[test]

@@ -220,7 +220,8 @@ fn open(path: &Path) -> Result<Loaded, String> {
         InputError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => {
             format!("not found ({SYMBOL_PATH_VAR} names folders holding a copy)")
         }
-        InputError::NotRegular { kind, .. } => format!("{shown} is {kind}, not an object file"),
+        // Short, as above.
+        InputError::NotRegular { kind, .. } => format!("{kind}, not an object file"),
         other => format!("cannot open {other}"),
     })?;
     // SAFETY: the map is read only and dropped before this function returns; a file
