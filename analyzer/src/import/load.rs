@@ -1,11 +1,11 @@
 //! Loading a run for analysis: a merged trace (read as a stream, one event per line, so
 //! that files far larger than memory's comfort are fine and a missing closing bracket
-//! is too) or a directory of per-rank files (aligned and matched like `overlap merge`
-//! does), into the compact [`Trace`].
+//! is too, and so is one written on a single line) or per-rank files (a directory of
+//! them or one alone, see `load_ranks`), into the compact [`Trace`]. An event that
+//! cannot be used is skipped alone, reported with its byte offset.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use overlap_format::input::{open_input, Accept};
@@ -13,15 +13,12 @@ use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase};
 use overlap_format::schema::{
     readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION, RANK_FILE_EXTENSION,
 };
-use overlap_format::stream::{is_stream, MAGIC};
 
 use super::skip::value_end;
 use super::{complete_event, completeness, learned_args, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
-use crate::merge::{
-    check_one_run, match_all, merge_timelines, out_of_range, read_files_into, Unreadable,
-};
-use crate::model::{Place, RankTrace, ReadProblem, Timeline, Trace};
+use crate::merge::{match_all, out_of_range, Unreadable};
+use crate::model::{Place, ReadProblem, Timeline, Trace};
 use crate::{Error, Result};
 
 /// A run loaded for analysis, and what could not be used.
@@ -51,82 +48,17 @@ pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     // Never a fifo or a device: reading one would block or not end.
     let (file, md) = open_input(path, Accept::FileOrDirectory)?;
     if md.is_dir() {
-        return load_dir(path, progress);
+        return super::load_dir(path, progress);
     }
     let named_as_rank_file = path.extension().is_some_and(|e| e == RANK_FILE_EXTENSION)
         || path
             .file_name()
             .and_then(|n| n.to_str())
             .is_some_and(super::is_rank_file_name);
-    if named_as_rank_file || starts_as_stream(file) {
-        return load_rank_file(path);
+    if named_as_rank_file || super::load_ranks::starts_as_stream(file) {
+        return super::load_ranks::load_rank_file(path);
     }
     load_merged(path, progress)
-}
-
-/// True when the file's first bytes are a binary per-rank stream's magic.
-fn starts_as_stream(file: File) -> bool {
-    let mut opening = Vec::with_capacity(MAGIC.len());
-    file.take(MAGIC.len() as u64)
-        .read_to_end(&mut opening)
-        .is_ok_and(|n| n == MAGIC.len() && is_stream(&opening))
-}
-
-/// Loads one per-rank file, as the one rank traced of its run (its errors are the file's,
-/// not those of a directory with nothing usable in it).
-fn load_rank_file(path: &Path) -> Result<Loaded> {
-    let t = super::read_rank_file_into::<Timeline>(path)?;
-    check_one_run(path, std::slice::from_ref(&t))?;
-    let notes = t.note_lines().collect();
-    Ok(Loaded {
-        trace: merge_timelines(vec![t]).into_trace(path),
-        unreadable: Vec::new(),
-        problems: Vec::new(),
-        notes,
-        cut_short: false,
-    })
-}
-
-/// Loads a directory of per-rank files: reads each into a compact timeline (several at
-/// once), aligns the clocks and matches messages.
-pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
-    load_rank_files(dir, super::rank_files(dir)?, progress)
-}
-
-/// Loads the per-rank files `files` of the directory `dir`, several at once.
-fn load_rank_files(dir: &Path, files: Vec<PathBuf>, progress: Progress<'_>) -> Result<Loaded> {
-    let sizes: Vec<u64> = files
-        .iter()
-        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
-        .collect();
-    let total: u64 = sizes.iter().sum();
-    // The files are read on rayon's threads; progress is reported from this one.
-    let (tx, rx) = std::sync::mpsc::channel::<usize>();
-    let read = std::thread::scope(|s| {
-        let reader = s.spawn(move || {
-            read_files_into::<Timeline>(dir, files, move |i| {
-                let _ = tx.send(i);
-            })
-        });
-        let mut done = 0u64;
-        for i in rx {
-            done += sizes.get(i).copied().unwrap_or(0);
-            progress(done, total);
-        }
-        reader.join()
-    });
-    let (traces, unreadable) = match read {
-        Ok(read) => read?,
-        Err(panic) => std::panic::resume_unwind(panic),
-    };
-    let notes = traces.iter().flat_map(RankTrace::note_lines).collect();
-    Ok(Loaded {
-        trace: merge_timelines(traces).into_trace(dir),
-        unreadable,
-        problems: Vec::new(),
-        notes,
-        cut_short: false,
-    })
 }
 
 /// The opening of a merged file, up to its events.
@@ -229,6 +161,8 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let mut last_report = 0u64;
     let mut event_line = line_no + 1;
     let mut ended = false;
+    // True when the file ends inside an event (already reported as such).
+    let mut ends_mid_event = false;
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line).map_err(io)?;
@@ -304,6 +238,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                         place: Place::Line(event_line),
                         reason: "the file ends in the middle of this event".into(),
                     });
+                    ends_mid_event = true;
                     finished = true;
                     break;
                 }
@@ -351,11 +286,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         }
     }
     progress(total, total);
-    if !ended
-        && !problems
-            .iter()
-            .any(|p| p.reason.contains("ends in the middle"))
-    {
+    if !ended && !ends_mid_event {
         problems.push(ReadProblem {
             event_index: index,
             place: Place::Line(line_no),
