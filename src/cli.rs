@@ -123,7 +123,7 @@ pub(crate) struct CheckArgs {
 
 #[derive(Debug, Args)]
 struct AnalyzeArgs {
-    /// A merged trace, or a directory of per-rank files (rank-N.ovlp).
+    /// A merged trace, a directory of per-rank files (rank-N.ovlp), or one of them.
     trace: PathBuf,
     /// Print the report as JSON (stable keys, see docs/metrics.md).
     #[arg(long)]
