@@ -123,7 +123,7 @@ pub(crate) struct CheckArgs {
 
 #[derive(Debug, Args)]
 struct AnalyzeArgs {
-    /// A merged trace, or a directory of per-rank files (rank-N.json).
+    /// A merged trace, a directory of per-rank files (rank-N.ovlp), or one of them.
     trace: PathBuf,
     /// Print the report as JSON (stable keys, see docs/metrics.md).
     #[arg(long)]
@@ -199,7 +199,7 @@ struct TraceArgs {
 
 #[derive(Debug, Args)]
 struct MergeArgs {
-    /// Directory holding the per-rank files (rank-N.json).
+    /// Directory holding the per-rank files (rank-N.ovlp).
     dir: PathBuf,
     /// The merged trace to write.
     #[arg(long)]
@@ -319,6 +319,14 @@ pub(crate) fn load_trace(path: &Path) -> Result<Trace> {
     for p in &loaded.problems {
         sayln!("warning: {}: {p}", path.display());
     }
+    if !loaded.problems.is_empty() {
+        sayln!(
+            "warning: {}: {} part(s) of the file left out (listed above); the analysis \
+             covers the rest",
+            path.display(),
+            loaded.problems.len()
+        );
+    }
     for n in &loaded.notes {
         sayln!("warning: {n}");
     }
@@ -328,11 +336,11 @@ pub(crate) fn load_trace(path: &Path) -> Result<Trace> {
     Ok(loaded.trace)
 }
 
-/// Colour for stdout: only on a terminal, and never when NO_COLOR is set.
+/// Colour for stdout: only on a terminal that is not dumb, and never when NO_COLOR is
+/// set ([`crate::output::color_allowed`]).
 pub(crate) fn style() -> Style {
     use std::io::IsTerminal;
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let color = !no_color && std::io::stdout().is_terminal();
+    let color = crate::output::color_allowed(std::io::stdout().is_terminal());
     crate::output::allow_color(color);
     Style { color }
 }

@@ -68,7 +68,7 @@ pub(crate) fn warn_incomplete(
     }
     for inc in &info.incomplete {
         sayln!(
-            "warning: rank {}: trace cut short ({} events kept from {}): {}",
+            "warning: rank {}: trace incomplete ({} events kept from {}): {}",
             inc.rank,
             inc.events_read,
             inc.file,

@@ -25,6 +25,25 @@ static STDOUT_ERROR: Mutex<Option<io::Error>> = Mutex::new(None);
 /// Whether the SGR colour sequences of our reports pass through to stdout.
 static STDOUT_COLOR: AtomicBool = AtomicBool::new(false);
 
+/// True when a terminal may be sent escape sequences (colour, a redrawn progress line):
+/// `is_terminal` says it is one, and `TERM` does not say it is a dumb one, which shows
+/// them as garbage.
+pub fn escapes_allowed(is_terminal: bool) -> bool {
+    escapes_allowed_on(is_terminal, std::env::var_os("TERM").as_deref())
+}
+
+/// [`escapes_allowed`] for a terminal whose `TERM` is `term`.
+fn escapes_allowed_on(is_terminal: bool, term: Option<&std::ffi::OsStr>) -> bool {
+    is_terminal && term.is_none_or(|t| t != "dumb")
+}
+
+/// True when colour is wanted on a stream that `is_terminal` or not: escapes allowed
+/// ([`escapes_allowed`]), and `NO_COLOR` not set (<https://no-color.org>).
+pub fn color_allowed(is_terminal: bool) -> bool {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    !no_color && escapes_allowed(is_terminal)
+}
+
 /// Lets the report's own colour sequences through to stdout (see `cli::style`).
 pub fn allow_color(on: bool) {
     STDOUT_COLOR.store(on, Ordering::Relaxed);
@@ -178,5 +197,14 @@ mod tests {
         assert_eq!(terminal_safe(red, false), "\\x1b[31mREGRESSED\\x1b[0m");
         // Not SGR: a cursor move is escaped even with colour on.
         assert_eq!(terminal_safe("\x1b[2J\x1b[1m", true), "\\x1b[2J\x1b[1m");
+    }
+
+    #[test]
+    fn a_dumb_terminal_gets_no_escapes() {
+        use std::ffi::OsStr;
+        assert!(escapes_allowed_on(true, Some(OsStr::new("xterm-256color"))));
+        assert!(escapes_allowed_on(true, None));
+        assert!(!escapes_allowed_on(true, Some(OsStr::new("dumb"))));
+        assert!(!escapes_allowed_on(false, Some(OsStr::new("xterm"))));
     }
 }

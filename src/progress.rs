@@ -20,7 +20,7 @@ impl Bar {
             label: label.to_string(),
             started: Instant::now(),
             last_draw: None,
-            enabled: std::io::stderr().is_terminal(),
+            enabled: crate::output::escapes_allowed(std::io::stderr().is_terminal()),
         }
     }
 

@@ -122,7 +122,7 @@ pub enum Error {
     Output(#[from] overlap_format::output::OutputError),
     /// An input is not a regular file, or cannot be looked at.
     #[error(transparent)]
-    Input(#[from] overlap_format::output::InputError),
+    Input(#[from] overlap_format::input::InputError),
     /// Rank files that are not one run (another run id, program or world size, a rank
     /// twice, a rank beyond the world): merging them would be meaningless.
     #[error("{}: {reason}", dir.display())]

@@ -92,6 +92,10 @@ pub struct RankTrace<E = Vec<Event>> {
     /// buffer the program never bound: its buffers are unknown). Not a sign that the
     /// file is incomplete.
     pub notes: Vec<ReadProblem>,
+    /// True when part of the file is corrupt (a frame failing its checksum), not cut
+    /// short: its footer may be there but unreadable, so no death is to be read into
+    /// its absence.
+    pub damaged: bool,
 }
 
 impl<E> RankTrace<E> {
@@ -123,7 +127,7 @@ impl<E> RankTrace<E> {
                 rest.len()
             )),
         }
-        if self.footer.is_none() {
+        if self.footer.is_none() && !self.damaged {
             parts.push(
                 "the file ends without its footer: the rank died or was killed before \
                  finishing its trace"

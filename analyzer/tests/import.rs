@@ -116,6 +116,21 @@ fn a_corrupt_line_is_reported_with_its_place_and_skipped() {
 }
 
 #[test]
+fn a_corrupt_event_on_a_single_line_file_loses_only_itself() {
+    let (_d, text) = written(true);
+    let one_line = text.replace('\n', "");
+    let at = one_line
+        .find("\"name\":\"compute\"")
+        .expect("the compute span");
+    let ts = at + one_line[at..].find("\"ts\":").expect("its ts") + 5;
+    let one_line = format!("{}soon{}", &one_line[..ts], &one_line[ts..]);
+    let t = parse(&one_line).expect("reads the rest");
+    assert_eq!(t.events.len(), 2, "the Isend before and the Waitall after");
+    assert!(t.footer.is_some(), "{:?}", t.problems);
+    assert_eq!(t.problems.len(), 1, "{:?}", t.problems);
+}
+
+#[test]
 fn bad_args_are_reported() {
     let (_d, text) = written(true);
     let text = text.replacen("\"peer\":1", "\"peer\":\"one\"", 1);

@@ -147,7 +147,13 @@ fn a_fifo_is_refused_instead_of_read_forever() {
         .unwrap();
     let r = overlap(&["analyze", ranks.to_str().unwrap()]);
     no_panic(&r);
-    r.assert_stderr_has("rank-1.json: not a regular file (a fifo)");
+    r.assert_stderr_has("rank-1.json: skipped: not a regular file (a fifo)");
+    assert_eq!(
+        r.stderr().matches("rank-1.json").count(),
+        1,
+        "{}",
+        r.describe()
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod gate;
 mod gpu_pipeline;
 mod hang;
 mod identity;
+mod inputs;
 mod kernel_options;
 mod launcher;
 mod merge;

@@ -82,7 +82,7 @@ fn merging_a_recorded_run_again_and_strict_mode() {
     assert!(
         lenient
             .stderr()
-            .contains("warning: rank 1: trace cut short")
+            .contains("warning: rank 1: trace incomplete")
             && lenient.stderr().contains("rank-1.ovlp"),
         "{}",
         lenient.describe()

@@ -214,7 +214,7 @@ fn a_killed_rank_still_merges_and_is_named() {
     );
     assert!(!run.success(), "{}", run.describe());
     run.assert_stderr_has("the kernel run failed");
-    run.assert_stderr_has("rank 1: trace cut short");
+    run.assert_stderr_has("rank 1: trace incomplete");
     run.assert_stderr_has("killed by signal 9");
     let t = read_merged(&out).expect("what was recorded is merged");
     assert_eq!(t.events.len(), 2, "both ranks merged");

@@ -175,6 +175,23 @@ pub fn gate(m: &Metric, tolerance_pct: f64) -> Gate {
     }
 }
 
+/// Why `m`'s value cannot be a value of its unit, if it cannot: not a finite number, a
+/// count or a duration below 0, a fraction outside 0..=1. (No figure is a valid value.)
+pub fn value_problem(m: &Metric) -> Option<String> {
+    let v = m.value?;
+    let why = if !v.is_finite() {
+        "is not a finite number"
+    } else {
+        match m.unit {
+            Unit::Count if v < 0.0 => "is a count below 0",
+            Unit::Fraction if !(0.0..=1.0).contains(&v) => "is a fraction outside 0 to 1",
+            Unit::Nanos if v < 0.0 => "is a duration below 0",
+            _ => return None,
+        }
+    };
+    Some(format!("{}: its value {v} {why}", m.name))
+}
+
 /// A value in its unit for messages: counts whole, fractions in percent.
 pub(crate) fn show(v: f64, unit: Unit) -> String {
     match unit {
@@ -216,6 +233,24 @@ mod tests {
             gate(&metric(None, Unit::Fraction, Better::Higher), 5.0),
             Gate::NoFigure
         );
+    }
+
+    #[test]
+    fn values_outside_their_unit_are_told() {
+        let count = |v| metric(Some(v), Unit::Count, Better::Lower);
+        let fraction = |v| metric(Some(v), Unit::Fraction, Better::Higher);
+        assert_eq!(value_problem(&count(3.0)), None);
+        assert_eq!(value_problem(&fraction(1.0)), None);
+        assert_eq!(
+            value_problem(&metric(None, Unit::Fraction, Better::Higher)),
+            None
+        );
+        assert_eq!(
+            value_problem(&count(-1.0)).as_deref(),
+            Some("m: its value -1 is a count below 0")
+        );
+        assert!(value_problem(&fraction(1e308)).is_some_and(|w| w.contains("outside 0 to 1")));
+        assert!(value_problem(&count(f64::INFINITY)).is_some());
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod usable;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use overlap_format::input::read_input;
 use overlap_format::schema::ParamValue;
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +37,9 @@ pub const BASELINE_FORMAT: &str = "overlap-baseline";
 /// The baseline layout's version. Version 1 recorded neither the work of each rank,
 /// nor completeness, nor a tolerance, and wrote unknown figures as 0: it is refused.
 pub const BASELINE_VERSION: u32 = 2;
+/// The largest baseline file read: a baseline holds a few metrics and the work of each
+/// rank, far below this even for a million ranks.
+pub const BASELINE_MAX_BYTES: u64 = 64 << 20;
 /// The tolerance a baseline is made for unless told otherwise, percent.
 pub const DEFAULT_TOLERANCE_PCT: f64 = 5.0;
 
@@ -195,11 +199,7 @@ pub fn baseline_problems(b: &Baseline, tolerance_pct: f64) -> Vec<String> {
 
 /// Reads a baseline file.
 pub fn read_baseline(path: &Path) -> Result<Baseline> {
-    let text = std::fs::read(path).map_err(|source| Error::Io {
-        what: "reading",
-        path: path.to_path_buf(),
-        cause: source,
-    })?;
+    let text = read_input(path, BASELINE_MAX_BYTES, "baseline")?;
     let bad = |reason: String| Error::BadBaseline {
         path: path.to_path_buf(),
         reason,
@@ -226,5 +226,36 @@ pub fn read_baseline(path: &Path) -> Result<Baseline> {
             path.display()
         )));
     }
-    serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))
+    let baseline: Baseline = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+    match impossible_content(&baseline) {
+        Some(why) => Err(bad(why)),
+        None => Ok(baseline),
+    }
+}
+
+/// Why a baseline cannot have been made from a run, if it cannot: a world of no ranks, a
+/// rank twice or beyond the world, a metric twice, a value outside its unit.
+fn impossible_content(b: &Baseline) -> Option<String> {
+    if b.world_size == 0 {
+        return Some("its world_size is 0: a run has at least one rank".into());
+    }
+    let mut ranks = std::collections::BTreeSet::new();
+    for r in &b.ranks {
+        if r.rank >= b.world_size {
+            return Some(format!(
+                "rank {} is beyond its world of {} rank(s)",
+                r.rank, b.world_size
+            ));
+        }
+        if !ranks.insert(r.rank) {
+            return Some(format!("rank {} is listed twice", r.rank));
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for m in &b.metrics {
+        if !names.insert(m.name.as_str()) {
+            return Some(format!("{}: the metric is listed twice", m.name));
+        }
+    }
+    b.metrics.iter().find_map(metrics::value_problem)
 }

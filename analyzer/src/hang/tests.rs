@@ -40,6 +40,7 @@ fn rank(rank: u32, size: u32, events: Vec<Event>, dump: Option<InFlightDump>) ->
         problems: Vec::new(),
         in_flight: dump.into_iter().collect(),
         notes: Vec::new(),
+        damaged: false,
     }
 }
 

@@ -1,20 +1,24 @@
 //! Loading a run for analysis: a merged trace (read as a stream, one event per line, so
 //! that files far larger than memory's comfort are fine and a missing closing bracket
-//! is too) or a directory of per-rank files (aligned and matched like `overlap merge`
-//! does), into the compact [`Trace`].
+//! is too, and so is one written on a single line) or per-rank files (a directory of
+//! them or one alone, see `load_ranks`), into the compact [`Trace`]. An event that
+//! cannot be used is skipped alone, reported with its byte offset.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
+use overlap_format::input::{open_input, Accept};
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase};
-use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
+use overlap_format::schema::{
+    readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION, RANK_FILE_EXTENSION,
+};
 
+use super::skip::value_end;
 use super::{complete_event, completeness, learned_args, meta_args, RawEvent};
 use crate::fastparse::parse_complete;
-use crate::merge::{match_all, merge_timelines, read_files_into, Unreadable};
-use crate::model::{Place, RankTrace, ReadProblem, Timeline, Trace};
+use crate::merge::{match_all, out_of_range, Unreadable};
+use crate::model::{Place, ReadProblem, Timeline, Trace};
 use crate::{Error, Result};
 
 /// A run loaded for analysis, and what could not be used.
@@ -37,54 +41,24 @@ pub struct Loaded {
 /// Progress of a load: bytes read so far and in all.
 pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
 
-/// Loads a merged trace file or a directory of per-rank files.
+/// Loads a merged trace file, a directory of per-rank files, or one per-rank file (a
+/// binary stream, or a file named like one).
 pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let _span = tracing::info_span!("import", path = %path.display()).entered();
-    // Never opened when it is a fifo or a device: reading one would block or not end.
-    let md = overlap_format::output::check_input(path, true)?;
+    // Never a fifo or a device: reading one would block or not end.
+    let (file, md) = open_input(path, Accept::FileOrDirectory)?;
     if md.is_dir() {
-        load_dir(path, progress)
-    } else {
-        load_merged(path, progress)
+        return super::load_dir(path, progress);
     }
-}
-
-/// Loads a directory of per-rank files: reads each into a compact timeline (several at
-/// once), aligns the clocks and matches messages.
-pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
-    let files = super::rank_files(dir)?;
-    let sizes: Vec<u64> = files
-        .iter()
-        .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))
-        .collect();
-    let total: u64 = sizes.iter().sum();
-    // The files are read on rayon's threads; progress is reported from this one.
-    let (tx, rx) = std::sync::mpsc::channel::<usize>();
-    let read = std::thread::scope(|s| {
-        let reader = s.spawn(move || {
-            read_files_into::<Timeline>(dir, files, move |i| {
-                let _ = tx.send(i);
-            })
-        });
-        let mut done = 0u64;
-        for i in rx {
-            done += sizes.get(i).copied().unwrap_or(0);
-            progress(done, total);
-        }
-        reader.join()
-    });
-    let (traces, unreadable) = match read {
-        Ok(read) => read?,
-        Err(panic) => std::panic::resume_unwind(panic),
-    };
-    let notes = traces.iter().flat_map(RankTrace::note_lines).collect();
-    Ok(Loaded {
-        trace: merge_timelines(traces).into_trace(dir),
-        unreadable,
-        problems: Vec::new(),
-        notes,
-        cut_short: false,
-    })
+    let named_as_rank_file = path.extension().is_some_and(|e| e == RANK_FILE_EXTENSION)
+        || path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(super::is_rank_file_name);
+    if named_as_rank_file || super::load_ranks::starts_as_stream(file) {
+        return super::load_ranks::load_rank_file(path);
+    }
+    load_merged(path, progress)
 }
 
 /// The opening of a merged file, up to its events.
@@ -105,8 +79,8 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         path: path.to_path_buf(),
         cause: source,
     };
-    let file = File::open(path).map_err(io)?;
-    let total = file.metadata().map_or(0, |m| m.len());
+    let (file, md) = open_input(path, Accept::File)?;
+    let total = md.len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
 
     // The opening: everything up to `"traceEvents":[`, which overlap writes after
@@ -166,6 +140,10 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
             supported: FORMAT_VERSION,
         });
     }
+    if let Some(why) = super::plausible::merged_info(&info) {
+        return Err(bad(why));
+    }
+    let world = info.world_size;
     // The rest of the opening line, after `"traceEvents":`, up to and including `[`.
     let rest = &opening[events_at + b"\"traceEvents\"".len()..];
     let rest = trim_start(rest);
@@ -183,6 +161,8 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
     let mut last_report = 0u64;
     let mut event_line = line_no + 1;
     let mut ended = false;
+    // True when the file ends inside an event (already reported as such).
+    let mut ends_mid_event = false;
     loop {
         line.clear();
         let n = reader.read_until(b'\n', &mut line).map_err(io)?;
@@ -196,7 +176,9 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         }
         line_no += 1;
         pending.extend_from_slice(&line);
-        // Every event the buffer holds (overlap writes one per line; others may not).
+        // Every event the buffer holds (overlap writes one per line; others may not,
+        // and a file may hold all of them on one line).
+        let pending_offset = read - pending.len() as u64;
         let mut at = 0usize;
         let mut finished = false;
         loop {
@@ -216,11 +198,19 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                 }
                 Some(_) => {}
             }
+            let offset = pending_offset + (at + skipped) as u64;
             if let Some((fast, used)) = parse_complete(text) {
-                ranks
-                    .entry(fast.pid)
-                    .or_insert_with(|| Timeline::new(fast.pid))
-                    .push(&fast.event);
+                match super::plausible::pid(fast.pid, world) {
+                    None => ranks
+                        .entry(fast.pid)
+                        .or_insert_with(|| Timeline::new(fast.pid))
+                        .push(&fast.event),
+                    Some(why) => problems.push(ReadProblem {
+                        event_index: index,
+                        place: Place::Offset(offset),
+                        reason: format!("not a possible event, skipped: {why}"),
+                    }),
+                }
                 at += skipped + used;
                 index += 1;
                 event_line = line_no;
@@ -229,10 +219,10 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
             let mut stream = serde_json::Deserializer::from_slice(text).into_iter::<RawEvent>();
             match stream.next() {
                 Some(Ok(raw)) => {
-                    if let Err(reason) = take_event(&raw, &mut ranks) {
+                    if let Err(reason) = take_event(&raw, &mut ranks, world) {
                         problems.push(ReadProblem {
                             event_index: index,
-                            place: Place::Line(event_line),
+                            place: Place::Offset(offset),
                             reason,
                         });
                     }
@@ -248,19 +238,37 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                         place: Place::Line(event_line),
                         reason: "the file ends in the middle of this event".into(),
                     });
+                    ends_mid_event = true;
                     finished = true;
                     break;
                 }
                 Some(Err(e)) => {
+                    // Only this event is lost when its brackets close where it ends; else
+                    // the rest of its line is, and reading goes on at the next line.
+                    let (place, end) = match value_end(text) {
+                        Some(end) => (Place::Offset(offset), Some(end)),
+                        None => (Place::Line(event_line), None),
+                    };
                     problems.push(ReadProblem {
                         event_index: index,
-                        place: Place::Line(event_line),
-                        reason: format!("not a valid trace event: {e}"),
+                        place,
+                        reason: format!(
+                            "not a valid trace event, skipped: {}",
+                            without_position(&e)
+                        ),
                     });
-                    // The rest of the line is lost with it; go on at the next line.
-                    at = pending.len();
                     index += 1;
-                    break;
+                    match end {
+                        Some(end) => {
+                            at += skipped + end;
+                            event_line = line_no;
+                            continue;
+                        }
+                        None => {
+                            at = pending.len();
+                            break;
+                        }
+                    }
                 }
                 None => {
                     at = pending.len();
@@ -278,11 +286,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         }
     }
     progress(total, total);
-    if !ended
-        && !problems
-            .iter()
-            .any(|p| p.reason.contains("ends in the middle"))
-    {
+    if !ended && !ends_mid_event {
         problems.push(ReadProblem {
             event_index: index,
             place: Place::Line(line_no),
@@ -305,7 +309,11 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
 fn take_event(
     raw: &RawEvent<'_>,
     ranks: &mut BTreeMap<u32, Timeline>,
+    world: u32,
 ) -> std::result::Result<(), String> {
+    if let Some(why) = super::plausible::pid(raw.pid, world) {
+        return Err(format!("not a possible event, skipped: {why}"));
+    }
     match raw.ph {
         // The in-flight slices are rebuilt from `otherData`.
         Phase::Complete if raw.cat == Some(Category::Hang) => {}
@@ -423,6 +431,13 @@ fn assemble_counted(
         t.complete = !info.incomplete.iter().any(|i| i.rank == t.rank);
     }
     let (requests, matched) = match_all(&timelines, info.world_size);
+    // Calls naming a peer beyond the world, found in the events themselves (a file that
+    // lists none is not taken at its word).
+    let mut info = info;
+    if info.peers_out_of_range.is_empty() {
+        let file = source.display().to_string();
+        info.peers_out_of_range = out_of_range(&timelines, info.world_size, |_| file.clone());
+    }
     Ok(Trace::new(
         source,
         info,
@@ -430,6 +445,17 @@ fn assemble_counted(
         matched.messages,
         requests,
     ))
+}
+
+/// The message of a JSON error without its "at line L column C": the position is in
+/// the event's own text, not the file's, so the reader says where the event starts.
+fn without_position(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let position = format!(" at line {} column {}", e.line(), e.column());
+    match text.strip_suffix(&position) {
+        Some(message) => message.to_string(),
+        None => text,
+    }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -1,15 +1,22 @@
 //! The only reader of trace files.
 //!
 //! Per-rank files are binary streams (format version 4 on, read by [`stream`] through
-//! the format crate) or JSON arrays (versions 1 to 3). JSON files are read event by event: a file whose end is missing (no closing
-//! bracket, a half-written last event, no footer) still yields every event before the
-//! cut, and the cut is reported with its event index and line. Problems that make a file
-//! unusable as a whole (not a JSON array, not an overlap trace, another format version,
-//! no header) are errors naming the file and the reason.
+//! the format crate) or JSON arrays (versions 1 to 3). JSON files are read event by
+//! event: an unusable event is skipped alone ([`skip`]), and a file whose end is missing
+//! (no closing bracket, a half-written last event, no footer) still yields every event
+//! before the cut, and the cut is reported with its event index and line. Problems that
+//! make a file unusable as a whole (no trace of either layout, another format version,
+//! no header, a run no run can be, see [`plausible`]) are errors naming the file and the
+//! reason. Every file is opened through [`overlap_format::input`]: never a fifo or a
+//! device.
 
 mod completeness;
 mod event;
 mod load;
+mod load_ranks;
+mod merged;
+mod plausible;
+mod skip;
 mod stream;
 
 use crate::fastparse::parse_complete;
@@ -17,19 +24,21 @@ use crate::fastparse::parse_complete;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase, WireEvent};
+use overlap_format::input::{read_input, UNCAPPED};
+use overlap_format::schema::wire::{MetaName, NameArgs, Phase, WireEvent};
 use overlap_format::schema::{
-    readable_version, ClockSync, Event, Footer, Header, LearnedUse, MergedInfo, SourceSite,
-    Unwatched, FORMAT_NAME, FORMAT_VERSION, JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
+    readable_version, ClockSync, Event, Footer, Header, LearnedUse, SourceSite, Unwatched,
+    FORMAT_NAME, FORMAT_VERSION, JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
 };
 use serde_json::Value;
 
 pub(crate) use event::{complete_event, learned_args, meta_args};
-pub use load::{load, load_dir, load_merged, Loaded, Progress};
+pub use load::{load, load_merged, Loaded, Progress};
+pub use load_ranks::load_dir;
+pub use merged::read_merged;
+pub(crate) use merged::read_merged_noting;
 
-use crate::model::{
-    Flow, MergedTrace, Place, Point, RankTrace, ReadProblem, RequestSpan, Timeline,
-};
+use crate::model::{Place, RankTrace, ReadProblem, Timeline};
 use crate::{Error, Result};
 
 pub(crate) type RawEvent<'a> = WireEvent<'a, Value>;
@@ -120,14 +129,9 @@ pub fn read_rank_file_into<S: EventSink>(path: &Path) -> Result<RankTrace<S>> {
     parse_rank_file_into(path, &rank_file_bytes(path)?)
 }
 
-/// The bytes of a per-rank file (never opened when it is not a regular file).
+/// The bytes of a per-rank file (never a fifo or a device).
 fn rank_file_bytes(path: &Path) -> Result<Vec<u8>> {
-    overlap_format::output::check_input(path, false)?;
-    std::fs::read(path).map_err(|source| Error::Io {
-        what: "reading",
-        path: path.to_path_buf(),
-        cause: source,
-    })
+    Ok(read_input(path, UNCAPPED, "trace")?)
 }
 
 /// Hands every call, compute span and GPU operation of a per-rank file to `each`, in
@@ -135,22 +139,48 @@ fn rank_file_bytes(path: &Path) -> Result<Vec<u8>> {
 /// JSON file of versions 1 to 3 is read whole first).
 pub(crate) fn each_event(path: &Path, mut each: impl FnMut(Event)) -> Result<()> {
     let buf = rank_file_bytes(path)?;
-    if overlap_format::stream::is_stream(&buf) {
-        stream::each_stream_event(path, &buf, each)
-    } else {
-        let t = parse_rank_trace(path, &buf)?;
-        t.events.into_iter().for_each(&mut each);
-        Ok(())
+    match rank_file_kind(path, &buf)? {
+        RankFileKind::Stream => stream::each_stream_event(path, &buf, each),
+        RankFileKind::Json => {
+            let t = parse_rank_trace(path, &buf)?;
+            t.events.into_iter().for_each(&mut each);
+            Ok(())
+        }
     }
+}
+
+/// The two layouts of a per-rank file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RankFileKind {
+    /// A binary stream (format version 4 on), told by its magic.
+    Stream,
+    /// A JSON array of events (versions 1 to 3), told by its `[`.
+    Json,
+}
+
+/// Which layout the bytes of a per-rank file have; neither is an error naming the file.
+fn rank_file_kind(path: &Path, buf: &[u8]) -> Result<RankFileKind> {
+    if overlap_format::stream::is_stream(buf) {
+        return Ok(RankFileKind::Stream);
+    }
+    // An empty file is told as such by the JSON reader.
+    if buf.is_empty() || buf.get(skip_whitespace(buf, 0)) == Some(&b'[') {
+        return Ok(RankFileKind::Json);
+    }
+    Err(Error::NotATrace {
+        path: path.to_path_buf(),
+        reason: "no \"OVLPRANK\" magic at its start (nor the '[' that JSON rank files of \
+                 versions 1 to 3 start with)"
+            .into(),
+    })
 }
 
 /// Parses the bytes of a per-rank file of any readable version: a binary stream, or a
 /// JSON array (`path` is for messages).
 pub fn parse_rank_file_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<RankTrace<S>> {
-    let t: RankTrace<S> = if overlap_format::stream::is_stream(buf) {
-        stream::parse_stream_into(path, buf)?
-    } else {
-        parse_rank_trace_into(path, buf)?
+    let t: RankTrace<S> = match rank_file_kind(path, buf)? {
+        RankFileKind::Stream => stream::parse_stream_into(path, buf)?,
+        RankFileKind::Json => parse_rank_trace_into(path, buf)?,
     };
     match t.events.overflow() {
         Some(what) => Err(Error::TooLarge {
@@ -188,9 +218,17 @@ enum Unusable {
     File(Error),
 }
 
-/// Where the next event may start after an unusable one: the next line that opens an
-/// object (the writer puts one event per line).
+/// Where the next event may start after an unusable one at `from`: right after it when
+/// its brackets close on its line, else the next line that opens an object (the writer
+/// puts one event per line).
 fn resync(buf: &[u8], from: usize) -> Option<usize> {
+    let line_end = buf[from..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(buf.len(), |i| from + i);
+    if let Some(end) = skip::value_end(&buf[from..line_end]) {
+        return Some(from + end);
+    }
     buf[from..]
         .windows(2)
         .position(|w| w == b"\n{")
@@ -362,6 +400,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
         problems,
         notes: Vec::new(),
         in_flight: Vec::new(),
+        damaged: false,
     })
 }
 
@@ -426,146 +465,6 @@ pub fn rank_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     files.sort();
     Ok(files)
-}
-
-/// `otherData` plus events, as a merged file holds them.
-#[derive(serde::Deserialize)]
-struct MergedFile<'a> {
-    #[serde(rename = "otherData")]
-    other_data: MergedInfo,
-    #[serde(rename = "traceEvents", borrow)]
-    trace_events: Vec<WireEvent<'a, Value>>,
-}
-
-/// Reads a merged trace written by `overlap merge`. A rank with fewer events than the
-/// file says it was written with is listed in `info.incomplete` (or, with none left,
-/// `info.missing_ranks`).
-pub fn read_merged(path: &Path) -> Result<MergedTrace> {
-    read_merged_noting(path).map(|(t, _)| t)
-}
-
-/// [`read_merged`], with what the user should know of the file's completeness that is
-/// not a rank's problem (see [`completeness::apply`]).
-pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String>)> {
-    overlap_format::output::check_input(path, false)?;
-    let buf = std::fs::read(path).map_err(|source| Error::Io {
-        what: "reading",
-        path: path.to_path_buf(),
-        cause: source,
-    })?;
-    let bad = |reason: String| Error::BadMerged {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let file: MergedFile = serde_json::from_slice(&buf).map_err(|e| bad(e.to_string()))?;
-    if file.other_data.format != FORMAT_NAME {
-        return Err(bad(format!("format is {:?}", file.other_data.format)));
-    }
-    if !readable_version(file.other_data.format_version) {
-        return Err(Error::Version {
-            path: path.to_path_buf(),
-            found: file.other_data.format_version,
-            supported: FORMAT_VERSION,
-        });
-    }
-    let mut events: BTreeMap<u32, Vec<Event>> = BTreeMap::new();
-    let mut process_names = BTreeMap::new();
-    let mut flows: BTreeMap<u64, Flow> = BTreeMap::new();
-    let mut flow_ends: BTreeMap<u64, (usize, Option<Point>)> = BTreeMap::new();
-    let mut requests: BTreeMap<u64, RequestSpan> = BTreeMap::new();
-    let mut learned: BTreeMap<u32, Vec<LearnedUse>> = BTreeMap::new();
-    let mut unwatched: BTreeMap<u32, Vec<Unwatched>> = BTreeMap::new();
-    for (index, raw) in file.trace_events.iter().enumerate() {
-        let at = |reason: String| bad(format!("event {index}: {reason}"));
-        let ns = raw.ts.map(|t| t.0 .0);
-        let point = || {
-            Some(Point {
-                rank: raw.pid,
-                tid: raw.tid,
-                ns: ns?,
-            })
-        };
-        match raw.ph {
-            // The in-flight slices are rebuilt from `otherData`.
-            Phase::Complete if raw.cat == Some(Category::Hang) => {}
-            Phase::Complete => events
-                .entry(raw.pid)
-                .or_default()
-                .push(complete_event(raw).map_err(at)?),
-            Phase::Instant if raw.cat == Some(Category::Buffer) => {
-                match learned_args(raw).map_err(at)? {
-                    Ok(l) => learned.entry(raw.pid).or_default().push(l),
-                    Err(u) => unwatched.entry(raw.pid).or_default().push(u),
-                }
-            }
-            Phase::Metadata
-                if MetaName::from_wire_name(&raw.name) == Some(MetaName::ProcessName) =>
-            {
-                let n: NameArgs = meta_args(raw).map_err(at)?;
-                process_names.insert(raw.pid, n.name);
-            }
-            Phase::FlowStart => {
-                let id = raw.id.ok_or_else(|| at("flow without id".into()))?;
-                let from = point().ok_or_else(|| at("flow without ts".into()))?;
-                flows.insert(id, Flow { id, from, to: None });
-            }
-            // A flow's end may come before its start: each is written in its own
-            // rank's section of the file.
-            Phase::FlowEnd => {
-                let id = raw.id.ok_or_else(|| at("flow without id".into()))?;
-                flow_ends.insert(id, (index, point()));
-            }
-            Phase::AsyncBegin => {
-                let id = raw.id.ok_or_else(|| at("async slice without id".into()))?;
-                let begin_ns = ns.ok_or_else(|| at("async slice without ts".into()))?;
-                requests.insert(
-                    id,
-                    RequestSpan {
-                        id,
-                        name: raw.name.to_string(),
-                        rank: raw.pid,
-                        begin_ns,
-                        end_ns: None,
-                    },
-                );
-            }
-            Phase::AsyncEnd => {
-                let id = raw.id.ok_or_else(|| at("async slice without id".into()))?;
-                if let Some(r) = requests.get_mut(&id) {
-                    r.end_ns = ns;
-                }
-            }
-            _ => {}
-        }
-    }
-    for (id, (index, to)) in flow_ends {
-        let flow = flows
-            .get_mut(&id)
-            .ok_or_else(|| bad(format!("event {index}: flow end {id} without a start")))?;
-        flow.to = to;
-    }
-    let mut info = file.other_data;
-    let counts: BTreeMap<u32, u64> = events.iter().map(|(r, e)| (*r, e.len() as u64)).collect();
-    // Read whole, so its end is there; the counts still tell a file that lost events.
-    let notes = completeness::apply(
-        &mut info,
-        &completeness::Read {
-            path,
-            events: &counts,
-            ended: true,
-        },
-    );
-    let merged = MergedTrace {
-        path: path.to_path_buf(),
-        info,
-        events,
-        process_names,
-        flows: flows.into_values().collect(),
-        requests: requests.into_values().collect(),
-        learned,
-        unwatched,
-    };
-    Ok((merged, notes))
 }
 
 #[cfg(test)]

@@ -75,5 +75,6 @@ pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result
         in_flight: c.in_flight,
         problems: problems.into_iter().map(read_problem).collect(),
         notes: c.notes.into_iter().map(read_problem).collect(),
+        damaged: c.damaged,
     })
 }

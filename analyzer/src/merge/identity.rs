@@ -177,6 +177,7 @@ mod tests {
             footer: None,
             problems: Vec::new(),
             in_flight: Vec::new(),
+            damaged: false,
             notes: Vec::new(),
         }
     }

@@ -55,6 +55,7 @@ pub fn from_events(program: &str, source: &Path, ranks: Vec<Vec<Event>>) -> Trac
                 problems: Vec::new(),
                 notes: Vec::new(),
                 in_flight: Vec::new(),
+                damaged: false,
             }
         })
         .collect();

@@ -103,6 +103,16 @@ impl Merged {
     }
 }
 
+/// Why `path` could not be read, without the path its error starts with: every message
+/// about an [`Unreadable`] names the file already.
+fn reason_without_path(path: &Path, e: &Error) -> String {
+    let text = e.to_string();
+    match text.strip_prefix(&format!("{}: ", path.display())) {
+        Some(reason) => reason.to_string(),
+        None => text,
+    }
+}
+
 /// A file of the directory that could not be used at all.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unreadable {
@@ -151,8 +161,8 @@ pub(crate) fn read_files_into<S: EventSink + Send>(
         match read {
             Ok(t) => traces.push(t),
             Err(e) => unreadable.push(Unreadable {
+                reason: reason_without_path(&path, &e),
                 path,
-                reason: e.to_string(),
             }),
         }
     }

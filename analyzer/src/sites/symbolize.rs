@@ -9,8 +9,8 @@
 //! [`SYMBOL_PATH_VAR`] holds a file of its name: a trace analysed on another machine,
 //! or after the program was moved, is symbolized from the copy the user names.
 
+use overlap_format::input::{open_input, Accept, InputError};
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSection, ObjectSegment};
@@ -213,13 +213,16 @@ fn demangle_symbol(name: &str) -> String {
 /// Opens an object: its segments, and a loader over the file that holds its DWARF.
 fn open(path: &Path) -> Result<Loaded, String> {
     let shown = path.display();
-    let file = File::open(path).map_err(|e| match e.kind() {
+    // A path named by the trace: never a fifo (opening it would block) or a device.
+    let (file, _) = open_input(path, Accept::File).map_err(|e| match e {
         // No folder of the search path held it either. Short: the text report cuts a
         // note at its width, and the note names the object already.
-        std::io::ErrorKind::NotFound => {
+        InputError::Io { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound => {
             format!("not found ({SYMBOL_PATH_VAR} names folders holding a copy)")
         }
-        _ => format!("cannot open {shown}: {e}"),
+        // Short, as above.
+        InputError::NotRegular { kind, .. } => format!("{kind}, not an object file"),
+        other => format!("cannot open {other}"),
     })?;
     // SAFETY: the map is read only and dropped before this function returns; a file
     // truncated meanwhile makes the parse below fail or read zeros, not misbehave.
@@ -288,7 +291,7 @@ fn same_build(candidate: &Path, build_id: Option<&[u8]>) -> bool {
     let Some(want) = build_id else {
         return true;
     };
-    let Ok(file) = File::open(candidate) else {
+    let Ok((file, _)) = open_input(candidate, Accept::File) else {
         return false;
     };
     // SAFETY: read only, and dropped before returning.

@@ -198,6 +198,7 @@ pub fn rank_trace(header: Header, syncs: Vec<ClockSync>, events: Vec<Event>) -> 
         problems: Vec::new(),
         notes: Vec::new(),
         in_flight: Vec::new(),
+        damaged: false,
     }
 }
 

@@ -12,12 +12,13 @@
 //!   while the program runs and read back into events.
 //! - [`clock`]: the clock model (cross-rank offsets, TSC to nanoseconds).
 //! - [`network_model`]: the network model file the `pingpong` kernel writes.
-//! - [`output`]: how every output file is written (whole or not at all), and how inputs
-//!   that are not regular files are refused.
+//! - [`output`]: how every output file is written (whole or not at all).
+//! - [`input`]: how every input is opened (never a fifo or a device) and read (capped).
 
 pub mod call_data;
 pub mod clock;
 pub mod fxhash;
+pub mod input;
 pub mod network_model;
 pub mod output;
 pub mod schema;

@@ -25,6 +25,8 @@ use serde::{Deserialize, Serialize};
 pub const MODEL_FORMAT: &str = "overlap-network-model";
 /// The version this code writes and reads.
 pub const MODEL_VERSION: u32 = 1;
+/// The largest model file read: a model holds a few dozen points, far below this.
+pub const MODEL_MAX_BYTES: u64 = 16 << 20;
 
 /// Where a model's points were measured.
 ///
@@ -152,6 +154,9 @@ pub enum ModelError {
     /// The file could not be written whole.
     #[error(transparent)]
     Output(#[from] crate::output::OutputError),
+    /// The file could not be opened as an input (a fifo, a device, too large).
+    #[error(transparent)]
+    Input(#[from] crate::input::InputError),
     /// The file is not JSON of the expected shape.
     #[error("{}: not a network model: {cause}", path.display())]
     Parse {
@@ -230,10 +235,11 @@ impl NetworkModel {
 
     /// Reads and checks a model file.
     pub fn read(path: &Path) -> Result<NetworkModel, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| ModelError::Io {
+        let bytes = crate::input::read_input(path, MODEL_MAX_BYTES, "network model")?;
+        let text = String::from_utf8(bytes).map_err(|e| ModelError::Io {
             what: "reading",
             path: path.to_path_buf(),
-            cause,
+            cause: std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()),
         })?;
         NetworkModel::parse(&text, path)
     }
@@ -371,6 +377,9 @@ mod tests {
         assert!(err.to_string().contains("not a network model"), "{err}");
         assert!(NetworkModel::new(source(), vec![]).is_err());
         let err = NetworkModel::read(&dir.path().join("missing.json")).unwrap_err();
-        assert!(err.to_string().starts_with("reading "), "{err}");
+        assert!(
+            err.to_string().contains("missing.json: No such file"),
+            "{err}"
+        );
     }
 }

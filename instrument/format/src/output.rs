@@ -7,10 +7,7 @@
 //! run would read as valid: the destination keeps its old content (or stays absent) and
 //! nothing of the temporary file is left. The destination's directory must exist: an output
 //! path with a missing directory is a mistake to report, not a directory to create
-//! silently.
-//!
-//! Files are checked the other way round too: [`check_input`] refuses what is not a
-//! regular file (a fifo would block the reader forever, a device never ends).
+//! silently. (Inputs are opened by [`crate::input`].)
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -18,6 +15,8 @@ use std::path::{Path, PathBuf};
 
 use crate::temporary::Temporary;
 pub use crate::temporary::remove_live_temporaries;
+
+use crate::input::kind_of;
 
 /// Why an output could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -46,27 +45,6 @@ pub enum OutputError {
         /// The cause, shown in the message (not chained, so it is not printed twice).
         cause: io::Error,
     },
-}
-
-/// What kind of file system object `md` describes, for messages.
-fn kind_of(md: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = md.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a fifo"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_symlink() {
-        "a symbolic link"
-    } else {
-        "a regular file"
-    }
 }
 
 /// Checks that `path` can be an output: its directory exists, and it is not something
@@ -233,43 +211,6 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     f.commit()
 }
 
-/// Why an input cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum InputError {
-    /// It does not exist, or cannot be looked at.
-    #[error("{}: {cause}", path.display())]
-    Io {
-        /// The input.
-        path: PathBuf,
-        /// The cause.
-        cause: io::Error,
-    },
-    /// It is neither a regular file nor (where allowed) a directory.
-    #[error("{}: not a regular file ({kind}): give a trace file or a directory of rank files", path.display())]
-    NotRegular {
-        /// The input.
-        path: PathBuf,
-        /// What it is.
-        kind: &'static str,
-    },
-}
-
-/// Checks that `path` is a regular file (or, with `dir_ok`, a directory) before it is
-/// opened: opening a fifo for reading blocks until something writes to it.
-pub fn check_input(path: &Path, dir_ok: bool) -> Result<std::fs::Metadata, InputError> {
-    let md = std::fs::metadata(path).map_err(|cause| InputError::Io {
-        path: path.to_path_buf(),
-        cause,
-    })?;
-    if md.is_file() || (dir_ok && md.is_dir()) {
-        return Ok(md);
-    }
-    Err(InputError::NotRegular {
-        path: path.to_path_buf(),
-        kind: kind_of(&md),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -379,26 +320,5 @@ mod tests {
         }
         let e = write_atomically(full, b"x").unwrap_err().to_string();
         assert!(e.contains("not a regular file (a character device)"), "{e}");
-    }
-
-    #[test]
-    fn inputs_that_are_not_regular_files_are_refused_without_opening_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .is_ok_and(|s| s.success());
-        if made {
-            let e = check_input(&fifo, true).unwrap_err().to_string();
-            assert!(e.contains("not a regular file (a fifo)"), "{e}");
-        }
-        assert!(check_input(dir.path(), true).is_ok());
-        let e = check_input(dir.path(), false).unwrap_err().to_string();
-        assert!(e.contains("(a directory)"), "{e}");
-        let e = check_input(&dir.path().join("none"), true)
-            .unwrap_err()
-            .to_string();
-        assert_eq!(e.matches("No such file").count(), 1, "{e}");
     }
 }

@@ -31,6 +31,9 @@ pub struct Collected<E = Vec<Event>> {
     /// What was read but could not be used in full (a span naming a buffer never
     /// bound); the file is still whole.
     pub notes: Vec<Problem>,
+    /// True when a frame failed its checksum or was no frame: what follows it is
+    /// corrupt, not missing.
+    pub damaged: bool,
 }
 
 impl Collected {
@@ -70,5 +73,8 @@ impl<E: Extend<Event>> Visitor for Collected<E> {
     }
     fn note(&mut self, note: Problem) {
         self.notes.push(note);
+    }
+    fn damaged(&mut self) {
+        self.damaged = true;
     }
 }

@@ -2,7 +2,7 @@
 //! frame says what they count, and for TSC ticks its calibration readings give the
 //! conversion (section 3.8 of `docs/trace-format.md`).
 
-use super::read::Frame;
+use super::read::{Frame, Problem};
 use super::{le_u64, FrameKind, StampClock, StreamError, FILE_HEADER_LEN};
 use crate::clock::TscConversion;
 use crate::schema::Nanos;
@@ -24,19 +24,52 @@ impl Converter {
     }
 }
 
-pub(super) fn converter(frames: &[Frame<'_>], epoch_ns: u64) -> Result<Converter, StreamError> {
+/// How far from the rank's epoch a calibration reading can be: no run lasts longer. A
+/// reading beyond it (a wrapped or corrupt clock value under a valid checksum) would
+/// stretch every stamp near it to a run of centuries.
+const MAX_READING_DISTANCE_NS: u64 = 30 * 24 * 3600 * 1_000_000_000;
+
+/// The calibration readings of the file, those whose monotonic time is implausibly far
+/// from the epoch left out, each with a problem naming its frame.
+fn plausible_readings(
+    frames: &[Frame<'_>],
+    epoch_ns: u64,
+    problems: &mut Vec<Problem>,
+) -> Vec<(u64, u64)> {
+    let mut kept = Vec::new();
+    for f in frames.iter().filter(|f| f.kind == FrameKind::Calibration) {
+        for c in f.payload.chunks_exact(16) {
+            let (tsc, mono) = (le_u64(c, 0), le_u64(c, 8));
+            if mono.abs_diff(epoch_ns) <= MAX_READING_DISTANCE_NS {
+                kept.push((tsc, mono));
+                continue;
+            }
+            problems.push(Problem {
+                offset: f.offset as u64,
+                event_index: 0,
+                reason: format!(
+                    "a calibration reading at monotonic time {mono} ns, {:.0} days from the \
+                     rank's epoch ({epoch_ns} ns): not a time of this run, left out",
+                    mono.abs_diff(epoch_ns) as f64 / 86_400e9
+                ),
+            });
+        }
+    }
+    kept
+}
+
+pub(super) fn converter(
+    frames: &[Frame<'_>],
+    epoch_ns: u64,
+    problems: &mut Vec<Problem>,
+) -> Result<Converter, StreamError> {
     let clock = frames
         .iter()
         .find(|f| f.kind == FrameKind::Clock)
         .and_then(|f| f.payload.first().copied());
     match clock {
         Some(c) if c == StampClock::Tsc as u8 => {
-            let readings = frames
-                .iter()
-                .filter(|f| f.kind == FrameKind::Calibration)
-                .flat_map(|f| f.payload.chunks_exact(16))
-                .map(|c| (le_u64(c, 0), le_u64(c, 8)));
-            let readings: Vec<(u64, u64)> = readings.collect();
+            let readings = plausible_readings(frames, epoch_ns, problems);
             let n = readings.len();
             let conv = TscConversion::new(readings)
                 .ok_or(StreamError::NoCalibration { readings: n.min(1) })?;

@@ -29,8 +29,17 @@ pub(super) struct Frame<'a> {
     pub(super) torn: bool,
 }
 
+/// How the frames of a file end before the file does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FramesEnd {
+    /// With the file, or cut off (the writer stopped, maybe mid-frame).
+    Whole,
+    /// At a frame that fails its checksum or is no frame: what follows is corrupt.
+    Damaged,
+}
+
 /// Splits the file into frames, up to the first that is cut short or corrupt.
-fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> Vec<Frame<'a>> {
+fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> (Vec<Frame<'a>>, FramesEnd) {
     let mut out = Vec::new();
     let mut at = FILE_HEADER_LEN;
     while at < bytes.len() {
@@ -55,7 +64,7 @@ fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> Vec<Frame<'a>> {
                  not readable",
                 bytes[at + 4]
             )));
-            break;
+            return (out, FramesEnd::Damaged);
         };
         if left - FRAME_HEADER_LEN < len {
             let there = left - FRAME_HEADER_LEN;
@@ -85,13 +94,20 @@ fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> Vec<Frame<'a>> {
         let payload = &bytes[at + FRAME_HEADER_LEN..at + FRAME_HEADER_LEN + len];
         if checksum(payload) != le_u32(bytes, at + 12) {
             let last = at + FRAME_HEADER_LEN + len == bytes.len();
-            problems.push(problem(if last {
-                "the last frame fails its checksum (torn while being written); it is left out"
-                    .to_string()
-            } else {
-                "a frame fails its checksum: the rest of the file is not readable".to_string()
-            }));
-            break;
+            if last {
+                problems.push(problem(
+                    "the last frame fails its checksum (torn while being written); it is left \
+                     out"
+                    .to_string(),
+                ));
+                break;
+            }
+            problems.push(problem(
+                "a frame fails its checksum: the file is corrupt from here on, and the rest \
+                 of it (its footer with it) is not readable"
+                    .to_string(),
+            ));
+            return (out, FramesEnd::Damaged);
         }
         out.push(Frame {
             offset: at,
@@ -102,7 +118,7 @@ fn frames<'a>(bytes: &'a [u8], problems: &mut Vec<Problem>) -> Vec<Frame<'a>> {
         });
         at += FRAME_HEADER_LEN + len;
     }
-    out
+    (out, FramesEnd::Whole)
 }
 
 /// Reads a whole stream, handing its contents to `v`. Returns what could not be used.
@@ -126,7 +142,10 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
         return Err(StreamError::Version { found: version });
     }
     let mut framing = Vec::new();
-    let frames = frames(bytes, &mut framing);
+    let (frames, end) = frames(bytes, &mut framing);
+    if end == FramesEnd::Damaged {
+        v.damaged();
+    }
     let mut problems = Vec::new();
     let header = match frames.first() {
         Some(f) if f.kind == FrameKind::Header => serde_json::from_slice::<Header>(f.payload)
@@ -151,7 +170,7 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
             reason: format!("format is {:?}, not {FORMAT_NAME:?}", header.format),
         });
     }
-    let converter = converter(&frames, header.epoch_ns)?;
+    let converter = converter(&frames, header.epoch_ns, &mut problems)?;
     let bindings = super::buffers::collect(&frames, &converter, &mut problems);
     v.header(header);
     let mut threads: HashMap<u32, ThreadState> = HashMap::new();

@@ -182,6 +182,7 @@ fn a_file_cut_anywhere_keeps_every_whole_frame_before_the_cut() {
             assert!(problems.iter().all(|p| p.offset >= start), "{problems:?}");
         }
         assert_eq!(got.footer.is_some(), cut == bytes.len());
+        assert!(!got.damaged, "cut at {cut}: a cut is no damage");
     }
 }
 
@@ -224,6 +225,7 @@ fn garbage_appended_or_written_over_is_reported_with_its_offset() {
         problems[0].reason.contains("not a frame header"),
         "{problems:?}"
     );
+    assert!(got.damaged);
 
     // A byte flipped inside the first page: its checksum fails, nothing after it is read.
     let (mut bytes, _) = stream(StampClock::Monotonic);
@@ -233,6 +235,31 @@ fn garbage_appended_or_written_over_is_reported_with_its_offset() {
     assert_eq!(got.events.len(), 0);
     assert_eq!(problems[0].offset, ends[1] as u64);
     assert!(problems[0].reason.contains("checksum"), "{problems:?}");
+    assert!(problems[0].reason.contains("corrupt"), "{problems:?}");
+    assert!(
+        got.damaged,
+        "a checksum failure mid-file is damage, not a cut"
+    );
+}
+
+#[test]
+fn a_calibration_reading_far_from_the_epoch_is_left_out() {
+    let (bytes, ends) = stream(StampClock::Tsc);
+    // A reading whose monotonic time wrapped round (valid checksum), first in the file.
+    let mut wrapped = bytes[..ends[0]].to_vec();
+    let at = wrapped.len() as u64;
+    let reading = calibration_payload(&[(3_000_000, u64::MAX - 4)]);
+    frame(&mut wrapped, FrameKind::Calibration, 0, &[&reading]);
+    wrapped.extend_from_slice(&bytes[ends[0]..]);
+    let mut got = Collected::new();
+    let problems = read(&wrapped, &mut got).expect("readable");
+    assert_eq!(times(&got), [(100, 150), (150, 400), (600, 700)]);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0].offset, at);
+    assert!(
+        problems[0].reason.contains("not a time of this run"),
+        "{problems:?}"
+    );
 }
 
 #[test]

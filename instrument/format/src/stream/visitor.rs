@@ -32,6 +32,9 @@ pub trait Visitor {
     /// Something read that could not be used in full, though nothing was lost (a
     /// compute span naming a buffer never bound): ignored by default.
     fn note(&mut self, _note: Problem) {}
+    /// A frame failed its checksum or was no frame at all: the rest of the file is
+    /// corrupt, not missing (it was not cut short). Ignored by default.
+    fn damaged(&mut self) {}
 }
 
 /// Why a stream cannot be read at all.
