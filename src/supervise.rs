@@ -183,7 +183,9 @@ fn ranks_with_files(dir: &Path) -> Vec<u32> {
 /// What the marker of `rank` in `dir` says, if it has one.
 fn marker(dir: &Path, rank: u32) -> Option<DumpReason> {
     let rank_file = dir.join(format!("rank-{rank}.ovlp"));
-    let (reason, _) = parse_marker(&std::fs::read_to_string(marker_path(&rank_file)).ok()?)?;
+    // A marker is one short line: anything else (a fifo planted there) is not read.
+    let bytes = overlap_analyzer::input::read_input(&marker_path(&rank_file), 4096, "marker").ok()?;
+    let (reason, _) = parse_marker(std::str::from_utf8(&bytes).ok()?)?;
     Some(reason)
 }
 
