@@ -3,8 +3,8 @@
 //!
 //! Exit codes: 0 success; 1 a failed command (a failed MPI run, unusable input to
 //! `analyze`, `merge`, `diff`, `baseline`), or a regression for `check`; 2 `check`'s
-//! unusable input and any output that could not be written in full (stdout on a full
-//! disk); `trace` passes the program's own non-zero exit code on; `trace` and `run`
+//! unusable input and any output that could not be written in full (stdout, or a file,
+//! on a full disk); `trace` passes the program's own non-zero exit code on; `trace` and `run`
 //! exit 128 + the signal when stopped by one, 124 when stopped as hung. A closed stdout
 //! pipe (`overlap analyze | head`) is not an error.
 
@@ -64,15 +64,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// True when `e` is an output that could not be written (in full).
+/// True when `e` is an output that could not be written (in full): an output's own
+/// error, or a write refused for room (a full disk, a quota, a file-size limit), such
+/// as the merge's temporary file's.
 fn is_output_failure(e: &anyhow::Error) -> bool {
     use overlap_analyzer::output::OutputError;
+    let no_room =
+        |io: &std::io::Error| matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG));
     e.chain().any(|c| {
         c.downcast_ref::<OutputError>().is_some()
-            || matches!(
-                c.downcast_ref::<overlap_analyzer::Error>(),
-                Some(overlap_analyzer::Error::Output(_))
-            )
+            || c.downcast_ref::<std::io::Error>().is_some_and(no_room)
+            || match c.downcast_ref::<overlap_analyzer::Error>() {
+                Some(overlap_analyzer::Error::Output(_)) => true,
+                Some(overlap_analyzer::Error::Io { cause, .. }) => no_room(cause),
+                _ => false,
+            }
     })
 }
 
