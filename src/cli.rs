@@ -15,8 +15,8 @@ use overlap_instrument::schema::Nanos;
 
 use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
 use crate::output::{out, outln, sayln};
-use crate::rundir::RunDir;
 use crate::run::RunArgs;
+use crate::rundir::RunDir;
 use crate::supervise::Ending;
 
 /// Record, merge and analyze what MPI non-blocking communication really does.
@@ -238,7 +238,10 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     }
     let ranks_dir = ranks_dir_for(&a.out);
     // Held until the merge is written: a second run on the same --out is refused.
-    let _run_dir = RunDir::claim(&ranks_dir, &format!("overlap trace -- {}", a.command.join(" ")))?;
+    let _run_dir = RunDir::claim(
+        &ranks_dir,
+        &format!("overlap trace -- {}", a.command.join(" ")),
+    )?;
     let options = crate::trace::TraceOptions {
         hang_timeout: a.hang_timeout,
         buffers: a.buffers,
@@ -277,7 +280,11 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         out: &a.out,
         print: crate::output::stderr_fmt,
     };
-    match end.finish(crate::finish::merge(&ranks_dir, &a.out, false), failure, no_trace)? {
+    match end.finish(
+        crate::finish::merge(&ranks_dir, &a.out, false),
+        failure,
+        no_trace,
+    )? {
         Ok(written) => {
             end.summary(&written)?;
             sayln!("analyze it with `overlap analyze {}`", a.out.display());

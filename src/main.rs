@@ -69,8 +69,12 @@ fn main() -> ExitCode {
 /// as the merge's temporary file's.
 fn is_output_failure(e: &anyhow::Error) -> bool {
     use overlap_analyzer::output::OutputError;
-    let no_room =
-        |io: &std::io::Error| matches!(io.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG));
+    let no_room = |io: &std::io::Error| {
+        matches!(
+            io.raw_os_error(),
+            Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG)
+        )
+    };
     e.chain().any(|c| {
         c.downcast_ref::<OutputError>().is_some()
             || c.downcast_ref::<std::io::Error>().is_some_and(no_room)

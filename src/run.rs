@@ -18,8 +18,8 @@ use overlap_kernels::args::Kernels;
 use crate::cli::{ranks_dir_for, style};
 use crate::finish::{load_run, Failure, RunEnd};
 use crate::launch::{launch_kernel, KernelLaunch};
-use crate::rundir::RunDir;
 use crate::output::{out, outln, sayln};
+use crate::rundir::RunDir;
 
 /// `overlap run`'s arguments: a kernel with its options, as the kernels crate defines
 /// them, and how to launch it.
@@ -109,7 +109,10 @@ fn run_kernel(
     }
     let ranks_dir = ranks_dir_for(out);
     // Held until the merge is written: a second run on the same --out is refused.
-    let _run_dir = RunDir::claim(&ranks_dir, &format!("overlap run {kernel} --out {}", out.display()))?;
+    let _run_dir = RunDir::claim(
+        &ranks_dir,
+        &format!("overlap run {kernel} --out {}", out.display()),
+    )?;
     let launch = KernelLaunch {
         mpiexec: l.mpiexec.clone(),
         kernels: l.kernels.clone(),

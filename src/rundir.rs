@@ -64,7 +64,9 @@ impl RunDir {
         let mut lock = lock;
         let holder = format!("pid {}: {command}", std::process::id());
         // What the holder is, for a second run's message; the lock works without it.
-        let _ = lock.set_len(0).and_then(|()| lock.write_all(holder.as_bytes()));
+        let _ = lock
+            .set_len(0)
+            .and_then(|()| lock.write_all(holder.as_bytes()));
         clear(dir)?;
         Ok(RunDir { _lock: lock })
     }
@@ -158,12 +160,18 @@ mod tests {
         assert!(e.contains("is in use by another run"), "{e}");
         assert!(e.contains("overlap trace -- mpiexec -n 2 ./a"), "{e}");
         assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
-        assert!(dir.join("rank-0.ovlp").exists(), "the first run's file is kept");
+        assert!(
+            dir.join("rank-0.ovlp").exists(),
+            "the first run's file is kept"
+        );
         assert!(holder(&dir).is_some());
         drop(first);
         assert_eq!(holder(&dir), None);
         let _second = RunDir::claim(&dir, "second").unwrap();
-        assert!(!dir.join("rank-0.ovlp").exists(), "an ended run's file is cleared");
+        assert!(
+            !dir.join("rank-0.ovlp").exists(),
+            "an ended run's file is cleared"
+        );
     }
 
     #[test]

@@ -184,7 +184,8 @@ fn ranks_with_files(dir: &Path) -> Vec<u32> {
 fn marker(dir: &Path, rank: u32) -> Option<DumpReason> {
     let rank_file = dir.join(format!("rank-{rank}.ovlp"));
     // A marker is one short line: anything else (a fifo planted there) is not read.
-    let bytes = overlap_analyzer::input::read_input(&marker_path(&rank_file), 4096, "marker").ok()?;
+    let bytes =
+        overlap_analyzer::input::read_input(&marker_path(&rank_file), 4096, "marker").ok()?;
     let (reason, _) = parse_marker(std::str::from_utf8(&bytes).ok()?)?;
     Some(reason)
 }

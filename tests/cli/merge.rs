@@ -90,9 +90,14 @@ fn merging_a_recorded_run_again_and_strict_mode() {
     std::fs::remove_file(ranks.join("out.json")).expect("remove");
     let strict = merge(&ranks, &["--strict"]);
     assert!(!strict.success(), "{}", strict.describe());
-    strict.assert_stderr_has("--strict: 1 rank file(s) missing, cut short or unreadable: nothing written");
+    strict.assert_stderr_has(
+        "--strict: 1 rank file(s) missing, cut short or unreadable: nothing written",
+    );
     strict.assert_stderr_has("warning: rank 1: trace incomplete");
-    assert!(!ranks.join("out.json").exists(), "a refused merge writes nothing");
+    assert!(
+        !ranks.join("out.json").exists(),
+        "a refused merge writes nothing"
+    );
 }
 
 /// An output in a directory that does not exist is refused before the run is read (the

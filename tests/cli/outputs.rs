@@ -12,8 +12,8 @@ use overlap_instrument::schema::Op;
 use crate::launcher::{
     eventually, output, running, send, start_trace, unique_copy, wait_for, wait_until_recorded,
 };
-use crate::traces::counts;
 use crate::trace::program;
+use crate::traces::counts;
 use crate::util::{mpi_lock, overlap, overlap_bin};
 
 #[test]
@@ -31,14 +31,27 @@ fn a_second_run_on_the_same_out_is_refused_and_the_first_keeps_its_files() {
         use std::os::unix::fs::MetadataExt;
         std::fs::metadata(ranks_dir.join(format!("rank-{r}.ovlp"))).map(|m| m.ino())
     };
-    let before = (inode(0).expect("rank 0's file"), inode(1).expect("rank 1's file"));
+    let before = (
+        inode(0).expect("rank 0's file"),
+        inode(1).expect("rank 1's file"),
+    );
 
-    let second = overlap(&["trace", "--out", out_arg, "--", "mpiexec", "-n", "2", "true"]);
-    assert_eq!(second.output.status.code(), Some(1), "{}", second.describe());
+    let second = overlap(&[
+        "trace", "--out", out_arg, "--", "mpiexec", "-n", "2", "true",
+    ]);
+    assert_eq!(
+        second.output.status.code(),
+        Some(1),
+        "{}",
+        second.describe()
+    );
     second.assert_stderr_has("is in use by another run (pid ");
     second.assert_stderr_has(&format!("overlap trace -- mpiexec -n 2 {spin_arg}"));
     assert_eq!(
-        (inode(0).expect("rank 0's file"), inode(1).expect("rank 1's file")),
+        (
+            inode(0).expect("rank 0's file"),
+            inode(1).expect("rank 1's file")
+        ),
         before,
         "the first run's files are its own still"
     );
@@ -95,7 +108,7 @@ fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
     assert!(run.success(), "{}", run.describe());
     let ranks = out.with_extension("ranks");
     let merged = dir.path().join("merged.json");
-    let mut merge = Command::new(overlap_bin())
+    let merge = Command::new(overlap_bin())
         .args(["merge", ranks.to_str().expect("utf-8"), "--out"])
         .arg(&merged)
         .stdout(Stdio::null())
@@ -104,7 +117,10 @@ fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
         .expect("overlap merge starts");
     std::thread::sleep(Duration::from_millis(300));
     // SAFETY: plain kill(2) on a child of this test.
-    assert_eq!(unsafe { libc::kill(merge.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    assert_eq!(
+        unsafe { libc::kill(merge.id() as libc::pid_t, libc::SIGTERM) },
+        0
+    );
     let done = merge.wait_with_output().expect("overlap merge ends");
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(128 + libc::SIGTERM), "{err}");
@@ -122,7 +138,11 @@ fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     left.sort();
-    assert_eq!(left, ["many.json", "many.ranks"], "nothing half-written is left");
+    assert_eq!(
+        left,
+        ["many.json", "many.ranks"],
+        "nothing half-written is left"
+    );
     let again = overlap(&[
         "merge",
         ranks.to_str().expect("utf-8"),
@@ -176,18 +196,42 @@ fn outputs_refused_for_room_leave_nothing_and_exit_2() {
     let o = |name: &str| out.path().join(name).to_str().expect("utf-8").to_string();
 
     let baseline = overlap_limited(&["baseline", t, "--out", &o("gate.json")], 64);
-    assert_eq!(baseline.output.status.code(), Some(2), "{}", baseline.describe());
+    assert_eq!(
+        baseline.output.status.code(),
+        Some(2),
+        "{}",
+        baseline.describe()
+    );
     baseline.assert_stderr_has(&format!("writing {}: File too large", o("gate.json")));
 
     let tables = overlap_limited(&["analyze", t, "--csv", &o("tables")], 64);
-    assert_eq!(tables.output.status.code(), Some(2), "{}", tables.describe());
+    assert_eq!(
+        tables.output.status.code(),
+        Some(2),
+        "{}",
+        tables.describe()
+    );
 
     let ranks = trace.with_extension("ranks");
     let merged = overlap_limited(
-        &["merge", ranks.to_str().expect("utf-8"), "--out", &o("m.json")],
+        &[
+            "merge",
+            ranks.to_str().expect("utf-8"),
+            "--out",
+            &o("m.json"),
+        ],
         4096,
     );
-    assert_eq!(merged.output.status.code(), Some(2), "{}", merged.describe());
+    assert_eq!(
+        merged.output.status.code(),
+        Some(2),
+        "{}",
+        merged.describe()
+    );
     merged.assert_stderr_has("File too large");
-    assert_eq!(names_in(out.path()), Vec::<String>::new(), "nothing half-written is left");
+    assert_eq!(
+        names_in(out.path()),
+        Vec::<String>::new(),
+        "nothing half-written is left"
+    );
 }

@@ -13,8 +13,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::temporary::Temporary;
 pub use crate::temporary::remove_live_temporaries;
+use crate::temporary::Temporary;
 
 use crate::input::kind_of;
 
@@ -256,14 +256,19 @@ mod tests {
         let p = dir.path().join("gate.json");
         // Every name the temporary file used to take, for this process.
         for n in 0..64 {
-            let planted = dir.path().join(format!(".gate.json.tmp-{}-{n}", std::process::id()));
+            let planted = dir
+                .path()
+                .join(format!(".gate.json.tmp-{}-{n}", std::process::id()));
             std::os::unix::fs::symlink(&victim, planted).unwrap();
         }
         write_atomically(&p, b"baseline").unwrap();
         write_atomically(&p, b"baseline 2").unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "baseline 2");
-        assert!(!std::fs::symlink_metadata(&p).unwrap().file_type().is_symlink());
+        assert!(!std::fs::symlink_metadata(&p)
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 
     #[test]

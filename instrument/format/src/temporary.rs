@@ -47,7 +47,11 @@ fn fresh_name(dir: &Path, dest: &Path) -> PathBuf {
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u64(NEXT_NAME.fetch_add(1, Ordering::Relaxed));
     h.write_u32(std::process::id());
-    dir.join(format!(".{name}.tmp-{}-{:016x}", std::process::id(), h.finish()))
+    dir.join(format!(
+        ".{name}.tmp-{}-{:016x}",
+        std::process::id(),
+        h.finish()
+    ))
 }
 
 /// A temporary name listed for removal on a signal while it exists.
@@ -249,7 +253,10 @@ mod tests {
         let b = fresh_name(d, Path::new("/d/x.json"));
         assert_ne!(a, b);
         let a = a.to_string_lossy().into_owned();
-        assert!(a.starts_with(&format!("/d/.x.json.tmp-{}-", std::process::id())), "{a}");
+        assert!(
+            a.starts_with(&format!("/d/.x.json.tmp-{}-", std::process::id())),
+            "{a}"
+        );
     }
 
     fn entries(dir: &Path) -> usize {

@@ -2,9 +2,9 @@
 //! [`RankFileSink`] writes a per-rank file, [`MemorySink`] keeps the bytes for tests and
 //! reads them back, [`NullSink`] drops them (the baseline for overhead measurements).
 
-use std::os::unix::fs::OpenOptionsExt;
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 

@@ -199,7 +199,9 @@ fn the_records_whole_in_a_torn_page_are_kept() {
     let mut got = Collected::new();
     let problems = read(&bytes[..ends[3] - 1], &mut got).expect("readable");
     assert_eq!(got.events.len(), 3, "{problems:?}");
-    assert!(problems.iter().any(|p| p.reason.contains("lacks 1 of the records")));
+    assert!(problems
+        .iter()
+        .any(|p| p.reason.contains("lacks 1 of the records")));
     // Cut the first page after its first record: the Isend is kept.
     let first_page = ends[1] + super::FRAME_HEADER_LEN;
     let kept = (first_page..ends[2]).find_map(|cut| {
