@@ -129,8 +129,9 @@ impl<E> RankTrace<E> {
         }
         if self.footer.is_none() && !self.damaged {
             parts.push(
-                "the file ends without its footer: the rank died or was killed before \
-                 finishing its trace"
+                "the file ends without its footer: the rank died, was killed or found its \
+                 disk full before finishing its trace (what it recorded after its last \
+                 flush is not in the file)"
                     .to_string(),
             );
         }
