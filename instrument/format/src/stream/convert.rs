@@ -63,6 +63,18 @@ pub(super) fn converter(
     epoch_ns: u64,
     problems: &mut Vec<Problem>,
 ) -> Result<Converter, StreamError> {
+    // A file without a single stamp (its rank ended before its first page of events
+    // was written) needs no conversion: it is a rank that recorded nothing, not an
+    // unreadable file.
+    let stamped = |k: FrameKind| {
+        matches!(
+            k,
+            FrameKind::Events | FrameKind::InFlight | FrameKind::Bindings | FrameKind::Learned
+        )
+    };
+    if !frames.iter().any(|f| stamped(f.kind)) {
+        return Ok(Converter::Monotonic);
+    }
     let clock = frames
         .iter()
         .find(|f| f.kind == FrameKind::Clock)

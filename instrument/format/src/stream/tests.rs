@@ -301,11 +301,28 @@ fn tsc_stamps_need_two_calibration_readings() {
         0,
         &[&calibration_payload(&[(2_000_000, 1_000_000)])],
     );
+    // Without a stamp to convert, the file is a rank that recorded nothing.
+    let mut got = Collected::new();
+    assert_eq!(read(&out, &mut got), Ok(vec![]));
+    assert!(got.header.is_some() && got.events.is_empty());
+    // A page of events needs the rate.
+    let mut b = RecordBuf::default();
+    encode_compute(&mut b, &mut Deltas::default(), 0, 2_000_200, 2_000_400);
+    frame(&mut out, FrameKind::Events, 0, &[b.as_bytes()]);
     let mut got = Collected::new();
     assert_eq!(
         read(&out, &mut got),
         Err(StreamError::NoCalibration { readings: 1 })
     );
+}
+
+#[test]
+fn a_rank_that_ended_before_its_first_page_is_read_as_empty() {
+    // The header alone: killed before the writer's first page.
+    let out = file_start(&header());
+    let mut got = Collected::new();
+    assert_eq!(read(&out, &mut got), Ok(vec![]));
+    assert!(got.header.is_some() && got.events.is_empty() && got.footer.is_none());
 }
 
 #[test]
