@@ -21,6 +21,7 @@ pub mod codec;
 mod collect;
 mod convert;
 mod decode;
+mod frames;
 pub mod inflight;
 pub mod learned;
 mod read;
