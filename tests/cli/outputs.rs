@@ -235,3 +235,30 @@ fn outputs_refused_for_room_leave_nothing_and_exit_2() {
         "nothing half-written is left"
     );
 }
+
+/// A launcher that fails (exit 11, as MPICH's for a rank's SIGSEGV) after its rank left
+/// a file that is no trace: nothing merges, and `overlap trace` still exits with the
+/// launcher's status, saying both, never asking whether it was an MPI program.
+#[test]
+fn a_failed_run_keeps_its_exit_status_when_nothing_merges() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = dir.path().join("crashed.json");
+    let script = dir.path().join("crash-launcher.sh");
+    std::fs::write(
+        &script,
+        "printf 'not a trace' > \"$OVERLAP_TRACE_DIR/rank-0.ovlp\"\nexit 11\n",
+    )
+    .expect("script");
+    let run = overlap(&[
+        "trace",
+        "--out",
+        out.to_str().expect("utf-8"),
+        "--",
+        "sh",
+        script.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(run.output.status.code(), Some(11), "{}", run.describe());
+    run.assert_stderr_has("failed (exit status: 11)");
+    run.assert_stderr_has("nothing the ranks recorded could be merged from");
+    assert!(!run.stderr().contains("was it an MPI program"), "{}", run.describe());
+}
