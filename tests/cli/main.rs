@@ -19,6 +19,7 @@ mod mpis;
 mod network;
 mod onesided_f;
 mod preload_calls;
+mod preload_fork;
 mod preload_threads;
 mod run;
 mod slurm;

@@ -263,7 +263,7 @@ fn trace_launch(
 }
 
 /// `LAUNCH -n RANKS PROGRAM`, untraced.
-fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
+pub fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
     let _guard = mpi_lock();
     let mut cmd = Command::new(&launch.command[0]);
     cmd.args(&launch.command[1..])

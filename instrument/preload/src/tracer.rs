@@ -7,6 +7,11 @@
 //! directory and tells the others. Whether to trace is decided by all ranks together,
 //! so one rank that cannot create its file never leaves the others waiting in the clock
 //! alignment: they all run untraced, and each says why on stderr.
+//!
+//! A process forked from a traced rank is not that rank: its copy of the recording
+//! belongs to the parent (the parent's file, a writer thread the child does not have).
+//! The child detaches from it at the fork and records nothing; its exit finishes
+//! nothing, so it ends exactly as it would untraced.
 
 use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
@@ -52,6 +57,8 @@ unsafe impl Sync for Tracer {}
 
 static TRACER: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
 static WARNED: AtomicBool = AtomicBool::new(false);
+/// Set in a process forked from a traced rank: it never touches the parent's recording.
+static FORKED_CHILD: AtomicBool = AtomicBool::new(false);
 
 /// The recording, while there is one.
 #[inline]
@@ -255,8 +262,22 @@ pub(crate) fn start(init: InitCall) {
     TRACER.store(tracer, Ordering::Release);
     overlap_instrument::recorder::install_dump_handler(init.sigusr1_default);
     crate::watch::start(rank);
-    // SAFETY: registers a plain extern "C" function.
-    unsafe { libc::atexit(at_exit) };
+    // SAFETY: registers plain extern "C" functions.
+    unsafe {
+        libc::pthread_atfork(None, None, Some(detach_in_child));
+        libc::atexit(at_exit);
+    }
+}
+
+/// In a forked child (async-signal-safe: two atomic stores): the recording is the
+/// parent's, so the child forgets it. Every wrapper then only forwards, and [`stop`]
+/// does nothing: no record reaches the parent's file, and no writer thread (which the
+/// child does not have) is joined. `vfork`, `posix_spawn` and `system` run no fork
+/// handler, but their child execs at once: the new program starts with no recording
+/// (the preload records only after `MPI_Init`).
+extern "C" fn detach_in_child() {
+    FORKED_CHILD.store(true, Ordering::Relaxed);
+    TRACER.store(std::ptr::null_mut(), Ordering::Release);
 }
 
 /// Before `MPI_Finalize`: the last clock alignment, while MPI still works. Collective.
@@ -269,6 +290,9 @@ pub(crate) fn before_finalize(t: &Tracer) {
 
 /// Ends the recording: everything buffered reaches the file, with the footer.
 pub(crate) fn stop() {
+    if FORKED_CHILD.load(Ordering::Relaxed) {
+        return;
+    }
     // The watches' records go in while the recorder still takes them.
     crate::watch::finish();
     let t = TRACER.swap(std::ptr::null_mut(), Ordering::AcqRel);
