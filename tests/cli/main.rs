@@ -20,6 +20,7 @@ mod network;
 mod onesided_f;
 mod preload_calls;
 mod preload_fork;
+mod preload_thread_time;
 mod preload_threads;
 mod run;
 mod slurm;
