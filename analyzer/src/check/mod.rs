@@ -173,11 +173,17 @@ pub fn baseline_problems(b: &Baseline, tolerance_pct: f64) -> Vec<String> {
         return out;
     }
     for m in &b.metrics {
-        if let Gate::CannotFail { why } = metrics::gate(m, tolerance_pct) {
-            out.push(format!(
+        match metrics::gate(m, tolerance_pct) {
+            Gate::CannotFail { why } => out.push(format!(
                 "{}: a tolerance of {tolerance_pct}% can never fail: {why}",
                 m.name
-            ));
+            )),
+            Gate::Impossible { why } => out.push(format!(
+                "{}: {why} (a fault of overlap's measurement, not of the program): it \
+                 cannot be gated",
+                m.name
+            )),
+            _ => {}
         }
     }
     if !b.metrics.is_empty()
