@@ -175,7 +175,8 @@ pub(crate) struct InitCall {
 
 /// Sets up the recording after a successful `MPI_Init`. Collective over the world.
 pub(crate) fn start(init: InitCall) {
-    if tracer().is_some() {
+    // A forked child that initialises MPI again would open its parent's rank file anew.
+    if tracer().is_some() || FORKED_CHILD.load(Ordering::Relaxed) {
         return;
     }
     let k = Constants::read();
