@@ -8,10 +8,7 @@
 //! so one rank that cannot create its file never leaves the others waiting in the clock
 //! alignment: they all run untraced, and each says why on stderr.
 //!
-//! A process forked from a traced rank is not that rank: its copy of the recording
-//! belongs to the parent (the parent's file, a writer thread the child does not have).
-//! The child detaches from it at the fork and records nothing; its exit finishes
-//! nothing, so it ends exactly as it would untraced.
+//! A process forked from a rank detaches from its recording: [`crate::fork`].
 
 use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
@@ -57,8 +54,6 @@ unsafe impl Sync for Tracer {}
 
 static TRACER: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
 static WARNED: AtomicBool = AtomicBool::new(false);
-/// Set in a process forked from a traced rank: it never touches the parent's recording.
-static FORKED_CHILD: AtomicBool = AtomicBool::new(false);
 
 /// The recording, while there is one.
 #[inline]
@@ -176,7 +171,7 @@ pub(crate) struct InitCall {
 /// Sets up the recording after a successful `MPI_Init`. Collective over the world.
 pub(crate) fn start(init: InitCall) {
     // A forked child that initialises MPI again would open its parent's rank file anew.
-    if tracer().is_some() || FORKED_CHILD.load(Ordering::Relaxed) {
+    if tracer().is_some() || crate::fork::in_forked_child() {
         return;
     }
     let k = Constants::read();
@@ -263,21 +258,14 @@ pub(crate) fn start(init: InitCall) {
     TRACER.store(tracer, Ordering::Release);
     overlap_instrument::recorder::install_dump_handler(init.sigusr1_default);
     crate::watch::start(rank);
-    // SAFETY: registers plain extern "C" functions.
-    unsafe {
-        libc::pthread_atfork(None, None, Some(detach_in_child));
-        libc::atexit(at_exit);
-    }
+    crate::fork::detach_children();
+    // SAFETY: registers a plain extern "C" function.
+    unsafe { libc::atexit(at_exit) };
 }
 
-/// In a forked child (async-signal-safe: two atomic stores): the recording is the
-/// parent's, so the child forgets it. Every wrapper then only forwards, and [`stop`]
-/// does nothing: no record reaches the parent's file, and no writer thread (which the
-/// child does not have) is joined. `vfork`, `posix_spawn` and `system` run no fork
-/// handler, but their child execs at once: the new program starts with no recording
-/// (the preload records only after `MPI_Init`).
-extern "C" fn detach_in_child() {
-    FORKED_CHILD.store(true, Ordering::Relaxed);
+/// In a forked child ([`crate::fork`]): the recording is the parent's, so the child
+/// forgets it, leaving it as it is (async-signal-safe: one atomic store).
+pub(crate) fn forget() {
     TRACER.store(std::ptr::null_mut(), Ordering::Release);
 }
 
@@ -291,7 +279,7 @@ pub(crate) fn before_finalize(t: &Tracer) {
 
 /// Ends the recording: everything buffered reaches the file, with the footer.
 pub(crate) fn stop() {
-    if FORKED_CHILD.load(Ordering::Relaxed) {
+    if crate::fork::in_forked_child() {
         return;
     }
     // The watches' records go in while the recorder still takes them.
