@@ -234,3 +234,39 @@ pub fn read_baseline(path: &Path) -> Result<Baseline> {
     }
     serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::{Better, Metric, Unit};
+
+    #[test]
+    fn an_impossible_value_is_said_not_dropped() {
+        let metric = |name: &str, value| Metric {
+            name: name.into(),
+            value: Some(value),
+            unit: Unit::Fraction,
+            better: Better::Lower,
+        };
+        let baseline = Baseline {
+            format: BASELINE_FORMAT.into(),
+            version: BASELINE_VERSION,
+            program: "threads_wait".into(),
+            params: BTreeMap::new(),
+            world_size: 2,
+            ranks: Vec::new(),
+            complete: true,
+            tolerance_pct: 5.0,
+            metrics: vec![
+                metric("wait_states.fraction", 1.788),
+                metric("a_valid_share", 0.5),
+            ],
+        };
+        let problems = baseline_problems(&baseline, 5.0);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("wait_states.fraction: 178.8% is no possible fraction"),
+            "{problems:?}"
+        );
+    }
+}
