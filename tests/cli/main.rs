@@ -21,6 +21,8 @@ mod network;
 mod onesided_f;
 mod outputs;
 mod preload_calls;
+mod preload_fork;
+mod preload_thread_time;
 mod preload_threads;
 mod run;
 mod slurm;

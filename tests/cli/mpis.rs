@@ -143,7 +143,7 @@ pub fn program_in(mpi: Mpi, name: &str) -> PathBuf {
         } else {
             // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
             let mut extra = vec!["-Wno-stringop-overflow".to_string()];
-            if name == "threads" || name.starts_with("watch_") {
+            if name.starts_with("threads") || name.starts_with("watch_") {
                 extra.push("-pthread".into());
             }
             (mpi.c_compiler(), src.join(format!("{name}.c")), extra)
@@ -263,7 +263,7 @@ fn trace_launch(
 }
 
 /// `LAUNCH -n RANKS PROGRAM`, untraced.
-fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
+pub fn untraced_launch(launch: &Launch, ranks: u32, program: &Path) -> Run {
     let _guard = mpi_lock();
     let mut cmd = Command::new(&launch.command[0]);
     cmd.args(&launch.command[1..])

@@ -25,6 +25,9 @@ pub enum Verdict {
     Unknown,
     /// At its worst possible value in the baseline: can only improve, so it is no gate.
     AtWorst,
+    /// A value no measurement can have in the baseline (see [`Gate::Impossible`]): no
+    /// gate, and the check is unusable.
+    Impossible,
     /// No figure in the baseline: no gate.
     NoBaselineFigure,
     /// Computed now, not in the baseline: no gate.
@@ -185,6 +188,8 @@ pub fn check(base: &Baseline, loaded: &Loaded, report: &Report, opts: CheckOptio
         let (allowed, verdict) = match gate(&b, tolerance_pct) {
             Gate::NoFigure => (None, Verdict::NoBaselineFigure),
             Gate::AtWorst => (None, Verdict::AtWorst),
+            // Refused as a problem of the baseline (`baseline_problems`).
+            Gate::Impossible { .. } => (None, Verdict::Impossible),
             // Refused above for the baseline's own tolerance; a count per call never gets here.
             Gate::CannotFail { .. } => (None, Verdict::Unknown),
             Gate::Gated { allowed } => (Some(allowed), judge(b.better, b.value, current, allowed)),

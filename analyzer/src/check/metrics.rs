@@ -139,6 +139,12 @@ pub enum Gate {
         /// Why, in words.
         why: String,
     },
+    /// A value no measurement can have (a fraction beyond 0..=1, a negative count, not
+    /// a number): the figure is wrong, so it cannot be gated, and says so.
+    Impossible {
+        /// Why, in words.
+        why: String,
+    },
 }
 
 /// True when a tolerance in percent is a number a gate can use.
@@ -153,8 +159,23 @@ pub fn gate(m: &Metric, tolerance_pct: f64) -> Gate {
     let Some(v) = m.value else {
         return Gate::NoFigure;
     };
-    let allowed = tolerance_pct / 100.0 * v.abs();
     let pct = |x: f64| format!("{:.1}%", x * 100.0);
+    let possible = match m.unit {
+        Unit::Fraction => (0.0..=1.0).contains(&v),
+        _ => v.is_finite() && v >= 0.0,
+    };
+    if !possible {
+        return Gate::Impossible {
+            why: match m.unit {
+                Unit::Fraction => format!(
+                    "{} is no possible fraction (0 to 100%): the figure is wrong",
+                    pct(v)
+                ),
+                _ => format!("{v} is no possible count: the figure is wrong"),
+            },
+        };
+    }
+    let allowed = tolerance_pct / 100.0 * v.abs();
     match (m.better, m.unit) {
         (Better::Higher, _) if v <= 0.0 => Gate::AtWorst,
         (Better::Higher, _) if v - allowed <= 0.0 => Gate::CannotFail {
@@ -227,6 +248,13 @@ mod tests {
         assert!(matches!(gate(&lo(0.6), 70.0), Gate::CannotFail { .. }));
         assert!(matches!(gate(&lo(0.6), 60.0), Gate::Gated { .. }));
         assert_eq!(gate(&lo(1.0), 5.0), Gate::AtWorst);
+        // A share of 178.8% is no worst value, but a wrong one: said, not gated.
+        for wrong in [lo(1.788), hi(-0.1), lo(f64::NAN), count(-1.0)] {
+            assert!(
+                matches!(gate(&wrong, 5.0), Gate::Impossible { .. }),
+                "{wrong:?}"
+            );
+        }
         // Counts have no ceiling, and 0 findings regress on any finding.
         assert_eq!(gate(&count(0.0), 500.0), Gate::Gated { allowed: 0.0 });
         assert_eq!(

@@ -177,11 +177,17 @@ pub fn baseline_problems(b: &Baseline, tolerance_pct: f64) -> Vec<String> {
         return out;
     }
     for m in &b.metrics {
-        if let Gate::CannotFail { why } = metrics::gate(m, tolerance_pct) {
-            out.push(format!(
+        match metrics::gate(m, tolerance_pct) {
+            Gate::CannotFail { why } => out.push(format!(
                 "{}: a tolerance of {tolerance_pct}% can never fail: {why}",
                 m.name
-            ));
+            )),
+            Gate::Impossible { why } => out.push(format!(
+                "{}: {why} (a fault of overlap's measurement, not of the program): it \
+                 cannot be gated",
+                m.name
+            )),
+            _ => {}
         }
     }
     if !b.metrics.is_empty()
@@ -258,4 +264,40 @@ fn impossible_content(b: &Baseline) -> Option<String> {
         }
     }
     b.metrics.iter().find_map(metrics::value_problem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics::{Better, Metric, Unit};
+
+    #[test]
+    fn an_impossible_value_is_said_not_dropped() {
+        let metric = |name: &str, value| Metric {
+            name: name.into(),
+            value: Some(value),
+            unit: Unit::Fraction,
+            better: Better::Lower,
+        };
+        let baseline = Baseline {
+            format: BASELINE_FORMAT.into(),
+            version: BASELINE_VERSION,
+            program: "threads_wait".into(),
+            params: BTreeMap::new(),
+            world_size: 2,
+            ranks: Vec::new(),
+            complete: true,
+            tolerance_pct: 5.0,
+            metrics: vec![
+                metric("wait_states.fraction", 1.788),
+                metric("a_valid_share", 0.5),
+            ],
+        };
+        let problems = baseline_problems(&baseline, 5.0);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with("wait_states.fraction: 178.8% is no possible fraction"),
+            "{problems:?}"
+        );
+    }
 }

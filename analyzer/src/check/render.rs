@@ -39,6 +39,7 @@ pub fn verdict_text(v: Verdict) -> &'static str {
         Verdict::Regressed => "REGRESSED",
         Verdict::Unknown => "UNKNOWN: no figure now",
         Verdict::AtWorst => "not gated: at its worst in the baseline, can only improve",
+        Verdict::Impossible => "NOT GATED: an impossible value in the baseline",
         Verdict::NoBaselineFigure => "not gated: no figure in the baseline",
         Verdict::NotInBaseline => "not gated: not in the baseline",
     }
@@ -139,6 +140,7 @@ pub fn junit(rows: &[Comparison], problems: &[String], suite: &str) -> String {
                     allowance(r)
                 ),
             )),
+            v @ Verdict::Impossible => Some(("error", verdict_text(v).to_string())),
             Verdict::Unknown => Some((
                 "error",
                 format!(

@@ -7,13 +7,16 @@
 //! ```
 //!
 //! The figures are per rank, as the time covered by any of its threads: when two
-//! threads are inside MPI at once, that time counts once, so that in MPI (and waiting,
-//! and compute) never exceed the wall time, and useful time is the time in which no
-//! thread of the rank was inside MPI.
+//! threads are inside MPI at once, that time counts once, so that in MPI (and waiting)
+//! never exceed the wall time, and useful time is the time in which no thread of the
+//! rank was inside MPI. Compute is counted in that same time only (the rank computed
+//! while none of its threads was in MPI), so that compute never exceeds useful time and
+//! compute and in MPI together never exceed the wall time.
 //!
 //! ```text
-//!  thread 1  |Waitall 0-6|                       in MPI 8 (0-8), not 6 + 4
-//!  thread 2      |Recv 4-8|                      waiting 8, useful 2 of wall 10
+//!  thread 1  |Waitall 0-6|compute 6-10|   in MPI 8 (0-8), not 6 + 4
+//!  thread 2      |Recv 4-8|compute 8-10|  waiting 8, useful 2 of wall 10,
+//!                                         compute 2 (8-10), not 4 + 2
 //! ```
 
 use std::collections::BTreeMap;
@@ -60,7 +63,8 @@ pub struct RankBudget {
     /// Wall time outside MPI calls (POP's useful time), ns.
     pub useful_ns: u64,
     /// Compute time, ns: covered by the rank's compute spans, or inferred from the gaps
-    /// between its MPI calls ([`crate::compute`]).
+    /// between its MPI calls ([`crate::compute`]), while no thread of the rank was
+    /// inside MPI (at most `useful_ns`).
     pub compute_ns: u64,
     /// Where `compute_ns` comes from.
     pub compute_source: ComputeSource,
@@ -113,7 +117,7 @@ pub fn rank_budget(t: &Timeline, compute: &RankCompute) -> RankBudget {
         start_ns: start.0,
         wall_ns: end.saturating_sub(start).0,
         useful_ns: 0,
-        compute_ns: compute.total().0,
+        compute_ns: 0,
         compute_source: compute.source(),
         in_mpi_ns: 0,
         waiting_ns: 0,
@@ -137,7 +141,15 @@ pub fn rank_budget(t: &Timeline, compute: &RankCompute) -> RankBudget {
     b.in_mpi_ns = in_mpi.total;
     b.waiting_ns = waiting.total;
     b.useful_ns = b.wall_ns.saturating_sub(b.in_mpi_ns);
+    b.compute_ns = compute_outside(compute, (start.0, end.0), &in_mpi.intervals);
     b
+}
+
+/// The compute within `extent` that lies outside the intervals in MPI (disjoint, sorted).
+fn compute_outside(compute: &RankCompute, extent: (u64, u64), in_mpi: &[(u64, u64)]) -> u64 {
+    let within = |(a, b): (u64, u64)| compute.within(Nanos(a), Nanos(b)).0 .0;
+    let inside: u64 = in_mpi.iter().map(|span| within(*span)).sum();
+    within(extent).saturating_sub(inside)
 }
 
 /// The run's budget from its ranks' and their extents (see `Timeline::extent`).
@@ -172,14 +184,21 @@ struct Covered {
     total: u64,
     /// The latest end so far.
     reach: u64,
+    /// The covered time as disjoint intervals, by start.
+    intervals: Vec<(u64, u64)>,
 }
 
 impl Covered {
     fn add(&mut self, (start, end): (u64, u64)) {
         let start = start.max(self.reach);
-        if end > start {
-            self.total += end - start;
-            self.reach = end;
+        if end <= start {
+            return;
+        }
+        self.total += end - start;
+        self.reach = end;
+        match self.intervals.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ => self.intervals.push((start, end)),
         }
     }
 }

@@ -19,8 +19,9 @@
 //!   waited for the request: [`super::collective_waits`].
 //! - Late Post, Early Wait, Late Complete: [`super::one_sided`].
 //!
-//! Waits of several kinds on one call share its time ([`super::split`]): none counts
-//! twice. Only positive waits count. A remote time after the local exit (clock error) is
+//! Waits that overlap in time on one rank share that time ([`super::split`]): several
+//! kinds on one call, or calls of several threads waiting at once. None counts twice,
+//! so a rank's waits never add up to more than its wall time. Only positive waits count. A remote time after the local exit (clock error) is
 //! clipped to the exit and the instance is flagged clock-suspect. An instance no longer
 //! than the clock error bound of the ranks involved is indeterminate: kept apart, not
 //! in the totals; so is one whose peer the scheduler held, on a host with more ranks
@@ -177,8 +178,9 @@ pub struct WaitInstance {
     pub descheduled: bool,
     /// True when the remote time fell after the local exit and was clipped.
     pub clock_suspect: bool,
-    /// When the call also carried a wait of another kind over some of the same time:
-    /// this instance's amount before the split (section 3.4 of docs/metrics.md).
+    /// When another wait of the rank covered some of the same time (a wait of another
+    /// kind on the same call, or another thread's wait): this instance's amount before
+    /// the split (section 3.4 of docs/metrics.md).
     pub split_from_ns: Option<u64>,
 }
 
@@ -307,10 +309,10 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
             .unwrap_or_else(|| trace.clock_error(rank))
     };
     let mut out: Vec<WaitInstance> = Vec::with_capacity(found.len());
-    for same_call in found.chunk_by(|a, b| a.at == b.at) {
-        let intervals: Vec<(Nanos, Nanos)> = same_call.iter().map(|c| (c.from, c.to)).collect();
+    for same_rank in found.chunk_by(|a, b| a.at.rank == b.at.rank) {
+        let intervals: Vec<(Nanos, Nanos)> = same_rank.iter().map(|c| (c.from, c.to)).collect();
         let amounts = super::split::split(&intervals);
-        for (c, amount) in same_call.iter().zip(amounts) {
+        for (c, amount) in same_rank.iter().zip(amounts) {
             if amount == Nanos::ZERO {
                 continue;
             }

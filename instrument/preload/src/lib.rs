@@ -28,6 +28,8 @@ mod entry;
 mod f08;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod fint;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod fork;
 #[cfg(all(target_arch = "x86_64", target_os = "linux", openmpi))]
 mod fortran;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

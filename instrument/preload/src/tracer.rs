@@ -7,6 +7,8 @@
 //! directory and tells the others. Whether to trace is decided by all ranks together,
 //! so one rank that cannot create its file never leaves the others waiting in the clock
 //! alignment: they all run untraced, and each says why on stderr.
+//!
+//! A process forked from a rank detaches from its recording: [`crate::fork`].
 
 use std::ffi::{c_int, c_void};
 use std::path::PathBuf;
@@ -168,7 +170,8 @@ pub(crate) struct InitCall {
 
 /// Sets up the recording after a successful `MPI_Init`. Collective over the world.
 pub(crate) fn start(init: InitCall) {
-    if tracer().is_some() {
+    // A forked child that initialises MPI again would open its parent's rank file anew.
+    if tracer().is_some() || crate::fork::in_forked_child() {
         return;
     }
     let k = Constants::read();
@@ -255,8 +258,15 @@ pub(crate) fn start(init: InitCall) {
     TRACER.store(tracer, Ordering::Release);
     overlap_instrument::recorder::install_dump_handler(init.sigusr1_default);
     crate::watch::start(rank);
+    crate::fork::detach_children();
     // SAFETY: registers a plain extern "C" function.
     unsafe { libc::atexit(at_exit) };
+}
+
+/// In a forked child ([`crate::fork`]): the recording is the parent's, so the child
+/// forgets it, leaving it as it is (async-signal-safe: one atomic store).
+pub(crate) fn forget() {
+    TRACER.store(std::ptr::null_mut(), Ordering::Release);
 }
 
 /// Before `MPI_Finalize`: the last clock alignment, while MPI still works. Collective.
@@ -269,6 +279,9 @@ pub(crate) fn before_finalize(t: &Tracer) {
 
 /// Ends the recording: everything buffered reaches the file, with the footer.
 pub(crate) fn stop() {
+    if crate::fork::in_forked_child() {
+        return;
+    }
     // The watches' records go in while the recorder still takes them.
     crate::watch::finish();
     let t = TRACER.swap(std::ptr::null_mut(), Ordering::AcqRel);
