@@ -260,5 +260,9 @@ fn a_failed_run_keeps_its_exit_status_when_nothing_merges() {
     assert_eq!(run.output.status.code(), Some(11), "{}", run.describe());
     run.assert_stderr_has("failed (exit status: 11)");
     run.assert_stderr_has("nothing the ranks recorded could be merged from");
-    assert!(!run.stderr().contains("was it an MPI program"), "{}", run.describe());
+    assert!(
+        !run.stderr().contains("was it an MPI program"),
+        "{}",
+        run.describe()
+    );
 }

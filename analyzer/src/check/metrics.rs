@@ -160,19 +160,9 @@ pub fn gate(m: &Metric, tolerance_pct: f64) -> Gate {
         return Gate::NoFigure;
     };
     let pct = |x: f64| format!("{:.1}%", x * 100.0);
-    let possible = match m.unit {
-        Unit::Fraction => (0.0..=1.0).contains(&v),
-        _ => v.is_finite() && v >= 0.0,
-    };
-    if !possible {
+    if let Some(why) = impossibility(v, m.unit) {
         return Gate::Impossible {
-            why: match m.unit {
-                Unit::Fraction => format!(
-                    "{} is no possible fraction (0 to 100%): the figure is wrong",
-                    pct(v)
-                ),
-                _ => format!("{v} is no possible count: the figure is wrong"),
-            },
+            why: format!("{} {why}: the figure is wrong", show(v, m.unit)),
         };
     }
     let allowed = tolerance_pct / 100.0 * v.abs();
@@ -200,17 +190,22 @@ pub fn gate(m: &Metric, tolerance_pct: f64) -> Gate {
 /// count or a duration below 0, a fraction outside 0..=1. (No figure is a valid value.)
 pub fn value_problem(m: &Metric) -> Option<String> {
     let v = m.value?;
-    let why = if !v.is_finite() {
-        "is not a finite number"
-    } else {
-        match m.unit {
-            Unit::Count if v < 0.0 => "is a count below 0",
-            Unit::Fraction if !(0.0..=1.0).contains(&v) => "is a fraction outside 0 to 1",
-            Unit::Nanos if v < 0.0 => "is a duration below 0",
-            _ => return None,
-        }
-    };
+    let why = impossibility(v, m.unit)?;
     Some(format!("{}: its value {v} {why}", m.name))
+}
+
+/// Why `v` cannot be a value of `unit`, if it cannot: the one definition of a possible
+/// value, for baselines read and for figures measured.
+fn impossibility(v: f64, unit: Unit) -> Option<&'static str> {
+    if !v.is_finite() {
+        return Some("is not a finite number");
+    }
+    match unit {
+        Unit::Count if v < 0.0 => Some("is a count below 0"),
+        Unit::Fraction if !(0.0..=1.0).contains(&v) => Some("is a fraction outside 0 to 1"),
+        Unit::Nanos if v < 0.0 => Some("is a duration below 0"),
+        _ => None,
+    }
 }
 
 /// A value in its unit for messages: counts whole, fractions in percent.

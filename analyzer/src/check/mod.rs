@@ -296,7 +296,7 @@ mod tests {
         let problems = baseline_problems(&baseline, 5.0);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(
-            problems[0].starts_with("wait_states.fraction: 178.8% is no possible fraction"),
+            problems[0].starts_with("wait_states.fraction: 178.8% is a fraction outside 0 to 1"),
             "{problems:?}"
         );
     }
