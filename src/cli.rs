@@ -209,6 +209,13 @@ struct MergeArgs {
     strict: bool,
 }
 
+impl Cli {
+    /// True for `overlap tui`, which handles the stop signals itself.
+    pub fn is_tui(&self) -> bool {
+        matches!(self.command, Command::Tui(_))
+    }
+}
+
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {

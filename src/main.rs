@@ -39,11 +39,14 @@ const OUTPUT_FAILED: u8 = 2;
 
 fn main() -> ExitCode {
     ignore_file_size_signal();
-    if let Err(e) = interrupt::install() {
-        sayln!("overlap: error: {}", error_chain(&e));
-        return ExitCode::FAILURE;
-    }
     let cli = cli::Cli::parse();
+    // The terminal UI catches the stop signals itself, to give the terminal back.
+    if !cli.is_tui() {
+        if let Err(e) = interrupt::install() {
+            sayln!("overlap: error: {}", error_chain(&e));
+            return ExitCode::FAILURE;
+        }
+    }
     let code = match cli::run(cli) {
         Ok(code) => code,
         Err(e) => {
@@ -75,11 +78,14 @@ fn is_output_failure(e: &anyhow::Error) -> bool {
             Some(libc::ENOSPC | libc::EDQUOT | libc::EFBIG)
         )
     };
+    // A path that cannot be an output (no such directory, a device) is a mistake of
+    // the command line, not an output that failed: exit 1.
+    let failed_writing = |o: &OutputError| matches!(o, OutputError::Io { .. });
     e.chain().any(|c| {
-        c.downcast_ref::<OutputError>().is_some()
+        c.downcast_ref::<OutputError>().is_some_and(failed_writing)
             || c.downcast_ref::<std::io::Error>().is_some_and(no_room)
             || match c.downcast_ref::<overlap_analyzer::Error>() {
-                Some(overlap_analyzer::Error::Output(_)) => true,
+                Some(overlap_analyzer::Error::Output(o)) => failed_writing(o),
                 Some(overlap_analyzer::Error::Io { cause, .. }) => no_room(cause),
                 _ => false,
             }

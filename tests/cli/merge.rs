@@ -34,7 +34,7 @@ fn merging_garbage_names_the_file_and_the_reason() {
     let run = merge(dir.path(), &[]);
     assert!(!run.success());
     run.assert_stderr_has("rank-0.json: not an overlap trace");
-    run.assert_stderr_has("does not start with '['");
+    run.assert_stderr_has("no \"OVLPRANK\" magic at its start (nor the '[' that JSON rank files");
 }
 
 #[test]

@@ -31,14 +31,14 @@ static void exchange(int peer, int tag) {
     }
 }
 
-/* How a child ended, as "exited:N" or "signal:N". */
-static void describe(int status) {
+/* How a child ended, as "exited:N" or "signal:N", into `out`. */
+static void describe(int status, char *out, size_t len) {
     if (WIFEXITED(status)) {
-        printf("exited:%d", WEXITSTATUS(status));
+        snprintf(out, len, "exited:%d", WEXITSTATUS(status));
     } else if (WIFSIGNALED(status)) {
-        printf("signal:%d", WTERMSIG(status));
+        snprintf(out, len, "signal:%d", WTERMSIG(status));
     } else {
-        printf("status:%d", status);
+        snprintf(out, len, "status:%d", status);
     }
 }
 
@@ -66,12 +66,16 @@ int main(int argc, char **argv) {
     int shell = system("exit 7");
     int as_untraced = WIFEXITED(status) && WEXITSTATUS(status) == 5 && WIFEXITED(shell) &&
                       WEXITSTATUS(shell) == 7;
-    printf("fork_exit rank=%d child=", rank);
-    describe(status);
-    printf(" system=");
-    describe(shell);
-    printf("\n");
+    /* One line in one write: the ranks' lines must not interleave. */
+    char child_said[32], shell_said[32], line[128];
+    describe(status, child_said, sizeof child_said);
+    describe(shell, shell_said, sizeof shell_said);
+    int n = snprintf(line, sizeof line, "fork_exit rank=%d child=%s system=%s\n", rank,
+                     child_said, shell_said);
     fflush(stdout);
+    if (write(1, line, (size_t)n) != n) {
+        perror("fork_exit");
+    }
     exchange(peer, 2);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_Finalize();
