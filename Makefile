@@ -57,6 +57,7 @@ test: setup
 	scripts/build-preloads.sh
 	OVERLAP_REQUIRE_OPEN_MPI=1 $(CARGO) test --workspace
 	scripts/ci-gate.sh
+	scripts/faults.sh
 
 # What tracing costs, side by side (docs/preload.md, "Cost"): the OSU loops untraced,
 # under the preload and through the Rust layer (RUNS alternating rounds, default 5;

@@ -14,7 +14,7 @@
 # script says what to install. It changes nothing when everything is there.
 set -euo pipefail
 
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev tmux slurm-wlm munge)
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev tmux slurm-wlm munge python3 bsdutils)
 
 have_package() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

@@ -111,8 +111,6 @@ PY
 
 # Events of a merged file, from analyze's summary line.
 events_of() { grep -oE '[0-9]+ events' "$1" | head -1 | cut -d' ' -f1; }
-# Marks case $1 unclear for reason $2 (the output says something wrong or misleading).
-unclear() { FAULT_STATUS[$1]+=" unclear(${2// /_})"; }
 
 # 8: a trace naming a fifo must neither hang analyze nor check.
 FAULT_TIMEOUT=20 fault fifo-named-in-trace-analyze 0 '' -- "$OVERLAP" analyze "$CRAFT/fifo-maps.json"

@@ -8,6 +8,7 @@
 #       stderr must say. Its stdout and stderr stay in $FD/out and $FD/err.
 #   lost NAME REASON      after a case: the case lost recorded data.
 #   half NAME REASON      after a case: the case left a half-written output.
+#   unclear NAME REASON   after a case: what it said (or printed) is not what it must.
 #   no_temporaries NAME DIR
 #       after a case: `half` for every temporary output (.NAME.tmp-*) left in DIR.
 #
@@ -44,6 +45,7 @@ fault() {
 
 lost() { FAULT_STATUS[$1]+=" lost(${2// /_})"; }
 half() { FAULT_STATUS[$1]+=" half(${2// /_})"; }
+unclear() { FAULT_STATUS[$1]+=" unclear(${2// /_})"; }
 
 no_temporaries() {
     local name=$1 dir=$2 t

@@ -90,7 +90,7 @@ no_temporaries merge-sigterm "$SIG"
 
 # Ranks that end early: the launcher's status is overlap's, what was recorded is merged.
 fault segv-first-flush 11 'what the ranks recorded is merged in' -- "$OVERLAP" trace --out "$FAULT_ROOT/segv.json" -- mpiexec -n 2 "$PROGS/segv"
-grep -q "was it an MPI program" "$FD/err" && FAULT_STATUS[segv-first-flush]+=" unclear"
+grep -q "was it an MPI program" "$FD/err" && unclear segv-first-flush "asked whether it was an MPI program"
 fault mpi-abort 3 'what the ranks recorded is merged in' -- "$OVERLAP" trace --out "$FAULT_ROOT/abort.json" -- mpiexec -n 2 "$PROGS/abort"
 "$OVERLAP" analyze "$FAULT_ROOT/abort.json" 2>/dev/null | grep -q "2 of 2 ranks traced" || lost mpi-abort "a rank's calls are missing"
 # A rank killed (SIGKILL): mpiexec says 9, and so does overlap, as untraced.
@@ -123,7 +123,7 @@ FULL=$FAULT_ROOT/full
 mkdir -p "$FULL"
 if mount -t tmpfs -o size=3m tmpfs "$FULL" 2>/dev/null; then
     fault full-disk 2 'the file system holding .* is full' -- "$OVERLAP" trace --out "$FULL/t.json" -- mpiexec -n 2 "$PROGS/many" 100000
-    grep -q "was it an MPI program" "$FD/err" && FAULT_STATUS[full-disk]+=" unclear"
+    grep -q "was it an MPI program" "$FD/err" && unclear full-disk "asked whether it was an MPI program"
     "$OVERLAP" merge "$FULL/t.ranks" --out "$FAULT_ROOT/full-merged.json" >/dev/null 2>&1 &&
         "$OVERLAP" analyze "$FAULT_ROOT/full-merged.json" 2>/dev/null | grep -qE "traced, [1-9][0-9]* events" ||
         lost full-disk "no event of the cut files is kept"
