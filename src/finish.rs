@@ -211,16 +211,23 @@ impl RunEnd<'_> {
             room = if full.is_some() || out_of_room(&e) { " once there is room" } else { "" },
         );
         let full_line = full.map(|f| format!("\n{f}")).unwrap_or_default();
+        let nothing_recorded = matches!(e, overlap_analyzer::Error::NoRanks { .. });
         if let Some(f) = failure {
+            let again = if nothing_recorded {
+                String::new()
+            } else {
+                format!("\n{intact}")
+            };
             sayln!(
-                "overlap: {}\nnothing the ranks recorded could be merged from {}: {}{full_line}",
+                "overlap: {}\nnothing the ranks recorded could be merged from {}: \
+                 {}{full_line}{again}",
                 f.message,
                 self.ranks_dir.display(),
                 crate::error_chain(&anyhow::Error::new(e))
             );
             return Ok(Err(ExitCode::from(f.code)));
         }
-        if matches!(e, overlap_analyzer::Error::NoRanks { .. }) && full_line.is_empty() {
+        if nothing_recorded && full_line.is_empty() {
             return Err(anyhow::Error::new(e).context(no_trace));
         }
         let cause = e.to_string();
