@@ -58,11 +58,22 @@ fn plausible_readings(
     kept
 }
 
+/// How a file's stamps are converted: with its own readings, or completed by another
+/// file's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Readings {
+    Own,
+    Borrowed,
+}
+
+/// The converter of a file whose frames are `frames`; `borrowed` are the readings of
+/// another file of the same host, used only when its own are too few to give a rate.
 pub(super) fn converter(
     frames: &[Frame<'_>],
     epoch_ns: u64,
     problems: &mut Vec<Problem>,
-) -> Result<Converter, StreamError> {
+    borrowed: &[(u64, u64)],
+) -> Result<(Converter, Readings), StreamError> {
     // A file without a single stamp (its rank ended before its first page of events
     // was written) needs no conversion: it is a rank that recorded nothing, not an
     // unreadable file.
@@ -73,7 +84,7 @@ pub(super) fn converter(
         )
     };
     if !frames.iter().any(|f| stamped(f.kind)) {
-        return Ok(Converter::Monotonic);
+        return Ok((Converter::Monotonic, Readings::Own));
     }
     let clock = frames
         .iter()
@@ -81,13 +92,20 @@ pub(super) fn converter(
         .and_then(|f| f.payload.first().copied());
     match clock {
         Some(c) if c == StampClock::Tsc as u8 => {
-            let readings = plausible_readings(frames, epoch_ns, problems);
+            let mut readings = plausible_readings(frames, epoch_ns, problems);
             let n = readings.len();
+            if let Some(conv) = TscConversion::new(readings.iter().copied()) {
+                return Ok((Converter::Tsc { conv, epoch_ns }, Readings::Own));
+            }
+            // One counter for the whole host: another rank's readings there convert
+            // these stamps as well as its own (the ones this file has are kept).
+            readings.extend_from_slice(borrowed);
+            readings.sort_unstable();
             let conv = TscConversion::new(readings)
                 .ok_or(StreamError::NoCalibration { readings: n.min(1) })?;
-            Ok(Converter::Tsc { conv, epoch_ns })
+            Ok((Converter::Tsc { conv, epoch_ns }, Readings::Borrowed))
         }
-        Some(c) if c == StampClock::Monotonic as u8 => Ok(Converter::Monotonic),
+        Some(c) if c == StampClock::Monotonic as u8 => Ok((Converter::Monotonic, Readings::Own)),
         Some(c) => Err(StreamError::BadHeader {
             offset: FILE_HEADER_LEN as u64,
             reason: format!("unknown stamp clock {c}"),
@@ -97,4 +115,30 @@ pub(super) fn converter(
             reason: "no clock frame: the stamps cannot be read".into(),
         }),
     }
+}
+
+/// The host a stream was recorded on and its plausible calibration readings (none for a
+/// file whose stamps are not TSC ticks): what another file of the same host, with too
+/// few readings of its own, can borrow ([`super::read_borrowing`]). `None` when the
+/// bytes are no readable stream.
+pub fn host_readings(bytes: &[u8]) -> Option<(String, Vec<(u64, u64)>)> {
+    if !super::is_stream(bytes) || bytes.len() < FILE_HEADER_LEN {
+        return None;
+    }
+    let (frames, _) = super::frames::frames(bytes, &mut Vec::new());
+    let header: crate::schema::Header = match frames.first() {
+        Some(f) if f.kind == FrameKind::Header => serde_json::from_slice(f.payload).ok()?,
+        _ => return None,
+    };
+    let tsc = frames
+        .iter()
+        .find(|f| f.kind == FrameKind::Clock)
+        .and_then(|f| f.payload.first().copied())
+        == Some(StampClock::Tsc as u8);
+    let readings = if tsc {
+        plausible_readings(&frames, header.epoch_ns, &mut Vec::new())
+    } else {
+        Vec::new()
+    };
+    Some((header.host, readings))
 }

@@ -31,7 +31,8 @@ mod visitor;
 mod write;
 
 pub use collect::Collected;
-pub use read::{read, Problem, StreamError, Visitor};
+pub use convert::host_readings;
+pub use read::{read, read_borrowing, Problem, StreamError, Visitor};
 pub use write::{calibration_payload, file_start, footer_payload, frame};
 
 /// The first 8 bytes of every binary per-rank file.
@@ -145,3 +146,5 @@ pub fn checksum(payload: &[u8]) -> u32 {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod cut_tests;

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::codec::{decode, Deltas, GpuRecord, Record};
-use super::convert::{converter, Converter};
+use super::convert::{converter, Converter, Readings};
 pub(super) use super::frames::Frame;
 use super::frames::{frames, FramesEnd};
 use super::sites::Sites;
@@ -22,6 +22,18 @@ use crate::schema::{
 
 /// Reads a whole stream, handing its contents to `v`. Returns what could not be used.
 pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamError> {
+    read_borrowing(bytes, v, &[])
+}
+
+/// [`read`], with the calibration readings of another file of the same host
+/// ([`super::host_readings`]) to convert the stamps of a file whose own readings are
+/// too few (a rank cut short before its second reading, by a build that took it late):
+/// used only then, and said in a note.
+pub fn read_borrowing(
+    bytes: &[u8],
+    v: &mut impl Visitor,
+    borrowed: &[(u64, u64)],
+) -> Result<Vec<Problem>, StreamError> {
     if !is_stream(bytes) {
         let what = if bytes.is_empty() {
             "the file is empty".to_string()
@@ -69,9 +81,22 @@ pub fn read(bytes: &[u8], v: &mut impl Visitor) -> Result<Vec<Problem>, StreamEr
             reason: format!("format is {:?}, not {FORMAT_NAME:?}", header.format),
         });
     }
-    let converter = converter(&frames, header.epoch_ns, &mut problems)?;
+    let (converter, readings) = converter(&frames, header.epoch_ns, &mut problems, borrowed)?;
+    let borrowed_note = (readings == Readings::Borrowed).then(|| Problem {
+        offset: FILE_HEADER_LEN as u64,
+        event_index: 0,
+        reason: format!(
+            "too few calibration readings of its own: its stamps are converted with those \
+             of another rank of host {:?}, which reads the same time-stamp counter (exact \
+             at their readings, as for that rank)",
+            header.host
+        ),
+    });
     let bindings = super::buffers::collect(&frames, &converter, &mut problems);
     v.header(header);
+    if let Some(note) = borrowed_note {
+        v.note(note);
+    }
     let mut threads: HashMap<u32, ThreadState> = HashMap::new();
     let mut sites = Sites::default();
     let mut events = 0u64;

@@ -32,7 +32,7 @@ pub(super) fn header() -> Header {
 ///  thread 0         |Isend|  [ pack ]        |  Wait  |
 ///                   req 1                   completes 1
 /// ```
-fn stream(clock: StampClock) -> (Vec<u8>, Vec<usize>) {
+pub(super) fn stream(clock: StampClock) -> (Vec<u8>, Vec<usize>) {
     let tick = |ns: u64| match clock {
         StampClock::Tsc => 2_000_000 + 2 * ns,
         StampClock::Monotonic => ns,
@@ -115,7 +115,7 @@ fn stream(clock: StampClock) -> (Vec<u8>, Vec<usize>) {
     (out, ends)
 }
 
-fn times(c: &Collected) -> Vec<(u64, u64)> {
+pub(super) fn times(c: &Collected) -> Vec<(u64, u64)> {
     c.events.iter().map(|e| (e.start().0, e.end().0)).collect()
 }
 
@@ -153,64 +153,6 @@ fn a_whole_stream_reads_back_as_events() {
         assert_eq!(wait.args.completed[0].request, Some(1));
         assert_eq!(got.footer.map(|f| f.events), Some(3));
     }
-}
-
-#[test]
-fn a_file_cut_anywhere_keeps_every_whole_frame_before_the_cut() {
-    let (bytes, ends) = stream(StampClock::Tsc);
-    for cut in ends[1]..bytes.len() {
-        let mut got = Collected::new();
-        let problems = read(&bytes[..cut], &mut got).expect("readable up to the cut");
-        let whole = ends.iter().filter(|&&e| e <= cut).count();
-        // Frames end after: header, thread, first page, second page, footer.
-        let events_by_frames = [0, 0, 2, 3, 3];
-        let events = events_by_frames[whole - 1];
-        // A page of events cut short keeps the records whole in it, no more.
-        let at_most = events_by_frames[whole.min(4)];
-        let n = got.events.len();
-        assert!(events <= n && n <= at_most, "cut at {cut}: {n} events");
-        if ends.contains(&cut) {
-            assert!(problems.is_empty(), "cut at {cut}: {problems:?}");
-        } else {
-            let start = *ends.iter().rfind(|&&e| e <= cut).expect("a frame") as u64;
-            assert!(
-                problems
-                    .iter()
-                    .any(|p| p.offset == start && p.reason.contains("cut")),
-                "cut at {cut}: {problems:?}"
-            );
-            assert!(problems.iter().all(|p| p.offset >= start), "{problems:?}");
-        }
-        assert_eq!(got.footer.is_some(), cut == bytes.len());
-        assert!(!got.damaged, "cut at {cut}: a cut is no damage");
-    }
-}
-
-#[test]
-fn the_records_whole_in_a_torn_page_are_kept() {
-    let (bytes, ends) = stream(StampClock::Tsc);
-    // The second page holds a Wait and its completion. Cut one byte into it: the first
-    // page's two events, not the Wait.
-    let second_page = ends[2] + super::FRAME_HEADER_LEN;
-    let mut got = Collected::new();
-    let problems = read(&bytes[..second_page + 1], &mut got).expect("readable");
-    assert_eq!(got.events.len(), 2, "{problems:?}");
-    // Cut one byte short: the Wait is whole, its completion is not (said).
-    let mut got = Collected::new();
-    let problems = read(&bytes[..ends[3] - 1], &mut got).expect("readable");
-    assert_eq!(got.events.len(), 3, "{problems:?}");
-    assert!(problems
-        .iter()
-        .any(|p| p.reason.contains("lacks 1 of the records")));
-    // Cut the first page after its first record: the Isend is kept.
-    let first_page = ends[1] + super::FRAME_HEADER_LEN;
-    let kept = (first_page..ends[2]).find_map(|cut| {
-        let mut got = Collected::new();
-        read(&bytes[..cut], &mut got).ok()?;
-        (!got.events.is_empty()).then_some(got)
-    });
-    let got = kept.expect("some cut of the first page keeps its first call");
-    assert!(matches!(&got.events[0], Event::Call(c) if c.op == Op::Isend));
 }
 
 #[test]
@@ -289,40 +231,6 @@ fn files_that_are_no_stream_are_refused_clearly() {
         matches!(err, StreamError::BadHeader { offset: 16, .. }),
         "{err}"
     );
-}
-
-#[test]
-fn tsc_stamps_need_two_calibration_readings() {
-    let mut out = file_start(&header());
-    frame(&mut out, FrameKind::Clock, 0, &[&[StampClock::Tsc as u8]]);
-    frame(
-        &mut out,
-        FrameKind::Calibration,
-        0,
-        &[&calibration_payload(&[(2_000_000, 1_000_000)])],
-    );
-    // Without a stamp to convert, the file is a rank that recorded nothing.
-    let mut got = Collected::new();
-    assert_eq!(read(&out, &mut got), Ok(vec![]));
-    assert!(got.header.is_some() && got.events.is_empty());
-    // A page of events needs the rate.
-    let mut b = RecordBuf::default();
-    encode_compute(&mut b, &mut Deltas::default(), 0, 2_000_200, 2_000_400);
-    frame(&mut out, FrameKind::Events, 0, &[b.as_bytes()]);
-    let mut got = Collected::new();
-    assert_eq!(
-        read(&out, &mut got),
-        Err(StreamError::NoCalibration { readings: 1 })
-    );
-}
-
-#[test]
-fn a_rank_that_ended_before_its_first_page_is_read_as_empty() {
-    // The header alone: killed before the writer's first page.
-    let out = file_start(&header());
-    let mut got = Collected::new();
-    assert_eq!(read(&out, &mut got), Ok(vec![]));
-    assert!(got.header.is_some() && got.events.is_empty() && got.footer.is_none());
 }
 
 #[test]
