@@ -266,3 +266,58 @@ fn a_failed_run_keeps_its_exit_status_when_nothing_merges() {
         run.describe()
     );
 }
+
+/// `bytes`, a rank file, with its clock readings cut to the first: as a rank cut short
+/// before its second reading leaves it (with a build that took that reading late).
+fn with_one_reading(bytes: &[u8]) -> Vec<u8> {
+    use overlap_format::stream::checksum;
+    let le = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let mut out = bytes[..16].to_vec();
+    let mut at = 16;
+    let mut readings = 0;
+    while at + 16 <= bytes.len() {
+        let len = le(at) as usize;
+        let (kind, frame) = (bytes[at + 4], &bytes[at..at + 16 + len]);
+        if kind == 5 {
+            // A calibration frame: keep the very first reading only.
+            if readings == 0 {
+                let payload = &frame[16..32];
+                out.extend_from_slice(&16u32.to_le_bytes());
+                out.extend_from_slice(&frame[4..12]);
+                out.extend_from_slice(&checksum(payload).to_le_bytes());
+                out.extend_from_slice(payload);
+            }
+            readings += len / 16;
+        } else {
+            out.extend_from_slice(frame);
+        }
+        at += 16 + len;
+    }
+    assert!(readings >= 2, "the run had its readings");
+    out
+}
+
+#[test]
+fn a_rank_with_one_clock_reading_borrows_those_of_its_host() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("t.json");
+    let run = crate::util::run_false_overlap(2, "naive", 3, &trace, &[]);
+    assert!(run.success(), "{}", run.describe());
+    let ranks = trace.with_extension("ranks");
+    let rank1 = ranks.join("rank-1.ovlp");
+    let bytes = std::fs::read(&rank1).expect("rank 1's file");
+    std::fs::write(&rank1, with_one_reading(&bytes)).expect("rewritten");
+    let merged = dir.path().join("m.json");
+    let m = overlap(&[
+        "merge",
+        ranks.to_str().expect("utf-8"),
+        "--out",
+        merged.to_str().expect("utf-8"),
+    ]);
+    assert!(m.success(), "{}", m.describe());
+    m.assert_stderr_has("too few calibration readings of its own: its stamps are converted with those of another rank of host");
+    let before = read_merged(&trace).expect("the run's merge");
+    let after = read_merged(&merged).expect("the merge with one reading");
+    assert_eq!(after.events.len(), before.events.len(), "no event lost");
+    assert_eq!(after.info.messages, before.info.messages);
+}

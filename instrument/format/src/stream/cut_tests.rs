@@ -39,7 +39,6 @@ fn a_file_cut_anywhere_keeps_every_whole_frame_before_the_cut() {
     }
 }
 
-
 #[test]
 fn the_records_whole_in_a_torn_page_are_kept() {
     let (bytes, ends) = stream(StampClock::Tsc);
@@ -67,7 +66,6 @@ fn the_records_whole_in_a_torn_page_are_kept() {
     assert!(matches!(&got.events[0], Event::Call(c) if c.op == Op::Isend));
 }
 
-
 #[test]
 fn tsc_stamps_need_two_calibration_readings() {
     let mut out = file_start(&header());
@@ -93,7 +91,6 @@ fn tsc_stamps_need_two_calibration_readings() {
     );
 }
 
-
 #[test]
 fn a_file_with_one_reading_borrows_the_rate_of_its_host() {
     // The stream of the module's drawing with its second reading left out: 1 reading,
@@ -112,14 +109,15 @@ fn a_file_with_one_reading_borrows_the_rate_of_its_host() {
     let problems = read_borrowing(&one, &mut got, &donor).expect("readable with a donor");
     assert_eq!(problems, []);
     assert_eq!(times(&got), [(100, 150), (150, 400), (600, 700)]);
-    assert!(got.notes[0].reason.contains("another rank of host \"node7\""));
+    assert!(got.notes[0]
+        .reason
+        .contains("another rank of host \"node7\""));
     // Its own readings suffice: the donor is not used.
     let mut got = Collected::new();
     read_borrowing(&whole, &mut got, &[(0, 0), (1, 1)]).expect("readable");
     assert_eq!(times(&got), [(100, 150), (150, 400), (600, 700)]);
     assert!(got.notes.is_empty());
 }
-
 
 #[test]
 fn a_rank_that_ended_before_its_first_page_is_read_as_empty() {
@@ -129,7 +127,6 @@ fn a_rank_that_ended_before_its_first_page_is_read_as_empty() {
     assert_eq!(read(&out, &mut got), Ok(vec![]));
     assert!(got.header.is_some() && got.events.is_empty() && got.footer.is_none());
 }
-
 
 /// `bytes` with its calibration frame's readings replaced by `readings`.
 fn whole_with_readings(bytes: &[u8], readings: &[(u64, u64)]) -> Vec<u8> {

@@ -145,6 +145,6 @@ pub fn checksum(payload: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod cut_tests;
+#[cfg(test)]
+mod tests;
