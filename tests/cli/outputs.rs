@@ -133,13 +133,8 @@ fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
         )),
         "{err}"
     );
-    let mut left: Vec<String> = std::fs::read_dir(dir.path())
-        .expect("listing")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    left.sort();
     assert_eq!(
-        left,
+        names_in(dir.path()),
         ["many.json", "many.ranks"],
         "nothing half-written is left"
     );
