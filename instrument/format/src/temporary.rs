@@ -6,7 +6,8 @@
 //! is killed leaves nothing behind. Only when it is complete does it get a fresh
 //! temporary name (`linkat`, which never replaces an existing entry), renamed over the
 //! destination at once. Where the file system cannot make unnamed files (old kernels,
-//! some network file systems), it is created under a fresh unpredictable name with
+//! some network file systems), or `/proc` (through which the unnamed file gets its name)
+//! is not mounted, it is created under a fresh unpredictable name with
 //! `O_CREAT|O_EXCL|O_NOFOLLOW`, which refuses any entry already there, symbolic link
 //! or not.
 //!
@@ -129,6 +130,10 @@ pub(crate) struct Temporary {
 impl Temporary {
     /// A file in `dir` that will become `dest`.
     pub(crate) fn create(dir: &Path, dest: &Path) -> io::Result<Temporary> {
+        // An unnamed file is named later through /proc/self/fd: without it, a name now.
+        if !Path::new("/proc/self/fd").is_dir() {
+            return Temporary::create_named(dir, dest);
+        }
         let unnamed = OpenOptions::new()
             .write(true)
             .mode(0o666)
