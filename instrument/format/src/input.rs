@@ -4,10 +4,10 @@
 //! symbolizer opens), and a user may name a fifo or a device where a file is expected.
 //! Opening a fifo for reading blocks until a writer comes, and a device such as
 //! `/dev/zero` never ends: a crafted trace could hang a CI gate, or fill its memory.
-//! Checking the path first and opening it afterwards leaves a window in which the path
-//! can be swapped, so [`open_input`] opens without blocking (`O_NONBLOCK`), looks at what
-//! it opened (`fstat`), refuses anything but a regular file (or, where allowed, a
-//! directory), then clears `O_NONBLOCK` again. [`read_input`] reads such a file whole, up
+//! [`open_input`] looks at the path first (opening some devices acts: a watchdog arms
+//! itself), and since the path can be swapped before it is opened, it opens without
+//! blocking (`O_NONBLOCK`), looks at what it opened (`fstat`), refuses anything but a
+//! regular file (or, where allowed, a directory), then clears `O_NONBLOCK` again. [`read_input`] reads such a file whole, up
 //! to a cap that says how large the input may be.
 
 use std::fs::{File, Metadata, OpenOptions};
@@ -88,14 +88,25 @@ pub fn open_input(path: &Path, accept: Accept) -> Result<(File, Metadata), Input
         path: path.to_path_buf(),
         cause,
     };
+    let acceptable =
+        |md: &Metadata| md.is_file() || (accept == Accept::FileOrDirectory && md.is_dir());
+    // Looked at before it is opened: opening some devices acts (a watchdog arms itself,
+    // a tape rewinds), and a trace may name any path. What is opened is looked at again,
+    // in case the path was swapped in between.
+    let before = std::fs::metadata(path).map_err(io_error)?;
+    if !acceptable(&before) {
+        return Err(InputError::NotRegular {
+            path: path.to_path_buf(),
+            kind: kind_of(&before),
+        });
+    }
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(io_error)?;
     let md = file.metadata().map_err(io_error)?;
-    let acceptable = md.is_file() || (accept == Accept::FileOrDirectory && md.is_dir());
-    if !acceptable {
+    if !acceptable(&md) {
         return Err(InputError::NotRegular {
             path: path.to_path_buf(),
             kind: kind_of(&md),
