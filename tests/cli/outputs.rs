@@ -138,12 +138,7 @@ fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
         ["many.json", "many.ranks"],
         "nothing half-written is left"
     );
-    let again = overlap(&[
-        "merge",
-        ranks.to_str().expect("utf-8"),
-        "--out",
-        merged.to_str().expect("utf-8"),
-    ]);
+    let again = merge_into(&ranks, &merged);
     assert!(again.success(), "{}", again.describe());
 }
 
@@ -169,6 +164,16 @@ fn overlap_limited(args: &[&str], limit: u64) -> crate::util::Run {
     crate::util::Run {
         output: cmd.output().expect("overlap runs"),
     }
+}
+
+/// `overlap merge RANKS --out OUT`.
+fn merge_into(ranks: &std::path::Path, out: &std::path::Path) -> crate::util::Run {
+    overlap(&[
+        "merge",
+        ranks.to_str().expect("utf-8"),
+        "--out",
+        out.to_str().expect("utf-8"),
+    ])
 }
 
 fn names_in(dir: &std::path::Path) -> Vec<String> {
@@ -303,12 +308,7 @@ fn a_rank_with_one_clock_reading_borrows_those_of_its_host() {
     let bytes = std::fs::read(&rank1).expect("rank 1's file");
     std::fs::write(&rank1, with_one_reading(&bytes)).expect("rewritten");
     let merged = dir.path().join("m.json");
-    let m = overlap(&[
-        "merge",
-        ranks.to_str().expect("utf-8"),
-        "--out",
-        merged.to_str().expect("utf-8"),
-    ]);
+    let m = merge_into(&ranks, &merged);
     assert!(m.success(), "{}", m.describe());
     m.assert_stderr_has("too few calibration readings of its own: its stamps are converted with those of another rank of host");
     let before = read_merged(&trace).expect("the run's merge");
