@@ -55,6 +55,11 @@ impl RunSummary {
     }
 }
 
+/// What a rank's row says when none of its time reached its file: its figures are
+/// unknown, not 0.
+pub const NOTHING_RECORDED: &str =
+    "unknown: nothing it recorded reached its file (it ended before its first flush)";
+
 impl RunSummary {
     /// The summary as a table for a terminal (under 100 columns).
     pub fn to_table(&self) -> String {
@@ -65,6 +70,10 @@ impl RunSummary {
         ));
         for r in &self.ranks {
             let host: String = r.host.chars().take(14).collect();
+            if !r.complete && r.wall_ns == 0 {
+                out.push_str(&format!("{:>4}  {host:<14} {NOTHING_RECORDED}\n", r.rank));
+                continue;
+            }
             out.push_str(&format!(
                 "{:>4}  {:<14} {:>10}  {:>10} {}  {:>10} {}  {:>10} {}{}\n",
                 r.rank,

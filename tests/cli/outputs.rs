@@ -316,3 +316,33 @@ fn a_rank_with_one_clock_reading_borrows_those_of_its_host() {
     assert_eq!(after.events.len(), before.events.len(), "no event lost");
     assert_eq!(after.info.messages, before.info.messages);
 }
+
+/// A rank that ended before its first page of events (its file holds the header only):
+/// read as a rank that recorded nothing, whose figures are said to be unknown, not 0.
+#[test]
+fn a_rank_that_recorded_nothing_is_unknown_not_zero() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let trace = dir.path().join("t.json");
+    let run = crate::util::run_false_overlap(2, "naive", 3, &trace, &[]);
+    assert!(run.success(), "{}", run.describe());
+    let ranks = trace.with_extension("ranks");
+    let rank1 = ranks.join("rank-1.ovlp");
+    let bytes = std::fs::read(&rank1).expect("rank 1's file");
+    // The 16-byte opening and the header frame (its length at byte 16).
+    let header = u32::from_le_bytes(bytes[16..20].try_into().expect("4 bytes")) as usize;
+    std::fs::write(&rank1, &bytes[..32 + header]).expect("cut");
+    let merged = dir.path().join("m.json");
+    let m = merge_into(&ranks, &merged);
+    assert!(m.success(), "{}", m.describe());
+    let said = "unknown: nothing it recorded reached its file";
+    assert!(
+        m.stdout()
+            .lines()
+            .any(|l| l.contains(said) && l.trim_start().starts_with('1')),
+        "{}",
+        m.describe()
+    );
+    let a = overlap(&["analyze", merged.to_str().expect("utf-8")]);
+    assert!(a.success(), "{}", a.describe());
+    a.assert_stdout_has(said);
+}

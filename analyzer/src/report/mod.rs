@@ -175,6 +175,11 @@ pub fn render(r: &Report, style: Style) -> String {
     ranks.sort_by_key(|b| (std::cmp::Reverse(b.waiting_ns), b.rank));
     for b in ranks {
         let host: String = b.host.chars().take(12).collect();
+        if !b.complete && b.wall_ns == 0 {
+            let nothing = crate::summary::NOTHING_RECORDED;
+            let _ = writeln!(o, "{:>5}  {host:<12} {nothing}", b.rank);
+            continue;
+        }
         let ws = r.wait_states.per_rank_ns.get(&b.rank).copied().unwrap_or(0);
         let _ = writeln!(
             o,
