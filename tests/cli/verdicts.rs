@@ -84,12 +84,20 @@ fn false_overlap_and_its_twin_get_different_verdicts_from_the_preload_trace() {
         assert_eq!(f["needs"]["buffer"], "the send buffer", "{f:#}");
     }
     assert_eq!(late["false_overlap"]["count"], 0, "{late:#}");
+    // Computing between post and wait overlaps more. With asynchronous progress, two
+    // ranks and their two progress threads share this machine's CPUs with the other
+    // tests, and a descheduled gap reads as compute: so the twins are compared in up to
+    // three alternated pairs, and the late one must overlap more in two of them.
     let mean = |r: &Value| r["requests"]["mean_overlap"].as_f64().unwrap();
+    let mut pairs = vec![(mean(&late), mean(&early))];
+    while pairs.len() < 3 && pairs.iter().filter(|(l, e)| l > e).count() < 2 {
+        let e = traced(&early_path, "early", MIB_DOUBLES, &env);
+        let l = traced(&late_path, "late", MIB_DOUBLES, &env);
+        pairs.push((mean(&l), mean(&e)));
+    }
     assert!(
-        mean(&late) > mean(&early),
-        "computing between post and wait overlaps more: {} vs {}",
-        mean(&late),
-        mean(&early)
+        pairs.iter().filter(|(l, e)| l > e).count() >= 2,
+        "computing between post and wait overlaps more (late, early): {pairs:?}"
     );
     let t = text(&early_path);
     assert!(t.contains("compute inferred from the gaps"), "{t}");
