@@ -113,8 +113,9 @@ fn accounted_as(name: &str, symbol: &str) -> bool {
 /// Whether a call through `symbol` reaches a wrapper that records it:
 /// - C names reach the C wrappers;
 /// - MPICH's Fortran bindings call the C entry points, but its `mpi_f08` ones only for
-///   calls with a buffer (`_f08ts`; not their `_large` forms, which call the `_c` entry
-///   points): the others call `PMPI_*` and are recorded where [`crate::f08`] wraps them;
+///   calls with a buffer (`_f08ts`; their `_large` forms call the large-count `_c`
+///   entry points): the others call `PMPI_*` and are recorded where [`crate::f08`]
+///   wraps them;
 /// - Open MPI's Fortran bindings, `mpi_f08` included, call `PMPI_*`: recorded where
 ///   [`crate::fortran`] wraps them.
 fn recorded_through(name: &str, symbol: &str) -> bool {
@@ -134,7 +135,7 @@ fn recorded_through(name: &str, symbol: &str) -> bool {
         Some(Binding::FortranF08) => {
             let lower = symbol.to_ascii_lowercase();
             if lower.ends_with("_f08ts_large_") {
-                false
+                crate::exported::EXPORTS.contains(&format!("{name}_c").as_str())
             } else if lower.ends_with("_f08ts_") {
                 recorded_in_c
             } else {
@@ -418,8 +419,12 @@ mod tests {
         // Through the C entry point, through the preload's own wrapper, or neither.
         assert!(accounted_as("MPI_Isend", "mpi_isend_f08ts_"));
         assert!(accounted_as("MPI_Waitall", "mpi_waitall_f08_"));
-        assert!(!accounted_as("MPI_Isend", "mpi_isend_f08ts_large_"));
-        assert!(!accounted_as("MPI_Barrier_init", "mpi_barrier_init_f08_"));
+        assert!(accounted_as("MPI_Isend", "mpi_isend_f08ts_large_"));
+        assert!(accounted_as("MPI_Barrier_init", "mpi_barrier_init_f08_"));
+        assert!(!accounted_as(
+            "MPI_File_write_all",
+            "mpi_file_write_all_f08ts_"
+        ));
         assert!(accounted_as("MPI_Isend", "mpi_isend_"));
     }
 
