@@ -60,8 +60,9 @@ test: setup
 	scripts/faults.sh
 
 # What tracing costs, side by side (docs/preload.md, "Cost"): the OSU loops untraced,
-# under the preload and through the Rust layer (RUNS alternating rounds, default 5;
-# MPIP_LIB=/path/libmpiP.so adds mpiP), bytes per event, the writer's throughput, the
+# under the preload, under mpiP (built once from its source release into target/mpip/;
+# MPIP_LIB=/path/libmpiP.so uses another, MPIP_LIB=none none) and through the Rust layer
+# (RUNS alternating rounds, default 5), bytes per event, the writer's throughput, the
 # per-call overhead of the Rust layer, what the buffer watch costs per completion
 # (docs/buffers.md), how suggest's time grows from 10^3 to 10^6 operations
 # (docs/suggest.md), then the analyzer's speed. Figures, not asserts.
