@@ -4,6 +4,10 @@
 //! time), so the table keeps, per handle, the requests posted under it in post order and
 //! completes them first in, first out.
 //!
+//! One-off requests enter an in-order lane first ([`crate::recent`]), where the common
+//! completion, of the oldest request, costs a compare; the map behind it keeps
+//! persistent requests and whatever the lane let go.
+//!
 //! One table belongs to one thread and takes no lock: [`crate::tables`] says which
 //! thread's table a call uses, and when a table is searched from another thread.
 
@@ -14,6 +18,7 @@ use overlap_instrument::fxhash::FxHashMap;
 use overlap_instrument::schema::RequestKind;
 
 use crate::handles::CommInfo;
+use crate::recent::{Posted, Recent};
 
 type FxMap<V> = FxHashMap<u64, V>;
 
@@ -28,6 +33,18 @@ pub(crate) struct Tracked {
     kind: RequestKind,
     comm: CommInfo,
     proc_null: bool,
+}
+
+impl From<Posted> for Tracked {
+    fn from(p: Posted) -> Tracked {
+        Tracked {
+            active: Some(p.id),
+            persistent: None,
+            kind: p.kind,
+            comm: p.comm,
+            proc_null: p.proc_null,
+        }
+    }
 }
 
 impl Tracked {
@@ -98,7 +115,11 @@ impl Slot {
 /// request that was started).
 #[derive(Default)]
 pub(crate) struct RequestTable {
+    /// One-off requests posted lately, oldest first: all newer than the map's.
+    recent: Recent,
     map: FxMap<Slot>,
+    /// Requests in the map: while there are none, a completion looks only in `recent`.
+    in_map: usize,
     /// Receives among the requests (active or persistent): while there are none, no
     /// completing call can complete one, so statuses need not be looked at.
     receives: usize,
@@ -119,12 +140,18 @@ impl RequestTable {
         self.receives > 0
     }
 
+    /// Counts a request come.
     #[inline]
-    fn add(&mut self, handle: u64, t: Tracked) {
+    fn count(&mut self, kind: RequestKind) {
         self.tracked += 1;
-        if t.kind == RequestKind::Recv {
+        if kind == RequestKind::Recv {
             self.receives += 1;
         }
+    }
+
+    /// Puts a request in the map, behind that handle's others.
+    fn add(&mut self, handle: u64, t: Tracked) {
+        self.in_map += 1;
         match self.map.entry(handle) {
             Entry::Occupied(mut slot) => slot.get_mut().push(t),
             Entry::Vacant(slot) => {
@@ -144,14 +171,17 @@ impl RequestTable {
         comm: CommInfo,
         proc_null: bool,
     ) {
-        let t = Tracked {
-            active: Some(id),
-            persistent: None,
+        self.count(kind);
+        let p = Posted {
+            handle,
+            id,
             kind,
             comm,
             proc_null,
         };
-        self.add(handle, t);
+        if let Some(oldest) = self.recent.push(p) {
+            self.add(oldest.handle, oldest.into());
+        }
     }
 
     /// A persistent init created `persistent` under `handle`.
@@ -163,6 +193,13 @@ impl RequestTable {
         comm: CommInfo,
         proc_null: bool,
     ) {
+        self.count(kind);
+        // The map's requests stay older than the lane's: the lane goes first.
+        let mut lane = std::mem::take(&mut self.recent);
+        for p in lane.drain() {
+            self.add(p.handle, p.into());
+        }
+        self.recent = lane;
         let t = Tracked {
             active: None,
             persistent: Some(persistent),
@@ -198,6 +235,23 @@ impl RequestTable {
     /// persistent request becomes inactive and stays).
     #[inline]
     pub(crate) fn completed(&mut self, handle: u64) -> Option<Done> {
+        if self.in_map > 0 {
+            if let Some(done) = self.completed_in_map(handle) {
+                return Some(done);
+            }
+        }
+        let p = self.recent.take(handle)?;
+        self.forget(p.kind);
+        Some(Done {
+            id: p.id,
+            kind: p.kind,
+            comm: p.comm,
+            proc_null: p.proc_null,
+        })
+    }
+
+    /// [`RequestTable::completed`] among the map's requests.
+    fn completed_in_map(&mut self, handle: u64) -> Option<Done> {
         let Entry::Occupied(mut entry) = self.map.entry(handle) else {
             return None;
         };
@@ -214,7 +268,7 @@ impl RequestTable {
             let Slot::One(t) = entry.remove() else {
                 return None;
             };
-            self.forget(&t);
+            self.forget_in_map(t.kind);
             return Some(t.done(id));
         }
         let Slot::Many(q) = entry.into_mut() else {
@@ -227,22 +281,33 @@ impl RequestTable {
             return Some(t.done(id));
         }
         let t = q.remove(i)?;
-        self.forget(&t);
+        self.forget_in_map(t.kind);
         Some(t.done(id))
     }
 
     /// True when a request (active or a persistent one) is held under `handle`.
     pub(crate) fn holds(&self, handle: u64) -> bool {
-        match self.map.get(&handle) {
+        let in_map = match self.map.get(&handle) {
             Some(Slot::One(_)) => true,
             Some(Slot::Many(q)) => !q.is_empty(),
             None => false,
-        }
+        };
+        in_map || self.recent.holds(handle)
     }
 
     /// `MPI_Request_free` let go of `handle`: the id to record (the active operation's,
     /// else the persistent request's). Frees the oldest request under the handle.
     pub(crate) fn freed(&mut self, handle: u64) -> Option<u64> {
+        if let Some(id) = self.freed_in_map(handle) {
+            return Some(id);
+        }
+        let p = self.recent.take(handle)?;
+        self.forget(p.kind);
+        Some(p.id)
+    }
+
+    /// [`RequestTable::freed`] among the map's requests (older than the lane's).
+    fn freed_in_map(&mut self, handle: u64) -> Option<u64> {
         let Entry::Occupied(mut entry) = self.map.entry(handle) else {
             return None;
         };
@@ -253,17 +318,23 @@ impl RequestTable {
                 Slot::Many(_) => return None,
             },
         };
-        self.forget(&t);
+        self.forget_in_map(t.kind);
         t.active.or(t.persistent)
     }
 
     /// Counts a request gone.
     #[inline]
-    fn forget(&mut self, t: &Tracked) {
+    fn forget(&mut self, kind: RequestKind) {
         self.tracked -= 1;
-        if t.kind == RequestKind::Recv {
+        if kind == RequestKind::Recv {
             self.receives -= 1;
         }
+    }
+
+    /// Counts a request of the map gone.
+    fn forget_in_map(&mut self, kind: RequestKind) {
+        self.in_map -= 1;
+        self.forget(kind);
     }
 }
 

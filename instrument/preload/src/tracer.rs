@@ -40,6 +40,8 @@ pub const TRACE_DIR_ENV: &str = "OVERLAP_TRACE_DIR";
 /// One rank's recording.
 pub(crate) struct Tracer {
     pub(crate) recorder: Recorder,
+    /// The recorder's timebase, kept here so that a stamp reads no pointer.
+    timebase: Timebase,
     pub(crate) k: Constants,
     pub(crate) comms: CommTable,
     pub(crate) wins: WinTable,
@@ -66,7 +68,7 @@ impl Tracer {
     /// Now, on the recorder's clock.
     #[inline]
     pub(crate) fn stamp(&self) -> Stamp {
-        self.recorder.stamp()
+        self.timebase.stamp()
     }
 
     /// The calling thread's handle on the recorder, kept in its thread state (so that
@@ -242,6 +244,7 @@ pub(crate) fn start(init: InitCall) {
     recorder.count_calls_with(crate::counting::payload_if_changed);
     let tracer = Box::leak(Box::new(Tracer {
         recorder,
+        timebase: init.timebase,
         k,
         comms: CommTable::new(k, size),
         wins: WinTable::new(k, size),

@@ -344,6 +344,34 @@ impl Recorder {
         });
     }
 
+    /// [`Recorder::push`] of one call whose group defines nothing (its site is a code
+    /// address): no definitions to look up, collect or commit.
+    #[inline(always)]
+    fn push_lean(
+        &self,
+        ring: Option<&Ring>,
+        body: impl FnOnce(&mut Deltas, &mut Group<'_, &mut dyn FnMut() -> bool>),
+    ) {
+        let shared = self.shared();
+        if shared.finished.load(Ordering::Relaxed) {
+            return;
+        }
+        self.on_ring(ring, |ring| {
+            // SAFETY: as in `push`: the owning thread's deltas, encoded against in place.
+            let deltas = unsafe { &mut *ring.deltas.get() };
+            let mut wait = || {
+                shared.wake_writer();
+                std::thread::sleep(Duration::from_micros(20));
+                !shared.finished.load(Ordering::Acquire)
+            };
+            let mut group = ring.group(&mut wait as &mut dyn FnMut() -> bool);
+            body(deltas, &mut group);
+            if group.publish(1) == PushOutcome::AppendedWakeWriter {
+                shared.wake_writer();
+            }
+        });
+    }
+
     /// Records an MPI call with the requests or statuses it completed (at most half a
     /// ring's worth), made from the caller's source line (`#[track_caller]`, which a
     /// `#[track_caller]` caller passes on, as [`crate::mpi::TracedComm`]'s methods do).
@@ -397,6 +425,28 @@ impl Recorder {
     ) {
         let max_follow = self.shared().max_follow;
         let (count, site) = (count.min(max_follow), site.into());
+        if !site.is_source() {
+            // A code address (every call the preload records) defines nothing: the
+            // group is the call and what follows it, without the encoder's definitions.
+            self.push_lean(ring, |deltas, group| {
+                group.record(|c| {
+                    encode_call(
+                        c,
+                        deltas,
+                        op,
+                        start.raw(),
+                        end.raw(),
+                        site.word(),
+                        &data,
+                        count as u32,
+                    )
+                });
+                for i in 0..count {
+                    group.record(|c| follow(i, c, deltas));
+                }
+            });
+            return;
+        }
         self.push(ring, 1, |encoder, deltas, group, defs| {
             encoder.site(site, group, defs);
             group.record(|c| {

@@ -84,6 +84,40 @@ impl RecordOut for Cursor {
         }
         self.len += 1;
     }
+
+    /// One bound check per integer rather than per byte: the hot path's records are
+    /// a dozen integers, most of one byte.
+    #[inline(always)]
+    fn put_var(&mut self, mut v: u64) {
+        if self.len > RECORD_MAX - VAR_MAX {
+            return self.put_var_checked(v);
+        }
+        // SAFETY: at most VAR_MAX bytes from `len`, inside the RECORD_MAX bytes at `at`.
+        unsafe {
+            let mut p = self.at.add(self.len);
+            while v >= 0x80 {
+                p.write(v as u8 | 0x80);
+                p = p.add(1);
+                v >>= 7;
+            }
+            p.write(v as u8);
+            self.len = p.offset_from(self.at) as usize + 1;
+        }
+    }
+}
+
+/// The most bytes one LEB128 integer takes.
+const VAR_MAX: usize = 10;
+
+impl Cursor {
+    #[cold]
+    fn put_var_checked(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.put_u8(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.put_u8(v as u8);
+    }
 }
 
 impl<W: FnMut() -> bool> Group<'_, W> {

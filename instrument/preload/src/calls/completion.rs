@@ -171,12 +171,33 @@ fn record<'s>(
     keys: &[u64],
     completed: impl Iterator<Item = (usize, Option<&'s MPI_Status>)>,
 ) {
-    let null = key(t.k.request_null);
     let state = thread::current();
     let mut list = state.take_completions();
     list.extend(
-        completed.filter_map(|(position, status)| completion(t, null, keys, position, status)),
+        completed.filter_map(|(position, status)| completion(t, *keys.get(position)?, status)),
     );
+    record_completed(t, op, at, flag, &list);
+    state.give_completions(list);
+}
+
+/// [`record`] for a call that completes at most one request (Wait, Test, Waitany,
+/// Testany): `done` is its handle and status, `None` when it completed none. No list to
+/// borrow: the completion stays on the stack.
+#[inline]
+fn record_one(
+    t: &Tracer,
+    op: Op,
+    at: Timed,
+    flag: Option<bool>,
+    done: Option<(u64, Option<&MPI_Status>)>,
+) {
+    let completed = done.and_then(|(handle, status)| completion(t, handle, status));
+    record_completed(t, op, at, flag, completed.as_slice());
+}
+
+/// Records `op` with the requests it completed.
+#[inline]
+fn record_completed(t: &Tracer, op: Op, at: Timed, flag: Option<bool>, list: &[Completion]) {
     // Before the call returns: the completed requests' buffers are the program's again;
     // the call ends once their watches are armed.
     let armed = crate::watch::completed(list.iter().filter_map(|c| c.request), at.end.raw());
@@ -184,21 +205,13 @@ fn record<'s>(
         Some(end) => Timed { end, ..at },
         None => at,
     };
-    t.record(op, at, CallData::Complete { flag }, &list);
-    state.give_completions(list);
+    t.record(op, at, CallData::Complete { flag }, list);
 }
 
-/// What completing the request at `position` of `keys` records, if it is one of ours.
+/// What completing the request under `handle` records, if it is one of ours.
 #[inline]
-fn completion(
-    t: &Tracer,
-    null: u64,
-    keys: &[u64],
-    position: usize,
-    status: Option<&MPI_Status>,
-) -> Option<Completion> {
-    let &handle = keys.get(position)?;
-    if handle == null {
+fn completion(t: &Tracer, handle: u64, status: Option<&MPI_Status>) -> Option<Completion> {
+    if handle == key(t.k.request_null) {
         return None;
     }
     let Some(done) = tables::completed(handle) else {
@@ -230,8 +243,7 @@ pub(crate) unsafe extern "C" fn wait(request: *mut MPI_Request, status: *mut MPI
         |s| unsafe { PMPI_Wait(request, StatusSlot::arg(s.map(|s| &mut s.status), status)) },
         |t, at, rc, s| {
             if rc == 0 {
-                let done = std::iter::once((0, s.status.get()));
-                record(t, Op::Wait, at, None, &[s.key], done);
+                record_one(t, Op::Wait, at, None, Some((s.key, s.status.get())));
             }
         },
     )
@@ -258,9 +270,8 @@ pub(crate) unsafe extern "C" fn test(
             if rc == 0 {
                 // SAFETY: MPI wrote the flag.
                 let done = unsafe { *flag } != 0;
-                let completed = done.then_some((0, s.status.get()));
-                let keys = [s.key];
-                record(t, Op::Test, at, Some(done), &keys, completed.into_iter());
+                let completed = done.then(|| (s.key, s.status.get()));
+                record_one(t, Op::Test, at, Some(done), completed);
             }
         },
     )
@@ -294,9 +305,8 @@ pub(crate) unsafe extern "C" fn waitany(
             if rc == 0 {
                 // SAFETY: MPI wrote the index (MPI_UNDEFINED when nothing was active).
                 let which = usize::try_from(unsafe { *index }).ok();
-                let completed = which.map(|i| (i, s.status.get()));
-                let keys = &s.keys.keys;
-                record(t, Op::Waitany, at, None, keys, completed.into_iter());
+                let completed = which.and_then(|i| Some((*s.keys.keys.get(i)?, s.status.get())));
+                record_one(t, Op::Waitany, at, None, completed);
             }
         },
     )
@@ -327,15 +337,10 @@ pub(crate) unsafe extern "C" fn testany(
             if rc == 0 {
                 // SAFETY: MPI wrote the flag and the index.
                 let (done, which) = unsafe { (*flag != 0, usize::try_from(*index).ok()) };
-                let completed = which.filter(|_| done).map(|i| (i, s.status.get()));
-                record(
-                    t,
-                    Op::Testany,
-                    at,
-                    Some(done),
-                    &s.keys.keys,
-                    completed.into_iter(),
-                );
+                let completed = which
+                    .filter(|_| done)
+                    .and_then(|i| Some((*s.keys.keys.get(i)?, s.status.get())));
+                record_one(t, Op::Testany, at, Some(done), completed);
             }
         },
     )
