@@ -32,10 +32,18 @@ enum Armed {
 /// protection) is the call's, not the compute's after it, where it would look like work
 /// a wait could be moved past. The watches' edges are checked again then: a write found
 /// later dates from the call's end, not from before the arming.
+#[inline]
 pub(crate) fn completed(requests: impl Iterator<Item = u64>, at: u64) -> Option<Stamp> {
     if !super::asked() {
         return None;
     }
+    completed_watched(requests, at)
+}
+
+/// [`completed`] in a run that asked for the watch (apart, so that the common case
+/// inlines to one load and a branch).
+#[inline(never)]
+fn completed_watched(requests: impl Iterator<Item = u64>, at: u64) -> Option<Stamp> {
     slots::checkpoint(at);
     let end = with_book(|b| {
         // Every completed request lets go of its buffers before any is watched: two

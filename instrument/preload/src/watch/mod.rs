@@ -294,6 +294,13 @@ pub(crate) fn hold(buffers: Buffers) -> Option<Held> {
     if !asked() {
         return None;
     }
+    hold_watched(buffers)
+}
+
+/// [`hold`] in a run that asked for the watch (apart, so that the common case inlines
+/// to one load and a branch).
+#[inline(never)]
+fn hold_watched(buffers: Buffers) -> Option<Held> {
     let buffers = buffers.map(|b| b.filter(|f| is_buffer(f.addr) && f.len > 0));
     let key = NEXT_HOLD.fetch_add(1, Ordering::Relaxed);
     with_book(|b| {
@@ -309,24 +316,36 @@ pub(crate) fn hold(buffers: Buffers) -> Option<Held> {
 }
 
 /// After a blocking call: the buffers it held are the program's again.
+#[inline]
 pub(crate) fn release(held: Option<&Held>) {
     if let Some(h) = held {
-        with_book(|b| {
-            b.flights.completed(h.key);
-        });
+        release_held(h);
     }
+}
+
+#[inline(never)]
+fn release_held(h: &Held) {
+    with_book(|b| {
+        b.flights.completed(h.key);
+    });
 }
 
 /// After a post that succeeded: what it held stays held by request `id` until it
 /// completes.
+#[inline]
 pub(crate) fn keep(held: Option<&Held>, id: u64) {
     if let Some(h) = held {
-        with_book(|b| {
-            if let Some(buffers) = b.flights.completed(h.key) {
-                b.flights.posted(id, buffers);
-            }
-        });
+        keep_held(h, id);
     }
+}
+
+#[inline(never)]
+fn keep_held(h: &Held, id: u64) {
+    with_book(|b| {
+        if let Some(buffers) = b.flights.completed(h.key) {
+            b.flights.posted(id, buffers);
+        }
+    });
 }
 
 /// A persistent init created request `id` over `buffers` (held by each start).
