@@ -24,7 +24,8 @@ pub use symbolize::Symbolizer;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resolution {
-    /// The recording layer gave file and line itself (the Rust layer).
+    /// The recording layer gave file and line itself (the Rust layer's `#[track_caller]`
+    /// lines; the preload's Python frames, with their function).
     Recorded,
     /// File, line and function from the object's DWARF (or its separate debug file).
     DebugInfo,
@@ -80,13 +81,23 @@ impl Site {
         }
     }
 
-    /// A source location the recording layer listed.
-    pub(crate) fn recorded(file: &str, line: u32) -> Site {
+    /// A source location the recording layer listed, in `function` when it says:
+    /// `prog.py:12 (exchange)`. An absolute path (a Python program run by its full
+    /// path) is shown by its base name, as debug info's are; `file` keeps it whole.
+    pub(crate) fn recorded(file: &str, line: u32, function: Option<&str>) -> Site {
+        let shown = if file.starts_with('/') {
+            symbolize::base_name(file)
+        } else {
+            file
+        };
         Site {
-            label: format!("{file}:{line}"),
+            label: match function {
+                Some(f) => format!("{shown}:{line} ({f})"),
+                None => format!("{shown}:{line}"),
+            },
             file: Some(file.to_string()),
             line: Some(line),
-            function: None,
+            function: function.map(str::to_string),
             inlined_into: Vec::new(),
             object: None,
             offset: None,
@@ -177,11 +188,11 @@ impl SiteTable {
         let mut inside_mpi: BTreeMap<u32, String> = BTreeMap::new();
         for t in &trace.ranks {
             let info = trace.info.ranks.iter().find(|r| r.rank == t.rank);
-            let recorded: BTreeMap<u64, (&str, u32)> = info
+            let recorded: BTreeMap<u64, (&str, u32, Option<&str>)> = info
                 .map(|r| {
                     r.source_sites
                         .iter()
-                        .map(|s| (s.id, (s.file.as_str(), s.line)))
+                        .map(|s| (s.id, (s.file.as_str(), s.line, s.function.as_deref())))
                         .collect()
                 })
                 .unwrap_or_default();
@@ -244,7 +255,7 @@ impl SiteTable {
             }
             for raw in raws {
                 let site = match (recorded.get(&raw), &maps) {
-                    (Some((file, line)), _) => Site::recorded(file, *line),
+                    (Some((file, line, function)), _) => Site::recorded(file, *line, *function),
                     (None, Some(maps)) => symbolizer.symbolize(maps, raw),
                     (None, None) => {
                         if no_maps.last() != Some(&t.rank) {
@@ -387,9 +398,14 @@ mod tests {
         .labelled();
         assert_eq!(symbol_only.label, "calls+0x1234 (post)");
         assert_eq!(
-            Site::recorded("kernels/src/halo.rs", 88).label,
+            Site::recorded("kernels/src/halo.rs", 88, None).label,
             "kernels/src/halo.rs:88"
         );
+        let python = Site::recorded("/home/u/run/prog.py", 12, Some("exchange"));
+        assert_eq!(python.label, "prog.py:12 (exchange)");
+        assert_eq!(python.file.as_deref(), Some("/home/u/run/prog.py"));
+        assert_eq!(python.function.as_deref(), Some("exchange"));
+        assert_eq!(python.resolution, Resolution::Recorded);
     }
 
     /// A site in the program is its label; one in a shared library, its function in the

@@ -271,6 +271,7 @@ pub fn source_sites(file: &str, lines: &[u32]) -> Vec<overlap_instrument::schema
             file: file.into(),
             line,
             column: 1,
+            function: None,
         })
         .collect()
 }

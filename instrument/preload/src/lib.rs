@@ -39,6 +39,8 @@ mod imports;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod pmpi;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod python;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod requests;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod tables;

@@ -37,6 +37,7 @@ pub use signal::{
     hang_timeout_from_env, install_dump_handler, sigusr1_is_default, HANG_TIMEOUT_ENV,
 };
 pub use sink::{MemorySink, NullSink, RankFileSink, Recorded, Sink};
+pub use site::{CallSite, NamedSite};
 pub use span::{ComputeGuard, DetachedSpan};
 pub use thread::ThreadRecorder;
 

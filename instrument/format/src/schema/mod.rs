@@ -99,7 +99,10 @@ pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
 /// the program did with its requests' buffers after they completed (`overlap trace
 /// --buffers`, [`LearnedUse`], [`Unwatched`]): the stream's learned-uses frame and, in
 /// the merged trace, instants of category `buffer`.
-pub const FORMAT_VERSION: u32 = 8;
+/// Version 9 added the function a source site is in: the stream's site definition with
+/// a function (tag 55, the preload's Python frames) and [`SourceSite::function`]
+/// (optional), so files of versions 1 to 8 read as they did.
+pub const FORMAT_VERSION: u32 = 9;
 
 /// The first version whose merged files say how many events each rank has
 /// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one

@@ -1,0 +1,204 @@
+//! What the frame walk remembers, and which frames it passes over: plain logic, tested
+//! without an interpreter. A code object's file and function are read once (the walk
+//! holds a reference on the code object from then on, so its address is never reused
+//! by another), and each of its lines that calls MPI becomes one [`NamedSite`], so a
+//! call from a line met before costs two lookups and no allocation.
+
+use std::collections::HashMap;
+
+use overlap_instrument::recorder::NamedSite;
+
+/// What one frame of the walk is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Frame {
+    /// Code of the MPI binding or of the interpreter's start-up (mpi4py's package,
+    /// `runpy`, the frozen import machinery): the call belongs to a frame further out.
+    PassedOver,
+    /// The program's own line: the call's site.
+    Site(&'static NamedSite),
+    /// The program's code, at a line the interpreter cannot tell.
+    NoLine,
+}
+
+/// A code object met by the walk.
+struct Code {
+    passed_over: bool,
+    file: &'static str,
+    function: &'static str,
+    /// Its lines met so far (a function calls MPI from a few).
+    lines: Vec<(u32, &'static NamedSite)>,
+}
+
+/// The code objects met, by address, and the names they use.
+pub(crate) struct Cache {
+    codes: HashMap<usize, Code>,
+    /// File and function names, each leaked once.
+    names: HashMap<String, &'static str>,
+    /// The directories of the MPI binding's packages (`/…/site-packages/mpi4py/`).
+    packages: Vec<String>,
+}
+
+impl Cache {
+    /// An empty cache that passes over frames under the package directories `packages`
+    /// (each ending in `/`).
+    pub(crate) fn new(packages: Vec<String>) -> Cache {
+        Cache {
+            codes: HashMap::new(),
+            names: HashMap::new(),
+            packages,
+        }
+    }
+
+    /// Line `line` of the code object at address `code`. `describe` is asked for the
+    /// code's file and function the first time the code is met: it takes a reference on
+    /// the code object when it answers (the cache keeps the address from then on), and
+    /// `None` leaves the code unknown (asked again next time).
+    pub(crate) fn frame(
+        &mut self,
+        code: usize,
+        line: i32,
+        describe: impl FnOnce() -> Option<(String, String)>,
+    ) -> Option<Frame> {
+        if !self.codes.contains_key(&code) {
+            let (file, function) = describe()?;
+            let passed_over = passed_over(&file, &self.packages);
+            let file = self.name(file);
+            let function = self.name(function);
+            self.codes.insert(
+                code,
+                Code {
+                    passed_over,
+                    file,
+                    function,
+                    lines: Vec::new(),
+                },
+            );
+        }
+        let c = self.codes.get_mut(&code)?;
+        if c.passed_over {
+            return Some(Frame::PassedOver);
+        }
+        let Ok(line) = u32::try_from(line) else {
+            return Some(Frame::NoLine);
+        };
+        if line == 0 {
+            return Some(Frame::NoLine);
+        }
+        if let Some(&(_, site)) = c.lines.iter().find(|(l, _)| *l == line) {
+            return Some(Frame::Site(site));
+        }
+        let site = NamedSite::leak(c.file, line, c.function);
+        c.lines.push((line, site));
+        Some(Frame::Site(site))
+    }
+
+    fn name(&mut self, text: String) -> &'static str {
+        if let Some(&known) = self.names.get(&text) {
+            return known;
+        }
+        let leaked: &'static str = Box::leak(text.clone().into_boxed_str());
+        self.names.insert(text, leaked);
+        leaked
+    }
+}
+
+/// True for a frame that is not the program's: code in one of the binding's package
+/// directories `packages` (mpi4py's `__main__`, `run`, `futures`, `util`...), the
+/// interpreter's `runpy` (`python -m mpi4py prog.py`, `python -m module`) and its frozen
+/// modules (`<frozen importlib._bootstrap>`, under which `import mpi4py.MPI` runs
+/// `MPI_Init`; `<frozen runpy>` from 3.11).
+pub(crate) fn passed_over(file: &str, packages: &[String]) -> bool {
+    file.starts_with("<frozen ")
+        || file.ends_with("/runpy.py")
+        || packages.iter().any(|p| file.starts_with(p.as_str()))
+}
+
+/// The package directory (ending in `/`) of a package whose `__init__.py` is `init`:
+/// `None` for a namespace package or a module that is not a package's `__init__`.
+pub(crate) fn package_dir(init: &str) -> Option<String> {
+    let dir = init.strip_suffix("__init__.py")?;
+    dir.ends_with('/').then(|| dir.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PKG: &str = "/venv/lib/python3.11/site-packages/mpi4py/";
+
+    #[test]
+    fn the_binding_and_the_interpreters_start_up_are_passed_over() {
+        let packages = vec![PKG.to_string()];
+        for file in [
+            "/venv/lib/python3.11/site-packages/mpi4py/run.py",
+            "/venv/lib/python3.11/site-packages/mpi4py/util/pkl5.py",
+            "<frozen runpy>",
+            "<frozen importlib._bootstrap>",
+            "/usr/lib/python3.9/runpy.py",
+        ] {
+            assert!(passed_over(file, &packages), "{file}");
+        }
+        for file in [
+            "prog.py",
+            "/home/u/mpi4py-demo/prog.py",
+            "/home/u/src/mpi4py_tests.py",
+            "<string>",
+            "<stdin>",
+        ] {
+            assert!(!passed_over(file, &packages), "{file}");
+        }
+        assert_eq!(
+            package_dir(&format!("{PKG}__init__.py")).as_deref(),
+            Some(PKG)
+        );
+        assert_eq!(package_dir("/x/mpi4py.py"), None);
+    }
+
+    #[test]
+    fn each_code_is_described_once_and_each_line_is_one_site() {
+        let mut cache = Cache::new(vec![PKG.to_string()]);
+        let mut asked = 0;
+        let mut describe = |file: &str, function: &str| {
+            asked += 1;
+            Some((file.to_string(), function.to_string()))
+        };
+        let a = cache.frame(0x1000, 12, || describe("prog.py", "exchange"));
+        let Some(Frame::Site(a)) = a else {
+            panic!("{a:?}")
+        };
+        assert_eq!(
+            (a.file(), a.line(), a.function()),
+            ("prog.py", 12, "exchange")
+        );
+        let again = cache.frame(0x1000, 12, || describe("prog.py", "exchange"));
+        assert_eq!(again, Some(Frame::Site(a)));
+        assert!(std::ptr::eq(
+            match again {
+                Some(Frame::Site(s)) => s,
+                other => panic!("{other:?}"),
+            },
+            a
+        ));
+        let b = cache.frame(0x1000, 14, || describe("prog.py", "exchange"));
+        assert!(matches!(b, Some(Frame::Site(s)) if s.line() == 14 && !std::ptr::eq(s, a)));
+        let main = cache.frame(0x2000, 30, || describe("prog.py", "main"));
+        let Some(Frame::Site(main)) = main else {
+            panic!("{main:?}")
+        };
+        // One leaked copy of each name.
+        assert!(std::ptr::eq(main.file(), a.file()));
+        assert_eq!(
+            cache.frame(0x3000, 5, || describe(&format!("{PKG}run.py"), "main")),
+            Some(Frame::PassedOver)
+        );
+        assert_eq!(
+            cache.frame(0x2000, -1, || describe("prog.py", "main")),
+            Some(Frame::NoLine)
+        );
+        assert_eq!(asked, 3, "one description per code object");
+        // A code that cannot be described is not cached: asked again next time.
+        assert_eq!(cache.frame(0x4000, 1, || None), None);
+        let later = cache.frame(0x4000, 1, || Some(("p.py".into(), "f".into())));
+        assert!(matches!(later, Some(Frame::Site(s)) if s.file() == "p.py"));
+    }
+}
