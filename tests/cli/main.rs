@@ -24,6 +24,7 @@ mod preload_calls;
 mod preload_fork;
 mod preload_thread_time;
 mod preload_threads;
+mod python;
 mod run;
 mod slurm;
 mod suggest;

@@ -1,0 +1,75 @@
+"""An mpi4py program for the tests of Python call sites (tests/cli/python.rs).
+
+Each MPI call is made from a function of its own, on a line the test finds by its
+text, and counted here as issued; the counts are printed at the end (one line per
+rank) so that the test compares them with what the trace recorded. Ring of 2 or more
+ranks: Isend/Irecv/Waitall of numpy arrays, a pickled allreduce, a pickled dict sent
+from rank 0 to rank 1, a barrier.
+"""
+
+import sys
+
+import mpi4py
+
+# comm.recv of a pickle probes with MPI_Mprobe and receives with MPI_Mrecv by default,
+# neither of which overlap records: probe with MPI_Probe and receive with MPI_Recv
+# instead, which it does.
+mpi4py.rc.recv_mprobe = False
+
+from mpi4py import MPI  # noqa: E402
+import numpy as np  # noqa: E402
+
+ITERS = 3
+comm = MPI.COMM_WORLD
+rank = comm.Get_rank()
+size = comm.Get_size()
+issued = {}
+
+
+def count(name):
+    issued[name] = issued.get(name, 0) + 1
+
+
+def exchange(out, into):
+    right, left = (rank + 1) % size, (rank - 1) % size
+    recv = comm.Irecv(into, source=left, tag=7)  # site: Irecv
+    count("Irecv")
+    send = comm.Isend(out, dest=right, tag=7)  # site: Isend
+    count("Isend")
+    MPI.Request.Waitall([recv, send])  # site: Waitall
+    count("Waitall")
+
+
+def reduce_all(x):
+    total = comm.allreduce(x)  # site: allreduce
+    count("allreduce")
+    return total
+
+
+def pass_dict():
+    if rank == 0:
+        comm.send({"step": 1, "data": [1, 2, 3]}, dest=1, tag=9)  # site: send
+        count("send")
+    elif rank == 1:
+        got = comm.recv(source=0, tag=9)  # site: recv
+        count("recv")
+        assert got == {"step": 1, "data": [1, 2, 3]}, got
+
+
+def main():
+    out = np.full(1024, float(rank))
+    into = np.empty(1024)
+    for _ in range(ITERS):
+        exchange(out, into)
+        assert into[0] == float((rank - 1) % size)
+    total = reduce_all(rank)
+    pass_dict()
+    comm.Barrier()  # site: Barrier
+    count("Barrier")
+    counts = " ".join(f"{k}={v}" for k, v in sorted(issued.items()))
+    # One write, so that the ranks' lines never interleave.
+    sys.stdout.write(f"rank={rank} {counts} total={total}\n")
+    sys.stdout.flush()
+
+
+main()
