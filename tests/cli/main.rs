@@ -13,6 +13,7 @@ mod hang;
 mod identity;
 mod inputs;
 mod kernel_options;
+mod large_count;
 mod launcher;
 mod merge;
 mod microbench;

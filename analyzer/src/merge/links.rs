@@ -240,8 +240,13 @@ pub(crate) fn format_request(
     let Some((post_span, post_op, post)) = call_at(t, life.post()) else {
         return Ok(0);
     };
-    let described = call_at(t, life.args()).map_or(post, |d| d.2);
-    let peer = described.peer().unwrap_or(-1);
+    let (described_op, described) = call_at(t, life.args()).map_or((post_op, post), |d| (d.1, d.2));
+    // An Isendrecv's request is its receive half's.
+    let peer = match described_op.has_recv_half() {
+        true => t.recv_half(described).and_then(|h| h.peer),
+        false => described.peer(),
+    }
+    .unwrap_or(-1);
     let short = |op: Op| op.mpi_name().trim_start_matches("MPI_");
     let mut name = match life.kind {
         RequestKind::Send => format!("{} → {peer}", short(post_op)),

@@ -209,14 +209,20 @@ fn requests_and_receives(
             // message.
             let from_proc_null = done.is_some_and(|d| d.1.is_some_and(|s| s < 0));
             if kind == RequestKind::Recv && !from_proc_null {
-                let Some((_, described)) = t.call(args) else {
+                let Some((described_op, described)) = t.call(args) else {
                     continue;
+                };
+                // An Isendrecv's request is its receive half's.
+                let (peer, tag) = match (described_op.has_recv_half(), t.recv_half(described)) {
+                    (true, Some(half)) => (half.peer, half.tag),
+                    (true, None) => (None, None),
+                    (false, _) => (described.peer(), described.tag()),
                 };
                 receives.push(Receive {
                     post: i,
                     completion: done.map(|d| d.0),
-                    source: done.and_then(|d| d.1).or(requested(described.peer())),
-                    tag: done.and_then(|d| d.2).or(requested(described.tag())),
+                    source: done.and_then(|d| d.1).or(requested(peer)),
+                    tag: done.and_then(|d| d.2).or(requested(tag)),
                     comm: described.comm,
                 });
             }

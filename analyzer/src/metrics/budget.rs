@@ -243,7 +243,9 @@ mod tests {
                 Op::WinFlush,
                 Op::WinFlushAll,
                 Op::WinFlushLocal,
-                Op::WinFlushLocalAll
+                Op::WinFlushLocalAll,
+                Op::Mprobe,
+                Op::Mrecv,
             ]
         );
     }

@@ -44,6 +44,16 @@ pub enum CallData {
         /// The receive half.
         recv: Transfer,
     },
+    /// Isendrecv / Isendrecv_replace: both halves and the one request that completes
+    /// them (with the receive's status).
+    SendrecvPost {
+        /// The send half.
+        send: Transfer,
+        /// The receive half.
+        recv: Transfer,
+        /// The request created.
+        request: RequestId,
+    },
     /// Wait / Waitall / Test: the completed requests follow as completions.
     Complete {
         /// Test only: whether it completed.
@@ -156,6 +166,12 @@ impl CallData {
             args.recv_bytes = (c.recv_bytes > 0).then_some(c.recv_bytes);
             args.root = c.root;
         };
+        let put_recv_half = |args: &mut CallArgs, recv: &Transfer| {
+            args.recv_peer = Some(recv.peer);
+            args.recv_tag = Some(recv.tag);
+            args.recv_buf = Some(recv.buf);
+            args.recv_buf_len = Some(recv.buf_len);
+        };
         let put = |args: &mut CallArgs, t: &Transfer| {
             args.peer = Some(t.peer);
             args.tag = Some(t.tag);
@@ -172,10 +188,16 @@ impl CallData {
             CallData::Blocking { transfer } => put(&mut args, transfer),
             CallData::Sendrecv { send, recv } => {
                 put(&mut args, send);
-                args.recv_peer = Some(recv.peer);
-                args.recv_tag = Some(recv.tag);
-                args.recv_buf = Some(recv.buf);
-                args.recv_buf_len = Some(recv.buf_len);
+                put_recv_half(&mut args, recv);
+            }
+            CallData::SendrecvPost {
+                send,
+                recv,
+                request,
+            } => {
+                put(&mut args, send);
+                put_recv_half(&mut args, recv);
+                args.request = Some(request.0);
             }
             CallData::Complete { flag } => args.flag = flag.map(u8::from),
             CallData::Collective(c) => put_collective(&mut args, c),

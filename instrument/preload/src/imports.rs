@@ -118,7 +118,10 @@ fn accounted_as(name: &str, symbol: &str) -> bool {
 /// - Open MPI's Fortran bindings, `mpi_f08` included, call `PMPI_*`: recorded where
 ///   [`crate::fortran`] wraps them.
 fn recorded_through(name: &str, symbol: &str) -> bool {
-    let recorded_in_c = Op::from_mpi_name(name).is_some();
+    // The large-count forms (`MPI_Isend_c`) are recorded as their classic op: the
+    // exports say which the preload wraps.
+    let recorded_in_c =
+        Op::from_mpi_name(name).is_some() || crate::exported::EXPORTS.contains(&name);
     match Binding::of(symbol) {
         Some(Binding::C) | None => recorded_in_c,
         #[cfg(openmpi)]

@@ -57,7 +57,11 @@ mod windows;
 
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod exported {
-    use crate::calls::{collective, completion, neighbor, p2p, reduction, rma, rma_sync, setup};
+    #[cfg(mpi4)]
+    use crate::calls::isendrecv;
+    use crate::calls::{
+        collective, completion, matched, neighbor, p2p, reduction, rma, rma_sync, setup,
+    };
     use crate::types;
 
     crate::entry::entry! {
@@ -91,6 +95,17 @@ mod exported {
         MPI_Irecv => p2p::irecv;
         MPI_Send_init => p2p::send_init;
         MPI_Recv_init => p2p::recv_init;
+        MPI_Bsend_init => p2p::bsend_init;
+        MPI_Ssend_init => p2p::ssend_init;
+        MPI_Rsend_init => p2p::rsend_init;
+        MPI_Mprobe => matched::mprobe;
+        MPI_Improbe => matched::improbe;
+        MPI_Mrecv => matched::mrecv;
+        MPI_Imrecv => matched::imrecv;
+        #[cfg(mpi4)]
+        MPI_Isendrecv => isendrecv::isendrecv;
+        #[cfg(mpi4)]
+        MPI_Isendrecv_replace => isendrecv::isendrecv_replace;
         MPI_Start => p2p::start;
         MPI_Startall => p2p::startall;
         MPI_Request_free => p2p::request_free;
@@ -223,5 +238,196 @@ mod exported {
         MPI_Win_flush_local_all => rma_sync::win_flush_local_all;
         MPI_Win_sync => rma_sync::win_sync;
         MPI_Type_free => types::type_free;
+        // The MPI-4 large-count forms: the same wrappers over `MPI_Count` counts.
+        #[cfg(mpi4)]
+        MPI_Bsend_init_c => p2p::large::bsend_init;
+        #[cfg(mpi4)]
+        MPI_Ssend_init_c => p2p::large::ssend_init;
+        #[cfg(mpi4)]
+        MPI_Rsend_init_c => p2p::large::rsend_init;
+        #[cfg(mpi4)]
+        MPI_Mrecv_c => matched::large::mrecv;
+        #[cfg(mpi4)]
+        MPI_Imrecv_c => matched::large::imrecv;
+        #[cfg(mpi4)]
+        MPI_Isendrecv_c => isendrecv::large::isendrecv;
+        #[cfg(mpi4)]
+        MPI_Isendrecv_replace_c => isendrecv::large::isendrecv_replace;
+        #[cfg(mpi4)]
+        MPI_Send_c => p2p::large::send;
+        #[cfg(mpi4)]
+        MPI_Ssend_c => p2p::large::ssend;
+        #[cfg(mpi4)]
+        MPI_Bsend_c => p2p::large::bsend;
+        #[cfg(mpi4)]
+        MPI_Rsend_c => p2p::large::rsend;
+        #[cfg(mpi4)]
+        MPI_Recv_c => p2p::large::recv;
+        #[cfg(mpi4)]
+        MPI_Sendrecv_c => p2p::large::sendrecv;
+        #[cfg(mpi4)]
+        MPI_Sendrecv_replace_c => p2p::large::sendrecv_replace;
+        #[cfg(mpi4)]
+        MPI_Isend_c => p2p::large::isend;
+        #[cfg(mpi4)]
+        MPI_Issend_c => p2p::large::issend;
+        #[cfg(mpi4)]
+        MPI_Ibsend_c => p2p::large::ibsend;
+        #[cfg(mpi4)]
+        MPI_Irsend_c => p2p::large::irsend;
+        #[cfg(mpi4)]
+        MPI_Irecv_c => p2p::large::irecv;
+        #[cfg(mpi4)]
+        MPI_Send_init_c => p2p::large::send_init;
+        #[cfg(mpi4)]
+        MPI_Recv_init_c => p2p::large::recv_init;
+        #[cfg(mpi4)]
+        MPI_Bcast_c => collective::large::bcast;
+        #[cfg(mpi4)]
+        MPI_Ibcast_c => collective::large::ibcast;
+        #[cfg(mpi4)]
+        MPI_Bcast_init_c => collective::large::bcast_init;
+        #[cfg(mpi4)]
+        MPI_Allgather_c => collective::large::allgather;
+        #[cfg(mpi4)]
+        MPI_Iallgather_c => collective::large::iallgather;
+        #[cfg(mpi4)]
+        MPI_Allgather_init_c => collective::large::allgather_init;
+        #[cfg(mpi4)]
+        MPI_Alltoall_c => collective::large::alltoall;
+        #[cfg(mpi4)]
+        MPI_Ialltoall_c => collective::large::ialltoall;
+        #[cfg(mpi4)]
+        MPI_Alltoall_init_c => collective::large::alltoall_init;
+        #[cfg(mpi4)]
+        MPI_Allgatherv_c => collective::large::allgatherv;
+        #[cfg(mpi4)]
+        MPI_Iallgatherv_c => collective::large::iallgatherv;
+        #[cfg(mpi4)]
+        MPI_Allgatherv_init_c => collective::large::allgatherv_init;
+        #[cfg(mpi4)]
+        MPI_Alltoallv_c => collective::large::alltoallv;
+        #[cfg(mpi4)]
+        MPI_Ialltoallv_c => collective::large::ialltoallv;
+        #[cfg(mpi4)]
+        MPI_Alltoallv_init_c => collective::large::alltoallv_init;
+        #[cfg(mpi4)]
+        MPI_Alltoallw_c => collective::large::alltoallw;
+        #[cfg(mpi4)]
+        MPI_Ialltoallw_c => collective::large::ialltoallw;
+        #[cfg(mpi4)]
+        MPI_Alltoallw_init_c => collective::large::alltoallw_init;
+        #[cfg(mpi4)]
+        MPI_Gather_c => collective::large::gather;
+        #[cfg(mpi4)]
+        MPI_Igather_c => collective::large::igather;
+        #[cfg(mpi4)]
+        MPI_Gather_init_c => collective::large::gather_init;
+        #[cfg(mpi4)]
+        MPI_Scatter_c => collective::large::scatter;
+        #[cfg(mpi4)]
+        MPI_Iscatter_c => collective::large::iscatter;
+        #[cfg(mpi4)]
+        MPI_Scatter_init_c => collective::large::scatter_init;
+        #[cfg(mpi4)]
+        MPI_Gatherv_c => collective::large::gatherv;
+        #[cfg(mpi4)]
+        MPI_Igatherv_c => collective::large::igatherv;
+        #[cfg(mpi4)]
+        MPI_Gatherv_init_c => collective::large::gatherv_init;
+        #[cfg(mpi4)]
+        MPI_Scatterv_c => collective::large::scatterv;
+        #[cfg(mpi4)]
+        MPI_Iscatterv_c => collective::large::iscatterv;
+        #[cfg(mpi4)]
+        MPI_Scatterv_init_c => collective::large::scatterv_init;
+        #[cfg(mpi4)]
+        MPI_Reduce_c => reduction::large::reduce;
+        #[cfg(mpi4)]
+        MPI_Ireduce_c => reduction::large::ireduce;
+        #[cfg(mpi4)]
+        MPI_Reduce_init_c => reduction::large::reduce_init;
+        #[cfg(mpi4)]
+        MPI_Allreduce_c => reduction::large::allreduce;
+        #[cfg(mpi4)]
+        MPI_Iallreduce_c => reduction::large::iallreduce;
+        #[cfg(mpi4)]
+        MPI_Allreduce_init_c => reduction::large::allreduce_init;
+        #[cfg(mpi4)]
+        MPI_Scan_c => reduction::large::scan;
+        #[cfg(mpi4)]
+        MPI_Iscan_c => reduction::large::iscan;
+        #[cfg(mpi4)]
+        MPI_Scan_init_c => reduction::large::scan_init;
+        #[cfg(mpi4)]
+        MPI_Exscan_c => reduction::large::exscan;
+        #[cfg(mpi4)]
+        MPI_Iexscan_c => reduction::large::iexscan;
+        #[cfg(mpi4)]
+        MPI_Exscan_init_c => reduction::large::exscan_init;
+        #[cfg(mpi4)]
+        MPI_Reduce_scatter_c => reduction::large::reduce_scatter;
+        #[cfg(mpi4)]
+        MPI_Ireduce_scatter_c => reduction::large::ireduce_scatter;
+        #[cfg(mpi4)]
+        MPI_Reduce_scatter_init_c => reduction::large::reduce_scatter_init;
+        #[cfg(mpi4)]
+        MPI_Reduce_scatter_block_c => reduction::large::reduce_scatter_block;
+        #[cfg(mpi4)]
+        MPI_Ireduce_scatter_block_c => reduction::large::ireduce_scatter_block;
+        #[cfg(mpi4)]
+        MPI_Reduce_scatter_block_init_c => reduction::large::reduce_scatter_block_init;
+        #[cfg(mpi4)]
+        MPI_Neighbor_allgather_c => neighbor::large::neighbor_allgather;
+        #[cfg(mpi4)]
+        MPI_Ineighbor_allgather_c => neighbor::large::ineighbor_allgather;
+        #[cfg(mpi4)]
+        MPI_Neighbor_allgather_init_c => neighbor::large::neighbor_allgather_init;
+        #[cfg(mpi4)]
+        MPI_Neighbor_alltoall_c => neighbor::large::neighbor_alltoall;
+        #[cfg(mpi4)]
+        MPI_Ineighbor_alltoall_c => neighbor::large::ineighbor_alltoall;
+        #[cfg(mpi4)]
+        MPI_Neighbor_alltoall_init_c => neighbor::large::neighbor_alltoall_init;
+        #[cfg(mpi4)]
+        MPI_Neighbor_allgatherv_c => neighbor::large::neighbor_allgatherv;
+        #[cfg(mpi4)]
+        MPI_Ineighbor_allgatherv_c => neighbor::large::ineighbor_allgatherv;
+        #[cfg(mpi4)]
+        MPI_Neighbor_allgatherv_init_c => neighbor::large::neighbor_allgatherv_init;
+        #[cfg(mpi4)]
+        MPI_Neighbor_alltoallv_c => neighbor::large::neighbor_alltoallv;
+        #[cfg(mpi4)]
+        MPI_Ineighbor_alltoallv_c => neighbor::large::ineighbor_alltoallv;
+        #[cfg(mpi4)]
+        MPI_Neighbor_alltoallv_init_c => neighbor::large::neighbor_alltoallv_init;
+        #[cfg(mpi4)]
+        MPI_Neighbor_alltoallw_c => neighbor::large::neighbor_alltoallw;
+        #[cfg(mpi4)]
+        MPI_Ineighbor_alltoallw_c => neighbor::large::ineighbor_alltoallw;
+        #[cfg(mpi4)]
+        MPI_Neighbor_alltoallw_init_c => neighbor::large::neighbor_alltoallw_init;
+        #[cfg(mpi4)]
+        MPI_Win_create_c => rma::large::win_create;
+        #[cfg(mpi4)]
+        MPI_Win_allocate_c => rma::large::win_allocate;
+        #[cfg(mpi4)]
+        MPI_Win_allocate_shared_c => rma::large::win_allocate_shared;
+        #[cfg(mpi4)]
+        MPI_Put_c => rma::large::put;
+        #[cfg(mpi4)]
+        MPI_Get_c => rma::large::get;
+        #[cfg(mpi4)]
+        MPI_Accumulate_c => rma::large::accumulate;
+        #[cfg(mpi4)]
+        MPI_Get_accumulate_c => rma::large::get_accumulate;
+        #[cfg(mpi4)]
+        MPI_Rput_c => rma::large::rput;
+        #[cfg(mpi4)]
+        MPI_Rget_c => rma::large::rget;
+        #[cfg(mpi4)]
+        MPI_Raccumulate_c => rma::large::raccumulate;
+        #[cfg(mpi4)]
+        MPI_Rget_accumulate_c => rma::large::rget_accumulate;
     }
 }

@@ -96,11 +96,19 @@ pub(crate) fn addr(buf: *const c_void) -> u64 {
 }
 
 /// What a status says about a received message: `(source, tag, bytes)` with the source
-/// as the communicator's rank.
+/// as the communicator's rank. Under MPI 4 the size is asked in 64 bits
+/// (`MPI_Get_count_c`): a message of 2 GiB or more is counted, not `MPI_UNDEFINED`.
 #[inline]
 pub(crate) fn status_fields(status: &MPI_Status, byte: MPI_Datatype) -> (c_int, c_int, u64) {
+    #[cfg(mpi4)]
+    let mut count: MPI_Count = 0;
+    #[cfg(not(mpi4))]
     let mut count: c_int = 0;
     // SAFETY: a status MPI filled in; out-pointer to a local.
+    #[cfg(mpi4)]
+    let ok = unsafe { PMPI_Get_count_c(status, byte, &mut count) } == 0;
+    // SAFETY: as above.
+    #[cfg(not(mpi4))]
     let ok = unsafe { PMPI_Get_count(status, byte, &mut count) } == 0;
     let bytes = if ok {
         u64::try_from(count).unwrap_or(0)

@@ -42,23 +42,24 @@ pub(crate) fn evict_all() {
 }
 
 /// Message bytes and buffer span of `count` elements of `datatype`: `(count * size,
-/// count * extent)`; zeros when MPI does not know the type.
+/// count * extent)`; zeros when MPI does not know the type. `count` is an `int` or,
+/// in the MPI-4 large-count (`_c`) calls, an `MPI_Count`: both are kept in 64 bits.
 #[inline]
-pub(crate) fn sizes(count: c_int, datatype: MPI_Datatype) -> (u64, u64) {
-    let count = u64::try_from(count).unwrap_or(0);
+pub(crate) fn sizes(count: impl Into<i64>, datatype: MPI_Datatype) -> (u64, u64) {
+    let count = u64::try_from(count.into()).unwrap_or(0);
     if count == 0 {
         return (0, 0);
     }
     let cache = &crate::thread::current().types;
     match cache.get(key(datatype), || pmpi::type_size_extent(datatype)) {
-        Some((size, extent)) => (count * size, count * extent),
+        Some((size, extent)) => (count.saturating_mul(size), count.saturating_mul(extent)),
         None => (0, 0),
     }
 }
 
 /// Bytes of `count` elements of `datatype`.
 #[inline]
-pub(crate) fn bytes(count: c_int, datatype: MPI_Datatype) -> u64 {
+pub(crate) fn bytes(count: impl Into<i64>, datatype: MPI_Datatype) -> u64 {
     sizes(count, datatype).0
 }
 

@@ -362,7 +362,7 @@ pub(super) fn build(
                             });
                         }
                     }
-                    OpClass::BlockingPointToPoint if op != Op::Probe => {
+                    OpClass::BlockingPointToPoint if !op.is_probe() => {
                         let mut buffers = Vec::new();
                         if let Some(b) = c.buf() {
                             let u = if op.receives_blocking() && !op.is_sendrecv() {

@@ -53,6 +53,8 @@ pub enum Tag {
     CallWindowCollective = 12,
     /// [`CallData::WindowSync`].
     CallWindowSync = 13,
+    /// [`CallData::SendrecvPost`].
+    CallSendrecvPost = 14,
     /// A request completed by the call before it.
     Completed = 32,
     /// A persistent request started by the call before it.
@@ -95,6 +97,7 @@ impl Tag {
             11 => CallOneSided,
             12 => CallWindowCollective,
             13 => CallWindowSync,
+            14 => CallSendrecvPost,
             32 => Completed,
             33 => Started,
             34 => Members,
@@ -219,6 +222,7 @@ fn tag_of(data: &CallData) -> Tag {
         CallData::OneSided { .. } => Tag::CallOneSided,
         CallData::WindowCollective { .. } => Tag::CallWindowCollective,
         CallData::WindowSync { .. } => Tag::CallWindowSync,
+        CallData::SendrecvPost { .. } => Tag::CallSendrecvPost,
     }
 }
 
@@ -298,6 +302,15 @@ pub fn encode_call(
         CallData::Sendrecv { send, recv } => {
             put_transfer(out, d, send);
             put_transfer(out, d, recv);
+        }
+        CallData::SendrecvPost {
+            send,
+            recv,
+            request,
+        } => {
+            put_transfer(out, d, send);
+            put_transfer(out, d, recv);
+            put_request(out, d, request.0);
         }
         CallData::Complete { flag } => put_option_bool(out, *flag),
         CallData::Collective(c) => put_collective(out, c),

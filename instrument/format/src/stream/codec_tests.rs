@@ -55,6 +55,14 @@ fn every_call() -> Vec<(Op, CallData)> {
                 },
             },
         ),
+        (
+            Op::Isendrecv,
+            CallData::SendrecvPost {
+                send: transfer(1, 0x2000),
+                recv: transfer(3, 0x3000),
+                request: RequestId(7),
+            },
+        ),
         (Op::Test, CallData::Complete { flag: Some(false) }),
         (Op::Waitall, CallData::Complete { flag: None }),
         (Op::Allreduce, CallData::Collective(collective)),

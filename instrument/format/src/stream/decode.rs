@@ -102,6 +102,11 @@ fn call_data(r: &mut Reader<'_>, d: &mut Deltas, tag: Tag) -> Result<CallData, R
             send: transfer(r, d)?,
             recv: transfer(r, d)?,
         },
+        Tag::CallSendrecvPost => CallData::SendrecvPost {
+            send: transfer(r, d)?,
+            recv: transfer(r, d)?,
+            request: RequestId(request(r, d)?),
+        },
         Tag::CallComplete => CallData::Complete {
             flag: option_bool(r, tag)?,
         },

@@ -60,18 +60,24 @@ impl Part {
     }
 }
 
-/// Sum of `n` counts times the size of `datatype`.
+/// Sum of `n` counts (`int`s, or `MPI_Count`s in the large-count calls) times the size
+/// of `datatype`.
 ///
 /// # Safety
-/// `counts` is null or points to `n` ints.
-pub(crate) unsafe fn total(counts: *const c_int, n: c_int, datatype: MPI_Datatype) -> u64 {
+/// `counts` is null or points to `n` counts.
+pub(crate) unsafe fn total<C: Copy + Into<i64>>(
+    counts: *const C,
+    n: c_int,
+    datatype: MPI_Datatype,
+) -> u64 {
     if counts.is_null() {
         return 0;
     }
     let n = usize::try_from(n).unwrap_or(0);
     // SAFETY: per the function's contract.
-    let elements: i64 = (0..n).map(|i| i64::from(unsafe { *counts.add(i) })).sum();
-    let elements = c_int::try_from(elements).unwrap_or(c_int::MAX);
+    let elements: i64 = (0..n)
+        .map(|i| unsafe { *counts.add(i) }.into())
+        .fold(0i64, i64::saturating_add);
     bytes(elements, datatype)
 }
 
@@ -79,7 +85,11 @@ pub(crate) unsafe fn total(counts: *const c_int, n: c_int, datatype: MPI_Datatyp
 ///
 /// # Safety
 /// `counts` and `types` are null or point to `n` values.
-pub(crate) unsafe fn total_w(counts: *const c_int, types: *const MPI_Datatype, n: c_int) -> u64 {
+pub(crate) unsafe fn total_w<C: Copy + Into<i64>>(
+    counts: *const C,
+    types: *const MPI_Datatype,
+    n: c_int,
+) -> u64 {
     if counts.is_null() || types.is_null() {
         return 0;
     }
@@ -94,7 +104,7 @@ pub(crate) unsafe fn total_w(counts: *const c_int, types: *const MPI_Datatype, n
 /// watch holds it: `n` times `count` elements of `datatype` from `buf`.
 pub(crate) fn to_send(
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: MPI_Datatype,
     n: u64,
 ) -> Option<Flight> {
@@ -110,7 +120,7 @@ pub(crate) fn to_send(
 /// [`to_send`].
 pub(crate) fn to_receive(
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: MPI_Datatype,
     n: u64,
 ) -> Option<Flight> {
@@ -309,162 +319,222 @@ family! {
     persistent barrier_init = PMPI_Barrier_init, Op::BarrierInit;
 }
 
-family! {
-    (buf: *mut c_void, count: c_int, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm rooted at root => {
-        let b = bytes(count, datatype);
-        if am_root(comm, root) {
-            Part::of(b, 0).rooted(root)
-        } else {
-            Part::of(0, b).rooted(root)
-        }
-    };
-    held [
-        if am_root(comm, root) {
-            to_send(buf, count, datatype, 1)
-        } else {
-            to_receive(buf, count, datatype, 1)
-        },
-        None,
-    ];
-    blocking bcast = PMPI_Bcast, Op::Bcast;
-    nonblocking ibcast = PMPI_Ibcast, Op::Ibcast;
-    persistent bcast_init = PMPI_Bcast_init, Op::BcastInit;
-}
-
-family! {
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-    on comm => Part::of(bytes(sendcount, sendtype), bytes(recvcount, recvtype) * members(comm));
-    held [to_send(sendbuf, sendcount, sendtype, 1), to_receive(recvbuf, recvcount, recvtype, members(comm))];
-    blocking allgather = PMPI_Allgather, Op::Allgather;
-    nonblocking iallgather = PMPI_Iallgather, Op::Iallgather;
-    persistent allgather_init = PMPI_Allgather_init, Op::AllgatherInit;
-}
-
-family! {
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-    on comm => {
-        let n = members(comm);
-        Part::of(bytes(sendcount, sendtype) * n, bytes(recvcount, recvtype) * n)
-    };
-    held [to_send(sendbuf, sendcount, sendtype, members(comm)), to_receive(recvbuf, recvcount, recvtype, members(comm))];
-    blocking alltoall = PMPI_Alltoall, Op::Alltoall;
-    nonblocking ialltoall = PMPI_Ialltoall, Op::Ialltoall;
-    persistent alltoall_init = PMPI_Alltoall_init, Op::AlltoallInit;
-}
-
-family! {
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-    on comm => {
-        // SAFETY: every rank passes the communicator's size of receive counts.
-        let recv = unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) };
-        Part::of(bytes(sendcount, sendtype), recv)
-    };
-    held [to_send(sendbuf, sendcount, sendtype, 1), held_from(recvbuf)];
-    blocking allgatherv = PMPI_Allgatherv, Op::Allgatherv;
-    nonblocking iallgatherv = PMPI_Iallgatherv, Op::Iallgatherv;
-    persistent allgatherv_init = PMPI_Allgatherv_init, Op::AllgathervInit;
-}
-
-family! {
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
-     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-     rdispls: *const c_int, recvtype: MPI_Datatype, comm: MPI_Comm)
-    on comm => {
-        let n = pmpi::size_of_comm(comm);
-        // SAFETY: every rank passes the communicator's size of counts, both ways.
-        unsafe { Part::of(total(sendcounts, n, sendtype), total(recvcounts, n, recvtype)) }
-    };
-    held [held_from(sendbuf), held_from(recvbuf)];
-    blocking alltoallv = PMPI_Alltoallv, Op::Alltoallv;
-    nonblocking ialltoallv = PMPI_Ialltoallv, Op::Ialltoallv;
-    persistent alltoallv_init = PMPI_Alltoallv_init, Op::AlltoallvInit;
-}
-
-family! {
-    (sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int,
-     sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const c_int,
-     rdispls: *const c_int, recvtypes: *const MPI_Datatype, comm: MPI_Comm)
-    on comm => {
-        let n = pmpi::size_of_comm(comm);
-        // SAFETY: every rank passes the communicator's size of counts and types.
-        unsafe { Part::of(total_w(sendcounts, sendtypes, n), total_w(recvcounts, recvtypes, n)) }
-    };
-    held [held_from(sendbuf), held_from(recvbuf)];
-    blocking alltoallw = PMPI_Alltoallw, Op::Alltoallw;
-    nonblocking ialltoallw = PMPI_Ialltoallw, Op::Ialltoallw;
-    persistent alltoallw_init = PMPI_Alltoallw_init, Op::AlltoallwInit;
-}
-
-family! {
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm rooted at root => {
-        let recv = if am_root(comm, root) { bytes(recvcount, recvtype) * members(comm) } else { 0 };
-        Part::of(bytes(sendcount, sendtype), recv).rooted(root)
-    };
-    held [
-        to_send(sendbuf, sendcount, sendtype, 1),
-        at_root(comm, root, to_receive(recvbuf, recvcount, recvtype, members(comm))),
-    ];
-    blocking gather = PMPI_Gather, Op::Gather;
-    nonblocking igather = PMPI_Igather, Op::Igather;
-    persistent gather_init = PMPI_Gather_init, Op::GatherInit;
-}
-
-family! {
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcount: c_int, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
-    on comm rooted at root => {
-        let send = if am_root(comm, root) { bytes(sendcount, sendtype) * members(comm) } else { 0 };
-        Part::of(send, bytes(recvcount, recvtype)).rooted(root)
-    };
-    held [
-        at_root(comm, root, to_send(sendbuf, sendcount, sendtype, members(comm))),
-        to_receive(recvbuf, recvcount, recvtype, 1),
-    ];
-    blocking scatter = PMPI_Scatter, Op::Scatter;
-    nonblocking iscatter = PMPI_Iscatter, Op::Iscatter;
-    persistent scatter_init = PMPI_Scatter_init, Op::ScatterInit;
-}
-
-family! {
-    (sendbuf: *const c_void, sendcount: c_int, sendtype: MPI_Datatype, recvbuf: *mut c_void,
-     recvcounts: *const c_int, displs: *const c_int, recvtype: MPI_Datatype, root: c_int,
-     comm: MPI_Comm)
-    on comm rooted at root => {
-        let recv = if am_root(comm, root) {
-            // SAFETY: the root passes the communicator's size of receive counts.
-            unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) }
-        } else {
-            0
+/// The collectives with counts, declared once for both count types: `Count` is an
+/// `int` and `Displ` an `int` in the classic calls, `MPI_Count` and `MPI_Aint` in the
+/// MPI-4 large-count ones ([`large`], whose `PMPI_*_c` functions are imported under the
+/// classic names).
+macro_rules! counted {
+    () => {
+    family! {
+        (buf: *mut c_void, count: Count, datatype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+        on comm rooted at root => {
+            let b = bytes(count, datatype);
+            if am_root(comm, root) {
+                Part::of(b, 0).rooted(root)
+            } else {
+                Part::of(0, b).rooted(root)
+            }
         };
-        Part::of(bytes(sendcount, sendtype), recv).rooted(root)
+        held [
+            if am_root(comm, root) {
+                to_send(buf, count, datatype, 1)
+            } else {
+                to_receive(buf, count, datatype, 1)
+            },
+            None,
+        ];
+        blocking bcast = PMPI_Bcast, Op::Bcast;
+        nonblocking ibcast = PMPI_Ibcast, Op::Ibcast;
+        persistent bcast_init = PMPI_Bcast_init, Op::BcastInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+         recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm)
+        on comm => Part::of(bytes(sendcount, sendtype), bytes(recvcount, recvtype) * members(comm));
+        held [to_send(sendbuf, sendcount, sendtype, 1), to_receive(recvbuf, recvcount, recvtype, members(comm))];
+        blocking allgather = PMPI_Allgather, Op::Allgather;
+        nonblocking iallgather = PMPI_Iallgather, Op::Iallgather;
+        persistent allgather_init = PMPI_Allgather_init, Op::AllgatherInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+         recvcount: Count, recvtype: MPI_Datatype, comm: MPI_Comm)
+        on comm => {
+            let n = members(comm);
+            Part::of(bytes(sendcount, sendtype) * n, bytes(recvcount, recvtype) * n)
+        };
+        held [to_send(sendbuf, sendcount, sendtype, members(comm)), to_receive(recvbuf, recvcount, recvtype, members(comm))];
+        blocking alltoall = PMPI_Alltoall, Op::Alltoall;
+        nonblocking ialltoall = PMPI_Ialltoall, Op::Ialltoall;
+        persistent alltoall_init = PMPI_Alltoall_init, Op::AlltoallInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+         recvcounts: *const Count, displs: *const Displ, recvtype: MPI_Datatype, comm: MPI_Comm)
+        on comm => {
+            // SAFETY: every rank passes the communicator's size of receive counts.
+            let recv = unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) };
+            Part::of(bytes(sendcount, sendtype), recv)
+        };
+        held [to_send(sendbuf, sendcount, sendtype, 1), held_from(recvbuf)];
+        blocking allgatherv = PMPI_Allgatherv, Op::Allgatherv;
+        nonblocking iallgatherv = PMPI_Iallgatherv, Op::Iallgatherv;
+        persistent allgatherv_init = PMPI_Allgatherv_init, Op::AllgathervInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Displ,
+         sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+         rdispls: *const Displ, recvtype: MPI_Datatype, comm: MPI_Comm)
+        on comm => {
+            let n = pmpi::size_of_comm(comm);
+            // SAFETY: every rank passes the communicator's size of counts, both ways.
+            unsafe { Part::of(total(sendcounts, n, sendtype), total(recvcounts, n, recvtype)) }
+        };
+        held [held_from(sendbuf), held_from(recvbuf)];
+        blocking alltoallv = PMPI_Alltoallv, Op::Alltoallv;
+        nonblocking ialltoallv = PMPI_Ialltoallv, Op::Ialltoallv;
+        persistent alltoallv_init = PMPI_Alltoallv_init, Op::AlltoallvInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Displ,
+         sendtypes: *const MPI_Datatype, recvbuf: *mut c_void, recvcounts: *const Count,
+         rdispls: *const Displ, recvtypes: *const MPI_Datatype, comm: MPI_Comm)
+        on comm => {
+            let n = pmpi::size_of_comm(comm);
+            // SAFETY: every rank passes the communicator's size of counts and types.
+            unsafe { Part::of(total_w(sendcounts, sendtypes, n), total_w(recvcounts, recvtypes, n)) }
+        };
+        held [held_from(sendbuf), held_from(recvbuf)];
+        blocking alltoallw = PMPI_Alltoallw, Op::Alltoallw;
+        nonblocking ialltoallw = PMPI_Ialltoallw, Op::Ialltoallw;
+        persistent alltoallw_init = PMPI_Alltoallw_init, Op::AlltoallwInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+         recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+        on comm rooted at root => {
+            let recv = if am_root(comm, root) { bytes(recvcount, recvtype) * members(comm) } else { 0 };
+            Part::of(bytes(sendcount, sendtype), recv).rooted(root)
+        };
+        held [
+            to_send(sendbuf, sendcount, sendtype, 1),
+            at_root(comm, root, to_receive(recvbuf, recvcount, recvtype, members(comm))),
+        ];
+        blocking gather = PMPI_Gather, Op::Gather;
+        nonblocking igather = PMPI_Igather, Op::Igather;
+        persistent gather_init = PMPI_Gather_init, Op::GatherInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+         recvcount: Count, recvtype: MPI_Datatype, root: c_int, comm: MPI_Comm)
+        on comm rooted at root => {
+            let send = if am_root(comm, root) { bytes(sendcount, sendtype) * members(comm) } else { 0 };
+            Part::of(send, bytes(recvcount, recvtype)).rooted(root)
+        };
+        held [
+            at_root(comm, root, to_send(sendbuf, sendcount, sendtype, members(comm))),
+            to_receive(recvbuf, recvcount, recvtype, 1),
+        ];
+        blocking scatter = PMPI_Scatter, Op::Scatter;
+        nonblocking iscatter = PMPI_Iscatter, Op::Iscatter;
+        persistent scatter_init = PMPI_Scatter_init, Op::ScatterInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcount: Count, sendtype: MPI_Datatype, recvbuf: *mut c_void,
+         recvcounts: *const Count, displs: *const Displ, recvtype: MPI_Datatype, root: c_int,
+         comm: MPI_Comm)
+        on comm rooted at root => {
+            let recv = if am_root(comm, root) {
+                // SAFETY: the root passes the communicator's size of receive counts.
+                unsafe { total(recvcounts, pmpi::size_of_comm(comm), recvtype) }
+            } else {
+                0
+            };
+            Part::of(bytes(sendcount, sendtype), recv).rooted(root)
+        };
+        held [to_send(sendbuf, sendcount, sendtype, 1), at_root(comm, root, held_from(recvbuf))];
+        blocking gatherv = PMPI_Gatherv, Op::Gatherv;
+        nonblocking igatherv = PMPI_Igatherv, Op::Igatherv;
+        persistent gatherv_init = PMPI_Gatherv_init, Op::GathervInit;
+    }
+
+    family! {
+        (sendbuf: *const c_void, sendcounts: *const Count, displs: *const Displ,
+         sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: MPI_Datatype,
+         root: c_int, comm: MPI_Comm)
+        on comm rooted at root => {
+            let send = if am_root(comm, root) {
+                // SAFETY: the root passes the communicator's size of send counts.
+                unsafe { total(sendcounts, pmpi::size_of_comm(comm), sendtype) }
+            } else {
+                0
+            };
+            Part::of(send, bytes(recvcount, recvtype)).rooted(root)
+        };
+        held [at_root(comm, root, held_from(sendbuf)), to_receive(recvbuf, recvcount, recvtype, 1)];
+        blocking scatterv = PMPI_Scatterv, Op::Scatterv;
+        nonblocking iscatterv = PMPI_Iscatterv, Op::Iscatterv;
+        persistent scatterv_init = PMPI_Scatterv_init, Op::ScattervInit;
+    }
     };
-    held [to_send(sendbuf, sendcount, sendtype, 1), at_root(comm, root, held_from(recvbuf))];
-    blocking gatherv = PMPI_Gatherv, Op::Gatherv;
-    nonblocking igatherv = PMPI_Igatherv, Op::Igatherv;
-    persistent gatherv_init = PMPI_Gatherv_init, Op::GathervInit;
 }
 
-family! {
-    (sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int,
-     sendtype: MPI_Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: MPI_Datatype,
-     root: c_int, comm: MPI_Comm)
-    on comm rooted at root => {
-        let send = if am_root(comm, root) {
-            // SAFETY: the root passes the communicator's size of send counts.
-            unsafe { total(sendcounts, pmpi::size_of_comm(comm), sendtype) }
-        } else {
-            0
-        };
-        Part::of(send, bytes(recvcount, recvtype)).rooted(root)
-    };
-    held [at_root(comm, root, held_from(sendbuf)), to_receive(recvbuf, recvcount, recvtype, 1)];
-    blocking scatterv = PMPI_Scatterv, Op::Scatterv;
-    nonblocking iscatterv = PMPI_Iscatterv, Op::Iscatterv;
-    persistent scatterv_init = PMPI_Scatterv_init, Op::ScattervInit;
+type Count = c_int;
+type Displ = c_int;
+counted!();
+
+/// The MPI-4 large-count forms (`MPI_Bcast_c`...): the same wrappers over `MPI_Count`
+/// counts and `MPI_Aint` displacements.
+#[cfg(mpi4)]
+pub(crate) mod large {
+    use std::ffi::{c_int, c_void};
+
+    use mpi_sys::PMPI_Allgather_c as PMPI_Allgather;
+    use mpi_sys::PMPI_Allgather_init_c as PMPI_Allgather_init;
+    use mpi_sys::PMPI_Allgatherv_c as PMPI_Allgatherv;
+    use mpi_sys::PMPI_Allgatherv_init_c as PMPI_Allgatherv_init;
+    use mpi_sys::PMPI_Alltoall_c as PMPI_Alltoall;
+    use mpi_sys::PMPI_Alltoall_init_c as PMPI_Alltoall_init;
+    use mpi_sys::PMPI_Alltoallv_c as PMPI_Alltoallv;
+    use mpi_sys::PMPI_Alltoallv_init_c as PMPI_Alltoallv_init;
+    use mpi_sys::PMPI_Alltoallw_c as PMPI_Alltoallw;
+    use mpi_sys::PMPI_Alltoallw_init_c as PMPI_Alltoallw_init;
+    use mpi_sys::PMPI_Bcast_c as PMPI_Bcast;
+    use mpi_sys::PMPI_Bcast_init_c as PMPI_Bcast_init;
+    use mpi_sys::PMPI_Gather_c as PMPI_Gather;
+    use mpi_sys::PMPI_Gather_init_c as PMPI_Gather_init;
+    use mpi_sys::PMPI_Gatherv_c as PMPI_Gatherv;
+    use mpi_sys::PMPI_Gatherv_init_c as PMPI_Gatherv_init;
+    use mpi_sys::PMPI_Iallgather_c as PMPI_Iallgather;
+    use mpi_sys::PMPI_Iallgatherv_c as PMPI_Iallgatherv;
+    use mpi_sys::PMPI_Ialltoall_c as PMPI_Ialltoall;
+    use mpi_sys::PMPI_Ialltoallv_c as PMPI_Ialltoallv;
+    use mpi_sys::PMPI_Ialltoallw_c as PMPI_Ialltoallw;
+    use mpi_sys::PMPI_Ibcast_c as PMPI_Ibcast;
+    use mpi_sys::PMPI_Igather_c as PMPI_Igather;
+    use mpi_sys::PMPI_Igatherv_c as PMPI_Igatherv;
+    use mpi_sys::PMPI_Iscatter_c as PMPI_Iscatter;
+    use mpi_sys::PMPI_Iscatterv_c as PMPI_Iscatterv;
+    use mpi_sys::PMPI_Scatter_c as PMPI_Scatter;
+    use mpi_sys::PMPI_Scatter_init_c as PMPI_Scatter_init;
+    use mpi_sys::PMPI_Scatterv_c as PMPI_Scatterv;
+    use mpi_sys::PMPI_Scatterv_init_c as PMPI_Scatterv_init;
+    use mpi_sys::{MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info, MPI_Request};
+    use overlap_instrument::schema::Op;
+
+    use super::{am_root, at_root, held_from, members, to_receive, to_send, total, total_w, Part};
+    use crate::pmpi;
+    use crate::types::bytes;
+
+    type Count = MPI_Count;
+    type Displ = MPI_Aint;
+    counted!();
 }

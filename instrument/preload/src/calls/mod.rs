@@ -3,7 +3,8 @@
 //! [`guarded`], so a bug of ours never unwinds into the program). Completion calls read
 //! the request handles before forwarding, because MPI nulls them as it completes them.
 //!
-//! - [`p2p`]: sends, receives, probes, posts and persistent requests.
+//! - [`p2p`]: sends, receives, probes, posts and persistent requests; [`isendrecv`]
+//!   MPI-4's non-blocking Sendrecv; [`matched`] the matched probes and receives.
 //! - [`completion`]: the Wait and Test families.
 //! - [`collective`]: collectives in their blocking, non-blocking and persistent forms;
 //!   [`reduction`] the reductions and scans, [`neighbor`] the neighbourhood ones.
@@ -13,6 +14,9 @@
 
 pub(crate) mod collective;
 pub(crate) mod completion;
+#[cfg(mpi4)]
+pub(crate) mod isendrecv;
+pub(crate) mod matched;
 pub(crate) mod neighbor;
 pub(crate) mod p2p;
 pub(crate) mod reduction;
@@ -41,7 +45,7 @@ pub(crate) fn transfer(
     peer: c_int,
     tag: c_int,
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: MPI_Datatype,
 ) -> Transfer {
     let (bytes, span) = crate::types::sizes(count, datatype);

@@ -18,7 +18,7 @@ macro_rules! blocking_send {
     ($($wrapper:ident => $pmpi:ident, $op:expr;)+) => {$(
         pub(crate) unsafe extern "C" fn $wrapper(
             buf: *const c_void,
-            count: c_int,
+            count: Count,
             datatype: MPI_Datatype,
             dest: c_int,
             tag: c_int,
@@ -42,13 +42,6 @@ macro_rules! blocking_send {
     )+};
 }
 
-blocking_send! {
-    send => PMPI_Send, Op::Send;
-    ssend => PMPI_Ssend, Op::Ssend;
-    bsend => PMPI_Bsend, Op::Bsend;
-    rsend => PMPI_Rsend, Op::Rsend;
-}
-
 /// Posts (and persistent inits) of one direction: `$buf` is the buffer pointer type,
 /// `$kind` the request kind, `$persistent` whether the request is a persistent one.
 /// What the record needs but the new handle is worked out before the call.
@@ -56,7 +49,7 @@ macro_rules! post {
     ($($wrapper:ident => $pmpi:ident, $op:expr, $buf:ty, $kind:expr, $persistent:expr;)+) => {$(
         pub(crate) unsafe extern "C" fn $wrapper(
             buf: $buf,
-            count: c_int,
+            count: Count,
             datatype: MPI_Datatype,
             peer: c_int,
             tag: c_int,
@@ -102,18 +95,8 @@ macro_rules! post {
     )+};
 }
 
-post! {
-    isend => PMPI_Isend, Op::Isend, *const c_void, RequestKind::Send, false;
-    issend => PMPI_Issend, Op::Issend, *const c_void, RequestKind::Send, false;
-    ibsend => PMPI_Ibsend, Op::Ibsend, *const c_void, RequestKind::Send, false;
-    irsend => PMPI_Irsend, Op::Irsend, *const c_void, RequestKind::Send, false;
-    send_init => PMPI_Send_init, Op::SendInit, *const c_void, RequestKind::Send, true;
-    irecv => PMPI_Irecv, Op::Irecv, *mut c_void, RequestKind::Recv, false;
-    recv_init => PMPI_Recv_init, Op::RecvInit, *mut c_void, RequestKind::Recv, true;
-}
-
 /// A transfer's buffer as the watch holds it.
-fn flight(t: &Transfer, role: Role) -> Option<Flight> {
+pub(crate) fn flight(t: &Transfer, role: Role) -> Option<Flight> {
     Some(Flight {
         addr: t.buf,
         len: t.buf_len,
@@ -122,7 +105,7 @@ fn flight(t: &Transfer, role: Role) -> Option<Flight> {
 }
 
 /// The watch's role of a request kind's buffer.
-fn role_of(kind: RequestKind) -> Role {
+pub(crate) fn role_of(kind: RequestKind) -> Role {
     match kind {
         RequestKind::Send => Role::Send,
         RequestKind::Recv => Role::Receive,
@@ -130,151 +113,219 @@ fn role_of(kind: RequestKind) -> Role {
     }
 }
 
-pub(crate) unsafe extern "C" fn recv(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    source: c_int,
-    tag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    traced_in(
-        Op::Recv,
-        |t| {
-            let c = t.comms.info(comm);
-            let transfer = transfer(&c, source, tag, buf, count, datatype);
-            let held = watch::hold([flight(&transfer, Role::Receive), None]);
-            (
-                (StatusSlot::new(status, t), c, held),
-                waits_p2p(&c, source, tag),
+/// The calls with counts, declared once for both count types: `Count` is an `int` in
+/// the classic calls, an `MPI_Count` in the MPI-4 large-count ones ([`large`], whose
+/// `PMPI_*_c` functions are imported under the classic names).
+macro_rules! counted {
+    () => {
+        blocking_send! {
+            send => PMPI_Send, Op::Send;
+            ssend => PMPI_Ssend, Op::Ssend;
+            bsend => PMPI_Bsend, Op::Bsend;
+            rsend => PMPI_Rsend, Op::Rsend;
+        }
+
+        post! {
+            isend => PMPI_Isend, Op::Isend, *const c_void, RequestKind::Send, false;
+            issend => PMPI_Issend, Op::Issend, *const c_void, RequestKind::Send, false;
+            ibsend => PMPI_Ibsend, Op::Ibsend, *const c_void, RequestKind::Send, false;
+            irsend => PMPI_Irsend, Op::Irsend, *const c_void, RequestKind::Send, false;
+            send_init => PMPI_Send_init, Op::SendInit, *const c_void, RequestKind::Send, true;
+            bsend_init => PMPI_Bsend_init, Op::BsendInit, *const c_void, RequestKind::Send, true;
+            ssend_init => PMPI_Ssend_init, Op::SsendInit, *const c_void, RequestKind::Send, true;
+            rsend_init => PMPI_Rsend_init, Op::RsendInit, *const c_void, RequestKind::Send, true;
+            irecv => PMPI_Irecv, Op::Irecv, *mut c_void, RequestKind::Recv, false;
+            recv_init => PMPI_Recv_init, Op::RecvInit, *mut c_void, RequestKind::Recv, true;
+        }
+
+        pub(crate) unsafe extern "C" fn recv(
+            buf: *mut c_void,
+            count: Count,
+            datatype: MPI_Datatype,
+            source: c_int,
+            tag: c_int,
+            comm: MPI_Comm,
+            status: *mut MPI_Status,
+        ) -> c_int {
+            traced_in(
+                Op::Recv,
+                |t| {
+                    let c = t.comms.info(comm);
+                    let transfer = transfer(&c, source, tag, buf, count, datatype);
+                    let held = watch::hold([flight(&transfer, Role::Receive), None]);
+                    (
+                        (StatusSlot::new(status, t), c, held),
+                        waits_p2p(&c, source, tag),
+                    )
+                },
+                // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+                |s| unsafe {
+                    PMPI_Recv(
+                        buf,
+                        count,
+                        datatype,
+                        source,
+                        tag,
+                        comm,
+                        StatusSlot::arg(s.map(|s| &mut s.0), status),
+                    )
+                },
+                |t, at, _, (s, c, held)| {
+                    watch::release(held.as_ref());
+                    let transfer = transfer(c, source, tag, buf, count, datatype);
+                    let done = received(None, s.get(), c, t.k.byte);
+                    t.record(Op::Recv, at, CallData::Blocking { transfer }, &[done]);
+                },
             )
-        },
-        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
-        |s| unsafe {
-            PMPI_Recv(
-                buf,
-                count,
-                datatype,
-                source,
-                tag,
-                comm,
-                StatusSlot::arg(s.map(|s| &mut s.0), status),
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe extern "C" fn sendrecv(
+            sendbuf: *const c_void,
+            sendcount: Count,
+            sendtype: MPI_Datatype,
+            dest: c_int,
+            sendtag: c_int,
+            recvbuf: *mut c_void,
+            recvcount: Count,
+            recvtype: MPI_Datatype,
+            source: c_int,
+            recvtag: c_int,
+            comm: MPI_Comm,
+            status: *mut MPI_Status,
+        ) -> c_int {
+            traced_in(
+                Op::Sendrecv,
+                |t| {
+                    let c = t.comms.info(comm);
+                    let waits = WaitsOn {
+                        recv: Some((c.world(source), recvtag)),
+                        ..waits_p2p(&c, dest, sendtag)
+                    };
+                    let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
+                    let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
+                    let held =
+                        watch::hold([flight(&send, Role::Send), flight(&recv, Role::Receive)]);
+                    ((StatusSlot::new(status, t), c, held), waits)
+                },
+                // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+                |s| unsafe {
+                    PMPI_Sendrecv(
+                        sendbuf,
+                        sendcount,
+                        sendtype,
+                        dest,
+                        sendtag,
+                        recvbuf,
+                        recvcount,
+                        recvtype,
+                        source,
+                        recvtag,
+                        comm,
+                        StatusSlot::arg(s.map(|s| &mut s.0), status),
+                    )
+                },
+                |t, at, _, (s, c, held)| {
+                    watch::release(held.as_ref());
+                    let c = *c;
+                    let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
+                    let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
+                    let done = received(None, s.get(), &c, t.k.byte);
+                    t.record(Op::Sendrecv, at, CallData::Sendrecv { send, recv }, &[done]);
+                },
             )
-        },
-        |t, at, _, (s, c, held)| {
-            watch::release(held.as_ref());
-            let transfer = transfer(c, source, tag, buf, count, datatype);
-            let done = received(None, s.get(), c, t.k.byte);
-            t.record(Op::Recv, at, CallData::Blocking { transfer }, &[done]);
-        },
-    )
+        }
+
+        #[allow(clippy::too_many_arguments)]
+        pub(crate) unsafe extern "C" fn sendrecv_replace(
+            buf: *mut c_void,
+            count: Count,
+            datatype: MPI_Datatype,
+            dest: c_int,
+            sendtag: c_int,
+            source: c_int,
+            recvtag: c_int,
+            comm: MPI_Comm,
+            status: *mut MPI_Status,
+        ) -> c_int {
+            traced_in(
+                Op::SendrecvReplace,
+                |t| {
+                    let c = t.comms.info(comm);
+                    let waits = WaitsOn {
+                        recv: Some((c.world(source), recvtag)),
+                        ..waits_p2p(&c, dest, sendtag)
+                    };
+                    let both = transfer(&c, source, recvtag, buf, count, datatype);
+                    let held = watch::hold([flight(&both, Role::Receive), None]);
+                    ((StatusSlot::new(status, t), c, held), waits)
+                },
+                // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
+                |s| unsafe {
+                    PMPI_Sendrecv_replace(
+                        buf,
+                        count,
+                        datatype,
+                        dest,
+                        sendtag,
+                        source,
+                        recvtag,
+                        comm,
+                        StatusSlot::arg(s.map(|s| &mut s.0), status),
+                    )
+                },
+                |t, at, _, (s, c, held)| {
+                    watch::release(held.as_ref());
+                    let c = *c;
+                    let send = transfer(&c, dest, sendtag, buf, count, datatype);
+                    let recv = transfer(&c, source, recvtag, buf, count, datatype);
+                    let done = received(None, s.get(), &c, t.k.byte);
+                    let data = CallData::Sendrecv { send, recv };
+                    t.record(Op::SendrecvReplace, at, data, &[done]);
+                },
+            )
+        }
+    };
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn sendrecv(
-    sendbuf: *const c_void,
-    sendcount: c_int,
-    sendtype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    recvbuf: *mut c_void,
-    recvcount: c_int,
-    recvtype: MPI_Datatype,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    traced_in(
-        Op::Sendrecv,
-        |t| {
-            let c = t.comms.info(comm);
-            let waits = WaitsOn {
-                recv: Some((c.world(source), recvtag)),
-                ..waits_p2p(&c, dest, sendtag)
-            };
-            let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
-            let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
-            let held = watch::hold([flight(&send, Role::Send), flight(&recv, Role::Receive)]);
-            ((StatusSlot::new(status, t), c, held), waits)
-        },
-        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
-        |s| unsafe {
-            PMPI_Sendrecv(
-                sendbuf,
-                sendcount,
-                sendtype,
-                dest,
-                sendtag,
-                recvbuf,
-                recvcount,
-                recvtype,
-                source,
-                recvtag,
-                comm,
-                StatusSlot::arg(s.map(|s| &mut s.0), status),
-            )
-        },
-        |t, at, _, (s, c, held)| {
-            watch::release(held.as_ref());
-            let c = *c;
-            let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
-            let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
-            let done = received(None, s.get(), &c, t.k.byte);
-            t.record(Op::Sendrecv, at, CallData::Sendrecv { send, recv }, &[done]);
-        },
-    )
-}
+type Count = c_int;
+counted!();
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn sendrecv_replace(
-    buf: *mut c_void,
-    count: c_int,
-    datatype: MPI_Datatype,
-    dest: c_int,
-    sendtag: c_int,
-    source: c_int,
-    recvtag: c_int,
-    comm: MPI_Comm,
-    status: *mut MPI_Status,
-) -> c_int {
-    traced_in(
-        Op::SendrecvReplace,
-        |t| {
-            let c = t.comms.info(comm);
-            let waits = WaitsOn {
-                recv: Some((c.world(source), recvtag)),
-                ..waits_p2p(&c, dest, sendtag)
-            };
-            let both = transfer(&c, source, recvtag, buf, count, datatype);
-            let held = watch::hold([flight(&both, Role::Receive), None]);
-            ((StatusSlot::new(status, t), c, held), waits)
-        },
-        // SAFETY: the program's arguments, passed on unchanged but for an ignored status.
-        |s| unsafe {
-            PMPI_Sendrecv_replace(
-                buf,
-                count,
-                datatype,
-                dest,
-                sendtag,
-                source,
-                recvtag,
-                comm,
-                StatusSlot::arg(s.map(|s| &mut s.0), status),
-            )
-        },
-        |t, at, _, (s, c, held)| {
-            watch::release(held.as_ref());
-            let c = *c;
-            let send = transfer(&c, dest, sendtag, buf, count, datatype);
-            let recv = transfer(&c, source, recvtag, buf, count, datatype);
-            let done = received(None, s.get(), &c, t.k.byte);
-            let data = CallData::Sendrecv { send, recv };
-            t.record(Op::SendrecvReplace, at, data, &[done]);
-        },
-    )
+/// The MPI-4 large-count forms (`MPI_Isend_c`...): the same wrappers over `MPI_Count`
+/// counts.
+#[cfg(mpi4)]
+pub(crate) mod large {
+    use std::ffi::{c_int, c_void};
+
+    use mpi_sys::PMPI_Bsend_c as PMPI_Bsend;
+    use mpi_sys::PMPI_Bsend_init_c as PMPI_Bsend_init;
+    use mpi_sys::PMPI_Ibsend_c as PMPI_Ibsend;
+    use mpi_sys::PMPI_Irecv_c as PMPI_Irecv;
+    use mpi_sys::PMPI_Irsend_c as PMPI_Irsend;
+    use mpi_sys::PMPI_Isend_c as PMPI_Isend;
+    use mpi_sys::PMPI_Issend_c as PMPI_Issend;
+    use mpi_sys::PMPI_Recv_c as PMPI_Recv;
+    use mpi_sys::PMPI_Recv_init_c as PMPI_Recv_init;
+    use mpi_sys::PMPI_Rsend_c as PMPI_Rsend;
+    use mpi_sys::PMPI_Rsend_init_c as PMPI_Rsend_init;
+    use mpi_sys::PMPI_Send_c as PMPI_Send;
+    use mpi_sys::PMPI_Send_init_c as PMPI_Send_init;
+    use mpi_sys::PMPI_Sendrecv_c as PMPI_Sendrecv;
+    use mpi_sys::PMPI_Sendrecv_replace_c as PMPI_Sendrecv_replace;
+    use mpi_sys::PMPI_Ssend_c as PMPI_Ssend;
+    use mpi_sys::PMPI_Ssend_init_c as PMPI_Ssend_init;
+    use mpi_sys::{MPI_Comm, MPI_Count, MPI_Datatype, MPI_Request, MPI_Status};
+    use overlap_instrument::recorder::{CallData, WaitsOn};
+    use overlap_instrument::schema::{Op, RequestKind};
+
+    use super::super::{received, traced_in, traced_with, transfer, waits_p2p, StatusSlot};
+    use super::{flight, role_of, sent};
+    use crate::pmpi::key;
+    use crate::tables;
+    use crate::watch::{self, Role};
+
+    type Count = MPI_Count;
+    counted!();
 }
 
 pub(crate) unsafe extern "C" fn probe(
@@ -442,7 +493,7 @@ pub(crate) unsafe extern "C" fn request_free(request: *mut MPI_Request) -> c_int
 
 /// What a send waits on: its peer and tag on its communicator.
 #[inline(always)]
-fn sent(t: &Transfer) -> WaitsOn {
+pub(crate) fn sent(t: &Transfer) -> WaitsOn {
     WaitsOn {
         comm: Some(t.comm.0),
         peer: Some((t.peer, t.tag)),

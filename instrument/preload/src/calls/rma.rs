@@ -65,52 +65,6 @@ unsafe fn exposed(
     crate::watch::window(win, base as u64, u64::try_from(size).unwrap_or(0));
 }
 
-pub(crate) unsafe extern "C" fn win_create(
-    base: *mut c_void,
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    win: *mut MPI_Win,
-) -> c_int {
-    // SAFETY (all forwards below): the program's arguments, passed on unchanged.
-    create(Op::WinCreate, comm, win, || unsafe {
-        let rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
-        exposed(rc, win, Some(&raw const base), size);
-        rc
-    })
-}
-
-pub(crate) unsafe extern "C" fn win_allocate(
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    baseptr: *mut c_void,
-    win: *mut MPI_Win,
-) -> c_int {
-    create(Op::WinAllocate, comm, win, || unsafe {
-        let rc = PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
-        exposed(rc, win, Some(baseptr.cast()), size);
-        rc
-    })
-}
-
-pub(crate) unsafe extern "C" fn win_allocate_shared(
-    size: MPI_Aint,
-    disp_unit: c_int,
-    info: MPI_Info,
-    comm: MPI_Comm,
-    baseptr: *mut c_void,
-    win: *mut MPI_Win,
-) -> c_int {
-    create(Op::WinAllocateShared, comm, win, || unsafe {
-        let rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
-        exposed(rc, win, Some(baseptr.cast()), size);
-        rc
-    })
-}
-
 pub(crate) unsafe extern "C" fn win_create_dynamic(
     info: MPI_Info,
     comm: MPI_Comm,
@@ -202,7 +156,7 @@ fn access(
     w: &WinInfo,
     target: c_int,
     buf: *const c_void,
-    count: c_int,
+    count: impl Into<i64>,
     datatype: MPI_Datatype,
 ) -> Access {
     let (bytes, span) = crate::types::sizes(count, datatype);
@@ -242,11 +196,11 @@ macro_rules! put_get {
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper(
             origin_addr: $buf,
-            origin_count: c_int,
+            origin_count: Count,
             origin_datatype: MPI_Datatype,
             target_rank: c_int,
             target_disp: MPI_Aint,
-            target_count: c_int,
+            target_count: Count,
             target_datatype: MPI_Datatype,
             win: MPI_Win,
             $($request: *mut MPI_Request,)?
@@ -274,24 +228,17 @@ macro_rules! put_get {
     )+};
 }
 
-put_get! {
-    put => PMPI_Put, Op::Put, *const c_void;
-    get => PMPI_Get, Op::Get, *mut c_void;
-    rput => PMPI_Rput, Op::Rput, *const c_void, request;
-    rget => PMPI_Rget, Op::Rget, *mut c_void, request;
-}
-
 /// Accumulate and Raccumulate.
 macro_rules! accumulate {
     ($($wrapper:ident => $pmpi:ident, $op:expr $(, $request:ident)?;)+) => {$(
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper(
             origin_addr: *const c_void,
-            origin_count: c_int,
+            origin_count: Count,
             origin_datatype: MPI_Datatype,
             target_rank: c_int,
             target_disp: MPI_Aint,
-            target_count: c_int,
+            target_count: Count,
             target_datatype: MPI_Datatype,
             op: MPI_Op,
             win: MPI_Win,
@@ -320,25 +267,20 @@ macro_rules! accumulate {
     )+};
 }
 
-accumulate! {
-    accumulate => PMPI_Accumulate, Op::Accumulate;
-    raccumulate => PMPI_Raccumulate, Op::Raccumulate, request;
-}
-
 /// Get_accumulate and Rget_accumulate.
 macro_rules! get_accumulate {
     ($($wrapper:ident => $pmpi:ident, $op:expr $(, $request:ident)?;)+) => {$(
         #[allow(clippy::too_many_arguments)]
         pub(crate) unsafe extern "C" fn $wrapper(
             origin_addr: *const c_void,
-            origin_count: c_int,
+            origin_count: Count,
             origin_datatype: MPI_Datatype,
             result_addr: *mut c_void,
-            result_count: c_int,
+            result_count: Count,
             result_datatype: MPI_Datatype,
             target_rank: c_int,
             target_disp: MPI_Aint,
-            target_count: c_int,
+            target_count: Count,
             target_datatype: MPI_Datatype,
             op: MPI_Op,
             win: MPI_Win,
@@ -370,11 +312,6 @@ macro_rules! get_accumulate {
             )
         }
     )+};
-}
-
-get_accumulate! {
-    get_accumulate => PMPI_Get_accumulate, Op::GetAccumulate;
-    rget_accumulate => PMPI_Rget_accumulate, Op::RgetAccumulate, request;
 }
 
 pub(crate) unsafe extern "C" fn fetch_and_op(
@@ -453,4 +390,111 @@ pub(crate) unsafe extern "C" fn compare_and_swap(
             }
         },
     )
+}
+
+/// The calls with counts, declared once for both count types: `Count` and `DispUnit`
+/// are `int`s in the classic calls, `MPI_Count` and `MPI_Aint` in the MPI-4
+/// large-count ones ([`large`], whose `PMPI_*_c` functions are imported under the
+/// classic names).
+macro_rules! counted {
+    () => {
+        pub(crate) unsafe extern "C" fn win_create(
+            base: *mut c_void,
+            size: MPI_Aint,
+            disp_unit: DispUnit,
+            info: MPI_Info,
+            comm: MPI_Comm,
+            win: *mut MPI_Win,
+        ) -> c_int {
+            // SAFETY (all forwards below): the program's arguments, passed on unchanged.
+            create(Op::WinCreate, comm, win, || unsafe {
+                let rc = PMPI_Win_create(base, size, disp_unit, info, comm, win);
+                exposed(rc, win, Some(&raw const base), size);
+                rc
+            })
+        }
+
+        pub(crate) unsafe extern "C" fn win_allocate(
+            size: MPI_Aint,
+            disp_unit: DispUnit,
+            info: MPI_Info,
+            comm: MPI_Comm,
+            baseptr: *mut c_void,
+            win: *mut MPI_Win,
+        ) -> c_int {
+            create(Op::WinAllocate, comm, win, || unsafe {
+                let rc = PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
+                exposed(rc, win, Some(baseptr.cast()), size);
+                rc
+            })
+        }
+
+        pub(crate) unsafe extern "C" fn win_allocate_shared(
+            size: MPI_Aint,
+            disp_unit: DispUnit,
+            info: MPI_Info,
+            comm: MPI_Comm,
+            baseptr: *mut c_void,
+            win: *mut MPI_Win,
+        ) -> c_int {
+            create(Op::WinAllocateShared, comm, win, || unsafe {
+                let rc = PMPI_Win_allocate_shared(size, disp_unit, info, comm, baseptr, win);
+                exposed(rc, win, Some(baseptr.cast()), size);
+                rc
+            })
+        }
+
+        put_get! {
+            put => PMPI_Put, Op::Put, *const c_void;
+            get => PMPI_Get, Op::Get, *mut c_void;
+            rput => PMPI_Rput, Op::Rput, *const c_void, request;
+            rget => PMPI_Rget, Op::Rget, *mut c_void, request;
+        }
+
+        accumulate! {
+            accumulate => PMPI_Accumulate, Op::Accumulate;
+            raccumulate => PMPI_Raccumulate, Op::Raccumulate, request;
+        }
+
+        get_accumulate! {
+            get_accumulate => PMPI_Get_accumulate, Op::GetAccumulate;
+            rget_accumulate => PMPI_Rget_accumulate, Op::RgetAccumulate, request;
+        }
+    };
+}
+
+type Count = c_int;
+type DispUnit = c_int;
+counted!();
+
+/// The MPI-4 large-count forms (`MPI_Put_c`, `MPI_Win_create_c`...): the same wrappers
+/// over `MPI_Count` counts and `MPI_Aint` displacement units.
+#[cfg(mpi4)]
+pub(crate) mod large {
+    use std::ffi::{c_int, c_void};
+
+    use mpi_sys::PMPI_Accumulate_c as PMPI_Accumulate;
+    use mpi_sys::PMPI_Get_accumulate_c as PMPI_Get_accumulate;
+    use mpi_sys::PMPI_Get_c as PMPI_Get;
+    use mpi_sys::PMPI_Put_c as PMPI_Put;
+    use mpi_sys::PMPI_Raccumulate_c as PMPI_Raccumulate;
+    use mpi_sys::PMPI_Rget_accumulate_c as PMPI_Rget_accumulate;
+    use mpi_sys::PMPI_Rget_c as PMPI_Rget;
+    use mpi_sys::PMPI_Rput_c as PMPI_Rput;
+    use mpi_sys::PMPI_Win_allocate_c as PMPI_Win_allocate;
+    use mpi_sys::PMPI_Win_allocate_shared_c as PMPI_Win_allocate_shared;
+    use mpi_sys::PMPI_Win_create_c as PMPI_Win_create;
+    use mpi_sys::{
+        MPI_Aint, MPI_Comm, MPI_Count, MPI_Datatype, MPI_Info, MPI_Op, MPI_Request, MPI_Win,
+    };
+    use overlap_instrument::schema::Op;
+
+    use super::super::collective::{to_receive, to_send};
+    use super::super::traced;
+    use super::{access, create, exposed, handed, record_access};
+    use crate::windows::WinInfo;
+
+    type Count = MPI_Count;
+    type DispUnit = MPI_Aint;
+    counted!();
 }

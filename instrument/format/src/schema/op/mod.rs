@@ -324,6 +324,25 @@ ops! {
     WinFlushLocalAll = "MPI_Win_flush_local_all", OneSidedSync;
     /// `MPI_Win_sync`: synchronises the public and private copies of a window.
     WinSync = "MPI_Win_sync", OneSidedSync;
+    /// `MPI_Isendrecv` (MPI 4): posts a send and a receive completed by one request.
+    Isendrecv = "MPI_Isendrecv", Post;
+    /// `MPI_Isendrecv_replace` (MPI 4): Isendrecv with one buffer.
+    IsendrecvReplace = "MPI_Isendrecv_replace", Post;
+    /// `MPI_Mprobe`: waits for a matching message and takes it out of matching, for a
+    /// later Mrecv or Imrecv.
+    Mprobe = "MPI_Mprobe", BlockingPointToPoint;
+    /// `MPI_Improbe`: Mprobe that does not block.
+    Improbe = "MPI_Improbe", Local;
+    /// `MPI_Mrecv`: receives the message an Mprobe or Improbe matched.
+    Mrecv = "MPI_Mrecv", BlockingPointToPoint;
+    /// `MPI_Imrecv`: posts the receive of the message an Mprobe or Improbe matched.
+    Imrecv = "MPI_Imrecv", Post;
+    /// `MPI_Bsend_init`: creates an inactive persistent buffered send request.
+    BsendInit = "MPI_Bsend_init", Local;
+    /// `MPI_Ssend_init`: creates an inactive persistent synchronous send request.
+    SsendInit = "MPI_Ssend_init", Local;
+    /// `MPI_Rsend_init`: creates an inactive persistent ready send request.
+    RsendInit = "MPI_Rsend_init", Local;
 }
 
 /// What role a call plays for overlap.

@@ -20,13 +20,18 @@ impl Op {
                 | Op::Irsend
                 | Op::Sendrecv
                 | Op::SendrecvReplace
+                | Op::Isendrecv
+                | Op::IsendrecvReplace
         )
     }
 
     /// True for blocking calls that receive a message (their status is recorded as a
     /// completion without a request).
     pub fn receives_blocking(self) -> bool {
-        matches!(self, Op::Recv | Op::Sendrecv | Op::SendrecvReplace)
+        matches!(
+            self,
+            Op::Recv | Op::Sendrecv | Op::SendrecvReplace | Op::Mrecv
+        )
     }
 
     /// True for Sendrecv and Sendrecv_replace, whose receive half has its own peer and tag.
@@ -34,14 +39,37 @@ impl Op {
         matches!(self, Op::Sendrecv | Op::SendrecvReplace)
     }
 
+    /// True for the calls whose receive half has its own peer and tag: Sendrecv and
+    /// Sendrecv_replace, and their non-blocking forms (whose request is the receive's).
+    pub fn has_recv_half(self) -> bool {
+        matches!(
+            self,
+            Op::Sendrecv | Op::SendrecvReplace | Op::Isendrecv | Op::IsendrecvReplace
+        )
+    }
+
+    /// True for the blocking probes (Probe, Mprobe): they wait for a message but
+    /// receive nothing.
+    pub fn is_probe(self) -> bool {
+        matches!(self, Op::Probe | Op::Mprobe)
+    }
+
     /// What a post or persistent init creates; `None` for other calls and for Start and
     /// Startall, whose requests take the kind of the persistent request they start.
     pub fn request_kind(self) -> Option<RequestKind> {
         match self {
-            Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend | Op::SendInit => {
-                Some(RequestKind::Send)
+            Op::Isend
+            | Op::Issend
+            | Op::Ibsend
+            | Op::Irsend
+            | Op::SendInit
+            | Op::BsendInit
+            | Op::SsendInit
+            | Op::RsendInit => Some(RequestKind::Send),
+            // An Isendrecv's one request completes with the receive's status.
+            Op::Irecv | Op::RecvInit | Op::Imrecv | Op::Isendrecv | Op::IsendrecvReplace => {
+                Some(RequestKind::Recv)
             }
-            Op::Irecv | Op::RecvInit => Some(RequestKind::Recv),
             Op::Rput | Op::Rget | Op::Raccumulate | Op::RgetAccumulate => {
                 Some(RequestKind::OneSided)
             }
