@@ -64,7 +64,9 @@ fn mpi4py_python() -> Option<PathBuf> {
 fn untraced(python: &Path, ranks: u32, program: &Path) -> Run {
     let _guard = mpi_lock();
     let mut cmd = Command::new("mpiexec");
-    cmd.args(["-n", &ranks.to_string()]).arg(python).arg(program);
+    cmd.args(["-n", &ranks.to_string()])
+        .arg(python)
+        .arg(program);
     Run {
         output: output_within(&mut cmd, LAUNCH_LIMIT),
     }
@@ -141,8 +143,7 @@ fn python_calls_are_placed_on_their_python_lines() {
     for r in &t.info.ranks {
         let rank = r.rank;
         let mine = &issued[&rank];
-        let sites: BTreeMap<u64, &SourceSite> =
-            r.source_sites.iter().map(|s| (s.id, s)).collect();
+        let sites: BTreeMap<u64, &SourceSite> = r.source_sites.iter().map(|s| (s.id, s)).collect();
         let mut at: BTreeMap<(u32, String), Vec<Op>> = BTreeMap::new();
         for c in calls(&t, rank) {
             let site = c.args.site.and_then(|s| sites.get(&s));
@@ -168,10 +169,14 @@ fn python_calls_are_placed_on_their_python_lines() {
             );
         }
         let reduced = expect_at(&allreduce);
-        assert!(!reduced.is_empty(), "rank {rank}: the pickled allreduce: {at:?}");
+        assert!(
+            !reduced.is_empty(),
+            "rank {rank}: the pickled allreduce: {at:?}"
+        );
         match rank {
             0 => assert_eq!(expect_at(&send), [Op::Send], "rank 0: {at:?}"),
-            _ => assert_eq!(expect_at(&recv), [Op::Probe, Op::Recv], "rank 1: {at:?}"),
+            // mpi4py receives a pickle of unknown size with a matched probe.
+            _ => assert_eq!(expect_at(&recv), [Op::Mprobe, Op::Mrecv], "rank 1: {at:?}"),
         }
         let lines: BTreeSet<&(u32, String)> = at.keys().collect();
         let known: BTreeSet<&(u32, String)> = [&init, &allreduce, &send, &recv]
@@ -181,7 +186,11 @@ fn python_calls_are_placed_on_their_python_lines() {
         assert!(lines.is_subset(&known), "rank {rank}: {lines:?}");
     }
     // The ring's messages, the dict and the allreduce's, all matched and completed.
-    assert!(t.info.messages > u64::from(3 * ranks), "{}", t.info.messages);
+    assert!(
+        t.info.messages > u64::from(3 * ranks),
+        "{}",
+        t.info.messages
+    );
     assert_eq!((t.info.unmatched_sends, t.info.unmatched_receives), (0, 0));
     assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
 

@@ -9,15 +9,8 @@ from rank 0 to rank 1, a barrier.
 
 import sys
 
-import mpi4py
-
-# comm.recv of a pickle probes with MPI_Mprobe and receives with MPI_Mrecv by default,
-# neither of which overlap records: probe with MPI_Probe and receive with MPI_Recv
-# instead, which it does.
-mpi4py.rc.recv_mprobe = False
-
-from mpi4py import MPI  # noqa: E402
-import numpy as np  # noqa: E402
+from mpi4py import MPI
+import numpy as np
 
 ITERS = 3
 comm = MPI.COMM_WORLD
