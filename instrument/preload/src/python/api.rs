@@ -3,8 +3,8 @@
 //! that exports them, or a `libpython3.X.so`): the preload depends on no Python at build
 //! time, and a process without one finds nothing and changes nothing. All of them are
 //! in the stable C API since 3.9 (`PyThreadState_GetFrame`, `PyFrame_GetCode`,
-//! `PyFrame_GetBack`), but `_Py_IsFinalizing` (3.7 to 3.12, `Py_IsFinalizing` from 3.13),
-//! which is optional.
+//! `PyFrame_GetBack`), but two that are optional: `_Py_IsFinalizing` (3.7 to 3.12,
+//! `Py_IsFinalizing` from 3.13) and `PyFrame_GetLasti` (3.11+).
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
@@ -25,6 +25,8 @@ pub(crate) struct Api {
     pub(crate) frame_code: unsafe extern "C" fn(Object) -> Object,
     pub(crate) frame_back: unsafe extern "C" fn(Object) -> Object,
     pub(crate) frame_line: unsafe extern "C" fn(Object) -> c_int,
+    /// `PyFrame_GetLasti`, where the interpreter has it.
+    pub(crate) frame_lasti: Option<unsafe extern "C" fn(Object) -> c_int>,
     pub(crate) get_attr: unsafe extern "C" fn(Object, *const c_char) -> Object,
     pub(crate) utf8: unsafe extern "C" fn(Object, *mut isize) -> *const c_char,
     pub(crate) sys_get: unsafe extern "C" fn(*const c_char) -> Object,
@@ -51,6 +53,9 @@ macro_rules! resolve {
                 .or_else(|| symbol(c"_Py_IsFinalizing"))
                 // SAFETY: `int (void)` in every version that defines either name.
                 .map(|f| unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> c_int>(f) }),
+            frame_lasti: symbol(c"PyFrame_GetLasti")
+                // SAFETY: `int (PyFrameObject *)`, as documented.
+                .map(|f| unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Object) -> c_int>(f) }),
             $(
                 // SAFETY: the C API's documented signature for that name, which the
                 // field's type spells out.

@@ -1,11 +1,15 @@
 //! What the frame walk remembers, and which frames it passes over: plain logic, tested
 //! without an interpreter. A code object's file and function are read once (the walk
 //! holds a reference on the code object from then on, so its address is never reused
-//! by another), and each of its lines that calls MPI becomes one [`NamedSite`], so a
-//! call from a line met before costs two lookups and no allocation.
+//! by another), and each of its lines that calls MPI becomes one [`NamedSite`]. Lines
+//! are found by the call's instruction offset where the interpreter gives it (3.11+):
+//! the interpreter computes a line by scanning the code's line table from its start,
+//! a cost worth paying once per call instruction, not once per call. A call from an
+//! instruction met before costs two lookups and no allocation.
 
 use std::collections::HashMap;
 
+use overlap_instrument::fxhash::FxHashMap;
 use overlap_instrument::recorder::NamedSite;
 
 /// What one frame of the walk is.
@@ -20,18 +24,42 @@ pub(crate) enum Frame {
     NoLine,
 }
 
+/// Where in its code a frame is: what the cache looks calls up by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Position {
+    /// The offset of the instruction it executes (`PyFrame_GetLasti`, 3.11+).
+    Instruction(i32),
+    /// Its line (`PyFrame_GetLineNumber`), where the instruction is not known.
+    Line(i32),
+}
+
 /// A code object met by the walk.
 struct Code {
     passed_over: bool,
     file: &'static str,
     function: &'static str,
-    /// Its lines met so far (a function calls MPI from a few).
+    /// The sites of the instructions met so far (a function calls MPI from a few).
+    instructions: Vec<(i32, &'static NamedSite)>,
+    /// The sites of its lines met so far.
     lines: Vec<(u32, &'static NamedSite)>,
+}
+
+impl Code {
+    /// The one site of `line` (0 or less: unknown).
+    fn line(&mut self, line: i32) -> Option<&'static NamedSite> {
+        let line = u32::try_from(line).ok().filter(|l| *l > 0)?;
+        if let Some(&(_, site)) = self.lines.iter().find(|(l, _)| *l == line) {
+            return Some(site);
+        }
+        let site = NamedSite::leak(self.file, line, self.function);
+        self.lines.push((line, site));
+        Some(site)
+    }
 }
 
 /// The code objects met, by address, and the names they use.
 pub(crate) struct Cache {
-    codes: HashMap<usize, Code>,
+    codes: FxHashMap<usize, Code>,
     /// File and function names, each leaked once.
     names: HashMap<String, &'static str>,
     /// The directories of the MPI binding's packages (`/…/site-packages/mpi4py/`).
@@ -43,20 +71,22 @@ impl Cache {
     /// (each ending in `/`).
     pub(crate) fn new(packages: Vec<String>) -> Cache {
         Cache {
-            codes: HashMap::new(),
+            codes: FxHashMap::default(),
             names: HashMap::new(),
             packages,
         }
     }
 
-    /// Line `line` of the code object at address `code`. `describe` is asked for the
-    /// code's file and function the first time the code is met: it takes a reference on
-    /// the code object when it answers (the cache keeps the address from then on), and
-    /// `None` leaves the code unknown (asked again next time).
+    /// The frame at `at` in the code object at address `code`. `describe` is asked for
+    /// the code's file and function the first time the code is met: it takes a
+    /// reference on the code object when it answers (the cache keeps the address from
+    /// then on), and `None` leaves the code unknown (asked again next time). `line`
+    /// gives the frame's line, asked for only when `at` is an instruction not met yet.
     pub(crate) fn frame(
         &mut self,
         code: usize,
-        line: i32,
+        at: Position,
+        line: impl FnOnce() -> i32,
         describe: impl FnOnce() -> Option<(String, String)>,
     ) -> Option<Frame> {
         if !self.codes.contains_key(&code) {
@@ -70,6 +100,7 @@ impl Cache {
                     passed_over,
                     file,
                     function,
+                    instructions: Vec::new(),
                     lines: Vec::new(),
                 },
             );
@@ -78,18 +109,21 @@ impl Cache {
         if c.passed_over {
             return Some(Frame::PassedOver);
         }
-        let Ok(line) = u32::try_from(line) else {
-            return Some(Frame::NoLine);
+        let site = match at {
+            Position::Line(l) => c.line(l),
+            Position::Instruction(i) => match c.instructions.iter().find(|(at, _)| *at == i) {
+                Some(&(_, site)) => Some(site),
+                None => {
+                    let site = c.line(line());
+                    // An instruction without a line stays unknown: asked again.
+                    if let Some(site) = site {
+                        c.instructions.push((i, site));
+                    }
+                    site
+                }
+            },
         };
-        if line == 0 {
-            return Some(Frame::NoLine);
-        }
-        if let Some(&(_, site)) = c.lines.iter().find(|(l, _)| *l == line) {
-            return Some(Frame::Site(site));
-        }
-        let site = NamedSite::leak(c.file, line, c.function);
-        c.lines.push((line, site));
-        Some(Frame::Site(site))
+        Some(site.map_or(Frame::NoLine, Frame::Site))
     }
 
     fn name(&mut self, text: String) -> &'static str {
@@ -162,7 +196,11 @@ mod tests {
             asked += 1;
             Some((file.to_string(), function.to_string()))
         };
-        let a = cache.frame(0x1000, 12, || describe("prog.py", "exchange"));
+        let line = |l: i32| Position::Line(l);
+        let no_line = || -> i32 { unreachable!("a line position needs no line") };
+        let a = cache.frame(0x1000, line(12), no_line, || {
+            describe("prog.py", "exchange")
+        });
         let Some(Frame::Site(a)) = a else {
             panic!("{a:?}")
         };
@@ -170,7 +208,9 @@ mod tests {
             (a.file(), a.line(), a.function()),
             ("prog.py", 12, "exchange")
         );
-        let again = cache.frame(0x1000, 12, || describe("prog.py", "exchange"));
+        let again = cache.frame(0x1000, line(12), no_line, || {
+            describe("prog.py", "exchange")
+        });
         assert_eq!(again, Some(Frame::Site(a)));
         assert!(std::ptr::eq(
             match again {
@@ -179,26 +219,70 @@ mod tests {
             },
             a
         ));
-        let b = cache.frame(0x1000, 14, || describe("prog.py", "exchange"));
+        let b = cache.frame(0x1000, line(14), no_line, || {
+            describe("prog.py", "exchange")
+        });
         assert!(matches!(b, Some(Frame::Site(s)) if s.line() == 14 && !std::ptr::eq(s, a)));
-        let main = cache.frame(0x2000, 30, || describe("prog.py", "main"));
+        let main = cache.frame(0x2000, line(30), no_line, || describe("prog.py", "main"));
         let Some(Frame::Site(main)) = main else {
             panic!("{main:?}")
         };
         // One leaked copy of each name.
         assert!(std::ptr::eq(main.file(), a.file()));
         assert_eq!(
-            cache.frame(0x3000, 5, || describe(&format!("{PKG}run.py"), "main")),
+            cache.frame(0x3000, line(5), no_line, || {
+                describe(&format!("{PKG}run.py"), "main")
+            }),
             Some(Frame::PassedOver)
         );
         assert_eq!(
-            cache.frame(0x2000, -1, || describe("prog.py", "main")),
+            cache.frame(0x2000, line(-1), no_line, || describe("prog.py", "main")),
             Some(Frame::NoLine)
         );
         assert_eq!(asked, 3, "one description per code object");
         // A code that cannot be described is not cached: asked again next time.
-        assert_eq!(cache.frame(0x4000, 1, || None), None);
-        let later = cache.frame(0x4000, 1, || Some(("p.py".into(), "f".into())));
+        assert_eq!(cache.frame(0x4000, line(1), no_line, || None), None);
+        let later = cache.frame(0x4000, line(1), no_line, || {
+            Some(("p.py".into(), "f".into()))
+        });
         assert!(matches!(later, Some(Frame::Site(s)) if s.file() == "p.py"));
+    }
+
+    #[test]
+    fn an_instruction_asks_for_its_line_once_and_shares_the_lines_site() {
+        let mut cache = Cache::new(Vec::new());
+        let describe = || Some(("prog.py".to_string(), "exchange".to_string()));
+        let mut asked = Vec::new();
+        let mut at = |cache: &mut Cache, i: i32, line: i32| {
+            let got = cache.frame(
+                0x1000,
+                Position::Instruction(i),
+                || {
+                    asked.push(i);
+                    line
+                },
+                describe,
+            );
+            match got {
+                Some(Frame::Site(s)) => Some(s),
+                Some(Frame::NoLine) => None,
+                other => panic!("{other:?}"),
+            }
+        };
+        let a = at(&mut cache, 40, 12).expect("a site");
+        let again = at(&mut cache, 40, 99).expect("cached");
+        assert!(
+            std::ptr::eq(a, again),
+            "the instruction's line is not asked again"
+        );
+        // Two instructions of one line (a call spread over a line, a loop) share its site.
+        let b = at(&mut cache, 52, 12).expect("a site");
+        assert!(std::ptr::eq(a, b));
+        assert_eq!(at(&mut cache, 60, 0), None, "no line: unknown");
+        assert_eq!(at(&mut cache, 60, 13).map(|s| s.line()), Some(13));
+        assert_eq!(asked, [40, 52, 60, 60]);
+        // A line position shares the same sites.
+        let by_line = cache.frame(0x1000, Position::Line(12), || 0, describe);
+        assert!(matches!(by_line, Some(Frame::Site(s)) if std::ptr::eq(s, a)));
     }
 }

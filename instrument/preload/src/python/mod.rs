@@ -17,8 +17,9 @@
 //! under way (a finalizer that calls MPI during it), a frame without a line.
 //!
 //! Cost: a process without Python pays one load and a predictable branch per call. With
-//! it, a call takes and gives back the GIL, asks for the frame, its code and its line,
-//! and looks the pair up in [`cache::Cache`]: see docs/preload.md for the measured cost.
+//! it, a call takes and gives back the GIL, asks for the frame, its code and its
+//! instruction (its line where the interpreter is older than 3.11), and looks the pair
+//! up in [`cache::Cache`]: see docs/preload.md for the measured cost.
 //! `OVERLAP_PYTHON_SITES=0` keeps native sites.
 
 mod api;
@@ -30,7 +31,7 @@ use std::sync::Mutex;
 use overlap_instrument::recorder::{CallSite, NamedSite};
 
 use api::{Api, Object};
-use cache::{Cache, Frame};
+use cache::{Cache, Frame, Position};
 
 /// Environment variable: `0` keeps the native return address as every call's site.
 pub const PYTHON_SITES_ENV: &str = "OVERLAP_PYTHON_SITES";
@@ -163,8 +164,12 @@ impl Python {
                 let step = if code.is_null() {
                     None
                 } else {
-                    let line = (a.frame_line)(frame);
-                    let step = cache.frame(code as usize, line, || self.describe(code));
+                    let at = match a.frame_lasti.map(|lasti| lasti(frame)) {
+                        Some(i) if i >= 0 => Position::Instruction(i),
+                        _ => Position::Line((a.frame_line)(frame)),
+                    };
+                    let line = || (a.frame_line)(frame);
+                    let step = cache.frame(code as usize, at, line, || self.describe(code));
                     (a.decref)(code);
                     step
                 };
