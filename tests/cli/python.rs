@@ -1,10 +1,11 @@
-//! `overlap trace` on a Python program (tests/programs/python_sites.py, under mpi4py
-//! built against MPICH): every call the program makes is recorded as often as it makes
+//! `overlap trace` on Python programs. tests/programs/python_sites.py, under mpi4py
+//! built against MPICH: every call the program makes is recorded as often as it makes
 //! it, each placed on the program's own line and function (`python_sites.py:34
 //! (exchange)`, a source site the preload found on the Python frame), not on a line of
 //! mpi4py's generated C; the pickled calls (`comm.allreduce`, `comm.send`, `comm.recv`)
-//! too; messages match. The interpreter is the venv that `scripts/bootstrap.sh --mpi4py`
-//! builds in target/mpi4py-venv (`make test` does).
+//! too; messages match. Its interpreter is the venv that `scripts/bootstrap.sh
+//! --mpi4py` builds in target/mpi4py-venv (`make test` does). tests/programs/
+//! python_ctypes.py needs no mpi4py: MPI through ctypes, with the GIL held or released.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -233,6 +234,88 @@ fn python_calls_are_placed_on_their_python_lines() {
             listed.get(label.as_str()),
             Some(&"recorded"),
             "{label} among {listed:?}"
+        );
+    }
+}
+
+/// The calls of tests/programs/python_ctypes.py on `rank`, in order: (op, thread,
+/// Python site as (line, function), when the call has one).
+type Placed = Vec<(Op, u32, Option<(u32, String)>)>;
+
+fn placed(out: &Path, rank: u32) -> Placed {
+    let t = read_merged(out).expect("merged trace reads back");
+    let info = t
+        .info
+        .ranks
+        .iter()
+        .find(|r| r.rank == rank)
+        .expect("the rank");
+    let sites: BTreeMap<u64, &SourceSite> = info.source_sites.iter().map(|s| (s.id, s)).collect();
+    calls(&t, rank)
+        .into_iter()
+        .map(|c| {
+            let site = c.args.site.and_then(|s| sites.get(&s)).map(|s| {
+                assert!(s.file.ends_with("python_ctypes.py"), "{s:?}");
+                (s.line, s.function.clone().expect("a function"))
+            });
+            (c.op, c.tid, site)
+        })
+        .collect()
+}
+
+/// Python without mpi4py (the interpreter `python3` names, MPI through ctypes): each
+/// call is placed on its line whether the GIL is released around it or held, on the
+/// main thread or another, and MPI_Finalize at module level; with
+/// `OVERLAP_PYTHON_SITES=0` every site stays the native return address.
+#[test]
+fn python_calls_through_ctypes_are_placed_with_or_without_the_gil() {
+    let python = PathBuf::from("python3");
+    if !Command::new(&python)
+        .args(["-c", "import ctypes"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        eprintln!("skipped: no python3 with ctypes");
+        return;
+    }
+    let file = "python_ctypes.py";
+    let program = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/programs")
+        .join(file);
+    let arg = program.to_str().expect("a UTF-8 path");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let at = |marker: &str, function: &str| {
+        Some((
+            program_line(file, &format!("# site: {marker}")),
+            function.to_string(),
+        ))
+    };
+    let out = dir.path().join("ctypes.json");
+    let run = trace_with(2, &python, &[arg], &[], &out);
+    assert!(run.success(), "{}", run.describe());
+    for rank in 0..2 {
+        let want: Placed = vec![
+            (Op::Init, 0, at("Init", "init")),
+            (Op::Barrier, 0, at("Barrier, GIL released", "barrier")),
+            (
+                Op::Barrier,
+                0,
+                at("Barrier, GIL held", "barrier_holding_the_gil"),
+            ),
+            (Op::Barrier, 1, at("Barrier, GIL released", "barrier")),
+            (Op::Finalize, 0, at("Finalize", "<module>")),
+        ];
+        assert_eq!(placed(&out, rank), want, "rank {rank}");
+    }
+    let out = dir.path().join("native.json");
+    let run = trace_with(2, &python, &[arg], &[("OVERLAP_PYTHON_SITES", "0")], &out);
+    assert!(run.success(), "{}", run.describe());
+    for rank in 0..2 {
+        let got = placed(&out, rank);
+        assert_eq!(got.len(), 5, "rank {rank}: {got:?}");
+        assert!(
+            got.iter().all(|(_, _, s)| s.is_none()),
+            "rank {rank}: {got:?}"
         );
     }
 }
