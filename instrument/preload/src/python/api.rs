@@ -11,33 +11,6 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 /// A `PyObject *` (or a `PyThreadState *`, `PyFrameObject *`): never dereferenced here.
 pub(crate) type Object = *mut c_void;
 
-/// The interpreter's functions.
-pub(crate) struct Api {
-    pub(crate) is_initialized: unsafe extern "C" fn() -> c_int,
-    /// `Py_IsFinalizing` or `_Py_IsFinalizing`, where the interpreter has either.
-    pub(crate) is_finalizing: Option<unsafe extern "C" fn() -> c_int>,
-    pub(crate) this_thread_state: unsafe extern "C" fn() -> Object,
-    pub(crate) gil_check: unsafe extern "C" fn() -> c_int,
-    /// `PyGILState_STATE` is a C enum: an `int`.
-    pub(crate) gil_ensure: unsafe extern "C" fn() -> c_int,
-    pub(crate) gil_release: unsafe extern "C" fn(c_int),
-    pub(crate) thread_frame: unsafe extern "C" fn(Object) -> Object,
-    pub(crate) frame_code: unsafe extern "C" fn(Object) -> Object,
-    pub(crate) frame_back: unsafe extern "C" fn(Object) -> Object,
-    pub(crate) frame_line: unsafe extern "C" fn(Object) -> c_int,
-    /// `PyFrame_GetLasti`, where the interpreter has it.
-    pub(crate) frame_lasti: Option<unsafe extern "C" fn(Object) -> c_int>,
-    pub(crate) get_attr: unsafe extern "C" fn(Object, *const c_char) -> Object,
-    pub(crate) utf8: unsafe extern "C" fn(Object, *mut isize) -> *const c_char,
-    pub(crate) sys_get: unsafe extern "C" fn(*const c_char) -> Object,
-    pub(crate) dict_get: unsafe extern "C" fn(Object, *const c_char) -> Object,
-    pub(crate) err_fetch: unsafe extern "C" fn(*mut Object, *mut Object, *mut Object),
-    pub(crate) err_restore: unsafe extern "C" fn(Object, Object, Object),
-    pub(crate) err_clear: unsafe extern "C" fn(),
-    pub(crate) incref: unsafe extern "C" fn(Object),
-    pub(crate) decref: unsafe extern "C" fn(Object),
-}
-
 /// The address of `name` in the process, if any object defines it.
 fn symbol(name: &CStr) -> Option<*mut c_void> {
     // SAFETY: a lookup by a NUL-terminated name; nothing is called.
@@ -45,51 +18,80 @@ fn symbol(name: &CStr) -> Option<*mut c_void> {
     (!at.is_null()).then_some(at)
 }
 
-/// Looks up each `name` as the function type of its field, or returns `None`.
-macro_rules! resolve {
-    ($($field:ident = $name:literal;)+) => {
-        Api {
-            is_finalizing: symbol(c"Py_IsFinalizing")
-                .or_else(|| symbol(c"_Py_IsFinalizing"))
-                // SAFETY: `int (void)` in every version that defines either name.
-                .map(|f| unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn() -> c_int>(f) }),
-            frame_lasti: symbol(c"PyFrame_GetLasti")
-                // SAFETY: `int (PyFrameObject *)`, as documented.
-                .map(|f| unsafe { std::mem::transmute::<*mut c_void, unsafe extern "C" fn(Object) -> c_int>(f) }),
+/// `name`, which ends in its NUL, as a C string.
+fn c_name(name: &'static str) -> Option<&'static CStr> {
+    CStr::from_bytes_with_nul(name.as_bytes()).ok()
+}
+
+/// `symbol(name)` as a function of type `F`.
+///
+/// # Safety
+///
+/// `F` must be the C signature the interpreter gives `name`.
+unsafe fn function<F: Copy>(name: &CStr) -> Option<F> {
+    const { assert!(size_of::<F>() == size_of::<*mut c_void>()) };
+    // SAFETY: a function pointer is a data pointer's size on the platforms the preload
+    // builds for; the caller vouches for the signature.
+    symbol(name).map(|at| unsafe { std::mem::transmute_copy::<*mut c_void, F>(&at) })
+}
+
+/// Declares [`Api`], a field per function, each typed as its C signature, and
+/// `Api::find`, which finds them all or gives `None`.
+macro_rules! api {
+    ($($field:ident: $ty:ty = $name:literal;)+) => {
+        /// The interpreter's functions.
+        pub(crate) struct Api {
+            /// `Py_IsFinalizing` or `_Py_IsFinalizing`, where the interpreter has either.
+            pub(crate) is_finalizing: Option<unsafe extern "C" fn() -> c_int>,
+            /// `PyFrame_GetLasti`, where the interpreter has it.
+            pub(crate) frame_lasti: Option<unsafe extern "C" fn(Object) -> c_int>,
             $(
-                // SAFETY: the C API's documented signature for that name, which the
-                // field's type spells out.
-                $field: unsafe { std::mem::transmute::<*mut c_void, _>(symbol($name)?) },
+                #[doc = concat!("`", $name, "`.")]
+                pub(crate) $field: $ty,
             )+
+        }
+
+        impl Api {
+            /// The interpreter's functions, when the process has a Python 3.9 or later.
+            pub(crate) fn find() -> Option<Api> {
+                // SAFETY: each type is the C API's documented signature for its name;
+                // the two finalizing names have the same.
+                unsafe {
+                    Some(Api {
+                        is_finalizing: function(c"Py_IsFinalizing")
+                            .or_else(|| function(c"_Py_IsFinalizing")),
+                        frame_lasti: function(c"PyFrame_GetLasti"),
+                        $($field: function::<$ty>(c_name(concat!($name, "\0"))?)?,)+
+                    })
+                }
+            }
         }
     };
 }
 
-impl Api {
-    /// The interpreter's functions, when the process has a Python 3.9 or later.
-    pub(crate) fn find() -> Option<Api> {
-        Some(resolve! {
-            is_initialized = c"Py_IsInitialized";
-            this_thread_state = c"PyGILState_GetThisThreadState";
-            gil_check = c"PyGILState_Check";
-            gil_ensure = c"PyGILState_Ensure";
-            gil_release = c"PyGILState_Release";
-            thread_frame = c"PyThreadState_GetFrame";
-            frame_code = c"PyFrame_GetCode";
-            frame_back = c"PyFrame_GetBack";
-            frame_line = c"PyFrame_GetLineNumber";
-            get_attr = c"PyObject_GetAttrString";
-            utf8 = c"PyUnicode_AsUTF8AndSize";
-            sys_get = c"PySys_GetObject";
-            dict_get = c"PyDict_GetItemString";
-            err_fetch = c"PyErr_Fetch";
-            err_restore = c"PyErr_Restore";
-            err_clear = c"PyErr_Clear";
-            incref = c"Py_IncRef";
-            decref = c"Py_DecRef";
-        })
-    }
+api! {
+    is_initialized: unsafe extern "C" fn() -> c_int = "Py_IsInitialized";
+    this_thread_state: unsafe extern "C" fn() -> Object = "PyGILState_GetThisThreadState";
+    gil_check: unsafe extern "C" fn() -> c_int = "PyGILState_Check";
+    // `PyGILState_STATE` is a C enum: an `int`.
+    gil_ensure: unsafe extern "C" fn() -> c_int = "PyGILState_Ensure";
+    gil_release: unsafe extern "C" fn(c_int) = "PyGILState_Release";
+    thread_frame: unsafe extern "C" fn(Object) -> Object = "PyThreadState_GetFrame";
+    frame_code: unsafe extern "C" fn(Object) -> Object = "PyFrame_GetCode";
+    frame_back: unsafe extern "C" fn(Object) -> Object = "PyFrame_GetBack";
+    frame_line: unsafe extern "C" fn(Object) -> c_int = "PyFrame_GetLineNumber";
+    get_attr: unsafe extern "C" fn(Object, *const c_char) -> Object = "PyObject_GetAttrString";
+    utf8: unsafe extern "C" fn(Object, *mut isize) -> *const c_char = "PyUnicode_AsUTF8AndSize";
+    sys_get: unsafe extern "C" fn(*const c_char) -> Object = "PySys_GetObject";
+    dict_get: unsafe extern "C" fn(Object, *const c_char) -> Object = "PyDict_GetItemString";
+    err_fetch: unsafe extern "C" fn(*mut Object, *mut Object, *mut Object) = "PyErr_Fetch";
+    err_restore: unsafe extern "C" fn(Object, Object, Object) = "PyErr_Restore";
+    err_clear: unsafe extern "C" fn() = "PyErr_Clear";
+    incref: unsafe extern "C" fn(Object) = "Py_IncRef";
+    decref: unsafe extern "C" fn(Object) = "Py_DecRef";
+}
 
+impl Api {
     /// The text of `object`'s attribute `name`, when it has one and it is a `str` (a
     /// new string; the caller holds the GIL and has set the program's error indicator
     /// aside, so clearing the error a missing attribute raises loses nothing).
