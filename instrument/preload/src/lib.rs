@@ -11,7 +11,8 @@
 //! programs are traced through the same wrappers; Open MPI's call `PMPI_` directly, so
 //! the library built for it wraps the Fortran entry points as well ([`fortran`]).
 //! MPICH's `mpi_f08` bindings call `PMPI_` directly too: the library built for MPICH
-//! wraps those ([`f08`]).
+//! wraps those ([`f08`]). In a Python program (mpi4py) each call is placed on the Python
+//! frame that made it rather than inside mpi4py ([`python`]).
 //!
 //! The library is built against the MPI headers and library that `mpicc` names (through
 //! `mpi-sys`): handle types differ between MPI implementations, so it must be loaded
