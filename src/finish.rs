@@ -240,8 +240,11 @@ impl RunEnd<'_> {
     /// section needs every rank's calls.
     pub(crate) fn summary(&self, w: &Written) -> Result<()> {
         (self.print)(format_args!("{}", w.summary.to_table()));
-        if let Some(note) = crate::trace::unrecorded_note(&w.info.params) {
+        if let Some(note) = crate::trace::unrecorded_note(&w.info) {
             (self.print)(format_args!("{note}\n"));
+        }
+        for unseen in overlap_analyzer::unrecorded::unseen_requests(&w.info) {
+            (self.print)(format_args!("warning: {unseen}\n"));
         }
         if w.info.ranks.iter().any(|r| r.in_flight.is_some()) {
             let trace = load_run(self.ranks_dir, self.out)?;

@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use overlap_instrument::mpi_family::{MpiFamily, LAUNCHER_ENV};
 use overlap_instrument::recorder::BUFFERS_ENV;
 use overlap_instrument::schema::{
-    ParamValue, Params, PRELOAD_BUILT_FOR_PARAM, UNRECORDED_CALLS_PARAM,
+    MergedInfo, ParamValue, PRELOAD_BUILT_FOR_PARAM, UNCOUNTED_CALLS_PARAM, UNRECORDED_CALLS_PARAM,
 };
 
 use crate::supervise::{self, Ending, Watch, HANG_TIMEOUT_ENV};
@@ -119,62 +119,150 @@ pub fn run_traced(
 }
 
 /// What to tell the user, once, about the MPI functions the program calls that overlap
-/// does not record (the preload lists them in each rank's header; the merged trace
-/// keeps the first rank's): `None` when there are none, or when the trace says nothing
-/// of them (not the preload's, or an older one). A preload that found no MPI import
-/// leaves the list out: the note says that it could not be told.
-pub fn unrecorded_note(params: &Params) -> Option<String> {
-    let Some(ParamValue::Text(list)) = params.get(UNRECORDED_CALLS_PARAM) else {
-        return params.contains_key(PRELOAD_BUILT_FOR_PARAM).then(|| {
-            "which MPI functions this program calls could not be told (no MPI import was \
-             found: an MPI linked statically, or opened with dlopen): calls overlap does \
-             not record, if any, count as computation"
-                .to_string()
-        });
+/// does not record: `None` when there are none, or when the trace says nothing of them
+/// (not the preload's, or an older one). The preload counts every call of every MPI
+/// function its MPI's header declares, so the note names the calls the ranks made, with
+/// their counts summed over the ranks. A preload older than that listed the MPI
+/// functions the program's objects import instead (the header's `unrecorded_calls`);
+/// one that found no MPI import left the list out: the note then says that it could not
+/// be told.
+pub fn unrecorded_note(info: &MergedInfo) -> Option<String> {
+    let names = match overlap_analyzer::unrecorded::unrecorded_calls(info) {
+        Some(counted) => {
+            let mut names = overlap_analyzer::unrecorded::with_counts(&counted);
+            let uncounted: Vec<&str> = match info.params.get(UNCOUNTED_CALLS_PARAM) {
+                Some(ParamValue::Text(list)) => list
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty() && !counted.contains_key(*n))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            if !uncounted.is_empty() {
+                let sep = if names.is_empty() { "" } else { ", " };
+                names = format!(
+                    "{names}{sep}{} (imported through Fortran bindings that bypass the C \
+                     entry points: calls not counted)",
+                    uncounted.join(", ")
+                );
+            }
+            names
+        }
+        None => match info.params.get(UNRECORDED_CALLS_PARAM) {
+            Some(ParamValue::Text(list)) => list
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .collect::<Vec<_>>()
+                .join(", "),
+            _ => {
+                return info.params.contains_key(PRELOAD_BUILT_FOR_PARAM).then(|| {
+                    "which MPI functions this program calls could not be told (no MPI \
+                     import was found: an MPI linked statically, or opened with dlopen): \
+                     calls overlap does not record, if any, count as computation"
+                        .to_string()
+                });
+            }
+        },
     };
-    let names: Vec<&str> = list
-        .split(',')
-        .map(str::trim)
-        .filter(|n| !n.is_empty())
-        .collect();
-    if names.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "this program calls MPI functions overlap does not record: {}; time inside them \
-         counts as computation",
-        names.join(", ")
-    ))
+    (!names.is_empty()).then(|| {
+        format!(
+            "this program calls MPI functions overlap does not record: {names}; time inside \
+             them counts as computation"
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use overlap_instrument::schema::{CallCounts, Params, RankClock};
+
+    /// A merged info of `ranks` ranks with `params` and each rank's call counts.
+    fn info(params: Params, counts: Vec<Option<CallCounts>>) -> MergedInfo {
+        let json = serde_json::json!({
+            "format": "overlap-trace", "format_version": 9, "program": "p", "params": {},
+            "world_size": counts.len(), "ranks": [], "max_clock_error_ns": 0,
+            "messages": 0, "unmatched_sends": 0, "unmatched_receives": 0,
+            "clock_suspect": [], "incomplete": [], "missing_ranks": []
+        });
+        let mut info: MergedInfo = serde_json::from_value(json).expect("an info");
+        info.params = params;
+        for (rank, call_counts) in counts.into_iter().enumerate() {
+            let mut r: RankClock = serde_json::from_value(serde_json::json!({
+                "rank": rank, "host": "h", "shared_clock": true,
+                "init_offset_ns": 0, "init_error_ns": 0
+            }))
+            .expect("a rank");
+            r.call_counts = call_counts;
+            info.ranks.push(r);
+        }
+        info
+    }
 
     #[test]
     fn unrecorded_calls_are_named_once_or_not_at_all() {
         let mut p = Params::new();
-        assert_eq!(unrecorded_note(&p), None, "an older preload says nothing");
+        assert_eq!(
+            unrecorded_note(&info(p.clone(), vec![])),
+            None,
+            "an older preload says nothing"
+        );
         p.insert(
             PRELOAD_BUILT_FOR_PARAM.into(),
             ParamValue::Text("mpich 4.0.2".into()),
         );
-        let unknown = unrecorded_note(&p).expect("a preload that found no MPI import");
+        let unknown = unrecorded_note(&info(p.clone(), vec![])).expect("no MPI import found");
         assert!(unknown.starts_with("which MPI functions this program calls could not be told"));
         p.insert(
             UNRECORDED_CALLS_PARAM.into(),
             ParamValue::Text(String::new()),
         );
-        assert_eq!(unrecorded_note(&p), None, "none");
+        assert_eq!(unrecorded_note(&info(p.clone(), vec![])), None, "none");
         p.insert(
             UNRECORDED_CALLS_PARAM.into(),
             ParamValue::Text("MPI_Comm_split,MPI_File_open".into()),
         );
         assert_eq!(
-            unrecorded_note(&p).as_deref(),
+            unrecorded_note(&info(p.clone(), vec![])).as_deref(),
             Some(
                 "this program calls MPI functions overlap does not record: MPI_Comm_split, \
                  MPI_File_open; time inside them counts as computation"
+            )
+        );
+        // Counted calls win over imports: what the ranks called, summed, without the
+        // negligible ones.
+        let counted = |calls: &[(&str, u64)]| {
+            Some(CallCounts {
+                unrecorded: calls.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+                unseen_completions: 0,
+            })
+        };
+        let two = vec![
+            counted(&[("MPI_File_open", 1), ("MPI_Comm_rank", 9)]),
+            counted(&[("MPI_File_open", 1)]),
+        ];
+        assert_eq!(
+            unrecorded_note(&info(p.clone(), two)).as_deref(),
+            Some(
+                "this program calls MPI functions overlap does not record: MPI_File_open ×2; \
+                 time inside them counts as computation"
+            )
+        );
+        let negligible = vec![counted(&[("MPI_Comm_rank", 9)])];
+        assert_eq!(unrecorded_note(&info(p.clone(), negligible)), None);
+        // Imported through Open MPI's Fortran bindings, which bypass the counters.
+        p.insert(
+            UNCOUNTED_CALLS_PARAM.into(),
+            ParamValue::Text("MPI_File_open,MPI_File_close".into()),
+        );
+        let fortran = vec![counted(&[("MPI_File_open", 1)])];
+        assert_eq!(
+            unrecorded_note(&info(p, fortran)).as_deref(),
+            Some(
+                "this program calls MPI functions overlap does not record: MPI_File_open ×1, \
+                 MPI_File_close (imported through Fortran bindings that bypass the C entry \
+                 points: calls not counted); time inside them counts as computation"
             )
         );
     }

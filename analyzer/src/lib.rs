@@ -51,6 +51,7 @@ pub mod sites;
 pub mod suggest;
 pub mod summary;
 pub mod tables;
+pub mod unrecorded;
 
 use std::path::PathBuf;
 

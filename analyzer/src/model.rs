@@ -20,8 +20,8 @@ pub use by_post::RequestsByPost;
 pub(crate) use compact::CallExtra;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
 use overlap_format::schema::{
-    ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo, Nanos, Op, SourceSite,
-    SyncPhase, Unwatched,
+    CallCounts, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo, Nanos, Op,
+    SourceSite, SyncPhase, Unwatched,
 };
 pub use timeline::{align_gpu, Timeline, MAX_RECORDS};
 
@@ -96,6 +96,9 @@ pub struct RankTrace<E = Vec<Event>> {
     /// short: its footer may be there but unreadable, so no death is to be read into
     /// its absence.
     pub damaged: bool,
+    /// What the recorder counted besides the calls it recorded (the preload, format
+    /// version 9 on); `None` when it did not count.
+    pub call_counts: Option<CallCounts>,
 }
 
 impl<E> RankTrace<E> {

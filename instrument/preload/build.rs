@@ -7,13 +7,20 @@
 //!   preload then wraps the Fortran entry points too (`src/fortran`);
 //! - `OVERLAP_PRELOAD_MPI`, the MPI family (`mpich` or `openmpi`) and version, which the
 //!   library carries in a marker that `overlap trace` reads to pick the preload that
-//!   matches the program's MPI (`src/built_for.rs`).
+//!   matches the program's MPI (`src/built_for.rs`);
+//! - the counting entry points of every other MPI function its `mpi.h` declares
+//!   (`build_counted.rs`, `src/counting.rs`).
 
 use std::path::Path;
 use std::process::Command;
 
+#[path = "build_counted.rs"]
+mod counted;
+
 fn main() {
     println!("cargo:rerun-if-changed=src/thread.c");
+    println!("cargo:rerun-if-changed=src/lib.rs");
+    println!("cargo:rerun-if-changed=build_counted.rs");
     println!("cargo:rerun-if-env-changed=MPICC");
     println!("cargo:rustc-check-cfg=cfg(mpi4)");
     println!("cargo:rustc-check-cfg=cfg(openmpi)");
@@ -59,6 +66,17 @@ fn main() {
         println!("cargo:rustc-cfg=openmpi");
     }
     println!("cargo:rustc-env=OVERLAP_PRELOAD_MPI={family} {family_version}");
+
+    // The counting entry points: every function the header declares that the preload
+    // does not wrap.
+    let lib_rs = std::fs::read_to_string("src/lib.rs").expect("reading src/lib.rs");
+    let wrapped = counted::wrapped(&lib_rs);
+    let names: Vec<String> = counted::declared(&text)
+        .into_iter()
+        .filter(|n| !wrapped.contains(n))
+        .collect();
+    std::fs::write(Path::new(&out).join("counted.rs"), counted::source(&names))
+        .expect("writing the counting entry points");
 }
 
 /// What the C preprocessor answers about `mpi.h`, one `name=value` line each.

@@ -33,6 +33,7 @@ mod toeplitz;
 mod trace;
 mod traces;
 mod tui;
+mod unrecorded;
 mod util;
 mod verdicts;
 mod watch;

@@ -111,6 +111,8 @@ pub enum Problem {
     },
     /// Nothing at all was traced.
     NoEvents,
+    /// A rank completed requests no recorded call posted: its transfers are missing.
+    UnseenRequests(crate::unrecorded::UnseenRequests),
     /// Another program or other parameters than the baseline's.
     OtherProgram {
         /// The baseline's program and parameters.
@@ -173,6 +175,7 @@ impl fmt::Display for Problem {
                 write!(f, "{count} more rank(s) of MPI_COMM_WORLD missing")
             }
             Problem::NoEvents => write!(f, "the trace holds no event"),
+            Problem::UnseenRequests(u) => write!(f, "{u}"),
             Problem::OtherProgram { baseline, current } => write!(
                 f,
                 "the baseline was made from {baseline}, this trace is {current}"
@@ -298,6 +301,11 @@ pub fn completeness(loaded: &Loaded) -> Vec<Problem> {
     if trace.ranks.iter().all(|t| t.spans.is_empty()) {
         out.push(Problem::NoEvents);
     }
+    out.extend(
+        crate::unrecorded::unseen_requests(info)
+            .into_iter()
+            .map(Problem::UnseenRequests),
+    );
     out
 }
 

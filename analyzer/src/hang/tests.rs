@@ -41,6 +41,7 @@ fn rank(rank: u32, size: u32, events: Vec<Event>, dump: Option<InFlightDump>) ->
         in_flight: dump.into_iter().collect(),
         notes: Vec::new(),
         damaged: false,
+        call_counts: None,
     }
 }
 

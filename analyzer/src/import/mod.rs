@@ -401,6 +401,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
         notes: Vec::new(),
         in_flight: Vec::new(),
         damaged: false,
+        call_counts: None,
     })
 }
 

@@ -178,6 +178,7 @@ mod tests {
             problems: Vec::new(),
             in_flight: Vec::new(),
             damaged: false,
+            call_counts: None,
             notes: Vec::new(),
         }
     }

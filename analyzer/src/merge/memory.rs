@@ -56,6 +56,7 @@ pub fn from_events(program: &str, source: &Path, ranks: Vec<Vec<Event>>) -> Trac
                 notes: Vec::new(),
                 in_flight: Vec::new(),
                 damaged: false,
+                call_counts: None,
             }
         })
         .collect();

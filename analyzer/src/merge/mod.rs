@@ -328,6 +328,7 @@ impl ClockPlan {
                         events: events_of(t.rank()),
                         complete: t.is_complete(),
                         in_flight: self.last_dump(i, t),
+                        call_counts: t.call_counts.clone(),
                     }
                 })
                 .collect(),

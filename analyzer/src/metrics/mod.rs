@@ -187,6 +187,9 @@ pub struct RunInfo {
     /// through the preload, which records MPI only): the GPU verdicts are unknown, not
     /// clean. Null when GPU work was recorded or no runtime was seen.
     pub gpu_unrecorded: Option<crate::gpu::UnrecordedRuntime>,
+    /// Ranks that completed requests no recorded call posted (posted by MPI functions
+    /// overlap does not record): their waits and overlap figures are unknown.
+    pub unseen_requests: Vec<crate::unrecorded::UnseenRequests>,
     /// Whether a host ran more ranks than it had CPUs for ([`oversubscription`]).
     pub oversubscription: oversubscription::Oversubscription,
 }
@@ -336,6 +339,7 @@ impl OfTrace {
             unmatched_receives: info.unmatched_receives,
             compute_source: trace.compute_source(),
             gpu_unrecorded: crate::gpu::unrecorded_runtime(trace),
+            unseen_requests: crate::unrecorded::unseen_requests(&trace.info),
             oversubscription: oversubscription::Oversubscription::of(&trace.info),
         };
         let (gpu, chains) = {

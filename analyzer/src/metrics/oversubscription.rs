@@ -186,6 +186,7 @@ mod tests {
             events: 0,
             complete: true,
             in_flight: None,
+            call_counts: None,
         }
     }
 

@@ -156,6 +156,9 @@ pub fn render(r: &Report, style: Style) -> String {
             g.rank, g.library
         );
     }
+    for u in &run.unseen_requests {
+        let _ = writeln!(o, "  {}", style.bold(&format!("warning: {u}")));
+    }
     if run.unmatched_sends + run.unmatched_receives > 0 {
         let _ = writeln!(
             o,

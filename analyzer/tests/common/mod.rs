@@ -199,6 +199,7 @@ pub fn rank_trace(header: Header, syncs: Vec<ClockSync>, events: Vec<Event>) -> 
         notes: Vec::new(),
         in_flight: Vec::new(),
         damaged: false,
+        call_counts: None,
     }
 }
 

@@ -7,7 +7,7 @@
 //! object mapped into the process but MPI's own libraries (whose Fortran bindings import
 //! every C entry point) and the preload; it keeps the `MPI_*` names, and the Fortran
 //! ones (`mpi_send_` is `MPI_Send`), and takes away those it records ([`Op`]) and those
-//! whose time is negligible by design ([`NEGLIGIBLE`], [`NEGLIGIBLE_FAMILIES`]). What
+//! whose time is negligible by design ([`negligible_mpi_call`]). What
 //! is left is listed in the rank's header as `unrecorded_calls`.
 //!
 //! Not seen: calls through `PMPI_` names, through libraries opened with `dlopen` after
@@ -18,81 +18,7 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use overlap_instrument::schema::Op;
-
-/// Local and query calls whose time is negligible: they do not communicate and return
-/// at once, so leaving them unrecorded does not move time from MPI to computation.
-pub(crate) const NEGLIGIBLE: &[&str] = &[
-    "MPI_Comm_rank",
-    "MPI_Comm_size",
-    "MPI_Comm_remote_size",
-    "MPI_Comm_test_inter",
-    "MPI_Comm_compare",
-    "MPI_Comm_group",
-    "MPI_Comm_remote_group",
-    "MPI_Comm_create_keyval",
-    "MPI_Comm_free_keyval",
-    "MPI_Wtime",
-    "MPI_Wtick",
-    "MPI_Initialized",
-    "MPI_Finalized",
-    "MPI_Query_thread",
-    "MPI_Is_thread_main",
-    "MPI_Get_processor_name",
-    "MPI_Get_version",
-    "MPI_Get_library_version",
-    "MPI_Get_count",
-    "MPI_Get_elements",
-    "MPI_Get_elements_x",
-    "MPI_Get_address",
-    "MPI_Address",
-    "MPI_Aint_add",
-    "MPI_Aint_diff",
-    "MPI_Error_string",
-    "MPI_Error_class",
-    "MPI_Pcontrol",
-    "MPI_Alloc_mem",
-    "MPI_Free_mem",
-    "MPI_Dims_create",
-    "MPI_Cart_coords",
-    "MPI_Cart_rank",
-    "MPI_Cart_shift",
-    "MPI_Cart_get",
-    "MPI_Cartdim_get",
-    "MPI_Topo_test",
-    "MPI_Graph_neighbors",
-    "MPI_Graph_neighbors_count",
-    "MPI_Dist_graph_neighbors",
-    "MPI_Dist_graph_neighbors_count",
-    "MPI_Pack_size",
-    "MPI_Keyval_create",
-    "MPI_Keyval_free",
-    "MPI_Attr_get",
-    "MPI_Attr_put",
-    "MPI_Test_cancelled",
-    "MPI_Win_shared_query",
-    "MPI_Win_attach",
-    "MPI_Win_detach",
-    "MPI_Buffer_attach",
-];
-
-/// Families of local calls (name prefixes) whose time is negligible: datatypes, groups,
-/// info objects, error handlers, user operations, statuses, attributes and names.
-pub(crate) const NEGLIGIBLE_FAMILIES: &[&str] = &[
-    "MPI_Type_",
-    "MPI_Group_",
-    "MPI_Info_",
-    "MPI_Errhandler_",
-    "MPI_Op_",
-    "MPI_Status_",
-    "MPI_Comm_get_",
-    "MPI_Comm_set_",
-    "MPI_Comm_call_errhandler",
-    "MPI_Win_get_",
-    "MPI_Win_set_",
-    "MPI_Win_create_keyval",
-    "MPI_Win_free_keyval",
-];
+use overlap_instrument::schema::{negligible_mpi_call, Op};
 
 /// True when overlap records `name` or its time is negligible (the handle conversions
 /// between C and Fortran, `MPI_Comm_f2c` and the like, are too).
@@ -103,18 +29,15 @@ fn accounted(name: &str) -> bool {
 
 /// [`accounted`], for a call the program makes through `symbol` (its C name `name`).
 fn accounted_as(name: &str, symbol: &str) -> bool {
-    recorded_through(name, symbol)
-        || NEGLIGIBLE.contains(&name)
-        || NEGLIGIBLE_FAMILIES.iter().any(|f| name.starts_with(f))
-        || name.ends_with("_f2c")
-        || name.ends_with("_c2f")
+    recorded_through(name, symbol) || negligible_mpi_call(name)
 }
 
 /// Whether a call through `symbol` reaches a wrapper that records it:
 /// - C names reach the C wrappers;
 /// - MPICH's Fortran bindings call the C entry points, but its `mpi_f08` ones only for
-///   calls with a buffer (`_f08ts`; not their `_large` forms, which call the `_c` entry
-///   points): the others call `PMPI_*` and are recorded where [`crate::f08`] wraps them;
+///   calls with a buffer (`_f08ts`; their `_large` forms call the large-count `_c`
+///   entry points): the others call `PMPI_*` and are recorded where [`crate::f08`]
+///   wraps them;
 /// - Open MPI's Fortran bindings, `mpi_f08` included, call `PMPI_*`: recorded where
 ///   [`crate::fortran`] wraps them.
 fn recorded_through(name: &str, symbol: &str) -> bool {
@@ -134,7 +57,7 @@ fn recorded_through(name: &str, symbol: &str) -> bool {
         Some(Binding::FortranF08) => {
             let lower = symbol.to_ascii_lowercase();
             if lower.ends_with("_f08ts_large_") {
-                false
+                crate::exported::EXPORTS.contains(&format!("{name}_c").as_str())
             } else if lower.ends_with("_f08ts_") {
                 recorded_in_c
             } else {
@@ -193,8 +116,27 @@ impl Binding {
 pub(crate) struct Imports {
     /// The MPI functions imported that overlap does not account for, sorted.
     pub(crate) unrecorded: Vec<String>,
+    /// Of those, the ones imported through a binding that bypasses the C entry points,
+    /// whose calls [`crate::counting`] therefore cannot count, sorted.
+    pub(crate) uncounted: Vec<String>,
     /// The bindings they are called through, sorted.
     pub(crate) bindings: Vec<Binding>,
+}
+
+/// Whether a call through `symbol` reaches the C entry points, where the calls of the
+/// functions not recorded are counted: C names do, and MPICH's Fortran bindings but
+/// those of `mpi_f08` without a buffer (which call `PMPI_*`); Open MPI's Fortran
+/// bindings call `PMPI_*`.
+fn counted_through(symbol: &str) -> bool {
+    match Binding::of(symbol) {
+        Some(Binding::C) | None => true,
+        #[cfg(openmpi)]
+        Some(Binding::Fortran | Binding::FortranF08) => false,
+        #[cfg(not(openmpi))]
+        Some(Binding::Fortran) => true,
+        #[cfg(not(openmpi))]
+        Some(Binding::FortranF08) => symbol.to_ascii_lowercase().contains("_f08ts_"),
+    }
 }
 
 /// Reads the process's objects' imports; `None` when none of them imports anything from
@@ -202,6 +144,7 @@ pub(crate) struct Imports {
 /// then unknown, not "nothing".
 pub(crate) fn scan() -> Option<Imports> {
     let mut names = BTreeSet::new();
+    let mut uncounted = BTreeSet::new();
     let mut bindings = BTreeSet::new();
     for object in objects() {
         // An object that cannot be read (gone, not ELF) imports nothing we can know.
@@ -214,12 +157,16 @@ pub(crate) fn scan() -> Option<Imports> {
             };
             bindings.insert(binding);
             if let Some(name) = mpi_name(s).filter(|n| !accounted_as(n, s)) {
+                if !counted_through(s) {
+                    uncounted.insert(name.clone());
+                }
                 names.insert(name);
             }
         }
     }
     (!bindings.is_empty()).then(|| Imports {
         unrecorded: names.into_iter().collect(),
+        uncounted: uncounted.into_iter().collect(),
         bindings: bindings.into_iter().collect(),
     })
 }
@@ -418,8 +365,12 @@ mod tests {
         // Through the C entry point, through the preload's own wrapper, or neither.
         assert!(accounted_as("MPI_Isend", "mpi_isend_f08ts_"));
         assert!(accounted_as("MPI_Waitall", "mpi_waitall_f08_"));
-        assert!(!accounted_as("MPI_Isend", "mpi_isend_f08ts_large_"));
-        assert!(!accounted_as("MPI_Barrier_init", "mpi_barrier_init_f08_"));
+        assert!(accounted_as("MPI_Isend", "mpi_isend_f08ts_large_"));
+        assert!(accounted_as("MPI_Barrier_init", "mpi_barrier_init_f08_"));
+        assert!(!accounted_as(
+            "MPI_File_write_all",
+            "mpi_file_write_all_f08ts_"
+        ));
         assert!(accounted_as("MPI_Isend", "mpi_isend_"));
     }
 

@@ -24,6 +24,8 @@ mod cache;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod calls;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod counting;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod entry;
 #[cfg(all(target_arch = "x86_64", target_os = "linux", not(openmpi)))]
 mod f08;

@@ -231,6 +231,15 @@ impl RequestTable {
         Some(t.done(id))
     }
 
+    /// True when a request (active or a persistent one) is held under `handle`.
+    pub(crate) fn holds(&self, handle: u64) -> bool {
+        match self.map.get(&handle) {
+            Some(Slot::One(_)) => true,
+            Some(Slot::Many(q)) => !q.is_empty(),
+            None => false,
+        }
+    }
+
     /// `MPI_Request_free` let go of `handle`: the id to record (the active operation's,
     /// else the persistent request's). Frees the oldest request under the handle.
     pub(crate) fn freed(&mut self, handle: u64) -> Option<u64> {

@@ -204,6 +204,13 @@ pub(crate) fn completed(handle: u64) -> Option<Done> {
     find(|t| t.completed(handle))
 }
 
+/// True when no table holds a request under `handle`: a completion of it completed a
+/// request no recorded call posted (an inactive persistent request is held).
+#[cold]
+pub(crate) fn unseen(handle: u64) -> bool {
+    find(|t| t.holds(handle).then_some(())).is_none()
+}
+
 /// `MPI_Request_free` let go of `handle`: the id to record.
 pub(crate) fn freed(handle: u64) -> Option<u64> {
     find(|t| t.freed(handle))

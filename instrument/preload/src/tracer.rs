@@ -26,7 +26,7 @@ use overlap_instrument::recorder::{
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, RequestId, Started,
     SyncPhase, FORMAT_NAME, FORMAT_VERSION, LAUNCHER_PARAM, MPI_BINDINGS_PARAM, MPI_LIBRARY_PARAM,
-    PRELOAD_BUILT_FOR_PARAM, UNRECORDED_CALLS_PARAM,
+    PRELOAD_BUILT_FOR_PARAM, UNCOUNTED_CALLS_PARAM, UNRECORDED_CALLS_PARAM,
 };
 
 use crate::calls::Timed;
@@ -256,6 +256,7 @@ pub(crate) fn start(init: InitCall) {
     let mut sync_comm = k.comm_null;
     // SAFETY: out-pointer to a local; collective over the world.
     unsafe { PMPI_Comm_dup(world, &mut sync_comm) };
+    recorder.count_calls_with(crate::counting::payload_if_changed);
     let tracer = Box::leak(Box::new(Tracer {
         recorder,
         k,
@@ -441,6 +442,10 @@ fn params(thread_level: Option<c_int>) -> Params {
         p.insert(
             UNRECORDED_CALLS_PARAM.into(),
             ParamValue::Text(imports.unrecorded.join(",")),
+        );
+        p.insert(
+            UNCOUNTED_CALLS_PARAM.into(),
+            ParamValue::Text(imports.uncounted.join(",")),
         );
         let bindings: Vec<&str> = imports.bindings.iter().map(|b| b.name()).collect();
         p.insert(

@@ -32,6 +32,7 @@ pub use config::{FinishReport, RecorderConfig};
 pub use gpu_work::GpuWork;
 pub use inflight::{request_dump, WaitsOn};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
+pub use overlap_format::stream::counts::payload as call_counts_payload;
 pub use overlap_format::stream::learned::{push_unwatched, push_watch};
 pub use signal::{
     hang_timeout_from_env, install_dump_handler, sigusr1_is_default, HANG_TIMEOUT_ENV,
@@ -78,7 +79,14 @@ pub(crate) struct Shared {
     bindings: Mutex<Vec<u8>>,
     /// Learned buffer uses not written yet: a learned-uses frame's payload.
     learned: Mutex<Vec<u8>>,
+    /// What gives the call-counts frame's payload at each drain, when the totals changed
+    /// since the last (set once, by the preload: [`Recorder::count_calls_with`]).
+    call_counts: OnceLock<CallCountsSource>,
 }
+
+/// Gives a call-counts frame's payload ([`call_counts_payload`])
+/// when the totals changed since it last gave one; `None` otherwise.
+pub type CallCountsSource = fn() -> Option<Vec<u8>>;
 
 impl Shared {
     fn lock_rings(&self) -> MutexGuard<'_, Vec<Arc<Ring>>> {
@@ -166,6 +174,7 @@ impl Recorder {
             dump_asked: Arc::new(AtomicBool::new(false)),
             bindings: Mutex::new(Vec::new()),
             learned: Mutex::new(Vec::new()),
+            call_counts: OnceLock::new(),
         });
         let for_writer = Arc::clone(&shared);
         let interval = config.flush_interval;
@@ -515,6 +524,13 @@ impl Recorder {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         );
+    }
+
+    /// Has the writer ask `source` for the call counts at each drain (the last one,
+    /// when the recorder finishes, included) and write a call-counts frame when it
+    /// gives one. Set once; later calls are ignored.
+    pub fn count_calls_with(&self, source: CallCountsSource) {
+        let _ = self.shared().call_counts.set(source);
     }
 
     /// Asks for an in-flight dump at the writer's next wake-up (which this hastens).

@@ -75,6 +75,9 @@ impl<S: Sink> Writer<S> {
         if !learned.is_empty() {
             frame(&mut self.page, FrameKind::Learned, 0, &[&learned]);
         }
+        if let Some(counts) = shared.call_counts.get().and_then(|source| source()) {
+            frame(&mut self.page, FrameKind::CallCounts, 0, &[&counts]);
+        }
         for ring in shared.rings_snapshot() {
             let tid = ring.tid as usize;
             if self.announced.len() <= tid {

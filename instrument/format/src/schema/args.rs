@@ -249,7 +249,7 @@ pub struct SourceSite {
     /// Column, from 1 (0: unknown, as for a Python frame).
     pub column: u32,
     /// The function the call was made in, when the recorder knows it (a Python frame's
-    /// qualified name: `exchange`, `Ring.step`; format version 9). Absent in older
+    /// qualified name: `exchange`, `Ring.step`; format version 10). Absent in older
     /// files and from the Rust layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,

@@ -3,6 +3,8 @@
 //!
 //! Changing any struct here changes the wire format: bump `FORMAT_VERSION`.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use super::{InFlightDump, Params, SourceSite};
@@ -125,6 +127,26 @@ pub struct RankClock {
     /// times on the run's timeline; absent when it never dumped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_flight: Option<InFlightDump>,
+    /// What the rank's recorder counted besides the calls it recorded (the preload,
+    /// from format version 9); absent when it did not count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_counts: Option<CallCounts>,
+}
+
+/// What a recorder counted besides the calls it recorded: the preload counts every
+/// call of every MPI function its MPI's header declares, and the completions of
+/// requests no recorded call posted.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallCounts {
+    /// Calls of each MPI function not recorded, by name (only those called).
+    pub unrecorded: BTreeMap<String, u64>,
+    /// Requests a completion call (Wait, Test and their families) completed that no
+    /// recorded call had posted: posted by a call overlap does not record, so the
+    /// trace lacks their transfers and the waits for them are unexplained.
+    pub unseen_completions: u64,
 }
 
 /// Why a rank's measured clock alignment was not used.

@@ -39,10 +39,10 @@ pub use inflight::{DumpReason, InFlightCall, InFlightDump};
 pub use learned::{ByteRange, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd};
 pub use learned_args::LearnedArgs;
 pub use merged::{
-    ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange, RankClock,
-    RequestArgs, SuspectMessage,
+    CallCounts, ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange,
+    RankClock, RequestArgs, SuspectMessage,
 };
-pub use op::{CollectivePattern, Op, OpClass, RequestKind};
+pub use op::{negligible_mpi_call, CollectivePattern, Op, OpClass, RequestKind};
 
 /// Name of the format, written in every header so a reader can tell our files apart.
 pub const FORMAT_NAME: &str = "overlap-trace";
@@ -50,6 +50,11 @@ pub const FORMAT_NAME: &str = "overlap-trace";
 /// Header parameter the preload writes: the MPI functions the program imports that
 /// overlap neither records nor counts as negligible, comma-separated (empty: none).
 pub const UNRECORDED_CALLS_PARAM: &str = "unrecorded_calls";
+
+/// Header parameter the preload writes: of [`UNRECORDED_CALLS_PARAM`], those imported
+/// through a binding that bypasses the C entry points (Open MPI's Fortran bindings), so
+/// that their calls are not counted ([`CallCounts`]), comma-separated (empty: none).
+pub const UNCOUNTED_CALLS_PARAM: &str = "uncounted_calls";
 
 /// Header parameter the preload writes: the first line of `MPI_Get_library_version`.
 pub const MPI_LIBRARY_PARAM: &str = "mpi_library";
@@ -99,10 +104,14 @@ pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
 /// the program did with its requests' buffers after they completed (`overlap trace
 /// --buffers`, [`LearnedUse`], [`Unwatched`]): the stream's learned-uses frame and, in
 /// the merged trace, instants of category `buffer`.
-/// Version 9 added the function a source site is in: the stream's site definition with
-/// a function (tag 55, the preload's Python frames) and [`SourceSite::function`]
-/// (optional), so files of versions 1 to 8 read as they did.
-pub const FORMAT_VERSION: u32 = 9;
+/// Version 9 added what the preload counts besides the calls it records: the stream's
+/// call-counts frame and the merged trace's per-rank `call_counts` ([`CallCounts`]);
+/// and the ops of MPI-4's Isendrecv, the matched probes and receives, and persistent
+/// sends of every mode, with the stream's call record of a non-blocking Sendrecv.
+/// Version 10 added the function a source site is in: the stream's site definition
+/// with a function (tag 55, the preload's Python frames) and [`SourceSite::function`]
+/// (optional), so files of versions 1 to 9 read as they did.
+pub const FORMAT_VERSION: u32 = 10;
 
 /// The first version whose merged files say how many events each rank has
 /// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one

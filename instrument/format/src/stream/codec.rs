@@ -75,7 +75,7 @@ pub enum Tag {
     BuffersDef = 53,
     /// GPU work ([`GpuRecord`]).
     Gpu = 54,
-    /// A source location with the function it is in (version 9: the preload's Python
+    /// A source location with the function it is in (version 10: the preload's Python
     /// frames), later calls name by their site word.
     FunctionSiteDef = 55,
 }

@@ -3,7 +3,7 @@
 
 use super::{Problem, Visitor};
 use crate::schema::{
-    ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite, Unwatched,
+    CallCounts, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite, Unwatched,
 };
 
 /// Everything read from a stream; the events go into `E` (all of them, in a `Vec`, by
@@ -28,6 +28,8 @@ pub struct Collected<E = Vec<Event>> {
     pub learned: Vec<LearnedUse>,
     /// Completed requests whose buffers were not watched, in file order.
     pub unwatched: Vec<Unwatched>,
+    /// What the recorder counted besides the calls it recorded: the last frame's totals.
+    pub call_counts: Option<CallCounts>,
     /// What was read but could not be used in full (a span naming a buffer never
     /// bound); the file is still whole.
     pub notes: Vec<Problem>,
@@ -70,6 +72,9 @@ impl<E: Extend<Event>> Visitor for Collected<E> {
     }
     fn unwatched(&mut self, completion: Unwatched) {
         self.unwatched.push(completion);
+    }
+    fn call_counts(&mut self, counts: CallCounts) {
+        self.call_counts = Some(counts);
     }
     fn note(&mut self, note: Problem) {
         self.notes.push(note);

@@ -20,6 +20,7 @@ pub mod buffers;
 pub mod codec;
 mod collect;
 mod convert;
+pub mod counts;
 mod decode;
 mod frames;
 pub mod inflight;
@@ -80,6 +81,9 @@ pub enum FrameKind {
     Bindings = 8,
     /// Watches of completed requests' buffers and how they ended (see [`learned`]).
     Learned = 9,
+    /// What the recorder counted besides the calls it recorded, since the rank began
+    /// (see [`counts`]): the last such frame holds the totals.
+    CallCounts = 10,
 }
 
 impl FrameKind {
@@ -94,6 +98,7 @@ impl FrameKind {
             7 => FrameKind::InFlight,
             8 => FrameKind::Bindings,
             9 => FrameKind::Learned,
+            10 => FrameKind::CallCounts,
             _ => return None,
         })
     }

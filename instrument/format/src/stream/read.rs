@@ -129,6 +129,14 @@ pub fn read_borrowing(
                     });
                 }
             }
+            FrameKind::CallCounts => match super::counts::decode(f.payload) {
+                Ok(counts) => v.call_counts(counts),
+                Err(reason) => problems.push(Problem {
+                    offset: f.offset as u64,
+                    event_index: events,
+                    reason,
+                }),
+            },
             FrameKind::Learned => {
                 let at = f.offset as u64;
                 match super::learned::convert(f.payload, &converter, at, events) {

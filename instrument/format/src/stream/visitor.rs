@@ -3,7 +3,7 @@
 //! [`Problem`]s that cost part of it.
 
 use crate::schema::{
-    ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite, Unwatched,
+    CallCounts, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite, Unwatched,
     FORMAT_VERSION,
 };
 
@@ -29,6 +29,10 @@ pub trait Visitor {
     /// A completed request whose buffer was not watched, in file order (ignored by
     /// default).
     fn unwatched(&mut self, _completion: Unwatched) {}
+    /// What the recorder counted besides the calls it recorded, totals so far: each
+    /// call-counts frame in file order, the last one holding the rank's totals
+    /// (ignored by default).
+    fn call_counts(&mut self, _counts: CallCounts) {}
     /// Something read that could not be used in full, though nothing was lost (a
     /// compute span naming a buffer never bound): ignored by default.
     fn note(&mut self, _note: Problem) {}

@@ -201,7 +201,12 @@ fn completion(
     if handle == null {
         return None;
     }
-    let done = tables::completed(handle)?;
+    let Some(done) = tables::completed(handle) else {
+        if tables::unseen(handle) {
+            crate::counting::unseen_completion();
+        }
+        return None;
+    };
     Some(match done.kind {
         // What the standard says the status of a receive from MPI_PROC_NULL holds,
         // whether or not MPI wrote it.

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use mpi_sys::*;
 
 use super::index_base::{index_base, Indexed};
-use crate::calls::{collective, completion, p2p, rma, rma_sync, setup};
+use crate::calls::{collective, completion, matched, p2p, rma, rma_sync, setup};
 use crate::fint::{index_from, set_ierr, symbol, Fint};
 
 /// MPICH's `mpi_f08` sentinels: the addresses of its Fortran objects.
@@ -166,6 +166,8 @@ f08! {
     comm_free(comm: Out<MPI_Comm>) = setup::comm_free;
     probe(source: Int, tag: Int, comm: Comm, status: Status) = p2p::probe;
     iprobe(source: Int, tag: Int, comm: Comm, flag: Out<c_int>, status: Status) = p2p::iprobe;
+    mprobe(source: Int, tag: Int, comm: Comm, message: Out<MPI_Message>, status: Status) = matched::mprobe;
+    improbe(source: Int, tag: Int, comm: Comm, flag: Out<c_int>, message: Out<MPI_Message>, status: Status) = matched::improbe;
     start(request: Out<MPI_Request>) = p2p::start;
     startall(count: Int, requests: Out<MPI_Request>) = p2p::startall;
     request_free(request: Out<MPI_Request>) = p2p::request_free;
@@ -194,6 +196,11 @@ f08! {
     win_flush_local(rank: Int, win: Win) = rma_sync::win_flush_local;
     win_flush_local_all(win: Win) = rma_sync::win_flush_local_all;
     win_sync(win: Win) = rma_sync::win_sync;
+}
+
+#[cfg(mpi4)]
+f08! {
+    barrier_init(comm: Comm, info: Info, request: Out<MPI_Request>) = collective::barrier_init;
 }
 
 unsafe extern "C" fn init(ierr: *mut Fint) {
@@ -313,6 +320,8 @@ crate::entry::entry! {
     mpi_comm_free_f08_ => comm_free;
     mpi_probe_f08_ => probe;
     mpi_iprobe_f08_ => iprobe;
+    mpi_mprobe_f08_ => mprobe;
+    mpi_improbe_f08_ => improbe;
     mpi_start_f08_ => start;
     mpi_startall_f08_ => startall;
     mpi_request_free_f08_ => request_free;
@@ -322,6 +331,8 @@ crate::entry::entry! {
     mpi_testall_f08_ => testall;
     mpi_barrier_f08_ => barrier;
     mpi_ibarrier_f08_ => ibarrier;
+    #[cfg(mpi4)]
+    mpi_barrier_init_f08_ => barrier_init;
     mpi_win_allocate_f08_ => win_allocate;
     mpi_win_allocate_shared_f08_ => win_allocate_shared;
     mpi_win_create_dynamic_f08_ => win_create_dynamic;

@@ -13,11 +13,12 @@
 //! `MPI_STATUSES_IGNORE` are Fortran objects (`MPIR_F08_MPI_STATUS_IGNORE_OBJ`...),
 //! turned into C's sentinels, and indices are 1-based.
 //!
-//! Calls MPICH's `mpi_f08` makes through `PMPI_*` that are not wrapped here (the MPI-4
-//! persistent `MPI_Barrier_init`) are named in the header's unrecorded calls when a
-//! program imports them (the imports scan reads what is wrapped from `EXPORTS`). Calls
-//! with a buffer go through the C entry points; `MPI_Type_free` through `PMPI_Type_free`,
-//! which the preload defines for its datatype caches ([`crate::types`]).
+//! Calls MPICH's `mpi_f08` makes through `PMPI_*` that are not wrapped here are named
+//! in the header's unrecorded calls when a program imports them (the imports scan reads
+//! what is wrapped from `EXPORTS`). Calls with a buffer go through the C entry points
+//! (their `_large` forms through the large-count `_c` ones); `MPI_Type_free` through
+//! `PMPI_Type_free`, which the preload defines for its datatype caches
+//! ([`crate::types`]).
 
 mod calls;
 mod index_base;

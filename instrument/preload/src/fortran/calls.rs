@@ -5,13 +5,15 @@
 
 use std::ffi::c_int;
 
-use crate::calls::{collective, completion, neighbor, p2p, reduction, rma, rma_sync, setup};
+use crate::calls::{
+    collective, completion, matched, neighbor, p2p, reduction, rma, rma_sync, setup,
+};
 use crate::fint::{set_ierr, Fint};
 
 use super::convert::{
     fortran_index, Aint, Arg, Comm, Flag, FreedComm, FreedWin, Group, Info, Int, IntOut, Ints,
-    NewComm, NewRequest, NewWin, Op, Ptr, RecvBuf, Request, Requests, SendBuf, Status, Statuses,
-    Type, Win,
+    Message, NewComm, NewMessage, NewRequest, NewWin, Op, Ptr, RecvBuf, Request, Requests, SendBuf,
+    Status, Statuses, Type, Win,
 };
 
 /// `name(arg: Kind, ...) = c_wrapper;`: a Fortran wrapper whose arguments convert one by
@@ -55,6 +57,13 @@ fortran! {
     irecv(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::irecv;
     send_init(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::send_init;
     recv_init(buf: RecvBuf, count: Int, datatype: Type, source: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::recv_init;
+    bsend_init(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::bsend_init;
+    ssend_init(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::ssend_init;
+    rsend_init(buf: SendBuf, count: Int, datatype: Type, dest: Int, tag: Int, comm: Comm, request: NewRequest) = p2p::rsend_init;
+    mprobe(source: Int, tag: Int, comm: Comm, message: NewMessage, status: Status) = matched::mprobe;
+    improbe(source: Int, tag: Int, comm: Comm, flag: Flag, message: NewMessage, status: Status) = matched::improbe;
+    mrecv(buf: RecvBuf, count: Int, datatype: Type, message: Message, status: Status) = matched::mrecv;
+    imrecv(buf: RecvBuf, count: Int, datatype: Type, message: Message, request: NewRequest) = matched::imrecv;
     start(request: Request) = p2p::start;
     request_free(request: Request) = p2p::request_free;
     wait(request: Request, status: Status) = completion::wait;

@@ -218,6 +218,7 @@ handle_out! {
     NewComm: MPI_Comm = RSMPI_COMM_NULL, PMPI_Comm_c2f;
     NewRequest: MPI_Request = RSMPI_REQUEST_NULL, PMPI_Request_c2f;
     NewWin: MPI_Win = RSMPI_WIN_NULL, PMPI_Win_c2f;
+    NewMessage: MPI_Message = RSMPI_MESSAGE_NULL, PMPI_Message_c2f;
 }
 
 /// Handles MPI reads and writes back (`MPI_Comm_free`'s communicator; a request that
@@ -247,6 +248,7 @@ handle_in_out! {
     FreedComm: MPI_Comm = PMPI_Comm_f2c, PMPI_Comm_c2f;
     FreedWin: MPI_Win = PMPI_Win_f2c, PMPI_Win_c2f;
     Request: MPI_Request = PMPI_Request_f2c, PMPI_Request_c2f;
+    Message: MPI_Message = PMPI_Message_f2c, PMPI_Message_c2f;
 }
 
 /// A status MPI writes, or `MPI_STATUS_IGNORE`.

@@ -1,6 +1,9 @@
 //! Which MPI function a call event is. Kinds are an enum; their MPI names appear only here.
 
+mod negligible;
 mod roles;
+
+pub use negligible::negligible_mpi_call;
 
 /// Declares [`Op`] with each variant's MPI name and role, so that the three never drift
 /// apart.
