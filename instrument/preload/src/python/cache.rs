@@ -57,41 +57,42 @@ impl Code {
     }
 }
 
+/// What the interpreter says of a code object the first time the walk meets it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Described {
+    pub(crate) file: String,
+    pub(crate) function: String,
+    /// The code is not the program's ([`passed_over`]).
+    pub(crate) passed_over: bool,
+}
+
 /// The code objects met, by address, and the names they use.
+#[derive(Default)]
 pub(crate) struct Cache {
     codes: FxHashMap<usize, Code>,
     /// File and function names, each leaked once.
     names: HashMap<String, &'static str>,
-    /// The directories of the MPI binding's packages (`/…/site-packages/mpi4py/`).
-    packages: Vec<String>,
 }
 
 impl Cache {
-    /// An empty cache that passes over frames under the package directories `packages`
-    /// (each ending in `/`).
-    pub(crate) fn new(packages: Vec<String>) -> Cache {
-        Cache {
-            codes: FxHashMap::default(),
-            names: HashMap::new(),
-            packages,
-        }
-    }
-
-    /// The frame at `at` in the code object at address `code`. `describe` is asked for
-    /// the code's file and function the first time the code is met: it takes a
-    /// reference on the code object when it answers (the cache keeps the address from
-    /// then on), and `None` leaves the code unknown (asked again next time). `line`
-    /// gives the frame's line, asked for only when `at` is an instruction not met yet.
+    /// The frame at `at` in the code object at address `code`. `describe` is asked
+    /// about the code the first time it is met: it takes a reference on the code object
+    /// when it answers (the cache keeps the address from then on), and `None` leaves the
+    /// code unknown (asked again next time). `line` gives the frame's line, asked for
+    /// only when `at` is an instruction not met yet.
     pub(crate) fn frame(
         &mut self,
         code: usize,
         at: Position,
         line: impl FnOnce() -> i32,
-        describe: impl FnOnce() -> Option<(String, String)>,
+        describe: impl FnOnce() -> Option<Described>,
     ) -> Option<Frame> {
         if !self.codes.contains_key(&code) {
-            let (file, function) = describe()?;
-            let passed_over = passed_over(&file, &self.packages);
+            let Described {
+                file,
+                function,
+                passed_over,
+            } = describe()?;
             let file = self.name(file);
             let function = self.name(function);
             self.codes.insert(
@@ -188,13 +189,22 @@ mod tests {
         assert_eq!(package_dir("/x/mpi4py.py"), None);
     }
 
+    /// A description as the walk makes it, with mpi4py's package at [`PKG`].
+    fn described(file: &str, function: &str) -> Option<Described> {
+        Some(Described {
+            file: file.to_string(),
+            function: function.to_string(),
+            passed_over: passed_over(file, &[PKG.to_string()]),
+        })
+    }
+
     #[test]
     fn each_code_is_described_once_and_each_line_is_one_site() {
-        let mut cache = Cache::new(vec![PKG.to_string()]);
+        let mut cache = Cache::default();
         let mut asked = 0;
         let mut describe = |file: &str, function: &str| {
             asked += 1;
-            Some((file.to_string(), function.to_string()))
+            described(file, function)
         };
         let line = |l: i32| Position::Line(l);
         let no_line = || -> i32 { unreachable!("a line position needs no line") };
@@ -242,16 +252,14 @@ mod tests {
         assert_eq!(asked, 3, "one description per code object");
         // A code that cannot be described is not cached: asked again next time.
         assert_eq!(cache.frame(0x4000, line(1), no_line, || None), None);
-        let later = cache.frame(0x4000, line(1), no_line, || {
-            Some(("p.py".into(), "f".into()))
-        });
+        let later = cache.frame(0x4000, line(1), no_line, || described("p.py", "f"));
         assert!(matches!(later, Some(Frame::Site(s)) if s.file() == "p.py"));
     }
 
     #[test]
     fn an_instruction_asks_for_its_line_once_and_shares_the_lines_site() {
-        let mut cache = Cache::new(Vec::new());
-        let describe = || Some(("prog.py".to_string(), "exchange".to_string()));
+        let mut cache = Cache::default();
+        let describe = || described("prog.py", "exchange");
         let mut asked = Vec::new();
         let mut at = |cache: &mut Cache, i: i32, line: i32| {
             let got = cache.frame(

@@ -26,12 +26,12 @@ mod api;
 mod cache;
 
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use overlap_instrument::recorder::{CallSite, NamedSite};
 
 use api::{Api, Object};
-use cache::{Cache, Frame, Position};
+use cache::{Cache, Described, Frame, Position};
 
 /// Environment variable: `0` keeps the native return address as every call's site.
 pub const PYTHON_SITES_ENV: &str = "OVERLAP_PYTHON_SITES";
@@ -53,6 +53,10 @@ pub(crate) enum Gil {
 struct Python {
     api: Api,
     cache: Mutex<Cache>,
+    /// The package directories of the MPI bindings, once one is imported: looked for
+    /// whenever a code object is met until then (an interpreter started after
+    /// `MPI_Init` imports mpi4py later; a program without mpi4py never does).
+    packages: OnceLock<Vec<String>>,
 }
 
 static PYTHON: AtomicPtr<Python> = AtomicPtr::new(std::ptr::null_mut());
@@ -66,13 +70,11 @@ pub(crate) fn start() {
     let Some(api) = Api::find() else {
         return;
     };
-    let mut python = Python {
+    let python = Python {
         api,
-        cache: Mutex::new(Cache::new(Vec::new())),
+        cache: Mutex::new(Cache::default()),
+        packages: OnceLock::new(),
     };
-    // SAFETY: the API of the interpreter that runs in this process.
-    let packages = unsafe { python.with_gil(Gil::Wait, |_| python.binding_packages()) };
-    python.cache = Mutex::new(Cache::new(packages.unwrap_or_default()));
     PYTHON.store(Box::into_raw(Box::new(python)), Ordering::Release);
 }
 
@@ -193,9 +195,9 @@ impl Python {
         found
     }
 
-    /// A code object's file and (qualified, from 3.11) function name; takes a reference
-    /// on it, kept by the cache. Holds the GIL.
-    unsafe fn describe(&self, code: Object) -> Option<(String, String)> {
+    /// A code object's file and (qualified, from 3.11) function name, and whether it
+    /// is the program's; takes a reference on it, kept by the cache. Holds the GIL.
+    unsafe fn describe(&self, code: Object) -> Option<Described> {
         let a = &self.api;
         // SAFETY: the GIL is held; `code` is a live code object.
         unsafe {
@@ -203,13 +205,32 @@ impl Python {
             let function = a
                 .text_attr(code, c"co_qualname")
                 .or_else(|| a.text_attr(code, c"co_name"))?;
+            let passed_over = cache::passed_over(&file, self.packages());
             (a.incref)(code);
-            Some((file, function))
+            Some(Described {
+                file,
+                function,
+                passed_over,
+            })
         }
     }
 
-    /// The package directories of the MPI bindings already imported (mpi4py's, which
-    /// `MPI_Init` runs inside of). Holds the GIL.
+    /// The bindings' package directories, once one is imported (else none yet). Holds
+    /// the GIL.
+    unsafe fn packages(&self) -> &[String] {
+        if let Some(known) = self.packages.get() {
+            return known;
+        }
+        // SAFETY: the GIL is held.
+        let found = unsafe { self.binding_packages() };
+        if found.is_empty() {
+            return &[];
+        }
+        self.packages.get_or_init(|| found)
+    }
+
+    /// The package directories of the MPI bindings imported so far (mpi4py's). Holds
+    /// the GIL.
     unsafe fn binding_packages(&self) -> Vec<String> {
         let a = &self.api;
         // SAFETY: the GIL is held; both lookups return borrowed references (or null,
