@@ -3,6 +3,7 @@
 
 mod analyze;
 mod buffers;
+mod callpath;
 mod confirm;
 mod crash;
 mod f08;

@@ -246,9 +246,36 @@ fn trace_launch(
     env: &[(&str, &str)],
     out: &Path,
 ) -> Run {
+    trace_launch_with(launch, &[], ranks, program, args, env, out)
+}
+
+/// `overlap trace OPTIONS --out OUT -- mpiexec -n RANKS PROGRAM` with the default MPI.
+pub fn trace_options(ranks: u32, options: &[&str], program: &Path, out: &Path) -> Run {
+    trace_launch_with(
+        &Launch::of(Mpi::Default),
+        options,
+        ranks,
+        program,
+        &[],
+        &[],
+        out,
+    )
+}
+
+/// [`trace_launch`] with `options` given to `overlap trace`.
+fn trace_launch_with(
+    launch: &Launch,
+    options: &[&str],
+    ranks: u32,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    out: &Path,
+) -> Run {
     let _guard = mpi_lock();
     let mut cmd = Command::new(overlap_bin());
     cmd.arg("trace")
+        .args(options)
         .arg("--out")
         .arg(out)
         .arg("--")

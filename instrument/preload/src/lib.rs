@@ -21,6 +21,8 @@ mod built_for;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod cache;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod callpath;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod calls;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod counting;
