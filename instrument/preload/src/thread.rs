@@ -57,11 +57,18 @@ fn words() -> *mut Words {
 
 /// The address the program called the current MPI function from (its return address,
 /// stored by the entry trampoline; 0 before any), or, when the caller was a Fortran
-/// binding of the MPI's, the program's call of that binding ([`crate::fortran_sites`]).
+/// binding of the MPI's, the program's call of that binding ([`crate::fortran_sites`]:
+/// only after the program entered one, which a C program never does).
 #[inline]
 pub(crate) fn site() -> u64 {
+    let w = words();
     // SAFETY: this thread's words, written only by this thread.
-    crate::fortran_sites::program_site(unsafe { (*words()).site })
+    let (site, outer) = unsafe { ((*w).site, (*w).outer_site) };
+    if outer == 0 {
+        site
+    } else {
+        crate::fortran_sites::program_site(site)
+    }
 }
 
 /// Takes the last Fortran binding call's return address and stack pointer (0, 0 when
@@ -226,6 +233,13 @@ fn adopt() -> &'static ThreadState {
         (*words()).state = at;
         &*at
     }
+}
+
+/// Sets the site word, as an entry trampoline does.
+#[cfg(test)]
+pub(crate) fn set_site(site: u64) {
+    // SAFETY: this thread's words, written only by this thread.
+    unsafe { (*words()).site = site };
 }
 
 /// Sets the Fortran binding words, as a site-only trampoline does.

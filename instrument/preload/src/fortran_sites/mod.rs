@@ -14,15 +14,16 @@
 //! "symbol lookup error", exit 127). Nothing else changes: the binding runs with the
 //! program's arguments, stack and return address untouched.
 //!
-//! [`program_site`] then decides, for each recorded call: a C site inside the text of a
-//! library one of these bindings was found in means the binding called the C entry
-//! point, and the site is the binding's caller. Both words are taken (zeroed) as they
-//! are read, and used only when the binding's stack pointer lies above the current
-//! frame, so a binding entered earlier never lends its site to a later call from inside
-//! the MPI that came another way (a binding name the rule misses): such a call keeps its
-//! address inside the library, which the analysis reports as "site unknown". A C
-//! program never enters a binding: its calls pay one compare of the site against an
-//! empty span.
+//! [`program_site`] then decides, for each recorded call made while those words are set:
+//! a C site inside the text of a library one of these bindings was found in means the
+//! binding called the C entry point, and the site is the binding's caller. The words
+//! are taken (zeroed) by the first recorded call that reads them, whichever it is, and
+//! used only when the binding's stack pointer lies above the current frame: a binding
+//! call lends its line to one call at most, never to a C call of the program's, nor to
+//! a later call from inside the MPI that came another way (a binding name the rule
+//! misses), which keeps its address inside the library, reported by the analysis as
+//! "site unknown". A C program never enters a binding: its calls pay one test of a
+//! thread word that stays 0, beside the site word.
 
 // The naming rule is `build.rs`'s; compiled here for its tests.
 #[cfg(test)]
@@ -84,55 +85,39 @@ static REAL: [AtomicUsize; exported::NAMES.len()] =
 const MAX_RANGES: usize = 8;
 
 /// The text ranges `[start, end)` of the libraries the bindings were found in; (0, 0)
-/// where unused. `SPAN` covers them all, so a site outside it is decided in one compare.
+/// where unused.
 static RANGES: [(AtomicU64, AtomicU64); MAX_RANGES] =
     [const { (AtomicU64::new(0), AtomicU64::new(0)) }; MAX_RANGES];
 
-/// `[start, start + len)` covering every range; len 0 while none.
-#[repr(C, align(64))]
-struct Span {
-    start: AtomicU64,
-    len: AtomicU64,
-}
-static SPAN: Span = Span {
-    start: AtomicU64::new(0),
-    len: AtomicU64::new(0),
-};
-
-/// The site to record for a call whose entry trampoline noted `site`: `site` itself,
-/// or, when it lies inside a Fortran binding library, the program's call of the binding.
-#[inline(always)]
-pub(crate) fn program_site(site: u64) -> u64 {
-    let start = SPAN.start.load(Ordering::Relaxed);
-    let len = SPAN.len.load(Ordering::Relaxed);
-    if site.wrapping_sub(start) < len {
-        binding_caller(site)
-    } else {
-        site
-    }
-}
-
+/// The site to record for a call whose entry trampoline noted `site`, made after the
+/// program entered a binding ([`crate::thread::site`] asks only then): the binding's
+/// caller when `site` lies inside a binding library and the binding is still running,
+/// else `site`. Either way the binding's words are taken: one binding call lends its
+/// site to one recorded call at most.
 #[cold]
 #[inline(never)]
-fn binding_caller(site: u64) -> u64 {
+pub(crate) fn program_site(site: u64) -> u64 {
+    let (outer, outer_sp) = crate::thread::take_outer();
     let inside = RANGES.iter().any(|(s, e)| {
-        let (s, e) = (s.load(Ordering::Relaxed), e.load(Ordering::Relaxed));
+        let (s, e) = (s.load(Ordering::Relaxed), e.load(Ordering::Acquire));
         (s..e).contains(&site)
     });
-    if !inside {
-        return site;
-    }
     let here = 0u8;
-    let (outer, outer_sp) = crate::thread::take_outer();
-    choose(site, outer, outer_sp, std::ptr::addr_of!(here) as u64)
+    choose(
+        site,
+        inside,
+        outer,
+        outer_sp,
+        std::ptr::addr_of!(here) as u64,
+    )
 }
 
-/// The site of a call made from inside a binding (`site`), given the last binding
-/// call's return address and stack pointer and a stack address of the current frame:
-/// the binding's caller when that binding call is one the current call is nested in
-/// (its stack pointer lies above), else `site`.
-fn choose(site: u64, outer: u64, outer_sp: u64, here: u64) -> u64 {
-    if outer != 0 && outer_sp > here {
+/// The site of a call whose entry trampoline noted `site` (`inside` a binding library
+/// or not), given the last binding call's return address and stack pointer and a stack
+/// address of the current frame: the binding's caller when the call came from inside a
+/// binding that it is nested in (whose stack pointer lies above), else `site`.
+fn choose(site: u64, inside: bool, outer: u64, outer_sp: u64, here: u64) -> u64 {
+    if inside && outer != 0 && outer_sp > here {
         outer
     } else {
         site
@@ -237,8 +222,8 @@ fn note_library(addr: u64) {
     }
 }
 
-/// Records `[start, end)` among the ranges (when new and there is room) and widens the
-/// span. Called under `WRITER`.
+/// Records `[start, end)` among the ranges, when new and there is room (a library
+/// left out keeps its calls' addresses inside it). Called under `WRITER`.
 fn add_range(start: u64, end: u64) {
     let mut free = None;
     for (i, (s, e)) in RANGES.iter().enumerate() {
@@ -251,28 +236,9 @@ fn add_range(start: u64, end: u64) {
         }
     }
     let Some(i) = free else { return };
+    // The end last: a reader between the two stores sees an empty range.
     RANGES[i].0.store(start, Ordering::Relaxed);
     RANGES[i].1.store(end, Ordering::Release);
-    let (lo, hi) = widened(
-        SPAN.start.load(Ordering::Relaxed),
-        SPAN.len.load(Ordering::Relaxed),
-        start,
-        end,
-    );
-    // Length 0 first: a reader between the two stores sees no span, never a wrong one.
-    SPAN.len.store(0, Ordering::Relaxed);
-    SPAN.start.store(lo, Ordering::Relaxed);
-    SPAN.len.store(hi - lo, Ordering::Release);
-}
-
-/// The span `(start, end)` covering `[span_start, span_start + span_len)` (none when the
-/// length is 0) and `[start, end)`.
-fn widened(span_start: u64, span_len: u64, start: u64, end: u64) -> (u64, u64) {
-    if span_len == 0 {
-        (start, end)
-    } else {
-        (span_start.min(start), (span_start + span_len).max(end))
-    }
 }
 
 /// What [`text_of`] looks for and finds: the executable segments of the object that

@@ -85,19 +85,14 @@ fn generated_names_leave_out_what_the_preload_wraps_itself() {
 #[test]
 fn the_binding_caller_is_used_only_inside_its_binding() {
     let here = 0x7000_0000;
-    // The binding was entered above the current frame: its caller.
-    assert_eq!(choose(0x10, 0x400, here + 0x100, here), 0x400);
-    // None noted, or one noted deeper than the current frame (a call that returned):
-    // the address inside the library.
-    assert_eq!(choose(0x10, 0, 0, here), 0x10);
-    assert_eq!(choose(0x10, 0x400, here - 0x100, here), 0x10);
-}
-
-#[test]
-fn the_span_covers_every_range() {
-    assert_eq!(widened(0, 0, 0x1000, 0x2000), (0x1000, 0x2000));
-    assert_eq!(widened(0x1000, 0x1000, 0x5000, 0x6000), (0x1000, 0x6000));
-    assert_eq!(widened(0x5000, 0x1000, 0x1000, 0x2000), (0x1000, 0x6000));
+    // From inside a binding library, the binding entered above the current frame: its
+    // caller.
+    assert_eq!(choose(0x10, true, 0x400, here + 0x100, here), 0x400);
+    // Not from inside one (a C call of the program's), none noted, or one noted deeper
+    // than the current frame (a call that returned): the address noted.
+    assert_eq!(choose(0x10, false, 0x400, here + 0x100, here), 0x10);
+    assert_eq!(choose(0x10, true, 0, 0, here), 0x10);
+    assert_eq!(choose(0x10, true, 0x400, here - 0x100, here), 0x10);
 }
 
 /// Stands in for the MPI's binding: returns what the trampoline noted and the sum of
@@ -146,11 +141,21 @@ fn a_site_inside_a_binding_library_becomes_the_binding_caller() {
         a_site_inside_a_binding_library_becomes_the_binding_caller as *const () as usize as u64,
     );
     let inside = fake_binding as *const () as usize as u64;
-    let outside = 0x10;
-    assert_eq!(program_site(outside), outside);
     let above = 0u8;
-    crate::thread::set_outer(0x1234, std::ptr::addr_of!(above) as u64 + 64);
-    assert_eq!(program_site(inside), 0x1234);
+    let above = std::ptr::addr_of!(above) as u64 + 64;
+    // No binding entered: the thread word is 0 and the site is as noted.
+    crate::thread::set_outer(0, 0);
+    crate::thread::set_site(inside);
+    assert_eq!(crate::thread::site(), inside);
+    // A binding entered, and the call came from inside it: the binding's caller.
+    crate::thread::set_outer(0x1234, above);
+    assert_eq!(crate::thread::site(), 0x1234);
     // Taken: a second call from inside the library has no binding caller left.
-    assert_eq!(program_site(inside), inside);
+    assert_eq!(crate::thread::site(), inside);
+    // A C call from outside the library takes the words too, and keeps its site.
+    crate::thread::set_outer(0x1234, above);
+    crate::thread::set_site(0x10);
+    assert_eq!(crate::thread::site(), 0x10);
+    crate::thread::set_site(inside);
+    assert_eq!(crate::thread::site(), inside);
 }
