@@ -3,7 +3,9 @@
 //! buffer, reach the preload through its C entry points, from inside libmpichfort) and
 //! Open MPI (whose `mpi_f08` reaches it through its `mpif.h` bindings' internal names),
 //! for `mpif.h` (mixed.f90, which also calls MPI from C between its Fortran calls: those
-//! keep their lines of mixed.c), `use mpi` (ring.f90) and `use mpi_f08` (ring_f08.f90).
+//! keep their lines of mixed.c), `use mpi` (ring.f90, and threads_f.f90, whose two
+//! OpenMP threads call MPI at once, each its own functions) and `use mpi_f08`
+//! (ring_f08.f90).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,9 +26,15 @@ fn source(file: &str) -> Vec<String> {
 
 /// Traces tests/programs/NAME.f90 (whose `program` is `program`) on 2 ranks under `mpi`
 /// and checks every recorded call's site: a line of NAME.f90 that calls that MPI
-/// function, in `program`, or a line of NAME.c in `c_exchange` that does. Returns how
-/// many calls each file's lines made, over all ranks.
-fn check_sites(mpi: Mpi, name: &str, program: &str) -> BTreeMap<String, usize> {
+/// function, in `program` or one of `procedures` (inlined or not), or a line of NAME.c
+/// in `c_exchange` that does. Returns how many calls each file's lines made, over all
+/// ranks.
+fn check_sites(
+    mpi: Mpi,
+    name: &str,
+    program: &str,
+    procedures: &[&str],
+) -> BTreeMap<String, usize> {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join(format!("{name}.json"));
     let (_, run) = untraced_then_traced(&Launch::of(mpi), 2, name, &out);
@@ -79,18 +87,23 @@ fn check_sites(mpi: Mpi, name: &str, program: &str) -> BTreeMap<String, usize> {
                 .get(file)
                 .and_then(|l| l.get(line.wrapping_sub(1)))
                 .unwrap_or_else(|| panic!("{mpi:?} {name}: {label} is not a line of the program"));
-            let (call, want_function) = if file == f90 {
-                (format!("call {}(", op.mpi_name()), program)
+            let (call, functions) = if file == f90 {
+                let mut functions = vec![program];
+                functions.extend_from_slice(procedures);
+                (format!("call {}(", op.mpi_name()), functions)
             } else {
-                (format!("{}(", op.mpi_name()), "c_exchange")
+                (format!("{}(", op.mpi_name()), vec!["c_exchange"])
             };
+            let in_function = functions
+                .iter()
+                .any(|f| function == *f || function.starts_with(&format!("{f}, inlined in ")));
             // gfortran -O1 may give the program's first and last calls (Init, Finalize)
             // no line row of their own: the prologue's and epilogue's, the `program`
             // statement, cover them (Open MPI's mpif90 on ring.f90). Still the program's.
             let prologue = matches!(op, Op::Init | Op::Finalize)
                 && text.trim() == format!("program {program}");
             assert!(
-                (text.contains(&call) || prologue) && function == want_function,
+                (text.contains(&call) || prologue) && in_function,
                 "{mpi:?} {name}: {} of rank {} placed at {label}: {text:?}",
                 op.mpi_name(),
                 t.rank
@@ -101,10 +114,10 @@ fn check_sites(mpi: Mpi, name: &str, program: &str) -> BTreeMap<String, usize> {
     per_file
 }
 
-/// The three bindings under `mpi`; mixed.f90 makes 3 Fortran and 3 C ring turns (Irecv,
+/// The three bindings, and two threads, under `mpi`; mixed.f90 makes 3 Fortran and 3 C ring turns (Irecv,
 /// Isend, Waitall each; the C turn and a Barrier), Init, Allreduce, Barrier, Finalize.
 fn check_all(mpi: Mpi) {
-    let mixed = check_sites(mpi, "mixed", "mixed");
+    let mixed = check_sites(mpi, "mixed", "mixed", &[]);
     let want: BTreeMap<String, usize> = [
         ("mixed.f90".to_string(), 2 * (4 + 3 * 3)),
         ("mixed.c".to_string(), 2 * 3 * 4),
@@ -112,10 +125,17 @@ fn check_all(mpi: Mpi) {
     .into_iter()
     .collect();
     assert_eq!(mixed, want, "{mpi:?}");
-    let ring = check_sites(mpi, "ring", "ring");
+    let ring = check_sites(mpi, "ring", "ring", &[]);
     assert_eq!(ring.keys().collect::<Vec<_>>(), ["ring.f90"]);
-    let f08 = check_sites(mpi, "ring_f08", "ring_f08");
+    let f08 = check_sites(mpi, "ring_f08", "ring_f08", &[]);
     assert_eq!(f08.keys().collect::<Vec<_>>(), ["ring_f08.f90"]);
+    // Init_thread, Barrier, Finalize; 20 turns of Irecv, Isend, Waitall on one thread,
+    // of Sendrecv and Iprobe on the other; on 2 ranks.
+    let threads = check_sites(mpi, "threads_f", "threads_f", &["posts", "blocking"]);
+    let want: BTreeMap<String, usize> = [("threads_f.f90".to_string(), 2 * (3 + 20 * 5))]
+        .into_iter()
+        .collect();
+    assert_eq!(threads, want, "{mpi:?}");
 }
 
 #[test]

@@ -146,6 +146,9 @@ pub fn program_in(mpi: Mpi, name: &str) -> PathBuf {
             if c_half.is_file() {
                 extra.push(c_half.display().to_string());
             }
+            if name.starts_with("threads") {
+                extra.push("-fopenmp".into());
+            }
             (mpi.fortran_compiler(), source, extra)
         } else {
             // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
