@@ -102,10 +102,7 @@ fn write_fortran_sites(out: &Path, openmpi: bool) {
     let mut text = String::from("site_only! {\n");
     let mut index = 0usize;
     for (cfg, c_name) in names::c_entries(&read("src/lib.rs")) {
-        for name in names::fortran_names(&c_name, openmpi) {
-            if taken.contains(&name) {
-                continue;
-            }
+        for name in names::fortran_names(&c_name, openmpi, &taken) {
             if let Some(cfg) = &cfg {
                 let _ = write!(text, "    #[cfg({cfg})] ");
             } else {

@@ -9,8 +9,9 @@
 //!   `mpi_isend__`, `MPI_ISEND`) and their `pmpi_` twins, which are the same code and
 //!   call `MPI_Isend` too; `use mpi_f08` with a buffer: `mpi_isend_f08ts_` and
 //!   `pmpir_isend_f08ts_` (its PMPI form, which also calls `MPI_Isend`); the large-count
-//!   `mpi_isend_f08ts_large_` for a C entry point `MPI_Isend_c`. MPICH's other `mpi_f08`
-//!   names (`mpi_wait_f08_`) call `PMPI_*`: the preload wraps those itself (`src/f08`).
+//!   `mpi_isend_f08ts_large_` (and `mpi_win_allocate_f08_large_`) for a C entry point
+//!   `MPI_Isend_c`. MPICH's other `mpi_f08` names (`mpi_wait_f08_`) call `PMPI_*`: the
+//!   preload wraps those itself (`src/f08`).
 //! - Open MPI: `mpif.h` and `use mpi` are wrapped by the preload itself (`src/fortran`);
 //!   its `mpi_f08` (`mpi_isend_f08_`, `pmpi_isend_f08_`) calls those wrappers' internal
 //!   names (`ompi_isend_f`), from inside its own library.
@@ -54,8 +55,10 @@ pub(crate) fn c_entries(lib_rs: &str) -> Vec<(Option<String>, String)> {
 const NOT_RECORDED: &[&str] = &["MPI_Type_free"];
 
 /// The Fortran names of the C entry point `c_name` (`MPI_Isend`) that get a site-only
-/// trampoline in the preload built for `openmpi` or MPICH.
-pub(crate) fn fortran_names(c_name: &str, openmpi: bool) -> Vec<String> {
+/// trampoline in the preload built for `openmpi` or MPICH, less the names in `taken`
+/// (those the preload defines itself): a call MPICH's `mpi_f08` makes without a buffer
+/// (`mpi_wait_f08_`, in `taken`) has no buffer form (`mpi_wait_f08ts_`) either.
+pub(crate) fn fortran_names(c_name: &str, openmpi: bool, taken: &[String]) -> Vec<String> {
     if NOT_RECORDED.contains(&c_name) {
         return Vec::new();
     }
@@ -63,28 +66,31 @@ pub(crate) fn fortran_names(c_name: &str, openmpi: bool) -> Vec<String> {
         return Vec::new();
     };
     let lower = base.to_ascii_lowercase();
-    if openmpi {
-        if lower.ends_with("_c") {
-            return Vec::new();
-        }
-        return vec![format!("mpi_{lower}_f08_"), format!("pmpi_{lower}_f08_")];
-    }
-    if let Some(large) = lower.strip_suffix("_c") {
-        return vec![
-            format!("mpi_{large}_f08ts_large_"),
-            format!("pmpir_{large}_f08ts_large_"),
-        ];
-    }
-    let upper = base.to_ascii_uppercase();
     let mut names = Vec::new();
-    for prefix in ["mpi", "pmpi"] {
-        names.push(format!("{prefix}_{lower}"));
-        names.push(format!("{prefix}_{lower}_"));
-        names.push(format!("{prefix}_{lower}__"));
-        names.push(format!("{}_{upper}", prefix.to_ascii_uppercase()));
+    if openmpi {
+        if !lower.ends_with("_c") {
+            names.push(format!("mpi_{lower}_f08_"));
+            names.push(format!("pmpi_{lower}_f08_"));
+        }
+    } else if let Some(large) = lower.strip_suffix("_c") {
+        for form in ["f08ts_large", "f08_large"] {
+            names.push(format!("mpi_{large}_{form}_"));
+            names.push(format!("pmpir_{large}_{form}_"));
+        }
+    } else {
+        let upper = base.to_ascii_uppercase();
+        for prefix in ["mpi", "pmpi"] {
+            names.push(format!("{prefix}_{lower}"));
+            names.push(format!("{prefix}_{lower}_"));
+            names.push(format!("{prefix}_{lower}__"));
+            names.push(format!("{}_{upper}", prefix.to_ascii_uppercase()));
+        }
+        if !taken.contains(&format!("mpi_{lower}_f08_")) {
+            names.push(format!("mpi_{lower}_f08ts_"));
+            names.push(format!("pmpir_{lower}_f08ts_"));
+        }
     }
-    names.push(format!("mpi_{lower}_f08ts_"));
-    names.push(format!("pmpir_{lower}_f08ts_"));
+    names.retain(|n| !taken.contains(n));
     names
 }
 

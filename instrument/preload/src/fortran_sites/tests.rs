@@ -16,7 +16,8 @@ fn lib_rs_entries_are_read_with_their_cfg() {
 
 #[test]
 fn mpich_names_every_mangling_and_the_f08_buffer_forms() {
-    let names = fortran_names("MPI_Isend", false);
+    let taken = vec!["mpi_wait_f08_".to_string()];
+    let names = fortran_names("MPI_Isend", false, &taken);
     for want in [
         "mpi_isend",
         "mpi_isend_",
@@ -32,23 +33,34 @@ fn mpich_names_every_mangling_and_the_f08_buffer_forms() {
         assert!(names.iter().any(|n| n == want), "{want} in {names:?}");
     }
     assert_eq!(
-        fortran_names("MPI_Isend_c", false),
-        ["mpi_isend_f08ts_large_", "pmpir_isend_f08ts_large_"]
+        fortran_names("MPI_Isend_c", false, &taken),
+        [
+            "mpi_isend_f08ts_large_",
+            "pmpir_isend_f08ts_large_",
+            "mpi_isend_f08_large_",
+            "pmpir_isend_f08_large_"
+        ]
     );
     assert_eq!(
-        fortran_names("MPI_Neighbor_alltoallw", false)[3],
+        fortran_names("MPI_Neighbor_alltoallw", false, &taken)[3],
         "MPI_NEIGHBOR_ALLTOALLW"
     );
-    assert!(fortran_names("MPI_Type_free", false).is_empty());
+    assert!(fortran_names("MPI_Type_free", false, &taken).is_empty());
+    // A call src/f08 wraps has no buffer form.
+    let wait = fortran_names("MPI_Wait", false, &taken);
+    assert!(wait.contains(&"mpi_wait_".to_string()));
+    assert!(!wait.iter().any(|n| n.contains("f08")), "{wait:?}");
 }
 
 #[test]
 fn open_mpi_names_its_f08_bindings() {
+    let taken = vec!["mpi_test_f08_".to_string()];
     assert_eq!(
-        fortran_names("MPI_Waitall", true),
+        fortran_names("MPI_Waitall", true, &taken),
         ["mpi_waitall_f08_", "pmpi_waitall_f08_"]
     );
-    assert!(fortran_names("MPI_Isend_c", true).is_empty());
+    assert_eq!(fortran_names("MPI_Test", true, &taken), ["pmpi_test_f08_"]);
+    assert!(fortran_names("MPI_Isend_c", true, &taken).is_empty());
 }
 
 #[test]
