@@ -36,6 +36,11 @@ use std::sync::Mutex;
 /// Exports each `index name;` as a site-only trampoline to the MPI's `name`; attributes
 /// (`#[cfg(mpi4)]`) apply to the export. Also defines `NAMES` (NUL-terminated, by index,
 /// every name whatever its attributes) for the late lookup.
+///
+/// Like an entry trampoline ([`crate::entry`]) it touches only `r10` and `r11` and
+/// leaves the stack as the program's call left it: it stores the return address and
+/// the stack pointer in this thread's words, then jumps to `REAL[index]`, or, while
+/// that is 0, to [`late_stub`] with the index in `r11d`.
 macro_rules! site_only {
     ($($(#[$attr:meta])* $index:literal $name:ident;)*) => {
         /// Every binding name, by index, NUL-terminated.
@@ -129,8 +134,8 @@ fn choose(site: u64, inside: bool, outer: u64, outer_sp: u64, here: u64) -> u64 
 /// come in, looks the binding up ([`late`]), restores them and jumps to it.
 #[unsafe(naked)]
 unsafe extern "C" fn late_stub() {
-    // On entry rsp is 8 mod 16 (the program's call pushed its return address): rbp and
-    // seven registers make it 0 mod 16 less 8, and 136 bytes for xmm0-7 realign it.
+    // On entry rsp is 8 mod 16 (the program's call pushed its return address); rbp and
+    // seven registers leave it so, and 136 bytes for xmm0-7 align it for the call.
     core::arch::naked_asm!(
         "push rbp",
         "mov rbp, rsp",
