@@ -9,8 +9,8 @@
 //!   `mpi_isend__`, `MPI_ISEND`) and their `pmpi_` twins, which are the same code and
 //!   call `MPI_Isend` too; `use mpi_f08` with a buffer: `mpi_isend_f08ts_` and
 //!   `pmpir_isend_f08ts_` (its PMPI form, which also calls `MPI_Isend`); the large-count
-//!   `mpi_isend_f08ts_large_` (and `mpi_win_allocate_f08_large_`) for a C entry point
-//!   `MPI_Isend_c`. MPICH's other `mpi_f08` names (`mpi_wait_f08_`) call `PMPI_*`: the
+//!   `mpi_isend_f08ts_large_` for a C entry point `MPI_Isend_c` (`mpi_win_allocate_f08_large_`
+//!   for `MPI_Win_allocate_c`, whose other form is `mpi_win_allocate_f08_`). MPICH's other `mpi_f08` names (`mpi_wait_f08_`) call `PMPI_*`: the
 //!   preload wraps those itself (`src/f08`).
 //! - Open MPI: `mpif.h` and `use mpi` are wrapped by the preload itself (`src/fortran`);
 //!   its `mpi_f08` (`mpi_isend_f08_`, `pmpi_isend_f08_`) calls those wrappers' internal
@@ -73,10 +73,15 @@ pub(crate) fn fortran_names(c_name: &str, openmpi: bool, taken: &[String]) -> Ve
             names.push(format!("pmpi_{lower}_f08_"));
         }
     } else if let Some(large) = lower.strip_suffix("_c") {
-        for form in ["f08ts_large", "f08_large"] {
-            names.push(format!("mpi_{large}_{form}_"));
-            names.push(format!("pmpir_{large}_{form}_"));
-        }
+        // The large form has the shape of the call's other form: with a buffer
+        // (`f08ts`) unless src/f08 wraps the call's `_f08_` form.
+        let form = if taken.contains(&format!("mpi_{large}_f08_")) {
+            "f08_large"
+        } else {
+            "f08ts_large"
+        };
+        names.push(format!("mpi_{large}_{form}_"));
+        names.push(format!("pmpir_{large}_{form}_"));
     } else {
         let upper = base.to_ascii_uppercase();
         for prefix in ["mpi", "pmpi"] {
