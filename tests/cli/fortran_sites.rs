@@ -5,7 +5,7 @@
 //! for `mpif.h` (mixed.f90, which also calls MPI from C between its Fortran calls: those
 //! keep their lines of mixed.c), `use mpi` (ring.f90, and threads_f.f90, whose two
 //! OpenMP threads call MPI at once, each its own functions) and `use mpi_f08`
-//! (ring_f08.f90).
+//! (ring_f08.f90, and large_f08.f90's MPI-4 large counts under MPICH).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -141,6 +141,11 @@ fn check_all(mpi: Mpi) {
 #[test]
 fn fortran_calls_are_placed_on_their_lines_under_mpich() {
     check_all(Mpi::Default);
+    // MPI-4 large counts (Open MPI 4 is MPI 3.1): Init, Irecv, Isend, Waitall, Finalize.
+    let large = check_sites(Mpi::Default, "large_f08", "large_f08", &[]);
+    let want: BTreeMap<String, usize> =
+        [("large_f08.f90".to_string(), 2 * 5)].into_iter().collect();
+    assert_eq!(large, want);
 }
 
 #[test]
