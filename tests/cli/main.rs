@@ -8,6 +8,7 @@ mod confirm;
 mod crash;
 mod f08;
 mod failures;
+mod fortran_sites;
 mod gate;
 mod gpu_pipeline;
 mod hang;

@@ -127,7 +127,8 @@ fn build_dir() -> &'static Path {
         .path()
 }
 
-/// tests/programs/NAME.c (or NAME.f90) compiled with `mpi`'s wrappers.
+/// tests/programs/NAME.c (or NAME.f90, with NAME.c when there is one) compiled with
+/// `mpi`'s wrappers.
 pub fn program_in(mpi: Mpi, name: &str) -> PathBuf {
     let mut map = compiled()
         .lock()
@@ -139,7 +140,16 @@ pub fn program_in(mpi: Mpi, name: &str) -> PathBuf {
     let (compiler, source, extra): (&str, PathBuf, Vec<String>) =
         if src.join(format!("{name}.f90")).is_file() {
             let source = src.join(format!("{name}.f90"));
-            (mpi.fortran_compiler(), source, mpi.fortran_flags())
+            let mut extra = mpi.fortran_flags();
+            // A C half beside it (NAME.c) goes into the same program.
+            let c_half = src.join(format!("{name}.c"));
+            if c_half.is_file() {
+                extra.push(c_half.display().to_string());
+            }
+            if name.starts_with("threads") {
+                extra.push("-fopenmp".into());
+            }
+            (mpi.fortran_compiler(), source, extra)
         } else {
             // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
             let mut extra = vec!["-Wno-stringop-overflow".to_string()];
