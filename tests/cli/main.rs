@@ -3,10 +3,12 @@
 
 mod analyze;
 mod buffers;
+mod callpath;
 mod confirm;
 mod crash;
 mod f08;
 mod failures;
+mod fortran_sites;
 mod gate;
 mod gpu_pipeline;
 mod hang;

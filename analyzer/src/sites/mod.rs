@@ -7,6 +7,7 @@
 
 pub mod group;
 pub mod maps;
+mod rank;
 pub mod symbolize;
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,6 +19,7 @@ use overlap_format::schema::Outcome;
 use crate::fxhash::FxHashMap;
 use crate::model::Trace;
 pub use group::{BySite, SiteGroup};
+pub use rank::RankSymbols;
 pub use symbolize::Symbolizer;
 
 /// How a site's place in the source was found.
@@ -50,6 +52,11 @@ pub struct Site {
     pub function: Option<String>,
     /// Functions the innermost one was inlined into, innermost first.
     pub inlined_into: Vec<String>,
+    /// The call path's callers (`overlap trace --callpath N`), as each is labelled:
+    /// the caller of the function that made the call first, outwards. Empty for a
+    /// site recorded alone. The label ends with them (`a.c:9 (wait) ← b.c:40 (main)`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub callers: Vec<String>,
     /// The object file (executable or library) the code address is in.
     pub object: Option<String>,
     /// File offset of the call in that object.
@@ -74,6 +81,7 @@ impl Site {
             line: None,
             function: None,
             inlined_into: Vec::new(),
+            callers: Vec::new(),
             object,
             offset,
             resolution: Resolution::Unavailable,
@@ -99,6 +107,7 @@ impl Site {
             line: Some(line),
             function: function.map(str::to_string),
             inlined_into: Vec::new(),
+            callers: Vec::new(),
             object: None,
             offset: None,
             resolution: Resolution::Recorded,
@@ -171,7 +180,7 @@ fn touch_key(ip: u64) -> u64 {
 
 /// True for a shared object of the MPI implementation (MPICH's `libmpich*`, Open
 /// MPI's `libmpi*`), by its file name.
-fn is_mpi_library(object: &str) -> bool {
+pub(crate) fn is_mpi_library(object: &str) -> bool {
     let name = object.rsplit('/').next().unwrap_or(object);
     name.starts_with("libmpi")
 }
@@ -188,22 +197,10 @@ impl SiteTable {
         let mut inside_mpi: BTreeMap<u32, String> = BTreeMap::new();
         for t in &trace.ranks {
             let info = trace.info.ranks.iter().find(|r| r.rank == t.rank);
-            let recorded: BTreeMap<u64, (&str, u32, Option<&str>)> = info
-                .map(|r| {
-                    r.source_sites
-                        .iter()
-                        .map(|s| (s.id, (s.file.as_str(), s.line, s.function.as_deref())))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let maps = match info.and_then(|r| r.code_maps.as_deref()).map(maps::parse) {
-                Some(Ok(m)) => Some(m),
-                Some(Err(e)) => {
-                    table.notes.push(format!("rank {}: {e}", t.rank));
-                    None
-                }
-                None => None,
-            };
+            let symbols = RankSymbols::new(info);
+            if let Some(e) = &symbols.maps_error {
+                table.notes.push(format!("rank {}: {e}", t.rank));
+            }
             // Distinct sites only: a run has millions of calls and a few hundred sites.
             let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
             for c in &t.calls {
@@ -237,7 +234,7 @@ impl SiteTable {
                 if table.ids.contains_key(&(t.rank, raw)) {
                     continue;
                 }
-                let site = match &maps {
+                let site = match &symbols.maps {
                     Some(maps) => symbolizer.symbolize(maps, raw),
                     None => Site::unavailable(
                         format!("{:#x}", raw - 1),
@@ -254,21 +251,13 @@ impl SiteTable {
                 table.ids.insert((t.rank, raw), id);
             }
             for raw in raws {
-                let site = match (recorded.get(&raw), &maps) {
-                    (Some((file, line, function)), _) => Site::recorded(file, *line, *function),
-                    (None, Some(maps)) => symbolizer.symbolize(maps, raw),
-                    (None, None) => {
-                        if no_maps.last() != Some(&t.rank) {
-                            no_maps.push(t.rank);
-                        }
-                        Site::unavailable(
-                            format!("{raw:#x}"),
-                            None,
-                            None,
-                            "the rank's trace lists no code maps to symbolize it with",
-                        )
-                    }
-                };
+                if symbols.maps.is_none()
+                    && !symbols.is_recorded(raw)
+                    && no_maps.last() != Some(&t.rank)
+                {
+                    no_maps.push(t.rank);
+                }
+                let site = symbols.site(&mut symbolizer, raw);
                 if let Some(library) = site.object.as_deref().filter(|o| is_mpi_library(o)) {
                     // The caller was the MPI library itself (the Fortran bindings call the
                     // C entry points): the program's own line is unknown, and grouping
@@ -381,6 +370,7 @@ mod tests {
             line: Some(57),
             function: Some("post".into()),
             inlined_into: vec!["exchange".into(), "main".into()],
+            callers: Vec::new(),
             object: Some("/src/app/calls".into()),
             offset: Some(0x1234),
             resolution: Resolution::DebugInfo,
@@ -392,6 +382,7 @@ mod tests {
             file: None,
             line: None,
             inlined_into: vec![],
+            callers: Vec::new(),
             resolution: Resolution::SymbolTable,
             ..inlined.clone()
         }
@@ -419,6 +410,7 @@ mod tests {
                 line,
                 function: Some("__memmove_avx_unaligned_erms".into()),
                 inlined_into: vec![],
+                callers: Vec::new(),
                 object: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
                 offset: Some(offset),
                 resolution: Resolution::SymbolTable,

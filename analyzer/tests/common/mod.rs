@@ -200,6 +200,7 @@ pub fn rank_trace(header: Header, syncs: Vec<ClockSync>, events: Vec<Event>) -> 
         in_flight: Vec::new(),
         damaged: false,
         call_counts: None,
+        call_paths: Vec::new(),
     }
 }
 

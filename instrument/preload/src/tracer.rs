@@ -21,7 +21,7 @@ use overlap_instrument::clock::{
 use overlap_instrument::identity::{choose_run_id, run_id_text};
 use overlap_instrument::mpi_family::LAUNCHER_ENV;
 use overlap_instrument::recorder::{
-    CallData, CallSite, RankFileSink, Recorder, RecorderConfig, ThreadRecorder,
+    CallData, CallSite, FrameKind, RankFileSink, Recorder, RecorderConfig, ThreadRecorder,
 };
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, RequestId, Started,
@@ -256,7 +256,8 @@ pub(crate) fn start(init: InitCall) {
     let mut sync_comm = k.comm_null;
     // SAFETY: out-pointer to a local; collective over the world.
     unsafe { PMPI_Comm_dup(world, &mut sync_comm) };
-    recorder.count_calls_with(crate::counting::payload_if_changed);
+    recorder.write_frames_from(FrameKind::CallCounts, crate::counting::payload_if_changed);
+    recorder.write_frames_from(FrameKind::CallPaths, crate::callpath::payload_of_new);
     let tracer = Box::leak(Box::new(Tracer {
         recorder,
         k,
@@ -275,6 +276,7 @@ pub(crate) fn start(init: InitCall) {
         site: init.site,
     };
     tracer.record(init.op, at, CallData::Plain, &[]);
+    crate::callpath::configure();
     TRACER.store(tracer, Ordering::Release);
     overlap_instrument::recorder::install_dump_handler(init.sigusr1_default);
     crate::watch::start(rank);

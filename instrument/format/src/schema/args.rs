@@ -62,6 +62,11 @@ pub struct CallArgs {
     /// records the id of a [`SourceSite`] its file lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site: Option<u64>,
+    /// Where `site` is in the source, as the merge symbolized it (`halo.c:57 (exchange)`,
+    /// a call path's callers after `←`): what a trace viewer shows of the call's site.
+    /// Only merged traces carry it; readers go by `site`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
     /// Calls on a window (one-sided communication, synchronisation, creation): the
     /// window's id, the same on every rank of its group (as communicator ids are).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -39,8 +39,8 @@ pub use inflight::{DumpReason, InFlightCall, InFlightDump};
 pub use learned::{ByteRange, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd};
 pub use learned_args::LearnedArgs;
 pub use merged::{
-    CallCounts, ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange,
-    RankClock, RequestArgs, SuspectMessage,
+    CallCounts, CallPath, ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo,
+    PeersOutOfRange, RankClock, RequestArgs, SuspectMessage,
 };
 pub use op::{negligible_mpi_call, CollectivePattern, Op, OpClass, RequestKind};
 
@@ -106,6 +106,8 @@ pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
 /// the merged trace, instants of category `buffer`.
 /// Version 9 added what the preload counts besides the calls it records: the stream's
 /// call-counts frame and the merged trace's per-rank `call_counts` ([`CallCounts`]);
+/// the call paths of `overlap trace --callpath` (the stream's call-paths frame, the
+/// merged trace's per-rank `call_paths`, [`CallPath`]);
 /// and the ops of MPI-4's Isendrecv, the matched probes and receives, and persistent
 /// sends of every mode, with the stream's call record of a non-blocking Sendrecv.
 /// Version 10 added the function a source site is in: the stream's site definition

@@ -129,6 +129,14 @@ pub fn read_borrowing(
                     });
                 }
             }
+            FrameKind::CallPaths => match super::paths::decode(f.payload) {
+                Ok(paths) => paths.into_iter().for_each(|p| v.call_path(p)),
+                Err(reason) => problems.push(Problem {
+                    offset: f.offset as u64,
+                    event_index: events,
+                    reason,
+                }),
+            },
             FrameKind::CallCounts => match super::counts::decode(f.payload) {
                 Ok(counts) => v.call_counts(counts),
                 Err(reason) => problems.push(Problem {
