@@ -194,7 +194,7 @@ struct TraceArgs {
     /// Record N frames of each MPI call's stack, its call path, not only the line that
     /// made the call: a wait inside a helper is then reported at the helper's callers
     /// too, and findings are grouped by path (as mpiP's -k N). Unwound with the code's
-    /// unwind tables (.eh_frame): a few microseconds per call (docs/preload.md).
+    /// unwind tables (.eh_frame): about a microsecond per call (docs/preload.md).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
     callpath: u32,
     /// The launch command, after `--`: `mpiexec -n 4 ./app`, `srun -n 4 ./app`,

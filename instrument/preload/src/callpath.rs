@@ -108,10 +108,15 @@ unsafe extern "C" {
     fn _Unwind_GetIP(context: *mut c_void) -> usize;
 }
 
-/// What the walk collects: return addresses, innermost first.
+/// What the walk collects: return addresses, innermost first, until `depth` of them
+/// from `site` on (the frames outside it are not walked: unwinding costs per frame).
 struct Walk {
     ips: [u64; MAX_WALK],
     n: usize,
+    site: u64,
+    depth: usize,
+    /// Where `site` was found among `ips`.
+    found: Option<usize>,
 }
 
 extern "C" fn step(context: *mut c_void, arg: *mut c_void) -> c_int {
@@ -122,9 +127,16 @@ extern "C" fn step(context: *mut c_void, arg: *mut c_void) -> c_int {
         return URC_END_OF_STACK;
     }
     // SAFETY: as above.
-    walk.ips[walk.n] = unsafe { _Unwind_GetIP(context) } as u64;
+    let ip = unsafe { _Unwind_GetIP(context) } as u64;
+    walk.ips[walk.n] = ip;
+    if walk.found.is_none() && ip == walk.site {
+        walk.found = Some(walk.n);
+    }
     walk.n += 1;
-    URC_NO_REASON
+    match walk.found {
+        Some(at) if walk.n - at >= walk.depth => URC_END_OF_STACK,
+        _ => URC_NO_REASON,
+    }
 }
 
 /// The `depth` frames of the stack from the frame whose return address is `site`
@@ -134,13 +146,15 @@ fn unwind_from(site: u64, depth: usize) -> Option<Vec<u64>> {
     let mut walk = Walk {
         ips: [0; MAX_WALK],
         n: 0,
+        site,
+        depth,
+        found: None,
     };
     // SAFETY: `step` matches the unwinder's callback type and only writes `walk`.
     unsafe { _Unwind_Backtrace(step, (&raw mut walk).cast()) };
-    let ips = &walk.ips[..walk.n];
-    let at = ips.iter().position(|&ip| ip == site)?;
+    let at = walk.found?;
     Some(
-        ips[at..]
+        walk.ips[at..walk.n]
             .iter()
             .take(depth)
             .copied()
@@ -160,6 +174,9 @@ mod tests {
         let mut walk = Walk {
             ips: [0; MAX_WALK],
             n: 0,
+            site: 0,
+            depth: MAX_WALK,
+            found: None,
         };
         // SAFETY: as in `unwind_from`.
         unsafe { _Unwind_Backtrace(step, (&raw mut walk).cast()) };
