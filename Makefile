@@ -13,7 +13,10 @@ DEMO_DIR := traces/demo
 .PHONY: setup build demo test bench clean
 
 setup:
-	@scripts/bootstrap.sh
+	@scripts/bootstrap.sh $(BOOTSTRAP_FLAGS)
+
+# The tests also need the mpi4py venv (target/mpi4py-venv, built once).
+test: BOOTSTRAP_FLAGS = --mpi4py
 
 build: setup
 	$(CARGO) build --release --workspace
@@ -55,7 +58,7 @@ demo: build
 test: setup
 	$(CARGO) build --workspace
 	scripts/build-preloads.sh
-	OVERLAP_REQUIRE_OPEN_MPI=1 $(CARGO) test --workspace
+	OVERLAP_REQUIRE_OPEN_MPI=1 OVERLAP_REQUIRE_MPI4PY=1 $(CARGO) test --workspace
 	scripts/ci-gate.sh
 	scripts/faults.sh
 

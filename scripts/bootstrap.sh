@@ -9,12 +9,15 @@
 #   - libclang: the `mpi` crate generates its bindings with it at build time;
 #   - tmux: the end-to-end test of `overlap tui` drives it in a tmux pane;
 #   - slurm-wlm and munge: the tests start a one-node Slurm of their own (its daemons
-#     on free ports, in a temporary directory) to trace programs launched by `srun`.
+#     on free ports, in a temporary directory) to trace programs launched by `srun`;
+#   - python3-venv and python3-dev: with `--mpi4py` (what `make test` passes), a
+#     virtual environment with mpi4py built from source against MPICH, and numpy, in
+#     target/mpi4py-venv, for the tests of Python programs' call sites (below).
 # Debian/Ubuntu get them through apt-get (with sudo when not root); elsewhere the
 # script says what to install. It changes nothing when everything is there.
 set -euo pipefail
 
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev tmux slurm-wlm munge python3 bsdutils)
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev tmux slurm-wlm munge python3 python3-venv python3-dev bsdutils)
 
 have_package() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
@@ -72,4 +75,50 @@ fi
 
 if ! mpiexec --version 2>/dev/null | grep -i "hydra\|mpich" >/dev/null; then
   echo "bootstrap: warning: mpiexec is not MPICH's; overlap is tested with MPICH" >&2
+fi
+
+# With --mpi4py: the Python tests' interpreter, a venv with mpi4py and numpy. PyPI's
+# mpi4py wheel is built for another MPI's ABI (it wants libmpi.so.12), so mpi4py is
+# built from source against MPICH's mpicc (a few minutes, once). The venv is kept in
+# target/ and rebuilt only when what it was built from changes: the mpi4py version
+# below, MPICH's version and the Python's (the key in target/mpi4py-venv/.overlap-key).
+# Without network it says so and goes on: the Python tests then say why they are
+# skipped, or fail under `make test` (OVERLAP_REQUIRE_MPI4PY=1).
+MPI4PY_VERSION=4.1.2
+if [ "${1:-}" = "--mpi4py" ]; then
+  cd "$(dirname "$0")/.."
+  venv="${CARGO_TARGET_DIR:-target}/mpi4py-venv"
+  python=${OVERLAP_PYTHON:-python3}
+  mpicc_mpich=${OVERLAP_MPICC_MPICH:-$(command -v mpicc.mpich || command -v mpicc || true)}
+  mpich_version=$(mpichversion 2>/dev/null | awk -F: '/MPICH Version/ {gsub(/[ \t]/, "", $2); print $2}' || true)
+  python_version=$("$python" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || true)
+  key="mpi4py $MPI4PY_VERSION; MPICH ${mpich_version:-unknown}; Python ${python_version:-none}"
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.overlap-key" 2>/dev/null)" = "$key" ]; then
+    : # up to date
+  elif [ -z "$python_version" ] || [ -z "$mpicc_mpich" ]; then
+    echo "bootstrap: no mpi4py venv: ${python} or MPICH's mpicc is missing; the Python tests will be skipped" >&2
+  else
+    echo "bootstrap: building $venv ($key; mpi4py compiles for a few minutes, once)"
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    log="$venv.log"
+    started=$(date +%s)
+    if "$python" -m venv "$venv" >"$log" 2>&1 &&
+      MPICC="$mpicc_mpich" "$venv/bin/pip" install --no-binary mpi4py \
+        "mpi4py==$MPI4PY_VERSION" numpy >>"$log" 2>&1 &&
+      "$venv/bin/python" -c 'import mpi4py, numpy' >>"$log" 2>&1; then
+      echo "$key" >"$venv/.overlap-key"
+      echo "bootstrap: $venv ready in $(($(date +%s) - started)) s"
+    else
+      rm -rf "$venv"
+      if grep -qiE "network|connection|resolve|temporary failure|no matching distribution" "$log"; then
+        why="PyPI could not be reached (no network?)"
+      else
+        why="the build failed"
+      fi
+      echo "bootstrap: warning: no mpi4py venv: $why; see $log (last lines below)." \
+        "The Python tests will be skipped, or fail where OVERLAP_REQUIRE_MPI4PY=1 (make test)." >&2
+      tail -n 5 "$log" >&2 || true
+    fi
+  fi
 fi

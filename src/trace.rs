@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use overlap_instrument::mpi_family::{MpiFamily, LAUNCHER_ENV};
-use overlap_instrument::recorder::BUFFERS_ENV;
+use overlap_instrument::recorder::{BUFFERS_ENV, CALLPATH_ENV};
 use overlap_instrument::schema::{
     MergedInfo, ParamValue, PRELOAD_BUILT_FOR_PARAM, UNCOUNTED_CALLS_PARAM, UNRECORDED_CALLS_PARAM,
 };
@@ -36,6 +36,8 @@ pub struct TraceOptions {
     pub hang_timeout: Option<Duration>,
     /// Watch what the program does with its requests' buffers (`--buffers`).
     pub buffers: bool,
+    /// Frames of each call's stack to record (`--callpath`; 1: the call site alone).
+    pub callpath: u32,
 }
 
 /// The launch command with what Open MPI needs to pass the preload on, and the
@@ -45,10 +47,12 @@ pub fn with_open_mpi_exports(command: &[String], options: &TraceOptions) -> Vec<
     out.push(command[0].clone());
     let hang = options.hang_timeout.is_some().then_some(HANG_TIMEOUT_ENV);
     let buffers = options.buffers.then_some(BUFFERS_ENV);
+    let callpath = (options.callpath > 1).then_some(CALLPATH_ENV);
     for var in ["LD_PRELOAD", TRACE_DIR_ENV, LAUNCHER_ENV]
         .into_iter()
         .chain(hang)
         .chain(buffers)
+        .chain(callpath)
     {
         out.push("-x".into());
         out.push(var.into());
@@ -97,6 +101,9 @@ pub fn run_traced(
         .env(LAUNCHER_ENV, &chosen.launcher.description);
     if options.buffers {
         cmd.env(BUFFERS_ENV, "1");
+    }
+    if options.callpath > 1 {
+        cmd.env(CALLPATH_ENV, options.callpath.to_string());
     }
     // The launcher has a process group of its own, which is not the terminal's
     // foreground group: reading the terminal would stop it (SIGTTIN). So a terminal
@@ -276,6 +283,7 @@ mod tests {
         let options = TraceOptions {
             hang_timeout: Some(Duration::from_secs(1)),
             buffers: true,
+            callpath: 3,
         };
         assert_eq!(
             with_open_mpi_exports(&cmd, &options),
@@ -291,6 +299,8 @@ mod tests {
                 "OVERLAP_HANG_TIMEOUT_MS",
                 "-x",
                 "OVERLAP_BUFFERS",
+                "-x",
+                "OVERLAP_CALLPATH",
                 "-n",
                 "4",
                 "./app",

@@ -385,6 +385,8 @@ fn write_merged(path: &Path, iterations: u64) -> std::io::Result<u64> {
                 cpu_affinity: None,
                 online_cpus: None,
                 in_flight: None,
+                call_counts: None,
+                call_paths: Vec::new(),
                 source_sites: Vec::new(),
                 events: {
                     let mut n = 0u64;

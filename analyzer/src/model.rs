@@ -20,8 +20,8 @@ pub use by_post::RequestsByPost;
 pub(crate) use compact::CallExtra;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
 use overlap_format::schema::{
-    CallCounts, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo, Nanos, Op,
-    SourceSite, SyncPhase, Unwatched,
+    CallCounts, CallPath, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo,
+    Nanos, Op, SourceSite, SyncPhase, Unwatched,
 };
 pub use timeline::{align_gpu, Timeline, MAX_RECORDS};
 
@@ -99,6 +99,8 @@ pub struct RankTrace<E = Vec<Event>> {
     /// What the recorder counted besides the calls it recorded (the preload, format
     /// version 9 on); `None` when it did not count.
     pub call_counts: Option<CallCounts>,
+    /// The call paths the calls name by their `site` (`overlap trace --callpath`).
+    pub call_paths: Vec<CallPath>,
 }
 
 impl<E> RankTrace<E> {

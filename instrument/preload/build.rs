@@ -9,13 +9,19 @@
 //!   library carries in a marker that `overlap trace` reads to pick the preload that
 //!   matches the program's MPI (`src/built_for.rs`);
 //! - the counting entry points of every other MPI function its `mpi.h` declares
-//!   (`build_counted.rs`, `src/counting.rs`).
+//!   (`build_counted.rs`, `src/counting.rs`);
+//! - `fortran_sites.rs` in `OUT_DIR`: the Fortran binding names that get a site-only
+//!   trampoline (`src/fortran_sites`), by rule from the C entry points `src/lib.rs` lists.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
 #[path = "build_counted.rs"]
 mod counted;
+#[path = "src/fortran_sites/names.rs"]
+#[allow(dead_code)]
+mod names;
 
 fn main() {
     println!("cargo:rerun-if-changed=src/thread.c");
@@ -77,6 +83,37 @@ fn main() {
         .collect();
     std::fs::write(Path::new(&out).join("counted.rs"), counted::source(&names))
         .expect("writing the counting entry points");
+    write_fortran_sites(Path::new(&out), family == "openmpi");
+}
+
+/// Writes the `site_only!` invocation of `src/fortran_sites`: every Fortran binding name
+/// of a C call `src/lib.rs` records, less those the preload already defines.
+fn write_fortran_sites(out: &Path, openmpi: bool) {
+    let read = |p: &str| {
+        println!("cargo:rerun-if-changed={p}");
+        std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {p}: {e}"))
+    };
+    // The preload built for Open MPI compiles `src/fortran`; for MPICH, `src/f08`.
+    let taken = names::defined(&read(if openmpi {
+        "src/fortran/exports.rs"
+    } else {
+        "src/f08/calls.rs"
+    }));
+    let mut text = String::from("site_only! {\n");
+    let mut index = 0usize;
+    for (cfg, c_name) in names::c_entries(&read("src/lib.rs")) {
+        for name in names::fortran_names(&c_name, openmpi, &taken) {
+            if let Some(cfg) = &cfg {
+                let _ = write!(text, "    #[cfg({cfg})] ");
+            } else {
+                text.push_str("    ");
+            }
+            let _ = writeln!(text, "{index} {name};");
+            index += 1;
+        }
+    }
+    text.push_str("}\n");
+    std::fs::write(out.join("fortran_sites.rs"), text).expect("writing fortran_sites.rs");
 }
 
 /// What the C preprocessor answers about `mpi.h`, one `name=value` line each.

@@ -3,10 +3,12 @@
 
 mod analyze;
 mod buffers;
+mod callpath;
 mod confirm;
 mod crash;
 mod f08;
 mod failures;
+mod fortran_sites;
 mod gate;
 mod gpu_pipeline;
 mod hang;
@@ -25,6 +27,7 @@ mod preload_calls;
 mod preload_fork;
 mod preload_thread_time;
 mod preload_threads;
+mod python;
 mod run;
 mod slurm;
 mod suggest;

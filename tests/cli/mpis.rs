@@ -127,7 +127,8 @@ fn build_dir() -> &'static Path {
         .path()
 }
 
-/// tests/programs/NAME.c (or NAME.f90) compiled with `mpi`'s wrappers.
+/// tests/programs/NAME.c (or NAME.f90, with NAME.c when there is one) compiled with
+/// `mpi`'s wrappers.
 pub fn program_in(mpi: Mpi, name: &str) -> PathBuf {
     let mut map = compiled()
         .lock()
@@ -139,7 +140,16 @@ pub fn program_in(mpi: Mpi, name: &str) -> PathBuf {
     let (compiler, source, extra): (&str, PathBuf, Vec<String>) =
         if src.join(format!("{name}.f90")).is_file() {
             let source = src.join(format!("{name}.f90"));
-            (mpi.fortran_compiler(), source, mpi.fortran_flags())
+            let mut extra = mpi.fortran_flags();
+            // A C half beside it (NAME.c) goes into the same program.
+            let c_half = src.join(format!("{name}.c"));
+            if c_half.is_file() {
+                extra.push(c_half.display().to_string());
+            }
+            if name.starts_with("threads") {
+                extra.push("-fopenmp".into());
+            }
+            (mpi.fortran_compiler(), source, extra)
         } else {
             // GCC mistakes MPICH's MPI_STATUSES_IGNORE for a zero-length array.
             let mut extra = vec!["-Wno-stringop-overflow".to_string()];
@@ -246,9 +256,36 @@ fn trace_launch(
     env: &[(&str, &str)],
     out: &Path,
 ) -> Run {
+    trace_launch_with(launch, &[], ranks, program, args, env, out)
+}
+
+/// `overlap trace OPTIONS --out OUT -- mpiexec -n RANKS PROGRAM` with the default MPI.
+pub fn trace_options(ranks: u32, options: &[&str], program: &Path, out: &Path) -> Run {
+    trace_launch_with(
+        &Launch::of(Mpi::Default),
+        options,
+        ranks,
+        program,
+        &[],
+        &[],
+        out,
+    )
+}
+
+/// [`trace_launch`] with `options` given to `overlap trace`.
+fn trace_launch_with(
+    launch: &Launch,
+    options: &[&str],
+    ranks: u32,
+    program: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    out: &Path,
+) -> Run {
     let _guard = mpi_lock();
     let mut cmd = Command::new(overlap_bin());
     cmd.arg("trace")
+        .args(options)
         .arg("--out")
         .arg(out)
         .arg("--")

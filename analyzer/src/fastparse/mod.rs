@@ -290,6 +290,9 @@ fn call_args(s: &mut &[u8], args: &mut CallArgs) -> Option<()> {
             b's' => {
                 if eat(s, b"\"site\":").is_some() {
                     set(&mut args.site, unsigned(s)?)?;
+                } else if eat(s, b"\"src\":\"").is_some() {
+                    let body = std::str::from_utf8(string_body(s)?).ok()?;
+                    set(&mut args.src, body.to_owned())?;
                 } else if eat(s, b"\"started\":").is_some() {
                     if started {
                         return None;

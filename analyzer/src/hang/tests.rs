@@ -42,6 +42,7 @@ fn rank(rank: u32, size: u32, events: Vec<Event>, dump: Option<InFlightDump>) ->
         notes: Vec::new(),
         damaged: false,
         call_counts: None,
+        call_paths: Vec::new(),
     }
 }
 

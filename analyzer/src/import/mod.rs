@@ -402,6 +402,7 @@ pub fn parse_rank_trace_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result<Ra
         in_flight: Vec::new(),
         damaged: false,
         call_counts: None,
+        call_paths: Vec::new(),
     })
 }
 

@@ -112,5 +112,6 @@ pub(crate) fn parse_stream_into<S: EventSink>(path: &Path, buf: &[u8]) -> Result
         notes: c.notes.into_iter().map(read_problem).collect(),
         damaged: c.damaged,
         call_counts: c.call_counts,
+        call_paths: c.call_paths,
     })
 }

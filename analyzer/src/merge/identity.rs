@@ -179,6 +179,7 @@ mod tests {
             in_flight: Vec::new(),
             damaged: false,
             call_counts: None,
+            call_paths: Vec::new(),
             notes: Vec::new(),
         }
     }

@@ -57,6 +57,7 @@ pub fn from_events(program: &str, source: &Path, ranks: Vec<Vec<Event>>) -> Trac
                 in_flight: Vec::new(),
                 damaged: false,
                 call_counts: None,
+                call_paths: Vec::new(),
             }
         })
         .collect();

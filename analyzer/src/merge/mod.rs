@@ -329,6 +329,7 @@ impl ClockPlan {
                         complete: t.is_complete(),
                         in_flight: self.last_dump(i, t),
                         call_counts: t.call_counts.clone(),
+                        call_paths: t.call_paths.clone(),
                     }
                 })
                 .collect(),

@@ -32,7 +32,7 @@ use overlap_format::schema::{Event, MergedInfo, Nanos, PeersOutOfRange};
 
 use super::matching::{rank_ends, rank_requests};
 use super::spilled::SpilledEnds;
-use super::write::{write_file, write_in_flight, RankSection};
+use super::write::{site_labels, write_file, write_in_flight, RankSection};
 use super::{
     file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, RankEvents,
     Unreadable,
@@ -180,6 +180,7 @@ pub fn merge_to_file_if(
     // The next rank is read while this one is written where a second thread can read
     // it; on one thread that would only hold two ranks' timelines at once.
     let read_ahead = rayon::current_num_threads() > 1;
+    let mut symbolizer = crate::sites::Symbolizer::new();
     let events = write_file(out, &info, |w, reread| {
         let mut next = (!metas.is_empty()).then(|| load(0));
         let mut first_request_id = 1;
@@ -196,11 +197,13 @@ pub fn merge_to_file_if(
                 path: metas[i].path.clone(),
                 align: plan.rank_align(i, &metas[i]),
             };
+            let labels = site_labels(&info, &t, &mut symbolizer);
             let section = RankSection {
                 t: &t,
                 events: &events,
                 requests: &lives,
                 first_request_id,
+                labels: &labels,
             };
             let messages = match matched.of(t.rank) {
                 Ok(m) => m,

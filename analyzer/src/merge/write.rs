@@ -27,16 +27,19 @@ use crate::{Error, Result};
 /// Writes the merged trace; returns the number of events written.
 pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
     let messages = MessagesByRank::new(&merged.messages, &merged.info.clock_suspect);
+    let mut symbolizer = crate::sites::Symbolizer::new();
     write_file(path, &merged.info, |w, reread| {
         let mut first = 0;
         for (t, events) in merged.timelines.iter().zip(&merged.events) {
             let rest = &merged.requests[first..];
             let n = rest.iter().take_while(|l| l.rank == t.rank).count();
+            let labels = site_labels(&merged.info, t, &mut symbolizer);
             let section = RankSection {
                 t,
                 events,
                 requests: &rest[..n],
                 first_request_id: first as u64 + 1,
+                labels: &labels,
             };
             section.write(&merged.info, &messages.of(t.rank), w, reread)?;
             first += n;
@@ -89,6 +92,35 @@ pub(crate) struct RankSection<'a> {
     /// The id of its first request's slice (ids are the run's: one after another, rank
     /// after rank).
     pub(crate) first_request_id: u64,
+    /// The rank's sites as its calls' `src` shows them ([`site_labels`]).
+    pub(crate) labels: &'a SiteLabels,
+}
+
+/// A rank's call sites, symbolized: by the `site` its calls recorded.
+pub(crate) type SiteLabels = crate::fxhash::FxHashMap<u64, String>;
+
+/// The labels of the sites `t`'s calls recorded (`calls.c:57 (main)`, a call path's
+/// callers after `←`), symbolized with what `info` lists of the rank: what a trace
+/// viewer shows as each call's `src`. Sites that cannot be symbolized get none.
+pub(crate) fn site_labels(
+    info: &MergedInfo,
+    t: &Timeline,
+    symbolizer: &mut crate::sites::Symbolizer,
+) -> SiteLabels {
+    let rank = info.ranks.iter().find(|r| r.rank == t.rank);
+    let symbols = crate::sites::RankSymbols::new(rank);
+    let mut labels = SiteLabels::default();
+    for site in t.calls.iter().filter_map(|c| c.site) {
+        let raw = site.get();
+        if labels.contains_key(&raw) {
+            continue;
+        }
+        let symbolized = symbols.site(symbolizer, raw);
+        if symbolized.resolution != crate::sites::Resolution::Unavailable {
+            labels.insert(raw, symbolized.label);
+        }
+    }
+    labels
 }
 
 impl RankSection<'_> {
@@ -121,7 +153,7 @@ impl RankSection<'_> {
             };
             w.write(&WireEvent::meta(MetaName::ThreadSortIndex, pid, *tid, s))?;
         }
-        write_rank_events(t, self.events, w, reread)?;
+        write_rank_events(t, self.events, self.labels, w, reread)?;
         write_gpu(info, t, w)?;
         super::learned::write_learned(t, w)?;
         // Where a request that never completed ends: its rank's last moment.
@@ -155,12 +187,13 @@ const BLOCK_EVENTS: usize = 1 << 14;
 fn write_rank_events<W: std::io::Write + Send>(
     t: &Timeline,
     events: &RankEvents,
+    labels: &SiteLabels,
     w: &mut ObjectWriter<W>,
     reread: &mut Option<Error>,
 ) -> std::io::Result<()> {
     let pid = t.rank;
     let (path, align) = match events {
-        RankEvents::Memory(events) => return write_block(pid, events, w),
+        RankEvents::Memory(events) => return write_block(pid, events, labels, w),
         RankEvents::File { path, align } => (path, align),
     };
     let (blocks, ready) = std::sync::mpsc::sync_channel::<Vec<Event>>(2);
@@ -190,7 +223,7 @@ fn write_rank_events<W: std::io::Write + Send>(
         });
         let mut written = Ok(());
         for block in &ready {
-            written = write_block(pid, &block, w);
+            written = write_block(pid, &block, labels, w);
             if written.is_err() {
                 break;
             }
@@ -271,14 +304,27 @@ impl<'a> InTimelineOrder<'a> {
     }
 }
 
-/// Formats `events` on rayon's threads, then writes them in order.
+/// Formats `events` on rayon's threads, then writes them in order; a call whose site
+/// has a label gets it as its `src`.
 fn write_block<W: std::io::Write + Send>(
     pid: u32,
     events: &[Event],
+    labels: &SiteLabels,
     w: &mut ObjectWriter<W>,
 ) -> std::io::Result<()> {
     write_parallel(events, w, |_, e, text| {
-        format_event(text, &event_to_wire(pid, e))?;
+        let label = match e {
+            Event::Call(c) => c.args.site.and_then(|s| labels.get(&s)),
+            _ => None,
+        };
+        match (e, label) {
+            (Event::Call(c), Some(label)) => {
+                let mut c = c.clone();
+                c.args.src = Some(label.clone());
+                format_event(text, &event_to_wire(pid, &Event::Call(c)))?;
+            }
+            _ => format_event(text, &event_to_wire(pid, e))?,
+        }
         Ok(1)
     })
 }

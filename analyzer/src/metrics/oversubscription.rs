@@ -187,6 +187,7 @@ mod tests {
             complete: true,
             in_flight: None,
             call_counts: None,
+            call_paths: Vec::new(),
         }
     }
 

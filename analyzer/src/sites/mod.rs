@@ -7,6 +7,7 @@
 
 pub mod group;
 pub mod maps;
+mod rank;
 pub mod symbolize;
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,13 +19,15 @@ use overlap_format::schema::Outcome;
 use crate::fxhash::FxHashMap;
 use crate::model::Trace;
 pub use group::{BySite, SiteGroup};
+pub use rank::RankSymbols;
 pub use symbolize::Symbolizer;
 
 /// How a site's place in the source was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resolution {
-    /// The recording layer gave file and line itself (the Rust layer).
+    /// The recording layer gave file and line itself (the Rust layer's `#[track_caller]`
+    /// lines; the preload's Python frames, with their function).
     Recorded,
     /// File, line and function from the object's DWARF (or its separate debug file).
     DebugInfo,
@@ -49,6 +52,11 @@ pub struct Site {
     pub function: Option<String>,
     /// Functions the innermost one was inlined into, innermost first.
     pub inlined_into: Vec<String>,
+    /// The call path's callers (`overlap trace --callpath N`), as each is labelled:
+    /// the caller of the function that made the call first, outwards. Empty for a
+    /// site recorded alone. The label ends with them (`a.c:9 (wait) ← b.c:40 (main)`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub callers: Vec<String>,
     /// The object file (executable or library) the code address is in.
     pub object: Option<String>,
     /// File offset of the call in that object.
@@ -73,6 +81,7 @@ impl Site {
             line: None,
             function: None,
             inlined_into: Vec::new(),
+            callers: Vec::new(),
             object,
             offset,
             resolution: Resolution::Unavailable,
@@ -80,14 +89,25 @@ impl Site {
         }
     }
 
-    /// A source location the recording layer listed.
-    pub(crate) fn recorded(file: &str, line: u32) -> Site {
+    /// A source location the recording layer listed, in `function` when it says:
+    /// `prog.py:12 (exchange)`. An absolute path (a Python program run by its full
+    /// path) is shown by its base name, as debug info's are; `file` keeps it whole.
+    pub(crate) fn recorded(file: &str, line: u32, function: Option<&str>) -> Site {
+        let shown = if file.starts_with('/') {
+            symbolize::base_name(file)
+        } else {
+            file
+        };
         Site {
-            label: format!("{file}:{line}"),
+            label: match function {
+                Some(f) => format!("{shown}:{line} ({f})"),
+                None => format!("{shown}:{line}"),
+            },
             file: Some(file.to_string()),
             line: Some(line),
-            function: None,
+            function: function.map(str::to_string),
             inlined_into: Vec::new(),
+            callers: Vec::new(),
             object: None,
             offset: None,
             resolution: Resolution::Recorded,
@@ -160,7 +180,7 @@ fn touch_key(ip: u64) -> u64 {
 
 /// True for a shared object of the MPI implementation (MPICH's `libmpich*`, Open
 /// MPI's `libmpi*`), by its file name.
-fn is_mpi_library(object: &str) -> bool {
+pub(crate) fn is_mpi_library(object: &str) -> bool {
     let name = object.rsplit('/').next().unwrap_or(object);
     name.starts_with("libmpi")
 }
@@ -177,22 +197,10 @@ impl SiteTable {
         let mut inside_mpi: BTreeMap<u32, String> = BTreeMap::new();
         for t in &trace.ranks {
             let info = trace.info.ranks.iter().find(|r| r.rank == t.rank);
-            let recorded: BTreeMap<u64, (&str, u32)> = info
-                .map(|r| {
-                    r.source_sites
-                        .iter()
-                        .map(|s| (s.id, (s.file.as_str(), s.line)))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let maps = match info.and_then(|r| r.code_maps.as_deref()).map(maps::parse) {
-                Some(Ok(m)) => Some(m),
-                Some(Err(e)) => {
-                    table.notes.push(format!("rank {}: {e}", t.rank));
-                    None
-                }
-                None => None,
-            };
+            let symbols = RankSymbols::new(info);
+            if let Some(e) = &symbols.maps_error {
+                table.notes.push(format!("rank {}: {e}", t.rank));
+            }
             // Distinct sites only: a run has millions of calls and a few hundred sites.
             let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
             for c in &t.calls {
@@ -226,7 +234,7 @@ impl SiteTable {
                 if table.ids.contains_key(&(t.rank, raw)) {
                     continue;
                 }
-                let site = match &maps {
+                let site = match &symbols.maps {
                     Some(maps) => symbolizer.symbolize(maps, raw),
                     None => Site::unavailable(
                         format!("{:#x}", raw - 1),
@@ -243,21 +251,13 @@ impl SiteTable {
                 table.ids.insert((t.rank, raw), id);
             }
             for raw in raws {
-                let site = match (recorded.get(&raw), &maps) {
-                    (Some((file, line)), _) => Site::recorded(file, *line),
-                    (None, Some(maps)) => symbolizer.symbolize(maps, raw),
-                    (None, None) => {
-                        if no_maps.last() != Some(&t.rank) {
-                            no_maps.push(t.rank);
-                        }
-                        Site::unavailable(
-                            format!("{raw:#x}"),
-                            None,
-                            None,
-                            "the rank's trace lists no code maps to symbolize it with",
-                        )
-                    }
-                };
+                if symbols.maps.is_none()
+                    && !symbols.is_recorded(raw)
+                    && no_maps.last() != Some(&t.rank)
+                {
+                    no_maps.push(t.rank);
+                }
+                let site = symbols.site(&mut symbolizer, raw);
                 if let Some(library) = site.object.as_deref().filter(|o| is_mpi_library(o)) {
                     // The caller was the MPI library itself (the Fortran bindings call the
                     // C entry points): the program's own line is unknown, and grouping
@@ -370,6 +370,7 @@ mod tests {
             line: Some(57),
             function: Some("post".into()),
             inlined_into: vec!["exchange".into(), "main".into()],
+            callers: Vec::new(),
             object: Some("/src/app/calls".into()),
             offset: Some(0x1234),
             resolution: Resolution::DebugInfo,
@@ -381,15 +382,21 @@ mod tests {
             file: None,
             line: None,
             inlined_into: vec![],
+            callers: Vec::new(),
             resolution: Resolution::SymbolTable,
             ..inlined.clone()
         }
         .labelled();
         assert_eq!(symbol_only.label, "calls+0x1234 (post)");
         assert_eq!(
-            Site::recorded("kernels/src/halo.rs", 88).label,
+            Site::recorded("kernels/src/halo.rs", 88, None).label,
             "kernels/src/halo.rs:88"
         );
+        let python = Site::recorded("/home/u/run/prog.py", 12, Some("exchange"));
+        assert_eq!(python.label, "prog.py:12 (exchange)");
+        assert_eq!(python.file.as_deref(), Some("/home/u/run/prog.py"));
+        assert_eq!(python.function.as_deref(), Some("exchange"));
+        assert_eq!(python.resolution, Resolution::Recorded);
     }
 
     /// A site in the program is its label; one in a shared library, its function in the
@@ -403,6 +410,7 @@ mod tests {
                 line,
                 function: Some("__memmove_avx_unaligned_erms".into()),
                 inlined_into: vec![],
+                callers: Vec::new(),
                 object: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
                 offset: Some(offset),
                 resolution: Resolution::SymbolTable,

@@ -372,6 +372,7 @@ mod tests {
             line: None,
             function: Some("__memmove_avx_unaligned_erms".into()),
             inlined_into: Vec::new(),
+            callers: Vec::new(),
             object: Some("/usr/lib/x86_64-linux-gnu/libc.so.6".into()),
             offset: Some(0x1a2b3c),
             resolution: Resolution::SymbolTable,

@@ -200,6 +200,7 @@ pub fn rank_trace(header: Header, syncs: Vec<ClockSync>, events: Vec<Event>) -> 
         in_flight: Vec::new(),
         damaged: false,
         call_counts: None,
+        call_paths: Vec::new(),
     }
 }
 
@@ -272,6 +273,7 @@ pub fn source_sites(file: &str, lines: &[u32]) -> Vec<overlap_instrument::schema
             file: file.into(),
             line,
             column: 1,
+            function: None,
         })
         .collect()
 }

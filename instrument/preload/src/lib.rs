@@ -11,7 +11,10 @@
 //! programs are traced through the same wrappers; Open MPI's call `PMPI_` directly, so
 //! the library built for it wraps the Fortran entry points as well ([`fortran`]).
 //! MPICH's `mpi_f08` bindings call `PMPI_` directly too: the library built for MPICH
-//! wraps those ([`f08`]).
+//! wraps those ([`f08`]). Where an MPI's Fortran binding calls the wrappers, the site
+//! recorded is still the program's line: [`fortran_sites`]. In a Python program (mpi4py)
+//! each call is placed on the Python frame that made it rather than inside mpi4py
+//! ([`python`]).
 //!
 //! The library is built against the MPI headers and library that `mpicc` names (through
 //! `mpi-sys`): handle types differ between MPI implementations, so it must be loaded
@@ -20,6 +23,8 @@
 mod built_for;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod cache;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod callpath;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod calls;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
@@ -35,11 +40,15 @@ mod fork;
 #[cfg(all(target_arch = "x86_64", target_os = "linux", openmpi))]
 mod fortran;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod fortran_sites;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod handles;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imports;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod pmpi;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod python;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod recent;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]

@@ -24,6 +24,11 @@ struct overlap_preload_thread {
      * `site`), and the address of a fault let through once to be retried. */
     uint64_t libc_site;
     uint64_t fault_retry;
+    /* The Fortran bindings' site-only trampolines (fortran_sites/): the return address
+     * and stack pointer of the last binding of the MPI's that the program entered, read
+     * when a C entry point is called from inside that binding. */
+    uint64_t outer_site;
+    uint64_t outer_sp;
 };
 
 __attribute__((visibility("hidden"), tls_model("initial-exec")))

@@ -25,10 +25,17 @@ struct Words {
     state: *const ThreadState,
     libc_site: u64,
     fault_retry: u64,
+    outer_site: u64,
+    outer_sp: u64,
 }
 
 /// Offset of `libc_site` in the words, for the libc trampolines ([`crate::watch`]).
 pub(crate) const LIBC_SITE_OFFSET: usize = std::mem::offset_of!(Words, libc_site);
+
+/// Offsets of `outer_site` and `outer_sp`, for the Fortran bindings' trampolines
+/// ([`crate::fortran_sites`]).
+pub(crate) const OUTER_SITE_OFFSET: usize = std::mem::offset_of!(Words, outer_site);
+pub(crate) const OUTER_SP_OFFSET: usize = std::mem::offset_of!(Words, outer_sp);
 
 /// This thread's words: the thread pointer plus the variable's offset in the static
 /// TLS block, which the dynamic linker wrote into the GOT at load time.
@@ -49,11 +56,33 @@ fn words() -> *mut Words {
 }
 
 /// The address the program called the current MPI function from (its return address,
-/// stored by the entry trampoline; 0 before any).
+/// stored by the entry trampoline; 0 before any), or, when the caller was a Fortran
+/// binding of the MPI's, the program's call of that binding ([`crate::fortran_sites`]:
+/// only after the program entered one, which a C program never does).
 #[inline]
 pub(crate) fn site() -> u64 {
+    let w = words();
     // SAFETY: this thread's words, written only by this thread.
-    unsafe { (*words()).site }
+    let (site, outer) = unsafe { ((*w).site, (*w).outer_site) };
+    if outer == 0 {
+        site
+    } else {
+        crate::fortran_sites::program_site(site)
+    }
+}
+
+/// Takes the last Fortran binding call's return address and stack pointer (0, 0 when
+/// taken already), leaving zeros.
+#[inline]
+pub(crate) fn take_outer() -> (u64, u64) {
+    // SAFETY: this thread's words, written only by this thread.
+    unsafe {
+        let w = words();
+        let taken = ((*w).outer_site, (*w).outer_sp);
+        (*w).outer_site = 0;
+        (*w).outer_sp = 0;
+        taken
+    }
 }
 
 /// The return address of the interposed libc function this thread last entered (stored
@@ -203,5 +232,22 @@ fn adopt() -> &'static ThreadState {
     unsafe {
         (*words()).state = at;
         &*at
+    }
+}
+
+/// Sets the site word, as an entry trampoline does.
+#[cfg(test)]
+pub(crate) fn set_site(site: u64) {
+    // SAFETY: this thread's words, written only by this thread.
+    unsafe { (*words()).site = site };
+}
+
+/// Sets the Fortran binding words, as a site-only trampoline does.
+#[cfg(test)]
+pub(crate) fn set_outer(site: u64, sp: u64) {
+    // SAFETY: this thread's words, written only by this thread.
+    unsafe {
+        (*words()).outer_site = site;
+        (*words()).outer_sp = sp;
     }
 }

@@ -21,7 +21,7 @@ use overlap_instrument::clock::{
 use overlap_instrument::identity::{choose_run_id, run_id_text};
 use overlap_instrument::mpi_family::LAUNCHER_ENV;
 use overlap_instrument::recorder::{
-    CallData, RankFileSink, Recorder, RecorderConfig, ThreadRecorder,
+    CallData, CallSite, FrameKind, RankFileSink, Recorder, RecorderConfig, ThreadRecorder,
 };
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, RequestId, Started,
@@ -32,6 +32,7 @@ use overlap_instrument::schema::{
 use crate::calls::Timed;
 use crate::handles::CommTable;
 use crate::pmpi::{self, Constants};
+use crate::python::Gil;
 use crate::windows::WinTable;
 
 /// Environment variable naming the directory that receives `rank-N.ovlp`.
@@ -89,8 +90,15 @@ impl Tracer {
     /// Records `op`, made at `at`, with what it completed.
     #[inline]
     pub(crate) fn record(&self, op: Op, at: Timed, data: CallData, completed: &[Completion]) {
+        // The program is ending: MPI_Abort never waits for the GIL.
+        let gil = if op == Op::Abort {
+            Gil::IfHeld
+        } else {
+            Gil::Wait
+        };
+        let site = crate::python::site(at.site, gil);
         self.here()
-            .record_call_from(op, at.start, at.end, at.site, data, completed.len(), |i| {
+            .record_call_from(op, at.start, at.end, site, data, completed.len(), |i| {
                 completed[i]
             });
     }
@@ -99,14 +107,16 @@ impl Tracer {
     #[inline]
     pub(crate) fn record_started(&self, op: Op, at: Timed, started: &[Started]) {
         self.here()
-            .record_start(op, at.start, at.end, at.site, started.len(), |i| started[i]);
+            .record_start(op, at.start, at.end, python_site(at), started.len(), |i| {
+                started[i]
+            });
     }
 
     /// Records a call on a group of world ranks (Win_start, Win_post), made at `at`.
     #[inline]
     pub(crate) fn record_group(&self, op: Op, at: Timed, data: CallData, group: &[c_int]) {
         self.here()
-            .record_group(op, at.start, at.end, at.site, data, group);
+            .record_group(op, at.start, at.end, python_site(at), data, group);
     }
 
     fn align_clock(&self, phase: SyncPhase) {
@@ -125,6 +135,13 @@ impl Tracer {
             rounds: est.rounds,
         });
     }
+}
+
+/// Where a call made at `at` is recorded: its Python frame in a Python program
+/// ([`crate::python`]), else its return address.
+#[inline]
+fn python_site(at: Timed) -> CallSite {
+    crate::python::site(at.site, Gil::Wait)
 }
 
 /// Runs recording code; a panic in it (a bug of ours) stops the tracing and is reported
@@ -241,7 +258,8 @@ pub(crate) fn start(init: InitCall) {
     let mut sync_comm = k.comm_null;
     // SAFETY: out-pointer to a local; collective over the world.
     unsafe { PMPI_Comm_dup(world, &mut sync_comm) };
-    recorder.count_calls_with(crate::counting::payload_if_changed);
+    recorder.write_frames_from(FrameKind::CallCounts, crate::counting::payload_if_changed);
+    recorder.write_frames_from(FrameKind::CallPaths, crate::callpath::payload_of_new);
     let tracer = Box::leak(Box::new(Tracer {
         recorder,
         timebase: init.timebase,
@@ -252,6 +270,8 @@ pub(crate) fn start(init: InitCall) {
         rank,
     }));
     tracer.align_clock(SyncPhase::Init);
+    // Before MPI_Init's own record, which is placed on its Python line too.
+    crate::python::start();
     // The program is in MPI_Init until the tracer is ready: the span covers both.
     let at = Timed {
         start: init.start,
@@ -259,6 +279,7 @@ pub(crate) fn start(init: InitCall) {
         site: init.site,
     };
     tracer.record(init.op, at, CallData::Plain, &[]);
+    crate::callpath::configure();
     TRACER.store(tracer, Ordering::Release);
     overlap_instrument::recorder::install_dump_handler(init.sigusr1_default);
     crate::watch::start(rank);

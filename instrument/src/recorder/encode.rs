@@ -10,12 +10,12 @@ use std::panic::Location;
 
 use overlap_format::fxhash::FxHashMap;
 use overlap_format::stream::codec::{
-    encode_buffers_head, encode_site, encode_string_head, STRING_MAX,
+    encode_buffers_head, encode_function_site, encode_site, encode_string_head, STRING_MAX,
 };
 
 use super::buffers::BufferAccess;
 use super::ring::Group;
-use super::site::{SiteKind, SiteWord};
+use super::site::{NamedSite, SiteKind, SiteWord};
 
 /// Entries of the direct-mapped cache of source sites already defined.
 const SITE_CACHE: usize = 32;
@@ -108,9 +108,26 @@ impl ThreadEncoder {
         if self.sites.contains_key(&word) {
             return;
         }
-        if let SiteKind::Source(l) = site.decode() {
-            self.define_site(word, l, g, defs);
+        match site.decode() {
+            SiteKind::Source(l) => self.define_site(word, l, g, defs),
+            SiteKind::Named(n) => self.define_named_site(word, n, g, defs),
+            SiteKind::Unknown | SiteKind::Address(_) => {}
         }
+    }
+
+    #[cold]
+    fn define_named_site<W: FnMut() -> bool>(
+        &self,
+        word: u64,
+        n: &'static NamedSite,
+        g: &mut Group<'_, W>,
+        defs: &mut NewDefs,
+    ) {
+        let file = self.string(n.file(), g, defs);
+        let function = self.string(n.function(), g, defs);
+        // Python gives no column here: 0, unknown.
+        g.record(|c| encode_function_site(c, word, file, n.line(), 0, function));
+        defs.site = Some(word);
     }
 
     #[cold]

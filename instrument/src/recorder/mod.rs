@@ -34,10 +34,13 @@ pub use inflight::{request_dump, WaitsOn};
 pub use overlap_format::call_data::{Access, CallData, Collective, Transfer};
 pub use overlap_format::stream::counts::payload as call_counts_payload;
 pub use overlap_format::stream::learned::{push_unwatched, push_watch};
+pub use overlap_format::stream::paths::{payload as call_paths_payload, CALL_PATH_TAG};
+pub use overlap_format::stream::FrameKind;
 pub use signal::{
     hang_timeout_from_env, install_dump_handler, sigusr1_is_default, HANG_TIMEOUT_ENV,
 };
 pub use sink::{MemorySink, NullSink, RankFileSink, Recorded, Sink};
+pub use site::{CallSite, NamedSite};
 pub use span::{ComputeGuard, DetachedSpan};
 pub use thread::ThreadRecorder;
 
@@ -55,6 +58,10 @@ use ring::{Cursor, Group, PushOutcome, Ring};
 /// Environment variable that turns the preload's buffer watch on (`1`): set by
 /// `overlap trace --buffers`; the learned uses go to [`Recorder::record_learned`].
 pub const BUFFERS_ENV: &str = "OVERLAP_BUFFERS";
+
+/// The variable `overlap trace --callpath N` sets: the preload records N frames of each
+/// call's stack (its call path) rather than the one call site.
+pub const CALLPATH_ENV: &str = "OVERLAP_CALLPATH";
 
 /// The most bytes a record that follows a call takes (a full members record).
 const FOLLOW_MAX: usize = 96;
@@ -78,14 +85,13 @@ pub(crate) struct Shared {
     bindings: Mutex<Vec<u8>>,
     /// Learned buffer uses not written yet: a learned-uses frame's payload.
     learned: Mutex<Vec<u8>>,
-    /// What gives the call-counts frame's payload at each drain, when the totals changed
-    /// since the last (set once, by the preload: [`Recorder::count_calls_with`]).
-    call_counts: OnceLock<CallCountsSource>,
+    /// Rank-level frames the writer asks for at each drain ([`Recorder::write_frames_from`]).
+    frame_sources: Mutex<Vec<(FrameKind, FrameSource)>>,
 }
 
-/// Gives a call-counts frame's payload ([`call_counts_payload`])
-/// when the totals changed since it last gave one; `None` otherwise.
-pub type CallCountsSource = fn() -> Option<Vec<u8>>;
+/// Gives the payload of a rank-level frame (the preload's call counts, its call paths)
+/// when there is something new to write since it last gave one; `None` otherwise.
+pub type FrameSource = fn() -> Option<Vec<u8>>;
 
 impl Shared {
     fn lock_rings(&self) -> MutexGuard<'_, Vec<Arc<Ring>>> {
@@ -173,7 +179,7 @@ impl Recorder {
             dump_asked: Arc::new(AtomicBool::new(false)),
             bindings: Mutex::new(Vec::new()),
             learned: Mutex::new(Vec::new()),
-            call_counts: OnceLock::new(),
+            frame_sources: Mutex::new(Vec::new()),
         });
         let for_writer = Arc::clone(&shared);
         let interval = config.flush_interval;
@@ -575,11 +581,14 @@ impl Recorder {
         );
     }
 
-    /// Has the writer ask `source` for the call counts at each drain (the last one,
-    /// when the recorder finishes, included) and write a call-counts frame when it
-    /// gives one. Set once; later calls are ignored.
-    pub fn count_calls_with(&self, source: CallCountsSource) {
-        let _ = self.shared().call_counts.set(source);
+    /// Has the writer ask `source` at each drain (the last one, when the recorder
+    /// finishes, included) for a frame of `kind`, and write it when it gives one.
+    pub fn write_frames_from(&self, kind: FrameKind, source: FrameSource) {
+        self.shared()
+            .frame_sources
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((kind, source));
     }
 
     /// Asks for an in-flight dump at the writer's next wake-up (which this hastens).

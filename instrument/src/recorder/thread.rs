@@ -11,6 +11,7 @@ use overlap_format::stream::codec::{
 
 use super::inflight::WaitsOn;
 use super::ring::Ring;
+use super::site::CallSite;
 use super::{CallData, Recorder};
 use crate::clock::Stamp;
 use crate::schema::{Completion, Op, RequestId, Started};
@@ -57,8 +58,8 @@ impl ThreadRecorder {
         RequestId(self.ring.next_request_id())
     }
 
-    /// Records an MPI call made from code address `site` (the caller's return address;
-    /// 0 when unknown), with the `count` requests or statuses it completed produced by
+    /// Records an MPI call made from `site` (a code address, the caller's return
+    /// address, 0 when unknown; or a [`super::NamedSite`]), with the `count` requests or statuses it completed produced by
     /// `completion(i)` (at most half a ring's worth).
     #[inline]
     #[allow(clippy::too_many_arguments)]
@@ -67,7 +68,7 @@ impl ThreadRecorder {
         op: Op,
         start: Stamp,
         end: Stamp,
-        site: u64,
+        site: impl Into<CallSite>,
         data: CallData,
         count: usize,
         mut completion: impl FnMut(usize) -> Completion,
@@ -77,14 +78,14 @@ impl ThreadRecorder {
             op,
             start,
             end,
-            site,
+            site.into(),
             data,
             count,
             |i, buf, d| encode_completion(buf, d, &completion(i)),
         );
     }
 
-    /// Records a Start or Startall made from code address `site`, with the requests it
+    /// Records a Start or Startall made from `site`, with the requests it
     /// started produced by `started(i)` for `i` in `0..count`.
     #[inline]
     pub fn record_start(
@@ -92,7 +93,7 @@ impl ThreadRecorder {
         op: Op,
         start: Stamp,
         end: Stamp,
-        site: u64,
+        site: impl Into<CallSite>,
         count: usize,
         mut started: impl FnMut(usize) -> Started,
     ) {
@@ -101,7 +102,7 @@ impl ThreadRecorder {
             op,
             start,
             end,
-            site,
+            site.into(),
             CallData::Start,
             count,
             |i, buf, d| encode_started(buf, d, &started(i)),
@@ -116,7 +117,7 @@ impl ThreadRecorder {
         op: Op,
         start: Stamp,
         end: Stamp,
-        site: u64,
+        site: impl Into<CallSite>,
         data: CallData,
         group: &[i32],
     ) {
@@ -126,7 +127,7 @@ impl ThreadRecorder {
             op,
             start,
             end,
-            site,
+            site.into(),
             data,
             count,
             |i, buf, _| {

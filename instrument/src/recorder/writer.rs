@@ -75,8 +75,15 @@ impl<S: Sink> Writer<S> {
         if !learned.is_empty() {
             frame(&mut self.page, FrameKind::Learned, 0, &[&learned]);
         }
-        if let Some(counts) = shared.call_counts.get().and_then(|source| source()) {
-            frame(&mut self.page, FrameKind::CallCounts, 0, &[&counts]);
+        let sources = shared
+            .frame_sources
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        for (kind, source) in sources {
+            if let Some(payload) = source() {
+                frame(&mut self.page, kind, 0, &[&payload]);
+            }
         }
         for ring in shared.rings_snapshot() {
             let tid = ring.tid as usize;

@@ -113,12 +113,17 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                     };
                     lines.push(field("completes", format!("{}{more}", ids.join(" "))));
                 }
-                let site = run
-                    .details
-                    .sites
-                    .label_of_call(&run.trace, e.rank, e.index)
-                    .map_or_else(|| "not recorded".to_string(), |l| clean(&l).into_owned());
-                lines.push(field("site", site));
+                // A call path (`--callpath`): the call's own line, then a line per caller.
+                match run.details.sites.of_call(&run.trace, e.rank, e.index) {
+                    Some(site) => {
+                        let own = site.label.split(" ← ").next().unwrap_or(&site.label);
+                        lines.push(field("site", clean(own).into_owned()));
+                        for caller in &site.callers {
+                            lines.push(field("  from", clean(caller).into_owned()));
+                        }
+                    }
+                    None => lines.push(field("site", "not recorded".into())),
+                }
             }
         }
         (What::Compute(_), Some(t)) => match t.access(e.index) {

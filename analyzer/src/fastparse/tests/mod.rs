@@ -128,6 +128,7 @@ fn reads_every_field() {
         recv_bytes: None,
         root: None,
         site: None,
+        src: None,
         win: None,
         group: vec![],
         exclusive: None,
@@ -256,6 +257,7 @@ fn random_args(rng: &mut Rng) -> CallArgs {
         recv_bytes: rng.opt(Rng::u64),
         root: rng.opt(Rng::i32),
         site: rng.opt(Rng::u64),
+        src: rng.opt(|r| format!("calls.c:{} (main) ← a.c:9", r.below(1000))),
         win: rng.opt(|r| r.u64() as u32),
         group: (0..[0, 0, 0, 1, 3][rng.below(5) as usize])
             .map(|_| rng.i32())

@@ -62,6 +62,11 @@ pub struct CallArgs {
     /// records the id of a [`SourceSite`] its file lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub site: Option<u64>,
+    /// Where `site` is in the source, as the merge symbolized it (`halo.c:57 (exchange)`,
+    /// a call path's callers after `←`): what a trace viewer shows of the call's site.
+    /// Only merged traces carry it; readers go by `site`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub src: Option<String>,
     /// Calls on a window (one-sided communication, synchronisation, creation): the
     /// window's id, the same on every rank of its group (as communicator ids are).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -230,9 +235,10 @@ pub struct Footer {
     pub buffer_stalls: u64,
 }
 
-/// A source location calls were made from, as the Rust layer knows it (`#[track_caller]`):
-/// listed once per rank file (an `overlap_site` metadata record, written before the first
-/// call that names it), and named by id in each call's `site`.
+/// A source location calls were made from, as a recording layer knows it: the Rust
+/// layer's `#[track_caller]` line, or the Python frame that called MPI (the preload, in
+/// a Python program). Listed once per rank file (an `overlap_site` metadata record,
+/// written before the first call that names it), and named by id in each call's `site`.
 ///
 /// Wire struct: a change means bumping `FORMAT_VERSION`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -245,6 +251,11 @@ pub struct SourceSite {
     pub file: String,
     /// Line, from 1.
     pub line: u32,
-    /// Column, from 1.
+    /// Column, from 1 (0: unknown, as for a Python frame).
     pub column: u32,
+    /// The function the call was made in, when the recorder knows it (a Python frame's
+    /// qualified name: `exchange`, `Ring.step`; format version 10). Absent in older
+    /// files and from the Rust layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
 }

@@ -131,6 +131,23 @@ pub struct RankClock {
     /// from format version 9); absent when it did not count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_counts: Option<CallCounts>,
+    /// The call paths the rank's calls name by their `site` (`overlap trace
+    /// --callpath N`, format version 9 on); empty without.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub call_paths: Vec<CallPath>,
+}
+
+/// A call path: the site word calls that recorded it carry (with the stream's
+/// `CALL_PATH_TAG` set) and its frames, return addresses from the call site outwards.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallPath {
+    /// The site word.
+    pub site: u64,
+    /// Return addresses: the MPI call's site first, then its caller's, outwards.
+    pub frames: Vec<u64>,
 }
 
 /// What a recorder counted besides the calls it recorded: the preload counts every

@@ -39,8 +39,8 @@ pub use inflight::{DumpReason, InFlightCall, InFlightDump};
 pub use learned::{ByteRange, LearnedUse, Outcome, Touch, Unwatched, UnwatchedReason, WatchEnd};
 pub use learned_args::LearnedArgs;
 pub use merged::{
-    CallCounts, ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo, PeersOutOfRange,
-    RankClock, RequestArgs, SuspectMessage,
+    CallCounts, CallPath, ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo,
+    PeersOutOfRange, RankClock, RequestArgs, SuspectMessage,
 };
 pub use op::{negligible_mpi_call, CollectivePattern, Op, OpClass, RequestKind};
 
@@ -106,9 +106,14 @@ pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
 /// the merged trace, instants of category `buffer`.
 /// Version 9 added what the preload counts besides the calls it records: the stream's
 /// call-counts frame and the merged trace's per-rank `call_counts` ([`CallCounts`]);
+/// the call paths of `overlap trace --callpath` (the stream's call-paths frame, the
+/// merged trace's per-rank `call_paths`, [`CallPath`]);
 /// and the ops of MPI-4's Isendrecv, the matched probes and receives, and persistent
 /// sends of every mode, with the stream's call record of a non-blocking Sendrecv.
-pub const FORMAT_VERSION: u32 = 9;
+/// Version 10 added the function a source site is in: the stream's site definition
+/// with a function (tag 55, the preload's Python frames) and [`SourceSite::function`]
+/// (optional), so files of versions 1 to 9 read as they did.
+pub const FORMAT_VERSION: u32 = 10;
 
 /// The first version whose merged files say how many events each rank has
 /// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one

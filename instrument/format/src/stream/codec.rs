@@ -75,6 +75,9 @@ pub enum Tag {
     BuffersDef = 53,
     /// GPU work ([`GpuRecord`]).
     Gpu = 54,
+    /// A source location with the function it is in (version 10: the preload's Python
+    /// frames), later calls name by their site word.
+    FunctionSiteDef = 55,
 }
 
 impl Tag {
@@ -105,6 +108,7 @@ impl Tag {
             52 => ComputeBuffers,
             53 => BuffersDef,
             54 => Gpu,
+            55 => FunctionSiteDef,
             _ => return None,
         })
     }
@@ -188,7 +192,7 @@ pub enum Record<'a> {
     },
     /// GPU work.
     Gpu(GpuRecord),
-    /// A source location.
+    /// A source location (tag 51, or 55 with its function).
     SiteDef {
         /// The site word calls made from it carry.
         word: u64,
@@ -196,8 +200,10 @@ pub enum Record<'a> {
         file: u32,
         /// Line.
         line: u32,
-        /// Column.
+        /// Column (0: unknown).
         column: u32,
+        /// String id of the function's name, when the record gives it (tag 55).
+        function: Option<u32>,
     },
 }
 
@@ -521,6 +527,25 @@ pub fn encode_site(out: &mut impl RecordOut, word: u64, file: u32, line: u32, co
     out.put_var(u64::from(file));
     out.put_var(u64::from(line));
     out.put_var(u64::from(column));
+}
+
+/// Encodes a source location in function `function` (a string id, like `file`): what
+/// [`encode_site`] writes, then the function, under a tag of its own so that a tag-51
+/// record reads as it always did.
+pub fn encode_function_site(
+    out: &mut impl RecordOut,
+    word: u64,
+    file: u32,
+    line: u32,
+    column: u32,
+    function: u32,
+) {
+    out.put_u8(Tag::FunctionSiteDef as u8);
+    out.put_var(word);
+    out.put_var(u64::from(file));
+    out.put_var(u64::from(line));
+    out.put_var(u64::from(column));
+    out.put_var(u64::from(function));
 }
 
 pub use super::decode::{decode, RecordError};

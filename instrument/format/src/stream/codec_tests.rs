@@ -181,6 +181,7 @@ fn every_record_round_trips() {
     encode_compute(&mut b, &mut enc, 1, t - 10, t + 90);
     encode_sync(&mut b, &sync);
     encode_site(&mut b, 1 << 63 | 77, 1, 42, 9);
+    encode_function_site(&mut b, 3 << 62 | 88, 1, 12, 0, 2);
     let gpu = [
         GpuRecord {
             op: GpuOp::CopyD2H,
@@ -234,6 +235,14 @@ fn every_record_round_trips() {
             file: 1,
             line: 42,
             column: 9,
+            function: None,
+        },
+        Record::SiteDef {
+            word: 3 << 62 | 88,
+            file: 1,
+            line: 12,
+            column: 0,
+            function: Some(2),
         },
         Record::Gpu(gpu[0]),
         Record::Gpu(gpu[1]),

@@ -3,7 +3,8 @@
 
 use super::{Problem, Visitor};
 use crate::schema::{
-    CallCounts, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite, Unwatched,
+    CallCounts, CallPath, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite,
+    Unwatched,
 };
 
 /// Everything read from a stream; the events go into `E` (all of them, in a `Vec`, by
@@ -30,6 +31,8 @@ pub struct Collected<E = Vec<Event>> {
     pub unwatched: Vec<Unwatched>,
     /// What the recorder counted besides the calls it recorded: the last frame's totals.
     pub call_counts: Option<CallCounts>,
+    /// The call paths the calls name by site word, in file order.
+    pub call_paths: Vec<CallPath>,
     /// What was read but could not be used in full (a span naming a buffer never
     /// bound); the file is still whole.
     pub notes: Vec<Problem>,
@@ -75,6 +78,9 @@ impl<E: Extend<Event>> Visitor for Collected<E> {
     }
     fn call_counts(&mut self, counts: CallCounts) {
         self.call_counts = Some(counts);
+    }
+    fn call_path(&mut self, path: CallPath) {
+        self.call_paths.push(path);
     }
     fn note(&mut self, note: Problem) {
         self.notes.push(note);

@@ -286,6 +286,14 @@ pub fn decode<'a>(r: &mut Reader<'a>, d: &mut Deltas) -> Result<Record<'a>, Reco
             file: r.var_u32()?,
             line: r.var_u32()?,
             column: r.var_u32()?,
+            function: None,
+        },
+        Tag::FunctionSiteDef => Record::SiteDef {
+            word: r.var()?,
+            file: r.var_u32()?,
+            line: r.var_u32()?,
+            column: r.var_u32()?,
+            function: Some(r.var_u32()?),
         },
         call => {
             let code = r.var()?;

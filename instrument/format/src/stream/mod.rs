@@ -25,6 +25,7 @@ mod decode;
 mod frames;
 pub mod inflight;
 pub mod learned;
+pub mod paths;
 mod read;
 mod sites;
 pub mod varint;
@@ -84,6 +85,8 @@ pub enum FrameKind {
     /// What the recorder counted besides the calls it recorded, since the rank began
     /// (see [`counts`]): the last such frame holds the totals.
     CallCounts = 10,
+    /// Call paths first used since the last such frame (see [`paths`]).
+    CallPaths = 11,
 }
 
 impl FrameKind {
@@ -99,6 +102,7 @@ impl FrameKind {
             8 => FrameKind::Bindings,
             9 => FrameKind::Learned,
             10 => FrameKind::CallCounts,
+            11 => FrameKind::CallPaths,
             _ => return None,
         })
     }

@@ -11,7 +11,7 @@ use super::codec::{decode, Deltas, GpuRecord, Record};
 use super::convert::{converter, Converter, Readings};
 pub(super) use super::frames::Frame;
 use super::frames::{frames, FramesEnd};
-use super::sites::Sites;
+use super::sites::{Place, Sites};
 use super::varint::Reader;
 pub use super::visitor::{Problem, StreamError, Visitor};
 use super::{is_stream, le_u32, le_u64, FrameKind, FILE_HEADER_LEN, FRAME_HEADER_LEN};
@@ -129,6 +129,14 @@ pub fn read_borrowing(
                     });
                 }
             }
+            FrameKind::CallPaths => match super::paths::decode(f.payload) {
+                Ok(paths) => paths.into_iter().for_each(|p| v.call_path(p)),
+                Err(reason) => problems.push(Problem {
+                    offset: f.offset as u64,
+                    event_index: events,
+                    reason,
+                }),
+            },
             FrameKind::CallCounts => match super::counts::decode(f.payload) {
                 Ok(counts) => v.call_counts(counts),
                 Err(reason) => problems.push(Problem {
@@ -400,9 +408,20 @@ impl Page<'_> {
                 file,
                 line,
                 column,
+                function,
             } => {
                 let file = self.string(state, file, "a source location's file");
-                self.sites.defined.insert(word, (file, line, column));
+                let function =
+                    function.map(|f| self.string(state, f, "a source location's function"));
+                self.sites.defined.insert(
+                    word,
+                    Place {
+                        file,
+                        line,
+                        column,
+                        function,
+                    },
+                );
             }
         }
     }

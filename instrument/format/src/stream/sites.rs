@@ -1,17 +1,28 @@
-//! The Rust layer's source locations while a stream is read: the site words threads
-//! define, numbered as the schema's [`SourceSite`] ids by first use.
+//! The recorders' source locations while a stream is read: the site words threads
+//! define (the Rust layer's `#[track_caller]` lines, the preload's Python frames),
+//! numbered as the schema's [`SourceSite`] ids by first use.
 
 use std::collections::HashMap;
 
 use super::codec::SOURCE_SITE_TAG;
 use crate::schema::SourceSite;
 
-/// The Rust layer's source locations: site words defined by the threads, and the ids
-/// given out by first use (one id per distinct file, line and column, as the schema says).
+/// A source location as a site definition gives it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Place {
+    pub(super) file: String,
+    pub(super) line: u32,
+    pub(super) column: u32,
+    /// The function, when the definition names it (tag 55).
+    pub(super) function: Option<String>,
+}
+
+/// The source locations: site words defined by the threads, and the ids given out by
+/// first use (one id per distinct file, line, column and function, as the schema says).
 #[derive(Default)]
 pub(super) struct Sites {
-    pub(super) defined: HashMap<u64, (String, u32, u32)>,
-    ids: HashMap<(String, u32, u32), u64>,
+    pub(super) defined: HashMap<u64, Place>,
+    ids: HashMap<Place, u64>,
     by_word: HashMap<u64, u64>,
 }
 
@@ -28,17 +39,22 @@ impl Sites {
         if let Some(&id) = self.by_word.get(&word) {
             return (Some(id), None);
         }
-        let Some(key) = self.defined.get(&word).cloned() else {
+        let Some(place) = self.defined.get(&word).cloned() else {
             return (None, None);
         };
-        if let Some(&id) = self.ids.get(&key) {
+        if let Some(&id) = self.ids.get(&place) {
             self.by_word.insert(word, id);
             return (Some(id), None);
         }
         let id = self.ids.len() as u64 + 1;
-        self.ids.insert(key.clone(), id);
+        self.ids.insert(place.clone(), id);
         self.by_word.insert(word, id);
-        let (file, line, column) = key;
+        let Place {
+            file,
+            line,
+            column,
+            function,
+        } = place;
         (
             Some(id),
             Some(SourceSite {
@@ -46,6 +62,7 @@ impl Sites {
                 file,
                 line,
                 column,
+                function,
             }),
         )
     }

@@ -3,8 +3,8 @@
 //! [`Problem`]s that cost part of it.
 
 use crate::schema::{
-    CallCounts, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite, Unwatched,
-    FORMAT_VERSION,
+    CallCounts, CallPath, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, SourceSite,
+    Unwatched, FORMAT_VERSION,
 };
 
 /// Where the contents of a stream go as they are read.
@@ -33,6 +33,9 @@ pub trait Visitor {
     /// call-counts frame in file order, the last one holding the rank's totals
     /// (ignored by default).
     fn call_counts(&mut self, _counts: CallCounts) {}
+    /// A call path the rank's calls name by their site word, in file order (possibly
+    /// after the first call naming it; ignored by default).
+    fn call_path(&mut self, _path: CallPath) {}
     /// Something read that could not be used in full, though nothing was lost (a
     /// compute span naming a buffer never bound): ignored by default.
     fn note(&mut self, _note: Problem) {}

@@ -121,7 +121,7 @@ pub(crate) fn traced_in<S>(
     let Some(t) = tracer() else {
         return forward(None);
     };
-    let site = site();
+    let site = crate::callpath::of(site());
     let Some((mut state, waits, here)) = caught(|| {
         if crate::watch::asked() {
             crate::watch::before_call();

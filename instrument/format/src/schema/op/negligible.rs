@@ -33,6 +33,8 @@ const NEGLIGIBLE: &[&str] = &[
     "MPI_Error_string",
     "MPI_Error_class",
     "MPI_Pcontrol",
+    "MPI_Comm_delete_attr",
+    "MPI_Win_delete_attr",
     "MPI_Grequest_start",
     "MPI_Grequest_complete",
     "MPI_Alloc_mem",
