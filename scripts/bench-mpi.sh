@@ -46,7 +46,7 @@ build_mpip() {
   mkdir -p "$mpip_dir" || return 1
   if [ ! -s "$mpip_tarball" ]; then
     echo "bench-mpi: building mpiP $MPIP_VERSION for the comparison: downloading $mpip_url" >&2
-    if ! curl -fsSL --max-time 120 -o "$mpip_tarball.part" "$mpip_url" 2>"$mpip_dir/download.log"; then
+    if ! curl -fsSL --connect-timeout 20 --max-time 300 -o "$mpip_tarball.part" "$mpip_url" 2>"$mpip_dir/download.log"; then
       echo "bench-mpi: cannot download mpiP ($(tail -1 "$mpip_dir/download.log")); running without mpiP" \
         "(set MPIP_LIB, or leave mpiP's release tarball at $mpip_tarball)" >&2
       rm -f "$mpip_tarball.part"
