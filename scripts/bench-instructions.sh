@@ -3,8 +3,9 @@
 # untraced and under each preload given, counted by callgrind: a figure that the load of
 # a shared machine does not move, for work on the hot path. Each is the difference of
 # two runs (N and 2N iterations), so MPI_Init, the tracer's setup and MPI_Finalize
-# cancel out; the recorder's writer thread is counted too (it drains a little more in
-# the longer run).
+# cancel out. The writer thread drains only at the end (OVERLAP_FLUSH_MS of an hour):
+# with its periodic drains, how many fall in a run under valgrind moves the count by
+# tens of instructions per iteration.
 #
 # Usage: scripts/bench-instructions.sh [PRELOAD...]   (default: the release build's)
 # Environment: MODES (default "test window pingpong testactive"), N (default 4000).
@@ -25,7 +26,7 @@ count() {
   if [ "$1" = none ]; then
     valgrind --tool=callgrind --callgrind-out-file="$out" "$work/calls" "$2" "$3" >/dev/null 2>&1
   else
-    OVERLAP_TRACE_DIR="$work/trace" LD_PRELOAD="$(realpath "$1")" \
+    OVERLAP_FLUSH_MS=3600000 OVERLAP_TRACE_DIR="$work/trace" LD_PRELOAD="$(realpath "$1")" \
       valgrind --tool=callgrind --callgrind-out-file="$out" "$work/calls" "$2" "$3" >/dev/null 2>&1
   fi
   awk '/^(summary|totals):/ {print $2; exit}' "$out"
