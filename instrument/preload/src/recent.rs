@@ -11,16 +11,16 @@
 //! first (only while it holds any), the map then the lane still give each handle's
 //! requests first in, first out, as MPICH's shared handle needs.
 
-use std::collections::VecDeque;
-
 use overlap_instrument::schema::RequestKind;
 
 use crate::handles::CommInfo;
 
-/// Requests the lane holds at most. Large enough for a window of posts each way (the
-/// OSU bandwidth loop keeps 64 in flight) or a halo exchange's (26 neighbours, two
-/// requests each), small enough that a completion out of order costs a short scan.
+/// Requests the lane holds at most (a power of two: positions wrap with a mask). Large
+/// enough for a window of posts each way (the OSU bandwidth loop keeps 64 in flight) or
+/// a halo exchange's (26 neighbours, two requests each), small enough that a completion
+/// out of order costs a short scan.
 pub(crate) const CAP: usize = 128;
+const MASK: usize = CAP - 1;
 
 /// The handle a hole has: no request handle (an `int`, or a pointer) is all ones.
 const HOLE: u64 = u64::MAX;
@@ -35,27 +35,50 @@ pub(crate) struct Posted {
     pub(crate) proc_null: bool,
 }
 
-/// The lane: live requests and holes, oldest first; neither end is a hole.
+impl Posted {
+    const HOLE: Posted = Posted {
+        handle: HOLE,
+        id: 0,
+        kind: RequestKind::Send,
+        comm: CommInfo::WORLD,
+        proc_null: false,
+    };
+}
+
+/// The lane: a ring of [`CAP`] slots, live requests and holes, oldest first from
+/// `head`; neither end is a hole.
 #[derive(Default)]
 pub(crate) struct Recent {
-    entries: VecDeque<Posted>,
+    /// Empty until the first post, then [`CAP`] slots.
+    slots: Vec<Posted>,
+    /// Position of the oldest entry.
+    head: usize,
+    /// Entries, holes included.
+    len: usize,
     /// Live requests (the entries that are not holes).
     live: usize,
 }
 
 impl Recent {
+    /// The `i`-th entry from the oldest (`i` below `len`).
+    #[inline(always)]
+    fn at(&mut self, i: usize) -> &mut Posted {
+        &mut self.slots[(self.head + i) & MASK]
+    }
+
     /// Adds a request behind the others; when the lane is full of live requests, the
     /// oldest leaves it and is returned (for the map).
     #[inline]
     pub(crate) fn push(&mut self, p: Posted) -> Option<Posted> {
         let mut spilled = None;
-        if self.entries.len() >= CAP {
+        if self.len == CAP {
             spilled = self.make_room();
+        } else if self.slots.is_empty() {
+            self.slots = vec![Posted::HOLE; CAP];
         }
-        if self.entries.capacity() == 0 {
-            self.entries.reserve_exact(CAP);
-        }
-        self.entries.push_back(p);
+        let len = self.len;
+        *self.at(len) = p;
+        self.len += 1;
         self.live += 1;
         spilled
     }
@@ -63,37 +86,53 @@ impl Recent {
     /// Squeezes the holes out, or, with none, lets the oldest request go.
     #[cold]
     fn make_room(&mut self) -> Option<Posted> {
-        if self.live < self.entries.len() {
-            self.entries.retain(|p| p.handle != HOLE);
+        if self.live < self.len {
+            let kept: Vec<Posted> = self.entries().filter(|p| p.handle != HOLE).collect();
+            self.slots[..kept.len()].copy_from_slice(&kept);
+            self.head = 0;
+            self.len = kept.len();
             return None;
         }
-        let oldest = self.entries.pop_front()?;
+        let oldest = self.pop_front();
         self.live -= 1;
         self.trim();
         Some(oldest)
     }
 
+    /// The entries, holes included, oldest first.
+    fn entries(&self) -> impl Iterator<Item = Posted> + '_ {
+        (0..self.len).map(|i| self.slots[(self.head + i) & MASK])
+    }
+
+    /// Takes the oldest entry out (the lane is not empty).
+    #[inline(always)]
+    fn pop_front(&mut self) -> Posted {
+        let p = self.slots[self.head];
+        self.head = (self.head + 1) & MASK;
+        self.len -= 1;
+        p
+    }
+
     /// Takes the oldest request under `handle` out of the lane.
     #[inline]
     pub(crate) fn take(&mut self, handle: u64) -> Option<Posted> {
-        if self.entries.front().is_some_and(|p| p.handle == handle) {
-            let p = self.entries.pop_front();
+        if self.len > 0 && self.slots[self.head].handle == handle {
+            let p = self.pop_front();
             self.live -= 1;
-            self.trim();
-            return p;
+            // Only the front can have become a hole.
+            while self.len > 0 && self.slots[self.head].handle == HOLE {
+                self.pop_front();
+            }
+            return Some(p);
         }
         self.take_later(handle)
     }
 
     /// [`Recent::take`] of a request behind the oldest.
     fn take_later(&mut self, handle: u64) -> Option<Posted> {
-        let i = self.entries.iter().position(|p| p.handle == handle)?;
-        let p = self.entries[i];
-        if i + 1 == self.entries.len() {
-            self.entries.pop_back();
-        } else {
-            self.entries[i].handle = HOLE;
-        }
+        let i = (1..self.len).find(|&i| self.slots[(self.head + i) & MASK].handle == handle)?;
+        let p = *self.at(i);
+        self.at(i).handle = HOLE;
         self.live -= 1;
         self.trim();
         Some(p)
@@ -102,23 +141,26 @@ impl Recent {
     /// Drops the holes at either end.
     #[inline]
     fn trim(&mut self) {
-        while self.entries.front().is_some_and(|p| p.handle == HOLE) {
-            self.entries.pop_front();
+        while self.len > 0 && self.slots[self.head].handle == HOLE {
+            self.pop_front();
         }
-        while self.entries.back().is_some_and(|p| p.handle == HOLE) {
-            self.entries.pop_back();
+        while self.len > 0 && self.at(self.len - 1).handle == HOLE {
+            self.len -= 1;
         }
     }
 
     /// True when a request under `handle` is in the lane.
     pub(crate) fn holds(&self, handle: u64) -> bool {
-        handle != HOLE && self.entries.iter().any(|p| p.handle == handle)
+        handle != HOLE && self.entries().any(|p| p.handle == handle)
     }
 
     /// Empties the lane: its requests, oldest first.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = Posted> + '_ {
+        let all: Vec<Posted> = self.entries().filter(|p| p.handle != HOLE).collect();
+        self.head = 0;
+        self.len = 0;
         self.live = 0;
-        self.entries.drain(..).filter(|p| p.handle != HOLE)
+        all.into_iter()
     }
 }
 
@@ -151,9 +193,9 @@ mod tests {
             Some(2),
             "the hole after it goes too"
         );
-        assert_eq!(r.entries.len(), 1);
+        assert_eq!(r.len, 1);
         assert_eq!(r.take(14).map(|p| p.id), Some(4));
-        assert!(r.entries.is_empty() && r.live == 0);
+        assert!(r.len == 0 && r.live == 0);
     }
 
     #[test]
@@ -177,12 +219,64 @@ mod tests {
         // A hole in the middle: the next push squeezes it out and spills nothing.
         assert_eq!(r.take(5).map(|p| p.id), Some(5));
         assert_eq!(r.push(posted(1000, 1000)), None);
-        assert_eq!(r.entries.len(), CAP);
+        assert_eq!(r.len, CAP);
         // Full of live requests: the oldest leaves.
         assert_eq!(r.push(posted(1001, 1001)).map(|p| p.id), Some(1));
         let ids: Vec<u64> = r.drain().map(|p| p.id).collect();
         assert_eq!(ids.len(), CAP);
         assert_eq!((ids[0], ids[CAP - 1]), (2, 1001));
         assert!(!r.holds(2));
+    }
+
+    #[test]
+    fn the_ring_wraps_and_agrees_with_a_plain_list() {
+        // A naive model: live requests in post order, the oldest under a handle first.
+        let mut model: Vec<Posted> = Vec::new();
+        let mut r = Recent::default();
+        let mut spilled: Vec<Posted> = Vec::new();
+        let mut seed = 12345u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for id in 1..20_000u64 {
+            // Few handles, so that some are shared; mostly in-order completions.
+            if next() % 3 != 0 {
+                let p = posted(next() % 40, id);
+                if let Some(old) = r.push(p) {
+                    spilled.push(old);
+                    let at = model
+                        .iter()
+                        .position(|m| m.id == old.id)
+                        .expect("a spilled request is in the model");
+                    assert_eq!(at, 0, "only the oldest spills");
+                    model.remove(at);
+                }
+                model.push(p);
+            } else {
+                let handle = if next() % 4 == 0 {
+                    next() % 40
+                } else {
+                    model.first().map_or(0, |m| m.handle)
+                };
+                let want = model.iter().position(|m| m.handle == handle);
+                let got = r.take(handle);
+                assert_eq!(
+                    got.map(|p| p.id),
+                    want.map(|i| model[i].id),
+                    "take {handle}"
+                );
+                if let Some(i) = want {
+                    model.remove(i);
+                }
+            }
+            assert_eq!(r.live, model.len());
+            assert!(r.len <= CAP);
+        }
+        let rest: Vec<u64> = r.drain().map(|p| p.id).collect();
+        assert_eq!(rest, model.iter().map(|m| m.id).collect::<Vec<_>>());
+        assert!(!spilled.is_empty(), "the lane filled at least once");
     }
 }

@@ -87,8 +87,9 @@ impl Tracer {
         self.here().next_request_id()
     }
 
-    /// Records `op`, made at `at`, with what it completed.
-    #[inline]
+    /// Records `op`, made at `at`, with what it completed. Kept out of line: inlined
+    /// into a wrapper, its encoder was no longer inlined into it (more instructions).
+    #[inline(never)]
     pub(crate) fn record(&self, op: Op, at: Timed, data: CallData, completed: &[Completion]) {
         // The program is ending: MPI_Abort never waits for the GIL.
         let gil = if op == Op::Abort {
@@ -97,7 +98,7 @@ impl Tracer {
             Gil::Wait
         };
         let site = crate::python::site(at.site, gil);
-        self.here()
+        at.here
             .record_call_from(op, at.start, at.end, site, data, completed.len(), |i| {
                 completed[i]
             });
@@ -106,7 +107,7 @@ impl Tracer {
     /// Records a Start or Startall, made at `at`, with the requests it started.
     #[inline]
     pub(crate) fn record_started(&self, op: Op, at: Timed, started: &[Started]) {
-        self.here()
+        at.here
             .record_start(op, at.start, at.end, python_site(at), started.len(), |i| {
                 started[i]
             });
@@ -115,7 +116,7 @@ impl Tracer {
     /// Records a call on a group of world ranks (Win_start, Win_post), made at `at`.
     #[inline]
     pub(crate) fn record_group(&self, op: Op, at: Timed, data: CallData, group: &[c_int]) {
-        self.here()
+        at.here
             .record_group(op, at.start, at.end, python_site(at), data, group);
     }
 
@@ -273,11 +274,7 @@ pub(crate) fn start(init: InitCall) {
     // Before MPI_Init's own record, which is placed on its Python line too.
     crate::python::start();
     // The program is in MPI_Init until the tracer is ready: the span covers both.
-    let at = Timed {
-        start: init.start,
-        end: init.timebase.stamp(),
-        site: init.site,
-    };
+    let at = Timed::new(tracer, init.start, init.timebase.stamp(), init.site);
     tracer.record(init.op, at, CallData::Plain, &[]);
     crate::callpath::configure();
     TRACER.store(tracer, Ordering::Release);

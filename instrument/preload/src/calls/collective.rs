@@ -219,7 +219,7 @@ pub(crate) fn posted(
             }
             let c = t.comms.info(comm);
             let collective = part().record(&c);
-            let id = t.next_request_id();
+            let id = at.here.next_request_id();
             // SAFETY: MPI just wrote the new handle there.
             let handle = key(unsafe { *request });
             if persistent {

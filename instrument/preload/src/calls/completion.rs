@@ -229,7 +229,7 @@ fn completion(t: &Tracer, handle: u64, status: Option<&MPI_Status>) -> Option<Co
             tag: Some(t.k.any_tag),
             bytes: Some(0),
         },
-        RequestKind::Recv => received(Some(done.id), status, &done.comm, t.k.byte),
+        RequestKind::Recv => received(Some(done.id), status, &done.comm),
         RequestKind::Send | RequestKind::Collective | RequestKind::OneSided => finished(done.id),
     })
 }

@@ -130,7 +130,7 @@ pub(crate) fn record(
         watch::release(held.as_ref());
         return;
     };
-    let id = t.next_request_id();
+    let id = at.here.next_request_id();
     // Tracked as a send: its completion records no status (see the module's note).
     tables::posted(handle, id.0, RequestKind::Send, c, false);
     watch::keep(held.as_ref(), id.0);

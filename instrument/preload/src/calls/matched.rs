@@ -51,9 +51,9 @@ fn take(message: u64) -> Option<Matched> {
 }
 
 /// After a probe that matched a message into `*message`: keeps what the status says.
-fn keep_match(t: &crate::tracer::Tracer, c: CommInfo, message: *mut MPI_Message, s: &StatusSlot) {
+fn keep_match(c: CommInfo, message: *mut MPI_Message, s: &StatusSlot) {
     let Some(status) = s.get() else { return };
-    let (source, tag, _) = pmpi::status_fields(status, t.k.byte);
+    let (source, tag, _) = pmpi::status_fields(status);
     // SAFETY: MPI wrote the handle before returning.
     let handle = key(unsafe { *message });
     probed(
@@ -93,9 +93,9 @@ pub(crate) unsafe extern "C" fn mprobe(
             if rc != 0 {
                 return;
             }
-            keep_match(t, *c, message, s);
+            keep_match(*c, message, s);
             let transfer = transfer(c, source, tag, std::ptr::null(), 0, t.k.byte);
-            let done = received(None, s.get(), c, t.k.byte);
+            let done = received(None, s.get(), c);
             t.record(Op::Mprobe, at, CallData::Blocking { transfer }, &[done]);
         },
     )
@@ -119,10 +119,10 @@ pub(crate) unsafe extern "C" fn improbe(
             let found = rc == 0 && unsafe { *flag } != 0;
             let c = t.comms.info(comm);
             if found {
-                keep_match(t, c, message, s);
+                keep_match(c, message, s);
             }
             let transfer = transfer(&c, source, tag, std::ptr::null(), 0, t.k.byte);
-            let done = found.then(|| received(None, s.get(), &c, t.k.byte));
+            let done = found.then(|| received(None, s.get(), &c));
             let data = CallData::Query {
                 transfer,
                 flag: found,
@@ -167,7 +167,7 @@ macro_rules! counted {
                 |t, at, _, (s, m, held)| {
                     watch::release(held.as_ref());
                     let transfer = transfer(&m.comm, m.source, m.tag, buf, count, datatype);
-                    let done = received(None, s.get(), &m.comm, t.k.byte);
+                    let done = received(None, s.get(), &m.comm);
                     t.record(Op::Mrecv, at, CallData::Blocking { transfer }, &[done]);
                 },
             )
@@ -196,7 +196,7 @@ macro_rules! counted {
                         watch::release(held.as_ref());
                         return;
                     }
-                    let id = t.next_request_id();
+                    let id = at.here.next_request_id();
                     // SAFETY: MPI just wrote the new handle there.
                     let handle = key(unsafe { *request });
                     let proc_null = m.source == t.k.proc_null;

@@ -29,7 +29,7 @@ use std::mem::MaybeUninit;
 
 use mpi_sys::{MPI_Datatype, MPI_Status};
 use overlap_instrument::clock::Stamp;
-use overlap_instrument::recorder::{Transfer, WaitsOn};
+use overlap_instrument::recorder::{ThreadRecorder, Transfer, WaitsOn};
 use overlap_instrument::schema::{CommId, Completion, Op};
 
 use crate::handles::CommInfo;
@@ -66,7 +66,6 @@ pub(crate) fn received(
     request: Option<u64>,
     status: Option<&MPI_Status>,
     comm: &CommInfo,
-    byte: MPI_Datatype,
 ) -> Completion {
     let Some(status) = status else {
         return Completion {
@@ -76,7 +75,7 @@ pub(crate) fn received(
             bytes: None,
         };
     };
-    let (source, tag, bytes) = pmpi::status_fields(status, byte);
+    let (source, tag, bytes) = pmpi::status_fields(status);
     Completion {
         request,
         source: Some(comm.world(source)),
@@ -96,12 +95,26 @@ pub(crate) fn finished(request: u64) -> Completion {
     }
 }
 
-/// When a call ran and where the program called it from.
+/// When a call ran, where the program called it from, and the calling thread's handle
+/// on the recorder (looked up once per call).
 #[derive(Clone, Copy)]
 pub(crate) struct Timed {
     pub(crate) start: Stamp,
     pub(crate) end: Stamp,
     pub(crate) site: u64,
+    pub(crate) here: &'static ThreadRecorder,
+}
+
+impl Timed {
+    /// A call of the calling thread that ran from `start` to `end`, made at `site`.
+    pub(crate) fn new(t: &Tracer, start: Stamp, end: Stamp, site: u64) -> Timed {
+        Timed {
+            start,
+            end,
+            site,
+            here: t.here(),
+        }
+    }
 }
 
 /// The shape of every wrapper. Not tracing: `forward(None)`, nothing else. Tracing:
@@ -136,7 +149,13 @@ pub(crate) fn traced_in<S>(
     let rc = forward(Some(&mut state));
     let end = t.stamp();
     here.leave();
-    guarded(|| record(t, Timed { start, end, site }, rc, &state));
+    let at = Timed {
+        start,
+        end,
+        site,
+        here,
+    };
+    guarded(|| record(t, at, rc, &state));
     rc
 }
 

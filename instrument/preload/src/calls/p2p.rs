@@ -76,7 +76,7 @@ macro_rules! post {
                         watch::release(held.as_ref());
                         return;
                     }
-                    let id = t.next_request_id();
+                    let id = at.here.next_request_id();
                     // SAFETY: MPI just wrote the new handle there.
                     let handle = key(unsafe { *request });
                     let proc_null = $kind == RequestKind::Recv && peer == t.k.proc_null;
@@ -173,7 +173,7 @@ macro_rules! counted {
                 |t, at, _, (s, c, held)| {
                     watch::release(held.as_ref());
                     let transfer = transfer(c, source, tag, buf, count, datatype);
-                    let done = received(None, s.get(), c, t.k.byte);
+                    let done = received(None, s.get(), c);
                     t.record(Op::Recv, at, CallData::Blocking { transfer }, &[done]);
                 },
             )
@@ -230,7 +230,7 @@ macro_rules! counted {
                     let c = *c;
                     let send = transfer(&c, dest, sendtag, sendbuf, sendcount, sendtype);
                     let recv = transfer(&c, source, recvtag, recvbuf, recvcount, recvtype);
-                    let done = received(None, s.get(), &c, t.k.byte);
+                    let done = received(None, s.get(), &c);
                     t.record(Op::Sendrecv, at, CallData::Sendrecv { send, recv }, &[done]);
                 },
             )
@@ -279,7 +279,7 @@ macro_rules! counted {
                     let c = *c;
                     let send = transfer(&c, dest, sendtag, buf, count, datatype);
                     let recv = transfer(&c, source, recvtag, buf, count, datatype);
-                    let done = received(None, s.get(), &c, t.k.byte);
+                    let done = received(None, s.get(), &c);
                     let data = CallData::Sendrecv { send, recv };
                     t.record(Op::SendrecvReplace, at, data, &[done]);
                 },
@@ -352,7 +352,7 @@ pub(crate) unsafe extern "C" fn probe(
         |t, at, _, (s, c)| {
             let c = *c;
             let transfer = transfer(&c, source, tag, std::ptr::null(), 0, t.k.byte);
-            let done = received(None, s.get(), &c, t.k.byte);
+            let done = received(None, s.get(), &c);
             t.record(Op::Probe, at, CallData::Blocking { transfer }, &[done]);
         },
     )
@@ -376,7 +376,7 @@ pub(crate) unsafe extern "C" fn iprobe(
             let c = t.comms.info(comm);
             let transfer = transfer(&c, source, tag, std::ptr::null(), 0, t.k.byte);
             // The status means something only when a message was found.
-            let done = found.then(|| received(None, s.get(), &c, t.k.byte));
+            let done = found.then(|| received(None, s.get(), &c));
             let data = CallData::Query {
                 transfer,
                 flag: found,

@@ -181,7 +181,7 @@ fn record_access(
     let w = t.wins.info(win);
     let access = access_of(&w);
     let request = request.map(|handle| {
-        let id = t.next_request_id();
+        let id = at.here.next_request_id();
         // SAFETY: MPI just wrote the new handle there.
         let handle = key(unsafe { *handle });
         crate::tables::posted(handle, id.0, RequestKind::OneSided, w.comm, false);

@@ -86,12 +86,9 @@ pub(crate) unsafe extern "C" fn finalize() -> c_int {
 pub(crate) unsafe extern "C" fn abort(comm: MPI_Comm, errorcode: c_int) -> c_int {
     if let Some(t) = tracer() {
         let now = t.stamp();
-        let at = Timed {
-            start: now,
-            end: now,
-            site: site(),
-        };
+        let site = site();
         guarded(|| {
+            let at = Timed::new(t, now, now, site);
             let c = t.comms.info(comm);
             let data = CallData::Collective(Collective {
                 comm: CommId(c.id),
@@ -139,7 +136,7 @@ fn created(
     }
     let end = t.stamp();
     if rc == 0 {
-        guarded(|| t.record(op, Timed { start, end, site }, over(t, parent), &[]));
+        guarded(|| t.record(op, Timed::new(t, start, end, site), over(t, parent), &[]));
     }
     rc
 }
@@ -235,7 +232,10 @@ pub(crate) unsafe extern "C" fn comm_free(comm: *mut MPI_Comm) -> c_int {
     let rc = unsafe { PMPI_Comm_free(comm) };
     let end = t.stamp();
     if let (0, Some(data)) = (rc, data) {
-        guarded(|| t.record(Op::CommFree, Timed { start, end, site }, data, &[]));
+        guarded(|| {
+            let at = Timed::new(t, start, end, site);
+            t.record(Op::CommFree, at, data, &[]);
+        });
     }
     rc
 }
