@@ -43,6 +43,7 @@ pub mod merge;
 pub mod metrics;
 pub mod model;
 pub mod ops;
+pub mod profile;
 pub use overlap_format::input;
 pub use overlap_format::output;
 pub mod replay;

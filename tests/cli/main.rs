@@ -27,6 +27,7 @@ mod preload_calls;
 mod preload_fork;
 mod preload_thread_time;
 mod preload_threads;
+mod profile;
 mod python;
 mod run;
 mod slurm;

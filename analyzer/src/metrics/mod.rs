@@ -231,6 +231,9 @@ pub struct Report {
     /// GPU work: per-rank copies and kernels, the staging chains and the findings on
     /// them ([`crate::gpu`]); null when no rank recorded GPU work.
     pub gpu: Option<crate::gpu::GpuReport>,
+    /// Time per MPI function and call site, the communication matrix, message sizes
+    /// and each rank's setup, body and finalize ([`crate::profile`]).
+    pub profile: crate::profile::Profile,
 }
 
 /// Every per-instance figure behind a [`Report`] (the tables of `--csv`/`--parquet`).
@@ -281,6 +284,7 @@ struct OfTrace {
     hang: Option<crate::hang::HangReport>,
     gpu: Option<crate::gpu::GpuReport>,
     chains: Vec<crate::gpu::ChainRow>,
+    profile: crate::profile::Profile,
 }
 
 impl OfTrace {
@@ -352,6 +356,7 @@ impl OfTrace {
             hang: crate::hang::analyze(trace, &m.sites),
             gpu,
             chains: chains.unwrap_or_default(),
+            profile: crate::profile::of(trace, &m.sites, &m.waits),
         }
     }
 }
@@ -385,6 +390,7 @@ fn assemble(
         replay: replays.self_check.as_ref().ok().copied(),
         replay_unknown: replays.self_check.err(),
         gpu: of_trace.gpu,
+        profile: of_trace.profile,
     };
     let details = Details {
         waits: m.waits,

@@ -7,12 +7,14 @@ use std::fmt::Write as _;
 mod finding;
 mod gpu;
 mod network;
+mod profile;
 mod requests;
 mod sites;
 pub mod units;
 
 use finding::finding;
 pub use network::{hockney, network_line};
+pub use profile::render_profile;
 use sites::by_site;
 use units::{at, pct};
 pub use units::{duration, share};

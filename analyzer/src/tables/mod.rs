@@ -1,6 +1,7 @@
 //! The figures behind a report as tables, for people who want to slice them further
 //! (pandas, polars, DuckDB, a spreadsheet): ranks, calls, requests, messages, wait
-//! states and both by call site, as polars DataFrames written to CSV or Parquet. Polars stays inside this
+//! states and both by call site, and the profile ([`profile`]), as polars DataFrames
+//! written to CSV or Parquet. Polars stays inside this
 //! module: the rest of the analyzer hands out plain structs.
 
 use overlap_format::output::{commit_all, AtomicFile};
@@ -13,6 +14,8 @@ use crate::metrics::{Details, Finding, Report, WaitInstance};
 use crate::model::{Trace, What};
 use crate::sites::{SiteGroup, SiteTable};
 use crate::{Error, Result};
+
+mod profile;
 
 /// The file format of the tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +64,7 @@ pub fn tables(
         ("false_overlap".into(), false_overlap(trace, details)?),
         ("sites".into(), sites(report)?),
     ];
+    all.extend(profile::tables(&report.profile)?);
     if report.gpu.is_some() {
         all.push(("gpu_chains".into(), gpu_chains(&details.chains)?));
     }

@@ -1,0 +1,183 @@
+//! Time per MPI function and per call site, mpiP's two tables: for each, how often it
+//! was called, on how many ranks, its total, mean, shortest and longest time (and where
+//! the longest was), its share of all time in MPI, the time lost in it to wait states,
+//! and the point-to-point bytes it sent and received.
+//!
+//! ```text
+//!  rank 0  |Isend 0-1|......|Wait 5-9|        Isend: 1 call, 1 ns, sent 64 B
+//!  rank 1  |Irecv 0-2|Wait 2 ---- 10|         Wait: 2 calls, 4 + 8 = 12 ns, max 8
+//!                                              (rank 1), received 64 B (rank 1's)
+//! ```
+
+use std::collections::{BTreeSet, HashMap};
+
+use overlap_format::schema::Op;
+use serde::Serialize;
+
+use crate::metrics::WaitInstance;
+use crate::model::{Trace, What};
+use crate::sites::SiteTable;
+
+/// One row of a table: the calls of one MPI function (at one site).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct CallStats {
+    /// MPI function.
+    pub call: &'static str,
+    /// Calls.
+    pub count: u64,
+    /// Ranks that made them.
+    pub ranks: u32,
+    /// Time in them, ns.
+    pub total_ns: u64,
+    /// Mean time per call, ns.
+    pub mean_ns: u64,
+    /// The shortest call, ns.
+    pub min_ns: u64,
+    /// The longest call, ns.
+    pub max_ns: u64,
+    /// The rank that made the longest (the lowest, of equals).
+    pub max_rank: u32,
+    /// Share of all the run's time in MPI calls (0..1); `None` when that is 0.
+    pub mpi_share: Option<f64>,
+    /// Time lost in these calls to wait states beyond the clock error bound (Late
+    /// Sender, Late Receiver, the collectives' waits...), ns.
+    pub wait_state_ns: u64,
+    /// Bytes of the matched point-to-point messages these calls sent.
+    pub sent_bytes: u64,
+    /// Bytes of the matched messages whose receive these calls completed.
+    pub received_bytes: u64,
+}
+
+/// A row of the table by call site.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SiteStats {
+    /// The site's label (`halo.c:57 (exchange)`); `None` when the calls recorded none.
+    pub site: Option<String>,
+    /// The calls made there.
+    #[serde(flatten)]
+    pub stats: CallStats,
+}
+
+/// What is summed per row.
+#[derive(Default)]
+struct Sum {
+    count: u64,
+    ranks: BTreeSet<u32>,
+    total: u64,
+    min: u64,
+    max: (u64, u32),
+    waits: u64,
+    sent: u64,
+    received: u64,
+}
+
+impl Sum {
+    fn add(&mut self, rank: u32, ns: u64, call: &PerCall) {
+        if self.count == 0 || ns < self.min {
+            self.min = ns;
+        }
+        if self.count == 0 || ns > self.max.0 || (ns == self.max.0 && rank < self.max.1) {
+            self.max = (ns, rank);
+        }
+        self.count += 1;
+        self.ranks.insert(rank);
+        self.total += ns;
+        self.waits += call.waits;
+        self.sent += call.sent;
+        self.received += call.received;
+    }
+
+    fn stats(&self, op: Op, mpi_total: u64) -> CallStats {
+        CallStats {
+            call: op.mpi_name(),
+            count: self.count,
+            ranks: self.ranks.len() as u32,
+            total_ns: self.total,
+            mean_ns: self.total / self.count.max(1),
+            min_ns: self.min,
+            max_ns: self.max.0,
+            max_rank: self.max.1,
+            mpi_share: (mpi_total > 0).then(|| self.total as f64 / mpi_total as f64),
+            wait_state_ns: self.waits,
+            sent_bytes: self.sent,
+            received_bytes: self.received,
+        }
+    }
+}
+
+/// What one call is charged beside its time.
+#[derive(Clone, Copy, Default)]
+struct PerCall {
+    waits: u64,
+    sent: u64,
+    received: u64,
+}
+
+/// The tables by function and by (site, function), each largest total first (then by
+/// name and site, so that equal rows keep one order).
+pub fn tables(
+    trace: &Trace,
+    sites: &SiteTable,
+    waits: &[WaitInstance],
+) -> (Vec<CallStats>, Vec<SiteStats>) {
+    let mut per_call: HashMap<(u32, usize), PerCall> = HashMap::new();
+    for w in waits.iter().filter(|w| !w.indeterminate && !w.descheduled) {
+        per_call.entry((w.rank, w.index)).or_default().waits += w.amount_ns;
+    }
+    for m in &trace.messages {
+        let send = m.send();
+        per_call.entry((send.rank, send.index)).or_default().sent += m.bytes;
+        if let Some(done) = m.completion() {
+            per_call
+                .entry((done.rank, done.index))
+                .or_default()
+                .received += m.bytes;
+        }
+    }
+    let mut by_op: HashMap<Op, Sum> = HashMap::new();
+    let mut by_site: HashMap<(Option<u32>, Op), Sum> = HashMap::new();
+    let mut mpi_total = 0u64;
+    for t in &trace.ranks {
+        for (index, span) in t.spans.iter().enumerate() {
+            let What::Call(op, _) = span.what else {
+                continue;
+            };
+            let ns = span.duration().0;
+            mpi_total += ns;
+            let charged = per_call.get(&(t.rank, index)).copied().unwrap_or_default();
+            let site = t
+                .call(index)
+                .and_then(|(_, c)| c.site)
+                .and_then(|raw| sites.id(t.rank, raw.get()));
+            by_op.entry(op).or_default().add(t.rank, ns, &charged);
+            by_site
+                .entry((site, op))
+                .or_default()
+                .add(t.rank, ns, &charged);
+        }
+    }
+    let mut functions: Vec<CallStats> = by_op
+        .iter()
+        .map(|(op, s)| s.stats(*op, mpi_total))
+        .collect();
+    functions.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.call.cmp(b.call)));
+    let label = |id: Option<u32>| {
+        id.and_then(|id| sites.sites().get(id as usize))
+            .map(|s| s.label.clone())
+    };
+    let mut rows: Vec<SiteStats> = by_site
+        .iter()
+        .map(|((site, op), s)| SiteStats {
+            site: label(*site),
+            stats: s.stats(*op, mpi_total),
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        b.stats
+            .total_ns
+            .cmp(&a.stats.total_ns)
+            .then(a.stats.call.cmp(b.stats.call))
+            .then(a.site.cmp(&b.site))
+    });
+    (functions, rows)
+}

@@ -1,0 +1,113 @@
+//! Each rank's run in three parts: setting up (from entering `MPI_Init` to its first
+//! MPI call after it: the Init itself and whatever the program prepared before it
+//! communicated), its body (from there to entering `MPI_Finalize`) and finalizing (the
+//! Finalize call). Start-up skew and slow initialisation show here, apart from the
+//! body's waits.
+//!
+//! ```text
+//!  rank 0  |Init 0-5|prepare 5-9|Send 9-10| ... |Finalize 40-42|
+//!           setup 9 (0 to 9)      body 31 (9 to 40)   finalize 2
+//! ```
+//!
+//! A part whose bounding call was not recorded (a rank cut short, a program that never
+//! finalized, a trace from the Rust layer that starts after Init) is unknown, and says
+//! why.
+
+use overlap_format::schema::Op;
+use serde::Serialize;
+
+use crate::model::{Timeline, Trace};
+
+/// One rank's parts, ns; `None` when unknown (`unknown` says why).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RankPhases {
+    /// Rank.
+    pub rank: u32,
+    /// From entering MPI_Init to the first MPI call after it.
+    pub setup_ns: Option<u64>,
+    /// From there to entering MPI_Finalize.
+    pub body_ns: Option<u64>,
+    /// MPI_Finalize's own time.
+    pub finalize_ns: Option<u64>,
+    /// Why a part is unknown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown: Vec<String>,
+}
+
+/// The parts of every rank, and the longest of each over the ranks that know it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Phases {
+    /// Per rank, by rank.
+    pub ranks: Vec<RankPhases>,
+    /// The longest setup, ns; `None` when no rank's is known.
+    pub setup_max_ns: Option<u64>,
+    /// The longest body, ns.
+    pub body_max_ns: Option<u64>,
+    /// The longest finalize, ns.
+    pub finalize_max_ns: Option<u64>,
+}
+
+/// The phases of every rank of `trace`.
+pub fn of(trace: &Trace) -> Phases {
+    let ranks: Vec<RankPhases> = trace.ranks.iter().map(rank_phases).collect();
+    let max = |f: fn(&RankPhases) -> Option<u64>| ranks.iter().filter_map(f).max();
+    Phases {
+        setup_max_ns: max(|r| r.setup_ns),
+        body_max_ns: max(|r| r.body_ns),
+        finalize_max_ns: max(|r| r.finalize_ns),
+        ranks,
+    }
+}
+
+fn rank_phases(t: &Timeline) -> RankPhases {
+    let calls = || {
+        t.spans
+            .iter()
+            .filter_map(|s| s.op().map(|op| (op, s.start.0, s.end.0)))
+    };
+    let init = calls().find(|(op, _, _)| matches!(op, Op::Init | Op::InitThread));
+    let finalize = calls().find(|(op, _, _)| *op == Op::Finalize);
+    let mut unknown = Vec::new();
+    // The first call after Init: the body's start.
+    let body_start = init.and_then(|(_, _, init_end)| {
+        calls()
+            .find(|(op, start, _)| {
+                *start >= init_end && !matches!(op, Op::Init | Op::InitThread | Op::Finalize)
+            })
+            .map(|(_, start, _)| start)
+            .or(finalize.map(|(_, start, _)| start))
+    });
+    let setup_ns = match (init, body_start) {
+        (Some((_, init_start, _)), Some(start)) => Some(start.saturating_sub(init_start)),
+        (None, _) => {
+            unknown.push("MPI_Init was not recorded".to_string());
+            None
+        }
+        (Some(_), None) => {
+            unknown.push("no MPI call followed MPI_Init".to_string());
+            None
+        }
+    };
+    let finalize_ns = match finalize {
+        Some((_, start, end)) => Some(end.saturating_sub(start)),
+        None => {
+            unknown.push(if t.complete {
+                "MPI_Finalize was not recorded".to_string()
+            } else {
+                "MPI_Finalize was not recorded (the rank's trace was cut short)".to_string()
+            });
+            None
+        }
+    };
+    let body_ns = match (body_start, finalize) {
+        (Some(from), Some((_, to, _))) => Some(to.saturating_sub(from)),
+        _ => None,
+    };
+    RankPhases {
+        rank: t.rank,
+        setup_ns,
+        body_ns,
+        finalize_ns,
+        unknown,
+    }
+}
