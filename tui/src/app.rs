@@ -10,6 +10,7 @@ use ratatui::layout::Rect;
 
 use crate::lists::{Cursor, OverlapState, WaitsState};
 use crate::nav::{self, Viewport};
+use crate::profile::ProfileState;
 use crate::run::Run;
 use crate::search::Query;
 use crate::selection::{Cause, Selection};
@@ -25,17 +26,20 @@ pub enum View {
     Overlap,
     /// Time per rank, POP efficiencies, the clock.
     Summary,
+    /// Time per MPI function and call site, the communication matrix, message sizes.
+    Profile,
     /// Two runs: the diff and both timelines (only with two traces).
     Compare,
 }
 
 impl View {
     /// Every view, in tab order.
-    pub const ALL: [View; 5] = [
+    pub const ALL: [View; 6] = [
         View::Timeline,
         View::Waits,
         View::Overlap,
         View::Summary,
+        View::Profile,
         View::Compare,
     ];
 
@@ -46,6 +50,7 @@ impl View {
             View::Waits => "Waits",
             View::Overlap => "Overlap",
             View::Summary => "Summary",
+            View::Profile => "Profile",
             View::Compare => "Compare",
         }
     }
@@ -141,6 +146,8 @@ pub struct App {
     pub overlap: OverlapState,
     /// The Summary's first line.
     pub summary_scroll: u16,
+    /// The Profile view.
+    pub profile: ProfileState,
     /// The Compare view (two runs only).
     pub compare: Option<CompareState>,
     /// The help overlay is open.
@@ -182,6 +189,7 @@ impl App {
             waits: WaitsState::new(run),
             overlap: OverlapState::new(run),
             summary_scroll: 0,
+            profile: ProfileState::new(&run.report.profile),
             compare,
             current: 0,
             view: View::Timeline,
@@ -252,7 +260,7 @@ impl App {
             KeyCode::Char('/') => self.ask(PromptKind::Search),
             KeyCode::Char('n') => self.search_again(true),
             KeyCode::Char('N') => self.search_again(false),
-            KeyCode::Char(c @ '1'..='5') => {
+            KeyCode::Char(c @ '1'..='6') => {
                 let v = View::ALL[c as usize - '1' as usize];
                 if self.views().contains(&v) {
                     self.view = v;
@@ -277,6 +285,7 @@ impl App {
                 View::Waits => crate::keys::waits(self, k),
                 View::Overlap => crate::keys::overlap(self, k),
                 View::Summary => crate::keys::summary(self, k),
+                View::Profile => crate::keys::profile(self, k),
                 View::Compare => crate::keys::compare(self, k),
             },
         }
@@ -356,6 +365,7 @@ impl App {
         self.timeline.view = Viewport::fit(run.extent.0, run.extent.1, width);
         self.waits = WaitsState::new(run);
         self.overlap = OverlapState::new(run);
+        self.profile = ProfileState::new(&run.report.profile);
         self.query = None;
         self.status = Some(format!("showing {}", crate::text::clean(&run.label)));
     }

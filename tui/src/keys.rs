@@ -211,6 +211,21 @@ pub fn summary(app: &mut App, k: KeyEvent) {
     }
 }
 
+/// The Profile view's keys: functions or sites, the order, the rows.
+pub fn profile(app: &mut App, k: KeyEvent) {
+    let p = &app.runs[app.current].report.profile;
+    let page = usize::from(app.geometry.table.height.max(1));
+    let s = &mut app.profile;
+    match k.code {
+        KeyCode::Char('s') => s.toggle_rows(p),
+        KeyCode::Char('o') => s.next_sort(p),
+        _ => {
+            let len = s.order.len();
+            table_keys(&mut s.cursor, k, len, page);
+        }
+    }
+}
+
 /// The Compare view's keys: the timelines' zoom and pan, the diff table's rows.
 pub fn compare(app: &mut App, k: KeyEvent) {
     let width = app.geometry.compare[0].width;

@@ -23,6 +23,7 @@ pub mod lists;
 pub mod lod;
 mod mouse;
 pub mod nav;
+pub mod profile;
 pub mod run;
 pub mod search;
 pub mod selection;

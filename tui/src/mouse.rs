@@ -29,7 +29,7 @@ pub fn handle(app: &mut App, m: MouseEvent) {
             timeline(app, m)
         }
         View::Compare if app.geometry.compare.iter().any(|r| r.contains(at)) => compare(app, m),
-        View::Waits | View::Overlap | View::Compare => table(app, m, at),
+        View::Waits | View::Overlap | View::Profile | View::Compare => table(app, m, at),
         _ => {}
     }
 }
@@ -103,6 +103,7 @@ fn table(app: &mut App, m: MouseEvent, at: Position) {
             let run = &app.runs[app.current];
             app.overlap.focused(run).1
         }
+        View::Profile => app.profile.order.len(),
         _ => app.compare.as_ref().map_or(0, |c| c.rows.len()),
     };
     let cursor = match app.view {
@@ -111,6 +112,7 @@ fn table(app: &mut App, m: MouseEvent, at: Position) {
             let run = &app.runs[app.current];
             app.overlap.focused(run).0
         }
+        View::Profile => &mut app.profile.cursor,
         _ => match app.compare.as_mut() {
             Some(c) => &mut c.cursor,
             None => return,

@@ -228,7 +228,7 @@ fn help_prompts_and_quitting() {
     press(&mut app, "/x");
     key(&mut app, KeyCode::Esc);
     assert!(app.prompt.is_none());
-    press(&mut app, "5");
+    press(&mut app, "6");
     assert_eq!(app.view, View::Timeline, "no Compare with one trace");
     app.handle(Input::Key(KeyEvent::new(
         KeyCode::Char('c'),
@@ -282,7 +282,7 @@ fn many_ranks_group_into_lanes_and_tabs_cycle() {
     key(&mut app, KeyCode::BackTab);
     assert_eq!(
         app.view,
-        View::Summary,
+        View::Profile,
         "Compare is left out with one trace"
     );
 }
@@ -290,7 +290,7 @@ fn many_ranks_group_into_lanes_and_tabs_cycle() {
 #[test]
 fn two_traces_compare_and_switch() {
     let mut app = App::new(vec![run(), run()]);
-    press(&mut app, "5");
+    press(&mut app, "6");
     assert_eq!(app.view, View::Compare);
     let compare = app.compare.as_ref().expect("two runs compare");
     let wall = compare

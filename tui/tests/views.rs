@@ -90,10 +90,22 @@ fn summary() {
     insta::assert_snapshot!("summary", draw(&mut app, 120, 30).backend());
 }
 
+/// The profile at the smallest common terminal and a large one; then by call site,
+/// ordered by calls.
+#[test]
+fn profile() {
+    let mut app = App::new(vec![demo("naive")]);
+    keys(&mut app, "5");
+    insta::assert_snapshot!("profile_80x24", draw(&mut app, 80, 24).backend());
+    insta::assert_snapshot!("profile_200x50", draw(&mut app, 200, 50).backend());
+    keys(&mut app, "so");
+    insta::assert_snapshot!("profile_sites_by_calls", draw(&mut app, 140, 36).backend());
+}
+
 #[test]
 fn compare_and_help() {
     let mut app = App::new(vec![demo("naive"), demo("fixed")]);
-    keys(&mut app, "5");
+    keys(&mut app, "6");
     insta::assert_snapshot!("compare", draw(&mut app, 140, 40).backend());
     keys(&mut app, "?");
     insta::assert_snapshot!("help", draw(&mut app, 140, 40).backend());
@@ -132,7 +144,7 @@ fn names_from_the_trace_never_reach_the_terminal_raw() {
         app.timeline.selected().is_some(),
         "the span is found by its name"
     );
-    for view in ["1", "2", "3", "4"] {
+    for view in ["1", "2", "3", "4", "5"] {
         keys(&mut app, view);
         let t = draw(&mut app, 120, 30);
         let buffer = t.backend().buffer();

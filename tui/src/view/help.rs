@@ -12,8 +12,8 @@ use crate::view::timeline::panel;
 pub const KEYS: &[(&str, &str)] = &[
     ("", "Everywhere"),
     (
-        "1-5  Tab  S-Tab",
-        "Timeline, Waits, Overlap, Summary, Compare",
+        "1-6  Tab  S-Tab",
+        "Timeline, Waits, Overlap, Summary, Profile, Compare",
     ),
     (
         "/   n   N",
@@ -41,7 +41,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("c  Enter   Esc", "centre on the selection; clear it"),
     ("G", "a lane per rank, or every rank on screen in groups"),
-    ("", "Waits, Overlap, Compare"),
+    ("", "Waits, Overlap, Profile, Compare"),
     ("j k  PgUp PgDn  g G", "rows"),
     (
         "Enter",
@@ -49,6 +49,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("f   r", "Waits: filter by kind, by rank"),
     ("h l   s", "Overlap: findings or requests; sort requests"),
+    (
+        "s   o",
+        "Profile: functions or call sites; order by the next column",
+    ),
 ];
 
 /// Draws the overlay centred over `area`.

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod help;
 pub mod lanes;
 pub mod overlap;
+pub mod profile;
 pub mod side;
 pub mod summary;
 pub mod table;
@@ -120,6 +121,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         View::Waits => waits::draw(frame, app, body),
         View::Overlap => overlap::draw(frame, app, body),
         View::Summary => summary::draw(frame, app, body),
+        View::Profile => profile::draw(frame, app, body),
         View::Compare => compare::draw(frame, app, body),
     }
     draw_status(frame, app, status);

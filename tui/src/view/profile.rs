@@ -1,0 +1,215 @@
+//! The Profile view: time per MPI function or per call site (`s`), in mpiP's columns,
+//! ordered by a column (`o`); below it the communication matrix as a heat map (bytes
+//! from the sender's row to the receiver's column) and the message sizes.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Cell, Row};
+use ratatui::Frame;
+
+use overlap_analyzer::profile::{CommMatrix, SizeClasses};
+
+use crate::app::App;
+use crate::profile::ProfileRows;
+use crate::text::{bytes, clean, duration, percent};
+use crate::view::table::{self, Columns};
+use crate::view::timeline::panel;
+
+/// Shades of a matrix cell, from the fewest bytes to the most.
+const SHADES: [&str; 4] = ["░", "▒", "▓", "█"];
+
+/// Draws the view.
+pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
+    let run = &app.runs[app.current];
+    let p = &run.report.profile;
+    let ranks = p.matrix.ranks as u16;
+    let bottom = (ranks + 4).clamp(6, 14).min(area.height / 2);
+    let [table_area, below] =
+        Layout::vertical([Constraint::Min(5), Constraint::Length(bottom)]).areas(area);
+    let [matrix_area, sizes_area] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(below);
+    let s = &mut app.profile;
+    let by_site = s.rows == ProfileRows::Sites;
+    let title = format!(
+        " Profile: {} ({}, s)  by {} (o)  {} row(s) ",
+        if by_site {
+            "call sites"
+        } else {
+            "MPI functions"
+        },
+        if by_site { "functions" } else { "sites" },
+        s.sort.title(),
+        s.order.len()
+    );
+    let block = Block::default().borders(Borders::ALL).title(title);
+    // The byte columns only where the terminal is wide enough for every column whole.
+    let with_bytes = table_area.width >= 106;
+    let mut widths = vec![
+        Constraint::Min(14),
+        Constraint::Length(7),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(6),
+        Constraint::Length(9),
+    ];
+    let mut headers = vec![
+        if by_site {
+            "site: function"
+        } else {
+            "function"
+        },
+        "calls",
+        "total",
+        "mean",
+        "max",
+        "MPI%",
+        "wait st.",
+    ];
+    if with_bytes {
+        widths.extend([Constraint::Length(9), Constraint::Length(9)]);
+        headers.extend(["sent", "received"]);
+    }
+    let columns = Columns {
+        headers: headers.into_iter().map(String::from).collect(),
+        widths: &widths,
+    };
+    let len = s.order.len();
+    let state = s.clone();
+    app.geometry.table = table::draw(
+        frame,
+        table_area,
+        block,
+        columns,
+        &mut s.cursor,
+        len,
+        true,
+        |i| {
+            let Some(x) = state.row(p, i) else {
+                return Row::new(Vec::<Cell>::new());
+            };
+            let name = if by_site {
+                let site = state
+                    .order
+                    .get(i)
+                    .and_then(|at| p.sites.get(*at))
+                    .and_then(|s| s.site.as_deref())
+                    .unwrap_or("(site unknown)");
+                format!("{}: {}", clean(site), x.call)
+            } else {
+                x.call.to_string()
+            };
+            let mut cells = vec![
+                Cell::from(name),
+                Cell::from(x.count.to_string()),
+                Cell::from(duration(x.total_ns)),
+                Cell::from(duration(x.mean_ns)),
+                Cell::from(duration(x.max_ns)),
+                Cell::from(percent(x.mpi_share)),
+                Cell::from(duration(x.wait_state_ns)),
+            ];
+            if with_bytes {
+                cells.push(Cell::from(bytes(x.sent_bytes)));
+                cells.push(Cell::from(bytes(x.received_bytes)));
+            }
+            Row::new(cells)
+        },
+    );
+    frame.render_widget(
+        panel(
+            " Bytes sent, row to column ",
+            matrix_lines(&p.matrix, matrix_area),
+        ),
+        matrix_area,
+    );
+    frame.render_widget(
+        panel(" Message sizes ", size_lines(&p.sizes, sizes_area)),
+        sizes_area,
+    );
+}
+
+/// The heat map, as many ranks as the area holds (a cell is two columns wide).
+fn matrix_lines(m: &CommMatrix, area: Rect) -> Vec<Line<'static>> {
+    if m.pairs.is_empty() {
+        return vec![Line::raw("No matched point-to-point messages.")];
+    }
+    let label = 5u16;
+    let fit_cols = (area.width.saturating_sub(2 + label) / 2) as u32;
+    let fit_rows = u32::from(area.height.saturating_sub(4));
+    let shown = m.ranks.min(fit_cols).min(fit_rows);
+    let max = m.pairs.iter().map(|p| p.bytes).max().unwrap_or(0).max(1);
+    let mut lines = Vec::new();
+    let mut head = format!("{:>4} ", "");
+    for to in 0..shown {
+        head.push_str(&format!("{:>2}", to % 100));
+    }
+    lines.push(Line::raw(head));
+    for from in 0..shown {
+        let mut row = format!("{from:>4} ");
+        for to in 0..shown {
+            let cell = m
+                .pairs
+                .iter()
+                .find(|p| p.from == from && p.to == to)
+                .map_or(" .", |p| {
+                    let share = p.bytes as f64 / max as f64;
+                    let i = ((share * 4.0).ceil() as usize).clamp(1, 4) - 1;
+                    SHADES[i]
+                });
+            if cell == " ." {
+                row.push_str(cell);
+            } else {
+                row.push(' ');
+                row.push_str(cell);
+            }
+        }
+        lines.push(Line::raw(row));
+    }
+    let largest = m.pairs.iter().max_by_key(|p| p.bytes);
+    if let Some(p) = largest {
+        lines.push(Line::raw(format!(
+            "█ {} -> {}: {}, {} msg",
+            p.from,
+            p.to,
+            bytes(p.bytes),
+            p.messages
+        )));
+    }
+    if shown < m.ranks {
+        lines.push(Line::raw(format!(
+            "ranks 0-{} of {} (analyze --profile: all)",
+            shown.saturating_sub(1),
+            m.ranks
+        )));
+    }
+    lines
+}
+
+/// The size classes of each sending function, with a bar per class as wide as the
+/// area leaves.
+fn size_lines(sizes: &[SizeClasses], area: Rect) -> Vec<Line<'static>> {
+    if sizes.is_empty() {
+        return vec![Line::raw("No matched point-to-point messages.")];
+    }
+    let most = sizes
+        .iter()
+        .flat_map(|s| s.classes.iter().map(|c| c.messages))
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let mut lines = Vec::new();
+    for s in sizes {
+        lines.push(Line::raw(s.call.to_string()));
+        for c in &s.classes {
+            let class = if c.max_bytes == 0 {
+                "0 B".to_string()
+            } else {
+                format!("{}-{}", bytes(c.min_bytes), bytes(c.max_bytes))
+            };
+            let room = u64::from(area.width.saturating_sub(2 + 2 + 20 + 1 + 7 + 1)).max(1);
+            let bar = "█".repeat(((c.messages * room).div_ceil(most)) as usize);
+            lines.push(Line::raw(format!("  {class:<20} {:>7} {bar}", c.messages)));
+        }
+    }
+    lines
+}
