@@ -4,7 +4,8 @@
 //! 2^20); each level above sums pairs of the level below. A bin holds how much of its
 //! time the rank spent computing, in MPI calls that do not wait, and in calls that wait
 //! ([`overlap_analyzer::metrics::budget::is_waiting`], the definition the time budget
-//! uses); the rest is idle.
+//! uses, and any other call the analysis charged a wait state to: an `MPI_Allreduce`
+//! that waited for the last rank is drawn waiting); the rest is idle.
 //!
 //! A cell of the timeline covering `[t0, t1)` is summed from at most three bins of the
 //! level whose bins are just narrower than the cell, the partial ones pro rata. A cell
@@ -95,11 +96,11 @@ impl Mix {
     }
 }
 
-/// The activity of one span.
-pub fn activity(span: &Span) -> Activity {
+/// The activity of one span; `waited`: the analysis charged a wait state to it.
+pub fn activity(span: &Span, waited: bool) -> Activity {
     match span.what {
         What::Compute(_) => Activity::Compute,
-        What::Call(op, _) if is_waiting(op) => Activity::Waiting,
+        What::Call(op, _) if waited || is_waiting(op) => Activity::Waiting,
         What::Call(..) => Activity::Mpi,
     }
 }
@@ -114,11 +115,16 @@ pub struct RankLod {
     base: f64,
     /// `levels[k]`: bins of width `base << k`, each (compute, mpi, waiting) ns.
     levels: Vec<Vec<[f32; 3]>>,
+    /// The calls wait states were charged to, by index, sorted.
+    waited: Vec<usize>,
 }
 
 impl RankLod {
-    /// Builds the pyramid of a timeline and its compute.
-    pub fn build(t: &Timeline, compute: &RankCompute) -> RankLod {
+    /// Builds the pyramid of a timeline and its compute; `waited`: the calls (by index)
+    /// the analysis charged a wait state to, drawn waiting whatever their op.
+    pub fn build(t: &Timeline, compute: &RankCompute, mut waited: Vec<usize>) -> RankLod {
+        waited.sort_unstable();
+        waited.dedup();
         let Some((first, last)) = t
             .spans
             .first()
@@ -129,14 +135,15 @@ impl RankLod {
                 origin: 0,
                 base: 1.0,
                 levels: vec![vec![[0.0; 3]]],
+                waited,
             };
         };
         let extent = (last - first).max(1) as f64;
         let bins = t.spans.len().clamp(64, MAX_BINS).next_power_of_two();
         let base = extent / bins as f64;
         let mut level0 = vec![[0f32; 3]; bins];
-        for s in &t.spans {
-            let slot = match activity(s) {
+        for (i, s) in t.spans.iter().enumerate() {
+            let slot = match activity(s, waited.binary_search(&i).is_ok()) {
                 Activity::Mpi => 1,
                 Activity::Waiting => 2,
                 _ => continue,
@@ -173,6 +180,7 @@ impl RankLod {
             origin: first,
             base,
             levels,
+            waited,
         }
     }
 
@@ -191,7 +199,7 @@ impl RankLod {
         if width < base {
             let (i0, i1) = (starting_before(t, t0), starting_before(t, t1));
             if i1 - i0 <= EXACT_EVENTS {
-                return exact(t, compute, t0, t1, i0, i1);
+                return exact(t, compute, &self.waited, (t0, t1), (i0, i1));
             }
             return self.sum_level(0, t0, t1);
         }
@@ -226,17 +234,23 @@ pub fn starting_before(t: &Timeline, at: f64) -> usize {
 
 /// The mix of `[t0, t1)` from the events: spans `i0..i1` start in it, and a few before
 /// may reach into it.
-fn exact(t: &Timeline, compute: &RankCompute, t0: f64, t1: f64, i0: usize, i1: usize) -> Mix {
+fn exact(
+    t: &Timeline,
+    compute: &RankCompute,
+    waited: &[usize],
+    (t0, t1): (f64, f64),
+    (i0, i1): (usize, usize),
+) -> Mix {
     let mut mix = Mix::default();
     let (lo, hi) = (t0.max(0.0).round() as u64, t1.max(0.0).round() as u64);
     mix.compute = compute.within(Nanos(lo), Nanos(hi)).0 .0 as f64;
     let back = i0.saturating_sub(LOOK_BACK);
-    for s in &t.spans[back..i1] {
+    for (i, s) in t.spans[back..i1].iter().enumerate() {
         let part = (s.end.0 as f64).min(t1) - (s.start.0 as f64).max(t0);
         if part <= 0.0 {
             continue;
         }
-        match activity(s) {
+        match activity(s, waited.binary_search(&(back + i)).is_ok()) {
             Activity::Mpi => mix.mpi += part,
             Activity::Waiting => mix.waiting += part,
             _ => {}
@@ -292,7 +306,7 @@ mod tests {
     #[test]
     fn every_zoom_sums_the_same_time() {
         let (t, c) = rank();
-        let lod = RankLod::build(&t, &c);
+        let lod = RankLod::build(&t, &c, Vec::new());
         let whole = lod.mix(&t, &c, 0.0, 2100.0);
         assert!((whole.compute - 600.0).abs() < 1.0, "{whole:?}");
         assert!((whole.mpi - 100.0).abs() < 1.0, "{whole:?}");
@@ -312,7 +326,7 @@ mod tests {
     #[test]
     fn a_cell_shows_what_dominates_it() {
         let (t, c) = rank();
-        let lod = RankLod::build(&t, &c);
+        let lod = RankLod::build(&t, &c, Vec::new());
         let at = |a: f64, b: f64| lod.mix(&t, &c, a, b).dominant(b - a);
         assert_eq!(at(0.0, 500.0), Activity::Compute);
         assert_eq!(at(610.0, 690.0), Activity::Mpi);
@@ -324,6 +338,26 @@ mod tests {
         assert_eq!(at(0.0, 1000.0), Activity::Compute);
     }
 
+    /// ```text
+    ///  |Allreduce 0-100|compute 100-200|    the Allreduce waited (a wait state on it)
+    /// ```
+    #[test]
+    fn a_call_charged_a_wait_state_is_drawn_waiting_whatever_its_op() {
+        let mut t = Timeline::new(0);
+        for e in [call(Op::Allreduce, 0, 100), compute(100, 200)] {
+            t.push(&e);
+        }
+        t.sort();
+        let c = RankCompute::of(&t);
+        let plain = RankLod::build(&t, &c, Vec::new());
+        let waited = RankLod::build(&t, &c, vec![0]);
+        for (lod, want) in [(&plain, Activity::Mpi), (&waited, Activity::Waiting)] {
+            // From the pyramid (a wide cell) and from the events (a narrow one).
+            assert_eq!(lod.mix(&t, &c, 0.0, 100.0).dominant(100.0), want);
+            assert_eq!(lod.mix(&t, &c, 40.0, 41.0).dominant(1.0), want);
+        }
+    }
+
     #[test]
     fn a_huge_rank_keeps_a_bounded_pyramid() {
         let mut t = Timeline::new(0);
@@ -332,7 +366,7 @@ mod tests {
         }
         t.sort();
         let c = RankCompute::of(&t);
-        let lod = RankLod::build(&t, &c);
+        let lod = RankLod::build(&t, &c, Vec::new());
         assert!(lod.bins() < 2 * 131_072 + 2);
         let m = lod.mix(&t, &c, 0.0, 1_000_000.0);
         assert!((m.waiting - 500_000.0).abs() < 100.0, "{m:?}");

@@ -5,6 +5,7 @@
 //! a scan of the messages, tens of ms for a million of them, and no memory until then.
 
 use std::cell::OnceCell;
+use std::collections::BTreeMap;
 
 use overlap_analyzer::metrics::collectives::{self, Instances};
 use overlap_analyzer::metrics::{analyze, Details, Options, Report};
@@ -94,11 +95,16 @@ impl Run {
     /// A run whose analysis was made already (the screen lists the findings its report
     /// lists: [`Run::new`] lists them all).
     pub fn with_analysis(label: String, trace: Trace, report: Report, details: Details) -> Run {
+        // Every call a wait state was charged to (beyond the clock error) is drawn waiting.
+        let mut waited: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for w in details.waits.iter().filter(|w| !w.indeterminate) {
+            waited.entry(w.rank).or_default().push(w.index);
+        }
         let lods = trace
             .ranks
             .iter()
             .zip(&trace.compute)
-            .map(|(t, c)| RankLod::build(t, c))
+            .map(|(t, c)| RankLod::build(t, c, waited.remove(&t.rank).unwrap_or_default()))
             .collect();
         let gpu_lanes = trace.ranks.iter().map(GpuLane::build).collect();
         let extent = trace
