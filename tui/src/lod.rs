@@ -30,7 +30,7 @@ pub const EXACT_EVENTS: usize = 32;
 
 /// Spans before a cell that are looked at for reaching into it (other threads' long
 /// calls); the main thread's previous span is always the first of them.
-const LOOK_BACK: usize = 8;
+pub(crate) const LOOK_BACK: usize = 8;
 
 /// Largest number of level-0 bins of a rank.
 const MAX_BINS: usize = 1 << 20;

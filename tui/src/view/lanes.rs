@@ -5,7 +5,7 @@
 
 use std::ops::Range;
 
-use overlap_analyzer::model::EventRef;
+use overlap_analyzer::model::{EventRef, What};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
@@ -14,7 +14,7 @@ use crate::gpu_lane::dominant;
 use crate::lod::Mix;
 use crate::nav::{self, Viewport};
 use crate::run::Run;
-use crate::text::time_at;
+use crate::text::{clean, time_at};
 use crate::view::{glyph, gpu_glyph};
 
 /// What is drawn over the activity.
@@ -28,6 +28,46 @@ pub struct Marks {
     pub cause_rank: Option<u32>,
     /// The lane with the cursor.
     pub cursor_lane: Option<usize>,
+}
+
+/// Spans looked at for names per lane and frame, at most: zoomed out, spans are too
+/// narrow to name, and the look stays bounded however many start on screen.
+const NAMED_SPANS_MAX: usize = 20_000;
+
+/// Writes the name of each span of rank `pos` wider than its name plus two columns
+/// (calls without their `MPI_` prefix, compute spans by name) over its cells in row `y`.
+fn name_spans(buf: &mut Buffer, run: &Run, pos: usize, y: u16, cells: Rect, view: &Viewport) {
+    let t = &run.trace.ranks[pos];
+    let (t0, t1) = (
+        view.start,
+        view.start + view.per_cell * f64::from(cells.width),
+    );
+    let first = crate::lod::starting_before(t, t0).saturating_sub(crate::lod::LOOK_BACK);
+    let last = crate::lod::starting_before(t, t1);
+    for s in t.spans[first..last].iter().take(NAMED_SPANS_MAX) {
+        let (a, b) = (s.start.0 as f64, s.end.0 as f64);
+        if b <= t0 || a >= t1 {
+            continue;
+        }
+        let (ca, cb) = (
+            ((a - t0) / view.per_cell).max(0.0),
+            ((b - t0) / view.per_cell).min(f64::from(cells.width)),
+        );
+        let name = match s.what {
+            What::Call(op, _) => op.mpi_name().trim_start_matches("MPI_").to_string(),
+            What::Compute(id) => clean(t.name(id)).into_owned(),
+        };
+        let room = (cb - ca).floor() as usize;
+        let len = name.chars().count();
+        if room < len + 2 {
+            continue;
+        }
+        let x = cells.x + ca.ceil() as u16 + 1;
+        let style = glyph(crate::lod::activity(s, false))
+            .1
+            .add_modifier(Modifier::BOLD);
+        buf.set_stringn(x, y, &name, len, style);
+    }
 }
 
 /// Width of the lane labels.
@@ -117,6 +157,10 @@ pub fn draw(
                     c.set_symbol(g).set_style(s);
                 }
             }
+        }
+        // A lane of one rank names its calls and compute spans wide enough to hold it.
+        if lane.len() == 1 {
+            name_spans(buf, run, lane.start, y, cells, view);
         }
     }
     let row_of = |e: EventRef| {
