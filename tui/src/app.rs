@@ -128,6 +128,8 @@ pub struct Geometry {
     pub compare: [Rect; 2],
     /// The rows of the table with the keys (Waits, Overlap, Compare): its data rows.
     pub table: Rect,
+    /// How far the help can scroll on this terminal.
+    pub help_scroll_max: u16,
 }
 
 /// The whole state of the TUI.
@@ -152,6 +154,8 @@ pub struct App {
     pub compare: Option<CompareState>,
     /// The help overlay is open.
     pub help: bool,
+    /// The help's first line shown (it scrolls where the terminal is shorter).
+    pub help_scroll: u16,
     /// A line being typed.
     pub prompt: Option<Prompt>,
     /// The last search.
@@ -194,6 +198,7 @@ impl App {
             current: 0,
             view: View::Timeline,
             help: false,
+            help_scroll: 0,
             prompt: None,
             query: None,
             status: None,
@@ -245,18 +250,27 @@ impl App {
             return;
         }
         if self.help {
-            if matches!(
-                k.code,
-                KeyCode::Char('?' | 'q') | KeyCode::Esc | KeyCode::Enter
-            ) {
-                self.help = false;
+            match k.code {
+                KeyCode::Char('?' | 'q') | KeyCode::Esc | KeyCode::Enter => self.help = false,
+                KeyCode::Char('j') | KeyCode::Down => {
+                    let max = self.geometry.help_scroll_max;
+                    self.help_scroll = self.help_scroll.saturating_add(1).min(max);
+                }
+                KeyCode::Char('k') | KeyCode::Up => {
+                    self.help_scroll = self.help_scroll.saturating_sub(1)
+                }
+                KeyCode::Char('g') | KeyCode::Home => self.help_scroll = 0,
+                _ => {}
             }
             return;
         }
         self.status = None;
         match k.code {
             KeyCode::Char('q') => self.quit = true,
-            KeyCode::Char('?') => self.help = true,
+            KeyCode::Char('?') => {
+                self.help = true;
+                self.help_scroll = 0;
+            }
             KeyCode::Char('/') => self.ask(PromptKind::Search),
             KeyCode::Char('n') => self.search_again(true),
             KeyCode::Char('N') => self.search_again(false),

@@ -109,6 +109,19 @@ fn compare_and_help() {
     insta::assert_snapshot!("compare", draw(&mut app, 140, 40).backend());
     keys(&mut app, "?");
     insta::assert_snapshot!("help", draw(&mut app, 140, 40).backend());
+    // At 80x24 the keys scroll: the last ones come into view.
+    let short = format!("{}", draw(&mut app, 80, 24).backend());
+    assert!(short.contains("j k scroll"), "{short}");
+    assert!(
+        !short.contains("Profile: functions or call sites"),
+        "{short}"
+    );
+    keys(&mut app, &"j".repeat(40));
+    let scrolled = format!("{}", draw(&mut app, 80, 24).backend());
+    assert!(
+        scrolled.contains("Profile: functions or call sites"),
+        "{scrolled}"
+    );
 }
 
 #[test]

@@ -55,10 +55,32 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
 ];
 
-/// Draws the overlay centred over `area`.
-pub fn draw(frame: &mut Frame, area: Rect) {
-    let height = (KEYS.len() as u16 + 2).min(area.height);
+/// Draws the overlay centred over `area`, from line `scroll` of the keys (j/k scroll it
+/// where the terminal is too short for all of them, long lines wrapped). Returns the
+/// furthest it can scroll.
+pub fn draw(frame: &mut Frame, area: Rect, scroll: u16) -> u16 {
     let width = 100.min(area.width);
+    let texts: Vec<String> = KEYS
+        .iter()
+        .map(|(k, what)| {
+            if k.is_empty() {
+                (*what).to_string()
+            } else {
+                format!("  {k:<24} {what}")
+            }
+        })
+        .collect();
+    // Rows the keys take once wrapped inside the borders.
+    let inner = usize::from(width.saturating_sub(2).max(1));
+    let rows: usize = texts
+        .iter()
+        .map(|t| t.chars().count().div_ceil(inner).max(1))
+        .sum();
+    let rows = u16::try_from(rows).unwrap_or(u16::MAX);
+    let height = rows.saturating_add(2).min(area.height);
+    let fits = height >= rows.saturating_add(2);
+    let max_scroll = if fits { 0 } else { rows + 2 - height };
+    let scroll = scroll.min(max_scroll);
     let [row] = Layout::vertical([Constraint::Length(height)])
         .flex(Flex::Center)
         .areas(area);
@@ -67,14 +89,21 @@ pub fn draw(frame: &mut Frame, area: Rect) {
         .areas(row);
     let lines: Vec<Line> = KEYS
         .iter()
-        .map(|(k, what)| {
+        .zip(texts)
+        .map(|((k, _), text)| {
             if k.is_empty() {
-                Line::styled(*what, bold())
+                Line::styled(text, bold())
             } else {
-                Line::raw(format!("  {k:<24} {what}"))
+                Line::raw(text)
             }
         })
         .collect();
+    let title = if fits {
+        " Keys (? or Esc closes) "
+    } else {
+        " Keys (j k scroll, ? or Esc closes) "
+    };
     frame.render_widget(Clear, popup);
-    frame.render_widget(panel(" Keys (? or Esc closes) ", lines), popup);
+    frame.render_widget(panel(title, lines).scroll((scroll, 0)), popup);
+    max_scroll
 }

@@ -126,7 +126,7 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     }
     draw_status(frame, app, status);
     if app.help {
-        help::draw(frame, area);
+        app.geometry.help_scroll_max = help::draw(frame, area, app.help_scroll);
     }
 }
 
