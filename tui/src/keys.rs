@@ -166,6 +166,11 @@ pub fn overlap(app: &mut App, k: KeyEvent) {
     let page = usize::from(app.geometry.table.height.max(1));
     match k.code {
         KeyCode::Char('s') => o.next_sort(run),
+        KeyCode::Char('g') => {
+            o.by_site = !o.by_site;
+            o.findings = crate::lists::Cursor::default();
+            o.pane = OverlapPane::Findings;
+        }
         KeyCode::Char('h' | 'l') | KeyCode::Left | KeyCode::Right => {
             o.pane = match o.pane {
                 OverlapPane::Findings => OverlapPane::Requests,
@@ -174,6 +179,12 @@ pub fn overlap(app: &mut App, k: KeyEvent) {
         }
         KeyCode::Enter => {
             let e = match o.pane {
+                OverlapPane::Findings if o.by_site => run
+                    .report
+                    .by_site
+                    .false_overlap
+                    .get(o.findings.selected)
+                    .map(|g| (g.worst_rank, g.worst_index)),
                 OverlapPane::Findings => run
                     .report
                     .false_overlap

@@ -204,6 +204,8 @@ pub struct OverlapState {
     pub requests: Cursor,
     /// The findings table's cursor.
     pub findings: Cursor,
+    /// The findings table lists the by-site groups (`g`) instead of each finding.
+    pub by_site: bool,
 }
 
 impl OverlapState {
@@ -231,6 +233,9 @@ impl OverlapState {
     /// The cursor of the table with the keys, and that table's length.
     pub fn focused(&mut self, run: &Run) -> (&mut Cursor, usize) {
         match self.pane {
+            OverlapPane::Findings if self.by_site => {
+                (&mut self.findings, run.report.by_site.false_overlap.len())
+            }
             OverlapPane::Findings => (&mut self.findings, run.report.false_overlap.worst.len()),
             OverlapPane::Requests => (&mut self.requests, self.rows.len()),
         }

@@ -81,6 +81,16 @@ fn overlap() {
     insta::assert_snapshot!("overlap", draw(&mut app, 140, 40).backend());
     keys(&mut app, "\n");
     insta::assert_snapshot!("overlap_finding_opened", draw(&mut app, 140, 40).backend());
+    // Grouped by call site: one row per line of source; Enter opens the worst.
+    keys(&mut app, "3g");
+    insta::assert_snapshot!("overlap_by_site", draw(&mut app, 140, 40).backend());
+    let groups = &app.runs[0].report.by_site.false_overlap;
+    let (rank, index) = (groups[0].worst_rank, groups[0].worst_index);
+    keys(&mut app, "\n");
+    assert_eq!(
+        app.timeline.selected(),
+        Some(overlap_analyzer::model::EventRef { rank, index })
+    );
 }
 
 #[test]

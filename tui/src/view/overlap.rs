@@ -1,8 +1,9 @@
 //! The Overlap view: the false-overlap findings with their evidence (the wait, the
 //! independent work after it, where the wait could go, the time it could hide), and the
-//! requests table, sorted by exposed wait, overlap, size, peer or rank (`s`). `h`/`l`
-//! move between the two tables; Enter opens the selected wait or request on the
-//! Timeline.
+//! requests table, sorted by exposed wait, overlap, size, peer or rank (`s`). `g` groups
+//! the findings by call site (one row per line of source, its worst instance's evidence
+//! below). `h`/`l` move between the two tables; Enter opens the selected wait (a group's
+//! worst) or request on the Timeline.
 
 use overlap_analyzer::metrics::false_overlap::Limit;
 use overlap_analyzer::metrics::requests::RequestClass;
@@ -47,50 +48,109 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     let run = &app.runs[app.current];
     let o = &mut app.overlap;
     let findings = &run.report.false_overlap.worst;
-    let title = format!(
-        " False overlap: {} finding(s), largest loss first  Enter: the wait on the Timeline ",
-        findings.len()
-    );
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .title(title)
-        .border_style(focus_style(o.pane == OverlapPane::Findings));
-    let widths = [
-        Constraint::Length(10),
-        Constraint::Length(10),
-        Constraint::Length(12),
-        Constraint::Min(20),
-    ];
-    let columns = Columns {
-        headers: ["lost", "hideable", "indep. work", "wait"]
-            .map(String::from)
-            .to_vec(),
-        widths: &widths,
-    };
+    let groups = &run.report.by_site.false_overlap;
     let focused = o.pane == OverlapPane::Findings;
-    let rows = table::draw(
-        frame,
-        top,
-        block,
-        columns,
-        &mut o.findings,
-        findings.len(),
-        focused,
-        |i| {
-            let f = &findings[i];
-            Row::new(vec![
-                Cell::from(duration(f.lost_ns)),
-                Cell::from(duration(f.possible.hideable_ns)),
-                Cell::from(duration(f.possible.independent_work_ns)),
-                Cell::from(call(&f.wait)),
-            ])
-        },
-    );
+    let block = |title: String| {
+        Block::default()
+            .borders(Borders::ALL)
+            .title(title)
+            .border_style(focus_style(focused))
+    };
+    let rows = if o.by_site {
+        let title = format!(
+            " False overlap by call site: {} site(s) (g: each finding)  Enter: the worst on the Timeline ",
+            groups.len()
+        );
+        let widths = [
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(9),
+            Constraint::Length(6),
+            Constraint::Min(20),
+        ];
+        let columns = Columns {
+            headers: ["lost", "worst", "findings", "ranks", "site: wait"]
+                .map(String::from)
+                .to_vec(),
+            widths: &widths,
+        };
+        table::draw(
+            frame,
+            top,
+            block(title),
+            columns,
+            &mut o.findings,
+            groups.len(),
+            focused,
+            |i| {
+                let g = &groups[i];
+                Row::new(vec![
+                    Cell::from(duration(g.total_ns)),
+                    Cell::from(duration(g.worst_ns)),
+                    Cell::from(g.count.to_string()),
+                    Cell::from(g.ranks.to_string()),
+                    Cell::from(format!(
+                        "{}: {}",
+                        clean(g.site.as_deref().unwrap_or("(site unknown)")),
+                        g.call
+                    )),
+                ])
+            },
+        )
+    } else {
+        let title = format!(
+            " False overlap: {} finding(s), largest loss first (g: by site)  Enter: the wait on the Timeline ",
+            findings.len()
+        );
+        let widths = [
+            Constraint::Length(10),
+            Constraint::Length(10),
+            Constraint::Length(12),
+            Constraint::Min(20),
+        ];
+        let columns = Columns {
+            headers: ["lost", "hideable", "indep. work", "wait"]
+                .map(String::from)
+                .to_vec(),
+            widths: &widths,
+        };
+        table::draw(
+            frame,
+            top,
+            block(title),
+            columns,
+            &mut o.findings,
+            findings.len(),
+            focused,
+            |i| {
+                let f = &findings[i];
+                Row::new(vec![
+                    Cell::from(duration(f.lost_ns)),
+                    Cell::from(duration(f.possible.hideable_ns)),
+                    Cell::from(duration(f.possible.independent_work_ns)),
+                    Cell::from(call(&f.wait)),
+                ])
+            },
+        )
+    };
     if focused {
         app.geometry.table = rows;
     }
-    let lines = match findings.get(o.findings.selected) {
+    let selected = if o.by_site {
+        // The group's worst instance, when the report lists it.
+        groups.get(o.findings.selected).and_then(|g| {
+            findings
+                .iter()
+                .find(|f| f.wait.rank == g.worst_rank && f.wait.index == g.worst_index)
+        })
+    } else {
+        findings.get(o.findings.selected)
+    };
+    let lines = match selected {
         Some(f) => evidence_lines(f),
+        None if o.by_site && !groups.is_empty() => vec![Line::raw(
+            "Its worst finding is not among those the report lists in full (--findings).",
+        )],
         None => vec![Line::raw(match unrecorded(run) {
             Some(what) => format!("No false overlap in what was recorded ({what})."),
             None => "No false overlap: no wait lost time on sends while independent work \
