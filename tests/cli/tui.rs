@@ -1,6 +1,6 @@
 //! `overlap tui`: its errors before the screen is switched, and the whole walk a user
 //! makes, end to end in a real terminal (tmux: send-keys, capture-pane): open the naive
-//! demo trace, zoom in, select an MPI_Isend, jump to its partner, open a false-overlap
+//! demo trace, zoom in until the lanes name their calls, select an MPI_Isend, jump to its partner, open a false-overlap
 //! finding from the Overlap view and land on its wait, open the help, quit; and the
 //! terminal given back on SIGTERM and SIGHUP.
 
@@ -172,6 +172,27 @@ fn a_walk_through_the_naive_demo_in_a_real_terminal() {
     let t = Tmux::start(&command);
     let first = t.wait_for(&["1 Timeline", "rank 3", "Nothing selected"]);
     let zoom = zoom_of(&first);
+    // Zoomed in until the lanes name their calls (without `MPI_`, on the lanes' rows).
+    let named = |screen: &str| {
+        screen.lines().any(|l| {
+            l.contains("rank")
+                && ["Waitall", "Barrier", "Isend", "Irecv"]
+                    .iter()
+                    .any(|n| l.contains(n) && !l.contains(&format!("MPI_{n}")))
+        })
+    };
+    let mut screen = first.clone();
+    for _ in 0..12 {
+        if named(&screen) {
+            break;
+        }
+        t.keys(&["+"]);
+        std::thread::sleep(Duration::from_millis(200));
+        screen = t.screen();
+    }
+    assert!(named(&screen), "call names on the lanes:\n{screen}");
+    t.keys(&["0"]);
+    t.wait_for(&[&format!("zoom {zoom}/col")]);
     t.keys(&["+", "+", "+"]);
     let zoomed = t.wait_for(&["[Timeline]"]);
     assert_ne!(

@@ -71,21 +71,32 @@ impl Viewport {
     }
 
     /// Shows `[a, b)`: left as it is when it is in view and at least a column wide (the
-    /// view does not jump while stepping through events); else centred, and zoomed so it
-    /// takes half the width when it is narrower than a column or wider than the view.
+    /// view does not jump while stepping through events); else centred, zoomed out so it
+    /// takes half the width when it is wider than the view, and zoomed in when it is
+    /// narrower than a column, at most [`SHOW_ZOOM_STEP`] times per step (stepping
+    /// through short events zooms in gradually, not from microseconds to nanoseconds
+    /// per column at once).
     pub fn show(&mut self, a: f64, b: f64, width: u16) {
         let w = f64::from(width.max(1));
         let fits = b - a <= self.per_cell * w * 0.9
             && a >= self.start
             && b <= self.start + self.per_cell * w;
         if !fits || b - a < self.per_cell {
-            if b - a > self.per_cell * w * 0.9 || b - a < self.per_cell {
+            if b - a > self.per_cell * w * 0.9 {
                 self.per_cell = ((b - a) * 2.0 / w).max(MIN_NS_PER_CELL);
+            } else if b - a < self.per_cell {
+                let half_width = (b - a) * 2.0 / w;
+                self.per_cell = half_width
+                    .max(self.per_cell / SHOW_ZOOM_STEP)
+                    .max(MIN_NS_PER_CELL);
             }
             self.center((a + b) / 2.0, width);
         }
     }
 }
+
+/// The most [`Viewport::show`] zooms in at once.
+pub const SHOW_ZOOM_STEP: f64 = 8.0;
 
 /// The lanes of a run: positions in `trace.ranks`, `group` ranks per lane.
 pub fn lanes(run: &Run, group: usize) -> Vec<Range<usize>> {
@@ -196,9 +207,16 @@ mod tests {
         // Out of view: centred, same zoom.
         v.show(2_000_000.0, 2_050_000.0, 100);
         assert_eq!((v.middle(100), v.per_cell), (2_025_000.0, 10_000.0));
-        // A 100 ns call is narrower than a column: zoomed to half the width.
+        // A 100 ns call is narrower than a column: zoomed in 8 times per step, until
+        // it is a column wide or more.
         v.show(500_000.0, 500_100.0, 100);
-        assert_eq!(v.per_cell, 2.0);
+        assert_eq!(v.per_cell, 1_250.0);
         assert_eq!(v.column(500_050.0, 100), Some(50));
+        v.show(500_000.0, 500_100.0, 100);
+        assert_eq!(v.per_cell, 156.25);
+        v.show(500_000.0, 500_100.0, 100);
+        assert_eq!(v.per_cell, 19.53125, "5 columns wide");
+        v.show(500_000.0, 500_100.0, 100);
+        assert_eq!(v.per_cell, 19.53125, "then it stays");
     }
 }

@@ -48,7 +48,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "open the selected wait, finding or request on the Timeline",
     ),
     ("f   r", "Waits: filter by kind, by rank"),
-    ("h l   s   g", "Overlap: findings or requests; sort requests; findings by site"),
+    (
+        "h l   s   g",
+        "Overlap: findings or requests; sort requests; findings by site",
+    ),
     (
         "s   o",
         "Profile: functions or call sites; order by the next column",
