@@ -67,6 +67,11 @@ fn waits() {
     let mut app = App::new(vec![demo("naive")]);
     keys(&mut app, "2");
     insta::assert_snapshot!("waits", draw(&mut app, 140, 36).backend());
+    // At 80x24 every column the table keeps is whole.
+    let narrow = draw(&mut app, 80, 24);
+    insta::assert_snapshot!("waits_80x24", narrow.backend());
+    let text = format!("{}", narrow.backend());
+    assert!(text.contains("Late Sender") && text.contains("MPI_Waitall"), "{text}");
     keys(&mut app, "\n");
     insta::assert_snapshot!(
         "waits_opened_on_the_timeline",
@@ -79,6 +84,7 @@ fn overlap() {
     let mut app = App::new(vec![demo("naive")]);
     keys(&mut app, "3j");
     insta::assert_snapshot!("overlap", draw(&mut app, 140, 40).backend());
+    insta::assert_snapshot!("overlap_80x24", draw(&mut app, 80, 24).backend());
     keys(&mut app, "\n");
     insta::assert_snapshot!("overlap_finding_opened", draw(&mut app, 140, 40).backend());
     // Grouped by call site: one row per line of source; Enter opens the worst.

@@ -170,24 +170,29 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         .borders(Borders::ALL)
         .title(title)
         .border_style(focus_style(o.pane == OverlapPane::Requests));
-    let widths = [
+    // Narrow: no window column, and the post's name as short as the table needs.
+    let wide = bottom.width >= 100;
+    let mut widths = vec![
         Constraint::Length(5),
+        Constraint::Length(6),
+        Constraint::Length(if wide { 11 } else { 9 }),
+        Constraint::Length(4),
+        Constraint::Length(4),
+        Constraint::Length(10),
+        Constraint::Length(10),
         Constraint::Length(7),
-        Constraint::Length(11),
-        Constraint::Length(5),
-        Constraint::Length(5),
-        Constraint::Length(10),
-        Constraint::Length(10),
-        Constraint::Length(8),
-        Constraint::Length(10),
-        Constraint::Min(8),
     ];
+    let mut headers = vec![
+        "rank", "req", "post", "peer", "tag", "size", "exposed", "overlap",
+    ];
+    if wide {
+        widths.push(Constraint::Length(10));
+        headers.push("window");
+    }
+    widths.push(Constraint::Min(8));
+    headers.push("site");
     let columns = Columns {
-        headers: [
-            "rank", "req", "post", "peer", "tag", "size", "exposed", "overlap", "window", "site",
-        ]
-        .map(String::from)
-        .to_vec(),
+        headers: headers.into_iter().map(String::from).collect(),
         widths: &widths,
     };
     let focused = o.pane == OverlapPane::Requests;
@@ -202,7 +207,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         focused,
         |i| {
             let r = &reqs[order[i]];
-            Row::new(vec![
+            let mut cells = vec![
                 Cell::from(r.rank.to_string()),
                 Cell::from(format!("#{}", r.request)),
                 Cell::from(
@@ -216,14 +221,17 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 // Unknown (no call completed the request): "-", not 0.
                 Cell::from(r.exposed_wait().map_or("-".into(), duration)),
                 Cell::from(percent(r.overlap())),
-                Cell::from(r.window().map_or("-".into(), duration)),
-                Cell::from(
-                    run.details
-                        .sites
-                        .label_of_call(&run.trace, r.rank, r.post_index())
-                        .map_or("-".into(), |s| clean(&s).into_owned()),
-                ),
-            ])
+            ];
+            if wide {
+                cells.push(Cell::from(r.window().map_or("-".into(), duration)));
+            }
+            cells.push(Cell::from(
+                run.details
+                    .sites
+                    .label_of_call(&run.trace, r.rank, r.post_index())
+                    .map_or("-".into(), |s| clean(&s).into_owned()),
+            ));
+            Row::new(cells)
         },
     );
     if focused {

@@ -27,20 +27,26 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         w.rank.map_or("all".to_string(), |r| r.to_string())
     );
     let block = Block::default().borders(Borders::ALL).title(title);
-    let widths = [
+    // Narrower than the whole row: the clock note moves into the waited column (`*`,
+    // explained below the table) and the other columns keep their width.
+    let wide = table_area.width >= 110;
+    let mut widths = vec![
         Constraint::Length(10),
         Constraint::Length(16),
-        Constraint::Length(5),
         Constraint::Length(4),
-        Constraint::Length(14),
+        Constraint::Length(4),
         Constraint::Length(12),
-        Constraint::Length(18),
-        Constraint::Min(10),
+        Constraint::Length(10),
     ];
+    let mut headers = vec!["waited", "kind", "rank", "for", "call", "at"];
+    if wide {
+        widths.push(Constraint::Length(18));
+        headers.push("");
+    }
+    widths.push(Constraint::Min(10));
+    headers.push("site");
     let columns = Columns {
-        headers: ["waited", "kind", "rank", "for", "call", "at", "", "site"]
-            .map(String::from)
-            .to_vec(),
+        headers: headers.into_iter().map(String::from).collect(),
         widths: &widths,
     };
     let rows = &w.rows;
@@ -59,20 +65,28 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 .sites
                 .label_of_call(&run.trace, x.rank, x.index)
                 .map_or_else(|| "-".to_string(), |l| clean(&l).into_owned());
-            Row::new(vec![
-                Cell::from(duration(x.amount_ns)),
+            let waited = if x.indeterminate && !wide {
+                format!("{}*", duration(x.amount_ns))
+            } else {
+                duration(x.amount_ns)
+            };
+            let mut cells = vec![
+                Cell::from(waited),
                 Cell::from(x.kind.title()),
                 Cell::from(x.rank.to_string()),
                 Cell::from(x.peer.map_or("-".to_string(), |p| p.to_string())),
                 Cell::from(x.call),
                 Cell::from(format!("{:.6} s", x.start_ns as f64 / 1e9)),
-                Cell::from(if x.indeterminate {
+            ];
+            if wide {
+                cells.push(Cell::from(if x.indeterminate {
                     "within clock error"
                 } else {
                     ""
-                }),
-                Cell::from(site),
-            ])
+                }));
+            }
+            cells.push(Cell::from(site));
+            Row::new(cells)
         },
     );
     let mut lines = vec![];
@@ -87,8 +101,13 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 x.peer.map_or(String::new(), |p| format!(" for rank {p}"))
             )));
             lines.push(Line::raw(format!(
-                "clock error bound {}{}{}",
+                "clock error bound {}{}{}{}",
                 duration(x.error_bound_ns),
+                if x.indeterminate {
+                    " (* the wait is within it: counted apart)"
+                } else {
+                    ""
+                },
                 if x.clock_suspect {
                     "; the partner's time was clipped (clock suspect)"
                 } else {
