@@ -74,6 +74,8 @@ pub enum PromptKind {
     Search,
     /// A time to go to (`g`).
     GoTo,
+    /// The rank the Waits view shows (`R`; empty: every rank).
+    WaitsRank,
 }
 
 /// A line being typed.
@@ -333,6 +335,24 @@ impl App {
                     PromptKind::Search => {
                         self.query = Some(Query::new(self.run(), &text));
                         self.search_again(true);
+                    }
+                    PromptKind::WaitsRank => {
+                        let run = &self.runs[self.current];
+                        match text.trim() {
+                            "" | "all" => self.waits.set_rank(run, None),
+                            t => match t.parse::<u32>() {
+                                Ok(r) if run.trace.rank(r).is_some() => {
+                                    self.waits.set_rank(run, Some(r))
+                                }
+                                _ => {
+                                    self.status = Some(format!(
+                                        "no traced rank {:?} (0 to {}, empty for all)",
+                                        crate::text::clean(t),
+                                        run.trace.ranks.len().saturating_sub(1)
+                                    ))
+                                }
+                            },
+                        }
                     }
                     PromptKind::GoTo => match crate::text::parse_time(&text) {
                         Some(ns) => {

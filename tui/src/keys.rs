@@ -135,6 +135,7 @@ pub fn waits(app: &mut App, k: KeyEvent) {
     match k.code {
         KeyCode::Char('f') => w.cycle_kind(run),
         KeyCode::Char('r') => w.cycle_rank(run),
+        KeyCode::Char('R') => app.ask(crate::app::PromptKind::WaitsRank),
         KeyCode::Enter => {
             let Some(i) = w.rows.get(w.cursor.selected).copied() else {
                 return;

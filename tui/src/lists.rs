@@ -100,6 +100,12 @@ impl WaitsState {
         self.refilter(run);
     }
 
+    /// Shows the waits of `rank` only (`None`: of every rank).
+    pub fn set_rank(&mut self, run: &Run, rank: Option<u32>) {
+        self.rank = rank;
+        self.refilter(run);
+    }
+
     /// The next rank filter: all, then each rank.
     pub fn cycle_rank(&mut self, run: &Run) {
         let ranks: Vec<u32> = run.trace.ranks.iter().map(|t| t.rank).collect();

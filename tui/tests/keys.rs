@@ -208,6 +208,23 @@ fn filters_cycle_by_kind_and_rank() {
     assert!(app.waits.rows.is_empty(), "rank 0 never waits");
     press(&mut app, "r");
     assert_eq!(app.waits.rows.len(), 2);
+    // A rank typed (what a run of 1 000 ranks needs), then every rank again.
+    press(&mut app, "R0");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.waits.rank, Some(0));
+    assert!(app.waits.rows.is_empty());
+    press(&mut app, "R7");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.waits.rank, Some(0), "no rank 7: the filter stays");
+    assert!(app
+        .status
+        .as_deref()
+        .unwrap_or("")
+        .contains("no traced rank"));
+    press(&mut app, "R");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.waits.rank, None);
+    assert_eq!(app.waits.rows.len(), 2);
 }
 
 #[test]

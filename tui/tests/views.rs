@@ -71,7 +71,10 @@ fn waits() {
     let narrow = draw(&mut app, 80, 24);
     insta::assert_snapshot!("waits_80x24", narrow.backend());
     let text = format!("{}", narrow.backend());
-    assert!(text.contains("Late Sender") && text.contains("MPI_Waitall"), "{text}");
+    assert!(
+        text.contains("Late Sender") && text.contains("MPI_Waitall"),
+        "{text}"
+    );
     keys(&mut app, "\n");
     insta::assert_snapshot!(
         "waits_opened_on_the_timeline",

@@ -47,7 +47,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "Enter",
         "open the selected wait, finding or request on the Timeline",
     ),
-    ("f   r", "Waits: filter by kind, by rank"),
+    (
+        "f   r   R",
+        "Waits: filter by kind, by rank (next; or type one)",
+    ),
     (
         "h l   s   g",
         "Overlap: findings or requests; sort requests; findings by site",

@@ -172,6 +172,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         let label = match p.kind {
             PromptKind::Search => "search (call, compute or site): /",
             PromptKind::GoTo => "go to time (1.5, 250ms, 12us): ",
+            PromptKind::WaitsRank => "waits of rank (empty: all): ",
         };
         let line = Line::from(vec![
             Span::styled(label, bold()),
