@@ -181,10 +181,11 @@ struct TraceArgs {
     /// this binary).
     #[arg(long, env = "OVERLAP_PRELOAD")]
     preload: Option<PathBuf>,
-    /// Stop the run when no MPI call completed on any rank for SECS seconds (each rank
-    /// then records the calls it is inside): exit status 124. SIGINT, SIGTERM or SIGHUP
-    /// also stop the run, merged all the same: exit status 128 + the signal.
-    #[arg(long, value_name = "SECS", value_parser = crate::supervise::parse_hang_timeout)]
+    /// Stop the run when no MPI call completed on any rank for DURATION, given with its
+    /// unit (`30s`, `500ms`); each rank then records the calls it is inside: exit status
+    /// 124. SIGINT, SIGTERM or SIGHUP also stop the run, merged all the same: exit
+    /// status 128 + the signal.
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_timeout)]
     hang_timeout: Option<Duration>,
     /// Also learn what the program does with each completed request's buffer: when it
     /// next reads or writes it, and at which line (see docs/buffers.md). Costs a few

@@ -25,6 +25,7 @@ mod suggest;
 mod supervise;
 mod trace;
 mod tui;
+mod units;
 mod whatif;
 mod which_mpi;
 
