@@ -76,3 +76,31 @@ fn r42_an_mpi_program_run_without_a_launcher_is_told_to_use_one() {
         run.describe()
     );
 }
+
+/// A kept merged trace of analyzer/tests/data/reports.
+fn kept(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("analyzer/tests/data/reports")
+        .join(name)
+        .join("merged.json")
+        .display()
+        .to_string()
+}
+
+#[test]
+fn r42_diff_of_unlike_runs_warns_as_check_does() {
+    let (ring, fo) = (kept("c-ring"), kept("false-overlap"));
+    let run = overlap(&["diff", &ring, &fo]);
+    // Compared all the same (that may be the point), with each difference said.
+    assert!(run.success(), "{}", run.describe());
+    run.assert_stdout_has("run.wall");
+    run.assert_stderr_has(&format!(
+        "warning: {ring} ran 3 rank(s) in MPI_COMM_WORLD, {fo} 4"
+    ));
+    run.assert_stderr_has(&format!(
+        "warning: {ring} and {fo} are of other programs or parameters: {ring} is "
+    ));
+    let like = overlap(&["diff", &ring, &ring]);
+    assert!(like.success(), "{}", like.describe());
+    assert!(!like.stderr().contains("warning"), "{}", like.describe());
+}
