@@ -104,3 +104,71 @@ fn r42_diff_of_unlike_runs_warns_as_check_does() {
     assert!(like.success(), "{}", like.describe());
     assert!(!like.stderr().contains("warning"), "{}", like.describe());
 }
+
+/// The merged trace of `overlap trace --out OUT -- [taskset -c 0] mpiexec -n RANKS
+/// PROGRAM ARGS`, and the run.
+fn traced(dir: &Path, one_cpu: bool, ranks: u32, prog: &str, args: &[&str]) -> Run {
+    let prog = program(prog);
+    let n = ranks.to_string();
+    let mut cmd = vec!["trace", "--out", "t.json", "--"];
+    if one_cpu {
+        cmd.extend(["taskset", "-c", "0"]);
+    }
+    cmd.extend(["mpiexec", "-n", &n, prog.to_str().unwrap()]);
+    cmd.extend(args);
+    overlap_in(dir, &cmd)
+}
+
+/// Two ranks held to one CPU (taskset; MPICH's hydra binds nothing by default, so the
+/// ranks keep the affinity): `trace`, `analyze` (text and JSON) and the terminal UI's
+/// Summary say that they time-shared it, and by how much.
+#[test]
+fn r42_ranks_sharing_cpus_are_said_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = traced(dir.path(), true, 2, "halo", &["early"]);
+    assert!(run.success(), "{}", run.describe());
+    let said = "oversubscribed: 2 ranks ran on 1 CPU(s) of host ";
+    run.assert_stderr_has(said);
+    run.assert_stderr_has("(2×): waits include time-sharing");
+    let t = dir.path().join("t.json");
+    let text = overlap(&["analyze", t.to_str().unwrap()]);
+    assert!(text.success(), "{}", text.describe());
+    text.assert_stdout_has(said);
+    let json = overlap(&["analyze", t.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout()).unwrap();
+    let o = &v["run"]["oversubscription"];
+    assert_eq!(o["oversubscribed"], true, "{o:#}");
+    assert_eq!(o["hosts"][0]["cpus"], 1, "{o:#}");
+    assert_eq!(o["hosts"][0]["ranks_per_cpu"], 2.0, "{o:#}");
+}
+
+/// "events" counts one thing everywhere: what the ranks recorded. `trace`'s line says
+/// the same count as `analyze` and names the file's entries apart.
+#[test]
+fn r42_events_mean_the_same_in_trace_and_analyze() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = traced(dir.path(), false, 2, "halo", &["early"]);
+    assert!(run.success(), "{}", run.describe());
+    let line = run
+        .stderr()
+        .lines()
+        .find(|l| l.starts_with("merged 2 rank(s): "))
+        .unwrap_or_else(|| panic!("{}", run.describe()))
+        .to_string();
+    let events: u64 = line["merged 2 rank(s): ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(line.contains(" trace-file entries, "), "{line}");
+    let t = dir.path().join("t.json");
+    let json = overlap(&["analyze", t.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout()).unwrap();
+    assert_eq!(v["run"]["events"], events, "{line}");
+    let text = overlap(&["analyze", t.to_str().unwrap()]);
+    text.assert_stdout_has(&format!(" ranks traced, {events} events, "));
+    // Both waiting measures in one table, and what tells them apart under it.
+    text.assert_stdout_has("wait st.");
+    text.assert_stdout_has("waiting: whole calls of the kinds that only wait");
+}
