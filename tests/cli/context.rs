@@ -142,6 +142,48 @@ fn r42_ranks_sharing_cpus_are_said_everywhere() {
     assert_eq!(o["hosts"][0]["ranks_per_cpu"], 2.0, "{o:#}");
 }
 
+/// MPICH's hwloc maps libOpenCL.so into every MPI program inside MPI_Init: no note for
+/// a plain program, which does not list it among its own files; a program that opens
+/// it itself gets the note, naming it as the program's.
+#[test]
+fn r42_the_gpu_note_is_for_the_programs_own_runtime_only() {
+    let opencl = Path::new("/usr/lib/x86_64-linux-gnu/libOpenCL.so.1");
+    let dir = tempfile::tempdir().unwrap();
+    let run = traced(dir.path(), false, 2, "gpu_open", &[]);
+    assert!(run.success(), "{}", run.describe());
+    let t = dir.path().join("t.json");
+    let merged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&t).unwrap()).unwrap();
+    for r in merged["otherData"]["ranks"].as_array().unwrap() {
+        let own = r["program_objects"]
+            .as_str()
+            .expect("the program's files listed");
+        assert!(own.lines().next().unwrap().ends_with("/gpu_open"), "{own}");
+        assert!(!own.contains("libmpich"), "MPI's own: {own}");
+        assert!(!own.contains("libhwloc"), "only MPI needs it: {own}");
+        assert!(!own.contains("libOpenCL"), "MPI's hwloc opened it: {own}");
+    }
+    let report = overlap(&["analyze", t.to_str().unwrap()]);
+    assert!(report.success(), "{}", report.describe());
+    assert!(
+        !report.stdout().contains("GPU work not recorded"),
+        "{}",
+        report.describe()
+    );
+    if !opencl.exists() {
+        return; // an MPI without hwloc's OpenCL plugin and no OpenCL here: nothing to open
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let run = traced(dir.path(), false, 2, "gpu_open", &["opencl"]);
+    assert!(run.success(), "{}", run.describe());
+    let t = dir.path().join("t.json");
+    let report = overlap(&["analyze", t.to_str().unwrap()]);
+    report.assert_stdout_has("GPU work not recorded: rank 0's program loads libOpenCL.so.1");
+    let json = overlap(&["analyze", t.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout()).unwrap();
+    assert_eq!(v["run"]["gpu_unrecorded"]["by"], "program", "{v:#}");
+}
+
 /// "events" counts one thing everywhere: what the ranks recorded. `trace`'s line says
 /// the same count as `analyze` and names the file's entries apart.
 #[test]

@@ -50,6 +50,7 @@ pub const DEFAULT_TOLERANCE_PCT: f64 = 5.0;
 /// baseline nor compared.
 const RUN_ONLY_PARAMS: &[&str] = &[
     "code_maps",
+    overlap_format::schema::PROGRAM_OBJECTS_PARAM,
     overlap_format::schema::CPU_AFFINITY_PARAM,
     overlap_format::schema::ONLINE_CPUS_PARAM,
 ];

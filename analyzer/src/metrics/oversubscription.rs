@@ -249,6 +249,7 @@ mod tests {
             final_error_ns: None,
             drift_ppb: None,
             code_maps: None,
+            program_objects: None,
             cpu_affinity: cpus.map(str::to_string),
             online_cpus: cpus.map(|_| 2),
             source_sites: Vec::new(),

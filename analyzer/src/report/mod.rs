@@ -156,12 +156,7 @@ pub fn render(r: &Report, style: Style) -> String {
         );
     }
     if let Some(g) = &run.gpu_unrecorded {
-        let _ = writeln!(
-            o,
-            "  GPU work not recorded: rank {} loaded {}, but the trace holds no copy or kernel \
-             (the preload records MPI only): the GPU verdicts are unknown",
-            g.rank, g.library
-        );
+        let _ = writeln!(o, "  {}", g.said());
     }
     for u in &run.unseen_requests {
         let _ = writeln!(o, "  {}", style.bold(&format!("warning: {u}")));

@@ -165,11 +165,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     if let Some(g) = &r.run.gpu_unrecorded {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
-            format!(
-                "GPU work not recorded: rank {} loaded {}; the GPU verdicts are unknown",
-                g.rank,
-                clean(&g.library)
-            ),
+            clean(&g.said()).into_owned(),
             Style::new().fg(Color::Yellow),
         ));
     }
