@@ -365,6 +365,10 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
     let line = report_merge(&m, &a.dir, &a.out);
     outln!("{line}");
     out!("{}", m.summary.to_table());
+    let cpus = overlap_analyzer::metrics::oversubscription::Oversubscription::of(&m.info);
+    if let Some(line) = cpus.warning() {
+        outln!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -140,6 +140,17 @@ fn r42_ranks_sharing_cpus_are_said_everywhere() {
     assert_eq!(o["oversubscribed"], true, "{o:#}");
     assert_eq!(o["hosts"][0]["cpus"], 1, "{o:#}");
     assert_eq!(o["hosts"][0]["ranks_per_cpu"], 2.0, "{o:#}");
+    // Merged again by hand, the same line.
+    let ranks = dir.path().join("t.ranks");
+    let m = dir.path().join("m.json");
+    let merged = overlap(&[
+        "merge",
+        ranks.to_str().unwrap(),
+        "--out",
+        m.to_str().unwrap(),
+    ]);
+    assert!(merged.success(), "{}", merged.describe());
+    merged.assert_stdout_has(said);
 }
 
 /// MPICH's hwloc maps libOpenCL.so into every MPI program inside MPI_Init: no note for
