@@ -120,8 +120,9 @@ fn traced(dir: &Path, one_cpu: bool, ranks: u32, prog: &str, args: &[&str]) -> R
 }
 
 /// Two ranks held to one CPU (taskset; MPICH's hydra binds nothing by default, so the
-/// ranks keep the affinity): `trace`, `analyze` (text and JSON) and the terminal UI's
-/// Summary say that they time-shared it, and by how much.
+/// ranks keep the affinity): `trace`, `merge` and `analyze` (text and JSON) say that
+/// they time-shared it, and by how much (the terminal UI's Summary shows the same line:
+/// tui/tests/views.rs).
 #[test]
 fn r42_ranks_sharing_cpus_are_said_everywhere() {
     let dir = tempfile::tempdir().unwrap();
