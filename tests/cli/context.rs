@@ -94,6 +94,7 @@ fn r42_diff_of_unlike_runs_warns_as_check_does() {
     // Compared all the same (that may be the point), with each difference said.
     assert!(run.success(), "{}", run.describe());
     run.assert_stdout_has("run.wall");
+    run.assert_stdout_has("(run.waiting: whole calls that only wait; wait_states: ");
     run.assert_stderr_has(&format!(
         "warning: {ring} ran 3 rank(s) in MPI_COMM_WORLD, {fo} 4"
     ));
