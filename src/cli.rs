@@ -186,10 +186,11 @@ struct TraceArgs {
     /// this binary).
     #[arg(long, env = "OVERLAP_PRELOAD")]
     preload: Option<PathBuf>,
-    /// Stop the run when no MPI call completed on any rank for SECS seconds (each rank
-    /// then records the calls it is inside): exit status 124. SIGINT, SIGTERM or SIGHUP
-    /// also stop the run, merged all the same: exit status 128 + the signal.
-    #[arg(long, value_name = "SECS", value_parser = crate::supervise::parse_hang_timeout)]
+    /// Stop the run when no MPI call completed on any rank for DURATION, given with its
+    /// unit (`30s`, `500ms`); each rank then records the calls it is inside: exit status
+    /// 124. SIGINT, SIGTERM or SIGHUP also stop the run, merged all the same: exit
+    /// status 128 + the signal.
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_timeout)]
     hang_timeout: Option<Duration>,
     /// Also learn what the program does with each completed request's buffer: when it
     /// next reads or writes it, and at which line (see docs/buffers.md). Costs a few
@@ -221,10 +222,40 @@ struct MergeArgs {
 }
 
 impl Cli {
+    /// Parses the command line, or exits as clap does (status 2) with clap's message,
+    /// which for `overlap trace` given its launch command without `--` also says to add
+    /// it: clap alone says only "unexpected argument".
+    pub fn parse_args() -> Cli {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        Cli::try_parse_from(&args).unwrap_or_else(|e| with_dashes_tip(e, &args).exit())
+    }
+
     /// True for `overlap tui`, which handles the stop signals itself.
     pub fn is_tui(&self) -> bool {
         matches!(self.command, Command::Tui(_))
     }
+}
+
+/// `e` with a tip for `overlap trace` whose launch command was given without `--`
+/// (`overlap trace mpiexec -n 4 ./app`): where the command line is `trace` and clap
+/// found an argument it does not know.
+fn with_dashes_tip(mut e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let trace = args.get(1).is_some_and(|a| a == "trace");
+    let dashes = args.iter().any(|a| a == "--");
+    if !trace || dashes || e.kind() != ErrorKind::UnknownArgument {
+        return e;
+    }
+    let mut tips = match e.get(ContextKind::Suggested) {
+        Some(ContextValue::StyledStrs(t)) => t.clone(),
+        _ => Vec::new(),
+    };
+    tips.push(
+        "the launch command goes after `--`: `overlap trace [OPTIONS] -- mpiexec -n 4 ./app`"
+            .into(),
+    );
+    e.insert(ContextKind::Suggested, ContextValue::StyledStrs(tips));
+    e
 }
 
 /// Runs the parsed command line.
@@ -254,6 +285,9 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     if let Some(note) = &chosen.note {
         crate::output::sayln!("overlap: {note}");
     }
+    if let Some(note) = crate::program::without_launcher(&a.command) {
+        sayln!("overlap: note: {note}");
+    }
     let ranks_dir = ranks_dir_for(&a.out);
     // Held until the merge is written: a second run on the same --out is refused.
     let _run_dir = RunDir::claim(
@@ -267,10 +301,16 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     };
     let ending = crate::trace::run_traced(&a.command, &chosen, &ranks_dir, &options)?;
     let command = a.command.join(" ");
+    // No rank started: a program written as a path that is not there is why.
+    let missing = crate::program::no_rank_file(&ranks_dir)
+        .then(|| crate::program::missing_program(&a.command))
+        .flatten()
+        .map(|p| format!(": the program {p} does not exist (no such file here)"))
+        .unwrap_or_default();
     let failure = match &ending {
         Ending::Finished(status) if status.success() => None,
         Ending::Finished(status) => Some(Failure {
-            message: format!("`{command}` failed ({status})"),
+            message: format!("`{command}` failed ({status}){missing}"),
             code: status
                 .code()
                 .and_then(|c| u8::try_from(c).ok())
@@ -286,14 +326,18 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         .built_for
         .as_ref()
         .map_or("an MPI it does not name".to_string(), |b| b.to_string());
-    let no_trace = format!(
-        "`{command}` ({}) left no readable trace in {}: was it an MPI program of {built_for}, \
-         the MPI the preload {} was built for? (programs that start MPI only through \
-         MPI_Session_init are not traced: see docs/preload.md)",
-        ending.status(),
-        ranks_dir.display(),
-        chosen.path.display()
-    );
+    let no_trace = if missing.is_empty() {
+        format!(
+            "`{command}` ({}) left no readable trace in {}: was it an MPI program of \
+             {built_for}, the MPI the preload {} was built for? (programs that start MPI \
+             only through MPI_Session_init are not traced: see docs/preload.md)",
+            ending.status(),
+            ranks_dir.display(),
+            chosen.path.display()
+        )
+    } else {
+        format!("`{command}` ({}) left no trace{missing}", ending.status())
+    };
     let end = RunEnd {
         ranks_dir: &ranks_dir,
         out: &a.out,
@@ -326,6 +370,10 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
     let line = report_merge(&m, &a.dir, &a.out);
     outln!("{line}");
     out!("{}", m.summary.to_table());
+    let cpus = overlap_analyzer::metrics::oversubscription::Oversubscription::of(&m.info);
+    if let Some(line) = cpus.warning() {
+        outln!("{line}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

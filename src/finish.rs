@@ -106,9 +106,12 @@ pub(crate) fn report_merge(w: &Written, dir: &Path, out: &Path) -> String {
         );
     }
     let size = std::fs::metadata(out).map(|md| md.len()).unwrap_or(0);
+    // Events as `analyze` counts them (docs/metrics.md, "Events"); the file's own
+    // entries (events, flows, tracks and metadata) are another count, named apart.
+    let events: u64 = info.ranks.iter().map(|r| r.events).sum();
     format!(
-        "merged {} rank(s), {} messages ({} unmatched sends, {} unmatched receives) into {} \
-         ({} events, {:.1} KiB)",
+        "merged {} rank(s): {events} events, {} messages ({} unmatched sends, {} unmatched \
+         receives) into {} ({} trace-file entries, {:.1} KiB)",
         info.ranks.len(),
         info.messages,
         info.unmatched_sends,
@@ -240,6 +243,10 @@ impl RunEnd<'_> {
     /// section needs every rank's calls.
     pub(crate) fn summary(&self, w: &Written) -> Result<()> {
         (self.print)(format_args!("{}", w.summary.to_table()));
+        let cpus = overlap_analyzer::metrics::oversubscription::Oversubscription::of(&w.info);
+        if let Some(line) = cpus.warning() {
+            (self.print)(format_args!("{line}\n"));
+        }
         if let Some(note) = crate::trace::unrecorded_note(&w.info) {
             (self.print)(format_args!("{note}\n"));
         }

@@ -9,20 +9,13 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use overlap_analyzer::check::{self, CheckOptions, Exit};
+use overlap_analyzer::check::{self, CheckOptions, Exit, RankWork};
 use overlap_analyzer::import::Loaded;
 use overlap_analyzer::metrics::{analyze, analyze_owned, Report};
 use overlap_analyzer::output::write_atomically;
 
 use crate::cli::{load, load_trace, AnalysisArgs, BaselineArgs, CheckArgs, DiffArgs};
 use crate::output::{out, outln, sayln};
-
-/// The report of a trace loaded whole (given up to the analysis: nothing else needs it).
-fn report_of(path: &Path, analysis: &AnalysisArgs) -> Result<Report> {
-    let opts = analysis.options()?;
-    let trace = load_trace(path)?;
-    Ok(analyze_owned(trace, &opts))
-}
 
 /// A trace loaded with what could not be used (the gate judges that), and its report.
 fn loaded_report(path: &Path, analysis: &AnalysisArgs) -> Result<(Loaded, Report)> {
@@ -38,10 +31,23 @@ fn unusable(e: &anyhow::Error) -> ExitCode {
     ExitCode::from(Exit::Unusable.code())
 }
 
-/// `overlap diff`.
+/// The report of a trace and the work of its ranks (what tells like runs apart).
+fn report_and_work(path: &Path, analysis: &AnalysisArgs) -> Result<(Report, Vec<RankWork>)> {
+    let opts = analysis.options()?;
+    let trace = load_trace(path)?;
+    let work = check::work(&trace);
+    Ok((analyze_owned(trace, &opts), work))
+}
+
+/// `overlap diff`: the rows, after a warning on stderr for each way the two runs are
+/// unlike (as `check` tells a trace from its baseline).
 pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode> {
-    let ra = report_of(&a.a, &a.analysis)?;
-    let rb = report_of(&a.b, &a.analysis)?;
+    let (ra, wa) = report_and_work(&a.a, &a.analysis)?;
+    let (rb, wb) = report_and_work(&a.b, &a.analysis)?;
+    let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
+    for w in check::unlike((&na, &ra, &wa), (&nb, &rb, &wb)) {
+        sayln!("warning: {w}");
+    }
     let rows = check::diff(&ra, &rb);
     if a.json {
         outln!("{}", serde_json::to_string_pretty(&rows)?);

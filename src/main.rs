@@ -16,6 +16,7 @@ mod finish;
 mod gate;
 mod interrupt;
 mod launch;
+mod program;
 mod progress;
 mod replay_args;
 mod run;
@@ -25,12 +26,11 @@ mod suggest;
 mod supervise;
 mod trace;
 mod tui;
+mod units;
 mod whatif;
 mod which_mpi;
 
 use std::process::ExitCode;
-
-use clap::Parser;
 
 use crate::output::sayln;
 
@@ -39,7 +39,7 @@ const OUTPUT_FAILED: u8 = 2;
 
 fn main() -> ExitCode {
     ignore_file_size_signal();
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_args();
     // The terminal UI catches the stop signals itself, to give the terminal back.
     if !cli.is_tui() {
         if let Err(e) = interrupt::install() {

@@ -9,6 +9,8 @@ use overlap_analyzer::dag::{built_in_names, BuiltIn, Mode, Options as DagOptions
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::replay::{NetworkFit, Progress, UnknownNetwork};
 
+use crate::units::{parse_bandwidth, parse_bytes, parse_duration_ns};
+
 /// What gives a network the trace does not: said wherever a prediction needs one.
 pub(crate) const GIVE_NETWORK: &str = "Give the network: --model FILE (written by `overlap \
      run pingpong --model FILE` on the same machines), or --latency and --bandwidth (one of \
@@ -41,10 +43,10 @@ pub(crate) struct NetworkArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) model: Option<PathBuf>,
     /// One-way latency of the network to predict for (e.g. `2us`), over the fitted one.
-    #[arg(long, value_parser = parse_duration_ns)]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_ns)]
     pub(crate) latency: Option<f64>,
     /// Bandwidth of the network to predict for (e.g. `12.5GB/s`), over the fitted one.
-    #[arg(long, value_parser = parse_bandwidth)]
+    #[arg(long, value_name = "RATE", value_parser = parse_bandwidth)]
     pub(crate) bandwidth: Option<f64>,
     /// Largest eager message (e.g. `64KiB`); larger ones use rendezvous (default: fitted
     /// from the trace where it shows it, else 64 KiB).
@@ -143,109 +145,5 @@ impl PolicyArgs {
             policies,
             mode: Mode::Proven,
         })
-    }
-}
-
-/// Splits `text` into a number and its unit, and scales by the unit's factor.
-fn scaled(text: &str, units: &[(&str, f64)], what: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E' || c == '+'))
-        .unwrap_or(t.len());
-    let (num, unit) = (t[..split].trim(), t[split..].trim());
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("{text:?}: not a {what} (a number, then a unit)"))?;
-    let factor = units
-        .iter()
-        .find(|(u, _)| *u == unit)
-        .map(|(_, f)| *f)
-        .ok_or_else(|| {
-            let known: Vec<&str> = units
-                .iter()
-                .map(|(u, _)| *u)
-                .filter(|u| !u.is_empty())
-                .collect();
-            format!("{text:?}: unknown unit {unit:?} (use {})", known.join(", "))
-        })?;
-    let v = value * factor;
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(format!("{text:?}: must be a finite number, 0 or more"));
-    }
-    Ok(v)
-}
-
-/// A duration, in ns.
-pub(crate) fn parse_duration_ns(text: &str) -> Result<f64, String> {
-    let units = [
-        ("", 1.0),
-        ("ns", 1.0),
-        ("us", 1e3),
-        ("µs", 1e3),
-        ("ms", 1e6),
-        ("s", 1e9),
-    ];
-    scaled(text, &units, "duration")
-}
-
-/// A bandwidth, in bytes per second (more than 0).
-pub(crate) fn parse_bandwidth(text: &str) -> Result<f64, String> {
-    let units = [
-        ("B/s", 1.0),
-        ("KB/s", 1e3),
-        ("kB/s", 1e3),
-        ("MB/s", 1e6),
-        ("GB/s", 1e9),
-        ("KiB/s", 1024.0),
-        ("MiB/s", 1024.0 * 1024.0),
-        ("GiB/s", 1024.0 * 1024.0 * 1024.0),
-    ];
-    let v = scaled(text, &units, "bandwidth")?;
-    if v == 0.0 {
-        return Err(format!("{text:?}: a bandwidth must be more than 0"));
-    }
-    Ok(v)
-}
-
-/// A size, in bytes.
-pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
-    let units = [
-        ("", 1.0),
-        ("B", 1.0),
-        ("KB", 1e3),
-        ("kB", 1e3),
-        ("MB", 1e6),
-        ("KiB", 1024.0),
-        ("MiB", 1024.0 * 1024.0),
-    ];
-    let v = scaled(text, &units, "size")?;
-    if v.fract() != 0.0 || v > u64::MAX as f64 {
-        return Err(format!("{text:?}: not a whole number of bytes"));
-    }
-    Ok(v as u64)
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn units_parse_and_bad_ones_are_named() {
-        assert_eq!(parse_duration_ns("2us").unwrap(), 2000.0);
-        assert_eq!(parse_duration_ns("1.5 ms").unwrap(), 1.5e6);
-        assert_eq!(parse_duration_ns("700").unwrap(), 700.0);
-        assert_eq!(parse_bandwidth("12.5GB/s").unwrap(), 12.5e9);
-        assert_eq!(parse_bandwidth("1KiB/s").unwrap(), 1024.0);
-        assert_eq!(parse_bytes("64KiB").unwrap(), 65536);
-        assert_eq!(parse_bytes("100").unwrap(), 100);
-        let e = parse_duration_ns("2 parsecs").unwrap_err();
-        assert!(e.contains("unknown unit \"parsecs\""), "{e}");
-        assert!(parse_bandwidth("0GB/s").is_err());
-        assert!(parse_bandwidth("fast")
-            .unwrap_err()
-            .contains("not a bandwidth"));
-        assert!(parse_bytes("1.5B").is_err());
-        assert!(parse_duration_ns("-2us").is_err());
     }
 }

@@ -46,10 +46,10 @@ pub struct LaunchArgs {
     /// The overlap-kernels binary (default: next to this one, then PATH).
     #[arg(long, env = "OVERLAP_KERNELS")]
     kernels: Option<PathBuf>,
-    /// Stop the run when no MPI call completed on any rank for SECS seconds: exit
-    /// status 124. SIGINT, SIGTERM or SIGHUP also stop the run, merged all the same:
-    /// exit status 128 + the signal.
-    #[arg(long, value_name = "SECS", value_parser = crate::supervise::parse_hang_timeout)]
+    /// Stop the run when no MPI call completed on any rank for DURATION, given with its
+    /// unit (`30s`, `500ms`): exit status 124. SIGINT, SIGTERM or SIGHUP also stop the
+    /// run, merged all the same: exit status 128 + the signal.
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_timeout)]
     hang_timeout: Option<Duration>,
 }
 

@@ -22,13 +22,13 @@ use crate::cli::{load_trace, style, AnalysisArgs};
 use crate::output::{out, outln};
 use crate::replay_args::{NetworkArgs, PolicyArgs};
 
-/// Units: durations take ns, us (or µs), ms or s (`2us`, `1.5 ms`; a bare number is
-/// ns); bandwidths take B/s, KB/s, MB/s, GB/s (decimal: 1 KB = 1000 B) or KiB/s, MiB/s,
-/// GiB/s (binary); sizes take B, KB, MB, KiB, MiB (a bare number is bytes).
+/// Units ([`crate::units`]): durations and bandwidths must say theirs; sizes may be
+/// bare bytes.
 const UNITS: &str = "\
-Units: durations in ns, us (or µs), ms or s (`2us`, `1.5ms`; a bare number is ns);
-bandwidths in B/s, KB/s, MB/s, GB/s (decimal prefixes: 1 KB = 1000 B) or KiB/s, MiB/s,
-GiB/s (binary); sizes in B, KB, MB, KiB, MiB (a bare number is bytes).
+Units: durations in ns, us (or µs), ms or s (`2us`, `1.5ms`); bandwidths in B/s, KB/s,
+MB/s, GB/s (decimal prefixes: 1 KB = 1000 B) or KiB/s, MiB/s, GiB/s (binary): both must
+say their unit, a bare number is refused. Sizes in B, KB, MB, KiB, MiB (a bare number
+is bytes).
 
 Without --latency, --bandwidth or --model, the network is fitted to the trace's own
 messages. The eager limit is fitted from the trace when it shows one (sends that completed

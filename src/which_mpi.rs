@@ -240,17 +240,23 @@ fn as_file(arg: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// The MPI of the first file in `command` (after the launcher) that links one.
+/// The MPI of the first file in `command` (after the launcher) that links one; else of
+/// the command's first word, a program run without a launcher.
 pub fn program_mpi(command: &[String]) -> Option<ProgramMpi> {
-    command.iter().skip(1).find_map(|arg| {
-        let program = as_file(arg).filter(|p| is_elf(p))?;
-        linked_mpi_libraries(&program).iter().find_map(|linked| {
-            let (family, library) = linked.family()?;
-            Some(ProgramMpi {
-                family,
-                program: program.clone(),
-                library,
-            })
+    let after = command.iter().skip(1).find_map(|arg| linked_mpi(arg));
+    after.or_else(|| linked_mpi(command.first()?))
+}
+
+/// The MPI `arg` links, when it names an ELF file (a path, or a name found in `PATH`)
+/// that links one.
+pub fn linked_mpi(arg: &str) -> Option<ProgramMpi> {
+    let program = as_file(arg).filter(|p| is_elf(p))?;
+    linked_mpi_libraries(&program).iter().find_map(|linked| {
+        let (family, library) = linked.family()?;
+        Some(ProgramMpi {
+            family,
+            program: program.clone(),
+            library,
         })
     })
 }

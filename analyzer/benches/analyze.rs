@@ -382,6 +382,7 @@ fn write_merged(path: &Path, iterations: u64) -> std::io::Result<u64> {
                 final_error_ns: Some(0),
                 drift_ppb: Some(0.0),
                 code_maps: None,
+                program_objects: None,
                 cpu_affinity: None,
                 online_cpus: None,
                 in_flight: None,

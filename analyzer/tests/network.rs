@@ -382,7 +382,9 @@ fn waits_the_scheduler_made_are_counted_apart() {
     );
     let text = overlap_analyzer::report::render(&crowded, Default::default());
     assert!(
-        text.contains("oversubscribed: 2 ranks on 1 CPU(s) of host vm"),
+        text.contains(
+            "oversubscribed: 2 ranks ran on 1 CPU(s) of host vm (2×): waits include time-sharing"
+        ),
         "{text}"
     );
     assert!(

@@ -213,7 +213,7 @@ fn a_run_whose_ranks_all_stalled_is_stopped_as_hung() {
     let mut child = start_trace(
         dir.path(),
         &out,
-        &["--hang-timeout", "0.3"],
+        &["--hang-timeout", "0.3s"],
         &["sh", script_arg],
     );
     let status = wait_for(&mut child, Duration::from_secs(60), dir.path());
@@ -250,7 +250,7 @@ fn a_reused_trace_directory_loses_only_the_old_rank_files_and_markers() {
     let mut child = start_trace(
         dir.path(),
         &out,
-        &["--hang-timeout", "0.1"],
+        &["--hang-timeout", "100ms"],
         &["sh", "-c", "sleep 1"],
     );
     let status = wait_for(&mut child, Duration::from_secs(60), dir.path());
@@ -280,7 +280,7 @@ fn a_deadlocked_run_is_stopped_as_hung() {
     let mut child = start_trace(
         dir.path(),
         &out,
-        &["--hang-timeout", "1"],
+        &["--hang-timeout", "1s"],
         &["mpiexec", "-n", "2", arg],
     );
     let status = wait_for(&mut child, Duration::from_secs(120), dir.path());

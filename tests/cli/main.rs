@@ -5,6 +5,7 @@ mod analyze;
 mod buffers;
 mod callpath;
 mod confirm;
+mod context;
 mod crash;
 mod f08;
 mod failures;

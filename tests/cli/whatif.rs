@@ -95,6 +95,26 @@ fn bad_units_and_model_files_are_refused_by_name() {
     let run = overlap(&["whatif", "t.json", "--bandwidth", "0GB/s"]);
     assert!(!run.success());
     run.assert_stderr_has("must be more than 0");
+    // A bare number is no duration: refused, naming the units (it was taken as ns),
+    // as a bare bandwidth is; the exit code is clap's for a bad argument.
+    let run = overlap(&["whatif", "t.json", "--latency", "2"]);
+    assert_eq!(run.output.status.code(), Some(2), "{}", run.describe());
+    run.assert_stderr_has("a duration needs its unit, one of ns, us, µs, ms, s (e.g. 2us)");
+    let run = overlap(&["suggest", "t.json", "--bandwidth", "12.5"]);
+    assert_eq!(run.output.status.code(), Some(2), "{}", run.describe());
+    run.assert_stderr_has("a bandwidth needs its unit, one of B/s");
+    let run = overlap(&[
+        "trace",
+        "--hang-timeout",
+        "30",
+        "--",
+        "mpiexec",
+        "-n",
+        "1",
+        "true",
+    ]);
+    assert_eq!(run.output.status.code(), Some(2), "{}", run.describe());
+    run.assert_stderr_has("(e.g. 30s)");
 
     let out = dir.path().join("fo.json");
     let run = run_false_overlap(2, "fixed", 2, &out, &[]);

@@ -121,6 +121,26 @@ fn profile() {
     insta::assert_snapshot!("profile_sites_by_calls", draw(&mut app, 140, 36).backend());
 }
 
+/// The demo's four ranks held to one CPU (their recorded affinity set by hand): the
+/// Summary says they time-shared it, under its first line.
+#[test]
+fn the_summary_says_ranks_sharing_cpus() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/false-overlap-fixed.json");
+    let mut trace = overlap_analyzer::import::load(&path, &mut |_, _| {})
+        .expect("the demo trace reads")
+        .trace;
+    for r in &mut trace.info.ranks {
+        r.cpu_affinity = Some("0".into());
+    }
+    let mut app = App::new(vec![Run::new("shared".into(), trace, &Default::default())]);
+    keys(&mut app, "4");
+    let text = format!("{}", draw(&mut app, 200, 30).backend());
+    assert!(
+        text.contains("oversubscribed: 4 ranks ran on 1 CPU(s) of host vm (4×): waits include"),
+        "{text}"
+    );
+}
+
 #[test]
 fn compare_and_help() {
     let mut app = App::new(vec![demo("naive"), demo("fixed")]);

@@ -174,6 +174,11 @@ pub fn diff_table(rows: &[DiffRow], a_name: &str, b_name: &str) -> String {
             number(r.delta, r.unit, true)
         );
     }
+    let _ = writeln!(
+        o,
+        "(run.waiting: whole calls that only wait; wait_states: the time any call spent on a \
+         late partner)"
+    );
     o
 }
 

@@ -13,6 +13,7 @@ pub mod compare;
 pub mod diff;
 pub mod metrics;
 pub mod render;
+mod unlike;
 pub mod usable;
 
 use std::collections::BTreeMap;
@@ -26,7 +27,8 @@ pub use compare::{check, CheckOptions, Comparison, Exit, Outcome, Scale, Verdict
 pub use diff::{diff, diff_table, DiffRow};
 pub use metrics::{gate_metrics, Better, Gate, Metric, Unit};
 pub use render::{comparison_table, junit, junit_error};
-pub use usable::{Problem, RankWork};
+pub use unlike::unlike;
+pub use usable::{work, Problem, RankWork};
 
 use crate::import::Loaded;
 use crate::metrics::Report;
@@ -48,6 +50,7 @@ pub const DEFAULT_TOLERANCE_PCT: f64 = 5.0;
 /// baseline nor compared.
 const RUN_ONLY_PARAMS: &[&str] = &[
     "code_maps",
+    overlap_format::schema::PROGRAM_OBJECTS_PARAM,
     overlap_format::schema::CPU_AFFINITY_PARAM,
     overlap_format::schema::ONLINE_CPUS_PARAM,
 ];

@@ -304,6 +304,18 @@ const GPU_RUNTIMES: [&str; 7] = [
     "libOpenCL.so",
 ];
 
+/// Who loaded a GPU runtime, as far as the trace says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Loader {
+    /// The program itself: its executable, a library it needs, or one it opened before
+    /// `MPI_Init` (the rank's `program_objects`).
+    Program,
+    /// Not told: a trace recorded before the preload listed the program's own files,
+    /// which lists only what the process had mapped (its MPI's components included).
+    Unknown,
+}
+
 /// A GPU runtime loaded by a rank whose GPU work was not recorded.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct UnrecordedRuntime {
@@ -311,28 +323,63 @@ pub struct UnrecordedRuntime {
     pub rank: u32,
     /// The library's file name (`libcudart.so.12`).
     pub library: String,
+    /// Who loaded it.
+    pub by: Loader,
 }
 
-/// A GPU runtime a rank had loaded though no rank recorded GPU work (the preload records
-/// MPI only): the rank and the library's file name. Found in the executable mappings the
-/// preload lists in each rank's header (`code_maps`).
+impl UnrecordedRuntime {
+    /// What the reports say of it, one line.
+    pub fn said(&self) -> String {
+        let (rank, library) = (self.rank, &self.library);
+        let who = match self.by {
+            Loader::Program => format!("rank {rank}'s program loads {library} itself"),
+            Loader::Unknown => format!(
+                "rank {rank} loaded {library} (by the program or by its MPI: a trace this old \
+                 does not say which)"
+            ),
+        };
+        format!(
+            "GPU work not recorded: {who}, but the trace holds no copy or kernel (the preload \
+             records MPI only): the GPU verdicts are unknown"
+        )
+    }
+}
+
+/// The first of `files` (paths, one a line) that is a GPU runtime: its file name.
+fn gpu_runtime_in(files: &str) -> Option<String> {
+    files.lines().find_map(|line| {
+        let file = line.rsplit('/').next()?;
+        GPU_RUNTIMES
+            .iter()
+            .any(|lib| file.starts_with(lib))
+            .then(|| file.to_string())
+    })
+}
+
+/// A GPU runtime a rank's program loaded though no rank recorded GPU work (the preload
+/// records MPI only): the rank and the library's file name. Found in the files the
+/// program itself loaded (`program_objects`, which leaves out what MPI loaded: MPICH's
+/// hwloc opens `libOpenCL.so` in every MPI program); in a trace without that list, in
+/// every executable mapping of the process (`code_maps`), which cannot tell who loaded it.
 pub fn unrecorded_runtime(trace: &Trace) -> Option<UnrecordedRuntime> {
     if trace.ranks.iter().any(|t| !t.gpu.is_empty()) {
         return None;
     }
-    trace.info.ranks.iter().find_map(|r| {
-        let maps = r.code_maps.as_deref()?;
-        maps.lines().find_map(|line| {
-            let file = line.rsplit('/').next()?;
-            GPU_RUNTIMES
-                .iter()
-                .any(|lib| file.starts_with(lib))
-                .then(|| UnrecordedRuntime {
-                    rank: r.rank,
-                    library: file.to_string(),
-                })
+    let found = |by: Loader| {
+        trace.info.ranks.iter().find_map(|r| {
+            let files = match by {
+                Loader::Program => r.program_objects.as_deref()?,
+                Loader::Unknown if r.program_objects.is_none() => r.code_maps.as_deref()?,
+                Loader::Unknown => return None,
+            };
+            gpu_runtime_in(files).map(|library| UnrecordedRuntime {
+                rank: r.rank,
+                library,
+                by,
+            })
         })
-    })
+    };
+    found(Loader::Program).or_else(|| found(Loader::Unknown))
 }
 
 /// Means, maxima and the worst complete chains.

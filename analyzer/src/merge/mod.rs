@@ -41,6 +41,7 @@ use std::path::{Path, PathBuf};
 use overlap_format::schema::{
     Event, GpuEvent, InFlightDump, IncompleteRank, MergedInfo, Nanos, ParamValue, PeersOutOfRange,
     RankClock, CPU_AFFINITY_PARAM, FORMAT_NAME, FORMAT_VERSION, ONLINE_CPUS_PARAM,
+    PROGRAM_OBJECTS_PARAM,
 };
 
 pub(crate) use clocks::{ClockPlan, RankAlign};
@@ -314,6 +315,10 @@ impl ClockPlan {
                         drift_ppb,
                         code_maps: match t.header.params.get("code_maps") {
                             Some(ParamValue::Text(maps)) => Some(maps.clone()),
+                            _ => None,
+                        },
+                        program_objects: match t.header.params.get(PROGRAM_OBJECTS_PARAM) {
+                            Some(ParamValue::Text(files)) => Some(files.clone()),
                             _ => None,
                         },
                         cpu_affinity: match t.header.params.get(CPU_AFFINITY_PARAM) {

@@ -21,7 +21,7 @@ use overlap_format::schema::{parse_cpu_list, MergedInfo};
 use serde::Serialize;
 
 /// The ranks of one host and the CPUs they could run on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct HostCpus {
     /// The host.
     pub host: String,
@@ -33,10 +33,52 @@ pub struct HostCpus {
     pub online: Option<u32>,
     /// More ranks than CPUs; none when unknown.
     pub oversubscribed: Option<bool>,
+    /// Ranks per CPU of the union (2.0: each CPU time-shared by two ranks, on average);
+    /// none when unknown.
+    pub ranks_per_cpu: Option<f64>,
+}
+
+impl HostCpus {
+    /// `4 ranks ran on 2 CPUs of host vm (2×)`.
+    fn said(&self) -> String {
+        let cpus = self
+            .cpus
+            .map_or_else(|| "an unknown number of".to_string(), |c| c.to_string());
+        let times = self
+            .ranks_per_cpu
+            .map_or(String::new(), |f| format!(" ({}×)", times(f)));
+        format!(
+            "{} ranks ran on {cpus} CPU(s) of host {}{times}",
+            self.ranks.len(),
+            self.host
+        )
+    }
+}
+
+/// A ratio as the text says it: `2`, `1.5`, `1.33`.
+fn times(f: f64) -> String {
+    let s = format!("{f:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Hosts listed by name in a line; more are counted.
+const HOSTS_LISTED: usize = 3;
+
+/// `a, b and c`, or the first [`HOSTS_LISTED`] and how many more.
+fn listed(items: Vec<String>) -> String {
+    let more = items.len().saturating_sub(HOSTS_LISTED);
+    let mut shown: Vec<String> = items.into_iter().take(HOSTS_LISTED).collect();
+    if more > 0 {
+        shown.push(format!("{more} more host(s)"));
+    }
+    match shown.len() {
+        0 | 1 => shown.concat(),
+        n => format!("{} and {}", shown[..n - 1].join(", "), shown[n - 1]),
+    }
 }
 
 /// Whether the run had more ranks than CPUs on a host.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Oversubscription {
     /// True when some host had more ranks than CPUs; false when no host had; none when
     /// unknown (a rank did not record its CPUs, and no known host was).
@@ -92,6 +134,9 @@ impl Oversubscription {
                     HostCpus {
                         host: host.to_string(),
                         oversubscribed: cpus.map(|c| ranks.len() as u32 > c),
+                        ranks_per_cpu: cpus
+                            .filter(|c| *c > 0)
+                            .map(|c| ranks.len() as f64 / f64::from(c)),
                         ranks,
                         cpus,
                         online,
@@ -129,8 +174,9 @@ impl Oversubscription {
             .flat_map(|h| h.ranks.iter().copied())
     }
 
-    /// What a reader of a prediction must hear, one line: the hosts with more ranks
-    /// than CPUs, or that it is unknown; none when no host had.
+    /// What a reader of a report or a prediction must hear, one line: the hosts with
+    /// more ranks than CPUs, and that their waits include time-sharing; or that whether
+    /// they had is unknown; none when no host had.
     pub fn warning(&self) -> Option<String> {
         match self.oversubscribed {
             Some(false) => None,
@@ -139,27 +185,50 @@ impl Oversubscription {
                     .hosts
                     .iter()
                     .filter(|h| h.oversubscribed == Some(true))
-                    .map(|h| {
-                        format!(
-                            "{} ranks on {} CPU(s) of host {}",
-                            h.ranks.len(),
-                            h.cpus.unwrap_or(0),
-                            h.host
-                        )
-                    })
+                    .map(HostCpus::said)
                     .collect();
                 Some(format!(
-                    "oversubscribed: {}: the replay cannot model the scheduler; predictions \
+                    "oversubscribed: {}: waits include time-sharing (a rank descheduled while \
+                     its partners wait for it), which the replay cannot model: predictions \
                      are not confirmable",
-                    hosts.join(", ")
+                    listed(hosts)
                 ))
             }
-            None => Some(
-                "CPUs per rank not recorded (a trace before format 8): whether ranks shared \
-                 CPUs, which the replay cannot model, is unknown"
-                    .to_string(),
-            ),
+            None => Some(format!(
+                "CPUs per rank unknown: {}: whether ranks time-shared CPUs (their waits would \
+                 then include it) cannot be told",
+                self.unknown_why()
+            )),
         }
+    }
+
+    /// One line whatever the run: [`Self::warning`], or that every rank had a CPU.
+    pub fn summary(&self) -> String {
+        self.warning().unwrap_or_else(|| {
+            let ranks: usize = self.hosts.iter().map(|h| h.ranks.len()).sum();
+            let place = match self.hosts.as_slice() {
+                [one] => one.said(),
+                many => format!("{ranks} ranks on {} hosts", many.len()),
+            };
+            format!("not oversubscribed: a CPU for every rank ({place})")
+        })
+    }
+
+    /// Why the CPUs per rank are unknown: the hosts whose ranks did not record them.
+    fn unknown_why(&self) -> String {
+        if self.hosts.is_empty() {
+            return "no rank in the trace".to_string();
+        }
+        let hosts: Vec<String> = self
+            .hosts
+            .iter()
+            .filter(|h| h.oversubscribed.is_none())
+            .map(|h| format!("host {}", h.host))
+            .collect();
+        format!(
+            "not recorded by the ranks of {} (a trace before format 8)",
+            listed(hosts)
+        )
     }
 }
 
@@ -180,6 +249,7 @@ mod tests {
             final_error_ns: None,
             drift_ppb: None,
             code_maps: None,
+            program_objects: None,
             cpu_affinity: cpus.map(str::to_string),
             online_cpus: cpus.map(|_| 2),
             source_sites: Vec::new(),
@@ -215,12 +285,21 @@ mod tests {
         assert_eq!(o.ranks().count(), 4);
         let w = o.warning().expect("a warning");
         assert!(
-            w.starts_with("oversubscribed: 4 ranks on 2 CPU(s) of host vm: the replay cannot"),
+            w.starts_with(
+                "oversubscribed: 4 ranks ran on 2 CPU(s) of host vm (2×): waits include \
+                 time-sharing"
+            ),
             "{w}"
         );
+        assert_eq!(o.hosts[0].ranks_per_cpu, Some(2.0));
+        assert_eq!(o.summary(), w);
         let bound = vec![rank(0, "a", Some("0")), rank(1, "a", Some("1"))];
         let o = Oversubscription::of(&info(bound.clone()));
         assert_eq!((o.oversubscribed, o.warning()), (Some(false), None));
+        assert_eq!(
+            o.summary(),
+            "not oversubscribed: a CPU for every rank (2 ranks ran on 2 CPU(s) of host a (1×))"
+        );
         let mut unknown = bound;
         unknown.push(rank(2, "b", None));
         let o = Oversubscription::of(&info(unknown.clone()));
@@ -228,7 +307,13 @@ mod tests {
             (o.oversubscribed, o.of_rank(2), o.of_rank(0)),
             (None, None, Some(false))
         );
-        assert!(o.warning().expect("a warning").contains("unknown"));
+        assert_eq!(
+            o.warning().expect("a warning"),
+            "CPUs per rank unknown: not recorded by the ranks of host b (a trace before \
+             format 8): whether ranks time-shared CPUs (their waits would then include it) \
+             cannot be told"
+        );
+        assert_eq!(o.hosts[1].ranks_per_cpu, None, "never 0");
         // An oversubscribed host decides the run, whatever another does not say.
         unknown.extend(vm.into_iter().map(|mut r| {
             r.rank += 10;
@@ -237,6 +322,38 @@ mod tests {
         assert_eq!(
             Oversubscription::of(&info(unknown)).oversubscribed,
             Some(true)
+        );
+    }
+
+    /// Three ranks on two CPUs is 1.5×; past three hosts the line counts the rest.
+    #[test]
+    fn hosts_are_said_with_their_ratio_and_many_are_counted() {
+        let mut ranks = Vec::new();
+        for (h, host) in ["a", "b", "c", "d", "e"].iter().enumerate() {
+            for r in 0..3 {
+                ranks.push(rank(h as u32 * 3 + r, host, Some("0-1")));
+            }
+        }
+        let o = Oversubscription::of(&info(ranks));
+        let w = o.warning().expect("a warning");
+        assert!(
+            w.starts_with(
+                "oversubscribed: 3 ranks ran on 2 CPU(s) of host a (1.5×), 3 ranks ran on 2 \
+                 CPU(s) of host b (1.5×), 3 ranks ran on 2 CPU(s) of host c (1.5×) and 2 more \
+                 host(s): "
+            ),
+            "{w}"
+        );
+        assert_eq!(
+            (times(4.0 / 3.0), times(2.0), times(0.5)),
+            ("1.33".into(), "2".into(), "0.5".into())
+        );
+        let apart: Vec<RankClock> = (0..4)
+            .map(|r| rank(r, &format!("n{r}"), Some("0")))
+            .collect();
+        assert_eq!(
+            Oversubscription::of(&info(apart)).summary(),
+            "not oversubscribed: a CPU for every rank (4 ranks on 4 hosts)"
         );
     }
 }

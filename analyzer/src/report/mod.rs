@@ -72,6 +72,13 @@ fn provenance(params: &std::collections::BTreeMap<String, ParamValue>) -> Option
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
+/// Why the table's *waiting* and *wait st.* differ, said under it (docs/metrics.md,
+/// sections 2 and 3): two measures of waiting, neither part of the other.
+pub const WAITING_VS_WAIT_STATES: [&str; 2] = [
+    "waiting: whole calls of the kinds that only wait (Wait, Test, blocking Send/Recv, Barrier);",
+    "wait st.: the time any call, collectives included, spent on a late partner (Wait states)",
+];
+
 /// Renders the report.
 pub fn render(r: &Report, style: Style) -> String {
     let mut o = String::new();
@@ -151,12 +158,7 @@ pub fn render(r: &Report, style: Style) -> String {
         );
     }
     if let Some(g) = &run.gpu_unrecorded {
-        let _ = writeln!(
-            o,
-            "  GPU work not recorded: rank {} loaded {}, but the trace holds no copy or kernel \
-             (the preload records MPI only): the GPU verdicts are unknown",
-            g.rank, g.library
-        );
+        let _ = writeln!(o, "  {}", g.said());
     }
     for u in &run.unseen_requests {
         let _ = writeln!(o, "  {}", style.bold(&format!("warning: {u}")));
@@ -201,6 +203,9 @@ pub fn render(r: &Report, style: Style) -> String {
             duration(ws),
             if b.complete { "" } else { "  cut short" }
         );
+    }
+    for line in WAITING_VS_WAIT_STATES {
+        let _ = writeln!(o, "  {line}");
     }
 
     // Wait states.

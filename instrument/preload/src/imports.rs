@@ -195,7 +195,7 @@ fn objects() -> Vec<PathBuf> {
 
 /// MPI's own libraries (MPICH: libmpi, libmpich, libmpifort...; Open MPI: libmpi,
 /// libmpi_mpifh, libopen-pal...) and the preload.
-fn is_mpi_own(path: &Path) -> bool {
+pub(crate) fn is_mpi_own(path: &Path) -> bool {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     [
         "libmpi",
@@ -238,7 +238,7 @@ fn mpi_name(symbol: &str) -> Option<String> {
 }
 
 /// Tables larger than this are not read (no real `.dynsym` comes near).
-const MAX_TABLE: u64 = 64 << 20;
+pub(crate) const MAX_TABLE: u64 = 64 << 20;
 
 /// The names of the undefined symbols of a 64-bit little-endian ELF file's dynamic
 /// symbol table but its data (the functions it imports), read from its section headers;
@@ -297,23 +297,23 @@ pub(crate) fn undefined_dynamic_symbols(path: &Path) -> Option<Vec<String>> {
     Some(out)
 }
 
-fn read(f: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
+pub(crate) fn read(f: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
     let mut buf = vec![0u8; usize::try_from(len).ok()?];
     f.read_exact_at(&mut buf, offset).ok()?;
     Some(buf)
 }
 
-fn u16_at(b: &[u8], at: usize) -> u16 {
+pub(crate) fn u16_at(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
+pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {
     let mut x = [0u8; 4];
     x.copy_from_slice(&b[at..at + 4]);
     u32::from_le_bytes(x)
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     let mut x = [0u8; 8];
     x.copy_from_slice(&b[at..at + 8]);
     u64::from_le_bytes(x)

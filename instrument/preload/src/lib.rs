@@ -46,6 +46,8 @@ mod handles;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod imports;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod loaded;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod pmpi;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod python;

@@ -26,7 +26,7 @@ use overlap_instrument::recorder::{
 use overlap_instrument::schema::{
     rank_file_name, ClockSync, Completion, Header, Op, ParamValue, Params, RequestId, Started,
     SyncPhase, FORMAT_NAME, FORMAT_VERSION, LAUNCHER_PARAM, MPI_BINDINGS_PARAM, MPI_LIBRARY_PARAM,
-    PRELOAD_BUILT_FOR_PARAM, UNCOUNTED_CALLS_PARAM, UNRECORDED_CALLS_PARAM,
+    PRELOAD_BUILT_FOR_PARAM, PROGRAM_OBJECTS_PARAM, UNCOUNTED_CALLS_PARAM, UNRECORDED_CALLS_PARAM,
 };
 
 use crate::calls::Timed;
@@ -186,6 +186,8 @@ pub(crate) struct InitCall {
     /// SIGUSR1 was at its default disposition before `PMPI_Init` (see
     /// [`overlap_instrument::recorder::install_dump_handler`]).
     pub(crate) sigusr1_default: bool,
+    /// The files mapped when `MPI_Init` was entered ([`crate::loaded::mapped_now`]).
+    pub(crate) mapped_before: Vec<std::path::PathBuf>,
 }
 
 /// Sets up the recording after a successful `MPI_Init`. Collective over the world.
@@ -211,7 +213,7 @@ pub(crate) fn start(init: InitCall) {
         epoch_ns: init.epoch_ns,
         clock_domain: clock_domain(),
         program: program_name(),
-        params: params(init.thread_level),
+        params: params(init.thread_level, &init.mapped_before),
         run_id,
         start_unix_ns: init.start_unix_ns,
     };
@@ -417,7 +419,7 @@ fn program_name() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn params(thread_level: Option<c_int>) -> Params {
+fn params(thread_level: Option<c_int>, mapped_before: &[std::path::PathBuf]) -> Params {
     let mut p = Params::new();
     p.insert("command".into(), ParamValue::Text(command_line().join(" ")));
     p.insert(
@@ -438,6 +440,10 @@ fn params(thread_level: Option<c_int>) -> Params {
         p.insert("thread_level".into(), ParamValue::Int(i64::from(level)));
     }
     p.insert("code_maps".into(), ParamValue::Text(code_maps()));
+    p.insert(
+        PROGRAM_OBJECTS_PARAM.into(),
+        ParamValue::Text(crate::loaded::program_objects_param(mapped_before)),
+    );
     // No MPI import found (an MPI linked statically, or opened with dlopen): which
     // calls and bindings the program uses is unknown, not "none": both are left out.
     if let Some(imports) = crate::imports::scan() {

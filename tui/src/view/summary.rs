@@ -43,6 +43,14 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         ),
         bold(),
     )];
+    let cpus = &r.run.oversubscription;
+    lines.push(Line::styled(
+        clean(&cpus.summary()).into_owned(),
+        match cpus.oversubscribed {
+            Some(false) => Style::new(),
+            _ => Style::new().fg(Color::Yellow),
+        },
+    ));
     lines.push(Line::raw(""));
     lines.push(Line::from(vec![
         Span::styled("Time per rank   ", bold()),
@@ -53,6 +61,10 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         Span::styled("░", glyph(Activity::Waiting).1),
         Span::raw(" waiting"),
     ]));
+    lines.push(Line::raw(
+        "(waiting: whole calls that only wait, Wait, Test, blocking Send/Recv, Barrier; \
+         the Waits tab lists wait states: the time any call spent on a late partner)",
+    ));
     for b in &r.ranks {
         let wall = b.wall_ns.max(1) as f64;
         let useful = b.useful_ns as f64 / wall;
@@ -153,11 +165,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     if let Some(g) = &r.run.gpu_unrecorded {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
-            format!(
-                "GPU work not recorded: rank {} loaded {}; the GPU verdicts are unknown",
-                g.rank,
-                clean(&g.library)
-            ),
+            clean(&g.said()).into_owned(),
             Style::new().fg(Color::Yellow),
         ));
     }

@@ -250,6 +250,13 @@ pub fn stream_track_name(device: u32, stream: u32) -> String {
     format!("GPU {device} stream {stream}")
 }
 
+/// Header parameter: the files the program itself loaded, one absolute path a line (the
+/// preload writes it at `MPI_Init`): its executable, the libraries it needs and those it
+/// opened before `MPI_Init`, but MPI's own libraries and what only they need or open.
+/// What tells a GPU runtime the program uses from one its MPI loaded (docs/gpu.md,
+/// "GPU work not recorded").
+pub const PROGRAM_OBJECTS_PARAM: &str = "program_objects";
+
 /// Header parameter naming the GPU backend a run used ([`CUDA`] or [`HOST_EMULATED`]).
 pub const GPU_BACKEND_PARAM: &str = "backend";
 

@@ -102,6 +102,10 @@ pub struct RankClock {
     /// own rank's maps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_maps: Option<String>,
+    /// The files the program itself loaded, one path a line, when its recorder said
+    /// (the header's [`super::PROGRAM_OBJECTS_PARAM`]; the preload does since issue 42).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program_objects: Option<String>,
     /// The CPUs the rank's affinity allowed, as a CPU list (`0-3,8`), when its recorder
     /// said (its header's `cpu_affinity` param; recorders before version 8 did not).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -32,7 +32,7 @@ pub use buffers::{Binding, Bindings, BufferUse, SpanBuffers, Unbound};
 pub use cpus::{cpu_list, parse_cpu_list, CPU_AFFINITY_PARAM, ONLINE_CPUS_PARAM};
 pub use gpu::{
     stream_of_tid, stream_tid, stream_track_name, GpuArgs, GpuEvent, GpuOp, ALL_STREAMS, CUDA,
-    GPU_BACKEND_PARAM, GPU_TID_BASE, HOST_EMULATED, STREAMS_PER_DEVICE,
+    GPU_BACKEND_PARAM, GPU_TID_BASE, HOST_EMULATED, PROGRAM_OBJECTS_PARAM, STREAMS_PER_DEVICE,
 };
 pub use ids::{CommId, Nanos, Rank, RequestId, Tag};
 pub use inflight::{DumpReason, InFlightCall, InFlightDump};

@@ -32,6 +32,8 @@ fn init_with(
     let timebase = Timebase::new(ClockSource::Auto, epoch_ns);
     let start = timebase.stamp();
     let sigusr1_default = overlap_instrument::recorder::sigusr1_is_default();
+    // Read before MPI starts: what it opens while starting is its own (crate::loaded).
+    let mapped_before = crate::loaded::mapped_now();
     let rc = forward();
     if rc == 0 {
         guarded(|| {
@@ -44,6 +46,7 @@ fn init_with(
                 start,
                 thread_level: provided(),
                 sigusr1_default,
+                mapped_before,
             })
         });
     }
