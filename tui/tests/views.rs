@@ -351,3 +351,30 @@ fn the_summary_shows_the_gpu_findings() {
     assert!(gpu_rows.iter().all(|l| l.contains('≡')), "{text}");
     assert!(text.contains("≡ GPU copy"), "{text}");
 }
+
+/// At 80x24 the Summary wraps its long lines; scrolled to the end, its last line shows.
+#[test]
+fn the_summary_scrolls_to_its_last_wrapped_line() {
+    let mut app = App::new(vec![demo("fixed")]);
+    keys(&mut app, "4");
+    draw(&mut app, 80, 24);
+    keys(&mut app, &"j".repeat(60));
+    let text = format!("{}", draw(&mut app, 80, 24).backend());
+    let wide = format!("{}", draw(&mut app, 200, 60).backend());
+    // The last non-empty line of the whole Summary, as the wide terminal shows it.
+    let last = wide
+        .lines()
+        .filter(|l| l.starts_with("\"│") && l.trim_matches(['"', '│', ' ']).len() > 3)
+        .last()
+        .map(|l| l.trim_matches(['"', '│', ' ']).to_string())
+        .unwrap_or_default();
+    let tail: String = last
+        .chars()
+        .rev()
+        .take(12)
+        .collect::<String>()
+        .chars()
+        .rev()
+        .collect();
+    assert!(text.contains(tail.trim()), "{tail:?} in\n{text}");
+}

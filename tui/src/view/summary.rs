@@ -169,7 +169,11 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
             Style::new().fg(Color::Yellow),
         ));
     }
-    let max_scroll = (lines.len() as u16).saturating_sub(area.height.saturating_sub(2));
+    // The panel wraps: count the rows the lines take at this width.
+    let inner = usize::from(area.width.saturating_sub(2).max(1));
+    let rows: usize = lines.iter().map(|l| l.width().div_ceil(inner).max(1)).sum();
+    let rows = u16::try_from(rows).unwrap_or(u16::MAX);
+    let max_scroll = rows.saturating_sub(area.height.saturating_sub(2));
     app.summary_scroll = app.summary_scroll.min(max_scroll);
     let para = panel(" Summary ", lines).scroll((app.summary_scroll, 0));
     frame.render_widget(para, area);
