@@ -364,8 +364,7 @@ fn the_summary_scrolls_to_its_last_wrapped_line() {
     // The last non-empty line of the whole Summary, as the wide terminal shows it.
     let last = wide
         .lines()
-        .filter(|l| l.starts_with("\"│") && l.trim_matches(['"', '│', ' ']).len() > 3)
-        .last()
+        .rfind(|l| l.starts_with("\"│") && l.trim_matches(['"', '│', ' ']).len() > 3)
         .map(|l| l.trim_matches(['"', '│', ' ']).to_string())
         .unwrap_or_default();
     let tail: String = last
