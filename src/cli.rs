@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::import::Loaded;
 use overlap_analyzer::metrics::{analyze as analyze_trace, analyze_owned, Options};
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::report::{render, render_profile, Style};
+use overlap_analyzer::report::{render, render_profile, render_summary, Style};
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
@@ -137,6 +137,10 @@ struct AnalyzeArgs {
     /// Record the analyzer's own phases as a Chrome trace (open it in Perfetto).
     #[arg(long, value_name = "FILE")]
     self_trace: Option<PathBuf>,
+    /// Print every section of the report (default: the report on one screen, the run,
+    /// time per rank, the largest findings and the sites that lost the most).
+    #[arg(long)]
+    full: bool,
     /// Add the profile to the text report: time per MPI function and per call site
     /// (mpiP's columns), the communication matrix, message sizes and the phases, each
     /// table cut to ROWS rows (default 10; `--json` always has the profile whole).
@@ -439,7 +443,11 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         if a.json {
             outln!("{}", serde_json::to_string_pretty(&report)?);
         } else {
-            out!("{}", render(&report, style()));
+            if a.full {
+                out!("{}", render(&report, style()));
+            } else {
+                out!("{}", render_summary(&report, style()));
+            }
             if let Some(rows) = a.profile {
                 out!("{}", render_profile(&report.profile, style(), rows));
             }

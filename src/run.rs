@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use overlap_analyzer::metrics::{analyze_owned, Options};
-use overlap_analyzer::report::render;
+use overlap_analyzer::report::{render, render_summary};
 use overlap_kernels::args::Kernels;
 
 use crate::cli::{ranks_dir_for, style};
@@ -51,6 +51,10 @@ pub struct LaunchArgs {
     /// run, merged all the same: exit status 128 + the signal.
     #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_timeout)]
     hang_timeout: Option<Duration>,
+    /// After the run, print the whole report, every section (default: the report on
+    /// one screen; `overlap analyze --full` prints it later).
+    #[arg(long)]
+    full: bool,
 }
 
 /// The directory of the default output, relative to where `overlap run` runs.
@@ -147,7 +151,11 @@ fn run_kernel(
             let trace = load_run(&ranks_dir, out)?;
             let report = analyze_owned(trace, &Options::default());
             outln!();
-            out!("{}", render(&report, style()));
+            if l.full {
+                out!("{}", render(&report, style()));
+            } else {
+                out!("{}", render_summary(&report, style()));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Err(code) => Ok(code),

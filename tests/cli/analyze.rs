@@ -179,7 +179,13 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
         assert_eq!(r1["false_overlap"][key], rn["false_overlap"][key], "{key}");
     }
     assert_eq!(r1["by_site"], rn["by_site"]);
-    let text = overlap(&["analyze", naive.to_str().unwrap(), "--findings", "1"]);
+    let text = overlap(&[
+        "analyze",
+        naive.to_str().unwrap(),
+        "--findings",
+        "1",
+        "--full",
+    ]);
     assert!(text.success(), "{}", text.describe());
     text.assert_stdout_has(&format!(
         "False overlap: {} wait(s) lost",
@@ -190,6 +196,28 @@ fn analyze_finds_false_overlap_in_naive_only_and_the_gate_catches_it() {
         "... and {} more: --json lists the worst 1 of {count} (--findings)",
         count - 1
     ));
+
+    // By default the report fits one screen: the run, time per rank, the largest
+    // findings with their lines, the sites that lost the most, and what else there is.
+    let summary = overlap(&["analyze", naive.to_str().unwrap()]);
+    assert!(summary.success(), "{}", summary.describe());
+    let lines = summary.stdout().lines().count();
+    assert!(lines <= 40, "{lines} lines:\n{}", summary.stdout());
+    for want in [
+        "Time per rank",
+        "wait states:",
+        "POP: parallel efficiency",
+        "kernels/src/false_overlap.rs:",
+        "Call sites that lost the most",
+        "more: --full",
+    ] {
+        summary.assert_stdout_has(want);
+    }
+    let full = overlap(&["analyze", naive.to_str().unwrap(), "--full"]);
+    for want in ["POP efficiencies", "Requests:", "clock:"] {
+        full.assert_stdout_has(want);
+        assert!(!summary.stdout().contains(want), "{want} only with --full");
+    }
 
     // Side by side.
     let d = overlap(&["diff", naive.to_str().unwrap(), fixed.to_str().unwrap()]);

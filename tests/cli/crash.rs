@@ -65,7 +65,7 @@ fn a_rank_killed_with_sigkill_is_read_to_its_last_flushed_page() {
     // The self check is not made on what is left, and the report says why (mpiexec
     // takes rank 0 down with rank 1: both are cut short).
     let path = out.to_str().unwrap();
-    let text = overlap(&["analyze", path]);
+    let text = overlap(&["analyze", path, "--full"]);
     assert!(text.success(), "{}", text.describe());
     text.assert_stdout_has("replay.self_error unknown: rank(s) ");
     text.assert_stdout_has(" cut short: a replay of what is left would not be the run");

@@ -90,7 +90,7 @@ fn a_fifo_named_by_a_trace_does_not_hang_analyze() {
     let i = first_call_with_peer(&events);
     events[i]["args"]["site"] = 0x0012_3456.into();
     write_merged(&dir.path().join("t.json"), &info, &texts(&events), false);
-    let r = overlap_in(dir.path(), &["analyze", "t.json"], &[]);
+    let r = overlap_in(dir.path(), &["analyze", "t.json", "--full"], &[]);
     assert_eq!(code(&r), Some(0), "{}", r.describe());
     r.assert_stdout_has("not symbolized: a fifo, not an object file");
 }

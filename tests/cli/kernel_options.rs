@@ -56,6 +56,7 @@ fn overlap_run_and_the_kernels_binary_list_the_same_options_and_defaults() {
         "--mpiexec",
         "--kernels",
         "--hang-timeout",
+        "--full",
     ];
     for kernel in KERNELS {
         let mut run = defaults_in_help(&help(&overlap_bin(), &["run", kernel, "--help"]));

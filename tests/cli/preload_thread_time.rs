@@ -47,7 +47,7 @@ fn four_threads_waiting_at_once_count_the_rank_time_once() {
     assert!(run.success(), "{}", run.describe());
     let path = out.to_str().unwrap();
 
-    let text = overlap(&["analyze", path]);
+    let text = overlap(&["analyze", path, "--full"]);
     assert!(text.success(), "{}", text.describe());
     let share = wait_share_pct(&text.stdout());
     assert!(

@@ -27,7 +27,7 @@ fn traced(out: &Path, mode: &str, count: u32, env: &[(&str, &str)]) -> Value {
 }
 
 fn text(out: &Path) -> String {
-    let run = overlap(&["analyze", out.to_str().unwrap()]);
+    let run = overlap(&["analyze", out.to_str().unwrap(), "--full"]);
     assert!(run.success(), "{}", run.describe());
     run.stdout()
 }

@@ -10,12 +10,14 @@ mod network;
 mod profile;
 mod requests;
 mod sites;
+mod summary;
 pub mod units;
 
 use finding::finding;
 pub use network::{hockney, network_line};
 pub use profile::render_profile;
 use sites::by_site;
+pub use summary::render_summary;
 use units::{at, pct};
 pub use units::{duration, share};
 
@@ -79,9 +81,9 @@ pub const WAITING_VS_WAIT_STATES: [&str; 2] = [
     "wait st.: the time any call, collectives included, spent on a late partner (Wait states)",
 ];
 
-/// Renders the report.
-pub fn render(r: &Report, style: Style) -> String {
-    let mut o = String::new();
+/// The report's first line and what it says about the run before any figure (how it
+/// was recorded, what is missing, what was inferred).
+pub(super) fn head(o: &mut String, r: &Report, style: Style) {
     let run = &r.run;
     let variant = run
         .params
@@ -114,7 +116,7 @@ pub fn render(r: &Report, style: Style) -> String {
     if let Some(line) = run.oversubscription.warning() {
         let _ = writeln!(o, "  {line}");
     }
-    crate::hang::text::section(&mut o, r.hang.as_ref());
+    crate::hang::text::section(o, r.hang.as_ref());
     if !run.missing_ranks.is_empty() {
         let _ = writeln!(
             o,
@@ -170,7 +172,10 @@ pub fn render(r: &Report, style: Style) -> String {
             run.unmatched_sends, run.unmatched_receives
         );
     }
+}
 
+/// Time per rank, most waiting first: at most `limit` ranks, the others counted.
+pub(super) fn ranks_table(o: &mut String, r: &Report, style: Style, limit: usize) {
     // Time per rank, most waiting first.
     let _ = writeln!(o, "\n{}", style.bold("Time per rank (most waiting first)"));
     let _ = writeln!(
@@ -180,7 +185,8 @@ pub fn render(r: &Report, style: Style) -> String {
     );
     let mut ranks: Vec<_> = r.ranks.iter().collect();
     ranks.sort_by_key(|b| (std::cmp::Reverse(b.waiting_ns), b.rank));
-    for b in ranks {
+    let hidden = ranks.len().saturating_sub(limit);
+    for b in ranks.into_iter().take(limit) {
         let host: String = b.host.chars().take(12).collect();
         if !b.complete && b.wall_ns == 0 {
             let nothing = crate::summary::NOTHING_RECORDED;
@@ -204,9 +210,23 @@ pub fn render(r: &Report, style: Style) -> String {
             if b.complete { "" } else { "  cut short" }
         );
     }
+    if hidden > 0 {
+        let _ = writeln!(
+            o,
+            "  ... and {hidden} more rank(s) (--full lists every rank)"
+        );
+    }
     for line in WAITING_VS_WAIT_STATES {
         let _ = writeln!(o, "  {line}");
     }
+}
+
+/// Renders the whole report (`overlap analyze --full`): every section.
+pub fn render(r: &Report, style: Style) -> String {
+    let mut o = String::new();
+    head(&mut o, r, style);
+    ranks_table(&mut o, r, style, usize::MAX);
+    let run = &r.run;
 
     // Wait states.
     let ws = &r.wait_states;
