@@ -127,23 +127,25 @@ fn time_per_function_matrix_sizes_and_phases() {
         (4096, 8191)
     );
 
-    // Setup: Init's start to the next call (9 and 3); body to Finalize's start.
+    // Setup: Init's start to the end of the next call (Isend 9-10, Irecv 3-4); body to
+    // Finalize's start. No wait fell in setup.
     let ph = &p.phases;
     let r0 = &ph.ranks[0];
     assert_eq!(
         (r0.setup_ns, r0.body_ns, r0.finalize_ns),
-        (Some(9), Some(31), Some(2))
+        (Some(10), Some(30), Some(2))
     );
     let r1 = &ph.ranks[1];
     assert_eq!(
         (r1.setup_ns, r1.body_ns, r1.finalize_ns),
-        (Some(3), Some(35), Some(3))
+        (Some(4), Some(34), Some(3))
     );
     assert!(r0.unknown.is_empty() && r1.unknown.is_empty());
     assert_eq!(
         (ph.setup_max_ns, ph.body_max_ns, ph.finalize_max_ns),
-        (Some(9), Some(35), Some(3))
+        (Some(10), Some(34), Some(3))
     );
+    assert_eq!(ph.setup_wait_state_ns, 0);
 
     let text = overlap_analyzer::report::render_profile(&p, Default::default(), 10);
     for want in [
@@ -151,7 +153,7 @@ fn time_per_function_matrix_sizes_and_phases() {
         "MPI_Recv",
         "Communication matrix",
         "4.0 KiB to 8.0 KiB",
-        "setup 9 ns, body 35 ns, finalize 3 ns",
+        "setup 10 ns, body 34 ns, finalize 3 ns",
     ] {
         assert!(text.contains(want), "{want:?} in\n{text}");
     }
@@ -181,4 +183,40 @@ fn phases_without_init_or_finalize_are_unknown() {
     let text = overlap_analyzer::report::render_profile(&p, Default::default(), 10);
     assert!(text.contains("setup unknown"), "{text}");
     assert!(text.contains("no matched messages"), "{text}");
+}
+
+/// Start-up skew: rank 1 initialises late, so rank 0's first call (a Barrier) waits for
+/// it. That wait is counted among the wait states and said to fall during setup.
+///
+/// ```text
+///  rank 0 |Init 0-5|Barrier 5 --------- 20|compute 20-30|Finalize 30-31|
+///  rank 1 |Init 0 ------------ 18|Barrier 18-20|compute 20-30|Finalize 30-31|
+///                                 ^ Wait at Barrier 18 - 5 = 13, during rank 0's setup
+/// ```
+#[test]
+fn waits_of_the_first_call_after_init_are_setup_skew() {
+    let t = run(vec![
+        vec![
+            init(0, 5),
+            barrier(5, 20),
+            compute(20, 30, "c"),
+            finalize(30, 31),
+        ],
+        vec![
+            init(0, 18),
+            barrier(18, 20),
+            compute(20, 30, "c"),
+            finalize(30, 31),
+        ],
+    ]);
+    let r = report(&t);
+    let ph = &r.profile.phases;
+    assert_eq!(ph.ranks[0].setup_end_ns, Some(20));
+    assert_eq!(ph.ranks[0].setup_wait_state_ns, 13);
+    assert_eq!(ph.setup_wait_state_ns, 13);
+    assert_eq!(r.wait_states.total_ns, 13, "still among the wait states");
+    let summary = overlap_analyzer::report::render_summary(&r, Default::default());
+    assert!(summary.contains("13 ns of them during setup"), "{summary}");
+    let full = overlap_analyzer::report::render(&r, Default::default());
+    assert!(full.contains("(during setup)"), "{full}");
 }

@@ -54,6 +54,6 @@ pub fn of(trace: &Trace, sites: &SiteTable, waits: &[WaitInstance]) -> Profile {
         sites: by_site,
         matrix: traffic::matrix(trace),
         sizes: traffic::sizes(trace),
-        phases: phases::of(trace),
+        phases: phases::of(trace, waits),
     }
 }

@@ -1,12 +1,13 @@
-//! Each rank's run in three parts: setting up (from entering `MPI_Init` to its first
-//! MPI call after it: the Init itself and whatever the program prepared before it
-//! communicated), its body (from there to entering `MPI_Finalize`) and finalizing (the
+//! Each rank's run in three parts: setting up (from entering `MPI_Init` to leaving its
+//! first MPI call after it: the Init, whatever the program prepared before it
+//! communicated, and that first call, which meets the other ranks and so absorbs their
+//! start-up skew), its body (from there to entering `MPI_Finalize`) and finalizing (the
 //! Finalize call). Start-up skew and slow initialisation show here, apart from the
 //! body's waits.
 //!
 //! ```text
 //!  rank 0  |Init 0-5|prepare 5-9|Send 9-10| ... |Finalize 40-42|
-//!           setup 9 (0 to 9)      body 31 (9 to 40)   finalize 2
+//!           setup 10 (0 to 10)      body 30 (10 to 40)   finalize 2
 //! ```
 //!
 //! A part whose bounding call was not recorded (a rank cut short, a program that never
@@ -16,6 +17,7 @@
 use overlap_format::schema::Op;
 use serde::Serialize;
 
+use crate::metrics::WaitInstance;
 use crate::model::{Timeline, Trace};
 
 /// One rank's parts, ns; `None` when unknown (`unknown` says why).
@@ -23,12 +25,18 @@ use crate::model::{Timeline, Trace};
 pub struct RankPhases {
     /// Rank.
     pub rank: u32,
-    /// From entering MPI_Init to the first MPI call after it.
+    /// From entering MPI_Init to leaving the first MPI call after it.
     pub setup_ns: Option<u64>,
     /// From there to entering MPI_Finalize.
     pub body_ns: Option<u64>,
     /// MPI_Finalize's own time.
     pub finalize_ns: Option<u64>,
+    /// When setup ended (the first call after MPI_Init returned), ns since the run's
+    /// start.
+    pub setup_end_ns: Option<u64>,
+    /// Time in wait states (beyond the clock error bound) of calls made during setup:
+    /// start-up skew, apart from the body's waits.
+    pub setup_wait_state_ns: u64,
     /// Why a part is unknown.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<String>,
@@ -45,16 +53,29 @@ pub struct Phases {
     pub body_max_ns: Option<u64>,
     /// The longest finalize, ns.
     pub finalize_max_ns: Option<u64>,
+    /// Time in wait states during setup, over all ranks, ns (part of the run's wait
+    /// states, said apart: a late start is not a communication problem of the body).
+    pub setup_wait_state_ns: u64,
 }
 
-/// The phases of every rank of `trace`.
-pub fn of(trace: &Trace) -> Phases {
-    let ranks: Vec<RankPhases> = trace.ranks.iter().map(rank_phases).collect();
+/// The phases of every rank of `trace`, with the wait states of `waits` that happened
+/// during setup.
+pub fn of(trace: &Trace, waits: &[WaitInstance]) -> Phases {
+    let mut ranks: Vec<RankPhases> = trace.ranks.iter().map(rank_phases).collect();
+    for w in waits.iter().filter(|w| !w.indeterminate && !w.descheduled) {
+        let Some(r) = ranks.iter_mut().find(|r| r.rank == w.rank) else {
+            continue;
+        };
+        if r.setup_end_ns.is_some_and(|end| w.start_ns < end) {
+            r.setup_wait_state_ns += w.amount_ns;
+        }
+    }
     let max = |f: fn(&RankPhases) -> Option<u64>| ranks.iter().filter_map(f).max();
     Phases {
         setup_max_ns: max(|r| r.setup_ns),
         body_max_ns: max(|r| r.body_ns),
         finalize_max_ns: max(|r| r.finalize_ns),
+        setup_wait_state_ns: ranks.iter().map(|r| r.setup_wait_state_ns).sum(),
         ranks,
     }
 }
@@ -68,13 +89,13 @@ fn rank_phases(t: &Timeline) -> RankPhases {
     let init = calls().find(|(op, _, _)| matches!(op, Op::Init | Op::InitThread));
     let finalize = calls().find(|(op, _, _)| *op == Op::Finalize);
     let mut unknown = Vec::new();
-    // The first call after Init: the body's start.
+    // The end of the first call after Init: the body's start.
     let body_start = init.and_then(|(_, _, init_end)| {
         calls()
             .find(|(op, start, _)| {
                 *start >= init_end && !matches!(op, Op::Init | Op::InitThread | Op::Finalize)
             })
-            .map(|(_, start, _)| start)
+            .map(|(_, _, end)| end)
             .or(finalize.map(|(_, start, _)| start))
     });
     let setup_ns = match (init, body_start) {
@@ -108,6 +129,8 @@ fn rank_phases(t: &Timeline) -> RankPhases {
         setup_ns,
         body_ns,
         finalize_ns,
+        setup_end_ns: setup_ns.and(body_start),
+        setup_wait_state_ns: 0,
         unknown,
     }
 }

@@ -240,6 +240,9 @@ pub fn render(r: &Report, style: Style) -> String {
                 .map_or("unknown".into(), |f| pct(f).trim().to_string())
         ))
     );
+    if let Some(line) = setup_waits(r) {
+        let _ = writeln!(o, "  {line}");
+    }
     let _ = writeln!(
         o,
         "  {:<16} {:>10} {:>8} {:>7}  {:>14}",
@@ -304,10 +307,11 @@ pub fn render(r: &Report, style: Style) -> String {
             at(w.start_ns),
             whom,
             w.peer.map_or("?".into(), |p| p.to_string()),
-            if w.clock_suspect {
-                "  (clock-suspect)"
-            } else {
-                ""
+            match (w.clock_suspect, in_setup(r, w.rank, w.start_ns)) {
+                (true, true) => "  (clock-suspect; during setup)",
+                (true, false) => "  (clock-suspect)",
+                (false, true) => "  (during setup)",
+                (false, false) => "",
             }
         );
     }
@@ -433,6 +437,30 @@ pub fn render(r: &Report, style: Style) -> String {
         duration(c.indeterminate_wait_ns)
     );
     o
+}
+
+/// What of the wait states happened while the ranks set up (from MPI_Init to each
+/// rank's first call after it): start-up skew, said apart from the body's waits.
+pub(super) fn setup_waits(r: &Report) -> Option<String> {
+    let ns = r.profile.phases.setup_wait_state_ns;
+    (ns > 0).then(|| {
+        format!(
+            "{} of them during setup (MPI_Init to each rank's first call after it): start-up \
+             skew, not the body's communication",
+            duration(ns)
+        )
+    })
+}
+
+/// True when the call of `rank` that started at `start_ns` was made during its setup.
+pub(super) fn in_setup(r: &Report, rank: u32, start_ns: u64) -> bool {
+    r.profile
+        .phases
+        .ranks
+        .iter()
+        .find(|p| p.rank == rank)
+        .and_then(|p| p.setup_end_ns)
+        .is_some_and(|end| start_ns < end)
 }
 
 /// A call as the text names it: `MPI_Waitall at 1.203 ms`, and its source line when known.

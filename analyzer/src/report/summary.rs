@@ -55,6 +55,9 @@ fn waits_and_pop(o: &mut String, r: &Report) {
             format!(": {by_kind}")
         }
     );
+    if let Some(line) = super::setup_waits(r) {
+        let _ = writeln!(o, "  {line}");
+    }
     let p = &r.pop;
     let eff = |v: Option<f64>| v.map_or("unknown".to_string(), |v| pct(v).trim().to_string());
     let _ = writeln!(
