@@ -147,6 +147,24 @@ fn time_per_function_matrix_sizes_and_phases() {
     );
     assert_eq!(ph.setup_wait_state_ns, 0);
 
+    // The window [9, 13): the calls that overlap it, clipped; the Late Sender started
+    // at 4, before it.
+    let (r, d) = overlap_analyzer::metrics::analyze(&t, &opts());
+    let (w, _) = overlap_analyzer::profile::calls::tables_in(&t, &d.sites, &d.waits, Some((9, 13)));
+    let in_window: Vec<(&str, u64, u64)> =
+        w.iter().map(|s| (s.call, s.count, s.total_ns)).collect();
+    assert_eq!(
+        in_window,
+        [
+            ("MPI_Recv", 1, 4),
+            ("MPI_Send", 1, 2),
+            ("MPI_Isend", 1, 1),
+            ("MPI_Wait", 1, 1)
+        ]
+    );
+    assert_eq!(row(&w, "MPI_Recv").wait_state_ns, 0);
+    assert_eq!(r.profile, p, "the report's profile is the whole run's");
+
     let text = overlap_analyzer::report::render_profile(&p, Default::default(), 10);
     for want in [
         "Time per MPI function",

@@ -231,6 +231,18 @@ pub fn profile(app: &mut App, k: KeyEvent) {
     match k.code {
         KeyCode::Char('s') => s.toggle_rows(p),
         KeyCode::Char('o') => s.next_sort(p),
+        KeyCode::Char('w') => {
+            let run = &app.runs[app.current];
+            let span = if app.profile.window.is_some() {
+                None
+            } else {
+                let v = app.timeline.view;
+                let width = f64::from(app.geometry.lanes.width.max(1));
+                let (a, b) = (v.start.max(0.0), v.start + v.per_cell * width);
+                Some((a as u64, b.max(a + 1.0) as u64))
+            };
+            app.profile.set_window(run, span);
+        }
         _ => {
             let len = s.order.len();
             table_keys(&mut s.cursor, k, len, page);

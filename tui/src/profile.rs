@@ -1,10 +1,14 @@
 //! The Profile view's state: the table by MPI function or by call site (`s`), its order
-//! (`o`: total, calls, mean, max, wait states, bytes) and its cursor. The rows are the
-//! report's profile ([`overlap_analyzer::profile`]), ordered here by index.
+//! (`o`: total, calls, mean, max, wait states, bytes), its cursor, and its time span
+//! (`w`: the whole run, or the window the Timeline shows). The rows are the report's
+//! profile ([`overlap_analyzer::profile`]), or the same tables of the window, ordered
+//! here by index.
 
-use overlap_analyzer::profile::{CallStats, Profile};
+use overlap_analyzer::profile::calls::tables_in;
+use overlap_analyzer::profile::{CallStats, Profile, SiteStats};
 
 use crate::lists::Cursor;
+use crate::run::Run;
 
 /// What the table lists.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -82,6 +86,20 @@ pub struct ProfileState {
     pub order: Vec<usize>,
     /// The table's cursor.
     pub cursor: Cursor,
+    /// The window shown, ns since the run's start, and its tables (`None`: the whole
+    /// run, the report's own).
+    pub window: Option<Window>,
+}
+
+/// The tables of a time window.
+#[derive(Clone, Debug)]
+pub struct Window {
+    /// From, to: ns since the run's start.
+    pub span: (u64, u64),
+    /// Its table by function.
+    pub functions: Vec<CallStats>,
+    /// Its table by site.
+    pub sites: Vec<SiteStats>,
 }
 
 impl ProfileState {
@@ -93,12 +111,42 @@ impl ProfileState {
     }
 
     /// The stats of the table's `i`-th row.
-    pub fn row<'p>(&self, p: &'p Profile, i: usize) -> Option<&'p CallStats> {
+    pub fn row<'p>(&'p self, p: &'p Profile, i: usize) -> Option<&'p CallStats> {
         let at = *self.order.get(i)?;
+        let (functions, sites) = self.tables(p);
         match self.rows {
-            ProfileRows::Functions => p.functions.get(at),
-            ProfileRows::Sites => p.sites.get(at).map(|s| &s.stats),
+            ProfileRows::Functions => functions.get(at),
+            ProfileRows::Sites => sites.get(at).map(|s| &s.stats),
         }
+    }
+
+    /// The site of the table's `i`-th row (by site only).
+    pub fn site<'p>(&'p self, p: &'p Profile, i: usize) -> Option<&'p str> {
+        let at = *self.order.get(i)?;
+        self.tables(p).1.get(at)?.site.as_deref()
+    }
+
+    /// The tables shown: the window's, or the whole run's.
+    fn tables<'p>(&'p self, p: &'p Profile) -> (&'p [CallStats], &'p [SiteStats]) {
+        match &self.window {
+            Some(w) => (&w.functions, &w.sites),
+            None => (&p.functions, &p.sites),
+        }
+    }
+
+    /// Shows the window `span` of `run` (ns since its start), or the whole run.
+    pub fn set_window(&mut self, run: &Run, span: Option<(u64, u64)>) {
+        self.window = span.map(|span| {
+            let d = &run.details;
+            let (functions, sites) = tables_in(&run.trace, &d.sites, &d.waits, Some(span));
+            Window {
+                span,
+                functions,
+                sites,
+            }
+        });
+        self.cursor = Cursor::default();
+        self.reorder(&run.report.profile);
     }
 
     /// Shows functions, or sites.
@@ -119,9 +167,10 @@ impl ProfileState {
     }
 
     fn reorder(&mut self, p: &Profile) {
+        let (functions, sites) = self.tables(p);
         let stats: Vec<&CallStats> = match self.rows {
-            ProfileRows::Functions => p.functions.iter().collect(),
-            ProfileRows::Sites => p.sites.iter().map(|s| &s.stats).collect(),
+            ProfileRows::Functions => functions.iter().collect(),
+            ProfileRows::Sites => sites.iter().map(|s| &s.stats).collect(),
         };
         let mut order: Vec<usize> = (0..stats.len()).collect();
         // Stable: rows of equal keys keep the report's order (total, then name).

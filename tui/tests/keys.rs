@@ -326,3 +326,30 @@ fn two_traces_compare_and_switch() {
     assert_eq!(app.current, 1);
     assert!(app.status.as_deref().unwrap_or("").contains("showing"));
 }
+
+/// The Profile of the Timeline's window: rank 1's Wait (1000-4600) clipped to it, rank
+/// 0's Isend (4000-4100) inside it; `w` again goes back to the whole run.
+#[test]
+fn the_profile_follows_the_timelines_window() {
+    let mut app = App::new(vec![run()]);
+    app.timeline.view = overlap_tui::nav::Viewport {
+        start: 3000.0,
+        per_cell: 20.0,
+    };
+    app.geometry.lanes.width = 100; // 3000 to 5000 ns.
+    press(&mut app, "5w");
+    let p = &app.runs[0].report.profile;
+    let w = app.profile.window.as_ref().expect("a window");
+    assert_eq!(w.span, (3000, 5000));
+    let total = |rows: &[overlap_analyzer::profile::CallStats], call: &str| {
+        rows.iter()
+            .find(|r| r.call == call)
+            .map(|r| (r.count, r.total_ns))
+    };
+    assert_eq!(total(&w.functions, "MPI_Wait"), Some((1, 1600)));
+    assert_eq!(total(&w.functions, "MPI_Isend"), Some((1, 100)));
+    assert_eq!(total(&w.functions, "MPI_Barrier"), Some((1, 400)));
+    assert_eq!(total(&p.functions, "MPI_Wait"), Some((2, 4100)));
+    press(&mut app, "w");
+    assert!(app.profile.window.is_none());
+}

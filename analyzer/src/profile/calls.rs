@@ -120,8 +120,26 @@ pub fn tables(
     sites: &SiteTable,
     waits: &[WaitInstance],
 ) -> (Vec<CallStats>, Vec<SiteStats>) {
+    tables_in(trace, sites, waits, None)
+}
+
+/// [`tables`] of the time window `[from, to)` (ns since the run's start; `None`: the
+/// whole run): the calls that overlap it, their time clipped to it, the wait states of
+/// the calls that started in it, the bytes of the messages whose sending (receiving)
+/// call overlaps it.
+pub fn tables_in(
+    trace: &Trace,
+    sites: &SiteTable,
+    waits: &[WaitInstance],
+    window: Option<(u64, u64)>,
+) -> (Vec<CallStats>, Vec<SiteStats>) {
+    let (from, to) = window.unwrap_or((0, u64::MAX));
     let mut per_call: HashMap<(u32, usize), PerCall> = HashMap::new();
-    for w in waits.iter().filter(|w| !w.indeterminate && !w.descheduled) {
+    for w in waits
+        .iter()
+        .filter(|w| !w.indeterminate && !w.descheduled)
+        .filter(|w| (from..to).contains(&w.start_ns))
+    {
         per_call.entry((w.rank, w.index)).or_default().waits += w.amount_ns;
     }
     for m in &trace.messages {
@@ -142,7 +160,12 @@ pub fn tables(
             let What::Call(op, _) = span.what else {
                 continue;
             };
-            let ns = span.duration().0;
+            let (start, end) = (span.start.0.max(from), span.end.0.min(to));
+            let overlaps = start < end || (start == end && (from..to).contains(&span.start.0));
+            if !overlaps {
+                continue;
+            }
+            let ns = end.saturating_sub(start);
             mpi_total += ns;
             let charged = per_call.get(&(t.rank, index)).copied().unwrap_or_default();
             let site = t

@@ -30,14 +30,21 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(below);
     let s = &mut app.profile;
     let by_site = s.rows == ProfileRows::Sites;
+    let span = match &s.window {
+        Some(w) => format!(
+            "{:.6}-{:.6} s",
+            w.span.0 as f64 / 1e9,
+            w.span.1 as f64 / 1e9
+        ),
+        None => "whole run".to_string(),
+    };
     let title = format!(
-        " Profile: {} ({}, s)  by {} (o)  {} row(s) ",
+        " Profile: {} (s)  by {} (o)  {span} (w)  {} row(s) ",
         if by_site {
             "call sites"
         } else {
             "MPI functions"
         },
-        if by_site { "functions" } else { "sites" },
         s.sort.title(),
         s.order.len()
     );
@@ -89,12 +96,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
                 return Row::new(Vec::<Cell>::new());
             };
             let name = if by_site {
-                let site = state
-                    .order
-                    .get(i)
-                    .and_then(|at| p.sites.get(*at))
-                    .and_then(|s| s.site.as_deref())
-                    .unwrap_or("(site unknown)");
+                let site = state.site(p, i).unwrap_or("(site unknown)");
                 format!("{}: {}", clean(site), x.call)
             } else {
                 x.call.to_string()
