@@ -57,7 +57,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     (
         "s   o",
-        "Profile: functions or call sites; order by the next column",
+        "Profile: functions or sites; next order; the Timeline's window",
     ),
 ];
 
