@@ -152,13 +152,13 @@ fn compare_and_help() {
     let short = format!("{}", draw(&mut app, 80, 24).backend());
     assert!(short.contains("j k scroll"), "{short}");
     assert!(
-        !short.contains("Profile: functions or call sites"),
+        !short.contains("Profile: functions or sites"),
         "{short}"
     );
     keys(&mut app, &"j".repeat(40));
     let scrolled = format!("{}", draw(&mut app, 80, 24).backend());
     assert!(
-        scrolled.contains("Profile: functions or call sites"),
+        scrolled.contains("Profile: functions or sites"),
         "{scrolled}"
     );
 }

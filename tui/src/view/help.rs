@@ -56,7 +56,7 @@ pub const KEYS: &[(&str, &str)] = &[
         "Overlap: findings or requests; sort requests; findings by site",
     ),
     (
-        "s   o",
+        "s   o   w",
         "Profile: functions or sites; next order; the Timeline's window",
     ),
 ];
