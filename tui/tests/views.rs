@@ -151,10 +151,7 @@ fn compare_and_help() {
     // At 80x24 the keys scroll: the last ones come into view.
     let short = format!("{}", draw(&mut app, 80, 24).backend());
     assert!(short.contains("j k scroll"), "{short}");
-    assert!(
-        !short.contains("Profile: functions or sites"),
-        "{short}"
-    );
+    assert!(!short.contains("Profile: functions or sites"), "{short}");
     keys(&mut app, &"j".repeat(40));
     let scrolled = format!("{}", draw(&mut app, 80, 24).backend());
     assert!(

@@ -130,58 +130,60 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     );
 }
 
-/// The heat map, as many ranks as the area holds (a cell is two columns wide).
+/// The heat map: a cell per rank where the area holds every rank (a cell is two columns
+/// wide), else a cell per group of consecutive ranks, so that the whole run shows at
+/// any number of ranks; the shade is the cell's bytes against the largest cell's.
 fn matrix_lines(m: &CommMatrix, area: Rect) -> Vec<Line<'static>> {
     if m.pairs.is_empty() {
         return vec![Line::raw("No matched point-to-point messages.")];
     }
     let label = 5u16;
-    let fit_cols = (area.width.saturating_sub(2 + label) / 2) as u32;
-    let fit_rows = u32::from(area.height.saturating_sub(4));
-    let shown = m.ranks.min(fit_cols).min(fit_rows);
-    let max = m.pairs.iter().map(|p| p.bytes).max().unwrap_or(0).max(1);
+    let fit_cols = u32::from(area.width.saturating_sub(2 + label) / 2).max(1);
+    let fit_rows = u32::from(area.height.saturating_sub(4)).max(1);
+    let side = m.ranks.min(fit_cols).min(fit_rows).max(1);
+    let group = m.ranks.div_ceil(side).max(1);
+    let cells = m.ranks.div_ceil(group);
+    let mut sums = vec![0u64; (cells * cells) as usize];
+    for p in &m.pairs {
+        let (i, j) = (p.from / group, p.to / group);
+        if i < cells && j < cells {
+            sums[(i * cells + j) as usize] += p.bytes;
+        }
+    }
+    let max = sums.iter().copied().max().unwrap_or(0).max(1);
     let mut lines = Vec::new();
     let mut head = format!("{:>4} ", "");
-    for to in 0..shown {
-        head.push_str(&format!("{:>2}", to % 100));
+    for to in 0..cells {
+        head.push_str(&format!("{:>2}", (to * group) % 100));
     }
     lines.push(Line::raw(head));
-    for from in 0..shown {
-        let mut row = format!("{from:>4} ");
-        for to in 0..shown {
-            let cell = m
-                .pairs
-                .iter()
-                .find(|p| p.from == from && p.to == to)
-                .map_or(" .", |p| {
-                    let share = p.bytes as f64 / max as f64;
+    for from in 0..cells {
+        let mut row = format!("{:>4} ", from * group);
+        for to in 0..cells {
+            match sums[(from * cells + to) as usize] {
+                0 => row.push_str(" ."),
+                b => {
+                    let share = b as f64 / max as f64;
                     let i = ((share * 4.0).ceil() as usize).clamp(1, 4) - 1;
-                    SHADES[i]
-                });
-            if cell == " ." {
-                row.push_str(cell);
-            } else {
-                row.push(' ');
-                row.push_str(cell);
+                    row.push(' ');
+                    row.push_str(SHADES[i]);
+                }
             }
         }
         lines.push(Line::raw(row));
     }
-    let largest = m.pairs.iter().max_by_key(|p| p.bytes);
-    if let Some(p) = largest {
+    if group > 1 {
+        lines.push(Line::raw(format!(
+            "a cell per {group} ranks ({} in all)",
+            m.ranks
+        )));
+    } else if let Some(p) = m.pairs.iter().max_by_key(|p| p.bytes) {
         lines.push(Line::raw(format!(
             "█ {} -> {}: {}, {} msg",
             p.from,
             p.to,
             bytes(p.bytes),
             p.messages
-        )));
-    }
-    if shown < m.ranks {
-        lines.push(Line::raw(format!(
-            "ranks 0-{} of {} (analyze --profile: all)",
-            shown.saturating_sub(1),
-            m.ranks
         )));
     }
     lines
@@ -214,4 +216,43 @@ fn size_lines(sizes: &[SizeClasses], area: Rect) -> Vec<Line<'static>> {
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overlap_analyzer::profile::PairTraffic;
+
+    /// 1 000 ranks on a ring, each sending to the next: grouped into cells of
+    /// consecutive ranks, the diagonal (and the wrap-around corner) is what shows.
+    #[test]
+    fn a_thousand_ranks_group_into_cells_that_fit() {
+        let m = CommMatrix {
+            ranks: 1000,
+            pairs: (0..1000)
+                .map(|r| PairTraffic {
+                    from: r,
+                    to: (r + 1) % 1000,
+                    messages: 1,
+                    bytes: 64,
+                })
+                .collect(),
+            by_comm: Vec::new(),
+        };
+        let lines = matrix_lines(&m, Rect::new(0, 0, 40, 14));
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        // 10 rows fit: cells of 100 ranks, a header and a note.
+        assert_eq!(text.len(), 12, "{text:#?}");
+        assert!(text[11].contains("a cell per 100 ranks (1000 in all)"));
+        for (i, row) in text[1..11].iter().enumerate() {
+            let cells: Vec<&str> = row[5..].split(' ').filter(|c| !c.is_empty()).collect();
+            assert_eq!(cells.len(), 10, "{row}");
+            assert_ne!(cells[i], ".", "the diagonal carries the ring: {row}");
+        }
+        assert_ne!(
+            text[10][5..].split(' ').find(|c| !c.is_empty()),
+            Some("."),
+            "rank 999 sends to rank 0"
+        );
+    }
 }
