@@ -1,0 +1,352 @@
+//! One writer sequence of the protobuf trace (`trusted_packet_sequence_id`): its
+//! interning tables and the packets written on it, in timestamp order.
+//!
+//! Perfetto's importer keeps interned data per sequence: an `iid` means what the
+//! sequence defined it as, in a packet at or before the first that uses it, and the
+//! sequence's first packet says `SEQ_INCREMENTAL_STATE_CLEARED`. Slices arrive here by
+//! their start; each one's end is held (a heap of what is in flight, never the run) and
+//! written once no slice still to come can start before it, so every packet of a
+//! sequence is at or after the one before it, and the slices of a track nest the way
+//! their times say.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use serde::Serialize;
+
+use super::annotations::{write_args, AnnotationError};
+use super::proto::{field, Proto, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE};
+use crate::fxhash::FxHashMap;
+use crate::schema::wire::Category;
+use crate::schema::Nanos;
+
+/// `TrackEvent.Type` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum EventType {
+    SliceBegin = 1,
+    SliceEnd = 2,
+    Instant = 3,
+    Counter = 4,
+}
+
+/// Where in the source a slice's call was made, as `SourceLocation` interns it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SourceLocation {
+    /// The source file.
+    pub file: String,
+    /// The function.
+    pub function: Option<String>,
+    /// The line.
+    pub line: Option<u32>,
+}
+
+/// A slice to write: its track, name, category, times, args, source location and the
+/// flows it starts (at its begin) and ends (at its end).
+pub struct Slice<'a, A: ?Sized> {
+    /// The track's uuid.
+    pub track: u64,
+    /// Its name.
+    pub name: &'a str,
+    /// Its category.
+    pub category: Category,
+    /// Its start.
+    pub start: Nanos,
+    /// Its end (at or after `start`).
+    pub end: Nanos,
+    /// Its arguments, written as typed debug annotations.
+    pub args: Option<&'a A>,
+    /// Where in the source it was called from.
+    pub source: Option<&'a SourceLocation>,
+    /// Flows leaving it (written on its begin).
+    pub flows_out: &'a [u64],
+    /// Flows arriving in it (written on its end, terminating them).
+    pub flows_in: &'a [u64],
+}
+
+/// Names interned on one sequence.
+#[derive(Debug, Default)]
+struct Interner(FxHashMap<String, u64>);
+
+impl Interner {
+    /// The iid of `name`, and whether it is new (to be defined).
+    fn get(&mut self, name: &str) -> (u64, bool) {
+        if let Some(iid) = self.0.get(name) {
+            return (*iid, false);
+        }
+        let iid = self.0.len() as u64 + 1;
+        self.0.insert(name.to_owned(), iid);
+        (iid, true)
+    }
+}
+
+/// A packet held until its time comes: its time, the order it was made in (for equal
+/// times, the later made goes first: an inner slice ends before its parent), and its
+/// `TrackEvent`'s bytes.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Held {
+    at: u64,
+    order: Reverse<u64>,
+    event: Vec<u8>,
+}
+
+/// One sequence: interning tables, definitions not yet written, the packets written and
+/// those held until their time.
+#[derive(Debug)]
+pub struct Sequence {
+    id: u32,
+    started: bool,
+    names: Interner,
+    categories: Interner,
+    arg_names: Interner,
+    sources: FxHashMap<SourceLocation, u64>,
+    /// `InternedData` entries defined since the last packet.
+    defs: Proto,
+    /// Encoded `Trace.packet` fields ready to go to the file.
+    out: Proto,
+    held: BinaryHeap<Reverse<Held>>,
+    made: u64,
+    /// The time of the last packet written.
+    now: u64,
+    /// Scratch for the `TrackEvent` being encoded.
+    event: Proto,
+    packets: u64,
+    events: u64,
+}
+
+impl Sequence {
+    /// A sequence with id `id` (at least 1), unique in the file.
+    pub fn new(id: u32) -> Sequence {
+        Sequence {
+            id,
+            started: false,
+            names: Interner::default(),
+            categories: Interner::default(),
+            arg_names: Interner::default(),
+            sources: FxHashMap::default(),
+            defs: Proto::default(),
+            out: Proto::default(),
+            held: BinaryHeap::new(),
+            made: 0,
+            now: 0,
+            event: Proto::default(),
+            packets: 0,
+            events: 0,
+        }
+    }
+
+    /// The encoded packets written so far, to go to the file (and forgotten here).
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out.bytes)
+    }
+
+    /// Bytes of encoded packets waiting in [`Sequence::take`].
+    pub fn pending(&self) -> usize {
+        self.out.bytes.len()
+    }
+
+    /// Packets written on the sequence.
+    pub fn packets(&self) -> u64 {
+        self.packets
+    }
+
+    /// Events written or held on the sequence: slices, instants and counter values.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// Writes every held packet whose time is at or before `to`.
+    pub fn advance(&mut self, to: Nanos) {
+        while let Some(Reverse(h)) = self.held.peek() {
+            if h.at > to.0 {
+                break;
+            }
+            let Some(Reverse(h)) = self.held.pop() else {
+                break;
+            };
+            self.packet(h.at, &h.event);
+        }
+    }
+
+    /// Writes everything held.
+    pub fn finish(&mut self) {
+        self.advance(Nanos(u64::MAX));
+    }
+
+    /// Writes the begin of `s` now (after whatever ends at or before its start) and
+    /// holds its end. Slices must come by their start.
+    pub fn slice<A: Serialize + ?Sized>(
+        &mut self,
+        s: &Slice<'_, A>,
+    ) -> Result<(), AnnotationError> {
+        self.advance(s.start);
+        self.events += 1;
+        let mut ev = std::mem::take(&mut self.event);
+        ev.bytes.clear();
+        self.describe(&mut ev, EventType::SliceBegin, s.track, s.name, s.category);
+        if let Some(src) = s.source {
+            let iid = self.source(src);
+            ev.uint(field::SOURCE_LOCATION_IID, iid);
+        }
+        for f in s.flows_out {
+            ev.fixed64(field::FLOW_IDS, *f);
+        }
+        let args = self.args(&mut ev, s.args);
+        self.packet(s.start.0, &ev.bytes);
+        let mut end = Proto::default();
+        end.uint(field::TYPE, EventType::SliceEnd as u64);
+        end.uint(field::TRACK_UUID, s.track);
+        for f in s.flows_in {
+            end.fixed64(field::TERMINATING_FLOW_IDS, *f);
+        }
+        self.hold(s.end.max(s.start).0, end.bytes);
+        self.event = ev;
+        args
+    }
+
+    /// An instant on `track` at `at`, held until its time comes (its interned names
+    /// defined now, in a packet of their own when new).
+    pub fn instant<A: Serialize + ?Sized>(
+        &mut self,
+        track: u64,
+        name: &str,
+        category: Category,
+        at: Nanos,
+        args: Option<&A>,
+    ) -> Result<(), AnnotationError> {
+        self.events += 1;
+        let mut ev = Proto::default();
+        self.describe(&mut ev, EventType::Instant, track, name, category);
+        let written = self.args(&mut ev, args);
+        self.define_now();
+        self.hold(at.0, ev.bytes);
+        written
+    }
+
+    /// A counter's value on counter track `track` at `at` (not before the last packet).
+    pub fn counter(&mut self, track: u64, at: Nanos, value: i64) {
+        self.advance(at);
+        self.events += 1;
+        let mut ev = std::mem::take(&mut self.event);
+        ev.bytes.clear();
+        ev.uint(field::TYPE, EventType::Counter as u64);
+        ev.uint(field::TRACK_UUID, track);
+        ev.int(field::COUNTER_VALUE, value);
+        self.packet(at.0, &ev.bytes);
+        self.event = ev;
+    }
+
+    /// Type, track, name and category of an event.
+    fn describe(&mut self, ev: &mut Proto, ty: EventType, track: u64, name: &str, cat: Category) {
+        ev.uint(field::TYPE, ty as u64);
+        ev.uint(field::TRACK_UUID, track);
+        let (cat_iid, new) = self.categories.get(cat.wire_name());
+        if new {
+            self.define(field::EVENT_CATEGORIES, cat_iid, cat.wire_name());
+        }
+        ev.uint(field::CATEGORY_IIDS, cat_iid);
+        let (name_iid, new) = self.names.get(name);
+        if new {
+            self.define(field::EVENT_NAMES, name_iid, name);
+        }
+        ev.uint(field::NAME_IID, name_iid);
+    }
+
+    /// Appends `args` to `ev` as debug annotations, interning their names.
+    fn args<A: Serialize + ?Sized>(
+        &mut self,
+        ev: &mut Proto,
+        args: Option<&A>,
+    ) -> Result<(), AnnotationError> {
+        let Some(args) = args else { return Ok(()) };
+        let (arg_names, defs) = (&mut self.arg_names, &mut self.defs);
+        let mut intern = |name: &str| {
+            let (iid, new) = arg_names.get(name);
+            if new {
+                define_in(defs, field::DEBUG_ANNOTATION_NAMES, iid, name);
+            }
+            iid
+        };
+        write_args(ev, &mut intern, args)
+    }
+
+    /// The iid of a source location, defined when new.
+    fn source(&mut self, src: &SourceLocation) -> u64 {
+        if let Some(iid) = self.sources.get(src) {
+            return *iid;
+        }
+        let iid = self.sources.len() as u64 + 1;
+        self.sources.insert(src.clone(), iid);
+        let n = self.defs.begin(field::SOURCE_LOCATIONS);
+        self.defs.uint(field::IID, iid);
+        self.defs.string(field::FILE_NAME, &src.file);
+        if let Some(f) = &src.function {
+            self.defs.string(field::FUNCTION_NAME, f);
+        }
+        if let Some(l) = src.line {
+            self.defs.uint(field::LINE_NUMBER, u64::from(l));
+        }
+        self.defs.end(n);
+        iid
+    }
+
+    fn define(&mut self, kind: u32, iid: u64, name: &str) {
+        define_in(&mut self.defs, kind, iid, name);
+    }
+
+    /// Writes the definitions made so far in a packet of their own (for an event held
+    /// to later, so that no packet written before it uses an iid it defines).
+    fn define_now(&mut self) {
+        if !self.defs.bytes.is_empty() {
+            self.write_packet(None, &[]);
+        }
+    }
+
+    fn hold(&mut self, at: u64, event: Vec<u8>) {
+        self.made += 1;
+        self.held.push(Reverse(Held {
+            at,
+            order: Reverse(self.made),
+            event,
+        }));
+    }
+
+    /// Writes a packet at `at` carrying the `TrackEvent` `event`.
+    fn packet(&mut self, at: u64, event: &[u8]) {
+        self.now = self.now.max(at);
+        self.write_packet(Some(at), event);
+    }
+
+    /// Writes a packet: its time (when it has one), sequence, flags, the definitions
+    /// made since the last packet, and `event` (when not empty).
+    fn write_packet(&mut self, at: Option<u64>, event: &[u8]) {
+        let p = self.out.begin(field::TRACE_PACKET);
+        if let Some(at) = at {
+            self.out.uint(field::TIMESTAMP, at);
+        }
+        self.out.uint(field::SEQUENCE_ID, u64::from(self.id));
+        let flags = match self.started {
+            false => SEQ_INCREMENTAL_STATE_CLEARED,
+            true => SEQ_NEEDS_INCREMENTAL_STATE,
+        };
+        self.started = true;
+        self.out.uint(field::SEQUENCE_FLAGS, flags);
+        if !self.defs.bytes.is_empty() {
+            self.out.bytes_field(field::INTERNED_DATA, &self.defs.bytes);
+            self.defs.bytes.clear();
+        }
+        if !event.is_empty() {
+            self.out.bytes_field(field::TRACK_EVENT, event);
+        }
+        self.out.end(p);
+        self.packets += 1;
+    }
+}
+
+/// Appends an interned name's definition (`EventName`, `EventCategory`,
+/// `DebugAnnotationName`: iid and name) to `defs`.
+fn define_in(defs: &mut Proto, kind: u32, iid: u64, name: &str) {
+    let n = defs.begin(kind);
+    defs.uint(field::IID, iid);
+    defs.string(field::INTERNED_NAME, name);
+    defs.end(n);
+}
