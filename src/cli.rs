@@ -14,6 +14,7 @@ use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
 use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
+use crate::format::{default_format, format_of, FormatArg};
 use crate::output::{out, outln, sayln};
 use crate::run::RunArgs;
 use crate::rundir::RunDir;
@@ -174,9 +175,15 @@ impl AnalysisArgs {
 
 #[derive(Debug, Args)]
 struct TraceArgs {
-    /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/".
-    #[arg(long, default_value = "overlap-trace.json")]
-    out: PathBuf,
+    /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/". Its
+    /// extension chooses the format: .pftrace (Perfetto's protobuf) or .json (Chrome
+    /// JSON, which `overlap analyze` also reads) [default: overlap-trace.pftrace].
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The merged trace's format, for an --out whose name does not say it, or for the
+    /// default name (overlap-trace.json with json).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
     /// The preload library (default: the one built for the program's MPI, found beside
     /// this binary).
     #[arg(long, env = "OVERLAP_PRELOAD")]
@@ -207,9 +214,13 @@ struct TraceArgs {
 struct MergeArgs {
     /// Directory holding the per-rank files (rank-N.ovlp).
     dir: PathBuf,
-    /// The merged trace to write.
+    /// The merged trace to write: .pftrace for Perfetto's protobuf (what the Perfetto UI
+    /// opens best), .json for Chrome JSON (what `overlap analyze` also reads).
     #[arg(long)]
     out: PathBuf,
+    /// The format, for an --out whose name says neither.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
     /// Fail when any rank's file is missing, cut short or unreadable.
     #[arg(long)]
     strict: bool,
@@ -243,13 +254,20 @@ pub(crate) fn ranks_dir_for(out: &Path) -> PathBuf {
 }
 
 fn trace(a: TraceArgs) -> Result<ExitCode> {
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "overlap-trace.{}",
+            default_format(a.format).extension()
+        ))
+    });
+    let format = format_of(&out, a.format)?;
     // A mistyped --out is told now, not after the run.
-    overlap_analyzer::output::check_output(&a.out)?;
+    overlap_analyzer::output::check_output(&out)?;
     let chosen = crate::which_mpi::choose(a.preload.as_deref(), &a.command)?;
     if let Some(note) = &chosen.note {
         crate::output::sayln!("overlap: {note}");
     }
-    let ranks_dir = ranks_dir_for(&a.out);
+    let ranks_dir = ranks_dir_for(&out);
     // Held until the merge is written: a second run on the same --out is refused.
     let _run_dir = RunDir::claim(
         &ranks_dir,
@@ -291,17 +309,17 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     );
     let end = RunEnd {
         ranks_dir: &ranks_dir,
-        out: &a.out,
+        out: &out,
         print: crate::output::stderr_fmt,
     };
     match end.finish(
-        crate::finish::merge(&ranks_dir, &a.out, false),
+        crate::finish::merge(&ranks_dir, &out, format, false),
         failure,
         no_trace,
     )? {
         Ok(written) => {
             end.summary(&written)?;
-            sayln!("analyze it with `overlap analyze {}`", a.out.display());
+            sayln!("{}", crate::finish::what_next(&out, format, &ranks_dir));
             Ok(ExitCode::SUCCESS)
         }
         Err(code) => Ok(code),
@@ -309,6 +327,7 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 }
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
+    let format = format_of(&a.out, a.format)?;
     overlap_analyzer::output::check_output(&a.out)?;
     if let Some(holder) = crate::rundir::holder(&a.dir) {
         sayln!(
@@ -317,7 +336,7 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let m = crate::finish::merge(&a.dir, &a.out, a.strict)?;
+    let m = crate::finish::merge(&a.dir, &a.out, format, a.strict)?;
     let line = report_merge(&m, &a.dir, &a.out);
     outln!("{line}");
     out!("{}", m.summary.to_table());

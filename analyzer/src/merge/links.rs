@@ -38,7 +38,7 @@ fn flow_in_point(s: &Span) -> Nanos {
 }
 
 /// First flow id of the chain flows: above every message's id (flow ids are global).
-const CHAIN_FLOW_BASE: u64 = 1 << 48;
+pub(crate) const CHAIN_FLOW_BASE: u64 = 1 << 48;
 
 /// One rank's ends of the run's messages: what it sent and what it received, each in
 /// message order, a received clock-suspect message with its record. A section of the
@@ -159,6 +159,17 @@ impl Chains {
         })
     }
 
+    /// The D2H (its index in `t.gpu`) that filled `m`'s send buffer.
+    pub(crate) fn sent_copy(&self, t: &Timeline, m: &Message) -> Option<usize> {
+        send_copy(t, &self.d2h, m.send().index)
+    }
+
+    /// The H2D (its index in `t.gpu`) that `m`'s receive started, once completed.
+    pub(crate) fn received_copy(&self, t: &Timeline, m: &Message) -> Option<usize> {
+        let completion = m.completion().map(|c| c.index);
+        recv_copy(t, &self.h2d, m.recv_post().index, completion)
+    }
+
     /// Appends the flow from the D2H that filled `m`'s send buffer to its send.
     pub(crate) fn format_sent(
         &self,
@@ -166,10 +177,7 @@ impl Chains {
         m: &Message,
         text: &mut Vec<u8>,
     ) -> std::io::Result<u64> {
-        let (Some(i), Some(send)) = (
-            send_copy(t, &self.d2h, m.send().index),
-            t.spans.get(m.send().index),
-        ) else {
+        let (Some(i), Some(send)) = (self.sent_copy(t, m), t.spans.get(m.send().index)) else {
             return Ok(0);
         };
         let copy = &t.gpu[i];
@@ -186,11 +194,10 @@ impl Chains {
         m: &Message,
         text: &mut Vec<u8>,
     ) -> std::io::Result<u64> {
-        let completion = m.completion().map(|c| c.index);
-        let Some(i) = recv_copy(t, &self.h2d, m.recv_post().index, completion) else {
+        let Some(i) = self.received_copy(t, m) else {
             return Ok(0);
         };
-        let Some(done) = completion.and_then(|c| t.spans.get(c)) else {
+        let Some(done) = m.completion().and_then(|c| t.spans.get(c.index)) else {
             return Ok(0);
         };
         let copy = &t.gpu[i];
@@ -228,18 +235,25 @@ fn call_at(t: &Timeline, index: usize) -> Option<(&Span, Op, &CallInfo)> {
     Some((t.spans.get(index)?, op, call))
 }
 
-/// A request's lifetime on rank `t`: an async slice from its post to its completion
-/// (or to `rank_end`, the rank's last moment, when it never completed).
-pub(crate) fn format_request(
+/// What a request's slice shows: its name, the thread that posted it, its post and
+/// its end, and its args.
+pub(crate) struct RequestSlice {
+    pub(crate) name: String,
+    pub(crate) tid: u32,
+    pub(crate) start: Nanos,
+    pub(crate) end: Nanos,
+    pub(crate) args: RequestArgs,
+}
+
+/// A request's lifetime on rank `t`: from its post to its completion (or to
+/// `rank_end`, the rank's last moment, when it never completed); `None` when its post
+/// is not on the timeline.
+pub(crate) fn request_slice(
     t: &Timeline,
     life: &RequestLife,
-    id: u64,
     rank_end: Nanos,
-    text: &mut Vec<u8>,
-) -> std::io::Result<u64> {
-    let Some((post_span, post_op, post)) = call_at(t, life.post()) else {
-        return Ok(0);
-    };
+) -> Option<RequestSlice> {
+    let (post_span, post_op, post) = call_at(t, life.post())?;
     let (described_op, described) = call_at(t, life.args()).map_or((post_op, post), |d| (d.1, d.2));
     // An Isendrecv's request is its receive half's.
     let peer = match described_op.has_recv_half() {
@@ -272,17 +286,38 @@ pub(crate) fn format_request(
         bytes: post.bytes().unwrap_or(0),
         completed_by: completion.map(|(_, op, _)| op.mpi_name().to_string()),
     };
-    let mut b = WireEvent::new(name.as_str(), Phase::AsyncBegin, life.rank, post_span.tid);
+    Some(RequestSlice {
+        name,
+        tid: post_span.tid,
+        start: post_span.start,
+        end,
+        args,
+    })
+}
+
+/// A request's lifetime on rank `t`: an async slice from its post to its completion
+/// (or to `rank_end`, the rank's last moment, when it never completed).
+pub(crate) fn format_request(
+    t: &Timeline,
+    life: &RequestLife,
+    id: u64,
+    rank_end: Nanos,
+    text: &mut Vec<u8>,
+) -> std::io::Result<u64> {
+    let Some(r) = request_slice(t, life, rank_end) else {
+        return Ok(0);
+    };
+    let mut b = WireEvent::new(r.name.as_str(), Phase::AsyncBegin, life.rank, r.tid);
     b.cat = Some(Category::Request);
     b.id = Some(id);
-    b.ts = Some(Micros(post_span.start));
-    b.args = Some(args);
+    b.ts = Some(Micros(r.start));
+    b.args = Some(r.args);
     format_event(text, &b)?;
     let mut e: WireEvent<'_, ()> =
-        WireEvent::new(name.as_str(), Phase::AsyncEnd, life.rank, post_span.tid);
+        WireEvent::new(r.name.as_str(), Phase::AsyncEnd, life.rank, r.tid);
     e.cat = Some(Category::Request);
     e.id = Some(id);
-    e.ts = Some(Micros(end));
+    e.ts = Some(Micros(r.end));
     format_event(text, &e)?;
     Ok(2)
 }

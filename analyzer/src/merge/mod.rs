@@ -31,6 +31,7 @@ mod links;
 mod matching;
 mod memory;
 mod peers;
+mod proto;
 mod spill;
 mod spilled;
 mod stream;
@@ -48,9 +49,10 @@ pub(crate) use ends::MatchCounts;
 pub(crate) use identity::check_one_run;
 pub(crate) use matching::match_all;
 pub use memory::from_events;
+pub use overlap_format::pftrace::TraceFormat;
 pub(crate) use peers::out_of_range;
 pub use stream::{merge_to_file, merge_to_file_if, Written};
-pub use write::write_merged;
+pub use write::{write_merged, write_merged_as};
 
 pub use crate::model::{EventRef, Message, RequestLife};
 

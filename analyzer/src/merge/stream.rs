@@ -28,6 +28,7 @@
 use std::path::Path;
 
 use overlap_format::output::check_output;
+use overlap_format::pftrace::TraceFormat;
 use overlap_format::schema::{Event, MergedInfo, Nanos, PeersOutOfRange};
 
 use super::matching::{rank_ends, rank_requests};
@@ -96,17 +97,19 @@ struct Digest {
 }
 
 /// Merges the rank files of `dir` into `out` (the files [`super::merge_dir`] would use,
-/// with the same checks), one rank at a time.
+/// with the same checks), one rank at a time, in the format `out`'s name says
+/// ([`TraceFormat::of_path`]).
 pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
-    merge_to_file_if(dir, out, |_, _| Ok(()))
+    merge_to_file_if(dir, out, TraceFormat::of_path(out), |_, _| Ok(()))
 }
 
-/// [`merge_to_file`], once `accept` has seen what the run holds (its ranks missing or
-/// cut short, its files unreadable), before anything is written: its `Err(reason)`
-/// stops the merge with [`Error::Refused`], leaving `out` as it was.
+/// [`merge_to_file`] in `format`, once `accept` has seen what the run holds (its ranks
+/// missing or cut short, its files unreadable), before anything is written: its
+/// `Err(reason)` stops the merge with [`Error::Refused`], leaving `out` as it was.
 pub fn merge_to_file_if(
     dir: &Path,
     out: &Path,
+    format: TraceFormat,
     accept: impl FnOnce(&MergedInfo, &[Unreadable]) -> std::result::Result<(), String>,
 ) -> Result<Written> {
     use rayon::prelude::*;
@@ -181,7 +184,7 @@ pub fn merge_to_file_if(
     // it; on one thread that would only hold two ranks' timelines at once.
     let read_ahead = rayon::current_num_threads() > 1;
     let mut symbolizer = crate::sites::Symbolizer::new();
-    let events = write_file(out, &info, |w, reread| {
+    let events = write_file(out, format, &info, |w, reread| {
         let mut next = (!metas.is_empty()).then(|| load(0));
         let mut first_request_id = 1;
         for i in 0..metas.len() {
