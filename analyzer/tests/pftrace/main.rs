@@ -27,14 +27,23 @@ fn u(v: &Value) -> u32 {
     v.as_u64().expect("a number") as u32
 }
 
+/// Args, as JSON.
+type Args = Map<String, Value>;
+/// A request's slice: rank, name, start, end.
+type RequestKey = (u32, String, u64, u64);
+/// An instant: rank, thread, name, time.
+type InstantKey = (u32, u32, String, u64);
+/// Where a flow's event is: rank, thread, time.
+type Point = (u32, u32, u64);
+
 /// What the JSON holds, by kind.
 #[derive(Default)]
 struct Json {
     slices: Vec<(Key, Map<String, Value>)>,
-    requests: Vec<((u32, String, u64, u64), Map<String, Value>)>,
-    instants: Vec<((u32, u32, String, u64), Map<String, Value>)>,
+    requests: Vec<(RequestKey, Args)>,
+    instants: Vec<(InstantKey, Args)>,
     /// flow id -> (start: rank, thread, time), (end: rank, thread, time).
-    flows: BTreeMap<u64, [Option<(u32, u32, u64)>; 2]>,
+    flows: BTreeMap<u64, [Option<Point>; 2]>,
     threads: Vec<(u32, u32, String)>,
     processes: Vec<(u32, String)>,
     /// Calls with a symbolized site (`src`).
