@@ -15,7 +15,8 @@ DEMO_DIR := traces/demo
 setup:
 	@scripts/bootstrap.sh $(BOOTSTRAP_FLAGS)
 
-# The tests also need the mpi4py venv (target/mpi4py-venv, built once).
+# The tests also need the mpi4py venv (target/mpi4py-venv, built once) and the perfetto
+# venv (target/perfetto-venv: Perfetto's trace schema, for scripts/check-pftrace.sh).
 test: BOOTSTRAP_FLAGS = --mpi4py
 
 build: setup
@@ -59,6 +60,7 @@ test: setup
 	$(CARGO) build --workspace
 	scripts/build-preloads.sh
 	OVERLAP_REQUIRE_OPEN_MPI=1 OVERLAP_REQUIRE_MPI4PY=1 $(CARGO) test --workspace
+	OVERLAP_REQUIRE_PERFETTO=1 scripts/check-pftrace.sh
 	scripts/ci-gate.sh
 	scripts/faults.sh
 
