@@ -5,9 +5,11 @@ importer relies on:
 
   - every packet decodes as a TracePacket;
   - per sequence (trusted_packet_sequence_id): the first packet sets
-    SEQ_INCREMENTAL_STATE_CLEARED; every interned id an event uses (event name,
-    category, debug-annotation name, source location) was defined by an earlier or the
-    same packet of that sequence; timestamps never go back;
+    SEQ_INCREMENTAL_STATE_CLEARED (and the defaults, if any); every interned id an event
+    uses (event name, category, debug-annotation name and string value, source
+    location) was defined by an earlier or the same packet of that sequence, and a
+    packet using interned data or defaults says SEQ_NEEDS_INCREMENTAL_STATE; timestamps
+    never go back;
   - every track an event names was described (TrackDescriptor) before it, with a
     unique uuid; counter values go to counter tracks;
   - per track, slice begins and ends pair up (no end without an open slice, none left
@@ -60,6 +62,14 @@ def varint(data, i):
         shift += 7
 
 
+def string_iids(a):
+    """The interned string values an annotation (and its entries) use."""
+    if a.HasField("string_value_iid"):
+        yield a.string_value_iid
+    for inner in list(a.dict_entries) + list(a.array_values):
+        yield from string_iids(inner)
+
+
 def check(path):
     data = open(path, "rb").read()
     errors = []
@@ -81,8 +91,17 @@ def check(path):
         if seq_id not in seqs:
             if not p.sequence_flags & CLEARED:
                 err(at, f"first packet of sequence {seq_id} without SEQ_INCREMENTAL_STATE_CLEARED")
-            seqs[seq_id] = {"names": set(), "cats": set(), "args": set(), "srcs": set(), "ts": None}
+            seqs[seq_id] = {"names": set(), "cats": set(), "args": set(), "srcs": set(),
+                            "strings": set(), "ts": None, "track": None, "first": True}
         s = seqs[seq_id]
+        first, s["first"] = s["first"], False
+        if p.HasField("trace_packet_defaults"):
+            if not first:
+                err(at, f"sequence {seq_id}: defaults set after its first packet")
+            d = p.trace_packet_defaults
+            if d.HasField("track_event_defaults") and d.track_event_defaults.HasField("track_uuid"):
+                s["track"] = d.track_event_defaults.track_uuid
+        needs = bool(p.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE) or first
         if p.HasField("timestamp"):
             if s["ts"] is not None and p.timestamp < s["ts"]:
                 err(at, f"sequence {seq_id}: timestamp {p.timestamp} before {s['ts']}")
@@ -93,6 +112,7 @@ def check(path):
             s["cats"].update(e.iid for e in d.event_categories)
             s["args"].update(e.iid for e in d.debug_annotation_names)
             s["srcs"].update(e.iid for e in d.source_locations)
+            s["strings"].update(e.iid for e in d.debug_annotation_string_values)
         if p.HasField("track_descriptor"):
             t = p.track_descriptor
             if t.uuid in tracks:
@@ -112,15 +132,25 @@ def check(path):
         for a in e.debug_annotations:
             if a.HasField("name_iid") and a.name_iid not in s["args"]:
                 err(at, f"sequence {seq_id}: annotation name iid {a.name_iid} used before it is defined")
+            for iid in string_iids(a):
+                if iid not in s["strings"]:
+                    err(at, f"sequence {seq_id}: string value iid {iid} used before it is defined")
         if e.HasField("source_location_iid") and e.source_location_iid not in s["srcs"]:
             err(at, f"sequence {seq_id}: source location iid {e.source_location_iid} used before it is defined")
-        if e.track_uuid not in tracks:
-            err(at, f"track {e.track_uuid} used before it is described")
-        elif (e.type == COUNTER) != (tracks[e.track_uuid] == "counter"):
-            err(at, f"track {e.track_uuid}: a {pb.TrackEvent.Type.Name(e.type)} on a "
-                    f"{'counter' if tracks[e.track_uuid] == 'counter' else 'slice'} track")
+        uses_state = (e.HasField("name_iid") or len(e.category_iids) > 0 or len(e.debug_annotations) > 0
+                      or e.HasField("source_location_iid") or not e.HasField("track_uuid"))
+        if uses_state and not needs:
+            err(at, f"sequence {seq_id}: uses interned data or defaults without SEQ_NEEDS_INCREMENTAL_STATE")
+        track = e.track_uuid if e.HasField("track_uuid") else s["track"]
+        if track is None:
+            err(at, "an event with no track and no default track")
+        elif track not in tracks:
+            err(at, f"track {track} used before it is described")
+        elif (e.type == COUNTER) != (tracks[track] == "counter"):
+            err(at, f"track {track}: a {pb.TrackEvent.Type.Name(e.type)} on a "
+                    f"{'counter' if tracks[track] == 'counter' else 'slice'} track")
         if e.type in (BEGIN, END):
-            events.append((p.timestamp, order, e.track_uuid, e.type, at))
+            events.append((p.timestamp, order, track, e.type, at))
         for f in e.flow_ids:
             if f in flows_out:
                 err(at, f"flow {f} starts twice")

@@ -146,7 +146,10 @@ fn without_out_the_trace_goes_to_traces_named_after_the_kernel_and_variant() {
     assert!(first.success(), "{}", first.describe());
     first.assert_stderr_has("overlap: created traces/");
     first.assert_stderr_has("the trace goes to traces/false-overlap-fixed.pftrace");
-    assert!(dir.path().join("traces/false-overlap-fixed.pftrace").is_file());
+    assert!(dir
+        .path()
+        .join("traces/false-overlap-fixed.pftrace")
+        .is_file());
     let second = run(&["--format", "json"]);
     assert!(second.success(), "{}", second.describe());
     assert!(

@@ -103,6 +103,8 @@ struct Interned {
     cats: HashMap<u64, String>,
     args: HashMap<u64, String>,
     sources: HashMap<u64, String>,
+    strings: HashMap<u64, String>,
+    default_track: Option<u64>,
 }
 
 /// Reads a whole protobuf trace.
@@ -114,8 +116,10 @@ pub fn decode(bytes: &[u8]) -> Decoded {
             panic!("Trace field {num} is not a packet")
         };
         let (mut ts, mut seq, mut event, mut interned, mut desc) = (0, 0, None, None, None);
+        let mut defaults = None;
         for (num, f) in fields(p) {
             match (num, f) {
+                (59, Field::Bytes(b)) => defaults = Some(b),
                 (8, Field::Varint(v)) => ts = v,
                 (10, Field::Varint(v)) => seq = v,
                 (11, Field::Bytes(b)) => event = Some(b),
@@ -125,6 +129,16 @@ pub fn decode(bytes: &[u8]) -> Decoded {
             }
         }
         let state = seqs.entry(seq).or_default();
+        for (num, f) in defaults.map(fields).unwrap_or_default() {
+            let (11, Field::Bytes(te)) = (num, f) else {
+                continue;
+            };
+            for (num, f) in fields(te) {
+                if let (11, Field::Varint(v)) = (num, f) {
+                    state.default_track = Some(v);
+                }
+            }
+        }
         if let Some(b) = interned {
             intern(state, b);
         }
@@ -157,6 +171,7 @@ fn intern(state: &mut Interned, b: &[u8]) {
             }
         }
         let map = match kind {
+            29 => &mut state.strings,
             1 => &mut state.cats,
             2 => &mut state.names,
             3 => &mut state.args,
@@ -204,6 +219,7 @@ fn track(b: &[u8]) -> (u64, Track) {
 fn track_event(state: &Interned, ts: u64, b: &[u8]) -> Ev {
     let mut e = Ev {
         ts,
+        track: state.default_track.unwrap_or(0),
         ..Ev::default()
     };
     let name_of = |m: &HashMap<u64, String>, iid: u64, what: &str| {
@@ -222,7 +238,7 @@ fn track_event(state: &Interned, ts: u64, b: &[u8]) -> Ev {
             (47, Field::Fixed64(v)) => e.flows.push(v),
             (48, Field::Fixed64(v)) => e.ends_flows.push(v),
             (4, Field::Bytes(a)) => {
-                let (name, value) = annotation(a, Some(&state.args));
+                let (name, value) = annotation(a, state, true);
                 e.args.insert(name, value);
             }
             _ => {}
@@ -231,19 +247,24 @@ fn track_event(state: &Interned, ts: u64, b: &[u8]) -> Ev {
     e
 }
 
-/// A debug annotation's name and value, as JSON.
-fn annotation(b: &[u8], names: Option<&HashMap<u64, String>>) -> (String, Value) {
+/// A debug annotation's name and value, as JSON (`top`: an event's own, whose name is
+/// interned; else an entry of a dictionary or list).
+fn annotation(b: &[u8], state: &Interned, top: bool) -> (String, Value) {
     let mut name = String::new();
     let mut value = Value::Null;
     let mut dict = Map::new();
     let mut array = Vec::new();
     for (num, f) in fields(b) {
         match (num, f) {
-            (1, Field::Varint(v)) => {
-                name = names
-                    .and_then(|n| n.get(&v))
+            (1, Field::Varint(v)) if top => {
+                name = state
+                    .args
+                    .get(&v)
                     .cloned()
                     .expect("annotation name defined")
+            }
+            (17, Field::Varint(v)) => {
+                value = Value::String(state.strings.get(&v).cloned().expect("string defined"))
             }
             (10, Field::Bytes(s)) => name = text(s),
             (2, Field::Varint(v)) => value = Value::Bool(v != 0),
@@ -252,11 +273,11 @@ fn annotation(b: &[u8], names: Option<&HashMap<u64, String>>) -> (String, Value)
             (5, Field::Fixed64(v)) => value = Value::from(f64::from_bits(v)),
             (6, Field::Bytes(s)) => value = Value::String(text(s)),
             (11, Field::Bytes(s)) => {
-                let (k, v) = annotation(s, None);
+                let (k, v) = annotation(s, state, false);
                 dict.insert(k, v);
                 value = Value::Null;
             }
-            (12, Field::Bytes(s)) => array.push(annotation(s, None).1),
+            (12, Field::Bytes(s)) => array.push(annotation(s, state, false).1),
             _ => {}
         }
     }

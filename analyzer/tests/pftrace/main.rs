@@ -79,9 +79,10 @@ fn read_json(path: &Path) -> (Value, Json) {
         let name = e["name"].as_str().expect("name").to_string();
         let cat = e["cat"].as_str().unwrap_or("").to_string();
         let mut args = without_empty(e["args"].as_object().cloned().unwrap_or_default());
-        if cat == "mpi" {
-            // A call's site label: the protobuf's source location instead.
-            j.sited += usize::from(args.remove("src").is_some());
+        if cat == "mpi" && args.remove("src").is_some() {
+            // A call's site and its label: the protobuf's source location instead.
+            args.remove("site");
+            j.sited += 1;
         }
         match e["ph"].as_str().expect("ph") {
             "X" => {

@@ -89,6 +89,13 @@ impl<W: Write> ProtoOut<W> {
         s
     }
 
+    /// A new sequence whose events are on `track` unless they name another.
+    pub(crate) fn sequence_on(&mut self, track: u64) -> Sequence {
+        let s = Sequence::with_default_track(self.next_sequence, track);
+        self.next_sequence += 1;
+        s
+    }
+
     /// The process track of `rank`, described on first use as `name`.
     pub(crate) fn process(&mut self, rank: u32, name: &str) -> std::io::Result<u64> {
         if let Some(u) = self.processes.get(&rank) {
@@ -189,6 +196,7 @@ pub(crate) fn write_in_flight<W: Write>(
             source: None,
             flows_out: &[],
             flows_in: &[],
+            skip_args: &[],
         })
         .map_err(io_error)?;
     }

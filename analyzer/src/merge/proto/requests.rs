@@ -98,6 +98,7 @@ pub(crate) fn write_requests<W: Write>(
             source: None,
             flows_out: &[],
             flows_in: &[],
+            skip_args: &[],
         })
         .map_err(io_error)?;
         if seq.pending() >= DRAIN_AT {

@@ -27,6 +27,11 @@ use crate::merge::write::{write_rank_events, RankSection};
 use crate::sites::Site;
 use crate::Error;
 
+/// Args left out: a call's `site`, where its source location is written.
+const SITE: &[&str] = &["site"];
+/// No args left out.
+const NOTHING: &[&str] = &[];
+
 /// Flow ids by the index of the slice they leave or enter.
 type Flows = FxHashMap<usize, Vec<u64>>;
 
@@ -148,17 +153,29 @@ fn write_spans<W: Write + Send>(
         .iter()
         .map(|(raw, site)| (*raw, source_of(site)))
         .collect();
-    let mut seq = out.sequence();
+    // Most events are on the rank's busiest thread: the sequence's default track.
+    let mut per_thread: FxHashMap<u32, usize> = FxHashMap::default();
+    for span in &s.t.spans {
+        *per_thread.entry(span.tid).or_default() += 1;
+    }
+    let busiest = per_thread
+        .iter()
+        .max_by_key(|(tid, n)| (**n, std::cmp::Reverse(**tid)));
+    let mut seq = match busiest.and_then(|(tid, _)| threads.get(tid)) {
+        Some(track) => out.sequence_on(*track),
+        None => out.sequence(),
+    };
     let mut k = 0usize;
     let none: &[u64] = &[];
     let mut block = |out: &mut ProtoOut<W>, events: &[Event]| -> std::io::Result<()> {
         for e in events {
-            let (name, category, args, source) = match e {
+            let (name, category, args, source, skip_args) = match e {
                 Event::Call(c) => (
                     c.op.mpi_name(),
                     Category::Mpi,
                     EventArgs::Call(&c.args),
                     c.args.site.and_then(|site| sources.get(&site)),
+                    SITE,
                 ),
                 Event::Compute(c) => (
                     c.name.as_str(),
@@ -168,6 +185,7 @@ fn write_spans<W: Write + Send>(
                         None => EventArgs::Compute(ComputeArgs {}),
                     },
                     None,
+                    NOTHING,
                 ),
                 Event::Gpu(_) => continue,
             };
@@ -182,6 +200,8 @@ fn write_spans<W: Write + Send>(
                 source,
                 flows_out: flows.out.get(&k).map_or(none, Vec::as_slice),
                 flows_in: flows.into.get(&k).map_or(none, Vec::as_slice),
+                // A call's site where the source location says where it is.
+                skip_args: if source.is_some() { skip_args } else { NOTHING },
             })
             .map_err(io_error)?;
             for m in flows.suspects.get(&k).into_iter().flatten() {
@@ -267,6 +287,7 @@ fn write_gpu<W: Write>(
             source: None,
             flows_out: flows.gpu_out.get(&i).map_or(none, Vec::as_slice),
             flows_in: flows.gpu_into.get(&i).map_or(none, Vec::as_slice),
+            skip_args: &[],
         })
         .map_err(io_error)?;
     }

@@ -30,35 +30,44 @@ impl ser::Error for AnnotationError {
     }
 }
 
-/// Interns a debug-annotation name for the sequence, giving its iid.
-pub(crate) type NameInterner<'a> = &'a mut dyn FnMut(&str) -> u64;
+/// What annotations need of their sequence: the iids of names and of text values.
+pub(crate) trait Interning {
+    /// The iid of a debug-annotation name (defined on the sequence when new).
+    fn name(&mut self, name: &str) -> u64;
+    /// The iid of a text value, or `None` to write the text itself.
+    fn string(&mut self, value: &str) -> Option<u64>;
+}
 
 /// Writes `args` into `out` (a `TrackEvent` being written) as its debug annotations:
-/// one per field of a struct or entry of a map; a value of another shape becomes one
-/// annotation named `args`.
+/// one per field of a struct or entry of a map, but those named in `skip`; a value of
+/// another shape becomes one annotation named `args`.
 pub(crate) fn write_args<A: Serialize + ?Sized>(
     out: &mut Proto,
-    names: NameInterner<'_>,
+    interning: &mut dyn Interning,
+    skip: &[&str],
     args: &A,
 ) -> Result<(), AnnotationError> {
     args.serialize(Value {
         out,
-        top: Some(names),
+        interning,
+        top: Some(skip),
     })
 }
 
-/// Serializes one value into the annotation being written; `top` (with the name
-/// interner) while the args object itself is being written, whose fields become the
+/// Serializes one value into the annotation being written; `top` (with the fields to
+/// leave out) while the args object itself is being written, whose fields become the
 /// event's annotations rather than a dictionary.
 struct Value<'o, 'n> {
     out: &'o mut Proto,
-    top: Option<NameInterner<'n>>,
+    interning: &'n mut dyn Interning,
+    top: Option<&'n [&'n str]>,
 }
 
 /// A struct's, map's or list's members being written.
 struct Members<'o, 'n> {
     out: &'o mut Proto,
-    top: Option<NameInterner<'n>>,
+    interning: &'n mut dyn Interning,
+    top: Option<&'n [&'n str]>,
     /// A map's key, waiting for its value.
     key: Option<String>,
 }
@@ -68,9 +77,10 @@ impl Members<'_, '_> {
     /// dictionary; left out when its value wrote nothing (`None`, unit).
     fn member<T: Serialize + ?Sized>(&mut self, name: &str, v: &T) -> Result<(), AnnotationError> {
         let before = self.out.bytes.len();
-        let nested: Nested = match &mut self.top {
-            Some(names) => {
-                let iid = names(name);
+        let nested: Nested = match self.top {
+            Some(skip) if skip.contains(&name) => return Ok(()),
+            Some(_) => {
+                let iid = self.interning.name(name);
                 let n = self.out.begin(field::DEBUG_ANNOTATIONS);
                 self.out.uint(field::ANNOTATION_NAME_IID, iid);
                 n
@@ -84,6 +94,7 @@ impl Members<'_, '_> {
         let named = self.out.bytes.len();
         v.serialize(Value {
             out: self.out,
+            interning: self.interning,
             top: None,
         })?;
         if self.out.bytes.len() == named {
@@ -99,6 +110,7 @@ impl Members<'_, '_> {
         let n = self.out.begin(field::ARRAY_VALUES);
         v.serialize(Value {
             out: self.out,
+            interning: self.interning,
             top: None,
         })?;
         self.out.end(n);
@@ -110,7 +122,8 @@ impl Members<'_, '_> {
 fn top_value<T: Serialize + ?Sized>(v: Value<'_, '_>, value: &T) -> Result<(), AnnotationError> {
     let mut m = Members {
         out: v.out,
-        top: v.top,
+        interning: v.interning,
+        top: Some(&[]),
         key: None,
     };
     m.member("args", value)
@@ -229,7 +242,10 @@ impl<'o, 'n> ser::Serializer for Value<'o, 'n> {
         if self.top.is_some() {
             return top_value(self, v);
         }
-        self.out.string(field::STRING_VALUE, v);
+        match self.interning.string(v) {
+            Some(iid) => self.out.uint(field::STRING_VALUE_IID, iid),
+            None => self.out.string(field::STRING_VALUE, v),
+        }
         Ok(())
     }
 
@@ -283,6 +299,7 @@ impl<'o, 'n> ser::Serializer for Value<'o, 'n> {
     ) -> Result<(), AnnotationError> {
         let mut m = Members {
             out: self.out,
+            interning: self.interning,
             top: self.top,
             key: None,
         };
@@ -295,6 +312,7 @@ impl<'o, 'n> ser::Serializer for Value<'o, 'n> {
         }
         Ok(Members {
             out: self.out,
+            interning: self.interning,
             top: None,
             key: None,
         })
@@ -325,6 +343,7 @@ impl<'o, 'n> ser::Serializer for Value<'o, 'n> {
     fn serialize_map(self, _: Option<usize>) -> Result<Members<'o, 'n>, AnnotationError> {
         Ok(Members {
             out: self.out,
+            interning: self.interning,
             top: self.top,
             key: None,
         })

@@ -83,6 +83,18 @@ pub(crate) mod field {
     pub const DOUBLE_VALUE: u32 = 5;
     /// `DebugAnnotation.string_value`.
     pub const STRING_VALUE: u32 = 6;
+    /// `DebugAnnotation.string_value_iid`.
+    pub const STRING_VALUE_IID: u32 = 17;
+    /// `InternedData.debug_annotation_string_values`.
+    pub const DEBUG_ANNOTATION_STRING_VALUES: u32 = 29;
+    /// `InternedString.str`.
+    pub const INTERNED_STR: u32 = 2;
+    /// `TracePacket.trace_packet_defaults`.
+    pub const TRACE_PACKET_DEFAULTS: u32 = 59;
+    /// `TracePacketDefaults.track_event_defaults`.
+    pub const TRACK_EVENT_DEFAULTS: u32 = 11;
+    /// `TrackEventDefaults.track_uuid`.
+    pub const DEFAULT_TRACK_UUID: u32 = 11;
     /// `DebugAnnotation.name` (entries of a dictionary).
     pub const ANNOTATION_NAME: u32 = 10;
     /// `DebugAnnotation.dict_entries`.

@@ -14,7 +14,7 @@ use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
-use super::annotations::{write_args, AnnotationError};
+use super::annotations::{write_args, AnnotationError, Interning};
 use super::proto::{field, Proto, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE};
 use crate::fxhash::FxHashMap;
 use crate::schema::wire::Category;
@@ -61,11 +61,59 @@ pub struct Slice<'a, A: ?Sized> {
     pub flows_out: &'a [u64],
     /// Flows arriving in it (written on its end, terminating them).
     pub flows_in: &'a [u64],
+    /// Fields of `args` left out (a call's `site`, when `source` says where it is).
+    pub skip_args: &'a [&'a str],
 }
+
+/// Text values interned per sequence: at most this many, each at most
+/// [`MAX_INTERNED_LEN`] bytes; others are written as they are (so that a run of unique
+/// texts, such as addresses, does not grow the table without bound).
+const MAX_INTERNED_STRINGS: usize = 1 << 16;
+/// See [`MAX_INTERNED_STRINGS`].
+const MAX_INTERNED_LEN: usize = 64;
 
 /// Names interned on one sequence.
 #[derive(Debug, Default)]
 struct Interner(FxHashMap<String, u64>);
+
+/// The interning the annotations of one event need: names and text values, their new
+/// definitions appended to the sequence's.
+struct ArgInterning<'a> {
+    names: &'a mut Interner,
+    strings: &'a mut Interner,
+    defs: &'a mut Proto,
+}
+
+impl Interning for ArgInterning<'_> {
+    fn name(&mut self, name: &str) -> u64 {
+        let (iid, new) = self.names.get(name);
+        if new {
+            define_in(self.defs, field::DEBUG_ANNOTATION_NAMES, iid, name);
+        }
+        iid
+    }
+
+    fn string(&mut self, value: &str) -> Option<u64> {
+        let known = self.strings.0.get(value).copied();
+        let iid = match known {
+            Some(iid) => iid,
+            None if value.len() > MAX_INTERNED_LEN
+                || self.strings.0.len() >= MAX_INTERNED_STRINGS =>
+            {
+                return None
+            }
+            None => {
+                let (iid, _) = self.strings.get(value);
+                let n = self.defs.begin(field::DEBUG_ANNOTATION_STRING_VALUES);
+                self.defs.uint(field::IID, iid);
+                self.defs.bytes_field(field::INTERNED_STR, value.as_bytes());
+                self.defs.end(n);
+                iid
+            }
+        };
+        Some(iid)
+    }
+}
 
 impl Interner {
     /// The iid of `name`, and whether it is new (to be defined).
@@ -87,6 +135,8 @@ struct Held {
     at: u64,
     order: Reverse<u64>,
     event: Vec<u8>,
+    /// Whether it uses the sequence's state (interned data, defaults).
+    stateful: bool,
 }
 
 /// One sequence: interning tables, definitions not yet written, the packets written and
@@ -98,7 +148,10 @@ pub struct Sequence {
     names: Interner,
     categories: Interner,
     arg_names: Interner,
+    strings: Interner,
     sources: FxHashMap<SourceLocation, u64>,
+    /// The track events name when they name none (`TrackEventDefaults.track_uuid`).
+    default_track: Option<u64>,
     /// `InternedData` entries defined since the last packet.
     defs: Proto,
     /// Encoded `Trace.packet` fields ready to go to the file.
@@ -122,7 +175,9 @@ impl Sequence {
             names: Interner::default(),
             categories: Interner::default(),
             arg_names: Interner::default(),
+            strings: Interner::default(),
             sources: FxHashMap::default(),
+            default_track: None,
             defs: Proto::default(),
             out: Proto::default(),
             held: BinaryHeap::new(),
@@ -132,6 +187,14 @@ impl Sequence {
             packets: 0,
             events: 0,
         }
+    }
+
+    /// A sequence whose events are on `track` unless they say otherwise (set in its
+    /// first packet's defaults, so that each event on it saves naming it).
+    pub fn with_default_track(id: u32, track: u64) -> Sequence {
+        let mut s = Sequence::new(id);
+        s.default_track = Some(track);
+        s
     }
 
     /// The encoded packets written so far, to go to the file (and forgotten here).
@@ -163,7 +226,7 @@ impl Sequence {
             let Some(Reverse(h)) = self.held.pop() else {
                 break;
             };
-            self.packet(h.at, &h.event);
+            self.packet(h.at, &h.event, h.stateful);
         }
     }
 
@@ -190,15 +253,15 @@ impl Sequence {
         for f in s.flows_out {
             ev.fixed64(field::FLOW_IDS, *f);
         }
-        let args = self.args(&mut ev, s.args);
-        self.packet(s.start.0, &ev.bytes);
+        let args = self.args(&mut ev, s.args, s.skip_args);
+        self.packet(s.start.0, &ev.bytes, true);
         let mut end = Proto::default();
         end.uint(field::TYPE, EventType::SliceEnd as u64);
-        end.uint(field::TRACK_UUID, s.track);
+        let stateful = self.track_field(&mut end, s.track);
         for f in s.flows_in {
             end.fixed64(field::TERMINATING_FLOW_IDS, *f);
         }
-        self.hold(s.end.max(s.start).0, end.bytes);
+        self.hold(s.end.max(s.start).0, end.bytes, stateful);
         self.event = ev;
         args
     }
@@ -216,9 +279,9 @@ impl Sequence {
         self.events += 1;
         let mut ev = Proto::default();
         self.describe(&mut ev, EventType::Instant, track, name, category);
-        let written = self.args(&mut ev, args);
+        let written = self.args(&mut ev, args, &[]);
         self.define_now();
-        self.hold(at.0, ev.bytes);
+        self.hold(at.0, ev.bytes, true);
         written
     }
 
@@ -229,16 +292,26 @@ impl Sequence {
         let mut ev = std::mem::take(&mut self.event);
         ev.bytes.clear();
         ev.uint(field::TYPE, EventType::Counter as u64);
-        ev.uint(field::TRACK_UUID, track);
+        let stateful = self.track_field(&mut ev, track);
         ev.int(field::COUNTER_VALUE, value);
-        self.packet(at.0, &ev.bytes);
+        self.packet(at.0, &ev.bytes, stateful);
         self.event = ev;
+    }
+
+    /// Names `track` in `ev` unless it is the sequence's default; says whether the
+    /// event relies on the default (the sequence's state).
+    fn track_field(&self, ev: &mut Proto, track: u64) -> bool {
+        if self.default_track == Some(track) {
+            return true;
+        }
+        ev.uint(field::TRACK_UUID, track);
+        false
     }
 
     /// Type, track, name and category of an event.
     fn describe(&mut self, ev: &mut Proto, ty: EventType, track: u64, name: &str, cat: Category) {
         ev.uint(field::TYPE, ty as u64);
-        ev.uint(field::TRACK_UUID, track);
+        self.track_field(ev, track);
         let (cat_iid, new) = self.categories.get(cat.wire_name());
         if new {
             self.define(field::EVENT_CATEGORIES, cat_iid, cat.wire_name());
@@ -251,22 +324,21 @@ impl Sequence {
         ev.uint(field::NAME_IID, name_iid);
     }
 
-    /// Appends `args` to `ev` as debug annotations, interning their names.
+    /// Appends `args` (but the fields named in `skip`) to `ev` as debug annotations,
+    /// interning their names and short texts.
     fn args<A: Serialize + ?Sized>(
         &mut self,
         ev: &mut Proto,
         args: Option<&A>,
+        skip: &[&str],
     ) -> Result<(), AnnotationError> {
         let Some(args) = args else { return Ok(()) };
-        let (arg_names, defs) = (&mut self.arg_names, &mut self.defs);
-        let mut intern = |name: &str| {
-            let (iid, new) = arg_names.get(name);
-            if new {
-                define_in(defs, field::DEBUG_ANNOTATION_NAMES, iid, name);
-            }
-            iid
+        let mut interning = ArgInterning {
+            names: &mut self.arg_names,
+            strings: &mut self.strings,
+            defs: &mut self.defs,
         };
-        write_args(ev, &mut intern, args)
+        write_args(ev, &mut interning, skip, args)
     }
 
     /// The iid of a source location, defined when new.
@@ -297,39 +369,52 @@ impl Sequence {
     /// to later, so that no packet written before it uses an iid it defines).
     fn define_now(&mut self) {
         if !self.defs.bytes.is_empty() {
-            self.write_packet(None, &[]);
+            self.write_packet(None, &[], true);
         }
     }
 
-    fn hold(&mut self, at: u64, event: Vec<u8>) {
+    fn hold(&mut self, at: u64, event: Vec<u8>, stateful: bool) {
         self.made += 1;
         self.held.push(Reverse(Held {
             at,
             order: Reverse(self.made),
             event,
+            stateful,
         }));
     }
 
-    /// Writes a packet at `at` carrying the `TrackEvent` `event`.
-    fn packet(&mut self, at: u64, event: &[u8]) {
+    /// Writes a packet at `at` carrying the `TrackEvent` `event`; `stateful` when it
+    /// uses the sequence's interned data or defaults.
+    fn packet(&mut self, at: u64, event: &[u8], stateful: bool) {
         self.now = self.now.max(at);
-        self.write_packet(Some(at), event);
+        self.write_packet(Some(at), event, stateful);
     }
 
-    /// Writes a packet: its time (when it has one), sequence, flags, the definitions
-    /// made since the last packet, and `event` (when not empty).
-    fn write_packet(&mut self, at: Option<u64>, event: &[u8]) {
+    /// Writes a packet: its time (when it has one), sequence, flags (the first packet
+    /// clears the sequence's state and sets its defaults; later ones that use that state
+    /// say so), the definitions made since the last packet, and `event` (when not
+    /// empty).
+    fn write_packet(&mut self, at: Option<u64>, event: &[u8], stateful: bool) {
         let p = self.out.begin(field::TRACE_PACKET);
         if let Some(at) = at {
             self.out.uint(field::TIMESTAMP, at);
         }
         self.out.uint(field::SEQUENCE_ID, u64::from(self.id));
-        let flags = match self.started {
-            false => SEQ_INCREMENTAL_STATE_CLEARED,
-            true => SEQ_NEEDS_INCREMENTAL_STATE,
-        };
+        if !self.started {
+            self.out
+                .uint(field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+            if let Some(track) = self.default_track {
+                let d = self.out.begin(field::TRACE_PACKET_DEFAULTS);
+                let t = self.out.begin(field::TRACK_EVENT_DEFAULTS);
+                self.out.uint(field::DEFAULT_TRACK_UUID, track);
+                self.out.end(t);
+                self.out.end(d);
+            }
+        } else if stateful || !self.defs.bytes.is_empty() {
+            self.out
+                .uint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+        }
         self.started = true;
-        self.out.uint(field::SEQUENCE_FLAGS, flags);
         if !self.defs.bytes.is_empty() {
             self.out.bytes_field(field::INTERNED_DATA, &self.defs.bytes);
             self.defs.bytes.clear();
