@@ -5,7 +5,8 @@
 #
 #   scripts/check-pftrace.sh              merges every recorded run of
 #                                         analyzer/tests/data/reports/*/ranks into
-#                                         target/pftrace-check/ and checks them
+#                                         target/pftrace-check/ (and a window of one:
+#                                         --from, --to, --ranks) and checks them
 #   scripts/check-pftrace.sh FILE...      checks the given .pftrace files
 #
 # Needs target/debug/overlap (`cargo build`) for the first form. Without the venv it
@@ -35,4 +36,9 @@ for ranks in analyzer/tests/data/reports/*/ranks; do
     { echo "check-pftrace: merging $ranks failed:" >&2; cat "$out/$name.log" >&2; exit 1; }
   files+=("$out/$name.pftrace")
 done
+# A window of a run: slices cut at its edges, messages cut by it.
+"$overlap" merge analyzer/tests/data/reports/false-overlap/ranks --out "$out/window.pftrace" \
+  --from 180ms --to 200ms --ranks 0-2 >"$out/window.log" 2>&1 ||
+  { echo "check-pftrace: merging a window failed:" >&2; cat "$out/window.log" >&2; exit 1; }
+files+=("$out/window.pftrace")
 exec "$python" scripts/check-pftrace.py "${files[@]}"

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::import::Loaded;
+use overlap_analyzer::merge::{Output, Window};
 use overlap_analyzer::metrics::{analyze as analyze_trace, analyze_owned, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{render, Style};
@@ -221,6 +222,17 @@ struct MergeArgs {
     /// The format, for an --out whose name says neither.
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
+    /// Write the run from T on (.pftrace only): a time from the run's start, with its
+    /// unit (1.5s, 200ms, 30us; a bare number is ns). Slices across the edge are cut and
+    /// say so; messages with an end outside lose their arrow for a mark.
+    #[arg(long, value_name = "T", value_parser = crate::format::parse_time)]
+    from: Option<Nanos>,
+    /// Write the run up to T (.pftrace only), as --from.
+    #[arg(long, value_name = "T", value_parser = crate::format::parse_time)]
+    to: Option<Nanos>,
+    /// Write only these ranks (.pftrace only): a list of ranks and ranges, 0-15,64.
+    #[arg(long, value_name = "LIST", value_parser = crate::format::parse_ranks)]
+    ranks: Option<crate::format::RankList>,
     /// Fail when any rank's file is missing, cut short or unreadable.
     #[arg(long)]
     strict: bool,
@@ -313,7 +325,15 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
         print: crate::output::stderr_fmt,
     };
     match end.finish(
-        crate::finish::merge(&ranks_dir, &out, format, false),
+        crate::finish::merge(
+            &ranks_dir,
+            &out,
+            &Output {
+                format,
+                window: Window::all(),
+            },
+            false,
+        ),
         failure,
         no_trace,
     )? {
@@ -328,6 +348,9 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
     let format = format_of(&a.out, a.format)?;
+    let window = Window::new(a.from, a.to, a.ranks.clone().map(|r| r.0))
+        .map_err(|e| anyhow::anyhow!("--from/--to/--ranks: {e}"))?;
+    let output = Output { format, window };
     overlap_analyzer::output::check_output(&a.out)?;
     if let Some(holder) = crate::rundir::holder(&a.dir) {
         sayln!(
@@ -336,7 +359,7 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let m = crate::finish::merge(&a.dir, &a.out, format, a.strict)?;
+    let m = crate::finish::merge(&a.dir, &a.out, &output, a.strict)?;
     let line = report_merge(&m, &a.dir, &a.out);
     outln!("{line}");
     out!("{}", m.summary.to_table());

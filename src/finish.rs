@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use overlap_analyzer::import::load_dir;
-use overlap_analyzer::merge::{TraceFormat, Unreadable, Written};
+use overlap_analyzer::merge::{Output, TraceFormat, Unreadable, Written};
 use overlap_analyzer::model::Trace;
 use overlap_instrument::schema::MergedInfo;
 
@@ -25,11 +25,11 @@ use crate::supervise::Ending;
 pub(crate) fn merge(
     dir: &Path,
     out: &Path,
-    format: TraceFormat,
+    output: &Output,
     strict: bool,
 ) -> overlap_analyzer::Result<Written> {
     let _doing = crate::interrupt::Doing::start(&crate::interrupt::merging(dir, out));
-    overlap_analyzer::merge::merge_to_file_if(dir, out, format, |info, unreadable| {
+    overlap_analyzer::merge::merge_to_file_if(dir, out, output, |info, unreadable| {
         let problems = unreadable.len() + info.missing_ranks.len() + info.incomplete.len();
         if !strict || problems == 0 {
             return Ok(());

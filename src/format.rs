@@ -1,13 +1,15 @@
-//! Which format a merged trace is written in: the `--format` option of `merge`, `trace`
-//! and `run`, and the output's name. Kept apart so the three commands agree: the name's
-//! extension chooses (`.pftrace` Perfetto's protobuf, `.json` Chrome JSON), `--format`
-//! names it when the name does not, and the two must not contradict each other.
+//! How a merged trace is written: its format (the `--format` option of `merge`,
+//! `trace` and `run`, and the output's name) and the part of the run (`merge --from
+//! --to --ranks`). Kept apart so the three commands agree: the name's extension chooses
+//! (`.pftrace` Perfetto's protobuf, `.json` Chrome JSON), `--format` names it when the
+//! name does not, and the two must not contradict each other.
 
 use std::path::Path;
 
 use anyhow::{bail, Result};
 use clap::ValueEnum;
 use overlap_analyzer::merge::TraceFormat;
+use overlap_instrument::schema::Nanos;
 
 /// `--format`: the merged trace's format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -57,10 +59,60 @@ pub(crate) fn format_of(out: &Path, flag: Option<FormatArg>) -> Result<TraceForm
     }
 }
 
+/// A time of `--from`/`--to`: from the run's start, with a unit (`1.5s`, `200ms`,
+/// `30us`, `100ns`; a bare number is ns).
+pub(crate) fn parse_time(text: &str) -> std::result::Result<Nanos, String> {
+    crate::replay_args::parse_duration_ns(text).map(|ns| Nanos(ns.round() as u64))
+}
+
+/// The most ranks one `--ranks` range may name.
+const MAX_RANGE: u32 = 1 << 24;
+
+/// The ranks `--ranks` lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RankList(pub(crate) Vec<u32>);
+
+/// A list of ranks and ranges of `--ranks`: `0-15,64`.
+pub(crate) fn parse_ranks(text: &str) -> std::result::Result<RankList, String> {
+    let mut ranks = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let rank = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("{t:?} in {text:?} is not a rank (a whole number, 0 or more)"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (rank(a)?, rank(b)?);
+                if b < a || b - a >= MAX_RANGE {
+                    return Err(format!(
+                        "{part:?} in {text:?} is not a range of ranks (low-high)"
+                    ));
+                }
+                ranks.extend(a..=b);
+            }
+            None => ranks.push(rank(part)?),
+        }
+    }
+    Ok(RankList(ranks))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn ranks_and_times_parse() {
+        assert_eq!(parse_ranks("0-3,64").unwrap().0, vec![0, 1, 2, 3, 64]);
+        assert_eq!(parse_ranks("5").unwrap().0, vec![5]);
+        assert!(parse_ranks("3-1").unwrap_err().contains("not a range"));
+        assert!(parse_ranks("a").unwrap_err().contains("not a rank"));
+        assert!(parse_ranks("").is_err());
+        assert_eq!(parse_time("1.5ms").unwrap(), Nanos(1_500_000));
+        assert_eq!(parse_time("200").unwrap(), Nanos(200));
+        assert!(parse_time("-1s").is_err());
+    }
 
     #[test]
     fn the_name_chooses_and_the_flag_must_agree() {

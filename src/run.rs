@@ -137,7 +137,11 @@ fn run_kernel(
         hang_timeout: l.hang_timeout,
     };
     let outcome = launch_kernel(&launch)?;
-    let merged = crate::finish::merge(&ranks_dir, out, format, false);
+    let output = overlap_analyzer::merge::Output {
+        format,
+        window: overlap_analyzer::merge::Window::all(),
+    };
+    let merged = crate::finish::merge(&ranks_dir, out, &output, false);
     let failure = outcome
         .failure(|pid| {
             let m = merged.as_ref().ok()?;

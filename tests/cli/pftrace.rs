@@ -163,3 +163,58 @@ fn the_analysis_given_a_pftrace_names_the_rank_directory_to_read() {
     let r = overlap_in(dir.path(), &["analyze", "run.ranks"]);
     assert!(r.success(), "{}", r.describe());
 }
+
+#[test]
+fn merge_writes_a_window_of_the_run_as_protobuf_only() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ranks = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("analyzer/tests/data/reports/false-overlap/ranks");
+    let ranks = ranks.to_str().expect("utf-8");
+    let window = ["--from", "180ms", "--to", "200ms", "--ranks", "0-2"];
+    let mut args = vec!["merge", ranks, "--out", "w.pftrace"];
+    args.extend(window);
+    let r = overlap_in(dir.path(), &args);
+    assert!(r.success(), "{}", r.describe());
+    let whole = overlap_in(dir.path(), &["merge", ranks, "--out", "all.pftrace"]);
+    assert!(whole.success(), "{}", whole.describe());
+    let (part, all) = (
+        std::fs::metadata(dir.path().join("w.pftrace"))
+            .expect("written")
+            .len(),
+        std::fs::metadata(dir.path().join("all.pftrace"))
+            .expect("written")
+            .len(),
+    );
+    assert!(
+        part < all,
+        "the window ({part} B) is smaller than the run ({all} B)"
+    );
+    let mut args = vec!["merge", ranks, "--out", "w.json"];
+    args.extend(window);
+    let r = overlap_in(dir.path(), &args);
+    assert!(!r.success());
+    r.assert_stderr_has("w.json: a window of the run (--from, --to, --ranks) is written as Perfetto's protobuf (.pftrace) only");
+    let r = overlap_in(
+        dir.path(),
+        &["merge", ranks, "--out", "x.pftrace", "--ranks", "3-1"],
+    );
+    assert!(!r.success());
+    r.assert_stderr_has("\"3-1\" in \"3-1\" is not a range of ranks (low-high)");
+    let r = overlap_in(
+        dir.path(),
+        &[
+            "merge",
+            ranks,
+            "--out",
+            "x.pftrace",
+            "--from",
+            "2ms",
+            "--to",
+            "1ms",
+        ],
+    );
+    assert!(!r.success());
+    r.assert_stderr_has(
+        "--from/--to/--ranks: the window ends (1000000 ns) before it starts (2000000 ns)",
+    );
+}

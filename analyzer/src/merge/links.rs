@@ -41,18 +41,25 @@ fn flow_in_point(s: &Span) -> Nanos {
 pub(crate) const CHAIN_FLOW_BASE: u64 = 1 << 48;
 
 /// One rank's ends of the run's messages: what it sent and what it received, each in
-/// message order, a received clock-suspect message with its record. A section of the
-/// merged file needs no other messages.
+/// message order, a received clock-suspect message with its record; and when each was
+/// sent and completed (on the run's timeline), which a window of the run needs of the
+/// other rank's end. A section of the merged file needs no other messages.
 #[derive(Debug, Default)]
 pub(crate) struct RankMessages {
     pub(crate) sent: Vec<Message>,
     pub(crate) received: Vec<(Message, Option<SuspectMessage>)>,
+    /// `sent[i]`'s send start and completion end (`None`: never completed).
+    pub(crate) sent_at: Vec<(Nanos, Option<Nanos>)>,
+    /// The same for `received[i]`.
+    pub(crate) received_at: Vec<(Nanos, Option<Nanos>)>,
 }
 
 /// The run's messages by the rank that sent them and the rank that received them, so
 /// that each rank's section finds its ends without a scan of every message.
 pub(crate) struct MessagesByRank<'a> {
     messages: &'a [Message],
+    /// The run's ranks, sorted by rank (for the times of each message's ends).
+    timelines: &'a [Timeline],
     /// rank -> positions in `messages` of what it sent, and of what it received (4 B
     /// each: a run has fewer than 2^32 messages).
     by_rank: BTreeMap<u32, (Vec<u32>, Vec<u32>)>,
@@ -62,8 +69,12 @@ pub(crate) struct MessagesByRank<'a> {
 
 impl<'a> MessagesByRank<'a> {
     /// `suspects` are the clock-suspect messages' records in the order of `messages`
-    /// (as [`super::ends::Matched`] makes them).
-    pub(crate) fn new(messages: &'a [Message], suspects: &'a [SuspectMessage]) -> Self {
+    /// (as [`super::ends::Matched`] makes them); `timelines` the run's ranks, by rank.
+    pub(crate) fn new(
+        messages: &'a [Message],
+        suspects: &'a [SuspectMessage],
+        timelines: &'a [Timeline],
+    ) -> Self {
         let mut by_rank: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
         for (i, m) in (0u32..).zip(messages) {
             by_rank.entry(m.send().rank).or_default().0.push(i);
@@ -72,6 +83,7 @@ impl<'a> MessagesByRank<'a> {
         let suspect_positions = (0u32..).zip(messages).filter(|(_, m)| m.clock_suspect);
         MessagesByRank {
             messages,
+            timelines,
             by_rank,
             suspects: suspect_positions.map(|(i, _)| i).zip(suspects).collect(),
         }
@@ -83,12 +95,30 @@ impl<'a> MessagesByRank<'a> {
             return RankMessages::default();
         };
         let at = |i: &u32| self.messages[*i as usize];
+        let span = |rank: u32, index: usize| {
+            let t = self
+                .timelines
+                .binary_search_by_key(&rank, |t| t.rank)
+                .ok()?;
+            self.timelines[t].spans.get(index)
+        };
+        let times = |i: &u32| {
+            let m = at(i);
+            let sent = span(m.send().rank, m.send().index).map_or(Nanos(0), |s| s.start);
+            let done = m
+                .completion()
+                .and_then(|c| span(c.rank, c.index))
+                .map(|s| s.end);
+            (sent, done)
+        };
         RankMessages {
             sent: sent.iter().map(at).collect(),
             received: received
                 .iter()
                 .map(|i| (at(i), self.suspects.get(i).map(|s| (*s).clone())))
                 .collect(),
+            sent_at: sent.iter().map(times).collect(),
+            received_at: received.iter().map(times).collect(),
         }
     }
 }

@@ -28,15 +28,14 @@
 use std::path::Path;
 
 use overlap_format::output::check_output;
-use overlap_format::pftrace::TraceFormat;
 use overlap_format::schema::{Event, MergedInfo, Nanos, PeersOutOfRange};
 
 use super::matching::{rank_ends, rank_requests};
 use super::spilled::SpilledEnds;
 use super::write::{site_labels, write_file, write_in_flight, RankSection};
 use super::{
-    file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, RankEvents,
-    Unreadable,
+    file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, Output,
+    RankEvents, Unreadable,
 };
 use crate::compute::RankCompute;
 use crate::hang::{latest_stopped, stopped_in};
@@ -100,22 +99,24 @@ struct Digest {
 /// with the same checks), one rank at a time, in the format `out`'s name says
 /// ([`TraceFormat::of_path`]).
 pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
-    merge_to_file_if(dir, out, TraceFormat::of_path(out), |_, _| Ok(()))
+    merge_to_file_if(dir, out, &Output::of_path(out), |_, _| Ok(()))
 }
 
-/// [`merge_to_file`] in `format`, once `accept` has seen what the run holds (its ranks
-/// missing or cut short, its files unreadable), before anything is written: its
-/// `Err(reason)` stops the merge with [`Error::Refused`], leaving `out` as it was.
+/// [`merge_to_file`] as `output` says (format, part of the run), once `accept` has seen
+/// what the run holds (its ranks missing or cut short, its files unreadable), before
+/// anything is written: its `Err(reason)` stops the merge with [`Error::Refused`],
+/// leaving `out` as it was.
 pub fn merge_to_file_if(
     dir: &Path,
     out: &Path,
-    format: TraceFormat,
+    output: &Output,
     accept: impl FnOnce(&MergedInfo, &[Unreadable]) -> std::result::Result<(), String>,
 ) -> Result<Written> {
     use rayon::prelude::*;
     // The output's directory, checked before the run is read: the message ends are set
     // aside there.
     let spill_dir = check_output(out)?;
+    output.check(out)?;
     let (metas, unreadable) = read_files_into::<Counted>(dir, rank_files(dir)?, |_| {})?;
     let plan = ClockPlan::new(&metas);
     let world_size = world_size_of(&metas);
@@ -184,7 +185,7 @@ pub fn merge_to_file_if(
     // it; on one thread that would only hold two ranks' timelines at once.
     let read_ahead = rayon::current_num_threads() > 1;
     let mut symbolizer = crate::sites::Symbolizer::new();
-    let events = write_file(out, format, &info, |w, reread| {
+    let events = write_file(out, output, &info, |w, reread| {
         let mut next = (!metas.is_empty()).then(|| load(0));
         let mut first_request_id = 1;
         for i in 0..metas.len() {

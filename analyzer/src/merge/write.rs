@@ -22,21 +22,25 @@ use super::links::{
     format_received, format_request, format_sent, Chains, MessagesByRank, RankMessages,
 };
 use super::proto::ProtoOut;
-use super::{Merged, RankEvents, RequestLife};
+use super::{Merged, Output, RankEvents, RequestLife};
 use crate::model::{Span, Timeline};
 use crate::{Error, Result};
 
 /// Writes the merged trace, in the format its name says ([`TraceFormat::of_path`]);
 /// returns the number of events written.
 pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
-    write_merged_as(merged, path, TraceFormat::of_path(path))
+    write_merged_as(merged, path, &Output::of_path(path))
 }
 
-/// Writes the merged trace in `format`; returns the number of events written.
-pub fn write_merged_as(merged: &Merged, path: &Path, format: TraceFormat) -> Result<u64> {
-    let messages = MessagesByRank::new(&merged.messages, &merged.info.clock_suspect);
+/// Writes the merged trace as `output` says; returns the number of events written.
+pub fn write_merged_as(merged: &Merged, path: &Path, output: &Output) -> Result<u64> {
+    let messages = MessagesByRank::new(
+        &merged.messages,
+        &merged.info.clock_suspect,
+        &merged.timelines,
+    );
     let mut symbolizer = crate::sites::Symbolizer::new();
-    write_file(path, format, &merged.info, |w, reread| {
+    write_file(path, output, &merged.info, |w, reread| {
         let mut first = 0;
         for (t, events) in merged.timelines.iter().zip(&merged.events) {
             let rest = &merged.requests[first..];
@@ -71,17 +75,20 @@ pub(crate) enum MergedOut<W: std::io::Write> {
 /// written.
 pub(crate) fn write_file(
     path: &Path,
-    format: TraceFormat,
+    output: &Output,
     info: &MergedInfo,
     events: impl FnOnce(&mut MergedOut<AtomicFile>, &mut Option<Error>) -> std::io::Result<()>,
 ) -> Result<u64> {
+    output.check(path)?;
     let file = AtomicFile::create(path)?;
     let mut reread: Option<Error> = None;
     let write =
         |file: AtomicFile, reread: &mut Option<Error>| -> std::io::Result<(AtomicFile, u64)> {
-            let mut w = match format {
+            let mut w = match output.format {
                 TraceFormat::Json => MergedOut::Json(ObjectWriter::new(file, info)?),
-                TraceFormat::Pftrace => MergedOut::Proto(ProtoOut::new(file, info)?),
+                TraceFormat::Pftrace => {
+                    MergedOut::Proto(ProtoOut::new(file, info, output.window.clone())?)
+                }
             };
             events(&mut w, reread)?;
             match w {

@@ -8,6 +8,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod decode;
+mod window;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

@@ -19,6 +19,7 @@
 
 mod requests;
 mod section;
+mod window;
 
 use std::io::Write;
 
@@ -29,6 +30,7 @@ use overlap_format::schema::{DumpReason, MergedInfo, Nanos};
 use crate::fxhash::FxHashMap;
 
 pub(crate) use section::write_section;
+pub use window::{Cut, Window};
 
 /// How many encoded bytes a sequence gathers before they go to the file.
 pub(crate) const DRAIN_AT: usize = 256 << 10;
@@ -42,6 +44,7 @@ pub(crate) struct ProtoOut<W: Write> {
     processes: FxHashMap<u32, u64>,
     threads: FxHashMap<(u32, u32), u64>,
     events: u64,
+    window: Window,
 }
 
 /// An annotation error as the I/O error the writers pass on.
@@ -50,9 +53,10 @@ pub(crate) fn io_error(e: overlap_format::pftrace::AnnotationError) -> std::io::
 }
 
 impl<W: Write> ProtoOut<W> {
-    /// Starts the file: the run's metadata (`info`, what the JSON's `otherData` holds)
-    /// as an instant at the run's start on a track of its own.
-    pub(crate) fn new(out: W, info: &MergedInfo) -> std::io::Result<Self> {
+    /// Starts the file of `window` of the run: the run's metadata (`info`, what the
+    /// JSON's `otherData` holds) as an instant at the run's start on a track of its own,
+    /// and the window's, when it is not the whole run, at its start.
+    pub(crate) fn new(out: W, info: &MergedInfo, window: Window) -> std::io::Result<Self> {
         let mut p = ProtoOut {
             w: PftraceWriter::new(out),
             next_uuid: 1,
@@ -60,6 +64,7 @@ impl<W: Write> ProtoOut<W> {
             processes: FxHashMap::default(),
             threads: FxHashMap::default(),
             events: 0,
+            window,
         };
         let track = p.uuid();
         p.w.track(&Track::Named {
@@ -71,8 +76,22 @@ impl<W: Write> ProtoOut<W> {
         let mut seq = p.sequence();
         seq.instant(track, "run", Category::Run, Nanos(0), Some(info))
             .map_err(io_error)?;
+        if !p.window.is_all() {
+            let w = WindowArgs {
+                from_ns: p.window.from().0,
+                to_ns: (p.window.to().0 != u64::MAX).then_some(p.window.to().0),
+                ranks: p.window.ranks().map(<[u32]>::to_vec),
+            };
+            seq.instant(track, "window", Category::Run, p.window.from(), Some(&w))
+                .map_err(io_error)?;
+        }
         p.finish_sequence(&mut seq)?;
         Ok(p)
+    }
+
+    /// The part of the run written.
+    pub(crate) fn window(&self) -> &Window {
+        &self.window
     }
 
     /// A new track uuid.
@@ -159,6 +178,16 @@ impl<W: Write> ProtoOut<W> {
     }
 }
 
+/// The window's args: what of the run the file holds.
+#[derive(serde::Serialize)]
+struct WindowArgs {
+    from_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    to_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ranks: Option<Vec<u32>>,
+}
+
 /// Each call a rank was inside at its last in-flight dump, as a slice from the call's
 /// start to the dump (as [`super::write::write_in_flight`] writes it in the JSON).
 pub(crate) fn write_in_flight<W: Write>(
@@ -166,7 +195,8 @@ pub(crate) fn write_in_flight<W: Write>(
     out: &mut ProtoOut<W>,
 ) -> std::io::Result<()> {
     let mut calls = Vec::new();
-    for r in &info.ranks {
+    let window = out.window().clone();
+    for r in info.ranks.iter().filter(|r| window.has_rank(r.rank)) {
         let Some(dump) = &r.in_flight else { continue };
         for c in &dump.calls {
             let name = match dump.reason {
@@ -186,7 +216,7 @@ pub(crate) fn write_in_flight<W: Write>(
     let mut seq = out.sequence();
     for (start, end, rank, name, c) in &calls {
         let track = out.thread(*rank, c.tid, "")?;
-        seq.slice(&Slice {
+        let slice = Slice {
             track,
             name,
             category: Category::Hang,
@@ -197,8 +227,8 @@ pub(crate) fn write_in_flight<W: Write>(
             flows_out: &[],
             flows_in: &[],
             skip_args: &[],
-        })
-        .map_err(io_error)?;
+        };
+        window::write_slice(&mut seq, &window, &slice).map_err(io_error)?;
     }
     out.finish_sequence(&mut seq)
 }

@@ -21,6 +21,7 @@ use overlap_format::pftrace::{CounterUnit, Slice, Track};
 use overlap_format::schema::wire::Category;
 use overlap_format::schema::Nanos;
 
+use super::window::{write_slice, Window};
 use super::{io_error, ProtoOut, DRAIN_AT};
 use crate::merge::links::{request_slice, RequestSlice};
 use crate::model::{RequestLife, Timeline};
@@ -62,6 +63,7 @@ pub(crate) fn write_requests<W: Write>(
     t: &Timeline,
     requests: &[RequestLife],
     process: u64,
+    window: &Window,
     out: &mut ProtoOut<W>,
 ) -> std::io::Result<()> {
     // Where a request that never completed ends: its rank's last moment.
@@ -69,6 +71,7 @@ pub(crate) fn write_requests<W: Write>(
     let mut slices: Vec<RequestSlice> = requests
         .iter()
         .filter_map(|life| request_slice(t, life, rank_end))
+        .filter(|r| window.clip(r.start, r.end.max(r.start)).is_some())
         .collect();
     if slices.is_empty() {
         return Ok(());
@@ -88,7 +91,7 @@ pub(crate) fn write_requests<W: Write>(
     }
     let mut seq = out.sequence();
     for (r, lane) in slices.iter().zip(&lane_of) {
-        seq.slice(&Slice {
+        let slice = Slice {
             track: tracks[*lane],
             name: &r.name,
             category: Category::Request,
@@ -99,21 +102,22 @@ pub(crate) fn write_requests<W: Write>(
             flows_out: &[],
             flows_in: &[],
             skip_args: &[],
-        })
-        .map_err(io_error)?;
+        };
+        write_slice(&mut seq, window, &slice).map_err(io_error)?;
         if seq.pending() >= DRAIN_AT {
             out.drain(&mut seq)?;
         }
     }
     out.finish_sequence(&mut seq)?;
-    write_counters(&slices, process, out)
+    write_counters(&slices, process, window, out)
 }
 
 /// The counters of requests in flight and of the bytes they carry, a value at every
-/// time either changes.
+/// time either changes in the window (and the value they had at its start).
 fn write_counters<W: Write>(
     slices: &[RequestSlice],
     process: u64,
+    window: &Window,
     out: &mut ProtoOut<W>,
 ) -> std::io::Result<()> {
     let mut changes: Vec<(Nanos, i64, i64)> = Vec::with_capacity(slices.len() * 2);
@@ -141,12 +145,25 @@ fn write_counters<W: Write>(
     let mut seq = out.sequence();
     let (mut n, mut b) = (0i64, 0i64);
     let mut i = 0;
+    // Changes before the window add up to its first value, at its start.
+    let mut before = false;
     while i < changes.len() {
         let at = changes[i].0;
+        if at > window.to() {
+            break;
+        }
         while i < changes.len() && changes[i].0 == at {
             n += changes[i].1;
             b = b.saturating_add(changes[i].2);
             i += 1;
+        }
+        if at < window.from() {
+            before = true;
+            continue;
+        }
+        if std::mem::take(&mut before) && at > window.from() {
+            seq.counter(requests, window.from(), n - delta_at(&changes, at).0);
+            seq.counter(bytes, window.from(), b - delta_at(&changes, at).1);
         }
         seq.counter(requests, at, n);
         seq.counter(bytes, at, b);
@@ -154,7 +171,21 @@ fn write_counters<W: Write>(
             out.drain(&mut seq)?;
         }
     }
+    if before {
+        // Nothing changed in the window: the values it starts with.
+        seq.counter(requests, window.from(), n);
+        seq.counter(bytes, window.from(), b);
+    }
     out.finish_sequence(&mut seq)
+}
+
+/// The changes of the counters at time `at` (sorted `changes`), added up.
+fn delta_at(changes: &[(Nanos, i64, i64)], at: Nanos) -> (i64, i64) {
+    let from = changes.partition_point(|c| c.0 < at);
+    changes[from..]
+        .iter()
+        .take_while(|c| c.0 == at)
+        .fold((0, 0), |(n, b), c| (n + c.1, b.saturating_add(c.2)))
 }
 
 #[cfg(test)]

@@ -16,14 +16,16 @@ use std::io::Write;
 use overlap_format::pftrace::{Sequence, Slice, SourceLocation, Track};
 use overlap_format::schema::wire::{Category, ComputeArgs, EventArgs};
 use overlap_format::schema::{
-    stream_tid, stream_track_name, Event, GpuArgs, MergedInfo, ParamValue, SuspectMessage,
+    stream_tid, stream_track_name, Event, GpuArgs, MergedInfo, Nanos, ParamValue, SuspectMessage,
     GPU_BACKEND_PARAM, HOST_EMULATED,
 };
 
+use super::window::{write_slice, CutMessage, Window};
 use super::{io_error, ProtoOut};
 use crate::fxhash::FxHashMap;
 use crate::merge::links::{Chains, RankMessages, CHAIN_FLOW_BASE};
 use crate::merge::write::{write_rank_events, RankSection};
+use crate::model::Message;
 use crate::sites::Site;
 use crate::Error;
 
@@ -44,23 +46,58 @@ struct RankFlows {
     gpu_into: Flows,
     /// Received clock-suspect messages, by the span that completed them.
     suspects: FxHashMap<usize, Vec<SuspectMessage>>,
+    /// Messages the window cut, by the span of their end in it, with that end's time.
+    cut: FxHashMap<usize, Vec<(Nanos, CutMessage)>>,
 }
 
+/// When a message was sent (its send's start) and completed (its completion's end).
+type Times = (Nanos, Option<Nanos>);
+
 impl RankFlows {
-    fn of(s: &RankSection<'_>, messages: &RankMessages) -> RankFlows {
+    fn of(s: &RankSection<'_>, messages: &RankMessages, window: &Window) -> RankFlows {
         let t = s.t;
         let mut f = RankFlows::default();
-        for m in &messages.sent {
-            if !m.clock_suspect && m.completion().is_some() && m.send().index < t.spans.len() {
+        // A message keeps its arrow when both its ends are written: both ranks, its send
+        // and its completion in the window. Both sections decide alike.
+        let kept = |m: &Message, (sent, done): Times| {
+            window.has_rank(m.send().rank)
+                && window.has_rank(m.recv_post().rank)
+                && window.holds(sent)
+                && done.is_some_and(|d| window.holds(d))
+        };
+        let cut = |m: &Message, peer: u32, (sent, done): Times| CutMessage {
+            message: m.id,
+            peer,
+            peer_written: window.has_rank(peer),
+            sent_ns: sent.0,
+            completed_ns: done.unwrap_or_default().0,
+        };
+        let no_time: Times = (Nanos(0), None);
+        for (i, m) in messages.sent.iter().enumerate() {
+            if m.clock_suspect || m.completion().is_none() || m.send().index >= t.spans.len() {
+                continue;
+            }
+            let at = messages.sent_at.get(i).copied().unwrap_or(no_time);
+            if kept(m, at) {
                 f.out.entry(m.send().index).or_default().push(m.id);
+            } else if window.holds(at.0) {
+                let mark = (at.0, cut(m, m.recv_post().rank, at));
+                f.cut.entry(m.send().index).or_default().push(mark);
             }
         }
-        for (m, suspect) in &messages.received {
+        for (i, (m, suspect)) in messages.received.iter().enumerate() {
             let Some(c) = m.completion().filter(|c| c.index < t.spans.len()) else {
                 continue;
             };
+            let at = messages.received_at.get(i).copied().unwrap_or(no_time);
             match (m.clock_suspect, suspect) {
-                (false, _) => f.into.entry(c.index).or_default().push(m.id),
+                (false, _) if kept(m, at) => f.into.entry(c.index).or_default().push(m.id),
+                (false, _) => {
+                    if let Some(done) = at.1.filter(|d| window.holds(*d)) {
+                        let mark = (done, cut(m, m.send().rank, at));
+                        f.cut.entry(c.index).or_default().push(mark);
+                    }
+                }
                 (true, Some(s)) => f.suspects.entry(c.index).or_default().push(s.clone()),
                 (true, None) => {}
             }
@@ -68,20 +105,28 @@ impl RankFlows {
         let Some(chains) = Chains::of(t) else {
             return f;
         };
+        // A chain's flow keeps its arrow when both its slices are in the window.
+        let span_in = |i: usize| {
+            t.spans
+                .get(i)
+                .is_some_and(|s| window.clip(s.start, s.end).is_some())
+        };
+        let gpu_in = |i: usize| window.clip(t.gpu[i].start, t.gpu[i].end).is_some();
         for m in &messages.sent {
             let send = m.send().index;
-            if let (Some(i), true) = (chains.sent_copy(t, m), send < t.spans.len()) {
+            if let Some(i) = chains
+                .sent_copy(t, m)
+                .filter(|i| span_in(send) && gpu_in(*i))
+            {
                 let id = CHAIN_FLOW_BASE + 2 * m.id;
                 f.gpu_out.entry(i).or_default().push(id);
                 f.into.entry(send).or_default().push(id);
             }
         }
         for (m, _) in &messages.received {
-            let done = m
-                .completion()
-                .map(|c| c.index)
-                .filter(|i| *i < t.spans.len());
-            if let (Some(i), Some(done)) = (chains.received_copy(t, m), done) {
+            let done = m.completion().map(|c| c.index).filter(|i| span_in(*i));
+            let copy = chains.received_copy(t, m).filter(|i| gpu_in(*i));
+            if let (Some(i), Some(done)) = (copy, done) {
                 let id = CHAIN_FLOW_BASE + 2 * m.id + 1;
                 f.out.entry(done).or_default().push(id);
                 f.gpu_into.entry(i).or_default().push(id);
@@ -119,6 +164,10 @@ pub(crate) fn write_section<W: Write + Send>(
     reread: &mut Option<Error>,
 ) -> std::io::Result<()> {
     let t = s.t;
+    let window = out.window().clone();
+    if !window.has_rank(t.rank) {
+        return Ok(());
+    }
     let process = out.process(t.rank, &format!("rank {} ({})", t.rank, t.host))?;
     let tids: BTreeSet<u32> = t
         .threads
@@ -132,11 +181,11 @@ pub(crate) fn write_section<W: Write + Send>(
         let name = t.threads.get(&tid).map_or("", String::as_str);
         threads.insert(tid, out.thread(t.rank, tid, name)?);
     }
-    let flows = RankFlows::of(s, messages);
-    write_spans(s, &flows, &threads, out, reread)?;
-    write_gpu(info, s, &flows, process, &threads, out)?;
-    write_learned(s, &threads, out)?;
-    super::requests::write_requests(t, s.requests, process, out)
+    let flows = RankFlows::of(s, messages, &window);
+    write_spans(s, &flows, &threads, &window, out, reread)?;
+    write_gpu(info, s, &flows, process, &threads, &window, out)?;
+    write_learned(s, &threads, &window, out)?;
+    super::requests::write_requests(t, s.requests, process, &window, out)
 }
 
 /// The rank's calls and compute spans, in timeline order: the k-th event read is the
@@ -145,6 +194,7 @@ fn write_spans<W: Write + Send>(
     s: &RankSection<'_>,
     flows: &RankFlows,
     threads: &FxHashMap<u32, u64>,
+    window: &Window,
     out: &mut ProtoOut<W>,
     reread: &mut Option<Error>,
 ) -> std::io::Result<()> {
@@ -169,6 +219,8 @@ fn write_spans<W: Write + Send>(
     let none: &[u64] = &[];
     let mut block = |out: &mut ProtoOut<W>, events: &[Event]| -> std::io::Result<()> {
         for e in events {
+            let index = k;
+            k += 1;
             let (name, category, args, source, skip_args) = match e {
                 Event::Call(c) => (
                     c.op.mpi_name(),
@@ -190,7 +242,7 @@ fn write_spans<W: Write + Send>(
                 Event::Gpu(_) => continue,
             };
             let track = thread_track(threads, e.tid())?;
-            seq.slice(&Slice {
+            let slice = Slice {
                 track,
                 name,
                 category,
@@ -198,18 +250,26 @@ fn write_spans<W: Write + Send>(
                 end: e.end(),
                 args: Some(&args),
                 source,
-                flows_out: flows.out.get(&k).map_or(none, Vec::as_slice),
-                flows_in: flows.into.get(&k).map_or(none, Vec::as_slice),
+                flows_out: flows.out.get(&index).map_or(none, Vec::as_slice),
+                flows_in: flows.into.get(&index).map_or(none, Vec::as_slice),
                 // A call's site where the source location says where it is.
                 skip_args: if source.is_some() { skip_args } else { NOTHING },
-            })
-            .map_err(io_error)?;
-            for m in flows.suspects.get(&k).into_iter().flatten() {
-                let at = e.end().max(e.start());
-                seq.instant(track, "clock-suspect message", Category::Clock, at, Some(m))
+            };
+            if !write_slice(&mut seq, window, &slice).map_err(io_error)? {
+                continue;
+            }
+            let at = e.end().max(e.start());
+            for m in flows.suspects.get(&index).into_iter().flatten() {
+                if window.holds(at) {
+                    seq.instant(track, "clock-suspect message", Category::Clock, at, Some(m))
+                        .map_err(io_error)?;
+                }
+            }
+            for (at, m) in flows.cut.get(&index).into_iter().flatten() {
+                let name = "message cut by the window";
+                seq.instant(track, name, Category::Message, *at, Some(m))
                     .map_err(io_error)?;
             }
-            k += 1;
         }
         out.drain(&mut seq)
     };
@@ -232,6 +292,7 @@ fn write_gpu<W: Write>(
     flows: &RankFlows,
     process: u64,
     threads: &FxHashMap<u32, u64>,
+    window: &Window,
     out: &mut ProtoOut<W>,
 ) -> std::io::Result<()> {
     let t = s.t;
@@ -277,7 +338,7 @@ fn write_gpu<W: Write>(
             false => threads.get(&g.tid).copied(),
         };
         let Some(track) = track else { continue };
-        seq.slice(&Slice {
+        let slice = Slice {
             track,
             name: &g.display_name(),
             category: Category::Gpu,
@@ -288,8 +349,8 @@ fn write_gpu<W: Write>(
             flows_out: flows.gpu_out.get(&i).map_or(none, Vec::as_slice),
             flows_in: flows.gpu_into.get(&i).map_or(none, Vec::as_slice),
             skip_args: &[],
-        })
-        .map_err(io_error)?;
+        };
+        write_slice(&mut seq, window, &slice).map_err(io_error)?;
     }
     out.finish_sequence(&mut seq)
 }
@@ -299,9 +360,11 @@ fn write_gpu<W: Write>(
 fn write_learned<W: Write>(
     s: &RankSection<'_>,
     threads: &FxHashMap<u32, u64>,
+    window: &Window,
     out: &mut ProtoOut<W>,
 ) -> std::io::Result<()> {
-    let facts = crate::merge::learned::learned_instants(s.t);
+    let mut facts = crate::merge::learned::learned_instants(s.t);
+    facts.retain(|(_, args)| window.holds(args.at().0));
     if facts.is_empty() {
         return Ok(());
     }
