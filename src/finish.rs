@@ -29,7 +29,11 @@ pub(crate) fn merge(
     strict: bool,
 ) -> overlap_analyzer::Result<Written> {
     let _doing = crate::interrupt::Doing::start(&crate::interrupt::merging(dir, out));
-    overlap_analyzer::merge::merge_to_file_if(dir, out, output, |info, unreadable| {
+    overlap_analyzer::merge::merge_to_file_if(dir, out, output, |info, unreadable, size| {
+        // Said before the file is written: it may take a while, and not open in the UI.
+        if let Some(advice) = size.advice(dir, out) {
+            sayln!("warning: {advice}");
+        }
         let problems = unreadable.len() + info.missing_ranks.len() + info.incomplete.len();
         if !strict || problems == 0 {
             return Ok(());

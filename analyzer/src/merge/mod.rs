@@ -32,6 +32,7 @@ mod matching;
 mod memory;
 mod peers;
 mod proto;
+mod size;
 mod spill;
 mod spilled;
 mod stream;
@@ -51,6 +52,7 @@ pub(crate) use matching::match_all;
 pub use memory::from_events;
 pub use overlap_format::pftrace::TraceFormat;
 pub use proto::{Cut, Window};
+pub use size::{SizeEstimate, UI_LIMIT};
 
 /// How a merged file is written: its format, and the part of the run (a window of the
 /// run is for the protobuf only: the JSON is what the analysis reads, whole).

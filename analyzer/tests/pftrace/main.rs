@@ -14,7 +14,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use decode::{decode, Decoded, Slice};
-use overlap_analyzer::merge::merge_to_file;
 use serde_json::{Map, Value};
 
 /// A slice as both files can name it: rank, thread, name, category, start, end (ns).
@@ -351,9 +350,30 @@ fn the_protobuf_holds_the_json_s_events_for_recorded_runs() {
             tmp.path().join(format!("{name}.json")),
             tmp.path().join(format!("{name}.pftrace")),
         );
-        merge_to_file(&ranks, &json).expect("JSON merge");
-        let w = merge_to_file(&ranks, &proto).expect("protobuf merge");
-        assert!(w.events > 0, "{name}: no events");
+        let mut estimates = Vec::new();
+        for path in [&json, &proto] {
+            let output = overlap_analyzer::merge::Output::of_path(path);
+            let w =
+                overlap_analyzer::merge::merge_to_file_if(&ranks, path, &output, |_, _, size| {
+                    estimates.push(size.bytes);
+                    Ok(())
+                })
+                .expect("merge");
+            assert!(w.events > 0, "{name}: no events");
+            // The size said before writing is the file's, give or take (runs of a
+            // thousand events and more: below, the run's metadata weighs most).
+            let counted: u64 = w.info.ranks.iter().map(|r| r.events).sum();
+            let (said, got) = (
+                *estimates.last().expect("estimated") as f64,
+                std::fs::metadata(path).expect("written").len() as f64,
+            );
+            if counted >= 1000 {
+                assert!(
+                    (0.6..1.5).contains(&(said / got)),
+                    "{name}: {said} B said, {got} B written"
+                );
+            }
+        }
         compare(&name, &json, &proto);
         runs += 1;
     }

@@ -54,7 +54,7 @@ fn a_window_holds_what_meets_it_cut_and_marked() {
         format: TraceFormat::Pftrace,
         window,
     };
-    merge_to_file_if(&ranks, &part_path, &output, |_, _| Ok(())).expect("window");
+    merge_to_file_if(&ranks, &part_path, &output, |_, _, _| Ok(())).expect("window");
     let part = decode(&std::fs::read(&part_path).expect("read"));
     let part_slices = part.slices();
 
@@ -144,7 +144,7 @@ fn a_window_holds_what_meets_it_cut_and_marked() {
         format: TraceFormat::Json,
         window: Window::new(Some(Nanos(from)), None, None).expect("window"),
     };
-    let err = merge_to_file_if(&ranks, &tmp.path().join("w.json"), &json, |_, _| Ok(()))
+    let err = merge_to_file_if(&ranks, &tmp.path().join("w.json"), &json, |_, _, _| Ok(()))
         .expect_err("refused")
         .to_string();
     assert!(err.contains("w.json: a window of the run"), "{err}");
