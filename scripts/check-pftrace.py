@@ -11,7 +11,7 @@ importer relies on:
     packet using interned data or defaults says SEQ_NEEDS_INCREMENTAL_STATE; timestamps
     never go back;
   - every track an event names was described (TrackDescriptor) before it, with a
-    unique uuid; counter values go to counter tracks;
+    unique uuid; counter values (and extra_counter_values) go to counter tracks;
   - per track, slice begins and ends pair up (no end without an open slice, none left
     open), in time order across sequences;
   - every flow id starts once (flow_ids) and ends once (terminating_flow_ids), not
@@ -92,7 +92,8 @@ def check(path):
             if not p.sequence_flags & CLEARED:
                 err(at, f"first packet of sequence {seq_id} without SEQ_INCREMENTAL_STATE_CLEARED")
             seqs[seq_id] = {"names": set(), "cats": set(), "args": set(), "srcs": set(),
-                            "strings": set(), "ts": None, "track": None, "first": True}
+                            "strings": set(), "ts": None, "track": None, "first": True,
+                            "counters": []}
         s = seqs[seq_id]
         first, s["first"] = s["first"], False
         if p.HasField("trace_packet_defaults"):
@@ -101,6 +102,8 @@ def check(path):
             d = p.trace_packet_defaults
             if d.HasField("track_event_defaults") and d.track_event_defaults.HasField("track_uuid"):
                 s["track"] = d.track_event_defaults.track_uuid
+            if d.HasField("track_event_defaults"):
+                s["counters"] = list(d.track_event_defaults.extra_counter_track_uuids)
         needs = bool(p.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE) or first
         if p.HasField("timestamp"):
             if s["ts"] is not None and p.timestamp < s["ts"]:
@@ -151,6 +154,12 @@ def check(path):
                     f"{'counter' if tracks[track] == 'counter' else 'slice'} track")
         if e.type in (BEGIN, END):
             events.append((p.timestamp, order, track, e.type, at))
+        counters = list(e.extra_counter_track_uuids) or s["counters"]
+        if len(e.extra_counter_values) > len(counters):
+            err(at, f"{len(e.extra_counter_values)} extra counter values for {len(counters)} counter tracks")
+        for c in counters[:len(e.extra_counter_values)]:
+            if tracks.get(c) != "counter":
+                err(at, f"extra counter value on track {c}, not a counter track described before")
         for f in e.flow_ids:
             if f in flows_out:
                 err(at, f"flow {f} starts twice")

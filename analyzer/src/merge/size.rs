@@ -23,7 +23,7 @@ pub const UI_LIMIT: u64 = 512 << 20;
 /// Bytes per call or compute span, per request and per message: (JSON, protobuf).
 const PER_EVENT: (u64, u64) = (200, 100);
 /// See [`PER_EVENT`].
-const PER_REQUEST: (u64, u64) = (330, 125);
+const PER_REQUEST: (u64, u64) = (330, 95);
 /// See [`PER_EVENT`].
 const PER_MESSAGE: (u64, u64) = (200, 18);
 
@@ -143,18 +143,15 @@ mod tests {
         let small = SizeEstimate::new(TraceFormat::Pftrace, &all, (1000, 500, 250), 10, &ranks);
         assert!(!small.too_large());
         assert_eq!(small.advice(Path::new("d"), Path::new("o.pftrace")), None);
-        // 10^7 events, each with a request and half a message: about 2.2 GiB of protobuf.
+        // 10^7 events, each with a request and half a message: about 1.9 GiB of protobuf.
         let big = (10_000_000, 10_000_000, 5_000_000);
         let e = SizeEstimate::new(TraceFormat::Pftrace, &all, big, 2_000_000_000, &ranks);
-        assert_eq!(
-            e.bytes,
-            10_000_000 * 100 + 10_000_000 * 125 + 5_000_000 * 18
-        );
+        assert_eq!(e.bytes, 10_000_000 * 100 + 10_000_000 * 95 + 5_000_000 * 18);
         let text = e
             .advice(Path::new("run.ranks"), Path::new("run.pftrace"))
             .expect("advice");
-        assert!(text.starts_with("run.pftrace will be about 2232 MiB, more than the Perfetto UI opens (about 512 MiB"), "{text}");
-        assert!(text.contains("`overlap merge run.ranks --out part.pftrace --to 412.978ms` (the first 21 % of the run) or `--ranks 0-2` (3 of 16 ranks)"), "{text}");
+        assert!(text.starts_with("run.pftrace will be about 1945 MiB, more than the Perfetto UI opens (about 512 MiB"), "{text}");
+        assert!(text.contains("`overlap merge run.ranks --out part.pftrace --to 473.710ms` (the first 24 % of the run) or `--ranks 0-2` (3 of 16 ranks)"), "{text}");
         // A window that fits is not told.
         let window = Window::new(None, Some(overlap_format::schema::Nanos(400_000_000)), None)
             .expect("window");

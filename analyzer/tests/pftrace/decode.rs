@@ -80,6 +80,8 @@ pub struct Ev {
     pub ends_flows: Vec<u64>,
     pub counter: Option<i64>,
     pub source: Option<String>,
+    /// `extra_counter_values`: of the sequence's default counter tracks.
+    pub extra: Vec<i64>,
 }
 
 /// A slice: its begin event, with the end's time and the flows its end terminates.
@@ -105,6 +107,7 @@ struct Interned {
     sources: HashMap<u64, String>,
     strings: HashMap<u64, String>,
     default_track: Option<u64>,
+    extra_counters: Vec<u64>,
 }
 
 /// Reads a whole protobuf trace.
@@ -134,8 +137,10 @@ pub fn decode(bytes: &[u8]) -> Decoded {
                 continue;
             };
             for (num, f) in fields(te) {
-                if let (11, Field::Varint(v)) = (num, f) {
-                    state.default_track = Some(v);
+                match (num, f) {
+                    (11, Field::Varint(v)) => state.default_track = Some(v),
+                    (31, Field::Varint(v)) => state.extra_counters.push(v),
+                    _ => {}
                 }
             }
         }
@@ -147,7 +152,21 @@ pub fn decode(bytes: &[u8]) -> Decoded {
             assert!(d.tracks.insert(uuid, t).is_none(), "track {uuid} twice");
         }
         if let Some(b) = event {
-            d.events.push(track_event(state, ts, b));
+            let e = track_event(state, ts, b);
+            assert!(
+                e.extra.len() <= state.extra_counters.len(),
+                "more counter values than counters"
+            );
+            for (track, v) in state.extra_counters.iter().zip(&e.extra) {
+                d.events.push(Ev {
+                    ts,
+                    ty: 4,
+                    track: *track,
+                    counter: Some(*v),
+                    ..Ev::default()
+                });
+            }
+            d.events.push(e);
         }
     }
     d
@@ -234,6 +253,7 @@ fn track_event(state: &Interned, ts: u64, b: &[u8]) -> Ev {
             (10, Field::Varint(v)) => e.name = name_of(&state.names, v, "name"),
             (3, Field::Varint(v)) => e.cat = name_of(&state.cats, v, "category"),
             (30, Field::Varint(v)) => e.counter = Some(v as i64),
+            (12, Field::Varint(v)) => e.extra.push(v as i64),
             (34, Field::Varint(v)) => e.source = Some(name_of(&state.sources, v, "source")),
             (47, Field::Fixed64(v)) => e.flows.push(v),
             (48, Field::Fixed64(v)) => e.ends_flows.push(v),

@@ -227,6 +227,7 @@ pub(crate) fn write_in_flight<W: Write>(
             flows_out: &[],
             flows_in: &[],
             skip_args: &[],
+            counters: (&[], &[]),
         };
         window::write_slice(&mut seq, &window, &slice).map_err(io_error)?;
     }

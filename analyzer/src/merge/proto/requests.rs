@@ -1,6 +1,7 @@
 //! A rank's requests in the protobuf trace: each request's lifetime as a slice on a
 //! lane, a child track of the rank's process named `requests`, and two counters, the
-//! requests in flight and the bytes they carry.
+//! requests in flight and the bytes they carry, whose values ride on the requests'
+//! begins and ends (no packet of their own).
 //!
 //! Slices on one track must nest, and requests overlap without nesting (an Isend posted
 //! before an Irecv may complete after it). So each request takes the lowest lane free at
@@ -58,7 +59,8 @@ fn lanes(slices: &[RequestSlice]) -> (Vec<usize>, usize) {
 }
 
 /// Writes rank `t`'s `requests` (in post order) on lanes under `process`, and the
-/// counters of requests and bytes in flight.
+/// counters of requests and bytes in flight: their values go with each request's
+/// begin and end (`extra_counter_values`), the times they change.
 pub(crate) fn write_requests<W: Write>(
     t: &Timeline,
     requests: &[RequestLife],
@@ -71,12 +73,13 @@ pub(crate) fn write_requests<W: Write>(
     let mut slices: Vec<RequestSlice> = requests
         .iter()
         .filter_map(|life| request_slice(t, life, rank_end))
-        .filter(|r| window.clip(r.start, r.end.max(r.start)).is_some())
         .collect();
     if slices.is_empty() {
         return Ok(());
     }
     slices.sort_by_key(|r| r.start);
+    let in_flight = InFlight::of(&slices);
+    slices.retain(|r| window.clip(r.start, r.end.max(r.start)).is_some());
     let (lane_of, count) = lanes(&slices);
     let mut tracks = Vec::with_capacity(count);
     for lane in 0..count {
@@ -89,8 +92,25 @@ pub(crate) fn write_requests<W: Write>(
         })?;
         tracks.push(uuid);
     }
-    let mut seq = out.sequence();
+    let counters = [out.uuid(), out.uuid()];
+    for (uuid, name, unit, order) in [
+        (counters[0], "requests in flight", CounterUnit::Count, 0),
+        (counters[1], "bytes in flight", CounterUnit::Bytes, 1),
+    ] {
+        out.track(&Track::Counter {
+            uuid,
+            parent: process,
+            name,
+            unit,
+            order: AFTER_THREADS * 2 + order,
+        })?;
+    }
+    let mut seq = out.sequence().with_counters(&counters);
     for (r, lane) in slices.iter().zip(&lane_of) {
+        let Some((start, end, _)) = window.clip(r.start, r.end.max(r.start)) else {
+            continue;
+        };
+        let (at_start, at_end) = (in_flight.at(start), in_flight.at(end));
         let slice = Slice {
             track: tracks[*lane],
             name: &r.name,
@@ -102,90 +122,53 @@ pub(crate) fn write_requests<W: Write>(
             flows_out: &[],
             flows_in: &[],
             skip_args: &[],
+            counters: (&at_start, &at_end),
         };
         write_slice(&mut seq, window, &slice).map_err(io_error)?;
         if seq.pending() >= DRAIN_AT {
             out.drain(&mut seq)?;
         }
     }
-    out.finish_sequence(&mut seq)?;
-    write_counters(&slices, process, window, out)
-}
-
-/// The counters of requests in flight and of the bytes they carry, a value at every
-/// time either changes in the window (and the value they had at its start).
-fn write_counters<W: Write>(
-    slices: &[RequestSlice],
-    process: u64,
-    window: &Window,
-    out: &mut ProtoOut<W>,
-) -> std::io::Result<()> {
-    let mut changes: Vec<(Nanos, i64, i64)> = Vec::with_capacity(slices.len() * 2);
-    for r in slices {
-        let bytes = i64::try_from(r.args.bytes).unwrap_or(i64::MAX);
-        changes.push((r.start, 1, bytes));
-        changes.push((r.end.max(r.start), -1, -bytes));
-    }
-    // Ends before posts at the same time: a lane freed and taken again is not two.
-    changes.sort_by_key(|c| (c.0, c.1));
-    let requests = out.uuid();
-    let bytes = out.uuid();
-    for (uuid, name, unit, order) in [
-        (requests, "requests in flight", CounterUnit::Count, 0),
-        (bytes, "bytes in flight", CounterUnit::Bytes, 1),
-    ] {
-        out.track(&Track::Counter {
-            uuid,
-            parent: process,
-            name,
-            unit,
-            order: AFTER_THREADS * 2 + order,
-        })?;
-    }
-    let mut seq = out.sequence();
-    let (mut n, mut b) = (0i64, 0i64);
-    let mut i = 0;
-    // Changes before the window add up to its first value, at its start.
-    let mut before = false;
-    while i < changes.len() {
-        let at = changes[i].0;
-        if at > window.to() {
-            break;
-        }
-        while i < changes.len() && changes[i].0 == at {
-            n += changes[i].1;
-            b = b.saturating_add(changes[i].2);
-            i += 1;
-        }
-        if at < window.from() {
-            before = true;
-            continue;
-        }
-        if std::mem::take(&mut before) && at > window.from() {
-            seq.counter(requests, window.from(), n - delta_at(&changes, at).0);
-            seq.counter(bytes, window.from(), b - delta_at(&changes, at).1);
-        }
-        seq.counter(requests, at, n);
-        seq.counter(bytes, at, b);
-        if seq.pending() >= DRAIN_AT {
-            out.drain(&mut seq)?;
-        }
-    }
-    if before {
-        // Nothing changed in the window: the values it starts with.
-        seq.counter(requests, window.from(), n);
-        seq.counter(bytes, window.from(), b);
-    }
     out.finish_sequence(&mut seq)
 }
 
-/// The changes of the counters at time `at` (sorted `changes`), added up.
-fn delta_at(changes: &[(Nanos, i64, i64)], at: Nanos) -> (i64, i64) {
-    let from = changes.partition_point(|c| c.0 < at);
-    changes[from..]
-        .iter()
-        .take_while(|c| c.0 == at)
-        .fold((0, 0), |(n, b), c| (n + c.1, b.saturating_add(c.2)))
+/// The requests in flight and the bytes they carry, after every time either changes.
+struct InFlight {
+    times: Vec<Nanos>,
+    /// After the changes at `times[i]`: requests, bytes.
+    values: Vec<[i64; 2]>,
+}
+
+impl InFlight {
+    fn of(slices: &[RequestSlice]) -> InFlight {
+        let mut changes: Vec<(Nanos, i64, i64)> = Vec::with_capacity(slices.len() * 2);
+        for r in slices {
+            let bytes = i64::try_from(r.args.bytes).unwrap_or(i64::MAX);
+            changes.push((r.start, 1, bytes));
+            changes.push((r.end.max(r.start), -1, -bytes));
+        }
+        changes.sort_by_key(|c| c.0);
+        let (mut times, mut values) = (Vec::new(), Vec::<[i64; 2]>::new());
+        let mut now = [0i64; 2];
+        for (at, n, b) in changes {
+            now = [now[0] + n, now[1].saturating_add(b)];
+            if times.last() == Some(&at) {
+                *values.last_mut().expect("a value per time") = now;
+            } else {
+                times.push(at);
+                values.push(now);
+            }
+        }
+        InFlight { times, values }
+    }
+
+    /// The values at `t`, once every change at `t` is made.
+    fn at(&self, t: Nanos) -> [i64; 2] {
+        match self.times.partition_point(|x| *x <= t) {
+            0 => [0, 0],
+            i => self.values[i - 1],
+        }
+    }
 }
 
 #[cfg(test)]
@@ -207,6 +190,16 @@ mod tests {
                 completed_by: None,
             },
         }
+    }
+
+    #[test]
+    fn in_flight_counts_every_change_at_a_time() {
+        let f = InFlight::of(&[r(0, 10), r(2, 5), r(5, 10)]);
+        assert_eq!(f.at(Nanos(0))[0], 1);
+        assert_eq!(f.at(Nanos(4))[0], 2);
+        // At 5 one ends and one starts; at 10 both end.
+        assert_eq!(f.at(Nanos(5))[0], 2);
+        assert_eq!(f.at(Nanos(10))[0], 0);
     }
 
     #[test]

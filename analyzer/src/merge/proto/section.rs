@@ -254,6 +254,7 @@ fn write_spans<W: Write + Send>(
                 flows_in: flows.into.get(&index).map_or(none, Vec::as_slice),
                 // A call's site where the source location says where it is.
                 skip_args: if source.is_some() { skip_args } else { NOTHING },
+                counters: (&[], &[]),
             };
             if !write_slice(&mut seq, window, &slice).map_err(io_error)? {
                 continue;
@@ -349,6 +350,7 @@ fn write_gpu<W: Write>(
             flows_out: flows.gpu_out.get(&i).map_or(none, Vec::as_slice),
             flows_in: flows.gpu_into.get(&i).map_or(none, Vec::as_slice),
             skip_args: &[],
+            counters: (&[], &[]),
         };
         write_slice(&mut seq, window, &slice).map_err(io_error)?;
     }

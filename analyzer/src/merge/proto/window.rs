@@ -190,6 +190,7 @@ pub(crate) fn write_slice<A: Serialize + ?Sized>(
         flows_out: s.flows_out,
         flows_in: s.flows_in,
         skip_args: s.skip_args,
+        counters: s.counters,
     })?;
     Ok(true)
 }

@@ -95,6 +95,10 @@ pub(crate) mod field {
     pub const TRACK_EVENT_DEFAULTS: u32 = 11;
     /// `TrackEventDefaults.track_uuid`.
     pub const DEFAULT_TRACK_UUID: u32 = 11;
+    /// `TrackEventDefaults.extra_counter_track_uuids`.
+    pub const DEFAULT_EXTRA_COUNTERS: u32 = 31;
+    /// `TrackEvent.extra_counter_values`.
+    pub const EXTRA_COUNTER_VALUES: u32 = 12;
     /// `DebugAnnotation.name` (entries of a dictionary).
     pub const ANNOTATION_NAME: u32 = 10;
     /// `DebugAnnotation.dict_entries`.

@@ -63,6 +63,9 @@ pub struct Slice<'a, A: ?Sized> {
     pub flows_in: &'a [u64],
     /// Fields of `args` left out (a call's `site`, when `source` says where it is).
     pub skip_args: &'a [&'a str],
+    /// Values of the sequence's counters ([`Sequence::with_counters`]) at its begin and
+    /// at its end, one per counter (`extra_counter_values`): empty for none.
+    pub counters: (&'a [i64], &'a [i64]),
 }
 
 /// Text values interned per sequence: at most this many, each at most
@@ -152,6 +155,8 @@ pub struct Sequence {
     sources: FxHashMap<SourceLocation, u64>,
     /// The track events name when they name none (`TrackEventDefaults.track_uuid`).
     default_track: Option<u64>,
+    /// The counter tracks events give values of (`extra_counter_track_uuids`).
+    counters: Vec<u64>,
     /// `InternedData` entries defined since the last packet.
     defs: Proto,
     /// Encoded `Trace.packet` fields ready to go to the file.
@@ -178,6 +183,7 @@ impl Sequence {
             strings: Interner::default(),
             sources: FxHashMap::default(),
             default_track: None,
+            counters: Vec::new(),
             defs: Proto::default(),
             out: Proto::default(),
             held: BinaryHeap::new(),
@@ -195,6 +201,13 @@ impl Sequence {
         let mut s = Sequence::new(id);
         s.default_track = Some(track);
         s
+    }
+
+    /// This sequence, its slices giving values of the counters on `tracks` at their
+    /// begin and end ([`Slice::counters`]; set in its first packet's defaults).
+    pub fn with_counters(mut self, tracks: &[u64]) -> Sequence {
+        self.counters = tracks.to_vec();
+        self
     }
 
     /// The encoded packets written so far, to go to the file (and forgotten here).
@@ -254,12 +267,19 @@ impl Sequence {
             ev.fixed64(field::FLOW_IDS, *f);
         }
         let args = self.args(&mut ev, s.args, s.skip_args);
+        for v in s.counters.0 {
+            ev.int(field::EXTRA_COUNTER_VALUES, *v);
+        }
         self.packet(s.start.0, &ev.bytes, true);
         let mut end = Proto::default();
         end.uint(field::TYPE, EventType::SliceEnd as u64);
-        let stateful = self.track_field(&mut end, s.track);
+        let mut stateful = self.track_field(&mut end, s.track);
         for f in s.flows_in {
             end.fixed64(field::TERMINATING_FLOW_IDS, *f);
+        }
+        for v in s.counters.1 {
+            end.int(field::EXTRA_COUNTER_VALUES, *v);
+            stateful = true;
         }
         self.hold(s.end.max(s.start).0, end.bytes, stateful);
         self.event = ev;
@@ -403,10 +423,15 @@ impl Sequence {
         if !self.started {
             self.out
                 .uint(field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-            if let Some(track) = self.default_track {
+            if self.default_track.is_some() || !self.counters.is_empty() {
                 let d = self.out.begin(field::TRACE_PACKET_DEFAULTS);
                 let t = self.out.begin(field::TRACK_EVENT_DEFAULTS);
-                self.out.uint(field::DEFAULT_TRACK_UUID, track);
+                if let Some(track) = self.default_track {
+                    self.out.uint(field::DEFAULT_TRACK_UUID, track);
+                }
+                for c in &self.counters {
+                    self.out.uint(field::DEFAULT_EXTRA_COUNTERS, *c);
+                }
                 self.out.end(t);
                 self.out.end(d);
             }
