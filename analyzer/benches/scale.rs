@@ -15,7 +15,9 @@
 //!
 //! `cargo bench -p overlap-analyzer --bench scale [-- --ranks 16,256,1024 --events
 //! 10000000 --threads 1,2 --only merge,merge-pftrace,merge-in-memory,analyze,analyze-kept
-//! --keep DIR]`; `merge-pftrace` is `merge` into Perfetto's protobuf instead of JSON.
+//! --keep DIR] [--dirs RANKS_DIR,...]`; `merge-pftrace` is `merge` into Perfetto's
+//! protobuf instead of JSON; `writers` times the two writers alone, side by side;
+//! `--dirs` measures rank directories given (a preloaded run) instead of generated ones.
 //! `--keep` writes the runs under DIR and reuses them when they are there. `analyze` is
 //! what `overlap analyze` does (the trace given up to the analysis, `analyze_owned`);
 //! `analyze-kept` analyses a trace kept for more (`--csv`, the terminal UI).
@@ -91,6 +93,33 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
             info.messages, info.unmatched_sends, info.unmatched_receives,
         );
         (first + second, line)
+    } else if kind == "writers" {
+        // The two writers of the merged file side by side, on the same merged run held
+        // in memory (each reads the rank files again as it writes, as `merge` does):
+        // only the writing is timed.
+        let outcome = merge_dir(dir)?;
+        let info = &outcome.merged.info;
+        let counted: u64 = info.ranks.iter().map(|r| r.events).sum();
+        let mut line = format!("{counted} events written");
+        let mut proto_secs = 0.0;
+        for ext in ["json", "pftrace"] {
+            let out = dir.with_extension(format!("written.{ext}"));
+            let t = Instant::now();
+            write_merged(&outcome.merged, &out)?;
+            let secs = t.elapsed().as_secs_f64();
+            let bytes = std::fs::metadata(&out)?.len() as f64;
+            std::fs::remove_file(&out)?;
+            line.push_str(&format!(
+                "; {ext}: {secs:.2} s, {:.2} M events/s, {:.0} MiB, {:.1} B per event, {:.0} \
+                 MiB/s",
+                counted as f64 / secs / 1e6,
+                bytes / MIB,
+                bytes / counted.max(1) as f64,
+                bytes / MIB / secs
+            ));
+            proto_secs = secs;
+        }
+        (proto_secs, line)
     } else if kind == "stages" {
         overlap_analyzer::heap::set_thresholds();
         return stages::stages(dir, label, events);
@@ -193,6 +222,7 @@ fn main() -> Res<()> {
     let (mut ranks, mut events, mut threads) =
         (vec![16u32, 256, 1024], 10_000_000u64, vec![1u32, 2]);
     let (mut only, mut keep): (Option<String>, Option<PathBuf>) = (None, None);
+    let mut dirs: Vec<PathBuf> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or(format!("{a} needs a value"));
@@ -202,6 +232,7 @@ fn main() -> Res<()> {
             "--threads" => threads = list(value()?)?,
             "--only" => only = Some(value()?.clone()),
             "--keep" => keep = Some(PathBuf::from(value()?)),
+            "--dirs" => dirs = value()?.split(',').map(PathBuf::from).collect(),
             _ => return Err(format!("unknown argument {a}").into()),
         }
     }
@@ -214,6 +245,7 @@ fn main() -> Res<()> {
                     **k,
                     "merge"
                         | "merge-pftrace"
+                        | "writers"
                         | "merge-in-memory"
                         | "analyze"
                         | "analyze-kept"
@@ -221,8 +253,8 @@ fn main() -> Res<()> {
                 )
             }) {
                 return Err(format!(
-                    "--only merge|merge-pftrace|merge-in-memory|analyze|analyze-kept|stages[,...], \
-                     not {k}"
+                    "--only merge|merge-pftrace|writers|merge-in-memory|analyze|analyze-kept|\
+                     stages[,...], not {k}"
                 )
                 .into());
             }
@@ -230,6 +262,20 @@ fn main() -> Res<()> {
         }
     };
 
+    if !dirs.is_empty() {
+        // Rank directories given (a preloaded run): each measured as it is.
+        for dir in &dirs {
+            for &t in &threads {
+                for kind in &kinds {
+                    let label = format!("{} T={t}", dir.display());
+                    if let Err(e) = measure(kind, dir, &label, t, 0) {
+                        println!("{kind:<15} {label}: failed: {e}");
+                    }
+                }
+            }
+        }
+        return Ok(());
+    }
     let root = match &keep {
         Some(k) => k.clone(),
         None => std::env::temp_dir().join(format!("overlap-scale-{}", std::process::id())),

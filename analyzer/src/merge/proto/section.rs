@@ -138,7 +138,7 @@ impl RankFlows {
 
 /// Where a site is, as Perfetto's `SourceLocation` holds it: its file and line, its
 /// function (with the call path's callers after `←`); the label when there is no file.
-fn source_of(site: &Site) -> SourceLocation {
+fn source_of(raw: u64, site: &Site) -> SourceLocation {
     let mut function = site.function.clone();
     if !site.callers.is_empty() {
         let callers = site.callers.join(" ← ");
@@ -148,6 +148,7 @@ fn source_of(site: &Site) -> SourceLocation {
         });
     }
     SourceLocation {
+        id: raw,
         file: site.file.clone().unwrap_or_else(|| site.label.clone()),
         function,
         line: site.line,
@@ -201,7 +202,7 @@ fn write_spans<W: Write + Send>(
     let sources: FxHashMap<u64, SourceLocation> = s
         .labels
         .iter()
-        .map(|(raw, site)| (*raw, source_of(site)))
+        .map(|(raw, site)| (*raw, source_of(*raw, site)))
         .collect();
     // Most events are on the rank's busiest thread: the sequence's default track.
     let mut per_thread: FxHashMap<u32, usize> = FxHashMap::default();

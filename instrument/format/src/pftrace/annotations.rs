@@ -34,6 +34,11 @@ impl ser::Error for AnnotationError {
 pub(crate) trait Interning {
     /// The iid of a debug-annotation name (defined on the sequence when new).
     fn name(&mut self, name: &str) -> u64;
+    /// [`Interning::name`] of a name a type names (a struct's field), which may be
+    /// found by its address.
+    fn static_name(&mut self, name: &'static str) -> u64 {
+        self.name(name)
+    }
     /// The iid of a text value, or `None` to write the text itself.
     fn string(&mut self, value: &str) -> Option<u64>;
 }
@@ -72,22 +77,45 @@ struct Members<'o, 'n> {
     key: Option<String>,
 }
 
+/// A member's name: one a type names (`&'static str`), or one of a map.
+#[derive(Clone, Copy)]
+enum Name<'a> {
+    Static(&'static str),
+    Dynamic(&'a str),
+}
+
+impl Name<'_> {
+    fn text(&self) -> &str {
+        match self {
+            Name::Static(s) => s,
+            Name::Dynamic(s) => s,
+        }
+    }
+}
+
 impl Members<'_, '_> {
     /// One named member: an annotation of the event (top level) or an entry of the
     /// dictionary; left out when its value wrote nothing (`None`, unit).
-    fn member<T: Serialize + ?Sized>(&mut self, name: &str, v: &T) -> Result<(), AnnotationError> {
+    fn member<T: Serialize + ?Sized>(
+        &mut self,
+        name: Name<'_>,
+        v: &T,
+    ) -> Result<(), AnnotationError> {
         let before = self.out.bytes.len();
         let nested: Nested = match self.top {
-            Some(skip) if skip.contains(&name) => return Ok(()),
+            Some(skip) if skip.contains(&name.text()) => return Ok(()),
             Some(_) => {
-                let iid = self.interning.name(name);
+                let iid = match name {
+                    Name::Static(s) => self.interning.static_name(s),
+                    Name::Dynamic(s) => self.interning.name(s),
+                };
                 let n = self.out.begin(field::DEBUG_ANNOTATIONS);
                 self.out.uint(field::ANNOTATION_NAME_IID, iid);
                 n
             }
             None => {
                 let n = self.out.begin(field::DICT_ENTRIES);
-                self.out.string(field::ANNOTATION_NAME, name);
+                self.out.string(field::ANNOTATION_NAME, name.text());
                 n
             }
         };
@@ -126,7 +154,7 @@ fn top_value<T: Serialize + ?Sized>(v: Value<'_, '_>, value: &T) -> Result<(), A
         top: Some(&[]),
         key: None,
     };
-    m.member("args", value)
+    m.member(Name::Static("args"), value)
 }
 
 macro_rules! scalar {
@@ -303,7 +331,7 @@ impl<'o, 'n> ser::Serializer for Value<'o, 'n> {
             top: self.top,
             key: None,
         };
-        m.member(variant, value)
+        m.member(Name::Static(variant), value)
     }
 
     fn serialize_seq(self, _: Option<usize>) -> Result<Members<'o, 'n>, AnnotationError> {
@@ -426,7 +454,7 @@ impl ser::SerializeMap for Members<'_, '_> {
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Result<(), AnnotationError> {
         let key = self.key.take().unwrap_or_default();
-        self.member(&key, v)
+        self.member(Name::Dynamic(&key), v)
     }
     fn end(self) -> Result<(), AnnotationError> {
         Ok(())
@@ -441,7 +469,7 @@ impl ser::SerializeStruct for Members<'_, '_> {
         key: &'static str,
         v: &T,
     ) -> Result<(), AnnotationError> {
-        self.member(key, v)
+        self.member(Name::Static(key), v)
     }
     fn end(self) -> Result<(), AnnotationError> {
         Ok(())
@@ -456,7 +484,7 @@ impl ser::SerializeStructVariant for Members<'_, '_> {
         key: &'static str,
         v: &T,
     ) -> Result<(), AnnotationError> {
-        self.member(key, v)
+        self.member(Name::Static(key), v)
     }
     fn end(self) -> Result<(), AnnotationError> {
         Ok(())

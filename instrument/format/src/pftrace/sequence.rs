@@ -32,6 +32,8 @@ enum EventType {
 /// Where in the source a slice's call was made, as `SourceLocation` interns it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SourceLocation {
+    /// What the sequence knows it by: one id per location (a call site's address).
+    pub id: u64,
     /// The source file.
     pub file: String,
     /// The function.
@@ -83,11 +85,22 @@ struct Interner(FxHashMap<String, u64>);
 /// definitions appended to the sequence's.
 struct ArgInterning<'a> {
     names: &'a mut Interner,
+    statics: &'a mut FxHashMap<(usize, usize), u64>,
     strings: &'a mut Interner,
     defs: &'a mut Proto,
 }
 
 impl Interning for ArgInterning<'_> {
+    fn static_name(&mut self, name: &'static str) -> u64 {
+        let key = (name.as_ptr() as usize, name.len());
+        if let Some(iid) = self.statics.get(&key) {
+            return *iid;
+        }
+        let iid = self.name(name);
+        self.statics.insert(key, iid);
+        iid
+    }
+
     fn name(&mut self, name: &str) -> u64 {
         let (iid, new) = self.names.get(name);
         if new {
@@ -130,6 +143,37 @@ impl Interner {
     }
 }
 
+/// A held event's bytes: in place when short (a slice's end, most often), so that
+/// holding one costs no allocation.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Bytes {
+    /// Its length and bytes.
+    Inline(u8, [u8; INLINE]),
+    /// Longer.
+    Heap(Vec<u8>),
+}
+
+/// The most bytes a held event keeps in place.
+const INLINE: usize = 46;
+
+impl Bytes {
+    fn of(b: &[u8]) -> Bytes {
+        if b.len() > INLINE {
+            return Bytes::Heap(b.to_vec());
+        }
+        let mut inline = [0u8; INLINE];
+        inline[..b.len()].copy_from_slice(b);
+        Bytes::Inline(b.len() as u8, inline)
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Bytes::Inline(n, b) => &b[..*n as usize],
+            Bytes::Heap(v) => v,
+        }
+    }
+}
+
 /// A packet held until its time comes: its time, the order it was made in (for equal
 /// times, the later made goes first: an inner slice ends before its parent), and its
 /// `TrackEvent`'s bytes.
@@ -137,7 +181,7 @@ impl Interner {
 struct Held {
     at: u64,
     order: Reverse<u64>,
-    event: Vec<u8>,
+    event: Bytes,
     /// Whether it uses the sequence's state (interned data, defaults).
     stateful: bool,
 }
@@ -152,7 +196,11 @@ pub struct Sequence {
     categories: Interner,
     arg_names: Interner,
     strings: Interner,
-    sources: FxHashMap<SourceLocation, u64>,
+    /// Source locations by their id.
+    sources: FxHashMap<u64, u64>,
+    /// Annotation names the args' types name (`&'static str`), by address and length:
+    /// found without hashing their text.
+    static_names: FxHashMap<(usize, usize), u64>,
     /// The track events name when they name none (`TrackEventDefaults.track_uuid`).
     default_track: Option<u64>,
     /// The counter tracks events give values of (`extra_counter_track_uuids`).
@@ -167,6 +215,8 @@ pub struct Sequence {
     now: u64,
     /// Scratch for the `TrackEvent` being encoded.
     event: Proto,
+    /// Scratch for a slice's end.
+    end: Proto,
     packets: u64,
     events: u64,
 }
@@ -182,6 +232,7 @@ impl Sequence {
             arg_names: Interner::default(),
             strings: Interner::default(),
             sources: FxHashMap::default(),
+            static_names: FxHashMap::default(),
             default_track: None,
             counters: Vec::new(),
             defs: Proto::default(),
@@ -190,6 +241,7 @@ impl Sequence {
             made: 0,
             now: 0,
             event: Proto::default(),
+            end: Proto::default(),
             packets: 0,
             events: 0,
         }
@@ -239,7 +291,7 @@ impl Sequence {
             let Some(Reverse(h)) = self.held.pop() else {
                 break;
             };
-            self.packet(h.at, &h.event, h.stateful);
+            self.packet(h.at, h.event.as_slice(), h.stateful);
         }
     }
 
@@ -271,7 +323,8 @@ impl Sequence {
             ev.int(field::EXTRA_COUNTER_VALUES, *v);
         }
         self.packet(s.start.0, &ev.bytes, true);
-        let mut end = Proto::default();
+        let mut end = std::mem::take(&mut self.end);
+        end.bytes.clear();
         end.uint(field::TYPE, EventType::SliceEnd as u64);
         let mut stateful = self.track_field(&mut end, s.track);
         for f in s.flows_in {
@@ -281,8 +334,9 @@ impl Sequence {
             end.int(field::EXTRA_COUNTER_VALUES, *v);
             stateful = true;
         }
-        self.hold(s.end.max(s.start).0, end.bytes, stateful);
+        self.hold(s.end.max(s.start).0, &end.bytes, stateful);
         self.event = ev;
+        self.end = end;
         args
     }
 
@@ -301,7 +355,7 @@ impl Sequence {
         self.describe(&mut ev, EventType::Instant, track, name, category);
         let written = self.args(&mut ev, args, &[]);
         self.define_now();
-        self.hold(at.0, ev.bytes, true);
+        self.hold(at.0, &ev.bytes, true);
         written
     }
 
@@ -355,6 +409,7 @@ impl Sequence {
         let Some(args) = args else { return Ok(()) };
         let mut interning = ArgInterning {
             names: &mut self.arg_names,
+            statics: &mut self.static_names,
             strings: &mut self.strings,
             defs: &mut self.defs,
         };
@@ -363,11 +418,11 @@ impl Sequence {
 
     /// The iid of a source location, defined when new.
     fn source(&mut self, src: &SourceLocation) -> u64 {
-        if let Some(iid) = self.sources.get(src) {
+        if let Some(iid) = self.sources.get(&src.id) {
             return *iid;
         }
         let iid = self.sources.len() as u64 + 1;
-        self.sources.insert(src.clone(), iid);
+        self.sources.insert(src.id, iid);
         let n = self.defs.begin(field::SOURCE_LOCATIONS);
         self.defs.uint(field::IID, iid);
         self.defs.string(field::FILE_NAME, &src.file);
@@ -393,12 +448,12 @@ impl Sequence {
         }
     }
 
-    fn hold(&mut self, at: u64, event: Vec<u8>, stateful: bool) {
+    fn hold(&mut self, at: u64, event: &[u8], stateful: bool) {
         self.made += 1;
         self.held.push(Reverse(Held {
             at,
             order: Reverse(self.made),
-            event,
+            event: Bytes::of(event),
             stateful,
         }));
     }
