@@ -4,6 +4,8 @@
 # events per second, bytes per event and peak memory of each; then this disk's
 # sequential write speed (dd, with fdatasync), which the JSON's MB/s is set against.
 # "Events" are the ranks' events (calls, compute spans, GPU work: otherData's count).
+# Then the two writers alone on the same files (the scale bench's `writers`: the run
+# merged in memory first, only the writing timed).
 #
 # Usage: scripts/bench-pftrace.sh [RANKS_DIR...]
 #   default: a preloaded 2-rank run of bench/calls.c (window mode, N iterations each,
@@ -58,6 +60,14 @@ for dir in "$@"; do
     rm -f "$out"
   done
 done
+
+# The writers alone (the run merged in memory first, only the writing timed), on the
+# same rank files: the scale bench's `writers`.
+dirs=$(IFS=,; echo "$*")
+echo
+echo "the writers alone, one thread:"
+RAYON_NUM_THREADS=1 ${CARGO:-cargo} bench -q -p overlap-analyzer --bench scale -- --dirs "$dirs" --threads 1 --only writers 2>/dev/null |
+  sed -n 's/^writers *//p'
 
 dd_mib=${DD_MIB:-1024}
 dd_line=$(dd if=/dev/zero of="$work/dd" bs=1M count="$dd_mib" conv=fdatasync 2>&1 | tail -1)

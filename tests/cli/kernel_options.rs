@@ -54,6 +54,7 @@ fn overlap_run_and_the_kernels_binary_list_the_same_options_and_defaults() {
     let launch_only = [
         "--ranks",
         "--out",
+        "--format",
         "--mpiexec",
         "--kernels",
         "--hang-timeout",
