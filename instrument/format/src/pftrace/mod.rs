@@ -198,15 +198,21 @@ impl<W: Write> PftraceWriter<W> {
         self.put(&bytes)
     }
 
-    /// Appends encoded packets, handing a block to the file when one is full.
+    /// Appends encoded packets, handing a block to the file when one is full; a large
+    /// run of packets (a sequence's drained buffer) goes to the file as it is, not
+    /// copied into the block.
     fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.bytes += bytes.len() as u64;
+        if bytes.len() >= BLOCK / 4 {
+            if !self.block.is_empty() {
+                self.out.write_all(&self.block)?;
+                self.block.clear();
+            }
+            return self.out.write_all(bytes);
+        }
         if self.block.len() + bytes.len() > BLOCK {
             self.out.write_all(&self.block)?;
             self.block.clear();
-            if bytes.len() > BLOCK {
-                return self.out.write_all(bytes);
-            }
         }
         self.block.extend_from_slice(bytes);
         Ok(())

@@ -145,7 +145,7 @@ impl Interner {
 
 /// A held event's bytes: in place when short (a slice's end, most often), so that
 /// holding one costs no allocation.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug)]
 enum Bytes {
     /// Its length and bytes.
     Inline(u8, [u8; INLINE]),
@@ -174,15 +174,17 @@ impl Bytes {
     }
 }
 
-/// A packet held until its time comes: its time, the order it was made in (for equal
-/// times, the later made goes first: an inner slice ends before its parent), and its
-/// `TrackEvent`'s bytes.
-#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Held {
-    at: u64,
-    order: Reverse<u64>,
+/// A packet held until its time comes, as the heap orders it: its time, the order it
+/// was made in (for equal times, the later made goes first: an inner slice ends before
+/// its parent), and its slot in [`Sequence::slots`] (the heap moves 24 bytes, not the
+/// event's).
+type Held = (u64, Reverse<u64>, u32);
+
+/// A held packet's `TrackEvent` bytes, and whether it uses the sequence's state
+/// (interned data, defaults).
+#[derive(Debug)]
+struct Slot {
     event: Bytes,
-    /// Whether it uses the sequence's state (interned data, defaults).
     stateful: bool,
 }
 
@@ -210,6 +212,9 @@ pub struct Sequence {
     /// Encoded `Trace.packet` fields ready to go to the file.
     out: Proto,
     held: BinaryHeap<Reverse<Held>>,
+    /// The held packets' bytes, by slot; `free` lists the slots to use again.
+    slots: Vec<Slot>,
+    free: Vec<u32>,
     made: u64,
     /// The time of the last packet written.
     now: u64,
@@ -238,6 +243,8 @@ impl Sequence {
             defs: Proto::default(),
             out: Proto::default(),
             held: BinaryHeap::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
             made: 0,
             now: 0,
             event: Proto::default(),
@@ -284,14 +291,22 @@ impl Sequence {
 
     /// Writes every held packet whose time is at or before `to`.
     pub fn advance(&mut self, to: Nanos) {
-        while let Some(Reverse(h)) = self.held.peek() {
-            if h.at > to.0 {
+        while let Some(Reverse((at, _, _))) = self.held.peek() {
+            if *at > to.0 {
                 break;
             }
-            let Some(Reverse(h)) = self.held.pop() else {
+            let Some(Reverse((at, _, slot))) = self.held.pop() else {
                 break;
             };
-            self.packet(h.at, h.event.as_slice(), h.stateful);
+            let held = std::mem::replace(
+                &mut self.slots[slot as usize],
+                Slot {
+                    event: Bytes::Inline(0, [0; INLINE]),
+                    stateful: false,
+                },
+            );
+            self.free.push(slot);
+            self.packet(at, held.event.as_slice(), held.stateful);
         }
     }
 
@@ -450,12 +465,21 @@ impl Sequence {
 
     fn hold(&mut self, at: u64, event: &[u8], stateful: bool) {
         self.made += 1;
-        self.held.push(Reverse(Held {
-            at,
-            order: Reverse(self.made),
+        let held = Slot {
             event: Bytes::of(event),
             stateful,
-        }));
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot as usize] = held;
+                slot
+            }
+            None => {
+                self.slots.push(held);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.held.push(Reverse((at, Reverse(self.made), slot)));
     }
 
     /// Writes a packet at `at` carrying the `TrackEvent` `event`; `stateful` when it
