@@ -20,7 +20,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bench-pftrace.XXXXXX")
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 
 if [ $# -eq 0 ]; then
-  preload=target/release/liboverlap_preload.so
+  preload=${PRELOAD:-target/release/liboverlap_preload.so}
   [ -f "$preload" ] || { echo "bench-pftrace: $preload not built (scripts/build-preloads.sh --release)" >&2; exit 2; }
   mpicc -O2 bench/calls.c -o "$work/calls" || exit 2
   n=${N:-300000}
@@ -63,7 +63,8 @@ done
 
 # The writers alone (the run merged in memory first, only the writing timed), on the
 # same rank files: the scale bench's `writers`.
-dirs=$(IFS=,; echo "$*")
+# Absolute: cargo runs the bench in the analyzer's directory.
+dirs=$(for d in "$@"; do realpath "$d"; done | paste -sd,)
 echo
 echo "the writers alone, one thread:"
 RAYON_NUM_THREADS=1 ${CARGO:-cargo} bench -q -p overlap-analyzer --bench scale -- --dirs "$dirs" --threads 1 --only writers 2>/dev/null |
