@@ -30,6 +30,7 @@ mod learned;
 mod links;
 mod matching;
 mod memory;
+mod output;
 mod peers;
 mod proto;
 mod size;
@@ -50,43 +51,11 @@ pub(crate) use ends::MatchCounts;
 pub(crate) use identity::check_one_run;
 pub(crate) use matching::match_all;
 pub use memory::from_events;
+pub use output::Output;
 pub use overlap_format::pftrace::TraceFormat;
 pub use proto::{Cut, Window};
 pub use size::{SizeEstimate, UI_LIMIT};
 
-/// How a merged file is written: its format, and the part of the run (a window of the
-/// run is for the protobuf only: the JSON is what the analysis reads, whole).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Output {
-    /// The format.
-    pub format: TraceFormat,
-    /// The part of the run written.
-    pub window: Window,
-}
-
-impl Output {
-    /// The whole run, in the format `path`'s name says ([`TraceFormat::of_path`]).
-    pub fn of_path(path: &Path) -> Output {
-        Output {
-            format: TraceFormat::of_path(path),
-            window: Window::all(),
-        }
-    }
-
-    /// Fails for a window of the run in JSON.
-    fn check(&self, path: &Path) -> Result<()> {
-        if self.format == TraceFormat::Json && !self.window.is_all() {
-            return Err(Error::NotWritable {
-                path: path.to_path_buf(),
-                reason: "a window of the run (--from, --to, --ranks) is written as Perfetto's \
-                         protobuf (.pftrace) only: the JSON is the whole run, which the \
-                         analysis reads"
-                    .into(),
-            });
-        }
-        Ok(())
-    }
-}
 pub(crate) use peers::out_of_range;
 pub use stream::{merge_to_file, merge_to_file_if, Written};
 pub use write::{write_merged, write_merged_as};

@@ -14,6 +14,7 @@
 //! Perfetto's `.proto` files: see that module for why.
 
 mod annotations;
+mod intern;
 mod proto;
 mod sequence;
 

@@ -14,7 +14,8 @@ use std::collections::BinaryHeap;
 
 use serde::Serialize;
 
-use super::annotations::{write_args, AnnotationError, Interning};
+use super::annotations::{write_args, AnnotationError};
+use super::intern::{define_in, ArgInterning, Interner};
 use super::proto::{field, Proto, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE};
 use crate::fxhash::FxHashMap;
 use crate::schema::wire::Category;
@@ -68,79 +69,6 @@ pub struct Slice<'a, A: ?Sized> {
     /// Values of the sequence's counters ([`Sequence::with_counters`]) at its begin and
     /// at its end, one per counter (`extra_counter_values`): empty for none.
     pub counters: (&'a [i64], &'a [i64]),
-}
-
-/// Text values interned per sequence: at most this many, each at most
-/// [`MAX_INTERNED_LEN`] bytes; others are written as they are (so that a run of unique
-/// texts, such as addresses, does not grow the table without bound).
-const MAX_INTERNED_STRINGS: usize = 1 << 16;
-/// See [`MAX_INTERNED_STRINGS`].
-const MAX_INTERNED_LEN: usize = 64;
-
-/// Names interned on one sequence.
-#[derive(Debug, Default)]
-struct Interner(FxHashMap<String, u64>);
-
-/// The interning the annotations of one event need: names and text values, their new
-/// definitions appended to the sequence's.
-struct ArgInterning<'a> {
-    names: &'a mut Interner,
-    statics: &'a mut FxHashMap<(usize, usize), u64>,
-    strings: &'a mut Interner,
-    defs: &'a mut Proto,
-}
-
-impl Interning for ArgInterning<'_> {
-    fn static_name(&mut self, name: &'static str) -> u64 {
-        let key = (name.as_ptr() as usize, name.len());
-        if let Some(iid) = self.statics.get(&key) {
-            return *iid;
-        }
-        let iid = self.name(name);
-        self.statics.insert(key, iid);
-        iid
-    }
-
-    fn name(&mut self, name: &str) -> u64 {
-        let (iid, new) = self.names.get(name);
-        if new {
-            define_in(self.defs, field::DEBUG_ANNOTATION_NAMES, iid, name);
-        }
-        iid
-    }
-
-    fn string(&mut self, value: &str) -> Option<u64> {
-        let known = self.strings.0.get(value).copied();
-        let iid = match known {
-            Some(iid) => iid,
-            None if value.len() > MAX_INTERNED_LEN
-                || self.strings.0.len() >= MAX_INTERNED_STRINGS =>
-            {
-                return None
-            }
-            None => {
-                let (iid, _) = self.strings.get(value);
-                let n = self.defs.begin(field::DEBUG_ANNOTATION_STRING_VALUES);
-                self.defs.uint(field::IID, iid);
-                self.defs.bytes_field(field::INTERNED_STR, value.as_bytes());
-                self.defs.end(n);
-                iid
-            }
-        };
-        Some(iid)
-    }
-}
-
-impl Interner {
-    /// The iid of `name`, and whether it is new (to be defined).
-    fn get(&mut self, name: &str) -> (u64, bool) {
-        if let Some(iid) = self.0.get(name) {
-            return (*iid, false);
-        }
-        let iid = self.0.len() as u64 + 1;
-        self.0.insert(name.to_owned(), iid);
-        (iid, true)
-    }
 }
 
 /// A held event's bytes: in place when short (a slice's end, most often), so that
@@ -529,13 +457,4 @@ impl Sequence {
         self.out.end(p);
         self.packets += 1;
     }
-}
-
-/// Appends an interned name's definition (`EventName`, `EventCategory`,
-/// `DebugAnnotationName`: iid and name) to `defs`.
-fn define_in(defs: &mut Proto, kind: u32, iid: u64, name: &str) {
-    let n = defs.begin(kind);
-    defs.uint(field::IID, iid);
-    defs.string(field::INTERNED_NAME, name);
-    defs.end(n);
 }
