@@ -11,13 +11,14 @@ use clap::ValueEnum;
 use overlap_analyzer::merge::TraceFormat;
 use overlap_instrument::schema::Nanos;
 
-/// `--format`: the merged trace's format.
+/// `--format`: the merged trace's format. (Its values have no doc comments: clap would
+/// list them with their help, and lay out every option of the command on two lines.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum FormatArg {
-    /// Chrome Trace Event JSON: what `overlap analyze`, `tui`, `diff` and `check` read.
+    // Chrome Trace Event JSON: what `overlap analyze`, `tui`, `diff` and `check` read.
     Json,
-    /// Perfetto's protobuf trace: for the Perfetto UI and trace_processor, a fraction of
-    /// the JSON's size.
+    // Perfetto's protobuf trace: for the Perfetto UI and trace_processor, a fraction of
+    // the JSON's size.
     Pftrace,
 }
 
