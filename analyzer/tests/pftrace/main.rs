@@ -296,12 +296,13 @@ fn compare(name: &str, json_path: &Path, proto_path: &Path) {
 /// rank 0   [compute ...................................]  |Send t11|
 ///            |Is1|  |Is2|                |Waitall(1,2)|     600-610
 /// rank 1   |Recv t11|  |Ir1|Ir2|    |Wait(2)|Wait(1)|      |Isend t77, never received|
-///           20-30      50  70        390-420 430-450
+///           20-30      50  70        390-420 430-450            |Barrier, in flight at the
+///                                                                 dump at 900 .......|
 /// ```
 #[test]
 fn the_protobuf_holds_the_json_s_events_for_a_hand_built_run() {
     use common::*;
-    use overlap_instrument::schema::{Op, SyncPhase};
+    use overlap_instrument::schema::{DumpReason, InFlightCall, InFlightDump, Op, SyncPhase};
     let r0 = rank_trace(
         header(0, 2, 10_000, "one"),
         vec![sync(SyncPhase::Init, 0, 0, 0)],
@@ -325,6 +326,26 @@ fn the_protobuf_holds_the_json_s_events_for_a_hand_built_run() {
             isend(700, 710, 0, 77, 8, 3),
         ],
     );
+    let mut r1 = r1;
+    r1.in_flight.push(InFlightDump {
+        reason: DumpReason::Stalled,
+        at_ns: 900,
+        unix_ns: 0,
+        threads: 1,
+        calls: vec![InFlightCall {
+            tid: 0,
+            call: Op::Barrier,
+            start_ns: 720,
+            site: None,
+            comm: Some(0),
+            peer: None,
+            tag: None,
+            recv_peer: None,
+            recv_tag: None,
+            root: None,
+            requests: None,
+        }],
+    });
     let merged = overlap_analyzer::merge::merge(vec![r0, r1]);
     assert_eq!(merged.info.clock_suspect.len(), 1, "the message of tag 11");
     let tmp = tempfile::tempdir().expect("temp dir");
