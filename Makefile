@@ -15,7 +15,8 @@ DEMO_DIR := traces/demo
 setup:
 	@scripts/bootstrap.sh $(BOOTSTRAP_FLAGS)
 
-# The tests also need the mpi4py venv (target/mpi4py-venv, built once).
+# The tests also need the mpi4py venv (target/mpi4py-venv, built once) and the perfetto
+# venv (target/perfetto-venv: Perfetto's trace schema, for scripts/check-pftrace.sh).
 test: BOOTSTRAP_FLAGS = --mpi4py
 
 build: setup
@@ -59,6 +60,7 @@ test: setup
 	$(CARGO) build --workspace
 	scripts/build-preloads.sh
 	OVERLAP_REQUIRE_OPEN_MPI=1 OVERLAP_REQUIRE_MPI4PY=1 $(CARGO) test --workspace
+	OVERLAP_REQUIRE_PERFETTO=1 scripts/check-pftrace.sh
 	scripts/ci-gate.sh
 	scripts/faults.sh
 
@@ -68,7 +70,9 @@ test: setup
 # (RUNS alternating rounds, default 5), bytes per event, the writer's throughput, the
 # per-call overhead of the Rust layer, what the buffer watch costs per completion
 # (docs/buffers.md), how suggest's time grows from 10^3 to 10^6 operations
-# (docs/suggest.md), then the analyzer's speed. Figures, not asserts.
+# (docs/suggest.md), then the analyzer's speed, and the merged file's writers (protobuf
+# and JSON side by side, against the disk's speed: docs/trace-format.md 7.10). Figures,
+# not asserts.
 bench: setup
 	$(CARGO) build --release -p overlap -p overlap-preload
 	$(CARGO) build --release -p overlap-kernels --example osu
@@ -85,6 +89,11 @@ bench: setup
 	$(CARGO) bench -p overlap-analyzer --bench analyze
 	@echo
 	$(CARGO) bench -p overlap-analyzer --bench scale
+	@echo
+	@echo "The merged file's two writers side by side, Perfetto's protobuf and Chrome JSON:"
+	@echo "a preloaded run, then a generated 16-rank run, and this disk's write speed (dd)."
+	scripts/bench-pftrace.sh
+	$(CARGO) bench -p overlap-analyzer --bench scale -- --ranks 16 --events 2000000 --threads 1 --only writers,merge,merge-pftrace
 
 clean:
 	$(CARGO) clean

@@ -12,7 +12,9 @@
 #     on free ports, in a temporary directory) to trace programs launched by `srun`;
 #   - python3-venv and python3-dev: with `--mpi4py` (what `make test` passes), a
 #     virtual environment with mpi4py built from source against MPICH, and numpy, in
-#     target/mpi4py-venv, for the tests of Python programs' call sites (below).
+#     target/mpi4py-venv, for the tests of Python programs' call sites (below), and
+#     the PyPI `perfetto` package's trace schema in target/perfetto-venv, for the check
+#     of the .pftrace files (scripts/check-pftrace.sh).
 # Debian/Ubuntu get them through apt-get (with sudo when not root); elsewhere the
 # script says what to install. It changes nothing when everything is there.
 set -euo pipefail
@@ -118,6 +120,44 @@ if [ "${1:-}" = "--mpi4py" ]; then
       fi
       echo "bootstrap: warning: no mpi4py venv: $why; see $log (last lines below)." \
         "The Python tests will be skipped, or fail where OVERLAP_REQUIRE_MPI4PY=1 (make test)." >&2
+      tail -n 5 "$log" >&2 || true
+    fi
+  fi
+fi
+
+# With --mpi4py (what `make test` passes) or --perfetto: Perfetto's own trace schema,
+# the PyPI `perfetto` package (its perfetto_trace_pb2, with protobuf), in
+# target/perfetto-venv, for scripts/check-pftrace.sh, which decodes the .pftrace files
+# `overlap merge` writes. Kept in target/ and rebuilt only when the versions below or
+# the Python's change (the key in target/perfetto-venv/.overlap-key). Without network it
+# says so and goes on: the check then says why it is skipped, or fails under `make test`
+# (OVERLAP_REQUIRE_PERFETTO=1).
+PERFETTO_VERSION=0.59.1
+PROTOBUF_VERSION=7.36.2
+if [ "${1:-}" = "--mpi4py" ] || [ "${1:-}" = "--perfetto" ]; then
+  cd "$(dirname "$0")/.."
+  venv="${CARGO_TARGET_DIR:-target}/perfetto-venv"
+  python=${OVERLAP_PYTHON:-python3}
+  python_version=$("$python" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || true)
+  key="perfetto $PERFETTO_VERSION; protobuf $PROTOBUF_VERSION; Python ${python_version:-none}"
+  if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.overlap-key" 2>/dev/null)" = "$key" ]; then
+    : # up to date
+  elif [ -z "$python_version" ]; then
+    echo "bootstrap: no perfetto venv: ${python} is missing; the .pftrace check will be skipped" >&2
+  else
+    echo "bootstrap: building $venv ($key)"
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    log="$venv.log"
+    if "$python" -m venv "$venv" >"$log" 2>&1 &&
+      "$venv/bin/pip" install "perfetto==$PERFETTO_VERSION" "protobuf==$PROTOBUF_VERSION" >>"$log" 2>&1 &&
+      "$venv/bin/python" -c 'from perfetto.protos.perfetto.trace import perfetto_trace_pb2' >>"$log" 2>&1; then
+      echo "$key" >"$venv/.overlap-key"
+      echo "bootstrap: $venv ready"
+    else
+      rm -rf "$venv"
+      echo "bootstrap: warning: no perfetto venv (PyPI unreachable?); see $log (last lines below)." \
+        "The .pftrace check will be skipped, or fail where OVERLAP_REQUIRE_PERFETTO=1 (make test)." >&2
       tail -n 5 "$log" >&2 || true
     fi
   fi

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::import::Loaded;
+use overlap_analyzer::merge::{Output, Window};
 use overlap_analyzer::metrics::{analyze as analyze_trace, analyze_owned, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{render, render_profile, render_summary, Style};
@@ -14,6 +15,7 @@ use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
 use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
+use crate::format::{default_format, format_of, FormatArg};
 use crate::output::{out, outln, sayln};
 use crate::run::RunArgs;
 use crate::rundir::RunDir;
@@ -183,9 +185,15 @@ impl AnalysisArgs {
 
 #[derive(Debug, Args)]
 struct TraceArgs {
-    /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/".
-    #[arg(long, default_value = "overlap-trace.json")]
-    out: PathBuf,
+    /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/". Its
+    /// extension chooses the format: .pftrace (Perfetto's protobuf) or .json (Chrome
+    /// JSON, which `overlap analyze` also reads) [default: overlap-trace.pftrace].
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// The merged trace's format, for an --out whose name does not say it, or for the
+    /// default name (overlap-trace.json with json).
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
     /// The preload library (default: the one built for the program's MPI, found beside
     /// this binary).
     #[arg(long, env = "OVERLAP_PRELOAD")]
@@ -217,9 +225,24 @@ struct TraceArgs {
 struct MergeArgs {
     /// Directory holding the per-rank files (rank-N.ovlp).
     dir: PathBuf,
-    /// The merged trace to write.
+    /// The merged trace to write: .pftrace for Perfetto's protobuf (what the Perfetto UI
+    /// opens best), .json for Chrome JSON (what `overlap analyze` also reads).
     #[arg(long)]
     out: PathBuf,
+    /// The format, for an --out whose name says neither.
+    #[arg(long, value_enum)]
+    format: Option<FormatArg>,
+    /// Write the run from T on (.pftrace only): a time from the run's start, with its
+    /// unit (1.5s, 200ms, 30us; a bare number is refused). Slices across the edge are cut and
+    /// say so; messages with an end outside lose their arrow for a mark.
+    #[arg(long, value_name = "T", value_parser = crate::format::parse_time)]
+    from: Option<Nanos>,
+    /// Write the run up to T (.pftrace only), as --from.
+    #[arg(long, value_name = "T", value_parser = crate::format::parse_time)]
+    to: Option<Nanos>,
+    /// Write only these ranks (.pftrace only): a list of ranks and ranges, 0-15,64.
+    #[arg(long, value_name = "LIST", value_parser = crate::format::parse_ranks)]
+    ranks: Option<crate::format::RankList>,
     /// Fail when any rank's file is missing, cut short or unreadable.
     #[arg(long)]
     strict: bool,
@@ -283,8 +306,15 @@ pub(crate) fn ranks_dir_for(out: &Path) -> PathBuf {
 }
 
 fn trace(a: TraceArgs) -> Result<ExitCode> {
+    let out = a.out.clone().unwrap_or_else(|| {
+        PathBuf::from(format!(
+            "overlap-trace.{}",
+            default_format(a.format).extension()
+        ))
+    });
+    let format = format_of(&out, a.format)?;
     // A mistyped --out is told now, not after the run.
-    overlap_analyzer::output::check_output(&a.out)?;
+    overlap_analyzer::output::check_output(&out)?;
     let chosen = crate::which_mpi::choose(a.preload.as_deref(), &a.command)?;
     if let Some(note) = &chosen.note {
         crate::output::sayln!("overlap: {note}");
@@ -292,7 +322,7 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     if let Some(note) = crate::program::without_launcher(&a.command) {
         sayln!("overlap: note: {note}");
     }
-    let ranks_dir = ranks_dir_for(&a.out);
+    let ranks_dir = ranks_dir_for(&out);
     // Held until the merge is written: a second run on the same --out is refused.
     let _run_dir = RunDir::claim(
         &ranks_dir,
@@ -344,17 +374,25 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
     };
     let end = RunEnd {
         ranks_dir: &ranks_dir,
-        out: &a.out,
+        out: &out,
         print: crate::output::stderr_fmt,
     };
     match end.finish(
-        crate::finish::merge(&ranks_dir, &a.out, false),
+        crate::finish::merge(
+            &ranks_dir,
+            &out,
+            &Output {
+                format,
+                window: Window::all(),
+            },
+            false,
+        ),
         failure,
         no_trace,
     )? {
         Ok(written) => {
             end.summary(&written)?;
-            sayln!("analyze it with `overlap analyze {}`", a.out.display());
+            sayln!("{}", crate::finish::what_next(&out, format, &ranks_dir));
             Ok(ExitCode::SUCCESS)
         }
         Err(code) => Ok(code),
@@ -362,6 +400,10 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 }
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
+    let format = format_of(&a.out, a.format)?;
+    let window = Window::new(a.from, a.to, a.ranks.clone().map(|r| r.0))
+        .map_err(|e| anyhow::anyhow!("--from/--to/--ranks: {e}"))?;
+    let output = Output { format, window };
     overlap_analyzer::output::check_output(&a.out)?;
     if let Some(holder) = crate::rundir::holder(&a.dir) {
         sayln!(
@@ -370,7 +412,7 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
             a.dir.display()
         );
     }
-    let m = crate::finish::merge(&a.dir, &a.out, a.strict)?;
+    let m = crate::finish::merge(&a.dir, &a.out, &output, a.strict)?;
     let line = report_merge(&m, &a.dir, &a.out);
     outln!("{line}");
     out!("{}", m.summary.to_table());

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use overlap_analyzer::import::load_dir;
-use overlap_analyzer::merge::{Unreadable, Written};
+use overlap_analyzer::merge::{Output, TraceFormat, Unreadable, Written};
 use overlap_analyzer::model::Trace;
 use overlap_instrument::schema::MergedInfo;
 
@@ -22,9 +22,18 @@ use crate::supervise::Ending;
 /// Merges the rank files in `dir` into `out`; a signal meanwhile ends `overlap` saying
 /// that nothing was written and the rank files are intact. `strict`: a run with a rank
 /// missing, cut short or unreadable is said and refused before anything is written.
-pub(crate) fn merge(dir: &Path, out: &Path, strict: bool) -> overlap_analyzer::Result<Written> {
+pub(crate) fn merge(
+    dir: &Path,
+    out: &Path,
+    output: &Output,
+    strict: bool,
+) -> overlap_analyzer::Result<Written> {
     let _doing = crate::interrupt::Doing::start(&crate::interrupt::merging(dir, out));
-    overlap_analyzer::merge::merge_to_file_if(dir, out, |info, unreadable| {
+    overlap_analyzer::merge::merge_to_file_if(dir, out, output, |info, unreadable, size| {
+        // Said before the file is written: it may take a while, and not open in the UI.
+        if let Some(advice) = size.advice(dir, out) {
+            sayln!("warning: {advice}");
+        }
         let problems = unreadable.len() + info.missing_ranks.len() + info.incomplete.len();
         if !strict || problems == 0 {
             return Ok(());
@@ -38,6 +47,18 @@ pub(crate) fn merge(dir: &Path, out: &Path, strict: bool) -> overlap_analyzer::R
             out.display()
         ))
     })
+}
+
+/// What to do with a merged trace `out` written in `format` from `ranks_dir`: open it
+/// in Perfetto and analyze the rank directory (protobuf), or analyze it (JSON).
+pub(crate) fn what_next(out: &Path, format: TraceFormat, ranks_dir: &Path) -> String {
+    match format {
+        TraceFormat::Json => format!("analyze it with `overlap analyze {}`", out.display()),
+        TraceFormat::Pftrace => format!(
+            "open it at https://ui.perfetto.dev; analyze the run with `overlap analyze {}`",
+            ranks_dir.display()
+        ),
+    }
 }
 
 /// True when `e` is an output that found no room (a full disk, a quota, a file-size

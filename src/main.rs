@@ -13,6 +13,7 @@ mod output;
 mod cli;
 mod disk;
 mod finish;
+mod format;
 mod gate;
 mod interrupt;
 mod launch;

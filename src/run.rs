@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use overlap_analyzer::merge::TraceFormat;
 use overlap_analyzer::metrics::{analyze_owned, Options};
 use overlap_analyzer::report::{render, render_summary};
 use overlap_kernels::args::Kernels;
@@ -35,11 +36,16 @@ pub struct LaunchArgs {
     /// MPI ranks.
     #[arg(long, short = 'n', default_value_t = 4)]
     ranks: u32,
-    /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/"
-    /// [default: traces/KERNEL-VARIANT.json, or traces/KERNEL.json for kernels without
-    /// variants; traces/ is created when missing].
+    /// The merged trace to write; per-rank files go to FILE's stem + ".ranks/". Its
+    /// extension chooses the format: .pftrace (Perfetto's protobuf) or .json (Chrome
+    /// JSON) [default: traces/KERNEL-VARIANT.pftrace, or traces/KERNEL.pftrace for
+    /// kernels without variants; traces/ is created when missing].
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// The merged trace's format, for an --out whose name does not say it, or for the
+    /// default name (.json with json).
+    #[arg(long, value_enum)]
+    format: Option<crate::format::FormatArg>,
     /// The MPI launcher.
     #[arg(long, env = "OVERLAP_MPIEXEC", default_value = "mpiexec")]
     mpiexec: String,
@@ -60,25 +66,30 @@ pub struct LaunchArgs {
 /// The directory of the default output, relative to where `overlap run` runs.
 const DEFAULT_OUT_DIR: &str = "traces";
 
-/// The merged trace's default path: `traces/<kernel>-<variant>.json`, or
-/// `traces/<kernel>.json` for a kernel without variants.
-fn default_out(kernel: &str, variant: Option<&str>) -> PathBuf {
+/// The merged trace's default path: `traces/<kernel>-<variant>.<ext>`, or
+/// `traces/<kernel>.<ext>` for a kernel without variants (`ext` the format's).
+fn default_out(kernel: &str, variant: Option<&str>, format: TraceFormat) -> PathBuf {
     let stem = match variant {
         Some(v) => format!("{kernel}-{v}"),
         None => kernel.to_string(),
     };
-    Path::new(DEFAULT_OUT_DIR).join(format!("{stem}.json"))
+    Path::new(DEFAULT_OUT_DIR).join(format!("{stem}.{}", format.extension()))
 }
 
 /// Where the merged trace goes: `--out`, whose directory must exist, else the default,
 /// whose directory `traces/` is created (and said so) when missing.
-fn out_path(given: Option<&Path>, kernel: &str, variant: Option<&str>) -> Result<PathBuf> {
+fn out_path(
+    given: Option<&Path>,
+    format: TraceFormat,
+    kernel: &str,
+    variant: Option<&str>,
+) -> Result<PathBuf> {
     if let Some(out) = given {
         // A mistyped --out is told now, not after the run.
         overlap_analyzer::output::check_output(out)?;
         return Ok(out.to_path_buf());
     }
-    let out = default_out(kernel, variant);
+    let out = default_out(kernel, variant, format);
     let dir = Path::new(DEFAULT_OUT_DIR);
     if !dir.is_dir() {
         std::fs::create_dir(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -95,8 +106,10 @@ fn out_path(given: Option<&Path>, kernel: &str, variant: Option<&str>) -> Result
 pub fn run(a: RunArgs) -> Result<ExitCode> {
     let k = &a.kernel;
     let l = k.extra();
-    let out = out_path(l.out.as_deref(), k.name(), k.variant())?;
-    run_kernel(k.name(), k.argv(), l, &out)
+    let format = crate::format::default_format(l.format);
+    let out = out_path(l.out.as_deref(), format, k.name(), k.variant())?;
+    let format = crate::format::format_of(&out, l.format)?;
+    run_kernel(k.name(), k.argv(), l, &out, format)
 }
 
 /// Launches `kernel` with `kernel_args`, merges what the ranks recorded into `out`, and
@@ -107,6 +120,7 @@ fn run_kernel(
     kernel_args: Vec<OsString>,
     l: &LaunchArgs,
     out: &Path,
+    format: TraceFormat,
 ) -> Result<ExitCode> {
     if l.ranks == 0 {
         bail!("--ranks must be at least 1");
@@ -127,7 +141,11 @@ fn run_kernel(
         hang_timeout: l.hang_timeout,
     };
     let outcome = launch_kernel(&launch)?;
-    let merged = crate::finish::merge(&ranks_dir, out, false);
+    let output = overlap_analyzer::merge::Output {
+        format,
+        window: overlap_analyzer::merge::Window::all(),
+    };
+    let merged = crate::finish::merge(&ranks_dir, out, &output, false);
     let failure = outcome
         .failure(|pid| {
             let m = merged.as_ref().ok()?;
@@ -170,23 +188,31 @@ mod tests {
     #[test]
     fn the_default_trace_is_named_after_the_kernel_and_its_variant() {
         assert_eq!(
-            default_out("toeplitz", Some("overlapped")),
-            Path::new("traces/toeplitz-overlapped.json")
+            default_out("toeplitz", Some("overlapped"), TraceFormat::Pftrace),
+            Path::new("traces/toeplitz-overlapped.pftrace")
         );
-        assert_eq!(default_out("halo3d", None), Path::new("traces/halo3d.json"));
+        assert_eq!(
+            default_out("halo3d", None, TraceFormat::Json),
+            Path::new("traces/halo3d.json")
+        );
     }
 
     #[test]
     fn a_given_out_needs_its_directory() {
-        let err = out_path(Some(Path::new("/nonexistent/dir/t.json")), "sync", None)
-            .unwrap_err()
-            .to_string();
+        let err = out_path(
+            Some(Path::new("/nonexistent/dir/t.json")),
+            TraceFormat::Json,
+            "sync",
+            None,
+        )
+        .unwrap_err()
+        .to_string();
         assert_eq!(
             err,
             "cannot write /nonexistent/dir/t.json: the directory /nonexistent/dir does not exist"
         );
         assert_eq!(
-            out_path(Some(Path::new("t.json")), "sync", None).unwrap(),
+            out_path(Some(Path::new("t.json")), TraceFormat::Json, "sync", None).unwrap(),
             Path::new("t.json")
         );
     }

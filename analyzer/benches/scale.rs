@@ -14,7 +14,10 @@
 //! measurement runs in a fresh process so that its peak memory (VmHWM) is its own.
 //!
 //! `cargo bench -p overlap-analyzer --bench scale [-- --ranks 16,256,1024 --events
-//! 10000000 --threads 1,2 --only merge,merge-in-memory,analyze,analyze-kept --keep DIR]`;
+//! 10000000 --threads 1,2 --only merge,merge-pftrace,merge-in-memory,analyze,analyze-kept
+//! --keep DIR] [--dirs RANKS_DIR,...]`; `merge-pftrace` is `merge` into Perfetto's
+//! protobuf instead of JSON; `writers` times the two writers alone, side by side;
+//! `--dirs` measures rank directories given (a preloaded run) instead of generated ones.
 //! `--keep` writes the runs under DIR and reuses them when they are there. `analyze` is
 //! what `overlap analyze` does (the trace given up to the analysis, `analyze_owned`);
 //! `analyze-kept` analyses a trace kept for more (`--csv`, the terminal UI).
@@ -46,19 +49,31 @@ const MIB: f64 = (1 << 20) as f64;
 fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
     let e = events as f64;
     let t0 = Instant::now();
-    let (secs, line) = if kind == "merge" {
-        // What `overlap merge` does: one rank at a time.
-        let out = dir.with_extension("merged.json");
+    let (secs, line) = if kind == "merge" || kind == "merge-pftrace" {
+        // What `overlap merge` does: one rank at a time, into Chrome JSON or Perfetto's
+        // protobuf.
+        let ext = match kind {
+            "merge" => "merged.json",
+            _ => "merged.pftrace",
+        };
+        let out = dir.with_extension(ext);
         let written = merge_to_file(dir, &out)?;
         let secs = t0.elapsed().as_secs_f64();
         let info = &written.info;
         let counted: u64 = info.ranks.iter().map(|r| r.events).sum();
-        let size = std::fs::metadata(&out)?.len() as f64 / MIB;
+        let bytes = std::fs::metadata(&out)?.len() as f64;
         std::fs::remove_file(&out)?;
         let line = format!(
-            "{counted} events: merged one rank at a time in {secs:.2} s; output {size:.0} \
-             MiB; {} messages, unmatched {} sends {} receives",
-            info.messages, info.unmatched_sends, info.unmatched_receives,
+            "{counted} events: merged one rank at a time into {ext} in {secs:.2} s \
+             ({:.2} M events/s); output {:.0} MiB, {:.1} B per event, {:.0} MiB/s; {} \
+             messages, unmatched {} sends {} receives",
+            counted as f64 / secs / 1e6,
+            bytes / MIB,
+            bytes / counted.max(1) as f64,
+            bytes / MIB / secs,
+            info.messages,
+            info.unmatched_sends,
+            info.unmatched_receives,
         );
         (secs, line)
     } else if kind == "merge-in-memory" {
@@ -78,6 +93,33 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
             info.messages, info.unmatched_sends, info.unmatched_receives,
         );
         (first + second, line)
+    } else if kind == "writers" {
+        // The two writers of the merged file side by side, on the same merged run held
+        // in memory (each reads the rank files again as it writes, as `merge` does):
+        // only the writing is timed.
+        let outcome = merge_dir(dir)?;
+        let info = &outcome.merged.info;
+        let counted: u64 = info.ranks.iter().map(|r| r.events).sum();
+        let mut line = format!("{counted} events written");
+        let mut proto_secs = 0.0;
+        for ext in ["json", "pftrace"] {
+            let out = dir.with_extension(format!("written.{ext}"));
+            let t = Instant::now();
+            write_merged(&outcome.merged, &out)?;
+            let secs = t.elapsed().as_secs_f64();
+            let bytes = std::fs::metadata(&out)?.len() as f64;
+            std::fs::remove_file(&out)?;
+            line.push_str(&format!(
+                "; {ext}: {secs:.2} s, {:.2} M events/s, {:.0} MiB, {:.1} B per event, {:.0} \
+                 MiB/s",
+                counted as f64 / secs / 1e6,
+                bytes / MIB,
+                bytes / counted.max(1) as f64,
+                bytes / MIB / secs
+            ));
+            proto_secs = secs;
+        }
+        (proto_secs, line)
     } else if kind == "stages" {
         overlap_analyzer::heap::set_thresholds();
         return stages::stages(dir, label, events);
@@ -180,6 +222,7 @@ fn main() -> Res<()> {
     let (mut ranks, mut events, mut threads) =
         (vec![16u32, 256, 1024], 10_000_000u64, vec![1u32, 2]);
     let (mut only, mut keep): (Option<String>, Option<PathBuf>) = (None, None);
+    let mut dirs: Vec<PathBuf> = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().ok_or(format!("{a} needs a value"));
@@ -189,6 +232,7 @@ fn main() -> Res<()> {
             "--threads" => threads = list(value()?)?,
             "--only" => only = Some(value()?.clone()),
             "--keep" => keep = Some(PathBuf::from(value()?)),
+            "--dirs" => dirs = value()?.split(',').map(PathBuf::from).collect(),
             _ => return Err(format!("unknown argument {a}").into()),
         }
     }
@@ -199,11 +243,18 @@ fn main() -> Res<()> {
             if let Some(k) = kinds.iter().find(|k| {
                 !matches!(
                     **k,
-                    "merge" | "merge-in-memory" | "analyze" | "analyze-kept" | "stages"
+                    "merge"
+                        | "merge-pftrace"
+                        | "writers"
+                        | "merge-in-memory"
+                        | "analyze"
+                        | "analyze-kept"
+                        | "stages"
                 )
             }) {
                 return Err(format!(
-                    "--only merge|merge-in-memory|analyze|analyze-kept|stages[,...], not {k}"
+                    "--only merge|merge-pftrace|writers|merge-in-memory|analyze|analyze-kept|\
+                     stages[,...], not {k}"
                 )
                 .into());
             }
@@ -211,6 +262,20 @@ fn main() -> Res<()> {
         }
     };
 
+    if !dirs.is_empty() {
+        // Rank directories given (a preloaded run): each measured as it is.
+        for dir in &dirs {
+            for &t in &threads {
+                for kind in &kinds {
+                    let label = format!("{} T={t}", dir.display());
+                    if let Err(e) = measure(kind, dir, &label, t, 0) {
+                        println!("{kind:<15} {label}: failed: {e}");
+                    }
+                }
+            }
+        }
+        return Ok(());
+    }
     let root = match &keep {
         Some(k) => k.clone(),
         None => std::env::temp_dir().join(format!("overlap-scale-{}", std::process::id())),
@@ -268,11 +333,12 @@ fn main() -> Res<()> {
     println!("\nR ranks, E events, T threads; Me/s: million events per second; MiB, B/ev:");
     println!("peak memory, in all and per event; x: speed with T threads over 1 thread");
     println!(
-        "{:>5} {:>10} {:>2} {:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7}",
+        "{:>5} {:>10} {:>2} {:>10} {:>8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7}",
         "R",
         "E",
         "T",
         "merge Me/s",
+        "pf Me/s",
         "merge MiB",
         "in-mem MiB",
         "anal Me/s",
@@ -289,8 +355,9 @@ fn main() -> Res<()> {
             let rate = |k: &str| fig(k).map(|f| n as f64 / f.0 / 1e6);
             let speedup = |k: &str| Some(figs.get(&(r, 1, k))?.0 / fig(k)?.0).filter(|_| t != 1);
             println!(
-                "{r:>5} {n:>10} {t:>2} {:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7}",
+                "{r:>5} {n:>10} {t:>2} {:>10} {:>8} {:>9} {:>10} {:>10} {:>9} {:>9} {:>7} {:>7}",
                 show(rate("merge"), 2),
+                show(rate("merge-pftrace"), 2),
                 show(fig("merge").map(|f| f.1 as f64 / MIB), 0),
                 show(fig("merge-in-memory").map(|f| f.1 as f64 / MIB), 0),
                 show(rate("analyze"), 2),

@@ -169,6 +169,14 @@ pub enum Error {
         /// Why, as the caller said it.
         reason: String,
     },
+    /// A merged file asked for in a form it cannot take (a window of the run in JSON).
+    #[error("{}: {reason}", path.display())]
+    NotWritable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// A directory without a single usable rank file.
     #[error(
         "{}: no usable per-rank trace file{}{}",

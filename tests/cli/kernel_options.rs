@@ -1,7 +1,8 @@
 //! Each kernel's options have one definition (the kernels crate's clap structs): `overlap
 //! run KERNEL --help` and `overlap-kernels KERNEL --help` list the same options with the
 //! same defaults, and those are the kernel's `Options::default()`. Without `--out`,
-//! `overlap run` writes `traces/<kernel>-<variant>.json` and says so.
+//! `overlap run` writes `traces/<kernel>-<variant>.pftrace` (`.json` with `--format json`)
+//! and says so.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -53,6 +54,7 @@ fn overlap_run_and_the_kernels_binary_list_the_same_options_and_defaults() {
     let launch_only = [
         "--ranks",
         "--out",
+        "--format",
         "--mpiexec",
         "--kernels",
         "--hang-timeout",
@@ -145,9 +147,12 @@ fn without_out_the_trace_goes_to_traces_named_after_the_kernel_and_variant() {
     let first = run(&["--variant", "fixed"]);
     assert!(first.success(), "{}", first.describe());
     first.assert_stderr_has("overlap: created traces/");
-    first.assert_stderr_has("the trace goes to traces/false-overlap-fixed.json");
-    assert!(dir.path().join("traces/false-overlap-fixed.json").is_file());
-    let second = run(&[]);
+    first.assert_stderr_has("the trace goes to traces/false-overlap-fixed.pftrace");
+    assert!(dir
+        .path()
+        .join("traces/false-overlap-fixed.pftrace")
+        .is_file());
+    let second = run(&["--format", "json"]);
     assert!(second.success(), "{}", second.describe());
     assert!(
         !second.stderr().contains("created"),

@@ -24,6 +24,7 @@ mod mpis;
 mod network;
 mod onesided_f;
 mod outputs;
+mod pftrace;
 mod preload_calls;
 mod preload_fork;
 mod preload_thread_time;

@@ -80,6 +80,8 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
         cause: source,
     };
     let (file, md) = open_input(path, Accept::File)?;
+    let mut file = file;
+    super::pftrace::refuse_protobuf(path, &mut file)?;
     let total = md.len();
     let mut reader = BufReader::with_capacity(1 << 20, file);
 

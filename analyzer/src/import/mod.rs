@@ -15,6 +15,7 @@ mod event;
 mod load;
 mod load_ranks;
 mod merged;
+mod pftrace;
 mod plausible;
 mod skip;
 mod stream;

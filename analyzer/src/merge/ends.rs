@@ -70,7 +70,7 @@ const _: () = assert!(std::mem::size_of::<Received>() == 16);
 const _: () = assert!(std::mem::size_of::<Paired>() == 56);
 
 /// No such call.
-const NONE: u32 = u32::MAX;
+pub(super) const NONE: u32 = u32::MAX;
 
 /// One rank's ends, numbered per key.
 #[derive(Clone, Debug, Default)]

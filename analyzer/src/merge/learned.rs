@@ -29,13 +29,11 @@ fn completing_threads(t: &Timeline, wanted: &FxHashMap<u64, u32>) -> FxHashMap<u
     out
 }
 
-/// Writes rank `t`'s learned buffer uses and unwatched completions as instants.
-pub(crate) fn write_learned<W: std::io::Write>(
-    t: &Timeline,
-    w: &mut ObjectWriter<W>,
-) -> std::io::Result<()> {
+/// Rank `t`'s learned buffer uses and unwatched completions, each with the thread of
+/// the call that completed its request (0 when none did).
+pub(crate) fn learned_instants(t: &Timeline) -> Vec<(u32, LearnedArgs)> {
     if t.learned.is_empty() && t.unwatched.is_empty() {
-        return Ok(());
+        return Vec::new();
     }
     let wanted: FxHashMap<u64, u32> = t
         .learned
@@ -54,10 +52,18 @@ pub(crate) fn write_learned<W: std::io::Write>(
                 .iter()
                 .map(|u| (u.request, LearnedArgs::of_unwatched(u))),
         );
+    all.map(|(request, args)| (threads.get(&request).copied().unwrap_or(0), args))
+        .collect()
+}
+
+/// Writes rank `t`'s learned buffer uses and unwatched completions as instants.
+pub(crate) fn write_learned<W: std::io::Write>(
+    t: &Timeline,
+    w: &mut ObjectWriter<W>,
+) -> std::io::Result<()> {
     let mut text = Vec::new();
     let mut n = 0;
-    for (request, args) in all {
-        let tid = threads.get(&request).copied().unwrap_or(0);
+    for (tid, args) in learned_instants(t) {
         let mut ev = WireEvent::new(args.title(), Phase::Instant, t.rank, tid);
         ev.cat = Some(Category::Buffer);
         ev.ts = Some(args.at());

@@ -38,21 +38,28 @@ fn flow_in_point(s: &Span) -> Nanos {
 }
 
 /// First flow id of the chain flows: above every message's id (flow ids are global).
-const CHAIN_FLOW_BASE: u64 = 1 << 48;
+pub(crate) const CHAIN_FLOW_BASE: u64 = 1 << 48;
 
 /// One rank's ends of the run's messages: what it sent and what it received, each in
-/// message order, a received clock-suspect message with its record. A section of the
-/// merged file needs no other messages.
+/// message order, a received clock-suspect message with its record; and when each was
+/// sent and completed (on the run's timeline), which a window of the run needs of the
+/// other rank's end. A section of the merged file needs no other messages.
 #[derive(Debug, Default)]
 pub(crate) struct RankMessages {
     pub(crate) sent: Vec<Message>,
     pub(crate) received: Vec<(Message, Option<SuspectMessage>)>,
+    /// `sent[i]`'s send start and completion end (`None`: never completed).
+    pub(crate) sent_at: Vec<(Nanos, Option<Nanos>)>,
+    /// The same for `received[i]`.
+    pub(crate) received_at: Vec<(Nanos, Option<Nanos>)>,
 }
 
 /// The run's messages by the rank that sent them and the rank that received them, so
 /// that each rank's section finds its ends without a scan of every message.
 pub(crate) struct MessagesByRank<'a> {
     messages: &'a [Message],
+    /// The run's ranks, sorted by rank (for the times of each message's ends).
+    timelines: &'a [Timeline],
     /// rank -> positions in `messages` of what it sent, and of what it received (4 B
     /// each: a run has fewer than 2^32 messages).
     by_rank: BTreeMap<u32, (Vec<u32>, Vec<u32>)>,
@@ -62,8 +69,12 @@ pub(crate) struct MessagesByRank<'a> {
 
 impl<'a> MessagesByRank<'a> {
     /// `suspects` are the clock-suspect messages' records in the order of `messages`
-    /// (as [`super::ends::Matched`] makes them).
-    pub(crate) fn new(messages: &'a [Message], suspects: &'a [SuspectMessage]) -> Self {
+    /// (as [`super::ends::Matched`] makes them); `timelines` the run's ranks, by rank.
+    pub(crate) fn new(
+        messages: &'a [Message],
+        suspects: &'a [SuspectMessage],
+        timelines: &'a [Timeline],
+    ) -> Self {
         let mut by_rank: BTreeMap<u32, (Vec<u32>, Vec<u32>)> = BTreeMap::new();
         for (i, m) in (0u32..).zip(messages) {
             by_rank.entry(m.send().rank).or_default().0.push(i);
@@ -72,6 +83,7 @@ impl<'a> MessagesByRank<'a> {
         let suspect_positions = (0u32..).zip(messages).filter(|(_, m)| m.clock_suspect);
         MessagesByRank {
             messages,
+            timelines,
             by_rank,
             suspects: suspect_positions.map(|(i, _)| i).zip(suspects).collect(),
         }
@@ -83,12 +95,30 @@ impl<'a> MessagesByRank<'a> {
             return RankMessages::default();
         };
         let at = |i: &u32| self.messages[*i as usize];
+        let span = |rank: u32, index: usize| {
+            let t = self
+                .timelines
+                .binary_search_by_key(&rank, |t| t.rank)
+                .ok()?;
+            self.timelines[t].spans.get(index)
+        };
+        let times = |i: &u32| {
+            let m = at(i);
+            let sent = span(m.send().rank, m.send().index).map_or(Nanos(0), |s| s.start);
+            let done = m
+                .completion()
+                .and_then(|c| span(c.rank, c.index))
+                .map(|s| s.end);
+            (sent, done)
+        };
         RankMessages {
             sent: sent.iter().map(at).collect(),
             received: received
                 .iter()
                 .map(|i| (at(i), self.suspects.get(i).map(|s| (*s).clone())))
                 .collect(),
+            sent_at: sent.iter().map(times).collect(),
+            received_at: received.iter().map(times).collect(),
         }
     }
 }
@@ -159,6 +189,17 @@ impl Chains {
         })
     }
 
+    /// The D2H (its index in `t.gpu`) that filled `m`'s send buffer.
+    pub(crate) fn sent_copy(&self, t: &Timeline, m: &Message) -> Option<usize> {
+        send_copy(t, &self.d2h, m.send().index)
+    }
+
+    /// The H2D (its index in `t.gpu`) that `m`'s receive started, once completed.
+    pub(crate) fn received_copy(&self, t: &Timeline, m: &Message) -> Option<usize> {
+        let completion = m.completion().map(|c| c.index);
+        recv_copy(t, &self.h2d, m.recv_post().index, completion)
+    }
+
     /// Appends the flow from the D2H that filled `m`'s send buffer to its send.
     pub(crate) fn format_sent(
         &self,
@@ -166,10 +207,7 @@ impl Chains {
         m: &Message,
         text: &mut Vec<u8>,
     ) -> std::io::Result<u64> {
-        let (Some(i), Some(send)) = (
-            send_copy(t, &self.d2h, m.send().index),
-            t.spans.get(m.send().index),
-        ) else {
+        let (Some(i), Some(send)) = (self.sent_copy(t, m), t.spans.get(m.send().index)) else {
             return Ok(0);
         };
         let copy = &t.gpu[i];
@@ -186,11 +224,10 @@ impl Chains {
         m: &Message,
         text: &mut Vec<u8>,
     ) -> std::io::Result<u64> {
-        let completion = m.completion().map(|c| c.index);
-        let Some(i) = recv_copy(t, &self.h2d, m.recv_post().index, completion) else {
+        let Some(i) = self.received_copy(t, m) else {
             return Ok(0);
         };
-        let Some(done) = completion.and_then(|c| t.spans.get(c)) else {
+        let Some(done) = m.completion().and_then(|c| t.spans.get(c.index)) else {
             return Ok(0);
         };
         let copy = &t.gpu[i];
@@ -228,18 +265,25 @@ fn call_at(t: &Timeline, index: usize) -> Option<(&Span, Op, &CallInfo)> {
     Some((t.spans.get(index)?, op, call))
 }
 
-/// A request's lifetime on rank `t`: an async slice from its post to its completion
-/// (or to `rank_end`, the rank's last moment, when it never completed).
-pub(crate) fn format_request(
+/// What a request's slice shows: its name, the thread that posted it, its post and
+/// its end, and its args.
+pub(crate) struct RequestSlice {
+    pub(crate) name: String,
+    pub(crate) tid: u32,
+    pub(crate) start: Nanos,
+    pub(crate) end: Nanos,
+    pub(crate) args: RequestArgs,
+}
+
+/// A request's lifetime on rank `t`: from its post to its completion (or to
+/// `rank_end`, the rank's last moment, when it never completed); `None` when its post
+/// is not on the timeline.
+pub(crate) fn request_slice(
     t: &Timeline,
     life: &RequestLife,
-    id: u64,
     rank_end: Nanos,
-    text: &mut Vec<u8>,
-) -> std::io::Result<u64> {
-    let Some((post_span, post_op, post)) = call_at(t, life.post()) else {
-        return Ok(0);
-    };
+) -> Option<RequestSlice> {
+    let (post_span, post_op, post) = call_at(t, life.post())?;
     let (described_op, described) = call_at(t, life.args()).map_or((post_op, post), |d| (d.1, d.2));
     // An Isendrecv's request is its receive half's.
     let peer = match described_op.has_recv_half() {
@@ -272,17 +316,38 @@ pub(crate) fn format_request(
         bytes: post.bytes().unwrap_or(0),
         completed_by: completion.map(|(_, op, _)| op.mpi_name().to_string()),
     };
-    let mut b = WireEvent::new(name.as_str(), Phase::AsyncBegin, life.rank, post_span.tid);
+    Some(RequestSlice {
+        name,
+        tid: post_span.tid,
+        start: post_span.start,
+        end,
+        args,
+    })
+}
+
+/// A request's lifetime on rank `t`: an async slice from its post to its completion
+/// (or to `rank_end`, the rank's last moment, when it never completed).
+pub(crate) fn format_request(
+    t: &Timeline,
+    life: &RequestLife,
+    id: u64,
+    rank_end: Nanos,
+    text: &mut Vec<u8>,
+) -> std::io::Result<u64> {
+    let Some(r) = request_slice(t, life, rank_end) else {
+        return Ok(0);
+    };
+    let mut b = WireEvent::new(r.name.as_str(), Phase::AsyncBegin, life.rank, r.tid);
     b.cat = Some(Category::Request);
     b.id = Some(id);
-    b.ts = Some(Micros(post_span.start));
-    b.args = Some(args);
+    b.ts = Some(Micros(r.start));
+    b.args = Some(r.args);
     format_event(text, &b)?;
     let mut e: WireEvent<'_, ()> =
-        WireEvent::new(name.as_str(), Phase::AsyncEnd, life.rank, post_span.tid);
+        WireEvent::new(r.name.as_str(), Phase::AsyncEnd, life.rank, r.tid);
     e.cat = Some(Category::Request);
     e.id = Some(id);
-    e.ts = Some(Micros(end));
+    e.ts = Some(Micros(r.end));
     format_event(text, &e)?;
     Ok(2)
 }

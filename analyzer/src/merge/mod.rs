@@ -30,7 +30,10 @@ mod learned;
 mod links;
 mod matching;
 mod memory;
+mod output;
 mod peers;
+mod proto;
+mod size;
 mod spill;
 mod spilled;
 mod stream;
@@ -49,9 +52,14 @@ pub(crate) use ends::MatchCounts;
 pub(crate) use identity::check_one_run;
 pub(crate) use matching::match_all;
 pub use memory::from_events;
+pub use output::Output;
+pub use overlap_format::pftrace::TraceFormat;
+pub use proto::{Cut, Window};
+pub use size::{SizeEstimate, UI_LIMIT};
+
 pub(crate) use peers::out_of_range;
 pub use stream::{merge_to_file, merge_to_file_if, Written};
-pub use write::write_merged;
+pub use write::{write_merged, write_merged_as};
 
 pub use crate::model::{EventRef, Message, RequestLife};
 

@@ -140,14 +140,17 @@ impl SpilledMessages {
         };
         let (_, sent, got) = self.ranks[i];
         let message = |n: &Numbered| n.pair.message(n.id);
+        let times = |n: &Numbered| {
+            let done =
+                (n.pair.recv.completion != super::ends::NONE).then_some(n.pair.recv.completed_at);
+            (n.pair.send.start, done)
+        };
+        let (sent, got) = (self.spill.read(sent)?, self.spill.read(got)?);
         Ok(RankMessages {
-            sent: self
-                .spill
-                .read(sent)?
-                .iter()
-                .map(|n| message(n).0)
-                .collect(),
-            received: self.spill.read(got)?.iter().map(message).collect(),
+            sent: sent.iter().map(|n| message(n).0).collect(),
+            received: got.iter().map(message).collect(),
+            sent_at: sent.iter().map(times).collect(),
+            received_at: got.iter().map(times).collect(),
         })
     }
 }

@@ -33,9 +33,10 @@ use overlap_format::schema::{Event, MergedInfo, Nanos, PeersOutOfRange};
 use super::matching::{rank_ends, rank_requests};
 use super::spilled::SpilledEnds;
 use super::write::{site_labels, write_file, write_in_flight, RankSection};
+use super::SizeEstimate;
 use super::{
-    file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, RankEvents,
-    Unreadable,
+    file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, Output,
+    RankEvents, Unreadable,
 };
 use crate::compute::RankCompute;
 use crate::hang::{latest_stopped, stopped_in};
@@ -96,23 +97,27 @@ struct Digest {
 }
 
 /// Merges the rank files of `dir` into `out` (the files [`super::merge_dir`] would use,
-/// with the same checks), one rank at a time.
+/// with the same checks), one rank at a time, in the format `out`'s name says
+/// ([`TraceFormat::of_path`]).
 pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
-    merge_to_file_if(dir, out, |_, _| Ok(()))
+    merge_to_file_if(dir, out, &Output::of_path(out), |_, _, _| Ok(()))
 }
 
-/// [`merge_to_file`], once `accept` has seen what the run holds (its ranks missing or
-/// cut short, its files unreadable), before anything is written: its `Err(reason)`
+/// [`merge_to_file`] as `output` says (format, part of the run), once `accept` has seen
+/// what the run holds (its ranks missing or cut short, its files unreadable) and how
+/// large the file is expected to be, before anything is written: its `Err(reason)`
 /// stops the merge with [`Error::Refused`], leaving `out` as it was.
 pub fn merge_to_file_if(
     dir: &Path,
     out: &Path,
-    accept: impl FnOnce(&MergedInfo, &[Unreadable]) -> std::result::Result<(), String>,
+    output: &Output,
+    accept: impl FnOnce(&MergedInfo, &[Unreadable], &SizeEstimate) -> std::result::Result<(), String>,
 ) -> Result<Written> {
     use rayon::prelude::*;
     // The output's directory, checked before the run is read: the message ends are set
     // aside there.
     let spill_dir = check_output(out)?;
+    output.check(out)?;
     let (metas, unreadable) = read_files_into::<Counted>(dir, rank_files(dir)?, |_| {})?;
     let plan = ClockPlan::new(&metas);
     let world_size = world_size_of(&metas);
@@ -163,7 +168,21 @@ pub fn merge_to_file_if(
     let peers = rest.iter().flat_map(|d| d.peers.iter().cloned()).collect();
     // The clock-suspect records go into `otherData`, not kept twice.
     let info = plan.info(&metas, &counts, std::mem::take(&mut matched.counts), peers);
-    accept(&info, &unreadable).map_err(|reason| Error::Refused {
+    let starts = rest.iter().filter_map(|d| d.extent);
+    let run_ns = match (starts.clone().map(|e| e.0).min(), starts.map(|e| e.1).max()) {
+        (Some(a), Some(b)) => b.0.saturating_sub(a.0),
+        _ => 0,
+    };
+    let requests: u64 = rest.iter().map(|d| d.requests as u64).sum();
+    let ranks: Vec<u32> = rest.iter().map(|d| d.budget.rank).collect();
+    let size = SizeEstimate::new(
+        output.format,
+        &output.window,
+        (counts.iter().sum(), requests, info.messages),
+        run_ns,
+        &ranks,
+    );
+    accept(&info, &unreadable, &size).map_err(|reason| Error::Refused {
         dir: dir.to_path_buf(),
         reason,
     })?;
@@ -181,7 +200,7 @@ pub fn merge_to_file_if(
     // it; on one thread that would only hold two ranks' timelines at once.
     let read_ahead = rayon::current_num_threads() > 1;
     let mut symbolizer = crate::sites::Symbolizer::new();
-    let events = write_file(out, &info, |w, reread| {
+    let events = write_file(out, output, &info, |w, reread| {
         let mut next = (!metas.is_empty()).then(|| load(0));
         let mut first_request_id = 1;
         for i in 0..metas.len() {

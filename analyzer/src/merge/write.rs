@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::Path;
 
 use overlap_format::output::{AtomicFile, OutputError};
+use overlap_format::pftrace::TraceFormat;
 use overlap_format::schema::wire::{
     event_to_wire, format_event, gpu_to_wire, Category, MetaName, NameArgs, ObjectWriter,
     SortIndexArgs, WireEvent,
@@ -20,15 +21,26 @@ use overlap_format::schema::{
 use super::links::{
     format_received, format_request, format_sent, Chains, MessagesByRank, RankMessages,
 };
-use super::{Merged, RankEvents, RequestLife};
+use super::proto::ProtoOut;
+use super::{Merged, Output, RankEvents, RequestLife};
 use crate::model::{Span, Timeline};
 use crate::{Error, Result};
 
-/// Writes the merged trace; returns the number of events written.
+/// Writes the merged trace, in the format its name says ([`TraceFormat::of_path`]);
+/// returns the number of events written.
 pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
-    let messages = MessagesByRank::new(&merged.messages, &merged.info.clock_suspect);
+    write_merged_as(merged, path, &Output::of_path(path))
+}
+
+/// Writes the merged trace as `output` says; returns the number of events written.
+pub fn write_merged_as(merged: &Merged, path: &Path, output: &Output) -> Result<u64> {
+    let messages = MessagesByRank::new(
+        &merged.messages,
+        &merged.info.clock_suspect,
+        &merged.timelines,
+    );
     let mut symbolizer = crate::sites::Symbolizer::new();
-    write_file(path, &merged.info, |w, reread| {
+    write_file(path, output, &merged.info, |w, reread| {
         let mut first = 0;
         for (t, events) in merged.timelines.iter().zip(&merged.events) {
             let rest = &merged.requests[first..];
@@ -48,23 +60,47 @@ pub fn write_merged(merged: &Merged, path: &Path) -> Result<u64> {
     })
 }
 
+/// The merged file being written, in one format or the other.
+pub(crate) enum MergedOut<W: std::io::Write> {
+    /// Chrome JSON (`otherData`, then `traceEvents`).
+    Json(ObjectWriter<W>),
+    /// Perfetto's protobuf.
+    Proto(ProtoOut<W>),
+}
+
 /// Writes a merged file whole or not at all (a full disk leaves no partial file to be
-/// read later): `otherData` from `info`, then what `events` writes. An error reading a
-/// rank file again is left by `events` in its second argument, and is the error
-/// reported (not the write it interrupted). Returns the number of events written.
+/// read later), in `format`: the run's metadata from `info`, then what `events` writes.
+/// An error reading a rank file again is left by `events` in its second argument, and
+/// is the error reported (not the write it interrupted). Returns the number of events
+/// written.
 pub(crate) fn write_file(
     path: &Path,
+    output: &Output,
     info: &MergedInfo,
-    events: impl FnOnce(&mut ObjectWriter<AtomicFile>, &mut Option<Error>) -> std::io::Result<()>,
+    events: impl FnOnce(&mut MergedOut<AtomicFile>, &mut Option<Error>) -> std::io::Result<()>,
 ) -> Result<u64> {
+    output.check(path)?;
     let file = AtomicFile::create(path)?;
     let mut reread: Option<Error> = None;
     let write =
         |file: AtomicFile, reread: &mut Option<Error>| -> std::io::Result<(AtomicFile, u64)> {
-            let mut w = ObjectWriter::new(file, info)?;
+            let mut w = match output.format {
+                TraceFormat::Json => MergedOut::Json(ObjectWriter::new(file, info)?),
+                TraceFormat::Pftrace => {
+                    MergedOut::Proto(ProtoOut::new(file, info, output.window.clone())?)
+                }
+            };
             events(&mut w, reread)?;
-            let n = w.written();
-            Ok((w.finish()?, n))
+            match w {
+                MergedOut::Json(w) => {
+                    let n = w.written();
+                    Ok((w.finish()?, n))
+                }
+                MergedOut::Proto(w) => {
+                    let n = w.events();
+                    Ok((w.finish()?, n))
+                }
+            }
         };
     let failed = |cause| {
         Error::Output(OutputError::Io {
@@ -97,7 +133,7 @@ pub(crate) struct RankSection<'a> {
 }
 
 /// A rank's call sites, symbolized: by the `site` its calls recorded.
-pub(crate) type SiteLabels = crate::fxhash::FxHashMap<u64, String>;
+pub(crate) type SiteLabels = crate::fxhash::FxHashMap<u64, crate::sites::Site>;
 
 /// The labels of the sites `t`'s calls recorded (`calls.c:57 (main)`, a call path's
 /// callers after `←`), symbolized with what `info` lists of the rank: what a trace
@@ -117,16 +153,30 @@ pub(crate) fn site_labels(
         }
         let symbolized = symbols.site(symbolizer, raw);
         if symbolized.resolution != crate::sites::Resolution::Unavailable {
-            labels.insert(raw, symbolized.label);
+            labels.insert(raw, symbolized);
         }
     }
     labels
 }
 
 impl RankSection<'_> {
-    /// Writes the section: metadata, events, GPU work, request slices, message arrows'
-    /// ends and staging chains' halves.
+    /// Writes the section in the file's format.
     pub(crate) fn write<W: std::io::Write + Send>(
+        &self,
+        info: &MergedInfo,
+        messages: &RankMessages,
+        w: &mut MergedOut<W>,
+        reread: &mut Option<Error>,
+    ) -> std::io::Result<()> {
+        match w {
+            MergedOut::Json(w) => self.write_json(info, messages, w, reread),
+            MergedOut::Proto(w) => super::proto::write_section(self, info, messages, w, reread),
+        }
+    }
+
+    /// Writes the section as JSON: metadata, events, GPU work, request slices, message
+    /// arrows' ends and staging chains' halves.
+    fn write_json<W: std::io::Write + Send>(
         &self,
         info: &MergedInfo,
         messages: &RankMessages,
@@ -153,7 +203,10 @@ impl RankSection<'_> {
             };
             w.write(&WireEvent::meta(MetaName::ThreadSortIndex, pid, *tid, s))?;
         }
-        write_rank_events(t, self.events, self.labels, w, reread)?;
+        let labels = self.labels;
+        write_rank_events(t, self.events, w, reread, &mut |w, block| {
+            write_block(pid, block, labels, w)
+        })?;
         write_gpu(info, t, w)?;
         super::learned::write_learned(t, w)?;
         // Where a request that never completed ends: its rank's last moment.
@@ -181,19 +234,19 @@ impl RankSection<'_> {
 const BLOCK_EVENTS: usize = 1 << 14;
 
 /// A rank's calls and compute spans, from memory or read again from its file a block
-/// at a time, in the order of its timeline (by start, then thread). The file is read on
-/// a thread of its own, a block or two ahead of the blocks being formatted and written.
-/// An error reading the file is left in `reread` (and the write stopped).
-fn write_rank_events<W: std::io::Write + Send>(
+/// at a time, in the order of its timeline (by start, then thread), each block handed
+/// to `block` with `w`. The file is read on a thread of its own, a block or two ahead
+/// of the blocks being formatted and written. An error reading the file is left in
+/// `reread` (and the write stopped).
+pub(crate) fn write_rank_events<O>(
     t: &Timeline,
     events: &RankEvents,
-    labels: &SiteLabels,
-    w: &mut ObjectWriter<W>,
+    w: &mut O,
     reread: &mut Option<Error>,
+    block: &mut dyn FnMut(&mut O, &[Event]) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let pid = t.rank;
     let (path, align) = match events {
-        RankEvents::Memory(events) => return write_block(pid, events, labels, w),
+        RankEvents::Memory(events) => return block(w, events),
         RankEvents::File { path, align } => (path, align),
     };
     let (blocks, ready) = std::sync::mpsc::sync_channel::<Vec<Event>>(2);
@@ -222,8 +275,8 @@ fn write_rank_events<W: std::io::Write + Send>(
             (read, in_order)
         });
         let mut written = Ok(());
-        for block in &ready {
-            written = write_block(pid, &block, labels, w);
+        for events in &ready {
+            written = block(w, &events);
             if written.is_err() {
                 break;
             }
@@ -320,7 +373,7 @@ fn write_block<W: std::io::Write + Send>(
         match (e, label) {
             (Event::Call(c), Some(label)) => {
                 let mut c = c.clone();
-                c.args.src = Some(label.clone());
+                c.args.src = Some(label.label.clone());
                 format_event(text, &event_to_wire(pid, &Event::Call(c)))?;
             }
             _ => format_event(text, &event_to_wire(pid, e))?,
@@ -417,8 +470,12 @@ fn write_gpu<W: std::io::Write>(
 /// start to the dump.
 pub(crate) fn write_in_flight<W: std::io::Write>(
     info: &MergedInfo,
-    w: &mut ObjectWriter<W>,
+    w: &mut MergedOut<W>,
 ) -> std::io::Result<()> {
+    let w = match w {
+        MergedOut::Json(w) => w,
+        MergedOut::Proto(p) => return super::proto::write_in_flight(info, p),
+    };
     for r in &info.ranks {
         let Some(dump) = &r.in_flight else { continue };
         for c in &dump.calls {

@@ -12,6 +12,7 @@
 //!   while the program runs and read back into events.
 //! - [`clock`]: the clock model (cross-rank offsets, TSC to nanoseconds).
 //! - [`network_model`]: the network model file the `pingpong` kernel writes.
+//! - [`pftrace`]: the merged trace in Perfetto's protobuf format, streamed.
 //! - [`output`]: how every output file is written (whole or not at all).
 //! - [`input`]: how every input is opened (never a fifo or a device) and read (capped).
 
@@ -21,6 +22,7 @@ pub mod fxhash;
 pub mod input;
 pub mod network_model;
 pub mod output;
+pub mod pftrace;
 pub mod schema;
 pub mod stream;
 pub mod temporary;

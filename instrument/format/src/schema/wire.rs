@@ -111,6 +111,27 @@ pub enum Category {
     /// --buffers`): an instant per watch or unwatched completion (merged traces,
     /// [`super::LearnedArgs`]).
     Buffer,
+    /// The run's metadata: the protobuf trace's one instant whose args are what the
+    /// JSON's `otherData` holds (never written in JSON).
+    Run,
+}
+
+impl Category {
+    /// The name on the wire (`cat` of the JSON, the interned category of the protobuf).
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            Category::Mpi => "mpi",
+            Category::Compute => "compute",
+            Category::Request => "request",
+            Category::Message => "message",
+            Category::Clock => "clock",
+            Category::Hang => "hang",
+            Category::Gpu => "gpu",
+            Category::GpuChain => "gpu_chain",
+            Category::Buffer => "buffer",
+            Category::Run => "run",
+        }
+    }
 }
 
 /// The `bp` field of a flow end: bind to the enclosing slice.
@@ -492,6 +513,17 @@ impl<W: Write> ObjectWriter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn category_wire_names_are_serde_names() {
+        use Category::*;
+        for c in [
+            Mpi, Compute, Request, Message, Clock, Hang, Gpu, GpuChain, Buffer, Run,
+        ] {
+            let text = serde_json::to_string(&c).expect("serializes");
+            assert_eq!(text, format!("\"{}\"", c.wire_name()));
+        }
+    }
 
     #[test]
     fn micros_are_exact_nanoseconds() {

@@ -1,0 +1,142 @@
+//! How a merged trace is written: its format (the `--format` option of `merge`,
+//! `trace` and `run`, and the output's name) and the part of the run (`merge --from
+//! --to --ranks`). Kept apart so the three commands agree: the name's extension chooses
+//! (`.pftrace` Perfetto's protobuf, `.json` Chrome JSON), `--format` names it when the
+//! name does not, and the two must not contradict each other.
+
+use std::path::Path;
+
+use anyhow::{bail, Result};
+use clap::ValueEnum;
+use overlap_analyzer::merge::TraceFormat;
+use overlap_instrument::schema::Nanos;
+
+/// `--format`: the merged trace's format. (Its values have no doc comments: clap would
+/// list them with their help, and lay out every option of the command on two lines.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FormatArg {
+    // Chrome Trace Event JSON: what `overlap analyze`, `tui`, `diff` and `check` read.
+    Json,
+    // Perfetto's protobuf trace: for the Perfetto UI and trace_processor, a fraction of
+    // the JSON's size.
+    Pftrace,
+}
+
+impl FormatArg {
+    fn format(self) -> TraceFormat {
+        match self {
+            FormatArg::Json => TraceFormat::Json,
+            FormatArg::Pftrace => TraceFormat::Pftrace,
+        }
+    }
+}
+
+/// The format of a new default output: `--format`'s, else protobuf.
+pub(crate) fn default_format(flag: Option<FormatArg>) -> TraceFormat {
+    flag.map_or(TraceFormat::Pftrace, FormatArg::format)
+}
+
+/// The format `out` is written in: what its name says, or `--format` for a name that
+/// says neither; a flag that contradicts the name is an error.
+pub(crate) fn format_of(out: &Path, flag: Option<FormatArg>) -> Result<TraceFormat> {
+    let by_name = TraceFormat::of_path(out);
+    let named_json = out
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
+    match flag.map(FormatArg::format) {
+        None => Ok(by_name),
+        Some(f) if f == by_name && (f == TraceFormat::Pftrace || named_json) => Ok(f),
+        Some(TraceFormat::Pftrace) if !named_json => Ok(TraceFormat::Pftrace),
+        Some(TraceFormat::Json) if !named_json && by_name == TraceFormat::Json => {
+            Ok(TraceFormat::Json)
+        }
+        Some(f) => bail!(
+            "--format {} but {} is named as a {} file: name it *.{} or leave --format out",
+            f.extension(),
+            out.display(),
+            by_name.extension(),
+            f.extension()
+        ),
+    }
+}
+
+/// A time of `--from`/`--to`: from the run's start, with its unit (`1.5s`, `200ms`,
+/// `30us`, `100ns`; a bare number is refused, as every duration is).
+pub(crate) fn parse_time(text: &str) -> std::result::Result<Nanos, String> {
+    crate::units::parse_duration_ns(text).map(|ns| Nanos(ns.round() as u64))
+}
+
+/// The most ranks one `--ranks` range may name.
+const MAX_RANGE: u32 = 1 << 24;
+
+/// The ranks `--ranks` lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct RankList(pub(crate) Vec<u32>);
+
+/// A list of ranks and ranges of `--ranks`: `0-15,64`.
+pub(crate) fn parse_ranks(text: &str) -> std::result::Result<RankList, String> {
+    let mut ranks = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let rank = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("{t:?} in {text:?} is not a rank (a whole number, 0 or more)"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (rank(a)?, rank(b)?);
+                if b < a || b - a >= MAX_RANGE {
+                    return Err(format!(
+                        "{part:?} in {text:?} is not a range of ranks (low-high)"
+                    ));
+                }
+                ranks.extend(a..=b);
+            }
+            None => ranks.push(rank(part)?),
+        }
+    }
+    Ok(RankList(ranks))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn ranks_and_times_parse() {
+        assert_eq!(parse_ranks("0-3,64").unwrap().0, vec![0, 1, 2, 3, 64]);
+        assert_eq!(parse_ranks("5").unwrap().0, vec![5]);
+        assert!(parse_ranks("3-1").unwrap_err().contains("not a range"));
+        assert!(parse_ranks("a").unwrap_err().contains("not a rank"));
+        assert!(parse_ranks("").is_err());
+        assert_eq!(parse_time("1.5ms").unwrap(), Nanos(1_500_000));
+        assert_eq!(parse_time("200").unwrap(), Nanos(200));
+        assert!(parse_time("-1s").is_err());
+    }
+
+    #[test]
+    fn the_name_chooses_and_the_flag_must_agree() {
+        let f = |p: &str, flag| format_of(Path::new(p), flag);
+        assert_eq!(f("a.pftrace", None).unwrap(), TraceFormat::Pftrace);
+        assert_eq!(f("a.json", None).unwrap(), TraceFormat::Json);
+        assert_eq!(f("a.trace", None).unwrap(), TraceFormat::Json);
+        assert_eq!(
+            f("a.trace", Some(FormatArg::Pftrace)).unwrap(),
+            TraceFormat::Pftrace
+        );
+        assert_eq!(
+            f("a.json", Some(FormatArg::Json)).unwrap(),
+            TraceFormat::Json
+        );
+        let err = f("a.json", Some(FormatArg::Pftrace))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "--format pftrace but a.json is named as a json file: name it *.pftrace or leave \
+             --format out"
+        );
+        assert!(f("a.pftrace", Some(FormatArg::Json)).is_err());
+    }
+}
