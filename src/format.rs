@@ -111,7 +111,11 @@ mod tests {
         assert!(parse_ranks("a").unwrap_err().contains("not a rank"));
         assert!(parse_ranks("").is_err());
         assert_eq!(parse_time("1.5ms").unwrap(), Nanos(1_500_000));
-        assert_eq!(parse_time("200").unwrap(), Nanos(200));
+        assert!(
+            parse_time("200").unwrap_err().contains("needs its unit"),
+            "a bare number is refused"
+        );
+        assert_eq!(parse_time("200ns").unwrap(), Nanos(200));
         assert!(parse_time("-1s").is_err());
     }
 
