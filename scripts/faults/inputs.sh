@@ -113,7 +113,7 @@ PY
 events_of() { grep -oE '[0-9]+ events' "$1" | head -1 | cut -d' ' -f1; }
 
 # 8: a trace naming a fifo must neither hang analyze nor check.
-FAULT_TIMEOUT=20 fault fifo-named-in-trace-analyze 0 '' -- "$OVERLAP" analyze "$CRAFT/fifo-maps.json"
+FAULT_TIMEOUT=20 fault fifo-named-in-trace-analyze 0 '' -- "$OVERLAP" analyze "$CRAFT/fifo-maps.json" --full
 grep -q "not symbolized: a fifo, not an object file" "$FD/out" || unclear fifo-named-in-trace-analyze "fifo not named"
 FAULT_TIMEOUT=20 fault fifo-named-in-trace-check 0 '' -- "$OVERLAP" check "$CRAFT/fifo-maps.json" --baseline "$CRAFT/base.json"
 FAULT_TIMEOUT=20 fault baseline-dev-zero 2 '/dev/zero: not a regular file \(a character device\)' -- "$OVERLAP" check "$SMALL" --baseline /dev/zero

@@ -22,7 +22,7 @@ fault program-fork-child-exit 0 '' -- \
 fault program-threads-wait-share 0 '' -- bash -c '
     overlap=$1 program=$2
     "$overlap" trace --out T.json -- mpiexec -n 2 "$program" 2>summary.txt || exit 2
-    "$overlap" analyze T.json >report.txt || exit 2
+    "$overlap" analyze T.json --full >report.txt || exit 2
     share=$(sed -n "s/^Wait states: .*(\([0-9.]*\)% of all rank time)$/\1/p" report.txt)
     [ -n "$share" ] || { echo "no wait share in the report" >&2; exit 3; }
     if awk -v s="$share" "BEGIN { exit !(s > 100) }"; then
