@@ -244,38 +244,20 @@ pub(crate) const MAX_TABLE: u64 = 64 << 20;
 /// symbol table but its data (the functions it imports), read from its section headers;
 /// `None` when the file cannot be read or is not such a file.
 pub(crate) fn undefined_dynamic_symbols(path: &Path) -> Option<Vec<String>> {
-    let f = File::open(path).ok()?;
-    let mut header = [0u8; 64];
-    f.read_exact_at(&mut header, 0).ok()?;
-    if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
-        return None;
-    }
-    let shoff = u64_at(&header, 0x28);
-    let shentsize = u64::from(u16_at(&header, 0x3a));
-    let shnum = u64::from(u16_at(&header, 0x3c));
-    if shentsize < 64 || shnum == 0 || shnum * shentsize > MAX_TABLE {
-        return None;
-    }
-    let sections = read(&f, shoff, shnum * shentsize)?;
-    let section = |i: u64| -> Option<&[u8]> {
-        let at = usize::try_from(i * shentsize).ok()?;
-        sections.get(at..at + 64)
-    };
+    let elf = Sections::read(path)?;
     const SHT_DYNSYM: u32 = 11;
-    let Some(dynsym) = (0..shnum)
-        .filter_map(section)
-        .find(|s| u32_at(s, 4) == SHT_DYNSYM)
-    else {
+    let Some(dynsym) = elf.find(SHT_DYNSYM) else {
         return Some(Vec::new()); // statically linked: imports nothing
     };
+    let (f, section) = (&elf.file, |i| elf.get(i));
     let strtab = section(u64::from(u32_at(dynsym, 40)))?;
     let (sym_off, sym_size, entsize) = (u64_at(dynsym, 24), u64_at(dynsym, 32), u64_at(dynsym, 56));
     let (str_off, str_size) = (u64_at(strtab, 24), u64_at(strtab, 32));
     if entsize < 24 || sym_size > MAX_TABLE || str_size > MAX_TABLE {
         return None;
     }
-    let symbols = read(&f, sym_off, sym_size)?;
-    let strings = read(&f, str_off, str_size)?;
+    let symbols = read(f, sym_off, sym_size)?;
+    let strings = read(f, str_off, str_size)?;
     let entsize = usize::try_from(entsize).ok()?;
     let mut out = Vec::new();
     for sym in symbols.chunks_exact(entsize) {
@@ -295,6 +277,54 @@ pub(crate) fn undefined_dynamic_symbols(path: &Path) -> Option<Vec<String>> {
         }
     }
     Some(out)
+}
+
+/// The section headers of a 64-bit little-endian ELF file, read once.
+pub(crate) struct Sections {
+    /// The file, for the sections' contents.
+    pub(crate) file: File,
+    table: Vec<u8>,
+    entsize: u64,
+    count: u64,
+}
+
+impl Sections {
+    /// The section headers of `path`; `None` when it cannot be read or is not a 64-bit
+    /// little-endian ELF file.
+    pub(crate) fn read(path: &Path) -> Option<Sections> {
+        let file = File::open(path).ok()?;
+        let mut header = [0u8; 64];
+        file.read_exact_at(&mut header, 0).ok()?;
+        if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+            return None;
+        }
+        let shoff = u64_at(&header, 0x28);
+        let entsize = u64::from(u16_at(&header, 0x3a));
+        let count = u64::from(u16_at(&header, 0x3c));
+        if entsize < 64 || count == 0 || count * entsize > MAX_TABLE {
+            return None;
+        }
+        let table = read(&file, shoff, count * entsize)?;
+        Some(Sections {
+            file,
+            table,
+            entsize,
+            count,
+        })
+    }
+
+    /// The `i`-th section header.
+    pub(crate) fn get(&self, i: u64) -> Option<&[u8]> {
+        let at = usize::try_from(i * self.entsize).ok()?;
+        self.table.get(at..at + 64)
+    }
+
+    /// The first section header of type `kind` (`sh_type`).
+    pub(crate) fn find(&self, kind: u32) -> Option<&[u8]> {
+        (0..self.count)
+            .filter_map(|i| self.get(i))
+            .find(|s| u32_at(s, 4) == kind)
+    }
 }
 
 pub(crate) fn read(f: &File, offset: u64, len: u64) -> Option<Vec<u8>> {

@@ -19,11 +19,9 @@
 //! the program opened need but the executable does not (it counts as MPI's).
 
 use std::collections::{BTreeSet, HashMap};
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::imports::{is_mpi_own, read, u16_at, u32_at, u64_at, MAX_TABLE};
+use crate::imports::{is_mpi_own, read, u32_at, u64_at, Sections, MAX_TABLE};
 
 /// The files mapped executable into this process now, each once, in address order.
 pub(crate) fn mapped_now() -> Vec<PathBuf> {
@@ -53,38 +51,20 @@ pub(crate) struct Dynamic {
 /// headers; `None` when it cannot be read or is not such a file (a static executable
 /// has an empty one).
 pub(crate) fn dynamic(path: &Path) -> Option<Dynamic> {
-    let f = File::open(path).ok()?;
-    let mut header = [0u8; 64];
-    f.read_exact_at(&mut header, 0).ok()?;
-    if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
-        return None;
-    }
-    let shoff = u64_at(&header, 0x28);
-    let shentsize = u64::from(u16_at(&header, 0x3a));
-    let shnum = u64::from(u16_at(&header, 0x3c));
-    if shentsize < 64 || shnum == 0 || shnum * shentsize > MAX_TABLE {
-        return None;
-    }
-    let sections = read(&f, shoff, shnum * shentsize)?;
-    let section = |i: u64| -> Option<&[u8]> {
-        let at = usize::try_from(i * shentsize).ok()?;
-        sections.get(at..at + 64)
-    };
+    let elf = Sections::read(path)?;
     const SHT_DYNAMIC: u32 = 6;
-    let Some(dynsec) = (0..shnum)
-        .filter_map(section)
-        .find(|s| u32_at(s, 4) == SHT_DYNAMIC)
-    else {
+    let Some(dynsec) = elf.find(SHT_DYNAMIC) else {
         return Some(Dynamic::default());
     };
+    let (f, section) = (&elf.file, |i| elf.get(i));
     let strtab = section(u64::from(u32_at(dynsec, 40)))?;
     let (dyn_off, dyn_size) = (u64_at(dynsec, 24), u64_at(dynsec, 32));
     let (str_off, str_size) = (u64_at(strtab, 24), u64_at(strtab, 32));
     if dyn_size > MAX_TABLE || str_size > MAX_TABLE {
         return None;
     }
-    let entries = read(&f, dyn_off, dyn_size)?;
-    let strings = read(&f, str_off, str_size)?;
+    let entries = read(f, dyn_off, dyn_size)?;
+    let strings = read(f, str_off, str_size)?;
     let text = |at: u64| -> Option<String> {
         let tail = strings.get(usize::try_from(at).ok()?..)?;
         let end = tail.iter().position(|b| *b == 0).unwrap_or(tail.len());
