@@ -2,7 +2,11 @@
 //! recorded with the instrument crate into a rank file's learned-uses frame, read into
 //! the timeline (times aligned like the spans), merged into the Perfetto JSON as
 //! `buffer` instants on the thread that completed each request, and read back from it
-//! (streamed, and whole) the same.
+//! (streamed, and whole) the same; in Perfetto's protobuf, the same instants.
+
+#[path = "pftrace/decode.rs"]
+#[allow(dead_code)]
+mod decode;
 
 use std::num::NonZeroU64;
 use std::path::Path;
@@ -202,4 +206,35 @@ fn learned_uses_survive_the_rank_file_the_merge_and_the_merged_json() {
     let whole = read_merged(&out).expect("reads whole");
     assert_eq!(whole.learned.get(&0), Some(&t.learned));
     assert_eq!(whole.unwatched.get(&0), Some(&t.unwatched));
+
+    // The protobuf holds the same three instants, on the completing thread's track.
+    let proto = dir.path().join("run.pftrace");
+    write_merged(&m.merged, &proto).expect("written");
+    let d = decode::decode(&std::fs::read(&proto).expect("read"));
+    const TYPE_INSTANT: u64 = 3;
+    let instants: Vec<&decode::Ev> = d
+        .events
+        .iter()
+        .filter(|e| e.ty == TYPE_INSTANT && e.cat == "buffer")
+        .collect();
+    assert_eq!(instants.len(), 3, "{instants:#?}");
+    let write = instants
+        .iter()
+        .find(|e| {
+            e.name
+                .contains("first write of the send buffer of request 1")
+        })
+        .expect("the touch is an instant");
+    assert_eq!(
+        d.tracks.get(&write.track).and_then(|tr| tr.tid),
+        Some(completer),
+        "on the thread that completed the request: {write:?}"
+    );
+    assert_eq!(write.args.get("ip"), Some(&serde_json::json!(1431638580)));
+    for text in [
+        "buffer of request 2 not watched (smaller than a page)",
+        "receive buffer of request 3 untouched (run ended)",
+    ] {
+        assert!(instants.iter().any(|e| e.name.contains(text)), "{text}");
+    }
 }
