@@ -14,7 +14,7 @@ use overlap_format::schema::wire::{
     SortIndexArgs, WireEvent,
 };
 use overlap_format::schema::{
-    stream_tid, stream_track_name, DumpReason, Event, MergedInfo, Nanos, ParamValue,
+    stream_tid, stream_track_name, DumpReason, Event, InFlightCall, MergedInfo, Nanos, ParamValue,
     GPU_BACKEND_PARAM, HOST_EMULATED,
 };
 
@@ -466,6 +466,28 @@ fn write_gpu<W: std::io::Write>(
     Ok(())
 }
 
+/// Each call the ranks were inside at their last in-flight dump, as the slice both
+/// outputs draw: `(rank, name, start, end, call)`, from the call's start to the dump. A
+/// stall says the call was blocked; a signal only that it was in progress.
+pub(crate) fn in_flight_slices(
+    info: &MergedInfo,
+) -> impl Iterator<Item = (u32, String, Nanos, Nanos, &InFlightCall)> {
+    info.ranks.iter().flat_map(|r| {
+        r.in_flight.iter().flat_map(move |dump| {
+            dump.calls.iter().map(move |c| {
+                let name = match dump.reason {
+                    DumpReason::Stalled => {
+                        format!("{} (blocked, in flight at dump)", c.call.mpi_name())
+                    }
+                    DumpReason::Signal => format!("{} (in flight at dump)", c.call.mpi_name()),
+                };
+                let (start, end) = (Nanos(c.start_ns), Nanos(dump.at_ns.max(c.start_ns)));
+                (r.rank, name, start, end, c)
+            })
+        })
+    })
+}
+
 /// Each call a rank was inside at its last in-flight dump, as a slice from the call's
 /// start to the dump.
 pub(crate) fn write_in_flight<W: std::io::Write>(
@@ -476,20 +498,16 @@ pub(crate) fn write_in_flight<W: std::io::Write>(
         MergedOut::Json(w) => w,
         MergedOut::Proto(p) => return super::proto::write_in_flight(info, p),
     };
-    for r in &info.ranks {
-        let Some(dump) = &r.in_flight else { continue };
-        for c in &dump.calls {
-            // A stall says the call was blocked; a signal only that it was in progress.
-            let name = match dump.reason {
-                DumpReason::Stalled => {
-                    format!("{} (blocked, in flight at dump)", c.call.mpi_name())
-                }
-                DumpReason::Signal => format!("{} (in flight at dump)", c.call.mpi_name()),
-            };
-            let (start, end) = (Nanos(c.start_ns), Nanos(dump.at_ns.max(c.start_ns)));
-            let ev = WireEvent::complete(name, Category::Hang, r.rank, c.tid, start, end, c);
-            w.write(&ev)?;
-        }
+    for (rank, name, start, end, c) in in_flight_slices(info) {
+        w.write(&WireEvent::complete(
+            name,
+            Category::Hang,
+            rank,
+            c.tid,
+            start,
+            end,
+            c,
+        ))?;
     }
     Ok(())
 }

@@ -25,7 +25,7 @@ use std::io::Write;
 
 use overlap_format::pftrace::{PftraceWriter, Sequence, Slice, Track};
 use overlap_format::schema::wire::Category;
-use overlap_format::schema::{DumpReason, MergedInfo, Nanos};
+use overlap_format::schema::{MergedInfo, Nanos};
 
 use crate::fxhash::FxHashMap;
 
@@ -194,21 +194,11 @@ pub(crate) fn write_in_flight<W: Write>(
     info: &MergedInfo,
     out: &mut ProtoOut<W>,
 ) -> std::io::Result<()> {
-    let mut calls = Vec::new();
     let window = out.window().clone();
-    for r in info.ranks.iter().filter(|r| window.has_rank(r.rank)) {
-        let Some(dump) = &r.in_flight else { continue };
-        for c in &dump.calls {
-            let name = match dump.reason {
-                DumpReason::Stalled => {
-                    format!("{} (blocked, in flight at dump)", c.call.mpi_name())
-                }
-                DumpReason::Signal => format!("{} (in flight at dump)", c.call.mpi_name()),
-            };
-            let (start, end) = (Nanos(c.start_ns), Nanos(dump.at_ns.max(c.start_ns)));
-            calls.push((start, end, r.rank, name, c));
-        }
-    }
+    let mut calls: Vec<_> = super::write::in_flight_slices(info)
+        .filter(|(rank, ..)| window.has_rank(*rank))
+        .map(|(rank, name, start, end, c)| (start, end, rank, name, c))
+        .collect();
     if calls.is_empty() {
         return Ok(());
     }
