@@ -9,11 +9,12 @@
 //!                                              (rank 1), received 64 B (rank 1's)
 //! ```
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use overlap_format::schema::Op;
 use serde::Serialize;
 
+use crate::fxhash::FxHashMap;
 use crate::metrics::WaitInstance;
 use crate::model::{Trace, What};
 use crate::sites::SiteTable;
@@ -134,28 +135,39 @@ pub fn tables_in(
     window: Option<(u64, u64)>,
 ) -> (Vec<CallStats>, Vec<SiteStats>) {
     let (from, to) = window.unwrap_or((0, u64::MAX));
-    let mut per_call: HashMap<(u32, usize), PerCall> = HashMap::new();
+    // What each call is charged beside its time, by rank slot and event index: dense,
+    // as nearly every call of a message-heavy run is charged something.
+    let mut charged: Vec<Vec<PerCall>> = trace
+        .ranks
+        .iter()
+        .map(|t| vec![PerCall::default(); t.spans.len()])
+        .collect();
     for w in waits
         .iter()
         .filter(|w| !w.indeterminate && !w.descheduled)
         .filter(|w| (from..to).contains(&w.start_ns))
     {
-        per_call.entry((w.rank, w.index)).or_default().waits += w.amount_ns;
+        if let Some(c) = charge_of(&mut charged, trace, w.rank, w.index) {
+            c.waits += w.amount_ns;
+        }
     }
     for m in &trace.messages {
         let send = m.send();
-        per_call.entry((send.rank, send.index)).or_default().sent += m.bytes;
+        if let Some(c) = charge_of(&mut charged, trace, send.rank, send.index) {
+            c.sent += m.bytes;
+        }
         if let Some(done) = m.completion() {
-            per_call
-                .entry((done.rank, done.index))
-                .or_default()
-                .received += m.bytes;
+            if let Some(c) = charge_of(&mut charged, trace, done.rank, done.index) {
+                c.received += m.bytes;
+            }
         }
     }
-    let mut by_op: HashMap<Op, Sum> = HashMap::new();
-    let mut by_site: HashMap<(Option<u32>, Op), Sum> = HashMap::new();
+    let mut by_op: FxHashMap<Op, Sum> = FxHashMap::default();
+    let mut by_site: FxHashMap<(Option<u32>, Op), Sum> = FxHashMap::default();
     let mut mpi_total = 0u64;
-    for t in &trace.ranks {
+    for (t, charged) in trace.ranks.iter().zip(&charged) {
+        // Consecutive calls mostly share a site: its id is looked up once per run of them.
+        let mut last_site: Option<(u64, Option<u32>)> = None;
         for (index, span) in t.spans.iter().enumerate() {
             let What::Call(op, _) = span.what else {
                 continue;
@@ -167,16 +179,24 @@ pub fn tables_in(
             }
             let ns = end.saturating_sub(start);
             mpi_total += ns;
-            let charged = per_call.get(&(t.rank, index)).copied().unwrap_or_default();
-            let site = t
+            let charge = charged.get(index).copied().unwrap_or_default();
+            let raw = t
                 .call(index)
                 .and_then(|(_, c)| c.site)
-                .and_then(|raw| sites.id(t.rank, raw.get()));
-            by_op.entry(op).or_default().add(t.rank, ns, &charged);
+                .map_or(0, |r| r.get());
+            let site = match last_site {
+                Some((r, id)) if r == raw => id,
+                _ => {
+                    let id = (raw != 0).then(|| sites.id(t.rank, raw)).flatten();
+                    last_site = Some((raw, id));
+                    id
+                }
+            };
+            by_op.entry(op).or_default().add(t.rank, ns, &charge);
             by_site
                 .entry((site, op))
                 .or_default()
-                .add(t.rank, ns, &charged);
+                .add(t.rank, ns, &charge);
         }
     }
     let mut functions: Vec<CallStats> = by_op
@@ -203,4 +223,14 @@ pub fn tables_in(
             .then(a.site.cmp(&b.site))
     });
     (functions, rows)
+}
+
+/// The charges of call `index` of `rank`.
+fn charge_of<'c>(
+    charged: &'c mut [Vec<PerCall>],
+    trace: &Trace,
+    rank: u32,
+    index: usize,
+) -> Option<&'c mut PerCall> {
+    charged.get_mut(trace.slot(rank)?)?.get_mut(index)
 }
