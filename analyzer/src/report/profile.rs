@@ -168,7 +168,9 @@ fn phases(o: &mut String, p: &Phases, style: Style) {
     let _ = writeln!(
         o,
         "\n{}",
-        style.bold("Phases (setup: MPI_Init to the next call; body; MPI_Finalize)")
+        style.bold(
+            "Phases (setup: MPI_Init until the first call after it returns; body; MPI_Finalize)"
+        )
     );
     let known = |v: Option<u64>| v.map_or_else(|| "unknown".to_string(), duration);
     let _ = writeln!(
