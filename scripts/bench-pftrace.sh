@@ -8,10 +8,12 @@
 # merged in memory first, only the writing timed).
 #
 # Usage: scripts/bench-pftrace.sh [RANKS_DIR...]
-#   default: a preloaded 2-rank run of bench/calls.c (window mode, N iterations each,
-#   env N, default 300000), traced now with target/release/overlap and its preload.
+#   default: a preloaded 2-rank run of bench/isends.c (rank 0 posts 1000 Isends to
+#   rank 1, which posts the 1000 Irecvs; both compute, then wait with one Waitall;
+#   env ITERS iterations, default 300: about 2 x 1000 x ITERS events), traced now with
+#   target/release/overlap and its preload.
 #   The generated 16-rank run is the scale bench's (`make bench` runs both).
-# Environment: N, DD_MIB (default 1024), KEEP=1 keeps the work directory.
+# Environment: ITERS, DD_MIB (default 1024), KEEP=1 keeps the work directory.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 overlap=${OVERLAP:-target/release/overlap}
@@ -22,13 +24,13 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bench-pftrace.XXXXXX")
 if [ $# -eq 0 ]; then
   preload=${PRELOAD:-target/release/liboverlap_preload.so}
   [ -f "$preload" ] || { echo "bench-pftrace: $preload not built (scripts/build-preloads.sh --release)" >&2; exit 2; }
-  mpicc -O2 bench/calls.c -o "$work/calls" || exit 2
-  n=${N:-300000}
-  echo "tracing bench/calls.c window $n on 2 ranks under the preload..."
-  OVERLAP_PRELOAD="$preload" "$overlap" trace --out "$work/calls.json" -- mpiexec -n 2 "$work/calls" window "$n" \
+  mpicc -O2 bench/isends.c -o "$work/isends" 2>/dev/null || exit 2
+  iters=${ITERS:-300}
+  echo "tracing bench/isends.c 1000 $iters on 2 ranks under the preload..."
+  OVERLAP_PRELOAD="$preload" "$overlap" trace --out "$work/isends.json" -- mpiexec -n 2 "$work/isends" 1000 "$iters" \
     >"$work/trace.log" 2>&1 || { echo "bench-pftrace: tracing failed:" >&2; tail "$work/trace.log" >&2; exit 1; }
-  rm -f "$work/calls.json"
-  set -- "$work/calls.ranks"
+  rm -f "$work/isends.json"
+  set -- "$work/isends.ranks"
 fi
 
 # merge DIR OUT: one merge on one thread; prints "SECONDS PEAK_KIB".

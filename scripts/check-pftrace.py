@@ -7,9 +7,10 @@ importer relies on:
   - per sequence (trusted_packet_sequence_id): the first packet sets
     SEQ_INCREMENTAL_STATE_CLEARED (and the defaults, if any); every interned id an event
     uses (event name, category, debug-annotation name and string value, source
-    location) was defined by an earlier or the same packet of that sequence, and a
-    packet using interned data or defaults says SEQ_NEEDS_INCREMENTAL_STATE; timestamps
-    never go back;
+    location) was defined by an earlier or the same packet of that sequence; timestamps
+    never go back: on a sequence whose default clock is its own incremental clock
+    (sequence-scoped id 64 to 127, set by a ClockSnapshot packet that carries nothing
+    else the importer reads), each timestamp is the time since the packet before;
   - every track an event names was described (TrackDescriptor) before it, with a
     unique uuid; counter values (and extra_counter_values) go to counter tracks;
   - per track, slice begins and ends pair up (no end without an open slice, none left
@@ -32,6 +33,7 @@ except ImportError as e:  # pragma: no cover
     sys.exit(2)
 
 CLEARED = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
+SEQUENCE_CLOCKS = range(64, 128)
 BEGIN, END, INSTANT, COUNTER = (pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_END,
                                 pb.TrackEvent.TYPE_INSTANT, pb.TrackEvent.TYPE_COUNTER)
 
@@ -70,6 +72,14 @@ def string_iids(a):
         yield from string_iids(inner)
 
 
+def name_iids(a):
+    """The interned names an annotation and its dictionaries' entries use."""
+    if a.HasField("name_iid"):
+        yield a.name_iid
+    for inner in list(a.dict_entries) + list(a.array_values):
+        yield from name_iids(inner)
+
+
 def check(path):
     data = open(path, "rb").read()
     errors = []
@@ -93,7 +103,7 @@ def check(path):
                 err(at, f"first packet of sequence {seq_id} without SEQ_INCREMENTAL_STATE_CLEARED")
             seqs[seq_id] = {"names": set(), "cats": set(), "args": set(), "srcs": set(),
                             "strings": set(), "ts": None, "track": None, "first": True,
-                            "counters": []}
+                            "counters": [], "clock": None, "incremental": {}}
         s = seqs[seq_id]
         first, s["first"] = s["first"], False
         if p.HasField("trace_packet_defaults"):
@@ -104,11 +114,31 @@ def check(path):
                 s["track"] = d.track_event_defaults.track_uuid
             if d.HasField("track_event_defaults"):
                 s["counters"] = list(d.track_event_defaults.extra_counter_track_uuids)
-        needs = bool(p.sequence_flags & pb.TracePacket.SEQ_NEEDS_INCREMENTAL_STATE) or first
+            if d.HasField("timestamp_clock_id"):
+                s["clock"] = d.timestamp_clock_id
+        if p.HasField("clock_snapshot"):
+            # Perfetto's importer reads nothing else of such a packet.
+            for c in p.clock_snapshot.clocks:
+                if c.is_incremental and c.clock_id not in SEQUENCE_CLOCKS:
+                    err(at, f"clock {c.clock_id} is incremental but not a sequence's own")
+                if c.is_incremental:
+                    s["incremental"][c.clock_id] = c.timestamp
+            if p.HasField("track_event") or p.HasField("interned_data"):
+                err(at, f"sequence {seq_id}: a clock snapshot with events or interned data (ignored)")
+            continue
+        ts = None
         if p.HasField("timestamp"):
-            if s["ts"] is not None and p.timestamp < s["ts"]:
-                err(at, f"sequence {seq_id}: timestamp {p.timestamp} before {s['ts']}")
-            s["ts"] = p.timestamp
+            clock = p.timestamp_clock_id if p.HasField("timestamp_clock_id") else s["clock"]
+            if clock in SEQUENCE_CLOCKS and clock in s["incremental"]:
+                ts = s["incremental"][clock] = s["incremental"][clock] + p.timestamp
+            elif clock in SEQUENCE_CLOCKS:
+                err(at, f"sequence {seq_id}: timestamp on clock {clock}, which no snapshot defined")
+                ts = p.timestamp
+            else:
+                ts = p.timestamp
+            if s["ts"] is not None and ts < s["ts"]:
+                err(at, f"sequence {seq_id}: timestamp {ts} before {s['ts']}")
+            s["ts"] = ts
         if p.HasField("interned_data"):
             d = p.interned_data
             s["names"].update(e.iid for e in d.event_names)
@@ -133,17 +163,14 @@ def check(path):
             if c not in s["cats"]:
                 err(at, f"sequence {seq_id}: category iid {c} used before it is defined")
         for a in e.debug_annotations:
-            if a.HasField("name_iid") and a.name_iid not in s["args"]:
-                err(at, f"sequence {seq_id}: annotation name iid {a.name_iid} used before it is defined")
+            for iid in name_iids(a):
+                if iid not in s["args"]:
+                    err(at, f"sequence {seq_id}: annotation name iid {iid} used before it is defined")
             for iid in string_iids(a):
                 if iid not in s["strings"]:
                     err(at, f"sequence {seq_id}: string value iid {iid} used before it is defined")
         if e.HasField("source_location_iid") and e.source_location_iid not in s["srcs"]:
             err(at, f"sequence {seq_id}: source location iid {e.source_location_iid} used before it is defined")
-        uses_state = (e.HasField("name_iid") or len(e.category_iids) > 0 or len(e.debug_annotations) > 0
-                      or e.HasField("source_location_iid") or not e.HasField("track_uuid"))
-        if uses_state and not needs:
-            err(at, f"sequence {seq_id}: uses interned data or defaults without SEQ_NEEDS_INCREMENTAL_STATE")
         track = e.track_uuid if e.HasField("track_uuid") else s["track"]
         if track is None:
             err(at, "an event with no track and no default track")
@@ -153,7 +180,7 @@ def check(path):
             err(at, f"track {track}: a {pb.TrackEvent.Type.Name(e.type)} on a "
                     f"{'counter' if tracks[track] == 'counter' else 'slice'} track")
         if e.type in (BEGIN, END):
-            events.append((p.timestamp, order, track, e.type, at))
+            events.append((ts, order, track, e.type, at))
         counters = list(e.extra_counter_track_uuids) or s["counters"]
         if len(e.extra_counter_values) > len(counters):
             err(at, f"{len(e.extra_counter_values)} extra counter values for {len(counters)} counter tracks")
@@ -163,11 +190,11 @@ def check(path):
         for f in e.flow_ids:
             if f in flows_out:
                 err(at, f"flow {f} starts twice")
-            flows_out[f] = p.timestamp
+            flows_out[f] = ts
         for f in e.terminating_flow_ids:
             if f in flows_in:
                 err(at, f"flow {f} ends twice")
-            flows_in[f] = (p.timestamp, at)
+            flows_in[f] = (ts, at)
     # Slices pair up per track, in time order (file order for equal times).
     open_slices = defaultdict(int)
     for ts, _, track, ty, at in sorted(events):

@@ -108,6 +108,32 @@ struct Interned {
     strings: HashMap<u64, String>,
     default_track: Option<u64>,
     extra_counters: Vec<u64>,
+    /// The sequence's default clock (`TracePacketDefaults.timestamp_clock_id`).
+    default_clock: Option<u64>,
+    /// The incremental clock's time: its snapshot's, plus every delta since.
+    incremental_ns: Option<u64>,
+}
+
+/// Perfetto's first sequence-scoped clock id, the one the writer makes incremental.
+const INCREMENTAL_CLOCK: u64 = 64;
+
+/// The incremental clock's time in a `ClockSnapshot`, if it has one.
+fn incremental_clock(snapshot: &[u8]) -> Option<u64> {
+    fields(snapshot).into_iter().find_map(|(num, f)| {
+        let (1, Field::Bytes(clock)) = (num, f) else {
+            return None;
+        };
+        let (mut id, mut ts, mut incremental) = (0, 0, false);
+        for (num, f) in fields(clock) {
+            match (num, f) {
+                (1, Field::Varint(v)) => id = v,
+                (2, Field::Varint(v)) => ts = v,
+                (3, Field::Varint(v)) => incremental = v != 0,
+                _ => {}
+            }
+        }
+        (id == INCREMENTAL_CLOCK && incremental).then_some(ts)
+    })
 }
 
 /// Reads a whole protobuf trace.
@@ -118,12 +144,14 @@ pub fn decode(bytes: &[u8]) -> Decoded {
         let (1, Field::Bytes(p)) = (num, packet) else {
             panic!("Trace field {num} is not a packet")
         };
-        let (mut ts, mut seq, mut event, mut interned, mut desc) = (0, 0, None, None, None);
-        let mut defaults = None;
+        let (mut ts, mut seq, mut event, mut interned, mut desc) = (None, 0, None, None, None);
+        let (mut defaults, mut clock, mut snapshot) = (None, None, None);
         for (num, f) in fields(p) {
             match (num, f) {
                 (59, Field::Bytes(b)) => defaults = Some(b),
-                (8, Field::Varint(v)) => ts = v,
+                (6, Field::Bytes(b)) => snapshot = Some(b),
+                (58, Field::Varint(v)) => clock = Some(v),
+                (8, Field::Varint(v)) => ts = Some(v),
                 (10, Field::Varint(v)) => seq = v,
                 (11, Field::Bytes(b)) => event = Some(b),
                 (12, Field::Bytes(b)) => interned = Some(b),
@@ -144,6 +172,34 @@ pub fn decode(bytes: &[u8]) -> Decoded {
                 }
             }
         }
+        for (num, f) in defaults.map(fields).unwrap_or_default() {
+            if let (58, Field::Varint(v)) = (num, f) {
+                state.default_clock = Some(v);
+            }
+        }
+        if let Some(b) = snapshot {
+            // As Perfetto's importer: a packet with a clock snapshot is read for nothing
+            // else (its defaults above).
+            state.incremental_ns = incremental_clock(b);
+            assert!(
+                event.is_none() && interned.is_none(),
+                "a snapshot with events"
+            );
+            continue;
+        }
+        // A timestamp on the sequence's incremental clock is the time since the packet
+        // before; one on another clock is the time itself.
+        let ts = match (ts, clock.or(state.default_clock)) {
+            (Some(delta), Some(INCREMENTAL_CLOCK)) => {
+                let now = state
+                    .incremental_ns
+                    .expect("incremental clock without a snapshot");
+                let now = now + delta;
+                state.incremental_ns = Some(now);
+                now
+            }
+            (ts, _) => ts.unwrap_or_default(),
+        };
         if let Some(b) = interned {
             intern(state, b);
         }
@@ -258,7 +314,7 @@ fn track_event(state: &Interned, ts: u64, b: &[u8]) -> Ev {
             (47, Field::Fixed64(v)) => e.flows.push(v),
             (48, Field::Fixed64(v)) => e.ends_flows.push(v),
             (4, Field::Bytes(a)) => {
-                let (name, value) = annotation(a, state, true);
+                let (name, value) = annotation(a, state);
                 e.args.insert(name, value);
             }
             _ => {}
@@ -267,16 +323,16 @@ fn track_event(state: &Interned, ts: u64, b: &[u8]) -> Ev {
     e
 }
 
-/// A debug annotation's name and value, as JSON (`top`: an event's own, whose name is
-/// interned; else an entry of a dictionary or list).
-fn annotation(b: &[u8], state: &Interned, top: bool) -> (String, Value) {
+/// A debug annotation's name (interned, or text) and value, as JSON: an event's own,
+/// or an entry of a dictionary or list.
+fn annotation(b: &[u8], state: &Interned) -> (String, Value) {
     let mut name = String::new();
     let mut value = Value::Null;
     let mut dict = Map::new();
     let mut array = Vec::new();
     for (num, f) in fields(b) {
         match (num, f) {
-            (1, Field::Varint(v)) if top => {
+            (1, Field::Varint(v)) => {
                 name = state
                     .args
                     .get(&v)
@@ -293,11 +349,11 @@ fn annotation(b: &[u8], state: &Interned, top: bool) -> (String, Value) {
             (5, Field::Fixed64(v)) => value = Value::from(f64::from_bits(v)),
             (6, Field::Bytes(s)) => value = Value::String(text(s)),
             (11, Field::Bytes(s)) => {
-                let (k, v) = annotation(s, state, false);
+                let (k, v) = annotation(s, state);
                 dict.insert(k, v);
                 value = Value::Null;
             }
-            (12, Field::Bytes(s)) => array.push(annotation(s, state, false).1),
+            (12, Field::Bytes(s)) => array.push(annotation(s, state).1),
             _ => {}
         }
     }

@@ -114,8 +114,12 @@ impl Members<'_, '_> {
                 n
             }
             None => {
+                let iid = match name {
+                    Name::Static(s) => self.interning.static_name(s),
+                    Name::Dynamic(s) => self.interning.name(s),
+                };
                 let n = self.out.begin(field::DICT_ENTRIES);
-                self.out.string(field::ANNOTATION_NAME, name.text());
+                self.out.uint(field::ANNOTATION_NAME_IID, iid);
                 n
             }
         };

@@ -32,6 +32,20 @@ pub(crate) mod field {
     pub const SEQUENCE_FLAGS: u32 = 13;
     /// `TracePacket.track_descriptor`.
     pub const TRACK_DESCRIPTOR: u32 = 60;
+    /// `TracePacket.clock_snapshot`.
+    pub const CLOCK_SNAPSHOT: u32 = 6;
+    /// `TracePacket.timestamp_clock_id`.
+    pub const TIMESTAMP_CLOCK_ID: u32 = 58;
+    /// `TracePacketDefaults.timestamp_clock_id`.
+    pub const DEFAULT_TIMESTAMP_CLOCK_ID: u32 = 58;
+    /// `ClockSnapshot.clocks`.
+    pub const CLOCKS: u32 = 1;
+    /// `ClockSnapshot.Clock.clock_id`.
+    pub const CLOCK_ID: u32 = 1;
+    /// `ClockSnapshot.Clock.timestamp`.
+    pub const CLOCK_TIMESTAMP: u32 = 2;
+    /// `ClockSnapshot.Clock.is_incremental`.
+    pub const CLOCK_IS_INCREMENTAL: u32 = 3;
 
     /// `TrackEvent.category_iids`.
     pub const CATEGORY_IIDS: u32 = 3;
@@ -99,8 +113,6 @@ pub(crate) mod field {
     pub const DEFAULT_EXTRA_COUNTERS: u32 = 31;
     /// `TrackEvent.extra_counter_values`.
     pub const EXTRA_COUNTER_VALUES: u32 = 12;
-    /// `DebugAnnotation.name` (entries of a dictionary).
-    pub const ANNOTATION_NAME: u32 = 10;
     /// `DebugAnnotation.dict_entries`.
     pub const DICT_ENTRIES: u32 = 11;
     /// `DebugAnnotation.array_values`.
@@ -136,8 +148,12 @@ pub(crate) mod field {
 
 /// `TracePacket.sequence_flags`: the first packet of a sequence.
 pub(crate) const SEQ_INCREMENTAL_STATE_CLEARED: u64 = 1;
-/// `TracePacket.sequence_flags`: every later packet that uses interned data.
-pub(crate) const SEQ_NEEDS_INCREMENTAL_STATE: u64 = 2;
+/// The sequence-scoped clock (ids 64 to 127 are a sequence's own) whose timestamps are
+/// deltas from the packet before on the sequence.
+pub(crate) const INCREMENTAL_CLOCK: u32 = 64;
+/// `BuiltinClock.BUILTIN_CLOCK_BOOTTIME`: the trace's clock, which the run's times
+/// (nanoseconds since its start) are written on.
+pub(crate) const BOOTTIME: u32 = 6;
 
 /// A byte buffer that protobuf fields are appended to.
 #[derive(Debug, Default)]

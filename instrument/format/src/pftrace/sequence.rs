@@ -3,7 +3,13 @@
 //!
 //! Perfetto's importer keeps interned data per sequence: an `iid` means what the
 //! sequence defined it as, in a packet at or before the first that uses it, and the
-//! sequence's first packet says `SEQ_INCREMENTAL_STATE_CLEARED`. Slices arrive here by
+//! sequence's first packet says `SEQ_INCREMENTAL_STATE_CLEARED`. That first packet
+//! also sets the sequence's defaults and a clock of its own, incremental (a
+//! `ClockSnapshot` of sequence clock 64 at 0, BOOTTIME at 0): every later timestamp is
+//! the nanoseconds since the sequence's packet before, a byte or two where an absolute
+//! time takes four or five. Later packets do not say `SEQ_NEEDS_INCREMENTAL_STATE`: the
+//! importer reads that flag only to drop packets whose state was lost in a ring buffer,
+//! which a file written whole never has. Slices arrive here by
 //! their start; each one's end is held (a heap of what is in flight, never the run) and
 //! written once no slice still to come can start before it, so every packet of a
 //! sequence is at or after the one before it, and the slices of a track nest the way
@@ -16,7 +22,7 @@ use serde::Serialize;
 
 use super::annotations::{write_args, AnnotationError};
 use super::intern::{define_in, ArgInterning, Interner};
-use super::proto::{field, Proto, SEQ_INCREMENTAL_STATE_CLEARED, SEQ_NEEDS_INCREMENTAL_STATE};
+use super::proto::{field, Proto, BOOTTIME, INCREMENTAL_CLOCK, SEQ_INCREMENTAL_STATE_CLEARED};
 use crate::fxhash::FxHashMap;
 use crate::schema::wire::Category;
 use crate::schema::Nanos;
@@ -108,12 +114,10 @@ impl Bytes {
 /// event's).
 type Held = (u64, Reverse<u64>, u32);
 
-/// A held packet's `TrackEvent` bytes, and whether it uses the sequence's state
-/// (interned data, defaults).
+/// A held packet's `TrackEvent` bytes.
 #[derive(Debug)]
 struct Slot {
     event: Bytes,
-    stateful: bool,
 }
 
 /// One sequence: interning tables, definitions not yet written, the packets written and
@@ -144,7 +148,7 @@ pub struct Sequence {
     slots: Vec<Slot>,
     free: Vec<u32>,
     made: u64,
-    /// The time of the last packet written.
+    /// The time of the last packet written: what the next one's timestamp counts from.
     now: u64,
     /// Scratch for the `TrackEvent` being encoded.
     event: Proto,
@@ -230,11 +234,10 @@ impl Sequence {
                 &mut self.slots[slot as usize],
                 Slot {
                     event: Bytes::Inline(0, [0; INLINE]),
-                    stateful: false,
                 },
             );
             self.free.push(slot);
-            self.packet(at, held.event.as_slice(), held.stateful);
+            self.packet(at, held.event.as_slice());
         }
     }
 
@@ -265,19 +268,18 @@ impl Sequence {
         for v in s.counters.0 {
             ev.int(field::EXTRA_COUNTER_VALUES, *v);
         }
-        self.packet(s.start.0, &ev.bytes, true);
+        self.packet(s.start.0, &ev.bytes);
         let mut end = std::mem::take(&mut self.end);
         end.bytes.clear();
         end.uint(field::TYPE, EventType::SliceEnd as u64);
-        let mut stateful = self.track_field(&mut end, s.track);
+        self.track_field(&mut end, s.track);
         for f in s.flows_in {
             end.fixed64(field::TERMINATING_FLOW_IDS, *f);
         }
         for v in s.counters.1 {
             end.int(field::EXTRA_COUNTER_VALUES, *v);
-            stateful = true;
         }
-        self.hold(s.end.max(s.start).0, &end.bytes, stateful);
+        self.hold(s.end.max(s.start).0, &end.bytes);
         self.event = ev;
         self.end = end;
         args
@@ -298,7 +300,7 @@ impl Sequence {
         self.describe(&mut ev, EventType::Instant, track, name, category);
         let written = self.args(&mut ev, args, &[]);
         self.define_now();
-        self.hold(at.0, &ev.bytes, true);
+        self.hold(at.0, &ev.bytes);
         written
     }
 
@@ -309,20 +311,17 @@ impl Sequence {
         let mut ev = std::mem::take(&mut self.event);
         ev.bytes.clear();
         ev.uint(field::TYPE, EventType::Counter as u64);
-        let stateful = self.track_field(&mut ev, track);
+        self.track_field(&mut ev, track);
         ev.int(field::COUNTER_VALUE, value);
-        self.packet(at.0, &ev.bytes, stateful);
+        self.packet(at.0, &ev.bytes);
         self.event = ev;
     }
 
-    /// Names `track` in `ev` unless it is the sequence's default; says whether the
-    /// event relies on the default (the sequence's state).
-    fn track_field(&self, ev: &mut Proto, track: u64) -> bool {
-        if self.default_track == Some(track) {
-            return true;
+    /// Names `track` in `ev` unless it is the sequence's default.
+    fn track_field(&self, ev: &mut Proto, track: u64) {
+        if self.default_track != Some(track) {
+            ev.uint(field::TRACK_UUID, track);
         }
-        ev.uint(field::TRACK_UUID, track);
-        false
     }
 
     /// Type, track, name and category of an event.
@@ -387,15 +386,14 @@ impl Sequence {
     /// to later, so that no packet written before it uses an iid it defines).
     fn define_now(&mut self) {
         if !self.defs.bytes.is_empty() {
-            self.write_packet(None, &[], true);
+            self.write_packet(None, &[]);
         }
     }
 
-    fn hold(&mut self, at: u64, event: &[u8], stateful: bool) {
+    fn hold(&mut self, at: u64, event: &[u8]) {
         self.made += 1;
         let held = Slot {
             event: Bytes::of(event),
-            stateful,
         };
         let slot = match self.free.pop() {
             Some(slot) => {
@@ -410,43 +408,76 @@ impl Sequence {
         self.held.push(Reverse((at, Reverse(self.made), slot)));
     }
 
-    /// Writes a packet at `at` carrying the `TrackEvent` `event`; `stateful` when it
-    /// uses the sequence's interned data or defaults.
-    fn packet(&mut self, at: u64, event: &[u8], stateful: bool) {
-        self.now = self.now.max(at);
-        self.write_packet(Some(at), event, stateful);
+    /// Writes a packet at `at` carrying the `TrackEvent` `event`.
+    fn packet(&mut self, at: u64, event: &[u8]) {
+        self.write_packet(Some(at), event);
     }
 
-    /// Writes a packet: its time (when it has one), sequence, flags (the first packet
-    /// clears the sequence's state and sets its defaults; later ones that use that state
-    /// say so), the definitions made since the last packet, and `event` (when not
-    /// empty).
-    fn write_packet(&mut self, at: Option<u64>, event: &[u8], stateful: bool) {
+    /// The sequence's first packet, of its own: it clears the sequence's state, sets
+    /// its defaults (the incremental clock; the default track and counters, if any) and
+    /// starts the incremental clock at 0, BOOTTIME's 0 (the importer reads nothing else
+    /// of a packet with a clock snapshot).
+    fn start(&mut self) {
+        let p = self.out.begin(field::TRACE_PACKET);
+        self.out.uint(field::SEQUENCE_ID, u64::from(self.id));
+        self.out
+            .uint(field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+        let d = self.out.begin(field::TRACE_PACKET_DEFAULTS);
+        self.out.uint(
+            field::DEFAULT_TIMESTAMP_CLOCK_ID,
+            u64::from(INCREMENTAL_CLOCK),
+        );
+        if self.default_track.is_some() || !self.counters.is_empty() {
+            let t = self.out.begin(field::TRACK_EVENT_DEFAULTS);
+            if let Some(track) = self.default_track {
+                self.out.uint(field::DEFAULT_TRACK_UUID, track);
+            }
+            for c in &self.counters {
+                self.out.uint(field::DEFAULT_EXTRA_COUNTERS, *c);
+            }
+            self.out.end(t);
+        }
+        self.out.end(d);
+        let c = self.out.begin(field::CLOCK_SNAPSHOT);
+        for (clock, incremental) in [(BOOTTIME, false), (INCREMENTAL_CLOCK, true)] {
+            let k = self.out.begin(field::CLOCKS);
+            self.out.uint(field::CLOCK_ID, u64::from(clock));
+            self.out.uint(field::CLOCK_TIMESTAMP, 0);
+            if incremental {
+                self.out.uint(field::CLOCK_IS_INCREMENTAL, 1);
+            }
+            self.out.end(k);
+        }
+        self.out.end(c);
+        self.out.end(p);
+        self.packets += 1;
+        self.started = true;
+        self.now = 0;
+    }
+
+    /// Writes a packet: its time (when it has one: the nanoseconds since the packet
+    /// before, on the sequence's incremental clock), sequence, the definitions made
+    /// since the last packet, and `event` (when not empty). A time before the last
+    /// (which the ordering above never makes) is written as it is, on BOOTTIME.
+    fn write_packet(&mut self, at: Option<u64>, event: &[u8]) {
+        if !self.started {
+            self.start();
+        }
         let p = self.out.begin(field::TRACE_PACKET);
         if let Some(at) = at {
-            self.out.uint(field::TIMESTAMP, at);
+            match at.checked_sub(self.now) {
+                Some(delta) => {
+                    self.out.uint(field::TIMESTAMP, delta);
+                    self.now = at;
+                }
+                None => {
+                    self.out.uint(field::TIMESTAMP, at);
+                    self.out
+                        .uint(field::TIMESTAMP_CLOCK_ID, u64::from(BOOTTIME));
+                }
+            }
         }
         self.out.uint(field::SEQUENCE_ID, u64::from(self.id));
-        if !self.started {
-            self.out
-                .uint(field::SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-            if self.default_track.is_some() || !self.counters.is_empty() {
-                let d = self.out.begin(field::TRACE_PACKET_DEFAULTS);
-                let t = self.out.begin(field::TRACK_EVENT_DEFAULTS);
-                if let Some(track) = self.default_track {
-                    self.out.uint(field::DEFAULT_TRACK_UUID, track);
-                }
-                for c in &self.counters {
-                    self.out.uint(field::DEFAULT_EXTRA_COUNTERS, *c);
-                }
-                self.out.end(t);
-                self.out.end(d);
-            }
-        } else if stateful || !self.defs.bytes.is_empty() {
-            self.out
-                .uint(field::SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
-        }
-        self.started = true;
         if !self.defs.bytes.is_empty() {
             self.out.bytes_field(field::INTERNED_DATA, &self.defs.bytes);
             self.defs.bytes.clear();
