@@ -10,7 +10,9 @@ use overlap_analyzer::import::Loaded;
 use overlap_analyzer::merge::{Output, Window};
 use overlap_analyzer::metrics::{analyze as analyze_trace, analyze_owned, Options};
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::report::{render, render_profile, render_summary, Style};
+use overlap_analyzer::report::{
+    render, render_profile, render_regions, render_summary, Style, WithRegions,
+};
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
@@ -472,6 +474,7 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         None => None,
     };
     let trace = load_trace(&a.trace)?;
+    let regions = overlap_analyzer::regions::RunRegions::of_trace(&trace).summary();
     // The tables need the trace and every instance after the report; without them the
     // trace is given up to the analysis, which then peaks lower.
     let (report, for_tables) = if a.csv.is_some() || a.parquet.is_some() {
@@ -483,10 +486,15 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     {
         let _s = tracing::info_span!("report").entered();
         if a.json {
-            outln!("{}", serde_json::to_string_pretty(&report)?);
+            let with = WithRegions {
+                report: &report,
+                regions: &regions,
+            };
+            outln!("{}", serde_json::to_string_pretty(&with)?);
         } else {
             if a.full {
                 out!("{}", render(&report, style()));
+                out!("{}", render_regions(&regions, style()));
             } else {
                 out!("{}", render_summary(&report, style()));
             }

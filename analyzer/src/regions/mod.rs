@@ -9,11 +9,15 @@
 //! time a rank entered it; `NAME#k` is that instance on every rank that has it. An
 //! instance still open when the rank's trace ends closes there and is counted open.
 
+mod summary;
+
 use std::collections::BTreeMap;
 
 use overlap_format::region::{PcontrolMark, UNNAMED_REGION};
 use overlap_format::schema::Nanos;
 use serde::Serialize;
+
+pub use summary::{RegionSummary, Spread};
 
 /// One `MPI_Pcontrol` call of a rank, on the run's timeline.
 #[derive(Clone, Debug, PartialEq, Eq)]
