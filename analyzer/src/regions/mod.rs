@@ -262,7 +262,10 @@ fn rank_instances(rank: u32, marks: &[RegionMark], end: Nanos) -> Vec<(String, I
         *k += 1;
         open.entry(name.to_string()).or_default().push((*k, at));
     };
-    let leave = |name: &str, at: Nanos, open: &mut BTreeMap<String, Vec<(u32, Nanos)>>, out: &mut Vec<_>| {
+    let leave = |name: &str,
+                 at: Nanos,
+                 open: &mut BTreeMap<String, Vec<(u32, Nanos)>>,
+                 out: &mut Vec<_>| {
         if let Some((index, enter)) = open.get_mut(name).and_then(Vec::pop) {
             out.push((
                 name.to_string(),
@@ -351,8 +354,16 @@ mod tests {
         assert_eq!(
             solve.per_rank(),
             [
-                RankTime { rank: 0, instances: 2, ns: 31 + 11 },
-                RankTime { rank: 1, instances: 1, ns: 31 },
+                RankTime {
+                    rank: 0,
+                    instances: 2,
+                    ns: 31 + 11
+                },
+                RankTime {
+                    rank: 1,
+                    instances: 1,
+                    ns: 31
+                },
             ]
         );
         let unnamed = r.get("pcontrol").unwrap();
@@ -366,10 +377,18 @@ mod tests {
         let r = run();
         let all = r.window(&RegionChoice::parse("solve").unwrap()).unwrap();
         assert_eq!((all.from, all.to), (Nanos(10), Nanos(61)));
-        assert_eq!((all.entered.clone(), all.never_entered.clone()), (vec![0, 1], vec![2]));
+        assert_eq!(
+            (all.entered.clone(), all.never_entered.clone()),
+            (vec![0, 1], vec![2])
+        );
         let second = r.window(&RegionChoice::parse("solve#2").unwrap()).unwrap();
-        assert_eq!((second.from, second.to, second.entered), (Nanos(50), Nanos(61), vec![0]));
-        let first = r.window(&RegionChoice::parse("pcontrol#1").unwrap()).unwrap();
+        assert_eq!(
+            (second.from, second.to, second.entered),
+            (Nanos(50), Nanos(61), vec![0])
+        );
+        let first = r
+            .window(&RegionChoice::parse("pcontrol#1").unwrap())
+            .unwrap();
         assert_eq!((first.from, first.to), (Nanos(70), Nanos(81)));
     }
 
@@ -377,12 +396,20 @@ mod tests {
     fn unknown_regions_and_instances_are_told() {
         let r = run();
         let e = r.window(&RegionChoice::parse("nope").unwrap()).unwrap_err();
-        assert!(e.contains("solve (2 instances)") && e.contains("inner (1 instance)"), "{e}");
-        let e = r.window(&RegionChoice::parse("inner#3").unwrap()).unwrap_err();
+        assert!(
+            e.contains("solve (2 instances)") && e.contains("inner (1 instance)"),
+            "{e}"
+        );
+        let e = r
+            .window(&RegionChoice::parse("inner#3").unwrap())
+            .unwrap_err();
         assert!(e.contains("not 3"), "{e}");
         assert!(RegionChoice::parse("solve#0").is_err());
         assert_eq!(RegionChoice::parse("a#b").unwrap().name, "a#b");
         let empty = RunRegions::of([(0, [].as_slice(), Nanos(1))]);
-        assert!(empty.window(&RegionChoice::parse("x").unwrap()).unwrap_err().contains("marks no region"));
+        assert!(empty
+            .window(&RegionChoice::parse("x").unwrap())
+            .unwrap_err()
+            .contains("marks no region"));
     }
 }

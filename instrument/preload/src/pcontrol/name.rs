@@ -85,9 +85,8 @@ fn read_own(addr: usize, buf: &mut [u8]) -> usize {
     // SAFETY: `local` is our own buffer of its length; the kernel checks every remote
     // address and returns EFAULT (or a partial count, piece by piece) for what is not
     // mapped readable, without a signal.
-    let n = unsafe {
-        libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), pieces, 0)
-    };
+    let n =
+        unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, remote.as_ptr(), pieces, 0) };
     usize::try_from(n).unwrap_or(0)
 }
 
@@ -114,7 +113,11 @@ mod tests {
                 );
                 assert_ne!(base, libc::MAP_FAILED);
                 assert_eq!(
-                    libc::mprotect(base.cast::<u8>().add(GRANULE).cast(), GRANULE, libc::PROT_NONE),
+                    libc::mprotect(
+                        base.cast::<u8>().add(GRANULE).cast(),
+                        GRANULE,
+                        libc::PROT_NONE
+                    ),
                     0
                 );
                 Guarded { base: base.cast() }
@@ -181,7 +184,10 @@ mod tests {
         assert_eq!(name(c_string(g.at_end(b"halo\0"))), Some("halo".into()));
         // No NUL before the unreadable page.
         assert_eq!(name(c_string(g.at_end(b"halo"))), None);
-        assert_eq!(name(fortran_string(g.at_end(b"halo"), 4)), Some("halo".into()));
+        assert_eq!(
+            name(fortran_string(g.at_end(b"halo"), 4)),
+            Some("halo".into())
+        );
         assert_eq!(name(fortran_string(g.at_end(b"halo"), 5)), None);
     }
 
@@ -192,14 +198,26 @@ mod tests {
         with_nul.push(0);
         assert_eq!(name(c_string(with_nul.as_ptr() as usize)), None);
         let just = [&[b'y'; REGION_NAME_MAX][..], &[0]].concat();
-        assert_eq!(name(c_string(just.as_ptr() as usize)).map(|s| s.len()), Some(REGION_NAME_MAX));
+        assert_eq!(
+            name(c_string(just.as_ptr() as usize)).map(|s| s.len()),
+            Some(REGION_NAME_MAX)
+        );
         assert_eq!(name(c_string(c"".as_ptr() as usize)), None);
         assert_eq!(name(c_string(c"tab\there".as_ptr() as usize)), None);
         assert_eq!(name(c_string(c"trailing ".as_ptr() as usize)), None);
         // Fortran: blank-padded, or NUL-terminated inside its length.
-        assert_eq!(name(fortran_string(b"step    ".as_ptr() as usize, 8)), Some("step".into()));
-        assert_eq!(name(fortran_string(b"step\0xyz".as_ptr() as usize, 8)), Some("step".into()));
+        assert_eq!(
+            name(fortran_string(b"step    ".as_ptr() as usize, 8)),
+            Some("step".into())
+        );
+        assert_eq!(
+            name(fortran_string(b"step\0xyz".as_ptr() as usize, 8)),
+            Some("step".into())
+        );
         assert_eq!(name(fortran_string(b"step".as_ptr() as usize, 0)), None);
-        assert_eq!(name(fortran_string(long.as_ptr() as usize, long.len())), None);
+        assert_eq!(
+            name(fortran_string(long.as_ptr() as usize, long.len())),
+            None
+        );
     }
 }
