@@ -349,7 +349,7 @@ mod tests {
         let r = run();
         let names: Vec<&str> = r.regions.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["solve", "inner", "pcontrol"]);
-        let solve = r.get("solve").unwrap();
+        let solve = r.get("solve").expect("known");
         assert_eq!(solve.instance_count(), 2);
         assert_eq!(
             solve.per_rank(),
@@ -366,7 +366,7 @@ mod tests {
                 },
             ]
         );
-        let unnamed = r.get("pcontrol").unwrap();
+        let unnamed = r.get("pcontrol").expect("known");
         assert_eq!(unnamed.instances.len(), 2);
         assert!(unnamed.instances[1].open, "on at 90, never off");
         assert_eq!(unnamed.instances[1].leave, Nanos(100));
@@ -375,41 +375,47 @@ mod tests {
     #[test]
     fn windows_span_the_chosen_instances() {
         let r = run();
-        let all = r.window(&RegionChoice::parse("solve").unwrap()).unwrap();
+        let all = r
+            .window(&RegionChoice::parse("solve").expect("known"))
+            .expect("known");
         assert_eq!((all.from, all.to), (Nanos(10), Nanos(61)));
         assert_eq!(
             (all.entered.clone(), all.never_entered.clone()),
             (vec![0, 1], vec![2])
         );
-        let second = r.window(&RegionChoice::parse("solve#2").unwrap()).unwrap();
+        let second = r
+            .window(&RegionChoice::parse("solve#2").expect("known"))
+            .expect("known");
         assert_eq!(
             (second.from, second.to, second.entered),
             (Nanos(50), Nanos(61), vec![0])
         );
         let first = r
-            .window(&RegionChoice::parse("pcontrol#1").unwrap())
-            .unwrap();
+            .window(&RegionChoice::parse("pcontrol#1").expect("known"))
+            .expect("known");
         assert_eq!((first.from, first.to), (Nanos(70), Nanos(81)));
     }
 
     #[test]
     fn unknown_regions_and_instances_are_told() {
         let r = run();
-        let e = r.window(&RegionChoice::parse("nope").unwrap()).unwrap_err();
+        let e = r
+            .window(&RegionChoice::parse("nope").expect("known"))
+            .expect_err("refused");
         assert!(
             e.contains("solve (2 instances)") && e.contains("inner (1 instance)"),
             "{e}"
         );
         let e = r
-            .window(&RegionChoice::parse("inner#3").unwrap())
-            .unwrap_err();
+            .window(&RegionChoice::parse("inner#3").expect("known"))
+            .expect_err("refused");
         assert!(e.contains("not 3"), "{e}");
         assert!(RegionChoice::parse("solve#0").is_err());
-        assert_eq!(RegionChoice::parse("a#b").unwrap().name, "a#b");
+        assert_eq!(RegionChoice::parse("a#b").expect("known").name, "a#b");
         let empty = RunRegions::of([(0, [].as_slice(), Nanos(1))]);
         assert!(empty
-            .window(&RegionChoice::parse("x").unwrap())
-            .unwrap_err()
+            .window(&RegionChoice::parse("x").expect("known"))
+            .expect_err("refused")
             .contains("marks no region"));
     }
 }

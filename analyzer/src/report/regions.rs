@@ -35,8 +35,8 @@ pub fn render_regions(regions: &[RegionSummary], style: Style) -> String {
     );
     let _ = writeln!(
         o,
-        "  {:<20} {:>9} {:>6}  {:>10} {:>10} {:>10}  {}",
-        "region", "instances", "ranks", "min/rank", "mean/rank", "max/rank", "from - to"
+        "  {:<20} {:>9} {:>6}  {:>10} {:>10} {:>10}  from - to",
+        "region", "instances", "ranks", "min/rank", "mean/rank", "max/rank"
     );
     for r in regions {
         let ranks = r.per_rank.len();

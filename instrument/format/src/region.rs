@@ -112,8 +112,14 @@ mod tests {
 
     #[test]
     fn names_are_short_printable_ascii() {
-        assert_eq!(RegionName::new(b"solve").unwrap().as_str(), Some("solve"));
-        assert_eq!(RegionName::new(b"halo   ").unwrap().as_str(), Some("halo"));
+        assert_eq!(
+            RegionName::new(b"solve").expect("a name").as_str(),
+            Some("solve")
+        );
+        assert_eq!(
+            RegionName::new(b"halo   ").expect("a name").as_str(),
+            Some("halo")
+        );
         assert_eq!(RegionName::new(b""), None);
         assert_eq!(RegionName::new(b"   "), None);
         assert_eq!(RegionName::new(b"a\x01b"), None);

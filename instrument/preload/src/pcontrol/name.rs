@@ -175,7 +175,7 @@ mod tests {
             assert_eq!(name(fortran_string(word, 5)), None, "{word:#x}");
         }
         // Code, not text: not printable.
-        assert_eq!(name(c_string(a_c_name_is_read as usize)), None);
+        assert_eq!(name(c_string(a_c_name_is_read as *const () as usize)), None);
     }
 
     #[test]
