@@ -10,7 +10,9 @@ use overlap_analyzer::import::Loaded;
 use overlap_analyzer::merge::{Output, Window};
 use overlap_analyzer::metrics::{analyze as analyze_trace, analyze_owned, Options};
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::report::{render, render_profile, render_summary, Style};
+use overlap_analyzer::report::{
+    render, render_profile, render_regions, render_summary, Style, WithRegions,
+};
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
@@ -240,6 +242,14 @@ struct MergeArgs {
     /// Write the run up to T (.pftrace only), as --from.
     #[arg(long, value_name = "T", value_parser = crate::format::parse_time)]
     to: Option<Nanos>,
+    /// Write the part of the run a region covers (.pftrace only), a region the program
+    /// marked with MPI_Pcontrol: IPM's named ones (MPI_Pcontrol(1, "solve") enters,
+    /// MPI_Pcontrol(-1, "solve") leaves) or mpiP's unnamed on/off, called `pcontrol`.
+    /// NAME spans every instance, from the first rank's enter to the last rank's leave;
+    /// NAME#K the K-th instance only. The ranks that never entered it are said. An
+    /// unknown NAME is an error that lists the run's regions. Instead of --from/--to.
+    #[arg(long, value_name = "NAME[#K]", conflicts_with_all = ["from", "to"])]
+    region: Option<String>,
     /// Write only these ranks (.pftrace only): a list of ranks and ranges, 0-15,64.
     #[arg(long, value_name = "LIST", value_parser = crate::format::parse_ranks)]
     ranks: Option<crate::format::RankList>,
@@ -401,7 +411,11 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
     let format = format_of(&a.out, a.format)?;
-    let window = Window::new(a.from, a.to, a.ranks.clone().map(|r| r.0))
+    let (from, to) = match &a.region {
+        Some(text) => region_window(&a.dir, text)?,
+        None => (a.from, a.to),
+    };
+    let window = Window::new(from, to, a.ranks.clone().map(|r| r.0))
         .map_err(|e| anyhow::anyhow!("--from/--to/--ranks: {e}"))?;
     let output = Output { format, window };
     overlap_analyzer::output::check_output(&a.out)?;
@@ -421,6 +435,32 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
         outln!("{line}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The times `merge --region TEXT` stands for, said on stderr with the ranks that never
+/// entered the region; an unknown region is an error listing the run's.
+fn region_window(dir: &Path, text: &str) -> Result<(Option<Nanos>, Option<Nanos>)> {
+    use overlap_analyzer::regions::RegionChoice;
+    let choice = RegionChoice::parse(text).map_err(|e| anyhow::anyhow!("--region: {e}"))?;
+    let regions = overlap_analyzer::merge::regions_of_dir(dir)?;
+    let w = regions
+        .window(&choice)
+        .map_err(|e| anyhow::anyhow!("--region {text}: {e} (in {})", dir.display()))?;
+    sayln!(
+        "region {text}: {:.6} s to {:.6} s of the run, entered by {} rank(s)",
+        w.from.0 as f64 / 1e9,
+        w.to.0 as f64 / 1e9,
+        w.entered.len()
+    );
+    if !w.never_entered.is_empty() {
+        let ranks: Vec<String> = w.never_entered.iter().map(u32::to_string).collect();
+        sayln!(
+            "region {text}: never entered by rank(s) {} (their events in that time are written \
+             all the same)",
+            ranks.join(", ")
+        );
+    }
+    Ok((Some(w.from), Some(w.to)))
 }
 
 /// Loads a trace for analysis, with a progress bar on stderr when it takes a while.
@@ -472,6 +512,7 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         None => None,
     };
     let trace = load_trace(&a.trace)?;
+    let regions = overlap_analyzer::regions::RunRegions::of_trace(&trace).summary();
     // The tables need the trace and every instance after the report; without them the
     // trace is given up to the analysis, which then peaks lower.
     let (report, for_tables) = if a.csv.is_some() || a.parquet.is_some() {
@@ -483,10 +524,15 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     {
         let _s = tracing::info_span!("report").entered();
         if a.json {
-            outln!("{}", serde_json::to_string_pretty(&report)?);
+            let with = WithRegions {
+                report: &report,
+                regions: &regions,
+            };
+            outln!("{}", serde_json::to_string_pretty(&with)?);
         } else {
             if a.full {
                 out!("{}", render(&report, style()));
+                out!("{}", render_regions(&regions, style()));
             } else {
                 out!("{}", render_summary(&report, style()));
             }

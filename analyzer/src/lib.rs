@@ -44,6 +44,7 @@ pub mod metrics;
 pub mod model;
 pub mod ops;
 pub mod profile;
+pub mod regions;
 pub use overlap_format::input;
 pub use overlap_format::output;
 pub mod replay;

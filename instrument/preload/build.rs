@@ -94,11 +94,15 @@ fn write_fortran_sites(out: &Path, openmpi: bool) {
         std::fs::read_to_string(p).unwrap_or_else(|e| panic!("reading {p}: {e}"))
     };
     // The preload built for Open MPI compiles `src/fortran`; for MPICH, `src/f08`.
-    let taken = names::defined(&read(if openmpi {
+    let mut taken = names::defined(&read(if openmpi {
         "src/fortran/exports.rs"
     } else {
         "src/f08/calls.rs"
     }));
+    // The preload built for MPICH wraps MPI_PCONTROL's `mpif.h` names itself.
+    if !openmpi {
+        taken.extend(names::defined(&read("src/pcontrol/fortran.rs")));
+    }
     let mut text = String::from("site_only! {\n");
     let mut index = 0usize;
     for (cfg, c_name) in names::c_entries(&read("src/lib.rs")) {

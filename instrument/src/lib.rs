@@ -53,7 +53,7 @@ macro_rules! stderr_line {
     }};
 }
 
-pub use overlap_format::{fxhash, network_model, output, schema};
+pub use overlap_format::{fxhash, network_model, output, region, schema};
 
 use std::path::PathBuf;
 

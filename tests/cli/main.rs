@@ -24,6 +24,7 @@ mod mpis;
 mod network;
 mod onesided_f;
 mod outputs;
+mod pcontrol;
 mod pftrace;
 mod preload_calls;
 mod preload_fork;

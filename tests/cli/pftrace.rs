@@ -193,7 +193,7 @@ fn merge_writes_a_window_of_the_run_as_protobuf_only() {
     args.extend(window);
     let r = overlap_in(dir.path(), &args);
     assert!(!r.success());
-    r.assert_stderr_has("w.json: a window of the run (--from, --to, --ranks) is written as Perfetto's protobuf (.pftrace) only");
+    r.assert_stderr_has("w.json: a window of the run (--from, --to, --ranks, --region) is written as Perfetto's protobuf (.pftrace) only");
     let r = overlap_in(
         dir.path(),
         &["merge", ranks, "--out", "x.pftrace", "--ranks", "3-1"],

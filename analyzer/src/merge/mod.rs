@@ -33,6 +33,7 @@ mod memory;
 mod output;
 mod peers;
 mod proto;
+mod regions;
 mod size;
 mod spill;
 mod spilled;
@@ -55,6 +56,7 @@ pub use memory::from_events;
 pub use output::Output;
 pub use overlap_format::pftrace::TraceFormat;
 pub use proto::{Cut, Window};
+pub use regions::regions_of_dir;
 pub use size::{SizeEstimate, UI_LIMIT};
 
 pub(crate) use peers::out_of_range;

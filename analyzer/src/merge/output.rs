@@ -34,7 +34,7 @@ impl Output {
         if self.format == TraceFormat::Json && !self.window.is_all() {
             return Err(Error::NotWritable {
                 path: path.to_path_buf(),
-                reason: "a window of the run (--from, --to, --ranks) is written as Perfetto's \
+                reason: "a window of the run (--from, --to, --ranks, --region) is written as Perfetto's \
                          protobuf (.pftrace) only: the JSON is the whole run, which the \
                          analysis reads"
                     .into(),

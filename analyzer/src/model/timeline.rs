@@ -49,6 +49,9 @@ pub struct Timeline {
     pub learned: Vec<LearnedUse>,
     /// The completed requests whose buffers were not watched, and why, sorted by `at`.
     pub unwatched: Vec<Unwatched>,
+    /// Its `MPI_Pcontrol` calls (also among `spans`), with their levels and region
+    /// names, sorted by start ([`crate::regions`]).
+    pub pcontrol: Vec<crate::regions::RegionMark>,
     /// What this rank has more of than 32-bit indices can name (events, completions,
     /// started requests, group members), once it has: nothing more was taken. The
     /// importer turns it into an error naming the file.
@@ -112,6 +115,14 @@ impl Timeline {
             }
             Event::Call(c) => {
                 let a = &c.args;
+                if c.op == Op::Pcontrol {
+                    self.pcontrol.push(crate::regions::RegionMark {
+                        start: c.start,
+                        end: c.end.max(c.start),
+                        level: a.level.unwrap_or(0),
+                        name: a.region.clone(),
+                    });
+                }
                 let completed = (index_u32(self.done.len()), index_u32(a.completed.len()));
                 self.done.extend(a.completed.iter().map(Done::from));
                 let buffer = |addr: Option<u64>, len: Option<u64>| {
@@ -160,6 +171,7 @@ impl Timeline {
         self.gpu.sort_by_key(|g| (g.start, g.stream, g.issued));
         self.learned.sort_by_key(|l| (l.from, l.request));
         self.unwatched.sort_by_key(|u| (u.at, u.request));
+        self.pcontrol.sort_by_key(|m| m.start);
     }
 
     /// Gives back what its vectors hold beyond their events (growing by doubling leaves
@@ -189,6 +201,10 @@ impl Timeline {
         self.learned = learned.into_iter().map(|l| l.map_times(&align)).collect();
         let unwatched = std::mem::take(&mut self.unwatched);
         self.unwatched = unwatched.into_iter().map(|u| u.map_times(&align)).collect();
+        for m in &mut self.pcontrol {
+            m.start = align(m.start);
+            m.end = align(m.end).max(m.start);
+        }
     }
 
     /// Every event the rank has: calls, compute spans and GPU work.

@@ -3,6 +3,7 @@
 //! field by field; [`CallData::to_args`] turns it into the wire arguments of a
 //! [`crate::schema::CallEvent`].
 
+use crate::region::RegionName;
 use crate::schema::{CallArgs, CommId, Completion, RequestId, Started};
 
 /// One side of a point-to-point transfer.
@@ -110,6 +111,13 @@ pub enum CallData {
         exclusive: Option<bool>,
         /// Win_test: whether the exposure epoch had ended.
         flag: Option<bool>,
+    },
+    /// Pcontrol: its level and the region it names, if any (see [`crate::region`]).
+    Pcontrol {
+        /// The level.
+        level: i32,
+        /// The region's name ([`RegionName::NONE`] when none).
+        name: RegionName,
     },
     /// A call with no arguments worth recording (Init, Finalize).
     Plain,
@@ -235,6 +243,10 @@ impl CallData {
                 args.peer = *target;
                 args.exclusive = exclusive.map(u8::from);
                 args.flag = flag.map(u8::from);
+            }
+            CallData::Pcontrol { level, name } => {
+                args.level = Some(*level);
+                args.region = name.as_str().map(str::to_string);
             }
             CallData::Start | CallData::Plain => {}
         }

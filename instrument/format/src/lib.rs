@@ -23,6 +23,7 @@ pub mod input;
 pub mod network_model;
 pub mod output;
 pub mod pftrace;
+pub mod region;
 pub mod schema;
 pub mod stream;
 pub mod temporary;

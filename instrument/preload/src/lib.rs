@@ -48,6 +48,8 @@ mod imports;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod loaded;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+mod pcontrol;
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod pmpi;
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
 mod python;
@@ -251,6 +253,8 @@ mod exported {
         MPI_Win_flush_local_all => rma_sync::win_flush_local_all;
         MPI_Win_sync => rma_sync::win_sync;
         MPI_Type_free => types::type_free;
+        // Variadic: see crate::pcontrol for the ABI this relies on.
+        MPI_Pcontrol => crate::pcontrol::pcontrol;
         // The MPI-4 large-count forms: the same wrappers over `MPI_Count` counts.
         #[cfg(mpi4)]
         MPI_Bsend_init_c => p2p::large::bsend_init;

@@ -140,6 +140,8 @@ fn reads_every_field() {
             tag: Some(7),
             bytes: Some(8),
         }],
+        level: None,
+        region: None,
     };
     assert_eq!(call.args, expected);
     let (_, event) = assert_same(EXAMPLES[0]);
@@ -271,6 +273,8 @@ fn random_args(rng: &mut Rng) -> CallArgs {
                 persistent: rng.u64(),
             })
             .collect(),
+        level: None,
+        region: None,
     }
 }
 

@@ -88,6 +88,13 @@ pub struct CallArgs {
     /// Start / Startall: the requests this call started.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub started: Vec<Started>,
+    /// Pcontrol only: its level (version 11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<i32>,
+    /// Pcontrol only: the region it names, when the program passed a name the preload
+    /// could read (see [`crate::region`]; version 11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 /// One persistent request started by `MPI_Start` or `MPI_Startall`.

@@ -113,7 +113,10 @@ pub const PROVENANCE_PARAMS: [(&str, &str); 4] = [
 /// Version 10 added the function a source site is in: the stream's site definition
 /// with a function (tag 55, the preload's Python frames) and [`SourceSite::function`]
 /// (optional), so files of versions 1 to 9 read as they did.
-pub const FORMAT_VERSION: u32 = 10;
+/// Version 11 records `MPI_Pcontrol` ([`Op::Pcontrol`], counted before): the stream's
+/// call record with a level and a region name (tag 15), [`CallArgs::level`] and
+/// [`CallArgs::region`].
+pub const FORMAT_VERSION: u32 = 11;
 
 /// The first version whose merged files say how many events each rank has
 /// ([`RankClock::events`]): a reader can tell a merged file cut short from a whole one

@@ -55,6 +55,8 @@ pub enum Tag {
     CallWindowSync = 13,
     /// [`CallData::SendrecvPost`].
     CallSendrecvPost = 14,
+    /// [`CallData::Pcontrol`] (version 11).
+    CallPcontrol = 15,
     /// A request completed by the call before it.
     Completed = 32,
     /// A persistent request started by the call before it.
@@ -98,6 +100,7 @@ impl Tag {
             12 => CallWindowCollective,
             13 => CallWindowSync,
             14 => CallSendrecvPost,
+            15 => CallPcontrol,
             32 => Completed,
             33 => Started,
             34 => Members,
@@ -223,6 +226,7 @@ fn tag_of(data: &CallData) -> Tag {
         CallData::WindowCollective { .. } => Tag::CallWindowCollective,
         CallData::WindowSync { .. } => Tag::CallWindowSync,
         CallData::SendrecvPost { .. } => Tag::CallSendrecvPost,
+        CallData::Pcontrol { .. } => Tag::CallPcontrol,
     }
 }
 
@@ -358,6 +362,14 @@ pub fn encode_call(
             put_option_i32(out, *target);
             put_option_bool(out, *exclusive);
             put_option_bool(out, *flag);
+        }
+        CallData::Pcontrol { level, name } => {
+            out.put_signed(i64::from(*level));
+            let bytes = name.as_bytes();
+            out.put_var(bytes.len() as u64);
+            for &b in bytes {
+                out.put_u8(b);
+            }
         }
     }
 }

@@ -6,6 +6,7 @@ use super::buffers::{names, BUFFER_NAMES_BYTES_MAX, BUFFER_NAMES_MAX};
 use super::codec::{Deltas, GpuRecord, Record, Tag, MEMBERS_PER_RECORD, STRING_MAX};
 use super::varint::{DecodeError, Reader};
 use crate::call_data::{Access, CallData, Collective, Transfer};
+use crate::region::{RegionName, REGION_NAME_MAX};
 use crate::schema::{ClockSync, CommId, Completion, GpuOp, Op, RequestId, Started, SyncPhase};
 
 /// Why a record could not be decoded.
@@ -159,6 +160,20 @@ fn call_data(r: &mut Reader<'_>, d: &mut Deltas, tag: Tag) -> Result<CallData, R
             exclusive: option_bool(r, tag)?,
             flag: option_bool(r, tag)?,
         },
+        Tag::CallPcontrol => {
+            let level = r.signed_i32()?;
+            let len = r.var()?;
+            if len > REGION_NAME_MAX as u64 {
+                return Err(RecordError::BadValue(tag));
+            }
+            let bytes = r.take(len as usize)?;
+            let name = if bytes.is_empty() {
+                RegionName::NONE
+            } else {
+                RegionName::new(bytes).ok_or(RecordError::BadValue(tag))?
+            };
+            CallData::Pcontrol { level, name }
+        }
         _ => return Err(RecordError::BadValue(tag)),
     })
 }

@@ -358,4 +358,5 @@ crate::entry::entry! {
     mpi_testany_f08_ => testany;
     mpi_waitsome_f08_ => waitsome;
     mpi_testsome_f08_ => testsome;
+    mpi_pcontrol_f08_ => crate::pcontrol::fortran::pcontrol_f08;
 }

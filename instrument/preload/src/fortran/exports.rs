@@ -255,4 +255,7 @@ crate::entry::entry! {
     ompi_neighbor_alltoallw_f => neighbor_alltoallw;
     mpi_ineighbor_alltoallw_ => ineighbor_alltoallw;
     ompi_ineighbor_alltoallw_f => ineighbor_alltoallw;
+    // MPI_PCONTROL: through `mpif.h` the program may pass a region name too.
+    mpi_pcontrol_ => crate::pcontrol::fortran::pcontrol_f;
+    ompi_pcontrol_f => crate::pcontrol::fortran::pcontrol_level;
 }

@@ -346,6 +346,10 @@ ops! {
     SsendInit = "MPI_Ssend_init", Local;
     /// `MPI_Rsend_init`: creates an inactive persistent ready send request.
     RsendInit = "MPI_Rsend_init", Local;
+    /// `MPI_Pcontrol`: the program marks a region (IPM: level 1 enters the region its
+    /// name names, -1 leaves it) or turns profiling on and off (mpiP: levels 1 and 0);
+    /// see [`crate::region`].
+    Pcontrol = "MPI_Pcontrol", Local;
 }
 
 /// What role a call plays for overlap.

@@ -32,7 +32,6 @@ const NEGLIGIBLE: &[&str] = &[
     "MPI_Aint_diff",
     "MPI_Error_string",
     "MPI_Error_class",
-    "MPI_Pcontrol",
     "MPI_Comm_delete_attr",
     "MPI_Win_delete_attr",
     "MPI_Grequest_start",
