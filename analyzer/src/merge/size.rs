@@ -21,11 +21,11 @@ use super::Window;
 pub const UI_LIMIT: u64 = 512 << 20;
 
 /// Bytes per call or compute span, per request and per message: (JSON, protobuf).
-const PER_EVENT: (u64, u64) = (200, 100);
+const PER_EVENT: (u64, u64) = (200, 85);
 /// See [`PER_EVENT`].
-const PER_REQUEST: (u64, u64) = (330, 95);
+const PER_REQUEST: (u64, u64) = (330, 80);
 /// See [`PER_EVENT`].
-const PER_MESSAGE: (u64, u64) = (200, 18);
+const PER_MESSAGE: (u64, u64) = (200, 15);
 
 /// The merged file's expected size, and what it is measured against.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -143,15 +143,15 @@ mod tests {
         let small = SizeEstimate::new(TraceFormat::Pftrace, &all, (1000, 500, 250), 10, &ranks);
         assert!(!small.too_large());
         assert_eq!(small.advice(Path::new("d"), Path::new("o.pftrace")), None);
-        // 10^7 events, each with a request and half a message: about 1.9 GiB of protobuf.
+        // 10^7 events, each with a request and half a message: about 1.6 GiB of protobuf.
         let big = (10_000_000, 10_000_000, 5_000_000);
         let e = SizeEstimate::new(TraceFormat::Pftrace, &all, big, 2_000_000_000, &ranks);
-        assert_eq!(e.bytes, 10_000_000 * 100 + 10_000_000 * 95 + 5_000_000 * 18);
+        assert_eq!(e.bytes, 10_000_000 * 85 + 10_000_000 * 80 + 5_000_000 * 15);
         let text = e
             .advice(Path::new("run.ranks"), Path::new("run.pftrace"))
             .expect("advice");
-        assert!(text.starts_with("run.pftrace will be about 1945 MiB, more than the Perfetto UI opens (about 512 MiB"), "{text}");
-        assert!(text.contains("`overlap merge run.ranks --out part.pftrace --to 473.710ms` (the first 24 % of the run) or `--ranks 0-2` (3 of 16 ranks)"), "{text}");
+        assert!(text.starts_with("run.pftrace will be about 1645 MiB, more than the Perfetto UI opens (about 512 MiB"), "{text}");
+        assert!(text.contains("`overlap merge run.ranks --out part.pftrace --to 560.213ms` (the first 28 % of the run) or `--ranks 0-3` (4 of 16 ranks)"), "{text}");
         // A window that fits is not told.
         let window = Window::new(None, Some(overlap_format::schema::Nanos(400_000_000)), None)
             .expect("window");
@@ -168,7 +168,7 @@ mod tests {
             .advice(Path::new("d"), Path::new("o.json"))
             .expect("advice");
         assert!(
-            text.contains("(as .pftrace it would be about 50 % of the size)"),
+            text.contains("(as .pftrace it would be about 42 % of the size)"),
             "{text}"
         );
     }
