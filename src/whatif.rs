@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use overlap_analyzer::metrics::analyze as analyze_trace;
+use overlap_analyzer::analysis::analyze as analyze_trace;
 use overlap_analyzer::ops::Program;
 use overlap_analyzer::replay::{
     measured_orders, replay, retimed, EagerSource, Network, NetworkFit, NetworkSource, Progress,

@@ -36,7 +36,8 @@ use std::time::Instant;
 
 use overlap_analyzer::import::load_dir;
 use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
-use overlap_analyzer::metrics::{analyze, analyze_owned, Options, WaitKind};
+use overlap_analyzer::analysis::{analyze, analyze_owned};
+use overlap_analyzer::metrics::{Options, WaitKind};
 
 use generate::{count_events, generate, offsets};
 

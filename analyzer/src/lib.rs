@@ -25,10 +25,11 @@
 //! overlap_analyzer::merge::write_merged(&outcome.merged, Path::new("run.json")).unwrap();
 //! let trace = outcome.merged.to_trace(Path::new("run.json"));
 //! print!("{}", overlap_analyzer::summary::summarize(&trace).to_table());
-//! let (report, _) = overlap_analyzer::metrics::analyze(&trace, &Default::default());
+//! let (report, _) = overlap_analyzer::analysis::analyze(&trace, &Default::default());
 //! print!("{}", overlap_analyzer::report::render(&report, Default::default()));
 //! ```
 
+pub mod analysis;
 pub mod check;
 pub mod compute;
 pub mod dag;

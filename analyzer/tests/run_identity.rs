@@ -250,7 +250,7 @@ fn an_epoch_that_cannot_be_true_is_flagged_and_aligned_by_the_init_sync() {
     let trace = m.to_trace(Path::new("x"));
     assert_eq!(trace.clock_error(1), Nanos(250));
     // The run lasts from rank 1's Barrier (400) to rank 0's (750), not 9.2e9 s.
-    let (report, _) = overlap_analyzer::metrics::analyze(&trace, &Default::default());
+    let (report, _) = overlap_analyzer::analysis::analyze(&trace, &Default::default());
     assert_eq!(report.totals.wall_ns, 350);
     assert_eq!(report.run.clock_implausible, m.info.clock_implausible);
 }

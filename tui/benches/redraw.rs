@@ -112,7 +112,7 @@ fn main() {
         ms(started.elapsed())
     );
     let t = Instant::now();
-    let (report, details) = overlap_analyzer::metrics::analyze(&trace, &Default::default());
+    let (report, details) = overlap_analyzer::analysis::analyze(&trace, &Default::default());
     let analysis = t.elapsed();
     let t = Instant::now();
     let run = Run::with_analysis("bench".into(), trace, report, details);

@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::metrics::Unit;
 use crate::gpu::GpuFindingKind;
-use crate::metrics::{Report, WaitKind};
+use crate::analysis::Report;
+use crate::metrics::WaitKind;
 use crate::report::duration;
 
 /// One row of a diff.

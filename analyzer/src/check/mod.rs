@@ -31,7 +31,7 @@ pub use unlike::unlike;
 pub use usable::{work, Problem, RankWork};
 
 use crate::import::Loaded;
-use crate::metrics::Report;
+use crate::analysis::Report;
 use crate::{Error, Result};
 
 /// The name every baseline file carries.

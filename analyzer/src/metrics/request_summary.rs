@@ -157,7 +157,7 @@ impl CollectiveSums {
 /// The summary of the requests taken so far, a part at a time in request order (the
 /// run's requests are in rank order).
 #[derive(Debug, Default, PartialEq)]
-pub(super) struct Fold {
+pub(crate) struct Fold {
     count: u64,
     sends: u64,
     receives: u64,
@@ -180,7 +180,7 @@ pub(super) struct Fold {
 
 impl Fold {
     /// Takes the next requests.
-    pub(super) fn add(&mut self, reqs: &[RequestRow], opts: &Options) {
+    pub(crate) fn add(&mut self, reqs: &[RequestRow], opts: &Options) {
         let count = |k: RequestClass| reqs.iter().filter(|r| r.kind == k).count() as u64;
         self.count += reqs.len() as u64;
         self.sends += count(RequestClass::Send);
@@ -225,7 +225,7 @@ impl Fold {
     }
 
     /// The summary of every request taken (the worst named from `trace`).
-    pub(super) fn finish(
+    pub(crate) fn finish(
         self,
         trace: &Trace,
         model: &TransferModel,

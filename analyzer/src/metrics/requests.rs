@@ -172,7 +172,7 @@ impl<'a> RequestPass<'a> {
         let mut call_partner: Vec<u64> = vec![NO_TIME; trace.requests.len()];
         let mut ranks: Vec<(usize, &mut [u64])> = Vec::new();
         let mut rest: &mut [u64] = &mut call_partner;
-        for range in super::schedule::parts_of_whole_ranks(&trace.requests, 1) {
+        for range in super::request_parts::parts_of_whole_ranks(&trace.requests, 1) {
             let (this, after) = std::mem::take(&mut rest).split_at_mut(range.len());
             ranks.push((range.start, this));
             rest = after;

@@ -25,7 +25,8 @@ use overlap_format::schema::{ParamValue, PROVENANCE_PARAMS};
 
 use crate::compute::ComputeSource;
 use crate::metrics::pop::TIdealMethod;
-use crate::metrics::{CallRef, Report, WaitKind};
+use crate::metrics::{CallRef, WaitKind};
+use crate::analysis::Report;
 
 /// How to render.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::units::{bytes, duration, pct, rate};
 use super::{place, Style};
 use crate::metrics::transfer::TransferModel;
-use crate::metrics::Report;
+use crate::analysis::Report;
 
 /// Writes the section of `r` into `o`.
 pub(super) fn section(o: &mut String, r: &Report, style: Style) {

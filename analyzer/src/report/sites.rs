@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::units::{count, duration, fit};
 use super::Style;
-use crate::metrics::Report;
+use crate::analysis::Report;
 use crate::sites::SiteGroup;
 
 /// The by-site tables: what one line of source costs, summed over its instances.

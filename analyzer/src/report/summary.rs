@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::units::{count, duration, pct};
 use super::{finding, head, ranks_table, Style};
-use crate::metrics::Report;
+use crate::analysis::Report;
 use crate::sites::SiteGroup;
 
 /// Ranks listed in the summary's table.

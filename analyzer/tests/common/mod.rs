@@ -330,13 +330,13 @@ pub fn opts() -> overlap_analyzer::metrics::Options {
 }
 
 /// The report of a hand-built trace, analysed with [`opts`].
-pub fn report(t: &overlap_analyzer::model::Trace) -> overlap_analyzer::metrics::Report {
-    overlap_analyzer::metrics::analyze(t, &opts()).0
+pub fn report(t: &overlap_analyzer::model::Trace) -> overlap_analyzer::analysis::Report {
+    overlap_analyzer::analysis::analyze(t, &opts()).0
 }
 
 /// A wait state kind's total and count in a report.
 pub fn kind(
-    r: &overlap_analyzer::metrics::Report,
+    r: &overlap_analyzer::analysis::Report,
     k: overlap_analyzer::metrics::WaitKind,
 ) -> (u64, u64) {
     let s = r

@@ -1,5 +1,5 @@
-//! In what order, and beside what, [`super::analyze`] and [`super::analyze_owned`]
-//! compute their figures. Memory decides it: the replays' program is a second copy of
+//! The pass order: in what order, and beside what, [`super::analyze`] and
+//! [`super::analyze_owned`] compute their figures. Memory decides it: the replays' program is a second copy of
 //! the run (about 135 B per event kept, 155 at its peak while it is built) and the
 //! per-request rows the largest part of what the report keeps (about 70 B per event,
 //! 100 at their peak). Analysis never holds both.
@@ -40,10 +40,16 @@ use crate::replay::{NoSelfCheck, SelfCheck};
 use crate::sites::group::SiteGroup;
 use crate::sites::{BySite, SiteTable};
 
-use super::{budget, false_overlap, false_overlap_summary, ideal, request_summary, requests};
-use super::{transfer, wait_states, FalseOverlap, Options, RankBudget, RequestMetrics};
-use super::{Finding, RequestRow, RequestSummary};
-use super::{RunBudget, WaitInstance, WaitStates};
+use crate::metrics::budget::{self, RankBudget, RunBudget};
+use crate::metrics::false_overlap::{self, Finding};
+use crate::metrics::false_overlap_summary::{self, FalseOverlap};
+use crate::metrics::options::Options;
+use crate::metrics::request_row::RequestRow;
+use crate::metrics::request_summary::{self, RequestSummary};
+use crate::metrics::request_parts::parts_of_whole_ranks;
+use crate::metrics::requests::{self, RequestMetrics};
+use crate::metrics::wait_states::{self, WaitInstance, WaitStates};
+use crate::metrics::{descheduled, ideal, oversubscription, transfer};
 
 /// The figures [`super::analyze`] computes from the trace itself, apart from the
 /// replays.
@@ -156,27 +162,6 @@ fn measured_by_rank(
 /// How many requests' rows [`measured_by_rank`] makes at a time, at least (a rank's are
 /// never split): enough for rayon's threads to share, few held at once.
 pub(super) const PART: usize = 1 << 16;
-
-/// Parts of the run's requests (which are in rank order) made of whole ranks, each of at
-/// least `at_least` requests but for the last (one rank may have more); with 1, each
-/// rank's requests.
-pub(super) fn parts_of_whole_ranks(
-    requests: &[crate::model::RequestLife],
-    at_least: usize,
-) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-    let mut ranks = requests.chunk_by(|a, b| a.rank == b.rank).peekable();
-    let mut first = 0;
-    std::iter::from_fn(move || {
-        let start = first;
-        while let Some(same) = ranks.next() {
-            first += same.len();
-            if first - start >= at_least || ranks.peek().is_none() {
-                break;
-            }
-        }
-        (first > start).then_some(start..first)
-    })
-}
 
 /// What follows the light figures: the per-request pass and what is made of it.
 fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
@@ -322,9 +307,9 @@ impl Models {
         &self,
         trace: &Trace,
         waits: &mut [WaitInstance],
-    ) -> super::descheduled::Descheduled {
-        let hosts = super::oversubscription::Oversubscription::of(&trace.info);
-        super::descheduled::DescheduledTime::of(trace, &hosts, &self.transfers).flag(waits)
+    ) -> descheduled::Descheduled {
+        let hosts = oversubscription::Oversubscription::of(&trace.info);
+        descheduled::DescheduledTime::of(trace, &hosts, &self.transfers).flag(waits)
     }
 }
 
@@ -345,30 +330,4 @@ fn replay(program: Result<&Program, &ExtractError>, models: &Models) -> Replays 
         },
     );
     Replays { ideal, self_check }
-}
-
-#[cfg(test)]
-mod tests {
-    use overlap_format::schema::RequestKind;
-
-    use super::parts_of_whole_ranks;
-    use crate::model::RequestLife;
-
-    /// Ranks 0 0 | 1 | 2 2 2 2 | 3 (requests 0..8) cut into parts of at least 3: whole
-    /// ranks together until there are 3, a rank with more on its own, the rest last.
-    #[test]
-    fn parts_hold_whole_ranks() {
-        let ranks = [0, 0, 1, 2, 2, 2, 2, 3];
-        let requests: Vec<RequestLife> = ranks
-            .iter()
-            .map(|&r| RequestLife::new(r, 1, RequestKind::Send, 0, 0, None, None))
-            .collect();
-        let parts: Vec<_> = parts_of_whole_ranks(&requests, 3).collect();
-        assert_eq!(parts, [0..3, 3..7, 7..8]);
-        let one: Vec<_> = parts_of_whole_ranks(&requests, 1).collect();
-        assert_eq!(one, [0..2, 2..3, 3..7, 7..8]);
-        let all: Vec<_> = parts_of_whole_ranks(&requests, usize::MAX).collect();
-        assert_eq!((all.len(), all.first()), (1, Some(&(0..8))));
-        assert_eq!(parts_of_whole_ranks(&[], 3).count(), 0);
-    }
 }
