@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
+use overlap_analyzer::analysis::{analyze as analyze_trace, analyze_owned};
 use overlap_analyzer::import::Loaded;
 use overlap_analyzer::merge::{Output, Window};
-use overlap_analyzer::analysis::{analyze as analyze_trace, analyze_owned};
 use overlap_analyzer::metrics::Options;
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{render, render_profile, render_summary, Style};

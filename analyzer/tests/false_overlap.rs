@@ -8,8 +8,8 @@
 mod common;
 
 use common::*;
-use overlap_analyzer::metrics::false_overlap::Limit;
 use overlap_analyzer::analysis::analyze;
+use overlap_analyzer::metrics::false_overlap::Limit;
 use overlap_analyzer::metrics::Options;
 use overlap_instrument::schema::Op;
 

@@ -13,8 +13,8 @@ mod common;
 use std::num::NonZeroU64;
 
 use common::*;
-use overlap_analyzer::dag::{order_rank, rank_period, Options as DagOptions};
 use overlap_analyzer::analysis::analyze;
+use overlap_analyzer::dag::{order_rank, rank_period, Options as DagOptions};
 use overlap_analyzer::metrics::false_overlap::{Finding, Limit};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::{OpKind, Program};

@@ -7,8 +7,8 @@
 mod common;
 
 use common::*;
-use overlap_analyzer::gpu::{self, GpuFindingKind};
 use overlap_analyzer::analysis;
+use overlap_analyzer::gpu::{self, GpuFindingKind};
 use overlap_instrument::schema::{
     stream_tid, Event, GpuEvent, GpuOp, Nanos, Op, SyncPhase, ALL_STREAMS,
 };

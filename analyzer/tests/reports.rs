@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
+use overlap_analyzer::analysis::{analyze, analyze_owned};
 use overlap_analyzer::import::{load_dir, load_merged};
 use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
-use overlap_analyzer::analysis::{analyze, analyze_owned};
 use overlap_analyzer::metrics::{Finding, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::{extract, extract_owned};

@@ -12,10 +12,10 @@ mod common;
 use std::num::NonZeroU64;
 
 use common::*;
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::dag::{order_rank, Options as DagOptions};
 use overlap_analyzer::metrics::false_overlap::{findings, Finding, Limit};
 use overlap_analyzer::metrics::{self, TransferModel};
-use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::{OpKind, Program};
 use overlap_analyzer::replay::{NetworkFit, Progress};

@@ -44,9 +44,9 @@ use crate::metrics::budget::{self, RankBudget, RunBudget};
 use crate::metrics::false_overlap::{self, Finding};
 use crate::metrics::false_overlap_summary::{self, FalseOverlap};
 use crate::metrics::options::Options;
+use crate::metrics::request_parts::parts_of_whole_ranks;
 use crate::metrics::request_row::RequestRow;
 use crate::metrics::request_summary::{self, RequestSummary};
-use crate::metrics::request_parts::parts_of_whole_ranks;
 use crate::metrics::requests::{self, RequestMetrics};
 use crate::metrics::wait_states::{self, WaitInstance, WaitStates};
 use crate::metrics::{descheduled, ideal, oversubscription, transfer};
@@ -303,11 +303,7 @@ impl Models {
     }
 
     /// Flags the wait instances the scheduler explains, and the scheduler's time.
-    fn descheduled(
-        &self,
-        trace: &Trace,
-        waits: &mut [WaitInstance],
-    ) -> descheduled::Descheduled {
+    fn descheduled(&self, trace: &Trace, waits: &mut [WaitInstance]) -> descheduled::Descheduled {
         let hosts = oversubscription::Oversubscription::of(&trace.info);
         descheduled::DescheduledTime::of(trace, &hosts, &self.transfers).flag(waits)
     }

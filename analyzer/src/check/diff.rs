@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::metrics::Unit;
-use crate::gpu::GpuFindingKind;
 use crate::analysis::Report;
+use crate::gpu::GpuFindingKind;
 use crate::metrics::WaitKind;
 use crate::report::duration;
 

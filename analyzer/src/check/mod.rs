@@ -30,8 +30,8 @@ pub use render::{comparison_table, junit, junit_error};
 pub use unlike::unlike;
 pub use usable::{work, Problem, RankWork};
 
-use crate::import::Loaded;
 use crate::analysis::Report;
+use crate::import::Loaded;
 use crate::{Error, Result};
 
 /// The name every baseline file carries.

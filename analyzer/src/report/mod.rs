@@ -23,10 +23,10 @@ pub use units::{duration, share};
 
 use overlap_format::schema::{ParamValue, PROVENANCE_PARAMS};
 
+use crate::analysis::Report;
 use crate::compute::ComputeSource;
 use crate::metrics::pop::TIdealMethod;
 use crate::metrics::{CallRef, WaitKind};
-use crate::analysis::Report;
 
 /// How to render.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

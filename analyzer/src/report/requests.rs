@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 
 use super::units::{bytes, duration, pct, rate};
 use super::{place, Style};
-use crate::metrics::transfer::TransferModel;
 use crate::analysis::Report;
+use crate::metrics::transfer::TransferModel;
 
 /// Writes the section of `r` into `o`.
 pub(super) fn section(o: &mut String, r: &Report, style: Style) {

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
 
-use crate::metrics::requests::{RequestClass, RequestRow};
 use crate::analysis::{Details, Report};
+use crate::metrics::requests::{RequestClass, RequestRow};
 use crate::metrics::{Finding, WaitInstance};
 use crate::model::{Trace, What};
 use crate::sites::{SiteGroup, SiteTable};
