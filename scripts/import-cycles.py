@@ -3,11 +3,12 @@
 
 The analyzer's rooms go in data-flow order (docs: ARCHITECTURE.md, "No module imports
 one that imports it"). This script reads every `crate::`, `super::` and `self::` path of
-analyzer/src/**/*.rs (in `use` lines and in code, not in comments), maps each to the file
+analyzer/src/**/*.rs (in `use` lines and in code, not in comments; a `use child::Name` too), maps each to the file
 that defines the module it names (a `mod.rs`'s module is its directory's; `foo.rs` beside
 `foo/` is `foo`'s), and reports every strongly connected set of files, with one shortest
 circle through each of its files and the line behind each step. `mod foo;` declarations
-are not imports. Exit status: 0 without a circle, 1 with one, 2 on bad usage.
+are not imports, and neither are `pub use` re-exports: a path through one counts as an
+import of the file that defines the name. Exit status: 0 without a circle, 1 with one, 2 on bad usage.
 
 scripts/import-cycles.allow lists imports (`from.rs -> to.rs`, paths under SRC_DIR, `#`
 comments) left out of the graph while a circle waits to be broken: it only shrinks, and
@@ -119,13 +120,14 @@ def expand_use(tree):
     return go("", tree)
 
 
-USE = re.compile(r"\buse\s+([^;]*);", re.S)
+USE = re.compile(r"(\bpub(?:\([^)]*\))?\s+)?\buse\s+([^;]*);", re.S)
 PATH = re.compile(r"(?<![\w:])(crate|super|self)((?:::\w+)+)")
 INLINE_MOD = re.compile(r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?mod\s+(\w+)\s*\{")
 
 
 def paths_of(text):
-    """(line, path, inline-module nesting) for each crate/super/self path in a file."""
+    """(line, path, inline-module nesting, re-exported name or None) for each
+    crate/super/self path of a file, and each `use child::...` path."""
     found = []
     lines = text.split("\n")
     # Inline `mod name {` blocks, by their indentation (rustfmt's layout): a path
@@ -159,22 +161,37 @@ def paths_of(text):
     for m in USE.finditer(text):
         ln = line_at(m.start())
         covered.append((m.start(), m.end()))
-        for p in expand_use(m.group(1)):
-            p = p.split("as")[0] if re.search(r"\bas\b", p) else p
+        public = m.group(1) is not None
+        for p in expand_use(m.group(2)):
+            alias = re.split(r"\bas\b", p)
+            p = alias[0]
+            name = alias[1] if len(alias) > 1 else p.split("::")[-1]
+            if p.endswith("::self"):
+                p = p[: -len("::self")]
+                name = alias[1] if len(alias) > 1 else p.split("::")[-1]
+            exported = name if public else None
             if p.startswith(("crate::", "super::", "self::")):
-                found.append((ln, p, nesting_at[ln]))
+                found.append((ln, p, nesting_at[ln], exported))
+            elif "::" in p and not p.startswith("::"):
+                # `use child::Name`: relative when `child` is a module of this file
+                # (resolve() drops it otherwise).
+                found.append((ln, "self::" + p, nesting_at[ln] + ("?",), exported))
     for m in PATH.finditer(text):
         if any(a <= m.start() < b for a, b in covered):
             continue
         ln = line_at(m.start())
-        found.append((ln, m.group(1) + m.group(2), nesting_at[ln]))
+        found.append((ln, m.group(1) + m.group(2), nesting_at[ln], None))
     return found
 
 
-def resolve(path, here, nesting, modules):
-    """The file module a path names: the longest known prefix of its absolute form."""
+def absolute(path, here, nesting, modules):
+    """A path's absolute form (a list of names), or None for another crate's."""
     parts = [p for p in path.split("::") if p]
+    maybe = nesting[-1:] == ("?",)
+    nesting = nesting[:-1] if maybe else nesting
     base = list(here) + list(nesting)
+    if maybe and tuple(base + parts[1:2]) not in modules:
+        return None
     if parts[0] == "crate":
         absolute, parts = [], parts[1:]
     else:
@@ -183,10 +200,21 @@ def resolve(path, here, nesting, modules):
             if parts[0] == "super":
                 absolute = absolute[:-1]
             parts = parts[1:]
-    absolute = list(absolute) + [p for p in parts if p != "*"]
-    for k in range(len(absolute), -1, -1):
-        if tuple(absolute[:k]) in modules:
-            return tuple(absolute[:k])
+    return list(absolute) + [p for p in parts if p != "*"]
+
+
+def resolve(parts, modules, reexports, depth=0):
+    """The file that defines what an absolute path names: the longest known module
+    prefix, followed through that module's `pub use` of the next name (a re-export is
+    no import of its own: whoever names it depends on the file that defines it)."""
+    for k in range(len(parts), -1, -1):
+        module = tuple(parts[:k])
+        if module in modules:
+            rest = parts[k:]
+            target = reexports.get(module, {}).get(rest[0]) if rest else None
+            if target is not None and depth < 16:
+                return resolve(target + rest[1:], modules, reexports, depth + 1)
+            return module
     return ()
 
 
@@ -253,12 +281,21 @@ def main():
                 path = os.path.join(dirpath, name)
                 files[module_of(src, path)] = path
     modules = set(files)
-    edges, why = {}, {}
+    found, reexports = {}, {}
     for module, path in files.items():
         with open(path, encoding="utf-8") as f:
-            text = strip_comments(f.read())
-        for line, p, nesting in paths_of(text):
-            target = resolve(p, module, nesting, modules)
+            found[module] = paths_of(strip_comments(f.read()))
+        for _, p, nesting, exported in found[module]:
+            parts = absolute(p, module, nesting, modules)
+            if exported and parts is not None:
+                reexports.setdefault(module + tuple(n for n in nesting if n != "?"), {})[exported] = parts
+    edges, why = {}, {}
+    for module in files:
+        for line, p, nesting, exported in found[module]:
+            parts = absolute(p, module, nesting, modules)
+            if exported or parts is None:
+                continue
+            target = resolve(parts, modules, reexports)
             if target == module:
                 continue
             edges.setdefault(module, set()).add(target)

@@ -12,7 +12,7 @@ use common::*;
 use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::metrics::clean::Cleaner;
 use overlap_analyzer::metrics::eager::{EagerFit, Protocol};
-use overlap_analyzer::metrics::requests::RequestClass;
+use overlap_analyzer::metrics::request_metrics::RequestClass;
 use overlap_analyzer::metrics::transfer::{TransferModel, Unfit};
 use overlap_analyzer::replay::{NetworkFit, NetworkSource};
 use overlap_instrument::schema::{CallArgs, Nanos, Op};

@@ -410,7 +410,7 @@ fn a_finding_must_hide_more_than_the_transfer_uncertainty() {
     let rows = metrics::requests::per_request(
         &trace,
         &TransferModel::fit(&trace),
-        &metrics::transfer::CollectiveModel::fit(&trace),
+        &metrics::collective_model::CollectiveModel::fit(&trace),
         &o,
     );
     let late =

@@ -87,7 +87,7 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     step("wait states", t);
     let t = Instant::now();
     let model = transfer::TransferModel::fit(&trace);
-    let collective = transfer::CollectiveModel::fit(&trace);
+    let collective = overlap_analyzer::metrics::collective_model::CollectiveModel::fit(&trace);
     step("models", t);
     let t = Instant::now();
     let reqs = requests::per_request(&trace, &model, &collective, &opts);

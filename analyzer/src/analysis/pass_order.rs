@@ -41,13 +41,16 @@ use crate::sites::group::SiteGroup;
 use crate::sites::{BySite, SiteTable};
 
 use crate::metrics::budget::{self, RankBudget, RunBudget};
+use crate::metrics::collective_model::CollectiveModel;
 use crate::metrics::false_overlap::{self, Finding};
 use crate::metrics::false_overlap_summary::{self, FalseOverlap};
 use crate::metrics::options::Options;
+use crate::metrics::request_metrics::RequestMetrics;
 use crate::metrics::request_parts::parts_of_whole_ranks;
 use crate::metrics::request_row::RequestRow;
+use crate::metrics::request_summary::summarize;
 use crate::metrics::request_summary::{self, RequestSummary};
-use crate::metrics::requests::{self, RequestMetrics};
+use crate::metrics::requests;
 use crate::metrics::wait_states::{self, WaitInstance, WaitStates};
 use crate::metrics::{descheduled, ideal, oversubscription, transfer};
 
@@ -178,7 +181,7 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
         || {
             (
                 wait_states::summarize(trace, waits, descheduled, opts),
-                requests::summarize(trace, &requests, model, collective_model, opts),
+                summarize(trace, &requests, model, collective_model, opts),
             )
         },
         || {
@@ -273,14 +276,14 @@ fn early(trace: &Trace) -> Early {
 /// and the self check need.
 struct Models {
     transfers: transfer::TransferModel,
-    collectives: transfer::CollectiveModel,
+    collectives: CollectiveModel,
 }
 
 impl Models {
     fn fit(trace: &Trace) -> Models {
         Models {
             transfers: transfer::TransferModel::fit(trace),
-            collectives: transfer::CollectiveModel::fit(trace),
+            collectives: CollectiveModel::fit(trace),
         }
     }
 

@@ -18,7 +18,7 @@
 use overlap_format::schema::{CollectivePattern, Nanos, Op, RequestKind};
 
 use super::blocks;
-use super::wait_states::{Candidate, WaitKind};
+use super::wait_kind::{Candidate, WaitKind};
 use crate::model::{EventRef, Trace};
 
 /// One member of a collective instance.

@@ -41,8 +41,8 @@ use serde::Serialize;
 
 use super::false_overlap_limit::{compute_ref, stops, Guarded, Placed, Stop, Unit, Walk};
 pub use super::false_overlap_limit::{ComputeRef, FirstUse, Limit};
-use super::requests::RequestRow;
-use super::wait_states::WaitKind;
+use super::request_row::RequestRow;
+use super::wait_kind::WaitKind;
 use super::{blocks, CallRef, Options};
 use crate::dependence::{Effect, Guard};
 use crate::model::{Timeline, Trace, What};

@@ -25,13 +25,16 @@ pub mod options;
 pub mod oversubscription;
 pub mod pop;
 pub mod progress;
+pub mod request_metrics;
 pub mod request_parts;
 pub mod request_row;
 pub mod request_summary;
 pub mod requests;
 pub mod split;
 pub mod transfer;
+pub mod wait_kind;
 pub mod wait_states;
+pub mod worst;
 
 use overlap_format::schema::{Op, OpClass};
 
@@ -41,8 +44,12 @@ pub use false_overlap::Finding;
 pub use false_overlap_summary::FalseOverlap;
 pub use options::Options;
 pub use pop::Pop;
-pub use requests::{RequestMetrics, RequestRow, RequestSummary, TransferModel};
-pub use wait_states::{WaitInstance, WaitKind, WaitStates};
+pub use request_metrics::RequestMetrics;
+pub use request_row::RequestRow;
+pub use request_summary::RequestSummary;
+pub use transfer::TransferModel;
+pub use wait_kind::WaitKind;
+pub use wait_states::{WaitInstance, WaitStates};
 
 /// True for calls that block until something happens elsewhere (wait states are
 /// charged to them): blocking point-to-point, the waiting completion calls, and the

@@ -31,7 +31,7 @@ use crate::fxhash::FxHashMap;
 use overlap_format::schema::{Nanos, Op, OpClass};
 
 use super::blocks;
-use super::wait_states::{Candidate, WaitKind};
+use super::wait_kind::{Candidate, WaitKind};
 use crate::model::{EventRef, Trace};
 
 /// An access epoch of an origin.

@@ -34,7 +34,8 @@
 use overlap_format::schema::Nanos;
 use serde::Serialize;
 
-use super::requests::{RequestMetrics, RequestRow};
+use super::request_metrics::RequestMetrics;
+use super::request_row::RequestRow;
 use super::Options;
 use crate::model::Trace;
 
@@ -153,7 +154,7 @@ impl Verdicts {
         );
         // Those kept so far come before the new ones, as they did among the requests.
         let candidates = self.worst.iter().chain(hits());
-        let worst = super::requests::smallest(candidates, opts.worst, |a, b| key(a).cmp(&key(b)));
+        let worst = super::worst::smallest(candidates, opts.worst, |a, b| key(a).cmp(&key(b)));
         self.worst = worst.into_iter().cloned().collect();
     }
 

@@ -9,9 +9,12 @@
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::collective_model::CollectiveModel;
 use super::progress::{self, Verdicts};
-use super::requests::TransferModel;
-use super::requests::{smallest, CollectiveModel, RequestClass, RequestMetrics, RequestRow};
+use super::request_metrics::{RequestClass, RequestMetrics};
+use super::request_row::RequestRow;
+use super::transfer::TransferModel;
+use super::worst::smallest;
 use super::Options;
 use crate::model::Trace;
 
@@ -271,7 +274,7 @@ fn worst_first(a: &RequestRow, b: &RequestRow) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::requests::RequestIdentity;
+    use crate::metrics::request_row::RequestIdentity;
 
     /// A completed request: rank, request id, kind, completing call, exposed wait,
     /// overlap (none: no `t_pure`), progress verdict.

@@ -15,8 +15,9 @@ use overlap_format::schema::Op;
 use rayon::prelude::*;
 
 use crate::fxhash::FxHashMap;
+use crate::metrics::collective_model::CollectiveModel;
 use crate::metrics::collectives;
-use crate::metrics::transfer::{class_of, CollectiveModel};
+use crate::metrics::transfer::class_of;
 use crate::model::compact::{index_u32, some_index};
 use crate::model::{Message, RequestLife, Timeline, Trace};
 

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use overlap_format::schema::{Op, OpClass};
 
-use crate::metrics::wait_states::{self, WaitInstance, WaitKind};
+use crate::metrics::wait_kind::WaitKind;
+use crate::metrics::wait_states::{self, WaitInstance};
 use crate::model::{Trace, What};
 use crate::sites::SiteTable;
 
