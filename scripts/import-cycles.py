@@ -89,7 +89,7 @@ def strip_comments(text):
 
 def expand_use(tree):
     """`a::{b, c::{d, e}}` -> ['a::b', 'a::c::d', 'a::c::e'] (aliases and globs kept)."""
-    tree = re.sub(r"\s+", "", tree)
+    tree = re.sub(r"\s*(::|[{},])\s*", r"\1", re.sub(r"\s+", " ", tree)).strip()
 
     def split_top(s):
         parts, depth, cur = [], 0, ""
@@ -163,19 +163,23 @@ def paths_of(text):
         covered.append((m.start(), m.end()))
         public = m.group(1) is not None
         for p in expand_use(m.group(2)):
-            alias = re.split(r"\bas\b", p)
+            if p.endswith("*"):
+                if p.startswith(("crate::", "super::", "self::")):
+                    found.append((ln, p, nesting_at[ln], None))
+                continue
+            alias = p.split(" as ")
             p = alias[0]
             name = alias[1] if len(alias) > 1 else p.split("::")[-1]
             if p.endswith("::self"):
                 p = p[: -len("::self")]
                 name = alias[1] if len(alias) > 1 else p.split("::")[-1]
-            exported = name if public else None
+            binding = (name, public)
             if p.startswith(("crate::", "super::", "self::")):
-                found.append((ln, p, nesting_at[ln], exported))
+                found.append((ln, p, nesting_at[ln], binding))
             elif "::" in p and not p.startswith("::"):
-                # `use child::Name`: relative when `child` is a module of this file
-                # (resolve() drops it otherwise).
-                found.append((ln, "self::" + p, nesting_at[ln] + ("?",), exported))
+                # `use child::Name`: relative when `child` is a module of this file,
+                # else a name of another crate (absolute() tells them apart).
+                found.append((ln, "self::" + p, nesting_at[ln] + ("?",), binding))
     for m in PATH.finditer(text):
         if any(a <= m.start() < b for a, b in covered):
             continue
@@ -203,7 +207,7 @@ def absolute(path, here, nesting, modules):
     return list(absolute) + [p for p in parts if p != "*"]
 
 
-def resolve(parts, modules, reexports, depth=0):
+def resolve(parts, modules, bindings, depth=0):
     """The file that defines what an absolute path names: the longest known module
     prefix, followed through that module's `pub use` of the next name (a re-export is
     no import of its own: whoever names it depends on the file that defines it)."""
@@ -211,9 +215,12 @@ def resolve(parts, modules, reexports, depth=0):
         module = tuple(parts[:k])
         if module in modules:
             rest = parts[k:]
-            target = reexports.get(module, {}).get(rest[0]) if rest else None
-            if target is not None and depth < 16:
-                return resolve(target + rest[1:], modules, reexports, depth + 1)
+            names = bindings.get(module, {})
+            if rest and rest[0] in names and depth < 16:
+                target = names[rest[0]]
+                if target is None:
+                    return None
+                return resolve(target + rest[1:], modules, bindings, depth + 1)
             return module
     return ()
 
@@ -281,22 +288,26 @@ def main():
                 path = os.path.join(dirpath, name)
                 files[module_of(src, path)] = path
     modules = set(files)
-    found, reexports = {}, {}
+    found, bindings = {}, {}
     for module, path in files.items():
         with open(path, encoding="utf-8") as f:
             found[module] = paths_of(strip_comments(f.read()))
-        for _, p, nesting, exported in found[module]:
+        for _, p, nesting, binding in found[module]:
             parts = absolute(p, module, nesting, modules)
-            if exported and parts is not None:
-                reexports.setdefault(module + tuple(n for n in nesting if n != "?"), {})[exported] = parts
+            if binding:
+                # Every `use` binds a name others may reach through this module
+                # (`crate::fxhash` of lib.rs's `use overlap_format::fxhash`): None for
+                # another crate's.
+                scope = module + tuple(n for n in nesting if n != "?")
+                bindings.setdefault(scope, {})[binding[0]] = parts
     edges, why = {}, {}
     for module in files:
-        for line, p, nesting, exported in found[module]:
+        for line, p, nesting, binding in found[module]:
             parts = absolute(p, module, nesting, modules)
-            if exported or parts is None:
+            if (binding and binding[1]) or parts is None:
                 continue
-            target = resolve(parts, modules, reexports)
-            if target == module:
+            target = resolve(parts, modules, bindings)
+            if target is None or target == module:
                 continue
             edges.setdefault(module, set()).add(target)
             why.setdefault((module, target), (line + 1, p))

@@ -2,7 +2,7 @@
 //!
 //! - [`import`]: the only reader of trace files (per-rank and merged), tolerant of files
 //!   cut short, with errors that name the file, the event and the reason.
-//! - [`model`]: the typed traces the importer produces; [`compute`]: the compute
+//! - [`model`]: the typed traces the importer produces; [`model::compute`]: the compute
 //!   intervals every figure uses (recorded spans, or the gaps between MPI calls).
 //! - [`merge`]: per-rank files onto one timeline (clock alignment, message matching) and
 //!   the merged Perfetto trace.
@@ -31,7 +31,6 @@
 
 pub mod analysis;
 pub mod check;
-pub mod compute;
 pub mod dag;
 pub mod dependence;
 mod fastparse;

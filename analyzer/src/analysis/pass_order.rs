@@ -51,7 +51,8 @@ use crate::metrics::request_row::RequestRow;
 use crate::metrics::request_summary::summarize;
 use crate::metrics::request_summary::{self, RequestSummary};
 use crate::metrics::requests;
-use crate::metrics::wait_states::{self, WaitInstance, WaitStates};
+use crate::metrics::wait_kind::WaitInstance;
+use crate::metrics::wait_states::{self, WaitStates};
 use crate::metrics::{descheduled, ideal, oversubscription, transfer};
 
 /// The figures [`super::analyze`] computes from the trace itself, apart from the

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use overlap_format::schema::{ImplausibleClock, IncompleteRank, ParamValue, PeersOutOfRange};
 use serde::Serialize;
 
-use crate::compute::ComputeSource;
 use crate::metrics::budget::{RankBudget, RunBudget};
 use crate::metrics::false_overlap::Finding;
 use crate::metrics::false_overlap_summary::FalseOverlap;
@@ -16,7 +15,9 @@ use crate::metrics::oversubscription;
 use crate::metrics::pop::Pop;
 use crate::metrics::request_row::RequestRow;
 use crate::metrics::request_summary::RequestSummary;
-use crate::metrics::wait_states::{WaitInstance, WaitStates};
+use crate::metrics::wait_kind::WaitInstance;
+use crate::metrics::wait_states::WaitStates;
+use crate::model::compute::ComputeSource;
 use crate::sites::{BySite, SiteTable};
 
 /// Version of the report's JSON layout; bumped when a key changes meaning or goes away.
@@ -92,7 +93,7 @@ pub struct RunInfo {
     /// Receives without a send.
     pub unmatched_receives: u64,
     /// Where the compute every figure uses comes from: `spans` (recorded), `gaps`
-    /// (inferred from the time between MPI calls) or `both` ([`crate::compute`]).
+    /// (inferred from the time between MPI calls) or `both` ([`crate::model::compute`]).
     pub compute_source: ComputeSource,
     /// A GPU runtime a rank loaded though no GPU work was recorded (a program traced
     /// through the preload, which records MPI only): the GPU verdicts are unknown, not

@@ -181,7 +181,7 @@ pub fn serialized_staging(r: &RankData<'_>) -> Option<GpuFinding> {
 /// Host blocking time (blocking MPI calls and host waits) and device busy time of `t`.
 fn host_blocked(t: &Timeline) -> Intervals {
     let calls = t.spans.iter().filter_map(|s| match s.what {
-        What::Call(op, _) if crate::metrics::blocks(op) => Some((s.start.0, s.end.0)),
+        What::Call(op, _) if op.blocks() => Some((s.start.0, s.end.0)),
         _ => None,
     });
     let waits = t

@@ -38,10 +38,10 @@ use super::{
     file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, Output,
     RankEvents, Unreadable,
 };
-use crate::compute::RankCompute;
 use crate::hang::{latest_stopped, stopped_in};
 use crate::import::{rank_files, read_rank_file_into, EventSink};
 use crate::metrics::budget::{rank_budget, run_budget, RankBudget};
+use crate::model::compute::RankCompute;
 use crate::model::{RankTrace, RequestLife, Timeline};
 use crate::summary::RunSummary;
 use crate::{Error, Result};

@@ -36,8 +36,6 @@ pub mod wait_kind;
 pub mod wait_states;
 pub mod worst;
 
-use overlap_format::schema::{Op, OpClass};
-
 pub use budget::{RankBudget, RunBudget};
 pub use call_ref::CallRef;
 pub use false_overlap::Finding;
@@ -48,19 +46,6 @@ pub use request_metrics::RequestMetrics;
 pub use request_row::RequestRow;
 pub use request_summary::RequestSummary;
 pub use transfer::TransferModel;
+pub use wait_kind::WaitInstance;
 pub use wait_kind::WaitKind;
-pub use wait_states::{WaitInstance, WaitStates};
-
-/// True for calls that block until something happens elsewhere (wait states are
-/// charged to them): blocking point-to-point, the waiting completion calls, and the
-/// one-sided synchronisation calls that may wait for other ranks or for pending
-/// operations (Win_start, Win_complete, Win_wait, locks, unlocks, flushes). A Test, a
-/// Win_test, a Win_post and a Win_sync never block.
-pub fn blocks(op: Op) -> bool {
-    match op.class() {
-        OpClass::BlockingPointToPoint => true,
-        OpClass::Completion => !op.is_test(),
-        OpClass::OneSidedSync => !matches!(op, Op::WinTest | Op::WinPost | Op::WinSync),
-        _ => false,
-    }
-}
+pub use wait_states::WaitStates;

@@ -2,7 +2,7 @@
 //! formula applied to one request of a trace:
 //!
 //! - window `[X(post), E(wait)]`: where the program could compute while the transfer
-//!   runs; `t_cpu` is the compute inside it ([`crate::compute`]: recorded spans, or the
+//!   runs; `t_cpu` is the compute inside it ([`crate::model::compute`]: recorded spans, or the
 //!   gaps between MPI calls);
 //! - exposed wait: the duration of the call that completed the request;
 //! - `t_ovrl = X(wait) - E(post)`;
@@ -28,7 +28,7 @@ use super::progress::Progress;
 use super::request_metrics::RequestClass;
 use super::request_row::{RequestIdentity, RequestRow};
 use super::transfer::TransferModel;
-use super::{blocks, Options};
+use super::Options;
 use crate::fxhash::FxHashMap;
 use crate::model::compact::index_u32;
 use crate::model::{EventRef, RequestsByPost, Trace};
@@ -256,7 +256,7 @@ impl<'a> RequestPass<'a> {
                 t_pure.and_then(|p| osu_overlap(p, m.cpu_ns, m.t_ovrl_ns)),
             );
             let p = Progress {
-                blocking: span.op().is_some_and(blocks),
+                blocking: span.op().is_some_and(|op| op.blocks()),
                 wait_start: span.start,
                 wait_end: span.end,
                 partner: (self.call_partner[ri] != NO_TIME).then_some(Nanos(self.call_partner[ri])),

@@ -1,7 +1,8 @@
-//! The kinds of wait state (Scalasca's catalogue, [`WaitKind`]) and what one pattern
-//! finds of them ([`Candidate`]): the leaf that the patterns (point-to-point in
-//! [`super::wait_states`], [`super::collective_waits`], [`super::one_sided`]) share
-//! with the pass that keeps the longest wait per call.
+//! The kinds of wait state (Scalasca's catalogue, [`WaitKind`]), what one pattern finds
+//! of them ([`Candidate`]) and the instances kept ([`WaitInstance`]): the leaf that the
+//! patterns (point-to-point in [`super::wait_states`], [`super::collective_waits`],
+//! [`super::one_sided`]), the pass that keeps the longest wait per call and the readers
+//! of its instances ([`super::descheduled`], the profile, the report) share.
 
 use overlap_format::schema::Nanos;
 use serde::Serialize;
@@ -141,4 +142,41 @@ impl Candidate {
     pub(super) fn amount(&self) -> Nanos {
         self.to - self.from
     }
+}
+
+/// One wait.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WaitInstance {
+    /// Kind.
+    pub kind: WaitKind,
+    /// The rank that waited.
+    pub rank: u32,
+    /// The call it waited in: index among the rank's events.
+    pub index: usize,
+    /// That call's MPI function.
+    pub call: &'static str,
+    /// When it entered the call, ns since the run's start.
+    pub start_ns: u64,
+    /// The rank it waited for (the sender, the receiver, or the last to arrive).
+    pub peer: Option<u32>,
+    /// The call of `peer` it waited for, as an index among that rank's events: the late
+    /// send, the late receive's post, the last member's call of the collective (its
+    /// post, for a non-blocking one), the target's Win_post, the origin's last
+    /// operation or its Win_complete.
+    pub peer_index: Option<usize>,
+    /// How long it waited, ns.
+    pub amount_ns: u64,
+    /// The clock error bound of the ranks involved, ns.
+    pub error_bound_ns: u64,
+    /// True when `amount_ns` is within the error bound: counted apart.
+    pub indeterminate: bool,
+    /// True when the peer spent most of it in descheduled time, on a host with more
+    /// ranks than CPUs ([`super::descheduled`]): the scheduler's wait, counted apart.
+    pub descheduled: bool,
+    /// True when the remote time fell after the local exit and was clipped.
+    pub clock_suspect: bool,
+    /// When another wait of the rank covered some of the same time (a wait of another
+    /// kind on the same call, or another thread's wait): this instance's amount before
+    /// the split (section 3.4 of docs/metrics.md).
+    pub split_from_ns: Option<u64>,
 }

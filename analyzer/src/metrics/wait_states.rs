@@ -43,48 +43,11 @@ use serde::Serialize;
 use super::budget::share_of;
 use super::descheduled::Descheduled;
 use super::message_ends::send_completion;
-use super::wait_kind::Candidate;
 use super::wait_kind::WaitKind;
-use super::{blocks, CallRef, Options};
+use super::wait_kind::{Candidate, WaitInstance};
+use super::{CallRef, Options};
 use crate::model::{EventRef, Message, RequestsByPost, Trace};
 use rayon::prelude::*;
-
-/// One wait.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct WaitInstance {
-    /// Kind.
-    pub kind: WaitKind,
-    /// The rank that waited.
-    pub rank: u32,
-    /// The call it waited in: index among the rank's events.
-    pub index: usize,
-    /// That call's MPI function.
-    pub call: &'static str,
-    /// When it entered the call, ns since the run's start.
-    pub start_ns: u64,
-    /// The rank it waited for (the sender, the receiver, or the last to arrive).
-    pub peer: Option<u32>,
-    /// The call of `peer` it waited for, as an index among that rank's events: the late
-    /// send, the late receive's post, the last member's call of the collective (its
-    /// post, for a non-blocking one), the target's Win_post, the origin's last
-    /// operation or its Win_complete.
-    pub peer_index: Option<usize>,
-    /// How long it waited, ns.
-    pub amount_ns: u64,
-    /// The clock error bound of the ranks involved, ns.
-    pub error_bound_ns: u64,
-    /// True when `amount_ns` is within the error bound: counted apart.
-    pub indeterminate: bool,
-    /// True when the peer spent most of it in descheduled time, on a host with more
-    /// ranks than CPUs ([`super::descheduled`]): the scheduler's wait, counted apart.
-    pub descheduled: bool,
-    /// True when the remote time fell after the local exit and was clipped.
-    pub clock_suspect: bool,
-    /// When another wait of the rank covered some of the same time (a wait of another
-    /// kind on the same call, or another thread's wait): this instance's amount before
-    /// the split (section 3.4 of docs/metrics.md).
-    pub split_from_ns: Option<u64>,
-}
 
 /// One kind's totals.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -223,7 +186,10 @@ fn point_to_point(
     };
     // Late Sender.
     if let Some(c) = m.completion() {
-        if let Some(recv) = trace.span(c).filter(|s| s.op().is_some_and(blocks)) {
+        if let Some(recv) = trace
+            .span(c)
+            .filter(|s| s.op().is_some_and(|op| op.blocks()))
+        {
             let remote = send.start;
             let to = remote.min(recv.end);
             if to > recv.start {
@@ -252,7 +218,10 @@ fn point_to_point(
     let (Some(done_ref), Some(post)) = (send_done, trace.span(m.recv_post())) else {
         return;
     };
-    let Some(done) = trace.span(done_ref).filter(|s| s.op().is_some_and(blocks)) else {
+    let Some(done) = trace
+        .span(done_ref)
+        .filter(|s| s.op().is_some_and(|op| op.blocks()))
+    else {
         return;
     };
     if done.start < post.start && done.end >= post.start {

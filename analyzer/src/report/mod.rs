@@ -24,9 +24,9 @@ pub use units::{duration, share};
 use overlap_format::schema::{ParamValue, PROVENANCE_PARAMS};
 
 use crate::analysis::Report;
-use crate::compute::ComputeSource;
 use crate::metrics::pop::TIdealMethod;
 use crate::metrics::{CallRef, WaitKind};
+use crate::model::compute::ComputeSource;
 
 /// How to render.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
