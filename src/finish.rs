@@ -276,7 +276,7 @@ impl RunEnd<'_> {
         }
         if w.info.ranks.iter().any(|r| r.in_flight.is_some()) {
             let trace = load_run(self.ranks_dir, self.out)?;
-            if let Some(hang) = overlap_analyzer::hang::section_of(&trace) {
+            if let Some(hang) = overlap_analyzer::report::hang::section_of(&trace) {
                 (self.print)(format_args!("{hang}"));
             }
         }

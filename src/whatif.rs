@@ -14,8 +14,9 @@ use overlap_analyzer::replay::{
     measured_orders, replay, retimed, EagerSource, Network, NetworkFit, NetworkSource, Progress,
     ReplayConfig,
 };
-use overlap_analyzer::report::{duration, network_line, render};
+use overlap_analyzer::report::{network_line, render};
 use overlap_analyzer::suggest::{program_of, suggest, Options as SuggestOptions};
+use overlap_analyzer::units::duration;
 use serde_json::json;
 
 use crate::cli::{load_trace, style, AnalysisArgs};

@@ -52,6 +52,7 @@ pub mod sites;
 pub mod suggest;
 pub mod summary;
 pub mod tables;
+pub mod units;
 pub mod unrecorded;
 
 use std::path::PathBuf;

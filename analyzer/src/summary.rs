@@ -6,7 +6,7 @@ use overlap_format::schema::{MergedInfo, Nanos};
 
 use crate::metrics::budget::{budgets, RankBudget, RunBudget};
 use crate::model::Trace;
-use crate::report::{duration, share};
+use crate::units::{duration, share};
 
 /// The run's time budget.
 #[derive(Clone, Debug, PartialEq)]

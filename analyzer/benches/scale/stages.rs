@@ -57,7 +57,8 @@ static ALLOCATOR: Counting = Counting;
 /// it) and the heap's peak while it ran, both counted by the allocator.
 pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     use overlap_analyzer::metrics::wait_states;
-    use overlap_analyzer::metrics::{budget, false_overlap, ideal, requests, transfer};
+    use overlap_analyzer::metrics::{budget, false_overlap, requests, transfer};
+    use overlap_analyzer::replay::ideal;
     COUNTING.store(true, Ordering::Relaxed);
     let e = events as f64;
     let mut before = 0usize;

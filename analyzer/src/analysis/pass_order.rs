@@ -34,11 +34,12 @@
 //! 1.1× to 1.2× faster on two threads in alternating runs and peaked 15 % higher
 //! (docs/scale.md §0).
 
+use crate::metrics::by_site::BySite;
+use crate::metrics::by_site::SiteGroup;
 use crate::model::Trace;
 use crate::ops::{ExtractError, Program};
 use crate::replay::{NoSelfCheck, SelfCheck};
-use crate::sites::group::SiteGroup;
-use crate::sites::{BySite, SiteTable};
+use crate::sites::SiteTable;
 
 use crate::metrics::budget::{self, RankBudget, RunBudget};
 use crate::metrics::collective_model::CollectiveModel;
@@ -53,7 +54,8 @@ use crate::metrics::request_summary::{self, RequestSummary};
 use crate::metrics::requests;
 use crate::metrics::wait_kind::WaitInstance;
 use crate::metrics::wait_states::{self, WaitStates};
-use crate::metrics::{descheduled, ideal, oversubscription, transfer};
+use crate::metrics::{descheduled, oversubscription, transfer};
+use crate::replay::ideal;
 
 /// The figures [`super::analyze`] computes from the trace itself, apart from the
 /// replays.
@@ -224,8 +226,8 @@ fn named(
         waits,
         sites,
     } = early;
-    crate::sites::group::name_sites(trace, &sites, &mut false_overlap.worst, worst);
-    let by_site = crate::sites::group::by_site(trace, &sites, by_site, &waits);
+    crate::metrics::by_site::name_sites(trace, &sites, &mut false_overlap.worst, worst);
+    let by_site = crate::metrics::by_site::by_site(trace, &sites, by_site, &waits);
     Measured {
         ranks,
         totals,

@@ -9,6 +9,7 @@ use overlap_format::schema::{ImplausibleClock, IncompleteRank, ParamValue, Peers
 use serde::Serialize;
 
 use crate::metrics::budget::{RankBudget, RunBudget};
+use crate::metrics::by_site::BySite;
 use crate::metrics::false_overlap::Finding;
 use crate::metrics::false_overlap_summary::FalseOverlap;
 use crate::metrics::oversubscription;
@@ -18,7 +19,7 @@ use crate::metrics::request_summary::RequestSummary;
 use crate::metrics::wait_kind::WaitInstance;
 use crate::metrics::wait_states::WaitStates;
 use crate::model::compute::ComputeSource;
-use crate::sites::{BySite, SiteTable};
+use crate::sites::SiteTable;
 
 /// Version of the report's JSON layout; bumped when a key changes meaning or goes away.
 pub const REPORT_VERSION: u32 = 4;

@@ -9,7 +9,7 @@ use super::metrics::Unit;
 use crate::analysis::Report;
 use crate::gpu::GpuFindingKind;
 use crate::metrics::WaitKind;
-use crate::report::duration;
+use crate::units::duration;
 
 /// One row of a diff.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -19,7 +19,7 @@ use super::coverage::CopyCoverage;
 use super::intervals::Intervals;
 use super::{GpuFinding, GpuFindingKind};
 use crate::model::{EventRef, Timeline, Trace, What};
-use crate::report::duration;
+use crate::units::duration;
 
 /// Below this share of the rank's run, idle GPU time during host waits is not a finding.
 pub const IDLE_SHARE_FLAGGED: f64 = 0.05;
@@ -230,7 +230,7 @@ pub fn idle_while_waiting(t: &Timeline) -> ((u64, u64), Option<GpuFinding>) {
              operation ran for {} of it, {} of the rank's {}",
             duration(blocked_ns),
             duration(idle),
-            crate::report::share(idle, run).trim(),
+            crate::units::share(idle, run).trim(),
             duration(run)
         )],
         suggestion: "launch independent device work (the interior compute) before blocking, \
@@ -311,7 +311,7 @@ pub fn copies_vs_messages(r: &RankData<'_>) -> ((u64, u64), Option<GpuFinding>) 
              of it ({})",
             duration(copy_ns),
             duration(serial),
-            crate::report::share(serial, copy_ns).trim()
+            crate::units::share(serial, copy_ns).trim()
         )],
         suggestion: "split the halo into packets and pipeline them: copy packet i+1 while \
                      packet i is on the wire, and copy each received packet while the others \

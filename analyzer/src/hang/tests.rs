@@ -139,7 +139,7 @@ fn two_ranks_receiving_from_each_other_are_a_cycle() {
     assert_eq!(h.cycle, Some(vec![0, 1, 0]));
     assert!(h.waited_not_blocked.is_empty());
     let mut text = String::new();
-    text::render(&mut text, &h);
+    crate::report::hang::render(&mut text, &h);
     assert!(
         text.contains(
             "rank 0 blocked in MPI_Recv from rank 1 tag 7 since 0.000 s, 2.0 us before the dump"
@@ -220,7 +220,7 @@ fn waits_name_their_pending_requests_and_collectives_name_the_missing_ranks() {
     assert_eq!(h.waited_not_blocked[0].rank, 2);
     assert_eq!(h.waited_not_blocked[0].waited_by, [0, 1]);
     let mut text = String::new();
-    text::render(&mut text, &h);
+    crate::report::hang::render(&mut text, &h);
     assert!(
         text.contains("MPI_Waitall (2 requests: receive from rank 1 tag 3 (request 1), send to rank 2 tag 4 (request 2))"),
         "{text}"
@@ -273,7 +273,7 @@ fn a_dump_of_a_run_that_went_on_blocks_nobody() {
     assert_eq!(h.ranks[1].state, RankState::Finalized);
     assert!(h.wait_for.is_empty() && h.cycle.is_none());
     let mut text = String::new();
-    super::text::render(&mut text, &h);
+    crate::report::hang::render(&mut text, &h);
     assert!(
         text.contains("every call in flight at the dump completed afterwards"),
         "{text}"
@@ -302,7 +302,7 @@ fn a_dump_of_ranks_outside_mpi_says_none_was_inside() {
     assert_eq!(h.verdict, Verdict::WentOn);
     assert!(h.ranks.iter().all(|r| r.state == RankState::NotInMpi));
     let mut text = String::new();
-    super::text::render(&mut text, &h);
+    crate::report::hang::render(&mut text, &h);
     assert!(
         text.contains("In-flight dump: no rank was inside an MPI call when it dumped"),
         "{text}"
@@ -353,7 +353,7 @@ fn a_rank_waited_for_that_finished_or_left_no_trace_is_named() {
         .collect();
     assert_eq!(states, [(1, RankState::Finalized), (2, RankState::NoTrace)]);
     let mut text = String::new();
-    text::render(&mut text, &h);
+    crate::report::hang::render(&mut text, &h);
     assert!(
         text.contains("rank 0 thread 1 blocked in MPI_Recv from rank 2 tag 6"),
         "{text}"

@@ -400,7 +400,7 @@ pub fn warnings(info: &MergedInfo) -> Vec<String> {
             p.file,
             info.world_size,
             p.first_call,
-            crate::report::duration(p.first_ns),
+            crate::units::duration(p.first_ns),
             p.first_peer
         )
     });

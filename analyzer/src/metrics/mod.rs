@@ -8,6 +8,7 @@
 //! imports it. [`crate::analysis`] runs them all and assembles the report.
 
 pub mod budget;
+pub mod by_site;
 pub mod call_ref;
 pub mod clean;
 pub mod collective_model;
@@ -18,7 +19,6 @@ pub mod eager;
 pub mod false_overlap;
 mod false_overlap_limit;
 pub mod false_overlap_summary;
-pub mod ideal;
 mod message_ends;
 pub mod one_sided;
 pub mod options;

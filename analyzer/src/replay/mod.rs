@@ -2,7 +2,7 @@
 //! operations on a modelled network, and the replay says when each operation would have
 //! started and ended. Reordering ([`crate::dag`]) predicts its gain with it, `overlap
 //! whatif` runs the measured order on another network, and POP's `T_ideal`
-//! ([`crate::metrics::ideal`]) is its [`ReplayConfig::ideal`] configuration: one engine,
+//! ([`ideal`]) is its [`ReplayConfig::ideal`] configuration: one engine,
 //! so that every prediction the tool makes rests on the same rules.
 //!
 //! Rules (a discrete-event simulation in global time order, [`engine`]):
@@ -35,6 +35,7 @@
 //! ```
 
 mod engine;
+pub mod ideal;
 mod network;
 mod retime;
 #[cfg(test)]

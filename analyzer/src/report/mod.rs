@@ -6,20 +6,18 @@ use std::fmt::Write as _;
 
 mod finding;
 mod gpu;
+pub mod hang;
 mod network;
 mod profile;
 mod requests;
 mod sites;
 mod summary;
-pub mod units;
 
 use finding::finding;
 pub use network::{hockney, network_line};
 pub use profile::render_profile;
 use sites::by_site;
 pub use summary::render_summary;
-use units::{at, pct};
-pub use units::{duration, share};
 
 use overlap_format::schema::{ParamValue, PROVENANCE_PARAMS};
 
@@ -27,6 +25,7 @@ use crate::analysis::Report;
 use crate::metrics::pop::TIdealMethod;
 use crate::metrics::{CallRef, WaitKind};
 use crate::model::compute::ComputeSource;
+use crate::units::{at, duration, pct, share};
 
 /// How to render.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,7 +116,7 @@ pub(super) fn head(o: &mut String, r: &Report, style: Style) {
     if let Some(line) = run.oversubscription.warning() {
         let _ = writeln!(o, "  {line}");
     }
-    crate::hang::text::section(o, r.hang.as_ref());
+    hang::section(o, r.hang.as_ref());
     if !run.missing_ranks.is_empty() {
         let _ = writeln!(
             o,

@@ -6,10 +6,10 @@
 
 use std::fmt::Write as _;
 
-use super::units::{count, duration, pct};
 use super::{finding, head, ranks_table, Style};
 use crate::analysis::Report;
-use crate::sites::SiteGroup;
+use crate::metrics::by_site::SiteGroup;
+use crate::units::{count, duration, pct};
 
 /// Ranks listed in the summary's table.
 const RANKS: usize = 4;

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::report::units::duration;
+use crate::units::duration;
 
 use super::{gains_unknown, Group, SuggestNetwork, Suggestion, Verdict};
 

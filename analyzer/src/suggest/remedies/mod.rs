@@ -32,7 +32,7 @@ mod waits;
 pub use progress::progress;
 pub use waits::waits;
 
-use crate::report::units::duration;
+use crate::units::duration;
 
 use super::Predicted;
 
