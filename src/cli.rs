@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use overlap_analyzer::analysis::{analyze as analyze_trace, analyze_owned};
-use overlap_analyzer::import::Loaded;
+use overlap_analyzer::load::Loaded;
 use overlap_analyzer::merge::{Output, Window};
 use overlap_analyzer::metrics::Options;
 use overlap_analyzer::model::Trace;
@@ -429,7 +429,7 @@ fn merge(a: MergeArgs) -> Result<ExitCode> {
 pub(crate) fn load(path: &Path) -> Result<Loaded> {
     overlap_analyzer::heap::set_thresholds();
     let mut bar = crate::progress::Bar::new(&format!("reading {}", path.display()));
-    let loaded = overlap_analyzer::import::load(path, &mut |done, total| bar.update(done, total));
+    let loaded = overlap_analyzer::load::load(path, &mut |done, total| bar.update(done, total));
     bar.finish();
     Ok(loaded?)
 }

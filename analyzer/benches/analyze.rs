@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use overlap_analyzer::analysis::analyze;
-use overlap_analyzer::import::{load_dir, load_merged};
+use overlap_analyzer::load::{load_dir, load_merged};
 use overlap_analyzer::metrics::Options;
 use overlap_format::call_data::{CallData, Collective, Transfer};
 use overlap_format::schema::wire::{event_to_wire, ArrayWriter, MetaName, ObjectWriter, WireEvent};

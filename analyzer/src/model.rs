@@ -319,7 +319,7 @@ impl Message {
 }
 
 /// A whole run ready for analysis: every rank on one timeline, messages matched,
-/// request lifetimes resolved. Built by [`crate::import::load`] from a merged trace or a
+/// request lifetimes resolved. Built by [`crate::load::load`] from a merged trace or a
 /// directory of per-rank files, or from a [`crate::merge::Merged`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trace {

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 
 use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::check::{self, Baseline, CheckOptions, Exit};
-use overlap_analyzer::import::load;
+use overlap_analyzer::load::load;
 use overlap_analyzer::merge::{merge_dir, write_merged};
 use overlap_analyzer::metrics::Options;
 use overlap_format::stream::{FILE_HEADER_LEN, FRAME_HEADER_LEN};

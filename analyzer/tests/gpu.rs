@@ -310,7 +310,7 @@ fn merged_trace_has_stream_tracks_and_chain_flows() {
     assert_eq!(flows, 2 * 4, "two chains, each D2H→send and completion→H2D");
 
     // Read back: the same GPU work on the same ranks.
-    let loaded = overlap_analyzer::import::load(&path, &mut |_, _| {}).expect("loads");
+    let loaded = overlap_analyzer::load::load(&path, &mut |_, _| {}).expect("loads");
     let gpu_of = |r: u32| loaded.trace.rank(r).map(|t| t.gpu.len());
     assert_eq!((gpu_of(0), gpu_of(1)), (Some(3), Some(4)));
     assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
@@ -424,7 +424,7 @@ fn gpu_work_is_aligned_with_its_rank_on_every_path() {
     for t in [&r0, &r1] {
         write_rank_file(dir.path(), t, true);
     }
-    let loaded = overlap_analyzer::import::load(dir.path(), &mut |_, _| {}).expect("loads");
+    let loaded = overlap_analyzer::load::load(dir.path(), &mut |_, _| {}).expect("loads");
     let merged = overlap_analyzer::merge::merge(vec![r0, r1]).to_trace(dir.path());
     for trace in [&loaded.trace, &merged] {
         let t = trace.rank(1).expect("rank 1");

@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::*;
-use overlap_analyzer::import::{load_dir, read_rank_file};
+use overlap_analyzer::import::read_rank_file;
+use overlap_analyzer::load::load_dir;
 use overlap_analyzer::merge::{merge, merge_dir, warnings};
 use overlap_analyzer::model::RankTrace;
 use overlap_analyzer::Error;

@@ -95,7 +95,7 @@ fn main() {
     let trace = match arg.as_deref().map(str::parse::<u64>) {
         Some(Err(_)) => {
             let path = Path::new(arg.as_deref().unwrap_or_default());
-            overlap_analyzer::import::load(path, &mut |_, _| {})
+            overlap_analyzer::load::load(path, &mut |_, _| {})
                 .expect("the trace reads")
                 .trace
         }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use overlap_analyzer::import::load_dir;
+use overlap_analyzer::load::load_dir;
 use overlap_analyzer::metrics::Options;
 
 use super::{common, Res, MIB};

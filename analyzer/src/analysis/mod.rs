@@ -95,7 +95,7 @@ mod tests {
             .collect();
         dirs.sort();
         assert!(dirs.len() >= 10, "the runs under {}", root.display());
-        let load = |d: &std::path::PathBuf| crate::import::load_dir(d, &mut |_, _| {});
+        let load = |d: &std::path::PathBuf| crate::load::load_dir(d, &mut |_, _| {});
         dirs.iter()
             .map(|d| load(d).expect("a kept run").trace)
             .collect()

@@ -8,7 +8,7 @@ use super::metrics::{gate, gate_metrics, Better, Gate, Unit};
 use super::usable::{completeness, differences, work, Coverage, Problem};
 use super::{coverage_of, Baseline};
 use crate::analysis::Report;
-use crate::import::Loaded;
+use crate::load::Loaded;
 
 /// How one metric compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -31,7 +31,7 @@ pub use unlike::unlike;
 pub use usable::{work, Problem, RankWork};
 
 use crate::analysis::Report;
-use crate::import::Loaded;
+use crate::load::Loaded;
 use crate::{Error, Result};
 
 /// The name every baseline file carries.

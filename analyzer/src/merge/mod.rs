@@ -58,7 +58,7 @@ pub use proto::{Cut, Window};
 pub use size::{SizeEstimate, UI_LIMIT};
 
 pub(crate) use peers::out_of_range;
-pub use stream::{merge_to_file, merge_to_file_if, Written};
+pub use stream::{merge_to_file, merge_to_file_if, RankDigest, Written};
 pub use write::{write_merged, write_merged_as};
 
 pub use crate::model::{EventRef, Message, RequestLife};
