@@ -19,13 +19,14 @@ use compute::{ComputeSource, RankCompute};
 pub use access::{Access, Buffer, NamedBuffer};
 pub use by_post::RequestsByPost;
 pub(crate) use compact::CallExtra;
+pub use compact::MAX_RECORDS;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
 use overlap_format::schema::{
     CallCounts, CallPath, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo,
     Nanos, SourceSite, SyncPhase, Unwatched,
 };
 pub use span::{Span, What};
-pub use timeline::{align_gpu, Timeline, MAX_RECORDS};
+pub use timeline::{align_gpu, Timeline};
 
 /// Why a file's events stop before its end: what was read before still counts.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use overlap_format::schema::{Event, GpuEvent, LearnedUse, Nanos, Op, Started, Unwatched};
 
 use super::access::AccessTable;
-use super::compact::index_u32;
+use super::compact::{index_u32, MAX_RECORDS};
 use super::{Access, Buffer, CallExtra, CallInfo, Done, RecvHalf, Span, What};
 
 /// One rank on the run's timeline, in compact form.
@@ -56,10 +56,6 @@ pub struct Timeline {
     /// [`MAX_RECORDS`] when 0; smaller only in tests.
     limit: usize,
 }
-
-/// The most records of one kind a rank can hold: analysis keeps a rank's indices in 32
-/// bits, with `u32::MAX` meaning none ([`super::compact`]).
-pub const MAX_RECORDS: usize = super::compact::NO_INDEX as usize - 1;
 
 /// Puts GPU work's times (enqueue, start, end) on the run's timeline with `align`.
 pub fn align_gpu(g: &mut GpuEvent, align: impl Fn(Nanos) -> Nanos) {

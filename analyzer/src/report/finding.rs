@@ -14,7 +14,7 @@
 
 use std::fmt::Write as _;
 
-use super::place;
+use super::calls::place;
 use crate::metrics::false_overlap::{ComputeRef, FirstUse, Limit, WaitMove};
 use crate::metrics::{CallRef, Finding};
 use crate::units::{bytes, duration};

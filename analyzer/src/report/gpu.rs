@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::Style;
+use super::style::Style;
 use crate::gpu::{Breakdown, CopyStats, GpuReport};
 use crate::units::{bytes, pct};
 use crate::units::{duration, share};

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::Style;
+use super::style::Style;
 use crate::profile::{CallStats, CommMatrix, Phases, Profile, SizeClasses};
 use crate::units::{bytes, count, duration, fit};
 

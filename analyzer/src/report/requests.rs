@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::{place, Style};
+use super::calls::place;
+use super::style::Style;
 use crate::analysis::Report;
 use crate::metrics::transfer::TransferModel;
 use crate::units::{bytes, duration, pct, rate};

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::Style;
+use super::style::Style;
 use crate::analysis::Report;
 use crate::metrics::by_site::SiteGroup;
 use crate::units::{count, duration, fit};
