@@ -18,7 +18,7 @@ use overlap_analyzer::metrics::false_overlap::{findings, Finding, Limit};
 use overlap_analyzer::metrics::{self, TransferModel};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::{OpKind, Program};
-use overlap_analyzer::replay::{NetworkFit, Progress};
+use overlap_analyzer::replay::{NetworkFit, ProgressMode};
 use overlap_analyzer::suggest::{program_of, render, suggest, Options, Suggestion, Verdict};
 use overlap_instrument::schema::{
     ByteRange, Event, LearnedUse, Nanos, Op, Outcome, Touch, WatchEnd,
@@ -106,7 +106,7 @@ fn run_suggest(trace: &Trace) -> Suggestion {
         .unwrap();
     let options = Options {
         dag: DagOptions::default(),
-        progress: Progress::InMpi,
+        progress: ProgressMode::InMpi,
         conservative: false,
     };
     suggest(trace, &program, fit, &options).unwrap()

@@ -47,7 +47,7 @@ pub const SHARE: f64 = 0.5;
 pub const CEILING: f64 = 4.0;
 
 /// What the verdict needs to know of one completed request.
-pub struct Progress {
+pub struct ProgressEvidence {
     /// The completing call blocks (a Wait, not a Test).
     pub blocking: bool,
     /// `E` and `X` of the completing call.
@@ -64,7 +64,7 @@ pub struct Progress {
     pub crowded: bool,
 }
 
-impl Progress {
+impl ProgressEvidence {
     /// The completing call's wait not explained by a late partner.
     pub fn progress_wait(&self) -> Nanos {
         let whole = self.wait_end.saturating_sub(self.wait_start);

@@ -50,7 +50,7 @@ pub struct RequestRow {
     /// Overlap written but not achieved; none when it cannot be told.
     pub written_not_achieved: Option<bool>,
     /// Its completing call waited past what its transfer explains, on a host with more
-    /// ranks than CPUs: the scheduler's wait ([`super::progress::Progress::descheduled`]).
+    /// ranks than CPUs: the scheduler's wait ([`super::progress::ProgressEvidence::descheduled`]).
     pub descheduled: bool,
 }
 

@@ -24,7 +24,7 @@ use overlap_format::schema::{Nanos, RequestKind};
 use rayon::prelude::*;
 
 use super::collective_model::CollectiveModel;
-use super::progress::Progress;
+use super::progress::ProgressEvidence;
 use super::request_metrics::RequestClass;
 use super::request_row::{RequestIdentity, RequestRow};
 use super::transfer::TransferModel;
@@ -255,7 +255,7 @@ impl<'a> RequestPass<'a> {
                 imb,
                 t_pure.and_then(|p| osu_overlap(p, m.cpu_ns, m.t_ovrl_ns)),
             );
-            let p = Progress {
+            let p = ProgressEvidence {
                 blocking: span.op().is_some_and(|op| op.blocks()),
                 wait_start: span.start,
                 wait_end: span.end,

@@ -44,15 +44,15 @@ pub use moves::{Move, Pattern};
 pub use possible::{PossibleMove, PossibleOrder};
 pub use render::render;
 pub use shape::{
-    gains_unknown, Group, LeftOut, MoveReport, Predicted, SelfCheck, SuggestNetwork, Suggestion,
-    Verdict,
+    gains_unknown, Group, LeftOut, MoveReport, Predicted, SuggestNetwork, SuggestSelfCheck,
+    Suggestion, Verdict,
 };
 
 use crate::dag::{self, Mode, Options as DagOptions};
 use crate::model::Trace;
 use crate::ops::{self, Program};
 use crate::replay::{
-    self, Network, NetworkFit, Progress, Replay, ReplayConfig, ReplayError, UnknownNetwork,
+    self, Network, NetworkFit, ProgressMode, Replay, ReplayConfig, ReplayError, UnknownNetwork,
 };
 use crate::sites::SiteTable;
 
@@ -66,7 +66,7 @@ pub struct Options {
     /// suggested crosses only work proven to leave its buffers alone).
     pub dag: DagOptions,
     /// How rendezvous transfers progress in the replay.
-    pub progress: Progress,
+    pub progress: ProgressMode,
     /// Only what is proven: the moves a permissive order would add ("possible if") are
     /// not looked for.
     pub conservative: bool,
@@ -118,7 +118,7 @@ fn predict(
     program: &Program,
     orders: &[Vec<usize>],
     fit: &NetworkFit,
-    progress: Progress,
+    progress: ProgressMode,
 ) -> Result<(Predicted, Replay), ReplayError> {
     let run = |n| replay::replay(program, orders, &ReplayConfig::on(n, progress));
     let mid = run(fit.mid)?;
@@ -144,7 +144,7 @@ fn deadlock(
     program: &Program,
     orders: &[Vec<usize>],
     network: Network,
-    progress: Progress,
+    progress: ProgressMode,
 ) -> Option<String> {
     let mut strict = ReplayConfig::on(network, progress);
     strict.synchronous_sends = true;
@@ -505,7 +505,7 @@ fn suggest_on(
         conservative: options.conservative,
         progress,
         network: SuggestNetwork::of(network),
-        replay: replayed.map(|replayed| SelfCheck {
+        replay: replayed.map(|replayed| SuggestSelfCheck {
             measured_ns: program.measured_ns,
             replayed,
             self_error,

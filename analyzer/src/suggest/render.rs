@@ -267,8 +267,8 @@ pub fn render(s: &Suggestion, verbose: bool) -> String {
         }
     );
     let progress = match s.progress {
-        crate::replay::Progress::InMpi => "in-mpi",
-        crate::replay::Progress::Async => "async",
+        crate::replay::ProgressMode::InMpi => "in-mpi",
+        crate::replay::ProgressMode::Async => "async",
     };
     let _ = match &s.network {
         SuggestNetwork::Known(fit) => writeln!(
