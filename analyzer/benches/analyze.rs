@@ -35,6 +35,7 @@ use overlap_format::stream::codec::{
 };
 use overlap_format::stream::varint::RecordBuf;
 use overlap_format::stream::{file_start, footer_payload, frame, FrameKind, StampClock};
+use overlap_format::testing::call;
 
 const RANKS: u32 = 16;
 const PER_ITERATION: u64 = 7;
@@ -51,16 +52,6 @@ impl Rng {
     fn around(&mut self, base: u64) -> u64 {
         base + self.next() % (base / 4 + 1)
     }
-}
-
-fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
-    Event::Call(CallEvent {
-        tid: 0,
-        start: Nanos(start),
-        end: Nanos(end),
-        op,
-        args,
-    })
 }
 
 /// The events of `rank`, one iteration at a time.

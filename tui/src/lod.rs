@@ -262,7 +262,7 @@ fn exact(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use overlap_format::schema::{CallArgs, CallEvent, ComputeEvent, Event, Op};
+    use overlap_format::schema::{CallArgs, ComputeEvent, Event, Op};
 
     fn compute(start: u64, end: u64) -> Event {
         Event::Compute(ComputeEvent {
@@ -275,13 +275,7 @@ mod tests {
     }
 
     fn call(op: Op, start: u64, end: u64) -> Event {
-        Event::Call(CallEvent {
-            tid: 0,
-            start: Nanos(start),
-            end: Nanos(end),
-            op,
-            args: CallArgs::default(),
-        })
+        overlap_format::testing::call(op, start, end, CallArgs::default())
     }
 
     /// ```text

@@ -4,12 +4,13 @@
 use std::path::PathBuf;
 
 use overlap_format::schema::{
-    CallArgs, CallEvent, DumpReason, Event, Footer, Header, InFlightCall, InFlightDump, Nanos, Op,
-    Params, FORMAT_NAME, FORMAT_VERSION,
+    CallArgs, DumpReason, Event, Footer, Header, InFlightCall, InFlightDump, Op, Params,
+    FORMAT_NAME, FORMAT_VERSION,
 };
 
 use super::*;
 use crate::model::RankTrace;
+use overlap_format::testing::call;
 
 fn rank(rank: u32, size: u32, events: Vec<Event>, dump: Option<InFlightDump>) -> RankTrace {
     RankTrace {
@@ -44,16 +45,6 @@ fn rank(rank: u32, size: u32, events: Vec<Event>, dump: Option<InFlightDump>) ->
         call_counts: None,
         call_paths: Vec::new(),
     }
-}
-
-fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
-    Event::Call(CallEvent {
-        tid: 0,
-        start: Nanos(start),
-        end: Nanos(end),
-        op,
-        args,
-    })
 }
 
 fn p2p(peer: i32, tag: i32, request: Option<u64>) -> CallArgs {

@@ -32,9 +32,11 @@ mod describe;
 mod group;
 mod moves;
 mod possible;
+mod predicted;
 pub mod remedies;
 mod render;
 mod shape;
+mod tell;
 
 use std::collections::BTreeMap;
 
@@ -42,10 +44,11 @@ pub use confirm::{confirm, Confirmation, Cores, GainVerdict, OrderMatch, Run, Un
 pub use describe::{Assumption, Namer};
 pub use moves::{Move, Pattern};
 pub use possible::{PossibleMove, PossibleOrder};
+pub use predicted::Predicted;
 pub use render::render;
 pub use shape::{
-    gains_unknown, Group, LeftOut, MoveReport, Predicted, SuggestNetwork, SuggestSelfCheck,
-    Suggestion, Verdict,
+    gains_unknown, Group, LeftOut, MoveReport, SuggestNetwork, SuggestSelfCheck, Suggestion,
+    Verdict,
 };
 
 use crate::dag::{self, Mode, Options as DagOptions};

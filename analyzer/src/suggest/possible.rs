@@ -19,8 +19,8 @@ use crate::ops::{Knowledge, Program};
 use crate::replay::{self, Network, ProgressMode, ReplayConfig};
 
 use super::describe::{Assumption, Namer};
-use super::group::{assumed, positions, tell};
 use super::moves::{self, Pattern};
+use super::tell::{assumed, positions, tell};
 
 /// A move of the permissive order that the proven one does not make.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -7,20 +7,10 @@ use serde::Serialize;
 
 use super::describe::Assumption;
 use super::possible::{PossibleMove, PossibleOrder};
+use super::predicted::Predicted;
 use super::Confirmation;
 use crate::dag::Mode;
 use crate::replay::{NetworkFit, ProgressMode, UnknownNetwork};
-
-/// A predicted run time with its range.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Predicted {
-    /// With the model's best estimate, ns.
-    pub ns: u64,
-    /// With its fast end.
-    pub low_ns: u64,
-    /// With its slow end.
-    pub high_ns: u64,
-}
 
 /// The measured order replayed against the measured run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]

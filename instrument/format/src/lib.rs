@@ -26,3 +26,4 @@ pub mod pftrace;
 pub mod schema;
 pub mod stream;
 pub mod temporary;
+pub mod testing;
