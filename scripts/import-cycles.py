@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Fail on an import circle between the analyzer's files.
+"""Fail on an import circle between the analyzer's files, or between its rooms.
 
-The analyzer's rooms go in data-flow order (docs: ARCHITECTURE.md, "No module imports
-one that imports it"). This script reads every `crate::`, `super::` and `self::` path of
-analyzer/src/**/*.rs (in `use` lines and in code, not in comments; a `use child::Name` too), maps each to the file
-that defines the module it names (a `mod.rs`'s module is its directory's; `foo.rs` beside
-`foo/` is `foo`'s), and reports every strongly connected set of files, with one shortest
-circle through each of its files and the line behind each step. `mod foo;` declarations
-are not imports, and neither are `pub use` re-exports: a path through one counts as an
-import of the file that defines the name. Exit status: 0 without a circle, 1 with one, 2 on bad usage.
+The analyzer's rooms go in data-flow order (ARCHITECTURE.md: "No module imports one
+that imports it"). This script reads every `crate::`, `super::` and `self::` path of
+analyzer/src/**/*.rs (in `use` lines and in code, not in comments; a `use child::Name`
+too), maps each to the file that defines what it names (a `mod.rs`'s module is its
+directory's; `foo.rs` beside `foo/` is `foo`'s), and reports every strongly connected
+set of files, with one shortest circle through each of its files and the line behind
+each step; then the same between its rooms (the crate's top-level modules: `metrics/`,
+`report/`, `units.rs`...). `mod foo;` declarations are not imports, and neither are
+`pub use` re-exports: a path through one counts as an import of the file that defines
+the name. Test modules count: a test imports like any code. Exit status: 0 without a
+circle, 1 with one, 2 on bad usage.
 
 scripts/import-cycles.allow lists imports (`from.rs -> to.rs`, paths under SRC_DIR, `#`
-comments) left out of the graph while a circle waits to be broken: it only shrinks, and
-an entry that no longer matches an import is an error too, so that it is deleted.
+comments) left out of the graph of analyzer/src while a circle waits to be broken: it
+only shrinks, and an entry that no longer matches an import is an error too, so that it
+is deleted.
 
     scripts/import-cycles.py [SRC_DIR]     (default: analyzer/src)
 """
@@ -317,7 +321,7 @@ def main():
 
     allow_path = os.path.join(ROOT, "scripts", "import-cycles.allow")
     stale = []
-    if os.path.exists(allow_path):
+    if not args and os.path.exists(allow_path):
         by_name = {name(m): m for m in files}
         with open(allow_path, encoding="utf-8") as f:
             for raw in f:
@@ -333,9 +337,44 @@ def main():
     for entry in stale:
         print(f"scripts/import-cycles.allow: {entry}: no such import any more: delete the line")
 
-    sccs = [s for s in tarjan(modules, edges) if len(s) > 1]
+    circles = report(tarjan(modules, edges), edges, why, name, "files")
+
+    # The rooms: the crate's top-level modules (lib.rs its own), each a directory or a
+    # file. One room imports another only one way, as the files do.
+    def room(m):
+        return m[:1] if m else ()
+
+    room_edges, room_why = {}, {}
+    for a, targets in edges.items():
+        for b in targets:
+            if room(a) != room(b):
+                room_edges.setdefault(room(a), set()).add(room(b))
+                line, p = why[(a, b)]
+                room_why.setdefault((room(a), room(b)), (f"{name(a)}:{line}", p))
+
+    def room_name(r):
+        return r[0] if r else "lib.rs"
+
+    rooms = {room(m) for m in modules}
+    circles += report(tarjan(rooms, room_edges), room_edges, room_why, room_name, "rooms")
+    if circles:
+        print(f"{circles} import circle(s) in {src}", file=sys.stderr)
+        return 1
+    if stale:
+        return 1
+    print(
+        f"no import circle among the {len(files)} files of {os.path.relpath(src, ROOT)}, "
+        f"nor among its {len(rooms)} rooms"
+    )
+    return 0
+
+
+def report(components, edges, why, name, what):
+    """Prints each circle (a strongly connected set of more than one) with one shortest
+    circle through each of its members, the line behind each step; how many there are."""
+    sccs = [s for s in components if len(s) > 1]
     for i, scc in enumerate(sccs, 1):
-        print(f"import circle {i}: {len(scc)} files: " + ", ".join(name(m) for m in scc))
+        print(f"import circle {i} among {what}: " + ", ".join(name(m) for m in scc))
         within, shown = set(scc), set()
         for m in scc:
             cycle = shortest_cycle(m, edges, within)
@@ -346,16 +385,10 @@ def main():
             steps = []
             for a, b in zip(cycle, cycle[1:]):
                 line, p = why[(a, b)]
-                steps.append(f"{name(a)}:{line} ({p})")
+                where = line if isinstance(line, str) else f"{name(a)}:{line}"
+                steps.append(f"{where} ({p})")
             print("    " + " -> ".join(steps) + f" -> {name(cycle[-1])}")
-    if sccs:
-        print(f"{len(sccs)} import circle(s) among analyzer/src's files", file=sys.stderr)
-        return 1
-    if stale:
-        return 1
-    print(f"no import circle among {len(files)} files of {os.path.relpath(src, ROOT)}")
-    return 0
-
+    return len(sccs)
 
 if __name__ == "__main__":
     sys.exit(main())

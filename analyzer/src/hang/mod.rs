@@ -453,4 +453,4 @@ fn collective_waits(_trace: &Trace, ranks: &mut [RankHang]) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -234,3 +234,6 @@ fn one(w: &Waited, named: bool) -> String {
         format!("{verb} {who}{tag}{request}")
     }
 }
+
+#[cfg(test)]
+mod tests;
