@@ -10,7 +10,7 @@
 //! EVENTS DIR` only writes the per-rank streams into DIR (to run `overlap` on them).
 //!
 //! Generation is not timed. Timed: reading every event, aligning, matching, and all of
-//! `metrics::analyze`, on rayon's threads (`RAYON_NUM_THREADS=1` for one core). The
+//! `analysis::analyze`, on rayon's threads (`RAYON_NUM_THREADS=1` for one core). The
 //! larger, more realistic runs (16 to 1 024 ranks, merge too) are `--bench scale`.
 
 #[path = "common/mod.rs"]

@@ -1,8 +1,8 @@
 //! The pass order: in what order, and beside what, [`super::analyze`] and
-//! [`super::analyze_owned`] compute their figures. Memory decides it: the replays' program is a second copy of
-//! the run (about 135 B per event kept, 155 at its peak while it is built) and the
-//! per-request rows the largest part of what the report keeps (about 70 B per event,
-//! 100 at their peak). Analysis never holds both.
+//! [`super::analyze_owned`] compute their figures. Memory decides it: the replays'
+//! program is a second copy of the run (about 135 B per event kept, 155 at its peak
+//! while it is built) and the per-request rows the largest part of what the report keeps
+//! (about 70 B per event, 100 at their peak). Analysis never holds both.
 //!
 //! When the trace outlives the analysis ([`figures`]: the tables, the terminal UI), the
 //! program is built and replayed beside the figures that hold little (budgets, wait
@@ -122,8 +122,8 @@ pub(super) fn figures_owned<T>(
 }
 
 /// [`measured`] without the per-request rows: they are made a part of whole ranks (at
-/// least `part` requests) at a time ([`parts_of_whole_ranks`]) and folded into the summaries and the findings, never
-/// held all at once (the report does not keep them).
+/// least `part` requests) at a time ([`parts_of_whole_ranks`]) and folded into the
+/// summaries and the findings, never held all at once (the report does not keep them).
 fn measured_by_rank(
     trace: &Trace,
     early: Early,

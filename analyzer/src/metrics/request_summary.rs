@@ -2,9 +2,9 @@
 //! exposed wait, the non-blocking collectives' figures, overlap written but not
 //! achieved, and the worst requests. The summary is folded over the requests a part at a
 //! time, in request order ([`Fold`]), so that analysis need not hold every request's
-//! row at once ([`super::schedule`]); every figure is the one a single pass over all
-//! of them gives, to the bit (sums of `f64` are taken in the same order, the worst
-//! are chosen as among all at once).
+//! row at once ([`crate::analysis`]'s pass order); every figure is the one a single pass
+//! over all of them gives, to the bit (sums of `f64` are taken in the same order, the
+//! worst are chosen as among all at once).
 
 use rayon::prelude::*;
 use serde::Serialize;

@@ -20,7 +20,8 @@ use super::{CompactIndex, OpKind, Operation};
 use crate::model::compact::index_u32;
 
 /// A part of an inferred compute that starts at a learned first touch, in 8 bytes: the
-/// operation and the learned use ([`RankProgram::learned`]) whose touch it starts at.
+/// operation and the learned use ([`super::RankProgram::learned`]) whose touch it starts
+/// at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Cut {
     op: u32,
@@ -41,7 +42,7 @@ impl Cut {
         self.op as usize
     }
 
-    /// The learned use, by index in the rank's [`RankProgram::learned`].
+    /// The learned use, by index in the rank's [`super::RankProgram::learned`].
     pub fn learned(&self) -> usize {
         self.learned as usize
     }
