@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use overlap_format::schema::{CallArgs, CallEvent, Completion, Event, GpuEvent, GpuOp, Nanos, Op};
+use overlap_format::schema::{CallArgs, Completion, Event, GpuEvent, GpuOp, Nanos, Op};
 use overlap_format::testing::call;
 
 const RANKS: u32 = 4;
