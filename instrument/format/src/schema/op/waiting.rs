@@ -56,3 +56,24 @@ impl Op {
         self.waiting() != Waiting::Not
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call that blocks is a waiting one; the Test family and Win_test poll, Barrier
+    /// and Win_fence synchronize, Wait blocks, a post does not wait.
+    #[test]
+    fn blocking_calls_are_waiting_ones() {
+        for op in Op::ALL {
+            assert!(!op.blocks() || op.is_waiting(), "{op:?}");
+        }
+        assert_eq!(Op::Test.waiting(), Waiting::Polls);
+        assert_eq!(Op::WinTest.waiting(), Waiting::Polls);
+        assert_eq!(Op::Barrier.waiting(), Waiting::Synchronizes);
+        assert_eq!(Op::WinFence.waiting(), Waiting::Synchronizes);
+        assert_eq!(Op::Wait.waiting(), Waiting::Blocks);
+        assert_eq!(Op::Isend.waiting(), Waiting::Not);
+        assert_eq!(Op::WinPost.waiting(), Waiting::Not);
+    }
+}
