@@ -15,8 +15,10 @@ DEMO_DIR := traces/demo
 setup:
 	@scripts/bootstrap.sh $(BOOTSTRAP_FLAGS)
 
-# The tests also need the mpi4py venv (target/mpi4py-venv, built once) and the perfetto
-# venv (target/perfetto-venv: Perfetto's trace schema, for scripts/check-pftrace.sh).
+# scripts/import-cycles.py first: the analyzer's files import one another in one
+# direction (ARCHITECTURE.md). The tests also need the mpi4py venv (target/mpi4py-venv,
+# built once) and the perfetto venv (target/perfetto-venv: Perfetto's trace schema, for
+# scripts/check-pftrace.sh).
 test: BOOTSTRAP_FLAGS = --mpi4py
 
 build: setup
@@ -57,6 +59,7 @@ demo: build
 	@echo "  ./target/release/overlap tui $(DEMO_DIR)/false-overlap-naive.json $(DEMO_DIR)/false-overlap-fixed.json"
 
 test: setup
+	scripts/import-cycles.py
 	$(CARGO) build --workspace
 	scripts/build-preloads.sh
 	OVERLAP_REQUIRE_OPEN_MPI=1 OVERLAP_REQUIRE_MPI4PY=1 $(CARGO) test --workspace

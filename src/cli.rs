@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
-use overlap_analyzer::import::Loaded;
+use overlap_analyzer::analysis::{analyze as analyze_trace, analyze_owned};
+use overlap_analyzer::load::Loaded;
 use overlap_analyzer::merge::{Output, Window};
-use overlap_analyzer::metrics::{analyze as analyze_trace, analyze_owned, Options};
+use overlap_analyzer::metrics::Options;
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{
     render, render_profile, render_regions, render_summary, Style, WithRegions,
@@ -468,7 +469,7 @@ fn region_window(dir: &Path, text: &str) -> Result<(Option<Nanos>, Option<Nanos>
 pub(crate) fn load(path: &Path) -> Result<Loaded> {
     overlap_analyzer::heap::set_thresholds();
     let mut bar = crate::progress::Bar::new(&format!("reading {}", path.display()));
-    let loaded = overlap_analyzer::import::load(path, &mut |done, total| bar.update(done, total));
+    let loaded = overlap_analyzer::load::load(path, &mut |done, total| bar.update(done, total));
     bar.finish();
     Ok(loaded?)
 }

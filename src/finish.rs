@@ -11,8 +11,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use overlap_analyzer::import::load_dir;
-use overlap_analyzer::merge::{Output, TraceFormat, Unreadable, Written};
+use overlap_analyzer::load::load_dir;
+use overlap_analyzer::merge::{Output, TraceFormat, Unreadable};
+use overlap_analyzer::summary::RunSummary;
+
+/// What merging a directory into a file did, and the run's summary.
+type Written = overlap_analyzer::merge::Written<RunSummary>;
 use overlap_analyzer::model::Trace;
 use overlap_instrument::schema::MergedInfo;
 
@@ -29,7 +33,7 @@ pub(crate) fn merge(
     strict: bool,
 ) -> overlap_analyzer::Result<Written> {
     let _doing = crate::interrupt::Doing::start(&crate::interrupt::merging(dir, out));
-    overlap_analyzer::merge::merge_to_file_if(dir, out, output, |info, unreadable, size| {
+    overlap_analyzer::summary::merge_to_file_if(dir, out, output, |info, unreadable, size| {
         // Said before the file is written: it may take a while, and not open in the UI.
         if let Some(advice) = size.advice(dir, out) {
             sayln!("warning: {advice}");
@@ -276,7 +280,7 @@ impl RunEnd<'_> {
         }
         if w.info.ranks.iter().any(|r| r.in_flight.is_some()) {
             let trace = load_run(self.ranks_dir, self.out)?;
-            if let Some(hang) = overlap_analyzer::hang::section_of(&trace) {
+            if let Some(hang) = overlap_analyzer::report::hang::section_of(&trace) {
                 (self.print)(format_args!("{hang}"));
             }
         }

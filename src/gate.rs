@@ -9,9 +9,9 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use overlap_analyzer::analysis::{analyze, analyze_owned, Report};
 use overlap_analyzer::check::{self, CheckOptions, Exit, RankWork};
-use overlap_analyzer::import::Loaded;
-use overlap_analyzer::metrics::{analyze, analyze_owned, Report};
+use overlap_analyzer::load::Loaded;
 use overlap_analyzer::output::write_atomically;
 
 use crate::cli::{load, load_trace, AnalysisArgs, BaselineArgs, CheckArgs, DiffArgs};

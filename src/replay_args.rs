@@ -7,7 +7,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::{Args, ValueEnum};
 use overlap_analyzer::dag::{built_in_names, BuiltIn, Mode, Options as DagOptions};
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::replay::{NetworkFit, Progress, UnknownNetwork};
+use overlap_analyzer::replay::{NetworkFit, ProgressMode, UnknownNetwork};
 
 use crate::units::{parse_bandwidth, parse_bytes, parse_duration_ns};
 
@@ -25,11 +25,11 @@ pub(crate) enum ProgressArg {
     Async,
 }
 
-impl From<ProgressArg> for Progress {
-    fn from(p: ProgressArg) -> Progress {
+impl From<ProgressArg> for ProgressMode {
+    fn from(p: ProgressArg) -> ProgressMode {
         match p {
-            ProgressArg::InMpi => Progress::InMpi,
-            ProgressArg::Async => Progress::Async,
+            ProgressArg::InMpi => ProgressMode::InMpi,
+            ProgressArg::Async => ProgressMode::Async,
         }
     }
 }

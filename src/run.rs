@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use overlap_analyzer::analysis::analyze_owned;
 use overlap_analyzer::merge::TraceFormat;
-use overlap_analyzer::metrics::{analyze_owned, Options};
+use overlap_analyzer::metrics::Options;
 use overlap_analyzer::report::{render, render_summary};
 use overlap_kernels::args::Kernels;
 

@@ -8,15 +8,18 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use overlap_analyzer::metrics::analyze as analyze_trace;
+use overlap_analyzer::analysis::{analyze as analyze_trace, Report};
+use overlap_analyzer::metrics::oversubscription::Oversubscription;
+use overlap_analyzer::metrics::pop::Pop;
 use overlap_analyzer::ops::Program;
 use overlap_analyzer::replay::{
-    measured_orders, replay, retimed, EagerSource, Network, NetworkFit, NetworkSource, Progress,
-    ReplayConfig,
+    measured_orders, replay, retimed, Assumed, EagerSource, Network, NetworkFit, NetworkSource,
+    ProgressMode, ReplayConfig,
 };
-use overlap_analyzer::report::{duration, network_line, render};
+use overlap_analyzer::report::{network_line, render};
 use overlap_analyzer::suggest::{program_of, suggest, Options as SuggestOptions};
-use serde_json::json;
+use overlap_analyzer::units::duration;
+use serde::Serialize;
 
 use crate::cli::{load_trace, style, AnalysisArgs};
 use crate::output::{out, outln};
@@ -33,6 +36,43 @@ is bytes).
 Without --latency, --bandwidth or --model, the network is fitted to the trace's own
 messages. The eager limit is fitted from the trace when it shows one (sends that completed
 before their receive was posted), else 64 KiB, unless --eager-limit says.";
+
+/// `overlap whatif --json`: the what-if figures, the measured POP figures beside them,
+/// and the report of the predicted run.
+#[derive(Serialize)]
+struct WhatifJson<'a> {
+    whatif: Whatif<'a>,
+    measured: Measured<'a>,
+    report: &'a Report,
+}
+
+/// The prediction: the network and progress mode it assumes, the order replayed, the
+/// predicted run time and its range, and how far the replay can be trusted.
+#[derive(Serialize)]
+struct Whatif<'a> {
+    network: &'a NetworkFit,
+    progress: ProgressMode,
+    order: &'static str,
+    predicted_ns: u64,
+    predicted_range_ns: [u64; 2],
+    measured_ns: u64,
+    oversubscription: &'a Oversubscription,
+    replay: WhatifReplay<'a>,
+}
+
+/// How far the replay behind the prediction can be trusted.
+#[derive(Serialize)]
+struct WhatifReplay<'a> {
+    self_error: Option<f64>,
+    network_unknown: Option<String>,
+    assumed: &'a Assumed,
+}
+
+/// The measured run's figures set beside the prediction.
+#[derive(Serialize)]
+struct Measured<'a> {
+    pop: &'a Pop,
+}
 
 /// Which order `overlap whatif` replays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -180,30 +220,35 @@ pub(crate) fn whatif(a: WhatifArgs) -> Result<ExitCode> {
         low.makespan_ns.max(high.makespan_ns),
     );
     if a.json {
-        let v = json!({
-            "whatif": {
-                "network": fit,
-                "progress": progress,
-                "order": a.order.name(),
-                "predicted_ns": predicted.makespan_ns,
-                "predicted_range_ns": [range.0, range.1],
-                "measured_ns": program.measured_ns,
-                "oversubscription": measured_report.run.oversubscription,
-                "replay": {
-                    "self_error": self_error,
-                    "network_unknown": unknown_network,
-                    "assumed": predicted.assumed
+        let v = WhatifJson {
+            whatif: Whatif {
+                network: &fit,
+                progress,
+                order: a.order.name(),
+                predicted_ns: predicted.makespan_ns,
+                predicted_range_ns: [range.0, range.1],
+                measured_ns: program.measured_ns,
+                oversubscription: &measured_report.run.oversubscription,
+                replay: WhatifReplay {
+                    self_error,
+                    network_unknown: unknown_network,
+                    assumed: &predicted.assumed,
                 },
             },
-            "measured": {"pop": measured_report.pop},
-            "report": report,
-        });
+            measured: Measured {
+                pop: &measured_report.pop,
+            },
+            report: &report,
+        };
+        // Through a JSON value, whose objects keep their keys sorted: the layout the
+        // command has always printed.
+        let v = serde_json::to_value(&v)?;
         outln!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let pm = |p: Progress| match p {
-        Progress::InMpi => "in MPI calls only",
-        Progress::Async => "asynchronous",
+    let pm = |p: ProgressMode| match p {
+        ProgressMode::InMpi => "in MPI calls only",
+        ProgressMode::Async => "asynchronous",
     };
     outln!(
         "What if: {} (the {} order replayed)",

@@ -10,7 +10,7 @@
 //! EVENTS DIR` only writes the per-rank streams into DIR (to run `overlap` on them).
 //!
 //! Generation is not timed. Timed: reading every event, aligning, matching, and all of
-//! `metrics::analyze`, on rayon's threads (`RAYON_NUM_THREADS=1` for one core). The
+//! `analysis::analyze`, on rayon's threads (`RAYON_NUM_THREADS=1` for one core). The
 //! larger, more realistic runs (16 to 1 024 ranks, merge too) are `--bench scale`.
 
 #[path = "common/mod.rs"]
@@ -20,8 +20,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use overlap_analyzer::import::{load_dir, load_merged};
-use overlap_analyzer::metrics::{analyze, Options};
+use overlap_analyzer::analysis::analyze;
+use overlap_analyzer::load::{load_dir, load_merged};
+use overlap_analyzer::metrics::Options;
 use overlap_format::call_data::{CallData, Collective, Transfer};
 use overlap_format::schema::wire::{event_to_wire, ArrayWriter, MetaName, ObjectWriter, WireEvent};
 use overlap_format::schema::{
@@ -34,6 +35,7 @@ use overlap_format::stream::codec::{
 };
 use overlap_format::stream::varint::RecordBuf;
 use overlap_format::stream::{file_start, footer_payload, frame, FrameKind, StampClock};
+use overlap_format::testing::call;
 
 const RANKS: u32 = 16;
 const PER_ITERATION: u64 = 7;
@@ -50,16 +52,6 @@ impl Rng {
     fn around(&mut self, base: u64) -> u64 {
         base + self.next() % (base / 4 + 1)
     }
-}
-
-fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
-    Event::Call(CallEvent {
-        tid: 0,
-        start: Nanos(start),
-        end: Nanos(end),
-        op,
-        args,
-    })
 }
 
 /// The events of `rank`, one iteration at a time.

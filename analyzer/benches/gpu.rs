@@ -11,21 +11,12 @@
 use std::path::Path;
 use std::time::Instant;
 
-use overlap_format::schema::{CallArgs, CallEvent, Completion, Event, GpuEvent, GpuOp, Nanos, Op};
+use overlap_format::schema::{CallArgs, Completion, Event, GpuEvent, GpuOp, Nanos, Op};
+use overlap_format::testing::call;
 
 const RANKS: u32 = 4;
 const PACKETS: u64 = 4;
 const BYTES: u64 = 65536;
-
-fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
-    Event::Call(CallEvent {
-        tid: 0,
-        start: Nanos(start),
-        end: Nanos(end),
-        op,
-        args,
-    })
-}
 
 fn gpu(op: GpuOp, stream: u32, issued: u64, start: u64, end: u64, host: u64, p: u64) -> Event {
     let (src, dst) = match op {

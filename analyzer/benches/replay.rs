@@ -12,7 +12,7 @@ use std::time::Instant;
 use overlap_analyzer::ops::{
     CollectiveOp, MessageOp, OpKind, Operation, Program, RankProgram, RequestOp, RequestRole,
 };
-use overlap_analyzer::replay::{measured_orders, replay, Network, Progress, ReplayConfig};
+use overlap_analyzer::replay::{measured_orders, replay, Network, ProgressMode, ReplayConfig};
 use overlap_format::schema::Op;
 
 const RANKS: u32 = 64;
@@ -144,7 +144,7 @@ fn main() {
         classes: None,
     };
     for (name, cfg) in [
-        ("in-mpi", ReplayConfig::on(network, Progress::InMpi)),
+        ("in-mpi", ReplayConfig::on(network, ProgressMode::InMpi)),
         ("ideal", ReplayConfig::ideal()),
     ] {
         let t = Instant::now();

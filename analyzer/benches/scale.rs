@@ -34,9 +34,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use overlap_analyzer::import::load_dir;
-use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
-use overlap_analyzer::metrics::{analyze, analyze_owned, Options, WaitKind};
+use overlap_analyzer::analysis::{analyze, analyze_owned};
+use overlap_analyzer::load::load_dir;
+use overlap_analyzer::merge::{merge_dir, write_merged};
+use overlap_analyzer::metrics::{Options, WaitKind};
+use overlap_analyzer::summary::merge_to_file;
 
 use generate::{count_events, generate, offsets};
 

@@ -1,22 +1,30 @@
-//! overlap-analyzer: reads overlap traces and makes sense of them.
+//! overlap-analyzer: reads overlap traces and makes sense of them. Its rooms go in
+//! data-flow order, and none imports one that imports it (`scripts/import-cycles.py`
+//! checks it, file by file and room by room):
 //!
+//! - [`units`]: how numbers are written for people; [`model`]: the typed traces the
+//!   importer produces, [`model::compute`] the compute intervals every figure uses
+//!   (recorded spans, or the gaps between MPI calls).
 //! - [`import`]: the only reader of trace files (per-rank and merged), tolerant of files
 //!   cut short, with errors that name the file, the event and the reason.
-//! - [`model`]: the typed traces the importer produces; [`compute`]: the compute
-//!   intervals every figure uses (recorded spans, or the gaps between MPI calls).
 //! - [`merge`]: per-rank files onto one timeline (clock alignment, message matching) and
-//!   the merged Perfetto trace.
-//! - [`metrics`]: wait states, per-request overlap, false overlap, POP efficiencies.
-//! - [`report`], [`tables`], [`check`]: the report for people, the tables behind it,
-//!   baselines, regression checks and diffs.
-//! - [`hang`]: a hung run explained from the ranks' in-flight dumps (wait-for cycle).
-//! - [`sites`]: call sites symbolized to `file:line (function)`, findings grouped by them.
-//! - [`summary`]: where each rank's time went, as `overlap merge` prints it.
+//!   the merged Perfetto trace; what it keeps of each rank is given from above
+//!   ([`merge::RankDigest`]).
+//! - [`load`]: the run loader, above both: a merged trace or rank files into a
+//!   [`model::Trace`].
+//! - [`sites`]: call sites symbolized to `file:line (function)`.
+//! - [`metrics`]: wait states, per-request overlap, false overlap, POP efficiencies,
+//!   findings grouped by site; [`gpu`], [`hang`] (a hung run explained from the ranks'
+//!   in-flight dumps), [`profile`]: their parts of the report.
 //! - [`dependence`]: the one rule of whether work may touch a request's buffer, which
 //!   the reordering and the false-overlap finding share.
 //! - [`ops`]: a run as programs of operations per rank; [`dag`]: their dependences, the
 //!   ordering policies and the seed's consensus; [`replay`]: the one discrete-event
 //!   replay (what-if, T_ideal, predicted gains); [`suggest`]: the reordering suggestion.
+//! - [`analysis`]: the report's types and the order its passes run in.
+//! - [`report`], [`tables`], [`check`]: the report for people (one file per field), the
+//!   tables behind it, baselines, regression checks and diffs; [`summary`]: where each
+//!   rank's time went, as `overlap merge` prints it.
 //! - [`heap`]: how the process's heap is set for analysis (glibc's thresholds).
 //!
 //! ```no_run
@@ -25,20 +33,20 @@
 //! overlap_analyzer::merge::write_merged(&outcome.merged, Path::new("run.json")).unwrap();
 //! let trace = outcome.merged.to_trace(Path::new("run.json"));
 //! print!("{}", overlap_analyzer::summary::summarize(&trace).to_table());
-//! let (report, _) = overlap_analyzer::metrics::analyze(&trace, &Default::default());
+//! let (report, _) = overlap_analyzer::analysis::analyze(&trace, &Default::default());
 //! print!("{}", overlap_analyzer::report::render(&report, Default::default()));
 //! ```
 
+pub mod analysis;
 pub mod check;
-pub mod compute;
 pub mod dag;
 pub mod dependence;
-mod fastparse;
 pub mod gpu;
 pub mod hang;
 pub mod heap;
 use overlap_format::fxhash;
 pub mod import;
+pub mod load;
 pub mod merge;
 pub mod metrics;
 pub mod model;
@@ -53,6 +61,7 @@ pub mod sites;
 pub mod suggest;
 pub mod summary;
 pub mod tables;
+pub mod units;
 pub mod unrecorded;
 
 use std::path::PathBuf;

@@ -3,27 +3,32 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::num::NonZeroU32;
 use std::path::PathBuf;
 
 use overlap_format::clock::ClockModel;
 
-use crate::compute::{ComputeSource, RankCompute};
-
 mod access;
 mod by_post;
 pub(crate) mod compact;
+pub mod compute;
+mod region_mark;
+mod span;
 mod timeline;
+
+use compute::{ComputeSource, RankCompute};
 
 pub use access::{Access, Buffer, NamedBuffer};
 pub use by_post::RequestsByPost;
 pub(crate) use compact::CallExtra;
+pub use compact::MAX_RECORDS;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
 use overlap_format::schema::{
     CallCounts, CallPath, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo,
-    Nanos, Op, SourceSite, SyncPhase, Unwatched,
+    Nanos, SourceSite, SyncPhase, Unwatched,
 };
-pub use timeline::{align_gpu, Timeline, MAX_RECORDS};
+pub use region_mark::RegionMark;
+pub use span::{Span, What};
+pub use timeline::{align_gpu, Timeline};
 
 /// Why a file's events stop before its end: what was read before still counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -316,51 +321,8 @@ impl Message {
     }
 }
 
-/// What a span of a [`Timeline`] is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum What {
-    /// A compute span; the name is `names[.0]` of its timeline.
-    Compute(u32),
-    /// An MPI call; its arguments are `calls[.1]` of its timeline.
-    Call(Op, u32),
-}
-
-/// A call or compute span, ns since the run's start.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Span {
-    /// Start.
-    pub start: Nanos,
-    /// End (never before the start).
-    pub end: Nanos,
-    /// Recording thread.
-    pub tid: u32,
-    /// For a compute span that declared its buffers, their entry in its timeline
-    /// ([`Timeline::access`]).
-    pub access: Option<NonZeroU32>,
-    /// What it is.
-    pub what: What,
-}
-
-// Traces hold tens of millions of spans: naming a compute span's buffers costs no byte.
-const _: () = assert!(std::mem::size_of::<Span>() == 32);
-
-impl Span {
-    /// Its duration.
-    pub fn duration(&self) -> Nanos {
-        self.end - self.start
-    }
-
-    /// The MPI call, if it is one.
-    pub fn op(&self) -> Option<Op> {
-        match self.what {
-            What::Call(op, _) => Some(op),
-            What::Compute(_) => None,
-        }
-    }
-}
-
 /// A whole run ready for analysis: every rank on one timeline, messages matched,
-/// request lifetimes resolved. Built by [`crate::import::load`] from a merged trace or a
+/// request lifetimes resolved. Built by [`crate::load::load`] from a merged trace or a
 /// directory of per-rank files, or from a [`crate::merge::Merged`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Trace {
@@ -376,7 +338,7 @@ pub struct Trace {
     /// rank's order): analysis takes them a rank at a time.
     pub requests: Vec<RequestLife>,
     /// The compute of each rank (same order as `ranks`): the one notion of compute every
-    /// figure uses ([`crate::compute`]).
+    /// figure uses ([`crate::model::compute`]).
     pub compute: Vec<RankCompute>,
 }
 

@@ -1,12 +1,19 @@
 //! The first look a merged run gets (`overlap merge`): where each rank's time went,
 //! computing, inside MPI and waiting, over the run's wall time, as a table. The figures
-//! are [`crate::metrics::budget`]'s; this module only lays them out.
+//! are [`crate::metrics::budget`]'s; this module only lays them out, and gives the merge
+//! the per-rank digest that makes them while it holds each rank ([`Summarize`]).
 
-use overlap_format::schema::{MergedInfo, Nanos};
+use std::path::Path;
 
-use crate::metrics::budget::{budgets, RankBudget, RunBudget};
-use crate::model::Trace;
-use crate::report::{duration, share};
+use overlap_format::schema::{InFlightDump, MergedInfo, Nanos};
+
+use crate::hang::{latest_stopped, stopped_in};
+use crate::merge::{RankDigest, SizeEstimate, Unreadable, Written};
+use crate::metrics::budget::{budgets, rank_budget, run_budget, RankBudget, RunBudget};
+use crate::model::compute::RankCompute;
+use crate::model::{Timeline, Trace};
+use crate::units::{duration, share};
+use crate::Result;
 
 /// The run's time budget.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,6 +60,55 @@ impl RunSummary {
             stopped_in_calls: stopped_in_calls.map(|(at, n)| (Nanos(at), n)),
         }
     }
+}
+
+/// The merge's per-rank digest that makes the run's summary: each rank's budget and
+/// extent, and whether its last dump caught it in calls that never completed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Summarize;
+
+/// What [`Summarize`] keeps of a rank.
+pub struct RankPart {
+    budget: RankBudget,
+    extent: Option<(Nanos, Nanos)>,
+    /// Its last dump's time, and whether a call it was in never completed.
+    dump: Option<(u64, bool)>,
+}
+
+impl RankDigest for Summarize {
+    type Rank = RankPart;
+    type Run = RunSummary;
+
+    fn of_rank(&self, t: &Timeline, last_dump: Option<&InFlightDump>) -> RankPart {
+        RankPart {
+            budget: rank_budget(t, &RankCompute::of(t)),
+            extent: t.extent(),
+            dump: last_dump.map(|d| (d.at_ns, stopped_in(Some(t), d))),
+        }
+    }
+
+    fn of_run(&self, ranks: Vec<RankPart>, info: &MergedInfo) -> RunSummary {
+        let extents: Vec<(Nanos, Nanos)> = ranks.iter().filter_map(|r| r.extent).collect();
+        let dumps: Vec<(u64, bool)> = ranks.iter().filter_map(|r| r.dump).collect();
+        let budgets: Vec<RankBudget> = ranks.into_iter().map(|r| r.budget).collect();
+        let run = run_budget(&budgets, &extents);
+        RunSummary::of(budgets, &run, info, latest_stopped(dumps))
+    }
+}
+
+/// [`crate::merge::merge_to_file`], summarized ([`Summarize`]).
+pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written<RunSummary>> {
+    crate::merge::merge_to_file(dir, out, &Summarize)
+}
+
+/// [`crate::merge::merge_to_file_if`], summarized ([`Summarize`]).
+pub fn merge_to_file_if(
+    dir: &Path,
+    out: &Path,
+    output: &crate::merge::Output,
+    accept: impl FnOnce(&MergedInfo, &[Unreadable], &SizeEstimate) -> std::result::Result<(), String>,
+) -> Result<Written<RunSummary>> {
+    crate::merge::merge_to_file_if(dir, out, output, accept, &Summarize)
 }
 
 /// What a rank's row says when none of its time reached its file: its figures are

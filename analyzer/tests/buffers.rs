@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use overlap_analyzer::import::{load, load_dir};
+use overlap_analyzer::load::{load, load_dir};
 use overlap_analyzer::merge::{merge_dir, write_merged};
 use overlap_analyzer::model::{Access, Buffer, NamedBuffer, Timeline, What};
 use overlap_instrument::clock::{ClockSource, Stamp};

@@ -11,7 +11,7 @@ use common::*;
 use overlap_analyzer::dag::{BuiltIn, Options as DagOptions};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::Program;
-use overlap_analyzer::replay::{NetworkFit, Progress};
+use overlap_analyzer::replay::{NetworkFit, ProgressMode};
 use overlap_analyzer::sites::SiteTable;
 use overlap_analyzer::suggest::{
     confirm, program_of, suggest, Confirmation, GainVerdict, Namer, Options, Run, Suggestion,
@@ -120,7 +120,7 @@ fn suggestion(trace: &Trace, program: &Program) -> Suggestion {
             policies: BuiltIn::DEFAULT.iter().map(|b| b.policy()).collect(),
             ..DagOptions::default()
         },
-        progress: Progress::InMpi,
+        progress: ProgressMode::InMpi,
         conservative: false,
     };
     // The runs' two messages cannot fit a network: 1 µs and 1 GB/s are given.

@@ -10,9 +10,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use overlap_analyzer::import::{load_dir, load_merged, read_merged, Loaded};
+use overlap_analyzer::analysis::analyze;
+use overlap_analyzer::import::read_merged;
+use overlap_analyzer::load::{load_dir, load_merged, Loaded};
 use overlap_analyzer::merge::{merge, merge_dir, write_merged};
-use overlap_analyzer::metrics::analyze;
 use overlap_analyzer::model::RankTrace;
 use overlap_analyzer::Error;
 use overlap_instrument::schema::SyncPhase;

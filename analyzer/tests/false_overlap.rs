@@ -8,8 +8,9 @@
 mod common;
 
 use common::*;
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::metrics::false_overlap::Limit;
-use overlap_analyzer::metrics::{analyze, Options};
+use overlap_analyzer::metrics::Options;
 use overlap_instrument::schema::Op;
 
 /// Rank 0 of the false-overlap pattern; rank 1 mirrors it. S = send buffer 0x1000,

@@ -13,12 +13,12 @@ mod common;
 use std::num::NonZeroU64;
 
 use common::*;
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::dag::{order_rank, rank_period, Options as DagOptions};
-use overlap_analyzer::metrics::analyze;
 use overlap_analyzer::metrics::false_overlap::{Finding, Limit};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::{OpKind, Program};
-use overlap_analyzer::replay::{self, NetworkFit, Progress, ReplayConfig};
+use overlap_analyzer::replay::{self, NetworkFit, ProgressMode, ReplayConfig};
 use overlap_analyzer::suggest::{program_of, suggest, Options, Suggestion, Verdict};
 use overlap_instrument::schema::{ByteRange, Event, LearnedUse, Nanos, Op, Outcome, Touch};
 
@@ -113,7 +113,7 @@ fn run_suggest(trace: &Trace) -> Suggestion {
         .unwrap();
     let options = Options {
         dag: DagOptions::default(),
-        progress: Progress::InMpi,
+        progress: ProgressMode::InMpi,
         conservative: false,
     };
     suggest(trace, &program, fit, &options).unwrap()
@@ -369,7 +369,7 @@ fn the_replay_of_the_measured_order_is_unchanged_by_a_cut() {
         .unwrap();
     let replayed = |trace: &Trace| {
         let program = program_of(trace).unwrap();
-        let config = ReplayConfig::on(fit.mid, Progress::InMpi);
+        let config = ReplayConfig::on(fit.mid, ProgressMode::InMpi);
         let r = replay::replay(&program, &replay::measured_orders(&program), &config).unwrap();
         let compute: Vec<(u64, u64)> = (program.ranks[0].ops.iter().zip(&r.ranks[0].ops))
             .filter(|(o, _)| matches!(o.kind, OpKind::Compute { .. }))

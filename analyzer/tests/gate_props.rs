@@ -17,10 +17,11 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::check::{self, Baseline, CheckOptions, Exit};
-use overlap_analyzer::import::load;
+use overlap_analyzer::load::load;
 use overlap_analyzer::merge::{merge_dir, write_merged};
-use overlap_analyzer::metrics::{analyze, Options};
+use overlap_analyzer::metrics::Options;
 use overlap_format::stream::{FILE_HEADER_LEN, FRAME_HEADER_LEN};
 use overlap_instrument::clock::{ClockSource, Stamp};
 use overlap_instrument::recorder::{CallData, RankFileSink, Recorder, RecorderConfig, Transfer};

@@ -7,8 +7,8 @@
 mod common;
 
 use common::*;
+use overlap_analyzer::analysis;
 use overlap_analyzer::gpu::{self, GpuFindingKind};
-use overlap_analyzer::metrics;
 use overlap_instrument::schema::{
     stream_tid, Event, GpuEvent, GpuOp, Nanos, Op, SyncPhase, ALL_STREAMS,
 };
@@ -243,7 +243,7 @@ fn a_run_without_gpu_work_has_no_gpu_section() {
         vec![recv(0, 20, 0, 0, 8)],
     ]);
     assert!(gpu::analyze(&trace).is_none());
-    let (report, details) = metrics::analyze(&trace, &Default::default());
+    let (report, details) = analysis::analyze(&trace, &Default::default());
     assert!(report.gpu.is_none());
     assert!(details.chains.is_empty());
 }
@@ -251,7 +251,7 @@ fn a_run_without_gpu_work_has_no_gpu_section() {
 #[test]
 fn report_text_and_json_carry_the_section() {
     let trace = run(vec![bulk_sender(), receiver()]);
-    let (report, details) = metrics::analyze(&trace, &Default::default());
+    let (report, details) = analysis::analyze(&trace, &Default::default());
     assert_eq!(details.chains.len(), 2);
     assert_eq!(report.run.events, 7 + 8, "GPU work counts as events");
     let text = overlap_analyzer::report::render(&report, Default::default());
@@ -310,7 +310,7 @@ fn merged_trace_has_stream_tracks_and_chain_flows() {
     assert_eq!(flows, 2 * 4, "two chains, each D2H→send and completion→H2D");
 
     // Read back: the same GPU work on the same ranks.
-    let loaded = overlap_analyzer::import::load(&path, &mut |_, _| {}).expect("loads");
+    let loaded = overlap_analyzer::load::load(&path, &mut |_, _| {}).expect("loads");
     let gpu_of = |r: u32| loaded.trace.rank(r).map(|t| t.gpu.len());
     assert_eq!((gpu_of(0), gpu_of(1)), (Some(3), Some(4)));
     assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
@@ -321,7 +321,7 @@ fn merged_trace_has_stream_tracks_and_chain_flows() {
 #[test]
 fn the_gate_has_gpu_metrics_only_for_gpu_runs() {
     let names = |trace: &overlap_analyzer::model::Trace| {
-        let (report, _) = metrics::analyze(trace, &Default::default());
+        let (report, _) = analysis::analyze(trace, &Default::default());
         overlap_analyzer::check::gate_metrics(&report)
             .into_iter()
             .filter(|m| m.name.starts_with("gpu."))
@@ -346,7 +346,7 @@ fn the_gate_has_gpu_metrics_only_for_gpu_runs() {
 
 #[test]
 fn diff_of_bulk_and_pipelined_shows_the_staging_won_back() {
-    let report = |sender| metrics::analyze(&run(vec![sender, receiver()]), &Default::default()).0;
+    let report = |sender| analysis::analyze(&run(vec![sender, receiver()]), &Default::default()).0;
     let rows =
         overlap_analyzer::check::diff::diff(&report(bulk_sender()), &report(pipelined_sender()));
     let row = |name: &str| {
@@ -360,7 +360,7 @@ fn diff_of_bulk_and_pipelined_shows_the_staging_won_back() {
         row("gpu.host_blocked_on_copies"),
         (Some(205.0), Some(102.0))
     );
-    let plain = metrics::analyze(
+    let plain = analysis::analyze(
         &run(vec![
             vec![with_buf(isend(0, 10, 1, 0, 8, 1), 0xA000)],
             vec![recv(0, 20, 0, 0, 8)],
@@ -379,7 +379,7 @@ fn the_gpu_chains_table_has_a_row_per_chain_with_unknown_steps_null() {
     let mut recv = receiver();
     recv.remove(6);
     let trace = run(vec![bulk_sender(), recv]);
-    let (report, details) = metrics::analyze(&trace, &Default::default());
+    let (report, details) = analysis::analyze(&trace, &Default::default());
     let mut all = tables(&trace, &report, &details).expect("tables");
     let dir = tempfile::tempdir().expect("tempdir");
     let written = write_tables(&mut all, dir.path(), TableFormat::Csv).expect("written");
@@ -424,7 +424,7 @@ fn gpu_work_is_aligned_with_its_rank_on_every_path() {
     for t in [&r0, &r1] {
         write_rank_file(dir.path(), t, true);
     }
-    let loaded = overlap_analyzer::import::load(dir.path(), &mut |_, _| {}).expect("loads");
+    let loaded = overlap_analyzer::load::load(dir.path(), &mut |_, _| {}).expect("loads");
     let merged = overlap_analyzer::merge::merge(vec![r0, r1]).to_trace(dir.path());
     for trace in [&loaded.trace, &merged] {
         let t = trace.rank(1).expect("rank 1");
@@ -536,7 +536,7 @@ fn no_gpu_finding_on_a_rank_cut_short_is_said_to_cover_what_was_recorded() {
         overlap_analyzer::merge::merge(vec![r0, r1]).to_trace(std::path::Path::new("t.json"))
     };
     let text = |cut: bool| {
-        let (report, _) = metrics::analyze(&traces(cut), &Default::default());
+        let (report, _) = analysis::analyze(&traces(cut), &Default::default());
         assert!(report.gpu.as_ref().is_some_and(|g| g.findings.is_empty()));
         overlap_analyzer::report::render(&report, Default::default())
     };

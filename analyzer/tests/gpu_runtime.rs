@@ -9,7 +9,7 @@
 mod common;
 
 use common::*;
-use overlap_analyzer::metrics;
+use overlap_analyzer::analysis;
 use overlap_instrument::schema::SyncPhase;
 
 #[test]
@@ -41,7 +41,7 @@ fn a_gpu_runtime_without_recorded_gpu_work_leaves_the_verdicts_unknown() {
         overlap_analyzer::merge::merge(traces).to_trace(std::path::Path::new("t.json"))
     };
     let unrecorded = |t: &overlap_analyzer::model::Trace| {
-        metrics::analyze(t, &Default::default())
+        analysis::analyze(t, &Default::default())
             .0
             .run
             .gpu_unrecorded
@@ -52,7 +52,7 @@ fn a_gpu_runtime_without_recorded_gpu_work_leaves_the_verdicts_unknown() {
         &format!("55d0-55e0 00000000 /home/u/app\n7f00-7f10 00001000 {cudart}"),
         Some(&format!("/home/u/app\n{cudart}")),
     );
-    let (report, _) = metrics::analyze(&cuda, &Default::default());
+    let (report, _) = analysis::analyze(&cuda, &Default::default());
     assert!(report.gpu.is_none());
     let g = report
         .run

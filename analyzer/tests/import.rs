@@ -223,9 +223,10 @@ mod load {
     use std::io::Write;
 
     use super::common::*;
-    use overlap_analyzer::import::{load, load_dir, load_merged};
+    use overlap_analyzer::analysis::analyze;
+    use overlap_analyzer::load::{load, load_dir, load_merged};
     use overlap_analyzer::merge::{merge, write_merged};
-    use overlap_analyzer::metrics::{analyze, Options};
+    use overlap_analyzer::metrics::Options;
     use overlap_analyzer::model::Place;
     use overlap_instrument::schema::{Op, SyncPhase};
 

@@ -12,7 +12,8 @@ use std::num::NonZeroU64;
 use std::path::Path;
 use std::time::Duration;
 
-use overlap_analyzer::import::{load, load_dir, read_merged};
+use overlap_analyzer::import::read_merged;
+use overlap_analyzer::load::{load, load_dir};
 use overlap_analyzer::merge::{merge_dir, write_merged};
 use overlap_analyzer::model::Timeline;
 use overlap_instrument::clock::{ClockSource, Stamp};

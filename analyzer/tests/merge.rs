@@ -5,7 +5,8 @@ mod common;
 
 use common::*;
 use overlap_analyzer::import::read_merged;
-use overlap_analyzer::merge::{merge, merge_dir, merge_to_file, write_merged, EventRef, Merged};
+use overlap_analyzer::merge::{merge, merge_dir, write_merged, EventRef, Merged};
+use overlap_analyzer::summary::merge_to_file;
 use overlap_analyzer::summary::summarize;
 use overlap_instrument::schema::{Nanos, Op, SyncPhase};
 

@@ -7,8 +7,9 @@
 mod common;
 
 use common::*;
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::metrics::pop::TIdealMethod;
-use overlap_analyzer::metrics::{analyze, WaitKind};
+use overlap_analyzer::metrics::WaitKind;
 use overlap_instrument::schema::{CallArgs, CallEvent, Event, Nanos, Op, SyncPhase};
 
 /// (total, count) of one kind.

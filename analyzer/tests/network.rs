@@ -9,10 +9,11 @@
 mod common;
 
 use common::*;
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::metrics::clean::Cleaner;
 use overlap_analyzer::metrics::eager::{EagerFit, Protocol};
+use overlap_analyzer::metrics::request_metrics::RequestClass;
 use overlap_analyzer::metrics::transfer::{TransferModel, Unfit};
-use overlap_analyzer::metrics::{analyze, requests::RequestClass};
 use overlap_analyzer::replay::{NetworkFit, NetworkSource};
 use overlap_instrument::schema::{CallArgs, Nanos, Op};
 
@@ -367,7 +368,7 @@ fn waits_the_scheduler_made_are_counted_apart() {
     r0.extend([recv(100, 300, 1, 5, 8), send(300, 301, 1, 6, 8)]);
     r1.extend([send(110, 111, 0, 5, 8), recv(120, 320, 0, 6, 8)]);
     let t = run(vec![r0, r1]);
-    let late = |r: &overlap_analyzer::metrics::Report| {
+    let late = |r: &overlap_analyzer::analysis::Report| {
         let k = &r.wait_states.kinds[0];
         (k.total_ns, k.count, k.descheduled_count, k.descheduled_ns)
     };

@@ -12,7 +12,7 @@ use common::*;
 use overlap_analyzer::metrics::transfer::{TransferModel, Unfit};
 use overlap_analyzer::ops::Program;
 use overlap_analyzer::replay::{
-    measured_orders, replay, NetworkFit, NetworkSource, Progress, ReplayConfig,
+    measured_orders, replay, NetworkFit, NetworkSource, ProgressMode, ReplayConfig,
 };
 use overlap_analyzer::report::network_line;
 use overlap_instrument::schema::{Event, Op};
@@ -66,7 +66,7 @@ fn replayed(trace: &overlap_analyzer::model::Trace, fit: &NetworkFit) -> (u64, u
     let program: Program = overlap_analyzer::ops::extract(trace).unwrap();
     let orders = measured_orders(&program);
     let on = |n| {
-        replay(&program, &orders, &ReplayConfig::on(n, Progress::InMpi))
+        replay(&program, &orders, &ReplayConfig::on(n, ProgressMode::InMpi))
             .unwrap()
             .makespan_ns
     };

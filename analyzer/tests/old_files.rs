@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use overlap_analyzer::import::load_dir;
+use overlap_analyzer::load::load_dir;
 
 #[test]
 fn version_3_json_rank_files_of_a_real_run_still_read() {

@@ -149,7 +149,7 @@ fn time_per_function_matrix_sizes_and_phases() {
 
     // The window [9, 13): the calls that overlap it, clipped; the Late Sender started
     // at 4, before it.
-    let (r, d) = overlap_analyzer::metrics::analyze(&t, &opts());
+    let (r, d) = overlap_analyzer::analysis::analyze(&t, &opts());
     let (w, _) = overlap_analyzer::profile::calls::tables_in(&t, &d.sites, &d.waits, Some((9, 13)));
     let in_window: Vec<(&str, u64, u64)> =
         w.iter().map(|s| (s.call, s.count, s.total_ns)).collect();

@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use overlap_analyzer::dag::Options as DagOptions;
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::replay::{NetworkFit, Progress};
+use overlap_analyzer::replay::{NetworkFit, ProgressMode};
 use overlap_analyzer::suggest::remedies::{lines, ProgressRemedy};
 use overlap_analyzer::suggest::{program_of, suggest, Options, Suggestion};
 use overlap_instrument::schema::{Op, SyncPhase};
@@ -21,7 +21,7 @@ const MIB: u64 = 1 << 20;
 /// The suggestion of `trace` on a network of latency 0 and `ns_per_mib` per MiB, eager up
 /// to 64 KiB, with `progress`, and no policy: nothing moves, so the remedies are those of
 /// the program's own order.
-fn suggestion(trace: &Trace, ns_per_mib: f64, progress: Progress) -> Suggestion {
+fn suggestion(trace: &Trace, ns_per_mib: f64, progress: ProgressMode) -> Suggestion {
     let program = program_of(trace).unwrap();
     let (latency, bandwidth) = (Some(0.0), Some(MIB as f64 * 1e9 / ns_per_mib));
     let fit = match NetworkFit::from_trace(trace, None) {
@@ -77,7 +77,7 @@ fn stalled_transfer() -> Trace {
 
 #[test]
 fn a_transfer_that_moves_only_inside_mpi_gets_progress_with_its_prediction() {
-    let s = suggestion(&stalled_transfer(), 200.0, Progress::InMpi);
+    let s = suggestion(&stalled_transfer(), 200.0, ProgressMode::InMpi);
     let ProgressRemedy::Gains(g) = &s.remedies.progress else {
         panic!("{:#?}", s.remedies.progress);
     };
@@ -96,14 +96,14 @@ fn a_transfer_that_moves_only_inside_mpi_gets_progress_with_its_prediction() {
         "{text}"
     );
     // Replayed with asynchronous progress already, there is nothing more to give.
-    let s = suggestion(&stalled_transfer(), 200.0, Progress::Async);
+    let s = suggestion(&stalled_transfer(), 200.0, ProgressMode::Async);
     assert_eq!(s.remedies.progress, ProgressRemedy::AlreadyAsync);
 }
 
 #[test]
 fn a_transfer_short_against_the_uncertainty_gains_nothing() {
     // 2 ns for the MiB: the stall is 1 ns, within the uncertainty (1 % of the run).
-    let s = suggestion(&stalled_transfer(), 2.0, Progress::InMpi);
+    let s = suggestion(&stalled_transfer(), 2.0, ProgressMode::InMpi);
     assert!(
         matches!(s.remedies.progress, ProgressRemedy::NothingToGain { gain_ns } if gain_ns <= 1),
         "{:#?}",
@@ -137,7 +137,7 @@ fn a_late_partner_and_an_imbalance_are_named_with_the_time_they_cost() {
             allreduce(110, 150),
         ],
     ]);
-    let s = suggestion(&trace, 200.0, Progress::InMpi);
+    let s = suggestion(&trace, 200.0, ProgressMode::InMpi);
     let late = &s.remedies.late_partners;
     assert_eq!(late.len(), 1, "{late:#?}");
     let l = &late[0];
@@ -202,7 +202,7 @@ fn a_late_call_names_the_longest_compute_since_the_partner_last_waited() {
         ],
     );
     let trace = overlap_analyzer::merge::merge(vec![r0, r1]).to_trace(Path::new("hand-built"));
-    let s = suggestion(&trace, 200.0, Progress::InMpi);
+    let s = suggestion(&trace, 200.0, ProgressMode::InMpi);
     let late: Vec<_> = (s.remedies.late_partners.iter())
         .filter(|l| l.kind == "Late Sender")
         .collect();

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use overlap_analyzer::metrics::analyze;
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::ops::extract;
 use overlap_analyzer::replay::{measured_orders, replay, retimed, NoSelfCheck, ReplayConfig};
 use overlap_instrument::schema::Op;

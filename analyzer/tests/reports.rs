@@ -8,11 +8,13 @@
 
 use std::path::{Path, PathBuf};
 
-use overlap_analyzer::import::{load_dir, load_merged};
-use overlap_analyzer::merge::{merge_dir, merge_to_file, write_merged};
-use overlap_analyzer::metrics::{analyze, analyze_owned, Finding, Options};
+use overlap_analyzer::analysis::{analyze, analyze_owned};
+use overlap_analyzer::load::{load_dir, load_merged};
+use overlap_analyzer::merge::{merge_dir, write_merged};
+use overlap_analyzer::metrics::{Finding, Options};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::{extract, extract_owned};
+use overlap_analyzer::summary::merge_to_file;
 use overlap_analyzer::summary::summarize;
 
 fn cases() -> Vec<PathBuf> {

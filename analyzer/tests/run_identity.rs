@@ -10,7 +10,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::*;
-use overlap_analyzer::import::{load_dir, read_rank_file};
+use overlap_analyzer::import::read_rank_file;
+use overlap_analyzer::load::load_dir;
 use overlap_analyzer::merge::{merge, merge_dir, warnings};
 use overlap_analyzer::model::RankTrace;
 use overlap_analyzer::Error;
@@ -250,7 +251,7 @@ fn an_epoch_that_cannot_be_true_is_flagged_and_aligned_by_the_init_sync() {
     let trace = m.to_trace(Path::new("x"));
     assert_eq!(trace.clock_error(1), Nanos(250));
     // The run lasts from rank 1's Barrier (400) to rank 0's (750), not 9.2e9 s.
-    let (report, _) = overlap_analyzer::metrics::analyze(&trace, &Default::default());
+    let (report, _) = overlap_analyzer::analysis::analyze(&trace, &Default::default());
     assert_eq!(report.totals.wall_ns, 350);
     assert_eq!(report.run.clock_implausible, m.info.clock_implausible);
 }

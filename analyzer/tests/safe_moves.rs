@@ -12,12 +12,13 @@ mod common;
 use std::num::NonZeroU64;
 
 use common::*;
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::dag::{order_rank, Options as DagOptions};
 use overlap_analyzer::metrics::false_overlap::{findings, Finding, Limit};
-use overlap_analyzer::metrics::{self, analyze, TransferModel};
+use overlap_analyzer::metrics::{self, TransferModel};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::{OpKind, Program};
-use overlap_analyzer::replay::{NetworkFit, Progress};
+use overlap_analyzer::replay::{NetworkFit, ProgressMode};
 use overlap_analyzer::suggest::{program_of, render, suggest, Options, Suggestion, Verdict};
 use overlap_instrument::schema::{
     ByteRange, Event, LearnedUse, Nanos, Op, Outcome, Touch, WatchEnd,
@@ -105,7 +106,7 @@ fn run_suggest(trace: &Trace) -> Suggestion {
         .unwrap();
     let options = Options {
         dag: DagOptions::default(),
-        progress: Progress::InMpi,
+        progress: ProgressMode::InMpi,
         conservative: false,
     };
     suggest(trace, &program, fit, &options).unwrap()
@@ -409,7 +410,7 @@ fn a_finding_must_hide_more_than_the_transfer_uncertainty() {
     let rows = metrics::requests::per_request(
         &trace,
         &TransferModel::fit(&trace),
-        &metrics::transfer::CollectiveModel::fit(&trace),
+        &metrics::collective_model::CollectiveModel::fit(&trace),
         &o,
     );
     let late =

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
-use overlap_analyzer::metrics::{analyze, Options, WaitKind};
+use overlap_analyzer::analysis::analyze;
+use overlap_analyzer::metrics::{Options, WaitKind};
 use overlap_instrument::schema::SyncPhase;
 
 use overlap_analyzer::sites::maps::{self, CodeMap};

@@ -13,7 +13,7 @@ use common::*;
 use overlap_analyzer::dag::{BuiltIn, Mode, Options as DagOptions, Policy};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::RequestRole;
-use overlap_analyzer::replay::{NetworkFit, Progress};
+use overlap_analyzer::replay::{NetworkFit, ProgressMode};
 use overlap_analyzer::suggest::{program_of, suggest, Options, SuggestError, Suggestion, Verdict};
 use overlap_instrument::schema::{Op, SyncPhase};
 
@@ -43,7 +43,7 @@ fn run_suggest_in(
         .unwrap();
     let options = Options {
         dag: DagOptions { policies, mode },
-        progress: Progress::InMpi,
+        progress: ProgressMode::InMpi,
         conservative,
     };
     suggest(trace, &program, fit, &options).unwrap()
@@ -271,7 +271,7 @@ fn moves_that_gain_only_together_are_suggested_together() {
         .unwrap();
     let options = Options {
         dag: DagOptions::default(),
-        progress: Progress::Async,
+        progress: ProgressMode::Async,
         conservative: false,
     };
     let s = suggest(&trace, &program, fit, &options).unwrap();

@@ -12,7 +12,7 @@ use common::*;
 use overlap_analyzer::dag::{Mode, Options as DagOptions, Policy};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::RequestRole;
-use overlap_analyzer::replay::{NetworkFit, Progress};
+use overlap_analyzer::replay::{NetworkFit, ProgressMode};
 use overlap_analyzer::suggest::{
     program_of, remedies::ProgressRemedy, render, suggest_without_network, Options, SuggestNetwork,
     Suggestion, Verdict,
@@ -27,7 +27,7 @@ fn without_network(trace: &Trace, policies: Vec<Policy>, mode: Mode) -> Suggesti
     let unknown = NetworkFit::from_trace(trace, None).unwrap_err();
     let options = Options {
         dag: DagOptions { policies, mode },
-        progress: Progress::InMpi,
+        progress: ProgressMode::InMpi,
         conservative: false,
     };
     suggest_without_network(trace, &program_of(trace).unwrap(), unknown, &options).unwrap()

@@ -7,7 +7,7 @@
 mod common;
 
 use common::*;
-use overlap_analyzer::metrics::analyze;
+use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Op;
 

@@ -9,10 +9,11 @@
 mod common;
 
 use common::*;
-use overlap_analyzer::compute::ComputeSource;
+use overlap_analyzer::analysis::{analyze, Details, Report};
 use overlap_analyzer::metrics::false_overlap::Limit;
-use overlap_analyzer::metrics::requests::RequestClass;
-use overlap_analyzer::metrics::{analyze, Details, Report, WaitKind};
+use overlap_analyzer::metrics::request_metrics::RequestClass;
+use overlap_analyzer::metrics::WaitKind;
+use overlap_analyzer::model::compute::ComputeSource;
 use overlap_analyzer::model::Trace;
 use overlap_instrument::schema::{CallArgs, Event, Op};
 

@@ -39,7 +39,7 @@ fn check_sites(
     let out = dir.path().join(format!("{name}.json"));
     let (_, run) = untraced_then_traced(&Launch::of(mpi), 2, name, &out);
     run.assert_records_every_call();
-    let trace = overlap_analyzer::import::load(&out, &mut |_, _| {})
+    let trace = overlap_analyzer::load::load(&out, &mut |_, _| {})
         .expect("loads")
         .trace;
     let table = SiteTable::build(&trace);

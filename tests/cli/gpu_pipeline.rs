@@ -116,8 +116,8 @@ fn check(ranks: u32, variant: &str, chunks: u32) {
 
     // The analysis: every message is a whole staging chain; bulk's sends waited for all
     // the copies (serialized staging on every rank), pipelined's never did.
-    let loaded = overlap_analyzer::import::load(&out, &mut |_, _| {}).expect("loads");
-    let (report, _) = overlap_analyzer::metrics::analyze(&loaded.trace, &Default::default());
+    let loaded = overlap_analyzer::load::load(&out, &mut |_, _| {}).expect("loads");
+    let (report, _) = overlap_analyzer::analysis::analyze(&loaded.trace, &Default::default());
     let g = report.gpu.as_ref().expect("the run has a gpu section");
     assert_eq!(g.backend.as_deref(), Some("host-emulated"));
     assert_eq!(

@@ -7,9 +7,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use overlap_analyzer::import::{load, read_merged};
+use overlap_analyzer::analysis::analyze;
+use overlap_analyzer::import::read_merged;
+use overlap_analyzer::load::load;
 use overlap_analyzer::metrics::budget::budgets;
-use overlap_analyzer::metrics::{analyze, Options, WaitKind};
+use overlap_analyzer::metrics::{Options, WaitKind};
 use overlap_instrument::schema::{Event, Op};
 
 use crate::mpis::{open_mpi, program_in, trace_in, untraced_then_traced, Launch, Mpi};

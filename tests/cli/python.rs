@@ -208,7 +208,7 @@ fn python_calls_are_placed_on_their_python_lines() {
     assert_eq!(never_completed(&out), BTreeMap::new(), "all completed");
 
     // The analyzer names them by the recorded line and function.
-    let trace = overlap_analyzer::import::load(&out, &mut |_, _| {})
+    let trace = overlap_analyzer::load::load(&out, &mut |_, _| {})
         .expect("loads")
         .trace;
     let table = SiteTable::build(&trace);

@@ -244,7 +244,7 @@ pub(crate) fn program_line(file: &str, text: &str) -> u32 {
 fn check_symbolized_sites(out: &Path, ranks: u32) {
     let line = program_line("calls.c", "MPI_Isend(&out, 1, MPI_DOUBLE, right, 10,");
     let want = format!("calls.c:{line} (main)");
-    let trace = overlap_analyzer::import::load(out, &mut |_, _| {})
+    let trace = overlap_analyzer::load::load(out, &mut |_, _| {})
         .expect("loads")
         .trace;
     let table = overlap_analyzer::sites::SiteTable::build(&trace);

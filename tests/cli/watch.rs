@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use overlap_analyzer::import::{load, load_dir};
+use overlap_analyzer::load::{load, load_dir};
 use overlap_analyzer::model::{Timeline, Trace};
 use overlap_analyzer::sites::SiteTable;
 use overlap_instrument::schema::{

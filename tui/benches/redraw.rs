@@ -95,7 +95,7 @@ fn main() {
     let trace = match arg.as_deref().map(str::parse::<u64>) {
         Some(Err(_)) => {
             let path = Path::new(arg.as_deref().unwrap_or_default());
-            overlap_analyzer::import::load(path, &mut |_, _| {})
+            overlap_analyzer::load::load(path, &mut |_, _| {})
                 .expect("the trace reads")
                 .trace
         }
@@ -112,7 +112,7 @@ fn main() {
         ms(started.elapsed())
     );
     let t = Instant::now();
-    let (report, details) = overlap_analyzer::metrics::analyze(&trace, &Default::default());
+    let (report, details) = overlap_analyzer::analysis::analyze(&trace, &Default::default());
     let analysis = t.elapsed();
     let t = Instant::now();
     let run = Run::with_analysis("bench".into(), trace, report, details);

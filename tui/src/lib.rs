@@ -10,7 +10,7 @@
 //! level-of-detail pyramid that keeps every redraw independent of the events in view.
 //!
 //! ```no_run
-//! use overlap_analyzer::import::load;
+//! use overlap_analyzer::load::load;
 //! let loaded = load(std::path::Path::new("run.json"), &mut |_, _| {}).unwrap();
 //! let run = overlap_tui::Run::new("run.json".into(), loaded.trace, &Default::default());
 //! overlap_tui::run(vec![run]).unwrap();

@@ -3,7 +3,7 @@
 //! million. Level 0 cuts the rank's time into `2^k` bins (about one per event, at most
 //! 2^20); each level above sums pairs of the level below. A bin holds how much of its
 //! time the rank spent computing, in MPI calls that do not wait, and in calls that wait
-//! ([`overlap_analyzer::metrics::budget::is_waiting`], the definition the time budget
+//! ([`overlap_format::schema::Op::is_waiting`], the definition the time budget
 //! uses, and any other call the analysis charged a wait state to: an `MPI_Allreduce`
 //! that waited for the last rank is drawn waiting); the rest is idle.
 //!
@@ -19,8 +19,8 @@
 //!  events    CCCCCCCCCCCCCCCCCCCCCCC  M W
 //! ```
 
-use overlap_analyzer::compute::RankCompute;
-use overlap_analyzer::metrics::budget::is_waiting;
+use overlap_analyzer::model::compute::RankCompute;
+
 use overlap_analyzer::model::{Span, Timeline, What};
 use overlap_format::schema::Nanos;
 
@@ -100,7 +100,7 @@ impl Mix {
 pub fn activity(span: &Span, waited: bool) -> Activity {
     match span.what {
         What::Compute(_) => Activity::Compute,
-        What::Call(op, _) if waited || is_waiting(op) => Activity::Waiting,
+        What::Call(op, _) if waited || op.is_waiting() => Activity::Waiting,
         What::Call(..) => Activity::Mpi,
     }
 }
@@ -262,7 +262,7 @@ fn exact(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use overlap_format::schema::{CallArgs, CallEvent, ComputeEvent, Event, Op};
+    use overlap_format::schema::{CallArgs, ComputeEvent, Event, Op};
 
     fn compute(start: u64, end: u64) -> Event {
         Event::Compute(ComputeEvent {
@@ -275,13 +275,7 @@ mod tests {
     }
 
     fn call(op: Op, start: u64, end: u64) -> Event {
-        Event::Call(CallEvent {
-            tid: 0,
-            start: Nanos(start),
-            end: Nanos(end),
-            op,
-            args: CallArgs::default(),
-        })
+        overlap_format::testing::call(op, start, end, CallArgs::default())
     }
 
     /// ```text

@@ -7,8 +7,9 @@
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
+use overlap_analyzer::analysis::{analyze, Details, Report};
 use overlap_analyzer::metrics::collectives::{self, Instances};
-use overlap_analyzer::metrics::{analyze, Details, Options, Report};
+use overlap_analyzer::metrics::Options;
 use overlap_analyzer::model::{EventRef, Trace};
 
 use crate::gpu_lane::GpuLane;

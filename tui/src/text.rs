@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-pub use overlap_analyzer::report::units::{bytes, duration};
+pub use overlap_analyzer::units::{bytes, duration};
 
 /// `text` with every control character (C0, DEL, C1: escape sequences start with one)
 /// shown as `\u{..}` instead: printable, and never interpreted by the terminal.

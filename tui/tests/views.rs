@@ -20,8 +20,7 @@ use ratatui::Terminal;
 fn demo(variant: &str) -> Run {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(format!("tests/data/false-overlap-{variant}.json"));
-    let loaded =
-        overlap_analyzer::import::load(&path, &mut |_, _| {}).expect("the demo trace reads");
+    let loaded = overlap_analyzer::load::load(&path, &mut |_, _| {}).expect("the demo trace reads");
     Run::new(
         format!("false-overlap-{variant}.json"),
         loaded.trace,
@@ -126,7 +125,7 @@ fn profile() {
 #[test]
 fn the_summary_says_ranks_sharing_cpus() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/false-overlap-fixed.json");
-    let mut trace = overlap_analyzer::import::load(&path, &mut |_, _| {})
+    let mut trace = overlap_analyzer::load::load(&path, &mut |_, _| {})
         .expect("the demo trace reads")
         .trace;
     for r in &mut trace.info.ranks {

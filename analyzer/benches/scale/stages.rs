@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
-use overlap_analyzer::import::load_dir;
+use overlap_analyzer::load::load_dir;
 use overlap_analyzer::metrics::Options;
 
 use super::{common, Res, MIB};
@@ -57,7 +57,8 @@ static ALLOCATOR: Counting = Counting;
 /// it) and the heap's peak while it ran, both counted by the allocator.
 pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     use overlap_analyzer::metrics::wait_states;
-    use overlap_analyzer::metrics::{budget, false_overlap, ideal, requests, transfer};
+    use overlap_analyzer::metrics::{budget, false_overlap, requests, transfer};
+    use overlap_analyzer::replay::ideal;
     COUNTING.store(true, Ordering::Relaxed);
     let e = events as f64;
     let mut before = 0usize;
@@ -87,7 +88,7 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     step("wait states", t);
     let t = Instant::now();
     let model = transfer::TransferModel::fit(&trace);
-    let collective = transfer::CollectiveModel::fit(&trace);
+    let collective = overlap_analyzer::metrics::collective_model::CollectiveModel::fit(&trace);
     step("models", t);
     let t = Instant::now();
     let reqs = requests::per_request(&trace, &model, &collective, &opts);

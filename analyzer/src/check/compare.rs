@@ -7,8 +7,8 @@ use serde::Serialize;
 use super::metrics::{gate, gate_metrics, Better, Gate, Unit};
 use super::usable::{completeness, differences, work, Coverage, Problem};
 use super::{coverage_of, Baseline};
-use crate::import::Loaded;
-use crate::metrics::Report;
+use crate::analysis::Report;
+use crate::load::Loaded;
 
 /// How one metric compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

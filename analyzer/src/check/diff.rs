@@ -6,9 +6,10 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::metrics::Unit;
+use crate::analysis::Report;
 use crate::gpu::GpuFindingKind;
-use crate::metrics::{Report, WaitKind};
-use crate::report::duration;
+use crate::metrics::WaitKind;
+use crate::units::duration;
 
 /// One row of a diff.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::Report;
+use crate::analysis::Report;
 
 /// Which way a metric improves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

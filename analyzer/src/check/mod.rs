@@ -30,8 +30,8 @@ pub use render::{comparison_table, junit, junit_error};
 pub use unlike::unlike;
 pub use usable::{work, Problem, RankWork};
 
-use crate::import::Loaded;
-use crate::metrics::Report;
+use crate::analysis::Report;
+use crate::load::Loaded;
 use crate::{Error, Result};
 
 /// The name every baseline file carries.

@@ -7,7 +7,7 @@
 
 use super::usable::{differences, Problem, RankWork};
 use super::{coverage_of, DEFAULT_TOLERANCE_PCT};
-use crate::metrics::Report;
+use crate::analysis::Report;
 
 fn list(v: &[u32]) -> String {
     v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")

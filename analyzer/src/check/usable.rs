@@ -12,7 +12,7 @@ use std::fmt;
 use overlap_format::schema::Op;
 use serde::{Deserialize, Serialize};
 
-use crate::import::Loaded;
+use crate::load::Loaded;
 use crate::model::Trace;
 
 /// The work of one traced rank, as a baseline records it.

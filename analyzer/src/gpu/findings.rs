@@ -13,13 +13,73 @@
 //!   was in flight.
 
 use overlap_format::schema::{GpuEvent, GpuOp, ALL_STREAMS};
+use serde::Serialize;
 
 use super::chains::Chain;
 use super::coverage::CopyCoverage;
 use super::intervals::Intervals;
-use super::{GpuFinding, GpuFindingKind};
 use crate::model::{EventRef, Timeline, Trace, What};
-use crate::report::duration;
+use crate::units::duration;
+
+/// What a GPU finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuFindingKind {
+    /// Sends that waited for all copies instead of their own packet's.
+    SerializedStaging,
+    /// The device idle while the host was blocked.
+    GpuIdleWhileHostWaits,
+    /// The host blocked on copies while its requests were pending.
+    HostBlockedOnCopies,
+    /// Copies that ran while no message was in flight.
+    CopiesSerializedWithMpi,
+}
+
+impl GpuFindingKind {
+    /// The key in JSON and in `overlap diff`.
+    pub fn key(self) -> &'static str {
+        match self {
+            GpuFindingKind::SerializedStaging => "serialized_staging",
+            GpuFindingKind::GpuIdleWhileHostWaits => "gpu_idle_while_host_waits",
+            GpuFindingKind::HostBlockedOnCopies => "host_blocked_on_copies",
+            GpuFindingKind::CopiesSerializedWithMpi => "copies_serialized_with_mpi",
+        }
+    }
+
+    /// The title shown.
+    pub fn title(self) -> &'static str {
+        match self {
+            GpuFindingKind::SerializedStaging => "serialized staging",
+            GpuFindingKind::GpuIdleWhileHostWaits => "GPU idle while the host waits",
+            GpuFindingKind::HostBlockedOnCopies => {
+                "host blocked on copies while communication was pending"
+            }
+            GpuFindingKind::CopiesSerializedWithMpi => "copies serialized with MPI",
+        }
+    }
+}
+
+/// One finding on one rank, with its evidence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GpuFinding {
+    /// What it is.
+    pub kind: GpuFindingKind,
+    /// The rank.
+    pub rank: u32,
+    /// Instances found.
+    pub instances: u64,
+    /// Instances examined (sends staged through a copy; host waits on copies; 1 for the
+    /// rank-wide figures).
+    pub of: u64,
+    /// Time it cost in all, ns.
+    pub lost_ns: u64,
+    /// The worst instance, ns.
+    pub worst_ns: u64,
+    /// The evidence, one line each.
+    pub evidence: Vec<String>,
+    /// What to change.
+    pub suggestion: String,
+}
 
 /// Below this share of the rank's run, idle GPU time during host waits is not a finding.
 pub const IDLE_SHARE_FLAGGED: f64 = 0.05;
@@ -181,7 +241,7 @@ pub fn serialized_staging(r: &RankData<'_>) -> Option<GpuFinding> {
 /// Host blocking time (blocking MPI calls and host waits) and device busy time of `t`.
 fn host_blocked(t: &Timeline) -> Intervals {
     let calls = t.spans.iter().filter_map(|s| match s.what {
-        What::Call(op, _) if crate::metrics::blocks(op) => Some((s.start.0, s.end.0)),
+        What::Call(op, _) if op.blocks() => Some((s.start.0, s.end.0)),
         _ => None,
     });
     let waits = t
@@ -230,7 +290,7 @@ pub fn idle_while_waiting(t: &Timeline) -> ((u64, u64), Option<GpuFinding>) {
              operation ran for {} of it, {} of the rank's {}",
             duration(blocked_ns),
             duration(idle),
-            crate::report::share(idle, run).trim(),
+            crate::units::share(idle, run).trim(),
             duration(run)
         )],
         suggestion: "launch independent device work (the interior compute) before blocking, \
@@ -311,7 +371,7 @@ pub fn copies_vs_messages(r: &RankData<'_>) -> ((u64, u64), Option<GpuFinding>) 
              of it ({})",
             duration(copy_ns),
             duration(serial),
-            crate::report::share(serial, copy_ns).trim()
+            crate::units::share(serial, copy_ns).trim()
         )],
         suggestion: "split the halo into packets and pipeline them: copy packet i+1 while \
                      packet i is on the wire, and copy each received packet while the others \

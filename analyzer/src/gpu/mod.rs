@@ -20,70 +20,11 @@ use crate::model::Trace;
 pub use chains::Breakdown;
 use chains::Chain;
 use findings::device_busy;
+pub use findings::{GpuFinding, GpuFindingKind};
 use intervals::Intervals;
 
 /// Worst chains the report lists.
 pub const WORST_CHAINS: usize = 10;
-
-/// What a GPU finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GpuFindingKind {
-    /// Sends that waited for all copies instead of their own packet's.
-    SerializedStaging,
-    /// The device idle while the host was blocked.
-    GpuIdleWhileHostWaits,
-    /// The host blocked on copies while its requests were pending.
-    HostBlockedOnCopies,
-    /// Copies that ran while no message was in flight.
-    CopiesSerializedWithMpi,
-}
-
-impl GpuFindingKind {
-    /// The key in JSON and in `overlap diff`.
-    pub fn key(self) -> &'static str {
-        match self {
-            GpuFindingKind::SerializedStaging => "serialized_staging",
-            GpuFindingKind::GpuIdleWhileHostWaits => "gpu_idle_while_host_waits",
-            GpuFindingKind::HostBlockedOnCopies => "host_blocked_on_copies",
-            GpuFindingKind::CopiesSerializedWithMpi => "copies_serialized_with_mpi",
-        }
-    }
-
-    /// The title shown.
-    pub fn title(self) -> &'static str {
-        match self {
-            GpuFindingKind::SerializedStaging => "serialized staging",
-            GpuFindingKind::GpuIdleWhileHostWaits => "GPU idle while the host waits",
-            GpuFindingKind::HostBlockedOnCopies => {
-                "host blocked on copies while communication was pending"
-            }
-            GpuFindingKind::CopiesSerializedWithMpi => "copies serialized with MPI",
-        }
-    }
-}
-
-/// One finding on one rank, with its evidence.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GpuFinding {
-    /// What it is.
-    pub kind: GpuFindingKind,
-    /// The rank.
-    pub rank: u32,
-    /// Instances found.
-    pub instances: u64,
-    /// Instances examined (sends staged through a copy; host waits on copies; 1 for the
-    /// rank-wide figures).
-    pub of: u64,
-    /// Time it cost in all, ns.
-    pub lost_ns: u64,
-    /// The worst instance, ns.
-    pub worst_ns: u64,
-    /// The evidence, one line each.
-    pub evidence: Vec<String>,
-    /// What to change.
-    pub suggestion: String,
-}
 
 /// Copies of one direction on one rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

@@ -12,13 +12,12 @@
 //!
 //! The rank-to-rank edges make the wait-for graph; a cycle in it is the deadlock
 //! ([`graph`]). Ranks that others wait for but that are not blocked in MPI (computing,
-//! finalized, or without a dump) are named too. [`text`] renders it for the report.
+//! finalized, or without a dump) are named too. [`crate::report::hang`] renders it for the report.
 //!
 //! Times are ns since the run's start: a call's `start_ns` is when it was entered,
 //! `blocked_ns` how long before the dump that was.
 
 pub mod graph;
-pub mod text;
 
 use serde::Serialize;
 
@@ -156,15 +155,6 @@ pub struct HangReport {
     pub cycle: Option<Vec<u32>>,
     /// Ranks blocked ones wait for that are not blocked in MPI themselves.
     pub waited_not_blocked: Vec<graph::NotBlocked>,
-}
-
-/// The "Hung run" section of the text report, when any rank dumped: for the launcher,
-/// which prints it after merging a run it stopped, without the whole analysis.
-pub fn section_of(trace: &Trace) -> Option<String> {
-    let h = analyze(trace, &SiteTable::build(trace))?;
-    let mut o = String::new();
-    text::render(&mut o, &h);
-    Some(o)
 }
 
 /// The report, when any rank dumped.
@@ -463,4 +453,4 @@ fn collective_waits(_trace: &Trace, ranks: &mut [RankHang]) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

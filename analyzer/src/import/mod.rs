@@ -12,15 +12,15 @@
 
 mod completeness;
 mod event;
-mod load;
-mod load_ranks;
+mod fastparse;
 mod merged;
+mod merged_stream;
 mod pftrace;
 mod plausible;
 mod skip;
 mod stream;
 
-use crate::fastparse::parse_complete;
+use fastparse::parse_complete;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,10 +34,9 @@ use overlap_format::schema::{
 use serde_json::Value;
 
 pub(crate) use event::{complete_event, learned_args, meta_args};
-pub use load::{load, load_merged, Loaded, Progress};
-pub use load_ranks::load_dir;
 pub use merged::read_merged;
 pub(crate) use merged::read_merged_noting;
+pub use merged_stream::{read_merged_timelines, MergedRead, ReadProgress};
 
 use crate::model::{Place, RankTrace, ReadProblem, Timeline};
 use crate::{Error, Result};

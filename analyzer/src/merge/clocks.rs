@@ -109,7 +109,7 @@ fn init_sync<S>(t: &RankTrace<S>) -> Option<&ClockSync> {
 
 /// A span of ns for people (negative ones as such).
 fn seconds(ns: i128) -> String {
-    let text = crate::report::duration(u64::try_from(ns.unsigned_abs()).unwrap_or(u64::MAX));
+    let text = crate::units::duration(u64::try_from(ns.unsigned_abs()).unwrap_or(u64::MAX));
     if ns < 0 {
         format!("-{text}")
     } else {

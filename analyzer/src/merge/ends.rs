@@ -16,7 +16,6 @@
 
 use overlap_format::schema::{Nanos, SuspectMessage};
 
-use super::matching::suspect_between;
 use crate::fxhash::FxHashMap;
 use crate::model::compact::index_u32;
 use crate::model::{EventRef, Message};
@@ -360,6 +359,19 @@ fn merged<'a, T, K: Ord + Copy + 'a>(
         }
         Some(item)
     })
+}
+
+/// The record of a clock-suspect message whose send started at `send` and whose receive
+/// completed at `recv_complete`.
+fn suspect_between(m: &Message, send: Nanos, recv_complete: Nanos) -> SuspectMessage {
+    SuspectMessage {
+        send_rank: m.send().rank,
+        recv_rank: m.completion().map_or(m.recv_post().rank, |c| c.rank),
+        tag: m.tag,
+        send_ns: send.0,
+        recv_complete_ns: recv_complete.0,
+        backwards_ns: send.0.saturating_sub(recv_complete.0),
+    }
 }
 
 #[cfg(test)]

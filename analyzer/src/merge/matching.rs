@@ -4,12 +4,12 @@
 
 use crate::fxhash::FxHashMap;
 
-use overlap_format::schema::{Nanos, Op, OpClass, RequestKind, SuspectMessage};
+use overlap_format::schema::{Nanos, Op, OpClass, RequestKind};
 
 use super::by_id::ById;
 use super::ends::{join, Matched, RankEnds};
 use super::peers::in_world;
-use crate::model::{Message, RequestLife, Timeline};
+use crate::model::{RequestLife, Timeline};
 
 /// A receive, as matching needs it.
 struct Receive {
@@ -282,18 +282,5 @@ fn sends(t: &Timeline, inits: &FxHashMap<u64, usize>, world_size: u32, ends: &mu
             let start = t.spans[index].start;
             ends.send(dest, tag, c.comm, index, c.bytes().unwrap_or(0), start);
         }
-    }
-}
-
-/// The record of a clock-suspect message whose send started at `send` and whose receive
-/// completed at `recv_complete`.
-pub(crate) fn suspect_between(m: &Message, send: Nanos, recv_complete: Nanos) -> SuspectMessage {
-    SuspectMessage {
-        send_rank: m.send().rank,
-        recv_rank: m.completion().map_or(m.recv_post().rank, |c| c.rank),
-        tag: m.tag,
-        send_ns: send.0,
-        recv_complete_ns: recv_complete.0,
-        backwards_ns: send.0.saturating_sub(recv_complete.0),
     }
 }

@@ -34,6 +34,7 @@ mod output;
 mod peers;
 mod proto;
 mod regions;
+mod section;
 mod size;
 mod spill;
 mod spilled;
@@ -60,7 +61,7 @@ pub use regions::regions_of_dir;
 pub use size::{SizeEstimate, UI_LIMIT};
 
 pub(crate) use peers::out_of_range;
-pub use stream::{merge_to_file, merge_to_file_if, Written};
+pub use stream::{merge_to_file, merge_to_file_if, RankDigest, Written};
 pub use write::{write_merged, write_merged_as};
 
 pub use crate::model::{EventRef, Message, RequestLife};
@@ -402,7 +403,7 @@ pub fn warnings(info: &MergedInfo) -> Vec<String> {
             p.file,
             info.world_size,
             p.first_call,
-            crate::report::duration(p.first_ns),
+            crate::units::duration(p.first_ns),
             p.first_peer
         )
     });

@@ -4,13 +4,14 @@
 //! 1. Every file is read through, keeping only its header, clocks and event count
 //!    (rayon's threads): the clock plan needs every rank's synchronisations.
 //! 2. Each rank is read into its timeline, aligned and sorted, and reduced to a digest:
-//!    its budget and counts; its message ends, numbered by (key, seq) ([`super::ends`]),
+//!    its counts, and what the caller's [`RankDigest`] makes of it (the run's summary:
+//!    [`crate::summary`]); its message ends, numbered by (key, seq) ([`super::ends`]),
 //!    are set aside in a temporary file next to the output ([`super::spilled`]). The
 //!    timeline is then dropped (a rank per thread at a time).
 //! 3. The ends are joined on disk: the run's messages, ids and clock suspects, set aside
 //!    by rank.
 //! 4. Each rank is read again into its timeline and its section written
-//!    ([`super::write::RankSection`]) with its messages read back; with more than one
+//!    ([`super::section::RankSection`]) with its messages read back; with more than one
 //!    thread, the next rank is read while this one is written.
 //!
 //! Memory is the largest rank's timeline and messages, once per thread (ranks are
@@ -28,27 +29,47 @@
 use std::path::Path;
 
 use overlap_format::output::check_output;
-use overlap_format::schema::{Event, MergedInfo, Nanos, PeersOutOfRange};
+use overlap_format::schema::{Event, InFlightDump, MergedInfo, Nanos, PeersOutOfRange};
 
 use super::matching::{rank_ends, rank_requests};
+use super::section::{site_labels, RankSection};
 use super::spilled::SpilledEnds;
-use super::write::{site_labels, write_file, write_in_flight, RankSection};
+use super::write::{write_file, write_in_flight};
 use super::SizeEstimate;
 use super::{
     file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, Output,
     RankEvents, Unreadable,
 };
-use crate::compute::RankCompute;
-use crate::hang::{latest_stopped, stopped_in};
 use crate::import::{rank_files, read_rank_file_into, EventSink};
-use crate::metrics::budget::{rank_budget, run_budget, RankBudget};
 use crate::model::{RankTrace, RequestLife, Timeline};
-use crate::summary::RunSummary;
 use crate::{Error, Result};
 
-/// What merging a directory into a file did.
+/// What the caller makes of each rank while the merge holds its timeline (a rank at a
+/// time, on rayon's threads), and of them all once the file is written: the merge's
+/// per-rank digest given from above, so that the merge needs none of the analysis.
+pub trait RankDigest: Sync {
+    /// What is kept of one rank.
+    type Rank: Send + Sync;
+    /// What is made of them all.
+    type Run;
+    /// What is kept of the rank whose timeline `t` is (on the run's timeline), given its
+    /// last in-flight dump.
+    fn of_rank(&self, t: &Timeline, last_dump: Option<&InFlightDump>) -> Self::Rank;
+    /// What is made of every rank's, in rank order, and the merged file's `otherData`.
+    fn of_run(&self, ranks: Vec<Self::Rank>, info: &MergedInfo) -> Self::Run;
+}
+
+/// The digest that keeps nothing.
+impl RankDigest for () {
+    type Rank = ();
+    type Run = ();
+    fn of_rank(&self, _: &Timeline, _: Option<&InFlightDump>) {}
+    fn of_run(&self, _: Vec<()>, _: &MergedInfo) {}
+}
+
+/// What merging a directory into a file did, and what `D` made of its ranks.
 #[derive(Clone, Debug)]
-pub struct Written {
+pub struct Written<D = ()> {
     /// The merged file's `otherData`.
     pub info: MergedInfo,
     /// Files that could not be used.
@@ -57,8 +78,8 @@ pub struct Written {
     pub notes: Vec<String>,
     /// Events written.
     pub events: u64,
-    /// Where each rank's time went, and whether the run was stopped inside calls.
-    pub summary: RunSummary,
+    /// What the [`RankDigest`] made of the ranks (the run's summary: [`crate::summary`]).
+    pub summary: D,
     /// Each rank's operating-system process id, by rank (0 when unknown).
     pub processes: Vec<(u32, u32)>,
 }
@@ -84,35 +105,36 @@ impl EventSink for Counted {
 
 /// What the merge keeps of a rank once its timeline is dropped (its message ends are
 /// set aside on disk).
-struct Digest {
+struct Digest<R> {
+    rank: u32,
     events: u64,
     requests: usize,
     peers: Vec<PeersOutOfRange>,
-    budget: RankBudget,
     extent: Option<(Nanos, Nanos)>,
     notes: Vec<String>,
     os_pid: u32,
-    /// Its last dump's time, and whether a call it was in never completed.
-    dump: Option<(u64, bool)>,
+    /// What the caller's [`RankDigest`] kept of it.
+    kept: R,
 }
 
 /// Merges the rank files of `dir` into `out` (the files [`super::merge_dir`] would use,
 /// with the same checks), one rank at a time, in the format `out`'s name says
-/// ([`TraceFormat::of_path`]).
-pub fn merge_to_file(dir: &Path, out: &Path) -> Result<Written> {
-    merge_to_file_if(dir, out, &Output::of_path(out), |_, _, _| Ok(()))
+/// ([`TraceFormat::of_path`]), each rank given to `digest`.
+pub fn merge_to_file<D: RankDigest>(dir: &Path, out: &Path, digest: &D) -> Result<Written<D::Run>> {
+    merge_to_file_if(dir, out, &Output::of_path(out), |_, _, _| Ok(()), digest)
 }
 
 /// [`merge_to_file`] as `output` says (format, part of the run), once `accept` has seen
 /// what the run holds (its ranks missing or cut short, its files unreadable) and how
 /// large the file is expected to be, before anything is written: its `Err(reason)`
 /// stops the merge with [`Error::Refused`], leaving `out` as it was.
-pub fn merge_to_file_if(
+pub fn merge_to_file_if<D: RankDigest>(
     dir: &Path,
     out: &Path,
     output: &Output,
     accept: impl FnOnce(&MergedInfo, &[Unreadable], &SizeEstimate) -> std::result::Result<(), String>,
-) -> Result<Written> {
+    digest: &D,
+) -> Result<Written<D::Run>> {
     use rayon::prelude::*;
     // The output's directory, checked before the run is read: the message ends are set
     // aside there.
@@ -128,7 +150,7 @@ pub fn merge_to_file_if(
     const SET_ASIDE: &str = "setting message ends aside in a temporary file in";
     let spilled =
         std::sync::Mutex::new(SpilledEnds::new_in(&spill_dir).map_err(spill_error(SET_ASIDE))?);
-    let digests: Vec<Digest> = {
+    let digests: Vec<Digest<D::Rank>> = {
         let _s = tracing::info_span!("digest ranks").entered();
         (0..metas.len())
             .into_par_iter()
@@ -140,18 +162,16 @@ pub fn merge_to_file_if(
                 spilled.add(ends).map_err(spill_error(SET_ASIDE))?;
                 drop(spilled);
                 Ok(Digest {
+                    rank: tl.rank,
                     events: tl.event_count() as u64,
                     requests,
                     peers: out_of_range(std::slice::from_ref(&tl), world_size, |r| {
                         file_of(&metas, r)
                     }),
-                    budget: rank_budget(&tl, &RankCompute::of(&tl)),
                     extent: tl.extent(),
                     notes: t.note_lines().collect(),
                     os_pid: tl.os_pid,
-                    dump: plan
-                        .last_dump(i, &metas[i])
-                        .map(|d| (d.at_ns, stopped_in(Some(&tl), &d))),
+                    kept: digest.of_rank(&tl, plan.last_dump(i, &metas[i]).as_ref()),
                 })
             })
             .collect::<Result<_>>()?
@@ -174,7 +194,7 @@ pub fn merge_to_file_if(
         _ => 0,
     };
     let requests: u64 = rest.iter().map(|d| d.requests as u64).sum();
-    let ranks: Vec<u32> = rest.iter().map(|d| d.budget.rank).collect();
+    let ranks: Vec<u32> = rest.iter().map(|d| d.rank).collect();
     let size = SizeEstimate::new(
         output.format,
         &output.window,
@@ -252,16 +272,12 @@ pub fn merge_to_file_if(
         }
         write_in_flight(&info, w)
     })?;
-    let extents: Vec<(Nanos, Nanos)> = rest.iter().filter_map(|d| d.extent).collect();
-    let processes = rest.iter().map(|d| (d.budget.rank, d.os_pid)).collect();
-    let dumps: Vec<(u64, bool)> = rest.iter().filter_map(|d| d.dump).collect();
+    let processes = rest.iter().map(|d| (d.rank, d.os_pid)).collect();
     let notes = rest
         .iter_mut()
         .flat_map(|d| std::mem::take(&mut d.notes))
         .collect();
-    let budgets: Vec<RankBudget> = rest.into_iter().map(|d| d.budget).collect();
-    let run = run_budget(&budgets, &extents);
-    let summary = RunSummary::of(budgets, &run, &info, latest_stopped(dumps));
+    let summary = digest.of_run(rest.into_iter().map(|d| d.kept).collect(), &info);
     Ok(Written {
         info,
         unreadable,

@@ -21,26 +21,12 @@
 
 use std::collections::BTreeMap;
 
-use overlap_format::schema::{CollectivePattern, Nanos, Op, OpClass};
+use overlap_format::schema::{Nanos, Op};
 use serde::{Serialize, Serializer};
 
-use crate::compute::ComputeSource;
-use crate::compute::RankCompute;
+use crate::model::compute::ComputeSource;
+use crate::model::compute::RankCompute;
 use crate::model::{Timeline, Trace, What};
-
-/// True for calls counted as waiting: those whose job is to wait for a transfer or for
-/// other ranks (the Wait and Test families, Barrier and the barrier-like window calls
-/// Win_fence and Win_free, the blocking point-to-point calls and Probe, and the
-/// one-sided synchronisation calls but Win_post and Win_sync, Win_test counting like
-/// Test). Posting (Isend, Start, Put...), local calls, Init/Finalize and the
-/// data-moving collectives (Allreduce, Bcast...) are in MPI but not waiting.
-pub fn is_waiting(op: Op) -> bool {
-    match op.class() {
-        OpClass::Completion | OpClass::BlockingPointToPoint => true,
-        OpClass::OneSidedSync => !matches!(op, Op::WinPost | Op::WinSync),
-        _ => op.collective_pattern() == Some(CollectivePattern::Barrier),
-    }
-}
 
 /// Call counts keyed by MPI function name in JSON.
 fn calls_by_name<S: Serializer>(calls: &BTreeMap<Op, u64>, s: S) -> Result<S::Ok, S::Error> {
@@ -63,7 +49,7 @@ pub struct RankBudget {
     /// Wall time outside MPI calls (POP's useful time), ns.
     pub useful_ns: u64,
     /// Compute time, ns: covered by the rank's compute spans, or inferred from the gaps
-    /// between its MPI calls ([`crate::compute`]), while no thread of the rank was
+    /// between its MPI calls ([`crate::model::compute`]), while no thread of the rank was
     /// inside MPI (at most `useful_ns`).
     pub compute_ns: u64,
     /// Where `compute_ns` comes from.
@@ -134,7 +120,7 @@ pub fn rank_budget(t: &Timeline, compute: &RankCompute) -> RankBudget {
             continue;
         }
         in_mpi.add(span);
-        if is_waiting(op) {
+        if op.is_waiting() {
             waiting.add(span);
         }
     }
@@ -209,7 +195,7 @@ mod tests {
 
     #[test]
     fn waiting_calls_are_the_blocking_and_completing_ones() {
-        let waiting: Vec<Op> = Op::ALL.iter().copied().filter(|o| is_waiting(*o)).collect();
+        let waiting: Vec<Op> = Op::ALL.iter().copied().filter(|o| o.is_waiting()).collect();
         assert_eq!(
             waiting,
             vec![

@@ -46,7 +46,6 @@
 
 use overlap_format::schema::{Nanos, OpClass};
 
-use super::blocks;
 use super::eager::{EagerFit, Protocol};
 use super::message_ends::{End, MessageEnds};
 use crate::model::{EventRef, Message, RequestsByPost, Timeline, Trace};
@@ -158,7 +157,9 @@ impl<'a> Cleaner<'a> {
             return None;
         }
         let ends = MessageEnds::of(trace, &self.by_post, m)?;
-        let done = ends.recv_done.filter(|c| c.span.op().is_some_and(blocks))?;
+        let done = ends
+            .recv_done
+            .filter(|c| c.span.op().is_some_and(|op| op.blocks()))?;
         let error = |rank: u32| {
             self.errors
                 .get(&rank)
@@ -234,7 +235,7 @@ impl<'a> Cleaner<'a> {
             }
         });
         let waited = alone
-            && send_done.span.op().is_some_and(blocks)
+            && send_done.span.op().is_some_and(|op| op.blocks())
             && send_done.span.start + epsilon <= posted
             && send_done.span.end > posted
             && self.last_partner(done, posted);
@@ -259,7 +260,7 @@ fn ready(away: Nanos, ns: u64) -> bool {
 /// completed it: 0 when `done` is the post itself (a blocking call); none when `done`
 /// does not block (or is missing), or lies too far from the post.
 fn away_until(trace: &Trace, post: End<'_>, done: Option<End<'_>>) -> Option<Nanos> {
-    let done = done.filter(|d| d.span.op().is_some_and(blocks))?;
+    let done = done.filter(|d| d.span.op().is_some_and(|op| op.blocks()))?;
     if done.at == post.at {
         return Some(Nanos::ZERO);
     }

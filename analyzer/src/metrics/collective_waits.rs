@@ -17,8 +17,7 @@
 
 use overlap_format::schema::{CollectivePattern, Nanos, Op, RequestKind};
 
-use super::blocks;
-use super::wait_states::{Candidate, WaitKind};
+use super::wait_kind::{Candidate, WaitKind};
 use crate::model::{EventRef, Trace};
 
 /// One member of a collective instance.
@@ -72,7 +71,7 @@ pub(crate) fn candidates(trace: &Trace, keep: &mut impl FnMut(Candidate)) {
                 let entered = t.spans.get(r.post())?.start;
                 let waited = r.completion().and_then(|c| {
                     let s = t.spans.get(c)?;
-                    s.op().filter(|op| blocks(*op))?;
+                    s.op().filter(|op| op.blocks())?;
                     Some((
                         EventRef {
                             rank: r.rank,

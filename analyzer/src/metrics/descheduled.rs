@@ -29,7 +29,6 @@
 use overlap_format::schema::Nanos;
 use serde::Serialize;
 
-use super::blocks;
 use super::message_ends::MessageEnds;
 use super::oversubscription::Oversubscription;
 use super::progress::CEILING;
@@ -89,7 +88,10 @@ impl DescheduledTime {
         let mut out = Vec::new();
         for same in ends.chunk_by(|a, b| a.0 == b.0) {
             let at = same[0].0;
-            let Some(span) = trace.span(at).filter(|s| s.op().is_some_and(blocks)) else {
+            let Some(span) = trace
+                .span(at)
+                .filter(|s| s.op().is_some_and(|op| op.blocks()))
+            else {
                 continue;
             };
             let Some(slow) = same.iter().map(|e| e.2).collect::<Option<Vec<Nanos>>>() else {

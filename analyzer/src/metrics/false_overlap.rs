@@ -41,9 +41,9 @@ use serde::Serialize;
 
 use super::false_overlap_limit::{compute_ref, stops, Guarded, Placed, Stop, Unit, Walk};
 pub use super::false_overlap_limit::{ComputeRef, FirstUse, Limit};
-use super::requests::RequestRow;
-use super::wait_states::WaitKind;
-use super::{blocks, CallRef, Options};
+use super::request_row::RequestRow;
+use super::wait_kind::WaitKind;
+use super::{CallRef, Options};
 use crate::dependence::{Effect, Guard};
 use crate::model::{Timeline, Trace, What};
 
@@ -196,7 +196,7 @@ pub fn findings(
         let Some(w) = t.spans.get(wait_index) else {
             continue;
         };
-        if !w.op().is_some_and(blocks) {
+        if !w.op().is_some_and(|op| op.blocks()) {
             continue;
         }
         let sends: Vec<&RequestRow> = all.iter().copied().filter(|r| r.is_send()).collect();

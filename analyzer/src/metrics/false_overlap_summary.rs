@@ -14,9 +14,9 @@
 
 use serde::Serialize;
 
+use super::by_site::{Groups, SiteGroup};
 use super::false_overlap::{report_order, sort_findings, Finding};
 use crate::model::Trace;
-use crate::sites::group::{Groups, SiteGroup};
 use crate::sites::SiteTable;
 
 /// The run's false-overlap findings in the report.

@@ -30,8 +30,7 @@ use crate::fxhash::FxHashMap;
 
 use overlap_format::schema::{Nanos, Op, OpClass};
 
-use super::blocks;
-use super::wait_states::{Candidate, WaitKind};
+use super::wait_kind::{Candidate, WaitKind};
 use crate::model::{EventRef, Trace};
 
 /// An access epoch of an origin.
@@ -159,7 +158,7 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
         {
             let at = EventRef { rank, index: x };
             let Some(s) = trace.span(at) else { continue };
-            if !s.op().is_some_and(|op| blocks(op) || is_rma(op)) {
+            if !s.op().is_some_and(|op| op.blocks() || is_rma(op)) {
                 continue;
             }
             // It waited for the post only if it was still running when the post came

@@ -14,7 +14,7 @@
 //!
 //! - by subtraction: a rank's MPI time shrinks to its detected wait states, while
 //!   transfers and call overheads vanish: `max_i(Useful_i + WaitStates_i)`;
-//! - by replay ([`super::ideal`]): the trace replayed with MPI calls taking no time
+//! - by replay ([`crate::replay::ideal`]): the trace replayed with MPI calls taking no time
 //!   beyond their dependences.
 //!
 //! The replay is used when it completes: subtraction keeps waits that transfers pass on
@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TIdealMethod {
-    /// The ideal-network replay ([`super::ideal`]).
+    /// The ideal-network replay ([`crate::replay::ideal`]).
     Replay,
     /// `max_i(Useful_i + WaitStates_i)`, when the replay could not finish.
     Subtraction,

@@ -34,7 +34,8 @@
 use overlap_format::schema::Nanos;
 use serde::Serialize;
 
-use super::requests::{RequestMetrics, RequestRow};
+use super::request_metrics::RequestMetrics;
+use super::request_row::RequestRow;
 use super::Options;
 use crate::model::Trace;
 
@@ -46,7 +47,7 @@ pub const SHARE: f64 = 0.5;
 pub const CEILING: f64 = 4.0;
 
 /// What the verdict needs to know of one completed request.
-pub struct Progress {
+pub struct ProgressEvidence {
     /// The completing call blocks (a Wait, not a Test).
     pub blocking: bool,
     /// `E` and `X` of the completing call.
@@ -63,7 +64,7 @@ pub struct Progress {
     pub crowded: bool,
 }
 
-impl Progress {
+impl ProgressEvidence {
     /// The completing call's wait not explained by a late partner.
     pub fn progress_wait(&self) -> Nanos {
         let whole = self.wait_end.saturating_sub(self.wait_start);
@@ -153,7 +154,7 @@ impl Verdicts {
         );
         // Those kept so far come before the new ones, as they did among the requests.
         let candidates = self.worst.iter().chain(hits());
-        let worst = super::requests::smallest(candidates, opts.worst, |a, b| key(a).cmp(&key(b)));
+        let worst = super::worst::smallest(candidates, opts.worst, |a, b| key(a).cmp(&key(b)));
         self.worst = worst.into_iter().cloned().collect();
     }
 

@@ -10,7 +10,7 @@
 //! an unknown `t_pure`, [`NO_OVERLAP`] for an overlap that is none: not NaN, which would
 //! make a row unequal to itself).
 
-use super::requests::{RequestClass, RequestMetrics};
+use super::request_metrics::{RequestClass, RequestMetrics};
 use super::CallRef;
 use crate::model::compact::{index_u32, some_i32, some_index, some_u64, NO_I32, NO_INDEX, NO_U64};
 use crate::model::{EventRef, Span, Trace};
@@ -50,7 +50,7 @@ pub struct RequestRow {
     /// Overlap written but not achieved; none when it cannot be told.
     pub written_not_achieved: Option<bool>,
     /// Its completing call waited past what its transfer explains, on a host with more
-    /// ranks than CPUs: the scheduler's wait ([`super::progress::Progress::descheduled`]).
+    /// ranks than CPUs: the scheduler's wait ([`super::progress::ProgressEvidence::descheduled`]).
     pub descheduled: bool,
 }
 

@@ -2,16 +2,19 @@
 //! exposed wait, the non-blocking collectives' figures, overlap written but not
 //! achieved, and the worst requests. The summary is folded over the requests a part at a
 //! time, in request order ([`Fold`]), so that analysis need not hold every request's
-//! row at once ([`super::schedule`]); every figure is the one a single pass over all
-//! of them gives, to the bit (sums of `f64` are taken in the same order, the worst
-//! are chosen as among all at once).
+//! row at once ([`crate::analysis`]'s pass order); every figure is the one a single pass
+//! over all of them gives, to the bit (sums of `f64` are taken in the same order, the
+//! worst are chosen as among all at once).
 
 use rayon::prelude::*;
 use serde::Serialize;
 
+use super::collective_model::CollectiveModel;
 use super::progress::{self, Verdicts};
-use super::requests::TransferModel;
-use super::requests::{smallest, CollectiveModel, RequestClass, RequestMetrics, RequestRow};
+use super::request_metrics::{RequestClass, RequestMetrics};
+use super::request_row::RequestRow;
+use super::transfer::TransferModel;
+use super::worst::smallest;
 use super::Options;
 use crate::model::Trace;
 
@@ -157,7 +160,7 @@ impl CollectiveSums {
 /// The summary of the requests taken so far, a part at a time in request order (the
 /// run's requests are in rank order).
 #[derive(Debug, Default, PartialEq)]
-pub(super) struct Fold {
+pub(crate) struct Fold {
     count: u64,
     sends: u64,
     receives: u64,
@@ -180,7 +183,7 @@ pub(super) struct Fold {
 
 impl Fold {
     /// Takes the next requests.
-    pub(super) fn add(&mut self, reqs: &[RequestRow], opts: &Options) {
+    pub(crate) fn add(&mut self, reqs: &[RequestRow], opts: &Options) {
         let count = |k: RequestClass| reqs.iter().filter(|r| r.kind == k).count() as u64;
         self.count += reqs.len() as u64;
         self.sends += count(RequestClass::Send);
@@ -225,7 +228,7 @@ impl Fold {
     }
 
     /// The summary of every request taken (the worst named from `trace`).
-    pub(super) fn finish(
+    pub(crate) fn finish(
         self,
         trace: &Trace,
         model: &TransferModel,
@@ -271,7 +274,7 @@ fn worst_first(a: &RequestRow, b: &RequestRow) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::requests::RequestIdentity;
+    use crate::metrics::request_row::RequestIdentity;
 
     /// A completed request: rank, request id, kind, completing call, exposed wait,
     /// overlap (none: no `t_pure`), progress verdict.

@@ -2,7 +2,7 @@
 //! formula applied to one request of a trace:
 //!
 //! - window `[X(post), E(wait)]`: where the program could compute while the transfer
-//!   runs; `t_cpu` is the compute inside it ([`crate::compute`]: recorded spans, or the
+//!   runs; `t_cpu` is the compute inside it ([`crate::model::compute`]: recorded spans, or the
 //!   gaps between MPI calls);
 //! - exposed wait: the duration of the call that completed the request;
 //! - `t_ovrl = X(wait) - E(post)`;
@@ -22,82 +22,16 @@
 
 use overlap_format::schema::{Nanos, RequestKind};
 use rayon::prelude::*;
-use serde::Serialize;
 
-use super::progress::Progress;
-pub use super::request_row::{RequestIdentity, RequestRow};
-pub use super::request_summary::{summarize, CollectiveFigures, RequestSummary};
-pub use super::transfer::{CollectiveModel, SizeClass, TransferModel};
-use super::{blocks, CallRef, Options};
+use super::collective_model::CollectiveModel;
+use super::progress::ProgressEvidence;
+use super::request_metrics::RequestClass;
+use super::request_row::{RequestIdentity, RequestRow};
+use super::transfer::TransferModel;
+use super::Options;
 use crate::fxhash::FxHashMap;
 use crate::model::compact::index_u32;
 use crate::model::{EventRef, RequestsByPost, Trace};
-
-/// What a request does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RequestClass {
-    /// A point-to-point send (Isend, a started Send_init).
-    Send,
-    /// A point-to-point receive.
-    Receive,
-    /// A non-blocking collective (Ibcast..., a started persistent collective).
-    Collective,
-    /// A request-based one-sided operation (Rput, Rget, Raccumulate...).
-    OneSided,
-}
-
-/// One request's figures.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RequestMetrics {
-    /// Rank.
-    pub rank: u32,
-    /// Request id on that rank.
-    pub request: u64,
-    /// The post (`MPI_Isend`, `MPI_Irecv`, `MPI_Ibcast`, `MPI_Rput`, `MPI_Start`...).
-    pub post: CallRef,
-    /// True for a point-to-point send.
-    pub is_send: bool,
-    /// What the request does.
-    pub kind: RequestClass,
-    /// The call whose arguments describe the transfer (the post, or a started
-    /// persistent request's init): index among the rank's events.
-    #[serde(skip)]
-    pub args_index: usize,
-    /// Peer (world rank; a one-sided operation's target), when known.
-    pub peer: Option<i32>,
-    /// Tag.
-    pub tag: Option<i32>,
-    /// Bytes (sent, or received when known, else the buffer's capacity; a collective's
-    /// `bytes` argument; a one-sided operation's origin bytes).
-    pub bytes: u64,
-    /// The call that completed it, if one did.
-    pub completion: Option<CallRef>,
-    /// True when the program let go of it with `MPI_Request_free` before any call
-    /// completed it (its end is unknown to the program, and to the trace).
-    pub freed: bool,
-    /// `E(wait) - X(post)`, ns (0 when the wait began inside the post).
-    pub window_ns: u64,
-    /// Compute inside the window, ns.
-    pub cpu_ns: u64,
-    /// Duration of the completing call, ns.
-    pub exposed_wait_ns: u64,
-    /// `X(wait) - E(post)`, ns: OSU's overall time.
-    pub t_ovrl_ns: u64,
-    /// Estimated pure transfer (communication) time, ns; none when no model gives one
-    /// (a collective the collective model has no estimate for).
-    pub t_pure_ns: Option<u64>,
-    /// Overlap (0..1) by the IMB formula; none when `t_pure` is unknown or the request
-    /// never completed.
-    pub overlap: Option<f64>,
-    /// Overlap (0..1) by the OSU formula; none when the IMB one is none.
-    pub osu_overlap: Option<f64>,
-    /// The wait's part not explained by a late partner, ns (see [`super::progress`]).
-    pub progress_wait_ns: u64,
-    /// Overlap written (compute in the window) but not achieved (the wait still took
-    /// about the transfer): see [`super::progress`]; none when it cannot be told.
-    pub written_not_achieved: Option<bool>,
-}
 
 /// The figures of every request of the trace, in rank and post order.
 pub fn per_request(
@@ -172,7 +106,7 @@ impl<'a> RequestPass<'a> {
         let mut call_partner: Vec<u64> = vec![NO_TIME; trace.requests.len()];
         let mut ranks: Vec<(usize, &mut [u64])> = Vec::new();
         let mut rest: &mut [u64] = &mut call_partner;
-        for range in super::schedule::parts_of_whole_ranks(&trace.requests, 1) {
+        for range in super::request_parts::parts_of_whole_ranks(&trace.requests, 1) {
             let (this, after) = std::mem::take(&mut rest).split_at_mut(range.len());
             ranks.push((range.start, this));
             rest = after;
@@ -321,8 +255,8 @@ impl<'a> RequestPass<'a> {
                 imb,
                 t_pure.and_then(|p| osu_overlap(p, m.cpu_ns, m.t_ovrl_ns)),
             );
-            let p = Progress {
-                blocking: span.op().is_some_and(blocks),
+            let p = ProgressEvidence {
+                blocking: span.op().is_some_and(|op| op.blocks()),
                 wait_start: span.start,
                 wait_end: span.end,
                 partner: (self.call_partner[ri] != NO_TIME).then_some(Nanos(self.call_partner[ri])),
@@ -391,53 +325,4 @@ pub fn osu_overlap(t_pure: u64, t_cpu: u64, t_ovrl: u64) -> Option<f64> {
     }
     let exposed = t_ovrl as f64 - t_cpu as f64;
     Some((1.0 - exposed / t_pure as f64).clamp(0.0, 1.0))
-}
-
-/// The `k` first of `items` in the order of `cmp`, first first, as a stable sort of
-/// them all would give them (ties keep the items' order), but by bounded selection:
-/// the memory is `O(k)`, not one entry per item.
-pub(crate) fn smallest<'a, T>(
-    items: impl Iterator<Item = &'a T>,
-    k: usize,
-    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
-) -> Vec<&'a T> {
-    if k == 0 {
-        return Vec::new();
-    }
-    let order = |a: &(usize, &T), b: &(usize, &T)| cmp(a.1, b.1).then(a.0.cmp(&b.0));
-    let mut kept: Vec<(usize, &T)> = Vec::new();
-    for x in items.enumerate() {
-        kept.push(x);
-        if kept.len() >= k.max(32).saturating_mul(2) {
-            kept.select_nth_unstable_by(k - 1, order);
-            kept.truncate(k);
-        }
-    }
-    kept.sort_by(order);
-    kept.truncate(k);
-    kept.into_iter().map(|(_, x)| x).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::smallest;
-
-    /// `smallest` gives what a stable sort then `take(k)` gives: heavy ties (keys 0..4
-    /// over 300 items, so that the selection runs several times) kept in the items'
-    /// order, for k of 0, 1, 5, 64, all and more than all.
-    #[test]
-    fn bounded_selection_is_a_stable_sort_cut_short() {
-        let items: Vec<(u32, usize)> = (0..300).map(|i| ((i * 7 % 5) as u32, i)).collect();
-        let by_key = |a: &(u32, usize), b: &(u32, usize)| a.0.cmp(&b.0);
-        let mut sorted = items.clone();
-        sorted.sort_by(by_key);
-        for k in [0, 1, 5, 64, 300, 310, usize::MAX] {
-            let got: Vec<(u32, usize)> = smallest(items.iter(), k, by_key)
-                .into_iter()
-                .copied()
-                .collect();
-            let want: Vec<(u32, usize)> = sorted.iter().take(k).copied().collect();
-            assert_eq!(got, want, "k = {k}");
-        }
-    }
 }

@@ -28,7 +28,6 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::clean::Cleaner;
-pub use super::collective_model::{CollectiveClass, CollectiveModel};
 use super::eager::{EagerFit, Protocol};
 use crate::model::{Message, Trace};
 

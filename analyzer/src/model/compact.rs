@@ -31,11 +31,15 @@ pub struct RequestLife {
 
 const _: () = assert!(std::mem::size_of::<RequestLife>() == 32);
 
+/// The most records of one kind a rank can hold: analysis keeps a rank's indices in 32
+/// bits, with `u32::MAX` meaning none ([`NO_INDEX`]).
+pub const MAX_RECORDS: usize = NO_INDEX as usize - 1;
+
 /// An index of a rank's records as a `u32` field (see [`RequestLife`]). Every index a
-/// rank has fits: a timeline takes no more than [`super::MAX_RECORDS`] of
+/// rank has fits: a timeline takes no more than [`MAX_RECORDS`] of
 /// each kind, and the importer refuses a rank that has more (`Error::TooLarge`).
 pub(crate) fn index_u32(i: usize) -> u32 {
-    debug_assert!(i <= super::MAX_RECORDS, "a rank past MAX_RECORDS");
+    debug_assert!(i <= MAX_RECORDS, "a rank past MAX_RECORDS");
     i as u32
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use overlap_format::schema::{Event, GpuEvent, LearnedUse, Nanos, Op, Started, Unwatched};
 
 use super::access::AccessTable;
-use super::compact::index_u32;
+use super::compact::{index_u32, MAX_RECORDS};
 use super::{Access, Buffer, CallExtra, CallInfo, Done, RecvHalf, Span, What};
 
 /// One rank on the run's timeline, in compact form.
@@ -51,7 +51,7 @@ pub struct Timeline {
     pub unwatched: Vec<Unwatched>,
     /// Its `MPI_Pcontrol` calls (also among `spans`), with their levels and region
     /// names, sorted by start ([`crate::regions`]).
-    pub pcontrol: Vec<crate::regions::RegionMark>,
+    pub pcontrol: Vec<super::RegionMark>,
     /// What this rank has more of than 32-bit indices can name (events, completions,
     /// started requests, group members), once it has: nothing more was taken. The
     /// importer turns it into an error naming the file.
@@ -59,10 +59,6 @@ pub struct Timeline {
     /// [`MAX_RECORDS`] when 0; smaller only in tests.
     limit: usize,
 }
-
-/// The most records of one kind a rank can hold: analysis keeps a rank's indices in 32
-/// bits, with `u32::MAX` meaning none ([`super::compact`]).
-pub const MAX_RECORDS: usize = super::compact::NO_INDEX as usize - 1;
 
 /// Puts GPU work's times (enqueue, start, end) on the run's timeline with `align`.
 pub fn align_gpu(g: &mut GpuEvent, align: impl Fn(Nanos) -> Nanos) {
@@ -116,7 +112,7 @@ impl Timeline {
             Event::Call(c) => {
                 let a = &c.args;
                 if c.op == Op::Pcontrol {
-                    self.pcontrol.push(crate::regions::RegionMark {
+                    self.pcontrol.push(super::RegionMark {
                         start: c.start,
                         end: c.end.max(c.start),
                         level: a.level.unwrap_or(0),

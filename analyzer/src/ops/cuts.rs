@@ -6,8 +6,8 @@
 //!
 //! Each part keeps its measured length (a replay of the measured order is unchanged) and
 //! the calls before and after the gap (`span`, `until_span`); a part that starts at a
-//! touch is known by it ([`Cut`], [`RankProgram::cut_at`]): the iteration finder keys it
-//! by the touch's symbolized line, reports name it by that line.
+//! touch is known by it ([`Cut`], [`super::RankProgram::cut_at`]): the iteration finder
+//! keys it by the touch's symbolized line, reports name it by that line.
 //!
 //! ```text
 //!  |Waitall r 0-10|......... gap 10-40 ..........|Irecv r 40-41|
@@ -16,11 +16,12 @@
 //!  cuts  [(op 2, the learned use of r)]
 //! ```
 
-use super::{CompactIndex, LearnedOp, OpKind, Operation, RankProgram};
+use super::{CompactIndex, OpKind, Operation};
 use crate::model::compact::index_u32;
 
 /// A part of an inferred compute that starts at a learned first touch, in 8 bytes: the
-/// operation and the learned use ([`RankProgram::learned`]) whose touch it starts at.
+/// operation and the learned use ([`super::RankProgram::learned`]) whose touch it starts
+/// at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Cut {
     op: u32,
@@ -41,19 +42,9 @@ impl Cut {
         self.op as usize
     }
 
-    /// The learned use, by index in the rank's [`RankProgram::learned`].
+    /// The learned use, by index in the rank's [`super::RankProgram::learned`].
     pub fn learned(&self) -> usize {
         self.learned as usize
-    }
-}
-
-impl RankProgram {
-    /// The learned use whose first touch starts operation `i` (a part of an inferred
-    /// compute cut there), if one does.
-    pub fn cut_at(&self, i: usize) -> Option<&LearnedOp> {
-        let k = self.cuts.partition_point(|c| c.op() < i);
-        let cut = self.cuts.get(k).filter(|c| c.op() == i)?;
-        self.learned.get(cut.learned())
     }
 }
 
@@ -135,21 +126,5 @@ mod tests {
                     if u.get() == 4
             ));
         }
-        let mut rank = RankProgram {
-            ops,
-            learned: vec![LearnedOp::new(
-                0,
-                Some(3),
-                (None, None),
-                super::super::LearnedEnd::Touched(super::super::Touch::Read),
-                None,
-            )],
-            cuts: vec![Cut::new(3, 0)],
-            ..RankProgram::default()
-        };
-        assert_eq!(rank.cut_at(3), rank.learned.first());
-        assert_eq!((rank.cut_at(2), rank.cut_at(1)), (None, None));
-        rank.cuts.clear();
-        assert_eq!(rank.cut_at(3), None);
     }
 }

@@ -339,3 +339,39 @@ impl<'a> Knowledge<'a> {
         }
     }
 }
+
+impl RankProgram {
+    /// The learned use whose first touch starts operation `i` (a part of an inferred
+    /// compute cut there), if one does.
+    pub fn cut_at(&self, i: usize) -> Option<&LearnedOp> {
+        let k = self.cuts.partition_point(|c| c.op() < i);
+        let cut = self.cuts.get(k).filter(|c| c.op() == i)?;
+        self.learned.get(cut.learned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The learned use whose touch starts an operation is found by that operation, and
+    /// only while the cut is listed.
+    #[test]
+    fn a_cut_names_its_learned_use() {
+        let mut rank = RankProgram {
+            learned: vec![LearnedOp::new(
+                0,
+                Some(3),
+                (None, None),
+                LearnedEnd::Touched(Touch::Read),
+                None,
+            )],
+            cuts: vec![Cut::new(3, 0)],
+            ..RankProgram::default()
+        };
+        assert_eq!(rank.cut_at(3), rank.learned.first());
+        assert_eq!((rank.cut_at(2), rank.cut_at(1)), (None, None));
+        rank.cuts.clear();
+        assert_eq!(rank.cut_at(3), None);
+    }
+}

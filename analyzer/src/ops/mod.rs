@@ -53,7 +53,7 @@ use crate::model::Buffer;
 /// Index of a message in [`Program::messages`].
 pub type MessageId = usize;
 /// Index of a request in [`Program::requests`].
-pub type RequestId = usize;
+pub type RequestIndex = usize;
 /// Index of a collective instance in [`Program::collectives`].
 pub type InstanceId = usize;
 
@@ -191,12 +191,12 @@ pub enum OpKind {
     /// Posts a request.
     Post {
         /// The request.
-        request: RequestId,
+        request: RequestIndex,
     },
     /// Completes a request (one of the requests of a Wait/Test call).
     Complete {
         /// The request.
-        request: RequestId,
+        request: RequestIndex,
     },
     /// A blocking point-to-point call: returns when its own transfers are done.
     Blocking {

@@ -19,18 +19,7 @@ use serde::Serialize;
 
 pub use summary::{RegionSummary, Spread};
 
-/// One `MPI_Pcontrol` call of a rank, on the run's timeline.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RegionMark {
-    /// When the call was entered.
-    pub start: Nanos,
-    /// When it returned.
-    pub end: Nanos,
-    /// Its level.
-    pub level: i32,
-    /// The region it names, if any.
-    pub name: Option<String>,
-}
+pub use crate::model::RegionMark;
 
 /// One time one rank was in a region.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! operations on a modelled network, and the replay says when each operation would have
 //! started and ended. Reordering ([`crate::dag`]) predicts its gain with it, `overlap
 //! whatif` runs the measured order on another network, and POP's `T_ideal`
-//! ([`crate::metrics::ideal`]) is its [`ReplayConfig::ideal`] configuration: one engine,
+//! ([`ideal`]) is its [`ReplayConfig::ideal`] configuration: one engine,
 //! so that every prediction the tool makes rests on the same rules.
 //!
 //! Rules (a discrete-event simulation in global time order, [`engine`]):
@@ -17,8 +17,8 @@
 //!   limit the send completes at its post and the data reaches the receiver at post +
 //!   transfer; the receive completes once posted and the data is there. Above it
 //!   (rendezvous) the transfer starts one latency after both sides are posted and needs
-//!   `bytes / bandwidth` of progress: [`Progress::Async`] makes it continuously,
-//!   [`Progress::InMpi`] only while the sender or the receiver is inside an MPI call;
+//!   `bytes / bandwidth` of progress: [`ProgressMode::Async`] makes it continuously,
+//!   [`ProgressMode::InMpi`] only while the sender or the receiver is inside an MPI call;
 //!   both requests complete when it is done;
 //! - a blocking collective instance ends for every member at `max(member entries) +
 //!   cost`; a non-blocking one's requests complete at `max(member posts) + cost`;
@@ -35,6 +35,7 @@
 //! ```
 
 mod engine;
+pub mod ideal;
 mod network;
 mod retime;
 #[cfg(test)]
@@ -54,7 +55,7 @@ use crate::ops::Program;
 /// How rendezvous transfers make progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Progress {
+pub enum ProgressMode {
     /// Only while the sender or the receiver is inside an MPI call (MPICH's default:
     /// no progress thread).
     InMpi,
@@ -68,7 +69,7 @@ pub struct ReplayConfig {
     /// The network.
     pub network: Network,
     /// How rendezvous transfers progress.
-    pub progress: Progress,
+    pub progress: ProgressMode,
     /// MPI calls take their `cost_ns` (false: they take no time beyond their waits).
     pub mpi_costs: bool,
     /// Collectives take their fitted cost after the last member's entry (false: they
@@ -87,7 +88,7 @@ impl ReplayConfig {
     pub fn ideal() -> ReplayConfig {
         ReplayConfig {
             network: Network::ideal(),
-            progress: Progress::Async,
+            progress: ProgressMode::Async,
             mpi_costs: false,
             collective_costs: false,
             synchronous_sends: false,
@@ -95,7 +96,7 @@ impl ReplayConfig {
     }
 
     /// A real network: MPI calls and collectives take their costs.
-    pub fn on(network: Network, progress: Progress) -> ReplayConfig {
+    pub fn on(network: Network, progress: ProgressMode) -> ReplayConfig {
         ReplayConfig {
             network,
             progress,
@@ -260,7 +261,7 @@ pub struct SelfCheck {
     /// `(replayed - measured) / measured`; `None` when the run measured no time.
     pub self_error: Option<f64>,
     /// The progress mode replayed.
-    pub progress: Progress,
+    pub progress: ProgressMode,
 }
 
 /// Why there is no self check: the figure could not be made, and the report says why.
@@ -320,7 +321,7 @@ pub fn self_check_fitted(
     }
     let fit = NetworkFit::from_transfers(transfers, None)
         .map_err(|network| NoSelfCheck::NetworkUnknown { network })?;
-    let progress = Progress::InMpi;
+    let progress = ProgressMode::InMpi;
     let replayed_ns =
         measured_makespan(program, &ReplayConfig::on(fit.mid, progress)).map_err(|e| {
             NoSelfCheck::NotReplayable {

@@ -1,5 +1,5 @@
 //! A trace with the replayed times in place of the measured ones, so that the normal
-//! analysis (`metrics::analyze`, the report) describes the predicted run in the shape
+//! analysis (`analysis::analyze`, the report) describes the predicted run in the shape
 //! it describes a measured one: `overlap whatif` shows a run on another network as
 //! `overlap analyze` would have shown it.
 //!

@@ -147,7 +147,7 @@ fn net() -> ReplayConfig {
     let network = Network::line(1000.0, 1.0, 100);
     ReplayConfig {
         mpi_costs: false,
-        ..ReplayConfig::on(network, Progress::InMpi)
+        ..ReplayConfig::on(network, ProgressMode::InMpi)
     }
 }
 
@@ -202,7 +202,7 @@ fn rendezvous_stalls_outside_mpi_unless_progress_is_async() {
     let in_mpi = b.run(&net()).unwrap();
     assert_eq!(in_mpi.makespan_ns, 15_000);
     let cfg = ReplayConfig {
-        progress: Progress::Async,
+        progress: ProgressMode::Async,
         ..net()
     };
     assert_eq!(b.run(&cfg).unwrap().makespan_ns, 10_000);

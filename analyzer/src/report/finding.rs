@@ -14,10 +14,10 @@
 
 use std::fmt::Write as _;
 
-use super::place;
-use super::units::{bytes, duration};
+use super::calls::place;
 use crate::metrics::false_overlap::{ComputeRef, FirstUse, Limit, WaitMove};
 use crate::metrics::{CallRef, Finding};
+use crate::units::{bytes, duration};
 
 /// Said once under the findings when some of what they could hide is not proven.
 pub(super) const UNPROVEN: &str = "a move past compute whose effect on the buffer is unknown \

@@ -3,9 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::units::{bytes, pct};
-use super::{duration, share, Style};
+use super::style::Style;
 use crate::gpu::{Breakdown, CopyStats, GpuReport};
+use crate::units::{bytes, pct};
+use crate::units::{duration, share};
 
 /// `n: bytes, time` for a direction of copies (the bytes in all: copies of one direction
 /// need not be the same size), `-` when there was none.

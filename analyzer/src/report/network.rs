@@ -3,8 +3,8 @@
 //! class's time and that the two are not told apart, or, for a network of classes,
 //! each class's time and why no line goes through them.
 
-use super::units::{bytes, duration, rate};
 use crate::replay::{Network, NetworkFit, NetworkSource};
+use crate::units::{bytes, duration, rate};
 
 /// The estimate of `fit`, in one line.
 pub fn network_line(fit: &NetworkFit) -> String {

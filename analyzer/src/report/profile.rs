@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::units::{bytes, count, duration, fit};
-use super::Style;
+use super::style::Style;
 use crate::profile::{CallStats, CommMatrix, Phases, Profile, SizeClasses};
+use crate::units::{bytes, count, duration, fit};
 
 /// The matrix is drawn whole up to this many ranks; beyond, its largest pairs are listed.
 const MATRIX_SIDE: u32 = 16;

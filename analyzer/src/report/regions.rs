@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::units::{at, duration};
 use super::Style;
-use crate::metrics::Report;
+use crate::analysis::Report;
 use crate::regions::RegionSummary;
+use crate::units::{at, duration};
 
 /// The JSON report (`overlap analyze --json`) with the regions after its other keys:
 /// `regions`, one [`RegionSummary`] each, empty when the run marks none.

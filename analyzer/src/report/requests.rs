@@ -4,10 +4,11 @@
 
 use std::fmt::Write as _;
 
-use super::units::{bytes, duration, pct, rate};
-use super::{place, Style};
+use super::calls::place;
+use super::style::Style;
+use crate::analysis::Report;
 use crate::metrics::transfer::TransferModel;
-use crate::metrics::Report;
+use crate::units::{bytes, duration, pct, rate};
 
 /// Writes the section of `r` into `o`.
 pub(super) fn section(o: &mut String, r: &Report, style: Style) {

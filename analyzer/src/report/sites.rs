@@ -3,10 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::units::{count, duration, fit};
-use super::Style;
-use crate::metrics::Report;
-use crate::sites::SiteGroup;
+use super::style::Style;
+use crate::analysis::Report;
+use crate::metrics::by_site::SiteGroup;
+use crate::units::{count, duration, fit};
 
 /// The by-site tables: what one line of source costs, summed over its instances.
 pub(super) fn by_site(o: &mut String, r: &Report, style: Style) {

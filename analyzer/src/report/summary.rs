@@ -6,10 +6,12 @@
 
 use std::fmt::Write as _;
 
-use super::units::{count, duration, pct};
-use super::{finding, head, ranks_table, Style};
-use crate::metrics::Report;
-use crate::sites::SiteGroup;
+use super::finding::finding;
+use super::run::{head, ranks_table};
+use super::style::Style;
+use crate::analysis::Report;
+use crate::metrics::by_site::SiteGroup;
+use crate::units::{count, duration, pct};
 
 /// Ranks listed in the summary's table.
 const RANKS: usize = 4;
@@ -55,7 +57,7 @@ fn waits_and_pop(o: &mut String, r: &Report) {
             format!(": {by_kind}")
         }
     );
-    if let Some(line) = super::setup_waits(r) {
+    if let Some(line) = super::calls::setup_waits(r) {
         let _ = writeln!(o, "  {line}");
     }
     let p = &r.pop;

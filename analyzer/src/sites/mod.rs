@@ -3,9 +3,9 @@
 //! source causes. A call's `site` is either a code address (the preload), symbolized
 //! with the rank's own code maps and the object's debug info ([`symbolize`]), or the id
 //! of a source location the Rust layer listed (`#[track_caller]`). [`SiteTable`] does
-//! this once per distinct site of a run; [`group`] sums findings and waits by site.
+//! this once per distinct site of a run; [`crate::metrics::by_site`] sums findings and
+//! waits by site.
 
-pub mod group;
 pub mod maps;
 mod rank;
 pub mod symbolize;
@@ -18,7 +18,6 @@ use overlap_format::schema::Outcome;
 
 use crate::fxhash::FxHashMap;
 use crate::model::Trace;
-pub use group::{BySite, SiteGroup};
 pub use rank::RankSymbols;
 pub use symbolize::Symbolizer;
 

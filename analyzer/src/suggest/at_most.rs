@@ -21,8 +21,8 @@
 use crate::dag::RankOrder;
 use crate::ops::{OpKind, Operation, RankProgram};
 
-use super::group::positions;
 use super::moves::{Move, Pattern};
+use super::tell::positions;
 
 /// The most deferring `m` saves, ns: the time its calls took in the measured run (each
 /// call counted once, however many of its requests move), and no more than the measured

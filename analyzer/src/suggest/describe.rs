@@ -20,8 +20,8 @@ use crate::ops::{
     CallSites, CompactIndex, Knowledge, LearnedOp, OpKind, Operation, Program, RankProgram,
     RequestRole, Touch,
 };
-use crate::report::units::{bytes, duration};
 use crate::sites::{Site, SiteTable};
+use crate::units::{bytes, duration};
 
 /// Names operations of a trace's program.
 pub struct Namer<'a> {

@@ -32,9 +32,11 @@ mod describe;
 mod group;
 mod moves;
 mod possible;
+mod predicted;
 pub mod remedies;
 mod render;
 mod shape;
+mod tell;
 
 use std::collections::BTreeMap;
 
@@ -42,9 +44,10 @@ pub use confirm::{confirm, Confirmation, Cores, GainVerdict, OrderMatch, Run, Un
 pub use describe::{Assumption, Namer};
 pub use moves::{Move, Pattern};
 pub use possible::{PossibleMove, PossibleOrder};
+pub use predicted::Predicted;
 pub use render::render;
 pub use shape::{
-    gains_unknown, Group, LeftOut, MoveReport, Predicted, SelfCheck, SuggestNetwork, Suggestion,
+    gains_unknown, Group, LeftOut, MoveReport, SuggestNetwork, SuggestSelfCheck, Suggestion,
     Verdict,
 };
 
@@ -52,7 +55,7 @@ use crate::dag::{self, Mode, Options as DagOptions};
 use crate::model::Trace;
 use crate::ops::{self, Program};
 use crate::replay::{
-    self, Network, NetworkFit, Progress, Replay, ReplayConfig, ReplayError, UnknownNetwork,
+    self, Network, NetworkFit, ProgressMode, Replay, ReplayConfig, ReplayError, UnknownNetwork,
 };
 use crate::sites::SiteTable;
 
@@ -66,7 +69,7 @@ pub struct Options {
     /// suggested crosses only work proven to leave its buffers alone).
     pub dag: DagOptions,
     /// How rendezvous transfers progress in the replay.
-    pub progress: Progress,
+    pub progress: ProgressMode,
     /// Only what is proven: the moves a permissive order would add ("possible if") are
     /// not looked for.
     pub conservative: bool,
@@ -118,7 +121,7 @@ fn predict(
     program: &Program,
     orders: &[Vec<usize>],
     fit: &NetworkFit,
-    progress: Progress,
+    progress: ProgressMode,
 ) -> Result<(Predicted, Replay), ReplayError> {
     let run = |n| replay::replay(program, orders, &ReplayConfig::on(n, progress));
     let mid = run(fit.mid)?;
@@ -144,7 +147,7 @@ fn deadlock(
     program: &Program,
     orders: &[Vec<usize>],
     network: Network,
-    progress: Progress,
+    progress: ProgressMode,
 ) -> Option<String> {
     let mut strict = ReplayConfig::on(network, progress);
     strict.synchronous_sends = true;
@@ -505,7 +508,7 @@ fn suggest_on(
         conservative: options.conservative,
         progress,
         network: SuggestNetwork::of(network),
-        replay: replayed.map(|replayed| SelfCheck {
+        replay: replayed.map(|replayed| SuggestSelfCheck {
             measured_ns: program.measured_ns,
             replayed,
             self_error,

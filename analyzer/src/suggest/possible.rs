@@ -16,11 +16,11 @@ use serde::Serialize;
 
 use crate::dag::{self, Mode, Policy, RankOrder};
 use crate::ops::{Knowledge, Program};
-use crate::replay::{self, Network, Progress, ReplayConfig};
+use crate::replay::{self, Network, ProgressMode, ReplayConfig};
 
 use super::describe::{Assumption, Namer};
-use super::group::{assumed, positions, tell};
 use super::moves::{self, Pattern};
+use super::tell::{assumed, positions, tell};
 
 /// A move of the permissive order that the proven one does not make.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -123,7 +123,7 @@ pub(super) fn replayed(
     program: &Program,
     orders: &[Vec<usize>],
     network: Network,
-    progress: Progress,
+    progress: ProgressMode,
     suggested_ns: Option<u64>,
 ) -> PossibleOrder {
     match replay::replay(program, orders, &ReplayConfig::on(network, progress)) {

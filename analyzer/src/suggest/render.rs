@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use crate::report::units::duration;
+use crate::units::duration;
 
 use super::{gains_unknown, Group, SuggestNetwork, Suggestion, Verdict};
 
@@ -267,8 +267,8 @@ pub fn render(s: &Suggestion, verbose: bool) -> String {
         }
     );
     let progress = match s.progress {
-        crate::replay::Progress::InMpi => "in-mpi",
-        crate::replay::Progress::Async => "async",
+        crate::replay::ProgressMode::InMpi => "in-mpi",
+        crate::replay::ProgressMode::Async => "async",
     };
     let _ = match &s.network {
         SuggestNetwork::Known(fit) => writeln!(

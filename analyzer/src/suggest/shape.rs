@@ -7,24 +7,14 @@ use serde::Serialize;
 
 use super::describe::Assumption;
 use super::possible::{PossibleMove, PossibleOrder};
+use super::predicted::Predicted;
 use super::Confirmation;
 use crate::dag::Mode;
-use crate::replay::{NetworkFit, Progress, UnknownNetwork};
-
-/// A predicted run time with its range.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Predicted {
-    /// With the model's best estimate, ns.
-    pub ns: u64,
-    /// With its fast end.
-    pub low_ns: u64,
-    /// With its slow end.
-    pub high_ns: u64,
-}
+use crate::replay::{NetworkFit, ProgressMode, UnknownNetwork};
 
 /// The measured order replayed against the measured run.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct SelfCheck {
+pub struct SuggestSelfCheck {
     /// The measured run time, ns.
     pub measured_ns: u64,
     /// The measured order replayed.
@@ -195,11 +185,11 @@ pub struct Suggestion {
     /// The moves a permissive order would add were not looked for.
     pub conservative: bool,
     /// Progress mode of the replay.
-    pub progress: Progress,
+    pub progress: ProgressMode,
     /// The network replayed on, or why none is known.
     pub network: SuggestNetwork,
     /// The self-check: the measured order replayed; none without a network.
-    pub replay: Option<SelfCheck>,
+    pub replay: Option<SuggestSelfCheck>,
     /// The suggested order replayed; none when it was rejected, or without a network.
     pub suggested: Option<Predicted>,
     /// Every move of the consensus taken (suggested or not), replayed.

@@ -9,10 +9,13 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
 
-use crate::metrics::requests::{RequestClass, RequestRow};
-use crate::metrics::{Details, Finding, Report, WaitInstance};
+use crate::analysis::{Details, Report};
+use crate::metrics::by_site::SiteGroup;
+use crate::metrics::request_metrics::RequestClass;
+use crate::metrics::request_row::RequestRow;
+use crate::metrics::{Finding, WaitInstance};
 use crate::model::{Trace, What};
-use crate::sites::{SiteGroup, SiteTable};
+use crate::sites::SiteTable;
 use crate::{Error, Result};
 
 mod profile;

@@ -5,10 +5,11 @@
 use std::path::{Path, PathBuf};
 
 use overlap_analyzer::model::RankTrace;
+pub use overlap_format::testing::call;
 use overlap_instrument::schema::wire::{event_to_wire, ArrayWriter, MetaName, NameArgs, WireEvent};
 use overlap_instrument::schema::{
-    CallArgs, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos, Op,
-    Params, SyncPhase, FORMAT_NAME, LAST_JSON_RANK_VERSION,
+    CallArgs, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos, Op, Params,
+    SyncPhase, FORMAT_NAME, LAST_JSON_RANK_VERSION,
 };
 
 pub fn header(rank: u32, size: u32, epoch_ns: u64, clock_domain: &str) -> Header {
@@ -38,17 +39,6 @@ pub fn sync(phase: SyncPhase, local_ns: u64, offset_ns: i64, error_ns: u64) -> C
         rtt_ns: 2 * error_ns,
         rounds: 10,
     }
-}
-
-/// Any call, with its arguments.
-pub fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
-    Event::Call(CallEvent {
-        tid: 0,
-        start: Nanos(start),
-        end: Nanos(end),
-        op,
-        args,
-    })
 }
 
 fn p2p(peer: i32, tag: i32, bytes: u64) -> CallArgs {
@@ -330,13 +320,13 @@ pub fn opts() -> overlap_analyzer::metrics::Options {
 }
 
 /// The report of a hand-built trace, analysed with [`opts`].
-pub fn report(t: &overlap_analyzer::model::Trace) -> overlap_analyzer::metrics::Report {
-    overlap_analyzer::metrics::analyze(t, &opts()).0
+pub fn report(t: &overlap_analyzer::model::Trace) -> overlap_analyzer::analysis::Report {
+    overlap_analyzer::analysis::analyze(t, &opts()).0
 }
 
 /// A wait state kind's total and count in a report.
 pub fn kind(
-    r: &overlap_analyzer::metrics::Report,
+    r: &overlap_analyzer::analysis::Report,
     k: overlap_analyzer::metrics::WaitKind,
 ) -> (u64, u64) {
     let s = r

@@ -375,7 +375,7 @@ fn the_protobuf_holds_the_json_s_events_for_recorded_runs() {
         for path in [&json, &proto] {
             let output = overlap_analyzer::merge::Output::of_path(path);
             let w =
-                overlap_analyzer::merge::merge_to_file_if(&ranks, path, &output, |_, _, size| {
+                overlap_analyzer::summary::merge_to_file_if(&ranks, path, &output, |_, _, size| {
                     estimates.push(size.bytes);
                     Ok(())
                 })

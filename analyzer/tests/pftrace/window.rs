@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use overlap_analyzer::merge::{merge_to_file, merge_to_file_if, Output, TraceFormat, Window};
+use overlap_analyzer::merge::{Output, TraceFormat, Window};
+use overlap_analyzer::summary::{merge_to_file, merge_to_file_if};
 use overlap_instrument::schema::Nanos;
 
 use crate::decode::{decode, Decoded, Slice};

@@ -27,3 +27,4 @@ pub mod region;
 pub mod schema;
 pub mod stream;
 pub mod temporary;
+pub mod testing;

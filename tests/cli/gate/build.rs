@@ -3,10 +3,11 @@
 
 use std::path::{Path, PathBuf};
 
+use overlap_format::testing::call;
 use overlap_instrument::schema::wire::{event_to_wire, ArrayWriter, MetaName, NameArgs, WireEvent};
 use overlap_instrument::schema::{
-    CallArgs, CallEvent, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos, Op,
-    SyncPhase, FORMAT_NAME, LAST_JSON_RANK_VERSION,
+    CallArgs, ClockSync, Completion, ComputeEvent, Event, Footer, Header, Nanos, Op, SyncPhase,
+    FORMAT_NAME, LAST_JSON_RANK_VERSION,
 };
 use serde_json::{json, Value};
 
@@ -16,16 +17,6 @@ pub enum Shape {
     Imbalanced,
     /// Balanced, with one more Send/Recv pair: other work.
     MoreWork,
-}
-
-fn call(op: Op, start: u64, end: u64, args: CallArgs) -> Event {
-    Event::Call(CallEvent {
-        tid: 0,
-        start: Nanos(start),
-        end: Nanos(end),
-        op,
-        args,
-    })
 }
 
 fn compute(start: u64, end: u64) -> Event {

@@ -6,7 +6,7 @@
 //! worst) or request on the Timeline.
 
 use overlap_analyzer::metrics::false_overlap::Limit;
-use overlap_analyzer::metrics::requests::RequestClass;
+use overlap_analyzer::metrics::request_metrics::RequestClass;
 use overlap_analyzer::metrics::{CallRef, Finding, RequestRow};
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};

@@ -189,13 +189,13 @@ struct WindowArgs {
 }
 
 /// Each call a rank was inside at its last in-flight dump, as a slice from the call's
-/// start to the dump (as [`super::write::write_in_flight`] writes it in the JSON).
+/// start to the dump (as the JSON's writer writes it).
 pub(crate) fn write_in_flight<W: Write>(
     info: &MergedInfo,
     out: &mut ProtoOut<W>,
 ) -> std::io::Result<()> {
     let window = out.window().clone();
-    let mut calls: Vec<_> = super::write::in_flight_slices(info)
+    let mut calls: Vec<_> = super::section::in_flight_slices(info)
         .filter(|(rank, ..)| window.has_rank(*rank))
         .map(|(rank, name, start, end, c)| (start, end, rank, name, c))
         .collect();

@@ -24,7 +24,7 @@ use super::window::{write_slice, CutMessage, Window};
 use super::{io_error, ProtoOut};
 use crate::fxhash::FxHashMap;
 use crate::merge::links::{Chains, RankMessages, CHAIN_FLOW_BASE};
-use crate::merge::write::{write_rank_events, RankSection};
+use crate::merge::section::{write_rank_events, RankSection};
 use crate::model::Message;
 use crate::sites::Site;
 use crate::Error;

@@ -7,6 +7,7 @@
 //!               Compute 1ns (inferred), Collective
 //! ```
 
+mod posts;
 mod rank;
 
 use std::borrow::Borrow;
@@ -15,12 +16,15 @@ use overlap_format::schema::Op;
 use rayon::prelude::*;
 
 use crate::fxhash::FxHashMap;
+use crate::metrics::collective_model::CollectiveModel;
 use crate::metrics::collectives;
-use crate::metrics::transfer::{class_of, CollectiveModel};
-use crate::model::compact::{index_u32, some_index};
+use crate::metrics::transfer::class_of;
+use crate::model::compact::some_index;
 use crate::model::{Message, RequestLife, Timeline, Trace};
 
 use super::{CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
+use posts::{posts_by_rank, RankPosts};
+pub use rank::INFERRED_NAME;
 use rank::{RankPart, Scope, TraceInstance};
 
 /// Why a trace cannot become a program.
@@ -33,9 +37,6 @@ pub enum ExtractError {
         path: std::path::PathBuf,
     },
 }
-
-/// The name given to compute inferred from the gaps between MPI calls.
-pub const INFERRED_NAME: &str = "compute";
 
 /// The program of every rank of `trace`. Each rank's requests are counted first, so
 /// that every rank writes its own in place into its share of the program's; ranks are
@@ -304,51 +305,6 @@ fn new_instance(program: &mut Program, op: Op) -> usize {
         cost_ns: None,
     });
     program.collectives.len() - 1
-}
-
-/// A rank's requests by the call that posted them: `(post span, trace request index)`
-/// of each, by post span (requests posted by one call keep their order), and where
-/// each span's begin, so that finding a call's requests is one lookup, not a search.
-pub(super) struct RankPosts {
-    pub(super) list: Vec<(u32, u32)>,
-    /// `list[first[s]..first[s + 1]]` were posted by span `s` (up to the last span
-    /// that posted one).
-    first: Vec<u32>,
-}
-
-impl RankPosts {
-    fn new(mut list: Vec<(u32, u32)>) -> RankPosts {
-        list.sort_by_key(|p| p.0);
-        let spans = list.last().map_or(0, |p| p.0 as usize + 1);
-        let mut first = Vec::with_capacity(spans + 1);
-        let mut at = 0;
-        for span in 0..=spans {
-            while at < list.len() && (list[at].0 as usize) < span {
-                at += 1;
-            }
-            first.push(index_u32(at));
-        }
-        RankPosts { list, first }
-    }
-
-    /// Where the requests posted by the call at `span` are in `list`.
-    pub(super) fn at(&self, span: usize) -> std::ops::Range<usize> {
-        match (self.first.get(span), self.first.get(span + 1)) {
-            (Some(&from), Some(&to)) => from as usize..to as usize,
-            _ => 0..0,
-        }
-    }
-}
-
-/// Per rank slot of `trace`: its requests by the call that posted them.
-fn posts_by_rank(trace: &Trace) -> Vec<RankPosts> {
-    let mut posted_at: Vec<Vec<(u32, u32)>> = vec![Vec::new(); trace.ranks.len()];
-    for (i, r) in trace.requests.iter().enumerate() {
-        if let Some(slot) = trace.slot(r.rank) {
-            posted_at[slot].push((index_u32(r.post()), index_u32(i)));
-        }
-    }
-    posted_at.into_iter().map(RankPosts::new).collect()
 }
 
 /// Links every matched message to the operations that sent and received it.

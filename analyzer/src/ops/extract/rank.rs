@@ -17,8 +17,11 @@ use super::super::cuts::push_gap;
 use super::super::{
     CompactIndex, OpKind, Operation, RankProgram, RequestOp, RequestRole, Touch, Transfers,
 };
-use super::{RankPosts, INFERRED_NAME};
+use super::posts::RankPosts;
 use crate::dependence;
+
+/// The name given to compute inferred from the gaps between MPI calls.
+pub const INFERRED_NAME: &str = "compute";
 
 /// What every rank's build reads.
 pub(super) struct Shared<'a> {

@@ -7,7 +7,7 @@ use overlap_format::schema::Op;
 
 use super::{slot_of, Event, Protocol, Sim, Transfer, UNKNOWN};
 use crate::ops::{OpKind, Program, RequestRole};
-use crate::replay::{Progress, ReplayConfig};
+use crate::replay::{ProgressMode, ReplayConfig};
 
 /// The protocol of a message sent by the operation `from` (rank, index).
 pub(super) fn protocol(
@@ -166,7 +166,7 @@ impl Sim<'_> {
             version: 0,
             done: false,
         });
-        if self.cfg.progress == Progress::InMpi {
+        if self.cfg.progress == ProgressMode::InMpi {
             let (a, b) = (self.msgs[m].sender(), self.msgs[m].receiver());
             for s in [a, b.filter(|b| Some(*b) != a)].into_iter().flatten() {
                 self.ranks[s as usize].active.push(x as u32);
@@ -179,7 +179,7 @@ impl Sim<'_> {
     pub(super) fn retime(&mut self, x: usize, now: u64) {
         let m = self.transfers[x].msg as usize;
         let inside = |s: Option<u32>| s.is_some_and(|s| self.ranks[s as usize].in_mpi);
-        let moving = self.cfg.progress == Progress::Async
+        let moving = self.cfg.progress == ProgressMode::Async
             || inside(self.msgs[m].sender())
             || inside(self.msgs[m].receiver());
         let t = &mut self.transfers[x];

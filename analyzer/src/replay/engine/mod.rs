@@ -4,7 +4,7 @@
 //! the heap while its next step is earlier than every pending event, so a replay costs
 //! about `O(operations × log(ranks))`.
 //!
-//! A rendezvous transfer under [`super::Progress::InMpi`] advances at rate 1 while its
+//! A rendezvous transfer under [`super::ProgressMode::InMpi`] advances at rate 1 while its
 //! sender or receiver is inside MPI and 0 otherwise: each time either flips, the
 //! transfer's remaining work is brought up to date and its end rescheduled (older end
 //! events carry a stale version and are ignored).

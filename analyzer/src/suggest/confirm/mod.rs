@@ -5,18 +5,17 @@
 //! against the suggested one ([`order`]). No gain is confirmed on runs that had fewer
 //! cores than ranks ([`cores`]).
 
+mod confirmation;
 mod cores;
 mod gain;
 mod order;
 mod text;
 
-use serde::Serialize;
-
+pub use confirmation::{Confirmation, GainCheck, OrderMatch};
 pub use cores::Cores;
 pub use gain::{
     Agreement, GainVerdict, MeasuredGain, PredictedGain, Runs, Unconfirmable, MIN_RUNS, SHARE,
 };
-pub use order::OrderMatch;
 pub use text::text;
 
 use crate::model::Trace;
@@ -24,41 +23,6 @@ use crate::ops::Program;
 
 use super::describe::Namer;
 use super::{gains_unknown, SuggestNetwork, Suggestion};
-
-/// The predicted gain against the measured one.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct GainCheck {
-    /// Predicted by the replay (none when the suggested order was rejected).
-    pub predicted: Option<PredictedGain>,
-    /// Measured between the original runs and the changed ones.
-    pub measured: MeasuredGain,
-    /// `predicted / measured` (none when either is unknown or nothing was measured).
-    pub ratio: Option<f64>,
-    /// What the runs say.
-    pub verdict: GainVerdict,
-}
-
-/// A suggestion against runs of the original program and of the changed one.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Confirmation {
-    /// The original program's runs: the analysed trace first, then the others given.
-    pub original: Runs,
-    /// The changed program's runs.
-    pub changed: Runs,
-    /// The suggested order's predicted run time, ns (none when it was rejected).
-    pub predicted_ns: Option<u64>,
-    /// `(predicted - changed median) / changed median`.
-    pub error: Option<f64>,
-    /// The measured order replayed against the original runs' median:
-    /// `(replayed - original median) / original median`.
-    pub self_error: Option<f64>,
-    /// The gain, predicted and measured, and the verdict.
-    pub gain: GainCheck,
-    /// Whether every run had a core per rank.
-    pub cores: Cores,
-    /// Per rank of the first changed run: its iteration against the suggested one.
-    pub orders: Vec<OrderMatch>,
-}
 
 /// A run: its trace and its program.
 pub type Run<'a> = (&'a Trace, &'a Program);

@@ -11,8 +11,6 @@
 //!  re-run      Ws pack Irecv Isend Wr unpack compute | Ws pack ...   same, rotated
 //! ```
 
-use serde::Serialize;
-
 use crate::dag::{self, Period};
 use crate::model::Trace;
 use crate::ops::{Program, RankProgram};
@@ -20,19 +18,7 @@ use crate::sites::SiteTable;
 
 use super::super::describe::Namer;
 use super::super::Suggestion;
-
-/// One rank's suggested iteration against the re-run's.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct OrderMatch {
-    /// The rank.
-    pub rank: u32,
-    /// The iterations are the same operations in the same order (up to rotation).
-    pub same: bool,
-    /// Why not, when they are not.
-    pub difference: Option<String>,
-    /// The suggested iteration, and the re-run's, when they differ.
-    pub iterations: Option<(Vec<String>, Vec<String>)>,
-}
+use super::confirmation::OrderMatch;
 
 /// The middle iteration of `order` (a permutation of `rank`'s operations), named.
 fn iteration(

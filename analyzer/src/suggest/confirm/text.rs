@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::units::duration;
+use crate::units::duration;
 
 use super::{Agreement, Confirmation, Cores, GainVerdict, Runs, Unconfirmable, MIN_RUNS, SHARE};
 

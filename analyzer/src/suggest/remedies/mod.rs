@@ -6,8 +6,8 @@
 //!   compute waits for the Wait after it, however well the program overlapped on paper
 //!   ("overlap written, not achieved"). The cure is not an order: call `MPI_Test` on the
 //!   request from inside that compute, or turn on asynchronous progress. The prediction
-//!   is the replay of the same order with [`Progress::Async`] against
-//!   [`Progress::InMpi`]: the most that progress during compute can gain. The remedy
+//!   is the replay of the same order with [`ProgressMode::Async`] against
+//!   [`ProgressMode::InMpi`]: the most that progress during compute can gain. The remedy
 //!   names the completions whose waits the replay shortens most, and the compute inside
 //!   their requests' windows to call `MPI_Test` from.
 //! - **A late partner.** A Late Sender (or Late Receiver) wait is the partner's
@@ -32,7 +32,7 @@ mod waits;
 pub use progress::progress;
 pub use waits::waits;
 
-use crate::report::units::duration;
+use crate::units::duration;
 
 use super::Predicted;
 

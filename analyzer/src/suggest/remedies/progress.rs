@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crate::ops::{OpKind, Program, RequestRole};
-use crate::replay::{self, NetworkFit, Progress};
+use crate::replay::{self, NetworkFit, ProgressMode};
 
 use super::super::{predict, Namer, Suggestion};
 use super::{ProgressGain, ProgressRemedy, ProgressSite};
@@ -23,7 +23,7 @@ pub fn progress(
     uncertainty_ns: u64,
 ) -> ProgressRemedy {
     let program = namer.program;
-    if suggestion.progress == Progress::Async {
+    if suggestion.progress == ProgressMode::Async {
         return ProgressRemedy::AlreadyAsync;
     }
     let orders = if suggestion.rejected.is_none() && !suggestion.orders.is_empty() {
@@ -33,10 +33,10 @@ pub fn progress(
     };
     let run = |progress| predict(program, &orders, fit, progress);
     let (Ok((in_mpi, slow)), Ok((with_progress, fast))) =
-        (run(Progress::InMpi), run(Progress::Async))
+        (run(ProgressMode::InMpi), run(ProgressMode::Async))
     else {
-        let reason = run(Progress::InMpi)
-            .and(run(Progress::Async))
+        let reason = run(ProgressMode::InMpi)
+            .and(run(ProgressMode::Async))
             .err()
             .map_or_else(String::new, |e| e.to_string());
         return ProgressRemedy::NotReplayable { reason };

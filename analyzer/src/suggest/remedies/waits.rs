@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use overlap_format::schema::{Op, OpClass};
 
-use crate::metrics::wait_states::{self, WaitInstance, WaitKind};
+use crate::metrics::wait_kind::WaitInstance;
+use crate::metrics::wait_kind::WaitKind;
+use crate::metrics::wait_states;
 use crate::model::{Trace, What};
 use crate::sites::SiteTable;
 

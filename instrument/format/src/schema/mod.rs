@@ -42,7 +42,7 @@ pub use merged::{
     CallCounts, CallPath, ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo,
     PeersOutOfRange, RankClock, RequestArgs, SuspectMessage,
 };
-pub use op::{negligible_mpi_call, CollectivePattern, Op, OpClass, RequestKind};
+pub use op::{negligible_mpi_call, CollectivePattern, Op, OpClass, RequestKind, Waiting};
 
 /// Name of the format, written in every header so a reader can tell our files apart.
 pub const FORMAT_NAME: &str = "overlap-trace";

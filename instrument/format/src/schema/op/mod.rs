@@ -2,8 +2,10 @@
 
 mod negligible;
 mod roles;
+mod waiting;
 
 pub use negligible::negligible_mpi_call;
+pub use waiting::Waiting;
 
 /// Declares [`Op`] with each variant's MPI name and role, so that the three never drift
 /// apart.

@@ -6,9 +6,12 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::{Site, SiteTable};
-use crate::metrics::{CallRef, Finding, RequestMetrics, WaitInstance, WaitKind};
+use super::call_ref::CallRef;
+use super::false_overlap::Finding;
+use super::request_metrics::RequestMetrics;
+use super::wait_kind::{WaitInstance, WaitKind};
 use crate::model::Trace;
+use crate::sites::{Site, SiteTable};
 
 /// The instances of one (site, call[, kind]), summed.
 #[derive(Clone, Debug, PartialEq, Serialize)]

@@ -7,8 +7,8 @@
 //!
 //! - a call that completes a receive (Recv, Sendrecv, Wait*, Test) waits for the
 //!   matching send to have been posted;
-//! - a collective waits for every member of its instance ([`super::collectives`]) to
-//!   have entered it.
+//! - a collective waits for every member of its instance
+//!   ([`crate::metrics::collectives`]) to have entered it.
 //!
 //! Sends are posted when the call is entered and complete at once (an ideal network
 //! buffers everything), so a Sendrecv exchange never waits on itself. Waits that an ideal
@@ -21,8 +21,8 @@
 //!            r1 |c 5|Irecv|Wait 2|c 4|                  r1 |c 5|Irecv|c 4|
 //! ```
 
+use super::{measured_makespan, ReplayConfig};
 use crate::ops::Program;
-use crate::replay::{measured_makespan, ReplayConfig};
 
 /// The replayed runtime, ns, or `None` when the replay cannot finish (a dependence on
 /// an event the trace lacks, e.g. a rank cut short).

@@ -1,65 +1,22 @@
-//! Loading a run for analysis: a merged trace (read as a stream, one event per line, so
-//! that files far larger than memory's comfort are fine and a missing closing bracket
-//! is too, and so is one written on a single line) or per-rank files (a directory of
-//! them or one alone, see `load_ranks`), into the compact [`Trace`]. An event that
-//! cannot be used is skipped alone, reported with its byte offset.
+//! Reading a merged trace for analysis, as a stream (one event per line, so that files
+//! far larger than memory's comfort are fine and a missing closing bracket is too, and
+//! so is one written on a single line), into compact per-rank timelines that the run
+//! loader ([`crate::load`]) matches. An event that cannot be used is skipped alone,
+//! reported with its byte offset.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use overlap_format::input::{open_input, Accept};
 use overlap_format::schema::wire::{Category, MetaName, NameArgs, Phase};
-use overlap_format::schema::{
-    readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION, RANK_FILE_EXTENSION,
-};
+use overlap_format::schema::{readable_version, MergedInfo, FORMAT_NAME, FORMAT_VERSION};
 
+use super::fastparse::parse_complete;
 use super::skip::value_end;
 use super::{complete_event, completeness, learned_args, meta_args, RawEvent};
-use crate::fastparse::parse_complete;
-use crate::merge::{match_all, out_of_range, Unreadable};
-use crate::model::{Place, ReadProblem, Timeline, Trace};
+use crate::model::{Place, ReadProblem, Timeline};
 use crate::{Error, Result};
-
-/// A run loaded for analysis, and what could not be used.
-#[derive(Clone, Debug)]
-pub struct Loaded {
-    /// The run.
-    pub trace: Trace,
-    /// Per-rank files of a directory that could not be used at all.
-    pub unreadable: Vec<Unreadable>,
-    /// Events of a merged file that could not be used (skipped), and a cut-off end.
-    pub problems: Vec<ReadProblem>,
-    /// What the user should know about the file as a whole (a merged file too old to
-    /// say whether it is complete).
-    pub notes: Vec<String>,
-    /// True for a merged file that ends before the end of its events (no closing
-    /// bracket), even when every rank's events are there (the cut fell after them).
-    pub cut_short: bool,
-}
-
-/// Progress of a load: bytes read so far and in all.
-pub type Progress<'a> = &'a mut dyn FnMut(u64, u64);
-
-/// Loads a merged trace file, a directory of per-rank files, or one per-rank file (a
-/// binary stream, or a file named like one).
-pub fn load(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
-    let _span = tracing::info_span!("import", path = %path.display()).entered();
-    // Never a fifo or a device: reading one would block or not end.
-    let (file, md) = open_input(path, Accept::FileOrDirectory)?;
-    if md.is_dir() {
-        return super::load_dir(path, progress);
-    }
-    let named_as_rank_file = path.extension().is_some_and(|e| e == RANK_FILE_EXTENSION)
-        || path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(super::is_rank_file_name);
-    if named_as_rank_file || super::load_ranks::starts_as_stream(file) {
-        return super::load_ranks::load_rank_file(path);
-    }
-    load_merged(path, progress)
-}
 
 /// The opening of a merged file, up to its events.
 #[derive(serde::Deserialize)]
@@ -68,8 +25,28 @@ struct Opening {
     other_data: MergedInfo,
 }
 
-/// Loads a merged trace, streaming its events.
-pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
+/// A merged trace read into per-rank timelines, not yet matched (the run loader,
+/// [`crate::load`], aligns nothing, for a merged trace is on one timeline, but matches).
+#[derive(Clone, Debug)]
+pub struct MergedRead {
+    /// What `otherData` says of the run, its completeness counted.
+    pub info: MergedInfo,
+    /// Each rank's events, by rank.
+    pub ranks: BTreeMap<u32, Timeline>,
+    /// Events that could not be used (skipped), and a cut-off end.
+    pub problems: Vec<ReadProblem>,
+    /// What the user should know about the file as a whole (a merged file too old to
+    /// say whether it is complete).
+    pub notes: Vec<String>,
+    /// True for a file that ends before the end of its events (no closing bracket).
+    pub cut_short: bool,
+}
+
+/// Progress of a read: bytes read so far and in all.
+pub type ReadProgress<'a> = &'a mut dyn FnMut(u64, u64);
+
+/// Reads a merged trace into per-rank timelines, streaming its events.
+pub fn read_merged_timelines(path: &Path, progress: ReadProgress<'_>) -> Result<MergedRead> {
     let bad = |reason: String| Error::BadMerged {
         path: path.to_path_buf(),
         reason,
@@ -126,7 +103,7 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
             // Not overlap's layout (otherData after the events, or another tool's file):
             // fall back to reading the whole file.
             drop(reader);
-            return load_merged_whole(path);
+            return read_merged_whole(path);
         }
     };
     if info.format != FORMAT_NAME {
@@ -297,10 +274,11 @@ pub fn load_merged(path: &Path, progress: Progress<'_>) -> Result<Loaded> {
                 .into(),
         });
     }
-    let (trace, notes) = assemble(path, info, ranks, ended)?;
-    Ok(Loaded {
-        trace,
-        unreadable: Vec::new(),
+    let mut info = info;
+    let notes = count(path, &mut info, &ranks, ended);
+    Ok(MergedRead {
+        info,
+        ranks,
         problems,
         notes,
         cut_short: !ended,
@@ -350,7 +328,7 @@ fn take_event(
 }
 
 /// A merged file not laid out as overlap writes it, read whole.
-fn load_merged_whole(path: &Path) -> Result<Loaded> {
+fn read_merged_whole(path: &Path) -> Result<MergedRead> {
     // Read whole: its completeness is already in its info (read_merged applied it).
     let (merged, notes) = super::read_merged_noting(path)?;
     let mut ranks: BTreeMap<u32, Timeline> = BTreeMap::new();
@@ -368,10 +346,9 @@ fn load_merged_whole(path: &Path) -> Result<Loaded> {
         let t = ranks.entry(rank).or_insert_with(|| Timeline::new(rank));
         t.unwatched = unwatched;
     }
-    let trace = assemble_counted(path.to_path_buf(), merged.info, ranks)?;
-    Ok(Loaded {
-        trace,
-        unreadable: Vec::new(),
+    Ok(MergedRead {
+        info: merged.info,
+        ranks,
         problems: Vec::new(),
         notes,
         cut_short: false,
@@ -379,74 +356,25 @@ fn load_merged_whole(path: &Path) -> Result<Loaded> {
 }
 
 /// Counts each rank's events against what `otherData` declares (see
-/// [`completeness`]), then assembles the run.
-fn assemble(
+/// [`completeness`]): what the user should know of it.
+fn count(
     path: &Path,
-    mut info: MergedInfo,
-    ranks: BTreeMap<u32, Timeline>,
+    info: &mut MergedInfo,
+    ranks: &BTreeMap<u32, Timeline>,
     ended: bool,
-) -> Result<(Trace, Vec<String>)> {
+) -> Vec<String> {
     let events: BTreeMap<u32, u64> = ranks
         .iter()
         .map(|(r, t)| (*r, t.event_count() as u64))
         .collect();
-    let notes = completeness::apply(
-        &mut info,
+    completeness::apply(
+        info,
         &completeness::Read {
             path,
             events: &events,
             ended,
         },
-    );
-    Ok((assemble_counted(path.to_path_buf(), info, ranks)?, notes))
-}
-
-/// Sorts the timelines, fills in what `otherData` says of each rank, and matches. Every
-/// rank `otherData` lists has a timeline (empty when it recorded nothing), but for those
-/// with none of their events left (in `missing_ranks`). A rank with more records than
-/// the analysis can index is an error naming the file.
-fn assemble_counted(
-    source: PathBuf,
-    info: MergedInfo,
-    mut ranks: BTreeMap<u32, Timeline>,
-) -> Result<Trace> {
-    if let Some(t) = ranks.values().find(|t| t.overflow().is_some()) {
-        return Err(Error::TooLarge {
-            path: source,
-            rank: t.rank,
-            what: t.overflow().unwrap_or("events"),
-        });
-    }
-    let _span = tracing::info_span!("match messages").entered();
-    for r in &info.ranks {
-        if !info.missing_ranks.contains(&r.rank) {
-            ranks.entry(r.rank).or_insert_with(|| Timeline::new(r.rank));
-        }
-    }
-    let mut timelines: Vec<Timeline> = ranks.into_values().collect();
-    for t in &mut timelines {
-        t.sort();
-        t.shrink_to_fit();
-        if let Some(r) = info.ranks.iter().find(|r| r.rank == t.rank) {
-            t.host.clone_from(&r.host);
-        }
-        t.complete = !info.incomplete.iter().any(|i| i.rank == t.rank);
-    }
-    let (requests, matched) = match_all(&timelines, info.world_size);
-    // Calls naming a peer beyond the world, found in the events themselves (a file that
-    // lists none is not taken at its word).
-    let mut info = info;
-    if info.peers_out_of_range.is_empty() {
-        let file = source.display().to_string();
-        info.peers_out_of_range = out_of_range(&timelines, info.world_size, |_| file.clone());
-    }
-    Ok(Trace::new(
-        source,
-        info,
-        timelines,
-        matched.messages,
-        requests,
-    ))
+    )
 }
 
 /// The message of a JSON error without its "at line L column C": the position is in

@@ -23,7 +23,7 @@ use overlap_format::schema::{
     CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, Started,
 };
 
-use numbers::{digit_run, digits_value, long_unsigned, signed, unsigned, POW10};
+use numbers::{digit_run, digits_value, long_unsigned, signed, unsigned, ONES, POW10};
 
 /// A complete (`X`) event read by the fast path, with the process it belongs to.
 pub(crate) struct FastEvent {
@@ -131,9 +131,6 @@ fn comma_or(s: &mut &[u8], close: u8) -> Option<bool> {
     }
 }
 
-/// A byte repeated in every byte of a u64 (SWAR, eight bytes at a time: byte `i` of the
-/// input is byte `i` of a little-endian u64).
-const ONES: u64 = 0x0101_0101_0101_0101;
 /// The top bit of every byte.
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 

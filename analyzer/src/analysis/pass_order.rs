@@ -1,8 +1,8 @@
-//! In what order, and beside what, [`super::analyze`] and [`super::analyze_owned`]
-//! compute their figures. Memory decides it: the replays' program is a second copy of
-//! the run (about 135 B per event kept, 155 at its peak while it is built) and the
-//! per-request rows the largest part of what the report keeps (about 70 B per event,
-//! 100 at their peak). Analysis never holds both.
+//! The pass order: in what order, and beside what, [`super::analyze`] and
+//! [`super::analyze_owned`] compute their figures. Memory decides it: the replays'
+//! program is a second copy of the run (about 135 B per event kept, 155 at its peak
+//! while it is built) and the per-request rows the largest part of what the report keeps
+//! (about 70 B per event, 100 at their peak). Analysis never holds both.
 //!
 //! When the trace outlives the analysis ([`figures`]: the tables, the terminal UI), the
 //! program is built and replayed beside the figures that hold little (budgets, wait
@@ -34,16 +34,28 @@
 //! 1.1× to 1.2× faster on two threads in alternating runs and peaked 15 % higher
 //! (docs/scale.md §0).
 
+use crate::metrics::by_site::BySite;
+use crate::metrics::by_site::SiteGroup;
 use crate::model::Trace;
 use crate::ops::{ExtractError, Program};
 use crate::replay::{NoSelfCheck, SelfCheck};
-use crate::sites::group::SiteGroup;
-use crate::sites::{BySite, SiteTable};
+use crate::sites::SiteTable;
 
-use super::{budget, false_overlap, false_overlap_summary, ideal, request_summary, requests};
-use super::{transfer, wait_states, FalseOverlap, Options, RankBudget, RequestMetrics};
-use super::{Finding, RequestRow, RequestSummary};
-use super::{RunBudget, WaitInstance, WaitStates};
+use crate::metrics::budget::{self, RankBudget, RunBudget};
+use crate::metrics::collective_model::CollectiveModel;
+use crate::metrics::false_overlap::{self, Finding};
+use crate::metrics::false_overlap_summary::{self, FalseOverlap};
+use crate::metrics::options::Options;
+use crate::metrics::request_metrics::RequestMetrics;
+use crate::metrics::request_parts::parts_of_whole_ranks;
+use crate::metrics::request_row::RequestRow;
+use crate::metrics::request_summary::summarize;
+use crate::metrics::request_summary::{self, RequestSummary};
+use crate::metrics::requests;
+use crate::metrics::wait_kind::WaitInstance;
+use crate::metrics::wait_states::{self, WaitStates};
+use crate::metrics::{descheduled, oversubscription, transfer};
+use crate::replay::ideal;
 
 /// The figures [`super::analyze`] computes from the trace itself, apart from the
 /// replays.
@@ -110,8 +122,8 @@ pub(super) fn figures_owned<T>(
 }
 
 /// [`measured`] without the per-request rows: they are made a part of whole ranks (at
-/// least `part` requests) at a time ([`parts_of_whole_ranks`]) and folded into the summaries and the findings, never
-/// held all at once (the report does not keep them).
+/// least `part` requests) at a time ([`parts_of_whole_ranks`]) and folded into the
+/// summaries and the findings, never held all at once (the report does not keep them).
 fn measured_by_rank(
     trace: &Trace,
     early: Early,
@@ -157,27 +169,6 @@ fn measured_by_rank(
 /// never split): enough for rayon's threads to share, few held at once.
 pub(super) const PART: usize = 1 << 16;
 
-/// Parts of the run's requests (which are in rank order) made of whole ranks, each of at
-/// least `at_least` requests but for the last (one rank may have more); with 1, each
-/// rank's requests.
-pub(super) fn parts_of_whole_ranks(
-    requests: &[crate::model::RequestLife],
-    at_least: usize,
-) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-    let mut ranks = requests.chunk_by(|a, b| a.rank == b.rank).peekable();
-    let mut first = 0;
-    std::iter::from_fn(move || {
-        let start = first;
-        while let Some(same) = ranks.next() {
-            first += same.len();
-            if first - start >= at_least || ranks.peek().is_none() {
-                break;
-            }
-        }
-        (first > start).then_some(start..first)
-    })
-}
-
 /// What follows the light figures: the per-request pass and what is made of it.
 fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
     let (model, collective_model) = (&models.transfers, &models.collectives);
@@ -193,7 +184,7 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
         || {
             (
                 wait_states::summarize(trace, waits, descheduled, opts),
-                requests::summarize(trace, &requests, model, collective_model, opts),
+                summarize(trace, &requests, model, collective_model, opts),
             )
         },
         || {
@@ -235,8 +226,8 @@ fn named(
         waits,
         sites,
     } = early;
-    crate::sites::group::name_sites(trace, &sites, &mut false_overlap.worst, worst);
-    let by_site = crate::sites::group::by_site(trace, &sites, by_site, &waits);
+    crate::metrics::by_site::name_sites(trace, &sites, &mut false_overlap.worst, worst);
+    let by_site = crate::metrics::by_site::by_site(trace, &sites, by_site, &waits);
     Measured {
         ranks,
         totals,
@@ -288,14 +279,14 @@ fn early(trace: &Trace) -> Early {
 /// and the self check need.
 struct Models {
     transfers: transfer::TransferModel,
-    collectives: transfer::CollectiveModel,
+    collectives: CollectiveModel,
 }
 
 impl Models {
     fn fit(trace: &Trace) -> Models {
         Models {
             transfers: transfer::TransferModel::fit(trace),
-            collectives: transfer::CollectiveModel::fit(trace),
+            collectives: CollectiveModel::fit(trace),
         }
     }
 
@@ -318,13 +309,9 @@ impl Models {
     }
 
     /// Flags the wait instances the scheduler explains, and the scheduler's time.
-    fn descheduled(
-        &self,
-        trace: &Trace,
-        waits: &mut [WaitInstance],
-    ) -> super::descheduled::Descheduled {
-        let hosts = super::oversubscription::Oversubscription::of(&trace.info);
-        super::descheduled::DescheduledTime::of(trace, &hosts, &self.transfers).flag(waits)
+    fn descheduled(&self, trace: &Trace, waits: &mut [WaitInstance]) -> descheduled::Descheduled {
+        let hosts = oversubscription::Oversubscription::of(&trace.info);
+        descheduled::DescheduledTime::of(trace, &hosts, &self.transfers).flag(waits)
     }
 }
 
@@ -345,30 +332,4 @@ fn replay(program: Result<&Program, &ExtractError>, models: &Models) -> Replays 
         },
     );
     Replays { ideal, self_check }
-}
-
-#[cfg(test)]
-mod tests {
-    use overlap_format::schema::RequestKind;
-
-    use super::parts_of_whole_ranks;
-    use crate::model::RequestLife;
-
-    /// Ranks 0 0 | 1 | 2 2 2 2 | 3 (requests 0..8) cut into parts of at least 3: whole
-    /// ranks together until there are 3, a rank with more on its own, the rest last.
-    #[test]
-    fn parts_hold_whole_ranks() {
-        let ranks = [0, 0, 1, 2, 2, 2, 2, 3];
-        let requests: Vec<RequestLife> = ranks
-            .iter()
-            .map(|&r| RequestLife::new(r, 1, RequestKind::Send, 0, 0, None, None))
-            .collect();
-        let parts: Vec<_> = parts_of_whole_ranks(&requests, 3).collect();
-        assert_eq!(parts, [0..3, 3..7, 7..8]);
-        let one: Vec<_> = parts_of_whole_ranks(&requests, 1).collect();
-        assert_eq!(one, [0..2, 2..3, 3..7, 7..8]);
-        let all: Vec<_> = parts_of_whole_ranks(&requests, usize::MAX).collect();
-        assert_eq!((all.len(), all.first()), (1, Some(&(0..8))));
-        assert_eq!(parts_of_whole_ranks(&[], 3).count(), 0);
-    }
 }

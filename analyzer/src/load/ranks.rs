@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use overlap_format::stream::{is_stream, MAGIC};
 
 use super::Loaded;
-use super::Progress;
+use crate::import::{rank_files, read_rank_file_into, ReadProgress};
 use crate::merge::{check_one_run, merge_timelines, read_files_into};
 use crate::model::{RankTrace, Timeline};
 use crate::Result;
@@ -25,7 +25,7 @@ pub(super) fn starts_as_stream(file: File) -> bool {
 /// Loads one per-rank file, as the one rank traced of its run (its errors are the file's,
 /// not those of a directory with nothing usable in it).
 pub(super) fn load_rank_file(path: &Path) -> Result<Loaded> {
-    let t = super::read_rank_file_into::<Timeline>(path)?;
+    let t = read_rank_file_into::<Timeline>(path)?;
     check_one_run(path, std::slice::from_ref(&t))?;
     let notes = t.note_lines().collect();
     Ok(Loaded {
@@ -39,12 +39,12 @@ pub(super) fn load_rank_file(path: &Path) -> Result<Loaded> {
 
 /// Loads a directory of per-rank files: reads each into a compact timeline (several at
 /// once), aligns the clocks and matches messages.
-pub fn load_dir(dir: &Path, progress: Progress<'_>) -> Result<Loaded> {
-    load_rank_files(dir, super::rank_files(dir)?, progress)
+pub fn load_dir(dir: &Path, progress: ReadProgress<'_>) -> Result<Loaded> {
+    load_rank_files(dir, rank_files(dir)?, progress)
 }
 
 /// Loads the per-rank files `files` of the directory `dir`, several at once.
-fn load_rank_files(dir: &Path, files: Vec<PathBuf>, progress: Progress<'_>) -> Result<Loaded> {
+fn load_rank_files(dir: &Path, files: Vec<PathBuf>, progress: ReadProgress<'_>) -> Result<Loaded> {
     let sizes: Vec<u64> = files
         .iter()
         .map(|f| std::fs::metadata(f).map_or(0, |m| m.len()))

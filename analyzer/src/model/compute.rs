@@ -19,7 +19,8 @@
 use overlap_format::schema::{GpuOp, Nanos};
 use serde::Serialize;
 
-use crate::model::{Timeline, What};
+use super::span::What;
+use super::timeline::Timeline;
 
 /// Where a rank's compute comes from.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

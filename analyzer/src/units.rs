@@ -1,5 +1,6 @@
-//! How the report writes numbers for people: durations, rates, shares, sizes, counts,
-//! and text cut to a column.
+//! How the analyzer writes numbers for people: durations, rates, shares, sizes, counts,
+//! and text cut to a column. A leaf: the report's printers, the merge's and the GPU
+//! findings' messages, `suggest` and the terminal UI all write them the same way.
 
 /// A duration for people: ns, µs, ms or s with 3 significant-ish digits.
 pub fn duration(ns: u64) -> String {
@@ -16,13 +17,13 @@ pub fn duration(ns: u64) -> String {
 }
 
 /// A point in time of the run, in seconds.
-pub(super) fn at(ns: u64) -> String {
+pub(crate) fn at(ns: u64) -> String {
     format!("{:.6} s", ns as f64 / 1e9)
 }
 
 /// A rate in bytes per second, in the unit that keeps it readable (an 8-byte class gives
 /// kB/s, a link GB/s).
-pub(super) fn rate(bytes_per_s: f64) -> String {
+pub(crate) fn rate(bytes_per_s: f64) -> String {
     let (value, unit) = match bytes_per_s {
         b if b >= 1e9 => (b / 1e9, "GB/s"),
         b if b >= 1e6 => (b / 1e6, "MB/s"),
@@ -32,7 +33,7 @@ pub(super) fn rate(bytes_per_s: f64) -> String {
     format!("{value:.2} {unit}")
 }
 
-pub(super) fn pct(f: f64) -> String {
+pub(crate) fn pct(f: f64) -> String {
     format!("{:5.1}%", f * 100.0)
 }
 
@@ -57,7 +58,7 @@ pub fn bytes(b: u64) -> String {
 }
 
 /// A count with thin groups of three digits: `1 197`.
-pub(super) fn count(n: u64) -> String {
+pub(crate) fn count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
@@ -70,7 +71,7 @@ pub(super) fn count(n: u64) -> String {
 }
 
 /// `text` cut to `width` characters, ending in `...` when cut.
-pub(super) fn fit(text: &str, width: usize) -> String {
+pub(crate) fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_string();
     }

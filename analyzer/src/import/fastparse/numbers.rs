@@ -1,7 +1,9 @@
 //! The integers of the fast path: ASCII digits read eight at a time (SWAR), JSON
 //! unsigned and signed integers, as exactly as `serde_json` reads them.
 
-use super::ONES;
+/// A byte repeated in every byte of a u64 (SWAR, eight bytes at a time: byte `i` of the
+/// input is byte `i` of a little-endian u64).
+pub(super) const ONES: u64 = 0x0101_0101_0101_0101;
 
 /// How many of the bytes of `x` are ASCII digits before the first one that is not (8 if
 /// all are).

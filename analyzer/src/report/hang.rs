@@ -4,9 +4,22 @@
 
 use std::fmt::Write as _;
 
-use super::graph::Edge;
-use super::{BlockedCall, HangReport, RankHang, RankState, Verdict, Waited, WaitedKind};
-use crate::report::duration;
+use crate::hang::graph::Edge;
+use crate::hang::{
+    analyze, BlockedCall, HangReport, RankHang, RankState, Verdict, Waited, WaitedKind,
+};
+use crate::model::Trace;
+use crate::sites::SiteTable;
+use crate::units::duration;
+
+/// The "Hung run" section of the text report, when any rank dumped: for the launcher,
+/// which prints it after merging a run it stopped, without the whole analysis.
+pub fn section_of(trace: &Trace) -> Option<String> {
+    let h = analyze(trace, &SiteTable::build(trace))?;
+    let mut o = String::new();
+    render(&mut o, &h);
+    Some(o)
+}
 
 /// Appends the section to `o` when there is one.
 pub fn section(o: &mut String, h: Option<&HangReport>) {
@@ -221,3 +234,6 @@ fn one(w: &Waited, named: bool) -> String {
         format!("{verb} {who}{tag}{request}")
     }
 }
+
+#[cfg(test)]
+mod tests;
