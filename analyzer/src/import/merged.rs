@@ -78,6 +78,8 @@ pub(crate) fn read_merged_noting(path: &Path) -> Result<(MergedTrace, Vec<String
         match raw.ph {
             // The in-flight slices are rebuilt from `otherData`.
             Phase::Complete if raw.cat == Some(Category::Hang) => {}
+            // The regions' slices, from the Pcontrol calls.
+            Phase::Complete if raw.cat == Some(Category::Region) => {}
             Phase::Complete => events
                 .entry(raw.pid)
                 .or_default()

@@ -297,6 +297,8 @@ fn take_event(
     match raw.ph {
         // The in-flight slices are rebuilt from `otherData`.
         Phase::Complete if raw.cat == Some(Category::Hang) => {}
+        // So are the regions' slices, from the Pcontrol calls.
+        Phase::Complete if raw.cat == Some(Category::Region) => {}
         Phase::Complete => {
             let e = complete_event(raw)?;
             ranks
@@ -313,6 +315,8 @@ fn take_event(
                 Err(u) => t.unwatched.push(u),
             }
         }
+        // A track of regions is no recording thread.
+        Phase::Metadata if overlap_format::region::is_region_tid(raw.tid) => {}
         Phase::Metadata if MetaName::from_wire_name(&raw.name) == Some(MetaName::ThreadName) => {
             let n: NameArgs = meta_args(raw)?;
             ranks

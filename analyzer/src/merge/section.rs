@@ -204,3 +204,12 @@ pub(crate) fn in_flight_slices(
         })
     })
 }
+
+/// The slices of `t`'s regions (its `MPI_Pcontrol` marks), by start, for both writers.
+pub(crate) fn region_slices(t: &Timeline) -> Vec<crate::regions::RegionSlice> {
+    if t.pcontrol.is_empty() {
+        return Vec::new();
+    }
+    let rank_end = t.spans.iter().map(|s| s.end).max().unwrap_or_default();
+    crate::regions::rank_slices(t.rank, &t.pcontrol, rank_end)
+}

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use overlap_format::output::{AtomicFile, OutputError};
 use overlap_format::pftrace::TraceFormat;
+use overlap_format::region::{region_tid, region_track_name};
 use overlap_format::schema::wire::{
     event_to_wire, format_event, gpu_to_wire, Category, MetaName, NameArgs, ObjectWriter,
     SortIndexArgs, WireEvent,
@@ -169,6 +170,7 @@ impl RankSection<'_> {
         })?;
         write_gpu(info, t, w)?;
         super::learned::write_learned(t, w)?;
+        write_regions(t, w)?;
         // Where a request that never completed ends: its rank's last moment.
         let rank_end = t.spans.iter().map(|s| s.end).max().unwrap_or_default();
         write_parallel(self.requests, w, |k, life, text| {
@@ -294,6 +296,35 @@ fn write_gpu<W: std::io::Write>(
     }
     for g in &a.gpu {
         w.write(&gpu_to_wire(a.rank, g))?;
+    }
+    Ok(())
+}
+
+/// The rank's regions: a slice per instance on its tracks of regions, each named.
+fn write_regions<W: std::io::Write>(t: &Timeline, w: &mut ObjectWriter<W>) -> std::io::Result<()> {
+    let slices = super::section::region_slices(t);
+    let lanes = slices.iter().map(|r| r.lane + 1).max().unwrap_or(0);
+    for lane in 0..lanes {
+        let tid = region_tid(lane);
+        let name = NameArgs {
+            name: region_track_name(lane),
+        };
+        w.write(&WireEvent::meta(MetaName::ThreadName, t.rank, tid, name))?;
+        let sort = SortIndexArgs {
+            sort_index: i64::from(tid),
+        };
+        w.write(&WireEvent::meta(
+            MetaName::ThreadSortIndex,
+            t.rank,
+            tid,
+            sort,
+        ))?;
+    }
+    for r in &slices {
+        let name = r.args.region.as_str();
+        let tid = region_tid(r.lane);
+        let e = WireEvent::complete(name, Category::Region, t.rank, tid, r.start, r.end, &r.args);
+        w.write(&e)?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 //! time a rank entered it; `NAME#k` is that instance on every rank that has it. An
 //! instance still open when the rank's trace ends closes there and is counted open.
 
+mod slices;
 mod summary;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use overlap_format::region::{PcontrolMark, UNNAMED_REGION};
 use overlap_format::schema::Nanos;
 use serde::Serialize;
 
+pub use slices::{rank_slices, RegionSlice};
 pub use summary::{RegionSummary, Spread};
 
 pub use crate::model::RegionMark;

@@ -289,10 +289,12 @@ fn compare(name: &str, json_path: &Path, proto_path: &Path) {
 
 /// Two ranks with what recorded runs rarely have: a message received before it was sent
 /// once clocks are aligned (an instant, not an arrow), a send never received, requests
-/// that overlap without nesting, calls inside a compute span.
+/// that overlap without nesting, calls inside a compute span, regions marked with
+/// MPI_Pcontrol (one never left).
 ///
 /// ```text
 /// ns       0    100       200       300       400       500       600
+/// regions 0       [step 80 ............................................630] [tail 640..
 /// rank 0   [compute ...................................]  |Send t11|
 ///            |Is1|  |Is2|                |Waitall(1,2)|     600-610
 /// rank 1   |Recv t11|  |Ir1|Ir2|    |Wait(2)|Wait(1)|      |Isend t77, never received|
@@ -302,16 +304,28 @@ fn compare(name: &str, json_path: &Path, proto_path: &Path) {
 #[test]
 fn the_protobuf_holds_the_json_s_events_for_a_hand_built_run() {
     use common::*;
+    // An MPI_Pcontrol call entering (1) or leaving (-1) the region `name`.
+    let region = |start, end, level, name: &str| {
+        let args = overlap_instrument::schema::CallArgs {
+            level: Some(level),
+            region: Some(name.to_string()),
+            ..Default::default()
+        };
+        call(overlap_instrument::schema::Op::Pcontrol, start, end, args)
+    };
     use overlap_instrument::schema::{DumpReason, InFlightCall, InFlightDump, Op, SyncPhase};
     let r0 = rank_trace(
         header(0, 2, 10_000, "one"),
         vec![sync(SyncPhase::Init, 0, 0, 0)],
         vec![
+            region(80, 85, 1, "step"),
             compute(90, 510, "solve"),
             isend(100, 110, 1, 5, 8, 1),
             isend(120, 130, 1, 5, 8, 2),
             complete(Op::Waitall, 400, 500, &[(1, None), (2, None)]),
             send(600, 610, 1, 11, 8),
+            region(620, 630, -1, "step"),
+            region(640, 650, 1, "tail"),
         ],
     );
     let r1 = rank_trace(
@@ -353,6 +367,23 @@ fn the_protobuf_holds_the_json_s_events_for_a_hand_built_run() {
     overlap_analyzer::merge::write_merged(&merged, &json).expect("JSON");
     overlap_analyzer::merge::write_merged(&merged, &proto).expect("protobuf");
     compare("hand-built", &json, &proto);
+    // Rank 0's regions, on its track of regions: `step` from 80 to 630, `tail` from
+    // 640 to the rank's last moment (never left).
+    let (_, j) = read_json(&json);
+    let regions: Vec<_> = j
+        .slices
+        .iter()
+        .filter(|(k, _)| k.3 == "region")
+        .map(|(k, a)| (k.0, k.1, k.2.as_str(), k.4, k.5, a.get("open").is_some()))
+        .collect();
+    let tid = overlap_instrument::region::region_tid(0);
+    assert_eq!(
+        regions,
+        vec![
+            (0, tid, "step", 80, 630, false),
+            (0, tid, "tail", 640, 650, true)
+        ]
+    );
 }
 
 #[test]

@@ -13,6 +13,32 @@
 /// string is not taken as a name.
 pub const REGION_NAME_MAX: usize = 64;
 
+/// The thread id of a rank's first track of regions in the merged trace: above its
+/// recording threads' (small indices), below its GPU streams' (2^24 up). Instances that
+/// overlap without nesting go on the next ones ([`region_tid`]).
+pub const REGION_TID_BASE: u32 = 1 << 23;
+
+/// The thread id of a rank's `lane`-th track of regions.
+pub fn region_tid(lane: u32) -> u32 {
+    REGION_TID_BASE + lane.min(REGION_LANES - 1)
+}
+
+/// How many tracks of regions a rank may have.
+const REGION_LANES: u32 = 1 << 20;
+
+/// Whether `tid` is a track of regions, not a recording thread.
+pub fn is_region_tid(tid: u32) -> bool {
+    (REGION_TID_BASE..REGION_TID_BASE + REGION_LANES).contains(&tid)
+}
+
+/// The name of a rank's `lane`-th track of regions: `regions`, `regions 2`...
+pub fn region_track_name(lane: u32) -> String {
+    match lane {
+        0 => "regions".to_string(),
+        n => format!("regions {}", n + 1),
+    }
+}
+
 /// The region of mpiP's unnamed convention (level 1 on, level 0 off); its instances are
 /// told apart by their order, `pcontrol#1`, `pcontrol#2`...
 pub const UNNAMED_REGION: &str = "pcontrol";

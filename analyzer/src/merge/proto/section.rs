@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 
 use overlap_format::pftrace::{Sequence, Slice, SourceLocation, Track};
+use overlap_format::region::{region_tid, region_track_name};
 use overlap_format::schema::wire::{Category, ComputeArgs, EventArgs};
 use overlap_format::schema::{
     stream_tid, stream_track_name, Event, GpuArgs, MergedInfo, Nanos, ParamValue, SuspectMessage,
@@ -186,6 +187,7 @@ pub(crate) fn write_section<W: Write + Send>(
     write_spans(s, &flows, &threads, &window, out, reread)?;
     write_gpu(info, s, &flows, process, &threads, &window, out)?;
     write_learned(s, &threads, &window, out)?;
+    write_regions(s, &window, out)?;
     super::requests::write_requests(t, s.requests, process, &window, out)
 }
 
@@ -380,6 +382,42 @@ fn write_learned<W: Write>(
         let at = args.at().0;
         seq.instant(track, &args.title(), Category::Buffer, at, Some(args))
             .map_err(io_error)?;
+    }
+    out.finish_sequence(&mut seq)
+}
+
+/// The rank's regions: a slice per instance on its tracks of regions (thread tracks
+/// placed after its recording threads), as the JSON's.
+fn write_regions<W: Write>(
+    s: &RankSection<'_>,
+    window: &Window,
+    out: &mut ProtoOut<W>,
+) -> std::io::Result<()> {
+    let slices = crate::merge::section::region_slices(s.t);
+    if slices.is_empty() {
+        return Ok(());
+    }
+    let lanes = slices.iter().map(|r| r.lane + 1).max().unwrap_or(0);
+    let mut tracks = Vec::with_capacity(lanes as usize);
+    for lane in 0..lanes {
+        tracks.push(out.thread(s.t.rank, region_tid(lane), &region_track_name(lane))?);
+    }
+    let mut seq = out.sequence();
+    for r in &slices {
+        let slice = Slice {
+            track: tracks[r.lane as usize],
+            name: &r.args.region,
+            category: Category::Region,
+            start: r.start,
+            end: r.end,
+            args: Some(&r.args),
+            source: None,
+            flows_out: &[],
+            flows_in: &[],
+            skip_args: &[],
+            counters: (&[], &[]),
+        };
+        write_slice(&mut seq, window, &slice).map_err(io_error)?;
     }
     out.finish_sequence(&mut seq)
 }

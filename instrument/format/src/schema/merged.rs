@@ -259,6 +259,23 @@ pub struct IncompleteRank {
     pub events_read: u64,
 }
 
+/// Args of a region instance's slice in a merged trace: on a track of the rank's own
+/// ([`crate::region::region_tid`]), from the `MPI_Pcontrol` call that entered the
+/// region to the one that left it.
+///
+/// Wire struct: a change means bumping `FORMAT_VERSION`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionArgs {
+    /// The region's name (`pcontrol` for mpiP's unnamed on and off).
+    pub region: String,
+    /// Which time this rank entered it, from 1.
+    pub instance: u32,
+    /// True when the rank never left it: the slice ends at the rank's last event.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open: bool,
+}
+
 /// Args of a request's async slice (post to completion) in a merged trace.
 ///
 /// Wire struct: a change means bumping `FORMAT_VERSION`.

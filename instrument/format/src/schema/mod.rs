@@ -40,7 +40,7 @@ pub use learned::{ByteRange, LearnedUse, Outcome, Touch, Unwatched, UnwatchedRea
 pub use learned_args::LearnedArgs;
 pub use merged::{
     CallCounts, CallPath, ClockProblem, ImplausibleClock, IncompleteRank, MergedInfo,
-    PeersOutOfRange, RankClock, RequestArgs, SuspectMessage,
+    PeersOutOfRange, RankClock, RegionArgs, RequestArgs, SuspectMessage,
 };
 pub use op::{negligible_mpi_call, CollectivePattern, Op, OpClass, RequestKind, Waiting};
 

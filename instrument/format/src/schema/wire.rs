@@ -114,6 +114,10 @@ pub enum Category {
     /// The run's metadata: the protobuf trace's one instant whose args are what the
     /// JSON's `otherData` holds (never written in JSON).
     Run,
+    /// One instance of a region the program marked with `MPI_Pcontrol`, from the call
+    /// that entered it to the one that left it (merged traces, [`super::RegionArgs`];
+    /// rebuilt from the calls when a merged trace is read).
+    Region,
 }
 
 impl Category {
@@ -130,6 +134,7 @@ impl Category {
             Category::GpuChain => "gpu_chain",
             Category::Buffer => "buffer",
             Category::Run => "run",
+            Category::Region => "region",
         }
     }
 }
@@ -518,7 +523,7 @@ mod tests {
     fn category_wire_names_are_serde_names() {
         use Category::*;
         for c in [
-            Mpi, Compute, Request, Message, Clock, Hang, Gpu, GpuChain, Buffer, Run,
+            Mpi, Compute, Request, Message, Clock, Hang, Gpu, GpuChain, Buffer, Run, Region,
         ] {
             let text = serde_json::to_string(&c).expect("serializes");
             assert_eq!(text, format!("\"{}\"", c.wire_name()));
