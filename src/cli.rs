@@ -513,7 +513,8 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         None => None,
     };
     let trace = load_trace(&a.trace)?;
-    let regions = overlap_analyzer::regions::RunRegions::of_trace(&trace).summary();
+    let run_regions = overlap_analyzer::regions::RunRegions::of_trace(&trace);
+    let (regions, regions_unknown) = (run_regions.summary(), run_regions.unknown);
     // The tables need the trace and every instance after the report; without them the
     // trace is given up to the analysis, which then peaks lower.
     let (report, for_tables) = if a.csv.is_some() || a.parquet.is_some() {
@@ -528,12 +529,14 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
             let with = WithRegions {
                 report: &report,
                 regions: &regions,
+                regions_unknown: regions_unknown.as_deref(),
             };
             outln!("{}", serde_json::to_string_pretty(&with)?);
         } else {
             if a.full {
                 out!("{}", render(&report, style()));
-                out!("{}", render_regions(&regions, style()));
+                let unknown = regions_unknown.as_deref();
+                out!("{}", render_regions(&regions, unknown, style()));
             } else {
                 out!("{}", render_summary(&report, style()));
             }

@@ -75,7 +75,8 @@ pub fn regions_of_dir(dir: &Path) -> Result<RunRegions> {
             (t.rank(), marks, align.apply(t.events.last))
         })
         .collect();
-    Ok(RunRegions::of(
-        aligned.iter().map(|(r, m, end)| (*r, m.as_slice(), *end)),
-    ))
+    let mut regions = RunRegions::of(aligned.iter().map(|(r, m, end)| (*r, m.as_slice(), *end)));
+    regions.unknown =
+        crate::regions::unrecorded_marks(traces.iter().map(|t| t.call_counts.as_ref()));
+    Ok(regions)
 }

@@ -87,6 +87,28 @@ pub struct RunRegions {
     pub regions: Vec<Region>,
     /// Every rank of the run, sorted: those that never entered a region are the others.
     pub ranks: Vec<u32>,
+    /// Why the run's regions cannot be told, when they cannot ([`unrecorded_marks`]):
+    /// `regions` is then empty, and that is not "no region".
+    pub unknown: Option<String>,
+}
+
+/// Why the regions cannot be told from ranks whose files counted their `MPI_Pcontrol`
+/// calls (`counts`, a rank's each) without recording them (files before format 11,
+/// when the preload only counted the call), if any rank called it.
+pub fn unrecorded_marks<'a>(
+    counts: impl IntoIterator<Item = Option<&'a overlap_format::schema::CallCounts>>,
+) -> Option<String> {
+    let counted: u64 = counts
+        .into_iter()
+        .filter_map(|c| c?.unrecorded.get("MPI_Pcontrol"))
+        .sum();
+    (counted > 0).then(|| {
+        format!(
+            "the ranks called MPI_Pcontrol {counted} time(s), but their files (format 10 or \
+             older) counted those calls without recording their levels or names: trace the \
+             program again to see its regions"
+        )
+    })
 }
 
 /// Which part of a run `overlap merge --region` asked for: `NAME` (every instance) or
@@ -167,6 +189,7 @@ impl RunRegions {
         RunRegions {
             regions: regions.into_iter().map(|(_, r)| r).collect(),
             ranks: all,
+            unknown: None,
         }
     }
 
@@ -184,6 +207,9 @@ impl RunRegions {
     /// message lists the run's), or an instance no rank has.
     pub fn window(&self, choice: &RegionChoice) -> Result<RegionWindow, String> {
         let Some(region) = self.get(&choice.name) else {
+            if let Some(why) = self.unknown.as_deref().filter(|_| self.is_empty()) {
+                return Err(format!("no region `{}` can be found: {why}", choice.name));
+            }
             return Err(if self.is_empty() {
                 format!(
                     "no region `{}`: the run marks no region with MPI_Pcontrol",

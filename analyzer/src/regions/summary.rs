@@ -40,13 +40,20 @@ pub struct RegionSummary {
     pub to_ns: u64,
 }
 
+/// Why a trace's regions cannot be told, if they cannot ([`super::unrecorded_marks`]).
+fn regions_unknown(trace: &Trace) -> Option<String> {
+    super::unrecorded_marks(trace.info.ranks.iter().map(|r| r.call_counts.as_ref()))
+}
+
 impl RunRegions {
     /// The regions of a loaded trace.
     pub fn of_trace(trace: &Trace) -> RunRegions {
-        RunRegions::of(trace.ranks.iter().map(|t| {
+        let mut regions = RunRegions::of(trace.ranks.iter().map(|t| {
             let end = t.spans.iter().map(|s| s.end).max().unwrap_or_default();
             (t.rank, t.pcontrol.as_slice() as &[RegionMark], end)
-        }))
+        }));
+        regions.unknown = regions_unknown(trace);
+        regions
     }
 
     /// Each region summed up, in the order the run first entered them.
@@ -82,5 +89,49 @@ impl RunRegions {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overlap_format::schema::{CallCounts, MergedInfo, RankClock};
+
+    /// A trace of two ranks whose files counted, without recording, the calls `counted`
+    /// (by name) on rank 1; rank 0 has no counts at all.
+    fn trace(counted: &[(&str, u64)]) -> Trace {
+        let mut info: MergedInfo = serde_json::from_value(serde_json::json!({
+            "format": "overlap-trace", "format_version": 10, "program": "p", "params": {},
+            "world_size": 2, "ranks": [], "max_clock_error_ns": 0, "messages": 0,
+            "unmatched_sends": 0, "unmatched_receives": 0, "clock_suspect": [],
+            "incomplete": [], "missing_ranks": []
+        }))
+        .expect("an info");
+        for rank in 0..2u32 {
+            let mut r: RankClock = serde_json::from_value(serde_json::json!({
+                "rank": rank, "host": "h", "shared_clock": true,
+                "init_offset_ns": 0, "init_error_ns": 0
+            }))
+            .expect("a rank");
+            r.call_counts = (rank == 1).then(|| CallCounts {
+                unrecorded: counted.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
+                unseen_completions: 0,
+            });
+            info.ranks.push(r);
+        }
+        let timelines = (0..2).map(crate::model::Timeline::new).collect();
+        Trace::new("t".into(), info, timelines, Vec::new(), Vec::new())
+    }
+
+    #[test]
+    fn pcontrol_calls_only_counted_make_the_regions_unknown_not_none() {
+        let old = trace(&[("MPI_Pcontrol", 4), ("MPI_Comm_rank", 2)]);
+        let regions = RunRegions::of_trace(&old);
+        assert!(regions.is_empty());
+        let why = regions.unknown.expect("unknown");
+        assert!(why.contains("MPI_Pcontrol 4 time(s)"), "{why}");
+        // Counted and never called, or not counted at all: no region is an answer.
+        let new = RunRegions::of_trace(&trace(&[("MPI_Comm_rank", 2)]));
+        assert_eq!(new.unknown, None);
     }
 }

@@ -12,7 +12,9 @@ use crate::regions::RegionSummary;
 use crate::units::{at, duration};
 
 /// The JSON report (`overlap analyze --json`) with the regions after its other keys:
-/// `regions`, one [`RegionSummary`] each, empty when the run marks none.
+/// `regions`, one [`RegionSummary`] each, empty when the run marks none; and
+/// `regions_unknown`, why, when the files could not say
+/// ([`crate::regions::RunRegions::unknown`]: `regions` is then empty but not "none").
 #[derive(Serialize)]
 pub struct WithRegions<'a> {
     /// The report, its keys as they are.
@@ -20,11 +22,20 @@ pub struct WithRegions<'a> {
     pub report: &'a Report,
     /// The regions.
     pub regions: &'a [RegionSummary],
+    /// Why the regions are unknown, when they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub regions_unknown: Option<&'a str>,
 }
 
-/// The section, or an empty string for a run without regions.
-pub fn render_regions(regions: &[RegionSummary], style: Style) -> String {
+/// The section, or an empty string for a run without regions; `unknown`: why the run's
+/// regions cannot be told, said instead.
+pub fn render_regions(regions: &[RegionSummary], unknown: Option<&str>, style: Style) -> String {
     let mut o = String::new();
+    if let Some(why) = unknown.filter(|_| regions.is_empty()) {
+        let title = style.bold("Regions (MPI_Pcontrol): unknown");
+        let _ = writeln!(o, "\n{title}\n  {why}");
+        return o;
+    }
     if regions.is_empty() {
         return o;
     }

@@ -154,7 +154,6 @@ pub struct Sequence {
     event: Proto,
     /// Scratch for a slice's end.
     end: Proto,
-    packets: u64,
     events: u64,
 }
 
@@ -181,7 +180,6 @@ impl Sequence {
             now: 0,
             event: Proto::default(),
             end: Proto::default(),
-            packets: 0,
             events: 0,
         }
     }
@@ -209,11 +207,6 @@ impl Sequence {
     /// Bytes of encoded packets waiting in [`Sequence::take`].
     pub fn pending(&self) -> usize {
         self.out.bytes.len()
-    }
-
-    /// Packets written on the sequence.
-    pub fn packets(&self) -> u64 {
-        self.packets
     }
 
     /// Events written or held on the sequence: slices, instants and counter values.
@@ -450,7 +443,6 @@ impl Sequence {
         }
         self.out.end(c);
         self.out.end(p);
-        self.packets += 1;
         self.started = true;
         self.now = 0;
     }
@@ -486,6 +478,5 @@ impl Sequence {
             self.out.bytes_field(field::TRACK_EVENT, event);
         }
         self.out.end(p);
-        self.packets += 1;
     }
 }
