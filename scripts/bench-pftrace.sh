@@ -24,7 +24,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/bench-pftrace.XXXXXX")
 if [ $# -eq 0 ]; then
   preload=${PRELOAD:-target/release/liboverlap_preload.so}
   [ -f "$preload" ] || { echo "bench-pftrace: $preload not built (scripts/build-preloads.sh --release)" >&2; exit 2; }
-  mpicc -O2 bench/isends.c -o "$work/isends" 2>/dev/null || exit 2
+  mpicc -O2 bench/isends.c -o "$work/isends" 2>"$work/cc.log" ||
+    { echo "bench-pftrace: compiling bench/isends.c failed:" >&2; cat "$work/cc.log" >&2; exit 2; }
   iters=${ITERS:-300}
   echo "tracing bench/isends.c 1000 $iters on 2 ranks under the preload..."
   OVERLAP_PRELOAD="$preload" "$overlap" trace --out "$work/isends.json" -- mpiexec -n 2 "$work/isends" 1000 "$iters" \

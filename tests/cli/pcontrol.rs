@@ -96,7 +96,10 @@ fn check_c(mpi: Mpi) {
     let has = |name: &str| bytes.windows(name.len()).any(|w| w == name.as_bytes());
     assert!(has("MPI_Allreduce") && has("MPI_Pcontrol"));
     // The region drawn on each rank's track of regions.
-    assert!(has("regions") && has("setup"), "the region's slice and track");
+    assert!(
+        has("regions") && has("setup"),
+        "the region's slice and track"
+    );
     for outside in ["MPI_Init", "MPI_Finalize", "MPI_Bcast"] {
         assert!(!has(outside), "{outside} is outside the region");
     }
