@@ -171,6 +171,39 @@ struct Candidate<'a> {
     group: Vec<&'a RequestRow>,
     mixed: bool,
     lost: u64,
+    /// What the walks ask of its rank.
+    facts: &'a RankFacts,
+}
+
+/// What the walk after each wait asks of the wait's rank, found once for the rank.
+struct RankFacts {
+    rank: u32,
+    /// The end of the rank's analysed part ([`Timeline::extent`]), if it has one.
+    end: Option<u64>,
+    /// The threads that recorded compute spans (the others' compute is the gaps between
+    /// their calls), sorted.
+    compute_tids: Vec<u32>,
+}
+
+impl RankFacts {
+    fn of(t: &Timeline) -> RankFacts {
+        let mut compute_tids: Vec<u32> = (t.spans.iter())
+            .filter(|s| matches!(s.what, What::Compute(_)))
+            .map(|s| s.tid)
+            .collect();
+        compute_tids.sort_unstable();
+        compute_tids.dedup();
+        RankFacts {
+            rank: t.rank,
+            end: t.extent().map(|e| e.1 .0),
+            compute_tids,
+        }
+    }
+
+    /// True when thread `tid` recorded no compute span.
+    fn gaps(&self, tid: u32) -> bool {
+        self.compute_tids.binary_search(&tid).is_err()
+    }
 }
 
 /// The false-overlap findings of the trace, largest loss first. `uncertainty`: the
@@ -189,10 +222,19 @@ pub fn findings(
         .collect();
     by_wait.sort_by_key(|(k, _)| *k);
     let mut out = Vec::new();
+    // What the walks ask of the rank of the waits at hand, found once per rank (each a
+    // pass over its timeline), not once per wait.
+    let mut facts: Option<RankFacts> = None;
     for chunk in by_wait.chunk_by(|a, b| a.0 == b.0) {
         let (rank, wait_index) = chunk[0].0;
         let all: Vec<&RequestRow> = chunk.iter().map(|(_, r)| *r).collect();
         let Some(t) = trace.rank(rank) else { continue };
+        if facts.as_ref().is_none_or(|f| f.rank != rank) {
+            facts = Some(RankFacts::of(t));
+        }
+        let Some(facts) = facts.as_ref() else {
+            continue;
+        };
         let Some(w) = t.spans.get(wait_index) else {
             continue;
         };
@@ -224,6 +266,7 @@ pub fn findings(
             group,
             mixed,
             lost,
+            facts,
         };
         if let Some(f) = finding(trace, t, &c, opts, uncertainty) {
             out.push(f);
@@ -278,11 +321,11 @@ fn finding(
             })
         })
         .collect();
-    let hi = t.extent().map_or(from, |e| e.1 .0);
+    let hi = c.facts.end.unwrap_or(from);
     let watches = guarded.iter().filter_map(|g| g.watch_index);
     let walked = stops(
         t,
-        Walk::after(t, c.wait_index, hi, watches),
+        Walk::after(t, c.wait_index, hi, c.facts.gaps(w.tid), watches),
         &guarded,
         receives,
     );

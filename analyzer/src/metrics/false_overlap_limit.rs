@@ -236,18 +236,16 @@ pub(super) struct Walk<'t> {
 
 impl<'t> Walk<'t> {
     /// The units of the thread of call `from` of `t` after it, up to `hi`, its gaps cut
-    /// at the first touches of `watches` (indices in `t.learned`).
+    /// at the first touches of `watches` (indices in `t.learned`); `gaps`: the thread
+    /// recorded no compute span, so its compute is the gaps between its calls.
     pub(super) fn after(
         t: &'t Timeline,
         from: usize,
         hi: u64,
+        gaps: bool,
         watches: impl Iterator<Item = usize>,
     ) -> Walk<'t> {
         let (tid, end) = t.spans.get(from).map_or((0, 0), |w| (w.tid, w.end.0));
-        let gaps = !t
-            .spans
-            .iter()
-            .any(|s| s.tid == tid && matches!(s.what, What::Compute(_)));
         let mut cuts: Vec<TouchCut> = watches
             .filter_map(|k| dependence::touch_cut(k, t.learned.get(k)?))
             .collect();
