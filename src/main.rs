@@ -29,6 +29,7 @@ mod trace;
 mod tui;
 mod units;
 mod whatif;
+mod window;
 mod which_mpi;
 
 use std::process::ExitCode;
