@@ -58,15 +58,28 @@ pub fn render_window(w: &WindowReport, style: Style) -> String {
             String::new()
         }
     );
-    if w.messages.count > 0 || w.requests.count > 0 {
+    if w.messages.count > 0 {
         let _ = writeln!(
             o,
-            "  crossing its edges: {} message(s){}, {} request(s){}: not analysed, their \
-             overlap figures are unknown",
+            "  crossing its edges, not analysed: {} message(s){}",
             w.messages.count,
-            sides(&w.messages),
+            sides(&w.messages)
+        );
+    }
+    if w.requests.count > 0 {
+        let _ = writeln!(
+            o,
+            "  crossing its edges: {} request(s){}: their overlap is unknown",
             w.requests.count,
             sides(&w.requests)
+        );
+    }
+    if w.collectives_partial > 0 {
+        let _ = writeln!(
+            o,
+            "  {} collective instance(s) with members on ranks left out: their waits count \
+             only the ranks analysed",
+            w.collectives_partial
         );
     }
     if w.unknown_waits.calls > 0 {

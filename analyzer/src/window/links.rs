@@ -50,8 +50,9 @@ fn count(c: &mut Crossing, ends: &[End]) {
 
 /// The indices of the collective calls outside the window that stay as instants, per
 /// rank of the trace (by slot): every member on a rank kept of an instance that has a
-/// member in the window.
-fn edge_marks(trace: &Trace, b: &Bounds) -> Vec<Vec<usize>> {
+/// member in the window; and how many of those instances have members left out.
+fn edge_marks(trace: &Trace, b: &Bounds) -> (Vec<Vec<usize>>, u64) {
+    let mut partial = 0;
     let mut marks = vec![Vec::new(); trace.ranks.len()];
     let inside = |e: &EventRef| {
         trace.span(*e).is_some_and(|s| {
@@ -66,6 +67,7 @@ fn edge_marks(trace: &Trace, b: &Bounds) -> Vec<Vec<usize>> {
         if !kept.iter().any(|e| inside(e)) {
             continue;
         }
+        partial += u64::from(kept.len() < members.len());
         for e in kept.into_iter().filter(|e| !inside(e)) {
             if let Some(slot) = trace.slot(e.rank) {
                 marks[slot].push(e.index);
@@ -75,12 +77,12 @@ fn edge_marks(trace: &Trace, b: &Bounds) -> Vec<Vec<usize>> {
     for m in &mut marks {
         m.sort_unstable();
     }
-    marks
+    (marks, partial)
 }
 
 /// Cuts `trace` to the window `b` (times and ranks already checked).
 pub(crate) fn cut_trace(trace: Trace, b: &Bounds) -> Cut {
-    let marks = edge_marks(&trace, b);
+    let (marks, partial) = edge_marks(&trace, b);
     let nonblocking = collectives::nonblocking(&trace);
     let by_post = RequestsByPost::new(&trace.requests);
     let Trace {
@@ -91,7 +93,10 @@ pub(crate) fn cut_trace(trace: Trace, b: &Bounds) -> Cut {
         requests,
         compute,
     } = trace;
-    let mut report = WindowReport::default();
+    let mut report = WindowReport {
+        collectives_partial: partial,
+        ..WindowReport::default()
+    };
     let mut clipped = Vec::new();
     let mut full_compute = Vec::new();
     let mut cuts = Vec::new();

@@ -179,6 +179,9 @@ pub struct WindowReport {
     /// Collective calls outside the window kept as an instant at its edge, so that
     /// their instances pair up.
     pub edge_marks: u64,
+    /// Collective instances in the window with members on ranks left out: their waits
+    /// count only the members kept (a member left out may have come later).
+    pub collectives_partial: u64,
     /// Messages crossing an edge (not in the cut).
     pub messages: Crossing,
     /// Requests crossing an edge (not in the cut): their overlap figures are unknown.
