@@ -12,8 +12,7 @@ use overlap_analyzer::merge::{Output, Window};
 use overlap_analyzer::metrics::Options;
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{
-    render, render_profile, render_regions, render_summary, render_window, Style,
-    WithRegions,
+    render, render_profile, render_regions, render_summary, render_window, Style, WithRegions,
 };
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;

@@ -17,8 +17,8 @@ use overlap_analyzer::report::{render_window, Style};
 use overlap_analyzer::window::WindowReport;
 
 use crate::cli::{load, load_trace, style, AnalysisArgs, BaselineArgs, CheckArgs, DiffArgs};
-use crate::window::WindowArgs;
 use crate::output::{out, outln, sayln};
+use crate::window::WindowArgs;
 
 /// A trace loaded, judged complete or not as a whole, then cut to the window asked
 /// for (if any), and the report of that part.
@@ -69,7 +69,11 @@ fn report_and_work(
     let opts = analysis.options()?;
     let (trace, w) = window.apply(load_trace(path)?)?;
     if !w.asked.is_all() {
-        sayln!("{}: {}", path.display(), render_window(&w, Style::default()).trim_end());
+        sayln!(
+            "{}: {}",
+            path.display(),
+            render_window(&w, Style::default()).trim_end()
+        );
     }
     let work = check::work(&trace);
     Ok((analyze_owned(trace, &opts), work))

@@ -29,8 +29,8 @@ mod trace;
 mod tui;
 mod units;
 mod whatif;
-mod window;
 mod which_mpi;
+mod window;
 
 use std::process::ExitCode;
 

@@ -45,10 +45,14 @@ pub(crate) fn tui(a: TuiArgs) -> Result<ExitCode> {
                 "{label} [{} to {}{}]",
                 overlap_analyzer::units::duration(window.from_ns),
                 overlap_analyzer::units::duration(window.to_ns),
-                window.asked.ranks.as_ref().map_or(String::new(), |r| format!(
-                    ", ranks {}",
-                    overlap_analyzer::window::rank_ranges(r)
-                ))
+                window
+                    .asked
+                    .ranks
+                    .as_ref()
+                    .map_or(String::new(), |r| format!(
+                        ", ranks {}",
+                        overlap_analyzer::window::rank_ranges(r)
+                    ))
             );
         }
         runs.push(overlap_tui::Run::new(label, trace, &opts));

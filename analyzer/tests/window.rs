@@ -130,7 +130,10 @@ fn what_crosses_which_edge() {
         ]
     );
     let w = &c.report;
-    assert_eq!((w.from_ns, w.to_ns, w.ranks, w.ranks_left_out), (10, 40, 2, 0));
+    assert_eq!(
+        (w.from_ns, w.to_ns, w.ranks, w.ranks_left_out),
+        (10, 40, 2, 0)
+    );
     assert_eq!((w.calls_cut, w.compute_cut, w.edge_marks), (2, 0, 0));
     let crossing = |count, before, after, rank_left_out| Crossing {
         count,
@@ -146,7 +149,10 @@ fn what_crosses_which_edge() {
     // of wall time, and the barrier's wait as in the run.
     assert_eq!(c.trace.messages.len(), 1);
     assert_eq!(c.trace.requests.len(), 1);
-    assert_eq!((c.trace.requests[0].rank, c.trace.requests[0].request), (1, 8));
+    assert_eq!(
+        (c.trace.requests[0].rank, c.trace.requests[0].request),
+        (1, 8)
+    );
     let r = report(&c.trace);
     assert_eq!(kind(&r, WaitKind::WaitAtBarrier), (4, 1));
     assert_eq!(kind(&whole, WaitKind::WaitAtBarrier), (4, 1));
@@ -192,7 +198,10 @@ fn a_rank_left_out_takes_its_ends_with_it() {
         [1]
     );
     let w = &c.report;
-    assert_eq!((w.ranks, w.ranks_left_out, w.collectives_partial), (1, 1, 1));
+    assert_eq!(
+        (w.ranks, w.ranks_left_out, w.collectives_partial),
+        (1, 1, 1)
+    );
     assert_eq!(w.messages.count, 2);
     assert_eq!(w.messages.rank_left_out, 2);
     // Both of rank 1's requests are whole on it; its two Waits wait on messages of the
@@ -299,19 +308,25 @@ fn a_region_is_a_window() {
     assert!(c.trace == by_times.trace);
     assert_eq!(calls(&c.trace, 2), [("MPI_Barrier", 5, 10)]);
 
-    let unknown = cut(t.clone(), &Choice {
-        region: Some("halo".into()),
-        ..Choice::default()
-    })
+    let unknown = cut(
+        t.clone(),
+        &Choice {
+            region: Some("halo".into()),
+            ..Choice::default()
+        },
+    )
     .unwrap_err();
     assert_eq!(
         unknown.to_string(),
         "--region halo: no region `halo` in the run; its regions: solve (1 instance)"
     );
-    let second = cut(t, &Choice {
-        region: Some("solve#2".into()),
-        ..Choice::default()
-    });
+    let second = cut(
+        t,
+        &Choice {
+            region: Some("solve#2".into()),
+            ..Choice::default()
+        },
+    );
     assert!(matches!(second, Err(WindowError::Region { .. })));
 }
 

@@ -44,5 +44,5 @@ mod util;
 mod verdicts;
 mod watch;
 mod whatif;
-mod windows;
 mod which_mpi;
+mod windows;

@@ -86,7 +86,10 @@ fn windows_of_a_traced_program() {
     // 2 -> 0 is whole; the other two cross to rank 1, left out.
     let (ranks, _) = json(&out, &["--ranks", "0,2", "--region", "step"]);
     let w = &ranks["window"];
-    assert_eq!((w["ranks"].as_u64(), w["ranks_left_out"].as_u64()), (Some(2), Some(1)));
+    assert_eq!(
+        (w["ranks"].as_u64(), w["ranks_left_out"].as_u64()),
+        (Some(2), Some(1))
+    );
     assert_eq!(w["messages"]["count"], 6, "{w}");
     assert_eq!(w["messages"]["rank_left_out"], 6, "{w}");
     assert_eq!(ranks["run"]["messages"], 3, "{w}");
@@ -115,9 +118,18 @@ fn windows_of_a_traced_program() {
         assert_eq!(r.output.status.code(), Some(1), "{}", r.describe());
         r.assert_stderr_has(says);
     };
-    refused(&["--ranks", "7-9"], "no rank of 7-9 is in the trace (it has ranks 0-2)");
-    refused(&["--region", "solve"], "no region `solve` in the run; its regions: setup");
-    refused(&["--from", "10ms", "--to", "5ms"], "before or where it starts");
+    refused(
+        &["--ranks", "7-9"],
+        "no rank of 7-9 is in the trace (it has ranks 0-2)",
+    );
+    refused(
+        &["--region", "solve"],
+        "no region `solve` in the run; its regions: setup",
+    );
+    refused(
+        &["--from", "10ms", "--to", "5ms"],
+        "before or where it starts",
+    );
     refused(&["--from", "1000s"], "after the run's last event");
 }
 
@@ -128,14 +140,7 @@ fn gates_of_a_window() {
     let traced = trace(3, &program("pcontrol"), &out);
     assert!(traced.success(), "{}", traced.describe());
     let base = dir.path().join("step.baseline.json");
-    let made = overlap(&[
-        "baseline",
-        s(&out),
-        "--out",
-        s(&base),
-        "--region",
-        "step",
-    ]);
+    let made = overlap(&["baseline", s(&out), "--out", s(&base), "--region", "step"]);
     assert!(made.success(), "{}", made.describe());
     made.assert_stdout_has("Window: ");
     let kept: Value =

@@ -143,9 +143,8 @@ pub fn check_judged(
         notes: Vec::new(),
         rows: Vec::new(),
     };
-    out.problems.extend(
-        (judged.incomplete.iter()).map(|p| format!("incomplete trace: {p}")),
-    );
+    out.problems
+        .extend((judged.incomplete.iter()).map(|p| format!("incomplete trace: {p}")));
     if !out.problems.is_empty() {
         return out;
     }

@@ -20,11 +20,7 @@ pub fn render_window(w: &WindowReport, style: Style) -> String {
         .as_ref()
         .map_or(String::new(), |r| format!(" (region {r})"));
     let ranks = match &w.asked.ranks {
-        Some(_) => format!(
-            ", {} rank(s) of {}",
-            w.ranks,
-            w.ranks + w.ranks_left_out
-        ),
+        Some(_) => format!(", {} rank(s) of {}", w.ranks, w.ranks + w.ranks_left_out),
         None => format!(", all {} rank(s)", w.ranks),
     };
     let title = format!(

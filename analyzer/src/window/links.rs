@@ -126,7 +126,12 @@ pub(crate) fn cut_trace(trace: Trace, b: &Bounds) -> Cut {
             if !b.has_rank(r.rank) {
                 return None;
             }
-            let at = |index: usize| cuts.end(EventRef { rank: r.rank, index });
+            let at = |index: usize| {
+                cuts.end(EventRef {
+                    rank: r.rank,
+                    index,
+                })
+            };
             let ends: Vec<End> = [Some(r.post()), Some(r.args()), r.completion(), r.freed()]
                 .into_iter()
                 .flatten()
@@ -170,7 +175,10 @@ pub(crate) fn cut_trace(trace: Trace, b: &Bounds) -> Cut {
             .into_iter()
             .filter(|&i| b.has_rank(requests[i].rank))
             .collect();
-        let n_kept = on_kept.iter().filter(|&&i| kept_requests[i].is_some()).count();
+        let n_kept = on_kept
+            .iter()
+            .filter(|&&i| kept_requests[i].is_some())
+            .count();
         if n_kept == 0 || n_kept == on_kept.len() {
             continue;
         }
@@ -192,10 +200,7 @@ pub(crate) fn cut_trace(trace: Trace, b: &Bounds) -> Cut {
             .flatten()
             .map(|e| (e, cuts.end(e)))
             .collect();
-        let inside = ends
-            .iter()
-            .filter(|(_, e)| matches!(e, End::In(_)))
-            .count();
+        let inside = ends.iter().filter(|(_, e)| matches!(e, End::In(_))).count();
         if inside == ends.len() {
             messages_out.push(m.renumbered(|e| match cuts.end(e) {
                 End::In(i) => i,

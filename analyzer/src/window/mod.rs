@@ -265,7 +265,9 @@ pub fn cut(trace: Trace, choice: &Choice) -> Result<Cut, WindowError> {
                 why,
             };
             let asked = RegionChoice::parse(text).map_err(region)?;
-            let w = RunRegions::of_trace(&trace).window(&asked).map_err(region)?;
+            let w = RunRegions::of_trace(&trace)
+                .window(&asked)
+                .map_err(region)?;
             never_entered = w.never_entered;
             (w.from, w.to)
         }

@@ -81,7 +81,11 @@ pub(crate) fn cut_rank(mut t: Timeline, b: &Bounds, marks: &[usize]) -> RankCut 
                 edge,
             ),
             outside if marks.binary_search(&i).is_ok() => {
-                let at = if outside == Place::Before { b.from } else { b.to };
+                let at = if outside == Place::Before {
+                    b.from
+                } else {
+                    b.to
+                };
                 let instant = Span {
                     start: at,
                     end: at,
