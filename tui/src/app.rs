@@ -8,6 +8,7 @@ use overlap_analyzer::model::EventRef;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 use ratatui::layout::Rect;
 
+use crate::filter::RankFilter;
 use crate::lists::{Cursor, OverlapState, WaitsState};
 use crate::nav::{self, Viewport};
 use crate::profile::ProfileState;
@@ -76,6 +77,8 @@ pub enum PromptKind {
     GoTo,
     /// The rank the Waits view shows (`R`; empty: every rank).
     WaitsRank,
+    /// The ranks the Timeline shows (`F`; empty: every rank).
+    RankFilter,
 }
 
 /// A line being typed.
@@ -98,6 +101,10 @@ pub struct TimelineState {
     pub first_lane: usize,
     /// Ranks per lane (1: a lane per rank).
     pub group: usize,
+    /// Which ranks are shown (`None`: all).
+    pub filter: Option<RankFilter>,
+    /// The positions (in `trace.ranks`) of the ranks shown, in their order.
+    pub shown: Vec<usize>,
     /// The selected call, and what is known of it.
     pub selection: Option<Selection>,
     /// A drag in progress: the column it started at, and the view's start then.
@@ -177,6 +184,35 @@ impl TimelineState {
     /// The selected call.
     pub fn selected(&self) -> Option<EventRef> {
         self.selection.as_ref().map(|s| s.event)
+    }
+
+    /// The lanes: the ranks shown, `group` per lane.
+    pub fn lanes(&self) -> Vec<Vec<usize>> {
+        nav::lanes(&self.shown, self.group)
+    }
+
+    /// Shows the ranks `filter` keeps (every rank for `None`), or says why it keeps
+    /// none (and changes nothing).
+    pub fn set_filter(&mut self, run: &Run, filter: Option<RankFilter>) -> String {
+        let shown = filter
+            .as_ref()
+            .map_or_else(|| nav::every_rank(run), |f| f.shown(run));
+        let said = filter
+            .as_ref()
+            .map_or("every rank".to_string(), RankFilter::describe);
+        if shown.is_empty() {
+            return format!("no rank to show: no {said} in this run");
+        }
+        let n = shown.len();
+        (self.filter, self.shown) = (filter, shown);
+        self.group = self.group.min(n).max(1);
+        let lanes = self.lanes();
+        self.lane = self
+            .selected()
+            .and_then(|e| nav::lane_of(run, &lanes, e.rank))
+            .unwrap_or(0);
+        self.first_lane = 0;
+        format!("showing {said}: {n} rank(s) (F to change, F then Enter for all)")
     }
 }
 
@@ -336,6 +372,17 @@ impl App {
                         self.query = Some(Query::new(self.run(), &text));
                         self.search_again(true);
                     }
+                    PromptKind::RankFilter => {
+                        let run = &self.runs[self.current];
+                        let filter = match text.trim() {
+                            "" | "all" => Ok(None),
+                            t => RankFilter::parse(t).map(Some),
+                        };
+                        self.status = Some(match filter {
+                            Ok(f) => self.timeline.set_filter(run, f),
+                            Err(e) => e,
+                        });
+                    }
                     PromptKind::WaitsRank => {
                         let run = &self.runs[self.current];
                         match text.trim() {
@@ -412,7 +459,12 @@ impl App {
         let width = self.geometry.lanes.width;
         let tl = &mut self.timeline;
         let selection = Selection::of(run, e, cause);
-        if let Some(lane) = nav::lane_of(run, tl.group, e.rank) {
+        if tl.filter.is_some() && nav::lane_of(run, &tl.lanes(), e.rank).is_none() {
+            // A call on a rank the filter hides: every rank is shown again.
+            tl.set_filter(run, None);
+            self.status = Some(format!("rank {} was not shown: showing every rank", e.rank));
+        }
+        if let Some(lane) = nav::lane_of(run, &tl.lanes(), e.rank) {
             tl.lane = lane;
         }
         let mut range = nav::bounds(run, e).unwrap_or((0.0, 0.0));
@@ -461,6 +513,8 @@ fn timeline_for(run: &Run) -> TimelineState {
         lane: 0,
         first_lane: 0,
         group: 1,
+        filter: None,
+        shown: nav::every_rank(run),
         selection: None,
         drag: None,
     }

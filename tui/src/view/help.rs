@@ -41,6 +41,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("c  Enter   Esc", "centre on the selection; clear it"),
     ("G", "a lane per rank, or every rank on screen in groups"),
+    (
+        "F   W",
+        "show ranks: 0-15,64 | /search | worst N (empty: all); the worst waiting",
+    ),
     ("", "Waits, Overlap, Profile, Compare"),
     ("j k  PgUp PgDn  g G", "rows"),
     (
