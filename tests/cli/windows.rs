@@ -2,6 +2,9 @@
 //! `baseline` and `diff`: tests/programs/pcontrol.c traced under `mpiexec` on 3 ranks
 //! (Barrier | setup: Allreduce | 3 x step: Sendrecv ring | on: Bcast, off | Barrier).
 
+// A failed step of a test is a failed test: unwrap says where.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 
 use serde_json::Value;

@@ -112,8 +112,10 @@ mod tests {
         assert_eq!(p("worst 3"), Ok(RankFilter::WorstWaits(3)));
         assert_eq!(p("w"), Ok(RankFilter::WorstWaits(8)));
         assert!(p("worst 0").is_err());
-        assert!(p("5-2").unwrap_err().contains("not a range"));
-        assert!(p("halo").unwrap_err().contains("not a rank"));
+        assert!(p("5-2")
+            .expect_err("a range backwards")
+            .contains("not a range"));
+        assert!(p("halo").expect_err("a word").contains("not a rank"));
         assert!(p("/").is_err());
     }
 }
