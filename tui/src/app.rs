@@ -185,35 +185,6 @@ impl TimelineState {
     pub fn selected(&self) -> Option<EventRef> {
         self.selection.as_ref().map(|s| s.event)
     }
-
-    /// The lanes: the ranks shown, `group` per lane.
-    pub fn lanes(&self) -> Vec<Vec<usize>> {
-        nav::lanes(&self.shown, self.group)
-    }
-
-    /// Shows the ranks `filter` keeps (every rank for `None`), or says why it keeps
-    /// none (and changes nothing).
-    pub fn set_filter(&mut self, run: &Run, filter: Option<RankFilter>) -> String {
-        let shown = filter
-            .as_ref()
-            .map_or_else(|| nav::every_rank(run), |f| f.shown(run));
-        let said = filter
-            .as_ref()
-            .map_or("every rank".to_string(), RankFilter::describe);
-        if shown.is_empty() {
-            return format!("no rank to show: no {said} in this run");
-        }
-        let n = shown.len();
-        (self.filter, self.shown) = (filter, shown);
-        self.group = self.group.min(n).max(1);
-        let lanes = self.lanes();
-        self.lane = self
-            .selected()
-            .and_then(|e| nav::lane_of(run, &lanes, e.rank))
-            .unwrap_or(0);
-        self.first_lane = 0;
-        format!("showing {said}: {n} rank(s) (F to change, F then Enter for all)")
-    }
 }
 
 impl App {
