@@ -238,6 +238,13 @@ pub fn profile(app: &mut App, k: KeyEvent) {
     match k.code {
         KeyCode::Char('s') => s.toggle_rows(p),
         KeyCode::Char('o') => s.next_sort(p),
+        KeyCode::Char('+' | '=') => s.matrix.zoom(0.5, p.matrix.ranks),
+        KeyCode::Char('-' | '_') => s.matrix.zoom(2.0, p.matrix.ranks),
+        KeyCode::Char(c @ ('[' | ']' | '{' | '}')) => s.matrix.pan(
+            matches!(c, '[' | ']'),
+            matches!(c, ']' | '}'),
+            p.matrix.ranks,
+        ),
         KeyCode::Char('w') => {
             let run = &app.runs[app.current];
             let span = if app.profile.window.is_some() {

@@ -63,6 +63,10 @@ pub const KEYS: &[(&str, &str)] = &[
         "s   o   w",
         "Profile: functions or sites; next order; the Timeline's window",
     ),
+    (
+        "+ -  [ ]  { }",
+        "Profile: zoom the matrix; move its senders; its receivers",
+    ),
 ];
 
 /// Draws the overlay centred over `area`, from line `scroll` of the keys (j/k scroll it
