@@ -359,3 +359,102 @@ fn windows_that_cannot_be_cut() {
     assert_eq!((c.report.from_ns, c.report.to_ns), (1, 22));
     assert_eq!(c.report.calls_cut, 1);
 }
+
+/// The kept runs of `tests/data/reports` (real runs of C, Fortran and Rust programs:
+/// persistent and non-blocking collectives, one-sided, threads, GPU), loaded.
+fn kept_runs() -> Vec<Trace> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path().join("ranks")))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    (dirs.iter())
+        .map(|d| {
+            overlap_analyzer::load::load_dir(d, &mut |_, _| {})
+                .unwrap()
+                .trace
+        })
+        .collect()
+}
+
+/// A window holding the whole run analyses as the run, figure for figure; one that
+/// keeps every rank's whole time but some ranks gives those ranks the run's time per
+/// rank.
+#[test]
+fn the_whole_run_as_a_window_is_the_run() {
+    for t in kept_runs() {
+        let name = t.source.display().to_string();
+        let whole = report(&t);
+        let c = cut(t.clone(), &times(0, u64::MAX)).unwrap();
+        assert_eq!(c.report.messages, Crossing::default(), "{name}");
+        assert_eq!(c.report.requests, Crossing::default(), "{name}");
+        assert!(c.clipped.is_empty(), "{name}");
+        let r = report(&c.trace);
+        assert!(r.ranks == whole.ranks, "{name}");
+        assert!(r.wait_states == whole.wait_states, "{name}");
+        assert!(r.requests == whole.requests, "{name}");
+        assert!(r.false_overlap == whole.false_overlap, "{name}");
+        assert!(r.profile == whole.profile, "{name}");
+
+        let first = t.ranks[0].rank;
+        let one = Choice {
+            ranks: Some(vec![first]),
+            ..Choice::default()
+        };
+        let c = cut(t, &one).unwrap();
+        let r = report(&c.trace);
+        assert_eq!(r.ranks.len(), 1, "{name}");
+        assert!(r.ranks[0] == whole.ranks[0], "{name}: {:?}", r.ranks[0]);
+    }
+}
+
+/// Windows at a few places of every kept run: the cut holds only what overlaps the
+/// window, cut to it; every message and request of the cut names calls of the cut; and
+/// the analysis runs on it.
+#[test]
+fn every_cut_is_a_trace_the_analysis_takes() {
+    for t in kept_runs() {
+        let name = t.source.display().to_string();
+        let (lo, hi) = (t.ranks.iter())
+            .filter_map(|r| {
+                Some((
+                    r.spans.first()?.start.0,
+                    r.spans.iter().map(|s| s.end.0).max()?,
+                ))
+            })
+            .fold((u64::MAX, 0), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let at = |share: u64| lo + (hi - lo) * share / 10;
+        for (a, b) in [(1, 9), (0, 3), (4, 6), (7, 10), (5, 5)] {
+            let (from, to) = (at(a), at(b).max(at(a) + 1));
+            let c = cut(t.clone(), &times(from, to)).unwrap();
+            for r in &c.trace.ranks {
+                for s in &r.spans {
+                    assert!(from <= s.start.0 && s.end.0 <= to, "{name}: {s:?}");
+                }
+            }
+            for m in &c.trace.messages {
+                for e in [Some(m.send()), Some(m.recv_post()), m.completion()]
+                    .into_iter()
+                    .flatten()
+                {
+                    assert!(c.trace.span(e).is_some(), "{name}: {m:?}");
+                }
+            }
+            for q in &c.trace.requests {
+                let t = c.trace.rank(q.rank).unwrap();
+                for i in [Some(q.post()), Some(q.args()), q.completion(), q.freed()]
+                    .into_iter()
+                    .flatten()
+                {
+                    assert!(i < t.spans.len(), "{name}: {q:?}");
+                }
+            }
+            let r = report(&c.trace);
+            for b in &r.ranks {
+                assert!(b.wall_ns <= to - from, "{name}: {b:?}");
+            }
+        }
+    }
+}
