@@ -55,7 +55,7 @@ pub(crate) fn tui(a: TuiArgs) -> Result<ExitCode> {
                     ))
             );
         }
-        runs.push(overlap_tui::Run::new(label, trace, &opts));
+        runs.push(overlap_tui::Run::new(label, trace, &opts).in_window(window));
         if tty {
             eprintln!(" {:.1} s", started.elapsed().as_secs_f64());
         }

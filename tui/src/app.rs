@@ -15,6 +15,7 @@ use crate::profile::ProfileState;
 use crate::run::Run;
 use crate::search::Query;
 use crate::selection::{Cause, Selection};
+use crate::text::clean;
 
 /// The views, in tab order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -378,12 +379,21 @@ impl App {
                             let w = self.geometry.lanes.width;
                             self.timeline.view.center(ns, w);
                         }
-                        None => {
-                            self.status = Some(format!(
-                                "not a time: {:?} (try 1.5, 250ms, 12us, 800ns)",
-                                crate::text::clean(&text)
-                            ))
-                        }
+                        // Not a time: a region, fitted to the view.
+                        None => match self.run().region_span(text.trim()) {
+                            Ok((a, b)) => {
+                                self.view = View::Timeline;
+                                let w = self.geometry.lanes.width;
+                                self.timeline.view = Viewport::fit(a, b, w);
+                                self.status = Some(format!("region {}", clean(&text)));
+                            }
+                            Err(why) => {
+                                self.status = Some(format!(
+                                    "not a time (1.5, 250ms, 12us) nor a region: {}",
+                                    clean(&why)
+                                ))
+                            }
+                        },
                     },
                 }
             }

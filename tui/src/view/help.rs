@@ -30,7 +30,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("h l  <- ->  drag", "pan; H L a whole screen"),
     (
         "0  f   g",
-        "fit the whole run; go to a time (1.5, 250ms, 12us)",
+        "fit the whole run; go to a time (1.5, 250ms, 12us) or a region (NAME[#K])",
     ),
     ("j k  Up Down  PgUp PgDn", "lane"),
     ("[ ]   { }", "previous/next event; previous/next MPI call"),
