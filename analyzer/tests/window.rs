@@ -135,6 +135,7 @@ fn what_crosses_which_edge() {
         (10, 40, 2, 0)
     );
     assert_eq!((w.calls_cut, w.compute_cut, w.edge_marks), (2, 0, 0));
+    assert_eq!(w.rank_time_ns, 60, "30 ns of each rank");
     let crossing = |count, before, after, rank_left_out| Crossing {
         count,
         before,

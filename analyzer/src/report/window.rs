@@ -29,6 +29,17 @@ pub fn render_window(w: &WindowReport, style: Style) -> String {
         duration(w.to_ns)
     );
     let _ = writeln!(o, "{}", style.bold(&title));
+    if w.rank_time_ns == 0 {
+        let _ = writeln!(
+            o,
+            "  {}",
+            style.paint(
+                "33",
+                "no rank's analysed part (from MPI_Init's end to MPI_Finalize's start) lies \
+                 in it: nothing to analyse"
+            )
+        );
+    }
     if let Some(r) = &w.asked.ranks {
         let _ = writeln!(o, "  ranks asked: {}", rank_ranges(r));
     }

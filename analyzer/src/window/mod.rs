@@ -168,6 +168,10 @@ pub struct WindowReport {
     pub ranks: u32,
     /// Ranks of the trace left out.
     pub ranks_left_out: u32,
+    /// The ranks' analysed time in it (each rank's part of the run from the end of
+    /// MPI_Init to the start of MPI_Finalize, within the window), summed, ns: 0 for a
+    /// window that lies in MPI_Init or MPI_Finalize, where nothing is analysed.
+    pub rank_time_ns: u64,
     /// For a region: the ranks of the run that never entered the chosen instance(s)
     /// (they are analysed in its time all the same).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -315,6 +319,10 @@ pub fn cut(trace: Trace, choice: &Choice) -> Result<Cut, WindowError> {
     out.report.to_ns = to.0;
     out.report.ranks = out.trace.ranks.len() as u32;
     out.report.ranks_left_out = all_ranks - out.report.ranks;
+    out.report.rank_time_ns = (out.trace.ranks.iter())
+        .filter_map(|t| t.extent())
+        .map(|(a, b)| b.0.saturating_sub(a.0))
+        .sum();
     out.report.never_entered = never_entered;
     Ok(out)
 }
@@ -324,6 +332,10 @@ pub fn whole(trace: Trace) -> Cut {
     let report = WindowReport {
         to_ns: run_end(&trace).0,
         ranks: trace.ranks.len() as u32,
+        rank_time_ns: (trace.ranks.iter())
+            .filter_map(|t| t.extent())
+            .map(|(a, b)| b.0.saturating_sub(a.0))
+            .sum(),
         ..WindowReport::default()
     };
     Cut {
