@@ -248,6 +248,68 @@ fn a_collective_instance_stays_paired_across_the_edge() {
     assert_eq!(kind(&r, WaitKind::LateBroadcast), (0, 0));
 }
 
+/// A persistent send, its init before the window, started and completed in it:
+///
+/// ```text
+///  time     0 1        5   9 10 11    15 16 17
+///  rank 0  |Send_init|     . |Start|  |Wait|          (request 5 of persistent 100)
+///  rank 1                  |Recv ------------|        Late Sender 10 - 9 = 1
+///  window              5 |=========================| 30
+/// ```
+/// The init describes the request: it stays as an instant at 5, and the request and
+/// its message are whole in the window.
+#[test]
+fn a_persistent_request_keeps_its_init() {
+    let init = call(
+        Op::SendInit,
+        0,
+        1,
+        CallArgs {
+            request: Some(100),
+            peer: Some(1),
+            tag: Some(1),
+            bytes: Some(8),
+            comm: Some(0),
+            ..CallArgs::default()
+        },
+    );
+    let start = call(
+        Op::Start,
+        10,
+        11,
+        CallArgs {
+            started: vec![overlap_instrument::schema::Started {
+                request: 5,
+                persistent: 100,
+            }],
+            ..CallArgs::default()
+        },
+    );
+    let t = run(vec![
+        vec![init, start, complete(Op::Wait, 15, 16, &[(5, None)])],
+        vec![recv(9, 17, 0, 1, 8)],
+    ]);
+    assert_eq!(t.requests.len(), 1);
+    let c = cut(t, &times(5, 30)).unwrap();
+    assert_eq!(
+        calls(&c.trace, 0),
+        [
+            ("MPI_Send_init", 5, 5),
+            ("MPI_Start", 10, 11),
+            ("MPI_Wait", 15, 16)
+        ]
+    );
+    assert_eq!(c.report.edge_marks, 1);
+    assert_eq!(c.report.requests, Crossing::default());
+    assert_eq!(c.trace.requests.len(), 1);
+    assert_eq!(
+        (c.trace.requests[0].post(), c.trace.requests[0].args()),
+        (1, 0)
+    );
+    assert_eq!(c.trace.messages.len(), 1);
+    assert_eq!(kind(&report(&c.trace), WaitKind::LateSender), (1, 1));
+}
+
 /// Compute that began before the window is compute in it, as in the run; the wall
 /// time runs from the window's start to the rank's end in it.
 ///

@@ -57,8 +57,9 @@ pub fn render_window(w: &WindowReport, style: Style) -> String {
         w.compute_cut,
         if w.edge_marks > 0 {
             format!(
-                "; {} collective call(s) outside it kept as instants at its edge, to pair \
-                 their instances",
+                "; {} call(s) outside it kept as instants at its edge (collective calls, to \
+                 pair their instances; persistent requests' inits, which describe requests \
+                 started in it)",
                 w.edge_marks
             )
         } else {

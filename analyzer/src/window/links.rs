@@ -48,9 +48,11 @@ fn count(c: &mut Crossing, ends: &[End]) {
     c.rank_left_out += u64::from(ends.contains(&End::LeftOut));
 }
 
-/// The indices of the collective calls outside the window that stay as instants, per
-/// rank of the trace (by slot): every member on a rank kept of an instance that has a
-/// member in the window; and how many of those instances have members left out.
+/// The indices of the calls outside the window that stay as instants, per rank of the
+/// trace (by slot): every collective member on a rank kept of an instance that has a
+/// member in the window, and the `MPI_*_init` describing a persistent request started
+/// in it (its arguments are the request's); and how many of those collective instances
+/// have members left out.
 fn edge_marks(trace: &Trace, b: &Bounds) -> (Vec<Vec<usize>>, u64) {
     let mut partial = 0;
     let mut marks = vec![Vec::new(); trace.ranks.len()];
@@ -74,8 +76,26 @@ fn edge_marks(trace: &Trace, b: &Bounds) -> (Vec<Vec<usize>>, u64) {
             }
         }
     }
+    for r in trace.requests.iter().filter(|r| r.args() != r.post()) {
+        let (post, args) = (
+            EventRef {
+                rank: r.rank,
+                index: r.post(),
+            },
+            EventRef {
+                rank: r.rank,
+                index: r.args(),
+            },
+        );
+        if b.has_rank(r.rank) && inside(&post) && !inside(&args) {
+            if let Some(slot) = trace.slot(r.rank) {
+                marks[slot].push(r.args());
+            }
+        }
+    }
     for m in &mut marks {
         m.sort_unstable();
+        m.dedup();
     }
     (marks, partial)
 }

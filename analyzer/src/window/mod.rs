@@ -21,7 +21,10 @@
 //!   beyond ([`WindowReport::edge_marks`]), so that instances still pair up across ranks
 //!   (the k-th collective call of each rank is one instance) and the waits in the
 //!   window for a member outside it end at the edge; a non-blocking collective instance
-//!   with a member request crossing the edge crosses it whole.
+//!   with a member request crossing the edge crosses it whole;
+//! - the `MPI_*_init` of a persistent request started in the window, made before it,
+//!   stays as an instant at its start: its arguments describe the request (a halo
+//!   exchange that inits its requests once and starts them every step keeps them).
 //!
 //! ```text
 //!  run      |--[Isend a]--[Wait]-----[Barrier]------|--[Isend b]---[Wait]--|
@@ -180,8 +183,9 @@ pub struct WindowReport {
     pub calls_cut: u64,
     /// Compute spans cut at an edge.
     pub compute_cut: u64,
-    /// Collective calls outside the window kept as an instant at its edge, so that
-    /// their instances pair up.
+    /// Calls outside the window kept as an instant at its edge: collective calls, so
+    /// that their instances pair up, and persistent requests' inits, which describe
+    /// requests started in it.
     pub edge_marks: u64,
     /// Collective instances in the window with members on ranks left out: their waits
     /// count only the members kept (a member left out may have come later).
@@ -204,7 +208,8 @@ pub enum Edge {
     End,
     /// Both.
     Both,
-    /// It lies wholly outside: a collective call kept as an instant at the edge.
+    /// It lies wholly outside: a collective call or a persistent init kept as an
+    /// instant at the edge.
     Outside,
 }
 
