@@ -12,7 +12,7 @@ use overlap_analyzer::merge::{Output, Window};
 use overlap_analyzer::metrics::Options;
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{
-    render, render_profile, render_regions, render_summary, Style, WithRegions,
+    render, render_profile, render_regions, render_summary, render_window, Style, WithRegions,
 };
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
@@ -71,6 +71,8 @@ pub(crate) struct DiffArgs {
     pub(crate) json: bool,
     #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub(crate) window: crate::window::WindowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -87,6 +89,8 @@ pub(crate) struct BaselineArgs {
     pub(crate) tolerance: f64,
     #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub(crate) window: crate::window::WindowArgs,
 }
 
 /// Exit status of `overlap check`.
@@ -124,6 +128,8 @@ pub(crate) struct CheckArgs {
     pub(crate) junit: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub(crate) window: crate::window::WindowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -153,6 +159,8 @@ struct AnalyzeArgs {
     profile: Option<usize>,
     #[command(flatten)]
     analysis: AnalysisArgs,
+    #[command(flatten)]
+    window: crate::window::WindowArgs,
 }
 
 /// Thresholds of the analysis.
@@ -512,7 +520,7 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         Some(file) => Some(crate::selftrace::start(file)?),
         None => None,
     };
-    let trace = load_trace(&a.trace)?;
+    let (trace, window) = a.window.apply(load_trace(&a.trace)?)?;
     let run_regions = overlap_analyzer::regions::RunRegions::of_trace(&trace);
     let (regions, regions_unknown) = (run_regions.summary(), run_regions.unknown);
     // The tables need the trace and every instance after the report; without them the
@@ -530,9 +538,11 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
                 report: &report,
                 regions: &regions,
                 regions_unknown: regions_unknown.as_deref(),
+                window: (!window.asked.is_all()).then_some(&window),
             };
             outln!("{}", serde_json::to_string_pretty(&with)?);
         } else {
+            out!("{}", render_window(&window, style()));
             if a.full {
                 out!("{}", render(&report, style()));
                 let unknown = regions_unknown.as_deref();

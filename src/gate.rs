@@ -10,19 +10,47 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use overlap_analyzer::analysis::{analyze, analyze_owned, Report};
-use overlap_analyzer::check::{self, CheckOptions, Exit, RankWork};
-use overlap_analyzer::load::Loaded;
+use overlap_analyzer::check::{self, CheckOptions, Exit, Judged, RankWork};
+use overlap_analyzer::model::Trace;
 use overlap_analyzer::output::write_atomically;
+use overlap_analyzer::report::{render_window, Style};
+use overlap_analyzer::window::WindowReport;
 
-use crate::cli::{load, load_trace, AnalysisArgs, BaselineArgs, CheckArgs, DiffArgs};
+use crate::cli::{load, load_trace, style, AnalysisArgs, BaselineArgs, CheckArgs, DiffArgs};
 use crate::output::{out, outln, sayln};
+use crate::window::WindowArgs;
 
-/// A trace loaded with what could not be used (the gate judges that), and its report.
-fn loaded_report(path: &Path, analysis: &AnalysisArgs) -> Result<(Loaded, Report)> {
-    let opts = analysis.options()?;
-    let loaded = load(path)?;
-    let report = analyze(&loaded.trace, &opts).0;
-    Ok((loaded, report))
+/// A trace loaded, judged complete or not as a whole, then cut to the window asked
+/// for (if any), and the report of that part.
+struct Analysed {
+    incomplete: Vec<check::Problem>,
+    trace: Trace,
+    window: WindowReport,
+    report: Report,
+}
+
+impl Analysed {
+    fn of(path: &Path, analysis: &AnalysisArgs, window: &WindowArgs) -> Result<Analysed> {
+        let opts = analysis.options()?;
+        let loaded = load(path)?;
+        let incomplete = check::usable::completeness(&loaded);
+        let (trace, window) = window.apply(loaded.trace)?;
+        let report = analyze(&trace, &opts).0;
+        Ok(Analysed {
+            incomplete,
+            trace,
+            window,
+            report,
+        })
+    }
+
+    fn judged(&self) -> Judged<'_> {
+        Judged {
+            incomplete: self.incomplete.clone(),
+            analysed: &self.trace,
+            window: (!self.window.asked.is_all()).then(|| self.window.asked.clone()),
+        }
+    }
 }
 
 /// Prints `overlap: error: ...` and exits 2.
@@ -31,10 +59,22 @@ fn unusable(e: &anyhow::Error) -> ExitCode {
     ExitCode::from(Exit::Unusable.code())
 }
 
-/// The report of a trace and the work of its ranks (what tells like runs apart).
-fn report_and_work(path: &Path, analysis: &AnalysisArgs) -> Result<(Report, Vec<RankWork>)> {
+/// The report of a trace (of its window, when one is asked for) and the work of its
+/// ranks (what tells like runs apart); the window is said first.
+fn report_and_work(
+    path: &Path,
+    analysis: &AnalysisArgs,
+    window: &WindowArgs,
+) -> Result<(Report, Vec<RankWork>)> {
     let opts = analysis.options()?;
-    let trace = load_trace(path)?;
+    let (trace, w) = window.apply(load_trace(path)?)?;
+    if !w.asked.is_all() {
+        sayln!(
+            "{}: {}",
+            path.display(),
+            render_window(&w, Style::default()).trim_end()
+        );
+    }
     let work = check::work(&trace);
     Ok((analyze_owned(trace, &opts), work))
 }
@@ -42,8 +82,8 @@ fn report_and_work(path: &Path, analysis: &AnalysisArgs) -> Result<(Report, Vec<
 /// `overlap diff`: the rows, after a warning on stderr for each way the two runs are
 /// unlike (as `check` tells a trace from its baseline).
 pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode> {
-    let (ra, wa) = report_and_work(&a.a, &a.analysis)?;
-    let (rb, wb) = report_and_work(&a.b, &a.analysis)?;
+    let (ra, wa) = report_and_work(&a.a, &a.analysis, &a.window)?;
+    let (rb, wb) = report_and_work(&a.b, &a.analysis, &a.window)?;
     let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
     for w in check::unlike((&na, &ra, &wa), (&nb, &rb, &wb)) {
         sayln!("warning: {w}");
@@ -59,11 +99,11 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode> {
 
 /// `overlap baseline`: exit 0 when written, 2 when refused.
 pub(crate) fn baseline(a: BaselineArgs) -> Result<ExitCode> {
-    let (loaded, report) = match loaded_report(&a.trace, &a.analysis) {
+    let analysed = match Analysed::of(&a.trace, &a.analysis, &a.window) {
         Ok(x) => x,
         Err(e) => return Ok(unusable(&e)),
     };
-    let made = match check::make_baseline(&loaded, &report, a.tolerance) {
+    let made = match check::make_baseline_of(&analysed.judged(), &analysed.report, a.tolerance) {
         Ok(m) => m,
         Err(reasons) => {
             sayln!(
@@ -81,6 +121,7 @@ pub(crate) fn baseline(a: BaselineArgs) -> Result<ExitCode> {
     if let Err(e) = write_atomically(&a.out, text.as_bytes()) {
         return Ok(unusable(&e.into()));
     }
+    out!("{}", render_window(&analysed.window, style()));
     for n in &made.notes {
         outln!("note: {n}");
     }
@@ -116,8 +157,8 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     };
     let inputs = check::read_baseline(&a.baseline)
         .map_err(anyhow::Error::from)
-        .and_then(|base| Ok((base, loaded_report(&a.trace, &a.analysis)?)));
-    let (base, (loaded, report)) = match inputs {
+        .and_then(|base| Ok((base, Analysed::of(&a.trace, &a.analysis, &a.window)?)));
+    let (base, analysed) = match inputs {
         Ok(x) => x,
         Err(e) => {
             // A stale JUnit file must not pass for this run.
@@ -131,7 +172,8 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
         tolerance_pct: a.tolerance,
         allow_different: a.allow_different,
     };
-    let outcome = check::check(&base, &loaded, &report, opts);
+    out!("{}", render_window(&analysed.window, style()));
+    let outcome = check::check_judged(&base, &analysed.judged(), &analysed.report, opts);
     for w in &outcome.warnings {
         sayln!("warning: {w}");
     }

@@ -30,6 +30,7 @@ mod tui;
 mod units;
 mod whatif;
 mod which_mpi;
+mod window;
 
 use std::process::ExitCode;
 

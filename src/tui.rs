@@ -20,6 +20,8 @@ pub(crate) struct TuiArgs {
     other: Option<PathBuf>,
     #[command(flatten)]
     analysis: AnalysisArgs,
+    #[command(flatten)]
+    window: crate::window::WindowArgs,
 }
 
 /// Runs `overlap tui`.
@@ -27,18 +29,33 @@ pub(crate) fn tui(a: TuiArgs) -> Result<ExitCode> {
     let opts = a.analysis.options()?;
     let mut runs = Vec::new();
     for path in std::iter::once(&a.trace).chain(a.other.as_ref()) {
-        let trace = load_trace(path)?;
+        let (trace, window) = a.window.apply(load_trace(path)?)?;
         let started = Instant::now();
         let tty = std::io::stderr().is_terminal();
         if tty {
             eprint!("analysing {} ...", path.display());
             let _ = std::io::stderr().flush();
         }
-        let label = path.file_name().map_or_else(
+        let mut label = path.file_name().map_or_else(
             || path.display().to_string(),
             |n| n.to_string_lossy().into_owned(),
         );
-        runs.push(overlap_tui::Run::new(label, trace, &opts));
+        if !window.asked.is_all() {
+            label = format!(
+                "{label} [{} to {}{}]",
+                overlap_analyzer::units::duration(window.from_ns),
+                overlap_analyzer::units::duration(window.to_ns),
+                window
+                    .asked
+                    .ranks
+                    .as_ref()
+                    .map_or(String::new(), |r| format!(
+                        ", ranks {}",
+                        overlap_analyzer::window::rank_ranges(r)
+                    ))
+            );
+        }
+        runs.push(overlap_tui::Run::new(label, trace, &opts).in_window(window));
         if tty {
             eprintln!(" {:.1} s", started.elapsed().as_secs_f64());
         }

@@ -12,6 +12,8 @@
 //!   ([`merge::RankDigest`]).
 //! - [`load`]: the run loader, above both: a merged trace or rank files into a
 //!   [`model::Trace`].
+//! - [`window`]: a part of the run (times, an `MPI_Pcontrol` region, ranks) cut from a
+//!   loaded trace, for the analysis to take as a run, with what crosses its edges.
 //! - [`sites`]: call sites symbolized to `file:line (function)`.
 //! - [`metrics`]: wait states, per-request overlap, false overlap, POP efficiencies,
 //!   findings grouped by site; [`gpu`], [`hang`] (a hung run explained from the ranks'
@@ -63,6 +65,7 @@ pub mod summary;
 pub mod tables;
 pub mod units;
 pub mod unrecorded;
+pub mod window;
 
 use std::path::PathBuf;
 

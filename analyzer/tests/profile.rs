@@ -203,19 +203,30 @@ fn phases_without_init_or_finalize_are_unknown() {
     assert!(text.contains("no matched messages"), "{text}");
 }
 
-/// Start-up skew: rank 1 initialises late, so rank 0's first call (a Barrier) waits for
-/// it. That wait is counted among the wait states and said to fall during setup.
+/// Start-up skew: rank 1 initialises late, so rank 0's first call that communicates (a
+/// Barrier, after an MPI_Pcontrol that meets no one) waits for it. That wait is counted
+/// among the wait states and said to fall during setup.
 ///
 /// ```text
-///  rank 0 |Init 0-5|Barrier 5 --------- 20|compute 20-30|Finalize 30-31|
+///  rank 0 |Init 0-5|Pcontrol|Barrier 5 --------- 20|compute 20-30|Finalize 30-31|
 ///  rank 1 |Init 0 ------------ 18|Barrier 18-20|compute 20-30|Finalize 30-31|
 ///                                 ^ Wait at Barrier 18 - 5 = 13, during rank 0's setup
 /// ```
 #[test]
 fn waits_of_the_first_call_after_init_are_setup_skew() {
+    let pcontrol = call(
+        Op::Pcontrol,
+        5,
+        5,
+        CallArgs {
+            level: Some(0),
+            ..CallArgs::default()
+        },
+    );
     let t = run(vec![
         vec![
             init(0, 5),
+            pcontrol,
             barrier(5, 20),
             compute(20, 30, "c"),
             finalize(30, 31),

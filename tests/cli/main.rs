@@ -45,3 +45,4 @@ mod verdicts;
 mod watch;
 mod whatif;
 mod which_mpi;
+mod windows;

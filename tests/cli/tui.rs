@@ -239,6 +239,41 @@ fn a_walk_through_the_naive_demo_in_a_real_terminal() {
     );
 }
 
+/// A window of the demo (`--ranks 1-3 --from 100ms`), then the Timeline's ranks
+/// filtered (`F`, `W`), in a real terminal.
+#[test]
+fn a_window_and_a_filter_in_a_real_terminal() {
+    let command = format!(
+        "{} tui {} --ranks 1-3 --from 100ms; echo EXIT=$?; sleep 60",
+        overlap_bin().display(),
+        demo_trace().display()
+    );
+    let t = Tmux::start(&command);
+    let first = t.wait_for(&["1 Timeline", "rank 3", "Nothing selected"]);
+    assert!(
+        first.contains("[100.00 ms to ") && first.contains("ranks 1-3]"),
+        "the window in the run's label:\n{first}"
+    );
+    assert!(!first.contains("rank 0 "), "rank 0 is left out:\n{first}");
+    t.keys(&["4"]);
+    t.wait_for(&["Window: 100.00 ms to", "3 rank(s) of 4", "ranks asked: 1-3"]);
+    t.keys(&["1", "F"]);
+    t.wait_for(&["show ranks (0-15,64 | /text | worst N; empty: all)"]);
+    t.text("2");
+    t.keys(&["Enter"]);
+    let two = t.wait_for(&["[ranks 2]", "showing ranks 2: 1 rank(s)"]);
+    assert!(
+        !two.contains("rank 1 ") && !two.contains("rank 3 "),
+        "{two}"
+    );
+    t.keys(&["W"]);
+    t.wait_for(&["worst-waiting ranks]"]);
+    t.keys(&["W"]);
+    t.wait_for(&["showing every rank: 3 rank(s)"]);
+    t.keys(&["q"]);
+    t.wait_for(&["EXIT=0"]);
+}
+
 #[test]
 fn sigterm_and_sighup_give_the_terminal_back() {
     for (signal, code) in [("TERM", 143), ("HUP", 129)] {

@@ -8,12 +8,14 @@ use overlap_analyzer::model::EventRef;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEvent};
 use ratatui::layout::Rect;
 
+use crate::filter::RankFilter;
 use crate::lists::{Cursor, OverlapState, WaitsState};
 use crate::nav::{self, Viewport};
 use crate::profile::ProfileState;
 use crate::run::Run;
 use crate::search::Query;
 use crate::selection::{Cause, Selection};
+use crate::text::clean;
 
 /// The views, in tab order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +78,8 @@ pub enum PromptKind {
     GoTo,
     /// The rank the Waits view shows (`R`; empty: every rank).
     WaitsRank,
+    /// The ranks the Timeline shows (`F`; empty: every rank).
+    RankFilter,
 }
 
 /// A line being typed.
@@ -98,6 +102,10 @@ pub struct TimelineState {
     pub first_lane: usize,
     /// Ranks per lane (1: a lane per rank).
     pub group: usize,
+    /// Which ranks are shown (`None`: all).
+    pub filter: Option<RankFilter>,
+    /// The positions (in `trace.ranks`) of the ranks shown, in their order.
+    pub shown: Vec<usize>,
     /// The selected call, and what is known of it.
     pub selection: Option<Selection>,
     /// A drag in progress: the column it started at, and the view's start then.
@@ -336,6 +344,17 @@ impl App {
                         self.query = Some(Query::new(self.run(), &text));
                         self.search_again(true);
                     }
+                    PromptKind::RankFilter => {
+                        let run = &self.runs[self.current];
+                        let filter = match text.trim() {
+                            "" | "all" => Ok(None),
+                            t => RankFilter::parse(t).map(Some),
+                        };
+                        self.status = Some(match filter {
+                            Ok(f) => self.timeline.set_filter(run, f),
+                            Err(e) => e,
+                        });
+                    }
                     PromptKind::WaitsRank => {
                         let run = &self.runs[self.current];
                         match text.trim() {
@@ -360,12 +379,21 @@ impl App {
                             let w = self.geometry.lanes.width;
                             self.timeline.view.center(ns, w);
                         }
-                        None => {
-                            self.status = Some(format!(
-                                "not a time: {:?} (try 1.5, 250ms, 12us, 800ns)",
-                                crate::text::clean(&text)
-                            ))
-                        }
+                        // Not a time: a region, fitted to the view.
+                        None => match self.run().region_span(text.trim()) {
+                            Ok((a, b)) => {
+                                self.view = View::Timeline;
+                                let w = self.geometry.lanes.width;
+                                self.timeline.view = Viewport::fit(a, b, w);
+                                self.status = Some(format!("region {}", clean(&text)));
+                            }
+                            Err(why) => {
+                                self.status = Some(format!(
+                                    "not a time (1.5, 250ms, 12us) nor a region: {}",
+                                    clean(&why)
+                                ))
+                            }
+                        },
                     },
                 }
             }
@@ -412,7 +440,12 @@ impl App {
         let width = self.geometry.lanes.width;
         let tl = &mut self.timeline;
         let selection = Selection::of(run, e, cause);
-        if let Some(lane) = nav::lane_of(run, tl.group, e.rank) {
+        if tl.filter.is_some() && nav::lane_of(run, &tl.lanes(), e.rank).is_none() {
+            // A call on a rank the filter hides: every rank is shown again.
+            tl.set_filter(run, None);
+            self.status = Some(format!("rank {} was not shown: showing every rank", e.rank));
+        }
+        if let Some(lane) = nav::lane_of(run, &tl.lanes(), e.rank) {
             tl.lane = lane;
         }
         let mut range = nav::bounds(run, e).unwrap_or((0.0, 0.0));
@@ -461,6 +494,8 @@ fn timeline_for(run: &Run) -> TimelineState {
         lane: 0,
         first_lane: 0,
         group: 1,
+        filter: None,
+        shown: nav::every_rank(run),
         selection: None,
         drag: None,
     }

@@ -43,7 +43,7 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
     if zoom_pan(&mut tl.view, k, width, anchor, run.extent) {
         return;
     }
-    let lanes = nav::lanes(run, tl.group).len();
+    let lanes = tl.lanes().len();
     let page = app.geometry.lanes_shown.max(1);
     match k.code {
         KeyCode::Char('j') | KeyCode::Down => tl.lane = (tl.lane + 1).min(lanes.saturating_sub(1)),
@@ -51,9 +51,16 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
         KeyCode::PageDown => tl.lane = (tl.lane + page).min(lanes.saturating_sub(1)),
         KeyCode::PageUp => tl.lane = tl.lane.saturating_sub(page),
         KeyCode::Char('g') => app.ask(PromptKind::GoTo),
+        KeyCode::Char('F') => app.ask(PromptKind::RankFilter),
+        KeyCode::Char('W') => {
+            // The ranks with the worst waits, as many as the screen shows; again: all.
+            let worst = crate::filter::RankFilter::WorstWaits(page);
+            let filter = (tl.filter.as_ref() != Some(&worst)).then_some(worst);
+            app.status = Some(tl.set_filter(run, filter));
+        }
         KeyCode::Char('G') => {
-            // One rank per lane, or every rank on screen in groups.
-            let ranks = run.trace.ranks.len();
+            // One rank per lane, or every rank shown on screen in groups.
+            let ranks = tl.shown.len();
             tl.group = if tl.group > 1 {
                 1
             } else {
@@ -61,7 +68,7 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
             };
             tl.lane = tl
                 .selected()
-                .and_then(|e| nav::lane_of(run, tl.group, e.rank))
+                .and_then(|e| nav::lane_of(run, &tl.lanes(), e.rank))
                 .unwrap_or(0);
             tl.first_lane = 0;
             app.status = Some(if tl.group > 1 {
@@ -73,7 +80,7 @@ pub fn timeline(app: &mut App, k: KeyEvent) {
         KeyCode::Char(c @ ('[' | ']' | '{' | '}')) => {
             let forward = matches!(c, ']' | '}');
             let calls_only = matches!(c, '{' | '}');
-            let Some(pos) = nav::lanes(run, tl.group).get(tl.lane).map(|l| l.start) else {
+            let Some(pos) = tl.lanes().get(tl.lane).and_then(|l| l.first().copied()) else {
                 return;
             };
             let t = &run.trace.ranks[pos];
@@ -231,6 +238,13 @@ pub fn profile(app: &mut App, k: KeyEvent) {
     match k.code {
         KeyCode::Char('s') => s.toggle_rows(p),
         KeyCode::Char('o') => s.next_sort(p),
+        KeyCode::Char('+' | '=') => s.matrix.zoom(0.5, p.matrix.ranks),
+        KeyCode::Char('-' | '_') => s.matrix.zoom(2.0, p.matrix.ranks),
+        KeyCode::Char(c @ ('[' | ']' | '{' | '}')) => s.matrix.pan(
+            matches!(c, '[' | ']'),
+            matches!(c, ']' | '}'),
+            p.matrix.ranks,
+        ),
         KeyCode::Char('w') => {
             let run = &app.runs[app.current];
             let span = if app.profile.window.is_some() {

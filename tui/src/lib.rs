@@ -17,6 +17,7 @@
 //! ```
 
 pub mod app;
+pub mod filter;
 pub mod gpu_lane;
 mod keys;
 pub mod lists;

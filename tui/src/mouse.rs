@@ -51,11 +51,11 @@ fn timeline(app: &mut App, m: MouseEvent) {
             tl.drag = Some((m.column, tl.view.start));
             let rows = app.geometry.lane_rows.max(1);
             let lane = tl.first_lane + usize::from((m.row - area.y) / rows);
-            let Some(lane_range) = nav::lanes(run, tl.group).get(lane).cloned() else {
+            let Some(lane_ranks) = tl.lanes().get(lane).cloned() else {
                 return;
             };
             tl.lane = lane;
-            let hit = lane_range.clone().find_map(|pos| {
+            let hit = lane_ranks.into_iter().find_map(|pos| {
                 let t = &run.trace.ranks[pos];
                 nav::event_near(t, (t0 + t1) / 2.0, tl.view.per_cell).map(|index| EventRef {
                     rank: t.rank,

@@ -3,8 +3,6 @@
 //! and finding the event at a place or next to another. Pure state and arithmetic: the
 //! drawing reads it, the key handling changes it, and both are tested apart.
 
-use std::ops::Range;
-
 use overlap_analyzer::model::{EventRef, Timeline};
 
 use crate::run::Run;
@@ -98,22 +96,34 @@ impl Viewport {
 /// The most [`Viewport::show`] zooms in at once.
 pub const SHOW_ZOOM_STEP: f64 = 8.0;
 
-/// The lanes of a run: positions in `trace.ranks`, `group` ranks per lane.
-pub fn lanes(run: &Run, group: usize) -> Vec<Range<usize>> {
-    let n = run.trace.ranks.len();
-    let g = group.max(1);
-    (0..n.div_ceil(g))
-        .map(|i| i * g..((i + 1) * g).min(n))
-        .collect()
+/// The lanes of a run: the positions (in `trace.ranks`) of `shown`, in its order,
+/// `group` ranks per lane. A lane is a set of ranks: a filter keeps ranks that are not
+/// next to each other ([`crate::filter`]).
+pub fn lanes(shown: &[usize], group: usize) -> Vec<Vec<usize>> {
+    shown.chunks(group.max(1)).map(<[usize]>::to_vec).collect()
 }
 
-/// How a lane is labelled: `rank 3`, or `r0-7` for a group.
-pub fn lane_label(run: &Run, lane: &Range<usize>) -> String {
+/// Every rank of a run, in order: the lanes without a filter.
+pub fn every_rank(run: &Run) -> Vec<usize> {
+    (0..run.trace.ranks.len()).collect()
+}
+
+/// How a lane is labelled: `rank 3`; for a group, `r0-7` when its ranks follow each
+/// other, `r3..41` when some between are not in it.
+pub fn lane_label(run: &Run, lane: &[usize]) -> String {
     let rank = |p: usize| run.trace.ranks.get(p).map_or(0, |t| t.rank);
-    if lane.len() == 1 {
-        format!("rank {}", rank(lane.start))
-    } else {
-        format!("r{}-{}", rank(lane.start), rank(lane.end.saturating_sub(1)))
+    match lane {
+        [] => String::new(),
+        [one] => format!("rank {}", rank(*one)),
+        [first, .., last] => {
+            let (a, b) = (rank(*first), rank(*last));
+            let follow = lane.windows(2).all(|w| rank(w[1]) == rank(w[0]) + 1);
+            if follow {
+                format!("r{a}-{b}")
+            } else {
+                format!("r{}..{}", a.min(b), a.max(b))
+            }
+        }
     }
 }
 
@@ -169,9 +179,10 @@ pub fn step(
     }
 }
 
-/// The lane holding `rank`.
-pub fn lane_of(run: &Run, group: usize, rank: u32) -> Option<usize> {
-    run.position(rank).map(|p| p / group.max(1))
+/// The lane holding `rank`, if one does.
+pub fn lane_of(run: &Run, lanes: &[Vec<usize>], rank: u32) -> Option<usize> {
+    let pos = run.position(rank)?;
+    lanes.iter().position(|l| l.contains(&pos))
 }
 
 /// The event an [`EventRef`] names, as `(start, end)` ns.

@@ -1,6 +1,7 @@
 //! The Profile view's state: the table by MPI function or by call site (`s`), its order
-//! (`o`: total, calls, mean, max, wait states, bytes), its cursor, and its time span
-//! (`w`: the whole run, or the window the Timeline shows). The rows are the report's
+//! (`o`: total, calls, mean, max, wait states, bytes), its cursor, its time span
+//! (`w`: the whole run, or the window the Timeline shows), and the part of the
+//! communication matrix shown ([`MatrixView`]). The rows are the report's
 //! profile ([`overlap_analyzer::profile`]), or the same tables of the window, ordered
 //! here by index.
 
@@ -89,6 +90,70 @@ pub struct ProfileState {
     /// The window shown, ns since the run's start, and its tables (`None`: the whole
     /// run, the report's own).
     pub window: Option<Window>,
+    /// The part of the communication matrix shown.
+    pub matrix: MatrixView,
+}
+
+/// The part of the communication matrix the heat map shows (`+`/`-` zoom, `[`/`]` move
+/// the senders, `{`/`}` the receivers): `span` ranks from `rows` (senders) by `span`
+/// from `cols` (receivers). At 1 000 ranks the whole matrix groups ranks into cells;
+/// zoomed in, a cell is a rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MatrixView {
+    /// The first sender shown.
+    pub rows: u32,
+    /// The first receiver shown.
+    pub cols: u32,
+    /// Ranks shown on each side (the whole world at most).
+    pub span: u32,
+}
+
+impl Default for MatrixView {
+    fn default() -> Self {
+        MatrixView {
+            rows: 0,
+            cols: 0,
+            span: u32::MAX,
+        }
+    }
+}
+
+impl MatrixView {
+    /// Zooms in (`factor` 0.5) or out (2) on a matrix of `ranks`, keeping the middle of
+    /// the part shown; never fewer than 2 ranks a side, nor more than all.
+    pub fn zoom(&mut self, factor: f64, ranks: u32) {
+        let span = self.span.min(ranks).max(1);
+        let new = ((f64::from(span) * factor).round() as u32).clamp(2.min(ranks), ranks.max(1));
+        let keep = |first: u32| (first + span / 2).saturating_sub(new / 2);
+        (self.rows, self.cols, self.span) = (keep(self.rows), keep(self.cols), new);
+        self.clamp(ranks);
+    }
+
+    /// Moves the senders (`rows`) or the receivers by half the part shown, `forward` or
+    /// back.
+    pub fn pan(&mut self, rows: bool, forward: bool, ranks: u32) {
+        let step = (self.span.min(ranks) / 2).max(1);
+        let first = if rows { &mut self.rows } else { &mut self.cols };
+        *first = if forward {
+            first.saturating_add(step)
+        } else {
+            first.saturating_sub(step)
+        };
+        self.clamp(ranks);
+    }
+
+    /// Keeps the part shown inside a matrix of `ranks`.
+    fn clamp(&mut self, ranks: u32) {
+        let span = self.span.min(ranks);
+        let last = ranks.saturating_sub(span);
+        self.rows = self.rows.min(last);
+        self.cols = self.cols.min(last);
+    }
+
+    /// True when it shows the whole matrix of `ranks`.
+    pub fn is_whole(&self, ranks: u32) -> bool {
+        self.span >= ranks
+    }
 }
 
 /// The tables of a time window.
@@ -218,5 +283,31 @@ mod tests {
         s.toggle_rows(&p);
         assert_eq!(s.rows, ProfileRows::Sites);
         assert_eq!(s.row(&p, 0), None, "no site rows in this profile");
+    }
+
+    /// 1 000 ranks: zoomed in around the middle, moved, kept inside, zoomed out whole.
+    #[test]
+    fn the_matrix_zooms_and_moves_inside_the_ranks() {
+        let mut m = MatrixView::default();
+        assert!(m.is_whole(1000));
+        m.zoom(0.5, 1000);
+        assert_eq!((m.rows, m.cols, m.span), (250, 250, 500));
+        m.zoom(0.5, 1000);
+        assert_eq!((m.rows, m.cols, m.span), (375, 375, 250));
+        m.pan(true, true, 1000);
+        assert_eq!((m.rows, m.cols), (500, 375));
+        for _ in 0..10 {
+            m.pan(false, true, 1000);
+        }
+        assert_eq!(m.cols, 750, "the last 250 receivers");
+        for _ in 0..20 {
+            m.zoom(0.5, 1000);
+        }
+        assert_eq!(m.span, 2);
+        for _ in 0..20 {
+            m.zoom(2.0, 1000);
+        }
+        assert_eq!((m.rows, m.cols, m.span), (0, 0, 1000));
+        assert!(m.is_whole(1000));
     }
 }

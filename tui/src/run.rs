@@ -11,6 +11,8 @@ use overlap_analyzer::analysis::{analyze, Details, Report};
 use overlap_analyzer::metrics::collectives::{self, Instances};
 use overlap_analyzer::metrics::Options;
 use overlap_analyzer::model::{EventRef, Trace};
+use overlap_analyzer::regions::{RegionChoice, RunRegions};
+use overlap_analyzer::window::WindowReport;
 
 use crate::gpu_lane::GpuLane;
 use crate::lod::RankLod;
@@ -34,6 +36,11 @@ pub struct Run {
     /// The blocking collective instances, worked out the first time a wait's cause
     /// needs them.
     instances: OnceCell<Instances>,
+    /// The regions the program marked with `MPI_Pcontrol`.
+    pub regions: RunRegions,
+    /// The window of the run loaded (`overlap tui --from/--to/--region/--ranks`), when
+    /// one was asked for.
+    pub window: Option<WindowReport>,
 }
 
 /// Why a call is linked to another, as the side panel says it.
@@ -126,14 +133,32 @@ impl Run {
             .unwrap_or((0, 1));
         Run {
             label,
-            trace,
             report,
             details,
             lods,
             gpu_lanes,
             extent: (extent.0, extent.1.max(extent.0 + 1)),
             instances: OnceCell::new(),
+            regions: RunRegions::of_trace(&trace),
+            window: None,
+            trace,
         }
+    }
+
+    /// The run, said to be the window `w` of a trace.
+    pub fn in_window(self, w: WindowReport) -> Run {
+        Run {
+            window: (!w.asked.is_all()).then_some(w),
+            ..self
+        }
+    }
+
+    /// The span of the run a region covers (`NAME` every instance, `NAME#K` the K-th),
+    /// ns from its start; or why there is none (the message lists the run's regions).
+    pub fn region_span(&self, text: &str) -> Result<(u64, u64), String> {
+        let choice = RegionChoice::parse(text)?;
+        let w = self.regions.window(&choice)?;
+        Ok((w.from.0, w.to.0))
     }
 
     /// Position of `rank` in `trace.ranks`.

@@ -118,6 +118,11 @@ fn profile() {
     insta::assert_snapshot!("profile_200x50", draw(&mut app, 200, 50).backend());
     keys(&mut app, "so");
     insta::assert_snapshot!("profile_sites_by_calls", draw(&mut app, 140, 36).backend());
+    // The matrix zoomed to 2 ranks a side, its senders moved on by one: ranks 2-3 to 1-2.
+    keys(&mut app, "+]");
+    let zoomed = draw(&mut app, 200, 50);
+    insta::assert_snapshot!("profile_matrix_zoomed_200x50", zoomed.backend());
+    assert!(format!("{}", zoomed.backend()).contains("Bytes sent, ranks 2-3 to 1-2"));
 }
 
 /// The demo's four ranks held to one CPU (their recorded affinity set by hand): the

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use super::metrics::{gate, gate_metrics, Better, Gate, Unit};
-use super::usable::{completeness, differences, work, Coverage, Problem};
-use super::{coverage_of, Baseline};
+use super::usable::{differences, work, Coverage, Problem};
+use super::{coverage_of, Baseline, Judged};
 use crate::analysis::Report;
 use crate::load::Loaded;
 
@@ -125,6 +125,16 @@ impl Outcome {
 
 /// Checks a loaded trace and its report against a baseline.
 pub fn check(base: &Baseline, loaded: &Loaded, report: &Report, opts: CheckOptions) -> Outcome {
+    check_judged(base, &Judged::whole(loaded), report, opts)
+}
+
+/// [`check`] of a judged trace: a window, which must be the baseline's.
+pub fn check_judged(
+    base: &Baseline,
+    judged: &Judged<'_>,
+    report: &Report,
+    opts: CheckOptions,
+) -> Outcome {
     let tolerance_pct = opts.tolerance_pct.unwrap_or(base.tolerance_pct);
     let mut out = Outcome {
         tolerance_pct,
@@ -133,13 +143,30 @@ pub fn check(base: &Baseline, loaded: &Loaded, report: &Report, opts: CheckOptio
         notes: Vec::new(),
         rows: Vec::new(),
     };
-    let incomplete = completeness(loaded);
     out.problems
-        .extend(incomplete.iter().map(|p| format!("incomplete trace: {p}")));
+        .extend((judged.incomplete.iter()).map(|p| format!("incomplete trace: {p}")));
     if !out.problems.is_empty() {
         return out;
     }
-    let now_work = work(&loaded.trace);
+    if base.window != judged.window {
+        let said = |w: &Option<crate::window::Choice>| {
+            w.as_ref().map_or("the whole run".into(), |w| w.describe())
+        };
+        let d = format!(
+            "the baseline was made of {}, this check analyses {}: ask for the same \
+             --from/--to/--region/--ranks",
+            said(&base.window),
+            said(&judged.window)
+        );
+        if opts.allow_different {
+            out.warnings.push(d);
+        } else {
+            out.problems
+                .push(format!("{d} (--allow-different compares it all the same)"));
+            return out;
+        }
+    }
+    let now_work = work(judged.analysed);
     let now = coverage_of(report, &now_work);
     let base_cov = Coverage {
         program: base.program_text(),

@@ -23,7 +23,7 @@ use overlap_format::input::read_input;
 use overlap_format::schema::ParamValue;
 use serde::{Deserialize, Serialize};
 
-pub use compare::{check, CheckOptions, Comparison, Exit, Outcome, Scale, Verdict};
+pub use compare::{check, check_judged, CheckOptions, Comparison, Exit, Outcome, Scale, Verdict};
 pub use diff::{diff, diff_table, DiffRow};
 pub use metrics::{gate_metrics, Better, Gate, Metric, Unit};
 pub use render::{comparison_table, junit, junit_error};
@@ -32,6 +32,8 @@ pub use usable::{work, Problem, RankWork};
 
 use crate::analysis::Report;
 use crate::load::Loaded;
+use crate::model::Trace;
+use crate::window::Choice;
 use crate::{Error, Result};
 
 /// The name every baseline file carries.
@@ -78,6 +80,34 @@ pub struct Baseline {
     pub tolerance_pct: f64,
     /// The gated metrics.
     pub metrics: Vec<Metric>,
+    /// The part of the run it was made of (`--from/--to`, `--region`, `--ranks`), as
+    /// asked; absent for the whole run. A check must ask for the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Choice>,
+}
+
+/// A trace as a gate judges it: what makes the run as loaded incomplete (judged before
+/// a window cut it: ranks a window leaves out are not missing), the part of it
+/// analysed, and the window asked for (`None`: the whole run).
+#[derive(Clone, Debug)]
+pub struct Judged<'a> {
+    /// [`usable::completeness`] of the run as loaded.
+    pub incomplete: Vec<Problem>,
+    /// The part analysed: the whole run, or its cut.
+    pub analysed: &'a Trace,
+    /// The window asked for.
+    pub window: Option<Choice>,
+}
+
+impl<'a> Judged<'a> {
+    /// The whole of a loaded run.
+    pub fn whole(loaded: &'a Loaded) -> Judged<'a> {
+        Judged {
+            incomplete: usable::completeness(loaded),
+            analysed: &loaded.trace,
+            window: None,
+        }
+    }
 }
 
 impl Baseline {
@@ -122,9 +152,19 @@ pub fn make_baseline(
     report: &Report,
     tolerance_pct: f64,
 ) -> std::result::Result<Made, Vec<String>> {
-    let incomplete = usable::completeness(loaded);
-    if !incomplete.is_empty() {
-        return Err(incomplete
+    make_baseline_of(&Judged::whole(loaded), report, tolerance_pct)
+}
+
+/// [`make_baseline`] of a judged trace: of a window, it keeps the window and the work
+/// of the ranks in it.
+pub fn make_baseline_of(
+    judged: &Judged<'_>,
+    report: &Report,
+    tolerance_pct: f64,
+) -> std::result::Result<Made, Vec<String>> {
+    if !judged.incomplete.is_empty() {
+        return Err(judged
+            .incomplete
             .iter()
             .map(|p| format!("incomplete trace: {p}"))
             .collect());
@@ -135,10 +175,11 @@ pub fn make_baseline(
         program: report.run.program.clone(),
         params: program_params(&report.run.params),
         world_size: report.run.world_size,
-        ranks: usable::work(&loaded.trace),
+        ranks: usable::work(judged.analysed),
         complete: true,
         tolerance_pct,
         metrics: gate_metrics(report),
+        window: judged.window.clone(),
     };
     let problems = baseline_problems(&baseline, tolerance_pct);
     if !problems.is_empty() {
@@ -291,6 +332,7 @@ mod tests {
             ranks: Vec::new(),
             complete: true,
             tolerance_pct: 5.0,
+            window: None,
             metrics: vec![
                 metric("wait_states.fraction", 1.788),
                 metric("a_valid_share", 0.5),

@@ -160,6 +160,11 @@ impl RankCompute {
             (true, true) => ComputeSource::Gaps,
             (false, true) => ComputeSource::Both,
         };
+        RankCompute::of_intervals(source, intervals)
+    }
+
+    /// The compute of sorted `intervals` from `source`.
+    fn of_intervals(source: ComputeSource, intervals: Vec<(u64, u64)>) -> RankCompute {
         let mut prefix = Vec::with_capacity(intervals.len() + 1);
         let mut max_end = Vec::with_capacity(intervals.len());
         let (mut sum, mut hi) = (0u64, 0u64);
@@ -179,6 +184,19 @@ impl RankCompute {
             max_end,
             overlapping,
         }
+    }
+
+    /// The compute inside `[from, to]` only, intervals that cross an edge cut to it:
+    /// the compute of a window of the run ([`crate::window`]), the same time the whole
+    /// run's figures use there (a gap that began before the window still is compute).
+    pub fn clipped(&self, from: Nanos, to: Nanos) -> RankCompute {
+        let intervals = self
+            .intervals
+            .iter()
+            .map(|&(a, b)| (a.max(from.0), b.min(to.0)))
+            .filter(|(a, b)| b > a)
+            .collect();
+        RankCompute::of_intervals(self.source, intervals)
     }
 
     /// Where the compute comes from (`Spans` for a rank without events: nothing was

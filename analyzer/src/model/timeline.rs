@@ -52,6 +52,10 @@ pub struct Timeline {
     /// Its `MPI_Pcontrol` calls (also among `spans`), with their levels and region
     /// names, sorted by start ([`crate::regions`]).
     pub pcontrol: Vec<super::RegionMark>,
+    /// The part of the run this timeline was cut to ([`crate::window`]): the rank's
+    /// analysed part of the whole run within the window, which [`Timeline::extent`]
+    /// then is. `None` for a whole run.
+    pub window: Option<(Nanos, Nanos)>,
     /// What this rank has more of than 32-bit indices can name (events, completions,
     /// started requests, group members), once it has: nothing more was taken. The
     /// importer turns it into an error naming the file.
@@ -291,7 +295,11 @@ impl Timeline {
     /// `MPI_Init` (or `MPI_Init_thread`) moves the start to its end and a recorded
     /// `MPI_Finalize` moves the end to its start, so that setting MPI up and down (and
     /// the tracer's clock alignment inside them) counts as neither useful nor waiting.
+    /// A timeline cut to a window has the extent the cut gave it, events or not.
     pub fn extent(&self) -> Option<(Nanos, Nanos)> {
+        if let Some(window) = self.window {
+            return Some(window);
+        }
         let mut start = self.spans.first()?.start;
         let mut end = self.spans.iter().map(|s| s.end).max()?;
         for s in &self.spans {

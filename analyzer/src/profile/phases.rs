@@ -1,8 +1,9 @@
 //! Each rank's run in three parts: setting up (from entering `MPI_Init` to leaving its
-//! first MPI call after it: the Init, whatever the program prepared before it
-//! communicated, and that first call, which meets the other ranks and so absorbs their
-//! start-up skew), its body (from there to entering `MPI_Finalize`) and finalizing (the
-//! Finalize call). Start-up skew and slow initialisation show here, apart from the
+//! first MPI call after it that communicates: the Init, whatever the program prepared
+//! before it communicated, and that first call, which meets the other ranks and so
+//! absorbs their start-up skew; local calls, such as `MPI_Pcontrol` or a persistent
+//! request's init, meet no one and do not end it), its body (from there to entering
+//! `MPI_Finalize`) and finalizing (the Finalize call). Start-up skew and slow initialisation show here, apart from the
 //! body's waits.
 //!
 //! ```text
@@ -14,7 +15,7 @@
 //! finalized, a trace from the Rust layer that starts after Init) is unknown, and says
 //! why.
 
-use overlap_format::schema::Op;
+use overlap_format::schema::{Op, OpClass};
 use serde::Serialize;
 
 use crate::metrics::WaitInstance;
@@ -25,7 +26,7 @@ use crate::model::{Timeline, Trace};
 pub struct RankPhases {
     /// Rank.
     pub rank: u32,
-    /// From entering MPI_Init to leaving the first MPI call after it.
+    /// From entering MPI_Init to leaving the first MPI call after it that communicates.
     pub setup_ns: Option<u64>,
     /// From there to entering MPI_Finalize.
     pub body_ns: Option<u64>,
@@ -89,11 +90,13 @@ fn rank_phases(t: &Timeline) -> RankPhases {
     let init = calls().find(|(op, _, _)| matches!(op, Op::Init | Op::InitThread));
     let finalize = calls().find(|(op, _, _)| *op == Op::Finalize);
     let mut unknown = Vec::new();
-    // The end of the first call after Init: the body's start.
+    // The end of the first call after Init that communicates: the body's start.
     let body_start = init.and_then(|(_, _, init_end)| {
         calls()
             .find(|(op, start, _)| {
-                *start >= init_end && !matches!(op, Op::Init | Op::InitThread | Op::Finalize)
+                *start >= init_end
+                    && !matches!(op, Op::Init | Op::InitThread | Op::Finalize)
+                    && op.class() != OpClass::Local
             })
             .map(|(_, _, end)| end)
             .or(finalize.map(|(_, start, _)| start))

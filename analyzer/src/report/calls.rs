@@ -6,13 +6,14 @@ use crate::metrics::CallRef;
 use crate::units::{at, duration};
 
 /// What of the wait states happened while the ranks set up (from MPI_Init to each
-/// rank's first call after it): start-up skew, said apart from the body's waits.
+/// rank's first call after it that communicates): start-up skew, said apart from the
+/// body's waits.
 pub(super) fn setup_waits(r: &Report) -> Option<String> {
     let ns = r.profile.phases.setup_wait_state_ns;
     (ns > 0).then(|| {
         format!(
-            "{} of them during setup (MPI_Init to each rank's first call after it): start-up \
-             skew, not the body's communication",
+            "{} of them during setup (MPI_Init to each rank's first call that communicates): \
+             start-up skew, not the body's communication",
             duration(ns)
         )
     })

@@ -19,12 +19,14 @@ mod sites;
 mod style;
 mod summary;
 mod wait_states;
+mod window;
 
 pub use network::{hockney, network_line};
 pub use profile::render_profile;
 pub use regions::{render_regions, WithRegions};
 pub use style::Style;
 pub use summary::render_summary;
+pub use window::render_window;
 
 use crate::analysis::Report;
 

@@ -169,7 +169,7 @@ fn phases(o: &mut String, p: &Phases, style: Style) {
         o,
         "\n{}",
         style.bold(
-            "Phases (setup: MPI_Init until the first call after it returns; body; MPI_Finalize)"
+            "Phases (setup: MPI_Init until the first call after it that communicates returns; body; MPI_Finalize)"
         )
     );
     let known = |v: Option<u64>| v.map_or_else(|| "unknown".to_string(), duration);

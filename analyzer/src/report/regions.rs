@@ -25,6 +25,10 @@ pub struct WithRegions<'a> {
     /// Why the regions are unknown, when they are.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub regions_unknown: Option<&'a str>,
+    /// The window analysed (`--from/--to`, `--region`, `--ranks`); absent for the
+    /// whole run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<&'a crate::window::WindowReport>,
 }
 
 /// The section, or an empty string for a run without regions; `unknown`: why the run's

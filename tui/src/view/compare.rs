@@ -93,7 +93,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
             .len()
             .div_ceil(usize::from(lanes_area.height.max(1)))
             .max(1);
-        let all = nav::lanes(run, group);
+        let all = nav::lanes(&nav::every_rank(run), group);
         let rows = lanes::rows_per_lane(all.len(), lanes_area.height);
         let cells = lanes::draw(
             frame.buffer_mut(),

@@ -30,7 +30,7 @@ pub const KEYS: &[(&str, &str)] = &[
     ("h l  <- ->  drag", "pan; H L a whole screen"),
     (
         "0  f   g",
-        "fit the whole run; go to a time (1.5, 250ms, 12us)",
+        "fit the whole run; go to a time (1.5, 250ms, 12us) or a region (NAME[#K])",
     ),
     ("j k  Up Down  PgUp PgDn", "lane"),
     ("[ ]   { }", "previous/next event; previous/next MPI call"),
@@ -41,6 +41,10 @@ pub const KEYS: &[(&str, &str)] = &[
     ),
     ("c  Enter   Esc", "centre on the selection; clear it"),
     ("G", "a lane per rank, or every rank on screen in groups"),
+    (
+        "F   W",
+        "show ranks: 0-15,64 | /search | worst N (empty: all); the worst waiting",
+    ),
     ("", "Waits, Overlap, Profile, Compare"),
     ("j k  PgUp PgDn  g G", "rows"),
     (
@@ -58,6 +62,10 @@ pub const KEYS: &[(&str, &str)] = &[
     (
         "s   o   w",
         "Profile: functions or sites; next order; the Timeline's window",
+    ),
+    (
+        "+ -  [ ]  { }",
+        "Profile: zoom the matrix; move its senders; its receivers",
     ),
 ];
 

@@ -3,8 +3,6 @@
 //! the arrow between them drawn over it. Shared by the Timeline and the Compare view.
 //! The cost is a fixed number of pyramid look-ups per cell, whatever the zoom.
 
-use std::ops::Range;
-
 use overlap_analyzer::model::{EventRef, What};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -85,7 +83,7 @@ pub fn rows_per_lane(lanes: usize, height: u16) -> u16 {
 pub fn draw(
     buf: &mut Buffer,
     run: &Run,
-    lanes: &[Range<usize>],
+    lanes: &[Vec<usize>],
     first: usize,
     area: Rect,
     rows: u16,
@@ -111,7 +109,7 @@ pub fn draw(
         };
         if marks
             .cause_rank
-            .is_some_and(|r| lane.clone().any(|p| run.trace.ranks[p].rank == r))
+            .is_some_and(|r| lane.iter().any(|&p| run.trace.ranks[p].rank == r))
         {
             style = style.fg(Color::Magenta).add_modifier(Modifier::BOLD);
         }
@@ -123,7 +121,7 @@ pub fn draw(
             style,
         );
         // With two rows of activity, the second shows the device of ranks with GPU work.
-        let gpu = filled >= 2 && lane.clone().any(|p| run.gpu_lanes[p].is_some());
+        let gpu = filled >= 2 && lane.iter().any(|&p| run.gpu_lanes[p].is_some());
         if gpu {
             buf.set_stringn(
                 area.x,
@@ -136,7 +134,7 @@ pub fn draw(
         for col in 0..cells.width {
             let (t0, t1) = view.cell(col);
             let mut mix = Mix::default();
-            for pos in lane.clone() {
+            for &pos in lane {
                 mix.add(&run.lods[pos].mix(&run.trace.ranks[pos], &run.trace.compute[pos], t0, t1));
             }
             let width = (t1 - t0) * lane.len() as f64;
@@ -148,8 +146,8 @@ pub fn draw(
             }
             if gpu {
                 let (copy, kernel) = lane
-                    .clone()
-                    .filter_map(|p| run.gpu_lanes[p].as_ref())
+                    .iter()
+                    .filter_map(|&p| run.gpu_lanes[p].as_ref())
                     .map(|l| l.mix(t0, t1))
                     .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
                 let (g, s) = gpu_glyph(dominant((copy, kernel), width));
@@ -159,12 +157,20 @@ pub fn draw(
             }
         }
         // A lane of one rank names its calls and compute spans wide enough to hold it.
-        if lane.len() == 1 {
-            name_spans(buf, run, lane.start, y, cells, view);
+        if let [pos] = lane[..] {
+            name_spans(buf, run, pos, y, cells, view);
         }
     }
+    // The lane of each rank's position (a filter leaves some in none).
+    let mut lane_at: Vec<Option<usize>> = vec![None; run.trace.ranks.len()];
+    for (i, lane) in lanes.iter().enumerate() {
+        for &p in lane {
+            lane_at[p] = Some(i);
+        }
+    }
+    let lane_of = |e: EventRef| run.position(e.rank).and_then(|p| lane_at[p]);
     let row_of = |e: EventRef| {
-        let lane = run.position(e.rank)? / lanes.first().map_or(1, |l| l.len().max(1));
+        let lane = lane_of(e)?;
         let row = lane.checked_sub(first)?;
         (row < shown).then_some(area.y + row as u16 * rows)
     };
@@ -184,11 +190,9 @@ pub fn draw(
     };
     // The host's rows of the lane holding `e` (its GPU row is left as it is).
     let host_rows = |e: EventRef| {
-        let width = lanes.first().map_or(1, |l| l.len().max(1));
-        let gpu = run
-            .position(e.rank)
-            .and_then(|p| lanes.get(p / width))
-            .is_some_and(|lane| lane.clone().any(|p| run.gpu_lanes[p].is_some()));
+        let gpu = lane_of(e)
+            .and_then(|l| lanes.get(l))
+            .is_some_and(|lane| lane.iter().any(|&p| run.gpu_lanes[p].is_some()));
         if filled >= 2 && gpu {
             filled - 1
         } else {

@@ -171,8 +171,9 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     if let Some(p) = &app.prompt {
         let label = match p.kind {
             PromptKind::Search => "search (call, compute or site): /",
-            PromptKind::GoTo => "go to time (1.5, 250ms, 12us): ",
+            PromptKind::GoTo => "go to time (1.5, 250ms, 12us) or region (NAME[#K]): ",
             PromptKind::WaitsRank => "waits of rank (empty: all): ",
+            PromptKind::RankFilter => "show ranks (0-15,64 | /text | worst N; empty: all): ",
         };
         let line = Line::from(vec![
             Span::styled(label, bold()),

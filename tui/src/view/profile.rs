@@ -10,7 +10,7 @@ use ratatui::Frame;
 use overlap_analyzer::profile::{CommMatrix, SizeClasses};
 
 use crate::app::App;
-use crate::profile::ProfileRows;
+use crate::profile::{MatrixView, ProfileRows};
 use crate::text::{bytes, clean, duration, percent};
 use crate::view::table::{self, Columns};
 use crate::view::timeline::panel;
@@ -117,11 +117,21 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
             Row::new(cells)
         },
     );
+    let view = app.profile.matrix;
+    let title = if view.is_whole(p.matrix.ranks) {
+        " Bytes sent, row to column (+ zooms) ".to_string()
+    } else {
+        let last = |first: u32| (first + view.span).min(p.matrix.ranks) - 1;
+        format!(
+            " Bytes sent, ranks {}-{} to {}-{} (+ - [ ] {{ }}) ",
+            view.rows,
+            last(view.rows),
+            view.cols,
+            last(view.cols)
+        )
+    };
     frame.render_widget(
-        panel(
-            " Bytes sent, row to column ",
-            matrix_lines(&p.matrix, matrix_area),
-        ),
+        panel(&title, matrix_lines(&p.matrix, matrix_area, &view)),
         matrix_area,
     );
     frame.render_widget(
@@ -130,37 +140,44 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     );
 }
 
-/// The heat map: a cell per rank where the area holds every rank (a cell is two columns
-/// wide), else a cell per group of consecutive ranks, so that the whole run shows at
-/// any number of ranks; the shade is the cell's bytes against the largest cell's.
-fn matrix_lines(m: &CommMatrix, area: Rect) -> Vec<Line<'static>> {
+/// The heat map of the part `view` shows: a cell per rank where the area holds every
+/// rank of it (a cell is two columns wide), else a cell per group of consecutive ranks,
+/// so that the whole run shows at any number of ranks; the shade is the cell's bytes
+/// against the largest cell's in view.
+fn matrix_lines(m: &CommMatrix, area: Rect, view: &MatrixView) -> Vec<Line<'static>> {
     if m.pairs.is_empty() {
         return vec![Line::raw("No matched point-to-point messages.")];
     }
     let label = 5u16;
     let fit_cols = u32::from(area.width.saturating_sub(2 + label) / 2).max(1);
     let fit_rows = u32::from(area.height.saturating_sub(4)).max(1);
-    let side = m.ranks.min(fit_cols).min(fit_rows).max(1);
-    let group = m.ranks.div_ceil(side).max(1);
-    let cells = m.ranks.div_ceil(group);
-    let mut sums = vec![0u64; (cells * cells) as usize];
+    let span = view.span.min(m.ranks).max(1);
+    let side = span.min(fit_cols).min(fit_rows).max(1);
+    let group = span.div_ceil(side).max(1);
+    let rows = (view.rows, (view.rows + span).min(m.ranks));
+    let cols = (view.cols, (view.cols + span).min(m.ranks));
+    let (n_rows, n_cols) = (
+        (rows.1 - rows.0).div_ceil(group),
+        (cols.1 - cols.0).div_ceil(group),
+    );
+    let mut sums = vec![0u64; (n_rows * n_cols) as usize];
     for p in &m.pairs {
-        let (i, j) = (p.from / group, p.to / group);
-        if i < cells && j < cells {
-            sums[(i * cells + j) as usize] += p.bytes;
+        if (rows.0..rows.1).contains(&p.from) && (cols.0..cols.1).contains(&p.to) {
+            let (i, j) = ((p.from - rows.0) / group, (p.to - cols.0) / group);
+            sums[(i * n_cols + j) as usize] += p.bytes;
         }
     }
     let max = sums.iter().copied().max().unwrap_or(0).max(1);
     let mut lines = Vec::new();
     let mut head = format!("{:>4} ", "");
-    for to in 0..cells {
-        head.push_str(&format!("{:>2}", (to * group) % 100));
+    for to in 0..n_cols {
+        head.push_str(&format!("{:>2}", (cols.0 + to * group) % 100));
     }
     lines.push(Line::raw(head));
-    for from in 0..cells {
-        let mut row = format!("{:>4} ", from * group);
-        for to in 0..cells {
-            match sums[(from * cells + to) as usize] {
+    for from in 0..n_rows {
+        let mut row = format!("{:>4} ", rows.0 + from * group);
+        for to in 0..n_cols {
+            match sums[(from * n_cols + to) as usize] {
                 0 => row.push_str(" ."),
                 b => {
                     let share = b as f64 / max as f64;
@@ -172,12 +189,16 @@ fn matrix_lines(m: &CommMatrix, area: Rect) -> Vec<Line<'static>> {
         }
         lines.push(Line::raw(row));
     }
+    let in_view = m
+        .pairs
+        .iter()
+        .filter(|p| (rows.0..rows.1).contains(&p.from) && (cols.0..cols.1).contains(&p.to));
     if group > 1 {
         lines.push(Line::raw(format!(
             "a cell per {group} ranks ({} in all)",
             m.ranks
         )));
-    } else if let Some(p) = m.pairs.iter().max_by_key(|p| p.bytes) {
+    } else if let Some(p) = in_view.max_by_key(|p| p.bytes) {
         lines.push(Line::raw(format!(
             "█ {} -> {}: {}, {} msg",
             p.from,
@@ -239,7 +260,7 @@ mod tests {
                 .collect(),
             by_comm: Vec::new(),
         };
-        let lines = matrix_lines(&m, Rect::new(0, 0, 40, 14));
+        let lines = matrix_lines(&m, Rect::new(0, 0, 40, 14), &MatrixView::default());
         let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
         // 10 rows fit: cells of 100 ranks, a header and a note.
         assert_eq!(text.len(), 12, "{text:#?}");
@@ -254,5 +275,25 @@ mod tests {
             Some("."),
             "rank 999 sends to rank 0"
         );
+
+        // Zoomed in to 8 ranks from 500 (senders) to 8 from 504 (receivers): a cell per
+        // rank, the ring's 503 -> 504 to 507 -> 508 the cells with bytes, the columns
+        // labelled by rank (mod 100).
+        let view = MatrixView {
+            rows: 500,
+            cols: 504,
+            span: 8,
+        };
+        let text: Vec<String> = matrix_lines(&m, Rect::new(0, 0, 40, 14), &view)
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        assert_eq!(text.len(), 10, "{text:#?}");
+        assert_eq!(text[0], "      4 5 6 7 8 91011");
+        assert_eq!(text[4], " 503  █ . . . . . . .");
+        assert_eq!(text[8], " 507  . . . . █ . . .");
+        assert_eq!(text[9], "█ 507 -> 508: 64 B, 1 msg");
+        let filled = text[1..9].iter().flat_map(|r| r.matches('█')).count();
+        assert_eq!(filled, 5, "{text:#?}");
     }
 }

@@ -43,6 +43,15 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         ),
         bold(),
     )];
+    if let Some(w) = &run.window {
+        let text = overlap_analyzer::report::render_window(w, Default::default());
+        for l in text.lines() {
+            lines.push(Line::styled(
+                clean(l).into_owned(),
+                Style::new().fg(Color::Cyan),
+            ));
+        }
+    }
     let cpus = &r.run.oversubscription;
     lines.push(Line::styled(
         clean(&cpus.summary()).into_owned(),
@@ -161,6 +170,15 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     }
     if let Some(g) = &r.gpu {
         gpu_lines(&mut lines, g, crate::view::unrecorded(run));
+    }
+    // The regions the program marked, as `overlap analyze --full` lists them.
+    let regions = overlap_analyzer::report::render_regions(
+        &run.regions.summary(),
+        run.regions.unknown.as_deref(),
+        Default::default(),
+    );
+    for l in regions.lines().filter(|l| !l.contains("overlap merge DIR")) {
+        lines.push(Line::raw(clean(l).into_owned()));
     }
     if let Some(g) = &r.run.gpu_unrecorded {
         lines.push(Line::raw(""));

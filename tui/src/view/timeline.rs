@@ -7,7 +7,6 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use ratatui::Frame;
 
 use crate::app::App;
-use crate::nav;
 use crate::selection::Selection;
 use crate::text::{clean, span, time_at};
 use crate::view::lanes::{self, Marks};
@@ -36,7 +35,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         app.timeline.view.per_cell *= f64::from(old_width.max(1)) / f64::from(width);
         app.geometry.lanes.width = width;
     }
-    let lane_count = nav::lanes(&app.runs[app.current], app.timeline.group).len();
+    let lane_count = app.timeline.lanes().len();
     let rows = lanes::rows_per_lane(lane_count, lanes_area.height);
     app.geometry.lanes_shown = usize::from(lanes_area.height / rows);
     app.geometry.lane_rows = rows;
@@ -49,8 +48,12 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         .min(lane_count.saturating_sub(shown));
     let run = &app.runs[app.current];
     let tl = &app.timeline;
+    let filtered = tl
+        .filter
+        .as_ref()
+        .map_or(String::new(), |f| format!("[{}]  ", f.describe()));
     let title = format!(
-        " Timeline  {} .. {}  ({}/col) ",
+        " Timeline  {filtered}{} .. {}  ({}/col) ",
         time_at(tl.view.start.max(0.0), tl.view.per_cell),
         time_at(
             tl.view.start + tl.view.per_cell * f64::from(app.geometry.lanes.width),
@@ -63,7 +66,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
         .title(title)
         .title_bottom(legend(run.gpu_lanes.iter().any(Option::is_some)));
     frame.render_widget(block, main);
-    let all = nav::lanes(run, tl.group);
+    let all = tl.lanes();
     let sel = tl.selection.as_ref();
     let marks = Marks {
         selected: sel.map(|s| s.event),
@@ -85,7 +88,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, area: Rect) {
     let shown = usize::from(lanes_area.height / rows);
     if all.len() > shown {
         let more = format!(
-            " lanes {}-{} of {} (j/k, G groups) ",
+            " lanes {}-{} of {} (j/k, G groups, F filters) ",
             tl.first_lane + 1,
             (tl.first_lane + shown).min(all.len()),
             all.len()
