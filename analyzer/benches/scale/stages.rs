@@ -60,7 +60,14 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     use overlap_analyzer::metrics::{budget, false_overlap, requests, transfer};
     use overlap_analyzer::replay::ideal;
     COUNTING.store(true, Ordering::Relaxed);
-    let e = events as f64;
+    let opts = Options::default();
+    let t_load = Instant::now();
+    let trace = load_dir(dir, &mut |_, _| {})?.trace;
+    // A rank directory given (`--dirs`) comes without its count: the loaded trace's.
+    let e = match events {
+        0 => trace.ranks.iter().map(|t| t.event_count() as f64).sum(),
+        n => n as f64,
+    };
     let mut before = 0usize;
     let mut step = |name: &str, t: Instant| {
         let live = LIVE.load(Ordering::Relaxed);
@@ -76,10 +83,7 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
         );
         before = live;
     };
-    let opts = Options::default();
-    let t = Instant::now();
-    let trace = load_dir(dir, &mut |_, _| {})?.trace;
-    step("load", t);
+    step("load", t_load);
     let t = Instant::now();
     let budgets = budget::budgets(&trace);
     step("budgets", t);

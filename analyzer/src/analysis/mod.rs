@@ -68,7 +68,7 @@ fn assemble(
         replay: replays.self_check.as_ref().ok().copied(),
         replay_unknown: replays.self_check.err(),
         gpu: of_trace.gpu,
-        profile: of_trace.profile,
+        profile: m.profile,
     };
     let details = Details {
         waits: m.waits,

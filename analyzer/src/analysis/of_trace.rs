@@ -1,6 +1,6 @@
 //! The parts of the report read from the trace itself rather than from the measured
-//! figures: the run (what is in the trace and what is missing), the clock, the hang, the
-//! GPU work and the profile. [`super::analyze`] takes them beside the measured figures.
+//! figures: the run (what is in the trace and what is missing), the clock, the hang and the
+//! GPU work. [`super::analyze`] takes them beside the measured figures.
 
 use crate::metrics::oversubscription;
 use crate::model::Trace;
@@ -15,7 +15,6 @@ pub(super) struct OfTrace {
     pub hang: Option<crate::hang::HangReport>,
     pub gpu: Option<crate::gpu::GpuReport>,
     pub chains: Vec<crate::gpu::ChainRow>,
-    pub profile: crate::profile::Profile,
 }
 
 impl OfTrace {
@@ -87,7 +86,6 @@ impl OfTrace {
             hang: crate::hang::analyze(trace, &m.sites),
             gpu,
             chains: chains.unwrap_or_default(),
-            profile: crate::profile::of(trace, &m.sites, &m.waits),
         }
     }
 }

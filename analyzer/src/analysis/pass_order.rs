@@ -12,7 +12,8 @@
 //! ```text
 //!  branch A  models | operations (ranks in parallel) | ideal replay ∥ self-check replay
 //!  branch B  budgets ∥ wait states ∥ call sites      | (its thread helps A)
-//!  then      per request (in parallel blocks) | summaries ∥ false overlap | sites named
+//!  then      per request (in parallel blocks) | summaries, profile ∥ false overlap
+//!            | sites named
 //! ```
 //!
 //! When nothing needs the trace afterwards ([`figures_owned`]: `overlap analyze` without
@@ -24,8 +25,8 @@
 //!
 //! ```text
 //!  models | budgets ∥ wait states ∥ call sites
-//!  | wait summary ∥ (per part of whole ranks: its rows | folded into the summary ∥
-//!    its findings)
+//!  | wait summary ∥ profile ∥ (per part of whole ranks: its rows | folded into the
+//!    summary ∥ its findings)
 //!  | sites named | the report's other parts of the trace
 //!  | operations, each rank's timeline dropped once built | ideal ∥ self-check replay
 //! ```
@@ -38,6 +39,7 @@ use crate::metrics::by_site::BySite;
 use crate::metrics::by_site::SiteGroup;
 use crate::model::Trace;
 use crate::ops::{ExtractError, Program};
+use crate::profile::Profile;
 use crate::replay::{NoSelfCheck, SelfCheck};
 use crate::sites::SiteTable;
 
@@ -71,6 +73,9 @@ pub(super) struct Measured {
     pub findings: Vec<Finding>,
     pub sites: SiteTable,
     pub by_site: BySite,
+    /// Time per MPI function and call site, traffic, sizes and phases: made beside the
+    /// summaries, which it does not need.
+    pub profile: Profile,
 }
 
 /// The replays' results: T_ideal (`None` when no program could be built or its ideal
@@ -134,9 +139,14 @@ fn measured_by_rank(
     let (model, collective_model) = (&models.transfers, &models.collectives);
     let mut early = early;
     let descheduled = models.descheduled(trace, &mut early.waits);
-    let waits = &early.waits;
-    let (wait_states, (request_summary, false_overlap)) = rayon::join(
-        || wait_states::summarize(trace, waits, descheduled, opts),
+    let (waits, sites) = (&early.waits, &early.sites);
+    let ((wait_states, profile), (request_summary, false_overlap)) = rayon::join(
+        || {
+            rayon::join(
+                || wait_states::summarize(trace, waits, descheduled, opts),
+                || profile(trace, sites, waits),
+            )
+        },
         || {
             let _s = tracing::info_span!("requests").entered();
             let pass = requests::RequestPass::new(trace, model, collective_model, opts);
@@ -162,7 +172,7 @@ fn measured_by_rank(
         },
     );
     let summaries = (wait_states, request_summary, false_overlap);
-    named(trace, early, summaries, (Vec::new(), Vec::new()))
+    named(trace, early, summaries, (Vec::new(), Vec::new()), profile)
 }
 
 /// How many requests' rows [`measured_by_rank`] makes at a time, at least (a rank's are
@@ -180,11 +190,12 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
         requests::per_request(trace, model, collective_model, opts)
     };
     // The summaries and the findings do not need each other.
-    let ((wait_states, request_summary), false_overlap) = rayon::join(
+    let ((wait_states, request_summary, profile), false_overlap) = rayon::join(
         || {
             (
                 wait_states::summarize(trace, waits, descheduled, opts),
                 summarize(trace, &requests, model, collective_model, opts),
+                profile(trace, &early.sites, waits),
             )
         },
         || {
@@ -202,7 +213,13 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
         early,
         (wait_states, request_summary, false_overlap),
         (requests, findings),
+        profile,
     )
+}
+
+fn profile(trace: &Trace, sites: &SiteTable, waits: &[WaitInstance]) -> Profile {
+    let _s = tracing::info_span!("profile").entered();
+    crate::profile::of(trace, sites, waits)
 }
 
 /// The measured figures, from the light ones, the summaries (wait states, requests,
@@ -214,6 +231,7 @@ fn named(
     early: Early,
     summaries: (WaitStates, RequestSummary, (FalseOverlap, Vec<SiteGroup>)),
     (requests, findings): (Vec<RequestRow>, Vec<Finding>),
+    profile: Profile,
 ) -> Measured {
     let (wait_states, mut request_summary, (mut false_overlap, by_site)) = summaries;
     let worst: &mut [&mut [RequestMetrics]] = &mut [
@@ -239,6 +257,7 @@ fn named(
         findings,
         sites,
         by_site,
+        profile,
     }
 }
 
