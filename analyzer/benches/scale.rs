@@ -49,7 +49,8 @@ const MIB: f64 = (1 << 20) as f64;
 /// One measurement, in this (fresh) process: prints a line for people, then
 /// `#fig SECONDS PEAK_BYTES` for the parent.
 fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
-    let e = events as f64;
+    // A rank directory given (`--dirs`) comes without its count: the run's, once read.
+    let mut e = events as f64;
     let t0 = Instant::now();
     let (secs, line) = if kind == "merge" || kind == "merge-pftrace" {
         // What `overlap merge` does: one rank at a time, into Chrome JSON or Perfetto's
@@ -139,6 +140,9 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
         };
         let second = t0.elapsed().as_secs_f64() - first;
         let (w, run) = (&report.wait_states, &report.run);
+        if events == 0 {
+            e = run.events as f64;
+        }
         let of = |k: WaitKind| {
             let s = w.kinds.iter().find(|s| s.kind == k);
             s.map_or((0, 0.0), |s| (s.count, s.total_ns as f64 / 1e9))
