@@ -246,6 +246,11 @@ fn a_collective_instance_stays_paired_across_the_edge() {
     let r = report(&c.trace);
     assert_eq!(kind(&r, WaitKind::WaitAtBarrier), (6, 1));
     assert_eq!(kind(&r, WaitKind::LateBroadcast), (0, 0));
+    // The instant stands for a call made before the window: the profile counts the
+    // calls made in it: one Bcast, rank 1's, 8 to 12 (4 ns).
+    let bcast = r.profile.functions.iter().find(|f| f.call == "MPI_Bcast");
+    let bcast = bcast.map(|f| (f.count, f.ranks, f.total_ns));
+    assert_eq!(bcast, Some((1, 1, 4)));
 }
 
 /// A persistent send, its init before the window, started and completed in it:

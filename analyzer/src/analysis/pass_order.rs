@@ -144,7 +144,7 @@ fn measured_by_rank(
         || {
             rayon::join(
                 || wait_states::summarize(trace, waits, descheduled, opts),
-                || profile(trace, sites, waits),
+                || crate::profile::of(trace, sites, waits),
             )
         },
         || {
@@ -195,7 +195,7 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
             (
                 wait_states::summarize(trace, waits, descheduled, opts),
                 summarize(trace, &requests, model, collective_model, opts),
-                profile(trace, &early.sites, waits),
+                crate::profile::of(trace, &early.sites, waits),
             )
         },
         || {
@@ -215,11 +215,6 @@ fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Mea
         (requests, findings),
         profile,
     )
-}
-
-fn profile(trace: &Trace, sites: &SiteTable, waits: &[WaitInstance]) -> Profile {
-    let _s = tracing::info_span!("profile").entered();
-    crate::profile::of(trace, sites, waits)
 }
 
 /// The measured figures, from the light ones, the summaries (wait states, requests,

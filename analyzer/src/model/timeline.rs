@@ -56,6 +56,11 @@ pub struct Timeline {
     /// analysed part of the whole run within the window, which [`Timeline::extent`]
     /// then is. `None` for a whole run.
     pub window: Option<(Nanos, Nanos)>,
+    /// Of a timeline cut to a window: the spans (indices, ascending) that are instants at
+    /// its edge standing for calls outside it (a collective's member, a persistent
+    /// request's init), kept so that what links calls still pairs up; they are not calls
+    /// made in the window, and the profile does not count them.
+    pub edge_marks: Vec<u32>,
     /// What this rank has more of than 32-bit indices can name (events, completions,
     /// started requests, group members), once it has: nothing more was taken. The
     /// importer turns it into an error naming the file.
@@ -284,6 +289,12 @@ impl Timeline {
     /// reader says so), or when the span is not a compute span.
     pub fn access(&self, span: usize) -> Option<&Access> {
         self.accesses.get(self.spans.get(span)?.access?)
+    }
+
+    /// True when span `index` is an instant at the edge of the window the timeline was
+    /// cut to, standing for a call outside it ([`Timeline::edge_marks`]).
+    pub fn is_edge_mark(&self, index: usize) -> bool {
+        u32::try_from(index).is_ok_and(|i| self.edge_marks.binary_search(&i).is_ok())
     }
 
     /// The name of a compute span.

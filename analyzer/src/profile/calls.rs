@@ -172,6 +172,9 @@ pub fn tables_in(
             let What::Call(op, _) = span.what else {
                 continue;
             };
+            if t.is_edge_mark(index) {
+                continue; // a call outside the window the trace was cut to
+            }
             let (start, end) = (span.start.0.max(from), span.end.0.min(to));
             let overlaps = start < end || (start == end && (from..to).contains(&span.start.0));
             if !overlaps {

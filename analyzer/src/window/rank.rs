@@ -104,6 +104,9 @@ pub(crate) fn cut_rank(mut t: Timeline, b: &Bounds, marks: &[usize]) -> RankCut 
         };
         let index = kept.len();
         map.push(index as u32);
+        if edge == Some(Edge::Outside) {
+            t.edge_marks.push(index as u32);
+        }
         if let Some(edge) = edge {
             clipped.push(Clipped {
                 at: EventRef {
