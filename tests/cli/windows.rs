@@ -112,6 +112,9 @@ fn windows_of_a_traced_program() {
         text.describe()
     );
     text.assert_stdout_has("crossing its edges, not analysed: 6 message(s) (6 on a rank left out)");
+    // The run's head counts the ranks in the window, not those traced.
+    text.assert_stdout_has(": 2 of 3 ranks in the window, ");
+    assert_eq!(ranks["run"]["windowed"], true, "{}", ranks["run"]);
 
     // Windows that cannot be: exit 1 with the reason.
     let refused = |args: &[&str], says: &str| {

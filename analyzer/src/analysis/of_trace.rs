@@ -54,6 +54,7 @@ impl OfTrace {
             params: info.params.clone(),
             world_size: info.world_size,
             ranks_traced: trace.ranks.len() as u32,
+            windowed: trace.ranks.iter().any(|t| t.window.is_some()),
             missing_ranks: info.missing_ranks.clone(),
             incomplete_ranks: trace
                 .ranks

@@ -65,8 +65,12 @@ pub struct RunInfo {
     pub params: BTreeMap<String, ParamValue>,
     /// Size of `MPI_COMM_WORLD`.
     pub world_size: u32,
-    /// Ranks with a trace.
+    /// Ranks with a trace (of a window: the ranks analysed in it).
     pub ranks_traced: u32,
+    /// True when the trace was cut to a window ([`crate::window`]): the ranks and events
+    /// counted are those in it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub windowed: bool,
     /// Ranks without any trace.
     pub missing_ranks: Vec<u32>,
     /// Ranks whose trace was cut short.

@@ -51,7 +51,7 @@ pub(super) fn head(o: &mut String, r: &Report, style: Style) {
         o,
         "{}",
         style.bold(&format!(
-            "{}{variant}: {} of {} ranks traced, {} events, {} messages, run {}",
+            "{}{variant}: {} of {} ranks {}, {} events, {} messages, run {}",
             if run.program.is_empty() {
                 "run"
             } else {
@@ -59,6 +59,11 @@ pub(super) fn head(o: &mut String, r: &Report, style: Style) {
             },
             run.ranks_traced,
             run.world_size,
+            if run.windowed {
+                "in the window"
+            } else {
+                "traced"
+            },
             run.events,
             run.messages,
             duration(r.totals.wall_ns)
