@@ -31,7 +31,13 @@ pub const LOCK_FILE: &str = ".overlap.lock";
 #[derive(Debug)]
 pub struct RunDir {
     /// Holds the exclusive lock while open.
-    _lock: File,
+    lock: File,
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        unlock(&self.lock);
+    }
 }
 
 impl RunDir {
@@ -68,7 +74,7 @@ impl RunDir {
             .set_len(0)
             .and_then(|()| lock.write_all(holder.as_bytes()));
         clear(dir)?;
-        Ok(RunDir { _lock: lock })
+        Ok(RunDir { lock })
     }
 }
 
@@ -80,6 +86,7 @@ pub fn holder(dir: &Path) -> Option<String> {
         .open(dir.join(LOCK_FILE))
         .ok()?;
     if try_lock(&lock, libc::LOCK_SH | libc::LOCK_NB) {
+        unlock(&lock);
         return None;
     }
     Some(holder_text(&lock))
@@ -115,6 +122,14 @@ fn open_lock(dir: &Path) -> Result<File> {
 fn try_lock(file: &File, kind: libc::c_int) -> bool {
     // SAFETY: flock on a descriptor this process owns.
     unsafe { libc::flock(file.as_raw_fd(), kind | libc::LOCK_NB) == 0 }
+}
+
+/// Releases a `flock` now, not when the last descriptor of it closes: a child forked by
+/// another thread shares the descriptor until it execs (then it is closed on exec), and
+/// would hold the lock that long.
+fn unlock(file: &File) {
+    // SAFETY: flock on a descriptor this process owns.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
 }
 
 /// What the lock file says of its holder.
