@@ -10,9 +10,7 @@ fn main() {
     println!("cargo:rustc-check-cfg=cfg(otf2_library)");
     println!("cargo:rerun-if-env-changed=OTF2_CONFIG");
     println!("cargo:rerun-if-changed=build.rs");
-    if std::env::var_os("CARGO_FEATURE_OTF2").is_none() {
-        return;
-    }
+    #[cfg(feature = "otf2")]
     match probe() {
         Ok(found) => generate(found),
         Err(why) => println!(
@@ -23,12 +21,14 @@ fn main() {
 }
 
 /// What `otf2-config` says of the installed library.
+#[cfg(feature = "otf2")]
 struct Found {
     include_dirs: Vec<PathBuf>,
     link_dirs: Vec<PathBuf>,
     libs: Vec<String>,
 }
 
+#[cfg(feature = "otf2")]
 fn config(tool: &str, args: &[&str]) -> Result<String, String> {
     let out = Command::new(tool)
         .args(args)
@@ -40,6 +40,7 @@ fn config(tool: &str, args: &[&str]) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+#[cfg(feature = "otf2")]
 fn probe() -> Result<Found, String> {
     let tool = std::env::var("OTF2_CONFIG").unwrap_or_else(|_| "otf2-config".to_string());
     let flags = config(&tool, &["--cppflags", "--ldflags", "--libs"])?;
@@ -69,6 +70,7 @@ fn probe() -> Result<Found, String> {
     Ok(found)
 }
 
+#[cfg(feature = "otf2")]
 fn generate(found: Found) {
     for dir in &found.link_dirs {
         println!("cargo:rustc-link-search=native={}", dir.display());
