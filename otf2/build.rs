@@ -3,7 +3,9 @@
 //! `OTF2_CONFIG` naming it). Otherwise the crate builds without them and every call
 //! says overlap was built without OTF2.
 
+#[cfg(feature = "otf2")]
 use std::path::PathBuf;
+#[cfg(feature = "otf2")]
 use std::process::Command;
 
 fn main() {
