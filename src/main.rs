@@ -9,6 +9,7 @@
 //! pipe (`overlap analyze | head`) is not an error.
 
 mod output;
+mod otf2;
 
 mod cli;
 mod disk;
