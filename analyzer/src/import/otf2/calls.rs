@@ -15,8 +15,11 @@
 //! In overlap's own archives each region is one span, as the rank file had it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use overlap_format::schema::{CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, Started};
+use overlap_format::schema::{
+    CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, SpanBuffers, Started,
+};
 use overlap_otf2::{Attr, AttrValue, Record};
 
 use super::layout::{Layout, RegionKind};
@@ -25,7 +28,7 @@ use super::vocabulary::CallAttr;
 /// A region open on the location.
 enum Open {
     Call { op: Op, start: u64, args: CallArgs, kept: bool },
-    Compute { name: String, start: u64 },
+    Compute { name: String, start: u64, buffers: Option<Arc<SpanBuffers>> },
     Other,
 }
 
@@ -42,6 +45,8 @@ pub(super) struct RankEvents {
     pub unrecorded: std::collections::BTreeMap<String, u64>,
     /// Regions left open at the end of a location, or left out of order.
     pub unbalanced: u64,
+    /// The buffers its compute spans declared (overlap's archives), by place.
+    pub span_buffers: Vec<Arc<SpanBuffers>>,
 }
 
 impl RankEvents {
@@ -52,6 +57,7 @@ impl RankEvents {
             posted_recvs: HashMap::new(),
             unrecorded: Default::default(),
             unbalanced: 0,
+            span_buffers: Vec::new(),
         }
     }
 }
@@ -96,7 +102,8 @@ impl<'a> Thread<'a> {
             }
             Some(RegionKind::Compute(name)) => {
                 self.piece = t;
-                Open::Compute { name: name.clone(), start: t }
+                let buffers = self.declared(attrs);
+                Open::Compute { name: name.clone(), start: t, buffers }
             }
             Some(RegionKind::Unrecorded(name)) => {
                 *self.rank.unrecorded.entry(name.clone()).or_insert(0) += 1;
@@ -119,9 +126,9 @@ impl<'a> Thread<'a> {
                 }
                 self.rank.events.push(Event::Call(CallEvent { tid: self.tid, start: Nanos(start), end: Nanos(t), op, args }));
             }
-            Open::Compute { name, start } => {
+            Open::Compute { name, start, buffers } => {
                 let start = if self.layout.ours { start } else { self.piece };
-                self.push_compute(name, start, t);
+                self.push_compute(name, start, t, buffers);
             }
             Open::Other => {}
         }
@@ -138,15 +145,23 @@ impl<'a> Thread<'a> {
         }
         if let Some(Open::Compute { name, .. }) = self.stack.last() {
             let name = name.clone();
-            self.push_compute(name, self.piece, t);
+            self.push_compute(name, self.piece, t, None);
         }
     }
 
-    fn push_compute(&mut self, name: String, start: u64, end: u64) {
+    fn push_compute(&mut self, name: String, start: u64, end: u64, buffers: Option<Arc<SpanBuffers>>) {
         if !self.layout.ours && end <= start {
             return;
         }
-        self.rank.events.push(Event::Compute(ComputeEvent { tid: self.tid, start: Nanos(start), end: Nanos(end), name, buffers: None }));
+        self.rank.events.push(Event::Compute(ComputeEvent { tid: self.tid, start: Nanos(start), end: Nanos(end), name, buffers }));
+    }
+
+    /// The buffers a compute span of overlap's declared, named by its attribute.
+    fn declared(&self, attrs: &[Attr]) -> Option<Arc<SpanBuffers>> {
+        attrs.iter().find_map(|a| match (self.layout.attrs.get(&a.attribute), a.value) {
+            (Some(CallAttr::SpanBuffers), AttrValue::U64(i)) => self.rank.span_buffers.get(i as usize).cloned(),
+            _ => None,
+        })
     }
 
     /// The arguments overlap's writer kept as attributes on the call's `Enter`.
@@ -183,7 +198,7 @@ impl<'a> Thread<'a> {
                 CallAttr::Exclusive => a.exclusive = u8::try_from(u).ok(),
                 CallAttr::Flag => a.flag = u8::try_from(u).ok(),
                 CallAttr::Level => a.level = i32_,
-                CallAttr::Persistent => {}
+                CallAttr::Persistent | CallAttr::SpanBuffers => {}
             }
         }
         (a, kept)

@@ -64,6 +64,8 @@ pub fn read_archive_into<S: EventSink>(anchor: &Path) -> Result<Vec<RankTrace<S>
     for (rank, def) in &layout.ranks {
         let epoch = if layout.ours { def.header.epoch_ns } else { archive.definitions().clock.global_offset };
         let mut events = RankEvents::new(*rank);
+        let declared: Vec<overlap_format::schema::SpanBuffers> = kept(anchor, &def.props, v::SPAN_BUFFERS)?.unwrap_or_default();
+        events.span_buffers = declared.into_iter().map(std::sync::Arc::new).collect();
         let mut threads = BTreeMap::new();
         for l in by_rank.get(rank).into_iter().flatten() {
             let (_, tid) = layout.threads[l];

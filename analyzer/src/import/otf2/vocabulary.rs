@@ -26,12 +26,16 @@ pub const CALL_COUNTS: &str = "OVERLAP::CALL_COUNTS";
 pub const CALL_PATHS: &str = "OVERLAP::CALL_PATHS";
 /// Its in-flight dumps, JSON (a list of `InFlightDump`).
 pub const IN_FLIGHT: &str = "OVERLAP::IN_FLIGHT";
+/// The buffers its compute spans declared, JSON (a list of `SpanBuffers`, each distinct
+/// one once: a span names its own by place, [`CallAttr::SpanBuffers`]).
+pub const SPAN_BUFFERS: &str = "OVERLAP::SPAN_BUFFERS";
 /// "true" when part of its file was corrupt.
 pub const DAMAGED: &str = "OVERLAP::DAMAGED";
 
 /// The attributes an overlap archive puts on the `Enter` of an MPI call: the call's
-/// arguments, in the form of its rank file (world ranks, overlap's communicator ids).
-/// `Signed` ones are `INT64`, the others `UINT64`.
+/// arguments, in the form of its rank file (world ranks, overlap's communicator ids);
+/// and on the `Enter` of a compute span, the buffers it declared. `Signed` ones are
+/// `INT64`, the others `UINT64`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum CallAttr {
     /// The peer the call named (a receive's requested source, wildcards included).
@@ -75,11 +79,14 @@ pub enum CallAttr {
     /// Start/Startall: the persistent request a started request came from (on the
     /// started request's `MpiIsend`/`MpiIrecvRequest`).
     Persistent,
+    /// A compute span: the place of the buffers it declared in its rank's
+    /// [`SPAN_BUFFERS`].
+    SpanBuffers,
 }
 
 impl CallAttr {
     /// Every attribute, its reference in the archive being its place here.
-    pub const ALL: [CallAttr; 20] = [
+    pub const ALL: [CallAttr; 21] = [
         CallAttr::Peer,
         CallAttr::Tag,
         CallAttr::Bytes,
@@ -100,6 +107,7 @@ impl CallAttr {
         CallAttr::Flag,
         CallAttr::Level,
         CallAttr::Persistent,
+        CallAttr::SpanBuffers,
     ];
 
     /// Its name in the archive.
@@ -125,6 +133,7 @@ impl CallAttr {
             CallAttr::Flag => "overlap::flag",
             CallAttr::Level => "overlap::level",
             CallAttr::Persistent => "overlap::persistent",
+            CallAttr::SpanBuffers => "overlap::span_buffers",
         }
     }
 

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use overlap_format::schema::{CallArgs, CallEvent, Event, Op, OpClass, RequestKind};
+use overlap_format::schema::{CallArgs, CallEvent, Event, Op, OpClass, RequestKind, SpanBuffers};
 use overlap_otf2::{Attr, AttrValue, EventWriter, Record};
 
 use super::defs::{Builder, RegionKey};
@@ -58,6 +58,26 @@ pub(super) struct Losses {
     pub unposted: u64,
 }
 
+/// The distinct buffer lists a rank's compute spans declared, each given its place.
+#[derive(Default)]
+pub(super) struct Declared {
+    places: HashMap<SpanBuffers, u64>,
+    /// The lists, by place.
+    pub lists: Vec<SpanBuffers>,
+}
+
+impl Declared {
+    fn place(&mut self, b: &SpanBuffers) -> u64 {
+        if let Some(p) = self.places.get(b) {
+            return *p;
+        }
+        let p = self.lists.len() as u64;
+        self.places.insert(b.clone(), p);
+        self.lists.push(b.clone());
+        p
+    }
+}
+
 /// A region open on the thread: its end and what to write at its end.
 struct Open {
     end: u64,
@@ -73,6 +93,7 @@ pub(super) fn write_thread(
     epoch: u64,
     mut events: Vec<&Event>,
     posted: &HashMap<u64, Posted>,
+    declared: &mut Declared,
     losses: &mut Losses,
 ) -> Result<()> {
     events.sort_by_key(|e| (e.start(), std::cmp::Reverse(e.end())));
@@ -107,7 +128,13 @@ pub(super) fn write_thread(
             }
             Event::Compute(c) => {
                 let region = b.region(RegionKey::Compute(c.name.clone()));
-                w.write(start, &Record::Enter { region }, &[])?;
+                let attrs: Vec<Attr> = c
+                    .buffers
+                    .as_deref()
+                    .map(|bufs| Attr { attribute: attr_ref(CallAttr::SpanBuffers), value: AttrValue::U64(declared.place(bufs)) })
+                    .into_iter()
+                    .collect();
+                w.write(start, &Record::Enter { region }, &attrs)?;
                 stack.push(Open { end, region, at_end: Vec::new() });
             }
             Event::Gpu(_) => losses.gpu += 1,
