@@ -84,6 +84,11 @@ impl Archive {
                         }
                     }
                     let e = sys::OTF2_Reader_GetEvtReader(reader, *l);
+                    let empty = a.defs.locations.get(l).is_some_and(|d| d.events == 0);
+                    if e.is_null() && empty {
+                        // A location without events may have no event file.
+                        continue;
+                    }
                     if e.is_null() {
                         return Err(Error::Invalid {
                             path: p.clone(),
@@ -133,6 +138,9 @@ impl Archive {
         visit: &mut dyn FnMut(u64, &Record, &[Attr]) -> Visited,
     ) -> Result<u64> {
         let Some(e) = self.evt.get(&location).copied() else {
+            if self.defs.locations.get(&location).is_some_and(|d| d.events == 0) {
+                return Ok(0);
+            }
             return Err(Error::Invalid {
                 path: self.path.clone(),
                 reason: format!("location {location} is not defined"),

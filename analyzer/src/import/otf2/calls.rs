@@ -47,6 +47,10 @@ pub(super) struct RankEvents {
     pub unbalanced: u64,
     /// The buffers its compute spans declared (overlap's archives), by place.
     pub span_buffers: Vec<Arc<SpanBuffers>>,
+    /// The groups its window calls named (overlap's archives), by place.
+    pub groups: Vec<Vec<i32>>,
+    /// The regions its Pcontrol calls named (overlap's archives), by place.
+    pub regions: Vec<String>,
 }
 
 impl RankEvents {
@@ -58,6 +62,8 @@ impl RankEvents {
             unrecorded: Default::default(),
             unbalanced: 0,
             span_buffers: Vec::new(),
+            groups: Vec::new(),
+            regions: Vec::new(),
         }
     }
 }
@@ -198,6 +204,8 @@ impl<'a> Thread<'a> {
                 CallAttr::Exclusive => a.exclusive = u8::try_from(u).ok(),
                 CallAttr::Flag => a.flag = u8::try_from(u).ok(),
                 CallAttr::Level => a.level = i32_,
+                CallAttr::Group => a.group = self.rank.groups.get(u as usize).cloned().unwrap_or_default(),
+                CallAttr::Region => a.region = self.rank.regions.get(u as usize).cloned(),
                 CallAttr::Persistent | CallAttr::SpanBuffers => {}
             }
         }

@@ -66,6 +66,8 @@ pub fn read_archive_into<S: EventSink>(anchor: &Path) -> Result<Vec<RankTrace<S>
         let mut events = RankEvents::new(*rank);
         let declared: Vec<overlap_format::schema::SpanBuffers> = kept(anchor, &def.props, v::SPAN_BUFFERS)?.unwrap_or_default();
         events.span_buffers = declared.into_iter().map(std::sync::Arc::new).collect();
+        events.groups = kept(anchor, &def.props, v::GROUPS)?.unwrap_or_default();
+        events.regions = kept(anchor, &def.props, v::REGIONS)?.unwrap_or_default();
         let mut threads = BTreeMap::new();
         for l in by_rank.get(rank).into_iter().flatten() {
             let (_, tid) = layout.threads[l];

@@ -29,6 +29,12 @@ pub const IN_FLIGHT: &str = "OVERLAP::IN_FLIGHT";
 /// The buffers its compute spans declared, JSON (a list of `SpanBuffers`, each distinct
 /// one once: a span names its own by place, [`CallAttr::SpanBuffers`]).
 pub const SPAN_BUFFERS: &str = "OVERLAP::SPAN_BUFFERS";
+/// The groups its Win_start and Win_post calls named, JSON (a list of lists of world
+/// ranks, each distinct one once: a call names its own by place, [`CallAttr::Group`]).
+pub const GROUPS: &str = "OVERLAP::GROUPS";
+/// The region names its Pcontrol calls gave, JSON (a list, each distinct one once: a
+/// call names its own by place, [`CallAttr::Region`]).
+pub const REGIONS: &str = "OVERLAP::PCONTROL_REGIONS";
 /// "true" when part of its file was corrupt.
 pub const DAMAGED: &str = "OVERLAP::DAMAGED";
 
@@ -82,11 +88,15 @@ pub enum CallAttr {
     /// A compute span: the place of the buffers it declared in its rank's
     /// [`SPAN_BUFFERS`].
     SpanBuffers,
+    /// Win_start / Win_post: the place of the group it named in its rank's [`GROUPS`].
+    Group,
+    /// Pcontrol: the place of the region it named in its rank's [`REGIONS`].
+    Region,
 }
 
 impl CallAttr {
     /// Every attribute, its reference in the archive being its place here.
-    pub const ALL: [CallAttr; 21] = [
+    pub const ALL: [CallAttr; 23] = [
         CallAttr::Peer,
         CallAttr::Tag,
         CallAttr::Bytes,
@@ -108,6 +118,8 @@ impl CallAttr {
         CallAttr::Level,
         CallAttr::Persistent,
         CallAttr::SpanBuffers,
+        CallAttr::Group,
+        CallAttr::Region,
     ];
 
     /// Its name in the archive.
@@ -134,6 +146,8 @@ impl CallAttr {
             CallAttr::Level => "overlap::level",
             CallAttr::Persistent => "overlap::persistent",
             CallAttr::SpanBuffers => "overlap::span_buffers",
+            CallAttr::Group => "overlap::group",
+            CallAttr::Region => "overlap::region",
         }
     }
 

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use overlap_format::schema::{Op, SpanBuffers, SyncPhase};
+use overlap_format::schema::{Op, SyncPhase};
 use overlap_otf2::{
     location_group_type, location_type, paradigm, region_role, Attribute, AttributeType,
     ClockOffset, ClockProperties, Comm, Definitions, Group, Location, LocationGroup, Property,
@@ -16,6 +16,7 @@ use overlap_otf2::{
 use serde::Serialize;
 
 use crate::import::otf2::vocabulary::{self as v, location, role_of, CallAttr};
+use super::records::Named;
 use crate::model::RankTrace;
 
 /// `OTF2_GroupType` values written.
@@ -123,7 +124,7 @@ impl Builder {
     /// Defines rank `t`'s process, threads (with `counts` events each), properties and
     /// clock offsets. `own_clock`: the rank does not read rank 0's clock, so its
     /// measured offsets align it.
-    pub fn rank<S>(&mut self, t: &RankTrace<S>, tids: &BTreeSet<u32>, own_clock: bool, declared: &[SpanBuffers]) {
+    pub fn rank<S>(&mut self, t: &RankTrace<S>, tids: &BTreeSet<u32>, own_clock: bool, named: &Named) {
         let rank = t.rank();
         let host = if t.header.host.is_empty() { "unknown host".to_string() } else { t.header.host.clone() };
         let next = self.hosts.len() as u32 + 1;
@@ -162,8 +163,14 @@ impl Builder {
         if !t.in_flight.is_empty() {
             keep(v::IN_FLIGHT, &t.in_flight);
         }
-        if !declared.is_empty() {
-            keep(v::SPAN_BUFFERS, &declared);
+        if !named.buffers.values.is_empty() {
+            keep(v::SPAN_BUFFERS, &named.buffers.values);
+        }
+        if !named.groups.values.is_empty() {
+            keep(v::GROUPS, &named.groups.values);
+        }
+        if !named.regions.values.is_empty() {
+            keep(v::REGIONS, &named.regions.values);
         }
         if t.damaged {
             props.insert(v::DAMAGED.into(), Property::Text("true".into()));

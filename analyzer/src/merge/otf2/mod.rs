@@ -21,7 +21,7 @@ use overlap_format::schema::{Event, LearnedUse, Unwatched};
 use overlap_otf2::ArchiveWriter;
 
 use self::defs::Builder;
-use self::records::{posts, write_thread, Declared, Losses};
+use self::records::{posts, write_thread, Losses, Named};
 use super::{check_one_run, world_size_of, Unreadable};
 use crate::import::otf2::vocabulary::location;
 use crate::import::{rank_files, read_rank_file, read_rank_file_into, EventSink};
@@ -134,16 +134,16 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
             by_tid.entry(e.tid()).or_default().push(e);
         }
         events += t.events.len() as u64;
-        let mut declared = Declared::default();
+        let mut named = Named::default();
         for (tid, list) in by_tid.iter_mut() {
             let mut w = archive.events(location(t.rank(), *tid))?;
             let list = std::mem::take(list);
-            write_thread(&mut w, &mut b, t.header.epoch_ns, list, &posted, &mut declared, &mut losses)?;
+            write_thread(&mut w, &mut b, t.header.epoch_ns, list, &posted, &mut named, &mut losses)?;
             w.close()?;
         }
         let tids: BTreeSet<u32> = by_tid.keys().copied().chain(t.threads.keys().copied()).collect();
         let own_clock = reference_domain.is_empty() || t.header.clock_domain != reference_domain;
-        b.rank(&t, &tids, own_clock, &declared.lists);
+        b.rank(&t, &tids, own_clock, &named);
     }
     let records = archive.event_counts().clone();
     let anchor = archive.finish(&b.finish())?;

@@ -58,24 +58,41 @@ pub(super) struct Losses {
     pub unposted: u64,
 }
 
-/// The distinct buffer lists a rank's compute spans declared, each given its place.
-#[derive(Default)]
-pub(super) struct Declared {
-    places: HashMap<SpanBuffers, u64>,
-    /// The lists, by place.
-    pub lists: Vec<SpanBuffers>,
+/// Distinct values a rank's events name (the buffers compute spans declared, the
+/// groups of window calls), each given its place, which the event's attribute says.
+pub(super) struct Interned<T> {
+    places: HashMap<T, u64>,
+    /// The values, by place.
+    pub values: Vec<T>,
 }
 
-impl Declared {
-    fn place(&mut self, b: &SpanBuffers) -> u64 {
-        if let Some(p) = self.places.get(b) {
+impl<T> Default for Interned<T> {
+    fn default() -> Self {
+        Interned { places: HashMap::new(), values: Vec::new() }
+    }
+}
+
+impl<T: std::hash::Hash + Eq + Clone> Interned<T> {
+    fn place(&mut self, v: &T) -> u64 {
+        if let Some(p) = self.places.get(v) {
             return *p;
         }
-        let p = self.lists.len() as u64;
-        self.places.insert(b.clone(), p);
-        self.lists.push(b.clone());
+        let p = self.values.len() as u64;
+        self.places.insert(v.clone(), p);
+        self.values.push(v.clone());
         p
     }
+}
+
+/// What a rank's events name by place.
+#[derive(Default)]
+pub(super) struct Named {
+    /// The buffers of compute spans.
+    pub buffers: Interned<SpanBuffers>,
+    /// The groups of window calls.
+    pub groups: Interned<Vec<i32>>,
+    /// The regions of Pcontrol calls.
+    pub regions: Interned<String>,
 }
 
 /// A region open on the thread: its end and what to write at its end.
@@ -93,7 +110,7 @@ pub(super) fn write_thread(
     epoch: u64,
     mut events: Vec<&Event>,
     posted: &HashMap<u64, Posted>,
-    declared: &mut Declared,
+    named: &mut Named,
     losses: &mut Losses,
 ) -> Result<()> {
     events.sort_by_key(|e| (e.start(), std::cmp::Reverse(e.end())));
@@ -119,7 +136,16 @@ pub(super) fn write_thread(
         match e {
             Event::Call(c) => {
                 let region = b.region(RegionKey::Call(c.op));
-                w.write(start, &Record::Enter { region }, &attributes(&c.args))?;
+                let mut attrs = attributes(&c.args);
+                if !c.args.group.is_empty() {
+                    let place = named.groups.place(&c.args.group);
+                    attrs.push(Attr { attribute: attr_ref(CallAttr::Group), value: AttrValue::U64(place) });
+                }
+                if let Some(region) = &c.args.region {
+                    let place = named.regions.place(region);
+                    attrs.push(Attr { attribute: attr_ref(CallAttr::Region), value: AttrValue::U64(place) });
+                }
+                w.write(start, &Record::Enter { region }, &attrs)?;
                 let (at_start, at_end) = call_records(b, c, posted, losses);
                 for (r, attrs) in at_start {
                     w.write(start, &r, &attrs)?;
@@ -131,7 +157,7 @@ pub(super) fn write_thread(
                 let attrs: Vec<Attr> = c
                     .buffers
                     .as_deref()
-                    .map(|bufs| Attr { attribute: attr_ref(CallAttr::SpanBuffers), value: AttrValue::U64(declared.place(bufs)) })
+                    .map(|bufs| Attr { attribute: attr_ref(CallAttr::SpanBuffers), value: AttrValue::U64(named.buffers.place(bufs)) })
                     .into_iter()
                     .collect();
                 w.write(start, &Record::Enter { region }, &attrs)?;
