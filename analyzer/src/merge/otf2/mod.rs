@@ -63,6 +63,8 @@ pub fn archive_place(out: &Path) -> (PathBuf, String) {
 struct CommUse {
     comms: BTreeMap<u32, BTreeSet<i32>>,
     events: usize,
+    /// Buffer uses learned (`overlap trace --buffers`), which are not written.
+    learned: u64,
 }
 
 impl Extend<Event> for CommUse {
@@ -84,7 +86,9 @@ impl EventSink for CommUse {
     fn len(&self) -> usize {
         self.events
     }
-    fn learned(&mut self, _: Vec<LearnedUse>, _: Vec<Unwatched>) {}
+    fn learned(&mut self, learned: Vec<LearnedUse>, unwatched: Vec<Unwatched>) {
+        self.learned += (learned.len() + unwatched.len()) as u64;
+    }
 }
 
 /// Writes the rank files of `dir` as the OTF2 archive `out` ([`archive_place`]).
@@ -124,7 +128,7 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
     let (place, name) = archive_place(out);
     let mut archive = ArchiveWriter::create(&place, &name, &format!("overlap {}", env!("CARGO_PKG_VERSION")))?;
     let mut b = Builder::new(world_size, comms);
-    let mut losses = Losses::default();
+    let mut losses = Losses { learned: uses.iter().map(|t| t.events.learned).sum(), ..Losses::default() };
     let mut events = 0u64;
     for u in &uses {
         let t = read_rank_file(&u.path)?;
@@ -166,6 +170,9 @@ impl Losses {
         }
         if self.crossing > 0 {
             notes.push(format!("{} event(s) cut at the end of an enclosing one (OTF2's regions nest; these crossed)", self.crossing));
+        }
+        if self.learned > 0 {
+            notes.push(format!("{} buffer use(s) learned by `overlap trace --buffers` not written: OTF2 has no place for them (analyze the rank directory for them)", self.learned));
         }
         if self.unposted > 0 {
             notes.push(format!("{} completion(s) of requests no recorded call posted, written without their status", self.unposted));

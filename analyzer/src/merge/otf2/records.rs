@@ -56,6 +56,8 @@ pub(super) struct Losses {
     /// Completions of requests no recorded call posted (written as send completions,
     /// their status not kept).
     pub unposted: u64,
+    /// Buffer uses learned (`overlap trace --buffers`): not written.
+    pub learned: u64,
 }
 
 /// Distinct values a rank's events name (the buffers compute spans declared, the
