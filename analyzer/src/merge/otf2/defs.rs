@@ -16,7 +16,7 @@ use overlap_otf2::{
 use serde::Serialize;
 
 use crate::import::otf2::vocabulary::{self as v, location, role_of, CallAttr};
-use super::records::Named;
+use super::named::Named;
 use crate::model::RankTrace;
 
 /// `OTF2_GroupType` values written.

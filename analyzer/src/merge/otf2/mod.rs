@@ -12,6 +12,7 @@
 //! written.
 
 mod defs;
+mod named;
 mod records;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +22,8 @@ use overlap_format::schema::{Event, LearnedUse, Unwatched};
 use overlap_otf2::ArchiveWriter;
 
 use self::defs::Builder;
-use self::records::{posts, write_thread, Losses, Named};
+use self::named::Named;
+use self::records::{posts, write_thread, Losses};
 use super::{check_one_run, world_size_of, Unreadable};
 use crate::import::otf2::vocabulary::location;
 use crate::import::{rank_files, read_rank_file, read_rank_file_into, EventSink};

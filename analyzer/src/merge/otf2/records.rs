@@ -11,10 +11,11 @@
 
 use std::collections::HashMap;
 
-use overlap_format::schema::{CallArgs, CallEvent, Event, Op, OpClass, RequestKind, SpanBuffers};
+use overlap_format::schema::{CallArgs, CallEvent, Event, Op, OpClass, RequestKind};
 use overlap_otf2::{Attr, AttrValue, EventWriter, Record};
 
 use super::defs::{Builder, RegionKey};
+use super::named::Named;
 use crate::import::otf2::vocabulary::{collective_op_of, CallAttr};
 use crate::Result;
 
@@ -58,43 +59,6 @@ pub(super) struct Losses {
     pub unposted: u64,
     /// Buffer uses learned (`overlap trace --buffers`): not written.
     pub learned: u64,
-}
-
-/// Distinct values a rank's events name (the buffers compute spans declared, the
-/// groups of window calls), each given its place, which the event's attribute says.
-pub(super) struct Interned<T> {
-    places: HashMap<T, u64>,
-    /// The values, by place.
-    pub values: Vec<T>,
-}
-
-impl<T> Default for Interned<T> {
-    fn default() -> Self {
-        Interned { places: HashMap::new(), values: Vec::new() }
-    }
-}
-
-impl<T: std::hash::Hash + Eq + Clone> Interned<T> {
-    fn place(&mut self, v: &T) -> u64 {
-        if let Some(p) = self.places.get(v) {
-            return *p;
-        }
-        let p = self.values.len() as u64;
-        self.places.insert(v.clone(), p);
-        self.values.push(v.clone());
-        p
-    }
-}
-
-/// What a rank's events name by place.
-#[derive(Default)]
-pub(super) struct Named {
-    /// The buffers of compute spans.
-    pub buffers: Interned<SpanBuffers>,
-    /// The groups of window calls.
-    pub groups: Interned<Vec<i32>>,
-    /// The regions of Pcontrol calls.
-    pub regions: Interned<String>,
 }
 
 /// A region open on the thread: its end and what to write at its end.
