@@ -414,7 +414,11 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
     if crate::format::wants_otf2(&a.out, a.format) {
-        return crate::otf2::merge(&a.dir, &a.out, a.from.is_some() || a.to.is_some() || a.region.is_some() || a.ranks.is_some());
+        return crate::otf2::merge(
+            &a.dir,
+            &a.out,
+            a.from.is_some() || a.to.is_some() || a.region.is_some() || a.ranks.is_some(),
+        );
     }
     let format = format_of(&a.out, a.format)?;
     let (from, to) = match &a.region {

@@ -41,7 +41,8 @@ pub(crate) fn merge(dir: &Path, out: &Path, windowed: bool) -> Result<ExitCode> 
 /// The bytes of the archive `name` in `dir`: its anchor, definitions and events.
 fn archive_bytes(dir: &Path, name: &str) -> u64 {
     let size = |p: &Path| std::fs::metadata(p).map_or(0, |m| m.len());
-    let mut total = size(&dir.join(format!("{name}.otf2"))) + size(&dir.join(format!("{name}.def")));
+    let mut total =
+        size(&dir.join(format!("{name}.otf2"))) + size(&dir.join(format!("{name}.def")));
     if let Ok(entries) = std::fs::read_dir(dir.join(name)) {
         total += entries.flatten().map(|e| size(&e.path())).sum::<u64>();
     }

@@ -138,7 +138,12 @@ impl Archive {
         visit: &mut dyn FnMut(u64, &Record, &[Attr]) -> Visited,
     ) -> Result<u64> {
         let Some(e) = self.evt.get(&location).copied() else {
-            if self.defs.locations.get(&location).is_some_and(|d| d.events == 0) {
+            if self
+                .defs
+                .locations
+                .get(&location)
+                .is_some_and(|d| d.events == 0)
+            {
                 return Ok(0);
             }
             return Err(Error::Invalid {

@@ -196,7 +196,9 @@ fn events(rank: u32) -> Vec<(u64, Record, Vec<Attr>)> {
 fn written_archives_read_back_and_otf2_print_reads_them() {
     let dir = tempfile::tempdir().unwrap();
     if !available() {
-        let err = ArchiveWriter::create(dir.path(), "traces", "t").err().unwrap();
+        let err = ArchiveWriter::create(dir.path(), "traces", "t")
+            .err()
+            .unwrap();
         assert!(err.to_string().contains("built without OTF2"), "{err}");
         return;
     }

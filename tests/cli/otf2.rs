@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::trace::{program, trace};
-use crate::util::{mpi_lock, overlap, run_false_overlap};
+use crate::util::{overlap, run_false_overlap};
 
 /// The records `otf2-print` prints, by kind (`ENTER`, `MPI_ISEND`...).
 pub(crate) fn otf2_print_counts(anchor: &Path) -> BTreeMap<String, u64> {
@@ -32,7 +32,9 @@ pub(crate) fn otf2_print_counts(anchor: &Path) -> BTreeMap<String, u64> {
     let mut counts = BTreeMap::new();
     for line in text.lines() {
         let mut words = line.split_whitespace();
-        let (Some(kind), Some(location)) = (words.next(), words.next()) else { continue };
+        let (Some(kind), Some(location)) = (words.next(), words.next()) else {
+            continue;
+        };
         let is_kind = kind.chars().all(|c| c.is_ascii_uppercase() || c == '_');
         if is_kind && !line.starts_with(' ') && location.parse::<u64>().is_ok() {
             *counts.entry(kind.to_string()).or_insert(0) += 1;
@@ -41,16 +43,27 @@ pub(crate) fn otf2_print_counts(anchor: &Path) -> BTreeMap<String, u64> {
     counts
 }
 
-/// The number after `before` and before `after` in `text`.
-fn number_in(text: &str, before: &str, after: &str) -> u64 {
-    let tail = text.split(before).nth(1).unwrap_or_else(|| panic!("{before:?} in {text}"));
-    tail.split(after).next().and_then(|n| n.trim().parse().ok()).unwrap_or_else(|| panic!("a number after {before:?} in {text}"))
+/// The number just before `after` in `text` (`12 events`, `(40 OTF2 records`).
+fn number_before(text: &str, after: &str) -> u64 {
+    let head = text.split(after).next().unwrap_or_default();
+    let word = head
+        .split_whitespace()
+        .last()
+        .unwrap_or_default()
+        .trim_start_matches('(');
+    word.parse()
+        .unwrap_or_else(|_| panic!("a number before {after:?} in {text}"))
 }
 
 /// `overlap analyze PATH --json`, with the paths it names replaced by `<source>`.
 fn report(path: &Path, names: &[String]) -> serde_json::Value {
     let run = overlap(&["analyze", path.to_str().expect("utf-8"), "--json"]);
-    assert!(run.success(), "analyze {}: {}", path.display(), run.describe());
+    assert!(
+        run.success(),
+        "analyze {}: {}",
+        path.display(),
+        run.describe()
+    );
     let mut text = run.stdout();
     for n in names {
         text = text.replace(n.as_str(), "<source>");
@@ -63,28 +76,52 @@ fn report(path: &Path, names: &[String]) -> serde_json::Value {
 /// per call and compute span), and its report is the rank directory's.
 pub(crate) fn round_trip(dir: &Path) {
     let archive = dir.with_extension("otf2d");
-    let merge = overlap(&["merge", dir.to_str().expect("utf-8"), "--format", "otf2", "--out", archive.to_str().expect("utf-8")]);
+    let merge = overlap(&[
+        "merge",
+        dir.to_str().expect("utf-8"),
+        "--format",
+        "otf2",
+        "--out",
+        archive.to_str().expect("utf-8"),
+    ]);
     assert!(merge.success(), "{}", merge.describe());
     let anchor = archive.join("traces.otf2");
     let said = merge.stdout();
-    let events = number_in(&said, "rank(s): ", " events");
-    let records = number_in(&said, "(", " OTF2 records");
+    let events = number_before(&said, " events");
+    let records = number_before(&said, " OTF2 records");
     assert!(events > 0, "{said}");
     let printed = otf2_print_counts(&anchor);
-    assert_eq!(printed.values().sum::<u64>(), records, "otf2-print reads every record written: {printed:?}");
+    assert_eq!(
+        printed.values().sum::<u64>(),
+        records,
+        "otf2-print reads every record written: {printed:?}"
+    );
     assert_eq!(printed.get("ENTER"), Some(&events), "{printed:?}");
     assert_eq!(printed.get("LEAVE"), Some(&events), "{printed:?}");
 
     let d = dir.to_str().expect("utf-8").to_string();
-    let mut names: Vec<String> = (0..64).rev().map(|r| format!("{d}/rank-{r}.ovlp")).collect();
+    let mut names: Vec<String> = (0..64)
+        .rev()
+        .map(|r| format!("{d}/rank-{r}.ovlp"))
+        .collect();
     names.push(d);
     let from_dir = report(dir, &names);
     let from_archive = report(&anchor, &[anchor.to_str().expect("utf-8").to_string()]);
     if from_dir != from_archive {
         let a = serde_json::to_string_pretty(&from_dir).unwrap_or_default();
         let b = serde_json::to_string_pretty(&from_archive).unwrap_or_default();
-        let first = a.lines().zip(b.lines()).position(|(x, y)| x != y).unwrap_or(0);
-        let around = |t: &str| t.lines().skip(first.saturating_sub(5)).take(15).collect::<Vec<_>>().join("\n");
+        let first = a
+            .lines()
+            .zip(b.lines())
+            .position(|(x, y)| x != y)
+            .unwrap_or(0);
+        let around = |t: &str| {
+            t.lines()
+                .skip(first.saturating_sub(5))
+                .take(15)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
         panic!("the archive's report differs from the rank directory's at line {first}:\n--- rank directory\n{}\n--- archive\n{}", around(&a), around(&b));
     }
 }
@@ -97,10 +134,7 @@ fn test_programs_round_trip_through_otf2() {
     // epochs (their groups); pcontrol.c: named regions.
     for name in ["calls", "nbc_rma", "pcontrol"] {
         let out = tmp.path().join(format!("{name}.pftrace"));
-        let run = {
-            let _guard = mpi_lock();
-            trace(4, &program(name), &out)
-        };
+        let run = trace(4, &program(name), &out);
         assert!(run.success(), "{name}: {}", run.describe());
         round_trip(&out.with_extension("ranks"));
     }
@@ -132,7 +166,9 @@ fn what_otf2_cannot_hold_is_refused_or_said() {
     // Named *.otf2, the archive's files go beside it; a second one there is refused.
     let first = overlap(&["merge", d, "--out", a]);
     assert!(first.success(), "{}", first.describe());
-    assert!(archive.is_file() && tmp.path().join("a.def").is_file() && tmp.path().join("a").is_dir());
+    assert!(
+        archive.is_file() && tmp.path().join("a.def").is_file() && tmp.path().join("a").is_dir()
+    );
     let again = overlap(&["merge", d, "--out", a]);
     assert!(!again.success(), "{}", again.describe());
     again.assert_stderr_has("an archive of that name is there already");
@@ -152,7 +188,15 @@ fn what_is_no_archive_is_an_error_naming_it() {
     assert!(run_false_overlap(2, "naive", 2, &out, &[]).success());
     let archive = tmp2.path().join("arch");
     let d = out.with_extension("ranks");
-    assert!(overlap(&["merge", d.to_str().expect("utf-8"), "--format", "otf2", "--out", archive.to_str().expect("utf-8")]).success());
+    assert!(overlap(&[
+        "merge",
+        d.to_str().expect("utf-8"),
+        "--format",
+        "otf2",
+        "--out",
+        archive.to_str().expect("utf-8")
+    ])
+    .success());
     std::fs::remove_file(archive.join("traces.def")).expect("remove the definitions");
     let anchor = archive.join("traces.otf2");
     let run = overlap(&["analyze", anchor.to_str().expect("utf-8")]);

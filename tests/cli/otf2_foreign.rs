@@ -129,7 +129,9 @@ fn an_archive_of_another_writer_gives_its_verdicts() {
         String::from_utf8_lossy(&out.stderr)
     );
     let anchor = archive.join("traces.otf2");
-    assert!(otf2_print_counts(&anchor).get("ENTER").is_some_and(|n| *n > 0));
+    assert!(otf2_print_counts(&anchor)
+        .get("ENTER")
+        .is_some_and(|n| *n > 0));
     let run = overlap(&["analyze", anchor.to_str().expect("utf-8"), "--json"]);
     assert!(run.success(), "{}", run.describe());
     let r: serde_json::Value = serde_json::from_str(&run.stdout()).expect("JSON");
@@ -139,31 +141,57 @@ fn an_archive_of_another_writer_gives_its_verdicts() {
     assert_eq!(r["run"]["compute_source"], "spans");
 
     let kinds = r["wait_states"]["kinds"].as_array().expect("kinds");
-    let late_sender = kinds.iter().find(|k| k["kind"] == "late_sender").expect("late senders");
+    let late_sender = kinds
+        .iter()
+        .find(|k| k["kind"] == "late_sender")
+        .expect("late senders");
     let mut found: Vec<(u64, u64, u64)> = late_sender["worst"]
         .as_array()
         .expect("worst")
         .iter()
-        .map(|w| (w["rank"].as_u64().unwrap_or(99), w["peer"].as_u64().unwrap_or(99), w["amount_ns"].as_u64().unwrap_or(0)))
+        .map(|w| {
+            (
+                w["rank"].as_u64().unwrap_or(99),
+                w["peer"].as_u64().unwrap_or(99),
+                w["amount_ns"].as_u64().unwrap_or(0),
+            )
+        })
         .collect();
     found.sort();
-    assert_eq!(found, vec![(1, 0, 2_001_000), (2, 3, 100_000), (3, 0, 1_998_000)]);
+    assert_eq!(
+        found,
+        vec![(1, 0, 2_001_000), (2, 3, 100_000), (3, 0, 1_998_000)]
+    );
     for k in kinds.iter().filter(|k| k["kind"] != "late_sender") {
         assert_eq!(k["count"], 0, "no other wait state: {k}");
     }
 
-    let worst = r["false_overlap"]["worst"].as_array().expect("false overlap");
+    let worst = r["false_overlap"]["worst"]
+        .as_array()
+        .expect("false overlap");
     let first = &worst[0];
-    assert_eq!((first["rank"].as_u64(), first["wait"]["call"].as_str()), (Some(2), Some("MPI_Waitall")));
+    assert_eq!(
+        (first["rank"].as_u64(), first["wait"]["call"].as_str()),
+        (Some(2), Some("MPI_Waitall"))
+    );
     assert_eq!(first["wait"]["start_ns"], 204_000);
     assert_eq!(first["lost_ns"], 1_500_000);
-    assert!(worst.iter().all(|f| f["rank"] != 1), "rank 1 computed in its window: {worst:?}");
+    assert!(
+        worst.iter().all(|f| f["rank"] != 1),
+        "rank 1 computed in its window: {worst:?}"
+    );
 
     // Compute: the regions' exclusive time, named by their regions and lines.
     let rank0 = &r["ranks"][0];
-    assert_eq!((rank0["rank"].as_u64(), rank0["host"].as_str()), (Some(0), Some("node0")));
+    assert_eq!(
+        (rank0["rank"].as_u64(), rank0["host"].as_str()),
+        (Some(0), Some("node0"))
+    );
     assert_eq!(rank0["compute_ns"], 5_894_000);
-    assert_eq!(rank0["wall_ns"], 5_910_000, "from MPI_Init's end to MPI_Finalize's start");
+    assert_eq!(
+        rank0["wall_ns"], 5_910_000,
+        "from MPI_Init's end to MPI_Finalize's start"
+    );
     let text = overlap(&["analyze", anchor.to_str().expect("utf-8"), "--full"]);
     assert!(text.success(), "{}", text.describe());
     text.assert_stdout_has("stencil (halo.c:60)");

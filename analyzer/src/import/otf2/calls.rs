@@ -27,8 +27,17 @@ use super::vocabulary::CallAttr;
 
 /// A region open on the location.
 enum Open {
-    Call { op: Op, start: u64, args: CallArgs, kept: bool },
-    Compute { name: String, start: u64, buffers: Option<Arc<SpanBuffers>> },
+    Call {
+        op: Op,
+        start: u64,
+        args: CallArgs,
+        kept: bool,
+    },
+    Compute {
+        name: String,
+        start: u64,
+        buffers: Option<Arc<SpanBuffers>>,
+    },
     Other,
 }
 
@@ -81,7 +90,14 @@ pub(super) struct Thread<'a> {
 
 impl<'a> Thread<'a> {
     pub fn new(layout: &'a Layout, rank: &'a mut RankEvents, tid: u32, epoch: u64) -> Thread<'a> {
-        Thread { layout, rank, tid, epoch, stack: Vec::new(), piece: 0 }
+        Thread {
+            layout,
+            rank,
+            tid,
+            epoch,
+            stack: Vec::new(),
+            piece: 0,
+        }
     }
 
     /// Takes one record at `ticks`.
@@ -104,12 +120,21 @@ impl<'a> Thread<'a> {
         let open = match self.layout.regions.get(&region) {
             Some(RegionKind::Call(op)) => {
                 let (args, kept) = self.kept_args(attrs);
-                Open::Call { op: *op, start: t, args, kept }
+                Open::Call {
+                    op: *op,
+                    start: t,
+                    args,
+                    kept,
+                }
             }
             Some(RegionKind::Compute(name)) => {
                 self.piece = t;
                 let buffers = self.declared(attrs);
-                Open::Compute { name: name.clone(), start: t, buffers }
+                Open::Compute {
+                    name: name.clone(),
+                    start: t,
+                    buffers,
+                }
             }
             Some(RegionKind::Unrecorded(name)) => {
                 *self.rank.unrecorded.entry(name.clone()).or_insert(0) += 1;
@@ -126,13 +151,28 @@ impl<'a> Thread<'a> {
             return;
         };
         match open {
-            Open::Call { op, start, mut args, kept } => {
+            Open::Call {
+                op,
+                start,
+                mut args,
+                kept,
+            } => {
                 if !kept && op.is_test() && args.completed.is_empty() {
                     args.flag = Some(0);
                 }
-                self.rank.events.push(Event::Call(CallEvent { tid: self.tid, start: Nanos(start), end: Nanos(t), op, args }));
+                self.rank.events.push(Event::Call(CallEvent {
+                    tid: self.tid,
+                    start: Nanos(start),
+                    end: Nanos(t),
+                    op,
+                    args,
+                }));
             }
-            Open::Compute { name, start, buffers } => {
+            Open::Compute {
+                name,
+                start,
+                buffers,
+            } => {
                 let start = if self.layout.ours { start } else { self.piece };
                 self.push_compute(name, start, t, buffers);
             }
@@ -155,19 +195,35 @@ impl<'a> Thread<'a> {
         }
     }
 
-    fn push_compute(&mut self, name: String, start: u64, end: u64, buffers: Option<Arc<SpanBuffers>>) {
+    fn push_compute(
+        &mut self,
+        name: String,
+        start: u64,
+        end: u64,
+        buffers: Option<Arc<SpanBuffers>>,
+    ) {
         if !self.layout.ours && end <= start {
             return;
         }
-        self.rank.events.push(Event::Compute(ComputeEvent { tid: self.tid, start: Nanos(start), end: Nanos(end), name, buffers }));
+        self.rank.events.push(Event::Compute(ComputeEvent {
+            tid: self.tid,
+            start: Nanos(start),
+            end: Nanos(end),
+            name,
+            buffers,
+        }));
     }
 
     /// The buffers a compute span of overlap's declared, named by its attribute.
     fn declared(&self, attrs: &[Attr]) -> Option<Arc<SpanBuffers>> {
-        attrs.iter().find_map(|a| match (self.layout.attrs.get(&a.attribute), a.value) {
-            (Some(CallAttr::SpanBuffers), AttrValue::U64(i)) => self.rank.span_buffers.get(i as usize).cloned(),
-            _ => None,
-        })
+        attrs
+            .iter()
+            .find_map(|a| match (self.layout.attrs.get(&a.attribute), a.value) {
+                (Some(CallAttr::SpanBuffers), AttrValue::U64(i)) => {
+                    self.rank.span_buffers.get(i as usize).cloned()
+                }
+                _ => None,
+            })
     }
 
     /// The arguments overlap's writer kept as attributes on the call's `Enter`.
@@ -175,7 +231,9 @@ impl<'a> Thread<'a> {
         let mut a = CallArgs::default();
         let mut kept = false;
         for attr in attrs {
-            let Some(which) = self.layout.attrs.get(&attr.attribute) else { continue };
+            let Some(which) = self.layout.attrs.get(&attr.attribute) else {
+                continue;
+            };
             let (u, i) = match attr.value {
                 AttrValue::U64(u) => (u, u as i64),
                 AttrValue::I64(i) => (i as u64, i),
@@ -204,7 +262,14 @@ impl<'a> Thread<'a> {
                 CallAttr::Exclusive => a.exclusive = u8::try_from(u).ok(),
                 CallAttr::Flag => a.flag = u8::try_from(u).ok(),
                 CallAttr::Level => a.level = i32_,
-                CallAttr::Group => a.group = self.rank.groups.get(u as usize).cloned().unwrap_or_default(),
+                CallAttr::Group => {
+                    a.group = self
+                        .rank
+                        .groups
+                        .get(u as usize)
+                        .cloned()
+                        .unwrap_or_default()
+                }
                 CallAttr::Region => a.region = self.rank.regions.get(u as usize).cloned(),
                 CallAttr::Persistent | CallAttr::SpanBuffers => {}
             }
@@ -216,20 +281,40 @@ impl<'a> Thread<'a> {
     fn mpi(&mut self, record: &Record, attrs: &[Attr]) {
         let me = self.rank.rank;
         let layout = self.layout;
-        let persistent = attrs.iter().find_map(|a| match (layout.attrs.get(&a.attribute), a.value) {
-            (Some(CallAttr::Persistent), AttrValue::U64(p)) => Some(p),
-            _ => None,
-        });
-        let Some(Open::Call { op, args, kept, .. }) = self.stack.last_mut() else { return };
+        let persistent =
+            attrs
+                .iter()
+                .find_map(|a| match (layout.attrs.get(&a.attribute), a.value) {
+                    (Some(CallAttr::Persistent), AttrValue::U64(p)) => Some(p),
+                    _ => None,
+                });
+        let Some(Open::Call { op, args, kept, .. }) = self.stack.last_mut() else {
+            return;
+        };
         let (op, kept) = (*op, *kept);
         let starts = matches!(op, Op::Start | Op::Startall);
         let u = |v: u64| (v != u64::MAX).then_some(v);
         let tag = |t: u32| (t != u32::MAX).then_some(t as i32);
         match *record {
-            Record::MpiSend { receiver, comm, tag: t, bytes } | Record::MpiIsend { receiver, comm, tag: t, bytes, .. } => {
+            Record::MpiSend {
+                receiver,
+                comm,
+                tag: t,
+                bytes,
+            }
+            | Record::MpiIsend {
+                receiver,
+                comm,
+                tag: t,
+                bytes,
+                ..
+            } => {
                 if let Record::MpiIsend { request, .. } = *record {
                     if starts {
-                        args.started.push(Started { request, persistent: persistent.unwrap_or(request) });
+                        args.started.push(Started {
+                            request,
+                            persistent: persistent.unwrap_or(request),
+                        });
                         return;
                     }
                     if !kept {
@@ -241,9 +326,13 @@ impl<'a> Thread<'a> {
                     (args.comm, args.peer, args.tag, args.bytes) = (id, peer, tag(t), u(bytes));
                 }
             }
-            Record::MpiIrecvRequest { request } | Record::NonBlockingCollectiveRequest { request } => {
+            Record::MpiIrecvRequest { request }
+            | Record::NonBlockingCollectiveRequest { request } => {
                 if starts {
-                    args.started.push(Started { request, persistent: persistent.unwrap_or(request) });
+                    args.started.push(Started {
+                        request,
+                        persistent: persistent.unwrap_or(request),
+                    });
                 } else if !kept {
                     args.request = Some(request);
                     if matches!(record, Record::MpiIrecvRequest { .. }) {
@@ -253,20 +342,38 @@ impl<'a> Thread<'a> {
                     }
                 }
             }
-            Record::MpiRecv { sender, comm, tag: t, bytes } | Record::MpiIrecv { sender, comm, tag: t, bytes, .. } => {
+            Record::MpiRecv {
+                sender,
+                comm,
+                tag: t,
+                bytes,
+            }
+            | Record::MpiIrecv {
+                sender,
+                comm,
+                tag: t,
+                bytes,
+                ..
+            } => {
                 let (id, source) = layout.world(comm, sender, me);
                 let request = match *record {
                     Record::MpiIrecv { request, .. } => Some(request),
                     _ => None,
                 };
-                let done = Completion { request, source, tag: tag(t), bytes: u(bytes) };
+                let done = Completion {
+                    request,
+                    source,
+                    tag: tag(t),
+                    bytes: u(bytes),
+                };
                 args.completed.push(done);
                 if kept {
                     return;
                 }
                 match request {
                     None if args.peer.is_none() => {
-                        (args.comm, args.peer, args.tag, args.bytes) = (id, source, done.tag, done.bytes);
+                        (args.comm, args.peer, args.tag, args.bytes) =
+                            (id, source, done.tag, done.bytes);
                     }
                     None => {
                         // A Sendrecv's receive half.
@@ -286,15 +393,32 @@ impl<'a> Thread<'a> {
                 }
             }
             Record::MpiIsendComplete { request } | Record::MpiRequestCancelled { request } => {
-                args.completed.push(Completion { request: Some(request), source: None, tag: None, bytes: None });
+                args.completed.push(Completion {
+                    request: Some(request),
+                    source: None,
+                    tag: None,
+                    bytes: None,
+                });
             }
             Record::NonBlockingCollectiveComplete { request, .. } => {
-                args.completed.push(Completion { request: Some(request), source: None, tag: None, bytes: None });
+                args.completed.push(Completion {
+                    request: Some(request),
+                    source: None,
+                    tag: None,
+                    bytes: None,
+                });
             }
-            Record::MpiCollectiveEnd { comm, root, sent, received, .. } => {
+            Record::MpiCollectiveEnd {
+                comm,
+                root,
+                sent,
+                received,
+                ..
+            } => {
                 if !kept {
                     let (id, root) = layout.world(comm, root, me);
-                    (args.comm, args.root, args.send_bytes, args.recv_bytes) = (id, root, u(sent), u(received));
+                    (args.comm, args.root, args.send_bytes, args.recv_bytes) =
+                        (id, root, u(sent), u(received));
                 }
             }
             Record::MpiRequestTest { .. } | Record::MpiCollectiveBegin | Record::Other { .. } => {}

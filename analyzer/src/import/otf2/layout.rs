@@ -93,10 +93,11 @@ impl Layout {
         for (place, g) in processes.iter().enumerate() {
             let props = defs.group_properties.get(g).cloned().unwrap_or_default();
             let kept = match props.get(v::HEADER) {
-                Some(Property::Text(json)) => Some(
-                    serde_json::from_str::<Header>(json)
-                        .map_err(|e| format!("location group {g}: its {} is unreadable: {e}", v::HEADER))?,
-                ),
+                Some(Property::Text(json)) => {
+                    Some(serde_json::from_str::<Header>(json).map_err(|e| {
+                        format!("location group {g}: its {} is unreadable: {e}", v::HEADER)
+                    })?)
+                }
                 _ => None,
             };
             let header = match kept {
@@ -112,7 +113,14 @@ impl Layout {
                     made_header(defs, *g, rank, processes.len() as u32, creator, program)
                 }
             };
-            ranks.insert(header.rank, RankDef { header, props, group: *g });
+            ranks.insert(
+                header.rank,
+                RankDef {
+                    header,
+                    props,
+                    group: *g,
+                },
+            );
         }
         if ours {
             // An overlap archive lists a rank without a file (missing) as a location
@@ -126,7 +134,9 @@ impl Layout {
             if d.kind != location_type::CPU_THREAD && d.kind != location_type::UNKNOWN {
                 continue;
             }
-            let Some(rank) = rank_of_group.get(&d.group) else { continue };
+            let Some(rank) = rank_of_group.get(&d.group) else {
+                continue;
+            };
             let tid = if ours {
                 (*l & 0xffff_ffff) as u32
             } else {
@@ -149,7 +159,9 @@ impl Layout {
         for (r, c) in &defs.comms {
             let group = defs.groups.get(&c.group);
             let is_self = group.is_some_and(|g| g.kind == COMM_SELF);
-            let world: Vec<u32> = group.map(|g| g.members.iter().map(|m| world_rank_at(*m)).collect()).unwrap_or_default();
+            let world: Vec<u32> = group
+                .map(|g| g.members.iter().map(|m| world_rank_at(*m)).collect())
+                .unwrap_or_default();
             let is_world = !is_self && world.len() as u32 == size && c.parent.is_none();
             let id = if ours {
                 *r
@@ -162,23 +174,41 @@ impl Layout {
             };
             comms.insert(*r, Comm { id, world, is_self });
         }
-        let regions = defs.regions.iter().map(|(r, x)| (*r, region_kind(x))).collect();
+        let regions = defs
+            .regions
+            .iter()
+            .map(|(r, x)| (*r, region_kind(x)))
+            .collect();
         let attrs = defs
             .attributes
             .iter()
             .filter_map(|(r, a)| CallAttr::named(&a.name).map(|c| (*r, c)))
             .collect();
-        Ok(Layout { ours, ranks, threads, regions, attrs, comms, resolution: defs.clock.timer_resolution })
+        Ok(Layout {
+            ours,
+            ranks,
+            threads,
+            regions,
+            attrs,
+            comms,
+            resolution: defs.clock.timer_resolution,
+        })
     }
 
     /// The communicator id of `comm`, and the world rank of its rank `r` as seen by
     /// `me` (`None`: undefined, or not a member).
     pub fn world(&self, comm: u32, r: u32, me: u32) -> (Option<u32>, Option<i32>) {
-        let Some(c) = self.comms.get(&comm) else { return (None, None) };
+        let Some(c) = self.comms.get(&comm) else {
+            return (None, None);
+        };
         if r == u32::MAX {
             return (Some(c.id), None);
         }
-        let w = if c.is_self { (r == 0).then_some(me) } else { c.world.get(r as usize).copied() };
+        let w = if c.is_self {
+            (r == 0).then_some(me)
+        } else {
+            c.world.get(r as usize).copied()
+        };
         (Some(c.id), w.map(|w| w as i32))
     }
 
@@ -220,7 +250,14 @@ fn region_kind(r: &overlap_otf2::Region) -> RegionKind {
 /// The header of a rank of another writer's archive, from the definitions: its host is
 /// its system tree node's name; its epoch the archive's first tick (every rank's, so
 /// that ranks without clock offsets share one clock).
-fn made_header(defs: &Definitions, group: u32, rank: u32, size: u32, creator: &str, program: &str) -> Header {
+fn made_header(
+    defs: &Definitions,
+    group: u32,
+    rank: u32,
+    size: u32,
+    creator: &str,
+    program: &str,
+) -> Header {
     let host = defs
         .location_groups
         .get(&group)
@@ -229,10 +266,14 @@ fn made_header(defs: &Definitions, group: u32, rank: u32, size: u32, creator: &s
         .map(|n| n.name.clone())
         .unwrap_or_default();
     let res = u128::from(defs.clock.timer_resolution.max(1));
-    let epoch_ns = u64::try_from(u128::from(defs.clock.global_offset) * 1_000_000_000 / res).unwrap_or(0);
+    let epoch_ns =
+        u64::try_from(u128::from(defs.clock.global_offset) * 1_000_000_000 / res).unwrap_or(0);
     let mut params = overlap_format::schema::Params::new();
     if !creator.is_empty() {
-        params.insert("otf2_creator".into(), overlap_format::schema::ParamValue::Text(creator.into()));
+        params.insert(
+            "otf2_creator".into(),
+            overlap_format::schema::ParamValue::Text(creator.into()),
+        );
     }
     Header {
         format: FORMAT_NAME.to_string(),

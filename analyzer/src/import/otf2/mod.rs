@@ -34,11 +34,15 @@ use crate::{Error, Result};
 
 /// True when `path` is named as an OTF2 anchor file (`*.otf2`).
 pub fn is_anchor(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e.eq_ignore_ascii_case(overlap_otf2::ANCHOR_EXTENSION))
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(overlap_otf2::ANCHOR_EXTENSION))
 }
 
 fn bad(path: &Path, reason: impl Into<String>) -> Error {
-    Error::NotATrace { path: path.to_path_buf(), reason: reason.into() }
+    Error::NotATrace {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
 }
 
 /// Reads every rank of the archive whose anchor file is `anchor`, its events into `S`,
@@ -51,10 +55,18 @@ pub fn read_archive_into<S: EventSink>(anchor: &Path) -> Result<Vec<RankTrace<S>
         .and_then(|d| d.file_name())
         .map(|d| d.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let layout = Layout::of(archive.definitions(), archive.creator(), &program)
-        .map_err(|reason| bad(anchor, format!("not an archive of MPI ranks overlap can read: {reason}")))?;
+    let layout =
+        Layout::of(archive.definitions(), archive.creator(), &program).map_err(|reason| {
+            bad(
+                anchor,
+                format!("not an archive of MPI ranks overlap can read: {reason}"),
+            )
+        })?;
     if layout.ranks.is_empty() {
-        return Err(bad(anchor, "its definitions name no MPI process (no location group of processes)"));
+        return Err(bad(
+            anchor,
+            "its definitions name no MPI process (no location group of processes)",
+        ));
     }
     let mut by_rank: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
     for (l, (rank, _)) in &layout.threads {
@@ -62,9 +74,14 @@ pub fn read_archive_into<S: EventSink>(anchor: &Path) -> Result<Vec<RankTrace<S>
     }
     let mut traces = Vec::with_capacity(layout.ranks.len());
     for (rank, def) in &layout.ranks {
-        let epoch = if layout.ours { def.header.epoch_ns } else { archive.definitions().clock.global_offset };
+        let epoch = if layout.ours {
+            def.header.epoch_ns
+        } else {
+            archive.definitions().clock.global_offset
+        };
         let mut events = RankEvents::new(*rank);
-        let declared: Vec<overlap_format::schema::SpanBuffers> = kept(anchor, &def.props, v::SPAN_BUFFERS)?.unwrap_or_default();
+        let declared: Vec<overlap_format::schema::SpanBuffers> =
+            kept(anchor, &def.props, v::SPAN_BUFFERS)?.unwrap_or_default();
         events.span_buffers = declared.into_iter().map(std::sync::Arc::new).collect();
         events.groups = kept(anchor, &def.props, v::GROUPS)?.unwrap_or_default();
         events.regions = kept(anchor, &def.props, v::REGIONS)?.unwrap_or_default();
@@ -81,13 +98,24 @@ pub fn read_archive_into<S: EventSink>(anchor: &Path) -> Result<Vec<RankTrace<S>
             })?;
             thread.finish();
         }
-        traces.push(rank_trace::<S>(anchor, &layout, archive.definitions(), *rank, events, threads)?);
+        traces.push(rank_trace::<S>(
+            anchor,
+            &layout,
+            archive.definitions(),
+            *rank,
+            events,
+            threads,
+        )?);
     }
     Ok(traces)
 }
 
 /// A property of the rank kept as JSON, read (absent: `None`).
-fn kept<T: DeserializeOwned>(anchor: &Path, props: &BTreeMap<String, Property>, name: &str) -> Result<Option<T>> {
+fn kept<T: DeserializeOwned>(
+    anchor: &Path,
+    props: &BTreeMap<String, Property>,
+    name: &str,
+) -> Result<Option<T>> {
     match props.get(name) {
         Some(Property::Text(json)) => serde_json::from_str(json)
             .map(Some)
@@ -132,11 +160,18 @@ fn rank_trace<S: EventSink>(
         kept::<Footer>(anchor, p, v::FOOTER)?
     } else {
         // Another writer's archive is whole once its definitions are there.
-        Some(Footer { events: event_count, threads: threads.len() as u32, buffer_stalls: 0 })
+        Some(Footer {
+            events: event_count,
+            threads: threads.len() as u32,
+            buffer_stalls: 0,
+        })
     };
     let call_counts = match kept::<CallCounts>(anchor, p, v::CALL_COUNTS)? {
         Some(c) => Some(c),
-        None if !layout.ours => Some(CallCounts { unrecorded: read.unrecorded, unseen_completions: 0 }),
+        None if !layout.ours => Some(CallCounts {
+            unrecorded: read.unrecorded,
+            unseen_completions: 0,
+        }),
         None => None,
     };
     let mut events = S::default();
@@ -173,7 +208,9 @@ fn measured_syncs(layout: &Layout, defs: &overlap_otf2::Definitions, group: u32)
     };
     let epoch_ticks = defs.clock.global_offset;
     let sync = |o: &overlap_otf2::ClockOffset, phase| {
-        let error = layout.ns_signed(o.std_dev.abs().round() as i64).unsigned_abs();
+        let error = layout
+            .ns_signed(o.std_dev.abs().round() as i64)
+            .unsigned_abs();
         ClockSync {
             phase,
             local_ns: layout.ns(o.time, epoch_ticks),

@@ -155,7 +155,12 @@ impl CallAttr {
     pub fn signed(self) -> bool {
         matches!(
             self,
-            CallAttr::Peer | CallAttr::Tag | CallAttr::RecvPeer | CallAttr::RecvTag | CallAttr::Root | CallAttr::Level
+            CallAttr::Peer
+                | CallAttr::Tag
+                | CallAttr::RecvPeer
+                | CallAttr::RecvTag
+                | CallAttr::Root
+                | CallAttr::Level
         )
     }
 

@@ -15,8 +15,8 @@ use overlap_otf2::{
 };
 use serde::Serialize;
 
-use crate::import::otf2::vocabulary::{self as v, location, role_of, CallAttr};
 use super::named::Named;
+use crate::import::otf2::vocabulary::{self as v, location, role_of, CallAttr};
 use crate::model::RankTrace;
 
 /// `OTF2_GroupType` values written.
@@ -49,18 +49,52 @@ impl Builder {
     /// members `comms`.
     pub fn new(world_size: u32, comms: BTreeMap<u32, BTreeSet<u32>>) -> Builder {
         let mut defs = Definitions::default();
-        defs.system_tree.insert(0, SystemTreeNode { name: "overlap run".into(), class_name: "machine".into(), parent: None });
+        defs.system_tree.insert(
+            0,
+            SystemTreeNode {
+                name: "overlap run".into(),
+                class_name: "machine".into(),
+                parent: None,
+            },
+        );
         for (i, a) in CallAttr::ALL.iter().enumerate() {
-            let kind = if a.signed() { AttributeType::I64 } else { AttributeType::U64 };
+            let kind = if a.signed() {
+                AttributeType::I64
+            } else {
+                AttributeType::U64
+            };
             let description = "an argument of the MPI call, as overlap recorded it".to_string();
-            defs.attributes.insert(i as u32, Attribute { name: a.name().into(), description, kind });
+            defs.attributes.insert(
+                i as u32,
+                Attribute {
+                    name: a.name().into(),
+                    description,
+                    kind,
+                },
+            );
         }
         for rank in 0..world_size {
-            defs.location_groups.insert(rank, LocationGroup { name: format!("MPI Rank {rank}"), kind: location_group_type::PROCESS, system_tree_parent: Some(0) });
-            defs.locations.insert(location(rank, 0), thread_location(rank, 0, None));
+            defs.location_groups.insert(
+                rank,
+                LocationGroup {
+                    name: format!("MPI Rank {rank}"),
+                    kind: location_group_type::PROCESS,
+                    system_tree_parent: Some(0),
+                },
+            );
+            defs.locations
+                .insert(location(rank, 0), thread_location(rank, 0, None));
         }
         let world: Vec<u64> = (0..world_size).map(|r| location(r, 0)).collect();
-        defs.groups.insert(0, Group { name: "MPI_COMM_WORLD's locations".into(), kind: COMM_LOCATIONS, paradigm: paradigm::MPI, members: world });
+        defs.groups.insert(
+            0,
+            Group {
+                name: "MPI_COMM_WORLD's locations".into(),
+                kind: COMM_LOCATIONS,
+                paradigm: paradigm::MPI,
+                members: world,
+            },
+        );
         let mut members: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
         members.insert(0, (0..world_size).collect());
         for (comm, ranks) in comms {
@@ -70,17 +104,46 @@ impl Builder {
         }
         for (i, (comm, m)) in members.iter().enumerate() {
             let group = i as u32 + 1;
-            let name = if *comm == 0 { "MPI_COMM_WORLD".to_string() } else { format!("communicator {comm}") };
-            defs.groups.insert(group, Group { name: name.clone(), kind: COMM_GROUP, paradigm: paradigm::MPI, members: m.iter().map(|r| u64::from(*r)).collect() });
+            let name = if *comm == 0 {
+                "MPI_COMM_WORLD".to_string()
+            } else {
+                format!("communicator {comm}")
+            };
+            defs.groups.insert(
+                group,
+                Group {
+                    name: name.clone(),
+                    kind: COMM_GROUP,
+                    paradigm: paradigm::MPI,
+                    members: m.iter().map(|r| u64::from(*r)).collect(),
+                },
+            );
             let parent = (*comm != 0).then_some(0);
-            defs.comms.insert(*comm, Comm { name, group, parent });
+            defs.comms.insert(
+                *comm,
+                Comm {
+                    name,
+                    group,
+                    parent,
+                },
+            );
         }
-        Builder { defs, regions: HashMap::new(), hosts: HashMap::new(), members, span: None, realtime: None }
+        Builder {
+            defs,
+            regions: HashMap::new(),
+            hosts: HashMap::new(),
+            members,
+            span: None,
+            realtime: None,
+        }
     }
 
     /// The rank of world rank `peer` in communicator `comm` (undefined: `u32::MAX`).
     pub fn comm_rank(&self, comm: Option<u32>, peer: Option<i32>) -> u32 {
-        let (Some(m), Some(p)) = (self.members.get(&comm.unwrap_or(0)), peer.and_then(|p| u32::try_from(p).ok())) else {
+        let (Some(m), Some(p)) = (
+            self.members.get(&comm.unwrap_or(0)),
+            peer.and_then(|p| u32::try_from(p).ok()),
+        ) else {
             return u32::MAX;
         };
         m.binary_search(&p).map_or(u32::MAX, |i| i as u32)
@@ -124,17 +187,34 @@ impl Builder {
     /// Defines rank `t`'s process, threads (with `counts` events each), properties and
     /// clock offsets. `own_clock`: the rank does not read rank 0's clock, so its
     /// measured offsets align it.
-    pub fn rank<S>(&mut self, t: &RankTrace<S>, tids: &BTreeSet<u32>, own_clock: bool, named: &Named) {
+    pub fn rank<S>(
+        &mut self,
+        t: &RankTrace<S>,
+        tids: &BTreeSet<u32>,
+        own_clock: bool,
+        named: &Named,
+    ) {
         let rank = t.rank();
-        let host = if t.header.host.is_empty() { "unknown host".to_string() } else { t.header.host.clone() };
+        let host = if t.header.host.is_empty() {
+            "unknown host".to_string()
+        } else {
+            t.header.host.clone()
+        };
         let next = self.hosts.len() as u32 + 1;
         let node = *self.hosts.entry(host.clone()).or_insert(next);
-        self.defs.system_tree.entry(node).or_insert(SystemTreeNode { name: host, class_name: "node".into(), parent: Some(0) });
+        self.defs.system_tree.entry(node).or_insert(SystemTreeNode {
+            name: host,
+            class_name: "node".into(),
+            parent: Some(0),
+        });
         if let Some(g) = self.defs.location_groups.get_mut(&rank) {
             g.system_tree_parent = Some(node);
         }
         for tid in tids {
-            self.defs.locations.insert(location(rank, *tid), thread_location(rank, *tid, t.threads.get(tid)));
+            self.defs.locations.insert(
+                location(rank, *tid),
+                thread_location(rank, *tid, t.threads.get(tid)),
+            );
         }
         if t.header.start_unix_ns > 0 && self.realtime.is_none_or(|(_, e)| t.header.epoch_ns < e) {
             self.realtime = Some((t.header.start_unix_ns, t.header.epoch_ns));
@@ -180,10 +260,16 @@ impl Builder {
             let offsets: Vec<ClockOffset> = [SyncPhase::Init, SyncPhase::Final]
                 .into_iter()
                 .filter_map(|p| t.syncs.iter().rev().find(|s| s.phase == p))
-                .map(|s| ClockOffset { time: t.header.epoch_ns + s.local_ns, offset: -s.offset_ns, std_dev: s.error_ns as f64 })
+                .map(|s| ClockOffset {
+                    time: t.header.epoch_ns + s.local_ns,
+                    offset: -s.offset_ns,
+                    std_dev: s.error_ns as f64,
+                })
                 .collect();
             for tid in tids {
-                self.defs.clock_offsets.insert(location(rank, *tid), offsets.clone());
+                self.defs
+                    .clock_offsets
+                    .insert(location(rank, *tid), offsets.clone());
             }
         }
     }
@@ -195,7 +281,9 @@ impl Builder {
             timer_resolution: 1_000_000_000,
             global_offset: first,
             trace_length: last - first,
-            realtime_ns: self.realtime.map(|(unix, epoch)| unix.saturating_add(first.saturating_sub(epoch))),
+            realtime_ns: self
+                .realtime
+                .map(|(unix, epoch)| unix.saturating_add(first.saturating_sub(epoch))),
         };
         self.defs
     }
@@ -206,7 +294,12 @@ fn thread_location(rank: u32, tid: u32, name: Option<&String>) -> Location {
         Some(n) => format!("rank {rank} {n}"),
         None => format!("rank {rank} thread {tid}"),
     };
-    Location { name, kind: location_type::CPU_THREAD, events: 0, group: rank }
+    Location {
+        name,
+        kind: location_type::CPU_THREAD,
+        events: 0,
+        group: rank,
+    }
 }
 
 /// JSON of what serializes, without naming its type.

@@ -52,8 +52,13 @@ pub struct Otf2Written {
 /// hold `traces.otf2`, as Score-P's experiment directories do.
 pub fn archive_place(out: &Path) -> (PathBuf, String) {
     if crate::import::otf2::is_anchor(out) {
-        let dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = out.file_stem().map_or("traces".into(), |s| s.to_string_lossy().into_owned());
+        let dir = out
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let name = out
+            .file_stem()
+            .map_or("traces".into(), |s| s.to_string_lossy().into_owned());
         (dir.to_path_buf(), name)
     } else {
         (out.to_path_buf(), "traces".to_string())
@@ -102,13 +107,19 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
     for f in files {
         match read_rank_file_into::<CommUse>(&f) {
             Ok(t) => uses.push(t),
-            Err(e) => unreadable.push(Unreadable { reason: super::reason_without_path(&f, &e), path: f }),
+            Err(e) => unreadable.push(Unreadable {
+                reason: super::reason_without_path(&f, &e),
+                path: f,
+            }),
         }
     }
     if uses.is_empty() {
         return Err(crate::Error::NoRanks {
             dir: dir.to_path_buf(),
-            problems: unreadable.iter().map(|u| format!("{}: {}", u.path.display(), u.reason)).collect(),
+            problems: unreadable
+                .iter()
+                .map(|u| format!("{}: {}", u.path.display(), u.reason))
+                .collect(),
         });
     }
     check_one_run(dir, &uses)?;
@@ -119,7 +130,12 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
         for (comm, peers) in &t.events.comms {
             let members = comms.entry(*comm).or_default();
             members.insert(t.rank());
-            members.extend(peers.iter().filter_map(|p| u32::try_from(*p).ok()).filter(|p| *p < world_size));
+            members.extend(
+                peers
+                    .iter()
+                    .filter_map(|p| u32::try_from(*p).ok())
+                    .filter(|p| *p < world_size),
+            );
         }
     }
     let reference_domain = uses
@@ -128,9 +144,16 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
         .map(|t| t.header.clock_domain.clone())
         .unwrap_or_default();
     let (place, name) = archive_place(out);
-    let mut archive = ArchiveWriter::create(&place, &name, &format!("overlap {}", env!("CARGO_PKG_VERSION")))?;
+    let mut archive = ArchiveWriter::create(
+        &place,
+        &name,
+        &format!("overlap {}", env!("CARGO_PKG_VERSION")),
+    )?;
     let mut b = Builder::new(world_size, comms);
-    let mut losses = Losses { learned: uses.iter().map(|t| t.events.learned).sum(), ..Losses::default() };
+    let mut losses = Losses {
+        learned: uses.iter().map(|t| t.events.learned).sum(),
+        ..Losses::default()
+    };
     let mut events = 0u64;
     for u in &uses {
         let t = read_rank_file(&u.path)?;
@@ -144,10 +167,22 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
         for (tid, list) in by_tid.iter_mut() {
             let mut w = archive.events(location(t.rank(), *tid))?;
             let list = std::mem::take(list);
-            write_thread(&mut w, &mut b, t.header.epoch_ns, list, &posted, &mut named, &mut losses)?;
+            write_thread(
+                &mut w,
+                &mut b,
+                t.header.epoch_ns,
+                list,
+                &posted,
+                &mut named,
+                &mut losses,
+            )?;
             w.close()?;
         }
-        let tids: BTreeSet<u32> = by_tid.keys().copied().chain(t.threads.keys().copied()).collect();
+        let tids: BTreeSet<u32> = by_tid
+            .keys()
+            .copied()
+            .chain(t.threads.keys().copied())
+            .collect();
         let own_clock = reference_domain.is_empty() || t.header.clock_domain != reference_domain;
         b.rank(&t, &tids, own_clock, &named);
     }

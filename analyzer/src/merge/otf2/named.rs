@@ -17,7 +17,10 @@ pub(super) struct Interned<T> {
 
 impl<T> Default for Interned<T> {
     fn default() -> Self {
-        Interned { places: HashMap::new(), values: Vec::new() }
+        Interned {
+            places: HashMap::new(),
+            values: Vec::new(),
+        }
     }
 }
 
@@ -43,4 +46,3 @@ pub(super) struct Named {
     /// The regions of Pcontrol calls.
     pub regions: Interned<String>,
 }
-

@@ -33,7 +33,14 @@ pub(super) fn posts(events: &[Event]) -> HashMap<u64, Posted> {
     for e in events {
         let Event::Call(c) = e else { continue };
         if let (Some(kind), Some(r)) = (c.op.request_kind(), c.args.request) {
-            posted.insert(r, Posted { kind, op: c.op, args: c.args.clone() });
+            posted.insert(
+                r,
+                Posted {
+                    kind,
+                    op: c.op,
+                    args: c.args.clone(),
+                },
+            );
         }
     }
     for e in events {
@@ -105,29 +112,46 @@ pub(super) fn write_thread(
                 let mut attrs = attributes(&c.args);
                 if !c.args.group.is_empty() {
                     let place = named.groups.place(&c.args.group);
-                    attrs.push(Attr { attribute: attr_ref(CallAttr::Group), value: AttrValue::U64(place) });
+                    attrs.push(Attr {
+                        attribute: attr_ref(CallAttr::Group),
+                        value: AttrValue::U64(place),
+                    });
                 }
                 if let Some(region) = &c.args.region {
                     let place = named.regions.place(region);
-                    attrs.push(Attr { attribute: attr_ref(CallAttr::Region), value: AttrValue::U64(place) });
+                    attrs.push(Attr {
+                        attribute: attr_ref(CallAttr::Region),
+                        value: AttrValue::U64(place),
+                    });
                 }
                 w.write(start, &Record::Enter { region }, &attrs)?;
                 let (at_start, at_end) = call_records(b, c, posted, losses);
                 for (r, attrs) in at_start {
                     w.write(start, &r, &attrs)?;
                 }
-                stack.push(Open { end, region, at_end });
+                stack.push(Open {
+                    end,
+                    region,
+                    at_end,
+                });
             }
             Event::Compute(c) => {
                 let region = b.region(RegionKey::Compute(c.name.clone()));
                 let attrs: Vec<Attr> = c
                     .buffers
                     .as_deref()
-                    .map(|bufs| Attr { attribute: attr_ref(CallAttr::SpanBuffers), value: AttrValue::U64(named.buffers.place(bufs)) })
+                    .map(|bufs| Attr {
+                        attribute: attr_ref(CallAttr::SpanBuffers),
+                        value: AttrValue::U64(named.buffers.place(bufs)),
+                    })
                     .into_iter()
                     .collect();
                 w.write(start, &Record::Enter { region }, &attrs)?;
-                stack.push(Open { end, region, at_end: Vec::new() });
+                stack.push(Open {
+                    end,
+                    region,
+                    at_end: Vec::new(),
+                });
             }
             Event::Gpu(_) => losses.gpu += 1,
         }
@@ -177,7 +201,12 @@ fn attributes(a: &CallArgs) -> Vec<Attr> {
     ];
     fields
         .into_iter()
-        .filter_map(|(which, value)| value.map(|value| Attr { attribute: attr_ref(which), value }))
+        .filter_map(|(which, value)| {
+            value.map(|value| Attr {
+                attribute: attr_ref(which),
+                value,
+            })
+        })
         .collect()
 }
 
@@ -191,7 +220,12 @@ fn tag_of(t: Option<i32>) -> u32 {
 
 /// The MPI records of a call: those at its entry (with their attributes), and those at
 /// its exit.
-fn call_records(b: &Builder, c: &CallEvent, posted: &HashMap<u64, Posted>, losses: &mut Losses) -> (Vec<(Record, Vec<Attr>)>, Vec<Record>) {
+fn call_records(
+    b: &Builder,
+    c: &CallEvent,
+    posted: &HashMap<u64, Posted>,
+    losses: &mut Losses,
+) -> (Vec<(Record, Vec<Attr>)>, Vec<Record>) {
     let a = &c.args;
     let (mut at_start, mut at_end) = (Vec::new(), Vec::new());
     let bytes = a.bytes.unwrap_or(u64::MAX);
@@ -200,11 +234,28 @@ fn call_records(b: &Builder, c: &CallEvent, posted: &HashMap<u64, Posted>, losse
     let receiver = b.comm_rank(a.comm, a.peer);
     match op {
         Op::Send | Op::Ssend | Op::Bsend | Op::Rsend | Op::Sendrecv | Op::SendrecvReplace => {
-            at_start.push((Record::MpiSend { receiver, comm, tag: tag_of(a.tag), bytes }, vec![]));
+            at_start.push((
+                Record::MpiSend {
+                    receiver,
+                    comm,
+                    tag: tag_of(a.tag),
+                    bytes,
+                },
+                vec![],
+            ));
         }
         Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend => {
             if let Some(request) = a.request {
-                at_start.push((Record::MpiIsend { receiver, comm, tag: tag_of(a.tag), bytes, request }, vec![]));
+                at_start.push((
+                    Record::MpiIsend {
+                        receiver,
+                        comm,
+                        tag: tag_of(a.tag),
+                        bytes,
+                        request,
+                    },
+                    vec![],
+                ));
             }
         }
         Op::Irecv | Op::Imrecv | Op::Isendrecv | Op::IsendrecvReplace => {
@@ -214,14 +265,25 @@ fn call_records(b: &Builder, c: &CallEvent, posted: &HashMap<u64, Posted>, losse
         }
         Op::Start | Op::Startall => {
             for s in &a.started {
-                let attrs = vec![Attr { attribute: attr_ref(CallAttr::Persistent), value: AttrValue::U64(s.persistent) }];
+                let attrs = vec![Attr {
+                    attribute: attr_ref(CallAttr::Persistent),
+                    value: AttrValue::U64(s.persistent),
+                }];
                 let request = s.request;
                 let record = match posted.get(&s.persistent) {
                     Some(p) if p.kind == RequestKind::Send => {
                         let pa = &p.args;
-                        Record::MpiIsend { receiver: b.comm_rank(pa.comm, pa.peer), comm: pa.comm.unwrap_or(0), tag: tag_of(pa.tag), bytes: pa.bytes.unwrap_or(u64::MAX), request }
+                        Record::MpiIsend {
+                            receiver: b.comm_rank(pa.comm, pa.peer),
+                            comm: pa.comm.unwrap_or(0),
+                            tag: tag_of(pa.tag),
+                            bytes: pa.bytes.unwrap_or(u64::MAX),
+                            request,
+                        }
                     }
-                    Some(p) if p.kind == RequestKind::Collective => Record::NonBlockingCollectiveRequest { request },
+                    Some(p) if p.kind == RequestKind::Collective => {
+                        Record::NonBlockingCollectiveRequest { request }
+                    }
                     _ => Record::MpiIrecvRequest { request },
                 };
                 at_start.push((record, attrs));
@@ -239,14 +301,25 @@ fn call_records(b: &Builder, c: &CallEvent, posted: &HashMap<u64, Posted>, losse
             at_start.push((Record::MpiCollectiveBegin, vec![]));
             let root = b.comm_rank(a.comm, a.root);
             let (sent, received) = (a.send_bytes.unwrap_or(0), a.recv_bytes.unwrap_or(0));
-            at_end.push(Record::MpiCollectiveEnd { op: cop, comm, root, sent, received });
+            at_end.push(Record::MpiCollectiveEnd {
+                op: cop,
+                comm,
+                root,
+                sent,
+                received,
+            });
         }
     }
     for done in &a.completed {
         let Some(request) = done.request else {
             // A blocking receive's status.
             let sender = b.comm_rank(a.comm, done.source);
-            at_end.push(Record::MpiRecv { sender, comm, tag: tag_of(done.tag), bytes: done.bytes.unwrap_or(u64::MAX) });
+            at_end.push(Record::MpiRecv {
+                sender,
+                comm,
+                tag: tag_of(done.tag),
+                bytes: done.bytes.unwrap_or(u64::MAX),
+            });
             continue;
         };
         let Some(p) = posted.get(&request) else {
