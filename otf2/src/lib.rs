@@ -22,6 +22,8 @@ mod sys;
 mod without;
 #[cfg(otf2_library)]
 mod write;
+#[cfg(otf2_library)]
+mod write_defs;
 
 pub use defs::{
     collective_op, location_group_type, location_type, paradigm, region_role, Attribute,

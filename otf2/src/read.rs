@@ -249,8 +249,8 @@ unsafe fn deliver(
                     continue;
                 }
                 let value = match u32::from(kind) {
-                    k if k == sys::OTF2_TYPE_UINT64 as u32 => AttrValue::U64(value.uint64),
-                    k if k == sys::OTF2_TYPE_INT64 as u32 => AttrValue::I64(value.int64),
+                    k if k == sys::OTF2_TYPE_UINT64 => AttrValue::U64(value.uint64),
+                    k if k == sys::OTF2_TYPE_INT64 => AttrValue::I64(value.int64),
                     _ => AttrValue::Other,
                 };
                 v.attrs.push(Attr { attribute, value });

@@ -169,8 +169,8 @@ unsafe extern "C" fn on_attribute(
     // SAFETY: registered with a `Raw`.
     let r = unsafe { raw(user) };
     let kind = match u32::from(kind) {
-        k if k == sys::OTF2_TYPE_UINT64 as u32 => AttributeType::U64,
-        k if k == sys::OTF2_TYPE_INT64 as u32 => AttributeType::I64,
+        k if k == sys::OTF2_TYPE_UINT64 => AttributeType::U64,
+        k if k == sys::OTF2_TYPE_INT64 => AttributeType::I64,
         _ => AttributeType::Other(kind),
     };
     r.defs.attributes.insert(
@@ -349,8 +349,8 @@ unsafe extern "C" fn on_property(
     // SAFETY: registered with a `Raw`; the union's member is the one `kind` names.
     let (r, value) = unsafe {
         let v = match u32::from(kind) {
-            k if k == sys::OTF2_TYPE_STRING as u32 => RawProperty::Text(value.stringRef),
-            k if k == sys::OTF2_TYPE_UINT64 as u32 => RawProperty::U64(value.uint64),
+            k if k == sys::OTF2_TYPE_STRING => RawProperty::Text(value.stringRef),
+            k if k == sys::OTF2_TYPE_UINT64 => RawProperty::U64(value.uint64),
             _ => RawProperty::Other,
         };
         (raw(user), v)

@@ -30,7 +30,8 @@ enum Open {
     Call {
         op: Op,
         start: u64,
-        args: CallArgs,
+        // Boxed: the other kinds are small, and one call is open at a time.
+        args: Box<CallArgs>,
         kept: bool,
     },
     Compute {
@@ -123,7 +124,7 @@ impl<'a> Thread<'a> {
                 Open::Call {
                     op: *op,
                     start: t,
-                    args,
+                    args: Box::new(args),
                     kept,
                 }
             }
@@ -165,7 +166,7 @@ impl<'a> Thread<'a> {
                     start: Nanos(start),
                     end: Nanos(t),
                     op,
-                    args,
+                    args: *args,
                 }));
             }
             Open::Compute {
