@@ -175,7 +175,9 @@ pub fn location(rank: u32, tid: u32) -> u64 {
     (u64::from(rank) << 32) | u64::from(tid)
 }
 
-/// OTF2's collective operation for an op that performs (or starts) a collective.
+/// OTF2's collective operation for an op that performs (or starts) a collective: the
+/// communicators' creation and freeing are OTF2's handle operations; the windows'
+/// collectives (creation, fence, freeing) have RMA records in OTF2, not MPI ones.
 pub fn collective_op_of(op: Op) -> Option<u8> {
     use collective_op as c;
     Some(match op.blocking_form()? {
@@ -196,6 +198,14 @@ pub fn collective_op_of(op: Op) -> Option<u8> {
         Op::ReduceScatterBlock => c::REDUCE_SCATTER_BLOCK,
         Op::Scan => c::SCAN,
         Op::Exscan => c::EXSCAN,
+        Op::CommDup
+        | Op::CommDupWithInfo
+        | Op::CommSplit
+        | Op::CommSplitType
+        | Op::CommCreate
+        | Op::CartCreate
+        | Op::CartSub => c::CREATE_HANDLE,
+        Op::CommFree => c::DESTROY_HANDLE,
         _ => return None,
     })
 }
@@ -216,5 +226,53 @@ pub fn role_of(op: Op) -> u8 {
             _ => region_role::COLL_OTHER,
         },
         OpClass::Environment => region_role::FUNCTION,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_attribute_has_its_own_name_and_is_found_by_it() {
+        let mut names: Vec<&str> = CallAttr::ALL.iter().map(|a| a.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), CallAttr::ALL.len());
+        for a in CallAttr::ALL {
+            assert_eq!(CallAttr::named(a.name()), Some(a));
+        }
+        assert_eq!(CallAttr::named("overlap::nothing"), None);
+    }
+
+    #[test]
+    fn every_collective_has_its_otf2_operation() {
+        use overlap_format::schema::OpClass;
+        for op in Op::ALL.iter().copied() {
+            let collective = op
+                .blocking_form()
+                .is_some_and(|b| b.collective_pattern().is_some())
+                && !op.is_window_call();
+            if collective {
+                assert!(collective_op_of(op).is_some(), "{op:?}");
+            }
+            if op.class() == OpClass::Collective {
+                assert_ne!(role_of(op), region_role::POINT2POINT, "{op:?}");
+            }
+        }
+        assert_eq!(
+            collective_op_of(Op::Iallreduce),
+            Some(collective_op::ALLREDUCE)
+        );
+        assert_eq!(collective_op_of(Op::BcastInit), Some(collective_op::BCAST));
+        assert_eq!(collective_op_of(Op::Isend), None);
+        assert_eq!(role_of(Op::Barrier), region_role::BARRIER);
+        assert_eq!(role_of(Op::Put), region_role::RMA);
+    }
+
+    #[test]
+    fn locations_keep_rank_and_thread() {
+        assert_eq!(location(3, 2), (3 << 32) | 2);
+        assert_ne!(location(0, 1), location(1, 0));
     }
 }
