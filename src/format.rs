@@ -157,5 +157,12 @@ mod tests {
              --format out"
         );
         assert!(f("a.pftrace", Some(FormatArg::Json)).is_err());
+        // OTF2 archives are `merge`'s alone.
+        assert!(wants_otf2(Path::new("run.otf2"), None));
+        assert!(wants_otf2(Path::new("run"), Some(FormatArg::Otf2)));
+        assert!(!wants_otf2(Path::new("run.json"), None));
+        let err = f("run.otf2", None).unwrap_err().to_string();
+        assert!(err.contains("overlap merge DIR --format otf2"), "{err}");
+        assert!(f("run.pftrace", Some(FormatArg::Otf2)).is_err());
     }
 }
