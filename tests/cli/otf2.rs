@@ -8,6 +8,11 @@
 //! is not in these runs: GPU work, and the buffer uses `overlap trace --buffers` learns
 //! (both said by `merge` as not written); everything else the rank files hold, OTF2
 //! carries in its own records or in overlap's attributes and properties.
+//!
+//! OTF2's own records alone (the archive copied by the OTF2 library's Python bindings
+//! without overlap's attributes and properties, as another tool would keep it) give
+//! the same verdicts: wait states (descheduled ones not told apart: OTF2 does not say
+//! which CPUs a rank could run on), false overlap, messages, POP.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -126,6 +131,73 @@ pub(crate) fn round_trip(dir: &Path) {
     }
 }
 
+/// Copies an archive with OTF2's own records only: `python3 strip.py FROM TO_DIR`.
+const STRIP_PY: &str = r#"# Copies an OTF2 archive with only OTF2's own records: no event attributes, no
+# location-group properties (what another tool, or Vampir, would keep of it).
+import sys, otf2
+src, dst = sys.argv[1], sys.argv[2]
+with otf2.reader.open(src) as trace:
+    defs = trace.definitions
+    defs._location_group_properties._elements = []
+    with otf2.writer.open(dst, definitions=defs) as out:
+        for location, event in trace.events:
+            event.attributes = None
+            out.event_writer_from_location(location)(event)
+"#;
+
+/// The verdicts of a report that do not depend on what only overlap's attributes and
+/// properties say. Waits are counted with those the rank was descheduled in: OTF2 does
+/// not carry the CPUs each rank could run on, so an archive of another writer cannot
+/// tell descheduled waits apart (its report says the CPUs are unknown).
+fn verdicts(r: &serde_json::Value) -> serde_json::Value {
+    let n = |v: &serde_json::Value| v.as_u64().unwrap_or(0);
+    let kinds: Vec<_> = r["wait_states"]["kinds"]
+        .as_array()
+        .expect("kinds")
+        .iter()
+        .map(|k| {
+            let count = n(&k["count"]) + n(&k["descheduled_count"]);
+            let total = n(&k["total_ns"]) + n(&k["descheduled_ns"]);
+            (k["kind"].clone(), count, total)
+        })
+        .collect();
+    serde_json::json!({
+        "wait_states": kinds,
+        "false_overlap": [r["false_overlap"]["count"].clone(), r["false_overlap"]["lost_ns"].clone()],
+        "messages": r["run"]["messages"].clone(),
+        "events": r["run"]["events"].clone(),
+        "parallel_efficiency": r["pop"]["parallel_efficiency"].clone(),
+        "requests": r["requests"]["count"].clone(),
+    })
+}
+
+/// The archive of `dir` (written by [`round_trip`]) without overlap's attributes and
+/// properties gives the rank directory's verdicts.
+fn standard_records_alone(dir: &Path) {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let script = tmp.path().join("strip.py");
+    std::fs::write(&script, STRIP_PY).expect("write the script");
+    let copy = tmp.path().join("standard");
+    let out = Command::new("/usr/bin/python3")
+        .arg(&script)
+        .arg(dir.with_extension("otf2d").join("traces.otf2"))
+        .arg(&copy)
+        .output()
+        .expect("/usr/bin/python3 runs");
+    assert!(
+        out.status.success(),
+        "strip.py (python3-otf2 installed? make setup): {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_dir = report(dir, &[]);
+    let standard = report(&copy.join("traces.otf2"), &[]);
+    assert_eq!(
+        verdicts(&standard),
+        verdicts(&from_dir),
+        "OTF2's records alone give the verdicts"
+    );
+}
+
 #[test]
 fn test_programs_round_trip_through_otf2() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -143,6 +215,7 @@ fn test_programs_round_trip_through_otf2() {
     let run = run_false_overlap(4, "naive", 6, &out, &[]);
     assert!(run.success(), "{}", run.describe());
     round_trip(&out.with_extension("ranks"));
+    standard_records_alone(&out.with_extension("ranks"));
 }
 
 #[test]
