@@ -8,6 +8,10 @@
 #     to Open MPI when it is installed);
 #   - libclang: the `mpi` crate generates its bindings with it at build time;
 #   - tmux: the end-to-end test of `overlap tui` drives it in a tmux pane;
+#   - libotf2-trace-dev, otf2-tools and python3-otf2: the OTF2 library overlap reads
+#     and writes Score-P's archives with (its bindings are generated against the
+#     headers at build time), `otf2-print` that checks the archives written, and the
+#     OTF2 Python bindings (for Debian's /usr/bin/python3) a test writes an archive with;
 #   - slurm-wlm and munge: the tests start a one-node Slurm of their own (its daemons
 #     on free ports, in a temporary directory) to trace programs launched by `srun`;
 #   - python3-venv and python3-dev: with `--mpi4py` (what `make test` passes), a
@@ -19,7 +23,7 @@
 # script says what to install. It changes nothing when everything is there.
 set -euo pipefail
 
-packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev tmux slurm-wlm munge python3 python3-venv python3-dev bsdutils)
+packages=(mpich libmpich-dev openmpi-bin libopenmpi-dev gfortran libclang-dev tmux slurm-wlm munge python3 python3-venv python3-dev bsdutils libotf2-trace-dev otf2-tools python3-otf2)
 
 have_package() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"

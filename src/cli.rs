@@ -237,10 +237,12 @@ struct MergeArgs {
     /// Directory holding the per-rank files (rank-N.ovlp).
     dir: PathBuf,
     /// The merged trace to write: .pftrace for Perfetto's protobuf (what the Perfetto UI
-    /// opens best), .json for Chrome JSON (what `overlap analyze` also reads).
+    /// opens best), .json for Chrome JSON (what `overlap analyze` also reads), .otf2 for
+    /// an OTF2 archive's anchor file (Vampir, Scalasca; `overlap analyze` reads it too).
     #[arg(long)]
     out: PathBuf,
-    /// The format, for an --out whose name says neither.
+    /// The format, for an --out whose name says neither; with otf2, an --out not named
+    /// *.otf2 is a new directory holding traces.otf2.
     #[arg(long, value_enum)]
     format: Option<FormatArg>,
     /// Write the run from T on (.pftrace only): a time from the run's start, with its
@@ -419,6 +421,13 @@ fn trace(a: TraceArgs) -> Result<ExitCode> {
 }
 
 fn merge(a: MergeArgs) -> Result<ExitCode> {
+    if crate::format::wants_otf2(&a.out, a.format) {
+        return crate::otf2::merge(
+            &a.dir,
+            &a.out,
+            a.from.is_some() || a.to.is_some() || a.region.is_some() || a.ranks.is_some(),
+        );
+    }
     let format = format_of(&a.out, a.format)?;
     let (from, to) = match &a.region {
         Some(text) => region_window(&a.dir, text)?,

@@ -20,15 +20,24 @@ pub(crate) enum FormatArg {
     // Perfetto's protobuf trace: for the Perfetto UI and trace_processor, a fraction of
     // the JSON's size.
     Pftrace,
+    // An OTF2 archive (`merge` only): for Vampir, Scalasca and Score-P's tools.
+    Otf2,
 }
 
 impl FormatArg {
     fn format(self) -> TraceFormat {
         match self {
             FormatArg::Json => TraceFormat::Json,
-            FormatArg::Pftrace => TraceFormat::Pftrace,
+            // Only `merge` writes OTF2 ([`wants_otf2`]); elsewhere `format_of` refuses it.
+            FormatArg::Pftrace | FormatArg::Otf2 => TraceFormat::Pftrace,
         }
     }
+}
+
+/// True when `merge` is to write an OTF2 archive: `--format otf2`, or an `--out` named
+/// `*.otf2` (the archive's anchor file).
+pub(crate) fn wants_otf2(out: &Path, flag: Option<FormatArg>) -> bool {
+    flag == Some(FormatArg::Otf2) || overlap_analyzer::import::otf2::is_anchor(out)
 }
 
 /// The format of a new default output: `--format`'s, else protobuf.
@@ -39,6 +48,12 @@ pub(crate) fn default_format(flag: Option<FormatArg>) -> TraceFormat {
 /// The format `out` is written in: what its name says, or `--format` for a name that
 /// says neither; a flag that contradicts the name is an error.
 pub(crate) fn format_of(out: &Path, flag: Option<FormatArg>) -> Result<TraceFormat> {
+    if wants_otf2(out, flag) {
+        bail!(
+            "an OTF2 archive is written from a run's rank directory by `overlap merge DIR \
+             --format otf2 --out OUT`; here write .pftrace or .json"
+        );
+    }
     let by_name = TraceFormat::of_path(out);
     let named_json = out
         .extension()
@@ -142,5 +157,12 @@ mod tests {
              --format out"
         );
         assert!(f("a.pftrace", Some(FormatArg::Json)).is_err());
+        // OTF2 archives are `merge`'s alone.
+        assert!(wants_otf2(Path::new("run.otf2"), None));
+        assert!(wants_otf2(Path::new("run"), Some(FormatArg::Otf2)));
+        assert!(!wants_otf2(Path::new("run.json"), None));
+        let err = f("run.otf2", None).unwrap_err().to_string();
+        assert!(err.contains("overlap merge DIR --format otf2"), "{err}");
+        assert!(f("run.pftrace", Some(FormatArg::Otf2)).is_err());
     }
 }

@@ -8,6 +8,7 @@
 //! exit 128 + the signal when stopped by one, 124 when stopped as hung. A closed stdout
 //! pipe (`overlap analyze | head`) is not an error.
 
+mod otf2;
 mod output;
 
 mod cli;

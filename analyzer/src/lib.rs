@@ -127,6 +127,9 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// An OTF2 archive could not be read or written (or this build has no OTF2).
+    #[error(transparent)]
+    Otf2(#[from] overlap_otf2::Error),
     /// A table could not be built or written.
     #[error("table: {reason}")]
     Table {

@@ -23,6 +23,8 @@ mod microbench;
 mod mpis;
 mod network;
 mod onesided_f;
+mod otf2;
+mod otf2_foreign;
 mod outputs;
 mod pcontrol;
 mod pftrace;

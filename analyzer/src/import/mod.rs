@@ -15,6 +15,7 @@ mod event;
 mod fastparse;
 mod merged;
 mod merged_stream;
+pub mod otf2;
 mod pftrace;
 mod plausible;
 mod skip;

@@ -4,6 +4,7 @@
 //! and message matching), and is the one place that joins them, so that neither calls
 //! the other back.
 
+mod otf2;
 mod ranks;
 
 use std::collections::BTreeMap;
@@ -44,6 +45,9 @@ pub fn load(path: &Path, progress: ReadProgress<'_>) -> Result<Loaded> {
     let (file, md) = open_input(path, Accept::FileOrDirectory)?;
     if md.is_dir() {
         return ranks::load_dir(path, progress);
+    }
+    if crate::import::otf2::is_anchor(path) {
+        return otf2::load_archive(path);
     }
     let named_as_rank_file = path.extension().is_some_and(|e| e == RANK_FILE_EXTENSION)
         || path

@@ -30,6 +30,7 @@ mod learned;
 mod links;
 mod matching;
 mod memory;
+pub mod otf2;
 mod output;
 mod peers;
 mod proto;

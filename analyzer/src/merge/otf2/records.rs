@@ -1,0 +1,355 @@
+//! One rank's calls and compute spans as OTF2 records, thread by thread: each event an
+//! `Enter` and a `Leave` of its region (nested as they nest on the thread), with the
+//! MPI records OTF2 defines for the call inside (posts at its entry, completions at its
+//! exit) and the call's arguments as overlap's attributes on its `Enter`.
+//!
+//! ```text
+//!  Isend(to 1, req 7)   Enter(MPI_Isend) MpiIsend(1, comm, tag, bytes, 7) Leave
+//!  Waitall(7, 8)        Enter(MPI_Waitall) MpiIsendComplete(7) MpiIrecv(from 3, .., 8) Leave
+//!  Allreduce            Enter(MPI_Allreduce) MpiCollectiveBegin MpiCollectiveEnd(ALLREDUCE, ..) Leave
+//! ```
+
+use std::collections::HashMap;
+
+use overlap_format::schema::{CallArgs, CallEvent, Event, Op, OpClass, RequestKind};
+use overlap_otf2::{Attr, AttrValue, EventWriter, Record};
+
+use super::defs::{Builder, RegionKey};
+use super::named::Named;
+use crate::import::otf2::vocabulary::{collective_op_of, CallAttr};
+use crate::Result;
+
+/// What a request's post said, for the records of its completion.
+#[derive(Clone, Debug)]
+pub(super) struct Posted {
+    kind: RequestKind,
+    op: Op,
+    args: CallArgs,
+}
+
+/// The requests of a rank's posts and persistent inits, by request.
+pub(super) fn posts(events: &[Event]) -> HashMap<u64, Posted> {
+    let mut posted = HashMap::new();
+    for e in events {
+        let Event::Call(c) = e else { continue };
+        if let (Some(kind), Some(r)) = (c.op.request_kind(), c.args.request) {
+            posted.insert(
+                r,
+                Posted {
+                    kind,
+                    op: c.op,
+                    args: c.args.clone(),
+                },
+            );
+        }
+    }
+    for e in events {
+        let Event::Call(c) = e else { continue };
+        for s in &c.args.started {
+            if let Some(p) = posted.get(&s.persistent).cloned() {
+                posted.insert(s.request, p);
+            }
+        }
+    }
+    posted
+}
+
+/// What writing a rank found it could not write as it was.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Losses {
+    /// Events that crossed an enclosing one's end (cut at it: OTF2's regions nest).
+    pub crossing: u64,
+    /// GPU events (not written).
+    pub gpu: u64,
+    /// Completions of requests no recorded call posted (written as send completions,
+    /// their status not kept).
+    pub unposted: u64,
+    /// Buffer uses learned (`overlap trace --buffers`): not written.
+    pub learned: u64,
+}
+
+/// A region open on the thread: its end and what to write at its end.
+struct Open {
+    end: u64,
+    region: u32,
+    at_end: Vec<Record>,
+}
+
+/// Writes one thread's events (`events`, that thread's only) to `w`, times in ticks
+/// from `epoch`.
+pub(super) fn write_thread(
+    w: &mut EventWriter<'_>,
+    b: &mut Builder,
+    epoch: u64,
+    mut events: Vec<&Event>,
+    posted: &HashMap<u64, Posted>,
+    named: &mut Named,
+    losses: &mut Losses,
+) -> Result<()> {
+    events.sort_by_key(|e| (e.start(), std::cmp::Reverse(e.end())));
+    let mut stack: Vec<Open> = Vec::new();
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    for e in events {
+        let start = epoch + e.start().0;
+        let mut end = epoch + e.end().0;
+        while let Some(top) = stack.last() {
+            if top.end > start {
+                break;
+            }
+            close(w, stack.pop())?;
+        }
+        if let Some(top) = stack.last() {
+            if top.end < end {
+                losses.crossing += 1;
+                end = top.end;
+            }
+        }
+        first = first.min(start);
+        last = last.max(end);
+        match e {
+            Event::Call(c) => {
+                let region = b.region(RegionKey::Call(c.op));
+                let mut attrs = attributes(&c.args);
+                if !c.args.group.is_empty() {
+                    let place = named.groups.place(&c.args.group);
+                    attrs.push(Attr {
+                        attribute: attr_ref(CallAttr::Group),
+                        value: AttrValue::U64(place),
+                    });
+                }
+                if let Some(region) = &c.args.region {
+                    let place = named.regions.place(region);
+                    attrs.push(Attr {
+                        attribute: attr_ref(CallAttr::Region),
+                        value: AttrValue::U64(place),
+                    });
+                }
+                w.write(start, &Record::Enter { region }, &attrs)?;
+                let (at_start, at_end) = call_records(b, c, posted, losses);
+                for (r, attrs) in at_start {
+                    w.write(start, &r, &attrs)?;
+                }
+                stack.push(Open {
+                    end,
+                    region,
+                    at_end,
+                });
+            }
+            Event::Compute(c) => {
+                let region = b.region(RegionKey::Compute(c.name.clone()));
+                let attrs: Vec<Attr> = c
+                    .buffers
+                    .as_deref()
+                    .map(|bufs| Attr {
+                        attribute: attr_ref(CallAttr::SpanBuffers),
+                        value: AttrValue::U64(named.buffers.place(bufs)),
+                    })
+                    .into_iter()
+                    .collect();
+                w.write(start, &Record::Enter { region }, &attrs)?;
+                stack.push(Open {
+                    end,
+                    region,
+                    at_end: Vec::new(),
+                });
+            }
+            Event::Gpu(_) => losses.gpu += 1,
+        }
+    }
+    while let Some(open) = stack.pop() {
+        close(w, Some(open))?;
+    }
+    if first <= last {
+        b.saw(first, last);
+    }
+    Ok(())
+}
+
+fn close(w: &mut EventWriter<'_>, open: Option<Open>) -> Result<()> {
+    let Some(o) = open else { return Ok(()) };
+    for r in &o.at_end {
+        w.write(o.end, r, &[])?;
+    }
+    w.write(o.end, &Record::Leave { region: o.region }, &[])?;
+    Ok(())
+}
+
+/// The call's arguments as overlap's attributes.
+fn attributes(a: &CallArgs) -> Vec<Attr> {
+    let signed = |x: Option<i32>| x.map(|v| AttrValue::I64(i64::from(v)));
+    let unsigned = |x: Option<u64>| x.map(AttrValue::U64);
+    let fields = [
+        (CallAttr::Peer, signed(a.peer)),
+        (CallAttr::Tag, signed(a.tag)),
+        (CallAttr::Bytes, unsigned(a.bytes)),
+        (CallAttr::Comm, unsigned(a.comm.map(u64::from))),
+        (CallAttr::Buf, unsigned(a.buf)),
+        (CallAttr::BufLen, unsigned(a.buf_len)),
+        (CallAttr::Request, unsigned(a.request)),
+        (CallAttr::RecvPeer, signed(a.recv_peer)),
+        (CallAttr::RecvTag, signed(a.recv_tag)),
+        (CallAttr::RecvBuf, unsigned(a.recv_buf)),
+        (CallAttr::RecvBufLen, unsigned(a.recv_buf_len)),
+        (CallAttr::SendBytes, unsigned(a.send_bytes)),
+        (CallAttr::RecvBytes, unsigned(a.recv_bytes)),
+        (CallAttr::Root, signed(a.root)),
+        (CallAttr::Site, unsigned(a.site)),
+        (CallAttr::Win, unsigned(a.win.map(u64::from))),
+        (CallAttr::Exclusive, unsigned(a.exclusive.map(u64::from))),
+        (CallAttr::Flag, unsigned(a.flag.map(u64::from))),
+        (CallAttr::Level, signed(a.level)),
+    ];
+    fields
+        .into_iter()
+        .filter_map(|(which, value)| {
+            value.map(|value| Attr {
+                attribute: attr_ref(which),
+                value,
+            })
+        })
+        .collect()
+}
+
+fn attr_ref(a: CallAttr) -> u32 {
+    CallAttr::ALL.iter().position(|x| *x == a).unwrap_or(0) as u32
+}
+
+fn tag_of(t: Option<i32>) -> u32 {
+    t.map_or(u32::MAX, |t| t as u32)
+}
+
+/// The MPI records of a call: those at its entry (with their attributes), and those at
+/// its exit.
+fn call_records(
+    b: &Builder,
+    c: &CallEvent,
+    posted: &HashMap<u64, Posted>,
+    losses: &mut Losses,
+) -> (Vec<(Record, Vec<Attr>)>, Vec<Record>) {
+    let a = &c.args;
+    let (mut at_start, mut at_end) = (Vec::new(), Vec::new());
+    let bytes = a.bytes.unwrap_or(u64::MAX);
+    let comm = a.comm.unwrap_or(0);
+    let op = c.op;
+    let receiver = b.comm_rank(a.comm, a.peer);
+    match op {
+        Op::Send | Op::Ssend | Op::Bsend | Op::Rsend | Op::Sendrecv | Op::SendrecvReplace => {
+            at_start.push((
+                Record::MpiSend {
+                    receiver,
+                    comm,
+                    tag: tag_of(a.tag),
+                    bytes,
+                },
+                vec![],
+            ));
+        }
+        Op::Isend | Op::Issend | Op::Ibsend | Op::Irsend => {
+            if let Some(request) = a.request {
+                at_start.push((
+                    Record::MpiIsend {
+                        receiver,
+                        comm,
+                        tag: tag_of(a.tag),
+                        bytes,
+                        request,
+                    },
+                    vec![],
+                ));
+            }
+        }
+        Op::Irecv | Op::Imrecv | Op::Isendrecv | Op::IsendrecvReplace => {
+            if let Some(request) = a.request {
+                at_start.push((Record::MpiIrecvRequest { request }, vec![]));
+            }
+        }
+        Op::Start | Op::Startall => {
+            for s in &a.started {
+                let attrs = vec![Attr {
+                    attribute: attr_ref(CallAttr::Persistent),
+                    value: AttrValue::U64(s.persistent),
+                }];
+                let request = s.request;
+                let record = match posted.get(&s.persistent) {
+                    Some(p) if p.kind == RequestKind::Send => {
+                        let pa = &p.args;
+                        Record::MpiIsend {
+                            receiver: b.comm_rank(pa.comm, pa.peer),
+                            comm: pa.comm.unwrap_or(0),
+                            tag: tag_of(pa.tag),
+                            bytes: pa.bytes.unwrap_or(u64::MAX),
+                            request,
+                        }
+                    }
+                    Some(p) if p.kind == RequestKind::Collective => {
+                        Record::NonBlockingCollectiveRequest { request }
+                    }
+                    _ => Record::MpiIrecvRequest { request },
+                };
+                at_start.push((record, attrs));
+            }
+        }
+        _ if op.is_collective_post() => {
+            if let Some(request) = a.request {
+                at_start.push((Record::NonBlockingCollectiveRequest { request }, vec![]));
+            }
+        }
+        _ => {}
+    }
+    if op.class() == OpClass::Collective {
+        if let Some(cop) = collective_op_of(op) {
+            at_start.push((Record::MpiCollectiveBegin, vec![]));
+            let root = b.comm_rank(a.comm, a.root);
+            let (sent, received) = (a.send_bytes.unwrap_or(0), a.recv_bytes.unwrap_or(0));
+            at_end.push(Record::MpiCollectiveEnd {
+                op: cop,
+                comm,
+                root,
+                sent,
+                received,
+            });
+        }
+    }
+    for done in &a.completed {
+        let Some(request) = done.request else {
+            // A blocking receive's status.
+            let sender = b.comm_rank(a.comm, done.source);
+            at_end.push(Record::MpiRecv {
+                sender,
+                comm,
+                tag: tag_of(done.tag),
+                bytes: done.bytes.unwrap_or(u64::MAX),
+            });
+            continue;
+        };
+        let Some(p) = posted.get(&request) else {
+            // Posted before the trace, or by a call overlap does not record: a
+            // completion without a status (what it received, if anything, is lost).
+            losses.unposted += 1;
+            at_end.push(Record::MpiIsendComplete { request });
+            continue;
+        };
+        let pa = &p.args;
+        let pcomm = pa.comm.unwrap_or(0);
+        at_end.push(match p.kind {
+            RequestKind::Send => Record::MpiIsendComplete { request },
+            RequestKind::Recv => Record::MpiIrecv {
+                sender: b.comm_rank(pa.comm, done.source),
+                comm: pcomm,
+                tag: tag_of(done.tag),
+                bytes: done.bytes.unwrap_or(u64::MAX),
+                request,
+            },
+            RequestKind::Collective => Record::NonBlockingCollectiveComplete {
+                op: collective_op_of(p.op).unwrap_or(0),
+                comm: pcomm,
+                root: b.comm_rank(pa.comm, pa.root),
+                sent: pa.send_bytes.unwrap_or(0),
+                received: pa.recv_bytes.unwrap_or(0),
+                request,
+            },
+            RequestKind::OneSided => Record::MpiIsendComplete { request },
+        });
+    }
+    (at_start, at_end)
+}
