@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use crate::trace::{program, trace};
+use crate::trace::{program, trace, trace_with};
 use crate::util::{overlap, run_false_overlap};
 
 /// The records `otf2-print` prints, by kind (`ENTER`, `MPI_ISEND`...).
@@ -216,6 +216,33 @@ fn test_programs_round_trip_through_otf2() {
     assert!(run.success(), "{}", run.describe());
     round_trip(&out.with_extension("ranks"));
     standard_records_alone(&out.with_extension("ranks"));
+}
+
+/// More of the test programs, each a shape of its own: threads making MPI calls
+/// (threads.c), a Cartesian communicator (torus.c), a halo exchange whose sends are
+/// waited for early (halo.c, twins.c), Fortran with a C half (mixed), Fortran 2008
+/// (ring_f08), one-sided epochs from Fortran (onesided), MPI-4's large-count calls
+/// (large_count.c), request handles freed, cancelled and reused (handles.c).
+#[test]
+fn more_test_programs_round_trip_through_otf2() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let programs: [(&str, u32, &[&str]); 9] = [
+        ("threads", 2, &[]),
+        ("torus", 2, &[]),
+        ("halo", 4, &["early"]),
+        ("twins", 2, &["early", "64"]),
+        ("mixed", 2, &[]),
+        ("ring_f08", 3, &[]),
+        ("onesided", 2, &[]),
+        ("large_count", 2, &[]),
+        ("handles", 2, &[]),
+    ];
+    for (name, ranks, args) in programs {
+        let out = tmp.path().join(format!("{name}.pftrace"));
+        let run = trace_with(ranks, &program(name), args, &[], &out);
+        assert!(run.success(), "{name}: {}", run.describe());
+        round_trip(&out.with_extension("ranks"));
+    }
 }
 
 #[test]

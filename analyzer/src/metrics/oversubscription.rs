@@ -7,7 +7,8 @@
 //! ([`overlap_format::schema::CPU_AFFINITY_PARAM`]); the ranks of one host (by host
 //! name) could run on the union of their affinities. A host is oversubscribed when it
 //! has more ranks than that union has CPUs. A rank that did not say (a trace recorded
-//! before format 8) makes its host unknown.
+//! before format 8, or an OTF2 archive, which has no place for them) makes its host
+//! unknown.
 //!
 //! ```text
 //!  host vm: rank 0 cpus 0-1, rank 1 cpus 0-1, rank 2 cpus 0-1, rank 3 cpus 0-1
@@ -226,7 +227,8 @@ impl Oversubscription {
             .map(|h| format!("host {}", h.host))
             .collect();
         format!(
-            "not recorded by the ranks of {} (a trace before format 8)",
+            "not recorded by the ranks of {} (a trace before format 8, or by another tool: \
+             OTF2 does not keep them)",
             listed(hosts)
         )
     }
@@ -310,7 +312,7 @@ mod tests {
         assert_eq!(
             o.warning().expect("a warning"),
             "CPUs per rank unknown: not recorded by the ranks of host b (a trace before \
-             format 8): whether ranks time-shared CPUs (their waits would then include it) \
+             format 8, or by another tool: OTF2 does not keep them): whether ranks time-shared CPUs (their waits would then include it) \
              cannot be told"
         );
         assert_eq!(o.hosts[1].ranks_per_cpu, None, "never 0");
