@@ -81,36 +81,14 @@ pub(crate) fn parse_time(text: &str) -> std::result::Result<Nanos, String> {
     crate::units::parse_duration_ns(text).map(|ns| Nanos(ns.round() as u64))
 }
 
-/// The most ranks one `--ranks` range may name.
-const MAX_RANGE: u32 = 1 << 24;
-
 /// The ranks `--ranks` lists.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RankList(pub(crate) Vec<u32>);
 
-/// A list of ranks and ranges of `--ranks`: `0-15,64`.
+/// A list of ranks and ranges of `--ranks`: `0-15,64` (clap's error names the option
+/// and the whole value before the reason).
 pub(crate) fn parse_ranks(text: &str) -> std::result::Result<RankList, String> {
-    let mut ranks = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        let rank = |t: &str| {
-            t.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("{t:?} in {text:?} is not a rank (a whole number, 0 or more)"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (rank(a)?, rank(b)?);
-                if b < a || b - a >= MAX_RANGE {
-                    return Err(format!(
-                        "{part:?} in {text:?} is not a range of ranks (low-high)"
-                    ));
-                }
-                ranks.extend(a..=b);
-            }
-            None => ranks.push(rank(part)?),
-        }
-    }
-    Ok(RankList(ranks))
+    overlap_analyzer::window::parse_rank_list(text).map(RankList)
 }
 
 #[cfg(test)]

@@ -199,7 +199,7 @@ fn merge_writes_a_window_of_the_run_as_protobuf_only() {
         &["merge", ranks, "--out", "x.pftrace", "--ranks", "3-1"],
     );
     assert!(!r.success());
-    r.assert_stderr_has("\"3-1\" in \"3-1\" is not a range of ranks (low-high)");
+    r.assert_stderr_has("'3-1' for '--ranks <LIST>': \"3-1\" is not a range of ranks (low-high)");
     let r = overlap_in(
         dir.path(),
         &[

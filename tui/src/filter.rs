@@ -110,24 +110,8 @@ impl TimelineState {
 
 /// A list of ranks and ranges, `0-15,64`, sorted and each once.
 fn ranks(text: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        let rank = |t: &str| {
-            t.trim()
-                .parse::<u32>()
-                .map_err(|_| format!("{t:?} is not a rank: give ranks (0-15,64), /text or worst N"))
-        };
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b) = (rank(a)?, rank(b)?);
-                if b < a || b - a > 1 << 24 {
-                    return Err(format!("{part:?} is not a range of ranks (low-high)"));
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(rank(part)?),
-        }
-    }
+    let mut out = overlap_analyzer::window::parse_rank_list(text)
+        .map_err(|e| format!("{e}: give ranks (0-15,64), /text or worst N"))?;
     out.sort_unstable();
     out.dedup();
     Ok(out)

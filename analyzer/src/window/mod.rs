@@ -350,6 +350,33 @@ pub fn whole(trace: Trace) -> Cut {
     }
 }
 
+/// The most ranks one range of a rank list may name.
+const MAX_RANGE: u32 = 1 << 24;
+
+/// A list of ranks and ranges, `0-15,64` (what `--ranks` and the terminal UI's filter
+/// take), in the order given; [`rank_ranges`] writes one.
+pub fn parse_rank_list(text: &str) -> Result<Vec<u32>, String> {
+    let mut ranks = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let rank = |t: &str| {
+            t.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("{t:?} is not a rank (a whole number, 0 or more)"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (rank(a)?, rank(b)?);
+                if b < a || b - a >= MAX_RANGE {
+                    return Err(format!("{part:?} is not a range of ranks (low-high)"));
+                }
+                ranks.extend(a..=b);
+            }
+            None => ranks.push(rank(part)?),
+        }
+    }
+    Ok(ranks)
+}
+
 /// Sorted ranks as ranges: `0-3,8,10-11`.
 pub fn rank_ranges(ranks: &[u32]) -> String {
     let mut sorted = ranks.to_vec();

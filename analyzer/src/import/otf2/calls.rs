@@ -272,7 +272,7 @@ impl<'a> Thread<'a> {
                         .unwrap_or_default()
                 }
                 CallAttr::Region => a.region = self.rank.regions.get(u as usize).cloned(),
-                CallAttr::Persistent | CallAttr::SpanBuffers => {}
+                CallAttr::Persistent | CallAttr::SpanBuffers | CallAttr::Source => {}
             }
         }
         (a, kept)
@@ -287,6 +287,14 @@ impl<'a> Thread<'a> {
                 .iter()
                 .find_map(|a| match (layout.attrs.get(&a.attribute), a.value) {
                     (Some(CallAttr::Persistent), AttrValue::U64(p)) => Some(p),
+                    _ => None,
+                });
+        // A status source OTF2 could not name (MPI_PROC_NULL), kept by overlap's writer.
+        let unnamed_source =
+            attrs
+                .iter()
+                .find_map(|a| match (layout.attrs.get(&a.attribute), a.value) {
+                    (Some(CallAttr::Source), AttrValue::I64(s)) => i32::try_from(s).ok(),
                     _ => None,
                 });
         let Some(Open::Call { op, args, kept, .. }) = self.stack.last_mut() else {
@@ -357,6 +365,7 @@ impl<'a> Thread<'a> {
                 ..
             } => {
                 let (id, source) = layout.world(comm, sender, me);
+                let source = unnamed_source.or(source);
                 let request = match *record {
                     Record::MpiIrecv { request, .. } => Some(request),
                     _ => None,

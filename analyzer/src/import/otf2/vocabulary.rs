@@ -92,11 +92,14 @@ pub enum CallAttr {
     Group,
     /// Pcontrol: the place of the region it named in its rank's [`REGIONS`].
     Region,
+    /// A receive's completion (its `MpiRecv`/`MpiIrecv`): the source its status gave
+    /// when it is no rank of the communicator OTF2 could name (`MPI_PROC_NULL`).
+    Source,
 }
 
 impl CallAttr {
     /// Every attribute, its reference in the archive being its place here.
-    pub const ALL: [CallAttr; 23] = [
+    pub const ALL: [CallAttr; 24] = [
         CallAttr::Peer,
         CallAttr::Tag,
         CallAttr::Bytes,
@@ -120,6 +123,7 @@ impl CallAttr {
         CallAttr::SpanBuffers,
         CallAttr::Group,
         CallAttr::Region,
+        CallAttr::Source,
     ];
 
     /// Its name in the archive.
@@ -148,6 +152,7 @@ impl CallAttr {
             CallAttr::SpanBuffers => "overlap::span_buffers",
             CallAttr::Group => "overlap::group",
             CallAttr::Region => "overlap::region",
+            CallAttr::Source => "overlap::source",
         }
     }
 
@@ -161,6 +166,7 @@ impl CallAttr {
                 | CallAttr::RecvTag
                 | CallAttr::Root
                 | CallAttr::Level
+                | CallAttr::Source
         )
     }
 

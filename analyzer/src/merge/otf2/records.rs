@@ -72,7 +72,7 @@ pub(super) struct Losses {
 struct Open {
     end: u64,
     region: u32,
-    at_end: Vec<Record>,
+    at_end: Vec<(Record, Vec<Attr>)>,
 }
 
 /// Writes one thread's events (`events`, that thread's only) to `w`, times in ticks
@@ -167,8 +167,8 @@ pub(super) fn write_thread(
 
 fn close(w: &mut EventWriter<'_>, open: Option<Open>) -> Result<()> {
     let Some(o) = open else { return Ok(()) };
-    for r in &o.at_end {
-        w.write(o.end, r, &[])?;
+    for (r, attrs) in &o.at_end {
+        w.write(o.end, r, attrs)?;
     }
     w.write(o.end, &Record::Leave { region: o.region }, &[])?;
     Ok(())
@@ -210,6 +210,18 @@ fn attributes(a: &CallArgs) -> Vec<Attr> {
         .collect()
 }
 
+/// A receive's status source that OTF2 cannot name as a rank of the communicator
+/// (`sender` undefined: `MPI_PROC_NULL`), kept as overlap's attribute on the record.
+fn unnamed_source(sender: u32, source: Option<i32>) -> Vec<Attr> {
+    match source {
+        Some(s) if sender == u32::MAX => vec![Attr {
+            attribute: attr_ref(CallAttr::Source),
+            value: AttrValue::I64(i64::from(s)),
+        }],
+        _ => vec![],
+    }
+}
+
 fn attr_ref(a: CallAttr) -> u32 {
     CallAttr::ALL.iter().position(|x| *x == a).unwrap_or(0) as u32
 }
@@ -218,14 +230,14 @@ fn tag_of(t: Option<i32>) -> u32 {
     t.map_or(u32::MAX, |t| t as u32)
 }
 
-/// The MPI records of a call: those at its entry (with their attributes), and those at
-/// its exit.
+/// The MPI records of a call, each with its attributes: those at its entry, and those
+/// at its exit.
 fn call_records(
     b: &Builder,
     c: &CallEvent,
     posted: &HashMap<u64, Posted>,
     losses: &mut Losses,
-) -> (Vec<(Record, Vec<Attr>)>, Vec<Record>) {
+) -> (Vec<(Record, Vec<Attr>)>, Vec<(Record, Vec<Attr>)>) {
     let a = &c.args;
     let (mut at_start, mut at_end) = (Vec::new(), Vec::new());
     let bytes = a.bytes.unwrap_or(u64::MAX);
@@ -301,54 +313,64 @@ fn call_records(
             at_start.push((Record::MpiCollectiveBegin, vec![]));
             let root = b.comm_rank(a.comm, a.root);
             let (sent, received) = (a.send_bytes.unwrap_or(0), a.recv_bytes.unwrap_or(0));
-            at_end.push(Record::MpiCollectiveEnd {
+            let end = Record::MpiCollectiveEnd {
                 op: cop,
                 comm,
                 root,
                 sent,
                 received,
-            });
+            };
+            at_end.push((end, vec![]));
         }
     }
     for done in &a.completed {
         let Some(request) = done.request else {
             // A blocking receive's status.
             let sender = b.comm_rank(a.comm, done.source);
-            at_end.push(Record::MpiRecv {
+            let status = Record::MpiRecv {
                 sender,
                 comm,
                 tag: tag_of(done.tag),
                 bytes: done.bytes.unwrap_or(u64::MAX),
-            });
+            };
+            at_end.push((status, unnamed_source(sender, done.source)));
             continue;
         };
         let Some(p) = posted.get(&request) else {
             // Posted before the trace, or by a call overlap does not record: a
             // completion without a status (what it received, if anything, is lost).
             losses.unposted += 1;
-            at_end.push(Record::MpiIsendComplete { request });
+            at_end.push((Record::MpiIsendComplete { request }, vec![]));
             continue;
         };
         let pa = &p.args;
         let pcomm = pa.comm.unwrap_or(0);
+        let sender = b.comm_rank(pa.comm, done.source);
         at_end.push(match p.kind {
-            RequestKind::Send => Record::MpiIsendComplete { request },
-            RequestKind::Recv => Record::MpiIrecv {
-                sender: b.comm_rank(pa.comm, done.source),
-                comm: pcomm,
-                tag: tag_of(done.tag),
-                bytes: done.bytes.unwrap_or(u64::MAX),
-                request,
-            },
-            RequestKind::Collective => Record::NonBlockingCollectiveComplete {
-                op: collective_op_of(p.op).unwrap_or(0),
-                comm: pcomm,
-                root: b.comm_rank(pa.comm, pa.root),
-                sent: pa.send_bytes.unwrap_or(0),
-                received: pa.recv_bytes.unwrap_or(0),
-                request,
-            },
-            RequestKind::OneSided => Record::MpiIsendComplete { request },
+            RequestKind::Send | RequestKind::OneSided => {
+                (Record::MpiIsendComplete { request }, vec![])
+            }
+            RequestKind::Recv => (
+                Record::MpiIrecv {
+                    sender,
+                    comm: pcomm,
+                    tag: tag_of(done.tag),
+                    bytes: done.bytes.unwrap_or(u64::MAX),
+                    request,
+                },
+                unnamed_source(sender, done.source),
+            ),
+            RequestKind::Collective => (
+                Record::NonBlockingCollectiveComplete {
+                    op: collective_op_of(p.op).unwrap_or(0),
+                    comm: pcomm,
+                    root: b.comm_rank(pa.comm, pa.root),
+                    sent: pa.send_bytes.unwrap_or(0),
+                    received: pa.recv_bytes.unwrap_or(0),
+                    request,
+                },
+                vec![],
+            ),
         });
     }
     (at_start, at_end)
