@@ -72,7 +72,7 @@ pub(super) struct Losses {
 struct Open {
     end: u64,
     region: u32,
-    at_end: Vec<(Record, Vec<Attr>)>,
+    at_end: Records,
 }
 
 /// Writes one thread's events (`events`, that thread's only) to `w`, times in ticks
@@ -230,6 +230,9 @@ fn tag_of(t: Option<i32>) -> u32 {
     t.map_or(u32::MAX, |t| t as u32)
 }
 
+/// Records, each with its attributes.
+type Records = Vec<(Record, Vec<Attr>)>;
+
 /// The MPI records of a call, each with its attributes: those at its entry, and those
 /// at its exit.
 fn call_records(
@@ -237,7 +240,7 @@ fn call_records(
     c: &CallEvent,
     posted: &HashMap<u64, Posted>,
     losses: &mut Losses,
-) -> (Vec<(Record, Vec<Attr>)>, Vec<(Record, Vec<Attr>)>) {
+) -> (Records, Records) {
     let a = &c.args;
     let (mut at_start, mut at_end) = (Vec::new(), Vec::new());
     let bytes = a.bytes.unwrap_or(u64::MAX);
