@@ -4,45 +4,12 @@
 
 #[path = "../../analyzer/tests/common/mod.rs"]
 mod common;
+mod screen;
 
-use std::path::Path;
+use screen::{demo, draw, keys};
 
 use overlap_instrument::schema::{CallArgs, Op};
-use overlap_tui::app::Input;
 use overlap_tui::{nav, App, Run};
-use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-
-fn demo() -> Run {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/false-overlap-naive.json");
-    let loaded = overlap_analyzer::load::load(&path, &mut |_, _| {}).expect("the demo trace reads");
-    Run::new(
-        "false-overlap-naive.json".into(),
-        loaded.trace,
-        &Default::default(),
-    )
-}
-
-fn keys(app: &mut App, keys: &str) {
-    for c in keys.chars() {
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            c => KeyCode::Char(c),
-        };
-        app.handle(Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-    }
-}
-
-fn draw(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a test terminal");
-    for _ in 0..2 {
-        terminal
-            .draw(|f| overlap_tui::view::draw(f, app))
-            .expect("drawn");
-    }
-    terminal
-}
 
 /// The ranks shown, as ranks.
 fn shown(app: &App) -> Vec<u32> {
@@ -54,7 +21,7 @@ fn shown(app: &App) -> Vec<u32> {
 
 #[test]
 fn the_demo_filtered_by_ranks_then_by_its_worst_waits() {
-    let mut app = App::new(vec![demo()]);
+    let mut app = App::new(vec![demo("naive")]);
     keys(&mut app, "F1,3\n");
     assert_eq!(shown(&app), [1, 3]);
     let small = draw(&mut app, 80, 24);

@@ -4,34 +4,13 @@
 
 #[path = "../../analyzer/tests/common/mod.rs"]
 mod common;
+mod screen;
+
+use screen::{keys, screen};
 
 use overlap_analyzer::window::{cut, Choice};
 use overlap_instrument::schema::{CallArgs, Event, Op};
-use overlap_tui::app::Input;
 use overlap_tui::{App, Run, View};
-use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-
-fn keys(app: &mut App, keys: &str) {
-    for c in keys.chars() {
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            c => KeyCode::Char(c),
-        };
-        app.handle(Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-    }
-}
-
-fn screen(app: &mut App, width: u16, height: u16) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a test terminal");
-    for _ in 0..2 {
-        terminal
-            .draw(|f| overlap_tui::view::draw(f, app))
-            .expect("drawn");
-    }
-    format!("{}", terminal.backend())
-}
 
 fn pcontrol(start: u64, end: u64, level: i32, region: &str) -> Event {
     common::call(

@@ -6,6 +6,9 @@
 
 #[path = "../../analyzer/tests/common/mod.rs"]
 mod common;
+mod screen;
+
+use screen::{demo, draw, keys};
 
 use std::path::Path;
 
@@ -13,41 +16,7 @@ use overlap_instrument::schema::{Event, GpuEvent, GpuOp, Nanos, Op};
 
 use overlap_tui::app::Input;
 use overlap_tui::{App, Run};
-use ratatui::backend::TestBackend;
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use ratatui::Terminal;
-
-fn demo(variant: &str) -> Run {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("tests/data/false-overlap-{variant}.json"));
-    let loaded = overlap_analyzer::load::load(&path, &mut |_, _| {}).expect("the demo trace reads");
-    Run::new(
-        format!("false-overlap-{variant}.json"),
-        loaded.trace,
-        &Default::default(),
-    )
-}
-
-fn keys(app: &mut App, keys: &str) {
-    for c in keys.chars() {
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            c => KeyCode::Char(c),
-        };
-        app.handle(Input::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-    }
-}
-
-fn draw(app: &mut App, width: u16, height: u16) -> Terminal<TestBackend> {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("a test terminal");
-    // Twice: what the first frame learns of the geometry, the keys after it use.
-    for _ in 0..2 {
-        terminal
-            .draw(|f| overlap_tui::view::draw(f, app))
-            .expect("drawn");
-    }
-    terminal
-}
+use ratatui::crossterm::event::KeyModifiers;
 
 #[test]
 fn timeline() {
