@@ -406,7 +406,14 @@ fn nothing_moves_in_a_pipeline_read_right_after_its_wait() {
         );
     }
     let text = overlap(&["suggest", path]);
-    text.assert_stdout_has("nothing to move");
+    // The network is fitted to the run's clean transfers. A run on a loaded machine may
+    // have too few: then no move's gain can be told, and the moves are listed with
+    // their gains unknown (none said to gain, as the JSON above), not as nothing.
+    if text.stdout().contains("the network is unknown") {
+        text.assert_stdout_has("gains unknown: no network");
+    } else {
+        text.assert_stdout_has("nothing to move");
+    }
 }
 
 /// nomove.c, with and without the watch: the only legal moves (the Waitall past the
