@@ -214,15 +214,7 @@ fn phases_without_init_or_finalize_are_unknown() {
 /// ```
 #[test]
 fn waits_of_the_first_call_after_init_are_setup_skew() {
-    let pcontrol = call(
-        Op::Pcontrol,
-        5,
-        5,
-        CallArgs {
-            level: Some(0),
-            ..CallArgs::default()
-        },
-    );
+    let pcontrol = pcontrol(5, 5, 0, "");
     let t = run(vec![
         vec![
             init(0, 5),

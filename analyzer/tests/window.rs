@@ -36,19 +36,6 @@ fn bcast(start: u64, end: u64, root: i32) -> Event {
     )
 }
 
-fn pcontrol(start: u64, end: u64, level: i32, region: &str) -> Event {
-    call(
-        Op::Pcontrol,
-        start,
-        end,
-        CallArgs {
-            level: Some(level),
-            region: Some(region.into()),
-            ..CallArgs::default()
-        },
-    )
-}
-
 /// The calls of a rank in the cut, as (name, start, end).
 fn calls(t: &Trace, rank: u32) -> Vec<(&'static str, u64, u64)> {
     t.rank(rank)

@@ -6,24 +6,12 @@
 mod common;
 mod screen;
 
+use common::pcontrol;
+
 use screen::{keys, screen};
 
 use overlap_analyzer::window::{cut, Choice};
-use overlap_instrument::schema::{CallArgs, Event, Op};
 use overlap_tui::{App, Run, View};
-
-fn pcontrol(start: u64, end: u64, level: i32, region: &str) -> Event {
-    common::call(
-        Op::Pcontrol,
-        start,
-        end,
-        CallArgs {
-            level: Some(level),
-            region: Some(region.into()),
-            ..CallArgs::default()
-        },
-    )
-}
 
 /// ```text
 ///  time     0    100  110        300 310       1000

@@ -166,6 +166,21 @@ pub fn barrier(start: u64, end: u64) -> Event {
     )
 }
 
+/// `MPI_Pcontrol(level, region)`: a region marked (level 1 enters it, -1 leaves it, as
+/// IPM reads them; `region` empty for a plain Pcontrol).
+pub fn pcontrol(start: u64, end: u64, level: i32, region: &str) -> Event {
+    call(
+        Op::Pcontrol,
+        start,
+        end,
+        CallArgs {
+            level: Some(level),
+            region: (!region.is_empty()).then(|| region.into()),
+            ..CallArgs::default()
+        },
+    )
+}
+
 pub fn footer(events: u64) -> Footer {
     Footer {
         events,
