@@ -18,12 +18,19 @@ setup:
 # scripts/import-cycles.py first: the analyzer's files import one another in one
 # direction (ARCHITECTURE.md). The tests also need the mpi4py venv (target/mpi4py-venv,
 # built once) and the perfetto venv (target/perfetto-venv: Perfetto's trace schema, for
-# scripts/check-pftrace.sh).
-test: BOOTSTRAP_FLAGS = --mpi4py
+# scripts/check-pftrace.sh), and the preload for each MPI besides the default: they are
+# made beside the cargo build (which leaves a core idle much of its time), their lines
+# printed after it, and the tests wait for them.
 
+# What the demo runs (the overlap and overlap-kernels binaries), in release, and the
+# preload users trace their own programs with, for the default MPI. Without the tables
+# (`analyze --csv` and `--parquet`: polars, two thirds of a release build) and the
+# other MPIs' preloads: `cargo build --release` and `scripts/build-preloads.sh --release`
+# add them (docs/build.md).
 build: setup
-	$(CARGO) build --release --workspace
-	scripts/build-preloads.sh --release
+	$(CARGO) build --release -p overlap -p overlap-kernels --no-default-features \
+	  --features overlap/otf2,overlap-kernels/mpi,overlap-kernels/cuda
+	scripts/build-preloads.sh --release --default
 
 demo: build
 	mkdir -p $(DEMO_DIR)
@@ -60,8 +67,13 @@ demo: build
 
 test: setup
 	scripts/import-cycles.py
-	$(CARGO) build --workspace
-	scripts/build-preloads.sh
+	mkdir -p target
+	scripts/bootstrap.sh --mpi4py >target/venvs.log 2>&1 & venvs=$$!; \
+	  scripts/build-preloads.sh --others >target/preloads.log 2>&1 & others=$$!; \
+	  $(CARGO) build --workspace && scripts/build-preloads.sh --default; built=$$?; \
+	  wait $$venvs; made=$$?; wait $$others; preloads=$$?; \
+	  cat target/venvs.log target/preloads.log; \
+	  [ $$built -eq 0 ] && [ $$made -eq 0 ] && [ $$preloads -eq 0 ]
 	OVERLAP_REQUIRE_OPEN_MPI=1 OVERLAP_REQUIRE_MPI4PY=1 $(CARGO) test --workspace
 	OVERLAP_REQUIRE_PERFETTO=1 scripts/check-pftrace.sh
 	scripts/ci-gate.sh

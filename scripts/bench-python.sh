@@ -6,6 +6,10 @@
 # sites, alternating RUNS times (default 5); prints each mode's median and every run.
 # Needs target/release/liboverlap_preload.so and the mpi4py venv
 # (`scripts/bootstrap.sh --mpi4py`, or PYTHON=/path/to/python with mpi4py for MPICH).
+# The bootstrap builds mpi4py's C at -O0 for the tests: untraced calls then cost more
+# than in a user's optimised mpi4py (the preload's own code is the same). For figures
+# like docs/preload.md's, build the venv optimised first:
+# `MPI4PY_CFLAGS=-O2 scripts/bootstrap.sh --mpi4py`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}

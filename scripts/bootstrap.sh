@@ -85,12 +85,16 @@ fi
 
 # With --mpi4py: the Python tests' interpreter, a venv with mpi4py and numpy. PyPI's
 # mpi4py wheel is built for another MPI's ABI (it wants libmpi.so.12), so mpi4py is
-# built from source against MPICH's mpicc (a few minutes, once). The venv is kept in
-# target/ and rebuilt only when what it was built from changes: the mpi4py version
-# below, MPICH's version and the Python's (the key in target/mpi4py-venv/.overlap-key).
+# built from source against MPICH's mpicc, once. Its C is compiled without optimisation
+# (MPI4PY_CFLAGS, default -O0: about 40 s of CPU against 4 min at -O2): the tests need
+# mpi4py to work, not to be fast; scripts/bench-python.sh says how to time an optimised
+# one. The venv is kept in target/ and rebuilt only when what it was built from
+# changes: the mpi4py version below, its C flags, MPICH's version and the Python's (the
+# key in target/mpi4py-venv/.overlap-key).
 # Without network it says so and goes on: the Python tests then say why they are
 # skipped, or fail under `make test` (OVERLAP_REQUIRE_MPI4PY=1).
 MPI4PY_VERSION=4.1.2
+MPI4PY_CFLAGS=${MPI4PY_CFLAGS:--O0}
 if [ "${1:-}" = "--mpi4py" ]; then
   cd "$(dirname "$0")/.."
   venv="${CARGO_TARGET_DIR:-target}/mpi4py-venv"
@@ -98,19 +102,19 @@ if [ "${1:-}" = "--mpi4py" ]; then
   mpicc_mpich=${OVERLAP_MPICC_MPICH:-$(command -v mpicc.mpich || command -v mpicc || true)}
   mpich_version=$(mpichversion 2>/dev/null | awk -F: '/MPICH Version/ {gsub(/[ \t]/, "", $2); print $2}' || true)
   python_version=$("$python" -c 'import sys; print(sys.version.split()[0])' 2>/dev/null || true)
-  key="mpi4py $MPI4PY_VERSION; MPICH ${mpich_version:-unknown}; Python ${python_version:-none}"
+  key="mpi4py $MPI4PY_VERSION ($MPI4PY_CFLAGS); MPICH ${mpich_version:-unknown}; Python ${python_version:-none}"
   if [ -x "$venv/bin/python" ] && [ "$(cat "$venv/.overlap-key" 2>/dev/null)" = "$key" ]; then
     : # up to date
   elif [ -z "$python_version" ] || [ -z "$mpicc_mpich" ]; then
     echo "bootstrap: no mpi4py venv: ${python} or MPICH's mpicc is missing; the Python tests will be skipped" >&2
   else
-    echo "bootstrap: building $venv ($key; mpi4py compiles for a few minutes, once)"
+    echo "bootstrap: building $venv ($key; mpi4py compiles for a minute, once)"
     rm -rf "$venv"
     mkdir -p "$(dirname "$venv")"
     log="$venv.log"
     started=$(date +%s)
     if "$python" -m venv "$venv" >"$log" 2>&1 &&
-      MPICC="$mpicc_mpich" "$venv/bin/pip" install --no-binary mpi4py \
+      CFLAGS="$MPI4PY_CFLAGS" MPICC="$mpicc_mpich" "$venv/bin/pip" install --no-binary mpi4py \
         "mpi4py==$MPI4PY_VERSION" numpy >>"$log" 2>&1 &&
       "$venv/bin/python" -c 'import mpi4py, numpy' >>"$log" 2>&1; then
       echo "$key" >"$venv/.overlap-key"

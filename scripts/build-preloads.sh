@@ -10,7 +10,12 @@
 # `mpi-sys` bindings differ). `overlap trace`
 # then loads the one that matches the program's MPI (docs/preload.md, "Which MPI").
 #
-#   scripts/build-preloads.sh [--release]
+#   scripts/build-preloads.sh [--release] [--default | --others]
+#
+# --default builds cargo's own preload only (the default MPI's), --others only those of
+# the other families: they need nothing of each other (each has its own target
+# directory), so `make test` builds the others beside the workspace (a core is idle much
+# of a cargo build) and `make demo` leaves them out (it traces no program).
 #
 # The wrappers are looked up as Debian names them (mpicc.mpich, mpicc.openmpi), or
 # given as OVERLAP_MPICC_MPICH / OVERLAP_MPICC_OPENMPI.
@@ -19,26 +24,44 @@ cd "$(dirname "$0")/.."
 
 profile=debug
 flags=()
-if [ "${1:-}" = "--release" ]; then
-  profile=release
-  flags=(--release)
-fi
+mode=all
+for arg in "$@"; do
+  case $arg in
+    --release) profile=release; flags=(--release) ;;
+    --default | --others) mode=${arg#--} ;;
+    *) echo "usage: scripts/build-preloads.sh [--release] [--default | --others]" >&2; exit 2 ;;
+  esac
+done
 out="target/$profile"
+mkdir -p "$out"
 default_lib="$out/liboverlap_preload.so"
-# Cargo's own build, up to date (nothing to do when it is): its marker names its MPI.
-cargo build -q -p overlap-preload "${flags[@]}"
-default=$(grep -aoE 'overlap-preload-built-for:(mpich|openmpi) ' "$default_lib" | head -n1 | cut -d: -f2 | tr -d ' ' || true)
-if [ -z "$default" ]; then
-  echo "build-preloads: $default_lib names no MPI it was built for" >&2
-  exit 1
+if [ "$mode" != others ]; then
+  # Cargo's own build, up to date (nothing to do when it is): its marker names its MPI.
+  cargo build -q -p overlap-preload "${flags[@]}"
+  default=$(grep -aoE 'overlap-preload-built-for:(mpich|openmpi) ' "$default_lib" | head -n1 | cut -d: -f2 | tr -d ' ' || true)
+  if [ -z "$default" ]; then
+    echo "build-preloads: $default_lib names no MPI it was built for" >&2
+    exit 1
+  fi
+else
+  # The family cargo's own build is for, asked of mpi.h as its build script asks it.
+  probe=$(mktemp --suffix=.c)
+  trap 'rm -f "$probe"' EXIT
+  printf '#include <mpi.h>\n#if defined(OPEN_MPI)\noverlap_family=openmpi\n#elif defined(MPICH_VERSION)\noverlap_family=mpich\n#endif\n' >"$probe"
+  default=$("${MPICC:-mpicc}" -E -P "$probe" 2>/dev/null | sed -n 's/^overlap_family=//p' || true)
+  if [ -z "$default" ]; then
+    echo "build-preloads: ${MPICC:-mpicc} -E names no MPI family in mpi.h" >&2
+    exit 1
+  fi
 fi
 
 for family in mpich openmpi; do
   if [ "$family" = "$default" ]; then
     # Cargo's own build, named by its MPI too: a link, which a rebuild cannot leave stale.
-    ln -sfn liboverlap_preload.so "$out/liboverlap_preload-$family.so"
+    [ "$mode" = others ] || ln -sfn liboverlap_preload.so "$out/liboverlap_preload-$family.so"
     continue
   fi
+  [ "$mode" != default ] || continue
   var="OVERLAP_MPICC_${family^^}"
   mpicc="${!var:-$(command -v "mpicc.$family" || true)}"
   # Never copied through a link left from when this family was the default (it would

@@ -14,7 +14,6 @@ use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{
     render, render_profile, render_regions, render_summary, render_window, Style, WithRegions,
 };
-use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Nanos;
 
 use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
@@ -525,6 +524,7 @@ pub(crate) fn style() -> Style {
 
 fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     let opts = a.analysis.options()?;
+    crate::tables::check_built(&a.csv, &a.parquet)?;
     let self_trace = match &a.self_trace {
         Some(file) => Some(crate::selftrace::start(file)?),
         None => None,
@@ -565,16 +565,7 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         }
     }
     if let Some((trace, details)) = for_tables {
-        let mut t = tables(&trace, &report, &details)?;
-        for (dir, format) in [
-            (&a.csv, TableFormat::Csv),
-            (&a.parquet, TableFormat::Parquet),
-        ] {
-            if let Some(dir) = dir {
-                let files = write_tables(&mut t, dir, format)?;
-                sayln!("wrote {} tables to {}", files.len(), dir.display());
-            }
-        }
+        crate::tables::write(&trace, &report, &details, &a.csv, &a.parquet)?;
     }
     if let Some(guard) = self_trace {
         guard.finish()?;

@@ -26,6 +26,7 @@ mod rundir;
 mod selftrace;
 mod suggest;
 mod supervise;
+mod tables;
 mod trace;
 mod tui;
 mod units;

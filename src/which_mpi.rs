@@ -396,8 +396,9 @@ pub fn choose(given: Option<&Path>, command: &[String]) -> Result<Chosen> {
                 .collect();
             bail!(
                 "{why}, but no preload built for {w} was found in {looked}; found only {}. \
-                 Build one with `scripts/build-preloads.sh` (run by `make build` and `make \
-                 test` for every MPI installed), or name it with --preload or {PRELOAD_ENV}",
+                 Build one with `scripts/build-preloads.sh` (add --release beside a release \
+                 build; `make test` runs it for every MPI installed, `make demo` for the \
+                 default one only), or name it with --preload or {PRELOAD_ENV}",
                 have.join(", ")
             )
         }

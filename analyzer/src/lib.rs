@@ -24,8 +24,8 @@
 //!   ordering policies and the seed's consensus; [`replay`]: the one discrete-event
 //!   replay (what-if, T_ideal, predicted gains); [`suggest`]: the reordering suggestion.
 //! - [`analysis`]: the report's types and the order its passes run in.
-//! - [`report`], [`tables`], [`check`]: the report for people (one file per field), the
-//!   tables behind it, baselines, regression checks and diffs; [`summary`]: where each
+//! - [`report`], `tables` (feature `tables`), [`check`]: the report for people (one
+//!   file per field), the tables behind it (CSV and Parquet through polars), baselines, regression checks and diffs; [`summary`]: where each
 //!   rank's time went, as `overlap merge` prints it.
 //! - [`heap`]: how the process's heap is set for analysis (glibc's thresholds).
 //!
@@ -62,6 +62,7 @@ pub mod report;
 pub mod sites;
 pub mod suggest;
 pub mod summary;
+#[cfg(feature = "tables")]
 pub mod tables;
 pub mod units;
 pub mod unrecorded;

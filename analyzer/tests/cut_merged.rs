@@ -5,11 +5,9 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::import::read_merged;
 use overlap_analyzer::load::{load_dir, load_merged, Loaded};

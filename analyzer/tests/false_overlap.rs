@@ -5,9 +5,7 @@
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::metrics::false_overlap::Limit;
 use overlap_analyzer::metrics::Options;
@@ -58,6 +56,7 @@ type Ev = overlap_instrument::schema::Event;
 /// report listing one: it counts and sums both and lists rank 0's (equal losses go by
 /// rank); the tables list both, with where each wait may move.
 #[test]
+#[cfg(feature = "tables")]
 fn the_report_lists_the_worst_findings_and_the_table_every_one() {
     let t = run(vec![pattern(0, false), pattern(1, false)]);
     let one = Options {

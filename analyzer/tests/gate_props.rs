@@ -12,8 +12,6 @@
 //! |Init|Isend|compute 5|Wait| x 8 |Barrier|Finalize|
 //! ```
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -42,7 +40,7 @@ struct Valid {
 fn header(rank: u32) -> Header {
     Header {
         format_version: FORMAT_VERSION,
-        ..common::header(rank, RANKS, 0, "boot-1")
+        ..crate::common::header(rank, RANKS, 0, "boot-1")
     }
 }
 

@@ -4,9 +4,7 @@
 //! receive was pending, copies serialized with MPI, and the compute hiding the pipeline;
 //! and the merged trace's stream tracks and chain flows.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use overlap_analyzer::analysis;
 use overlap_analyzer::gpu::{self, GpuFindingKind};
 use overlap_instrument::schema::{
@@ -373,6 +371,7 @@ fn diff_of_bulk_and_pipelined_shows_the_staging_won_back() {
 }
 
 #[test]
+#[cfg(feature = "tables")]
 fn the_gpu_chains_table_has_a_row_per_chain_with_unknown_steps_null() {
     use overlap_analyzer::tables::{tables, write_tables, TableFormat};
     // Rank 1 records no H2D for packet 1: its chain's last two steps are unknown.

@@ -1,11 +1,9 @@
 //! Reading per-rank files: what a cut-short file still gives, and the errors for files
 //! that cannot be used, each naming the file, the place and the reason.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use overlap_analyzer::import::{parse_rank_trace, read_rank_file};
 use overlap_analyzer::model::Place;
 use overlap_analyzer::Error;
@@ -222,7 +220,7 @@ mod load {
 
     use std::io::Write;
 
-    use super::common::*;
+    use crate::common::*;
     use overlap_analyzer::analysis::analyze;
     use overlap_analyzer::load::{load, load_dir, load_merged};
     use overlap_analyzer::merge::{merge, write_merged};

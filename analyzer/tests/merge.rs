@@ -1,9 +1,7 @@
 //! Merging hand-built per-rank traces: alignment, matching, flags and missing data, with
 //! answers worked out by hand.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use overlap_analyzer::import::read_merged;
 use overlap_analyzer::merge::{merge, merge_dir, write_merged, EventRef, Merged};
 use overlap_analyzer::summary::merge_to_file;

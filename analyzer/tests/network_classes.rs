@@ -6,9 +6,7 @@
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use overlap_analyzer::metrics::transfer::{TransferModel, Unfit};
 use overlap_analyzer::ops::Program;
 use overlap_analyzer::replay::{

@@ -4,12 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use overlap_analyzer::import::read_rank_file;
 use overlap_analyzer::load::load_dir;
 use overlap_analyzer::merge::{merge, merge_dir, warnings};

@@ -7,11 +7,9 @@
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::num::NonZeroU64;
 
-use common::*;
+use crate::common::*;
 use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::dag::{order_rank, Options as DagOptions};
 use overlap_analyzer::metrics::false_overlap::{findings, Finding, Limit};

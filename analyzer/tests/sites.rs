@@ -7,12 +7,10 @@
 //! a folder of the search path once the executable moved. And the
 //! grouping of wait states by site, on a hand-built trace.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::metrics::{Options, WaitKind};
 use overlap_instrument::schema::SyncPhase;

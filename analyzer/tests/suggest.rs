@@ -5,11 +5,9 @@
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use overlap_analyzer::dag::{BuiltIn, Mode, Options as DagOptions, Policy};
 use overlap_analyzer::model::Trace;
 use overlap_analyzer::ops::RequestRole;

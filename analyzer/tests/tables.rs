@@ -3,10 +3,10 @@
 
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
+// The tables are the feature `tables` (on by default).
+#![cfg(feature = "tables")]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 use overlap_instrument::schema::Op;

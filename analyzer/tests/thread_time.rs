@@ -7,9 +7,7 @@
 // A failed step of a test is a failed test: unwrap says where.
 #![allow(clippy::unwrap_used)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use overlap_analyzer::metrics::WaitKind;
 use overlap_instrument::schema::{Event, Op};
 

@@ -103,8 +103,9 @@ fn a_link_planted_where_the_ranks_files_go_is_refused_not_followed() {
 fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = dir.path().join("many.json");
-    // 2 × 200 000 calls: a merge of several seconds in a debug build.
-    let run = crate::trace::trace_with(2, &program("many"), &["200000"], &[], &out);
+    // 2 × 100 000 calls: a merge of a second or more in a debug build, interrupted as
+    // soon as it catches SIGTERM.
+    let run = crate::trace::trace_with(2, &program("many"), &["100000"], &[], &out);
     assert!(run.success(), "{}", run.describe());
     let ranks = out.with_extension("ranks");
     let merged = dir.path().join("merged.json");
@@ -115,7 +116,13 @@ fn an_interrupted_merge_leaves_nothing_and_says_how_to_merge_again() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("overlap merge starts");
-    std::thread::sleep(Duration::from_millis(300));
+    let caught = eventually(Duration::from_secs(60), || {
+        catches(merge.id(), libc::SIGTERM)
+    });
+    assert!(
+        caught,
+        "overlap merge did not catch SIGTERM within a minute"
+    );
     // SAFETY: plain kill(2) on a child of this test.
     assert_eq!(
         unsafe { libc::kill(merge.id() as libc::pid_t, libc::SIGTERM) },
@@ -174,6 +181,17 @@ fn merge_into(ranks: &std::path::Path, out: &std::path::Path) -> crate::util::Ru
         "--out",
         out.to_str().expect("utf-8"),
     ])
+}
+
+/// True once process `pid` catches `signal`: its handler is installed (the `SigCgt`
+/// mask of /proc/PID/status).
+fn catches(pid: u32, signal: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+    mask.is_some_and(|m| m & (1 << (signal - 1)) != 0)
 }
 
 fn names_in(dir: &std::path::Path) -> Vec<String> {

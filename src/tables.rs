@@ -1,0 +1,82 @@
+//! `overlap analyze --csv/--parquet`: the figures behind the report written as tables
+//! ([`overlap_analyzer::tables`]), when this build has them (the feature `tables`, on
+//! by default; `make demo` builds without it, polars being two thirds of a release
+//! build). A build without them refuses the options before any analysis starts.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use overlap_analyzer::analysis::{Details, Report};
+use overlap_analyzer::model::Trace;
+
+/// Fails, before the analysis, when tables are asked for of a build without them.
+pub(crate) fn check_built(csv: &Option<PathBuf>, parquet: &Option<PathBuf>) -> Result<()> {
+    if cfg!(feature = "tables") || (csv.is_none() && parquet.is_none()) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "--csv and --parquet need the tables, and this overlap was built without them \
+         (the cargo feature `tables`; `make demo` leaves it out to build in minutes): \
+         `cargo build --release -p overlap` builds them"
+    )
+}
+
+/// Writes every table of the run to the directories asked for, CSV and Parquet.
+#[cfg(feature = "tables")]
+pub(crate) fn write(
+    trace: &Trace,
+    report: &Report,
+    details: &Details,
+    csv: &Option<PathBuf>,
+    parquet: &Option<PathBuf>,
+) -> Result<()> {
+    use crate::output::sayln;
+    use overlap_analyzer::tables::{tables, write_tables, TableFormat};
+
+    let mut t = tables(trace, report, details)?;
+    for (dir, format) in [(csv, TableFormat::Csv), (parquet, TableFormat::Parquet)] {
+        if let Some(dir) = dir {
+            let files = write_tables(&mut t, dir, format)?;
+            sayln!("wrote {} tables to {}", files.len(), dir.display());
+        }
+    }
+    Ok(())
+}
+
+/// [`check_built`] refused the options before any analysis: nothing to write.
+#[cfg(not(feature = "tables"))]
+pub(crate) fn write(
+    _: &Trace,
+    _: &Report,
+    _: &Details,
+    csv: &Option<PathBuf>,
+    parquet: &Option<PathBuf>,
+) -> Result<()> {
+    check_built(csv, parquet)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_built;
+    use std::path::PathBuf;
+
+    /// Without --csv or --parquet nothing is refused; with one, a build without the
+    /// tables refuses it, naming the feature and the command that builds it.
+    #[test]
+    fn tables_asked_of_a_build_without_them_are_refused_by_name() {
+        assert!(check_built(&None, &None).is_ok());
+        let dir = Some(PathBuf::from("t"));
+        for (csv, parquet) in [(&dir, &None), (&None, &dir)] {
+            let checked = check_built(csv, parquet);
+            if cfg!(feature = "tables") {
+                assert!(checked.is_ok());
+            } else {
+                let e = checked.expect_err("refused").to_string();
+                assert!(
+                    e.contains("feature `tables`") && e.contains("cargo build"),
+                    "{e}"
+                );
+            }
+        }
+    }
+}
