@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::defs::{
     Attribute, AttributeType, ClockOffset, ClockProperties, Comm, Definitions, Group, Location,
-    LocationGroup, Property, Region, SystemTreeNode,
+    LocationGroup, Property, Region, RmaWin, SystemTreeNode,
 };
 use crate::ffi::{check, text};
 use crate::sys;
@@ -43,6 +43,7 @@ enum Named {
     Location(u64),
     Group(u32),
     Comm(u32),
+    RmaWin(u32),
     AttributeName(u32),
     AttributeDescription(u32),
 }
@@ -89,6 +90,11 @@ impl Raw {
                     .for_each(|n| n.name = t.clone()),
                 Named::Comm(x) => d
                     .comms
+                    .get_mut(&x)
+                    .into_iter()
+                    .for_each(|n| n.name = t.clone()),
+                Named::RmaWin(x) => d
+                    .rma_wins
                     .get_mut(&x)
                     .into_iter()
                     .for_each(|n| n.name = t.clone()),
@@ -339,6 +345,27 @@ unsafe extern "C" fn on_comm(
     OK
 }
 
+unsafe extern "C" fn on_rma_win(
+    user: *mut c_void,
+    me: u32,
+    name: u32,
+    comm: u32,
+    flags: u32,
+) -> sys::OTF2_CallbackCode {
+    // SAFETY: registered with a `Raw`.
+    let r = unsafe { raw(user) };
+    r.defs.rma_wins.insert(
+        me,
+        RmaWin {
+            name: String::new(),
+            comm,
+            flags,
+        },
+    );
+    r.names.push((Named::RmaWin(me), name));
+    OK
+}
+
 unsafe extern "C" fn on_property(
     user: *mut c_void,
     group: u32,
@@ -387,6 +414,7 @@ pub(crate) unsafe fn read_globals(
         sys::OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cbs, Some(on_region));
         sys::OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cbs, Some(on_group));
         sys::OTF2_GlobalDefReaderCallbacks_SetCommCallback(cbs, Some(on_comm));
+        sys::OTF2_GlobalDefReaderCallbacks_SetRmaWinCallback(cbs, Some(on_rma_win));
         sys::OTF2_GlobalDefReaderCallbacks_SetLocationGroupPropertyCallback(cbs, Some(on_property));
         let code = sys::OTF2_Reader_RegisterGlobalDefCallbacks(
             reader,

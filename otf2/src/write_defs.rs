@@ -90,6 +90,11 @@ pub(crate) unsafe fn write_globals(
         .iter()
         .map(|(r, x)| (*r, text(&x.name), x))
         .collect();
+    let wins: Vec<_> = defs
+        .rma_wins
+        .iter()
+        .map(|(r, x)| (*r, text(&x.name), x))
+        .collect();
     let mut props = Vec::new();
     for (group, named) in &defs.group_properties {
         for (name, value) in named {
@@ -218,6 +223,13 @@ pub(crate) unsafe fn write_globals(
                     or_undefined(x.parent),
                     sys::OTF2_COMM_FLAG_NONE as sys::OTF2_CommFlag,
                 ),
+            )?;
+        }
+        for (r, name, x) in wins {
+            check(
+                path,
+                "OTF2_GlobalDefWriter_WriteRmaWin",
+                sys::OTF2_GlobalDefWriter_WriteRmaWin(g, r, name, x.comm, x.flags),
             )?;
         }
         for (group, name, (kind, v)) in props {

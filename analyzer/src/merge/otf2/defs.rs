@@ -2,16 +2,18 @@
 //! per rank of the world (an empty one for a rank without a file, so that the world's
 //! communication locations have every rank at its place) with a location per thread,
 //! the communicators and their members, a region per MPI function and per compute
-//! span's name, overlap's attributes, and each rank's header, clock synchronisations
-//! and footer as properties of its process ([`crate::import::otf2::vocabulary`]).
+//! span's name, the RMA windows (each over the communicator it was created on) and the
+//! groups their epochs name, overlap's attributes, and each rank's header, clock
+//! synchronisations and footer as properties of its process
+//! ([`crate::import::otf2::vocabulary`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use overlap_format::schema::{Op, SyncPhase};
 use overlap_otf2::{
-    location_group_type, location_type, paradigm, region_role, Attribute, AttributeType,
+    location_group_type, location_type, paradigm, region_role, rma, Attribute, AttributeType,
     ClockOffset, ClockProperties, Comm, Definitions, Group, Location, LocationGroup, Property,
-    Region, SystemTreeNode,
+    Region, RmaWin, SystemTreeNode,
 };
 use serde::Serialize;
 
@@ -30,6 +32,14 @@ pub(super) enum RegionKey {
     Compute(String),
 }
 
+/// A window the run's calls name: the communicator it was created over (the world's
+/// when its creation was not recorded), and whether its creation allocated its memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Window {
+    pub comm: u32,
+    pub allocates: bool,
+}
+
 /// The definitions being gathered as the ranks are written.
 pub(super) struct Builder {
     pub defs: Definitions,
@@ -42,12 +52,20 @@ pub(super) struct Builder {
     span: Option<(u64, u64)>,
     /// Real time at the first rank's epoch, and that epoch.
     realtime: Option<(u64, u64)>,
+    /// The windows, by id (their `RmaWin` reference).
+    windows: BTreeMap<u32, Window>,
+    /// The groups of ranks the epochs name (`RmaGroupSync`), by their world ranks.
+    rma_groups: HashMap<Vec<i32>, u32>,
 }
 
 impl Builder {
     /// The definitions of a world of `world_size` ranks whose communicators have the
-    /// members `comms`.
-    pub fn new(world_size: u32, comms: BTreeMap<u32, BTreeSet<u32>>) -> Builder {
+    /// members `comms`, with the windows `windows`.
+    pub fn new(
+        world_size: u32,
+        comms: BTreeMap<u32, BTreeSet<u32>>,
+        windows: BTreeMap<u32, Window>,
+    ) -> Builder {
         let mut defs = Definitions::default();
         defs.system_tree.insert(
             0,
@@ -128,6 +146,20 @@ impl Builder {
                 },
             );
         }
+        for (win, w) in &windows {
+            defs.rma_wins.insert(
+                *win,
+                RmaWin {
+                    name: format!("window {win}"),
+                    comm: if members.contains_key(&w.comm) {
+                        w.comm
+                    } else {
+                        0
+                    },
+                    flags: rma::WIN_FLAG_CREATE_DESTROY_EVENTS,
+                },
+            );
+        }
         Builder {
             defs,
             regions: HashMap::new(),
@@ -135,7 +167,42 @@ impl Builder {
             members,
             span: None,
             realtime: None,
+            windows,
+            rma_groups: HashMap::new(),
         }
+    }
+
+    /// Window `win` (defined, if no call was seen to create it, over the world).
+    pub fn window(&self, win: u32) -> Window {
+        self.windows.get(&win).copied().unwrap_or_default()
+    }
+
+    /// The number of ranks of communicator `comm`.
+    pub fn comm_size(&self, comm: u32) -> u32 {
+        self.members.get(&comm).map_or(0, |m| m.len() as u32)
+    }
+
+    /// The group (`COMM_GROUP`) of the world ranks `ranks`, defined on first use.
+    pub fn rma_group(&mut self, ranks: &[i32]) -> u32 {
+        if let Some(g) = self.rma_groups.get(ranks) {
+            return *g;
+        }
+        let next = self.defs.groups.keys().max().map_or(0, |m| m + 1);
+        let members = ranks
+            .iter()
+            .filter_map(|r| u64::try_from(*r).ok())
+            .collect();
+        self.defs.groups.insert(
+            next,
+            Group {
+                name: format!("epoch group {}", self.rma_groups.len()),
+                kind: COMM_GROUP,
+                paradigm: paradigm::MPI,
+                members,
+            },
+        );
+        self.rma_groups.insert(ranks.to_vec(), next);
+        next
     }
 
     /// The rank of world rank `peer` in communicator `comm` (undefined: `u32::MAX`).

@@ -14,6 +14,7 @@
 mod defs;
 mod named;
 mod records;
+mod rma;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,9 +22,9 @@ use std::path::{Path, PathBuf};
 use overlap_format::schema::{Event, LearnedUse, Unwatched};
 use overlap_otf2::ArchiveWriter;
 
-use self::defs::Builder;
+use self::defs::{Builder, Window};
 use self::named::Named;
-use self::records::{posts, write_thread, Losses};
+use self::records::{posts, write_thread, Losses, Whose};
 use super::{check_one_run, world_size_of, Unreadable};
 use crate::import::otf2::vocabulary::location;
 use crate::import::{rank_files, read_rank_file, read_rank_file_into, EventSink};
@@ -65,10 +66,12 @@ pub fn archive_place(out: &Path) -> (PathBuf, String) {
     }
 }
 
-/// The communicators a rank's calls name, and the world ranks they name on each.
+/// The communicators a rank's calls name, and the world ranks they name on each; the
+/// windows they name.
 #[derive(Default)]
 struct CommUse {
     comms: BTreeMap<u32, BTreeSet<i32>>,
+    windows: BTreeMap<u32, Window>,
     events: usize,
     /// Buffer uses learned (`overlap trace --buffers`), which are not written.
     learned: u64,
@@ -88,6 +91,14 @@ impl EventSink for CommUse {
             let peers = self.comms.entry(a.comm.unwrap_or(0)).or_default();
             peers.extend(a.peer.into_iter().chain(a.recv_peer).chain(a.root));
             peers.extend(a.completed.iter().filter_map(|d| d.source));
+            if let Some(win) = a.win {
+                let w = self.windows.entry(win).or_default();
+                if let Some(comm) = a.comm {
+                    // A window's collectives name the communicator it was created over.
+                    w.comm = comm;
+                }
+                w.allocates |= rma::allocates(c.op);
+            }
         }
     }
     fn len(&self) -> usize {
@@ -149,7 +160,17 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
         &name,
         &format!("overlap {}", env!("CARGO_PKG_VERSION")),
     )?;
-    let mut b = Builder::new(world_size, comms);
+    let mut windows: BTreeMap<u32, Window> = BTreeMap::new();
+    for t in &uses {
+        for (win, w) in &t.events.windows {
+            let known = windows.entry(*win).or_default();
+            if w.comm != 0 {
+                known.comm = w.comm;
+            }
+            known.allocates |= w.allocates;
+        }
+    }
+    let mut b = Builder::new(world_size, comms, windows);
     let mut losses = Losses {
         learned: uses.iter().map(|t| t.events.learned).sum(),
         ..Losses::default()
@@ -167,10 +188,14 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
         for (tid, list) in by_tid.iter_mut() {
             let mut w = archive.events(location(t.rank(), *tid))?;
             let list = std::mem::take(list);
+            let whose = Whose {
+                rank: t.rank(),
+                epoch: t.header.epoch_ns,
+            };
             write_thread(
                 &mut w,
                 &mut b,
-                t.header.epoch_ns,
+                whose,
                 list,
                 &posted,
                 &mut named,

@@ -8,6 +8,8 @@
 //!  Waitall(7, 8)        Enter(MPI_Waitall) MpiIsendComplete(7) MpiIrecv(from 3, .., 8) Leave
 //!  Allreduce            Enter(MPI_Allreduce) MpiCollectiveBegin MpiCollectiveEnd(ALLREDUCE, ..) Leave
 //! ```
+//!
+//! Calls on windows have OTF2's RMA records ([`super::rma`]).
 
 use std::collections::HashMap;
 
@@ -16,6 +18,7 @@ use overlap_otf2::{Attr, AttrValue, EventWriter, Record};
 
 use super::defs::{Builder, RegionKey};
 use super::named::Named;
+use super::rma::RmaThread;
 use crate::import::otf2::vocabulary::{collective_op_of, CallAttr};
 use crate::Result;
 
@@ -75,12 +78,20 @@ struct Open {
     at_end: Records,
 }
 
+/// Whose thread is written: its rank, and the epoch (ns of its clock) its events'
+/// times count from.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Whose {
+    pub rank: u32,
+    pub epoch: u64,
+}
+
 /// Writes one thread's events (`events`, that thread's only) to `w`, times in ticks
-/// from `epoch`.
+/// from its rank's epoch.
 pub(super) fn write_thread(
     w: &mut EventWriter<'_>,
     b: &mut Builder,
-    epoch: u64,
+    whose: Whose,
     mut events: Vec<&Event>,
     posted: &HashMap<u64, Posted>,
     named: &mut Named,
@@ -89,6 +100,8 @@ pub(super) fn write_thread(
     events.sort_by_key(|e| (e.start(), std::cmp::Reverse(e.end())));
     let mut stack: Vec<Open> = Vec::new();
     let (mut first, mut last) = (u64::MAX, 0u64);
+    let epoch = whose.epoch;
+    let mut rma = RmaThread::new(whose.rank);
     for e in events {
         let start = epoch + e.start().0;
         let mut end = epoch + e.end().0;
@@ -125,7 +138,11 @@ pub(super) fn write_thread(
                     });
                 }
                 w.write(start, &Record::Enter { region }, &attrs)?;
-                let (at_start, at_end) = call_records(b, c, posted, losses);
+                let (mut at_start, mut at_end) = call_records(b, c, posted, losses);
+                if let Some((rma_start, rma_end)) = rma.records(b, c) {
+                    at_start.extend(rma_start);
+                    at_end.extend(rma_end);
+                }
                 for (r, attrs) in at_start {
                     w.write(start, &r, &attrs)?;
                 }
@@ -231,7 +248,7 @@ fn tag_of(t: Option<i32>) -> u32 {
 }
 
 /// Records, each with its attributes.
-type Records = Vec<(Record, Vec<Attr>)>;
+pub(super) type Records = Vec<(Record, Vec<Attr>)>;
 
 /// The MPI records of a call, each with its attributes: those at its entry, and those
 /// at its exit.
@@ -350,9 +367,17 @@ fn call_records(
         let pcomm = pa.comm.unwrap_or(0);
         let sender = b.comm_rank(pa.comm, done.source);
         at_end.push(match p.kind {
-            RequestKind::Send | RequestKind::OneSided => {
-                (Record::MpiIsendComplete { request }, vec![])
-            }
+            RequestKind::OneSided => match pa.win {
+                Some(win) => (
+                    Record::RmaOpCompleteNonBlocking {
+                        win,
+                        matching_id: request,
+                    },
+                    vec![],
+                ),
+                None => (Record::MpiIsendComplete { request }, vec![]),
+            },
+            RequestKind::Send => (Record::MpiIsendComplete { request }, vec![]),
             RequestKind::Recv => (
                 Record::MpiIrecv {
                     sender,

@@ -1,0 +1,224 @@
+//! A location's clock offsets, every one of them: Score-P measures one at
+//! initialisation, one at finalisation and, with periodic synchronisation, more in
+//! between; Scalasca and the OTF2 reader interpolate linearly between successive ones.
+//! overlap's alignment draws a line through the first and the last (the rank's init
+//! and final synchronisations); the ones in between bend that line, and each time read
+//! is moved by the bend at its time, so that the rank is aligned piecewise-linearly.
+//!
+//! ```text
+//!  offset  ^        o  (measured at 1000: +100)
+//!          |      /   \
+//!          |    /       \
+//!          o - - - - - - - o   the line through the first and the last
+//!          0      1000    2000 local ticks: a time at 1000 moves by +100
+//! ```
+//!
+//! Before the first offset and after the last there is nothing to bend: the line (and
+//! its drift) applies as it does to a rank file. The error bound of the alignment is
+//! the largest standard deviation of all the offsets, not only of the two ends.
+
+use overlap_otf2::ClockOffset;
+
+/// The bend of a location's clock offsets beyond the line through the first and the
+/// last (none with two or fewer).
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Bend {
+    /// The offsets (local ticks, global minus local ticks), in time order.
+    points: Vec<(u64, i64)>,
+}
+
+impl Bend {
+    /// The bend of `offsets` (in time order), `None` when they draw no more than a
+    /// line.
+    pub fn of(offsets: &[ClockOffset]) -> Option<Bend> {
+        if offsets.len() <= 2 {
+            return None;
+        }
+        let points: Vec<(u64, i64)> = offsets.iter().map(|o| (o.time, o.offset)).collect();
+        let bend = Bend { points };
+        bend.points
+            .iter()
+            .any(|(t, _)| bend.at(*t) != 0)
+            .then_some(bend)
+    }
+
+    /// The offset interpolated between the measurements at `t` minus the line's,
+    /// ticks (0 outside the measurements).
+    fn at(&self, t: u64) -> i64 {
+        let (Some(&first), Some(&last)) = (self.points.first(), self.points.last()) else {
+            return 0;
+        };
+        if t <= first.0 || t >= last.0 {
+            return 0;
+        }
+        let Some(i) = self
+            .points
+            .windows(2)
+            .position(|w| w[0].0 <= t && t < w[1].0)
+        else {
+            return 0;
+        };
+        let (a, b) = (self.points[i], self.points[i + 1]);
+        interpolate(a, b, t) - interpolate(first, last, t)
+    }
+
+    /// Local `ticks` moved by the bend at their time.
+    pub fn apply(&self, ticks: u64) -> u64 {
+        ticks.saturating_add_signed(self.at(ticks))
+    }
+}
+
+/// The offset on the line through `a` and `b` at `t` (between them).
+fn interpolate(a: (u64, i64), b: (u64, i64), t: u64) -> i64 {
+    if b.0 <= a.0 {
+        return a.1;
+    }
+    let span = i128::from(b.0 - a.0);
+    let along = i128::from(t.saturating_sub(a.0));
+    let rise = i128::from(b.1) - i128::from(a.1);
+    let off = i128::from(a.1) + rise * along / span;
+    i64::try_from(off).unwrap_or(a.1)
+}
+
+/// The error bound of the offsets: the largest standard deviation of them all, ticks.
+pub(super) fn spread(offsets: &[ClockOffset]) -> f64 {
+    offsets.iter().map(|o| o.std_dev.abs()).fold(0.0, f64::max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offset(time: u64, offset: i64, std_dev: f64) -> ClockOffset {
+        ClockOffset {
+            time,
+            offset,
+            std_dev,
+        }
+    }
+
+    /// The drawing of the module: measured 0 at 0, +100 at 1000, 0 at 2000.
+    #[test]
+    fn offsets_between_the_ends_bend_the_line() {
+        let offsets = [
+            offset(0, 0, 1.0),
+            offset(1000, 100, 7.0),
+            offset(2000, 0, 2.0),
+        ];
+        let bend = Bend::of(&offsets).expect("a bend");
+        assert_eq!(bend.apply(1000), 1100);
+        assert_eq!(bend.apply(500), 550);
+        assert_eq!(bend.apply(1500), 1550);
+        // At the ends and beyond them the line applies, unbent.
+        assert_eq!(bend.apply(0), 0);
+        assert_eq!(bend.apply(2000), 2000);
+        assert_eq!(bend.apply(5000), 5000);
+        assert_eq!(spread(&offsets), 7.0);
+    }
+
+    #[test]
+    fn a_rising_line_with_a_dip_bends_by_the_difference() {
+        // The line through the ends: -10 at 0, +30 at 4000 (+10 per 1000); measured
+        // -10 at 2000, where the line says +10: a bend of -20 there.
+        let offsets = [
+            offset(0, -10, 0.0),
+            offset(2000, -10, 0.0),
+            offset(4000, 30, 0.0),
+        ];
+        let bend = Bend::of(&offsets).expect("a bend");
+        assert_eq!(bend.apply(2000), 1980);
+        assert_eq!(bend.apply(1000), 990);
+        assert_eq!(bend.apply(3000), 2990);
+    }
+
+    #[test]
+    fn offsets_on_the_line_or_too_few_do_not_bend() {
+        assert_eq!(Bend::of(&[offset(0, 5, 0.0), offset(100, 9, 0.0)]), None);
+        let on_line = [offset(0, 0, 0.0), offset(50, 5, 0.0), offset(100, 10, 0.0)];
+        assert_eq!(Bend::of(&on_line), None);
+        assert_eq!(spread(&[]), 0.0);
+    }
+
+    /// An archive of another writer whose rank 1 measured three offsets that bend:
+    /// its compute at local 1000..1500 is read at 1100..1550, and its synchronisations
+    /// are the first and the last offsets, with the largest deviation as their bound.
+    #[test]
+    fn an_archive_whose_offsets_bend_is_read_piecewise_linearly() {
+        use overlap_format::schema::{Event, SyncPhase};
+        use overlap_otf2::*;
+        if !available() {
+            return;
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut d = Definitions {
+            clock: ClockProperties {
+                timer_resolution: 1_000_000_000,
+                global_offset: 0,
+                trace_length: 3000,
+                realtime_ns: None,
+            },
+            ..Definitions::default()
+        };
+        for rank in 0..2u32 {
+            d.location_groups.insert(
+                rank,
+                LocationGroup {
+                    name: format!("MPI Rank {rank}"),
+                    kind: location_group_type::PROCESS,
+                    system_tree_parent: None,
+                },
+            );
+            d.locations.insert(
+                u64::from(rank),
+                Location {
+                    name: "Master thread".into(),
+                    kind: location_type::CPU_THREAD,
+                    events: 0,
+                    group: rank,
+                },
+            );
+        }
+        d.regions.insert(
+            0,
+            Region {
+                name: "work".into(),
+                canonical_name: "work".into(),
+                role: region_role::FUNCTION,
+                paradigm: paradigm::USER,
+                ..Region::default()
+            },
+        );
+        let bent = vec![
+            offset(0, 0, 1.0),
+            offset(1000, 100, 7.0),
+            offset(2000, 0, 2.0),
+        ];
+        d.clock_offsets.insert(1, bent);
+        let mut w = ArchiveWriter::create(dir.path(), "traces", "a test").expect("create");
+        for location in 0..2u64 {
+            let mut e = w.events(location).expect("events");
+            e.write(1000, &Record::Enter { region: 0 }, &[])
+                .expect("enter");
+            e.write(1500, &Record::Leave { region: 0 }, &[])
+                .expect("leave");
+            e.close().expect("close");
+        }
+        let anchor = w.finish(&d).expect("finish");
+        let ranks = super::super::read_archive_into::<Vec<Event>>(&anchor).expect("read");
+        let span = |r: usize| match &ranks[r].events[0] {
+            Event::Compute(c) => (c.start.0, c.end.0),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(span(0), (1000, 1500));
+        assert_eq!(span(1), (1100, 1550));
+        let syncs: Vec<_> = ranks[1]
+            .syncs
+            .iter()
+            .map(|s| (s.phase, s.local_ns, s.offset_ns, s.error_ns))
+            .collect();
+        assert_eq!(
+            syncs,
+            vec![(SyncPhase::Init, 0, 0, 7), (SyncPhase::Final, 2000, 0, 7)]
+        );
+    }
+}
