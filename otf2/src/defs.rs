@@ -212,8 +212,23 @@ pub enum AttributeType {
     U64,
     /// `OTF2_TYPE_INT64`.
     I64,
+    /// `OTF2_TYPE_SOURCE_CODE_LOCATION`.
+    SourceCodeLocation,
     /// Another type (read, not interpreted).
     Other(u8),
+}
+
+/// The name OTF2 gives the attribute that attaches a source code location to an event
+/// (of type [`AttributeType::SourceCodeLocation`]).
+pub const SOURCE_CODE_LOCATION: &str = "SOURCE_CODE_LOCATION";
+
+/// A place in the source: file and line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceCodeLocation {
+    /// The file.
+    pub file: String,
+    /// The line (from 1).
+    pub line: u32,
 }
 
 /// An attribute events may carry.
@@ -258,6 +273,8 @@ pub struct Definitions {
     pub comms: BTreeMap<u32, Comm>,
     /// RMA windows by reference.
     pub rma_wins: BTreeMap<u32, RmaWin>,
+    /// Source code locations by reference.
+    pub source_code_locations: BTreeMap<u32, SourceCodeLocation>,
     /// Attributes by reference.
     pub attributes: BTreeMap<u32, Attribute>,
     /// Properties of location groups, by group, by name.

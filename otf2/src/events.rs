@@ -317,6 +317,8 @@ pub enum AttrValue {
     U64(u64),
     /// `OTF2_TYPE_INT64`.
     I64(i64),
+    /// `OTF2_TYPE_SOURCE_CODE_LOCATION`: a source code location definition.
+    SourceCodeLocation(u32),
     /// Another type (read, not interpreted).
     Other,
 }

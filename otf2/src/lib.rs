@@ -30,7 +30,7 @@ mod write_record;
 pub use defs::{
     collective_op, location_group_type, location_type, paradigm, region_role, rma, Attribute,
     AttributeType, ClockOffset, ClockProperties, Comm, Definitions, Group, Location, LocationGroup,
-    Property, Region, RmaWin, SystemTreeNode,
+    Property, Region, RmaWin, SourceCodeLocation, SystemTreeNode, SOURCE_CODE_LOCATION,
 };
 pub use error::{Error, Result};
 pub use events::{Attr, AttrValue, Record};

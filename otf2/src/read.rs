@@ -251,6 +251,9 @@ unsafe fn deliver(
                 let value = match u32::from(kind) {
                     k if k == sys::OTF2_TYPE_UINT64 => AttrValue::U64(value.uint64),
                     k if k == sys::OTF2_TYPE_INT64 => AttrValue::I64(value.int64),
+                    k if k == sys::OTF2_TYPE_SOURCE_CODE_LOCATION => {
+                        AttrValue::SourceCodeLocation(value.sourceCodeLocationRef)
+                    }
                     _ => AttrValue::Other,
                 };
                 v.attrs.push(Attr { attribute, value });

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::defs::{
     Attribute, AttributeType, ClockOffset, ClockProperties, Comm, Definitions, Group, Location,
-    LocationGroup, Property, Region, RmaWin, SystemTreeNode,
+    LocationGroup, Property, Region, RmaWin, SourceCodeLocation, SystemTreeNode,
 };
 use crate::ffi::{check, text};
 use crate::sys;
@@ -44,6 +44,7 @@ enum Named {
     Group(u32),
     Comm(u32),
     RmaWin(u32),
+    SourceFile(u32),
     AttributeName(u32),
     AttributeDescription(u32),
 }
@@ -98,6 +99,11 @@ impl Raw {
                     .get_mut(&x)
                     .into_iter()
                     .for_each(|n| n.name = t.clone()),
+                Named::SourceFile(x) => d
+                    .source_code_locations
+                    .get_mut(&x)
+                    .into_iter()
+                    .for_each(|n| n.file = t.clone()),
                 Named::AttributeName(x) => d
                     .attributes
                     .get_mut(&x)
@@ -177,6 +183,7 @@ unsafe extern "C" fn on_attribute(
     let kind = match u32::from(kind) {
         k if k == sys::OTF2_TYPE_UINT64 => AttributeType::U64,
         k if k == sys::OTF2_TYPE_INT64 => AttributeType::I64,
+        k if k == sys::OTF2_TYPE_SOURCE_CODE_LOCATION => AttributeType::SourceCodeLocation,
         _ => AttributeType::Other(kind),
     };
     r.defs.attributes.insert(
@@ -366,6 +373,25 @@ unsafe extern "C" fn on_rma_win(
     OK
 }
 
+unsafe extern "C" fn on_source_code_location(
+    user: *mut c_void,
+    me: u32,
+    file: u32,
+    line: u32,
+) -> sys::OTF2_CallbackCode {
+    // SAFETY: registered with a `Raw`.
+    let r = unsafe { raw(user) };
+    r.defs.source_code_locations.insert(
+        me,
+        SourceCodeLocation {
+            file: String::new(),
+            line,
+        },
+    );
+    r.names.push((Named::SourceFile(me), file));
+    OK
+}
+
 unsafe extern "C" fn on_property(
     user: *mut c_void,
     group: u32,
@@ -415,6 +441,10 @@ pub(crate) unsafe fn read_globals(
         sys::OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cbs, Some(on_group));
         sys::OTF2_GlobalDefReaderCallbacks_SetCommCallback(cbs, Some(on_comm));
         sys::OTF2_GlobalDefReaderCallbacks_SetRmaWinCallback(cbs, Some(on_rma_win));
+        sys::OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(
+            cbs,
+            Some(on_source_code_location),
+        );
         sys::OTF2_GlobalDefReaderCallbacks_SetLocationGroupPropertyCallback(cbs, Some(on_property));
         let code = sys::OTF2_Reader_RegisterGlobalDefCallbacks(
             reader,

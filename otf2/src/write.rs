@@ -237,6 +237,9 @@ impl EventWriter<'_> {
                 let code = match a.value {
                     AttrValue::U64(v) => sys::OTF2_AttributeList_AddUint64(l, a.attribute, v),
                     AttrValue::I64(v) => sys::OTF2_AttributeList_AddInt64(l, a.attribute, v),
+                    AttrValue::SourceCodeLocation(r) => {
+                        sys::OTF2_AttributeList_AddSourceCodeLocationRef(l, a.attribute, r)
+                    }
                     AttrValue::Other => sys::OTF2_SUCCESS,
                 };
                 check(path, "OTF2_AttributeList_Add", code)?;

@@ -374,15 +374,23 @@ fn rma_events(rank: u32) -> Vec<(u64, Record, Vec<Attr>)> {
         Record::RmaWinDestroy { win },
         Record::Leave { region: 0 },
     ];
+    // The Enter names its source code location.
+    let at_line = vec![Attr {
+        attribute: 2,
+        value: AttrValue::SourceCodeLocation(5),
+    }];
     records
         .into_iter()
         .enumerate()
-        .map(|(i, r)| (1010 + i as u64, r, vec![]))
+        .map(|(i, r)| {
+            let attrs = if i == 0 { at_line.clone() } else { vec![] };
+            (1010 + i as u64, r, attrs)
+        })
         .collect()
 }
 
 #[test]
-fn rma_records_and_windows_read_back_as_written() {
+fn rma_records_windows_and_source_locations_read_back_as_written() {
     if !available() {
         return;
     }
@@ -395,6 +403,21 @@ fn rma_records_and_windows_read_back_as_written() {
             kind: 5,
             paradigm: paradigm::MPI,
             members: vec![1],
+        },
+    );
+    defs.attributes.insert(
+        2,
+        Attribute {
+            name: SOURCE_CODE_LOCATION.into(),
+            description: "where the call was made".into(),
+            kind: AttributeType::SourceCodeLocation,
+        },
+    );
+    defs.source_code_locations.insert(
+        5,
+        SourceCodeLocation {
+            file: "epoch.c".into(),
+            line: 41,
         },
     );
     defs.rma_wins.insert(
@@ -422,6 +445,8 @@ fn rma_records_and_windows_read_back_as_written() {
     })
     .unwrap();
     assert_eq!(back.rma_wins, defs.rma_wins);
+    assert_eq!(back.source_code_locations, defs.source_code_locations);
+    assert_eq!(back.attributes, defs.attributes);
     assert_eq!(back.groups, defs.groups);
     for rank in 0..2u32 {
         assert_eq!(read[&u64::from(rank)], rma_events(rank));
@@ -444,5 +469,6 @@ fn rma_records_and_windows_read_back_as_written() {
                 .count();
             assert_eq!(printed, 2, "{kind}: {text}");
         }
+        assert!(text.contains("epoch.c:41"), "{text}");
     }
 }

@@ -133,8 +133,9 @@ pub(crate) fn round_trip(dir: &Path) {
 }
 
 /// Copies an archive with OTF2's own records only: `python3 strip.py FROM TO_DIR`.
-const STRIP_PY: &str = r#"# Copies an OTF2 archive with only OTF2's own records: no event attributes, no
-# location-group properties (what another tool, or Vampir, would keep of it).
+const STRIP_PY: &str = r#"# Copies an OTF2 archive with only OTF2's own records: no event attributes but
+# OTF2's own SOURCE_CODE_LOCATION, no location-group properties (what another tool, or
+# Vampir, would keep of it).
 import sys, otf2
 src, dst = sys.argv[1], sys.argv[2]
 with otf2.reader.open(src) as trace:
@@ -142,7 +143,8 @@ with otf2.reader.open(src) as trace:
     defs._location_group_properties._elements = []
     with otf2.writer.open(dst, definitions=defs) as out:
         for location, event in trace.events:
-            event.attributes = None
+            kept = {a: v for a, v in (event.attributes or {}).items() if a.name == "SOURCE_CODE_LOCATION"}
+            event.attributes = kept or None
             out.event_writer_from_location(location)(event)
 "#;
 
@@ -205,8 +207,27 @@ fn one_sided_verdicts(r: &serde_json::Value) -> serde_json::Value {
             )
         })
         .collect();
+    // By site: file and line (OTF2's source code locations name no function).
+    let mut by_site: Vec<_> = r["by_site"]["wait_states"]
+        .as_array()
+        .expect("by site")
+        .iter()
+        .filter(|s| windows.iter().any(|w| s["kind"] == *w))
+        .map(|s| {
+            let site = s["site"].as_str().unwrap_or_default();
+            let line = site.split_once(" (").map_or(site, |(l, _)| l).to_string();
+            (
+                line,
+                s["call"].to_string(),
+                s["kind"].to_string(),
+                s["total_ns"].to_string(),
+            )
+        })
+        .collect();
+    by_site.sort();
     serde_json::json!({
         "wait_states": kinds,
+        "by_site": by_site,
         "one_sided_requests": r["requests"]["one_sided"].clone(),
     })
 }
@@ -241,6 +262,32 @@ fn standard_records_alone(dir: &Path) {
         verdicts(&standard),
         verdicts(&from_dir),
         "OTF2's records alone give the verdicts"
+    );
+    // The calls' sites, from OTF2's source code locations: file and line (the
+    // function, which OTF2's location does not name, dropped from the directory's).
+    let sites = |r: &serde_json::Value, strip: bool| -> Vec<String> {
+        let mut found = Vec::new();
+        for w in r["requests"]["worst"].as_array().expect("worst requests") {
+            for call in ["post", "completion"] {
+                let site = w[call]["site"].as_str().unwrap_or("site unknown");
+                let site = match site.split_once(" (") {
+                    Some((line, _)) if strip => line,
+                    _ => site,
+                };
+                found.push(site.to_string());
+            }
+        }
+        found
+    };
+    let named = sites(&from_dir, true);
+    assert!(
+        named.iter().all(|s| s.contains(':')),
+        "the run's sites are known: {named:?}"
+    );
+    assert_eq!(
+        sites(&standard, false),
+        named,
+        "the sites, from OTF2's records"
     );
 }
 

@@ -19,7 +19,9 @@
 //!   1010 = 1990 us.
 //!
 //! Without the RMA records (targets, groups), none of these could be found: the epochs
-//! are matched by the groups of their `RmaGroupSync`s and the Put by its target.
+//! are matched by the groups of their `RmaGroupSync`s and the Put by its target. The
+//! Put and the Win_wait carry their source code location (OTF2's `SOURCE_CODE_LOCATION`
+//! attribute): their findings are at `epoch.c:41` and `epoch.c:77`.
 
 use std::process::Command;
 
@@ -32,7 +34,7 @@ const EPOCH_PY: &str = r#"# An active-target epoch (Post/Start/Complete/Wait) wi
 import sys
 import otf2
 from otf2.enums import (Paradigm, RegionRole, GroupType, CollectiveOp, RmaSyncLevel,
-                        RmaWinFlag)
+                        RmaWinFlag, Type)
 
 T0 = 1_000_000
 t = lambda us: T0 + us
@@ -59,6 +61,9 @@ with otf2.writer.open(path, timer_resolution=1_000_000) as trace:
     put, get = mpi("MPI_Put"), mpi("MPI_Get")
     work = d.region("work", region_role=RegionRole.FUNCTION, paradigm=Paradigm.USER, source_file="epoch.c", begin_line_number=30)
     both = RmaSyncLevel.PROCESS | RmaSyncLevel.MEMORY
+    # Where the calls were made, as OTF2 attaches it to an event.
+    at = d.attribute("SOURCE_CODE_LOCATION", type=Type.SOURCE_CODE_LOCATION)
+    line = lambda n: {at: d.source_code_location("epoch.c", n)}
 
     def collective(w, region, begin, end, make, op):
         w.enter(t(begin), region); w.rma_collective_begin(t(begin))
@@ -75,7 +80,7 @@ with otf2.writer.open(path, timer_resolution=1_000_000) as trace:
             collective(w, create, 100, 200, lambda at: w.rma_win_create(at, win), CollectiveOp.CREATE_HANDLE)
         if r == 0:
             w.enter(t(200), start); w.rma_group_sync(t(210), RmaSyncLevel.PROCESS, win, targets); w.leave(t(210), start)
-            w.enter(t(210), put); w.rma_put(t(210), win, 1, 4096, 1); w.leave(t(1000), put)
+            w.enter(t(210), put, attributes=line(41)); w.rma_put(t(210), win, 1, 4096, 1); w.leave(t(1000), put)
             w.enter(t(1000), get); w.rma_get(t(1000), win, 1, 1024, 2); w.leave(t(1010), get)
             w.enter(t(1010), work); w.leave(t(3000), work)
             w.enter(t(3000), complete)
@@ -85,7 +90,7 @@ with otf2.writer.open(path, timer_resolution=1_000_000) as trace:
         if r == 2:
             w.enter(t(200), work); w.leave(t(1000), work)
             w.enter(t(1000), post); w.rma_group_sync(t(1005), RmaSyncLevel.PROCESS, win, origins); w.leave(t(1005), post)
-            w.enter(t(1005), wait); w.rma_group_sync(t(3010), both, win, origins); w.leave(t(3010), wait)
+            w.enter(t(1005), wait, attributes=line(77)); w.rma_group_sync(t(3010), both, win, origins); w.leave(t(3010), wait)
             w.enter(t(3010), work); w.leave(t(4000), work)
         if r != 1:
             collective(w, free, 4000, 4100, lambda at: w.rma_win_destroy(at, win), CollectiveOp.DESTROY_HANDLE)
@@ -140,4 +145,21 @@ fn one_sided_epochs_of_another_writer_give_their_wait_states() {
     assert_eq!(worst(&r, "late_post"), vec![(0, 2, 790_000)]);
     assert_eq!(worst(&r, "early_wait"), vec![(2, 0, 5_000)]);
     assert_eq!(worst(&r, "late_complete"), vec![(2, 0, 1_990_000)]);
+    // The calls' sites, from their source code locations.
+    let mut sites: Vec<(String, String)> = r["by_site"]["wait_states"]
+        .as_array()
+        .expect("by site")
+        .iter()
+        .map(|s| (s["kind"].to_string(), s["site"].to_string()))
+        .collect();
+    sites.sort();
+    assert_eq!(
+        sites,
+        [
+            ("\"early_wait\"", "\"epoch.c:77\""),
+            ("\"late_complete\"", "\"epoch.c:77\""),
+            ("\"late_post\"", "\"epoch.c:41\""),
+        ]
+        .map(|(k, s)| (k.to_string(), s.to_string()))
+    );
 }

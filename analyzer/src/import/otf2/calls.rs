@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use overlap_format::schema::{
-    CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, SpanBuffers, Started,
+    CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, SourceSite, SpanBuffers,
+    Started,
 };
 use overlap_otf2::{Attr, AttrValue, Record};
 
@@ -64,6 +65,11 @@ pub(super) struct RankEvents {
     pub groups: Vec<Vec<i32>>,
     /// The regions its Pcontrol calls named (overlap's archives), by place.
     pub regions: Vec<String>,
+    /// The source locations its calls were made at (other writers' archives), each a
+    /// site of the rank, its id from 1.
+    pub sites: Vec<SourceSite>,
+    /// Their ids, by source code location definition.
+    site_ids: HashMap<u32, u64>,
 }
 
 impl RankEvents {
@@ -77,6 +83,8 @@ impl RankEvents {
             span_buffers: Vec::new(),
             groups: Vec::new(),
             regions: Vec::new(),
+            sites: Vec::new(),
+            site_ids: HashMap::new(),
         }
     }
 }
@@ -136,7 +144,10 @@ impl<'a> Thread<'a> {
         self.close_piece(t);
         let open = match self.layout.regions.get(&region) {
             Some(RegionKind::Call(op)) => {
-                let (args, kept) = self.kept_args(attrs);
+                let (mut args, kept) = self.kept_args(attrs);
+                if !kept {
+                    args.site = self.source_site(attrs);
+                }
                 Open::Call {
                     op: *op,
                     start: t,
@@ -235,6 +246,30 @@ impl<'a> Thread<'a> {
         }));
     }
 
+    /// The site of a call of another writer: its source code location (OTF2's
+    /// `SOURCE_CODE_LOCATION` attribute), listed as a source site of the rank.
+    fn source_site(&mut self, attrs: &[Attr]) -> Option<u64> {
+        let attribute = self.layout.source_attr?;
+        let place = attrs.iter().find_map(|a| match a.value {
+            AttrValue::SourceCodeLocation(r) if a.attribute == attribute => Some(r),
+            _ => None,
+        })?;
+        let (file, line) = self.layout.places.get(&place)?;
+        let sites = &mut self.rank.sites;
+        let id = *self.rank.site_ids.entry(place).or_insert_with(|| {
+            let id = sites.len() as u64 + 1;
+            sites.push(SourceSite {
+                id,
+                file: file.clone(),
+                line: *line,
+                column: 0,
+                function: None,
+            });
+            id
+        });
+        Some(id)
+    }
+
     /// The buffers a compute span of overlap's declared, named by its attribute.
     fn declared(&self, attrs: &[Attr]) -> Option<Arc<SpanBuffers>> {
         attrs
@@ -258,7 +293,7 @@ impl<'a> Thread<'a> {
             let (u, i) = match attr.value {
                 AttrValue::U64(u) => (u, u as i64),
                 AttrValue::I64(i) => (i as u64, i),
-                AttrValue::Other => continue,
+                AttrValue::SourceCodeLocation(_) | AttrValue::Other => continue,
             };
             kept = true;
             let i32_ = i32::try_from(i).ok();

@@ -63,6 +63,10 @@ pub(super) struct Layout {
     wins: HashMap<u32, u32>,
     /// Groups of ranks (`COMM_GROUP`, as an RMA epoch names them): their world ranks.
     rank_groups: HashMap<u32, Vec<i32>>,
+    /// The attribute that names an event's source code location, if defined.
+    pub source_attr: Option<u32>,
+    /// Source code locations: file and line, by reference.
+    pub places: HashMap<u32, (String, u32)>,
     /// Ticks per second.
     pub resolution: u64,
 }
@@ -209,6 +213,10 @@ impl Layout {
             comms,
             wins,
             rank_groups,
+            source_attr: defs.attribute_named(overlap_otf2::SOURCE_CODE_LOCATION),
+            places: (defs.source_code_locations.iter())
+                .map(|(r, p)| (*r, (p.file.clone(), p.line)))
+                .collect(),
             resolution: defs.clock.timer_resolution,
         })
     }

@@ -191,7 +191,7 @@ fn rank_trace<S: EventSink>(
         header: def.header.clone(),
         threads,
         syncs,
-        sites: kept(anchor, p, v::SITES)?.unwrap_or_default(),
+        sites: kept(anchor, p, v::SITES)?.unwrap_or(read.sites),
         events,
         footer,
         problems,

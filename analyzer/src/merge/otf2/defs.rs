@@ -13,7 +13,7 @@ use overlap_format::schema::{Op, SyncPhase};
 use overlap_otf2::{
     location_group_type, location_type, paradigm, region_role, rma, Attribute, AttributeType,
     ClockOffset, ClockProperties, Comm, Definitions, Group, Location, LocationGroup, Property,
-    Region, RmaWin, SystemTreeNode,
+    Region, RmaWin, SourceCodeLocation, SystemTreeNode, SOURCE_CODE_LOCATION,
 };
 use serde::Serialize;
 
@@ -56,7 +56,13 @@ pub(super) struct Builder {
     windows: BTreeMap<u32, Window>,
     /// The groups of ranks the epochs name (`RmaGroupSync`), by their world ranks.
     rma_groups: HashMap<Vec<i32>, u32>,
+    /// The source code locations calls were made at, by file and line.
+    places: HashMap<SourceCodeLocation, u32>,
 }
+
+/// The reference of the attribute that names a call's source code location (after
+/// overlap's own).
+pub(super) const SOURCE_CODE_LOCATION_ATTR: u32 = CallAttr::ALL.len() as u32;
 
 impl Builder {
     /// The definitions of a world of `world_size` ranks whose communicators have the
@@ -91,6 +97,14 @@ impl Builder {
                 },
             );
         }
+        defs.attributes.insert(
+            SOURCE_CODE_LOCATION_ATTR,
+            Attribute {
+                name: SOURCE_CODE_LOCATION.into(),
+                description: "where in the source the MPI call was made".into(),
+                kind: AttributeType::SourceCodeLocation,
+            },
+        );
         for rank in 0..world_size {
             defs.location_groups.insert(
                 rank,
@@ -169,7 +183,21 @@ impl Builder {
             realtime: None,
             windows,
             rma_groups: HashMap::new(),
+            places: HashMap::new(),
         }
+    }
+
+    /// The source code location `file:line`, defined on first use.
+    pub fn source_code_location(&mut self, file: &str, line: u32) -> u32 {
+        let place = SourceCodeLocation {
+            file: file.to_string(),
+            line,
+        };
+        let next = self.places.len() as u32;
+        *self.places.entry(place.clone()).or_insert_with(|| {
+            self.defs.source_code_locations.insert(next, place);
+            next
+        })
     }
 
     /// Window `win` (defined, if no call was seen to create it, over the world).

@@ -9,12 +9,13 @@
 //! location's, which OTF2 readers apply. What OTF2 has no record for is kept as
 //! overlap's properties and attributes ([`crate::import::otf2::vocabulary`]), so that
 //! `overlap analyze` reads the archive as it reads the rank files; GPU work is not
-//! written.
+//! written. Call sites are written as OTF2's source code locations ([`sites`]).
 
 mod defs;
 mod named;
 mod records;
 mod rma;
+mod sites;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -176,9 +177,11 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
         ..Losses::default()
     };
     let mut events = 0u64;
+    let mut symbolizer = crate::sites::Symbolizer::new();
     for u in &uses {
         let t = read_rank_file(&u.path)?;
         let posted = posts(&t.events);
+        let places = sites::source_locations(&t, &mut b, &mut symbolizer);
         let mut by_tid: BTreeMap<u32, Vec<&Event>> = BTreeMap::new();
         for e in &t.events {
             by_tid.entry(e.tid()).or_default().push(e);
@@ -191,6 +194,7 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
             let whose = Whose {
                 rank: t.rank(),
                 epoch: t.header.epoch_ns,
+                places: &places,
             };
             write_thread(
                 &mut w,

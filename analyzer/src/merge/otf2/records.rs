@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use overlap_format::schema::{CallArgs, CallEvent, Event, Op, OpClass, RequestKind};
 use overlap_otf2::{Attr, AttrValue, EventWriter, Record};
 
-use super::defs::{Builder, RegionKey};
+use super::defs::{Builder, RegionKey, SOURCE_CODE_LOCATION_ATTR};
 use super::named::Named;
 use super::rma::RmaThread;
 use crate::import::otf2::vocabulary::{collective_op_of, CallAttr};
@@ -78,12 +78,13 @@ struct Open {
     at_end: Records,
 }
 
-/// Whose thread is written: its rank, and the epoch (ns of its clock) its events'
-/// times count from.
+/// Whose thread is written: its rank, the epoch (ns of its clock) its events' times
+/// count from, and the source code locations of its calls' sites.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Whose {
+pub(super) struct Whose<'a> {
     pub rank: u32,
     pub epoch: u64,
+    pub places: &'a HashMap<u64, u32>,
 }
 
 /// Writes one thread's events (`events`, that thread's only) to `w`, times in ticks
@@ -91,7 +92,7 @@ pub(super) struct Whose {
 pub(super) fn write_thread(
     w: &mut EventWriter<'_>,
     b: &mut Builder,
-    whose: Whose,
+    whose: Whose<'_>,
     mut events: Vec<&Event>,
     posted: &HashMap<u64, Posted>,
     named: &mut Named,
@@ -128,6 +129,12 @@ pub(super) fn write_thread(
                     attrs.push(Attr {
                         attribute: attr_ref(CallAttr::Group),
                         value: AttrValue::U64(place),
+                    });
+                }
+                if let Some(&place) = c.args.site.and_then(|s| whose.places.get(&s)) {
+                    attrs.push(Attr {
+                        attribute: SOURCE_CODE_LOCATION_ATTR,
+                        value: AttrValue::SourceCodeLocation(place),
                     });
                 }
                 if let Some(region) = &c.args.region {
