@@ -160,16 +160,17 @@ impl Builder {
                 },
             );
         }
-        for (win, w) in &windows {
+        let mut windows = windows;
+        for (win, w) in windows.iter_mut() {
+            if !members.contains_key(&w.comm) {
+                // A communicator no call defined: the window is the world's.
+                w.comm = 0;
+            }
             defs.rma_wins.insert(
                 *win,
                 RmaWin {
                     name: format!("window {win}"),
-                    comm: if members.contains_key(&w.comm) {
-                        w.comm
-                    } else {
-                        0
-                    },
+                    comm: w.comm,
                     flags: rma::WIN_FLAG_CREATE_DESTROY_EVENTS,
                 },
             );

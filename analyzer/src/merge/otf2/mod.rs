@@ -2,9 +2,10 @@
 //! Vampir, Scalasca and every tool that reads Score-P's traces. Written through the
 //! OTF2 C library ([`overlap_otf2`]).
 //!
-//! Each rank is read twice: first for the communicators it uses (an OTF2 record names
-//! a rank of its communicator, so each communicator's members must be known before
-//! any record), then for its events, written in its own clock (ticks are
+//! Each rank is read first for the communicators it uses (an OTF2 record names a rank
+//! of its communicator, so each communicator's members must be known before any
+//! record), then for its events, indexed and written thread by thread without holding
+//! the rank ([`stream`]), in its own clock (ticks are
 //! nanoseconds of `CLOCK_MONOTONIC`) with its measured clock offsets as the
 //! location's, which OTF2 readers apply. What OTF2 has no record for is kept as
 //! overlap's properties and attributes ([`crate::import::otf2::vocabulary`]), so that
@@ -16,6 +17,7 @@ mod named;
 mod records;
 mod rma;
 mod sites;
+mod stream;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -25,10 +27,11 @@ use overlap_otf2::ArchiveWriter;
 
 use self::defs::{Builder, Window};
 use self::named::Named;
-use self::records::{posts, write_thread, Losses, Whose};
+use self::records::{Losses, ThreadWriter, Whose};
+use self::stream::{RankIndex, ThreadOut};
 use super::{check_one_run, world_size_of, Unreadable};
 use crate::import::otf2::vocabulary::location;
-use crate::import::{rank_files, read_rank_file, read_rank_file_into, EventSink};
+use crate::import::{rank_files, read_rank_file_into, EventSink};
 use crate::model::RankTrace;
 use crate::Result;
 
@@ -179,39 +182,36 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
     let mut events = 0u64;
     let mut symbolizer = crate::sites::Symbolizer::new();
     for u in &uses {
-        let t = read_rank_file(&u.path)?;
-        let posted = posts(&t.events);
+        // Indexed first, then each thread read again and written in its order.
+        let mut t = read_rank_file_into::<RankIndex>(&u.path)?;
+        t.events.finish();
         let places = sites::source_locations(&t, &mut b, &mut symbolizer);
-        let mut by_tid: BTreeMap<u32, Vec<&Event>> = BTreeMap::new();
-        for e in &t.events {
-            by_tid.entry(e.tid()).or_default().push(e);
-        }
-        events += t.events.len() as u64;
+        events += t.events.events;
+        losses.gpu += t.events.gpu;
         let mut named = Named::default();
-        for (tid, list) in by_tid.iter_mut() {
-            let mut w = archive.events(location(t.rank(), *tid))?;
-            let list = std::mem::take(list);
+        let threads = std::mem::take(&mut t.events.threads);
+        let tids: BTreeSet<u32> = threads
+            .keys()
+            .copied()
+            .chain(t.threads.keys().copied())
+            .collect();
+        for (tid, keys) in threads {
+            let mut w = archive.events(location(t.rank(), tid))?;
             let whose = Whose {
                 rank: t.rank(),
                 epoch: t.header.epoch_ns,
                 places: &places,
             };
-            write_thread(
-                &mut w,
-                &mut b,
-                whose,
-                list,
-                &posted,
-                &mut named,
-                &mut losses,
-            )?;
+            let writer = ThreadWriter::new(whose, &t.events.posted);
+            let out = ThreadOut {
+                w: &mut w,
+                b: &mut b,
+                named: &mut named,
+                losses: &mut losses,
+            };
+            stream::write_thread(&u.path, tid, keys, writer, out)?;
             w.close()?;
         }
-        let tids: BTreeSet<u32> = by_tid
-            .keys()
-            .copied()
-            .chain(t.threads.keys().copied())
-            .collect();
         let own_clock = reference_domain.is_empty() || t.header.clock_domain != reference_domain;
         b.rank(&t, &tids, own_clock, &named);
     }

@@ -8,15 +8,16 @@
 
 use std::collections::HashMap;
 
-use overlap_format::schema::{Event, ParamValue};
+use overlap_format::schema::ParamValue;
 
 use super::defs::Builder;
+use super::stream::RankIndex;
 use crate::model::RankTrace;
 use crate::sites::{RankSymbols, Symbolizer};
 
 /// The source code location (definition) of each site of `t`'s calls that has one.
 pub(super) fn source_locations(
-    t: &RankTrace<Vec<Event>>,
+    t: &RankTrace<RankIndex>,
     b: &mut Builder,
     symbolizer: &mut Symbolizer,
 ) -> HashMap<u64, u32> {
@@ -25,19 +26,15 @@ pub(super) fn source_locations(
         _ => None,
     };
     let symbols = RankSymbols::listed(&t.sites, code_maps, &t.call_paths);
-    let mut seen: HashMap<u64, Option<u32>> = HashMap::new();
-    for e in &t.events {
-        let Event::Call(c) = e else { continue };
-        let Some(raw) = c.args.site else { continue };
-        seen.entry(raw).or_insert_with(|| {
-            let site = symbols.site(symbolizer, raw);
-            match (site.file, site.line) {
-                (Some(file), Some(line)) => Some(b.source_code_location(&file, line)),
-                _ => None,
-            }
-        });
+    let mut raws: Vec<u64> = t.events.sites.iter().copied().collect();
+    // In order, so that the definitions are numbered alike from run to run.
+    raws.sort_unstable();
+    let mut places = HashMap::new();
+    for raw in raws {
+        let site = symbols.site(symbolizer, raw);
+        if let (Some(file), Some(line)) = (site.file, site.line) {
+            places.insert(raw, b.source_code_location(&file, line));
+        }
     }
-    seen.into_iter()
-        .filter_map(|(raw, place)| place.map(|p| (raw, p)))
-        .collect()
+    places
 }
