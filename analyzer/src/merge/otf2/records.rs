@@ -18,7 +18,7 @@ use overlap_otf2::{Attr, AttrValue, EventWriter, Record};
 
 use super::defs::{Builder, RegionKey, SOURCE_CODE_LOCATION_ATTR};
 use super::named::Named;
-use super::rma::RmaThread;
+use super::rma::{Records, RmaThread};
 use crate::import::otf2::vocabulary::{collective_op_of, CallAttr};
 use crate::Result;
 
@@ -281,9 +281,6 @@ fn attr_ref(a: CallAttr) -> u32 {
 fn tag_of(t: Option<i32>) -> u32 {
     t.map_or(u32::MAX, |t| t as u32)
 }
-
-/// Records, each with its attributes.
-pub(super) type Records = Vec<(Record, Vec<Attr>)>;
 
 /// The MPI records of a call, each with its attributes: those at its entry, and those
 /// at its exit.

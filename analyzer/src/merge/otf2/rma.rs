@@ -22,10 +22,12 @@
 use std::collections::HashMap;
 
 use overlap_format::schema::{CallEvent, Op};
-use overlap_otf2::{collective_op, rma, Record};
+use overlap_otf2::{collective_op, rma, Attr, Record};
 
 use super::defs::Builder;
-use super::records::Records;
+
+/// Records, each with its attributes.
+pub(super) type Records = Vec<(Record, Vec<Attr>)>;
 
 /// The bit that sets a blocking operation's matching id apart from request ids.
 const BLOCKING: u64 = 1 << 63;
