@@ -27,6 +27,25 @@ pub mod collective_op {
     pub const REDUCE_SCATTER_BLOCK: u8 = 16;
     pub const CREATE_HANDLE: u8 = 17;
     pub const DESTROY_HANDLE: u8 = 18;
+    pub const CREATE_HANDLE_AND_ALLOCATE: u8 = 21;
+    pub const DESTROY_HANDLE_AND_DEALLOCATE: u8 = 22;
+}
+
+/// OTF2's values of the RMA records' kinds: `OTF2_RmaSyncLevel` (bits),
+/// `OTF2_LockType`, `OTF2_RmaAtomicType`, `OTF2_RmaSyncType`, and the `RmaWin` flag
+/// that says its creation and destruction are recorded.
+pub mod rma {
+    #![allow(missing_docs)]
+    pub const SYNC_LEVEL_NONE: u32 = 0;
+    pub const SYNC_LEVEL_PROCESS: u32 = 1;
+    pub const SYNC_LEVEL_MEMORY: u32 = 2;
+    pub const LOCK_EXCLUSIVE: u8 = 0;
+    pub const LOCK_SHARED: u8 = 1;
+    pub const ATOMIC_ACCUMULATE: u8 = 0;
+    pub const ATOMIC_COMPARE_AND_SWAP: u8 = 3;
+    pub const ATOMIC_FETCH_AND_ACCUMULATE: u8 = 7;
+    pub const SYNC_TYPE_MEMORY: u8 = 0;
+    pub const WIN_FLAG_CREATE_DESTROY_EVENTS: u32 = 1;
 }
 
 /// OTF2's `OTF2_Paradigm` values used here.
@@ -175,6 +194,17 @@ pub struct Comm {
     pub parent: Option<u32>,
 }
 
+/// An RMA window (one-sided communication).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RmaWin {
+    /// Its name.
+    pub name: String,
+    /// The communicator it was created over: the RMA records' `remote` is a rank of it.
+    pub comm: u32,
+    /// `OTF2_RmaWinFlag`.
+    pub flags: u32,
+}
+
 /// The type of an attribute's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttributeType {
@@ -182,8 +212,23 @@ pub enum AttributeType {
     U64,
     /// `OTF2_TYPE_INT64`.
     I64,
+    /// `OTF2_TYPE_SOURCE_CODE_LOCATION`.
+    SourceCodeLocation,
     /// Another type (read, not interpreted).
     Other(u8),
+}
+
+/// The name OTF2 gives the attribute that attaches a source code location to an event
+/// (of type [`AttributeType::SourceCodeLocation`]).
+pub const SOURCE_CODE_LOCATION: &str = "SOURCE_CODE_LOCATION";
+
+/// A place in the source: file and line.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SourceCodeLocation {
+    /// The file.
+    pub file: String,
+    /// The line (from 1).
+    pub line: u32,
 }
 
 /// An attribute events may carry.
@@ -226,6 +271,10 @@ pub struct Definitions {
     pub groups: BTreeMap<u32, Group>,
     /// Communicators by reference.
     pub comms: BTreeMap<u32, Comm>,
+    /// RMA windows by reference.
+    pub rma_wins: BTreeMap<u32, RmaWin>,
+    /// Source code locations by reference.
+    pub source_code_locations: BTreeMap<u32, SourceCodeLocation>,
     /// Attributes by reference.
     pub attributes: BTreeMap<u32, Attribute>,
     /// Properties of location groups, by group, by name.

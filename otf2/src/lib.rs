@@ -24,11 +24,13 @@ mod without;
 mod write;
 #[cfg(otf2_library)]
 mod write_defs;
+#[cfg(otf2_library)]
+mod write_record;
 
 pub use defs::{
-    collective_op, location_group_type, location_type, paradigm, region_role, Attribute,
+    collective_op, location_group_type, location_type, paradigm, region_role, rma, Attribute,
     AttributeType, ClockOffset, ClockProperties, Comm, Definitions, Group, Location, LocationGroup,
-    Property, Region, SystemTreeNode,
+    Property, Region, RmaWin, SourceCodeLocation, SystemTreeNode, SOURCE_CODE_LOCATION,
 };
 pub use error::{Error, Result};
 pub use events::{Attr, AttrValue, Record};
@@ -98,6 +100,38 @@ mod tests {
             sys::OTF2_REGION_ROLE_FUNCTION
         );
         assert_eq!(u32::from(region_role::CODE), sys::OTF2_REGION_ROLE_CODE);
+        assert_eq!(
+            u32::from(collective_op::CREATE_HANDLE_AND_ALLOCATE),
+            sys::OTF2_COLLECTIVE_OP_CREATE_HANDLE_AND_ALLOCATE
+        );
+        assert_eq!(
+            u32::from(collective_op::DESTROY_HANDLE_AND_DEALLOCATE),
+            sys::OTF2_COLLECTIVE_OP_DESTROY_HANDLE_AND_DEALLOCATE
+        );
+        assert_eq!(rma::SYNC_LEVEL_PROCESS, sys::OTF2_RMA_SYNC_LEVEL_PROCESS);
+        assert_eq!(rma::SYNC_LEVEL_MEMORY, sys::OTF2_RMA_SYNC_LEVEL_MEMORY);
+        assert_eq!(u32::from(rma::LOCK_EXCLUSIVE), sys::OTF2_LOCK_EXCLUSIVE);
+        assert_eq!(u32::from(rma::LOCK_SHARED), sys::OTF2_LOCK_SHARED);
+        assert_eq!(
+            u32::from(rma::ATOMIC_ACCUMULATE),
+            sys::OTF2_RMA_ATOMIC_TYPE_ACCUMULATE
+        );
+        assert_eq!(
+            u32::from(rma::ATOMIC_COMPARE_AND_SWAP),
+            sys::OTF2_RMA_ATOMIC_TYPE_COMPARE_AND_SWAP
+        );
+        assert_eq!(
+            u32::from(rma::ATOMIC_FETCH_AND_ACCUMULATE),
+            sys::OTF2_RMA_ATOMIC_TYPE_FETCH_AND_ACCUMULATE
+        );
+        assert_eq!(
+            u32::from(rma::SYNC_TYPE_MEMORY),
+            sys::OTF2_RMA_SYNC_TYPE_MEMORY
+        );
+        assert_eq!(
+            rma::WIN_FLAG_CREATE_DESTROY_EVENTS,
+            sys::OTF2_RMA_WIN_FLAG_CREATE_DESTROY_EVENTS
+        );
         assert_eq!(
             u32::from(location_group_type::PROCESS),
             sys::OTF2_LOCATION_GROUP_TYPE_PROCESS

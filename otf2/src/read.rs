@@ -251,6 +251,9 @@ unsafe fn deliver(
                 let value = match u32::from(kind) {
                     k if k == sys::OTF2_TYPE_UINT64 => AttrValue::U64(value.uint64),
                     k if k == sys::OTF2_TYPE_INT64 => AttrValue::I64(value.int64),
+                    k if k == sys::OTF2_TYPE_SOURCE_CODE_LOCATION => {
+                        AttrValue::SourceCodeLocation(value.sourceCodeLocationRef)
+                    }
                     _ => AttrValue::Other,
                 };
                 v.attrs.push(Attr { attribute, value });
@@ -301,6 +304,22 @@ callback!(on_collective_begin() => Record::MpiCollectiveBegin);
 callback!(on_collective_end(op: u8, comm: u32, root: u32, sent: u64, received: u64) => Record::MpiCollectiveEnd { op, comm, root, sent, received });
 callback!(on_nbc_request(request: u64) => Record::NonBlockingCollectiveRequest { request });
 callback!(on_nbc_complete(op: u8, comm: u32, root: u32, sent: u64, received: u64, request: u64) => Record::NonBlockingCollectiveComplete { op, comm, root, sent, received, request });
+callback!(on_win_create(win: u32) => Record::RmaWinCreate { win });
+callback!(on_win_destroy(win: u32) => Record::RmaWinDestroy { win });
+callback!(on_rma_collective_begin() => Record::RmaCollectiveBegin);
+callback!(on_rma_collective_end(op: u8, sync_level: u32, win: u32, root: u32, sent: u64, received: u64) => Record::RmaCollectiveEnd { op, sync_level, win, root, sent, received });
+callback!(on_group_sync(sync_level: u32, win: u32, group: u32) => Record::RmaGroupSync { sync_level, win, group });
+callback!(on_request_lock(win: u32, remote: u32, lock_id: u64, lock_type: u8) => Record::RmaRequestLock { win, remote, lock_id, lock_type });
+callback!(on_acquire_lock(win: u32, remote: u32, lock_id: u64, lock_type: u8) => Record::RmaAcquireLock { win, remote, lock_id, lock_type });
+callback!(on_release_lock(win: u32, remote: u32, lock_id: u64) => Record::RmaReleaseLock { win, remote, lock_id });
+callback!(on_rma_sync(win: u32, remote: u32, sync_type: u8) => Record::RmaSync { win, remote, sync_type });
+callback!(on_put(win: u32, remote: u32, bytes: u64, matching_id: u64) => Record::RmaPut { win, remote, bytes, matching_id });
+callback!(on_get(win: u32, remote: u32, bytes: u64, matching_id: u64) => Record::RmaGet { win, remote, bytes, matching_id });
+callback!(on_atomic(win: u32, remote: u32, kind: u8, sent: u64, received: u64, matching_id: u64) => Record::RmaAtomic { win, remote, kind, sent, received, matching_id });
+callback!(on_complete_blocking(win: u32, matching_id: u64) => Record::RmaOpCompleteBlocking { win, matching_id });
+callback!(on_complete_non_blocking(win: u32, matching_id: u64) => Record::RmaOpCompleteNonBlocking { win, matching_id });
+callback!(on_op_test(win: u32, matching_id: u64) => Record::RmaOpTest { win, matching_id });
+callback!(on_complete_remote(win: u32, matching_id: u64) => Record::RmaOpCompleteRemote { win, matching_id });
 
 /// The event callbacks, fresh (the caller deletes them).
 ///
@@ -330,6 +349,31 @@ unsafe fn callbacks() -> *mut sys::OTF2_EvtReaderCallbacks {
             c,
             Some(on_nbc_complete),
         );
+        sys::OTF2_EvtReaderCallbacks_SetRmaWinCreateCallback(c, Some(on_win_create));
+        sys::OTF2_EvtReaderCallbacks_SetRmaWinDestroyCallback(c, Some(on_win_destroy));
+        sys::OTF2_EvtReaderCallbacks_SetRmaCollectiveBeginCallback(
+            c,
+            Some(on_rma_collective_begin),
+        );
+        sys::OTF2_EvtReaderCallbacks_SetRmaCollectiveEndCallback(c, Some(on_rma_collective_end));
+        sys::OTF2_EvtReaderCallbacks_SetRmaGroupSyncCallback(c, Some(on_group_sync));
+        sys::OTF2_EvtReaderCallbacks_SetRmaRequestLockCallback(c, Some(on_request_lock));
+        sys::OTF2_EvtReaderCallbacks_SetRmaAcquireLockCallback(c, Some(on_acquire_lock));
+        sys::OTF2_EvtReaderCallbacks_SetRmaReleaseLockCallback(c, Some(on_release_lock));
+        sys::OTF2_EvtReaderCallbacks_SetRmaSyncCallback(c, Some(on_rma_sync));
+        sys::OTF2_EvtReaderCallbacks_SetRmaPutCallback(c, Some(on_put));
+        sys::OTF2_EvtReaderCallbacks_SetRmaGetCallback(c, Some(on_get));
+        sys::OTF2_EvtReaderCallbacks_SetRmaAtomicCallback(c, Some(on_atomic));
+        sys::OTF2_EvtReaderCallbacks_SetRmaOpCompleteBlockingCallback(
+            c,
+            Some(on_complete_blocking),
+        );
+        sys::OTF2_EvtReaderCallbacks_SetRmaOpCompleteNonBlockingCallback(
+            c,
+            Some(on_complete_non_blocking),
+        );
+        sys::OTF2_EvtReaderCallbacks_SetRmaOpTestCallback(c, Some(on_op_test));
+        sys::OTF2_EvtReaderCallbacks_SetRmaOpCompleteRemoteCallback(c, Some(on_complete_remote));
         c
     }
 }

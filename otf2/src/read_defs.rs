@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::defs::{
     Attribute, AttributeType, ClockOffset, ClockProperties, Comm, Definitions, Group, Location,
-    LocationGroup, Property, Region, SystemTreeNode,
+    LocationGroup, Property, Region, RmaWin, SourceCodeLocation, SystemTreeNode,
 };
 use crate::ffi::{check, text};
 use crate::sys;
@@ -43,6 +43,8 @@ enum Named {
     Location(u64),
     Group(u32),
     Comm(u32),
+    RmaWin(u32),
+    SourceFile(u32),
     AttributeName(u32),
     AttributeDescription(u32),
 }
@@ -92,6 +94,16 @@ impl Raw {
                     .get_mut(&x)
                     .into_iter()
                     .for_each(|n| n.name = t.clone()),
+                Named::RmaWin(x) => d
+                    .rma_wins
+                    .get_mut(&x)
+                    .into_iter()
+                    .for_each(|n| n.name = t.clone()),
+                Named::SourceFile(x) => d
+                    .source_code_locations
+                    .get_mut(&x)
+                    .into_iter()
+                    .for_each(|n| n.file = t.clone()),
                 Named::AttributeName(x) => d
                     .attributes
                     .get_mut(&x)
@@ -171,6 +183,7 @@ unsafe extern "C" fn on_attribute(
     let kind = match u32::from(kind) {
         k if k == sys::OTF2_TYPE_UINT64 => AttributeType::U64,
         k if k == sys::OTF2_TYPE_INT64 => AttributeType::I64,
+        k if k == sys::OTF2_TYPE_SOURCE_CODE_LOCATION => AttributeType::SourceCodeLocation,
         _ => AttributeType::Other(kind),
     };
     r.defs.attributes.insert(
@@ -339,6 +352,46 @@ unsafe extern "C" fn on_comm(
     OK
 }
 
+unsafe extern "C" fn on_rma_win(
+    user: *mut c_void,
+    me: u32,
+    name: u32,
+    comm: u32,
+    flags: u32,
+) -> sys::OTF2_CallbackCode {
+    // SAFETY: registered with a `Raw`.
+    let r = unsafe { raw(user) };
+    r.defs.rma_wins.insert(
+        me,
+        RmaWin {
+            name: String::new(),
+            comm,
+            flags,
+        },
+    );
+    r.names.push((Named::RmaWin(me), name));
+    OK
+}
+
+unsafe extern "C" fn on_source_code_location(
+    user: *mut c_void,
+    me: u32,
+    file: u32,
+    line: u32,
+) -> sys::OTF2_CallbackCode {
+    // SAFETY: registered with a `Raw`.
+    let r = unsafe { raw(user) };
+    r.defs.source_code_locations.insert(
+        me,
+        SourceCodeLocation {
+            file: String::new(),
+            line,
+        },
+    );
+    r.names.push((Named::SourceFile(me), file));
+    OK
+}
+
 unsafe extern "C" fn on_property(
     user: *mut c_void,
     group: u32,
@@ -387,6 +440,11 @@ pub(crate) unsafe fn read_globals(
         sys::OTF2_GlobalDefReaderCallbacks_SetRegionCallback(cbs, Some(on_region));
         sys::OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cbs, Some(on_group));
         sys::OTF2_GlobalDefReaderCallbacks_SetCommCallback(cbs, Some(on_comm));
+        sys::OTF2_GlobalDefReaderCallbacks_SetRmaWinCallback(cbs, Some(on_rma_win));
+        sys::OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback(
+            cbs,
+            Some(on_source_code_location),
+        );
         sys::OTF2_GlobalDefReaderCallbacks_SetLocationGroupPropertyCallback(cbs, Some(on_property));
         let code = sys::OTF2_Reader_RegisterGlobalDefCallbacks(
             reader,

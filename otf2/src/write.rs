@@ -10,6 +10,7 @@ use crate::events::{Attr, AttrValue, Record};
 use crate::ffi::{c_path, c_string, check, quiet_errors};
 use crate::sys;
 use crate::write_defs::write_globals;
+use crate::write_record::write_record;
 use crate::{Error, Result};
 
 /// Bytes of an event chunk (the unit the library buffers and writes).
@@ -236,6 +237,9 @@ impl EventWriter<'_> {
                 let code = match a.value {
                     AttrValue::U64(v) => sys::OTF2_AttributeList_AddUint64(l, a.attribute, v),
                     AttrValue::I64(v) => sys::OTF2_AttributeList_AddInt64(l, a.attribute, v),
+                    AttrValue::SourceCodeLocation(r) => {
+                        sys::OTF2_AttributeList_AddSourceCodeLocationRef(l, a.attribute, r)
+                    }
                     AttrValue::Other => sys::OTF2_SUCCESS,
                 };
                 check(path, "OTF2_AttributeList_Add", code)?;
@@ -245,108 +249,11 @@ impl EventWriter<'_> {
             } else {
                 l
             };
-            let (call, code) = match *record {
-                Record::Enter { region } => (
-                    "OTF2_EvtWriter_Enter",
-                    sys::OTF2_EvtWriter_Enter(w, l, time, region),
-                ),
-                Record::Leave { region } => (
-                    "OTF2_EvtWriter_Leave",
-                    sys::OTF2_EvtWriter_Leave(w, l, time, region),
-                ),
-                Record::MpiSend {
-                    receiver,
-                    comm,
-                    tag,
-                    bytes,
-                } => (
-                    "OTF2_EvtWriter_MpiSend",
-                    sys::OTF2_EvtWriter_MpiSend(w, l, time, receiver, comm, tag, bytes),
-                ),
-                Record::MpiIsend {
-                    receiver,
-                    comm,
-                    tag,
-                    bytes,
-                    request,
-                } => (
-                    "OTF2_EvtWriter_MpiIsend",
-                    sys::OTF2_EvtWriter_MpiIsend(w, l, time, receiver, comm, tag, bytes, request),
-                ),
-                Record::MpiIsendComplete { request } => (
-                    "OTF2_EvtWriter_MpiIsendComplete",
-                    sys::OTF2_EvtWriter_MpiIsendComplete(w, l, time, request),
-                ),
-                Record::MpiIrecvRequest { request } => (
-                    "OTF2_EvtWriter_MpiIrecvRequest",
-                    sys::OTF2_EvtWriter_MpiIrecvRequest(w, l, time, request),
-                ),
-                Record::MpiRecv {
-                    sender,
-                    comm,
-                    tag,
-                    bytes,
-                } => (
-                    "OTF2_EvtWriter_MpiRecv",
-                    sys::OTF2_EvtWriter_MpiRecv(w, l, time, sender, comm, tag, bytes),
-                ),
-                Record::MpiIrecv {
-                    sender,
-                    comm,
-                    tag,
-                    bytes,
-                    request,
-                } => (
-                    "OTF2_EvtWriter_MpiIrecv",
-                    sys::OTF2_EvtWriter_MpiIrecv(w, l, time, sender, comm, tag, bytes, request),
-                ),
-                Record::MpiRequestTest { request } => (
-                    "OTF2_EvtWriter_MpiRequestTest",
-                    sys::OTF2_EvtWriter_MpiRequestTest(w, l, time, request),
-                ),
-                Record::MpiRequestCancelled { request } => (
-                    "OTF2_EvtWriter_MpiRequestCancelled",
-                    sys::OTF2_EvtWriter_MpiRequestCancelled(w, l, time, request),
-                ),
-                Record::MpiCollectiveBegin => (
-                    "OTF2_EvtWriter_MpiCollectiveBegin",
-                    sys::OTF2_EvtWriter_MpiCollectiveBegin(w, l, time),
-                ),
-                Record::MpiCollectiveEnd {
-                    op,
-                    comm,
-                    root,
-                    sent,
-                    received,
-                } => (
-                    "OTF2_EvtWriter_MpiCollectiveEnd",
-                    sys::OTF2_EvtWriter_MpiCollectiveEnd(
-                        w, l, time, op, comm, root, sent, received,
-                    ),
-                ),
-                Record::NonBlockingCollectiveRequest { request } => (
-                    "OTF2_EvtWriter_NonBlockingCollectiveRequest",
-                    sys::OTF2_EvtWriter_NonBlockingCollectiveRequest(w, l, time, request),
-                ),
-                Record::NonBlockingCollectiveComplete {
-                    op,
-                    comm,
-                    root,
-                    sent,
-                    received,
-                    request,
-                } => (
-                    "OTF2_EvtWriter_NonBlockingCollectiveComplete",
-                    sys::OTF2_EvtWriter_NonBlockingCollectiveComplete(
-                        w, l, time, op, comm, root, sent, received, request,
-                    ),
-                ),
-                Record::Other { kind } => {
-                    return Err(Error::Invalid {
-                        path: path.clone(),
-                        reason: format!("a {kind} record cannot be written"),
-                    })
-                }
+            let Some((call, code)) = write_record(w, l, time, record) else {
+                return Err(Error::Invalid {
+                    path: path.clone(),
+                    reason: format!("a {} record cannot be written", record.kind()),
+                });
             };
             check(path, call, code)
         }

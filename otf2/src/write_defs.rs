@@ -90,6 +90,16 @@ pub(crate) unsafe fn write_globals(
         .iter()
         .map(|(r, x)| (*r, text(&x.name), x))
         .collect();
+    let places: Vec<_> = defs
+        .source_code_locations
+        .iter()
+        .map(|(r, x)| (*r, text(&x.file), x.line))
+        .collect();
+    let wins: Vec<_> = defs
+        .rma_wins
+        .iter()
+        .map(|(r, x)| (*r, text(&x.name), x))
+        .collect();
     let mut props = Vec::new();
     for (group, named) in &defs.group_properties {
         for (name, value) in named {
@@ -129,6 +139,7 @@ pub(crate) unsafe fn write_globals(
             let kind = match kind {
                 AttributeType::U64 => sys::OTF2_TYPE_UINT64,
                 AttributeType::I64 => sys::OTF2_TYPE_INT64,
+                AttributeType::SourceCodeLocation => sys::OTF2_TYPE_SOURCE_CODE_LOCATION,
                 AttributeType::Other(k) => k as sys::OTF2_Type_enum,
             };
             check(
@@ -218,6 +229,20 @@ pub(crate) unsafe fn write_globals(
                     or_undefined(x.parent),
                     sys::OTF2_COMM_FLAG_NONE as sys::OTF2_CommFlag,
                 ),
+            )?;
+        }
+        for (r, file, line) in places {
+            check(
+                path,
+                "OTF2_GlobalDefWriter_WriteSourceCodeLocation",
+                sys::OTF2_GlobalDefWriter_WriteSourceCodeLocation(g, r, file, line),
+            )?;
+        }
+        for (r, name, x) in wins {
+            check(
+                path,
+                "OTF2_GlobalDefWriter_WriteRmaWin",
+                sys::OTF2_GlobalDefWriter_WriteRmaWin(g, r, name, x.comm, x.flags),
             )?;
         }
         for (group, name, (kind, v)) in props {

@@ -291,3 +291,184 @@ fn what_is_not_an_archive_is_an_error_naming_it() {
         .to_string();
     assert!(w.contains("there already"), "{w}");
 }
+
+/// Every RMA record kind, on one window of the world, in order.
+fn rma_events(rank: u32) -> Vec<(u64, Record, Vec<Attr>)> {
+    let peer = 1 - rank;
+    let win = 3;
+    let records = vec![
+        Record::Enter { region: 0 },
+        Record::RmaCollectiveBegin,
+        Record::RmaWinCreate { win },
+        Record::RmaCollectiveEnd {
+            op: collective_op::CREATE_HANDLE_AND_ALLOCATE,
+            sync_level: rma::SYNC_LEVEL_PROCESS | rma::SYNC_LEVEL_MEMORY,
+            win,
+            root: u32::MAX,
+            sent: 0,
+            received: 0,
+        },
+        Record::RmaGroupSync {
+            sync_level: rma::SYNC_LEVEL_PROCESS,
+            win,
+            group: 2,
+        },
+        Record::RmaPut {
+            win,
+            remote: peer,
+            bytes: 64,
+            matching_id: 1,
+        },
+        Record::RmaGet {
+            win,
+            remote: peer,
+            bytes: 32,
+            matching_id: 2,
+        },
+        Record::RmaAtomic {
+            win,
+            remote: peer,
+            kind: rma::ATOMIC_COMPARE_AND_SWAP,
+            sent: 8,
+            received: 8,
+            matching_id: 3,
+        },
+        Record::RmaOpTest {
+            win,
+            matching_id: 2,
+        },
+        Record::RmaOpCompleteBlocking {
+            win,
+            matching_id: 1,
+        },
+        Record::RmaOpCompleteNonBlocking {
+            win,
+            matching_id: 2,
+        },
+        Record::RmaOpCompleteRemote {
+            win,
+            matching_id: 3,
+        },
+        Record::RmaRequestLock {
+            win,
+            remote: peer,
+            lock_id: 9,
+            lock_type: rma::LOCK_EXCLUSIVE,
+        },
+        Record::RmaAcquireLock {
+            win,
+            remote: peer,
+            lock_id: 9,
+            lock_type: rma::LOCK_SHARED,
+        },
+        Record::RmaReleaseLock {
+            win,
+            remote: peer,
+            lock_id: 9,
+        },
+        Record::RmaSync {
+            win,
+            remote: rank,
+            sync_type: rma::SYNC_TYPE_MEMORY,
+        },
+        Record::RmaWinDestroy { win },
+        Record::Leave { region: 0 },
+    ];
+    // The Enter names its source code location.
+    let at_line = vec![Attr {
+        attribute: 2,
+        value: AttrValue::SourceCodeLocation(5),
+    }];
+    records
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let attrs = if i == 0 { at_line.clone() } else { vec![] };
+            (1010 + i as u64, r, attrs)
+        })
+        .collect()
+}
+
+#[test]
+fn rma_records_windows_and_source_locations_read_back_as_written() {
+    if !available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut defs = definitions();
+    defs.groups.insert(
+        2,
+        Group {
+            name: "epoch".into(),
+            kind: 5,
+            paradigm: paradigm::MPI,
+            members: vec![1],
+        },
+    );
+    defs.attributes.insert(
+        2,
+        Attribute {
+            name: SOURCE_CODE_LOCATION.into(),
+            description: "where the call was made".into(),
+            kind: AttributeType::SourceCodeLocation,
+        },
+    );
+    defs.source_code_locations.insert(
+        5,
+        SourceCodeLocation {
+            file: "epoch.c".into(),
+            line: 41,
+        },
+    );
+    defs.rma_wins.insert(
+        3,
+        RmaWin {
+            name: "window 3".into(),
+            comm: 0,
+            flags: rma::WIN_FLAG_CREATE_DESTROY_EVENTS,
+        },
+    );
+    let mut w = ArchiveWriter::create(dir.path(), "traces", "overlap test").unwrap();
+    let n = rma_events(0).len() as u64;
+    for rank in 0..2u32 {
+        let mut ew = w.events(u64::from(rank)).unwrap();
+        for (t, r, a) in rma_events(rank) {
+            ew.write(t, &r, &a).unwrap();
+        }
+        assert_eq!(ew.close().unwrap(), n);
+    }
+    let anchor = w.finish(&defs).unwrap();
+    let mut read: BTreeMap<u64, Vec<(u64, Record, Vec<Attr>)>> = BTreeMap::new();
+    let back = read_archive(&anchor, |l, t, r, a| {
+        read.entry(l).or_default().push((t, r.clone(), a.to_vec()));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(back.rma_wins, defs.rma_wins);
+    assert_eq!(back.source_code_locations, defs.source_code_locations);
+    assert_eq!(back.attributes, defs.attributes);
+    assert_eq!(back.groups, defs.groups);
+    for rank in 0..2u32 {
+        assert_eq!(read[&u64::from(rank)], rma_events(rank));
+    }
+    if let Ok(out) = std::process::Command::new("otf2-print")
+        .arg(&anchor)
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "otf2-print: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for r in rma_events(0) {
+            let kind = r.1.kind();
+            let printed = text
+                .lines()
+                .filter(|l| l.split_whitespace().next() == Some(kind))
+                .count();
+            assert_eq!(printed, 2, "{kind}: {text}");
+        }
+        assert!(text.contains("epoch.c:41"), "{text}");
+    }
+}

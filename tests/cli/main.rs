@@ -25,6 +25,7 @@ mod network;
 mod onesided_f;
 mod otf2;
 mod otf2_foreign;
+mod otf2_rma;
 mod outputs;
 mod pcontrol;
 mod pftrace;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use overlap_format::schema::RankClock;
+use overlap_format::schema::{CallPath, RankClock, SourceSite};
 use overlap_format::stream::paths::CALL_PATH_TAG;
 
 use super::maps::{self, CodeMap};
@@ -25,25 +25,30 @@ pub struct RankSymbols<'a> {
 impl<'a> RankSymbols<'a> {
     /// What `info` (the merged trace's entry for the rank, when there is one) lists.
     pub fn new(info: Option<&'a RankClock>) -> RankSymbols<'a> {
-        let recorded = info
-            .map(|r| {
-                (r.source_sites.iter())
-                    .map(|s| (s.id, (s.file.as_str(), s.line, s.function.as_deref())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let (maps, maps_error) = match info.and_then(|r| r.code_maps.as_deref()).map(maps::parse) {
+        match info {
+            Some(r) => RankSymbols::listed(&r.source_sites, r.code_maps.as_deref(), &r.call_paths),
+            None => RankSymbols::listed(&[], None, &[]),
+        }
+    }
+
+    /// What a rank lists: the source locations its recorder gave, its code maps (as its
+    /// header's `code_maps`) and its call paths.
+    pub fn listed(
+        sites: &'a [SourceSite],
+        code_maps: Option<&str>,
+        call_paths: &'a [CallPath],
+    ) -> RankSymbols<'a> {
+        let recorded = (sites.iter())
+            .map(|s| (s.id, (s.file.as_str(), s.line, s.function.as_deref())))
+            .collect();
+        let (maps, maps_error) = match code_maps.map(maps::parse) {
             Some(Ok(m)) => (Some(m), None),
             Some(Err(e)) => (None, Some(e.to_string())),
             None => (None, None),
         };
-        let paths = info
-            .map(|r| {
-                (r.call_paths.iter())
-                    .map(|p| (p.site, p.frames.as_slice()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let paths = (call_paths.iter())
+            .map(|p| (p.site, p.frames.as_slice()))
+            .collect();
         RankSymbols {
             recorded,
             maps,

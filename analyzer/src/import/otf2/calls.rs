@@ -18,11 +18,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use overlap_format::schema::{
-    CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, SpanBuffers, Started,
+    CallArgs, CallEvent, Completion, ComputeEvent, Event, Nanos, Op, SourceSite, SpanBuffers,
+    Started,
 };
 use overlap_otf2::{Attr, AttrValue, Record};
 
+use super::clocks::Bend;
 use super::layout::{Layout, RegionKind};
+use super::rma::{self, InCall, Issued};
 use super::vocabulary::CallAttr;
 
 /// A region open on the location.
@@ -48,9 +51,10 @@ pub(super) struct RankEvents {
     pub rank: u32,
     /// Its events, thread after thread.
     pub events: Vec<Event>,
-    /// Receives posted whose completion has not been read (other writers' archives:
-    /// the post takes the peer, tag and size of its completion), by request.
-    posted_recvs: HashMap<u64, usize>,
+    /// Receives and non-blocking collectives posted whose completion has not been read
+    /// (other writers' archives: the post takes the peer, tag and size, or the
+    /// communicator, root and bytes, of its completion), by request.
+    posted: HashMap<u64, usize>,
     /// MPI functions overlap does not model, with their calls.
     pub unrecorded: std::collections::BTreeMap<String, u64>,
     /// Regions left open at the end of a location, or left out of order.
@@ -61,6 +65,11 @@ pub(super) struct RankEvents {
     pub groups: Vec<Vec<i32>>,
     /// The regions its Pcontrol calls named (overlap's archives), by place.
     pub regions: Vec<String>,
+    /// The source locations its calls were made at (other writers' archives), each a
+    /// site of the rank, its id from 1.
+    pub sites: Vec<SourceSite>,
+    /// Their ids, by source code location definition.
+    site_ids: HashMap<u32, u64>,
 }
 
 impl RankEvents {
@@ -68,12 +77,14 @@ impl RankEvents {
         RankEvents {
             rank,
             events: Vec::new(),
-            posted_recvs: HashMap::new(),
+            posted: HashMap::new(),
             unrecorded: Default::default(),
             unbalanced: 0,
             span_buffers: Vec::new(),
             groups: Vec::new(),
             regions: Vec::new(),
+            sites: Vec::new(),
+            site_ids: HashMap::new(),
         }
     }
 }
@@ -87,10 +98,20 @@ pub(super) struct Thread<'a> {
     stack: Vec<Open>,
     /// Where the innermost compute region's current piece began (other writers).
     piece: u64,
+    /// Its one-sided operations not completed yet.
+    issued: Issued,
+    /// What its clock offsets between the first and the last say of its times.
+    bend: Option<Bend>,
 }
 
 impl<'a> Thread<'a> {
-    pub fn new(layout: &'a Layout, rank: &'a mut RankEvents, tid: u32, epoch: u64) -> Thread<'a> {
+    pub fn new(
+        layout: &'a Layout,
+        rank: &'a mut RankEvents,
+        tid: u32,
+        epoch: u64,
+        bend: Option<Bend>,
+    ) -> Thread<'a> {
         Thread {
             layout,
             rank,
@@ -98,11 +119,14 @@ impl<'a> Thread<'a> {
             epoch,
             stack: Vec::new(),
             piece: 0,
+            issued: Issued::new(),
+            bend,
         }
     }
 
     /// Takes one record at `ticks`.
     pub fn record(&mut self, ticks: u64, record: &Record, attrs: &[Attr]) {
+        let ticks = self.bend.as_ref().map_or(ticks, |b| b.apply(ticks));
         let t = self.layout.ns(ticks, self.epoch);
         match *record {
             Record::Enter { region } => self.enter(t, region, attrs),
@@ -120,7 +144,10 @@ impl<'a> Thread<'a> {
         self.close_piece(t);
         let open = match self.layout.regions.get(&region) {
             Some(RegionKind::Call(op)) => {
-                let (args, kept) = self.kept_args(attrs);
+                let (mut args, kept) = self.kept_args(attrs);
+                if !kept {
+                    args.site = self.source_site(attrs);
+                }
                 Open::Call {
                     op: *op,
                     start: t,
@@ -159,6 +186,10 @@ impl<'a> Thread<'a> {
                 kept,
             } => {
                 if !kept && op.is_test() && args.completed.is_empty() {
+                    args.flag = Some(0);
+                }
+                if !kept && op == Op::WinTest && args.flag.is_none() {
+                    // No `RmaGroupSync`: the exposure epoch had not ended.
                     args.flag = Some(0);
                 }
                 self.rank.events.push(Event::Call(CallEvent {
@@ -215,6 +246,30 @@ impl<'a> Thread<'a> {
         }));
     }
 
+    /// The site of a call of another writer: its source code location (OTF2's
+    /// `SOURCE_CODE_LOCATION` attribute), listed as a source site of the rank.
+    fn source_site(&mut self, attrs: &[Attr]) -> Option<u64> {
+        let attribute = self.layout.source_attr?;
+        let place = attrs.iter().find_map(|a| match a.value {
+            AttrValue::SourceCodeLocation(r) if a.attribute == attribute => Some(r),
+            _ => None,
+        })?;
+        let (file, line) = self.layout.places.get(&place)?;
+        let sites = &mut self.rank.sites;
+        let id = *self.rank.site_ids.entry(place).or_insert_with(|| {
+            let id = sites.len() as u64 + 1;
+            sites.push(SourceSite {
+                id,
+                file: file.clone(),
+                line: *line,
+                column: 0,
+                function: None,
+            });
+            id
+        });
+        Some(id)
+    }
+
     /// The buffers a compute span of overlap's declared, named by its attribute.
     fn declared(&self, attrs: &[Attr]) -> Option<Arc<SpanBuffers>> {
         attrs
@@ -238,7 +293,7 @@ impl<'a> Thread<'a> {
             let (u, i) = match attr.value {
                 AttrValue::U64(u) => (u, u as i64),
                 AttrValue::I64(i) => (i as u64, i),
-                AttrValue::Other => continue,
+                AttrValue::SourceCodeLocation(_) | AttrValue::Other => continue,
             };
             kept = true;
             let i32_ = i32::try_from(i).ok();
@@ -301,6 +356,11 @@ impl<'a> Thread<'a> {
             return;
         };
         let (op, kept) = (*op, *kept);
+        if rma::is_rma(record) {
+            let call = InCall { op, args, kept };
+            rma::take(layout, me, &mut self.issued, call, record);
+            return;
+        }
         let starts = matches!(op, Op::Start | Op::Startall);
         let u = |v: u64| (v != u64::MAX).then_some(v);
         let tag = |t: u32| (t != u32::MAX).then_some(t as i32);
@@ -344,11 +404,9 @@ impl<'a> Thread<'a> {
                     });
                 } else if !kept {
                     args.request = Some(request);
-                    if matches!(record, Record::MpiIrecvRequest { .. }) {
-                        // The post is pushed when the call is left: its index then.
-                        let at = self.rank.events.len();
-                        self.rank.posted_recvs.insert(request, at);
-                    }
+                    // The post is pushed when the call is left: its index then.
+                    let at = self.rank.events.len();
+                    self.rank.posted.insert(request, at);
                 }
             }
             Record::MpiRecv {
@@ -390,7 +448,7 @@ impl<'a> Thread<'a> {
                         (args.recv_peer, args.recv_tag) = (source, done.tag);
                     }
                     Some(r) => {
-                        if let Some(at) = self.rank.posted_recvs.remove(&r) {
+                        if let Some(at) = self.rank.posted.remove(&r) {
                             if let Some(Event::Call(post)) = self.rank.events.get_mut(at) {
                                 let p = &mut post.args;
                                 p.comm = p.comm.or(id);
@@ -410,13 +468,30 @@ impl<'a> Thread<'a> {
                     bytes: None,
                 });
             }
-            Record::NonBlockingCollectiveComplete { request, .. } => {
+            Record::NonBlockingCollectiveComplete {
+                request,
+                comm,
+                root,
+                sent,
+                received,
+                ..
+            } => {
                 args.completed.push(Completion {
                     request: Some(request),
                     source: None,
                     tag: None,
                     bytes: None,
                 });
+                if let Some(at) = self.rank.posted.remove(&request) {
+                    if let Some(Event::Call(post)) = self.rank.events.get_mut(at) {
+                        let (id, root) = layout.world(comm, root, me);
+                        let p = &mut post.args;
+                        p.comm = p.comm.or(id);
+                        p.root = p.root.or(root);
+                        p.send_bytes = p.send_bytes.or(u(sent));
+                        p.recv_bytes = p.recv_bytes.or(u(received));
+                    }
+                }
             }
             Record::MpiCollectiveEnd {
                 comm,
@@ -424,15 +499,14 @@ impl<'a> Thread<'a> {
                 sent,
                 received,
                 ..
-            } => {
-                if !kept {
-                    let (id, root) = layout.world(comm, root, me);
-                    (args.comm, args.root, args.send_bytes, args.recv_bytes) =
-                        (id, root, u(sent), u(received));
-                }
+            } if !kept => {
+                let (id, root) = layout.world(comm, root, me);
+                (args.comm, args.root, args.send_bytes, args.recv_bytes) =
+                    (id, root, u(sent), u(received));
             }
-            Record::MpiRequestTest { .. } | Record::MpiCollectiveBegin | Record::Other { .. } => {}
-            Record::Enter { .. } | Record::Leave { .. } => {}
+            // Tests found not done, enter and leave (taken before), RMA records (taken
+            // above) and records of other kinds.
+            _ => {}
         }
     }
 }

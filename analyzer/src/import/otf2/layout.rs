@@ -17,6 +17,7 @@ use super::vocabulary::{self as v, CallAttr};
 
 /// Group kinds (`OTF2_GroupType`) the layout reads.
 const COMM_LOCATIONS: u8 = 4;
+const COMM_GROUP: u8 = 5;
 const COMM_SELF: u8 = 6;
 
 /// What a region is to overlap.
@@ -57,6 +58,15 @@ pub(super) struct Layout {
     pub attrs: HashMap<u32, CallAttr>,
     /// Communicators: overlap's id and the world rank of each member, by reference.
     comms: HashMap<u32, Comm>,
+    /// RMA windows: the communicator each was created over, by reference (overlap's
+    /// window id).
+    wins: HashMap<u32, u32>,
+    /// Groups of ranks (`COMM_GROUP`, as an RMA epoch names them): their world ranks.
+    rank_groups: HashMap<u32, Vec<i32>>,
+    /// The attribute that names an event's source code location, if defined.
+    pub source_attr: Option<u32>,
+    /// Source code locations: file and line, by reference.
+    pub places: HashMap<u32, (String, u32)>,
     /// Ticks per second.
     pub resolution: u64,
 }
@@ -174,6 +184,16 @@ impl Layout {
             };
             comms.insert(*r, Comm { id, world, is_self });
         }
+        let wins = defs.rma_wins.iter().map(|(r, w)| (*r, w.comm)).collect();
+        let rank_groups = defs
+            .groups
+            .iter()
+            .filter(|(_, g)| g.kind == COMM_GROUP)
+            .map(|(r, g)| {
+                let world = g.members.iter().map(|m| world_rank_at(*m) as i32);
+                (*r, world.collect())
+            })
+            .collect();
         let regions = defs
             .regions
             .iter()
@@ -191,6 +211,12 @@ impl Layout {
             regions,
             attrs,
             comms,
+            wins,
+            rank_groups,
+            source_attr: defs.attribute_named(overlap_otf2::SOURCE_CODE_LOCATION),
+            places: (defs.source_code_locations.iter())
+                .map(|(r, p)| (*r, (p.file.clone(), p.line)))
+                .collect(),
             resolution: defs.clock.timer_resolution,
         })
     }
@@ -210,6 +236,20 @@ impl Layout {
             c.world.get(r as usize).copied()
         };
         (Some(c.id), w.map(|w| w as i32))
+    }
+
+    /// The communicator id of window `win`'s communicator, and the world rank of its
+    /// rank `r` as seen by `me` (`None`: an undefined window, or no rank of it).
+    pub fn win_world(&self, win: u32, r: u32, me: u32) -> (Option<u32>, Option<i32>) {
+        match self.wins.get(&win) {
+            Some(comm) => self.world(*comm, r, me),
+            None => (None, None),
+        }
+    }
+
+    /// The world ranks of group `group` (empty when it is no group of ranks).
+    pub fn rank_group(&self, group: u32) -> Vec<i32> {
+        self.rank_groups.get(&group).cloned().unwrap_or_default()
     }
 
     /// Nanoseconds from `epoch` (ticks) to `ticks`.

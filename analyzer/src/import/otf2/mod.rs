@@ -7,7 +7,9 @@
 //!
 //! Clocks: an archive's ticks (of its timer resolution) become nanoseconds; the
 //! offsets its locations measured (Score-P's, at initialisation and finalisation)
-//! become the rank's clock synchronisations, their standard deviation the error bound.
+//! become the rank's clock synchronisations, the largest standard deviation of them
+//! all the error bound; offsets measured in between bend the alignment into a
+//! piecewise-linear one ([`clocks`]).
 //! An overlap archive keeps each rank's header, synchronisations and footer as
 //! properties of its process, and a call's arguments OTF2 has no field for as
 //! attributes; another writer's archive has neither, and what its records do not carry
@@ -15,7 +17,9 @@
 //! stays unknown.
 
 mod calls;
+mod clocks;
 mod layout;
+mod rma;
 pub mod vocabulary;
 
 use std::collections::BTreeMap;
@@ -26,6 +30,7 @@ use overlap_otf2::{Archive, Property};
 use serde::de::DeserializeOwned;
 
 use self::calls::{RankEvents, Thread};
+use self::clocks::{spread, Bend};
 use self::layout::Layout;
 use self::vocabulary as v;
 use super::EventSink;
@@ -91,7 +96,12 @@ pub fn read_archive_into<S: EventSink>(anchor: &Path) -> Result<Vec<RankTrace<S>
             if let Some(d) = archive.definitions().locations.get(l) {
                 threads.insert(tid, d.name.clone());
             }
-            let mut thread = Thread::new(&layout, &mut events, tid, epoch);
+            let bend = archive
+                .definitions()
+                .clock_offsets
+                .get(l)
+                .and_then(|o| Bend::of(o));
+            let mut thread = Thread::new(&layout, &mut events, tid, epoch, bend);
             archive.read_events(*l, &mut |t, r, a| {
                 thread.record(t, r, a);
                 Ok(())
@@ -181,7 +191,7 @@ fn rank_trace<S: EventSink>(
         header: def.header.clone(),
         threads,
         syncs,
-        sites: kept(anchor, p, v::SITES)?.unwrap_or_default(),
+        sites: kept(anchor, p, v::SITES)?.unwrap_or(read.sites),
         events,
         footer,
         problems,
@@ -195,8 +205,9 @@ fn rank_trace<S: EventSink>(
 
 /// The clock offsets the archive's writer measured for the rank's first thread, as
 /// synchronisations: the first at initialisation, the last at finalisation (those in
-/// between are not used: overlap interpolates between two). OTF2's offset is global
-/// minus local; overlap's is local minus the reference.
+/// between bend each time read, [`clocks`]), each with the largest standard deviation
+/// of them all as its error bound. OTF2's offset is global minus local; overlap's is
+/// local minus the reference.
 fn measured_syncs(layout: &Layout, defs: &overlap_otf2::Definitions, group: u32) -> Vec<ClockSync> {
     let Some(offsets) = defs
         .locations
@@ -207,18 +218,16 @@ fn measured_syncs(layout: &Layout, defs: &overlap_otf2::Definitions, group: u32)
         return Vec::new();
     };
     let epoch_ticks = defs.clock.global_offset;
-    let sync = |o: &overlap_otf2::ClockOffset, phase| {
-        let error = layout
-            .ns_signed(o.std_dev.abs().round() as i64)
-            .unsigned_abs();
-        ClockSync {
-            phase,
-            local_ns: layout.ns(o.time, epoch_ticks),
-            offset_ns: -layout.ns_signed(o.offset),
-            error_ns: error,
-            rtt_ns: 2 * error,
-            rounds: 0,
-        }
+    let error = layout
+        .ns_signed(spread(offsets).round() as i64)
+        .unsigned_abs();
+    let sync = |o: &overlap_otf2::ClockOffset, phase| ClockSync {
+        phase,
+        local_ns: layout.ns(o.time, epoch_ticks),
+        offset_ns: -layout.ns_signed(o.offset),
+        error_ns: error,
+        rtt_ns: 2 * error,
+        rounds: 0,
     };
     let mut syncs = Vec::new();
     if let Some(first) = offsets.first() {

@@ -2,16 +2,18 @@
 //! per rank of the world (an empty one for a rank without a file, so that the world's
 //! communication locations have every rank at its place) with a location per thread,
 //! the communicators and their members, a region per MPI function and per compute
-//! span's name, overlap's attributes, and each rank's header, clock synchronisations
-//! and footer as properties of its process ([`crate::import::otf2::vocabulary`]).
+//! span's name, the RMA windows (each over the communicator it was created on) and the
+//! groups their epochs name, overlap's attributes, and each rank's header, clock
+//! synchronisations and footer as properties of its process
+//! ([`crate::import::otf2::vocabulary`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use overlap_format::schema::{Op, SyncPhase};
 use overlap_otf2::{
-    location_group_type, location_type, paradigm, region_role, Attribute, AttributeType,
+    location_group_type, location_type, paradigm, region_role, rma, Attribute, AttributeType,
     ClockOffset, ClockProperties, Comm, Definitions, Group, Location, LocationGroup, Property,
-    Region, SystemTreeNode,
+    Region, RmaWin, SourceCodeLocation, SystemTreeNode, SOURCE_CODE_LOCATION,
 };
 use serde::Serialize;
 
@@ -30,6 +32,14 @@ pub(super) enum RegionKey {
     Compute(String),
 }
 
+/// A window the run's calls name: the communicator it was created over (the world's
+/// when its creation was not recorded), and whether its creation allocated its memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Window {
+    pub comm: u32,
+    pub allocates: bool,
+}
+
 /// The definitions being gathered as the ranks are written.
 pub(super) struct Builder {
     pub defs: Definitions,
@@ -42,12 +52,26 @@ pub(super) struct Builder {
     span: Option<(u64, u64)>,
     /// Real time at the first rank's epoch, and that epoch.
     realtime: Option<(u64, u64)>,
+    /// The windows, by id (their `RmaWin` reference).
+    windows: BTreeMap<u32, Window>,
+    /// The groups of ranks the epochs name (`RmaGroupSync`), by their world ranks.
+    rma_groups: HashMap<Vec<i32>, u32>,
+    /// The source code locations calls were made at, by file and line.
+    places: HashMap<SourceCodeLocation, u32>,
 }
+
+/// The reference of the attribute that names a call's source code location (after
+/// overlap's own).
+pub(super) const SOURCE_CODE_LOCATION_ATTR: u32 = CallAttr::ALL.len() as u32;
 
 impl Builder {
     /// The definitions of a world of `world_size` ranks whose communicators have the
-    /// members `comms`.
-    pub fn new(world_size: u32, comms: BTreeMap<u32, BTreeSet<u32>>) -> Builder {
+    /// members `comms`, with the windows `windows`.
+    pub fn new(
+        world_size: u32,
+        comms: BTreeMap<u32, BTreeSet<u32>>,
+        windows: BTreeMap<u32, Window>,
+    ) -> Builder {
         let mut defs = Definitions::default();
         defs.system_tree.insert(
             0,
@@ -73,6 +97,14 @@ impl Builder {
                 },
             );
         }
+        defs.attributes.insert(
+            SOURCE_CODE_LOCATION_ATTR,
+            Attribute {
+                name: SOURCE_CODE_LOCATION.into(),
+                description: "where in the source the MPI call was made".into(),
+                kind: AttributeType::SourceCodeLocation,
+            },
+        );
         for rank in 0..world_size {
             defs.location_groups.insert(
                 rank,
@@ -128,6 +160,21 @@ impl Builder {
                 },
             );
         }
+        let mut windows = windows;
+        for (win, w) in windows.iter_mut() {
+            if !members.contains_key(&w.comm) {
+                // A communicator no call defined: the window is the world's.
+                w.comm = 0;
+            }
+            defs.rma_wins.insert(
+                *win,
+                RmaWin {
+                    name: format!("window {win}"),
+                    comm: w.comm,
+                    flags: rma::WIN_FLAG_CREATE_DESTROY_EVENTS,
+                },
+            );
+        }
         Builder {
             defs,
             regions: HashMap::new(),
@@ -135,7 +182,56 @@ impl Builder {
             members,
             span: None,
             realtime: None,
+            windows,
+            rma_groups: HashMap::new(),
+            places: HashMap::new(),
         }
+    }
+
+    /// The source code location `file:line`, defined on first use.
+    pub fn source_code_location(&mut self, file: &str, line: u32) -> u32 {
+        let place = SourceCodeLocation {
+            file: file.to_string(),
+            line,
+        };
+        let next = self.places.len() as u32;
+        *self.places.entry(place.clone()).or_insert_with(|| {
+            self.defs.source_code_locations.insert(next, place);
+            next
+        })
+    }
+
+    /// Window `win` (defined, if no call was seen to create it, over the world).
+    pub fn window(&self, win: u32) -> Window {
+        self.windows.get(&win).copied().unwrap_or_default()
+    }
+
+    /// The number of ranks of communicator `comm`.
+    pub fn comm_size(&self, comm: u32) -> u32 {
+        self.members.get(&comm).map_or(0, |m| m.len() as u32)
+    }
+
+    /// The group (`COMM_GROUP`) of the world ranks `ranks`, defined on first use.
+    pub fn rma_group(&mut self, ranks: &[i32]) -> u32 {
+        if let Some(g) = self.rma_groups.get(ranks) {
+            return *g;
+        }
+        let next = self.defs.groups.keys().max().map_or(0, |m| m + 1);
+        let members = ranks
+            .iter()
+            .filter_map(|r| u64::try_from(*r).ok())
+            .collect();
+        self.defs.groups.insert(
+            next,
+            Group {
+                name: format!("epoch group {}", self.rma_groups.len()),
+                kind: COMM_GROUP,
+                paradigm: paradigm::MPI,
+                members,
+            },
+        );
+        self.rma_groups.insert(ranks.to_vec(), next);
+        next
     }
 
     /// The rank of world rank `peer` in communicator `comm` (undefined: `u32::MAX`).

@@ -2,18 +2,22 @@
 //! Vampir, Scalasca and every tool that reads Score-P's traces. Written through the
 //! OTF2 C library ([`overlap_otf2`]).
 //!
-//! Each rank is read twice: first for the communicators it uses (an OTF2 record names
-//! a rank of its communicator, so each communicator's members must be known before
-//! any record), then for its events, written in its own clock (ticks are
+//! Each rank is read first for the communicators it uses (an OTF2 record names a rank
+//! of its communicator, so each communicator's members must be known before any
+//! record), then for its events, indexed and written thread by thread without holding
+//! the rank ([`stream`]), in its own clock (ticks are
 //! nanoseconds of `CLOCK_MONOTONIC`) with its measured clock offsets as the
 //! location's, which OTF2 readers apply. What OTF2 has no record for is kept as
 //! overlap's properties and attributes ([`crate::import::otf2::vocabulary`]), so that
 //! `overlap analyze` reads the archive as it reads the rank files; GPU work is not
-//! written.
+//! written. Call sites are written as OTF2's source code locations ([`sites`]).
 
 mod defs;
 mod named;
 mod records;
+mod rma;
+mod sites;
+mod stream;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,12 +25,13 @@ use std::path::{Path, PathBuf};
 use overlap_format::schema::{Event, LearnedUse, Unwatched};
 use overlap_otf2::ArchiveWriter;
 
-use self::defs::Builder;
+use self::defs::{Builder, Window};
 use self::named::Named;
-use self::records::{posts, write_thread, Losses};
+use self::records::{Losses, ThreadWriter, Whose};
+use self::stream::{RankIndex, ThreadOut};
 use super::{check_one_run, world_size_of, Unreadable};
 use crate::import::otf2::vocabulary::location;
-use crate::import::{rank_files, read_rank_file, read_rank_file_into, EventSink};
+use crate::import::{rank_files, read_rank_file_into, EventSink};
 use crate::model::RankTrace;
 use crate::Result;
 
@@ -65,10 +70,12 @@ pub fn archive_place(out: &Path) -> (PathBuf, String) {
     }
 }
 
-/// The communicators a rank's calls name, and the world ranks they name on each.
+/// The communicators a rank's calls name, and the world ranks they name on each; the
+/// windows they name.
 #[derive(Default)]
 struct CommUse {
     comms: BTreeMap<u32, BTreeSet<i32>>,
+    windows: BTreeMap<u32, Window>,
     events: usize,
     /// Buffer uses learned (`overlap trace --buffers`), which are not written.
     learned: u64,
@@ -88,6 +95,14 @@ impl EventSink for CommUse {
             let peers = self.comms.entry(a.comm.unwrap_or(0)).or_default();
             peers.extend(a.peer.into_iter().chain(a.recv_peer).chain(a.root));
             peers.extend(a.completed.iter().filter_map(|d| d.source));
+            if let Some(win) = a.win {
+                let w = self.windows.entry(win).or_default();
+                if let Some(comm) = a.comm {
+                    // A window's collectives name the communicator it was created over.
+                    w.comm = comm;
+                }
+                w.allocates |= rma::allocates(c.op);
+            }
         }
     }
     fn len(&self) -> usize {
@@ -149,40 +164,54 @@ pub fn write_otf2(dir: &Path, out: &Path) -> Result<Otf2Written> {
         &name,
         &format!("overlap {}", env!("CARGO_PKG_VERSION")),
     )?;
-    let mut b = Builder::new(world_size, comms);
+    let mut windows: BTreeMap<u32, Window> = BTreeMap::new();
+    for t in &uses {
+        for (win, w) in &t.events.windows {
+            let known = windows.entry(*win).or_default();
+            if w.comm != 0 {
+                known.comm = w.comm;
+            }
+            known.allocates |= w.allocates;
+        }
+    }
+    let mut b = Builder::new(world_size, comms, windows);
     let mut losses = Losses {
         learned: uses.iter().map(|t| t.events.learned).sum(),
         ..Losses::default()
     };
     let mut events = 0u64;
+    let mut symbolizer = crate::sites::Symbolizer::new();
     for u in &uses {
-        let t = read_rank_file(&u.path)?;
-        let posted = posts(&t.events);
-        let mut by_tid: BTreeMap<u32, Vec<&Event>> = BTreeMap::new();
-        for e in &t.events {
-            by_tid.entry(e.tid()).or_default().push(e);
-        }
-        events += t.events.len() as u64;
+        // Indexed first, then each thread read again and written in its order.
+        let mut t = read_rank_file_into::<RankIndex>(&u.path)?;
+        t.events.finish();
+        let places = sites::source_locations(&t, &mut b, &mut symbolizer);
+        events += t.events.events;
+        losses.gpu += t.events.gpu;
         let mut named = Named::default();
-        for (tid, list) in by_tid.iter_mut() {
-            let mut w = archive.events(location(t.rank(), *tid))?;
-            let list = std::mem::take(list);
-            write_thread(
-                &mut w,
-                &mut b,
-                t.header.epoch_ns,
-                list,
-                &posted,
-                &mut named,
-                &mut losses,
-            )?;
-            w.close()?;
-        }
-        let tids: BTreeSet<u32> = by_tid
+        let threads = std::mem::take(&mut t.events.threads);
+        let tids: BTreeSet<u32> = threads
             .keys()
             .copied()
             .chain(t.threads.keys().copied())
             .collect();
+        for (tid, keys) in threads {
+            let mut w = archive.events(location(t.rank(), tid))?;
+            let whose = Whose {
+                rank: t.rank(),
+                epoch: t.header.epoch_ns,
+                places: &places,
+            };
+            let writer = ThreadWriter::new(whose, &t.events.posted);
+            let out = ThreadOut {
+                w: &mut w,
+                b: &mut b,
+                named: &mut named,
+                losses: &mut losses,
+            };
+            stream::write_thread(&u.path, tid, keys, writer, out)?;
+            w.close()?;
+        }
         let own_clock = reference_domain.is_empty() || t.header.clock_domain != reference_domain;
         b.rank(&t, &tids, own_clock, &named);
     }

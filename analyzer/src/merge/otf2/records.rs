@@ -8,50 +8,56 @@
 //!  Waitall(7, 8)        Enter(MPI_Waitall) MpiIsendComplete(7) MpiIrecv(from 3, .., 8) Leave
 //!  Allreduce            Enter(MPI_Allreduce) MpiCollectiveBegin MpiCollectiveEnd(ALLREDUCE, ..) Leave
 //! ```
+//!
+//! Calls on windows have OTF2's RMA records ([`super::rma`]).
 
 use std::collections::HashMap;
 
 use overlap_format::schema::{CallArgs, CallEvent, Event, Op, OpClass, RequestKind};
 use overlap_otf2::{Attr, AttrValue, EventWriter, Record};
 
-use super::defs::{Builder, RegionKey};
+use super::defs::{Builder, RegionKey, SOURCE_CODE_LOCATION_ATTR};
 use super::named::Named;
+use super::rma::{Records, RmaThread};
 use crate::import::otf2::vocabulary::{collective_op_of, CallAttr};
 use crate::Result;
 
-/// What a request's post said, for the records of its completion.
-#[derive(Clone, Debug)]
+/// What a request's post said, for the records of its completion: the arguments
+/// those records name, not the post's whole arguments (a rank of many requests holds
+/// one of these per request).
+#[derive(Clone, Copy, Debug)]
 pub(super) struct Posted {
     kind: RequestKind,
     op: Op,
-    args: CallArgs,
+    comm: Option<u32>,
+    peer: Option<i32>,
+    tag: Option<i32>,
+    bytes: Option<u64>,
+    root: Option<i32>,
+    send_bytes: Option<u64>,
+    recv_bytes: Option<u64>,
+    win: Option<u32>,
 }
 
-/// The requests of a rank's posts and persistent inits, by request.
-pub(super) fn posts(events: &[Event]) -> HashMap<u64, Posted> {
-    let mut posted = HashMap::new();
-    for e in events {
-        let Event::Call(c) = e else { continue };
-        if let (Some(kind), Some(r)) = (c.op.request_kind(), c.args.request) {
-            posted.insert(
-                r,
-                Posted {
-                    kind,
-                    op: c.op,
-                    args: c.args.clone(),
-                },
-            );
-        }
+impl Posted {
+    /// What the post `c` said, when it posts (or initialises) a request.
+    pub fn of(c: &CallEvent) -> Option<(u64, Posted)> {
+        let (kind, request) = (c.op.request_kind()?, c.args.request?);
+        let a = &c.args;
+        let posted = Posted {
+            kind,
+            op: c.op,
+            comm: a.comm,
+            peer: a.peer,
+            tag: a.tag,
+            bytes: a.bytes,
+            root: a.root,
+            send_bytes: a.send_bytes,
+            recv_bytes: a.recv_bytes,
+            win: a.win,
+        };
+        Some((request, posted))
     }
-    for e in events {
-        let Event::Call(c) = e else { continue };
-        for s in &c.args.started {
-            if let Some(p) = posted.get(&s.persistent).cloned() {
-                posted.insert(s.request, p);
-            }
-        }
-    }
-    posted
 }
 
 /// What writing a rank found it could not write as it was.
@@ -75,37 +81,67 @@ struct Open {
     at_end: Records,
 }
 
-/// Writes one thread's events (`events`, that thread's only) to `w`, times in ticks
-/// from `epoch`.
-pub(super) fn write_thread(
-    w: &mut EventWriter<'_>,
-    b: &mut Builder,
-    epoch: u64,
-    mut events: Vec<&Event>,
-    posted: &HashMap<u64, Posted>,
-    named: &mut Named,
-    losses: &mut Losses,
-) -> Result<()> {
-    events.sort_by_key(|e| (e.start(), std::cmp::Reverse(e.end())));
-    let mut stack: Vec<Open> = Vec::new();
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    for e in events {
+/// Whose thread is written: its rank, the epoch (ns of its clock) its events' times
+/// count from, and the source code locations of its calls' sites.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Whose<'a> {
+    pub rank: u32,
+    pub epoch: u64,
+    pub places: &'a HashMap<u64, u32>,
+}
+
+/// One thread's events being written to its location, handed over in their order:
+/// by start, an enclosing event before those it encloses (the order of
+/// `(start, Reverse(end))`); times in ticks from its rank's epoch.
+pub(super) struct ThreadWriter<'a> {
+    whose: Whose<'a>,
+    /// The rank's requests' posts.
+    posted: &'a HashMap<u64, Posted>,
+    stack: Vec<Open>,
+    first: u64,
+    last: u64,
+    rma: RmaThread,
+}
+
+impl<'a> ThreadWriter<'a> {
+    /// The writer of a thread of `whose`, whose rank posted `posted`.
+    pub fn new(whose: Whose<'a>, posted: &'a HashMap<u64, Posted>) -> ThreadWriter<'a> {
+        ThreadWriter {
+            whose,
+            posted,
+            stack: Vec::new(),
+            first: u64::MAX,
+            last: 0,
+            rma: RmaThread::new(whose.rank),
+        }
+    }
+
+    /// Writes the next event (a call or a compute span: GPU work is not written).
+    pub fn event(
+        &mut self,
+        w: &mut EventWriter<'_>,
+        b: &mut Builder,
+        e: &Event,
+        named: &mut Named,
+        losses: &mut Losses,
+    ) -> Result<()> {
+        let epoch = self.whose.epoch;
         let start = epoch + e.start().0;
         let mut end = epoch + e.end().0;
-        while let Some(top) = stack.last() {
+        while let Some(top) = self.stack.last() {
             if top.end > start {
                 break;
             }
-            close(w, stack.pop())?;
+            close(w, self.stack.pop())?;
         }
-        if let Some(top) = stack.last() {
+        if let Some(top) = self.stack.last() {
             if top.end < end {
                 losses.crossing += 1;
                 end = top.end;
             }
         }
-        first = first.min(start);
-        last = last.max(end);
+        self.first = self.first.min(start);
+        self.last = self.last.max(end);
         match e {
             Event::Call(c) => {
                 let region = b.region(RegionKey::Call(c.op));
@@ -117,6 +153,12 @@ pub(super) fn write_thread(
                         value: AttrValue::U64(place),
                     });
                 }
+                if let Some(&place) = c.args.site.and_then(|s| self.whose.places.get(&s)) {
+                    attrs.push(Attr {
+                        attribute: SOURCE_CODE_LOCATION_ATTR,
+                        value: AttrValue::SourceCodeLocation(place),
+                    });
+                }
                 if let Some(region) = &c.args.region {
                     let place = named.regions.place(region);
                     attrs.push(Attr {
@@ -125,11 +167,15 @@ pub(super) fn write_thread(
                     });
                 }
                 w.write(start, &Record::Enter { region }, &attrs)?;
-                let (at_start, at_end) = call_records(b, c, posted, losses);
+                let (mut at_start, mut at_end) = call_records(b, c, self.posted, losses);
+                if let Some((rma_start, rma_end)) = self.rma.records(b, c) {
+                    at_start.extend(rma_start);
+                    at_end.extend(rma_end);
+                }
                 for (r, attrs) in at_start {
                     w.write(start, &r, &attrs)?;
                 }
-                stack.push(Open {
+                self.stack.push(Open {
                     end,
                     region,
                     at_end,
@@ -147,7 +193,7 @@ pub(super) fn write_thread(
                     .into_iter()
                     .collect();
                 w.write(start, &Record::Enter { region }, &attrs)?;
-                stack.push(Open {
+                self.stack.push(Open {
                     end,
                     region,
                     at_end: Vec::new(),
@@ -155,14 +201,20 @@ pub(super) fn write_thread(
             }
             Event::Gpu(_) => losses.gpu += 1,
         }
+        Ok(())
     }
-    while let Some(open) = stack.pop() {
-        close(w, Some(open))?;
+
+    /// Closes what is still open, and says the thread's span of time to the
+    /// definitions.
+    pub fn finish(mut self, w: &mut EventWriter<'_>, b: &mut Builder) -> Result<()> {
+        while let Some(open) = self.stack.pop() {
+            close(w, Some(open))?;
+        }
+        if self.first <= self.last {
+            b.saw(self.first, self.last);
+        }
+        Ok(())
     }
-    if first <= last {
-        b.saw(first, last);
-    }
-    Ok(())
 }
 
 fn close(w: &mut EventWriter<'_>, open: Option<Open>) -> Result<()> {
@@ -230,9 +282,6 @@ fn tag_of(t: Option<i32>) -> u32 {
     t.map_or(u32::MAX, |t| t as u32)
 }
 
-/// Records, each with its attributes.
-type Records = Vec<(Record, Vec<Attr>)>;
-
 /// The MPI records of a call, each with its attributes: those at its entry, and those
 /// at its exit.
 fn call_records(
@@ -287,7 +336,7 @@ fn call_records(
                 let request = s.request;
                 let record = match posted.get(&s.persistent) {
                     Some(p) if p.kind == RequestKind::Send => {
-                        let pa = &p.args;
+                        let pa = p;
                         Record::MpiIsend {
                             receiver: b.comm_rank(pa.comm, pa.peer),
                             comm: pa.comm.unwrap_or(0),
@@ -346,13 +395,21 @@ fn call_records(
             at_end.push((Record::MpiIsendComplete { request }, vec![]));
             continue;
         };
-        let pa = &p.args;
+        let pa = p;
         let pcomm = pa.comm.unwrap_or(0);
         let sender = b.comm_rank(pa.comm, done.source);
         at_end.push(match p.kind {
-            RequestKind::Send | RequestKind::OneSided => {
-                (Record::MpiIsendComplete { request }, vec![])
-            }
+            RequestKind::OneSided => match pa.win {
+                Some(win) => (
+                    Record::RmaOpCompleteNonBlocking {
+                        win,
+                        matching_id: request,
+                    },
+                    vec![],
+                ),
+                None => (Record::MpiIsendComplete { request }, vec![]),
+            },
+            RequestKind::Send => (Record::MpiIsendComplete { request }, vec![]),
             RequestKind::Recv => (
                 Record::MpiIrecv {
                     sender,
