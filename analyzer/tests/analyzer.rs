@@ -20,6 +20,8 @@ mod network;
 mod network_classes;
 mod old_files;
 mod ops;
+mod otf2_clocks;
+mod otf2_order;
 mod profile;
 mod remedies;
 mod replay;

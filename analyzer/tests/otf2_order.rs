@@ -11,9 +11,7 @@
 //! Rank 1 receives both messages.
 #![allow(clippy::unwrap_used, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use overlap_format::schema::Op;
 use overlap_otf2::Record;
 
