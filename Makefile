@@ -15,13 +15,6 @@ DEMO_DIR := traces/demo
 setup:
 	@scripts/bootstrap.sh $(BOOTSTRAP_FLAGS)
 
-# scripts/import-cycles.py first: the analyzer's files import one another in one
-# direction (ARCHITECTURE.md). The tests also need the mpi4py venv (target/mpi4py-venv,
-# built once) and the perfetto venv (target/perfetto-venv: Perfetto's trace schema, for
-# scripts/check-pftrace.sh), and the preload for each MPI besides the default: they are
-# made beside the cargo build (which leaves a core idle much of its time), their lines
-# printed after it, and the tests wait for them.
-
 # What the demo runs (the overlap and overlap-kernels binaries), in release, and the
 # preload users trace their own programs with, for the default MPI. Without the tables
 # (`analyze --csv` and `--parquet`: polars, two thirds of a release build) and the
@@ -65,6 +58,12 @@ demo: build
 	@echo "Or explore them here, in the terminal (? lists the keys, q quits):"
 	@echo "  ./target/release/overlap tui $(DEMO_DIR)/false-overlap-naive.json $(DEMO_DIR)/false-overlap-fixed.json"
 
+# scripts/import-cycles.py first: the analyzer's files import one another in one
+# direction (ARCHITECTURE.md). The tests also need the mpi4py venv (target/mpi4py-venv,
+# built once) and the perfetto venv (target/perfetto-venv: Perfetto's trace schema, for
+# scripts/check-pftrace.sh), and the preload for each MPI besides the default: they are
+# made beside the cargo build (which leaves a core idle much of its time), their lines
+# printed after it, and the tests wait for them.
 test: setup
 	scripts/import-cycles.py
 	mkdir -p target
