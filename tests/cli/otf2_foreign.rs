@@ -21,6 +21,7 @@
 //!   202 to 5000 and the boundary's 5003 to 6000, 5894 us; `MPI_Pack` (100 to 101),
 //!   which overlap does not model, is neither compute nor a call.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::otf2::otf2_print_counts;
@@ -112,12 +113,12 @@ with otf2.writer.open(path, timer_resolution=1_000_000) as trace:
         w.leave(t(6100), main)
 "#;
 
-#[test]
-fn an_archive_of_another_writer_gives_its_verdicts() {
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let script = tmp.path().join("halo.py");
-    std::fs::write(&script, HALO_PY).expect("write the script");
-    let archive = tmp.path().join("scorep-halo");
+/// Runs the python3-otf2 script `text` (Debian's /usr/bin/python3), which writes an
+/// archive into the directory it is given: `dir/scorep-NAME`. Its anchor file.
+pub(crate) fn write_with_python(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let script = dir.join(format!("{name}.py"));
+    std::fs::write(&script, text).expect("write the script");
+    let archive = dir.join(format!("scorep-{name}"));
     let out = Command::new("/usr/bin/python3")
         .arg(&script)
         .arg(&archive)
@@ -128,7 +129,13 @@ fn an_archive_of_another_writer_gives_its_verdicts() {
         "the OTF2 writer failed (python3-otf2 installed? make setup): {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let anchor = archive.join("traces.otf2");
+    archive.join("traces.otf2")
+}
+
+#[test]
+fn an_archive_of_another_writer_gives_its_verdicts() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let anchor = write_with_python(tmp.path(), "halo", HALO_PY);
     assert!(otf2_print_counts(&anchor)
         .get("ENTER")
         .is_some_and(|n| *n > 0));

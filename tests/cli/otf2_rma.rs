@@ -23,9 +23,8 @@
 //! Put and the Win_wait carry their source code location (OTF2's `SOURCE_CODE_LOCATION`
 //! attribute): their findings are at `epoch.c:41` and `epoch.c:77`.
 
-use std::process::Command;
-
 use crate::otf2::otf2_print_counts;
+use crate::otf2_foreign::write_with_python;
 use crate::util::overlap;
 
 /// The writer: `python3 epoch.py ARCHIVE_DIR`.
@@ -122,20 +121,7 @@ fn worst(r: &serde_json::Value, kind: &str) -> Vec<(u64, u64, u64)> {
 #[test]
 fn one_sided_epochs_of_another_writer_give_their_wait_states() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let script = tmp.path().join("epoch.py");
-    std::fs::write(&script, EPOCH_PY).expect("write the script");
-    let archive = tmp.path().join("scorep-epoch");
-    let out = Command::new("/usr/bin/python3")
-        .arg(&script)
-        .arg(&archive)
-        .output()
-        .expect("/usr/bin/python3 runs");
-    assert!(
-        out.status.success(),
-        "the OTF2 writer failed (python3-otf2 installed? make setup): {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let anchor = archive.join("traces.otf2");
+    let anchor = write_with_python(tmp.path(), "epoch", EPOCH_PY);
     let printed = otf2_print_counts(&anchor);
     assert_eq!(printed.get("RMA_PUT"), Some(&1), "{printed:?}");
     let run = overlap(&["analyze", anchor.to_str().expect("utf-8"), "--json"]);
