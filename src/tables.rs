@@ -11,7 +11,12 @@ use overlap_analyzer::model::Trace;
 
 /// Fails, before the analysis, when tables are asked for of a build without them.
 pub(crate) fn check_built(csv: &Option<PathBuf>, parquet: &Option<PathBuf>) -> Result<()> {
-    if cfg!(feature = "tables") || (csv.is_none() && parquet.is_none()) {
+    check(cfg!(feature = "tables"), csv, parquet)
+}
+
+/// [`check_built`] of a build that has the tables (`built`) or not.
+fn check(built: bool, csv: &Option<PathBuf>, parquet: &Option<PathBuf>) -> Result<()> {
+    if built || (csv.is_none() && parquet.is_none()) {
         return Ok(());
     }
     anyhow::bail!(
@@ -57,26 +62,25 @@ pub(crate) fn write(
 
 #[cfg(test)]
 mod tests {
-    use super::check_built;
+    use super::{check, check_built};
     use std::path::PathBuf;
 
     /// Without --csv or --parquet nothing is refused; with one, a build without the
-    /// tables refuses it, naming the feature and the command that builds it.
+    /// tables refuses it, naming the feature and the command that builds it, and a build
+    /// with them takes it. This build answers as its features say.
     #[test]
     fn tables_asked_of_a_build_without_them_are_refused_by_name() {
-        assert!(check_built(&None, &None).is_ok());
+        assert!(check(false, &None, &None).is_ok());
         let dir = Some(PathBuf::from("t"));
         for (csv, parquet) in [(&dir, &None), (&None, &dir)] {
-            let checked = check_built(csv, parquet);
-            if cfg!(feature = "tables") {
-                assert!(checked.is_ok());
-            } else {
-                let e = checked.expect_err("refused").to_string();
-                assert!(
-                    e.contains("feature `tables`") && e.contains("cargo build"),
-                    "{e}"
-                );
-            }
+            assert!(check(true, csv, parquet).is_ok());
+            let e = check(false, csv, parquet).expect_err("refused").to_string();
+            assert!(
+                e.contains("feature `tables`") && e.contains("cargo build"),
+                "{e}"
+            );
+            let here = check_built(csv, parquet);
+            assert_eq!(here.is_ok(), cfg!(feature = "tables"));
         }
     }
 }

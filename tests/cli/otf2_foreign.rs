@@ -113,6 +113,25 @@ with otf2.writer.open(path, timer_resolution=1_000_000) as trace:
         w.leave(t(6100), main)
 "#;
 
+/// `(rank, peer, amount_ns)` of the worst findings of wait state `kind` in the JSON
+/// report `r`, sorted (none when the report has no such kind).
+pub(crate) fn worst(r: &serde_json::Value, kind: &str) -> Vec<(u64, u64, u64)> {
+    let kinds = r["wait_states"]["kinds"].as_array().expect("kinds");
+    let Some(k) = kinds.iter().find(|k| k["kind"] == kind) else {
+        return Vec::new();
+    };
+    let field = |w: &serde_json::Value, name: &str| {
+        w[name]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{kind}: a finding without {name}: {w}"))
+    };
+    let mut found: Vec<(u64, u64, u64)> = (k["worst"].as_array().expect("worst").iter())
+        .map(|w| (field(w, "rank"), field(w, "peer"), field(w, "amount_ns")))
+        .collect();
+    found.sort();
+    found
+}
+
 /// Runs the python3-otf2 script `text` (Debian's /usr/bin/python3), which writes an
 /// archive into the directory it is given: `dir/scorep-NAME`. Its anchor file.
 pub(crate) fn write_with_python(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -147,36 +166,19 @@ fn an_archive_of_another_writer_gives_its_verdicts() {
     assert_eq!(r["run"]["unmatched_sends"], 0);
     assert_eq!(r["run"]["compute_source"], "spans");
 
-    let kinds = r["wait_states"]["kinds"].as_array().expect("kinds");
-    let late_sender = kinds
-        .iter()
-        .find(|k| k["kind"] == "late_sender")
-        .expect("late senders");
-    let mut found: Vec<(u64, u64, u64)> = late_sender["worst"]
-        .as_array()
-        .expect("worst")
-        .iter()
-        .map(|w| {
-            (
-                w["rank"].as_u64().unwrap_or(99),
-                w["peer"].as_u64().unwrap_or(99),
-                w["amount_ns"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
-    found.sort();
     assert_eq!(
-        found,
+        worst(&r, "late_sender"),
         vec![(1, 0, 2_001_000), (2, 3, 100_000), (3, 0, 1_998_000)]
     );
+    let kinds = r["wait_states"]["kinds"].as_array().expect("kinds");
     for k in kinds.iter().filter(|k| k["kind"] != "late_sender") {
         assert_eq!(k["count"], 0, "no other wait state: {k}");
     }
 
-    let worst = r["false_overlap"]["worst"]
+    let findings = r["false_overlap"]["worst"]
         .as_array()
         .expect("false overlap");
-    let first = &worst[0];
+    let first = &findings[0];
     assert_eq!(
         (first["rank"].as_u64(), first["wait"]["call"].as_str()),
         (Some(2), Some("MPI_Waitall"))
@@ -184,8 +186,8 @@ fn an_archive_of_another_writer_gives_its_verdicts() {
     assert_eq!(first["wait"]["start_ns"], 204_000);
     assert_eq!(first["lost_ns"], 1_500_000);
     assert!(
-        worst.iter().all(|f| f["rank"] != 1),
-        "rank 1 computed in its window: {worst:?}"
+        findings.iter().all(|f| f["rank"] != 1),
+        "rank 1 computed in its window: {findings:?}"
     );
 
     // Compute: the regions' exclusive time, named by their regions and lines.

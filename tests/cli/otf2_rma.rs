@@ -24,7 +24,7 @@
 //! attribute): their findings are at `epoch.c:41` and `epoch.c:77`.
 
 use crate::otf2::otf2_print_counts;
-use crate::otf2_foreign::write_with_python;
+use crate::otf2_foreign::{worst, write_with_python};
 use crate::util::overlap;
 
 /// The writer: `python3 epoch.py ARCHIVE_DIR`.
@@ -95,28 +95,6 @@ with otf2.writer.open(path, timer_resolution=1_000_000) as trace:
             collective(w, free, 4000, 4100, lambda at: w.rma_win_destroy(at, win), CollectiveOp.DESTROY_HANDLE)
         w.enter(t(4100), fin); w.leave(t(4200), fin)
 "#;
-
-/// `(rank, peer, amount_ns)` of the worst findings of wait state `kind`.
-fn worst(r: &serde_json::Value, kind: &str) -> Vec<(u64, u64, u64)> {
-    let kinds = r["wait_states"]["kinds"].as_array().expect("kinds");
-    let Some(k) = kinds.iter().find(|k| k["kind"] == kind) else {
-        return Vec::new();
-    };
-    let mut found: Vec<(u64, u64, u64)> = k["worst"]
-        .as_array()
-        .expect("worst")
-        .iter()
-        .map(|w| {
-            (
-                w["rank"].as_u64().unwrap_or(99),
-                w["peer"].as_u64().unwrap_or(99),
-                w["amount_ns"].as_u64().unwrap_or(0),
-            )
-        })
-        .collect();
-    found.sort();
-    found
-}
 
 #[test]
 fn one_sided_epochs_of_another_writer_give_their_wait_states() {
