@@ -143,7 +143,8 @@ fn clean_transfers_are_those_whose_two_ends_were_ready() {
     let by_tag: Vec<(i32, Option<u64>)> = t
         .messages
         .iter()
-        .map(|m| (m.tag, cleaner.clean(m).map(|c| c.ns)))
+        .enumerate()
+        .map(|(mi, m)| (m.tag, cleaner.clean(mi).map(|c| c.ns)))
         .collect();
     assert_eq!(
         by_tag,

@@ -45,8 +45,10 @@ use crate::sites::SiteTable;
 
 use crate::metrics::budget::{self, RankBudget, RunBudget};
 use crate::metrics::collective_model::CollectiveModel;
+use crate::metrics::cross_rank::CrossRank;
 use crate::metrics::false_overlap::{self, Finding};
 use crate::metrics::false_overlap_summary::{self, FalseOverlap};
+use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::options::Options;
 use crate::metrics::request_metrics::RequestMetrics;
 use crate::metrics::request_parts::parts_of_whole_ranks;
@@ -89,18 +91,19 @@ pub(super) struct Replays {
 /// program is built and replayed beside the light figures, and dropped before the
 /// per-request pass.
 pub(super) fn figures(trace: &Trace, opts: &Options) -> (Replays, Measured) {
+    let cross = CrossRank::of(trace);
     let ((replays, models), early) = rayon::join(
         || {
-            let models = Models::fit(trace);
+            let models = Models::fit(trace, &cross);
             let program = {
                 let _s = tracing::info_span!("operations").entered();
                 crate::ops::extract(trace)
             };
             (replay(program.as_ref(), &models), models)
         },
-        || early(trace),
+        || early(trace, &cross),
     );
-    (replays, measured(trace, early, &models, opts))
+    (replays, measured(trace, cross, early, &models, opts))
 }
 
 /// The measured figures of `trace`, then the replays of its program, built as the trace
@@ -115,8 +118,9 @@ pub(super) fn figures_owned<T>(
     before_replays: impl FnOnce(&Trace, &Measured) -> T,
 ) -> (Replays, Measured, T) {
     // The models are fitted beside the light figures: they do not need each other.
-    let (models, early) = rayon::join(|| Models::fit(&trace), || early(&trace));
-    let mut measured = measured_by_rank(&trace, early, &models, opts, part);
+    let cross = CrossRank::of(&trace);
+    let (models, early) = rayon::join(|| Models::fit(&trace, &cross), || early(&trace, &cross));
+    let mut measured = measured_by_rank(&trace, cross, early, &models, opts, part);
     let wanted = before_replays(&trace, &measured);
     measured.waits = Vec::new();
     let program = {
@@ -131,6 +135,7 @@ pub(super) fn figures_owned<T>(
 /// summaries and the findings, never held all at once (the report does not keep them).
 fn measured_by_rank(
     trace: &Trace,
+    cross: CrossRank,
     early: Early,
     models: &Models,
     opts: &Options,
@@ -138,7 +143,10 @@ fn measured_by_rank(
 ) -> Measured {
     let (model, collective_model) = (&models.transfers, &models.collectives);
     let mut early = early;
-    let descheduled = models.descheduled(trace, &mut early.waits);
+    let descheduled = models.descheduled(trace, &cross.messages, &mut early.waits);
+    // What crosses ranks is not held beside the per-request rows.
+    let pass = requests::RequestPass::new(trace, &cross, model, collective_model, opts);
+    drop(cross);
     let (waits, sites) = (&early.waits, &early.sites);
     let ((wait_states, profile), (request_summary, false_overlap)) = rayon::join(
         || {
@@ -149,7 +157,6 @@ fn measured_by_rank(
         },
         || {
             let _s = tracing::info_span!("requests").entered();
-            let pass = requests::RequestPass::new(trace, model, collective_model, opts);
             let late_sender = false_overlap::late_sender_by_call(waits);
             let mut fold = request_summary::Fold::default();
             let mut findings = false_overlap_summary::Fold::new(opts.findings);
@@ -180,14 +187,22 @@ fn measured_by_rank(
 pub(super) const PART: usize = 1 << 16;
 
 /// What follows the light figures: the per-request pass and what is made of it.
-fn measured(trace: &Trace, early: Early, models: &Models, opts: &Options) -> Measured {
+fn measured(
+    trace: &Trace,
+    cross: CrossRank,
+    early: Early,
+    models: &Models,
+    opts: &Options,
+) -> Measured {
     let (model, collective_model) = (&models.transfers, &models.collectives);
     let mut early = early;
-    let descheduled = models.descheduled(trace, &mut early.waits);
+    let descheduled = models.descheduled(trace, &cross.messages, &mut early.waits);
     let waits = &early.waits;
     let requests = {
         let _s = tracing::info_span!("requests").entered();
-        requests::per_request(trace, model, collective_model, opts)
+        let pass = requests::RequestPass::new(trace, &cross, model, collective_model, opts);
+        drop(cross);
+        pass.rows(0..trace.requests.len())
     };
     // The summaries and the findings do not need each other.
     let ((wait_states, request_summary, profile), false_overlap) = rayon::join(
@@ -264,7 +279,7 @@ struct Early {
     sites: SiteTable,
 }
 
-fn early(trace: &Trace) -> Early {
+fn early(trace: &Trace, cross: &CrossRank) -> Early {
     // They do not need each other.
     let (((ranks, totals), waits), sites) = rayon::join(
         || {
@@ -275,7 +290,7 @@ fn early(trace: &Trace) -> Early {
                 },
                 || {
                     let _s = tracing::info_span!("wait states").entered();
-                    wait_states::instances(trace)
+                    wait_states::instances_with(trace, cross)
                 },
             )
         },
@@ -297,10 +312,10 @@ struct Models {
 }
 
 impl Models {
-    fn fit(trace: &Trace) -> Models {
+    fn fit(trace: &Trace, cross: &CrossRank) -> Models {
         Models {
-            transfers: transfer::TransferModel::fit(trace),
-            collectives: CollectiveModel::fit(trace),
+            transfers: transfer::TransferModel::fit_with(trace, &cross.messages),
+            collectives: CollectiveModel::fit_with(&cross.collectives),
         }
     }
 
@@ -323,9 +338,14 @@ impl Models {
     }
 
     /// Flags the wait instances the scheduler explains, and the scheduler's time.
-    fn descheduled(&self, trace: &Trace, waits: &mut [WaitInstance]) -> descheduled::Descheduled {
+    fn descheduled(
+        &self,
+        trace: &Trace,
+        ends: &MessageEnds,
+        waits: &mut [WaitInstance],
+    ) -> descheduled::Descheduled {
         let hosts = oversubscription::Oversubscription::of(&trace.info);
-        descheduled::DescheduledTime::of(trace, &hosts, &self.transfers).flag(waits)
+        descheduled::DescheduledTime::of(trace, ends, &hosts, &self.transfers).flag(waits)
     }
 }
 

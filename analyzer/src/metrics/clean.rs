@@ -44,11 +44,13 @@
 //!  rank 1  |c 0-8        |Irecv 8-9|Wait 9-10|   observed 10 - 8 = 2: only the copy out
 //! ```
 
-use overlap_format::schema::{Nanos, OpClass};
+use std::borrow::Cow;
+
+use overlap_format::schema::Nanos;
 
 use super::eager::{EagerFit, Protocol};
-use super::message_ends::{End, MessageEnds};
-use crate::model::{EventRef, Message, RequestsByPost, Timeline, Trace};
+use super::message_ends::{Done, Ends, MessageEnds};
+use crate::model::{EventRef, Timeline, Trace};
 
 /// The time outside MPI calls a rank may always spend between its post and the call
 /// that completes it and still count as ready: a few calls' worth of tracing overhead
@@ -82,18 +84,19 @@ pub struct CleanTransfer {
 pub(crate) struct LatestPartners(Vec<(EventRef, Nanos)>);
 
 impl LatestPartners {
-    /// The latest partners of every completing call of `trace`.
-    pub(crate) fn of(trace: &Trace, by_post: &RequestsByPost) -> LatestPartners {
+    /// The latest partners of every completing call of `trace`, whose messages' ends
+    /// are `ends`.
+    pub(crate) fn of(trace: &Trace, ends: &MessageEnds) -> LatestPartners {
         let mut all: Vec<(EventRef, Nanos)> = Vec::with_capacity(trace.messages.len() * 2);
-        for m in &trace.messages {
-            let Some(ends) = MessageEnds::of(trace, by_post, m) else {
+        for (mi, m) in trace.messages.iter().enumerate() {
+            let Some(e) = ends.ends(mi, m) else {
                 continue;
             };
-            if let Some(c) = ends.recv_done {
-                all.push((c.at, ends.send.span.start));
+            if let Some(c) = e.recv_done {
+                all.push((c.at, e.send_start));
             }
-            if let Some(c) = ends.send_done {
-                all.push((c.at, ends.recv_post.span.start));
+            if let Some(c) = e.send_done {
+                all.push((c.at, e.recv_post_start));
             }
         }
         all.sort_unstable();
@@ -115,7 +118,7 @@ impl LatestPartners {
 /// What classifying messages needs of the whole run.
 pub struct Cleaner<'a> {
     trace: &'a Trace,
-    by_post: RequestsByPost,
+    ends: Cow<'a, MessageEnds>,
     partners: LatestPartners,
     eager: EagerFit,
     /// Each rank's clock error bound, by rank (looked up once: `Trace::clock_error`
@@ -126,16 +129,20 @@ pub struct Cleaner<'a> {
 impl<'a> Cleaner<'a> {
     /// The classifier of `trace`'s messages, `eager` saying which are rendezvous.
     pub fn new(trace: &'a Trace, eager: EagerFit) -> Cleaner<'a> {
-        Cleaner::with_index(trace, RequestsByPost::new(&trace.requests), eager)
+        Cleaner::of_ends(trace, Cow::Owned(MessageEnds::of(trace)), eager)
     }
 
-    /// [`Cleaner::new`], with `trace`'s requests already indexed by post.
-    pub(crate) fn with_index(
+    /// [`Cleaner::new`], with the ends of `trace`'s messages already found.
+    pub(crate) fn with_ends(
         trace: &'a Trace,
-        by_post: RequestsByPost,
+        ends: &'a MessageEnds,
         eager: EagerFit,
     ) -> Cleaner<'a> {
-        let partners = LatestPartners::of(trace, &by_post);
+        Cleaner::of_ends(trace, Cow::Borrowed(ends), eager)
+    }
+
+    fn of_ends(trace: &'a Trace, ends: Cow<'a, MessageEnds>, eager: EagerFit) -> Cleaner<'a> {
+        let partners = LatestPartners::of(trace, &ends);
         let errors = trace
             .ranks
             .iter()
@@ -143,23 +150,22 @@ impl<'a> Cleaner<'a> {
             .collect();
         Cleaner {
             trace,
-            by_post,
+            ends,
             partners,
             eager,
             errors,
         }
     }
 
-    /// The clean transfer `m` is, if it is one.
-    pub fn clean(&self, m: &Message) -> Option<CleanTransfer> {
+    /// The clean transfer message `mi` of the trace is, if it is one.
+    pub fn clean(&self, mi: usize) -> Option<CleanTransfer> {
         let trace = self.trace;
+        let m = trace.messages.get(mi)?;
         if m.clock_suspect || m.send().rank == m.recv_post().rank {
             return None;
         }
-        let ends = MessageEnds::of(trace, &self.by_post, m)?;
-        let done = ends
-            .recv_done
-            .filter(|c| c.span.op().is_some_and(|op| op.blocks()))?;
+        let ends = self.ends.ends(mi, m)?;
+        let done = ends.recv_done.filter(|c| c.blocks)?;
         let error = |rank: u32| {
             self.errors
                 .get(&rank)
@@ -169,13 +175,13 @@ impl<'a> Cleaner<'a> {
         let epsilon = error(m.send().rank) + error(m.recv_post().rank);
         let protocol = self.eager.protocol(m.bytes);
         let (from, away) = if let Some(away) = self.receiver_ready(&ends, done, epsilon, protocol) {
-            (ends.send.span.start, away)
+            (ends.send_start, away)
         } else if let Some(away) = self.sender_waited(&ends, done, epsilon) {
-            (ends.recv_post.span.start, away)
+            (ends.recv_post_start, away)
         } else {
             return None;
         };
-        let ns = done.span.end.saturating_sub(from).0;
+        let ns = done.end.saturating_sub(from).0;
         ready(away, ns).then_some(CleanTransfer {
             bytes: m.bytes,
             protocol,
@@ -191,22 +197,22 @@ impl<'a> Cleaner<'a> {
     /// then away (0 for an eager message).
     fn receiver_ready(
         &self,
-        ends: &MessageEnds<'_>,
-        done: End<'_>,
+        ends: &Ends,
+        done: Done,
         epsilon: Nanos,
         protocol: Protocol,
     ) -> Option<Nanos> {
-        let sent = ends.send.span.start;
+        let sent = ends.send_start;
         if !self.last_partner(done, sent) {
             return None;
         }
         match protocol {
-            Protocol::Eager => (done.span.start + epsilon <= sent).then_some(Nanos::ZERO),
+            Protocol::Eager => (done.start + epsilon <= sent).then_some(Nanos::ZERO),
             Protocol::Rendezvous => {
-                if ends.recv_post.span.start + epsilon > sent {
+                if ends.recv_post_start + epsilon > sent {
                     return None;
                 }
-                let receiver_late = done.span.start.saturating_sub(sent);
+                let receiver_late = done.start.saturating_sub(sent);
                 let sender_away = away_until(self.trace, ends.send, ends.send_done)?;
                 Some(receiver_late + sender_away)
             }
@@ -216,28 +222,13 @@ impl<'a> Cleaner<'a> {
     /// The sender's completion, for this send alone, was entered before the receive was
     /// posted and left after it: the time the receiver then spent outside MPI before
     /// its completion, if it went to a blocking one.
-    fn sender_waited(
-        &self,
-        ends: &MessageEnds<'_>,
-        done: End<'_>,
-        epsilon: Nanos,
-    ) -> Option<Nanos> {
-        let posted = ends.recv_post.span.start;
+    fn sender_waited(&self, ends: &Ends, done: Done, epsilon: Nanos) -> Option<Nanos> {
+        let posted = ends.recv_post_start;
         let send_done = ends.send_done?;
-        let alone = self.trace.rank(send_done.at.rank).is_some_and(|t| {
-            match (send_done.span.op(), t.call(send_done.at.index)) {
-                (Some(op), _) if op.is_sendrecv() => false,
-                (Some(op), Some((_, call))) if op.class() == OpClass::Completion => {
-                    t.completions(call).len() == 1
-                }
-                (Some(op), _) => op.class() == OpClass::BlockingPointToPoint,
-                _ => false,
-            }
-        });
-        let waited = alone
-            && send_done.span.op().is_some_and(|op| op.blocks())
-            && send_done.span.start + epsilon <= posted
-            && send_done.span.end > posted
+        let waited = ends.send_done_alone
+            && send_done.blocks
+            && send_done.start + epsilon <= posted
+            && send_done.end > posted
             && self.last_partner(done, posted);
         waited
             .then(|| away_until(self.trace, ends.recv_post, Some(done)))
@@ -245,7 +236,7 @@ impl<'a> Cleaner<'a> {
     }
 
     /// Nothing `call` completed had its partner arrive after `at`.
-    fn last_partner(&self, call: End<'_>, at: Nanos) -> bool {
+    fn last_partner(&self, call: Done, at: Nanos) -> bool {
         self.partners.of_call(call.at).is_none_or(|p| p <= at)
     }
 }
@@ -258,15 +249,16 @@ fn ready(away: Nanos, ns: u64) -> bool {
 
 /// How long a rank that posted at `post` spent outside MPI calls before `done`
 /// completed it: 0 when `done` is the post itself (a blocking call); none when `done`
-/// does not block (or is missing), or lies too far from the post.
-fn away_until(trace: &Trace, post: End<'_>, done: Option<End<'_>>) -> Option<Nanos> {
-    let done = done.filter(|d| d.span.op().is_some_and(|op| op.blocks()))?;
-    if done.at == post.at {
+/// does not block (or is missing), or lies too far from the post. Both calls are of one
+/// rank, whose timeline alone it reads.
+fn away_until(trace: &Trace, post: EventRef, done: Option<Done>) -> Option<Nanos> {
+    let done = done.filter(|d| d.blocks)?;
+    if done.at == post {
         return Some(Nanos::ZERO);
     }
     trace
-        .rank(post.at.rank)
-        .and_then(|t| outside_mpi(t, post.at.index, done.at.index))
+        .rank(post.rank)
+        .and_then(|t| outside_mpi(t, post.index, done.at.index))
 }
 
 /// The time the thread of call `from` spent outside MPI calls between leaving `from` and

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use overlap_format::schema::{Nanos, Op};
 use serde::Serialize;
 
+use super::collective_ends::CollectiveEnds;
 use super::transfer::class_of;
 use crate::model::Trace;
 
@@ -49,38 +50,25 @@ pub struct CollectiveModel {
 impl CollectiveModel {
     /// Fits the model to the non-blocking collectives of `trace`.
     pub fn fit(trace: &Trace) -> CollectiveModel {
+        CollectiveModel::fit_with(&CollectiveEnds::of(trace))
+    }
+
+    /// [`CollectiveModel::fit`], the instances' members already found.
+    pub(crate) fn fit_with(ends: &CollectiveEnds) -> CollectiveModel {
         let mut classes: BTreeMap<(&'static str, u32), CollectiveClass> = BTreeMap::new();
-        for members in super::collectives::nonblocking(trace) {
-            let posts: Vec<_> = members
-                .iter()
-                .filter_map(|&i| {
-                    let r = trace.requests.get(i)?;
-                    Some((
-                        r,
-                        trace.span(crate::model::EventRef {
-                            rank: r.rank,
-                            index: r.post(),
-                        })?,
-                    ))
-                })
-                .collect();
-            let Some(last) = posts.iter().map(|(_, s)| s.start).max() else {
+        for members in &ends.nonblocking {
+            let posted = || members.iter().filter(|r| r.posted.is_some());
+            let Some(last) = posted().filter_map(|r| r.posted).map(|p| p.1).max() else {
                 continue;
             };
-            for (r, _) in &posts {
-                let Some(t) = trace.rank(r.rank) else {
+            for r in posted() {
+                let (Some((op, _, bytes)), Some((_, _, end, _))) = (r.call, r.done) else {
                     continue;
                 };
-                let (Some((op, call)), Some(done)) = (
-                    t.call(r.args()),
-                    r.completion().and_then(|c| t.spans.get(c)),
-                ) else {
-                    continue;
-                };
-                if done.end < last {
+                if end < last {
                     continue;
                 }
-                let bytes = call.bytes().unwrap_or(0);
+                let bytes = bytes.unwrap_or(0);
                 let e =
                     classes
                         .entry((op.mpi_name(), class_of(bytes)))
@@ -92,7 +80,7 @@ impl CollectiveModel {
                         });
                 e.bytes = e.bytes.min(bytes);
                 e.samples += 1;
-                e.min_ns = e.min_ns.min((done.end - last).0);
+                e.min_ns = e.min_ns.min((end - last).0);
             }
         }
         CollectiveModel {

@@ -15,82 +15,24 @@
 //!  Wait at Barrier on rank 1, charged to its Wait: min(6, 7) - 1 = 5
 //! ```
 
-use overlap_format::schema::{CollectivePattern, Nanos, Op, RequestKind};
+use overlap_format::schema::{CollectivePattern, Op};
 
+use super::collective_ends::{CollectiveEnds, Member};
 use super::wait_kind::{Candidate, WaitKind};
-use crate::model::{EventRef, Trace};
 
-/// One member of a collective instance.
-#[derive(Clone, Copy, Debug)]
-struct Member {
-    /// Its rank.
-    rank: u32,
-    /// The call it joined with: the blocking call, or its post or start.
-    call: EventRef,
-    /// When it joined: entry into that call.
-    entered: Nanos,
-    /// The call that waited and its span, when one did.
-    waited: Option<(EventRef, Nanos, Nanos)>,
-}
-
-/// Every collective wait of `trace`, handed to `keep`.
-pub(crate) fn candidates(trace: &Trace, keep: &mut impl FnMut(Candidate)) {
-    for members in &super::collectives::instances(trace).members {
-        let Some(&first) = members.first() else {
-            continue;
-        };
-        let Some((op, call)) = trace.rank(first.rank).and_then(|t| t.call(first.index)) else {
-            continue;
-        };
-        let list: Vec<Member> = members
-            .iter()
-            .filter_map(|r| {
-                let s = trace.span(*r)?;
-                Some(Member {
-                    rank: r.rank,
-                    call: *r,
-                    entered: s.start,
-                    waited: Some((*r, s.start, s.end)),
-                })
-            })
-            .collect();
-        waits(op, call.root(), &list, keep);
+/// Every collective wait of the instances `ends`, handed to `keep`.
+pub(crate) fn candidates(ends: &CollectiveEnds, keep: &mut impl FnMut(Candidate)) {
+    for instance in &ends.blocking {
+        waits(instance.op, instance.root, &instance.members, keep);
     }
-    for requests in &super::collectives::nonblocking(trace) {
-        let mut form = None;
-        let mut root = None;
-        let list: Vec<Member> = requests
-            .iter()
-            .filter_map(|&i| {
-                let r = trace.requests.get(i)?;
-                debug_assert_eq!(r.kind, RequestKind::Collective);
-                let t = trace.rank(r.rank)?;
-                let (op, call) = t.call(r.args())?;
-                form = form.or(op.blocking_form());
-                root = root.or(call.root());
-                let entered = t.spans.get(r.post())?.start;
-                let waited = r.completion().and_then(|c| {
-                    let s = t.spans.get(c)?;
-                    s.op().filter(|op| op.blocks())?;
-                    Some((
-                        EventRef {
-                            rank: r.rank,
-                            index: c,
-                        },
-                        s.start,
-                        s.end,
-                    ))
-                });
-                Some(Member {
-                    rank: r.rank,
-                    call: EventRef {
-                        rank: r.rank,
-                        index: r.post(),
-                    },
-                    entered,
-                    waited,
-                })
-            })
+    for requests in &ends.nonblocking {
+        // The first member's that recorded it, of those whose post is a call.
+        let calls = || requests.iter().filter_map(|r| r.call);
+        let form = calls().find_map(|(op, _, _)| op.blocking_form());
+        let root = calls().find_map(|(_, root, _)| root);
+        let list: Vec<Member> = (requests.iter())
+            .filter(|r| r.call.is_some())
+            .filter_map(|r| r.member())
             .collect();
         if let Some(op) = form {
             waits(op, root, &list, keep);

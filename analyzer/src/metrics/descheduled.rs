@@ -34,7 +34,7 @@ use super::oversubscription::Oversubscription;
 use super::progress::CEILING;
 use super::transfer::TransferModel;
 use super::WaitInstance;
-use crate::model::{EventRef, RequestsByPost, Trace};
+use crate::model::{EventRef, Trace};
 
 /// The descheduled time of the run, counted apart from the wait states.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -57,6 +57,7 @@ impl DescheduledTime {
     /// ranks than CPUs, with the transfer times of `model`.
     pub(crate) fn of(
         trace: &Trace,
+        message_ends: &MessageEnds,
         hosts: &Oversubscription,
         model: &TransferModel,
     ) -> DescheduledTime {
@@ -65,18 +66,17 @@ impl DescheduledTime {
         if crowded.is_empty() {
             return DescheduledTime(Vec::new());
         }
-        let by_post = RequestsByPost::new(&trace.requests);
         // (call, partner, slow-end transfer; none when unknown) of each message's
         // completions on a crowded rank.
         let mut ends: Vec<(EventRef, Nanos, Option<Nanos>)> = Vec::new();
-        for m in &trace.messages {
-            let Some(e) = MessageEnds::of(trace, &by_post, m) else {
+        for (mi, m) in trace.messages.iter().enumerate() {
+            let Some(e) = message_ends.ends(mi, m) else {
                 continue;
             };
             let slow = model.pure_range(m.bytes).map(|r| r.1);
             let done = [
-                (e.recv_done, e.send.span.start),
-                (e.send_done, e.recv_post.span.start),
+                (e.recv_done, e.send_start),
+                (e.send_done, e.recv_post_start),
             ];
             for (call, partner) in done {
                 if let Some(c) = call.filter(|c| crowded.binary_search(&c.at.rank).is_ok()) {

@@ -16,7 +16,7 @@
 use serde::Serialize;
 
 use super::message_ends::MessageEnds;
-use crate::model::{RequestsByPost, Trace};
+use crate::model::Trace;
 
 /// The eager limit assumed when neither the trace nor the user says: 64 KiB, the order
 /// of MPICH's eager thresholds (ch3 switches to rendezvous above 128 KiB, its
@@ -57,22 +57,22 @@ impl Protocol {
 impl EagerFit {
     /// The limit of `trace`'s messages.
     pub fn of(trace: &Trace) -> EagerFit {
-        EagerFit::of_indexed(trace, &RequestsByPost::new(&trace.requests))
+        EagerFit::of_ends(trace, &MessageEnds::of(trace))
     }
 
-    /// [`EagerFit::of`], with `trace`'s requests already indexed by post.
-    pub(crate) fn of_indexed(trace: &Trace, by_post: &RequestsByPost) -> EagerFit {
+    /// [`EagerFit::of`], the ends of `trace`'s messages already found.
+    pub(crate) fn of_ends(trace: &Trace, ends: &MessageEnds) -> EagerFit {
         let mut largest_eager: Option<u64> = None;
         let mut waited: Vec<u64> = Vec::new();
-        for m in &trace.messages {
-            let Some(ends) = MessageEnds::of(trace, by_post, m) else {
+        for (mi, m) in trace.messages.iter().enumerate() {
+            let Some(e) = ends.ends(mi, m) else {
                 continue;
             };
-            let Some(done) = ends.send_done else { continue };
-            let posted = ends.recv_post.span.start;
-            if done.span.end < posted {
+            let Some(done) = e.send_done else { continue };
+            let posted = e.recv_post_start;
+            if done.end < posted {
                 largest_eager = Some(largest_eager.map_or(m.bytes, |e| e.max(m.bytes)));
-            } else if done.span.start < posted {
+            } else if done.start < posted {
                 waited.push(m.bytes);
             }
         }

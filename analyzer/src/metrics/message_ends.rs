@@ -1,66 +1,265 @@
-//! The calls at both ends of a matched message, found once for every figure that reads
-//! them: the send, the receive's post, the call that completed the receive, and the
-//! call that completed the send (the blocking send itself, or the Wait* of an Isend).
-//! The wait states, the eager-limit fit and the clean transfers of the network fit all
-//! read a message through these.
+//! The calls at both ends of every matched message, found once for every figure that
+//! reads them: the send, the receive's post, the call that completed the receive, and
+//! the call that completed the send (the blocking send itself, or the Wait* of an
+//! Isend). The wait states, the eager-limit fit, the clean transfers of the network fit,
+//! the scheduler's waits and the per-request partner times all read a message here,
+//! never a call of another rank.
+//!
+//! Each end is found on its own rank: the send side (the send's entry, its completion,
+//! whether that completion completed this send alone) from the sender's timeline and
+//! requests, the receive side (the post's entry, its completion) from the receiver's.
+//! What crosses ranks is then this column, 64 B a message, not the ranks' timelines:
+//! the figures above can be made from one rank's events and the column.
 //!
 //! ```text
 //!  rank 0  |Isend→1 (send)|........|Wait (send's completion)|
 //!  rank 1  |Irecv←0 (receive post)|....|Wait (receive's completion)|
 //! ```
 
-use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Span, Trace};
+use overlap_format::schema::{Nanos, OpClass};
+use rayon::prelude::*;
 
-/// A call of a message's end: where it is, and its span.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct End<'a> {
+use crate::model::compact::{index_u32, some_index, NO_INDEX};
+use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Timeline, Trace};
+
+/// A call that completed one end of a message: where it is, when, and whether it
+/// blocks (a Test that found it done does not).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Done {
     /// The call.
     pub at: EventRef,
-    /// Its span.
-    pub span: &'a Span,
+    /// Its entry.
+    pub start: Nanos,
+    /// Its exit.
+    pub end: Nanos,
+    /// True when its operation blocks.
+    pub blocks: bool,
 }
 
-/// The calls at the ends of one message.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct MessageEnds<'a> {
-    /// The sending call (Send, Isend, Sendrecv, a Start...).
-    pub send: End<'a>,
-    /// The call that posted the receive.
-    pub recv_post: End<'a>,
-    /// The call that completed the receive, when one did.
-    pub recv_done: Option<End<'a>>,
-    /// The call that completed the send, when one did: the sending call itself when it
-    /// is no post.
-    pub send_done: Option<End<'a>>,
+/// One end of a message as its own rank recorded it, in 32 bytes: the end's call (the
+/// send, or the receive's post) and the call that completed it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Side {
+    /// The end call's entry (when [`KNOWN`]).
+    start: Nanos,
+    done_start: Nanos,
+    done_end: Nanos,
+    /// The completing call's index in its rank, or [`NO_INDEX`].
+    done_index: u32,
+    flags: u8,
 }
 
-impl<'a> MessageEnds<'a> {
-    /// The ends of `m`, when its send and its receive's post are calls of `trace`.
-    pub(crate) fn of(
-        trace: &'a Trace,
-        by_post: &RequestsByPost,
-        m: &Message,
-    ) -> Option<MessageEnds<'a>> {
-        let end = |at: EventRef| trace.span(at).map(|span| End { at, span });
-        let send = end(m.send())?;
-        let recv_post = end(m.recv_post())?;
-        let send_done = match send.span.op()?.class() {
-            overlap_format::schema::OpClass::Post => {
-                send_completion(&trace.requests, by_post, m.send()).and_then(|index| {
-                    end(EventRef {
-                        rank: m.send().rank,
-                        index,
-                    })
-                })
-            }
-            _ => Some(send),
-        };
-        Some(MessageEnds {
-            send,
-            recv_post,
-            recv_done: m.completion().and_then(end),
-            send_done,
+/// The end's call is in the trace.
+const KNOWN: u8 = 1;
+/// It is a call (its operation is known): the send of a message read whole.
+const CALL: u8 = 2;
+/// The completing call blocks.
+const DONE_BLOCKS: u8 = 4;
+/// The completing call completed this end alone (a send's: no Sendrecv, no Waitall of
+/// several).
+const ALONE: u8 = 8;
+
+const _: () = assert!(std::mem::size_of::<Side>() == 32);
+
+impl Side {
+    const NONE: Side = Side {
+        start: Nanos::ZERO,
+        done_start: Nanos::ZERO,
+        done_end: Nanos::ZERO,
+        done_index: NO_INDEX,
+        flags: 0,
+    };
+
+    /// The end call's entry, when it is in the trace.
+    pub(crate) fn start(&self) -> Option<Nanos> {
+        (self.flags & KNOWN != 0).then_some(self.start)
+    }
+
+    /// The call that completed this end, on `rank`, when one did.
+    fn done(&self, rank: u32) -> Option<Done> {
+        some_index(self.done_index).map(|index| Done {
+            at: EventRef { rank, index },
+            start: self.done_start,
+            end: self.done_end,
+            blocks: self.flags & DONE_BLOCKS != 0,
         })
+    }
+
+    fn with_done(self, t: &Timeline, index: usize) -> Side {
+        let Some(span) = t.spans.get(index) else {
+            return self;
+        };
+        let blocks = span.op().is_some_and(|op| op.blocks());
+        Side {
+            done_start: span.start,
+            done_end: span.end,
+            done_index: index_u32(index),
+            flags: self.flags | if blocks { DONE_BLOCKS } else { 0 },
+            ..self
+        }
+    }
+}
+
+/// The ends of one message, both known: what the figures that need both read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ends {
+    /// The send (Send, Isend, Sendrecv, a Start...).
+    pub send: EventRef,
+    /// Its entry.
+    pub send_start: Nanos,
+    /// The call that posted the receive.
+    pub recv_post: EventRef,
+    /// Its entry.
+    pub recv_post_start: Nanos,
+    /// The call that completed the receive, when one did.
+    pub recv_done: Option<Done>,
+    /// The call that completed the send, when one did: the send itself when it is no
+    /// post.
+    pub send_done: Option<Done>,
+    /// True when the send's completion completed this send alone: a blocking send that
+    /// is no Sendrecv, or a Wait* of this one request.
+    pub send_done_alone: bool,
+}
+
+/// Both ends of every message of a trace, by message (the trace's order).
+#[derive(Clone, Debug)]
+pub(crate) struct MessageEnds {
+    sends: Vec<Side>,
+    recvs: Vec<Side>,
+}
+
+impl MessageEnds {
+    /// The ends of every message of `trace`, each side found on its own rank (the
+    /// messages on rayon's threads).
+    pub(crate) fn of(trace: &Trace) -> MessageEnds {
+        let by_post = RequestsByPost::new(&trace.requests);
+        Self::of_indexed(trace, &by_post)
+    }
+
+    /// [`MessageEnds::of`], with `trace`'s requests already indexed by post.
+    pub(crate) fn of_indexed(trace: &Trace, by_post: &RequestsByPost) -> MessageEnds {
+        let (sends, recvs) = trace
+            .messages
+            .par_iter()
+            .map(|m| {
+                let send = (trace.rank(m.send().rank))
+                    .map_or(Side::NONE, |t| send_side(t, &trace.requests, by_post, m));
+                let recv = trace
+                    .rank(m.recv_post().rank)
+                    .map_or(Side::NONE, |t| recv_side(t, m));
+                (send, recv)
+            })
+            .unzip();
+        MessageEnds { sends, recvs }
+    }
+
+    /// The send side of message `mi`.
+    pub(crate) fn send(&self, mi: usize) -> &Side {
+        &self.sends[mi]
+    }
+
+    /// The receive side of message `mi`.
+    pub(crate) fn recv(&self, mi: usize) -> &Side {
+        &self.recvs[mi]
+    }
+
+    /// The call that completed the send of message `mi` (`m`).
+    pub(crate) fn send_done(&self, mi: usize, m: &Message) -> Option<Done> {
+        self.sends[mi].done(m.send().rank)
+    }
+
+    /// The call that completed the receive of message `mi` (`m`).
+    pub(crate) fn recv_done(&self, mi: usize, m: &Message) -> Option<Done> {
+        self.recvs[mi].done(m.recv_post().rank)
+    }
+
+    /// Both ends of message `mi` (`m`), when its send is a call of the trace and its
+    /// receive's post is in it.
+    pub(crate) fn ends(&self, mi: usize, m: &Message) -> Option<Ends> {
+        let (send, recv) = (&self.sends[mi], &self.recvs[mi]);
+        if send.flags & CALL == 0 {
+            return None;
+        }
+        Some(Ends {
+            send: m.send(),
+            send_start: send.start()?,
+            recv_post: m.recv_post(),
+            recv_post_start: recv.start()?,
+            recv_done: self.recv_done(mi, m),
+            send_done: self.send_done(mi, m),
+            send_done_alone: send.flags & ALONE != 0,
+        })
+    }
+}
+
+/// The send side of `m`, from the sender's timeline `t` and requests: the send's entry,
+/// and the call that completed it (the send itself when it posts no request).
+fn send_side(
+    t: &Timeline,
+    requests: &[RequestLife],
+    by_post: &RequestsByPost,
+    m: &Message,
+) -> Side {
+    let Some(span) = t.spans.get(m.send().index) else {
+        return Side::NONE;
+    };
+    let side = Side {
+        start: span.start,
+        flags: KNOWN,
+        ..Side::NONE
+    };
+    let Some(op) = span.op() else {
+        return side;
+    };
+    let side = Side {
+        flags: KNOWN | CALL,
+        ..side
+    };
+    let done = match op.class() {
+        OpClass::Post => send_completion(requests, by_post, m.send()),
+        _ => Some(m.send().index),
+    };
+    let Some(done) = done else { return side };
+    let side = side.with_done(t, done);
+    if alone(t, done) {
+        Side {
+            flags: side.flags | ALONE,
+            ..side
+        }
+    } else {
+        side
+    }
+}
+
+/// The receive side of `m`, from the receiver's timeline `t`: the post's entry, and
+/// the call that completed the receive.
+fn recv_side(t: &Timeline, m: &Message) -> Side {
+    let side = match t.spans.get(m.recv_post().index) {
+        Some(span) => Side {
+            start: span.start,
+            flags: KNOWN,
+            ..Side::NONE
+        },
+        None => Side::NONE,
+    };
+    match m.completion() {
+        Some(done) => side.with_done(t, done.index),
+        None => side,
+    }
+}
+
+/// The call at `index` of `t` completes what it completes for one request alone: a
+/// blocking point-to-point call that is no Sendrecv, or a completion call of one
+/// request.
+fn alone(t: &Timeline, index: usize) -> bool {
+    let op = t.spans.get(index).and_then(|s| s.op());
+    match (op, t.call(index)) {
+        (Some(op), _) if op.is_sendrecv() => false,
+        (Some(op), Some((_, call))) if op.class() == OpClass::Completion => {
+            t.completions(call).len() == 1
+        }
+        (Some(op), _) => op.class() == OpClass::BlockingPointToPoint,
+        _ => false,
     }
 }
 
@@ -80,7 +279,163 @@ pub(crate) fn send_completion(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use overlap_format::schema::RequestKind;
+    use crate::hang::tests::{p2p, rank};
+    use overlap_format::schema::{CallArgs, Completion, Op, RequestKind};
+    use overlap_format::testing::call;
+
+    fn done(request: u64, source: Option<i32>, tag: i32) -> Completion {
+        Completion {
+            request: Some(request),
+            source,
+            tag: source.map(|_| tag),
+            bytes: source.map(|_| 8),
+        }
+    }
+
+    /// Each side of three messages (tags 1, 2, 3), from its own rank:
+    ///
+    /// ```text
+    ///  rank 0  |Isend 1 (r1) 0-1|Isend 2 (r2) 1-2|..|Waitall r1 r2 5 ----- 20|..|Send 3 25-26|
+    ///  rank 1  |..|Irecv 1 (r7) 3-4|..|Recv 2 10-15|Test r7 16-17|..|Recv 3 22 ----- 30|
+    /// ```
+    ///
+    /// The Isends' completion is the Waitall (blocking, not theirs alone); the blocking
+    /// Send completes itself, alone. Message 1's receive was completed by a Test (which
+    /// does not block), the blocking Recvs by themselves.
+    #[test]
+    fn each_side_is_read_on_its_own_rank() {
+        let with_request = |r| p2p(1, 0, Some(r));
+        let r0 = vec![
+            call(
+                Op::Isend,
+                0,
+                1,
+                CallArgs {
+                    tag: Some(1),
+                    ..with_request(1)
+                },
+            ),
+            call(
+                Op::Isend,
+                1,
+                2,
+                CallArgs {
+                    tag: Some(2),
+                    ..with_request(2)
+                },
+            ),
+            call(
+                Op::Waitall,
+                5,
+                20,
+                CallArgs {
+                    completed: vec![done(1, None, 0), done(2, None, 0)],
+                    ..CallArgs::default()
+                },
+            ),
+            call(Op::Send, 25, 26, p2p(1, 3, None)),
+        ];
+        let r1 = vec![
+            call(Op::Irecv, 3, 4, p2p(0, 1, Some(7))),
+            call(
+                Op::Recv,
+                10,
+                15,
+                CallArgs {
+                    completed: vec![Completion {
+                        request: None,
+                        ..done(0, Some(0), 2)
+                    }],
+                    ..p2p(0, 2, None)
+                },
+            ),
+            call(
+                Op::Test,
+                16,
+                17,
+                CallArgs {
+                    completed: vec![done(7, Some(0), 1)],
+                    ..CallArgs::default()
+                },
+            ),
+            call(
+                Op::Recv,
+                22,
+                30,
+                CallArgs {
+                    completed: vec![Completion {
+                        request: None,
+                        ..done(0, Some(0), 3)
+                    }],
+                    ..p2p(0, 3, None)
+                },
+            ),
+        ];
+        let trace = crate::merge::merge(vec![rank(0, 2, r0, None), rank(1, 2, r1, None)])
+            .to_trace(std::path::Path::new("hand-built.json"));
+        let ends = MessageEnds::of(&trace);
+        let at = |rank, index| EventRef { rank, index };
+        let d = |at, start, end, blocks| Done {
+            at,
+            start: Nanos(start),
+            end: Nanos(end),
+            blocks,
+        };
+        let mut seen: Vec<(i32, Ends)> = (trace.messages.iter().enumerate())
+            .map(|(mi, m)| (m.tag, ends.ends(mi, m).expect("both ends are calls")))
+            .collect();
+        seen.sort_by_key(|e| e.0);
+        let expected = |send, sent, post, posted, recv_done, send_done, alone| Ends {
+            send,
+            send_start: Nanos(sent),
+            recv_post: post,
+            recv_post_start: Nanos(posted),
+            recv_done: Some(recv_done),
+            send_done: Some(send_done),
+            send_done_alone: alone,
+        };
+        assert_eq!(
+            seen,
+            vec![
+                (
+                    1,
+                    expected(
+                        at(0, 0),
+                        0,
+                        at(1, 0),
+                        3,
+                        d(at(1, 2), 16, 17, false),
+                        d(at(0, 2), 5, 20, true),
+                        false
+                    )
+                ),
+                (
+                    2,
+                    expected(
+                        at(0, 1),
+                        1,
+                        at(1, 1),
+                        10,
+                        d(at(1, 1), 10, 15, true),
+                        d(at(0, 2), 5, 20, true),
+                        false
+                    )
+                ),
+                (
+                    3,
+                    expected(
+                        at(0, 3),
+                        25,
+                        at(1, 3),
+                        22,
+                        d(at(1, 3), 22, 30, true),
+                        d(at(0, 3), 25, 26, true),
+                        true
+                    )
+                ),
+            ]
+        );
+    }
 
     /// Requests by (rank, post): rank 0 posts at 3 and completes at 9; a Startall at 5
     /// starts three, of which the first and second complete (at 11 and 12), the third

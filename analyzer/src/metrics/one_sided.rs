@@ -33,12 +33,35 @@ use overlap_format::schema::{Nanos, Op, OpClass};
 use super::wait_kind::{Candidate, WaitKind};
 use crate::model::{EventRef, Trace};
 
+/// A call of an epoch, as its rank recorded it: what the other side's figures read of
+/// it, so that no figure reads another rank's timeline.
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    index: usize,
+    start: Nanos,
+    end: Nanos,
+    /// Its operation blocks, or is a one-sided operation (which may wait for the post).
+    may_wait: bool,
+}
+
+impl Call {
+    fn of(t: &crate::model::Timeline, index: usize) -> Call {
+        let s = &t.spans[index];
+        Call {
+            index,
+            start: s.start,
+            end: s.end,
+            may_wait: s.op().is_some_and(|op| op.blocks() || is_rma(op)),
+        }
+    }
+}
+
 /// An access epoch of an origin.
 struct Epoch {
-    start: usize,
-    /// One-sided operations in it: (index, target).
-    ops: Vec<(usize, Option<i32>)>,
-    complete: Option<usize>,
+    start: Call,
+    /// One-sided operations in it, and their targets.
+    ops: Vec<(Call, Option<i32>)>,
+    complete: Option<Call>,
 }
 
 fn is_rma(op: Op) -> bool {
@@ -57,8 +80,11 @@ type OpenPosts = FxHashMap<(u32, u32), Vec<(u32, u32, u32)>>;
 
 /// Every Late Post, Early Wait and Late Complete candidate of the trace.
 pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
-    // (window, target, origin, k) -> the target's Win_post and its closing Win_wait.
-    let mut posts: FxHashMap<PairKey, (EventRef, Option<usize>)> = FxHashMap::default();
+    // Each rank's epochs and posts are found on its own timeline; the other side's
+    // calls are then read in these records, never in the other rank's timeline.
+    // (window, target, origin, k) -> the target's Win_post, its entry, and its closing
+    // Win_wait.
+    let mut posts: FxHashMap<PairKey, (EventRef, Nanos, Option<Call>)> = FxHashMap::default();
     // (window, origin, target, k) -> the origin's epoch.
     let mut epochs: FxHashMap<PairKey, (u32, usize)> = FxHashMap::default();
     let mut all_epochs: Vec<Vec<Epoch>> = Vec::with_capacity(trace.ranks.len());
@@ -86,6 +112,7 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                                     rank: t.rank,
                                     index: i,
                                 },
+                                t.spans[i].start,
                                 None,
                             ),
                         );
@@ -97,14 +124,14 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                 Op::WinWait => {
                     for (w, o, k) in open_post.remove(&(w, tid)).unwrap_or_default() {
                         if let Some(p) = posts.get_mut(&(w, t.rank, o, k)) {
-                            p.1 = Some(i);
+                            p.2 = Some(Call::of(t, i));
                         }
                     }
                 }
                 Op::WinStart => {
                     let e = mine.len();
                     mine.push(Epoch {
-                        start: i,
+                        start: Call::of(t, i),
                         ops: Vec::new(),
                         complete: None,
                     });
@@ -120,12 +147,12 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                 }
                 Op::WinComplete => {
                     if let Some(e) = open.remove(&(w, tid)) {
-                        mine[e].complete = Some(i);
+                        mine[e].complete = Some(Call::of(t, i));
                     }
                 }
                 op if is_rma(op) => {
                     if let Some(&e) = open.get(&(w, tid)) {
-                        mine[e].ops.push((i, c.peer()));
+                        mine[e].ops.push((Call::of(t, i), c.peer()));
                     }
                 }
                 _ => {}
@@ -140,35 +167,35 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
     let mut out = Vec::new();
     // Late Post: the origin's calls that waited for the target's post.
     for (&(w, origin, target, k), &(rank, e)) in &epochs {
-        let (Some((post, _)), Some(ep)) = (posts.get(&(w, target, origin, k)), epoch(rank, e))
+        let (Some(&(post, posted, _)), Some(ep)) =
+            (posts.get(&(w, target, origin, k)), epoch(rank, e))
         else {
-            continue;
-        };
-        let Some(posted) = trace.span(*post).map(|s| s.start) else {
             continue;
         };
         let first_op = ep
             .ops
             .iter()
             .find(|(_, p)| *p == i32::try_from(target).ok())
-            .map(|(i, _)| *i);
+            .map(|(x, _)| *x);
         for x in [Some(ep.start), first_op, ep.complete]
             .into_iter()
             .flatten()
         {
-            let at = EventRef { rank, index: x };
-            let Some(s) = trace.span(at) else { continue };
-            if !s.op().is_some_and(|op| op.blocks() || is_rma(op)) {
+            if !x.may_wait {
                 continue;
             }
             // It waited for the post only if it was still running when the post came
             // (Win_start and the operations may return at once and defer the wait).
-            if s.start < posted && posted <= s.end {
+            if x.start < posted && posted <= x.end {
+                let at = EventRef {
+                    rank,
+                    index: x.index,
+                };
                 out.push(Candidate::new(
                     WaitKind::LatePost,
                     at,
-                    *post,
-                    s.start,
+                    post,
+                    x.start,
                     posted,
                     false,
                 ));
@@ -179,38 +206,34 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
     // Per Win_wait, each origin's (rank, Win_complete entry, last operation's end, its
     // Win_complete, its last operation).
     type Origin = (u32, Nanos, Nanos, EventRef, EventRef);
-    let mut by_wait: FxHashMap<EventRef, Vec<Origin>> = FxHashMap::default();
-    for (&(w, target, origin, k), &(_, wait)) in &posts {
+    let mut by_wait: FxHashMap<EventRef, (Call, Vec<Origin>)> = FxHashMap::default();
+    for (&(w, target, origin, k), &(_, _, wait)) in &posts {
         let (Some(wait), Some(&(rank, e))) = (wait, epochs.get(&(w, origin, target, k))) else {
             continue;
         };
         let Some(ep) = epoch(rank, e) else { continue };
-        let Some(complete_ref) = ep.complete.map(|c| EventRef { rank, index: c }) else {
+        let Some(complete) = ep.complete else {
             continue;
         };
-        let Some(complete) = trace.span(complete_ref) else {
-            continue;
-        };
-        let last_op = EventRef {
-            rank,
-            index: ep.ops.last().map_or(ep.start, |o| o.0),
-        };
-        let Some(op_end) = trace.span(last_op).map(|s| s.end) else {
-            continue;
+        let last_op = ep.ops.last().map_or(ep.start, |o| o.0);
+        let at = |index| EventRef { rank, index };
+        let wait_ref = EventRef {
+            rank: target,
+            index: wait.index,
         };
         by_wait
-            .entry(EventRef {
-                rank: target,
-                index: wait,
-            })
-            .or_default()
-            .push((origin, complete.start, op_end, complete_ref, last_op));
+            .entry(wait_ref)
+            .or_insert_with(|| (wait, Vec::new()))
+            .1
+            .push((
+                origin,
+                complete.start,
+                last_op.end,
+                at(complete.index),
+                at(last_op.index),
+            ));
     }
-    for (at, origins) in by_wait {
-        let Some(s) = trace.span(at) else { continue };
-        if s.op() != Some(Op::WinWait) {
-            continue;
-        }
+    for (at, (s, origins)) in by_wait {
         let Some(&(_, completed, op_end, complete, last_op)) =
             origins.iter().max_by_key(|o| (o.1, o.0))
         else {

@@ -24,6 +24,8 @@ use overlap_format::schema::{Nanos, RequestKind};
 use rayon::prelude::*;
 
 use super::collective_model::CollectiveModel;
+use super::cross_rank::CrossRank;
+use super::message_ends::MessageEnds;
 use super::progress::ProgressEvidence;
 use super::request_metrics::RequestClass;
 use super::request_row::{RequestIdentity, RequestRow};
@@ -31,7 +33,7 @@ use super::transfer::TransferModel;
 use super::Options;
 use crate::fxhash::FxHashMap;
 use crate::model::compact::index_u32;
-use crate::model::{EventRef, RequestsByPost, Trace};
+use crate::model::{RequestsByPost, Trace};
 
 /// The figures of every request of the trace, in rank and post order.
 pub fn per_request(
@@ -40,7 +42,8 @@ pub fn per_request(
     collectives: &CollectiveModel,
     opts: &Options,
 ) -> Vec<RequestRow> {
-    RequestPass::new(trace, model, collectives, opts).rows(0..trace.requests.len())
+    let cross = CrossRank::of(trace);
+    RequestPass::new(trace, &cross, model, collectives, opts).rows(0..trace.requests.len())
 }
 
 /// What making a request's row needs of the whole run (its message's bytes and its
@@ -64,39 +67,32 @@ pub struct RequestPass<'a> {
 }
 
 impl<'a> RequestPass<'a> {
-    /// Gathers what the rows of `trace`'s requests need.
-    pub fn new(
+    /// Gathers what the rows of `trace`'s requests need, what crosses its ranks being
+    /// `cross` (which the pass does not keep).
+    pub(crate) fn new(
         trace: &'a Trace,
+        cross: &CrossRank,
         model: &'a TransferModel,
         collectives: &'a CollectiveModel,
         opts: &'a Options,
     ) -> RequestPass<'a> {
-        let message = messages_of_requests(trace);
+        let message = messages_of_requests(trace, &cross.messages);
+        let ends = &cross.messages;
         // The last member's post of each non-blocking collective, by request.
         let mut last_post: FxHashMap<usize, Nanos> = Default::default();
-        for members in super::collectives::nonblocking(trace) {
-            let last = members
-                .iter()
-                .filter_map(|&i| {
-                    let r = trace.requests.get(i)?;
-                    trace.span(EventRef {
-                        rank: r.rank,
-                        index: r.post(),
-                    })
-                })
-                .map(|s| s.start)
-                .max();
+        for members in &cross.collectives.nonblocking {
+            let last = members.iter().filter_map(|r| r.posted).map(|p| p.1).max();
             if let Some(last) = last {
-                last_post.extend(members.iter().map(|&i| (i, last)));
+                last_post.extend(members.iter().map(|r| (r.request, last)));
             }
         }
         let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
-            let m = trace.messages.get(message[ri]);
+            let mi = message[ri];
             match r.kind {
-                RequestKind::Send => trace.span(m?.recv_post()).map(|s| s.start),
-                RequestKind::Recv => trace.span(m?.send()).map(|s| s.start),
+                RequestKind::Send if mi != NO_MESSAGE => ends.recv(mi).start(),
+                RequestKind::Recv if mi != NO_MESSAGE => ends.send(mi).start(),
                 RequestKind::Collective => last_post.get(&ri).copied(),
-                RequestKind::OneSided => None,
+                _ => None,
             }
         };
         // Rank by rank (a call completes requests of its own rank only): the rank's
@@ -283,12 +279,12 @@ const NO_MESSAGE: usize = usize::MAX;
 /// request's post, for a send, or whose receive was posted by it, for a receive
 /// ([`NO_MESSAGE`] for none, and for messages one of whose calls is not in the trace).
 /// A call that posted several requests of a kind (a Startall) gives each the same.
-fn messages_of_requests(trace: &Trace) -> Vec<usize> {
+fn messages_of_requests(trace: &Trace, ends: &MessageEnds) -> Vec<usize> {
     let by_post = RequestsByPost::new(&trace.requests);
     let mut message = vec![NO_MESSAGE; trace.requests.len()];
     for (mi, m) in trace.messages.iter().enumerate() {
         let (send, post) = (m.send(), m.recv_post());
-        if trace.span(send).is_none() || trace.span(post).is_none() {
+        if ends.send(mi).start().is_none() || ends.recv(mi).start().is_none() {
             continue;
         }
         let ends = [(post, RequestKind::Recv), (send, RequestKind::Send)];

@@ -29,6 +29,7 @@ use serde::Serialize;
 
 use super::clean::Cleaner;
 use super::eager::{EagerFit, Protocol};
+use super::message_ends::MessageEnds;
 use crate::model::{Message, Trace};
 
 /// The quantile of a class's clean transfers taken as its estimate. Clean transfers
@@ -240,17 +241,22 @@ pub(crate) fn class_of(bytes: u64) -> u32 {
 impl TransferModel {
     /// Fits the model to the messages of `trace`.
     pub fn fit(trace: &Trace) -> TransferModel {
-        let by_post = crate::model::RequestsByPost::new(&trace.requests);
-        let eager = EagerFit::of_indexed(trace, &by_post);
-        let cleaner = Cleaner::with_index(trace, by_post, eager);
+        TransferModel::fit_with(trace, &MessageEnds::of(trace))
+    }
+
+    /// [`TransferModel::fit`], the ends of `trace`'s messages already found.
+    pub(crate) fn fit_with(trace: &Trace, ends: &MessageEnds) -> TransferModel {
+        let eager = EagerFit::of_ends(trace, ends);
+        let cleaner = Cleaner::with_ends(trace, ends, eager);
         let fitted = |m: &Message| !m.clock_suspect && m.send().rank != m.recv_post().rank;
         let seen: Vec<((u32, Protocol), u64, Option<u64>)> = trace
             .messages
             .par_iter()
-            .filter(|m| fitted(m))
-            .map(|m| {
+            .enumerate()
+            .filter(|(_, m)| fitted(m))
+            .map(|(mi, m)| {
                 let key = (class_of(m.bytes), eager.protocol(m.bytes));
-                (key, m.bytes, cleaner.clean(m).map(|c| c.ns))
+                (key, m.bytes, cleaner.clean(mi).map(|c| c.ns))
             })
             .collect();
         let mut by_class: BTreeMap<(u32, Protocol), (u64, u64, Vec<u64>)> = BTreeMap::new();

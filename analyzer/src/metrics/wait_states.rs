@@ -37,16 +37,17 @@ use std::collections::BTreeMap;
 
 use crate::fxhash::FxHashMap;
 
-use overlap_format::schema::{Nanos, OpClass};
+use overlap_format::schema::Nanos;
 use serde::Serialize;
 
 use super::budget::share_of;
+use super::cross_rank::CrossRank;
 use super::descheduled::Descheduled;
-use super::message_ends::send_completion;
+use super::message_ends::MessageEnds;
 use super::wait_kind::WaitKind;
 use super::wait_kind::{Candidate, WaitInstance};
 use super::{CallRef, Options};
-use crate::model::{EventRef, Message, RequestsByPost, Trace};
+use crate::model::{EventRef, Message, Trace};
 use rayon::prelude::*;
 
 /// One kind's totals.
@@ -93,6 +94,12 @@ pub struct WaitStates {
 
 /// Every wait-state instance of the trace, sorted by rank and time.
 pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
+    instances_with(trace, &CrossRank::of(trace))
+}
+
+/// [`instances`], what crosses ranks already found.
+pub(crate) fn instances_with(trace: &Trace, cross: &CrossRank) -> Vec<WaitInstance> {
+    let ends = &cross.messages;
     let mut best: FxHashMap<(EventRef, WaitKind), Candidate> = FxHashMap::default();
     let mut keep = |c: Candidate| {
         let key = (c.at, c.kind);
@@ -105,21 +112,23 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     };
     // Point-to-point candidates, found on rayon's threads a block of messages at a time
     // and kept in message order: the instances are those of one pass.
-    let by_post = RequestsByPost::new(&trace.requests);
-    for block in trace.messages.chunks(MESSAGES_PER_BLOCK) {
+    for (b, block) in trace.messages.chunks(MESSAGES_PER_BLOCK).enumerate() {
+        let chunk = MESSAGES_PER_BLOCK / 16;
         let found: Vec<Vec<Candidate>> = block
-            .par_chunks(MESSAGES_PER_BLOCK / 16)
-            .map(|chunk| {
+            .par_chunks(chunk)
+            .enumerate()
+            .map(|(c, messages)| {
+                let first = b * MESSAGES_PER_BLOCK + c * chunk;
                 let mut found = Vec::new();
-                for m in chunk {
-                    point_to_point(trace, &by_post, m, &mut found);
+                for (k, m) in messages.iter().enumerate() {
+                    point_to_point(ends, first + k, m, &mut found);
                 }
                 found
             })
             .collect();
         found.into_iter().flatten().for_each(&mut keep);
     }
-    super::collective_waits::candidates(trace, &mut keep);
+    super::collective_waits::candidates(&cross.collectives, &mut keep);
     for c in super::one_sided::candidates(trace) {
         keep(c);
     }
@@ -174,63 +183,38 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
 /// Messages whose candidates are held at once (found in parallel, then kept in order).
 const MESSAGES_PER_BLOCK: usize = 1 << 16;
 
-/// The Late Sender and Late Receiver candidates of message `m`, appended to `found`.
-fn point_to_point(
-    trace: &Trace,
-    by_post: &RequestsByPost,
-    m: &Message,
-    found: &mut Vec<Candidate>,
-) {
-    let Some(send) = trace.span(m.send()) else {
+/// The Late Sender and Late Receiver candidates of message `mi` (`m`), appended to
+/// `found`: each from the waiting end's completion and the other end's entry, as the
+/// column of ends holds them.
+fn point_to_point(ends: &MessageEnds, mi: usize, m: &Message, found: &mut Vec<Candidate>) {
+    let Some(remote) = ends.send(mi).start() else {
         return;
     };
     // Late Sender.
-    if let Some(c) = m.completion() {
-        if let Some(recv) = trace
-            .span(c)
-            .filter(|s| s.op().is_some_and(|op| op.blocks()))
-        {
-            let remote = send.start;
-            let to = remote.min(recv.end);
-            if to > recv.start {
-                found.push(Candidate::new(
-                    WaitKind::LateSender,
-                    c,
-                    m.send(),
-                    recv.start,
-                    to,
-                    remote > recv.end,
-                ));
-            }
+    if let Some(recv) = ends.recv_done(mi, m).filter(|d| d.blocks) {
+        let to = remote.min(recv.end);
+        if to > recv.start {
+            found.push(Candidate::new(
+                WaitKind::LateSender,
+                recv.at,
+                m.send(),
+                recv.start,
+                to,
+                remote > recv.end,
+            ));
         }
     }
     // Late Receiver.
-    let send_done = match send.op() {
-        Some(op) if op.class() == OpClass::Post => {
-            send_completion(&trace.requests, by_post, m.send()).map(|index| EventRef {
-                rank: m.send().rank,
-                index,
-            })
-        }
-        Some(_) => Some(m.send()),
-        None => None,
-    };
-    let (Some(done_ref), Some(post)) = (send_done, trace.span(m.recv_post())) else {
+    let (Some(done), Some(posted)) = (ends.send_done(mi, m), ends.recv(mi).start()) else {
         return;
     };
-    let Some(done) = trace
-        .span(done_ref)
-        .filter(|s| s.op().is_some_and(|op| op.blocks()))
-    else {
-        return;
-    };
-    if done.start < post.start && done.end >= post.start {
+    if done.blocks && done.start < posted && done.end >= posted {
         found.push(Candidate::new(
             WaitKind::LateReceiver,
-            done_ref,
+            done.at,
             m.recv_post(),
             done.start,
-            post.start,
+            posted,
             false,
         ));
     }

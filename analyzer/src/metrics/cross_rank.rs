@@ -1,0 +1,31 @@
+//! What crosses ranks, found once, each part on its own rank: both ends of every
+//! message ([`super::message_ends`]) and the members of every collective instance
+//! ([`super::collective_ends`]). The figures that compare ranks (the wait states, the
+//! network and collective models, the scheduler's waits, the per-request partner
+//! times) read the other ranks here, in columns, not in their timelines: what they
+//! read of a rank's own events is all they need of it.
+
+use super::collective_ends::CollectiveEnds;
+use super::message_ends::MessageEnds;
+use crate::model::Trace;
+
+/// The cross-rank columns of a trace.
+pub(crate) struct CrossRank {
+    /// Both ends of every message, by message.
+    pub messages: MessageEnds,
+    /// The members of every collective instance.
+    pub collectives: CollectiveEnds,
+}
+
+impl CrossRank {
+    /// The columns of `trace` (the two side by side, each on rayon's threads).
+    pub(crate) fn of(trace: &Trace) -> CrossRank {
+        let _s = tracing::info_span!("cross-rank columns").entered();
+        let (messages, collectives) =
+            rayon::join(|| MessageEnds::of(trace), || CollectiveEnds::of(trace));
+        CrossRank {
+            messages,
+            collectives,
+        }
+    }
+}
