@@ -80,28 +80,34 @@ pub struct CleanTransfer {
 }
 
 /// For each call that completed messages' receives or sends: the latest partner of
-/// anything it completed (a receive's send, a send's receive post), sorted by call.
-pub(crate) struct LatestPartners(Vec<(EventRef, Nanos)>);
+/// anything it completed (a receive's send, a send's receive post), sorted by call (the
+/// call packed in 8 bytes: its rank above its index).
+pub(crate) struct LatestPartners(Vec<(u64, Nanos)>);
+
+/// A call as [`LatestPartners`] keys it.
+fn packed(call: EventRef) -> u64 {
+    (u64::from(call.rank) << 32) | u64::from(crate::model::compact::index_u32(call.index))
+}
 
 impl LatestPartners {
     /// The latest partners of every completing call of `trace`, whose messages' ends
     /// are `ends`.
     pub(crate) fn of(trace: &Trace, ends: &MessageEnds) -> LatestPartners {
-        let mut all: Vec<(EventRef, Nanos)> = Vec::with_capacity(trace.messages.len() * 2);
+        let mut all: Vec<(u64, Nanos)> = Vec::with_capacity(trace.messages.len() * 2);
         for (mi, m) in trace.messages.iter().enumerate() {
             let Some(e) = ends.ends(mi, m) else {
                 continue;
             };
             if let Some(c) = e.recv_done {
-                all.push((c.at, e.send_start));
+                all.push((packed(c.at), e.send_start));
             }
             if let Some(c) = e.send_done {
-                all.push((c.at, e.recv_post_start));
+                all.push((packed(c.at), e.recv_post_start));
             }
         }
         all.sort_unstable();
         // The last of each call's entries is its latest partner.
-        let mut latest: Vec<(EventRef, Nanos)> = Vec::new();
+        let mut latest: Vec<(u64, Nanos)> = Vec::new();
         for same in all.chunk_by(|a, b| a.0 == b.0) {
             latest.extend(same.last().copied());
         }
@@ -110,7 +116,7 @@ impl LatestPartners {
 
     /// The latest partner of anything `call` completed.
     pub(crate) fn of_call(&self, call: EventRef) -> Option<Nanos> {
-        let i = self.0.binary_search_by_key(&call, |e| e.0).ok()?;
+        let i = self.0.binary_search_by_key(&packed(call), |e| e.0).ok()?;
         Some(self.0[i].1)
     }
 }

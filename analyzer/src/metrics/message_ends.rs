@@ -138,18 +138,20 @@ impl MessageEnds {
 
     /// [`MessageEnds::of`], with `trace`'s requests already indexed by post.
     pub(crate) fn of_indexed(trace: &Trace, by_post: &RequestsByPost) -> MessageEnds {
-        let (sends, recvs) = trace
-            .messages
-            .par_iter()
-            .map(|m| {
-                let send = (trace.rank(m.send().rank))
-                    .map_or(Side::NONE, |t| send_side(t, &trace.requests, by_post, m));
-                let recv = trace
-                    .rank(m.recv_post().rank)
-                    .map_or(Side::NONE, |t| recv_side(t, m));
-                (send, recv)
-            })
-            .unzip();
+        // Each column allocated once at its size and filled in place: no pieces
+        // gathered and copied (they would be freed into the heap, and held there).
+        let mut sends = vec![Side::NONE; trace.messages.len()];
+        let mut recvs = vec![Side::NONE; trace.messages.len()];
+        (sends.par_iter_mut().zip(recvs.par_iter_mut()))
+            .zip(trace.messages.par_iter())
+            .for_each(|((send, recv), m)| {
+                if let Some(t) = trace.rank(m.send().rank) {
+                    *send = send_side(t, &trace.requests, by_post, m);
+                }
+                if let Some(t) = trace.rank(m.recv_post().rank) {
+                    *recv = recv_side(t, m);
+                }
+            });
         MessageEnds { sends, recvs }
     }
 

@@ -249,23 +249,30 @@ impl TransferModel {
         let eager = EagerFit::of_ends(trace, ends);
         let cleaner = Cleaner::with_ends(trace, ends, eager);
         let fitted = |m: &Message| !m.clock_suspect && m.send().rank != m.recv_post().rank;
-        let seen: Vec<((u32, Protocol), u64, Option<u64>)> = trace
-            .messages
-            .par_iter()
-            .enumerate()
-            .filter(|(_, m)| fitted(m))
-            .map(|(mi, m)| {
-                let key = (class_of(m.bytes), eager.protocol(m.bytes));
-                (key, m.bytes, cleaner.clean(mi).map(|c| c.ns))
-            })
-            .collect();
-        let mut by_class: BTreeMap<(u32, Protocol), (u64, u64, Vec<u64>)> = BTreeMap::new();
-        for (key, bytes, clean) in seen {
-            let e = by_class.entry(key).or_insert((bytes, 0, Vec::new()));
-            e.0 = e.0.min(bytes);
+        // Per class: its smallest message, its messages, and its clean transfers (which
+        // `SizeClass::of` sorts): folded on rayon's threads, never a record per message.
+        type Classes = BTreeMap<(u32, Protocol), (u64, u64, Vec<u64>)>;
+        let add = |mut by_class: Classes, (mi, m): (usize, &Message)| {
+            let key = (class_of(m.bytes), eager.protocol(m.bytes));
+            let e = by_class.entry(key).or_insert((m.bytes, 0, Vec::new()));
+            e.0 = e.0.min(m.bytes);
             e.1 += 1;
-            e.2.extend(clean);
-        }
+            e.2.extend(cleaner.clean(mi).map(|c| c.ns));
+            by_class
+        };
+        let join = |mut a: Classes, b: Classes| {
+            for (key, (bytes, messages, clean)) in b {
+                let e = a.entry(key).or_insert((bytes, 0, Vec::new()));
+                e.0 = e.0.min(bytes);
+                e.1 += messages;
+                e.2.extend(clean);
+            }
+            a
+        };
+        let by_class: Classes = (trace.messages.par_iter().enumerate())
+            .filter(|(_, m)| fitted(m))
+            .fold(Classes::new, add)
+            .reduce(Classes::new, join);
         let mut unfitted: BTreeMap<(u32, Protocol), u64> = BTreeMap::new();
         for m in trace.messages.iter().filter(|m| !fitted(m)) {
             let key = (class_of(m.bytes), eager.protocol(m.bytes));

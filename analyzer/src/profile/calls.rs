@@ -135,37 +135,43 @@ pub fn tables_in(
     window: Option<(u64, u64)>,
 ) -> (Vec<CallStats>, Vec<SiteStats>) {
     let (from, to) = window.unwrap_or((0, u64::MAX));
-    // What each call is charged beside its time, by rank slot and event index: dense,
-    // as nearly every call of a message-heavy run is charged something.
-    let mut charged: Vec<Vec<PerCall>> = trace
-        .ranks
-        .iter()
-        .map(|t| vec![PerCall::default(); t.spans.len()])
-        .collect();
-    for w in waits
+    // Rank by rank: what each call of the rank is charged beside its time, dense by
+    // event index (nearly every call of a message-heavy run is charged something), for
+    // one rank at a time; the waits and messages charged are found by rank first.
+    let waits: Vec<&WaitInstance> = waits
         .iter()
         .filter(|w| !w.indeterminate && !w.descheduled)
         .filter(|w| (from..to).contains(&w.start_ns))
-    {
-        if let Some(c) = charge_of(&mut charged, trace, w.rank, w.index) {
-            c.waits += w.amount_ns;
-        }
-    }
-    for m in &trace.messages {
-        let send = m.send();
-        if let Some(c) = charge_of(&mut charged, trace, send.rank, send.index) {
-            c.sent += m.bytes;
-        }
-        if let Some(done) = m.completion() {
-            if let Some(c) = charge_of(&mut charged, trace, done.rank, done.index) {
-                c.received += m.bytes;
-            }
-        }
-    }
+        .collect();
+    let waits_of = by_slot(trace, waits.iter().map(|w| w.rank));
+    let sends_of = by_slot(trace, trace.messages.iter().map(|m| m.send().rank));
+    let done = |m: &crate::model::Message| m.completion().map_or(u32::MAX, |d| d.rank);
+    let completions_of = by_slot(trace, trace.messages.iter().map(done));
     let mut by_op: FxHashMap<Op, Sum> = FxHashMap::default();
     let mut by_site: FxHashMap<(Option<u32>, Op), Sum> = FxHashMap::default();
     let mut mpi_total = 0u64;
-    for (t, charged) in trace.ranks.iter().zip(&charged) {
+    let mut charged: Vec<PerCall> = Vec::new();
+    for (slot, t) in trace.ranks.iter().enumerate() {
+        charged.clear();
+        charged.resize(t.spans.len(), PerCall::default());
+        for &w in waits_of.of(slot) {
+            let w = waits[w as usize];
+            if let Some(c) = charged.get_mut(w.index) {
+                c.waits += w.amount_ns;
+            }
+        }
+        for &m in sends_of.of(slot) {
+            let m = &trace.messages[m as usize];
+            if let Some(c) = charged.get_mut(m.send().index) {
+                c.sent += m.bytes;
+            }
+        }
+        for &m in completions_of.of(slot) {
+            let m = &trace.messages[m as usize];
+            if let Some(c) = m.completion().and_then(|d| charged.get_mut(d.index)) {
+                c.received += m.bytes;
+            }
+        }
         // Consecutive calls mostly share a site: its id is looked up once per run of them.
         let mut last_site: Option<(u64, Option<u32>)> = None;
         for (index, span) in t.spans.iter().enumerate() {
@@ -182,7 +188,7 @@ pub fn tables_in(
             }
             let ns = end.saturating_sub(start);
             mpi_total += ns;
-            let charge = charged.get(index).copied().unwrap_or_default();
+            let charge = charged[index];
             let raw = t
                 .call(index)
                 .and_then(|(_, c)| c.site)
@@ -228,12 +234,39 @@ pub fn tables_in(
     (functions, rows)
 }
 
-/// The charges of call `index` of `rank`.
-fn charge_of<'c>(
-    charged: &'c mut [Vec<PerCall>],
-    trace: &Trace,
-    rank: u32,
-    index: usize,
-) -> Option<&'c mut PerCall> {
-    charged.get_mut(trace.slot(rank)?)?.get_mut(index)
+/// Items grouped by the slot of their rank in a trace: each slot's item indices, in
+/// the items' order (a counting sort, 4 B an item; items of a rank not in the trace are
+/// left out).
+struct BySlot {
+    /// Where each slot's indices start in `items` (one more entry than slots).
+    starts: Vec<usize>,
+    items: Vec<u32>,
+}
+
+impl BySlot {
+    /// The indices of the items of slot `slot`.
+    fn of(&self, slot: usize) -> &[u32] {
+        &self.items[self.starts[slot]..self.starts[slot + 1]]
+    }
+}
+
+/// The items whose ranks `ranks` gives, in order, grouped by their rank's slot.
+fn by_slot(trace: &Trace, ranks: impl Iterator<Item = u32> + Clone) -> BySlot {
+    let slots = || ranks.clone().map(|r| trace.slot(r));
+    let mut starts = vec![0usize; trace.ranks.len() + 1];
+    for slot in slots().flatten() {
+        starts[slot + 1] += 1;
+    }
+    for i in 1..starts.len() {
+        starts[i] += starts[i - 1];
+    }
+    let mut next = starts.clone();
+    let mut items = vec![0u32; starts[trace.ranks.len()]];
+    for (i, slot) in slots().enumerate() {
+        if let Some(slot) = slot {
+            items[next[slot]] = crate::model::compact::index_u32(i);
+            next[slot] += 1;
+        }
+    }
+    BySlot { starts, items }
 }
