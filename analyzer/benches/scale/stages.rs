@@ -56,6 +56,8 @@ static ALLOCATOR: Counting = Counting;
 /// its time, the heap it keeps (what it returns, held until the end as `analyze` holds
 /// it) and the heap's peak while it ran, both counted by the allocator.
 pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
+    use overlap_analyzer::metrics::collective_model::CollectiveModel;
+    use overlap_analyzer::metrics::cross_rank::CrossRank;
     use overlap_analyzer::metrics::wait_states;
     use overlap_analyzer::metrics::{budget, false_overlap, requests, transfer};
     use overlap_analyzer::replay::ideal;
@@ -88,14 +90,19 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     let budgets = budget::budgets(&trace);
     step("budgets", t);
     let t = Instant::now();
-    let waits = wait_states::instances(&trace);
+    let cross = CrossRank::of(&trace);
+    step("cross-rank columns", t);
+    let t = Instant::now();
+    let waits = wait_states::instances_with(&trace, &cross);
     step("wait states", t);
     let t = Instant::now();
-    let model = transfer::TransferModel::fit(&trace);
-    let collective = overlap_analyzer::metrics::collective_model::CollectiveModel::fit(&trace);
+    let model = transfer::TransferModel::fit_with(&trace, &cross.messages);
+    let collective = CollectiveModel::fit_with(&cross.collectives);
     step("models", t);
     let t = Instant::now();
-    let reqs = requests::per_request(&trace, &model, &collective, &opts);
+    let pass = requests::RequestPass::new(&trace, &cross, &model, &collective, &opts);
+    drop(cross);
+    let reqs = pass.rows(0..trace.requests.len());
     step("per request", t);
     let t = Instant::now();
     let _sites = overlap_analyzer::sites::SiteTable::build(&trace);

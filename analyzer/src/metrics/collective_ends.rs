@@ -79,16 +79,16 @@ impl Request {
 
 /// Every collective instance of a trace, its members read on their own ranks.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct CollectiveEnds {
+pub struct CollectiveEnds {
     /// The blocking instances whose first member is a call.
-    pub blocking: Vec<Blocking>,
+    pub(crate) blocking: Vec<Blocking>,
     /// The non-blocking instances, members in rank order.
-    pub nonblocking: Vec<Vec<Request>>,
+    pub(crate) nonblocking: Vec<Vec<Request>>,
 }
 
 impl CollectiveEnds {
     /// The instances of `trace` (the instances on rayon's threads).
-    pub(crate) fn of(trace: &Trace) -> CollectiveEnds {
+    pub fn of(trace: &Trace) -> CollectiveEnds {
         let blocking = instances(trace)
             .members
             .par_iter()

@@ -54,7 +54,7 @@ impl CollectiveModel {
     }
 
     /// [`CollectiveModel::fit`], the instances' members already found.
-    pub(crate) fn fit_with(ends: &CollectiveEnds) -> CollectiveModel {
+    pub fn fit_with(ends: &CollectiveEnds) -> CollectiveModel {
         let mut classes: BTreeMap<(&'static str, u32), CollectiveClass> = BTreeMap::new();
         for members in &ends.nonblocking {
             let posted = || members.iter().filter(|r| r.posted.is_some());

@@ -10,7 +10,7 @@ use super::message_ends::MessageEnds;
 use crate::model::Trace;
 
 /// The cross-rank columns of a trace.
-pub(crate) struct CrossRank {
+pub struct CrossRank {
     /// Both ends of every message, by message.
     pub messages: MessageEnds,
     /// The members of every collective instance.
@@ -19,7 +19,7 @@ pub(crate) struct CrossRank {
 
 impl CrossRank {
     /// The columns of `trace` (the two side by side, each on rayon's threads).
-    pub(crate) fn of(trace: &Trace) -> CrossRank {
+    pub fn of(trace: &Trace) -> CrossRank {
         let _s = tracing::info_span!("cross-rank columns").entered();
         let (messages, collectives) =
             rayon::join(|| MessageEnds::of(trace), || CollectiveEnds::of(trace));

@@ -123,7 +123,7 @@ pub(crate) struct Ends {
 
 /// Both ends of every message of a trace, by message (the trace's order).
 #[derive(Clone, Debug)]
-pub(crate) struct MessageEnds {
+pub struct MessageEnds {
     sends: Vec<Side>,
     recvs: Vec<Side>,
 }
@@ -131,7 +131,7 @@ pub(crate) struct MessageEnds {
 impl MessageEnds {
     /// The ends of every message of `trace`, each side found on its own rank (the
     /// messages on rayon's threads).
-    pub(crate) fn of(trace: &Trace) -> MessageEnds {
+    pub fn of(trace: &Trace) -> MessageEnds {
         let by_post = RequestsByPost::new(&trace.requests);
         Self::of_indexed(trace, &by_post)
     }

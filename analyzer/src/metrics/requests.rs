@@ -69,7 +69,7 @@ pub struct RequestPass<'a> {
 impl<'a> RequestPass<'a> {
     /// Gathers what the rows of `trace`'s requests need, what crosses its ranks being
     /// `cross` (which the pass does not keep).
-    pub(crate) fn new(
+    pub fn new(
         trace: &'a Trace,
         cross: &CrossRank,
         model: &'a TransferModel,

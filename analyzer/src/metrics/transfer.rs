@@ -245,7 +245,7 @@ impl TransferModel {
     }
 
     /// [`TransferModel::fit`], the ends of `trace`'s messages already found.
-    pub(crate) fn fit_with(trace: &Trace, ends: &MessageEnds) -> TransferModel {
+    pub fn fit_with(trace: &Trace, ends: &MessageEnds) -> TransferModel {
         let eager = EagerFit::of_ends(trace, ends);
         let cleaner = Cleaner::with_ends(trace, ends, eager);
         let fitted = |m: &Message| !m.clock_suspect && m.send().rank != m.recv_post().rank;

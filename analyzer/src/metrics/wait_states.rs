@@ -98,7 +98,7 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
 }
 
 /// [`instances`], what crosses ranks already found.
-pub(crate) fn instances_with(trace: &Trace, cross: &CrossRank) -> Vec<WaitInstance> {
+pub fn instances_with(trace: &Trace, cross: &CrossRank) -> Vec<WaitInstance> {
     let ends = &cross.messages;
     let mut best: FxHashMap<(EventRef, WaitKind), Candidate> = FxHashMap::default();
     let mut keep = |c: Candidate| {
