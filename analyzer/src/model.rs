@@ -9,6 +9,7 @@ use overlap_format::clock::ClockModel;
 
 mod access;
 mod by_post;
+mod by_slot;
 pub(crate) mod compact;
 pub mod compute;
 mod region_mark;
@@ -19,6 +20,7 @@ use compute::{ComputeSource, RankCompute};
 
 pub use access::{Access, Buffer, NamedBuffer};
 pub use by_post::RequestsByPost;
+pub(crate) use by_slot::BySlot;
 pub(crate) use compact::CallExtra;
 pub use compact::MAX_RECORDS;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};

@@ -47,7 +47,7 @@ use super::message_ends::MessageEnds;
 use super::wait_kind::WaitKind;
 use super::wait_kind::{Candidate, WaitInstance};
 use super::{CallRef, Options};
-use crate::model::{EventRef, Message, Trace};
+use crate::model::{BySlot, EventRef, Message, Trace};
 use rayon::prelude::*;
 
 /// One kind's totals.
@@ -97,43 +97,22 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
     instances_with(trace, &CrossRank::of(trace))
 }
 
-/// [`instances`], what crosses ranks already found.
+/// [`instances`], what crosses ranks already found: each rank's part made on its own
+/// (the ranks on rayon's threads) from its events and the columns. A rank's
+/// point-to-point waits are its receives' Late Senders (the sends' entries read in the
+/// column) and its sends' Late Receivers (the receives' posts likewise); the
+/// collectives' and one-sided epochs' waits are found instance by instance, then put
+/// by the rank they are charged to.
 pub fn instances_with(trace: &Trace, cross: &CrossRank) -> Vec<WaitInstance> {
     let ends = &cross.messages;
-    let mut best: FxHashMap<(EventRef, WaitKind), Candidate> = FxHashMap::default();
-    let mut keep = |c: Candidate| {
-        let key = (c.at, c.kind);
-        match best.get(&key) {
-            Some(b) if b.amount() >= c.amount() => {}
-            _ => {
-                best.insert(key, c);
-            }
-        }
-    };
-    // Point-to-point candidates, found on rayon's threads a block of messages at a time
-    // and kept in message order: the instances are those of one pass.
-    for (b, block) in trace.messages.chunks(MESSAGES_PER_BLOCK).enumerate() {
-        let chunk = MESSAGES_PER_BLOCK / 16;
-        let found: Vec<Vec<Candidate>> = block
-            .par_chunks(chunk)
-            .enumerate()
-            .map(|(c, messages)| {
-                let first = b * MESSAGES_PER_BLOCK + c * chunk;
-                let mut found = Vec::new();
-                for (k, m) in messages.iter().enumerate() {
-                    point_to_point(ends, first + k, m, &mut found);
-                }
-                found
-            })
-            .collect();
-        found.into_iter().flatten().for_each(&mut keep);
-    }
-    super::collective_waits::candidates(&cross.collectives, &mut keep);
-    for c in super::one_sided::candidates(trace) {
-        keep(c);
-    }
-    let mut found: Vec<Candidate> = best.into_values().collect();
-    found.sort_by_key(|c| (c.at, c.kind));
+    let mut shared: Vec<Candidate> = Vec::new();
+    super::collective_waits::candidates(&cross.collectives, &mut |c| shared.push(c));
+    shared.extend(super::one_sided::candidates(trace));
+    // Stable: each rank's keep the order they were found in.
+    shared.sort_by_key(|c| c.at.rank);
+    let messages = &trace.messages;
+    let received = BySlot::of(trace, messages.iter().map(|m| m.recv_post().rank));
+    let sent = BySlot::of(trace, messages.iter().map(|m| m.send().rank));
     // Each rank's clock error bound, looked up once (`Trace::clock_error` scans the
     // ranks, and there is an instance per wait: 1 024 ranks made it quadratic).
     let errors: crate::fxhash::FxHashMap<u32, Nanos> = trace
@@ -147,77 +126,114 @@ pub fn instances_with(trace: &Trace, cross: &CrossRank) -> Vec<WaitInstance> {
             .copied()
             .unwrap_or_else(|| trace.clock_error(rank))
     };
-    let mut out: Vec<WaitInstance> = Vec::with_capacity(found.len());
-    for same_rank in found.chunk_by(|a, b| a.at.rank == b.at.rank) {
-        let intervals: Vec<(Nanos, Nanos)> = same_rank.iter().map(|c| (c.from, c.to)).collect();
-        let amounts = super::split::split(&intervals);
-        for (c, amount) in same_rank.iter().zip(amounts) {
-            if amount == Nanos::ZERO {
-                continue;
-            }
-            let Some(call) = CallRef::of(trace, c.at.rank, c.at.index) else {
-                continue;
+    let per_rank: Vec<Vec<WaitInstance>> = (0..trace.ranks.len())
+        .into_par_iter()
+        .map(|slot| {
+            let rank = trace.ranks[slot].rank;
+            // The largest candidate of each (call, kind); of equals, the first found.
+            let mut best: FxHashMap<(EventRef, WaitKind), Candidate> = FxHashMap::default();
+            let mut keep = |c: Candidate| {
+                let key = (c.at, c.kind);
+                match best.get(&key) {
+                    Some(b) if b.amount() >= c.amount() => {}
+                    _ => {
+                        best.insert(key, c);
+                    }
+                }
             };
-            let bound = error(c.at.rank) + error(c.cause.rank);
-            out.push(WaitInstance {
-                kind: c.kind,
-                rank: c.at.rank,
-                index: c.at.index,
-                call: call.call,
-                start_ns: call.start_ns,
-                peer: Some(c.cause.rank),
-                peer_index: Some(c.cause.index),
-                amount_ns: amount.0,
-                error_bound_ns: bound.0,
-                indeterminate: amount <= bound,
-                descheduled: false,
-                clock_suspect: c.suspect,
-                split_from_ns: (amount != c.amount()).then_some(c.amount().0),
-            });
-        }
-    }
+            let message = |mi: &u32| (*mi as usize, &messages[*mi as usize]);
+            let late_senders = (received.of_slot(slot).iter().map(message))
+                .filter_map(|(mi, m)| late_sender(ends, mi, m));
+            let late_receivers = (sent.of_slot(slot).iter().map(message))
+                .filter_map(|(mi, m)| late_receiver(ends, mi, m));
+            let first = shared.partition_point(|c| c.at.rank < rank);
+            let last = shared.partition_point(|c| c.at.rank <= rank);
+            (late_senders.chain(late_receivers))
+                .chain(shared[first..last].iter().copied())
+                .for_each(&mut keep);
+            let mut found: Vec<Candidate> = best.into_values().collect();
+            found.sort_by_key(|c| (c.at, c.kind));
+            rank_instances(trace, &found, &error)
+        })
+        .collect();
+    let mut out: Vec<WaitInstance> = per_rank.into_iter().flatten().collect();
     out.sort_by_key(|w| (w.rank, w.index, w.kind));
     out
 }
 
-/// Messages whose candidates are held at once (found in parallel, then kept in order).
-const MESSAGES_PER_BLOCK: usize = 1 << 16;
-
-/// The Late Sender and Late Receiver candidates of message `mi` (`m`), appended to
-/// `found`: each from the waiting end's completion and the other end's entry, as the
-/// column of ends holds them.
-fn point_to_point(ends: &MessageEnds, mi: usize, m: &Message, found: &mut Vec<Candidate>) {
-    let Some(remote) = ends.send(mi).start() else {
-        return;
-    };
-    // Late Sender.
-    if let Some(recv) = ends.recv_done(mi, m).filter(|d| d.blocks) {
-        let to = remote.min(recv.end);
-        if to > recv.start {
-            found.push(Candidate::new(
-                WaitKind::LateSender,
-                recv.at,
-                m.send(),
-                recv.start,
-                to,
-                remote > recv.end,
-            ));
+/// The wait instances of one rank from its candidates `found`, sorted by (call,
+/// kind): waits that overlap in time share it ([`super::split`]); each is
+/// indeterminate within the two ranks' clock error bounds (`error`).
+fn rank_instances(
+    trace: &Trace,
+    found: &[Candidate],
+    error: &(impl Fn(u32) -> Nanos + Sync),
+) -> Vec<WaitInstance> {
+    let intervals: Vec<(Nanos, Nanos)> = found.iter().map(|c| (c.from, c.to)).collect();
+    let amounts = super::split::split(&intervals);
+    let mut out: Vec<WaitInstance> = Vec::with_capacity(found.len());
+    for (c, amount) in found.iter().zip(amounts) {
+        if amount == Nanos::ZERO {
+            continue;
         }
+        let Some(call) = CallRef::of(trace, c.at.rank, c.at.index) else {
+            continue;
+        };
+        let bound = error(c.at.rank) + error(c.cause.rank);
+        out.push(WaitInstance {
+            kind: c.kind,
+            rank: c.at.rank,
+            index: c.at.index,
+            call: call.call,
+            start_ns: call.start_ns,
+            peer: Some(c.cause.rank),
+            peer_index: Some(c.cause.index),
+            amount_ns: amount.0,
+            error_bound_ns: bound.0,
+            indeterminate: amount <= bound,
+            descheduled: false,
+            clock_suspect: c.suspect,
+            split_from_ns: (amount != c.amount()).then_some(c.amount().0),
+        });
     }
-    // Late Receiver.
-    let (Some(done), Some(posted)) = (ends.send_done(mi, m), ends.recv(mi).start()) else {
-        return;
-    };
-    if done.blocks && done.start < posted && done.end >= posted {
-        found.push(Candidate::new(
+    out
+}
+
+/// The Late Sender candidate of message `mi` (`m`), charged to its receiver: the
+/// receive's blocking completion waited for the send's entry, which the column of
+/// ends holds.
+fn late_sender(ends: &MessageEnds, mi: usize, m: &Message) -> Option<Candidate> {
+    let remote = ends.send(mi).start()?;
+    let recv = ends.recv_done(mi, m).filter(|d| d.blocks)?;
+    let to = remote.min(recv.end);
+    (to > recv.start).then(|| {
+        Candidate::new(
+            WaitKind::LateSender,
+            recv.at,
+            m.send(),
+            recv.start,
+            to,
+            remote > recv.end,
+        )
+    })
+}
+
+/// The Late Receiver candidate of message `mi` (`m`), charged to its sender: the
+/// send's blocking completion began before the receive was posted (the column's
+/// entry) and ended after it.
+fn late_receiver(ends: &MessageEnds, mi: usize, m: &Message) -> Option<Candidate> {
+    let done = ends.send_done(mi, m)?;
+    let posted = ends.recv(mi).start()?;
+    (done.blocks && done.start < posted && done.end >= posted).then(|| {
+        Candidate::new(
             WaitKind::LateReceiver,
             done.at,
             m.recv_post(),
             done.start,
             posted,
             false,
-        ));
-    }
+        )
+    })
 }
 
 /// Totals per kind and per rank, with the worst instances; `descheduled` is what

@@ -16,7 +16,7 @@ use serde::Serialize;
 
 use crate::fxhash::FxHashMap;
 use crate::metrics::WaitInstance;
-use crate::model::{Trace, What};
+use crate::model::{BySlot, Trace, What};
 use crate::sites::SiteTable;
 
 /// One row of a table: the calls of one MPI function (at one site).
@@ -143,10 +143,10 @@ pub fn tables_in(
         .filter(|w| !w.indeterminate && !w.descheduled)
         .filter(|w| (from..to).contains(&w.start_ns))
         .collect();
-    let waits_of = by_slot(trace, waits.iter().map(|w| w.rank));
-    let sends_of = by_slot(trace, trace.messages.iter().map(|m| m.send().rank));
+    let waits_of = BySlot::of(trace, waits.iter().map(|w| w.rank));
+    let sends_of = BySlot::of(trace, trace.messages.iter().map(|m| m.send().rank));
     let done = |m: &crate::model::Message| m.completion().map_or(u32::MAX, |d| d.rank);
-    let completions_of = by_slot(trace, trace.messages.iter().map(done));
+    let completions_of = BySlot::of(trace, trace.messages.iter().map(done));
     let mut by_op: FxHashMap<Op, Sum> = FxHashMap::default();
     let mut by_site: FxHashMap<(Option<u32>, Op), Sum> = FxHashMap::default();
     let mut mpi_total = 0u64;
@@ -154,19 +154,19 @@ pub fn tables_in(
     for (slot, t) in trace.ranks.iter().enumerate() {
         charged.clear();
         charged.resize(t.spans.len(), PerCall::default());
-        for &w in waits_of.of(slot) {
+        for &w in waits_of.of_slot(slot) {
             let w = waits[w as usize];
             if let Some(c) = charged.get_mut(w.index) {
                 c.waits += w.amount_ns;
             }
         }
-        for &m in sends_of.of(slot) {
+        for &m in sends_of.of_slot(slot) {
             let m = &trace.messages[m as usize];
             if let Some(c) = charged.get_mut(m.send().index) {
                 c.sent += m.bytes;
             }
         }
-        for &m in completions_of.of(slot) {
+        for &m in completions_of.of_slot(slot) {
             let m = &trace.messages[m as usize];
             if let Some(c) = m.completion().and_then(|d| charged.get_mut(d.index)) {
                 c.received += m.bytes;
@@ -232,41 +232,4 @@ pub fn tables_in(
             .then(a.site.cmp(&b.site))
     });
     (functions, rows)
-}
-
-/// Items grouped by the slot of their rank in a trace: each slot's item indices, in
-/// the items' order (a counting sort, 4 B an item; items of a rank not in the trace are
-/// left out).
-struct BySlot {
-    /// Where each slot's indices start in `items` (one more entry than slots).
-    starts: Vec<usize>,
-    items: Vec<u32>,
-}
-
-impl BySlot {
-    /// The indices of the items of slot `slot`.
-    fn of(&self, slot: usize) -> &[u32] {
-        &self.items[self.starts[slot]..self.starts[slot + 1]]
-    }
-}
-
-/// The items whose ranks `ranks` gives, in order, grouped by their rank's slot.
-fn by_slot(trace: &Trace, ranks: impl Iterator<Item = u32> + Clone) -> BySlot {
-    let slots = || ranks.clone().map(|r| trace.slot(r));
-    let mut starts = vec![0usize; trace.ranks.len() + 1];
-    for slot in slots().flatten() {
-        starts[slot + 1] += 1;
-    }
-    for i in 1..starts.len() {
-        starts[i] += starts[i - 1];
-    }
-    let mut next = starts.clone();
-    let mut items = vec![0u32; starts[trace.ranks.len()]];
-    for (i, slot) in slots().enumerate() {
-        if let Some(slot) = slot {
-            items[next[slot]] = crate::model::compact::index_u32(i);
-            next[slot] += 1;
-        }
-    }
-    BySlot { starts, items }
 }
