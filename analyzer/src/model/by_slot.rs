@@ -21,17 +21,26 @@ impl BySlot {
     /// The items whose ranks `ranks` gives, in order, grouped by their rank's slot in
     /// `trace`; items of a rank not in the trace are left out.
     pub(crate) fn of(trace: &Trace, ranks: impl Iterator<Item = u32> + Clone) -> BySlot {
-        let slots = || ranks.clone().map(|r| trace.slot(r));
-        let mut starts = vec![0usize; trace.ranks.len() + 1];
-        for slot in slots().flatten() {
+        BySlot::by(trace.ranks.len(), ranks, |r| trace.slot(r))
+    }
+
+    /// [`BySlot::of`], with `slots` slots, a rank's given by `slot_of`.
+    fn by(
+        slots: usize,
+        ranks: impl Iterator<Item = u32> + Clone,
+        slot_of: impl Fn(u32) -> Option<usize>,
+    ) -> BySlot {
+        let slot_each = || ranks.clone().map(&slot_of);
+        let mut starts = vec![0usize; slots + 1];
+        for slot in slot_each().flatten() {
             starts[slot + 1] += 1;
         }
         for i in 1..starts.len() {
             starts[i] += starts[i - 1];
         }
         let mut next = starts.clone();
-        let mut items = vec![0u32; starts[trace.ranks.len()]];
-        for (i, slot) in slots().enumerate() {
+        let mut items = vec![0u32; starts[slots]];
+        for (i, slot) in slot_each().enumerate() {
             if let Some(slot) = slot {
                 items[next[slot]] = index_u32(i);
                 next[slot] += 1;
@@ -49,14 +58,13 @@ impl BySlot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hang::tests::rank;
 
-    /// The example above, with an item of a rank the trace lacks (7), left out.
+    /// The example above (ranks 0, 1, 2 at slots 0, 1, 2), with an item of a rank the
+    /// trace lacks (7), left out.
     #[test]
     fn items_are_grouped_by_rank_in_their_order() {
-        let ranks = (0..3).map(|r| rank(r, 3, Vec::new(), None)).collect();
-        let trace = crate::merge::merge(ranks).to_trace(std::path::Path::new("t.json"));
-        let by = BySlot::of(&trace, [1, 0, 1, 2, 7, 0].into_iter());
+        let slot_of = |r: u32| (r < 3).then_some(r as usize);
+        let by = BySlot::by(3, [1, 0, 1, 2, 7, 0].into_iter(), slot_of);
         assert_eq!(
             (by.of_slot(0), by.of_slot(1), by.of_slot(2)),
             (&[1, 5][..], &[0, 2][..], &[3][..])
