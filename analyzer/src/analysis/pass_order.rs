@@ -10,10 +10,11 @@
 //! work over rayon's threads:
 //!
 //! ```text
+//!  first     cross-rank columns (message ends, collective members)
 //!  branch A  models | operations (ranks in parallel) | ideal replay ∥ self-check replay
 //!  branch B  budgets ∥ wait states ∥ call sites      | (its thread helps A)
-//!  then      per request (in parallel blocks) | summaries, profile ∥ false overlap
-//!            | sites named
+//!  then      partner times (the columns dropped) | per request (in parallel blocks)
+//!            | summaries, profile ∥ false overlap | sites named
 //! ```
 //!
 //! When nothing needs the trace afterwards ([`figures_owned`]: `overlap analyze` without
@@ -24,7 +25,8 @@
 //! dropped before the program is built:
 //!
 //! ```text
-//!  models | budgets ∥ wait states ∥ call sites
+//!  cross-rank columns | models ∥ budgets ∥ wait states ∥ call sites
+//!  | partner times (the columns dropped)
 //!  | wait summary ∥ profile ∥ (per part of whole ranks: its rows | folded into the
 //!    summary ∥ its findings)
 //!  | sites named | the report's other parts of the trace
