@@ -6,9 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use crate::common::*;
-use overlap_analyzer::analysis::analyze;
 use overlap_analyzer::metrics::false_overlap::Limit;
-use overlap_analyzer::metrics::Options;
 use overlap_instrument::schema::Op;
 
 /// Rank 0 of the false-overlap pattern; rank 1 mirrors it. S = send buffer 0x1000,
@@ -58,6 +56,8 @@ type Ev = overlap_instrument::schema::Event;
 #[test]
 #[cfg(feature = "tables")]
 fn the_report_lists_the_worst_findings_and_the_table_every_one() {
+    use overlap_analyzer::analysis::analyze;
+    use overlap_analyzer::metrics::Options;
     let t = run(vec![pattern(0, false), pattern(1, false)]);
     let one = Options {
         findings: 1,
