@@ -8,14 +8,6 @@ use overlap_analyzer::import::otf2::read_archive_into;
 use overlap_format::schema::{Event, SyncPhase};
 use overlap_otf2::*;
 
-fn offset(time: u64, offset: i64, std_dev: f64) -> ClockOffset {
-    ClockOffset {
-        time,
-        offset,
-        std_dev,
-    }
-}
-
 /// An archive of another writer whose rank 1 measured three offsets that bend:
 /// its compute at local 1000..1500 is read at 1100..1550, and its synchronisations
 /// are the first and the last offsets, with the largest deviation as their bound.
@@ -64,9 +56,9 @@ fn an_archive_whose_offsets_bend_is_read_piecewise_linearly() {
         },
     );
     let bent = vec![
-        offset(0, 0, 1.0),
-        offset(1000, 100, 7.0),
-        offset(2000, 0, 2.0),
+        ClockOffset::new(0, 0, 1.0),
+        ClockOffset::new(1000, 100, 7.0),
+        ClockOffset::new(2000, 0, 2.0),
     ];
     d.clock_offsets.insert(1, bent);
     let mut w = ArchiveWriter::create(dir.path(), "traces", "a test").expect("create");

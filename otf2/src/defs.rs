@@ -113,6 +113,17 @@ pub struct ClockOffset {
     pub std_dev: f64,
 }
 
+impl ClockOffset {
+    /// The offset `offset` measured at local tick `time`, give or take `std_dev`.
+    pub const fn new(time: u64, offset: i64, std_dev: f64) -> ClockOffset {
+        ClockOffset {
+            time,
+            offset,
+            std_dev,
+        }
+    }
+}
+
 /// A code region (a function, an MPI call, a user span).
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Region {

@@ -477,11 +477,7 @@ unsafe extern "C" fn on_offset(
 ) -> sys::OTF2_CallbackCode {
     // SAFETY: registered with a `Vec<ClockOffset>`.
     let v = unsafe { &mut *user.cast::<Vec<ClockOffset>>() };
-    v.push(ClockOffset {
-        time,
-        offset,
-        std_dev,
-    });
+    v.push(ClockOffset::new(time, offset, std_dev));
     OK
 }
 

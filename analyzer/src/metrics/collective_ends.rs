@@ -18,6 +18,7 @@ use overlap_format::schema::{Nanos, Op, RequestKind};
 use rayon::prelude::*;
 
 use super::collectives::{instances, nonblocking};
+use super::message_ends::Done;
 use crate::model::{EventRef, RequestLife, Timeline, Trace};
 
 /// One member of a collective instance, as the wait states compare them.
@@ -56,9 +57,8 @@ pub(crate) struct Request {
     pub posted: Option<(EventRef, Nanos)>,
     /// The posting call's operation, root and size (none when it is not a call).
     pub call: Option<(Op, Option<i32>, Option<u64>)>,
-    /// The call that completed it, when one did: where, its span, and whether it
-    /// blocks.
-    pub done: Option<(EventRef, Nanos, Nanos, bool)>,
+    /// The call that completed it, when one did.
+    pub done: Option<Done>,
 }
 
 impl Request {
@@ -71,8 +71,8 @@ impl Request {
             call,
             entered,
             waited: (self.done)
-                .filter(|d| d.3)
-                .map(|(at, start, end, _)| (at, start, end)),
+                .filter(|d| d.blocks)
+                .map(|d| (d.at, d.start, d.end)),
         })
     }
 }
@@ -152,7 +152,12 @@ fn request_member(t: &Timeline, request: usize, r: &RequestLife) -> Request {
             .map(|(op, call)| (op, call.root(), call.bytes())),
         done: r.completion().and_then(|c| {
             let s = t.spans.get(c)?;
-            Some((at(c), s.start, s.end, s.op().is_some_and(|op| op.blocks())))
+            Some(Done {
+                at: at(c),
+                start: s.start,
+                end: s.end,
+                blocks: s.op().is_some_and(|op| op.blocks()),
+            })
         }),
     }
 }

@@ -62,9 +62,10 @@ impl CollectiveModel {
                 continue;
             };
             for r in posted() {
-                let (Some((op, _, bytes)), Some((_, _, end, _))) = (r.call, r.done) else {
+                let (Some((op, _, bytes)), Some(done)) = (r.call, r.done) else {
                     continue;
                 };
+                let end = done.end;
                 if end < last {
                     continue;
                 }

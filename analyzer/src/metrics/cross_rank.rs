@@ -7,7 +7,7 @@
 
 use super::collective_ends::CollectiveEnds;
 use super::message_ends::MessageEnds;
-use crate::model::Trace;
+use crate::model::{RequestsByPost, Trace};
 
 /// The cross-rank columns of a trace.
 pub struct CrossRank {
@@ -15,17 +15,24 @@ pub struct CrossRank {
     pub messages: MessageEnds,
     /// The members of every collective instance.
     pub collectives: CollectiveEnds,
+    /// The trace's requests by the call that posted them: what joins a message's calls
+    /// to its requests.
+    pub requests_by_post: RequestsByPost,
 }
 
 impl CrossRank {
     /// The columns of `trace` (the two side by side, each on rayon's threads).
     pub fn of(trace: &Trace) -> CrossRank {
         let _s = tracing::info_span!("cross-rank columns").entered();
-        let (messages, collectives) =
-            rayon::join(|| MessageEnds::of(trace), || CollectiveEnds::of(trace));
+        let requests_by_post = RequestsByPost::new(&trace.requests);
+        let (messages, collectives) = rayon::join(
+            || MessageEnds::of_indexed(trace, &requests_by_post),
+            || CollectiveEnds::of(trace),
+        );
         CrossRank {
             messages,
             collectives,
+            requests_by_post,
         }
     }
 }

@@ -22,8 +22,8 @@ use rayon::prelude::*;
 use crate::model::compact::{index_u32, some_index, NO_INDEX};
 use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Timeline, Trace};
 
-/// A call that completed one end of a message: where it is, when, and whether it
-/// blocks (a Test that found it done does not).
+/// A call that completed one end of a message (or a request): where it is, when, and
+/// whether it blocks (a Test that found it done does not).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Done {
     /// The call.

@@ -76,7 +76,7 @@ impl<'a> RequestPass<'a> {
         collectives: &'a CollectiveModel,
         opts: &'a Options,
     ) -> RequestPass<'a> {
-        let message = messages_of_requests(trace, &cross.messages);
+        let message = messages_of_requests(trace, &cross.messages, &cross.requests_by_post);
         let ends = &cross.messages;
         // The last member's post of each non-blocking collective, by request.
         let mut last_post: FxHashMap<usize, Nanos> = Default::default();
@@ -279,8 +279,7 @@ const NO_MESSAGE: usize = usize::MAX;
 /// request's post, for a send, or whose receive was posted by it, for a receive
 /// ([`NO_MESSAGE`] for none, and for messages one of whose calls is not in the trace).
 /// A call that posted several requests of a kind (a Startall) gives each the same.
-fn messages_of_requests(trace: &Trace, ends: &MessageEnds) -> Vec<usize> {
-    let by_post = RequestsByPost::new(&trace.requests);
+fn messages_of_requests(trace: &Trace, ends: &MessageEnds, by_post: &RequestsByPost) -> Vec<usize> {
     let mut message = vec![NO_MESSAGE; trace.requests.len()];
     for (mi, m) in trace.messages.iter().enumerate() {
         let (send, post) = (m.send(), m.recv_post());

@@ -89,21 +89,13 @@ pub(super) fn spread(offsets: &[ClockOffset]) -> f64 {
 mod tests {
     use super::*;
 
-    fn offset(time: u64, offset: i64, std_dev: f64) -> ClockOffset {
-        ClockOffset {
-            time,
-            offset,
-            std_dev,
-        }
-    }
-
     /// The drawing of the module: measured 0 at 0, +100 at 1000, 0 at 2000.
     #[test]
     fn offsets_between_the_ends_bend_the_line() {
         let offsets = [
-            offset(0, 0, 1.0),
-            offset(1000, 100, 7.0),
-            offset(2000, 0, 2.0),
+            ClockOffset::new(0, 0, 1.0),
+            ClockOffset::new(1000, 100, 7.0),
+            ClockOffset::new(2000, 0, 2.0),
         ];
         let bend = Bend::of(&offsets).expect("a bend");
         assert_eq!(bend.apply(1000), 1100);
@@ -121,9 +113,9 @@ mod tests {
         // The line through the ends: -10 at 0, +30 at 4000 (+10 per 1000); measured
         // -10 at 2000, where the line says +10: a bend of -20 there.
         let offsets = [
-            offset(0, -10, 0.0),
-            offset(2000, -10, 0.0),
-            offset(4000, 30, 0.0),
+            ClockOffset::new(0, -10, 0.0),
+            ClockOffset::new(2000, -10, 0.0),
+            ClockOffset::new(4000, 30, 0.0),
         ];
         let bend = Bend::of(&offsets).expect("a bend");
         assert_eq!(bend.apply(2000), 1980);
@@ -133,8 +125,15 @@ mod tests {
 
     #[test]
     fn offsets_on_the_line_or_too_few_do_not_bend() {
-        assert_eq!(Bend::of(&[offset(0, 5, 0.0), offset(100, 9, 0.0)]), None);
-        let on_line = [offset(0, 0, 0.0), offset(50, 5, 0.0), offset(100, 10, 0.0)];
+        assert_eq!(
+            Bend::of(&[ClockOffset::new(0, 5, 0.0), ClockOffset::new(100, 9, 0.0)]),
+            None
+        );
+        let on_line = [
+            ClockOffset::new(0, 0, 0.0),
+            ClockOffset::new(50, 5, 0.0),
+            ClockOffset::new(100, 10, 0.0),
+        ];
         assert_eq!(Bend::of(&on_line), None);
         assert_eq!(spread(&[]), 0.0);
     }

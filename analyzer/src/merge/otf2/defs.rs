@@ -356,10 +356,9 @@ impl Builder {
             let offsets: Vec<ClockOffset> = [SyncPhase::Init, SyncPhase::Final]
                 .into_iter()
                 .filter_map(|p| t.syncs.iter().rev().find(|s| s.phase == p))
-                .map(|s| ClockOffset {
-                    time: t.header.epoch_ns + s.local_ns,
-                    offset: -s.offset_ns,
-                    std_dev: s.error_ns as f64,
+                .map(|s| {
+                    let time = t.header.epoch_ns + s.local_ns;
+                    ClockOffset::new(time, -s.offset_ns, s.error_ns as f64)
                 })
                 .collect();
             for tid in tids {

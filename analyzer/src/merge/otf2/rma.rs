@@ -193,12 +193,10 @@ impl RmaThread {
                     &mut end,
                 );
             }
+            // The epoch's group closes (an empty one for an epoch never opened).
             Op::WinComplete => {
                 self.complete(win, None, Completes::Locally, &mut end);
-                let group = match self.access.remove(&win) {
-                    Some(g) => g,
-                    None => b.rma_group(&[]),
-                };
+                let group = self.access.remove(&win).unwrap_or_else(|| b.rma_group(&[]));
                 put(
                     Record::RmaGroupSync {
                         sync_level: both,
@@ -212,10 +210,10 @@ impl RmaThread {
                 // A Win_test that found the exposure epoch not ended synchronised
                 // nothing.
                 if c.op == Op::WinWait || a.flag == Some(1) {
-                    let group = match self.exposure.remove(&win) {
-                        Some(g) => g,
-                        None => b.rma_group(&[]),
-                    };
+                    let group = self
+                        .exposure
+                        .remove(&win)
+                        .unwrap_or_else(|| b.rma_group(&[]));
                     put(
                         Record::RmaGroupSync {
                             sync_level: both,
