@@ -9,9 +9,8 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use overlap_analyzer::analysis::{analyze, analyze_owned, Report};
+use overlap_analyzer::analysis::{analyze_owned, Report};
 use overlap_analyzer::check::{self, CheckOptions, Exit, Judged, RankWork};
-use overlap_analyzer::model::Trace;
 use overlap_analyzer::output::write_atomically;
 use overlap_analyzer::report::{render_window, Style};
 use overlap_analyzer::window::WindowReport;
@@ -21,10 +20,10 @@ use crate::output::{out, outln, sayln};
 use crate::window::WindowArgs;
 
 /// A trace loaded, judged complete or not as a whole, then cut to the window asked
-/// for (if any), and the report of that part.
+/// for (if any), and the report of that part. The trace is given to the analysis once
+/// judged: nothing after needs it, and analysis that is given its trace peaks lower.
 struct Analysed {
-    incomplete: Vec<check::Problem>,
-    trace: Trace,
+    judged: Judged,
     window: WindowReport,
     report: Report,
 }
@@ -35,21 +34,14 @@ impl Analysed {
         let loaded = load(path)?;
         let incomplete = check::usable::completeness(&loaded);
         let (trace, window) = window.apply(loaded.trace)?;
-        let report = analyze(&trace, &opts).0;
+        let asked = (!window.asked.is_all()).then(|| window.asked.clone());
+        let judged = Judged::part(incomplete, &trace, asked);
+        let report = analyze_owned(trace, &opts);
         Ok(Analysed {
-            incomplete,
-            trace,
+            judged,
             window,
             report,
         })
-    }
-
-    fn judged(&self) -> Judged<'_> {
-        Judged {
-            incomplete: self.incomplete.clone(),
-            analysed: &self.trace,
-            window: (!self.window.asked.is_all()).then(|| self.window.asked.clone()),
-        }
     }
 }
 
@@ -103,7 +95,7 @@ pub(crate) fn baseline(a: BaselineArgs) -> Result<ExitCode> {
         Ok(x) => x,
         Err(e) => return Ok(unusable(&e)),
     };
-    let made = match check::make_baseline_of(&analysed.judged(), &analysed.report, a.tolerance) {
+    let made = match check::make_baseline_of(&analysed.judged, &analysed.report, a.tolerance) {
         Ok(m) => m,
         Err(reasons) => {
             sayln!(
@@ -173,7 +165,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
         allow_different: a.allow_different,
     };
     out!("{}", render_window(&analysed.window, style()));
-    let outcome = check::check_judged(&base, &analysed.judged(), &analysed.report, opts);
+    let outcome = check::check_judged(&base, &analysed.judged, &analysed.report, opts);
     for w in &outcome.warnings {
         sayln!("warning: {w}");
     }

@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::metrics::{gate, gate_metrics, Better, Gate, Unit};
-use super::usable::{differences, work, Coverage, Problem};
+use super::usable::{differences, Coverage, Problem};
 use super::{coverage_of, Baseline, Judged};
 use crate::analysis::Report;
 use crate::load::Loaded;
@@ -131,7 +131,7 @@ pub fn check(base: &Baseline, loaded: &Loaded, report: &Report, opts: CheckOptio
 /// [`check`] of a judged trace: a window, which must be the baseline's.
 pub fn check_judged(
     base: &Baseline,
-    judged: &Judged<'_>,
+    judged: &Judged,
     report: &Report,
     opts: CheckOptions,
 ) -> Outcome {
@@ -166,8 +166,7 @@ pub fn check_judged(
             return out;
         }
     }
-    let now_work = work(judged.analysed);
-    let now = coverage_of(report, &now_work);
+    let now = coverage_of(report, &judged.work);
     let base_cov = Coverage {
         program: base.program_text(),
         world_size: base.world_size,
@@ -199,7 +198,7 @@ pub fn check_judged(
         Scale::Absolute
     };
     let calls = |w: &[super::RankWork]| w.iter().map(|r| r.work_calls()).sum::<u64>();
-    let (base_calls, now_calls) = (calls(&base.ranks), calls(&now_work));
+    let (base_calls, now_calls) = (calls(&base.ranks), calls(&judged.work));
     let rate = |v: Option<f64>, n: u64| v.filter(|_| n > 0).map(|v| v * 1000.0 / n as f64);
     let now_metrics = gate_metrics(report);
     for b in &base.metrics {

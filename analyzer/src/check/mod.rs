@@ -87,25 +87,37 @@ pub struct Baseline {
 }
 
 /// A trace as a gate judges it: what makes the run as loaded incomplete (judged before
-/// a window cut it: ranks a window leaves out are not missing), the part of it
-/// analysed, and the window asked for (`None`: the whole run).
+/// a window cut it: ranks a window leaves out are not missing), the work of the part of
+/// it analysed, and the window asked for (`None`: the whole run). It holds no trace, so
+/// that the trace can be given to the analysis ([`crate::analysis::analyze_owned`]),
+/// which then peaks lower.
 #[derive(Clone, Debug)]
-pub struct Judged<'a> {
+pub struct Judged {
     /// [`usable::completeness`] of the run as loaded.
     pub incomplete: Vec<Problem>,
-    /// The part analysed: the whole run, or its cut.
-    pub analysed: &'a Trace,
+    /// [`usable::work`] of the part analysed: the whole run, or its cut.
+    pub work: Vec<RankWork>,
     /// The window asked for.
     pub window: Option<Choice>,
 }
 
-impl<'a> Judged<'a> {
+impl Judged {
     /// The whole of a loaded run.
-    pub fn whole(loaded: &'a Loaded) -> Judged<'a> {
+    pub fn whole(loaded: &Loaded) -> Judged {
         Judged {
             incomplete: usable::completeness(loaded),
-            analysed: &loaded.trace,
+            work: usable::work(&loaded.trace),
             window: None,
+        }
+    }
+
+    /// The part `analysed` of a run whose completeness as loaded is `incomplete`, cut to
+    /// the window asked for.
+    pub fn part(incomplete: Vec<Problem>, analysed: &Trace, window: Option<Choice>) -> Judged {
+        Judged {
+            incomplete,
+            work: usable::work(analysed),
+            window,
         }
     }
 }
@@ -158,7 +170,7 @@ pub fn make_baseline(
 /// [`make_baseline`] of a judged trace: of a window, it keeps the window and the work
 /// of the ranks in it.
 pub fn make_baseline_of(
-    judged: &Judged<'_>,
+    judged: &Judged,
     report: &Report,
     tolerance_pct: f64,
 ) -> std::result::Result<Made, Vec<String>> {
@@ -175,7 +187,7 @@ pub fn make_baseline_of(
         program: report.run.program.clone(),
         params: program_params(&report.run.params),
         world_size: report.run.world_size,
-        ranks: usable::work(judged.analysed),
+        ranks: judged.work.clone(),
         complete: true,
         tolerance_pct,
         metrics: gate_metrics(report),
