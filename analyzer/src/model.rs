@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use overlap_format::clock::ClockModel;
 
 mod access;
+mod by_id;
 mod by_post;
 mod by_slot;
 pub(crate) mod compact;
@@ -19,6 +20,7 @@ mod timeline;
 use compute::{ComputeSource, RankCompute};
 
 pub use access::{Access, Buffer, NamedBuffer};
+pub(crate) use by_id::ById;
 pub use by_post::RequestsByPost;
 pub(crate) use by_slot::BySlot;
 pub(crate) use compact::CallExtra;

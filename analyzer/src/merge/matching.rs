@@ -6,9 +6,9 @@ use crate::fxhash::FxHashMap;
 
 use overlap_format::schema::{Nanos, Op, OpClass, RequestKind};
 
-use super::by_id::ById;
 use super::ends::{join, Matched, RankEnds};
 use super::peers::in_world;
+use crate::model::ById;
 use crate::model::{RequestLife, Timeline};
 
 /// A receive, as matching needs it.

@@ -22,7 +22,6 @@
 //! only come from clock error: it is flagged as clock-suspect and drawn as an instant on
 //! the receiver, not as an arrow going back in time.
 
-mod by_id;
 mod clocks;
 mod ends;
 mod identity;

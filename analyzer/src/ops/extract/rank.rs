@@ -11,7 +11,7 @@ use overlap_format::schema::{Op, OpClass, RequestKind};
 use crate::fxhash::FxHashMap;
 use crate::metrics::collectives;
 use crate::model::compact::{index_u32, NO_INDEX};
-use crate::model::{RequestLife, Span, Timeline, What};
+use crate::model::{ById, RequestLife, Span, Timeline, What};
 
 use super::super::cuts::push_gap;
 use super::super::{
@@ -184,8 +184,9 @@ pub(super) fn build(
     // Requests written so far.
     let mut written = 0usize;
     let mut names: FxHashMap<String, u32> = FxHashMap::default();
-    // Request id -> index in `requests`, to link completions.
-    let mut request_of: FxHashMap<u64, usize> = FxHashMap::default();
+    // Request id -> index in `requests`, to link completions (a request started again
+    // is linked to its latest post).
+    let mut request_of: ById<usize> = ById::default();
     let main = scope.main;
     let spans_mode = t
         .spans
@@ -333,9 +334,8 @@ pub(super) fn build(
                     OpClass::Completion => {
                         done.clear();
                         for d in t.completions(c) {
-                            let Some((id, local)) = d
-                                .request()
-                                .and_then(|r| Some((r, request_of.get(&r).copied()?)))
+                            let Some((id, local)) =
+                                d.request().and_then(|r| Some((r, request_of.get(r)?)))
                             else {
                                 continue;
                             };

@@ -1,13 +1,15 @@
-//! Values by request id, for one rank's matching: a table indexed by the id where the
-//! ids are the recorder's, a hash map where they are not.
+//! Values by request id, for one rank's matching and its replay program's requests: a
+//! table indexed by the id where the ids are the recorder's, a hash map where they are
+//! not.
 //!
 //! The recorder numbers each thread's requests `(thread << 40) + n`, `n` from 1 (see
 //! `overlap_instrument`'s ring): per thread, the ids are dense. A table per thread,
 //! indexed by `n`, finds a request's completion with one read where a hash map of
 //! every request of the rank (the rank's completions number in the millions) needs a
 //! hash and a probe into memory the size of the map. Ids that are not dense (a trace
-//! written by another version, or by hand) go to the map: every id is found either way,
-//! and the first value given for an id is the one kept, as `entry().or_insert` would.
+//! written by another version, or by hand) go to the map: every id is found either way.
+//! [`ById::insert_first`] keeps the first value given for an id, as `entry().or_insert`
+//! would; [`ById::insert`] the last, as `insert` would.
 
 use crate::fxhash::FxHashMap;
 
@@ -58,6 +60,28 @@ impl<V: Copy> ById<V> {
                 self.tables[t].1.get(slot).copied().flatten()
             });
         table.or_else(|| self.spread.get(&id).copied())
+    }
+
+    /// Gives `id` the value `v`, in place of any it had.
+    pub(crate) fn insert(&mut self, id: u64, v: V) {
+        if let Some(slot) = self.slot_mut(id) {
+            *slot = v;
+        } else {
+            self.insert_first(id, v);
+        }
+    }
+
+    /// Where `id`'s value is, if it has one: [`ById::get`]'s place for it.
+    fn slot_mut(&mut self, id: u64) -> Option<&mut V> {
+        let (high, low) = split(id);
+        if let Ok(t) = self.tables.binary_search_by_key(&high, |t| t.0) {
+            let slot = usize::try_from(low).ok();
+            let table = &mut self.tables[t].1;
+            if let Some(Some(v)) = slot.and_then(|slot| table.get_mut(slot)) {
+                return Some(v);
+            }
+        }
+        self.spread.get_mut(&id)
     }
 
     /// Gives `id` the value `v`, unless it has one already.
@@ -150,5 +174,32 @@ mod tests {
         assert_eq!(by.spread.len() as u64, 4 * SLACK - 1);
         assert_eq!(by.tables[0].1.len() as u64, 12 * SLACK);
         assert!((5 * SLACK..12 * SLACK).all(|n| by.get(thread(3, n)) == Some(n)));
+    }
+
+    /// `insert` keeps the last value given, wherever the id went (a table or the map),
+    /// and is found as `get` finds it; an id new to it is placed as `insert_first` would.
+    #[test]
+    fn insert_keeps_the_last_value() {
+        let thread = |t: u64, n: u64| (t << LOW_BITS) + n;
+        let mut by = ById::default();
+        let far = thread(0, 1 << 30);
+        for (id, first, last) in [(thread(0, 1), 'a', 'b'), (far, 'c', 'd'), (7, 'e', 'f')] {
+            by.insert(id, first);
+            assert_eq!(by.get(id), Some(first));
+            by.insert(id, last);
+            by.insert_first(id, 'x');
+            assert_eq!(by.get(id), Some(last));
+        }
+        assert_eq!((by.tables.len(), by.spread.len()), (1, 1));
+        // An id put in the map before its table reached it is overwritten there.
+        let mut by = ById::default();
+        let late = thread(0, 3 * SLACK);
+        by.insert(late, 1);
+        for n in 1..3 * SLACK + 20 {
+            by.insert(thread(0, n), 2);
+        }
+        by.insert(late, 3);
+        assert_eq!(by.get(late), Some(3));
+        assert_eq!(by.spread.get(&late), Some(&3));
     }
 }
