@@ -103,6 +103,7 @@ fn program(ops: usize) -> Program {
                     (q.rank, q.post()),
                     bytes,
                     0,
+                    Some(Op::Isend),
                 ));
                 p.requests[send].set_message(m);
                 p.requests[recv].set_message(m);

@@ -376,19 +376,30 @@ pub struct MessageOp {
     pub bytes: u64,
     /// Tag.
     pub tag: i32,
+    /// The MPI call of the operation that sent it (what decides its protocol: a Bsend
+    /// is buffered, an Ssend synchronous), kept here so that a replay reads the sender's
+    /// call without reading the sender's operations.
+    pub send_call: Option<Op>,
 }
 
 const _: () = assert!(std::mem::size_of::<MessageOp>() == 32);
 
 impl MessageOp {
-    /// A message of `bytes` with `tag` sent by operation `from.1` of rank `from.0` and
-    /// received by operation `to.1` of rank `to.0`.
-    pub fn new(from: (u32, usize), to: (u32, usize), bytes: u64, tag: i32) -> MessageOp {
+    /// A message of `bytes` with `tag` sent by operation `from.1` of rank `from.0`, whose
+    /// call is `send_call`, and received by operation `to.1` of rank `to.0`.
+    pub fn new(
+        from: (u32, usize),
+        to: (u32, usize),
+        bytes: u64,
+        tag: i32,
+        send_call: Option<Op>,
+    ) -> MessageOp {
         MessageOp {
             from: (from.0, index_u32(from.1)),
             to: (to.0, index_u32(to.1)),
             bytes,
             tag,
+            send_call,
         }
     }
 
@@ -454,10 +465,10 @@ mod tests {
     /// its rank.
     #[test]
     fn messages_and_accesses_read_back() {
-        let m = MessageOp::new((3, 5), (1, 1 << 31), 64, -2);
+        let m = MessageOp::new((3, 5), (1, 1 << 31), 64, -2, Some(Op::Ssend));
         assert_eq!(
-            (m.from(), m.to(), m.bytes, m.tag),
-            ((3, 5), (1, 1 << 31), 64, -2)
+            (m.from(), m.to(), m.bytes, m.tag, m.send_call),
+            ((3, 5), (1, 1 << 31), 64, -2, Some(Op::Ssend))
         );
         let mut rank = RankProgram::default();
         let access = Access {

@@ -82,11 +82,13 @@ impl B {
     fn link(&mut self, s: usize, r: usize) {
         let m = self.p.messages.len();
         let (a, b) = (&self.p.requests[s], &self.p.requests[r]);
+        let call = self.p.ranks[a.rank as usize].ops[a.post()].call;
         self.p.messages.push(MessageOp::new(
             (a.rank, a.post()),
             (b.rank, b.post()),
             a.bytes,
             0,
+            call,
         ));
         self.p.requests[s].set_message(m);
         self.p.requests[r].set_message(m);
@@ -105,9 +107,10 @@ impl B {
     /// A message from blocking op `(r0, i0)` to blocking op `(r1, i1)`.
     fn blocking_msg(&mut self, (r0, i0): (u32, usize), (r1, i1): (u32, usize), bytes: u64) {
         let m = self.p.messages.len();
+        let call = self.p.ranks[r0 as usize].ops[i0].call;
         self.p
             .messages
-            .push(MessageOp::new((r0, i0), (r1, i1), bytes, 0));
+            .push(MessageOp::new((r0, i0), (r1, i1), bytes, 0, call));
         if let OpKind::Blocking { transfers, .. } = &mut self.p.ranks[r0 as usize].ops[i0].kind {
             transfers.sends.push(m);
         }

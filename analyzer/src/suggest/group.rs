@@ -127,23 +127,18 @@ mod tests {
     use std::path::Path;
 
     use overlap_format::schema::{
-        ByteRange, CallArgs, CallEvent, Completion, Event, LearnedUse, Nanos, Op, Outcome, Touch,
+        ByteRange, CallArgs, Completion, Event, LearnedUse, Nanos, Op, Outcome, Touch,
     };
 
     use super::*;
     use crate::sites::{Resolution, Site, SiteTable};
 
     fn call(op: Op, (start, end): (u64, u64), site: u64, args: CallArgs) -> Event {
-        Event::Call(CallEvent {
-            tid: 0,
-            start: Nanos(start),
-            end: Nanos(end),
-            op,
-            args: CallArgs {
-                site: Some(site),
-                ..args
-            },
-        })
+        let args = CallArgs {
+            site: Some(site),
+            ..args
+        };
+        overlap_format::testing::call(op, start, end, args)
     }
 
     /// A receive's wait moved to the first read of its buffer inside a gap, said by the

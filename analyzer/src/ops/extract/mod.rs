@@ -370,11 +370,13 @@ fn link_messages(
                 }
             }
         }
+        let send_call = program.ranks[ss].ops.get(from_op).and_then(|o| o.call);
         program.messages.push(MessageOp::new(
             (m.send().rank, from_op),
             (m.recv_post().rank, to_op),
             m.bytes,
             m.tag,
+            send_call,
         ));
     }
 }

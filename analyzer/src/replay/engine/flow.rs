@@ -6,22 +6,13 @@
 use overlap_format::schema::Op;
 
 use super::{slot_of, Event, Protocol, Sim, Transfer, UNKNOWN};
-use crate::ops::{OpKind, Program, RequestRole};
+use crate::ops::{MessageOp, Program, RequestRole};
 use crate::replay::{ProgressMode, ReplayConfig};
 
-/// The protocol of a message sent by the operation `from` (rank, index).
-pub(super) fn protocol(
-    p: &Program,
-    cfg: &ReplayConfig,
-    from: (u32, usize),
-    bytes: u64,
-) -> Protocol {
-    let call = p
-        .rank(from.0)
-        .and_then(|r| r.ops.get(from.1))
-        .and_then(|o| o.call);
-    let eager = bytes <= cfg.network.eager_limit;
-    match call {
+/// The protocol of message `m` (its send's call and its size decide).
+pub(super) fn protocol(cfg: &ReplayConfig, m: &MessageOp) -> Protocol {
+    let eager = m.bytes <= cfg.network.eager_limit;
+    match m.send_call {
         Some(Op::Bsend | Op::Ibsend) => Protocol::Eager,
         Some(Op::Ssend | Op::Issend) if eager => Protocol::EagerSync,
         _ if !eager => Protocol::Rendezvous,
@@ -77,15 +68,13 @@ impl Sim<'_> {
         };
         let done = self.instances[x].latest + cost;
         self.instances[x].done = Some(done);
-        for &(rank, op) in &c.members {
-            let s = slot_of(self.p, rank);
-            if let Some(OpKind::Post { request }) = s
-                .and_then(|s| self.p.ranks[s as usize].ops.get(op))
-                .map(|o| &o.kind)
-            {
-                self.req_done[*request] = done;
-            }
-            self.wake(s);
+        // A member's request (a non-blocking one's) is done before its rank is woken; a
+        // rank is a member once, so each rank finds its own done when woken.
+        for &r in self.instance_requests.of(x) {
+            self.req_done[r as usize] = done;
+        }
+        for &(rank, _) in &c.members {
+            self.wake(slot_of(self.p, rank));
         }
     }
 
@@ -211,5 +200,45 @@ impl Sim<'_> {
         self.msgs[m].send_done = now;
         self.msgs[m].recv_done = now;
         self.notify(m);
+    }
+}
+
+/// The requests of each non-blocking collective instance, in request order (an index by
+/// instance: offsets, then the requests), read from the program's requests so that a
+/// replay completes them without reading their ranks' operations.
+pub(super) struct InstanceRequests {
+    offsets: Vec<u32>,
+    requests: Vec<u32>,
+}
+
+impl InstanceRequests {
+    pub(super) fn of_program(p: &Program) -> InstanceRequests {
+        let instances = p.collectives.len();
+        let mut offsets = vec![0u32; instances + 1];
+        let of = |r: &crate::ops::RequestOp| r.instance().filter(|&x| x < instances);
+        for x in p.requests.iter().filter_map(of) {
+            offsets[x + 1] += 1;
+        }
+        for x in 0..instances {
+            offsets[x + 1] += offsets[x];
+        }
+        let mut next = offsets.clone();
+        let mut requests = vec![0u32; offsets[instances] as usize];
+        for (i, x) in p
+            .requests
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| Some((i, of(r)?)))
+        {
+            requests[next[x] as usize] = crate::model::compact::index_u32(i);
+            next[x] += 1;
+        }
+        InstanceRequests { offsets, requests }
+    }
+
+    /// The requests of instance `x`.
+    fn of(&self, x: usize) -> &[u32] {
+        let (a, b) = (self.offsets[x] as usize, self.offsets[x + 1] as usize);
+        &self.requests[a..b]
     }
 }

@@ -135,6 +135,7 @@ struct Sim<'a> {
     msgs: Vec<MsgState>,
     transfers: Vec<Transfer>,
     instances: Vec<Instance>,
+    instance_requests: flow::InstanceRequests,
     req_posted: Vec<bool>,
     req_done: Vec<u64>,
     /// Per rank, each operation's times; empty when not kept.
@@ -208,7 +209,7 @@ pub(super) fn run(
         .map(|m| MsgState {
             sender: slot_of(p, m.from().0).unwrap_or(NO_SLOT),
             receiver: slot_of(p, m.to().0).unwrap_or(NO_SLOT),
-            protocol: flow::protocol(p, cfg, m.from(), m.bytes),
+            protocol: flow::protocol(cfg, m),
             send_posted: false,
             recv_posted: UNKNOWN,
             arrival: UNKNOWN,
@@ -236,6 +237,7 @@ pub(super) fn run(
         msgs,
         transfers: Vec::new(),
         instances: vec![Instance::default(); p.collectives.len()],
+        instance_requests: flow::InstanceRequests::of_program(p),
         req_posted: vec![false; p.requests.len()],
         req_done: vec![UNKNOWN; p.requests.len()],
         times: p
