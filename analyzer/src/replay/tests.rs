@@ -188,6 +188,41 @@ fn eager_and_rendezvous() {
     assert_eq!(r.assumed, Assumed::default());
 }
 
+/// The send's call decides the protocol, read from the message (which keeps it), never
+/// from the sender's operations.
+#[test]
+fn the_sends_call_kept_by_its_message_decides_the_protocol() {
+    let with = |call: Op, bytes: u64| {
+        let mut b = B::new(2);
+        let s = b.post(0, RequestRole::Send, 1, bytes);
+        b.p.ranks[0].ops[0].call = Some(call);
+        b.wait(0, s);
+        b.compute(1, 500);
+        let r = b.post(1, RequestRole::Recv, 0, bytes);
+        b.wait(1, r);
+        b.link(s, r);
+        b
+    };
+    // Synchronous, 50 B: the data leaves at 0 and lands at 1050; the send completes
+    // with the receive.
+    //  r0 |Issend 0|Wait 0 ------------------ 1050|
+    //  r1 |c 0-500|Irecv 500|Wait 500 ------- 1050|
+    let r = with(Op::Issend, 50).run(&net()).unwrap();
+    assert_eq!((r.ranks[0].end_ns, r.ranks[1].end_ns), (1050, 1050));
+    // Buffered, 5000 B (past the eager limit): the send completes at its post, the data
+    // lands at 0 + 1000 + 5000.
+    //  r0 |Ibsend 0|Wait 0|
+    //  r1 |c 0-500|Irecv 500|Wait 500 ------- 6000|
+    let r = with(Op::Ibsend, 5000).run(&net()).unwrap();
+    assert_eq!((r.ranks[0].end_ns, r.ranks[1].end_ns), (0, 6000));
+    // An Isend whose message says Issend replays as the message says.
+    let mut b = with(Op::Isend, 50);
+    assert_eq!(b.p.messages[0].send_call, Some(Op::Isend));
+    assert_eq!(b.run(&net()).unwrap().ranks[0].end_ns, 0);
+    b.p.messages[0].send_call = Some(Op::Issend);
+    assert_eq!(b.run(&net()).unwrap().ranks[0].end_ns, 1050);
+}
+
 #[test]
 fn rendezvous_stalls_outside_mpi_unless_progress_is_async() {
     // Both post at 0, then compute 10 000; the handshake ends at 1000.
