@@ -104,11 +104,7 @@ pub struct Judged {
 impl Judged {
     /// The whole of a loaded run.
     pub fn whole(loaded: &Loaded) -> Judged {
-        Judged {
-            incomplete: usable::completeness(loaded),
-            work: usable::work(&loaded.trace),
-            window: None,
-        }
+        Judged::part(usable::completeness(loaded), &loaded.trace, None)
     }
 
     /// The part `analysed` of a run whose completeness as loaded is `incomplete`, cut to
