@@ -231,22 +231,20 @@ fn a_sendrecv_to_itself_is_one_message_sent_and_received_by_one_operation() {
     ]]);
     let p = extract(&trace).unwrap();
     assert_eq!(p.messages.len(), 2);
-    let blocking: Vec<(usize, &OpKind)> = p.ranks[0]
-        .ops
-        .iter()
-        .enumerate()
+    let blocking: Vec<usize> = (p.ranks[0].ops.iter().enumerate())
         .filter(|(_, o)| matches!(o.kind, OpKind::Blocking { .. }))
-        .map(|(i, o)| (i, &o.kind))
+        .map(|(i, _)| i)
         .collect();
     assert_eq!(blocking.len(), 2);
-    for (m, (i, kind)) in blocking.into_iter().enumerate() {
-        let OpKind::Blocking { transfers, .. } = kind else {
-            unreachable!()
-        };
-        assert_eq!(
-            (&transfers.sends[..], &transfers.recvs[..]),
-            (&[m][..], &[m][..])
-        );
+    let of = |i| {
+        let b = &p.ranks[0].blocking;
+        (
+            b.sends(i).collect::<Vec<_>>(),
+            b.recvs(i).collect::<Vec<_>>(),
+        )
+    };
+    for (m, i) in blocking.into_iter().enumerate() {
+        assert_eq!(of(i), (vec![m], vec![m]));
         let msg = &p.messages[m];
         assert_eq!((msg.from(), msg.to(), msg.bytes), ((0, i), (0, i), 64));
     }

@@ -176,7 +176,6 @@ fn program(reqs: &[Req], others: &[(u16, Other)]) -> Program {
                             BUFFERS[buffer],
                             if receives { Touch::Write } else { Touch::Read },
                         )],
-                        ..Transfers::default()
                     }),
                     comm: 0,
                     null_peers: 0,

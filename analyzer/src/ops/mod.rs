@@ -28,12 +28,14 @@
 //!                                                                 share call 2)
 //! ```
 
+mod blocking;
 pub mod cuts;
 mod extract;
 pub mod gpu_uses;
 pub mod learned;
 mod sites;
 
+pub use blocking::BlockingMessages;
 pub use cuts::Cut;
 pub use extract::{extract, extract_owned, ExtractError, INFERRED_NAME};
 pub use gpu_uses::{gpu_uses, GpuUse};
@@ -84,6 +86,8 @@ pub struct RankProgram {
     pub start_ns: u64,
     /// Its operations, in program order.
     pub ops: Vec<Operation>,
+    /// The messages its blocking point-to-point calls send and receive.
+    pub blocking: BlockingMessages,
     /// False when the rank's file was cut short (its program is what was recorded).
     pub complete: bool,
     /// Where its compute comes from.
@@ -198,10 +202,10 @@ pub enum OpKind {
         /// The request.
         request: RequestIndex,
     },
-    /// A blocking point-to-point call: returns when its own transfers are done.
+    /// A blocking point-to-point call: returns when its own transfers are done (its
+    /// messages: its rank's [`RankProgram::blocking`]).
     Blocking {
-        /// Its messages and buffers (boxed: every operation is as large as the largest
-        /// kind).
+        /// Its buffers (boxed: every operation is as large as the largest kind).
         transfers: Box<Transfers>,
         /// Communicator.
         comm: u32,
@@ -227,13 +231,10 @@ impl OpKind {
     }
 }
 
-/// What a blocking point-to-point call moves.
+/// What a blocking point-to-point call moves, of its own memory (its messages are its
+/// rank's [`RankProgram::blocking`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Transfers {
-    /// Messages it sends.
-    pub sends: Vec<MessageId>,
-    /// Messages it receives.
-    pub recvs: Vec<MessageId>,
     /// Its buffers (send buffer, receive buffer).
     pub buffers: Vec<(Buffer, Touch)>,
 }

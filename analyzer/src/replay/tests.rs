@@ -111,12 +111,8 @@ impl B {
         self.p
             .messages
             .push(MessageOp::new((r0, i0), (r1, i1), bytes, 0, call));
-        if let OpKind::Blocking { transfers, .. } = &mut self.p.ranks[r0 as usize].ops[i0].kind {
-            transfers.sends.push(m);
-        }
-        if let OpKind::Blocking { transfers, .. } = &mut self.p.ranks[r1 as usize].ops[i1].kind {
-            transfers.recvs.push(m);
-        }
+        self.p.ranks[r0 as usize].blocking.add(i0, m, true);
+        self.p.ranks[r1 as usize].blocking.add(i1, m, false);
     }
 
     /// A blocking collective with one member per rank (`cost` after the last entry).

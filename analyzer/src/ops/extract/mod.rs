@@ -19,10 +19,10 @@ use crate::fxhash::FxHashMap;
 use crate::metrics::collective_model::CollectiveModel;
 use crate::metrics::collectives;
 use crate::metrics::transfer::class_of;
-use crate::model::compact::some_index;
+use crate::model::compact::{index_u32, some_index};
 use crate::model::{Message, RequestLife, Timeline, Trace};
 
-use super::{CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
+use super::{BlockingMessages, CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
 use posts::{posts_by_rank, RankPosts};
 pub use rank::INFERRED_NAME;
 use rank::{RankPart, Scope, TraceInstance};
@@ -227,7 +227,7 @@ where
         &posted_at,
         &posted,
     );
-    fit_blocking_costs(&mut program);
+    fit_blocking_costs(&mut program, &numbering.entry_and_exit);
     Ok(program)
 }
 
@@ -239,6 +239,9 @@ struct Numbering<'a> {
     nonblocking_model: &'a CollectiveModel,
     /// Compute name -> program name id.
     names: FxHashMap<String, u32>,
+    /// Per program instance: for a blocking one, its last member's entry and its first
+    /// member's exit (measured); `None` for a non-blocking one.
+    entry_and_exit: Vec<Option<(u64, u64)>>,
 }
 
 impl<'a> Numbering<'a> {
@@ -247,25 +250,33 @@ impl<'a> Numbering<'a> {
             instances: FxHashMap::default(),
             nonblocking_model,
             names: FxHashMap::default(),
+            entry_and_exit: Vec::new(),
         }
     }
 
     /// Gives the next rank's part the program's ids: its collective instances (each
-    /// numbered at its first member, members linked) and its compute names.
+    /// numbered at its first member, members linked, a blocking one's entry and exit
+    /// brought up to date) and its compute names.
     fn add(&mut self, program: &mut Program, part: &mut RankPart) {
         let rank = part.program.rank;
         for m in std::mem::take(&mut part.members) {
-            let inst = *self
-                .instances
-                .entry(m.instance.key())
-                .or_insert_with(|| new_instance(program, m.call));
+            let inst = *self.instances.entry(m.instance.key()).or_insert_with(|| {
+                let blocking = matches!(m.instance, TraceInstance::Blocking(_));
+                self.entry_and_exit.push(blocking.then_some((0, u64::MAX)));
+                new_instance(program, m.call)
+            });
             let cop = &mut program.collectives[inst];
             cop.bytes = cop.bytes.max(m.bytes);
             cop.members.push((rank, m.at));
             match m.instance {
                 TraceInstance::Blocking(_) => {
-                    if let OpKind::Collective { instance, .. } = &mut part.program.ops[m.at].kind {
+                    let o = &mut part.program.ops[m.at];
+                    if let OpKind::Collective { instance, .. } = &mut o.kind {
                         *instance = inst;
+                    }
+                    if let Some((entry, exit)) = &mut self.entry_and_exit[inst] {
+                        *entry = (*entry).max(o.measured_start_ns);
+                        *exit = (*exit).min(o.measured_end_ns);
                     }
                 }
                 TraceInstance::Nonblocking {
@@ -307,7 +318,9 @@ fn new_instance(program: &mut Program, op: Op) -> usize {
     program.collectives.len() - 1
 }
 
-/// Links every matched message to the operations that sent and received it.
+/// Links every matched message to the operations that sent and received it: a request's
+/// message is set; a blocking call's is listed in its rank's
+/// [`super::RankProgram::blocking`] (no rank's operations are written).
 fn link_messages(
     messages: &[Message],
     program: &mut Program,
@@ -326,6 +339,8 @@ fn link_messages(
     };
     let op_at =
         |slot: usize, span: usize| op_of_span[slot].get(span).and_then(|&op| some_index(op));
+    // Per rank slot, its blocking calls' (operation, message) pairs, sent and received.
+    let mut blocking: Vec<[Vec<(u32, u32)>; 2]> = vec![Default::default(); ranks.len()];
     for m in messages {
         let (Some(ss), Some(rs)) = (slot(m.send().rank), slot(m.recv_post().rank)) else {
             continue;
@@ -352,22 +367,14 @@ fn link_messages(
         let to_op = recv_req.map_or(rop, |r| program.requests[r].post());
         // The sending end, then the receiving one: by position, not by operation, as a
         // blocking Sendrecv to itself is both ends of its message.
-        for (sending, rid, slot, op) in [(true, send_req, ss, sop), (false, recv_req, rs, rop)] {
+        for (side, rid, slot, op) in [(0, send_req, ss, sop), (1, recv_req, rs, rop)] {
             match rid {
                 Some(r) => program.requests[r].set_message(id),
-                None => {
-                    // Ranks are in the trace's order: the slot is the program's too.
-                    let pr = &mut program.ranks[slot];
-                    if let Some(OpKind::Blocking { transfers, .. }) =
-                        pr.ops.get_mut(op).map(|o| &mut o.kind)
-                    {
-                        if sending {
-                            transfers.sends.push(id);
-                        } else {
-                            transfers.recvs.push(id);
-                        }
-                    }
+                // Ranks are in the trace's order: the slot is the program's too.
+                None if is_blocking(&program.ranks[slot].ops, op) => {
+                    blocking[slot][side].push((index_u32(op), index_u32(id)));
                 }
+                None => {}
             }
         }
         let send_call = program.ranks[ss].ops.get(from_op).and_then(|o| o.call);
@@ -379,36 +386,31 @@ fn link_messages(
             send_call,
         ));
     }
+    for (rank, [sends, recvs]) in program.ranks.iter_mut().zip(blocking) {
+        rank.blocking = BlockingMessages::new(sends, recvs);
+    }
+}
+
+/// True when operation `op` of `ops` is a blocking point-to-point call.
+fn is_blocking(ops: &[super::Operation], op: usize) -> bool {
+    ops.get(op)
+        .is_some_and(|o| matches!(o.kind, OpKind::Blocking { .. }))
 }
 
 /// Each blocking collective instance's pure time: the shortest, over the instances of
-/// the same call and size class, of a member's exit after the last member's entry.
-fn fit_blocking_costs(program: &mut Program) {
+/// the same call and size class, of a member's exit after the last member's entry
+/// (`entry_and_exit`, by instance: the last entry and the first exit, `None` for a
+/// non-blocking instance).
+fn fit_blocking_costs(program: &mut Program, entry_and_exit: &[Option<(u64, u64)>]) {
+    let shortest = |&(entry, exit): &(u64, u64)| exit.saturating_sub(entry);
     let mut best: FxHashMap<(Op, u32), u64> = FxHashMap::default();
-    let mut observed: Vec<Option<u64>> = Vec::with_capacity(program.collectives.len());
-    for c in &program.collectives {
-        let times: Vec<(u64, u64)> = c
-            .members
-            .iter()
-            .filter_map(|&(rank, i)| {
-                let o = program.rank(rank)?.ops.get(i)?;
-                matches!(o.kind, OpKind::Collective { .. })
-                    .then_some((o.measured_start_ns, o.measured_end_ns))
-            })
-            .collect();
-        if times.is_empty() || times.len() != c.members.len() {
-            observed.push(None);
-            continue;
-        }
-        let last = times.iter().map(|t| t.0).max().unwrap_or(0);
-        let shortest = times.iter().map(|t| t.1.saturating_sub(last)).min();
-        observed.push(shortest);
-        if let Some(s) = shortest {
+    for (c, seen) in program.collectives.iter().zip(entry_and_exit) {
+        if let Some(s) = seen.as_ref().map(shortest) {
             let e = best.entry((c.op, class_of(c.bytes))).or_insert(s);
             *e = (*e).min(s);
         }
     }
-    for (c, seen) in program.collectives.iter_mut().zip(observed) {
+    for (c, seen) in program.collectives.iter_mut().zip(entry_and_exit) {
         if seen.is_some() {
             c.cost_ns = best.get(&(c.op, class_of(c.bytes))).copied();
         }

@@ -386,10 +386,7 @@ pub(super) fn build(
                                 .is_some_and(|s| s < 0);
                         ops.push(Operation {
                             kind: OpKind::Blocking {
-                                transfers: Box::new(Transfers {
-                                    buffers,
-                                    ..Transfers::default()
-                                }),
+                                transfers: Box::new(Transfers { buffers }),
                                 comm: c.comm,
                                 null_peers: u8::from(null_send) + u8::from(null_recv),
                             },
@@ -459,6 +456,8 @@ pub(super) fn build(
         learned,
         cuts,
         call_buffers,
+        // Filled once the run's messages are linked.
+        blocking: Default::default(),
         complete: t.complete,
         inferred_compute: !spans_mode,
         other_threads,

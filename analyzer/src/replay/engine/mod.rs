@@ -398,24 +398,20 @@ impl<'a> Sim<'a> {
                     });
                 }
             }
-            OpKind::Blocking {
-                transfers,
-                null_peers,
-                ..
-            } => {
-                let (sends, recvs) = (&transfers.sends, &transfers.recvs);
-                let call = op.call;
-                if let Some(c) = call {
+            OpKind::Blocking { null_peers, .. } => {
+                let blocking = &self.p.ranks[s].blocking;
+                let (sends, recvs) = (blocking.sends(i), blocking.recvs(i));
+                if let Some(c) = op.call {
                     // Halves to or from MPI_PROC_NULL have no message by design.
-                    let missing = u64::from(c.sends() && sends.is_empty())
-                        + u64::from(c.receives_blocking() && recvs.is_empty());
+                    let missing = u64::from(c.sends() && sends.clone().next().is_none())
+                        + u64::from(c.receives_blocking() && recvs.clone().next().is_none());
                     self.assumed.unmatched += missing.saturating_sub(u64::from(*null_peers));
                 }
                 self.set_mpi(s, true, now);
-                for &m in sends {
+                for m in sends {
                     self.send_posted(m, now);
                 }
-                for &m in recvs {
+                for m in recvs {
                     self.recv_posted(m, now);
                 }
             }
@@ -433,16 +429,16 @@ impl<'a> Sim<'a> {
     /// When the blocked operation of rank `s`, entered at `entry`, can end; `None`
     /// while something it waits for is not done.
     fn ready(&self, s: usize, entry: u64) -> Option<u64> {
-        let (_, op) = self.op(s);
+        let (i, op) = self.op(s);
         let done = match &op.kind {
             OpKind::Complete { request } => self.request_done(*request),
-            OpKind::Blocking { transfers, .. } => transfers
-                .sends
-                .iter()
-                .map(|&m| self.msgs[m].send_done)
-                .chain(transfers.recvs.iter().map(|&m| self.msgs[m].recv_done))
-                .max()
-                .unwrap_or(entry),
+            OpKind::Blocking { .. } => {
+                let blocking = &self.p.ranks[s].blocking;
+                (blocking.sends(i).map(|m| self.msgs[m].send_done))
+                    .chain(blocking.recvs(i).map(|m| self.msgs[m].recv_done))
+                    .max()
+                    .unwrap_or(entry)
+            }
             OpKind::Collective { instance, .. } => self
                 .instances
                 .get(*instance)
@@ -538,20 +534,19 @@ impl<'a> Sim<'a> {
                     _ => "the other members of its collective".to_string(),
                 }
             }
-            OpKind::Blocking { transfers, .. } => transfers
-                .sends
-                .iter()
-                .filter(|&&m| self.msgs[m].send_done == UNKNOWN)
-                .map(|&m| peer(m, true))
-                .chain(
-                    transfers
-                        .recvs
-                        .iter()
-                        .filter(|&&m| self.msgs[m].recv_done == UNKNOWN)
-                        .map(|&m| peer(m, false)),
-                )
-                .collect::<Vec<_>>()
-                .join(" and "),
+            OpKind::Blocking { .. } => {
+                let blocking = &self.p.ranks[s].blocking;
+                (blocking.sends(i))
+                    .filter(|&m| self.msgs[m].send_done == UNKNOWN)
+                    .map(|m| peer(m, true))
+                    .chain(
+                        (blocking.recvs(i))
+                            .filter(|&m| self.msgs[m].recv_done == UNKNOWN)
+                            .map(|m| peer(m, false)),
+                    )
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            }
             OpKind::Collective { instance, .. } => {
                 let n = self
                     .p
