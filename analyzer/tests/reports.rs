@@ -13,7 +13,7 @@ use overlap_analyzer::load::{load_dir, load_merged};
 use overlap_analyzer::merge::{merge_dir, write_merged};
 use overlap_analyzer::metrics::{Finding, Options};
 use overlap_analyzer::model::Trace;
-use overlap_analyzer::ops::{extract, extract_owned};
+use overlap_analyzer::ops::{extract, extract_measured, extract_owned, MeasuredProgram};
 use overlap_analyzer::summary::merge_to_file;
 use overlap_analyzer::summary::summarize;
 
@@ -44,26 +44,31 @@ fn figures(trace: &Trace, source: &Path) -> (String, String) {
     let json = serde_json::to_string_pretty(&report).expect("report as JSON");
     // The analysis that is given the trace (it drops it while the replays' program is
     // built, and folds the requests' rows a rank at a time) reports the same, and
-    // builds the same program, a rank at a time or all at once.
+    // builds the same program, a rank at a time or all at once: the whole program's,
+    // encoded for the replays of the measured order.
     let owned = analyze_owned(trace.clone(), &Options::default());
     assert!(
         owned == report,
         "{}: analyze_owned differs",
         source.display()
     );
-    let kept = extract(trace).ok();
+    let kept = extract(trace).ok().map(MeasuredProgram::of);
     let one_thread = one_thread();
     for pool in [None, Some(&one_thread)] {
         let given = trace.clone();
-        let owned = match pool {
-            Some(p) => p.install(|| extract_owned(given)),
-            None => extract_owned(given),
+        let (owned, measured) = match pool {
+            Some(p) => p.install(|| (extract_owned(given), extract_measured(trace))),
+            None => (extract_owned(given), extract_measured(trace)),
         };
+        let threads = pool.map_or(rayon::current_num_threads(), |p| p.current_num_threads());
+        let name = source.display();
         assert!(
             owned.ok() == kept,
-            "{}: extract_owned differs ({} threads)",
-            source.display(),
-            pool.map_or(rayon::current_num_threads(), |p| p.current_num_threads())
+            "{name}: extract_owned differs ({threads} threads)"
+        );
+        assert!(
+            measured.ok() == kept,
+            "{name}: extract_measured differs ({threads} threads)"
         );
     }
     // Every finding is behind the report, in its order; these runs have fewer than it

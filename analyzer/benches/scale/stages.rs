@@ -113,7 +113,7 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     let found = false_overlap::findings(&trace, &reqs, &ls, &opts, &|_| 0);
     step("false overlap", t);
     let t = Instant::now();
-    let program = overlap_analyzer::ops::extract(&trace).ok();
+    let program = overlap_analyzer::ops::extract_measured(&trace).ok();
     step("operations", t);
     let t = Instant::now();
     let ideal = program.as_ref().and_then(ideal::replay);

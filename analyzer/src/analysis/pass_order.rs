@@ -1,8 +1,10 @@
 //! The pass order: in what order, and beside what, [`super::analyze`] and
 //! [`super::analyze_owned`] compute their figures. Memory decides it: the replays'
-//! program is a second copy of the run (about 135 B per event kept, 155 at its peak
-//! while it is built) and the per-request rows the largest part of what the report keeps
-//! (about 70 B per event, 100 at their peak). Analysis never holds both.
+//! program holds the run's requests and messages again, and each rank's operations
+//! encoded for replays of the measured order (about 60 B per event kept:
+//! [`crate::ops::MeasuredProgram`]), and the per-request rows are the largest part of
+//! what the report keeps (about 70 B per event, 100 at their peak). Analysis never
+//! holds both.
 //!
 //! When the trace outlives the analysis ([`figures`]: the tables, the terminal UI), the
 //! program is built and replayed beside the figures that hold little (budgets, wait
@@ -40,7 +42,7 @@
 use crate::metrics::by_site::BySite;
 use crate::metrics::by_site::SiteGroup;
 use crate::model::Trace;
-use crate::ops::{ExtractError, Program};
+use crate::ops::{ExtractError, MeasuredProgram};
 use crate::profile::Profile;
 use crate::replay::{NoSelfCheck, SelfCheck};
 use crate::sites::SiteTable;
@@ -99,7 +101,7 @@ pub(super) fn figures(trace: &Trace, opts: &Options) -> (Replays, Measured) {
             let models = Models::fit(trace, &cross);
             let program = {
                 let _s = tracing::info_span!("operations").entered();
-                crate::ops::extract(trace)
+                crate::ops::extract_measured(trace)
             };
             (replay(program.as_ref(), &models), models)
         },
@@ -353,7 +355,7 @@ impl Models {
 
 /// The two replays of one program, apart (without one: no T_ideal, and the self check
 /// says why).
-fn replay(program: Result<&Program, &ExtractError>, models: &Models) -> Replays {
+fn replay(program: Result<&MeasuredProgram, &ExtractError>, models: &Models) -> Replays {
     let (ideal, self_check) = rayon::join(
         || {
             let _s = tracing::info_span!("ideal replay").entered();

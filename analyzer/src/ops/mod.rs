@@ -33,13 +33,15 @@ pub mod cuts;
 mod extract;
 pub mod gpu_uses;
 pub mod learned;
+mod measured;
 mod sites;
 
 pub use blocking::BlockingMessages;
 pub use cuts::Cut;
-pub use extract::{extract, extract_owned, ExtractError, INFERRED_NAME};
+pub use extract::{extract, extract_measured, extract_owned, ExtractError, INFERRED_NAME};
 pub use gpu_uses::{gpu_uses, GpuUse};
 pub use learned::{Knowledge, LearnedEnd, LearnedOp};
+pub use measured::{EncodedOps, MeasuredProgram, OpReader, ReplayKind, ReplayOp, ReplayRequest};
 /// How an operation or the program touches a buffer (reads or writes it).
 pub use overlap_format::schema::Touch;
 pub use sites::CallSites;

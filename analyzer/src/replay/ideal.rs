@@ -22,13 +22,14 @@
 //! ```
 
 use super::{measured_makespan, ReplayConfig};
-use crate::ops::Program;
+use crate::ops::MeasuredProgram;
 
 /// The replayed runtime, ns, or `None` when the replay cannot finish (a dependence on
 /// an event the trace lacks, e.g. a rank cut short).
 ///
 /// It is the replay engine ([`crate::replay`]) in its [`ReplayConfig::ideal`]
-/// configuration, on the trace's program ([`crate::ops::extract`]) in measured order.
-pub fn replay(program: &Program) -> Option<u64> {
+/// configuration, on the trace's program ([`crate::ops::extract_measured`]) in
+/// measured order.
+pub fn replay(program: &MeasuredProgram) -> Option<u64> {
     measured_makespan(program, &ReplayConfig::ideal()).ok()
 }

@@ -50,7 +50,7 @@ pub use retime::retimed;
 use overlap_format::schema::Op;
 use serde::Serialize;
 
-use crate::ops::Program;
+use crate::ops::{MeasuredProgram, Program};
 
 /// How rendezvous transfers make progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -238,15 +238,19 @@ pub fn replay(
     orders: &[Vec<usize>],
     config: &ReplayConfig,
 ) -> Result<Replay, ReplayError> {
-    engine::run(program, engine::Orders::Given(orders), config, true)
+    engine::run(engine::Source::Given(program, orders), config, true)
 }
 
 /// The makespan of `program` replayed in its measured order under `config`: the
-/// `makespan_ns` of [`replay`] with [`measured_orders`], without holding an order or
-/// two times per operation (about 24 B per operation less), for the replays whose only
-/// figure is the run time (T_ideal, the self check).
-pub fn measured_makespan(program: &Program, config: &ReplayConfig) -> Result<u64, ReplayError> {
-    engine::run(program, engine::Orders::Measured, config, false).map(|r| r.makespan_ns)
+/// `makespan_ns` of [`replay`] with [`measured_orders`], from the program's operations
+/// encoded ([`MeasuredProgram`]) and without holding an order or two times per
+/// operation, for the replays whose only figure is the run time (T_ideal, the self
+/// check).
+pub fn measured_makespan(
+    program: &MeasuredProgram,
+    config: &ReplayConfig,
+) -> Result<u64, ReplayError> {
+    engine::run(engine::Source::Measured(program), config, false).map(|r| r.makespan_ns)
 }
 
 /// The measured order replayed on the network fitted to the trace, with MPICH's default
@@ -300,7 +304,7 @@ pub enum NoSelfCheck {
 /// The self-check of `trace` (whose program is `program`), or why it cannot be made.
 pub fn self_check(
     trace: &crate::model::Trace,
-    program: &Program,
+    program: &MeasuredProgram,
 ) -> Result<SelfCheck, NoSelfCheck> {
     self_check_fitted(&crate::metrics::TransferModel::fit(trace), program)
 }
@@ -310,9 +314,9 @@ pub fn self_check(
 /// short).
 pub fn self_check_fitted(
     transfers: &crate::metrics::TransferModel,
-    program: &Program,
+    program: &MeasuredProgram,
 ) -> Result<SelfCheck, NoSelfCheck> {
-    let cut: Vec<u32> = (program.ranks.iter())
+    let cut: Vec<u32> = (program.links.ranks.iter())
         .filter(|r| !r.complete)
         .map(|r| r.rank)
         .collect();
@@ -329,9 +333,9 @@ pub fn self_check_fitted(
             }
         })?;
     Ok(SelfCheck {
-        measured_ns: program.measured_ns,
+        measured_ns: program.links.measured_ns,
         replayed_ns,
-        self_error: self_error(replayed_ns, program),
+        self_error: self_error(replayed_ns, &program.links),
         progress,
     })
 }

@@ -22,7 +22,10 @@ use crate::metrics::transfer::class_of;
 use crate::model::compact::{index_u32, some_index};
 use crate::model::{Message, RequestLife, Timeline, Trace};
 
-use super::{BlockingMessages, CollectiveOp, MessageOp, OpKind, Program, RequestOp, RequestRole};
+use super::{
+    BlockingMessages, CollectiveOp, EncodedOps, MeasuredProgram, MessageOp, OpKind, Program,
+    RankProgram, RequestOp, RequestRole,
+};
 use posts::{posts_by_rank, RankPosts};
 pub use rank::INFERRED_NAME;
 use rank::{RankPart, Scope, TraceInstance};
@@ -45,21 +48,39 @@ pub enum ExtractError {
 /// linked at the end.
 pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
     let run = Run::of(trace);
-    let ranks: Vec<(&Timeline, &[RequestLife])> = trace
-        .ranks
-        .iter()
-        .zip(&run.request_ranges)
-        .map(|(t, range)| (t, &trace.requests[range.clone()]))
-        .collect();
+    let ranks = borrowed_ranks(trace, &run);
     let all = ranks.len();
-    build(run, ranks, trace, all)
+    build(run, ranks, trace, all, Keep::Operations).map(|(program, _)| program)
 }
 
-/// [`extract`]'s program, built from a trace that is not needed afterwards: each rank's
-/// timeline and request lifetimes are dropped once its operations are built, so that
-/// the program does not grow beside the whole trace (only the run's messages stay, until
-/// they are linked). The program is the one [`extract`] builds.
-pub fn extract_owned(mut trace: Trace) -> Result<Program, ExtractError> {
+/// [`extract`]'s program kept for replays of its measured order (what `overlap
+/// analyze` replays), each rank's operations encoded as soon as built: it never holds
+/// more than a batch of ranks' [`super::Operation`]s.
+pub fn extract_measured(trace: &Trace) -> Result<MeasuredProgram, ExtractError> {
+    let run = Run::of(trace);
+    let ranks = borrowed_ranks(trace, &run);
+    build(
+        run,
+        ranks,
+        trace,
+        rayon::current_num_threads(),
+        Keep::Encoded,
+    )
+    .map(|(links, ops)| MeasuredProgram::with_ops(links, ops))
+}
+
+/// Each rank's timeline and requests, borrowed from `trace`.
+fn borrowed_ranks<'t>(trace: &'t Trace, run: &Run) -> Vec<(&'t Timeline, &'t [RequestLife])> {
+    (trace.ranks.iter().zip(&run.request_ranges))
+        .map(|(t, range)| (t, &trace.requests[range.clone()]))
+        .collect()
+}
+
+/// [`extract_measured`]'s program, built from a trace that is not needed afterwards:
+/// each rank's timeline and request lifetimes are dropped once its operations are
+/// built, so that the program does not grow beside the whole trace (only the run's
+/// messages stay, until they are linked).
+pub fn extract_owned(mut trace: Trace) -> Result<MeasuredProgram, ExtractError> {
     let run = Run::of(&trace);
     // Each rank's requests in a vector of its own, dropped with its timeline.
     let mut requests = std::mem::take(&mut trace.requests);
@@ -78,7 +99,23 @@ pub fn extract_owned(mut trace: Trace) -> Result<Program, ExtractError> {
     trace.compute = Vec::new();
     // As many ranks at a time as there are threads: the timelines still held and the
     // operations already built grow no more than a batch apart.
-    build(run, ranks, &trace, rayon::current_num_threads())
+    build(
+        run,
+        ranks,
+        &trace,
+        rayon::current_num_threads(),
+        Keep::Encoded,
+    )
+    .map(|(links, ops)| MeasuredProgram::with_ops(links, ops))
+}
+
+/// What the build keeps of each rank's operations.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// The operations ([`Program`]).
+    Operations,
+    /// Only what a replay of the measured order reads, encoded ([`MeasuredProgram`]).
+    Encoded,
 }
 
 /// What the program's build reads of the whole run besides each rank's timeline and
@@ -119,13 +156,15 @@ impl Run {
 
 /// The program of the ranks `ranks` of `trace`, each with its requests (all of them, in
 /// its order: borrowed, or owned and dropped one by one as they are built;
-/// `trace.ranks` and `trace.requests` are not read), built `batch` ranks at a time.
+/// `trace.ranks` and `trace.requests` are not read), built `batch` ranks at a time, and
+/// each rank's operations encoded (its ranks' `ops` then empty) when `keep` says so.
 fn build<T, R>(
     run: Run,
     ranks: Vec<(T, R)>,
     trace: &Trace,
     batch: usize,
-) -> Result<Program, ExtractError>
+    keep: Keep,
+) -> Result<(Program, Vec<EncodedOps>), ExtractError>
 where
     T: Borrow<Timeline> + Send + Sync,
     R: Borrow<[RequestLife]> + Send + Sync,
@@ -159,15 +198,20 @@ where
         requests: Vec::with_capacity(scopes.iter().map(|s| s.1).sum()),
         ..Program::default()
     };
+    let mut numbering = Numbering::new(&nonblocking_model);
+    // What linking the messages reads of each rank, once its operations are numbered.
+    let mut linking: Vec<Linking> = Vec::with_capacity(ranks.len());
+    let mut encoded: Vec<EncodedOps> = Vec::new();
+    let mut extent: Option<(u64, u64)> = None;
     // A batch of ranks at a time (all of them when the trace stays): each batch's
     // requests are added to the program's, split into the ranks' shares, and the ranks
-    // built in parallel, each writing its own requests in place. The program's requests
-    // grow with the ranks built, not ahead of them.
+    // built in parallel, each writing its own requests in place; then numbered in rank
+    // order, and encoded when only their replay in measured order is wanted. The
+    // program's requests grow with the ranks built, not ahead of them.
     let batch = batch.max(1);
-    let mut parts: Vec<RankPart> = Vec::with_capacity(ranks.len());
     let mut ranks = ranks.into_iter();
-    while parts.len() < scopes.len() {
-        let from = parts.len();
+    while linking.len() < scopes.len() {
+        let from = linking.len();
         let batch_ranks: Vec<(T, R)> = ranks.by_ref().take(batch).collect();
         let scopes = &scopes[from..from + batch_ranks.len()];
         let first = program.requests.len();
@@ -182,7 +226,7 @@ where
             shares.push((scope.as_ref(), share, first));
             (rest, first) = (after, first + n);
         }
-        let built: Vec<RankPart> = batch_ranks
+        let mut built: Vec<RankPart> = batch_ranks
             .into_par_iter()
             .zip(shares)
             .enumerate()
@@ -197,38 +241,67 @@ where
                 rank::build(&shared, &rank, scope, share, first)
             })
             .collect();
-        parts.extend(built);
+        for part in &mut built {
+            numbering.add(&mut program, part);
+            if let Some((lo, hi)) = part.extent {
+                extent = Some(extent.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+            }
+        }
+        let done: Vec<(Linking, RankProgram, Option<EncodedOps>)> = built
+            .into_par_iter()
+            .map(|mut part| {
+                let link = Linking::take(&mut part);
+                let mut program = part.program;
+                let ops =
+                    (keep == Keep::Encoded).then(|| super::measured::encode_rank(&mut program));
+                (link, program, ops)
+            })
+            .collect();
+        for (link, rank, ops) in done {
+            linking.push(link);
+            program.ranks.push(rank);
+            encoded.extend(ops);
+        }
     }
     drop((blocking, nonblocking_of));
-    let (first_start, last_end) = parts
-        .iter()
-        .filter_map(|p| p.extent)
-        .fold((u64::MAX, 0), |(a, b), (lo, hi)| (a.min(lo), b.max(hi)));
-    if first_start == u64::MAX {
+    let Some((first_start, last_end)) = extent else {
         return Err(ExtractError::Empty {
             path: trace.source.clone(),
         });
-    }
+    };
     program.measured_ns = last_end.saturating_sub(first_start);
     program.messages.reserve_exact(trace.messages.len());
-    let mut numbering = Numbering::new(&nonblocking_model);
-    let mut op_of_span = Vec::with_capacity(parts.len());
-    let mut posted = Vec::with_capacity(parts.len());
-    for mut part in parts {
-        numbering.add(&mut program, &mut part);
-        program.ranks.push(part.program);
-        op_of_span.push(part.op_of_span);
-        posted.push(part.posted);
-    }
-    link_messages(
-        &trace.messages,
-        &mut program,
-        &op_of_span,
-        &posted_at,
-        &posted,
-    );
+    link_messages(&trace.messages, &mut program, &linking, &posted_at);
     fit_blocking_costs(&mut program, &numbering.entry_and_exit);
-    Ok(program)
+    Ok((program, encoded))
+}
+
+/// What linking the run's messages reads of a rank: its operations by span, the
+/// program requests of its posts, and each operation's call and whether it is a
+/// blocking point-to-point call (3 bytes an operation, where the operation may be
+/// encoded already).
+struct Linking {
+    /// Span index -> index of the first operation made of it (`NO_INDEX`: none).
+    op_of_span: Vec<u32>,
+    /// Aligned with the rank's `posted_at`: each trace request's program request.
+    posted: Vec<u32>,
+    /// Per operation: its call, and whether it is [`OpKind::Blocking`].
+    ops: Vec<(Option<Op>, bool)>,
+}
+
+impl Linking {
+    /// What linking reads of the numbered rank `part` (its spans' operations and its
+    /// posts' requests taken from it).
+    fn take(part: &mut RankPart) -> Linking {
+        let ops = (part.program.ops.iter())
+            .map(|o| (o.call, matches!(o.kind, OpKind::Blocking { .. })))
+            .collect();
+        Linking {
+            op_of_span: std::mem::take(&mut part.op_of_span),
+            posted: std::mem::take(&mut part.posted),
+            ops,
+        }
+    }
 }
 
 /// What the program numbers across ranks, as ranks are added in rank order.
@@ -324,21 +397,21 @@ fn new_instance(program: &mut Program, op: Op) -> usize {
 fn link_messages(
     messages: &[Message],
     program: &mut Program,
-    op_of_span: &[Vec<u32>],
+    linking: &[Linking],
     posted_at: &[RankPosts],
-    posted: &[Vec<u32>],
 ) {
     // The program's ranks are the trace's, in its order (sorted by rank).
     let ranks: Vec<u32> = program.ranks.iter().map(|p| p.rank).collect();
     let slot = |rank: u32| crate::model::slot_of_rank(&ranks, rank, |&r| r);
     // The program requests posted by the call at a span of a rank slot.
     let posts = |slot: usize, span: usize| {
-        posted[slot][posted_at[slot].at(span)]
+        linking[slot].posted[posted_at[slot].at(span)]
             .iter()
             .filter_map(|&rid| some_index(rid))
     };
-    let op_at =
-        |slot: usize, span: usize| op_of_span[slot].get(span).and_then(|&op| some_index(op));
+    let op_at = |slot: usize, span: usize| {
+        (linking[slot].op_of_span.get(span)).and_then(|&op| some_index(op))
+    };
     // Per rank slot, its blocking calls' (operation, message) pairs, sent and received.
     let mut blocking: Vec<[Vec<(u32, u32)>; 2]> = vec![Default::default(); ranks.len()];
     for m in messages {
@@ -371,13 +444,13 @@ fn link_messages(
             match rid {
                 Some(r) => program.requests[r].set_message(id),
                 // Ranks are in the trace's order: the slot is the program's too.
-                None if is_blocking(&program.ranks[slot].ops, op) => {
+                None if linking[slot].ops.get(op).is_some_and(|o| o.1) => {
                     blocking[slot][side].push((index_u32(op), index_u32(id)));
                 }
                 None => {}
             }
         }
-        let send_call = program.ranks[ss].ops.get(from_op).and_then(|o| o.call);
+        let send_call = linking[ss].ops.get(from_op).and_then(|o| o.0);
         program.messages.push(MessageOp::new(
             (m.send().rank, from_op),
             (m.recv_post().rank, to_op),
@@ -389,12 +462,6 @@ fn link_messages(
     for (rank, [sends, recvs]) in program.ranks.iter_mut().zip(blocking) {
         rank.blocking = BlockingMessages::new(sends, recvs);
     }
-}
-
-/// True when operation `op` of `ops` is a blocking point-to-point call.
-fn is_blocking(ops: &[super::Operation], op: usize) -> bool {
-    ops.get(op)
-        .is_some_and(|o| matches!(o.kind, OpKind::Blocking { .. }))
 }
 
 /// Each blocking collective instance's pure time: the shortest, over the instances of

@@ -5,8 +5,8 @@
 
 use overlap_format::schema::Op;
 
-use super::{slot_of, Event, Protocol, Sim, Transfer, UNKNOWN};
-use crate::ops::{MessageOp, Program, RequestRole};
+use super::{slot_of, Event, Protocol, Sim, Source, Transfer, UNKNOWN};
+use crate::ops::{MessageOp, RequestRole};
 use crate::replay::{ProgressMode, ReplayConfig};
 
 /// The protocol of message `m` (its send's call and its size decide).
@@ -24,7 +24,7 @@ pub(super) fn protocol(cfg: &ReplayConfig, m: &MessageOp) -> Protocol {
 impl Sim<'_> {
     pub(super) fn post(&mut self, request: usize, now: u64) {
         self.req_posted[request] = true;
-        let r = &self.p.requests[request];
+        let r = self.source.request(request);
         match (r.role, r.message(), r.instance()) {
             (RequestRole::Send, Some(m), _) => self.send_posted(m, now),
             (RequestRole::Recv, Some(m), _) => self.recv_posted(m, now),
@@ -70,7 +70,7 @@ impl Sim<'_> {
         self.instances[x].done = Some(done);
         // A member's request (a non-blocking one's) is done before its rank is woken; a
         // rank is a member once, so each rank finds its own done when woken.
-        for &r in self.instance_requests.of(x) {
+        for &r in self.instance_requests.of_instance(x) {
             self.req_done[r as usize] = done;
         }
         for &(rank, _) in &c.members {
@@ -212,11 +212,11 @@ pub(super) struct InstanceRequests {
 }
 
 impl InstanceRequests {
-    pub(super) fn of_program(p: &Program) -> InstanceRequests {
-        let instances = p.collectives.len();
+    /// The index of the `instances` collective instances of `source`'s program.
+    pub(super) fn of(source: &Source, instances: usize) -> InstanceRequests {
         let mut offsets = vec![0u32; instances + 1];
-        let of = |r: &crate::ops::RequestOp| r.instance().filter(|&x| x < instances);
-        for x in p.requests.iter().filter_map(of) {
+        let of = |r: usize| source.request(r).instance().filter(|&x| x < instances);
+        for x in (0..source.requests()).filter_map(of) {
             offsets[x + 1] += 1;
         }
         for x in 0..instances {
@@ -224,12 +224,7 @@ impl InstanceRequests {
         }
         let mut next = offsets.clone();
         let mut requests = vec![0u32; offsets[instances] as usize];
-        for (i, x) in p
-            .requests
-            .iter()
-            .enumerate()
-            .filter_map(|(i, r)| Some((i, of(r)?)))
-        {
+        for (i, x) in (0..source.requests()).filter_map(|i| Some((i, of(i)?))) {
             requests[next[x] as usize] = crate::model::compact::index_u32(i);
             next[x] += 1;
         }
@@ -237,7 +232,7 @@ impl InstanceRequests {
     }
 
     /// The requests of instance `x`.
-    fn of(&self, x: usize) -> &[u32] {
+    fn of_instance(&self, x: usize) -> &[u32] {
         let (a, b) = (self.offsets[x] as usize, self.offsets[x + 1] as usize);
         &self.requests[a..b]
     }

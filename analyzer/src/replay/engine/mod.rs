@@ -15,7 +15,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::{Assumed, Blocked, OpTime, RankReplay, Replay, ReplayConfig, ReplayError};
-use crate::ops::{OpKind, Operation, Program, RequestRole};
+use crate::ops::{
+    MeasuredProgram, OpReader, Program, ReplayKind, ReplayOp, ReplayRequest, RequestRole,
+};
 
 /// A time not known yet.
 const UNKNOWN: u64 = u64::MAX;
@@ -56,6 +58,8 @@ enum Protocol {
 
 struct RankState {
     pos: usize,
+    /// The operation at `pos`, while there is one.
+    op: ReplayOp,
     stage: Stage,
     in_mpi: bool,
     /// Rendezvous transfers in flight with this rank as a party (in-MPI progress).
@@ -82,6 +86,14 @@ const _: () = assert!(std::mem::size_of::<MsgState>() == 48);
 /// No rank slot.
 const NO_SLOT: u32 = u32::MAX;
 
+/// The operation of a rank with none left (never run: a rank at its end is done).
+const NO_OP: ReplayOp = ReplayOp {
+    kind: ReplayKind::Local,
+    cost_ns: 0,
+    lead_in_ns: 0,
+    call: None,
+};
+
 impl MsgState {
     fn sender(&self) -> Option<u32> {
         (self.sender != NO_SLOT).then_some(self.sender)
@@ -107,27 +119,54 @@ struct Instance {
     done: Option<u64>,
 }
 
-/// The order each rank runs its operations in.
-pub(super) enum Orders<'a> {
-    /// As measured: each rank's operations in program order, with nothing to hold.
-    Measured,
-    /// Per rank, a permutation of its operation indices.
-    Given(&'a [Vec<usize>]),
+/// The operations each rank runs, in the order it runs them.
+pub(super) enum Source<'a> {
+    /// A program's, each rank's in the order given: a permutation of its operation
+    /// indices.
+    Given(&'a Program, &'a [Vec<usize>]),
+    /// As measured: each rank's operations in program order, decoded as they come.
+    Measured(&'a MeasuredProgram),
 }
 
-impl Orders<'_> {
-    /// The operation rank slot `s` runs at position `pos`.
-    fn at(&self, s: usize, pos: usize) -> usize {
+impl<'a> Source<'a> {
+    /// What links the ranks: the program, or the measured program's links.
+    fn links(&self) -> &'a Program {
         match self {
-            Orders::Measured => pos,
-            Orders::Given(orders) => orders[s][pos],
+            Source::Given(p, _) => p,
+            Source::Measured(m) => &m.links,
+        }
+    }
+
+    /// How many operations rank slot `s` runs.
+    fn len(&self, s: usize) -> usize {
+        match self {
+            Source::Given(p, _) => p.ranks[s].ops.len(),
+            Source::Measured(m) => m.ops[s].len(),
+        }
+    }
+
+    /// How many requests the program has.
+    fn requests(&self) -> usize {
+        match self {
+            Source::Given(p, _) => p.requests.len(),
+            Source::Measured(m) => m.requests.len(),
+        }
+    }
+
+    /// What the replay reads of request `r`.
+    fn request(&self, r: usize) -> ReplayRequest {
+        match self {
+            Source::Given(p, _) => ReplayRequest::of(&p.requests[r]),
+            Source::Measured(m) => m.requests[r],
         }
     }
 }
 
 struct Sim<'a> {
     p: &'a Program,
-    orders: Orders<'a>,
+    source: Source<'a>,
+    /// Per rank slot, where its next operation is read (measured order only).
+    readers: Vec<OpReader<'a>>,
     cfg: &'a ReplayConfig,
     heap: BinaryHeap<Reverse<(u64, u64, Event)>>,
     seq: u64,
@@ -195,14 +234,18 @@ fn prefetch<T>(x: &T) {
 /// Runs the replay (see [`super::replay`]); each operation's times are kept in the
 /// result only with `op_times` (without, its ranks' `ops` are empty).
 pub(super) fn run(
-    p: &Program,
-    orders: Orders,
+    source: Source,
     cfg: &ReplayConfig,
     op_times: bool,
 ) -> Result<Replay, ReplayError> {
-    if let Orders::Given(given) = orders {
+    if let Source::Given(p, given) = source {
         check_orders(p, given)?;
     }
+    let p = source.links();
+    let readers = match source {
+        Source::Given(..) => Vec::new(),
+        Source::Measured(m) => m.ops.iter().map(|o| o.reader()).collect(),
+    };
     let msgs = p
         .messages
         .iter()
@@ -219,7 +262,7 @@ pub(super) fn run(
         .collect();
     let mut sim = Sim {
         p,
-        orders,
+        readers,
         cfg,
         heap: BinaryHeap::with_capacity(2 * p.ranks.len() + 16),
         seq: 0,
@@ -228,6 +271,7 @@ pub(super) fn run(
             .iter()
             .map(|r| RankState {
                 pos: 0,
+                op: NO_OP,
                 stage: Stage::Next,
                 in_mpi: false,
                 active: Vec::new(),
@@ -237,17 +281,20 @@ pub(super) fn run(
         msgs,
         transfers: Vec::new(),
         instances: vec![Instance::default(); p.collectives.len()],
-        instance_requests: flow::InstanceRequests::of_program(p),
-        req_posted: vec![false; p.requests.len()],
-        req_done: vec![UNKNOWN; p.requests.len()],
+        instance_requests: flow::InstanceRequests::of(&source, p.collectives.len()),
+        req_posted: vec![false; source.requests()],
+        req_done: vec![UNKNOWN; source.requests()],
         times: p
             .ranks
             .iter()
-            .map(|r| vec![OpTime::default(); if op_times { r.ops.len() } else { 0 }])
+            .enumerate()
+            .map(|(s, _)| vec![OpTime::default(); if op_times { source.len(s) } else { 0 }])
             .collect(),
         assumed: Assumed::default(),
+        source,
     };
     for (s, r) in p.ranks.iter().enumerate() {
+        sim.load(s);
         sim.push(r.start_ns, Event::Step(s as u32));
     }
     while let Some(Reverse((now, _, ev))) = sim.heap.pop() {
@@ -267,24 +314,29 @@ pub(super) fn run(
 }
 
 impl<'a> Sim<'a> {
-    /// Asks for the operation of the event due next while this one is handled: with
-    /// many ranks, the rank that resumes next has its operations far from the last
-    /// one's, and waiting for them was the largest part of the loop's time (at 1 024
-    /// ranks the self check ran 15 % faster with it). Reading that operation's request
-    /// as well, or fetching the event after next's, gained nothing more.
+    /// Asks for the state of the rank due next (its operation with it) while this
+    /// event is handled: with many ranks, the rank that resumes next has its state far
+    /// from the last one's, and waiting for it was the largest part of the loop's time
+    /// (at 1 024 ranks the self check ran 15 % faster with it). Reading that
+    /// operation's request as well, or fetching the event after next's, gained nothing
+    /// more.
     fn prefetch_next(&self) {
-        if let Some(op) = self.heap.peek().and_then(|e| self.step_op(e)) {
-            prefetch(op);
+        if let Some(Reverse((_, _, Event::Step(s)))) = self.heap.peek() {
+            prefetch(&self.ranks[*s as usize]);
         }
     }
 
-    /// The operation a step event resumes its rank at, if it has one left.
-    fn step_op(&self, event: &Reverse<(u64, u64, Event)>) -> Option<&'a Operation> {
-        let Event::Step(s) = event.0 .2 else {
-            return None;
+    /// Reads the operation rank slot `s` runs at its position, if it has one left.
+    fn load(&mut self, s: usize) {
+        let pos = self.ranks[s].pos;
+        if pos == self.source.len(s) {
+            return;
+        }
+        self.ranks[s].op = match self.source {
+            Source::Given(p, orders) => ReplayOp::of(&p.ranks[s].ops[orders[s][pos]]),
+            // As many operations as it has: one is left.
+            Source::Measured(_) => self.readers[s].next_op().unwrap_or(NO_OP),
         };
-        let s = s as usize;
-        (self.ranks[s].pos < self.p.ranks[s].ops.len()).then(|| self.op(s).1)
     }
 
     fn push(&mut self, at: u64, ev: Event) {
@@ -304,13 +356,18 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn op(&self, s: usize) -> (usize, &'a Operation) {
-        let p: &'a Program = self.p;
-        let i = self.orders.at(s, self.ranks[s].pos);
-        (i, &p.ranks[s].ops[i])
+    /// The operation rank slot `s` is at: its index in the rank's operations, and what
+    /// the replay reads of it.
+    fn op(&self, s: usize) -> (usize, ReplayOp) {
+        let pos = self.ranks[s].pos;
+        let i = match self.source {
+            Source::Given(_, orders) => orders[s][pos],
+            Source::Measured(_) => pos,
+        };
+        (i, self.ranks[s].op)
     }
 
-    fn mpi_cost(&self, op: &Operation) -> u64 {
+    fn mpi_cost(&self, op: &ReplayOp) -> u64 {
         if self.cfg.mpi_costs {
             op.cost_ns
         } else {
@@ -325,7 +382,7 @@ impl<'a> Sim<'a> {
                 Stage::Done | Stage::Blocked(_) => return Ok(()),
                 Stage::Next => {
                     // Orders hold every operation once (checked).
-                    if self.ranks[s].pos == self.p.ranks[s].ops.len() {
+                    if self.ranks[s].pos == self.source.len(s) {
                         // Its unmarked tail, outside MPI, ends it.
                         self.set_mpi(s, false, now);
                         self.ranks[s].stage = Stage::Done;
@@ -358,6 +415,7 @@ impl<'a> Sim<'a> {
                         t.end_ns = now;
                     }
                     self.ranks[s].pos += 1;
+                    self.load(s);
                     self.ranks[s].stage = Stage::Next;
                 }
             }
@@ -371,25 +429,24 @@ impl<'a> Sim<'a> {
         if let Some(t) = self.times[s].get_mut(i) {
             t.start_ns = now;
         }
-        let cost = self.mpi_cost(op);
-        match &op.kind {
-            OpKind::Compute { .. } => {
+        let cost = self.mpi_cost(&op);
+        match op.kind {
+            ReplayKind::Compute => {
                 let c = op.cost_ns;
                 self.set_mpi(s, false, now);
                 return Ok(Some(now + c));
             }
-            OpKind::Local => {
+            ReplayKind::Local => {
                 self.set_mpi(s, true, now);
                 return Ok(Some(now + cost));
             }
-            OpKind::Post { request } => {
-                let request = *request;
+            ReplayKind::Post(request) => {
                 self.set_mpi(s, true, now);
                 self.post(request, now);
                 return Ok(Some(now + cost));
             }
-            OpKind::Complete { request } => {
-                if !self.req_posted.get(*request).copied().unwrap_or(false) {
+            ReplayKind::Complete(request) => {
+                if !self.req_posted.get(request).copied().unwrap_or(false) {
                     return Err(ReplayError::BadOrder {
                         rank: self.p.ranks[s].rank,
                         reason: format!(
@@ -398,14 +455,15 @@ impl<'a> Sim<'a> {
                     });
                 }
             }
-            OpKind::Blocking { null_peers, .. } => {
-                let blocking = &self.p.ranks[s].blocking;
+            ReplayKind::Blocking { null_peers } => {
+                let p: &'a Program = self.p;
+                let blocking = &p.ranks[s].blocking;
                 let (sends, recvs) = (blocking.sends(i), blocking.recvs(i));
                 if let Some(c) = op.call {
                     // Halves to or from MPI_PROC_NULL have no message by design.
                     let missing = u64::from(c.sends() && sends.clone().next().is_none())
                         + u64::from(c.receives_blocking() && recvs.clone().next().is_none());
-                    self.assumed.unmatched += missing.saturating_sub(u64::from(*null_peers));
+                    self.assumed.unmatched += missing.saturating_sub(u64::from(null_peers));
                 }
                 self.set_mpi(s, true, now);
                 for m in sends {
@@ -415,8 +473,7 @@ impl<'a> Sim<'a> {
                     self.recv_posted(m, now);
                 }
             }
-            OpKind::Collective { instance, .. } => {
-                let instance = *instance;
+            ReplayKind::Collective(instance) => {
                 self.set_mpi(s, true, now);
                 self.arrive(instance, now);
             }
@@ -430,27 +487,27 @@ impl<'a> Sim<'a> {
     /// while something it waits for is not done.
     fn ready(&self, s: usize, entry: u64) -> Option<u64> {
         let (i, op) = self.op(s);
-        let done = match &op.kind {
-            OpKind::Complete { request } => self.request_done(*request),
-            OpKind::Blocking { .. } => {
+        let done = match op.kind {
+            ReplayKind::Complete(request) => self.request_done(request),
+            ReplayKind::Blocking { .. } => {
                 let blocking = &self.p.ranks[s].blocking;
                 (blocking.sends(i).map(|m| self.msgs[m].send_done))
                     .chain(blocking.recvs(i).map(|m| self.msgs[m].recv_done))
                     .max()
                     .unwrap_or(entry)
             }
-            OpKind::Collective { instance, .. } => self
+            ReplayKind::Collective(instance) => self
                 .instances
-                .get(*instance)
+                .get(instance)
                 .and_then(|x| x.done)
                 .unwrap_or(UNKNOWN),
             _ => entry,
         };
-        (done != UNKNOWN).then(|| done.max(entry + self.mpi_cost(op)))
+        (done != UNKNOWN).then(|| done.max(entry + self.mpi_cost(&op)))
     }
 
     fn request_done(&self, request: usize) -> u64 {
-        let r = &self.p.requests[request];
+        let r = self.source.request(request);
         match (r.role, r.message()) {
             (RequestRole::Send, Some(m)) => self.msgs[m].send_done,
             (RequestRole::Recv, Some(m)) => self.msgs[m].recv_done,
@@ -525,16 +582,16 @@ impl<'a> Sim<'a> {
                 format!("a message from rank {}", x.from().0)
             }
         };
-        let waits_for = match &op.kind {
-            OpKind::Complete { request } => {
-                let r = &self.p.requests[*request];
+        let waits_for = match op.kind {
+            ReplayKind::Complete(request) => {
+                let r = self.source.request(request);
                 match (r.role, r.message()) {
                     (RequestRole::Send, Some(m)) => peer(m, true),
                     (RequestRole::Recv, Some(m)) => peer(m, false),
                     _ => "the other members of its collective".to_string(),
                 }
             }
-            OpKind::Blocking { .. } => {
+            ReplayKind::Blocking { .. } => {
                 let blocking = &self.p.ranks[s].blocking;
                 (blocking.sends(i))
                     .filter(|&m| self.msgs[m].send_done == UNKNOWN)
@@ -547,13 +604,9 @@ impl<'a> Sim<'a> {
                     .collect::<Vec<_>>()
                     .join(" and ")
             }
-            OpKind::Collective { instance, .. } => {
-                let n = self
-                    .p
-                    .collectives
-                    .get(*instance)
-                    .map_or(0, |c| c.members.len());
-                let entered = self.instances.get(*instance).map_or(0, |x| x.entered);
+            ReplayKind::Collective(instance) => {
+                let n = (self.p.collectives.get(instance)).map_or(0, |c| c.members.len());
+                let entered = self.instances.get(instance).map_or(0, |x| x.entered);
                 format!("the other members of its collective ({entered} of {n} entered)")
             }
             _ => "nothing (it was never resumed)".to_string(),
