@@ -10,14 +10,15 @@
 //! events carry a stale version and are ignored).
 
 mod flow;
+mod source;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::{Assumed, Blocked, OpTime, RankReplay, Replay, ReplayConfig, ReplayError};
-use crate::ops::{
-    MeasuredProgram, OpReader, Program, ReplayKind, ReplayOp, ReplayRequest, RequestRole,
-};
+use crate::ops::{OpReader, Program, ReplayKind, ReplayOp, RequestRole};
+use source::check_orders;
+pub(super) use source::Source;
 
 /// A time not known yet.
 const UNKNOWN: u64 = u64::MAX;
@@ -119,49 +120,6 @@ struct Instance {
     done: Option<u64>,
 }
 
-/// The operations each rank runs, in the order it runs them.
-pub(super) enum Source<'a> {
-    /// A program's, each rank's in the order given: a permutation of its operation
-    /// indices.
-    Given(&'a Program, &'a [Vec<usize>]),
-    /// As measured: each rank's operations in program order, decoded as they come.
-    Measured(&'a MeasuredProgram),
-}
-
-impl<'a> Source<'a> {
-    /// What links the ranks: the program, or the measured program's links.
-    fn links(&self) -> &'a Program {
-        match self {
-            Source::Given(p, _) => p,
-            Source::Measured(m) => &m.links,
-        }
-    }
-
-    /// How many operations rank slot `s` runs.
-    fn len(&self, s: usize) -> usize {
-        match self {
-            Source::Given(p, _) => p.ranks[s].ops.len(),
-            Source::Measured(m) => m.ops[s].len(),
-        }
-    }
-
-    /// How many requests the program has.
-    fn requests(&self) -> usize {
-        match self {
-            Source::Given(p, _) => p.requests.len(),
-            Source::Measured(m) => m.requests.len(),
-        }
-    }
-
-    /// What the replay reads of request `r`.
-    fn request(&self, r: usize) -> ReplayRequest {
-        match self {
-            Source::Given(p, _) => ReplayRequest::of(&p.requests[r]),
-            Source::Measured(m) => m.requests[r],
-        }
-    }
-}
-
 struct Sim<'a> {
     p: &'a Program,
     source: Source<'a>,
@@ -184,37 +142,6 @@ struct Sim<'a> {
 
 fn slot_of(p: &Program, rank: u32) -> Option<u32> {
     p.slot(rank).map(|s| s as u32)
-}
-
-fn check_orders(p: &Program, orders: &[Vec<usize>]) -> Result<(), ReplayError> {
-    if orders.len() != p.ranks.len() {
-        return Err(ReplayError::OrderCount {
-            given: orders.len(),
-            ranks: p.ranks.len(),
-        });
-    }
-    for (r, order) in p.ranks.iter().zip(orders) {
-        let bad = |reason: String| ReplayError::BadOrder {
-            rank: r.rank,
-            reason,
-        };
-        if order.len() != r.ops.len() {
-            return Err(bad(format!(
-                "{} positions for {} operations",
-                order.len(),
-                r.ops.len()
-            )));
-        }
-        let mut seen = vec![false; r.ops.len()];
-        for &i in order {
-            match seen.get_mut(i) {
-                None => return Err(bad(format!("operation {i} does not exist"))),
-                Some(true) => return Err(bad(format!("operation {i} appears twice"))),
-                Some(s) => *s = true,
-            }
-        }
-    }
-    Ok(())
 }
 
 /// A hint to the processor to bring `x`'s cache line in: no effect on any result.
