@@ -36,7 +36,7 @@ pub mod learned;
 mod measured;
 mod sites;
 
-pub use blocking::BlockingMessages;
+pub use blocking::{BlockingAt, BlockingMessages};
 pub use cuts::Cut;
 pub use extract::{extract, extract_measured, extract_owned, ExtractError, INFERRED_NAME};
 pub use gpu_uses::{gpu_uses, GpuUse};

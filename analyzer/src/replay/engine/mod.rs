@@ -16,7 +16,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::{Assumed, Blocked, OpTime, RankReplay, Replay, ReplayConfig, ReplayError};
-use crate::ops::{OpReader, Program, ReplayKind, ReplayOp, RequestRole};
+use crate::ops::{BlockingAt, OpReader, Program, ReplayKind, ReplayOp, RequestRole};
 use source::check_orders;
 pub(super) use source::Source;
 
@@ -61,6 +61,8 @@ struct RankState {
     pos: usize,
     /// The operation at `pos`, while there is one.
     op: ReplayOp,
+    /// Where the messages of its last blocking call entered are.
+    blocking: BlockingAt,
     stage: Stage,
     in_mpi: bool,
     /// Rendezvous transfers in flight with this rank as a party (in-MPI progress).
@@ -199,6 +201,7 @@ pub(super) fn run(
             .map(|r| RankState {
                 pos: 0,
                 op: NO_OP,
+                blocking: BlockingAt::default(),
                 stage: Stage::Next,
                 in_mpi: false,
                 active: Vec::new(),
@@ -385,7 +388,9 @@ impl<'a> Sim<'a> {
             ReplayKind::Blocking { null_peers } => {
                 let p: &'a Program = self.p;
                 let blocking = &p.ranks[s].blocking;
-                let (sends, recvs) = (blocking.sends(i), blocking.recvs(i));
+                let at = blocking.locate(i, self.ranks[s].blocking);
+                self.ranks[s].blocking = at;
+                let (sends, recvs) = (blocking.sends_at(at), blocking.recvs_at(at));
                 if let Some(c) = op.call {
                     // Halves to or from MPI_PROC_NULL have no message by design.
                     let missing = u64::from(c.sends() && sends.clone().next().is_none())
@@ -413,13 +418,13 @@ impl<'a> Sim<'a> {
     /// When the blocked operation of rank `s`, entered at `entry`, can end; `None`
     /// while something it waits for is not done.
     fn ready(&self, s: usize, entry: u64) -> Option<u64> {
-        let (i, op) = self.op(s);
+        let (_, op) = self.op(s);
         let done = match op.kind {
             ReplayKind::Complete(request) => self.request_done(request),
             ReplayKind::Blocking { .. } => {
-                let blocking = &self.p.ranks[s].blocking;
-                (blocking.sends(i).map(|m| self.msgs[m].send_done))
-                    .chain(blocking.recvs(i).map(|m| self.msgs[m].recv_done))
+                let (blocking, at) = (&self.p.ranks[s].blocking, self.ranks[s].blocking);
+                (blocking.sends_at(at).map(|m| self.msgs[m].send_done))
+                    .chain(blocking.recvs_at(at).map(|m| self.msgs[m].recv_done))
                     .max()
                     .unwrap_or(entry)
             }
@@ -520,11 +525,12 @@ impl<'a> Sim<'a> {
             }
             ReplayKind::Blocking { .. } => {
                 let blocking = &self.p.ranks[s].blocking;
-                (blocking.sends(i))
+                let at = blocking.locate(i, self.ranks[s].blocking);
+                (blocking.sends_at(at))
                     .filter(|&m| self.msgs[m].send_done == UNKNOWN)
                     .map(|m| peer(m, true))
                     .chain(
-                        (blocking.recvs(i))
+                        (blocking.recvs_at(at))
                             .filter(|&m| self.msgs[m].recv_done == UNKNOWN)
                             .map(|m| peer(m, false)),
                     )
