@@ -1,10 +1,10 @@
 //! The pass order: in what order, and beside what, [`super::analyze`] and
 //! [`super::analyze_owned`] compute their figures. Memory decides it: the replays'
-//! program holds the run's requests and messages again, and each rank's operations
-//! encoded for replays of the measured order (about 60 B per event kept:
-//! [`crate::ops::MeasuredProgram`]), and the per-request rows are the largest part of
-//! what the report keeps (about 70 B per event, 100 at their peak). Analysis never
-//! holds both.
+//! program holds the run's messages again, and what a replay of the measured order
+//! reads of its requests and of each rank's operations, encoded (about 26 B per event
+//! kept, more while it is built: [`crate::ops::MeasuredProgram`]), and the per-request
+//! rows are the largest part of what the report keeps (about 70 B per event, 100 at
+//! their peak). Analysis never holds both.
 //!
 //! When the trace outlives the analysis ([`figures`]: the tables, the terminal UI), the
 //! program is built and replayed beside the figures that hold little (budgets, wait

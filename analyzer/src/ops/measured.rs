@@ -1,7 +1,8 @@
 //! A program kept only for replays of its measured order (T_ideal, the self check: every
-//! replay `overlap analyze` runs): what links the ranks as [`Program`] keeps it, and each
-//! rank's operations encoded in program order, a few bytes each, instead of an
-//! [`Operation`] of 56 (a program holds about one and a half per event of the trace).
+//! replay `overlap analyze` runs): what links the ranks as [`Program`] keeps it, each
+//! request as the 12 bytes a replay reads of its 64 ([`ReplayRequest`]), and each rank's
+//! operations encoded in program order, a few bytes each, instead of an [`Operation`] of
+//! 56 (a program holds about one and a half per event of the trace).
 //!
 //! A replay in measured order reads each rank's operations once, front to back, and of
 //! each only what [`ReplayOp`] holds; reordering ([`crate::dag`], [`crate::suggest`])

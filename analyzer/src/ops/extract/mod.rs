@@ -278,8 +278,7 @@ where
 
 /// What linking the run's messages reads of a rank: its operations by span, the
 /// program requests of its posts, and each operation's call and whether it is a
-/// blocking point-to-point call (3 bytes an operation, where the operation may be
-/// encoded already).
+/// blocking point-to-point call (kept apart, as the operations may be encoded already).
 struct Linking {
     /// Span index -> index of the first operation made of it (`NO_INDEX`: none).
     op_of_span: Vec<u32>,
