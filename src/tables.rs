@@ -38,12 +38,15 @@ pub(crate) fn write(
     use crate::output::sayln;
     use overlap_analyzer::tables::{tables, write_tables, TableFormat};
 
-    let mut t = tables(trace, report, details)?;
-    for (dir, format) in [(csv, TableFormat::Csv), (parquet, TableFormat::Parquet)] {
-        if let Some(dir) = dir {
-            let files = write_tables(&mut t, dir, format)?;
-            sayln!("wrote {} tables to {}", files.len(), dir.display());
-        }
+    // Each table is made once, written to both directories, and dropped.
+    let outputs: Vec<(&std::path::Path, TableFormat)> =
+        [(csv, TableFormat::Csv), (parquet, TableFormat::Parquet)]
+            .into_iter()
+            .filter_map(|(dir, format)| Some((dir.as_deref()?, format)))
+            .collect();
+    let written = write_tables(&tables(trace, report, details), &outputs)?;
+    for ((dir, _), files) in outputs.iter().zip(written) {
+        sayln!("wrote {} tables to {}", files.len(), dir.display());
     }
     Ok(())
 }

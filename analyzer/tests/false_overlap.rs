@@ -71,10 +71,10 @@ fn the_report_lists_the_worst_findings_and_the_table_every_one() {
     let group = &r.by_site.false_overlap;
     assert_eq!((group.len(), group[0].count, group[0].total_ns), (1, 2, 12));
     assert_eq!(details.findings.len(), 2);
-    let mut all = overlap_analyzer::tables::tables(&t, &r, &details).unwrap();
+    let all = overlap_analyzer::tables::tables(&t, &r, &details);
     let dir = tempfile::tempdir().unwrap();
     let format = overlap_analyzer::tables::TableFormat::Csv;
-    overlap_analyzer::tables::write_tables(&mut all, dir.path(), format).unwrap();
+    overlap_analyzer::tables::write_tables(&all, &[(dir.path(), format)]).unwrap();
     let csv = std::fs::read_to_string(dir.path().join("false_overlap.csv")).unwrap();
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(

@@ -379,9 +379,10 @@ fn the_gpu_chains_table_has_a_row_per_chain_with_unknown_steps_null() {
     recv.remove(6);
     let trace = run(vec![bulk_sender(), recv]);
     let (report, details) = analysis::analyze(&trace, &Default::default());
-    let mut all = tables(&trace, &report, &details).expect("tables");
+    let all = tables(&trace, &report, &details);
     let dir = tempfile::tempdir().expect("tempdir");
-    let written = write_tables(&mut all, dir.path(), TableFormat::Csv).expect("written");
+    let written = write_tables(&all, &[(dir.path(), TableFormat::Csv)]).expect("written");
+    let written = &written[0];
     let chains = written
         .iter()
         .find(|p| p.ends_with("gpu_chains.csv"))

@@ -31,9 +31,10 @@ fn a_request_never_completed_has_empty_cells_not_zeros() {
         ],
     ]);
     let (report, details) = analyze(&t, &Default::default());
-    let mut all = tables(&t, &report, &details).unwrap();
+    let all = tables(&t, &report, &details);
     let dir = tempfile::tempdir().unwrap();
-    let written = write_tables(&mut all, dir.path(), TableFormat::Csv).unwrap();
+    let written = write_tables(&all, &[(dir.path(), TableFormat::Csv)]).unwrap();
+    let written = &written[0];
     let path = written
         .iter()
         .find(|p| p.ends_with("requests.csv"))

@@ -4,10 +4,9 @@
 //! written to CSV or Parquet. Polars stays inside this
 //! module: the rest of the analyzer hands out plain structs.
 
-use overlap_format::output::{commit_all, AtomicFile};
-use std::path::{Path, PathBuf};
+use std::ops::Range;
 
-use polars::prelude::{Column, CsvWriter, DataFrame, ParquetWriter, SerWriter};
+use polars::prelude::{Column, DataFrame};
 
 use crate::analysis::{Details, Report};
 use crate::metrics::by_site::SiteGroup;
@@ -18,7 +17,12 @@ use crate::model::{Trace, What};
 use crate::sites::SiteTable;
 use crate::{Error, Result};
 
+mod parts;
 mod profile;
+mod write;
+
+pub use parts::{tables, Tables};
+pub use write::write_tables;
 
 /// The file format of the tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,29 +53,6 @@ fn frame(height: usize, columns: Vec<Column>) -> Result<DataFrame> {
     DataFrame::new(height, columns).map_err(|e| Error::Table {
         reason: e.to_string(),
     })
-}
-
-/// Every table of a run, by name.
-pub fn tables(
-    trace: &Trace,
-    report: &Report,
-    details: &Details,
-) -> Result<Vec<(String, DataFrame)>> {
-    let _span = tracing::info_span!("tables").entered();
-    let mut all = vec![
-        ("ranks".into(), ranks(report)?),
-        ("calls".into(), calls(trace, &details.sites)?),
-        ("requests".into(), requests(trace, details)?),
-        ("messages".into(), messages(trace)?),
-        ("wait_states".into(), wait_states(trace, details)?),
-        ("false_overlap".into(), false_overlap(trace, details)?),
-        ("sites".into(), sites(report)?),
-    ];
-    all.extend(profile::tables(&report.profile)?);
-    if report.gpu.is_some() {
-        all.push(("gpu_chains".into(), gpu_chains(&details.chains)?));
-    }
-    Ok(all)
 }
 
 /// One row per staging chain: its packet and its five steps (null: not recorded).
@@ -132,12 +113,13 @@ fn ranks(report: &Report) -> Result<DataFrame> {
     )
 }
 
-fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
-    let n: usize = trace.ranks.iter().map(|t| t.spans.len()).sum();
+/// The calls table's rows `rows`: the run's spans, rank after rank.
+fn calls(trace: &Trace, table: &SiteTable, rows: Range<usize>) -> Result<DataFrame> {
+    let n = rows.len();
     let mut rank = Vec::with_capacity(n);
     let mut index = Vec::with_capacity(n);
     let mut kind: Vec<&str> = Vec::with_capacity(n);
-    let mut name: Vec<String> = Vec::with_capacity(n);
+    let mut name: Vec<&str> = Vec::with_capacity(n);
     let mut tid = Vec::with_capacity(n);
     let mut start = Vec::with_capacity(n);
     let mut end = Vec::with_capacity(n);
@@ -148,8 +130,19 @@ fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
     let mut request: Vec<Option<u64>> = Vec::with_capacity(n);
     let mut completed: Vec<u32> = Vec::with_capacity(n);
     let mut site: Vec<Option<&str>> = Vec::with_capacity(n);
+    let mut first = 0;
     for t in &trace.ranks {
-        for (i, s) in t.spans.iter().enumerate() {
+        // This rank's spans among `rows`.
+        let (from, to) = (first, first + t.spans.len());
+        first = to;
+        let within = rows.start.clamp(from, to) - from..rows.end.clamp(from, to) - from;
+        for (i, s) in t
+            .spans
+            .iter()
+            .enumerate()
+            .skip(within.start)
+            .take(within.len())
+        {
             rank.push(t.rank);
             index.push(i as u64);
             tid.push(s.tid);
@@ -158,7 +151,7 @@ fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
             match s.what {
                 What::Compute(id) => {
                     kind.push("compute");
-                    name.push(t.name(id).to_string());
+                    name.push(t.name(id));
                     peer.push(None);
                     tag.push(None);
                     comm.push(None);
@@ -169,7 +162,7 @@ fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
                 }
                 What::Call(op, _) => {
                     kind.push("mpi");
-                    name.push(op.mpi_name().to_string());
+                    name.push(op.mpi_name());
                     let c = t.call(i).map(|(_, c)| c);
                     peer.push(c.and_then(|c| c.peer()));
                     tag.push(c.and_then(|c| c.tag()));
@@ -206,8 +199,8 @@ fn calls(trace: &Trace, table: &SiteTable) -> Result<DataFrame> {
     )
 }
 
-fn requests(trace: &Trace, d: &Details) -> Result<DataFrame> {
-    let r = &d.requests;
+/// The requests table of the rows `r`.
+fn requests(trace: &Trace, r: &[RequestRow]) -> Result<DataFrame> {
     let completion = |q: &RequestRow| q.completion_span(trace);
     frame(
         r.len(),
@@ -454,59 +447,4 @@ fn sites(report: &Report) -> Result<DataFrame> {
             col("worst_index", get(|g| g.worst_index as u64)),
         ],
     )
-}
-
-/// Writes each table as `DIR/<name>.<csv|parquet>`; returns the files written.
-pub fn write_tables(
-    tables: &mut [(String, DataFrame)],
-    dir: &Path,
-    format: TableFormat,
-) -> Result<Vec<PathBuf>> {
-    let _span = tracing::info_span!("write tables").entered();
-    // The directory itself is made when missing, never its parents: a mistyped path
-    // is an error, not a new tree. Made here, it goes again when no table is written.
-    let made = !dir.is_dir();
-    if made {
-        std::fs::create_dir(dir).map_err(|source| Error::Io {
-            what: "creating the table directory",
-            path: dir.to_path_buf(),
-            cause: source,
-        })?;
-    }
-    let written = write_all_tables(tables, dir, format);
-    if made && written.is_err() {
-        let _ = std::fs::remove_dir(dir);
-    }
-    written
-}
-
-/// Writes the tables into `dir`, all of them or none.
-fn write_all_tables(
-    tables: &mut [(String, DataFrame)],
-    dir: &Path,
-    format: TableFormat,
-) -> Result<Vec<PathBuf>> {
-    // All the tables or none: a full disk leaves no table of this run beside the old
-    // ones of another.
-    let mut written = Vec::new();
-    let mut files = Vec::new();
-    for (name, df) in tables.iter_mut() {
-        let path = dir.join(format!("{name}.{}", format.extension()));
-        let mut file = AtomicFile::create(&path)?;
-        let result = match format {
-            TableFormat::Csv => CsvWriter::new(&mut file).finish(df),
-            TableFormat::Parquet => ParquetWriter::new(&mut file).finish(df).map(|_| ()),
-        };
-        result.map_err(|e| match file.write_error() {
-            // The disk's refusal is an output not written, said as such.
-            Some(cause) => Error::Output(file.error(cause)),
-            None => Error::Table {
-                reason: format!("{}: {e}", path.display()),
-            },
-        })?;
-        files.push(file);
-        written.push(path);
-    }
-    commit_all(files)?;
-    Ok(written)
 }
