@@ -152,17 +152,16 @@ impl ReplayRequest {
     }
 }
 
-/// Encodes `rank`'s operations and leaves the rank with what a replay reads besides:
-/// no operations, and none of what only reordering reads.
+/// Encodes `rank`'s operations and leaves the rank with what a replay (and the self
+/// check's refusal of a rank cut short) reads besides: its rank, start, tail,
+/// completeness and blocking calls' messages.
 pub(super) fn encode_rank(rank: &mut RankProgram) -> EncodedOps {
     let ops = EncodedOps::encode(&rank.ops);
     *rank = RankProgram {
         rank: rank.rank,
         start_ns: rank.start_ns,
         complete: rank.complete,
-        inferred_compute: rank.inferred_compute,
         tail_ns: rank.tail_ns,
-        other_threads: std::mem::take(&mut rank.other_threads),
         blocking: std::mem::take(&mut rank.blocking),
         ..RankProgram::default()
     };
@@ -251,11 +250,6 @@ impl EncodedOps {
     /// True when there are none.
     pub fn is_empty(&self) -> bool {
         self.len == 0
-    }
-
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.bytes.len()
     }
 
     /// A reader at the first operation.

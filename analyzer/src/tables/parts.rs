@@ -37,9 +37,10 @@ pub(super) enum Part {
 }
 
 impl Part {
-    /// Its table's name, for a part that is one table (all but the profile's).
-    pub(super) fn name(self) -> &'static str {
-        match self {
+    /// Its table's name; `None` for the profile's tables, several, which the profile
+    /// names.
+    pub(super) fn name(self) -> Option<&'static str> {
+        Some(match self {
             Part::Ranks => "ranks",
             Part::Calls => "calls",
             Part::Requests => "requests",
@@ -47,9 +48,9 @@ impl Part {
             Part::WaitStates => "wait_states",
             Part::FalseOverlap => "false_overlap",
             Part::Sites => "sites",
-            Part::Profile => "profile",
+            Part::Profile => return None,
             Part::GpuChains => "gpu_chains",
-        }
+        })
     }
 }
 
@@ -108,6 +109,6 @@ impl Tables<'_> {
             Part::Profile => return profile::tables(&report.profile),
             Part::GpuChains => gpu_chains(&d.chains),
         };
-        Ok(vec![(part.name().to_string(), df?)])
+        Ok(vec![(part.name().unwrap_or_default().to_string(), df?)])
     }
 }

@@ -68,7 +68,8 @@ fn write_all_tables(
     let mut written = vec![Vec::new(); outputs.len()];
     let mut files = Vec::new();
     for part in tables.parts() {
-        let Some(rows) = tables.rows(part) else {
+        // A table of a row per call or per request is made in parts of rows.
+        let (Some(rows), Some(name)) = (tables.rows(part), part.name()) else {
             for (name, mut df) in tables.make(part, 0..0)? {
                 for ((dir, format), paths) in outputs.iter().zip(&mut written) {
                     let path = dir.join(format!("{name}.{}", format.extension()));
@@ -82,11 +83,10 @@ fn write_all_tables(
         // Made and written a part of its rows at a time (a header for none).
         let mut open: Vec<(AtomicFile, PathBuf)> = Vec::with_capacity(outputs.len());
         for (dir, format) in outputs {
-            let path = dir.join(format!("{}.{}", part.name(), format.extension()));
+            let path = dir.join(format!("{name}.{}", format.extension()));
             open.push((AtomicFile::create(&path)?, path));
         }
-        let formats: Vec<TableFormat> = outputs.iter().map(|o| o.1).collect();
-        match write_in_rows(tables, (part, rows, rows_per_part), &mut open, &formats) {
+        match write_in_rows(tables, (part, rows, rows_per_part), &mut open, outputs) {
             Ok(()) => {}
             Err(Failure::Table(e)) => return Err(e),
             Err(Failure::Writing(k, e)) => return Err(failed(&open[k].0, &open[k].1, e)),
@@ -120,22 +120,23 @@ enum Failure {
 }
 
 /// Makes `part` (`rows` rows) `per_part` rows at a time, and writes each part into
-/// every file of `files` (one per format of `formats`) before the next is made.
+/// every file of `files` (one per output of `outputs`) before the next is made.
 fn write_in_rows(
     tables: &Tables,
     (part, rows, per_part): (Part, usize, usize),
     files: &mut [(AtomicFile, PathBuf)],
-    formats: &[TableFormat],
+    outputs: &[(&Path, TableFormat)],
 ) -> std::result::Result<(), Failure> {
+    let formats = outputs.iter().map(|o| o.1);
     let mut writers: Vec<Writer> = Vec::with_capacity(files.len());
     let mut files = Some(files);
-    let mut from: usize = 0;
-    loop {
-        let to = from.saturating_add(per_part.max(1)).min(rows);
+    // One part at least: a table of no rows is its header.
+    for from in (0..rows.max(1)).step_by(per_part.max(1)) {
+        let to = from.saturating_add(per_part).min(rows);
         for (_, df) in tables.make(part, from..to).map_err(Failure::Table)? {
             // The writers take the schema of the first part.
             if let Some(files) = files.take() {
-                for (k, ((file, _), format)) in files.iter_mut().zip(formats).enumerate() {
+                for (k, ((file, _), format)) in files.iter_mut().zip(formats.clone()).enumerate() {
                     let writer = match format {
                         TableFormat::Csv => {
                             CsvWriter::new(file).batched(df.schema()).map(Writer::Csv)
@@ -154,10 +155,6 @@ fn write_in_rows(
                 };
                 written.map_err(|e| Failure::Writing(k, e))?;
             }
-        }
-        from = to;
-        if from >= rows {
-            break;
         }
     }
     for (k, w) in writers.iter_mut().enumerate() {
@@ -234,6 +231,19 @@ mod tests {
             (csv, pq)
         };
         let whole = write(usize::MAX);
+        // The calls table in one part is what polars writes of the whole frame.
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("calls.csv");
+        let (_, mut frame) = tables.make(Part::Calls, 0..rows).expect("made").remove(0);
+        write_table(&mut frame, &path, TableFormat::Csv)
+            .expect("written")
+            .commit()
+            .expect("committed");
+        let calls = whole.0.iter().find(|(name, _)| name.ends_with("calls.csv"));
+        assert_eq!(
+            calls.map(|c| &c.1),
+            Some(&std::fs::read(&path).expect("read"))
+        );
         for per_part in [7, 1] {
             let parts = write(per_part);
             assert!(parts.0 == whole.0, "CSV in parts of {per_part}");
