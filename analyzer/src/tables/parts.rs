@@ -12,9 +12,9 @@ use crate::analysis::{Details, Report};
 use crate::model::Trace;
 use crate::Result;
 
-/// Every table of a run, each made only when it is written ([`super::write_tables`]): a run's
-/// tables together take several times the memory of its trace, so they are made,
-/// written and dropped one at a time.
+/// Every table of a run, each made only when it is written ([`super::write_tables`]):
+/// a run's tables together take more memory than its trace, so they are made, written
+/// and dropped one at a time.
 pub struct Tables<'a> {
     trace: &'a Trace,
     report: &'a Report,
