@@ -52,3 +52,19 @@ pub fn set_thresholds() {
         libc::mallopt(libc::M_MMAP_MAX, MMAP_MAX as libc::c_int);
     }
 }
+
+/// Gives the heap's free memory back to the system, wherever it lies (glibc's
+/// `malloc_trim`, which also releases the free pages between blocks still in use), for
+/// a caller that has just freed many small blocks while keeping others after them: a
+/// pass that gathers each rank's vectors (each below the mmap threshold when ranks are
+/// many) into the run's, whose freed blocks the heap would otherwise keep. Nothing
+/// elsewhere than Linux with glibc.
+pub fn release_free() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory of malloc's own to the system; it
+    // touches no block in use and may be called with other threads alive (it locks each
+    // arena it trims).
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}

@@ -63,6 +63,18 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     use overlap_analyzer::replay::ideal;
     COUNTING.store(true, Ordering::Relaxed);
     let opts = Options::default();
+    // The first pass of an analysis that holds one rank at a time (what crosses ranks,
+    // and what the run keeps of each), on its own: dropped before the trace is loaded.
+    let t_first = Instant::now();
+    let digested = overlap_analyzer::metrics::digest::digest_dir(dir)?;
+    let (first_secs, first_live) = (
+        t_first.elapsed().as_secs_f64(),
+        LIVE.load(Ordering::Relaxed),
+    );
+    let first_peak = PEAK.swap(0, Ordering::Relaxed);
+    let messages = digested.messages.len();
+    drop(digested);
+    PEAK.store(LIVE.load(Ordering::Relaxed), Ordering::Relaxed);
     let t_load = Instant::now();
     let trace = load_dir(dir, &mut |_, _| {})?.trace;
     // A rank directory given (`--dirs`) comes without its count: the loaded trace's.
@@ -70,6 +82,15 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
         0 => trace.ranks.iter().map(|t| t.event_count() as f64).sum(),
         n => n as f64,
     };
+    println!(
+        "stages {label} {:<22} {first_secs:>7.2} s  keeps {:>7.0} MiB ({:>5.1} B/event)  \
+         peak {:>7.0} MiB ({:>5.1} B/event); {messages} messages",
+        "first pass (dropped)",
+        first_live as f64 / MIB,
+        first_live as f64 / e,
+        first_peak as f64 / MIB,
+        first_peak as f64 / e,
+    );
     let mut before = 0usize;
     let mut step = |name: &str, t: Instant| {
         let live = LIVE.load(Ordering::Relaxed);

@@ -69,7 +69,7 @@ const _: () = assert!(std::mem::size_of::<Received>() == 16);
 const _: () = assert!(std::mem::size_of::<Paired>() == 56);
 
 /// No such call.
-pub(super) const NONE: u32 = u32::MAX;
+pub(crate) const NONE: u32 = u32::MAX;
 
 /// One rank's ends, numbered per key.
 #[derive(Clone, Debug, Default)]
@@ -135,6 +135,17 @@ impl RankEnds {
     /// A receive whose source or tag is unknown.
     pub(crate) fn unmatchable_receive(&mut self) {
         self.unmatchable_receives += 1;
+    }
+
+    /// The calls of its sends (a Startall's once per send it started), in post order.
+    pub(crate) fn send_calls(&self) -> impl Iterator<Item = u32> + '_ {
+        self.sends.iter().map(|s| s.index)
+    }
+
+    /// The (posting, completing) calls of its receives ([`NONE`] for a receive no call
+    /// completed), in post order.
+    pub(crate) fn receive_calls(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.receives.iter().map(|r| (r.got.post, r.got.completion))
     }
 
     /// Its ends, each side sorted by key.
@@ -300,12 +311,17 @@ pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
         r.sends.sort_unstable_by_key(|s| s.key);
         r.receives.sort_unstable_by_key(|r| r.key);
     });
-    let mut pairs = Vec::new();
+    // No more pairs than sends or receives: reserved once, not grown by doubling (which
+    // would hold up to twice the pairs while the ends are still held).
+    let sends: usize = ranks.iter().map(|r| r.sends.len()).sum();
+    let receives: usize = ranks.iter().map(|r| r.receives.len()).sum();
+    let mut pairs = Vec::with_capacity(sends.min(receives));
+    // Each rank's sends are freed once walked, as the pairs grow.
+    let sends: Vec<Vec<SendEnd>> = (ranks.iter_mut())
+        .map(|r| std::mem::take(&mut r.sends))
+        .collect();
     let walked = pair(
-        ranks
-            .iter()
-            .flat_map(|r| &r.sends)
-            .map(|s| Ok::<_, std::convert::Infallible>(*s)),
+        (sends.into_iter().flatten()).map(Ok::<_, std::convert::Infallible>),
         merged(ranks.iter().map(|r| r.receives.as_slice()).collect(), |r| {
             r.key
         })

@@ -68,6 +68,19 @@ pub(crate) fn rank_requests(t: &Timeline) -> Vec<RequestLife> {
     lives
 }
 
+/// One rank's request lifetimes, in post order, and its message ends, numbered: what a
+/// pass that holds one rank at a time keeps of its matching ([`match_all`] gives the
+/// same lifetimes, and joins the same ends).
+pub(crate) fn rank_requests_and_ends(
+    t: &Timeline,
+    world_size: u32,
+) -> (Vec<RequestLife>, RankEnds) {
+    let inits = persistent_inits(t);
+    let mut lives = Vec::with_capacity(count_requests(t, &inits));
+    let ends = ends_of(t, &inits, world_size, |life| lives.push(life));
+    (lives, ends)
+}
+
 /// How many requests one rank has, and its message ends, numbered.
 pub(crate) fn rank_ends(t: &Timeline, world_size: u32) -> (usize, RankEnds) {
     let mut requests = 0;

@@ -34,6 +34,7 @@ mod output;
 mod peers;
 mod proto;
 mod regions;
+mod run_files;
 mod section;
 mod size;
 mod spill;
@@ -50,9 +51,9 @@ use overlap_format::schema::{
 };
 
 pub(crate) use clocks::{ClockPlan, RankAlign};
-pub(crate) use ends::MatchCounts;
+pub(crate) use ends::{join, MatchCounts, RankEnds, NONE as NO_CALL};
 pub(crate) use identity::check_one_run;
-pub(crate) use matching::match_all;
+pub(crate) use matching::{match_all, rank_requests_and_ends};
 pub use memory::from_events;
 pub use output::Output;
 pub use overlap_format::pftrace::TraceFormat;
@@ -61,6 +62,7 @@ pub use regions::regions_of_dir;
 pub use size::{SizeEstimate, UI_LIMIT};
 
 pub(crate) use peers::out_of_range;
+pub(crate) use run_files::RunFiles;
 pub use stream::{merge_to_file, merge_to_file_if, RankDigest, Written};
 pub use write::{write_merged, write_merged_as};
 

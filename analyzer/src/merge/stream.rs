@@ -29,19 +29,16 @@
 use std::path::Path;
 
 use overlap_format::output::check_output;
-use overlap_format::schema::{Event, InFlightDump, MergedInfo, Nanos, PeersOutOfRange};
+use overlap_format::schema::{InFlightDump, MergedInfo, Nanos, PeersOutOfRange};
 
 use super::matching::{rank_ends, rank_requests};
+use super::run_files::RunFiles;
 use super::section::{site_labels, RankSection};
 use super::spilled::SpilledEnds;
 use super::write::{write_file, write_in_flight};
 use super::SizeEstimate;
-use super::{
-    file_of, on_run_timeline, out_of_range, read_files_into, world_size_of, ClockPlan, Output,
-    RankEvents, Unreadable,
-};
-use crate::import::{rank_files, read_rank_file_into, EventSink};
-use crate::model::{RankTrace, RequestLife, Timeline};
+use super::{file_of, out_of_range, Output, RankEvents, Unreadable};
+use crate::model::{RequestLife, Timeline};
 use crate::{Error, Result};
 
 /// What the caller makes of each rank while the merge holds its timeline (a rank at a
@@ -84,25 +81,6 @@ pub struct Written<D = ()> {
     pub processes: Vec<(u32, u32)>,
 }
 
-/// A sink that only counts: the first reading needs a file's header and clocks.
-#[derive(Default)]
-struct Counted(usize);
-
-impl Extend<Event> for Counted {
-    fn extend<I: IntoIterator<Item = Event>>(&mut self, events: I) {
-        self.0 += events.into_iter().count();
-    }
-}
-
-impl EventSink for Counted {
-    fn push(&mut self, _: Event) {
-        self.0 += 1;
-    }
-    fn len(&self) -> usize {
-        self.0
-    }
-}
-
 /// What the merge keeps of a rank once its timeline is dropped (its message ends are
 /// set aside on disk).
 struct Digest<R> {
@@ -140,9 +118,9 @@ pub fn merge_to_file_if<D: RankDigest>(
     // aside there.
     let spill_dir = check_output(out)?;
     output.check(out)?;
-    let (metas, unreadable) = read_files_into::<Counted>(dir, rank_files(dir)?, |_| {})?;
-    let plan = ClockPlan::new(&metas);
-    let world_size = world_size_of(&metas);
+    let mut files = RunFiles::open(dir)?;
+    let unreadable = std::mem::take(&mut files.unreadable);
+    let (metas, plan, world_size) = (&files.metas, &files.plan, files.world_size);
     let spill_error = |what: &'static str| {
         let path = spill_dir.clone();
         move |cause| Error::Io { what, path, cause }
@@ -155,7 +133,7 @@ pub fn merge_to_file_if<D: RankDigest>(
         (0..metas.len())
             .into_par_iter()
             .map(|i| {
-                let (t, tl) = timeline(&plan, &metas, i, metas[i].events.len() as u64)?;
+                let (t, tl) = files.first_timeline(i)?;
                 let (requests, ends) = rank_ends(&tl, world_size);
                 let ends = ends.into_sorted();
                 let mut spilled = spilled.lock().unwrap_or_else(|e| e.into_inner());
@@ -166,7 +144,7 @@ pub fn merge_to_file_if<D: RankDigest>(
                     events: tl.event_count() as u64,
                     requests,
                     peers: out_of_range(std::slice::from_ref(&tl), world_size, |r| {
-                        file_of(&metas, r)
+                        file_of(metas, r)
                     }),
                     extent: tl.extent(),
                     notes: t.note_lines().collect(),
@@ -187,7 +165,7 @@ pub fn merge_to_file_if<D: RankDigest>(
     let counts: Vec<u64> = rest.iter().map(|d| d.events).collect();
     let peers = rest.iter().flat_map(|d| d.peers.iter().cloned()).collect();
     // The clock-suspect records go into `otherData`, not kept twice.
-    let info = plan.info(&metas, &counts, std::mem::take(&mut matched.counts), peers);
+    let info = plan.info(metas, &counts, std::mem::take(&mut matched.counts), peers);
     let starts = rest.iter().filter_map(|d| d.extent);
     let run_ns = match (starts.clone().map(|e| e.0).min(), starts.map(|e| e.1).max()) {
         (Some(a), Some(b)) => b.0.saturating_sub(a.0),
@@ -207,7 +185,7 @@ pub fn merge_to_file_if<D: RankDigest>(
         reason,
     })?;
     let load = |i: usize| -> Result<(Timeline, Vec<RequestLife>)> {
-        let (_, tl) = timeline(&plan, &metas, i, rest[i].events)?;
+        let (_, tl) = files.timeline(i, rest[i].events)?;
         let lives = rank_requests(&tl);
         if lives.len() != rest[i].requests {
             return Err(Error::Changed {
@@ -286,21 +264,4 @@ pub fn merge_to_file_if<D: RankDigest>(
         summary,
         processes,
     })
-}
-
-/// Rank `i` of `metas` read again into its timeline on the run's timeline; the file
-/// must still hold `events` events.
-fn timeline(
-    plan: &ClockPlan,
-    metas: &[RankTrace<Counted>],
-    i: usize,
-    events: u64,
-) -> Result<(RankTrace<Timeline>, Timeline)> {
-    let path = &metas[i].path;
-    let mut t = read_rank_file_into::<Timeline>(path)?;
-    if t.events.len() as u64 != events || t.rank() != metas[i].rank() {
-        return Err(Error::Changed { path: path.clone() });
-    }
-    let tl = on_run_timeline(&mut t, &plan.rank_align(i, &metas[i]));
-    Ok((t, tl))
 }

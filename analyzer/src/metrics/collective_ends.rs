@@ -126,7 +126,7 @@ impl CollectiveEnds {
 
 /// The member of a blocking instance whose call is `at`, of the rank whose timeline is
 /// `t`: it joins and waits in that call.
-fn blocking_member(t: &Timeline, at: EventRef) -> Option<Member> {
+pub(crate) fn blocking_member(t: &Timeline, at: EventRef) -> Option<Member> {
     let s = t.spans.get(at.index)?;
     Some(Member {
         rank: at.rank,
@@ -138,7 +138,7 @@ fn blocking_member(t: &Timeline, at: EventRef) -> Option<Member> {
 
 /// The member of a non-blocking instance that request `r` (index `request`) is, of the
 /// rank whose timeline is `t`.
-fn request_member(t: &Timeline, request: usize, r: &RequestLife) -> Request {
+pub(crate) fn request_member(t: &Timeline, request: usize, r: &RequestLife) -> Request {
     let at = |index| EventRef {
         rank: r.rank,
         index,

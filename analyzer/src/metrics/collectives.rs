@@ -21,14 +21,15 @@ use crate::model::{CallInfo, EventRef, Trace};
 
 /// What a collective call is ordered within.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Scope {
+pub(crate) enum Scope {
     /// A communicator (by id).
     Comm(u32),
     /// A window (by id): Win_fence and Win_free.
     Window(u32),
 }
 
-fn scope(op: Op, c: &CallInfo) -> Scope {
+/// What the collective call `op` with arguments `c` is ordered within.
+pub(crate) fn scope(op: Op, c: &CallInfo) -> Scope {
     match (op, c.win()) {
         (Op::WinFence | Op::WinFree, Some(w)) => Scope::Window(w),
         _ => Scope::Comm(c.comm),

@@ -62,7 +62,8 @@ const ALONE: u8 = 8;
 const _: () = assert!(std::mem::size_of::<Side>() == 32);
 
 impl Side {
-    const NONE: Side = Side {
+    /// A side not found (its call not in the trace).
+    pub(crate) const NONE: Side = Side {
         start: Nanos::ZERO,
         done_start: Nanos::ZERO,
         done_end: Nanos::ZERO,
@@ -122,7 +123,7 @@ pub(crate) struct Ends {
 }
 
 /// Both ends of every message of a trace, by message (the trace's order).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MessageEnds {
     sends: Vec<Side>,
     recvs: Vec<Side>,
@@ -146,12 +147,20 @@ impl MessageEnds {
             .zip(trace.messages.par_iter())
             .for_each(|((send, recv), m)| {
                 if let Some(t) = trace.rank(m.send().rank) {
-                    *send = send_side(t, &trace.requests, by_post, m);
+                    *send = send_side(t, &trace.requests, by_post, m.send().index);
                 }
                 if let Some(t) = trace.rank(m.recv_post().rank) {
-                    *recv = recv_side(t, m);
+                    let done = m.completion().map(|d| d.index);
+                    *recv = recv_side(t, m.recv_post().index, done);
                 }
             });
+        MessageEnds { sends, recvs }
+    }
+
+    /// The columns of sides found elsewhere, by message (`sends[i]` and `recvs[i]` are
+    /// message `i`'s): what a pass that reads one rank at a time joins.
+    pub(crate) fn from_sides(sends: Vec<Side>, recvs: Vec<Side>) -> MessageEnds {
+        debug_assert_eq!(sends.len(), recvs.len());
         MessageEnds { sends, recvs }
     }
 
@@ -194,15 +203,16 @@ impl MessageEnds {
     }
 }
 
-/// The send side of `m`, from the sender's timeline `t` and requests: the send's entry,
-/// and the call that completed it (the send itself when it posts no request).
-fn send_side(
+/// The send side of a message sent by the call at `send` of the sender's timeline `t`,
+/// from `t` and the requests `by_post` indexes (the sender's, or the run's): the send's
+/// entry, and the call that completed it (the send itself when it posts no request).
+pub(crate) fn send_side(
     t: &Timeline,
     requests: &[RequestLife],
     by_post: &RequestsByPost,
-    m: &Message,
+    send: usize,
 ) -> Side {
-    let Some(span) = t.spans.get(m.send().index) else {
+    let Some(span) = t.spans.get(send) else {
         return Side::NONE;
     };
     let side = Side {
@@ -218,8 +228,15 @@ fn send_side(
         ..side
     };
     let done = match op.class() {
-        OpClass::Post => send_completion(requests, by_post, m.send()),
-        _ => Some(m.send().index),
+        OpClass::Post => send_completion(
+            requests,
+            by_post,
+            EventRef {
+                rank: t.rank,
+                index: send,
+            },
+        ),
+        _ => Some(send),
     };
     let Some(done) = done else { return side };
     let side = side.with_done(t, done);
@@ -233,10 +250,11 @@ fn send_side(
     }
 }
 
-/// The receive side of `m`, from the receiver's timeline `t`: the post's entry, and
-/// the call that completed the receive.
-fn recv_side(t: &Timeline, m: &Message) -> Side {
-    let side = match t.spans.get(m.recv_post().index) {
+/// The receive side of a message whose receive the call at `post` of the receiver's
+/// timeline `t` posted and the call at `done` completed (none: no call did): the post's
+/// entry, and the completing call.
+pub(crate) fn recv_side(t: &Timeline, post: usize, done: Option<usize>) -> Side {
+    let side = match t.spans.get(post) {
         Some(span) => Side {
             start: span.start,
             flags: KNOWN,
@@ -244,8 +262,8 @@ fn recv_side(t: &Timeline, m: &Message) -> Side {
         },
         None => Side::NONE,
     };
-    match m.completion() {
-        Some(done) => side.with_done(t, done.index),
+    match done {
+        Some(done) => side.with_done(t, done),
         None => side,
     }
 }

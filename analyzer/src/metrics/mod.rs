@@ -17,6 +17,7 @@ mod collective_waits;
 pub mod collectives;
 pub mod cross_rank;
 pub mod descheduled;
+pub mod digest;
 pub mod eager;
 pub mod false_overlap;
 mod false_overlap_limit;

@@ -1,0 +1,84 @@
+//! A directory of rank files read one rank at a time: first every file through, keeping
+//! its header, clocks and event count (the clock plan needs every rank's
+//! synchronisations), then any rank read again into its timeline on the run's
+//! timeline. The merge that holds one rank at a time ([`super::stream`]) and the
+//! analysis's first pass over the rank files (`metrics::digest`) both read a run so.
+
+use std::path::Path;
+
+use overlap_format::schema::Event;
+
+use super::{on_run_timeline, read_files_into, world_size_of, ClockPlan, Unreadable};
+use crate::import::{rank_files, read_rank_file_into, EventSink};
+use crate::model::{RankTrace, Timeline};
+use crate::{Error, Result};
+
+/// A sink that only counts: the first reading needs a file's header and clocks.
+#[derive(Default)]
+pub(crate) struct Counted(usize);
+
+impl Extend<Event> for Counted {
+    fn extend<I: IntoIterator<Item = Event>>(&mut self, events: I) {
+        self.0 += events.into_iter().count();
+    }
+}
+
+impl EventSink for Counted {
+    fn push(&mut self, _: Event) {
+        self.0 += 1;
+    }
+    fn len(&self) -> usize {
+        self.0
+    }
+}
+
+/// The files of one run (those [`super::merge_dir`] would use, with the same checks),
+/// their events counted, not kept, and the plan that puts each on the run's timeline.
+pub(crate) struct RunFiles {
+    /// Each usable file's header, clocks and event count, sorted by rank.
+    pub(crate) metas: Vec<RankTrace<Counted>>,
+    /// How each rank's clock maps onto the run's timeline.
+    pub(crate) plan: ClockPlan,
+    /// The world size the headers give.
+    pub(crate) world_size: u32,
+    /// Files that could not be used at all.
+    pub(crate) unreadable: Vec<Unreadable>,
+}
+
+impl RunFiles {
+    /// Reads every rank file of `dir` through (rayon's threads), keeping what the clock
+    /// plan needs.
+    pub(crate) fn open(dir: &Path) -> Result<RunFiles> {
+        let (metas, unreadable) = read_files_into::<Counted>(dir, rank_files(dir)?, |_| {})?;
+        let plan = ClockPlan::new(&metas);
+        let world_size = world_size_of(&metas);
+        Ok(RunFiles {
+            metas,
+            plan,
+            world_size,
+            unreadable,
+        })
+    }
+
+    /// Rank `i` (of [`Self::metas`]) read again into its timeline on the run's timeline,
+    /// with what the file holds besides; the file must still hold `events` events, or
+    /// it changed since it was first read ([`Error::Changed`]).
+    pub(crate) fn timeline(
+        &self,
+        i: usize,
+        events: u64,
+    ) -> Result<(RankTrace<Timeline>, Timeline)> {
+        let path = &self.metas[i].path;
+        let mut t = read_rank_file_into::<Timeline>(path)?;
+        if t.events.len() as u64 != events || t.rank() != self.metas[i].rank() {
+            return Err(Error::Changed { path: path.clone() });
+        }
+        let tl = on_run_timeline(&mut t, &self.plan.rank_align(i, &self.metas[i]));
+        Ok((t, tl))
+    }
+
+    /// Rank `i` read again, as many events as its first reading counted.
+    pub(crate) fn first_timeline(&self, i: usize) -> Result<(RankTrace<Timeline>, Timeline)> {
+        self.timeline(i, self.metas[i].events.len() as u64)
+    }
+}

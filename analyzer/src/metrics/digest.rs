@@ -1,0 +1,353 @@
+//! The first pass of an analysis that holds one rank at a time: what crosses ranks,
+//! found from a directory of rank files without holding the run. Each rank is read onto
+//! the run's timeline (on rayon's threads, as the merge that holds one rank at a time
+//! reads it), reduced to its digest, and dropped:
+//!
+//! - its request lifetimes, and its message ends numbered by (key, seq), as matching
+//!   makes them ([`crate::merge`]);
+//! - its compute ([`RankCompute`]);
+//! - the sides of its ends ([`super::message_ends`]): the send side of each sending
+//!   call, the receive side of each (posting, completing) pair of calls, each found on
+//!   the rank's own timeline and requests;
+//! - its blocking collective calls, in call order (scope, operation, root, member), and
+//!   its collective requests, in request order (communicator, member)
+//!   ([`super::collective_ends`]).
+//!
+//! The ends are then joined into the run's messages, each message given its two sides,
+//! and the collective calls grouped into instances (the k-th call of each rank in each
+//! scope, [`super::collectives`]' rule). What comes out is what [`CrossRank::of`] finds
+//! on the whole trace, and the trace's messages, requests and compute, field for field.
+//!
+//! ```text
+//!  rank 0 file ─► timeline ─► digest: lives, ends, compute, sides by call ─┐ (dropped)
+//!  rank 1 file ─► timeline ─► digest ...                                   ├─► join
+//!  ...                                                                     ┘
+//!  join: messages (ids in send order) ─► each message's sides looked up by its calls
+//!        collective calls, rank after rank ─► instances
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use overlap_format::schema::{MergedInfo, Op, OpClass, PeersOutOfRange, RequestKind};
+use rayon::prelude::*;
+
+use super::collective_ends::{
+    blocking_member, request_member, Blocking, CollectiveEnds, Member, Request,
+};
+use super::collectives::{scope, Scope};
+use super::cross_rank::CrossRank;
+use super::message_ends::{recv_side, send_side, MessageEnds, Side};
+use crate::merge::{
+    file_of, join, out_of_range, rank_requests_and_ends, RankEnds, RunFiles, Unreadable, NO_CALL,
+};
+use crate::model::compute::RankCompute;
+use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Timeline};
+use crate::Result;
+
+/// What the first pass finds of a run: every figure that crosses ranks, and what of each
+/// rank the run keeps, with no rank's timeline.
+pub struct Digested {
+    /// The run's description, as the merge gives it.
+    pub info: MergedInfo,
+    /// Files of the directory that could not be used at all.
+    pub unreadable: Vec<Unreadable>,
+    /// What was read but could not be used in full, one line each naming its file.
+    pub notes: Vec<String>,
+    /// The matched messages, ids from 1 in order of their sends.
+    pub messages: Vec<Message>,
+    /// Every rank's request lifetimes, in rank order, each rank's in post order.
+    pub requests: Vec<RequestLife>,
+    /// The compute of each rank, in rank order.
+    pub compute: Vec<RankCompute>,
+    /// Both ends of every message and the members of every collective instance.
+    pub cross: CrossRank,
+}
+
+/// A blocking collective call of a rank: what its instance is ordered in, and what the
+/// instance reads of it.
+struct CollectiveCall {
+    scope: Scope,
+    op: Op,
+    root: Option<i32>,
+    member: Option<Member>,
+}
+
+/// What the pass keeps of one rank once its timeline is dropped.
+struct RankDigest {
+    rank: u32,
+    events: u64,
+    requests: Vec<RequestLife>,
+    compute: RankCompute,
+    peers: Vec<PeersOutOfRange>,
+    notes: Vec<String>,
+    /// The send side of each of its sending calls, by call.
+    sends: Vec<(u32, Side)>,
+    /// The receive side of each (posting, completing) pair of its calls, by the pair.
+    recvs: Vec<((u32, u32), Side)>,
+    collectives: Vec<CollectiveCall>,
+    /// Its collective requests: each one's communicator, and its member record (the
+    /// request's index in the rank's own requests until the run's are known).
+    collective_requests: Vec<(u32, Request)>,
+}
+
+/// Reads the rank files of `dir` (those [`crate::merge::merge_dir`] would use, with the
+/// same checks) one rank per thread at a time, and finds what crosses them.
+pub fn digest_dir(dir: &Path) -> Result<Digested> {
+    let _span = tracing::info_span!("first pass").entered();
+    let mut files = RunFiles::open(dir)?;
+    let unreadable = std::mem::take(&mut files.unreadable);
+    let digested: Vec<(RankDigest, RankEnds)> = (0..files.metas.len())
+        .into_par_iter()
+        .map(|i| {
+            let (t, tl) = files.first_timeline(i)?;
+            let peers = out_of_range(std::slice::from_ref(&tl), files.world_size, |r| {
+                file_of(&files.metas, r)
+            });
+            let notes = t.note_lines().collect();
+            Ok(digest_rank(&tl, files.world_size, peers, notes))
+        })
+        .collect::<Result<_>>()?;
+    let (mut ranks, ends): (Vec<RankDigest>, Vec<RankEnds>) = digested.into_iter().unzip();
+    let mut matched = {
+        let _s = tracing::info_span!("match messages").entered();
+        join(ends)
+    };
+    let counts: Vec<u64> = ranks.iter().map(|d| d.events).collect();
+    let peers = ranks.iter().flat_map(|d| d.peers.iter().cloned()).collect();
+    let info = (files.plan).info(
+        &files.metas,
+        &counts,
+        std::mem::take(&mut matched.counts),
+        peers,
+    );
+    let messages = matched.messages;
+    let sides = message_sides(&ranks, &messages);
+    // What only the messages' sides needed goes before the run's requests are gathered;
+    // each rank's sides, and then its requests, were blocks of the heap when ranks are
+    // many (each below the mmap threshold), now free among the blocks kept (each rank's
+    // compute): given back, not held.
+    for d in &mut ranks {
+        (d.sends, d.recvs) = (Vec::new(), Vec::new());
+    }
+    crate::heap::release_free();
+    let (ranks, requests, firsts) = requests_of(ranks);
+    crate::heap::release_free();
+    let collectives = collective_ends(&ranks, &firsts);
+    let notes = ranks.iter().flat_map(|d| d.notes.iter().cloned()).collect();
+    let compute = ranks.into_iter().map(|d| d.compute).collect();
+    let cross = CrossRank {
+        messages: sides,
+        collectives,
+        requests_by_post: RequestsByPost::new(&requests),
+    };
+    Ok(Digested {
+        info,
+        unreadable,
+        notes,
+        messages,
+        requests,
+        compute,
+        cross,
+    })
+}
+
+/// The digest of the rank whose timeline (on the run's timeline) is `t`, and its message
+/// ends for the join.
+fn digest_rank(
+    t: &Timeline,
+    world_size: u32,
+    peers: Vec<PeersOutOfRange>,
+    notes: Vec<String>,
+) -> (RankDigest, RankEnds) {
+    let (requests, ends) = rank_requests_and_ends(t, world_size);
+    let by_post = RequestsByPost::new(&requests);
+    let mut send_calls: Vec<u32> = ends.send_calls().collect();
+    send_calls.sort_unstable();
+    send_calls.dedup();
+    let sends = (send_calls.into_iter())
+        .map(|call| (call, send_side(t, &requests, &by_post, call as usize)))
+        .collect();
+    let mut receive_calls: Vec<(u32, u32)> = ends.receive_calls().collect();
+    receive_calls.sort_unstable();
+    receive_calls.dedup();
+    let recvs = (receive_calls.into_iter())
+        .map(|(post, done)| {
+            let completed = (done != NO_CALL).then_some(done as usize);
+            ((post, done), recv_side(t, post as usize, completed))
+        })
+        .collect();
+    let at = |index: usize| EventRef {
+        rank: t.rank,
+        index,
+    };
+    let collectives = (0..t.spans.len())
+        .filter_map(|i| {
+            let (op, c) = t.call(i)?;
+            (op.class() == OpClass::Collective).then(|| CollectiveCall {
+                scope: scope(op, c),
+                op,
+                root: c.root(),
+                member: blocking_member(t, at(i)),
+            })
+        })
+        .collect();
+    let collective_requests = (requests.iter().enumerate())
+        .filter(|(_, r)| r.kind == RequestKind::Collective)
+        .filter_map(|(k, r)| {
+            let (_, c) = t.call(r.args())?;
+            Some((c.comm, request_member(t, k, r)))
+        })
+        .collect();
+    let digest = RankDigest {
+        rank: t.rank,
+        events: t.event_count() as u64,
+        compute: RankCompute::of(t),
+        requests,
+        peers,
+        notes,
+        sends,
+        recvs,
+        collectives,
+        collective_requests,
+    };
+    (digest, ends)
+}
+
+/// Each message's two sides, looked up by its calls in its sender's and its receiver's
+/// digests (`ranks`, sorted by rank), on rayon's threads.
+fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> MessageEnds {
+    let digest = |rank: u32| {
+        let at = ranks.binary_search_by_key(&rank, |d| d.rank).ok()?;
+        Some(&ranks[at])
+    };
+    let (sends, recvs): (Vec<Side>, Vec<Side>) = messages
+        .par_iter()
+        .map(|m| {
+            let send = digest(m.send().rank).and_then(|d| {
+                let call = m.send().index as u32;
+                let at = d.sends.binary_search_by_key(&call, |s| s.0).ok()?;
+                Some(d.sends[at].1)
+            });
+            let recv = digest(m.recv_post().rank).and_then(|d| {
+                let done = m.completion().map_or(NO_CALL, |c| c.index as u32);
+                let calls = (m.recv_post().index as u32, done);
+                let at = d.recvs.binary_search_by_key(&calls, |r| r.0).ok()?;
+                Some(d.recvs[at].1)
+            });
+            (send.unwrap_or(Side::NONE), recv.unwrap_or(Side::NONE))
+        })
+        .unzip();
+    MessageEnds::from_sides(sends, recvs)
+}
+
+/// The run's requests, each rank's moved out of its digest in rank order, and where
+/// each rank's first is among them.
+fn requests_of(mut ranks: Vec<RankDigest>) -> (Vec<RankDigest>, Vec<RequestLife>, Vec<usize>) {
+    let mut requests = Vec::with_capacity(ranks.iter().map(|d| d.requests.len()).sum());
+    let mut firsts = Vec::with_capacity(ranks.len());
+    for d in &mut ranks {
+        firsts.push(requests.len());
+        // Taken, not appended: each rank's vector is freed as the run's grows.
+        requests.extend(std::mem::take(&mut d.requests));
+    }
+    (ranks, requests, firsts)
+}
+
+/// The collective instances of the run from each rank's calls and requests, grouped as
+/// [`super::collectives::instances`] and [`super::collectives::nonblocking`] group them:
+/// the k-th of each rank in a scope (a communicator) belongs to the k-th instance, ids
+/// in order of first meeting, ranks in rank order. `firsts[i]`: where rank `i`'s
+/// requests start among the run's.
+fn collective_ends(ranks: &[RankDigest], firsts: &[usize]) -> CollectiveEnds {
+    let mut blocking: Vec<Blocking> = Vec::new();
+    let mut ids: BTreeMap<Scope, Vec<usize>> = BTreeMap::new();
+    for d in ranks {
+        let mut seq: BTreeMap<Scope, usize> = BTreeMap::new();
+        for c in &d.collectives {
+            let k = seq.entry(c.scope).or_default();
+            let list = ids.entry(c.scope).or_default();
+            if list.len() <= *k {
+                list.push(blocking.len());
+                blocking.push(Blocking {
+                    op: c.op,
+                    root: c.root,
+                    members: Vec::new(),
+                });
+            }
+            blocking[list[*k]].members.extend(c.member);
+            *k += 1;
+        }
+    }
+    let mut nonblocking: Vec<Vec<Request>> = Vec::new();
+    let mut ids: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (d, &first) in ranks.iter().zip(firsts) {
+        let mut seq: BTreeMap<u32, usize> = BTreeMap::new();
+        for &(comm, member) in &d.collective_requests {
+            let k = seq.entry(comm).or_default();
+            let list = ids.entry(comm).or_default();
+            if list.len() <= *k {
+                list.push(nonblocking.len());
+                nonblocking.push(Vec::new());
+            }
+            let request = Request {
+                request: first + member.request,
+                ..member
+            };
+            nonblocking[list[*k]].push(request);
+            *k += 1;
+        }
+    }
+    CollectiveEnds {
+        blocking,
+        nonblocking,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::digest_dir;
+    use crate::metrics::cross_rank::CrossRank;
+
+    /// On every kept run, the first pass finds what loading the whole run and then its
+    /// cross-rank columns find: the run's description, messages, requests, compute, both
+    /// sides of every message and the members of every collective instance.
+    #[test]
+    fn the_first_pass_finds_what_the_whole_run_gives() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
+        let mut dirs: Vec<_> = std::fs::read_dir(&root)
+            .expect("tests/data/reports")
+            .filter_map(|e| Some(e.ok()?.path().join("ranks")))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        assert!(dirs.len() >= 10, "the runs under {}", root.display());
+        let (mut messages, mut collectives) = (0, 0);
+        for dir in &dirs {
+            let name = dir.display();
+            let loaded = crate::load::load_dir(dir, &mut |_, _| {}).expect("a kept run");
+            let trace = loaded.trace;
+            let whole = CrossRank::of(&trace);
+            let d = digest_dir(dir).expect("its first pass");
+            assert!(d.info == trace.info, "{name}: info");
+            assert!(d.messages == trace.messages, "{name}: messages");
+            assert!(d.requests == trace.requests, "{name}: requests");
+            assert!(d.compute == trace.compute, "{name}: compute");
+            assert!(d.cross.messages == whole.messages, "{name}: message sides");
+            assert!(
+                d.cross.collectives == whole.collectives,
+                "{name}: collectives"
+            );
+            assert_eq!(d.notes, loaded.notes, "{name}: notes");
+            assert_eq!(d.unreadable, loaded.unreadable, "{name}: unreadable");
+            messages += d.messages.len();
+            collectives += d.cross.collectives.blocking.len();
+            collectives += d.cross.collectives.nonblocking.len();
+        }
+        // The kept runs have messages and collectives to compare.
+        assert!(
+            messages > 100 && collectives > 10,
+            "{messages} {collectives}"
+        );
+    }
+}
