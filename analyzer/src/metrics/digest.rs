@@ -5,7 +5,8 @@
 //!
 //! - its request lifetimes, and its message ends numbered by (key, seq), as matching
 //!   makes them ([`crate::merge`]);
-//! - its compute ([`RankCompute`]);
+//! - its compute ([`RankCompute`]), its time budget ([`super::budget`]) and the sites it
+//!   recorded ([`crate::sites`]);
 //! - the sides of its ends ([`super::message_ends`]): the send side of each sending
 //!   call, the receive side of each (posting, completing) pair of calls, each found on
 //!   the rank's own timeline and requests;
@@ -15,8 +16,9 @@
 //!
 //! The ends are then joined into the run's messages, each message given its two sides,
 //! and the collective calls grouped into instances (the k-th call of each rank in each
-//! scope, [`super::collectives`]' rule). What comes out is what [`CrossRank::of`] finds
-//! on the whole trace, and the trace's messages, requests and compute, field for field.
+//! scope, [`super::collectives`]' rule), and the sites symbolized rank after rank. What
+//! comes out is what [`CrossRank::of`] finds on the whole trace, and the trace's
+//! messages, requests, compute, budgets and site table, field for field.
 //!
 //! ```text
 //!  rank 0 file ─► timeline ─► digest: lives, ends, compute, sides by call ─┐ (dropped)
@@ -29,9 +31,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use overlap_format::schema::{MergedInfo, Op, OpClass, PeersOutOfRange, RequestKind};
+use overlap_format::schema::{MergedInfo, Nanos, Op, OpClass, PeersOutOfRange, RequestKind};
 use rayon::prelude::*;
 
+use super::budget::{rank_budget, run_budget, RankBudget, RunBudget};
 use super::collective_ends::{
     blocking_member, request_member, Blocking, CollectiveEnds, Member, Request,
 };
@@ -43,6 +46,7 @@ use crate::merge::{
 };
 use crate::model::compute::RankCompute;
 use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Timeline};
+use crate::sites::{RankSites, SiteTable};
 use crate::Result;
 
 /// What the first pass finds of a run: every figure that crosses ranks, and what of each
@@ -60,6 +64,10 @@ pub struct Digested {
     pub requests: Vec<RequestLife>,
     /// The compute of each rank, in rank order.
     pub compute: Vec<RankCompute>,
+    /// Each rank's time budget, in rank order, and the run's.
+    pub budgets: (Vec<RankBudget>, RunBudget),
+    /// Every distinct call site of the run, symbolized.
+    pub sites: SiteTable,
     /// Both ends of every message and the members of every collective instance.
     pub cross: CrossRank,
 }
@@ -79,6 +87,10 @@ struct RankDigest {
     events: u64,
     requests: Vec<RequestLife>,
     compute: RankCompute,
+    budget: RankBudget,
+    /// The part of the run it analyses ([`Timeline::extent`]), if any.
+    extent: Option<(Nanos, Nanos)>,
+    sites: Option<RankSites>,
     peers: Vec<PeersOutOfRange>,
     notes: Vec<String>,
     /// The send side of each of its sending calls, by call.
@@ -131,11 +143,15 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         (d.sends, d.recvs) = (Vec::new(), Vec::new());
     }
     crate::heap::release_free();
-    let (ranks, requests, firsts) = requests_of(ranks);
+    let (mut ranks, requests, firsts) = requests_of(ranks);
     crate::heap::release_free();
     let collectives = collective_ends(&ranks, &firsts);
     let notes = ranks.iter().flat_map(|d| d.notes.iter().cloned()).collect();
-    let compute = ranks.into_iter().map(|d| d.compute).collect();
+    let sites = SiteTable::of_ranks(&info, ranks.iter_mut().filter_map(|d| d.sites.take()));
+    let extents: Vec<(Nanos, Nanos)> = ranks.iter().filter_map(|d| d.extent).collect();
+    let (compute, budgets): (Vec<RankCompute>, Vec<RankBudget>) =
+        ranks.into_iter().map(|d| (d.compute, d.budget)).unzip();
+    let totals = run_budget(&budgets, &extents);
     let cross = CrossRank {
         messages: sides,
         collectives,
@@ -148,6 +164,8 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         messages,
         requests,
         compute,
+        budgets: (budgets, totals),
+        sites,
         cross,
     })
 }
@@ -199,10 +217,14 @@ fn digest_rank(
             Some((c.comm, request_member(t, k, r)))
         })
         .collect();
+    let compute = RankCompute::of(t);
     let digest = RankDigest {
         rank: t.rank,
         events: t.event_count() as u64,
-        compute: RankCompute::of(t),
+        budget: rank_budget(t, &compute),
+        extent: t.extent(),
+        sites: Some(RankSites::of(t)),
+        compute,
         requests,
         peers,
         notes,
@@ -307,11 +329,14 @@ fn collective_ends(ranks: &[RankDigest], firsts: &[usize]) -> CollectiveEnds {
 #[cfg(test)]
 mod tests {
     use super::digest_dir;
+    use crate::metrics::budget;
     use crate::metrics::cross_rank::CrossRank;
+    use crate::sites::SiteTable;
 
     /// On every kept run, the first pass finds what loading the whole run and then its
-    /// cross-rank columns find: the run's description, messages, requests, compute, both
-    /// sides of every message and the members of every collective instance.
+    /// cross-rank columns find: the run's description, messages, requests, compute,
+    /// budgets, call sites, both sides of every message and the members of every
+    /// collective instance.
     #[test]
     fn the_first_pass_finds_what_the_whole_run_gives() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
@@ -333,6 +358,8 @@ mod tests {
             assert!(d.messages == trace.messages, "{name}: messages");
             assert!(d.requests == trace.requests, "{name}: requests");
             assert!(d.compute == trace.compute, "{name}: compute");
+            assert!(d.budgets == budget::budgets(&trace), "{name}: budgets");
+            assert!(d.sites == SiteTable::build(&trace), "{name}: sites");
             assert!(d.cross.messages == whole.messages, "{name}: message sides");
             assert!(
                 d.cross.collectives == whole.collectives,

@@ -14,10 +14,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use overlap_format::schema::Outcome;
+use overlap_format::schema::{MergedInfo, Outcome};
 
 use crate::fxhash::FxHashMap;
-use crate::model::Trace;
+use crate::model::{Timeline, Trace};
 pub use rank::RankSymbols;
 pub use symbolize::Symbolizer;
 
@@ -163,6 +163,44 @@ impl Site {
     }
 }
 
+/// What one rank recorded of its sites, each distinct one once and sorted: the sites
+/// of its calls, and the instructions that touched buffers (`overlap trace --buffers`:
+/// each an address inside the instruction, kept one past it so that the symbolizer's
+/// step back for return addresses lands on it again). A run has millions of calls and
+/// a few hundred sites.
+pub(crate) struct RankSites {
+    rank: u32,
+    calls: Vec<u64>,
+    touches: Vec<u64>,
+}
+
+impl RankSites {
+    /// What the rank whose timeline is `t` recorded of its sites.
+    pub(crate) fn of(t: &Timeline) -> RankSites {
+        let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
+        for c in &t.calls {
+            if let Some(site) = c.site {
+                seen.insert(site.get(), ());
+            }
+        }
+        let mut calls: Vec<u64> = seen.into_keys().collect();
+        calls.sort_unstable();
+        let mut touches: Vec<u64> = (t.learned.iter())
+            .filter_map(|l| match l.outcome {
+                Outcome::Used { ip, .. } => ip.map(|ip| touch_key(ip.get())),
+                Outcome::Untouched { .. } => None,
+            })
+            .collect();
+        touches.sort_unstable();
+        touches.dedup();
+        RankSites {
+            rank: t.rank,
+            calls,
+            touches,
+        }
+    }
+}
+
 /// Every distinct call site of a run, symbolized once.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SiteTable {
@@ -188,48 +226,36 @@ impl SiteTable {
     /// Symbolizes every distinct site of `trace`: per rank, with that rank's code maps
     /// or source-site list (each process has its own address layout).
     pub fn build(trace: &Trace) -> SiteTable {
+        SiteTable::of_ranks(&trace.info, trace.ranks.iter().map(RankSites::of))
+    }
+
+    /// [`SiteTable::build`] from what each rank recorded of its sites, in rank order,
+    /// and the run's description (each rank's code maps, and the calls it was stuck in
+    /// at its dump).
+    pub(crate) fn of_ranks(
+        run: &MergedInfo,
+        ranks: impl IntoIterator<Item = RankSites>,
+    ) -> SiteTable {
         let _span = tracing::info_span!("symbolize sites").entered();
         let mut table = SiteTable::default();
         let mut symbolizer = Symbolizer::new();
         let mut by_label: HashMap<String, u32> = HashMap::new();
         let mut no_maps: Vec<u32> = Vec::new();
         let mut inside_mpi: BTreeMap<u32, String> = BTreeMap::new();
-        for t in &trace.ranks {
-            let info = trace.info.ranks.iter().find(|r| r.rank == t.rank);
+        for t in ranks {
+            let info = run.ranks.iter().find(|r| r.rank == t.rank);
             let symbols = RankSymbols::new(info);
             if let Some(e) = &symbols.maps_error {
                 table.notes.push(format!("rank {}: {e}", t.rank));
             }
-            // Distinct sites only: a run has millions of calls and a few hundred sites.
-            let mut seen: FxHashMap<u64, ()> = FxHashMap::default();
-            for c in &t.calls {
-                if let Some(site) = c.site {
-                    seen.insert(site.get(), ());
-                }
-            }
+            let mut raws = t.calls;
             // The calls a rank was stuck in at its dump have no record of their own.
-            for c in info
-                .and_then(|r| r.in_flight.as_ref())
-                .map_or(&[][..], |d| &d.calls)
-            {
-                seen.extend(c.site.filter(|s| *s != 0).map(|s| (s, ())));
-            }
-            let mut raws: Vec<u64> = seen.into_keys().collect();
+            let stuck = info.and_then(|r| r.in_flight.as_ref());
+            raws.extend((stuck.map_or(&[][..], |d| &d.calls).iter()).filter_map(|c| c.site));
+            raws.retain(|&s| s != 0);
             raws.sort_unstable();
-            // The instructions that touched buffers (`overlap trace --buffers`): each an
-            // address inside the instruction, looked up one past it so that the
-            // symbolizer's step back for return addresses lands on it again.
-            let mut touches: Vec<u64> = t
-                .learned
-                .iter()
-                .filter_map(|l| match l.outcome {
-                    Outcome::Used { ip, .. } => ip.map(|ip| touch_key(ip.get())),
-                    Outcome::Untouched { .. } => None,
-                })
-                .collect();
-            touches.sort_unstable();
-            touches.dedup();
-            for raw in touches {
+            raws.dedup();
+            for raw in t.touches {
                 if table.ids.contains_key(&(t.rank, raw)) {
                     continue;
                 }
