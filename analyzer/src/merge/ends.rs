@@ -42,7 +42,7 @@ pub(crate) struct SendEnd {
 pub(crate) struct Received {
     /// The call that posted it.
     pub(super) post: u32,
-    /// The call that completed it ([`NONE`] when none did).
+    /// The call that completed it ([`NO_CALL`] when none did).
     pub(super) completion: u32,
     /// The end of that call on the run's timeline.
     pub(super) completed_at: Nanos,
@@ -69,7 +69,7 @@ const _: () = assert!(std::mem::size_of::<Received>() == 16);
 const _: () = assert!(std::mem::size_of::<Paired>() == 56);
 
 /// No such call.
-pub(crate) const NONE: u32 = u32::MAX;
+pub(crate) const NO_CALL: u32 = u32::MAX;
 
 /// One rank's ends, numbered per key.
 #[derive(Clone, Debug, Default)]
@@ -126,7 +126,7 @@ impl RankEnds {
             key: (src, self.rank, tag, comm, seq),
             got: Received {
                 post: index_u32(post),
-                completion: completion.map_or(NONE, |c| index_u32(c.0)),
+                completion: completion.map_or(NO_CALL, |c| index_u32(c.0)),
                 completed_at: completion.map_or(Nanos::ZERO, |c| c.1),
             },
         });
@@ -142,7 +142,7 @@ impl RankEnds {
         self.sends.iter().map(|s| s.index)
     }
 
-    /// The (posting, completing) calls of its receives ([`NONE`] for a receive no call
+    /// The (posting, completing) calls of its receives ([`NO_CALL`] for a receive no call
     /// completed), in post order.
     pub(crate) fn receive_calls(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         self.receives.iter().map(|r| (r.got.post, r.got.completion))
@@ -262,7 +262,7 @@ impl Paired {
     pub(crate) fn message(&self, id: u64) -> (Message, Option<SuspectMessage>) {
         let (src, dst) = (self.send.key.0, self.send.key.1);
         let r = &self.recv;
-        let completed = r.completion != NONE;
+        let completed = r.completion != NO_CALL;
         let m = Message::new(
             id,
             EventRef {

@@ -51,7 +51,7 @@ use overlap_format::schema::{
 };
 
 pub(crate) use clocks::{ClockPlan, RankAlign};
-pub(crate) use ends::{join, MatchCounts, RankEnds, NONE as NO_CALL};
+pub(crate) use ends::{join, MatchCounts, RankEnds, NO_CALL};
 pub(crate) use identity::check_one_run;
 pub(crate) use matching::{match_all, rank_requests_and_ends};
 pub use memory::from_events;

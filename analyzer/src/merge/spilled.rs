@@ -141,8 +141,8 @@ impl SpilledMessages {
         let (_, sent, got) = self.ranks[i];
         let message = |n: &Numbered| n.pair.message(n.id);
         let times = |n: &Numbered| {
-            let done =
-                (n.pair.recv.completion != super::ends::NONE).then_some(n.pair.recv.completed_at);
+            let done = (n.pair.recv.completion != super::ends::NO_CALL)
+                .then_some(n.pair.recv.completed_at);
             (n.pair.send.start, done)
         };
         let (sent, got) = (self.spill.read(sent)?, self.spill.read(got)?);

@@ -56,34 +56,80 @@ impl Instances {
     }
 }
 
+/// The rule that makes instances of collective calls: the k-th call of each rank in a
+/// scope belongs to the scope's k-th instance. Instances are numbered in order of first
+/// meeting, the ranks given in rank order ([`Numbering::rank`]), each rank's calls in
+/// its order ([`RankNumbering::next`]).
+pub(crate) struct Numbering<K> {
+    /// Per scope, its instances' ids in order.
+    ids: BTreeMap<K, Vec<usize>>,
+    /// Instances numbered so far.
+    count: usize,
+}
+
+/// One rank's calls being numbered ([`Numbering::rank`]).
+pub(crate) struct RankNumbering<'a, K> {
+    run: &'a mut Numbering<K>,
+    /// Per scope, how many of the rank's calls were numbered.
+    seq: BTreeMap<K, usize>,
+}
+
+impl<K: Ord + Copy> Numbering<K> {
+    pub(crate) fn new() -> Numbering<K> {
+        Numbering {
+            ids: BTreeMap::new(),
+            count: 0,
+        }
+    }
+
+    /// The next rank's calls, to be numbered in its order.
+    pub(crate) fn rank(&mut self) -> RankNumbering<'_, K> {
+        RankNumbering {
+            run: self,
+            seq: BTreeMap::new(),
+        }
+    }
+}
+
+impl<K: Ord + Copy> RankNumbering<'_, K> {
+    /// The instance of the rank's next call in `scope`, and whether this call is the
+    /// instance's first member (the instance is new).
+    pub(crate) fn next(&mut self, scope: K) -> (usize, bool) {
+        let k = self.seq.entry(scope).or_default();
+        let list = self.run.ids.entry(scope).or_default();
+        let new = list.len() <= *k;
+        if new {
+            list.push(self.run.count);
+            self.run.count += 1;
+        }
+        let id = list[*k];
+        *k += 1;
+        (id, new)
+    }
+}
+
 /// Groups the blocking collective calls of `trace` into instances.
 pub fn instances(trace: &Trace) -> Instances {
     let mut members: Vec<Vec<EventRef>> = Vec::new();
-    // Instance ids by scope, in call order.
-    let mut ids: BTreeMap<Scope, Vec<u32>> = BTreeMap::new();
+    let mut numbering = Numbering::new();
     let mut by_rank = Vec::with_capacity(trace.ranks.len());
     for t in &trace.ranks {
         let mut mine: Vec<(u32, u32)> = Vec::new();
-        let mut seq: BTreeMap<Scope, usize> = BTreeMap::new();
+        let mut rank = numbering.rank();
         for i in 0..t.spans.len() {
             let Some((op, c)) = t.call(i) else { continue };
             if op.class() != OpClass::Collective {
                 continue;
             }
-            let key = scope(op, c);
-            let k = seq.entry(key).or_default();
-            let list = ids.entry(key).or_default();
-            if list.len() <= *k {
-                list.push(members.len() as u32);
+            let (id, new) = rank.next(scope(op, c));
+            if new {
                 members.push(Vec::new());
             }
-            let id = list[*k];
-            members[id as usize].push(EventRef {
+            members[id].push(EventRef {
                 rank: t.rank,
                 index: i,
             });
-            mine.push((index_u32(i), id));
-            *k += 1;
+            mine.push((index_u32(i), index_u32(id)));
         }
         mine.shrink_to_fit();
         by_rank.push(mine);
@@ -97,23 +143,25 @@ pub fn instances(trace: &Trace) -> Instances {
 /// `trace.requests`, in rank order.
 pub fn nonblocking(trace: &Trace) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
-    let mut ids: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    let mut seq: BTreeMap<(u32, u32), usize> = BTreeMap::new();
-    for (i, r) in trace.requests.iter().enumerate() {
-        if r.kind != RequestKind::Collective {
-            continue;
+    let mut numbering = Numbering::new();
+    // The requests are in rank order (`Trace::new`): each rank's numbered in its order.
+    let mut first = 0;
+    for same in trace.requests.chunk_by(|a, b| a.rank == b.rank) {
+        let mut rank = numbering.rank();
+        for (k, r) in same.iter().enumerate() {
+            if r.kind != RequestKind::Collective {
+                continue;
+            }
+            let Some((_, c)) = trace.rank(r.rank).and_then(|t| t.call(r.args())) else {
+                continue;
+            };
+            let (id, new) = rank.next(c.comm);
+            if new {
+                out.push(Vec::new());
+            }
+            out[id].push(first + k);
         }
-        let Some((_, c)) = trace.rank(r.rank).and_then(|t| t.call(r.args())) else {
-            continue;
-        };
-        let k = seq.entry((r.rank, c.comm)).or_default();
-        let list = ids.entry(c.comm).or_default();
-        if list.len() <= *k {
-            list.push(out.len());
-            out.push(Vec::new());
-        }
-        out[list[*k]].push(i);
-        *k += 1;
+        first += same.len();
     }
     out
 }

@@ -20,6 +20,11 @@
 //! comes out is what [`CrossRank::of`] finds on the whole trace, and the trace's
 //! messages, requests, compute, budgets and site table, field for field.
 //!
+//! It is the first of the two passes that would analyse a run larger than memory
+//! (docs/scale.md §0, "What the rest needs"); the second, which would make every figure
+//! from each part of the ranks read again beside these columns, is not built, so only
+//! the bench (`--only stages`) and the test below call it.
+//!
 //! ```text
 //!  rank 0 file ─► timeline ─► digest: lives, ends, compute, sides by call ─┐ (dropped)
 //!  rank 1 file ─► timeline ─► digest ...                                   ├─► join
@@ -28,7 +33,6 @@
 //!        collective calls, rank after rank ─► instances
 //! ```
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use overlap_format::schema::{MergedInfo, Nanos, Op, OpClass, PeersOutOfRange, RequestKind};
@@ -38,7 +42,7 @@ use super::budget::{rank_budget, run_budget, RankBudget, RunBudget};
 use super::collective_ends::{
     blocking_member, request_member, Blocking, CollectiveEnds, Member, Request,
 };
-use super::collectives::{scope, Scope};
+use super::collectives::{scope, Numbering, Scope};
 use super::cross_rank::CrossRank;
 use super::message_ends::{recv_side, send_side, MessageEnds, Side};
 use crate::merge::{
@@ -277,47 +281,39 @@ fn requests_of(mut ranks: Vec<RankDigest>) -> (Vec<RankDigest>, Vec<RequestLife>
 }
 
 /// The collective instances of the run from each rank's calls and requests, grouped as
-/// [`super::collectives::instances`] and [`super::collectives::nonblocking`] group them:
-/// the k-th of each rank in a scope (a communicator) belongs to the k-th instance, ids
-/// in order of first meeting, ranks in rank order. `firsts[i]`: where rank `i`'s
-/// requests start among the run's.
+/// [`super::collectives::instances`] and [`super::collectives::nonblocking`] group them
+/// ([`Numbering`]), the ranks in rank order. `firsts[i]`: where rank `i`'s requests
+/// start among the run's.
 fn collective_ends(ranks: &[RankDigest], firsts: &[usize]) -> CollectiveEnds {
     let mut blocking: Vec<Blocking> = Vec::new();
-    let mut ids: BTreeMap<Scope, Vec<usize>> = BTreeMap::new();
+    let mut numbering = Numbering::new();
     for d in ranks {
-        let mut seq: BTreeMap<Scope, usize> = BTreeMap::new();
+        let mut rank = numbering.rank();
         for c in &d.collectives {
-            let k = seq.entry(c.scope).or_default();
-            let list = ids.entry(c.scope).or_default();
-            if list.len() <= *k {
-                list.push(blocking.len());
+            let (id, new) = rank.next(c.scope);
+            if new {
                 blocking.push(Blocking {
                     op: c.op,
                     root: c.root,
                     members: Vec::new(),
                 });
             }
-            blocking[list[*k]].members.extend(c.member);
-            *k += 1;
+            blocking[id].members.extend(c.member);
         }
     }
     let mut nonblocking: Vec<Vec<Request>> = Vec::new();
-    let mut ids: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    let mut numbering = Numbering::new();
     for (d, &first) in ranks.iter().zip(firsts) {
-        let mut seq: BTreeMap<u32, usize> = BTreeMap::new();
+        let mut rank = numbering.rank();
         for &(comm, member) in &d.collective_requests {
-            let k = seq.entry(comm).or_default();
-            let list = ids.entry(comm).or_default();
-            if list.len() <= *k {
-                list.push(nonblocking.len());
+            let (id, new) = rank.next(comm);
+            if new {
                 nonblocking.push(Vec::new());
             }
-            let request = Request {
+            nonblocking[id].push(Request {
                 request: first + member.request,
                 ..member
-            };
-            nonblocking[list[*k]].push(request);
-            *k += 1;
+            });
         }
     }
     CollectiveEnds {
