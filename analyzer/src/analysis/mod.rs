@@ -87,16 +87,8 @@ mod tests {
 
     /// The kept runs of `tests/data/reports`, loaded from their rank files.
     fn kept_runs() -> Vec<Trace> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
-        let mut dirs: Vec<_> = std::fs::read_dir(&root)
-            .expect("tests/data/reports")
-            .filter_map(|e| Some(e.ok()?.path().join("ranks")))
-            .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        assert!(dirs.len() >= 10, "the runs under {}", root.display());
         let load = |d: &std::path::PathBuf| crate::load::load_dir(d, &mut |_, _| {});
-        dirs.iter()
+        (crate::load::kept_run_dirs().iter())
             .map(|d| load(d).expect("a kept run").trace)
             .collect()
     }

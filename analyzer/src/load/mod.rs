@@ -37,6 +37,22 @@ pub struct Loaded {
     pub cut_short: bool,
 }
 
+/// The rank directories of the runs kept in `tests/data/reports` (recorded under MPICH
+/// and Open MPI), sorted: the real runs on which tests hold one way of making a figure
+/// to another.
+#[cfg(test)]
+pub(crate) fn kept_run_dirs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("tests/data/reports")
+        .filter_map(|e| Some(e.ok()?.path().join("ranks")))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 10, "the runs under {}", root.display());
+    dirs
+}
+
 /// Loads a merged trace file, a directory of per-rank files, or one per-rank file (a
 /// binary stream, or a file named like one).
 pub fn load(path: &Path, progress: ReadProgress<'_>) -> Result<Loaded> {

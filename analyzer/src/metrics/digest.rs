@@ -335,16 +335,8 @@ mod tests {
     /// collective instance.
     #[test]
     fn the_first_pass_finds_what_the_whole_run_gives() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports");
-        let mut dirs: Vec<_> = std::fs::read_dir(&root)
-            .expect("tests/data/reports")
-            .filter_map(|e| Some(e.ok()?.path().join("ranks")))
-            .filter(|p| p.is_dir())
-            .collect();
-        dirs.sort();
-        assert!(dirs.len() >= 10, "the runs under {}", root.display());
         let (mut messages, mut collectives) = (0, 0);
-        for dir in &dirs {
+        for dir in &crate::load::kept_run_dirs() {
             let name = dir.display();
             let loaded = crate::load::load_dir(dir, &mut |_, _| {}).expect("a kept run");
             let trace = loaded.trace;
