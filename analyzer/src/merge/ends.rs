@@ -313,9 +313,9 @@ pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
     });
     // No more pairs than sends or receives: reserved once, not grown by doubling (which
     // would hold up to twice the pairs while the ends are still held).
-    let sends: usize = ranks.iter().map(|r| r.sends.len()).sum();
-    let receives: usize = ranks.iter().map(|r| r.receives.len()).sum();
-    let mut pairs = Vec::with_capacity(sends.min(receives));
+    let send_count: usize = ranks.iter().map(|r| r.sends.len()).sum();
+    let receive_count: usize = ranks.iter().map(|r| r.receives.len()).sum();
+    let mut pairs = Vec::with_capacity(send_count.min(receive_count));
     // Each rank's sends are freed once walked, as the pairs grow.
     let sends: Vec<Vec<SendEnd>> = (ranks.iter_mut())
         .map(|r| std::mem::take(&mut r.sends))

@@ -145,6 +145,7 @@ pub fn nonblocking(trace: &Trace) -> Vec<Vec<usize>> {
     let mut out: Vec<Vec<usize>> = Vec::new();
     let mut numbering = Numbering::new();
     // The requests are in rank order (`Trace::new`): each rank's numbered in its order.
+    debug_assert!(trace.requests.is_sorted_by_key(|r| r.rank), "Trace::new");
     let mut first = 0;
     for same in trace.requests.chunk_by(|a, b| a.rank == b.rank) {
         let mut rank = numbering.rank();

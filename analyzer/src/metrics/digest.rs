@@ -94,7 +94,7 @@ struct RankDigest {
     budget: RankBudget,
     /// The part of the run it analyses ([`Timeline::extent`]), if any.
     extent: Option<(Nanos, Nanos)>,
-    sites: Option<RankSites>,
+    sites: RankSites,
     peers: Vec<PeersOutOfRange>,
     notes: Vec<String>,
     /// The send side of each of its sending calls, by call.
@@ -147,14 +147,19 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         (d.sends, d.recvs) = (Vec::new(), Vec::new());
     }
     crate::heap::release_free();
-    let (mut ranks, requests, firsts) = requests_of(ranks);
+    let (ranks, requests, firsts) = requests_of(ranks);
     crate::heap::release_free();
     let collectives = collective_ends(&ranks, &firsts);
-    let notes = ranks.iter().flat_map(|d| d.notes.iter().cloned()).collect();
-    let sites = SiteTable::of_ranks(&info, ranks.iter_mut().filter_map(|d| d.sites.take()));
     let extents: Vec<(Nanos, Nanos)> = ranks.iter().filter_map(|d| d.extent).collect();
-    let (compute, budgets): (Vec<RankCompute>, Vec<RankBudget>) =
-        ranks.into_iter().map(|d| (d.compute, d.budget)).unzip();
+    let (mut compute, mut budgets, mut notes, mut sites) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for d in ranks {
+        compute.push(d.compute);
+        budgets.push(d.budget);
+        notes.extend(d.notes);
+        sites.push(d.sites);
+    }
+    let sites = SiteTable::of_ranks(&info, sites);
     let totals = run_budget(&budgets, &extents);
     let cross = CrossRank {
         messages: sides,
@@ -227,7 +232,7 @@ fn digest_rank(
         events: t.event_count() as u64,
         budget: rank_budget(t, &compute),
         extent: t.extent(),
-        sites: Some(RankSites::of(t)),
+        sites: RankSites::of(t),
         compute,
         requests,
         peers,
