@@ -14,10 +14,12 @@ use overlap_analyzer::model::Trace;
 use overlap_analyzer::report::{
     render, render_profile, render_regions, render_summary, render_window, Style, WithRegions,
 };
+use overlap_analyzer::window::WindowReport;
 use overlap_instrument::schema::Nanos;
 
 use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
 use crate::format::{default_format, format_of, FormatArg};
+use crate::hold::Hold;
 use crate::output::{out, outln, sayln};
 use crate::run::RunArgs;
 use crate::rundir::RunDir;
@@ -156,6 +158,13 @@ struct AnalyzeArgs {
     /// table cut to ROWS rows (default 10; `--json` always has the profile whole).
     #[arg(long, value_name = "ROWS", num_args = 0..=1, default_missing_value = "10")]
     profile: Option<usize>,
+    /// How to hold a directory of rank files: `whole` loads the run (the fastest),
+    /// `parts` reads it twice, a part of its ranks at a time, never holding it whole
+    /// (about two thirds of the memory), `auto` holds it whole when it fits in the
+    /// memory available. A merged trace, a window or tables hold it whole; the report
+    /// is the same either way.
+    #[arg(long, value_enum, default_value_t = Hold::Auto)]
+    hold: Hold,
     #[command(flatten)]
     analysis: AnalysisArgs,
     #[command(flatten)]
@@ -529,17 +538,33 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
         Some(file) => Some(crate::selftrace::start(file)?),
         None => None,
     };
-    let (trace, window) = a.window.apply(load_trace(&a.trace)?)?;
-    let run_regions = overlap_analyzer::regions::RunRegions::of_trace(&trace);
-    let (regions, regions_unknown) = (run_regions.summary(), run_regions.unknown);
-    // The tables need the trace and every instance after the report; without them the
-    // trace is given up to the analysis, which then peaks lower.
-    let (report, for_tables) = if a.csv.is_some() || a.parquet.is_some() {
-        let (report, details) = analyze_trace(&trace, &opts);
-        (report, Some((trace, details)))
-    } else {
-        (analyze_owned(trace, &opts), None)
+    let tables = a.csv.is_some() || a.parquet.is_some();
+    // A directory of rank files, whole, with no table asked for, may be analysed
+    // without ever being held whole (read twice, a part of its ranks at a time).
+    let whole_run = a.trace.is_dir() && a.window.choice().is_all() && !tables;
+    let (by_parts, why) = match whole_run {
+        true => a.hold.in_parts(&a.trace),
+        false => (false, None),
     };
+    if let Some(why) = why {
+        sayln!("note: {why}");
+    }
+    let (report, run_regions, window, for_tables) = if by_parts {
+        let run = crate::hold::analyze_in_parts(&a.trace, &opts)?;
+        (run.report, run.regions, WindowReport::default(), None)
+    } else {
+        let (trace, window) = a.window.apply(load_trace(&a.trace)?)?;
+        let run_regions = overlap_analyzer::regions::RunRegions::of_trace(&trace);
+        // The tables need the trace and every instance after the report; without them
+        // the trace is given up to the analysis, which then peaks lower.
+        if tables {
+            let (report, details) = analyze_trace(&trace, &opts);
+            (report, run_regions, window, Some((trace, details)))
+        } else {
+            (analyze_owned(trace, &opts), run_regions, window, None)
+        }
+    };
+    let (regions, regions_unknown) = (run_regions.summary(), run_regions.unknown);
     {
         let _s = tracing::info_span!("report").entered();
         if a.json {

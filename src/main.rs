@@ -16,6 +16,7 @@ mod disk;
 mod finish;
 mod format;
 mod gate;
+mod hold;
 mod interrupt;
 mod launch;
 mod program;

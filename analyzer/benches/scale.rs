@@ -14,13 +14,15 @@
 //! measurement runs in a fresh process so that its peak memory (VmHWM) is its own.
 //!
 //! `cargo bench -p overlap-analyzer --bench scale [-- --ranks 16,256,1024 --events
-//! 10000000 --threads 1,2 --only merge,merge-pftrace,merge-in-memory,analyze,analyze-kept
+//! 10000000 --threads 1,2 --only merge,merge-pftrace,merge-in-memory,analyze,analyze-dir,analyze-kept
 //! --keep DIR] [--dirs RANKS_DIR,...]`; `merge-pftrace` is `merge` into Perfetto's
 //! protobuf instead of JSON; `writers` times the two writers alone, side by side;
 //! `--dirs` measures rank directories given (a preloaded run) instead of generated ones.
 //! `--keep` writes the runs under DIR and reuses them when they are there. `analyze` is
 //! what `overlap analyze` does (the trace given up to the analysis, `analyze_owned`);
-//! `analyze-kept` analyses a trace kept for more (`--csv`, the terminal UI).
+//! `analyze-dir` is what `overlap analyze DIR` does (the rank files read twice, the run
+//! never held whole: `analyze_dir`); `analyze-kept` analyses a trace kept for more
+//! (`--csv`, the terminal UI).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -34,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use overlap_analyzer::analysis::{analyze, analyze_owned};
+use overlap_analyzer::analysis::{analyze, analyze_dir, analyze_owned, Report};
 use overlap_analyzer::load::load_dir;
 use overlap_analyzer::merge::{merge_dir, write_merged};
 use overlap_analyzer::metrics::{Options, WaitKind};
@@ -126,6 +128,19 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
     } else if kind == "stages" {
         overlap_analyzer::heap::set_thresholds();
         return stages::stages(dir, label, events);
+    } else if kind == "analyze-dir" {
+        // What `overlap analyze DIR` does: the rank files read twice, the run never
+        // held whole.
+        overlap_analyzer::heap::set_thresholds();
+        let report = analyze_dir(dir, &Options::default())?.report;
+        let secs = t0.elapsed().as_secs_f64();
+        if events == 0 {
+            e = report.run.events as f64;
+        }
+        (
+            secs,
+            report_line(&report, &format!("two passes {secs:.2} s")),
+        )
     } else {
         // As the command line does before it loads a run for analysis.
         overlap_analyzer::heap::set_thresholds();
@@ -139,32 +154,11 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
             analyze_owned(loaded.trace, &Options::default())
         };
         let second = t0.elapsed().as_secs_f64() - first;
-        let (w, run) = (&report.wait_states, &report.run);
         if events == 0 {
-            e = run.events as f64;
+            e = report.run.events as f64;
         }
-        let of = |k: WaitKind| {
-            let s = w.kinds.iter().find(|s| s.kind == k);
-            s.map_or((0, 0.0), |s| (s.count, s.total_ns as f64 / 1e9))
-        };
-        let ((ls, ls_s), (nxn, nxn_s), (bar, bar_s)) = (
-            of(WaitKind::LateSender),
-            of(WaitKind::WaitAtNxN),
-            of(WaitKind::WaitAtBarrier),
-        );
-        let line = format!(
-            "{} events: import {first:.2} s + metrics {second:.2} s; {} messages \
-             (unmatched {} sends {} receives); wait states {:.3} s: late sender {ls} \
-             ({ls_s:.3} s), wait at NxN {nxn} ({nxn_s:.3} s), at barrier {bar} ({bar_s:.3} \
-             s); {} false-overlap findings",
-            run.events,
-            run.messages,
-            run.unmatched_sends,
-            run.unmatched_receives,
-            w.total_ns as f64 / 1e9,
-            report.false_overlap.count,
-        );
-        (first + second, line)
+        let line = format!("import {first:.2} s + metrics {second:.2} s");
+        (first + second, report_line(&report, &line))
     };
     let peak = common::peak_rss()?;
     println!(
@@ -177,6 +171,33 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
     );
     println!("#fig {secs} {peak}");
     Ok(())
+}
+
+/// What a measurement says of the report of an analysis that took `took`.
+fn report_line(report: &Report, took: &str) -> String {
+    let (w, run) = (&report.wait_states, &report.run);
+    {
+        let of = |k: WaitKind| {
+            let s = w.kinds.iter().find(|s| s.kind == k);
+            s.map_or((0, 0.0), |s| (s.count, s.total_ns as f64 / 1e9))
+        };
+        let ((ls, ls_s), (nxn, nxn_s), (bar, bar_s)) = (
+            of(WaitKind::LateSender),
+            of(WaitKind::WaitAtNxN),
+            of(WaitKind::WaitAtBarrier),
+        );
+        format!(
+            "{} events: {took}; {} messages (unmatched {} sends {} receives); wait states \
+             {:.3} s: late sender {ls} ({ls_s:.3} s), wait at NxN {nxn} ({nxn_s:.3} s), at \
+             barrier {bar} ({bar_s:.3} s); {} false-overlap findings",
+            run.events,
+            run.messages,
+            run.unmatched_sends,
+            run.unmatched_receives,
+            w.total_ns as f64 / 1e9,
+            report.false_overlap.count,
+        )
+    }
 }
 
 /// Runs one measurement in a fresh process; returns (seconds, peak bytes).
@@ -220,7 +241,9 @@ fn main() -> Res<()> {
     if args.first().map(String::as_str) == Some("--child") {
         let [_, kind, label, events, dir] = args.as_slice() else {
             return Err(
-                "--child merge|merge-in-memory|analyze|analyze-kept|stages LABEL EVENTS DIR".into(),
+                "--child merge|merge-in-memory|analyze|analyze-dir|analyze-kept|stages LABEL \
+                 EVENTS DIR"
+                    .into(),
             );
         };
         return child(kind, Path::new(dir), label, events.parse()?);
@@ -254,12 +277,13 @@ fn main() -> Res<()> {
                         | "writers"
                         | "merge-in-memory"
                         | "analyze"
+                        | "analyze-dir"
                         | "analyze-kept"
                         | "stages"
                 )
             }) {
                 return Err(format!(
-                    "--only merge|merge-pftrace|writers|merge-in-memory|analyze|analyze-kept|\
+                    "--only merge|merge-pftrace|writers|merge-in-memory|analyze|analyze-dir|analyze-kept|\
                      stages[,...], not {k}"
                 )
                 .into());

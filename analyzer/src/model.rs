@@ -13,6 +13,7 @@ mod by_post;
 mod by_slot;
 pub(crate) mod compact;
 pub mod compute;
+mod messages_by_rank;
 mod region_mark;
 mod span;
 mod timeline;
@@ -26,6 +27,7 @@ pub(crate) use by_slot::BySlot;
 pub(crate) use compact::CallExtra;
 pub use compact::MAX_RECORDS;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
+pub use messages_by_rank::{MessagesByRank, PartMessages};
 use overlap_format::schema::{
     CallCounts, CallPath, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo,
     Nanos, SourceSite, SyncPhase, Unwatched,
@@ -395,6 +397,32 @@ impl Trace {
     /// The span behind a reference.
     pub fn span(&self, r: EventRef) -> Option<&Span> {
         self.rank(r.rank)?.spans.get(r.index)
+    }
+
+    /// The part of the run of the ranks in `slots`: a *part trace*, whose `ranks` and
+    /// `compute` hold those whole ranks, in rank order, while its `info`, `messages`
+    /// and `requests` stay the whole run's. The second pass of the analysis makes each
+    /// figure of such parts, one after another in rank order, and reduces them; each
+    /// figure's test cuts the kept runs with this and checks the reduction is the
+    /// figure of the whole.
+    #[cfg(test)]
+    pub(crate) fn part(&self, slots: std::ops::Range<usize>) -> Trace {
+        Trace {
+            ranks: self.ranks[slots.clone()].to_vec(),
+            compute: self.compute[slots].to_vec(),
+            ..self.clone()
+        }
+    }
+
+    /// The parts of `size` ranks (the last one fewer) that [`Self::part`] cuts the
+    /// whole run into, in rank order.
+    #[cfg(test)]
+    pub(crate) fn parts(&self, size: usize) -> Vec<Trace> {
+        let n = self.ranks.len();
+        (0..n)
+            .step_by(size.max(1))
+            .map(|from| self.part(from..(from + size.max(1)).min(n)))
+            .collect()
     }
 
     /// The clock error bound of a rank, ns (0 when it reads rank 0's clock).

@@ -311,3 +311,33 @@ fn check_exits_2_on_unusable_input() {
     assert!(!a.success());
     a.assert_stderr_has("t.json");
 }
+
+/// A directory of rank files analysed a part of its ranks at a time (`--hold parts`)
+/// reports what it reports held whole, as JSON and as text, with the same warnings, on
+/// every kept run (recorded under MPICH: C, threads, one-sided, GPU, a window...).
+#[test]
+fn a_run_held_in_parts_reports_what_it_reports_held_whole() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("analyzer/tests/data/reports");
+    let mut runs = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let ranks = entry.unwrap().path().join("ranks");
+        if !ranks.is_dir() {
+            continue;
+        }
+        let dir = ranks.to_str().unwrap();
+        for format in [&["--json"][..], &["--full", "--profile"][..]] {
+            let run = |hold: &str| {
+                let mut args = vec!["analyze", dir, "--hold", hold];
+                args.extend_from_slice(format);
+                let r = overlap(&args);
+                assert!(r.success(), "{}", r.describe());
+                r
+            };
+            let (whole, parts) = (run("whole"), run("parts"));
+            assert_eq!(whole.stdout(), parts.stdout(), "{dir} {format:?}");
+            assert_eq!(whole.stderr(), parts.stderr(), "{dir} {format:?}");
+        }
+        runs += 1;
+    }
+    assert!(runs >= 10, "kept runs: {runs}");
+}

@@ -232,7 +232,7 @@ impl Run {
         let inst = self
             .instances
             .get_or_init(|| collectives::instances(&self.trace));
-        let id = inst.of(pos, e.index)?;
+        let id = inst.calls.of(pos, e.index)?;
         inst.members.get(id as usize).map(Vec::as_slice)
     }
 }

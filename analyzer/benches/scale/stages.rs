@@ -123,7 +123,7 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     let t = Instant::now();
     let pass = requests::RequestPass::new(&trace, &cross, &model, &collective, &opts);
     drop(cross);
-    let reqs = pass.rows(0..trace.requests.len());
+    let reqs = pass.rows(&trace, 0..trace.requests.len());
     step("per request", t);
     let t = Instant::now();
     let _sites = overlap_analyzer::sites::SiteTable::build(&trace);

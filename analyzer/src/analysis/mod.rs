@@ -4,6 +4,7 @@
 //! each compute a part and know nothing of the whole; the printers above it
 //! ([`crate::report`], `check`, the terminal UI) read the report it makes.
 
+mod by_parts;
 mod of_trace;
 mod pass_order;
 pub mod report;
@@ -12,6 +13,7 @@ use crate::metrics::options::Options;
 use crate::metrics::pop;
 use crate::model::Trace;
 
+pub use by_parts::{analyze_dir, DirAnalysis};
 use of_trace::OfTrace;
 pub use report::{ClockReport, Details, RankClockReport, Report, RunInfo, REPORT_VERSION};
 
@@ -85,13 +87,7 @@ mod tests {
     use super::{analyze, analyze_owned_in_parts, pass_order, Options};
     use crate::model::Trace;
 
-    /// The kept runs of `tests/data/reports`, loaded from their rank files.
-    fn kept_runs() -> Vec<Trace> {
-        let load = |d: &std::path::PathBuf| crate::load::load_dir(d, &mut |_, _| {});
-        (crate::load::kept_run_dirs().iter())
-            .map(|d| load(d).expect("a kept run").trace)
-            .collect()
-    }
+    use crate::load::kept_runs;
 
     /// The analysis given the trace reports what the one that keeps it does, however
     /// the requests' rows are cut into parts of whole ranks: a rank at a time, a few,

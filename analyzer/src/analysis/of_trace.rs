@@ -1,9 +1,13 @@
 //! The parts of the report read from the trace itself rather than from the measured
 //! figures: the run (what is in the trace and what is missing), the clock, the hang and the
-//! GPU work. [`super::analyze`] takes them beside the measured figures.
+//! GPU work. [`super::analyze`] takes them beside the measured figures; the analysis
+//! that never holds the run makes them a part of whole ranks at a time ([`Fold`]).
 
+use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::oversubscription;
+use crate::model::compute::ComputeSource;
 use crate::model::Trace;
+use crate::sites::SiteTable;
 
 use super::pass_order::Measured;
 use super::report::{ClockReport, RankClockReport, RunInfo};
@@ -17,8 +21,89 @@ pub(super) struct OfTrace {
     pub chains: Vec<crate::gpu::ChainRow>,
 }
 
+/// What the run's description reads of each rank's timeline.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RankFacts {
+    rank: u32,
+    events: u64,
+    windowed: bool,
+    complete: bool,
+    compute: ComputeSource,
+}
+
+impl RankFacts {
+    /// The facts of each rank of `trace` (the whole run, or a part of it).
+    pub(super) fn of(trace: &Trace) -> impl Iterator<Item = RankFacts> + '_ {
+        (trace.ranks.iter().zip(&trace.compute)).map(|(t, c)| RankFacts {
+            rank: t.rank,
+            events: t.event_count() as u64,
+            windowed: t.window.is_some(),
+            complete: t.complete,
+            compute: c.source(),
+        })
+    }
+}
+
+/// The parts of the report read from a trace, made a part of whole ranks at a time: each
+/// part's ranks' facts, hang and GPU work, finished once every part is in.
+#[derive(Default)]
+pub(super) struct Fold {
+    ranks: Vec<RankFacts>,
+    hang: crate::hang::HangFold,
+    gpu: crate::gpu::GpuFold,
+    unrecorded: crate::gpu::UnrecordedFold,
+}
+
+impl Fold {
+    /// Adds the part trace `part`, its sites in `sites`, the run's message ends `ends`.
+    pub(super) fn add(&mut self, part: &Trace, sites: &SiteTable, ends: &MessageEnds) {
+        self.ranks.extend(RankFacts::of(part));
+        self.hang.add(part, sites);
+        self.gpu.add(part, ends);
+        self.unrecorded.add(part);
+    }
+
+    /// The parts of the report, `run` holding the run's description and messages.
+    pub(super) fn finish(self, run: &Trace, m: &Measured, ends: &MessageEnds) -> OfTrace {
+        let info = &run.info;
+        let (gpu, chains) = self.gpu.finish(info, &run.messages, ends).unzip();
+        let parts = Parts {
+            hang: self.hang.finish(info, &m.sites),
+            gpu,
+            chains: chains.unwrap_or_default(),
+            gpu_unrecorded: self.unrecorded.finish(info),
+        };
+        OfTrace::assemble(run, &self.ranks, m, parts)
+    }
+}
+
+/// What the report reads of the ranks' dumps and GPU work.
+struct Parts {
+    hang: Option<crate::hang::HangReport>,
+    gpu: Option<crate::gpu::GpuReport>,
+    chains: Vec<crate::gpu::ChainRow>,
+    gpu_unrecorded: Option<crate::gpu::UnrecordedRuntime>,
+}
+
 impl OfTrace {
     pub(super) fn of(trace: &Trace, m: &Measured) -> OfTrace {
+        let (gpu, chains) = {
+            let _s = tracing::info_span!("gpu").entered();
+            crate::gpu::analyze(trace).unzip()
+        };
+        let parts = Parts {
+            hang: crate::hang::analyze(trace, &m.sites),
+            gpu,
+            chains: chains.unwrap_or_default(),
+            gpu_unrecorded: crate::gpu::unrecorded_runtime(trace),
+        };
+        let ranks: Vec<RankFacts> = RankFacts::of(trace).collect();
+        OfTrace::assemble(trace, &ranks, m, parts)
+    }
+
+    /// The parts of the report of the run `trace` describes (its ranks are not read),
+    /// whose ranks' facts are `ranks`.
+    fn assemble(trace: &Trace, ranks: &[RankFacts], m: &Measured, parts: Parts) -> OfTrace {
         let (indeterminate_waits, indeterminate_wait_ns) = m
             .waits
             .iter()
@@ -26,8 +111,7 @@ impl OfTrace {
             .fold((0u64, 0u64), |(n, t), w| (n + 1, t + w.amount_ns));
         let clock = ClockReport {
             shared_clock: trace.info.ranks.iter().all(|r| r.shared_clock),
-            max_error_ns: trace
-                .ranks
+            max_error_ns: ranks
                 .iter()
                 .map(|t| trace.clock_error(t.rank).0)
                 .max()
@@ -53,11 +137,10 @@ impl OfTrace {
             program: info.program.clone(),
             params: info.params.clone(),
             world_size: info.world_size,
-            ranks_traced: trace.ranks.len() as u32,
-            windowed: trace.ranks.iter().any(|t| t.window.is_some()),
+            ranks_traced: ranks.len() as u32,
+            windowed: ranks.iter().any(|t| t.windowed),
             missing_ranks: info.missing_ranks.clone(),
-            incomplete_ranks: trace
-                .ranks
+            incomplete_ranks: ranks
                 .iter()
                 .filter(|t| !t.complete)
                 .map(|t| t.rank)
@@ -68,25 +151,21 @@ impl OfTrace {
             start_unix_ns: info.start_unix_ns,
             clock_implausible: info.clock_implausible.clone(),
             peers_out_of_range: info.peers_out_of_range.clone(),
-            events: trace.ranks.iter().map(|t| t.event_count() as u64).sum(),
+            events: ranks.iter().map(|t| t.events).sum(),
             messages: trace.messages.len() as u64,
             unmatched_sends: info.unmatched_sends,
             unmatched_receives: info.unmatched_receives,
-            compute_source: trace.compute_source(),
-            gpu_unrecorded: crate::gpu::unrecorded_runtime(trace),
+            compute_source: ComputeSource::combine(ranks.iter().map(|t| t.compute)),
+            gpu_unrecorded: parts.gpu_unrecorded,
             unseen_requests: crate::unrecorded::unseen_requests(&trace.info),
             oversubscription: oversubscription::Oversubscription::of(&trace.info),
-        };
-        let (gpu, chains) = {
-            let _s = tracing::info_span!("gpu").entered();
-            crate::gpu::analyze(trace).unzip()
         };
         OfTrace {
             run,
             clock,
-            hang: crate::hang::analyze(trace, &m.sites),
-            gpu,
-            chains: chains.unwrap_or_default(),
+            hang: parts.hang,
+            gpu: parts.gpu,
+            chains: parts.chains,
         }
     }
 }

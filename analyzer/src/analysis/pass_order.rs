@@ -54,7 +54,6 @@ use crate::metrics::false_overlap::{self, Finding};
 use crate::metrics::false_overlap_summary::{self, FalseOverlap};
 use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::options::Options;
-use crate::metrics::request_metrics::RequestMetrics;
 use crate::metrics::request_parts::parts_of_whole_ranks;
 use crate::metrics::request_row::RequestRow;
 use crate::metrics::request_summary::summarize;
@@ -166,9 +165,9 @@ fn measured_by_rank(
             let mut findings = false_overlap_summary::Fold::new(opts.findings);
             let mut rows = Vec::new();
             for part in parts_of_whole_ranks(&trace.requests, part) {
-                pass.rows_into(part, &mut rows);
+                pass.rows_into(trace, part, &mut rows);
                 let ((), found) = rayon::join(
-                    || fold.add(&rows, opts),
+                    || fold.add(&rows, opts, &|r| request_summary::listed(trace, sites, r)),
                     || {
                         let u = models.uncertainty();
                         false_overlap::findings(trace, &rows, &late_sender, opts, &u)
@@ -177,7 +176,7 @@ fn measured_by_rank(
                 findings.add(trace, &early.sites, &found);
             }
             (
-                fold.finish(trace, model, collective_model),
+                fold.finish(model, collective_model),
                 findings.finish(&early.sites),
             )
         },
@@ -206,14 +205,21 @@ fn measured(
         let _s = tracing::info_span!("requests").entered();
         let pass = requests::RequestPass::new(trace, &cross, model, collective_model, opts);
         drop(cross);
-        pass.rows(0..trace.requests.len())
+        pass.rows(trace, 0..trace.requests.len())
     };
     // The summaries and the findings do not need each other.
     let ((wait_states, request_summary, profile), false_overlap) = rayon::join(
         || {
             (
                 wait_states::summarize(trace, waits, descheduled, opts),
-                summarize(trace, &requests, model, collective_model, opts),
+                summarize(
+                    trace,
+                    &early.sites,
+                    &requests,
+                    model,
+                    collective_model,
+                    opts,
+                ),
                 crate::profile::of(trace, &early.sites, waits),
             )
         },
@@ -247,18 +253,13 @@ fn named(
     (requests, findings): (Vec<RequestRow>, Vec<Finding>),
     profile: Profile,
 ) -> Measured {
-    let (wait_states, mut request_summary, (mut false_overlap, by_site)) = summaries;
-    let worst: &mut [&mut [RequestMetrics]] = &mut [
-        &mut request_summary.worst,
-        &mut request_summary.written_not_achieved.worst,
-    ];
+    let (wait_states, request_summary, (false_overlap, by_site)) = summaries;
     let Early {
         ranks,
         totals,
         waits,
         sites,
     } = early;
-    crate::metrics::by_site::name_sites(trace, &sites, &mut false_overlap.worst, worst);
     let by_site = crate::metrics::by_site::by_site(trace, &sites, by_site, &waits);
     Measured {
         ranks,
@@ -310,13 +311,15 @@ fn early(trace: &Trace, cross: &CrossRank) -> Early {
 
 /// The models fitted to the trace that the per-request pass, the false-overlap findings
 /// and the self check need.
-struct Models {
-    transfers: transfer::TransferModel,
-    collectives: CollectiveModel,
+pub(super) struct Models {
+    pub(super) transfers: transfer::TransferModel,
+    pub(super) collectives: CollectiveModel,
 }
 
 impl Models {
-    fn fit(trace: &Trace, cross: &CrossRank) -> Models {
+    /// The models of `trace`'s messages (no rank's events are read), what crosses its
+    /// ranks being `cross`.
+    pub(super) fn fit(trace: &Trace, cross: &CrossRank) -> Models {
         Models {
             transfers: transfer::TransferModel::fit_with(trace, &cross.messages),
             collectives: CollectiveModel::fit_with(&cross.collectives),
@@ -328,7 +331,7 @@ impl Models {
     /// or the line's range); where the model has no estimate for that size, the largest
     /// spread of the classes it measured (the model is at least that unsure); 0 when it
     /// measured none (then a finding needs only `min_wait`).
-    fn uncertainty(&self) -> impl Fn(u64) -> u64 + Sync + '_ {
+    pub(super) fn uncertainty(&self) -> impl Fn(u64) -> u64 + Sync + '_ {
         let spread =
             |(low, high): (overlap_format::schema::Nanos, overlap_format::schema::Nanos)| {
                 high.0.saturating_sub(low.0)
@@ -355,7 +358,7 @@ impl Models {
 
 /// The two replays of one program, apart (without one: no T_ideal, and the self check
 /// says why).
-fn replay(program: Result<&MeasuredProgram, &ExtractError>, models: &Models) -> Replays {
+pub(super) fn replay(program: Result<&MeasuredProgram, &ExtractError>, models: &Models) -> Replays {
     let (ideal, self_check) = rayon::join(
         || {
             let _s = tracing::info_span!("ideal replay").entered();

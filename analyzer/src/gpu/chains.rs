@@ -19,6 +19,10 @@
 //!
 //! A chain needs at least one of the two copies; a side without one is unknown in the
 //! breakdown, never zero.
+//!
+//! Each side is found on its own rank ([`sent_copy`], [`received_copy`]) and the two are
+//! joined by message ([`chain_of`]), so the chains can be made a part of ranks at a time:
+//! [`super::GpuFold`] keeps each part's copies and joins them once every part is in.
 
 use std::collections::BTreeMap;
 
@@ -200,8 +204,93 @@ impl CopyIndex {
     }
 }
 
+/// A copy that carried one side of a message, as its chain reads it: kept by the pass
+/// that reads its rank until the other side's rank is read ([`super::GpuFold`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CopyEnd {
+    /// Its index in its rank's timeline's `gpu`.
+    pub index: usize,
+    /// When it was enqueued.
+    pub issued: Nanos,
+    /// When it ended.
+    pub end: Nanos,
+    /// The packet it was recorded with.
+    pub packet: Option<u32>,
+}
+
+impl CopyEnd {
+    fn of(t: &Timeline, index: usize) -> CopyEnd {
+        let g = &t.gpu[index];
+        CopyEnd {
+            index,
+            issued: g.issued,
+            end: g.end,
+            packet: g.packet,
+        }
+    }
+}
+
+/// The sender's side of message `m`: the D2H that filled its send buffer ([`send_copy`];
+/// `t` the sender's timeline, `d2h` its D2H copies).
+pub fn sent_copy(t: &Timeline, d2h: &CopyIndex, m: &Message) -> Option<CopyEnd> {
+    send_copy(t, d2h, m.send().index).map(|i| CopyEnd::of(t, i))
+}
+
+/// The receiver's side of message `m`: the H2D that took its data ([`recv_copy`]; `t`
+/// the receiver's timeline, `h2d` its H2D copies).
+pub fn received_copy(t: &Timeline, h2d: &CopyIndex, m: &Message) -> Option<CopyEnd> {
+    let completion = m.completion().map(|c| c.index);
+    recv_copy(t, h2d, m.recv_post().index, completion).map(|i| CopyEnd::of(t, i))
+}
+
+/// What a chain reads of its message's calls, each on its own rank: the send's entry
+/// (`None`: the send is not in the trace) and the call that completed the receive with
+/// its exit (when one did and is in the trace).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageCalls {
+    /// The send's entry.
+    pub send: Option<Nanos>,
+    /// The call that completed the receive, and its exit.
+    pub completion: Option<(EventRef, Nanos)>,
+}
+
+/// The chain of message `m` from its calls and its two sides' copies: `None` when it
+/// has neither copy, or its send is not in the trace.
+pub fn chain_of(
+    m: &Message,
+    calls: MessageCalls,
+    d2h: Option<CopyEnd>,
+    h2d: Option<CopyEnd>,
+) -> Option<Chain> {
+    if d2h.is_none() && h2d.is_none() {
+        return None;
+    }
+    let send = calls.send?;
+    Some(Chain {
+        message: m.id,
+        from: m.send().rank,
+        to: m.recv_post().rank,
+        tag: m.tag,
+        bytes: m.bytes,
+        packet: d2h.and_then(|c| c.packet).or(h2d.and_then(|c| c.packet)),
+        send: m.send(),
+        completion: calls.completion.map(|(c, _)| c),
+        d2h: d2h.map(|c| c.index),
+        h2d: h2d.map(|c| c.index),
+        times: ChainTimes {
+            d2h_issued: d2h.map(|c| c.issued),
+            d2h_end: d2h.map(|c| c.end),
+            send,
+            received: calls.completion.map(|(_, end)| end),
+            h2d_issued: h2d.map(|c| c.issued),
+            h2d_end: h2d.map(|c| c.end),
+        },
+    })
+}
+
 /// Every chain of the run: one per message with a recorded copy on either side, in the
-/// order of the messages. Ranks are sorted by rank.
+/// order of the messages, each made as [`super::GpuFold`] makes it a part at a time,
+/// here with every rank at hand. Ranks are sorted by rank.
 pub fn build(ranks: &[Timeline], messages: &[Message]) -> Vec<Chain> {
     if ranks.iter().all(|t| t.gpu.is_empty()) {
         return Vec::new();
@@ -223,45 +312,15 @@ pub fn build(ranks: &[Timeline], messages: &[Message]) -> Vec<Chain> {
             continue;
         };
         let (st, rt) = (&ranks[si], &ranks[ri]);
-        let Some(send) = st.spans.get(m.send().index) else {
-            continue;
+        let calls = MessageCalls {
+            send: st.spans.get(m.send().index).map(|s| s.start),
+            completion: m
+                .completion()
+                .and_then(|c| rt.spans.get(c.index).map(|s| (c, s.end))),
         };
-        let d2h = send_copy(st, &index[si].0, m.send().index);
-        let completion = m
-            .completion()
-            .and_then(|c| rt.spans.get(c.index).map(|s| (c, s)));
-        let h2d = recv_copy(
-            rt,
-            &index[ri].1,
-            m.recv_post().index,
-            m.completion().map(|c| c.index),
-        );
-        if d2h.is_none() && h2d.is_none() {
-            continue;
-        }
-        let (d2h_ev, h2d_ev) = (d2h.map(|i| &st.gpu[i]), h2d.map(|i| &rt.gpu[i]));
-        chains.push(Chain {
-            message: m.id,
-            from: m.send().rank,
-            to: m.recv_post().rank,
-            tag: m.tag,
-            bytes: m.bytes,
-            packet: d2h_ev
-                .and_then(|g| g.packet)
-                .or(h2d_ev.and_then(|g| g.packet)),
-            send: m.send(),
-            completion: completion.map(|(c, _)| c),
-            d2h,
-            h2d,
-            times: ChainTimes {
-                d2h_issued: d2h_ev.map(|g| g.issued),
-                d2h_end: d2h_ev.map(|g| g.end),
-                send: send.start,
-                received: completion.map(|(_, s)| s.end),
-                h2d_issued: h2d_ev.map(|g| g.issued),
-                h2d_end: h2d_ev.map(|g| g.end),
-            },
-        });
+        let d2h = sent_copy(st, &index[si].0, m);
+        let h2d = received_copy(rt, &index[ri].1, m);
+        chains.extend(chain_of(m, calls, d2h, h2d));
     }
     chains
 }

@@ -11,14 +11,20 @@
 //!   is inside MPI.
 //! - **Copies serialized with MPI**: copy time during which none of the rank's messages
 //!   was in flight.
+//!
+//! Each is made of one rank at a time, as [`super::GpuFold`] reads a part: its own
+//! timeline and requests, and its messages' windows ([`RankData`]). Serialized staging
+//! also names the worst send's chain, whose packet the receiver's copy may give: what a
+//! host wait held each send ([`held`]) is found on the rank, and the finding made once
+//! the chains are ([`serialized_staging`]).
 
-use overlap_format::schema::{GpuEvent, GpuOp, ALL_STREAMS};
+use overlap_format::schema::{GpuEvent, GpuOp, Nanos, ALL_STREAMS};
 use serde::Serialize;
 
 use super::chains::Chain;
 use super::coverage::CopyCoverage;
 use super::intervals::Intervals;
-use crate::model::{EventRef, Timeline, Trace, What};
+use crate::model::{RequestLife, Timeline, What};
 use crate::units::duration;
 
 /// What a GPU finding is.
@@ -88,12 +94,12 @@ pub const IDLE_SHARE_FLAGGED: f64 = 0.05;
 /// flagged as serialized with MPI.
 pub const SERIAL_COPY_SHARE_FLAGGED: f64 = 0.5;
 
-/// What the findings of one rank read, each worked out once for the run.
+/// What the findings of one rank read, each worked out once from its own timeline and
+/// requests, and the windows of its messages (whose other ends its part may not hold:
+/// their calls' times come from the run's message ends).
 pub struct RankData<'a> {
     /// The rank.
     pub timeline: &'a Timeline,
-    /// The chains it sends.
-    pub sent: Vec<&'a Chain>,
     /// Its host waits, by end.
     pub waits: Vec<&'a GpuEvent>,
     /// Its copies, for what a wait covered.
@@ -106,100 +112,86 @@ pub struct RankData<'a> {
     pub windows: Intervals,
 }
 
-/// Every rank with GPU work, with what its findings read: the messages, requests and
-/// chains are gone through once for the run.
-pub fn rank_data<'a>(trace: &'a Trace, chains: &'a [Chain]) -> Vec<RankData<'a>> {
-    let with_gpu: Vec<&Timeline> = trace.ranks.iter().filter(|t| !t.gpu.is_empty()).collect();
-    let slot = |rank: u32| with_gpu.binary_search_by_key(&rank, |t| t.rank).ok();
-    let mut windows: Vec<Vec<(u64, u64)>> = vec![Vec::new(); with_gpu.len()];
-    let span = |r: EventRef| trace.rank(r.rank)?.spans.get(r.index);
-    for m in &trace.messages {
-        let Some(w) = (|| Some((span(m.send())?.start.0, span(m.completion()?)?.end.0)))() else {
-            continue;
-        };
-        let to_self = m.send().rank == m.recv_post().rank;
-        let ranks = [
-            Some(m.send().rank),
-            (!to_self).then_some(m.recv_post().rank),
-        ];
-        for i in ranks.into_iter().flatten().filter_map(slot) {
-            windows[i].push(w);
+impl<'a> RankData<'a> {
+    /// The data of rank `t`, of its `requests` (the rank's own, or more: the others are
+    /// left out) and the `windows` of its messages.
+    pub fn of(t: &'a Timeline, requests: &[RequestLife], windows: Vec<(u64, u64)>) -> Self {
+        let last_end = t.spans.iter().map(|s| s.end.0).max();
+        let pending = requests
+            .iter()
+            .filter(|r| r.rank == t.rank)
+            .filter_map(|r| {
+                let post = t.spans.get(r.post())?;
+                let end = match r.completion() {
+                    Some(c) => t.spans.get(c).map(|s| s.start.0),
+                    None => last_end,
+                };
+                Some((post.end.0, end?))
+            });
+        let mut waits: Vec<&GpuEvent> = t.gpu.iter().filter(|g| g.op == GpuOp::HostWait).collect();
+        waits.sort_by_key(|w| (w.end, w.start));
+        RankData {
+            timeline: t,
+            waits,
+            coverage: CopyCoverage::new(t),
+            pending: Intervals::union(pending),
+            windows: Intervals::union(windows),
         }
     }
-    let mut pending: Vec<Vec<(u64, u64)>> = vec![Vec::new(); with_gpu.len()];
-    let last_end: Vec<Option<u64>> = with_gpu
-        .iter()
-        .map(|t| t.spans.iter().map(|s| s.end.0).max())
-        .collect();
-    for r in &trace.requests {
-        let Some(i) = slot(r.rank) else { continue };
-        let t = with_gpu[i];
-        let Some(post) = t.spans.get(r.post()) else {
-            continue;
-        };
-        let end = match r.completion() {
-            Some(c) => t.spans.get(c).map(|s| s.start.0),
-            None => last_end[i],
-        };
-        if let Some(end) = end {
-            pending[i].push((post.end.0, end));
-        }
-    }
-    let mut sent: Vec<Vec<&Chain>> = vec![Vec::new(); with_gpu.len()];
-    for c in chains {
-        if let Some(i) = slot(c.from) {
-            sent[i].push(c);
-        }
-    }
-    with_gpu
-        .iter()
-        .zip(windows.into_iter().zip(pending).zip(sent))
-        .map(|(t, ((windows, pending), sent))| {
-            let mut waits: Vec<&GpuEvent> =
-                t.gpu.iter().filter(|g| g.op == GpuOp::HostWait).collect();
-            waits.sort_by_key(|w| (w.end, w.start));
-            RankData {
-                timeline: t,
-                sent,
-                waits,
-                coverage: CopyCoverage::new(t),
-                pending: Intervals::union(pending),
-                windows: Intervals::union(windows),
-            }
-        })
-        .collect()
 }
 
-/// The serialized-staging finding of rank `t`, from the chains it sends.
-pub fn serialized_staging(r: &RankData<'_>) -> Option<GpuFinding> {
-    let t = r.timeline;
+/// How long a host wait held a send back after its own packet's copy had ended: what
+/// the serialized-staging finding reads of the wait, once its rank is gone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Held {
+    /// How long, ns.
+    pub ns: u64,
+    /// The wait's device.
+    pub device: u32,
+    /// The stream it waited on ([`ALL_STREAMS`]: the whole device).
+    pub stream: u32,
+    /// When it ended.
+    pub end: Nanos,
+}
+
+/// How long a host wait of rank `r` held back its send posted at `send`, whose own
+/// packet's D2H `own` had already ended: the last host wait before the send that was
+/// still going when the own copy ended and covered a copy of another packet ending
+/// later than it. `None` when none did, or not by more than the copy's clock error.
+pub fn held(r: &RankData<'_>, send: Nanos, own: &GpuEvent) -> Option<Held> {
+    let before = r.waits.partition_point(|w| w.end <= send);
+    let w = r.waits[..before]
+        .iter()
+        .rev()
+        .take_while(|w| w.end > own.end)
+        .find(|w| w.start < send && r.coverage.latest_end(w).is_some_and(|end| end > own.end))?;
+    let ns = w.end.0 - w.start.0.max(own.end.0);
+    (ns > own.clock_error.0 * 2).then_some(Held {
+        ns,
+        device: w.device,
+        stream: w.stream,
+        end: w.end,
+    })
+}
+
+/// The serialized-staging finding of `rank`, from the chains it sends that have a D2H,
+/// in message order, each with how long a host wait held it ([`held`]).
+pub fn serialized_staging<'c>(
+    rank: u32,
+    staged: impl IntoIterator<Item = (&'c Chain, Option<Held>)>,
+) -> Option<GpuFinding> {
     let (mut instances, mut held_total, mut worst, mut checked) = (0u64, 0u64, None, 0u64);
-    for c in &r.sent {
-        let Some(own) = c.d2h.and_then(|i| t.gpu.get(i)) else {
-            continue;
-        };
+    for (c, held) in staged {
         checked += 1;
-        let send = c.times.send;
-        // The last host wait before the send that was still going when the own copy
-        // ended and covered a copy of another packet ending later than it.
-        let before = r.waits.partition_point(|w| w.end <= send);
-        let holding = r.waits[..before]
-            .iter()
-            .rev()
-            .take_while(|w| w.end > own.end)
-            .find(|w| w.start < send && r.coverage.latest_end(w).is_some_and(|end| end > own.end));
-        let Some(w) = holding else { continue };
-        let held = w.end.0 - w.start.0.max(own.end.0);
-        if held <= own.clock_error.0 * 2 {
-            continue;
-        }
+        let Some(h) = held else { continue };
         instances += 1;
-        held_total += held;
-        if worst.is_none_or(|(h, _, _)| held > h) {
-            worst = Some((held, *c, *w));
+        held_total += h.ns;
+        // The first of the longest, in message order.
+        if worst.is_none_or(|(w, _): (Held, &Chain)| h.ns > w.ns) {
+            worst = Some((h, c));
         }
     }
-    let (held, c, w) = worst?;
+    let (w, c) = worst?;
     let packet = c
         .packet
         .map_or_else(|| "a packet".to_string(), |p| format!("packet {p}"));
@@ -210,11 +202,11 @@ pub fn serialized_staging(r: &RankData<'_>) -> Option<GpuFinding> {
     };
     Some(GpuFinding {
         kind: GpuFindingKind::SerializedStaging,
-        rank: t.rank,
+        rank,
         instances,
         of: checked,
         lost_ns: held_total,
-        worst_ns: held,
+        worst_ns: w.ns,
         evidence: vec![
             format!(
                 "{instances} of {checked} sends staged through a D2H were posted only after a \
@@ -229,7 +221,7 @@ pub fn serialized_staging(r: &RankData<'_>) -> Option<GpuFinding> {
                 duration(c.times.d2h_end.map_or(0, |n| n.0)),
                 w.device,
                 duration(w.end.0),
-                duration(held)
+                duration(w.ns)
             ),
         ],
         suggestion: "give each packet's copy its own event and post its send as soon as that \

@@ -6,22 +6,29 @@
 //! records its copies is judged the same way. Every figure is measured on the run's
 //! timeline; device times are known within each operation's clock error, which the
 //! report carries.
+//!
+//! The section is made a part of whole ranks at a time ([`GpuFold`]): each rank's
+//! figures and findings from its own timeline, with its messages' other ends read in
+//! the run's message ends; the chains are joined by message once every part is in, from
+//! the copies each side's part found ([`fold`]). So is the note of a GPU runtime loaded
+//! with no GPU work recorded ([`UnrecordedFold`]).
 
 pub mod chains;
 mod coverage;
 pub mod findings;
+pub mod fold;
 pub mod intervals;
+mod unrecorded;
 
 use serde::Serialize;
 
-use overlap_format::schema::{GpuOp, ParamValue, GPU_BACKEND_PARAM};
-
+use crate::metrics::message_ends::MessageEnds;
 use crate::model::Trace;
 pub use chains::Breakdown;
 use chains::Chain;
-use findings::device_busy;
 pub use findings::{GpuFinding, GpuFindingKind};
-use intervals::Intervals;
+pub use fold::GpuFold;
+pub use unrecorded::{unrecorded_runtime, Loader, UnrecordedFold, UnrecordedRuntime};
 
 /// Worst chains the report lists.
 pub const WORST_CHAINS: usize = 10;
@@ -151,176 +158,16 @@ pub struct GpuReport {
 }
 
 /// The GPU analysis of `trace`: `None` when no rank recorded GPU work. The chains come
-/// with it, for the table.
+/// with it, for the table. [`GpuFold`] given the whole run as one part.
 pub fn analyze(trace: &Trace) -> Option<(GpuReport, Vec<ChainRow>)> {
+    // No GPU work: no section, and no message ends to find for it.
     if trace.ranks.iter().all(|t| t.gpu.is_empty()) {
         return None;
     }
-    let chains = chains::build(&trace.ranks, &trace.messages);
-    let mut findings = Vec::new();
-    let mut ranks = Vec::new();
-    for r in findings::rank_data(trace, &chains) {
-        let t = r.timeline;
-        let copies = |op: GpuOp| {
-            let mine = t.gpu.iter().filter(|g| g.op == op);
-            CopyStats {
-                count: mine.clone().count() as u64,
-                bytes: mine.map(|g| g.bytes).sum(),
-                busy_ns: device_busy(t, |o| o == op).measure(),
-            }
-        };
-        let ((idle, blocked), idle_finding) = findings::idle_while_waiting(t);
-        let ((copy_ns, with_messages), serial_finding) = findings::copies_vs_messages(&r);
-        findings.extend(findings::serialized_staging(&r));
-        findings.extend(idle_finding);
-        findings.extend(findings::blocked_on_copies(&r));
-        findings.extend(serial_finding);
-        let kernels = device_busy(t, |op| op == GpuOp::Kernel);
-        let pipeline = Intervals::union(
-            t.gpu
-                .iter()
-                .filter(|g| g.op.is_copy())
-                .map(|g| (g.start.0, g.end.0))
-                .chain(r.windows.spans().iter().copied()),
-        );
-        let waits = t.gpu.iter().filter(|g| g.op == GpuOp::HostWait);
-        let mut devices: Vec<u32> = t.gpu.iter().map(|g| g.device).collect();
-        devices.sort_unstable();
-        devices.dedup();
-        let mut streams: Vec<(u32, u32)> = t
-            .gpu
-            .iter()
-            .filter(|g| g.op.on_device())
-            .map(|g| (g.device, g.stream))
-            .collect();
-        streams.sort_unstable();
-        streams.dedup();
-        ranks.push(RankGpu {
-            rank: t.rank,
-            devices,
-            streams,
-            d2h: copies(GpuOp::CopyD2H),
-            h2d: copies(GpuOp::CopyH2D),
-            d2d: copies(GpuOp::CopyD2D),
-            kernels: t.gpu.iter().filter(|g| g.op == GpuOp::Kernel).count() as u64,
-            kernel_ns: kernels.measure(),
-            host_waits: waits.clone().count() as u64,
-            host_wait_ns: waits.map(|g| g.end.0 - g.start.0).sum(),
-            host_blocked_ns: blocked,
-            gpu_idle_in_host_blocked_ns: idle,
-            copy_ns,
-            copy_with_messages_ns: with_messages,
-            pipeline_ns: pipeline.measure(),
-            pipeline_hidden_ns: pipeline.overlap(&kernels),
-            clock_error_ns: t.gpu.iter().map(|g| g.clock_error.0).max().unwrap_or(0),
-        });
-    }
-    findings.sort_by(|a, b| b.lost_ns.cmp(&a.lost_ns).then(a.rank.cmp(&b.rank)));
-    let rows: Vec<ChainRow> = chains.iter().map(ChainRow::of).collect();
-    let pipeline: u64 = ranks.iter().map(|r| r.pipeline_ns).sum();
-    let hidden: u64 = ranks.iter().map(|r| r.pipeline_hidden_ns).sum();
-    let report = GpuReport {
-        backend: match trace.info.params.get(GPU_BACKEND_PARAM) {
-            Some(ParamValue::Text(b)) => Some(b.clone()),
-            _ => None,
-        },
-        clock_error_ns: ranks.iter().map(|r| r.clock_error_ns).max().unwrap_or(0),
-        ranks,
-        chains: summarize(&rows),
-        findings,
-        pipeline_hidden: (pipeline > 0).then(|| hidden as f64 / pipeline as f64),
-    };
-    Some((report, rows))
-}
-
-/// File names of GPU runtimes and drivers: a process that mapped one of these ran (or
-/// could run) GPU work.
-const GPU_RUNTIMES: [&str; 7] = [
-    "libcuda.so",
-    "libcudart.so",
-    "libamdhip64.so",
-    "libhsa-runtime64.so",
-    "libze_loader.so",
-    "libsycl.so",
-    "libOpenCL.so",
-];
-
-/// Who loaded a GPU runtime, as far as the trace says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Loader {
-    /// The program itself: its executable, a library it needs, or one it opened before
-    /// `MPI_Init` (the rank's `program_objects`).
-    Program,
-    /// Not told: a trace recorded before the preload listed the program's own files,
-    /// which lists only what the process had mapped (its MPI's components included).
-    Unknown,
-}
-
-/// A GPU runtime loaded by a rank whose GPU work was not recorded.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct UnrecordedRuntime {
-    /// The first rank found with it.
-    pub rank: u32,
-    /// The library's file name (`libcudart.so.12`).
-    pub library: String,
-    /// Who loaded it.
-    pub by: Loader,
-}
-
-impl UnrecordedRuntime {
-    /// What the reports say of it, one line.
-    pub fn said(&self) -> String {
-        let (rank, library) = (self.rank, &self.library);
-        let who = match self.by {
-            Loader::Program => format!("rank {rank}'s program loads {library} itself"),
-            Loader::Unknown => format!(
-                "rank {rank} loaded {library} (by the program or by its MPI: a trace this old \
-                 does not say which)"
-            ),
-        };
-        format!(
-            "GPU work not recorded: {who}, but the trace holds no copy or kernel (the preload \
-             records MPI only): the GPU verdicts are unknown"
-        )
-    }
-}
-
-/// The first of `files` (paths, one a line) that is a GPU runtime: its file name.
-fn gpu_runtime_in(files: &str) -> Option<String> {
-    files.lines().find_map(|line| {
-        let file = line.rsplit('/').next()?;
-        GPU_RUNTIMES
-            .iter()
-            .any(|lib| file.starts_with(lib))
-            .then(|| file.to_string())
-    })
-}
-
-/// A GPU runtime a rank's program loaded though no rank recorded GPU work (the preload
-/// records MPI only): the rank and the library's file name. Found in the files the
-/// program itself loaded (`program_objects`, which leaves out what MPI loaded: MPICH's
-/// hwloc opens `libOpenCL.so` in every MPI program); in a trace without that list, in
-/// every executable mapping of the process (`code_maps`), which cannot tell who loaded it.
-pub fn unrecorded_runtime(trace: &Trace) -> Option<UnrecordedRuntime> {
-    if trace.ranks.iter().any(|t| !t.gpu.is_empty()) {
-        return None;
-    }
-    let found = |by: Loader| {
-        trace.info.ranks.iter().find_map(|r| {
-            let files = match by {
-                Loader::Program => r.program_objects.as_deref()?,
-                Loader::Unknown if r.program_objects.is_none() => r.code_maps.as_deref()?,
-                Loader::Unknown => return None,
-            };
-            gpu_runtime_in(files).map(|library| UnrecordedRuntime {
-                rank: r.rank,
-                library,
-                by,
-            })
-        })
-    };
-    found(Loader::Program).or_else(|| found(Loader::Unknown))
+    let ends = MessageEnds::of(trace);
+    let mut fold = GpuFold::new();
+    fold.add(trace, &ends);
+    fold.finish(&trace.info, &trace.messages, &ends)
 }
 
 /// Means, maxima and the worst complete chains.

@@ -14,16 +14,24 @@
 //! ([`graph`]). Ranks that others wait for but that are not blocked in MPI (computing,
 //! finalized, or without a dump) are named too. [`crate::report::hang`] renders it for the report.
 //!
+//! It is made a part of whole ranks at a time ([`HangFold`]): each rank is judged on its
+//! own dump, timeline and requests (`waits`), and only those judgements, a few calls a
+//! rank, are kept until the parts are all in; the world collectives' missing members,
+//! the graph and the verdict are then made of them.
+//!
 //! Times are ns since the run's start: a call's `start_ns` is when it was entered,
 //! `blocked_ns` how long before the dump that was.
 
 pub mod graph;
+mod waits;
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use overlap_format::schema::{DumpReason, InFlightCall, InFlightDump, Op, RequestKind};
+use overlap_format::schema::{DumpReason, InFlightCall, InFlightDump, MergedInfo};
 
-use crate::model::{Timeline, Trace, What};
+use crate::model::{Timeline, Trace};
 use crate::sites::SiteTable;
 
 /// MPICH's `MPI_ANY_SOURCE` as the trace records it (world ranks; other negative peers
@@ -157,94 +165,86 @@ pub struct HangReport {
     pub waited_not_blocked: Vec<graph::NotBlocked>,
 }
 
-/// The report, when any rank dumped.
+/// The report, when any rank dumped: [`HangFold`] given the whole run as one part.
 pub fn analyze(trace: &Trace, sites: &SiteTable) -> Option<HangReport> {
-    let dumps: Vec<(u32, &InFlightDump)> = trace
-        .info
-        .ranks
-        .iter()
-        .filter_map(|r| Some((r.rank, r.in_flight.as_ref()?)))
-        .collect();
-    if dumps.is_empty() {
-        return None;
-    }
-    let world = trace
-        .info
-        .world_size
-        .max(1 + trace.ranks.iter().map(|t| t.rank).max()?);
-    let mut ranks: Vec<RankHang> = (0..world)
-        .map(|rank| rank_hang(trace, sites, rank, dumps.iter().find(|d| d.0 == rank)))
-        .collect();
-    collective_waits(trace, &mut ranks);
-    let g = graph::WaitFor::build(&ranks, world);
-    let verdict = if ranks.iter().any(|r| r.state == RankState::Stalled) {
-        Verdict::Hung
-    } else if ranks.iter().any(|r| r.state.blocked()) {
-        Verdict::StoppedInCalls
-    } else {
-        Verdict::WentOn
-    };
-    Some(HangReport {
-        verdict,
-        cycle: g.cycle(),
-        waited_not_blocked: g.waited_not_blocked(&ranks),
-        wait_for: g.edges,
-        ranks,
-    })
+    let mut fold = HangFold::new();
+    fold.add(trace, sites);
+    fold.finish(&trace.info, sites)
 }
 
-fn rank_hang(
-    trace: &Trace,
-    sites: &SiteTable,
-    rank: u32,
-    dump: Option<&(u32, &InFlightDump)>,
-) -> RankHang {
-    let timeline = trace.ranks.iter().find(|t| t.rank == rank);
-    let Some(&(_, dump)) = dump else {
-        let finalized = timeline.is_some_and(|t| {
-            t.spans
-                .iter()
-                .any(|s| matches!(s.what, What::Call(Op::Finalize, _)))
-        });
-        let state = match (timeline, finalized) {
-            (None, _) => RankState::NoTrace,
-            (Some(_), true) => RankState::Finalized,
-            (Some(_), false) => RankState::NoDump,
+/// The report made a part of whole ranks at a time: each rank of a part is judged on
+/// its own dump, timeline and requests (`waits::rank_hang`), and only that judgement
+/// (where it stood, the few calls it was inside) is kept. What needs every rank (the
+/// members a world collective waits for, the wait-for graph, the verdict) is made in
+/// [`HangFold::finish`], as are the ranks no part held (no trace file).
+#[derive(Debug, Default)]
+pub struct HangFold {
+    /// The ranks of the parts added, judged, by rank.
+    ranks: BTreeMap<u32, RankHang>,
+    /// The highest rank of the parts added: the world reported reaches at least it.
+    last_rank: Option<u32>,
+}
+
+impl HangFold {
+    /// A fold of no part yet.
+    pub fn new() -> HangFold {
+        HangFold::default()
+    }
+
+    /// Judges the ranks of `part`, a part trace (its own ranks; the run's requests and
+    /// info), parts coming in any order.
+    pub fn add(&mut self, part: &Trace, sites: &SiteTable) {
+        self.last_rank = self.last_rank.max(part.ranks.iter().map(|t| t.rank).max());
+        // Without a dump there is no report: nothing to judge.
+        if dump_of(&part.info, None).is_none() {
+            return;
+        }
+        for t in &part.ranks {
+            let dump = dump_of(&part.info, Some(t.rank));
+            let judged = waits::rank_hang(Some(t), &part.requests, sites, t.rank, dump);
+            self.ranks.insert(t.rank, judged);
+        }
+    }
+
+    /// The report of the parts added, `info` and `sites` the run's; `None` when no rank
+    /// dumped (or no part held a rank).
+    pub fn finish(self, info: &MergedInfo, sites: &SiteTable) -> Option<HangReport> {
+        dump_of(info, None)?;
+        let world = info.world_size.max(1 + self.last_rank?);
+        let mut judged = self.ranks;
+        let mut ranks: Vec<RankHang> = (0..world)
+            .map(|rank| {
+                judged.remove(&rank).unwrap_or_else(|| {
+                    // In no part: the rank has no trace file, at most a dump.
+                    waits::rank_hang(None, &[], sites, rank, dump_of(info, Some(rank)))
+                })
+            })
+            .collect();
+        waits::collective_waits(&mut ranks);
+        let g = graph::WaitFor::build(&ranks, world);
+        let verdict = if ranks.iter().any(|r| r.state == RankState::Stalled) {
+            Verdict::Hung
+        } else if ranks.iter().any(|r| r.state.blocked()) {
+            Verdict::StoppedInCalls
+        } else {
+            Verdict::WentOn
         };
-        return RankHang {
-            rank,
-            state,
-            dump_reason: None,
-            dump_ns: None,
-            calls: Vec::new(),
-        };
-    };
-    let calls: Vec<BlockedCall> = dump
-        .calls
-        .iter()
-        .map(|c| blocked_call(trace, sites, rank, dump, c))
-        .collect();
-    let state = if calls.is_empty() {
-        RankState::NotInMpi
-    } else if calls.iter().all(|c| c.completed_after_dump) {
-        RankState::WentOn
-    } else if dump.reason == DumpReason::Stalled {
-        RankState::Stalled
-    } else {
-        RankState::InCall
-    };
-    RankHang {
-        rank,
-        state,
-        dump_reason: Some(dump.reason),
-        dump_ns: Some(dump.at_ns),
-        calls,
+        Some(HangReport {
+            verdict,
+            cycle: g.cycle(),
+            waited_not_blocked: g.waited_not_blocked(&ranks),
+            wait_for: g.edges,
+            ranks,
+        })
     }
 }
 
-/// True when the call `c` of `rank`'s dump was recorded as completed afterwards.
-fn completed_later(trace: &Trace, rank: u32, c: &InFlightCall) -> bool {
-    trace.rank(rank).is_some_and(|t| completed_in(t, c))
+/// The first in-flight dump of `info` of rank `rank` (of any rank with `None`).
+fn dump_of(info: &MergedInfo, rank: Option<u32>) -> Option<&InFlightDump> {
+    info.ranks
+        .iter()
+        .filter(|r| rank.is_none_or(|rank| r.rank == rank))
+        .find_map(|r| r.in_flight.as_ref())
 }
 
 /// True when the rank's timeline `t` holds call `c` of a dump: it completed after all.
@@ -295,162 +295,6 @@ pub fn latest_stopped(dumps: impl IntoIterator<Item = (u64, bool)>) -> Option<(u
 /// Times on the wire are microseconds with three decimals: a recorded call and the same
 /// call in a dump may differ by rounding.
 const SAME_START_NS: u64 = 1_000;
-
-fn blocked_call(
-    trace: &Trace,
-    sites: &SiteTable,
-    rank: u32,
-    dump: &InFlightDump,
-    c: &InFlightCall,
-) -> BlockedCall {
-    let completed_after_dump = completed_later(trace, rank, c);
-    let site = c.site.map(|raw| {
-        sites
-            .site(rank, raw)
-            .map_or_else(|| format!("{raw:#x}"), |s| s.label.clone())
-    });
-    BlockedCall {
-        tid: c.tid,
-        call: c.call.mpi_name(),
-        site,
-        start_ns: c.start_ns,
-        blocked_ns: dump.at_ns.saturating_sub(c.start_ns),
-        completed_after_dump,
-        requests: c.requests,
-        root: c.root,
-        waits_for: waits_of(trace, rank, c),
-    }
-}
-
-/// A peer as a rank waited for (`None`: not a rank of the world).
-fn peer_rank(peer: i32) -> Option<u32> {
-    u32::try_from(peer).ok()
-}
-
-fn p2p(kind: WaitedKind, peer: i32, tag: Option<i32>, comm: Option<u32>) -> Waited {
-    Waited {
-        kind,
-        rank: peer_rank(peer),
-        any_source: peer == ANY_SOURCE,
-        tag,
-        comm,
-        request: None,
-    }
-}
-
-/// What the call `c` of `rank` waits for (collectives are filled in later, when every
-/// rank's state is known).
-fn waits_of(trace: &Trace, rank: u32, c: &InFlightCall) -> Vec<Waited> {
-    use overlap_format::schema::OpClass;
-    let mut out = Vec::new();
-    let is_send = matches!(c.call, Op::Send | Op::Ssend | Op::Bsend | Op::Rsend);
-    match c.call {
-        Op::Sendrecv | Op::SendrecvReplace => {
-            if let Some(p) = c.peer {
-                out.push(p2p(WaitedKind::Send, p, c.tag, c.comm));
-            }
-            if let Some(p) = c.recv_peer {
-                out.push(p2p(WaitedKind::Receive, p, c.recv_tag, c.comm));
-            }
-        }
-        _ if c.requests.is_some() => out.extend(pending(trace, rank, c)),
-        _ if c.peer.is_some() => {
-            let kind = if is_send {
-                WaitedKind::Send
-            } else {
-                WaitedKind::Receive
-            };
-            out.extend(c.peer.map(|p| p2p(kind, p, c.tag, c.comm)));
-        }
-        op if op.class() == OpClass::Collective => out.push(Waited {
-            kind: WaitedKind::Collective,
-            rank: None,
-            any_source: false,
-            tag: None,
-            comm: c.comm,
-            request: None,
-        }),
-        _ => {}
-    }
-    out.retain(|w| w.rank.is_some() || w.any_source || w.kind == WaitedKind::Collective);
-    out
-}
-
-/// The rank's requests posted before `c` started and never completed nor freed in the
-/// trace.
-fn pending(trace: &Trace, rank: u32, c: &InFlightCall) -> Vec<Waited> {
-    let Some(t) = trace.ranks.iter().find(|t| t.rank == rank) else {
-        return Vec::new();
-    };
-    trace
-        .requests
-        .iter()
-        .filter(|l| l.rank == rank && l.completion().is_none() && l.freed().is_none())
-        .filter(|l| {
-            t.spans
-                .get(l.post())
-                .is_some_and(|s| s.start.0 <= c.start_ns)
-        })
-        .filter_map(|l| {
-            let (_, args) = t.call(l.args())?;
-            let kind = match l.kind {
-                RequestKind::Recv => WaitedKind::Receive,
-                RequestKind::Send => WaitedKind::Send,
-                RequestKind::Collective => WaitedKind::Collective,
-                RequestKind::OneSided => WaitedKind::OneSided,
-            };
-            let mut w = match (kind, args.peer()) {
-                (WaitedKind::Collective, _) | (_, None) => Waited {
-                    kind,
-                    rank: None,
-                    any_source: false,
-                    tag: None,
-                    comm: Some(args.comm),
-                    request: None,
-                },
-                (_, Some(p)) => p2p(kind, p, args.tag(), Some(args.comm)),
-            };
-            w.request = Some(l.request);
-            Some(w)
-        })
-        .collect()
-}
-
-/// A blocked collective on `MPI_COMM_WORLD` waits for every rank not blocked in a
-/// collective on it; on another communicator, for members the trace cannot list.
-fn collective_waits(_trace: &Trace, ranks: &mut [RankHang]) {
-    let in_world_collective: Vec<bool> = ranks
-        .iter()
-        .map(|r| {
-            r.state.blocked()
-                && r.calls.iter().any(|c| {
-                    c.waits_for.iter().any(|w| {
-                        w.kind == WaitedKind::Collective && w.comm == Some(0) && w.request.is_none()
-                    })
-                })
-        })
-        .collect();
-    for r in ranks.iter_mut() {
-        for c in &mut r.calls {
-            let mut extra = Vec::new();
-            for w in &c.waits_for {
-                if w.kind == WaitedKind::Collective && w.comm == Some(0) && w.rank.is_none() {
-                    extra.extend(
-                        in_world_collective
-                            .iter()
-                            .enumerate()
-                            .filter(|&(s, inside)| !inside && s as u32 != r.rank)
-                            .map(|(s, _)| Waited {
-                                rank: Some(s as u32),
-                                ..w.clone()
-                            }),
-                    );
-                }
-            }
-            c.waits_for.extend(extra);
-        }
-    }
-}
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -53,6 +53,13 @@ pub(crate) fn kept_run_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// The kept runs of [`kept_run_dirs`], each loaded whole from its rank files.
+#[cfg(test)]
+pub(crate) fn kept_runs() -> Vec<crate::model::Trace> {
+    let load = |d: &PathBuf| load_dir(d, &mut |_, _| {}).expect("a kept run").trace;
+    kept_run_dirs().iter().map(load).collect()
+}
+
 /// Loads a merged trace file, a directory of per-rank files, or one per-rank file (a
 /// binary stream, or a file named like one).
 pub fn load(path: &Path, progress: ReadProgress<'_>) -> Result<Loaded> {

@@ -6,7 +6,6 @@ use std::collections::{BTreeSet, HashMap};
 
 use serde::Serialize;
 
-use super::call_ref::CallRef;
 use super::false_overlap::Finding;
 use super::request_metrics::RequestMetrics;
 use super::wait_kind::{WaitInstance, WaitKind};
@@ -85,6 +84,16 @@ impl Groups {
         }
     }
 
+    /// Adds wait-state instances of `trace`'s ranks (the whole run, or a part of it),
+    /// by the site of their call; those within the clock error or the scheduler's are
+    /// left out.
+    pub fn add_waits(&mut self, trace: &Trace, table: &SiteTable, waits: &[WaitInstance]) {
+        for w in waits.iter().filter(|w| !w.indeterminate && !w.descheduled) {
+            let site = table.id_of_call(trace, w.rank, w.index);
+            self.add((site, w.call, Some(w.kind)), w.rank, w.index, w.amount_ns);
+        }
+    }
+
     /// Adds false-overlap findings, by the site of their waiting call.
     pub fn add_findings(&mut self, trace: &Trace, table: &SiteTable, findings: &[Finding]) {
         for f in findings {
@@ -128,10 +137,7 @@ impl Groups {
 /// error bound are left out, as in the totals).
 pub fn wait_states(trace: &Trace, table: &SiteTable, waits: &[WaitInstance]) -> Vec<SiteGroup> {
     let mut groups = Groups::default();
-    for w in waits.iter().filter(|w| !w.indeterminate && !w.descheduled) {
-        let site = table.id_of_call(trace, w.rank, w.index);
-        groups.add((site, w.call, Some(w.kind)), w.rank, w.index, w.amount_ns);
-    }
+    groups.add_waits(trace, table, waits);
     groups.finish(table)
 }
 
@@ -143,37 +149,44 @@ pub fn by_site(
     false_overlap: Vec<SiteGroup>,
     waits: &[WaitInstance],
 ) -> BySite {
-    BySite {
-        false_overlap,
-        wait_states: wait_states(trace, table, waits),
-        sites: table.sites().to_vec(),
-        notes: table.notes().to_vec(),
+    BySite::of_groups(table, false_overlap, wait_states(trace, table, waits))
+}
+
+impl BySite {
+    /// The by-site part of the report, both groupings made.
+    pub fn of_groups(
+        table: &SiteTable,
+        false_overlap: Vec<SiteGroup>,
+        wait_states: Vec<SiteGroup>,
+    ) -> BySite {
+        BySite {
+            false_overlap,
+            wait_states,
+            sites: table.sites().to_vec(),
+            notes: table.notes().to_vec(),
+        }
     }
 }
 
-/// Names the site of every call the report refers to: a finding's wait, the posts of its
-/// requests and where the wait may move; the worst requests' posts and completions.
-pub fn name_sites(
-    trace: &Trace,
-    table: &SiteTable,
-    findings: &mut [Finding],
-    requests: &mut [&mut [RequestMetrics]],
-) {
-    let name = |c: &mut CallRef| c.site = table.label_of_call(trace, c.rank, c.index);
-    for f in findings {
-        let rank = f.rank;
-        for c in f.calls_mut() {
-            name(c);
-        }
-        for u in f.first_uses_mut() {
-            u.site = u.ip.and_then(|ip| table.touch(rank, ip)).map(Site::place);
-        }
+/// Names the site of every call a finding the report lists refers to: its wait, the
+/// posts of its requests, where the wait may move, and its first uses. `trace` holds the
+/// finding's rank (the whole run or the part it was found in).
+pub fn name_finding(trace: &Trace, table: &SiteTable, f: &mut Finding) {
+    let rank = f.rank;
+    for c in f.calls_mut() {
+        c.site = table.label_of_call(trace, c.rank, c.index);
     }
-    for r in requests.iter_mut().flat_map(|list| list.iter_mut()) {
-        name(&mut r.post);
-        if let Some(c) = r.completion.as_mut() {
-            name(c);
-        }
+    for u in f.first_uses_mut() {
+        u.site = u.ip.and_then(|ip| table.touch(rank, ip)).map(Site::place);
+    }
+}
+
+/// Names the sites of the post and the completion of a request the report lists.
+/// `trace` holds the request's rank (the whole run or the part it was made in).
+pub fn name_request(trace: &Trace, table: &SiteTable, r: &mut RequestMetrics) {
+    r.post.site = table.label_of_call(trace, r.post.rank, r.post.index);
+    if let Some(c) = r.completion.as_mut() {
+        c.site = table.label_of_call(trace, c.rank, c.index);
     }
 }
 

@@ -219,7 +219,7 @@ impl<'a> Cleaner<'a> {
                     return None;
                 }
                 let receiver_late = done.start.saturating_sub(sent);
-                let sender_away = away_until(self.trace, ends.send, ends.send_done)?;
+                let sender_away = ends.send_away?;
                 Some(receiver_late + sender_away)
             }
         }
@@ -236,9 +236,7 @@ impl<'a> Cleaner<'a> {
             && send_done.start + epsilon <= posted
             && send_done.end > posted
             && self.last_partner(done, posted);
-        waited
-            .then(|| away_until(self.trace, ends.recv_post, Some(done)))
-            .flatten()
+        waited.then_some(ends.recv_away).flatten()
     }
 
     /// Nothing `call` completed had its partner arrive after `at`.
@@ -251,20 +249,6 @@ impl<'a> Cleaner<'a> {
 /// [`READY_GAP`], or [`READY_SHARE`] of the transfer.
 fn ready(away: Nanos, ns: u64) -> bool {
     away <= READY_GAP || away.0 as f64 <= READY_SHARE * ns as f64
-}
-
-/// How long a rank that posted at `post` spent outside MPI calls before `done`
-/// completed it: 0 when `done` is the post itself (a blocking call); none when `done`
-/// does not block (or is missing), or lies too far from the post. Both calls are of one
-/// rank, whose timeline alone it reads.
-fn away_until(trace: &Trace, post: EventRef, done: Option<Done>) -> Option<Nanos> {
-    let done = done.filter(|d| d.blocks)?;
-    if done.at == post {
-        return Some(Nanos::ZERO);
-    }
-    trace
-        .rank(post.rank)
-        .and_then(|t| outside_mpi(t, post.index, done.at.index))
 }
 
 /// The time the thread of call `from` spent outside MPI calls between leaving `from` and

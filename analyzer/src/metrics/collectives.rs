@@ -40,13 +40,26 @@ pub(crate) fn scope(op: Op, c: &CallInfo) -> Scope {
 pub struct Instances {
     /// The member calls of each instance, in rank order.
     pub members: Vec<Vec<EventRef>>,
-    /// Per rank (position in `trace.ranks`): `(event, instance)` of each of its
-    /// blocking collective calls, by event (collectives are few among a rank's events:
-    /// a list of them, not an entry per event).
+    /// The instance of each blocking collective call.
+    pub calls: CallInstances,
+}
+
+/// The instance of each blocking collective call of a run: per rank (position in
+/// `trace.ranks`), `(event, instance)` of each of its blocking collective calls, by
+/// event (collectives are few among a rank's events: a list of them, not an entry per
+/// event). The first pass of the analysis that holds one rank at a time makes it too.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallInstances {
     by_rank: Vec<Vec<(u32, u32)>>,
 }
 
-impl Instances {
+impl CallInstances {
+    /// Adds the next rank's calls, `(event, instance)` by event.
+    pub(crate) fn push_rank(&mut self, mut calls: Vec<(u32, u32)>) {
+        calls.shrink_to_fit();
+        self.by_rank.push(calls);
+    }
+
     /// The instance of the event at `index` of the rank at position `slot` of
     /// `trace.ranks`; none when it is not a blocking collective call.
     pub fn of(&self, slot: usize, index: usize) -> Option<u32> {
@@ -112,7 +125,7 @@ impl<K: Ord + Copy> RankNumbering<'_, K> {
 pub fn instances(trace: &Trace) -> Instances {
     let mut members: Vec<Vec<EventRef>> = Vec::new();
     let mut numbering = Numbering::new();
-    let mut by_rank = Vec::with_capacity(trace.ranks.len());
+    let mut calls = CallInstances::default();
     for t in &trace.ranks {
         let mut mine: Vec<(u32, u32)> = Vec::new();
         let mut rank = numbering.rank();
@@ -131,10 +144,9 @@ pub fn instances(trace: &Trace) -> Instances {
             });
             mine.push((index_u32(i), index_u32(id)));
         }
-        mine.shrink_to_fit();
-        by_rank.push(mine);
+        calls.push_rank(mine);
     }
-    Instances { members, by_rank }
+    Instances { members, calls }
 }
 
 /// The instances of the non-blocking collectives (Ibcast..., and started persistent

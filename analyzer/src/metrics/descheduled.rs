@@ -29,7 +29,7 @@
 use overlap_format::schema::Nanos;
 use serde::Serialize;
 
-use super::message_ends::MessageEnds;
+use super::message_ends::{Done, MessageEnds};
 use super::oversubscription::Oversubscription;
 use super::progress::CEILING;
 use super::transfer::TransferModel;
@@ -67,8 +67,9 @@ impl DescheduledTime {
             return DescheduledTime(Vec::new());
         }
         // (call, partner, slow-end transfer; none when unknown) of each message's
-        // completions on a crowded rank.
-        let mut ends: Vec<(EventRef, Nanos, Option<Nanos>)> = Vec::new();
+        // completions on a crowded rank: the call as its side of the message holds it,
+        // so that no rank's events are read.
+        let mut ends: Vec<(Done, Nanos, Option<Nanos>)> = Vec::new();
         for (mi, m) in trace.messages.iter().enumerate() {
             let Some(e) = message_ends.ends(mi, m) else {
                 continue;
@@ -80,20 +81,18 @@ impl DescheduledTime {
             ];
             for (call, partner) in done {
                 if let Some(c) = call.filter(|c| crowded.binary_search(&c.at.rank).is_ok()) {
-                    ends.push((c.at, partner, slow));
+                    ends.push((c, partner, slow));
                 }
             }
         }
-        ends.sort_unstable_by_key(|e| e.0);
+        ends.sort_unstable_by_key(|e| e.0.at);
         let mut out = Vec::new();
-        for same in ends.chunk_by(|a, b| a.0 == b.0) {
-            let at = same[0].0;
-            let Some(span) = trace
-                .span(at)
-                .filter(|s| s.op().is_some_and(|op| op.blocks()))
-            else {
+        for same in ends.chunk_by(|a, b| a.0.at == b.0.at) {
+            let span = same[0].0;
+            if !span.blocks {
                 continue;
-            };
+            }
+            let at = span.at;
             let Some(slow) = same.iter().map(|e| e.2).collect::<Option<Vec<Nanos>>>() else {
                 continue;
             };
@@ -122,13 +121,25 @@ impl DescheduledTime {
     /// Flags the instances of `waits` whose peer spent more than half of them in
     /// descheduled time, and says what it found.
     pub(crate) fn flag(&self, waits: &mut [WaitInstance]) -> Descheduled {
-        let mut found = Descheduled {
+        let mut found = self.calls();
+        self.flag_more(waits, &mut found);
+        found
+    }
+
+    /// The descheduled calls and their time, no instance flagged yet.
+    pub(crate) fn calls(&self) -> Descheduled {
+        Descheduled {
             calls: self.0.len() as u64,
             total_ns: self.0.iter().map(|e| (e.2 - e.1).0).sum(),
             ..Descheduled::default()
-        };
+        }
+    }
+
+    /// [`Self::flag`] of more instances (those of another part of the run), counted
+    /// into `found`.
+    pub(crate) fn flag_more(&self, waits: &mut [WaitInstance], found: &mut Descheduled) {
         if self.0.is_empty() {
-            return found;
+            return;
         }
         for w in waits.iter_mut() {
             let Some(peer) = w.peer else { continue };
@@ -140,6 +151,5 @@ impl DescheduledTime {
                 found.instances_ns += w.amount_ns;
             }
         }
-        found
     }
 }

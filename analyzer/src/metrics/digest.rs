@@ -42,12 +42,14 @@ use super::budget::{rank_budget, run_budget, RankBudget, RunBudget};
 use super::collective_ends::{
     blocking_member, request_member, Blocking, CollectiveEnds, Member, Request,
 };
-use super::collectives::{scope, Numbering, Scope};
+use super::collectives::{scope, CallInstances, Numbering, Scope};
 use super::cross_rank::CrossRank;
 use super::message_ends::{recv_side, send_side, MessageEnds, Side};
+use super::one_sided::{candidates_of, RankEpochs};
 use crate::merge::{
     file_of, join, out_of_range, rank_requests_and_ends, RankEnds, RunFiles, Unreadable, NO_CALL,
 };
+use crate::model::compact::index_u32;
 use crate::model::compute::RankCompute;
 use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Timeline};
 use crate::sites::{RankSites, SiteTable};
@@ -74,11 +76,17 @@ pub struct Digested {
     pub sites: SiteTable,
     /// Both ends of every message and the members of every collective instance.
     pub cross: CrossRank,
+    /// The instance of each blocking collective call.
+    pub instances: CallInstances,
+    /// The run's files, to read its ranks again (the second pass).
+    pub(crate) files: RunFiles,
 }
 
 /// A blocking collective call of a rank: what its instance is ordered in, and what the
 /// instance reads of it.
 struct CollectiveCall {
+    /// Its index in its rank.
+    index: u32,
     scope: Scope,
     op: Op,
     root: Option<i32>,
@@ -102,6 +110,8 @@ struct RankDigest {
     /// The receive side of each (posting, completing) pair of its calls, by the pair.
     recvs: Vec<((u32, u32), Side)>,
     collectives: Vec<CollectiveCall>,
+    /// Its one-sided epochs, for matching with the other sides'.
+    epochs: RankEpochs,
     /// Its collective requests: each one's communicator, and its member record (the
     /// request's index in the rank's own requests until the run's are known).
     collective_requests: Vec<(u32, Request)>,
@@ -147,9 +157,15 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         (d.sends, d.recvs) = (Vec::new(), Vec::new());
     }
     crate::heap::release_free();
-    let (ranks, requests, firsts) = requests_of(ranks);
+    let (mut ranks, requests, firsts) = requests_of(ranks);
     crate::heap::release_free();
-    let collectives = collective_ends(&ranks, &firsts);
+    let (collectives, instances) = collective_ends(&ranks, &firsts);
+    let epochs: Vec<RankEpochs> = (ranks.iter_mut())
+        .map(|d| std::mem::take(&mut d.epochs))
+        .filter(|e| !e.is_empty())
+        .collect();
+    let one_sided = candidates_of(&epochs);
+    drop(epochs);
     let extents: Vec<(Nanos, Nanos)> = ranks.iter().filter_map(|d| d.extent).collect();
     let (mut compute, mut budgets, mut notes, mut sites) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -165,6 +181,7 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         messages: sides,
         collectives,
         requests_by_post: RequestsByPost::new(&requests),
+        one_sided,
     };
     Ok(Digested {
         info,
@@ -176,6 +193,8 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         budgets: (budgets, totals),
         sites,
         cross,
+        instances,
+        files,
     })
 }
 
@@ -212,6 +231,7 @@ fn digest_rank(
         .filter_map(|i| {
             let (op, c) = t.call(i)?;
             (op.class() == OpClass::Collective).then(|| CollectiveCall {
+                index: index_u32(i),
                 scope: scope(op, c),
                 op,
                 root: c.root(),
@@ -240,6 +260,7 @@ fn digest_rank(
         sends,
         recvs,
         collectives,
+        epochs: RankEpochs::of(t),
         collective_requests,
     };
     (digest, ends)
@@ -289,13 +310,16 @@ fn requests_of(mut ranks: Vec<RankDigest>) -> (Vec<RankDigest>, Vec<RequestLife>
 /// [`super::collectives::instances`] and [`super::collectives::nonblocking`] group them
 /// ([`Numbering`]), the ranks in rank order. `firsts[i]`: where rank `i`'s requests
 /// start among the run's.
-fn collective_ends(ranks: &[RankDigest], firsts: &[usize]) -> CollectiveEnds {
+fn collective_ends(ranks: &[RankDigest], firsts: &[usize]) -> (CollectiveEnds, CallInstances) {
     let mut blocking: Vec<Blocking> = Vec::new();
+    let mut calls = CallInstances::default();
     let mut numbering = Numbering::new();
     for d in ranks {
         let mut rank = numbering.rank();
+        let mut mine: Vec<(u32, u32)> = Vec::with_capacity(d.collectives.len());
         for c in &d.collectives {
             let (id, new) = rank.next(c.scope);
+            mine.push((c.index, index_u32(id)));
             if new {
                 blocking.push(Blocking {
                     op: c.op,
@@ -305,6 +329,7 @@ fn collective_ends(ranks: &[RankDigest], firsts: &[usize]) -> CollectiveEnds {
             }
             blocking[id].members.extend(c.member);
         }
+        calls.push_rank(mine);
     }
     let mut nonblocking: Vec<Vec<Request>> = Vec::new();
     let mut numbering = Numbering::new();
@@ -321,10 +346,11 @@ fn collective_ends(ranks: &[RankDigest], firsts: &[usize]) -> CollectiveEnds {
             });
         }
     }
-    CollectiveEnds {
+    let ends = CollectiveEnds {
         blocking,
         nonblocking,
-    }
+    };
+    (ends, calls)
 }
 
 #[cfg(test)]
@@ -358,6 +384,9 @@ mod tests {
                 d.cross.collectives == whole.collectives,
                 "{name}: collectives"
             );
+            assert!(d.cross.one_sided == whole.one_sided, "{name}: one-sided");
+            let instances = crate::metrics::collectives::instances(&trace).calls;
+            assert!(d.instances == instances, "{name}: instances");
             assert_eq!(d.notes, loaded.notes, "{name}: notes");
             assert_eq!(d.unreadable, loaded.unreadable, "{name}: unreadable");
             messages += d.messages.len();

@@ -67,8 +67,9 @@ impl Fold {
         }
     }
 
-    /// Adds findings of `trace` (any, in any order), grouped by the sites of `table`;
-    /// only those that may be listed are copied.
+    /// Adds findings of `trace` (any, in any order; the whole run, or the part of it
+    /// they were found in), grouped by the sites of `table`; only those that may be
+    /// listed are copied, their sites named.
     pub fn add(&mut self, trace: &Trace, table: &SiteTable, findings: &[Finding]) {
         self.groups.add_findings(trace, table, findings);
         let s = &mut self.summary;
@@ -85,7 +86,11 @@ impl Fold {
             worst.select_nth_unstable_by_key(self.listed, |f| report_order(f));
             worst.truncate(self.listed);
         }
-        s.worst.extend(worst.into_iter().cloned());
+        s.worst.extend(worst.into_iter().map(|f| {
+            let mut f = f.clone();
+            super::by_site::name_finding(trace, table, &mut f);
+            f
+        }));
         sort_findings(&mut s.worst);
         s.worst.truncate(self.listed);
     }

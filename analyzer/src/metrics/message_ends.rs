@@ -36,14 +36,18 @@ pub(crate) struct Done {
     pub blocks: bool,
 }
 
-/// One end of a message as its own rank recorded it, in 32 bytes: the end's call (the
-/// send, or the receive's post) and the call that completed it.
+/// One end of a message as its own rank recorded it, in 40 bytes: the end's call (the
+/// send, or the receive's post), the call that completed it, and how long the rank was
+/// away from MPI between the two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Side {
     /// The end call's entry (when [`KNOWN`]).
     start: Nanos,
     done_start: Nanos,
     done_end: Nanos,
+    /// The time its thread spent outside MPI calls from the end's call to the blocking
+    /// call that completed it (when [`AWAY`]; [`super::clean`] reads it).
+    away: Nanos,
     /// The completing call's index in its rank, or [`NO_INDEX`].
     done_index: u32,
     flags: u8,
@@ -58,8 +62,10 @@ const DONE_BLOCKS: u8 = 4;
 /// The completing call completed this end alone (a send's: no Sendrecv, no Waitall of
 /// several).
 const ALONE: u8 = 8;
+/// The time away from MPI is known: the completing call blocks, and lies near enough.
+const AWAY: u8 = 16;
 
-const _: () = assert!(std::mem::size_of::<Side>() == 32);
+const _: () = assert!(std::mem::size_of::<Side>() == 40);
 
 impl Side {
     /// A side not found (its call not in the trace).
@@ -67,6 +73,7 @@ impl Side {
         start: Nanos::ZERO,
         done_start: Nanos::ZERO,
         done_end: Nanos::ZERO,
+        away: Nanos::ZERO,
         done_index: NO_INDEX,
         flags: 0,
     };
@@ -86,16 +93,30 @@ impl Side {
         })
     }
 
-    fn with_done(self, t: &Timeline, index: usize) -> Side {
+    /// The time its rank was away from MPI before the completing call, when known.
+    fn away(&self) -> Option<Nanos> {
+        (self.flags & AWAY != 0).then_some(self.away)
+    }
+
+    /// This side of the end's call at `post` of `t`, completed by the call at `index`.
+    fn with_done(self, t: &Timeline, post: usize, index: usize) -> Side {
         let Some(span) = t.spans.get(index) else {
             return self;
         };
         let blocks = span.op().is_some_and(|op| op.blocks());
+        // Nothing away when the end's call completed it itself (a blocking call).
+        let away = match blocks {
+            false => None,
+            true if index == post => Some(Nanos::ZERO),
+            true => super::clean::outside_mpi(t, post, index),
+        };
+        let flags = if blocks { DONE_BLOCKS } else { 0 } | if away.is_some() { AWAY } else { 0 };
         Side {
             done_start: span.start,
             done_end: span.end,
+            away: away.unwrap_or(Nanos::ZERO),
             done_index: index_u32(index),
-            flags: self.flags | if blocks { DONE_BLOCKS } else { 0 },
+            flags: self.flags | flags,
             ..self
         }
     }
@@ -120,6 +141,12 @@ pub(crate) struct Ends {
     /// True when the send's completion completed this send alone: a blocking send that
     /// is no Sendrecv, or a Wait* of this one request.
     pub send_done_alone: bool,
+    /// The time the sender's thread spent outside MPI from the send to its blocking
+    /// completion, when known.
+    pub send_away: Option<Nanos>,
+    /// The time the receiver's thread spent outside MPI from the post to its blocking
+    /// completion, when known.
+    pub recv_away: Option<Nanos>,
 }
 
 /// Both ends of every message of a trace, by message (the trace's order).
@@ -199,6 +226,8 @@ impl MessageEnds {
             recv_done: self.recv_done(mi, m),
             send_done: self.send_done(mi, m),
             send_done_alone: send.flags & ALONE != 0,
+            send_away: send.away(),
+            recv_away: recv.away(),
         })
     }
 }
@@ -239,7 +268,7 @@ pub(crate) fn send_side(
         _ => Some(send),
     };
     let Some(done) = done else { return side };
-    let side = side.with_done(t, done);
+    let side = side.with_done(t, send, done);
     if alone(t, done) {
         Side {
             flags: side.flags | ALONE,
@@ -263,7 +292,7 @@ pub(crate) fn recv_side(t: &Timeline, post: usize, done: Option<usize>) -> Side 
         None => Side::NONE,
     };
     match done {
-        Some(done) => side.with_done(t, done),
+        Some(done) => side.with_done(t, post, done),
         None => side,
     }
 }
@@ -405,7 +434,12 @@ mod tests {
             .map(|(mi, m)| (m.tag, ends.ends(mi, m).expect("both ends are calls")))
             .collect();
         seen.sort_by_key(|e| e.0);
-        let expected = |send, sent, post, posted, recv_done, send_done, alone| Ends {
+        // The time each side was away from MPI before its blocking completion: message
+        // 1's sender from its Isend's exit (1) to the Waitall (5), less the second
+        // Isend's time (1-2, its own thread's call); message 2's from 2 to 5; a blocking
+        // call that completed itself, none; a Test that does not block, unknown.
+        let away = [(Some(3), None), (Some(3), Some(0)), (Some(0), Some(0))];
+        let expected0 = |send, sent, post, posted, recv_done, send_done, alone| Ends {
             send,
             send_start: Nanos(sent),
             recv_post: post,
@@ -413,6 +447,13 @@ mod tests {
             recv_done: Some(recv_done),
             send_done: Some(send_done),
             send_done_alone: alone,
+            send_away: None,
+            recv_away: None,
+        };
+        let expected = |tag: usize, ends: Ends| Ends {
+            send_away: away[tag - 1].0.map(Nanos),
+            recv_away: away[tag - 1].1.map(Nanos),
+            ..ends
         };
         assert_eq!(
             seen,
@@ -420,37 +461,46 @@ mod tests {
                 (
                     1,
                     expected(
-                        at(0, 0),
-                        0,
-                        at(1, 0),
-                        3,
-                        d(at(1, 2), 16, 17, false),
-                        d(at(0, 2), 5, 20, true),
-                        false
+                        1,
+                        expected0(
+                            at(0, 0),
+                            0,
+                            at(1, 0),
+                            3,
+                            d(at(1, 2), 16, 17, false),
+                            d(at(0, 2), 5, 20, true),
+                            false
+                        )
                     )
                 ),
                 (
                     2,
                     expected(
-                        at(0, 1),
-                        1,
-                        at(1, 1),
-                        10,
-                        d(at(1, 1), 10, 15, true),
-                        d(at(0, 2), 5, 20, true),
-                        false
+                        2,
+                        expected0(
+                            at(0, 1),
+                            1,
+                            at(1, 1),
+                            10,
+                            d(at(1, 1), 10, 15, true),
+                            d(at(0, 2), 5, 20, true),
+                            false
+                        )
                     )
                 ),
                 (
                     3,
                     expected(
-                        at(0, 3),
-                        25,
-                        at(1, 3),
-                        22,
-                        d(at(1, 3), 22, 30, true),
-                        d(at(0, 3), 25, 26, true),
-                        true
+                        3,
+                        expected0(
+                            at(0, 3),
+                            25,
+                            at(1, 3),
+                            22,
+                            d(at(1, 3), 22, 30, true),
+                            d(at(0, 3), 25, 26, true),
+                            true
+                        )
                     )
                 ),
             ]

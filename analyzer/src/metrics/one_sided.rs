@@ -57,6 +57,7 @@ impl Call {
 }
 
 /// An access epoch of an origin.
+#[derive(Clone, Debug)]
 struct Epoch {
     start: Call,
     /// One-sided operations in it, and their targets.
@@ -72,28 +73,42 @@ fn is_rma(op: Op) -> bool {
         )
 }
 
+/// A target's Win_post: the call, its entry, and the Win_wait that closed its epoch.
+type Post = (EventRef, Nanos, Option<Call>);
+
 /// An epoch pair's key: (window, one rank, the other rank, k).
 type PairKey = (u32, u32, u32, u32);
 
 /// Per (window, thread): the keys `(window, origin, k)` of the open Win_post's origins.
 type OpenPosts = FxHashMap<(u32, u32), Vec<(u32, u32, u32)>>;
 
-/// Every Late Post, Early Wait and Late Complete candidate of the trace.
-pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
-    // Each rank's epochs and posts are found on its own timeline; the other side's
-    // calls are then read in these records, never in the other rank's timeline.
-    // (window, target, origin, k) -> the target's Win_post, its entry, and its closing
-    // Win_wait.
-    let mut posts: FxHashMap<PairKey, (EventRef, Nanos, Option<Call>)> = FxHashMap::default();
-    // (window, origin, target, k) -> the origin's epoch.
-    let mut epochs: FxHashMap<PairKey, (u32, usize)> = FxHashMap::default();
-    let mut all_epochs: Vec<Vec<Epoch>> = Vec::with_capacity(trace.ranks.len());
-    for t in &trace.ranks {
+/// What one rank's timeline says of its epochs: its exposure epochs' posts (each with
+/// its Win_wait) and its access epochs, keyed for matching with the other side's. The
+/// first pass of the analysis keeps these of each rank and drops its timeline.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RankEpochs {
+    rank: u32,
+    /// `(window, this rank as target, origin, k)` -> its Win_post, the post's entry,
+    /// and its closing Win_wait; in the order posted.
+    posts: Vec<(PairKey, Post)>,
+    /// `(window, this rank as origin, target, k)` -> its epoch among `epochs`.
+    starts: Vec<(PairKey, usize)>,
+    epochs: Vec<Epoch>,
+}
+
+impl RankEpochs {
+    /// The epochs of rank timeline `t`.
+    pub(crate) fn of(t: &crate::model::Timeline) -> RankEpochs {
         let mut seen: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut started: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut open_post: OpenPosts = FxHashMap::default();
         let mut open: FxHashMap<(u32, u32), usize> = FxHashMap::default();
-        let mut mine: Vec<Epoch> = Vec::new();
+        let mut out = RankEpochs {
+            rank: t.rank,
+            ..RankEpochs::default()
+        };
+        // Where each post is in `out.posts`, for its Win_wait.
+        let mut post_at: FxHashMap<PairKey, usize> = FxHashMap::default();
         for i in 0..t.spans.len() {
             let Some((op, c)) = t.call(i) else { continue };
             let Some(w) = c.win() else { continue };
@@ -105,17 +120,14 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                         let Ok(o) = u32::try_from(o) else { continue };
                         let k = seen.entry((w, o)).or_default();
                         let key = (w, t.rank, o, *k);
-                        posts.insert(
-                            key,
-                            (
-                                EventRef {
-                                    rank: t.rank,
-                                    index: i,
-                                },
-                                t.spans[i].start,
-                                None,
-                            ),
-                        );
+                        let at = EventRef {
+                            rank: t.rank,
+                            index: i,
+                        };
+                        let post = (at, t.spans[i].start, None);
+                        // A key is posted once: each (window, origin) counts its own.
+                        post_at.insert(key, out.posts.len());
+                        out.posts.push((key, post));
                         keys.push((w, o, *k));
                         *k += 1;
                     }
@@ -123,14 +135,14 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                 }
                 Op::WinWait => {
                     for (w, o, k) in open_post.remove(&(w, tid)).unwrap_or_default() {
-                        if let Some(p) = posts.get_mut(&(w, t.rank, o, k)) {
-                            p.2 = Some(Call::of(t, i));
+                        if let Some(&p) = post_at.get(&(w, t.rank, o, k)) {
+                            out.posts[p].1 .2 = Some(Call::of(t, i));
                         }
                     }
                 }
                 Op::WinStart => {
-                    let e = mine.len();
-                    mine.push(Epoch {
+                    let e = out.epochs.len();
+                    out.epochs.push(Epoch {
                         start: Call::of(t, i),
                         ops: Vec::new(),
                         complete: None,
@@ -141,28 +153,53 @@ pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
                             continue;
                         };
                         let k = started.entry((w, target)).or_default();
-                        epochs.insert((w, t.rank, target, *k), (t.rank, e));
+                        out.starts.push(((w, t.rank, target, *k), e));
                         *k += 1;
                     }
                 }
                 Op::WinComplete => {
                     if let Some(e) = open.remove(&(w, tid)) {
-                        mine[e].complete = Some(Call::of(t, i));
+                        out.epochs[e].complete = Some(Call::of(t, i));
                     }
                 }
                 op if is_rma(op) => {
                     if let Some(&e) = open.get(&(w, tid)) {
-                        mine[e].ops.push((Call::of(t, i), c.peer()));
+                        out.epochs[e].ops.push((Call::of(t, i), c.peer()));
                     }
                 }
                 _ => {}
             }
         }
-        all_epochs.push(mine);
+        out
+    }
+
+    /// True when the rank took part in no epoch (most runs: nothing to keep).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.posts.is_empty() && self.starts.is_empty() && self.epochs.is_empty()
+    }
+}
+
+/// Every Late Post, Early Wait and Late Complete candidate of the trace.
+pub(crate) fn candidates(trace: &Trace) -> Vec<Candidate> {
+    candidates_of(&trace.ranks.iter().map(RankEpochs::of).collect::<Vec<_>>())
+}
+
+/// [`candidates`], from each rank's epochs (in rank order; a rank without any may be
+/// left out). Each rank's epochs and posts were found on its own timeline; the other
+/// side's calls are read in these records, never in the other rank's timeline.
+pub(crate) fn candidates_of(ranks: &[RankEpochs]) -> Vec<Candidate> {
+    // (window, target, origin, k) -> the target's Win_post, its entry, and its closing
+    // Win_wait.
+    let mut posts: FxHashMap<PairKey, Post> = FxHashMap::default();
+    // (window, origin, target, k) -> the origin's epoch.
+    let mut epochs: FxHashMap<PairKey, (u32, usize)> = FxHashMap::default();
+    for r in ranks {
+        posts.extend(r.posts.iter().copied());
+        epochs.extend(r.starts.iter().map(|&(key, e)| (key, (r.rank, e))));
     }
     let epoch = |rank: u32, e: usize| -> Option<&Epoch> {
-        let slot = trace.slot(rank)?;
-        all_epochs.get(slot)?.get(e)
+        let slot = ranks.binary_search_by_key(&rank, |r| r.rank).ok()?;
+        ranks[slot].epochs.get(e)
     };
     let mut out = Vec::new();
     // Late Post: the origin's calls that waited for the target's post.

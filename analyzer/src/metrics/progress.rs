@@ -37,7 +37,6 @@ use serde::Serialize;
 use super::request_metrics::RequestMetrics;
 use super::request_row::RequestRow;
 use super::Options;
-use crate::model::Trace;
 
 /// The share of `t_pure` that a wait after a full window must reach to count as "about
 /// as long as its transfer".
@@ -135,12 +134,18 @@ pub(super) struct Verdicts {
     /// the next part.
     open_rank_calls: Vec<(u32, usize, u64)>,
     /// The worst so far, worst first.
-    worst: Vec<RequestRow>,
+    worst: Vec<super::request_summary::Listed>,
 }
 
 impl Verdicts {
-    /// Takes the next requests.
-    pub(super) fn add(&mut self, reqs: &[RequestRow], opts: &Options) {
+    /// Takes the next requests; `list` makes what the report lists of one that may be
+    /// among the worst.
+    pub(super) fn add(
+        &mut self,
+        reqs: &[RequestRow],
+        opts: &Options,
+        list: &(dyn Fn(&RequestRow) -> Option<RequestMetrics> + Sync),
+    ) {
         let hits = || reqs.iter().filter(|r| r.written_not_achieved == Some(true));
         let key = |r: &RequestRow| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request);
         self.count += hits().count() as u64;
@@ -153,9 +158,10 @@ impl Verdicts {
             hits().filter_map(|r| Some((r.rank, r.completion_index()?, r.progress_wait_ns))),
         );
         // Those kept so far come before the new ones, as they did among the requests.
-        let candidates = self.worst.iter().chain(hits());
-        let worst = super::worst::smallest(candidates, opts.worst, |a, b| key(a).cmp(&key(b)));
-        self.worst = worst.into_iter().cloned().collect();
+        let kept = std::mem::take(&mut self.worst);
+        let by_key = |a: &RequestRow, b: &RequestRow| key(a).cmp(&key(b));
+        let keep = |r: &RequestRow| (*r, list(r));
+        self.worst = super::worst::smallest_kept(kept, hits(), opts.worst, |w| &w.0, by_key, keep);
     }
 
     /// Takes the calls of the next requests: a call completing several of them counts
@@ -176,8 +182,8 @@ impl Verdicts {
         self.open_rank_calls = open;
     }
 
-    /// The verdicts of every request taken (the worst named from `trace`).
-    pub(super) fn finish(self, trace: &Trace) -> NotAchieved {
+    /// The verdicts of every request taken.
+    pub(super) fn finish(self) -> NotAchieved {
         let open = &self.open_rank_calls;
         NotAchieved {
             count: self.count,
@@ -185,7 +191,7 @@ impl Verdicts {
             calls: self.calls + open.len() as u64,
             unknown: self.unknown,
             wait_ns: self.wait_ns + open.iter().map(|c| c.2).sum::<u64>(),
-            worst: self.worst.iter().filter_map(|r| r.metrics(trace)).collect(),
+            worst: self.worst.into_iter().filter_map(|w| w.1).collect(),
             hint: HINT,
         }
     }

@@ -14,9 +14,10 @@ use super::progress::{self, Verdicts};
 use super::request_metrics::{RequestClass, RequestMetrics};
 use super::request_row::RequestRow;
 use super::transfer::TransferModel;
-use super::worst::smallest;
+use super::worst::smallest_kept;
 use super::Options;
 use crate::model::Trace;
+use crate::sites::SiteTable;
 
 /// Requests summarised.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -76,18 +77,33 @@ pub struct CollectiveFigures {
     pub mean_overlap: Option<f64>,
 }
 
-/// Summarises the requests of `trace` (its worst ones named from it).
+/// Summarises the requests of `trace` (its worst ones named from it with the sites of
+/// `table`).
 pub fn summarize(
     trace: &Trace,
+    table: &SiteTable,
     reqs: &[RequestRow],
     model: &TransferModel,
     collective_model: &CollectiveModel,
     opts: &Options,
 ) -> RequestSummary {
     let mut fold = Fold::default();
-    fold.add(reqs, opts);
-    fold.finish(trace, model, collective_model)
+    fold.add(reqs, opts, &|r| listed(trace, table, r));
+    fold.finish(model, collective_model)
 }
+
+/// What the report lists of request row `r` of `trace` (its rank's timeline there),
+/// its post and completion named with the sites of `table`; none when its post is not
+/// a call of the trace.
+pub(crate) fn listed(trace: &Trace, table: &SiteTable, r: &RequestRow) -> Option<RequestMetrics> {
+    let mut m = r.metrics(trace)?;
+    super::by_site::name_request(trace, table, &mut m);
+    Some(m)
+}
+
+/// A request among the worst so far: its row, which orders it, and what the report
+/// lists of it, made when it was taken (its rank's events may be gone since).
+pub(crate) type Listed = (RequestRow, Option<RequestMetrics>);
 
 /// A count and a sum of `f64`s taken in order: a mean as one pass gives it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -178,12 +194,18 @@ pub(crate) struct Fold {
     nbc: CollectiveSums,
     verdicts: Verdicts,
     /// The worst so far, worst first.
-    worst: Vec<RequestRow>,
+    worst: Vec<Listed>,
 }
 
 impl Fold {
-    /// Takes the next requests.
-    pub(crate) fn add(&mut self, reqs: &[RequestRow], opts: &Options) {
+    /// Takes the next requests; `list` makes what the report lists of one that may be
+    /// among the worst ([`listed`]).
+    pub(crate) fn add(
+        &mut self,
+        reqs: &[RequestRow],
+        opts: &Options,
+        list: &(dyn Fn(&RequestRow) -> Option<RequestMetrics> + Sync),
+    ) {
         let count = |k: RequestClass| reqs.iter().filter(|r| r.kind == k).count() as u64;
         self.count += reqs.len() as u64;
         self.sends += count(RequestClass::Send);
@@ -201,11 +223,12 @@ impl Fold {
         }
         self.add_exposed_waits(reqs);
         self.nbc.add(reqs);
-        self.verdicts.add(reqs, opts);
+        self.verdicts.add(reqs, opts, list);
         let completed = reqs.iter().filter(|r| r.completion_index().is_some());
         // Those kept so far come before the new ones, as they did among the requests.
-        let worst = smallest(self.worst.iter().chain(completed), opts.worst, worst_first);
-        self.worst = worst.into_iter().cloned().collect();
+        let kept = std::mem::take(&mut self.worst);
+        let keep = |r: &RequestRow| (*r, list(r));
+        self.worst = smallest_kept(kept, completed, opts.worst, |w| &w.0, worst_first, keep);
     }
 
     /// A call completing several requests counts once: its requests are neighbours once
@@ -227,10 +250,9 @@ impl Fold {
         self.open_rank_waits = waits;
     }
 
-    /// The summary of every request taken (the worst named from `trace`).
+    /// The summary of every request taken.
     pub(crate) fn finish(
         self,
-        trace: &Trace,
         model: &TransferModel,
         collective_model: &CollectiveModel,
     ) -> RequestSummary {
@@ -251,8 +273,8 @@ impl Fold {
             transfer_model: model.clone(),
             collective_model: collective_model.clone(),
             nbc: self.nbc.finish(),
-            written_not_achieved: self.verdicts.finish(trace),
-            worst: self.worst.iter().filter_map(|r| r.metrics(trace)).collect(),
+            written_not_achieved: self.verdicts.finish(),
+            worst: self.worst.into_iter().filter_map(|w| w.1).collect(),
         }
     }
 }
@@ -340,7 +362,7 @@ mod tests {
         };
         let mut f = Fold::default();
         for p in parts {
-            f.add(p, &opts);
+            f.add(p, &opts, &|_| None);
         }
         f
     }
@@ -365,7 +387,7 @@ mod tests {
         let worst: Vec<(u32, u64, RequestClass)> = one_pass
             .worst
             .iter()
-            .map(|r| (r.rank, r.request, r.kind))
+            .map(|(r, _)| (r.rank, r.request, r.kind))
             .collect();
         // Overlap 0 with wait 80: rank 1's two sends (equal keys, kept in order), then
         // rank 2's.

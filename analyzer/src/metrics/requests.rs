@@ -43,14 +43,14 @@ pub fn per_request(
     opts: &Options,
 ) -> Vec<RequestRow> {
     let cross = CrossRank::of(trace);
-    RequestPass::new(trace, &cross, model, collectives, opts).rows(0..trace.requests.len())
+    RequestPass::new(trace, &cross, model, collectives, opts).rows(trace, 0..trace.requests.len())
 }
 
 /// What making a request's row needs of the whole run (its message's bytes and its
 /// completing call's latest partner), gathered once; rows are then made for any run of
-/// the trace's requests ([`RequestPass::rows`]).
+/// the trace's requests ([`RequestPass::rows`]), from the whole trace or from a part of
+/// it that holds their ranks ([`Trace::part`]).
 pub struct RequestPass<'a> {
-    trace: &'a Trace,
     model: &'a TransferModel,
     collectives: &'a CollectiveModel,
     opts: &'a Options,
@@ -68,9 +68,10 @@ pub struct RequestPass<'a> {
 
 impl<'a> RequestPass<'a> {
     /// Gathers what the rows of `trace`'s requests need, what crosses its ranks being
-    /// `cross` (which the pass does not keep).
+    /// `cross` (which the pass does not keep). Only the trace's messages, requests and
+    /// description are read: no rank's events.
     pub fn new(
-        trace: &'a Trace,
+        trace: &Trace,
         cross: &CrossRank,
         model: &'a TransferModel,
         collectives: &'a CollectiveModel,
@@ -131,7 +132,6 @@ impl<'a> RequestPass<'a> {
             .collect();
         crowded.sort_unstable();
         RequestPass {
-            trace,
             model,
             collectives,
             opts,
@@ -141,25 +141,31 @@ impl<'a> RequestPass<'a> {
         }
     }
 
-    /// The rows of the trace's requests `range` (a request without one, sent to or
+    /// The rows of the requests `range` of `trace` (the one the pass was gathered from,
+    /// or a part of it that holds their ranks; a request without one, sent to or
     /// received from `MPI_PROC_NULL`, or whose post is not a call of the trace, is left
     /// out), in request order, made on rayon's threads.
-    pub fn rows(&self, range: std::ops::Range<usize>) -> Vec<RequestRow> {
+    pub fn rows(&self, trace: &Trace, range: std::ops::Range<usize>) -> Vec<RequestRow> {
         let mut out = Vec::new();
-        self.rows_into(range, &mut out);
+        self.rows_into(trace, range, &mut out);
         out
     }
 
     /// [`Self::rows`] into `out`, emptied first: a caller making rows a part at a time
     /// reuses one vector, whose memory is then not given back and faulted in again for
     /// every part.
-    pub fn rows_into(&self, range: std::ops::Range<usize>, out: &mut Vec<RequestRow>) {
+    pub fn rows_into(
+        &self,
+        trace: &Trace,
+        range: std::ops::Range<usize>,
+        out: &mut Vec<RequestRow>,
+    ) {
         // A block of requests at a time, each block's metrics made on rayon's threads in
         // pieces, then moved into the one vector (reserved once: a parallel collect of
         // what a filter keeps would hold every metric twice at its end).
         const PIECE: usize = 1 << 10;
         const BLOCK: usize = 1 << 16;
-        let requests = &self.trace.requests[range.clone()];
+        let requests = &trace.requests[range.clone()];
         out.clear();
         out.reserve(requests.len());
         for (b, block) in requests.chunks(BLOCK).enumerate() {
@@ -169,7 +175,8 @@ impl<'a> RequestPass<'a> {
                 .map(|(p, piece)| {
                     let first = range.start + b * BLOCK + p * PIECE;
                     let each = piece.iter().enumerate();
-                    each.filter_map(|(k, r)| self.row(first + k, r)).collect()
+                    each.filter_map(|(k, r)| self.row(trace, first + k, r))
+                        .collect()
                 })
                 .collect();
             for piece in pieces {
@@ -178,12 +185,11 @@ impl<'a> RequestPass<'a> {
         }
     }
 
-    /// The row of request `ri`, `r`.
-    fn row(&self, ri: usize, r: &crate::model::RequestLife) -> Option<RequestRow> {
-        let (trace, model, collectives, opts) =
-            (self.trace, self.model, self.collectives, self.opts);
+    /// The row of request `ri`, `r`, of `trace`.
+    fn row(&self, trace: &Trace, ri: usize, r: &crate::model::RequestLife) -> Option<RequestRow> {
+        let (model, collectives, opts) = (self.model, self.collectives, self.opts);
         // The message its post sent or received.
-        let message = self.trace.messages.get(self.message[ri]);
+        let message = trace.messages.get(self.message[ri]);
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
         };

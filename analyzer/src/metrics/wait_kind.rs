@@ -110,7 +110,7 @@ impl Serialize for WaitKind {
 }
 
 /// A wait found by one pattern: the interval `[from, to)` of call `at`.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Candidate {
     pub(super) kind: WaitKind,
     pub(super) at: EventRef,

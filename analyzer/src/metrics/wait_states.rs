@@ -47,7 +47,7 @@ use super::message_ends::MessageEnds;
 use super::wait_kind::WaitKind;
 use super::wait_kind::{Candidate, WaitInstance};
 use super::{CallRef, Options};
-use crate::model::{BySlot, EventRef, Message, Trace};
+use crate::model::{BySlot, EventRef, Message, MessagesByRank, PartMessages, Trace};
 use rayon::prelude::*;
 
 /// One kind's totals.
@@ -104,15 +104,42 @@ pub fn instances(trace: &Trace) -> Vec<WaitInstance> {
 /// collectives' and one-sided epochs' waits are found instance by instance, then put
 /// by the rank they are charged to.
 pub fn instances_with(trace: &Trace, cross: &CrossRank) -> Vec<WaitInstance> {
-    let ends = &cross.messages;
+    let index = MessagesByRank::of(&trace.messages);
+    instances_of(
+        trace,
+        &cross.messages,
+        &shared_candidates(cross),
+        index.all(),
+    )
+}
+
+/// The collectives' and one-sided epochs' wait candidates of the run, found instance by
+/// instance in the columns `cross`, sorted by the rank they are charged to (each rank's
+/// in the order found).
+pub(crate) fn shared_candidates(cross: &CrossRank) -> Vec<Candidate> {
     let mut shared: Vec<Candidate> = Vec::new();
     super::collective_waits::candidates(&cross.collectives, &mut |c| shared.push(c));
-    shared.extend(super::one_sided::candidates(trace));
+    shared.extend(cross.one_sided.iter().copied());
     // Stable: each rank's keep the order they were found in.
     shared.sort_by_key(|c| c.at.rank);
+    shared
+}
+
+/// [`instances_with`] of the ranks of `trace` (the whole run, or a part of it: each
+/// rank's instances are its own), the messages' ends being `ends`, the shared
+/// candidates `shared` ([`shared_candidates`]), and the messages its ranks sent and
+/// received among `part` (others are left out).
+pub(crate) fn instances_of(
+    trace: &Trace,
+    ends: &MessageEnds,
+    shared: &[Candidate],
+    part: PartMessages,
+) -> Vec<WaitInstance> {
     let messages = &trace.messages;
-    let received = BySlot::of(trace, messages.iter().map(|m| m.recv_post().rank));
-    let sent = BySlot::of(trace, messages.iter().map(|m| m.send().rank));
+    let receiver = |m: u32| messages[m as usize].recv_post().rank;
+    let received = BySlot::of_listed(trace, part.received, receiver);
+    let sender = |m: u32| messages[m as usize].send().rank;
+    let sent = BySlot::of_listed(trace, part.sent, sender);
     // Each rank's clock error bound, looked up once (`Trace::clock_error` scans the
     // ranks, and there is an instance per wait: 1 024 ranks made it quadratic).
     let errors: crate::fxhash::FxHashMap<u32, Nanos> = trace
@@ -244,13 +271,25 @@ pub fn summarize(
     descheduled: Descheduled,
     opts: &Options,
 ) -> WaitStates {
-    let sum_wall: u64 = trace
-        .ranks
-        .iter()
-        .filter_map(|t| t.extent())
+    let ranks: Vec<RankExtent> = trace.ranks.iter().map(|t| (t.rank, t.extent())).collect();
+    summarize_of(&ranks, waits, descheduled, opts)
+}
+
+/// A rank and the part of the run it analyses ([`crate::model::Timeline::extent`]).
+pub type RankExtent = (u32, Option<(Nanos, Nanos)>);
+
+/// [`summarize`], the trace's ranks given by their extents.
+pub fn summarize_of(
+    ranks: &[RankExtent],
+    waits: &[WaitInstance],
+    descheduled: Descheduled,
+    opts: &Options,
+) -> WaitStates {
+    let sum_wall: u64 = (ranks.iter())
+        .filter_map(|r| r.1)
         .map(|(a, b)| b.saturating_sub(a).0)
         .sum();
-    let mut per_rank: BTreeMap<u32, u64> = trace.ranks.iter().map(|t| (t.rank, 0)).collect();
+    let mut per_rank: BTreeMap<u32, u64> = ranks.iter().map(|r| (r.0, 0)).collect();
     let mut kinds = Vec::new();
     for kind in WaitKind::ALL {
         let mut k = KindSummary {

@@ -26,9 +26,50 @@ pub(crate) fn smallest<'a, T>(
     kept.into_iter().map(|(_, x)| x).collect()
 }
 
+/// The `k` first, in the order of `cmp`, of `kept` (the first so far, in that order)
+/// followed by `new`, as [`smallest`] of the two in a row would give them; each of
+/// `new` that may be among them is made a kept one by `keep` (a few per call, not one
+/// per item: the new items' own `k` first).
+pub(crate) fn smallest_kept<'a, T: 'a, K>(
+    kept: Vec<K>,
+    new: impl Iterator<Item = &'a T>,
+    k: usize,
+    of: impl Fn(&K) -> &T,
+    cmp: impl Fn(&T, &T) -> std::cmp::Ordering,
+    keep: impl FnMut(&T) -> K,
+) -> Vec<K> {
+    let new: Vec<K> = smallest(new, k, &cmp).into_iter().map(keep).collect();
+    // The kept come first among equals, as they came first in the items.
+    let mut all: Vec<(usize, K)> = kept.into_iter().chain(new).enumerate().collect();
+    all.sort_by(|a, b| cmp(of(&a.1), of(&b.1)).then(a.0.cmp(&b.0)));
+    all.truncate(k);
+    all.into_iter().map(|(_, x)| x).collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::smallest;
+    use super::{smallest, smallest_kept};
+
+    /// Items taken a part at a time (parts of 1, 7 and 300), the first kept as they go,
+    /// end as [`smallest`] of them all: ties kept in the items' order.
+    #[test]
+    fn the_first_kept_part_by_part_are_the_first_of_all() {
+        let items: Vec<(u32, usize)> = (0..300).map(|i| ((i * 7 % 5) as u32, i)).collect();
+        let by_key = |a: &(u32, usize), b: &(u32, usize)| a.0.cmp(&b.0);
+        for k in [0, 1, 5, 64, 300] {
+            let whole: Vec<(u32, usize)> = smallest(items.iter(), k, by_key)
+                .into_iter()
+                .copied()
+                .collect();
+            for part in [1, 7, 300] {
+                let mut kept: Vec<(u32, usize)> = Vec::new();
+                for chunk in items.chunks(part) {
+                    kept = smallest_kept(kept, chunk.iter(), k, |x| x, by_key, |x| *x);
+                }
+                assert_eq!(kept, whole, "k = {k}, parts of {part}");
+            }
+        }
+    }
 
     /// `smallest` gives what a stable sort then `take(k)` gives: heavy ties (keys 0..4
     /// over 300 items, so that the selection runs several times) kept in the items'

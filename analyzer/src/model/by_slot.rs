@@ -24,6 +24,21 @@ impl BySlot {
         BySlot::by(trace.ranks.len(), ranks, |r| trace.slot(r))
     }
 
+    /// [`BySlot::of`] of the items `listed` alone (indices of the trace's items, in
+    /// order), each one's rank given by `rank_of`: in time proportional to them.
+    pub(crate) fn of_listed(
+        trace: &Trace,
+        listed: &[u32],
+        rank_of: impl Fn(u32) -> u32 + Clone,
+    ) -> BySlot {
+        let ranks = listed.iter().map(move |&i| rank_of(i));
+        let by = BySlot::by(trace.ranks.len(), ranks, |r| trace.slot(r));
+        BySlot {
+            items: by.items.iter().map(|&k| listed[k as usize]).collect(),
+            starts: by.starts,
+        }
+    }
+
     /// [`BySlot::of`], with `slots` slots, a rank's given by `slot_of`.
     fn by(
         slots: usize,

@@ -3,6 +3,10 @@
 //! the longest was), its share of all time in MPI, the time lost in it to wait states,
 //! and the point-to-point bytes it sent and received.
 //!
+//! The tables are made a part of the run at a time ([`Fold`]: whole ranks, in rank
+//! order): a message's bytes sent are charged in its sender's part, its bytes received
+//! in its receiver's, each once.
+//!
 //! ```text
 //!  rank 0  |Isend 0-1|......|Wait 5-9|        Isend: 1 call, 1 ns, sent 64 B
 //!  rank 1  |Irecv 0-2|Wait 2 ---- 10|         Wait: 2 calls, 4 + 8 = 12 ns, max 8
@@ -16,7 +20,7 @@ use serde::Serialize;
 
 use crate::fxhash::FxHashMap;
 use crate::metrics::WaitInstance;
-use crate::model::{BySlot, Trace, What};
+use crate::model::{BySlot, MessagesByRank, PartMessages, Timeline, Trace, What};
 use crate::sites::SiteTable;
 
 /// One row of a table: the calls of one MPI function (at one site).
@@ -127,51 +131,103 @@ pub fn tables(
 /// [`tables`] of the time window `[from, to)` (ns since the run's start; `None`: the
 /// whole run): the calls that overlap it, their time clipped to it, the wait states of
 /// the calls that started in it, the bytes of the messages whose sending (receiving)
-/// call overlaps it.
+/// call overlaps it. The whole trace is one part of a [`Fold`].
 pub fn tables_in(
     trace: &Trace,
     sites: &SiteTable,
     waits: &[WaitInstance],
     window: Option<(u64, u64)>,
 ) -> (Vec<CallStats>, Vec<SiteStats>) {
-    let (from, to) = window.unwrap_or((0, u64::MAX));
-    // Rank by rank: what each call of the rank is charged beside its time, dense by
-    // event index (nearly every call of a message-heavy run is charged something), for
-    // one rank at a time; the waits and messages charged are found by rank first.
-    let waits: Vec<&WaitInstance> = waits
-        .iter()
-        .filter(|w| !w.indeterminate && !w.descheduled)
-        .filter(|w| (from..to).contains(&w.start_ns))
-        .collect();
-    let waits_of = BySlot::of(trace, waits.iter().map(|w| w.rank));
-    let sends_of = BySlot::of(trace, trace.messages.iter().map(|m| m.send().rank));
-    let done = |m: &crate::model::Message| m.completion().map_or(u32::MAX, |d| d.rank);
-    let completions_of = BySlot::of(trace, trace.messages.iter().map(done));
-    let mut by_op: FxHashMap<Op, Sum> = FxHashMap::default();
-    let mut by_site: FxHashMap<(Option<u32>, Op), Sum> = FxHashMap::default();
-    let mut mpi_total = 0u64;
-    let mut charged: Vec<PerCall> = Vec::new();
-    for (slot, t) in trace.ranks.iter().enumerate() {
-        charged.clear();
-        charged.resize(t.spans.len(), PerCall::default());
-        for &w in waits_of.of_slot(slot) {
-            let w = waits[w as usize];
-            if let Some(c) = charged.get_mut(w.index) {
-                c.waits += w.amount_ns;
-            }
+    let mut fold = Fold::new(window);
+    let index = MessagesByRank::of(&trace.messages);
+    fold.add(trace, sites, waits, index.all());
+    fold.finish(sites)
+}
+
+/// The tables of [`tables_in`], made a part of the run at a time: each part trace (whole
+/// ranks, in rank order) adds its ranks' calls to the rows. A rank's calls are all in
+/// its part, and each message is charged there: its bytes sent to the sending call in
+/// the sender's part, its bytes received to the completing call in the receiver's.
+/// Every row is a sum, a minimum or a maximum whose ties go to the lowest rank, so the
+/// tables do not depend on where the parts are cut.
+pub(crate) struct Fold {
+    /// `[from, to)`, ns since the run's start (`[0, u64::MAX)` for the whole run).
+    window: (u64, u64),
+    by_op: FxHashMap<Op, Sum>,
+    by_site: FxHashMap<(Option<u32>, Op), Sum>,
+    /// Time in every call of the window, of all the parts added: the rows' shares.
+    mpi_total: u64,
+}
+
+impl Fold {
+    /// No part yet; the calls of `window` (see [`tables_in`]).
+    pub(crate) fn new(window: Option<(u64, u64)>) -> Fold {
+        Fold {
+            window: window.unwrap_or((0, u64::MAX)),
+            by_op: FxHashMap::default(),
+            by_site: FxHashMap::default(),
+            mpi_total: 0,
         }
-        for &m in sends_of.of_slot(slot) {
-            let m = &trace.messages[m as usize];
-            if let Some(c) = charged.get_mut(m.send().index) {
-                c.sent += m.bytes;
+    }
+
+    /// Adds the calls of `part`'s ranks, their sites named by `sites` (the whole run's
+    /// table), charged the wait states among `waits` of those ranks (others' are not
+    /// this part's, and are ignored) and the bytes of the messages they sent or
+    /// completed.
+    pub(crate) fn add(
+        &mut self,
+        part: &Trace,
+        sites: &SiteTable,
+        waits: &[WaitInstance],
+        messages: PartMessages,
+    ) {
+        let (from, to) = self.window;
+        // Rank by rank: what each call of the rank is charged beside its time, dense by
+        // event index (nearly every call of a message-heavy run is charged something),
+        // for one rank at a time; the waits and messages charged are found by rank
+        // first. Grouping by the part's slots leaves out those of other parts' ranks.
+        let waits: Vec<&WaitInstance> = waits
+            .iter()
+            .filter(|w| !w.indeterminate && !w.descheduled)
+            .filter(|w| (from..to).contains(&w.start_ns))
+            .collect();
+        let waits_of = BySlot::of(part, waits.iter().map(|w| w.rank));
+        let run = &part.messages;
+        let sends_of = BySlot::of_listed(part, messages.sent, |m| run[m as usize].send().rank);
+        // A receive is completed on its receiver, when it is.
+        let receiver = |m: u32| run[m as usize].recv_post().rank;
+        let completions_of = BySlot::of_listed(part, messages.received, receiver);
+        let messages = run;
+        let mut charged: Vec<PerCall> = Vec::new();
+        for (slot, t) in part.ranks.iter().enumerate() {
+            charged.clear();
+            charged.resize(t.spans.len(), PerCall::default());
+            for &w in waits_of.of_slot(slot) {
+                let w = waits[w as usize];
+                if let Some(c) = charged.get_mut(w.index) {
+                    c.waits += w.amount_ns;
+                }
             }
-        }
-        for &m in completions_of.of_slot(slot) {
-            let m = &trace.messages[m as usize];
-            if let Some(c) = m.completion().and_then(|d| charged.get_mut(d.index)) {
-                c.received += m.bytes;
+            for &m in sends_of.of_slot(slot) {
+                let m = &messages[m as usize];
+                if let Some(c) = charged.get_mut(m.send().index) {
+                    c.sent += m.bytes;
+                }
             }
+            for &m in completions_of.of_slot(slot) {
+                let m = &messages[m as usize];
+                if let Some(c) = m.completion().and_then(|d| charged.get_mut(d.index)) {
+                    c.received += m.bytes;
+                }
+            }
+            self.add_rank(t, &charged, sites);
         }
+    }
+
+    /// Adds the calls of one rank `t` that overlap the window, each charged
+    /// `charged[its index]`.
+    fn add_rank(&mut self, t: &Timeline, charged: &[PerCall], sites: &SiteTable) {
+        let (from, to) = self.window;
         // Consecutive calls mostly share a site: its id is looked up once per run of them.
         let mut last_site: Option<(u64, Option<u32>)> = None;
         for (index, span) in t.spans.iter().enumerate() {
@@ -187,7 +243,7 @@ pub fn tables_in(
                 continue;
             }
             let ns = end.saturating_sub(start);
-            mpi_total += ns;
+            self.mpi_total += ns;
             let charge = charged[index];
             let raw = t
                 .call(index)
@@ -201,35 +257,43 @@ pub fn tables_in(
                     id
                 }
             };
-            by_op.entry(op).or_default().add(t.rank, ns, &charge);
-            by_site
+            self.by_op.entry(op).or_default().add(t.rank, ns, &charge);
+            self.by_site
                 .entry((site, op))
                 .or_default()
                 .add(t.rank, ns, &charge);
         }
     }
-    let mut functions: Vec<CallStats> = by_op
-        .iter()
-        .map(|(op, s)| s.stats(*op, mpi_total))
-        .collect();
-    functions.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.call.cmp(b.call)));
-    let label = |id: Option<u32>| {
-        id.and_then(|id| sites.sites().get(id as usize))
-            .map(|s| s.label.clone())
-    };
-    let mut rows: Vec<SiteStats> = by_site
-        .iter()
-        .map(|((site, op), s)| SiteStats {
-            site: label(*site),
-            stats: s.stats(*op, mpi_total),
-        })
-        .collect();
-    rows.sort_by(|a, b| {
-        b.stats
-            .total_ns
-            .cmp(&a.stats.total_ns)
-            .then(a.stats.call.cmp(b.stats.call))
-            .then(a.site.cmp(&b.site))
-    });
-    (functions, rows)
+
+    /// The tables of every part added, the sites labelled from `sites` (the table the
+    /// parts were added with).
+    pub(crate) fn finish(self, sites: &SiteTable) -> (Vec<CallStats>, Vec<SiteStats>) {
+        let mpi_total = self.mpi_total;
+        let mut functions: Vec<CallStats> = self
+            .by_op
+            .iter()
+            .map(|(op, s)| s.stats(*op, mpi_total))
+            .collect();
+        functions.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.call.cmp(b.call)));
+        let label = |id: Option<u32>| {
+            id.and_then(|id| sites.sites().get(id as usize))
+                .map(|s| s.label.clone())
+        };
+        let mut rows: Vec<SiteStats> = self
+            .by_site
+            .iter()
+            .map(|((site, op), s)| SiteStats {
+                site: label(*site),
+                stats: s.stats(*op, mpi_total),
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            b.stats
+                .total_ns
+                .cmp(&a.stats.total_ns)
+                .then(a.stats.call.cmp(b.stats.call))
+                .then(a.site.cmp(&b.site))
+        });
+        (functions, rows)
+    }
 }

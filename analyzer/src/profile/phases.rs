@@ -3,8 +3,8 @@
 //! before it communicated, and that first call, which meets the other ranks and so
 //! absorbs their start-up skew; local calls, such as `MPI_Pcontrol` or a persistent
 //! request's init, meet no one and do not end it), its body (from there to entering
-//! `MPI_Finalize`) and finalizing (the Finalize call). Start-up skew and slow initialisation show here, apart from the
-//! body's waits.
+//! `MPI_Finalize`) and finalizing (the Finalize call). Start-up skew and slow
+//! initialisation show here, apart from the body's waits.
 //!
 //! ```text
 //!  rank 0  |Init 0-5|prepare 5-9|Send 9-10| ... |Finalize 40-42|
@@ -14,6 +14,9 @@
 //! A part whose bounding call was not recorded (a rank cut short, a program that never
 //! finalized, a trace from the Rust layer that starts after Init) is unknown, and says
 //! why.
+//!
+//! Each rank's phases are its own: they are made a part of the run (whole ranks, in
+//! rank order) at a time ([`Fold`]), and the longest of each taken at the end.
 
 use overlap_format::schema::{Op, OpClass};
 use serde::Serialize;
@@ -60,24 +63,50 @@ pub struct Phases {
 }
 
 /// The phases of every rank of `trace`, with the wait states of `waits` that happened
-/// during setup.
+/// during setup (the whole trace as one part of a [`Fold`]).
 pub fn of(trace: &Trace, waits: &[WaitInstance]) -> Phases {
-    let mut ranks: Vec<RankPhases> = trace.ranks.iter().map(rank_phases).collect();
-    for w in waits.iter().filter(|w| !w.indeterminate && !w.descheduled) {
-        let Some(r) = ranks.iter_mut().find(|r| r.rank == w.rank) else {
-            continue;
-        };
-        if r.setup_end_ns.is_some_and(|end| w.start_ns < end) {
-            r.setup_wait_state_ns += w.amount_ns;
+    let mut fold = Fold::default();
+    fold.add(trace, waits);
+    fold.finish()
+}
+
+/// The phases, made a part of the run at a time: each part trace (whole ranks, in rank
+/// order) adds its ranks' phases, with their setup wait states; the maxima and the
+/// sum are taken over them all at the finish.
+#[derive(Default)]
+pub(crate) struct Fold {
+    /// Every rank of the parts added, by rank.
+    ranks: Vec<RankPhases>,
+}
+
+impl Fold {
+    /// Adds the phases of `part`'s ranks, with the wait states among `waits` that they
+    /// had during setup (those of other parts' ranks are ignored).
+    pub(crate) fn add(&mut self, part: &Trace, waits: &[WaitInstance]) {
+        let first = self.ranks.len();
+        self.ranks.extend(part.ranks.iter().map(rank_phases));
+        for w in waits.iter().filter(|w| !w.indeterminate && !w.descheduled) {
+            let Some(slot) = part.slot(w.rank) else {
+                continue; // another part's rank
+            };
+            let r = &mut self.ranks[first + slot];
+            if r.setup_end_ns.is_some_and(|end| w.start_ns < end) {
+                r.setup_wait_state_ns += w.amount_ns;
+            }
         }
     }
-    let max = |f: fn(&RankPhases) -> Option<u64>| ranks.iter().filter_map(f).max();
-    Phases {
-        setup_max_ns: max(|r| r.setup_ns),
-        body_max_ns: max(|r| r.body_ns),
-        finalize_max_ns: max(|r| r.finalize_ns),
-        setup_wait_state_ns: ranks.iter().map(|r| r.setup_wait_state_ns).sum(),
-        ranks,
+
+    /// The phases of every rank added, and the longest of each.
+    pub(crate) fn finish(self) -> Phases {
+        let ranks = self.ranks;
+        let max = |f: fn(&RankPhases) -> Option<u64>| ranks.iter().filter_map(f).max();
+        Phases {
+            setup_max_ns: max(|r| r.setup_ns),
+            body_max_ns: max(|r| r.body_ns),
+            finalize_max_ns: max(|r| r.finalize_ns),
+            setup_wait_state_ns: ranks.iter().map(|r| r.setup_wait_state_ns).sum(),
+            ranks,
+        }
     }
 }
 

@@ -3,6 +3,10 @@
 //! in log2 size classes per sending MPI function. Collectives and one-sided transfers
 //! are not messages here (their time is in the tables by function).
 //!
+//! Both are made a part of the run at a time ([`Fold`]: whole ranks, in rank order): a
+//! message counts once, in the part of its sender, whose call says its communicator and
+//! sending function.
+//!
 //! ```text
 //!  rank 0 --8 B--> rank 1      pairs: 0→1 2 messages 72 B, 1→0 1 message 4 KiB
 //!  rank 0 --64 B-> rank 1      sizes (MPI_Isend): [8, 16) 1, [64, 128) 1
@@ -14,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use overlap_format::schema::Op;
 use serde::Serialize;
 
-use crate::model::Trace;
+use crate::model::{Message, MessagesByRank, Timeline, Trace};
 
 /// The messages of one ordered pair of world ranks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -97,58 +101,83 @@ fn class_bounds(c: u32) -> (u64, u64) {
 /// Messages, bytes and the pairs that exchanged them, of one communicator.
 type CommSum = (u64, u64, BTreeSet<(u32, u32)>);
 
-/// The run's communication matrix.
+/// Messages and their bytes, per ordered (sender, receiver) pair of world ranks.
+type PairSums = BTreeMap<(u32, u32), (u64, u64)>;
+
+/// The run's communication matrix (the whole trace as one part of a [`Fold`]).
 pub fn matrix(trace: &Trace) -> CommMatrix {
-    let mut pairs: BTreeMap<(u32, u32), (u64, u64)> = BTreeMap::new();
-    let mut comms: BTreeMap<u32, CommSum> = BTreeMap::new();
-    for m in &trace.messages {
-        let (from, to) = (m.send().rank, m.recv_post().rank);
-        let p = pairs.entry((from, to)).or_default();
-        p.0 += 1;
-        p.1 += m.bytes;
-        let comm = trace
-            .rank(from)
-            .and_then(|t| t.call(m.send().index))
-            .map(|(_, c)| c.comm);
-        if let Some(comm) = comm {
-            let c = comms.entry(comm).or_default();
-            c.0 += 1;
-            c.1 += m.bytes;
-            c.2.insert((from, to));
-        }
-    }
-    CommMatrix {
-        ranks: trace.info.world_size.max(trace.ranks.len() as u32),
-        pairs: pairs
-            .into_iter()
-            .map(|((from, to), (messages, bytes))| PairTraffic {
-                from,
-                to,
-                messages,
-                bytes,
-            })
-            .collect(),
-        by_comm: comms
-            .into_iter()
-            .map(|(comm, (messages, bytes, pairs))| CommTraffic {
-                comm,
-                messages,
-                bytes,
-                pairs: pairs.len() as u32,
-            })
-            .collect(),
-    }
+    let mut fold = Fold::new();
+    fold.add(trace, MessagesByRank::of(&trace.messages).all().sent);
+    fold.finish().0
 }
 
-/// The messages' sizes per sending function, functions by name.
+/// The messages' sizes per sending function, functions by name (the whole trace as
+/// one part of a [`Fold`]).
 pub fn sizes(trace: &Trace) -> Vec<SizeClasses> {
-    let mut by_op: BTreeMap<&'static str, BTreeMap<u32, (u64, u64)>> = BTreeMap::new();
-    for m in &trace.messages {
-        let send = m.send();
-        let Some(op) = trace.span(send).and_then(|s| s.op()) else {
-            continue;
+    let mut fold = Fold::new();
+    fold.add(trace, MessagesByRank::of(&trace.messages).all().sent);
+    fold.finish().1
+}
+
+/// The matrix and the sizes, made a part of the run at a time: each part trace (whole
+/// ranks, in rank order, with the whole run's messages) counts the messages its ranks
+/// sent, reading the sending call's communicator and function there. Every figure is a
+/// sum (or a set of pairs) kept by key, so it does not depend on where the parts are
+/// cut.
+pub(crate) struct Fold {
+    /// Ranks of the parts added so far.
+    ranks: u32,
+    /// The run's world size, as its description says.
+    world_size: u32,
+    pairs: PairSums,
+    comms: BTreeMap<u32, CommSum>,
+    sizes: BTreeMap<&'static str, BTreeMap<u32, (u64, u64)>>,
+}
+
+impl Fold {
+    /// No part yet.
+    pub(crate) fn new() -> Fold {
+        Fold {
+            ranks: 0,
+            world_size: 0,
+            pairs: PairSums::new(),
+            comms: BTreeMap::new(),
+            sizes: BTreeMap::new(),
+        }
+    }
+
+    /// Counts the messages `sent` (those whose sender is among `part`'s ranks, or a rank
+    /// of no part between them and the previous part's: each message is in one part's
+    /// list, [`crate::model::MessagesByRank`]). A message whose sender is a rank of no
+    /// part still counts in its pair, which needs no call of the sender.
+    pub(crate) fn add(&mut self, part: &Trace, sent: &[u32]) {
+        self.ranks += part.ranks.len() as u32;
+        self.world_size = self.world_size.max(part.info.world_size);
+        for &mi in sent {
+            let m = &part.messages[mi as usize];
+            let pair = (m.send().rank, m.recv_post().rank);
+            add_pair(&mut self.pairs, pair, m.bytes);
+            if let Some(sender) = part.rank(pair.0) {
+                self.count_send(m, sender, pair);
+            }
+        }
+    }
+
+    /// Counts message `m`, sent by a call of `sender`'s, by its communicator (when that
+    /// call's arguments can be read) and by its sending function (when the call can).
+    fn count_send(&mut self, m: &Message, sender: &Timeline, pair: (u32, u32)) {
+        let send = m.send().index;
+        if let Some((_, call)) = sender.call(send) {
+            let c = self.comms.entry(call.comm).or_default();
+            c.0 += 1;
+            c.1 += m.bytes;
+            c.2.insert(pair);
+        }
+        let Some(op) = sender.spans.get(send).and_then(|s| s.op()) else {
+            return;
         };
-        let c = by_op
+        let c = self
+            .sizes
             .entry(Op::mpi_name(op))
             .or_default()
             .entry(class_of(m.bytes))
@@ -156,24 +185,60 @@ pub fn sizes(trace: &Trace) -> Vec<SizeClasses> {
         c.0 += 1;
         c.1 += m.bytes;
     }
-    by_op
-        .into_iter()
-        .map(|(call, classes)| SizeClasses {
-            call,
-            classes: classes
+
+    /// The matrix and the sizes of every part added.
+    pub(crate) fn finish(self) -> (CommMatrix, Vec<SizeClasses>) {
+        let pairs = self.pairs;
+        let matrix = CommMatrix {
+            ranks: self.world_size.max(self.ranks),
+            pairs: pairs
                 .into_iter()
-                .map(|(c, (messages, bytes))| {
-                    let (min_bytes, max_bytes) = class_bounds(c);
-                    SizeClass {
-                        min_bytes,
-                        max_bytes,
-                        messages,
-                        bytes,
-                    }
+                .map(|((from, to), (messages, bytes))| PairTraffic {
+                    from,
+                    to,
+                    messages,
+                    bytes,
                 })
                 .collect(),
-        })
-        .collect()
+            by_comm: self
+                .comms
+                .into_iter()
+                .map(|(comm, (messages, bytes, pairs))| CommTraffic {
+                    comm,
+                    messages,
+                    bytes,
+                    pairs: pairs.len() as u32,
+                })
+                .collect(),
+        };
+        let sizes = self
+            .sizes
+            .into_iter()
+            .map(|(call, classes)| SizeClasses {
+                call,
+                classes: classes
+                    .into_iter()
+                    .map(|(c, (messages, bytes))| {
+                        let (min_bytes, max_bytes) = class_bounds(c);
+                        SizeClass {
+                            min_bytes,
+                            max_bytes,
+                            messages,
+                            bytes,
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
+        (matrix, sizes)
+    }
+}
+
+/// Adds a message of `bytes` to `pair` in `pairs`.
+fn add_pair(pairs: &mut PairSums, pair: (u32, u32), bytes: u64) {
+    let p = pairs.entry(pair).or_default();
+    p.0 += 1;
+    p.1 += bytes;
 }
 
 #[cfg(test)]

@@ -19,7 +19,7 @@ use overlap_format::schema::Nanos;
 use serde::Serialize;
 
 pub use slices::{rank_slices, RegionSlice};
-pub use summary::{RegionSummary, Spread};
+pub use summary::{RankMarks, RegionSummary, Spread};
 
 pub use crate::model::RegionMark;
 

@@ -6,7 +6,9 @@
 use serde::Serialize;
 
 use super::{RankTime, RegionMark, RunRegions};
-use crate::model::Trace;
+use overlap_format::schema::Nanos;
+
+use crate::model::{Timeline, Trace};
 
 /// Min, mean and max of a per-rank figure, in ns.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
@@ -40,6 +42,26 @@ pub struct RegionSummary {
     pub to_ns: u64,
 }
 
+/// What the regions read of a rank: its marks and its last call's exit (where a region
+/// never left ends). An analysis that never holds the run keeps these of each rank.
+#[derive(Clone, Debug)]
+pub struct RankMarks {
+    rank: u32,
+    marks: Vec<RegionMark>,
+    end: Nanos,
+}
+
+impl RankMarks {
+    /// The marks of rank timeline `t`.
+    pub fn of(t: &Timeline) -> RankMarks {
+        RankMarks {
+            rank: t.rank,
+            marks: t.pcontrol.clone(),
+            end: t.spans.iter().map(|s| s.end).max().unwrap_or_default(),
+        }
+    }
+}
+
 /// Why a trace's regions cannot be told, if they cannot ([`super::unrecorded_marks`]).
 fn regions_unknown(trace: &Trace) -> Option<String> {
     super::unrecorded_marks(trace.info.ranks.iter().map(|r| r.call_counts.as_ref()))
@@ -48,10 +70,14 @@ fn regions_unknown(trace: &Trace) -> Option<String> {
 impl RunRegions {
     /// The regions of a loaded trace.
     pub fn of_trace(trace: &Trace) -> RunRegions {
-        let mut regions = RunRegions::of(trace.ranks.iter().map(|t| {
-            let end = t.spans.iter().map(|s| s.end).max().unwrap_or_default();
-            (t.rank, t.pcontrol.as_slice() as &[RegionMark], end)
-        }));
+        let marks: Vec<RankMarks> = trace.ranks.iter().map(RankMarks::of).collect();
+        RunRegions::of_marks(trace, &marks)
+    }
+
+    /// The regions of the run `trace` describes (its ranks are not read), each rank's
+    /// marks being `marks`.
+    pub fn of_marks(trace: &Trace, marks: &[RankMarks]) -> RunRegions {
+        let mut regions = RunRegions::of(marks.iter().map(|m| (m.rank, m.marks.as_slice(), m.end)));
         regions.unknown = regions_unknown(trace);
         regions
     }

@@ -111,7 +111,7 @@ pub fn extract_owned(mut trace: Trace) -> Result<MeasuredProgram, ExtractError> 
 
 /// What the build keeps of each rank's operations.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Keep {
+pub(crate) enum Keep {
     /// The operations ([`Program`]).
     Operations,
     /// Only what a replay of the measured order reads, encoded ([`MeasuredProgram`]).
@@ -120,12 +120,12 @@ enum Keep {
 
 /// What the program's build reads of the whole run besides each rank's timeline and
 /// requests, gathered before any rank is built.
-struct Run {
+pub(crate) struct Run {
     /// Per rank slot: where its requests are among the run's (which are in rank order).
     request_ranges: Vec<std::ops::Range<usize>>,
     /// Per rank slot: its requests by the call that posted them.
     posted_at: Vec<RankPosts>,
-    blocking: collectives::Instances,
+    blocking: collectives::CallInstances,
     /// Trace request index -> its non-blocking collective instance.
     nonblocking_of: FxHashMap<usize, usize>,
     /// The pure time of non-blocking collectives.
@@ -134,30 +134,51 @@ struct Run {
 
 impl Run {
     fn of(trace: &Trace) -> Run {
+        let ranks: Vec<u32> = trace.ranks.iter().map(|t| t.rank).collect();
+        Run::of_columns(
+            &ranks,
+            &trace.requests,
+            collectives::instances(trace).calls,
+            &collectives::nonblocking(trace),
+            CollectiveModel::fit(trace),
+        )
+    }
+
+    /// What the build reads of the run whose ranks are `ranks` (sorted) and requests
+    /// `requests` (in rank order), without its ranks' events: the instance of each
+    /// blocking collective call, the members (run request indices) of each non-blocking
+    /// instance, and the non-blocking collectives' model.
+    pub(crate) fn of_columns(
+        ranks: &[u32],
+        requests: &[RequestLife],
+        blocking: collectives::CallInstances,
+        nonblocking: &[Vec<usize>],
+        nonblocking_model: CollectiveModel,
+    ) -> Run {
         let mut nonblocking_of: FxHashMap<usize, usize> = FxHashMap::default();
-        for (k, members) in collectives::nonblocking(trace).iter().enumerate() {
+        for (k, members) in nonblocking.iter().enumerate() {
             for &m in members {
                 nonblocking_of.insert(m, k);
             }
         }
-        let of_rank = |t: &Timeline| {
-            let from = trace.requests.partition_point(|r| r.rank < t.rank);
-            from..trace.requests.partition_point(|r| r.rank <= t.rank)
+        let of_rank = |&rank: &u32| {
+            let from = requests.partition_point(|r| r.rank < rank);
+            from..requests.partition_point(|r| r.rank <= rank)
         };
         Run {
-            request_ranges: trace.ranks.iter().map(of_rank).collect(),
-            posted_at: posts_by_rank(trace),
-            blocking: collectives::instances(trace),
+            request_ranges: ranks.iter().map(of_rank).collect(),
+            posted_at: posts_by_rank(ranks, requests),
+            blocking,
             nonblocking_of,
-            nonblocking_model: CollectiveModel::fit(trace),
+            nonblocking_model,
         }
     }
 }
 
-/// The program of the ranks `ranks` of `trace`, each with its requests (all of them, in
-/// its order: borrowed, or owned and dropped one by one as they are built;
-/// `trace.ranks` and `trace.requests` are not read), built `batch` ranks at a time, and
-/// each rank's operations encoded (its ranks' `ops` then empty) when `keep` says so.
+/// The program of the ranks of `trace`, each with its requests (all of them, in its
+/// order: borrowed, or owned and dropped one by one as they are built; `trace.ranks`
+/// and `trace.requests` are not read), built `batch` ranks at a time, and each rank's
+/// operations encoded (its ranks' `ops` then empty) when `keep` says so.
 fn build<T, R>(
     run: Run,
     ranks: Vec<(T, R)>,
@@ -169,51 +190,80 @@ where
     T: Borrow<Timeline> + Send + Sync,
     R: Borrow<[RequestLife]> + Send + Sync,
 {
-    let Run {
-        request_ranges,
-        posted_at,
-        blocking,
-        nonblocking_of,
-        nonblocking_model,
-    } = run;
-    let shared = rank::Shared {
-        request_ranges: &request_ranges,
-        posted_at: &posted_at,
-        blocking: &blocking,
-        nonblocking_of: &nonblocking_of,
-    };
-    let scopes: Vec<(Option<Scope>, usize)> = ranks
-        .par_iter()
-        .enumerate()
-        .map(|(slot, (t, _))| {
-            let t = t.borrow();
-            let scope = Scope::of(t);
-            let n = scope
-                .as_ref()
-                .map_or(0, |s| rank::requests_in_program(&shared, slot, t, s));
-            (scope, n)
-        })
-        .collect();
-    let mut program = Program {
-        requests: Vec::with_capacity(scopes.iter().map(|s| s.1).sum()),
-        ..Program::default()
-    };
-    let mut numbering = Numbering::new(&nonblocking_model);
-    // What linking the messages reads of each rank, once its operations are numbered.
-    let mut linking: Vec<Linking> = Vec::with_capacity(ranks.len());
-    let mut encoded: Vec<EncodedOps> = Vec::new();
-    let mut extent: Option<(u64, u64)> = None;
-    // A batch of ranks at a time (all of them when the trace stays): each batch's
-    // requests are added to the program's, split into the ranks' shares, and the ranks
-    // built in parallel, each writing its own requests in place; then numbered in rank
-    // order, and encoded when only their replay in measured order is wanted. The
-    // program's requests grow with the ranks built, not ahead of them.
-    let batch = batch.max(1);
+    let mut builder = Builder::new(run, keep);
     let mut ranks = ranks.into_iter();
-    while linking.len() < scopes.len() {
-        let from = linking.len();
-        let batch_ranks: Vec<(T, R)> = ranks.by_ref().take(batch).collect();
-        let scopes = &scopes[from..from + batch_ranks.len()];
+    loop {
+        let batch_ranks: Vec<(T, R)> = ranks.by_ref().take(batch.max(1)).collect();
+        if batch_ranks.is_empty() {
+            break;
+        }
+        builder.add(batch_ranks);
+    }
+    builder.finish(&trace.messages, &trace.source)
+}
+
+/// A program built as its ranks come, a batch of whole ranks at a time in rank order
+/// ([`Builder::add`]): from a trace held whole ([`extract`]), or from each part of a
+/// run that is never held whole, as it is read. The messages are linked at the end
+/// ([`Builder::finish`]).
+pub(crate) struct Builder {
+    run: Run,
+    keep: Keep,
+    program: Program,
+    numbering: Numbering,
+    /// What linking the messages reads of each rank, once its operations are numbered.
+    linking: Vec<Linking>,
+    encoded: Vec<EncodedOps>,
+    extent: Option<(u64, u64)>,
+}
+
+impl Builder {
+    /// A program of no rank yet, of the run `run`, whose operations `keep` says what is
+    /// kept of.
+    pub(crate) fn new(run: Run, keep: Keep) -> Builder {
+        let numbering = Numbering::new(run.nonblocking_model.clone());
+        Builder {
+            run,
+            keep,
+            program: Program::default(),
+            numbering,
+            linking: Vec::new(),
+            encoded: Vec::new(),
+            extent: None,
+        }
+    }
+
+    /// Builds the next ranks (in rank order, each with all its requests in its order),
+    /// in parallel; each rank's requests are added to the program's, split into the
+    /// ranks' shares, and each rank writes its own in place; then numbered in rank
+    /// order, and encoded when only their replay in measured order is wanted. The
+    /// program's requests grow with the ranks built, not ahead of them.
+    pub(crate) fn add<T, R>(&mut self, ranks: Vec<(T, R)>)
+    where
+        T: Borrow<Timeline> + Send + Sync,
+        R: Borrow<[RequestLife]> + Send + Sync,
+    {
+        let from = self.linking.len();
+        let run = &self.run;
+        let shared = rank::Shared {
+            request_ranges: &run.request_ranges,
+            posted_at: &run.posted_at,
+            blocking: &run.blocking,
+            nonblocking_of: &run.nonblocking_of,
+        };
+        let scopes: Vec<(Option<Scope>, usize)> = ranks
+            .par_iter()
+            .enumerate()
+            .map(|(k, (t, _))| {
+                let t = t.borrow();
+                let scope = Scope::of(t);
+                let n = scope
+                    .as_ref()
+                    .map_or(0, |s| rank::requests_in_program(&shared, from + k, t, s));
+                (scope, n)
+            })
+            .collect();
+        let program = &mut self.program;
         let first = program.requests.len();
         let n: usize = scopes.iter().map(|s| s.1).sum();
         program
@@ -221,12 +271,12 @@ where
             .resize(first + n, RequestOp::new(0, RequestRole::Other, 0));
         let mut shares = Vec::with_capacity(scopes.len());
         let (mut rest, mut first) = (&mut program.requests[first..], first);
-        for (scope, n) in scopes {
+        for (scope, n) in &scopes {
             let (share, after) = rest.split_at_mut(*n);
             shares.push((scope.as_ref(), share, first));
             (rest, first) = (after, first + n);
         }
-        let mut built: Vec<RankPart> = batch_ranks
+        let mut built: Vec<RankPart> = ranks
             .into_par_iter()
             .zip(shares)
             .enumerate()
@@ -242,11 +292,15 @@ where
             })
             .collect();
         for part in &mut built {
-            numbering.add(&mut program, part);
+            self.numbering.add(program, part);
             if let Some((lo, hi)) = part.extent {
-                extent = Some(extent.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+                let extent = self
+                    .extent
+                    .map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi)));
+                self.extent = Some(extent);
             }
         }
+        let keep = self.keep;
         let done: Vec<(Linking, RankProgram, Option<EncodedOps>)> = built
             .into_par_iter()
             .map(|mut part| {
@@ -258,22 +312,53 @@ where
             })
             .collect();
         for (link, rank, ops) in done {
-            linking.push(link);
+            self.linking.push(link);
             program.ranks.push(rank);
-            encoded.extend(ops);
+            self.encoded.extend(ops);
         }
     }
-    drop((blocking, nonblocking_of));
-    let Some((first_start, last_end)) = extent else {
-        return Err(ExtractError::Empty {
-            path: trace.source.clone(),
-        });
-    };
-    program.measured_ns = last_end.saturating_sub(first_start);
-    program.messages.reserve_exact(trace.messages.len());
-    link_messages(&trace.messages, &mut program, &linking, &posted_at);
-    fit_blocking_costs(&mut program, &numbering.entry_and_exit);
-    Ok((program, encoded))
+
+    /// [`Self::finish`]'s program, kept for replays of its measured order (the ranks'
+    /// operations encoded: built with [`Keep::Encoded`]).
+    pub(crate) fn finish_measured(
+        self,
+        messages: &[Message],
+        source: &std::path::Path,
+    ) -> Result<MeasuredProgram, ExtractError> {
+        debug_assert!(self.keep == Keep::Encoded);
+        let (links, ops) = self.finish(messages, source)?;
+        Ok(MeasuredProgram::with_ops(links, ops))
+    }
+
+    /// The program, once every rank is added: the run's `messages` linked to the
+    /// operations that sent and received them, and the blocking collectives' costs
+    /// fitted; an error naming `source` when no rank had an event.
+    pub(crate) fn finish(
+        self,
+        messages: &[Message],
+        source: &std::path::Path,
+    ) -> Result<(Program, Vec<EncodedOps>), ExtractError> {
+        let Builder {
+            run,
+            mut program,
+            numbering,
+            linking,
+            encoded,
+            extent,
+            ..
+        } = self;
+        let Run { posted_at, .. } = run;
+        let Some((first_start, last_end)) = extent else {
+            return Err(ExtractError::Empty {
+                path: source.to_path_buf(),
+            });
+        };
+        program.measured_ns = last_end.saturating_sub(first_start);
+        program.messages.reserve_exact(messages.len());
+        link_messages(messages, &mut program, &linking, &posted_at);
+        fit_blocking_costs(&mut program, &numbering.entry_and_exit);
+        Ok((program, encoded))
+    }
 }
 
 /// What linking the run's messages reads of a rank: its operations by span, the
@@ -304,11 +389,11 @@ impl Linking {
 }
 
 /// What the program numbers across ranks, as ranks are added in rank order.
-struct Numbering<'a> {
+struct Numbering {
     /// Collective instance of the trace ([`TraceInstance::key`]) -> program instance.
     instances: FxHashMap<(bool, usize), usize>,
     /// The pure time of non-blocking collectives.
-    nonblocking_model: &'a CollectiveModel,
+    nonblocking_model: CollectiveModel,
     /// Compute name -> program name id.
     names: FxHashMap<String, u32>,
     /// Per program instance: for a blocking one, its last member's entry and its first
@@ -316,8 +401,8 @@ struct Numbering<'a> {
     entry_and_exit: Vec<Option<(u64, u64)>>,
 }
 
-impl<'a> Numbering<'a> {
-    fn new(nonblocking_model: &'a CollectiveModel) -> Numbering<'a> {
+impl Numbering {
+    fn new(nonblocking_model: CollectiveModel) -> Numbering {
         Numbering {
             instances: FxHashMap::default(),
             nonblocking_model,

@@ -2,7 +2,7 @@
 //! call's requests while its operations are extracted is one lookup, not a search.
 
 use crate::model::compact::index_u32;
-use crate::model::Trace;
+use crate::model::RequestLife;
 
 /// A rank's requests by the call that posted them: `(post span, trace request index)`
 /// of each, by post span (requests posted by one call keep their order), and where
@@ -38,11 +38,12 @@ impl RankPosts {
     }
 }
 
-/// Per rank slot of `trace`: its requests by the call that posted them.
-pub(super) fn posts_by_rank(trace: &Trace) -> Vec<RankPosts> {
-    let mut posted_at: Vec<Vec<(u32, u32)>> = vec![Vec::new(); trace.ranks.len()];
-    for (i, r) in trace.requests.iter().enumerate() {
-        if let Some(slot) = trace.slot(r.rank) {
+/// Per rank slot of the run whose ranks are `ranks` (sorted): its requests (of the run's
+/// `requests`) by the call that posted them.
+pub(super) fn posts_by_rank(ranks: &[u32], requests: &[RequestLife]) -> Vec<RankPosts> {
+    let mut posted_at: Vec<Vec<(u32, u32)>> = vec![Vec::new(); ranks.len()];
+    for (i, r) in requests.iter().enumerate() {
+        if let Some(slot) = crate::model::slot_of_rank(ranks, r.rank, |&x| x) {
             posted_at[slot].push((index_u32(r.post()), index_u32(i)));
         }
     }

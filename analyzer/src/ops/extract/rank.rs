@@ -30,7 +30,7 @@ pub(super) struct Shared<'a> {
     /// Per rank slot: its requests by the call that posted them.
     pub posted_at: &'a [RankPosts],
     /// The blocking collective instance of each call.
-    pub blocking: &'a collectives::Instances,
+    pub blocking: &'a collectives::CallInstances,
     /// Trace request index -> its non-blocking collective instance (of
     /// [`collectives::nonblocking`]).
     pub nonblocking_of: &'a FxHashMap<usize, usize>,

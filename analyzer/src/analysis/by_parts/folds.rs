@@ -1,0 +1,169 @@
+//! What the second pass makes of each part of whole ranks ([`Folds::add`]), and what
+//! the parts together give once all are in ([`Folds::finish`]). Each figure is the
+//! function the analysis of a whole trace calls, given the part trace; what crosses
+//! ranks is read in the first pass's columns, which the folds borrow.
+
+use crate::metrics::by_site::{BySite, Groups};
+use crate::metrics::descheduled::{Descheduled, DescheduledTime};
+use crate::metrics::false_overlap;
+use crate::metrics::false_overlap_summary::{self, FalseOverlap};
+use crate::metrics::message_ends::MessageEnds;
+use crate::metrics::options::Options;
+use crate::metrics::request_parts::parts_of_whole_ranks;
+use crate::metrics::request_row::RequestRow;
+use crate::metrics::request_summary::{self, listed, RequestSummary};
+use crate::metrics::requests::RequestPass;
+use crate::metrics::wait_kind::{Candidate, WaitInstance};
+use crate::metrics::wait_states::{self, RankExtent, WaitStates};
+use crate::model::{MessagesByRank, Trace};
+use crate::profile::Profile;
+use crate::regions::RankMarks;
+use crate::sites::SiteTable;
+
+use super::super::of_trace;
+use super::super::pass_order::{Models, PART};
+use super::Bounds;
+
+/// The second pass's folds, and what they read of the columns.
+pub(super) struct Folds<'a> {
+    opts: &'a Options,
+    models: &'a Models,
+    sites: &'a SiteTable,
+    pass: &'a RequestPass<'a>,
+    /// The collectives' and one-sided epochs' wait candidates, by rank.
+    shared: &'a [Candidate],
+    ends: &'a MessageEnds,
+    /// The messages by sender and by receiver.
+    index: &'a MessagesByRank,
+    descheduled_time: &'a DescheduledTime,
+    /// The scheduler's calls, and the instances it explains so far.
+    descheduled: Descheduled,
+    /// Each rank's extent, in rank order.
+    extents: Vec<RankExtent>,
+    /// Every wait-state instance, in rank order.
+    waits: Vec<WaitInstance>,
+    wait_groups: Groups,
+    requests: request_summary::Fold,
+    findings: false_overlap_summary::Fold,
+    /// The rows of the requests being folded (one vector, reused).
+    rows: Vec<RequestRow>,
+    profile: crate::profile::Fold,
+    of_trace: of_trace::Fold,
+    marks: Vec<RankMarks>,
+}
+
+/// What the folds give once every part is in.
+pub(super) struct Folded {
+    pub waits: Vec<WaitInstance>,
+    pub wait_states: WaitStates,
+    pub request_summary: RequestSummary,
+    pub false_overlap: FalseOverlap,
+    pub by_site: BySite,
+    pub profile: Profile,
+    /// The parts of the report read from the ranks, to finish beside the figures.
+    pub of_trace: of_trace::Fold,
+    /// Each rank's region marks.
+    pub marks: Vec<RankMarks>,
+}
+
+impl<'a> Folds<'a> {
+    /// Folds of no part yet, reading the columns given.
+    pub(super) fn new(
+        opts: &'a Options,
+        models: &'a Models,
+        sites: &'a SiteTable,
+        pass: &'a RequestPass<'a>,
+        shared: &'a [Candidate],
+        (ends, index): (&'a MessageEnds, &'a MessagesByRank),
+        descheduled_time: &'a DescheduledTime,
+    ) -> Folds<'a> {
+        Folds {
+            opts,
+            models,
+            sites,
+            pass,
+            shared,
+            ends,
+            index,
+            descheduled_time,
+            descheduled: descheduled_time.calls(),
+            extents: Vec::new(),
+            waits: Vec::new(),
+            wait_groups: Groups::default(),
+            requests: request_summary::Fold::default(),
+            findings: false_overlap_summary::Fold::new(opts.findings),
+            rows: Vec::new(),
+            profile: crate::profile::Fold::new(),
+            of_trace: of_trace::Fold::default(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// Adds the figures of the part trace `part` (the parts come in rank order), whose
+    /// messages are those of the ranks `bounds` gives ([`MessagesByRank::between`]).
+    pub(super) fn add(&mut self, part: &Trace, (after, up_to): Bounds) {
+        let (opts, sites) = (self.opts, self.sites);
+        let messages = self.index.between(after, up_to);
+        let mut waits = {
+            let _s = tracing::info_span!("wait states").entered();
+            wait_states::instances_of(part, self.ends, self.shared, messages)
+        };
+        (self.descheduled_time).flag_more(&mut waits, &mut self.descheduled);
+        self.wait_groups.add_waits(part, sites, &waits);
+        {
+            let _s = tracing::info_span!("profile").entered();
+            self.profile.add(part, sites, &waits, messages);
+        }
+        self.of_trace.add(part, sites, self.ends);
+        self.extents
+            .extend(part.ranks.iter().map(|t| (t.rank, t.extent())));
+        self.marks.extend(part.ranks.iter().map(RankMarks::of));
+        let late_sender = false_overlap::late_sender_by_call(&waits);
+        let uncertainty = self.models.uncertainty();
+        let requests = part_requests(part);
+        let first = requests.start;
+        let _s = tracing::info_span!("requests").entered();
+        for range in parts_of_whole_ranks(&part.requests[requests], PART) {
+            let range = first + range.start..first + range.end;
+            self.pass.rows_into(part, range, &mut self.rows);
+            let rows = &self.rows;
+            let (requests, findings) = (&mut self.requests, &mut self.findings);
+            let ((), found) = rayon::join(
+                || requests.add(rows, opts, &|r| listed(part, sites, r)),
+                || false_overlap::findings(part, rows, &late_sender, opts, &uncertainty),
+            );
+            findings.add(part, sites, &found);
+        }
+        self.waits.extend(waits);
+    }
+
+    /// The figures of every part added.
+    pub(super) fn finish(self) -> Folded {
+        let sites = self.sites;
+        let (model, collective_model) = (&self.models.transfers, &self.models.collectives);
+        let wait_states =
+            wait_states::summarize_of(&self.extents, &self.waits, self.descheduled, self.opts);
+        let (false_overlap, false_overlap_groups) = self.findings.finish(sites);
+        let wait_groups = self.wait_groups.finish(sites);
+        Folded {
+            wait_states,
+            request_summary: self.requests.finish(model, collective_model),
+            false_overlap,
+            by_site: BySite::of_groups(sites, false_overlap_groups, wait_groups),
+            profile: self.profile.finish(sites),
+            waits: self.waits,
+            of_trace: self.of_trace,
+            marks: self.marks,
+        }
+    }
+}
+
+/// Where the requests of `part`'s ranks are among the run's (which are in rank order).
+fn part_requests(part: &Trace) -> std::ops::Range<usize> {
+    let (Some(first), Some(last)) = (part.ranks.first(), part.ranks.last()) else {
+        return 0..0;
+    };
+    let requests = &part.requests;
+    requests.partition_point(|r| r.rank < first.rank)
+        ..requests.partition_point(|r| r.rank <= last.rank)
+}

@@ -1,0 +1,303 @@
+//! The analysis of a directory of rank files that never holds the run whole. The first
+//! pass ([`crate::metrics::digest`]) reads each rank once and keeps what crosses ranks
+//! and what the run keeps of each rank (messages, requests, compute, budgets, sites,
+//! the message ends and collective members), each timeline dropped once digested. The
+//! second pass, here, reads the ranks again a part of whole ranks at a time
+//! ([`Parts`]), makes every figure that needs a rank's events from that part beside the
+//! first pass's columns ([`folds`]), and drops the part; a third reading builds the
+//! replays' program a part at a time, once what the figures held is dropped:
+//!
+//! ```text
+//!  first pass   every rank once ─► columns (messages, requests, compute, ends, ...)
+//!  columns      models | scheduler's time | partner times | shared wait candidates
+//!  second pass  part 1 (ranks 0..k) ─► waits | flagged | by site | profile | facts
+//!                                      | request rows ─► summary fold ∥ findings
+//!               part 2 ...            (each part's timelines dropped before the next)
+//!  then         wait summary, the folds finished | ends, partner times dropped
+//!  third pass   part 1 ─► operations, encoded | part 2 ... | messages linked
+//!  then         columns dropped | ideal ∥ self-check replay
+//! ```
+//!
+//! Each figure is the one function the analysis of a whole trace calls, given a part
+//! trace ([`crate::model::Trace::part`]): only the fold differs, and a test holds the
+//! report equal to the whole trace's on every kept run, cut into parts of every size.
+//! A part finds its messages by rank ([`MessagesByRank`]), so that its time is its own,
+//! not the run's.
+
+mod folds;
+#[cfg(test)]
+mod tests;
+
+use std::ops::Range;
+use std::path::Path;
+
+use overlap_format::schema::MergedInfo;
+use rayon::prelude::*;
+
+use super::of_trace::OfTrace;
+use super::pass_order::{self, Measured, Models};
+use super::Report;
+use crate::import::EventSink;
+use crate::merge::{RunFiles, Unreadable};
+use crate::metrics::budget::{RankBudget, RunBudget};
+use crate::metrics::collectives::CallInstances;
+use crate::metrics::cross_rank::CrossRank;
+use crate::metrics::descheduled::DescheduledTime;
+use crate::metrics::digest::{digest_dir, Digested};
+use crate::metrics::options::Options;
+use crate::metrics::oversubscription::Oversubscription;
+use crate::metrics::requests::RequestPass;
+use crate::metrics::wait_states;
+use crate::model::compute::RankCompute;
+use crate::model::{MessagesByRank, Trace};
+use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run};
+use crate::regions::RunRegions;
+use crate::sites::SiteTable;
+use crate::Result;
+use folds::Folds;
+
+/// How many events a part holds at most, when its ranks are smaller (a rank is never
+/// split), and what share of the run: reading a rank takes a few times its timeline's
+/// memory while it lasts, which is then small beside the columns (a run of 10 M events
+/// is read in parts of 312 500 events, one of 1 000 M in parts of 2 M).
+const PART_EVENTS: u64 = 1 << 21;
+const PARTS_PER_RUN: u64 = 32;
+
+/// What the analysis of a directory of rank files gives: the report, the regions, and
+/// what of the directory could not be used.
+pub struct DirAnalysis {
+    /// The report, figure for figure the one of the run loaded whole.
+    pub report: Report,
+    /// The run's regions.
+    pub regions: RunRegions,
+    /// The run's description, as the merge gives it.
+    pub info: MergedInfo,
+    /// Files of the directory that could not be used at all.
+    pub unreadable: Vec<Unreadable>,
+    /// What was read but could not be used in full, one line each naming its file.
+    pub notes: Vec<String>,
+}
+
+/// The report of the run whose rank files are in `dir` (what [`super::analyze_owned`]
+/// makes of it loaded whole), its files read twice and the run never held whole: at
+/// most a part of its ranks' events at a time beside the columns of the first pass.
+pub fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
+    analyze_in_parts(dir, opts, None)
+}
+
+/// [`analyze_dir`], each part of at least `at_least` events (`None`: the share of the
+/// run [`PARTS_PER_RUN`] gives, at most [`PART_EVENTS`]).
+fn analyze_in_parts(dir: &Path, opts: &Options, at_least: Option<u64>) -> Result<DirAnalysis> {
+    let _span = tracing::info_span!("metrics").entered();
+    let mut digested = digest_dir(dir)?;
+    let (unreadable, notes) = (
+        std::mem::take(&mut digested.unreadable),
+        std::mem::take(&mut digested.notes),
+    );
+    let Digested {
+        info,
+        messages,
+        requests,
+        compute,
+        budgets,
+        sites,
+        cross,
+        instances,
+        files,
+        ..
+    } = digested;
+    let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
+    let at_least = at_least.unwrap_or((events / PARTS_PER_RUN).clamp(1, PART_EVENTS));
+    let mut parts = Parts {
+        run: Trace {
+            source: dir.to_path_buf(),
+            info,
+            ranks: Vec::new(),
+            messages,
+            requests,
+            compute: Vec::new(),
+        },
+        compute,
+        files,
+    };
+    let models = Models::fit(parts.columns(), &cross);
+    // What the program reads of the collectives, kept beside the figures (little).
+    let nonblocking: Vec<Vec<usize>> = (cross.collectives.nonblocking.iter())
+        .map(|members| members.iter().map(|r| r.request).collect())
+        .collect();
+    let columns = (cross, sites, budgets);
+    let (measured, of_trace, regions) = measured(&mut parts, columns, &models, opts, at_least)?;
+    let program = program(&mut parts, instances, &nonblocking, &models, at_least)?;
+    // The columns go before the replays.
+    let info = parts.run.info.clone();
+    drop(parts);
+    crate::heap::release_free();
+    let replays = pass_order::replay(program.as_ref(), &models);
+    drop(program);
+    Ok(DirAnalysis {
+        report: super::assemble(of_trace, measured, replays).0,
+        regions,
+        info,
+        unreadable,
+        notes,
+    })
+}
+
+/// The measured figures, the parts of the report read from the ranks, and the regions,
+/// of the run `parts` reads (the second pass), beside the first pass's columns: what
+/// crosses ranks, the site table and the budgets. Each rank's compute is dropped
+/// afterwards: nothing after reads it.
+fn measured(
+    parts: &mut Parts,
+    (cross, sites, (ranks, totals)): (CrossRank, SiteTable, (Vec<RankBudget>, RunBudget)),
+    models: &Models,
+    opts: &Options,
+    at_least: u64,
+) -> Result<(Measured, OfTrace, RunRegions)> {
+    let columns = tracing::info_span!("columns").entered();
+    let run = parts.columns();
+    let (model, collective_model) = (&models.transfers, &models.collectives);
+    let hosts = Oversubscription::of(&run.info);
+    let descheduled = DescheduledTime::of(run, &cross.messages, &hosts, model);
+    let pass = RequestPass::new(run, &cross, model, collective_model, opts);
+    let shared = wait_states::shared_candidates(&cross);
+    // Of what crosses ranks, only the messages' ends are read by the parts: the rest is
+    // dropped now.
+    let CrossRank {
+        messages: ends,
+        collectives,
+        requests_by_post,
+        one_sided,
+    } = cross;
+    drop((collectives, requests_by_post, one_sided));
+    let index = MessagesByRank::of(&parts.columns().messages);
+    drop(columns);
+    let columns = (&ends, &index);
+    let mut folds = Folds::new(opts, models, &sites, &pass, &shared, columns, &descheduled);
+    parts.each(at_least, &mut |part, bounds| folds.add(part, bounds))?;
+    let folded = folds.finish();
+    let mut measured = Measured {
+        ranks,
+        totals,
+        waits: folded.waits,
+        wait_states: folded.wait_states,
+        request_summary: folded.request_summary,
+        requests: Vec::new(),
+        false_overlap: folded.false_overlap,
+        findings: Vec::new(),
+        sites,
+        by_site: folded.by_site,
+        profile: folded.profile,
+    };
+    let of_trace = folded.of_trace.finish(parts.columns(), &measured, &ends);
+    let regions = RunRegions::of_marks(parts.columns(), &folded.marks);
+    // The report keeps none of the instances (as the analysis given a trace drops them).
+    measured.waits = Vec::new();
+    parts.compute = Vec::new();
+    Ok((measured, of_trace, regions))
+}
+
+/// The replays' program of the run `parts` reads (a third reading, once the figures
+/// are made and what they held dropped), each part's operations built and encoded as
+/// it is read: the blocking collectives' instances being `instances` and the
+/// non-blocking ones' members `nonblocking`.
+fn program(
+    parts: &mut Parts,
+    instances: CallInstances,
+    nonblocking: &[Vec<usize>],
+    models: &Models,
+    at_least: u64,
+) -> Result<std::result::Result<MeasuredProgram, ExtractError>> {
+    let _s = tracing::info_span!("operations").entered();
+    crate::heap::release_free();
+    let ranks: Vec<u32> = parts.files.metas.iter().map(|m| m.rank()).collect();
+    let run = parts.columns();
+    let model = models.collectives.clone();
+    let run = Run::of_columns(&ranks, &run.requests, instances, nonblocking, model);
+    let mut program = Builder::new(run, Keep::Encoded);
+    parts.each(at_least, &mut |part, _| {
+        let own = |t: &crate::model::Timeline| &part.requests[rank_requests(part, t.rank)];
+        program.add(part.ranks.iter().map(|t| (t, own(t))).collect());
+    })?;
+    let run = parts.columns();
+    Ok(program.finish_measured(&run.messages, &run.source))
+}
+
+/// The ranks of a part, as [`MessagesByRank::between`] takes them: those after the
+/// previous part's last (none: from the first), up to its own last (none: to the end).
+type Bounds = (Option<u32>, Option<u32>);
+
+/// The run of a directory after its first pass: its columns in a trace without ranks,
+/// whose ranks are then read again a part at a time.
+struct Parts {
+    /// The run's description, messages and requests; its ranks and compute are those of
+    /// the part being analysed, and empty between parts.
+    run: Trace,
+    /// Each rank's compute, in rank order (moved into `run` while its part is read);
+    /// empty once the figures that read it are made, the parts then without it.
+    compute: Vec<RankCompute>,
+    files: RunFiles,
+}
+
+impl Parts {
+    /// The run's columns, no rank's events among them.
+    fn columns(&self) -> &Trace {
+        &self.run
+    }
+
+    /// The ranks (indices of the run's files) of each part: whole ranks in rank order,
+    /// each part of at least `at_least` events but the last.
+    fn cuts(&self, at_least: u64) -> Vec<Range<usize>> {
+        let events = |i: usize| self.files.metas[i].events.len() as u64;
+        let mut cuts = Vec::new();
+        let (mut start, mut held) = (0, 0);
+        for i in 0..self.files.metas.len() {
+            held += events(i);
+            if held >= at_least {
+                cuts.push(start..i + 1);
+                (start, held) = (i + 1, 0);
+            }
+        }
+        if start < self.files.metas.len() {
+            cuts.push(start..self.files.metas.len());
+        }
+        cuts
+    }
+
+    /// Calls `each` on every part of at least `at_least` events, in rank order: a trace
+    /// of the part's ranks (read again, on rayon's threads) and the run's columns,
+    /// dropped before the next part is read; and the part's bounds.
+    fn each(&mut self, at_least: u64, each: &mut dyn FnMut(&Trace, Bounds)) -> Result<()> {
+        let cuts = self.cuts(at_least);
+        let mut after: Option<u32> = None;
+        for (k, cut) in cuts.iter().cloned().enumerate() {
+            // The last part takes whatever rank lies beyond the files' (none does: a
+            // message is matched between ranks of the run).
+            let last = self.files.metas[cut.end - 1].rank();
+            let bounds = (after, (k + 1 < cuts.len()).then_some(last));
+            after = Some(last);
+            let files = &self.files;
+            let _s = tracing::info_span!("read part").entered();
+            let timelines = (cut.clone().into_par_iter())
+                .map(|i| files.first_timeline(i).map(|(_, t)| t))
+                .collect::<Result<Vec<_>>>()?;
+            drop(_s);
+            self.run.ranks = timelines;
+            // Each rank's compute lent to the part (none once dropped: see `compute`).
+            let compute = self.compute.get_mut(cut.clone()).unwrap_or_default();
+            self.run.compute = compute.iter_mut().map(std::mem::take).collect();
+            each(&self.run, bounds);
+            for (slot, c) in self.run.compute.drain(..).enumerate() {
+                self.compute[cut.start + slot] = c;
+            }
+            self.run.ranks = Vec::new();
+        }
+        Ok(())
+    }
+}
+
+/// Where the requests of rank `rank` are among the run's (which are in rank order).
+fn rank_requests(run: &Trace, rank: u32) -> Range<usize> {
+    let requests = &run.requests;
+    requests.partition_point(|r| r.rank < rank)..requests.partition_point(|r| r.rank <= rank)
+}

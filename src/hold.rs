@@ -1,0 +1,117 @@
+//! `overlap analyze --hold`: whether a directory of rank files is loaded whole for
+//! analysis (the fastest way) or read a part of its ranks at a time, never held whole
+//! (`overlap_analyzer::analysis::analyze_dir`: about two thirds of the memory, read
+//! twice). By default the run is held whole when it fits in the memory available, so
+//! that runs larger than the machine are analysed at all and the others as fast as
+//! before.
+
+use std::path::Path;
+
+use anyhow::Result;
+use clap::ValueEnum;
+use overlap_analyzer::analysis::DirAnalysis;
+use overlap_analyzer::metrics::Options;
+
+use crate::finish::warn_incomplete;
+use crate::output::sayln;
+
+/// How to hold a directory of rank files for analysis.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Hold {
+    /// Whole when it fits in the memory available, else in parts.
+    #[default]
+    Auto,
+    /// The run loaded whole.
+    Whole,
+    /// A part of its ranks at a time, never the run whole.
+    Parts,
+}
+
+/// The analysis of a run loaded whole peaks at about this many times its rank files'
+/// size (10 on generated halo runs, 16 on a recorded ring of blocking calls heavy in
+/// messages: docs/scale.md §0); the larger, to be safe.
+const WHOLE_PEAK_PER_FILE_BYTE: u64 = 16;
+
+/// The share of the memory available that a whole run may take.
+const FITS_IN: f64 = 0.8;
+
+impl Hold {
+    /// Whether the rank files of `dir` are to be analysed in parts: asked for, or by
+    /// default when holding the run whole would not fit in the memory available (when
+    /// that cannot be read, the run is held whole, as before). Chosen by default, the
+    /// reason comes with it, for a note.
+    pub(crate) fn in_parts(self, dir: &Path) -> (bool, Option<String>) {
+        match self {
+            Hold::Whole => (false, None),
+            Hold::Parts => (true, None),
+            Hold::Auto => match (rank_file_bytes(dir), available_memory()) {
+                (Some(bytes), Some(available)) => {
+                    let whole = bytes.saturating_mul(WHOLE_PEAK_PER_FILE_BYTE);
+                    let parts = whole as f64 > FITS_IN * available as f64;
+                    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+                    let why = format!(
+                        "{}: analysed a part of its ranks at a time: held whole it would \
+                         need about {:.1} GiB of the {:.1} GiB available (--hold whole to \
+                         hold it whole)",
+                        dir.display(),
+                        gib(whole),
+                        gib(available)
+                    );
+                    (parts, parts.then_some(why))
+                }
+                _ => (false, None),
+            },
+        }
+    }
+}
+
+/// Analyses the rank files of `dir` without holding the run whole
+/// ([`overlap_analyzer::analysis::analyze_dir`]), and prints what could not be used, as
+/// loading it does ([`crate::cli::load_trace`]). The heap is set for analysis first.
+pub(crate) fn analyze_in_parts(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
+    overlap_analyzer::heap::set_thresholds();
+    let run = overlap_analyzer::analysis::analyze_dir(dir, opts)?;
+    for n in &run.notes {
+        sayln!("warning: {n}");
+    }
+    warn_incomplete(&run.unreadable, &run.info, |_| {
+        format!("none of its events is in {}", dir.display())
+    });
+    Ok(run)
+}
+
+/// The summed size of the rank files of `dir`; none when it cannot be listed.
+fn rank_file_bytes(dir: &Path) -> Option<u64> {
+    let files = overlap_analyzer::import::rank_files(dir).ok()?;
+    Some(
+        files
+            .iter()
+            .filter_map(|f| f.metadata().ok())
+            .map(|m| m.len())
+            .sum(),
+    )
+}
+
+/// The memory available to a new process (`MemAvailable` of /proc/meminfo), bytes.
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Asked for, the choice is kept whatever the directory; by default a directory
+    /// that cannot be listed is held whole (as before there was a choice).
+    #[test]
+    fn the_asked_choice_is_kept_and_auto_holds_what_it_cannot_measure_whole() {
+        let missing = Path::new("/nonexistent/overlap-hold-test");
+        assert_eq!(Hold::Parts.in_parts(missing), (true, None));
+        assert_eq!(Hold::Whole.in_parts(missing), (false, None));
+        assert_eq!(Hold::Auto.in_parts(missing), (false, None));
+        assert!(available_memory().is_some_and(|m| m > 0));
+    }
+}
