@@ -13,6 +13,7 @@ mod by_post;
 mod by_slot;
 pub(crate) mod compact;
 pub mod compute;
+pub mod copies;
 mod messages_by_rank;
 mod region_mark;
 mod span;

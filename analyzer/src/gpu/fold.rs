@@ -13,11 +13,12 @@
 
 use overlap_format::schema::{GpuOp, MergedInfo, ParamValue, GPU_BACKEND_PARAM};
 
-use super::chains::{chain_of, received_copy, sent_copy, Chain, CopyEnd, CopyIndex, MessageCalls};
+use super::chains::{chain_of, received_copy, sent_copy, Chain, CopyEnd, MessageCalls};
 use super::findings::{self, device_busy, GpuFinding, Held, RankData};
 use super::intervals::Intervals;
 use super::{summarize, ChainRow, CopyStats, GpuReport, RankGpu};
 use crate::metrics::message_ends::MessageEnds;
+use crate::model::copies::CopyIndex;
 use crate::model::{Message, RequestLife, Timeline, Trace};
 
 /// The GPU section of a run, made of its parts: [`GpuFold::add`] each part (in any

@@ -22,7 +22,7 @@ use overlap_format::schema::{
 };
 
 use super::{Message, RequestLife};
-use crate::gpu::chains::{recv_copy, send_copy, CopyIndex};
+use crate::model::copies::{recv_copy, send_copy, CopyIndex};
 use crate::model::{CallInfo, Span, Timeline};
 
 /// Where a flow leaves a slice: just inside its start, so that an arrow from a send to

@@ -50,7 +50,7 @@ use overlap_format::schema::Nanos;
 
 use super::eager::{EagerFit, Protocol};
 use super::message_ends::{Done, Ends, MessageEnds};
-use crate::model::{EventRef, Timeline, Trace};
+use crate::model::{EventRef, Trace};
 
 /// The time outside MPI calls a rank may always spend between its post and the call
 /// that completes it and still count as ready: a few calls' worth of tracing overhead
@@ -63,10 +63,6 @@ pub const READY_GAP: Nanos = Nanos(1_000);
 /// at most that long while a rank is away, so the observation is at most this much too
 /// long.
 pub const READY_SHARE: f64 = 0.05;
-
-/// The most events between a post and its completion that [`outside_mpi`] walks: a
-/// completion further away had the rank doing other things.
-const MAX_EVENTS_BETWEEN: usize = 64;
 
 /// One clean transfer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -249,24 +245,4 @@ impl<'a> Cleaner<'a> {
 /// [`READY_GAP`], or [`READY_SHARE`] of the transfer.
 fn ready(away: Nanos, ns: u64) -> bool {
     away <= READY_GAP || away.0 as f64 <= READY_SHARE * ns as f64
-}
-
-/// The time the thread of call `from` spent outside MPI calls between leaving `from` and
-/// entering call `to` (both of the rank `t`); none when `to` is not after `from` or
-/// more than [`MAX_EVENTS_BETWEEN`] events lie between them.
-pub(crate) fn outside_mpi(t: &Timeline, from: usize, to: usize) -> Option<Nanos> {
-    if to <= from || to - from > MAX_EVENTS_BETWEEN {
-        return None;
-    }
-    let (first, last) = (t.spans.get(from)?, t.spans.get(to)?);
-    let mut cursor = first.end;
-    let mut outside = Nanos::ZERO;
-    for s in &t.spans[from + 1..to] {
-        if s.tid != first.tid || s.op().is_none() {
-            continue;
-        }
-        outside = outside + s.start.saturating_sub(cursor);
-        cursor = cursor.max(s.end);
-    }
-    Some(outside + last.start.saturating_sub(cursor))
 }

@@ -108,7 +108,7 @@ impl Side {
         let away = match blocks {
             false => None,
             true if index == post => Some(Nanos::ZERO),
-            true => super::clean::outside_mpi(t, post, index),
+            true => t.outside_mpi(post, index),
         };
         let flags = if blocks { DONE_BLOCKS } else { 0 } | if away.is_some() { AWAY } else { 0 };
         Side {

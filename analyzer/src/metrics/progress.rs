@@ -134,7 +134,7 @@ pub(super) struct Verdicts {
     /// the next part.
     open_rank_calls: Vec<(u32, usize, u64)>,
     /// The worst so far, worst first.
-    worst: Vec<super::request_summary::Listed>,
+    worst: Vec<super::request_row::Listed>,
 }
 
 impl Verdicts {

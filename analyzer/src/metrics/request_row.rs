@@ -92,6 +92,10 @@ pub struct RequestIdentity {
     pub freed: bool,
 }
 
+/// A request among the worst so far: its row, which orders it, and what the report
+/// lists of it, made when it was taken (its rank's events may be gone since).
+pub(crate) type Listed = (RequestRow, Option<RequestMetrics>);
+
 impl RequestRow {
     /// A request that no call completed (yet): every figure 0 or none.
     pub fn new(id: RequestIdentity) -> RequestRow {

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::collective_model::CollectiveModel;
 use super::progress::{self, Verdicts};
 use super::request_metrics::{RequestClass, RequestMetrics};
-use super::request_row::RequestRow;
+use super::request_row::{Listed, RequestRow};
 use super::transfer::TransferModel;
 use super::worst::smallest_kept;
 use super::Options;
@@ -100,10 +100,6 @@ pub(crate) fn listed(trace: &Trace, table: &SiteTable, r: &RequestRow) -> Option
     super::by_site::name_request(trace, table, &mut m);
     Some(m)
 }
-
-/// A request among the worst so far: its row, which orders it, and what the report
-/// lists of it, made when it was taken (its rank's events may be gone since).
-pub(crate) type Listed = (RequestRow, Option<RequestMetrics>);
 
 /// A count and a sum of `f64`s taken in order: a mean as one pass gives it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -76,7 +76,30 @@ pub fn align_gpu(g: &mut GpuEvent, align: impl Fn(Nanos) -> Nanos) {
     g.end = align(g.end).max(g.start);
 }
 
+/// The most events between a call and a later one that [`Timeline::outside_mpi`] walks.
+pub const MAX_EVENTS_BETWEEN: usize = 64;
+
 impl Timeline {
+    /// The time the thread of call `from` spent outside MPI calls between leaving `from`
+    /// and entering call `to`; none when `to` is not after `from` or more than
+    /// [`MAX_EVENTS_BETWEEN`] events lie between them (the rank was doing other things).
+    pub fn outside_mpi(&self, from: usize, to: usize) -> Option<Nanos> {
+        if to <= from || to - from > MAX_EVENTS_BETWEEN {
+            return None;
+        }
+        let (first, last) = (self.spans.get(from)?, self.spans.get(to)?);
+        let mut cursor = first.end;
+        let mut outside = Nanos::ZERO;
+        for s in &self.spans[from + 1..to] {
+            if s.tid != first.tid || s.op().is_none() {
+                continue;
+            }
+            outside = outside + s.start.saturating_sub(cursor);
+            cursor = cursor.max(s.end);
+        }
+        Some(outside + last.start.saturating_sub(cursor))
+    }
+
     /// An empty timeline for `rank`.
     pub fn new(rank: u32) -> Self {
         Timeline {

@@ -22,7 +22,10 @@ use crate::sites::SiteTable;
 
 use super::super::of_trace;
 use super::super::pass_order::{Models, PART};
-use super::Bounds;
+
+/// The ranks of a part, as [`MessagesByRank::between`] takes them: those after the
+/// previous part's last (none: from the first), up to its own last (none: to the end).
+pub(super) type Bounds = (Option<u32>, Option<u32>);
 
 /// The second pass's folds, and what they read of the columns.
 pub(super) struct Folds<'a> {

@@ -54,7 +54,7 @@ use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run};
 use crate::regions::RunRegions;
 use crate::sites::SiteTable;
 use crate::Result;
-use folds::Folds;
+use folds::{Bounds, Folds};
 
 /// How many events a part holds at most, when its ranks are smaller (a rank is never
 /// split), and what share of the run: reading a rank takes a few times its timeline's
@@ -222,10 +222,6 @@ fn program(
     let run = parts.columns();
     Ok(program.finish_measured(&run.messages, &run.source))
 }
-
-/// The ranks of a part, as [`MessagesByRank::between`] takes them: those after the
-/// previous part's last (none: from the first), up to its own last (none: to the end).
-type Bounds = (Option<u32>, Option<u32>);
 
 /// The run of a directory after its first pass: its columns in a trace without ranks,
 /// whose ranks are then read again a part at a time.
