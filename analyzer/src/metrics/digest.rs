@@ -51,7 +51,7 @@ use crate::merge::{
 };
 use crate::model::compact::index_u32;
 use crate::model::compute::RankCompute;
-use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Timeline};
+use crate::model::{EventRef, Message, MessagesByRank, RequestLife, RequestsByPost, Timeline};
 use crate::sites::{RankSites, SiteTable};
 use crate::Result;
 
@@ -267,29 +267,56 @@ fn digest_rank(
 }
 
 /// Each message's two sides, looked up by its calls in its sender's and its receiver's
-/// digests (`ranks`, sorted by rank), on rayon's threads.
+/// digests (`ranks`, sorted by rank): the sends and the receives side by side (rayon's
+/// threads), each rank's messages together ([`MessagesByRank`]), so that the lookups of
+/// one rank stay among its own records (taken message by message, a run of many ranks
+/// jumped between every rank's, which was most of the pass at 1 024 ranks).
 fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> MessageEnds {
+    let index = MessagesByRank::of(messages);
+    let all = index.all();
     let digest = |rank: u32| {
         let at = ranks.binary_search_by_key(&rank, |d| d.rank).ok()?;
         Some(&ranks[at])
     };
-    let (sends, recvs): (Vec<Side>, Vec<Side>) = messages
-        .par_iter()
-        .map(|m| {
-            let send = digest(m.send().rank).and_then(|d| {
-                let call = m.send().index as u32;
-                let at = d.sends.binary_search_by_key(&call, |s| s.0).ok()?;
-                Some(d.sends[at].1)
-            });
-            let recv = digest(m.recv_post().rank).and_then(|d| {
-                let done = m.completion().map_or(NO_CALL, |c| c.index as u32);
-                let calls = (m.recv_post().index as u32, done);
-                let at = d.recvs.binary_search_by_key(&calls, |r| r.0).ok()?;
-                Some(d.recvs[at].1)
-            });
-            (send.unwrap_or(Side::NONE), recv.unwrap_or(Side::NONE))
-        })
-        .unzip();
+    // The sides of the messages `listed` (one rank's after another), each found by
+    // `side` in the digest of the rank `rank_of` gives.
+    let sides = |listed: &[u32],
+                 rank_of: &(dyn Fn(&Message) -> u32 + Sync),
+                 side: &(dyn Fn(&RankDigest, &Message) -> Option<Side> + Sync)| {
+        let mut out = vec![Side::NONE; messages.len()];
+        let mut held: Option<(u32, Option<&RankDigest>)> = None;
+        for &mi in listed {
+            let m = &messages[mi as usize];
+            let rank = rank_of(m);
+            let d = match held {
+                Some((r, d)) if r == rank => d,
+                _ => {
+                    let d = digest(rank);
+                    held = Some((rank, d));
+                    d
+                }
+            };
+            if let Some(found) = d.and_then(|d| side(d, m)) {
+                out[mi as usize] = found;
+            }
+        }
+        out
+    };
+    let send = |d: &RankDigest, m: &Message| {
+        let call = m.send().index as u32;
+        let at = d.sends.binary_search_by_key(&call, |s| s.0).ok()?;
+        Some(d.sends[at].1)
+    };
+    let recv = |d: &RankDigest, m: &Message| {
+        let done = m.completion().map_or(NO_CALL, |c| c.index as u32);
+        let calls = (m.recv_post().index as u32, done);
+        let at = d.recvs.binary_search_by_key(&calls, |r| r.0).ok()?;
+        Some(d.recvs[at].1)
+    };
+    let (sends, recvs) = rayon::join(
+        || sides(all.sent, &|m| m.send().rank, &send),
+        || sides(all.received, &|m| m.recv_post().rank, &recv),
+    );
     MessageEnds::from_sides(sends, recvs)
 }
 
