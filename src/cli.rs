@@ -159,10 +159,10 @@ struct AnalyzeArgs {
     #[arg(long, value_name = "ROWS", num_args = 0..=1, default_missing_value = "10")]
     profile: Option<usize>,
     /// How to hold a directory of rank files: `whole` loads the run (the fastest),
-    /// `parts` reads it twice, a part of its ranks at a time, never holding it whole
-    /// (about two thirds of the memory), `auto` holds it whole when it fits in the
-    /// memory available. A merged trace, a window or tables hold it whole; the report
-    /// is the same either way.
+    /// `parts` reads it three times, a part of its ranks at a time, never holding it
+    /// whole (about two thirds of the memory), `auto` holds it whole when it fits in
+    /// the memory available. A merged trace, a window or tables hold it whole; the
+    /// report is the same either way.
     #[arg(long, value_enum, default_value_t = Hold::Auto)]
     hold: Hold,
     #[command(flatten)]
@@ -540,7 +540,7 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     };
     let tables = a.csv.is_some() || a.parquet.is_some();
     // A directory of rank files, whole, with no table asked for, may be analysed
-    // without ever being held whole (read twice, a part of its ranks at a time).
+    // without ever being held whole (read three times, a part of its ranks at a time).
     let whole_run = a.trace.is_dir() && a.window.choice().is_all() && !tables;
     let (by_parts, why) = match whole_run {
         true => a.hold.in_parts(&a.trace),

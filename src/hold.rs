@@ -1,8 +1,8 @@
 //! `overlap analyze --hold`: whether a directory of rank files is loaded whole for
 //! analysis (the fastest way) or read a part of its ranks at a time, never held whole
 //! (`overlap_analyzer::analysis::analyze_dir`: about two thirds of the memory, read
-//! twice). By default the run is held whole when it fits in the memory available, so
-//! that runs larger than the machine are analysed at all and the others as fast as
+//! three times). By default the run is held whole when it fits in the memory available,
+//! so that runs larger than the machine are analysed at all and the others as fast as
 //! before.
 
 use std::path::Path;

@@ -1,6 +1,7 @@
 //! The top room of the analyzer: the report's types ([`report`]), and [`analyze`], which
 //! runs every analysis on a [`Trace`] in the order [`pass_order`] gives and assembles
-//! the [`Report`]. The rooms below it (metrics, sites, gpu, hang, profile, ops, replay)
+//! the [`Report`]; [`analyze_dir`] makes the same report of a directory of rank files
+//! without ever holding the run ([`by_parts`]). The rooms below it (metrics, sites, gpu, hang, profile, ops, replay)
 //! each compute a part and know nothing of the whole; the printers above it
 //! ([`crate::report`], `check`, the terminal UI) read the report it makes.
 

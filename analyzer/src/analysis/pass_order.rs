@@ -16,7 +16,7 @@
 //!  branch A  models | operations (ranks in parallel) | ideal replay ∥ self-check replay
 //!  branch B  budgets ∥ wait states ∥ call sites      | (its thread helps A)
 //!  then      partner times (the columns dropped) | per request (in parallel blocks)
-//!            | summaries, profile ∥ false overlap | sites named
+//!            | summaries, profile ∥ false overlap (the worst named as they are taken)
 //! ```
 //!
 //! When nothing needs the trace afterwards ([`figures_owned`]: `overlap analyze` without
@@ -31,7 +31,7 @@
 //!  | partner times (the columns dropped)
 //!  | wait summary ∥ profile ∥ (per part of whole ranks: its rows | folded into the
 //!    summary ∥ its findings)
-//!  | sites named | the report's other parts of the trace
+//!  | the report's other parts of the trace
 //!  | operations, each rank's timeline dropped once built | ideal ∥ self-check replay
 //! ```
 //!
@@ -243,9 +243,8 @@ fn measured(
 }
 
 /// The measured figures, from the light ones, the summaries (wait states, requests,
-/// false overlap, its findings by site) and the requests' rows and findings kept: the
-/// worst requests and the findings listed given their call sites, and the wait states
-/// grouped by site.
+/// false overlap, its findings by site: the worst already named, as they were taken)
+/// and the requests' rows and findings kept, the wait states grouped by site.
 fn named(
     trace: &Trace,
     early: Early,

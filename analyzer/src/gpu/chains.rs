@@ -24,7 +24,7 @@
 //! joined by message ([`chain_of`]), so the chains can be made a part of ranks at a time:
 //! [`super::GpuFold`] keeps each part's copies and joins them once every part is in.
 
-use overlap_format::schema::{GpuOp, Nanos};
+use overlap_format::schema::Nanos;
 
 use crate::model::copies::{recv_copy, send_copy, CopyIndex};
 use crate::model::{EventRef, Message, Timeline};
@@ -198,15 +198,7 @@ pub fn build(ranks: &[Timeline], messages: &[Message]) -> Vec<Chain> {
         return Vec::new();
     }
     // Each rank's copies indexed once, both directions.
-    let index: Vec<(CopyIndex, CopyIndex)> = ranks
-        .iter()
-        .map(|t| {
-            (
-                CopyIndex::new(t, GpuOp::CopyD2H),
-                CopyIndex::new(t, GpuOp::CopyH2D),
-            )
-        })
-        .collect();
+    let index: Vec<(CopyIndex, CopyIndex)> = ranks.iter().map(CopyIndex::both).collect();
     let at = |r: u32| ranks.binary_search_by_key(&r, |t| t.rank).ok();
     let mut chains = Vec::new();
     for m in messages {

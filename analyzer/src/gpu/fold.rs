@@ -64,15 +64,8 @@ impl GpuFold {
         }
         let at = |rank: u32| with_gpu.binary_search_by_key(&rank, |t| t.rank).ok();
         // Each rank's copies indexed once, both directions.
-        let index: Vec<(CopyIndex, CopyIndex)> = with_gpu
-            .iter()
-            .map(|t| {
-                (
-                    CopyIndex::new(t, GpuOp::CopyD2H),
-                    CopyIndex::new(t, GpuOp::CopyH2D),
-                )
-            })
-            .collect();
+        let index: Vec<(CopyIndex, CopyIndex)> =
+            with_gpu.iter().map(|t| CopyIndex::both(t)).collect();
         let mut windows: Vec<Vec<(u64, u64)>> = vec![Vec::new(); with_gpu.len()];
         let mut staged: Vec<Vec<(usize, CopyEnd)>> = vec![Vec::new(); with_gpu.len()];
         for (mi, m) in part.messages.iter().enumerate() {

@@ -80,6 +80,14 @@ impl CopyIndex {
         index
     }
 
+    /// The indexes of `t`'s D2H and of its H2D copies.
+    pub fn both(t: &Timeline) -> (CopyIndex, CopyIndex) {
+        (
+            CopyIndex::new(t, GpuOp::CopyD2H),
+            CopyIndex::new(t, GpuOp::CopyH2D),
+        )
+    }
+
     /// The copies' lists whose range holds `addr`.
     fn holding(&self, addr: u64) -> impl Iterator<Item = &Vec<(Nanos, usize)>> {
         let lowest = addr.saturating_sub(self.longest.saturating_sub(1));

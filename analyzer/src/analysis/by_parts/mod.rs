@@ -79,8 +79,8 @@ pub struct DirAnalysis {
 }
 
 /// The report of the run whose rank files are in `dir` (what [`super::analyze_owned`]
-/// makes of it loaded whole), its files read twice and the run never held whole: at
-/// most a part of its ranks' events at a time beside the columns of the first pass.
+/// makes of it loaded whole), its files read three times and the run never held whole:
+/// at most a part of its ranks' events at a time beside the columns of the first pass.
 pub fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
     analyze_in_parts(dir, opts, None)
 }
