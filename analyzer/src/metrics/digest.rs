@@ -20,10 +20,9 @@
 //! comes out is what [`CrossRank::of`] finds on the whole trace, and the trace's
 //! messages, requests, compute, budgets and site table, field for field.
 //!
-//! It is the first of the two passes that would analyse a run larger than memory
-//! (docs/scale.md §0, "What the rest needs"); the second, which would make every figure
-//! from each part of the ranks read again beside these columns, is not built, so only
-//! the bench (`--only stages`) and the test below call it.
+//! It is the first pass of the analysis that never holds the run
+//! ([`crate::analysis::analyze_dir`]), whose later passes make every figure from each
+//! part of the ranks read again beside these columns.
 //!
 //! ```text
 //!  rank 0 file ─► timeline ─► digest: lives, ends, compute, sides by call ─┐ (dropped)
@@ -78,6 +77,9 @@ pub struct Digested {
     pub cross: CrossRank,
     /// The instance of each blocking collective call.
     pub instances: CallInstances,
+    /// The messages by sender and by receiver (what the later passes find a part's
+    /// messages by).
+    pub by_rank: MessagesByRank,
     /// The run's files, to read its ranks again (the second pass).
     pub(crate) files: RunFiles,
 }
@@ -148,7 +150,7 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         peers,
     );
     let messages = matched.messages;
-    let sides = message_sides(&ranks, &messages);
+    let (sides, by_rank) = message_sides(&ranks, &messages);
     // What only the messages' sides needed goes before the run's requests are gathered;
     // each rank's sides, and then its requests, were blocks of the heap when ranks are
     // many (each below the mmap threshold), now free among the blocks kept (each rank's
@@ -194,6 +196,7 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         sites,
         cross,
         instances,
+        by_rank,
         files,
     })
 }
@@ -271,7 +274,7 @@ fn digest_rank(
 /// threads), each rank's messages together ([`MessagesByRank`]), so that the lookups of
 /// one rank stay among its own records (taken message by message, a run of many ranks
 /// jumped between every rank's, which was most of the pass at 1 024 ranks).
-fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> MessageEnds {
+fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> (MessageEnds, MessagesByRank) {
     let index = MessagesByRank::of(messages);
     let all = index.all();
     let digest = |rank: u32| {
@@ -317,7 +320,7 @@ fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> MessageEnds {
         || sides(all.sent, &|m| m.send().rank, &send),
         || sides(all.received, &|m| m.recv_post().rank, &recv),
     );
-    MessageEnds::from_sides(sends, recvs)
+    (MessageEnds::from_sides(sends, recvs), index)
 }
 
 /// The run's requests, each rank's moved out of its digest in rank order, and where

@@ -103,6 +103,7 @@ fn analyze_in_parts(dir: &Path, opts: &Options, at_least: Option<u64>) -> Result
         sites,
         cross,
         instances,
+        by_rank,
         files,
         ..
     } = digested;
@@ -125,7 +126,7 @@ fn analyze_in_parts(dir: &Path, opts: &Options, at_least: Option<u64>) -> Result
     let nonblocking: Vec<Vec<usize>> = (cross.collectives.nonblocking.iter())
         .map(|members| members.iter().map(|r| r.request).collect())
         .collect();
-    let columns = (cross, sites, budgets);
+    let columns = (cross, by_rank, sites, budgets);
     let (measured, of_trace, regions) = measured(&mut parts, columns, &models, opts, at_least)?;
     let program = program(&mut parts, instances, &nonblocking, &models, at_least)?;
     // The columns go before the replays.
@@ -143,13 +144,22 @@ fn analyze_in_parts(dir: &Path, opts: &Options, at_least: Option<u64>) -> Result
     })
 }
 
+/// What the first pass found that the second reads beside each part: what crosses
+/// ranks, the messages by rank, the site table and the budgets.
+type Columns = (
+    CrossRank,
+    MessagesByRank,
+    SiteTable,
+    (Vec<RankBudget>, RunBudget),
+);
+
 /// The measured figures, the parts of the report read from the ranks, and the regions,
 /// of the run `parts` reads (the second pass), beside the first pass's columns: what
 /// crosses ranks, the site table and the budgets. Each rank's compute is dropped
 /// afterwards: nothing after reads it.
 fn measured(
     parts: &mut Parts,
-    (cross, sites, (ranks, totals)): (CrossRank, SiteTable, (Vec<RankBudget>, RunBudget)),
+    (cross, index, sites, (ranks, totals)): Columns,
     models: &Models,
     opts: &Options,
     at_least: u64,
@@ -170,7 +180,6 @@ fn measured(
         one_sided,
     } = cross;
     drop((collectives, requests_by_post, one_sided));
-    let index = MessagesByRank::of(&parts.columns().messages);
     drop(columns);
     let columns = (&ends, &index);
     let mut folds = Folds::new(opts, models, &sites, &pass, &shared, columns, &descheduled);
