@@ -19,7 +19,7 @@ use overlap_instrument::schema::Nanos;
 
 use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
 use crate::format::{default_format, format_of, FormatArg};
-use crate::hold::Hold;
+use crate::hold::HoldArgs;
 use crate::output::{out, outln, sayln};
 use crate::run::RunArgs;
 use crate::rundir::RunDir;
@@ -47,90 +47,18 @@ enum Command {
     /// assumes.
     Suggest(crate::suggest::SuggestArgs),
     /// Compare two traces side by side, with deltas.
-    Diff(DiffArgs),
+    Diff(crate::gate::DiffArgs),
     /// Save the gated metrics of a trace as a baseline for `overlap check`.
-    Baseline(BaselineArgs),
+    Baseline(crate::gate::BaselineArgs),
     /// Check a trace against a baseline: exit 0 within tolerance, 1 on regression,
     /// 2 when the check cannot be trusted (see `overlap check --help`).
-    Check(CheckArgs),
+    Check(crate::gate::CheckArgs),
     /// Predict the run on another network or progress mode: `overlap whatif TRACE
     /// --latency 2us --bandwidth 12.5GB/s [--progress async]`.
     Whatif(crate::whatif::WhatifArgs),
     /// Explore a trace in the terminal: timeline, waits, overlap, summary; with a second
     /// trace, compare them. For the login node over SSH, where Perfetto is far away.
     Tui(crate::tui::TuiArgs),
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct DiffArgs {
-    /// The first trace (merged file or directory of per-rank files).
-    pub(crate) a: PathBuf,
-    /// The second trace.
-    pub(crate) b: PathBuf,
-    /// Print the rows as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
-    #[command(flatten)]
-    pub(crate) analysis: AnalysisArgs,
-    #[command(flatten)]
-    pub(crate) window: crate::window::WindowArgs,
-}
-
-#[derive(Debug, Args)]
-pub(crate) struct BaselineArgs {
-    /// The trace (merged file or directory of per-rank files). It must be complete.
-    pub(crate) trace: PathBuf,
-    /// The baseline file to write.
-    #[arg(long)]
-    pub(crate) out: PathBuf,
-    /// How far a metric may move the wrong way, in percent of its baseline value, kept
-    /// in the baseline for `overlap check`. A tolerance that would let a metric never fail
-    /// is refused.
-    #[arg(long, value_name = "PCT", default_value_t = overlap_analyzer::check::DEFAULT_TOLERANCE_PCT)]
-    pub(crate) tolerance: f64,
-    #[command(flatten)]
-    pub(crate) analysis: AnalysisArgs,
-    #[command(flatten)]
-    pub(crate) window: crate::window::WindowArgs,
-}
-
-/// Exit status of `overlap check`.
-const CHECK_EXIT_CODES: &str = "\
-Exit status:
-  0  every gated metric was compared and is within tolerance
-  1  at least one metric regressed beyond the tolerance (and nothing below applies)
-  2  the check cannot be trusted: the trace is incomplete (a rank missing, cut short
-     or unreadable, a merged file cut or damaged, no events); it covers another
-     program, other parameters, other ranks or other work than the baseline (unless
-     --allow-different); a gated metric has no figure now; the baseline is unreadable,
-     of another version, has no metrics, or a tolerance could never fail
-
-See docs/metrics.md, \"Regression gates\".";
-
-#[derive(Debug, Args)]
-#[command(after_long_help = CHECK_EXIT_CODES)]
-pub(crate) struct CheckArgs {
-    /// The trace to check (merged file or directory of per-rank files).
-    pub(crate) trace: PathBuf,
-    /// The baseline (from `overlap baseline`).
-    #[arg(long)]
-    pub(crate) baseline: PathBuf,
-    /// How far a metric may move the wrong way, in percent of its baseline value
-    /// (default: the tolerance the baseline was made for).
-    #[arg(long, value_name = "PCT")]
-    pub(crate) tolerance: Option<f64>,
-    /// Compare a trace of another program, other parameters, other ranks or other work
-    /// than the baseline's, with a warning (counts then compared per 1000 MPI calls)
-    /// instead of refusing it (exit 2).
-    #[arg(long)]
-    pub(crate) allow_different: bool,
-    /// Also write the result as JUnit XML.
-    #[arg(long)]
-    pub(crate) junit: Option<PathBuf>,
-    #[command(flatten)]
-    pub(crate) analysis: AnalysisArgs,
-    #[command(flatten)]
-    pub(crate) window: crate::window::WindowArgs,
 }
 
 #[derive(Debug, Args)]
@@ -158,13 +86,8 @@ struct AnalyzeArgs {
     /// table cut to ROWS rows (default 10; `--json` always has the profile whole).
     #[arg(long, value_name = "ROWS", num_args = 0..=1, default_missing_value = "10")]
     profile: Option<usize>,
-    /// How to hold a directory of rank files: `whole` loads the run (the fastest),
-    /// `parts` reads it three times, a part of its ranks at a time, never holding it
-    /// whole (about two thirds of the memory), `auto` holds it whole when it fits in
-    /// the memory available. A merged trace, a window or tables hold it whole; the
-    /// report is the same either way.
-    #[arg(long, value_enum, default_value_t = Hold::Auto)]
-    hold: Hold,
+    #[command(flatten)]
+    hold: HoldArgs,
     #[command(flatten)]
     analysis: AnalysisArgs,
     #[command(flatten)]
@@ -541,14 +464,7 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     let tables = a.csv.is_some() || a.parquet.is_some();
     // A directory of rank files, whole, with no table asked for, may be analysed
     // without ever being held whole (read three times, a part of its ranks at a time).
-    let whole_run = a.trace.is_dir() && a.window.choice().is_all() && !tables;
-    let (by_parts, why) = match whole_run {
-        true => a.hold.in_parts(&a.trace),
-        false => (false, None),
-    };
-    if let Some(why) = why {
-        sayln!("note: {why}");
-    }
+    let by_parts = (a.hold.hold).chosen(&a.trace, a.window.choice().is_all() && !tables);
     let (report, run_regions, window, for_tables) = if by_parts {
         let run = crate::hold::analyze_in_parts(&a.trace, &opts)?;
         (run.report, run.regions, WindowReport::default(), None)

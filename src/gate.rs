@@ -5,19 +5,99 @@
 //! `check` and `baseline` exit 2 for every input they cannot use, never 1: 1 is kept for
 //! a real regression, so that a CI job can tell a slower program from a broken trace.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::Args;
 use overlap_analyzer::analysis::{analyze_owned, Report};
 use overlap_analyzer::check::{self, CheckOptions, Exit, Judged, RankWork};
 use overlap_analyzer::output::write_atomically;
 use overlap_analyzer::report::{render_window, Style};
 use overlap_analyzer::window::WindowReport;
 
-use crate::cli::{load, load_trace, style, AnalysisArgs, BaselineArgs, CheckArgs, DiffArgs};
+use crate::cli::{load, load_trace, style, AnalysisArgs};
+use crate::hold::{Hold, HoldArgs};
 use crate::output::{out, outln, sayln};
 use crate::window::WindowArgs;
+
+#[derive(Debug, Args)]
+pub(crate) struct DiffArgs {
+    /// The first trace (merged file or directory of per-rank files).
+    pub(crate) a: PathBuf,
+    /// The second trace.
+    pub(crate) b: PathBuf,
+    /// Print the rows as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub(crate) hold: HoldArgs,
+    #[command(flatten)]
+    pub(crate) window: WindowArgs,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct BaselineArgs {
+    /// The trace (merged file or directory of per-rank files). It must be complete.
+    pub(crate) trace: PathBuf,
+    /// The baseline file to write.
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// How far a metric may move the wrong way, in percent of its baseline value, kept
+    /// in the baseline for `overlap check`. A tolerance that would let a metric never fail
+    /// is refused.
+    #[arg(long, value_name = "PCT", default_value_t = overlap_analyzer::check::DEFAULT_TOLERANCE_PCT)]
+    pub(crate) tolerance: f64,
+    #[command(flatten)]
+    pub(crate) analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub(crate) hold: HoldArgs,
+    #[command(flatten)]
+    pub(crate) window: WindowArgs,
+}
+
+/// Exit status of `overlap check`.
+const CHECK_EXIT_CODES: &str = "\
+Exit status:
+  0  every gated metric was compared and is within tolerance
+  1  at least one metric regressed beyond the tolerance (and nothing below applies)
+  2  the check cannot be trusted: the trace is incomplete (a rank missing, cut short
+     or unreadable, a merged file cut or damaged, no events); it covers another
+     program, other parameters, other ranks or other work than the baseline (unless
+     --allow-different); a gated metric has no figure now; the baseline is unreadable,
+     of another version, has no metrics, or a tolerance could never fail
+
+See docs/metrics.md, \"Regression gates\".";
+
+#[derive(Debug, Args)]
+#[command(after_long_help = CHECK_EXIT_CODES)]
+pub(crate) struct CheckArgs {
+    /// The trace to check (merged file or directory of per-rank files).
+    pub(crate) trace: PathBuf,
+    /// The baseline (from `overlap baseline`).
+    #[arg(long)]
+    pub(crate) baseline: PathBuf,
+    /// How far a metric may move the wrong way, in percent of its baseline value
+    /// (default: the tolerance the baseline was made for).
+    #[arg(long, value_name = "PCT")]
+    pub(crate) tolerance: Option<f64>,
+    /// Compare a trace of another program, other parameters, other ranks or other work
+    /// than the baseline's, with a warning (counts then compared per 1000 MPI calls)
+    /// instead of refusing it (exit 2).
+    #[arg(long)]
+    pub(crate) allow_different: bool,
+    /// Also write the result as JUnit XML.
+    #[arg(long)]
+    pub(crate) junit: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) analysis: AnalysisArgs,
+    #[command(flatten)]
+    pub(crate) hold: HoldArgs,
+    #[command(flatten)]
+    pub(crate) window: WindowArgs,
+}
 
 /// A trace loaded, judged complete or not as a whole, then cut to the window asked
 /// for (if any), and the report of that part. The trace is given to the analysis once
@@ -29,8 +109,21 @@ struct Analysed {
 }
 
 impl Analysed {
-    fn of(path: &Path, analysis: &AnalysisArgs, window: &WindowArgs) -> Result<Analysed> {
+    fn of(
+        path: &Path,
+        analysis: &AnalysisArgs,
+        window: &WindowArgs,
+        hold: Hold,
+    ) -> Result<Analysed> {
         let opts = analysis.options()?;
+        if hold.chosen(path, window.choice().is_all()) {
+            let run = crate::hold::analyze_dir(path, &opts)?;
+            return Ok(Analysed {
+                judged: Judged::of_parts(path, &run),
+                window: WindowReport::default(),
+                report: run.report,
+            });
+        }
         let loaded = load(path)?;
         let incomplete = check::usable::completeness(&loaded);
         let (trace, window) = window.apply(loaded.trace)?;
@@ -57,8 +150,13 @@ fn report_and_work(
     path: &Path,
     analysis: &AnalysisArgs,
     window: &WindowArgs,
+    hold: Hold,
 ) -> Result<(Report, Vec<RankWork>)> {
     let opts = analysis.options()?;
+    if hold.chosen(path, window.choice().is_all()) {
+        let run = crate::hold::analyze_in_parts(path, &opts)?;
+        return Ok((run.report, run.work));
+    }
     let (trace, w) = window.apply(load_trace(path)?)?;
     if !w.asked.is_all() {
         sayln!(
@@ -74,8 +172,8 @@ fn report_and_work(
 /// `overlap diff`: the rows, after a warning on stderr for each way the two runs are
 /// unlike (as `check` tells a trace from its baseline).
 pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode> {
-    let (ra, wa) = report_and_work(&a.a, &a.analysis, &a.window)?;
-    let (rb, wb) = report_and_work(&a.b, &a.analysis, &a.window)?;
+    let (ra, wa) = report_and_work(&a.a, &a.analysis, &a.window, a.hold.hold)?;
+    let (rb, wb) = report_and_work(&a.b, &a.analysis, &a.window, a.hold.hold)?;
     let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
     for w in check::unlike((&na, &ra, &wa), (&nb, &rb, &wb)) {
         sayln!("warning: {w}");
@@ -91,7 +189,7 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode> {
 
 /// `overlap baseline`: exit 0 when written, 2 when refused.
 pub(crate) fn baseline(a: BaselineArgs) -> Result<ExitCode> {
-    let analysed = match Analysed::of(&a.trace, &a.analysis, &a.window) {
+    let analysed = match Analysed::of(&a.trace, &a.analysis, &a.window, a.hold.hold) {
         Ok(x) => x,
         Err(e) => return Ok(unusable(&e)),
     };
@@ -149,7 +247,12 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     };
     let inputs = check::read_baseline(&a.baseline)
         .map_err(anyhow::Error::from)
-        .and_then(|base| Ok((base, Analysed::of(&a.trace, &a.analysis, &a.window)?)));
+        .and_then(|base| {
+            Ok((
+                base,
+                Analysed::of(&a.trace, &a.analysis, &a.window, a.hold.hold)?,
+            ))
+        });
     let (base, analysed) = match inputs {
         Ok(x) => x,
         Err(e) => {

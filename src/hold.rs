@@ -1,19 +1,33 @@
 //! `overlap analyze --hold`: whether a directory of rank files is loaded whole for
 //! analysis (the fastest way) or read a part of its ranks at a time, never held whole
-//! (`overlap_analyzer::analysis::analyze_dir`: about two thirds of the memory, read
+//! (`overlap_analyzer::analysis::analyze_dir`: about half the memory, read
 //! three times). By default the run is held whole when it fits in the memory available,
 //! so that runs larger than the machine are analysed at all and the others as fast as
 //! before.
 
 use std::path::Path;
+use std::sync::Mutex;
 
 use anyhow::Result;
-use clap::ValueEnum;
+use clap::{Args, ValueEnum};
 use overlap_analyzer::analysis::DirAnalysis;
 use overlap_analyzer::metrics::Options;
 
 use crate::finish::warn_incomplete;
 use crate::output::sayln;
+use crate::progress::Bar;
+
+/// `--hold`, for every command that analyses a run whole.
+#[derive(Debug, Args)]
+pub(crate) struct HoldArgs {
+    /// How to hold a directory of rank files: `whole` loads the run (the fastest),
+    /// `parts` reads it three times, a part of its ranks at a time, never holding it
+    /// whole (about half the memory), `auto` holds it whole when it fits in
+    /// the memory available. A merged trace, a window or tables hold it whole; the
+    /// report is the same either way.
+    #[arg(long, value_enum, default_value_t = Hold::Auto)]
+    pub(crate) hold: Hold,
+}
 
 /// How to hold a directory of rank files for analysis.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, ValueEnum)]
@@ -40,7 +54,7 @@ impl Hold {
     /// default when holding the run whole would not fit in the memory available (when
     /// that cannot be read, the run is held whole, as before). Chosen by default, the
     /// reason comes with it, for a note.
-    pub(crate) fn in_parts(self, dir: &Path) -> (bool, Option<String>) {
+    fn in_parts(self, dir: &Path) -> (bool, Option<String>) {
         match self {
             Hold::Whole => (false, None),
             Hold::Parts => (true, None),
@@ -63,14 +77,46 @@ impl Hold {
             },
         }
     }
+
+    /// Whether the run at `path` is to be analysed in parts: only a directory of rank
+    /// files analysed whole (`whole_run`: no window, no tables) can be. Chosen by
+    /// default, the reason is said on stderr.
+    pub(crate) fn chosen(self, path: &Path, whole_run: bool) -> bool {
+        if !whole_run || !path.is_dir() {
+            return false;
+        }
+        let (parts, why) = self.in_parts(path);
+        if let Some(why) = why {
+            sayln!("note: {why}");
+        }
+        parts
+    }
 }
 
 /// Analyses the rank files of `dir` without holding the run whole
-/// ([`overlap_analyzer::analysis::analyze_dir`]), and prints what could not be used, as
-/// loading it does ([`crate::cli::load_trace`]). The heap is set for analysis first.
-pub(crate) fn analyze_in_parts(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
+/// ([`overlap_analyzer::analysis::analyze_dir`]), the heap set for analysis first, with
+/// a progress bar on stderr over its readings of the files; what could not be used is
+/// the caller's to say.
+pub(crate) fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
     overlap_analyzer::heap::set_thresholds();
-    let run = overlap_analyzer::analysis::analyze_dir(dir, opts)?;
+    // Told from rayon's threads as each file is read: one bar, drawn by one at a time.
+    let bar = Mutex::new(Bar::new(&format!("analysing {} in parts", dir.display())));
+    let tell = |done: u64, total: u64| {
+        if let Ok(mut bar) = bar.lock() {
+            bar.update(done, total);
+        }
+    };
+    let run = overlap_analyzer::analysis::analyze_dir_told(dir, opts, &tell);
+    if let Ok(mut bar) = bar.lock() {
+        bar.finish();
+    }
+    Ok(run?)
+}
+
+/// [`analyze_dir`], then what could not be used said on stderr, as loading the run says
+/// it ([`crate::cli::load_trace`]).
+pub(crate) fn analyze_in_parts(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
+    let run = analyze_dir(dir, opts)?;
     for n in &run.notes {
         sayln!("warning: {n}");
     }

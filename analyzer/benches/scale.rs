@@ -139,7 +139,7 @@ fn child(kind: &str, dir: &Path, label: &str, events: u64) -> Res<()> {
         }
         (
             secs,
-            report_line(&report, &format!("two passes {secs:.2} s")),
+            report_line(&report, &format!("three readings {secs:.2} s")),
         )
     } else {
         // As the command line does before it loads a run for analysis.

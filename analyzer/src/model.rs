@@ -15,6 +15,7 @@ pub(crate) mod compact;
 pub mod compute;
 pub mod copies;
 mod messages_by_rank;
+mod rank_work;
 mod region_mark;
 mod span;
 mod timeline;
@@ -33,6 +34,7 @@ use overlap_format::schema::{
     CallCounts, CallPath, ClockSync, Event, Footer, Header, InFlightDump, LearnedUse, MergedInfo,
     Nanos, SourceSite, SyncPhase, Unwatched,
 };
+pub use rank_work::RankWork;
 pub use region_mark::RegionMark;
 pub use span::{Span, What};
 pub use timeline::{align_gpu, Timeline};

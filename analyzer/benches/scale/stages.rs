@@ -66,7 +66,10 @@ pub fn stages(dir: &Path, label: &str, events: u64) -> Res<()> {
     // The first pass of an analysis that holds one rank at a time (what crosses ranks,
     // and what the run keeps of each), on its own: dropped before the trace is loaded.
     let t_first = Instant::now();
-    let digested = overlap_analyzer::metrics::digest::digest_dir(dir)?;
+    let digested = overlap_analyzer::metrics::digest::digest_dir(
+        dir,
+        &overlap_analyzer::import::Reading::unwatched(),
+    )?;
     let (first_secs, first_live) = (
         t_first.elapsed().as_secs_f64(),
         LIVE.load(Ordering::Relaxed),

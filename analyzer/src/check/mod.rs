@@ -30,7 +30,7 @@ pub use render::{comparison_table, junit, junit_error};
 pub use unlike::unlike;
 pub use usable::{work, Problem, RankWork};
 
-use crate::analysis::Report;
+use crate::analysis::{DirAnalysis, Report};
 use crate::load::Loaded;
 use crate::model::Trace;
 use crate::window::Choice;
@@ -114,6 +114,25 @@ impl Judged {
             incomplete,
             work: usable::work(analysed),
             window,
+        }
+    }
+
+    /// The whole of the run whose rank files are in `dir`, analysed a part of its ranks
+    /// at a time (`run`): judged as [`Judged::whole`] judges the run loaded.
+    pub fn of_parts(dir: &Path, run: &DirAnalysis) -> Judged {
+        let incomplete = usable::completeness_of(&usable::Read {
+            source: dir,
+            info: &run.info,
+            unreadable: &run.unreadable,
+            problems: &[],
+            cut_short: false,
+            work: &run.work,
+            ends_early: &run.ends_early,
+        });
+        Judged {
+            incomplete,
+            work: run.work.clone(),
+            window: None,
         }
     }
 }
@@ -317,6 +336,9 @@ fn impossible_content(b: &Baseline) -> Option<String> {
     }
     b.metrics.iter().find_map(metrics::value_problem)
 }
+
+#[cfg(test)]
+mod parts_tests;
 
 #[cfg(test)]
 mod tests {

@@ -8,55 +8,18 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::path::Path;
 
-use overlap_format::schema::Op;
-use serde::{Deserialize, Serialize};
+use overlap_format::schema::MergedInfo;
 
 use crate::load::Loaded;
-use crate::model::Trace;
-
-/// The work of one traced rank, as a baseline records it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RankWork {
-    /// The rank.
-    pub rank: u32,
-    /// Events traced (MPI calls and compute spans).
-    pub events: u64,
-    /// MPI calls traced.
-    pub mpi_calls: u64,
-    /// Of those, polls (`MPI_Test*`, `MPI_Iprobe`, `MPI_Win_test`): how many a program
-    /// makes depends on timing, so they do not count as work.
-    pub polls: u64,
-}
-
-impl RankWork {
-    /// MPI calls that are not polls: the same for every run of a deterministic program.
-    pub fn work_calls(&self) -> u64 {
-        self.mpi_calls.saturating_sub(self.polls)
-    }
-}
-
-/// True for calls that only ask whether something happened.
-fn is_poll(op: Op) -> bool {
-    op.is_test() || matches!(op, Op::Iprobe | Op::WinTest)
-}
+use crate::merge::Unreadable;
+pub use crate::model::RankWork;
+use crate::model::{ReadProblem, Trace};
 
 /// The work of every traced rank.
 pub fn work(trace: &Trace) -> Vec<RankWork> {
-    trace
-        .ranks
-        .iter()
-        .map(|t| {
-            let ops = t.spans.iter().filter_map(|s| s.op());
-            let (calls, polls) = ops.fold((0, 0), |(c, p), op| (c + 1, p + u64::from(is_poll(op))));
-            RankWork {
-                rank: t.rank,
-                events: t.spans.len() as u64,
-                mpi_calls: calls,
-                polls,
-            }
-        })
-        .collect()
+    trace.ranks.iter().map(RankWork::of).collect()
 }
 
 /// Why a trace cannot be gated (or, with `--allow-different`, what differs).
@@ -225,23 +188,60 @@ impl fmt::Display for Problem {
 /// events of a merged file, ranks missing or cut short, no events at all.
 pub fn completeness(loaded: &Loaded) -> Vec<Problem> {
     let trace = &loaded.trace;
-    let info = &trace.info;
-    let source = trace.source.display().to_string();
+    let ends_early: Vec<u32> = (trace.ranks.iter())
+        .filter(|t| !t.complete)
+        .map(|t| t.rank)
+        .collect();
+    completeness_of(&Read {
+        source: &trace.source,
+        info: &trace.info,
+        unreadable: &loaded.unreadable,
+        problems: &loaded.problems,
+        cut_short: loaded.cut_short,
+        work: &work(trace),
+        ends_early: &ends_early,
+    })
+}
+
+/// What a run's completeness is judged on, however it was read: loaded whole
+/// ([`completeness`]) or a part of its ranks at a time
+/// (`crate::analysis::DirAnalysis`).
+pub struct Read<'a> {
+    /// The merged file or the directory of rank files.
+    pub source: &'a Path,
+    /// The run's description.
+    pub info: &'a MergedInfo,
+    /// Per-rank files of a directory that could not be used at all.
+    pub unreadable: &'a [Unreadable],
+    /// Events of a merged file that could not be used.
+    pub problems: &'a [ReadProblem],
+    /// True for a merged file that ends before the end of its events.
+    pub cut_short: bool,
+    /// The work of every rank read, in rank order.
+    pub work: &'a [RankWork],
+    /// The ranks read whose data ends early, in rank order.
+    pub ends_early: &'a [u32],
+}
+
+/// [`completeness`] of a run read as `read` says.
+pub fn completeness_of(read: &Read<'_>) -> Vec<Problem> {
+    let info = read.info;
+    let source = read.source.display().to_string();
     let mut out: Vec<Problem> = Vec::new();
-    for u in &loaded.unreadable {
+    for u in read.unreadable {
         out.push(Problem::Unreadable {
             file: u.path.display().to_string(),
             reason: u.reason.clone(),
         });
     }
-    for p in &loaded.problems {
+    for p in read.problems {
         out.push(Problem::Damaged {
             file: source.clone(),
             place: format!("event {} at {}", p.event_index, p.place),
             reason: p.reason.clone(),
         });
     }
-    if loaded.cut_short && loaded.problems.is_empty() {
+    if read.cut_short && read.problems.is_empty() {
         out.push(Problem::FileCut {
             file: source.clone(),
         });
@@ -254,17 +254,18 @@ pub fn completeness(loaded: &Loaded) -> Vec<Problem> {
     // Missing: what the trace says, and any rank of the world with no event at all,
     // listed one by one up to LISTED (a world size may be huge), then counted.
     const LISTED: usize = 16;
-    let with_events = |r: u32| trace.rank(r).is_some_and(|t| !t.spans.is_empty());
+    let with_events: BTreeSet<u32> = (read.work.iter())
+        .filter(|w| w.events > 0)
+        .map(|w| w.rank)
+        .collect();
     let mut missing: BTreeSet<u32> = info.missing_ranks.iter().copied().collect();
     missing.extend(
         (0..info.world_size)
-            .filter(|&r| !with_events(r))
+            .filter(|r| !with_events.contains(r))
             .take(LISTED + 1),
     );
-    let present = trace
-        .ranks
-        .iter()
-        .filter(|t| t.rank < info.world_size && !t.spans.is_empty())
+    let present = (with_events.iter())
+        .filter(|&&r| r < info.world_size)
         .count() as u64;
     let missing_count = (u64::from(info.world_size) - present).max(missing.len() as u64);
     out.extend(
@@ -289,16 +290,16 @@ pub fn completeness(loaded: &Loaded) -> Vec<Problem> {
             });
         }
     }
-    for t in &trace.ranks {
-        if !t.complete && cut.insert(t.rank) && !missing.contains(&t.rank) {
+    for &rank in read.ends_early {
+        if cut.insert(rank) && !missing.contains(&rank) {
             out.push(Problem::CutShort {
-                rank: t.rank,
+                rank,
                 file: source.clone(),
                 reason: "its data ends early".into(),
             });
         }
     }
-    if trace.ranks.iter().all(|t| t.spans.is_empty()) {
+    if with_events.is_empty() {
         out.push(Problem::NoEvents);
     }
     out.extend(

@@ -18,6 +18,7 @@ mod merged_stream;
 pub mod otf2;
 mod pftrace;
 mod plausible;
+mod reading;
 mod skip;
 mod stream;
 
@@ -38,6 +39,7 @@ pub(crate) use event::{complete_event, learned_args, meta_args};
 pub use merged::read_merged;
 pub(crate) use merged::read_merged_noting;
 pub use merged_stream::{read_merged_timelines, MergedRead, ReadProgress};
+pub use reading::Reading;
 
 use crate::model::{Place, RankTrace, ReadProblem, Timeline};
 use crate::{Error, Result};

@@ -71,6 +71,10 @@ const _: () = assert!(std::mem::size_of::<Paired>() == 56);
 /// No such call.
 pub(crate) const NO_CALL: u32 = u32::MAX;
 
+/// How many pairs the join makes between two returns of the sends it has freed to the
+/// system (about 40 MiB of them).
+const RELEASE_EVERY: usize = 1 << 20;
+
 /// One rank's ends, numbered per key.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct RankEnds {
@@ -328,6 +332,12 @@ pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
         .map(|r| Ok(*r)),
         |p| {
             pairs.push(p);
+            // The sends walked are freed, but a rank's are small blocks of the heap
+            // when ranks are many, which the heap would keep: given back as the pairs
+            // grow.
+            if pairs.len() % RELEASE_EVERY == 0 {
+                crate::heap::release_free();
+            }
             Ok(())
         },
     );

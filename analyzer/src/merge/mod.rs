@@ -62,7 +62,7 @@ pub use regions::regions_of_dir;
 pub use size::{SizeEstimate, UI_LIMIT};
 
 pub(crate) use peers::out_of_range;
-pub(crate) use run_files::RunFiles;
+pub(crate) use run_files::{file_size, RunFiles};
 pub use stream::{merge_to_file, merge_to_file_if, RankDigest, Written};
 pub use write::{write_merged, write_merged_as};
 

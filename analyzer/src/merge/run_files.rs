@@ -32,6 +32,12 @@ impl EventSink for Counted {
     }
 }
 
+/// The size of the file at `path`, bytes; 0 when it cannot be read (the reading says
+/// why).
+pub(crate) fn file_size(path: &Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
 /// The files of one run (those [`super::merge_dir`] would use, with the same checks),
 /// their events counted, not kept, and the plan that puts each on the run's timeline.
 pub(crate) struct RunFiles {
@@ -43,21 +49,37 @@ pub(crate) struct RunFiles {
     pub(crate) world_size: u32,
     /// Files that could not be used at all.
     pub(crate) unreadable: Vec<Unreadable>,
+    /// Each usable file's size, bytes, as [`Self::metas`].
+    bytes: Vec<u64>,
 }
 
 impl RunFiles {
     /// Reads every rank file of `dir` through (rayon's threads), keeping what the clock
     /// plan needs.
     pub(crate) fn open(dir: &Path) -> Result<RunFiles> {
-        let (metas, unreadable) = read_files_into::<Counted>(dir, rank_files(dir)?, |_| {})?;
+        Self::open_with(dir, &|_| {})
+    }
+
+    /// [`Self::open`], `read` told each file's size as it is read through.
+    pub(crate) fn open_with(dir: &Path, read: &(dyn Fn(u64) + Sync)) -> Result<RunFiles> {
+        let files = rank_files(dir)?;
+        let sizes: Vec<u64> = files.iter().map(|f| file_size(f)).collect();
+        let (metas, unreadable) = read_files_into::<Counted>(dir, files, |i| read(sizes[i]))?;
         let plan = ClockPlan::new(&metas);
         let world_size = world_size_of(&metas);
+        let bytes = metas.iter().map(|m| file_size(&m.path)).collect();
         Ok(RunFiles {
             metas,
             plan,
             world_size,
             unreadable,
+            bytes,
         })
+    }
+
+    /// The size of the usable file `i` (of [`Self::metas`]), bytes.
+    pub(crate) fn bytes(&self, i: usize) -> u64 {
+        self.bytes[i]
     }
 
     /// Rank `i` (of [`Self::metas`]) read again into its timeline on the run's timeline,

@@ -43,14 +43,18 @@ use super::collective_ends::{
 };
 use super::collectives::{scope, CallInstances, Numbering, Scope};
 use super::cross_rank::CrossRank;
-use super::message_ends::{recv_side, send_side, MessageEnds, Side};
+use super::message_ends::{recv_side, send_side, MessageEnds};
 use super::one_sided::{candidates_of, RankEpochs};
+use super::side::{Side, Sides};
+use crate::import::Reading;
 use crate::merge::{
     file_of, join, out_of_range, rank_requests_and_ends, RankEnds, RunFiles, Unreadable, NO_CALL,
 };
 use crate::model::compact::index_u32;
 use crate::model::compute::RankCompute;
-use crate::model::{EventRef, Message, MessagesByRank, RequestLife, RequestsByPost, Timeline};
+use crate::model::{
+    EventRef, Message, MessagesByRank, RankWork, RequestLife, RequestsByPost, Timeline,
+};
 use crate::sites::{RankSites, SiteTable};
 use crate::Result;
 
@@ -80,6 +84,10 @@ pub struct Digested {
     /// The messages by sender and by receiver (what the later passes find a part's
     /// messages by).
     pub by_rank: MessagesByRank,
+    /// The work of each rank, in rank order.
+    pub work: Vec<RankWork>,
+    /// The ranks whose data ends early, in rank order.
+    pub ends_early: Vec<u32>,
     /// The run's files, to read its ranks again (the second pass).
     pub(crate) files: RunFiles,
 }
@@ -99,6 +107,9 @@ struct CollectiveCall {
 struct RankDigest {
     rank: u32,
     events: u64,
+    work: RankWork,
+    /// False when its data ends early.
+    complete: bool,
     requests: Vec<RequestLife>,
     compute: RankCompute,
     budget: RankBudget,
@@ -108,9 +119,9 @@ struct RankDigest {
     peers: Vec<PeersOutOfRange>,
     notes: Vec<String>,
     /// The send side of each of its sending calls, by call.
-    sends: Vec<(u32, Side)>,
+    sends: Sides<u32>,
     /// The receive side of each (posting, completing) pair of its calls, by the pair.
-    recvs: Vec<((u32, u32), Side)>,
+    recvs: Sides<(u32, u32)>,
     collectives: Vec<CollectiveCall>,
     /// Its one-sided epochs, for matching with the other sides'.
     epochs: RankEpochs,
@@ -120,15 +131,17 @@ struct RankDigest {
 }
 
 /// Reads the rank files of `dir` (those [`crate::merge::merge_dir`] would use, with the
-/// same checks) one rank per thread at a time, and finds what crosses them.
-pub fn digest_dir(dir: &Path) -> Result<Digested> {
+/// same checks) one rank per thread at a time, and finds what crosses them; `reading` is
+/// told of each file read (every file is read through once, then each usable one again).
+pub fn digest_dir(dir: &Path, reading: &Reading) -> Result<Digested> {
     let _span = tracing::info_span!("first pass").entered();
-    let mut files = RunFiles::open(dir)?;
+    let mut files = RunFiles::open_with(dir, &|bytes| reading.read(bytes))?;
     let unreadable = std::mem::take(&mut files.unreadable);
     let digested: Vec<(RankDigest, RankEnds)> = (0..files.metas.len())
         .into_par_iter()
         .map(|i| {
             let (t, tl) = files.first_timeline(i)?;
+            reading.read(files.bytes(i));
             let peers = out_of_range(std::slice::from_ref(&tl), files.world_size, |r| {
                 file_of(&files.metas, r)
             });
@@ -156,7 +169,7 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
     // many (each below the mmap threshold), now free among the blocks kept (each rank's
     // compute): given back, not held.
     for d in &mut ranks {
-        (d.sends, d.recvs) = (Vec::new(), Vec::new());
+        (d.sends, d.recvs) = (Sides::default(), Sides::default());
     }
     crate::heap::release_free();
     let (mut ranks, requests, firsts) = requests_of(ranks);
@@ -171,7 +184,12 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
     let extents: Vec<(Nanos, Nanos)> = ranks.iter().filter_map(|d| d.extent).collect();
     let (mut compute, mut budgets, mut notes, mut sites) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut work, mut ends_early) = (Vec::new(), Vec::new());
     for d in ranks {
+        if !d.complete {
+            ends_early.push(d.rank);
+        }
+        work.push(d.work);
         compute.push(d.compute);
         budgets.push(d.budget);
         notes.extend(d.notes);
@@ -197,6 +215,8 @@ pub fn digest_dir(dir: &Path) -> Result<Digested> {
         cross,
         instances,
         by_rank,
+        work,
+        ends_early,
         files,
     })
 }
@@ -214,18 +234,17 @@ fn digest_rank(
     let mut send_calls: Vec<u32> = ends.send_calls().collect();
     send_calls.sort_unstable();
     send_calls.dedup();
-    let sends = (send_calls.into_iter())
-        .map(|call| (call, send_side(t, &requests, &by_post, call as usize)))
-        .collect();
+    let sends = Sides::of(
+        (send_calls.into_iter())
+            .map(|call| (call, send_side(t, &requests, &by_post, call as usize))),
+    );
     let mut receive_calls: Vec<(u32, u32)> = ends.receive_calls().collect();
     receive_calls.sort_unstable();
     receive_calls.dedup();
-    let recvs = (receive_calls.into_iter())
-        .map(|(post, done)| {
-            let completed = (done != NO_CALL).then_some(done as usize);
-            ((post, done), recv_side(t, post as usize, completed))
-        })
-        .collect();
+    let recvs = Sides::of((receive_calls.into_iter()).map(|(post, done)| {
+        let completed = (done != NO_CALL).then_some(done as usize);
+        ((post, done), recv_side(t, post as usize, completed))
+    }));
     let at = |index: usize| EventRef {
         rank: t.rank,
         index,
@@ -253,6 +272,8 @@ fn digest_rank(
     let digest = RankDigest {
         rank: t.rank,
         events: t.event_count() as u64,
+        work: RankWork::of(t),
+        complete: t.complete,
         budget: rank_budget(t, &compute),
         extent: t.extent(),
         sites: RankSites::of(t),
@@ -286,9 +307,8 @@ fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> (MessageEnds, Me
     let sides = |listed: &[u32],
                  rank_of: &(dyn Fn(&Message) -> u32 + Sync),
                  side: &(dyn Fn(&RankDigest, &Message) -> Option<Side> + Sync)| {
-        let mut out = vec![Side::NONE; messages.len()];
         let mut held: Option<(u32, Option<&RankDigest>)> = None;
-        for &mi in listed {
+        let found = listed.iter().filter_map(|&mi| {
             let m = &messages[mi as usize];
             let rank = rank_of(m);
             let d = match held {
@@ -299,22 +319,14 @@ fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> (MessageEnds, Me
                     d
                 }
             };
-            if let Some(found) = d.and_then(|d| side(d, m)) {
-                out[mi as usize] = found;
-            }
-        }
-        out
+            Some((mi as usize, d.and_then(|d| side(d, m))?))
+        });
+        Sides::scattered(messages.len(), found)
     };
-    let send = |d: &RankDigest, m: &Message| {
-        let call = m.send().index as u32;
-        let at = d.sends.binary_search_by_key(&call, |s| s.0).ok()?;
-        Some(d.sends[at].1)
-    };
+    let send = |d: &RankDigest, m: &Message| d.sends.find(m.send().index as u32);
     let recv = |d: &RankDigest, m: &Message| {
         let done = m.completion().map_or(NO_CALL, |c| c.index as u32);
-        let calls = (m.recv_post().index as u32, done);
-        let at = d.recvs.binary_search_by_key(&calls, |r| r.0).ok()?;
-        Some(d.recvs[at].1)
+        d.recvs.find((m.recv_post().index as u32, done))
     };
     let (sends, recvs) = rayon::join(
         || sides(all.sent, &|m| m.send().rank, &send),
@@ -402,7 +414,7 @@ mod tests {
             let loaded = crate::load::load_dir(dir, &mut |_, _| {}).expect("a kept run");
             let trace = loaded.trace;
             let whole = CrossRank::of(&trace);
-            let d = digest_dir(dir).expect("its first pass");
+            let d = digest_dir(dir, &crate::import::Reading::unwatched()).expect("its first pass");
             assert!(d.info == trace.info, "{name}: info");
             assert!(d.messages == trace.messages, "{name}: messages");
             assert!(d.requests == trace.requests, "{name}: requests");

@@ -215,6 +215,41 @@ pub fn findings(
     opts: &Options,
     uncertainty: &(dyn Fn(u64) -> u64 + Sync),
 ) -> Vec<Finding> {
+    let mut out = Vec::new();
+    findings_into(trace, reqs, late_sender, opts, uncertainty, &mut |batch| {
+        out.extend(batch)
+    });
+    sort_findings(&mut out);
+    out
+}
+
+/// How many findings [`findings_into`] gives at a time.
+const BATCH: usize = 4096;
+
+/// [`findings`], given to `sink` a batch of at most [`BATCH`] at a time as they are
+/// found, in no order: a rank whose waits are many false overlaps (a finding is about a
+/// kilobyte) is then never held whole, for a fold that does not depend on their order.
+pub fn findings_into(
+    trace: &Trace,
+    reqs: &[RequestRow],
+    late_sender: &HashMap<(u32, usize), u64>,
+    opts: &Options,
+    uncertainty: &(dyn Fn(u64) -> u64 + Sync),
+    sink: &mut dyn FnMut(Vec<Finding>),
+) {
+    findings_in_batches(trace, reqs, late_sender, opts, uncertainty, BATCH, sink);
+}
+
+/// [`findings_into`], `batch` findings at most at a time.
+fn findings_in_batches(
+    trace: &Trace,
+    reqs: &[RequestRow],
+    late_sender: &HashMap<(u32, usize), u64>,
+    opts: &Options,
+    uncertainty: &(dyn Fn(u64) -> u64 + Sync),
+    batch: usize,
+    sink: &mut dyn FnMut(Vec<Finding>),
+) {
     // Requests by the call that completed them.
     let mut by_wait: Vec<((u32, usize), &RequestRow)> = reqs
         .iter()
@@ -270,10 +305,14 @@ pub fn findings(
         };
         if let Some(f) = finding(trace, t, &c, opts, uncertainty) {
             out.push(f);
+            if out.len() >= batch {
+                sink(std::mem::replace(&mut out, Vec::with_capacity(batch)));
+            }
         }
     }
-    sort_findings(&mut out);
-    out
+    if !out.is_empty() {
+        sink(out);
+    }
 }
 
 /// The finding of candidate `c` on rank timeline `t`, if it is one.
@@ -471,4 +510,36 @@ pub fn late_sender_by_call(waits: &[super::WaitInstance]) -> HashMap<(u32, usize
         .filter(|w| w.kind == WaitKind::LateSender)
         .map(|w| ((w.rank, w.index), w.split_from_ns.unwrap_or(w.amount_ns)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{collective_model::CollectiveModel, requests, wait_states, TransferModel};
+
+    /// Given a few at a time, the findings of every kept run are those found at once,
+    /// no batch larger than asked.
+    #[test]
+    fn findings_given_in_batches_are_all_the_findings() {
+        let mut found = 0;
+        for trace in crate::load::kept_runs() {
+            let opts = Options::default();
+            let model = TransferModel::fit(&trace);
+            let rows = requests::per_request(&trace, &model, &CollectiveModel::fit(&trace), &opts);
+            let late = late_sender_by_call(&wait_states::instances(&trace));
+            let uncertainty = |_: u64| 0;
+            let all = findings(&trace, &rows, &late, &opts, &uncertainty);
+            for batch in [1, 2, 3] {
+                let mut batched = Vec::new();
+                findings_in_batches(&trace, &rows, &late, &opts, &uncertainty, batch, &mut |b| {
+                    assert!(!b.is_empty() && b.len() <= batch);
+                    batched.extend(b);
+                });
+                sort_findings(&mut batched);
+                assert_eq!(batched, all, "{}", trace.source.display());
+            }
+            found += all.len();
+        }
+        assert!(found > 3, "findings in the kept runs: {found}");
+    }
 }

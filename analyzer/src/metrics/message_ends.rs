@@ -8,7 +8,7 @@
 //! Each end is found on its own rank: the send side (the send's entry, its completion,
 //! whether that completion completed this send alone) from the sender's timeline and
 //! requests, the receive side (the post's entry, its completion) from the receiver's.
-//! What crosses ranks is then this column, 64 B a message, not the ranks' timelines:
+//! What crosses ranks is then this column, 48 B a message ([`super::side`]), not the ranks' timelines:
 //! the figures above can be made from one rank's events and the column.
 //!
 //! ```text
@@ -17,110 +17,11 @@
 //! ```
 
 use overlap_format::schema::{Nanos, OpClass};
-use rayon::prelude::*;
 
-use crate::model::compact::{index_u32, some_index, NO_INDEX};
+use super::side::{Side, Sides, ALONE, CALL, KNOWN};
 use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Timeline, Trace};
 
-/// A call that completed one end of a message (or a request): where it is, when, and
-/// whether it blocks (a Test that found it done does not).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Done {
-    /// The call.
-    pub at: EventRef,
-    /// Its entry.
-    pub start: Nanos,
-    /// Its exit.
-    pub end: Nanos,
-    /// True when its operation blocks.
-    pub blocks: bool,
-}
-
-/// One end of a message as its own rank recorded it, in 40 bytes: the end's call (the
-/// send, or the receive's post), the call that completed it, and how long the rank was
-/// away from MPI between the two.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Side {
-    /// The end call's entry (when [`KNOWN`]).
-    start: Nanos,
-    done_start: Nanos,
-    done_end: Nanos,
-    /// The time its thread spent outside MPI calls from the end's call to the blocking
-    /// call that completed it (when [`AWAY`]; [`super::clean`] reads it).
-    away: Nanos,
-    /// The completing call's index in its rank, or [`NO_INDEX`].
-    done_index: u32,
-    flags: u8,
-}
-
-/// The end's call is in the trace.
-const KNOWN: u8 = 1;
-/// It is a call (its operation is known): the send of a message read whole.
-const CALL: u8 = 2;
-/// The completing call blocks.
-const DONE_BLOCKS: u8 = 4;
-/// The completing call completed this end alone (a send's: no Sendrecv, no Waitall of
-/// several).
-const ALONE: u8 = 8;
-/// The time away from MPI is known: the completing call blocks, and lies near enough.
-const AWAY: u8 = 16;
-
-const _: () = assert!(std::mem::size_of::<Side>() == 40);
-
-impl Side {
-    /// A side not found (its call not in the trace).
-    pub(crate) const NONE: Side = Side {
-        start: Nanos::ZERO,
-        done_start: Nanos::ZERO,
-        done_end: Nanos::ZERO,
-        away: Nanos::ZERO,
-        done_index: NO_INDEX,
-        flags: 0,
-    };
-
-    /// The end call's entry, when it is in the trace.
-    pub(crate) fn start(&self) -> Option<Nanos> {
-        (self.flags & KNOWN != 0).then_some(self.start)
-    }
-
-    /// The call that completed this end, on `rank`, when one did.
-    fn done(&self, rank: u32) -> Option<Done> {
-        some_index(self.done_index).map(|index| Done {
-            at: EventRef { rank, index },
-            start: self.done_start,
-            end: self.done_end,
-            blocks: self.flags & DONE_BLOCKS != 0,
-        })
-    }
-
-    /// The time its rank was away from MPI before the completing call, when known.
-    fn away(&self) -> Option<Nanos> {
-        (self.flags & AWAY != 0).then_some(self.away)
-    }
-
-    /// This side of the end's call at `post` of `t`, completed by the call at `index`.
-    fn with_done(self, t: &Timeline, post: usize, index: usize) -> Side {
-        let Some(span) = t.spans.get(index) else {
-            return self;
-        };
-        let blocks = span.op().is_some_and(|op| op.blocks());
-        // Nothing away when the end's call completed it itself (a blocking call).
-        let away = match blocks {
-            false => None,
-            true if index == post => Some(Nanos::ZERO),
-            true => t.outside_mpi(post, index),
-        };
-        let flags = if blocks { DONE_BLOCKS } else { 0 } | if away.is_some() { AWAY } else { 0 };
-        Side {
-            done_start: span.start,
-            done_end: span.end,
-            away: away.unwrap_or(Nanos::ZERO),
-            done_index: index_u32(index),
-            flags: self.flags | flags,
-            ..self
-        }
-    }
-}
+pub(crate) use super::side::Done;
 
 /// The ends of one message, both known: what the figures that need both read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -152,8 +53,8 @@ pub(crate) struct Ends {
 /// Both ends of every message of a trace, by message (the trace's order).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MessageEnds {
-    sends: Vec<Side>,
-    recvs: Vec<Side>,
+    sends: Sides<()>,
+    recvs: Sides<()>,
 }
 
 impl MessageEnds {
@@ -168,54 +69,57 @@ impl MessageEnds {
     pub(crate) fn of_indexed(trace: &Trace, by_post: &RequestsByPost) -> MessageEnds {
         // Each column allocated once at its size and filled in place: no pieces
         // gathered and copied (they would be freed into the heap, and held there).
-        let mut sends = vec![Side::NONE; trace.messages.len()];
-        let mut recvs = vec![Side::NONE; trace.messages.len()];
-        (sends.par_iter_mut().zip(recvs.par_iter_mut()))
-            .zip(trace.messages.par_iter())
-            .for_each(|((send, recv), m)| {
-                if let Some(t) = trace.rank(m.send().rank) {
-                    *send = send_side(t, &trace.requests, by_post, m.send().index);
-                }
-                if let Some(t) = trace.rank(m.recv_post().rank) {
-                    let done = m.completion().map(|d| d.index);
-                    *recv = recv_side(t, m.recv_post().index, done);
-                }
-            });
+        let send = |mi: usize| {
+            let m = &trace.messages[mi];
+            match trace.rank(m.send().rank) {
+                Some(t) => send_side(t, &trace.requests, by_post, m.send().index),
+                None => Side::NONE,
+            }
+        };
+        let recv = |mi: usize| {
+            let m = &trace.messages[mi];
+            match trace.rank(m.recv_post().rank) {
+                Some(t) => recv_side(t, m.recv_post().index, m.completion().map(|d| d.index)),
+                None => Side::NONE,
+            }
+        };
+        let len = trace.messages.len();
+        let (sends, recvs) = rayon::join(|| Sides::fill(len, send), || Sides::fill(len, recv));
         MessageEnds { sends, recvs }
     }
 
     /// The columns of sides found elsewhere, by message (`sends[i]` and `recvs[i]` are
     /// message `i`'s): what a pass that reads one rank at a time joins.
-    pub(crate) fn from_sides(sends: Vec<Side>, recvs: Vec<Side>) -> MessageEnds {
+    pub(crate) fn from_sides(sends: Sides<()>, recvs: Sides<()>) -> MessageEnds {
         debug_assert_eq!(sends.len(), recvs.len());
         MessageEnds { sends, recvs }
     }
 
     /// The send side of message `mi`.
-    pub(crate) fn send(&self, mi: usize) -> &Side {
-        &self.sends[mi]
+    pub(crate) fn send(&self, mi: usize) -> Side {
+        self.sends.get(mi)
     }
 
     /// The receive side of message `mi`.
-    pub(crate) fn recv(&self, mi: usize) -> &Side {
-        &self.recvs[mi]
+    pub(crate) fn recv(&self, mi: usize) -> Side {
+        self.recvs.get(mi)
     }
 
     /// The call that completed the send of message `mi` (`m`).
     pub(crate) fn send_done(&self, mi: usize, m: &Message) -> Option<Done> {
-        self.sends[mi].done(m.send().rank)
+        self.send(mi).done(m.send().rank)
     }
 
     /// The call that completed the receive of message `mi` (`m`).
     pub(crate) fn recv_done(&self, mi: usize, m: &Message) -> Option<Done> {
-        self.recvs[mi].done(m.recv_post().rank)
+        self.recv(mi).done(m.recv_post().rank)
     }
 
     /// Both ends of message `mi` (`m`), when its send is a call of the trace and its
     /// receive's post is in it.
     pub(crate) fn ends(&self, mi: usize, m: &Message) -> Option<Ends> {
-        let (send, recv) = (&self.sends[mi], &self.recvs[mi]);
-        if send.flags & CALL == 0 {
+        let (send, recv) = (self.send(mi), self.recv(mi));
+        if !send.is_call() {
             return None;
         }
         Some(Ends {
@@ -223,9 +127,9 @@ impl MessageEnds {
             send_start: send.start()?,
             recv_post: m.recv_post(),
             recv_post_start: recv.start()?,
-            recv_done: self.recv_done(mi, m),
-            send_done: self.send_done(mi, m),
-            send_done_alone: send.flags & ALONE != 0,
+            recv_done: recv.done(m.recv_post().rank),
+            send_done: send.done(m.send().rank),
+            send_done_alone: send.done_alone(),
             send_away: send.away(),
             recv_away: recv.away(),
         })
@@ -244,18 +148,10 @@ pub(crate) fn send_side(
     let Some(span) = t.spans.get(send) else {
         return Side::NONE;
     };
-    let side = Side {
-        start: span.start,
-        flags: KNOWN,
-        ..Side::NONE
-    };
     let Some(op) = span.op() else {
-        return side;
+        return Side::at(span.start, KNOWN);
     };
-    let side = Side {
-        flags: KNOWN | CALL,
-        ..side
-    };
+    let side = Side::at(span.start, KNOWN | CALL);
     let done = match op.class() {
         OpClass::Post => send_completion(
             requests,
@@ -269,13 +165,9 @@ pub(crate) fn send_side(
     };
     let Some(done) = done else { return side };
     let side = side.with_done(t, send, done);
-    if alone(t, done) {
-        Side {
-            flags: side.flags | ALONE,
-            ..side
-        }
-    } else {
-        side
+    match alone(t, done) {
+        true => side.with_flags(ALONE),
+        false => side,
     }
 }
 
@@ -284,11 +176,7 @@ pub(crate) fn send_side(
 /// entry, and the completing call.
 pub(crate) fn recv_side(t: &Timeline, post: usize, done: Option<usize>) -> Side {
     let side = match t.spans.get(post) {
-        Some(span) => Side {
-            start: span.start,
-            flags: KNOWN,
-            ..Side::NONE
-        },
+        Some(span) => Side::at(span.start, KNOWN),
         None => Side::NONE,
     };
     match done {

@@ -33,6 +33,7 @@ pub mod request_parts;
 pub mod request_row;
 pub mod request_summary;
 pub mod requests;
+pub(crate) mod side;
 pub mod split;
 pub mod transfer;
 pub mod wait_kind;

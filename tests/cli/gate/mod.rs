@@ -154,63 +154,50 @@ fn same_run_passes_and_a_regression_exits_1() {
     assert!(lb.ends_with(" ok"), "{lb}");
 }
 
-#[test]
-fn incomplete_traces_exit_2_naming_the_rank() {
-    let root = tempfile::tempdir().expect("tempdir");
-    let (_, base) = balanced_baseline(root.path());
-
-    // Rank 1 never wrote a file.
-    let missing = root.path().join("missing");
-    std::fs::create_dir(&missing).expect("mkdir");
-    write_rank(
-        &missing,
-        &header(0, 2, &params()),
-        &events(Shape::Balanced, 0),
-        true,
-    );
-    assert_refused(
-        &check(&missing, &base, &[]),
-        &["incomplete trace: rank 1: missing"],
-    );
-
-    // Rank 1's file ends early: no footer.
-    let cut = root.path().join("cut");
-    std::fs::create_dir(&cut).expect("mkdir");
-    write_rank(
-        &cut,
-        &header(0, 2, &params()),
-        &events(Shape::Balanced, 0),
-        true,
-    );
+/// The balanced run damaged four ways, under `root`: rank 1 never wrote a file; its
+/// file ends early (no footer); its file is garbage; no rank has an event (header and
+/// footer only).
+fn damaged_runs(root: &Path) -> [PathBuf; 4] {
+    let [missing, cut, garbage, empty] =
+        ["missing", "cut", "garbage", "empty"].map(|name| root.join(name));
+    for dir in [&missing, &cut, &garbage, &empty] {
+        std::fs::create_dir(dir).expect("mkdir");
+    }
+    for dir in [&missing, &cut, &garbage] {
+        write_rank(
+            dir,
+            &header(0, 2, &params()),
+            &events(Shape::Balanced, 0),
+            true,
+        );
+    }
     write_rank(
         &cut,
         &header(1, 2, &params()),
         &events(Shape::Balanced, 1),
         false,
     );
+    std::fs::write(garbage.join("rank-1.json"), "not a trace\n").expect("write");
+    for r in 0..2 {
+        write_rank(&empty, &header(r, 2, &params()), &[], true);
+    }
+    [missing, cut, garbage, empty]
+}
+
+#[test]
+fn incomplete_traces_exit_2_naming_the_rank() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (_, base) = balanced_baseline(root.path());
+    let [missing, cut, garbage, empty] = damaged_runs(root.path());
+    assert_refused(
+        &check(&missing, &base, &[]),
+        &["incomplete trace: rank 1: missing"],
+    );
     assert_refused(
         &check(&cut, &base, &[]),
         &["rank 1: cut short", "rank-1.json"],
     );
-
-    // Rank 1's file is garbage.
-    let garbage = root.path().join("garbage");
-    std::fs::create_dir(&garbage).expect("mkdir");
-    write_rank(
-        &garbage,
-        &header(0, 2, &params()),
-        &events(Shape::Balanced, 0),
-        true,
-    );
-    std::fs::write(garbage.join("rank-1.json"), "not a trace\n").expect("write");
     assert_refused(&check(&garbage, &base, &[]), &["rank-1.json", "unreadable"]);
-
-    // No event at all: header and footer only.
-    let empty = root.path().join("empty");
-    std::fs::create_dir(&empty).expect("mkdir");
-    for r in 0..2 {
-        write_rank(&empty, &header(r, 2, &params()), &[], true);
-    }
     assert_refused(&check(&empty, &base, &[]), &["the trace holds no event"]);
     // Nor is a baseline made from any of them.
     let out = root.path().join("never.json");
@@ -219,6 +206,50 @@ fn incomplete_traces_exit_2_naming_the_rank() {
         assert_refused(&b, &["no baseline made", "incomplete trace"]);
         assert!(!out.exists());
     }
+}
+
+/// A directory read a part of its ranks at a time (`--hold parts`) is gated as it is
+/// held whole: `baseline`, `check` and `diff` print the same, exit alike and write the
+/// same baseline, for a pass, a regression and every refusal above.
+#[test]
+fn a_run_held_in_parts_is_gated_as_held_whole() {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (balanced, base) = balanced_baseline(root.path());
+    let imbalanced = run_dir(root.path(), "imbalanced", Shape::Imbalanced, 2, &params());
+    let damaged = damaged_runs(root.path());
+    let same = |what: &str, run: &dyn Fn(&str) -> Run| {
+        let (whole, parts) = (run("whole"), run("parts"));
+        assert_eq!(code(&whole), code(&parts), "{what}: {}", parts.describe());
+        assert_eq!(whole.stdout(), parts.stdout(), "{what}");
+        assert_eq!(whole.stderr(), parts.stderr(), "{what}");
+        code(&whole)
+    };
+    let mut codes = Vec::new();
+    for dir in [&balanced, &imbalanced].into_iter().chain(&damaged) {
+        codes.push(same(&format!("check {dir:?}"), &|hold| {
+            check(dir, &base, &["--hold", hold])
+        }));
+        // Written to one path (which the output names), kept aside after each.
+        let made = root.path().join("made.json");
+        let kept = |hold: &str| root.path().join(format!("made-{hold}.json"));
+        same(&format!("baseline {dir:?}"), &|hold| {
+            let r = baseline(dir, &made, &["--hold", hold]);
+            let _ = std::fs::rename(&made, kept(hold));
+            r
+        });
+        let read = |hold| std::fs::read_to_string(kept(hold)).ok();
+        assert_eq!(read("whole"), read("parts"), "the baseline of {dir:?}");
+        for hold in ["whole", "parts"] {
+            let _ = std::fs::remove_file(kept(hold));
+        }
+        same(&format!("diff {dir:?}"), &|hold| {
+            overlap(&["diff", s(&balanced), s(dir), "--hold", hold])
+        });
+    }
+    assert_eq!(
+        codes,
+        [Some(0), Some(1), Some(2), Some(2), Some(2), Some(2)]
+    );
 }
 
 /// Merges `dir` into `out` with `overlap merge`.

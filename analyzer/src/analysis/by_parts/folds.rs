@@ -5,7 +5,7 @@
 
 use crate::metrics::by_site::{BySite, Groups};
 use crate::metrics::descheduled::{Descheduled, DescheduledTime};
-use crate::metrics::false_overlap;
+use crate::metrics::false_overlap::{self, Finding};
 use crate::metrics::false_overlap_summary::{self, FalseOverlap};
 use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::options::Options;
@@ -131,11 +131,20 @@ impl<'a> Folds<'a> {
             self.pass.rows_into(part, range, &mut self.rows);
             let rows = &self.rows;
             let (requests, findings) = (&mut self.requests, &mut self.findings);
-            let ((), found) = rayon::join(
+            rayon::join(
                 || requests.add(rows, opts, &|r| listed(part, sites, r)),
-                || false_overlap::findings(part, rows, &late_sender, opts, &uncertainty),
+                || {
+                    let mut add = |found: Vec<Finding>| findings.add(part, sites, &found);
+                    false_overlap::findings_into(
+                        part,
+                        rows,
+                        &late_sender,
+                        opts,
+                        &uncertainty,
+                        &mut add,
+                    )
+                },
             );
-            findings.add(part, sites, &found);
         }
         self.waits.extend(waits);
     }

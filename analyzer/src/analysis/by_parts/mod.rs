@@ -37,8 +37,8 @@ use rayon::prelude::*;
 use super::of_trace::OfTrace;
 use super::pass_order::{self, Measured, Models};
 use super::Report;
-use crate::import::EventSink;
-use crate::merge::{RunFiles, Unreadable};
+use crate::import::{rank_files, EventSink, Reading};
+use crate::merge::{file_size, RunFiles, Unreadable};
 use crate::metrics::budget::{RankBudget, RunBudget};
 use crate::metrics::collectives::CallInstances;
 use crate::metrics::cross_rank::CrossRank;
@@ -49,7 +49,7 @@ use crate::metrics::oversubscription::Oversubscription;
 use crate::metrics::requests::RequestPass;
 use crate::metrics::wait_states;
 use crate::model::compute::RankCompute;
-use crate::model::{MessagesByRank, Trace};
+use crate::model::{MessagesByRank, RankWork, RequestLife, Trace};
 use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run};
 use crate::regions::RunRegions;
 use crate::sites::SiteTable;
@@ -76,23 +76,55 @@ pub struct DirAnalysis {
     pub unreadable: Vec<Unreadable>,
     /// What was read but could not be used in full, one line each naming its file.
     pub notes: Vec<String>,
+    /// The work of each rank read, in rank order.
+    pub work: Vec<RankWork>,
+    /// The ranks read whose data ends early, in rank order.
+    pub ends_early: Vec<u32>,
 }
 
 /// The report of the run whose rank files are in `dir` (what [`super::analyze_owned`]
 /// makes of it loaded whole), its files read three times and the run never held whole:
 /// at most a part of its ranks' events at a time beside the columns of the first pass.
 pub fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
-    analyze_in_parts(dir, opts, None)
+    analyze_in_parts(dir, opts, None, &|_, _| {})
 }
 
-/// [`analyze_dir`], each part of at least `at_least` events (`None`: the share of the
-/// run [`PARTS_PER_RUN`] gives, at most [`PART_EVENTS`]).
-fn analyze_in_parts(dir: &Path, opts: &Options, at_least: Option<u64>) -> Result<DirAnalysis> {
+/// [`analyze_dir`], `tell` told how far its readings of the files have come (the bytes
+/// read so far and in all, every reading counted) as each file is read, from any of
+/// rayon's threads.
+pub fn analyze_dir_told(
+    dir: &Path,
+    opts: &Options,
+    tell: &(dyn Fn(u64, u64) + Sync),
+) -> Result<DirAnalysis> {
+    analyze_in_parts(dir, opts, None, tell)
+}
+
+/// [`analyze_dir_told`], each part of at least `at_least` events (`None`: the share of
+/// the run [`PARTS_PER_RUN`] gives, at most [`PART_EVENTS`]).
+fn analyze_in_parts(
+    dir: &Path,
+    opts: &Options,
+    at_least: Option<u64>,
+    tell: &(dyn Fn(u64, u64) + Sync),
+) -> Result<DirAnalysis> {
     let _span = tracing::info_span!("metrics").entered();
-    let mut digested = digest_dir(dir)?;
+    // Every file is read through once, then each usable one three times (the first
+    // pass, the figures, the program): the total is known once the first is done.
+    let listed: u64 = rank_files(dir)?.iter().map(|f| file_size(f)).sum();
+    let reading = Reading::new(4 * listed, tell);
+    let mut digested = digest_dir(dir, &reading)?;
+    let usable: u64 = (0..digested.files.metas.len())
+        .map(|i| digested.files.bytes(i))
+        .sum();
+    reading.set_total(listed + 3 * usable);
     let (unreadable, notes) = (
         std::mem::take(&mut digested.unreadable),
         std::mem::take(&mut digested.notes),
+    );
+    let (work, ends_early) = (
+        std::mem::take(&mut digested.work),
+        std::mem::take(&mut digested.ends_early),
     );
     let Digested {
         info,
@@ -110,6 +142,7 @@ fn analyze_in_parts(dir: &Path, opts: &Options, at_least: Option<u64>) -> Result
     let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
     let at_least = at_least.unwrap_or((events / PARTS_PER_RUN).clamp(1, PART_EVENTS));
     let mut parts = Parts {
+        reading: &reading,
         run: Trace {
             source: dir.to_path_buf(),
             info,
@@ -141,6 +174,8 @@ fn analyze_in_parts(dir: &Path, opts: &Options, at_least: Option<u64>) -> Result
         info,
         unreadable,
         notes,
+        work,
+        ends_early,
     })
 }
 
@@ -158,7 +193,7 @@ type Columns = (
 /// crosses ranks, the site table and the budgets. Each rank's compute is dropped
 /// afterwards: nothing after reads it.
 fn measured(
-    parts: &mut Parts,
+    parts: &mut Parts<'_>,
     (cross, index, sites, (ranks, totals)): Columns,
     models: &Models,
     opts: &Options,
@@ -211,7 +246,7 @@ fn measured(
 /// it is read: the blocking collectives' instances being `instances` and the
 /// non-blocking ones' members `nonblocking`.
 fn program(
-    parts: &mut Parts,
+    parts: &mut Parts<'_>,
     instances: CallInstances,
     nonblocking: &[Vec<usize>],
     models: &Models,
@@ -224,9 +259,16 @@ fn program(
     let model = models.collectives.clone();
     let run = Run::of_columns(&ranks, &run.requests, instances, nonblocking, model);
     let mut program = Builder::new(run, Keep::Encoded);
+    // Each part's requests are freed once its operations are built: the program's
+    // requests (twice their size) grow in their place.
+    let mut shares = parts.requests_by_part(at_least).into_iter();
     parts.each(at_least, &mut |part, _| {
-        let own = |t: &crate::model::Timeline| &part.requests[rank_requests(part, t.rank)];
+        let share = shares.next().unwrap_or_default();
+        let own = |t: &crate::model::Timeline| &share[rank_requests(&share, t.rank)];
         program.add(part.ranks.iter().map(|t| (t, own(t))).collect());
+        // What the part's ranks held below the mmap threshold (many ranks' smaller
+        // vectors) is given back, not kept in the heap beside the program that grows.
+        crate::heap::release_free();
     })?;
     let run = parts.columns();
     Ok(program.finish_measured(&run.messages, &run.source))
@@ -234,7 +276,9 @@ fn program(
 
 /// The run of a directory after its first pass: its columns in a trace without ranks,
 /// whose ranks are then read again a part at a time.
-struct Parts {
+struct Parts<'r> {
+    /// Told of each file read.
+    reading: &'r Reading<'r>,
     /// The run's description, messages and requests; its ranks and compute are those of
     /// the part being analysed, and empty between parts.
     run: Trace,
@@ -244,7 +288,7 @@ struct Parts {
     files: RunFiles,
 }
 
-impl Parts {
+impl Parts<'_> {
     /// The run's columns, no rank's events among them.
     fn columns(&self) -> &Trace {
         &self.run
@@ -269,6 +313,27 @@ impl Parts {
         cuts
     }
 
+    /// The run's requests cut into each part's of at least `at_least` events (those of
+    /// its ranks), the run's column given up: each share can be freed once its part is
+    /// done with it.
+    fn requests_by_part(&mut self, at_least: u64) -> Vec<Vec<RequestLife>> {
+        let requests = std::mem::take(&mut self.run.requests);
+        let cuts = self.cuts(at_least);
+        let mut rest = &requests[..];
+        let mut shares = Vec::with_capacity(cuts.len());
+        for (k, cut) in cuts.iter().enumerate() {
+            let last = self.files.metas[cut.end - 1].rank();
+            let n = match k + 1 < cuts.len() {
+                true => rest.partition_point(|r| r.rank <= last),
+                false => rest.len(),
+            };
+            let (share, after) = rest.split_at(n);
+            shares.push(share.to_vec());
+            rest = after;
+        }
+        shares
+    }
+
     /// Calls `each` on every part of at least `at_least` events, in rank order: a trace
     /// of the part's ranks (read again, on rayon's threads) and the run's columns,
     /// dropped before the next part is read; and the part's bounds.
@@ -281,10 +346,14 @@ impl Parts {
             let last = self.files.metas[cut.end - 1].rank();
             let bounds = (after, (k + 1 < cuts.len()).then_some(last));
             after = Some(last);
-            let files = &self.files;
+            let (files, reading) = (&self.files, self.reading);
             let _s = tracing::info_span!("read part").entered();
             let timelines = (cut.clone().into_par_iter())
-                .map(|i| files.first_timeline(i).map(|(_, t)| t))
+                .map(|i| {
+                    let (_, t) = files.first_timeline(i)?;
+                    reading.read(files.bytes(i));
+                    Ok(t)
+                })
                 .collect::<Result<Vec<_>>>()?;
             drop(_s);
             self.run.ranks = timelines;
@@ -301,8 +370,7 @@ impl Parts {
     }
 }
 
-/// Where the requests of rank `rank` are among the run's (which are in rank order).
-fn rank_requests(run: &Trace, rank: u32) -> Range<usize> {
-    let requests = &run.requests;
+/// Where the requests of rank `rank` are among `requests` (in rank order).
+fn rank_requests(requests: &[RequestLife], rank: u32) -> Range<usize> {
     requests.partition_point(|r| r.rank < rank)..requests.partition_point(|r| r.rank <= rank)
 }

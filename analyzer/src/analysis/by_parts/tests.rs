@@ -3,11 +3,12 @@
 use super::analyze_in_parts;
 use crate::analysis::analyze_owned;
 use crate::metrics::options::Options;
+use crate::model::RankWork;
 use crate::regions::RunRegions;
 
 /// Every kept run, read a rank a part, about two ranks a part, and in one part, reports
 /// what it reports loaded whole, figure for figure (the replays' too), with the same
-/// regions, notes and unusable files.
+/// regions, notes and unusable files, and the same work and ranks cut short for a gate.
 #[test]
 fn the_parts_report_what_the_whole_run_reports() {
     let opts = Options::default();
@@ -19,6 +20,11 @@ fn the_parts_report_what_the_whole_run_reports() {
         let ranks = trace.ranks.len() as u64;
         let regions = RunRegions::of_trace(&trace).summary();
         let info = trace.info.clone();
+        let work: Vec<RankWork> = trace.ranks.iter().map(RankWork::of).collect();
+        let ends_early: Vec<u32> = (trace.ranks.iter())
+            .filter(|t| !t.complete)
+            .map(|t| t.rank)
+            .collect();
         let whole = analyze_owned(trace, &opts);
         for at_least in [
             Some(1),
@@ -27,15 +33,50 @@ fn the_parts_report_what_the_whole_run_reports() {
             None,
         ] {
             let name = format!("{}, parts of {at_least:?} events", dir.display());
-            let parts = analyze_in_parts(&dir, &opts, at_least).expect("its two passes");
+            let parts =
+                analyze_in_parts(&dir, &opts, at_least, &|_, _| {}).expect("its two passes");
             assert!(parts.report == whole, "{name}: report");
             assert!(parts.regions.summary() == regions, "{name}: regions");
             assert!(parts.info == info, "{name}: info");
             assert_eq!(parts.notes, loaded.notes, "{name}: notes");
             assert_eq!(parts.unreadable, loaded.unreadable, "{name}: unreadable");
+            assert_eq!(parts.work, work, "{name}: work");
+            assert_eq!(parts.ends_early, ends_early, "{name}: ends early");
             cut += usize::from(ranks > 1 && at_least == Some(1));
         }
     }
     // Most kept runs have several ranks, each then a part of its own.
     assert!(cut >= 8, "runs cut into parts: {cut}");
+}
+
+/// The analysis tells how far its readings have come: every file read through once and
+/// each usable one three times more, so that the bytes read end at the total, four
+/// times the files' bytes, or less by three readings of a file that cannot be used.
+#[test]
+fn the_readings_told_end_at_their_total() {
+    let kept =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports/c-ring/ranks");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for entry in std::fs::read_dir(&kept).expect("the kept run") {
+        let from = entry.expect("an entry").path();
+        std::fs::copy(&from, dir.path().join(from.file_name().expect("named"))).expect("copied");
+    }
+    let size = |name: &str| std::fs::metadata(dir.path().join(name)).map_or(0, |m| m.len());
+    let files: u64 = (0..3).map(|r| size(&format!("rank-{r}.ovlp"))).sum();
+    let told = std::sync::Mutex::new(Vec::new());
+    let tell = |done: u64, total: u64| told.lock().expect("not poisoned").push((done, total));
+    let last = |told: &std::sync::Mutex<Vec<(u64, u64)>>| {
+        let told = told.lock().expect("not poisoned");
+        (told.iter().map(|t| t.0).max(), told.last().map(|t| t.1))
+    };
+    analyze_in_parts(dir.path(), &Options::default(), None, &tell).expect("analysed");
+    assert_eq!(last(&told), (Some(4 * files), Some(4 * files)));
+    // Rank 2's file replaced by one that is no rank file: read through once only.
+    std::fs::write(dir.path().join("rank-2.ovlp"), b"no rank file").expect("written");
+    let usable = size("rank-0.ovlp") + size("rank-1.ovlp");
+    told.lock().expect("not poisoned").clear();
+    analyze_in_parts(dir.path(), &Options::default(), None, &tell).expect("analysed");
+    let listed = usable + size("rank-2.ovlp");
+    let total = listed + 3 * usable;
+    assert_eq!(last(&told), (Some(total), Some(total)));
 }
