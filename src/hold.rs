@@ -1,9 +1,9 @@
-//! `overlap analyze --hold`: whether a directory of rank files is loaded whole for
-//! analysis (the fastest way) or read a part of its ranks at a time, never held whole
-//! (`overlap_analyzer::analysis::analyze_dir`: about half the memory, read
-//! three times). By default the run is held whole when it fits in the memory available,
-//! so that runs larger than the machine are analysed at all and the others as fast as
-//! before.
+//! `--hold` (of `analyze`, `check`, `baseline` and `diff`): whether a directory of rank
+//! files is loaded whole for analysis (the fastest way) or read a part of its ranks at
+//! a time, never held whole (`overlap_analyzer::analysis::analyze_dir`: about half the
+//! memory, read three times). By default the run is held whole when it fits in the
+//! memory available, so that runs larger than the machine are analysed at all and the
+//! others as fast as before.
 
 use std::path::Path;
 use std::sync::Mutex;

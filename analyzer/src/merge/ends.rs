@@ -293,8 +293,8 @@ impl Paired {
 /// key in place, walked side by side (a rank's sends are all of one source, so rank
 /// after rank they are in key order; the receives are merged across ranks), then the
 /// pairs sorted into message order, so that the messages come out in order with no sort
-/// of their own. Memory: 80 B per send and receive, then 56 B per pair, then 48 B per
-/// message.
+/// of their own. Memory: 80 B per send and receive, then 56 B per pair as each rank's
+/// sends (and, once walked past, its receives) are freed, then 48 B per message.
 pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
     use rayon::prelude::*;
     let unmatchable: u64 = ranks.iter().map(|r| r.unmatchable_receives).sum();
@@ -320,16 +320,17 @@ pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
     let send_count: usize = ranks.iter().map(|r| r.sends.len()).sum();
     let receive_count: usize = ranks.iter().map(|r| r.receives.len()).sum();
     let mut pairs = Vec::with_capacity(send_count.min(receive_count));
-    // Each rank's sends are freed once walked, as the pairs grow.
+    // Each rank's sends are freed once walked, as the pairs grow, and so are its
+    // receives once the walk is past their last source (at once for halo traffic).
     let sends: Vec<Vec<SendEnd>> = (ranks.iter_mut())
         .map(|r| std::mem::take(&mut r.sends))
         .collect();
+    let receives: Vec<Vec<RecvEnd>> = (ranks.iter_mut())
+        .map(|r| std::mem::take(&mut r.receives))
+        .collect();
     let walked = pair(
         (sends.into_iter().flatten()).map(Ok::<_, std::convert::Infallible>),
-        merged(ranks.iter().map(|r| r.receives.as_slice()).collect(), |r| {
-            r.key
-        })
-        .map(|r| Ok(*r)),
+        merged(receives, |r| r.key).map(Ok),
         |p| {
             pairs.push(p);
             // The sends walked are freed, but a rank's are small blocks of the heap
@@ -359,11 +360,11 @@ pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
 }
 
 /// The items of `sides`, each sorted by `key`, in key order (ties: the earlier side's
-/// first): a k-way merge, one heap entry per side.
-fn merged<'a, T, K: Ord + Copy + 'a>(
-    sides: Vec<&'a [T]>,
-    key: impl Fn(&T) -> K + 'a,
-) -> impl Iterator<Item = &'a T> + 'a {
+/// first): a k-way merge, one heap entry per side, each side freed once walked.
+fn merged<T: Copy, K: Ord + Copy>(
+    mut sides: Vec<Vec<T>>,
+    key: impl Fn(&T) -> K,
+) -> impl Iterator<Item = T> {
     use std::cmp::Reverse;
     use std::collections::binary_heap::{BinaryHeap, PeekMut};
     let mut heap: BinaryHeap<Reverse<(K, usize)>> = sides
@@ -375,12 +376,13 @@ fn merged<'a, T, K: Ord + Copy + 'a>(
     std::iter::from_fn(move || {
         let mut top = heap.peek_mut()?;
         let Reverse((_, i)) = *top;
-        let item = &sides[i][next[i]];
+        let item = sides[i][next[i]];
         next[i] += 1;
         match sides[i].get(next[i]) {
             Some(after) => *top = Reverse((key(after), i)),
             None => {
                 PeekMut::pop(top);
+                sides[i] = Vec::new();
             }
         }
         Some(item)

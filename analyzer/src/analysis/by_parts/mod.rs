@@ -270,6 +270,8 @@ fn program(
         // vectors) is given back, not kept in the heap beside the program that grows.
         crate::heap::release_free();
     })?;
+    // The last part's ranks, dropped after it.
+    crate::heap::release_free();
     let run = parts.columns();
     Ok(program.finish_measured(&run.messages, &run.source))
 }
