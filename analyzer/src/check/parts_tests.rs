@@ -35,7 +35,6 @@ type Damage = fn(&Path);
 /// unreadable), and the parts name it alike.
 #[test]
 fn a_damaged_run_is_judged_in_parts_as_whole() {
-    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports/c-ring/ranks");
     let damages: [(&str, Damage); 3] = [
         ("cut", |f| {
             let len = std::fs::metadata(f).expect("rank 1").len();
@@ -51,12 +50,7 @@ fn a_damaged_run_is_judged_in_parts_as_whole() {
         }),
     ];
     for (what, damage) in damages {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        for entry in std::fs::read_dir(&kept).expect("the kept run") {
-            let from = entry.expect("an entry").path();
-            std::fs::copy(&from, dir.path().join(from.file_name().expect("named")))
-                .expect("copied");
-        }
+        let dir = crate::load::kept_run_copy("c-ring");
         damage(&dir.path().join("rank-1.ovlp"));
         let whole =
             Judged::whole(&crate::load::load_dir(dir.path(), &mut |_, _| {}).expect("loads"));

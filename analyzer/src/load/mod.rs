@@ -53,6 +53,22 @@ pub(crate) fn kept_run_dirs() -> Vec<PathBuf> {
     dirs
 }
 
+/// A copy, in a new temporary directory, of the rank files of the kept run `name` (of
+/// `tests/data/reports`), for a test to damage.
+#[cfg(test)]
+pub(crate) fn kept_run_copy(name: &str) -> tempfile::TempDir {
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/reports")
+        .join(name)
+        .join("ranks");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for entry in std::fs::read_dir(&kept).expect("the kept run") {
+        let from = entry.expect("an entry").path();
+        std::fs::copy(&from, dir.path().join(from.file_name().expect("named"))).expect("copied");
+    }
+    dir
+}
+
 /// The kept runs of [`kept_run_dirs`], each loaded whole from its rank files.
 #[cfg(test)]
 pub(crate) fn kept_runs() -> Vec<crate::model::Trace> {

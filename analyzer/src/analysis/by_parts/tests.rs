@@ -54,13 +54,7 @@ fn the_parts_report_what_the_whole_run_reports() {
 /// times the files' bytes, or less by three readings of a file that cannot be used.
 #[test]
 fn the_readings_told_end_at_their_total() {
-    let kept =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports/c-ring/ranks");
-    let dir = tempfile::tempdir().expect("a temporary directory");
-    for entry in std::fs::read_dir(&kept).expect("the kept run") {
-        let from = entry.expect("an entry").path();
-        std::fs::copy(&from, dir.path().join(from.file_name().expect("named"))).expect("copied");
-    }
+    let dir = crate::load::kept_run_copy("c-ring");
     let size = |name: &str| std::fs::metadata(dir.path().join(name)).map_or(0, |m| m.len());
     let files: u64 = (0..3).map(|r| size(&format!("rank-{r}.ovlp"))).sum();
     let told = std::sync::Mutex::new(Vec::new());
