@@ -17,9 +17,29 @@ use overlap_analyzer::report::{render_window, Style};
 use overlap_analyzer::window::WindowReport;
 
 use crate::cli::{load, load_trace, style, AnalysisArgs};
-use crate::hold::{Hold, HoldArgs};
+use crate::hold::HoldArgs;
 use crate::output::{out, outln, sayln};
 use crate::window::WindowArgs;
+
+/// How each gate command reads and analyses a trace: the analysis's thresholds, how a
+/// directory of rank files is held, and the part of the run (all by default).
+#[derive(Debug, Args)]
+pub(crate) struct ReadingArgs {
+    #[command(flatten)]
+    analysis: AnalysisArgs,
+    #[command(flatten)]
+    hold: HoldArgs,
+    #[command(flatten)]
+    window: WindowArgs,
+}
+
+impl ReadingArgs {
+    /// Whether the trace at `path` is read a part of its ranks at a time: a directory
+    /// of rank files, whole, as `--hold` says.
+    fn in_parts(&self, path: &Path) -> bool {
+        (self.hold.hold).chosen(path, self.window.choice().is_all())
+    }
+}
 
 #[derive(Debug, Args)]
 pub(crate) struct DiffArgs {
@@ -31,11 +51,7 @@ pub(crate) struct DiffArgs {
     #[arg(long)]
     pub(crate) json: bool,
     #[command(flatten)]
-    pub(crate) analysis: AnalysisArgs,
-    #[command(flatten)]
-    pub(crate) hold: HoldArgs,
-    #[command(flatten)]
-    pub(crate) window: WindowArgs,
+    pub(crate) reading: ReadingArgs,
 }
 
 #[derive(Debug, Args)]
@@ -51,11 +67,7 @@ pub(crate) struct BaselineArgs {
     #[arg(long, value_name = "PCT", default_value_t = overlap_analyzer::check::DEFAULT_TOLERANCE_PCT)]
     pub(crate) tolerance: f64,
     #[command(flatten)]
-    pub(crate) analysis: AnalysisArgs,
-    #[command(flatten)]
-    pub(crate) hold: HoldArgs,
-    #[command(flatten)]
-    pub(crate) window: WindowArgs,
+    pub(crate) reading: ReadingArgs,
 }
 
 /// Exit status of `overlap check`.
@@ -92,16 +104,13 @@ pub(crate) struct CheckArgs {
     #[arg(long)]
     pub(crate) junit: Option<PathBuf>,
     #[command(flatten)]
-    pub(crate) analysis: AnalysisArgs,
-    #[command(flatten)]
-    pub(crate) hold: HoldArgs,
-    #[command(flatten)]
-    pub(crate) window: WindowArgs,
+    pub(crate) reading: ReadingArgs,
 }
 
 /// A trace loaded, judged complete or not as a whole, then cut to the window asked
-/// for (if any), and the report of that part. The trace is given to the analysis once
-/// judged: nothing after needs it, and analysis that is given its trace peaks lower.
+/// for (if any), and the report of that part; or a directory read a part of its ranks
+/// at a time, judged alike. The trace is given to the analysis once judged: nothing
+/// after needs it, and analysis that is given its trace peaks lower.
 struct Analysed {
     judged: Judged,
     window: WindowReport,
@@ -109,14 +118,9 @@ struct Analysed {
 }
 
 impl Analysed {
-    fn of(
-        path: &Path,
-        analysis: &AnalysisArgs,
-        window: &WindowArgs,
-        hold: Hold,
-    ) -> Result<Analysed> {
-        let opts = analysis.options()?;
-        if hold.chosen(path, window.choice().is_all()) {
+    fn of(path: &Path, reading: &ReadingArgs) -> Result<Analysed> {
+        let (opts, window) = (reading.analysis.options()?, &reading.window);
+        if reading.in_parts(path) {
             let run = crate::hold::analyze_dir(path, &opts)?;
             return Ok(Analysed {
                 judged: Judged::of_parts(path, &run),
@@ -146,14 +150,9 @@ fn unusable(e: &anyhow::Error) -> ExitCode {
 
 /// The report of a trace (of its window, when one is asked for) and the work of its
 /// ranks (what tells like runs apart); the window is said first.
-fn report_and_work(
-    path: &Path,
-    analysis: &AnalysisArgs,
-    window: &WindowArgs,
-    hold: Hold,
-) -> Result<(Report, Vec<RankWork>)> {
-    let opts = analysis.options()?;
-    if hold.chosen(path, window.choice().is_all()) {
+fn report_and_work(path: &Path, reading: &ReadingArgs) -> Result<(Report, Vec<RankWork>)> {
+    let (opts, window) = (reading.analysis.options()?, &reading.window);
+    if reading.in_parts(path) {
         let run = crate::hold::analyze_in_parts(path, &opts)?;
         return Ok((run.report, run.work));
     }
@@ -172,8 +171,8 @@ fn report_and_work(
 /// `overlap diff`: the rows, after a warning on stderr for each way the two runs are
 /// unlike (as `check` tells a trace from its baseline).
 pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode> {
-    let (ra, wa) = report_and_work(&a.a, &a.analysis, &a.window, a.hold.hold)?;
-    let (rb, wb) = report_and_work(&a.b, &a.analysis, &a.window, a.hold.hold)?;
+    let (ra, wa) = report_and_work(&a.a, &a.reading)?;
+    let (rb, wb) = report_and_work(&a.b, &a.reading)?;
     let (na, nb) = (a.a.display().to_string(), a.b.display().to_string());
     for w in check::unlike((&na, &ra, &wa), (&nb, &rb, &wb)) {
         sayln!("warning: {w}");
@@ -189,7 +188,7 @@ pub(crate) fn diff(a: DiffArgs) -> Result<ExitCode> {
 
 /// `overlap baseline`: exit 0 when written, 2 when refused.
 pub(crate) fn baseline(a: BaselineArgs) -> Result<ExitCode> {
-    let analysed = match Analysed::of(&a.trace, &a.analysis, &a.window, a.hold.hold) {
+    let analysed = match Analysed::of(&a.trace, &a.reading) {
         Ok(x) => x,
         Err(e) => return Ok(unusable(&e)),
     };
@@ -247,12 +246,7 @@ pub(crate) fn check(a: CheckArgs) -> Result<ExitCode> {
     };
     let inputs = check::read_baseline(&a.baseline)
         .map_err(anyhow::Error::from)
-        .and_then(|base| {
-            Ok((
-                base,
-                Analysed::of(&a.trace, &a.analysis, &a.window, a.hold.hold)?,
-            ))
-        });
+        .and_then(|base| Ok((base, Analysed::of(&a.trace, &a.reading)?)));
     let (base, analysed) = match inputs {
         Ok(x) => x,
         Err(e) => {
