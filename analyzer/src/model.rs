@@ -11,6 +11,7 @@ mod access;
 mod by_id;
 mod by_post;
 mod by_slot;
+mod clock_errors;
 pub(crate) mod compact;
 pub mod compute;
 pub mod copies;
@@ -26,6 +27,7 @@ pub use access::{Access, Buffer, NamedBuffer};
 pub(crate) use by_id::ById;
 pub use by_post::RequestsByPost;
 pub(crate) use by_slot::BySlot;
+pub use clock_errors::ClockErrors;
 pub(crate) use compact::CallExtra;
 pub use compact::MAX_RECORDS;
 pub use compact::{CallInfo, Done, RecvHalf, RequestLife};
@@ -428,17 +430,13 @@ impl Trace {
             .collect()
     }
 
-    /// The clock error bound of a rank, ns (0 when it reads rank 0's clock).
+    /// The clock error bound of a rank, ns (0 when it reads rank 0's clock; the run's
+    /// largest for a rank its description does not name). It scans the description:
+    /// [`ClockErrors`] looks many up.
     pub fn clock_error(&self, rank: u32) -> Nanos {
-        self.info.ranks.iter().find(|r| r.rank == rank).map_or(
+        (self.info.ranks.iter().find(|r| r.rank == rank)).map_or(
             Nanos(self.info.max_clock_error_ns),
-            |r| {
-                if r.shared_clock {
-                    Nanos::ZERO
-                } else {
-                    Nanos(r.init_error_ns.max(r.final_error_ns.unwrap_or(0)))
-                }
-            },
+            clock_errors::of_rank_clock,
         )
     }
 }

@@ -6,7 +6,7 @@
 use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::oversubscription;
 use crate::model::compute::ComputeSource;
-use crate::model::Trace;
+use crate::model::{ClockErrors, Trace};
 use crate::sites::SiteTable;
 
 use super::pass_order::Measured;
@@ -104,16 +104,17 @@ impl OfTrace {
     /// The parts of the report of the run `trace` describes (its ranks are not read),
     /// whose ranks' facts are `ranks`.
     fn assemble(trace: &Trace, ranks: &[RankFacts], m: &Measured, parts: Parts) -> OfTrace {
-        let (indeterminate_waits, indeterminate_wait_ns) = m
-            .waits
-            .iter()
-            .filter(|w| w.indeterminate)
-            .fold((0u64, 0u64), |(n, t), w| (n + 1, t + w.amount_ns));
+        // Every instance is of one kind, counted in its kind's totals.
+        let (indeterminate_waits, indeterminate_wait_ns) = (m.wait_states.kinds.iter())
+            .fold((0, 0), |(n, t), k| {
+                (n + k.indeterminate_count, t + k.indeterminate_ns)
+            });
+        let errors = ClockErrors::of(&trace.info);
         let clock = ClockReport {
             shared_clock: trace.info.ranks.iter().all(|r| r.shared_clock),
             max_error_ns: ranks
                 .iter()
-                .map(|t| trace.clock_error(t.rank).0)
+                .map(|t| errors.of_rank(t.rank).0)
                 .max()
                 .unwrap_or(0),
             ranks: trace
@@ -122,7 +123,7 @@ impl OfTrace {
                 .iter()
                 .map(|r| RankClockReport {
                     rank: r.rank,
-                    error_ns: trace.clock_error(r.rank).0,
+                    error_ns: errors.of_rank(r.rank).0,
                     init_offset_ns: r.init_offset_ns,
                     drift_ppb: r.drift_ppb,
                 })

@@ -50,7 +50,7 @@ use overlap_format::schema::Nanos;
 
 use super::eager::{EagerFit, Protocol};
 use super::message_ends::{Done, Ends, MessageEnds};
-use crate::model::{EventRef, Trace};
+use crate::model::{ClockErrors, EventRef, Trace};
 
 /// The time outside MPI calls a rank may always spend between its post and the call
 /// that completes it and still count as ready: a few calls' worth of tracing overhead
@@ -123,9 +123,8 @@ pub struct Cleaner<'a> {
     ends: Cow<'a, MessageEnds>,
     partners: LatestPartners,
     eager: EagerFit,
-    /// Each rank's clock error bound, by rank (looked up once: `Trace::clock_error`
-    /// scans the ranks, and there is a lookup per message).
-    errors: crate::fxhash::FxHashMap<u32, Nanos>,
+    /// Each rank's clock error bound (a lookup per message).
+    errors: ClockErrors,
 }
 
 impl<'a> Cleaner<'a> {
@@ -145,11 +144,7 @@ impl<'a> Cleaner<'a> {
 
     fn of_ends(trace: &'a Trace, ends: Cow<'a, MessageEnds>, eager: EagerFit) -> Cleaner<'a> {
         let partners = LatestPartners::of(trace, &ends);
-        let errors = trace
-            .ranks
-            .iter()
-            .map(|t| (t.rank, trace.clock_error(t.rank)))
-            .collect();
+        let errors = ClockErrors::of(&trace.info);
         Cleaner {
             trace,
             ends,
@@ -168,13 +163,7 @@ impl<'a> Cleaner<'a> {
         }
         let ends = self.ends.ends(mi, m)?;
         let done = ends.recv_done.filter(|c| c.blocks)?;
-        let error = |rank: u32| {
-            self.errors
-                .get(&rank)
-                .copied()
-                .unwrap_or_else(|| trace.clock_error(rank))
-        };
-        let epsilon = error(m.send().rank) + error(m.recv_post().rank);
+        let epsilon = self.errors.of_rank(m.send().rank) + self.errors.of_rank(m.recv_post().rank);
         let protocol = self.eager.protocol(m.bytes);
         let (from, away) = if let Some(away) = self.receiver_ready(&ends, done, epsilon, protocol) {
             (ends.send_start, away)

@@ -32,7 +32,7 @@ use super::request_row::{RequestIdentity, RequestRow};
 use super::transfer::TransferModel;
 use super::Options;
 use crate::fxhash::FxHashMap;
-use crate::model::compact::index_u32;
+use crate::model::compact::{index_u32, some_index, NO_INDEX};
 use crate::model::{RequestsByPost, Trace};
 
 /// The figures of every request of the trace, in rank and post order.
@@ -54,10 +54,10 @@ pub struct RequestPass<'a> {
     model: &'a TransferModel,
     collectives: &'a CollectiveModel,
     opts: &'a Options,
-    /// By request: the message its post sent or received ([`NO_MESSAGE`] for none).
+    /// By request: the message its post sent or received (`NO_INDEX` for none).
     /// Where one call posted several requests of a kind (a Startall), each of them has
     /// the last message, in message order, that call sent or received.
-    message: Vec<usize>,
+    message: Vec<u32>,
     /// By request: the latest partner arrival of any request its completing call
     /// completed (`NO_TIME` for none: 8 bytes a request, not an `Option`'s 16). The
     /// call's wait until then is explained by a late partner, not by progress.
@@ -88,11 +88,11 @@ impl<'a> RequestPass<'a> {
             }
         }
         let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
-            let mi = message[ri];
-            match r.kind {
-                RequestKind::Send if mi != NO_MESSAGE => ends.recv(mi).start(),
-                RequestKind::Recv if mi != NO_MESSAGE => ends.send(mi).start(),
-                RequestKind::Collective => last_post.get(&ri).copied(),
+            let mi = some_index(message[ri]);
+            match (r.kind, mi) {
+                (RequestKind::Send, Some(mi)) => ends.recv(mi).start(),
+                (RequestKind::Recv, Some(mi)) => ends.send(mi).start(),
+                (RequestKind::Collective, _) => last_post.get(&ri).copied(),
                 _ => None,
             }
         };
@@ -189,7 +189,7 @@ impl<'a> RequestPass<'a> {
     fn row(&self, trace: &Trace, ri: usize, r: &crate::model::RequestLife) -> Option<RequestRow> {
         let (model, collectives, opts) = (self.model, self.collectives, self.opts);
         // The message its post sent or received.
-        let message = trace.messages.get(self.message[ri]);
+        let message = some_index(self.message[ri]).and_then(|mi| trace.messages.get(mi));
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
         };
@@ -278,15 +278,12 @@ impl<'a> RequestPass<'a> {
 /// No time (a partner never seen): no time on the run's timeline is `u64::MAX` ns.
 const NO_TIME: u64 = u64::MAX;
 
-/// No message: [`RequestPass`]'s entry for a request that sent or received none.
-const NO_MESSAGE: usize = usize::MAX;
-
 /// By request of `trace`: the last message (in message order) whose send is the
 /// request's post, for a send, or whose receive was posted by it, for a receive
-/// ([`NO_MESSAGE`] for none, and for messages one of whose calls is not in the trace).
+/// (`NO_INDEX` for none, and for messages one of whose calls is not in the trace).
 /// A call that posted several requests of a kind (a Startall) gives each the same.
-fn messages_of_requests(trace: &Trace, ends: &MessageEnds, by_post: &RequestsByPost) -> Vec<usize> {
-    let mut message = vec![NO_MESSAGE; trace.requests.len()];
+fn messages_of_requests(trace: &Trace, ends: &MessageEnds, by_post: &RequestsByPost) -> Vec<u32> {
+    let mut message = vec![NO_INDEX; trace.requests.len()];
     for (mi, m) in trace.messages.iter().enumerate() {
         let (send, post) = (m.send(), m.recv_post());
         if ends.send(mi).start().is_none() || ends.recv(mi).start().is_none() {
@@ -296,7 +293,7 @@ fn messages_of_requests(trace: &Trace, ends: &MessageEnds, by_post: &RequestsByP
         for (call, kind) in ends {
             for ri in by_post.at(call) {
                 if trace.requests[ri].kind == kind {
-                    message[ri] = mi;
+                    message[ri] = index_u32(mi);
                 }
             }
         }

@@ -47,7 +47,7 @@ use super::message_ends::MessageEnds;
 use super::wait_kind::WaitKind;
 use super::wait_kind::{Candidate, WaitInstance};
 use super::{CallRef, Options};
-use crate::model::{BySlot, EventRef, Message, MessagesByRank, PartMessages, Trace};
+use crate::model::{BySlot, ClockErrors, EventRef, Message, MessagesByRank, PartMessages, Trace};
 use rayon::prelude::*;
 
 /// One kind's totals.
@@ -140,19 +140,9 @@ pub(crate) fn instances_of(
     let received = BySlot::of_listed(trace, part.received, receiver);
     let sender = |m: u32| messages[m as usize].send().rank;
     let sent = BySlot::of_listed(trace, part.sent, sender);
-    // Each rank's clock error bound, looked up once (`Trace::clock_error` scans the
-    // ranks, and there is an instance per wait: 1 024 ranks made it quadratic).
-    let errors: crate::fxhash::FxHashMap<u32, Nanos> = trace
-        .ranks
-        .iter()
-        .map(|t| (t.rank, trace.clock_error(t.rank)))
-        .collect();
-    let error = |rank: u32| {
-        errors
-            .get(&rank)
-            .copied()
-            .unwrap_or_else(|| trace.clock_error(rank))
-    };
+    // Each rank's clock error bound (an instance per wait).
+    let errors = ClockErrors::of(&trace.info);
+    let error = |rank: u32| errors.of_rank(rank);
     let per_rank: Vec<Vec<WaitInstance>> = (0..trace.ranks.len())
         .into_par_iter()
         .map(|slot| {
@@ -285,14 +275,27 @@ pub fn summarize_of(
     descheduled: Descheduled,
     opts: &Options,
 ) -> WaitStates {
-    let sum_wall: u64 = (ranks.iter())
-        .filter_map(|r| r.1)
-        .map(|(a, b)| b.saturating_sub(a).0)
-        .sum();
-    let mut per_rank: BTreeMap<u32, u64> = ranks.iter().map(|r| (r.0, 0)).collect();
-    let mut kinds = Vec::new();
-    for kind in WaitKind::ALL {
-        let mut k = KindSummary {
+    let mut fold = SummaryFold::new(opts);
+    fold.add(waits);
+    fold.finish(ranks, descheduled)
+}
+
+/// [`summarize_of`] of waits given a part at a time (the parts in rank order, each
+/// part's instances in their order): of the instances, only each kind's worst so far
+/// are held.
+pub struct SummaryFold {
+    /// How many of each kind's worst are listed.
+    worst: usize,
+    /// Each kind's totals and worst instances so far, as [`WaitKind::ALL`].
+    kinds: Vec<KindSummary>,
+    /// Each rank's determinate waits so far, ns.
+    per_rank: BTreeMap<u32, u64>,
+}
+
+impl SummaryFold {
+    /// The summary of no wait yet, listing the worst `opts.worst` of each kind.
+    pub fn new(opts: &Options) -> SummaryFold {
+        let kind = |kind| KindSummary {
             kind,
             total_ns: 0,
             count: 0,
@@ -304,37 +307,141 @@ pub fn summarize_of(
             clock_suspect: 0,
             worst: Vec::new(),
         };
-        let mut mine: Vec<&WaitInstance> = Vec::new();
-        for w in waits.iter().filter(|w| w.kind == kind) {
-            if w.clock_suspect {
-                k.clock_suspect += 1;
-            }
-            if w.indeterminate {
-                k.indeterminate_count += 1;
-                k.indeterminate_ns += w.amount_ns;
-                continue;
-            }
-            if w.descheduled {
-                k.descheduled_count += 1;
-                k.descheduled_ns += w.amount_ns;
-                continue;
-            }
-            k.count += 1;
-            k.total_ns += w.amount_ns;
-            *per_rank.entry(w.rank).or_default() += w.amount_ns;
-            mine.push(w);
+        SummaryFold {
+            worst: opts.worst,
+            kinds: WaitKind::ALL.into_iter().map(kind).collect(),
+            per_rank: BTreeMap::new(),
         }
-        mine.sort_by_key(|w| (std::cmp::Reverse(w.amount_ns), w.rank, w.index));
-        k.worst = mine.into_iter().take(opts.worst).cloned().collect();
-        k.fraction = share_of(k.total_ns, sum_wall);
-        kinds.push(k);
     }
-    let total: u64 = kinds.iter().map(|k| k.total_ns).sum();
-    WaitStates {
-        total_ns: total,
-        fraction: share_of(total, sum_wall),
-        kinds,
-        per_rank_ns: per_rank,
-        descheduled,
+
+    /// Adds the next part's instances, `waits` (flagged as descheduled already).
+    pub fn add(&mut self, waits: &[WaitInstance]) {
+        // Largest first; of equals, by rank and call (each kind has one instance per
+        // call), so that the worst are those of one sort of every instance.
+        let order = |a: &WaitInstance, b: &WaitInstance| {
+            let key = |w: &WaitInstance| (std::cmp::Reverse(w.amount_ns), w.rank, w.index);
+            key(a).cmp(&key(b))
+        };
+        for k in &mut self.kinds {
+            let mut mine: Vec<&WaitInstance> = Vec::new();
+            for w in waits.iter().filter(|w| w.kind == k.kind) {
+                if w.clock_suspect {
+                    k.clock_suspect += 1;
+                }
+                if w.indeterminate {
+                    k.indeterminate_count += 1;
+                    k.indeterminate_ns += w.amount_ns;
+                    continue;
+                }
+                if w.descheduled {
+                    k.descheduled_count += 1;
+                    k.descheduled_ns += w.amount_ns;
+                    continue;
+                }
+                k.count += 1;
+                k.total_ns += w.amount_ns;
+                *self.per_rank.entry(w.rank).or_default() += w.amount_ns;
+                mine.push(w);
+            }
+            let kept = std::mem::take(&mut k.worst);
+            let new = mine.into_iter();
+            k.worst =
+                super::worst::smallest_kept(kept, new, self.worst, |w| w, order, |w| w.clone());
+        }
+    }
+
+    /// The summary of every part added, the ranks being `ranks` (by their extents) and
+    /// `descheduled` what [`super::descheduled`] found.
+    pub fn finish(self, ranks: &[RankExtent], descheduled: Descheduled) -> WaitStates {
+        let sum_wall: u64 = (ranks.iter())
+            .filter_map(|r| r.1)
+            .map(|(a, b)| b.saturating_sub(a).0)
+            .sum();
+        let mut per_rank = self.per_rank;
+        for r in ranks {
+            per_rank.entry(r.0).or_insert(0);
+        }
+        let mut kinds = self.kinds;
+        for k in &mut kinds {
+            k.fraction = share_of(k.total_ns, sum_wall);
+        }
+        let total: u64 = kinds.iter().map(|k| k.total_ns).sum();
+        WaitStates {
+            total_ns: total,
+            fraction: share_of(total, sum_wall),
+            kinds,
+            per_rank_ns: per_rank,
+            descheduled,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{summarize_of, Descheduled, Options, RankExtent, SummaryFold};
+    use crate::metrics::wait_kind::{WaitInstance, WaitKind};
+    use overlap_format::schema::Nanos;
+
+    /// 600 instances over four ranks and three kinds, with amounts that tie often
+    /// (seven values) and every seventh indeterminate, eleventh descheduled, thirteenth
+    /// clock-suspect: enough of each kind that the worst are chosen several times over.
+    fn waits() -> Vec<WaitInstance> {
+        let kinds = [
+            WaitKind::LateSender,
+            WaitKind::WaitAtNxN,
+            WaitKind::LateReceiver,
+        ];
+        (0..600)
+            .map(|i: usize| WaitInstance {
+                kind: kinds[i % 3],
+                rank: (i / 150) as u32,
+                index: i,
+                call: "MPI_Wait",
+                start_ns: i as u64 * 10,
+                peer: Some(((i / 150 + 1) % 4) as u32),
+                peer_index: Some(i / 2),
+                amount_ns: 100 * (i * 5 % 7) as u64,
+                error_bound_ns: 0,
+                indeterminate: i.is_multiple_of(7),
+                descheduled: i.is_multiple_of(11),
+                clock_suspect: i.is_multiple_of(13),
+                split_from_ns: None,
+            })
+            .collect()
+    }
+
+    /// The summary of the instances given a part at a time (parts of 1, 7, 150 and all)
+    /// is the summary of them all at once, worst lists included: totals, counts apart,
+    /// each rank's total (a rank without a counted wait at 0) and the shares.
+    #[test]
+    fn the_summary_of_the_parts_is_the_summary_of_the_whole() {
+        let waits = waits();
+        let ranks: Vec<RankExtent> = (0..5)
+            .map(|r| (r, Some((Nanos(0), Nanos(1_000_000)))))
+            .collect();
+        let descheduled = Descheduled {
+            calls: 3,
+            total_ns: 30,
+            instances: 2,
+            instances_ns: 20,
+        };
+        for worst in [0, 1, 10, 600] {
+            let opts = Options {
+                worst,
+                ..Options::default()
+            };
+            let whole = summarize_of(&ranks, &waits, descheduled.clone(), &opts);
+            assert_eq!(whole.per_rank_ns.get(&4), Some(&0));
+            let listed: usize = whole.kinds.iter().map(|k| k.worst.len()).sum();
+            assert_eq!(listed > 0, worst > 0);
+            for part in [1, 7, 150, 600] {
+                let mut fold = SummaryFold::new(&opts);
+                for chunk in waits.chunks(part) {
+                    fold.add(chunk);
+                }
+                let folded = fold.finish(&ranks, descheduled.clone());
+                assert_eq!(folded, whole, "worst {worst}, parts of {part}");
+            }
+        }
     }
 }

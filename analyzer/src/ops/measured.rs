@@ -98,19 +98,14 @@ pub struct MeasuredProgram {
 }
 
 impl MeasuredProgram {
-    /// `program` kept for replays of its measured order.
+    /// `program` kept for replays of its measured order: its ranks' operations encoded,
+    /// its requests taken from it and what a replay reads of each kept.
     pub fn of(mut program: Program) -> MeasuredProgram {
         let ops = program.ranks.iter_mut().map(encode_rank).collect();
-        MeasuredProgram::with_ops(program, ops)
-    }
-
-    /// The program whose ranks' operations are `ops`, encoded already: its requests
-    /// are taken from it, and what a replay reads of each kept.
-    pub(super) fn with_ops(mut links: Program, ops: Vec<EncodedOps>) -> MeasuredProgram {
-        let requests = links.requests.iter().map(ReplayRequest::of).collect();
-        links.requests = Vec::new();
+        let requests = program.requests.iter().map(ReplayRequest::of).collect();
+        program.requests = Vec::new();
         MeasuredProgram {
-            links,
+            links: program,
             requests,
             ops,
         }
@@ -144,6 +139,11 @@ impl ReplayRequest {
     /// [`RequestOp::message`].
     pub fn message(&self) -> Option<MessageId> {
         some_index(self.message)
+    }
+
+    /// [`RequestOp::set_message`].
+    pub(crate) fn set_message(&mut self, m: MessageId) {
+        self.message = index_u32(m);
     }
 
     /// [`RequestOp::instance`].

@@ -13,8 +13,8 @@ use crate::metrics::request_parts::parts_of_whole_ranks;
 use crate::metrics::request_row::RequestRow;
 use crate::metrics::request_summary::{self, listed, RequestSummary};
 use crate::metrics::requests::RequestPass;
-use crate::metrics::wait_kind::{Candidate, WaitInstance};
-use crate::metrics::wait_states::{self, RankExtent, WaitStates};
+use crate::metrics::wait_kind::Candidate;
+use crate::metrics::wait_states::{self, RankExtent, SummaryFold, WaitStates};
 use crate::model::{MessagesByRank, Trace};
 use crate::profile::Profile;
 use crate::regions::RankMarks;
@@ -43,8 +43,8 @@ pub(super) struct Folds<'a> {
     descheduled: Descheduled,
     /// Each rank's extent, in rank order.
     extents: Vec<RankExtent>,
-    /// Every wait-state instance, in rank order.
-    waits: Vec<WaitInstance>,
+    /// The wait states' totals and worst instances.
+    wait_summary: SummaryFold,
     wait_groups: Groups,
     requests: request_summary::Fold,
     findings: false_overlap_summary::Fold,
@@ -57,7 +57,6 @@ pub(super) struct Folds<'a> {
 
 /// What the folds give once every part is in.
 pub(super) struct Folded {
-    pub waits: Vec<WaitInstance>,
     pub wait_states: WaitStates,
     pub request_summary: RequestSummary,
     pub false_overlap: FalseOverlap,
@@ -91,7 +90,7 @@ impl<'a> Folds<'a> {
             descheduled_time,
             descheduled: descheduled_time.calls(),
             extents: Vec::new(),
-            waits: Vec::new(),
+            wait_summary: SummaryFold::new(opts),
             wait_groups: Groups::default(),
             requests: request_summary::Fold::default(),
             findings: false_overlap_summary::Fold::new(opts.findings),
@@ -146,15 +145,14 @@ impl<'a> Folds<'a> {
                 },
             );
         }
-        self.waits.extend(waits);
+        self.wait_summary.add(&waits);
     }
 
     /// The figures of every part added.
     pub(super) fn finish(self) -> Folded {
         let sites = self.sites;
         let (model, collective_model) = (&self.models.transfers, &self.models.collectives);
-        let wait_states =
-            wait_states::summarize_of(&self.extents, &self.waits, self.descheduled, self.opts);
+        let wait_states = self.wait_summary.finish(&self.extents, self.descheduled);
         let (false_overlap, false_overlap_groups) = self.findings.finish(sites);
         let wait_groups = self.wait_groups.finish(sites);
         Folded {
@@ -163,7 +161,6 @@ impl<'a> Folds<'a> {
             false_overlap,
             by_site: BySite::of_groups(sites, false_overlap_groups, wait_groups),
             profile: self.profile.finish(sites),
-            waits: self.waits,
             of_trace: self.of_trace,
             marks: self.marks,
         }

@@ -220,10 +220,12 @@ fn measured(
     let mut folds = Folds::new(opts, models, &sites, &pass, &shared, columns, &descheduled);
     parts.each(at_least, &mut |part, bounds| folds.add(part, bounds))?;
     let folded = folds.finish();
-    let mut measured = Measured {
+    // The report keeps none of the instances (as the analysis given a trace drops them):
+    // the folds kept only each kind's worst.
+    let measured = Measured {
         ranks,
         totals,
-        waits: folded.waits,
+        waits: Vec::new(),
         wait_states: folded.wait_states,
         request_summary: folded.request_summary,
         requests: Vec::new(),
@@ -235,8 +237,6 @@ fn measured(
     };
     let of_trace = folded.of_trace.finish(parts.columns(), &measured, &ends);
     let regions = RunRegions::of_marks(parts.columns(), &folded.marks);
-    // The report keeps none of the instances (as the analysis given a trace drops them).
-    measured.waits = Vec::new();
     parts.compute = Vec::new();
     Ok((measured, of_trace, regions))
 }

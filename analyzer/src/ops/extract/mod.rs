@@ -7,6 +7,7 @@
 //!               Compute 1ns (inferred), Collective
 //! ```
 
+mod link;
 mod posts;
 mod rank;
 
@@ -19,13 +20,12 @@ use crate::fxhash::FxHashMap;
 use crate::metrics::collective_model::CollectiveModel;
 use crate::metrics::collectives;
 use crate::metrics::transfer::class_of;
-use crate::model::compact::{index_u32, some_index};
 use crate::model::{Message, RequestLife, Timeline, Trace};
 
 use super::{
-    BlockingMessages, CollectiveOp, EncodedOps, MeasuredProgram, MessageOp, OpKind, Program,
-    RankProgram, RequestOp, RequestRole,
+    CollectiveOp, EncodedOps, MeasuredProgram, OpKind, Program, RankProgram, RequestOp, RequestRole,
 };
+use link::{link_messages, KeptRequests, Linking};
 use posts::{posts_by_rank, RankPosts};
 pub use rank::INFERRED_NAME;
 use rank::{RankPart, Scope, TraceInstance};
@@ -50,7 +50,7 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
     let run = Run::of(trace);
     let ranks = borrowed_ranks(trace, &run);
     let all = ranks.len();
-    build(run, ranks, trace, all, Keep::Operations).map(|(program, _)| program)
+    build(run, ranks, all, Keep::Operations).finish(&trace.messages, &trace.source)
 }
 
 /// [`extract`]'s program kept for replays of its measured order (what `overlap
@@ -59,14 +59,8 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
 pub fn extract_measured(trace: &Trace) -> Result<MeasuredProgram, ExtractError> {
     let run = Run::of(trace);
     let ranks = borrowed_ranks(trace, &run);
-    build(
-        run,
-        ranks,
-        trace,
-        rayon::current_num_threads(),
-        Keep::Encoded,
-    )
-    .map(|(links, ops)| MeasuredProgram::with_ops(links, ops))
+    build(run, ranks, rayon::current_num_threads(), Keep::Encoded)
+        .finish_measured(&trace.messages, &trace.source)
 }
 
 /// Each rank's timeline and requests, borrowed from `trace`.
@@ -99,14 +93,8 @@ pub fn extract_owned(mut trace: Trace) -> Result<MeasuredProgram, ExtractError> 
     trace.compute = Vec::new();
     // As many ranks at a time as there are threads: the timelines still held and the
     // operations already built grow no more than a batch apart.
-    build(
-        run,
-        ranks,
-        &trace,
-        rayon::current_num_threads(),
-        Keep::Encoded,
-    )
-    .map(|(links, ops)| MeasuredProgram::with_ops(links, ops))
+    build(run, ranks, rayon::current_num_threads(), Keep::Encoded)
+        .finish_measured(&trace.messages, &trace.source)
 }
 
 /// What the build keeps of each rank's operations.
@@ -175,17 +163,11 @@ impl Run {
     }
 }
 
-/// The program of the ranks of `trace`, each with its requests (all of them, in its
-/// order: borrowed, or owned and dropped one by one as they are built; `trace.ranks`
-/// and `trace.requests` are not read), built `batch` ranks at a time, and each rank's
-/// operations encoded (its ranks' `ops` then empty) when `keep` says so.
-fn build<T, R>(
-    run: Run,
-    ranks: Vec<(T, R)>,
-    trace: &Trace,
-    batch: usize,
-    keep: Keep,
-) -> Result<(Program, Vec<EncodedOps>), ExtractError>
+/// The program of the ranks `ranks`, each with its requests (all of them, in its
+/// order: borrowed, or owned and dropped one by one as they are built), built `batch`
+/// ranks at a time, and each rank's operations encoded (its ranks' `ops` then empty)
+/// when `keep` says so; its messages not linked yet.
+fn build<T, R>(run: Run, ranks: Vec<(T, R)>, batch: usize, keep: Keep) -> Builder
 where
     T: Borrow<Timeline> + Send + Sync,
     R: Borrow<[RequestLife]> + Send + Sync,
@@ -199,7 +181,7 @@ where
         }
         builder.add(batch_ranks);
     }
-    builder.finish(&trace.messages, &trace.source)
+    builder
 }
 
 /// A program built as its ranks come, a batch of whole ranks at a time in rank order
@@ -209,7 +191,12 @@ where
 pub(crate) struct Builder {
     run: Run,
     keep: Keep,
+    /// The program; with [`Keep::Encoded`], its requests are those of the batch being
+    /// built, what is kept of the others being in `kept`.
     program: Program,
+    /// With [`Keep::Encoded`], what replays and linking read of the requests of the
+    /// ranks built.
+    kept: KeptRequests,
     numbering: Numbering,
     /// What linking the messages reads of each rank, once its operations are numbered.
     linking: Vec<Linking>,
@@ -226,6 +213,7 @@ impl Builder {
             run,
             keep,
             program: Program::default(),
+            kept: KeptRequests::default(),
             numbering,
             linking: Vec::new(),
             encoded: Vec::new(),
@@ -264,13 +252,15 @@ impl Builder {
             })
             .collect();
         let program = &mut self.program;
-        let first = program.requests.len();
+        // Where the batch's requests go in the program's, and the first one's index in
+        // the program (after those kept already, with `Keep::Encoded`).
+        let (at, offset) = (program.requests.len(), self.kept.len());
         let n: usize = scopes.iter().map(|s| s.1).sum();
         program
             .requests
-            .resize(first + n, RequestOp::new(0, RequestRole::Other, 0));
+            .resize(at + n, RequestOp::new(0, RequestRole::Other, 0));
         let mut shares = Vec::with_capacity(scopes.len());
-        let (mut rest, mut first) = (&mut program.requests[first..], first);
+        let (mut rest, mut first) = (&mut program.requests[at..], offset + at);
         for (scope, n) in &scopes {
             let (share, after) = rest.split_at_mut(*n);
             shares.push((scope.as_ref(), share, first));
@@ -292,7 +282,7 @@ impl Builder {
             })
             .collect();
         for part in &mut built {
-            self.numbering.add(program, part);
+            self.numbering.add(program, offset, part);
             if let Some((lo, hi)) = part.extent {
                 let extent = self
                     .extent
@@ -301,6 +291,11 @@ impl Builder {
             }
         }
         let keep = self.keep;
+        if keep == Keep::Encoded {
+            // The vector's memory serves the next batch.
+            self.kept.extend(&program.requests);
+            program.requests.clear();
+        }
         let done: Vec<(Linking, RankProgram, Option<EncodedOps>)> = built
             .into_par_iter()
             .map(|mut part| {
@@ -319,33 +314,51 @@ impl Builder {
     }
 
     /// [`Self::finish`]'s program, kept for replays of its measured order (the ranks'
-    /// operations encoded: built with [`Keep::Encoded`]).
+    /// operations encoded and the requests kept narrow: built with [`Keep::Encoded`]).
     pub(crate) fn finish_measured(
         self,
         messages: &[Message],
         source: &std::path::Path,
     ) -> Result<MeasuredProgram, ExtractError> {
         debug_assert!(self.keep == Keep::Encoded);
-        let (links, ops) = self.finish(messages, source)?;
-        Ok(MeasuredProgram::with_ops(links, ops))
+        let (links, kept, ops) = self.link(messages, source)?;
+        Ok(MeasuredProgram {
+            links,
+            requests: kept.into_replay(),
+            ops,
+        })
     }
 
-    /// The program, once every rank is added: the run's `messages` linked to the
-    /// operations that sent and received them, and the blocking collectives' costs
-    /// fitted; an error naming `source` when no rank had an event.
+    /// The program, once every rank is added (built with [`Keep::Operations`]): see
+    /// [`Self::link`].
     pub(crate) fn finish(
         self,
         messages: &[Message],
         source: &std::path::Path,
-    ) -> Result<(Program, Vec<EncodedOps>), ExtractError> {
+    ) -> Result<Program, ExtractError> {
+        debug_assert!(self.keep == Keep::Operations);
+        self.link(messages, source).map(|(program, _, _)| program)
+    }
+
+    /// The program, once every rank is added: the run's `messages` linked to the
+    /// operations that sent and received them (and to its requests, in the program or
+    /// kept narrow beside it), and the blocking collectives' costs fitted; with what is
+    /// kept of its requests and its ranks' encoded operations (with [`Keep::Encoded`]).
+    /// An error naming `source` when no rank had an event.
+    fn link(
+        self,
+        messages: &[Message],
+        source: &std::path::Path,
+    ) -> Result<(Program, KeptRequests, Vec<EncodedOps>), ExtractError> {
         let Builder {
             run,
+            keep,
             mut program,
+            mut kept,
             numbering,
             linking,
             encoded,
             extent,
-            ..
         } = self;
         let Run { posted_at, .. } = run;
         let Some((first_start, last_end)) = extent else {
@@ -355,36 +368,22 @@ impl Builder {
         };
         program.measured_ns = last_end.saturating_sub(first_start);
         program.messages.reserve_exact(messages.len());
-        link_messages(messages, &mut program, &linking, &posted_at);
-        fit_blocking_costs(&mut program, &numbering.entry_and_exit);
-        Ok((program, encoded))
-    }
-}
-
-/// What linking the run's messages reads of a rank: its operations by span, the
-/// program requests of its posts, and each operation's call and whether it is a
-/// blocking point-to-point call (kept apart, as the operations may be encoded already).
-struct Linking {
-    /// Span index -> index of the first operation made of it (`NO_INDEX`: none).
-    op_of_span: Vec<u32>,
-    /// Aligned with the rank's `posted_at`: each trace request's program request.
-    posted: Vec<u32>,
-    /// Per operation: its call, and whether it is [`OpKind::Blocking`].
-    ops: Vec<(Option<Op>, bool)>,
-}
-
-impl Linking {
-    /// What linking reads of the numbered rank `part` (its spans' operations and its
-    /// posts' requests taken from it).
-    fn take(part: &mut RankPart) -> Linking {
-        let ops = (part.program.ops.iter())
-            .map(|o| (o.call, matches!(o.kind, OpKind::Blocking { .. })))
-            .collect();
-        Linking {
-            op_of_span: std::mem::take(&mut part.op_of_span),
-            posted: std::mem::take(&mut part.posted),
-            ops,
+        match keep {
+            Keep::Operations => {
+                let mut requests = std::mem::take(&mut program.requests);
+                link_messages(
+                    messages,
+                    &mut program,
+                    &mut requests[..],
+                    &linking,
+                    &posted_at,
+                );
+                program.requests = requests;
+            }
+            Keep::Encoded => link_messages(messages, &mut program, &mut kept, &linking, &posted_at),
         }
+        fit_blocking_costs(&mut program, &numbering.entry_and_exit);
+        Ok((program, kept, encoded))
     }
 }
 
@@ -413,8 +412,9 @@ impl Numbering {
 
     /// Gives the next rank's part the program's ids: its collective instances (each
     /// numbered at its first member, members linked, a blocking one's entry and exit
-    /// brought up to date) and its compute names.
-    fn add(&mut self, program: &mut Program, part: &mut RankPart) {
+    /// brought up to date) and its compute names; the program's requests being those
+    /// from index `offset` on.
+    fn add(&mut self, program: &mut Program, offset: usize, part: &mut RankPart) {
         let rank = part.program.rank;
         for m in std::mem::take(&mut part.members) {
             let inst = *self.instances.entry(m.instance.key()).or_insert_with(|| {
@@ -444,7 +444,7 @@ impl Numbering {
                         .nonblocking_model
                         .pure(described, cop.bytes)
                         .map(|n| n.0);
-                    program.requests[request].set_instance(Some(inst));
+                    program.requests[request - offset].set_instance(Some(inst));
                 }
             }
         }
@@ -473,79 +473,6 @@ fn new_instance(program: &mut Program, op: Op) -> usize {
         cost_ns: None,
     });
     program.collectives.len() - 1
-}
-
-/// Links every matched message to the operations that sent and received it: a request's
-/// message is set; a blocking call's is listed in its rank's
-/// [`super::RankProgram::blocking`] (no rank's operations are written).
-fn link_messages(
-    messages: &[Message],
-    program: &mut Program,
-    linking: &[Linking],
-    posted_at: &[RankPosts],
-) {
-    // The program's ranks are the trace's, in its order (sorted by rank).
-    let ranks: Vec<u32> = program.ranks.iter().map(|p| p.rank).collect();
-    let slot = |rank: u32| crate::model::slot_of_rank(&ranks, rank, |&r| r);
-    // The program requests posted by the call at a span of a rank slot.
-    let posts = |slot: usize, span: usize| {
-        linking[slot].posted[posted_at[slot].at(span)]
-            .iter()
-            .filter_map(|&rid| some_index(rid))
-    };
-    let op_at = |slot: usize, span: usize| {
-        (linking[slot].op_of_span.get(span)).and_then(|&op| some_index(op))
-    };
-    // Per rank slot, its blocking calls' (operation, message) pairs, sent and received.
-    let mut blocking: Vec<[Vec<(u32, u32)>; 2]> = vec![Default::default(); ranks.len()];
-    for m in messages {
-        let (Some(ss), Some(rs)) = (slot(m.send().rank), slot(m.recv_post().rank)) else {
-            continue;
-        };
-        let (Some(sop), Some(rop)) = (op_at(ss, m.send().index), op_at(rs, m.recv_post().index))
-        else {
-            continue;
-        };
-        let id = program.messages.len();
-        let send_req = posts(ss, m.send().index).find(|&r| {
-            let q = &program.requests[r];
-            q.role == RequestRole::Send
-                && q.message().is_none()
-                && q.peer() == Some(m.recv_post().rank as i32)
-                && q.tag() == Some(m.tag)
-        });
-        let recv_req = posts(rs, m.recv_post().index).find(|&r| {
-            let q = &program.requests[r];
-            q.role == RequestRole::Recv
-                && q.message().is_none()
-                && q.peer().is_none_or(|p| p < 0 || p == m.send().rank as i32)
-        });
-        let from_op = send_req.map_or(sop, |r| program.requests[r].post());
-        let to_op = recv_req.map_or(rop, |r| program.requests[r].post());
-        // The sending end, then the receiving one: by position, not by operation, as a
-        // blocking Sendrecv to itself is both ends of its message.
-        for (side, rid, slot, op) in [(0, send_req, ss, sop), (1, recv_req, rs, rop)] {
-            match rid {
-                Some(r) => program.requests[r].set_message(id),
-                // Ranks are in the trace's order: the slot is the program's too.
-                None if linking[slot].ops.get(op).is_some_and(|o| o.1) => {
-                    blocking[slot][side].push((index_u32(op), index_u32(id)));
-                }
-                None => {}
-            }
-        }
-        let send_call = linking[ss].ops.get(from_op).and_then(|o| o.0);
-        program.messages.push(MessageOp::new(
-            (m.send().rank, from_op),
-            (m.recv_post().rank, to_op),
-            m.bytes,
-            m.tag,
-            send_call,
-        ));
-    }
-    for (rank, [sends, recvs]) in program.ranks.iter_mut().zip(blocking) {
-        rank.blocking = BlockingMessages::new(sends, recvs);
-    }
 }
 
 /// Each blocking collective instance's pure time: the shortest, over the instances of
