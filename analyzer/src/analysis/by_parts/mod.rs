@@ -63,6 +63,34 @@ use folds::{Bounds, Folds};
 const PART_EVENTS: u64 = 1 << 21;
 const PARTS_PER_RUN: u64 = 32;
 
+/// How large each part is at least (but the last; a rank is never split).
+#[derive(Clone, Copy, Debug)]
+struct PartSize {
+    /// Events.
+    events: u64,
+    /// Ranks, while the part holds fewer than [`PART_EVENTS`] events: a part's ranks are
+    /// read, and most of its figures made, one rank per thread.
+    ranks: usize,
+}
+
+impl PartSize {
+    /// Parts of `events` events, however many ranks.
+    #[cfg(test)]
+    fn of_events(events: u64) -> PartSize {
+        PartSize { events, ranks: 1 }
+    }
+
+    /// The parts of a run of `events` events: the share [`PARTS_PER_RUN`] gives, at
+    /// most [`PART_EVENTS`], and as many ranks as rayon has threads (a run of 16 ranks
+    /// of 10 M events is read two ranks a part on two threads, not one).
+    fn of_run(events: u64) -> PartSize {
+        PartSize {
+            events: (events / PARTS_PER_RUN).clamp(1, PART_EVENTS),
+            ranks: rayon::current_num_threads(),
+        }
+    }
+}
+
 /// What the analysis of a directory of rank files gives: the report, the regions, and
 /// what of the directory could not be used.
 pub struct DirAnalysis {
@@ -100,12 +128,11 @@ pub fn analyze_dir_told(
     analyze_in_parts(dir, opts, None, tell)
 }
 
-/// [`analyze_dir_told`], each part of at least `at_least` events (`None`: the share of
-/// the run [`PARTS_PER_RUN`] gives, at most [`PART_EVENTS`]).
+/// [`analyze_dir_told`], each part at least `at_least` (`None`: [`PartSize::of_run`]).
 fn analyze_in_parts(
     dir: &Path,
     opts: &Options,
-    at_least: Option<u64>,
+    at_least: Option<PartSize>,
     tell: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<DirAnalysis> {
     let _span = tracing::info_span!("metrics").entered();
@@ -140,7 +167,7 @@ fn analyze_in_parts(
         ..
     } = digested;
     let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
-    let at_least = at_least.unwrap_or((events / PARTS_PER_RUN).clamp(1, PART_EVENTS));
+    let at_least = at_least.unwrap_or(PartSize::of_run(events));
     let mut parts = Parts {
         reading: &reading,
         run: Trace {
@@ -197,7 +224,7 @@ fn measured(
     (cross, index, sites, (ranks, totals)): Columns,
     models: &Models,
     opts: &Options,
-    at_least: u64,
+    at_least: PartSize,
 ) -> Result<(Measured, OfTrace, RunRegions)> {
     let columns = tracing::info_span!("columns").entered();
     let run = parts.columns();
@@ -250,7 +277,7 @@ fn program(
     instances: CallInstances,
     nonblocking: &[Vec<usize>],
     models: &Models,
-    at_least: u64,
+    at_least: PartSize,
 ) -> Result<std::result::Result<MeasuredProgram, ExtractError>> {
     let _s = tracing::info_span!("operations").entered();
     crate::heap::release_free();
@@ -296,29 +323,18 @@ impl Parts<'_> {
         &self.run
     }
 
-    /// The ranks (indices of the run's files) of each part: whole ranks in rank order,
-    /// each part of at least `at_least` events but the last.
-    fn cuts(&self, at_least: u64) -> Vec<Range<usize>> {
-        let events = |i: usize| self.files.metas[i].events.len() as u64;
-        let mut cuts = Vec::new();
-        let (mut start, mut held) = (0, 0);
-        for i in 0..self.files.metas.len() {
-            held += events(i);
-            if held >= at_least {
-                cuts.push(start..i + 1);
-                (start, held) = (i + 1, 0);
-            }
-        }
-        if start < self.files.metas.len() {
-            cuts.push(start..self.files.metas.len());
-        }
-        cuts
+    /// The ranks (indices of the run's files) of each part ([`cuts_of`]).
+    fn cuts(&self, at_least: PartSize) -> Vec<Range<usize>> {
+        let events: Vec<u64> = (self.files.metas.iter())
+            .map(|m| m.events.len() as u64)
+            .collect();
+        cuts_of(&events, at_least)
     }
 
-    /// The run's requests cut into each part's of at least `at_least` events (those of
+    /// The run's requests cut into each part's of at least `at_least` (those of
     /// its ranks), the run's column given up: each share can be freed once its part is
     /// done with it.
-    fn requests_by_part(&mut self, at_least: u64) -> Vec<Vec<RequestLife>> {
+    fn requests_by_part(&mut self, at_least: PartSize) -> Vec<Vec<RequestLife>> {
         let requests = std::mem::take(&mut self.run.requests);
         let cuts = self.cuts(at_least);
         let mut rest = &requests[..];
@@ -336,10 +352,10 @@ impl Parts<'_> {
         shares
     }
 
-    /// Calls `each` on every part of at least `at_least` events, in rank order: a trace
+    /// Calls `each` on every part of at least `at_least`, in rank order: a trace
     /// of the part's ranks (read again, on rayon's threads) and the run's columns,
     /// dropped before the next part is read; and the part's bounds.
-    fn each(&mut self, at_least: u64, each: &mut dyn FnMut(&Trace, Bounds)) -> Result<()> {
+    fn each(&mut self, at_least: PartSize, each: &mut dyn FnMut(&Trace, Bounds)) -> Result<()> {
         let cuts = self.cuts(at_least);
         let mut after: Option<u32> = None;
         for (k, cut) in cuts.iter().cloned().enumerate() {
@@ -370,6 +386,25 @@ impl Parts<'_> {
         }
         Ok(())
     }
+}
+
+/// The ranks of each part of a run whose ranks hold `events` events each, in rank order:
+/// whole ranks, each part at least `at_least` but the last.
+fn cuts_of(events: &[u64], at_least: PartSize) -> Vec<Range<usize>> {
+    let mut cuts = Vec::new();
+    let (mut start, mut held) = (0, 0);
+    for (i, &n) in events.iter().enumerate() {
+        held += n;
+        let ranks = i + 1 - start;
+        if held >= at_least.events && (ranks >= at_least.ranks || held >= PART_EVENTS) {
+            cuts.push(start..i + 1);
+            (start, held) = (i + 1, 0);
+        }
+    }
+    if start < events.len() {
+        cuts.push(start..events.len());
+    }
+    cuts
 }
 
 /// Where the requests of rank `rank` are among `requests` (in rank order).

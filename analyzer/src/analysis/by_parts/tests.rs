@@ -1,6 +1,6 @@
 //! The analysis read a part at a time against the one of the run loaded whole.
 
-use super::analyze_in_parts;
+use super::{analyze_in_parts, PartSize};
 use crate::analysis::analyze_owned;
 use crate::metrics::options::Options;
 use crate::model::RankWork;
@@ -27,9 +27,9 @@ fn the_parts_report_what_the_whole_run_reports() {
             .collect();
         let whole = analyze_owned(trace, &opts);
         for at_least in [
-            Some(1),
-            Some(2 * events / ranks.max(1)),
-            Some(u64::MAX),
+            Some(PartSize::of_events(1)),
+            Some(PartSize::of_events(2 * events / ranks.max(1))),
+            Some(PartSize::of_events(u64::MAX)),
             None,
         ] {
             let name = format!("{}, parts of {at_least:?} events", dir.display());
@@ -42,7 +42,7 @@ fn the_parts_report_what_the_whole_run_reports() {
             assert_eq!(parts.unreadable, loaded.unreadable, "{name}: unreadable");
             assert_eq!(parts.work, work, "{name}: work");
             assert_eq!(parts.ends_early, ends_early, "{name}: ends early");
-            cut += usize::from(ranks > 1 && at_least == Some(1));
+            cut += usize::from(ranks > 1 && at_least.is_some_and(|a| a.events == 1));
         }
     }
     // Most kept runs have several ranks, each then a part of its own.
@@ -73,4 +73,30 @@ fn the_readings_told_end_at_their_total() {
     let listed = usable + size("rank-2.ovlp");
     let total = listed + 3 * usable;
     assert_eq!(last(&told), (Some(total), Some(total)));
+}
+
+/// Parts are cut after whole ranks: once they hold enough events and, while they hold
+/// fewer than `PART_EVENTS`, enough ranks; the last takes what is left.
+///
+/// ```text
+///  ranks (events)   10 | 10 | 10 | 10 | 10
+///  15 events        [0  1] [2  3] [4]
+///  1 event, 3 ranks [0  1  2] [3  4]
+///  a rank of PART_EVENTS, 2 ranks: [big] [10 10] [big]
+/// ```
+#[test]
+fn parts_hold_enough_events_and_enough_ranks_unless_large() {
+    use super::{cuts_of, PART_EVENTS};
+    let five = [10; 5];
+    let size = |events, ranks| PartSize { events, ranks };
+    assert_eq!(cuts_of(&five, size(15, 1)), vec![0..2, 2..4, 4..5]);
+    assert_eq!(
+        cuts_of(&five, size(1, 1)),
+        (0..5).map(|i| i..i + 1).collect::<Vec<_>>()
+    );
+    assert_eq!(cuts_of(&five, size(1, 3)), vec![0..3, 3..5]);
+    assert_eq!(cuts_of(&five, size(u64::MAX, 1)), vec![0..5]);
+    assert!(cuts_of(&[], size(1, 1)).is_empty());
+    let big = [PART_EVENTS, 10, 10, PART_EVENTS];
+    assert_eq!(cuts_of(&big, size(1, 2)), vec![0..1, 1..3, 3..4]);
 }
