@@ -33,6 +33,7 @@ use overlap_format::schema::{
     readable_version, ClockSync, Event, Footer, Header, LearnedUse, SourceSite, Unwatched,
     FORMAT_NAME, FORMAT_VERSION, JSON_RANK_FILE_EXTENSION, RANK_FILE_EXTENSION,
 };
+use overlap_format::stream::EventStore;
 use serde_json::Value;
 
 pub(crate) use event::{complete_event, learned_args, meta_args};
@@ -70,8 +71,9 @@ fn skip_whitespace(buf: &[u8], mut pos: usize) -> usize {
     pos
 }
 
-/// Where the events of a file go as they are read.
-pub trait EventSink: Default + Extend<Event> {
+/// Where the events of a file go as they are read (a sink that only counts them spares
+/// the reader building them: [`EventStore::BUILT`]).
+pub trait EventSink: Default + EventStore {
     /// Takes one event.
     fn push(&mut self, e: Event);
     /// Events taken so far.
@@ -97,6 +99,8 @@ impl EventSink for Vec<Event> {
         Vec::len(self)
     }
 }
+
+impl EventStore for Timeline {}
 
 impl EventSink for Timeline {
     fn push(&mut self, e: Event) {

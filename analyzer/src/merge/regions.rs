@@ -28,6 +28,8 @@ impl Extend<Event> for Marks {
     }
 }
 
+impl overlap_format::stream::EventStore for Marks {}
+
 impl EventSink for Marks {
     fn push(&mut self, e: Event) {
         self.events += 1;

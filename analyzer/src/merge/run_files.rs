@@ -7,15 +7,24 @@
 use std::path::Path;
 
 use overlap_format::schema::Event;
+use overlap_format::stream::EventStore;
 
 use super::{on_run_timeline, read_files_into, world_size_of, ClockPlan, Unreadable};
 use crate::import::{rank_files, read_rank_file_into, EventSink};
 use crate::model::{RankTrace, Timeline};
 use crate::{Error, Result};
 
-/// A sink that only counts: the first reading needs a file's header and clocks.
+/// A sink that only counts: the first reading needs a file's header, clocks, sites and
+/// problems, and how many events it holds, not the events (the reader builds none).
 #[derive(Default)]
 pub(crate) struct Counted(usize);
+
+impl EventStore for Counted {
+    const BUILT: bool = false;
+    fn skipped(&mut self) {
+        self.0 += 1;
+    }
+}
 
 impl Extend<Event> for Counted {
     fn extend<I: IntoIterator<Item = Event>>(&mut self, events: I) {

@@ -87,6 +87,8 @@ impl Extend<Event> for CommUse {
     }
 }
 
+impl overlap_format::stream::EventStore for CommUse {}
+
 impl EventSink for CommUse {
     fn push(&mut self, e: Event) {
         self.events += 1;

@@ -68,6 +68,8 @@ impl Extend<Event> for RankIndex {
     }
 }
 
+impl overlap_format::stream::EventStore for RankIndex {}
+
 impl EventSink for RankIndex {
     fn push(&mut self, e: Event) {
         let place = self.events;

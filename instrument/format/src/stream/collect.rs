@@ -41,6 +41,18 @@ pub struct Collected<E = Vec<Event>> {
     pub damaged: bool,
 }
 
+/// Where [`Collected`] puts the events: every store takes them (`Vec<Event>`, the
+/// analyzer's timelines) but one that only counts them, which the reader then spares
+/// building them ([`Visitor::wants_events`]).
+pub trait EventStore: Extend<Event> {
+    /// False for a store that only counts the events.
+    const BUILT: bool = true;
+    /// An event read but not built (a store that only counts).
+    fn skipped(&mut self) {}
+}
+
+impl EventStore for Vec<Event> {}
+
 impl Collected {
     /// Nothing read yet, the events to go into a `Vec`.
     pub fn new() -> Collected {
@@ -48,7 +60,7 @@ impl Collected {
     }
 }
 
-impl<E: Extend<Event>> Visitor for Collected<E> {
+impl<E: EventStore> Visitor for Collected<E> {
     fn header(&mut self, header: Header) {
         self.header = Some(header);
     }
@@ -87,5 +99,11 @@ impl<E: Extend<Event>> Visitor for Collected<E> {
     }
     fn damaged(&mut self) {
         self.damaged = true;
+    }
+    fn wants_events(&self) -> bool {
+        E::BUILT
+    }
+    fn skipped(&mut self) {
+        self.events.skipped();
     }
 }

@@ -146,3 +146,69 @@ fn whole_with_readings(bytes: &[u8], readings: &[(u64, u64)]) -> Vec<u8> {
     }
     out
 }
+
+/// A store that only counts the events, as the analyzer's first reading does.
+#[derive(Debug, Default, PartialEq)]
+struct Count(usize);
+
+impl Extend<Event> for Count {
+    fn extend<I: IntoIterator<Item = Event>>(&mut self, events: I) {
+        self.0 += events.into_iter().count();
+    }
+}
+
+impl EventStore for Count {
+    const BUILT: bool = false;
+    fn skipped(&mut self) {
+        self.0 += 1;
+    }
+}
+
+/// `bytes` read by a reader that only counts: what a reader of the events gets, but
+/// the events, whose number it gets (and the same problems).
+fn counted_as_read(bytes: &[u8], what: &str) {
+    let mut events = Collected::new();
+    let read_events = read(bytes, &mut events);
+    let mut counted = Collected::<Count>::default();
+    let read_counted = read(bytes, &mut counted);
+    assert_eq!(read_counted, read_events, "{what}: problems");
+    let expected = Collected {
+        header: events.header,
+        threads: events.threads,
+        events: Count(events.events.len()),
+        syncs: events.syncs,
+        sites: events.sites,
+        footer: events.footer,
+        in_flight: events.in_flight,
+        learned: events.learned,
+        unwatched: events.unwatched,
+        call_counts: events.call_counts,
+        call_paths: events.call_paths,
+        notes: events.notes,
+        damaged: events.damaged,
+    };
+    assert_eq!(counted, expected, "{what}");
+}
+
+/// The count of a stream cut anywhere (its last call then missing the records that
+/// follow it, its last frame torn), flipped anywhere (a checksum failing, the rest
+/// corrupt) or followed by garbage is the number of events a reader of them gets, with
+/// the same clock readings, sites, problems and notes.
+#[test]
+fn a_reader_that_only_counts_gets_all_but_the_events() {
+    for clock in [StampClock::Tsc, StampClock::Monotonic] {
+        let (bytes, ends) = stream(clock);
+        counted_as_read(&bytes, "whole");
+        for cut in ends[0]..bytes.len() {
+            counted_as_read(&bytes[..cut], &format!("cut at {cut}"));
+        }
+        for at in ends[0]..bytes.len() {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0x40;
+            counted_as_read(&flipped, &format!("byte {at} flipped"));
+        }
+        let mut garbage = bytes.clone();
+        garbage.extend_from_slice(b"\x07garbage that is no frame at all");
+        counted_as_read(&garbage, "garbage after");
+    }
+}

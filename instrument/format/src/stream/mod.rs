@@ -32,7 +32,7 @@ pub mod varint;
 mod visitor;
 mod write;
 
-pub use collect::Collected;
+pub use collect::{Collected, EventStore};
 pub use convert::host_readings;
 pub use read::{read, read_borrowing, Problem, StreamError, Visitor};
 pub use write::{calibration_payload, file_start, footer_payload, frame};

@@ -185,6 +185,7 @@ pub fn read_borrowing(
                     bindings: &bindings,
                     sites: &mut sites,
                     events: &mut events,
+                    build: v.wants_events(),
                     at: 0,
                     notes: Vec::new(),
                     unbound: Vec::new(),
@@ -236,6 +237,7 @@ pub fn read_borrowing(
                 bindings: &bindings,
                 sites: &mut sites,
                 events: &mut events,
+                build: v.wants_events(),
                 at: 0,
                 notes: Vec::new(),
                 unbound: Vec::new(),
@@ -298,6 +300,9 @@ struct Page<'s> {
     bindings: &'s Bindings,
     sites: &'s mut Sites,
     events: &'s mut u64,
+    /// Whether the events are built and handed over ([`Visitor::wants_events`]), or
+    /// only counted ([`Visitor::skipped`]).
+    build: bool,
     /// Where in the payload the record being read starts.
     at: usize,
     /// What could not be used of the records read (offset in the payload, why); the
@@ -460,6 +465,9 @@ impl Page<'_> {
             }
         });
         *self.events += 1;
+        if !self.build {
+            return v.skipped();
+        }
         v.event(Event::Compute(ComputeEvent {
             tid: self.tid,
             start,
@@ -477,6 +485,9 @@ impl Page<'_> {
             self.string(state, g.name, "GPU work's name")
         };
         *self.events += 1;
+        if !self.build {
+            return v.skipped();
+        }
         v.event(Event::Gpu(GpuEvent {
             tid: self.tid,
             op: g.op,
@@ -519,7 +530,10 @@ impl Page<'_> {
         add: impl FnOnce(&mut PendingCall),
     ) {
         if let Some(p) = state.pending.as_mut() {
-            add(p);
+            // What follows a call is only kept in the call's event.
+            if self.build {
+                add(p);
+            }
             p.remaining = p.remaining.saturating_sub(1);
             if p.remaining == 0 {
                 if let Some(p) = state.pending.take() {
@@ -550,9 +564,12 @@ impl Page<'_> {
         if let Some(listed) = new_site {
             v.site(listed);
         }
+        *self.events += 1;
+        if !self.build {
+            return v.skipped();
+        }
         event.args = data.to_args(site.unwrap_or(0), completed, started);
         event.args.group = group;
-        *self.events += 1;
         v.event(Event::Call(event));
     }
 }

@@ -42,6 +42,16 @@ pub trait Visitor {
     /// A frame failed its checksum or was no frame at all: the rest of the file is
     /// corrupt, not missing (it was not cut short). Ignored by default.
     fn damaged(&mut self) {}
+    /// Whether the events are wanted (they are by default). A visitor that only counts
+    /// them is handed none, [`Visitor::skipped`] told of each instead, and the reader
+    /// builds none; everything else (clock readings, sites, problems, notes) comes as
+    /// when they are wanted.
+    fn wants_events(&self) -> bool {
+        true
+    }
+    /// An event read but not built, [`Visitor::wants_events`] having said no: in the
+    /// order, and as many, as [`Visitor::event`] would have been handed.
+    fn skipped(&mut self) {}
 }
 
 /// Why a stream cannot be read at all.
