@@ -104,29 +104,18 @@ pub fn with_counts(calls: &BTreeMap<String, u64>) -> String {
 mod tests {
     use super::*;
     use overlap_format::schema::{CallCounts, RankClock};
+    use overlap_format::testing::{merged_info, rank_clock};
 
     fn info(counts: Vec<Option<CallCounts>>) -> MergedInfo {
-        let json = serde_json::json!({
-            "format": "overlap-trace", "format_version": 9, "program": "p", "params": {},
-            "world_size": counts.len(), "ranks": [], "max_clock_error_ns": 0,
-            "messages": 0, "unmatched_sends": 0, "unmatched_receives": 0,
-            "clock_suspect": [], "incomplete": [], "missing_ranks": []
-        });
-        let mut info: MergedInfo = serde_json::from_value(json).expect("an info");
-        info.ranks = counts
-            .into_iter()
-            .enumerate()
-            .map(|(rank, call_counts)| {
-                let mut r: RankClock = serde_json::from_value(serde_json::json!({
-                    "rank": rank, "host": "h", "shared_clock": true,
-                    "init_offset_ns": 0, "init_error_ns": 0
-                }))
-                .expect("a rank");
-                r.call_counts = call_counts;
-                r
+        let world_size = counts.len() as u32;
+        let ranks = (0..world_size)
+            .zip(counts)
+            .map(|(rank, call_counts)| RankClock {
+                call_counts,
+                ..rank_clock(rank)
             })
             .collect();
-        info
+        merged_info(world_size, ranks)
     }
 
     fn counts(unseen: u64, calls: &[(&str, u64)]) -> Option<CallCounts> {

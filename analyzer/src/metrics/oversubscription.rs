@@ -237,42 +237,21 @@ impl Oversubscription {
 #[cfg(test)]
 mod tests {
     use overlap_format::schema::{MergedInfo, RankClock};
+    use overlap_format::testing::{merged_info, rank_clock};
 
     use super::*;
 
     fn rank(rank: u32, host: &str, cpus: Option<&str>) -> RankClock {
         RankClock {
-            rank,
             host: host.into(),
-            shared_clock: true,
-            init_offset_ns: 0,
-            init_error_ns: 0,
-            final_offset_ns: None,
-            final_error_ns: None,
-            drift_ppb: None,
-            code_maps: None,
-            program_objects: None,
             cpu_affinity: cpus.map(str::to_string),
             online_cpus: cpus.map(|_| 2),
-            source_sites: Vec::new(),
-            events: 0,
-            complete: true,
-            in_flight: None,
-            call_counts: None,
-            call_paths: Vec::new(),
+            ..rank_clock(rank)
         }
     }
 
     fn info(ranks: Vec<RankClock>) -> MergedInfo {
-        let mut i: MergedInfo = serde_json::from_value(serde_json::json!({
-            "format": "overlap-trace", "format_version": 8, "program": "p", "params": {},
-            "world_size": 4, "ranks": [], "max_clock_error_ns": 0, "messages": 0,
-            "unmatched_sends": 0, "unmatched_receives": 0, "clock_suspect": [],
-            "incomplete": [], "missing_ranks": []
-        }))
-        .expect("an info");
-        i.ranks = ranks;
-        i
+        merged_info(4, ranks)
     }
 
     /// Host vm: four ranks allowed CPUs 0-1 each (union 2): oversubscribed. Host a: two

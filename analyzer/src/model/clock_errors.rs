@@ -48,31 +48,19 @@ impl ClockErrors {
 
 #[cfg(test)]
 mod tests {
-    use overlap_format::schema::{MergedInfo, Nanos, RankClock};
+    use overlap_format::schema::{Nanos, RankClock};
+    use overlap_format::testing::{merged_info, rank_clock};
 
     use super::ClockErrors;
     use crate::model::Trace;
 
     fn clock(rank: u32, shared: bool, init: u64, last: Option<u64>) -> RankClock {
         RankClock {
-            rank,
-            host: "h".into(),
             shared_clock: shared,
-            init_offset_ns: 0,
             init_error_ns: init,
             final_offset_ns: last.map(|_| 0),
             final_error_ns: last,
-            drift_ppb: None,
-            code_maps: None,
-            program_objects: None,
-            cpu_affinity: None,
-            online_cpus: None,
-            source_sites: Vec::new(),
-            events: 0,
-            complete: true,
-            in_flight: None,
-            call_counts: None,
-            call_paths: Vec::new(),
+            ..rank_clock(rank)
         }
     }
 
@@ -81,20 +69,17 @@ mod tests {
     /// named twice its first entry, a rank not named the run's largest.
     #[test]
     fn each_rank_is_looked_up_as_the_description_is_scanned() {
-        let mut info: MergedInfo = serde_json::from_value(serde_json::json!({
-            "format": "overlap-trace", "format_version": 8, "program": "p", "params": {},
-            "world_size": 4, "ranks": [], "max_clock_error_ns": 900, "messages": 0,
-            "unmatched_sends": 0, "unmatched_receives": 0, "clock_suspect": [],
-            "incomplete": [], "missing_ranks": []
-        }))
-        .expect("an info");
-        info.ranks = vec![
-            clock(0, true, 0, None),
-            clock(1, false, 250, Some(120)),
-            clock(2, false, 40, Some(300)),
-            clock(3, false, 70, None),
-            clock(3, false, 5_000, None),
-        ];
+        let mut info = merged_info(
+            4,
+            vec![
+                clock(0, true, 0, None),
+                clock(1, false, 250, Some(120)),
+                clock(2, false, 40, Some(300)),
+                clock(3, false, 70, None),
+                clock(3, false, 5_000, None),
+            ],
+        );
+        info.max_clock_error_ns = 900;
         let trace = Trace {
             source: "run".into(),
             info,

@@ -121,24 +121,15 @@ impl RunRegions {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use overlap_format::schema::{CallCounts, MergedInfo, RankClock};
+    use overlap_format::schema::CallCounts;
+    use overlap_format::testing::{merged_info, rank_clock};
 
     /// A trace of two ranks whose files counted, without recording, the calls `counted`
     /// (by name) on rank 1; rank 0 has no counts at all.
     fn trace(counted: &[(&str, u64)]) -> Trace {
-        let mut info: MergedInfo = serde_json::from_value(serde_json::json!({
-            "format": "overlap-trace", "format_version": 10, "program": "p", "params": {},
-            "world_size": 2, "ranks": [], "max_clock_error_ns": 0, "messages": 0,
-            "unmatched_sends": 0, "unmatched_receives": 0, "clock_suspect": [],
-            "incomplete": [], "missing_ranks": []
-        }))
-        .expect("an info");
+        let mut info = merged_info(2, Vec::new());
         for rank in 0..2u32 {
-            let mut r: RankClock = serde_json::from_value(serde_json::json!({
-                "rank": rank, "host": "h", "shared_clock": true,
-                "init_offset_ns": 0, "init_error_ns": 0
-            }))
-            .expect("a rank");
+            let mut r = rank_clock(rank);
             r.call_counts = (rank == 1).then(|| CallCounts {
                 unrecorded: counted.iter().map(|(n, c)| (n.to_string(), *c)).collect(),
                 unseen_completions: 0,
