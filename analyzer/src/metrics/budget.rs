@@ -133,9 +133,9 @@ pub fn rank_budget(t: &Timeline, compute: &RankCompute) -> RankBudget {
 
 /// The compute within `extent` that lies outside the intervals in MPI (disjoint, sorted).
 fn compute_outside(compute: &RankCompute, extent: (u64, u64), in_mpi: &[(u64, u64)]) -> u64 {
-    let within = |(a, b): (u64, u64)| compute.within(Nanos(a), Nanos(b)).0 .0;
-    let inside: u64 = in_mpi.iter().map(|span| within(*span)).sum();
-    within(extent).saturating_sub(inside)
+    let inside = compute.within_each(in_mpi).0;
+    let all = compute.within(Nanos(extent.0), Nanos(extent.1)).0 .0;
+    all.saturating_sub(inside)
 }
 
 /// The run's budget from its ranks' and their extents (see `Timeline::extent`).

@@ -33,6 +33,7 @@ use super::transfer::TransferModel;
 use super::Options;
 use crate::fxhash::FxHashMap;
 use crate::model::compact::{index_u32, some_index, NO_INDEX};
+use crate::model::compute::ComputeCursor;
 use crate::model::{RequestsByPost, Trace};
 
 /// The figures of every request of the trace, in rank and post order.
@@ -174,8 +175,11 @@ impl<'a> RequestPass<'a> {
                 .enumerate()
                 .map(|(p, piece)| {
                     let first = range.start + b * BLOCK + p * PIECE;
+                    // The compute of the piece's rank, searched from request to request
+                    // (a rank's requests are by post, their windows mostly in order).
+                    let mut cursor = None;
                     let each = piece.iter().enumerate();
-                    each.filter_map(|(k, r)| self.row(trace, first + k, r))
+                    each.filter_map(|(k, r)| self.row(trace, first + k, r, &mut cursor))
                         .collect()
                 })
                 .collect();
@@ -185,8 +189,15 @@ impl<'a> RequestPass<'a> {
         }
     }
 
-    /// The row of request `ri`, `r`, of `trace`.
-    fn row(&self, trace: &Trace, ri: usize, r: &crate::model::RequestLife) -> Option<RequestRow> {
+    /// The row of request `ri`, `r`, of `trace`; `cursor` is where the last request's
+    /// window fell in its rank's compute (made anew for a rank other than its).
+    fn row<'t>(
+        &self,
+        trace: &'t Trace,
+        ri: usize,
+        r: &crate::model::RequestLife,
+        cursor: &mut Option<(u32, ComputeCursor<'t>)>,
+    ) -> Option<RequestRow> {
         let (model, collectives, opts) = (self.model, self.collectives, self.opts);
         // The message its post sent or received.
         let message = some_index(self.message[ri]).and_then(|mi| trace.messages.get(mi));
@@ -244,6 +255,10 @@ impl<'a> RequestPass<'a> {
         if let Some((i, span)) = done {
             let post_end = post.end.0;
             m.window_ns = span.start.0.saturating_sub(post_end);
+            if cursor.as_ref().is_none_or(|(rank, _)| *rank != r.rank) {
+                *cursor = Some((r.rank, cpu.cursor()));
+            }
+            let (_, cpu) = cursor.as_mut()?;
             m.cpu_ns = cpu.within(Nanos(post_end), span.start).0 .0;
             m.exposed_wait_ns = span.duration().0;
             m.t_ovrl_ns = span.end.0.saturating_sub(post.start.0);

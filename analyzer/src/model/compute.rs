@@ -219,6 +219,33 @@ impl RankCompute {
         // Intervals starting before `b`, minus those that ended by `a`.
         let hi = self.intervals.partition_point(|s| s.0 < b);
         let lo = self.max_end[..hi].partition_point(|e| *e <= a);
+        self.sum_between(lo, hi, a, b)
+    }
+
+    /// A cursor for queries that come mostly in order, each searched for from where
+    /// the last one was ([`ComputeCursor`]).
+    pub fn cursor(&self) -> ComputeCursor<'_> {
+        ComputeCursor {
+            compute: self,
+            hi: 0,
+            ended: 0,
+        }
+    }
+
+    /// The compute time inside each of `ranges`, summed: what [`RankCompute::within`]
+    /// gives each, each searched for from the last ([`ComputeCursor`]): in one walk of
+    /// the intervals when the ranges come in order (a rank's time in MPI, by start).
+    pub fn within_each(&self, ranges: &[(u64, u64)]) -> Nanos {
+        let mut cursor = self.cursor();
+        let each = ranges
+            .iter()
+            .map(|&(a, b)| cursor.within(Nanos(a), Nanos(b)).0 .0);
+        Nanos(each.sum())
+    }
+
+    /// The compute time inside `[a, b)` of `intervals[lo..hi]` (those that may touch
+    /// it), and how many touch it.
+    fn sum_between(&self, lo: usize, hi: usize, a: u64, b: u64) -> (Nanos, usize) {
         if lo >= hi {
             return (Nanos::ZERO, 0);
         }
@@ -249,6 +276,70 @@ impl RankCompute {
             total -= e - b.max(s);
         }
         (Nanos(total), hi - lo)
+    }
+}
+
+/// [`RankCompute::within`] for queries that come mostly in order (the requests of a
+/// rank by post, its calls by start): each query searches the intervals outward from
+/// where the last one's edges fell, in steps of 1, 2, 4..., so that a query near the
+/// last costs a few comparisons in memory already read, where `within` searches the
+/// whole rank anew. Any order gives the same answers as `within`, a query far from the
+/// last at about twice the comparisons.
+pub struct ComputeCursor<'c> {
+    compute: &'c RankCompute,
+    /// The intervals starting before the last query's end.
+    hi: usize,
+    /// The intervals whose latest end so far came at or before the last query's start.
+    ended: usize,
+}
+
+impl ComputeCursor<'_> {
+    /// Compute time inside `[from, to)`, and how many intervals touch it: what
+    /// [`RankCompute::within`] gives.
+    pub fn within(&mut self, from: Nanos, to: Nanos) -> (Nanos, usize) {
+        let (a, b) = (from.0, to.0);
+        if b <= a {
+            return (Nanos::ZERO, 0);
+        }
+        let c = self.compute;
+        self.hi = partition_point_near(&c.intervals, self.hi, |s| s.0 < b);
+        // `max_end` never falls: those of the first `hi` that ended by `a` are the
+        // first `min(ended, hi)`.
+        self.ended = partition_point_near(&c.max_end, self.ended, |e| *e <= a);
+        c.sum_between(self.ended.min(self.hi), self.hi, a, b)
+    }
+}
+
+/// `v.partition_point(pred)` (`pred` true on a prefix of `v`), searched from `from`
+/// outward: steps of 1, 2, 4... towards the point, then a binary search of the last
+/// step. O(log d) for a point d away from `from`.
+fn partition_point_near<T>(v: &[T], from: usize, pred: impl Fn(&T) -> bool) -> usize {
+    let from = from.min(v.len());
+    if from < v.len() && pred(&v[from]) {
+        // After `from`: everything before `lo` is known to hold.
+        let (mut lo, mut step) = (from + 1, 1);
+        loop {
+            let probe = from + step;
+            if probe >= v.len() || !pred(&v[probe]) {
+                let end = probe.min(v.len());
+                return lo + v[lo..end].partition_point(&pred);
+            }
+            lo = probe + 1;
+            step *= 2;
+        }
+    }
+    // At or before `from`: nothing from `hi` on holds.
+    let (mut hi, mut step) = (from, 1);
+    loop {
+        if step > from {
+            return v[..hi].partition_point(&pred);
+        }
+        let probe = from - step;
+        if pred(&v[probe]) {
+            return probe + 1 + v[probe + 1..hi].partition_point(&pred);
+        }
+        hi = probe;
+        step *= 2;
     }
 }
 
@@ -355,5 +446,47 @@ mod tests {
         let c = RankCompute::of(&t);
         assert_eq!(c.total(), Nanos(5));
         assert_eq!(c.within(Nanos(2), Nanos(8)), (Nanos(3), 3));
+    }
+
+    proptest::proptest! {
+        /// The cursor gives, query for query, what `within` gives (time and count):
+        /// over disjoint and overlapping compute, queries in order (a rank's time in
+        /// MPI), touching, nested, empty, or in any order; and the sum over ranges is
+        /// the sum of theirs.
+        #[test]
+        fn the_cursor_answers_as_within_does(
+            mut intervals in proptest::collection::vec((0u64..200, 0u64..40), 0..40),
+            mut ranges in proptest::collection::vec((0u64..240, 0u64..30), 0..40),
+            sorted in proptest::bool::ANY,
+        ) {
+            let mut intervals: Vec<(u64, u64)> =
+                intervals.drain(..).map(|(a, len)| (a, a + len)).collect();
+            intervals.sort_unstable();
+            let c = RankCompute::of_intervals(ComputeSource::Spans, intervals);
+            let mut ranges: Vec<(u64, u64)> =
+                ranges.drain(..).map(|(a, len)| (a, a + len)).collect();
+            if sorted {
+                ranges.sort_unstable();
+            }
+            let mut cursor = c.cursor();
+            for &(a, b) in &ranges {
+                let (from, to) = (Nanos(a), Nanos(b));
+                proptest::prop_assert_eq!(cursor.within(from, to), c.within(from, to));
+            }
+            let each: u64 = ranges.iter().map(|&(a, b)| c.within(Nanos(a), Nanos(b)).0 .0).sum();
+            proptest::prop_assert_eq!(c.within_each(&ranges), Nanos(each));
+        }
+
+        /// The search from anywhere finds the point a binary search finds.
+        #[test]
+        fn the_search_from_anywhere_finds_the_partition_point(
+            mut v in proptest::collection::vec(0u64..100, 0..70),
+            x in 0u64..110,
+            from in 0usize..80,
+        ) {
+            v.sort_unstable();
+            let near = partition_point_near(&v, from, |e| *e < x);
+            proptest::prop_assert_eq!(near, v.partition_point(|e| *e < x));
+        }
     }
 }
