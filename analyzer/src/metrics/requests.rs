@@ -190,7 +190,7 @@ impl<'a> RequestPass<'a> {
     }
 
     /// The row of request `ri`, `r`, of `trace`; `cursor` is where the last request's
-    /// window fell in its rank's compute (made anew for a rank other than its).
+    /// window fell in its rank's compute (made anew when `r` is of another rank).
     fn row<'t>(
         &self,
         trace: &'t Trace,
