@@ -89,7 +89,7 @@ impl LinkRequests for [RequestOp] {
 #[derive(Default)]
 pub(super) struct KeptRequests {
     /// What a replay reads of each request, by index.
-    pub(super) replay: Vec<ReplayRequest>,
+    replay: Vec<ReplayRequest>,
     /// Each request's post, peer and tag, by index (sentinels as in [`RequestOp`]).
     keys: Vec<(u32, i32, i32)>,
 }
