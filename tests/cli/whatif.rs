@@ -77,9 +77,23 @@ fn predictions_on_other_networks_in_the_report_shape() {
     if !own {
         args.extend(["--latency", "1us", "--bandwidth", "1GB/s"]);
     }
+    // The trace's own network is fitted to a line through its size classes, or, when
+    // the classes' times lie off any line (a loaded machine), measured per class.
+    let source = if own {
+        let mut json_args = args.clone();
+        json_args.push("--json");
+        let network = &whatif_json(&json_args)["whatif"]["network"];
+        match network["source"]["from"].as_str() {
+            Some("fitted" | "one_class") => "fitted to ",
+            Some("classes") => "measured by ",
+            other => panic!("a network of the trace's own from {other:?}: {network:#}"),
+        }
+    } else {
+        "(given)"
+    };
     let run = overlap(&args);
     assert!(run.success(), "{}", run.describe());
-    run.assert_stdout_has(if own { "fitted to " } else { "(given)" });
+    run.assert_stdout_has(source);
     run.assert_stdout_has("eager limit 1024 B, given");
     run.assert_stdout_has("replay.self_error ");
     run.assert_stdout_has("measured    predicted");
