@@ -16,6 +16,7 @@ pub(crate) mod compact;
 pub mod compute;
 pub mod copies;
 mod messages_by_rank;
+pub(crate) mod near;
 mod rank_work;
 mod region_mark;
 mod span;

@@ -296,6 +296,7 @@ fn digest_rank(
 /// one rank stay among its own records (taken message by message, a run of many ranks
 /// jumped between every rank's, which was most of the pass at 1 024 ranks).
 fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> (MessageEnds, MessagesByRank) {
+    let _s = tracing::info_span!("message sides").entered();
     let index = MessagesByRank::of(messages);
     let all = index.all();
     let digest = |rank: u32| {
@@ -304,10 +305,12 @@ fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> (MessageEnds, Me
     };
     // The sides of the messages `listed` (one rank's after another), each found by
     // `side` in the digest of the rank `rank_of` gives.
-    let sides = |listed: &[u32],
-                 rank_of: &(dyn Fn(&Message) -> u32 + Sync),
-                 side: &(dyn Fn(&RankDigest, &Message) -> Option<Side> + Sync)| {
+    // A rank's messages come in send order, so its sides are asked in nearly their
+    // order: each is searched from where the last one was found (`near`).
+    type Find<'a> = dyn Fn(&RankDigest, &Message, &mut usize) -> Option<Side> + Sync + 'a;
+    let sides = |listed: &[u32], rank_of: &(dyn Fn(&Message) -> u32 + Sync), side: &Find| {
         let mut held: Option<(u32, Option<&RankDigest>)> = None;
+        let mut near = 0;
         let found = listed.iter().filter_map(|&mi| {
             let m = &messages[mi as usize];
             let rank = rank_of(m);
@@ -316,17 +319,20 @@ fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> (MessageEnds, Me
                 _ => {
                     let d = digest(rank);
                     held = Some((rank, d));
+                    near = 0;
                     d
                 }
             };
-            Some((mi as usize, d.and_then(|d| side(d, m))?))
+            Some((mi as usize, d.and_then(|d| side(d, m, &mut near))?))
         });
         Sides::scattered(messages.len(), found)
     };
-    let send = |d: &RankDigest, m: &Message| d.sends.find(m.send().index as u32);
-    let recv = |d: &RankDigest, m: &Message| {
+    let send = |d: &RankDigest, m: &Message, near: &mut usize| {
+        d.sends.find_near(m.send().index as u32, near)
+    };
+    let recv = |d: &RankDigest, m: &Message, near: &mut usize| {
         let done = m.completion().map_or(NO_CALL, |c| c.index as u32);
-        d.recvs.find((m.recv_post().index as u32, done))
+        d.recvs.find_near((m.recv_post().index as u32, done), near)
     };
     let (sends, recvs) = rayon::join(
         || sides(all.sent, &|m| m.send().rank, &send),
@@ -338,6 +344,7 @@ fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> (MessageEnds, Me
 /// The run's requests, each rank's moved out of its digest in rank order, and where
 /// each rank's first is among them.
 fn requests_of(mut ranks: Vec<RankDigest>) -> (Vec<RankDigest>, Vec<RequestLife>, Vec<usize>) {
+    let _s = tracing::info_span!("requests gathered").entered();
     let mut requests = Vec::with_capacity(ranks.iter().map(|d| d.requests.len()).sum());
     let mut firsts = Vec::with_capacity(ranks.len());
     for d in &mut ranks {
@@ -353,6 +360,7 @@ fn requests_of(mut ranks: Vec<RankDigest>) -> (Vec<RankDigest>, Vec<RequestLife>
 /// ([`Numbering`]), the ranks in rank order. `firsts[i]`: where rank `i`'s requests
 /// start among the run's.
 fn collective_ends(ranks: &[RankDigest], firsts: &[usize]) -> (CollectiveEnds, CallInstances) {
+    let _s = tracing::info_span!("collective ends").entered();
     let mut blocking: Vec<Blocking> = Vec::new();
     let mut calls = CallInstances::default();
     let mut numbering = Numbering::new();

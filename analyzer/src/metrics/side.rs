@@ -17,6 +17,7 @@ use overlap_format::schema::Nanos;
 use rayon::prelude::*;
 
 use crate::model::compact::{index_u32, some_index, NO_INDEX};
+use crate::model::near::partition_point_near;
 use crate::model::{EventRef, Timeline};
 
 /// A call that completed one end of a message (or a request): where it is, when, and
@@ -297,10 +298,14 @@ impl<K: Copy> Sides<K> {
 }
 
 impl<K: Copy + Ord> Sides<K> {
-    /// The side of `key`, when the sides (sorted by key) have one.
-    pub(crate) fn find(&self, key: K) -> Option<Side> {
-        let at = self.narrow.binary_search_by_key(&key, |n| n.0).ok()?;
-        Some(self.get(at))
+    /// The side of `key`, when the sides (sorted by key) have one, searched from `near`
+    /// outward (where the last key asked fell), which it then holds where this one
+    /// falls: keys asked in nearly their order are found in a few steps each.
+    pub(crate) fn find_near(&self, key: K, near: &mut usize) -> Option<Side> {
+        let at = partition_point_near(&self.narrow, *near, |n| n.0 < key);
+        *near = at;
+        let found = self.narrow.get(at).is_some_and(|n| n.0 == key);
+        found.then(|| self.get(at))
     }
 }
 
@@ -401,9 +406,16 @@ mod tests {
         assert_eq!(filled.iter().collect::<Vec<_>>(), all);
         assert_eq!(scattered.iter().take(all.len()).collect::<Vec<_>>(), all);
         assert_eq!(scattered.get(all.len() + 1), Side::NONE);
+        // Found from wherever the search starts, which it leaves where the key falls.
         for (i, s) in all.iter().enumerate() {
-            assert_eq!(keyed.find(i as u32 * 2), Some(*s));
-            assert_eq!(keyed.find(i as u32 * 2 + 1), None);
+            for start in 0..all.len() + 2 {
+                let mut near = start;
+                assert_eq!(keyed.find_near(i as u32 * 2, &mut near), Some(*s));
+                assert_eq!(near, i);
+                let mut near = start;
+                assert_eq!(keyed.find_near(i as u32 * 2 + 1, &mut near), None);
+                assert_eq!(near, i + 1);
+            }
         }
         assert_eq!((keyed.wide.len(), filled.wide.len()), (6, 6));
     }
