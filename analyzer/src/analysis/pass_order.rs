@@ -319,9 +319,14 @@ impl Models {
     /// The models of `trace`'s messages (no rank's events are read), what crosses its
     /// ranks being `cross`.
     pub(super) fn fit(trace: &Trace, cross: &CrossRank) -> Models {
+        let _s = tracing::info_span!("models").entered();
+        let (transfers, collectives) = rayon::join(
+            || transfer::TransferModel::fit_with(trace, &cross.messages),
+            || CollectiveModel::fit_with(&cross.collectives),
+        );
         Models {
-            transfers: transfer::TransferModel::fit_with(trace, &cross.messages),
-            collectives: CollectiveModel::fit_with(&cross.collectives),
+            transfers,
+            collectives,
         }
     }
 

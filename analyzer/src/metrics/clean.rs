@@ -47,6 +47,7 @@
 use std::borrow::Cow;
 
 use overlap_format::schema::Nanos;
+use rayon::prelude::*;
 
 use super::eager::{EagerFit, Protocol};
 use super::message_ends::{Done, Ends, MessageEnds};
@@ -89,19 +90,24 @@ impl LatestPartners {
     /// The latest partners of every completing call of `trace`, whose messages' ends
     /// are `ends`.
     pub(crate) fn of(trace: &Trace, ends: &MessageEnds) -> LatestPartners {
-        let mut all: Vec<(u64, Nanos)> = Vec::with_capacity(trace.messages.len() * 2);
-        for (mi, m) in trace.messages.iter().enumerate() {
-            let Some(e) = ends.ends(mi, m) else {
-                continue;
-            };
-            if let Some(c) = e.recv_done {
-                all.push((packed(c.at), e.send_start));
-            }
-            if let Some(c) = e.send_done {
-                all.push((packed(c.at), e.recv_post_start));
-            }
-        }
-        all.sort_unstable();
+        // Two entries per message, made and sorted on rayon's threads; an end that
+        // completed nothing is `NONE`, which no call packs to (an index is below
+        // `u32::MAX`), so that it sorts last and is cut off.
+        const NONE: (u64, Nanos) = (u64::MAX, Nanos(u64::MAX));
+        let mut all: Vec<(u64, Nanos)> = vec![NONE; trace.messages.len() * 2];
+        let messages = trace.messages.par_iter().enumerate();
+        all.par_chunks_mut(2)
+            .zip(messages)
+            .for_each(|(two, (mi, m))| {
+                if let Some(e) = ends.ends(mi, m) {
+                    let received = e.recv_done.map(|c| (packed(c.at), e.send_start));
+                    let sent = e.send_done.map(|c| (packed(c.at), e.recv_post_start));
+                    two[0] = received.unwrap_or(NONE);
+                    two[1] = sent.unwrap_or(NONE);
+                }
+            });
+        all.par_sort_unstable();
+        all.truncate(all.partition_point(|e| e.0 != NONE.0));
         // The last of each call's entries is its latest partner.
         let mut latest: Vec<(u64, Nanos)> = Vec::new();
         for same in all.chunk_by(|a, b| a.0 == b.0) {

@@ -13,10 +13,11 @@
 //!  r1 |c 0 ------------ 5|Irecv|Wait|     Irecv was posted (5): 64 KiB <= limit
 //! ```
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use super::message_ends::MessageEnds;
-use crate::model::Trace;
+use crate::model::{Message, Trace};
 
 /// The eager limit assumed when neither the trace nor the user says: 64 KiB, the order
 /// of MPICH's eager thresholds (ch3 switches to rendezvous above 128 KiB, its
@@ -62,22 +63,26 @@ impl EagerFit {
 
     /// [`EagerFit::of`], the ends of `trace`'s messages already found.
     pub(crate) fn of_ends(trace: &Trace, ends: &MessageEnds) -> EagerFit {
-        let mut largest_eager: Option<u64> = None;
-        let mut waited: Vec<u64> = Vec::new();
-        for (mi, m) in trace.messages.iter().enumerate() {
-            let Some(e) = ends.ends(mi, m) else {
-                continue;
-            };
-            let Some(done) = e.send_done else { continue };
-            let posted = e.recv_post_start;
-            if done.end < posted {
-                largest_eager = Some(largest_eager.map_or(m.bytes, |e| e.max(m.bytes)));
-            } else if done.start < posted {
-                waited.push(m.bytes);
-            }
-        }
-        let smallest_rendezvous =
-            largest_eager.and_then(|largest| waited.into_iter().filter(|&b| b > largest).min());
+        // Each message's send completion against its receive's post, on rayon's
+        // threads: the largest message that completed before it was posted, then the
+        // smallest larger one whose send waited into its post.
+        let sent_done = |(mi, m): (usize, &Message)| {
+            let e = ends.ends(mi, m)?;
+            Some((m.bytes, e.send_done?, e.recv_post_start))
+        };
+        let messages = || trace.messages.par_iter().enumerate().filter_map(sent_done);
+        let largest_eager = messages()
+            .filter(|(_, done, posted)| done.end < *posted)
+            .map(|(bytes, _, _)| bytes)
+            .max();
+        let smallest_rendezvous = largest_eager.and_then(|largest| {
+            messages()
+                .filter(|(bytes, done, posted)| {
+                    done.end >= *posted && done.start < *posted && *bytes > largest
+                })
+                .map(|(bytes, _, _)| bytes)
+                .min()
+        });
         EagerFit {
             largest_eager,
             smallest_rendezvous,

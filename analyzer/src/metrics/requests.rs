@@ -298,22 +298,30 @@ const NO_TIME: u64 = u64::MAX;
 /// (`NO_INDEX` for none, and for messages one of whose calls is not in the trace).
 /// A call that posted several requests of a kind (a Startall) gives each the same.
 fn messages_of_requests(trace: &Trace, ends: &MessageEnds, by_post: &RequestsByPost) -> Vec<u32> {
-    let mut message = vec![NO_INDEX; trace.requests.len()];
-    for (mi, m) in trace.messages.iter().enumerate() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    // One past the message's index (0: none), the messages walked on rayon's threads:
+    // where several messages name one request (a Startall's sends, each posted by the
+    // one call), the last message's, as a walk in message order leaves it.
+    let found: Vec<AtomicU32> = (0..trace.requests.len())
+        .map(|_| AtomicU32::new(0))
+        .collect();
+    trace.messages.par_iter().enumerate().for_each(|(mi, m)| {
         let (send, post) = (m.send(), m.recv_post());
         if ends.send(mi).start().is_none() || ends.recv(mi).start().is_none() {
-            continue;
+            return;
         }
         let ends = [(post, RequestKind::Recv), (send, RequestKind::Send)];
         for (call, kind) in ends {
             for ri in by_post.at(call) {
                 if trace.requests[ri].kind == kind {
-                    message[ri] = index_u32(mi);
+                    found[ri].fetch_max(index_u32(mi) + 1, Ordering::Relaxed);
                 }
             }
         }
-    }
-    message
+    });
+    (found.into_iter())
+        .map(|f| f.into_inner().checked_sub(1).unwrap_or(NO_INDEX))
+        .collect()
 }
 
 /// The IMB overlap of one operation (0..1): 0 when nothing was computed, none when the

@@ -230,8 +230,14 @@ fn measured(
     let run = parts.columns();
     let (model, collective_model) = (&models.transfers, &models.collectives);
     let hosts = Oversubscription::of(&run.info);
-    let descheduled = DescheduledTime::of(run, &cross.messages, &hosts, model);
-    let pass = RequestPass::new(run, &cross, model, collective_model, opts);
+    let descheduled = {
+        let _s = tracing::info_span!("scheduler's time").entered();
+        DescheduledTime::of(run, &cross.messages, &hosts, model)
+    };
+    let pass = {
+        let _s = tracing::info_span!("request pass").entered();
+        RequestPass::new(run, &cross, model, collective_model, opts)
+    };
     let shared = wait_states::shared_candidates(&cross);
     // Of what crosses ranks, only the messages' ends are read by the parts: the rest is
     // dropped now.
