@@ -89,9 +89,17 @@ impl Fold {
         waits: &[WaitInstance],
         messages: PartMessages,
     ) {
-        self.calls.add(part, sites, waits, messages);
-        self.traffic.add(part, messages.sent);
-        self.phases.add(part, waits);
+        // The three folds do not need each other.
+        let (calls, traffic, phases) = (&mut self.calls, &mut self.traffic, &mut self.phases);
+        rayon::join(
+            || calls.add(part, sites, waits, messages),
+            || {
+                rayon::join(
+                    || traffic.add(part, messages.sent),
+                    || phases.add(part, waits),
+                )
+            },
+        );
     }
 
     /// The profile of every part added, with `sites` the table they were added with.

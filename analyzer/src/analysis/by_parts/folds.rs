@@ -111,41 +111,49 @@ impl<'a> Folds<'a> {
             wait_states::instances_of(part, self.ends, self.shared, messages)
         };
         (self.descheduled_time).flag_more(&mut waits, &mut self.descheduled);
-        self.wait_groups.add_waits(part, sites, &waits);
-        {
-            let _s = tracing::info_span!("profile").entered();
-            self.profile.add(part, sites, &waits, messages);
-        }
-        self.of_trace.add(part, sites, self.ends);
-        self.extents
-            .extend(part.ranks.iter().map(|t| (t.rank, t.extent())));
-        self.marks.extend(part.ranks.iter().map(RankMarks::of));
         let late_sender = false_overlap::late_sender_by_call(&waits);
-        let uncertainty = self.models.uncertainty();
-        let requests = part_requests(part);
-        let first = requests.start;
-        let _s = tracing::info_span!("requests").entered();
-        for range in parts_of_whole_ranks(&part.requests[requests], PART) {
-            let range = first + range.start..first + range.end;
-            self.pass.rows_into(part, range, &mut self.rows);
-            let rows = &self.rows;
-            let (requests, findings) = (&mut self.requests, &mut self.findings);
-            rayon::join(
-                || requests.add(rows, opts, &|r| listed(part, sites, r)),
-                || {
-                    let mut add = |found: Vec<Finding>| findings.add(part, sites, &found);
-                    false_overlap::findings_into(
-                        part,
-                        rows,
-                        &late_sender,
-                        opts,
-                        &uncertainty,
-                        &mut add,
-                    )
-                },
-            );
-        }
-        self.wait_summary.add(&waits);
+        // What reads the wait instances (their groups by site, the profile) runs beside
+        // the rest of the part: the folds do not need each other.
+        let (wait_groups, profile) = (&mut self.wait_groups, &mut self.profile);
+        let waits = &waits;
+        rayon::join(
+            || {
+                wait_groups.add_waits(part, sites, waits);
+                let _s = tracing::info_span!("profile").entered();
+                profile.add(part, sites, waits, messages);
+            },
+            || {
+                self.of_trace.add(part, sites, self.ends);
+                self.extents
+                    .extend(part.ranks.iter().map(|t| (t.rank, t.extent())));
+                self.marks.extend(part.ranks.iter().map(RankMarks::of));
+                let uncertainty = self.models.uncertainty();
+                let requests = part_requests(part);
+                let first = requests.start;
+                let _s = tracing::info_span!("requests").entered();
+                for range in parts_of_whole_ranks(&part.requests[requests], PART) {
+                    let range = first + range.start..first + range.end;
+                    self.pass.rows_into(part, range, &mut self.rows);
+                    let rows = &self.rows;
+                    let (requests, findings) = (&mut self.requests, &mut self.findings);
+                    rayon::join(
+                        || requests.add(rows, opts, &|r| listed(part, sites, r)),
+                        || {
+                            let mut add = |found: Vec<Finding>| findings.add(part, sites, &found);
+                            false_overlap::findings_into(
+                                part,
+                                rows,
+                                &late_sender,
+                                opts,
+                                &uncertainty,
+                                &mut add,
+                            )
+                        },
+                    );
+                }
+            },
+        );
+        self.wait_summary.add(waits);
     }
 
     /// The figures of every part added.
