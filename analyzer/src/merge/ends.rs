@@ -495,4 +495,61 @@ mod tests {
             (0, 0)
         );
     }
+
+    proptest::proptest! {
+        /// The join pairs the i-th send from s to d of a tag with the i-th receive
+        /// posted on d from s of that tag, whatever the ranks' order and traffic (a
+        /// rank sent to that recorded nothing, a source that never sent), and gives the
+        /// messages in send order.
+        #[test]
+        fn the_join_pairs_as_the_non_overtaking_rule_says(
+            ranks in proptest::collection::vec(
+                proptest::collection::vec((proptest::bool::ANY, 0u32..5, 0i32..2), 0..12),
+                1..5,
+            ),
+        ) {
+            // Rank 4 records nothing: sends to it and receives from it match nothing.
+            let mut ends = Vec::new();
+            let mut sends: Vec<(u32, u32, i32, usize)> = Vec::new();
+            let mut receives: Vec<(u32, u32, i32, usize)> = Vec::new();
+            for (rank, ops) in ranks.iter().enumerate() {
+                let rank = rank as u32;
+                let mut e = RankEnds::new(rank);
+                for (post, &(is_send, peer, tag)) in ops.iter().enumerate() {
+                    let start = at(post as u64 * 10 + u64::from(rank));
+                    if is_send {
+                        e.send(peer, tag, 0, post, 8, start);
+                        sends.push((rank, peer, tag, post));
+                    } else {
+                        e.receive(peer, tag, 0, post, Some((post + 1, at(1_000))));
+                        receives.push((peer, rank, tag, post));
+                    }
+                }
+                ends.push(e.finish());
+            }
+            ends.reverse();
+            // The i-th of each (source, destination, tag) on both sides.
+            let mut expected = Vec::new();
+            let mut matched_receives = 0;
+            for &(src, dst, tag, post) in &sends {
+                let nth = sends.iter().filter(|s| (s.0, s.1, s.2) == (src, dst, tag) && s.3 < post).count();
+                let to = receives.iter().filter(|r| (r.0, r.1, r.2) == (src, dst, tag)).nth(nth);
+                if let Some(r) = to {
+                    expected.push((src, post, dst, r.3));
+                    matched_receives += 1;
+                }
+            }
+            expected.sort_by_key(|&(src, post, _, _)| (post as u64 * 10 + u64::from(src), src, post));
+            let m = join(ends);
+            let got: Vec<(u32, usize, u32, usize)> = (m.messages.iter())
+                .map(|m| (m.send().rank, m.send().index, m.recv_post().rank, m.recv_post().index))
+                .collect();
+            proptest::prop_assert_eq!(&got, &expected);
+            proptest::prop_assert_eq!(m.counts.unmatched_sends, (sends.len() - got.len()) as u64);
+            proptest::prop_assert_eq!(
+                m.counts.unmatched_receives,
+                (receives.len() - matched_receives) as u64
+            );
+        }
+    }
 }
