@@ -255,10 +255,10 @@ impl<'a> RequestPass<'a> {
         if let Some((i, span)) = done {
             let post_end = post.end.0;
             m.window_ns = span.start.0.saturating_sub(post_end);
-            if cursor.as_ref().is_none_or(|(rank, _)| *rank != r.rank) {
-                *cursor = Some((r.rank, cpu.cursor()));
+            if cursor.as_ref().is_some_and(|(rank, _)| *rank != r.rank) {
+                *cursor = None;
             }
-            let (_, cpu) = cursor.as_mut()?;
+            let (_, cpu) = cursor.get_or_insert_with(|| (r.rank, cpu.cursor()));
             m.cpu_ns = cpu.within(Nanos(post_end), span.start).0 .0;
             m.exposed_wait_ns = span.duration().0;
             m.t_ovrl_ns = span.end.0.saturating_sub(post.start.0);
