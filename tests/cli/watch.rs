@@ -465,9 +465,9 @@ fn check_own_sigsegv(mpi: Mpi) {
     let table = SiteTable::build(&trace);
     let sum = at_line("watch_segv.c", "sum += in[i]");
     for t in &trace.ranks {
-        // The receive buffers' watches that reached the file before the rank died (the
-        // last ones may not have): each first read at the sum line, the one of round 1,
-        // read by the child forked while it was watched, too.
+        // The receive buffers' watches (the handler finalizes before the rank exits, but
+        // a watch the fault ended early may be missing): each first read at the sum
+        // line, the one of round 1, read by the child forked while it was watched, too.
         let reads: Vec<(u64, String)> = t
             .learned
             .iter()
