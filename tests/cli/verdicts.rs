@@ -89,10 +89,22 @@ fn false_overlap_and_its_twin_get_different_verdicts_from_the_preload_trace() {
     // tests, and a descheduled gap reads as compute: so the twins are compared in up to
     // three alternated pairs, and the late one must overlap more in two of them.
     let mean = |r: &Value| r["requests"]["mean_overlap"].as_f64().unwrap();
+    // Each pair into files of its own: the text below is of the early run checked above.
     let mut pairs = vec![(mean(&late), mean(&early))];
     while pairs.len() < 3 && pairs.iter().filter(|(l, e)| l > e).count() < 2 {
-        let e = traced(&early_path, "early", MIB_DOUBLES, &env);
-        let l = traced(&late_path, "late", MIB_DOUBLES, &env);
+        let n = pairs.len() + 1;
+        let e = traced(
+            &dir.path().join(format!("early-{n}.json")),
+            "early",
+            MIB_DOUBLES,
+            &env,
+        );
+        let l = traced(
+            &dir.path().join(format!("late-{n}.json")),
+            "late",
+            MIB_DOUBLES,
+            &env,
+        );
         pairs.push((mean(&l), mean(&e)));
     }
     assert!(
