@@ -63,30 +63,44 @@ use folds::{Bounds, Folds};
 const PART_EVENTS: u64 = 1 << 21;
 const PARTS_PER_RUN: u64 = 32;
 
+/// The share of the run up to which a part still takes ranks to give each thread one
+/// (at least [`PART_EVENTS`]): a run of 16 ranks of 100 M events is read two ranks a
+/// part on two threads, 12.5 M events, not one rank on one thread while the other
+/// waits.
+const THREADS_PART_OF_RUN: u64 = 8;
+
 /// How large each part is at least (but the last; a rank is never split).
 #[derive(Clone, Copy, Debug)]
 struct PartSize {
     /// Events.
     events: u64,
-    /// Ranks, while the part holds fewer than [`PART_EVENTS`] events: a part's ranks are
-    /// read, and most of its figures made, one rank per thread.
+    /// Ranks, while the part holds fewer than `most` events: a part's ranks are read,
+    /// and most of its figures made, one rank per thread.
     ranks: usize,
+    /// Events past which a part takes no more ranks for its threads.
+    most: u64,
 }
 
 impl PartSize {
     /// Parts of `events` events, however many ranks.
     #[cfg(test)]
     fn of_events(events: u64) -> PartSize {
-        PartSize { events, ranks: 1 }
+        PartSize {
+            events,
+            ranks: 1,
+            most: events,
+        }
     }
 
     /// The parts of a run of `events` events: the share [`PARTS_PER_RUN`] gives, at
-    /// most [`PART_EVENTS`], and as many ranks as rayon has threads (a run of 16 ranks
-    /// of 10 M events is read two ranks a part on two threads, not one).
+    /// most [`PART_EVENTS`], and as many ranks as rayon has threads while they hold at
+    /// most the share [`THREADS_PART_OF_RUN`] gives (a run of 16 ranks of 10 M events is
+    /// read two ranks a part on two threads, not one).
     fn of_run(events: u64) -> PartSize {
         PartSize {
             events: (events / PARTS_PER_RUN).clamp(1, PART_EVENTS),
             ranks: rayon::current_num_threads(),
+            most: (events / THREADS_PART_OF_RUN).max(PART_EVENTS),
         }
     }
 }
@@ -402,7 +416,7 @@ fn cuts_of(events: &[u64], at_least: PartSize) -> Vec<Range<usize>> {
     for (i, &n) in events.iter().enumerate() {
         held += n;
         let ranks = i + 1 - start;
-        if held >= at_least.events && (ranks >= at_least.ranks || held >= PART_EVENTS) {
+        if held >= at_least.events && (ranks >= at_least.ranks || held >= at_least.most) {
             cuts.push(start..i + 1);
             (start, held) = (i + 1, 0);
         }

@@ -76,19 +76,24 @@ fn the_readings_told_end_at_their_total() {
 }
 
 /// Parts are cut after whole ranks: once they hold enough events and, while they hold
-/// fewer than `PART_EVENTS`, enough ranks; the last takes what is left.
+/// fewer than their most, enough ranks; the last takes what is left.
 ///
 /// ```text
 ///  ranks (events)   10 | 10 | 10 | 10 | 10
 ///  15 events        [0  1] [2  3] [4]
 ///  1 event, 3 ranks [0  1  2] [3  4]
+///  1 event, 5 ranks, at most 25 events: [0  1  2] [3  4]
 ///  a rank of PART_EVENTS, 2 ranks: [big] [10 10] [big]
 /// ```
 #[test]
 fn parts_hold_enough_events_and_enough_ranks_unless_large() {
     use super::{cuts_of, PART_EVENTS};
     let five = [10; 5];
-    let size = |events, ranks| PartSize { events, ranks };
+    let size = |events, ranks| PartSize {
+        events,
+        ranks,
+        most: PART_EVENTS,
+    };
     assert_eq!(cuts_of(&five, size(15, 1)), vec![0..2, 2..4, 4..5]);
     assert_eq!(
         cuts_of(&five, size(1, 1)),
@@ -97,6 +102,36 @@ fn parts_hold_enough_events_and_enough_ranks_unless_large() {
     assert_eq!(cuts_of(&five, size(1, 3)), vec![0..3, 3..5]);
     assert_eq!(cuts_of(&five, size(u64::MAX, 1)), vec![0..5]);
     assert!(cuts_of(&[], size(1, 1)).is_empty());
+    let at_most_25 = PartSize {
+        most: 25,
+        ..size(1, 5)
+    };
+    assert_eq!(cuts_of(&five, at_most_25), vec![0..3, 3..5]);
     let big = [PART_EVENTS, 10, 10, PART_EVENTS];
     assert_eq!(cuts_of(&big, size(1, 2)), vec![0..1, 1..3, 3..4]);
+}
+
+/// A run's parts take ranks for every thread up to an eighth of the run, and never
+/// less than `PART_EVENTS`: 16 ranks of 6.25 M events are read two a part on two
+/// threads; 4 ranks of 25 M, a rank a part.
+#[test]
+fn a_runs_parts_give_each_thread_a_rank_up_to_an_eighth_of_the_run() {
+    use super::{cuts_of, PART_EVENTS};
+    let sixteen = [6_250_000; 16];
+    let size = PartSize {
+        ranks: 2,
+        ..PartSize::of_run(sixteen.iter().sum())
+    };
+    assert_eq!(size.most, 12_500_000);
+    assert_eq!(size.events, PART_EVENTS);
+    let pairs: Vec<_> = (0..8).map(|i| 2 * i..2 * i + 2).collect();
+    assert_eq!(cuts_of(&sixteen, size), pairs);
+    let four = [25_000_000; 4];
+    let size = PartSize {
+        ranks: 2,
+        ..PartSize::of_run(four.iter().sum())
+    };
+    let ones: Vec<_> = (0..4).map(|i| i..i + 1).collect();
+    assert_eq!(cuts_of(&four, size), ones);
+    assert_eq!(PartSize::of_run(1_000).most, PART_EVENTS);
 }
