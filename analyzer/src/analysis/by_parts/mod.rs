@@ -56,10 +56,11 @@ use crate::sites::SiteTable;
 use crate::Result;
 use folds::{Bounds, Folds};
 
-/// How many events a part holds at most, when its ranks are smaller (a rank is never
-/// split), and what share of the run: reading a rank takes a few times its timeline's
-/// memory while it lasts, which is then small beside the columns (a run of 10 M events
-/// is read in parts of 312 500 events, one of 1 000 M in parts of 2 M).
+/// How many events a part is cut at, when its ranks are smaller (a rank is never
+/// split) and it has a rank per thread, and what share of the run: reading a rank takes
+/// a few times its timeline's memory while it lasts, which is then small beside the
+/// columns (a run of 10 M events is read in parts of 312 500 events, one of 1 000 M in
+/// parts of 2 M).
 const PART_EVENTS: u64 = 1 << 21;
 const PARTS_PER_RUN: u64 = 32;
 
