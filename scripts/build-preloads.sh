@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the preload once more for every other MPI installed beside the default one.
+# Builds the preload once more for every other MPI installed beside the default one, and
+# the library under `overlap analyze --parallel`'s workers for every MPI installed.
 #
 # A preload works only in programs of the MPI family it was compiled against (MPICH's
 # handles are integers, Open MPI's are pointers). Cargo builds `liboverlap_preload.so`
@@ -16,6 +17,10 @@
 # the other families: they need nothing of each other (each has its own target
 # directory), so `make test` builds the others beside the workspace (a core is idle much
 # of a cargo build) and `make demo` leaves them out (it traces no program).
+#
+# The workers' library (src/parallel/exchange.c: a few collectives, no handle crossing
+# its functions) is one small C file: `liboverlap_exchange-<family>.so` is compiled with
+# each family's wrapper beside its preload (the default family's with --default too).
 #
 # The wrappers are looked up as Debian names them (mpicc.mpich, mpicc.openmpi), or
 # given as OVERLAP_MPICC_MPICH / OVERLAP_MPICC_OPENMPI.
@@ -55,10 +60,21 @@ else
   fi
 fi
 
+# The workers' library for `family`, compiled with the wrapper `mpicc` when its source
+# is newer than the library (a second of work, but `make test` asks for it twice).
+exchange_library() {
+  local mpicc=$1 family=$2 lib="$out/liboverlap_exchange-$2.so" src=src/parallel/exchange.c
+  if [ ! "$lib" -nt "$src" ]; then
+    "$mpicc" -shared -fPIC -O2 -Wall -Wextra -Werror -o "$lib.tmp" "$src"
+    mv "$lib.tmp" "$lib"
+  fi
+}
+
 for family in mpich openmpi; do
   if [ "$family" = "$default" ]; then
     # Cargo's own build, named by its MPI too: a link, which a rebuild cannot leave stale.
     [ "$mode" = others ] || ln -sfn liboverlap_preload.so "$out/liboverlap_preload-$family.so"
+    [ "$mode" = others ] || exchange_library "${MPICC:-mpicc}" "$family"
     continue
   fi
   [ "$mode" != default ] || continue
@@ -68,10 +84,12 @@ for family in mpich openmpi; do
   # overwrite cargo's own library), and never left stale when the MPI is gone.
   rm -f "$out/liboverlap_preload-$family.so"
   if [ -z "$mpicc" ]; then
+    rm -f "$out/liboverlap_exchange-$family.so"
     echo "build-preloads: no $family compiler wrapper (mpicc.$family or $var): not built"
     continue
   fi
   echo "build-preloads: the preload for $family ($mpicc)"
   MPICC="$mpicc" cargo build -q -p overlap-preload "${flags[@]}" --target-dir "target/mpi-$family"
   cp "target/mpi-$family/$profile/liboverlap_preload.so" "$out/liboverlap_preload-$family.so"
+  exchange_library "$mpicc" "$family"
 done

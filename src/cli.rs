@@ -21,6 +21,7 @@ use crate::finish::{report_merge, warn_incomplete, Failure, RunEnd};
 use crate::format::{default_format, format_of, FormatArg};
 use crate::hold::HoldArgs;
 use crate::output::{out, outln, sayln};
+use crate::parallel::Role;
 use crate::run::RunArgs;
 use crate::rundir::RunDir;
 use crate::supervise::Ending;
@@ -88,6 +89,8 @@ struct AnalyzeArgs {
     profile: Option<usize>,
     #[command(flatten)]
     hold: HoldArgs,
+    #[command(flatten)]
+    parallel: crate::parallel::ParallelArgs,
     #[command(flatten)]
     analysis: AnalysisArgs,
     #[command(flatten)]
@@ -454,18 +457,54 @@ pub(crate) fn style() -> Style {
     Style { color }
 }
 
+/// Refuses what the workers of `--parallel` cannot give: they analyse a directory of
+/// rank files whole, a share of the files each, and the report is worker 0's.
+fn only_in_parts(a: &AnalyzeArgs, tables: bool) -> Result<()> {
+    let refused = if tables {
+        Some("--csv and --parquet (the tables need the run held whole)")
+    } else if !a.window.choice().is_all() {
+        Some("a window of the run (it is cut from the run held whole)")
+    } else if a.hold.hold == crate::hold::Hold::Whole {
+        Some("--hold whole (each worker holds its share)")
+    } else if a.self_trace.is_some() {
+        Some("--self-trace (it records one process)")
+    } else {
+        None
+    };
+    match refused {
+        Some(what) => bail!("--parallel: its workers cannot take {what}"),
+        None => Ok(()),
+    }
+}
+
 fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     let opts = a.analysis.options()?;
     crate::tables::check_built(&a.csv, &a.parquet)?;
+    let tables = a.csv.is_some() || a.parquet.is_some();
+    let role = a.parallel.role()?;
+    if !matches!(role, Role::Alone) {
+        only_in_parts(&a, tables)?;
+    }
+    let worker_run = match role {
+        Role::Launch(workers) => return a.parallel.launch(workers),
+        Role::Worker(library) => match crate::parallel::analyze(&library, &a.trace, &opts)? {
+            Ok(Some(run)) => Some(run),
+            Ok(None) => return Ok(ExitCode::SUCCESS),
+            Err(code) => return Ok(code),
+        },
+        Role::Alone => None,
+    };
     let self_trace = match &a.self_trace {
         Some(file) => Some(crate::selftrace::start(file)?),
         None => None,
     };
-    let tables = a.csv.is_some() || a.parquet.is_some();
     // A directory of rank files, whole, with no table asked for, may be analysed
     // without ever being held whole (read three times, a part of its ranks at a time).
-    let by_parts = (a.hold.hold).chosen(&a.trace, a.window.choice().is_all() && !tables);
-    let (report, run_regions, window, for_tables) = if by_parts {
+    let by_parts = worker_run.is_none()
+        && (a.hold.hold).chosen(&a.trace, a.window.choice().is_all() && !tables);
+    let (report, run_regions, window, for_tables) = if let Some(run) = worker_run {
+        (run.report, run.regions, WindowReport::default(), None)
+    } else if by_parts {
         let run = crate::hold::analyze_in_parts(&a.trace, &opts)?;
         (run.report, run.regions, WindowReport::default(), None)
     } else {

@@ -8,9 +8,10 @@
 use std::path::Path;
 use std::sync::Mutex;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use overlap_analyzer::analysis::DirAnalysis;
+use overlap_analyzer::exchange::{Alone, Exchange};
 use overlap_analyzer::metrics::Options;
 
 use crate::finish::warn_incomplete;
@@ -98,6 +99,18 @@ impl Hold {
 /// a progress bar on stderr over its readings of the files; what could not be used is
 /// the caller's to say.
 pub(crate) fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
+    let run = analyze_shared(dir, opts, &Alone)?;
+    run.context("the analysis of one process made no report")
+}
+
+/// [`analyze_dir`] made by the workers of `exchange`
+/// ([`overlap_analyzer::analysis::analyze_dir_shared`]): the report at worker 0,
+/// `None` at the others; the bar tells of this worker's readings.
+fn analyze_shared(
+    dir: &Path,
+    opts: &Options,
+    exchange: &dyn Exchange,
+) -> Result<Option<DirAnalysis>> {
     overlap_analyzer::heap::set_thresholds();
     // Told from rayon's threads as each file is read: one bar, drawn by one at a time.
     let bar = Mutex::new(Bar::new(&format!("analysing {} in parts", dir.display())));
@@ -106,7 +119,7 @@ pub(crate) fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
             bar.update(done, total);
         }
     };
-    let run = overlap_analyzer::analysis::analyze_dir_told(dir, opts, &tell);
+    let run = overlap_analyzer::analysis::analyze_dir_shared(dir, opts, exchange, &tell);
     if let Ok(mut bar) = bar.lock() {
         bar.finish();
     }
@@ -117,13 +130,40 @@ pub(crate) fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
 /// it ([`crate::cli::load_trace`]).
 pub(crate) fn analyze_in_parts(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
     let run = analyze_dir(dir, opts)?;
+    warn_unused(dir, &run);
+    Ok(run)
+}
+
+/// [`analyze_in_parts`] made by the workers of `exchange`: said and returned at worker
+/// 0, `None` at the others (which say nothing).
+pub(crate) fn analyze_in_parts_with(
+    dir: &Path,
+    opts: &Options,
+    exchange: &dyn Exchange,
+) -> Result<Option<DirAnalysis>> {
+    if exchange.worker() != 0 {
+        return Ok(overlap_analyzer::analysis::analyze_dir_shared(
+            dir,
+            opts,
+            exchange,
+            &|_, _| {},
+        )?);
+    }
+    let run = analyze_shared(dir, opts, exchange)?;
+    if let Some(run) = &run {
+        warn_unused(dir, run);
+    }
+    Ok(run)
+}
+
+/// What of `dir` could not be used by `run`, said on stderr.
+fn warn_unused(dir: &Path, run: &DirAnalysis) {
     for n in &run.notes {
         sayln!("warning: {n}");
     }
     warn_incomplete(&run.unreadable, &run.info, |_| {
         format!("none of its events is in {}", dir.display())
     });
-    Ok(run)
 }
 
 /// The summed size of the rank files of `dir`; none when it cannot be listed.

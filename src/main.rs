@@ -19,6 +19,7 @@ mod gate;
 mod hold;
 mod interrupt;
 mod launch;
+mod parallel;
 mod program;
 mod progress;
 mod replay_args;

@@ -82,6 +82,12 @@ pub fn stderr_fmt(args: fmt::Arguments<'_>) {
         .write_all(terminal_safe(&text, false).as_bytes());
 }
 
+/// Passes what another process wrote on its stdout through, untouched (already made
+/// safe by that process: the report of `analyze --parallel`'s worker 0).
+pub fn pass_stdout(bytes: &[u8]) {
+    write_stdout(bytes);
+}
+
 /// Passes a line of the program's own stdout through, untouched.
 pub fn raw_stdout(line: &str) {
     write_stdout(line.as_bytes());

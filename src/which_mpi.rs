@@ -263,11 +263,22 @@ pub fn linked_mpi(arg: &str) -> Option<ProgramMpi> {
 
 /// The directories a preload is looked for in: beside this binary (where cargo builds
 /// both), then the installed layout `../lib/overlap/`.
-fn preload_dirs() -> Result<Vec<PathBuf>> {
+pub(crate) fn preload_dirs() -> Result<Vec<PathBuf>> {
     let exe = std::env::current_exe().context("finding this program's own path")?;
     let dir = exe.parent().unwrap_or(Path::new(".")).to_path_buf();
     let installed = dir.join("..").join("lib").join("overlap");
     Ok(vec![dir, installed])
+}
+
+/// The MPI cargo's own preload was built for (the default `mpicc`'s), when it is found
+/// and its marker says.
+pub fn default_family() -> Option<MpiFamily> {
+    let dirs = preload_dirs().ok()?;
+    let path = dirs
+        .iter()
+        .map(|d| d.join(PRELOAD_FILE))
+        .find(|p| p.is_file())?;
+    marker_of(&path).map(|b| b.family)
 }
 
 /// The marker of the library at `path` (`None` when it has none or cannot be read).

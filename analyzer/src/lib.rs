@@ -27,7 +27,9 @@
 //! - [`report`], `tables` (feature `tables`), [`check`]: the report for people (one
 //!   file per field), the tables behind it (CSV and Parquet through polars), baselines, regression checks and diffs; [`summary`]: where each
 //!   rank's time went, as `overlap merge` prints it.
-//! - [`heap`]: how the process's heap is set for analysis (glibc's thresholds).
+//! - [`heap`]: how the process's heap is set for analysis (glibc's thresholds);
+//!   [`exchange`]: what the workers of an analysis made by several processes send one
+//!   another (the trait the binary implements over MPI).
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -43,6 +45,7 @@ pub mod analysis;
 pub mod check;
 pub mod dag;
 pub mod dependence;
+pub mod exchange;
 pub mod gpu;
 pub mod hang;
 pub mod heap;
@@ -191,6 +194,23 @@ pub enum Error {
     NotWritable {
         /// The file.
         path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A worker of an analysis made by several ([`exchange`]) failed: its error, as the
+    /// analysis of one process would give it, reported by every worker that heard of it.
+    #[error("{reason}")]
+    Worker {
+        /// The worker that failed, from 0.
+        worker: usize,
+        /// How many workers the analysis had.
+        workers: usize,
+        /// Its error.
+        reason: String,
+    },
+    /// What the workers of an analysis send one another could not be sent or read.
+    #[error("the analysis workers' exchange failed: {reason}")]
+    Exchange {
         /// Why.
         reason: String,
     },

@@ -43,7 +43,7 @@ pub use span::{Span, What};
 pub use timeline::{align_gpu, Timeline};
 
 /// Why a file's events stop before its end: what was read before still counts.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ReadProblem {
     /// Index of the first event that could not be used (in a JSON file, counting every
     /// value of the array from 0; in a binary stream, the events read before it).
@@ -55,7 +55,7 @@ pub struct ReadProblem {
 }
 
 /// A place in a trace file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Place {
     /// A line of a JSON file, from 1.
     Line(u64),
@@ -84,7 +84,7 @@ impl fmt::Display for ReadProblem {
 
 /// One rank's file, read; its events go into `E` (all of them as [`Event`]s by default,
 /// or a compact [`Timeline`] for analysis).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RankTrace<E = Vec<Event>> {
     /// The file.
     pub path: PathBuf,
@@ -241,7 +241,9 @@ pub struct RequestSpan {
 
 /// An event of a rank: `ranks[rank].spans[index]` of a [`Trace`] (the same index as in
 /// the rank's events of a [`crate::merge::Merged`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct EventRef {
     /// Rank.
     pub rank: u32,

@@ -27,6 +27,7 @@ mod otf2;
 mod otf2_foreign;
 mod otf2_rma;
 mod outputs;
+mod parallel;
 mod pcontrol;
 mod pftrace;
 mod preload_calls;

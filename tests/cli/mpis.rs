@@ -216,10 +216,15 @@ impl Launch {
         }
     }
 
+    /// The launcher and its options, as one command line (`overlap analyze --launcher`).
+    pub fn command_line(&self) -> String {
+        self.command.join(" ")
+    }
+
     /// `cmd` with the launch's environment: its own variables, and none of an
     /// allocation the tests may run inside (`SLURM_*` would send `srun`, and Hydra,
     /// to that job instead of this machine's cluster or processes).
-    fn environment<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
+    pub fn environment<'c>(&self, cmd: &'c mut Command) -> &'c mut Command {
         for (k, _) in std::env::vars_os() {
             if k.to_string_lossy().starts_with("SLURM_") {
                 cmd.env_remove(k);

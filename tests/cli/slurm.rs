@@ -307,7 +307,7 @@ fn free_port() -> Result<u16, String> {
 }
 
 /// The cluster, or `None` and why on stderr (the test is then skipped).
-fn cluster() -> Option<Slurm> {
+pub fn cluster() -> Option<Slurm> {
     match Slurm::start() {
         Ok(s) => Some(s),
         Err(why) => {

@@ -25,7 +25,7 @@ use crate::model::{EventRef, Message};
 pub(super) type Key = (u32, u32, i32, u32, u32);
 
 /// A send, as the join needs it (40 B: the merge holds one per message).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct SendEnd {
     pub(super) key: Key,
     /// The sending call (or the Start that started a persistent send): a span index of
@@ -38,7 +38,7 @@ pub(crate) struct SendEnd {
 
 /// What a receive's side of a message says: which call posted it, which completed it
 /// and when (16 B).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Received {
     /// The call that posted it.
     pub(super) post: u32,
@@ -49,7 +49,7 @@ pub(crate) struct Received {
 }
 
 /// A receive, as the join needs it (40 B).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RecvEnd {
     pub(super) key: Key,
     pub(super) got: Received,
@@ -76,7 +76,7 @@ pub(crate) const NO_CALL: u32 = u32::MAX;
 const RELEASE_EVERY: usize = 1 << 20;
 
 /// One rank's ends, numbered per key.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RankEnds {
     rank: u32,
     sends: Vec<SendEnd>,
@@ -84,7 +84,9 @@ pub(crate) struct RankEnds {
     /// Receives whose source or tag is unknown: never matched, always counted.
     unmatchable_receives: u64,
     /// Per-key counters while the rank is numbered.
+    #[serde(skip)]
     send_seq: FxHashMap<(u32, i32, u32), u32>,
+    #[serde(skip)]
     recv_seq: FxHashMap<(u32, i32, u32), u32>,
 }
 

@@ -62,7 +62,7 @@ pub use regions::regions_of_dir;
 pub use size::{SizeEstimate, UI_LIMIT};
 
 pub(crate) use peers::out_of_range;
-pub(crate) use run_files::{file_size, RunFiles};
+pub(crate) use run_files::{file_size, Counted, RunFiles};
 pub use stream::{merge_to_file, merge_to_file_if, RankDigest, Written};
 pub use write::{write_merged, write_merged_as};
 
@@ -128,7 +128,7 @@ fn reason_without_path(path: &Path, e: &Error) -> String {
 }
 
 /// A file of the directory that could not be used at all.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Unreadable {
     /// The file.
     pub path: PathBuf,
@@ -158,6 +158,18 @@ pub(crate) fn read_files_into<S: EventSink + Send>(
     files: Vec<PathBuf>,
     each: impl Fn(usize) + Sync,
 ) -> Result<(Vec<RankTrace<S>>, Vec<Unreadable>)> {
+    let (traces, unreadable) = read_each_into(files, each);
+    checked_run(dir, traces, unreadable)
+}
+
+/// The per-rank `files` read into `S`, several at once (rayon's threads), in the order
+/// given, and those that could not be used, in that order; `each` is told the position
+/// of every file once it is read, from any thread. Nothing is checked across the files
+/// ([`checked_run`] does).
+pub(crate) fn read_each_into<S: EventSink + Send>(
+    files: Vec<PathBuf>,
+    each: impl Fn(usize) + Sync,
+) -> (Vec<RankTrace<S>>, Vec<Unreadable>) {
     use rayon::prelude::*;
     let read: Vec<(PathBuf, Result<RankTrace<S>>)> = files
         .into_par_iter()
@@ -180,6 +192,17 @@ pub(crate) fn read_files_into<S: EventSink + Send>(
             }),
         }
     }
+    (traces, unreadable)
+}
+
+/// The rank files of `dir` read (`traces`, and the `unreadable`), as one run sorted by
+/// rank: fails when no file at all could be used, and when the files are not one run
+/// ([`check_one_run`]).
+pub(crate) fn checked_run<S>(
+    dir: &Path,
+    mut traces: Vec<RankTrace<S>>,
+    unreadable: Vec<Unreadable>,
+) -> Result<(Vec<RankTrace<S>>, Vec<Unreadable>)> {
     if traces.is_empty() {
         return Err(Error::NoRanks {
             dir: dir.to_path_buf(),

@@ -9,14 +9,14 @@ use std::path::Path;
 use overlap_format::schema::Event;
 use overlap_format::stream::EventStore;
 
-use super::{on_run_timeline, read_files_into, world_size_of, ClockPlan, Unreadable};
+use super::{checked_run, on_run_timeline, read_each_into, world_size_of, ClockPlan, Unreadable};
 use crate::import::{rank_files, read_rank_file_into, EventSink};
 use crate::model::{RankTrace, Timeline};
 use crate::{Error, Result};
 
 /// A sink that only counts: the first reading needs a file's header, clocks, sites and
 /// problems, and how many events it holds, not the events (the reader builds none).
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Counted(usize);
 
 impl EventStore for Counted {
@@ -73,7 +73,18 @@ impl RunFiles {
     pub(crate) fn open_with(dir: &Path, read: &(dyn Fn(u64) + Sync)) -> Result<RunFiles> {
         let files = rank_files(dir)?;
         let sizes: Vec<u64> = files.iter().map(|f| file_size(f)).collect();
-        let (metas, unreadable) = read_files_into::<Counted>(dir, files, |i| read(sizes[i]))?;
+        let (metas, unreadable) = read_each_into::<Counted>(files, |i| read(sizes[i]));
+        Self::of(dir, metas, unreadable)
+    }
+
+    /// The run of the files of `dir` read through (`metas`, in the order listed, and
+    /// the `unreadable`), as [`Self::open`] makes it of them, with the same checks.
+    pub(crate) fn of(
+        dir: &Path,
+        metas: Vec<RankTrace<Counted>>,
+        unreadable: Vec<Unreadable>,
+    ) -> Result<RunFiles> {
+        let (metas, unreadable) = checked_run(dir, metas, unreadable)?;
         let plan = ClockPlan::new(&metas);
         let world_size = world_size_of(&metas);
         let bytes = metas.iter().map(|m| file_size(&m.path)).collect();

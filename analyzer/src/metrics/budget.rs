@@ -22,7 +22,7 @@
 use std::collections::BTreeMap;
 
 use overlap_format::schema::{Nanos, Op};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::model::compute::ComputeSource;
 use crate::model::compute::RankCompute;
@@ -33,8 +33,21 @@ fn calls_by_name<S: Serializer>(calls: &BTreeMap<Op, u64>, s: S) -> Result<S::Ok
     s.collect_map(calls.iter().map(|(op, n)| (op.mpi_name(), n)))
 }
 
+/// Call counts read back by MPI function name ([`calls_by_name`]'s inverse).
+fn calls_of_names<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<Op, u64>, D::Error> {
+    let named = BTreeMap::<String, u64>::deserialize(d)?;
+    (named.into_iter())
+        .map(|(name, n)| match Op::from_mpi_name(&name) {
+            Some(op) => Ok((op, n)),
+            None => Err(serde::de::Error::custom(format!(
+                "no MPI call is named {name}"
+            ))),
+        })
+        .collect()
+}
+
 /// One rank's time.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RankBudget {
     /// Rank.
     pub rank: u32,
@@ -60,7 +73,7 @@ pub struct RankBudget {
     /// Barrier, blocking point-to-point), ns.
     pub waiting_ns: u64,
     /// Calls by MPI function.
-    #[serde(serialize_with = "calls_by_name")]
+    #[serde(serialize_with = "calls_by_name", deserialize_with = "calls_of_names")]
     pub calls: BTreeMap<Op, u64>,
 }
 

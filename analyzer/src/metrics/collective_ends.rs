@@ -22,7 +22,7 @@ use super::message_ends::Done;
 use crate::model::{EventRef, RequestLife, Timeline, Trace};
 
 /// One member of a collective instance, as the wait states compare them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Member {
     /// Its rank.
     pub rank: u32,
@@ -47,7 +47,7 @@ pub(crate) struct Blocking {
 }
 
 /// A member of a non-blocking instance: its request, as its rank recorded it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Request {
     /// The request (its index in the trace's requests).
     pub request: usize,

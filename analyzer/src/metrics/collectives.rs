@@ -20,7 +20,9 @@ use crate::model::compact::index_u32;
 use crate::model::{CallInfo, EventRef, Trace};
 
 /// What a collective call is ordered within.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub(crate) enum Scope {
     /// A communicator (by id).
     Comm(u32),

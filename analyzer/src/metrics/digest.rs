@@ -94,6 +94,7 @@ pub struct Digested {
 
 /// A blocking collective call of a rank: what its instance is ordered in, and what the
 /// instance reads of it.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct CollectiveCall {
     /// Its index in its rank.
     index: u32,
@@ -103,9 +104,15 @@ struct CollectiveCall {
     member: Option<Member>,
 }
 
+/// What the pass keeps of one rank once its timeline is dropped, and its message ends
+/// for the join: what a worker of an analysis made by several sends worker 0 of each of
+/// its ranks (`digest_share`).
+pub(super) type RankDigested = (RankDigest, RankEnds);
+
 /// What the pass keeps of one rank once its timeline is dropped.
-struct RankDigest {
-    rank: u32,
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(super) struct RankDigest {
+    pub(super) rank: u32,
     events: u64,
     work: RankWork,
     /// False when its data ends early.
@@ -135,11 +142,21 @@ struct RankDigest {
 /// told of each file read (every file is read through once, then each usable one again).
 pub fn digest_dir(dir: &Path, reading: &Reading) -> Result<Digested> {
     let _span = tracing::info_span!("first pass").entered();
-    let mut files = RunFiles::open_with(dir, &|bytes| reading.read(bytes))?;
-    let unreadable = std::mem::take(&mut files.unreadable);
-    let digested: Vec<(RankDigest, RankEnds)> = (0..files.metas.len())
-        .into_par_iter()
-        .map(|i| {
+    let files = RunFiles::open_with(dir, &|bytes| reading.read(bytes))?;
+    let all: Vec<usize> = (0..files.metas.len()).collect();
+    let digests = digest_files(&files, &all, reading)?;
+    Ok(joined(files, digests))
+}
+
+/// The digests of the usable files `which` of `files` (indices of its metas), one rank
+/// per thread at a time, in the order given, each with its message ends.
+pub(super) fn digest_files(
+    files: &RunFiles,
+    which: &[usize],
+    reading: &Reading,
+) -> Result<Vec<RankDigested>> {
+    (which.par_iter())
+        .map(|&i| {
             let (t, tl) = files.first_timeline(i)?;
             reading.read(files.bytes(i));
             let peers = out_of_range(std::slice::from_ref(&tl), files.world_size, |r| {
@@ -148,7 +165,13 @@ pub fn digest_dir(dir: &Path, reading: &Reading) -> Result<Digested> {
             let notes = t.note_lines().collect();
             Ok(digest_rank(&tl, files.world_size, peers, notes))
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// What crosses the ranks of `files`, from the digest of every usable one (`digested`,
+/// in rank order).
+pub(super) fn joined(mut files: RunFiles, digested: Vec<RankDigested>) -> Digested {
+    let unreadable = std::mem::take(&mut files.unreadable);
     let (mut ranks, ends): (Vec<RankDigest>, Vec<RankEnds>) = digested.into_iter().unzip();
     let mut matched = {
         let _s = tracing::info_span!("match messages").entered();
@@ -203,7 +226,7 @@ pub fn digest_dir(dir: &Path, reading: &Reading) -> Result<Digested> {
         requests_by_post: RequestsByPost::new(&requests),
         one_sided,
     };
-    Ok(Digested {
+    Digested {
         info,
         unreadable,
         notes,
@@ -218,7 +241,7 @@ pub fn digest_dir(dir: &Path, reading: &Reading) -> Result<Digested> {
         work,
         ends_early,
         files,
-    })
+    }
 }
 
 /// The digest of the rank whose timeline (on the run's timeline) is `t`, and its message

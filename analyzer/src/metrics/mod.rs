@@ -18,6 +18,7 @@ pub mod collectives;
 pub mod cross_rank;
 pub mod descheduled;
 pub mod digest;
+pub mod digest_share;
 pub mod eager;
 pub mod false_overlap;
 mod false_overlap_limit;

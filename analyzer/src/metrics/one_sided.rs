@@ -35,7 +35,7 @@ use crate::model::{EventRef, Trace};
 
 /// A call of an epoch, as its rank recorded it: what the other side's figures read of
 /// it, so that no figure reads another rank's timeline.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Call {
     index: usize,
     start: Nanos,
@@ -57,7 +57,7 @@ impl Call {
 }
 
 /// An access epoch of an origin.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Epoch {
     start: Call,
     /// One-sided operations in it, and their targets.
@@ -85,7 +85,7 @@ type OpenPosts = FxHashMap<(u32, u32), Vec<(u32, u32, u32)>>;
 /// What one rank's timeline says of its epochs: its exposure epochs' posts (each with
 /// its Win_wait) and its access epochs, keyed for matching with the other side's. The
 /// first pass of the analysis keeps these of each rank and drops its timeline.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct RankEpochs {
     rank: u32,
     /// `(window, this rank as target, origin, k)` -> its Win_post, the post's entry,

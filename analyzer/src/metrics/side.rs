@@ -22,7 +22,7 @@ use crate::model::{EventRef, Timeline};
 
 /// A call that completed one end of a message (or a request): where it is, when, and
 /// whether it blocks (a Test that found it done does not).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Done {
     /// The call.
     pub at: EventRef,
@@ -37,7 +37,7 @@ pub(crate) struct Done {
 /// One end of a message as its own rank recorded it: the end's call (the send, or the
 /// receive's post), the call that completed it, and how long the rank was away from MPI
 /// between the two.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Side {
     /// The end call's entry (when [`KNOWN`]).
     start: Nanos,
@@ -147,7 +147,7 @@ impl Side {
 }
 
 /// A side in 24 bytes (the module's drawing).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Narrow {
     /// The flags in the high byte, the end call's entry below.
     flags_start: u64,
@@ -230,7 +230,7 @@ impl Narrow {
 /// Sides in 24 bytes each (32 with a key of up to 8), in order, each with an optional
 /// key to be found by (`K`: `()` for a column by message); those that 24 bytes cannot
 /// hold are kept whole by their position.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Sides<K> {
     narrow: Vec<(K, Narrow)>,
     /// The sides kept whole, by position, sorted.

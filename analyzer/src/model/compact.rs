@@ -15,7 +15,7 @@ use super::Buffer;
 /// A non-blocking request from its post to its completion, in 32 bytes: event indices
 /// are kept as `u32` (a rank holds fewer than 4 G events: each costs at least 32 bytes
 /// of memory) and read through methods.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RequestLife {
     /// Rank.
     pub rank: u32,

@@ -24,7 +24,7 @@ use super::span::What;
 use super::timeline::Timeline;
 
 /// Where a rank's compute comes from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ComputeSource {
     /// Every thread recorded compute spans: compute is what they cover.
@@ -72,7 +72,7 @@ impl ComputeSource {
 }
 
 /// A rank's compute intervals, for sums over intervals in `O(log n)`.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RankCompute {
     /// Where they come from (`Spans` for a rank without events: nothing inferred).
     source: ComputeSource,

@@ -168,6 +168,7 @@ impl Site {
 /// each an address inside the instruction, kept one past it so that the symbolizer's
 /// step back for return addresses lands on it again). A run has millions of calls and
 /// a few hundred sites.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct RankSites {
     rank: u32,
     calls: Vec<u64>,

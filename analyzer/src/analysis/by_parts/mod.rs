@@ -37,6 +37,7 @@ use rayon::prelude::*;
 use super::of_trace::OfTrace;
 use super::pass_order::{self, Measured, Models};
 use super::Report;
+use crate::exchange::{Alone, Exchange};
 use crate::import::{rank_files, EventSink, Reading};
 use crate::merge::{file_size, RunFiles, Unreadable};
 use crate::metrics::budget::{RankBudget, RunBudget};
@@ -44,6 +45,7 @@ use crate::metrics::collectives::CallInstances;
 use crate::metrics::cross_rank::CrossRank;
 use crate::metrics::descheduled::DescheduledTime;
 use crate::metrics::digest::{digest_dir, Digested};
+use crate::metrics::digest_share::digest_dir_shared;
 use crate::metrics::options::Options;
 use crate::metrics::oversubscription::Oversubscription;
 use crate::metrics::requests::RequestPass;
@@ -129,7 +131,8 @@ pub struct DirAnalysis {
 /// makes of it loaded whole), its files read three times and the run never held whole:
 /// at most a part of its ranks' events at a time beside the columns of the first pass.
 pub fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
-    analyze_in_parts(dir, opts, None, &|_, _| {})
+    let run = analyze_in_parts(dir, opts, None, &Alone, &|_, _| {})?;
+    Ok(run.expect("one process is worker 0"))
 }
 
 /// [`analyze_dir`], `tell` told how far its readings of the files have come (the bytes
@@ -140,22 +143,43 @@ pub fn analyze_dir_told(
     opts: &Options,
     tell: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<DirAnalysis> {
-    analyze_in_parts(dir, opts, None, tell)
+    let run = analyze_in_parts(dir, opts, None, &Alone, tell)?;
+    Ok(run.expect("one process is worker 0"))
 }
 
-/// [`analyze_dir_told`], each part at least `at_least` (`None`: [`PartSize::of_run`]).
+/// [`analyze_dir_told`] made by the workers of `exchange`: each reads its share of the
+/// rank files for the first pass ([`crate::metrics::digest_share`]), and worker 0 makes
+/// the rest of the report, which it alone returns (`None` at the others). `tell` is
+/// told of the readings of this worker.
+pub fn analyze_dir_shared(
+    dir: &Path,
+    opts: &Options,
+    exchange: &dyn Exchange,
+    tell: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Option<DirAnalysis>> {
+    analyze_in_parts(dir, opts, None, exchange, tell)
+}
+
+/// [`analyze_dir_shared`], each part at least `at_least` (`None`: [`PartSize::of_run`]).
 fn analyze_in_parts(
     dir: &Path,
     opts: &Options,
     at_least: Option<PartSize>,
+    exchange: &dyn Exchange,
     tell: &(dyn Fn(u64, u64) + Sync),
-) -> Result<DirAnalysis> {
+) -> Result<Option<DirAnalysis>> {
     let _span = tracing::info_span!("metrics").entered();
     // Every file is read through once, then each usable one three times (the first
     // pass, the figures, the program): the total is known once the first is done.
     let listed: u64 = rank_files(dir)?.iter().map(|f| file_size(f)).sum();
     let reading = Reading::new(4 * listed, tell);
-    let mut digested = digest_dir(dir, &reading)?;
+    let mut digested = match exchange.workers() {
+        1 => digest_dir(dir, &reading)?,
+        _ => match digest_dir_shared(dir, &reading, exchange)? {
+            Some(digested) => digested,
+            None => return Ok(None),
+        },
+    };
     let usable: u64 = (0..digested.files.metas.len())
         .map(|i| digested.files.bytes(i))
         .sum();
@@ -210,7 +234,7 @@ fn analyze_in_parts(
     crate::heap::release_free();
     let replays = pass_order::replay(program.as_ref(), &models);
     drop(program);
-    Ok(DirAnalysis {
+    Ok(Some(DirAnalysis {
         report: super::assemble(of_trace, measured, replays).0,
         regions,
         info,
@@ -218,7 +242,7 @@ fn analyze_in_parts(
         notes,
         work,
         ends_early,
-    })
+    }))
 }
 
 /// What the first pass found that the second reads beside each part: what crosses

@@ -1,7 +1,8 @@
 //! The analysis read a part at a time against the one of the run loaded whole.
 
-use super::{analyze_in_parts, PartSize};
+use super::{analyze_in_parts, DirAnalysis, PartSize};
 use crate::analysis::analyze_owned;
+use crate::exchange::{Alone, Exchange, Threads};
 use crate::metrics::options::Options;
 use crate::model::RankWork;
 use crate::regions::RunRegions;
@@ -33,8 +34,7 @@ fn the_parts_report_what_the_whole_run_reports() {
             None,
         ] {
             let name = format!("{}, parts of {at_least:?} events", dir.display());
-            let parts =
-                analyze_in_parts(&dir, &opts, at_least, &|_, _| {}).expect("its two passes");
+            let parts = alone(&dir, &opts, at_least);
             assert!(parts.report == whole, "{name}: report");
             assert!(parts.regions.summary() == regions, "{name}: regions");
             assert!(parts.info == info, "{name}: info");
@@ -47,6 +47,40 @@ fn the_parts_report_what_the_whole_run_reports() {
     }
     // Most kept runs have several ranks, each then a part of its own.
     assert!(cut >= 8, "runs cut into parts: {cut}");
+}
+
+/// The analysis of one process, in parts of `at_least`.
+fn alone(dir: &std::path::Path, opts: &Options, at_least: Option<PartSize>) -> DirAnalysis {
+    let run = analyze_in_parts(dir, opts, at_least, &Alone, &|_, _| {});
+    run.expect("its passes").expect("one process is worker 0")
+}
+
+/// Every kept run analysed by 2, 3 and 7 workers (on threads) reports at worker 0 what
+/// one process reports, figure for figure, with the same regions, notes, unusable files,
+/// work and ranks cut short; the other workers report nothing.
+#[test]
+fn the_workers_report_what_one_process_reports() {
+    let opts = Options::default();
+    for dir in crate::load::kept_run_dirs() {
+        let one = alone(&dir, &opts, None);
+        for workers in [2, 3, 7] {
+            let name = format!("{} on {workers} workers", dir.display());
+            let got = Threads::run(workers, |ex: &dyn Exchange| {
+                analyze_in_parts(&dir, &opts, None, ex, &|_, _| {}).expect("analysed")
+            });
+            let mut got = got.into_iter();
+            let first = got.next().flatten().expect("worker 0 reports");
+            assert!(got.all(|r| r.is_none()), "{name}: only worker 0 reports");
+            assert!(first.report == one.report, "{name}: report");
+            let regions = first.regions.summary() == one.regions.summary();
+            assert!(regions, "{name}: regions");
+            assert!(first.info == one.info, "{name}: info");
+            assert_eq!(first.notes, one.notes, "{name}: notes");
+            assert_eq!(first.unreadable, one.unreadable, "{name}: unreadable");
+            assert_eq!(first.work, one.work, "{name}: work");
+            assert_eq!(first.ends_early, one.ends_early, "{name}: ends early");
+        }
+    }
 }
 
 /// The analysis tells how far its readings have come: every file read through once and
@@ -63,13 +97,15 @@ fn the_readings_told_end_at_their_total() {
         let told = told.lock().expect("not poisoned");
         (told.iter().map(|t| t.0).max(), told.last().map(|t| t.1))
     };
-    analyze_in_parts(dir.path(), &Options::default(), None, &tell).expect("analysed");
+    let analysed = analyze_in_parts(dir.path(), &Options::default(), None, &Alone, &tell);
+    analysed.expect("analysed");
     assert_eq!(last(&told), (Some(4 * files), Some(4 * files)));
     // Rank 2's file replaced by one that is no rank file: read through once only.
     std::fs::write(dir.path().join("rank-2.ovlp"), b"no rank file").expect("written");
     let usable = size("rank-0.ovlp") + size("rank-1.ovlp");
     told.lock().expect("not poisoned").clear();
-    analyze_in_parts(dir.path(), &Options::default(), None, &tell).expect("analysed");
+    let analysed = analyze_in_parts(dir.path(), &Options::default(), None, &Alone, &tell);
+    analysed.expect("analysed");
     let listed = usable + size("rank-2.ovlp");
     let total = listed + 3 * usable;
     assert_eq!(last(&told), (Some(total), Some(total)));

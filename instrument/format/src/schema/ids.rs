@@ -3,9 +3,14 @@
 use std::fmt;
 use std::ops::{Add, Sub};
 
+use serde::{Deserialize, Serialize};
+
 /// A time or a duration in nanoseconds. Times are relative to an epoch: the rank's own
 /// epoch in a per-rank file, the run's start in a merged trace.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(transparent)]
 pub struct Nanos(pub u64);
 
 impl Nanos {

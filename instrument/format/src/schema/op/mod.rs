@@ -399,8 +399,24 @@ pub enum CollectivePattern {
     Neighborhood,
 }
 
+/// An op crosses between processes (the analysis's workers) as its code, which never
+/// changes meaning ([`Op::code`]).
+impl serde::Serialize for Op {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u16(self.code())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Op {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Op, D::Error> {
+        let code = <u16 as serde::Deserialize>::deserialize(d)?;
+        Op::from_code(code)
+            .ok_or_else(|| serde::de::Error::custom(format!("no MPI call has code {code}")))
+    }
+}
+
 /// The kind of request a post or persistent init creates, as the completing call sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum RequestKind {
     /// A point-to-point send.
     Send,

@@ -1,0 +1,224 @@
+//! `overlap analyze --parallel W`: the analysis of a directory of rank files as an MPI
+//! job of W workers (each reads and digests its share of the files, worker 0 makes the
+//! report), started by MPICH's `mpiexec`, Open MPI's `mpirun` and Slurm's `srun`, set
+//! against the analysis of one process: the same report, the same warnings, the same
+//! errors, and no report at all when a worker dies.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::mpis::{open_mpi, Launch, Mpi};
+use crate::slurm::cluster;
+use crate::util::{mpi_lock, output_within, overlap, overlap_bin, Run, LAUNCH_LIMIT};
+
+/// The kept runs' directories of rank files (recorded under MPICH: C, threads,
+/// one-sided, GPU, a window...).
+fn kept_runs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("analyzer/tests/data/reports");
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .expect("the kept runs")
+        .map(|e| e.expect("an entry").path().join("ranks"))
+        .filter(|p| p.is_dir())
+        .collect();
+    runs.sort();
+    assert!(runs.len() >= 10, "kept runs: {runs:?}");
+    runs
+}
+
+/// `overlap analyze DIR --parallel WORKERS --launcher LAUNCH ARGS`, in `launch`'s
+/// environment.
+fn analyze_in(launch: &Launch, workers: u32, dir: &Path, args: &[&str]) -> Run {
+    let _guard = mpi_lock();
+    let mut cmd = Command::new(overlap_bin());
+    cmd.arg("analyze")
+        .arg(dir)
+        .args(["--parallel", &workers.to_string()])
+        .args(["--launcher", &launch.command_line()])
+        .args(args);
+    launch.environment(&mut cmd);
+    Run {
+        output: output_within(&mut cmd, LAUNCH_LIMIT),
+    }
+}
+
+/// The analysis of one process, in parts (as each worker reads its share).
+fn alone(dir: &Path, args: &[&str]) -> Run {
+    let dir = dir.to_str().expect("a UTF-8 path");
+    let mut all = vec!["analyze", dir, "--hold", "parts"];
+    all.extend_from_slice(args);
+    let run = overlap(&all);
+    assert!(run.success(), "{}", run.describe());
+    run
+}
+
+/// Every kept run analysed by `launch`'s workers, as many as each of `workers`, prints
+/// what one process prints, on stdout and stderr.
+fn check_kept_runs(launch: &Launch, workers: &[u32], args: &[&str]) {
+    for dir in kept_runs() {
+        let one = alone(&dir, args);
+        for &w in workers {
+            let run = analyze_in(launch, w, &dir, args);
+            let at = format!("{} on {w} workers of {}", dir.display(), launch.described);
+            assert!(run.success(), "{at}: {}", run.describe());
+            assert_eq!(run.stdout(), one.stdout(), "{at}: the report");
+            assert_eq!(run.stderr(), one.stderr(), "{at}: the warnings");
+        }
+    }
+}
+
+#[test]
+fn workers_under_mpiexec_report_what_one_process_reports() {
+    let launch = Launch::of(Mpi::Default);
+    check_kept_runs(&launch, &[1, 2, 4], &["--json"]);
+    // The text report too, with its profile, on one run.
+    let dir = &kept_runs()[0];
+    let args = ["--full", "--profile"];
+    let run = analyze_in(&launch, 3, dir, &args);
+    assert!(run.success(), "{}", run.describe());
+    assert_eq!(run.stdout(), alone(dir, &args).stdout());
+}
+
+#[test]
+fn workers_under_open_mpi_report_what_one_process_reports() {
+    let Some(mpi) = open_mpi() else { return };
+    check_kept_runs(&Launch::of(mpi), &[2, 4], &["--json"]);
+}
+
+#[test]
+fn workers_under_srun_report_what_one_process_reports() {
+    let Some(slurm) = cluster() else { return };
+    // The cluster has this machine's cores, and srun starts no more tasks than that.
+    let launch = Launch::srun(Mpi::Default, &slurm.conf());
+    check_kept_runs(&launch, &[2], &["--json"]);
+    if let Some(mpi) = open_mpi() {
+        // srun does not say which MPI it starts: told with --mpi.
+        let launch = Launch::srun(mpi, &slurm.conf());
+        check_kept_runs(&launch, &[2], &["--json", "--mpi", "openmpi"]);
+    }
+}
+
+/// `mpiexec -n 3 overlap analyze DIR`: overlap started by an MPI launcher is a worker of
+/// that job without being told, and the job prints the report once.
+#[test]
+fn overlap_started_by_mpiexec_is_a_worker() {
+    let dir = &kept_runs()[1];
+    let one = alone(dir, &["--json"]);
+    let _guard = mpi_lock();
+    let mut cmd = Command::new("mpiexec");
+    cmd.args(["-n", "3"])
+        .arg(overlap_bin())
+        .arg("analyze")
+        .arg(dir)
+        .arg("--json");
+    let run = Run {
+        output: output_within(&mut cmd, LAUNCH_LIMIT),
+    };
+    assert!(run.success(), "{}", run.describe());
+    assert_eq!(run.stdout(), one.stdout());
+}
+
+/// A worker killed (here before it starts MPI, by a launcher that wraps `mpiexec`) ends
+/// the job: no report, exit status 1, the launcher's word on the worker that died.
+#[test]
+fn a_worker_that_dies_ends_the_job_with_no_report() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let die = tmp.path().join("die.sh");
+    let launcher = tmp.path().join("launch.sh");
+    std::fs::write(
+        &die,
+        "#!/bin/sh\nif [ \"$PMI_RANK\" = 1 ]; then kill -9 $$; fi\nexec \"$@\"\n",
+    )
+    .expect("written");
+    // Called as `launch.sh -n W PROGRAM ARGS...`.
+    let script = format!(
+        "#!/bin/sh\nn=\"$2\"; shift 2\nexec mpiexec -n \"$n\" {} \"$@\"\n",
+        die.display()
+    );
+    std::fs::write(&launcher, script).expect("written");
+    for f in [&die, &launcher] {
+        let status = Command::new("chmod").arg("+x").arg(f).status();
+        assert!(status.is_ok_and(|s| s.success()));
+    }
+    let dir = &kept_runs()[0];
+    let launch = launcher.to_str().expect("a UTF-8 path");
+    let _guard = mpi_lock();
+    let mut cmd = Command::new(overlap_bin());
+    cmd.arg("analyze")
+        .arg(dir)
+        .args(["--parallel", "2", "--launcher", launch, "--json"]);
+    let run = Run {
+        output: output_within(&mut cmd, LAUNCH_LIMIT),
+    };
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
+    assert_eq!(run.stdout(), "", "no report");
+    run.assert_stderr_has("the 2 analysis workers failed");
+    run.assert_stderr_has("signal 9");
+}
+
+/// A copy of the kept run `name`'s rank files in a new directory.
+fn copy_of(name: &str) -> tempfile::TempDir {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("analyzer/tests/data/reports")
+        .join(name)
+        .join("ranks");
+    let to = tempfile::tempdir().expect("a temporary directory");
+    for entry in std::fs::read_dir(&from).expect("the kept run") {
+        let path = entry.expect("an entry").path();
+        let copied = to.path().join(path.file_name().expect("a file name"));
+        std::fs::copy(&path, copied).expect("copied");
+    }
+    to
+}
+
+/// A rank file that only the last worker reads, and cannot use, is said as one process
+/// says it, and the report of the others' ranks is the same; a directory of none that
+/// can be used fails as one process fails.
+#[test]
+fn a_rank_file_a_worker_cannot_read_is_reported_as_one_process_reports_it() {
+    let launch = Launch::of(Mpi::Default);
+    let run = copy_of("c-ring");
+    std::fs::write(run.path().join("rank-2.ovlp"), b"not a rank file").expect("written");
+    let one = alone(run.path(), &["--json"]);
+    one.assert_stderr_has("rank-2.ovlp");
+    let workers = analyze_in(&launch, 3, run.path(), &["--json"]);
+    assert!(workers.success(), "{}", workers.describe());
+    assert_eq!(workers.stdout(), one.stdout());
+    assert_eq!(workers.stderr(), one.stderr());
+
+    for rank in 0..2 {
+        let file = run.path().join(format!("rank-{rank}.ovlp"));
+        std::fs::write(file, b"no rank file either").expect("written");
+    }
+    let dir = run.path().to_str().expect("a UTF-8 path");
+    let one = overlap(&["analyze", dir, "--hold", "parts", "--json"]);
+    assert_eq!(one.output.status.code(), Some(1), "{}", one.describe());
+    one.assert_stderr_has("no usable per-rank trace file");
+    let workers = analyze_in(&launch, 2, run.path(), &["--json"]);
+    assert_eq!(
+        workers.output.status.code(),
+        Some(1),
+        "{}",
+        workers.describe()
+    );
+    assert_eq!(workers.stdout(), "");
+    let said = one.stderr();
+    let error = said.lines().find(|l| l.starts_with("overlap: error:"));
+    let error = error.expect("one process's error");
+    workers.assert_stderr_has(error);
+}
+
+#[test]
+fn what_the_workers_cannot_take_is_refused_before_any_is_started() {
+    let dir = kept_runs()[0].to_str().expect("a UTF-8 path").to_string();
+    for (extra, said) in [
+        (&["--csv", "out"][..], "--csv"),
+        (&["--hold", "whole"][..], "--hold whole"),
+        (&["--from", "1ms"][..], "a window of the run"),
+    ] {
+        let mut args = vec!["analyze", &dir, "--parallel", "2"];
+        args.extend_from_slice(extra);
+        let run = overlap(&args);
+        assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
+        run.assert_stderr_has(said);
+    }
+}
