@@ -460,6 +460,12 @@ pub(crate) fn style() -> Style {
 /// Refuses what the workers of `--parallel` cannot give: they analyse a directory of
 /// rank files whole, a share of the files each, and the report is worker 0's.
 fn only_in_parts(a: &AnalyzeArgs, tables: bool) -> Result<()> {
+    if !a.trace.is_dir() {
+        bail!(
+            "{}: --parallel analyses a directory of rank files (rank-N.ovlp), not a file",
+            a.trace.display()
+        );
+    }
     let refused = if tables {
         Some("--csv and --parquet (the tables need the run held whole)")
     } else if !a.window.choice().is_all() {

@@ -1,16 +1,17 @@
 //! The analysis's workers and what they send one another. A run too large for one
 //! process is analysed by W workers (`overlap analyze --parallel W`, an MPI job), each
 //! owning a contiguous block of the run's rank files of about equal bytes ([`share`]);
-//! only what the analysis needs across ranks moves between them, through
-//! [`Exchange::all_to_all`]. The analyzer holds no MPI: the `overlap` binary implements
-//! [`Exchange`] over MPI, and here are the exchange of one process alone ([`Alone`]) and
-//! that of workers on threads of one process ([`Threads`]), with which the tests run the
-//! workers' path without MPI.
+//! what they share moves between them through [`Exchange::all_to_all`]. The analyzer
+//! holds no MPI: the `overlap` binary implements [`Exchange`] over MPI, and here are the
+//! exchange of one process alone ([`Alone`]) and that of workers on threads of one
+//! process ([`Threads`]), with which the tests run the workers' path without MPI.
 //!
-//! What crosses is MessagePack ([`rmp_serde`]). Each worker sends its part or why it has
-//! none ([`gather`], [`all_gather`]): a worker that fails is reported by every worker
-//! that hears from it, with the error the analysis of one process would give, and none
-//! waits for a part that will never come.
+//! What crosses is MessagePack ([`rmp_serde`]): small parts every worker gets, by name
+//! ([`all_gather`]), and the many values worker 0 gathers, by position, each worker's
+//! written as it makes them ([`gather_values`]). Each worker sends its part or the error
+//! that left it without one: a worker that fails is reported by every worker that hears
+//! from it, with the error the analysis of one process would give, and none waits for a
+//! part that will never come.
 
 use std::ops::Range;
 use std::sync::{Barrier, Mutex};
@@ -151,24 +152,13 @@ impl Exchange for ThreadWorker<'_> {
     }
 }
 
-/// How a part is written: `Compact` (fields by position, for the large parts, whose
-/// types skip no field) or `Named` (fields by name, for the file formats' types, which
-/// leave out fields they do not have).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Form {
-    Compact,
-    Named,
-}
-
 /// What a worker sends: its part, or the error that left it without one.
 type Sent<T> = std::result::Result<T, String>;
 
-fn encode<T: Serialize>(sent: &Sent<T>, form: Form) -> Result<Vec<u8>> {
-    let written = match form {
-        Form::Compact => rmp_serde::to_vec(sent),
-        Form::Named => rmp_serde::to_vec_named(sent),
-    };
-    written.map_err(|e| Error::Exchange {
+/// `sent` written by name (the file formats' types leave out fields they do not have,
+/// which a writing by position would misplace).
+fn encode<T: Serialize>(sent: &Sent<T>) -> Result<Vec<u8>> {
+    rmp_serde::to_vec_named(sent).map_err(|e| Error::Exchange {
         reason: format!("a part could not be written: {e}"),
     })
 }
@@ -197,31 +187,228 @@ fn parts_of<T: DeserializeOwned>(ex: &dyn Exchange, got: Received) -> Result<Vec
     Ok(parts)
 }
 
-/// Every worker's part on worker 0, in worker order (`None` on the others). A worker
-/// whose `mine` is an error sends the error, then returns it; worker 0 returns the error
-/// of the first worker that failed.
-pub(crate) fn gather<T: Serialize + DeserializeOwned>(
+/// The first byte of a piece of a part of [`Values`] sent: values follow, or the error
+/// that left the worker without them.
+const VALUES: u8 = 0;
+const FAILED: u8 = 1;
+
+/// How many bytes of values a worker sends worker 0 at most in one round (but a value
+/// larger alone): worker 0 holds one such piece at a time beside the values it read.
+const PIECE_BYTES: usize = 64 << 20;
+
+/// The values of a worker's part for [`gather_values`]: kept as they are (worker 0's,
+/// which never leave it), or written one after another as the worker made them, so
+/// that it holds their bytes (MessagePack, by position), not the values.
+pub(crate) enum Values<T> {
+    Kept(Vec<T>),
+    Written {
+        bytes: Vec<u8>,
+        /// Where each value ends in `bytes`.
+        ends: Vec<usize>,
+    },
+}
+
+impl<T: Serialize> Values<T> {
+    /// One value's bytes, for [`Values::of_written`].
+    pub(crate) fn write(value: &T) -> Result<Vec<u8>> {
+        rmp_serde::to_vec(value).map_err(|e| Error::Exchange {
+            reason: format!("a part could not be written: {e}"),
+        })
+    }
+
+    /// The values whose bytes are `pieces` ([`Values::write`]'s), in that order, each
+    /// piece freed as it is copied (what is held is about their bytes once).
+    pub(crate) fn of_written(pieces: Vec<Vec<u8>>) -> Values<T> {
+        let mut bytes = Vec::with_capacity(pieces.iter().map(Vec::len).sum::<usize>());
+        let mut ends = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            bytes.extend_from_slice(&piece);
+            ends.push(bytes.len());
+        }
+        Values::Written { bytes, ends }
+    }
+
+    /// This part as it is sent: its bytes, cut into pieces of whole values of at most
+    /// `most` bytes each (but a value larger alone).
+    fn into_pieces(self, most: usize) -> Pieces {
+        let (bytes, ends) = match self {
+            Values::Written { bytes, ends } => (bytes, ends),
+            Values::Kept(kept) => {
+                let written: Result<Vec<Vec<u8>>> = kept.iter().map(Values::write).collect();
+                match written.map(Values::<T>::of_written) {
+                    Ok(Values::Written { bytes, ends }) => (bytes, ends),
+                    Ok(Values::Kept(_)) => (Vec::new(), Vec::new()),
+                    Err(e) => return Pieces::failed(&e.to_string()),
+                }
+            }
+        };
+        let mut cuts = Vec::new();
+        let mut start = 0;
+        for (k, &end) in ends.iter().enumerate() {
+            let next = ends.get(k + 1).copied();
+            if next.is_none_or(|next| next - start > most) {
+                cuts.push(start..end);
+                start = end;
+            }
+        }
+        Pieces {
+            first: VALUES,
+            bytes,
+            cuts,
+        }
+    }
+}
+
+/// A worker's part, as [`gather_values`] sends it: one piece a round, each made when
+/// it is sent (its first byte, then its bytes), so that only one is copied at a time.
+struct Pieces {
+    first: u8,
+    bytes: Vec<u8>,
+    cuts: Vec<Range<usize>>,
+}
+
+impl Pieces {
+    /// The part of a worker that failed: one piece, its error.
+    fn failed(reason: &str) -> Pieces {
+        let bytes = reason.as_bytes().to_vec();
+        Pieces {
+            first: FAILED,
+            cuts: std::iter::once(0..bytes.len()).collect(),
+            bytes,
+        }
+    }
+
+    /// No piece at all (what worker 0 sends itself).
+    fn none() -> Pieces {
+        Pieces {
+            first: VALUES,
+            bytes: Vec::new(),
+            cuts: Vec::new(),
+        }
+    }
+
+    /// Piece `k`, ready to send.
+    fn piece(&self, k: usize) -> Vec<u8> {
+        let Some(cut) = self.cuts.get(k) else {
+            return Vec::new();
+        };
+        let mut piece = Vec::with_capacity(1 + cut.len());
+        piece.push(self.first);
+        piece.extend_from_slice(&self.bytes[cut.clone()]);
+        piece
+    }
+}
+
+/// The values every worker gives, on worker 0, in worker order (`None` on the others).
+/// A worker whose `mine` is an error sends the error, then returns it; worker 0 returns
+/// the error of the first worker that failed. Worker 0 takes the others' values one
+/// piece at a time ([`PIECE_BYTES`]), each read and dropped before the next comes.
+pub(crate) fn gather_values<T: Serialize + DeserializeOwned>(
     ex: &dyn Exchange,
-    mine: Result<T>,
-    form: Form,
+    mine: Result<Values<T>>,
 ) -> Result<Option<Vec<T>>> {
-    let (sent, failed) = match mine {
-        Ok(part) => (Ok(part), None),
-        Err(e) => (Err(e.to_string()), Some(e)),
+    gather_values_in(ex, mine, PIECE_BYTES)
+}
+
+/// [`gather_values`], in pieces of at most `most` bytes.
+fn gather_values_in<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    mine: Result<Values<T>>,
+    most: usize,
+) -> Result<Option<Vec<T>>> {
+    let (workers, me) = (ex.workers(), ex.worker());
+    let exchanged = |to| {
+        ex.all_to_all(to)
+            .map_err(|reason| Error::Exchange { reason })
     };
-    let mut to = vec![Vec::new(); ex.workers()];
-    to[0] = encode(&sent, form)?;
-    drop(sent);
-    let got = ex
-        .all_to_all(to)
-        .map_err(|reason| Error::Exchange { reason })?;
-    if ex.worker() != 0 {
+    let (mut values, mut first_failed): (Vec<T>, Option<Error>) = (Vec::new(), None);
+    let (pieces, failed) = match (mine, me) {
+        (Ok(Values::Kept(kept)), 0) => {
+            values = kept;
+            (Pieces::none(), None)
+        }
+        (Ok(own), 0) => {
+            let own = own.into_pieces(most);
+            for k in 0..own.cuts.len() {
+                match read_values(&own.piece(k), 0, workers)? {
+                    Ok(read) => values.extend(read),
+                    Err(e) => first_failed = Some(e),
+                }
+            }
+            (Pieces::none(), None)
+        }
+        (Ok(own), _) => (own.into_pieces(most), None),
+        (Err(e), _) => (Pieces::failed(&e.to_string()), Some(e)),
+    };
+    let failed = match (me, failed) {
+        (0, Some(e)) => {
+            first_failed = Some(e);
+            None
+        }
+        (_, failed) => failed,
+    };
+    // How many pieces each worker sends, told to every worker: the rounds that follow
+    // are collective, one piece of one worker each.
+    let count = (pieces.cuts.len() as u64).to_le_bytes().to_vec();
+    let counts: Vec<u64> = exchanged(vec![count; workers])?
+        .parts()
+        .map(|b| b.try_into().map_or(0, u64::from_le_bytes))
+        .collect();
+    for from in 1..workers {
+        for k in 0..counts.get(from).copied().unwrap_or(0) {
+            let mut to = vec![Vec::new(); workers];
+            if me == from {
+                to[0] = pieces.piece(k as usize);
+            }
+            let got = exchanged(to)?;
+            if me != 0 || first_failed.is_some() {
+                continue;
+            }
+            let bytes = got.parts().nth(from).unwrap_or_default();
+            match read_values(bytes, from, workers)? {
+                Ok(read) => values.extend(read),
+                Err(e) => first_failed = Some(e),
+            }
+        }
+    }
+    if me != 0 {
         return match failed {
             Some(e) => Err(e),
             None => Ok(None),
         };
     }
-    parts_of(ex, got).map(Some)
+    match first_failed {
+        Some(e) => Err(e),
+        None => Ok(Some(values)),
+    }
+}
+
+/// The values of a piece `bytes` of worker `from`, or the error it sent (`Err` inside).
+fn read_values<T: DeserializeOwned>(
+    bytes: &[u8],
+    from: usize,
+    workers: usize,
+) -> Result<std::result::Result<Vec<T>, Error>> {
+    let unreadable = |why: String| Error::Exchange {
+        reason: format!("the part of worker {from} could not be read: {why}"),
+    };
+    match bytes.split_first() {
+        Some((&VALUES, mut rest)) => {
+            let mut values = Vec::new();
+            while !rest.is_empty() {
+                let mut reader = rmp_serde::Deserializer::new(&mut rest);
+                let value = T::deserialize(&mut reader).map_err(|e| unreadable(e.to_string()))?;
+                values.push(value);
+            }
+            Ok(Ok(values))
+        }
+        Some((&FAILED, reason)) => Ok(Err(Error::Worker {
+            worker: from,
+            workers,
+            reason: String::from_utf8_lossy(reason).into_owned(),
+        })),
+        _ => Err(unreadable("it is empty or of no known kind".into())),
+    }
 }
 
 /// Every worker's part on every worker, in worker order, or on every worker the error of
@@ -229,10 +416,9 @@ pub(crate) fn gather<T: Serialize + DeserializeOwned>(
 pub(crate) fn all_gather<T: Serialize + DeserializeOwned>(
     ex: &dyn Exchange,
     mine: Result<T>,
-    form: Form,
 ) -> Result<Vec<T>> {
     let sent = mine.map_err(|e| e.to_string());
-    let bytes = encode(&sent, form)?;
+    let bytes = encode(&sent)?;
     drop(sent);
     let got = ex
         .all_to_all(vec![bytes; ex.workers()])
@@ -283,15 +469,60 @@ mod tests {
     fn every_worker_gets_every_part_in_worker_order() {
         let got = Threads::run(3, |ex| {
             let mine: Result<u32> = Ok(10 * ex.worker() as u32);
-            let all = all_gather(ex, mine, Form::Compact).expect("parts");
-            let at_first = gather(ex, Ok(vec![ex.worker() as u8]), Form::Named).expect("parts");
+            let all = all_gather(ex, mine).expect("parts");
+            // Worker 0's values kept, worker 1's written as made, worker 2's kept and
+            // written by the gather.
+            let w = ex.worker() as u32;
+            let mine = match w {
+                1 => {
+                    let pieces: Result<Vec<Vec<u8>>> =
+                        [w, 100 + w].iter().map(Values::write).collect();
+                    Values::of_written(pieces.expect("written"))
+                }
+                _ => Values::Kept(vec![w, 100 + w]),
+            };
+            // In pieces of one value each, as in one piece: the same values.
+            let at_first = gather_values_in(ex, Ok(mine), 1).expect("parts");
+            let mine = Values::Kept(vec![w, 100 + w]);
+            let whole = gather_values(ex, Ok(mine)).expect("parts");
+            assert_eq!(at_first, whole);
             (all, at_first)
         });
         for (worker, (all, at_first)) in got.into_iter().enumerate() {
             assert_eq!(all, vec![0, 10, 20]);
-            let expected = (worker == 0).then(|| vec![vec![0u8], vec![1], vec![2]]);
+            let expected = (worker == 0).then(|| vec![0, 100, 1, 101, 2, 102]);
             assert_eq!(at_first, expected);
         }
+    }
+
+    /// Worker 0 hears of the first worker that failed, itself included; a worker that
+    /// failed returns its own error, the others nothing.
+    #[test]
+    fn the_gather_reports_the_first_worker_that_failed() {
+        let failing = |fails: &'static [usize]| {
+            Threads::run(4, move |ex| {
+                let w = ex.worker();
+                let mine: Result<Values<u32>> = match fails.contains(&w) {
+                    true => Err(Error::Exchange {
+                        reason: format!("worker {w} broke"),
+                    }),
+                    false => Ok(Values::Kept(vec![w as u32])),
+                };
+                gather_values(ex, mine).map_err(|e| e.to_string())
+            })
+        };
+        let got = failing(&[2, 3]);
+        let said = |r: &std::result::Result<Option<Vec<u32>>, String>| {
+            r.clone().expect_err("the worker failed")
+        };
+        assert!(said(&got[0]).contains("worker 2 broke"), "{:?}", got[0]);
+        assert_eq!(got[1], Ok(None));
+        assert!(said(&got[3]).contains("worker 3 broke"));
+        let got = failing(&[0, 1]);
+        assert!(said(&got[0]).contains("worker 0 broke"), "{:?}", got[0]);
+        assert_eq!(got[2], Ok(None));
+        let got = failing(&[]);
+        assert_eq!(got[0], Ok(Some(vec![0, 1, 2, 3])));
     }
 
     #[test]
@@ -303,9 +534,10 @@ mod tests {
                 }),
                 w => Ok(w as u32),
             };
-            let all = all_gather(ex, mine, Form::Compact).map_err(|e| e.to_string());
+            let all = all_gather(ex, mine).map_err(|e| e.to_string());
             // The workers go on to the next exchange all the same: none is left waiting.
-            let at_first = gather(ex, Ok(0u8), Form::Compact).map_err(|e| e.to_string());
+            let kept = Values::Kept(vec![0u8]);
+            let at_first = gather_values(ex, Ok(kept)).map_err(|e| e.to_string());
             (all, at_first)
         });
         for (all, at_first) in &got {

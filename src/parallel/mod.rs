@@ -78,6 +78,25 @@ const LAUNCHED_BY: [(&str, MpiFamily); 4] = [
     ("PMI_RANK", MpiFamily::Mpich),
 ];
 
+/// Where a launcher says how many processes it started: Open MPI's, Hydra's and
+/// Slurm's PMI-2, and Slurm's own (srun with PMIx says no other).
+const JOB_SIZE: [&str; 3] = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_STEP_NUM_TASKS"];
+
+/// The MPI of the job of several processes this one was started in by an MPI launcher,
+/// if it was: `None` for a process started otherwise, or alone (which has no one to
+/// share the work with, and starts no MPI).
+fn launched_among_several() -> Option<MpiFamily> {
+    let (_, family) = LAUNCHED_BY
+        .iter()
+        .find(|(var, _)| std::env::var_os(var).is_some())?;
+    let size = JOB_SIZE.iter().find_map(|var| {
+        std::env::var(var)
+            .ok()
+            .and_then(|n| n.trim().parse::<u32>().ok())
+    });
+    size.is_some_and(|n| n > 1).then_some(*family)
+}
+
 impl ParallelArgs {
     /// The role the arguments and the environment give.
     pub(crate) fn role(&self) -> Result<Role> {
@@ -87,12 +106,9 @@ impl ParallelArgs {
         if let Some(w) = self.parallel {
             return Ok(Role::Launch(w));
         }
-        // Started by an MPI launcher: a worker of that job (alone in it, with one).
-        let launched = LAUNCHED_BY
-            .iter()
-            .find(|(var, _)| std::env::var_os(var).is_some());
-        match launched {
-            Some(&(_, family)) => Ok(Role::Worker(library_of(self.mpi.unwrap_or(family))?)),
+        // Started by an MPI launcher among several: a worker of that job.
+        match launched_among_several() {
+            Some(family) => Ok(Role::Worker(library_of(self.mpi.unwrap_or(family))?)),
             None => Ok(Role::Alone),
         }
     }
@@ -205,12 +221,6 @@ pub(crate) fn analyze(
     dir: &Path,
     opts: &Options,
 ) -> Result<std::result::Result<Option<DirAnalysis>, ExitCode>> {
-    if !dir.is_dir() {
-        bail!(
-            "{}: --parallel analyses a directory of rank files (rank-N.ovlp), not a file",
-            dir.display()
-        );
-    }
     let exchange = MpiExchange::start(library)?;
     let _ = ABORT.set(Box::new(exchange.abort_handle()));
     let hook = std::panic::take_hook();

@@ -221,4 +221,15 @@ fn what_the_workers_cannot_take_is_refused_before_any_is_started() {
         assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
         run.assert_stderr_has(said);
     }
+    // One rank's file, or a merged trace: not a directory of rank files.
+    let file = format!("{dir}/rank-0.ovlp");
+    let run = overlap(&["analyze", &file, "--parallel", "2"]);
+    assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
+    run.assert_stderr_has("--parallel analyses a directory of rank files");
+    assert_eq!(
+        run.stderr().lines().count(),
+        1,
+        "said once: {}",
+        run.stderr()
+    );
 }

@@ -46,6 +46,7 @@ use super::cross_rank::CrossRank;
 use super::message_ends::{recv_side, send_side, MessageEnds};
 use super::one_sided::{candidates_of, RankEpochs};
 use super::side::{Side, Sides};
+use crate::exchange::Values;
 use crate::import::Reading;
 use crate::merge::{
     file_of, join, out_of_range, rank_requests_and_ends, RankEnds, RunFiles, Unreadable, NO_CALL,
@@ -107,7 +108,7 @@ struct CollectiveCall {
 /// What the pass keeps of one rank once its timeline is dropped, and its message ends
 /// for the join: what a worker of an analysis made by several sends worker 0 of each of
 /// its ranks (`digest_share`).
-pub(super) type RankDigested = (RankDigest, RankEnds);
+type RankDigested = (RankDigest, RankEnds);
 
 /// What the pass keeps of one rank once its timeline is dropped.
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -164,6 +165,22 @@ pub(super) fn digest_files(
             });
             let notes = t.note_lines().collect();
             Ok(digest_rank(&tl, files.world_size, peers, notes))
+        })
+        .collect()
+}
+
+/// [`digest_files`], each digest written ([`Values::write`]) as soon as it is made and
+/// dropped: a worker of an analysis made by several holds its digests' bytes, not the
+/// digests.
+pub(super) fn digest_files_written(
+    files: &RunFiles,
+    which: &[usize],
+    reading: &Reading,
+) -> Result<Vec<Vec<u8>>> {
+    (which.par_iter())
+        .map(|&i| {
+            let digest = digest_files(files, &[i], reading)?;
+            Values::write(&digest[0])
         })
         .collect()
 }

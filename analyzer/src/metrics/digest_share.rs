@@ -16,8 +16,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use super::digest::{digest_files, joined, Digested, RankDigested};
-use crate::exchange::{all_gather, gather, share, Exchange, Form};
+use super::digest::{digest_files, digest_files_written, joined, Digested};
+use crate::exchange::{all_gather, gather_values, share, Exchange, Values};
 use crate::import::{rank_files, Reading};
 use crate::merge::{file_size, read_each_into, Counted, RunFiles, Unreadable};
 use crate::model::RankTrace;
@@ -52,7 +52,7 @@ pub fn digest_dir_shared(
     };
     // The blocks follow the listing, so the workers' parts in worker order are the
     // listing's files in its order, as one process reads them.
-    let parts: Vec<ReadThrough> = all_gather(exchange, read, Form::Named)?;
+    let parts: Vec<ReadThrough> = all_gather(exchange, read)?;
     let (mut metas, mut unreadable) = (Vec::new(), Vec::new());
     for (m, u) in parts {
         metas.extend(m);
@@ -63,11 +63,15 @@ pub fn digest_dir_shared(
     let which: Vec<usize> = (0..files.metas.len())
         .filter(|&i| own.contains(files.metas[i].path.as_path()))
         .collect();
-    let digests = digest_files(&files, &which, reading);
-    let Some(parts) = gather(exchange, digests, Form::Compact)? else {
+    // Worker 0 keeps its digests; the others send theirs, each written as it is made
+    // (what a worker holds is their bytes, not the digests).
+    let digests = match exchange.worker() {
+        0 => digest_files(&files, &which, reading).map(Values::Kept),
+        _ => digest_files_written(&files, &which, reading).map(Values::of_written),
+    };
+    let Some(mut digests) = gather_values(exchange, digests)? else {
         return Ok(None);
     };
-    let mut digests: Vec<RankDigested> = parts.into_iter().flatten().collect();
     digests.sort_by_key(|(d, _)| d.rank);
     Ok(Some(joined(files, digests)))
 }
