@@ -1,0 +1,229 @@
+//! The analysis's workers and what they send one another. A run too large for one
+//! process is analysed by W workers (`overlap analyze --parallel W`, an MPI job), each
+//! owning a contiguous block of the run's rank files of about equal bytes ([`share`]);
+//! what they share moves between them through [`Exchange::all_to_all`]. The analyzer
+//! holds no MPI: the `overlap` binary implements [`Exchange`] over MPI, and here are the
+//! exchange of one process alone ([`Alone`]) and that of workers on threads of one
+//! process ([`Threads`]), with which the tests run the workers' path without MPI.
+//!
+//! What crosses is MessagePack ([`rmp_serde`]): small parts every worker gets, by name
+//! ([`all_gather`]), and the many values worker 0 gathers, by position, each worker's
+//! written as it makes them ([`gather_values`]). Each worker sends its part or the error
+//! that left it without one: a worker that fails is reported by every worker that hears
+//! from it, with the error the analysis of one process would give, and none waits for a
+//! part that will never come.
+
+mod values;
+
+use std::ops::Range;
+use std::sync::{Barrier, Mutex};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::{Error, Result};
+pub(crate) use values::{gather_values, Values};
+
+/// How the workers of one analysis reach one another. Every worker makes the same calls
+/// in the same order (as with MPI's collectives).
+pub trait Exchange: Sync {
+    /// This worker's number, from 0; worker 0 assembles the report.
+    fn worker(&self) -> usize;
+
+    /// How many workers there are.
+    fn workers(&self) -> usize;
+
+    /// Sends `to[k]` to worker `k`, for every worker (`to` has one entry per worker, its
+    /// own included), and gives what every worker sent this one, in worker order.
+    fn all_to_all(&self, to: Vec<Vec<u8>>) -> std::result::Result<Received, String>;
+}
+
+/// What a worker received of every worker, in worker order, in one buffer: each part
+/// is read where it lies, none copied out.
+#[derive(Debug, Default)]
+pub struct Received {
+    /// The parts, one after another.
+    pub bytes: Vec<u8>,
+    /// Each worker's part's length.
+    pub sizes: Vec<usize>,
+}
+
+impl Received {
+    /// The parts `parts` gives, one after another.
+    pub fn of_parts(parts: Vec<Vec<u8>>) -> Received {
+        let sizes = parts.iter().map(Vec::len).collect();
+        let bytes = match parts.len() {
+            1 => parts.into_iter().next().unwrap_or_default(),
+            _ => parts.concat(),
+        };
+        Received { bytes, sizes }
+    }
+
+    /// Each worker's part, in worker order.
+    pub fn parts(&self) -> impl Iterator<Item = &[u8]> {
+        let mut at = 0;
+        self.sizes.iter().map(move |&n| {
+            let part = &self.bytes[at..at + n];
+            at += n;
+            part
+        })
+    }
+}
+
+/// The exchange of an analysis that is one process: the worker sends only to itself.
+pub struct Alone;
+
+impl Exchange for Alone {
+    fn worker(&self) -> usize {
+        0
+    }
+
+    fn workers(&self) -> usize {
+        1
+    }
+
+    fn all_to_all(&self, to: Vec<Vec<u8>>) -> std::result::Result<Received, String> {
+        Ok(Received::of_parts(to))
+    }
+}
+
+/// Workers on threads of one process, exchanging through memory: the workers' path run
+/// without MPI.
+pub struct Threads {
+    workers: usize,
+    /// `posted[from][to]`: what `from` sent `to`, taken by `to`.
+    posted: Mutex<Vec<Vec<Vec<u8>>>>,
+    /// Every worker posts, then every worker takes, then the next call may post.
+    barrier: Barrier,
+}
+
+/// One worker of [`Threads`].
+struct ThreadWorker<'b> {
+    board: &'b Threads,
+    worker: usize,
+}
+
+impl Threads {
+    /// Runs `each` on `workers` workers, each on a thread of its own, and gives what each
+    /// returned, in worker order.
+    pub fn run<R: Send>(workers: usize, each: impl Fn(&dyn Exchange) -> R + Sync) -> Vec<R> {
+        let workers = workers.max(1);
+        let board = Threads {
+            workers,
+            posted: Mutex::new(vec![Vec::new(); workers]),
+            barrier: Barrier::new(workers),
+        };
+        std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|worker| {
+                    let (board, each) = (&board, &each);
+                    s.spawn(move || each(&ThreadWorker { board, worker }))
+                })
+                .collect();
+            (handles.into_iter())
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
+    }
+}
+
+impl Exchange for ThreadWorker<'_> {
+    fn worker(&self) -> usize {
+        self.worker
+    }
+
+    fn workers(&self) -> usize {
+        self.board.workers
+    }
+
+    fn all_to_all(&self, to: Vec<Vec<u8>>) -> std::result::Result<Received, String> {
+        let board = self.board;
+        if to.len() != board.workers {
+            return Err(format!("{} parts for {} workers", to.len(), board.workers));
+        }
+        let lock = || board.posted.lock().unwrap_or_else(|p| p.into_inner());
+        lock()[self.worker] = to;
+        board.barrier.wait();
+        let got: Vec<Vec<u8>> = {
+            let mut posted = lock();
+            (posted.iter_mut())
+                .map(|from| std::mem::take(&mut from[self.worker]))
+                .collect()
+        };
+        board.barrier.wait();
+        Ok(Received::of_parts(got))
+    }
+}
+
+/// What a worker sends: its part, or the error that left it without one.
+type Sent<T> = std::result::Result<T, String>;
+
+/// `sent` written by name (the file formats' types leave out fields they do not have,
+/// which a writing by position would misplace).
+fn encode<T: Serialize>(sent: &Sent<T>) -> Result<Vec<u8>> {
+    rmp_serde::to_vec_named(sent).map_err(|e| Error::Exchange {
+        reason: format!("a part could not be written: {e}"),
+    })
+}
+
+fn decode<T: DeserializeOwned>(bytes: &[u8], from: usize) -> Result<Sent<T>> {
+    rmp_serde::from_slice(bytes).map_err(|e| Error::Exchange {
+        reason: format!("the part of worker {from} could not be read: {e}"),
+    })
+}
+
+/// The parts of every worker, in worker order, or the error of the first that failed.
+fn parts_of<T: DeserializeOwned>(ex: &dyn Exchange, got: Received) -> Result<Vec<T>> {
+    let mut parts = Vec::with_capacity(got.sizes.len());
+    for (from, bytes) in got.parts().enumerate() {
+        match decode::<T>(bytes, from)? {
+            Ok(part) => parts.push(part),
+            Err(reason) => {
+                return Err(Error::Worker {
+                    worker: from,
+                    workers: ex.workers(),
+                    reason,
+                })
+            }
+        }
+    }
+    Ok(parts)
+}
+
+/// Every worker's part on every worker, in worker order, or on every worker the error of
+/// the first worker that failed.
+pub(crate) fn all_gather<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    mine: Result<T>,
+) -> Result<Vec<T>> {
+    let sent = mine.map_err(|e| e.to_string());
+    let bytes = encode(&sent)?;
+    drop(sent);
+    let got = ex
+        .all_to_all(vec![bytes; ex.workers()])
+        .map_err(|reason| Error::Exchange { reason })?;
+    parts_of(ex, got)
+}
+
+/// The files each of `workers` workers owns, of files of `sizes` bytes in rank order:
+/// contiguous blocks of about equal bytes (a file goes to the worker whose share of the
+/// bytes holds its middle), some empty when files are fewer than workers.
+pub fn share(sizes: &[u64], workers: usize) -> Vec<Range<usize>> {
+    let workers = workers.max(1);
+    let total: u128 = sizes.iter().map(|&s| u128::from(s.max(1))).sum();
+    let mut owner = Vec::with_capacity(sizes.len());
+    let mut before: u128 = 0;
+    for &s in sizes {
+        let s = u128::from(s.max(1));
+        let middle = 2 * before + s;
+        let w = (middle * workers as u128 / (2 * total)) as usize;
+        owner.push(w.min(workers - 1));
+        before += s;
+    }
+    (0..workers)
+        .map(|w| owner.partition_point(|&o| o < w)..owner.partition_point(|&o| o <= w))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,101 @@
+//! The exchanges on workers on threads: every part where it belongs, every failure
+//! said, none waiting.
+
+use super::values::gather_values_in;
+use super::*;
+
+#[test]
+fn shares_are_contiguous_blocks_of_about_equal_bytes() {
+    // 8 files of 10 bytes on 4 workers: two each.
+    assert_eq!(share(&[10; 8], 4), vec![0..2, 2..4, 4..6, 6..8]);
+    // One large file and four small ones: the large one alone.
+    //   bytes: 80 | 5 5 5 5   (total 100; halves at 50)
+    assert_eq!(share(&[80, 5, 5, 5, 5], 2), vec![0..1, 1..5]);
+    // Fewer files than workers: some workers own none.
+    assert_eq!(share(&[7, 7], 4), vec![0..0, 0..1, 1..1, 1..2]);
+    assert_eq!(share(&[], 3), vec![0..0, 0..0, 0..0]);
+    // Empty files still count: they are owned by someone.
+    let blocks = share(&[0, 0, 0], 2);
+    assert_eq!(blocks.iter().map(|b| b.len()).sum::<usize>(), 3);
+}
+
+#[test]
+fn every_worker_gets_every_part_in_worker_order() {
+    let got = Threads::run(3, |ex| {
+        let mine: Result<u32> = Ok(10 * ex.worker() as u32);
+        let all = all_gather(ex, mine).expect("parts");
+        // Worker 0's values kept, worker 1's written as made, worker 2's kept and
+        // written by the gather.
+        let w = ex.worker() as u32;
+        let mine = match w {
+            1 => {
+                let pieces: Result<Vec<Vec<u8>>> = [w, 100 + w].iter().map(Values::write).collect();
+                Values::of_written(pieces.expect("written"))
+            }
+            _ => Values::Kept(vec![w, 100 + w]),
+        };
+        // In pieces of one value each, as in one piece: the same values.
+        let at_first = gather_values_in(ex, Ok(mine), 1).expect("parts");
+        let mine = Values::Kept(vec![w, 100 + w]);
+        let whole = gather_values(ex, Ok(mine)).expect("parts");
+        assert_eq!(at_first, whole);
+        (all, at_first)
+    });
+    for (worker, (all, at_first)) in got.into_iter().enumerate() {
+        assert_eq!(all, vec![0, 10, 20]);
+        let expected = (worker == 0).then(|| vec![0, 100, 1, 101, 2, 102]);
+        assert_eq!(at_first, expected);
+    }
+}
+
+/// Worker 0 hears of the first worker that failed, itself included; a worker that
+/// failed returns its own error, the others nothing.
+#[test]
+fn the_gather_reports_the_first_worker_that_failed() {
+    let failing = |fails: &'static [usize]| {
+        Threads::run(4, move |ex| {
+            let w = ex.worker();
+            let mine: Result<Values<u32>> = match fails.contains(&w) {
+                true => Err(Error::Exchange {
+                    reason: format!("worker {w} broke"),
+                }),
+                false => Ok(Values::Kept(vec![w as u32])),
+            };
+            gather_values(ex, mine).map_err(|e| e.to_string())
+        })
+    };
+    let got = failing(&[2, 3]);
+    let said = |r: &std::result::Result<Option<Vec<u32>>, String>| {
+        r.clone().expect_err("the worker failed")
+    };
+    assert!(said(&got[0]).contains("worker 2 broke"), "{:?}", got[0]);
+    assert_eq!(got[1], Ok(None));
+    assert!(said(&got[3]).contains("worker 3 broke"));
+    let got = failing(&[0, 1]);
+    assert!(said(&got[0]).contains("worker 0 broke"), "{:?}", got[0]);
+    assert_eq!(got[2], Ok(None));
+    let got = failing(&[]);
+    assert_eq!(got[0], Ok(Some(vec![0, 1, 2, 3])));
+}
+
+#[test]
+fn a_failing_worker_is_reported_with_its_own_error_and_none_waits() {
+    let got = Threads::run(3, |ex| {
+        let mine: Result<u32> = match ex.worker() {
+            1 => Err(Error::Exchange {
+                reason: "rank-1.ovlp: broken".into(),
+            }),
+            w => Ok(w as u32),
+        };
+        let all = all_gather(ex, mine).map_err(|e| e.to_string());
+        // The workers go on to the next exchange all the same: none is left waiting.
+        let kept = Values::Kept(vec![0u8]);
+        let at_first = gather_values(ex, Ok(kept)).map_err(|e| e.to_string());
+        (all, at_first)
+    });
+    for (all, at_first) in &got {
+        let all = all.as_ref().expect_err("worker 1 failed");
+        assert!(all.contains("rank-1.ovlp: broken"), "{all}");
+        assert!(at_first.is_ok());
+    }
+}

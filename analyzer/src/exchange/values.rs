@@ -1,0 +1,236 @@
+//! The many values worker 0 gathers of every worker (the first pass's digests): each
+//! worker's written as it makes them, sent one piece of whole values a round, each read
+//! and dropped before the next, so that neither side holds more than the values' bytes
+//! once beside what it already holds.
+
+use std::ops::Range;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::Exchange;
+use crate::{Error, Result};
+
+/// The first byte of a piece of a part of [`Values`] sent: values follow, or the error
+/// that left the worker without them.
+const VALUES: u8 = 0;
+const FAILED: u8 = 1;
+
+/// How many bytes of values a worker sends worker 0 at most in one round (but a value
+/// larger alone): worker 0 holds one such piece at a time beside the values it read.
+const PIECE_BYTES: usize = 64 << 20;
+
+/// The values of a worker's part for [`gather_values`]: kept as they are (worker 0's,
+/// which never leave it), or written one after another as the worker made them, so
+/// that it holds their bytes (MessagePack, by position), not the values.
+pub(crate) enum Values<T> {
+    Kept(Vec<T>),
+    Written {
+        bytes: Vec<u8>,
+        /// Where each value ends in `bytes`.
+        ends: Vec<usize>,
+    },
+}
+
+impl<T: Serialize> Values<T> {
+    /// One value's bytes, for [`Values::of_written`].
+    pub(crate) fn write(value: &T) -> Result<Vec<u8>> {
+        rmp_serde::to_vec(value).map_err(|e| Error::Exchange {
+            reason: format!("a part could not be written: {e}"),
+        })
+    }
+
+    /// The values whose bytes are `pieces` ([`Values::write`]'s), in that order, each
+    /// piece freed as it is copied (what is held is about their bytes once).
+    pub(crate) fn of_written(pieces: Vec<Vec<u8>>) -> Values<T> {
+        let mut bytes = Vec::with_capacity(pieces.iter().map(Vec::len).sum::<usize>());
+        let mut ends = Vec::with_capacity(pieces.len());
+        for piece in pieces {
+            bytes.extend_from_slice(&piece);
+            ends.push(bytes.len());
+        }
+        Values::Written { bytes, ends }
+    }
+
+    /// This part as it is sent: its bytes, cut into pieces of whole values of at most
+    /// `most` bytes each (but a value larger alone).
+    fn into_pieces(self, most: usize) -> Pieces {
+        let (bytes, ends) = match self {
+            Values::Written { bytes, ends } => (bytes, ends),
+            Values::Kept(kept) => {
+                let written: Result<Vec<Vec<u8>>> = kept.iter().map(Values::write).collect();
+                match written.map(Values::<T>::of_written) {
+                    Ok(Values::Written { bytes, ends }) => (bytes, ends),
+                    Ok(Values::Kept(_)) => (Vec::new(), Vec::new()),
+                    Err(e) => return Pieces::failed(&e.to_string()),
+                }
+            }
+        };
+        let mut cuts = Vec::new();
+        let mut start = 0;
+        for (k, &end) in ends.iter().enumerate() {
+            let next = ends.get(k + 1).copied();
+            if next.is_none_or(|next| next - start > most) {
+                cuts.push(start..end);
+                start = end;
+            }
+        }
+        Pieces {
+            first: VALUES,
+            bytes,
+            cuts,
+        }
+    }
+}
+
+/// A worker's part, as [`gather_values`] sends it: one piece a round, each made when
+/// it is sent (its first byte, then its bytes), so that only one is copied at a time.
+struct Pieces {
+    first: u8,
+    bytes: Vec<u8>,
+    cuts: Vec<Range<usize>>,
+}
+
+impl Pieces {
+    /// The part of a worker that failed: one piece, its error.
+    fn failed(reason: &str) -> Pieces {
+        let bytes = reason.as_bytes().to_vec();
+        Pieces {
+            first: FAILED,
+            cuts: std::iter::once(0..bytes.len()).collect(),
+            bytes,
+        }
+    }
+
+    /// No piece at all (what worker 0 sends itself).
+    fn none() -> Pieces {
+        Pieces {
+            first: VALUES,
+            bytes: Vec::new(),
+            cuts: Vec::new(),
+        }
+    }
+
+    /// Piece `k`, ready to send.
+    fn piece(&self, k: usize) -> Vec<u8> {
+        let Some(cut) = self.cuts.get(k) else {
+            return Vec::new();
+        };
+        let mut piece = Vec::with_capacity(1 + cut.len());
+        piece.push(self.first);
+        piece.extend_from_slice(&self.bytes[cut.clone()]);
+        piece
+    }
+}
+
+/// The values every worker gives, on worker 0, in worker order (`None` on the others).
+/// A worker whose `mine` is an error sends the error, then returns it; worker 0 returns
+/// the error of the first worker that failed. Worker 0 takes the others' values one
+/// piece at a time ([`PIECE_BYTES`]), each read and dropped before the next comes.
+pub(crate) fn gather_values<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    mine: Result<Values<T>>,
+) -> Result<Option<Vec<T>>> {
+    gather_values_in(ex, mine, PIECE_BYTES)
+}
+
+/// [`gather_values`], in pieces of at most `most` bytes.
+pub(super) fn gather_values_in<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    mine: Result<Values<T>>,
+    most: usize,
+) -> Result<Option<Vec<T>>> {
+    let (workers, me) = (ex.workers(), ex.worker());
+    let exchanged = |to| {
+        ex.all_to_all(to)
+            .map_err(|reason| Error::Exchange { reason })
+    };
+    let (mut values, mut first_failed): (Vec<T>, Option<Error>) = (Vec::new(), None);
+    let (pieces, failed) = match (mine, me) {
+        (Ok(Values::Kept(kept)), 0) => {
+            values = kept;
+            (Pieces::none(), None)
+        }
+        (Ok(own), 0) => {
+            let own = own.into_pieces(most);
+            for k in 0..own.cuts.len() {
+                match read_values(&own.piece(k), 0, workers)? {
+                    Ok(read) => values.extend(read),
+                    Err(e) => first_failed = Some(e),
+                }
+            }
+            (Pieces::none(), None)
+        }
+        (Ok(own), _) => (own.into_pieces(most), None),
+        (Err(e), _) => (Pieces::failed(&e.to_string()), Some(e)),
+    };
+    let failed = match (me, failed) {
+        (0, Some(e)) => {
+            first_failed = Some(e);
+            None
+        }
+        (_, failed) => failed,
+    };
+    // How many pieces each worker sends, told to every worker: the rounds that follow
+    // are collective, one piece of one worker each.
+    let count = (pieces.cuts.len() as u64).to_le_bytes().to_vec();
+    let counts: Vec<u64> = exchanged(vec![count; workers])?
+        .parts()
+        .map(|b| b.try_into().map_or(0, u64::from_le_bytes))
+        .collect();
+    for from in 1..workers {
+        for k in 0..counts.get(from).copied().unwrap_or(0) {
+            let mut to = vec![Vec::new(); workers];
+            if me == from {
+                to[0] = pieces.piece(k as usize);
+            }
+            let got = exchanged(to)?;
+            if me != 0 || first_failed.is_some() {
+                continue;
+            }
+            let bytes = got.parts().nth(from).unwrap_or_default();
+            match read_values(bytes, from, workers)? {
+                Ok(read) => values.extend(read),
+                Err(e) => first_failed = Some(e),
+            }
+        }
+    }
+    if me != 0 {
+        return match failed {
+            Some(e) => Err(e),
+            None => Ok(None),
+        };
+    }
+    match first_failed {
+        Some(e) => Err(e),
+        None => Ok(Some(values)),
+    }
+}
+
+/// The values of a piece `bytes` of worker `from`, or the error it sent (`Err` inside).
+fn read_values<T: DeserializeOwned>(
+    bytes: &[u8],
+    from: usize,
+    workers: usize,
+) -> Result<std::result::Result<Vec<T>, Error>> {
+    let unreadable = |why: String| Error::Exchange {
+        reason: format!("the part of worker {from} could not be read: {why}"),
+    };
+    match bytes.split_first() {
+        Some((&VALUES, mut rest)) => {
+            let mut values = Vec::new();
+            while !rest.is_empty() {
+                let mut reader = rmp_serde::Deserializer::new(&mut rest);
+                let value = T::deserialize(&mut reader).map_err(|e| unreadable(e.to_string()))?;
+                values.push(value);
+            }
+            Ok(Ok(values))
+        }
+        Some((&FAILED, reason)) => Ok(Err(Error::Worker {
+            worker: from,
+            workers,
+            reason: String::from_utf8_lossy(reason).into_owned(),
+        })),
+        _ => Err(unreadable("it is empty or of no known kind".into())),
+    }
+}
