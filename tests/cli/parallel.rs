@@ -118,7 +118,7 @@ fn overlap_started_by_mpiexec_is_a_worker() {
 }
 
 /// A worker killed (here before it starts MPI, by a launcher that wraps `mpiexec`) ends
-/// the job: no report, exit status 1, the launcher's word on the worker that died.
+/// the job: no report, exit status 1, and the launcher's words on stderr.
 #[test]
 fn a_worker_that_dies_ends_the_job_with_no_report() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
@@ -151,8 +151,9 @@ fn a_worker_that_dies_ends_the_job_with_no_report() {
     };
     assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
     assert_eq!(run.stdout(), "", "no report");
+    // What Hydra says of the worker varies with when it saw it die (its exit string,
+    // or its PMI connection closed): only that the job failed is ours to say.
     run.assert_stderr_has("the 2 analysis workers failed");
-    run.assert_stderr_has("signal 9");
 }
 
 /// A copy of the kept run `name`'s rank files in a new directory.
