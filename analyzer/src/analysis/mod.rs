@@ -14,7 +14,7 @@ use crate::metrics::options::Options;
 use crate::metrics::pop;
 use crate::model::Trace;
 
-pub use by_parts::{analyze_dir, analyze_dir_shared, analyze_dir_told, DirAnalysis};
+pub use by_parts::{analyze_dir, analyze_dir_shared, DirAnalysis};
 use of_trace::OfTrace;
 pub use report::{ClockReport, Details, RankClockReport, Report, RunInfo, REPORT_VERSION};
 

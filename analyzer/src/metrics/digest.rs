@@ -157,15 +157,7 @@ pub(super) fn digest_files(
     reading: &Reading,
 ) -> Result<Vec<RankDigested>> {
     (which.par_iter())
-        .map(|&i| {
-            let (t, tl) = files.first_timeline(i)?;
-            reading.read(files.bytes(i));
-            let peers = out_of_range(std::slice::from_ref(&tl), files.world_size, |r| {
-                file_of(&files.metas, r)
-            });
-            let notes = t.note_lines().collect();
-            Ok(digest_rank(&tl, files.world_size, peers, notes))
-        })
+        .map(|&i| digest_file(files, i, reading))
         .collect()
 }
 
@@ -178,11 +170,19 @@ pub(super) fn digest_files_written(
     reading: &Reading,
 ) -> Result<Vec<Vec<u8>>> {
     (which.par_iter())
-        .map(|&i| {
-            let digest = digest_files(files, &[i], reading)?;
-            Values::write(&digest[0])
-        })
+        .map(|&i| Values::write(&digest_file(files, i, reading)?))
         .collect()
+}
+
+/// The digest of the usable file `i` of `files`, read again onto the run's timeline.
+fn digest_file(files: &RunFiles, i: usize, reading: &Reading) -> Result<RankDigested> {
+    let (t, tl) = files.first_timeline(i)?;
+    reading.read(files.bytes(i));
+    let peers = out_of_range(std::slice::from_ref(&tl), files.world_size, |r| {
+        file_of(&files.metas, r)
+    });
+    let notes = t.note_lines().collect();
+    Ok(digest_rank(&tl, files.world_size, peers, notes))
 }
 
 /// What crosses the ranks of `files`, from the digest of every usable one (`digested`,

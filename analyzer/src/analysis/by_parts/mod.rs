@@ -135,19 +135,7 @@ pub fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
     Ok(run.expect("one process is worker 0"))
 }
 
-/// [`analyze_dir`], `tell` told how far its readings of the files have come (the bytes
-/// read so far and in all, every reading counted) as each file is read, from any of
-/// rayon's threads.
-pub fn analyze_dir_told(
-    dir: &Path,
-    opts: &Options,
-    tell: &(dyn Fn(u64, u64) + Sync),
-) -> Result<DirAnalysis> {
-    let run = analyze_in_parts(dir, opts, None, &Alone, tell)?;
-    Ok(run.expect("one process is worker 0"))
-}
-
-/// [`analyze_dir_told`] made by the workers of `exchange`: each reads its share of the
+/// [`analyze_dir`] made by the workers of `exchange`: each reads its share of the
 /// rank files for the first pass ([`crate::metrics::digest_share`]), and worker 0 makes
 /// the rest of the report, which it alone returns (`None` at the others). `tell` is
 /// told of the readings of this worker.
