@@ -459,16 +459,14 @@ pub(crate) fn style() -> Style {
 
 /// Refuses what the workers of `--parallel` cannot give: they analyse a directory of
 /// rank files whole, a share of the files each, and the report is worker 0's.
-fn only_in_parts(a: &AnalyzeArgs, tables: bool) -> Result<()> {
+fn only_in_parts(a: &AnalyzeArgs) -> Result<()> {
     if !a.trace.is_dir() {
         bail!(
             "{}: --parallel analyses a directory of rank files (rank-N.ovlp), not a file",
             a.trace.display()
         );
     }
-    let refused = if tables {
-        Some("--csv and --parquet (the tables need the run held whole)")
-    } else if !a.window.choice().is_all() {
+    let refused = if !a.window.choice().is_all() {
         Some("a window of the run (it is cut from the run held whole)")
     } else if a.hold.hold == crate::hold::Hold::Whole {
         Some("--hold whole (each worker holds its share)")
@@ -489,29 +487,37 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     let tables = a.csv.is_some() || a.parquet.is_some();
     let role = a.parallel.role()?;
     if !matches!(role, Role::Alone) {
-        only_in_parts(&a, tables)?;
+        only_in_parts(&a)?;
     }
+    let asked = (&a.csv, &a.parquet);
     let worker_run = match role {
         Role::Launch(workers) => return a.parallel.launch(workers),
-        Role::Worker(library) => match crate::parallel::analyze(&library, &a.trace, &opts)? {
-            Ok(Some(run)) => Some(run),
-            Ok(None) => return Ok(ExitCode::SUCCESS),
-            Err(code) => return Ok(code),
-        },
+        Role::Worker(library) => {
+            match crate::parallel::analyze(&library, &a.trace, &opts, asked)? {
+                Ok(Some(run)) => Some(run),
+                Ok(None) => return Ok(ExitCode::SUCCESS),
+                Err(code) => return Ok(code),
+            }
+        }
         Role::Alone => None,
     };
     let self_trace = match &a.self_trace {
         Some(file) => Some(crate::selftrace::start(file)?),
         None => None,
     };
-    // A directory of rank files, whole, with no table asked for, may be analysed
-    // without ever being held whole (read three times, a part of its ranks at a time).
-    let by_parts = worker_run.is_none()
-        && (a.hold.hold).chosen(&a.trace, a.window.choice().is_all() && !tables);
-    let (report, run_regions, window, for_tables) = if let Some(run) = worker_run {
+    // A directory of rank files, whole, may be analysed without ever being held whole
+    // (read three times, a part of its ranks at a time), its tables written as it goes.
+    let by_parts =
+        worker_run.is_none() && (a.hold.hold).chosen(&a.trace, a.window.choice().is_all());
+    let mut streamed = None;
+    let (report, run_regions, window, for_tables) = if let Some((run, tables)) = worker_run {
+        streamed = tables;
         (run.report, run.regions, WindowReport::default(), None)
     } else if by_parts {
-        let run = crate::hold::analyze_in_parts(&a.trace, &opts)?;
+        let mut tables = crate::tables::Stream::start(&a.csv, &a.parquet)?;
+        let rows = tables.as_mut().and_then(crate::tables::Stream::rows);
+        let run = crate::hold::analyze_in_parts(&a.trace, &opts, rows)?;
+        streamed = tables;
         (run.report, run.regions, WindowReport::default(), None)
     } else {
         let (trace, window) = a.window.apply(load_trace(&a.trace)?)?;
@@ -552,6 +558,9 @@ fn analyze(a: AnalyzeArgs) -> Result<ExitCode> {
     }
     if let Some((trace, details)) = for_tables {
         crate::tables::write(&trace, &report, &details, &a.csv, &a.parquet)?;
+    }
+    if let Some(tables) = streamed {
+        tables.finish(&report)?;
     }
     if let Some(guard) = self_trace {
         guard.finish()?;

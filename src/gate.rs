@@ -121,7 +121,7 @@ impl Analysed {
     fn of(path: &Path, reading: &ReadingArgs) -> Result<Analysed> {
         let (opts, window) = (reading.analysis.options()?, &reading.window);
         if reading.in_parts(path) {
-            let run = crate::hold::analyze_dir(path, &opts)?;
+            let run = crate::hold::analyze_dir(path, &opts, None)?;
             return Ok(Analysed {
                 judged: Judged::of_parts(path, &run),
                 window: WindowReport::default(),
@@ -153,7 +153,7 @@ fn unusable(e: &anyhow::Error) -> ExitCode {
 fn report_and_work(path: &Path, reading: &ReadingArgs) -> Result<(Report, Vec<RankWork>)> {
     let (opts, window) = (reading.analysis.options()?, &reading.window);
     if reading.in_parts(path) {
-        let run = crate::hold::analyze_in_parts(path, &opts)?;
+        let run = crate::hold::analyze_in_parts(path, &opts, None)?;
         return Ok((run.report, run.work));
     }
     let (trace, w) = window.apply(load_trace(path)?)?;

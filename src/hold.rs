@@ -5,18 +5,19 @@
 //! memory available, so that runs larger than the machine are analysed at all and the
 //! others as fast as before.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
-use overlap_analyzer::analysis::DirAnalysis;
+use overlap_analyzer::analysis::{DirAnalysis, Rows};
 use overlap_analyzer::exchange::{Alone, Exchange};
 use overlap_analyzer::metrics::Options;
 
 use crate::finish::warn_incomplete;
 use crate::output::sayln;
 use crate::progress::Bar;
+use crate::tables::Stream;
 
 /// `--hold`, for every command that analyses a run whole.
 #[derive(Debug, Args)]
@@ -24,8 +25,8 @@ pub(crate) struct HoldArgs {
     /// How to hold a directory of rank files: `whole` loads the run (the fastest),
     /// `parts` reads it three times, a part of its ranks at a time, never holding it
     /// whole (about half the memory), `auto` holds it whole when it fits in
-    /// the memory available. A merged trace, a window or tables hold it whole; the
-    /// report is the same either way.
+    /// the memory available. A merged trace or a window hold it whole; the report,
+    /// and the tables of --csv and --parquet, are the same either way.
     #[arg(long, value_enum, default_value_t = Hold::Auto)]
     pub(crate) hold: Hold,
 }
@@ -80,7 +81,7 @@ impl Hold {
     }
 
     /// Whether the run at `path` is to be analysed in parts: only a directory of rank
-    /// files analysed whole (`whole_run`: no window, no tables) can be. Chosen by
+    /// files analysed whole (`whole_run`: no window) can be. Chosen by
     /// default, the reason is said on stderr.
     pub(crate) fn chosen(self, path: &Path, whole_run: bool) -> bool {
         if !whole_run || !path.is_dir() {
@@ -98,18 +99,20 @@ impl Hold {
 /// ([`overlap_analyzer::analysis::analyze_dir`]), the heap set for analysis first, with
 /// a progress bar on stderr over its readings of the files; what could not be used is
 /// the caller's to say.
-pub(crate) fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
-    let run = analyze_shared(dir, opts, &Alone)?;
+pub(crate) fn analyze_dir(dir: &Path, opts: &Options, rows: Rows<'_>) -> Result<DirAnalysis> {
+    let run = analyze_shared(dir, opts, &Alone, rows)?;
     run.context("the analysis of one process made no report")
 }
 
 /// [`analyze_dir`] made by the workers of `exchange`
 /// ([`overlap_analyzer::analysis::analyze_dir_shared`]): the report at worker 0,
-/// `None` at the others; the bar tells of this worker's readings.
+/// `None` at the others; the bar tells of this worker's readings; `rows` takes the
+/// figures' rows at worker 0.
 fn analyze_shared(
     dir: &Path,
     opts: &Options,
     exchange: &dyn Exchange,
+    rows: Rows<'_>,
 ) -> Result<Option<DirAnalysis>> {
     overlap_analyzer::heap::set_thresholds();
     // Told from rayon's threads as each file is read: one bar, drawn by one at a time.
@@ -119,7 +122,7 @@ fn analyze_shared(
             bar.update(done, total);
         }
     };
-    let run = overlap_analyzer::analysis::analyze_dir_shared(dir, opts, exchange, &tell);
+    let run = overlap_analyzer::analysis::analyze_dir_shared(dir, opts, exchange, &tell, rows);
     if let Ok(mut bar) = bar.lock() {
         bar.finish();
     }
@@ -128,32 +131,37 @@ fn analyze_shared(
 
 /// [`analyze_dir`], then what could not be used said on stderr, as loading the run says
 /// it ([`crate::cli::load_trace`]).
-pub(crate) fn analyze_in_parts(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
-    let run = analyze_dir(dir, opts)?;
+pub(crate) fn analyze_in_parts(dir: &Path, opts: &Options, rows: Rows<'_>) -> Result<DirAnalysis> {
+    let run = analyze_dir(dir, opts, rows)?;
     warn_unused(dir, &run);
     Ok(run)
 }
 
+/// What a worker of an analysis job gives: at worker 0, the run and the tables asked
+/// for, to finish once the report is said; nothing at the others.
+pub(crate) type WorkerRun = Option<(DirAnalysis, Option<Stream>)>;
+
 /// [`analyze_in_parts`] made by the workers of `exchange`: said and returned at worker
-/// 0, `None` at the others (which say nothing).
+/// 0, `None` at the others (which say nothing); the tables asked for (`csv`, `parquet`)
+/// written by worker 0 as it analyses, and returned with the run, to finish.
 pub(crate) fn analyze_in_parts_with(
     dir: &Path,
     opts: &Options,
     exchange: &dyn Exchange,
-) -> Result<Option<DirAnalysis>> {
+    (csv, parquet): (&Option<PathBuf>, &Option<PathBuf>),
+) -> Result<WorkerRun> {
     if exchange.worker() != 0 {
-        return Ok(overlap_analyzer::analysis::analyze_dir_shared(
-            dir,
-            opts,
-            exchange,
-            &|_, _| {},
-        )?);
+        let run =
+            overlap_analyzer::analysis::analyze_dir_shared(dir, opts, exchange, &|_, _| {}, None)?;
+        return Ok(run.map(|run| (run, None)));
     }
-    let run = analyze_shared(dir, opts, exchange)?;
+    let mut tables = Stream::start(csv, parquet)?;
+    let rows = tables.as_mut().and_then(Stream::rows);
+    let run = analyze_shared(dir, opts, exchange, rows)?;
     if let Some(run) = &run {
         warn_unused(dir, run);
     }
-    Ok(run)
+    Ok(run.map(|run| (run, tables)))
 }
 
 /// What of `dir` could not be used by `run`, said on stderr.

@@ -3,10 +3,12 @@
 //! by default; `make demo` builds without it, polars being two thirds of a release
 //! build). A build without them refuses the options before any analysis starts.
 
+#[cfg(feature = "tables")]
+use std::path::Path;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use overlap_analyzer::analysis::{Details, Report};
+use overlap_analyzer::analysis::{Details, Report, Rows};
 use overlap_analyzer::model::Trace;
 
 /// Fails, before the analysis, when tables are asked for of a build without them.
@@ -35,20 +37,89 @@ pub(crate) fn write(
     csv: &Option<PathBuf>,
     parquet: &Option<PathBuf>,
 ) -> Result<()> {
-    use crate::output::sayln;
-    use overlap_analyzer::tables::{tables, write_tables, TableFormat};
+    use overlap_analyzer::tables::{tables, write_tables};
 
     // Each table is made once, written to both directories, and dropped.
-    let outputs: Vec<(&std::path::Path, TableFormat)> =
-        [(csv, TableFormat::Csv), (parquet, TableFormat::Parquet)]
-            .into_iter()
-            .filter_map(|(dir, format)| Some((dir.as_deref()?, format)))
-            .collect();
+    let outputs = outputs(csv, parquet);
     let written = write_tables(&tables(trace, report, details), &outputs)?;
+    say_written(&outputs, written);
+    Ok(())
+}
+
+/// The directories asked for, each with its format.
+#[cfg(feature = "tables")]
+fn outputs<'a>(
+    csv: &'a Option<PathBuf>,
+    parquet: &'a Option<PathBuf>,
+) -> Vec<(&'a Path, overlap_analyzer::tables::TableFormat)> {
+    use overlap_analyzer::tables::TableFormat;
+    [(csv, TableFormat::Csv), (parquet, TableFormat::Parquet)]
+        .into_iter()
+        .filter_map(|(dir, format)| Some((dir.as_deref()?, format)))
+        .collect()
+}
+
+/// Says how many tables went to each output.
+#[cfg(feature = "tables")]
+fn say_written<F>(outputs: &[(&Path, F)], written: Vec<Vec<PathBuf>>) {
+    use crate::output::sayln;
     for ((dir, _), files) in outputs.iter().zip(written) {
         sayln!("wrote {} tables to {}", files.len(), dir.display());
     }
-    Ok(())
+}
+
+/// The tables of a run analysed in parts ([`overlap_analyzer::tables::TableStream`]):
+/// the large ones written as the parts are analysed, the others once the report is made;
+/// every file committed by [`Stream::finish`], or none.
+pub(crate) struct Stream {
+    #[cfg(feature = "tables")]
+    tables: overlap_analyzer::tables::TableStream,
+    #[cfg(feature = "tables")]
+    dirs: Vec<PathBuf>,
+}
+
+impl Stream {
+    /// The tables asked for (none: `None`), about to be written as a run is analysed in
+    /// parts; the directories missing are made now.
+    pub(crate) fn start(
+        csv: &Option<PathBuf>,
+        parquet: &Option<PathBuf>,
+    ) -> Result<Option<Stream>> {
+        check_built(csv, parquet)?;
+        #[cfg(feature = "tables")]
+        {
+            let outputs = outputs(csv, parquet);
+            if outputs.is_empty() {
+                return Ok(None);
+            }
+            let tables = overlap_analyzer::tables::TableStream::new(&outputs)?;
+            let dirs = outputs.iter().map(|(d, _)| d.to_path_buf()).collect();
+            Ok(Some(Stream { tables, dirs }))
+        }
+        #[cfg(not(feature = "tables"))]
+        Ok(None)
+    }
+
+    /// Where the analysis gives the rows.
+    pub(crate) fn rows(&mut self) -> Rows<'_> {
+        #[cfg(feature = "tables")]
+        return Some(&mut self.tables);
+        #[cfg(not(feature = "tables"))]
+        None
+    }
+
+    /// Writes the rest of the tables, of the run's report `report`, and commits them all.
+    pub(crate) fn finish(self, report: &Report) -> Result<()> {
+        #[cfg(feature = "tables")]
+        {
+            let written = self.tables.finish(report)?;
+            let outputs: Vec<(&Path, ())> = self.dirs.iter().map(|d| (d.as_path(), ())).collect();
+            say_written(&outputs, written);
+        }
+        #[cfg(not(feature = "tables"))]
+        let _ = report;
+        Ok(())
+    }
 }
 
 /// [`check_built`] refused the options before any analysis: nothing to write.

@@ -21,11 +21,11 @@ use std::sync::OnceLock;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use overlap_analyzer::analysis::DirAnalysis;
 use overlap_analyzer::exchange::Exchange;
 use overlap_analyzer::metrics::Options;
 use overlap_instrument::mpi_family::MpiFamily;
 
+use crate::hold::WorkerRun;
 use crate::output::sayln;
 use mpi::MpiExchange;
 
@@ -213,14 +213,16 @@ fn default_family() -> Result<MpiFamily> {
 static ABORT: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
 
 /// The analysis of the rank files `dir` by the worker this process is (MPI started
-/// through `library`): the report at worker 0, `None` at the others. A worker that
+/// through `library`): the report at worker 0, with the tables asked for to finish,
+/// `None` at the others. A worker that
 /// panics ends the job (the others would wait for it); an error of any worker is worker
 /// 0's to say, and the others fail quietly.
 pub(crate) fn analyze(
     library: &Path,
     dir: &Path,
     opts: &Options,
-) -> Result<std::result::Result<Option<DirAnalysis>, ExitCode>> {
+    tables: (&Option<PathBuf>, &Option<PathBuf>),
+) -> Result<std::result::Result<WorkerRun, ExitCode>> {
     let exchange = MpiExchange::start(library)?;
     let _ = ABORT.set(Box::new(exchange.abort_handle()));
     let hook = std::panic::take_hook();
@@ -231,7 +233,7 @@ pub(crate) fn analyze(
         }
     }));
     let first = exchange.worker() == 0;
-    match crate::hold::analyze_in_parts_with(dir, opts, &exchange) {
+    match crate::hold::analyze_in_parts_with(dir, opts, &exchange, tables) {
         Ok(run) => Ok(Ok(run)),
         Err(e) if first => Err(e),
         Err(_) => Ok(Err(ExitCode::FAILURE)),

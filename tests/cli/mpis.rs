@@ -216,6 +216,15 @@ impl Launch {
         }
     }
 
+    /// This `srun` allowed more tasks than the cluster's CPUs (`--overcommit`): the
+    /// one-node cluster of the tests has this machine's cores, and srun otherwise holds
+    /// a step of more tasks in the queue until it has as many.
+    pub fn overcommitted(mut self) -> Launch {
+        assert_eq!(self.command[0], "srun", "only srun overcommits");
+        self.command.push("--overcommit".into());
+        self
+    }
+
     /// The launcher and its options, as one command line (`overlap analyze --launcher`).
     pub fn command_line(&self) -> String {
         self.command.join(" ")

@@ -230,7 +230,30 @@ fn outputs_refused_for_room_leave_nothing_and_exit_2() {
         tables.describe()
     );
 
+    // In parts the large tables are written as the parts are analysed: refused on the
+    // way, they leave nothing either (nor the directories made for them).
     let ranks = trace.with_extension("ranks");
+    let r = ranks.to_str().expect("utf-8");
+    let (csv, parquet) = (o("parts.csv"), o("parts.pq"));
+    let args = [
+        "analyze",
+        r,
+        "--hold",
+        "parts",
+        "--csv",
+        &csv,
+        "--parquet",
+        &parquet,
+    ];
+    let tables = overlap_limited(&args, 64);
+    assert_eq!(
+        tables.output.status.code(),
+        Some(2),
+        "{}",
+        tables.describe()
+    );
+    tables.assert_stderr_has("File too large");
+
     let merged = overlap_limited(
         &[
             "merge",

@@ -87,13 +87,13 @@ fn workers_under_open_mpi_report_what_one_process_reports() {
 #[test]
 fn workers_under_srun_report_what_one_process_reports() {
     let Some(slurm) = cluster() else { return };
-    // The cluster has this machine's cores, and srun starts no more tasks than that.
-    let launch = Launch::srun(Mpi::Default, &slurm.conf());
-    check_kept_runs(&launch, &[2], &["--json"]);
+    // The cluster has this machine's cores (2 here): four workers overcommit them.
+    let launch = Launch::srun(Mpi::Default, &slurm.conf()).overcommitted();
+    check_kept_runs(&launch, &[2, 4], &["--json"]);
     if let Some(mpi) = open_mpi() {
         // srun does not say which MPI it starts: told with --mpi.
-        let launch = Launch::srun(mpi, &slurm.conf());
-        check_kept_runs(&launch, &[2], &["--json", "--mpi", "openmpi"]);
+        let launch = Launch::srun(mpi, &slurm.conf()).overcommitted();
+        check_kept_runs(&launch, &[2, 4], &["--json", "--mpi", "openmpi"]);
     }
 }
 
@@ -208,11 +208,82 @@ fn a_rank_file_a_worker_cannot_read_is_reported_as_one_process_reports_it() {
     workers.assert_stderr_has(error);
 }
 
+/// `--csv` and `--parquet` of a job: worker 0 writes the tables as it analyses, and they
+/// are the tables of one process holding the run whole (the same files; the same CSV
+/// bytes), said once; the other workers write nothing.
+#[test]
+fn the_workers_write_the_tables_of_one_process() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let at = |name: &str| tmp.path().join(name).to_str().expect("UTF-8").to_string();
+    let launch = Launch::of(Mpi::Default);
+    // Calls of every kind, and a run with GPU work (its staging chains' table).
+    let runs = kept_runs();
+    let named = |name: &str| {
+        runs.iter()
+            .find(|d| d.parent().is_some_and(|p| p.ends_with(name)))
+    };
+    for dir in ["c-calls", "gpu-bulk"].map(|name| named(name).expect("a kept run")) {
+        let path = dir.to_str().expect("a UTF-8 path");
+        let whole = overlap(&[
+            "analyze",
+            path,
+            "--hold",
+            "whole",
+            "--csv",
+            &at("whole.csv"),
+            "--parquet",
+            &at("whole.pq"),
+        ]);
+        assert!(whole.success(), "{}", whole.describe());
+        let args = ["--csv", &at("job.csv"), "--parquet", &at("job.pq")];
+        let run = analyze_in(&launch, 3, dir, &args);
+        assert!(run.success(), "{}", run.describe());
+        assert_eq!(
+            run.stdout(),
+            whole.stdout(),
+            "{}: the report",
+            dir.display()
+        );
+        assert_eq!(
+            run.stderr(),
+            whole.stderr().replace("whole.", "job."),
+            "said once"
+        );
+        let files = |name: &str| {
+            let mut files: Vec<_> = std::fs::read_dir(at(name))
+                .expect("the tables")
+                .map(|e| e.expect("an entry").file_name())
+                .collect();
+            files.sort();
+            files
+        };
+        assert_eq!(
+            files("job.pq"),
+            files("whole.pq"),
+            "{}: Parquet",
+            dir.display()
+        );
+        let csv = files("whole.csv");
+        assert!(csv.len() >= 8, "{csv:?}");
+        assert_eq!(files("job.csv"), csv, "{}: CSV", dir.display());
+        for name in csv {
+            let read = |d: &str| std::fs::read(Path::new(&at(d)).join(&name)).expect("read");
+            assert!(
+                read("job.csv") == read("whole.csv"),
+                "{}: {name:?}",
+                dir.display()
+            );
+        }
+        for d in ["whole.csv", "whole.pq", "job.csv", "job.pq"] {
+            std::fs::remove_dir_all(at(d)).expect("removed");
+        }
+    }
+}
+
 #[test]
 fn what_the_workers_cannot_take_is_refused_before_any_is_started() {
     let dir = kept_runs()[0].to_str().expect("a UTF-8 path").to_string();
     for (extra, said) in [
-        (&["--csv", "out"][..], "--csv"),
         (&["--hold", "whole"][..], "--hold whole"),
         (&["--from", "1ms"][..], "a window of the run"),
     ] {

@@ -8,20 +8,24 @@ use std::ops::Range;
 
 use polars::prelude::{Column, DataFrame};
 
-use crate::analysis::{Details, Report};
+use crate::analysis::Report;
 use crate::metrics::by_site::SiteGroup;
+use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::request_metrics::RequestClass;
 use crate::metrics::request_row::RequestRow;
-use crate::metrics::{Finding, WaitInstance};
-use crate::model::{Trace, What};
+use crate::metrics::WaitInstance;
+use crate::model::{Message, Trace, What};
 use crate::sites::SiteTable;
 use crate::{Error, Result};
 
+mod findings;
 mod parts;
 mod profile;
+mod stream;
 mod write;
 
 pub use parts::{tables, Tables};
+pub use stream::TableStream;
 pub use write::write_tables;
 
 /// The file format of the tables.
@@ -272,10 +276,40 @@ fn requests(trace: &Trace, r: &[RequestRow]) -> Result<DataFrame> {
     )
 }
 
-fn messages(trace: &Trace) -> Result<DataFrame> {
-    let m = &trace.messages;
-    let start = |r| trace.span(r).map(|s| s.start.0);
-    let end = |r| trace.span(r).map(|s| s.end.0);
+/// When a message's calls ran: the send's entry, the receive's post's entry and the
+/// exit of the call that completed the receive, ns (none: not in the trace).
+pub(crate) struct MessageTimes {
+    send: Option<u64>,
+    recv_post: Option<u64>,
+    recv_complete: Option<u64>,
+}
+
+impl MessageTimes {
+    /// Message `mi`'s, as `trace` holds its calls.
+    fn of_trace(trace: &Trace, mi: usize) -> MessageTimes {
+        let x = &trace.messages[mi];
+        let span = |r| trace.span(r);
+        MessageTimes {
+            send: span(x.send()).map(|s| s.start.0),
+            recv_post: span(x.recv_post()).map(|s| s.start.0),
+            recv_complete: x.completion().and_then(span).map(|s| s.end.0),
+        }
+    }
+
+    /// Message `mi`'s (`x`), as its ends `ends` found its calls.
+    pub(crate) fn of_ends(ends: &MessageEnds, mi: usize, x: &Message) -> MessageTimes {
+        MessageTimes {
+            send: ends.send(mi).start().map(|n| n.0),
+            recv_post: ends.recv(mi).start().map(|n| n.0),
+            recv_complete: ends.recv_done(mi, x).map(|d| d.end.0),
+        }
+    }
+}
+
+/// One row per message of `m`, message `mi`'s calls timed by `times(mi)`.
+fn messages(m: &[Message], times: impl Fn(usize) -> MessageTimes) -> Result<DataFrame> {
+    let times: Vec<MessageTimes> = (0..m.len()).map(times).collect();
+    let time = |f: fn(&MessageTimes) -> Option<u64>| times.iter().map(f).collect::<Vec<_>>();
     frame(
         m.len(),
         vec![
@@ -284,26 +318,19 @@ fn messages(trace: &Trace) -> Result<DataFrame> {
             col("recv_rank", m.iter().map(|x| x.recv_post().rank).collect()),
             col("tag", m.iter().map(|x| x.tag).collect()),
             col("bytes", m.iter().map(|x| x.bytes).collect()),
-            col("send_ns", m.iter().map(|x| start(x.send())).collect()),
-            col(
-                "recv_post_ns",
-                m.iter().map(|x| start(x.recv_post())).collect(),
-            ),
-            col(
-                "recv_complete_ns",
-                m.iter()
-                    .map(|x| x.completion().and_then(end))
-                    .collect::<Vec<Option<u64>>>(),
-            ),
+            col("send_ns", time(|t| t.send)),
+            col("recv_post_ns", time(|t| t.recv_post)),
+            col("recv_complete_ns", time(|t| t.recv_complete)),
             col("clock_suspect", m.iter().map(|x| x.clock_suspect).collect()),
         ],
     )
 }
 
-fn wait_states(trace: &Trace, d: &Details) -> Result<DataFrame> {
-    let w = &d.waits;
+/// One row per wait-state instance of `w` (of `trace`'s ranks), its call's site named
+/// by `sites`.
+fn wait_states(trace: &Trace, sites: &SiteTable, w: &[WaitInstance]) -> Result<DataFrame> {
     let site = |x: &WaitInstance| {
-        d.sites
+        sites
             .of_call(trace, x.rank, x.index)
             .map(|s| s.label.as_str())
     };
@@ -331,74 +358,6 @@ fn wait_states(trace: &Trace, d: &Details) -> Result<DataFrame> {
             col("indeterminate", w.iter().map(|x| x.indeterminate).collect()),
             col("clock_suspect", w.iter().map(|x| x.clock_suspect).collect()),
             col("site", w.iter().map(site).collect::<Vec<Option<&str>>>()),
-        ],
-    )
-}
-
-/// One row per false-overlap finding, every one (the report lists the worst), in the
-/// report's order: the wait, what it lost and where it may move (event indices of its
-/// rank); its send requests are the `requests` rows it completed.
-fn false_overlap(trace: &Trace, d: &Details) -> Result<DataFrame> {
-    let f = &d.findings;
-    let index = |c: Option<&crate::metrics::CallRef>| c.map(|c| c.index as u64);
-    let u64s = |get: fn(&Finding) -> u64| f.iter().map(get).collect::<Vec<u64>>();
-    frame(
-        f.len(),
-        vec![
-            col("rank", f.iter().map(|x| x.rank).collect()),
-            col("index", u64s(|x| x.wait.index as u64)),
-            col("call", f.iter().map(|x| x.wait.call).collect::<Vec<&str>>()),
-            col("start_ns", u64s(|x| x.wait.start_ns)),
-            col("duration_ns", u64s(|x| x.wait.duration_ns)),
-            col("sends", f.iter().map(|x| x.requests.len() as u32).collect()),
-            col("mixed", f.iter().map(|x| x.mixed).collect()),
-            col("lost_ns", u64s(|x| x.lost_ns)),
-            col(
-                "independent_work_ns",
-                u64s(|x| x.possible.independent_work_ns),
-            ),
-            col("independent_spans", u64s(|x| x.possible.independent_spans)),
-            col("hideable_ns", u64s(|x| x.possible.hideable_ns)),
-            col(
-                "limit",
-                f.iter()
-                    .map(|x| x.possible.limit.key())
-                    .collect::<Vec<&str>>(),
-            ),
-            col(
-                "move_before_index",
-                f.iter()
-                    .map(|x| index(x.possible.move_before.as_ref()))
-                    .collect(),
-            ),
-            col(
-                "move_after_index",
-                f.iter()
-                    .map(|x| index(x.possible.move_after.as_ref()))
-                    .collect(),
-            ),
-            col(
-                "proven_hideable_ns",
-                f.iter()
-                    .map(|x| x.proven.as_ref().map(|p| p.hideable_ns))
-                    .collect::<Vec<Option<u64>>>(),
-            ),
-            col(
-                "proven_limit",
-                f.iter()
-                    .map(|x| x.proven.as_ref().map(|p| p.limit.key()))
-                    .collect::<Vec<Option<&str>>>(),
-            ),
-            col(
-                "site",
-                f.iter()
-                    .map(|x| {
-                        d.sites
-                            .of_call(trace, x.rank, x.wait.index)
-                            .map(|s| s.label.as_str())
-                    })
-                    .collect::<Vec<Option<&str>>>(),
-            ),
         ],
     )
 }

@@ -5,8 +5,9 @@ use std::ops::Range;
 
 use polars::prelude::DataFrame;
 
+use super::findings::{false_overlap, FindingRow};
 use super::{
-    calls, false_overlap, gpu_chains, messages, profile, ranks, requests, sites, wait_states,
+    calls, gpu_chains, messages, profile, ranks, requests, sites, wait_states, MessageTimes,
 };
 use crate::analysis::{Details, Report};
 use crate::model::Trace;
@@ -35,6 +36,20 @@ pub(super) enum Part {
     Profile,
     GpuChains,
 }
+
+/// Every table, in the order they are written (the GPU chains only for a run with GPU
+/// work).
+pub(super) const ORDER: [Part; 9] = [
+    Part::Ranks,
+    Part::Calls,
+    Part::Requests,
+    Part::Messages,
+    Part::WaitStates,
+    Part::FalseOverlap,
+    Part::Sites,
+    Part::Profile,
+    Part::GpuChains,
+];
 
 impl Part {
     /// Its table's name; `None` for the profile's tables, several, which the profile
@@ -67,20 +82,10 @@ pub fn tables<'a>(trace: &'a Trace, report: &'a Report, details: &'a Details) ->
 impl Tables<'_> {
     /// What there is to make, in order (the GPU chains only for a run with GPU work).
     pub(super) fn parts(&self) -> Vec<Part> {
-        let mut parts = vec![
-            Part::Ranks,
-            Part::Calls,
-            Part::Requests,
-            Part::Messages,
-            Part::WaitStates,
-            Part::FalseOverlap,
-            Part::Sites,
-            Part::Profile,
-        ];
-        if self.report.gpu.is_some() {
-            parts.push(Part::GpuChains);
-        }
-        parts
+        let gpu = self.report.gpu.is_some();
+        (ORDER.into_iter())
+            .filter(|&p| p != Part::GpuChains || gpu)
+            .collect()
     }
 
     /// How many rows `part` has when it is made in parts of rows (a table of a row per
@@ -102,13 +107,24 @@ impl Tables<'_> {
             Part::Ranks => ranks(report),
             Part::Calls => calls(trace, &d.sites, rows),
             Part::Requests => requests(trace, &d.requests[rows]),
-            Part::Messages => messages(trace),
-            Part::WaitStates => wait_states(trace, d),
-            Part::FalseOverlap => false_overlap(trace, d),
+            Part::Messages => messages(&trace.messages, |mi| MessageTimes::of_trace(trace, mi)),
+            Part::WaitStates => wait_states(trace, &d.sites, &d.waits),
+            Part::FalseOverlap => {
+                // The findings are in the report's order already.
+                let rows: Vec<FindingRow> = (d.findings.iter())
+                    .map(|f| FindingRow::of(trace, &d.sites, f))
+                    .collect();
+                false_overlap(&rows, |id| label(&d.sites, id))
+            }
             Part::Sites => sites(report),
             Part::Profile => return profile::tables(&report.profile),
             Part::GpuChains => gpu_chains(&d.chains),
         };
         Ok(vec![(part.name().unwrap_or_default().to_string(), df?)])
     }
+}
+
+/// The label of the site `id` of `sites`.
+pub(super) fn label(sites: &crate::sites::SiteTable, id: u32) -> Option<&str> {
+    sites.sites().get(id as usize).map(|s| s.label.as_str())
 }

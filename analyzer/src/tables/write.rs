@@ -2,11 +2,12 @@
 //! (CSV, Parquet), and dropped before the next is made, so that writing holds one table
 //! at a time; every file of every directory committed together, or none.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use overlap_format::output::{commit_all, AtomicFile};
 use polars::io::{csv::write as csv, parquet::write as parquet};
-use polars::prelude::{CsvWriter, DataFrame, ParquetWriter, SerWriter};
+use polars::prelude::{CsvWriter, DataFrame, ParquetWriter, PolarsResult, SerWriter};
 
 use super::parts::{Part, Tables};
 use super::TableFormat;
@@ -19,8 +20,18 @@ pub fn write_tables(
     outputs: &[(&Path, TableFormat)],
 ) -> Result<Vec<Vec<PathBuf>>> {
     let _span = tracing::info_span!("write tables").entered();
-    // A directory is made when missing, never its parents: a mistyped path is an
-    // error, not a new tree. Made here, it goes again when no table is written.
+    let made = make_dirs(outputs)?;
+    let written = write_all_tables(tables, outputs, ROWS);
+    if written.is_err() {
+        remove(&made);
+    }
+    written
+}
+
+/// Makes the directories of `outputs` that are missing, never their parents (a mistyped
+/// path is an error, not a new tree); returns those it made, which go again when no
+/// table is written ([`remove`]).
+pub(super) fn make_dirs<'o>(outputs: &[(&'o Path, TableFormat)]) -> Result<Vec<&'o Path>> {
     let mut made = Vec::new();
     for (dir, _) in outputs {
         if !dir.is_dir() {
@@ -36,16 +47,12 @@ pub fn write_tables(
             made.push(*dir);
         }
     }
-    let written = write_all_tables(tables, outputs, ROWS);
-    if written.is_err() {
-        remove(&made);
-    }
-    written
+    Ok(made)
 }
 
 /// Removes the directories made for tables none of which was written (empty: a table
 /// not committed leaves no file).
-fn remove(made: &[&Path]) {
+pub(super) fn remove(made: &[&Path]) {
     for dir in made {
         let _ = std::fs::remove_dir(dir);
     }
@@ -54,7 +61,7 @@ fn remove(made: &[&Path]) {
 /// The most rows of a table made at a time: a table of a row per call or per request is
 /// made and written this many rows at a time. Polars writes a whole table's Parquet in
 /// row groups of this many rows: parts of the same size make the same file.
-const ROWS: usize = 512 * 512;
+pub(super) const ROWS: usize = 512 * 512;
 
 /// Writes the tables into every output, all of them or none, the large ones
 /// `rows_per_part` rows at a time.
@@ -101,7 +108,11 @@ fn write_all_tables(
 }
 
 /// `df` written to a file at `path`, not committed yet.
-fn write_table(df: &mut DataFrame, path: &Path, format: TableFormat) -> Result<AtomicFile> {
+pub(super) fn write_table(
+    df: &mut DataFrame,
+    path: &Path,
+    format: TableFormat,
+) -> Result<AtomicFile> {
     let mut file = AtomicFile::create(path)?;
     let result = match format {
         TableFormat::Csv => CsvWriter::new(&mut file).finish(df),
@@ -128,7 +139,7 @@ fn write_in_rows(
     outputs: &[(&Path, TableFormat)],
 ) -> std::result::Result<(), Failure> {
     let formats = outputs.iter().map(|o| o.1);
-    let mut writers: Vec<Writer> = Vec::with_capacity(files.len());
+    let mut writers: Vec<Writer<&mut AtomicFile>> = Vec::with_capacity(files.len());
     let mut files = Some(files);
     // One part at least: a table of no rows is its header.
     for from in (0..rows.max(1)).step_by(per_part.max(1)) {
@@ -137,47 +148,61 @@ fn write_in_rows(
             // The writers take the schema of the first part.
             if let Some(files) = files.take() {
                 for (k, ((file, _), format)) in files.iter_mut().zip(formats.clone()).enumerate() {
-                    let writer = match format {
-                        TableFormat::Csv => {
-                            CsvWriter::new(file).batched(df.schema()).map(Writer::Csv)
-                        }
-                        TableFormat::Parquet => ParquetWriter::new(file)
-                            .batched(df.schema())
-                            .map(|w| Writer::Parquet(Box::new(w))),
-                    };
+                    let writer = Writer::new(format, file, &df);
                     writers.push(writer.map_err(|e| Failure::Writing(k, e))?);
                 }
             }
             for (k, w) in writers.iter_mut().enumerate() {
-                let written = match w {
-                    Writer::Csv(w) => w.write_batch(&df),
-                    Writer::Parquet(w) => w.write_batch(&df),
-                };
-                written.map_err(|e| Failure::Writing(k, e))?;
+                w.write(&df).map_err(|e| Failure::Writing(k, e))?;
             }
         }
     }
     for (k, w) in writers.iter_mut().enumerate() {
-        let finished = match w {
-            Writer::Csv(w) => w.finish(),
-            // Its footer.
-            Writer::Parquet(w) => w.finish().map(|_| ()),
-        };
-        finished.map_err(|e| Failure::Writing(k, e))?;
+        w.finish().map_err(|e| Failure::Writing(k, e))?;
     }
     Ok(())
 }
 
 /// A table's writer into one file, a part of its rows at a time.
-enum Writer<'f> {
-    Csv(csv::BatchedWriter<&'f mut AtomicFile>),
+pub(super) enum Writer<W: Write> {
+    Csv(csv::BatchedWriter<W>),
     // Boxed: it is six times the CSV writer's size.
-    Parquet(Box<parquet::BatchedWriter<&'f mut AtomicFile>>),
+    Parquet(Box<parquet::BatchedWriter<W>>),
+}
+
+impl<W: Write> Writer<W> {
+    /// A writer of `format` into `file`, of tables of `first`'s schema.
+    pub(super) fn new(format: TableFormat, file: W, first: &DataFrame) -> PolarsResult<Writer<W>> {
+        match format {
+            TableFormat::Csv => CsvWriter::new(file)
+                .batched(first.schema())
+                .map(Writer::Csv),
+            TableFormat::Parquet => ParquetWriter::new(file)
+                .batched(first.schema())
+                .map(|w| Writer::Parquet(Box::new(w))),
+        }
+    }
+
+    /// Writes the rows of `df`.
+    pub(super) fn write(&mut self, df: &DataFrame) -> PolarsResult<()> {
+        match self {
+            Writer::Csv(w) => w.write_batch(df),
+            Writer::Parquet(w) => w.write_batch(df),
+        }
+    }
+
+    /// Ends the file (Parquet's footer).
+    pub(super) fn finish(&mut self) -> PolarsResult<()> {
+        match self {
+            Writer::Csv(w) => w.finish(),
+            Writer::Parquet(w) => w.finish().map(|_| ()),
+        }
+    }
 }
 
 /// The error of a table not written to `file` at `path`: the disk's refusal when it
 /// refused, said as an output not written; else polars' reason.
-fn failed(file: &AtomicFile, path: &Path, e: polars::error::PolarsError) -> Error {
+pub(super) fn failed(file: &AtomicFile, path: &Path, e: polars::error::PolarsError) -> Error {
     match file.write_error() {
         Some(cause) => Error::Output(file.error(cause)),
         None => Error::Table {

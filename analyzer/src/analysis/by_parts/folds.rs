@@ -22,6 +22,7 @@ use crate::sites::SiteTable;
 
 use super::super::of_trace;
 use super::super::pass_order::{Models, PART};
+use super::super::rows::Rows;
 
 /// The ranks of a part, as [`MessagesByRank::between`] takes them: those after the
 /// previous part's last (none: from the first), up to its own last (none: to the end).
@@ -102,8 +103,9 @@ impl<'a> Folds<'a> {
     }
 
     /// Adds the figures of the part trace `part` (the parts come in rank order), whose
-    /// messages are those of the ranks `bounds` gives ([`MessagesByRank::between`]).
-    pub(super) fn add(&mut self, part: &Trace, (after, up_to): Bounds) {
+    /// messages are those of the ranks `bounds` gives ([`MessagesByRank::between`]),
+    /// and gives its rows to `rows`.
+    pub(super) fn add(&mut self, part: &Trace, (after, up_to): Bounds, mut rows: Rows<'_>) {
         let (opts, sites) = (self.opts, self.sites);
         let messages = self.index.between(after, up_to);
         let mut waits = {
@@ -116,6 +118,7 @@ impl<'a> Folds<'a> {
         // the rest of the part: the folds do not need each other.
         let (wait_groups, profile) = (&mut self.wait_groups, &mut self.profile);
         let waits = &waits;
+        let sink = &mut rows;
         rayon::join(
             || {
                 wait_groups.add_waits(part, sites, waits);
@@ -135,11 +138,19 @@ impl<'a> Folds<'a> {
                     let range = first + range.start..first + range.end;
                     self.pass.rows_into(part, range, &mut self.rows);
                     let rows = &self.rows;
+                    if let Some(sink) = sink.as_deref_mut() {
+                        sink.requests(part, rows);
+                    }
                     let (requests, findings) = (&mut self.requests, &mut self.findings);
                     rayon::join(
                         || requests.add(rows, opts, &|r| listed(part, sites, r)),
                         || {
-                            let mut add = |found: Vec<Finding>| findings.add(part, sites, &found);
+                            let mut add = |found: Vec<Finding>| {
+                                if let Some(sink) = sink.as_deref_mut() {
+                                    sink.findings(part, sites, &found);
+                                }
+                                findings.add(part, sites, &found)
+                            };
                             false_overlap::findings_into(
                                 part,
                                 rows,
@@ -153,6 +164,10 @@ impl<'a> Folds<'a> {
                 }
             },
         );
+        if let Some(sink) = rows {
+            sink.wait_states(part, sites, waits);
+            sink.calls(part, sites);
+        }
         self.wait_summary.add(waits);
     }
 

@@ -36,6 +36,7 @@ use rayon::prelude::*;
 
 use super::of_trace::OfTrace;
 use super::pass_order::{self, Measured, Models};
+use super::rows::Rows;
 use super::Report;
 use crate::exchange::{Alone, Exchange};
 use crate::import::{rank_files, EventSink, Reading};
@@ -131,21 +132,37 @@ pub struct DirAnalysis {
 /// makes of it loaded whole), its files read three times and the run never held whole:
 /// at most a part of its ranks' events at a time beside the columns of the first pass.
 pub fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
-    let run = analyze_in_parts(dir, opts, None, &Alone, &|_, _| {})?;
+    let run = analyze_in_parts(dir, opts, None, &Alone, &|_, _| {}, None)?;
     Ok(run.expect("one process is worker 0"))
 }
 
 /// [`analyze_dir`] made by the workers of `exchange`: each reads its share of the
 /// rank files for the first pass ([`crate::metrics::digest_share`]), and worker 0 makes
 /// the rest of the report, which it alone returns (`None` at the others). `tell` is
-/// told of the readings of this worker.
+/// told of the readings of this worker; `rows`, at worker 0, takes the figures' rows as
+/// the parts are analysed.
 pub fn analyze_dir_shared(
     dir: &Path,
     opts: &Options,
     exchange: &dyn Exchange,
     tell: &(dyn Fn(u64, u64) + Sync),
+    rows: Rows<'_>,
 ) -> Result<Option<DirAnalysis>> {
-    analyze_in_parts(dir, opts, None, exchange, tell)
+    analyze_in_parts(dir, opts, None, exchange, tell, rows)
+}
+
+/// [`analyze_dir`], in parts of at least `events` events (whole ranks), its rows given to
+/// `rows`: what the tables' tests cut the kept runs into.
+#[cfg(test)]
+pub(crate) fn analyze_dir_in_parts_of(
+    dir: &Path,
+    opts: &Options,
+    events: u64,
+    rows: Rows<'_>,
+) -> Result<DirAnalysis> {
+    let at_least = Some(PartSize::of_events(events));
+    let run = analyze_in_parts(dir, opts, at_least, &Alone, &|_, _| {}, rows)?;
+    Ok(run.expect("one process is worker 0"))
 }
 
 /// [`analyze_dir_shared`], each part at least `at_least` (`None`: [`PartSize::of_run`]).
@@ -155,6 +172,7 @@ fn analyze_in_parts(
     at_least: Option<PartSize>,
     exchange: &dyn Exchange,
     tell: &(dyn Fn(u64, u64) + Sync),
+    mut rows: Rows<'_>,
 ) -> Result<Option<DirAnalysis>> {
     let _span = tracing::info_span!("metrics").entered();
     // Every file is read through once, then each usable one three times (the first
@@ -214,7 +232,9 @@ fn analyze_in_parts(
         .map(|members| members.iter().map(|r| r.request).collect())
         .collect();
     let columns = (cross, by_rank, sites, budgets);
-    let (measured, of_trace, regions) = measured(&mut parts, columns, &models, opts, at_least)?;
+    let sink = rows.as_deref_mut();
+    let (measured, of_trace, regions) =
+        measured(&mut parts, columns, &models, opts, (at_least, sink))?;
     let program = program(&mut parts, instances, &nonblocking, &models, at_least)?;
     // The columns go before the replays.
     let info = parts.run.info.clone();
@@ -222,8 +242,12 @@ fn analyze_in_parts(
     crate::heap::release_free();
     let replays = pass_order::replay(program.as_ref(), &models);
     drop(program);
+    let (report, details) = super::assemble(of_trace, measured, replays);
+    if let Some(rows) = rows {
+        rows.chains(&details.chains);
+    }
     Ok(Some(DirAnalysis {
-        report: super::assemble(of_trace, measured, replays).0,
+        report,
         regions,
         info,
         unreadable,
@@ -244,14 +268,15 @@ type Columns = (
 
 /// The measured figures, the parts of the report read from the ranks, and the regions,
 /// of the run `parts` reads (the second pass), beside the first pass's columns: what
-/// crosses ranks, the site table and the budgets. Each rank's compute is dropped
-/// afterwards: nothing after reads it.
+/// crosses ranks, the site table and the budgets; the rows of each part, and then the
+/// run's messages, given to `rows`. Each rank's compute is dropped afterwards: nothing
+/// after reads it.
 fn measured(
     parts: &mut Parts<'_>,
     (cross, index, sites, (ranks, totals)): Columns,
     models: &Models,
     opts: &Options,
-    at_least: PartSize,
+    (at_least, mut rows): (PartSize, Rows<'_>),
 ) -> Result<(Measured, OfTrace, RunRegions)> {
     let columns = tracing::info_span!("columns").entered();
     let run = parts.columns();
@@ -278,8 +303,14 @@ fn measured(
     drop(columns);
     let columns = (&ends, &index);
     let mut folds = Folds::new(opts, models, &sites, &pass, &shared, columns, &descheduled);
-    parts.each(at_least, &mut |part, bounds| folds.add(part, bounds))?;
+    let mut sink = rows.as_deref_mut();
+    parts.each(at_least, &mut |part, bounds| {
+        folds.add(part, bounds, sink.as_deref_mut())
+    })?;
     let folded = folds.finish();
+    if let Some(rows) = rows {
+        rows.messages(parts.columns(), &ends);
+    }
     // The report keeps none of the instances (as the analysis given a trace drops them):
     // the folds kept only each kind's worst.
     let measured = Measured {

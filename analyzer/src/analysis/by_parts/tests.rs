@@ -51,7 +51,7 @@ fn the_parts_report_what_the_whole_run_reports() {
 
 /// The analysis of one process, in parts of `at_least`.
 fn alone(dir: &std::path::Path, opts: &Options, at_least: Option<PartSize>) -> DirAnalysis {
-    let run = analyze_in_parts(dir, opts, at_least, &Alone, &|_, _| {});
+    let run = analyze_in_parts(dir, opts, at_least, &Alone, &|_, _| {}, None);
     run.expect("its passes").expect("one process is worker 0")
 }
 
@@ -66,7 +66,7 @@ fn the_workers_report_what_one_process_reports() {
         for workers in [2, 3, 7] {
             let name = format!("{} on {workers} workers", dir.display());
             let got = Threads::run(workers, |ex: &dyn Exchange| {
-                analyze_in_parts(&dir, &opts, None, ex, &|_, _| {}).expect("analysed")
+                analyze_in_parts(&dir, &opts, None, ex, &|_, _| {}, None).expect("analysed")
             });
             let mut got = got.into_iter();
             let first = got.next().flatten().expect("worker 0 reports");
@@ -97,14 +97,14 @@ fn the_readings_told_end_at_their_total() {
         let told = told.lock().expect("not poisoned");
         (told.iter().map(|t| t.0).max(), told.last().map(|t| t.1))
     };
-    let analysed = analyze_in_parts(dir.path(), &Options::default(), None, &Alone, &tell);
+    let analysed = analyze_in_parts(dir.path(), &Options::default(), None, &Alone, &tell, None);
     analysed.expect("analysed");
     assert_eq!(last(&told), (Some(4 * files), Some(4 * files)));
     // Rank 2's file replaced by one that is no rank file: read through once only.
     std::fs::write(dir.path().join("rank-2.ovlp"), b"no rank file").expect("written");
     let usable = size("rank-0.ovlp") + size("rank-1.ovlp");
     told.lock().expect("not poisoned").clear();
-    let analysed = analyze_in_parts(dir.path(), &Options::default(), None, &Alone, &tell);
+    let analysed = analyze_in_parts(dir.path(), &Options::default(), None, &Alone, &tell, None);
     analysed.expect("analysed");
     let listed = usable + size("rank-2.ovlp");
     let total = listed + 3 * usable;

@@ -1,0 +1,36 @@
+//! What the analysis of a directory in parts ([`super::analyze_dir`]) hands out of each
+//! part as it goes, for whoever writes the figures' rows (the tables of
+//! `overlap analyze --csv/--parquet`): every call, request, wait-state instance and
+//! false-overlap finding of the part's ranks, each part once, in rank order; then the
+//! run's messages and staging chains. The analysis holds none of them afterwards; a sink
+//! that needs them in another order keeps what it needs.
+
+use crate::gpu::ChainRow;
+use crate::metrics::message_ends::MessageEnds;
+use crate::metrics::request_row::RequestRow;
+use crate::metrics::{Finding, WaitInstance};
+use crate::model::Trace;
+use crate::sites::SiteTable;
+
+/// Takes the rows of a run analysed in parts. Each `part` is a part trace
+/// ([`Trace`]: its ranks whole, the run's messages and requests); the parts come in rank
+/// order, each method called for a part before the next part is read.
+pub trait RowSink: Send {
+    /// Every call and compute span of the part's ranks, their sites named by `sites`.
+    fn calls(&mut self, part: &Trace, sites: &SiteTable);
+    /// Rows of the part's requests, in request order: every request of the run once,
+    /// over the parts, in the run's order.
+    fn requests(&mut self, part: &Trace, rows: &[RequestRow]);
+    /// Every wait-state instance of the part's ranks, sorted by (rank, call, kind).
+    fn wait_states(&mut self, part: &Trace, sites: &SiteTable, waits: &[WaitInstance]);
+    /// False-overlap findings of the part's ranks, in no order (every finding of the run
+    /// once, over the calls).
+    fn findings(&mut self, part: &Trace, sites: &SiteTable, found: &[Finding]);
+    /// The run's messages (those of `run`, which holds no rank), their ends `ends`.
+    fn messages(&mut self, run: &Trace, ends: &MessageEnds);
+    /// The run's staging chains (none without GPU work).
+    fn chains(&mut self, chains: &[ChainRow]);
+}
+
+/// Where the rows of a run analysed in parts go, when anywhere.
+pub type Rows<'s> = Option<&'s mut (dyn RowSink + 'static)>;

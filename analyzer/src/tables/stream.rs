@@ -1,0 +1,399 @@
+//! The tables of a run analysed in parts ([`crate::analysis::analyze_dir`]): the large
+//! ones (calls, requests, wait states, messages) written as the analysis hands their
+//! rows out, a part at a time ([`RowSink`]), and the others once the report is made
+//! ([`TableStream::finish`]). The files are the ones [`super::write_tables`] writes of
+//! the run held whole: the same rows in the same order (CSV byte for byte; Parquet's row
+//! groups cut elsewhere). Every file of every directory is committed together, or none.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use overlap_format::output::{commit_all, AtomicFile};
+use polars::prelude::DataFrame;
+
+use super::findings::{false_overlap, sort, FindingRow};
+use super::parts::{label, Part, ORDER};
+use super::write::{failed, make_dirs, remove, write_table, Writer, ROWS};
+use super::{calls, gpu_chains, messages, profile, ranks, requests, sites, wait_states};
+use super::{MessageTimes, TableFormat};
+use crate::analysis::{Report, RowSink};
+use crate::gpu::ChainRow;
+use crate::metrics::message_ends::MessageEnds;
+use crate::metrics::request_row::RequestRow;
+use crate::metrics::{Finding, WaitInstance};
+use crate::model::Trace;
+use crate::sites::SiteTable;
+use crate::{Error, Result};
+
+/// The tables of a run being analysed in parts, written into every directory and
+/// format asked for.
+pub struct TableStream {
+    outputs: Vec<(PathBuf, TableFormat)>,
+    /// The directories made for the tables (removed again when none is written).
+    made: Vec<PathBuf>,
+    /// The tables written as the rows come: calls, requests, wait states, messages.
+    streamed: Vec<Streamed>,
+    /// Every finding's row, until they are all in and sorted.
+    findings: Vec<FindingRow>,
+    /// The label of each site a finding names, by id.
+    labels: HashMap<u32, String>,
+    chains: Vec<ChainRow>,
+    /// The first failure: nothing more is written, and [`TableStream::finish`] says it.
+    failed: Option<Error>,
+}
+
+/// A table written a part of its rows at a time, into one file per output.
+struct Streamed {
+    part: Part,
+    /// One per output, from the first rows on (none before).
+    files: Vec<StreamedFile>,
+}
+
+struct StreamedFile {
+    file: Shared,
+    path: PathBuf,
+    writer: Writer<Shared>,
+}
+
+/// A file that a writer writes and the stream commits afterwards.
+#[derive(Clone)]
+struct Shared(Arc<Mutex<AtomicFile>>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, AtomicFile> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.lock().write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.lock().flush()
+    }
+}
+
+impl TableStream {
+    /// The tables of a run about to be analysed, into `outputs` (each directory made when
+    /// missing, never its parents).
+    pub fn new(outputs: &[(&Path, TableFormat)]) -> Result<TableStream> {
+        let made = make_dirs(outputs)?;
+        let streamed = [
+            Part::Calls,
+            Part::Requests,
+            Part::WaitStates,
+            Part::Messages,
+        ];
+        Ok(TableStream {
+            outputs: (outputs.iter())
+                .map(|(d, f)| (d.to_path_buf(), *f))
+                .collect(),
+            made: made.into_iter().map(Path::to_path_buf).collect(),
+            streamed: (streamed.into_iter())
+                .map(|part| Streamed {
+                    part,
+                    files: Vec::new(),
+                })
+                .collect(),
+            findings: Vec::new(),
+            labels: HashMap::new(),
+            chains: Vec::new(),
+            failed: None,
+        })
+    }
+
+    /// Writes the rows `df` of the streamed table `part`, unless a write failed before.
+    fn write(&mut self, part: Part, df: Result<DataFrame>) {
+        if self.failed.is_some() {
+            return;
+        }
+        if let Err(e) = df.and_then(|df| self.write_rows(part, &df)) {
+            self.failed = Some(e);
+        }
+    }
+
+    fn write_rows(&mut self, part: Part, df: &DataFrame) -> Result<()> {
+        let outputs = &self.outputs;
+        let Some(table) = self.streamed.iter_mut().find(|t| t.part == part) else {
+            unreachable!("{part:?} is streamed");
+        };
+        if table.files.is_empty() {
+            let name = part.name().unwrap_or_default();
+            for (dir, format) in outputs {
+                let path = dir.join(format!("{name}.{}", format.extension()));
+                let file = Shared(Arc::new(Mutex::new(AtomicFile::create(&path)?)));
+                let writer = Writer::new(*format, file.clone(), df);
+                let writer = writer.map_err(|e| failed(&file.lock(), &path, e))?;
+                table.files.push(StreamedFile { file, path, writer });
+            }
+        }
+        for f in &mut table.files {
+            (f.writer.write(df)).map_err(|e| failed(&f.file.lock(), &f.path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Writes the tables made of the report `report` (ranks, sites, profile, GPU chains)
+    /// and the findings, ends those written as the rows came, and commits every file;
+    /// returns the files written, by output. On failure none is committed, and the
+    /// directories made for them are removed (as when the stream is dropped unfinished).
+    pub fn finish(mut self, report: &Report) -> Result<Vec<Vec<PathBuf>>> {
+        let written = self.finish_all(report)?;
+        self.made.clear();
+        Ok(written)
+    }
+
+    fn finish_all(&mut self, report: &Report) -> Result<Vec<Vec<PathBuf>>> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let _span = tracing::info_span!("write tables").entered();
+        let mut written = vec![Vec::new(); self.outputs.len()];
+        let mut files = Vec::new();
+        // The tables in the order the run held whole writes them.
+        for part in ORDER {
+            if let Some(k) = self.streamed.iter().position(|t| t.part == part) {
+                let table = std::mem::take(&mut self.streamed[k].files);
+                for (
+                    StreamedFile {
+                        file,
+                        path,
+                        mut writer,
+                    },
+                    paths,
+                ) in table.into_iter().zip(&mut written)
+                {
+                    writer
+                        .finish()
+                        .map_err(|e| failed(&file.lock(), &path, e))?;
+                    drop(writer);
+                    let Ok(file) = Arc::try_unwrap(file.0) else {
+                        unreachable!("the writer, which shared the file, is dropped");
+                    };
+                    files.push(file.into_inner().unwrap_or_else(PoisonError::into_inner));
+                    paths.push(path);
+                }
+                continue;
+            }
+            let tables = match part {
+                Part::Ranks => vec![(part, ranks(report)?)],
+                Part::FalseOverlap => {
+                    sort(&mut self.findings);
+                    let labels = &self.labels;
+                    let label = |id: u32| labels.get(&id).map(String::as_str);
+                    vec![(part, false_overlap(&self.findings, label)?)]
+                }
+                Part::Sites => vec![(part, sites(report)?)],
+                Part::Profile => {
+                    let named = profile::tables(&report.profile)?;
+                    for (name, mut df) in named {
+                        self.write_whole(&name, &mut df, &mut files, &mut written)?;
+                    }
+                    continue;
+                }
+                Part::GpuChains if report.gpu.is_some() => {
+                    vec![(part, gpu_chains(&self.chains)?)]
+                }
+                _ => continue,
+            };
+            for (part, mut df) in tables {
+                let name = part.name().unwrap_or_default();
+                self.write_whole(name, &mut df, &mut files, &mut written)?;
+            }
+        }
+        commit_all(files)?;
+        Ok(written)
+    }
+
+    /// Writes the table `name` whole into every output.
+    fn write_whole(
+        &self,
+        name: &str,
+        df: &mut DataFrame,
+        files: &mut Vec<AtomicFile>,
+        written: &mut [Vec<PathBuf>],
+    ) -> Result<()> {
+        for ((dir, format), paths) in self.outputs.iter().zip(written) {
+            let path = dir.join(format!("{name}.{}", format.extension()));
+            files.push(write_table(df, &path, *format)?);
+            paths.push(path);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TableStream {
+    /// The files not committed are gone with their writers: the directories made for
+    /// them go too.
+    fn drop(&mut self) {
+        self.streamed.clear();
+        remove(&self.made.iter().map(PathBuf::as_path).collect::<Vec<_>>());
+    }
+}
+
+/// Calls `each` on the ranges of at most [`ROWS`] rows that cover `rows` rows (none
+/// for none).
+fn in_rows(rows: usize, mut each: impl FnMut(std::ops::Range<usize>)) {
+    for from in (0..rows).step_by(ROWS) {
+        each(from..(from + ROWS).min(rows));
+    }
+}
+
+impl RowSink for TableStream {
+    fn calls(&mut self, part: &Trace, sites: &SiteTable) {
+        let rows = part.ranks.iter().map(|t| t.spans.len()).sum();
+        in_rows(rows, |range| {
+            self.write(Part::Calls, calls(part, sites, range))
+        });
+    }
+
+    fn requests(&mut self, part: &Trace, rows: &[RequestRow]) {
+        in_rows(rows.len(), |range| {
+            self.write(Part::Requests, requests(part, &rows[range]))
+        });
+    }
+
+    fn wait_states(&mut self, part: &Trace, sites: &SiteTable, waits: &[WaitInstance]) {
+        in_rows(waits.len(), |range| {
+            self.write(Part::WaitStates, wait_states(part, sites, &waits[range]))
+        });
+    }
+
+    fn findings(&mut self, part: &Trace, sites: &SiteTable, found: &[Finding]) {
+        for f in found {
+            let row = FindingRow::of(part, sites, f);
+            if let Some(id) = row.site() {
+                if let Some(l) = label(sites, id) {
+                    self.labels.entry(id).or_insert_with(|| l.to_string());
+                }
+            }
+            self.findings.push(row);
+        }
+    }
+
+    fn messages(&mut self, run: &Trace, ends: &MessageEnds) {
+        let all = &run.messages;
+        in_rows(all.len(), |range| {
+            let first = range.start;
+            let times = |i: usize| MessageTimes::of_ends(ends, first + i, &all[first + i]);
+            self.write(Part::Messages, messages(&all[range], times))
+        });
+        // A table none of whose rows came is its header: made of the run, which holds
+        // no rank (the rows' functions read nothing of it for none).
+        let none = SiteTable::default();
+        for part in [
+            Part::Calls,
+            Part::Requests,
+            Part::WaitStates,
+            Part::Messages,
+        ] {
+            let Some(table) = self.streamed.iter().find(|t| t.part == part) else {
+                continue;
+            };
+            if !table.files.is_empty() {
+                continue;
+            }
+            let df = match part {
+                Part::Calls => calls(run, &none, 0..0),
+                Part::Requests => requests(run, &[]),
+                Part::WaitStates => wait_states(run, &none, &[]),
+                _ => messages(&[], |_| unreachable!("no message")),
+            };
+            self.write(part, df);
+        }
+    }
+
+    fn chains(&mut self, chains: &[ChainRow]) {
+        self.chains = chains.to_vec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use polars::prelude::{DataFrame, ParquetReader, SerReader};
+
+    use super::TableStream;
+    use crate::analysis::{analyze, analyze_dir_in_parts_of};
+    use crate::tables::{tables, write_tables, TableFormat};
+
+    /// What a directory of tables holds: each CSV file's bytes and each Parquet file's
+    /// frame, by file name.
+    type Written = (Vec<(PathBuf, Vec<u8>)>, Vec<(PathBuf, DataFrame)>);
+
+    fn read(written: &[Vec<PathBuf>]) -> Written {
+        let name = |p: &Path| PathBuf::from(p.file_name().expect("a name"));
+        let csv = (written[0].iter())
+            .map(|p| (name(p), std::fs::read(p).expect("read")))
+            .collect();
+        let parquet = (written[1].iter())
+            .map(|p| {
+                let file = std::fs::File::open(p).expect("open");
+                (name(p), ParquetReader::new(file).finish().expect("Parquet"))
+            })
+            .collect();
+        (csv, parquet)
+    }
+
+    /// Every kept run analysed in parts (a rank a part, and in one part) writes the
+    /// tables the run held whole writes: the same files, the same CSV bytes, the same
+    /// Parquet frames.
+    #[test]
+    fn the_tables_of_the_parts_are_the_tables_of_the_whole_run() {
+        let opts = Default::default();
+        let mut rows = 0;
+        for dir in crate::load::kept_run_dirs() {
+            let trace = (crate::load::load_dir(&dir, &mut |_, _| {}))
+                .expect("a kept run")
+                .trace;
+            let (report, details) = analyze(&trace, &opts);
+            let out = tempfile::tempdir().expect("a directory");
+            let at = |name: &str| out.path().join(name);
+            let outputs = |tag: &str| {
+                [
+                    (at(&format!("{tag}.csv")), TableFormat::Csv),
+                    (at(&format!("{tag}.pq")), TableFormat::Parquet),
+                ]
+            };
+            let whole_out = outputs("whole");
+            let whole_out: Vec<(&Path, TableFormat)> =
+                whole_out.iter().map(|(p, f)| (p.as_path(), *f)).collect();
+            let whole = write_tables(&tables(&trace, &report, &details), &whole_out);
+            let whole = read(&whole.expect("written whole"));
+            rows += details.requests.len() + details.waits.len() + details.findings.len();
+            for events in [1, u64::MAX] {
+                let tag = format!("parts-{events}");
+                let parts_out = outputs(&tag);
+                let parts_out: Vec<(&Path, TableFormat)> =
+                    parts_out.iter().map(|(p, f)| (p.as_path(), *f)).collect();
+                let mut stream = TableStream::new(&parts_out).expect("the directories");
+                let run = analyze_dir_in_parts_of(&dir, &opts, events, Some(&mut stream));
+                let run = run.expect("analysed in parts");
+                let parts = read(&stream.finish(&run.report).expect("written in parts"));
+                let name = format!("{}, parts of {events} events", dir.display());
+                let names = |w: &Written| w.0.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+                assert_eq!(names(&parts), names(&whole), "{name}: the files");
+                for ((file, bytes), (_, expected)) in parts.0.iter().zip(&whole.0) {
+                    let (got, want) = (
+                        String::from_utf8_lossy(bytes),
+                        String::from_utf8_lossy(expected),
+                    );
+                    assert!(
+                        got == want,
+                        "{name}: {}\n{got}\nwanted\n{want}",
+                        file.display()
+                    );
+                }
+                for ((file, frame), (_, expected)) in parts.1.iter().zip(&whole.1) {
+                    assert!(frame.equals_missing(expected), "{name}: {}", file.display());
+                }
+            }
+        }
+        assert!(rows > 1000, "the kept runs' rows: {rows}");
+    }
+}
