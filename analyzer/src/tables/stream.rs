@@ -42,6 +42,8 @@ pub struct TableStream {
     chains: Vec<ChainRow>,
     /// The first failure: nothing more is written, and [`TableStream::finish`] says it.
     failed: Option<Error>,
+    /// The rows of each batch written of a streamed table ([`ROWS`]; fewer in tests).
+    batch: usize,
 }
 
 /// A table written a part of its rows at a time, into one file per output.
@@ -49,6 +51,9 @@ struct Streamed {
     part: Part,
     /// One per output, from the first rows on (none before).
     files: Vec<StreamedFile>,
+    /// Rows not written yet: fewer than a batch, written once a batch is in, so that the
+    /// Parquet files have the row groups of the table written whole.
+    pending: Option<DataFrame>,
 }
 
 struct StreamedFile {
@@ -97,30 +102,80 @@ impl TableStream {
                 .map(|part| Streamed {
                     part,
                     files: Vec::new(),
+                    pending: None,
                 })
                 .collect(),
             findings: Vec::new(),
             labels: HashMap::new(),
             chains: Vec::new(),
             failed: None,
+            batch: ROWS,
         })
     }
 
-    /// Writes the rows `df` of the streamed table `part`, unless a write failed before.
+    /// [`TableStream::new`], writing the streamed tables `batch` rows at a time.
+    #[cfg(test)]
+    fn in_batches_of(outputs: &[(&Path, TableFormat)], batch: usize) -> Result<TableStream> {
+        let mut stream = TableStream::new(outputs)?;
+        stream.batch = batch;
+        Ok(stream)
+    }
+
+    /// Adds the rows `df` of the streamed table `part`, written a batch at a time
+    /// ([`ROWS`]: the row groups of a table written whole), unless a write failed before.
     fn write(&mut self, part: Part, df: Result<DataFrame>) {
         if self.failed.is_some() {
             return;
         }
-        if let Err(e) = df.and_then(|df| self.write_rows(part, &df)) {
+        if let Err(e) = df.and_then(|df| self.add_rows(self.slot(part), df)) {
             self.failed = Some(e);
         }
     }
 
-    fn write_rows(&mut self, part: Part, df: &DataFrame) -> Result<()> {
-        let outputs = &self.outputs;
-        let Some(table) = self.streamed.iter_mut().find(|t| t.part == part) else {
-            unreachable!("{part:?} is streamed");
+    /// Where the streamed table `part` is.
+    fn slot(&self, part: Part) -> usize {
+        let slot = self.streamed.iter().position(|t| t.part == part);
+        slot.unwrap_or_else(|| unreachable!("{part:?} is streamed"))
+    }
+
+    /// Adds `df` to the rows of table `k` not written yet, and writes them a batch at a
+    /// time while there are as many.
+    fn add_rows(&mut self, k: usize, df: DataFrame) -> Result<()> {
+        let mut rest = match self.streamed[k].pending.take() {
+            Some(mut pending) => {
+                pending.vstack_mut_owned(df).map_err(|e| Error::Table {
+                    reason: e.to_string(),
+                })?;
+                pending
+            }
+            None => df,
         };
+        let batch = self.batch;
+        while rest.height() >= batch {
+            let mut rows = rest.slice(0, batch);
+            self.write_rows(k, rows.rechunk_mut())?;
+            rest = rest.slice(batch as i64, rest.height() - batch);
+        }
+        self.streamed[k].pending = Some(rest);
+        Ok(())
+    }
+
+    /// Writes the rows of table `k` not written yet (its header when it has none).
+    fn flush(&mut self, k: usize) -> Result<()> {
+        let Some(mut rest) = self.streamed[k].pending.take() else {
+            return Ok(());
+        };
+        if rest.height() > 0 || self.streamed[k].files.is_empty() {
+            self.write_rows(k, rest.rechunk_mut())?;
+        }
+        Ok(())
+    }
+
+    /// Writes `df` into every file of table `k`, each opened with the first rows.
+    fn write_rows(&mut self, k: usize, df: &DataFrame) -> Result<()> {
+        let outputs = &self.outputs;
+        let table = &mut self.streamed[k];
+        let part = table.part;
         if table.files.is_empty() {
             let name = part.name().unwrap_or_default();
             for (dir, format) in outputs {
@@ -157,6 +212,7 @@ impl TableStream {
         // The tables in the order the run held whole writes them.
         for part in ORDER {
             if let Some(k) = self.streamed.iter().position(|t| t.part == part) {
+                self.flush(k)?;
                 let table = std::mem::take(&mut self.streamed[k].files);
                 for (
                     StreamedFile {
@@ -294,7 +350,7 @@ impl RowSink for TableStream {
             let Some(table) = self.streamed.iter().find(|t| t.part == part) else {
                 continue;
             };
-            if !table.files.is_empty() {
+            if !table.files.is_empty() || table.pending.is_some() {
                 continue;
             }
             let df = match part {
@@ -340,9 +396,10 @@ mod tests {
         (csv, parquet)
     }
 
-    /// Every kept run analysed in parts (a rank a part, and in one part) writes the
-    /// tables the run held whole writes: the same files, the same CSV bytes, the same
-    /// Parquet frames.
+    /// Every kept run analysed in parts (a rank a part, the streamed tables written in
+    /// batches of 7 rows; in one part, in batches of the default) writes the tables the
+    /// run held whole writes: the same files, the same CSV bytes, the same Parquet
+    /// frames.
     #[test]
     fn the_tables_of_the_parts_are_the_tables_of_the_whole_run() {
         let opts = Default::default();
@@ -366,16 +423,20 @@ mod tests {
             let whole = write_tables(&tables(&trace, &report, &details), &whole_out);
             let whole = read(&whole.expect("written whole"));
             rows += details.requests.len() + details.waits.len() + details.findings.len();
-            for events in [1, u64::MAX] {
-                let tag = format!("parts-{events}");
+            for (events, batch) in [(1, 7), (u64::MAX, super::ROWS)] {
+                let tag = format!("parts-{events}-{batch}");
                 let parts_out = outputs(&tag);
                 let parts_out: Vec<(&Path, TableFormat)> =
                     parts_out.iter().map(|(p, f)| (p.as_path(), *f)).collect();
-                let mut stream = TableStream::new(&parts_out).expect("the directories");
+                let stream = TableStream::in_batches_of(&parts_out, batch);
+                let mut stream = stream.expect("the directories");
                 let run = analyze_dir_in_parts_of(&dir, &opts, events, Some(&mut stream));
                 let run = run.expect("analysed in parts");
                 let parts = read(&stream.finish(&run.report).expect("written in parts"));
-                let name = format!("{}, parts of {events} events", dir.display());
+                let name = format!(
+                    "{}, parts of {events} events, batches of {batch}",
+                    dir.display()
+                );
                 let names = |w: &Written| w.0.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
                 assert_eq!(names(&parts), names(&whole), "{name}: the files");
                 for ((file, bytes), (_, expected)) in parts.0.iter().zip(&whole.0) {

@@ -104,8 +104,8 @@ impl<'a> Folds<'a> {
 
     /// Adds the figures of the part trace `part` (the parts come in rank order), whose
     /// messages are those of the ranks `bounds` gives ([`MessagesByRank::between`]),
-    /// and gives its rows to `rows`.
-    pub(super) fn add(&mut self, part: &Trace, (after, up_to): Bounds, mut rows: Rows<'_>) {
+    /// and gives its rows to `sink`.
+    pub(super) fn add(&mut self, part: &Trace, (after, up_to): Bounds, mut sink: Rows<'_>) {
         let (opts, sites) = (self.opts, self.sites);
         let messages = self.index.between(after, up_to);
         let mut waits = {
@@ -118,7 +118,7 @@ impl<'a> Folds<'a> {
         // the rest of the part: the folds do not need each other.
         let (wait_groups, profile) = (&mut self.wait_groups, &mut self.profile);
         let waits = &waits;
-        let sink = &mut rows;
+        let part_sink = &mut sink;
         rayon::join(
             || {
                 wait_groups.add_waits(part, sites, waits);
@@ -138,7 +138,7 @@ impl<'a> Folds<'a> {
                     let range = first + range.start..first + range.end;
                     self.pass.rows_into(part, range, &mut self.rows);
                     let rows = &self.rows;
-                    if let Some(sink) = sink.as_deref_mut() {
+                    if let Some(sink) = part_sink.as_deref_mut() {
                         sink.requests(part, rows);
                     }
                     let (requests, findings) = (&mut self.requests, &mut self.findings);
@@ -146,7 +146,7 @@ impl<'a> Folds<'a> {
                         || requests.add(rows, opts, &|r| listed(part, sites, r)),
                         || {
                             let mut add = |found: Vec<Finding>| {
-                                if let Some(sink) = sink.as_deref_mut() {
+                                if let Some(sink) = part_sink.as_deref_mut() {
                                     sink.findings(part, sites, &found);
                                 }
                                 findings.add(part, sites, &found)
@@ -164,7 +164,7 @@ impl<'a> Folds<'a> {
                 }
             },
         );
-        if let Some(sink) = rows {
+        if let Some(sink) = sink {
             sink.wait_states(part, sites, waits);
             sink.calls(part, sites);
         }

@@ -22,7 +22,9 @@
 //! trace ([`crate::model::Trace::part`]): only the fold differs, and a test holds the
 //! report equal to the whole trace's on every kept run, cut into parts of every size.
 //! A part finds its messages by rank ([`MessagesByRank`]), so that its time is its own,
-//! not the run's.
+//! not the run's. The rows behind the figures (each call, request, wait-state instance
+//! and finding; then the messages) are handed to a [`super::RowSink`] as each part is
+//! folded, when one is given (the tables of `--csv`/`--parquet`), and never held.
 
 mod folds;
 #[cfg(test)]
