@@ -9,7 +9,9 @@
 //! ```text
 //!  overlap analyze --parallel 4 DIR ─► mpiexec -n 4 overlap analyze DIR --exchange-library L
 //!     worker 0..3: MPI started through L (src/parallel/exchange.c, this MPI's)
-//!     worker 0: the report, as one process prints it; the others print nothing
+//!     worker 0: the report, as one process prints it, and the tables asked for
+//!               (--csv, --parquet), as one process writes them in parts;
+//!     the others print and write nothing
 //! ```
 
 mod mpi;
