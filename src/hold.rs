@@ -150,12 +150,27 @@ pub(crate) fn analyze_in_parts_with(
     exchange: &dyn Exchange,
     (csv, parquet): (&Option<PathBuf>, &Option<PathBuf>),
 ) -> Result<WorkerRun> {
-    if exchange.worker() != 0 {
+    let first = exchange.worker() == 0;
+    let mut tables = None;
+    if csv.is_some() || parquet.is_some() {
+        // Worker 0 makes the tables' directories before anything else, and every worker
+        // (each given the same options) hears whether it could: none then waits in the
+        // analysis for a worker 0 that gave up (which `srun` would let it do forever).
+        let started = if first {
+            Stream::start(csv, parquet)
+        } else {
+            Ok(None)
+        };
+        let told = started.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
+        let heard = overlap_analyzer::exchange::agree(exchange, told);
+        tables = started?;
+        heard?;
+    }
+    if !first {
         let run =
             overlap_analyzer::analysis::analyze_dir_shared(dir, opts, exchange, &|_, _| {}, None)?;
         return Ok(run.map(|run| (run, None)));
     }
-    let mut tables = Stream::start(csv, parquet)?;
     let rows = tables.as_mut().and_then(Stream::rows);
     let run = analyze_shared(dir, opts, exchange, rows)?;
     if let Some(run) = &run {

@@ -280,6 +280,43 @@ fn the_workers_write_the_tables_of_one_process() {
     }
 }
 
+/// Tables asked for in a directory worker 0 cannot make: the job ends with the error one
+/// process gives, said once, and no worker waits for worker 0 (under `srun`, which lets
+/// the others run on when one exits, as under `mpiexec`).
+#[test]
+fn tables_worker_0_cannot_write_end_the_job_with_its_error() {
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let missing = tmp.path().join("no").join("tables");
+    let missing = missing.to_str().expect("UTF-8");
+    let dir = &kept_runs()[0];
+    let path = dir.to_str().expect("a UTF-8 path");
+    let one = overlap(&["analyze", path, "--hold", "parts", "--csv", missing]);
+    assert_eq!(one.output.status.code(), Some(1), "{}", one.describe());
+    let said = one.stderr();
+    let error = said.lines().find(|l| l.starts_with("overlap: error:"));
+    let error = error.expect("one process's error");
+    let mut launches = vec![Launch::of(Mpi::Default)];
+    // The cluster runs while its guard lives.
+    let slurm = cluster();
+    if let Some(slurm) = &slurm {
+        launches.push(Launch::srun(Mpi::Default, &slurm.conf()));
+    }
+    for launch in &launches {
+        let run = analyze_in(launch, 2, dir, &["--csv", missing]);
+        assert_eq!(run.output.status.code(), Some(1), "{}", run.describe());
+        let times = run.stderr().matches(error).count();
+        assert_eq!(
+            times,
+            1,
+            "{}: said once: {}",
+            launch.described,
+            run.describe()
+        );
+        assert!(run.stdout().is_empty(), "no report: {}", run.describe());
+    }
+    assert!(!tmp.path().join("no").exists(), "nothing made");
+}
+
 #[test]
 fn what_the_workers_cannot_take_is_refused_before_any_is_started() {
     let dir = kept_runs()[0].to_str().expect("a UTF-8 path").to_string();

@@ -205,6 +205,18 @@ pub(crate) fn all_gather<T: Serialize + DeserializeOwned>(
     parts_of(ex, got)
 }
 
+/// Whether every worker could go on: each gives its own `Ok` or the reason it cannot,
+/// and every worker gets the first failure's reason (an [`Error::Worker`]), so that none
+/// goes on to wait for a worker that gave up.
+pub fn agree(ex: &dyn Exchange, mine: std::result::Result<(), String>) -> Result<()> {
+    let mine = mine.map_err(|reason| Error::Worker {
+        worker: ex.worker(),
+        workers: ex.workers(),
+        reason,
+    });
+    all_gather::<()>(ex, mine).map(|_| ())
+}
+
 /// The files each of `workers` workers owns, of files of `sizes` bytes in rank order:
 /// contiguous blocks of about equal bytes (a file goes to the worker whose share of the
 /// bytes holds its middle), some empty when files are fewer than workers.

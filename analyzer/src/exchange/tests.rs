@@ -99,3 +99,20 @@ fn a_failing_worker_is_reported_with_its_own_error_and_none_waits() {
         assert!(at_first.is_ok());
     }
 }
+
+#[test]
+fn every_worker_hears_whether_all_could_go_on() {
+    let got = Threads::run(3, |ex| agree(ex, Ok(())).is_ok());
+    assert_eq!(got, vec![true; 3]);
+    // Worker 0 could not make what it was to write into: every worker hears why.
+    let got = Threads::run(3, |ex| {
+        let mine = match ex.worker() {
+            0 => Err("no room".to_string()),
+            _ => Ok(()),
+        };
+        agree(ex, mine).map_err(|e| e.to_string())
+    });
+    for (w, heard) in got.into_iter().enumerate() {
+        assert_eq!(heard, Err("no room".to_string()), "worker {w}");
+    }
+}
