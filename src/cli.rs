@@ -451,8 +451,7 @@ pub(crate) fn load_trace(path: &Path) -> Result<Trace> {
 /// Colour for stdout: only on a terminal that is not dumb, and never when NO_COLOR is
 /// set ([`crate::output::color_allowed`]).
 pub(crate) fn style() -> Style {
-    use std::io::IsTerminal;
-    let color = crate::output::color_allowed(std::io::stdout().is_terminal());
+    let color = crate::output::color_allowed(crate::output::stdout_is_terminal());
     crate::output::allow_color(color);
     Style { color }
 }

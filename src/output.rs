@@ -15,7 +15,7 @@
 
 use std::fmt::{self, Write as _};
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 /// Set once stdout cannot take more: nothing else is written to it.
@@ -24,6 +24,24 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 static STDOUT_ERROR: Mutex<Option<io::Error>> = Mutex::new(None);
 /// Whether the SGR colour sequences of our reports pass through to stdout.
 static STDOUT_COLOR: AtomicBool = AtomicBool::new(false);
+/// What stdout is, when another process knows better than `isatty` (a worker whose
+/// output the launching command passes on): 0 unknown, 1 not a terminal, 2 a terminal.
+static STDOUT_TERMINAL: AtomicU8 = AtomicU8::new(0);
+
+/// Says whether stdout is, in the end, a terminal: a worker of `analyze --parallel`,
+/// whose output its launching command keeps and then prints, is told so by it.
+pub fn set_stdout_terminal(is: bool) {
+    STDOUT_TERMINAL.store(if is { 2 } else { 1 }, Ordering::Relaxed);
+}
+
+/// Whether stdout is a terminal: as [`set_stdout_terminal`] said, else as `isatty` says.
+pub fn stdout_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    match STDOUT_TERMINAL.load(Ordering::Relaxed) {
+        0 => io::stdout().is_terminal(),
+        told => told == 2,
+    }
+}
 
 /// True when a terminal may be sent escape sequences (colour, a redrawn progress line):
 /// `is_terminal` says it is one, and `TERM` does not say it is a dumb one, which shows

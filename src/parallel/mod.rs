@@ -17,6 +17,7 @@
 mod mpi;
 
 use std::ffi::OsString;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::OnceLock;
@@ -57,6 +58,11 @@ pub(crate) struct ParallelArgs {
     /// its workers).
     #[arg(long, value_name = "FILE", hide = true)]
     exchange_library: Option<PathBuf>,
+    /// Whether the launching command's standard output, where worker 0's report goes in
+    /// the end, is a terminal (given by the launching command to its workers: the
+    /// launcher's own output may be a terminal of its making, as Open MPI's is).
+    #[arg(long, value_name = "BOOL", hide = true)]
+    report_to_terminal: Option<bool>,
 }
 
 fn parse_family(name: &str) -> std::result::Result<MpiFamily, String> {
@@ -103,6 +109,9 @@ impl ParallelArgs {
     /// The role the arguments and the environment give.
     pub(crate) fn role(&self) -> Result<Role> {
         if let Some(library) = &self.exchange_library {
+            if let Some(terminal) = self.report_to_terminal {
+                crate::output::set_stdout_terminal(terminal);
+            }
             return Ok(Role::Worker(library.clone()));
         }
         if let Some(w) = self.parallel {
@@ -139,7 +148,9 @@ impl ParallelArgs {
             .arg(&exe)
             .args(std::env::args_os().skip(1))
             .arg("--exchange-library")
-            .arg(&library);
+            .arg(&library)
+            .arg("--report-to-terminal")
+            .arg(std::io::stdout().is_terminal().to_string());
         let shown = describe(&cmd);
         // The job's standard output is worker 0's report, and what the launcher says of
         // workers that died: kept until the job ends, then printed as the report only

@@ -208,81 +208,78 @@ fn a_rank_file_a_worker_cannot_read_is_reported_as_one_process_reports_it() {
     workers.assert_stderr_has(error);
 }
 
-/// `--csv` and `--parquet` of a job: worker 0 writes the tables as it analyses, and they
-/// are the tables of one process holding the run whole (the same files; the same CSV
-/// bytes), said once; the other workers write nothing.
+/// `--csv` and `--parquet` of a job (MPICH's, and Open MPI's where it is installed):
+/// worker 0 writes the tables as it analyses, and they are the tables of one process
+/// holding the run whole (the same files; the same CSV bytes), said once; the other
+/// workers write nothing.
 #[test]
 fn the_workers_write_the_tables_of_one_process() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let at = |name: &str| tmp.path().join(name).to_str().expect("UTF-8").to_string();
-    let launch = Launch::of(Mpi::Default);
+    let launches: Vec<Launch> = [Some(Mpi::Default), open_mpi()]
+        .into_iter()
+        .flatten()
+        .map(Launch::of)
+        .collect();
     // Calls of every kind, and a run with GPU work (its staging chains' table).
     let runs = kept_runs();
     let named = |name: &str| {
         runs.iter()
             .find(|d| d.parent().is_some_and(|p| p.ends_with(name)))
     };
+    let files = |name: &str| {
+        let mut files: Vec<_> = std::fs::read_dir(at(name))
+            .expect("the tables")
+            .map(|e| e.expect("an entry").file_name())
+            .collect();
+        files.sort();
+        files
+    };
     for dir in ["c-calls", "gpu-bulk"].map(|name| named(name).expect("a kept run")) {
         let path = dir.to_str().expect("a UTF-8 path");
-        let whole = overlap(&[
+        let (csv, pq) = (at("whole.csv"), at("whole.pq"));
+        let args = [
             "analyze",
             path,
             "--hold",
             "whole",
             "--csv",
-            &at("whole.csv"),
+            &csv,
             "--parquet",
-            &at("whole.pq"),
-        ]);
+            &pq,
+        ];
+        let whole = overlap(&args);
         assert!(whole.success(), "{}", whole.describe());
-        let args = ["--csv", &at("job.csv"), "--parquet", &at("job.pq")];
-        let run = analyze_in(&launch, 3, dir, &args);
-        assert!(run.success(), "{}", run.describe());
-        assert_eq!(
-            run.stdout(),
-            whole.stdout(),
-            "{}: the report",
-            dir.display()
-        );
-        assert_eq!(
-            run.stderr(),
-            whole.stderr().replace("whole.", "job."),
-            "said once"
-        );
-        let files = |name: &str| {
-            let mut files: Vec<_> = std::fs::read_dir(at(name))
-                .expect("the tables")
-                .map(|e| e.expect("an entry").file_name())
-                .collect();
-            files.sort();
-            files
-        };
-        assert_eq!(
-            files("job.pq"),
-            files("whole.pq"),
-            "{}: Parquet",
-            dir.display()
-        );
         let csv = files("whole.csv");
         assert!(csv.len() >= 8, "{csv:?}");
-        assert_eq!(files("job.csv"), csv, "{}: CSV", dir.display());
-        for name in csv {
-            let read = |d: &str| std::fs::read(Path::new(&at(d)).join(&name)).expect("read");
-            assert!(
-                read("job.csv") == read("whole.csv"),
-                "{}: {name:?}",
-                dir.display()
-            );
+        for launch in &launches {
+            let at_run = format!("{} under {}", dir.display(), launch.described);
+            let args = ["--csv", &at("job.csv"), "--parquet", &at("job.pq")];
+            let run = analyze_in(launch, 3, dir, &args);
+            assert!(run.success(), "{at_run}: {}", run.describe());
+            assert_eq!(run.stdout(), whole.stdout(), "{at_run}: the report");
+            let said = whole.stderr().replace("whole.", "job.");
+            assert_eq!(run.stderr(), said, "{at_run}: said once");
+            assert_eq!(files("job.pq"), files("whole.pq"), "{at_run}: Parquet");
+            assert_eq!(files("job.csv"), csv, "{at_run}: CSV");
+            for name in &csv {
+                let read = |d: &str| std::fs::read(Path::new(&at(d)).join(name)).expect("read");
+                let same = read("job.csv") == read("whole.csv");
+                assert!(same, "{at_run}: {name:?}");
+            }
+            for d in ["job.csv", "job.pq"] {
+                std::fs::remove_dir_all(at(d)).expect("removed");
+            }
         }
-        for d in ["whole.csv", "whole.pq", "job.csv", "job.pq"] {
+        for d in ["whole.csv", "whole.pq"] {
             std::fs::remove_dir_all(at(d)).expect("removed");
         }
     }
 }
 
 /// Tables asked for in a directory worker 0 cannot make: the job ends with the error one
-/// process gives, said once, and no worker waits for worker 0 (under `srun`, which lets
-/// the others run on when one exits, as under `mpiexec`).
+/// process gives, said once, and no worker waits for worker 0 (under `mpiexec`, Open
+/// MPI's `mpirun` and `srun`).
 #[test]
 fn tables_worker_0_cannot_write_end_the_job_with_its_error() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
@@ -295,7 +292,11 @@ fn tables_worker_0_cannot_write_end_the_job_with_its_error() {
     let said = one.stderr();
     let error = said.lines().find(|l| l.starts_with("overlap: error:"));
     let error = error.expect("one process's error");
-    let mut launches = vec![Launch::of(Mpi::Default)];
+    let mut launches: Vec<Launch> = [Some(Mpi::Default), open_mpi()]
+        .into_iter()
+        .flatten()
+        .map(Launch::of)
+        .collect();
     // The cluster runs while its guard lives.
     let slurm = cluster();
     if let Some(slurm) = &slurm {
