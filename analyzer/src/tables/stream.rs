@@ -62,6 +62,26 @@ struct StreamedFile {
     writer: Writer<Shared>,
 }
 
+impl StreamedFile {
+    /// Ends the file (Parquet's footer), for the stream to commit with the others.
+    fn finish(self) -> Result<(AtomicFile, PathBuf)> {
+        let StreamedFile {
+            file,
+            path,
+            mut writer,
+        } = self;
+        (writer.finish()).map_err(|e| failed(&file.lock(), &path, e))?;
+        drop(writer);
+        let Ok(file) = Arc::try_unwrap(file.0) else {
+            unreachable!("the writer, which shared the file, is dropped");
+        };
+        Ok((
+            file.into_inner().unwrap_or_else(PoisonError::into_inner),
+            path,
+        ))
+    }
+}
+
 /// A file that a writer writes and the stream commits afterwards.
 #[derive(Clone)]
 struct Shared(Arc<Mutex<AtomicFile>>);
@@ -214,23 +234,9 @@ impl TableStream {
             if let Some(k) = self.streamed.iter().position(|t| t.part == part) {
                 self.flush(k)?;
                 let table = std::mem::take(&mut self.streamed[k].files);
-                for (
-                    StreamedFile {
-                        file,
-                        path,
-                        mut writer,
-                    },
-                    paths,
-                ) in table.into_iter().zip(&mut written)
-                {
-                    writer
-                        .finish()
-                        .map_err(|e| failed(&file.lock(), &path, e))?;
-                    drop(writer);
-                    let Ok(file) = Arc::try_unwrap(file.0) else {
-                        unreachable!("the writer, which shared the file, is dropped");
-                    };
-                    files.push(file.into_inner().unwrap_or_else(PoisonError::into_inner));
+                for (streamed, paths) in table.into_iter().zip(&mut written) {
+                    let (file, path) = streamed.finish()?;
+                    files.push(file);
                     paths.push(path);
                 }
                 continue;
