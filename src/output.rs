@@ -24,21 +24,35 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 static STDOUT_ERROR: Mutex<Option<io::Error>> = Mutex::new(None);
 /// Whether the SGR colour sequences of our reports pass through to stdout.
 static STDOUT_COLOR: AtomicBool = AtomicBool::new(false);
-/// What stdout is, when another process knows better than `isatty` (a worker whose
-/// output the launching command passes on): 0 unknown, 1 not a terminal, 2 a terminal.
+/// What stdout and stderr are, when another process knows better than `isatty` (a
+/// worker whose output a launcher passes on, through a pipe or a terminal of its own):
+/// 0 unknown, 1 not a terminal, 2 a terminal.
 static STDOUT_TERMINAL: AtomicU8 = AtomicU8::new(0);
+static STDERR_TERMINAL: AtomicU8 = AtomicU8::new(0);
 
-/// Says whether stdout is, in the end, a terminal: a worker of `analyze --parallel`,
-/// whose output its launching command keeps and then prints, is told so by it.
-pub fn set_stdout_terminal(is: bool) {
-    STDOUT_TERMINAL.store(if is { 2 } else { 1 }, Ordering::Relaxed);
+/// Says whether stdout and stderr are, in the end, terminals: a worker of `analyze
+/// --parallel` is told so by the command that launched it.
+pub fn set_terminals(stdout: bool, stderr: bool) {
+    let told = |is: bool| if is { 2 } else { 1 };
+    STDOUT_TERMINAL.store(told(stdout), Ordering::Relaxed);
+    STDERR_TERMINAL.store(told(stderr), Ordering::Relaxed);
 }
 
-/// Whether stdout is a terminal: as [`set_stdout_terminal`] said, else as `isatty` says.
+/// Whether stdout is a terminal: as [`set_terminals`] said, else as `isatty` says.
 pub fn stdout_is_terminal() -> bool {
     use std::io::IsTerminal;
-    match STDOUT_TERMINAL.load(Ordering::Relaxed) {
-        0 => io::stdout().is_terminal(),
+    is_terminal(&STDOUT_TERMINAL, || io::stdout().is_terminal())
+}
+
+/// Whether stderr is a terminal: as [`set_terminals`] said, else as `isatty` says.
+pub fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    is_terminal(&STDERR_TERMINAL, || io::stderr().is_terminal())
+}
+
+fn is_terminal(told: &AtomicU8, isatty: impl Fn() -> bool) -> bool {
+    match told.load(Ordering::Relaxed) {
+        0 => isatty(),
         told => told == 2,
     }
 }

@@ -2,7 +2,7 @@
 //! only on a terminal, and only once a second has passed, so quick runs and logs stay
 //! clean.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// The bar.
@@ -20,7 +20,7 @@ impl Bar {
             label: label.to_string(),
             started: Instant::now(),
             last_draw: None,
-            enabled: crate::output::escapes_allowed(std::io::stderr().is_terminal()),
+            enabled: crate::output::escapes_allowed(crate::output::stderr_is_terminal()),
         }
     }
 

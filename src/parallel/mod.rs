@@ -58,11 +58,12 @@ pub(crate) struct ParallelArgs {
     /// its workers).
     #[arg(long, value_name = "FILE", hide = true)]
     exchange_library: Option<PathBuf>,
-    /// Whether the launching command's standard output, where worker 0's report goes in
-    /// the end, is a terminal (given by the launching command to its workers: the
-    /// launcher's own output may be a terminal of its making, as Open MPI's is).
-    #[arg(long, value_name = "BOOL", hide = true)]
-    report_to_terminal: Option<bool>,
+    /// Whether the launching command's standard output and error, where worker 0's
+    /// report and progress go in the end, are terminals, as `OUT,ERR` (given by the
+    /// launching command to its workers: the launcher's own output may be a pipe, or a
+    /// terminal of its making, as Open MPI's is).
+    #[arg(long, value_name = "OUT,ERR", value_delimiter = ',', hide = true)]
+    terminals: Option<Vec<bool>>,
 }
 
 fn parse_family(name: &str) -> std::result::Result<MpiFamily, String> {
@@ -109,8 +110,10 @@ impl ParallelArgs {
     /// The role the arguments and the environment give.
     pub(crate) fn role(&self) -> Result<Role> {
         if let Some(library) = &self.exchange_library {
-            if let Some(terminal) = self.report_to_terminal {
-                crate::output::set_stdout_terminal(terminal);
+            match self.terminals.as_deref() {
+                Some([out, err]) => crate::output::set_terminals(*out, *err),
+                Some(_) => bail!("--terminals takes two booleans, OUT,ERR"),
+                None => {}
             }
             return Ok(Role::Worker(library.clone()));
         }
@@ -149,8 +152,12 @@ impl ParallelArgs {
             .args(std::env::args_os().skip(1))
             .arg("--exchange-library")
             .arg(&library)
-            .arg("--report-to-terminal")
-            .arg(std::io::stdout().is_terminal().to_string());
+            .arg("--terminals")
+            .arg(format!(
+                "{},{}",
+                std::io::stdout().is_terminal(),
+                std::io::stderr().is_terminal()
+            ));
         let shown = describe(&cmd);
         // The job's standard output is worker 0's report, and what the launcher says of
         // workers that died: kept until the job ends, then printed as the report only
