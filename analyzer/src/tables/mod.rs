@@ -25,8 +25,7 @@ mod stream;
 mod write;
 
 pub use parts::{tables, Tables};
-pub use stream::TableStream;
-pub use write::write_tables;
+pub use stream::{write_tables, TableStream};
 
 /// The file format of the tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

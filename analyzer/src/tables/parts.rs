@@ -1,25 +1,16 @@
-//! What a run's tables are, and how each is made when it is written: one at a time, so
-//! that writing holds one table (or a part of its rows) beside the run, never them all.
+//! What a run's tables are: their names and order, and a run held whole with what is
+//! behind its report, whose rows [`super::write_tables`] hands to the one writer of
+//! tables ([`super::TableStream`]), as the analysis in parts hands its own.
 
-use std::ops::Range;
-
-use polars::prelude::DataFrame;
-
-use super::findings::{false_overlap, FindingRow};
-use super::{
-    calls, gpu_chains, messages, profile, ranks, requests, sites, wait_states, MessageTimes,
-};
 use crate::analysis::{Details, Report};
 use crate::model::Trace;
-use crate::Result;
 
-/// Every table of a run, each made only when it is written ([`super::write_tables`]):
-/// a run's tables together take more memory than its trace, so they are made, written
-/// and dropped one at a time.
+/// A run held whole, its report and the instances behind it: what its tables are made
+/// of ([`super::write_tables`]).
 pub struct Tables<'a> {
-    trace: &'a Trace,
-    report: &'a Report,
-    details: &'a Details,
+    pub(super) trace: &'a Trace,
+    pub(super) report: &'a Report,
+    pub(super) details: &'a Details,
 }
 
 /// The tables of a run, in the order they are written: one each, but the profile's,
@@ -76,51 +67,6 @@ pub fn tables<'a>(trace: &'a Trace, report: &'a Report, details: &'a Details) ->
         trace,
         report,
         details,
-    }
-}
-
-impl Tables<'_> {
-    /// What there is to make, in order (the GPU chains only for a run with GPU work).
-    pub(super) fn parts(&self) -> Vec<Part> {
-        let gpu = self.report.gpu.is_some();
-        (ORDER.into_iter())
-            .filter(|&p| p != Part::GpuChains || gpu)
-            .collect()
-    }
-
-    /// How many rows `part` has when it is made in parts of rows (a table of a row per
-    /// call or per request: those large enough to matter), else `None`.
-    pub(super) fn rows(&self, part: Part) -> Option<usize> {
-        match part {
-            Part::Calls => Some(self.trace.ranks.iter().map(|t| t.spans.len()).sum()),
-            Part::Requests => Some(self.details.requests.len()),
-            _ => None,
-        }
-    }
-
-    /// The tables of `part`, by name: its rows `rows` when it is made in parts of rows
-    /// ([`Tables::rows`]), else all of them.
-    pub(super) fn make(&self, part: Part, rows: Range<usize>) -> Result<Vec<(String, DataFrame)>> {
-        let _span = tracing::info_span!("tables").entered();
-        let (trace, report, d) = (self.trace, self.report, self.details);
-        let df = match part {
-            Part::Ranks => ranks(report),
-            Part::Calls => calls(trace, &d.sites, rows),
-            Part::Requests => requests(trace, &d.requests[rows]),
-            Part::Messages => messages(&trace.messages, |mi| MessageTimes::of_trace(trace, mi)),
-            Part::WaitStates => wait_states(trace, &d.sites, &d.waits),
-            Part::FalseOverlap => {
-                // The findings are in the report's order already.
-                let rows: Vec<FindingRow> = (d.findings.iter())
-                    .map(|f| FindingRow::of(trace, &d.sites, f))
-                    .collect();
-                false_overlap(&rows, |id| label(&d.sites, id))
-            }
-            Part::Sites => sites(report),
-            Part::Profile => return profile::tables(&report.profile),
-            Part::GpuChains => gpu_chains(&d.chains),
-        };
-        Ok(vec![(part.name().unwrap_or_default().to_string(), df?)])
     }
 }
 

@@ -1,9 +1,9 @@
 //! The tables of a run analysed in parts ([`crate::analysis::analyze_dir`]): the large
 //! ones (calls, requests, wait states, messages) written as the analysis hands their
 //! rows out, a part at a time ([`RowSink`]), and the others once the report is made
-//! ([`TableStream::finish`]). The files are the ones [`super::write_tables`] writes of
-//! the run held whole: the same rows in the same order (CSV byte for byte; Parquet's row
-//! groups cut elsewhere). Every file of every directory is committed together, or none.
+//! ([`TableStream::finish`]). A run held whole is written by the same writer, its rows
+//! handed over at once ([`write_tables`]): the files are the same, byte for byte, however
+//! the run was read. Every file of every directory is committed together, or none.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -14,11 +14,11 @@ use overlap_format::output::{commit_all, AtomicFile};
 use polars::prelude::DataFrame;
 
 use super::findings::{false_overlap, sort, FindingRow};
-use super::parts::{label, Part, ORDER};
+use super::parts::{label, Part, Tables, ORDER};
 use super::write::{failed, make_dirs, remove, write_table, Writer, ROWS};
 use super::{calls, gpu_chains, messages, profile, ranks, requests, sites, wait_states};
 use super::{MessageTimes, TableFormat};
-use crate::analysis::{Report, RowSink};
+use crate::analysis::{Details, Report, RowSink};
 use crate::gpu::ChainRow;
 use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::request_row::RequestRow;
@@ -102,6 +102,19 @@ impl Write for Shared {
     }
 }
 
+/// Writes each table of the run `tables` as `DIR/<name>.<csv|parquet>` for each
+/// directory and format of `outputs`, through the writer the analysis in parts writes
+/// with: the large tables a batch of rows at a time; returns the files written, by
+/// output. All are committed, or none.
+pub fn write_tables(
+    tables: &Tables,
+    outputs: &[(&Path, TableFormat)],
+) -> Result<Vec<Vec<PathBuf>>> {
+    let mut stream = TableStream::new(outputs)?;
+    stream.add_whole_run(tables.trace, tables.details);
+    stream.finish(tables.report)
+}
+
 impl TableStream {
     /// The tables of a run about to be analysed, into `outputs` (each directory made when
     /// missing, never its parents).
@@ -139,6 +152,47 @@ impl TableStream {
         let mut stream = TableStream::new(outputs)?;
         stream.batch = batch;
         Ok(stream)
+    }
+
+    /// Takes every row of the run held whole `trace`, whose details are `d`.
+    pub(super) fn add_whole_run(&mut self, trace: &Trace, d: &Details) {
+        self.calls(trace, &d.sites);
+        self.requests(trace, &d.requests);
+        self.wait_states(trace, &d.sites, &d.waits);
+        self.findings(trace, &d.sites, &d.findings);
+        self.messages_timed(trace, |mi| MessageTimes::of_trace(trace, mi));
+        self.chains(&d.chains);
+    }
+
+    /// Writes the messages of `run`, message `mi`'s calls timed by `times(mi)`; then the
+    /// header of each streamed table none of whose rows came: made of `run` (the rows'
+    /// functions read nothing of it for none).
+    fn messages_timed(&mut self, run: &Trace, times: impl Fn(usize) -> MessageTimes) {
+        let all = &run.messages;
+        in_rows(all.len(), |range| {
+            let first = range.start;
+            let df = messages(&all[range], |i| times(first + i));
+            self.write(Part::Messages, df)
+        });
+        let none = SiteTable::default();
+        for part in [
+            Part::Calls,
+            Part::Requests,
+            Part::WaitStates,
+            Part::Messages,
+        ] {
+            let table = &self.streamed[self.slot(part)];
+            if !table.files.is_empty() || table.pending.is_some() {
+                continue;
+            }
+            let df = match part {
+                Part::Calls => calls(run, &none, 0..0),
+                Part::Requests => requests(run, &[]),
+                Part::WaitStates => wait_states(run, &none, &[]),
+                _ => messages(&[], |_| unreachable!("no message")),
+            };
+            self.write(part, df);
+        }
     }
 
     /// Adds the rows `df` of the streamed table `part`, written a batch at a time
@@ -339,34 +393,7 @@ impl RowSink for TableStream {
 
     fn messages(&mut self, run: &Trace, ends: &MessageEnds) {
         let all = &run.messages;
-        in_rows(all.len(), |range| {
-            let first = range.start;
-            let times = |i: usize| MessageTimes::of_ends(ends, first + i, &all[first + i]);
-            self.write(Part::Messages, messages(&all[range], times))
-        });
-        // A table none of whose rows came is its header: made of the run, which holds
-        // no rank (the rows' functions read nothing of it for none).
-        let none = SiteTable::default();
-        for part in [
-            Part::Calls,
-            Part::Requests,
-            Part::WaitStates,
-            Part::Messages,
-        ] {
-            let Some(table) = self.streamed.iter().find(|t| t.part == part) else {
-                continue;
-            };
-            if !table.files.is_empty() || table.pending.is_some() {
-                continue;
-            }
-            let df = match part {
-                Part::Calls => calls(run, &none, 0..0),
-                Part::Requests => requests(run, &[]),
-                Part::WaitStates => wait_states(run, &none, &[]),
-                _ => messages(&[], |_| unreachable!("no message")),
-            };
-            self.write(part, df);
-        }
+        self.messages_timed(run, |mi| MessageTimes::of_ends(ends, mi, &all[mi]));
     }
 
     fn chains(&mut self, chains: &[ChainRow]) {
@@ -375,92 +402,4 @@ impl RowSink for TableStream {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::{Path, PathBuf};
-
-    use polars::prelude::{DataFrame, ParquetReader, SerReader};
-
-    use super::TableStream;
-    use crate::analysis::{analyze, analyze_dir_in_parts_of};
-    use crate::tables::{tables, write_tables, TableFormat};
-
-    /// What a directory of tables holds: each CSV file's bytes and each Parquet file's
-    /// frame, by file name.
-    type Written = (Vec<(PathBuf, Vec<u8>)>, Vec<(PathBuf, DataFrame)>);
-
-    fn read(written: &[Vec<PathBuf>]) -> Written {
-        let name = |p: &Path| PathBuf::from(p.file_name().expect("a name"));
-        let csv = (written[0].iter())
-            .map(|p| (name(p), std::fs::read(p).expect("read")))
-            .collect();
-        let parquet = (written[1].iter())
-            .map(|p| {
-                let file = std::fs::File::open(p).expect("open");
-                (name(p), ParquetReader::new(file).finish().expect("Parquet"))
-            })
-            .collect();
-        (csv, parquet)
-    }
-
-    /// Every kept run analysed in parts (a rank a part, the streamed tables written in
-    /// batches of 7 rows; in one part, in batches of the default) writes the tables the
-    /// run held whole writes: the same files, the same CSV bytes, the same Parquet
-    /// frames.
-    #[test]
-    fn the_tables_of_the_parts_are_the_tables_of_the_whole_run() {
-        let opts = Default::default();
-        let mut rows = 0;
-        for dir in crate::load::kept_run_dirs() {
-            let trace = (crate::load::load_dir(&dir, &mut |_, _| {}))
-                .expect("a kept run")
-                .trace;
-            let (report, details) = analyze(&trace, &opts);
-            let out = tempfile::tempdir().expect("a directory");
-            let at = |name: &str| out.path().join(name);
-            let outputs = |tag: &str| {
-                [
-                    (at(&format!("{tag}.csv")), TableFormat::Csv),
-                    (at(&format!("{tag}.pq")), TableFormat::Parquet),
-                ]
-            };
-            let whole_out = outputs("whole");
-            let whole_out: Vec<(&Path, TableFormat)> =
-                whole_out.iter().map(|(p, f)| (p.as_path(), *f)).collect();
-            let whole = write_tables(&tables(&trace, &report, &details), &whole_out);
-            let whole = read(&whole.expect("written whole"));
-            rows += details.requests.len() + details.waits.len() + details.findings.len();
-            for (events, batch) in [(1, 7), (u64::MAX, super::ROWS)] {
-                let tag = format!("parts-{events}-{batch}");
-                let parts_out = outputs(&tag);
-                let parts_out: Vec<(&Path, TableFormat)> =
-                    parts_out.iter().map(|(p, f)| (p.as_path(), *f)).collect();
-                let stream = TableStream::in_batches_of(&parts_out, batch);
-                let mut stream = stream.expect("the directories");
-                let run = analyze_dir_in_parts_of(&dir, &opts, events, Some(&mut stream));
-                let run = run.expect("analysed in parts");
-                let parts = read(&stream.finish(&run.report).expect("written in parts"));
-                let name = format!(
-                    "{}, parts of {events} events, batches of {batch}",
-                    dir.display()
-                );
-                let names = |w: &Written| w.0.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
-                assert_eq!(names(&parts), names(&whole), "{name}: the files");
-                for ((file, bytes), (_, expected)) in parts.0.iter().zip(&whole.0) {
-                    let (got, want) = (
-                        String::from_utf8_lossy(bytes),
-                        String::from_utf8_lossy(expected),
-                    );
-                    assert!(
-                        got == want,
-                        "{name}: {}\n{got}\nwanted\n{want}",
-                        file.display()
-                    );
-                }
-                for ((file, frame), (_, expected)) in parts.1.iter().zip(&whole.1) {
-                    assert!(frame.equals_missing(expected), "{name}: {}", file.display());
-                }
-            }
-        }
-        assert!(rows > 1000, "the kept runs' rows: {rows}");
-    }
-}
+mod tests;

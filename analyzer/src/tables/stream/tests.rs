@@ -1,0 +1,142 @@
+//! The writer of tables against the whole run's: in batches, and of the run in parts.
+
+use std::path::{Path, PathBuf};
+
+use polars::prelude::{DataFrame, ParquetReader, SerReader};
+
+use super::TableStream;
+use crate::analysis::{analyze, analyze_dir_in_parts_of};
+use crate::tables::{tables, write_tables, TableFormat};
+
+/// What a directory of tables holds: each CSV file's bytes and each Parquet file's
+/// frame, by file name.
+type Written = (Vec<(PathBuf, Vec<u8>)>, Vec<(PathBuf, DataFrame)>);
+
+fn read(written: &[Vec<PathBuf>]) -> Written {
+    let name = |p: &Path| PathBuf::from(p.file_name().expect("a name"));
+    let csv = (written[0].iter())
+        .map(|p| (name(p), std::fs::read(p).expect("read")))
+        .collect();
+    let parquet = (written[1].iter())
+        .map(|p| {
+            let file = std::fs::File::open(p).expect("open");
+            (name(p), ParquetReader::new(file).finish().expect("Parquet"))
+        })
+        .collect();
+    (csv, parquet)
+}
+
+/// A kept run's tables written a few rows a batch (7, and 1) are those written in
+/// batches of the default: the same CSV bytes and Parquet frames; and the calls
+/// table is what polars writes of the whole frame, made at once.
+#[test]
+fn tables_written_in_batches_are_the_tables_written_whole() {
+    use crate::tables::write::write_table;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports/c-calls/ranks");
+    let trace = (crate::load::load_dir(&root, &mut |_, _| {}))
+        .expect("a kept run")
+        .trace;
+    let (report, details) = analyze(&trace, &Default::default());
+    let calls: usize = trace.ranks.iter().map(|t| t.spans.len()).sum();
+    assert!(calls > 7, "{calls} calls");
+    let out = tempfile::tempdir().expect("a directory");
+    let write = |batch: usize| {
+        let (csv, pq) = (
+            out.path().join(format!("{batch}.csv")),
+            out.path().join(format!("{batch}.pq")),
+        );
+        let outputs = [
+            (csv.as_path(), TableFormat::Csv),
+            (pq.as_path(), TableFormat::Parquet),
+        ];
+        let mut stream = TableStream::in_batches_of(&outputs, batch).expect("the directories");
+        stream.add_whole_run(&trace, &details);
+        read(&stream.finish(&report).expect("written"))
+    };
+    let whole = write(super::ROWS);
+    let path = out.path().join("calls.csv");
+    let mut frame = super::calls(&trace, &details.sites, 0..calls).expect("made");
+    write_table(&mut frame, &path, TableFormat::Csv)
+        .expect("written")
+        .commit()
+        .expect("committed");
+    let written = whole.0.iter().find(|(name, _)| name.ends_with("calls.csv"));
+    assert_eq!(
+        written.map(|c| &c.1),
+        Some(&std::fs::read(&path).expect("read"))
+    );
+    for batch in [7, 1] {
+        let batches = write(batch);
+        assert!(batches.0 == whole.0, "CSV in batches of {batch}");
+        let frames = batches.1.iter().zip(&whole.1);
+        assert!(
+            frames.clone().count() == whole.1.len()
+                && frames
+                    .into_iter()
+                    .all(|(a, b)| a.0 == b.0 && a.1.equals_missing(&b.1)),
+            "Parquet in batches of {batch}"
+        );
+    }
+}
+
+/// Every kept run analysed in parts (a rank a part, the streamed tables written in
+/// batches of 7 rows; in one part, in batches of the default) writes the tables the
+/// run held whole writes: the same files, the same CSV bytes, the same Parquet
+/// frames.
+#[test]
+fn the_tables_of_the_parts_are_the_tables_of_the_whole_run() {
+    let opts = Default::default();
+    let mut rows = 0;
+    for dir in crate::load::kept_run_dirs() {
+        let trace = (crate::load::load_dir(&dir, &mut |_, _| {}))
+            .expect("a kept run")
+            .trace;
+        let (report, details) = analyze(&trace, &opts);
+        let out = tempfile::tempdir().expect("a directory");
+        let at = |name: &str| out.path().join(name);
+        let outputs = |tag: &str| {
+            [
+                (at(&format!("{tag}.csv")), TableFormat::Csv),
+                (at(&format!("{tag}.pq")), TableFormat::Parquet),
+            ]
+        };
+        let whole_out = outputs("whole");
+        let whole_out: Vec<(&Path, TableFormat)> =
+            whole_out.iter().map(|(p, f)| (p.as_path(), *f)).collect();
+        let whole = write_tables(&tables(&trace, &report, &details), &whole_out);
+        let whole = read(&whole.expect("written whole"));
+        rows += details.requests.len() + details.waits.len() + details.findings.len();
+        for (events, batch) in [(1, 7), (u64::MAX, super::ROWS)] {
+            let tag = format!("parts-{events}-{batch}");
+            let parts_out = outputs(&tag);
+            let parts_out: Vec<(&Path, TableFormat)> =
+                parts_out.iter().map(|(p, f)| (p.as_path(), *f)).collect();
+            let stream = TableStream::in_batches_of(&parts_out, batch);
+            let mut stream = stream.expect("the directories");
+            let run = analyze_dir_in_parts_of(&dir, &opts, events, Some(&mut stream));
+            let run = run.expect("analysed in parts");
+            let parts = read(&stream.finish(&run.report).expect("written in parts"));
+            let name = format!(
+                "{}, parts of {events} events, batches of {batch}",
+                dir.display()
+            );
+            let names = |w: &Written| w.0.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+            assert_eq!(names(&parts), names(&whole), "{name}: the files");
+            for ((file, bytes), (_, expected)) in parts.0.iter().zip(&whole.0) {
+                let (got, want) = (
+                    String::from_utf8_lossy(bytes),
+                    String::from_utf8_lossy(expected),
+                );
+                assert!(
+                    got == want,
+                    "{name}: {}\n{got}\nwanted\n{want}",
+                    file.display()
+                );
+            }
+            for ((file, frame), (_, expected)) in parts.1.iter().zip(&whole.1) {
+                assert!(frame.equals_missing(expected), "{name}: {}", file.display());
+            }
+        }
+    }
+    assert!(rows > 1000, "the kept runs' rows: {rows}");
+}
