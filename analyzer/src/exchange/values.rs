@@ -40,15 +40,9 @@ impl<T: Serialize> Values<T> {
         })
     }
 
-    /// The values whose bytes are `pieces` ([`Values::write`]'s), in that order, each
-    /// piece freed as it is copied (what is held is about their bytes once).
+    /// The values whose bytes are `pieces` ([`Values::write`]'s), in that order.
     pub(crate) fn of_written(pieces: Vec<Vec<u8>>) -> Values<T> {
-        let mut bytes = Vec::with_capacity(pieces.iter().map(Vec::len).sum::<usize>());
-        let mut ends = Vec::with_capacity(pieces.len());
-        for piece in pieces {
-            bytes.extend_from_slice(&piece);
-            ends.push(bytes.len());
-        }
+        let (bytes, ends) = one_after_another(pieces);
         Values::Written { bytes, ends }
     }
 
@@ -58,10 +52,8 @@ impl<T: Serialize> Values<T> {
         let (bytes, ends) = match self {
             Values::Written { bytes, ends } => (bytes, ends),
             Values::Kept(kept) => {
-                let written: Result<Vec<Vec<u8>>> = kept.iter().map(Values::write).collect();
-                match written.map(Values::<T>::of_written) {
-                    Ok(Values::Written { bytes, ends }) => (bytes, ends),
-                    Ok(Values::Kept(_)) => (Vec::new(), Vec::new()),
+                match kept.iter().map(Values::write).collect::<Result<Vec<_>>>() {
+                    Ok(pieces) => one_after_another(pieces),
                     Err(e) => return Pieces::failed(&e.to_string()),
                 }
             }
@@ -81,6 +73,18 @@ impl<T: Serialize> Values<T> {
             cuts,
         }
     }
+}
+
+/// The values' bytes `pieces` one after another, and where each ends, each piece freed
+/// as it is copied (what is held is about their bytes once).
+fn one_after_another(pieces: Vec<Vec<u8>>) -> (Vec<u8>, Vec<usize>) {
+    let mut bytes = Vec::with_capacity(pieces.iter().map(Vec::len).sum::<usize>());
+    let mut ends = Vec::with_capacity(pieces.len());
+    for piece in pieces {
+        bytes.extend_from_slice(&piece);
+        ends.push(bytes.len());
+    }
+    (bytes, ends)
 }
 
 /// A worker's part, as [`gather_values`] sends it: one piece a round, each made when
