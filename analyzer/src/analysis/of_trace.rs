@@ -63,6 +63,14 @@ impl Fold {
         self.unrecorded.add(part);
     }
 
+    /// Adds the fold of the parts after this one's: what adding them here gives.
+    pub(super) fn merge(&mut self, later: Fold) {
+        self.ranks.extend(later.ranks);
+        self.hang.merge(later.hang);
+        self.gpu.merge(later.gpu);
+        self.unrecorded.merge(later.unrecorded);
+    }
+
     /// The parts of the report, `run` holding the run's description and messages.
     pub(super) fn finish(self, run: &Trace, m: &Measured, ends: &MessageEnds) -> OfTrace {
         let info = &run.info;

@@ -99,6 +99,14 @@ impl GpuFold {
         }
     }
 
+    /// Adds the fold of the parts after this one's: what adding them here gives.
+    pub fn merge(&mut self, later: GpuFold) {
+        self.ranks_seen.extend(later.ranks_seen);
+        self.ranks.extend(later.ranks);
+        self.sent.extend(later.sent);
+        self.received.extend(later.received);
+    }
+
     /// The section of the parts added (`None` when no rank recorded GPU work) and its
     /// chains, for the table. `info`, `messages` and `ends` are the run's.
     pub fn finish(

@@ -105,6 +105,11 @@ impl UnrecordedFold {
         self.recorded |= part.ranks.iter().any(|t| !t.gpu.is_empty());
     }
 
+    /// Adds the fold of other parts.
+    pub fn merge(&mut self, other: UnrecordedFold) {
+        self.recorded |= other.recorded;
+    }
+
     /// The runtime, from `info` (the run's), when no part recorded GPU work.
     pub fn finish(self, info: &MergedInfo) -> Option<UnrecordedRuntime> {
         if self.recorded {

@@ -206,6 +206,12 @@ impl HangFold {
         }
     }
 
+    /// Adds the fold of other parts: what adding them here gives.
+    pub fn merge(&mut self, other: HangFold) {
+        self.last_rank = self.last_rank.max(other.last_rank);
+        self.ranks.extend(other.ranks);
+    }
+
     /// The report of the parts added, `info` and `sites` the run's; `None` when no rank
     /// dumped (or no part held a rank).
     pub fn finish(self, info: &MergedInfo, sites: &SiteTable) -> Option<HangReport> {

@@ -84,6 +84,23 @@ impl Groups {
         }
     }
 
+    /// Adds the groups of other instances: what adding those instances here gives.
+    pub fn merge(&mut self, other: Groups) {
+        for (key, o) in other.sums {
+            let Some(s) = self.sums.get_mut(&key) else {
+                self.sums.insert(key, o);
+                continue;
+            };
+            s.count += o.count;
+            s.ranks.extend(o.ranks);
+            s.total += o.total;
+            let ((w, wr, wi), (ow, owr, owi)) = (s.worst, o.worst);
+            if ow > w || (ow == w && (owr, owi) < (wr, wi)) {
+                s.worst = o.worst;
+            }
+        }
+    }
+
     /// Adds wait-state instances of `trace`'s ranks (the whole run, or a part of it),
     /// by the site of their call; those within the clock error or the scheduler's are
     /// left out.

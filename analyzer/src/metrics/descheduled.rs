@@ -49,6 +49,16 @@ pub struct Descheduled {
     pub instances_ns: u64,
 }
 
+impl Descheduled {
+    /// Adds what was found of other calls and instances.
+    pub fn merge(&mut self, other: &Descheduled) {
+        self.calls += other.calls;
+        self.total_ns += other.total_ns;
+        self.instances += other.instances;
+        self.instances_ns += other.instances_ns;
+    }
+}
+
 /// The descheduled time of every blocking call on an oversubscribed host, by call.
 pub(crate) struct DescheduledTime(Vec<(EventRef, Nanos, Nanos)>);
 

@@ -95,6 +95,19 @@ impl Fold {
         s.worst.truncate(self.listed);
     }
 
+    /// Adds the fold of other findings: what adding those findings here gives.
+    pub fn merge(&mut self, other: Fold) {
+        self.groups.merge(other.groups);
+        let (s, o) = (&mut self.summary, other.summary);
+        s.count += o.count;
+        s.lost_ns += o.lost_ns;
+        s.hideable_ns += o.hideable_ns;
+        s.proven_hideable_ns += o.proven_hideable_ns;
+        s.worst.extend(o.worst);
+        sort_findings(&mut s.worst);
+        s.worst.truncate(self.listed);
+    }
+
     /// The summary, and the findings grouped by site, largest total first.
     pub fn finish(self, table: &SiteTable) -> (FalseOverlap, Vec<SiteGroup>) {
         (self.summary, self.groups.finish(table))

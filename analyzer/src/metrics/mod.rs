@@ -20,6 +20,7 @@ pub mod descheduled;
 pub mod digest;
 pub mod digest_share;
 pub mod eager;
+pub mod exact_sum;
 pub mod false_overlap;
 mod false_overlap_limit;
 pub mod false_overlap_summary;

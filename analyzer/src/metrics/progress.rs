@@ -137,6 +137,12 @@ pub(super) struct Verdicts {
     worst: Vec<super::request_row::Listed>,
 }
 
+/// The order of the worst: the longest progress wait first, then by rank and request.
+fn worst_first(a: &RequestRow, b: &RequestRow) -> std::cmp::Ordering {
+    let key = |r: &RequestRow| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request);
+    key(a).cmp(&key(b))
+}
+
 impl Verdicts {
     /// Takes the next requests; `list` makes what the report lists of one that may be
     /// among the worst.
@@ -147,7 +153,6 @@ impl Verdicts {
         list: &(dyn Fn(&RequestRow) -> Option<RequestMetrics> + Sync),
     ) {
         let hits = || reqs.iter().filter(|r| r.written_not_achieved == Some(true));
-        let key = |r: &RequestRow| (std::cmp::Reverse(r.progress_wait_ns), r.rank, r.request);
         self.count += hits().count() as u64;
         self.descheduled += reqs.iter().filter(|r| r.descheduled).count() as u64;
         self.unknown += reqs
@@ -159,9 +164,26 @@ impl Verdicts {
         );
         // Those kept so far come before the new ones, as they did among the requests.
         let kept = std::mem::take(&mut self.worst);
-        let by_key = |a: &RequestRow, b: &RequestRow| key(a).cmp(&key(b));
         let keep = |r: &RequestRow| (*r, list(r));
-        self.worst = super::worst::smallest_kept(kept, hits(), opts.worst, |w| &w.0, by_key, keep);
+        self.worst =
+            super::worst::smallest_kept(kept, hits(), opts.worst, |w| &w.0, worst_first, keep);
+    }
+
+    /// Adds the verdicts of the requests after this one's (of later ranks: each fold's
+    /// ranks whole): what taking them here gives.
+    pub(super) fn merge(&mut self, later: Verdicts, opts: &Options) {
+        self.count += later.count;
+        self.descheduled += later.descheduled;
+        self.unknown += later.unknown;
+        // This fold's last rank is done: the later fold's ranks come after it.
+        let open = std::mem::replace(&mut self.open_rank_calls, later.open_rank_calls);
+        self.calls += later.calls + open.len() as u64;
+        self.wait_ns += later.wait_ns + open.iter().map(|c| c.2).sum::<u64>();
+        let kept = std::mem::take(&mut self.worst);
+        let order = |a: &super::request_row::Listed, b: &super::request_row::Listed| {
+            worst_first(&a.0, &b.0)
+        };
+        self.worst = super::worst::merged(kept, later.worst, opts.worst, order);
     }
 
     /// Takes the calls of the next requests: a call completing several of them counts

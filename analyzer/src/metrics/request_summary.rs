@@ -1,20 +1,22 @@
 //! The requests summarised for the report ([`RequestSummary`]): counts, mean overlap,
 //! exposed wait, the non-blocking collectives' figures, overlap written but not
 //! achieved, and the worst requests. The summary is folded over the requests a part at a
-//! time, in request order ([`Fold`]), so that analysis need not hold every request's
-//! row at once ([`crate::analysis`]'s pass order); every figure is the one a single pass
-//! over all of them gives, to the bit (sums of `f64` are taken in the same order, the
-//! worst are chosen as among all at once).
+//! time, in request order ([`Fold`]), and folds of consecutive parts merge
+//! ([`Fold::merge`]), so that analysis need not hold every request's row at once
+//! ([`crate::analysis`]'s pass order) nor fold them in one place; every figure is the
+//! one a single pass over all of them gives, to the bit (sums of `f64` are exact until
+//! read, [`ExactSum`]; the worst are chosen as among all at once).
 
 use rayon::prelude::*;
 use serde::Serialize;
 
 use super::collective_model::CollectiveModel;
+use super::exact_sum::ExactSum;
 use super::progress::{self, Verdicts};
 use super::request_metrics::{RequestClass, RequestMetrics};
 use super::request_row::{Listed, RequestRow};
 use super::transfer::TransferModel;
-use super::worst::smallest_kept;
+use super::worst::{merged, smallest_kept};
 use super::Options;
 use crate::model::Trace;
 use crate::sites::SiteTable;
@@ -101,17 +103,23 @@ pub(crate) fn listed(trace: &Trace, table: &SiteTable, r: &RequestRow) -> Option
     Some(m)
 }
 
-/// A count and a sum of `f64`s taken in order: a mean as one pass gives it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// A count and an exact sum of `f64`s: a mean that does not depend on how the values
+/// were grouped.
+#[derive(Clone, Debug, Default, PartialEq)]
 struct Mean {
     n: u64,
-    sum: f64,
+    sum: ExactSum,
 }
 
 impl Mean {
     fn push(&mut self, x: f64) {
         self.n += 1;
-        self.sum += x;
+        self.sum.add(x);
+    }
+
+    fn merge(&mut self, other: Mean) {
+        self.n += other.n;
+        self.sum.merge(other.sum);
     }
 
     fn add(&mut self, v: impl IntoIterator<Item = f64>) {
@@ -120,12 +128,12 @@ impl Mean {
         }
     }
 
-    fn get(self) -> Option<f64> {
-        (self.n > 0).then(|| self.sum / self.n as f64)
+    fn get(&self) -> Option<f64> {
+        (self.n > 0).then(|| self.sum.value() / self.n as f64)
     }
 
     /// The mean rounded to a whole number, 0 when there is none.
-    fn rounded(self) -> u64 {
+    fn rounded(&self) -> u64 {
         self.get().map_or(0, |m| m.round() as u64)
     }
 }
@@ -157,6 +165,15 @@ impl CollectiveSums {
         }
     }
 
+    fn merge(&mut self, later: CollectiveSums) {
+        self.completed += later.completed;
+        self.overall.merge(later.overall);
+        self.pure.merge(later.pure);
+        self.cpu.merge(later.cpu);
+        self.osu.merge(later.osu);
+        self.imb.merge(later.imb);
+    }
+
     fn finish(self) -> Option<CollectiveFigures> {
         (self.completed > 0).then(|| CollectiveFigures {
             completed: self.completed,
@@ -180,8 +197,10 @@ pub(crate) struct Fold {
     one_sided: u64,
     never_completed: u64,
     freed: u64,
-    /// Requests with an overlap figure; those at 0; their sum.
-    with: (u64, u64, f64),
+    /// Requests with an overlap figure, and those at 0.
+    with: (u64, u64),
+    /// Their overlap figures.
+    overlap: Mean,
     /// Exposed wait summed over completing calls whose rank is done.
     exposed_wait_ns: u64,
     /// `(rank, call, exposed wait)` of the completing calls of the last rank taken,
@@ -214,9 +233,10 @@ impl Fold {
             .count() as u64;
         self.freed += reqs.iter().filter(|r| r.freed).count() as u64;
         for o in reqs.iter().filter_map(RequestRow::overlap) {
-            let w = &mut self.with;
-            *w = (w.0 + 1, w.1 + u64::from(o == 0.0), w.2 + o);
+            self.with.1 += u64::from(o == 0.0);
+            self.overlap.push(o);
         }
+        self.with.0 = self.overlap.n;
         self.add_exposed_waits(reqs);
         self.nbc.add(reqs);
         self.verdicts.add(reqs, opts, list);
@@ -246,6 +266,29 @@ impl Fold {
         self.open_rank_waits = waits;
     }
 
+    /// Adds the fold of the requests after this one's (of later ranks: each fold's ranks
+    /// whole): what taking them here gives.
+    pub(crate) fn merge(&mut self, later: Fold, opts: &Options) {
+        self.count += later.count;
+        self.sends += later.sends;
+        self.receives += later.receives;
+        self.collectives += later.collectives;
+        self.one_sided += later.one_sided;
+        self.never_completed += later.never_completed;
+        self.freed += later.freed;
+        self.with = (self.with.0 + later.with.0, self.with.1 + later.with.1);
+        self.overlap.merge(later.overlap);
+        // This fold's last rank is done: the later fold's ranks come after it.
+        let open = std::mem::replace(&mut self.open_rank_waits, later.open_rank_waits);
+        self.exposed_wait_ns += later.exposed_wait_ns + open.iter().map(|w| w.2).sum::<u64>();
+        self.nbc.merge(later.nbc);
+        self.verdicts.merge(later.verdicts, opts);
+        let kept = std::mem::take(&mut self.worst);
+        self.worst = merged(kept, later.worst, opts.worst, |a, b| {
+            worst_first(&a.0, &b.0)
+        });
+    }
+
     /// The summary of every request taken.
     pub(crate) fn finish(
         self,
@@ -254,6 +297,7 @@ impl Fold {
     ) -> RequestSummary {
         let with = self.with;
         let open: u64 = self.open_rank_waits.iter().map(|w| w.2).sum();
+        let mean_overlap = self.overlap.get();
         RequestSummary {
             count: self.count,
             sends: self.sends,
@@ -262,7 +306,7 @@ impl Fold {
             one_sided: self.one_sided,
             never_completed: self.never_completed,
             freed: self.freed,
-            mean_overlap: (with.0 > 0).then(|| with.2 / with.0 as f64),
+            mean_overlap,
             with_overlap: with.0,
             zero_overlap: with.1,
             exposed_wait_ns: self.exposed_wait_ns + open,

@@ -280,6 +280,14 @@ pub fn summarize_of(
     fold.finish(ranks, descheduled)
 }
 
+/// The order of a kind's worst instances: largest first; of equals, by rank and call
+/// (each kind has one instance per call), so that the worst are those of one sort of
+/// every instance.
+fn worst_first(a: &WaitInstance, b: &WaitInstance) -> std::cmp::Ordering {
+    let key = |w: &WaitInstance| (std::cmp::Reverse(w.amount_ns), w.rank, w.index);
+    key(a).cmp(&key(b))
+}
+
 /// [`summarize_of`] of waits given a part at a time (the parts in rank order, each
 /// part's instances in their order): of the instances, only each kind's worst so far
 /// are held.
@@ -316,12 +324,7 @@ impl SummaryFold {
 
     /// Adds the next part's instances, `waits` (flagged as descheduled already).
     pub fn add(&mut self, waits: &[WaitInstance]) {
-        // Largest first; of equals, by rank and call (each kind has one instance per
-        // call), so that the worst are those of one sort of every instance.
-        let order = |a: &WaitInstance, b: &WaitInstance| {
-            let key = |w: &WaitInstance| (std::cmp::Reverse(w.amount_ns), w.rank, w.index);
-            key(a).cmp(&key(b))
-        };
+        let order = worst_first;
         for k in &mut self.kinds {
             let mut mine: Vec<&WaitInstance> = Vec::new();
             for w in waits.iter().filter(|w| w.kind == k.kind) {
@@ -347,6 +350,25 @@ impl SummaryFold {
             let new = mine.into_iter();
             k.worst =
                 super::worst::smallest_kept(kept, new, self.worst, |w| w, order, |w| w.clone());
+        }
+    }
+
+    /// Adds the fold of the parts after this one's: what folding them into this one
+    /// gives.
+    pub fn merge(&mut self, later: SummaryFold) {
+        for (k, l) in self.kinds.iter_mut().zip(later.kinds) {
+            k.clock_suspect += l.clock_suspect;
+            k.indeterminate_count += l.indeterminate_count;
+            k.indeterminate_ns += l.indeterminate_ns;
+            k.descheduled_count += l.descheduled_count;
+            k.descheduled_ns += l.descheduled_ns;
+            k.count += l.count;
+            k.total_ns += l.total_ns;
+            let kept = std::mem::take(&mut k.worst);
+            k.worst = super::worst::merged(kept, l.worst, self.worst, worst_first);
+        }
+        for (rank, ns) in later.per_rank {
+            *self.per_rank.entry(rank).or_default() += ns;
         }
     }
 
@@ -441,6 +463,15 @@ mod tests {
                 }
                 let folded = fold.finish(&ranks, descheduled.clone());
                 assert_eq!(folded, whole, "worst {worst}, parts of {part}");
+                // Each part folded apart, the folds merged in order.
+                let mut merged = SummaryFold::new(&opts);
+                for chunk in waits.chunks(part) {
+                    let mut fold = SummaryFold::new(&opts);
+                    fold.add(chunk);
+                    merged.merge(fold);
+                }
+                let merged = merged.finish(&ranks, descheduled.clone());
+                assert_eq!(merged, whole, "worst {worst}, parts of {part} merged");
             }
         }
     }

@@ -46,6 +46,23 @@ pub(crate) fn smallest_kept<'a, T: 'a, K>(
     all.into_iter().map(|(_, x)| x).collect()
 }
 
+/// The `k` first, in the order of `cmp`, of `kept` followed by `later` (each the first
+/// of its items, in that order), as [`smallest`] of the two's items in a row would give
+/// them: of equals, `kept`'s first. How the first of two folds are merged.
+pub(crate) fn merged<K>(
+    kept: Vec<K>,
+    later: Vec<K>,
+    k: usize,
+    cmp: impl Fn(&K, &K) -> std::cmp::Ordering,
+) -> Vec<K> {
+    let mut all = kept;
+    all.extend(later);
+    // A stable sort: the kept stay first among equals.
+    all.sort_by(cmp);
+    all.truncate(k);
+    all
+}
+
 #[cfg(test)]
 mod tests {
     use super::{smallest, smallest_kept};

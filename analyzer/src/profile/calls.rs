@@ -92,6 +92,26 @@ impl Sum {
         self.received += call.received;
     }
 
+    /// Adds the sum of other calls: what adding those calls here gives.
+    fn merge(&mut self, other: &Sum) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 || other.min < self.min {
+            self.min = other.min;
+        }
+        let (m, r) = other.max;
+        if self.count == 0 || m > self.max.0 || (m == self.max.0 && r < self.max.1) {
+            self.max = other.max;
+        }
+        self.count += other.count;
+        self.ranks.extend(&other.ranks);
+        self.total += other.total;
+        self.waits += other.waits;
+        self.sent += other.sent;
+        self.received += other.received;
+    }
+
     fn stats(&self, op: Op, mpi_total: u64) -> CallStats {
         CallStats {
             call: op.mpi_name(),
@@ -222,6 +242,19 @@ impl Fold {
             }
             self.add_rank(t, &charged, sites);
         }
+    }
+
+    /// Adds the fold of other ranks (of the same window): what adding their parts here
+    /// gives.
+    pub(crate) fn merge(&mut self, other: Fold) {
+        debug_assert_eq!(self.window, other.window, "folds of different windows");
+        for (op, s) in &other.by_op {
+            self.by_op.entry(*op).or_default().merge(s);
+        }
+        for (key, s) in &other.by_site {
+            self.by_site.entry(*key).or_default().merge(s);
+        }
+        self.mpi_total += other.mpi_total;
     }
 
     /// Adds the calls of one rank `t` that overlap the window, each charged

@@ -102,6 +102,13 @@ impl Fold {
         );
     }
 
+    /// Adds the fold of the parts after this one's: what adding them here gives.
+    pub(crate) fn merge(&mut self, later: Fold) {
+        self.calls.merge(later.calls);
+        self.traffic.merge(later.traffic);
+        self.phases.merge(later.phases);
+    }
+
     /// The profile of every part added, with `sites` the table they were added with.
     pub(crate) fn finish(self, sites: &SiteTable) -> Profile {
         let (functions, by_site) = self.calls.finish(sites);

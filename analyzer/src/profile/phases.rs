@@ -96,6 +96,11 @@ impl Fold {
         }
     }
 
+    /// Adds the fold of the ranks after this one's.
+    pub(crate) fn merge(&mut self, later: Fold) {
+        self.ranks.extend(later.ranks);
+    }
+
     /// The phases of every rank added, and the longest of each.
     pub(crate) fn finish(self) -> Phases {
         let ranks = self.ranks;

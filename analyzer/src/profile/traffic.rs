@@ -163,6 +163,31 @@ impl Fold {
         }
     }
 
+    /// Adds the fold of the ranks after this one's: what adding their parts here gives.
+    pub(crate) fn merge(&mut self, later: Fold) {
+        self.ranks += later.ranks;
+        self.world_size = self.world_size.max(later.world_size);
+        for (pair, (messages, bytes)) in later.pairs {
+            let p = self.pairs.entry(pair).or_default();
+            p.0 += messages;
+            p.1 += bytes;
+        }
+        for (comm, (messages, bytes, pairs)) in later.comms {
+            let c = self.comms.entry(comm).or_default();
+            c.0 += messages;
+            c.1 += bytes;
+            c.2.extend(pairs);
+        }
+        for (call, classes) in later.sizes {
+            let by_class = self.sizes.entry(call).or_default();
+            for (class, (messages, bytes)) in classes {
+                let c = by_class.entry(class).or_default();
+                c.0 += messages;
+                c.1 += bytes;
+            }
+        }
+    }
+
     /// Counts message `m`, sent by a call of `sender`'s, by its communicator (when that
     /// call's arguments can be read) and by its sending function (when the call can).
     fn count_send(&mut self, m: &Message, sender: &Timeline, pair: (u32, u32)) {

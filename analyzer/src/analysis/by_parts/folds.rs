@@ -40,7 +40,17 @@ pub(super) struct Folds<'a> {
     /// The messages by sender and by receiver.
     index: &'a MessagesByRank,
     descheduled_time: &'a DescheduledTime,
-    /// The scheduler's calls, and the instances it explains so far.
+    /// The rows of the requests being folded (one vector, reused).
+    rows: Vec<RequestRow>,
+    /// The figures of the parts added so far.
+    so_far: Partial,
+}
+
+/// The figures of consecutive parts (whole ranks), folded: each part is folded apart
+/// and merged into those before it ([`Partial::merge`]), as the parts of several
+/// workers are to be.
+pub(super) struct Partial {
+    /// The wait-state instances found descheduled.
     descheduled: Descheduled,
     /// Each rank's extent, in rank order.
     extents: Vec<RankExtent>,
@@ -49,11 +59,40 @@ pub(super) struct Folds<'a> {
     wait_groups: Groups,
     requests: request_summary::Fold,
     findings: false_overlap_summary::Fold,
-    /// The rows of the requests being folded (one vector, reused).
-    rows: Vec<RequestRow>,
     profile: crate::profile::Fold,
     of_trace: of_trace::Fold,
     marks: Vec<RankMarks>,
+}
+
+impl Partial {
+    /// The figures of no part, listing what `opts` says.
+    fn new(opts: &Options) -> Partial {
+        Partial {
+            descheduled: Descheduled::default(),
+            extents: Vec::new(),
+            wait_summary: SummaryFold::new(opts),
+            wait_groups: Groups::default(),
+            requests: request_summary::Fold::default(),
+            findings: false_overlap_summary::Fold::new(opts.findings),
+            profile: crate::profile::Fold::new(),
+            of_trace: of_trace::Fold::default(),
+            marks: Vec::new(),
+        }
+    }
+
+    /// Adds the figures of the parts after these (of later ranks), folded with the same
+    /// `opts`: what folding those parts here gives, figure for figure.
+    fn merge(&mut self, later: Partial, opts: &Options) {
+        self.descheduled.merge(&later.descheduled);
+        self.extents.extend(later.extents);
+        self.wait_summary.merge(later.wait_summary);
+        self.wait_groups.merge(later.wait_groups);
+        self.requests.merge(later.requests, opts);
+        self.findings.merge(later.findings);
+        self.profile.merge(later.profile);
+        self.of_trace.merge(later.of_trace);
+        self.marks.extend(later.marks);
+    }
 }
 
 /// What the folds give once every part is in.
@@ -89,36 +128,40 @@ impl<'a> Folds<'a> {
             ends,
             index,
             descheduled_time,
-            descheduled: descheduled_time.calls(),
-            extents: Vec::new(),
-            wait_summary: SummaryFold::new(opts),
-            wait_groups: Groups::default(),
-            requests: request_summary::Fold::default(),
-            findings: false_overlap_summary::Fold::new(opts.findings),
             rows: Vec::new(),
-            profile: crate::profile::Fold::new(),
-            of_trace: of_trace::Fold::default(),
-            marks: Vec::new(),
+            so_far: Partial::new(opts),
         }
     }
 
     /// Adds the figures of the part trace `part` (the parts come in rank order), whose
     /// messages are those of the ranks `bounds` gives ([`MessagesByRank::between`]),
-    /// and gives its rows to `sink`.
-    pub(super) fn add(&mut self, part: &Trace, (after, up_to): Bounds, mut sink: Rows<'_>) {
+    /// and gives its rows to `sink`: the part is folded apart, then merged into the
+    /// parts before it.
+    pub(super) fn add(&mut self, part: &Trace, bounds: Bounds, sink: Rows<'_>) {
+        let mut folded = Partial::new(self.opts);
+        self.fold(part, bounds, sink, &mut folded);
+        self.so_far.merge(folded, self.opts);
+    }
+
+    /// Folds the figures of `part` into `to`.
+    fn fold(&mut self, part: &Trace, (after, up_to): Bounds, mut sink: Rows<'_>, to: &mut Partial) {
         let (opts, sites) = (self.opts, self.sites);
         let messages = self.index.between(after, up_to);
         let mut waits = {
             let _s = tracing::info_span!("wait states").entered();
             wait_states::instances_of(part, self.ends, self.shared, messages)
         };
-        (self.descheduled_time).flag_more(&mut waits, &mut self.descheduled);
+        (self.descheduled_time).flag_more(&mut waits, &mut to.descheduled);
         let late_sender = false_overlap::late_sender_by_call(&waits);
         // What reads the wait instances (their groups by site, the profile) runs beside
         // the rest of the part: the folds do not need each other.
-        let (wait_groups, profile) = (&mut self.wait_groups, &mut self.profile);
+        let (wait_groups, profile) = (&mut to.wait_groups, &mut to.profile);
+        let (of_trace, extents, marks) = (&mut to.of_trace, &mut to.extents, &mut to.marks);
+        let (requests, findings) = (&mut to.requests, &mut to.findings);
         let waits = &waits;
         let part_sink = &mut sink;
+        let (pass, rows, ends) = (self.pass, &mut self.rows, self.ends);
+        let uncertainty = self.models.uncertainty();
         rayon::join(
             || {
                 wait_groups.add_waits(part, sites, waits);
@@ -126,22 +169,20 @@ impl<'a> Folds<'a> {
                 profile.add(part, sites, waits, messages);
             },
             || {
-                self.of_trace.add(part, sites, self.ends);
-                self.extents
-                    .extend(part.ranks.iter().map(|t| (t.rank, t.extent())));
-                self.marks.extend(part.ranks.iter().map(RankMarks::of));
-                let uncertainty = self.models.uncertainty();
-                let requests = part_requests(part);
-                let first = requests.start;
+                of_trace.add(part, sites, ends);
+                extents.extend(part.ranks.iter().map(|t| (t.rank, t.extent())));
+                marks.extend(part.ranks.iter().map(RankMarks::of));
+                let part_requests = part_requests(part);
+                let first = part_requests.start;
                 let _s = tracing::info_span!("requests").entered();
-                for range in parts_of_whole_ranks(&part.requests[requests], PART) {
+                for range in parts_of_whole_ranks(&part.requests[part_requests], PART) {
                     let range = first + range.start..first + range.end;
-                    self.pass.rows_into(part, range, &mut self.rows);
-                    let rows = &self.rows;
+                    pass.rows_into(part, range, rows);
+                    let rows = &*rows;
                     if let Some(sink) = part_sink.as_deref_mut() {
                         sink.requests(part, rows);
                     }
-                    let (requests, findings) = (&mut self.requests, &mut self.findings);
+                    let (requests, findings) = (&mut *requests, &mut *findings);
                     rayon::join(
                         || requests.add(rows, opts, &|r| listed(part, sites, r)),
                         || {
@@ -168,24 +209,27 @@ impl<'a> Folds<'a> {
             sink.wait_states(part, sites, waits);
             sink.calls(part, sites);
         }
-        self.wait_summary.add(waits);
+        to.wait_summary.add(waits);
     }
 
     /// The figures of every part added.
     pub(super) fn finish(self) -> Folded {
         let sites = self.sites;
         let (model, collective_model) = (&self.models.transfers, &self.models.collectives);
-        let wait_states = self.wait_summary.finish(&self.extents, self.descheduled);
-        let (false_overlap, false_overlap_groups) = self.findings.finish(sites);
-        let wait_groups = self.wait_groups.finish(sites);
+        let all = self.so_far;
+        let mut descheduled = self.descheduled_time.calls();
+        descheduled.merge(&all.descheduled);
+        let wait_states = all.wait_summary.finish(&all.extents, descheduled);
+        let (false_overlap, false_overlap_groups) = all.findings.finish(sites);
+        let wait_groups = all.wait_groups.finish(sites);
         Folded {
             wait_states,
-            request_summary: self.requests.finish(model, collective_model),
+            request_summary: all.requests.finish(model, collective_model),
             false_overlap,
             by_site: BySite::of_groups(sites, false_overlap_groups, wait_groups),
-            profile: self.profile.finish(sites),
-            of_trace: self.of_trace,
-            marks: self.marks,
+            profile: all.profile.finish(sites),
+            of_trace: all.of_trace,
+            marks: all.marks,
         }
     }
 }
