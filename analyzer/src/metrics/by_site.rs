@@ -59,6 +59,18 @@ struct Sum {
     worst: (u64, u32, usize),
 }
 
+impl Sum {
+    /// Keeps `(lost, rank, index)` as the worst when it is: the largest loss, and of
+    /// equals the earliest call by rank and index.
+    fn take_worst(&mut self, candidate: (u64, u32, usize)) {
+        let (lost, rank, index) = candidate;
+        let (w, wr, wi) = self.worst;
+        if lost > w || (lost == w && (rank, index) < (wr, wi)) {
+            self.worst = candidate;
+        }
+    }
+}
+
 /// Instances summed by (site, call[, kind]) as they come, in any order and in as many
 /// parts as wanted: the groups do not depend on either (of equal largest losses, the
 /// earliest call by rank and index is the worst).
@@ -78,10 +90,7 @@ impl Groups {
         s.count += 1;
         s.ranks.insert(rank);
         s.total += lost;
-        let (w, wr, wi) = s.worst;
-        if lost > w || (lost == w && (rank, index) < (wr, wi)) {
-            s.worst = (lost, rank, index);
-        }
+        s.take_worst((lost, rank, index));
     }
 
     /// Adds the groups of other instances: what adding those instances here gives.
@@ -94,10 +103,7 @@ impl Groups {
             s.count += o.count;
             s.ranks.extend(o.ranks);
             s.total += o.total;
-            let ((w, wr, wi), (ow, owr, owi)) = (s.worst, o.worst);
-            if ow > w || (ow == w && (owr, owi) < (wr, wi)) {
-                s.worst = o.worst;
-            }
+            s.take_worst(o.worst);
         }
     }
 

@@ -197,10 +197,10 @@ pub(crate) struct Fold {
     one_sided: u64,
     never_completed: u64,
     freed: u64,
-    /// Requests with an overlap figure, and those at 0.
-    with: (u64, u64),
-    /// Their overlap figures.
+    /// The overlap figures of the requests that have one.
     overlap: Mean,
+    /// Of those, the requests at 0.
+    zero_overlap: u64,
     /// Exposed wait summed over completing calls whose rank is done.
     exposed_wait_ns: u64,
     /// `(rank, call, exposed wait)` of the completing calls of the last rank taken,
@@ -233,10 +233,9 @@ impl Fold {
             .count() as u64;
         self.freed += reqs.iter().filter(|r| r.freed).count() as u64;
         for o in reqs.iter().filter_map(RequestRow::overlap) {
-            self.with.1 += u64::from(o == 0.0);
+            self.zero_overlap += u64::from(o == 0.0);
             self.overlap.push(o);
         }
-        self.with.0 = self.overlap.n;
         self.add_exposed_waits(reqs);
         self.nbc.add(reqs);
         self.verdicts.add(reqs, opts, list);
@@ -276,7 +275,7 @@ impl Fold {
         self.one_sided += later.one_sided;
         self.never_completed += later.never_completed;
         self.freed += later.freed;
-        self.with = (self.with.0 + later.with.0, self.with.1 + later.with.1);
+        self.zero_overlap += later.zero_overlap;
         self.overlap.merge(later.overlap);
         // This fold's last rank is done: the later fold's ranks come after it.
         let open = std::mem::replace(&mut self.open_rank_waits, later.open_rank_waits);
@@ -295,7 +294,6 @@ impl Fold {
         model: &TransferModel,
         collective_model: &CollectiveModel,
     ) -> RequestSummary {
-        let with = self.with;
         let open: u64 = self.open_rank_waits.iter().map(|w| w.2).sum();
         let mean_overlap = self.overlap.get();
         RequestSummary {
@@ -307,8 +305,8 @@ impl Fold {
             never_completed: self.never_completed,
             freed: self.freed,
             mean_overlap,
-            with_overlap: with.0,
-            zero_overlap: with.1,
+            with_overlap: self.overlap.n,
+            zero_overlap: self.zero_overlap,
             exposed_wait_ns: self.exposed_wait_ns + open,
             transfer_model: model.clone(),
             collective_model: collective_model.clone(),

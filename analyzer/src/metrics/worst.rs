@@ -39,11 +39,7 @@ pub(crate) fn smallest_kept<'a, T: 'a, K>(
     keep: impl FnMut(&T) -> K,
 ) -> Vec<K> {
     let new: Vec<K> = smallest(new, k, &cmp).into_iter().map(keep).collect();
-    // The kept come first among equals, as they came first in the items.
-    let mut all: Vec<(usize, K)> = kept.into_iter().chain(new).enumerate().collect();
-    all.sort_by(|a, b| cmp(of(&a.1), of(&b.1)).then(a.0.cmp(&b.0)));
-    all.truncate(k);
-    all.into_iter().map(|(_, x)| x).collect()
+    merged(kept, new, k, |a, b| cmp(of(a), of(b)))
 }
 
 /// The `k` first, in the order of `cmp`, of `kept` followed by `later` (each the first

@@ -78,12 +78,7 @@ struct Sum {
 
 impl Sum {
     fn add(&mut self, rank: u32, ns: u64, call: &PerCall) {
-        if self.count == 0 || ns < self.min {
-            self.min = ns;
-        }
-        if self.count == 0 || ns > self.max.0 || (ns == self.max.0 && rank < self.max.1) {
-            self.max = (ns, rank);
-        }
+        self.take_extremes(ns, (ns, rank));
         self.count += 1;
         self.ranks.insert(rank);
         self.total += ns;
@@ -92,18 +87,24 @@ impl Sum {
         self.received += call.received;
     }
 
+    /// Keeps `min` as the shortest and `max` (time, rank) as the longest when they are
+    /// (of equal longest, the lowest rank's), before the calls they come from are counted.
+    fn take_extremes(&mut self, min: u64, max: (u64, u32)) {
+        if self.count == 0 || min < self.min {
+            self.min = min;
+        }
+        let (m, r) = max;
+        if self.count == 0 || m > self.max.0 || (m == self.max.0 && r < self.max.1) {
+            self.max = max;
+        }
+    }
+
     /// Adds the sum of other calls: what adding those calls here gives.
     fn merge(&mut self, other: &Sum) {
         if other.count == 0 {
             return;
         }
-        if self.count == 0 || other.min < self.min {
-            self.min = other.min;
-        }
-        let (m, r) = other.max;
-        if self.count == 0 || m > self.max.0 || (m == self.max.0 && r < self.max.1) {
-            self.max = other.max;
-        }
+        self.take_extremes(other.min, other.max);
         self.count += other.count;
         self.ranks.extend(&other.ranks);
         self.total += other.total;
