@@ -63,6 +63,7 @@ pub use overlap_format::output;
 pub mod replay;
 pub mod report;
 pub mod sites;
+mod static_names;
 pub mod suggest;
 pub mod summary;
 #[cfg(feature = "tables")]

@@ -254,7 +254,7 @@ pub struct EventRef {
 /// A message matched from its send to its receive, in 48 bytes (a trace holds one per
 /// message, millions of them): its three calls are kept as `u32` indices (its receive
 /// and completion are on the same rank) and read through methods.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Message {
     /// Id, from 1, in order of matching.
     pub id: u64,

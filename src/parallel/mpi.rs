@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::Path;
 
 use anyhow::{bail, Result};
-use overlap_analyzer::exchange::{Exchange, Received};
+use overlap_analyzer::exchange::{Exchange, Parts};
 
 type Init = unsafe extern "C" fn(*mut c_int, *mut c_int) -> c_int;
 type ErrorText = unsafe extern "C" fn(c_int, *mut c_char, c_int);
@@ -132,24 +132,25 @@ impl Exchange for MpiExchange {
         self.workers
     }
 
-    fn all_to_all(&self, to: Vec<Vec<u8>>) -> std::result::Result<Received, String> {
-        if to.len() != self.workers {
-            return Err(format!("{} parts for {} workers", to.len(), self.workers));
+    fn all_to_all(&self, to: Parts) -> std::result::Result<Parts, String> {
+        if to.sizes.len() != self.workers {
+            let parts = to.sizes.len();
+            return Err(format!("{parts} parts for {} workers", self.workers));
         }
-        let sizes: Vec<u64> = to.iter().map(|p| p.len() as u64).collect();
+        if to.sizes.iter().sum::<usize>() != to.bytes.len() {
+            return Err(format!(
+                "parts of {} bytes counted as more or fewer",
+                to.bytes.len()
+            ));
+        }
+        let sizes: Vec<u64> = to.sizes.iter().map(|&n| n as u64).collect();
         let mut got = vec![0u64; self.workers];
         // SAFETY: one count per worker each way.
         let code = unsafe { (self.sizes)(sizes.as_ptr(), got.as_mut_ptr()) };
         if code != 0 {
             return Err(self.said(code));
         }
-        // One buffer of the parts one after another: the one part itself when the others
-        // are empty (a gather's), not a copy of it.
-        let mut nonempty = to.iter().filter(|p| !p.is_empty());
-        let send = match (nonempty.next(), nonempty.next()) {
-            (_, Some(_)) => to.concat(),
-            _ => to.into_iter().find(|p| !p.is_empty()).unwrap_or_default(),
-        };
+        let send = to.bytes;
         let total = usize::try_from(got.iter().sum::<u64>()).map_err(|e| e.to_string())?;
         let mut recv = vec![0u8; total];
         // SAFETY: `send` holds the bytes `sizes` counts, `recv` those `got` counts.
@@ -164,7 +165,7 @@ impl Exchange for MpiExchange {
         if code != 0 {
             return Err(self.said(code));
         }
-        Ok(Received {
+        Ok(Parts {
             bytes: recv,
             sizes: got.iter().map(|&n| n as usize).collect(),
         })

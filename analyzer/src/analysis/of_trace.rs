@@ -22,7 +22,7 @@ pub(super) struct OfTrace {
 }
 
 /// What the run's description reads of each rank's timeline.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct RankFacts {
     rank: u32,
     events: u64,
@@ -46,7 +46,7 @@ impl RankFacts {
 
 /// The parts of the report read from a trace, made a part of whole ranks at a time: each
 /// part's ranks' facts, hang and GPU work, finished once every part is in.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct Fold {
     ranks: Vec<RankFacts>,
     hang: crate::hang::HangFold,
@@ -61,6 +61,12 @@ impl Fold {
         self.hang.add(part, sites);
         self.gpu.add(part, ends);
         self.unrecorded.add(part);
+    }
+
+    /// The message indices it keeps read as `global[index]` (see
+    /// [`crate::gpu::GpuFold::renumber`]).
+    pub(super) fn renumber(&mut self, global: &[u32]) {
+        self.gpu.renumber(global);
     }
 
     /// Adds the fold of the parts after this one's: what adding them here gives.

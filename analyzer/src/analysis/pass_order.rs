@@ -310,6 +310,7 @@ fn early(trace: &Trace, cross: &CrossRank) -> Early {
 
 /// The models fitted to the trace that the per-request pass, the false-overlap findings
 /// and the self check need.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(super) struct Models {
     pub(super) transfers: transfer::TransferModel,
     pub(super) collectives: CollectiveModel,

@@ -14,6 +14,7 @@
 //! part that will never come.
 
 mod values;
+pub(crate) mod wire;
 
 use std::ops::Range;
 use std::sync::{Barrier, Mutex};
@@ -33,30 +34,39 @@ pub trait Exchange: Sync {
     /// How many workers there are.
     fn workers(&self) -> usize;
 
-    /// Sends `to[k]` to worker `k`, for every worker (`to` has one entry per worker, its
-    /// own included), and gives what every worker sent this one, in worker order.
-    fn all_to_all(&self, to: Vec<Vec<u8>>) -> std::result::Result<Received, String>;
+    /// Sends part `k` of `to` to worker `k`, for every worker (`to` has one part per
+    /// worker, its own included), and gives what every worker sent this one, in worker
+    /// order.
+    fn all_to_all(&self, to: Parts) -> std::result::Result<Parts, String>;
 }
 
-/// What a worker received of every worker, in worker order, in one buffer: each part
-/// is read where it lies, none copied out.
+/// One part for or from each worker, in worker order, one after another in one buffer:
+/// what a worker sends is written there (none copied in), and what it received is read
+/// where it lies (none copied out).
 #[derive(Debug, Default)]
-pub struct Received {
+pub struct Parts {
     /// The parts, one after another.
     pub bytes: Vec<u8>,
     /// Each worker's part's length.
     pub sizes: Vec<usize>,
 }
 
-impl Received {
+impl Parts {
     /// The parts `parts` gives, one after another.
-    pub fn of_parts(parts: Vec<Vec<u8>>) -> Received {
+    pub fn of_parts(parts: Vec<Vec<u8>>) -> Parts {
         let sizes = parts.iter().map(Vec::len).collect();
         let bytes = match parts.len() {
             1 => parts.into_iter().next().unwrap_or_default(),
             _ => parts.concat(),
         };
-        Received { bytes, sizes }
+        Parts { bytes, sizes }
+    }
+
+    /// `workers` parts, all empty but part `k`, `part`: its bytes moved, not copied.
+    pub fn one(workers: usize, k: usize, part: Vec<u8>) -> Parts {
+        let mut sizes = vec![0; workers];
+        sizes[k] = part.len();
+        Parts { bytes: part, sizes }
     }
 
     /// Each worker's part, in worker order.
@@ -82,8 +92,8 @@ impl Exchange for Alone {
         1
     }
 
-    fn all_to_all(&self, to: Vec<Vec<u8>>) -> std::result::Result<Received, String> {
-        Ok(Received::of_parts(to))
+    fn all_to_all(&self, to: Parts) -> std::result::Result<Parts, String> {
+        Ok(to)
     }
 }
 
@@ -136,11 +146,16 @@ impl Exchange for ThreadWorker<'_> {
         self.board.workers
     }
 
-    fn all_to_all(&self, to: Vec<Vec<u8>>) -> std::result::Result<Received, String> {
+    fn all_to_all(&self, to: Parts) -> std::result::Result<Parts, String> {
         let board = self.board;
-        if to.len() != board.workers {
-            return Err(format!("{} parts for {} workers", to.len(), board.workers));
+        if to.sizes.len() != board.workers {
+            return Err(format!(
+                "{} parts for {} workers",
+                to.sizes.len(),
+                board.workers
+            ));
         }
+        let to: Vec<Vec<u8>> = to.parts().map(<[u8]>::to_vec).collect();
         let lock = || board.posted.lock().unwrap_or_else(|p| p.into_inner());
         lock()[self.worker] = to;
         board.barrier.wait();
@@ -151,7 +166,7 @@ impl Exchange for ThreadWorker<'_> {
                 .collect()
         };
         board.barrier.wait();
-        Ok(Received::of_parts(got))
+        Ok(Parts::of_parts(got))
     }
 }
 
@@ -161,9 +176,21 @@ type Sent<T> = std::result::Result<T, String>;
 /// `sent` written by name (the file formats' types leave out fields they do not have,
 /// which a writing by position would misplace).
 fn encode<T: Serialize>(sent: &Sent<T>) -> Result<Vec<u8>> {
-    rmp_serde::to_vec_named(sent).map_err(|e| Error::Exchange {
-        reason: format!("a part could not be written: {e}"),
-    })
+    let mut bytes = Vec::new();
+    encode_into(&mut bytes, sent)?;
+    Ok(bytes)
+}
+
+/// [`encode`], after `bytes`. A part that cannot be written is written as its error,
+/// in its place (so that none waits for it).
+fn encode_into<T: Serialize>(bytes: &mut Vec<u8>, sent: &Sent<T>) -> Result<()> {
+    let at = bytes.len();
+    let written = wire::for_a_worker(|| rmp_serde::encode::write_named(bytes, sent));
+    let Err(e) = written else { return Ok(()) };
+    bytes.truncate(at);
+    let reason = format!("a part could not be written: {e}");
+    let said = rmp_serde::encode::write_named(bytes, &Sent::<T>::Err(reason.clone()));
+    said.map_err(|_| Error::Exchange { reason })
 }
 
 fn decode<T: DeserializeOwned>(bytes: &[u8], from: usize) -> Result<Sent<T>> {
@@ -173,7 +200,7 @@ fn decode<T: DeserializeOwned>(bytes: &[u8], from: usize) -> Result<Sent<T>> {
 }
 
 /// The parts of every worker, in worker order, or the error of the first that failed.
-fn parts_of<T: DeserializeOwned>(ex: &dyn Exchange, got: Received) -> Result<Vec<T>> {
+fn parts_of<T: DeserializeOwned>(ex: &dyn Exchange, got: Parts) -> Result<Vec<T>> {
     let mut parts = Vec::with_capacity(got.sizes.len());
     for (from, bytes) in got.parts().enumerate() {
         match decode::<T>(bytes, from)? {
@@ -200,9 +227,113 @@ pub(crate) fn all_gather<T: Serialize + DeserializeOwned>(
     let bytes = encode(&sent)?;
     drop(sent);
     let got = ex
-        .all_to_all(vec![bytes; ex.workers()])
+        .all_to_all(Parts::of_parts(vec![bytes; ex.workers()]))
         .map_err(|reason| Error::Exchange { reason })?;
     parts_of(ex, got)
+}
+
+/// What worker 0 makes for each worker (`part_for(k)` for worker `k`; `None` at the
+/// other workers), given to that worker: every worker returns its own part, or the error
+/// worker 0 had instead. The parts are made in worker order and sent in rounds of at
+/// most [`values::PIECE_BYTES`] (a larger part alone), so that worker 0 holds one
+/// round's parts at a time, not every worker's.
+pub(crate) fn scatter<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    part_for: Option<&dyn Fn(usize) -> Result<T>>,
+) -> Result<T> {
+    scatter_in(ex, part_for, values::PIECE_BYTES)
+}
+
+/// Whether a round of [`scatter`] is followed by another: the first byte of what worker 0
+/// sends each worker in every round, its part (if this round's) after it.
+const LAST_ROUND: u8 = 0;
+const MORE_ROUNDS: u8 = 1;
+
+/// [`scatter`], in rounds of at most `most` bytes.
+fn scatter_in<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    part_for: Option<&dyn Fn(usize) -> Result<T>>,
+    most: usize,
+) -> Result<T> {
+    let workers = ex.workers();
+    let (mut next, mut mine) = (0, None);
+    loop {
+        let to = match part_for {
+            Some(part_for) => {
+                // Each part written after the round's flag, straight into the buffer sent;
+                // the workers whose parts went in earlier rounds get only the flag.
+                let (round, mut to) = (next, Parts::of_parts(vec![vec![LAST_ROUND]; next]));
+                while next < workers && (next == round || to.bytes.len() - round < most) {
+                    let at = to.bytes.len();
+                    to.bytes.push(LAST_ROUND);
+                    encode_into(&mut to.bytes, &part_for(next).map_err(|e| e.to_string()))?;
+                    to.sizes.push(to.bytes.len() - at);
+                    next += 1;
+                }
+                let flag = if next < workers {
+                    MORE_ROUNDS
+                } else {
+                    LAST_ROUND
+                };
+                let mut at = 0;
+                for size in &to.sizes {
+                    to.bytes[at] = flag;
+                    at += size;
+                }
+                // So do those whose parts are still to come.
+                to.bytes
+                    .resize(to.bytes.len() + workers - to.sizes.len(), flag);
+                to.sizes.resize(workers, 1);
+                to
+            }
+            None => Parts::of_parts(vec![Vec::new(); workers]),
+        };
+        let got = ex
+            .all_to_all(to)
+            .map_err(|reason| Error::Exchange { reason })?;
+        let from_0 = got.parts().next().unwrap_or_default();
+        let Some((&flag, part)) = from_0.split_first() else {
+            let reason = "worker 0 sent a round of its scatter without a word".to_string();
+            return Err(Error::Exchange { reason });
+        };
+        // Read when it comes, but only returned once the last round is done with.
+        if !part.is_empty() {
+            mine = Some(decode::<T>(part, 0));
+        }
+        if flag == LAST_ROUND {
+            break;
+        }
+    }
+    let reason = "worker 0 sent this worker no part".to_string();
+    let mine = mine.ok_or(Error::Exchange { reason })??;
+    mine.map_err(|reason| Error::Worker {
+        worker: 0,
+        workers,
+        reason,
+    })
+}
+
+/// Every worker's part at worker 0, in worker order (`None` at the others); worker 0
+/// returns the error of the first worker that failed, and a worker that failed returns
+/// its own error once it has sent it.
+pub(crate) fn gather<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    mine: Result<T>,
+) -> Result<Option<Vec<T>>> {
+    let (sent, failed) = match mine {
+        Ok(part) => (Ok(part), None),
+        Err(e) => (Err(e.to_string()), Some(e)),
+    };
+    let to = Parts::one(ex.workers(), 0, encode(&sent)?);
+    drop(sent);
+    let got = ex
+        .all_to_all(to)
+        .map_err(|reason| Error::Exchange { reason })?;
+    match (ex.worker(), failed) {
+        (0, _) => parts_of(ex, got).map(Some),
+        (_, Some(e)) => Err(e),
+        (_, None) => Ok(None),
+    }
 }
 
 /// Whether every worker could go on: each gives its own `Ok` or the reason it cannot,

@@ -116,3 +116,28 @@ fn every_worker_hears_whether_all_could_go_on() {
         assert_eq!(heard, Err("no room".to_string()), "worker {w}");
     }
 }
+
+/// Worker 0's parts reach each worker whole, however many rounds they take: one part a
+/// round (at most a byte a round), as in one round; a part worker 0 could not make is
+/// that worker's error, and the others still get theirs.
+#[test]
+fn each_worker_gets_its_own_part_in_any_number_of_rounds() {
+    let got = Threads::run(4, |ex| {
+        let part_for = |k: usize| match k {
+            2 => Err(Error::Exchange {
+                reason: "no part for worker 2".into(),
+            }),
+            _ => Ok(vec![k as u32; 3 * k]),
+        };
+        let maker = (ex.worker() == 0).then_some(&part_for as &dyn Fn(usize) -> Result<_>);
+        let by_bytes = scatter_in::<Vec<u32>>(ex, maker, 1).map_err(|e| e.to_string());
+        let at_once = scatter::<Vec<u32>>(ex, maker).map_err(|e| e.to_string());
+        assert_eq!(by_bytes, at_once);
+        at_once
+    });
+    assert_eq!(got[0], Ok(vec![]));
+    assert_eq!(got[1], Ok(vec![1; 3]));
+    let two = got[2].as_ref().expect_err("worker 2 has no part");
+    assert!(two.contains("no part for worker 2"), "{two}");
+    assert_eq!(got[3], Ok(vec![3; 9]));
+}

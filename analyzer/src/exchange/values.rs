@@ -8,7 +8,7 @@ use std::ops::Range;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::Exchange;
+use super::{Exchange, Parts};
 use crate::{Error, Result};
 
 /// The first byte of a piece of a part of [`Values`] sent: values follow, or the error
@@ -18,7 +18,8 @@ const FAILED: u8 = 1;
 
 /// How many bytes of values a worker sends worker 0 at most in one round (but a value
 /// larger alone): worker 0 holds one such piece at a time beside the values it read.
-const PIECE_BYTES: usize = 64 << 20;
+/// Worker 0's [`super::scatter`] sends as many bytes at most in one round.
+pub(super) const PIECE_BYTES: usize = 64 << 20;
 
 /// The values of a worker's part for [`gather_values`]: kept as they are (worker 0's,
 /// which never leave it), or written one after another as the worker made them, so
@@ -178,17 +179,17 @@ pub(super) fn gather_values_in<T: Serialize + DeserializeOwned>(
     // How many pieces each worker sends, told to every worker: the rounds that follow
     // are collective, one piece of one worker each.
     let count = (pieces.cuts.len() as u64).to_le_bytes().to_vec();
-    let counts: Vec<u64> = exchanged(vec![count; workers])?
+    let counts: Vec<u64> = exchanged(Parts::of_parts(vec![count; workers]))?
         .parts()
         .map(|b| b.try_into().map_or(0, u64::from_le_bytes))
         .collect();
     for from in 1..workers {
         for k in 0..counts.get(from).copied().unwrap_or(0) {
-            let mut to = vec![Vec::new(); workers];
-            if me == from {
-                to[0] = pieces.piece(k as usize);
-            }
-            let got = exchanged(to)?;
+            let piece = match me == from {
+                true => pieces.piece(k as usize),
+                false => Vec::new(),
+            };
+            let got = exchanged(Parts::one(workers, 0, piece))?;
             if me != 0 || first_failed.is_some() {
                 continue;
             }

@@ -108,7 +108,7 @@ impl ChainTimes {
 
 /// A copy that carried one side of a message, as its chain reads it: kept by the pass
 /// that reads its rank until the other side's rank is read ([`super::GpuFold`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CopyEnd {
     /// Its index in its rank's timeline's `gpu`.
     pub index: usize,

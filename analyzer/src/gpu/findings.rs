@@ -28,7 +28,7 @@ use crate::model::{RequestLife, Timeline, What};
 use crate::units::duration;
 
 /// What a GPU finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GpuFindingKind {
     /// Sends that waited for all copies instead of their own packet's.
@@ -66,7 +66,7 @@ impl GpuFindingKind {
 }
 
 /// One finding on one rank, with its evidence.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct GpuFinding {
     /// What it is.
     pub kind: GpuFindingKind,
@@ -142,7 +142,7 @@ impl<'a> RankData<'a> {
 
 /// How long a host wait held a send back after its own packet's copy had ended: what
 /// the serialized-staging finding reads of the wait, once its rank is gone.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Held {
     /// How long, ns.
     pub ns: u64,

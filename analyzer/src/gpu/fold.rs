@@ -23,7 +23,7 @@ use crate::model::{Message, RequestLife, Timeline, Trace};
 
 /// The GPU section of a run, made of its parts: [`GpuFold::add`] each part (in any
 /// order), then [`GpuFold::finish`].
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct GpuFold {
     /// The ranks of the parts added: a chain needs both of its ranks in the run.
     ranks_seen: Vec<u32>,
@@ -36,7 +36,7 @@ pub struct GpuFold {
 }
 
 /// A rank with GPU work, measured on its part.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct RankPart {
     /// Its figures, whole.
     row: RankGpu,
@@ -96,6 +96,18 @@ impl GpuFold {
             let data = RankData::of(t, rank_requests(&part.requests, t.rank), windows);
             self.ranks
                 .push(rank_part(&data, &staged, part.messages.as_slice()));
+        }
+    }
+
+    /// The message indices it keeps (of the staged sends and receives) read as
+    /// `global[index]`: the fold of parts whose trace held some of the run's messages,
+    /// numbered as the run's.
+    pub fn renumber(&mut self, global: &[u32]) {
+        let run = |mi: &mut usize| *mi = global[*mi] as usize;
+        self.sent.iter_mut().for_each(|(mi, _)| run(mi));
+        self.received.iter_mut().for_each(|(mi, _)| run(mi));
+        for r in &mut self.ranks {
+            r.staged.iter_mut().for_each(|(mi, _)| run(mi));
         }
     }
 

@@ -34,7 +34,7 @@ pub use unrecorded::{unrecorded_runtime, Loader, UnrecordedFold, UnrecordedRunti
 pub const WORST_CHAINS: usize = 10;
 
 /// Copies of one direction on one rank.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CopyStats {
     /// How many.
     pub count: u64,
@@ -45,7 +45,7 @@ pub struct CopyStats {
 }
 
 /// One rank's GPU work.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct RankGpu {
     /// The rank.
     pub rank: u32,

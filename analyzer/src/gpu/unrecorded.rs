@@ -88,7 +88,7 @@ pub fn unrecorded_runtime(trace: &Trace) -> Option<UnrecordedRuntime> {
 /// [`unrecorded_runtime`] made a part of whole ranks at a time: of the parts it needs
 /// only whether any rank recorded GPU work; the runtimes are looked for in the run's
 /// description of its ranks, in its order, once every part is in.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct UnrecordedFold {
     /// True once a part held a rank with GPU work.
     recorded: bool,

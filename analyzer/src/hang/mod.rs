@@ -53,7 +53,7 @@ pub enum Verdict {
 }
 
 /// Where a rank stood at its dump.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RankState {
     /// Stalled inside a call that never completed in the trace.
@@ -81,7 +81,7 @@ impl RankState {
 }
 
 /// What a blocked call waits for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WaitedKind {
     /// A message to receive (Recv, Probe, Sendrecv's receive, a pending receive).
@@ -95,7 +95,7 @@ pub enum WaitedKind {
 }
 
 /// One thing a blocked call waits for.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Waited {
     /// What.
     pub kind: WaitedKind,
@@ -112,12 +112,13 @@ pub struct Waited {
 }
 
 /// A call a rank was inside at its dump.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct BlockedCall {
     /// The thread.
     pub tid: u32,
     /// The MPI function.
-    pub call: &'static str,
+    #[serde(deserialize_with = "crate::static_names::read")]
+    pub call: crate::static_names::StaticName,
     /// Where it was called from (`file:line (function)` when symbolized).
     pub site: Option<String>,
     /// When it was entered, ns since the run's start.
@@ -135,7 +136,7 @@ pub struct BlockedCall {
 }
 
 /// One rank.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RankHang {
     /// The rank.
     pub rank: u32,
@@ -177,7 +178,7 @@ pub fn analyze(trace: &Trace, sites: &SiteTable) -> Option<HangReport> {
 /// (where it stood, the few calls it was inside) is kept. What needs every rank (the
 /// members a world collective waits for, the wait-for graph, the verdict) is made in
 /// [`HangFold::finish`], as are the ranks no part held (no trace file).
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct HangFold {
     /// The ranks of the parts added, judged, by rank.
     ranks: BTreeMap<u32, RankHang>,

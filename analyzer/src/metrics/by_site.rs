@@ -52,6 +52,7 @@ pub struct BySite {
 
 type Key = (Option<u32>, &'static str, Option<WaitKind>);
 
+#[derive(serde::Serialize, serde::Deserialize)]
 struct Sum {
     count: u64,
     ranks: BTreeSet<u32>,
@@ -74,9 +75,21 @@ impl Sum {
 /// Instances summed by (site, call[, kind]) as they come, in any order and in as many
 /// parts as wanted: the groups do not depend on either (of equal largest losses, the
 /// earliest call by rank and index is the worst).
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct Groups {
+    #[serde(deserialize_with = "read_sums")]
     sums: HashMap<Key, Sum>,
+}
+
+/// Reads the sums of [`Groups`] written by another worker.
+fn read_sums<'de, D: serde::Deserializer<'de>>(d: D) -> Result<HashMap<Key, Sum>, D::Error> {
+    use serde::Deserialize;
+    type Written = HashMap<(Option<u32>, String, Option<WaitKind>), Sum>;
+    let written = Written::deserialize(d)?;
+    let key = |(site, call, kind): (Option<u32>, String, Option<WaitKind>)| {
+        (site, crate::static_names::intern(&call), kind)
+    };
+    Ok(written.into_iter().map(|(k, s)| (key(k), s)).collect())
 }
 
 impl Groups {

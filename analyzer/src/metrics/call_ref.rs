@@ -6,14 +6,15 @@ use serde::Serialize;
 use crate::model::Trace;
 
 /// An MPI call of a rank, as reports name it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CallRef {
     /// Rank.
     pub rank: u32,
     /// Index of the call among the rank's events.
     pub index: usize,
     /// MPI function.
-    pub call: &'static str,
+    #[serde(deserialize_with = "crate::static_names::read")]
+    pub call: crate::static_names::StaticName,
     /// Start, ns since the run's start.
     pub start_ns: u64,
     /// Duration, ns.

@@ -18,10 +18,11 @@ use super::transfer::class_of;
 use crate::model::Trace;
 
 /// One (operation, size class) of the collective model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct CollectiveClass {
     /// The operation's MPI name (the post, or a persistent collective's init).
-    pub call: &'static str,
+    #[serde(deserialize_with = "crate::static_names::read")]
+    pub call: crate::static_names::StaticName,
     /// Smallest byte count of the class (classes are powers of two).
     pub bytes: u64,
     /// Observations (members of complete instances).
@@ -41,7 +42,7 @@ pub struct CollectiveClass {
 /// the shortest observation of each (operation, bytes power-of-two class) is taken.
 /// There is no fit across sizes or operations: a class never observed has no estimate
 /// (unknown), never 0.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct CollectiveModel {
     /// The classes observed, by operation then size.
     pub classes: Vec<CollectiveClass>,

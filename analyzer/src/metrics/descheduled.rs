@@ -37,7 +37,7 @@ use super::WaitInstance;
 use crate::model::{EventRef, Trace};
 
 /// The descheduled time of the run, counted apart from the wait states.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Descheduled {
     /// Blocking calls with descheduled time.
     pub calls: u64,
@@ -60,6 +60,7 @@ impl Descheduled {
 }
 
 /// The descheduled time of every blocking call on an oversubscribed host, by call.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct DescheduledTime(Vec<(EventRef, Nanos, Nanos)>);
 
 impl DescheduledTime {
@@ -115,6 +116,12 @@ impl DescheduledTime {
             }
         }
         DescheduledTime(out)
+    }
+
+    /// The descheduled time of the calls of the ranks `keep` keeps: all a block's waits
+    /// read are those of the ranks they wait on.
+    pub(crate) fn of_ranks(&self, keep: impl Fn(u32) -> bool) -> DescheduledTime {
+        DescheduledTime(self.0.iter().filter(|e| keep(e.0.rank)).copied().collect())
     }
 
     /// How much of `[from, to)` rank `rank` spent in descheduled time.

@@ -27,15 +27,23 @@ use crate::Result;
 /// header, clocks and event count, and the files it could not use.
 type ReadThrough = (Vec<RankTrace<Counted>>, Vec<Unreadable>);
 
+/// What the first pass made by several workers gives a worker.
+pub(crate) enum Shared {
+    /// At worker 0: what crosses the run's ranks, joined.
+    Joined(Box<Digested>),
+    /// At the others: the run's files, as every worker checked them.
+    Own(RunFiles),
+}
+
 /// [`super::digest::digest_dir`] made by the workers of `exchange`, each reading only its
-/// share of the files ([`share`]): what crosses the ranks of `dir` at worker 0, `None`
-/// at the others. Every worker fails alike when the files are not one run; a worker that
-/// cannot read one of its ranks again fails them all with that error.
-pub fn digest_dir_shared(
+/// share of the files ([`share`]): what crosses the ranks of `dir` at worker 0, the
+/// run's files at the others. Every worker fails alike when the files are not one run; a
+/// worker that cannot read one of its ranks again fails them all with that error.
+pub(crate) fn digest_dir_shared(
     dir: &Path,
     reading: &Reading,
     exchange: &dyn Exchange,
-) -> Result<Option<Digested>> {
+) -> Result<Shared> {
     let _span = tracing::info_span!("first pass").entered();
     // Every worker lists the same directory, and takes its block of the listing (a
     // listing that fails is sent as this worker's part: none waits for it).
@@ -70,15 +78,15 @@ pub fn digest_dir_shared(
         _ => digest_files_written(&files, &which, reading).map(Values::of_written),
     };
     let Some(mut digests) = gather_values(exchange, digests)? else {
-        return Ok(None);
+        return Ok(Shared::Own(files));
     };
     digests.sort_by_key(|(d, _)| d.rank);
-    Ok(Some(joined(files, digests)))
+    Ok(Shared::Joined(Box::new(joined(files, digests))))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::digest_dir_shared;
+    use super::{digest_dir_shared, Shared};
     use crate::exchange::Threads;
     use crate::import::Reading;
     use crate::metrics::digest::digest_dir;
@@ -95,7 +103,7 @@ mod tests {
                     digest_dir_shared(dir, &Reading::unwatched(), ex).expect("shared")
                 });
                 for (w, d) in got.into_iter().enumerate() {
-                    let Some(d) = d else {
+                    let Shared::Joined(d) = d else {
                         assert!(w != 0, "{name}: worker 0 of {workers} has the digest");
                         continue;
                     };

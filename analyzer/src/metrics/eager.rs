@@ -25,7 +25,9 @@ use crate::model::{Message, Trace};
 pub const DEFAULT_EAGER_LIMIT: u64 = 64 * 1024;
 
 /// How a message travels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// Buffered by the library: the send completes without the receiver.
@@ -35,7 +37,7 @@ pub enum Protocol {
 }
 
 /// What the trace's messages show of the eager limit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct EagerFit {
     /// The largest message whose send completed before its receive was posted, bytes;
     /// none when no message was seen eager.

@@ -11,7 +11,7 @@
 //! ```
 
 /// The exact sum of the finite values added so far.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ExactSum {
     /// Non-overlapping partials, smallest magnitude first: their exact sum is the sum.
     partials: Vec<f64>,

@@ -48,7 +48,7 @@ use crate::dependence::{Effect, Guard};
 use crate::model::{Timeline, Trace, What};
 
 /// A request of a finding.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct FindingRequest {
     /// Request id on its rank.
     pub request: u64,
@@ -65,7 +65,7 @@ pub struct FindingRequest {
 }
 
 /// A point a wait can move to, and what moving it there could hide.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct WaitMove {
     /// The wait can move to just before this call (none: before compute, or to the end).
     pub move_before: Option<CallRef>,
@@ -92,14 +92,16 @@ pub struct WaitMove {
 
 /// What a move past the proven point needs: the first compute there whose effect on
 /// the buffer is unknown must leave it alone.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PossibleIf {
     /// The compute.
     pub compute: ComputeRef,
     /// What it must not do: `write` (a send's buffer), `read or write` (a receive's).
-    pub must_not: &'static str,
+    #[serde(deserialize_with = "crate::static_names::read")]
+    pub must_not: crate::static_names::StaticName,
     /// Which buffer: `the send buffer`, `the receive buffer`.
-    pub buffer: &'static str,
+    #[serde(deserialize_with = "crate::static_names::read")]
+    pub buffer: crate::static_names::StaticName,
     /// Its address, when recorded.
     pub addr: Option<u64>,
     /// Its length in bytes, when recorded.
@@ -107,7 +109,7 @@ pub struct PossibleIf {
 }
 
 /// One false-overlap finding, with its evidence.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Finding {
     /// Rank.
     pub rank: u32,

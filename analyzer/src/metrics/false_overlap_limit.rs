@@ -78,8 +78,25 @@ impl Serialize for Limit {
     }
 }
 
+/// A limit is read back from its [`Limit::key`].
+impl<'de> serde::Deserialize<'de> for Limit {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const ALL: [Limit; 6] = [
+            Limit::BufferReuse,
+            Limit::SamePeerAndTag,
+            Limit::LearnedUse,
+            Limit::DeclaredUse,
+            Limit::UnknownCompute,
+            Limit::EndOfTrace,
+        ];
+        let key = String::deserialize(d)?;
+        (ALL.into_iter().find(|l| l.key() == key))
+            .ok_or_else(|| serde::de::Error::custom(format!("no limit is called {key}")))
+    }
+}
+
 /// Compute of a rank: a span, or the gap between two MPI calls (inferred compute).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ComputeRef {
     /// The span's name; none for a gap.
     pub name: Option<String>,
@@ -101,7 +118,7 @@ pub struct ComputeRef {
 }
 
 /// The first touch of a buffer the watch learned.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct FirstUse {
     /// Read or write.
     #[serde(serialize_with = "touch_key")]

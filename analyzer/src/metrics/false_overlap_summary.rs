@@ -20,7 +20,7 @@ use crate::model::Trace;
 use crate::sites::SiteTable;
 
 /// The run's false-overlap findings in the report.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct FalseOverlap {
     /// Findings in the run.
     pub count: u64,
@@ -51,6 +51,7 @@ impl FalseOverlap {
 }
 
 /// Findings folded as they are found.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct Fold {
     listed: usize,
     summary: FalseOverlap,

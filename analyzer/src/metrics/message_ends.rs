@@ -51,7 +51,7 @@ pub(crate) struct Ends {
 }
 
 /// Both ends of every message of a trace, by message (the trace's order).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct MessageEnds {
     sends: Sides<()>,
     recvs: Sides<()>,
@@ -93,6 +93,16 @@ impl MessageEnds {
     pub(crate) fn from_sides(sends: Sides<()>, recvs: Sides<()>) -> MessageEnds {
         debug_assert_eq!(sends.len(), recvs.len());
         MessageEnds { sends, recvs }
+    }
+
+    /// The ends of the messages `which` (indices of this column's), in that order: the
+    /// column of a block's messages.
+    pub(crate) fn select(&self, which: &[u32]) -> MessageEnds {
+        let side = |sides: &Sides<()>, mi: &u32| ((), sides.get(*mi as usize));
+        MessageEnds {
+            sends: Sides::of(which.iter().map(|mi| side(&self.sends, mi))),
+            recvs: Sides::of(which.iter().map(|mi| side(&self.recvs, mi))),
+        }
     }
 
     /// The send side of message `mi`.

@@ -121,7 +121,7 @@ asynchronous progress (MPICH_ASYNC_PROGRESS=1)";
 /// The verdicts of requests taken a part at a time, in request order: what
 /// [`NotAchieved`] counts, and its worst so far (as choosing them among all the requests
 /// at once would give them).
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Verdicts {
     count: u64,
     descheduled: u64,

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::call_ref::CallRef;
 
 /// What a request does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RequestClass {
     /// A point-to-point send (Isend, a started Send_init).
@@ -22,7 +22,7 @@ pub enum RequestClass {
 }
 
 /// One request's figures.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct RequestMetrics {
     /// Rank.
     pub rank: u32,
@@ -36,7 +36,7 @@ pub struct RequestMetrics {
     pub kind: RequestClass,
     /// The call whose arguments describe the transfer (the post, or a started
     /// persistent request's init): index among the rank's events.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::exchange::wire::left_out")]
     pub args_index: usize,
     /// Peer (world rank; a one-sided operation's target), when known.
     pub peer: Option<i32>,

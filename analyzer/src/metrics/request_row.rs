@@ -17,7 +17,7 @@ use crate::model::{EventRef, Span, Trace};
 
 /// One request's figures, compact (see the module; the fields mean what
 /// [`RequestMetrics`]' fields of the same names mean).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RequestRow {
     /// Rank.
     pub rank: u32,

@@ -105,7 +105,7 @@ pub(crate) fn listed(trace: &Trace, table: &SiteTable, r: &RequestRow) -> Option
 
 /// A count and an exact sum of `f64`s: a mean that does not depend on how the values
 /// were grouped.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Mean {
     n: u64,
     sum: ExactSum,
@@ -139,7 +139,7 @@ impl Mean {
 }
 
 /// The completed non-blocking collectives' figures so far.
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 struct CollectiveSums {
     completed: u64,
     overall: Mean,
@@ -188,7 +188,7 @@ impl CollectiveSums {
 
 /// The summary of the requests taken so far, a part at a time in request order (the
 /// run's requests are in rank order).
-#[derive(Debug, Default, PartialEq)]
+#[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fold {
     count: u64,
     sends: u64,

@@ -55,6 +55,13 @@ pub struct RequestPass<'a> {
     model: &'a TransferModel,
     collectives: &'a CollectiveModel,
     opts: &'a Options,
+    columns: PassColumns,
+}
+
+/// What a [`RequestPass`] gathered of the run (beside the models and options it reads):
+/// all of it for the run's requests, or a block of ranks' share ([`RequestPass::share`]).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct PassColumns {
     /// By request: the message its post sent or received (`NO_INDEX` for none).
     /// Where one call posted several requests of a kind (a Startall), each of them has
     /// the last message, in message order, that call sent or received.
@@ -136,9 +143,49 @@ impl<'a> RequestPass<'a> {
             model,
             collectives,
             opts,
-            message,
-            call_partner,
-            crowded,
+            columns: PassColumns {
+                message,
+                call_partner,
+                crowded,
+            },
+        }
+    }
+
+    /// The pass whose columns `columns` were gathered elsewhere ([`RequestPass::share`]),
+    /// reading the models and options given (the ones they were gathered with).
+    pub(crate) fn of_columns(
+        columns: PassColumns,
+        model: &'a TransferModel,
+        collectives: &'a CollectiveModel,
+        opts: &'a Options,
+    ) -> RequestPass<'a> {
+        RequestPass {
+            model,
+            collectives,
+            opts,
+            columns,
+        }
+    }
+
+    /// The columns of the requests `requests` (a block of whole ranks), each message
+    /// index renumbered by `renumber` (the block's messages hold every message its
+    /// requests sent or received).
+    pub(crate) fn share(
+        &self,
+        requests: std::ops::Range<usize>,
+        renumber: impl Fn(u32) -> u32,
+    ) -> PassColumns {
+        let c = &self.columns;
+        let message = c.message[requests.clone()].iter();
+        PassColumns {
+            message: message
+                .map(|&mi| match mi {
+                    NO_INDEX => NO_INDEX,
+                    mi => renumber(mi),
+                })
+                .collect(),
+            call_partner: c.call_partner[requests].to_vec(),
+            crowded: c.crowded.clone(),
         }
     }
 
@@ -200,7 +247,8 @@ impl<'a> RequestPass<'a> {
     ) -> Option<RequestRow> {
         let (model, collectives, opts) = (self.model, self.collectives, self.opts);
         // The message its post sent or received.
-        let message = some_index(self.message[ri]).and_then(|mi| trace.messages.get(mi));
+        let c = &self.columns;
+        let message = some_index(c.message[ri]).and_then(|mi| trace.messages.get(mi));
         let (Some(t), Some(cpu)) = (trace.rank(r.rank), trace.compute(r.rank)) else {
             return None;
         };
@@ -276,10 +324,10 @@ impl<'a> RequestPass<'a> {
                 blocking: span.op().is_some_and(|op| op.blocks()),
                 wait_start: span.start,
                 wait_end: span.end,
-                partner: (self.call_partner[ri] != NO_TIME).then_some(Nanos(self.call_partner[ri])),
+                partner: (c.call_partner[ri] != NO_TIME).then_some(Nanos(c.call_partner[ri])),
                 t_pure: t_pure.map(Nanos),
                 t_cpu: Nanos(m.cpu_ns),
-                crowded: self.crowded.binary_search(&r.rank).is_ok(),
+                crowded: c.crowded.binary_search(&r.rank).is_ok(),
             };
             m.progress_wait_ns = p.progress_wait().0;
             m.written_not_achieved = p.verdict(opts);

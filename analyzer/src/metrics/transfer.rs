@@ -61,7 +61,7 @@ pub const BANDWIDTH_RANGE: (f64, f64) = (1e6, 1e13);
 pub const MAX_RESIDUAL: f64 = 0.5;
 
 /// One (size class, protocol) of the model.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct SizeClass {
     /// Smallest message of the class, bytes (classes are powers of two).
     pub bytes: u64,
@@ -86,7 +86,7 @@ pub struct SizeClass {
 }
 
 /// Why the line cannot be had.
-#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Serialize, thiserror::Error, serde::Deserialize)]
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum Unfit {
     /// No matched message (with both ends in the trace).
@@ -174,7 +174,7 @@ pub enum Unfit {
 }
 
 /// The range of predictions as factors of the line: the fast end and the slow end.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct Range {
     /// The fast end (at most 1): the fastest clean transfer of a class against the line,
     /// the smallest such ratio.
@@ -185,7 +185,7 @@ pub struct Range {
 }
 
 /// Transfer time by message size and protocol, fitted to the trace's clean transfers.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct TransferModel {
     /// The line's latency, ns; none when the line is unknown.
     pub latency_ns: Option<f64>,
@@ -213,7 +213,7 @@ pub struct TransferModel {
     /// sender's own rank, or clock-suspect) that no fitted message shares: the replay
     /// transfers them too, so a network of the measured classes must have their times
     /// ([`crate::replay::NetworkSource::Classes`]). Not a figure of the model.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::exchange::wire::left_out")]
     pub unfitted: Vec<(u64, Protocol)>,
 }
 

@@ -109,13 +109,23 @@ impl Serialize for WaitKind {
     }
 }
 
+/// A kind is read back from its [`WaitKind::key`].
+impl<'de> serde::Deserialize<'de> for WaitKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(d)?;
+        (WaitKind::ALL.into_iter())
+            .find(|k| k.key() == key)
+            .ok_or_else(|| serde::de::Error::custom(format!("no wait kind is called {key}")))
+    }
+}
+
 /// A wait found by one pattern: the interval `[from, to)` of call `at`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Candidate {
     pub(super) kind: WaitKind,
-    pub(super) at: EventRef,
+    pub(crate) at: EventRef,
     /// The call it waited for (its rank is the peer).
-    pub(super) cause: EventRef,
+    pub(crate) cause: EventRef,
     pub(super) from: Nanos,
     pub(super) to: Nanos,
     pub(super) suspect: bool,
@@ -146,7 +156,7 @@ impl Candidate {
 }
 
 /// One wait.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct WaitInstance {
     /// Kind.
     pub kind: WaitKind,
@@ -155,7 +165,8 @@ pub struct WaitInstance {
     /// The call it waited in: index among the rank's events.
     pub index: usize,
     /// That call's MPI function.
-    pub call: &'static str,
+    #[serde(deserialize_with = "crate::static_names::read")]
+    pub call: crate::static_names::StaticName,
     /// When it entered the call, ns since the run's start.
     pub start_ns: u64,
     /// The rank it waited for (the sender, the receiver, or the last to arrive).

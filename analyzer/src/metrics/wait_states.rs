@@ -51,7 +51,7 @@ use crate::model::{BySlot, ClockErrors, EventRef, Message, MessagesByRank, PartM
 use rayon::prelude::*;
 
 /// One kind's totals.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct KindSummary {
     /// Kind.
     pub kind: WaitKind,
@@ -291,6 +291,7 @@ fn worst_first(a: &WaitInstance, b: &WaitInstance) -> std::cmp::Ordering {
 /// [`summarize_of`] of waits given a part at a time (the parts in rank order, each
 /// part's instances in their order): of the instances, only each kind's worst so far
 /// are held.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub struct SummaryFold {
     /// How many of each kind's worst are listed.
     worst: usize,

@@ -5,7 +5,7 @@
 use overlap_format::schema::Nanos;
 
 /// One `MPI_Pcontrol` call of a rank, on the run's timeline.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RegionMark {
     /// When the call was entered.
     pub start: Nanos,

@@ -64,7 +64,7 @@ pub struct SiteStats {
 }
 
 /// What is summed per row.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 struct Sum {
     count: u64,
     ranks: BTreeSet<u32>,
@@ -171,6 +171,7 @@ pub fn tables_in(
 /// the sender's part, its bytes received to the completing call in the receiver's.
 /// Every row is a sum, a minimum or a maximum whose ties go to the lowest rank, so the
 /// tables do not depend on where the parts are cut.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fold {
     /// `[from, to)`, ns since the run's start (`[0, u64::MAX)` for the whole run).
     window: (u64, u64),

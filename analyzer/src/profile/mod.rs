@@ -62,6 +62,7 @@ pub fn of(trace: &Trace, sites: &SiteTable, waits: &[WaitInstance]) -> Profile {
 
 /// The profile, made a part of the run at a time: parts added in rank order, each once,
 /// make the profile of the whole run, wherever they are cut.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fold {
     calls: calls::Fold,
     traffic: traffic::Fold,

@@ -25,7 +25,7 @@ use crate::metrics::WaitInstance;
 use crate::model::{Timeline, Trace};
 
 /// One rank's parts, ns; `None` when unknown (`unknown` says why).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RankPhases {
     /// Rank.
     pub rank: u32,
@@ -42,7 +42,7 @@ pub struct RankPhases {
     /// start-up skew, apart from the body's waits.
     pub setup_wait_state_ns: u64,
     /// Why a part is unknown.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown: Vec<String>,
 }
 
@@ -73,7 +73,7 @@ pub fn of(trace: &Trace, waits: &[WaitInstance]) -> Phases {
 /// The phases, made a part of the run at a time: each part trace (whole ranks, in rank
 /// order) adds its ranks' phases, with their setup wait states; the maxima and the
 /// sum are taken over them all at the finish.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fold {
     /// Every rank of the parts added, by rank.
     ranks: Vec<RankPhases>,

@@ -124,6 +124,7 @@ pub fn sizes(trace: &Trace) -> Vec<SizeClasses> {
 /// sent, reading the sending call's communicator and function there. Every figure is a
 /// sum (or a set of pairs) kept by key, so it does not depend on where the parts are
 /// cut.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fold {
     /// Ranks of the parts added so far.
     ranks: u32,
@@ -131,7 +132,21 @@ pub(crate) struct Fold {
     world_size: u32,
     pairs: PairSums,
     comms: BTreeMap<u32, CommSum>,
-    sizes: BTreeMap<&'static str, BTreeMap<u32, (u64, u64)>>,
+    #[serde(deserialize_with = "read_sizes")]
+    sizes: BTreeMap<&'static str, SizeSums>,
+}
+
+/// Messages and bytes by size class.
+type SizeSums = BTreeMap<u32, (u64, u64)>;
+
+/// Reads the sizes of a [`Fold`] written by another worker.
+fn read_sizes<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<&'static str, SizeSums>, D::Error> {
+    use serde::Deserialize;
+    let written = BTreeMap::<String, SizeSums>::deserialize(d)?;
+    let name = |call: String| crate::static_names::intern(&call);
+    Ok(written.into_iter().map(|(c, s)| (name(c), s)).collect())
 }
 
 impl Fold {

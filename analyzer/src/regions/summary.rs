@@ -44,7 +44,7 @@ pub struct RegionSummary {
 
 /// What the regions read of a rank: its marks and its last call's exit (where a region
 /// never left ends). An analysis that never holds the run keeps these of each rank.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RankMarks {
     rank: u32,
     marks: Vec<RegionMark>,

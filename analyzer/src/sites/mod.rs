@@ -22,7 +22,7 @@ pub use rank::RankSymbols;
 pub use symbolize::Symbolizer;
 
 /// How a site's place in the source was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resolution {
     /// The recording layer gave file and line itself (the Rust layer's `#[track_caller]`
@@ -37,7 +37,7 @@ pub enum Resolution {
 }
 
 /// A call site, as reports name it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Site {
     /// How reports show it: `calls.c:57 (main)`, `kernels/src/halo.rs:88`,
     /// `calls+0x1234 (main)` without line information, `calls+0x1234` or `0x7f…` when
@@ -54,7 +54,7 @@ pub struct Site {
     /// The call path's callers (`overlap trace --callpath N`), as each is labelled:
     /// the caller of the function that made the call first, outwards. Empty for a
     /// site recorded alone. The label ends with them (`a.c:9 (wait) ← b.c:40 (main)`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub callers: Vec<String>,
     /// The object file (executable or library) the code address is in.
     pub object: Option<String>,
@@ -203,7 +203,7 @@ impl RankSites {
 }
 
 /// Every distinct call site of a run, symbolized once.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct SiteTable {
     sites: Vec<Site>,
     ids: FxHashMap<(u32, u64), u32>,

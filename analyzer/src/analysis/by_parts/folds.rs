@@ -49,6 +49,7 @@ pub(super) struct Folds<'a> {
 /// The figures of consecutive parts (whole ranks), folded: each part is folded apart
 /// and merged into those before it ([`Partial::merge`]), as the parts of several
 /// workers are to be.
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct Partial {
     /// The wait-state instances found descheduled.
     descheduled: Descheduled,
@@ -78,6 +79,12 @@ impl Partial {
             of_trace: of_trace::Fold::default(),
             marks: Vec::new(),
         }
+    }
+
+    /// The message indices it keeps (the GPU staging), read as `global[index]`: the
+    /// figures of a block folded over its view ([`super::view`]), numbered as the run's.
+    pub(super) fn renumber(&mut self, global: &[u32]) {
+        self.of_trace.renumber(global);
     }
 
     /// Adds the figures of the parts after these (of later ranks), folded with the same
@@ -141,6 +148,17 @@ impl<'a> Folds<'a> {
         let mut folded = Partial::new(self.opts);
         self.fold(part, bounds, sink, &mut folded);
         self.so_far.merge(folded, self.opts);
+    }
+
+    /// Adds the figures of the parts after those added (of a later block of ranks,
+    /// folded elsewhere).
+    pub(super) fn merge(&mut self, later: Partial) {
+        self.so_far.merge(later, self.opts);
+    }
+
+    /// The figures of the parts added, to be merged elsewhere.
+    pub(super) fn into_partial(self) -> Partial {
+        self.so_far
     }
 
     /// Folds the figures of `part` into `to`.

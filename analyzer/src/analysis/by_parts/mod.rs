@@ -29,6 +29,7 @@
 mod folds;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use std::ops::Range;
 use std::path::Path;
@@ -40,7 +41,7 @@ use super::of_trace::OfTrace;
 use super::pass_order::{self, Measured, Models};
 use super::rows::Rows;
 use super::Report;
-use crate::exchange::{Alone, Exchange};
+use crate::exchange::{gather, scatter, share, Alone, Exchange};
 use crate::import::{rank_files, EventSink, Reading};
 use crate::merge::{file_size, RunFiles, Unreadable};
 use crate::metrics::budget::{RankBudget, RunBudget};
@@ -48,7 +49,7 @@ use crate::metrics::collectives::CallInstances;
 use crate::metrics::cross_rank::CrossRank;
 use crate::metrics::descheduled::DescheduledTime;
 use crate::metrics::digest::{digest_dir, Digested};
-use crate::metrics::digest_share::digest_dir_shared;
+use crate::metrics::digest_share::{digest_dir_shared, Shared};
 use crate::metrics::options::Options;
 use crate::metrics::oversubscription::Oversubscription;
 use crate::metrics::requests::RequestPass;
@@ -59,7 +60,8 @@ use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run};
 use crate::regions::RunRegions;
 use crate::sites::SiteTable;
 use crate::Result;
-use folds::{Bounds, Folds};
+use folds::{Bounds, Folds, Partial};
+use view::{Block, RunColumns, Task, View};
 
 /// How many events a part is cut at, when its ranks are smaller (a rank is never
 /// split) and it has a rank per thread, and what share of the run: reading a rank takes
@@ -184,8 +186,11 @@ fn analyze_in_parts(
     let mut digested = match exchange.workers() {
         1 => digest_dir(dir, &reading)?,
         _ => match digest_dir_shared(dir, &reading, exchange)? {
-            Some(digested) => digested,
-            None => return Ok(None),
+            Shared::Joined(digested) => *digested,
+            Shared::Own(files) => {
+                figures_of_block(dir, opts, exchange, files, (&reading, at_least))?;
+                return Ok(None);
+            }
         },
     };
     let usable: u64 = (0..digested.files.metas.len())
@@ -215,6 +220,7 @@ fn analyze_in_parts(
     } = digested;
     let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
     let at_least = at_least.unwrap_or(PartSize::of_run(events));
+    let blocks = blocks_of(&files, exchange.workers());
     let mut parts = Parts {
         reading: &reading,
         run: Trace {
@@ -226,6 +232,7 @@ fn analyze_in_parts(
             compute: Vec::new(),
         },
         compute,
+        first: 0,
         files,
     };
     let models = Models::fit(parts.columns(), &cross);
@@ -235,8 +242,9 @@ fn analyze_in_parts(
         .collect();
     let columns = (cross, by_rank, sites, budgets);
     let sink = rows.as_deref_mut();
+    let job = (exchange, blocks);
     let (measured, of_trace, regions) =
-        measured(&mut parts, columns, &models, opts, (at_least, sink))?;
+        measured(&mut parts, columns, &models, opts, (at_least, sink), &job)?;
     let program = program(&mut parts, instances, &nonblocking, &models, at_least)?;
     // The columns go before the replays.
     let info = parts.run.info.clone();
@@ -279,6 +287,7 @@ fn measured(
     models: &Models,
     opts: &Options,
     (at_least, mut rows): (PartSize, Rows<'_>),
+    (exchange, blocks): &Job<'_>,
 ) -> Result<(Measured, OfTrace, RunRegions)> {
     let columns = tracing::info_span!("columns").entered();
     let run = parts.columns();
@@ -306,9 +315,50 @@ fn measured(
     let columns = (&ends, &index);
     let mut folds = Folds::new(opts, models, &sites, &pass, &shared, columns, &descheduled);
     let mut sink = rows.as_deref_mut();
-    parts.each(at_least, &mut |part, bounds| {
-        folds.add(part, bounds, sink.as_deref_mut())
-    })?;
+    let whole = Block::whole(parts.files.metas.len());
+    if exchange.workers() == 1 {
+        parts.each(&whole, at_least, &mut |part, bounds| {
+            folds.add(part, bounds, sink.as_deref_mut())
+        })?;
+    } else if sink.is_some() {
+        // The tables' rows are written here, of every part: worker 0 folds them all, and
+        // tells the others so.
+        scatter::<Task>(*exchange, Some(&|_| Ok(Task::AllAtWorker0)))?;
+        parts.each(&whole, at_least, &mut |part, bounds| {
+            folds.add(part, bounds, sink.as_deref_mut())
+        })?;
+    } else {
+        // Each other worker is given its block's view, one at a time, and folds its
+        // block's parts; worker 0 folds its own, then merges theirs in worker order.
+        let c = RunColumns {
+            run: parts.columns(),
+            compute: &parts.compute,
+            ends: &ends,
+            pass: &pass,
+            shared: &shared,
+            descheduled: &descheduled,
+            models,
+            sites: &sites,
+        };
+        let view_for = |w: usize| {
+            let _s = tracing::info_span!("view").entered();
+            let b = &blocks[w];
+            Ok(match w > 0 && !b.files.is_empty() {
+                true => Task::Fold(Box::new(View::cut(b, &c))),
+                false => Task::NoFiles,
+            })
+        };
+        scatter::<Task>(*exchange, Some(&view_for))?;
+        let own = parts.each(&blocks[0], at_least, &mut |part, bounds| {
+            folds.add(part, bounds, None)
+        });
+        let theirs = gather::<Option<Partial>>(*exchange, Ok(None));
+        own?;
+        let theirs = theirs?.unwrap_or_default();
+        for partial in theirs.into_iter().flatten() {
+            folds.merge(partial);
+        }
+    }
     let folded = folds.finish();
     if let Some(rows) = rows {
         rows.messages(parts.columns(), &ends);
@@ -355,7 +405,8 @@ fn program(
     // Each part's requests are freed once its operations are built: the program's
     // requests (twice their size) grow in their place.
     let mut shares = parts.requests_by_part(at_least).into_iter();
-    parts.each(at_least, &mut |part, _| {
+    let whole = Block::whole(parts.files.metas.len());
+    parts.each(&whole, at_least, &mut |part, _| {
         let share = shares.next().unwrap_or_default();
         let own = |t: &crate::model::Timeline| &share[rank_requests(&share, t.rank)];
         program.add(part.ranks.iter().map(|t| (t, own(t))).collect());
@@ -377,9 +428,11 @@ struct Parts<'r> {
     /// The run's description, messages and requests; its ranks and compute are those of
     /// the part being analysed, and empty between parts.
     run: Trace,
-    /// Each rank's compute, in rank order (moved into `run` while its part is read);
-    /// empty once the figures that read it are made, the parts then without it.
+    /// Each rank's compute, in rank order (moved into `run` while its part is read),
+    /// from the rank of file `first` on; empty once the figures that read it are made,
+    /// the parts then without it.
     compute: Vec<RankCompute>,
+    first: usize,
     files: RunFiles,
 }
 
@@ -389,12 +442,14 @@ impl Parts<'_> {
         &self.run
     }
 
-    /// The ranks (indices of the run's files) of each part ([`cuts_of`]).
-    fn cuts(&self, at_least: PartSize) -> Vec<Range<usize>> {
-        let events: Vec<u64> = (self.files.metas.iter())
+    /// The ranks (indices of the run's files) of each part of `block` ([`cuts_of`]).
+    fn cuts(&self, block: &Block, at_least: PartSize) -> Vec<Range<usize>> {
+        let events: Vec<u64> = (self.files.metas[block.files.clone()].iter())
             .map(|m| m.events.len() as u64)
             .collect();
-        cuts_of(&events, at_least)
+        let first = block.files.start;
+        let cuts = cuts_of(&events, at_least).into_iter();
+        cuts.map(|c| first + c.start..first + c.end).collect()
     }
 
     /// The run's requests cut into each part's of at least `at_least` (those of
@@ -402,7 +457,7 @@ impl Parts<'_> {
     /// done with it.
     fn requests_by_part(&mut self, at_least: PartSize) -> Vec<Vec<RequestLife>> {
         let requests = std::mem::take(&mut self.run.requests);
-        let cuts = self.cuts(at_least);
+        let cuts = self.cuts(&Block::whole(self.files.metas.len()), at_least);
         let mut rest = &requests[..];
         let mut shares = Vec::with_capacity(cuts.len());
         for (k, cut) in cuts.iter().enumerate() {
@@ -418,17 +473,29 @@ impl Parts<'_> {
         shares
     }
 
-    /// Calls `each` on every part of at least `at_least`, in rank order: a trace
-    /// of the part's ranks (read again, on rayon's threads) and the run's columns,
+    /// Calls `each` on every part of `block` of at least `at_least`, in rank order: a
+    /// trace of the part's ranks (read again, on rayon's threads) and the run's columns,
     /// dropped before the next part is read; and the part's bounds.
-    fn each(&mut self, at_least: PartSize, each: &mut dyn FnMut(&Trace, Bounds)) -> Result<()> {
-        let cuts = self.cuts(at_least);
-        let mut after: Option<u32> = None;
+    fn each(
+        &mut self,
+        block: &Block,
+        at_least: PartSize,
+        each: &mut dyn FnMut(&Trace, Bounds),
+    ) -> Result<()> {
+        let cuts = self.cuts(block, at_least);
+        let mut after: Option<u32> = block.after;
         for (k, cut) in cuts.iter().cloned().enumerate() {
-            // The last part takes whatever rank lies beyond the files' (none does: a
-            // message is matched between ranks of the run).
+            // The block's last part takes whatever rank lies beyond its files' up to its
+            // bound (the run's: none does, a message is matched between ranks of the run).
             let last = self.files.metas[cut.end - 1].rank();
-            let bounds = (after, (k + 1 < cuts.len()).then_some(last));
+            let bounds = (
+                after,
+                if k + 1 < cuts.len() {
+                    Some(last)
+                } else {
+                    block.up_to
+                },
+            );
             after = Some(last);
             let (files, reading) = (&self.files, self.reading);
             let _s = tracing::info_span!("read part").entered();
@@ -442,16 +509,104 @@ impl Parts<'_> {
             drop(_s);
             self.run.ranks = timelines;
             // Each rank's compute lent to the part (none once dropped: see `compute`).
-            let compute = self.compute.get_mut(cut.clone()).unwrap_or_default();
+            let held = cut.start - self.first..cut.end - self.first;
+            let compute = self.compute.get_mut(held.clone()).unwrap_or_default();
             self.run.compute = compute.iter_mut().map(std::mem::take).collect();
             each(&self.run, bounds);
             for (slot, c) in self.run.compute.drain(..).enumerate() {
-                self.compute[cut.start + slot] = c;
+                self.compute[held.start + slot] = c;
             }
             self.run.ranks = Vec::new();
         }
         Ok(())
     }
+}
+
+/// The workers of an analysis, and the block of the run's files each folds the parts of.
+type Job<'e> = (&'e dyn Exchange, Vec<Block>);
+
+/// The blocks of the run's `files` of `workers` workers: contiguous in rank order, of
+/// about equal bytes ([`share`]).
+fn blocks_of(files: &RunFiles, workers: usize) -> Vec<Block> {
+    let sizes: Vec<u64> = (0..files.metas.len()).map(|i| files.bytes(i)).collect();
+    let ranks: Vec<u32> = files.metas.iter().map(|m| m.rank()).collect();
+    Block::of_shares(&share(&sizes, workers), &ranks)
+}
+
+/// The second pass of the block of `files` this worker (not worker 0) answers for: the
+/// view of the run's columns worker 0 gives it, the block's parts (at least `at_least`
+/// each, `None`: as the run's size gives) read again and folded over it, and the folds
+/// sent to worker 0.
+fn figures_of_block(
+    dir: &Path,
+    opts: &Options,
+    exchange: &dyn Exchange,
+    files: RunFiles,
+    (reading, at_least): (&Reading<'_>, Option<PartSize>),
+) -> Result<()> {
+    let block = blocks_of(&files, exchange.workers()).swap_remove(exchange.worker());
+    // A view that cannot be read is this worker's error, sent where its folds would be.
+    let folded = match scatter::<Task>(exchange, None) {
+        Ok(Task::AllAtWorker0) => return Ok(()),
+        Ok(Task::NoFiles) => Ok(None),
+        Ok(Task::Fold(view)) => {
+            fold_view(dir, opts, files, &block, *view, (reading, at_least)).map(Some)
+        }
+        Err(e) => Err(e),
+    };
+    gather::<Option<Partial>>(exchange, folded).map(|_| ())
+}
+
+/// The folds of the parts of `block` of the run of `files`, over the run's columns as
+/// `view` gives them, renumbered as the run's.
+fn fold_view(
+    dir: &Path,
+    opts: &Options,
+    files: RunFiles,
+    block: &Block,
+    view: View,
+    (reading, at_least): (&Reading<'_>, Option<PartSize>),
+) -> Result<Partial> {
+    let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
+    let at_least = at_least.unwrap_or(PartSize::of_run(events));
+    let View {
+        info,
+        messages,
+        global,
+        requests,
+        compute,
+        ends,
+        pass,
+        shared,
+        descheduled,
+        models,
+        sites,
+    } = view;
+    let index = MessagesByRank::of(&messages);
+    let mut parts = Parts {
+        reading,
+        run: Trace {
+            source: dir.to_path_buf(),
+            info,
+            ranks: Vec::new(),
+            messages,
+            requests,
+            compute: Vec::new(),
+        },
+        compute,
+        first: block.files.start,
+        files,
+    };
+    let (model, collective_model) = (&models.transfers, &models.collectives);
+    let pass = RequestPass::of_columns(pass, model, collective_model, opts);
+    let columns = (&ends, &index);
+    let mut folds = Folds::new(opts, &models, &sites, &pass, &shared, columns, &descheduled);
+    parts.each(block, at_least, &mut |part, bounds| {
+        folds.add(part, bounds, None)
+    })?;
+    let mut folded = folds.into_partial();
+    folded.renumber(&global);
+    Ok(folded)
 }
 
 /// The ranks of each part of a run whose ranks hold `events` events each, in rank order:

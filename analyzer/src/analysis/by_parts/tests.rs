@@ -55,18 +55,26 @@ fn alone(dir: &std::path::Path, opts: &Options, at_least: Option<PartSize>) -> D
     run.expect("its passes").expect("one process is worker 0")
 }
 
-/// Every kept run analysed by 2, 3 and 7 workers (on threads) reports at worker 0 what
-/// one process reports, figure for figure, with the same regions, notes, unusable files,
+/// Every kept run analysed by 2, 3 and 7 workers (on threads), each folding its block
+/// in parts as the run's size gives or a rank a part, reports at worker 0 what one
+/// process reports, figure for figure, with the same regions, notes, unusable files,
 /// work and ranks cut short; the other workers report nothing.
 #[test]
 fn the_workers_report_what_one_process_reports() {
     let opts = Options::default();
     for dir in crate::load::kept_run_dirs() {
         let one = alone(&dir, &opts, None);
-        for workers in [2, 3, 7] {
-            let name = format!("{} on {workers} workers", dir.display());
+        let runs = [2, 3, 7]
+            .into_iter()
+            .flat_map(|w| [(w, None), (w, Some(1))]);
+        for (workers, events) in runs {
+            let name = format!(
+                "{} on {workers} workers, parts of {events:?}",
+                dir.display()
+            );
+            let at_least = events.map(PartSize::of_events);
             let got = Threads::run(workers, |ex: &dyn Exchange| {
-                analyze_in_parts(&dir, &opts, None, ex, &|_, _| {}, None).expect("analysed")
+                analyze_in_parts(&dir, &opts, at_least, ex, &|_, _| {}, None).expect("analysed")
             });
             let mut got = got.into_iter();
             let first = got.next().flatten().expect("worker 0 reports");

@@ -1,0 +1,185 @@
+//! What the second pass of a block of the run's ranks reads of the run's columns, cut
+//! out of them ([`View::cut`]) so that a worker holding only its block's files makes
+//! that block's figures: the messages with an end among the block's ranks (in the run's
+//! order, renumbered from 0, with their indices among the run's), their ends, the
+//! block's requests with what their rows read of the run, its ranks' compute and shared
+//! wait candidates, the descheduled time of the ranks its calls wait on, the models and
+//! the site table.
+//!
+//! ```text
+//!  run's messages   0:(0→1) 1:(2→3) 2:(1→2) 3:(3→0)      block of ranks 2..=3
+//!  the block's      0:(2→3)=1  1:(1→2)=2  2:(3→0)=3      its requests, compute, ...
+//! ```
+//!
+//! A figure reads a message only through an index its own columns give, so the view's
+//! numbering serves as the run's does; what the folds keep of a message by index (the
+//! GPU staging) is renumbered back before the folds leave the worker
+//! ([`super::folds::Partial::renumber`]).
+
+use std::ops::Range;
+
+use overlap_format::schema::MergedInfo;
+
+use super::super::pass_order::Models;
+use crate::metrics::descheduled::DescheduledTime;
+use crate::metrics::message_ends::MessageEnds;
+use crate::metrics::requests::{PassColumns, RequestPass};
+use crate::metrics::wait_kind::Candidate;
+use crate::model::compact::{index_u32, NO_INDEX};
+use crate::model::compute::RankCompute;
+use crate::model::{Message, RequestLife, Trace};
+use crate::sites::SiteTable;
+
+/// A block of the run's ranks: its files (indices among the run's, in rank order) and
+/// the ranks it answers for, those `r` with `after < r <= up_to` (`None`: no bound),
+/// ranks without a file among them. Consecutive blocks' ranks tile the run's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub files: Range<usize>,
+    pub after: Option<u32>,
+    pub up_to: Option<u32>,
+}
+
+impl Block {
+    /// The block of every file: all ranks.
+    pub(crate) fn whole(files: usize) -> Block {
+        Block {
+            files: 0..files,
+            after: None,
+            up_to: None,
+        }
+    }
+
+    /// The blocks of `shares` (consecutive ranges of files whose ranks are `ranks`):
+    /// each answers for the ranks after the last file of the blocks before it, up to its
+    /// own last file's (the last block with a file: every rank after).
+    pub(crate) fn of_shares(shares: &[Range<usize>], ranks: &[u32]) -> Vec<Block> {
+        let n = ranks.len();
+        shares
+            .iter()
+            .map(|files| Block {
+                files: files.clone(),
+                after: files.start.checked_sub(1).map(|i| ranks[i]),
+                up_to: match files.end < n {
+                    true => files.end.checked_sub(1).map(|i| ranks[i]),
+                    false => None,
+                },
+            })
+            .collect()
+    }
+
+    /// True for a rank the block answers for.
+    pub(crate) fn holds(&self, rank: u32) -> bool {
+        self.after.is_none_or(|a| rank > a) && self.up_to.is_none_or(|u| rank <= u)
+    }
+}
+
+/// The run's columns as the second pass of one block reads them (see the module).
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct View {
+    pub info: MergedInfo,
+    /// The messages with an end among the block's ranks, in the run's order.
+    #[serde(with = "crate::exchange::wire::positional")]
+    pub messages: Vec<Message>,
+    /// The index of each among the run's messages.
+    #[serde(with = "crate::exchange::wire::positional")]
+    pub global: Vec<u32>,
+    /// The block's requests, in the run's order.
+    #[serde(with = "crate::exchange::wire::positional")]
+    pub requests: Vec<RequestLife>,
+    /// The compute of each of the block's files' ranks.
+    #[serde(with = "crate::exchange::wire::positional")]
+    pub compute: Vec<RankCompute>,
+    #[serde(with = "crate::exchange::wire::positional")]
+    pub ends: MessageEnds,
+    #[serde(with = "crate::exchange::wire::positional")]
+    pub pass: PassColumns,
+    /// The shared wait candidates of the block's ranks.
+    #[serde(with = "crate::exchange::wire::positional")]
+    pub shared: Vec<Candidate>,
+    /// The descheduled time of the block's ranks and of every rank they wait on.
+    pub descheduled: DescheduledTime,
+    pub models: Models,
+    pub sites: SiteTable,
+}
+
+/// What worker 0 gives each other worker for the second pass. (An enum, not nested
+/// options: MessagePack writes `Some(None)` as it writes `None`.)
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) enum Task {
+    /// Worker 0 folds every part itself (it writes the tables' rows of each).
+    AllAtWorker0,
+    /// This worker's block has no file: it has nothing to fold.
+    NoFiles,
+    /// Fold the parts of this worker's block over this view.
+    Fold(Box<View>),
+}
+
+/// The run's columns that [`View::cut`] cuts a block's out of.
+pub(super) struct RunColumns<'c> {
+    pub run: &'c Trace,
+    /// Each file's rank's compute, in rank order.
+    pub compute: &'c [RankCompute],
+    pub ends: &'c MessageEnds,
+    pub pass: &'c RequestPass<'c>,
+    pub shared: &'c [Candidate],
+    pub descheduled: &'c DescheduledTime,
+    pub models: &'c Models,
+    pub sites: &'c SiteTable,
+}
+
+impl View {
+    /// The view of `block` of the run whose columns are `c`.
+    pub(super) fn cut(block: &Block, c: &RunColumns<'_>) -> View {
+        let run = c.run;
+        let global: Vec<u32> = (run.messages.iter().enumerate())
+            .filter(|(_, m)| block.holds(m.send().rank) || block.holds(m.recv_post().rank))
+            .map(|(mi, _)| index_u32(mi))
+            .collect();
+        let messages: Vec<Message> = global.iter().map(|&mi| run.messages[mi as usize]).collect();
+        let requests = {
+            // In rank order: those of the ranks before the block's, then the block's.
+            let r = &run.requests;
+            let first = r.partition_point(|q| block.after.is_some_and(|a| q.rank <= a));
+            let within = r[first..].partition_point(|q| block.up_to.is_none_or(|u| q.rank <= u));
+            first..first + within
+        };
+        // A request's message has an end on its rank, which is the block's.
+        let renumber = |mi: u32| {
+            let local = global.binary_search(&mi);
+            debug_assert!(
+                local.is_ok(),
+                "message {mi} of a block's request is the block's"
+            );
+            local.map_or(NO_INDEX, index_u32)
+        };
+        let pass = c.pass.share(requests.clone(), renumber);
+        let shared: Vec<Candidate> = (c.shared.iter())
+            .filter(|s| block.holds(s.at.rank))
+            .copied()
+            .collect();
+        // The ranks the block's calls may wait on: its messages' ends, its candidates'
+        // causes, and its own.
+        let mut peers: Vec<u32> = (messages.iter())
+            .flat_map(|m| [m.send().rank, m.recv_post().rank])
+            .chain(shared.iter().map(|s| s.cause.rank))
+            .collect();
+        peers.sort_unstable();
+        peers.dedup();
+        let descheduled =
+            (c.descheduled).of_ranks(|r| block.holds(r) || peers.binary_search(&r).is_ok());
+        View {
+            info: run.info.clone(),
+            ends: c.ends.select(&global),
+            messages,
+            global,
+            requests: run.requests[requests].to_vec(),
+            compute: c.compute[block.files.clone()].to_vec(),
+            pass,
+            shared,
+            descheduled,
+            models: c.models.clone(),
+            sites: c.sites.clone(),
+        }
+    }
+}

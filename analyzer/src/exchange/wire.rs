@@ -1,0 +1,66 @@
+//! Fields the report leaves out (the arguments' call of a listed request, the message
+//! classes a transfer model does not fit) that a worker's part must carry all the same:
+//! such a field is written only while a part is written for another worker, and read
+//! back as its default when absent (`#[serde(default, skip_serializing_if =
+//! "crate::exchange::wire::left_out")]`).
+
+use std::cell::Cell;
+
+thread_local! {
+    /// True while this thread writes a part for another worker.
+    static FOR_A_WORKER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a field the report leaves out is left out of what is being written: always
+/// but in a part for another worker.
+pub(crate) fn left_out<T>(_: &T) -> bool {
+    !FOR_A_WORKER.with(Cell::get)
+}
+
+/// `write` run as the writing of a part for another worker: every field written.
+pub(super) fn for_a_worker<R>(write: impl FnOnce() -> R) -> R {
+    FOR_A_WORKER.with(|w| w.set(true));
+    let written = write();
+    FOR_A_WORKER.with(|w| w.set(false));
+    written
+}
+
+/// A field written by position inside a part written by name
+/// (`#[serde(with = "crate::exchange::wire::positional")]`): the columns of many small
+/// records (messages, requests, their ends), whose field names would otherwise be most
+/// of their bytes. Only for types that leave out no field when written for a worker and
+/// are read by position (no flattened field, no reading by key).
+pub(crate) mod positional {
+    use std::marker::PhantomData;
+
+    use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+    use serde::ser::{self, Serialize, Serializer};
+
+    pub(crate) fn serialize<T: Serialize, S: Serializer>(
+        value: &T,
+        to: S,
+    ) -> Result<S::Ok, S::Error> {
+        let bytes = rmp_serde::to_vec(value).map_err(ser::Error::custom)?;
+        to.serialize_bytes(&bytes)
+    }
+
+    pub(crate) fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
+        from: D,
+    ) -> Result<T, D::Error> {
+        from.deserialize_bytes(ByPosition(PhantomData))
+    }
+
+    struct ByPosition<T>(PhantomData<T>);
+
+    impl<T: DeserializeOwned> Visitor<'_> for ByPosition<T> {
+        type Value = T;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("the bytes of a value written by position")
+        }
+
+        fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<T, E> {
+            rmp_serde::from_slice(bytes).map_err(E::custom)
+        }
+    }
+}
