@@ -232,15 +232,15 @@ pub(crate) fn all_gather<T: Serialize + DeserializeOwned>(
     parts_of(ex, got)
 }
 
-/// What worker 0 makes for each worker (`part_for(k)` for worker `k`; `None` at the
-/// other workers), given to that worker: every worker returns its own part, or the error
-/// worker 0 had instead. The parts are made in worker order and sent in rounds of at
+/// What worker 0 makes for each worker (`part_for(k)` for worker `k`, written as a `T`;
+/// `None` at the other workers), given to that worker (read as a `U`): every worker
+/// returns its own part, or the error worker 0 had instead. The parts are made in worker order and sent in rounds of at
 /// most [`values::PIECE_BYTES`] (a larger part alone), so that worker 0 holds one
 /// round's parts at a time, not every worker's.
-pub(crate) fn scatter<T: Serialize + DeserializeOwned>(
+pub(crate) fn scatter<T: Serialize, U: DeserializeOwned>(
     ex: &dyn Exchange,
     part_for: Option<&dyn Fn(usize) -> Result<T>>,
-) -> Result<T> {
+) -> Result<U> {
     scatter_in(ex, part_for, values::PIECE_BYTES)
 }
 
@@ -250,11 +250,11 @@ const LAST_ROUND: u8 = 0;
 const MORE_ROUNDS: u8 = 1;
 
 /// [`scatter`], in rounds of at most `most` bytes.
-fn scatter_in<T: Serialize + DeserializeOwned>(
+fn scatter_in<T: Serialize, U: DeserializeOwned>(
     ex: &dyn Exchange,
     part_for: Option<&dyn Fn(usize) -> Result<T>>,
     most: usize,
-) -> Result<T> {
+) -> Result<U> {
     let workers = ex.workers();
     let (mut next, mut mine) = (0, None);
     loop {
@@ -298,7 +298,7 @@ fn scatter_in<T: Serialize + DeserializeOwned>(
         };
         // Read when it comes, but only returned once the last round is done with.
         if !part.is_empty() {
-            mine = Some(decode::<T>(part, 0));
+            mine = Some(decode::<U>(part, 0));
         }
         if flag == LAST_ROUND {
             break;

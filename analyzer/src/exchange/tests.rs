@@ -130,8 +130,8 @@ fn each_worker_gets_its_own_part_in_any_number_of_rounds() {
             _ => Ok(vec![k as u32; 3 * k]),
         };
         let maker = (ex.worker() == 0).then_some(&part_for as &dyn Fn(usize) -> Result<_>);
-        let by_bytes = scatter_in::<Vec<u32>>(ex, maker, 1).map_err(|e| e.to_string());
-        let at_once = scatter::<Vec<u32>>(ex, maker).map_err(|e| e.to_string());
+        let by_bytes = scatter_in::<Vec<u32>, Vec<u32>>(ex, maker, 1).map_err(|e| e.to_string());
+        let at_once = scatter::<Vec<u32>, Vec<u32>>(ex, maker).map_err(|e| e.to_string());
         assert_eq!(by_bytes, at_once);
         at_once
     });

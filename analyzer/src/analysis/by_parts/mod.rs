@@ -61,7 +61,11 @@ use crate::regions::RunRegions;
 use crate::sites::SiteTable;
 use crate::Result;
 use folds::{Bounds, Folds, Partial};
-use view::{Block, RunColumns, Task, View};
+use view::{Block, RunColumns, Task, View, ViewOf};
+
+/// What worker 0 writes for each worker for the second pass, and what the worker reads.
+type TaskWritten<'c> = Task<ViewOf<'c>>;
+type TaskRead = Task<Box<View>>;
 
 /// How many events a part is cut at, when its ranks are smaller (a rank is never
 /// split) and it has a rank per thread, and what share of the run: reading a rank takes
@@ -323,7 +327,7 @@ fn measured(
     } else if sink.is_some() {
         // The tables' rows are written here, of every part: worker 0 folds them all, and
         // tells the others so.
-        scatter::<Task>(*exchange, Some(&|_| Ok(Task::AllAtWorker0)))?;
+        scatter::<TaskWritten, TaskRead>(*exchange, Some(&|_| Ok(Task::AllAtWorker0)))?;
         parts.each(&whole, at_least, &mut |part, bounds| {
             folds.add(part, bounds, sink.as_deref_mut())
         })?;
@@ -344,11 +348,14 @@ fn measured(
             let _s = tracing::info_span!("view").entered();
             let b = &blocks[w];
             Ok(match w > 0 && !b.files.is_empty() {
-                true => Task::Fold(Box::new(View::cut(b, &c))),
+                true => Task::Fold(ViewOf {
+                    block: b,
+                    columns: &c,
+                }),
                 false => Task::NoFiles,
             })
         };
-        scatter::<Task>(*exchange, Some(&view_for))?;
+        scatter::<TaskWritten, TaskRead>(*exchange, Some(&view_for))?;
         let own = parts.each(&blocks[0], at_least, &mut |part, bounds| {
             folds.add(part, bounds, None)
         });
@@ -546,7 +553,7 @@ fn figures_of_block(
 ) -> Result<()> {
     let block = blocks_of(&files, exchange.workers()).swap_remove(exchange.worker());
     // A view that cannot be read is this worker's error, sent where its folds would be.
-    let folded = match scatter::<Task>(exchange, None) {
+    let folded = match scatter::<TaskWritten, TaskRead>(exchange, None) {
         Ok(Task::AllAtWorker0) => return Ok(()),
         Ok(Task::NoFiles) => Ok(None),
         Ok(Task::Fold(view)) => {

@@ -1,5 +1,5 @@
 //! What the second pass of a block of the run's ranks reads of the run's columns, cut
-//! out of them ([`View::cut`]) so that a worker holding only its block's files makes
+//! out of them ([`ViewOf`]) so that a worker holding only its block's files makes
 //! that block's figures: the messages with an end among the block's ranks (in the run's
 //! order, renumbered from 0, with their indices among the run's), their ends, the
 //! block's requests with what their rows read of the run, its ranks' compute and shared
@@ -103,19 +103,20 @@ pub(crate) struct View {
     pub sites: SiteTable,
 }
 
-/// What worker 0 gives each other worker for the second pass. (An enum, not nested
-/// options: MessagePack writes `Some(None)` as it writes `None`.)
+/// What worker 0 gives each other worker for the second pass, `V` the view written
+/// ([`ViewOf`]) or read ([`View`]). (An enum, not nested options: MessagePack writes
+/// `Some(None)` as it writes `None`.)
 #[derive(serde::Serialize, serde::Deserialize)]
-pub(crate) enum Task {
+pub(crate) enum Task<V> {
     /// Worker 0 folds every part itself (it writes the tables' rows of each).
     AllAtWorker0,
     /// This worker's block has no file: it has nothing to fold.
     NoFiles,
     /// Fold the parts of this worker's block over this view.
-    Fold(Box<View>),
+    Fold(V),
 }
 
-/// The run's columns that [`View::cut`] cuts a block's out of.
+/// The run's columns that [`ViewOf`] cuts a block's view out of.
 pub(super) struct RunColumns<'c> {
     pub run: &'c Trace,
     /// Each file's rank's compute, in rank order.
@@ -128,15 +129,24 @@ pub(super) struct RunColumns<'c> {
     pub sites: &'c SiteTable,
 }
 
-impl View {
-    /// The view of `block` of the run whose columns are `c`.
-    pub(super) fn cut(block: &Block, c: &RunColumns<'_>) -> View {
-        let run = c.run;
+/// The view of a block of the run whose columns are `columns`, as worker 0 writes it for
+/// the worker of the block: each field made from the columns as it is written and
+/// dropped before the next, none of the block's columns copied whole beside the run's
+/// (read back as a [`View`]).
+pub(super) struct ViewOf<'c> {
+    pub block: &'c Block,
+    pub columns: &'c RunColumns<'c>,
+}
+
+impl serde::Serialize for ViewOf<'_> {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let (block, c, run) = (self.block, self.columns, self.columns.run);
         let global: Vec<u32> = (run.messages.iter().enumerate())
             .filter(|(_, m)| block.holds(m.send().rank) || block.holds(m.recv_post().rank))
             .map(|(mi, _)| index_u32(mi))
             .collect();
-        let messages: Vec<Message> = global.iter().map(|&mi| run.messages[mi as usize]).collect();
+        let messages = || global.iter().map(|&mi| &run.messages[mi as usize]);
         let requests = {
             // In rank order: those of the ranks before the block's, then the block's.
             let r = &run.requests;
@@ -153,33 +163,53 @@ impl View {
             );
             local.map_or(NO_INDEX, index_u32)
         };
-        let pass = c.pass.share(requests.clone(), renumber);
-        let shared: Vec<Candidate> = (c.shared.iter())
-            .filter(|s| block.holds(s.at.rank))
-            .copied()
-            .collect();
+        let shared = || (c.shared.iter()).filter(|s| block.holds(s.at.rank));
         // The ranks the block's calls may wait on: its messages' ends, its candidates'
         // causes, and its own.
-        let mut peers: Vec<u32> = (messages.iter())
+        let mut peers: Vec<u32> = messages()
             .flat_map(|m| [m.send().rank, m.recv_post().rank])
-            .chain(shared.iter().map(|s| s.cause.rank))
+            .chain(shared().map(|s| s.cause.rank))
             .collect();
         peers.sort_unstable();
         peers.dedup();
-        let descheduled =
-            (c.descheduled).of_ranks(|r| block.holds(r) || peers.binary_search(&r).is_ok());
-        View {
-            info: run.info.clone(),
-            ends: c.ends.select(&global),
-            messages,
-            global,
-            requests: run.requests[requests].to_vec(),
-            compute: c.compute[block.files.clone()].to_vec(),
-            pass,
-            shared,
-            descheduled,
-            models: c.models.clone(),
-            sites: c.sites.clone(),
-        }
+        let mut view = to.serialize_struct("View", 11)?;
+        view.serialize_field("info", &run.info)?;
+        view.serialize_field("messages", &ByPosition(&Each(messages)))?;
+        view.serialize_field("global", &ByPosition(&global))?;
+        view.serialize_field("requests", &ByPosition(&&run.requests[requests.clone()]))?;
+        view.serialize_field("compute", &ByPosition(&&c.compute[block.files.clone()]))?;
+        view.serialize_field("ends", &ByPosition(&c.ends.select(&global)))?;
+        let pass = c.pass.share(requests, renumber);
+        view.serialize_field("pass", &ByPosition(&pass))?;
+        drop(pass);
+        view.serialize_field("shared", &ByPosition(&Each(shared)))?;
+        let waited_on = |r| block.holds(r) || peers.binary_search(&r).is_ok();
+        view.serialize_field("descheduled", &c.descheduled.of_ranks(waited_on))?;
+        view.serialize_field("models", c.models)?;
+        view.serialize_field("sites", c.sites)?;
+        view.end()
+    }
+}
+
+/// A value written as [`crate::exchange::wire::positional`] writes a field.
+struct ByPosition<'v, T>(&'v T);
+
+impl<T: serde::Serialize> serde::Serialize for ByPosition<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        crate::exchange::wire::positional::serialize(self.0, to)
+    }
+}
+
+/// The items an iterator gives, written as a sequence (read back as a `Vec`).
+struct Each<F>(F);
+
+impl<'i, T, I, F> serde::Serialize for Each<F>
+where
+    T: serde::Serialize + 'i,
+    I: Iterator<Item = &'i T>,
+    F: Fn() -> I,
+{
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        to.collect_seq((self.0)())
     }
 }
