@@ -13,6 +13,7 @@
 //! from it, with the error the analysis of one process would give, and none waits for a
 //! part that will never come.
 
+mod scatter;
 mod values;
 pub(crate) mod wire;
 
@@ -23,6 +24,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::{Error, Result};
+pub(crate) use scatter::scatter;
 pub(crate) use values::{gather_values, Values};
 
 /// How the workers of one analysis reach one another. Every worker makes the same calls
@@ -230,87 +232,6 @@ pub(crate) fn all_gather<T: Serialize + DeserializeOwned>(
         .all_to_all(Parts::of_parts(vec![bytes; ex.workers()]))
         .map_err(|reason| Error::Exchange { reason })?;
     parts_of(ex, got)
-}
-
-/// What worker 0 makes for each worker (`part_for(k)` for worker `k`, written as a `T`;
-/// `None` at the other workers), given to that worker (read as a `U`): every worker
-/// returns its own part, or the error worker 0 had instead. The parts are made in worker order and sent in rounds of at
-/// most [`values::PIECE_BYTES`] (a larger part alone), so that worker 0 holds one
-/// round's parts at a time, not every worker's.
-pub(crate) fn scatter<T: Serialize, U: DeserializeOwned>(
-    ex: &dyn Exchange,
-    part_for: Option<&dyn Fn(usize) -> Result<T>>,
-) -> Result<U> {
-    scatter_in(ex, part_for, values::PIECE_BYTES)
-}
-
-/// Whether a round of [`scatter`] is followed by another: the first byte of what worker 0
-/// sends each worker in every round, its part (if this round's) after it.
-const LAST_ROUND: u8 = 0;
-const MORE_ROUNDS: u8 = 1;
-
-/// [`scatter`], in rounds of at most `most` bytes.
-fn scatter_in<T: Serialize, U: DeserializeOwned>(
-    ex: &dyn Exchange,
-    part_for: Option<&dyn Fn(usize) -> Result<T>>,
-    most: usize,
-) -> Result<U> {
-    let workers = ex.workers();
-    let (mut next, mut mine) = (0, None);
-    loop {
-        let to = match part_for {
-            Some(part_for) => {
-                // Each part written after the round's flag, straight into the buffer sent;
-                // the workers whose parts went in earlier rounds get only the flag.
-                let (round, mut to) = (next, Parts::of_parts(vec![vec![LAST_ROUND]; next]));
-                while next < workers && (next == round || to.bytes.len() - round < most) {
-                    let at = to.bytes.len();
-                    to.bytes.push(LAST_ROUND);
-                    encode_into(&mut to.bytes, &part_for(next).map_err(|e| e.to_string()))?;
-                    to.sizes.push(to.bytes.len() - at);
-                    next += 1;
-                }
-                let flag = if next < workers {
-                    MORE_ROUNDS
-                } else {
-                    LAST_ROUND
-                };
-                let mut at = 0;
-                for size in &to.sizes {
-                    to.bytes[at] = flag;
-                    at += size;
-                }
-                // So do those whose parts are still to come.
-                to.bytes
-                    .resize(to.bytes.len() + workers - to.sizes.len(), flag);
-                to.sizes.resize(workers, 1);
-                to
-            }
-            None => Parts::of_parts(vec![Vec::new(); workers]),
-        };
-        let got = ex
-            .all_to_all(to)
-            .map_err(|reason| Error::Exchange { reason })?;
-        let from_0 = got.parts().next().unwrap_or_default();
-        let Some((&flag, part)) = from_0.split_first() else {
-            let reason = "worker 0 sent a round of its scatter without a word".to_string();
-            return Err(Error::Exchange { reason });
-        };
-        // Read when it comes, but only returned once the last round is done with.
-        if !part.is_empty() {
-            mine = Some(decode::<U>(part, 0));
-        }
-        if flag == LAST_ROUND {
-            break;
-        }
-    }
-    let reason = "worker 0 sent this worker no part".to_string();
-    let mine = mine.ok_or(Error::Exchange { reason })??;
-    mine.map_err(|reason| Error::Worker {
-        worker: 0,
-        workers,
-        reason,
-    })
 }
 
 /// Every worker's part at worker 0, in worker order (`None` at the others); worker 0

@@ -1,6 +1,7 @@
 //! The exchanges on workers on threads: every part where it belongs, every failure
 //! said, none waiting.
 
+use super::scatter::scatter_in;
 use super::values::gather_values_in;
 use super::*;
 
@@ -117,27 +118,51 @@ fn every_worker_hears_whether_all_could_go_on() {
     }
 }
 
-/// Worker 0's parts reach each worker whole, however many rounds they take: one part a
-/// round (at most a byte a round), as in one round; a part worker 0 could not make is
-/// that worker's error, and the others still get theirs.
+/// Worker 0's parts reach each worker whole, however many rounds they take: a round a
+/// byte (parts cut across rounds), as in rounds of 64 MiB; a part worker 0 could not
+/// make is that worker's error, and so is one that could not be written whole (what
+/// was sent of it forgotten); the others still get theirs.
 #[test]
 fn each_worker_gets_its_own_part_in_any_number_of_rounds() {
-    let got = Threads::run(4, |ex| {
+    /// Values, written as a sequence that fails at its end when `breaks`.
+    struct Part {
+        values: Vec<u32>,
+        breaks: bool,
+    }
+    impl serde::Serialize for Part {
+        fn serialize<S: serde::Serializer>(&self, to: S) -> std::result::Result<S::Ok, S::Error> {
+            use serde::ser::{Error as _, SerializeSeq};
+            let mut seq = to.serialize_seq(Some(self.values.len()))?;
+            for v in &self.values {
+                seq.serialize_element(v)?;
+            }
+            match self.breaks {
+                true => Err(S::Error::custom("the part broke")),
+                false => seq.end(),
+            }
+        }
+    }
+    let got = Threads::run(5, |ex| {
         let part_for = |k: usize| match k {
             2 => Err(Error::Exchange {
                 reason: "no part for worker 2".into(),
             }),
-            _ => Ok(vec![k as u32; 3 * k]),
+            _ => Ok(Part {
+                values: vec![k as u32; 300 * k],
+                breaks: k == 3,
+            }),
         };
         let maker = (ex.worker() == 0).then_some(&part_for as &dyn Fn(usize) -> Result<_>);
-        let by_bytes = scatter_in::<Vec<u32>, Vec<u32>>(ex, maker, 1).map_err(|e| e.to_string());
-        let at_once = scatter::<Vec<u32>, Vec<u32>>(ex, maker).map_err(|e| e.to_string());
+        let by_bytes = scatter_in::<Part, Vec<u32>>(ex, maker, 1).map_err(|e| e.to_string());
+        let at_once = scatter::<Part, Vec<u32>>(ex, maker).map_err(|e| e.to_string());
         assert_eq!(by_bytes, at_once);
         at_once
     });
     assert_eq!(got[0], Ok(vec![]));
-    assert_eq!(got[1], Ok(vec![1; 3]));
+    assert_eq!(got[1], Ok(vec![1; 300]));
     let two = got[2].as_ref().expect_err("worker 2 has no part");
     assert!(two.contains("no part for worker 2"), "{two}");
-    assert_eq!(got[3], Ok(vec![3; 9]));
+    let three = got[3].as_ref().expect_err("worker 3's part broke");
+    assert!(three.contains("the part broke"), "{three}");
+    assert_eq!(got[4], Ok(vec![4; 1200]));
 }

@@ -25,12 +25,12 @@ pub(super) fn for_a_worker<R>(write: impl FnOnce() -> R) -> R {
     written
 }
 
-/// A field written by position inside a part written by name
-/// (`#[serde(with = "crate::exchange::wire::positional")]`): the columns of many small
-/// records (messages, requests, their ends), whose field names would otherwise be most
-/// of their bytes. Only for types that leave out no field when written for a worker and
-/// are read by position (no flattened field, no reading by key).
-pub(crate) mod positional {
+/// A field written by name inside a part written by position
+/// (`#[serde(with = "crate::exchange::wire::named")]`): a value of the file formats' or
+/// the report's types, which leave fields out (a reading by position would misplace
+/// what follows) or are read by key, inside a part whose many small records (messages,
+/// requests, their ends) are written by position, their field names left out.
+pub(crate) mod named {
     use std::marker::PhantomData;
 
     use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
@@ -40,23 +40,23 @@ pub(crate) mod positional {
         value: &T,
         to: S,
     ) -> Result<S::Ok, S::Error> {
-        let bytes = rmp_serde::to_vec(value).map_err(ser::Error::custom)?;
+        let bytes = rmp_serde::to_vec_named(value).map_err(ser::Error::custom)?;
         to.serialize_bytes(&bytes)
     }
 
     pub(crate) fn deserialize<'de, T: DeserializeOwned, D: Deserializer<'de>>(
         from: D,
     ) -> Result<T, D::Error> {
-        from.deserialize_bytes(ByPosition(PhantomData))
+        from.deserialize_bytes(ByName(PhantomData))
     }
 
-    struct ByPosition<T>(PhantomData<T>);
+    struct ByName<T>(PhantomData<T>);
 
-    impl<T: DeserializeOwned> Visitor<'_> for ByPosition<T> {
+    impl<T: DeserializeOwned> Visitor<'_> for ByName<T> {
         type Value = T;
 
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("the bytes of a value written by position")
+            f.write_str("the bytes of a value written by name")
         }
 
         fn visit_bytes<E: de::Error>(self, bytes: &[u8]) -> Result<T, E> {

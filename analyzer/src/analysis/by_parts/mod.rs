@@ -345,7 +345,6 @@ fn measured(
             sites: &sites,
         };
         let view_for = |w: usize| {
-            let _s = tracing::info_span!("view").entered();
             let b = &blocks[w];
             Ok(match w > 0 && !b.files.is_empty() {
                 true => Task::Fold(ViewOf {
@@ -355,7 +354,9 @@ fn measured(
                 false => Task::NoFiles,
             })
         };
+        let sent = tracing::info_span!("views sent").entered();
         scatter::<TaskWritten, TaskRead>(*exchange, Some(&view_for))?;
+        drop(sent);
         let own = parts.each(&blocks[0], at_least, &mut |part, bounds| {
             folds.add(part, bounds, None)
         });

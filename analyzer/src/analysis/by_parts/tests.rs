@@ -179,3 +179,52 @@ fn a_runs_parts_give_each_thread_a_rank_up_to_an_eighth_of_the_run() {
     assert_eq!(cuts_of(&four, size), ones);
     assert_eq!(PartSize::of_run(1_000).most, PART_EVENTS);
 }
+
+/// A rank file spoilt after the first pass, which the worker whose block holds it then
+/// cannot read again for its figures, fails the job at worker 0 with the error one
+/// process gives for that file, and at that worker; no worker waits for the figures
+/// that never come.
+#[test]
+fn a_file_a_worker_cannot_read_again_fails_the_job_with_its_error() {
+    use crate::exchange::share;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let opts = Options::default();
+    let run = |workers: usize| {
+        let dir = crate::load::kept_run_copy("c-ring");
+        let sizes: Vec<u64> = (0..3)
+            .map(|r| std::fs::metadata(dir.path().join(format!("rank-{r}.ovlp"))))
+            .map(|m| m.expect("a rank file").len())
+            .collect();
+        // Rank 2's file is the last worker's; spoilt once that worker has read its block
+        // through and digested it (two readings of each of its files).
+        let last = workers - 1;
+        let block: u64 = sizes[share(&sizes, workers)[last].clone()].iter().sum();
+        assert!(share(&sizes, workers)[last].contains(&2));
+        let spoilt = AtomicBool::new(false);
+        let spoil = || {
+            if !spoilt.swap(true, Ordering::SeqCst) {
+                let path = dir.path().join("rank-2.ovlp");
+                std::fs::write(path, b"no rank file").expect("written");
+            }
+        };
+        Threads::run(workers, |ex: &dyn Exchange| {
+            let tell = |done: u64, _: u64| {
+                if ex.worker() == last && done >= 2 * block {
+                    spoil();
+                }
+            };
+            let got = analyze_in_parts(dir.path(), &opts, None, ex, &tell, None);
+            // Each run has a directory of its own: the errors are compared without it.
+            let here = dir.path().display().to_string();
+            got.map(|r| r.is_some())
+                .map_err(|e| e.to_string().replace(&here, "DIR"))
+        })
+    };
+    let one = run(1).remove(0).expect_err("one process fails");
+    assert!(one.contains("rank-2.ovlp"), "{one}");
+    for workers in [2, 3] {
+        let got = run(workers);
+        assert_eq!(got[0], Err(one.clone()), "worker 0 of {workers}");
+        assert_eq!(got[workers - 1], Err(one.clone()), "the last of {workers}");
+    }
+}

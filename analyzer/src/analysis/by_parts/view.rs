@@ -74,32 +74,30 @@ impl Block {
     }
 }
 
-/// The run's columns as the second pass of one block reads them (see the module).
+/// The run's columns as the second pass of one block reads them (see the module),
+/// written by position ([`crate::exchange::scatter`]) but for the fields of types that
+/// must be written by name.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) struct View {
+    #[serde(with = "crate::exchange::wire::named")]
     pub info: MergedInfo,
     /// The messages with an end among the block's ranks, in the run's order.
-    #[serde(with = "crate::exchange::wire::positional")]
     pub messages: Vec<Message>,
     /// The index of each among the run's messages.
-    #[serde(with = "crate::exchange::wire::positional")]
     pub global: Vec<u32>,
     /// The block's requests, in the run's order.
-    #[serde(with = "crate::exchange::wire::positional")]
     pub requests: Vec<RequestLife>,
     /// The compute of each of the block's files' ranks.
-    #[serde(with = "crate::exchange::wire::positional")]
     pub compute: Vec<RankCompute>,
-    #[serde(with = "crate::exchange::wire::positional")]
     pub ends: MessageEnds,
-    #[serde(with = "crate::exchange::wire::positional")]
     pub pass: PassColumns,
     /// The shared wait candidates of the block's ranks.
-    #[serde(with = "crate::exchange::wire::positional")]
     pub shared: Vec<Candidate>,
     /// The descheduled time of the block's ranks and of every rank they wait on.
     pub descheduled: DescheduledTime,
+    #[serde(with = "crate::exchange::wire::named")]
     pub models: Models,
+    #[serde(with = "crate::exchange::wire::named")]
     pub sites: SiteTable,
 }
 
@@ -173,30 +171,30 @@ impl serde::Serialize for ViewOf<'_> {
         peers.sort_unstable();
         peers.dedup();
         let mut view = to.serialize_struct("View", 11)?;
-        view.serialize_field("info", &run.info)?;
-        view.serialize_field("messages", &ByPosition(&Each(messages)))?;
-        view.serialize_field("global", &ByPosition(&global))?;
-        view.serialize_field("requests", &ByPosition(&&run.requests[requests.clone()]))?;
-        view.serialize_field("compute", &ByPosition(&&c.compute[block.files.clone()]))?;
-        view.serialize_field("ends", &ByPosition(&c.ends.select(&global)))?;
+        view.serialize_field("info", &ByName(&run.info))?;
+        view.serialize_field("messages", &Each(messages))?;
+        view.serialize_field("global", &global)?;
+        view.serialize_field("requests", &run.requests[requests.clone()])?;
+        view.serialize_field("compute", &c.compute[block.files.clone()])?;
+        view.serialize_field("ends", &c.ends.select(&global))?;
         let pass = c.pass.share(requests, renumber);
-        view.serialize_field("pass", &ByPosition(&pass))?;
+        view.serialize_field("pass", &pass)?;
         drop(pass);
-        view.serialize_field("shared", &ByPosition(&Each(shared)))?;
+        view.serialize_field("shared", &Each(shared))?;
         let waited_on = |r| block.holds(r) || peers.binary_search(&r).is_ok();
         view.serialize_field("descheduled", &c.descheduled.of_ranks(waited_on))?;
-        view.serialize_field("models", c.models)?;
-        view.serialize_field("sites", c.sites)?;
+        view.serialize_field("models", &ByName(c.models))?;
+        view.serialize_field("sites", &ByName(c.sites))?;
         view.end()
     }
 }
 
-/// A value written as [`crate::exchange::wire::positional`] writes a field.
-struct ByPosition<'v, T>(&'v T);
+/// A value written as [`crate::exchange::wire::named`] writes a field.
+struct ByName<'v, T>(&'v T);
 
-impl<T: serde::Serialize> serde::Serialize for ByPosition<'_, T> {
+impl<T: serde::Serialize> serde::Serialize for ByName<'_, T> {
     fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
-        crate::exchange::wire::positional::serialize(self.0, to)
+        crate::exchange::wire::named::serialize(self.0, to)
     }
 }
 

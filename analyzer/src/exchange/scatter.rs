@@ -1,0 +1,188 @@
+//! What worker 0 makes for each worker, given to that worker: the views of the second
+//! pass, each as large as its worker's share of the run. A part is written by position
+//! straight into rounds of at most [`super::values::PIECE_BYTES`] (a round sent as soon
+//! as it is full, in the middle of a part if need be), so that worker 0 holds one
+//! round's bytes, not a worker's part, and never every worker's; each worker gathers
+//! the bytes of its own part from the rounds and reads it once the last has come.
+//!
+//! ```text
+//!  round      1            2            3 (last)
+//!  worker 1   [more|a a a] [more|a a]   [last|]
+//!  worker 2   [more|]      [more|b]     [last|b b]
+//! ```
+
+use std::io::Write;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use super::{decode, wire, Exchange, Parts, Sent};
+use crate::{Error, Result};
+
+/// What worker 0 makes for each worker (`part_for(k)` for worker `k`, written as a `T`;
+/// `None` at the other workers), given to that worker (read as a `U`): every worker
+/// returns its own part, or the error worker 0 had instead.
+pub(crate) fn scatter<T: Serialize, U: DeserializeOwned>(
+    ex: &dyn Exchange,
+    part_for: Option<&dyn Fn(usize) -> Result<T>>,
+) -> Result<U> {
+    scatter_in(ex, part_for, super::values::PIECE_BYTES)
+}
+
+/// The first byte of each worker's piece of a round: whether more rounds follow, and
+/// whether the worker is to forget what came of its part before (a part that could not
+/// be written whole, its error following).
+const MORE_ROUNDS: u8 = 1;
+const START_AGAIN: u8 = 2;
+
+/// [`scatter`], in rounds of at most `most` bytes.
+pub(super) fn scatter_in<T: Serialize, U: DeserializeOwned>(
+    ex: &dyn Exchange,
+    part_for: Option<&dyn Fn(usize) -> Result<T>>,
+    most: usize,
+) -> Result<U> {
+    let mut rounds = Rounds::new(ex, most);
+    match part_for {
+        Some(part_for) => {
+            for k in 0..ex.workers() {
+                rounds.to = k;
+                let sent: Sent<T> = part_for(k).map_err(|e| e.to_string());
+                let written = wire::for_a_worker(|| rmp_serde::encode::write(&mut rounds, &sent));
+                drop(sent);
+                if let Err(e) = written {
+                    if let Some(broken) = rounds.broken.take() {
+                        return Err(broken);
+                    }
+                    // What was sent of the part is forgotten; its error is sent instead.
+                    rounds.start_again();
+                    let reason = format!("a part could not be written: {e}");
+                    rmp_serde::encode::write(&mut rounds, &Sent::<T>::Err(reason))
+                        .map_err(|e| rounds.broken.take().unwrap_or(exchange_error(e)))?;
+                }
+            }
+            rounds.send(false)?;
+        }
+        None => {
+            while !rounds.done {
+                rounds.send(false)?;
+            }
+        }
+    }
+    let mine = decode::<U>(&rounds.mine, 0)?;
+    mine.map_err(|reason| Error::Worker {
+        worker: 0,
+        workers: ex.workers(),
+        reason,
+    })
+}
+
+fn exchange_error(e: impl std::fmt::Display) -> Error {
+    Error::Exchange {
+        reason: e.to_string(),
+    }
+}
+
+/// The rounds of one scatter, at every worker: at worker 0, what is written of the parts
+/// until the round is full (worker `to`'s part being written); at every worker, the
+/// bytes of its own part received so far.
+struct Rounds<'e> {
+    ex: &'e dyn Exchange,
+    most: usize,
+    /// The worker whose part is being written.
+    to: usize,
+    /// This round's bytes, each worker's one after another (those of `to` last).
+    pending: Vec<u8>,
+    /// Each worker's bytes in `pending`.
+    sizes: Vec<usize>,
+    /// The workers to forget what came of their parts before this round's bytes.
+    again: Vec<bool>,
+    /// This worker's part so far.
+    mine: Vec<u8>,
+    /// Whether the last round has come.
+    done: bool,
+    /// The exchange's failure inside a writing (which can only say it failed).
+    broken: Option<Error>,
+}
+
+impl<'e> Rounds<'e> {
+    fn new(ex: &'e dyn Exchange, most: usize) -> Rounds<'e> {
+        Rounds {
+            ex,
+            most,
+            to: 0,
+            pending: Vec::new(),
+            sizes: vec![0; ex.workers()],
+            again: vec![false; ex.workers()],
+            mine: Vec::new(),
+            done: false,
+            broken: None,
+        }
+    }
+
+    /// Drops what is written of worker `to`'s part, in this round and before.
+    fn start_again(&mut self) {
+        let n = std::mem::take(&mut self.sizes[self.to]);
+        self.pending.truncate(self.pending.len() - n);
+        self.again[self.to] = true;
+    }
+
+    /// Sends this round (every worker's piece behind its first byte; worker 0 says
+    /// whether more rounds follow, `more`), and keeps this worker's piece.
+    fn send(&mut self, more: bool) -> Result<()> {
+        let workers = self.ex.workers();
+        let to = match self.ex.worker() {
+            0 => {
+                let mut to = Parts {
+                    bytes: Vec::with_capacity(self.pending.len() + workers),
+                    sizes: Vec::with_capacity(workers),
+                };
+                let mut at = 0;
+                for (k, &n) in self.sizes.iter().enumerate() {
+                    let again = std::mem::take(&mut self.again[k]);
+                    let first = u8::from(more) * MORE_ROUNDS + u8::from(again) * START_AGAIN;
+                    to.bytes.push(first);
+                    to.bytes.extend_from_slice(&self.pending[at..at + n]);
+                    to.sizes.push(1 + n);
+                    at += n;
+                }
+                self.pending.clear();
+                self.sizes.iter_mut().for_each(|n| *n = 0);
+                to
+            }
+            _ => Parts::of_parts(vec![Vec::new(); workers]),
+        };
+        let got = self.ex.all_to_all(to).map_err(exchange_error)?;
+        let from_0 = got.parts().next().unwrap_or_default();
+        let Some((&first, piece)) = from_0.split_first() else {
+            return Err(exchange_error(
+                "worker 0 sent a round of its scatter without a word",
+            ));
+        };
+        if first & START_AGAIN != 0 {
+            self.mine.clear();
+        }
+        self.mine.extend_from_slice(piece);
+        self.done = first & MORE_ROUNDS == 0;
+        Ok(())
+    }
+}
+
+/// What worker 0 writes goes into the round, sent once full.
+impl Write for Rounds<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(bytes);
+        self.sizes[self.to] += bytes.len();
+        if self.pending.len() >= self.most {
+            if let Err(e) = self.send(true) {
+                let said = e.to_string();
+                self.broken = Some(e);
+                return Err(std::io::Error::other(said));
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
