@@ -2,8 +2,10 @@
 //! pass, each as large as its worker's share of the run. A part is written by position
 //! straight into rounds of at most [`super::values::PIECE_BYTES`] (a round sent as soon
 //! as it is full, in the middle of a part if need be), so that worker 0 holds one
-//! round's bytes, not a worker's part, and never every worker's; each worker gathers
-//! the bytes of its own part from the rounds and reads it once the last has come.
+//! round's bytes, not a worker's part, and never every worker's; each worker keeps the
+//! pieces of its own part as they come and reads it once the last has come, each piece
+//! dropped once read (never the part's bytes in one buffer beside what is read of
+//! them).
 //!
 //! ```text
 //!  round      1            2            3 (last)
@@ -11,12 +13,13 @@
 //!  worker 2   [more|]      [more|b]     [last|b b]
 //! ```
 
-use std::io::Write;
+use std::collections::VecDeque;
+use std::io::{Read, Write};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use super::{decode, wire, Exchange, Parts, Sent};
+use super::{wire, Exchange, Parts, Sent};
 use crate::{Error, Result};
 
 /// What worker 0 makes for each worker (`part_for(k)` for worker `k`, written as a `T`;
@@ -68,7 +71,13 @@ pub(super) fn scatter_in<T: Serialize, U: DeserializeOwned>(
             }
         }
     }
-    let mine = decode::<U>(&rounds.mine, 0)?;
+    let pieces = Pieces {
+        pieces: std::mem::take(&mut rounds.mine),
+        at: 0,
+    };
+    let mine: Sent<U> = rmp_serde::from_read(pieces).map_err(|e| Error::Exchange {
+        reason: format!("the part of worker 0 could not be read: {e}"),
+    })?;
     mine.map_err(|reason| Error::Worker {
         worker: 0,
         workers: ex.workers(),
@@ -96,8 +105,8 @@ struct Rounds<'e> {
     sizes: Vec<usize>,
     /// The workers to forget what came of their parts before this round's bytes.
     again: Vec<bool>,
-    /// This worker's part so far.
-    mine: Vec<u8>,
+    /// This worker's part so far, a piece a round.
+    mine: VecDeque<Vec<u8>>,
     /// Whether the last round has come.
     done: bool,
     /// The exchange's failure inside a writing (which can only say it failed).
@@ -113,7 +122,7 @@ impl<'e> Rounds<'e> {
             pending: Vec::new(),
             sizes: vec![0; ex.workers()],
             again: vec![false; ex.workers()],
-            mine: Vec::new(),
+            mine: VecDeque::new(),
             done: false,
             broken: None,
         }
@@ -161,7 +170,9 @@ impl<'e> Rounds<'e> {
         if first & START_AGAIN != 0 {
             self.mine.clear();
         }
-        self.mine.extend_from_slice(piece);
+        if !piece.is_empty() {
+            self.mine.push_back(piece.to_vec());
+        }
         self.done = first & MORE_ROUNDS == 0;
         Ok(())
     }
@@ -184,5 +195,30 @@ impl Write for Rounds<'_> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// The pieces of a part, read one after another, each dropped once read (`at`: how far
+/// the first is read).
+struct Pieces {
+    pieces: VecDeque<Vec<u8>>,
+    at: usize,
+}
+
+impl Read for Pieces {
+    fn read(&mut self, into: &mut [u8]) -> std::io::Result<usize> {
+        while let Some(front) = self.pieces.front() {
+            let rest = &front[self.at..];
+            if rest.is_empty() {
+                self.pieces.pop_front();
+                self.at = 0;
+                continue;
+            }
+            let n = into.len().min(rest.len());
+            into[..n].copy_from_slice(&rest[..n]);
+            self.at += n;
+            return Ok(n);
+        }
+        Ok(0)
     }
 }
