@@ -1,8 +1,11 @@
-//! Fields the report leaves out (the arguments' call of a listed request, the message
-//! classes a transfer model does not fit) that a worker's part must carry all the same:
-//! such a field is written only while a part is written for another worker, and read
-//! back as its default when absent (`#[serde(default, skip_serializing_if =
-//! "crate::exchange::wire::left_out")]`).
+//! How a worker's part is written where the report's writing will not do. Fields the
+//! report leaves out (the arguments' call of a listed request, the message classes a
+//! transfer model does not fit) that a worker's part must carry all the same are
+//! written only while a part is written for another worker, and read back as their
+//! default when absent (`#[serde(default, skip_serializing_if =
+//! "crate::exchange::wire::left_out")]`). A part written by position keeps the values
+//! of types that leave fields out or are read by key written by name inside it
+//! ([`named`]).
 
 use std::cell::Cell;
 

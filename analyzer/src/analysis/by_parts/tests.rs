@@ -228,3 +228,28 @@ fn a_file_a_worker_cannot_read_again_fails_the_job_with_its_error() {
         assert_eq!(got[workers - 1], Err(one.clone()), "the last of {workers}");
     }
 }
+
+/// The blocks of the workers' shares of the files tile the run's ranks, ranks without a
+/// file included, and a block without a file answers for none:
+///
+/// ```text
+///  ranks with a file   0   1   .   3   4          (rank 2 has none)
+///  shares              [0   1] [] [    3   4]
+///  answers for         0 1     -   2 3 4 5 ...
+///  shares              [] [0   1   .   3   4]
+///  answers for         -   0 1 2 3 4 5 ...
+/// ```
+#[test]
+fn blocks_tile_the_ranks_and_an_empty_block_holds_none() {
+    use super::view::Block;
+    let ranks = [0, 1, 3, 4];
+    let blocks = Block::of_shares(&[0..2, 2..2, 2..4], &ranks);
+    let holding = |b: &Block| (0..8).filter(|&r| b.holds(r)).collect::<Vec<u32>>();
+    assert_eq!(holding(&blocks[0]), vec![0, 1]);
+    assert_eq!(holding(&blocks[1]), Vec::<u32>::new());
+    assert_eq!(holding(&blocks[2]), vec![2, 3, 4, 5, 6, 7]);
+    let blocks = Block::of_shares(&[0..0, 0..4], &ranks);
+    assert_eq!(holding(&blocks[0]), Vec::<u32>::new());
+    assert_eq!(holding(&blocks[1]), (0..8).collect::<Vec<u32>>());
+    assert_eq!(holding(&Block::whole(4)), (0..8).collect::<Vec<u32>>());
+}

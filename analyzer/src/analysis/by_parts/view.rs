@@ -68,9 +68,10 @@ impl Block {
             .collect()
     }
 
-    /// True for a rank the block answers for.
+    /// True for a rank the block answers for (none, for a block without a file).
     pub(crate) fn holds(&self, rank: u32) -> bool {
-        self.after.is_none_or(|a| rank > a) && self.up_to.is_none_or(|u| rank <= u)
+        let within = self.after.is_none_or(|a| rank > a) && self.up_to.is_none_or(|u| rank <= u);
+        !self.files.is_empty() && within
     }
 }
 
