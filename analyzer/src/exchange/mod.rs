@@ -14,17 +14,18 @@
 //! part that will never come.
 
 mod scatter;
+mod threads;
 mod values;
 pub(crate) mod wire;
 
 use std::ops::Range;
-use std::sync::{Barrier, Mutex};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::{Error, Result};
 pub(crate) use scatter::scatter;
+pub use threads::Threads;
 pub(crate) use values::{gather_values, Values};
 
 /// How the workers of one analysis reach one another. Every worker makes the same calls
@@ -96,79 +97,6 @@ impl Exchange for Alone {
 
     fn all_to_all(&self, to: Parts) -> std::result::Result<Parts, String> {
         Ok(to)
-    }
-}
-
-/// Workers on threads of one process, exchanging through memory: the workers' path run
-/// without MPI.
-pub struct Threads {
-    workers: usize,
-    /// `posted[from][to]`: what `from` sent `to`, taken by `to`.
-    posted: Mutex<Vec<Vec<Vec<u8>>>>,
-    /// Every worker posts, then every worker takes, then the next call may post.
-    barrier: Barrier,
-}
-
-/// One worker of [`Threads`].
-struct ThreadWorker<'b> {
-    board: &'b Threads,
-    worker: usize,
-}
-
-impl Threads {
-    /// Runs `each` on `workers` workers, each on a thread of its own, and gives what each
-    /// returned, in worker order.
-    pub fn run<R: Send>(workers: usize, each: impl Fn(&dyn Exchange) -> R + Sync) -> Vec<R> {
-        let workers = workers.max(1);
-        let board = Threads {
-            workers,
-            posted: Mutex::new(vec![Vec::new(); workers]),
-            barrier: Barrier::new(workers),
-        };
-        std::thread::scope(|s| {
-            let handles: Vec<_> = (0..workers)
-                .map(|worker| {
-                    let (board, each) = (&board, &each);
-                    s.spawn(move || each(&ThreadWorker { board, worker }))
-                })
-                .collect();
-            (handles.into_iter())
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        })
-    }
-}
-
-impl Exchange for ThreadWorker<'_> {
-    fn worker(&self) -> usize {
-        self.worker
-    }
-
-    fn workers(&self) -> usize {
-        self.board.workers
-    }
-
-    fn all_to_all(&self, to: Parts) -> std::result::Result<Parts, String> {
-        let board = self.board;
-        if to.sizes.len() != board.workers {
-            return Err(format!(
-                "{} parts for {} workers",
-                to.sizes.len(),
-                board.workers
-            ));
-        }
-        let to: Vec<Vec<u8>> = to.parts().map(<[u8]>::to_vec).collect();
-        let lock = || board.posted.lock().unwrap_or_else(|p| p.into_inner());
-        lock()[self.worker] = to;
-        board.barrier.wait();
-        let got: Vec<Vec<u8>> = {
-            let mut posted = lock();
-            (posted.iter_mut())
-                .map(|from| std::mem::take(&mut from[self.worker]))
-                .collect()
-        };
-        board.barrier.wait();
-        Ok(Parts::of_parts(got))
     }
 }
 

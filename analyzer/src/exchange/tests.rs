@@ -166,3 +166,28 @@ fn each_worker_gets_its_own_part_in_any_number_of_rounds() {
     assert!(three.contains("the part broke"), "{three}");
     assert_eq!(got[4], Ok(vec![4; 1200]));
 }
+
+/// A worker that leaves (returns, or panics) while the others wait for it in an
+/// exchange makes that exchange fail at each of them, naming it: a worker's path that
+/// misses an exchange fails its test, where MPI would hang.
+#[test]
+fn an_exchange_a_worker_left_fails_naming_it() {
+    let got = Threads::run(3, |ex| match ex.worker() {
+        1 => Ok(Parts::one(3, 0, Vec::new())),
+        _ => ex.all_to_all(Parts::one(3, 0, vec![1])),
+    });
+    assert!(got[1].is_ok());
+    for w in [0, 2] {
+        let said = got[w].as_ref().err().cloned().unwrap_or_default();
+        assert!(said.contains("worker 1 left"), "worker {w}: {said}");
+    }
+    // Every worker came: each exchange completes, over and over.
+    let got = Threads::run(3, |ex| {
+        (0..50).all(|k| {
+            let to = Parts::of_parts(vec![vec![k as u8]; 3]);
+            ex.all_to_all(to)
+                .is_ok_and(|got| got.parts().all(|p| p == [k as u8]))
+        })
+    });
+    assert_eq!(got, vec![true; 3]);
+}
