@@ -17,7 +17,7 @@ use overlap_analyzer::metrics::Options;
 use crate::finish::warn_incomplete;
 use crate::output::sayln;
 use crate::progress::Bar;
-use crate::tables::Stream;
+use crate::tables::{Recorder, Stream};
 
 /// `--hold`, for every command that analyses a run whole.
 #[derive(Debug, Args)]
@@ -143,7 +143,8 @@ pub(crate) type WorkerRun = Option<(DirAnalysis, Option<Stream>)>;
 
 /// [`analyze_in_parts`] made by the workers of `exchange`: said and returned at worker
 /// 0, `None` at the others (which say nothing); the tables asked for (`csv`, `parquet`)
-/// written by worker 0 as it analyses, and returned with the run, to finish.
+/// written by worker 0 as it analyses, each other worker's rows made there and handed to
+/// it, and returned with the run, to finish.
 pub(crate) fn analyze_in_parts_with(
     dir: &Path,
     opts: &Options,
@@ -151,24 +152,25 @@ pub(crate) fn analyze_in_parts_with(
     (csv, parquet): (&Option<PathBuf>, &Option<PathBuf>),
 ) -> Result<WorkerRun> {
     let first = exchange.worker() == 0;
-    let mut tables = None;
+    let (mut tables, mut recorder) = (None, None);
     if csv.is_some() || parquet.is_some() {
         // Worker 0 makes the tables' directories before anything else, and every worker
         // (each given the same options) hears whether it could: none then waits in the
         // analysis for a worker 0 that gave up (which `srun` would let it do forever).
-        let started = if first {
-            Stream::start(csv, parquet)
-        } else {
-            Ok(None)
+        // The others make their blocks' rows, which worker 0 writes.
+        let started = match first {
+            true => Stream::start(csv, parquet).map(|tables| (tables, None)),
+            false => Recorder::start(csv, parquet).map(|recorder| (None, recorder)),
         };
         let told = started.as_ref().map(|_| ()).map_err(|e| format!("{e:#}"));
         let heard = overlap_analyzer::exchange::agree(exchange, told);
-        tables = started?;
+        (tables, recorder) = started?;
         heard?;
     }
     if !first {
+        let rows = recorder.as_mut().and_then(Recorder::rows);
         let run =
-            overlap_analyzer::analysis::analyze_dir_shared(dir, opts, exchange, &|_, _| {}, None)?;
+            overlap_analyzer::analysis::analyze_dir_shared(dir, opts, exchange, &|_, _| {}, rows)?;
         return Ok(run.map(|run| (run, None)));
     }
     let rows = tables.as_mut().and_then(Stream::rows);

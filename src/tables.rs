@@ -122,6 +122,37 @@ impl Stream {
     }
 }
 
+/// The tables' rows that a worker of a job but worker 0 makes of its block, for worker 0
+/// to write ([`overlap_analyzer::tables::RowRecorder`]).
+pub(crate) struct Recorder {
+    #[cfg(feature = "tables")]
+    rows: overlap_analyzer::tables::RowRecorder,
+}
+
+impl Recorder {
+    /// A recorder of the rows of the tables asked for (none: `None`).
+    pub(crate) fn start(
+        csv: &Option<PathBuf>,
+        parquet: &Option<PathBuf>,
+    ) -> Result<Option<Recorder>> {
+        check_built(csv, parquet)?;
+        #[cfg(feature = "tables")]
+        return Ok((csv.is_some() || parquet.is_some()).then(|| Recorder {
+            rows: overlap_analyzer::tables::RowRecorder::new(),
+        }));
+        #[cfg(not(feature = "tables"))]
+        Ok(None)
+    }
+
+    /// Where the analysis gives the rows.
+    pub(crate) fn rows(&mut self) -> Rows<'_> {
+        #[cfg(feature = "tables")]
+        return Some(&mut self.rows);
+        #[cfg(not(feature = "tables"))]
+        None
+    }
+}
+
 /// [`check_built`] refused the options before any analysis: nothing to write.
 #[cfg(not(feature = "tables"))]
 pub(crate) fn write(

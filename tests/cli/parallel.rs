@@ -209,9 +209,9 @@ fn a_rank_file_a_worker_cannot_read_is_reported_as_one_process_reports_it() {
 }
 
 /// `--csv` and `--parquet` of a job (MPICH's, and Open MPI's where it is installed):
-/// worker 0 writes the tables as it analyses, and they are the tables of one process
-/// holding the run whole (the same files; the same CSV bytes), said once; the other
-/// workers write nothing.
+/// each worker makes its block's rows, worker 0 writes them all, and the tables are
+/// those of one process holding the run whole (the same files, byte for byte, CSV and
+/// Parquet), said once; the other workers write nothing.
 #[test]
 fn the_workers_write_the_tables_of_one_process() {
     let tmp = tempfile::tempdir().expect("a temporary directory");
@@ -262,10 +262,14 @@ fn the_workers_write_the_tables_of_one_process() {
             assert_eq!(run.stderr(), said, "{at_run}: said once");
             assert_eq!(files("job.pq"), files("whole.pq"), "{at_run}: Parquet");
             assert_eq!(files("job.csv"), csv, "{at_run}: CSV");
-            for name in &csv {
-                let read = |d: &str| std::fs::read(Path::new(&at(d)).join(name)).expect("read");
-                let same = read("job.csv") == read("whole.csv");
-                assert!(same, "{at_run}: {name:?}");
+            let read = |d: &str, name: &std::ffi::OsStr| {
+                std::fs::read(Path::new(&at(d)).join(name)).expect("read")
+            };
+            for (job, whole) in [("job.csv", "whole.csv"), ("job.pq", "whole.pq")] {
+                for name in files(whole) {
+                    let same = read(job, &name) == read(whole, &name);
+                    assert!(same, "{at_run}: {job}/{name:?}");
+                }
             }
             for d in ["job.csv", "job.pq"] {
                 std::fs::remove_dir_all(at(d)).expect("removed");

@@ -4,6 +4,11 @@
 //! false-overlap finding of the part's ranks, each part once, in rank order; then the
 //! run's messages and staging chains. The analysis holds none of them afterwards; a sink
 //! that needs them in another order keeps what it needs.
+//!
+//! In a job of several workers each worker is handed its own block's rows: a worker
+//! but worker 0 writes them into pieces of bytes ([`RowSink::written`]) that worker 0's
+//! sink takes after its own block's, worker after worker ([`RowSink::take_written`]), as
+//! if it had been handed them itself.
 
 use crate::gpu::ChainRow;
 use crate::metrics::message_ends::MessageEnds;
@@ -11,6 +16,7 @@ use crate::metrics::request_row::RequestRow;
 use crate::metrics::{Finding, WaitInstance};
 use crate::model::Trace;
 use crate::sites::SiteTable;
+use crate::Result;
 
 /// Takes the rows of a run analysed in parts. Each `part` is a part trace
 /// ([`Trace`]: its ranks whole, the run's messages and requests); the parts come in rank
@@ -30,6 +36,14 @@ pub trait RowSink: Send {
     fn messages(&mut self, run: &Trace, ends: &MessageEnds);
     /// The run's staging chains (none without GPU work).
     fn chains(&mut self, chains: &[ChainRow]);
+    /// The rows taken so far, written for worker 0's sink to take, a piece a batch in
+    /// the order taken, and given up here (what a worker but worker 0 sends); the error
+    /// that stopped them being written, or that this sink hands no rows on.
+    fn written(&mut self) -> Result<Vec<Vec<u8>>>;
+    /// Takes the rows of a piece another worker's sink wrote ([`RowSink::written`]), as
+    /// if handed them here; a piece that cannot be read fails the sink as its other rows
+    /// would.
+    fn take_written(&mut self, piece: &[u8]);
 }
 
 /// Where the rows of a run analysed in parts go, when anywhere.

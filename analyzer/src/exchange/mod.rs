@@ -26,7 +26,7 @@ use serde::Serialize;
 use crate::{Error, Result};
 pub(crate) use scatter::scatter;
 pub use threads::Threads;
-pub(crate) use values::{gather_values, Values};
+pub(crate) use values::{gather_each, gather_values, Values};
 
 /// How the workers of one analysis reach one another. Every worker makes the same calls
 /// in the same order (as with MPI's collectives).

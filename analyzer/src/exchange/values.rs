@@ -145,22 +145,45 @@ pub(super) fn gather_values_in<T: Serialize + DeserializeOwned>(
     mine: Result<Values<T>>,
     most: usize,
 ) -> Result<Option<Vec<T>>> {
+    let mut values = Vec::new();
+    gather_each_in(ex, mine, most, &mut |value| values.push(value))?;
+    Ok((ex.worker() == 0).then_some(values))
+}
+
+/// [`gather_values`], each value handed to `take` at worker 0 as it is read, in worker
+/// order, none kept here; after the first failure, none. Worker 0's own values are its
+/// to take before: it gives none (`Values::Kept` of none).
+pub(crate) fn gather_each<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    mine: Result<Values<T>>,
+    take: &mut dyn FnMut(T),
+) -> Result<()> {
+    gather_each_in(ex, mine, PIECE_BYTES, take)
+}
+
+/// [`gather_each`], in pieces of at most `most` bytes.
+fn gather_each_in<T: Serialize + DeserializeOwned>(
+    ex: &dyn Exchange,
+    mine: Result<Values<T>>,
+    most: usize,
+    take: &mut dyn FnMut(T),
+) -> Result<()> {
     let (workers, me) = (ex.workers(), ex.worker());
     let exchanged = |to| {
         ex.all_to_all(to)
             .map_err(|reason| Error::Exchange { reason })
     };
-    let (mut values, mut first_failed): (Vec<T>, Option<Error>) = (Vec::new(), None);
+    let mut first_failed: Option<Error> = None;
     let (pieces, failed) = match (mine, me) {
         (Ok(Values::Kept(kept)), 0) => {
-            values = kept;
+            kept.into_iter().for_each(&mut *take);
             (Pieces::none(), None)
         }
         (Ok(own), 0) => {
             let own = own.into_pieces(most);
             for k in 0..own.cuts.len() {
                 match read_values(&own.piece(k), 0, workers)? {
-                    Ok(read) => values.extend(read),
+                    Ok(read) => read.into_iter().for_each(&mut *take),
                     Err(e) => first_failed = Some(e),
                 }
             }
@@ -195,20 +218,14 @@ pub(super) fn gather_values_in<T: Serialize + DeserializeOwned>(
             }
             let bytes = got.parts().nth(from).unwrap_or_default();
             match read_values(bytes, from, workers)? {
-                Ok(read) => values.extend(read),
+                Ok(read) => read.into_iter().for_each(&mut *take),
                 Err(e) => first_failed = Some(e),
             }
         }
     }
-    if me != 0 {
-        return match failed {
-            Some(e) => Err(e),
-            None => Ok(None),
-        };
-    }
-    match first_failed {
-        Some(e) => Err(e),
-        None => Ok(Some(values)),
+    match (me, failed, first_failed) {
+        (0, _, Some(e)) | (_, Some(e), _) => Err(e),
+        _ => Ok(()),
     }
 }
 

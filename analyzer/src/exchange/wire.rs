@@ -67,3 +67,36 @@ pub(crate) mod named {
         }
     }
 }
+
+/// Bytes another part of the analysis wrote, carried as they are (MessagePack's bin:
+/// serde writes a `Vec<u8>` as an array of numbers, up to twice its bytes).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Bytes(pub Vec<u8>);
+
+impl serde::Serialize for Bytes {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        to.serialize_bytes(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Bytes {
+    fn deserialize<D: serde::Deserializer<'de>>(from: D) -> Result<Bytes, D::Error> {
+        struct Read;
+        impl serde::de::Visitor<'_> for Read {
+            type Value = Bytes;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+
+            fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Bytes, E> {
+                Ok(Bytes(bytes.to_vec()))
+            }
+
+            fn visit_byte_buf<E: serde::de::Error>(self, bytes: Vec<u8>) -> Result<Bytes, E> {
+                Ok(Bytes(bytes))
+            }
+        }
+        from.deserialize_byte_buf(Read)
+    }
+}

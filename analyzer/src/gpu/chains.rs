@@ -75,7 +75,7 @@ pub struct ChainTimes {
 
 /// A chain's latency split into its five steps, ns. Each is `None` when a time it needs
 /// was not recorded. Cross-rank steps (transfer) carry the clock error of both ranks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Breakdown {
     /// From the D2H enqueued to its end.
     pub d2h_ns: Option<u64>,

@@ -99,7 +99,7 @@ pub struct ChainSummary {
 }
 
 /// One chain as reported and tabled.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct ChainRow {
     /// Message id.
     pub message: u64,

@@ -1,24 +1,28 @@
 //! The false-overlap table: one row per finding, every one (the report lists the
 //! worst), in the report's order. A row keeps what the table writes of a finding (a
 //! finding itself is about a kilobyte), so that the analysis in parts can keep every
-//! finding's row until the run's are all in and sorted.
+//! finding's row until the run's are all in and sorted, and a worker of a job hand its
+//! rows to worker 0 (`super::handed`).
 
 use polars::prelude::DataFrame;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::{col, frame};
 use crate::metrics::false_overlap::report_order;
 use crate::metrics::{CallRef, Finding};
 use crate::model::Trace;
 use crate::sites::SiteTable;
+use crate::static_names::{self, StaticName};
 use crate::Result;
 
 /// What the table writes of a finding: the wait, what it lost and where it may move
 /// (event indices of its rank); its send requests are the `requests` rows it completed.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(super) struct FindingRow {
     /// The finding's place in the report's order ([`report_order`]).
     order: (std::cmp::Reverse<u64>, u32, usize),
-    call: &'static str,
+    #[serde(deserialize_with = "static_names::read")]
+    call: StaticName,
     start_ns: u64,
     duration_ns: u64,
     sends: u32,
@@ -26,10 +30,12 @@ pub(super) struct FindingRow {
     independent_work_ns: u64,
     independent_spans: u64,
     hideable_ns: u64,
-    limit: &'static str,
+    #[serde(deserialize_with = "static_names::read")]
+    limit: StaticName,
     move_before_index: Option<u64>,
     move_after_index: Option<u64>,
-    proven: Option<(u64, &'static str)>,
+    #[serde(deserialize_with = "read_proven")]
+    proven: Option<(u64, StaticName)>,
     /// The waiting call's site, by id in the run's site table.
     site: Option<u32>,
 }
@@ -61,6 +67,14 @@ impl FindingRow {
     pub(super) fn site(&self) -> Option<u32> {
         self.site
     }
+}
+
+/// Reads a proven point's (hideable ns, limit).
+fn read_proven<'de, D: Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<(u64, StaticName)>, D::Error> {
+    let read = Option::<(u64, String)>::deserialize(d)?;
+    Ok(read.map(|(ns, limit)| (ns, static_names::intern(&limit))))
 }
 
 /// Puts `rows` in the report's order.

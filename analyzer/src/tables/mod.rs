@@ -19,11 +19,13 @@ use crate::sites::SiteTable;
 use crate::{Error, Result};
 
 mod findings;
+mod handed;
 mod parts;
 mod profile;
 mod stream;
 mod write;
 
+pub use handed::RowRecorder;
 pub use parts::{tables, Tables};
 pub use stream::{write_tables, TableStream};
 

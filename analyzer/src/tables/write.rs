@@ -46,6 +46,14 @@ pub(super) fn remove(made: &[&Path]) {
 /// the large tables (a row per call, request, wait or message).
 pub(super) const ROWS: usize = 512 * 512;
 
+/// Calls `each` on the ranges of at most [`ROWS`] rows that cover `rows` rows (none
+/// for none).
+pub(super) fn in_rows(rows: usize, mut each: impl FnMut(std::ops::Range<usize>)) {
+    for from in (0..rows).step_by(ROWS) {
+        each(from..(from + ROWS).min(rows));
+    }
+}
+
 /// `df` written to a file at `path`, not committed yet.
 pub(super) fn write_table(
     df: &mut DataFrame,

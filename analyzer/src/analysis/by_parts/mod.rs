@@ -41,7 +41,8 @@ use super::of_trace::OfTrace;
 use super::pass_order::{self, Measured, Models};
 use super::rows::Rows;
 use super::Report;
-use crate::exchange::{gather, scatter, share, Alone, Exchange};
+use crate::exchange::wire::Bytes;
+use crate::exchange::{gather, gather_each, scatter, share, Alone, Exchange, Values};
 use crate::import::{rank_files, EventSink, Reading};
 use crate::merge::{file_size, RunFiles, Unreadable};
 use crate::metrics::budget::{RankBudget, RunBudget};
@@ -59,7 +60,7 @@ use crate::model::{MessagesByRank, RankWork, RequestLife, Trace};
 use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run};
 use crate::regions::RunRegions;
 use crate::sites::SiteTable;
-use crate::Result;
+use crate::{Error, Result};
 use folds::{Bounds, Folds, Partial};
 use view::{Block, RunColumns, Task, View, ViewOf};
 
@@ -147,8 +148,9 @@ pub fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
 /// [`analyze_dir`] made by the workers of `exchange`: each reads its share of the
 /// rank files for the first pass ([`crate::metrics::digest_share`]), and worker 0 makes
 /// the rest of the report, which it alone returns (`None` at the others). `tell` is
-/// told of the readings of this worker; `rows`, at worker 0, takes the figures' rows as
-/// the parts are analysed.
+/// told of the readings of this worker; `rows` takes the figures' rows of the parts this
+/// worker analyses (worker 0 those of every worker: the others' sinks write theirs for
+/// it, [`super::RowSink::written`]).
 pub fn analyze_dir_shared(
     dir: &Path,
     opts: &Options,
@@ -159,18 +161,19 @@ pub fn analyze_dir_shared(
     analyze_in_parts(dir, opts, None, exchange, tell, rows)
 }
 
-/// [`analyze_dir`], in parts of at least `events` events (whole ranks), its rows given to
-/// `rows`: what the tables' tests cut the kept runs into.
+/// [`analyze_dir_shared`] by the workers of `exchange`, in parts of at least `events`
+/// events (whole ranks), each worker's rows given to its `rows`: what the tables' tests
+/// cut the kept runs into.
 #[cfg(test)]
 pub(crate) fn analyze_dir_in_parts_of(
     dir: &Path,
     opts: &Options,
     events: u64,
+    exchange: &dyn Exchange,
     rows: Rows<'_>,
-) -> Result<DirAnalysis> {
+) -> Result<Option<DirAnalysis>> {
     let at_least = Some(PartSize::of_events(events));
-    let run = analyze_in_parts(dir, opts, at_least, &Alone, &|_, _| {}, rows)?;
-    Ok(run.expect("one process is worker 0"))
+    analyze_in_parts(dir, opts, at_least, exchange, &|_, _| {}, rows)
 }
 
 /// [`analyze_dir_shared`], each part at least `at_least` (`None`: [`PartSize::of_run`]).
@@ -192,7 +195,7 @@ fn analyze_in_parts(
         _ => match digest_dir_shared(dir, &reading, exchange)? {
             Shared::Joined(digested) => *digested,
             Shared::Own(files) => {
-                figures_of_block(dir, opts, exchange, files, (&reading, at_least))?;
+                figures_of_block(dir, opts, exchange, files, (&reading, at_least), rows)?;
                 return Ok(None);
             }
         },
@@ -324,16 +327,11 @@ fn measured(
         parts.each(&whole, at_least, &mut |part, bounds| {
             folds.add(part, bounds, sink.as_deref_mut())
         })?;
-    } else if sink.is_some() {
-        // The tables' rows are written here, of every part: worker 0 folds them all, and
-        // tells the others so.
-        scatter::<TaskWritten, TaskRead>(*exchange, Some(&|_| Ok(Task::AllAtWorker0)))?;
-        parts.each(&whole, at_least, &mut |part, bounds| {
-            folds.add(part, bounds, sink.as_deref_mut())
-        })?;
     } else {
         // Each other worker is given its block's view, one at a time, and folds its
-        // block's parts; worker 0 folds its own, then merges theirs in worker order.
+        // block's parts, making their rows when tables are written; worker 0 folds its
+        // own, its rows written as they come, then merges theirs in worker order and
+        // takes their rows likewise.
         let c = RunColumns {
             run: parts.columns(),
             compute: &parts.compute,
@@ -344,13 +342,17 @@ fn measured(
             models,
             sites: &sites,
         };
+        let rows = sink.is_some();
         let view_for = |w: usize| {
             let b = &blocks[w];
             Ok(match w > 0 && !b.files.is_empty() {
-                true => Task::Fold(ViewOf {
-                    block: b,
-                    columns: &c,
-                }),
+                true => Task::Fold {
+                    view: ViewOf {
+                        block: b,
+                        columns: &c,
+                    },
+                    rows,
+                },
                 false => Task::NoFiles,
             })
         };
@@ -358,11 +360,18 @@ fn measured(
         scatter::<TaskWritten, TaskRead>(*exchange, Some(&view_for))?;
         drop(sent);
         let own = parts.each(&blocks[0], at_least, &mut |part, bounds| {
-            folds.add(part, bounds, None)
+            folds.add(part, bounds, sink.as_deref_mut())
         });
         let theirs = gather::<Option<Partial>>(*exchange, Ok(None));
+        let mut take = |piece: Bytes| {
+            if let Some(sink) = sink.as_deref_mut() {
+                sink.take_written(&piece.0);
+            }
+        };
+        let handed = gather_each::<Bytes>(*exchange, Ok(Values::Kept(Vec::new())), &mut take);
         own?;
         let theirs = theirs?.unwrap_or_default();
+        handed?;
         for partial in theirs.into_iter().flatten() {
             folds.merge(partial);
         }
@@ -544,29 +553,56 @@ fn blocks_of(files: &RunFiles, workers: usize) -> Vec<Block> {
 /// The second pass of the block of `files` this worker (not worker 0) answers for: the
 /// view of the run's columns worker 0 gives it, the block's parts (at least `at_least`
 /// each, `None`: as the run's size gives) read again and folded over it, and the folds
-/// sent to worker 0.
+/// sent to worker 0; then the parts' rows given to `rows` when worker 0 writes tables,
+/// sent to worker 0 as `rows` wrote them.
 fn figures_of_block(
     dir: &Path,
     opts: &Options,
     exchange: &dyn Exchange,
     files: RunFiles,
     (reading, at_least): (&Reading<'_>, Option<PartSize>),
+    mut sink: Rows<'_>,
 ) -> Result<()> {
     let block = blocks_of(&files, exchange.workers()).swap_remove(exchange.worker());
     // A view that cannot be read is this worker's error, sent where its folds would be.
-    let folded = match scatter::<TaskWritten, TaskRead>(exchange, None) {
-        Ok(Task::AllAtWorker0) => return Ok(()),
-        Ok(Task::NoFiles) => Ok(None),
-        Ok(Task::Fold(view)) => {
-            fold_view(dir, opts, files, &block, *view, (reading, at_least)).map(Some)
+    let (folded, rows) = match scatter::<TaskWritten, TaskRead>(exchange, None) {
+        Ok(Task::NoFiles) => (Ok(None), false),
+        Ok(Task::Fold { view, rows }) => {
+            let folded = match (rows, sink.as_deref_mut()) {
+                (true, None) => Err(Error::Table {
+                    reason: "this worker was started without the tables worker 0 writes \
+                             (--csv, --parquet)"
+                        .into(),
+                }),
+                (rows, sink) => {
+                    let sink = sink.filter(|_| rows);
+                    let job = (reading, at_least);
+                    fold_view(dir, opts, files, &block, *view, job, sink).map(Some)
+                }
+            };
+            (folded, rows)
         }
-        Err(e) => Err(e),
+        Err(e) => (Err(e), false),
     };
-    gather::<Option<Partial>>(exchange, folded).map(|_| ())
+    let sent = gather::<Option<Partial>>(exchange, folded);
+    // The rows, once the folds are sent: none when they failed (their error is sent).
+    let handed = match (&sent, sink) {
+        (Ok(_), Some(sink)) if rows => sink.written().and_then(written),
+        _ => Ok(Values::Kept(Vec::new())),
+    };
+    let handed = gather_each::<Bytes>(exchange, handed, &mut |_| {});
+    sent?;
+    handed
+}
+
+/// The pieces a sink wrote ([`super::RowSink::written`]), as the values of a gather.
+fn written(pieces: Vec<Vec<u8>>) -> Result<Values<Bytes>> {
+    let values = pieces.into_iter().map(|piece| Values::write(&Bytes(piece)));
+    Ok(Values::of_written(values.collect::<Result<Vec<_>>>()?))
 }
 
 /// The folds of the parts of `block` of the run of `files`, over the run's columns as
-/// `view` gives them, renumbered as the run's.
+/// `view` gives them, renumbered as the run's; the parts' rows given to `sink`.
 fn fold_view(
     dir: &Path,
     opts: &Options,
@@ -574,6 +610,7 @@ fn fold_view(
     block: &Block,
     view: View,
     (reading, at_least): (&Reading<'_>, Option<PartSize>),
+    mut sink: Rows<'_>,
 ) -> Result<Partial> {
     let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
     let at_least = at_least.unwrap_or(PartSize::of_run(events));
@@ -610,7 +647,7 @@ fn fold_view(
     let columns = (&ends, &index);
     let mut folds = Folds::new(opts, &models, &sites, &pass, &shared, columns, &descheduled);
     parts.each(block, at_least, &mut |part, bounds| {
-        folds.add(part, bounds, None)
+        folds.add(part, bounds, sink.as_deref_mut())
     })?;
     let mut folded = folds.into_partial();
     folded.renumber(&global);

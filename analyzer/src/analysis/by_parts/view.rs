@@ -107,12 +107,11 @@ pub(crate) struct View {
 /// `Some(None)` as it writes `None`.)
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) enum Task<V> {
-    /// Worker 0 folds every part itself (it writes the tables' rows of each).
-    AllAtWorker0,
     /// This worker's block has no file: it has nothing to fold.
     NoFiles,
-    /// Fold the parts of this worker's block over this view.
-    Fold(V),
+    /// Fold the parts of this worker's block over `view`, and make their rows for the
+    /// tables worker 0 writes when `rows`.
+    Fold { view: V, rows: bool },
 }
 
 /// The run's columns that [`ViewOf`] cuts a block's view out of.

@@ -14,8 +14,9 @@ use overlap_format::output::{commit_all, AtomicFile};
 use polars::prelude::DataFrame;
 
 use super::findings::{false_overlap, sort, FindingRow};
+use super::handed::{self, Handed};
 use super::parts::{label, Part, Tables, ORDER};
-use super::write::{failed, make_dirs, remove, write_table, Writer, ROWS};
+use super::write::{failed, in_rows, make_dirs, remove, write_table, Writer, ROWS};
 use super::{calls, gpu_chains, messages, profile, ranks, requests, sites, wait_states};
 use super::{MessageTimes, TableFormat};
 use crate::analysis::{Details, Report, RowSink};
@@ -351,14 +352,6 @@ impl Drop for TableStream {
     }
 }
 
-/// Calls `each` on the ranges of at most [`ROWS`] rows that cover `rows` rows (none
-/// for none).
-fn in_rows(rows: usize, mut each: impl FnMut(std::ops::Range<usize>)) {
-    for from in (0..rows).step_by(ROWS) {
-        each(from..(from + ROWS).min(rows));
-    }
-}
-
 impl RowSink for TableStream {
     fn calls(&mut self, part: &Trace, sites: &SiteTable) {
         let rows = part.ranks.iter().map(|t| t.spans.len()).sum();
@@ -388,6 +381,29 @@ impl RowSink for TableStream {
                 }
             }
             self.findings.push(row);
+        }
+    }
+
+    fn written(&mut self) -> Result<Vec<Vec<u8>>> {
+        Err(Error::Table {
+            reason: "the tables' writer writes the rows it takes: it hands none on".into(),
+        })
+    }
+
+    fn take_written(&mut self, piece: &[u8]) {
+        if self.failed.is_some() {
+            return;
+        }
+        match handed::read(piece) {
+            Ok(Handed::Batch(part, df)) => self.write(part, Ok(df)),
+            Ok(Handed::Findings((rows, labels))) => {
+                self.findings.extend(rows);
+                for (id, label) in labels {
+                    self.labels.entry(id).or_insert(label);
+                }
+            }
+            Ok(Handed::Chains(chains)) => self.chains = chains,
+            Err(e) => self.failed = Some(e),
         }
     }
 

@@ -6,6 +6,8 @@ use polars::prelude::{DataFrame, ParquetReader, SerReader};
 
 use super::TableStream;
 use crate::analysis::{analyze, analyze_dir_in_parts_of};
+use crate::exchange::{Alone, Exchange, Threads};
+use crate::tables::RowRecorder;
 use crate::tables::{tables, write_tables, TableFormat};
 
 /// What a directory of tables holds: each CSV file's bytes and each Parquet file's
@@ -113,30 +115,159 @@ fn the_tables_of_the_parts_are_the_tables_of_the_whole_run() {
                 parts_out.iter().map(|(p, f)| (p.as_path(), *f)).collect();
             let stream = TableStream::in_batches_of(&parts_out, batch);
             let mut stream = stream.expect("the directories");
-            let run = analyze_dir_in_parts_of(&dir, &opts, events, Some(&mut stream));
-            let run = run.expect("analysed in parts");
+            let run = analyze_dir_in_parts_of(&dir, &opts, events, &Alone, Some(&mut stream));
+            let run = run.expect("analysed in parts").expect("worker 0");
             let parts = read(&stream.finish(&run.report).expect("written in parts"));
             let name = format!(
                 "{}, parts of {events} events, batches of {batch}",
                 dir.display()
             );
-            let names = |w: &Written| w.0.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
-            assert_eq!(names(&parts), names(&whole), "{name}: the files");
-            for ((file, bytes), (_, expected)) in parts.0.iter().zip(&whole.0) {
-                let (got, want) = (
-                    String::from_utf8_lossy(bytes),
-                    String::from_utf8_lossy(expected),
-                );
-                assert!(
-                    got == want,
-                    "{name}: {}\n{got}\nwanted\n{want}",
-                    file.display()
-                );
-            }
-            for ((file, frame), (_, expected)) in parts.1.iter().zip(&whole.1) {
-                assert!(frame.equals_missing(expected), "{name}: {}", file.display());
-            }
+            assert_same(&name, &parts, &whole);
         }
     }
     assert!(rows > 1000, "the kept runs' rows: {rows}");
+}
+
+/// The tables `got` are `want`: the same files, the same CSV bytes, the same Parquet
+/// frames.
+fn assert_same(name: &str, got: &Written, want: &Written) {
+    let names = |w: &Written| w.0.iter().map(|f| f.0.clone()).collect::<Vec<_>>();
+    assert_eq!(names(got), names(want), "{name}: the files");
+    for ((file, bytes), (_, expected)) in got.0.iter().zip(&want.0) {
+        let (got, want) = (
+            String::from_utf8_lossy(bytes),
+            String::from_utf8_lossy(expected),
+        );
+        assert!(
+            got == want,
+            "{name}: {}\n{got}\nwanted\n{want}",
+            file.display()
+        );
+    }
+    for ((file, frame), (_, expected)) in got.1.iter().zip(&want.1) {
+        assert!(frame.equals_missing(expected), "{name}: {}", file.display());
+    }
+}
+
+/// Every kept run analysed by 2 and 3 workers (on threads), a rank a part, each worker
+/// but worker 0 making its block's rows and handing them to worker 0: worker 0 writes
+/// the tables one process writes, in batches of 7 rows as of the default.
+#[test]
+fn the_tables_of_a_jobs_workers_are_the_tables_of_one_process() {
+    let opts = Default::default();
+    let mut handed = 0;
+    for dir in crate::load::kept_run_dirs() {
+        let out = tempfile::tempdir().expect("a directory");
+        let outputs = |tag: &str| {
+            let at = |name: String| out.path().join(name);
+            [
+                (at(format!("{tag}.csv")), TableFormat::Csv),
+                (at(format!("{tag}.pq")), TableFormat::Parquet),
+            ]
+        };
+        let write = |tag: &str, batch: usize, ex: &dyn Exchange| {
+            let outputs = outputs(tag);
+            let outputs: Vec<(&Path, TableFormat)> =
+                outputs.iter().map(|(p, f)| (p.as_path(), *f)).collect();
+            let mut stream = TableStream::in_batches_of(&outputs, batch).expect("directories");
+            let run = analyze_dir_in_parts_of(&dir, &opts, 1, ex, Some(&mut stream));
+            let run = run.expect("analysed").expect("worker 0");
+            read(&stream.finish(&run.report).expect("written"))
+        };
+        let one = write("one", super::ROWS, &Alone);
+        for (workers, batch) in [(2, 7), (3, super::ROWS)] {
+            let got = Threads::run(workers, |ex: &dyn Exchange| {
+                if ex.worker() == 0 {
+                    return (Some(write(&format!("{workers}-{batch}"), batch, ex)), 0);
+                }
+                let mut recorder = CountingRecorder::default();
+                let run = analyze_dir_in_parts_of(&dir, &opts, 1, ex, Some(&mut recorder));
+                assert!(run.expect("analysed").is_none(), "only worker 0 reports");
+                (None, recorder.pieces)
+            });
+            handed += got.iter().map(|g| g.1).sum::<usize>();
+            let name = format!("{} on {workers} workers", dir.display());
+            let first = got.into_iter().next().and_then(|g| g.0);
+            assert_same(&name, &first.expect("worker 0 writes"), &one);
+        }
+    }
+    assert!(handed > 100, "pieces handed to worker 0: {handed}");
+}
+
+/// A [`RowRecorder`] that counts the pieces it hands on.
+#[derive(Default)]
+struct CountingRecorder {
+    rows: RowRecorder,
+    pieces: usize,
+}
+
+impl crate::analysis::RowSink for CountingRecorder {
+    fn calls(&mut self, part: &crate::model::Trace, sites: &crate::sites::SiteTable) {
+        self.rows.calls(part, sites);
+    }
+
+    fn requests(
+        &mut self,
+        part: &crate::model::Trace,
+        rows: &[crate::metrics::request_row::RequestRow],
+    ) {
+        self.rows.requests(part, rows);
+    }
+
+    fn wait_states(
+        &mut self,
+        part: &crate::model::Trace,
+        sites: &crate::sites::SiteTable,
+        waits: &[crate::metrics::WaitInstance],
+    ) {
+        self.rows.wait_states(part, sites, waits);
+    }
+
+    fn findings(
+        &mut self,
+        part: &crate::model::Trace,
+        sites: &crate::sites::SiteTable,
+        found: &[crate::metrics::Finding],
+    ) {
+        self.rows.findings(part, sites, found);
+    }
+
+    fn messages(
+        &mut self,
+        run: &crate::model::Trace,
+        ends: &crate::metrics::message_ends::MessageEnds,
+    ) {
+        self.rows.messages(run, ends);
+    }
+
+    fn chains(&mut self, chains: &[crate::gpu::ChainRow]) {
+        self.rows.chains(chains);
+    }
+
+    fn written(&mut self) -> crate::Result<Vec<Vec<u8>>> {
+        let pieces = self.rows.written()?;
+        self.pieces += pieces.len();
+        Ok(pieces)
+    }
+
+    fn take_written(&mut self, piece: &[u8]) {
+        self.rows.take_written(piece);
+    }
+}
+
+/// A piece of rows handed by a worker that cannot be read fails the tables of the
+/// writer that takes it: none is written, and the directory made for them is gone.
+#[test]
+fn a_piece_handed_that_cannot_be_read_fails_the_tables() {
+    use crate::analysis::RowSink;
+    let out = tempfile::tempdir().expect("a directory");
+    let dir = out.path().join("tables");
+    let mut stream = TableStream::new(&[(dir.as_path(), TableFormat::Csv)]).expect("made");
+    stream.take_written(&[0, 1, 2, 3]);
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports/c-calls/ranks");
+    let trace = (crate::load::load_dir(&kept, &mut |_, _| {})).expect("a kept run");
+    let report = analyze(&trace.trace, &Default::default()).0;
+    let e = stream.finish(&report).expect_err("refused").to_string();
+    assert!(e.contains("could not be read"), "{e}");
+    assert!(!dir.exists(), "the directory made for the tables is gone");
 }
