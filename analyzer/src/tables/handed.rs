@@ -12,6 +12,7 @@
 
 use std::io::Cursor;
 
+use polars::io::parquet::write::StatisticsOptions;
 use polars::prelude::{DataFrame, ParquetCompression, ParquetReader, ParquetWriter, SerReader};
 
 use super::findings::FindingRow;
@@ -102,9 +103,11 @@ impl RowRecorder {
     fn add_batch(&mut self, kind: Kind, df: Result<DataFrame>) {
         self.add(kind, |piece| {
             let mut df = df?;
-            // LZ4: the piece is read once, by worker 0, soon after; the tables' own files
-            // are compressed as the user's Parquet is.
-            let writer = ParquetWriter::new(piece).with_compression(ParquetCompression::Lz4Raw);
+            // Compressed as the Parquet tables are: the pieces wait in the worker's memory
+            // until worker 0 takes them. Without statistics, which no one reads.
+            let writer = ParquetWriter::new(piece)
+                .with_compression(ParquetCompression::Zstd(None))
+                .with_statistics(StatisticsOptions::empty());
             writer.finish(&mut df).map(|_| ()).map_err(table_error)
         });
     }

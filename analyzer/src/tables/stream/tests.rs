@@ -151,34 +151,37 @@ fn assert_same(name: &str, got: &Written, want: &Written) {
 
 /// Every kept run analysed by 2 and 3 workers (on threads), a rank a part, each worker
 /// but worker 0 making its block's rows and handing them to worker 0: worker 0 writes
-/// the tables one process writes, in batches of 7 rows as of the default.
+/// the tables one process writes, CSV and Parquet, each alone and both, in batches of 7
+/// rows as of the default.
 #[test]
 fn the_tables_of_a_jobs_workers_are_the_tables_of_one_process() {
     let opts = Default::default();
     let mut handed = 0;
+    let (csv, parquet) = (TableFormat::Csv, TableFormat::Parquet);
     for dir in crate::load::kept_run_dirs() {
         let out = tempfile::tempdir().expect("a directory");
-        let outputs = |tag: &str| {
-            let at = |name: String| out.path().join(name);
-            [
-                (at(format!("{tag}.csv")), TableFormat::Csv),
-                (at(format!("{tag}.pq")), TableFormat::Parquet),
-            ]
-        };
-        let write = |tag: &str, batch: usize, ex: &dyn Exchange| {
-            let outputs = outputs(tag);
+        let write = |tag: &str, formats: &[TableFormat], batch: usize, ex: &dyn Exchange| {
+            let paths: Vec<(PathBuf, TableFormat)> = (formats.iter())
+                .map(|f| (out.path().join(format!("{tag}.{f:?}")), *f))
+                .collect();
             let outputs: Vec<(&Path, TableFormat)> =
-                outputs.iter().map(|(p, f)| (p.as_path(), *f)).collect();
+                paths.iter().map(|(p, f)| (p.as_path(), *f)).collect();
             let mut stream = TableStream::in_batches_of(&outputs, batch).expect("directories");
             let run = analyze_dir_in_parts_of(&dir, &opts, 1, ex, Some(&mut stream));
             let run = run.expect("analysed").expect("worker 0");
-            read(&stream.finish(&run.report).expect("written"))
+            stream.finish(&run.report).expect("written")
         };
-        let one = write("one", super::ROWS, &Alone);
-        for (workers, batch) in [(2, 7), (3, super::ROWS)] {
+        let one = read(&write("one", &[csv, parquet], super::ROWS, &Alone));
+        for (workers, formats, batch) in [
+            (2, vec![csv, parquet], 7),
+            (3, vec![csv, parquet], super::ROWS),
+            (2, vec![csv], 7),
+            (3, vec![parquet], 7),
+        ] {
+            let tag = format!("{workers}-{formats:?}-{batch}");
             let got = Threads::run(workers, |ex: &dyn Exchange| {
                 if ex.worker() == 0 {
-                    return (Some(write(&format!("{workers}-{batch}"), batch, ex)), 0);
+                    return (Some(write(&tag, &formats, batch, ex)), 0);
                 }
                 let mut recorder = CountingRecorder::default();
                 let run = analyze_dir_in_parts_of(&dir, &opts, 1, ex, Some(&mut recorder));
@@ -186,9 +189,24 @@ fn the_tables_of_a_jobs_workers_are_the_tables_of_one_process() {
                 (None, recorder.pieces)
             });
             handed += got.iter().map(|g| g.1).sum::<usize>();
-            let name = format!("{} on {workers} workers", dir.display());
+            let name = format!("{} on {workers} workers, {tag}", dir.display());
             let first = got.into_iter().next().and_then(|g| g.0);
-            assert_same(&name, &first.expect("worker 0 writes"), &one);
+            let mut written = first.expect("worker 0 writes");
+            // Each format's files where `read` looks for them, the other's as one's.
+            let (mut got, mut want) = (read(&[vec![], vec![]]), one.clone());
+            for (format, files) in formats.iter().zip(written.drain(..)) {
+                match format {
+                    TableFormat::Csv => got.0 = read(&[files, vec![]]).0,
+                    TableFormat::Parquet => got.1 = read(&[vec![], files]).1,
+                }
+            }
+            if !formats.contains(&csv) {
+                want.0.clear();
+            }
+            if !formats.contains(&parquet) {
+                want.1.clear();
+            }
+            assert_same(&name, &got, &want);
         }
     }
     assert!(handed > 100, "pieces handed to worker 0: {handed}");
