@@ -212,11 +212,60 @@ fn the_tables_of_a_jobs_workers_are_the_tables_of_one_process() {
     assert!(handed > 100, "pieces handed to worker 0: {handed}");
 }
 
-/// A [`RowRecorder`] that counts the pieces it hands on.
+/// A worker whose rows cannot be handed on (its recorder fails), or that was started
+/// without the tables worker 0 writes, fails the job at worker 0 with its error, as
+/// worker 1 of 3; every worker returns (none waits for another), and no table is
+/// written.
+#[test]
+fn a_worker_whose_rows_cannot_be_handed_on_fails_the_job() {
+    let opts = Default::default();
+    let run = crate::load::kept_run_copy("c-ring");
+    let dir = run.path();
+    let out = tempfile::tempdir().expect("a directory");
+    for (case, said) in [
+        (Some("the disk is full"), "the disk is full"),
+        (None, "started without the tables"),
+    ] {
+        let tables = out.path().join("tables");
+        let got = Threads::run(2, |ex: &dyn Exchange| {
+            let mut recorder = CountingRecorder::default();
+            if ex.worker() == 0 {
+                let outputs = [(tables.as_path(), TableFormat::Csv)];
+                let mut stream = TableStream::new(&outputs).expect("the directory");
+                let run = analyze_dir_in_parts_of(dir, &opts, 1, ex, Some(&mut stream));
+                return Some(run.map(|_| ()).map_err(|e| (e.to_string(), e)));
+            }
+            recorder.fails = case.filter(|_| ex.worker() == 1);
+            let rows: crate::analysis::Rows<'_> = match (case, ex.worker()) {
+                (None, 1) => None,
+                _ => Some(&mut recorder),
+            };
+            let run = analyze_dir_in_parts_of(dir, &opts, 1, ex, rows);
+            assert!(run.is_err(), "worker 1 fails");
+            None
+        });
+        let first = got.into_iter().next().flatten().expect("worker 0 returns");
+        let (e, error) = first.expect_err("the job fails");
+        assert!(e.contains(said), "{e}");
+        let worker = matches!(
+            error,
+            crate::Error::Worker {
+                worker: 1,
+                workers: 2,
+                ..
+            }
+        );
+        assert!(worker, "{error:?}");
+        assert!(!tables.exists(), "no table written");
+    }
+}
+
+/// A [`RowRecorder`] that counts the pieces it hands on, or fails to hand them on.
 #[derive(Default)]
 struct CountingRecorder {
     rows: RowRecorder,
     pieces: usize,
+    fails: Option<&'static str>,
 }
 
 impl crate::analysis::RowSink for CountingRecorder {
@@ -263,6 +312,11 @@ impl crate::analysis::RowSink for CountingRecorder {
     }
 
     fn written(&mut self) -> crate::Result<Vec<Vec<u8>>> {
+        if let Some(reason) = self.fails {
+            return Err(crate::Error::Table {
+                reason: reason.into(),
+            });
+        }
         let pieces = self.rows.written()?;
         self.pieces += pieces.len();
         Ok(pieces)
