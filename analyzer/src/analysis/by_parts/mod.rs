@@ -25,26 +25,32 @@
 //! not the run's. The rows behind the figures (each call, request, wait-state instance
 //! and finding; then the messages) are handed to a [`super::RowSink`] as each part is
 //! folded, when one is given (the tables of `--csv`/`--parquet`), and never held.
+//!
+//! In a job of several workers, worker 0 makes the columns and sends each other worker
+//! the view of its block of ranks ([`view`]); each folds its block's parts over it
+//! ([`worker`]) and sends the folds and rows back. [`parts`] reads the parts, here and
+//! at the workers.
 
 mod folds;
+mod parts;
 #[cfg(test)]
 mod tests;
 mod view;
+mod worker;
 
 use std::ops::Range;
 use std::path::Path;
 
 use overlap_format::schema::MergedInfo;
-use rayon::prelude::*;
 
 use super::of_trace::OfTrace;
 use super::pass_order::{self, Measured, Models};
 use super::rows::Rows;
 use super::Report;
 use crate::exchange::wire::Bytes;
-use crate::exchange::{gather, gather_each, scatter, share, Alone, Exchange, Values};
+use crate::exchange::{gather, gather_each, scatter, Alone, Exchange, Values};
 use crate::import::{rank_files, EventSink, Reading};
-use crate::merge::{file_size, RunFiles, Unreadable};
+use crate::merge::{file_size, Unreadable};
 use crate::metrics::budget::{RankBudget, RunBudget};
 use crate::metrics::collectives::CallInstances;
 use crate::metrics::cross_rank::CrossRank;
@@ -55,68 +61,15 @@ use crate::metrics::options::Options;
 use crate::metrics::oversubscription::Oversubscription;
 use crate::metrics::requests::RequestPass;
 use crate::metrics::wait_states;
-use crate::model::compute::RankCompute;
 use crate::model::{MessagesByRank, RankWork, RequestLife, Trace};
 use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run};
 use crate::regions::RunRegions;
 use crate::sites::SiteTable;
-use crate::{Error, Result};
-use folds::{Bounds, Folds, Partial};
-use view::{Block, RunColumns, Task, View, ViewOf};
-
-/// What worker 0 writes for each worker for the second pass, and what the worker reads.
-type TaskWritten<'c> = Task<ViewOf<'c>>;
-type TaskRead = Task<Box<View>>;
-
-/// How many events a part is cut at, when its ranks are smaller (a rank is never
-/// split) and it has a rank per thread, and what share of the run: reading a rank takes
-/// a few times its timeline's memory while it lasts, which is then small beside the
-/// columns (a run of 10 M events is read in parts of 312 500 events, one of 1 000 M in
-/// parts of 2 M).
-const PART_EVENTS: u64 = 1 << 21;
-const PARTS_PER_RUN: u64 = 32;
-
-/// The share of the run up to which a part still takes ranks to give each thread one
-/// (at least [`PART_EVENTS`]): a run of 16 ranks of 100 M events is read two ranks a
-/// part on two threads, 12.5 M events, not one rank on one thread while the other
-/// waits.
-const THREADS_PART_OF_RUN: u64 = 8;
-
-/// How large each part is at least (but the last; a rank is never split).
-#[derive(Clone, Copy, Debug)]
-struct PartSize {
-    /// Events.
-    events: u64,
-    /// Ranks, while the part holds fewer than `most` events: a part's ranks are read,
-    /// and most of its figures made, one rank per thread.
-    ranks: usize,
-    /// Events past which a part takes no more ranks for its threads.
-    most: u64,
-}
-
-impl PartSize {
-    /// Parts of `events` events, however many ranks.
-    #[cfg(test)]
-    fn of_events(events: u64) -> PartSize {
-        PartSize {
-            events,
-            ranks: 1,
-            most: events,
-        }
-    }
-
-    /// The parts of a run of `events` events: the share [`PARTS_PER_RUN`] gives, at
-    /// most [`PART_EVENTS`], and as many ranks as rayon has threads while they hold at
-    /// most the share [`THREADS_PART_OF_RUN`] gives (a run of 16 ranks of 10 M events is
-    /// read two ranks a part on two threads, not one).
-    fn of_run(events: u64) -> PartSize {
-        PartSize {
-            events: (events / PARTS_PER_RUN).clamp(1, PART_EVENTS),
-            ranks: rayon::current_num_threads(),
-            most: (events / THREADS_PART_OF_RUN).max(PART_EVENTS),
-        }
-    }
-}
+use crate::Result;
+use folds::{Folds, Partial};
+use parts::{blocks_of, PartSize, Parts};
+use view::{Block, RunColumns, Task, TaskRead, TaskWritten, ViewOf};
+use worker::figures_of_block;
 
 /// What the analysis of a directory of rank files gives: the report, the regions, and
 /// what of the directory could not be used.
@@ -437,241 +390,8 @@ fn program(
     Ok(program.finish_measured(&run.messages, &run.source))
 }
 
-/// The run of a directory after its first pass: its columns in a trace without ranks,
-/// whose ranks are then read again a part at a time.
-struct Parts<'r> {
-    /// Told of each file read.
-    reading: &'r Reading<'r>,
-    /// The run's description, messages and requests; its ranks and compute are those of
-    /// the part being analysed, and empty between parts.
-    run: Trace,
-    /// Each rank's compute, in rank order (moved into `run` while its part is read),
-    /// from the rank of file `first` on; empty once the figures that read it are made,
-    /// the parts then without it.
-    compute: Vec<RankCompute>,
-    first: usize,
-    files: RunFiles,
-}
-
-impl Parts<'_> {
-    /// The run's columns, no rank's events among them.
-    fn columns(&self) -> &Trace {
-        &self.run
-    }
-
-    /// The ranks (indices of the run's files) of each part of `block` ([`cuts_of`]).
-    fn cuts(&self, block: &Block, at_least: PartSize) -> Vec<Range<usize>> {
-        let events: Vec<u64> = (self.files.metas[block.files.clone()].iter())
-            .map(|m| m.events.len() as u64)
-            .collect();
-        let first = block.files.start;
-        let cuts = cuts_of(&events, at_least).into_iter();
-        cuts.map(|c| first + c.start..first + c.end).collect()
-    }
-
-    /// The run's requests cut into each part's of at least `at_least` (those of
-    /// its ranks), the run's column given up: each share can be freed once its part is
-    /// done with it.
-    fn requests_by_part(&mut self, at_least: PartSize) -> Vec<Vec<RequestLife>> {
-        let requests = std::mem::take(&mut self.run.requests);
-        let cuts = self.cuts(&Block::whole(self.files.metas.len()), at_least);
-        let mut rest = &requests[..];
-        let mut shares = Vec::with_capacity(cuts.len());
-        for (k, cut) in cuts.iter().enumerate() {
-            let last = self.files.metas[cut.end - 1].rank();
-            let n = match k + 1 < cuts.len() {
-                true => rest.partition_point(|r| r.rank <= last),
-                false => rest.len(),
-            };
-            let (share, after) = rest.split_at(n);
-            shares.push(share.to_vec());
-            rest = after;
-        }
-        shares
-    }
-
-    /// Calls `each` on every part of `block` of at least `at_least`, in rank order: a
-    /// trace of the part's ranks (read again, on rayon's threads) and the run's columns,
-    /// dropped before the next part is read; and the part's bounds.
-    fn each(
-        &mut self,
-        block: &Block,
-        at_least: PartSize,
-        each: &mut dyn FnMut(&Trace, Bounds),
-    ) -> Result<()> {
-        let cuts = self.cuts(block, at_least);
-        let mut after: Option<u32> = block.after;
-        for (k, cut) in cuts.iter().cloned().enumerate() {
-            // The block's last part takes whatever rank lies beyond its files' up to its
-            // bound (the run's: none does, a message is matched between ranks of the run).
-            let last = self.files.metas[cut.end - 1].rank();
-            let bounds = (
-                after,
-                if k + 1 < cuts.len() {
-                    Some(last)
-                } else {
-                    block.up_to
-                },
-            );
-            after = Some(last);
-            let (files, reading) = (&self.files, self.reading);
-            let _s = tracing::info_span!("read part").entered();
-            let timelines = (cut.clone().into_par_iter())
-                .map(|i| {
-                    let (_, t) = files.first_timeline(i)?;
-                    reading.read(files.bytes(i));
-                    Ok(t)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            drop(_s);
-            self.run.ranks = timelines;
-            // Each rank's compute lent to the part (none once dropped: see `compute`).
-            let held = cut.start - self.first..cut.end - self.first;
-            let compute = self.compute.get_mut(held.clone()).unwrap_or_default();
-            self.run.compute = compute.iter_mut().map(std::mem::take).collect();
-            each(&self.run, bounds);
-            for (slot, c) in self.run.compute.drain(..).enumerate() {
-                self.compute[held.start + slot] = c;
-            }
-            self.run.ranks = Vec::new();
-        }
-        Ok(())
-    }
-}
-
 /// The workers of an analysis, and the block of the run's files each folds the parts of.
 type Job<'e> = (&'e dyn Exchange, Vec<Block>);
-
-/// The blocks of the run's `files` of `workers` workers: contiguous in rank order, of
-/// about equal bytes ([`share`]).
-fn blocks_of(files: &RunFiles, workers: usize) -> Vec<Block> {
-    let sizes: Vec<u64> = (0..files.metas.len()).map(|i| files.bytes(i)).collect();
-    let ranks: Vec<u32> = files.metas.iter().map(|m| m.rank()).collect();
-    Block::of_shares(&share(&sizes, workers), &ranks)
-}
-
-/// The second pass of the block of `files` this worker (not worker 0) answers for: the
-/// view of the run's columns worker 0 gives it, the block's parts (at least `at_least`
-/// each, `None`: as the run's size gives) read again and folded over it, and the folds
-/// sent to worker 0; then the parts' rows given to `rows` when worker 0 writes tables,
-/// sent to worker 0 as `rows` wrote them.
-fn figures_of_block(
-    dir: &Path,
-    opts: &Options,
-    exchange: &dyn Exchange,
-    files: RunFiles,
-    (reading, at_least): (&Reading<'_>, Option<PartSize>),
-    mut sink: Rows<'_>,
-) -> Result<()> {
-    let block = blocks_of(&files, exchange.workers()).swap_remove(exchange.worker());
-    // A view that cannot be read is this worker's error, sent where its folds would be.
-    let (folded, rows) = match scatter::<TaskWritten, TaskRead>(exchange, None) {
-        Ok(Task::NoFiles) => (Ok(None), false),
-        Ok(Task::Fold { view, rows }) => {
-            let folded = match (rows, sink.as_deref_mut()) {
-                (true, None) => Err(Error::Table {
-                    reason: "this worker was started without the tables worker 0 writes \
-                             (--csv, --parquet)"
-                        .into(),
-                }),
-                (rows, sink) => {
-                    let sink = sink.filter(|_| rows);
-                    let job = (reading, at_least);
-                    fold_view(dir, opts, files, &block, *view, job, sink).map(Some)
-                }
-            };
-            (folded, rows)
-        }
-        Err(e) => (Err(e), false),
-    };
-    let sent = gather::<Option<Partial>>(exchange, folded);
-    // The rows, once the folds are sent: none when they failed (their error is sent).
-    let handed = match (&sent, sink) {
-        (Ok(_), Some(sink)) if rows => sink.written().and_then(written),
-        _ => Ok(Values::Kept(Vec::new())),
-    };
-    let handed = gather_each::<Bytes>(exchange, handed, &mut |_| {});
-    sent?;
-    handed
-}
-
-/// The pieces a sink wrote ([`super::RowSink::written`]), as the values of a gather.
-fn written(pieces: Vec<Vec<u8>>) -> Result<Values<Bytes>> {
-    let values = pieces.into_iter().map(|piece| Values::write(&Bytes(piece)));
-    Ok(Values::of_written(values.collect::<Result<Vec<_>>>()?))
-}
-
-/// The folds of the parts of `block` of the run of `files`, over the run's columns as
-/// `view` gives them, renumbered as the run's; the parts' rows given to `sink`.
-fn fold_view(
-    dir: &Path,
-    opts: &Options,
-    files: RunFiles,
-    block: &Block,
-    view: View,
-    (reading, at_least): (&Reading<'_>, Option<PartSize>),
-    mut sink: Rows<'_>,
-) -> Result<Partial> {
-    let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
-    let at_least = at_least.unwrap_or(PartSize::of_run(events));
-    let View {
-        info,
-        messages,
-        global,
-        requests,
-        compute,
-        ends,
-        pass,
-        shared,
-        descheduled,
-        models,
-        sites,
-    } = view;
-    let index = MessagesByRank::of(&messages);
-    let mut parts = Parts {
-        reading,
-        run: Trace {
-            source: dir.to_path_buf(),
-            info,
-            ranks: Vec::new(),
-            messages,
-            requests,
-            compute: Vec::new(),
-        },
-        compute,
-        first: block.files.start,
-        files,
-    };
-    let (model, collective_model) = (&models.transfers, &models.collectives);
-    let pass = RequestPass::of_columns(pass, model, collective_model, opts);
-    let columns = (&ends, &index);
-    let mut folds = Folds::new(opts, &models, &sites, &pass, &shared, columns, &descheduled);
-    parts.each(block, at_least, &mut |part, bounds| {
-        folds.add(part, bounds, sink.as_deref_mut())
-    })?;
-    let mut folded = folds.into_partial();
-    folded.renumber(&global);
-    Ok(folded)
-}
-
-/// The ranks of each part of a run whose ranks hold `events` events each, in rank order:
-/// whole ranks, each part at least `at_least` but the last.
-fn cuts_of(events: &[u64], at_least: PartSize) -> Vec<Range<usize>> {
-    let mut cuts = Vec::new();
-    let (mut start, mut held) = (0, 0);
-    for (i, &n) in events.iter().enumerate() {
-        held += n;
-        let ranks = i + 1 - start;
-        if held >= at_least.events && (ranks >= at_least.ranks || held >= at_least.most) {
-            cuts.push(start..i + 1);
-            (start, held) = (i + 1, 0);
-        }
-    }
-    if start < events.len() {
-        cuts.push(start..events.len());
-    }
-    cuts
-}
 
 /// Where the requests of rank `rank` are among `requests` (in rank order).
 fn rank_requests(requests: &[RequestLife], rank: u32) -> Range<usize> {

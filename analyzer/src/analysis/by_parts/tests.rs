@@ -131,7 +131,7 @@ fn the_readings_told_end_at_their_total() {
 /// ```
 #[test]
 fn parts_hold_enough_events_and_enough_ranks_unless_large() {
-    use super::{cuts_of, PART_EVENTS};
+    use super::parts::{cuts_of, PART_EVENTS};
     let five = [10; 5];
     let size = |events, ranks| PartSize {
         events,
@@ -160,7 +160,7 @@ fn parts_hold_enough_events_and_enough_ranks_unless_large() {
 /// threads; 4 ranks of 25 M, a rank a part.
 #[test]
 fn a_runs_parts_give_each_thread_a_rank_up_to_an_eighth_of_the_run() {
-    use super::{cuts_of, PART_EVENTS};
+    use super::parts::{cuts_of, PART_EVENTS};
     let sixteen = [6_250_000; 16];
     let size = PartSize {
         ranks: 2,

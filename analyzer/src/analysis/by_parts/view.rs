@@ -114,6 +114,10 @@ pub(crate) enum Task<V> {
     Fold { view: V, rows: bool },
 }
 
+/// What worker 0 writes for each worker for the second pass, and what the worker reads.
+pub(super) type TaskWritten<'c> = Task<ViewOf<'c>>;
+pub(super) type TaskRead = Task<Box<View>>;
+
 /// The run's columns that [`ViewOf`] cuts a block's view out of.
 pub(super) struct RunColumns<'c> {
     pub run: &'c Trace,

@@ -1,0 +1,123 @@
+//! The second pass at a worker of a job but worker 0: the view of the run's columns
+//! worker 0 sends it ([`super::view`]), its block's parts read again and folded over it
+//! as one process folds them, the folds sent back to worker 0, and the parts' rows
+//! handed on to worker 0 when it writes tables.
+
+use std::path::Path;
+
+use super::folds::{Folds, Partial};
+use super::parts::{blocks_of, PartSize, Parts};
+use super::view::{Block, Task, TaskRead, TaskWritten, View};
+use crate::analysis::Rows;
+use crate::exchange::wire::Bytes;
+use crate::exchange::{gather, gather_each, scatter, Exchange, Values};
+use crate::import::{EventSink, Reading};
+use crate::merge::RunFiles;
+use crate::metrics::options::Options;
+use crate::metrics::requests::RequestPass;
+use crate::model::{MessagesByRank, Trace};
+use crate::{Error, Result};
+
+/// The second pass of the block of `files` this worker (not worker 0) answers for: the
+/// view of the run's columns worker 0 gives it, the block's parts (at least `at_least`
+/// each, `None`: as the run's size gives) read again and folded over it, and the folds
+/// sent to worker 0; then the parts' rows given to `rows` when worker 0 writes tables,
+/// sent to worker 0 as `rows` wrote them.
+pub(super) fn figures_of_block(
+    dir: &Path,
+    opts: &Options,
+    exchange: &dyn Exchange,
+    files: RunFiles,
+    (reading, at_least): (&Reading<'_>, Option<PartSize>),
+    mut sink: Rows<'_>,
+) -> Result<()> {
+    let block = blocks_of(&files, exchange.workers()).swap_remove(exchange.worker());
+    // A view that cannot be read is this worker's error, sent where its folds would be.
+    let (folded, rows) = match scatter::<TaskWritten, TaskRead>(exchange, None) {
+        Ok(Task::NoFiles) => (Ok(None), false),
+        Ok(Task::Fold { view, rows }) => {
+            let folded = match (rows, sink.as_deref_mut()) {
+                (true, None) => Err(Error::Table {
+                    reason: "this worker was started without the tables worker 0 writes \
+                             (--csv, --parquet)"
+                        .into(),
+                }),
+                (rows, sink) => {
+                    let sink = sink.filter(|_| rows);
+                    let job = (reading, at_least);
+                    fold_view(dir, opts, files, &block, *view, job, sink).map(Some)
+                }
+            };
+            (folded, rows)
+        }
+        Err(e) => (Err(e), false),
+    };
+    let sent = gather::<Option<Partial>>(exchange, folded);
+    // The rows, once the folds are sent: none when they failed (their error is sent).
+    let handed = match (&sent, sink) {
+        (Ok(_), Some(sink)) if rows => sink.written().and_then(written),
+        _ => Ok(Values::Kept(Vec::new())),
+    };
+    let handed = gather_each::<Bytes>(exchange, handed, &mut |_| {});
+    sent?;
+    handed
+}
+
+/// The pieces a sink wrote ([`crate::analysis::RowSink::written`]), as the values of a gather.
+fn written(pieces: Vec<Vec<u8>>) -> Result<Values<Bytes>> {
+    let values = pieces.into_iter().map(|piece| Values::write(&Bytes(piece)));
+    Ok(Values::of_written(values.collect::<Result<Vec<_>>>()?))
+}
+
+/// The folds of the parts of `block` of the run of `files`, over the run's columns as
+/// `view` gives them, renumbered as the run's; the parts' rows given to `sink`.
+fn fold_view(
+    dir: &Path,
+    opts: &Options,
+    files: RunFiles,
+    block: &Block,
+    view: View,
+    (reading, at_least): (&Reading<'_>, Option<PartSize>),
+    mut sink: Rows<'_>,
+) -> Result<Partial> {
+    let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
+    let at_least = at_least.unwrap_or(PartSize::of_run(events));
+    let View {
+        info,
+        messages,
+        global,
+        requests,
+        compute,
+        ends,
+        pass,
+        shared,
+        descheduled,
+        models,
+        sites,
+    } = view;
+    let index = MessagesByRank::of(&messages);
+    let mut parts = Parts {
+        reading,
+        run: Trace {
+            source: dir.to_path_buf(),
+            info,
+            ranks: Vec::new(),
+            messages,
+            requests,
+            compute: Vec::new(),
+        },
+        compute,
+        first: block.files.start,
+        files,
+    };
+    let (model, collective_model) = (&models.transfers, &models.collectives);
+    let pass = RequestPass::of_columns(pass, model, collective_model, opts);
+    let columns = (&ends, &index);
+    let mut folds = Folds::new(opts, &models, &sites, &pass, &shared, columns, &descheduled);
+    parts.each(block, at_least, &mut |part, bounds| {
+        folds.add(part, bounds, sink.as_deref_mut())
+    })?;
+    let mut folded = folds.into_partial();
+    folded.renumber(&global);
+    Ok(folded)
+}
