@@ -22,15 +22,12 @@ const FAILED: u8 = 1;
 pub(super) const PIECE_BYTES: usize = 64 << 20;
 
 /// The values of a worker's part for [`gather_values`]: kept as they are (worker 0's,
-/// which never leave it), or written one after another as the worker made them, so
-/// that it holds their bytes (MessagePack, by position), not the values.
+/// which never leave it), or written as the worker made them, so that it holds their
+/// bytes (MessagePack, by position), not the values: each value's apart, never copied
+/// into one buffer beside them, each freed once sent.
 pub(crate) enum Values<T> {
     Kept(Vec<T>),
-    Written {
-        bytes: Vec<u8>,
-        /// Where each value ends in `bytes`.
-        ends: Vec<usize>,
-    },
+    Written(Vec<Vec<u8>>),
 }
 
 impl<T: Serialize> Values<T> {
@@ -43,67 +40,56 @@ impl<T: Serialize> Values<T> {
 
     /// The values whose bytes are `pieces` ([`Values::write`]'s), in that order.
     pub(crate) fn of_written(pieces: Vec<Vec<u8>>) -> Values<T> {
-        let (bytes, ends) = one_after_another(pieces);
-        Values::Written { bytes, ends }
+        Values::Written(pieces)
     }
 
-    /// This part as it is sent: its bytes, cut into pieces of whole values of at most
+    /// This part as it is sent: its values' bytes, in pieces of whole values of at most
     /// `most` bytes each (but a value larger alone).
     fn into_pieces(self, most: usize) -> Pieces {
-        let (bytes, ends) = match self {
-            Values::Written { bytes, ends } => (bytes, ends),
-            Values::Kept(kept) => {
-                match kept.iter().map(Values::write).collect::<Result<Vec<_>>>() {
-                    Ok(pieces) => one_after_another(pieces),
-                    Err(e) => return Pieces::failed(&e.to_string()),
-                }
-            }
+        let values = match self {
+            Values::Written(values) => values,
+            Values::Kept(kept) => match kept.iter().map(Values::write).collect() {
+                Ok(values) => values,
+                Err(e) => return Pieces::failed(&e.to_string()),
+            },
         };
         let mut cuts = Vec::new();
-        let mut start = 0;
-        for (k, &end) in ends.iter().enumerate() {
-            let next = ends.get(k + 1).copied();
-            if next.is_none_or(|next| next - start > most) {
-                cuts.push(start..end);
-                start = end;
+        let (mut start, mut held) = (0, 0);
+        for (k, value) in values.iter().enumerate() {
+            if k > start && held + value.len() > most {
+                cuts.push(start..k);
+                (start, held) = (k, 0);
             }
+            held += value.len();
+        }
+        if start < values.len() {
+            cuts.push(start..values.len());
         }
         Pieces {
             first: VALUES,
-            bytes,
+            values,
             cuts,
         }
     }
 }
 
-/// The values' bytes `pieces` one after another, and where each ends, each piece freed
-/// as it is copied (what is held is about their bytes once).
-fn one_after_another(pieces: Vec<Vec<u8>>) -> (Vec<u8>, Vec<usize>) {
-    let mut bytes = Vec::with_capacity(pieces.iter().map(Vec::len).sum::<usize>());
-    let mut ends = Vec::with_capacity(pieces.len());
-    for piece in pieces {
-        bytes.extend_from_slice(&piece);
-        ends.push(bytes.len());
-    }
-    (bytes, ends)
-}
-
 /// A worker's part, as [`gather_values`] sends it: one piece a round, each made when
-/// it is sent (its first byte, then its bytes), so that only one is copied at a time.
+/// it is sent (its first byte, then its values' bytes) and its values freed, so that
+/// only one is copied at a time.
 struct Pieces {
     first: u8,
-    bytes: Vec<u8>,
+    values: Vec<Vec<u8>>,
+    /// The values of each piece.
     cuts: Vec<Range<usize>>,
 }
 
 impl Pieces {
     /// The part of a worker that failed: one piece, its error.
     fn failed(reason: &str) -> Pieces {
-        let bytes = reason.as_bytes().to_vec();
         Pieces {
             first: FAILED,
-            cuts: std::iter::once(0..bytes.len()).collect(),
-            bytes,
+            values: vec![reason.as_bytes().to_vec()],
+            cuts: std::iter::once(0..1).collect(),
         }
     }
 
@@ -111,19 +97,22 @@ impl Pieces {
     fn none() -> Pieces {
         Pieces {
             first: VALUES,
-            bytes: Vec::new(),
+            values: Vec::new(),
             cuts: Vec::new(),
         }
     }
 
-    /// Piece `k`, ready to send.
-    fn piece(&self, k: usize) -> Vec<u8> {
+    /// Piece `k`, ready to send; its values are freed.
+    fn piece(&mut self, k: usize) -> Vec<u8> {
         let Some(cut) = self.cuts.get(k) else {
             return Vec::new();
         };
-        let mut piece = Vec::with_capacity(1 + cut.len());
+        let values = &mut self.values[cut.clone()];
+        let mut piece = Vec::with_capacity(1 + values.iter().map(Vec::len).sum::<usize>());
         piece.push(self.first);
-        piece.extend_from_slice(&self.bytes[cut.clone()]);
+        for value in values {
+            piece.extend_from_slice(&std::mem::take(value));
+        }
         piece
     }
 }
@@ -151,8 +140,7 @@ pub(super) fn gather_values_in<T: Serialize + DeserializeOwned>(
 }
 
 /// [`gather_values`], each value handed to `take` at worker 0 as it is read, in worker
-/// order, none kept here; after the first failure, none. Worker 0's own values are its
-/// to take before: it gives none (`Values::Kept` of none).
+/// order (worker 0's own first), none kept here; after the first failure, none.
 pub(crate) fn gather_each<T: Serialize + DeserializeOwned>(
     ex: &dyn Exchange,
     mine: Result<Values<T>>,
@@ -174,13 +162,13 @@ fn gather_each_in<T: Serialize + DeserializeOwned>(
             .map_err(|reason| Error::Exchange { reason })
     };
     let mut first_failed: Option<Error> = None;
-    let (pieces, failed) = match (mine, me) {
+    let (mut pieces, failed) = match (mine, me) {
         (Ok(Values::Kept(kept)), 0) => {
             kept.into_iter().for_each(&mut *take);
             (Pieces::none(), None)
         }
         (Ok(own), 0) => {
-            let own = own.into_pieces(most);
+            let mut own = own.into_pieces(most);
             for k in 0..own.cuts.len() {
                 match read_values(&own.piece(k), 0, workers)? {
                     Ok(read) => read.into_iter().for_each(&mut *take),

@@ -7,8 +7,8 @@
 //! worker 0 never reads the other workers' ranks.
 //!
 //! A piece is a byte naming what it holds, then the rows: a batch of a streamed table
-//! as Parquet (which keeps each column's type and nulls exactly), or findings' rows and
-//! their sites' labels as MessagePack.
+//! as Parquet (which keeps each column's type and nulls exactly); or findings' rows and
+//! their sites' labels, or staging chains, as MessagePack.
 
 use std::io::Cursor;
 

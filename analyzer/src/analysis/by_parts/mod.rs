@@ -99,8 +99,9 @@ pub fn analyze_dir(dir: &Path, opts: &Options) -> Result<DirAnalysis> {
 }
 
 /// [`analyze_dir`] made by the workers of `exchange`: each reads its share of the
-/// rank files for the first pass ([`crate::metrics::digest_share`]), and worker 0 makes
-/// the rest of the report, which it alone returns (`None` at the others). `tell` is
+/// rank files for the first pass ([`crate::metrics::digest_share`]) and folds its block
+/// of ranks for the figures ([`worker`]), and worker 0 makes the rest of the report,
+/// which it alone returns (`None` at the others). `tell` is
 /// told of the readings of this worker; `rows` takes the figures' rows of the parts this
 /// worker analyses (worker 0 those of every worker: the others' sinks write theirs for
 /// it, [`super::RowSink::written`]).
