@@ -10,7 +10,8 @@
 //! as Parquet (which keeps each column's type and nulls exactly); or findings' rows and
 //! their sites' labels, or staging chains, as MessagePack.
 
-use std::io::Cursor;
+use std::fs::File;
+use std::io::{BufReader, Cursor, Read, Seek, SeekFrom, Write};
 
 use polars::io::parquet::write::StatisticsOptions;
 use polars::prelude::{DataFrame, ParquetCompression, ParquetReader, ParquetWriter, SerReader};
@@ -73,9 +74,15 @@ pub(super) enum Handed {
 }
 
 /// Takes the rows of a worker's block (not worker 0's) and writes each batch as it
-/// comes into a piece for worker 0 ([`RowSink::written`]).
+/// comes into a piece for worker 0 ([`RowSink::written`]). The pieces wait in a file of
+/// their own (unnamed, in the system's temporary directory, gone with the recorder), not
+/// in the worker's memory beside the view it folds over; in memory only when no such
+/// file can be made.
 #[derive(Default)]
 pub struct RowRecorder {
+    /// The file the pieces are set aside in, and each piece's length there.
+    aside: Option<(File, Vec<usize>)>,
+    /// The pieces kept in memory, without a file.
     pieces: Vec<Vec<u8>>,
     /// The first failure: nothing more is written, and [`RowSink::written`] says it.
     failed: Option<Error>,
@@ -84,7 +91,10 @@ pub struct RowRecorder {
 impl RowRecorder {
     /// A recorder of no rows yet.
     pub fn new() -> RowRecorder {
-        RowRecorder::default()
+        RowRecorder {
+            aside: tempfile::tempfile().ok().map(|file| (file, Vec::new())),
+            ..RowRecorder::default()
+        }
     }
 
     /// Writes a piece of `kind` made by `write`, unless a piece failed before.
@@ -93,10 +103,38 @@ impl RowRecorder {
             return;
         }
         let mut piece = vec![kind as u8];
-        match write(&mut piece) {
-            Ok(()) => self.pieces.push(piece),
-            Err(e) => self.failed = Some(e),
+        if let Err(e) = write(&mut piece).and_then(|()| self.keep(piece)) {
+            self.failed = Some(e);
         }
+    }
+
+    /// Sets `piece` aside until [`RowSink::written`].
+    fn keep(&mut self, piece: Vec<u8>) -> Result<()> {
+        let Some((file, lengths)) = &mut self.aside else {
+            self.pieces.push(piece);
+            return Ok(());
+        };
+        file.write_all(&piece).map_err(set_aside)?;
+        lengths.push(piece.len());
+        Ok(())
+    }
+
+    /// The pieces set aside, in the order written, read back.
+    fn read_back(&mut self) -> Result<Vec<Vec<u8>>> {
+        let Some((file, lengths)) = self.aside.take() else {
+            return Ok(std::mem::take(&mut self.pieces));
+        };
+        let mut file = BufReader::new(file);
+        file.seek(SeekFrom::Start(0)).map_err(set_aside)?;
+        let read = |len: &usize| {
+            let mut piece = vec![0; *len];
+            file.read_exact(&mut piece).map(|()| piece)
+        };
+        lengths
+            .iter()
+            .map(read)
+            .collect::<std::io::Result<_>>()
+            .map_err(set_aside)
     }
 
     /// Writes the batch `df` of a streamed table as a piece of `kind`.
@@ -110,6 +148,15 @@ impl RowRecorder {
                 .with_statistics(StatisticsOptions::empty());
             writer.finish(&mut df).map(|_| ()).map_err(table_error)
         });
+    }
+}
+
+/// The error of the file a worker's rows are set aside in.
+fn set_aside(cause: std::io::Error) -> Error {
+    Error::Io {
+        what: "setting a worker's rows aside for worker 0",
+        path: std::env::temp_dir(),
+        cause,
     }
 }
 
@@ -179,7 +226,7 @@ impl RowSink for RowRecorder {
     fn written(&mut self) -> Result<Vec<Vec<u8>>> {
         match self.failed.take() {
             Some(e) => Err(e),
-            None => Ok(std::mem::take(&mut self.pieces)),
+            None => self.read_back(),
         }
     }
 
@@ -235,6 +282,36 @@ mod tests {
             let e = said(&[kind, 1, 2, 3]);
             assert!(e.contains("handed to worker 0 could not be read"), "{e}");
         }
+    }
+
+    /// A recorder that sets its pieces aside in a file hands on the pieces one that
+    /// keeps them in memory hands on, in the same order.
+    #[test]
+    fn pieces_set_aside_are_those_kept() {
+        let chains = |n: u64| {
+            let chain = ChainRow {
+                message: n,
+                from: 0,
+                to: 1,
+                tag: n as i32,
+                packet: None,
+                bytes: n,
+                send_index: 0,
+                completion_index: None,
+                start_ns: n,
+                breakdown: Breakdown::default(),
+            };
+            vec![chain; n as usize]
+        };
+        let (mut aside, mut kept) = (RowRecorder::new(), RowRecorder::default());
+        assert!(aside.aside.is_some(), "a file for the pieces");
+        for n in [3, 1, 700] {
+            aside.chains(&chains(n));
+            kept.chains(&chains(n));
+        }
+        let written = aside.written().expect("read back");
+        assert_eq!(written.len(), 3);
+        assert_eq!(written, kept.written().expect("kept"));
     }
 
     /// The staging chains a recorder takes are those read back; a recorder hands no
