@@ -31,7 +31,7 @@ fn every_worker_gets_every_part_in_worker_order() {
         let mine = match w {
             1 => {
                 let pieces: Result<Vec<Vec<u8>>> = [w, 100 + w].iter().map(Values::write).collect();
-                Values::of_written(pieces.expect("written"))
+                Values::Written(pieces.expect("written"))
             }
             _ => Values::Kept(vec![w, 100 + w]),
         };

@@ -27,20 +27,16 @@ pub(super) const PIECE_BYTES: usize = 64 << 20;
 /// into one buffer beside them, each freed once sent.
 pub(crate) enum Values<T> {
     Kept(Vec<T>),
+    /// Each value's bytes ([`Values::write`]'s), in order.
     Written(Vec<Vec<u8>>),
 }
 
 impl<T: Serialize> Values<T> {
-    /// One value's bytes, for [`Values::of_written`].
+    /// One value's bytes, for [`Values::Written`].
     pub(crate) fn write(value: &T) -> Result<Vec<u8>> {
         rmp_serde::to_vec(value).map_err(|e| Error::Exchange {
             reason: format!("a part could not be written: {e}"),
         })
-    }
-
-    /// The values whose bytes are `pieces` ([`Values::write`]'s), in that order.
-    pub(crate) fn of_written(pieces: Vec<Vec<u8>>) -> Values<T> {
-        Values::Written(pieces)
     }
 
     /// This part as it is sent: its values' bytes, in pieces of whole values of at most

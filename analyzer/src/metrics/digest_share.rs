@@ -75,7 +75,7 @@ pub(crate) fn digest_dir_shared(
     // (what a worker holds is their bytes, not the digests).
     let digests = match exchange.worker() {
         0 => digest_files(&files, &which, reading).map(Values::Kept),
-        _ => digest_files_written(&files, &which, reading).map(Values::of_written),
+        _ => digest_files_written(&files, &which, reading).map(Values::Written),
     };
     let Some(mut digests) = gather_values(exchange, digests)? else {
         return Ok(Shared::Own(files));

@@ -62,11 +62,24 @@ impl FindingRow {
             site: sites.id_of_call(trace, f.rank, f.wait.index),
         }
     }
+}
 
-    /// The site's id, when the waiting call has one.
-    pub(super) fn site(&self) -> Option<u32> {
-        self.site
-    }
+/// Findings' rows, and the label of each site they name, by id.
+pub(super) type Findings = (Vec<FindingRow>, Vec<(u32, String)>);
+
+/// The rows of the findings `found` of `part`'s ranks, and the labels of their sites in
+/// `sites`.
+pub(super) fn rows_of(part: &Trace, sites: &SiteTable, found: &[Finding]) -> Findings {
+    let rows: Vec<FindingRow> = (found.iter())
+        .map(|f| FindingRow::of(part, sites, f))
+        .collect();
+    let mut labels: Vec<(u32, String)> = (rows.iter())
+        .filter_map(|r| r.site)
+        .filter_map(|id| Some((id, super::parts::label(sites, id)?.to_string())))
+        .collect();
+    labels.sort_unstable();
+    labels.dedup();
+    (rows, labels)
 }
 
 /// Reads a proven point's (hideable ns, limit).

@@ -16,10 +16,11 @@ use std::io::{BufReader, Cursor, Read, Seek, SeekFrom, Write};
 use polars::io::parquet::write::StatisticsOptions;
 use polars::prelude::{DataFrame, ParquetCompression, ParquetReader, ParquetWriter, SerReader};
 
-use super::findings::FindingRow;
-use super::parts::{label, Part};
+use super::batches::Batches;
+use super::findings::{rows_of, Findings};
+use super::parts::Part;
 use super::write::in_rows;
-use super::{calls, messages, requests, wait_states, MessageTimes};
+use super::{messages, MessageTimes};
 use crate::analysis::RowSink;
 use crate::gpu::ChainRow;
 use crate::metrics::message_ends::MessageEnds;
@@ -50,6 +51,16 @@ impl Kind {
         Kind::Chains,
     ];
 
+    /// What holds a batch of the streamed table `table`.
+    fn of_table(table: Part) -> Kind {
+        match table {
+            Part::Calls => Kind::Calls,
+            Part::Requests => Kind::Requests,
+            Part::WaitStates => Kind::WaitStates,
+            _ => Kind::Messages,
+        }
+    }
+
     /// The streamed table whose batch it holds.
     fn table(self) -> Option<Part> {
         match self {
@@ -61,9 +72,6 @@ impl Kind {
         }
     }
 }
-
-/// Findings' rows, and the label of each site they name, by id.
-type Findings = (Vec<FindingRow>, Vec<(u32, String)>);
 
 /// What a piece gives worker 0's writer.
 pub(super) enum Handed {
@@ -136,12 +144,15 @@ impl RowRecorder {
             .collect::<std::io::Result<_>>()
             .map_err(set_aside)
     }
+}
 
-    /// Writes the batch `df` of a streamed table as a piece of `kind`.
-    fn add_batch(&mut self, kind: Kind, df: Result<DataFrame>) {
+impl Batches for RowRecorder {
+    /// Writes the batch `df` of the streamed table `table` as a piece.
+    fn batch(&mut self, table: Part, df: Result<DataFrame>) {
+        let kind = Kind::of_table(table);
         self.add(kind, |piece| {
             let mut df = df?;
-            // Compressed as the Parquet tables are: the pieces wait in the worker's memory
+            // Compressed as the Parquet tables are: the pieces wait on the worker's disk
             // until worker 0 takes them. Without statistics, which no one reads.
             let writer = ParquetWriter::new(piece)
                 .with_compression(ParquetCompression::Zstd(None))
@@ -168,39 +179,24 @@ fn table_error(e: polars::error::PolarsError) -> Error {
 
 impl RowSink for RowRecorder {
     fn calls(&mut self, part: &Trace, sites: &SiteTable) {
-        let rows = part.ranks.iter().map(|t| t.spans.len()).sum();
-        in_rows(rows, |range| {
-            self.add_batch(Kind::Calls, calls(part, sites, range))
-        });
+        self.calls_of(part, sites);
     }
 
     fn requests(&mut self, part: &Trace, rows: &[RequestRow]) {
-        in_rows(rows.len(), |range| {
-            self.add_batch(Kind::Requests, requests(part, &rows[range]))
-        });
+        self.requests_of(part, rows);
     }
 
     fn wait_states(&mut self, part: &Trace, sites: &SiteTable, waits: &[WaitInstance]) {
-        in_rows(waits.len(), |range| {
-            self.add_batch(Kind::WaitStates, wait_states(part, sites, &waits[range]))
-        });
+        self.wait_states_of(part, sites, waits);
     }
 
     fn findings(&mut self, part: &Trace, sites: &SiteTable, found: &[Finding]) {
         if found.is_empty() {
             return;
         }
-        let rows: Vec<FindingRow> = (found.iter())
-            .map(|f| FindingRow::of(part, sites, f))
-            .collect();
-        let mut labels: Vec<(u32, String)> = (rows.iter())
-            .filter_map(|r| r.site())
-            .filter_map(|id| Some((id, label(sites, id)?.to_string())))
-            .collect();
-        labels.sort_unstable();
-        labels.dedup();
+        let findings = rows_of(part, sites, found);
         self.add(Kind::Findings, |piece| {
-            rmp_serde::encode::write(piece, &(rows, labels)).map_err(|e| Error::Table {
+            rmp_serde::encode::write(piece, &findings).map_err(|e| Error::Table {
                 reason: format!("the findings handed to worker 0: {e}"),
             })
         });
@@ -211,7 +207,7 @@ impl RowSink for RowRecorder {
         in_rows(all.len(), |range| {
             let first = range.start;
             let times = |i: usize| MessageTimes::of_ends(ends, first + i, &all[first + i]);
-            self.add_batch(Kind::Messages, messages(&all[range], times))
+            self.batch(Part::Messages, messages(&all[range], times))
         });
     }
 

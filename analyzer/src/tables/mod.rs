@@ -18,6 +18,7 @@ use crate::model::{Message, Trace, What};
 use crate::sites::SiteTable;
 use crate::{Error, Result};
 
+mod batches;
 mod findings;
 mod handed;
 mod parts;

@@ -49,7 +49,7 @@ use super::rows::Rows;
 use super::Report;
 use crate::exchange::wire::Bytes;
 use crate::exchange::{gather, gather_each, scatter, Alone, Exchange, Values};
-use crate::import::{rank_files, EventSink, Reading};
+use crate::import::{rank_files, Reading};
 use crate::merge::{file_size, Unreadable};
 use crate::metrics::budget::{RankBudget, RunBudget};
 use crate::metrics::collectives::CallInstances;
@@ -61,7 +61,7 @@ use crate::metrics::options::Options;
 use crate::metrics::oversubscription::Oversubscription;
 use crate::metrics::requests::RequestPass;
 use crate::metrics::wait_states;
-use crate::model::{MessagesByRank, RankWork, RequestLife, Trace};
+use crate::model::{MessagesByRank, RankWork, RequestLife};
 use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run};
 use crate::regions::RunRegions;
 use crate::sites::SiteTable;
@@ -179,23 +179,10 @@ fn analyze_in_parts(
         files,
         ..
     } = digested;
-    let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
-    let at_least = at_least.unwrap_or(PartSize::of_run(events));
+    let at_least = Parts::sized(&files, at_least);
     let blocks = blocks_of(&files, exchange.workers());
-    let mut parts = Parts {
-        reading: &reading,
-        run: Trace {
-            source: dir.to_path_buf(),
-            info,
-            ranks: Vec::new(),
-            messages,
-            requests,
-            compute: Vec::new(),
-        },
-        compute,
-        first: 0,
-        files,
-    };
+    let columns = (info, messages, requests);
+    let mut parts = Parts::new((dir, &reading), columns, compute, (0, files));
     let models = Models::fit(parts.columns(), &cross);
     // What the program reads of the collectives, kept beside the figures (little).
     let nonblocking: Vec<Vec<usize>> = (cross.collectives.nonblocking.iter())

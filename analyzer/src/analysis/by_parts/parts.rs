@@ -5,6 +5,9 @@
 //! of a job reads ([`blocks_of`]).
 
 use std::ops::Range;
+use std::path::Path;
+
+use overlap_format::schema::MergedInfo;
 
 use rayon::prelude::*;
 
@@ -14,7 +17,7 @@ use crate::exchange::share;
 use crate::import::{EventSink, Reading};
 use crate::merge::RunFiles;
 use crate::model::compute::RankCompute;
-use crate::model::{RequestLife, Trace};
+use crate::model::{Message, RequestLife, Trace};
 use crate::Result;
 
 /// How many events a part is cut at, when its ranks are smaller (a rank is never
@@ -83,7 +86,39 @@ pub(super) struct Parts<'r> {
     pub files: RunFiles,
 }
 
-impl Parts<'_> {
+impl<'r> Parts<'r> {
+    /// The run of `files` (from the run's file `first` on) in `dir` after its first
+    /// pass: its description, messages and requests, and its ranks' compute; its ranks
+    /// read again a part at a time, each told to `reading`.
+    pub(super) fn new(
+        (dir, reading): (&Path, &'r Reading<'r>),
+        (info, messages, requests): (MergedInfo, Vec<Message>, Vec<RequestLife>),
+        compute: Vec<RankCompute>,
+        (first, files): (usize, RunFiles),
+    ) -> Parts<'r> {
+        Parts {
+            reading,
+            run: Trace {
+                source: dir.to_path_buf(),
+                info,
+                ranks: Vec::new(),
+                messages,
+                requests,
+                compute: Vec::new(),
+            },
+            compute,
+            first,
+            files,
+        }
+    }
+
+    /// How large the parts of the run of `files` are at least: `at_least`, else as the
+    /// run's events give ([`PartSize::of_run`]).
+    pub(super) fn sized(files: &RunFiles, at_least: Option<PartSize>) -> PartSize {
+        let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
+        at_least.unwrap_or(PartSize::of_run(events))
+    }
+
     /// The run's columns, no rank's events among them.
     pub(super) fn columns(&self) -> &Trace {
         &self.run

@@ -11,11 +11,11 @@ use super::view::{Block, Task, TaskRead, TaskWritten, View};
 use crate::analysis::Rows;
 use crate::exchange::wire::Bytes;
 use crate::exchange::{gather, gather_each, scatter, Exchange, Values};
-use crate::import::{EventSink, Reading};
+use crate::import::Reading;
 use crate::merge::RunFiles;
 use crate::metrics::options::Options;
 use crate::metrics::requests::RequestPass;
-use crate::model::{MessagesByRank, Trace};
+use crate::model::MessagesByRank;
 use crate::{Error, Result};
 
 /// The second pass of the block of `files` this worker (not worker 0) answers for: the
@@ -66,7 +66,7 @@ pub(super) fn figures_of_block(
 /// The pieces a sink wrote ([`crate::analysis::RowSink::written`]), as the values of a gather.
 fn written(pieces: Vec<Vec<u8>>) -> Result<Values<Bytes>> {
     let values = pieces.into_iter().map(|piece| Values::write(&Bytes(piece)));
-    Ok(Values::of_written(values.collect::<Result<Vec<_>>>()?))
+    Ok(Values::Written(values.collect::<Result<Vec<_>>>()?))
 }
 
 /// The folds of the parts of `block` of the run of `files`, over the run's columns as
@@ -80,8 +80,7 @@ fn fold_view(
     (reading, at_least): (&Reading<'_>, Option<PartSize>),
     mut sink: Rows<'_>,
 ) -> Result<Partial> {
-    let events: u64 = (files.metas.iter()).map(|m| m.events.len() as u64).sum();
-    let at_least = at_least.unwrap_or(PartSize::of_run(events));
+    let at_least = Parts::sized(&files, at_least);
     let View {
         info,
         messages,
@@ -96,20 +95,9 @@ fn fold_view(
         sites,
     } = view;
     let index = MessagesByRank::of(&messages);
-    let mut parts = Parts {
-        reading,
-        run: Trace {
-            source: dir.to_path_buf(),
-            info,
-            ranks: Vec::new(),
-            messages,
-            requests,
-            compute: Vec::new(),
-        },
-        compute,
-        first: block.files.start,
-        files,
-    };
+    let columns = (info, messages, requests);
+    let first = block.files.start;
+    let mut parts = Parts::new((dir, reading), columns, compute, (first, files));
     let (model, collective_model) = (&models.transfers, &models.collectives);
     let pass = RequestPass::of_columns(pass, model, collective_model, opts);
     let columns = (&ends, &index);

@@ -13,9 +13,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use overlap_format::output::{commit_all, AtomicFile};
 use polars::prelude::DataFrame;
 
-use super::findings::{false_overlap, sort, FindingRow};
+use super::batches::Batches;
+use super::findings::{false_overlap, rows_of, sort, FindingRow, Findings};
 use super::handed::{self, Handed};
-use super::parts::{label, Part, Tables, ORDER};
+use super::parts::{Part, Tables, ORDER};
 use super::write::{failed, in_rows, make_dirs, remove, write_table, Writer, ROWS};
 use super::{calls, gpu_chains, messages, profile, ranks, requests, sites, wait_states};
 use super::{MessageTimes, TableFormat};
@@ -207,6 +208,14 @@ impl TableStream {
         }
     }
 
+    /// Keeps the rows of findings and their sites' labels, until the run's are all in.
+    fn take_findings(&mut self, (rows, labels): Findings) {
+        self.findings.extend(rows);
+        for (id, label) in labels {
+            self.labels.entry(id).or_insert(label);
+        }
+    }
+
     /// Where the streamed table `part` is.
     fn slot(&self, part: Part) -> usize {
         let slot = self.streamed.iter().position(|t| t.part == part);
@@ -352,36 +361,27 @@ impl Drop for TableStream {
     }
 }
 
+impl Batches for TableStream {
+    fn batch(&mut self, table: Part, df: Result<DataFrame>) {
+        self.write(table, df);
+    }
+}
+
 impl RowSink for TableStream {
     fn calls(&mut self, part: &Trace, sites: &SiteTable) {
-        let rows = part.ranks.iter().map(|t| t.spans.len()).sum();
-        in_rows(rows, |range| {
-            self.write(Part::Calls, calls(part, sites, range))
-        });
+        self.calls_of(part, sites);
     }
 
     fn requests(&mut self, part: &Trace, rows: &[RequestRow]) {
-        in_rows(rows.len(), |range| {
-            self.write(Part::Requests, requests(part, &rows[range]))
-        });
+        self.requests_of(part, rows);
     }
 
     fn wait_states(&mut self, part: &Trace, sites: &SiteTable, waits: &[WaitInstance]) {
-        in_rows(waits.len(), |range| {
-            self.write(Part::WaitStates, wait_states(part, sites, &waits[range]))
-        });
+        self.wait_states_of(part, sites, waits);
     }
 
     fn findings(&mut self, part: &Trace, sites: &SiteTable, found: &[Finding]) {
-        for f in found {
-            let row = FindingRow::of(part, sites, f);
-            if let Some(id) = row.site() {
-                if let Some(l) = label(sites, id) {
-                    self.labels.entry(id).or_insert_with(|| l.to_string());
-                }
-            }
-            self.findings.push(row);
-        }
+        self.take_findings(rows_of(part, sites, found));
     }
 
     fn written(&mut self) -> Result<Vec<Vec<u8>>> {
@@ -396,12 +396,7 @@ impl RowSink for TableStream {
         }
         match handed::read(piece) {
             Ok(Handed::Batch(part, df)) => self.write(part, Ok(df)),
-            Ok(Handed::Findings((rows, labels))) => {
-                self.findings.extend(rows);
-                for (id, label) in labels {
-                    self.labels.entry(id).or_insert(label);
-                }
-            }
+            Ok(Handed::Findings(findings)) => self.take_findings(findings),
             Ok(Handed::Chains(chains)) => self.chains = chains,
             Err(e) => self.failed = Some(e),
         }
