@@ -130,18 +130,23 @@ pub(crate) struct Recorder {
 }
 
 impl Recorder {
-    /// A recorder of the rows of the tables asked for (none: `None`).
+    /// A recorder of the rows of the tables asked for (none: `None`), made as worker 0
+    /// writes them (the same options: CSV text for its CSV files, rows for its Parquet).
     pub(crate) fn start(
         csv: &Option<PathBuf>,
         parquet: &Option<PathBuf>,
     ) -> Result<Option<Recorder>> {
         check_built(csv, parquet)?;
         #[cfg(feature = "tables")]
-        return Ok((csv.is_some() || parquet.is_some()).then(|| Recorder {
-            rows: overlap_analyzer::tables::RowRecorder::new(),
-        }));
+        let recorder = {
+            let formats: Vec<_> = outputs(csv, parquet).into_iter().map(|o| o.1).collect();
+            (!formats.is_empty()).then(|| Recorder {
+                rows: overlap_analyzer::tables::RowRecorder::new(&formats),
+            })
+        };
         #[cfg(not(feature = "tables"))]
-        Ok(None)
+        let recorder = None;
+        Ok(recorder)
     }
 
     /// Where the analysis gives the rows.

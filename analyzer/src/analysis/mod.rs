@@ -20,7 +20,7 @@ pub(crate) use by_parts::analyze_dir_in_parts_of;
 pub use by_parts::{analyze_dir, analyze_dir_shared, DirAnalysis};
 use of_trace::OfTrace;
 pub use report::{ClockReport, Details, RankClockReport, Report, RunInfo, REPORT_VERSION};
-pub use rows::{RowSink, Rows};
+pub use rows::{RowSink, Rows, Written};
 
 /// Runs every analysis on `trace`, each step beside those whose memory it can share
 /// ([`pass_order`] says in what order and why).

@@ -39,11 +39,36 @@ pub trait RowSink: Send {
     /// The rows taken so far, written for worker 0's sink to take, a piece a batch in
     /// the order taken, and given up here (what a worker but worker 0 sends); the error
     /// that stopped them being written, or that this sink hands no rows on.
-    fn written(&mut self) -> Result<Vec<Vec<u8>>>;
+    fn written(&mut self) -> Result<Written>;
     /// Takes the rows of a piece another worker's sink wrote ([`RowSink::written`]), as
     /// if handed them here; a piece that cannot be read fails the sink as its other rows
     /// would.
     fn take_written(&mut self, piece: &[u8]);
+}
+
+/// The pieces a sink wrote for worker 0 ([`RowSink::written`]), given one at a time as
+/// they are sent, so that the worker never holds them all at once.
+pub struct Written {
+    /// How many bytes each piece is, in order.
+    pub lengths: Vec<usize>,
+    /// The pieces, in order: each read when asked for, or the error of reading it.
+    pub pieces: Box<dyn Iterator<Item = Result<Vec<u8>>> + Send>,
+}
+
+impl std::fmt::Debug for Written {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Written {{ lengths: {:?} }}", self.lengths)
+    }
+}
+
+impl Written {
+    /// Pieces held already.
+    pub fn held(pieces: Vec<Vec<u8>>) -> Written {
+        Written {
+            lengths: pieces.iter().map(Vec::len).collect(),
+            pieces: Box::new(pieces.into_iter().map(Ok)),
+        }
+    }
 }
 
 /// Where the rows of a run analysed in parts go, when anywhere.

@@ -2,7 +2,7 @@
 //! said, none waiting.
 
 use super::scatter::scatter_in;
-use super::values::gather_values_in;
+use super::values::{gather_each_in, gather_values_in, PIECE_BYTES};
 use super::*;
 
 #[test]
@@ -190,4 +190,57 @@ fn an_exchange_a_worker_left_fails_naming_it() {
         })
     });
     assert_eq!(got, vec![true; 3]);
+}
+
+/// Byte strings read only as their pieces are sent ([`Values::read`]) reach worker 0 as
+/// those held would, in pieces of one value a round as in one piece; one that cannot be
+/// read fails its worker (worker 1 of 3) with its error, told to worker 0 as the
+/// worker's, and every worker goes on to the next exchange.
+#[test]
+fn values_read_as_they_are_sent_arrive_whole_or_say_why_not() {
+    use super::wire::Bytes;
+    let strings = |w: usize| vec![vec![w as u8; 3], vec![], vec![w as u8 + 50; 70_000]];
+    let read = |w: usize, broken: bool| {
+        let values = strings(w);
+        let lengths = values.iter().map(Vec::len).collect();
+        let pieces = values
+            .into_iter()
+            .enumerate()
+            .map(move |(k, v)| match broken && k == 1 {
+                true => Err(Error::Exchange {
+                    reason: "the file of pieces ended early".into(),
+                }),
+                false => Ok(v),
+            });
+        Values::read(lengths, Box::new(pieces))
+    };
+    for most in [1, PIECE_BYTES] {
+        let got = Threads::run(3, |ex| {
+            let w = ex.worker();
+            let mut all = Vec::new();
+            let each = gather_each_in(ex, Ok(read(w, false)), most, &mut |b: Bytes| all.push(b.0));
+            each.expect("gathered");
+            let broken = gather_each_in(ex, Ok(read(w, w == 1)), most, &mut |_: Bytes| {});
+            let after = gather_values(ex, Ok(Values::Kept(vec![w as u32])));
+            let broken = broken.map_err(|e| match e {
+                Error::Worker { worker, .. } => (e.to_string(), Some(worker)),
+                e => (e.to_string(), None),
+            });
+            (all, broken, after.expect("went on"))
+        });
+        let want: Vec<Vec<u8>> = (0..3).flat_map(strings).collect();
+        assert_eq!(got[0].0, want, "in pieces of at most {most} bytes");
+        for (w, (_, broken, _)) in got.iter().enumerate() {
+            match w {
+                1 | 0 => {
+                    let (e, of) = broken.as_ref().expect_err("worker 1's value unread");
+                    assert!(e.contains("the file of pieces ended early"), "{w}: {e}");
+                    // Worker 0 tells it as worker 1's; worker 1 as its own.
+                    assert_eq!(*of, (w == 0).then_some(1));
+                }
+                _ => assert!(broken.is_ok(), "{broken:?}"),
+            }
+        }
+        assert_eq!(got[0].2, Some(vec![0, 1, 2]));
+    }
 }

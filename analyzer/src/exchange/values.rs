@@ -8,6 +8,7 @@ use std::ops::Range;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+use super::wire::Bytes;
 use super::{Exchange, Parts};
 use crate::{Error, Result};
 
@@ -29,6 +30,30 @@ pub(crate) enum Values<T> {
     Kept(Vec<T>),
     /// Each value's bytes ([`Values::write`]'s), in order.
     Written(Vec<Vec<u8>>),
+    /// Each value's bytes read when its piece is sent, never all held at once.
+    Read(Read),
+}
+
+/// Values' bytes read one at a time ([`Values::Read`]): as many bytes at most as each
+/// of `lengths` says, read in order by `values`.
+pub(crate) struct Read {
+    lengths: Vec<usize>,
+    values: ReadValues,
+}
+
+/// Each value's bytes in order, or the error that left one unread.
+type ReadValues = Box<dyn Iterator<Item = Result<Vec<u8>>> + Send>;
+
+impl Values<Bytes> {
+    /// The byte strings `pieces`, of `lengths` bytes each, read one at a time as they are
+    /// sent ([`Values::Read`]).
+    pub(crate) fn read(lengths: Vec<usize>, pieces: ReadValues) -> Values<Bytes> {
+        Values::Read(Read {
+            // Each is written as MessagePack's bin: at most 5 bytes before its own.
+            lengths: lengths.into_iter().map(|n| n + 5).collect(),
+            values: Box::new(pieces.map(|piece| Values::write(&Bytes(piece?)))),
+        })
+    }
 }
 
 impl<T: Serialize> Values<T> {
@@ -42,41 +67,56 @@ impl<T: Serialize> Values<T> {
     /// This part as it is sent: its values' bytes, in pieces of whole values of at most
     /// `most` bytes each (but a value larger alone).
     fn into_pieces(self, most: usize) -> Pieces {
-        let values = match self {
-            Values::Written(values) => values,
-            Values::Kept(kept) => match kept.iter().map(Values::write).collect() {
-                Ok(values) => values,
-                Err(e) => return Pieces::failed(&e.to_string()),
-            },
+        let (lengths, values) = match self {
+            Values::Written(values) => {
+                (values.iter().map(Vec::len).collect(), Source::Held(values))
+            }
+            Values::Kept(kept) => {
+                match kept.iter().map(Values::write).collect::<Result<Vec<_>>>() {
+                    Ok(values) => (values.iter().map(Vec::len).collect(), Source::Held(values)),
+                    Err(e) => return Pieces::failed(&e.to_string()),
+                }
+            }
+            Values::Read(Read { lengths, values }) => (lengths, Source::Read(values)),
         };
         let mut cuts = Vec::new();
         let (mut start, mut held) = (0, 0);
-        for (k, value) in values.iter().enumerate() {
-            if k > start && held + value.len() > most {
+        for (k, length) in lengths.iter().enumerate() {
+            if k > start && held + length > most {
                 cuts.push(start..k);
                 (start, held) = (k, 0);
             }
-            held += value.len();
+            held += length;
         }
-        if start < values.len() {
-            cuts.push(start..values.len());
+        if start < lengths.len() {
+            cuts.push(start..lengths.len());
         }
         Pieces {
             first: VALUES,
             values,
             cuts,
+            unread: None,
         }
     }
 }
 
 /// A worker's part, as [`gather_values`] sends it: one piece a round, each made when
-/// it is sent (its first byte, then its values' bytes) and its values freed, so that
-/// only one is copied at a time.
+/// it is sent (its first byte, then its values' bytes) and its values freed (or read
+/// only then), so that only one is copied at a time.
 struct Pieces {
     first: u8,
-    values: Vec<Vec<u8>>,
+    values: Source,
     /// The values of each piece.
     cuts: Vec<Range<usize>>,
+    /// The error that left a value unread: the piece it was to be in, and every one
+    /// after, says it instead.
+    unread: Option<Error>,
+}
+
+/// The values' bytes of [`Pieces`]: held, or read as each piece is made.
+enum Source {
+    Held(Vec<Vec<u8>>),
+    Read(ReadValues),
 }
 
 impl Pieces {
@@ -84,8 +124,9 @@ impl Pieces {
     fn failed(reason: &str) -> Pieces {
         Pieces {
             first: FAILED,
-            values: vec![reason.as_bytes().to_vec()],
+            values: Source::Held(vec![reason.as_bytes().to_vec()]),
             cuts: std::iter::once(0..1).collect(),
+            unread: None,
         }
     }
 
@@ -93,24 +134,56 @@ impl Pieces {
     fn none() -> Pieces {
         Pieces {
             first: VALUES,
-            values: Vec::new(),
+            values: Source::Held(Vec::new()),
             cuts: Vec::new(),
+            unread: None,
         }
     }
 
     /// Piece `k`, ready to send; its values are freed.
     fn piece(&mut self, k: usize) -> Vec<u8> {
-        let Some(cut) = self.cuts.get(k) else {
+        let Some(cut) = self.cuts.get(k).cloned() else {
             return Vec::new();
         };
-        let values = &mut self.values[cut.clone()];
-        let mut piece = Vec::with_capacity(1 + values.iter().map(Vec::len).sum::<usize>());
-        piece.push(self.first);
-        for value in values {
-            piece.extend_from_slice(&std::mem::take(value));
+        if let Some(e) = &self.unread {
+            return failed_piece(e);
+        }
+        let mut piece = vec![self.first];
+        match &mut self.values {
+            Source::Held(values) => {
+                let values = &mut values[cut];
+                piece.reserve(values.iter().map(Vec::len).sum::<usize>());
+                for value in values {
+                    piece.extend_from_slice(&std::mem::take(value));
+                }
+            }
+            Source::Read(values) => {
+                for _ in cut {
+                    let value = values.next().unwrap_or_else(|| {
+                        Err(Error::Exchange {
+                            reason: "fewer values were read than were told".into(),
+                        })
+                    });
+                    match value {
+                        Ok(value) => piece.extend_from_slice(&value),
+                        Err(e) => {
+                            let failed = failed_piece(&e);
+                            self.unread = Some(e);
+                            return failed;
+                        }
+                    }
+                }
+            }
         }
         piece
     }
+}
+
+/// A piece that says the error `e` instead of values.
+fn failed_piece(e: &Error) -> Vec<u8> {
+    let mut piece = vec![FAILED];
+    piece.extend_from_slice(e.to_string().as_bytes());
+    piece
 }
 
 /// The values every worker gives, on worker 0, in worker order (`None` on the others).
@@ -146,7 +219,7 @@ pub(crate) fn gather_each<T: Serialize + DeserializeOwned>(
 }
 
 /// [`gather_each`], in pieces of at most `most` bytes.
-fn gather_each_in<T: Serialize + DeserializeOwned>(
+pub(super) fn gather_each_in<T: Serialize + DeserializeOwned>(
     ex: &dyn Exchange,
     mine: Result<Values<T>>,
     most: usize,
@@ -171,7 +244,8 @@ fn gather_each_in<T: Serialize + DeserializeOwned>(
                     Err(e) => first_failed = Some(e),
                 }
             }
-            (Pieces::none(), None)
+            // A value it could not read is its own error, not a worker's it was sent.
+            (Pieces::none(), own.unread.take())
         }
         (Ok(own), _) => (own.into_pieces(most), None),
         (Err(e), _) => (Pieces::failed(&e.to_string()), Some(e)),
@@ -207,6 +281,7 @@ fn gather_each_in<T: Serialize + DeserializeOwned>(
             }
         }
     }
+    let failed = failed.or(pieces.unread.take());
     match (me, failed, first_failed) {
         (0, _, Some(e)) | (_, Some(e), _) => Err(e),
         _ => Ok(()),

@@ -20,6 +20,7 @@ use crate::{Error, Result};
 
 mod batches;
 mod findings;
+mod groups;
 mod handed;
 mod parts;
 mod profile;

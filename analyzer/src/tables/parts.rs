@@ -42,7 +42,21 @@ pub(super) const ORDER: [Part; 9] = [
     Part::GpuChains,
 ];
 
+/// The tables written as their rows come, a part at a time ([`super::TableStream`]).
+pub(super) const STREAMED: [Part; 4] = [
+    Part::Calls,
+    Part::Requests,
+    Part::WaitStates,
+    Part::Messages,
+];
+
 impl Part {
+    /// Where it is among [`STREAMED`], a streamed table.
+    pub(super) fn streamed(self) -> u8 {
+        let at = STREAMED.iter().position(|t| *t == self);
+        at.unwrap_or_else(|| unreachable!("{self:?} is streamed")) as u8
+    }
+
     /// Its table's name; `None` for the profile's tables, several, which the profile
     /// names.
     pub(super) fn name(self) -> Option<&'static str> {

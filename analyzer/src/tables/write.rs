@@ -6,9 +6,11 @@ use std::io::Write;
 use std::path::Path;
 
 use overlap_format::output::AtomicFile;
+use polars::error::PolarsError;
 use polars::io::{csv::write as csv, parquet::write as parquet};
 use polars::prelude::{CsvWriter, DataFrame, ParquetWriter, PolarsResult, SerWriter};
 
+use super::groups::Groups;
 use super::TableFormat;
 use crate::{Error, Result};
 
@@ -69,6 +71,39 @@ pub(super) fn write_table(
     Ok(file)
 }
 
+/// Adds `df` to the rows `pending` not written yet, and hands `write` a batch of `batch`
+/// rows at a time (in one chunk) while there are as many: so a Parquet file's row groups
+/// are cut every `batch` rows however the rows came.
+pub(super) fn in_batches(
+    pending: &mut Option<DataFrame>,
+    df: DataFrame,
+    batch: usize,
+    mut write: impl FnMut(&DataFrame) -> Result<()>,
+) -> Result<()> {
+    let mut rest = match pending.take() {
+        Some(mut held) => {
+            held.vstack_mut_owned(df).map_err(|e| Error::Table {
+                reason: e.to_string(),
+            })?;
+            held
+        }
+        None => df,
+    };
+    while rest.height() >= batch {
+        let mut rows = rest.slice(0, batch);
+        write(rows.rechunk_mut())?;
+        rest = rest.slice(batch as i64, rest.height() - batch);
+    }
+    *pending = Some(rest);
+    Ok(())
+}
+
+/// Appends the rows of `df` to `text` as a CSV file of its table holds them (no header):
+/// the text [`Writer`] writes of them, whichever batch they are written in.
+pub(super) fn csv_text(df: &mut DataFrame, text: &mut Vec<u8>) -> PolarsResult<()> {
+    CsvWriter::new(text).include_header(false).finish(df)
+}
+
 /// A table's writer into one file, a part of its rows at a time.
 pub(super) enum Writer<W: Write> {
     Csv(csv::BatchedWriter<W>),
@@ -94,6 +129,17 @@ impl<W: Write> Writer<W> {
         match self {
             Writer::Csv(w) => w.write_batch(df),
             Writer::Parquet(w) => w.write_batch(df),
+        }
+    }
+
+    /// Writes the row groups a worker encoded ([`Groups`]), as they are: a Parquet
+    /// file's; a CSV file takes none.
+    pub(super) fn groups(&mut self, groups: &Groups) -> PolarsResult<()> {
+        match self {
+            Writer::Parquet(w) => groups.write_into(w),
+            Writer::Csv(_) => Err(PolarsError::InvalidOperation(
+                "a CSV file takes no Parquet row groups".into(),
+            )),
         }
     }
 

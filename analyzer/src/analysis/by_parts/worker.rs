@@ -8,7 +8,7 @@ use std::path::Path;
 use super::folds::{Folds, Partial};
 use super::parts::{blocks_of, PartSize, Parts};
 use super::view::{Block, Task, TaskRead, TaskWritten, View};
-use crate::analysis::Rows;
+use crate::analysis::{Rows, Written};
 use crate::exchange::wire::Bytes;
 use crate::exchange::{gather, gather_each, scatter, Exchange, Values};
 use crate::import::Reading;
@@ -63,10 +63,10 @@ pub(super) fn figures_of_block(
     handed
 }
 
-/// The pieces a sink wrote ([`crate::analysis::RowSink::written`]), as the values of a gather.
-fn written(pieces: Vec<Vec<u8>>) -> Result<Values<Bytes>> {
-    let values = pieces.into_iter().map(|piece| Values::write(&Bytes(piece)));
-    Ok(Values::Written(values.collect::<Result<Vec<_>>>()?))
+/// The pieces a sink wrote ([`crate::analysis::RowSink::written`]), as the values of a
+/// gather, each read as it is sent.
+fn written(written: Written) -> Result<Values<Bytes>> {
+    Ok(Values::read(written.lengths, written.pieces))
 }
 
 /// The folds of the parts of `block` of the run of `files`, over the run's columns as

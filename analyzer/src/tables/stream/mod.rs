@@ -16,11 +16,11 @@ use polars::prelude::DataFrame;
 use super::batches::Batches;
 use super::findings::{false_overlap, rows_of, sort, FindingRow, Findings};
 use super::handed::{self, Handed};
-use super::parts::{Part, Tables, ORDER};
-use super::write::{failed, in_rows, make_dirs, remove, write_table, Writer, ROWS};
+use super::parts::{Part, Tables, ORDER, STREAMED};
+use super::write::{failed, in_batches, in_rows, make_dirs, remove, write_table, Writer, ROWS};
 use super::{calls, gpu_chains, messages, profile, ranks, requests, sites, wait_states};
 use super::{MessageTimes, TableFormat};
-use crate::analysis::{Details, Report, RowSink};
+use crate::analysis::{Details, Report, RowSink, Written};
 use crate::gpu::ChainRow;
 use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::request_row::RequestRow;
@@ -51,14 +51,18 @@ pub struct TableStream {
 /// A table written a part of its rows at a time, into one file per output.
 struct Streamed {
     part: Part,
-    /// One per output, from the first rows on (none before).
+    /// One per output, from the first rows (or columns) on (none before).
     files: Vec<StreamedFile>,
-    /// Rows not written yet: fewer than a batch, written once a batch is in, so that the
-    /// Parquet files have the row groups of the table written whole.
+    /// Rows not written to the Parquet files yet: fewer than a batch, written once a
+    /// batch is in, so that they have the row groups of the table written whole. The
+    /// CSV files take the rows as they come.
     pending: Option<DataFrame>,
+    /// Whether a batch went into the Parquet files.
+    grouped: bool,
 }
 
 struct StreamedFile {
+    format: TableFormat,
     file: Shared,
     path: PathBuf,
     writer: Writer<Shared>,
@@ -71,6 +75,7 @@ impl StreamedFile {
             file,
             path,
             mut writer,
+            ..
         } = self;
         (writer.finish()).map_err(|e| failed(&file.lock(), &path, e))?;
         drop(writer);
@@ -122,22 +127,17 @@ impl TableStream {
     /// missing, never its parents).
     pub fn new(outputs: &[(&Path, TableFormat)]) -> Result<TableStream> {
         let made = make_dirs(outputs)?;
-        let streamed = [
-            Part::Calls,
-            Part::Requests,
-            Part::WaitStates,
-            Part::Messages,
-        ];
         Ok(TableStream {
             outputs: (outputs.iter())
                 .map(|(d, f)| (d.to_path_buf(), *f))
                 .collect(),
             made: made.into_iter().map(Path::to_path_buf).collect(),
-            streamed: (streamed.into_iter())
+            streamed: (STREAMED.into_iter())
                 .map(|part| Streamed {
                     part,
                     files: Vec::new(),
                     pending: None,
+                    grouped: false,
                 })
                 .collect(),
             findings: Vec::new(),
@@ -177,14 +177,9 @@ impl TableStream {
             self.write(Part::Messages, df)
         });
         let none = SiteTable::default();
-        for part in [
-            Part::Calls,
-            Part::Requests,
-            Part::WaitStates,
-            Part::Messages,
-        ] {
+        for part in STREAMED {
             let table = &self.streamed[self.slot(part)];
-            if !table.files.is_empty() || table.pending.is_some() {
+            if !table.files.is_empty() {
                 continue;
             }
             let df = match part {
@@ -222,58 +217,145 @@ impl TableStream {
         slot.unwrap_or_else(|| unreachable!("{part:?} is streamed"))
     }
 
-    /// Adds `df` to the rows of table `k` not written yet, and writes them a batch at a
-    /// time while there are as many.
+    /// Writes the rows `df` of table `k` into its CSV files, and adds them to the rows
+    /// not written to its Parquet files yet ([`TableStream::add_grouped`]).
     fn add_rows(&mut self, k: usize, df: DataFrame) -> Result<()> {
-        let mut rest = match self.streamed[k].pending.take() {
-            Some(mut pending) => {
-                pending.vstack_mut_owned(df).map_err(|e| Error::Table {
-                    reason: e.to_string(),
-                })?;
-                pending
+        self.open(k, &df)?;
+        for f in &mut self.streamed[k].files {
+            if f.format == TableFormat::Csv {
+                (f.writer.write(&df)).map_err(|e| failed(&f.file.lock(), &f.path, e))?;
             }
-            None => df,
-        };
-        let batch = self.batch;
-        while rest.height() >= batch {
-            let mut rows = rest.slice(0, batch);
-            self.write_rows(k, rows.rechunk_mut())?;
-            rest = rest.slice(batch as i64, rest.height() - batch);
         }
-        self.streamed[k].pending = Some(rest);
+        self.add_grouped(k, df)
+    }
+
+    /// Adds `df` to the rows of table `k` not written to its Parquet files yet, and
+    /// writes them a batch at a time while there are as many.
+    fn add_grouped(&mut self, k: usize, df: DataFrame) -> Result<()> {
+        if !self.outputs.iter().any(|(_, f)| *f == TableFormat::Parquet) {
+            return Ok(());
+        }
+        let mut pending = self.streamed[k].pending.take();
+        let batch = self.batch;
+        in_batches(&mut pending, df, batch, |rows| self.write_grouped(k, rows))?;
+        self.streamed[k].pending = pending;
         Ok(())
     }
 
-    /// Writes the rows of table `k` not written yet (its header when it has none).
+    /// Writes the rows of table `k` not written to its Parquet files yet (a batch of
+    /// none when none was written: the file of a table without rows).
     fn flush(&mut self, k: usize) -> Result<()> {
         let Some(mut rest) = self.streamed[k].pending.take() else {
             return Ok(());
         };
-        if rest.height() > 0 || self.streamed[k].files.is_empty() {
-            self.write_rows(k, rest.rechunk_mut())?;
+        if rest.height() > 0 || !self.streamed[k].grouped {
+            self.write_grouped(k, rest.rechunk_mut())?;
         }
         Ok(())
     }
 
-    /// Writes `df` into every file of table `k`, each opened with the first rows.
-    fn write_rows(&mut self, k: usize, df: &DataFrame) -> Result<()> {
-        let outputs = &self.outputs;
+    /// Opens the files of table `k` unless open, of the columns of `first`: a CSV file's
+    /// header written at once, so that text handed by a worker follows it.
+    fn open(&mut self, k: usize, first: &DataFrame) -> Result<()> {
         let table = &mut self.streamed[k];
-        let part = table.part;
-        if table.files.is_empty() {
-            let name = part.name().unwrap_or_default();
-            for (dir, format) in outputs {
-                let path = dir.join(format!("{name}.{}", format.extension()));
-                let file = Shared(Arc::new(Mutex::new(AtomicFile::create(&path)?)));
-                let writer = Writer::new(*format, file.clone(), df);
-                let writer = writer.map_err(|e| failed(&file.lock(), &path, e))?;
-                table.files.push(StreamedFile { file, path, writer });
-            }
+        if !table.files.is_empty() {
+            return Ok(());
         }
-        for f in &mut table.files {
-            (f.writer.write(df)).map_err(|e| failed(&f.file.lock(), &f.path, e))?;
+        let name = table.part.name().unwrap_or_default();
+        for (dir, format) in &self.outputs {
+            let path = dir.join(format!("{name}.{}", format.extension()));
+            let file = Shared(Arc::new(Mutex::new(AtomicFile::create(&path)?)));
+            let writer = Writer::new(*format, file.clone(), first);
+            let mut writer = writer.map_err(|e| failed(&file.lock(), &path, e))?;
+            if *format == TableFormat::Csv {
+                let header = writer.write(&first.clear());
+                header.map_err(|e| failed(&file.lock(), &path, e))?;
+            }
+            let format = *format;
+            table.files.push(StreamedFile {
+                format,
+                file,
+                path,
+                writer,
+            });
         }
         Ok(())
+    }
+
+    /// Writes `df` into every Parquet file of table `k` (open).
+    fn write_grouped(&mut self, k: usize, df: &DataFrame) -> Result<()> {
+        let table = &mut self.streamed[k];
+        table.grouped = true;
+        for f in &mut table.files {
+            if f.format == TableFormat::Parquet {
+                (f.writer.write(df)).map_err(|e| failed(&f.file.lock(), &f.path, e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes what a worker handed of a streamed table: its columns, which open its files,
+    /// then text for its CSV files (after their header), row groups for its Parquet
+    /// files (after the rows taken before).
+    fn take_handed(&mut self, handed: Handed<'_>) -> Result<()> {
+        let formats = |f: TableFormat| self.outputs.iter().filter(move |o| o.1 == f).count();
+        let not_written = |what: &str, format: &str| Error::Table {
+            reason: format!("a worker handed {what}, and no {format} table is written here"),
+        };
+        let unopened = |part: Part| Error::Table {
+            reason: format!("a worker handed rows of {part:?} before its columns"),
+        };
+        match handed {
+            Handed::Groups(part, groups) => {
+                if formats(TableFormat::Parquet) == 0 {
+                    return Err(not_written("Parquet row groups", "Parquet"));
+                }
+                let k = self.slot(part);
+                if self.streamed[k].files.is_empty() {
+                    return Err(unopened(part));
+                }
+                // The rows taken before go first, in a row group of their own.
+                if let Some(mut rows) = self.streamed[k].pending.take() {
+                    if rows.height() > 0 {
+                        self.write_grouped(k, rows.rechunk_mut())?;
+                    }
+                }
+                let table = &mut self.streamed[k];
+                table.grouped = true;
+                for f in &mut table.files {
+                    if f.format == TableFormat::Parquet {
+                        let written = f.writer.groups(&groups);
+                        written.map_err(|e| failed(&f.file.lock(), &f.path, e))?;
+                    }
+                }
+                Ok(())
+            }
+            Handed::Columns(part, df) => self.open(self.slot(part), &df),
+            Handed::Text(part, text) => {
+                if formats(TableFormat::Csv) == 0 {
+                    return Err(not_written("CSV text", "CSV"));
+                }
+                let k = self.slot(part);
+                if self.streamed[k].files.is_empty() {
+                    return Err(unopened(part));
+                }
+                let csv = self.streamed[k].files.iter();
+                for f in csv.filter(|f| f.format == TableFormat::Csv) {
+                    let mut file = f.file.lock();
+                    file.write_all(text)
+                        .map_err(|e| Error::Output(file.error(e)))?;
+                }
+                Ok(())
+            }
+            Handed::Findings(findings) => {
+                self.take_findings(findings);
+                Ok(())
+            }
+            Handed::Chains(chains) => {
+                self.chains = chains;
+                Ok(())
+            }
+        }
     }
 
     /// Writes the tables made of the report `report` (ranks, sites, profile, GPU chains)
@@ -384,7 +466,7 @@ impl RowSink for TableStream {
         self.take_findings(rows_of(part, sites, found));
     }
 
-    fn written(&mut self) -> Result<Vec<Vec<u8>>> {
+    fn written(&mut self) -> Result<Written> {
         Err(Error::Table {
             reason: "the tables' writer writes the rows it takes: it hands none on".into(),
         })
@@ -394,11 +476,8 @@ impl RowSink for TableStream {
         if self.failed.is_some() {
             return;
         }
-        match handed::read(piece) {
-            Ok(Handed::Batch(part, df)) => self.write(part, Ok(df)),
-            Ok(Handed::Findings(findings)) => self.take_findings(findings),
-            Ok(Handed::Chains(chains)) => self.chains = chains,
-            Err(e) => self.failed = Some(e),
+        if let Err(e) = handed::read(piece).and_then(|handed| self.take_handed(handed)) {
+            self.failed = Some(e);
         }
     }
 

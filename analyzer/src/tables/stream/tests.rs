@@ -150,9 +150,10 @@ fn assert_same(name: &str, got: &Written, want: &Written) {
 }
 
 /// Every kept run analysed by 2 and 3 workers (on threads), a rank a part, each worker
-/// but worker 0 making its block's rows and handing them to worker 0: worker 0 writes
-/// the tables one process writes, CSV and Parquet, each alone and both, in batches of 7
-/// rows as of the default.
+/// but worker 0 encoding its block's rows and handing them to worker 0: worker 0 writes
+/// the tables one process writes (the CSV files byte for byte, the Parquet files' rows),
+/// CSV and Parquet, each alone and both, in batches (and row groups) of 7 rows as of
+/// the default.
 #[test]
 fn the_tables_of_a_jobs_workers_are_the_tables_of_one_process() {
     let opts = Default::default();
@@ -183,11 +184,13 @@ fn the_tables_of_a_jobs_workers_are_the_tables_of_one_process() {
                 if ex.worker() == 0 {
                     return (Some(write(&tag, &formats, batch, ex)), 0);
                 }
-                // The rows set aside in a file on 2 workers, kept in memory on 3.
-                let mut recorder = CountingRecorder::default();
+                // The rows set aside in a file on 2 workers, kept in memory on 3; in
+                // row groups of as many rows as worker 0's.
+                let mut recorder = CountingRecorder::new(&formats);
                 if workers == 2 {
-                    recorder.rows = RowRecorder::new();
+                    recorder.rows = RowRecorder::new(&formats);
                 }
+                recorder.rows = recorder.rows.in_groups_of(batch);
                 let run = analyze_dir_in_parts_of(&dir, &opts, 1, ex, Some(&mut recorder));
                 assert!(run.expect("analysed").is_none(), "only worker 0 reports");
                 (None, recorder.pieces)
@@ -232,7 +235,7 @@ fn a_worker_whose_rows_cannot_be_handed_on_fails_the_job() {
     ] {
         let tables = out.path().join("tables");
         let got = Threads::run(2, |ex: &dyn Exchange| {
-            let mut recorder = CountingRecorder::default();
+            let mut recorder = CountingRecorder::new(&[TableFormat::Csv]);
             if ex.worker() == 0 {
                 let outputs = [(tables.as_path(), TableFormat::Csv)];
                 let mut stream = TableStream::new(&outputs).expect("the directory");
@@ -265,11 +268,21 @@ fn a_worker_whose_rows_cannot_be_handed_on_fails_the_job() {
 }
 
 /// A [`RowRecorder`] that counts the pieces it hands on, or fails to hand them on.
-#[derive(Default)]
 struct CountingRecorder {
     rows: RowRecorder,
     pieces: usize,
     fails: Option<&'static str>,
+}
+
+impl CountingRecorder {
+    /// A recorder keeping its pieces in memory, for a worker 0 writing `formats`.
+    fn new(formats: &[TableFormat]) -> CountingRecorder {
+        CountingRecorder {
+            rows: RowRecorder::in_memory(formats),
+            pieces: 0,
+            fails: None,
+        }
+    }
 }
 
 impl crate::analysis::RowSink for CountingRecorder {
@@ -315,15 +328,15 @@ impl crate::analysis::RowSink for CountingRecorder {
         self.rows.chains(chains);
     }
 
-    fn written(&mut self) -> crate::Result<Vec<Vec<u8>>> {
+    fn written(&mut self) -> crate::Result<crate::analysis::Written> {
         if let Some(reason) = self.fails {
             return Err(crate::Error::Table {
                 reason: reason.into(),
             });
         }
-        let pieces = self.rows.written()?;
-        self.pieces += pieces.len();
-        Ok(pieces)
+        let written = self.rows.written()?;
+        self.pieces += written.lengths.len();
+        Ok(written)
     }
 
     fn take_written(&mut self, piece: &[u8]) {
@@ -346,4 +359,58 @@ fn a_piece_handed_that_cannot_be_read_fails_the_tables() {
     let e = stream.finish(&report).expect_err("refused").to_string();
     assert!(e.contains("could not be read"), "{e}");
     assert!(!dir.exists(), "the directory made for the tables is gone");
+}
+
+/// A piece a worker handed that this writer cannot place fails its tables, saying why:
+/// text for CSV files when it writes none, rows for Parquet files when it writes none,
+/// text before its table's columns opened the files. A worker's text after its columns
+/// follows the header its columns wrote.
+#[test]
+fn pieces_a_writer_cannot_place_fail_the_tables() {
+    use crate::analysis::RowSink;
+    use crate::tables::batches::Batches;
+    use crate::tables::parts::Part;
+    let kept = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/reports/c-calls/ranks");
+    let trace = (crate::load::load_dir(&kept, &mut |_, _| {})).expect("a kept run");
+    let report = analyze(&trace.trace, &Default::default()).0;
+    let pieces = |format: TableFormat| {
+        let mut recorder = RowRecorder::in_memory(&[format]);
+        let df = polars::df!("a" => [1i64, 2], "b" => ["x", "y,z"]).expect("a frame");
+        recorder.batch(Part::Calls, Ok(df));
+        let written = recorder.written().expect("written");
+        written.pieces.map(|p| p.expect("held")).collect::<Vec<_>>()
+    };
+    let (text, rows) = (pieces(TableFormat::Csv), pieces(TableFormat::Parquet));
+    assert_eq!(
+        (text.len(), rows.len()),
+        (2, 2),
+        "columns, then text or row groups"
+    );
+    let out = tempfile::tempdir().expect("a directory");
+    for (format, handed, said) in [
+        (
+            TableFormat::Parquet,
+            &text[..],
+            "no CSV table is written here",
+        ),
+        (
+            TableFormat::Csv,
+            &rows[..],
+            "no Parquet table is written here",
+        ),
+        (TableFormat::Csv, &text[1..], "before its columns"),
+    ] {
+        let dir = out.path().join("tables");
+        let mut stream = TableStream::new(&[(dir.as_path(), format)]).expect("made");
+        handed.iter().for_each(|piece| stream.take_written(piece));
+        let e = stream.finish(&report).expect_err("refused").to_string();
+        assert!(e.contains(said), "{e}");
+        assert!(!dir.exists(), "the directory made for the tables is gone");
+    }
+    let dir = out.path().join("tables");
+    let mut stream = TableStream::new(&[(dir.as_path(), TableFormat::Csv)]).expect("made");
+    text.iter().for_each(|piece| stream.take_written(piece));
+    stream.finish(&report).expect("written");
+    let calls = std::fs::read_to_string(dir.join("calls.csv")).expect("written");
+    assert_eq!(calls, "a,b\n1,x\n2,\"y,z\"\n");
 }
