@@ -75,7 +75,9 @@ pub(super) enum Handed<'p> {
 
 /// Takes the rows of a worker's block (not worker 0's) and writes each batch as it
 /// comes into the pieces worker 0 writes of it ([`RowSink::written`]): its CSV text when
-/// worker 0 writes CSV files, its rows when it writes Parquet files. The pieces wait in
+/// worker 0 writes CSV files, its rows into row groups when it writes Parquet files
+/// (each group once its rows are in, the last ones when the pieces are asked for),
+/// after the table's columns. The pieces wait in
 /// a file of their own (unnamed, in the system's temporary directory, gone with the
 /// recorder), not in the worker's memory beside the view it folds over, and are read
 /// back one at a time as they are sent; in memory only when no such file can be made.
@@ -165,6 +167,15 @@ impl RowRecorder {
             pieces: Box::new(read),
         })
     }
+
+    /// Writes the rows of every table not in a row group yet as the last of its groups.
+    fn group_the_rest(&mut self) {
+        for at in 0..STREAMED.len() {
+            if let Some(rows) = self.pending[at].take().filter(|rows| rows.height() > 0) {
+                self.add(Kind::Groups, |piece| parquet(at as u8, &rows, piece));
+            }
+        }
+    }
 }
 
 impl Batches for RowRecorder {
@@ -196,17 +207,6 @@ impl Batches for RowRecorder {
             self.pending[usize::from(at)] = pending;
             if let Err(e) = grouped {
                 self.failed = Some(e);
-            }
-        }
-    }
-}
-
-impl RowRecorder {
-    /// Writes the rows of every table not in a row group yet as the last of its groups.
-    fn group_the_rest(&mut self) {
-        for at in 0..STREAMED.len() {
-            if let Some(rows) = self.pending[at].take().filter(|rows| rows.height() > 0) {
-                self.add(Kind::Groups, |piece| parquet(at as u8, &rows, piece));
             }
         }
     }
