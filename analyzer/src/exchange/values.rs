@@ -1,5 +1,6 @@
-//! The many values worker 0 gathers of every worker (the first pass's digests): each
-//! worker's written as it makes them, sent one piece of whole values a round, each read
+//! The many values worker 0 gathers of every worker (the first pass's digests, the
+//! tables' rows): each worker's written as it makes them (or read back from where it set
+//! them aside, as each round is made), sent one piece of whole values a round, each read
 //! and dropped before the next, so that neither side holds more than the values' bytes
 //! once beside what it already holds.
 
