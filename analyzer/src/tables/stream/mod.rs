@@ -232,7 +232,7 @@ impl TableStream {
     /// Adds `df` to the rows of table `k` not written to its Parquet files yet, and
     /// writes them a batch at a time while there are as many.
     fn add_grouped(&mut self, k: usize, df: DataFrame) -> Result<()> {
-        if !self.outputs.iter().any(|(_, f)| *f == TableFormat::Parquet) {
+        if !self.writes(TableFormat::Parquet) {
             return Ok(());
         }
         let mut pending = self.streamed[k].pending.take();
@@ -294,26 +294,40 @@ impl TableStream {
         Ok(())
     }
 
+    /// Whether any table is written in `format`.
+    fn writes(&self, format: TableFormat) -> bool {
+        self.outputs.iter().any(|(_, f)| *f == format)
+    }
+
+    /// Where the streamed table `part` is, for `what` a worker handed of it for its
+    /// `format` files: refused when none is written here, or when its files are not open
+    /// (its columns did not come first).
+    fn handed_to(&self, part: Part, format: TableFormat, what: &str) -> Result<usize> {
+        let refused = |why: String| {
+            Err(Error::Table {
+                reason: format!(
+                    "a worker handed {what} of the table {:?}: {why}",
+                    part.name()
+                ),
+            })
+        };
+        if !self.writes(format) {
+            return refused(format!("no {} table is written here", format.extension()));
+        }
+        let k = self.slot(part);
+        if self.streamed[k].files.is_empty() {
+            return refused("its columns did not come before".into());
+        }
+        Ok(k)
+    }
+
     /// Takes what a worker handed of a streamed table: its columns, which open its files,
     /// then text for its CSV files (after their header), row groups for its Parquet
     /// files (after the rows taken before).
     fn take_handed(&mut self, handed: Handed<'_>) -> Result<()> {
-        let formats = |f: TableFormat| self.outputs.iter().filter(move |o| o.1 == f).count();
-        let not_written = |what: &str, format: &str| Error::Table {
-            reason: format!("a worker handed {what}, and no {format} table is written here"),
-        };
-        let unopened = |part: Part| Error::Table {
-            reason: format!("a worker handed rows of {part:?} before its columns"),
-        };
         match handed {
             Handed::Groups(part, groups) => {
-                if formats(TableFormat::Parquet) == 0 {
-                    return Err(not_written("Parquet row groups", "Parquet"));
-                }
-                let k = self.slot(part);
-                if self.streamed[k].files.is_empty() {
-                    return Err(unopened(part));
-                }
+                let k = self.handed_to(part, TableFormat::Parquet, "Parquet row groups")?;
                 // The rows taken before go first, in a row group of their own.
                 if let Some(mut rows) = self.streamed[k].pending.take() {
                     if rows.height() > 0 {
@@ -332,13 +346,7 @@ impl TableStream {
             }
             Handed::Columns(part, df) => self.open(self.slot(part), &df),
             Handed::Text(part, text) => {
-                if formats(TableFormat::Csv) == 0 {
-                    return Err(not_written("CSV text", "CSV"));
-                }
-                let k = self.slot(part);
-                if self.streamed[k].files.is_empty() {
-                    return Err(unopened(part));
-                }
+                let k = self.handed_to(part, TableFormat::Csv, "CSV text")?;
                 let csv = self.streamed[k].files.iter();
                 for f in csv.filter(|f| f.format == TableFormat::Csv) {
                     let mut file = f.file.lock();

@@ -391,14 +391,18 @@ fn pieces_a_writer_cannot_place_fail_the_tables() {
         (
             TableFormat::Parquet,
             &text[..],
-            "no CSV table is written here",
+            "no csv table is written here",
         ),
         (
             TableFormat::Csv,
             &rows[..],
-            "no Parquet table is written here",
+            "no parquet table is written here",
         ),
-        (TableFormat::Csv, &text[1..], "before its columns"),
+        (
+            TableFormat::Csv,
+            &text[1..],
+            "its columns did not come before",
+        ),
     ] {
         let dir = out.path().join("tables");
         let mut stream = TableStream::new(&[(dir.as_path(), format)]).expect("made");
