@@ -40,6 +40,11 @@ impl<'a> Reading<'a> {
     pub fn set_total(&self, total: u64) {
         self.total.store(total, Ordering::Relaxed);
     }
+
+    /// The bytes read so far.
+    pub fn done(&self) -> u64 {
+        self.done.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]

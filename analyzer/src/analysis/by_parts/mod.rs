@@ -154,10 +154,6 @@ fn analyze_in_parts(
             }
         },
     };
-    let usable: u64 = (0..digested.files.metas.len())
-        .map(|i| digested.files.bytes(i))
-        .sum();
-    reading.set_total(listed + 3 * usable);
     let (unreadable, notes) = (
         std::mem::take(&mut digested.unreadable),
         std::mem::take(&mut digested.notes),
@@ -181,6 +177,11 @@ fn analyze_in_parts(
     } = digested;
     let at_least = Parts::sized(&files, at_least);
     let blocks = blocks_of(&files, exchange.workers());
+    // Past the first pass, this worker reads its block's usable files for the figures
+    // and every usable one for the program: in one process, every one twice more.
+    let usable: u64 = (0..files.metas.len()).map(|i| files.bytes(i)).sum();
+    let own: u64 = blocks[0].files.clone().map(|i| files.bytes(i)).sum();
+    reading.set_total(reading.done() + own + usable);
     let columns = (info, messages, requests);
     let mut parts = Parts::new((dir, &reading), columns, compute, (0, files));
     let models = Models::fit(parts.columns(), &cross);

@@ -93,7 +93,8 @@ fn the_workers_report_what_one_process_reports() {
 
 /// The analysis tells how far its readings have come: every file read through once and
 /// each usable one three times more, so that the bytes read end at the total, four
-/// times the files' bytes, or less by three readings of a file that cannot be used.
+/// times the files' bytes, or less by three readings of a file that cannot be used; at
+/// worker 0 of a job, what it reads itself.
 #[test]
 fn the_readings_told_end_at_their_total() {
     let dir = crate::load::kept_run_copy("c-ring");
@@ -117,6 +118,24 @@ fn the_readings_told_end_at_their_total() {
     let listed = usable + size("rank-2.ovlp");
     let total = listed + 3 * usable;
     assert_eq!(last(&told), (Some(total), Some(total)));
+    // Worker 0 of a job of two reads only its block (ranks 0 and 1 of c-ring's three)
+    // in the first pass and for the figures, and every file for the program: its
+    // readings end at its own total too, not short of the run's.
+    let dir = crate::load::kept_run_copy("c-ring");
+    told.lock().expect("not poisoned").clear();
+    Threads::run(2, |ex: &dyn Exchange| {
+        let tell: &(dyn Fn(u64, u64) + Sync) = match ex.worker() {
+            0 => &tell,
+            _ => &|_, _| {},
+        };
+        analyze_in_parts(dir.path(), &Options::default(), None, ex, tell, None).expect("analysed")
+    });
+    let (done, total) = last(&told);
+    assert_eq!(done, total, "worker 0's readings end at their total");
+    assert!(
+        total < Some(4 * files),
+        "worker 0 reads less than the run four times"
+    );
 }
 
 /// Parts are cut after whole ranks: once they hold enough events and, while they hold
