@@ -118,9 +118,9 @@ fn the_readings_told_end_at_their_total() {
     let listed = usable + size("rank-2.ovlp");
     let total = listed + 3 * usable;
     assert_eq!(last(&told), (Some(total), Some(total)));
-    // Worker 0 of a job of two reads only its block (ranks 0 and 1 of c-ring's three)
-    // in the first pass and for the figures, and every file for the program: its
-    // readings end at its own total too, not short of the run's.
+    // Worker 0 of a job of two reads only its block of c-ring's three files in the
+    // first pass and for the figures, and every file for the program: its readings end
+    // at its own total too, not short of the run's.
     let dir = crate::load::kept_run_copy("c-ring");
     told.lock().expect("not poisoned").clear();
     Threads::run(2, |ex: &dyn Exchange| {
