@@ -135,8 +135,14 @@ impl RowRecorder {
         }
         let mut piece = vec![kind as u8];
         if let Err(e) = write(&mut piece).and_then(|()| self.keep(piece)) {
-            self.failed = Some(e);
+            self.fail(e);
         }
+    }
+
+    /// Stops writing, with `e` for [`RowSink::written`] to say unless an earlier
+    /// failure is said.
+    fn fail(&mut self, e: Error) {
+        self.failed.get_or_insert(e);
     }
 
     /// Sets `piece` aside until [`RowSink::written`].
@@ -185,7 +191,7 @@ impl Batches for RowRecorder {
     fn batch(&mut self, table: Part, df: Result<DataFrame>) {
         let mut df = match df {
             Ok(df) => df,
-            Err(e) => return self.add(Kind::Groups, |_| Err(e)),
+            Err(e) => return self.fail(e),
         };
         let at = table.streamed();
         if !std::mem::replace(&mut self.columns_sent[usize::from(at)], true) {
@@ -206,7 +212,7 @@ impl Batches for RowRecorder {
             });
             self.pending[usize::from(at)] = pending;
             if let Err(e) = grouped {
-                self.failed = Some(e);
+                self.fail(e);
             }
         }
     }
@@ -289,11 +295,9 @@ impl RowSink for RowRecorder {
     }
 
     fn take_written(&mut self, _piece: &[u8]) {
-        if self.failed.is_none() {
-            self.failed = Some(Error::Table {
-                reason: "a worker's rows are written by worker 0, not handed on again".into(),
-            });
-        }
+        self.fail(Error::Table {
+            reason: "a worker's rows are written by worker 0, not handed on again".into(),
+        });
     }
 }
 
@@ -394,6 +398,25 @@ mod tests {
         let written = all(aside.written().expect("read back"));
         assert_eq!(written.len(), 3);
         assert_eq!(written, all(kept.written().expect("kept")));
+    }
+
+    /// A batch that could not be made stops the recorder: it hands on no piece, and says
+    /// the first failure, not a later one.
+    #[test]
+    fn a_recorder_says_its_first_failure() {
+        use crate::tables::batches::Batches;
+        use crate::Error;
+        let failed = |why: &str| {
+            Err(Error::Table {
+                reason: why.to_string(),
+            })
+        };
+        let mut recorder = RowRecorder::in_memory(&[TableFormat::Csv, TableFormat::Parquet]);
+        recorder.batch(Part::Calls, failed("the first"));
+        recorder.batch(Part::Requests, failed("the second"));
+        recorder.chains(&[]);
+        let e = recorder.written().expect_err("failed").to_string();
+        assert!(e.contains("the first"), "{e}");
     }
 
     /// The staging chains a recorder takes are those read back; a recorder hands no
