@@ -48,7 +48,7 @@ pub(super) fn scatter_in<T: Serialize, U: DeserializeOwned>(
     match part_for {
         Some(part_for) => {
             for k in 0..ex.workers() {
-                rounds.to = k;
+                rounds.write_for(k);
                 let sent: Sent<T> = part_for(k).map_err(|e| e.to_string());
                 let written = wire::for_a_worker(|| rmp_serde::encode::write(&mut rounds, &sent));
                 drop(sent);
@@ -101,8 +101,11 @@ struct Rounds<'e> {
     to: usize,
     /// This round's bytes, each worker's one after another (those of `to` last).
     pending: Vec<u8>,
-    /// Each worker's bytes in `pending`.
+    /// Each worker's bytes in `pending` but `to`'s since [`Rounds::settled`].
     sizes: Vec<usize>,
+    /// Where in `pending` the bytes of `to` not yet counted in `sizes` start: a write
+    /// only appends, and the count is settled when the round is sent or `to` changes.
+    settled: usize,
     /// The workers to forget what came of their parts before this round's bytes.
     again: Vec<bool>,
     /// This worker's part so far, a piece a round.
@@ -121,6 +124,7 @@ impl<'e> Rounds<'e> {
             to: 0,
             pending: Vec::new(),
             sizes: vec![0; ex.workers()],
+            settled: 0,
             again: vec![false; ex.workers()],
             mine: VecDeque::new(),
             done: false,
@@ -128,10 +132,24 @@ impl<'e> Rounds<'e> {
         }
     }
 
+    /// What follows is worker `to`'s part.
+    fn write_for(&mut self, to: usize) {
+        self.settle();
+        self.to = to;
+    }
+
+    /// Counts the bytes written for `to` since the last count in its size.
+    fn settle(&mut self) {
+        self.sizes[self.to] += self.pending.len() - self.settled;
+        self.settled = self.pending.len();
+    }
+
     /// Drops what is written of worker `to`'s part, in this round and before.
     fn start_again(&mut self) {
+        self.settle();
         let n = std::mem::take(&mut self.sizes[self.to]);
         self.pending.truncate(self.pending.len() - n);
+        self.settled = self.pending.len();
         self.again[self.to] = true;
     }
 
@@ -139,6 +157,7 @@ impl<'e> Rounds<'e> {
     /// whether more rounds follow, `more`), and keeps this worker's piece.
     fn send(&mut self, more: bool) -> Result<()> {
         let workers = self.ex.workers();
+        self.settle();
         let to = match self.ex.worker() {
             0 => {
                 let mut to = Parts {
@@ -155,6 +174,7 @@ impl<'e> Rounds<'e> {
                     at += n;
                 }
                 self.pending.clear();
+                self.settled = 0;
                 self.sizes.iter_mut().for_each(|n| *n = 0);
                 to
             }
@@ -178,23 +198,39 @@ impl<'e> Rounds<'e> {
     }
 }
 
-/// What worker 0 writes goes into the round, sent once full.
+/// What worker 0 writes goes into the round, sent once full. (MessagePack is written
+/// a few bytes a call: a write only appends, the round's sending kept out of its way.)
 impl Write for Rounds<'_> {
+    #[inline]
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes).map(|()| bytes.len())
+    }
+
+    #[inline]
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.pending.extend_from_slice(bytes);
-        self.sizes[self.to] += bytes.len();
         if self.pending.len() >= self.most {
-            if let Err(e) = self.send(true) {
-                let said = e.to_string();
-                self.broken = Some(e);
-                return Err(std::io::Error::other(said));
-            }
+            self.send_full()?;
         }
-        Ok(bytes.len())
+        Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+impl Rounds<'_> {
+    /// Sends the full round that a write made, the exchange's failure kept
+    /// ([`Rounds::broken`]).
+    #[cold]
+    #[inline(never)]
+    fn send_full(&mut self) -> std::io::Result<()> {
+        self.send(true).map_err(|e| {
+            let said = e.to_string();
+            self.broken = Some(e);
+            std::io::Error::other(said)
+        })
     }
 }
 
@@ -206,6 +242,20 @@ struct Pieces {
 }
 
 impl Read for Pieces {
+    /// MessagePack is read a few bytes a call: those within the first piece are copied
+    /// at once, the rest read as [`Read::read`] reads.
+    #[inline]
+    fn read_exact(&mut self, into: &mut [u8]) -> std::io::Result<()> {
+        if let Some(within) =
+            (self.pieces.front()).and_then(|f| f.get(self.at..self.at + into.len()))
+        {
+            into.copy_from_slice(within);
+            self.at += into.len();
+            return Ok(());
+        }
+        read_exact_across(self, into)
+    }
+
     fn read(&mut self, into: &mut [u8]) -> std::io::Result<usize> {
         while let Some(front) = self.pieces.front() {
             let rest = &front[self.at..];
@@ -221,4 +271,17 @@ impl Read for Pieces {
         }
         Ok(0)
     }
+}
+
+/// [`Read::read_exact`] as the standard library reads it, across pieces.
+#[cold]
+#[inline(never)]
+fn read_exact_across(pieces: &mut Pieces, mut into: &mut [u8]) -> std::io::Result<()> {
+    while !into.is_empty() {
+        match pieces.read(into)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => into = &mut into[n..],
+        }
+    }
+    Ok(())
 }

@@ -2,10 +2,18 @@
 //! tables' rows): each worker's written as it makes them (or read back from where it set
 //! them aside, as each round is made), sent one piece of whole values a round, each read
 //! and dropped before the next, so that neither side holds more than the values' bytes
-//! once beside what it already holds.
+//! once beside what it already holds. A piece tells each value's length before the
+//! values, so that worker 0 reads a piece's values on all its threads while the others
+//! wait for it.
+//!
+//! ```text
+//!  piece   [VALUES | count 3 | lengths 40 12 7 | value 0 | value 1 | value 2]
+//!  failed  [FAILED | the worker's error, as text]
+//! ```
 
 use std::ops::Range;
 
+use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -150,23 +158,38 @@ impl Pieces {
             return failed_piece(e);
         }
         let mut piece = vec![self.first];
+        if self.first == FAILED {
+            if let Source::Held(values) = &mut self.values {
+                values[cut].iter().for_each(|v| piece.extend_from_slice(v));
+            }
+            return piece;
+        }
+        // The values' lengths first, so that worker 0 reads them on all its threads.
+        piece.extend_from_slice(&(cut.len() as u64).to_le_bytes());
+        let table = piece.len();
+        piece.resize(table + LENGTH * cut.len(), 0);
+        let put = |piece: &mut Vec<u8>, i: usize, value: &[u8]| {
+            let at = table + LENGTH * i;
+            piece[at..at + LENGTH].copy_from_slice(&(value.len() as u64).to_le_bytes());
+            piece.extend_from_slice(value);
+        };
         match &mut self.values {
             Source::Held(values) => {
                 let values = &mut values[cut];
                 piece.reserve(values.iter().map(Vec::len).sum::<usize>());
-                for value in values {
-                    piece.extend_from_slice(&std::mem::take(value));
+                for (i, value) in values.iter_mut().enumerate() {
+                    put(&mut piece, i, &std::mem::take(value));
                 }
             }
             Source::Read(values) => {
-                for _ in cut {
+                for i in 0..cut.len() {
                     let value = values.next().unwrap_or_else(|| {
                         Err(Error::Exchange {
                             reason: "fewer values were read than were told".into(),
                         })
                     });
                     match value {
-                        Ok(value) => piece.extend_from_slice(&value),
+                        Ok(value) => put(&mut piece, i, &value),
                         Err(e) => {
                             let failed = failed_piece(&e);
                             self.unread = Some(e);
@@ -180,6 +203,9 @@ impl Pieces {
     }
 }
 
+/// The bytes of each value's length in a piece's table of them.
+const LENGTH: usize = 8;
+
 /// A piece that says the error `e` instead of values.
 fn failed_piece(e: &Error) -> Vec<u8> {
     let mut piece = vec![FAILED];
@@ -191,7 +217,7 @@ fn failed_piece(e: &Error) -> Vec<u8> {
 /// A worker whose `mine` is an error sends the error, then returns it; worker 0 returns
 /// the error of the first worker that failed. Worker 0 takes the others' values one
 /// piece at a time ([`PIECE_BYTES`]), each read and dropped before the next comes.
-pub(crate) fn gather_values<T: Serialize + DeserializeOwned>(
+pub(crate) fn gather_values<T: Serialize + DeserializeOwned + Send>(
     ex: &dyn Exchange,
     mine: Result<Values<T>>,
 ) -> Result<Option<Vec<T>>> {
@@ -199,7 +225,7 @@ pub(crate) fn gather_values<T: Serialize + DeserializeOwned>(
 }
 
 /// [`gather_values`], in pieces of at most `most` bytes.
-pub(super) fn gather_values_in<T: Serialize + DeserializeOwned>(
+pub(super) fn gather_values_in<T: Serialize + DeserializeOwned + Send>(
     ex: &dyn Exchange,
     mine: Result<Values<T>>,
     most: usize,
@@ -211,7 +237,7 @@ pub(super) fn gather_values_in<T: Serialize + DeserializeOwned>(
 
 /// [`gather_values`], each value handed to `take` at worker 0 as it is read, in worker
 /// order (worker 0's own first), none kept here; after the first failure, none.
-pub(crate) fn gather_each<T: Serialize + DeserializeOwned>(
+pub(crate) fn gather_each<T: Serialize + DeserializeOwned + Send>(
     ex: &dyn Exchange,
     mine: Result<Values<T>>,
     take: &mut dyn FnMut(T),
@@ -220,7 +246,7 @@ pub(crate) fn gather_each<T: Serialize + DeserializeOwned>(
 }
 
 /// [`gather_each`], in pieces of at most `most` bytes.
-pub(super) fn gather_each_in<T: Serialize + DeserializeOwned>(
+pub(super) fn gather_each_in<T: Serialize + DeserializeOwned + Send>(
     ex: &dyn Exchange,
     mine: Result<Values<T>>,
     most: usize,
@@ -289,8 +315,26 @@ pub(super) fn gather_each_in<T: Serialize + DeserializeOwned>(
     }
 }
 
+/// The bytes of each value of a piece's `rest` (after its first byte): its count, each
+/// one's length, then their bytes; `None` when they do not add up.
+fn value_bytes(rest: &[u8]) -> Option<Vec<&[u8]>> {
+    let word = |at: usize| -> Option<usize> {
+        let bytes = rest.get(at..at + LENGTH)?;
+        usize::try_from(u64::from_le_bytes(bytes.try_into().ok()?)).ok()
+    };
+    let count = word(0)?;
+    let mut at = LENGTH.checked_mul(count.checked_add(1)?)?;
+    let mut values = Vec::with_capacity(count.min(rest.len()));
+    for i in 0..count {
+        let n = word(LENGTH * (i + 1))?;
+        values.push(rest.get(at..at.checked_add(n)?)?);
+        at += n;
+    }
+    (at == rest.len()).then_some(values)
+}
+
 /// The values of a piece `bytes` of worker `from`, or the error it sent (`Err` inside).
-fn read_values<T: DeserializeOwned>(
+fn read_values<T: DeserializeOwned + Send>(
     bytes: &[u8],
     from: usize,
     workers: usize,
@@ -299,14 +343,23 @@ fn read_values<T: DeserializeOwned>(
         reason: format!("the part of worker {from} could not be read: {why}"),
     };
     match bytes.split_first() {
-        Some((&VALUES, mut rest)) => {
-            let mut values = Vec::new();
-            while !rest.is_empty() {
-                let mut reader = rmp_serde::Deserializer::new(&mut rest);
-                let value = T::deserialize(&mut reader).map_err(|e| unreadable(e.to_string()))?;
-                values.push(value);
-            }
-            Ok(Ok(values))
+        Some((&VALUES, rest)) => {
+            let values = value_bytes(rest).ok_or_else(|| {
+                unreadable("its values' lengths do not add up to its size".into())
+            })?;
+            // Each value read on its own, on every thread (worker 0 reads the others'
+            // values while they wait).
+            let read = (values.par_iter())
+                .map(|&(mut value)| {
+                    let mut reader = rmp_serde::Deserializer::new(&mut value);
+                    let read = T::deserialize(&mut reader).map_err(|e| e.to_string())?;
+                    match value.is_empty() {
+                        true => Ok(read),
+                        false => Err("a value is followed by bytes of no value".into()),
+                    }
+                })
+                .collect::<std::result::Result<Vec<T>, String>>();
+            Ok(Ok(read.map_err(unreadable)?))
         }
         Some((&FAILED, reason)) => Ok(Err(Error::Worker {
             worker: from,
@@ -314,5 +367,59 @@ fn read_values<T: DeserializeOwned>(
             reason: String::from_utf8_lossy(reason).into_owned(),
         })),
         _ => Err(unreadable("it is empty or of no known kind".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_values, value_bytes, Pieces, Source, Values, VALUES};
+
+    /// The one piece of `values`, as a worker sends it.
+    fn piece_of(values: Vec<Vec<u8>>) -> Vec<u8> {
+        let mut pieces = Pieces {
+            first: VALUES,
+            cuts: std::iter::once(0..values.len()).collect(),
+            values: Source::Held(values),
+            unread: None,
+        };
+        pieces.piece(0)
+    }
+
+    fn written(v: u32) -> Vec<u8> {
+        Values::write(&v).expect("a number is written")
+    }
+
+    /// A piece's table of lengths cuts its bytes into its values; a table that does not
+    /// add up to the piece's size (too few bytes, bytes left over, a count past the
+    /// end) is refused, never read past.
+    #[test]
+    fn a_piece_is_cut_by_its_lengths_or_refused() {
+        let piece = piece_of(vec![vec![1, 2, 3], vec![], vec![4]]);
+        //  count 3 | lengths 3 0 1 | bytes 1 2 3 4
+        let rest = &piece[1..];
+        assert_eq!(rest.len(), 8 + 3 * 8 + 4);
+        let cut = value_bytes(rest).expect("it adds up");
+        assert_eq!(cut, vec![&[1u8, 2, 3][..], &[][..], &[4][..]]);
+        assert_eq!(value_bytes(&rest[..rest.len() - 1]), None, "a byte short");
+        let mut longer = rest.to_vec();
+        longer.push(9);
+        assert_eq!(value_bytes(&longer), None, "a byte left over");
+        let mut counted = rest.to_vec();
+        counted[..8].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(value_bytes(&counted), None, "a count past the end");
+        assert_eq!(value_bytes(&[]), None, "no count");
+    }
+
+    /// Values read on several threads come back in their order; a value followed by
+    /// bytes that are none of it is refused with the worker's name.
+    #[test]
+    fn values_are_read_in_order_and_whole() {
+        let piece = piece_of((0..100).map(written).collect());
+        let read: Vec<u32> = read_values(&piece, 1, 2).expect("read").expect("values");
+        assert_eq!(read, (0..100).collect::<Vec<u32>>());
+        // One value of two numbers where one number is told.
+        let piece = piece_of(vec![[written(7), written(8)].concat()]);
+        let e = read_values::<u32>(&piece, 1, 2).expect_err("refused");
+        assert!(e.to_string().contains("worker 1"), "{e}");
     }
 }

@@ -99,10 +99,11 @@ impl MessageEnds {
     /// column of a block's messages.
     pub(crate) fn select(&self, which: &[u32]) -> MessageEnds {
         let side = |sides: &Sides<()>, mi: &u32| ((), sides.get(*mi as usize));
-        MessageEnds {
-            sends: Sides::of(which.iter().map(|mi| side(&self.sends, mi))),
-            recvs: Sides::of(which.iter().map(|mi| side(&self.recvs, mi))),
-        }
+        let (sends, recvs) = rayon::join(
+            || Sides::of(which.iter().map(|mi| side(&self.sends, mi))),
+            || Sides::of(which.iter().map(|mi| side(&self.recvs, mi))),
+        );
+        MessageEnds { sends, recvs }
     }
 
     /// The send side of message `mi`.

@@ -173,10 +173,10 @@ impl<'a> RequestPass<'a> {
     pub(crate) fn share(
         &self,
         requests: std::ops::Range<usize>,
-        renumber: impl Fn(u32) -> u32,
+        renumber: impl Fn(u32) -> u32 + Sync,
     ) -> PassColumns {
         let c = &self.columns;
-        let message = c.message[requests.clone()].iter();
+        let message = c.message[requests.clone()].par_iter();
         PassColumns {
             message: message
                 .map(|&mi| match mi {

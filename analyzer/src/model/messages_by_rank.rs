@@ -12,6 +12,8 @@
 //!  sent by ranks 0..=1 = [1, 0, 2]   received by ranks 0..=1 = [0, 3, 1]
 //! ```
 
+use rayon::slice::ParallelSliceMut;
+
 use super::compact::index_u32;
 use super::Message;
 
@@ -28,7 +30,7 @@ impl ByRank {
     /// ranks that have any).
     fn of(messages: &[Message], rank_of: impl Fn(&Message) -> u32) -> ByRank {
         let mut ranks: Vec<u32> = messages.iter().map(&rank_of).collect();
-        ranks.sort_unstable();
+        ranks.par_sort_unstable();
         ranks.dedup();
         let at = |r: u32| ranks.binary_search(&r).unwrap_or_default();
         let mut starts = vec![0usize; ranks.len() + 1];
@@ -82,10 +84,11 @@ pub struct PartMessages<'a> {
 impl MessagesByRank {
     /// The index of `messages`.
     pub fn of(messages: &[Message]) -> MessagesByRank {
-        MessagesByRank {
-            sent: ByRank::of(messages, |m| m.send().rank),
-            received: ByRank::of(messages, |m| m.recv_post().rank),
-        }
+        let (sent, received) = rayon::join(
+            || ByRank::of(messages, |m| m.send().rank),
+            || ByRank::of(messages, |m| m.recv_post().rank),
+        );
+        MessagesByRank { sent, received }
     }
 
     /// The messages of the ranks `r` with `after < r <= up_to` (`None`: no bound), sent

@@ -19,6 +19,7 @@
 use std::ops::Range;
 
 use overlap_format::schema::MergedInfo;
+use rayon::slice::ParallelSliceMut;
 
 use super::super::pass_order::Models;
 use crate::metrics::descheduled::DescheduledTime;
@@ -172,7 +173,7 @@ impl serde::Serialize for ViewOf<'_> {
             .flat_map(|m| [m.send().rank, m.recv_post().rank])
             .chain(shared().map(|s| s.cause.rank))
             .collect();
-        peers.sort_unstable();
+        peers.par_sort_unstable();
         peers.dedup();
         let mut view = to.serialize_struct("View", 11)?;
         view.serialize_field("info", &ByName(&run.info))?;
