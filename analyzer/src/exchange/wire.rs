@@ -5,7 +5,8 @@
 //! default when absent (`#[serde(default, skip_serializing_if =
 //! "crate::exchange::wire::left_out")]`). A part written by position keeps the values
 //! of types that leave fields out or are read by key written by name inside it
-//! ([`named`]).
+//! ([`named`]), and its long columns in bins, each encoded and read on any thread
+//! ([`chunked`]).
 
 use std::cell::Cell;
 
@@ -22,10 +23,136 @@ pub(crate) fn left_out<T>(_: &T) -> bool {
 
 /// `write` run as the writing of a part for another worker: every field written.
 pub(super) fn for_a_worker<R>(write: impl FnOnce() -> R) -> R {
-    FOR_A_WORKER.with(|w| w.set(true));
+    writing(true, write)
+}
+
+/// `write` run on this thread as a writing for another worker (`for_a_worker`) or not,
+/// this thread's way of writing restored after it (a writing may run inside another).
+fn writing<R>(for_a_worker: bool, write: impl FnOnce() -> R) -> R {
+    let before = FOR_A_WORKER.with(|w| w.replace(for_a_worker));
     let written = write();
-    FOR_A_WORKER.with(|w| w.set(false));
+    FOR_A_WORKER.with(|w| w.set(before));
     written
+}
+
+/// A long column written as a sequence of bins, each the MessagePack of up to
+/// [`chunked::ITEMS`] of its items encoded on its own
+/// (`#[serde(with = "crate::exchange::wire::chunked")]`), so that a batch of bins is
+/// encoded on every thread at once (what is held beside the column: one batch), and
+/// read back likewise. Written one item at a time through the part's writer, a view's
+/// columns kept worker 0 on one thread while the worker it was for waited.
+///
+/// ```text
+///  column of 10 000 items   [bin: items 0..4096][bin: 4096..8192][bin: 8192..10000]
+/// ```
+pub(crate) mod chunked {
+    use std::marker::PhantomData;
+    use std::ops::Range;
+
+    use rayon::prelude::*;
+    use serde::de::{self, DeserializeOwned, Deserializer, SeqAccess, Visitor};
+    use serde::ser::{self, Serialize, SerializeSeq, Serializer};
+
+    use super::{writing, Bytes, FOR_A_WORKER};
+
+    /// The items of a bin (but the column's last).
+    pub(crate) const ITEMS: usize = 1 << 12;
+
+    /// How many bins are encoded, or read, at once.
+    fn batch() -> usize {
+        4 * rayon::current_num_threads().max(1)
+    }
+
+    pub(crate) fn serialize<T: Serialize + Sync, S: Serializer>(
+        items: &[T],
+        to: S,
+    ) -> Result<S::Ok, S::Error> {
+        column(items).serialize(to)
+    }
+
+    pub(crate) fn deserialize<'de, T: DeserializeOwned + Send, D: Deserializer<'de>>(
+        from: D,
+    ) -> Result<Vec<T>, D::Error> {
+        from.deserialize_seq(Read(PhantomData))
+    }
+
+    /// A column of `len` items as [`chunked`] writes it, `bin(range)` the MessagePack of
+    /// its items in `range` (a sequence of them).
+    pub(crate) struct Bins<F> {
+        pub len: usize,
+        pub bin: F,
+    }
+
+    /// What a bin's encoding gives.
+    type Encoded = Result<Vec<u8>, rmp_serde::encode::Error>;
+
+    /// The column of `items`, as [`chunked`] writes it.
+    pub(crate) fn column<T: Serialize + Sync>(
+        items: &[T],
+    ) -> Bins<impl Fn(Range<usize>) -> Encoded + Sync + '_> {
+        Bins {
+            len: items.len(),
+            bin: move |range: Range<usize>| rmp_serde::to_vec(&items[range]),
+        }
+    }
+
+    impl<F: Fn(Range<usize>) -> Encoded + Sync> Serialize for Bins<F> {
+        fn serialize<S: Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+            // Each thread writes its bins as this one writes (for a worker or not).
+            let for_a_worker = FOR_A_WORKER.with(std::cell::Cell::get);
+            let bins = self.len.div_ceil(ITEMS);
+            let mut seq = to.serialize_seq(Some(bins))?;
+            let mut first = 0;
+            while first < bins {
+                let last = (first + batch()).min(bins);
+                let encoded: Vec<Encoded> = (first..last)
+                    .into_par_iter()
+                    .map(|b| {
+                        let range = b * ITEMS..((b + 1) * ITEMS).min(self.len);
+                        writing(for_a_worker, || (self.bin)(range))
+                    })
+                    .collect();
+                for bin in encoded {
+                    seq.serialize_element(&Bytes(bin.map_err(ser::Error::custom)?))?;
+                }
+                first = last;
+            }
+            seq.end()
+        }
+    }
+
+    /// Reads a column's bins a batch at a time, each batch on every thread.
+    struct Read<T>(PhantomData<T>);
+
+    impl<'de, T: DeserializeOwned + Send> Visitor<'de> for Read<T> {
+        type Value = Vec<T>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a column's bins")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+            let mut items = Vec::new();
+            loop {
+                let mut bins: Vec<Bytes> = Vec::with_capacity(batch());
+                while bins.len() < batch() {
+                    match seq.next_element::<Bytes>()? {
+                        Some(bin) => bins.push(bin),
+                        None => break,
+                    }
+                }
+                let last = bins.len() < batch();
+                let read: Vec<Vec<T>> = (bins.par_iter())
+                    .map(|bin| rmp_serde::from_slice(&bin.0))
+                    .collect::<Result<_, _>>()
+                    .map_err(de::Error::custom)?;
+                read.into_iter().for_each(|bin| items.extend(bin));
+                if last {
+                    return Ok(items);
+                }
+            }
+        }
+    }
 }
 
 /// A field written by name inside a part written by position
@@ -98,5 +225,71 @@ impl<'de> serde::Deserialize<'de> for Bytes {
             }
         }
         from.deserialize_byte_buf(Read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{chunked, for_a_worker, left_out};
+
+    /// A record with a field the report leaves out, written only for another worker.
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Record {
+        kept: u32,
+        #[serde(default, skip_serializing_if = "super::left_out")]
+        for_workers: u32,
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Column {
+        #[serde(with = "chunked")]
+        items: Vec<Record>,
+    }
+
+    fn column(n: u32) -> Column {
+        let items = (0..n)
+            .map(|k| Record {
+                kept: k,
+                for_workers: 7 * k + 1,
+            })
+            .collect();
+        Column { items }
+    }
+
+    /// A column of two and a half bins reads back whole and in order, as does an empty
+    /// one; written for another worker, the field the report leaves out is written in
+    /// every bin (each encoded on its own thread), and left out otherwise.
+    #[test]
+    fn a_column_written_in_bins_reads_back_whole() {
+        let n = (chunked::ITEMS * 5 / 2) as u32;
+        let written = for_a_worker(|| rmp_serde::to_vec(&column(n))).expect("written");
+        let read: Column = rmp_serde::from_slice(&written).expect("read");
+        assert_eq!(read, column(n));
+        let empty = for_a_worker(|| rmp_serde::to_vec(&column(0))).expect("written");
+        assert_eq!(
+            rmp_serde::from_slice::<Column>(&empty).expect("read"),
+            column(0)
+        );
+        // For the report: the field left out in every bin, read back as its default.
+        let written = rmp_serde::to_vec(&column(n)).expect("written");
+        let read: Column = rmp_serde::from_slice(&written).expect("read");
+        assert!(read
+            .items
+            .iter()
+            .enumerate()
+            .all(|(k, r)| r.kept == k as u32));
+        assert!(read.items.iter().all(|r| r.for_workers == 0));
+    }
+
+    /// A writing for another worker inside another leaves the outer one's way of
+    /// writing as it was (a column's bins may be encoded on the writing thread).
+    #[test]
+    fn a_writing_inside_another_restores_its_way() {
+        assert!(left_out(&()));
+        for_a_worker(|| {
+            for_a_worker(|| assert!(!left_out(&())));
+            assert!(!left_out(&()), "still for a worker");
+        });
+        assert!(left_out(&()));
     }
 }

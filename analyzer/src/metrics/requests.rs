@@ -65,10 +65,12 @@ pub(crate) struct PassColumns {
     /// By request: the message its post sent or received (`NO_INDEX` for none).
     /// Where one call posted several requests of a kind (a Startall), each of them has
     /// the last message, in message order, that call sent or received.
+    #[serde(with = "crate::exchange::wire::chunked")]
     message: Vec<u32>,
     /// By request: the latest partner arrival of any request its completing call
     /// completed (`NO_TIME` for none: 8 bytes a request, not an `Option`'s 16). The
     /// call's wait until then is explained by a late partner, not by progress.
+    #[serde(with = "crate::exchange::wire::chunked")]
     call_partner: Vec<u64>,
     /// The ranks on hosts with more ranks than CPUs, sorted.
     crowded: Vec<u32>,

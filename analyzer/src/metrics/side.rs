@@ -232,6 +232,11 @@ impl Narrow {
 /// hold are kept whole by their position.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Sides<K> {
+    #[serde(with = "crate::exchange::wire::chunked")]
+    #[serde(bound(
+        serialize = "K: serde::Serialize + Sync",
+        deserialize = "K: serde::de::DeserializeOwned + Send"
+    ))]
     narrow: Vec<(K, Narrow)>,
     /// The sides kept whole, by position, sorted.
     wide: Vec<(u32, Side)>,

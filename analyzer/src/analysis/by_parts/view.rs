@@ -22,6 +22,7 @@ use overlap_format::schema::MergedInfo;
 use rayon::slice::ParallelSliceMut;
 
 use super::super::pass_order::Models;
+use crate::exchange::wire::chunked::{column, Bins};
 use crate::metrics::descheduled::DescheduledTime;
 use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::requests::{PassColumns, RequestPass};
@@ -84,10 +85,12 @@ pub(crate) struct View {
     #[serde(with = "crate::exchange::wire::named")]
     pub info: MergedInfo,
     /// The messages with an end among the block's ranks, in the run's order.
+    #[serde(with = "crate::exchange::wire::chunked")]
     pub messages: Vec<Message>,
     /// The index of each among the run's messages.
     pub global: Vec<u32>,
     /// The block's requests, in the run's order.
+    #[serde(with = "crate::exchange::wire::chunked")]
     pub requests: Vec<RequestLife>,
     /// The compute of each of the block's files' ranks.
     pub compute: Vec<RankCompute>,
@@ -177,9 +180,20 @@ impl serde::Serialize for ViewOf<'_> {
         peers.dedup();
         let mut view = to.serialize_struct("View", 11)?;
         view.serialize_field("info", &ByName(&run.info))?;
-        view.serialize_field("messages", &Each(messages))?;
+        let messages = Bins {
+            len: global.len(),
+            bin: |range: Range<usize>| {
+                let of = || {
+                    global[range.clone()]
+                        .iter()
+                        .map(|&mi| &run.messages[mi as usize])
+                };
+                rmp_serde::to_vec(&Each(of))
+            },
+        };
+        view.serialize_field("messages", &messages)?;
         view.serialize_field("global", &global)?;
-        view.serialize_field("requests", &run.requests[requests.clone()])?;
+        view.serialize_field("requests", &column(&run.requests[requests.clone()]))?;
         view.serialize_field("compute", &c.compute[block.files.clone()])?;
         view.serialize_field("ends", &c.ends.select(&global))?;
         let pass = c.pass.share(requests, renumber);
