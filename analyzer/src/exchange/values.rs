@@ -83,7 +83,7 @@ impl<T: Serialize> Values<T> {
             Values::Kept(kept) => {
                 match kept.iter().map(Values::write).collect::<Result<Vec<_>>>() {
                     Ok(values) => (values.iter().map(Vec::len).collect(), Source::Held(values)),
-                    Err(e) => return Pieces::failed(&e.to_string()),
+                    Err(e) => return Pieces::failed(e.to_string()),
                 }
             }
             Values::Read(Read { lengths, values }) => (lengths, Source::Read(values)),
@@ -101,7 +101,7 @@ impl<T: Serialize> Values<T> {
             cuts.push(start..lengths.len());
         }
         Pieces {
-            first: VALUES,
+            failed: None,
             values,
             cuts,
             unread: None,
@@ -110,10 +110,11 @@ impl<T: Serialize> Values<T> {
 }
 
 /// A worker's part, as [`gather_values`] sends it: one piece a round, each made when
-/// it is sent (its first byte, then its values' bytes) and its values freed (or read
+/// it is sent (its first byte, its values' lengths, then their bytes) and its values freed (or read
 /// only then), so that only one is copied at a time.
 struct Pieces {
-    first: u8,
+    /// Why the worker has no values to send, when it has none: its one piece says so.
+    failed: Option<String>,
     values: Source,
     /// The values of each piece.
     cuts: Vec<Range<usize>>,
@@ -130,11 +131,11 @@ enum Source {
 
 impl Pieces {
     /// The part of a worker that failed: one piece, its error.
-    fn failed(reason: &str) -> Pieces {
+    fn failed(reason: String) -> Pieces {
         Pieces {
-            first: FAILED,
-            values: Source::Held(vec![reason.as_bytes().to_vec()]),
-            cuts: std::iter::once(0..1).collect(),
+            failed: Some(reason),
+            values: Source::Held(Vec::new()),
+            cuts: std::iter::once(0..0).collect(),
             unread: None,
         }
     }
@@ -142,7 +143,7 @@ impl Pieces {
     /// No piece at all (what worker 0 sends itself).
     fn none() -> Pieces {
         Pieces {
-            first: VALUES,
+            failed: None,
             values: Source::Held(Vec::new()),
             cuts: Vec::new(),
             unread: None,
@@ -154,16 +155,13 @@ impl Pieces {
         let Some(cut) = self.cuts.get(k).cloned() else {
             return Vec::new();
         };
+        if let Some(reason) = &self.failed {
+            return failed_piece(reason);
+        }
         if let Some(e) = &self.unread {
-            return failed_piece(e);
+            return failed_piece(&e.to_string());
         }
-        let mut piece = vec![self.first];
-        if self.first == FAILED {
-            if let Source::Held(values) = &mut self.values {
-                values[cut].iter().for_each(|v| piece.extend_from_slice(v));
-            }
-            return piece;
-        }
+        let mut piece = vec![VALUES];
         // The values' lengths first, so that worker 0 reads them on all its threads.
         piece.extend_from_slice(&(cut.len() as u64).to_le_bytes());
         let table = piece.len();
@@ -191,7 +189,7 @@ impl Pieces {
                     match value {
                         Ok(value) => put(&mut piece, i, &value),
                         Err(e) => {
-                            let failed = failed_piece(&e);
+                            let failed = failed_piece(&e.to_string());
                             self.unread = Some(e);
                             return failed;
                         }
@@ -206,10 +204,10 @@ impl Pieces {
 /// The bytes of each value's length in a piece's table of them.
 const LENGTH: usize = 8;
 
-/// A piece that says the error `e` instead of values.
-fn failed_piece(e: &Error) -> Vec<u8> {
+/// A piece that says why there are no values (`reason`) instead of values.
+fn failed_piece(reason: &str) -> Vec<u8> {
     let mut piece = vec![FAILED];
-    piece.extend_from_slice(e.to_string().as_bytes());
+    piece.extend_from_slice(reason.as_bytes());
     piece
 }
 
@@ -275,7 +273,7 @@ pub(super) fn gather_each_in<T: Serialize + DeserializeOwned + Send>(
             (Pieces::none(), own.unread.take())
         }
         (Ok(own), _) => (own.into_pieces(most), None),
-        (Err(e), _) => (Pieces::failed(&e.to_string()), Some(e)),
+        (Err(e), _) => (Pieces::failed(e.to_string()), Some(e)),
     };
     let failed = match (me, failed) {
         (0, Some(e)) => {
@@ -372,12 +370,12 @@ fn read_values<T: DeserializeOwned + Send>(
 
 #[cfg(test)]
 mod tests {
-    use super::{read_values, value_bytes, Pieces, Source, Values, VALUES};
+    use super::{read_values, value_bytes, Pieces, Source, Values};
 
     /// The one piece of `values`, as a worker sends it.
     fn piece_of(values: Vec<Vec<u8>>) -> Vec<u8> {
         let mut pieces = Pieces {
-            first: VALUES,
+            failed: None,
             cuts: std::iter::once(0..values.len()).collect(),
             values: Source::Held(values),
             unread: None,

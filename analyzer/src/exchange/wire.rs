@@ -73,7 +73,7 @@ pub(crate) mod chunked {
     pub(crate) fn deserialize<'de, T: DeserializeOwned + Send, D: Deserializer<'de>>(
         from: D,
     ) -> Result<Vec<T>, D::Error> {
-        from.deserialize_seq(Read(PhantomData))
+        from.deserialize_seq(ReadBins(PhantomData))
     }
 
     /// A column of `len` items as [`chunked`] writes it, `bin(range)` the MessagePack of
@@ -122,9 +122,9 @@ pub(crate) mod chunked {
     }
 
     /// Reads a column's bins a batch at a time, each batch on every thread.
-    struct Read<T>(PhantomData<T>);
+    struct ReadBins<T>(PhantomData<T>);
 
-    impl<'de, T: DeserializeOwned + Send> Visitor<'de> for Read<T> {
+    impl<'de, T: DeserializeOwned + Send> Visitor<'de> for ReadBins<T> {
         type Value = Vec<T>;
 
         fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
@@ -132,16 +132,16 @@ pub(crate) mod chunked {
         }
 
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
-            let mut items = Vec::new();
+            let (mut items, batch) = (Vec::new(), batch());
             loop {
-                let mut bins: Vec<Bytes> = Vec::with_capacity(batch());
-                while bins.len() < batch() {
+                let mut bins: Vec<Bytes> = Vec::with_capacity(batch);
+                while bins.len() < batch {
                     match seq.next_element::<Bytes>()? {
                         Some(bin) => bins.push(bin),
                         None => break,
                     }
                 }
-                let last = bins.len() < batch();
+                let last = bins.len() < batch;
                 let read: Vec<Vec<T>> = (bins.par_iter())
                     .map(|bin| rmp_serde::from_slice(&bin.0))
                     .collect::<Result<_, _>>()

@@ -152,7 +152,7 @@ impl serde::Serialize for ViewOf<'_> {
             .filter(|(_, m)| block.holds(m.send().rank) || block.holds(m.recv_post().rank))
             .map(|(mi, _)| index_u32(mi))
             .collect();
-        let messages = || global.iter().map(|&mi| &run.messages[mi as usize]);
+        let block_messages = || global.iter().map(|&mi| &run.messages[mi as usize]);
         let requests = {
             // In rank order: those of the ranks before the block's, then the block's.
             let r = &run.requests;
@@ -172,7 +172,7 @@ impl serde::Serialize for ViewOf<'_> {
         let shared = || (c.shared.iter()).filter(|s| block.holds(s.at.rank));
         // The ranks the block's calls may wait on: its messages' ends, its candidates'
         // causes, and its own.
-        let mut peers: Vec<u32> = messages()
+        let mut peers: Vec<u32> = block_messages()
             .flat_map(|m| [m.send().rank, m.recv_post().rank])
             .chain(shared().map(|s| s.cause.rank))
             .collect();
