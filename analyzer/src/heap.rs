@@ -28,6 +28,11 @@
 //! [`MMAP_MAX`], and serves larger blocks from the heap past it, well before a
 //! mapping could fail (a run of thousands of ranks holds a few per rank).
 
+/// Whether a vector served by a mapping of its own shrinks in place, its end given back
+/// without a copy (glibc's `realloc` of such a block is an `mremap`): elsewhere a shrink
+/// may copy what it keeps, and a column shrunk step by step is better kept whole.
+pub const SHRINKS_IN_PLACE: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
+
 /// The fixed mmap threshold: blocks of this size and more get mappings of their own.
 pub const MMAP_THRESHOLD: usize = 256 << 10;
 

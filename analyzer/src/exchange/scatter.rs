@@ -94,18 +94,24 @@ fn exchange_error(e: impl std::fmt::Display) -> Error {
 /// The rounds of one scatter, at every worker: at worker 0, what is written of the parts
 /// until the round is full (worker `to`'s part being written); at every worker, the
 /// bytes of its own part received so far.
+///
+/// Worker 0 writes a round as the exchange sends it ([`Parts`]): each worker's piece
+/// after its first byte (set when the round is sent), one after another, so that the
+/// round is handed to the exchange as it is, never copied beside itself.
+///
+/// ```text
+///  pending   [·|a a a a][·|b b][·|c c c]     · the first byte of each worker's piece
+///  starts     0         5      8             (worker `to` = 2 being written)
+/// ```
 struct Rounds<'e> {
     ex: &'e dyn Exchange,
     most: usize,
     /// The worker whose part is being written.
     to: usize,
-    /// This round's bytes, each worker's one after another (those of `to` last).
+    /// This round's pieces, those of workers `0..=to`, each behind its first byte.
     pending: Vec<u8>,
-    /// Each worker's bytes in `pending` but `to`'s since [`Rounds::settled`].
-    sizes: Vec<usize>,
-    /// Where in `pending` the bytes of `to` not yet counted in `sizes` start: a write
-    /// only appends, and the count is settled when the round is sent or `to` changes.
-    settled: usize,
+    /// Where each piece of `pending` starts (its first byte).
+    starts: Vec<usize>,
     /// The workers to forget what came of their parts before this round's bytes.
     again: Vec<bool>,
     /// This worker's part so far, a piece a round.
@@ -118,38 +124,54 @@ struct Rounds<'e> {
 
 impl<'e> Rounds<'e> {
     fn new(ex: &'e dyn Exchange, most: usize) -> Rounds<'e> {
-        Rounds {
+        let mut rounds = Rounds {
             ex,
             most,
             to: 0,
             pending: Vec::new(),
-            sizes: vec![0; ex.workers()],
-            settled: 0,
+            starts: Vec::with_capacity(ex.workers()),
             again: vec![false; ex.workers()],
             mine: VecDeque::new(),
             done: false,
             broken: None,
+        };
+        rounds.open_round();
+        rounds
+    }
+
+    /// Starts the next round at worker 0: a piece (without bytes yet) for each worker
+    /// up to `to`. Its room is made once: a write past `most` (a bin) fits in an eighth
+    /// more, where growing the round would copy it.
+    fn open_round(&mut self) {
+        if self.ex.worker() != 0 {
+            return;
+        }
+        self.pending = Vec::with_capacity(self.most + self.most / 8 + self.ex.workers());
+        self.starts.clear();
+        self.open_pieces(self.to);
+    }
+
+    /// Opens the pieces of the workers after the last open one up to `to`.
+    fn open_pieces(&mut self, to: usize) {
+        while self.starts.len() <= to {
+            self.starts.push(self.pending.len());
+            self.pending.push(0);
         }
     }
 
-    /// What follows is worker `to`'s part.
+    /// What follows is worker `to`'s part (the workers are written in order).
     fn write_for(&mut self, to: usize) {
-        self.settle();
+        debug_assert!(
+            to >= self.to,
+            "a scatter's parts are written in worker order"
+        );
+        self.open_pieces(to);
         self.to = to;
-    }
-
-    /// Counts the bytes written for `to` since the last count in its size.
-    fn settle(&mut self) {
-        self.sizes[self.to] += self.pending.len() - self.settled;
-        self.settled = self.pending.len();
     }
 
     /// Drops what is written of worker `to`'s part, in this round and before.
     fn start_again(&mut self) {
-        self.settle();
-        let n = std::mem::take(&mut self.sizes[self.to]);
-        self.pending.truncate(self.pending.len() - n);
-        self.settled = self.pending.len();
+        self.pending.truncate(self.starts[self.to] + 1);
         self.again[self.to] = true;
     }
 
@@ -157,26 +179,20 @@ impl<'e> Rounds<'e> {
     /// whether more rounds follow, `more`), and keeps this worker's piece.
     fn send(&mut self, more: bool) -> Result<()> {
         let workers = self.ex.workers();
-        self.settle();
         let to = match self.ex.worker() {
             0 => {
-                let mut to = Parts {
-                    bytes: Vec::with_capacity(self.pending.len() + workers),
-                    sizes: Vec::with_capacity(workers),
-                };
-                let mut at = 0;
-                for (k, &n) in self.sizes.iter().enumerate() {
+                self.open_pieces(workers - 1);
+                let ends = self.starts[1..].iter().copied().chain([self.pending.len()]);
+                let sizes = self.starts.iter().zip(ends).map(|(s, e)| e - s).collect();
+                for (k, &at) in self.starts.iter().enumerate() {
                     let again = std::mem::take(&mut self.again[k]);
-                    let first = u8::from(more) * MORE_ROUNDS + u8::from(again) * START_AGAIN;
-                    to.bytes.push(first);
-                    to.bytes.extend_from_slice(&self.pending[at..at + n]);
-                    to.sizes.push(1 + n);
-                    at += n;
+                    self.pending[at] = u8::from(more) * MORE_ROUNDS + u8::from(again) * START_AGAIN;
                 }
-                self.pending.clear();
-                self.settled = 0;
-                self.sizes.iter_mut().for_each(|n| *n = 0);
-                to
+                let bytes = std::mem::take(&mut self.pending);
+                if more {
+                    self.open_round();
+                }
+                Parts { bytes, sizes }
             }
             _ => Parts::of_parts(vec![Vec::new(); workers]),
         };

@@ -195,6 +195,21 @@ pub(crate) mod named {
     }
 }
 
+/// The items an iterator gives, written as a sequence (read back as a `Vec`): a column
+/// made as it is written, never held beside the one it is made of.
+pub(crate) struct Each<F>(pub F);
+
+impl<I, F> serde::Serialize for Each<F>
+where
+    I: Iterator,
+    I::Item: serde::Serialize,
+    F: Fn() -> I,
+{
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        to.collect_seq((self.0)())
+    }
+}
+
 /// Bytes another part of the analysis wrote, carried as they are (MessagePack's bin:
 /// serde writes a `Vec<u8>` as an array of numbers, up to twice its bytes).
 #[derive(Debug, PartialEq, Eq)]

@@ -72,7 +72,7 @@ const _: () = assert!(std::mem::size_of::<Paired>() == 56);
 pub(crate) const NO_CALL: u32 = u32::MAX;
 
 /// How many pairs the join makes between two returns of the sends it has freed to the
-/// system (about 40 MiB of them).
+/// system (about 40 MiB of them), and takes between two shrinkings of the pairs.
 const RELEASE_EVERY: usize = 1 << 20;
 
 /// One rank's ends, numbered per key.
@@ -296,7 +296,8 @@ impl Paired {
 /// after rank they are in key order; the receives are merged across ranks), then the
 /// pairs sorted into message order, so that the messages come out in order with no sort
 /// of their own. Memory: 80 B per send and receive, then 56 B per pair as each rank's
-/// sends (and, once walked past, its receives) are freed, then 48 B per message.
+/// sends (and, once walked past, its receives) are freed, then 48 B per message as the
+/// pairs are freed.
 pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
     use rayon::prelude::*;
     let unmatchable: u64 = ranks.iter().map(|r| r.unmatchable_receives).sum();
@@ -346,16 +347,20 @@ pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
     );
     let Ok((sent, received)) = walked;
     drop(ranks);
-    pairs.par_sort_unstable_by_key(Paired::order);
+    // Sorted last to first, the pairs are taken from the end in message order, and the
+    // pairs' column shrinks as the messages' grows: never both whole (at 10^8 events,
+    // 1.8 GB of pairs beside 1.5 GB of messages were the join's peak).
+    pairs.par_sort_unstable_by_key(|p| std::cmp::Reverse(p.order()));
     let mut counts = MatchCounts::default();
-    let messages = pairs
-        .iter()
-        .map(|p| {
-            let (m, suspect) = p.message(counts.messages + 1);
-            counts.count(suspect);
-            m
-        })
-        .collect();
+    let mut messages = Vec::with_capacity(pairs.len());
+    while let Some(p) = pairs.pop() {
+        let (m, suspect) = p.message(counts.messages + 1);
+        counts.count(suspect);
+        messages.push(m);
+        if crate::heap::SHRINKS_IN_PLACE && pairs.len() % RELEASE_EVERY == 0 {
+            pairs.shrink_to_fit();
+        }
+    }
     counts.unmatched_sends = sent - counts.messages;
     counts.unmatched_receives = unmatchable + received - counts.messages;
     Matched { messages, counts }

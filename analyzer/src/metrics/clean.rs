@@ -86,6 +86,20 @@ fn packed(call: EventRef) -> u64 {
     (u64::from(call.rank) << 32) | u64::from(crate::model::compact::index_u32(call.index))
 }
 
+/// Keeps the last entry of each call of `sorted` (sorted by call), in place, and gives
+/// back the rest: a column of them made beside the entries was the models' peak.
+fn keep_last_of_each(sorted: &mut Vec<(u64, Nanos)>) {
+    let mut kept = 0;
+    for i in 0..sorted.len() {
+        if sorted.get(i + 1).is_none_or(|next| next.0 != sorted[i].0) {
+            sorted[kept] = sorted[i];
+            kept += 1;
+        }
+    }
+    sorted.truncate(kept);
+    sorted.shrink_to_fit();
+}
+
 impl LatestPartners {
     /// The latest partners of every completing call of `trace`, whose messages' ends
     /// are `ends`.
@@ -109,11 +123,8 @@ impl LatestPartners {
         all.par_sort_unstable();
         all.truncate(all.partition_point(|e| e.0 != NONE.0));
         // The last of each call's entries is its latest partner.
-        let mut latest: Vec<(u64, Nanos)> = Vec::new();
-        for same in all.chunk_by(|a, b| a.0 == b.0) {
-            latest.extend(same.last().copied());
-        }
-        LatestPartners(latest)
+        keep_last_of_each(&mut all);
+        LatestPartners(all)
     }
 
     /// The latest partner of anything `call` completed.
@@ -240,4 +251,22 @@ impl<'a> Cleaner<'a> {
 /// [`READY_GAP`], or [`READY_SHARE`] of the transfer.
 fn ready(away: Nanos, ns: u64) -> bool {
     away <= READY_GAP || away.0 as f64 <= READY_SHARE * ns as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each call keeps its last entry, the latest; a call of one entry keeps it; none
+    /// stays none.
+    #[test]
+    fn each_call_keeps_its_latest_partner() {
+        let at = |call: u64, t: u64| (call, Nanos(t));
+        let mut sorted = vec![at(1, 5), at(1, 7), at(2, 3), at(3, 1), at(3, 2), at(3, 9)];
+        keep_last_of_each(&mut sorted);
+        assert_eq!(sorted, vec![at(1, 7), at(2, 3), at(3, 9)]);
+        let mut none = Vec::new();
+        keep_last_of_each(&mut none);
+        assert!(none.is_empty());
+    }
 }

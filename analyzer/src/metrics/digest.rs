@@ -47,6 +47,7 @@ use super::message_ends::{recv_side, send_side, MessageEnds};
 use super::one_sided::{candidates_of, RankEpochs};
 use super::side::{Side, Sides};
 use crate::exchange::Values;
+use crate::fxhash::FxHashMap;
 use crate::import::Reading;
 use crate::merge::{
     file_of, join, out_of_range, rank_requests_and_ends, RankEnds, RunFiles, Unreadable, NO_CALL,
@@ -203,13 +204,13 @@ pub(super) fn joined(mut files: RunFiles, digested: Vec<RankDigested>) -> Digest
         peers,
     );
     let messages = matched.messages;
-    let (sides, by_rank) = message_sides(&ranks, &messages);
+    let (sides, by_rank) = message_sides(&mut ranks, &messages);
     // What only the messages' sides needed goes before the run's requests are gathered;
     // each rank's sides, and then its requests, were blocks of the heap when ranks are
     // many (each below the mmap threshold), now free among the blocks kept (each rank's
     // compute): given back, not held.
     for d in &mut ranks {
-        (d.sends, d.recvs) = (Sides::default(), Sides::default());
+        d.recvs = Sides::default();
     }
     crate::heap::release_free();
     let (mut ranks, requests, firsts) = requests_of(ranks);
@@ -331,54 +332,50 @@ fn digest_rank(
 }
 
 /// Each message's two sides, looked up by its calls in its sender's and its receiver's
-/// digests (`ranks`, sorted by rank): the sends and the receives side by side (rayon's
-/// threads), each rank's messages together ([`MessagesByRank`]), so that the lookups of
-/// one rank stay among its own records (taken message by message, a run of many ranks
-/// jumped between every rank's, which was most of the pass at 1 024 ranks).
-fn message_sides(ranks: &[RankDigest], messages: &[Message]) -> (MessageEnds, MessagesByRank) {
+/// digests (`ranks`, sorted by rank), and the messages by rank. The sends' column is
+/// made first, a block of messages a thread, each rank's sides searched from where that
+/// rank's last was found in the block (a rank's messages come in its order): a search
+/// from scratch per message, jumping between every rank's sides, was most of the pass
+/// at 1 024 ranks. The ranks' sends are freed before the receives' column is made.
+fn message_sides(ranks: &mut [RankDigest], messages: &[Message]) -> (MessageEnds, MessagesByRank) {
     let _s = tracing::info_span!("message sides").entered();
     let index = MessagesByRank::of(messages);
-    let all = index.all();
-    let digest = |rank: u32| {
-        let at = ranks.binary_search_by_key(&rank, |d| d.rank).ok()?;
-        Some(&ranks[at])
-    };
-    // The sides of the messages `listed` (one rank's after another), each found by
-    // `side` in the digest of the rank `rank_of` gives.
-    // A rank's messages come in send order, so its sides are asked in nearly their
-    // order: each is searched from where the last one was found (`near`).
-    type Find<'a> = dyn Fn(&RankDigest, &Message, &mut usize) -> Option<Side> + Sync + 'a;
-    let sides = |listed: &[u32], rank_of: &(dyn Fn(&Message) -> u32 + Sync), side: &Find| {
-        let mut held: Option<(u32, Option<&RankDigest>)> = None;
-        let mut near = 0;
-        let found = listed.iter().filter_map(|&mi| {
-            let m = &messages[mi as usize];
-            let rank = rank_of(m);
-            let d = match held {
-                Some((r, d)) if r == rank => d,
-                _ => {
-                    let d = digest(rank);
-                    held = Some((rank, d));
-                    near = 0;
-                    d
-                }
-            };
-            Some((mi as usize, d.and_then(|d| side(d, m, &mut near))?))
-        });
-        Sides::scattered(messages.len(), found)
-    };
-    let send = |d: &RankDigest, m: &Message, near: &mut usize| {
+    // The run's two columns are never held beside both of the ranks' sides: at 10^8
+    // events, those 3.5 GB together were the join's peak, and worker 0's.
+    let sends = column_of(ranks, messages, &|m| m.send().rank, &|d, m, near| {
         d.sends.find_near(m.send().index as u32, near)
-    };
-    let recv = |d: &RankDigest, m: &Message, near: &mut usize| {
+    });
+    for d in ranks.iter_mut() {
+        d.sends = Sides::default();
+    }
+    crate::heap::release_free();
+    let recvs = column_of(ranks, messages, &|m| m.recv_post().rank, &|d, m, near| {
         let done = m.completion().map_or(NO_CALL, |c| c.index as u32);
         d.recvs.find_near((m.recv_post().index as u32, done), near)
-    };
-    let (sends, recvs) = rayon::join(
-        || sides(all.sent, &|m| m.send().rank, &send),
-        || sides(all.received, &|m| m.recv_post().rank, &recv),
-    );
+    });
     (MessageEnds::from_sides(sends, recvs), index)
+}
+
+/// How a message's side is found in its rank's digest, searched from `near` (where the
+/// last of that rank's was found: a few steps on).
+type FindSide<'a> = dyn Fn(&RankDigest, &Message, &mut usize) -> Option<Side> + Sync + 'a;
+
+/// The column of one side of every message, each found by `find` in the digest of the
+/// rank `rank_of` gives ([`Side::NONE`] where it has none), made on rayon's threads a
+/// block of messages each (each block remembering where each rank's last was found).
+fn column_of(
+    ranks: &[RankDigest],
+    messages: &[Message],
+    rank_of: &(dyn Fn(&Message) -> u32 + Sync),
+    find: &FindSide,
+) -> Sides<()> {
+    let side = |near: &mut FxHashMap<usize, usize>, mi: usize| {
+        let m = &messages[mi];
+        let found = ranks.binary_search_by_key(&rank_of(m), |d| d.rank).ok();
+        let found = found.and_then(|at| find(&ranks[at], m, near.entry(at).or_insert(0)));
+        found.unwrap_or(Side::NONE)
+    };
+    Sides::fill_with(messages.len(), FxHashMap::default, side)
 }
 
 /// The run's requests, each rank's moved out of its digest in rank order, and where

@@ -18,7 +18,7 @@
 
 use overlap_format::schema::{Nanos, OpClass};
 
-use super::side::{Side, Sides, ALONE, CALL, KNOWN};
+use super::side::{Selected, Side, Sides, ALONE, CALL, KNOWN};
 use crate::model::{EventRef, Message, RequestLife, RequestsByPost, Timeline, Trace};
 
 pub(crate) use super::side::Done;
@@ -55,6 +55,14 @@ pub(crate) struct Ends {
 pub struct MessageEnds {
     sends: Sides<()>,
     recvs: Sides<()>,
+}
+
+/// The ends of some messages, written as [`MessageEnds`] is ([`MessageEnds::select`]).
+#[derive(serde::Serialize)]
+#[serde(rename = "MessageEnds")]
+struct SelectedEnds<'e> {
+    sends: Selected<'e>,
+    recvs: Selected<'e>,
 }
 
 impl MessageEnds {
@@ -95,15 +103,14 @@ impl MessageEnds {
         MessageEnds { sends, recvs }
     }
 
-    /// The ends of the messages `which` (indices of this column's), in that order: the
-    /// column of a block's messages.
-    pub(crate) fn select(&self, which: &[u32]) -> MessageEnds {
-        let side = |sides: &Sides<()>, mi: &u32| ((), sides.get(*mi as usize));
-        let (sends, recvs) = rayon::join(
-            || Sides::of(which.iter().map(|mi| side(&self.sends, mi))),
-            || Sides::of(which.iter().map(|mi| side(&self.recvs, mi))),
-        );
-        MessageEnds { sends, recvs }
+    /// The ends of the messages `which` (indices of this column's), in that order, to be
+    /// written: read back, the column of a block's messages. Each side is written from
+    /// this column as it goes, none copied beside it.
+    pub(crate) fn select<'e>(&'e self, which: &'e [u32]) -> impl serde::Serialize + 'e {
+        SelectedEnds {
+            sends: self.sends.selected(which),
+            recvs: self.recvs.selected(which),
+        }
     }
 
     /// The send side of message `mi`.

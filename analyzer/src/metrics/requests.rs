@@ -31,6 +31,8 @@ use super::request_metrics::RequestClass;
 use super::request_row::{RequestIdentity, RequestRow};
 use super::transfer::TransferModel;
 use super::Options;
+use crate::exchange::wire::chunked::{column, Bins};
+use crate::exchange::wire::Each;
 use crate::fxhash::FxHashMap;
 use crate::model::compact::{index_u32, some_index, NO_INDEX};
 use crate::model::compute::ComputeCursor;
@@ -74,6 +76,16 @@ pub(crate) struct PassColumns {
     call_partner: Vec<u64>,
     /// The ranks on hosts with more ranks than CPUs, sorted.
     crowded: Vec<u32>,
+}
+
+/// A block's share of a pass's columns, written as [`PassColumns`] is
+/// ([`RequestPass::share`]).
+#[derive(serde::Serialize)]
+#[serde(rename = "PassColumns")]
+struct SharedColumns<'s, M: serde::Serialize, P: serde::Serialize> {
+    message: M,
+    call_partner: P,
+    crowded: &'s [u32],
 }
 
 impl<'a> RequestPass<'a> {
@@ -171,23 +183,30 @@ impl<'a> RequestPass<'a> {
 
     /// The columns of the requests `requests` (a block of whole ranks), each message
     /// index renumbered by `renumber` (the block's messages hold every message its
-    /// requests sent or received).
-    pub(crate) fn share(
-        &self,
+    /// requests sent or received), to be written: read back, a [`PassColumns`]. Each
+    /// column is written from the run's as it goes, none copied beside it.
+    pub(crate) fn share<'s>(
+        &'s self,
         requests: std::ops::Range<usize>,
-        renumber: impl Fn(u32) -> u32 + Sync,
-    ) -> PassColumns {
+        renumber: impl Fn(u32) -> u32 + Sync + 's,
+    ) -> impl serde::Serialize + 's {
         let c = &self.columns;
-        let message = c.message[requests.clone()].par_iter();
-        PassColumns {
-            message: message
-                .map(|&mi| match mi {
-                    NO_INDEX => NO_INDEX,
-                    mi => renumber(mi),
-                })
-                .collect(),
-            call_partner: c.call_partner[requests].to_vec(),
-            crowded: c.crowded.clone(),
+        let message = &c.message[requests.clone()];
+        SharedColumns {
+            message: Bins {
+                len: message.len(),
+                bin: move |range: std::ops::Range<usize>| {
+                    let of = || {
+                        message[range.clone()].iter().map(|&mi| match mi {
+                            NO_INDEX => NO_INDEX,
+                            mi => renumber(mi),
+                        })
+                    };
+                    rmp_serde::to_vec(&Each(of))
+                },
+            },
+            call_partner: column(&c.call_partner[requests]),
+            crowded: &c.crowded,
         }
     }
 
@@ -396,4 +415,48 @@ pub fn osu_overlap(t_pure: u64, t_cpu: u64, t_ovrl: u64) -> Option<f64> {
     }
     let exposed = t_ovrl as f64 - t_cpu as f64;
     Some((1.0 - exposed / t_pure as f64).clamp(0.0, 1.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exchange::wire::chunked::ITEMS;
+    use crate::metrics::collective_ends::CollectiveEnds;
+    use crate::metrics::eager::EagerFit;
+
+    /// A block's share of the pass's columns, written from the run's as it goes, reads
+    /// back as the columns of its requests, each message renumbered (none staying none),
+    /// across several bins.
+    #[test]
+    fn a_share_reads_back_as_its_requests_columns() {
+        let len = 2 * ITEMS + 5;
+        let message = |i: usize| match i % 5 {
+            0 => NO_INDEX,
+            _ => 2 * i as u32,
+        };
+        let columns = PassColumns {
+            message: (0..len).map(message).collect(),
+            call_partner: (0..len as u64).map(|i| 7 * i).collect(),
+            crowded: vec![3, 9],
+        };
+        let model = TransferModel::of_classes(EagerFit::default(), Vec::new());
+        let collectives = CollectiveModel::fit_with(&CollectiveEnds::default());
+        let opts = Options::default();
+        let pass = RequestPass::of_columns(columns, &model, &collectives, &opts);
+        let block = 3..len - 1;
+        let written =
+            rmp_serde::to_vec(&pass.share(block.clone(), |mi| mi / 2 + 1)).expect("written");
+        let read: PassColumns = rmp_serde::from_slice(&written).expect("read back");
+        let renumbered = |i: usize| match message(i) {
+            NO_INDEX => NO_INDEX,
+            mi => mi / 2 + 1,
+        };
+        assert_eq!(
+            read.message,
+            block.clone().map(renumbered).collect::<Vec<_>>()
+        );
+        let partner: Vec<u64> = block.map(|i| 7 * i as u64).collect();
+        assert_eq!(read.call_partner, partner);
+        assert_eq!(read.crowded, vec![3, 9]);
+    }
 }

@@ -318,14 +318,24 @@ impl Sides<()> {
     /// `len` sides, the side of position `i` being `side(i)` (rayon's threads, a block
     /// of positions each).
     pub(crate) fn fill(len: usize, side: impl Fn(usize) -> Side + Sync) -> Sides<()> {
+        Self::fill_with(len, || (), |(), i| side(i))
+    }
+
+    /// [`Sides::fill`], `side` given a state of its block of positions (`state()` at
+    /// the block's first): where the last lookup of the block fell, say.
+    pub(crate) fn fill_with<S>(
+        len: usize,
+        state: impl Fn() -> S + Sync,
+        side: impl Fn(&mut S, usize) -> Side + Sync,
+    ) -> Sides<()> {
         const BLOCK: usize = 1 << 14;
         let mut narrow = vec![((), Narrow::WIDE); len];
         let wide = (narrow.par_chunks_mut(BLOCK).enumerate())
             .map(|(b, block)| {
-                let mut wide = Vec::new();
+                let (mut wide, mut state) = (Vec::new(), state());
                 for (k, slot) in block.iter_mut().enumerate() {
                     let i = b * BLOCK + k;
-                    slot.1 = hold(&side(i), i, &mut wide);
+                    slot.1 = hold(&side(&mut state, i), i, &mut wide);
                 }
                 wide
             })
@@ -334,16 +344,48 @@ impl Sides<()> {
         Sides { narrow, wide }
     }
 
-    /// `len` sides, each [`Side::NONE`] but those `found` gives by position.
-    pub(crate) fn scattered(len: usize, found: impl Iterator<Item = (usize, Side)>) -> Sides<()> {
-        let none = Narrow::of(&Side::NONE).expect("no side fits 24 bytes");
-        let mut narrow = vec![((), none); len];
-        let mut wide = Vec::new();
-        for (i, side) in found {
-            narrow[i].1 = hold(&side, i, &mut wide);
-        }
-        wide.sort_unstable_by_key(|w| w.0);
-        Sides { narrow, wide }
+    /// The sides at the positions `which`, in that order, to be written (read back,
+    /// they are the column of those sides).
+    pub(crate) fn selected<'s>(&'s self, which: &'s [u32]) -> Selected<'s> {
+        Selected { sides: self, which }
+    }
+}
+
+/// The sides of a column at some of its positions, in their order, written as
+/// [`Sides::of`] them would be ([`Sides::selected`]): a block's column made as it is
+/// written, a bin at a time, never held beside the column it is cut from.
+pub(crate) struct Selected<'s> {
+    sides: &'s Sides<()>,
+    which: &'s [u32],
+}
+
+impl serde::Serialize for Selected<'_> {
+    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
+        use crate::exchange::wire::chunked::Bins;
+        use crate::exchange::wire::Each;
+        use serde::ser::SerializeStruct;
+        let (sides, which) = (self.sides, self.which);
+        // A side held narrow stays narrow where it is moved to; one kept whole is kept
+        // whole at its new position.
+        let narrow = Bins {
+            len: which.len(),
+            bin: |range: std::ops::Range<usize>| {
+                let of = || {
+                    which[range.clone()]
+                        .iter()
+                        .map(|&p| &sides.narrow[p as usize])
+                };
+                rmp_serde::to_vec(&Each(of))
+            },
+        };
+        let wide: Vec<(u32, Side)> = (which.par_iter().enumerate())
+            .filter(|(_, &p)| sides.narrow[p as usize].1.is_wide())
+            .map(|(i, &p)| (index_u32(i), sides.get(p as usize)))
+            .collect();
+        let mut column = to.serialize_struct("Sides", 2)?;
+        column.serialize_field("narrow", &narrow)?;
+        column.serialize_field("wide", &wide)?;
+        column.end()
     }
 }
 
@@ -406,11 +448,8 @@ mod tests {
         let all: Vec<Side> = cases.iter().map(|c| c.0).collect();
         let keyed = Sides::of(all.iter().enumerate().map(|(i, s)| (i as u32 * 2, *s)));
         let filled = Sides::fill(all.len(), |i| all[i]);
-        let scattered = Sides::scattered(all.len() + 2, all.iter().copied().enumerate().rev());
         assert_eq!(keyed.iter().collect::<Vec<_>>(), all);
         assert_eq!(filled.iter().collect::<Vec<_>>(), all);
-        assert_eq!(scattered.iter().take(all.len()).collect::<Vec<_>>(), all);
-        assert_eq!(scattered.get(all.len() + 1), Side::NONE);
         // Found from wherever the search starts, which it leaves where the key falls.
         for (i, s) in all.iter().enumerate() {
             for start in 0..all.len() + 2 {
@@ -442,5 +481,35 @@ mod tests {
         let filled = Sides::fill(len, make);
         assert_eq!(filled.wide.len(), len.div_ceil(7_001));
         assert!((0..len).all(|i| filled.get(i) == make(i)));
+    }
+
+    /// The sides of some positions, written from the column as it goes, are written as
+    /// the column made of them is, byte for byte, and read back as it: positions out of
+    /// order, repeated, across several bins, a side held whole now at a new position;
+    /// and none.
+    #[test]
+    fn selected_sides_are_written_as_their_column() {
+        use crate::exchange::wire::chunked::ITEMS;
+        let len = 2 * ITEMS + 9;
+        let make = |i: usize| match i % 1_001 {
+            0 => side(
+                i as u64,
+                Some((i as u64 + (1 << 33), i as u64, 1)),
+                None,
+                KNOWN,
+            ),
+            _ => side(i as u64, Some((i as u64 + 3, i as u64 + 9, 2)), None, KNOWN),
+        };
+        let column = Sides::fill(len, make);
+        let backwards: Vec<u32> = (0..len as u32).rev().step_by(3).collect();
+        let repeated: Vec<u32> = vec![1_001, 5, 1_001, 0, 2 * ITEMS as u32 + 8];
+        for which in [backwards, repeated, Vec::new()] {
+            let made = Sides::of(which.iter().map(|&p| ((), column.get(p as usize))));
+            let written = rmp_serde::to_vec(&column.selected(&which)).expect("written");
+            assert_eq!(written, rmp_serde::to_vec(&made).expect("made"));
+            let read: Sides<()> = rmp_serde::from_slice(&written).expect("read back");
+            assert!(read == made && read.wide == made.wide);
+            assert!((which.iter().enumerate()).all(|(i, &p)| read.get(i) == make(p as usize)));
+        }
     }
 }

@@ -19,10 +19,10 @@
 use std::ops::Range;
 
 use overlap_format::schema::MergedInfo;
-use rayon::slice::ParallelSliceMut;
 
 use super::super::pass_order::Models;
 use crate::exchange::wire::chunked::{column, Bins};
+use crate::exchange::wire::Each;
 use crate::metrics::descheduled::DescheduledTime;
 use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::requests::{PassColumns, RequestPass};
@@ -171,13 +171,23 @@ impl serde::Serialize for ViewOf<'_> {
         };
         let shared = || (c.shared.iter()).filter(|s| block.holds(s.at.rank));
         // The ranks the block's calls may wait on: its messages' ends, its candidates'
-        // causes, and its own.
-        let mut peers: Vec<u32> = block_messages()
-            .flat_map(|m| [m.send().rank, m.recv_post().rank])
-            .chain(shared().map(|s| s.cause.rank))
-            .collect();
-        peers.par_sort_unstable();
-        peers.dedup();
+        // causes, and its own, marked among the run's ranks (no list of every end).
+        let mut ranks: Vec<u32> = run.info.ranks.iter().map(|r| r.rank).collect();
+        ranks.sort_unstable();
+        let (mut marked, mut others) = (vec![false; ranks.len()], Vec::new());
+        let ends = block_messages().flat_map(|m| [m.send().rank, m.recv_post().rank]);
+        for rank in ends.chain(shared().map(|s| s.cause.rank)) {
+            match ranks.binary_search(&rank) {
+                Ok(i) => marked[i] = true,
+                Err(_) => others.push(rank),
+            }
+        }
+        others.sort_unstable();
+        others.dedup();
+        let peer = |r: u32| match ranks.binary_search(&r) {
+            Ok(i) => marked[i],
+            Err(_) => others.binary_search(&r).is_ok(),
+        };
         let mut view = to.serialize_struct("View", 11)?;
         view.serialize_field("info", &ByName(&run.info))?;
         let messages = Bins {
@@ -196,11 +206,9 @@ impl serde::Serialize for ViewOf<'_> {
         view.serialize_field("requests", &column(&run.requests[requests.clone()]))?;
         view.serialize_field("compute", &c.compute[block.files.clone()])?;
         view.serialize_field("ends", &c.ends.select(&global))?;
-        let pass = c.pass.share(requests, renumber);
-        view.serialize_field("pass", &pass)?;
-        drop(pass);
+        view.serialize_field("pass", &c.pass.share(requests, renumber))?;
         view.serialize_field("shared", &Each(shared))?;
-        let waited_on = |r| block.holds(r) || peers.binary_search(&r).is_ok();
+        let waited_on = |r: u32| block.holds(r) || peer(r);
         view.serialize_field("descheduled", &c.descheduled.of_ranks(waited_on))?;
         view.serialize_field("models", &ByName(c.models))?;
         view.serialize_field("sites", &ByName(c.sites))?;
@@ -214,19 +222,5 @@ struct ByName<'v, T>(&'v T);
 impl<T: serde::Serialize> serde::Serialize for ByName<'_, T> {
     fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
         crate::exchange::wire::named::serialize(self.0, to)
-    }
-}
-
-/// The items an iterator gives, written as a sequence (read back as a `Vec`).
-struct Each<F>(F);
-
-impl<'i, T, I, F> serde::Serialize for Each<F>
-where
-    T: serde::Serialize + 'i,
-    I: Iterator<Item = &'i T>,
-    F: Fn() -> I,
-{
-    fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
-        to.collect_seq((self.0)())
     }
 }
