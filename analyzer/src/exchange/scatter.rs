@@ -73,7 +73,7 @@ pub(super) fn scatter_in<T: Serialize, U: DeserializeOwned>(
     }
     let pieces = Pieces {
         pieces: std::mem::take(&mut rounds.mine),
-        at: 0,
+        at: FIRST_BYTE,
     };
     let mine: Sent<U> = rmp_serde::from_read(pieces).map_err(|e| Error::Exchange {
         reason: format!("the part of worker 0 could not be read: {e}"),
@@ -114,7 +114,7 @@ struct Rounds<'e> {
     starts: Vec<usize>,
     /// The workers to forget what came of their parts before this round's bytes.
     again: Vec<bool>,
-    /// This worker's part so far, a piece a round.
+    /// This worker's part so far, a piece a round, each behind its first byte.
     mine: VecDeque<Vec<u8>>,
     /// Whether the last round has come.
     done: bool,
@@ -197,8 +197,12 @@ impl<'e> Rounds<'e> {
             _ => Parts::of_parts(vec![Vec::new(); workers]),
         };
         let got = self.ex.all_to_all(to).map_err(exchange_error)?;
-        let from_0 = got.parts().next().unwrap_or_default();
-        let Some((&first, piece)) = from_0.split_first() else {
+        // Worker 0's piece comes first: the received bytes cut to it are kept as they
+        // are, its first byte with them (never copied out of what came).
+        let from_0 = got.sizes.first().copied().unwrap_or(0);
+        let mut piece = got.bytes;
+        piece.truncate(from_0);
+        let Some(&first) = piece.first() else {
             return Err(exchange_error(
                 "worker 0 sent a round of its scatter without a word",
             ));
@@ -206,8 +210,8 @@ impl<'e> Rounds<'e> {
         if first & START_AGAIN != 0 {
             self.mine.clear();
         }
-        if !piece.is_empty() {
-            self.mine.push_back(piece.to_vec());
+        if piece.len() > 1 {
+            self.mine.push_back(piece);
         }
         self.done = first & MORE_ROUNDS == 0;
         Ok(())
@@ -250,8 +254,11 @@ impl Rounds<'_> {
     }
 }
 
-/// The pieces of a part, read one after another, each dropped once read (`at`: how far
-/// the first is read).
+/// Where a piece's bytes of the part start: after its first byte.
+const FIRST_BYTE: usize = 1;
+
+/// The pieces of a part, each behind its first byte, read one after another, each
+/// dropped once read (`at`: how far the first is read).
 struct Pieces {
     pieces: VecDeque<Vec<u8>>,
     at: usize,
@@ -277,7 +284,7 @@ impl Read for Pieces {
             let rest = &front[self.at..];
             if rest.is_empty() {
                 self.pieces.pop_front();
-                self.at = 0;
+                self.at = FIRST_BYTE;
                 continue;
             }
             let n = into.len().min(rest.len());

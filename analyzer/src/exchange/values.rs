@@ -110,8 +110,8 @@ impl<T: Serialize> Values<T> {
 }
 
 /// A worker's part, as [`gather_values`] sends it: one piece a round, each made when
-/// it is sent (its first byte, its values' lengths, then their bytes) and its values freed (or read
-/// only then), so that only one is copied at a time.
+/// it is sent (its first byte, its values' lengths, then their bytes) and its values
+/// freed (or read only then), so that only one is copied at a time.
 struct Pieces {
     /// Why the worker has no values to send, when it has none: its one piece says so.
     failed: Option<String>,

@@ -19,6 +19,7 @@
 use std::ops::Range;
 
 use overlap_format::schema::MergedInfo;
+use rayon::prelude::*;
 
 use super::super::pass_order::Models;
 use crate::exchange::wire::chunked::{column, Bins};
@@ -152,7 +153,6 @@ impl serde::Serialize for ViewOf<'_> {
             .filter(|(_, m)| block.holds(m.send().rank) || block.holds(m.recv_post().rank))
             .map(|(mi, _)| index_u32(mi))
             .collect();
-        let block_messages = || global.iter().map(|&mi| &run.messages[mi as usize]);
         let requests = {
             // In rank order: those of the ranks before the block's, then the block's.
             let r = &run.requests;
@@ -174,14 +174,24 @@ impl serde::Serialize for ViewOf<'_> {
         // causes, and its own, marked among the run's ranks (no list of every end).
         let mut ranks: Vec<u32> = run.info.ranks.iter().map(|r| r.rank).collect();
         ranks.sort_unstable();
-        let (mut marked, mut others) = (vec![false; ranks.len()], Vec::new());
-        let ends = block_messages().flat_map(|m| [m.send().rank, m.recv_post().rank]);
-        for rank in ends.chain(shared().map(|s| s.cause.rank)) {
+        type Marks = (Vec<bool>, Vec<u32>);
+        let mark = |(mut marked, mut others): Marks, rank: u32| {
             match ranks.binary_search(&rank) {
                 Ok(i) => marked[i] = true,
                 Err(_) => others.push(rank),
             }
-        }
+            (marked, others)
+        };
+        let none = || (vec![false; ranks.len()], Vec::new());
+        let either = |(a, mut a_others): Marks, (b, b_others): Marks| {
+            a_others.extend(b_others);
+            (a.iter().zip(&b).map(|(a, b)| a | b).collect(), a_others)
+        };
+        // The block's messages' ends on the threads, then its candidates' causes.
+        let ends = global.par_iter().map(|&mi| &run.messages[mi as usize]);
+        let ends = ends.flat_map_iter(|m| [m.send().rank, m.recv_post().rank]);
+        let marks = ends.fold(none, mark).reduce(none, either);
+        let (marked, mut others) = shared().map(|s| s.cause.rank).fold(marks, mark);
         others.sort_unstable();
         others.dedup();
         let peer = |r: u32| match ranks.binary_search(&r) {
