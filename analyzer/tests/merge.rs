@@ -148,7 +148,7 @@ fn matches_in_non_overtaking_order_and_flags_clock_suspects() {
         .filter(|r| r.completion().is_none())
         .collect();
     assert_eq!(never.len(), 1);
-    assert_eq!((never[0].rank, never[0].request), (0, 3));
+    assert_eq!((never[0].rank, never[0].request()), (0, 3));
 }
 
 #[test]

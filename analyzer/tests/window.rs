@@ -136,7 +136,7 @@ fn what_crosses_which_edge() {
     assert_eq!(c.trace.messages.len(), 1);
     assert_eq!(c.trace.requests.len(), 1);
     assert_eq!(
-        (c.trace.requests[0].rank, c.trace.requests[0].request),
+        (c.trace.requests[0].rank, c.trace.requests[0].request()),
         (1, 8)
     );
     let r = report(&c.trace);

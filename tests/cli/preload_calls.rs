@@ -53,7 +53,7 @@ fn requests_where(
     let loaded = load(out, &mut |_, _| {}).expect("the merged trace loads");
     let mut found: BTreeMap<u32, BTreeSet<u64>> = BTreeMap::new();
     for r in loaded.trace.requests.iter().filter(|r| keep(r)) {
-        found.entry(r.rank).or_default().insert(r.request);
+        found.entry(r.rank).or_default().insert(r.request());
     }
     found
 }

@@ -183,7 +183,7 @@ fn pending(t: &Timeline, requests: &[RequestLife], rank: u32, c: &InFlightCall) 
                 },
                 (_, Some(p)) => p2p(kind, p, args.tag(), Some(args.comm)),
             };
-            w.request = Some(l.request);
+            w.request = Some(l.request());
             Some(w)
         })
         .collect()

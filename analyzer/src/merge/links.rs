@@ -310,7 +310,7 @@ pub(crate) fn request_slice(
         }
     };
     let args = RequestArgs {
-        request: life.request,
+        request: life.request(),
         peer,
         tag: post.tag().unwrap_or(-1),
         bytes: post.bytes().unwrap_or(0),

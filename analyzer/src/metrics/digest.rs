@@ -32,6 +32,7 @@
 //!        collective calls, rank after rank ─► instances
 //! ```
 
+use std::ops::Range;
 use std::path::Path;
 
 use overlap_format::schema::{MergedInfo, Nanos, Op, OpClass, PeersOutOfRange, RequestKind};
@@ -73,7 +74,9 @@ pub struct Digested {
     pub messages: Vec<Message>,
     /// Every rank's request lifetimes, in rank order, each rank's in post order.
     pub requests: Vec<RequestLife>,
-    /// The compute of each rank, in rank order.
+    /// The compute of each rank this worker answers for (every rank, in one process),
+    /// in rank order: the figures of a rank are made where its file is read again, so
+    /// its compute stays there and never crosses.
     pub compute: Vec<RankCompute>,
     /// Each rank's time budget, in rank order, and the run's.
     pub budgets: (Vec<RankBudget>, RunBudget),
@@ -111,6 +114,10 @@ struct CollectiveCall {
 /// its ranks (`digest_share`).
 type RankDigested = (RankDigest, RankEnds);
 
+/// The digests of a worker's ranks, in the order given, as `D` (made, or written), and
+/// their compute, which the worker keeps.
+pub(super) type Digests<D> = (Vec<D>, Vec<RankCompute>);
+
 /// What the pass keeps of one rank once its timeline is dropped.
 #[derive(serde::Serialize, serde::Deserialize)]
 pub(super) struct RankDigest {
@@ -120,7 +127,6 @@ pub(super) struct RankDigest {
     /// False when its data ends early.
     complete: bool,
     requests: Vec<RequestLife>,
-    compute: RankCompute,
     budget: RankBudget,
     /// The part of the run it analyses ([`Timeline::extent`]), if any.
     extent: Option<(Nanos, Nanos)>,
@@ -145,21 +151,21 @@ pub(super) struct RankDigest {
 pub fn digest_dir(dir: &Path, reading: &Reading) -> Result<Digested> {
     let _span = tracing::info_span!("first pass").entered();
     let files = RunFiles::open_with(dir, &|bytes| reading.read(bytes))?;
-    let all: Vec<usize> = (0..files.metas.len()).collect();
-    let digests = digest_files(&files, &all, reading)?;
-    Ok(joined(files, digests))
+    let (digests, compute) = digest_files(&files, 0..files.metas.len(), reading)?;
+    Ok(joined(files, digests, compute))
 }
 
 /// The digests of the usable files `which` of `files` (indices of its metas), one rank
 /// per thread at a time, in the order given, each with its message ends.
 pub(super) fn digest_files(
     files: &RunFiles,
-    which: &[usize],
+    which: Range<usize>,
     reading: &Reading,
-) -> Result<Vec<RankDigested>> {
-    (which.par_iter())
-        .map(|&i| digest_file(files, i, reading))
-        .collect()
+) -> Result<Digests<RankDigested>> {
+    (which.into_par_iter())
+        .map(|i| digest_file(files, i, reading))
+        .collect::<Result<Vec<_>>>()
+        .map(|digested| digested.into_iter().unzip())
 }
 
 /// [`digest_files`], each digest written ([`Values::write`]) as soon as it is made and
@@ -167,16 +173,25 @@ pub(super) fn digest_files(
 /// digests.
 pub(super) fn digest_files_written(
     files: &RunFiles,
-    which: &[usize],
+    which: Range<usize>,
     reading: &Reading,
-) -> Result<Vec<Vec<u8>>> {
-    (which.par_iter())
-        .map(|&i| Values::write(&digest_file(files, i, reading)?))
-        .collect()
+) -> Result<Digests<Vec<u8>>> {
+    (which.into_par_iter())
+        .map(|i| {
+            let (digested, compute) = digest_file(files, i, reading)?;
+            Ok((Values::write(&digested)?, compute))
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(|written| written.into_iter().unzip())
 }
 
-/// The digest of the usable file `i` of `files`, read again onto the run's timeline.
-fn digest_file(files: &RunFiles, i: usize, reading: &Reading) -> Result<RankDigested> {
+/// The digest of the usable file `i` of `files`, read again onto the run's timeline,
+/// and its compute.
+fn digest_file(
+    files: &RunFiles,
+    i: usize,
+    reading: &Reading,
+) -> Result<(RankDigested, RankCompute)> {
     let (t, tl) = files.first_timeline(i)?;
     reading.read(files.bytes(i));
     let peers = out_of_range(std::slice::from_ref(&tl), files.world_size, |r| {
@@ -187,8 +202,12 @@ fn digest_file(files: &RunFiles, i: usize, reading: &Reading) -> Result<RankDige
 }
 
 /// What crosses the ranks of `files`, from the digest of every usable one (`digested`,
-/// in rank order).
-pub(super) fn joined(mut files: RunFiles, digested: Vec<RankDigested>) -> Digested {
+/// in rank order), beside the compute of those this worker answers for (`compute`).
+pub(super) fn joined(
+    mut files: RunFiles,
+    digested: Vec<RankDigested>,
+    compute: Vec<RankCompute>,
+) -> Digested {
     let unreadable = std::mem::take(&mut files.unreadable);
     let (mut ranks, ends): (Vec<RankDigest>, Vec<RankEnds>) = digested.into_iter().unzip();
     let mut matched = {
@@ -223,15 +242,13 @@ pub(super) fn joined(mut files: RunFiles, digested: Vec<RankDigested>) -> Digest
     let one_sided = candidates_of(&epochs);
     drop(epochs);
     let extents: Vec<(Nanos, Nanos)> = ranks.iter().filter_map(|d| d.extent).collect();
-    let (mut compute, mut budgets, mut notes, mut sites) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut budgets, mut notes, mut sites) = (Vec::new(), Vec::new(), Vec::new());
     let (mut work, mut ends_early) = (Vec::new(), Vec::new());
     for d in ranks {
         if !d.complete {
             ends_early.push(d.rank);
         }
         work.push(d.work);
-        compute.push(d.compute);
         budgets.push(d.budget);
         notes.extend(d.notes);
         sites.push(d.sites);
@@ -262,14 +279,14 @@ pub(super) fn joined(mut files: RunFiles, digested: Vec<RankDigested>) -> Digest
     }
 }
 
-/// The digest of the rank whose timeline (on the run's timeline) is `t`, and its message
-/// ends for the join.
+/// The digest of the rank whose timeline (on the run's timeline) is `t`, its message
+/// ends for the join, and its compute.
 fn digest_rank(
     t: &Timeline,
     world_size: u32,
     peers: Vec<PeersOutOfRange>,
     notes: Vec<String>,
-) -> (RankDigest, RankEnds) {
+) -> (RankDigested, RankCompute) {
     let (requests, ends) = rank_requests_and_ends(t, world_size);
     let by_post = RequestsByPost::new(&requests);
     let mut send_calls: Vec<u32> = ends.send_calls().collect();
@@ -318,7 +335,6 @@ fn digest_rank(
         budget: rank_budget(t, &compute),
         extent: t.extent(),
         sites: RankSites::of(t),
-        compute,
         requests,
         peers,
         notes,
@@ -328,7 +344,7 @@ fn digest_rank(
         epochs: RankEpochs::of(t),
         collective_requests,
     };
-    (digest, ends)
+    ((digest, ends), compute)
 }
 
 /// Each message's two sides, looked up by its calls in its sender's and its receiver's

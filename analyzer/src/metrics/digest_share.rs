@@ -6,20 +6,24 @@
 //!  worker w: its files read through ─► headers, clocks, counts ─┐ all-gather: every
 //!                                                               │ worker the run's
 //!  every worker: the run's files checked, its clock plan  ◄─────┘ files, as one reads
-//!  worker w: its ranks read again ─► digests ─────► gather at worker 0 ─► join
+//!  worker w: its block's ranks read again ─► digests ─► gather at worker 0 ─► join
+//!                                         └─► compute, kept
 //! ```
 //!
 //! Every worker checks the run as one process would (the same files, the same errors),
 //! and the digests are the same records one process makes, joined in rank order: what
-//! comes out at worker 0 is [`super::digest::digest_dir`]'s, field for field.
+//! comes out at worker 0 is [`super::digest::digest_dir`]'s, field for field, but for
+//! the ranks' compute. A worker digests the block of ranks whose figures it will make
+//! ([`blocks`]), and keeps their compute: only the figures of its own ranks read it.
 
-use std::collections::HashSet;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::digest::{digest_files, digest_files_written, joined, Digested};
 use crate::exchange::{all_gather, gather_values, share, Exchange, Values};
 use crate::import::{rank_files, Reading};
 use crate::merge::{file_size, read_each_into, Counted, RunFiles, Unreadable};
+use crate::model::compute::RankCompute;
 use crate::model::RankTrace;
 use crate::Result;
 
@@ -31,8 +35,17 @@ type ReadThrough = (Vec<RankTrace<Counted>>, Vec<Unreadable>);
 pub(crate) enum Shared {
     /// At worker 0: what crosses the run's ranks, joined.
     Joined(Box<Digested>),
-    /// At the others: the run's files, as every worker checked them.
-    Own(RunFiles),
+    /// At the others: the run's files, as every worker checked them, and the compute
+    /// of the worker's block of them ([`blocks`]), in rank order.
+    Own(Box<RunFiles>, Vec<RankCompute>),
+}
+
+/// The block of the run's usable `files` of each of `workers` workers, past the first
+/// read: contiguous in rank order (the files' order), of about equal bytes ([`share`]).
+/// A worker digests its block's ranks and then makes their figures.
+pub(crate) fn blocks(files: &RunFiles, workers: usize) -> Vec<Range<usize>> {
+    let sizes: Vec<u64> = (0..files.metas.len()).map(|i| files.bytes(i)).collect();
+    share(&sizes, workers)
 }
 
 /// [`super::digest::digest_dir`] made by the workers of `exchange`, each reading only its
@@ -45,19 +58,15 @@ pub(crate) fn digest_dir_shared(
     exchange: &dyn Exchange,
 ) -> Result<Shared> {
     let _span = tracing::info_span!("first pass").entered();
-    // Every worker lists the same directory, and takes its block of the listing (a
-    // listing that fails is sent as this worker's part: none waits for it).
-    let (mine, read) = match rank_files(dir) {
-        Ok(listed) => {
-            let sizes: Vec<u64> = listed.iter().map(|f| file_size(f)).collect();
-            let block = share(&sizes, exchange.workers())[exchange.worker()].clone();
-            let mine: Vec<PathBuf> = listed[block.clone()].to_vec();
-            let each = |i: usize| reading.read(sizes[block.start + i]);
-            let read = read_each_into::<Counted>(mine.clone(), each);
-            (mine, Ok(read))
-        }
-        Err(e) => (Vec::new(), Err(e)),
-    };
+    // Every worker lists the same directory, and reads through its block of the
+    // listing (a listing that fails is sent as this worker's part: none waits for it).
+    let read = rank_files(dir).map(|listed| {
+        let sizes: Vec<u64> = listed.iter().map(|f| file_size(f)).collect();
+        let block = share(&sizes, exchange.workers())[exchange.worker()].clone();
+        let mine: Vec<PathBuf> = listed[block.clone()].to_vec();
+        let each = |i: usize| reading.read(sizes[block.start + i]);
+        read_each_into::<Counted>(mine, each)
+    });
     // The blocks follow the listing, so the workers' parts in worker order are the
     // listing's files in its order, as one process reads them.
     let parts: Vec<ReadThrough> = all_gather(exchange, read)?;
@@ -67,32 +76,45 @@ pub(crate) fn digest_dir_shared(
         unreadable.extend(u);
     }
     let files = RunFiles::of(dir, metas, unreadable)?;
-    let own: HashSet<&Path> = mine.iter().map(PathBuf::as_path).collect();
-    let which: Vec<usize> = (0..files.metas.len())
-        .filter(|&i| own.contains(files.metas[i].path.as_path()))
-        .collect();
+    // The usable files are known now, in rank order: each worker digests the block whose
+    // figures it makes (not quite the block it read through, whose files may not all be
+    // usable), worker 0 the first, so that the gathered digests come in rank order.
+    let which = blocks(&files, exchange.workers()).swap_remove(exchange.worker());
     // Worker 0 keeps its digests; the others send theirs, each written as it is made
-    // (what a worker holds is their bytes, not the digests).
-    let digests = match exchange.worker() {
-        0 => digest_files(&files, &which, reading).map(Values::Kept),
-        _ => digest_files_written(&files, &which, reading).map(Values::Written),
+    // (what a worker holds is their bytes, not the digests). Each keeps its compute.
+    let (digests, compute) = match exchange.worker() {
+        0 => match digest_files(&files, which, reading) {
+            Ok((digests, compute)) => (Ok(Values::Kept(digests)), compute),
+            Err(e) => (Err(e), Vec::new()),
+        },
+        _ => match digest_files_written(&files, which, reading) {
+            Ok((written, compute)) => (Ok(Values::Written(written)), compute),
+            Err(e) => (Err(e), Vec::new()),
+        },
     };
-    let Some(mut digests) = gather_values(exchange, digests)? else {
-        return Ok(Shared::Own(files));
+    let Some(digests) = gather_values(exchange, digests)? else {
+        // What reading the block left free around the compute kept goes back to the
+        // system (each rank's is small blocks of the heap among the timelines' freed).
+        crate::heap::release_free();
+        return Ok(Shared::Own(Box::new(files), compute));
     };
-    digests.sort_by_key(|(d, _)| d.rank);
-    Ok(Shared::Joined(Box::new(joined(files, digests))))
+    debug_assert!(
+        digests.windows(2).all(|w| w[0].0.rank < w[1].0.rank),
+        "the blocks, gathered in worker order, are in rank order"
+    );
+    Ok(Shared::Joined(Box::new(joined(files, digests, compute))))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{digest_dir_shared, Shared};
+    use super::{blocks, digest_dir_shared, Shared};
     use crate::exchange::Threads;
     use crate::import::Reading;
     use crate::metrics::digest::digest_dir;
 
     /// On every kept run, the first pass made by 1, 2, 3 and 7 workers gives at worker 0
-    /// what one process gives, and nothing at the others.
+    /// what one process gives, and nothing at the others; each keeps the compute of its
+    /// block's ranks, as one process finds it.
     #[test]
     fn workers_digest_what_one_process_digests() {
         for dir in &crate::load::kept_run_dirs() {
@@ -102,17 +124,25 @@ mod tests {
                 let got = Threads::run(workers, |ex| {
                     digest_dir_shared(dir, &Reading::unwatched(), ex).expect("shared")
                 });
+                let shares = blocks(&one.files, workers);
+                // The blocks tile the files, so every rank's compute is kept somewhere.
+                assert_eq!(shares.last().map(|b| b.end), Some(one.compute.len()));
                 for (w, d) in got.into_iter().enumerate() {
-                    let Shared::Joined(d) = d else {
-                        assert!(w != 0, "{name}: worker 0 of {workers} has the digest");
-                        continue;
-                    };
-                    assert_eq!(w, 0, "{name}: only worker 0 of {workers} has it");
                     let at = format!("{name} on {workers} workers");
+                    let kept = &one.compute[shares[w].clone()];
+                    let d = match d {
+                        Shared::Own(_, compute) => {
+                            assert!(w != 0, "{at}: worker 0 has the digest");
+                            assert!(compute == kept, "{at}: worker {w}'s compute");
+                            continue;
+                        }
+                        Shared::Joined(d) => d,
+                    };
+                    assert_eq!(w, 0, "{at}: only worker 0 has it");
                     assert!(d.info == one.info, "{at}: info");
                     assert!(d.messages == one.messages, "{at}: messages");
                     assert!(d.requests == one.requests, "{at}: requests");
-                    assert!(d.compute == one.compute, "{at}: compute");
+                    assert!(d.compute == kept, "{at}: worker 0's compute");
                     assert!(d.budgets == one.budgets, "{at}: budgets");
                     assert!(d.sites == one.sites, "{at}: sites");
                     assert!(d.cross.messages == one.cross.messages, "{at}: sides");

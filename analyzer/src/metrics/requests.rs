@@ -308,7 +308,7 @@ impl<'a> RequestPass<'a> {
         let t_pure = t_pure.map(|p| p.0);
         let mut m = RequestRow::new(RequestIdentity {
             rank: r.rank,
-            request: r.request,
+            request: r.request(),
             kind,
             post: r.post(),
             args: r.args(),

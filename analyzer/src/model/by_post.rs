@@ -9,7 +9,7 @@
 //! posts (4 B a request), and those equal to it after. A search of the run's requests
 //! instead, for the messages in time order, jumps across ranks at every message: at
 //! 1 024 ranks its every step missed the cache, and it was most of the wait states'
-//! time; over the requests' own 32-byte records, each probe was another cache line.
+//! time; over the requests' own 28-byte records, each probe was another cache line.
 //!
 //! ```text
 //!  rank 3's spans   0 Isend   1 Irecv   2 compute   3 Startall(2)   4 Waitall
@@ -27,7 +27,7 @@ pub struct RequestsByPost {
     /// of one call keep their order.
     order: Option<Vec<usize>>,
     /// The posts in that order, packed (4 B a request): what the searches read. A rank
-    /// of 400 000 requests is 1.6 MB of them, where its requests are 12.8 MB, each
+    /// of 400 000 requests is 1.6 MB of them, where its requests are 11.2 MB, each
     /// probe of a search in another cache line.
     posts: Vec<u32>,
     /// Per rank with requests, sorted by rank: where its requests are in that order.

@@ -1,6 +1,6 @@
 //! The compact records of the analysis model: a call's arguments ([`CallInfo`], 72
 //! bytes), a completion's status ([`Done`], 16), a request's life ([`RequestLife`],
-//! 32); a message ([`super::Message`], 48) is kept the same way. A trace holds one per
+//! 28); a message ([`super::Message`], 48) is kept the same way. A trace holds one per
 //! call, completion, request and message, tens of millions of each, so fields a record
 //! may lack are kept with a sentinel (never a value MPI or the recorder uses) and read
 //! through methods that give them back as `Option`s, and event indices are `u32` (a
@@ -12,24 +12,31 @@ use overlap_format::schema::RequestKind;
 
 use super::Buffer;
 
-/// A non-blocking request from its post to its completion, in 32 bytes: event indices
+/// A non-blocking request from its post to its completion, in 28 bytes: event indices
 /// are kept as `u32` (a rank holds fewer than 4 G events: each costs at least 32 bytes
-/// of memory) and read through methods.
+/// of memory), the call that completed it and the `MPI_Request_free` that let go of it
+/// in one field (a request one call completed no free let go of), the request id in two
+/// halves (so that nothing in the record is aligned past 4 bytes), all read through
+/// methods. A run holds one per request, tens of millions of them, from its first pass
+/// to its replays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RequestLife {
     /// Rank.
     pub rank: u32,
     post: u32,
     args: u32,
-    completion: u32,
-    freed: u32,
+    /// The completing call, or the free that let go of it when `freed` ([`NO_INDEX`]:
+    /// neither).
+    end: u32,
+    /// The request id on that rank: its low half, then its high half.
+    request: [u32; 2],
     /// What the request does.
     pub kind: RequestKind,
-    /// Request id on that rank.
-    pub request: u64,
+    /// True when `end` is the free that let go of it.
+    freed: bool,
 }
 
-const _: () = assert!(std::mem::size_of::<RequestLife>() == 32);
+const _: () = assert!(std::mem::size_of::<RequestLife>() == 28);
 
 /// The most records of one kind a rank can hold: analysis keeps a rank's indices in 32
 /// bits, with `u32::MAX` meaning none ([`NO_INDEX`]).
@@ -49,7 +56,8 @@ pub(crate) fn some_index(i: u32) -> Option<usize> {
 
 impl RequestLife {
     /// The request `request` of `rank`, posted at event `post`, described by the call at
-    /// `args`, completed at `completion` or let go at `freed`.
+    /// `args`, completed at `completion` or else let go at `freed` (a request a call
+    /// completed is never let go of: its completion is kept).
     pub fn new(
         rank: u32,
         request: u64,
@@ -59,15 +67,29 @@ impl RequestLife {
         completion: Option<usize>,
         freed: Option<usize>,
     ) -> RequestLife {
+        debug_assert!(
+            completion.is_none() || freed.is_none(),
+            "a request both completed and let go"
+        );
+        let (end, freed) = match (completion, freed) {
+            (Some(c), _) => (index_u32(c), false),
+            (None, Some(f)) => (index_u32(f), true),
+            (None, None) => (NO_INDEX, false),
+        };
         RequestLife {
             rank,
             post: index_u32(post),
             args: index_u32(args),
-            completion: completion.map_or(NO_INDEX, index_u32),
-            freed: freed.map_or(NO_INDEX, index_u32),
+            end,
+            request: [request as u32, (request >> 32) as u32],
             kind,
-            request,
+            freed,
         }
+    }
+
+    /// The request's id on its rank.
+    pub fn request(&self) -> u64 {
+        u64::from(self.request[0]) | u64::from(self.request[1]) << 32
     }
 
     /// The post (Isend, Irecv, Start...): index in the rank's events.
@@ -83,13 +105,13 @@ impl RequestLife {
 
     /// The completing call, when there was one.
     pub fn completion(&self) -> Option<usize> {
-        some_index(self.completion)
+        some_index(self.end).filter(|_| !self.freed)
     }
 
     /// The `MPI_Request_free` that let go of the request before any call completed it:
     /// the operation went on, but the program never learned when it ended.
     pub fn freed(&self) -> Option<usize> {
-        some_index(self.freed)
+        some_index(self.end).filter(|_| self.freed)
     }
 }
 
@@ -344,5 +366,31 @@ mod tests {
         assert_eq!(call(Some(b(0x7f00, 4096))), Some(b(0x7f00, 4096)));
         assert_eq!(call(Some(b(u64::MAX, 8))), Some(b(u64::MAX, 8)));
         assert_eq!(call(Some(b(8, u64::MAX))), Some(b(8, u64::MAX - 1)));
+    }
+
+    /// A request's id reads back whole from its two halves (an Open MPI handle is a
+    /// pointer: past 32 bits), and its end as what it was: a completion, a free, or
+    /// neither; a request read back past a serde round trip is itself.
+    #[test]
+    fn a_requests_id_and_end_read_back_as_made() {
+        let life = |request, completion, freed| {
+            RequestLife::new(3, request, RequestKind::Recv, 10, 8, completion, freed)
+        };
+        for id in [0, 7, u64::from(u32::MAX), 0x7f3a_1c00_0010, u64::MAX] {
+            assert_eq!(life(id, None, None).request(), id, "{id:#x}");
+        }
+        let done = life(5, Some(12), None);
+        assert_eq!((done.completion(), done.freed()), (Some(12), None));
+        let let_go = life(5, None, Some(14));
+        assert_eq!((let_go.completion(), let_go.freed()), (None, Some(14)));
+        let pending = life(5, None, None);
+        assert_eq!((pending.completion(), pending.freed()), (None, None));
+        assert_eq!((done.rank, done.post(), done.args()), (3, 10, 8));
+        assert_eq!(done.kind, RequestKind::Recv);
+        for r in [done, let_go, pending, life(u64::MAX, Some(0), None)] {
+            let bytes = rmp_serde::to_vec(&r).expect("written");
+            let back: RequestLife = rmp_serde::from_slice(&bytes).expect("read");
+            assert_eq!(back, r);
+        }
     }
 }

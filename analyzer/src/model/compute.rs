@@ -165,7 +165,9 @@ impl RankCompute {
     }
 
     /// The compute of sorted `intervals` from `source`.
-    fn of_intervals(source: ComputeSource, intervals: Vec<(u64, u64)>) -> RankCompute {
+    fn of_intervals(source: ComputeSource, mut intervals: Vec<(u64, u64)>) -> RankCompute {
+        // Kept while the rank's figures are made: none of the room its growth left.
+        intervals.shrink_to_fit();
         let mut prefix = Vec::with_capacity(intervals.len() + 1);
         let mut max_end = Vec::with_capacity(intervals.len());
         let (mut sum, mut hi) = (0u64, 0u64);

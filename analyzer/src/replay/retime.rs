@@ -87,7 +87,7 @@ pub fn retimed(trace: &Trace, program: &Program, replay: &Replay) -> Trace {
         let at = |i: usize| map.get(i).copied().unwrap_or(i);
         *q = RequestLife::new(
             q.rank,
-            q.request,
+            q.request(),
             q.kind,
             at(q.post()),
             at(q.args()),

@@ -173,7 +173,7 @@ pub(crate) fn cut_trace(trace: Trace, b: &Bounds) -> Cut {
                 };
                 Some(RequestLife::new(
                     r.rank,
-                    r.request,
+                    r.request(),
                     r.kind,
                     new(Some(r.post())).unwrap_or_default(),
                     new(Some(r.args())).unwrap_or_default(),

@@ -26,8 +26,9 @@
 //! and finding; then the messages) are handed to a [`super::RowSink`] as each part is
 //! folded, when one is given (the tables of `--csv`/`--parquet`), and never held.
 //!
-//! In a job of several workers, worker 0 makes the columns and sends each other worker
-//! the view of its block of ranks ([`view`]); each folds its block's parts over it
+//! In a job of several workers, each digests the block of ranks whose figures it makes
+//! and keeps their compute; worker 0 makes the other columns and sends each other
+//! worker the view of its block ([`view`]); each folds its block's parts over it
 //! ([`worker`]) and sends the folds and rows back. [`parts`] reads the parts, here and
 //! at the workers.
 
@@ -148,8 +149,9 @@ fn analyze_in_parts(
         1 => digest_dir(dir, &reading)?,
         _ => match digest_dir_shared(dir, &reading, exchange)? {
             Shared::Joined(digested) => *digested,
-            Shared::Own(files) => {
-                figures_of_block(dir, opts, exchange, files, (&reading, at_least), rows)?;
+            Shared::Own(files, compute) => {
+                let block = (*files, compute);
+                figures_of_block(dir, opts, exchange, block, (&reading, at_least), rows)?;
                 return Ok(None);
             }
         },
@@ -276,7 +278,6 @@ fn measured(
         // takes their rows likewise.
         let c = RunColumns {
             run: parts.columns(),
-            compute: &parts.compute,
             ends: &ends,
             pass: &pass,
             shared: &shared,

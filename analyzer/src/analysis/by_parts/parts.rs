@@ -13,9 +13,9 @@ use rayon::prelude::*;
 
 use super::folds::Bounds;
 use super::view::Block;
-use crate::exchange::share;
 use crate::import::{EventSink, Reading};
 use crate::merge::RunFiles;
+use crate::metrics::digest_share::blocks;
 use crate::model::compute::RankCompute;
 use crate::model::{Message, RequestLife, Trace};
 use crate::Result;
@@ -204,12 +204,12 @@ impl<'r> Parts<'r> {
     }
 }
 
-/// The blocks of the run's `files` of `workers` workers: contiguous in rank order, of
-/// about equal bytes ([`share`]).
+/// The blocks of the run's `files` of `workers` workers: those whose ranks each worker
+/// digested in the first pass ([`blocks`]: contiguous in rank order, of about equal
+/// bytes).
 pub(super) fn blocks_of(files: &RunFiles, workers: usize) -> Vec<Block> {
-    let sizes: Vec<u64> = (0..files.metas.len()).map(|i| files.bytes(i)).collect();
     let ranks: Vec<u32> = files.metas.iter().map(|m| m.rank()).collect();
-    Block::of_shares(&share(&sizes, workers), &ranks)
+    Block::of_shares(&blocks(files, workers), &ranks)
 }
 
 /// The ranks of each part of a run whose ranks hold `events` events each, in rank order:

@@ -2,13 +2,13 @@
 //! out of them ([`ViewOf`]) so that a worker holding only its block's files makes
 //! that block's figures: the messages with an end among the block's ranks (in the run's
 //! order, renumbered from 0, with their indices among the run's), their ends, the
-//! block's requests with what their rows read of the run, its ranks' compute and shared
-//! wait candidates, the descheduled time of the ranks its calls wait on, the models and
-//! the site table.
+//! block's requests with what their rows read of the run, its ranks' shared wait
+//! candidates, the descheduled time of the ranks its calls wait on, the models and the
+//! site table. (Its ranks' compute the worker kept from the first pass.)
 //!
 //! ```text
 //!  run's messages   0:(0→1) 1:(2→3) 2:(1→2) 3:(3→0)      block of ranks 2..=3
-//!  the block's      0:(2→3)=1  1:(1→2)=2  2:(3→0)=3      its requests, compute, ...
+//!  the block's      0:(2→3)=1  1:(1→2)=2  2:(3→0)=3      its requests, ...
 //! ```
 //!
 //! A figure reads a message only through an index its own columns give, so the view's
@@ -29,7 +29,6 @@ use crate::metrics::message_ends::MessageEnds;
 use crate::metrics::requests::{PassColumns, RequestPass};
 use crate::metrics::wait_kind::Candidate;
 use crate::model::compact::{index_u32, NO_INDEX};
-use crate::model::compute::RankCompute;
 use crate::model::{Message, RequestLife, Trace};
 use crate::sites::SiteTable;
 
@@ -93,8 +92,6 @@ pub(crate) struct View {
     /// The block's requests, in the run's order.
     #[serde(with = "crate::exchange::wire::chunked")]
     pub requests: Vec<RequestLife>,
-    /// The compute of each of the block's files' ranks.
-    pub compute: Vec<RankCompute>,
     pub ends: MessageEnds,
     pub pass: PassColumns,
     /// The shared wait candidates of the block's ranks.
@@ -126,8 +123,6 @@ pub(super) type TaskRead = Task<Box<View>>;
 /// The run's columns that [`ViewOf`] cuts a block's view out of.
 pub(super) struct RunColumns<'c> {
     pub run: &'c Trace,
-    /// Each file's rank's compute, in rank order.
-    pub compute: &'c [RankCompute],
     pub ends: &'c MessageEnds,
     pub pass: &'c RequestPass<'c>,
     pub shared: &'c [Candidate],
@@ -198,7 +193,7 @@ impl serde::Serialize for ViewOf<'_> {
             Ok(i) => marked[i],
             Err(_) => others.binary_search(&r).is_ok(),
         };
-        let mut view = to.serialize_struct("View", 11)?;
+        let mut view = to.serialize_struct("View", 10)?;
         view.serialize_field("info", &ByName(&run.info))?;
         let messages = Bins {
             len: global.len(),
@@ -214,7 +209,6 @@ impl serde::Serialize for ViewOf<'_> {
         view.serialize_field("messages", &messages)?;
         view.serialize_field("global", &global)?;
         view.serialize_field("requests", &column(&run.requests[requests.clone()]))?;
-        view.serialize_field("compute", &c.compute[block.files.clone()])?;
         view.serialize_field("ends", &c.ends.select(&global))?;
         view.serialize_field("pass", &c.pass.share(requests, renumber))?;
         view.serialize_field("shared", &Each(shared))?;

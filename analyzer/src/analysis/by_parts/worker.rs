@@ -15,19 +15,21 @@ use crate::import::Reading;
 use crate::merge::RunFiles;
 use crate::metrics::options::Options;
 use crate::metrics::requests::RequestPass;
+use crate::model::compute::RankCompute;
 use crate::model::MessagesByRank;
 use crate::{Error, Result};
 
-/// The second pass of the block of `files` this worker (not worker 0) answers for: the
-/// view of the run's columns worker 0 gives it, the block's parts (at least `at_least`
-/// each, `None`: as the run's size gives) read again and folded over it, and the folds
-/// sent to worker 0; then the parts' rows given to `rows` when worker 0 writes tables,
-/// sent to worker 0 as `rows` wrote them.
+/// The second pass of the block of `files` this worker (not worker 0) answers for,
+/// whose ranks' compute it kept from the first (`compute`): the view of the run's
+/// columns worker 0 gives it, the block's parts (at least `at_least` each, `None`: as
+/// the run's size gives) read again and folded over it, and the folds sent to worker 0;
+/// then the parts' rows given to `rows` when worker 0 writes tables, sent to worker 0
+/// as `rows` wrote them.
 pub(super) fn figures_of_block(
     dir: &Path,
     opts: &Options,
     exchange: &dyn Exchange,
-    files: RunFiles,
+    (files, compute): (RunFiles, Vec<RankCompute>),
     (reading, at_least): (&Reading<'_>, Option<PartSize>),
     mut sink: Rows<'_>,
 ) -> Result<()> {
@@ -45,7 +47,8 @@ pub(super) fn figures_of_block(
                 (rows, sink) => {
                     let sink = sink.filter(|_| rows);
                     let job = (reading, at_least);
-                    fold_view(dir, opts, files, &block, *view, job, sink).map(Some)
+                    let block = (&block, compute);
+                    fold_view(dir, opts, files, block, *view, job, sink).map(Some)
                 }
             };
             (folded, rows)
@@ -69,13 +72,14 @@ fn written(written: Written) -> Result<Values<Bytes>> {
     Ok(Values::read(written.lengths, written.pieces))
 }
 
-/// The folds of the parts of `block` of the run of `files`, over the run's columns as
-/// `view` gives them, renumbered as the run's; the parts' rows given to `sink`.
+/// The folds of the parts of `block` of the run of `files` (its ranks' compute
+/// `compute`), over the run's columns as `view` gives them, renumbered as the run's;
+/// the parts' rows given to `sink`.
 fn fold_view(
     dir: &Path,
     opts: &Options,
     files: RunFiles,
-    block: &Block,
+    (block, compute): (&Block, Vec<RankCompute>),
     view: View,
     (reading, at_least): (&Reading<'_>, Option<PartSize>),
     mut sink: Rows<'_>,
@@ -86,7 +90,6 @@ fn fold_view(
         messages,
         global,
         requests,
-        compute,
         ends,
         pass,
         shared,

@@ -295,7 +295,7 @@ pub(super) fn build(
                             written += 1;
                             let rid = first + local;
                             part.posted[p] = index_u32(rid);
-                            request_of.insert(life.request, local);
+                            request_of.insert(life.request(), local);
                             let bytes = desc.and_then(|d| d.bytes()).unwrap_or(0);
                             if let Some(&id) = shared.nonblocking_of.get(&ti) {
                                 part.members.push(Member {
