@@ -55,14 +55,7 @@ fn main() -> ExitCode {
     }
     let code = match cli::run(cli) {
         Ok(code) => code,
-        Err(e) => {
-            sayln!("overlap: error: {}", error_chain(&e));
-            if is_output_failure(&e) {
-                ExitCode::from(OUTPUT_FAILED)
-            } else {
-                ExitCode::FAILURE
-            }
-        }
+        Err(e) => say_error(&e),
     };
     match output::finish_stdout() {
         None => code,
@@ -70,6 +63,16 @@ fn main() -> ExitCode {
             sayln!("overlap: error: writing to standard output: {e}");
             ExitCode::from(OUTPUT_FAILED)
         }
+    }
+}
+
+/// `e` said on stderr, with its causes; the exit code it ends the command with.
+pub fn say_error(e: &anyhow::Error) -> ExitCode {
+    sayln!("overlap: error: {}", error_chain(e));
+    if is_output_failure(e) {
+        ExitCode::from(OUTPUT_FAILED)
+    } else {
+        ExitCode::FAILURE
     }
 }
 

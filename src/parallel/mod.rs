@@ -234,9 +234,9 @@ static ABORT: OnceLock<Box<dyn Fn() + Send + Sync>> = OnceLock::new();
 
 /// The analysis of the rank files `dir` by the worker this process is (MPI started
 /// through `library`): the report at worker 0, with the tables asked for to finish,
-/// `None` at the others. A worker that
-/// panics ends the job (the others would wait for it); an error of any worker is worker
-/// 0's to say, and the others fail quietly.
+/// `None` at the others. A worker that panics ends the job (the others would wait for
+/// it); an error of any worker is worker 0's to say, said here (the exit code it gives
+/// is returned), and the others fail quietly.
 pub(crate) fn analyze(
     library: &Path,
     dir: &Path,
@@ -255,7 +255,10 @@ pub(crate) fn analyze(
     let first = exchange.worker() == 0;
     match crate::hold::analyze_in_parts_with(dir, opts, &exchange, tables) {
         Ok(run) => Ok(Ok(run)),
-        Err(e) if first => Err(e),
+        // Said before MPI is finalized (when `exchange` is dropped): once it is, the
+        // others may exit, and a launcher that ends the job when a worker exits
+        // non-zero (Open MPI's mpirun) would kill worker 0 before it said why.
+        Err(e) if first => Ok(Err(crate::say_error(&e))),
         Err(_) => Ok(Err(ExitCode::FAILURE)),
     }
 }
