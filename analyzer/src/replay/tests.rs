@@ -221,6 +221,40 @@ fn the_sends_call_kept_by_its_message_decides_the_protocol() {
     assert_eq!(b.run(&net()).unwrap().ranks[0].end_ns, 1050);
 }
 
+/// An eager receive completes at the later of its post and its data's arrival,
+/// whichever side was posted first; a synchronous send completes with it.
+#[test]
+fn an_eager_receive_completes_at_the_later_of_its_post_and_the_arrival() {
+    let with = |call: Op, sender_computes: u64, receiver_computes: u64| {
+        let mut b = B::new(2);
+        b.compute(0, sender_computes);
+        let s = b.post(0, RequestRole::Send, 1, 50);
+        let at = b.p.ranks[0].ops.len() - 1;
+        b.p.ranks[0].ops[at].call = Some(call);
+        b.wait(0, s);
+        b.compute(1, receiver_computes);
+        let r = b.post(1, RequestRole::Recv, 0, 50);
+        b.wait(1, r);
+        b.link(s, r);
+        b.run(&net()).unwrap()
+    };
+    let ends = |r: Replay| (r.ranks[0].end_ns, r.ranks[1].end_ns);
+    // The receive posted first, the data there at 500 + 1000 + 50:
+    //  r0 |c 0-500|Isend 500|Wait 500|              r0 ends 500
+    //  r1 |Irecv 0|Wait 0 ------------------ 1550|  r1 ends 1550
+    assert_eq!(ends(with(Op::Isend, 500, 0)), (500, 1550));
+    //  r0 |c 0-500|Issend 500|Wait 500 ----- 1550|  the send completes with it
+    assert_eq!(ends(with(Op::Issend, 500, 0)), (1550, 1550));
+    // The send posted first, the data there at 1050, the receive posted at 2000:
+    //  r0 |Isend 0|Wait 0|                          r0 ends 0
+    //  r1 |c 0-2000|Irecv 2000|Wait 2000|           r1 ends 2000
+    assert_eq!(ends(with(Op::Isend, 0, 2000)), (0, 2000));
+    //  r0 |Issend 0|Wait 0 ---------------- 2000|
+    assert_eq!(ends(with(Op::Issend, 0, 2000)), (2000, 2000));
+    // Both posted at 0: the data lands at 1050.
+    assert_eq!(ends(with(Op::Issend, 0, 0)), (1050, 1050));
+}
+
 #[test]
 fn rendezvous_stalls_outside_mpi_unless_progress_is_async() {
     // Both post at 0, then compute 10 000; the handshake ends at 1000.

@@ -5,7 +5,8 @@
 
 use overlap_format::schema::Op;
 
-use super::{slot_of, Event, Protocol, Sim, Source, Transfer, UNKNOWN};
+use super::state::{Protocol, RECV_POSTED, SEND_POSTED};
+use super::{slot_of, Event, Sim, Transfer};
 use crate::ops::{MessageOp, RequestRole};
 use crate::replay::{ProgressMode, ReplayConfig};
 
@@ -23,7 +24,7 @@ pub(super) fn protocol(cfg: &ReplayConfig, m: &MessageOp) -> Protocol {
 
 impl Sim<'_> {
     pub(super) fn post(&mut self, request: usize, now: u64) {
-        self.req_posted[request] = true;
+        self.req_posted.set(request);
         let r = self.source.request(request);
         match (r.role, r.message(), r.instance()) {
             (RequestRole::Send, Some(m), _) => self.send_posted(m, now),
@@ -31,18 +32,15 @@ impl Sim<'_> {
             (RequestRole::Send | RequestRole::Recv, None, _) => {
                 // To or from MPI_PROC_NULL there is no message by design.
                 self.assumed.unmatched += u64::from(!r.proc_null);
-                self.req_done[request] = now;
             }
             (RequestRole::Collective, _, Some(x)) if x < self.instances.len() => {
                 self.arrive(x, now);
             }
             (RequestRole::Collective, _, _) => {
                 self.assumed.unmatched_collectives += 1;
-                self.req_done[request] = now;
             }
             (RequestRole::Other, _, _) => {
                 self.assumed.other_requests += 1;
-                self.req_done[request] = now;
             }
         }
     }
@@ -68,11 +66,8 @@ impl Sim<'_> {
         };
         let done = self.instances[x].latest + cost;
         self.instances[x].done = Some(done);
-        // A member's request (a non-blocking one's) is done before its rank is woken; a
-        // rank is a member once, so each rank finds its own done when woken.
-        for &r in self.instance_requests.of_instance(x) {
-            self.req_done[r as usize] = done;
-        }
+        // A member's request (a non-blocking one's) is done with the instance, before its
+        // rank is woken ([`Sim::request_done`]).
         for &(rank, _) in &c.members {
             self.wake(slot_of(self.p, rank));
         }
@@ -82,22 +77,25 @@ impl Sim<'_> {
         let net = &self.cfg.network;
         let bytes = self.p.messages[m].bytes;
         let x = &mut self.msgs[m];
-        x.send_posted = true;
+        x.mark(SEND_POSTED);
         match x.protocol {
             Protocol::Eager | Protocol::EagerSync => {
-                x.arrival = now + net.transfer_ns(bytes);
+                let arrival = now + net.transfer_ns(bytes);
                 if x.protocol == Protocol::Eager {
                     x.send_done = now;
                 }
-                if x.recv_posted != UNKNOWN {
-                    x.recv_done = x.arrival.max(x.recv_posted);
+                if x.is(RECV_POSTED) {
+                    // `recv` holds the receive's post.
+                    x.set_recv_done(arrival.max(x.recv));
                     if x.protocol == Protocol::EagerSync {
-                        x.send_done = x.recv_done;
+                        x.send_done = x.recv;
                     }
+                } else {
+                    x.recv = arrival;
                 }
             }
             Protocol::Rendezvous => {
-                if x.recv_posted != UNKNOWN {
+                if x.is(RECV_POSTED) {
                     self.handshake(m, now);
                 }
             }
@@ -107,15 +105,17 @@ impl Sim<'_> {
 
     pub(super) fn recv_posted(&mut self, m: usize, now: u64) {
         let x = &mut self.msgs[m];
-        x.recv_posted = now;
-        if !x.send_posted {
+        x.mark(RECV_POSTED);
+        if !x.is(SEND_POSTED) {
+            x.recv = now;
             return;
         }
         match x.protocol {
             Protocol::Eager | Protocol::EagerSync => {
-                x.recv_done = x.arrival.max(now);
+                // `recv` holds the data's arrival.
+                x.set_recv_done(x.recv.max(now));
                 if x.protocol == Protocol::EagerSync {
-                    x.send_done = x.recv_done;
+                    x.send_done = x.recv;
                 }
             }
             Protocol::Rendezvous => self.handshake(m, now),
@@ -198,42 +198,7 @@ impl Sim<'_> {
 
     pub(super) fn message_done(&mut self, m: usize, now: u64) {
         self.msgs[m].send_done = now;
-        self.msgs[m].recv_done = now;
+        self.msgs[m].set_recv_done(now);
         self.notify(m);
-    }
-}
-
-/// The requests of each non-blocking collective instance, in request order (an index by
-/// instance: offsets, then the requests), read from the program's requests so that a
-/// replay completes them without reading their ranks' operations.
-pub(super) struct InstanceRequests {
-    offsets: Vec<u32>,
-    requests: Vec<u32>,
-}
-
-impl InstanceRequests {
-    /// The index of the `instances` collective instances of `source`'s program.
-    pub(super) fn of(source: &Source, instances: usize) -> InstanceRequests {
-        let mut offsets = vec![0u32; instances + 1];
-        let of = |r: usize| source.request(r).instance().filter(|&x| x < instances);
-        for x in (0..source.requests()).filter_map(of) {
-            offsets[x + 1] += 1;
-        }
-        for x in 0..instances {
-            offsets[x + 1] += offsets[x];
-        }
-        let mut next = offsets.clone();
-        let mut requests = vec![0u32; offsets[instances] as usize];
-        for (i, x) in (0..source.requests()).filter_map(|i| Some((i, of(i)?))) {
-            requests[next[x] as usize] = crate::model::compact::index_u32(i);
-            next[x] += 1;
-        }
-        InstanceRequests { offsets, requests }
-    }
-
-    /// The requests of instance `x`.
-    fn of_instance(&self, x: usize) -> &[u32] {
-        let (a, b) = (self.offsets[x] as usize, self.offsets[x + 1] as usize);
-        &self.requests[a..b]
     }
 }

@@ -11,6 +11,7 @@
 
 mod flow;
 mod source;
+mod state;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -19,9 +20,7 @@ use super::{Assumed, Blocked, OpTime, RankReplay, Replay, ReplayConfig, ReplayEr
 use crate::ops::{BlockingAt, OpReader, Program, ReplayKind, ReplayOp, RequestRole};
 use source::check_orders;
 pub(super) use source::Source;
-
-/// A time not known yet.
-const UNKNOWN: u64 = u64::MAX;
+use state::{MsgState, Posted, AT_ITS_POST, NO_SLOT, UNKNOWN};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
@@ -47,16 +46,6 @@ enum Stage {
     Done,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Protocol {
-    /// Send completes at its post.
-    Eager,
-    /// Data leaves at the post; the send completes once the receive is posted.
-    EagerSync,
-    /// Transfer after both are posted; both complete when it is done.
-    Rendezvous,
-}
-
 struct RankState {
     pos: usize,
     /// The operation at `pos`, while there is one.
@@ -70,25 +59,6 @@ struct RankState {
     end: u64,
 }
 
-/// A message's state: one per message of the program, held by every replay running (48
-/// B; its size is read from the program's message).
-struct MsgState {
-    /// Slots of its sender and receiver ([`NO_SLOT`]: not a rank of the program).
-    sender: u32,
-    receiver: u32,
-    protocol: Protocol,
-    send_posted: bool,
-    recv_posted: u64,
-    arrival: u64,
-    send_done: u64,
-    recv_done: u64,
-}
-
-const _: () = assert!(std::mem::size_of::<MsgState>() == 48);
-
-/// No rank slot.
-const NO_SLOT: u32 = u32::MAX;
-
 /// The operation of a rank with none left (never run: a rank at its end is done).
 const NO_OP: ReplayOp = ReplayOp {
     kind: ReplayKind::Local,
@@ -96,15 +66,6 @@ const NO_OP: ReplayOp = ReplayOp {
     lead_in_ns: 0,
     call: None,
 };
-
-impl MsgState {
-    fn sender(&self) -> Option<u32> {
-        (self.sender != NO_SLOT).then_some(self.sender)
-    }
-    fn receiver(&self) -> Option<u32> {
-        (self.receiver != NO_SLOT).then_some(self.receiver)
-    }
-}
 
 struct Transfer {
     msg: u32,
@@ -134,9 +95,7 @@ struct Sim<'a> {
     msgs: Vec<MsgState>,
     transfers: Vec<Transfer>,
     instances: Vec<Instance>,
-    instance_requests: flow::InstanceRequests,
-    req_posted: Vec<bool>,
-    req_done: Vec<u64>,
+    req_posted: Posted,
     /// Per rank, each operation's times; empty when not kept.
     times: Vec<Vec<OpTime>>,
     assumed: Assumed,
@@ -178,15 +137,10 @@ pub(super) fn run(
     let msgs = p
         .messages
         .iter()
-        .map(|m| MsgState {
-            sender: slot_of(p, m.from().0).unwrap_or(NO_SLOT),
-            receiver: slot_of(p, m.to().0).unwrap_or(NO_SLOT),
-            protocol: flow::protocol(cfg, m),
-            send_posted: false,
-            recv_posted: UNKNOWN,
-            arrival: UNKNOWN,
-            send_done: UNKNOWN,
-            recv_done: UNKNOWN,
+        .map(|m| {
+            let sender = slot_of(p, m.from().0).unwrap_or(NO_SLOT);
+            let receiver = slot_of(p, m.to().0).unwrap_or(NO_SLOT);
+            MsgState::new(sender, receiver, flow::protocol(cfg, m))
         })
         .collect();
     let mut sim = Sim {
@@ -211,9 +165,7 @@ pub(super) fn run(
         msgs,
         transfers: Vec::new(),
         instances: vec![Instance::default(); p.collectives.len()],
-        instance_requests: flow::InstanceRequests::of(&source, p.collectives.len()),
-        req_posted: vec![false; source.requests()],
-        req_done: vec![UNKNOWN; source.requests()],
+        req_posted: Posted::none(source.requests()),
         times: p
             .ranks
             .iter()
@@ -376,7 +328,7 @@ impl<'a> Sim<'a> {
                 return Ok(Some(now + cost));
             }
             ReplayKind::Complete(request) => {
-                if !self.req_posted.get(request).copied().unwrap_or(false) {
+                if !self.req_posted.has(request) {
                     return Err(ReplayError::BadOrder {
                         rank: self.p.ranks[s].rank,
                         reason: format!(
@@ -424,7 +376,7 @@ impl<'a> Sim<'a> {
             ReplayKind::Blocking { .. } => {
                 let (blocking, at) = (&self.p.ranks[s].blocking, self.ranks[s].blocking);
                 (blocking.sends_at(at).map(|m| self.msgs[m].send_done))
-                    .chain(blocking.recvs_at(at).map(|m| self.msgs[m].recv_done))
+                    .chain(blocking.recvs_at(at).map(|m| self.msgs[m].recv_done()))
                     .max()
                     .unwrap_or(entry)
             }
@@ -438,12 +390,20 @@ impl<'a> Sim<'a> {
         (done != UNKNOWN).then(|| done.max(entry + self.mpi_cost(&op)))
     }
 
+    /// When `request` is done ([`UNKNOWN`]: not yet): with its message, or with its
+    /// collective instance; a request the replay has nothing to wait for is done at its
+    /// post ([`AT_ITS_POST`]). Nothing is kept per request: what a request waits for
+    /// keeps the time.
     fn request_done(&self, request: usize) -> u64 {
         let r = self.source.request(request);
-        match (r.role, r.message()) {
-            (RequestRole::Send, Some(m)) => self.msgs[m].send_done,
-            (RequestRole::Recv, Some(m)) => self.msgs[m].recv_done,
-            _ => self.req_done[request],
+        let instance = r.instance().and_then(|x| self.instances.get(x));
+        match (r.role, r.message(), instance) {
+            (RequestRole::Send, Some(m), _) => self.msgs[m].send_done,
+            (RequestRole::Recv, Some(m), _) => self.msgs[m].recv_done(),
+            (_, _, Some(Instance { done: Some(at), .. })) => *at,
+            (RequestRole::Collective, _, Some(_)) => UNKNOWN,
+            _ if self.req_posted.has(request) => AT_ITS_POST,
+            _ => UNKNOWN,
         }
     }
 
@@ -531,7 +491,7 @@ impl<'a> Sim<'a> {
                     .map(|m| peer(m, true))
                     .chain(
                         (blocking.recvs_at(at))
-                            .filter(|&m| self.msgs[m].recv_done == UNKNOWN)
+                            .filter(|&m| self.msgs[m].recv_done() == UNKNOWN)
                             .map(|m| peer(m, false)),
                     )
                     .collect::<Vec<_>>()
