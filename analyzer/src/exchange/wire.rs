@@ -96,6 +96,21 @@ pub(crate) mod chunked {
         }
     }
 
+    /// The column of `f` of each of `items`, as [`chunked`] writes it: each bin's items
+    /// mapped as the bin is written, no column of them made beside `items` (a block's
+    /// share of a run's column, renumbered or picked by index).
+    pub(crate) fn mapped<'i, T: Sync, U: Serialize>(
+        items: &'i [T],
+        f: impl Fn(&'i T) -> U + Sync + 'i,
+    ) -> Bins<impl Fn(Range<usize>) -> Encoded + Sync + 'i> {
+        Bins {
+            len: items.len(),
+            bin: move |range: Range<usize>| {
+                rmp_serde::to_vec(&super::Each(|| items[range.clone()].iter().map(&f)))
+            },
+        }
+    }
+
     impl<F: Fn(Range<usize>) -> Encoded + Sync> Serialize for Bins<F> {
         fn serialize<S: Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
             // Each thread writes its bins as this one writes (for a worker or not).

@@ -47,7 +47,6 @@ use super::cross_rank::CrossRank;
 use super::message_ends::{recv_side, send_side, MessageEnds};
 use super::one_sided::{candidates_of, RankEpochs};
 use super::side::{Side, Sides};
-use crate::exchange::Values;
 use crate::fxhash::FxHashMap;
 use crate::import::Reading;
 use crate::merge::{
@@ -151,38 +150,27 @@ pub(super) struct RankDigest {
 pub fn digest_dir(dir: &Path, reading: &Reading) -> Result<Digested> {
     let _span = tracing::info_span!("first pass").entered();
     let files = RunFiles::open_with(dir, &|bytes| reading.read(bytes))?;
-    let (digests, compute) = digest_files(&files, 0..files.metas.len(), reading)?;
+    let (digests, compute) = digest_files(&files, 0..files.metas.len(), reading, Ok)?;
     Ok(joined(files, digests, compute))
 }
 
 /// The digests of the usable files `which` of `files` (indices of its metas), one rank
-/// per thread at a time, in the order given, each with its message ends.
-pub(super) fn digest_files(
+/// per thread at a time, in the order given, each with its message ends and each made
+/// into a `D` by `keep` as soon as it is made (itself, or its bytes: a worker of an
+/// analysis made by several then holds its digests' bytes, not the digests).
+pub(super) fn digest_files<D: Send>(
     files: &RunFiles,
     which: Range<usize>,
     reading: &Reading,
-) -> Result<Digests<RankDigested>> {
-    (which.into_par_iter())
-        .map(|i| digest_file(files, i, reading))
-        .collect::<Result<Vec<_>>>()
-        .map(|digested| digested.into_iter().unzip())
-}
-
-/// [`digest_files`], each digest written ([`Values::write`]) as soon as it is made and
-/// dropped: a worker of an analysis made by several holds its digests' bytes, not the
-/// digests.
-pub(super) fn digest_files_written(
-    files: &RunFiles,
-    which: Range<usize>,
-    reading: &Reading,
-) -> Result<Digests<Vec<u8>>> {
+    keep: impl Fn(RankDigested) -> Result<D> + Sync,
+) -> Result<Digests<D>> {
     (which.into_par_iter())
         .map(|i| {
             let (digested, compute) = digest_file(files, i, reading)?;
-            Ok((Values::write(&digested)?, compute))
+            Ok((keep(digested)?, compute))
         })
         .collect::<Result<Vec<_>>>()
-        .map(|written| written.into_iter().unzip())
+        .map(|kept| kept.into_iter().unzip())
 }
 
 /// The digest of the usable file `i` of `files`, read again onto the run's timeline,

@@ -19,7 +19,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::digest::{digest_files, digest_files_written, joined, Digested};
+use super::digest::{digest_files, joined, Digested};
 use crate::exchange::{all_gather, gather_values, share, Exchange, Values};
 use crate::import::{rank_files, Reading};
 use crate::merge::{file_size, read_each_into, Counted, RunFiles, Unreadable};
@@ -82,15 +82,15 @@ pub(crate) fn digest_dir_shared(
     let which = blocks(&files, exchange.workers()).swap_remove(exchange.worker());
     // Worker 0 keeps its digests; the others send theirs, each written as it is made
     // (what a worker holds is their bytes, not the digests). Each keeps its compute.
-    let (digests, compute) = match exchange.worker() {
-        0 => match digest_files(&files, which, reading) {
-            Ok((digests, compute)) => (Ok(Values::Kept(digests)), compute),
-            Err(e) => (Err(e), Vec::new()),
-        },
-        _ => match digest_files_written(&files, which, reading) {
-            Ok((written, compute)) => (Ok(Values::Written(written)), compute),
-            Err(e) => (Err(e), Vec::new()),
-        },
+    let digested = match exchange.worker() {
+        0 => digest_files(&files, which, reading, Ok).map(|(d, c)| (Values::Kept(d), c)),
+        _ => (digest_files(&files, which, reading, |d| Values::write(&d)))
+            .map(|(written, c)| (Values::Written(written), c)),
+    };
+    // A worker that failed sends its error, and keeps nothing.
+    let (digests, compute) = match digested {
+        Ok((digests, compute)) => (Ok(digests), compute),
+        Err(e) => (Err(e), Vec::new()),
     };
     let Some(digests) = gather_values(exchange, digests)? else {
         // What reading the block left free around the compute kept goes back to the

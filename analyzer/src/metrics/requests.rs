@@ -31,8 +31,7 @@ use super::request_metrics::RequestClass;
 use super::request_row::{RequestIdentity, RequestRow};
 use super::transfer::TransferModel;
 use super::Options;
-use crate::exchange::wire::chunked::{column, Bins};
-use crate::exchange::wire::Each;
+use crate::exchange::wire::chunked::{column, mapped};
 use crate::fxhash::FxHashMap;
 use crate::model::compact::{index_u32, some_index, NO_INDEX};
 use crate::model::compute::ComputeCursor;
@@ -193,18 +192,10 @@ impl<'a> RequestPass<'a> {
         let c = &self.columns;
         let message = &c.message[requests.clone()];
         SharedColumns {
-            message: Bins {
-                len: message.len(),
-                bin: move |range: std::ops::Range<usize>| {
-                    let of = || {
-                        message[range.clone()].iter().map(|&mi| match mi {
-                            NO_INDEX => NO_INDEX,
-                            mi => renumber(mi),
-                        })
-                    };
-                    rmp_serde::to_vec(&Each(of))
-                },
-            },
+            message: mapped(message, move |&mi| match mi {
+                NO_INDEX => NO_INDEX,
+                mi => renumber(mi),
+            }),
             call_partner: column(&c.call_partner[requests]),
             crowded: &c.crowded,
         }

@@ -361,23 +361,12 @@ pub(crate) struct Selected<'s> {
 
 impl serde::Serialize for Selected<'_> {
     fn serialize<S: serde::Serializer>(&self, to: S) -> Result<S::Ok, S::Error> {
-        use crate::exchange::wire::chunked::Bins;
-        use crate::exchange::wire::Each;
+        use crate::exchange::wire::chunked::mapped;
         use serde::ser::SerializeStruct;
         let (sides, which) = (self.sides, self.which);
         // A side held narrow stays narrow where it is moved to; one kept whole is kept
         // whole at its new position.
-        let narrow = Bins {
-            len: which.len(),
-            bin: |range: std::ops::Range<usize>| {
-                let of = || {
-                    which[range.clone()]
-                        .iter()
-                        .map(|&p| &sides.narrow[p as usize])
-                };
-                rmp_serde::to_vec(&Each(of))
-            },
-        };
+        let narrow = mapped(which, |&p| &sides.narrow[p as usize]);
         let wide: Vec<(u32, Side)> = (which.par_iter().enumerate())
             .filter(|(_, &p)| sides.narrow[p as usize].1.is_wide())
             .map(|(i, &p)| (index_u32(i), sides.get(p as usize)))

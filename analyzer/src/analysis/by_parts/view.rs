@@ -22,7 +22,7 @@ use overlap_format::schema::MergedInfo;
 use rayon::prelude::*;
 
 use super::super::pass_order::Models;
-use crate::exchange::wire::chunked::{column, Bins};
+use crate::exchange::wire::chunked::{column, mapped};
 use crate::exchange::wire::Each;
 use crate::metrics::descheduled::DescheduledTime;
 use crate::metrics::message_ends::MessageEnds;
@@ -195,17 +195,7 @@ impl serde::Serialize for ViewOf<'_> {
         };
         let mut view = to.serialize_struct("View", 10)?;
         view.serialize_field("info", &ByName(&run.info))?;
-        let messages = Bins {
-            len: global.len(),
-            bin: |range: Range<usize>| {
-                let of = || {
-                    global[range.clone()]
-                        .iter()
-                        .map(|&mi| &run.messages[mi as usize])
-                };
-                rmp_serde::to_vec(&Each(of))
-            },
-        };
+        let messages = mapped(&global, |&mi| &run.messages[mi as usize]);
         view.serialize_field("messages", &messages)?;
         view.serialize_field("global", &global)?;
         view.serialize_field("requests", &column(&run.requests[requests.clone()]))?;
