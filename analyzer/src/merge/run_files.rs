@@ -4,12 +4,13 @@
 //! timeline. The merge that holds one rank at a time ([`super::stream`]) and the
 //! analysis's first pass over the rank files (`metrics::digest`) both read a run so.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use overlap_format::schema::Event;
 use overlap_format::stream::EventStore;
 
 use super::{checked_run, on_run_timeline, read_each_into, world_size_of, ClockPlan, Unreadable};
+use crate::fxhash::FxHashMap;
 use crate::import::{rank_files, read_rank_file_into, EventSink};
 use crate::model::{RankTrace, Timeline};
 use crate::{Error, Result};
@@ -73,21 +74,29 @@ impl RunFiles {
     pub(crate) fn open_with(dir: &Path, read: &(dyn Fn(u64) + Sync)) -> Result<RunFiles> {
         let files = rank_files(dir)?;
         let sizes: Vec<u64> = files.iter().map(|f| file_size(f)).collect();
+        let listed: Vec<(PathBuf, u64)> =
+            files.iter().cloned().zip(sizes.iter().copied()).collect();
         let (metas, unreadable) = read_each_into::<Counted>(files, |i| read(sizes[i]));
-        Self::of(dir, metas, unreadable)
+        Self::of(dir, metas, unreadable, &listed)
     }
 
     /// The run of the files of `dir` read through (`metas`, in the order listed, and
-    /// the `unreadable`), as [`Self::open`] makes it of them, with the same checks.
+    /// the `unreadable`), as [`Self::open`] makes it of them, with the same checks; each
+    /// file's size as `listed` gives it (when it was read through: the workers of a job
+    /// cut the run into blocks by these, so that they agree however the files change).
     pub(crate) fn of(
         dir: &Path,
         metas: Vec<RankTrace<Counted>>,
         unreadable: Vec<Unreadable>,
+        listed: &[(PathBuf, u64)],
     ) -> Result<RunFiles> {
         let (metas, unreadable) = checked_run(dir, metas, unreadable)?;
         let plan = ClockPlan::new(&metas);
         let world_size = world_size_of(&metas);
-        let bytes = metas.iter().map(|m| file_size(&m.path)).collect();
+        let size: FxHashMap<&Path, u64> = listed.iter().map(|(p, n)| (p.as_path(), *n)).collect();
+        let bytes = (metas.iter())
+            .map(|m| size.get(m.path.as_path()).copied().unwrap_or(0))
+            .collect();
         Ok(RunFiles {
             metas,
             plan,

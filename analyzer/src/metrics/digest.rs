@@ -71,8 +71,13 @@ pub struct Digested {
     pub notes: Vec<String>,
     /// The matched messages, ids from 1 in order of their sends.
     pub messages: Vec<Message>,
-    /// Every rank's request lifetimes, in rank order, each rank's in post order.
+    /// Every rank's request lifetimes, in rank order, each rank's in post order; at
+    /// worker 0 of a job, its own block's (the first), the others' kept by their
+    /// workers.
     pub requests: Vec<RequestLife>,
+    /// Where each rank's requests start among the run's, in rank order, and then their
+    /// number.
+    pub request_starts: Vec<usize>,
     /// The compute of each rank this worker answers for (every rank, in one process),
     /// in rank order: the figures of a rank are made where its file is read again, so
     /// its compute stays there and never crosses.
@@ -125,7 +130,10 @@ pub(super) struct RankDigest {
     work: RankWork,
     /// False when its data ends early.
     complete: bool,
+    /// Its requests, empty where its worker keeps them ([`requests_kept`]).
     requests: Vec<RequestLife>,
+    /// How many requests it has.
+    request_count: usize,
     budget: RankBudget,
     /// The part of the run it analyses ([`Timeline::extent`]), if any.
     extent: Option<(Nanos, Nanos)>,
@@ -220,9 +228,9 @@ pub(super) fn joined(
         d.recvs = Sides::default();
     }
     crate::heap::release_free();
-    let (mut ranks, requests, firsts) = requests_of(ranks);
+    let (mut ranks, requests, request_starts) = requests_of(ranks);
     crate::heap::release_free();
-    let (collectives, instances) = collective_ends(&ranks, &firsts);
+    let (collectives, instances) = collective_ends(&ranks, &request_starts);
     let epochs: Vec<RankEpochs> = (ranks.iter_mut())
         .map(|d| std::mem::take(&mut d.epochs))
         .filter(|e| !e.is_empty())
@@ -255,6 +263,7 @@ pub(super) fn joined(
         notes,
         messages,
         requests,
+        request_starts,
         compute,
         budgets: (budgets, totals),
         sites,
@@ -323,6 +332,7 @@ fn digest_rank(
         budget: rank_budget(t, &compute),
         extent: t.extent(),
         sites: RankSites::of(t),
+        request_count: requests.len(),
         requests,
         peers,
         notes,
@@ -384,18 +394,30 @@ fn column_of(
     Sides::fill_with(messages.len(), FxHashMap::default, side)
 }
 
-/// The run's requests, each rank's moved out of its digest in rank order, and where
-/// each rank's first is among them.
+/// The run's requests, each rank's moved out of its digest in rank order (none of the
+/// ranks whose worker keeps them), and where each rank's first is among the run's,
+/// then their number.
 fn requests_of(mut ranks: Vec<RankDigest>) -> (Vec<RankDigest>, Vec<RequestLife>, Vec<usize>) {
     let _s = tracing::info_span!("requests gathered").entered();
     let mut requests = Vec::with_capacity(ranks.iter().map(|d| d.requests.len()).sum());
-    let mut firsts = Vec::with_capacity(ranks.len());
+    let mut starts = Vec::with_capacity(ranks.len() + 1);
+    let mut count = 0;
     for d in &mut ranks {
-        firsts.push(requests.len());
+        starts.push(count);
+        count += d.request_count;
         // Taken, not appended: each rank's vector is freed as the run's grows.
         requests.extend(std::mem::take(&mut d.requests));
     }
-    (ranks, requests, firsts)
+    starts.push(count);
+    (ranks, requests, starts)
+}
+
+/// A rank's digest without its requests, and its requests: what a worker of a job
+/// sends worker 0 and what it keeps (only its block's figures read them; they are sent
+/// once, for the program).
+pub(super) fn requests_kept((mut digest, ends): RankDigested) -> (RankDigested, Vec<RequestLife>) {
+    let requests = std::mem::take(&mut digest.requests);
+    ((digest, ends), requests)
 }
 
 /// The collective instances of the run from each rank's calls and requests, grouped as

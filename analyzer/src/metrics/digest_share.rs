@@ -7,37 +7,54 @@
 //!                                                               │ worker the run's
 //!  every worker: the run's files checked, its clock plan  ◄─────┘ files, as one reads
 //!  worker w: its block's ranks read again ─► digests ─► gather at worker 0 ─► join
-//!                                         └─► compute, kept
+//!                                         └─► compute and requests, kept
 //! ```
 //!
 //! Every worker checks the run as one process would (the same files, the same errors),
 //! and the digests are the same records one process makes, joined in rank order: what
 //! comes out at worker 0 is [`super::digest::digest_dir`]'s, field for field, but for
-//! the ranks' compute. A worker digests the block of ranks whose figures it will make
-//! ([`blocks`]), and keeps their compute: only the figures of its own ranks read it.
+//! the ranks' compute and the other blocks' requests. A worker digests the block of ranks
+//! whose figures it will make ([`blocks`]), and keeps their compute and requests: only
+//! the figures of its own ranks read them (the requests cross once more, later, for the
+//! program).
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::digest::{digest_files, joined, Digested};
+use super::digest::{digest_files, joined, requests_kept, Digested};
 use crate::exchange::{all_gather, gather_values, share, Exchange, Values};
 use crate::import::{rank_files, Reading};
 use crate::merge::{file_size, read_each_into, Counted, RunFiles, Unreadable};
 use crate::model::compute::RankCompute;
-use crate::model::RankTrace;
+use crate::model::{RankTrace, RequestLife};
 use crate::Result;
 
 /// What a worker found of its files when it read them through: each usable one's
-/// header, clocks and event count, and the files it could not use.
-type ReadThrough = (Vec<RankTrace<Counted>>, Vec<Unreadable>);
+/// header, clocks and event count, the files it could not use, and each file's size
+/// then.
+type ReadThrough = (
+    Vec<RankTrace<Counted>>,
+    Vec<Unreadable>,
+    Vec<(PathBuf, u64)>,
+);
 
 /// What the first pass made by several workers gives a worker.
 pub(crate) enum Shared {
     /// At worker 0: what crosses the run's ranks, joined.
     Joined(Box<Digested>),
-    /// At the others: the run's files, as every worker checked them, and the compute
-    /// of the worker's block of them ([`blocks`]), in rank order.
-    Own(Box<RunFiles>, Vec<RankCompute>),
+    /// At the others: the run's files, as every worker checked them, and what the
+    /// worker keeps of its block of them ([`blocks`]).
+    Own(Box<RunFiles>, Kept),
+}
+
+/// What a worker of a job keeps of the ranks of its block from the first pass, in rank
+/// order: only the figures of its block read them.
+#[derive(Debug, Default)]
+pub(crate) struct Kept {
+    /// Each rank's compute.
+    pub compute: Vec<RankCompute>,
+    /// The ranks' requests, each rank's in post order.
+    pub requests: Vec<RequestLife>,
 }
 
 /// The block of the run's usable `files` of each of `workers` workers, past the first
@@ -65,27 +82,49 @@ pub(crate) fn digest_dir_shared(
         let block = share(&sizes, exchange.workers())[exchange.worker()].clone();
         let mine: Vec<PathBuf> = listed[block.clone()].to_vec();
         let each = |i: usize| reading.read(sizes[block.start + i]);
-        read_each_into::<Counted>(mine, each)
+        let sized = mine
+            .iter()
+            .cloned()
+            .zip(sizes[block.clone()].iter().copied());
+        let sized = sized.collect();
+        let (metas, unreadable) = read_each_into::<Counted>(mine, each);
+        (metas, unreadable, sized)
     });
     // The blocks follow the listing, so the workers' parts in worker order are the
     // listing's files in its order, as one process reads them.
     let parts: Vec<ReadThrough> = all_gather(exchange, read)?;
-    let (mut metas, mut unreadable) = (Vec::new(), Vec::new());
-    for (m, u) in parts {
+    let (mut metas, mut unreadable, mut listed) = (Vec::new(), Vec::new(), Vec::new());
+    for (m, u, l) in parts {
         metas.extend(m);
         unreadable.extend(u);
+        listed.extend(l);
     }
-    let files = RunFiles::of(dir, metas, unreadable)?;
+    // The sizes the files had when they were read through, the same at every worker:
+    // the blocks are cut by them.
+    let files = RunFiles::of(dir, metas, unreadable, &listed)?;
     // The usable files are known now, in rank order: each worker digests the block whose
     // figures it makes (not quite the block it read through, whose files may not all be
     // usable), worker 0 the first, so that the gathered digests come in rank order.
     let which = blocks(&files, exchange.workers()).swap_remove(exchange.worker());
     // Worker 0 keeps its digests; the others send theirs, each written as it is made
-    // (what a worker holds is their bytes, not the digests). Each keeps its compute.
+    // (what a worker holds is their bytes, not the digests), but for its requests. Each
+    // keeps its compute.
+    let mut requests = Vec::new();
     let digested = match exchange.worker() {
         0 => digest_files(&files, which, reading, Ok).map(|(d, c)| (Values::Kept(d), c)),
-        _ => (digest_files(&files, which, reading, |d| Values::write(&d)))
-            .map(|(written, c)| (Values::Written(written), c)),
+        _ => {
+            let keep = |d| {
+                let (d, requests) = requests_kept(d);
+                Ok((Values::write(&d)?, requests))
+            };
+            (digest_files(&files, which, reading, keep)).map(|(written, c)| {
+                let (written, kept): (Vec<_>, Vec<Vec<_>>) = written.into_iter().unzip();
+                // Each rank's freed as the block's grows.
+                requests.reserve_exact(kept.iter().map(Vec::len).sum());
+                kept.into_iter().for_each(|rank| requests.extend(rank));
+                (Values::Written(written), c)
+            })
+        }
     };
     // A worker that failed sends its error, and keeps nothing.
     let (digests, compute) = match digested {
@@ -93,10 +132,10 @@ pub(crate) fn digest_dir_shared(
         Err(e) => (Err(e), Vec::new()),
     };
     let Some(digests) = gather_values(exchange, digests)? else {
-        // What reading the block left free around the compute kept goes back to the
-        // system (each rank's is small blocks of the heap among the timelines' freed).
+        // What reading the block left free around what it keeps goes back to the system
+        // (each rank's is small blocks of the heap among the timelines' freed).
         crate::heap::release_free();
-        return Ok(Shared::Own(Box::new(files), compute));
+        return Ok(Shared::Own(Box::new(files), Kept { compute, requests }));
     };
     debug_assert!(
         digests.windows(2).all(|w| w[0].0.rank < w[1].0.rank),
@@ -109,12 +148,14 @@ pub(crate) fn digest_dir_shared(
 mod tests {
     use super::{blocks, digest_dir_shared, Shared};
     use crate::exchange::Threads;
+    use crate::import::rank_files;
     use crate::import::Reading;
+    use crate::merge::{read_each_into, Counted, RunFiles};
     use crate::metrics::digest::digest_dir;
 
     /// On every kept run, the first pass made by 1, 2, 3 and 7 workers gives at worker 0
-    /// what one process gives, and nothing at the others; each keeps the compute of its
-    /// block's ranks, as one process finds it.
+    /// what one process gives, and nothing at the others; each keeps the compute and the
+    /// requests of its block's ranks, as one process finds them.
     #[test]
     fn workers_digest_what_one_process_digests() {
         for dir in &crate::load::kept_run_dirs() {
@@ -125,15 +166,22 @@ mod tests {
                     digest_dir_shared(dir, &Reading::unwatched(), ex).expect("shared")
                 });
                 let shares = blocks(&one.files, workers);
+                let starts = &one.request_starts;
+                let requests_of = |w: usize| {
+                    let b = &shares[w];
+                    &one.requests[starts[b.start]..starts[b.end]]
+                };
                 // The blocks tile the files, so every rank's compute is kept somewhere.
                 assert_eq!(shares.last().map(|b| b.end), Some(one.compute.len()));
                 for (w, d) in got.into_iter().enumerate() {
                     let at = format!("{name} on {workers} workers");
                     let kept = &one.compute[shares[w].clone()];
                     let d = match d {
-                        Shared::Own(_, compute) => {
+                        Shared::Own(_, own) => {
                             assert!(w != 0, "{at}: worker 0 has the digest");
-                            assert!(compute == kept, "{at}: worker {w}'s compute");
+                            assert!(own.compute == kept, "{at}: worker {w}'s compute");
+                            let requests = requests_of(w);
+                            assert!(own.requests == requests, "{at}: worker {w}'s requests");
                             continue;
                         }
                         Shared::Joined(d) => d,
@@ -141,7 +189,8 @@ mod tests {
                     assert_eq!(w, 0, "{at}: only worker 0 has it");
                     assert!(d.info == one.info, "{at}: info");
                     assert!(d.messages == one.messages, "{at}: messages");
-                    assert!(d.requests == one.requests, "{at}: requests");
+                    assert!(d.requests == requests_of(0), "{at}: worker 0's requests");
+                    assert_eq!(d.request_starts, one.request_starts, "{at}: request starts");
                     assert!(d.compute == kept, "{at}: worker 0's compute");
                     assert!(d.budgets == one.budgets, "{at}: budgets");
                     assert!(d.sites == one.sites, "{at}: sites");
@@ -158,5 +207,27 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Each file's size is the one it was listed with (when it was read through), not
+    /// what the file holds later: the workers of a job cut the run into blocks by these
+    /// sizes, and a file changed meanwhile must not cut them differently at each.
+    #[test]
+    fn a_files_size_is_the_one_it_was_read_through_at() {
+        let dir = crate::load::kept_run_copy("c-ring");
+        let files = rank_files(dir.path()).expect("listed");
+        let listed: Vec<_> = (files.iter().cloned())
+            .zip([7, 11, 13].into_iter().cycle())
+            .collect();
+        let (metas, unreadable) = read_each_into::<Counted>(files.clone(), |_| {});
+        // Changed after the read through: its size then stands.
+        std::fs::write(&files[0], b"no rank file").expect("written");
+        let run = RunFiles::of(dir.path(), metas, unreadable, &listed).expect("one run");
+        let sizes: Vec<u64> = (0..run.metas.len()).map(|i| run.bytes(i)).collect();
+        let want: Vec<u64> = (run.metas.iter())
+            .map(|m| listed.iter().find(|(p, _)| *p == m.path).expect("listed").1)
+            .collect();
+        assert_eq!(sizes, want);
+        assert_eq!(&sizes[..3], &[7, 11, 13]);
     }
 }

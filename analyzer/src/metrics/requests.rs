@@ -23,6 +23,7 @@
 use overlap_format::schema::{Nanos, RequestKind};
 use rayon::prelude::*;
 
+use super::collective_ends::Request;
 use super::collective_model::CollectiveModel;
 use super::cross_rank::CrossRank;
 use super::message_ends::MessageEnds;
@@ -31,8 +32,6 @@ use super::request_metrics::RequestClass;
 use super::request_row::{RequestIdentity, RequestRow};
 use super::transfer::TransferModel;
 use super::Options;
-use crate::exchange::wire::chunked::{column, mapped};
-use crate::fxhash::FxHashMap;
 use crate::model::compact::{index_u32, some_index, NO_INDEX};
 use crate::model::compute::ComputeCursor;
 use crate::model::{RequestsByPost, Trace};
@@ -59,32 +58,52 @@ pub struct RequestPass<'a> {
     columns: PassColumns,
 }
 
-/// What a [`RequestPass`] gathered of the run (beside the models and options it reads):
-/// all of it for the run's requests, or a block of ranks' share ([`RequestPass::share`]).
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
-pub(crate) struct PassColumns {
+/// What a [`RequestPass`] gathered of the run (beside the models and options it reads),
+/// for the requests of the trace it was gathered from: the run's, or a block of ranks'.
+#[derive(Clone, Debug, Default)]
+struct PassColumns {
     /// By request: the message its post sent or received (`NO_INDEX` for none).
     /// Where one call posted several requests of a kind (a Startall), each of them has
     /// the last message, in message order, that call sent or received.
-    #[serde(with = "crate::exchange::wire::chunked")]
     message: Vec<u32>,
     /// By request: the latest partner arrival of any request its completing call
     /// completed (`NO_TIME` for none: 8 bytes a request, not an `Option`'s 16). The
     /// call's wait until then is explained by a late partner, not by progress.
-    #[serde(with = "crate::exchange::wire::chunked")]
     call_partner: Vec<u64>,
     /// The ranks on hosts with more ranks than CPUs, sorted.
     crowded: Vec<u32>,
 }
 
-/// A block's share of a pass's columns, written as [`PassColumns`] is
-/// ([`RequestPass::share`]).
-#[derive(serde::Serialize)]
-#[serde(rename = "PassColumns")]
-struct SharedColumns<'s, M: serde::Serialize, P: serde::Serialize> {
-    message: M,
-    call_partner: P,
-    crowded: &'s [u32],
+/// The last member's post of the non-blocking collective of each request of a range
+/// of the run's requests that is a member of one, by its index within the range
+/// (sorted): what a collective request's completing call waits for of its partners. A
+/// worker of a job is given its block's ([`LastPosts::of`]) to gather its requests'
+/// pass where they are kept.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct LastPosts(Vec<(u64, Nanos)>);
+
+impl LastPosts {
+    /// The last posts of the members among the run's requests `range` of the
+    /// non-blocking instances `nonblocking` (members by run request index).
+    pub(crate) fn of(nonblocking: &[Vec<Request>], range: std::ops::Range<usize>) -> LastPosts {
+        let mut last = Vec::new();
+        for members in nonblocking {
+            let Some(post) = members.iter().filter_map(|r| r.posted).map(|p| p.1).max() else {
+                continue;
+            };
+            let within = members.iter().filter(|r| range.contains(&r.request));
+            last.extend(within.map(|r| ((r.request - range.start) as u64, post)));
+        }
+        // A request is a member of one instance.
+        last.sort_unstable_by_key(|m| m.0);
+        LastPosts(last)
+    }
+
+    /// The last post of the instance of the request at `k` within the range.
+    fn get(&self, k: usize) -> Option<Nanos> {
+        let at = self.0.binary_search_by_key(&(k as u64), |m| m.0).ok()?;
+        Some(self.0[at].1)
+    }
 }
 
 impl<'a> RequestPass<'a> {
@@ -98,22 +117,31 @@ impl<'a> RequestPass<'a> {
         collectives: &'a CollectiveModel,
         opts: &'a Options,
     ) -> RequestPass<'a> {
-        let message = messages_of_requests(trace, &cross.messages, &cross.requests_by_post);
-        let ends = &cross.messages;
-        // The last member's post of each non-blocking collective, by request.
-        let mut last_post: FxHashMap<usize, Nanos> = Default::default();
-        for members in &cross.collectives.nonblocking {
-            let last = members.iter().filter_map(|r| r.posted).map(|p| p.1).max();
-            if let Some(last) = last {
-                last_post.extend(members.iter().map(|r| (r.request, last)));
-            }
-        }
+        let nonblocking = &cross.collectives.nonblocking;
+        let last_posts = LastPosts::of(nonblocking, 0..trace.requests.len());
+        let ends = (&cross.messages, &cross.requests_by_post, &last_posts);
+        RequestPass::of_ends(trace, ends, model, collectives, opts)
+    }
+
+    /// [`RequestPass::new`] of the requests of `trace`, those of the run or of a block
+    /// of its ranks (the trace's messages then those with an end among them, whatever
+    /// their numbering): of what crosses ranks, only its messages' ends, its requests by
+    /// post and the last posts of its requests' non-blocking collectives are read. A
+    /// worker of a job gathers its block's so, what worker 0 would gather of them.
+    pub(crate) fn of_ends(
+        trace: &Trace,
+        (ends, by_post, last_posts): (&MessageEnds, &RequestsByPost, &LastPosts),
+        model: &'a TransferModel,
+        collectives: &'a CollectiveModel,
+        opts: &'a Options,
+    ) -> RequestPass<'a> {
+        let message = messages_of_requests(trace, ends, by_post);
         let partner_of = |ri: usize, r: &crate::model::RequestLife| -> Option<Nanos> {
             let mi = some_index(message[ri]);
             match (r.kind, mi) {
                 (RequestKind::Send, Some(mi)) => ends.recv(mi).start(),
                 (RequestKind::Recv, Some(mi)) => ends.send(mi).start(),
-                (RequestKind::Collective, _) => last_post.get(&ri).copied(),
+                (RequestKind::Collective, _) => last_posts.get(ri),
                 _ => None,
             }
         };
@@ -161,43 +189,6 @@ impl<'a> RequestPass<'a> {
                 call_partner,
                 crowded,
             },
-        }
-    }
-
-    /// The pass whose columns `columns` were gathered elsewhere ([`RequestPass::share`]),
-    /// reading the models and options given (the ones they were gathered with).
-    pub(crate) fn of_columns(
-        columns: PassColumns,
-        model: &'a TransferModel,
-        collectives: &'a CollectiveModel,
-        opts: &'a Options,
-    ) -> RequestPass<'a> {
-        RequestPass {
-            model,
-            collectives,
-            opts,
-            columns,
-        }
-    }
-
-    /// The columns of the requests `requests` (a block of whole ranks), each message
-    /// index renumbered by `renumber` (the block's messages hold every message its
-    /// requests sent or received), to be written: read back, a [`PassColumns`]. Each
-    /// column is written from the run's as it goes, none copied beside it.
-    pub(crate) fn share<'s>(
-        &'s self,
-        requests: std::ops::Range<usize>,
-        renumber: impl Fn(u32) -> u32 + Sync + 's,
-    ) -> impl serde::Serialize + 's {
-        let c = &self.columns;
-        let message = &c.message[requests.clone()];
-        SharedColumns {
-            message: mapped(message, move |&mi| match mi {
-                NO_INDEX => NO_INDEX,
-                mi => renumber(mi),
-            }),
-            call_partner: column(&c.call_partner[requests]),
-            crowded: &c.crowded,
         }
     }
 
@@ -411,43 +402,72 @@ pub fn osu_overlap(t_pure: u64, t_cpu: u64, t_ovrl: u64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exchange::wire::chunked::ITEMS;
-    use crate::metrics::collective_ends::CollectiveEnds;
-    use crate::metrics::eager::EagerFit;
+    use crate::model::EventRef;
 
-    /// A block's share of the pass's columns, written from the run's as it goes, reads
-    /// back as the columns of its requests, each message renumbered (none staying none),
-    /// across several bins.
+    /// A request of `rank`, the run's `request`, posted at `posted` ns (none: its post
+    /// is not a call of the trace).
+    fn member(request: usize, rank: u32, posted: Option<u64>) -> Request {
+        Request {
+            request,
+            rank,
+            posted: posted.map(|ns| {
+                (
+                    EventRef {
+                        rank,
+                        index: request,
+                    },
+                    Nanos(ns),
+                )
+            }),
+            call: None,
+            done: None,
+        }
+    }
+
+    /// Three non-blocking instances over requests 0..=7 of four ranks:
+    ///
+    /// ```text
+    ///  instance A   requests 0 (at 10), 3 (at 40), 6 (at 25)  last post 40
+    ///  instance B   requests 1 (unposted), 4 (unposted)       none: no post known
+    ///  instance C   requests 2 (at 5), 7 (at 90)              last post 90
+    ///  block 3..7   A's 3 and 6 -> 0 and 3 at 40; B's 4 none; 7 outside
+    /// ```
+    ///
+    /// A block's last posts are numbered from its first request, hold its own members
+    /// only, each with its instance's latest post, and none for an instance whose posts
+    /// are all unknown.
     #[test]
-    fn a_share_reads_back_as_its_requests_columns() {
-        let len = 2 * ITEMS + 5;
-        let message = |i: usize| match i % 5 {
-            0 => NO_INDEX,
-            _ => 2 * i as u32,
-        };
-        let columns = PassColumns {
-            message: (0..len).map(message).collect(),
-            call_partner: (0..len as u64).map(|i| 7 * i).collect(),
-            crowded: vec![3, 9],
-        };
-        let model = TransferModel::of_classes(EagerFit::default(), Vec::new());
-        let collectives = CollectiveModel::fit_with(&CollectiveEnds::default());
-        let opts = Options::default();
-        let pass = RequestPass::of_columns(columns, &model, &collectives, &opts);
-        let block = 3..len - 1;
-        let written =
-            rmp_serde::to_vec(&pass.share(block.clone(), |mi| mi / 2 + 1)).expect("written");
-        let read: PassColumns = rmp_serde::from_slice(&written).expect("read back");
-        let renumbered = |i: usize| match message(i) {
-            NO_INDEX => NO_INDEX,
-            mi => mi / 2 + 1,
-        };
+    fn a_blocks_last_posts_are_its_members_numbered_from_its_first() {
+        let instances = vec![
+            vec![
+                member(0, 0, Some(10)),
+                member(3, 1, Some(40)),
+                member(6, 3, Some(25)),
+            ],
+            vec![member(1, 0, None), member(4, 2, None)],
+            vec![member(2, 0, Some(5)), member(7, 3, Some(90))],
+        ];
+        let block = LastPosts::of(&instances, 3..7);
+        assert_eq!(block.0, vec![(0, Nanos(40)), (3, Nanos(40))]);
+        assert_eq!(block.get(0), Some(Nanos(40)));
         assert_eq!(
-            read.message,
-            block.clone().map(renumbered).collect::<Vec<_>>()
+            block.get(1),
+            None,
+            "request 4: its instance has no post known"
         );
-        let partner: Vec<u64> = block.map(|i| 7 * i as u64).collect();
-        assert_eq!(read.call_partner, partner);
-        assert_eq!(read.crowded, vec![3, 9]);
+        assert_eq!(block.get(4), None, "request 7 is not the block's");
+        let run = LastPosts::of(&instances, 0..8);
+        let posts: Vec<Option<u64>> = (0..8).map(|k| run.get(k).map(|n| n.0)).collect();
+        let want = [
+            Some(40),
+            None,
+            Some(90),
+            Some(40),
+            None,
+            None,
+            Some(40),
+            Some(90),
+        ];
+        assert_eq!(posts, want);
     }
 }

@@ -39,7 +39,7 @@ mod sites;
 pub use blocking::{BlockingAt, BlockingMessages};
 pub use cuts::Cut;
 pub use extract::{extract, extract_measured, extract_owned, ExtractError, INFERRED_NAME};
-pub(crate) use extract::{Builder, Keep, Run};
+pub(crate) use extract::{Builder, Keep, Run, RunMessages};
 pub use gpu_uses::{gpu_uses, GpuUse};
 pub use learned::{Knowledge, LearnedEnd, LearnedOp};
 pub use measured::{EncodedOps, MeasuredProgram, OpReader, ReplayKind, ReplayOp, ReplayRequest};

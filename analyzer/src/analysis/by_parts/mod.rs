@@ -27,10 +27,11 @@
 //! folded, when one is given (the tables of `--csv`/`--parquet`), and never held.
 //!
 //! In a job of several workers, each digests the block of ranks whose figures it makes
-//! and keeps their compute; worker 0 makes the other columns and sends each other
-//! worker the view of its block ([`view`]); each folds its block's parts over it
-//! ([`worker`]) and sends the folds and rows back. [`parts`] reads the parts, here and
-//! at the workers.
+//! and keeps their compute and requests; worker 0 makes the other columns and sends each
+//! other worker the view of its block ([`view`]); each folds its block's parts over it
+//! ([`worker`]) and sends the folds and rows back, then its requests, which the program
+//! reads once the figures' columns are dropped. [`parts`] reads the parts, here and at
+//! the workers.
 
 mod folds;
 mod parts;
@@ -60,17 +61,17 @@ use crate::metrics::digest::{digest_dir, Digested};
 use crate::metrics::digest_share::{digest_dir_shared, Shared};
 use crate::metrics::options::Options;
 use crate::metrics::oversubscription::Oversubscription;
-use crate::metrics::requests::RequestPass;
+use crate::metrics::requests::{LastPosts, RequestPass};
 use crate::metrics::wait_states;
 use crate::model::{MessagesByRank, RankWork, RequestLife};
-use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run};
+use crate::ops::{Builder, ExtractError, Keep, MeasuredProgram, Run, RunMessages};
 use crate::regions::RunRegions;
 use crate::sites::SiteTable;
 use crate::Result;
 use folds::{Folds, Partial};
 use parts::{blocks_of, PartSize, Parts};
 use view::{Block, RunColumns, Task, TaskRead, TaskWritten, ViewOf};
-use worker::figures_of_block;
+use worker::{figures_of_block, SentRequests};
 
 /// What the analysis of a directory of rank files gives: the report, the regions, and
 /// what of the directory could not be used.
@@ -149,8 +150,8 @@ fn analyze_in_parts(
         1 => digest_dir(dir, &reading)?,
         _ => match digest_dir_shared(dir, &reading, exchange)? {
             Shared::Joined(digested) => *digested,
-            Shared::Own(files, compute) => {
-                let block = (*files, compute);
+            Shared::Own(files, kept) => {
+                let block = (*files, kept);
                 figures_of_block(dir, opts, exchange, block, (&reading, at_least), rows)?;
                 return Ok(None);
             }
@@ -168,6 +169,7 @@ fn analyze_in_parts(
         info,
         messages,
         requests,
+        request_starts,
         compute,
         budgets,
         sites,
@@ -193,9 +195,17 @@ fn analyze_in_parts(
         .collect();
     let columns = (cross, by_rank, sites, budgets);
     let sink = rows.as_deref_mut();
-    let job = (exchange, blocks);
-    let (measured, of_trace, regions) =
-        measured(&mut parts, columns, &models, opts, (at_least, sink), &job)?;
+    let job = (exchange, blocks, request_starts);
+    let measured = measured(&mut parts, columns, &models, opts, (at_least, sink), &job);
+    // The other blocks' requests, which their workers kept for their figures, come back
+    // for the program once the figures' columns are dropped (whether they were made:
+    // every worker sends its own).
+    let theirs = match exchange.workers() {
+        1 => Ok(()),
+        _ => take_requests(exchange, &mut parts.run.requests, &job.2),
+    };
+    let (measured, of_trace, regions) = measured?;
+    theirs?;
     let program = program(&mut parts, instances, &nonblocking, &models, at_least)?;
     // The columns go before the replays.
     let info = parts.run.info.clone();
@@ -238,7 +248,7 @@ fn measured(
     models: &Models,
     opts: &Options,
     (at_least, mut rows): (PartSize, Rows<'_>),
-    (exchange, blocks): &Job<'_>,
+    (exchange, blocks, starts): &Job<'_>,
 ) -> Result<(Measured, OfTrace, RunRegions)> {
     let columns = tracing::info_span!("columns").entered();
     let run = parts.columns();
@@ -253,6 +263,16 @@ fn measured(
         RequestPass::new(run, &cross, model, collective_model, opts)
     };
     let shared = wait_states::shared_candidates(&cross);
+    // What each block's requests read of their non-blocking collectives, for the views.
+    let last_posts: Vec<LastPosts> = match exchange.workers() {
+        1 => Vec::new(),
+        _ => (blocks.iter())
+            .map(|b| {
+                let requests = starts[b.files.start]..starts[b.files.end];
+                LastPosts::of(&cross.collectives.nonblocking, requests)
+            })
+            .collect(),
+    };
     // Of what crosses ranks, only the messages' ends are read by the parts: the rest is
     // dropped now.
     let CrossRank {
@@ -279,7 +299,6 @@ fn measured(
         let c = RunColumns {
             run: parts.columns(),
             ends: &ends,
-            pass: &pass,
             shared: &shared,
             descheduled: &descheduled,
             models,
@@ -292,6 +311,7 @@ fn measured(
                 true => Task::Fold {
                     view: ViewOf {
                         block: b,
+                        last_posts: &last_posts[w],
                         columns: &c,
                     },
                     rows,
@@ -376,12 +396,32 @@ fn program(
     })?;
     // The last part's ranks, dropped after it.
     crate::heap::release_free();
-    let run = parts.columns();
-    Ok(program.finish_measured(&run.messages, &run.source))
+    // The run's messages are given up to the linking, which frees them as it reads them.
+    let messages = RunMessages::Owned(std::mem::take(&mut parts.run.messages));
+    Ok(program.finish_measured(messages, &parts.run.source))
 }
 
-/// The workers of an analysis, and the block of the run's files each folds the parts of.
-type Job<'e> = (&'e dyn Exchange, Vec<Block>);
+/// The workers of an analysis, the block of the run's files each folds the parts of,
+/// and where each file's rank's requests start among the run's (then their number).
+type Job<'e> = (&'e dyn Exchange, Vec<Block>, Vec<usize>);
+
+/// The requests of the blocks of worker 0's job but its own (`requests`), which their
+/// workers kept for their figures, appended to `requests` in worker order, each value
+/// as it comes ([`worker::SentRequests`]): every rank's requests, in rank order, which
+/// `starts` (where each rank's start, then their number) counts.
+fn take_requests(
+    exchange: &dyn Exchange,
+    requests: &mut Vec<RequestLife>,
+    starts: &[usize],
+) -> Result<()> {
+    let _s = tracing::info_span!("requests taken").entered();
+    let all = starts.last().copied().unwrap_or(0);
+    requests.reserve_exact(all.saturating_sub(requests.len()));
+    let mut take = |sent: SentRequests| requests.extend(sent.0);
+    gather_each::<SentRequests>(exchange, Ok(Values::Kept(Vec::new())), &mut take)?;
+    debug_assert_eq!(requests.len(), all, "every block's requests");
+    Ok(())
+}
 
 /// Where the requests of rank `rank` are among `requests` (in rank order).
 fn rank_requests(requests: &[RequestLife], rank: u32) -> Range<usize> {

@@ -138,20 +138,24 @@ impl<'r> Parts<'r> {
     /// its ranks), the run's column given up: each share can be freed once its part is
     /// done with it.
     pub(super) fn requests_by_part(&mut self, at_least: PartSize) -> Vec<Vec<RequestLife>> {
-        let requests = std::mem::take(&mut self.run.requests);
+        let mut requests = std::mem::take(&mut self.run.requests);
         let cuts = self.cuts(&Block::whole(self.files.metas.len()), at_least);
-        let mut rest = &requests[..];
-        let mut shares = Vec::with_capacity(cuts.len());
-        for (k, cut) in cuts.iter().enumerate() {
-            let last = self.files.metas[cut.end - 1].rank();
-            let n = match k + 1 < cuts.len() {
-                true => rest.partition_point(|r| r.rank <= last),
-                false => rest.len(),
-            };
-            let (share, after) = rest.split_at(n);
-            shares.push(share.to_vec());
-            rest = after;
+        // Where each part's requests start: those of ranks after the part before it's.
+        let mut starts = vec![0; cuts.len()];
+        for (k, cut) in cuts.iter().enumerate().skip(1) {
+            let before = self.files.metas[cut.start - 1].rank();
+            starts[k] = requests.partition_point(|r| r.rank <= before);
         }
+        // Each part's cut off the end, last first, the run's column shrinking in place
+        // behind it: never both whole.
+        let mut shares: Vec<Vec<RequestLife>> = (starts.iter().rev())
+            .map(|&start| {
+                let share = requests.split_off(start.min(requests.len()));
+                requests.shrink_to_fit();
+                share
+            })
+            .collect();
+        shares.reverse();
         shares
     }
 

@@ -1,14 +1,15 @@
 //! What the second pass of a block of the run's ranks reads of the run's columns, cut
 //! out of them ([`ViewOf`]) so that a worker holding only its block's files makes
 //! that block's figures: the messages with an end among the block's ranks (in the run's
-//! order, renumbered from 0, with their indices among the run's), their ends, the
-//! block's requests with what their rows read of the run, its ranks' shared wait
-//! candidates, the descheduled time of the ranks its calls wait on, the models and the
-//! site table. (Its ranks' compute the worker kept from the first pass.)
+//! order, renumbered from 0, with their indices among the run's), their ends, the last
+//! posts of its requests' non-blocking collectives, its ranks' shared wait candidates,
+//! the descheduled time of the ranks its calls wait on, the models and the site table.
+//! (Its ranks' compute and requests the worker kept from the first pass, and gathers
+//! what their rows read of the run from these.)
 //!
 //! ```text
 //!  run's messages   0:(0→1) 1:(2→3) 2:(1→2) 3:(3→0)      block of ranks 2..=3
-//!  the block's      0:(2→3)=1  1:(1→2)=2  2:(3→0)=3      its requests, ...
+//!  the block's      0:(2→3)=1  1:(1→2)=2  2:(3→0)=3      their ends, ...
 //! ```
 //!
 //! A figure reads a message only through an index its own columns give, so the view's
@@ -22,14 +23,14 @@ use overlap_format::schema::MergedInfo;
 use rayon::prelude::*;
 
 use super::super::pass_order::Models;
-use crate::exchange::wire::chunked::{column, mapped};
+use crate::exchange::wire::chunked::mapped;
 use crate::exchange::wire::Each;
 use crate::metrics::descheduled::DescheduledTime;
 use crate::metrics::message_ends::MessageEnds;
-use crate::metrics::requests::{PassColumns, RequestPass};
+use crate::metrics::requests::LastPosts;
 use crate::metrics::wait_kind::Candidate;
-use crate::model::compact::{index_u32, NO_INDEX};
-use crate::model::{Message, RequestLife, Trace};
+use crate::model::compact::index_u32;
+use crate::model::{Message, Trace};
 use crate::sites::SiteTable;
 
 /// A block of the run's ranks: its files (indices among the run's, in rank order) and
@@ -89,11 +90,9 @@ pub(crate) struct View {
     pub messages: Vec<Message>,
     /// The index of each among the run's messages.
     pub global: Vec<u32>,
-    /// The block's requests, in the run's order.
-    #[serde(with = "crate::exchange::wire::chunked")]
-    pub requests: Vec<RequestLife>,
     pub ends: MessageEnds,
-    pub pass: PassColumns,
+    /// Of the block's requests (numbered from its first).
+    pub last_posts: LastPosts,
     /// The shared wait candidates of the block's ranks.
     pub shared: Vec<Candidate>,
     /// The descheduled time of the block's ranks and of every rank they wait on.
@@ -124,7 +123,6 @@ pub(super) type TaskRead = Task<Box<View>>;
 pub(super) struct RunColumns<'c> {
     pub run: &'c Trace,
     pub ends: &'c MessageEnds,
-    pub pass: &'c RequestPass<'c>,
     pub shared: &'c [Candidate],
     pub descheduled: &'c DescheduledTime,
     pub models: &'c Models,
@@ -137,6 +135,8 @@ pub(super) struct RunColumns<'c> {
 /// (read back as a [`View`]).
 pub(super) struct ViewOf<'c> {
     pub block: &'c Block,
+    /// Those of the block's requests.
+    pub last_posts: &'c LastPosts,
     pub columns: &'c RunColumns<'c>,
 }
 
@@ -148,22 +148,6 @@ impl serde::Serialize for ViewOf<'_> {
             .filter(|(_, m)| block.holds(m.send().rank) || block.holds(m.recv_post().rank))
             .map(|(mi, _)| index_u32(mi))
             .collect();
-        let requests = {
-            // In rank order: those of the ranks before the block's, then the block's.
-            let r = &run.requests;
-            let first = r.partition_point(|q| block.after.is_some_and(|a| q.rank <= a));
-            let within = r[first..].partition_point(|q| block.up_to.is_none_or(|u| q.rank <= u));
-            first..first + within
-        };
-        // A request's message has an end on its rank, which is the block's.
-        let renumber = |mi: u32| {
-            let local = global.binary_search(&mi);
-            debug_assert!(
-                local.is_ok(),
-                "message {mi} of a block's request is the block's"
-            );
-            local.map_or(NO_INDEX, index_u32)
-        };
         let shared = || (c.shared.iter()).filter(|s| block.holds(s.at.rank));
         // The ranks the block's calls may wait on: its messages' ends, its candidates'
         // causes, and its own, marked among the run's ranks (no list of every end).
@@ -193,14 +177,13 @@ impl serde::Serialize for ViewOf<'_> {
             Ok(i) => marked[i],
             Err(_) => others.binary_search(&r).is_ok(),
         };
-        let mut view = to.serialize_struct("View", 10)?;
+        let mut view = to.serialize_struct("View", 9)?;
         view.serialize_field("info", &ByName(&run.info))?;
         let messages = mapped(&global, |&mi| &run.messages[mi as usize]);
         view.serialize_field("messages", &messages)?;
         view.serialize_field("global", &global)?;
-        view.serialize_field("requests", &column(&run.requests[requests.clone()]))?;
         view.serialize_field("ends", &c.ends.select(&global))?;
-        view.serialize_field("pass", &c.pass.share(requests, renumber))?;
+        view.serialize_field("last_posts", self.last_posts)?;
         view.serialize_field("shared", &Each(shared))?;
         let waited_on = |r: u32| block.holds(r) || peer(r);
         view.serialize_field("descheduled", &c.descheduled.of_ranks(waited_on))?;

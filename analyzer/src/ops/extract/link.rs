@@ -2,6 +2,10 @@
 //! is built: a message's ends are its sender's and receiver's posts (a request's message
 //! set) or blocking calls (listed in the rank's [`BlockingMessages`]).
 //!
+//! The run's messages are read once, in order; given owned ([`RunMessages::Owned`]),
+//! their memory goes back a batch at a time as the program's messages grow, so that
+//! the two columns are never both whole.
+//!
 //! A program kept for replays of its measured order does not keep its requests whole
 //! while it is built ([`KeptRequests`]): of each, what a replay reads (its
 //! [`ReplayRequest`], 12 bytes) and what linking reads besides (its post, peer and tag,
@@ -136,11 +140,56 @@ impl LinkRequests for KeptRequests {
     }
 }
 
+/// The run's matched messages, as linking reads them.
+pub(crate) enum RunMessages<'m> {
+    /// Borrowed from a trace that keeps them.
+    Borrowed(&'m [Message]),
+    /// Given up: read from the first on, each batch's memory given back once read.
+    Owned(Vec<Message>),
+}
+
+/// How many messages' memory is given back at once as the run's owned messages are read
+/// (48 MB of them).
+const GIVEN_BACK: usize = 1 << 20;
+
+impl RunMessages<'_> {
+    /// How many messages there are.
+    pub(super) fn len(&self) -> usize {
+        match self {
+            RunMessages::Borrowed(all) => all.len(),
+            RunMessages::Owned(all) => all.len(),
+        }
+    }
+
+    /// Gives each message to `f`, in order.
+    fn each(self, f: impl FnMut(&Message)) {
+        self.each_giving_back(GIVEN_BACK, f);
+    }
+
+    /// [`Self::each`], owned messages' memory given back `batch` messages at a time.
+    fn each_giving_back(self, batch: usize, mut f: impl FnMut(&Message)) {
+        match self {
+            RunMessages::Borrowed(all) => all.iter().for_each(f),
+            RunMessages::Owned(mut all) => {
+                // Last first, so that those read are taken off the end and the vector
+                // shrinks in place (a mapping of its own: the allocator remaps it).
+                all.reverse();
+                while let Some(m) = all.pop() {
+                    f(&m);
+                    if all.capacity() - all.len() >= batch {
+                        all.shrink_to_fit();
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Links every matched message to the operations that sent and received it: a request's
 /// message is set (among `requests`, the program's); a blocking call's is listed in its
 /// rank's [`super::RankProgram::blocking`] (no rank's operations are written).
 pub(super) fn link_messages<Q: LinkRequests + ?Sized>(
-    messages: &[Message],
+    messages: RunMessages<'_>,
     program: &mut Program,
     requests: &mut Q,
     linking: &[Linking],
@@ -160,13 +209,13 @@ pub(super) fn link_messages<Q: LinkRequests + ?Sized>(
     };
     // Per rank slot, its blocking calls' (operation, message) pairs, sent and received.
     let mut blocking: Vec<[Vec<(u32, u32)>; 2]> = vec![Default::default(); ranks.len()];
-    for m in messages {
+    messages.each(|m| {
         let (Some(ss), Some(rs)) = (slot(m.send().rank), slot(m.recv_post().rank)) else {
-            continue;
+            return;
         };
         let (Some(sop), Some(rop)) = (op_at(ss, m.send().index), op_at(rs, m.recv_post().index))
         else {
-            continue;
+            return;
         };
         let id = program.messages.len();
         let send_req = posts(ss, m.send().index).find(|&r| {
@@ -202,8 +251,40 @@ pub(super) fn link_messages<Q: LinkRequests + ?Sized>(
             m.tag,
             send_call,
         ));
-    }
+    });
     for (rank, [sends, recvs]) in program.ranks.iter_mut().zip(blocking) {
         rank.blocking = BlockingMessages::new(sends, recvs);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunMessages;
+    use crate::model::{EventRef, Message};
+
+    /// Owned messages are read in their order, as borrowed ones are, while their vector
+    /// shrinks behind them: here a batch of 3 given back at a time, of 10 messages.
+    #[test]
+    fn owned_messages_are_read_in_order_as_their_memory_goes_back() {
+        let at = |rank: u32, index: usize| EventRef { rank, index };
+        let all: Vec<Message> = (0..10u64)
+            .map(|i| {
+                Message::new(
+                    i + 1,
+                    at(0, i as usize),
+                    at(1, 2 * i as usize),
+                    None,
+                    7,
+                    i,
+                    false,
+                )
+            })
+            .collect();
+        let mut borrowed = Vec::new();
+        RunMessages::Borrowed(&all).each_giving_back(3, |m| borrowed.push(*m));
+        let mut owned = Vec::new();
+        RunMessages::Owned(all.clone()).each_giving_back(3, |m| owned.push(*m));
+        assert_eq!(borrowed, all);
+        assert_eq!(owned, all);
     }
 }

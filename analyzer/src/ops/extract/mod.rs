@@ -25,6 +25,7 @@ use crate::model::{Message, RequestLife, Timeline, Trace};
 use super::{
     CollectiveOp, EncodedOps, MeasuredProgram, OpKind, Program, RankProgram, RequestOp, RequestRole,
 };
+pub(crate) use link::RunMessages;
 use link::{link_messages, KeptRequests, Linking};
 use posts::{posts_by_rank, RankPosts};
 pub use rank::INFERRED_NAME;
@@ -59,8 +60,9 @@ pub fn extract(trace: &Trace) -> Result<Program, ExtractError> {
 pub fn extract_measured(trace: &Trace) -> Result<MeasuredProgram, ExtractError> {
     let run = Run::of(trace);
     let ranks = borrowed_ranks(trace, &run);
+    let messages = RunMessages::Borrowed(&trace.messages);
     build(run, ranks, rayon::current_num_threads(), Keep::Encoded)
-        .finish_measured(&trace.messages, &trace.source)
+        .finish_measured(messages, &trace.source)
 }
 
 /// Each rank's timeline and requests, borrowed from `trace`.
@@ -91,10 +93,11 @@ pub fn extract_owned(mut trace: Trace) -> Result<MeasuredProgram, ExtractError> 
         .zip(own)
         .collect();
     trace.compute = Vec::new();
+    let messages = RunMessages::Owned(std::mem::take(&mut trace.messages));
     // As many ranks at a time as there are threads: the timelines still held and the
     // operations already built grow no more than a batch apart.
     build(run, ranks, rayon::current_num_threads(), Keep::Encoded)
-        .finish_measured(&trace.messages, &trace.source)
+        .finish_measured(messages, &trace.source)
 }
 
 /// What the build keeps of each rank's operations.
@@ -281,6 +284,11 @@ impl Builder {
                 rank::build(&shared, &rank, scope, share, first)
             })
             .collect();
+        // What only building the batch's ranks read of their posts goes now.
+        let batch = from..from + built.len();
+        self.run.posted_at[batch]
+            .iter_mut()
+            .for_each(RankPosts::forget_requests);
         for part in &mut built {
             self.numbering.add(program, offset, part);
             if let Some((lo, hi)) = part.extent {
@@ -317,7 +325,7 @@ impl Builder {
     /// operations encoded and the requests kept narrow: built with [`Keep::Encoded`]).
     pub(crate) fn finish_measured(
         self,
-        messages: &[Message],
+        messages: RunMessages<'_>,
         source: &std::path::Path,
     ) -> Result<MeasuredProgram, ExtractError> {
         debug_assert!(self.keep == Keep::Encoded);
@@ -337,6 +345,7 @@ impl Builder {
         source: &std::path::Path,
     ) -> Result<Program, ExtractError> {
         debug_assert!(self.keep == Keep::Operations);
+        let messages = RunMessages::Borrowed(messages);
         self.link(messages, source).map(|(program, _, _)| program)
     }
 
@@ -347,7 +356,7 @@ impl Builder {
     /// An error naming `source` when no rank had an event.
     fn link(
         self,
-        messages: &[Message],
+        messages: RunMessages<'_>,
         source: &std::path::Path,
     ) -> Result<(Program, KeptRequests, Vec<EncodedOps>), ExtractError> {
         let Builder {

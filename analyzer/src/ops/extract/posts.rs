@@ -29,6 +29,13 @@ impl RankPosts {
         RankPosts { list, first }
     }
 
+    /// Forgets `list`, which only building the rank reads, once it is built: linking
+    /// reads where each span's posts are, not which requests they were (8 B a request
+    /// given back).
+    pub(super) fn forget_requests(&mut self) {
+        self.list = Vec::new();
+    }
+
     /// Where the requests posted by the call at `span` are in `list`.
     pub(super) fn at(&self, span: usize) -> std::ops::Range<usize> {
         match (self.first.get(span), self.first.get(span + 1)) {
