@@ -49,7 +49,6 @@ pub(crate) enum Shared {
 
 /// What a worker of a job keeps of the ranks of its block from the first pass, in rank
 /// order: only the figures of its block read them.
-#[derive(Debug, Default)]
 pub(crate) struct Kept {
     /// Each rank's compute.
     pub compute: Vec<RankCompute>,
