@@ -22,12 +22,13 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use super::digest::{digest_files, joined, requests_kept, Digested};
+use crate::exchange::wire::chunked::column;
 use crate::exchange::{all_gather, gather_values, share, Exchange, Values};
 use crate::import::{rank_files, Reading};
 use crate::merge::{file_size, read_each_into, Counted, RunFiles, Unreadable};
 use crate::model::compute::RankCompute;
 use crate::model::{RankTrace, RequestLife};
-use crate::Result;
+use crate::{Error, Result};
 
 /// What a worker found of its files when it read them through: each usable one's
 /// header, clocks and event count, the files it could not use, and each file's size
@@ -52,9 +53,41 @@ pub(crate) enum Shared {
 pub(crate) struct Kept {
     /// Each rank's compute.
     pub compute: Vec<RankCompute>,
-    /// The ranks' requests, each rank's in post order.
-    pub requests: Vec<RequestLife>,
+    /// Each rank's requests, written as a [`RequestColumn`] (about half the bytes of the
+    /// requests, held through the gather beside the digests' bytes), read back when the
+    /// block's figures are made ([`Kept::requests`]).
+    requests: Vec<Vec<u8>>,
+    /// How many requests they are.
+    request_count: usize,
 }
+
+impl Kept {
+    /// The ranks' requests in rank order, each rank's read back and its bytes freed in
+    /// turn.
+    pub(crate) fn requests(&mut self) -> Result<Vec<RequestLife>> {
+        let mut requests = Vec::with_capacity(self.request_count);
+        for written in std::mem::take(&mut self.requests) {
+            let rank: RequestColumn = rmp_serde::from_slice(&written).map_err(|e| {
+                let reason = format!("a rank's requests kept could not be read back: {e}");
+                Error::Exchange { reason }
+            })?;
+            requests.extend(rank.0);
+        }
+        // Each rank's, read on the threads and freed, is given back, not kept in the
+        // heap beside the block's.
+        crate::heap::release_free();
+        Ok(requests)
+    }
+}
+
+/// Some requests written as a column of them ([`crate::exchange::wire::chunked`]):
+/// how a worker keeps its ranks' requests until its figures read them, and sends them
+/// to worker 0 for the program.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub(crate) struct RequestColumn(
+    #[serde(with = "crate::exchange::wire::chunked")] pub Vec<RequestLife>,
+);
 
 /// The block of the run's usable `files` of each of `workers` workers, past the first
 /// read: contiguous in rank order (the files' order), of about equal bytes ([`share`]).
@@ -108,19 +141,19 @@ pub(crate) fn digest_dir_shared(
     // Worker 0 keeps its digests; the others send theirs, each written as it is made
     // (what a worker holds is their bytes, not the digests), but for its requests. Each
     // keeps its compute.
-    let mut requests = Vec::new();
+    let mut requests = (Vec::new(), 0);
     let digested = match exchange.worker() {
         0 => digest_files(&files, which, reading, Ok).map(|(d, c)| (Values::Kept(d), c)),
         _ => {
             let keep = |d| {
                 let (d, requests) = requests_kept(d);
-                Ok((Values::write(&d)?, requests))
+                let kept = Values::write(&column(&requests))?;
+                Ok((Values::write(&d)?, (kept, requests.len())))
             };
             (digest_files(&files, which, reading, keep)).map(|(written, c)| {
-                let (written, kept): (Vec<_>, Vec<Vec<_>>) = written.into_iter().unzip();
-                // Each rank's freed as the block's grows.
-                requests.reserve_exact(kept.iter().map(Vec::len).sum());
-                kept.into_iter().for_each(|rank| requests.extend(rank));
+                let (written, kept): (Vec<_>, Vec<(Vec<u8>, usize)>) = written.into_iter().unzip();
+                let count = kept.iter().map(|k| k.1).sum();
+                requests = (kept.into_iter().map(|k| k.0).collect(), count);
                 (Values::Written(written), c)
             })
         }
@@ -134,7 +167,13 @@ pub(crate) fn digest_dir_shared(
         // What reading the block left free around what it keeps goes back to the system
         // (each rank's is small blocks of the heap among the timelines' freed).
         crate::heap::release_free();
-        return Ok(Shared::Own(Box::new(files), Kept { compute, requests }));
+        let (requests, request_count) = requests;
+        let kept = Kept {
+            compute,
+            requests,
+            request_count,
+        };
+        return Ok(Shared::Own(Box::new(files), kept));
     };
     debug_assert!(
         digests.windows(2).all(|w| w[0].0.rank < w[1].0.rank),
@@ -176,11 +215,12 @@ mod tests {
                     let at = format!("{name} on {workers} workers");
                     let kept = &one.compute[shares[w].clone()];
                     let d = match d {
-                        Shared::Own(_, own) => {
+                        Shared::Own(_, mut own) => {
                             assert!(w != 0, "{at}: worker 0 has the digest");
                             assert!(own.compute == kept, "{at}: worker {w}'s compute");
-                            let requests = requests_of(w);
-                            assert!(own.requests == requests, "{at}: worker {w}'s requests");
+                            let requests = own.requests().expect("read back");
+                            let want = requests_of(w);
+                            assert!(requests == want, "{at}: worker {w}'s requests");
                             continue;
                         }
                         Shared::Joined(d) => d,

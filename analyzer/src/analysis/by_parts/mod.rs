@@ -58,7 +58,7 @@ use crate::metrics::collectives::CallInstances;
 use crate::metrics::cross_rank::CrossRank;
 use crate::metrics::descheduled::DescheduledTime;
 use crate::metrics::digest::{digest_dir, Digested};
-use crate::metrics::digest_share::{digest_dir_shared, Shared};
+use crate::metrics::digest_share::{digest_dir_shared, RequestColumn, Shared};
 use crate::metrics::options::Options;
 use crate::metrics::oversubscription::Oversubscription;
 use crate::metrics::requests::{LastPosts, RequestPass};
@@ -71,7 +71,7 @@ use crate::Result;
 use folds::{Folds, Partial};
 use parts::{blocks_of, PartSize, Parts};
 use view::{Block, RunColumns, Task, TaskRead, TaskWritten, ViewOf};
-use worker::{figures_of_block, SentRequests};
+use worker::figures_of_block;
 
 /// What the analysis of a directory of rank files gives: the report, the regions, and
 /// what of the directory could not be used.
@@ -407,7 +407,7 @@ type Job<'e> = (&'e dyn Exchange, Vec<Block>, Vec<usize>);
 
 /// The requests of the blocks of worker 0's job but its own (`requests`), which their
 /// workers kept for their figures, appended to `requests` in worker order, each value
-/// as it comes ([`worker::SentRequests`]): every rank's requests, in rank order, which
+/// as it comes (a [`RequestColumn`]): every rank's requests, in rank order, which
 /// `starts` (where each rank's start, then their number) counts.
 fn take_requests(
     exchange: &dyn Exchange,
@@ -417,8 +417,8 @@ fn take_requests(
     let _s = tracing::info_span!("requests taken").entered();
     let all = starts.last().copied().unwrap_or(0);
     requests.reserve_exact(all.saturating_sub(requests.len()));
-    let mut take = |sent: SentRequests| requests.extend(sent.0);
-    gather_each::<SentRequests>(exchange, Ok(Values::Kept(Vec::new())), &mut take)?;
+    let mut take = |sent: RequestColumn| requests.extend(sent.0);
+    gather_each::<RequestColumn>(exchange, Ok(Values::Kept(Vec::new())), &mut take)?;
     debug_assert_eq!(requests.len(), all, "every block's requests");
     Ok(())
 }

@@ -15,7 +15,7 @@ use crate::exchange::wire::Bytes;
 use crate::exchange::{gather, gather_each, scatter, Exchange, Values};
 use crate::import::Reading;
 use crate::merge::RunFiles;
-use crate::metrics::digest_share::Kept;
+use crate::metrics::digest_share::{Kept, RequestColumn};
 use crate::metrics::options::Options;
 use crate::metrics::requests::RequestPass;
 use crate::model::compute::RankCompute;
@@ -37,14 +37,26 @@ pub(super) fn figures_of_block(
     mut sink: Rows<'_>,
 ) -> Result<()> {
     let block = blocks_of(&files, exchange.workers()).swap_remove(exchange.worker());
-    let Kept {
-        compute,
-        mut requests,
-    } = kept;
+    let mut kept = kept;
+    // Requests that cannot be read back are this worker's error, sent where its folds
+    // would be and where its requests would be.
+    let (mut requests, unread) = match kept.requests() {
+        Ok(requests) => (requests, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
+    let unread_error = |reason: &String| Error::Worker {
+        worker: exchange.worker(),
+        workers: exchange.workers(),
+        reason: reason.clone(),
+    };
+    let compute = kept.compute;
     // A view that cannot be read is this worker's error, sent where its folds would be.
-    let (folded, rows) = match scatter::<TaskWritten, TaskRead>(exchange, None) {
-        Ok(Task::NoFiles) => (Ok(None), false),
-        Ok(Task::Fold { view, rows }) => {
+    let view = scatter::<TaskWritten, TaskRead>(exchange, None);
+    let (folded, rows) = match (view, &unread) {
+        (Err(e), _) => (Err(e), false),
+        (Ok(_), Some(reason)) => (Err(unread_error(reason)), false),
+        (Ok(Task::NoFiles), None) => (Ok(None), false),
+        (Ok(Task::Fold { view, rows }), None) => {
             let folded = match (rows, sink.as_deref_mut()) {
                 (true, None) => Err(Error::Table {
                     reason: "this worker was started without the tables worker 0 writes \
@@ -60,7 +72,6 @@ pub(super) fn figures_of_block(
             };
             (folded, rows)
         }
-        Err(e) => (Err(e), false),
     };
     let sent = gather::<Option<Partial>>(exchange, folded);
     // The rows, once the folds are sent: none when they failed (their error is sent).
@@ -69,6 +80,10 @@ pub(super) fn figures_of_block(
         _ => Ok(Values::Kept(Vec::new())),
     };
     let handed = gather_each::<Bytes>(exchange, handed, &mut |_| {});
+    let requests = match &unread {
+        Some(reason) => Err(unread_error(reason)),
+        None => Ok(requests),
+    };
     let requests = send_requests(exchange, requests);
     sent?;
     handed?;
@@ -78,25 +93,19 @@ pub(super) fn figures_of_block(
 /// How many requests a value of [`send_requests`] holds at most (28 MB of them).
 const REQUESTS_A_VALUE: usize = 1 << 20;
 
-/// Some of a block's requests, as [`send_requests`] sends them (written as the column
-/// of a slice of them).
-#[derive(serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub(super) struct SentRequests(
-    #[serde(with = "crate::exchange::wire::chunked")] pub(super) Vec<RequestLife>,
-);
-
-/// This worker's block's requests sent to worker 0, whose program reads every rank's;
-/// at worker 0 ([`super::take_requests`]) they come in worker order, after its own.
-/// They are freed once written, before they are sent.
-fn send_requests(exchange: &dyn Exchange, requests: Vec<RequestLife>) -> Result<()> {
+/// This worker's block's requests (or why it has none) sent to worker 0, whose program
+/// reads every rank's, each value a [`RequestColumn`]; at worker 0
+/// ([`super::take_requests`]) they come in worker order, after its own. They are freed
+/// once written, before they are sent.
+fn send_requests(exchange: &dyn Exchange, requests: Result<Vec<RequestLife>>) -> Result<()> {
     let _s = tracing::info_span!("requests sent").entered();
-    let values = requests.chunks(REQUESTS_A_VALUE);
-    let written = (values.map(|r| Values::write(&column(r))))
-        .collect::<Result<Vec<_>>>()
-        .map(Values::Written);
-    drop(requests);
-    gather_each::<SentRequests>(exchange, written, &mut |_| {})
+    let written = requests.and_then(|requests| {
+        let values = requests.chunks(REQUESTS_A_VALUE);
+        (values.map(|r| Values::write(&column(r))))
+            .collect::<Result<Vec<_>>>()
+            .map(Values::Written)
+    });
+    gather_each::<RequestColumn>(exchange, written, &mut |_| {})
 }
 
 /// The pieces a sink wrote ([`crate::analysis::RowSink::written`]), as the values of a
