@@ -53,9 +53,10 @@ pub(crate) enum Shared {
 pub(crate) struct Kept {
     /// Each rank's compute.
     pub compute: Vec<RankCompute>,
-    /// Each rank's requests, written as a [`RequestColumn`] (about half the bytes of the
-    /// requests, held through the gather beside the digests' bytes), read back when the
-    /// block's figures are made ([`Kept::requests`]).
+    /// Each rank's requests, written as a [`RequestColumn`] (14 to 20 B a request on the
+    /// kept runs, where they take 28; held through the gather beside the digests'
+    /// bytes, each rank's a block of its own, not a vector the run's is made of), read
+    /// back when the block's figures are made ([`Kept::requests`]).
     requests: Vec<Vec<u8>>,
     /// How many requests they are.
     request_count: usize,
