@@ -56,7 +56,7 @@ pub(crate) struct Kept {
     /// Each rank's requests, written as a [`RequestColumn`] (14 to 20 B a request on the
     /// kept runs, where they take 28; held through the gather beside the digests'
     /// bytes, each rank's a block of its own, not a vector the run's is made of), read
-    /// back when the block's figures are made ([`Kept::requests`]).
+    /// back when the block's figures are made ([`Kept::requests()`]).
     requests: Vec<Vec<u8>>,
     /// How many requests they are.
     request_count: usize,
