@@ -33,6 +33,15 @@
 /// may copy what it keeps, and a column shrunk step by step is better kept whole.
 pub const SHRINKS_IN_PLACE: bool = cfg!(all(target_os = "linux", target_env = "gnu"));
 
+/// Gives back the room past `column`'s end where that costs no copy
+/// ([`SHRINKS_IN_PLACE`]): for a column taken from its end (or cut off it) while
+/// another grows, so that the two are never both whole. Elsewhere it keeps its room.
+pub fn shrink_behind<T>(column: &mut Vec<T>) {
+    if SHRINKS_IN_PLACE {
+        column.shrink_to_fit();
+    }
+}
+
 /// The fixed mmap threshold: blocks of this size and more get mappings of their own.
 pub const MMAP_THRESHOLD: usize = 256 << 10;
 

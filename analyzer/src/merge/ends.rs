@@ -357,8 +357,8 @@ pub(crate) fn join(mut ranks: Vec<RankEnds>) -> Matched {
         let (m, suspect) = p.message(counts.messages + 1);
         counts.count(suspect);
         messages.push(m);
-        if crate::heap::SHRINKS_IN_PLACE && pairs.len() % RELEASE_EVERY == 0 {
-            pairs.shrink_to_fit();
+        if pairs.len() % RELEASE_EVERY == 0 {
+            crate::heap::shrink_behind(&mut pairs);
         }
     }
     counts.unmatched_sends = sent - counts.messages;

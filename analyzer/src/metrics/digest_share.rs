@@ -56,7 +56,7 @@ pub(crate) struct Kept {
     /// Each rank's requests, written as a [`RequestColumn`] (14 to 20 B a request on the
     /// kept runs, where they take 28; held through the gather beside the digests'
     /// bytes, each rank's a block of its own, not a vector the run's is made of), read
-    /// back when the block's figures are made ([`Kept::requests()`]).
+    /// back when the block's figures are made ([`Kept::read_requests`]).
     requests: Vec<Vec<u8>>,
     /// How many requests they are.
     request_count: usize,
@@ -65,7 +65,7 @@ pub(crate) struct Kept {
 impl Kept {
     /// The ranks' requests in rank order, each rank's read back and its bytes freed in
     /// turn.
-    pub(crate) fn requests(&mut self) -> Result<Vec<RequestLife>> {
+    pub(crate) fn read_requests(&mut self) -> Result<Vec<RequestLife>> {
         let mut requests = Vec::with_capacity(self.request_count);
         for written in std::mem::take(&mut self.requests) {
             let rank: RequestColumn = rmp_serde::from_slice(&written).map_err(|e| {
@@ -118,8 +118,8 @@ pub(crate) fn digest_dir_shared(
         let sized = mine
             .iter()
             .cloned()
-            .zip(sizes[block.clone()].iter().copied());
-        let sized = sized.collect();
+            .zip(sizes[block.clone()].to_vec())
+            .collect();
         let (metas, unreadable) = read_each_into::<Counted>(mine, each);
         (metas, unreadable, sized)
     });
@@ -140,9 +140,9 @@ pub(crate) fn digest_dir_shared(
     // usable), worker 0 the first, so that the gathered digests come in rank order.
     let which = blocks(&files, exchange.workers()).swap_remove(exchange.worker());
     // Worker 0 keeps its digests; the others send theirs, each written as it is made
-    // (what a worker holds is their bytes, not the digests), but for its requests. Each
-    // keeps its compute.
-    let mut requests = (Vec::new(), 0);
+    // (what a worker holds is their bytes, not the digests), but for its requests, which
+    // it keeps written (each rank's, and how many). Each keeps its compute.
+    let (mut requests, mut counts): (Vec<Vec<u8>>, Vec<usize>) = Default::default();
     let digested = match exchange.worker() {
         0 => digest_files(&files, which, reading, Ok).map(|(d, c)| (Values::Kept(d), c)),
         _ => {
@@ -152,9 +152,8 @@ pub(crate) fn digest_dir_shared(
                 Ok((Values::write(&d)?, (kept, requests.len())))
             };
             (digest_files(&files, which, reading, keep)).map(|(written, c)| {
-                let (written, kept): (Vec<_>, Vec<(Vec<u8>, usize)>) = written.into_iter().unzip();
-                let count = kept.iter().map(|k| k.1).sum();
-                requests = (kept.into_iter().map(|k| k.0).collect(), count);
+                let (written, kept): (Vec<_>, Vec<_>) = written.into_iter().unzip();
+                (requests, counts) = kept.into_iter().unzip();
                 (Values::Written(written), c)
             })
         }
@@ -168,7 +167,7 @@ pub(crate) fn digest_dir_shared(
         // What reading the block left free around what it keeps goes back to the system
         // (each rank's is small blocks of the heap among the timelines' freed).
         crate::heap::release_free();
-        let (requests, request_count) = requests;
+        let request_count = counts.iter().sum();
         let kept = Kept {
             compute,
             requests,
@@ -219,7 +218,7 @@ mod tests {
                         Shared::Own(_, mut own) => {
                             assert!(w != 0, "{at}: worker 0 has the digest");
                             assert!(own.compute == kept, "{at}: worker {w}'s compute");
-                            let requests = own.requests().expect("read back");
+                            let requests = own.read_requests().expect("read back");
                             let want = requests_of(w);
                             assert!(requests == want, "{at}: worker {w}'s requests");
                             continue;

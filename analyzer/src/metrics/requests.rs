@@ -60,7 +60,6 @@ pub struct RequestPass<'a> {
 
 /// What a [`RequestPass`] gathered of the run (beside the models and options it reads),
 /// for the requests of the trace it was gathered from: the run's, or a block of ranks'.
-#[derive(Clone, Debug, Default)]
 struct PassColumns {
     /// By request: the message its post sent or received (`NO_INDEX` for none).
     /// Where one call posted several requests of a kind (a Startall), each of them has
@@ -77,26 +76,38 @@ struct PassColumns {
 /// The last member's post of the non-blocking collective of each request of a range
 /// of the run's requests that is a member of one, by its index within the range
 /// (sorted): what a collective request's completing call waits for of its partners. A
-/// worker of a job is given its block's ([`LastPosts::of`]) to gather its requests'
-/// pass where they are kept.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+/// worker of a job is given its block's ([`LastPosts::of_blocks`]) to gather its
+/// requests' pass where they are kept.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct LastPosts(Vec<(u64, Nanos)>);
 
 impl LastPosts {
-    /// The last posts of the members among the run's requests `range` of the
-    /// non-blocking instances `nonblocking` (members by run request index).
-    pub(crate) fn of(nonblocking: &[Vec<Request>], range: std::ops::Range<usize>) -> LastPosts {
-        let mut last = Vec::new();
+    /// The last posts of the members of the non-blocking instances `nonblocking`
+    /// (members by run request index) among each of `blocks` (consecutive ranges of the
+    /// run's requests, in order), in one pass over the members.
+    pub(crate) fn of_blocks(
+        nonblocking: &[Vec<Request>],
+        blocks: &[std::ops::Range<usize>],
+    ) -> Vec<LastPosts> {
+        let mut each: Vec<Vec<(u64, Nanos)>> = vec![Vec::new(); blocks.len()];
         for members in nonblocking {
             let Some(post) = members.iter().filter_map(|r| r.posted).map(|p| p.1).max() else {
                 continue;
             };
-            let within = members.iter().filter(|r| range.contains(&r.request));
-            last.extend(within.map(|r| ((r.request - range.start) as u64, post)));
+            for r in members {
+                let b = blocks.partition_point(|b| b.end <= r.request);
+                if let Some(block) = blocks.get(b).filter(|b| b.contains(&r.request)) {
+                    each[b].push(((r.request - block.start) as u64, post));
+                }
+            }
         }
         // A request is a member of one instance.
-        last.sort_unstable_by_key(|m| m.0);
-        LastPosts(last)
+        (each.into_iter())
+            .map(|mut last| {
+                last.sort_unstable_by_key(|m| m.0);
+                LastPosts(last)
+            })
+            .collect()
     }
 
     /// The last post of the instance of the request at `k` within the range.
@@ -118,7 +129,9 @@ impl<'a> RequestPass<'a> {
         opts: &'a Options,
     ) -> RequestPass<'a> {
         let nonblocking = &cross.collectives.nonblocking;
-        let last_posts = LastPosts::of(nonblocking, 0..trace.requests.len());
+        let all = 0..trace.requests.len();
+        let last_posts = LastPosts::of_blocks(nonblocking, std::slice::from_ref(&all));
+        let last_posts = last_posts.into_iter().next().unwrap_or_default();
         let ends = (&cross.messages, &cross.requests_by_post, &last_posts);
         RequestPass::of_ends(trace, ends, model, collectives, opts)
     }
@@ -430,14 +443,16 @@ mod tests {
     ///  instance A   requests 0 (at 10), 3 (at 40), 6 (at 25)  last post 40
     ///  instance B   requests 1 (unposted), 4 (unposted)       none: no post known
     ///  instance C   requests 2 (at 5), 7 (at 90)              last post 90
-    ///  block 3..7   A's 3 and 6 -> 0 and 3 at 40; B's 4 none; 7 outside
+    ///  block 0..3   A's 0 -> 0 at 40; B's 1 none; C's 2 -> 2 at 90
+    ///  block 3..7   A's 3 and 6 -> 0 and 3 at 40; B's 4 none
+    ///  block 7..8   C's 7 -> 0 at 90
     /// ```
     ///
-    /// A block's last posts are numbered from its first request, hold its own members
+    /// Each block's last posts are numbered from its first request, hold its own members
     /// only, each with its instance's latest post, and none for an instance whose posts
     /// are all unknown.
     #[test]
-    fn a_blocks_last_posts_are_its_members_numbered_from_its_first() {
+    fn each_blocks_last_posts_are_its_members_numbered_from_its_first() {
         let instances = vec![
             vec![
                 member(0, 0, Some(10)),
@@ -447,7 +462,8 @@ mod tests {
             vec![member(1, 0, None), member(4, 2, None)],
             vec![member(2, 0, Some(5)), member(7, 3, Some(90))],
         ];
-        let block = LastPosts::of(&instances, 3..7);
+        let blocks = LastPosts::of_blocks(&instances, &[0..3, 3..7, 7..8]);
+        let block = &blocks[1];
         assert_eq!(block.0, vec![(0, Nanos(40)), (3, Nanos(40))]);
         assert_eq!(block.get(0), Some(Nanos(40)));
         assert_eq!(
@@ -456,7 +472,17 @@ mod tests {
             "request 4: its instance has no post known"
         );
         assert_eq!(block.get(4), None, "request 7 is not the block's");
-        let run = LastPosts::of(&instances, 0..8);
+        assert_eq!(
+            blocks[0].0,
+            vec![(0, Nanos(40)), (2, Nanos(90))],
+            "the first block's"
+        );
+        assert_eq!(
+            blocks[2].0,
+            vec![(0, Nanos(90))],
+            "the last block's, numbered from 7"
+        );
+        let run = LastPosts::of_blocks(&instances, std::slice::from_ref(&(0..8))).remove(0);
         let posts: Vec<Option<u64>> = (0..8).map(|k| run.get(k).map(|n| n.0)).collect();
         let want = [
             Some(40),

@@ -266,12 +266,11 @@ fn measured(
     // What each block's requests read of their non-blocking collectives, for the views.
     let last_posts: Vec<LastPosts> = match exchange.workers() {
         1 => Vec::new(),
-        _ => (blocks.iter())
-            .map(|b| {
-                let requests = starts[b.files.start]..starts[b.files.end];
-                LastPosts::of(&cross.collectives.nonblocking, requests)
-            })
-            .collect(),
+        _ => {
+            let requests = |b: &Block| starts[b.files.start]..starts[b.files.end];
+            let requests: Vec<Range<usize>> = blocks.iter().map(requests).collect();
+            LastPosts::of_blocks(&cross.collectives.nonblocking, &requests)
+        }
     };
     // Of what crosses ranks, only the messages' ends are read by the parts: the rest is
     // dropped now.

@@ -151,7 +151,7 @@ impl<'r> Parts<'r> {
         let mut shares: Vec<Vec<RequestLife>> = (starts.iter().rev())
             .map(|&start| {
                 let share = requests.split_off(start.min(requests.len()));
-                requests.shrink_to_fit();
+                crate::heap::shrink_behind(&mut requests);
                 share
             })
             .collect();

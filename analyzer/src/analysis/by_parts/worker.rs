@@ -40,7 +40,7 @@ pub(super) fn figures_of_block(
     let mut kept = kept;
     // Requests that cannot be read back are this worker's error, sent where its folds
     // would be and where its requests would be.
-    let (mut requests, unread) = match kept.requests() {
+    let (mut requests, unread) = match kept.read_requests() {
         Ok(requests) => (requests, None),
         Err(e) => (Vec::new(), Some(e.to_string())),
     };

@@ -172,12 +172,12 @@ impl RunMessages<'_> {
             RunMessages::Borrowed(all) => all.iter().for_each(f),
             RunMessages::Owned(mut all) => {
                 // Last first, so that those read are taken off the end and the vector
-                // shrinks in place (a mapping of its own: the allocator remaps it).
+                // shrinks behind them.
                 all.reverse();
                 while let Some(m) = all.pop() {
                     f(&m);
-                    if all.capacity() - all.len() >= batch {
-                        all.shrink_to_fit();
+                    if all.len() % batch == 0 {
+                        crate::heap::shrink_behind(&mut all);
                     }
                 }
             }
