@@ -94,8 +94,13 @@ impl RunFiles {
         let plan = ClockPlan::new(&metas);
         let world_size = world_size_of(&metas);
         let size: FxHashMap<&Path, u64> = listed.iter().map(|(p, n)| (p.as_path(), *n)).collect();
+        // Every usable file was listed; one that was not is measured now, never taken
+        // for empty.
         let bytes = (metas.iter())
-            .map(|m| size.get(m.path.as_path()).copied().unwrap_or(0))
+            .map(|m| match size.get(m.path.as_path()) {
+                Some(&n) => n,
+                None => file_size(&m.path),
+            })
             .collect();
         Ok(RunFiles {
             metas,

@@ -53,10 +53,10 @@ pub(crate) enum Shared {
 pub(crate) struct Kept {
     /// Each rank's compute.
     pub compute: Vec<RankCompute>,
-    /// Each rank's requests, written as a [`RequestColumn`] (14 to 20 B a request on the
-    /// kept runs, where they take 28; held through the gather beside the digests'
-    /// bytes, each rank's a block of its own, not a vector the run's is made of), read
-    /// back when the block's figures are made ([`Kept::read_requests`]).
+    /// Each rank's requests, written as a [`RequestColumn`] (fewer bytes than they take
+    /// decoded; held through the gather beside the digests' bytes, each rank's a block
+    /// of its own, not a vector the run's is made of), read back when the block's
+    /// figures are made ([`Kept::read_requests`]).
     requests: Vec<Vec<u8>>,
     /// How many requests they are.
     request_count: usize,
@@ -115,10 +115,8 @@ pub(crate) fn digest_dir_shared(
         let block = share(&sizes, exchange.workers())[exchange.worker()].clone();
         let mine: Vec<PathBuf> = listed[block.clone()].to_vec();
         let each = |i: usize| reading.read(sizes[block.start + i]);
-        let sized = mine
-            .iter()
-            .cloned()
-            .zip(sizes[block.clone()].to_vec())
+        let sized = (mine.iter().cloned())
+            .zip(sizes[block.clone()].iter().copied())
             .collect();
         let (metas, unreadable) = read_each_into::<Counted>(mine, each);
         (metas, unreadable, sized)
@@ -268,5 +266,16 @@ mod tests {
             .collect();
         assert_eq!(sizes, want);
         assert_eq!(&sizes[..3], &[7, 11, 13]);
+        // A file left out of the list is measured, not taken for empty.
+        let (metas, unreadable) = read_each_into::<Counted>(files[1..].to_vec(), |_| {});
+        let run = RunFiles::of(dir.path(), metas, unreadable, &listed[2..]).expect("one run");
+        let first = run
+            .metas
+            .iter()
+            .position(|m| m.path == files[1])
+            .expect("read");
+        let on_disk = std::fs::metadata(&files[1]).expect("there").len();
+        assert!(on_disk > 0);
+        assert_eq!(run.bytes(first), on_disk);
     }
 }

@@ -32,12 +32,11 @@ pub(super) fn figures_of_block(
     dir: &Path,
     opts: &Options,
     exchange: &dyn Exchange,
-    (files, kept): (RunFiles, Kept),
+    (files, mut kept): (RunFiles, Kept),
     (reading, at_least): (&Reading<'_>, Option<PartSize>),
     mut sink: Rows<'_>,
 ) -> Result<()> {
     let block = blocks_of(&files, exchange.workers()).swap_remove(exchange.worker());
-    let mut kept = kept;
     // Requests that cannot be read back are this worker's error, sent where its folds
     // would be and where its requests would be.
     let (mut requests, unread) = match kept.read_requests() {
